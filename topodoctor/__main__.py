@@ -1,0 +1,3 @@
+from topodoctor.cli import run
+
+run()

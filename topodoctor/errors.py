@@ -1,0 +1,51 @@
+"""Errors that end a command with a one-line message and a defined exit code.
+
+Exit codes (shared by every command, documented in README.md):
+  0  ran, healthy (warnings allowed)
+  1  ran, unhealthy (a finding at or above the fail level)
+  2  usage error: bad flag, missing or corrupt input file
+  3  could not check: no NVML library, no driver, no GPU, probe crashed, time budget spent
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_UNHEALTHY = 1
+EXIT_USAGE = 2
+EXIT_CANNOT_CHECK = 3
+
+
+class TopodoctorError(Exception):
+    """Base: carries the exit code the CLI returns for it."""
+
+    exit_code = EXIT_CANNOT_CHECK
+
+
+class InputError(TopodoctorError):
+    """A file or argument the user gave is missing, corrupt, or of the wrong kind."""
+
+    exit_code = EXIT_USAGE
+
+
+class ProbeUnavailable(TopodoctorError):
+    """The host cannot be probed: no NVML library, no driver loaded, no GPU."""
+
+    exit_code = EXIT_CANNOT_CHECK
+
+
+class ReplayMismatch(TopodoctorError):
+    """The probe asked a recording for a call it does not hold: the recording is stale."""
+
+    exit_code = EXIT_CANNOT_CHECK
+
+
+class BudgetExceeded(TopodoctorError):
+    """The wall-clock budget ran out before the work finished."""
+
+    exit_code = EXIT_CANNOT_CHECK
+
+
+class BandwidthUnavailable(TopodoctorError):
+    """Copies cannot be timed: torch missing, no CUDA, out of memory."""
+
+    exit_code = EXIT_CANNOT_CHECK

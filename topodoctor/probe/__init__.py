@@ -1,0 +1,52 @@
+"""Where a HostSnapshot comes from: the live host, a replayed recording, or a saved snapshot.
+
+pynvml is imported only when the live host is probed, so replays run with no driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from topodoctor.errors import InputError
+from topodoctor.model import HostSnapshot, snapshot_from_data
+from topodoctor.probe.collect import collect
+from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
+from topodoctor.probe.replay import recording_from_data, resolve
+from topodoctor.probe.sysfs import LiveSysfs
+
+
+@dataclass(frozen=True)
+class Probed:
+    snapshot: HostSnapshot
+    origin: str  # "live", "replay NAME", "snapshot NAME"
+
+
+def probe_host(replay: str | None = None, sysfs_root: str = "/") -> Probed:
+    if replay is None:
+        from topodoctor.probe.nvml import LiveNvml
+
+        return Probed(collect(LiveNvml(), LiveSysfs(sysfs_root)), "live")
+    name, data = resolve(replay)
+    if isinstance(data, dict) and data.get("kind") == "snapshot":
+        return Probed(snapshot_from_data(data, f"snapshot {name}"), f"snapshot {name}")
+    rec = recording_from_data(data, name)
+    nvml, fs = rec.fakes()
+    try:
+        return Probed(collect(nvml, fs), f"replay {name}")
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        raise InputError(f"recording {name} is corrupt: {type(exc).__name__}: {exc}") from None
+
+
+def record_host(label: str, do_scrub: bool = True, sysfs_root: str = "/") -> tuple[dict[str, Any], HostSnapshot]:
+    """Probe the live host through recorders; return the recording document and the snapshot."""
+    from topodoctor.probe.nvml import LiveNvml
+
+    nvml = RecordingNvml(LiveNvml())
+    fs = RecordingSysfs(LiveSysfs(sysfs_root))
+    snap = collect(nvml, fs)
+    doc = build_recording(nvml, fs, snap, label)
+    if do_scrub:
+        doc = scrub(doc)
+        snap = snapshot_from_data(doc["snapshot"], "scrubbed snapshot")
+    return doc, snap

@@ -1,0 +1,155 @@
+"""The probe: NVML + sysfs -> HostSnapshot. Live, recorded and replayed scans all run this."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from topodoctor.errors import ProbeUnavailable
+from topodoctor.model import (
+    SNAPSHOT_SCHEMA_VERSION,
+    Gpu,
+    GpuPair,
+    HostInfo,
+    HostSnapshot,
+    NvSwitch,
+    P2pStatus,
+)
+from topodoctor.probe import host as hostfacts
+from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.gpu import probe_gpu
+from topodoctor.probe.pcie import bridges_on, read_bridge
+from topodoctor.probe.query import Nvml, parse_cpulist, sys_read
+from topodoctor.probe.sysfs import Sysfs
+from topodoctor.probed import ProbeError, Probed, Unsupported
+
+_TOPOLOGY = {0: "INTERNAL", 10: "SINGLE", 20: "MULTIPLE", 30: "HOSTBRIDGE", 40: "NODE", 50: "SYSTEM"}
+_P2P = {0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED", 3: "IOH_TOPOLOGY_NOT_SUPPORTED",
+        4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"}  # fmt: skip
+# nvmlDeviceGetP2PStatus capability indices: READ WRITE NVLINK ATOMICS PCI(PROP)
+_P2P_INDEX = (0, 1, 2, 3, 4)
+
+_INIT_MESSAGES = {
+    "LIBRARY_NOT_FOUND": "the NVML library (libnvidia-ml.so.1) was not found: is the NVIDIA driver installed?",
+    "DRIVER_NOT_LOADED": "the NVIDIA kernel driver is not loaded (nvmlInit: DRIVER_NOT_LOADED)",
+    "NO_PERMISSION": "no permission to open the NVIDIA devices (nvmlInit: NO_PERMISSION)",
+    "LIB_RM_VERSION_MISMATCH": "the NVML library and the loaded kernel driver differ in version: reload the "
+    "driver or reboot (nvmlInit: LIB_RM_VERSION_MISMATCH)",
+}
+
+
+def _cuda_version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _p2p(nvml: Nvml, a: str, b: str) -> P2pStatus:
+    """nvmlDeviceGetP2PStatus for each capability (nvidia-smi topo -p2p r/w/n/a/p)."""
+    got = [nvml.ask("nvmlDeviceGetP2PStatus", a, b, i, convert=lambda s: _P2P.get(int(s), f"status_{s}"))
+           for i in _P2P_INDEX]  # fmt: skip
+    return P2pStatus(*got)
+
+
+def _pairs(nvml: Nvml, gpus: list[Gpu]) -> tuple[GpuPair, ...]:
+    out = []
+    tokens = {g.index: f"gpu:{g.index}" for g in gpus}
+    for i, ga in enumerate(gpus):
+        for gb in gpus[i + 1 :]:
+            a, b = tokens[ga.index], tokens[gb.index]
+            if ga.lost or gb.lost:
+                err = ga.lost or gb.lost
+                assert err is not None
+                p2p = P2pStatus(err, err, err, err, err)
+                out.append(GpuPair(ga.index, gb.index, err, p2p, p2p))
+                continue
+            level = nvml.ask(
+                "nvmlDeviceGetTopologyCommonAncestor", a, b, convert=lambda v: _TOPOLOGY.get(int(v), f"level_{v}")
+            )
+            out.append(GpuPair(ga.index, gb.index, level, _p2p(nvml, a, b), _p2p(nvml, b, a)))
+    return tuple(out)
+
+
+_INVISIBLE = ("ffff:ff:ff.0", "ffff:ff:ff.f", "0000:00:00.0")
+
+
+def _nvswitches(gpus: list[Gpu]) -> tuple[NvSwitch, ...]:
+    """Switches by the PCI id the links report; links to switches a VM cannot see (all-FF
+    PCI ids) are gathered under one inferred fabric node, since their count is unknowable."""
+    seen: dict[str, list[tuple[int, int]]] = {}
+    hidden: list[tuple[int, int]] = []
+    for g in gpus:
+        for link in g.nvlinks:
+            if link.remote_type != "switch" or link.active is not True:
+                continue
+            bus = link.remote_bus_id
+            if isinstance(bus, str) and bus not in _INVISIBLE:
+                seen.setdefault(bus, []).append((g.index, link.link))
+            else:
+                hidden.append((g.index, link.link))
+    out = [NvSwitch(f"nvswitch:{bus}", bus, False, tuple(links)) for bus, links in sorted(seen.items())]
+    if hidden:
+        out.append(NvSwitch("nvswitch:fabric", Unsupported("NOT_VISIBLE"), True, tuple(hidden)))
+    return tuple(out)
+
+
+def collect(api: NvmlApi, fs: Sysfs) -> HostSnapshot:
+    """Probe the host. Raises ProbeUnavailable when NVML cannot start or sees no GPU."""
+    nvml = Nvml(api)
+    init = nvml.ask("nvmlInit")
+    if isinstance(init, (ProbeError, Unsupported)):
+        name = init.error if isinstance(init, ProbeError) else init.reason
+        raise ProbeUnavailable(_INIT_MESSAGES.get(name, f"NVML could not start (nvmlInit: {name})"))
+    try:
+        return _collect(nvml, fs)
+    finally:
+        nvml.ask("nvmlShutdown")
+
+
+def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
+    count = nvml.ask("nvmlDeviceGetCount", convert=int)
+    if isinstance(count, (ProbeError, Unsupported)):
+        raise ProbeUnavailable(f"NVML could not count the GPUs (nvmlDeviceGetCount: {count})")
+    if count == 0:
+        raise ProbeUnavailable("NVML found no NVIDIA GPU on this host")
+    online: Probed[tuple[int, ...]] = sys_read(fs, "/sys/devices/system/cpu/online", parse_cpulist)
+    ncpus = max(online) + 1 if isinstance(online, tuple) and online else 1
+    cpu_words = (ncpus + 63) // 64
+    gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
+    pairs = _pairs(nvml, gpus)
+    # A GPU can fall off the bus while its pairs are probed: mark it lost after all.
+    gpus = [replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
+            for g in gpus]  # fmt: skip
+    model, sockets, cpu_socket, hypervisor = hostfacts.cpuinfo(fs)
+    virt, virt_detail = hostfacts.virtualization(fs, hypervisor)
+    hostname = sys_read(fs, "/proc/sys/kernel/hostname", str)
+    nics, interfaces = hostfacts.nics(fs)
+    paths = [g.pcie_path for g in gpus if isinstance(g.pcie_path, tuple)]
+    paths += [n.pcie_path for n in nics if isinstance(n.pcie_path, tuple)]
+    host = HostInfo(
+        hostname=hostname if isinstance(hostname, str) else "unknown",
+        kernel=sys_read(fs, "/proc/sys/kernel/osrelease", str),
+        virtualization=virt,
+        virtualization_detail=virt_detail,
+        driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),
+        cuda_driver_version=nvml.ask("nvmlSystemGetCudaDriverVersion_v2", convert=_cuda_version),
+        nvml_version=nvml.ask("nvmlSystemGetNVMLVersion", convert=str),
+        cpu_model=model,
+        sockets=sockets,
+        online_cpus=online,
+        numa_nodes=hostfacts.numa_nodes(fs, cpu_socket),
+        iommu=hostfacts.iommu_state(fs),
+    )
+    errors = tuple(
+        ProbeError(err.error, f"GPU{token[4:]}: {err.call}", err.code) for token, err in sorted(nvml.lost.items())
+    )
+    return HostSnapshot(
+        kind="snapshot",
+        schema_version=SNAPSHOT_SCHEMA_VERSION,
+        host=host,
+        gpu_count=count,
+        gpus=tuple(gpus),
+        pairs=pairs,
+        nvswitches=_nvswitches(gpus),
+        bridges=tuple(read_bridge(fs, bdf, depth) for bdf, depth in bridges_on(paths)),
+        nics=nics,
+        interfaces=interfaces,
+        probe_errors=errors,
+    )

@@ -1,0 +1,213 @@
+"""Per-GPU NVML queries. Each function names its NVML call and the nvidia-smi equivalent."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from topodoctor.model import (
+    FabricInfo,
+    Gpu,
+    NvLink,
+    NvLinkErrors,
+    NvLinkRemote,
+    PcieLink,
+    RemappedRows,
+)
+from topodoctor.probe.api import NOT_SUPPORTED, SUCCESS, error_name
+from topodoctor.probe.pcie import numa_of, pcie_path
+from topodoctor.probe.query import Nvml, mask_words_to_ids, normalize_bus_id, sys_read
+from topodoctor.probe.sysfs import Sysfs
+from topodoctor.probed import ProbeError, Probed, Unsupported
+
+FI_NVLINK_LINK_COUNT = 91  # NVML_FI_DEV_NVLINK_LINK_COUNT
+FI_NVLINK_GET_SPEED = 164  # NVML_FI_DEV_NVLINK_GET_SPEED, per link via scopeId, Mb/s
+_LINK_SCAN_GUARD = 64  # only when NVML does not report a link count: stop probing here
+
+_ARCH = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
+         8: "Ada", 9: "Hopper", 10: "Blackwell", 13: "Rubin"}  # fmt: skip
+_VIRT = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
+_REMOTE: dict[int, NvLinkRemote] = {0: "gpu", 1: "ibmnpu", 2: "switch"}
+_CAPS = ("p2p", "sysmem_access", "p2p_atomics", "sysmem_atomics", "sli_bridge", "valid")
+_FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+# nvmlDeviceGetNvLinkErrorCounter counters: DL_REPLAY, DL_RECOVERY, DL_CRC_FLIT, DL_CRC_DATA, DL_ECC_DATA
+_ERROR_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc_data")
+MEMORY_ERROR_UNCORRECTED = 1
+VOLATILE_ECC, AGGREGATE_ECC = 0, 1
+AFFINITY_SCOPE_NODE = 0
+
+
+def _first(pair: Any) -> bool:
+    return bool(pair[0])
+
+
+def _remote_bus(pci: Any) -> str:
+    return normalize_bus_id(pci["busId"])
+
+
+def _fabric(raw: Any) -> FabricInfo:
+    uuid = bytes(int(b) for b in raw.get("clusterUuid", [])).hex()
+    return FabricInfo(
+        state=_FABRIC_STATE.get(int(raw["state"]), f"state_{raw['state']}"),
+        status="SUCCESS" if int(raw["status"]) == SUCCESS else error_name(int(raw["status"])),
+        clique_id=int(raw.get("cliqueId", 0)),
+        cluster_uuid=uuid,
+        health_mask=int(raw["healthMask"]) if "healthMask" in raw else None,
+    )
+
+
+def _fields(nvml: Nvml, h: str, ids: list[list[int]]) -> dict[tuple[int, int], Probed[int]]:
+    """nvmlDeviceGetFieldValues in one batch; each field keeps its own return code."""
+    got = nvml.ask("nvmlDeviceGetFieldValues", h, ids)
+    out: dict[tuple[int, int], Probed[int]] = {}
+    for fid, scope in ids:
+        if not isinstance(got, list):
+            out[(fid, scope)] = got
+    if isinstance(got, list):
+        for v in got:
+            ret = int(v["ret"])
+            key = (int(v["field"]), int(v["scope"]))
+            if ret == SUCCESS and v["value"] is not None:
+                out[key] = int(v["value"])
+            elif ret == NOT_SUPPORTED:
+                out[key] = Unsupported("NOT_SUPPORTED")
+            else:
+                out[key] = ProbeError(error_name(ret), f"nvmlDeviceGetFieldValues[{key[0]}]", ret)
+    return out
+
+
+def link_count(nvml: Nvml, h: str) -> Probed[int]:
+    """NVML_FI_DEV_NVLINK_LINK_COUNT (nvidia-smi nvlink -s lists this many links)."""
+    return _fields(nvml, h, [[FI_NVLINK_LINK_COUNT, 0]])[(FI_NVLINK_LINK_COUNT, 0)]
+
+
+def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
+    """Per link: nvmlDeviceGetNvLinkState / Version / RemoteDeviceType / RemotePciInfo /
+    Capability / ErrorCounter (nvidia-smi nvlink -s, -c, -e)."""
+    if isinstance(count, int):
+        indices = list(range(count))
+    elif isinstance(count, ProbeError):
+        return ()
+    else:
+        # No count from NVML: ask link by link until the driver says there is no such link.
+        indices = []
+        for link in range(_LINK_SCAN_GUARD):
+            state = nvml.ask("nvmlDeviceGetNvLinkState", h, link)
+            if isinstance(state, (Unsupported, ProbeError)):
+                break
+            indices.append(link)
+    if not indices:
+        return ()
+    speeds = _fields(nvml, h, [[FI_NVLINK_GET_SPEED, link] for link in indices])
+    links = []
+    for link in indices:
+        active = nvml.ask("nvmlDeviceGetNvLinkState", h, link, convert=bool)
+        caps: Probed[tuple[str, ...]]
+        cap_bits = [nvml.ask("nvmlDeviceGetNvLinkCapability", h, link, i, convert=int) for i in range(len(_CAPS))]
+        bad = next((c for c in cap_bits if not isinstance(c, int)), None)
+        caps = bad if bad is not None else tuple(n for n, c in zip(_CAPS, cap_bits) if c)  # type: ignore[assignment]
+        errors = NvLinkErrors(
+            *(nvml.ask("nvmlDeviceGetNvLinkErrorCounter", h, link, i, convert=int) for i in range(len(_ERROR_COUNTERS)))
+        )
+        links.append(
+            NvLink(
+                link=link,
+                active=active,
+                version=nvml.ask("nvmlDeviceGetNvLinkVersion", h, link, convert=int),
+                remote_type=nvml.ask(
+                    "nvmlDeviceGetNvLinkRemoteDeviceType", h, link, convert=lambda v: _REMOTE.get(int(v), "unknown")
+                ),
+                remote_bus_id=nvml.ask("nvmlDeviceGetNvLinkRemotePciInfo", h, link, convert=_remote_bus),
+                capabilities=caps,
+                speed_mbps=speeds[(FI_NVLINK_GET_SPEED, link)],
+                errors=errors,
+            )
+        )
+    return tuple(links)
+
+
+def probe_gpu(nvml: Nvml, fs: Sysfs, index: int, cpu_words: int) -> Gpu:
+    """One GPU (nvidia-smi -q -i INDEX). A lost GPU still yields a record, marked lost."""
+    h = nvml.ask("nvmlDeviceGetHandleByIndex", index)
+    if not isinstance(h, str):
+        err = h if isinstance(h, ProbeError) else ProbeError(h.reason, "nvmlDeviceGetHandleByIndex")
+        return lost_gpu(index, err)
+    bus = nvml.ask("nvmlDeviceGetPciInfo", h, convert=lambda p: normalize_bus_id(p["busId"]))
+    count = link_count(nvml, h)
+    gpu = Gpu(
+        index=index,
+        lost=None,
+        bus_id=bus,
+        name=nvml.ask("nvmlDeviceGetName", h, convert=str),
+        uuid=nvml.ask("nvmlDeviceGetUUID", h, convert=str),
+        serial=nvml.ask("nvmlDeviceGetSerial", h, convert=str),
+        minor_number=nvml.ask("nvmlDeviceGetMinorNumber", h, convert=int),
+        architecture=nvml.ask("nvmlDeviceGetArchitecture", h, convert=lambda a: _ARCH.get(int(a), f"arch_{a}")),
+        compute_capability=nvml.ask("nvmlDeviceGetCudaComputeCapability", h, convert=lambda c: f"{c[0]}.{c[1]}"),
+        memory_total_bytes=nvml.ask("nvmlDeviceGetMemoryInfo", h, convert=lambda m: int(m["total"])),
+        persistence_mode=nvml.ask("nvmlDeviceGetPersistenceMode", h, convert=bool),
+        mig_mode=nvml.ask("nvmlDeviceGetMigMode", h, convert=_first),
+        ecc_mode=nvml.ask("nvmlDeviceGetEccMode", h, convert=_first),
+        virtualization_mode=nvml.ask(
+            "nvmlDeviceGetVirtualizationMode", h, convert=lambda v: _VIRT.get(int(v), f"mode_{v}")
+        ),
+        pcie=PcieLink(
+            gen_current=nvml.ask("nvmlDeviceGetCurrPcieLinkGeneration", h, convert=int),
+            gen_max=nvml.ask("nvmlDeviceGetMaxPcieLinkGeneration", h, convert=int),
+            gpu_gen_max=nvml.ask("nvmlDeviceGetGpuMaxPcieLinkGeneration", h, convert=int),
+            width_current=nvml.ask("nvmlDeviceGetCurrPcieLinkWidth", h, convert=int),
+            width_max=nvml.ask("nvmlDeviceGetMaxPcieLinkWidth", h, convert=int),
+            replay_counter=nvml.ask("nvmlDeviceGetPcieReplayCounter", h, convert=int),
+        ),
+        numa_node=nvml.ask("nvmlDeviceGetNumaNodeId", h, convert=int),
+        sysfs_numa_node=numa_of(fs, bus) if isinstance(bus, str) else bus,
+        cpu_affinity=_cpu_affinity(nvml, h, cpu_words),
+        memory_affinity=nvml.ask(
+            "nvmlDeviceGetMemoryAffinity", h, max(1, cpu_words), AFFINITY_SCOPE_NODE, convert=mask_words_to_ids
+        ),
+        nvlink_count=count,
+        nvlinks=nvlinks(nvml, h, count),
+        remapped_rows=nvml.ask(
+            "nvmlDeviceGetRemappedRows", h, convert=lambda r: RemappedRows(int(r[0]), int(r[1]), bool(r[2]), bool(r[3]))
+        ),
+        ecc_uncorrected_volatile=nvml.ask(
+            "nvmlDeviceGetTotalEccErrors", h, MEMORY_ERROR_UNCORRECTED, VOLATILE_ECC, convert=int
+        ),
+        ecc_uncorrected_aggregate=nvml.ask(
+            "nvmlDeviceGetTotalEccErrors", h, MEMORY_ERROR_UNCORRECTED, AGGREGATE_ECC, convert=int
+        ),
+        fabric=nvml.ask("nvmlDeviceGetGpuFabricInfoV", h, convert=_fabric),
+        pcie_path=pcie_path(fs, bus) if isinstance(bus, str) else bus,
+        iommu_group_type=sys_read(fs, f"/sys/bus/pci/devices/{bus}/iommu_group/type", str)
+        if isinstance(bus, str)
+        else bus,
+    )
+    gone = nvml.lost.get(h)
+    return gpu if gone is None else _mark_lost(gpu, gone)
+
+
+def _cpu_affinity(nvml: Nvml, h: str, words: int) -> Probed[tuple[int, ...]]:
+    """CPUs near the GPU (nvidia-smi topo -m "CPU Affinity"): scoped to the NUMA node where
+    the driver knows the scope call, the older unscoped call otherwise."""
+    got: Probed[tuple[int, ...]] = nvml.ask(
+        "nvmlDeviceGetCpuAffinityWithinScope", h, words, AFFINITY_SCOPE_NODE, convert=mask_words_to_ids
+    )
+    if isinstance(got, Unsupported):
+        got = nvml.ask("nvmlDeviceGetCpuAffinity", h, words, convert=mask_words_to_ids)
+    return got
+
+
+def _mark_lost(gpu: Gpu, err: ProbeError) -> Gpu:
+    return replace(gpu, lost=err)
+
+
+def lost_gpu(index: int, err: ProbeError) -> Gpu:
+    """A GPU that gave no handle: every field carries the error."""
+    return Gpu(
+        index=index, lost=err, bus_id=err, name=err, uuid=err, serial=err, minor_number=err, architecture=err,
+        compute_capability=err, memory_total_bytes=err, persistence_mode=err, mig_mode=err, ecc_mode=err,
+        virtualization_mode=err, pcie=PcieLink(err, err, err, err, err, err), numa_node=err,
+        sysfs_numa_node=err, cpu_affinity=err, memory_affinity=err, nvlink_count=err, nvlinks=(),
+        remapped_rows=err, ecc_uncorrected_volatile=err, ecc_uncorrected_aggregate=err, fabric=err,
+        pcie_path=err, iommu_group_type=err,
+    )  # fmt: skip

@@ -1,0 +1,150 @@
+"""Host facts from /proc and /sys: kernel, CPUs, sockets, NUMA nodes, virtualization, IOMMU,
+network devices. NVML says none of these."""
+
+from __future__ import annotations
+
+from topodoctor.model import NetInterface, Nic, NicKind, NumaNode, Virtualization
+from topodoctor.probe.pcie import numa_of, pcie_path
+from topodoctor.probe.query import parse_cpulist, sys_list, sys_read
+from topodoctor.probe.sysfs import Sysfs
+from topodoctor.probed import ProbeError, Probed, Unsupported, ok
+
+_CONTAINER_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc")
+
+
+def cpuinfo(fs: Sysfs) -> tuple[Probed[str], Probed[int], dict[int, int], bool]:
+    """CPU model, socket count, cpu -> socket, and whether the hypervisor flag is set."""
+    text = sys_read(fs, "/proc/cpuinfo", str)
+    if not isinstance(text, str):
+        return text, text, {}, False
+    model: Probed[str] = Unsupported("ABSENT")
+    sockets: dict[int, int] = {}
+    cpu = -1
+    hypervisor = False
+    for line in text.splitlines():
+        key, _, val = line.partition(":")
+        key, val = key.strip(), val.strip()
+        if key == "processor":
+            cpu = int(val) if val.isdigit() else cpu
+        elif key == "model name" and not ok(model):
+            model = val
+        elif key == "physical id" and val.isdigit():
+            sockets[cpu] = int(val)
+        elif key == "flags" and not hypervisor:
+            hypervisor = "hypervisor" in val.split()
+    count: Probed[int] = len(set(sockets.values())) if sockets else Unsupported("NO_PHYSICAL_ID")
+    return model, count, sockets, hypervisor
+
+
+def numa_nodes(fs: Sysfs, cpu_socket: dict[int, int]) -> tuple[NumaNode, ...]:
+    nodes = []
+    for name in sys_list(fs, "/sys/devices/system/node"):
+        if not (name.startswith("node") and name[4:].isdigit()):
+            continue
+        cpus = sys_read(fs, f"/sys/devices/system/node/{name}/cpulist", parse_cpulist)
+        cpu_t = cpus if isinstance(cpus, tuple) else ()
+        sockets = {cpu_socket[c] for c in cpu_t if c in cpu_socket}
+        socket: Probed[int] = sockets.pop() if len(sockets) == 1 else Unsupported("UNKNOWN")
+        nodes.append(NumaNode(id=int(name[4:]), cpus=cpu_t, socket=socket))
+    return tuple(sorted(nodes, key=lambda n: n.id))
+
+
+def virtualization(fs: Sysfs, hypervisor_flag: bool) -> tuple[Virtualization, str]:
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if ok(sys_read(fs, marker, str)):
+            return "container", marker
+    cgroup = sys_read(fs, "/proc/self/cgroup", str)
+    if isinstance(cgroup, str):
+        for m in _CONTAINER_MARKERS:
+            if m in cgroup:
+                return "container", f"cgroup mentions {m}"
+    if hypervisor_flag:
+        vendor = sys_read(fs, "/sys/class/dmi/id/sys_vendor", str)
+        product = sys_read(fs, "/sys/class/dmi/id/product_name", str)
+        detail = " ".join(v for v in (vendor, product) if isinstance(v, str)) or "cpu hypervisor flag"
+        return "vm", detail
+    if ok(sys_read(fs, "/proc/cpuinfo", str)):
+        return "bare-metal", "no hypervisor flag"
+    return "unknown", "cpuinfo unreadable"
+
+
+def iommu_state(fs: Sysfs) -> Probed[str]:
+    """'on' when the kernel registered an IOMMU (translation possible), else 'off'."""
+    if sys_list(fs, "/sys/class/iommu"):
+        return "on"
+    if sys_list(fs, "/sys/kernel/iommu_groups"):
+        return "on"
+    return "off"
+
+
+def _rdma_state(text: str) -> str:
+    return text.split(":", 1)[-1].strip()  # "4: ACTIVE" -> "ACTIVE"
+
+
+def _rdma_rate(text: str) -> float:
+    return float(text.split()[0])  # "400 Gb/sec (4X NDR)"
+
+
+def _eth_rate(text: str) -> float:
+    mbps = int(text)
+    if mbps < 0:
+        raise ValueError("no speed")
+    return mbps / 1000.0
+
+
+def _pci_of(fs: Sysfs, dev_link: str) -> Probed[str]:
+    try:
+        real = fs.realpath(dev_link)
+    except FileNotFoundError:
+        return Unsupported("VIRTUAL")
+    except OSError as exc:
+        return ProbeError(type(exc).__name__, f"realpath {dev_link}")
+    name = real.rstrip("/").rsplit("/", 1)[-1]
+    return name if name.count(":") == 2 and "." in name else Unsupported("NOT_PCI")
+
+
+def nics(fs: Sysfs) -> tuple[tuple[Nic, ...], tuple[NetInterface, ...]]:
+    """RDMA devices (InfiniBand / RoCE) and PCI Ethernet devices, plus every net interface."""
+    out: list[Nic] = []
+    rdma_netdevs: set[str] = set()
+    for name in sys_list(fs, "/sys/class/infiniband"):
+        base = f"/sys/class/infiniband/{name}"
+        ports = sys_list(fs, f"{base}/ports") or ["1"]
+        port = f"{base}/ports/{ports[0]}"
+        layer = sys_read(fs, f"{port}/link_layer", str)
+        kind: NicKind = "roce" if layer == "Ethernet" else "infiniband"
+        netdevs = tuple(sys_list(fs, f"{base}/device/net"))
+        rdma_netdevs.update(netdevs)
+        bus = _pci_of(fs, f"{base}/device")
+        out.append(
+            Nic(
+                name=name,
+                kind=kind,
+                bus_id=bus,
+                pcie_path=pcie_path(fs, bus) if isinstance(bus, str) else bus,
+                numa_node=numa_of(fs, bus) if isinstance(bus, str) else bus,
+                netdevs=netdevs,
+                state=sys_read(fs, f"{port}/state", _rdma_state),
+                rate_gbps=sys_read(fs, f"{port}/rate", _rdma_rate),
+            )
+        )
+    interfaces: list[NetInterface] = []
+    for name in sys_list(fs, "/sys/class/net"):
+        base = f"/sys/class/net/{name}"
+        state = sys_read(fs, f"{base}/operstate", str)
+        bus = _pci_of(fs, f"{base}/device")
+        interfaces.append(NetInterface(name, state if isinstance(state, str) else "unknown", bus if isinstance(bus, str) else None))
+        if isinstance(bus, str) and name not in rdma_netdevs:
+            out.append(
+                Nic(
+                    name=name,
+                    kind="ethernet",
+                    bus_id=bus,
+                    pcie_path=pcie_path(fs, bus),
+                    numa_node=numa_of(fs, bus),
+                    netdevs=(name,),
+                    state=state,
+                    rate_gbps=sys_read(fs, f"{base}/speed", _eth_rate),
+                )
+            )
+    return tuple(out), tuple(interfaces)

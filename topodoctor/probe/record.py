@@ -1,0 +1,125 @@
+"""Recording a live probe: every NVML call and sysfs read, with its answer or its error.
+
+A recording is one JSON document:
+  kind/schema_version   "recording", RECORDING_SCHEMA_VERSION
+  meta                  when, which topodoctor, whether identifiers were scrubbed
+  nvml                  [{fn, args, result} | {fn, args, error}]   (error = NVML return code)
+  sysfs                 [{op, path, result} | {op, path, error}]   (error = errno name)
+  snapshot              what the live probe built from exactly these answers
+
+Scrubbing replaces GPU UUIDs, serial numbers and the host name consistently across the
+whole document (every GPU-... UUID maps to the same stand-in wherever it appears), so pairs,
+links and the embedded snapshot still agree after scrubbing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from typing import Any
+
+from topodoctor import __version__
+from topodoctor.codec import to_jsonable
+from topodoctor.model import HostSnapshot
+from topodoctor.probe.api import NvmlApi, NvmlCallError
+from topodoctor.probe.sysfs import Sysfs, os_error_name
+
+RECORDING_SCHEMA_VERSION = 1
+
+_UUID = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+
+
+def _plain_args(args: tuple[Any, ...]) -> list[Any]:
+    return json.loads(json.dumps(list(args)))
+
+
+class RecordingNvml:
+    def __init__(self, inner: NvmlApi) -> None:
+        self.inner = inner
+        self.calls: list[dict[str, Any]] = []
+
+    def call(self, fn: str, *args: Any) -> Any:
+        entry: dict[str, Any] = {"fn": fn, "args": _plain_args(args)}
+        self.calls.append(entry)
+        try:
+            result = self.inner.call(fn, *args)
+        except NvmlCallError as exc:
+            entry["error"] = exc.code
+            raise
+        entry["result"] = result
+        return result
+
+
+class RecordingSysfs:
+    def __init__(self, inner: Sysfs) -> None:
+        self.inner = inner
+        self.reads: list[dict[str, Any]] = []
+
+    def _do(self, op: str, path: str, fn: Any, *extra: Any) -> Any:
+        entry: dict[str, Any] = {"op": op, "path": path}
+        self.reads.append(entry)
+        try:
+            result = fn(path, *extra)
+        except OSError as exc:
+            entry["error"] = os_error_name(exc)
+            raise
+        entry["result"] = result
+        return result
+
+    def read(self, path: str) -> str:
+        return self._do("read", path, self.inner.read)  # type: ignore[no-any-return]
+
+    def read_hex(self, path: str, limit: int) -> str:
+        return self._do("read_hex", path, self.inner.read_hex, limit)  # type: ignore[no-any-return]
+
+    def listdir(self, path: str) -> list[str]:
+        return self._do("listdir", path, self.inner.listdir)  # type: ignore[no-any-return]
+
+    def realpath(self, path: str) -> str:
+        return self._do("realpath", path, self.inner.realpath)  # type: ignore[no-any-return]
+
+
+def build_recording(nvml: RecordingNvml, fs: RecordingSysfs, snapshot: HostSnapshot, label: str) -> dict[str, Any]:
+    return {
+        "kind": "recording",
+        "schema_version": RECORDING_SCHEMA_VERSION,
+        "meta": {
+            "label": label,
+            "recorded_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "topodoctor_version": __version__,
+            "scrubbed": False,
+        },
+        "nvml": nvml.calls,
+        "sysfs": fs.reads,
+        "snapshot": to_jsonable(snapshot),
+    }
+
+
+def scrub(recording: dict[str, Any]) -> dict[str, Any]:
+    """Replace UUIDs, serials and the host name with stable stand-ins, everywhere at once."""
+    secrets: dict[str, str] = {}
+    text = json.dumps(recording)
+    for m in _UUID.finditer(text):
+        uuid = m.group(0)
+        if uuid not in secrets:
+            n = sum(1 for s in secrets if s.startswith(m.group(1)))
+            secrets[uuid] = f"{m.group(1)}-00000000-0000-4000-8000-{n:012x}"
+    for secret, stand_in in secrets.items():
+        text = text.replace(secret, stand_in)
+    out: dict[str, Any] = json.loads(text)
+    # Serials and the host name are replaced where they stand, not by text search: a host
+    # called "gpu" must not rewrite every "gpu" in the file.
+    serials: dict[str, str] = {}
+    for call in out["nvml"]:
+        if call["fn"] == "nvmlDeviceGetSerial" and isinstance(call.get("result"), str):
+            call["result"] = serials.setdefault(call["result"], f"SERIAL{len(serials):06d}")
+    for gpu in out["snapshot"]["gpus"]:
+        if isinstance(gpu.get("serial"), str):
+            gpu["serial"] = serials.setdefault(gpu["serial"], f"SERIAL{len(serials):06d}")
+    for read in out["sysfs"]:
+        if read["path"] == "/proc/sys/kernel/hostname" and "result" in read:
+            read["result"] = "recorded-host"
+    out["snapshot"]["host"]["hostname"] = "recorded-host"
+    out["meta"]["scrubbed"] = True
+    return out

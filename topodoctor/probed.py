@@ -1,0 +1,65 @@
+"""The three answers a probed field can hold: a value, "unsupported", or a probe failure.
+
+A value that is missing because the hardware or driver does not offer it is normal and
+quiet; a value that is missing because the query failed means a check could not run and
+must say so. Keeping the two apart is the point of this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar, Union
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """The driver or hardware does not offer this (NVML NOT_SUPPORTED, a sysfs file absent)."""
+
+    reason: str = "NOT_SUPPORTED"
+
+    def __str__(self) -> str:
+        return "N/A"
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    """The query failed: GPU lost, no permission, binding mismatch, unreadable file.
+
+    ``code`` is the NVML return code when NVML raised it, ``None`` for OS errors.
+    """
+
+    error: str
+    call: str
+    code: int | None = None
+
+    def __str__(self) -> str:
+        return f"ERR({self.error})"
+
+
+Probed = Union[T, Unsupported, ProbeError]
+
+
+def ok(value: object) -> bool:
+    """True when ``value`` is a real value, not Unsupported nor ProbeError."""
+    return not isinstance(value, (Unsupported, ProbeError))
+
+
+def value_or(value: Probed[T], default: T) -> T:
+    if isinstance(value, (Unsupported, ProbeError)):
+        return default
+    return value
+
+
+def failed(value: object) -> bool:
+    return isinstance(value, ProbeError)
+
+
+def show(value: object, fmt: str = "{}") -> str:
+    """Human text for a probed value: the value, N/A, or ERR(reason)."""
+    if isinstance(value, (Unsupported, ProbeError)):
+        return str(value)
+    if value is None:
+        return "-"
+    return fmt.format(value)

@@ -1,0 +1,146 @@
+"""`topodoctor scan` output: readable tables (rich) and a JSON document for machines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+from rich.console import Console
+from rich.table import Table
+
+from topodoctor.codec import to_jsonable
+from topodoctor.graph import connection_matrix, nvlink_link_gbps
+from topodoctor.model import HostSnapshot, nvlink_generation
+from topodoctor.probed import ProbeError, Unsupported, show
+from topodoctor.topo import build_matrix, render
+
+SCAN_SCHEMA_VERSION = 1
+
+
+def _gib(n: object) -> str:
+    return f"{n / 2**30:.0f} GiB" if isinstance(n, int) else show(n)
+
+
+def _onoff(v: object) -> str:
+    return ("on" if v else "off") if isinstance(v, bool) else show(v)
+
+
+def _host_table(snap: HostSnapshot, origin: str) -> Table:
+    h = snap.host
+    t = Table(title=f"Host ({origin})", show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    numa = ", ".join(f"node{n.id}: cpus {_cpus(n.cpus)}" for n in h.numa_nodes) or "none reported"
+    rows = [
+        ("hostname", h.hostname),
+        ("kernel", show(h.kernel)),
+        ("virtualization", f"{h.virtualization} ({h.virtualization_detail})"),
+        ("driver / CUDA / NVML", f"{show(h.driver_version)} / {show(h.cuda_driver_version)} / {show(h.nvml_version)}"),
+        ("CPU", f"{show(h.cpu_model)}, sockets: {show(h.sockets)}"),
+        ("NUMA", numa),
+        ("IOMMU", show(h.iommu)),
+    ]
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+def _cpus(cpus: tuple[int, ...]) -> str:
+    from topodoctor.probe.query import format_cpulist
+
+    return format_cpulist(cpus) or "-"
+
+
+def _gpu_table(snap: HostSnapshot) -> Table:
+    t = Table(title="GPUs")
+    for col in ("GPU", "name", "bus id", "arch / cc", "memory", "PCIe now/max", "NUMA", "NVLinks", "persist", "MIG",
+                "ECC", "fabric"):  # fmt: skip
+        t.add_column(col)
+    for g in snap.gpus:
+        if g.lost is not None:
+            t.add_row(str(g.index), f"[red]LOST: {g.lost.error}[/red]", show(g.bus_id), *[""] * 9)
+            continue
+        p = g.pcie
+        active = sum(1 for link in g.nvlinks if link.active is True)
+        fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
+        t.add_row(
+            str(g.index), show(g.name), show(g.bus_id), f"{show(g.architecture)} / {show(g.compute_capability)}",
+            _gib(g.memory_total_bytes),
+            f"Gen{show(p.gen_current)} x{show(p.width_current)} / Gen{show(p.gen_max)} x{show(p.width_max)}",
+            show(g.sysfs_numa_node), f"{active}/{show(g.nvlink_count)}", _onoff(g.persistence_mode),
+            _onoff(g.mig_mode), _onoff(g.ecc_mode), fabric,
+        )  # fmt: skip
+    return t
+
+
+def _nvlink_table(snap: HostSnapshot) -> Table:
+    t = Table(title="NVLink")
+    for col in ("GPU", "active", "NVLink", "remote", "per link GB/s", "total GB/s", "replay", "recovery", "CRC data"):
+        t.add_column(col)
+    for g in snap.gpus:
+        if not g.nvlinks:
+            continue
+        active = [link for link in g.nvlinks if link.active is True]
+        gens = {nvlink_generation(link.version) for link in active if isinstance(link.version, int)}
+        remotes = sorted({str(link.remote_type) for link in active})
+        rate = nvlink_link_gbps(g)
+
+        def total(name: str, links: Any = g.nvlinks) -> str:
+            vals = [getattr(link.errors, name) for link in links]
+            nums = [v for v in vals if isinstance(v, int)]
+            return str(sum(nums)) if nums else show(vals[0]) if vals else "-"
+
+        t.add_row(
+            str(g.index), f"{len(active)}/{len(g.nvlinks)}", ",".join(str(x) for x in sorted(gens - {None})) or "-",
+            ",".join(remotes) or "-", f"{rate:g}" if rate else "-", f"{rate * len(active):.1f}" if rate else "-",
+            total("replay"), total("recovery"), total("crc_data"),
+        )  # fmt: skip
+    return t
+
+
+def _nic_table(snap: HostSnapshot) -> Table:
+    t = Table(title="NICs")
+    for col in ("name", "kind", "bus id", "NUMA", "state", "rate Gb/s", "net devices"):
+        t.add_column(col)
+    for n in snap.nics:
+        t.add_row(n.name, n.kind, show(n.bus_id), show(n.numa_node), show(n.state), show(n.rate_gbps, "{:g}"),
+                  ",".join(n.netdevs) or "-")  # fmt: skip
+    return t
+
+
+def print_scan(snap: HostSnapshot, origin: str, g: nx.Graph, console: Console) -> None:
+    console.print(_host_table(snap, origin))
+    console.print()
+    console.print(_gpu_table(snap))
+    console.print()
+    console.print("[bold]Connection matrix[/bold] (as nvidia-smi topo -m)")
+    console.out(render(build_matrix(snap, g)), highlight=False)
+    if any(g.nvlinks for g in snap.gpus):
+        console.print(_nvlink_table(snap))
+    if snap.nvswitches:
+        for sw in snap.nvswitches:
+            seen = "inferred: links point at switches this host cannot see" if sw.inferred else show(sw.bus_id)
+            console.print(f"NVSwitch {sw.id}: {len(sw.gpu_links)} GPU links ({seen})")
+    console.print(_nic_table(snap) if snap.nics else "NICs: none found")
+    if snap.probe_errors:
+        console.print("[bold red]Probe errors[/bold red]")
+        for e in snap.probe_errors:
+            console.print(f"  {e.call}: {e.error}")
+
+
+def scan_json(snap: HostSnapshot, origin: str, g: nx.Graph) -> dict[str, Any]:
+    names, conns = connection_matrix(snap, g)
+    m = build_matrix(snap, g)
+    return {
+        "kind": "scan",
+        "schema_version": SCAN_SCHEMA_VERSION,
+        "origin": origin,
+        "snapshot": to_jsonable(snap),
+        "topology": {
+            "names": names,
+            "matrix": {a: {b: m.cells[(a, b)].strip() for b in names} for a in names},
+            "nominal_gbps": {a: {b: conns[(a, b)].gbps for b in names} for a in names},
+            "affinity": {gpu: dict(zip(("cpu", "numa", "gpu_numa_id"), v)) for gpu, v in m.affinity.items()},
+            "nics": m.nic_names,
+        },
+    }

@@ -18,7 +18,7 @@ from topodoctor.probed import ProbeError, Probed, Unsupported
 
 SNAPSHOT_SCHEMA_VERSION = 1
 
-Virtualization = Literal["bare-metal", "vm", "container", "unknown"]
+Virtualization = Literal["bare-metal", "vm", "unknown"]
 NvLinkRemote = Literal["gpu", "switch", "ibmnpu", "unknown"]
 PortType = Literal["root_port", "upstream", "downstream", "pci_bridge", "endpoint", "unknown"]
 NicKind = Literal["infiniband", "roce", "ethernet"]
@@ -35,8 +35,9 @@ class NumaNode:
 class HostInfo:
     hostname: str
     kernel: Probed[str]
-    virtualization: Virtualization
+    virtualization: Virtualization  # the machine: bare-metal or vm
     virtualization_detail: str
+    container: bool  # running inside a container (on either)
     driver_version: Probed[str]
     cuda_driver_version: Probed[str]
     nvml_version: Probed[str]
@@ -49,11 +50,11 @@ class HostInfo:
 
 @dataclass(frozen=True)
 class NvLinkErrors:
+    """Data-link-layer counters. Raw CRC counts tick on healthy Hopper links: not a fault alone."""
+
     replay: Probed[int]
     recovery: Probed[int]
-    crc_flit: Probed[int]
-    crc_data: Probed[int]
-    ecc_data: Probed[int]
+    crc: Probed[int]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ nvidia-smi printed on the same host, cell for cell, affinity columns included.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import networkx as nx
@@ -25,6 +26,7 @@ LEGEND = """Legend:
   PIX  = Connection traversing at most a single PCIe bridge
   NV#  = Connection traversing a bonded set of # NVLinks"""
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines the header on a terminal
 AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 
 
@@ -77,7 +79,7 @@ def parse_nvidia_smi(text: str) -> Matrix:
 
     Raises ValueError when the text is not a topo -m matrix.
     """
-    lines = [ln for ln in text.splitlines()]
+    lines = [_ANSI.sub("", ln) for ln in text.splitlines()]
     header_i = next((i for i, ln in enumerate(lines) if ln.startswith("\t") and "GPU0" in ln), None)
     if header_i is None:
         raise ValueError("no topo -m header line (a tab, then GPU0 ...)")

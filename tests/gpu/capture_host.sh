@@ -39,9 +39,23 @@ print("topo -m matrix equal:", not d, d[:10])
 PY
 TIMEFORMAT='scan wall %R s'; for i in 1 2 3 4 5; do time $td scan > /dev/null; done
 TIMEFORMAT='help wall %R s'; for i in 1 2 3; do time $td --help > /dev/null; done
-python3 -c 'import time; t=time.perf_counter(); from topodoctor.probe import probe_host; s=probe_host(); print("probe in-process %.3f s" % (time.perf_counter()-t))'
+python3 -c '
+import time; t0=time.perf_counter(); from topodoctor.probe import probe_host; s=probe_host(); t1=time.perf_counter()
+import networkx; t2=time.perf_counter()
+from topodoctor.graph import build_graph; from topodoctor.topo import build_matrix; m=build_matrix(s.snapshot, build_graph(s.snapshot)); t3=time.perf_counter()
+print("probe %.3f s, import networkx %.3f s, graph+matrix %.3f s" % (t1-t0, t2-t1, t3-t2))'
 for d in /sys/bus/pci/devices/*; do echo "$d -> $(readlink -f $d) class=$(cat $d/class) numa=$(cat $d/numa_node 2>/dev/null)"; done > "$out/$label.pci.txt"
 ls /sys/class/infiniband /sys/class/net >> "$out/$label.pci.txt" 2>&1
-python3 -X importtime -m topodoctor scan --format json 2>&1 >/dev/null | grep -E "\| +(torch|pynvml|networkx|rich|typer)$" > "$out/$label.importtime.txt"
+python3 -X importtime -m topodoctor scan --format json 2>"$out/$label.importtime.txt" >/dev/null
+echo "slowest imports (us, cumulative):"; sort -t'|' -k2 -n "$out/$label.importtime.txt" | tail -6
+nxdir=$(python3 -c "import networkx,os;print(os.path.dirname(networkx.__file__))"); ls -d "$nxdir/__pycache__" 2>&1 | head -1
+python3 - "$out/$label.json" <<'PY'
+import json, sys, collections
+calls = json.load(open(sys.argv[1]))["nvml"]
+tot = collections.Counter(); n = collections.Counter()
+for c in calls:
+    tot[c["fn"]] += c.get("ms", 0); n[c["fn"]] += 1
+print("NVML ms by call:", [(f, n[f], round(t, 1)) for f, t in tot.most_common(8)], "total", round(sum(tot.values()), 1))
+PY
 python3 -c 'import sys, topodoctor.cli; import topodoctor.probe; print("torch imported by scan path:", "torch" in sys.modules)'
 ls -la "$out"

@@ -128,6 +128,7 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
         kernel=sys_read(fs, "/proc/sys/kernel/osrelease", str),
         virtualization=virt,
         virtualization_detail=virt_detail,
+        container=hostfacts.in_container(fs),
         driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),
         cuda_driver_version=nvml.ask("nvmlSystemGetCudaDriverVersion_v2", convert=_cuda_version),
         nvml_version=nvml.ask("nvmlSystemGetNVMLVersion", convert=str),

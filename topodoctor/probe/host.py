@@ -4,11 +4,14 @@ network devices. NVML says none of these."""
 from __future__ import annotations
 
 from topodoctor.model import NetInterface, Nic, NicKind, NumaNode, Virtualization
+import re
+
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import parse_cpulist, sys_list, sys_read
 from topodoctor.probe.sysfs import Sysfs
 from topodoctor.probed import ProbeError, Probed, Unsupported, ok
 
+_BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _CONTAINER_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc")
 
 
@@ -50,14 +53,7 @@ def numa_nodes(fs: Sysfs, cpu_socket: dict[int, int]) -> tuple[NumaNode, ...]:
 
 
 def virtualization(fs: Sysfs, hypervisor_flag: bool) -> tuple[Virtualization, str]:
-    for marker in ("/.dockerenv", "/run/.containerenv"):
-        if ok(sys_read(fs, marker, str)):
-            return "container", marker
-    cgroup = sys_read(fs, "/proc/self/cgroup", str)
-    if isinstance(cgroup, str):
-        for m in _CONTAINER_MARKERS:
-            if m in cgroup:
-                return "container", f"cgroup mentions {m}"
+    """bare-metal or vm, from the CPU's hypervisor flag and the DMI vendor strings."""
     if hypervisor_flag:
         vendor = sys_read(fs, "/sys/class/dmi/id/sys_vendor", str)
         product = sys_read(fs, "/sys/class/dmi/id/product_name", str)
@@ -66,6 +62,14 @@ def virtualization(fs: Sysfs, hypervisor_flag: bool) -> tuple[Virtualization, st
     if ok(sys_read(fs, "/proc/cpuinfo", str)):
         return "bare-metal", "no hypervisor flag"
     return "unknown", "cpuinfo unreadable"
+
+
+def in_container(fs: Sysfs) -> bool:
+    for marker in ("/.dockerenv", "/run/.containerenv"):
+        if ok(sys_read(fs, marker, str)):
+            return True
+    cgroup = sys_read(fs, "/proc/self/cgroup", str)
+    return isinstance(cgroup, str) and any(m in cgroup for m in _CONTAINER_MARKERS)
 
 
 def iommu_state(fs: Sysfs) -> Probed[str]:
@@ -93,14 +97,17 @@ def _eth_rate(text: str) -> float:
 
 
 def _pci_of(fs: Sysfs, dev_link: str) -> Probed[str]:
+    """The PCI function behind a class device; virtio and other buses hang below one."""
     try:
         real = fs.realpath(dev_link)
     except FileNotFoundError:
         return Unsupported("VIRTUAL")
     except OSError as exc:
         return ProbeError(type(exc).__name__, f"realpath {dev_link}")
-    name = real.rstrip("/").rsplit("/", 1)[-1]
-    return name if name.count(":") == 2 and "." in name else Unsupported("NOT_PCI")
+    for part in reversed(real.rstrip("/").split("/")):
+        if _BDF.match(part):
+            return part
+    return Unsupported("NOT_PCI")
 
 
 def nics(fs: Sysfs) -> tuple[tuple[Nic, ...], tuple[NetInterface, ...]]:

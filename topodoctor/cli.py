@@ -108,7 +108,7 @@ def scan(
 
     from topodoctor.report.scan import print_scan
 
-    print_scan(probed.snapshot, probed.origin, g, Console(soft_wrap=False))
+    print_scan(probed.snapshot, probed.origin, g, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
 
 
 @app.command()

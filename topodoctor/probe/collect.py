@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from topodoctor.errors import ProbeUnavailable
@@ -48,25 +49,25 @@ def _p2p(nvml: Nvml, a: str, b: str) -> P2pStatus:
     return P2pStatus(*got)
 
 
-def _pairs(nvml: Nvml, gpus: list[Gpu]) -> tuple[GpuPair, ...]:
-    out = []
-    tokens = {g.index: f"gpu:{g.index}" for g in gpus}
-    for i, ga in enumerate(gpus):
-        for gb in gpus[i + 1 :]:
-            a, b = tokens[ga.index], tokens[gb.index]
-            if ga.lost or gb.lost:
-                err = ga.lost or gb.lost
-                assert err is not None
-                p2p = P2pStatus(err, err, err, err, err)
-                out.append(GpuPair(ga.index, gb.index, err, p2p, p2p))
-                continue
-            level = nvml.ask(
-                "nvmlDeviceGetTopologyCommonAncestor", a, b, convert=lambda v: _TOPOLOGY.get(int(v), f"level_{v}")
-            )
-            out.append(GpuPair(ga.index, gb.index, level, _p2p(nvml, a, b), _p2p(nvml, b, a)))
-    return tuple(out)
+def _pair(nvml: Nvml, ga: Gpu, gb: Gpu) -> GpuPair:
+    """nvmlDeviceGetTopologyCommonAncestor and P2P status both ways (nvidia-smi topo -m / -p2p)."""
+    err = ga.lost or gb.lost
+    if err is not None:
+        p2p = P2pStatus(err, err, err, err, err)
+        return GpuPair(ga.index, gb.index, err, p2p, p2p)
+    a, b = f"gpu:{ga.index}", f"gpu:{gb.index}"
+    level = nvml.ask(
+        "nvmlDeviceGetTopologyCommonAncestor", a, b, convert=lambda v: _TOPOLOGY.get(int(v), f"level_{v}")
+    )
+    return GpuPair(ga.index, gb.index, level, _p2p(nvml, a, b), _p2p(nvml, b, a))
 
 
+def _pairs(nvml: Nvml, gpus: list[Gpu], pool: ThreadPoolExecutor) -> tuple[GpuPair, ...]:
+    todo = [(ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :]]
+    return tuple(pool.map(lambda ab: _pair(nvml, *ab), todo))
+
+
+_WORKERS = 8
 _INVISIBLE = ("ffff:ff:ff.0", "ffff:ff:ff.f", "0000:00:00.0")
 
 
@@ -112,8 +113,12 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     online: Probed[tuple[int, ...]] = sys_read(fs, "/sys/devices/system/cpu/online", parse_cpulist)
     ncpus = max(online) + 1 if isinstance(online, tuple) and online else 1
     cpu_words = (ncpus + 63) // 64
-    gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
-    pairs = _pairs(nvml, gpus)
+    # NVML calls release the GIL and each GPU answers on its own, so GPUs and pairs are
+    # probed side by side: 4 GPUs take about the time of one. Replay keys answers by call,
+    # not by order, so it is indifferent to the interleaving.
+    with ThreadPoolExecutor(max_workers=min(_WORKERS, count)) as pool:
+        gpus = list(pool.map(lambda i: probe_gpu(nvml, fs, i, cpu_words), range(count)))
+        pairs = _pairs(nvml, gpus, pool)
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.
     gpus = [replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
             for g in gpus]  # fmt: skip

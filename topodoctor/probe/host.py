@@ -89,11 +89,9 @@ def _rdma_rate(text: str) -> float:
     return float(text.split()[0])  # "400 Gb/sec (4X NDR)"
 
 
-def _eth_rate(text: str) -> float:
+def _eth_rate(text: str) -> Probed[float]:
     mbps = int(text)
-    if mbps < 0:
-        raise ValueError("no speed")
-    return mbps / 1000.0
+    return mbps / 1000.0 if mbps > 0 else Unsupported("SPEED_UNKNOWN")  # virtio reports -1
 
 
 def _pci_of(fs: Sysfs, dev_link: str) -> Probed[str]:

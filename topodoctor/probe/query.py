@@ -50,7 +50,7 @@ class Nvml:
             return ProbeError(f"UNEXPECTED_ANSWER: {type(exc).__name__}", fn)
 
 
-def sys_read(fs: Sysfs, path: str, convert: Callable[[str], T]) -> Probed[T]:
+def sys_read(fs: Sysfs, path: str, convert: Callable[[str], Probed[T]]) -> Probed[T]:
     """Read one sysfs file: absent means Unsupported, unreadable or unparsable means ProbeError."""
     try:
         text = fs.read(path)

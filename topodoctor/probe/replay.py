@@ -47,6 +47,11 @@ class _Answers:
         return answers[i]
 
 
+def _short(fn: str, args: tuple[Any, ...]) -> str:
+    text = f"{fn}{tuple(args)}"
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 class FakeNvml:
     def __init__(self, calls: list[dict[str, Any]], name: str) -> None:
         self.name = name
@@ -58,7 +63,7 @@ class FakeNvml:
         entry = self._answers.take(_key(fn, json.loads(json.dumps(list(args)))))
         if entry is None:
             raise ReplayMismatch(
-                f"recording {self.name} holds no answer for NVML {fn}{tuple(args)}: "
+                f"recording {self.name} holds no answer for NVML {_short(fn, args)}: "
                 "it was made by a different probe version; record the host again"
             )
         if "error" in entry:

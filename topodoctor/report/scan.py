@@ -75,7 +75,7 @@ def _gpu_table(snap: HostSnapshot) -> Table:
 
 def _nvlink_table(snap: HostSnapshot) -> Table:
     t = Table(title="NVLink")
-    for col in ("GPU", "active", "NVLink", "remote", "per link GB/s", "total GB/s", "replay", "recovery", "CRC data"):
+    for col in ("GPU", "active", "NVLink", "remote", "per link GB/s", "total GB/s", "replay", "recovery", "CRC"):
         t.add_column(col)
     for g in snap.gpus:
         if not g.nvlinks:
@@ -93,7 +93,7 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
         t.add_row(
             str(g.index), f"{len(active)}/{len(g.nvlinks)}", ",".join(str(x) for x in sorted(gens - {None})) or "-",
             ",".join(remotes) or "-", f"{rate:g}" if rate else "-", f"{rate * len(active):.1f}" if rate else "-",
-            total("replay"), total("recovery"), total("crc_data"),
+            total("replay"), total("recovery"), total("crc"),
         )  # fmt: skip
     return t
 

@@ -140,6 +140,101 @@ def record(
                f"({len(snap.gpus)} GPUs) to {output}", err=True)  # fmt: skip
 
 
+class BwMode(str, Enum):
+    oneway = "oneway"
+    bidir = "bidir"
+    latency = "latency"
+    host = "host"
+    all = "all"
+
+
+def _devices(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise InputError(f"--devices takes NVML indices such as 0,1,3; got {text!r}") from None
+
+
+@app.command()
+@reports_errors
+def bandwidth(
+    matrix: Annotated[bool, typer.Option("--matrix/--no-matrix", help="Print the pair matrices (default).")] = True,
+    mode: Annotated[list[BwMode] | None, typer.Option("--mode", "-m", help="What to measure (repeatable).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A short pass sized for a prolog.")] = False,
+    size_mib: Annotated[int | None, typer.Option("--size", help="Buffer size per copy, MiB.", min=1)] = None,
+    iters: Annotated[int | None, typer.Option("--iters", help="Copies per sample.", min=1)] = None,
+    samples: Annotated[int | None, typer.Option("--samples", help="Samples per measurement.", min=1)] = None,
+    devices: Annotated[str | None, typer.Option("--devices", help="NVML indices to test, e.g. 0,1.")] = None,
+    pair_timeout: Annotated[float, typer.Option("--pair-timeout", help="Seconds before a copy counts as hung.",
+                                                min=0.1)] = 20.0,  # fmt: skip
+    from_file: Annotated[Path | None, typer.Option("--from", help="Show a saved result instead of measuring.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Also save the result as JSON.")] = None,
+    replay: ReplayOpt = None,
+    fmt: FormatOpt = Format.text,
+) -> None:
+    """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
+    from topodoctor.bandwidth.result import load_result, result_to_json
+
+    if from_file is not None:
+        result = load_result(from_file)
+    else:
+        result = _measure(mode, quick, size_mib, iters, samples, _devices(devices), pair_timeout, replay)
+    if output is not None:
+        try:
+            output.write_text(result_to_json(result), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    if fmt is Format.json:
+        from topodoctor.report.bandwidth import bandwidth_json
+
+        typer.echo(json.dumps(bandwidth_json(result), indent=1))
+        return
+    if matrix:
+        from rich.console import Console
+
+        from topodoctor.report.bandwidth import print_bandwidth
+
+        print_bandwidth(result, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
+
+
+def _measure(mode: list[BwMode] | None, quick: bool, size_mib: int | None, iters: int | None, samples: int | None,
+             devices: tuple[int, ...] | None, pair_timeout: float, replay: str | None) -> Any:  # fmt: skip
+    from dataclasses import replace
+
+    from topodoctor.bandwidth.session import MiB, Settings, run
+    from topodoctor.probe import live_nvml, probe_host
+
+    settings = Settings.quick(devices) if quick else Settings(devices=devices)
+    if mode:
+        chosen: list[str] = []
+        for m in mode:
+            chosen += ["oneway", "bidir", "latency", "h2d", "d2h"] if m is BwMode.all else (
+                ["h2d", "d2h"] if m is BwMode.host else [m.value])  # fmt: skip
+        settings = replace(settings, modes=tuple(dict.fromkeys(chosen)))  # type: ignore[arg-type]
+    if size_mib is not None:
+        settings = replace(settings, size_bytes=size_mib * MiB)
+    settings = replace(settings, iters=iters or settings.iters, samples=samples or settings.samples,
+                       pair_timeout_s=pair_timeout)  # fmt: skip
+    snap = probe_host(replay).snapshot
+    nvml = live_nvml() if replay is None else None
+    progress = None
+    if sys.stderr.isatty():
+        from rich.progress import Progress
+
+        bar = Progress(transient=True)
+        bar.start()
+        job = bar.add_task("measuring", total=None)
+
+        def progress(n: int, total: int, what: str) -> None:
+            bar.update(job, completed=n, total=total, description=what)
+            if n >= total:
+                bar.stop()
+
+    return run(snap, settings, nvml=nvml, progress=progress)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: usage errors become one line too, not a usage box.
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.errors import InputError
+from topodoctor.errors import InputError, TopodoctorError
 from topodoctor.model import HostSnapshot, snapshot_from_data
 from topodoctor.probe.collect import collect
 from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
@@ -36,6 +36,19 @@ def probe_host(replay: str | None = None, sysfs_root: str = "/") -> Probed:
         return Probed(collect(nvml, fs), f"replay {name}")
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
         raise InputError(f"recording {name} is corrupt: {type(exc).__name__}: {exc}") from None
+
+
+def live_nvml() -> Any:
+    """An initialised live NVML binding for readings around measurements, or None."""
+    from topodoctor.probe.api import NvmlCallError
+    from topodoctor.probe.nvml import LiveNvml
+
+    try:
+        api = LiveNvml()
+        api.call("nvmlInit")
+    except (NvmlCallError, TopodoctorError):
+        return None
+    return api
 
 
 def record_host(label: str, do_scrub: bool = True, sysfs_root: str = "/") -> tuple[dict[str, Any], HostSnapshot]:

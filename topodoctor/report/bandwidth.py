@@ -1,0 +1,98 @@
+"""`topodoctor bandwidth` output: matrices as text (rich) and JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from topodoctor.bandwidth.result import BandwidthResult, Measurement, Mode
+from topodoctor.codec import to_jsonable
+
+_TITLES: dict[Mode, str] = {
+    "oneway": "One-way bandwidth, GB/s",
+    "bidir": "Both-ways bandwidth, GB/s, sum of the two directions",
+    "latency": "Latency of one small copy, microseconds",
+}
+
+
+def _cell(m: Measurement | None, bidir: bool = False) -> str:
+    if m is None:
+        return "-"
+    if m.error is not None:
+        return "HUNG" if m.error.startswith("timeout") else "ERR"
+    assert m.value is not None
+    v = m.value.median + (m.reverse.median if bidir and m.reverse else 0.0)
+    mark = "*" if m.path == "staged" else ""
+    bad = "!" if m.verified is False else ""
+    return f"{v:.1f}{mark}{bad} ±{m.value.spread_pct:.1f}%"
+
+
+def _pair_table(r: BandwidthResult, mode: Mode) -> Table:
+    idx = [g.index for g in r.gpus]
+    cells = r.matrix(mode)
+    t = Table(title=f"{_TITLES[mode]} (rows: source GPU, columns: destination GPU; GB/s = 1e9 bytes/s)")
+    t.add_column("src \\ dst")
+    for b in idx:
+        t.add_column(f"GPU{b}", justify="right")
+    for a in idx:
+        row = []
+        for b in idx:
+            if a == b:
+                row.append("")
+            elif mode == "bidir":
+                row.append(_cell(cells.get((min(a, b), max(a, b))), bidir=True))
+            else:
+                row.append(_cell(cells.get((a, b))))
+        t.add_row(f"GPU{a}", *row)
+    return t
+
+
+def _host_table(r: BandwidthResult) -> Table:
+    t = Table(title="Host copies, GB/s (pinned memory)")
+    for col in ("GPU", "bus id", "host -> GPU", "GPU -> host"):
+        t.add_column(col)
+    for g in r.gpus:
+        t.add_row(f"GPU{g.index}", g.bus_id, _cell(r.find("h2d", -1, g.index)), _cell(r.find("d2h", g.index, -1)))
+    return t
+
+
+def print_bandwidth(r: BandwidthResult, console: Console) -> None:
+    console.print(f"{r.method}; torch {r.torch_version}, CUDA {r.cuda_version}; {r.wall_s:.1f} s; "
+                  "* = staged through host memory (no P2P), ! = data mismatch, ±spread = (max-min)/median")  # fmt: skip
+    busy = [a for a in r.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
+    for a in busy:
+        console.print(f"[yellow]GPU{a.index} was not idle: {a.utilization_pct}% busy, {a.processes} processes[/yellow]")
+    modes = {m.mode for m in r.measurements}
+    for mode in ("oneway", "bidir", "latency"):
+        if mode in modes:
+            console.print(_pair_table(r, mode))  # type: ignore[arg-type]
+    if modes & {"h2d", "d2h"}:
+        console.print(_host_table(r))
+    for m in r.measurements:
+        if m.error:
+            console.print(f"[red]{m.mode} {m.src}->{m.dst}: {m.error}[/red]")
+
+
+def bandwidth_json(r: BandwidthResult) -> dict[str, Any]:
+    idx = [g.index for g in r.gpus]
+    doc: dict[str, Any] = to_jsonable(r)
+    matrices: dict[str, Any] = {}
+    for mode in ("oneway", "latency"):
+        cells = r.matrix(mode)  # type: ignore[arg-type]
+        if cells:
+            matrices[mode] = [[(cells[(a, b)].value.median if (a, b) in cells and cells[(a, b)].value else None)
+                               for b in idx] for a in idx]  # fmt: skip
+    bid = r.matrix("bidir")
+    if bid:
+        def total(a: int, b: int) -> float | None:
+            m = bid.get((min(a, b), max(a, b)))
+            if m is None or m.value is None:
+                return None
+            return m.value.median + (m.reverse.median if m.reverse else 0.0)
+
+        matrices["bidir_total"] = [[None if a == b else total(a, b) for b in idx] for a in idx]
+    matrices["gpus"] = idx
+    doc["matrices"] = matrices
+    return doc

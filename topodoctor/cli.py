@@ -66,6 +66,18 @@ SysfsOpt = Annotated[str, typer.Option("--sysfs-root", help="Read /sys and /proc
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for machines.")]
 
 
+def preload(module: str) -> None:
+    """Import ``module`` on a thread while the probe waits on the driver.
+
+    NVML calls release the GIL; on a host whose site-packages carry no bytecode, importing
+    networkx costs about as long as the probe itself, and this hides one behind the other.
+    """
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"topodoctor {__version__}")
@@ -90,10 +102,12 @@ def scan(
     sysfs_root: SysfsOpt = "/",
 ) -> None:
     """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
-    from topodoctor.graph import build_graph
+    preload("networkx")
     from topodoctor.probe import probe_host
 
     probed = probe_host(replay, sysfs_root)
+    from topodoctor.graph import build_graph
+
     g = build_graph(probed.snapshot)
     if export_graph is not None:
         from topodoctor.report.graph_export import export_graph as write_graph
@@ -203,7 +217,7 @@ def _measure(mode: list[BwMode] | None, quick: bool, size_mib: int | None, iters
              devices: tuple[int, ...] | None, pair_timeout: float, replay: str | None) -> Any:  # fmt: skip
     from dataclasses import replace
 
-    from topodoctor.bandwidth.session import MiB, Settings, run
+    from topodoctor.bandwidth.session import MiB, Settings, Worker, default_worker_cmd, run
     from topodoctor.probe import live_nvml, probe_host
 
     settings = Settings.quick(devices) if quick else Settings(devices=devices)
@@ -217,7 +231,13 @@ def _measure(mode: list[BwMode] | None, quick: bool, size_mib: int | None, iters
         settings = replace(settings, size_bytes=size_mib * MiB)
     settings = replace(settings, iters=iters or settings.iters, samples=samples or settings.samples,
                        pair_timeout_s=pair_timeout)  # fmt: skip
-    snap = probe_host(replay).snapshot
+    worker = Worker(default_worker_cmd(), settings.start_timeout_s)
+    worker.spawn()
+    try:
+        snap = probe_host(replay).snapshot
+    except BaseException:
+        worker.stop()
+        raise
     nvml = live_nvml() if replay is None else None
     progress = None
     if sys.stderr.isatty():
@@ -232,7 +252,7 @@ def _measure(mode: list[BwMode] | None, quick: bool, size_mib: int | None, iters
             if n >= total:
                 bar.stop()
 
-    return run(snap, settings, nvml=nvml, progress=progress)
+    return run(snap, settings, nvml=nvml, worker=worker, progress=progress)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,6 +49,7 @@ class Measurement:
     verified: bool | None  # data compared equal after the copies; None when not compared
     error: str | None  # "timeout after 20 s", "CUDA out of memory", ...
     reverse: Stats | None = None  # bidir: the dst -> src direction measured at the same time
+    elapsed_s: float | None = None  # wall time of this measurement, set-up and checks included
 
 
 @dataclass(frozen=True)

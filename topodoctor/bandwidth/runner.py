@@ -73,10 +73,28 @@ def hold_cycles(device: int, ms: float) -> int:
     return int(_cycles_per_ms[device] * ms)
 
 
-def _buffers(device: int, size: int, fill: bool) -> torch.Tensor:
-    if fill:
-        return torch.randint(0, 256, (size,), dtype=torch.uint8, device=device)
-    return torch.zeros(size, dtype=torch.uint8, device=device)
+_pool: dict[tuple[int, int, str], torch.Tensor] = {}
+
+
+def _buffer(device: int, size: int, role: str) -> torch.Tensor:
+    """Device buffers kept across tasks: a matrix reuses the same few, so each task pays no
+    cudaMalloc. Sources hold random bytes; destinations are zeroed before every use."""
+    key = (device, size, role)
+    buf = _pool.get(key)
+    if buf is None:
+        if role.startswith("src"):
+            buf = torch.randint(0, 256, (size,), dtype=torch.uint8, device=device)
+        else:
+            buf = torch.empty(size, dtype=torch.uint8, device=device)
+        _pool[key] = buf
+    if not role.startswith("src"):
+        buf.zero_()
+    return buf
+
+
+def _release() -> None:
+    _pool.clear()
+    torch.cuda.empty_cache()
 
 
 def _timed(cudart: Cudart, jobs: list[tuple[torch.Tensor, torch.Tensor, torch.cuda.Stream]], iters: int,
@@ -115,11 +133,11 @@ def p2p(cudart: Cudart, task: dict[str, Any]) -> dict[str, Any]:
     mode = task["mode"]
     _enable_peer(src, dst)
     _enable_peer(dst, src)
-    a_src, b_dst = _buffers(src, size, True), _buffers(dst, size, False)
+    a_src, b_dst = _buffer(src, size, "src"), _buffer(dst, size, "dst")
     s_a = torch.cuda.Stream(device=src)
     jobs = [(b_dst, a_src, s_a)]
     if mode == "bidir":
-        b_src, a_dst = _buffers(dst, size, True), _buffers(src, size, False)
+        b_src, a_dst = _buffer(dst, size, "src"), _buffer(src, size, "dst")
         jobs.append((a_dst, b_src, torch.cuda.Stream(device=dst)))
     hold = task.get("hold_ms", 5.0)
     _timed(cudart, jobs, 1, hold)  # warm-up: first-touch, peer mappings, clocks
@@ -134,15 +152,26 @@ def p2p(cudart: Cudart, task: dict[str, Any]) -> dict[str, Any]:
                 rev.append(size * iters / (ms[1] / 1e3) / 1e9)
     torch.cuda.synchronize(src)
     torch.cuda.synchronize(dst)
-    ok = all(bool(torch.equal(d, s.to(d.device))) for d, s, _ in jobs)
+    ok = all(bool(torch.equal(d, s.to(d.device))) for d, s, _ in jobs)  # compared on the GPU
     return {"samples": fwd, "reverse": rev or None, "path": _peer(src, dst), "verified": ok}
+
+
+_pinned: dict[int, torch.Tensor] = {}
 
 
 def host(task: dict[str, Any]) -> dict[str, Any]:
     """Pinned host memory to and from one GPU (cudaMemcpyAsync through torch)."""
     dev, size, iters, samples, direction = task["dev"], task["size"], task["iters"], task["samples"], task["dir"]
-    pinned = torch.randint(0, 256, (size,), dtype=torch.uint8).pin_memory()
-    gpu = _buffers(dev, size, direction == "d2h")
+    pinned = _pinned.get(size)
+    if pinned is None:
+        pinned = _pinned[size] = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    pattern = _buffer(dev, size, "src")
+    if direction == "h2d":
+        pinned.copy_(pattern)  # the host side holds the pattern; the GPU side is zeroed
+        gpu = _buffer(dev, size, "dst")
+    else:
+        pinned.zero_()
+        gpu = pattern
     s = torch.cuda.Stream(device=dev)
     hold = task.get("hold_ms", 5.0)
     vals = []
@@ -160,7 +189,9 @@ def host(task: dict[str, Any]) -> dict[str, Any]:
         end.synchronize()
         if i:  # the first round is the warm-up
             vals.append(size * iters / (start.elapsed_time(end) / 1e3) / 1e9)
-    ok = bool(torch.equal(gpu.cpu(), pinned))
+    check = _buffer(dev, size, "check")
+    check.copy_(pinned)
+    ok = bool(torch.equal(check, pattern if direction == "d2h" else gpu)) and bool(torch.equal(gpu, pattern))
     return {"samples": vals, "reverse": None, "path": "host", "verified": ok}
 
 
@@ -195,11 +226,11 @@ def serve() -> None:
             else:
                 answer = {"error": f"unknown op {task['op']!r}"}
         except torch.cuda.OutOfMemoryError:
+            _release()
             answer = {"error": "CUDA out of memory"}
         except Exception as exc:
+            _release()
             answer = {"error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            torch.cuda.empty_cache()
         print(json.dumps(answer), flush=True)
 
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from topodoctor.bandwidth.result import (
@@ -58,7 +58,10 @@ class Worker:
     proc: subprocess.Popen[str] | None = None
     hello: dict[str, Any] = field(default_factory=dict)
 
-    def start(self) -> None:
+    def spawn(self) -> None:
+        """Start the child without waiting: torch's ~6 s start-up overlaps the probe."""
+        if self.proc is not None:
+            return
         env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", PYTHONUNBUFFERED="1")
         # NVLink multicast stays off in anything we start (it can take shared GPUs down).
         env.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -67,6 +70,9 @@ class Worker:
                                          stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
         except OSError as exc:
             raise BandwidthUnavailable(f"cannot start the copy timer: {exc}") from None
+
+    def start(self) -> None:
+        self.spawn()
         answer = self.ask({"op": "hello"}, self.start_timeout_s)
         if answer is None:
             raise BandwidthUnavailable(f"the copy timer did not start within {self.start_timeout_s:.0f} s")
@@ -176,6 +182,7 @@ def run(
     settings: Settings,
     nvml: NvmlApi | None = None,
     worker_cmd: list[str] | None = None,
+    worker: Worker | None = None,
     deadline: float | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> BandwidthResult:
@@ -183,7 +190,7 @@ def run(
     from topodoctor.probe.counters import activity, nvlink_tx_bytes
 
     t0 = time.monotonic()
-    worker = Worker(worker_cmd or default_worker_cmd(), settings.start_timeout_s)
+    worker = worker or Worker(worker_cmd or default_worker_cmd(), settings.start_timeout_s)
     worker.start()
     by_bus = {g.bus_id: g for g in snap.gpus if isinstance(g.bus_id, str)}
     ids: list[GpuIdentity] = []
@@ -214,10 +221,12 @@ def run(
             timeout = settings.pair_timeout_s
             if deadline is not None:
                 timeout = min(timeout, max(0.1, deadline - time.monotonic()))
+            t_task = time.monotonic()
             answer = worker.ask(task.payload, timeout)
+            elapsed = time.monotonic() - t_task
             after = nvlink_tx_bytes(nvml, task.src, links.get(task.src, 0)) if before is not None else None
             moved = after - before if (before is not None and after is not None) else None
-            out.append(_measurement(task, answer, timeout, moved))
+            out.append(replace(_measurement(task, answer, timeout, moved), elapsed_s=round(elapsed, 3)))
         if progress:
             progress(len(tasks), len(tasks), "done")
     finally:

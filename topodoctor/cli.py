@@ -154,6 +154,151 @@ def record(
                f"({len(snap.gpus)} GPUs) to {output}", err=True)  # fmt: skip
 
 
+class FailLevel(str, Enum):
+    warning = "warning"
+    error = "error"
+    critical = "critical"
+
+
+class CheckFormat(str, Enum):
+    text = "text"
+    json = "json"
+    line = "line"
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [p for v in values or [] for p in v.split(",") if p.strip()]
+
+
+@app.command()
+@reports_errors
+def check(
+    replay: ReplayOpt = None,
+    fmt: Annotated[CheckFormat, typer.Option("--format", "-f", help="text, json, or line (a drain reason).")] = (
+        CheckFormat.text),  # fmt: skip
+    timeout: Annotated[float, typer.Option("--timeout", help="Hard wall-clock budget in seconds; past it the "
+                                           "check is killed and exits 3. 0 = no budget.", min=0)] = 30.0,  # fmt: skip
+    select: Annotated[list[str] | None, typer.Option("--select", help="Only these rule codes, prefixes or names.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rule codes, prefixes or names.")] = None,
+    prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too.")] = False,
+    fail_level: Annotated[FailLevel, typer.Option("--fail-level", help="Lowest severity that fails.")] = FailLevel.error,
+    expect: Annotated[Path | None, typer.Option("--expect", help="Expectations file for this node type.")] = None,
+    with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass (needs torch).")] = False,
+    sysfs_root: SysfsOpt = "/",
+) -> None:
+    """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
+    from dataclasses import asdict
+
+    from topodoctor.budget import run_with_budget
+    from topodoctor.rules.registry import Finding, check_patterns
+
+    sel, ign = _split(select), _split(ignore)
+    check_patterns(sel + ign)
+    exp_obj = None
+    if expect is not None:
+        from topodoctor.expect import load_expectations
+
+        exp_obj = load_expectations(expect)
+    level = "warning" if strict else fail_level.value
+
+    def work(deadline: float) -> dict[str, Any]:
+        import time
+
+        from topodoctor.probe import probe_host
+        from topodoctor.rules import Context, capture_environment, evaluate
+
+        t0 = time.monotonic()
+        probed = probe_host(replay, sysfs_root)
+        bw = None
+        if with_bandwidth:
+            from topodoctor.bandwidth.session import Settings, run
+            from topodoctor.probe import live_nvml
+
+            bw = run(probed.snapshot, Settings.quick(), nvml=live_nvml() if replay is None else None,
+                     deadline=deadline)  # fmt: skip
+        ctx = Context(probed.snapshot, capture_environment(), expect=exp_obj, bandwidth=bw)
+        found = evaluate(ctx, sel, ign, ("prolog",) if prolog else ())
+        meta = {"origin": probed.origin, "host": probed.snapshot.host.hostname, "gpus": len(probed.snapshot.gpus),
+                "elapsed_s": round(time.monotonic() - t0, 3), "bandwidth": bw is not None}  # fmt: skip
+        return {"findings": [asdict(f) for f in found], "meta": meta}
+
+    if timeout > 0:
+        answer = run_with_budget(work, timeout)
+    else:
+        import time
+
+        answer = work(time.monotonic() + 1e9)
+    findings = [Finding(**f) for f in answer["findings"]]
+    meta = answer["meta"]
+    from topodoctor.report.check import check_json, one_line, print_check, verdict
+
+    if fmt is CheckFormat.json:
+        typer.echo(json.dumps(check_json(findings, level, meta), indent=1))
+    elif fmt is CheckFormat.line:
+        typer.echo(one_line(findings, level, meta["gpus"]))
+    else:
+        from rich.console import Console
+
+        print_check(findings, level, meta, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
+    raise typer.Exit(verdict(findings, level)[1])
+
+
+@app.command("rules")
+@reports_errors
+def list_rules(
+    fmt: FormatOpt = Format.text,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/rules.md.")] = False,
+) -> None:
+    """List every rule: code, name, default severity, tags."""
+    from topodoctor.rules import REGISTRY
+    from topodoctor.rules.docs import rules_markdown
+
+    if markdown:
+        typer.echo(rules_markdown(), nl=False)
+        return
+    if fmt is Format.json:
+        typer.echo(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity, "tags": sorted(r.tags),
+                                "family": r.family, "title": r.title} for r in REGISTRY.values()], indent=1))  # fmt: skip
+        return
+    for code in sorted(REGISTRY):
+        r = REGISTRY[code]
+        typer.echo(f"{r.code}  {r.name:<32} {r.severity:<8} {','.join(sorted(r.tags)) or '-':<8} {r.title}")
+
+
+@app.command()
+@reports_errors
+def explain(code: Annotated[str, typer.Argument(help="A rule code (TD101) or name (nvlink-down).")]) -> None:
+    """Print one rule's documentation."""
+    from topodoctor.rules import REGISTRY
+    from topodoctor.rules.docs import rule_markdown
+
+    r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
+    if r is None:
+        raise InputError(f"no rule {code!r} (see `topodoctor rules`)")
+    typer.echo(rule_markdown(r), nl=False)
+
+
+@app.command("expect")
+@reports_errors
+def write_expect(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the expectations (JSON).")],
+    replay: ReplayOpt = None,
+    sysfs_root: SysfsOpt = "/",
+) -> None:
+    """Write an expectations file from a known-good host (live or replayed)."""
+    from topodoctor.codec import dumps
+    from topodoctor.expect import from_snapshot
+    from topodoctor.probe import probe_host
+
+    e = from_snapshot(probe_host(replay, sysfs_root).snapshot)
+    try:
+        output.write_text(dumps(e), encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair", err=True)
+
+
 class BwMode(str, Enum):
     oneway = "oneway"
     bidir = "bidir"
@@ -200,17 +345,37 @@ def bandwidth(
             output.write_text(result_to_json(result), encoding="utf-8")
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    findings = _bandwidth_findings(result)
     if fmt is Format.json:
+        from dataclasses import asdict
+
         from topodoctor.report.bandwidth import bandwidth_json
 
-        typer.echo(json.dumps(bandwidth_json(result), indent=1))
-        return
-    if matrix:
+        doc = bandwidth_json(result)
+        doc["findings"] = [asdict(f) for f in findings]
+        typer.echo(json.dumps(doc, indent=1))
+    else:
         from rich.console import Console
 
         from topodoctor.report.bandwidth import print_bandwidth
 
-        print_bandwidth(result, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
+        console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150)
+        if matrix:
+            print_bandwidth(result, console)
+        for f in findings:
+            console.print(f"{f.code} {f.severity} {f.subject}: {f.message}")
+    from topodoctor.report.check import verdict
+
+    raise typer.Exit(verdict(findings, "error")[1])
+
+
+def _bandwidth_findings(result: Any) -> list[Any]:
+    """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
+    if result.snapshot is None:
+        return []
+    from topodoctor.rules import Context, capture_environment, evaluate
+
+    return evaluate(Context(result.snapshot, capture_environment({}), bandwidth=result), select=["TD7"])
 
 
 def _measure(mode: list[BwMode] | None, quick: bool, size_mib: int | None, iters: int | None, samples: int | None,

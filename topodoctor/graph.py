@@ -217,14 +217,14 @@ def nvlink_count(g: nx.Graph, a: str, b: str) -> tuple[int, float | None]:
     return via, round(via * best_rate, 3) if best_rate else None
 
 
-def _pcie_subgraph(g: nx.Graph) -> nx.Graph:
+def pcie_subgraph(g: nx.Graph) -> nx.Graph:
     keep = [(u, v) for u, v, k in g.edges(data="kind") if k in ("pcie", "attach", "smp")]
     return g.edge_subgraph(keep)
 
 
 def pcie_class(g: nx.Graph, a: str, b: str, sub: nx.Graph | None = None) -> tuple[PathClass | None, float | None]:
     """The nvidia-smi class of the PCIe path between two endpoints, and its bottleneck GB/s."""
-    sub = sub if sub is not None else _pcie_subgraph(g)
+    sub = sub if sub is not None else pcie_subgraph(g)
     if a not in sub or b not in sub:
         return None, None
     try:
@@ -274,7 +274,7 @@ def _nvml_level(snap: HostSnapshot, ia: int, ib: int) -> PathClass | None:
 def connection_matrix(snap: HostSnapshot, g: nx.Graph | None = None) -> tuple[list[str], dict[tuple[str, str], Connection]]:
     """Every GPU and RDMA NIC against every other, nvidia-smi topo -m's rows and columns."""
     g = g if g is not None else build_graph(snap)
-    sub = _pcie_subgraph(g)
+    sub = pcie_subgraph(g)
     names = [gpu_node(gpu.index) for gpu in snap.gpus] + [nic_node(k) for k in range(len(rdma_nics(snap)))]
     cells = {(a, b): connection(snap, g, a, b, sub) for a in names for b in names}
     return names, cells

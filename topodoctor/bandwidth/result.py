@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from topodoctor import codec
+from topodoctor.model import HostSnapshot
 
 BANDWIDTH_SCHEMA_VERSION = 1
 
@@ -83,6 +84,7 @@ class BandwidthResult:
     measurements: tuple[Measurement, ...]
     wall_s: float
     settings: dict[str, Any]
+    snapshot: HostSnapshot | None = None  # the host as probed when measuring: --from needs no GPU
 
     def find(self, mode: Mode, src: int, dst: int) -> Measurement | None:
         for m in self.measurements:

@@ -238,4 +238,5 @@ def run(
         wall_s=round(time.monotonic() - t0, 3),
         settings={"modes": list(settings.modes), "size_bytes": settings.size_bytes, "iters": settings.iters,
                   "samples": settings.samples, "pair_timeout_s": settings.pair_timeout_s},
+        snapshot=snap,
     )  # fmt: skip

@@ -1,0 +1,36 @@
+"""What each measured path should reach, from the topology graph (no torch here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topodoctor.graph import Connection, build_graph, connection, gpu_node, pcie_gbps
+from topodoctor.model import HostSnapshot
+
+
+@dataclass(frozen=True)
+class Expected:
+    cls: str  # NV18, PIX, SYS, ...
+    nominal_gbps: float | None  # per direction, the best path's signalling rate
+    pcie_gbps: float | None  # the PCIe path's rate, for telling a fallback from a slow link
+
+
+def expected_pairs(snap: HostSnapshot) -> dict[tuple[int, int], Expected]:
+    g = build_graph(snap)
+    out: dict[tuple[int, int], Expected] = {}
+    idx = [x.index for x in snap.gpus if x.lost is None]
+    for a in idx:
+        for b in idx:
+            if a != b:
+                c: Connection = connection(snap, g, gpu_node(a), gpu_node(b))
+                pcie = min(filter(None, (host_link_gbps(snap, a), host_link_gbps(snap, b))), default=None)
+                out[(a, b)] = Expected(c.label, c.gbps, pcie)
+    return out
+
+
+def host_link_gbps(snap: HostSnapshot, index: int) -> float | None:
+    """A GPU's PCIe link rate per direction at its max generation and current width."""
+    p = snap.gpu(index).pcie
+    gen = p.gen_max if isinstance(p.gen_max, int) else None
+    width = p.width_current if isinstance(p.width_current, int) else None
+    return pcie_gbps(gen, width)

@@ -1,0 +1,71 @@
+"""NUMA rules (TD4xx): unknown or split placement of GPUs and NICs, process affinity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topodoctor.probe.query import format_cpulist
+from topodoctor.probed import ProbeError
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import CannotCheck, Issue, rule
+
+
+def _nodes_of(ctx: Context, cpus: tuple[int, ...]) -> list[int]:
+    s = set(cpus)
+    return [n.id for n in ctx.snap.host.numa_nodes if s & set(n.cpus)]
+
+
+@rule("TD401", "gpu-numa-unknown", "warning",
+      fix="Enable NUMA reporting in BIOS (ACPI SRAT / _PXM) so the kernel knows where each GPU hangs; until "
+          "then bind processes by hand.")  # fmt: skip
+def gpu_numa_unknown(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """On a multi-NUMA host, a GPU's NUMA node is unknown, or its local CPUs span several nodes.
+
+    Launchers (Slurm, torchrun wrappers, NCCL itself) pin each rank near its GPU using this;
+    unknown placement means ranks land on the far socket and every host copy crosses it.
+    """
+    if len(ctx.snap.host.numa_nodes) < 2:
+        return
+    for g in ctx.live_gpus:
+        if isinstance(g.sysfs_numa_node, ProbeError):
+            yield CannotCheck(f"GPU{g.index}", g.sysfs_numa_node)
+        elif not isinstance(g.sysfs_numa_node, int):
+            yield Issue(f"GPU{g.index}", f"GPU{g.index} has no NUMA node (sysfs numa_node is -1)",
+                        {"numa_node": None, "numa_nodes": len(ctx.snap.host.numa_nodes)})  # fmt: skip
+        elif isinstance(g.cpu_affinity, tuple) and len(_nodes_of(ctx, g.cpu_affinity)) > 1:
+            yield Issue(f"GPU{g.index}", f"GPU{g.index}'s local CPUs span NUMA nodes {_nodes_of(ctx, g.cpu_affinity)}",
+                        {"cpu_affinity": format_cpulist(g.cpu_affinity), "numa_node": g.sysfs_numa_node})  # fmt: skip
+
+
+@rule("TD402", "nic-numa-unknown", "warning",
+      fix="Enable NUMA reporting in BIOS so NCCL can pair each GPU with the NIC on its own socket.")  # fmt: skip
+def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
+    """On a multi-NUMA host, an RDMA NIC's NUMA node is unknown."""
+    if len(ctx.snap.host.numa_nodes) < 2:
+        return
+    for nic in ctx.snap.nics:
+        if nic.kind in ("infiniband", "roce") and not isinstance(nic.numa_node, int):
+            yield Issue(f"nic:{nic.name}", f"NIC {nic.name} has no NUMA node", {"bus_id": str(nic.bus_id)})
+
+
+@rule("TD403", "process-affinity-far", "warning", tags=("prolog",),
+      fix="Bind the job near its GPUs (srun --cpu-bind, numactl --cpunodebind, or taskset with the GPU's CPU "
+          "Affinity from `topodoctor scan`).")  # fmt: skip
+def process_affinity_far(ctx: Context) -> Iterator[Issue]:
+    """This process may run only on CPUs that are not local to a GPU.
+
+    In a prolog the process affinity is the job's: host-to-GPU copies and kernel launches then
+    cross the socket link for the whole job.
+    """
+    cpus = ctx.environment.process_cpus
+    online = ctx.snap.host.online_cpus
+    if not cpus or not isinstance(online, tuple):
+        return
+    for g in ctx.live_gpus:
+        local = g.cpu_affinity
+        if not isinstance(local, tuple) or not local or set(local) >= set(online):
+            continue  # the GPU is local to every CPU: nothing to be far from
+        if not set(cpus) & set(local):
+            yield Issue(f"GPU{g.index}", f"this process runs on CPUs {format_cpulist(cpus)}, none local to "
+                        f"GPU{g.index} ({format_cpulist(local)})",
+                        {"process_cpus": format_cpulist(cpus), "gpu_cpus": format_cpulist(local)})  # fmt: skip

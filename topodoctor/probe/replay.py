@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib import resources
@@ -66,6 +67,10 @@ class FakeNvml:
                 f"recording {self.name} holds no answer for NVML {_short(fn, args)}: "
                 "it was made by a different probe version; record the host again"
             )
+        if "hang_s" in entry:
+            # A call that never came back on the recorded host (a wedged driver): wait as it did.
+            time.sleep(float(entry["hang_s"]))
+            raise NvmlCallError(10, "the recorded call hung")  # NVML_ERROR_TIMEOUT
         if "error" in entry:
             raise NvmlCallError(int(entry["error"]))
         return entry["result"]
@@ -124,18 +129,20 @@ class Recording:
         return snapshot_from_data(self.snapshot, f"snapshot inside recording {self.name}")
 
 
-def _check_entries(entries: Any, required: tuple[str, ...], answer: tuple[str, str], what: str) -> None:
+def _check_entries(entries: Any, required: tuple[str, ...], answer: tuple[str, ...], what: str) -> None:
     if not isinstance(entries, list):
         raise InputError(f"{what} is not a list")
     for i, e in enumerate(entries):
-        if not isinstance(e, dict) or any(k not in e for k in required) or not (answer[0] in e or answer[1] in e):
-            raise InputError(f"{what}[{i}] is malformed: needs {', '.join(required)} and {answer[0]} or {answer[1]}")
+        if not isinstance(e, dict) or any(k not in e for k in required) or not any(k in e for k in answer):
+            raise InputError(f"{what}[{i}] is malformed: needs {', '.join(required)} and one of {', '.join(answer)}")
 
 
 def recording_from_data(data: Any, name: str) -> Recording:
     codec.check_header(data, "recording", RECORDING_SCHEMA_VERSION, f"recording {name}")
-    _check_entries(data.get("nvml"), ("fn", "args"), ("result", "error"), f"recording {name}: nvml")
+    _check_entries(data.get("nvml"), ("fn", "args"), ("result", "error", "hang_s"), f"recording {name}: nvml")
     _check_entries(data.get("sysfs"), ("op", "path"), ("result", "error"), f"recording {name}: sysfs")
+    if not isinstance(data.get("meta", {}), dict):
+        raise InputError(f"recording {name}: meta is not an object")
     meta = data.get("meta", {})
     snap = data.get("snapshot")
     return Recording(name, meta if isinstance(meta, dict) else {}, data["nvml"], data["sysfs"],

@@ -39,6 +39,10 @@ NCCL_IGNORE_DISABLED_P2P NCCL_NVLS_NCHANNELS NCCL_LL128_NTHREADS NCCL_COMM_ID NC
 NCCL_MIN_P2P_NCHANNELS NCCL_NCHANNELS_PER_PEER NCCL_PROXY_PROFILE NCCL_CHUNK_SIZE NCCL_WIN_ENABLE
 NCCL_SYM_KERNEL NCCL_PROFILE_EVENT_MASK NCCL_TOPO_SIMPLE NCCL_IB_PREFIX_MATCH
 """.split())  # fmt: skip
+# NCCL_* names that are not NCCL settings: container images (NCCL_VERSION in NVIDIA's CUDA
+# images) and build systems (PyTorch's setup reads NCCL_ROOT and friends) set them.
+NOT_SETTINGS = frozenset({"NCCL_VERSION", "NCCL_HOME", "NCCL_ROOT", "NCCL_ROOT_DIR", "NCCL_INCLUDE_DIR",
+                          "NCCL_LIB_DIR", "NCCL_LIBRARY", "NCCL_PKG_VERSION"})  # fmt: skip
 # Removed or renamed: what to use instead.
 DEPRECATED = {
     "NCCL_MAX_RINGS": "NCCL_MAX_NCHANNELS",
@@ -274,7 +278,7 @@ def nccl_deprecated(ctx: Context) -> Iterator[Issue]:
 def nccl_unknown(ctx: Context) -> Iterator[Issue]:
     """An NCCL_* variable NCCL does not know is set (often a typo); the closest real name is offered."""
     for name in ctx.environment.names():
-        if name.startswith("NCCL_") and name not in KNOWN and name not in DEPRECATED:
+        if name.startswith("NCCL_") and name not in KNOWN | NOT_SETTINGS and name not in DEPRECATED:
             close = difflib.get_close_matches(name, sorted(KNOWN | set(DEPRECATED)), n=1, cutoff=0.75)
             hint = f"; did you mean {close[0]}?" if close else ""
             yield Issue(f"env:{name}", f"{name} is not an NCCL variable{hint}",

@@ -1,0 +1,36 @@
+"""Shared test set-up: no test may reach a real NVML, and no test sees the caller's NCCL/CUDA
+environment unless it sets it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+RECORDINGS = sorted((FIXTURES / "recordings").glob("*.json"))
+DERIVED = json.loads((FIXTURES / "derived" / "index.json").read_text())
+BW_DERIVED = json.loads((FIXTURES / "bandwidth" / "derived" / "index.json").read_text())
+
+
+@pytest.fixture(autouse=True)
+def _no_real_nvml(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("gpu"):
+        return
+    from topodoctor.probe import nvml
+
+    def refuse(self: Any, fn: str, *args: Any) -> Any:
+        raise AssertionError(f"a test called the real NVML ({fn}); replay a recording instead")
+
+    monkeypatch.setattr(nvml.LiveNvml, "call", refuse)
+    for name in list(os.environ):
+        if name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
+            monkeypatch.delenv(name)
+
+
+def scenario_path(name: str) -> Path:
+    return FIXTURES / "derived" / f"{name}.json"

@@ -72,7 +72,7 @@ def test_plan_covers_every_ordered_pair() -> None:
     assert modes.count("h2d") == 3 and modes.count("d2h") == 3
 
 
-FAKE_TIMER = r'''
+FAKE_TIMER = r"""
 import json, sys, time
 print(json.dumps({"torch": "fake", "cuda": "0", "method": "fake", "devices": [
     {"ordinal": 0, "bus_id": "0000:00:06.0", "name": "x"}, {"ordinal": 1, "bus_id": "0000:00:07.0", "name": "y"}]}),
@@ -82,7 +82,7 @@ for line in sys.stdin:
     if task.get("src") == 1:
         time.sleep(600)  # a copy that never finishes
     print(json.dumps({"samples": [100.0, 101.0, 99.0], "reverse": None, "path": "p2p", "verified": True}), flush=True)
-'''
+"""
 
 
 def test_a_stuck_copy_is_cut_and_reported(tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_a_stuck_copy_is_cut_and_reported(tmp_path: Path) -> None:
 def test_missing_torch_is_a_clear_error(tmp_path: Path) -> None:
     timer = tmp_path / "t.py"
     timer.write_text("import torch_that_is_not_there\n")
-    with pytest.raises(BandwidthUnavailable, match="did not start|died|torch"):
+    with pytest.raises(BandwidthUnavailable, match=r"did not start|died|torch"):
         run(probe_host("h200-x2").snapshot, Settings(start_timeout_s=10), worker_cmd=[sys.executable, str(timer)])
 
 

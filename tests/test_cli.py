@@ -19,15 +19,19 @@ runner = CliRunner()
 
 
 def test_help_runs_without_torch_or_pynvml() -> None:
-    code = ("import sys; from topodoctor.cli import main; rc = main(['--help']); "
-            "assert 'torch' not in sys.modules and 'pynvml' not in sys.modules, sorted(sys.modules); print('clean')")  # fmt: skip
+    code = (
+        "import sys; from topodoctor.cli import main; rc = main(['--help']); "
+        "assert 'torch' not in sys.modules and 'pynvml' not in sys.modules, sorted(sys.modules); print('clean')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "clean" in out.stdout, out.stderr
 
 
 def test_replayed_scan_imports_neither_torch_nor_pynvml() -> None:
-    code = ("import sys; from topodoctor.cli import main; rc = main(['scan', '--replay', 'h200-x4', '-f', 'json']); "
-            "assert 'torch' not in sys.modules and 'pynvml' not in sys.modules")  # fmt: skip
+    code = (
+        "import sys; from topodoctor.cli import main; rc = main(['scan', '--replay', 'h200-x4', '-f', 'json']); "
+        "assert 'torch' not in sys.modules and 'pynvml' not in sys.modules"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
 
@@ -76,19 +80,26 @@ def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: in
     return err
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("{", "not valid JSON"),
-    ('{"kind": "recording", "schema_version": 1, "nvml": [], "sy', "not valid JSON"),  # truncated
-    ('{"kind": "recording", "schema_version": 7, "nvml": [], "sysfs": []}', "schema_version 7"),
-    ('{"kind": "bandwidth", "schema_version": 1}', "not a topodoctor recording"),
-    ("[1, 2]", "top level is not an object"),
-    ('{"kind": "snapshot", "schema_version": 1, "host": {}}', "does not match its schema"),
-    ('{"kind": "recording", "schema_version": 1, "nvml": [{"fn": "nvmlInit", "args": [], "result": null}], '
-     '"sysfs": []}', "holds no answer"),
-    ("\\xff\\xfe", "not valid JSON"),
-])  # fmt: skip
-def test_bad_recordings_give_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
-                                      message: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "not valid JSON"),
+        ('{"kind": "recording", "schema_version": 1, "nvml": [], "sy', "not valid JSON"),  # truncated
+        ('{"kind": "recording", "schema_version": 7, "nvml": [], "sysfs": []}', "schema_version 7"),
+        ('{"kind": "bandwidth", "schema_version": 1}', "not a topodoctor recording"),
+        ("[1, 2]", "top level is not an object"),
+        ('{"kind": "snapshot", "schema_version": 1, "host": {}}', "does not match its schema"),
+        (
+            '{"kind": "recording", "schema_version": 1, "nvml": [{"fn": "nvmlInit", "args": [], "result": null}], '
+            '"sysfs": []}',
+            "holds no answer",
+        ),
+        ("\\xff\\xfe", "not valid JSON"),
+    ],
+)
+def test_bad_recordings_give_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     err = one_line_error(capsys, ["scan", "--replay", str(bad)], 3 if message == "holds no answer" else 2)
@@ -101,21 +112,26 @@ def test_truncated_real_recording(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "not valid JSON" in one_line_error(capsys, ["scan", "--replay", str(bad)], 2)
 
 
-@pytest.mark.parametrize(("argv", "code", "message"), [
-    (["scan", "--replay", "/nonexistent/rec.json"], 2, "not found"),
-    (["scan", "--replay", "nosuchname"], 2, "no such file or bundled recording"),
-    (["scan", "--bogus"], 2, "No such option"),
-    (["scan", "--format", "xml"], 2, "xml"),
-    (["check", "--select", "TD999"], 2, "no rule matches"),
-    (["check", "--timeout", "-1"], 2, "timeout"),
-    (["check", "--expect", "/nonexistent.json", "--replay", "h200-x4"], 2, "not found"),
-    (["explain", "TD000"], 2, "no rule"),
-    (["bandwidth", "--devices", "a,b", "--replay", "h200-x4"], 2, "--devices"),
-    (["bandwidth", "--from", "/nonexistent.json"], 2, "not found"),
-    (["record"], 2, "--output"),
-    (["frobnicate"], 2, "No such command"),
-])  # fmt: skip
-def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str) -> None:
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["scan", "--replay", "/nonexistent/rec.json"], 2, "not found"),
+        (["scan", "--replay", "nosuchname"], 2, "no such file or bundled recording"),
+        (["scan", "--bogus"], 2, "No such option"),
+        (["scan", "--format", "xml"], 2, "xml"),
+        (["check", "--select", "TD999"], 2, "no rule matches"),
+        (["check", "--timeout", "-1"], 2, "timeout"),
+        (["check", "--expect", "/nonexistent.json", "--replay", "h200-x4"], 2, "not found"),
+        (["explain", "TD000"], 2, "no rule"),
+        (["bandwidth", "--devices", "a,b", "--replay", "h200-x4"], 2, "--devices"),
+        (["bandwidth", "--from", "/nonexistent.json"], 2, "not found"),
+        (["record"], 2, "--output"),
+        (["frobnicate"], 2, "No such command"),
+    ],
+)
+def test_usage_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], code: int, message: str
+) -> None:
     assert message in one_line_error(capsys, argv, code)
 
 
@@ -123,7 +139,9 @@ def test_scan_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "is a directory" in one_line_error(capsys, ["scan", "--replay", str(tmp_path) + "/"], 2)
 
 
-def test_live_scan_without_a_driver_says_so(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_live_scan_without_a_driver_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from topodoctor.probe import nvml
     from topodoctor.probe.api import LIBRARY_NOT_FOUND, NvmlCallError
 
@@ -174,7 +192,10 @@ def test_check_with_env_variable() -> None:
 
 def test_check_with_expectations(tmp_path: Path) -> None:
     exp = tmp_path / "hgx.json"
-    assert runner.invoke(app, ["expect", "-o", str(exp), "--replay", str(scenario_path("hgx-8gpu-2socket"))]).exit_code == 0
+    assert (
+        runner.invoke(app, ["expect", "-o", str(exp), "--replay", str(scenario_path("hgx-8gpu-2socket"))]).exit_code
+        == 0
+    )
     r = runner.invoke(app, ["check", "--replay", "h200-x4", "--expect", str(exp), "-f", "json"])
     assert r.exit_code == 1
     assert {"TD801", "TD803"} <= {f["code"] for f in json.loads(r.stdout)["findings"]}

@@ -11,11 +11,15 @@ from topodoctor.rules.docs import rules_markdown
 
 
 def test_rules_md_is_current() -> None:
-    assert (ROOT / "docs" / "rules.md").read_text() == rules_markdown(), "run: topodoctor rules --markdown > docs/rules.md"
+    assert (ROOT / "docs" / "rules.md").read_text() == rules_markdown(), (
+        "run: topodoctor rules --markdown > docs/rules.md"
+    )
 
 
 def test_derived_fixtures_are_reproducible() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "fixtures" / "derive.py"), "--check"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "fixtures" / "derive.py"), "--check"], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 

@@ -114,12 +114,15 @@ def probe_host_from(doc: dict) -> object:  # type: ignore[type-arg]
     return collect(nvml, fs)
 
 
-@pytest.mark.parametrize(("mutate", "message"), [
-    (lambda d: d.update(kind="snapshot-ish"), "not a topodoctor recording"),
-    (lambda d: d.update(schema_version=99), "schema_version 99"),
-    (lambda d: d.update(nvml="x"), "nvml is not a list"),
-    (lambda d: d["nvml"][0].pop("fn"), "malformed"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(kind="snapshot-ish"), "not a topodoctor recording"),
+        (lambda d: d.update(schema_version=99), "schema_version 99"),
+        (lambda d: d.update(nvml="x"), "nvml is not a list"),
+        (lambda d: d["nvml"][0].pop("fn"), "malformed"),
+    ],
+)
 def test_bad_recordings_are_refused(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
     data = json.loads(RECORDINGS[0].read_text())
     mutate(data)

@@ -136,14 +136,21 @@ def test_env_case_fires(env: dict, host: str, code: str) -> None:  # type: ignor
     assert code in {f.code for f in found}
 
 
-@pytest.mark.parametrize(("env", "host"), [
-    ({"NCCL_P2P_DISABLE": "1"}, "consumer-no-p2p"),  # no NVLink: disabling P2P is no loss there
-    ({"NCCL_SOCKET_IFNAME": "eth"}, "h200-x4"), ({"NCCL_SOCKET_IFNAME": "=eth0"}, "h200-x4"),
-    ({"NCCL_IB_HCA": "=mlx5_1,=mlx5_2"}, "hgx-8gpu-2socket"), ({"NCCL_IB_TIMEOUT": "20"}, "h200-x4"),
-    ({"NCCL_PROTO": "^LL128"}, "h200-x4"), ({"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, "h200-x4"),
-    ({"NCCL_NVLS_ENABLE": "0"}, "h100-x1"), ({"NCCL_VERSION": "2.27.3"}, "h200-x4"),
-    ({"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "eth0"}, "h200-x4"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("env", "host"),
+    [
+        ({"NCCL_P2P_DISABLE": "1"}, "consumer-no-p2p"),  # no NVLink: disabling P2P is no loss there
+        ({"NCCL_SOCKET_IFNAME": "eth"}, "h200-x4"),
+        ({"NCCL_SOCKET_IFNAME": "=eth0"}, "h200-x4"),
+        ({"NCCL_IB_HCA": "=mlx5_1,=mlx5_2"}, "hgx-8gpu-2socket"),
+        ({"NCCL_IB_TIMEOUT": "20"}, "h200-x4"),
+        ({"NCCL_PROTO": "^LL128"}, "h200-x4"),
+        ({"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, "h200-x4"),
+        ({"NCCL_NVLS_ENABLE": "0"}, "h100-x1"),
+        ({"NCCL_VERSION": "2.27.3"}, "h200-x4"),
+        ({"NCCL_DEBUG": "WARN", "NCCL_SOCKET_IFNAME": "eth0"}, "h200-x4"),
+    ],
+)
 def test_env_case_quiet(env: dict, host: str) -> None:  # type: ignore[type-arg]
     found = run(_source(host), env=capture_environment(env, system_conf="/nonexistent"))
     assert not [f for f in found if f.code.startswith("TD6") and f.code != "TD610"], found
@@ -166,8 +173,12 @@ def test_nccl_conf_files(tmp_path: Path) -> None:
 
 def test_topo_file_with_foreign_bus_ids(tmp_path: Path) -> None:
     xml = tmp_path / "topo.xml"
-    xml.write_text('<system version="1"><cpu numaid="0"><pci busid="0000:00:06.0"/><pci busid="0000:9a:00.0"/></cpu></system>')
-    f = next(f for f in run("h200-x4", env=capture_environment({"NCCL_TOPO_FILE": str(xml)}, "/x")) if f.code == "TD608")
+    xml.write_text(
+        '<system version="1"><cpu numaid="0"><pci busid="0000:00:06.0"/><pci busid="0000:9a:00.0"/></cpu></system>'
+    )
+    f = next(
+        f for f in run("h200-x4", env=capture_environment({"NCCL_TOPO_FILE": str(xml)}, "/x")) if f.code == "TD608"
+    )
     assert f.evidence["missing"] == ["0000:9a:00.0"]
     xml.write_text("<system><cpu>")
     assert "TD608" in {f.code for f in run("h200-x4", env=capture_environment({"NCCL_TOPO_FILE": str(xml)}, "/x"))}
@@ -178,7 +189,9 @@ def test_topo_file_with_foreign_bus_ids(tmp_path: Path) -> None:
 # --- the registry itself
 FIRES_IN = {s["name"]: set(s["codes"]) for s in DERIVED}
 COVERED_ELSEWHERE = {c for _, _, c in ENV_CASES} | {"TD403", "TD619", "TD801", "TD802", "TD803", "TD901"}
-BW_COVERED = {c for s in json.loads((FIXTURES / "bandwidth" / "derived" / "index.json").read_text()) for c in s["codes"]}
+BW_COVERED = {
+    c for s in json.loads((FIXTURES / "bandwidth" / "derived" / "index.json").read_text()) for c in s["codes"]
+}
 
 
 def test_every_rule_has_docs_and_a_firing_case() -> None:

@@ -7,6 +7,7 @@ exit; a child can be killed and left behind, so the parent always answers on tim
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -62,10 +63,8 @@ def run_with_budget(work: Callable[[float], dict[str, Any]], timeout_s: float) -
         raise
     finally:
         os.close(read_fd)
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
     if not chunks:
         raise BudgetExceeded("could not check: the check process died without an answer")
     answer = json.loads(b"".join(chunks))

@@ -59,9 +59,13 @@ class Format(str, Enum):
 
 ReplayOpt = Annotated[
     str | None,
-    typer.Option("--replay", metavar="FILE|NAME", help="Replay a recording (or load a snapshot) instead of probing "
-                 "this host; NAME picks a recording bundled with topodoctor (see `topodoctor record --list`)."),
-]  # fmt: skip
+    typer.Option(
+        "--replay",
+        metavar="FILE|NAME",
+        help="Replay a recording (or load a snapshot) instead of probing "
+        "this host; NAME picks a recording bundled with topodoctor (see `topodoctor record --list`).",
+    ),
+]
 SysfsOpt = Annotated[str, typer.Option("--sysfs-root", help="Read /sys and /proc under this directory.")]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for machines.")]
 
@@ -86,7 +90,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
 ) -> None:
     """GPU topology inspector and doctor."""
 
@@ -150,8 +156,11 @@ def record(
         output.write_text(json.dumps(doc, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"recorded {len(doc['nvml'])} NVML calls and {len(doc['sysfs'])} sysfs reads "
-               f"({len(snap.gpus)} GPUs) to {output}", err=True)  # fmt: skip
+    typer.echo(
+        f"recorded {len(doc['nvml'])} NVML calls and {len(doc['sysfs'])} sysfs reads "
+        f"({len(snap.gpus)} GPUs) to {output}",
+        err=True,
+    )
 
 
 class FailLevel(str, Enum):
@@ -175,14 +184,27 @@ def _split(values: list[str] | None) -> list[str]:
 def check(
     replay: ReplayOpt = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", "-f", help="text, json, or line (a drain reason).")] = (
-        CheckFormat.text),  # fmt: skip
-    timeout: Annotated[float, typer.Option("--timeout", help="Hard wall-clock budget in seconds; past it the "
-                                           "check is killed and exits 3. 0 = no budget.", min=0)] = 30.0,  # fmt: skip
-    select: Annotated[list[str] | None, typer.Option("--select", help="Only these rule codes, prefixes or names.")] = None,
-    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these rule codes, prefixes or names.")] = None,
+        CheckFormat.text
+    ),
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Hard wall-clock budget in seconds; past it the check is killed and exits 3. 0 = no budget.",
+            min=0,
+        ),
+    ] = 30.0,
+    select: Annotated[
+        list[str] | None, typer.Option("--select", help="Only these rule codes, prefixes or names.")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Skip these rule codes, prefixes or names.")
+    ] = None,
     prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too.")] = False,
-    fail_level: Annotated[FailLevel, typer.Option("--fail-level", help="Lowest severity that fails.")] = FailLevel.error,
+    fail_level: Annotated[
+        FailLevel, typer.Option("--fail-level", help="Lowest severity that fails.")
+    ] = FailLevel.error,
     expect: Annotated[Path | None, typer.Option("--expect", help="Expectations file for this node type.")] = None,
     with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass (needs torch).")] = False,
     sysfs_root: SysfsOpt = "/",
@@ -215,12 +237,16 @@ def check(
             from topodoctor.bandwidth.session import Settings, run
             from topodoctor.probe import live_nvml
 
-            bw = run(probed.snapshot, Settings.quick(), nvml=live_nvml() if replay is None else None,
-                     deadline=deadline)  # fmt: skip
+            bw = run(probed.snapshot, Settings.quick(), nvml=live_nvml() if replay is None else None, deadline=deadline)
         ctx = Context(probed.snapshot, capture_environment(), expect=exp_obj, bandwidth=bw)
         found = evaluate(ctx, sel, ign, ("prolog",) if prolog else ())
-        meta = {"origin": probed.origin, "host": probed.snapshot.host.hostname, "gpus": len(probed.snapshot.gpus),
-                "elapsed_s": round(time.monotonic() - t0, 3), "bandwidth": bw is not None}  # fmt: skip
+        meta = {
+            "origin": probed.origin,
+            "host": probed.snapshot.host.hostname,
+            "gpus": len(probed.snapshot.gpus),
+            "elapsed_s": round(time.monotonic() - t0, 3),
+            "bandwidth": bw is not None,
+        }
         return {"findings": [asdict(f) for f in found], "meta": meta}
 
     if timeout > 0:
@@ -258,8 +284,22 @@ def list_rules(
         typer.echo(rules_markdown(), nl=False)
         return
     if fmt is Format.json:
-        typer.echo(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity, "tags": sorted(r.tags),
-                                "family": r.family, "title": r.title} for r in REGISTRY.values()], indent=1))  # fmt: skip
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "code": r.code,
+                        "name": r.name,
+                        "severity": r.severity,
+                        "tags": sorted(r.tags),
+                        "family": r.family,
+                        "title": r.title,
+                    }
+                    for r in REGISTRY.values()
+                ],
+                indent=1,
+            )
+        )
         return
     for code in sorted(REGISTRY):
         r = REGISTRY[code]
@@ -326,8 +366,9 @@ def bandwidth(
     iters: Annotated[int | None, typer.Option("--iters", help="Copies per sample.", min=1)] = None,
     samples: Annotated[int | None, typer.Option("--samples", help="Samples per measurement.", min=1)] = None,
     devices: Annotated[str | None, typer.Option("--devices", help="NVML indices to test, e.g. 0,1.")] = None,
-    pair_timeout: Annotated[float, typer.Option("--pair-timeout", help="Seconds before a copy counts as hung.",
-                                                min=0.1)] = 20.0,  # fmt: skip
+    pair_timeout: Annotated[
+        float, typer.Option("--pair-timeout", help="Seconds before a copy counts as hung.", min=0.1)
+    ] = 20.0,
     from_file: Annotated[Path | None, typer.Option("--from", help="Show a saved result instead of measuring.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also save the result as JSON.")] = None,
     replay: ReplayOpt = None,
@@ -378,8 +419,16 @@ def _bandwidth_findings(result: Any) -> list[Any]:
     return evaluate(Context(result.snapshot, capture_environment({}), bandwidth=result), select=["TD7"])
 
 
-def _measure(mode: list[BwMode] | None, quick: bool, size_mib: int | None, iters: int | None, samples: int | None,
-             devices: tuple[int, ...] | None, pair_timeout: float, replay: str | None) -> Any:  # fmt: skip
+def _measure(
+    mode: list[BwMode] | None,
+    quick: bool,
+    size_mib: int | None,
+    iters: int | None,
+    samples: int | None,
+    devices: tuple[int, ...] | None,
+    pair_timeout: float,
+    replay: str | None,
+) -> Any:
     from dataclasses import replace
 
     from topodoctor.bandwidth.session import MiB, Settings, Worker, default_worker_cmd, run
@@ -389,13 +438,17 @@ def _measure(mode: list[BwMode] | None, quick: bool, size_mib: int | None, iters
     if mode:
         chosen: list[str] = []
         for m in mode:
-            chosen += ["oneway", "bidir", "latency", "h2d", "d2h"] if m is BwMode.all else (
-                ["h2d", "d2h"] if m is BwMode.host else [m.value])  # fmt: skip
+            chosen += (
+                ["oneway", "bidir", "latency", "h2d", "d2h"]
+                if m is BwMode.all
+                else (["h2d", "d2h"] if m is BwMode.host else [m.value])
+            )
         settings = replace(settings, modes=tuple(dict.fromkeys(chosen)))  # type: ignore[arg-type]
     if size_mib is not None:
         settings = replace(settings, size_bytes=size_mib * MiB)
-    settings = replace(settings, iters=iters or settings.iters, samples=samples or settings.samples,
-                       pair_timeout_s=pair_timeout)  # fmt: skip
+    settings = replace(
+        settings, iters=iters or settings.iters, samples=samples or settings.samples, pair_timeout_s=pair_timeout
+    )
     worker = Worker(default_worker_cmd(), settings.start_timeout_s)
     worker.spawn()
     try:

@@ -42,8 +42,9 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
     gpus = [x for x in snap.gpus if x.lost is None]
     names = [x.name for x in gpus if isinstance(x.name, str)]
     per_gpu = [sum(1 for link in x.nvlinks if link.active is True) for x in gpus]
-    per_pair = [nvlink_count(g, gpu_node(a.index), gpu_node(b.index))[0] for i, a in enumerate(gpus)
-                for b in gpus[i + 1 :]]  # fmt: skip
+    per_pair = [
+        nvlink_count(g, gpu_node(a.index), gpu_node(b.index))[0] for i, a in enumerate(gpus) for b in gpus[i + 1 :]
+    ]
     gens = [x.pcie.gen_max for x in gpus if isinstance(x.pcie.gen_max, int)]
     widths = [x.pcie.width_max for x in gpus if isinstance(x.pcie.width_max, int)]
     return Expectations(

@@ -14,6 +14,7 @@ Edges (attribute ``kind``):
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -31,8 +32,14 @@ PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 NVLINK_LINK_GBPS = {1.0: 20.0, 2.0: 25.0, 2.2: 25.0, 3.0: 25.0, 3.1: 25.0, 4.0: 26.5625, 5.0: 53.125}
 _SPEED_GTS = {"2.5": 1, "5.0": 2, "5": 2, "8.0": 3, "8": 3, "16.0": 4, "16": 4, "32.0": 5, "32": 5, "64.0": 6, "64": 6}
 # nvidia-smi's names for NVML's common-ancestor levels.
-NVML_LEVEL_CLASS: dict[str, PathClass] = {"INTERNAL": "PIX", "SINGLE": "PIX", "MULTIPLE": "PXB",
-                                          "HOSTBRIDGE": "PHB", "NODE": "NODE", "SYSTEM": "SYS"}  # fmt: skip
+NVML_LEVEL_CLASS: dict[str, PathClass] = {
+    "INTERNAL": "PIX",
+    "SINGLE": "PIX",
+    "MULTIPLE": "PXB",
+    "HOSTBRIDGE": "PHB",
+    "NODE": "NODE",
+    "SYSTEM": "SYS",
+}
 
 
 def gpu_node(index: int) -> str:
@@ -82,8 +89,14 @@ def build_graph(snap: HostSnapshot) -> nx.Graph:
         for b in numa_ids[i + 1 :]:
             g.add_edge(f"numa:{a}", f"numa:{b}", kind="smp")
     for gpu in snap.gpus:
-        g.add_node(gpu_node(gpu.index), kind="gpu", index=gpu.index, bus_id=gpu.bus_id, name=gpu.name,
-                   lost=gpu.lost is not None)  # fmt: skip
+        g.add_node(
+            gpu_node(gpu.index),
+            kind="gpu",
+            index=gpu.index,
+            bus_id=gpu.bus_id,
+            name=gpu.name,
+            lost=gpu.lost is not None,
+        )
     for sw in snap.nvswitches:
         g.add_node(sw.id, kind="nvswitch", inferred=sw.inferred)
     for k, nic in enumerate(rdma_nics(snap)):
@@ -120,8 +133,9 @@ def _add_nvlinks(g: nx.Graph, snap: HostSnapshot) -> None:
 
 
 def _add_pcie(g: nx.Graph, snap: HostSnapshot, numa_ids: list[int]) -> None:
-    def attach_chain(node: str, path: tuple[str, ...], gen: int | None, gen_max: int | None,
-                     width: int | None, width_max: int | None) -> None:  # fmt: skip
+    def attach_chain(
+        node: str, path: tuple[str, ...], gen: int | None, gen_max: int | None, width: int | None, width_max: int | None
+    ) -> None:
         child, up = node, list(reversed(path[:-1]))
         link = (gen, gen_max, width, width_max)
         for bdf in up:
@@ -130,24 +144,37 @@ def _add_pcie(g: nx.Graph, snap: HostSnapshot, numa_ids: list[int]) -> None:
                 _add_bridge_node(g, snap, bdf, parent, numa_ids)
             if not g.has_edge(child, parent):
                 cur, cmax, w, wmax = link
-                g.add_edge(child, parent, kind="pcie", gen=cur, gen_max=cmax, width=w, width_max=wmax,
-                           gbps=pcie_gbps(cmax or cur, w))  # fmt: skip
+                g.add_edge(
+                    child,
+                    parent,
+                    kind="pcie",
+                    gen=cur,
+                    gen_max=cmax,
+                    width=w,
+                    width_max=wmax,
+                    gbps=pcie_gbps(cmax or cur, w),
+                )
             br = snap.bridge(bdf)
             if br is None:
                 link = (None, None, None, None)
             else:
                 ls, ms = br.link_speed, br.max_link_speed
-                link = (pcie_gen_of(ls) if isinstance(ls, str) else None,
-                        pcie_gen_of(ms) if isinstance(ms, str) else None,
-                        br.link_width if isinstance(br.link_width, int) else None,
-                        br.max_link_width if isinstance(br.max_link_width, int) else None)  # fmt: skip
+                link = (
+                    pcie_gen_of(ls) if isinstance(ls, str) else None,
+                    pcie_gen_of(ms) if isinstance(ms, str) else None,
+                    br.link_width if isinstance(br.link_width, int) else None,
+                    br.max_link_width if isinstance(br.max_link_width, int) else None,
+                )
             child = parent
 
     for gpu in snap.gpus:
         if isinstance(gpu.pcie_path, tuple):
             p = gpu.pcie
-            attach_chain(gpu_node(gpu.index), gpu.pcie_path,
-                         *(v if isinstance(v, int) else None for v in (p.gen_current, p.gen_max, p.width_current, p.width_max)))  # fmt: skip
+            attach_chain(
+                gpu_node(gpu.index),
+                gpu.pcie_path,
+                *(v if isinstance(v, int) else None for v in (p.gen_current, p.gen_max, p.width_current, p.width_max)),
+            )
     for k, nic in enumerate(rdma_nics(snap)):
         if isinstance(nic.pcie_path, tuple):
             attach_chain(nic_node(k), nic.pcie_path, None, None, None, None)
@@ -232,7 +259,7 @@ def pcie_class(g: nx.Graph, a: str, b: str, sub: nx.Graph | None = None) -> tupl
     except nx.NetworkXNoPath:
         return None, None
     kinds = [sub.nodes[n]["kind"] for n in path]
-    edges = [sub.edges[u, v] for u, v in zip(path, path[1:])]
+    edges = [sub.edges[u, v] for u, v in itertools.pairwise(path)]
     rates = [e["gbps"] for e in edges if e["kind"] == "pcie" and e.get("gbps")]
     gbps = min(rates) if rates else None
     if any(e["kind"] == "smp" for e in edges):
@@ -271,7 +298,9 @@ def _nvml_level(snap: HostSnapshot, ia: int, ib: int) -> PathClass | None:
     return NVML_LEVEL_CLASS.get(level) if ok(level) and isinstance(level, str) else None
 
 
-def connection_matrix(snap: HostSnapshot, g: nx.Graph | None = None) -> tuple[list[str], dict[tuple[str, str], Connection]]:
+def connection_matrix(
+    snap: HostSnapshot, g: nx.Graph | None = None
+) -> tuple[list[str], dict[tuple[str, str], Connection]]:
     """Every GPU and RDMA NIC against every other, nvidia-smi topo -m's rows and columns."""
     g = g if g is not None else build_graph(snap)
     sub = pcie_subgraph(g)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from topodoctor import codec
-from topodoctor.probed import ProbeError, Probed, Unsupported
+from topodoctor.probed import Probed, ProbeError, Unsupported
 
 SNAPSHOT_SCHEMA_VERSION = 1
 

@@ -38,7 +38,7 @@ class ProbeError:
         return f"ERR({self.error})"
 
 
-Probed = Union[T, Unsupported, ProbeError]
+Probed = Union[T, Unsupported, ProbeError]  # noqa: UP007  (a generic alias needs Union on 3.10)
 
 
 def ok(value: object) -> bool:

@@ -18,8 +18,13 @@ if shutil.which("nvidia-smi") is None:
 def td(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os
 
-    return subprocess.run([sys.executable, "-m", "topodoctor", *args], capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})), timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "topodoctor", *args],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+        timeout=120,
+    )
 
 
 def test_matrix_equals_nvidia_smi_topo() -> None:
@@ -47,13 +52,24 @@ def test_check_passes_on_this_host() -> None:
     assert not [f for f in doc["findings"] if f["severity"] in ("error", "critical")]
 
 
-@pytest.mark.parametrize(("env", "code"), [
-    ({"NCCL_P2P_DISABLE": "1"}, "TD601"), ({"NCCL_P2P_LEVEL": "LOC"}, "TD602"), ({"NCCL_SHM_DISABLE": "1"}, "TD603"),
-    ({"NCCL_SOCKET_IFNAME": "nosuch"}, "TD605"), ({"NCCL_IB_TIMEOUT": "40"}, "TD609"), ({"NCCL_ALGO": "Ring"}, "TD610"),
-    ({"NCCL_PROTO": "LL128"}, "TD611"), ({"NCCL_IGNORE_DISABLED_P2P": "1"}, "TD612"), ({"NCCL_MAX_RINGS": "4"}, "TD613"),
-    ({"NCCL_SOCKT_IFNAME": "eth0"}, "TD614"), ({"CUDA_VISIBLE_DEVICES": "0,99"}, "TD615"),
-    ({"CUDA_VISIBLE_DEVICES": "0,0"}, "TD616"), ({"NCCL_TOPO_FILE": "/nonexistent.xml"}, "TD608"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("env", "code"),
+    [
+        ({"NCCL_P2P_DISABLE": "1"}, "TD601"),
+        ({"NCCL_P2P_LEVEL": "LOC"}, "TD602"),
+        ({"NCCL_SHM_DISABLE": "1"}, "TD603"),
+        ({"NCCL_SOCKET_IFNAME": "nosuch"}, "TD605"),
+        ({"NCCL_IB_TIMEOUT": "40"}, "TD609"),
+        ({"NCCL_ALGO": "Ring"}, "TD610"),
+        ({"NCCL_PROTO": "LL128"}, "TD611"),
+        ({"NCCL_IGNORE_DISABLED_P2P": "1"}, "TD612"),
+        ({"NCCL_MAX_RINGS": "4"}, "TD613"),
+        ({"NCCL_SOCKT_IFNAME": "eth0"}, "TD614"),
+        ({"CUDA_VISIBLE_DEVICES": "0,99"}, "TD615"),
+        ({"CUDA_VISIBLE_DEVICES": "0,0"}, "TD616"),
+        ({"NCCL_TOPO_FILE": "/nonexistent.xml"}, "TD608"),
+    ],
+)
 def test_env_rules_fire_on_this_host(env: dict[str, str], code: str) -> None:
     from topodoctor.probe import probe_host
 

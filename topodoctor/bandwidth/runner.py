@@ -35,8 +35,14 @@ class Cudart:
                     break
         if path:
             lib = ctypes.CDLL(path)
-            lib.cudaMemcpyPeerAsync.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-                                                ctypes.c_size_t, ctypes.c_void_p]  # fmt: skip
+            lib.cudaMemcpyPeerAsync.argtypes = [
+                ctypes.c_void_p,
+                ctypes.c_int,
+                ctypes.c_void_p,
+                ctypes.c_int,
+                ctypes.c_size_t,
+                ctypes.c_void_p,
+            ]
             lib.cudaMemcpyPeerAsync.restype = ctypes.c_int
             self.lib = lib
 
@@ -49,8 +55,14 @@ class Cudart:
             with torch.cuda.stream(stream):
                 dst.copy_(src, non_blocking=True)
             return
-        err = self.lib.cudaMemcpyPeerAsync(dst.data_ptr(), dst.device.index, src.data_ptr(), src.device.index,
-                                           src.numel() * src.element_size(), stream.cuda_stream)  # fmt: skip
+        err = self.lib.cudaMemcpyPeerAsync(
+            dst.data_ptr(),
+            dst.device.index,
+            src.data_ptr(),
+            src.device.index,
+            src.numel() * src.element_size(),
+            stream.cuda_stream,
+        )
         if err != 0:
             raise RuntimeError(f"cudaMemcpyPeerAsync returned CUDA error {err}")
 
@@ -97,11 +109,12 @@ def _release() -> None:
     torch.cuda.empty_cache()
 
 
-def _timed(cudart: Cudart, jobs: list[tuple[torch.Tensor, torch.Tensor, torch.cuda.Stream]], iters: int,
-           hold_ms: float) -> list[float]:  # fmt: skip
+def _timed(
+    cudart: Cudart, jobs: list[tuple[torch.Tensor, torch.Tensor, torch.cuda.Stream]], iters: int, hold_ms: float
+) -> list[float]:
     """Queue ``iters`` copies per job behind a spin kernel on each job's stream; ms per job."""
     events = []
-    for dst, src, stream in jobs:
+    for _, _, stream in jobs:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.cuda.device(stream.device), torch.cuda.stream(stream):
             torch.cuda._sleep(hold_cycles(stream.device.index, hold_ms))
@@ -110,7 +123,7 @@ def _timed(cudart: Cudart, jobs: list[tuple[torch.Tensor, torch.Tensor, torch.cu
     for _ in range(iters):
         for dst, src, stream in jobs:
             cudart.peer_copy(dst, src, stream)
-    for (dst, src, stream), (start, end) in zip(jobs, events):
+    for (_, _, stream), (_, end) in zip(jobs, events):
         end.record(stream)
     out = []
     for start, end in events:

@@ -66,8 +66,9 @@ class Worker:
         # NVLink multicast stays off in anything we start (it can take shared GPUs down).
         env.setdefault("NCCL_NVLS_ENABLE", "0")
         try:
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+            self.proc = subprocess.Popen(
+                self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            )
         except OSError as exc:
             raise BandwidthUnavailable(f"cannot start the copy timer: {exc}") from None
 
@@ -147,8 +148,9 @@ def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
                         continue
                     payload = dict(base, src=ordinal[a], dst=ordinal[b], mode=mode)
                     if mode == "latency":
-                        payload.update(size=s.latency_bytes, iters=s.latency_iters,
-                                       hold_ms=max(5.0, s.latency_iters * 0.02))  # fmt: skip
+                        payload.update(
+                            size=s.latency_bytes, iters=s.latency_iters, hold_ms=max(5.0, s.latency_iters * 0.02)
+                        )
                     tasks.append(Task(mode, a, b, payload))
         elif mode == "bidir":
             for i, a in enumerate(idx):
@@ -156,8 +158,14 @@ def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
                     tasks.append(Task(mode, a, b, dict(base, src=ordinal[a], dst=ordinal[b], mode="bidir")))
         else:
             for a in idx:
-                payload = {"op": "host", "dev": ordinal[a], "dir": mode, "size": s.size_bytes, "iters": s.iters,
-                           "samples": s.samples}  # fmt: skip
+                payload = {
+                    "op": "host",
+                    "dev": ordinal[a],
+                    "dir": mode,
+                    "size": s.size_bytes,
+                    "iters": s.iters,
+                    "samples": s.samples,
+                }
                 tasks.append(Task(mode, -1 if mode == "h2d" else a, a if mode == "h2d" else -1, payload))
     return tasks
 
@@ -165,16 +173,32 @@ def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
 def _measurement(task: Task, answer: dict[str, Any] | None, timeout_s: float, nvlink_bytes: int | None) -> Measurement:
     size = int(task.payload["size"])
     if answer is None:
-        return Measurement(task.mode, task.src, task.dst, size, None, "unknown", None, None,
-                           f"timeout: no answer after {timeout_s:g} s (copy timer killed)")  # fmt: skip
+        return Measurement(
+            task.mode,
+            task.src,
+            task.dst,
+            size,
+            None,
+            "unknown",
+            None,
+            None,
+            f"timeout: no answer after {timeout_s:g} s (copy timer killed)",
+        )
     if "error" in answer:
         return Measurement(task.mode, task.src, task.dst, size, None, "unknown", None, None, str(answer["error"]))
     rev = answer.get("reverse")
     return Measurement(
-        mode=task.mode, src=task.src, dst=task.dst, size_bytes=size, value=Stats.of(answer["samples"]),
-        path=answer.get("path", "unknown"), nvlink_bytes=nvlink_bytes, verified=answer.get("verified"), error=None,
+        mode=task.mode,
+        src=task.src,
+        dst=task.dst,
+        size_bytes=size,
+        value=Stats.of(answer["samples"]),
+        path=answer.get("path", "unknown"),
+        nvlink_bytes=nvlink_bytes,
+        verified=answer.get("verified"),
+        error=None,
         reverse=Stats.of(rev) if rev else None,
-    )  # fmt: skip
+    )
 
 
 def run(
@@ -232,11 +256,22 @@ def run(
     finally:
         worker.stop()
     return BandwidthResult(
-        kind="bandwidth", schema_version=BANDWIDTH_SCHEMA_VERSION, host=snap.host.hostname,
-        torch_version=str(worker.hello.get("torch", "")), cuda_version=str(worker.hello.get("cuda", "")),
-        method=str(worker.hello.get("method", "")), gpus=tuple(ids), activity=acts, measurements=tuple(out),
+        kind="bandwidth",
+        schema_version=BANDWIDTH_SCHEMA_VERSION,
+        host=snap.host.hostname,
+        torch_version=str(worker.hello.get("torch", "")),
+        cuda_version=str(worker.hello.get("cuda", "")),
+        method=str(worker.hello.get("method", "")),
+        gpus=tuple(ids),
+        activity=acts,
+        measurements=tuple(out),
         wall_s=round(time.monotonic() - t0, 3),
-        settings={"modes": list(settings.modes), "size_bytes": settings.size_bytes, "iters": settings.iters,
-                  "samples": settings.samples, "pair_timeout_s": settings.pair_timeout_s},
+        settings={
+            "modes": list(settings.modes),
+            "size_bytes": settings.size_bytes,
+            "iters": settings.iters,
+            "samples": settings.samples,
+            "pair_timeout_s": settings.pair_timeout_s,
+        },
         snapshot=snap,
-    )  # fmt: skip
+    )

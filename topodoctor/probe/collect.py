@@ -20,11 +20,18 @@ from topodoctor.probe.gpu import probe_gpu
 from topodoctor.probe.pcie import bridges_on, read_bridge
 from topodoctor.probe.query import Nvml, parse_cpulist, sys_read
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import ProbeError, Probed, Unsupported
+from topodoctor.probed import Probed, ProbeError, Unsupported
 
 _TOPOLOGY = {0: "INTERNAL", 10: "SINGLE", 20: "MULTIPLE", 30: "HOSTBRIDGE", 40: "NODE", 50: "SYSTEM"}
-_P2P = {0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED", 3: "IOH_TOPOLOGY_NOT_SUPPORTED",
-        4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"}  # fmt: skip
+_P2P = {
+    0: "OK",
+    1: "CHIPSET_NOT_SUPPORTED",
+    2: "GPU_NOT_SUPPORTED",
+    3: "IOH_TOPOLOGY_NOT_SUPPORTED",
+    4: "DISABLED_BY_REGKEY",
+    5: "NOT_SUPPORTED",
+    6: "UNKNOWN",
+}
 # nvmlDeviceGetP2PStatus capability indices: READ WRITE NVLINK ATOMICS PCI(PROP)
 _P2P_INDEX = (0, 1, 2, 3, 4)
 
@@ -47,8 +54,10 @@ def _p2p(nvml: Nvml, a: str, b: str, indices: tuple[int, ...] = _P2P_INDEX) -> P
     Each answer costs about 1.7 ms on driver 580, so the reverse direction asks only read
     and write (the two that can differ by direction); the rest is copied from a -> b.
     """
-    got = {i: nvml.ask("nvmlDeviceGetP2PStatus", a, b, i, convert=lambda s: _P2P.get(int(s), f"status_{s}"))
-           for i in indices}  # fmt: skip
+    got = {
+        i: nvml.ask("nvmlDeviceGetP2PStatus", a, b, i, convert=lambda s: _P2P.get(int(s), f"status_{s}"))
+        for i in indices
+    }
     return P2pStatus(*(got.get(i, Unsupported("NOT_ASKED")) for i in _P2P_INDEX))
 
 
@@ -59,13 +68,10 @@ def _pair(nvml: Nvml, ga: Gpu, gb: Gpu) -> GpuPair:
         p2p = P2pStatus(err, err, err, err, err)
         return GpuPair(ga.index, gb.index, err, p2p, p2p)
     a, b = f"gpu:{ga.index}", f"gpu:{gb.index}"
-    level = nvml.ask(
-        "nvmlDeviceGetTopologyCommonAncestor", a, b, convert=lambda v: _TOPOLOGY.get(int(v), f"level_{v}")
-    )
+    level = nvml.ask("nvmlDeviceGetTopologyCommonAncestor", a, b, convert=lambda v: _TOPOLOGY.get(int(v), f"level_{v}"))
     fwd = _p2p(nvml, a, b)
     back = _p2p(nvml, b, a, (0, 1))
     return GpuPair(ga.index, gb.index, level, fwd, replace(back, nvlink=fwd.nvlink, atomics=fwd.atomics, pci=fwd.pci))
-
 
 
 _INVISIBLE = ("ffff:ff:ff.0", "ffff:ff:ff.f", "0000:00:00.0")
@@ -118,8 +124,10 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.
-    gpus = [replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
-            for g in gpus]  # fmt: skip
+    gpus = [
+        replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
+        for g in gpus
+    ]
     model, sockets, cpu_socket, hypervisor = hostfacts.cpuinfo(fs)
     virt, virt_detail = hostfacts.virtualization(fs, hypervisor)
     hostname = sys_read(fs, "/proc/sys/kernel/hostname", str)

@@ -18,14 +18,24 @@ from topodoctor.probe.api import NOT_SUPPORTED, SUCCESS, error_name
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import Nvml, mask_words_to_ids, normalize_bus_id, sys_read
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import ProbeError, Probed, Unsupported
+from topodoctor.probed import Probed, ProbeError, Unsupported
 
 FI_NVLINK_LINK_COUNT = 91  # NVML_FI_DEV_NVLINK_LINK_COUNT
 FI_NVLINK_GET_SPEED = 164  # NVML_FI_DEV_NVLINK_GET_SPEED, per link via scopeId, Mb/s
 _LINK_SCAN_GUARD = 64  # only when NVML does not report a link count: stop probing here
 
-_ARCH = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
-         8: "Ada", 9: "Hopper", 10: "Blackwell", 13: "Rubin"}  # fmt: skip
+_ARCH = {
+    2: "Kepler",
+    3: "Maxwell",
+    4: "Pascal",
+    5: "Volta",
+    6: "Turing",
+    7: "Ampere",
+    8: "Ada",
+    9: "Hopper",
+    10: "Blackwell",
+    13: "Rubin",
+}
 _VIRT = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 _REMOTE: dict[int, NvLinkRemote] = {0: "gpu", 1: "ibmnpu", 2: "switch"}
 # nvmlDeviceGetNvLinkCapability bits read per link. Only P2P support: each bit is one call
@@ -88,8 +98,14 @@ FI_NVLINK_ERROR_DL_RECOVERY = 162
 FI_NVLINK_ERROR_DL_CRC = 163
 FI_NVLINK_GET_STATE = 165
 FI_NVLINK_GET_VERSION = 166
-_LINK_FIELDS = (FI_NVLINK_GET_STATE, FI_NVLINK_GET_VERSION, FI_NVLINK_GET_SPEED,
-                FI_NVLINK_ERROR_DL_REPLAY, FI_NVLINK_ERROR_DL_RECOVERY, FI_NVLINK_ERROR_DL_CRC)  # fmt: skip
+_LINK_FIELDS = (
+    FI_NVLINK_GET_STATE,
+    FI_NVLINK_GET_VERSION,
+    FI_NVLINK_GET_SPEED,
+    FI_NVLINK_ERROR_DL_REPLAY,
+    FI_NVLINK_ERROR_DL_RECOVERY,
+    FI_NVLINK_ERROR_DL_CRC,
+)
 
 
 def _bool(v: Probed[int]) -> Probed[bool]:
@@ -219,10 +235,31 @@ def _mark_lost(gpu: Gpu, err: ProbeError) -> Gpu:
 def lost_gpu(index: int, err: ProbeError) -> Gpu:
     """A GPU that gave no handle: every field carries the error."""
     return Gpu(
-        index=index, lost=err, bus_id=err, name=err, uuid=err, serial=err, minor_number=err, architecture=err,
-        compute_capability=err, memory_total_bytes=err, persistence_mode=err, mig_mode=err, ecc_mode=err,
-        virtualization_mode=err, pcie=PcieLink(err, err, err, err, err, err), numa_node=err,
-        sysfs_numa_node=err, cpu_affinity=err, memory_affinity=err, nvlink_count=err, nvlinks=(),
-        remapped_rows=err, ecc_uncorrected_volatile=err, ecc_uncorrected_aggregate=err, fabric=err,
-        pcie_path=err, iommu_group_type=err,
-    )  # fmt: skip
+        index=index,
+        lost=err,
+        bus_id=err,
+        name=err,
+        uuid=err,
+        serial=err,
+        minor_number=err,
+        architecture=err,
+        compute_capability=err,
+        memory_total_bytes=err,
+        persistence_mode=err,
+        mig_mode=err,
+        ecc_mode=err,
+        virtualization_mode=err,
+        pcie=PcieLink(err, err, err, err, err, err),
+        numa_node=err,
+        sysfs_numa_node=err,
+        cpu_affinity=err,
+        memory_affinity=err,
+        nvlink_count=err,
+        nvlinks=(),
+        remapped_rows=err,
+        ecc_uncorrected_volatile=err,
+        ecc_uncorrected_aggregate=err,
+        fabric=err,
+        pcie_path=err,
+        iommu_group_type=err,
+    )

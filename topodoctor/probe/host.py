@@ -3,13 +3,13 @@ network devices. NVML says none of these."""
 
 from __future__ import annotations
 
-from topodoctor.model import NetInterface, Nic, NicKind, NumaNode, Virtualization
 import re
 
+from topodoctor.model import NetInterface, Nic, NicKind, NumaNode, Virtualization
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import parse_cpulist, sys_list, sys_read
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import ProbeError, Probed, Unsupported, ok
+from topodoctor.probed import Probed, ProbeError, Unsupported, ok
 
 _BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _CONTAINER_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc")
@@ -138,7 +138,9 @@ def nics(fs: Sysfs) -> tuple[tuple[Nic, ...], tuple[NetInterface, ...]]:
         base = f"/sys/class/net/{name}"
         state = sys_read(fs, f"{base}/operstate", str)
         bus = _pci_of(fs, f"{base}/device")
-        interfaces.append(NetInterface(name, state if isinstance(state, str) else "unknown", bus if isinstance(bus, str) else None))
+        interfaces.append(
+            NetInterface(name, state if isinstance(state, str) else "unknown", bus if isinstance(bus, str) else None)
+        )
         if isinstance(bus, str) and name not in rdma_netdevs:
             out.append(
                 Nic(

@@ -59,9 +59,7 @@ class LiveNvml:
         try:
             self._nv = importlib.import_module("pynvml")
         except ImportError:
-            raise ProbeUnavailable(
-                "the nvidia-ml-py package is not installed (pip install nvidia-ml-py)"
-            ) from None
+            raise ProbeUnavailable("the nvidia-ml-py package is not installed (pip install nvidia-ml-py)") from None
         self._handles: dict[str, Any] = {}
 
     def _arg(self, a: Any) -> Any:

@@ -12,7 +12,7 @@ import re
 from topodoctor.model import PcieBridge, PortType
 from topodoctor.probe.query import sys_read
 from topodoctor.probe.sysfs import Sysfs, os_error_name
-from topodoctor.probed import ProbeError, Probed, Unsupported
+from topodoctor.probed import Probed, ProbeError, Unsupported
 
 _BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _ROOT = re.compile(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$")

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from topodoctor.probe.api import GPU_GONE_CODES, UNSUPPORTED_CODES, NvmlApi, NvmlCallError
 from topodoctor.probe.sysfs import Sysfs, os_error_name
-from topodoctor.probed import ProbeError, Probed, Unsupported
+from topodoctor.probed import Probed, ProbeError, Unsupported
 
 T = TypeVar("T")
 

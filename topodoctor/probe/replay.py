@@ -86,9 +86,7 @@ class ReplaySysfs:
     def _get(self, op: str, path: str) -> Any:
         entry = self._answers.take(_key(op, path))
         if entry is None:
-            raise ReplayMismatch(
-                f"recording {self.name} holds no sysfs {op} of {path}: record the host again"
-            )
+            raise ReplayMismatch(f"recording {self.name} holds no sysfs {op} of {path}: record the host again")
         if "error" in entry:
             name = str(entry["error"])
             code = _ERRNO.get(name, errno.EIO)
@@ -145,8 +143,13 @@ def recording_from_data(data: Any, name: str) -> Recording:
         raise InputError(f"recording {name}: meta is not an object")
     meta = data.get("meta", {})
     snap = data.get("snapshot")
-    return Recording(name, meta if isinstance(meta, dict) else {}, data["nvml"], data["sysfs"],
-                     snap if isinstance(snap, dict) else None)  # fmt: skip
+    return Recording(
+        name,
+        meta if isinstance(meta, dict) else {},
+        data["nvml"],
+        data["sysfs"],
+        snap if isinstance(snap, dict) else None,
+    )
 
 
 BUNDLED_PACKAGE = "topodoctor.recordings"

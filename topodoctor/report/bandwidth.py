@@ -59,8 +59,10 @@ def _host_table(r: BandwidthResult) -> Table:
 
 
 def print_bandwidth(r: BandwidthResult, console: Console) -> None:
-    console.print(f"{r.method}; torch {r.torch_version}, CUDA {r.cuda_version}; {r.wall_s:.1f} s; "
-                  "* = staged through host memory (no P2P), ! = data mismatch, ±spread = (max-min)/median")  # fmt: skip
+    console.print(
+        f"{r.method}; torch {r.torch_version}, CUDA {r.cuda_version}; {r.wall_s:.1f} s; "
+        "* = staged through host memory (no P2P), ! = data mismatch, ±spread = (max-min)/median"
+    )
     busy = [a for a in r.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
     for a in busy:
         console.print(f"[yellow]GPU{a.index} was not idle: {a.utilization_pct}% busy, {a.processes} processes[/yellow]")
@@ -82,10 +84,13 @@ def bandwidth_json(r: BandwidthResult) -> dict[str, Any]:
     for mode in ("oneway", "latency"):
         cells = r.matrix(mode)  # type: ignore[arg-type]
         if cells:
-            matrices[mode] = [[(cells[(a, b)].value.median if (a, b) in cells and cells[(a, b)].value else None)
-                               for b in idx] for a in idx]  # fmt: skip
+            matrices[mode] = [
+                [(cells[(a, b)].value.median if (a, b) in cells and cells[(a, b)].value else None) for b in idx]
+                for a in idx
+            ]
     bid = r.matrix("bidir")
     if bid:
+
         def total(a: int, b: int) -> float | None:
             m = bid.get((min(a, b), max(a, b)))
             if m is None or m.value is None:

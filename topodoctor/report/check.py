@@ -22,8 +22,11 @@ def verdict(findings: list[Finding], fail_level: str) -> tuple[str, int]:
 
 def _counts(findings: list[Finding]) -> str:
     c = Counter(f.severity for f in findings)
-    parts = [f"{c[s]} {s}{'s' if c[s] != 1 and s != 'info' else ''}" for s in ("critical", "error", "warning", "info")
-             if c[s]]  # fmt: skip
+    parts = [
+        f"{c[s]} {s}{'s' if c[s] != 1 and s != 'info' else ''}"
+        for s in ("critical", "error", "warning", "info")
+        if c[s]
+    ]
     return ", ".join(parts) or "no findings"
 
 

@@ -53,8 +53,20 @@ def _cpus(cpus: tuple[int, ...]) -> str:
 
 def _gpu_table(snap: HostSnapshot) -> Table:
     t = Table(title="GPUs")
-    for col in ("GPU", "name", "bus id", "arch / cc", "memory", "PCIe now/max", "NUMA", "NVLinks", "persist", "MIG",
-                "ECC", "fabric"):  # fmt: skip
+    for col in (
+        "GPU",
+        "name",
+        "bus id",
+        "arch / cc",
+        "memory",
+        "PCIe now/max",
+        "NUMA",
+        "NVLinks",
+        "persist",
+        "MIG",
+        "ECC",
+        "fabric",
+    ):
         t.add_column(col)
     for g in snap.gpus:
         if g.lost is not None:
@@ -64,12 +76,19 @@ def _gpu_table(snap: HostSnapshot) -> Table:
         active = sum(1 for link in g.nvlinks if link.active is True)
         fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
         t.add_row(
-            str(g.index), show(g.name), show(g.bus_id), f"{show(g.architecture)} / {show(g.compute_capability)}",
+            str(g.index),
+            show(g.name),
+            show(g.bus_id),
+            f"{show(g.architecture)} / {show(g.compute_capability)}",
             _gib(g.memory_total_bytes),
             f"Gen{show(p.gen_current)} x{show(p.width_current)} / Gen{show(p.gen_max)} x{show(p.width_max)}",
-            show(g.sysfs_numa_node), f"{active}/{show(g.nvlink_count)}", _onoff(g.persistence_mode),
-            _onoff(g.mig_mode), _onoff(g.ecc_mode), fabric,
-        )  # fmt: skip
+            show(g.sysfs_numa_node),
+            f"{active}/{show(g.nvlink_count)}",
+            _onoff(g.persistence_mode),
+            _onoff(g.mig_mode),
+            _onoff(g.ecc_mode),
+            fabric,
+        )
     return t
 
 
@@ -91,10 +110,16 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
             return str(sum(nums)) if nums else show(vals[0]) if vals else "-"
 
         t.add_row(
-            str(g.index), f"{len(active)}/{len(g.nvlinks)}", ",".join(str(x) for x in sorted(gens - {None})) or "-",
-            ",".join(remotes) or "-", f"{rate:g}" if rate else "-", f"{rate * len(active):.1f}" if rate else "-",
-            total("replay"), total("recovery"), total("crc"),
-        )  # fmt: skip
+            str(g.index),
+            f"{len(active)}/{len(g.nvlinks)}",
+            ",".join(str(x) for x in sorted(gens - {None})) or "-",
+            ",".join(remotes) or "-",
+            f"{rate:g}" if rate else "-",
+            f"{rate * len(active):.1f}" if rate else "-",
+            total("replay"),
+            total("recovery"),
+            total("crc"),
+        )
     return t
 
 
@@ -103,8 +128,15 @@ def _nic_table(snap: HostSnapshot) -> Table:
     for col in ("name", "kind", "bus id", "NUMA", "state", "rate Gb/s", "net devices"):
         t.add_column(col)
     for n in snap.nics:
-        t.add_row(n.name, n.kind, show(n.bus_id), show(n.numa_node), show(n.state), show(n.rate_gbps, "{:g}"),
-                  ",".join(n.netdevs) or "-")  # fmt: skip
+        t.add_row(
+            n.name,
+            n.kind,
+            show(n.bus_id),
+            show(n.numa_node),
+            show(n.state),
+            show(n.rate_gbps, "{:g}"),
+            ",".join(n.netdevs) or "-",
+        )
     return t
 
 

@@ -32,11 +32,14 @@ __all__ = ["REGISTRY", "Context", "Environment", "Finding", "Rule", "Severity", 
 
 
 def _runnable(r: Rule, ctx: Context) -> bool:
-    return ("bandwidth" not in r.needs or ctx.bandwidth is not None) and ("expect" not in r.needs or ctx.expect is not None)
+    return ("bandwidth" not in r.needs or ctx.bandwidth is not None) and (
+        "expect" not in r.needs or ctx.expect is not None
+    )
 
 
-def evaluate(ctx: Context, select: Iterable[str] = (), ignore: Iterable[str] = (),
-             tags: Iterable[str] = ()) -> list[Finding]:  # fmt: skip
+def evaluate(
+    ctx: Context, select: Iterable[str] = (), ignore: Iterable[str] = (), tags: Iterable[str] = ()
+) -> list[Finding]:
     """Run the selected rules; findings sorted by severity (worst first), then code and subject."""
     want_tags = set(tags)
     rules = [r for r in selected(select, ignore) if not want_tags or want_tags & r.tags]
@@ -51,13 +54,30 @@ def evaluate(ctx: Context, select: Iterable[str] = (), ignore: Iterable[str] = (
                 if report_incomplete:
                     err = item.error
                     detail = f"{err.error} at {err.call}" if isinstance(err, ProbeError) else str(err)
-                    out.append(Finding(incomplete.code, incomplete.name, incomplete.severity, item.subject,
-                                       f"{r.code} {r.name} could not check {item.subject}: {detail}", incomplete.fix,
-                                       {"rule": r.code, "error": detail}))  # fmt: skip
+                    out.append(
+                        Finding(
+                            incomplete.code,
+                            incomplete.name,
+                            incomplete.severity,
+                            item.subject,
+                            f"{r.code} {r.name} could not check {item.subject}: {detail}",
+                            incomplete.fix,
+                            {"rule": r.code, "error": detail},
+                        )
+                    )
                 continue
             assert isinstance(item, Issue)
-            out.append(Finding(r.code, r.name, item.severity or r.severity, item.subject, item.message,
-                               item.fix or r.fix, item.evidence))  # fmt: skip
+            out.append(
+                Finding(
+                    r.code,
+                    r.name,
+                    item.severity or r.severity,
+                    item.subject,
+                    item.message,
+                    item.fix or r.fix,
+                    item.evidence,
+                )
+            )
     out.sort(key=lambda f: (-SEVERITY_ORDER[f.severity], f.code, f.subject))
     return out
 

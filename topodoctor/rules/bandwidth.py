@@ -23,9 +23,14 @@ def _pairs(ctx: Context):  # type: ignore[no-untyped-def]
     return [m for m in ctx.bandwidth.measurements if m.mode in _PAIR_MODES and m.value is not None]
 
 
-@rule("TD701", "bw-slow-link", "error", needs=("bandwidth",),
-      fix="Compare with `topodoctor scan` for this pair's links (TD101-TD103); re-run with the GPUs idle; a "
-          "pair that stays slow needs its links serviced.")  # fmt: skip
+@rule(
+    "TD701",
+    "bw-slow-link",
+    "error",
+    needs=("bandwidth",),
+    fix="Compare with `topodoctor scan` for this pair's links (TD101-TD103); re-run with the GPUs idle; a "
+    "pair that stays slow needs its links serviced.",
+)
 def bw_slow_link(ctx: Context) -> Iterator[Issue]:
     """A GPU pair measures well below its peers with the same connection, or below half its path's rate."""
     exp = expected_pairs(ctx.snap)
@@ -45,17 +50,30 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
         slow_peer = med is not None and v < SLOW_VS_PEERS * med
         slow_nominal = nominal is not None and m.path == "p2p" and v < SLOW_VS_NOMINAL * nominal
         if slow_peer or slow_nominal:
-            yield Issue(f"GPU{m.src}-GPU{m.dst}",
-                        f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s; peers ({e.cls}) median "
-                        f"{med:.1f}" if med else f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s, under half "
-                        f"of its {e.cls} path's {nominal:.0f} GB/s",
-                        {"mode": m.mode, "gbps": round(v, 2), "peer_median_gbps": round(med, 2) if med else None,
-                         "nominal_gbps": nominal, "connection": e.cls})  # fmt: skip
+            yield Issue(
+                f"GPU{m.src}-GPU{m.dst}",
+                f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s; peers ({e.cls}) median {med:.1f}"
+                if med
+                else f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s, under half "
+                f"of its {e.cls} path's {nominal:.0f} GB/s",
+                {
+                    "mode": m.mode,
+                    "gbps": round(v, 2),
+                    "peer_median_gbps": round(med, 2) if med else None,
+                    "nominal_gbps": nominal,
+                    "connection": e.cls,
+                },
+            )
 
 
-@rule("TD702", "bw-p2p-slower-than-host", "warning", needs=("bandwidth",),
-      fix="P2P is slower than copying through host memory: check ACS (TD304), the IOMMU (TD303) and the PCIe "
-          "path; or let NCCL stage through the host (NCCL_P2P_LEVEL) until fixed.")  # fmt: skip
+@rule(
+    "TD702",
+    "bw-p2p-slower-than-host",
+    "warning",
+    needs=("bandwidth",),
+    fix="P2P is slower than copying through host memory: check ACS (TD304), the IOMMU (TD303) and the PCIe "
+    "path; or let NCCL stage through the host (NCCL_P2P_LEVEL) until fixed.",
+)
 def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
     """A direct P2P copy is slower than staging the same data through host memory would be."""
     assert ctx.bandwidth is not None
@@ -68,14 +86,22 @@ def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
             continue
         staged = min(d2h.value.median, h2d.value.median)
         if m.value.median < 0.9 * staged:
-            yield Issue(f"GPU{m.src}-GPU{m.dst}", f"P2P GPU{m.src}->GPU{m.dst} at {m.value.median:.1f} GB/s is slower "
-                        f"than staging through host memory ({staged:.1f} GB/s)",
-                        {"p2p_gbps": round(m.value.median, 2), "staged_gbps": round(staged, 2)})  # fmt: skip
+            yield Issue(
+                f"GPU{m.src}-GPU{m.dst}",
+                f"P2P GPU{m.src}->GPU{m.dst} at {m.value.median:.1f} GB/s is slower "
+                f"than staging through host memory ({staged:.1f} GB/s)",
+                {"p2p_gbps": round(m.value.median, 2), "staged_gbps": round(staged, 2)},
+            )
 
 
-@rule("TD703", "bw-pcie-fallback", "error", needs=("bandwidth",),
-      fix="The pair is NVLink-connected but moves data at PCIe speed: check P2P status (TD302), the fabric "
-          "manager (TD501) and peer access; a process may also have P2P disabled.")  # fmt: skip
+@rule(
+    "TD703",
+    "bw-pcie-fallback",
+    "error",
+    needs=("bandwidth",),
+    fix="The pair is NVLink-connected but moves data at PCIe speed: check P2P status (TD302), the fabric "
+    "manager (TD501) and peer access; a process may also have P2P disabled.",
+)
 def bw_pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """An NVLink-connected pair measures at PCIe speed: the copies did not use NVLink."""
     exp = expected_pairs(ctx.snap)
@@ -85,15 +111,28 @@ def bw_pcie_fallback(ctx: Context) -> Iterator[Issue]:
             continue
         per_dir = m.value.median
         if per_dir <= PCIE_SPEED_FACTOR * e.pcie_gbps:
-            yield Issue(f"GPU{m.src}-GPU{m.dst}", f"{m.mode} GPU{m.src}->GPU{m.dst} ({e.cls}) measures {per_dir:.1f} "
-                        f"GB/s, PCIe speed (link {e.pcie_gbps:.0f} GB/s); path {m.path}",
-                        {"gbps": round(per_dir, 2), "pcie_gbps": e.pcie_gbps, "path": m.path,
-                         "nvlink_bytes": m.nvlink_bytes, "connection": e.cls})  # fmt: skip
+            yield Issue(
+                f"GPU{m.src}-GPU{m.dst}",
+                f"{m.mode} GPU{m.src}->GPU{m.dst} ({e.cls}) measures {per_dir:.1f} "
+                f"GB/s, PCIe speed (link {e.pcie_gbps:.0f} GB/s); path {m.path}",
+                {
+                    "gbps": round(per_dir, 2),
+                    "pcie_gbps": e.pcie_gbps,
+                    "path": m.path,
+                    "nvlink_bytes": m.nvlink_bytes,
+                    "connection": e.cls,
+                },
+            )
 
 
-@rule("TD704", "bw-host-link-slow", "warning", needs=("bandwidth",),
-      fix="Host copies are slow for this GPU's PCIe link: a downtrained link (TD203/TD204), a far NUMA node, "
-          "or a busy host. Reseat the card if it persists.")  # fmt: skip
+@rule(
+    "TD704",
+    "bw-host-link-slow",
+    "warning",
+    needs=("bandwidth",),
+    fix="Host copies are slow for this GPU's PCIe link: a downtrained link (TD203/TD204), a far NUMA node, "
+    "or a busy host. Reseat the card if it persists.",
+)
 def bw_host_link_slow(ctx: Context) -> Iterator[Issue]:
     """Host-to-GPU or GPU-to-host copies run below the GPU's PCIe link norm."""
     assert ctx.bandwidth is not None
@@ -110,42 +149,64 @@ def bw_host_link_slow(ctx: Context) -> Iterator[Issue]:
             full = pcie_gbps(p.gen_max, p.width_max)
         ref = full or nominal
         if ref and m.value.median < HOST_LINK_FLOOR * ref:
-            yield Issue(f"GPU{gpu}", f"{m.mode} GPU{gpu}: {m.value.median:.1f} GB/s, below {HOST_LINK_FLOOR:.0%} of "
-                        f"its PCIe link's {ref:.1f} GB/s", {"mode": m.mode, "gbps": round(m.value.median, 2),
-                                                            "link_gbps": ref})  # fmt: skip
+            yield Issue(
+                f"GPU{gpu}",
+                f"{m.mode} GPU{gpu}: {m.value.median:.1f} GB/s, below {HOST_LINK_FLOOR:.0%} of "
+                f"its PCIe link's {ref:.1f} GB/s",
+                {"mode": m.mode, "gbps": round(m.value.median, 2), "link_gbps": ref},
+            )
 
 
-@rule("TD705", "bw-data-corruption", "critical", needs=("bandwidth",),
-      fix="Copies delivered wrong data: drain the node now; run the GPU vendor diagnostics (dcgmi diag -r 3) "
-          "and service the GPUs or links involved.")  # fmt: skip
+@rule(
+    "TD705",
+    "bw-data-corruption",
+    "critical",
+    needs=("bandwidth",),
+    fix="Copies delivered wrong data: drain the node now; run the GPU vendor diagnostics (dcgmi diag -r 3) "
+    "and service the GPUs or links involved.",
+)
 def bw_data_corruption(ctx: Context) -> Iterator[Issue]:
     """Data read back after a copy differs from what was sent."""
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.verified is False:
             who = f"GPU{m.src}-GPU{m.dst}" if m.src >= 0 and m.dst >= 0 else f"GPU{max(m.src, m.dst)}"
-            yield Issue(who, f"{m.mode} {m.src}->{m.dst}: data mismatch after copy", {"mode": m.mode,
-                        "size_bytes": m.size_bytes})  # fmt: skip
+            yield Issue(
+                who,
+                f"{m.mode} {m.src}->{m.dst}: data mismatch after copy",
+                {"mode": m.mode, "size_bytes": m.size_bytes},
+            )
 
 
-@rule("TD706", "bw-copy-failed", "critical", needs=("bandwidth",),
-      fix="A copy hung or failed: check dmesg for Xid errors, the fabric manager, and GPU health; drain the node.")  # fmt: skip
+@rule(
+    "TD706",
+    "bw-copy-failed",
+    "critical",
+    needs=("bandwidth",),
+    fix="A copy hung or failed: check dmesg for Xid errors, the fabric manager, and GPU health; drain the node.",
+)
 def bw_copy_failed(ctx: Context) -> Iterator[Issue]:
     """A copy hung past its timeout or failed outright."""
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.error is not None:
             who = f"GPU{m.src}-GPU{m.dst}" if m.src >= 0 and m.dst >= 0 else f"GPU{max(m.src, m.dst)}"
-            yield Issue(who, f"{m.mode} {m.src}->{m.dst}: {m.error}", {"mode": m.mode, "error": m.error},
-                        severity="error" if "out of memory" in m.error else None)  # fmt: skip
+            yield Issue(
+                who,
+                f"{m.mode} {m.src}->{m.dst}: {m.error}",
+                {"mode": m.mode, "error": m.error},
+                severity="error" if "out of memory" in m.error else None,
+            )
 
 
-@rule("TD707", "bw-gpu-busy", "info", needs=("bandwidth",),
-      fix="Measure on idle GPUs for numbers you can compare.")  # fmt: skip
+@rule("TD707", "bw-gpu-busy", "info", needs=("bandwidth",), fix="Measure on idle GPUs for numbers you can compare.")
 def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
     """A GPU was busy (other processes or load) when measuring started: numbers may be low."""
     assert ctx.bandwidth is not None
     for a in ctx.bandwidth.activity:
         if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:
-            yield Issue(f"GPU{a.index}", f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, "
-                        f"{a.processes} processes", {"utilization_pct": a.utilization_pct, "processes": a.processes})  # fmt: skip
+            yield Issue(
+                f"GPU{a.index}",
+                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {a.processes} processes",
+                {"utilization_pct": a.utilization_pct, "processes": a.processes},
+            )

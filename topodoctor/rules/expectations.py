@@ -8,30 +8,49 @@ from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
 
-@rule("TD801", "gpu-count-mismatch", "error", needs=("expect",),
-      fix="A GPU is missing from the bus or hidden: check `lspci -d 10de:`, dmesg, and the BIOS; reseat or service.")  # fmt: skip
+@rule(
+    "TD801",
+    "gpu-count-mismatch",
+    "error",
+    needs=("expect",),
+    fix="A GPU is missing from the bus or hidden: check `lspci -d 10de:`, dmesg, and the BIOS; reseat or service.",
+)
 def gpu_count_mismatch(ctx: Context) -> Iterator[Issue]:
     """The host has a different number of GPUs than its node type should."""
     assert ctx.expect is not None
     n = len(ctx.snap.gpus)
     if n != ctx.expect.gpu_count:
-        yield Issue("host", f"{n} GPUs found, {ctx.expect.gpu_count} expected", {"found": n,
-                    "expected": ctx.expect.gpu_count})  # fmt: skip
+        yield Issue(
+            "host", f"{n} GPUs found, {ctx.expect.gpu_count} expected", {"found": n, "expected": ctx.expect.gpu_count}
+        )
 
 
-@rule("TD802", "gpu-model-mismatch", "error", needs=("expect",),
-      fix="The node holds a different GPU model than its type says: fix the inventory or the node.")  # fmt: skip
+@rule(
+    "TD802",
+    "gpu-model-mismatch",
+    "error",
+    needs=("expect",),
+    fix="The node holds a different GPU model than its type says: fix the inventory or the node.",
+)
 def gpu_model_mismatch(ctx: Context) -> Iterator[Issue]:
     """A GPU's model differs from the expected model."""
     assert ctx.expect is not None
     for g in ctx.live_gpus:
         if isinstance(g.name, str) and ctx.expect.gpu_model and g.name != ctx.expect.gpu_model:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} is {g.name}, expected {ctx.expect.gpu_model}",
-                        {"found": g.name, "expected": ctx.expect.gpu_model})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} is {g.name}, expected {ctx.expect.gpu_model}",
+                {"found": g.name, "expected": ctx.expect.gpu_model},
+            )
 
 
-@rule("TD803", "nic-missing", "error", needs=("expect",),
-      fix="An RDMA NIC is missing: check `ibv_devinfo`, the driver (mlx5_core), cabling and the PCIe slot.")  # fmt: skip
+@rule(
+    "TD803",
+    "nic-missing",
+    "error",
+    needs=("expect",),
+    fix="An RDMA NIC is missing: check `ibv_devinfo`, the driver (mlx5_core), cabling and the PCIe slot.",
+)
 def nic_missing(ctx: Context) -> Iterator[Issue]:
     """An RDMA NIC the node type should have is absent, or its port is not active."""
     assert ctx.expect is not None

@@ -10,9 +10,13 @@ from topodoctor.rules.context import Context
 from topodoctor.rules.registry import CannotCheck, Issue, rule
 
 
-@rule("TD501", "fabric-not-ready", "error",
-      fix="Start or restart nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and wait for the GPUs "
-          "to register; NVSwitch P2P does not work until they have.")  # fmt: skip
+@rule(
+    "TD501",
+    "fabric-not-ready",
+    "error",
+    fix="Start or restart nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and wait for the GPUs "
+    "to register; NVSwitch P2P does not work until they have.",
+)
 def fabric_not_ready(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """On an NVSwitch host, a GPU's fabric registration is not completed or did not succeed.
 
@@ -26,23 +30,37 @@ def fabric_not_ready(ctx: Context) -> Iterator[Issue | CannotCheck]:
         if isinstance(f, ProbeError):
             yield CannotCheck(f"GPU{g.index}", f)
         elif not isinstance(f, str) and hasattr(f, "state") and (f.state != "completed" or f.status != "SUCCESS"):
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} fabric state is {f.state} ({f.status})",
-                        {"state": f.state, "status": f.status})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} fabric state is {f.state} ({f.status})",
+                {"state": f.state, "status": f.status},
+            )
 
 
-@rule("TD502", "row-remap-pending", "warning",
-      fix="Reset the GPU (drain the node first) so the pending row remapping takes effect.")  # fmt: skip
+@rule(
+    "TD502",
+    "row-remap-pending",
+    "warning",
+    fix="Reset the GPU (drain the node first) so the pending row remapping takes effect.",
+)
 def row_remap_pending(ctx: Context) -> Iterator[Issue]:
     """A GPU has a row remapping pending: it needs a reset to retire the bad memory rows."""
     for g in ctx.live_gpus:
         r = g.remapped_rows
         if not isinstance(r, (str, ProbeError)) and hasattr(r, "pending") and r.pending and not r.failed:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} has a row remapping pending",
-                        {"correctable": r.correctable, "uncorrectable": r.uncorrectable})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} has a row remapping pending",
+                {"correctable": r.correctable, "uncorrectable": r.uncorrectable},
+            )
 
 
-@rule("TD503", "row-remap-failed", "error",
-      fix="Row remapping failed: the GPU has run out of spare rows. Take it out of service (RMA).")  # fmt: skip
+@rule(
+    "TD503",
+    "row-remap-failed",
+    "error",
+    fix="Row remapping failed: the GPU has run out of spare rows. Take it out of service (RMA).",
+)
 def row_remap_failed(ctx: Context) -> Iterator[Issue]:
     """A GPU's row remapping failed."""
     for g in ctx.live_gpus:
@@ -51,21 +69,33 @@ def row_remap_failed(ctx: Context) -> Iterator[Issue]:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} row remapping failed", {"uncorrectable": r.uncorrectable})
 
 
-@rule("TD504", "ecc-uncorrectable", "error",
-      fix="Uncorrectable ECC errors since the last reset: drain the node and reset the GPU; if they return, "
-          "service it.")  # fmt: skip
+@rule(
+    "TD504",
+    "ecc-uncorrectable",
+    "error",
+    fix="Uncorrectable ECC errors since the last reset: drain the node and reset the GPU; if they return, service it.",
+)
 def ecc_uncorrectable(ctx: Context) -> Iterator[Issue]:
     """A GPU reports uncorrectable ECC errors since its last reset (volatile counter)."""
     for g in ctx.live_gpus:
         n = g.ecc_uncorrected_volatile
         if isinstance(n, int) and n > 0:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} has {n} uncorrectable ECC errors since reset",
-                        {"volatile": n, "aggregate": g.ecc_uncorrected_aggregate if isinstance(
-                            g.ecc_uncorrected_aggregate, int) else None})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} has {n} uncorrectable ECC errors since reset",
+                {
+                    "volatile": n,
+                    "aggregate": g.ecc_uncorrected_aggregate if isinstance(g.ecc_uncorrected_aggregate, int) else None,
+                },
+            )
 
 
-@rule("TD505", "persistence-off", "warning",
-      fix="Run nvidia-persistenced (preferred) so the driver stays loaded between jobs.")  # fmt: skip
+@rule(
+    "TD505",
+    "persistence-off",
+    "warning",
+    fix="Run nvidia-persistenced (preferred) so the driver stays loaded between jobs.",
+)
 def persistence_off(ctx: Context) -> Iterator[Issue]:
     """Persistence mode is off on a Linux host.
 
@@ -77,9 +107,13 @@ def persistence_off(ctx: Context) -> Iterator[Issue]:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} persistence mode is off", {})
 
 
-@rule("TD506", "mig-unexpected", "warning",
-      fix="Disable MIG (nvidia-smi -mig 0, then reset) on nodes meant for whole-GPU jobs, or record it in the "
-          "expectations file.")  # fmt: skip
+@rule(
+    "TD506",
+    "mig-unexpected",
+    "warning",
+    fix="Disable MIG (nvidia-smi -mig 0, then reset) on nodes meant for whole-GPU jobs, or record it in the "
+    "expectations file.",
+)
 def mig_unexpected(ctx: Context) -> Iterator[Issue]:
     """MIG is enabled where it is not expected (by default, or per the expectations file).
 
@@ -92,13 +126,19 @@ def mig_unexpected(ctx: Context) -> Iterator[Issue]:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} has MIG enabled", {})
 
 
-@rule("TD507", "gpu-lost", "critical",
-      fix="The GPU fell off the bus or needs a reset: drain the node, collect `nvidia-bug-report.sh`, reset or "
-          "reboot; check dmesg for Xid 79.")  # fmt: skip
+@rule(
+    "TD507",
+    "gpu-lost",
+    "critical",
+    fix="The GPU fell off the bus or needs a reset: drain the node, collect `nvidia-bug-report.sh`, reset or "
+    "reboot; check dmesg for Xid 79.",
+)
 def gpu_lost(ctx: Context) -> Iterator[Issue]:
     """A GPU stopped answering NVML (GPU_IS_LOST, RESET_REQUIRED, or no handle)."""
     for g in ctx.snap.gpus:
         if g.lost is not None:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} is lost: {g.lost.error} (at {g.lost.call})",
-                        {"error": g.lost.error, "call": g.lost.call, "bus_id": g.bus_id if isinstance(
-                            g.bus_id, str) else None})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} is lost: {g.lost.error} (at {g.lost.call})",
+                {"error": g.lost.error, "call": g.lost.call, "bus_id": g.bus_id if isinstance(g.bus_id, str) else None},
+            )

@@ -15,9 +15,13 @@ def _nodes_of(ctx: Context, cpus: tuple[int, ...]) -> list[int]:
     return [n.id for n in ctx.snap.host.numa_nodes if s & set(n.cpus)]
 
 
-@rule("TD401", "gpu-numa-unknown", "warning",
-      fix="Enable NUMA reporting in BIOS (ACPI SRAT / _PXM) so the kernel knows where each GPU hangs; until "
-          "then bind processes by hand.")  # fmt: skip
+@rule(
+    "TD401",
+    "gpu-numa-unknown",
+    "warning",
+    fix="Enable NUMA reporting in BIOS (ACPI SRAT / _PXM) so the kernel knows where each GPU hangs; until "
+    "then bind processes by hand.",
+)
 def gpu_numa_unknown(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """On a multi-NUMA host, a GPU's NUMA node is unknown, or its local CPUs span several nodes.
 
@@ -30,15 +34,25 @@ def gpu_numa_unknown(ctx: Context) -> Iterator[Issue | CannotCheck]:
         if isinstance(g.sysfs_numa_node, ProbeError):
             yield CannotCheck(f"GPU{g.index}", g.sysfs_numa_node)
         elif not isinstance(g.sysfs_numa_node, int):
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} has no NUMA node (sysfs numa_node is -1)",
-                        {"numa_node": None, "numa_nodes": len(ctx.snap.host.numa_nodes)})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} has no NUMA node (sysfs numa_node is -1)",
+                {"numa_node": None, "numa_nodes": len(ctx.snap.host.numa_nodes)},
+            )
         elif isinstance(g.cpu_affinity, tuple) and len(_nodes_of(ctx, g.cpu_affinity)) > 1:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index}'s local CPUs span NUMA nodes {_nodes_of(ctx, g.cpu_affinity)}",
-                        {"cpu_affinity": format_cpulist(g.cpu_affinity), "numa_node": g.sysfs_numa_node})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index}'s local CPUs span NUMA nodes {_nodes_of(ctx, g.cpu_affinity)}",
+                {"cpu_affinity": format_cpulist(g.cpu_affinity), "numa_node": g.sysfs_numa_node},
+            )
 
 
-@rule("TD402", "nic-numa-unknown", "warning",
-      fix="Enable NUMA reporting in BIOS so NCCL can pair each GPU with the NIC on its own socket.")  # fmt: skip
+@rule(
+    "TD402",
+    "nic-numa-unknown",
+    "warning",
+    fix="Enable NUMA reporting in BIOS so NCCL can pair each GPU with the NIC on its own socket.",
+)
 def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
     """On a multi-NUMA host, an RDMA NIC's NUMA node is unknown."""
     if len(ctx.snap.host.numa_nodes) < 2:
@@ -48,9 +62,14 @@ def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
             yield Issue(f"nic:{nic.name}", f"NIC {nic.name} has no NUMA node", {"bus_id": str(nic.bus_id)})
 
 
-@rule("TD403", "process-affinity-far", "warning", tags=("prolog",),
-      fix="Bind the job near its GPUs (srun --cpu-bind, numactl --cpunodebind, or taskset with the GPU's CPU "
-          "Affinity from `topodoctor scan`).")  # fmt: skip
+@rule(
+    "TD403",
+    "process-affinity-far",
+    "warning",
+    tags=("prolog",),
+    fix="Bind the job near its GPUs (srun --cpu-bind, numactl --cpunodebind, or taskset with the GPU's CPU "
+    "Affinity from `topodoctor scan`).",
+)
 def process_affinity_far(ctx: Context) -> Iterator[Issue]:
     """This process may run only on CPUs that are not local to a GPU.
 
@@ -66,6 +85,9 @@ def process_affinity_far(ctx: Context) -> Iterator[Issue]:
         if not isinstance(local, tuple) or not local or set(local) >= set(online):
             continue  # the GPU is local to every CPU: nothing to be far from
         if not set(cpus) & set(local):
-            yield Issue(f"GPU{g.index}", f"this process runs on CPUs {format_cpulist(cpus)}, none local to "
-                        f"GPU{g.index} ({format_cpulist(local)})",
-                        {"process_cpus": format_cpulist(cpus), "gpu_cpus": format_cpulist(local)})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"this process runs on CPUs {format_cpulist(cpus)}, none local to "
+                f"GPU{g.index} ({format_cpulist(local)})",
+                {"process_cpus": format_cpulist(cpus), "gpu_cpus": format_cpulist(local)},
+            )

@@ -20,8 +20,12 @@ def _norm(values: list[int]) -> int | None:
     return max(counts, key=lambda v: (counts[v], v))
 
 
-@rule("TD101", "nvlink-down", "error",
-      fix="Reseat or replace the GPU/baseboard link; check `nvidia-smi nvlink -s` and the NVSwitch fabric logs.")  # fmt: skip
+@rule(
+    "TD101",
+    "nvlink-down",
+    "error",
+    fix="Reseat or replace the GPU/baseboard link; check `nvidia-smi nvlink -s` and the NVSwitch fabric logs.",
+)
 def nvlink_down(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """An NVLink that should be up is inactive.
 
@@ -39,19 +43,33 @@ def nvlink_down(ctx: Context) -> Iterator[Issue | CannotCheck]:
                 active_by_link[link.link] += 1
     expected = ctx.expect.nvlinks_per_gpu if ctx.expect else None
     for g in gpus:
-        down = [link.link for link in g.nvlinks if link.active is False
-                and (active_by_link[link.link] > len(gpus) / 2 or expected)]  # fmt: skip
+        down = [
+            link.link
+            for link in g.nvlinks
+            if link.active is False and (active_by_link[link.link] > len(gpus) / 2 or expected)
+        ]
         active = sum(1 for link in g.nvlinks if link.active is True)
         if expected is not None and active >= expected:
             continue
         for li in down:
-            yield Issue(f"GPU{g.index}/nvlink{li}", f"GPU{g.index} NVLink {li} is down while its peers' link {li} is up",
-                        {"active_links": active, "links": len(g.nvlinks), "expected_active": expected,
-                         "peers_with_link_up": active_by_link[li]})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}/nvlink{li}",
+                f"GPU{g.index} NVLink {li} is down while its peers' link {li} is up",
+                {
+                    "active_links": active,
+                    "links": len(g.nvlinks),
+                    "expected_active": expected,
+                    "peers_with_link_up": active_by_link[li],
+                },
+            )
 
 
-@rule("TD102", "nvlink-fewer-links", "error",
-      fix="Find the GPU with fewer active links (TD101) and repair its link; then re-run the check.")  # fmt: skip
+@rule(
+    "TD102",
+    "nvlink-fewer-links",
+    "error",
+    fix="Find the GPU with fewer active links (TD101) and repair its link; then re-run the check.",
+)
 def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     """A GPU pair has fewer bonded NVLinks than its peers, or than the expectations file says.
 
@@ -70,13 +88,20 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     assert norm is not None
     for (a, b), n in sorted(counts.items()):
         if 0 < n < norm or (n == 0 and basis == "expectations file"):
-            yield Issue(f"GPU{a}-GPU{b}", f"GPU{a}-GPU{b} has {n} NVLinks; {basis} give {norm}",
-                        {"links": n, "expected": norm, "basis": basis})  # fmt: skip
+            yield Issue(
+                f"GPU{a}-GPU{b}",
+                f"GPU{a}-GPU{b} has {n} NVLinks; {basis} give {norm}",
+                {"links": n, "expected": norm, "basis": basis},
+            )
 
 
-@rule("TD103", "nvlink-slow-link", "warning",
-      fix="A link trained at a lower NVLink version or speed: reset the GPU in a maintenance window, "
-          "then replace the part if it persists.")  # fmt: skip
+@rule(
+    "TD103",
+    "nvlink-slow-link",
+    "warning",
+    fix="A link trained at a lower NVLink version or speed: reset the GPU in a maintenance window, "
+    "then replace the part if it persists.",
+)
 def nvlink_slow_link(ctx: Context) -> Iterator[Issue]:
     """An active NVLink runs at a lower version or speed than the host's norm."""
     links = [(g.index, link) for g in ctx.live_gpus for link in g.nvlinks if link.active is True]
@@ -85,19 +110,27 @@ def nvlink_slow_link(ctx: Context) -> Iterator[Issue]:
     v_norm, s_norm = _norm(versions), _norm(speeds)
     for gi, link in links:
         if isinstance(link.version, int) and v_norm is not None and link.version < v_norm:
-            yield Issue(f"GPU{gi}/nvlink{link.link}",
-                        f"GPU{gi} NVLink {link.link} runs NVLink {nvlink_generation(link.version)}; "
-                        f"the host's links run {nvlink_generation(v_norm)}",
-                        {"version": link.version, "norm": v_norm})  # fmt: skip
+            yield Issue(
+                f"GPU{gi}/nvlink{link.link}",
+                f"GPU{gi} NVLink {link.link} runs NVLink {nvlink_generation(link.version)}; "
+                f"the host's links run {nvlink_generation(v_norm)}",
+                {"version": link.version, "norm": v_norm},
+            )
         elif isinstance(link.speed_mbps, int) and s_norm and link.speed_mbps < 0.95 * s_norm:
-            yield Issue(f"GPU{gi}/nvlink{link.link}",
-                        f"GPU{gi} NVLink {link.link} runs at {link.speed_mbps} MB/s; the host's links run {s_norm}",
-                        {"speed_mbps": link.speed_mbps, "norm_mbps": s_norm})  # fmt: skip
+            yield Issue(
+                f"GPU{gi}/nvlink{link.link}",
+                f"GPU{gi} NVLink {link.link} runs at {link.speed_mbps} MB/s; the host's links run {s_norm}",
+                {"speed_mbps": link.speed_mbps, "norm_mbps": s_norm},
+            )
 
 
-@rule("TD104", "nvlink-link-errors", "warning",
-      fix="Watch the counters under load (`nvidia-smi nvlink -e`); rising replay or recovery counts mean a "
-          "marginal link: schedule the GPU or baseboard for service.")  # fmt: skip
+@rule(
+    "TD104",
+    "nvlink-link-errors",
+    "warning",
+    fix="Watch the counters under load (`nvidia-smi nvlink -e`); rising replay or recovery counts mean a "
+    "marginal link: schedule the GPU or baseboard for service.",
+)
 def nvlink_link_errors(ctx: Context) -> Iterator[Issue]:
     """An NVLink has replay or recovery errors.
 
@@ -110,7 +143,9 @@ def nvlink_link_errors(ctx: Context) -> Iterator[Issue]:
             replay = e.replay if isinstance(e.replay, int) else 0
             recovery = e.recovery if isinstance(e.recovery, int) else 0
             if replay or recovery:
-                yield Issue(f"GPU{g.index}/nvlink{link.link}",
-                            f"GPU{g.index} NVLink {link.link}: {replay} replays, {recovery} recoveries",
-                            {"replay": replay, "recovery": recovery},
-                            severity="error" if recovery else None)  # fmt: skip
+                yield Issue(
+                    f"GPU{g.index}/nvlink{link.link}",
+                    f"GPU{g.index} NVLink {link.link}: {replay} replays, {recovery} recoveries",
+                    {"replay": replay, "recovery": recovery},
+                    severity="error" if recovery else None,
+                )

@@ -20,9 +20,13 @@ _REASONS = {
 ACS_SOURCE_VALIDATION, ACS_REQUEST_REDIRECT, ACS_COMPLETION_REDIRECT, ACS_UPSTREAM_FORWARDING = 0x1, 0x4, 0x8, 0x10
 
 
-@rule("TD301", "p2p-unavailable", "warning",
-      fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory. If the driver "
-          "disabled it (DISABLED_BY_REGKEY), remove the NVreg option that does so.")  # fmt: skip
+@rule(
+    "TD301",
+    "p2p-unavailable",
+    "warning",
+    fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory. If the driver "
+    "disabled it (DISABLED_BY_REGKEY), remove the NVreg option that does so.",
+)
 def p2p_unavailable(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """NVML reports P2P read or write between two GPUs as not OK, with its reason.
 
@@ -38,19 +42,25 @@ def p2p_unavailable(ctx: Context) -> Iterator[Issue | CannotCheck]:
                     yield CannotCheck(f"GPU{pair.a}-GPU{pair.b}", value)
                     break
                 if isinstance(value, str) and value != "OK":
-                    yield Issue(f"GPU{pair.a}-GPU{pair.b}",
-                                f"P2P {what} {direction} not available: {_REASONS.get(value, value)}",
-                                {"status": value, "capability": what, "direction": direction},
-                                severity="error" if value == "DISABLED_BY_REGKEY" else None)  # fmt: skip
+                    yield Issue(
+                        f"GPU{pair.a}-GPU{pair.b}",
+                        f"P2P {what} {direction} not available: {_REASONS.get(value, value)}",
+                        {"status": value, "capability": what, "direction": direction},
+                        severity="error" if value == "DISABLED_BY_REGKEY" else None,
+                    )
                     break
             else:
                 continue
             break
 
 
-@rule("TD302", "p2p-missing-on-nvlink", "error",
-      fix="NVLink is up but P2P over it is not: a hardware or fabric fault. Check the fabric manager and "
-          "`nvidia-smi topo -p2p n`; reset or service the GPUs.")  # fmt: skip
+@rule(
+    "TD302",
+    "p2p-missing-on-nvlink",
+    "error",
+    fix="NVLink is up but P2P over it is not: a hardware or fabric fault. Check the fabric manager and "
+    "`nvidia-smi topo -p2p n`; reset or service the GPUs.",
+)
 def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
     """A pair connected by NVLink reports NVLink P2P as not OK."""
     for (a, b), c in sorted(ctx.connections.items()):
@@ -60,13 +70,20 @@ def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
         if st.read == "DISABLED_BY_REGKEY" or st.write == "DISABLED_BY_REGKEY":
             continue  # a setting, reported by TD301
         if isinstance(st.nvlink, str) and st.nvlink != "OK":
-            yield Issue(f"GPU{a}-GPU{b}", f"GPU{a}-GPU{b} share {c.nvlinks} NVLinks but NVLink P2P is {st.nvlink}",
-                        {"nvlinks": c.nvlinks, "p2p_nvlink": st.nvlink})  # fmt: skip
+            yield Issue(
+                f"GPU{a}-GPU{b}",
+                f"GPU{a}-GPU{b} share {c.nvlinks} NVLinks but NVLink P2P is {st.nvlink}",
+                {"nvlinks": c.nvlinks, "p2p_nvlink": st.nvlink},
+            )
 
 
-@rule("TD303", "iommu-translation", "warning",
-      fix="On bare metal, boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=on iommu=pt) so GPU P2P and "
-          "RDMA are not remapped by the IOMMU.")  # fmt: skip
+@rule(
+    "TD303",
+    "iommu-translation",
+    "warning",
+    fix="On bare metal, boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=on iommu=pt) so GPU P2P and "
+    "RDMA are not remapped by the IOMMU.",
+)
 def iommu_translation(ctx: Context) -> Iterator[Issue]:
     """The IOMMU translates GPU DMA on a bare-metal host.
 
@@ -79,13 +96,20 @@ def iommu_translation(ctx: Context) -> Iterator[Issue]:
     for g in ctx.live_gpus:
         kind = g.iommu_group_type
         if isinstance(kind, str) and kind.startswith("DMA"):
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} sits in an IOMMU group in translation mode ({kind})",
-                        {"iommu_group_type": kind})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} sits in an IOMMU group in translation mode ({kind})",
+                {"iommu_group_type": kind},
+            )
 
 
-@rule("TD304", "acs-redirect", "error",
-      fix="Disable ACS redirection on the bridge (BIOS, or setpci at boot) for GPU P2P; it forces peer traffic "
-          "up to the root complex.")  # fmt: skip
+@rule(
+    "TD304",
+    "acs-redirect",
+    "error",
+    fix="Disable ACS redirection on the bridge (BIOS, or setpci at boot) for GPU P2P; it forces peer traffic "
+    "up to the root complex.",
+)
 def acs_redirect(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """ACS request or completion redirection is on in a bridge between two GPUs.
 
@@ -116,5 +140,8 @@ def acs_redirect(ctx: Context) -> Iterator[Issue | CannotCheck]:
             yield CannotCheck(f"bridge:{bdf}", br.acs_ctrl)
             continue
         if isinstance(br.acs_ctrl, int) and br.acs_ctrl & (ACS_REQUEST_REDIRECT | ACS_COMPLETION_REDIRECT):
-            yield Issue(f"bridge:{bdf}", f"ACS redirection is on in bridge {bdf}; it slows P2P for {', '.join(pairs)}",
-                        {"acs_ctrl": hex(br.acs_ctrl), "pairs": pairs})  # fmt: skip
+            yield Issue(
+                f"bridge:{bdf}",
+                f"ACS redirection is on in bridge {bdf}; it slows P2P for {', '.join(pairs)}",
+                {"acs_ctrl": hex(br.acs_ctrl), "pairs": pairs},
+            )

@@ -10,9 +10,13 @@ from topodoctor.rules.context import Context
 from topodoctor.rules.registry import CannotCheck, Issue, rule
 
 
-@rule("TD201", "pcie-fallback", "error",
-      fix="The pair should talk over NVLink: check its links (TD101, `nvidia-smi nvlink -s`) and the fabric "
-          "manager; until fixed, NCCL routes this pair over PCIe at a fraction of the speed.")  # fmt: skip
+@rule(
+    "TD201",
+    "pcie-fallback",
+    "error",
+    fix="The pair should talk over NVLink: check its links (TD101, `nvidia-smi nvlink -s`) and the fabric "
+    "manager; until fixed, NCCL routes this pair over PCIe at a fraction of the speed.",
+)
 def pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """A GPU pair that should be NVLink-connected has only a PCIe path.
 
@@ -26,13 +30,20 @@ def pcie_fallback(ctx: Context) -> Iterator[Issue]:
         return
     for (a, b), c in sorted(conns.items()):
         if c.cls != "NV":
-            yield Issue(f"GPU{a}-GPU{b}", f"GPU{a}-GPU{b} has no NVLink path; traffic goes over PCIe ({c.cls})",
-                        {"path": c.cls, "nominal_gbps": c.gbps, "nvlink_pairs": len(nv), "pairs": len(conns)})  # fmt: skip
+            yield Issue(
+                f"GPU{a}-GPU{b}",
+                f"GPU{a}-GPU{b} has no NVLink path; traffic goes over PCIe ({c.cls})",
+                {"path": c.cls, "nominal_gbps": c.gbps, "nvlink_pairs": len(nv), "pairs": len(conns)},
+            )
 
 
-@rule("TD202", "p2p-crosses-sockets", "warning",
-      fix="Place jobs so communicating GPUs share a socket (CUDA_VISIBLE_DEVICES), or expect NCCL to route this "
-          "pair through host memory.")  # fmt: skip
+@rule(
+    "TD202",
+    "p2p-crosses-sockets",
+    "warning",
+    fix="Place jobs so communicating GPUs share a socket (CUDA_VISIBLE_DEVICES), or expect NCCL to route this "
+    "pair through host memory.",
+)
 def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
     """P2P traffic between two GPUs would cross the inter-socket link (SYS).
 
@@ -41,13 +52,16 @@ def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
     """
     for (a, b), c in sorted(ctx.connections.items()):
         if c.cls == "SYS":
-            yield Issue(f"GPU{a}-GPU{b}", f"GPU{a}-GPU{b} connect only across the CPU sockets (SYS)",
-                        {"path": "SYS"})  # fmt: skip
+            yield Issue(f"GPU{a}-GPU{b}", f"GPU{a}-GPU{b} connect only across the CPU sockets (SYS)", {"path": "SYS"})
 
 
-@rule("TD203", "pcie-downtrained-width", "error",
-      fix="Reseat the GPU or its riser/cable; check the slot in BIOS. Width does not change with load, so a "
-          "narrower link is a hardware fault.")  # fmt: skip
+@rule(
+    "TD203",
+    "pcie-downtrained-width",
+    "error",
+    fix="Reseat the GPU or its riser/cable; check the slot in BIOS. Width does not change with load, so a "
+    "narrower link is a hardware fault.",
+)
 def pcie_downtrained_width(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """A GPU's PCIe link trained at fewer lanes than it supports (or than expected)."""
     want = ctx.expect.pcie_width if ctx.expect else None
@@ -58,13 +72,20 @@ def pcie_downtrained_width(ctx: Context) -> Iterator[Issue | CannotCheck]:
             continue
         limit = want or (mx if isinstance(mx, int) else None)
         if isinstance(cur, int) and limit and cur < limit:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} PCIe link is x{cur}, should be x{limit}",
-                        {"width": cur, "width_max": mx, "expected": want})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} PCIe link is x{cur}, should be x{limit}",
+                {"width": cur, "width_max": mx, "expected": want},
+            )
 
 
-@rule("TD204", "pcie-downtrained-gen", "warning",
-      fix="Run the check again under load: idle GPUs drop PCIe generation to save power. If it stays low, "
-          "check BIOS slot settings and risers.")  # fmt: skip
+@rule(
+    "TD204",
+    "pcie-downtrained-gen",
+    "warning",
+    fix="Run the check again under load: idle GPUs drop PCIe generation to save power. If it stays low, "
+    "check BIOS slot settings and risers.",
+)
 def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """A GPU's PCIe link runs at a lower generation than the link supports (or than expected).
 
@@ -79,16 +100,27 @@ def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue | CannotCheck]:
             continue
         limit = want or (mx if isinstance(mx, int) else None)
         if isinstance(cur, int) and limit and cur < limit:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} PCIe link runs Gen{cur}, can run Gen{limit}",
-                        {"gen": cur, "gen_max": mx, "expected": want})  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} PCIe link runs Gen{cur}, can run Gen{limit}",
+                {"gen": cur, "gen_max": mx, "expected": want},
+            )
 
 
-@rule("TD205", "pcie-replays", "warning",
-      fix="PCIe replays mean signal problems: reseat the card or riser; watch whether the counter grows.")  # fmt: skip
+@rule(
+    "TD205",
+    "pcie-replays",
+    "warning",
+    fix="PCIe replays mean signal problems: reseat the card or riser; watch whether the counter grows.",
+)
 def pcie_replays(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe replay counter is high (retransmitted TLPs)."""
     for g in ctx.live_gpus:
         n = g.pcie.replay_counter
         if isinstance(n, int) and n >= 100:
-            yield Issue(f"GPU{g.index}", f"GPU{g.index} PCIe replay counter is {n}", {"replays": n},
-                        severity="error" if n >= 10000 else None)  # fmt: skip
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} PCIe replay counter is {n}",
+                {"replays": n},
+                severity="error" if n >= 10000 else None,
+            )

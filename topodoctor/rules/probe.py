@@ -8,9 +8,13 @@ from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
 
-@rule("TD901", "check-incomplete", "warning",
-      fix="Run as root or fix the failing query (the evidence names it); a check that cannot read its input "
-          "cannot vouch for the host.")  # fmt: skip
+@rule(
+    "TD901",
+    "check-incomplete",
+    "warning",
+    fix="Run as root or fix the failing query (the evidence names it); a check that cannot read its input "
+    "cannot vouch for the host.",
+)
 def check_incomplete(ctx: Context) -> Iterator[Issue]:
     """A check was skipped because its input could not be read (NVML error, unreadable file).
 

@@ -89,8 +89,14 @@ class Rule:
 REGISTRY: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: Severity, fix: str, tags: tuple[str, ...] = ("prolog",),
-         needs: tuple[Need, ...] = ()) -> Callable[[Callable[[Any], Iterable[Issue | CannotCheck]]], Any]:  # fmt: skip
+def rule(
+    code: str,
+    name: str,
+    severity: Severity,
+    fix: str,
+    tags: tuple[str, ...] = ("prolog",),
+    needs: tuple[Need, ...] = (),
+) -> Callable[[Callable[[Any], Iterable[Issue | CannotCheck]]], Any]:
     """Register a rule. Bad or duplicate codes and missing docs fail at import, loudly."""
 
     def register(func: Callable[[Any], Iterable[Issue | CannotCheck]]) -> Any:

@@ -248,7 +248,7 @@ def run(
             t_task = time.monotonic()
             answer = worker.ask(task.payload, timeout)
             elapsed = time.monotonic() - t_task
-            after = nvlink_tx_bytes(nvml, task.src, links.get(task.src, 0)) if before is not None else None
+            after = nvlink_tx_bytes(nvml, task.src, links.get(task.src, 0)) if nvml and before is not None else None
             moved = after - before if (before is not None and after is not None) else None
             out.append(replace(_measurement(task, answer, timeout, moved), elapsed_s=round(elapsed, 3)))
         if progress:

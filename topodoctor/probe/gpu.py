@@ -135,7 +135,7 @@ def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
     for link in indices:
         cap_bits = [nvml.ask("nvmlDeviceGetNvLinkCapability", h, link, i, convert=int) for i in range(len(_CAPS))]
         bad = next((c for c in cap_bits if not isinstance(c, int)), None)
-        caps: Probed[tuple[str, ...]] = bad if bad is not None else tuple(n for n, c in zip(_CAPS, cap_bits) if c)  # type: ignore[assignment]
+        caps: Probed[tuple[str, ...]] = bad if bad is not None else tuple(n for n, c in zip(_CAPS, cap_bits) if c)
         links.append(
             NvLink(
                 link=link,

@@ -51,7 +51,8 @@ _REDUCE = {"/proc/cpuinfo": _reduce_cpuinfo}
 
 
 def _plain_args(args: tuple[Any, ...]) -> list[Any]:
-    return json.loads(json.dumps(list(args)))
+    plain: list[Any] = json.loads(json.dumps(list(args)))
+    return plain
 
 
 class RecordingNvml:

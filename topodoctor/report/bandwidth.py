@@ -69,7 +69,7 @@ def print_bandwidth(r: BandwidthResult, console: Console) -> None:
     modes = {m.mode for m in r.measurements}
     for mode in ("oneway", "bidir", "latency"):
         if mode in modes:
-            console.print(_pair_table(r, mode))  # type: ignore[arg-type]
+            console.print(_pair_table(r, mode))
     if modes & {"h2d", "d2h"}:
         console.print(_host_table(r))
     for m in r.measurements:
@@ -77,17 +77,18 @@ def print_bandwidth(r: BandwidthResult, console: Console) -> None:
             console.print(f"[red]{m.mode} {m.src}->{m.dst}: {m.error}[/red]")
 
 
+def _median(m: Measurement | None) -> float | None:
+    return m.value.median if m is not None and m.value is not None else None
+
+
 def bandwidth_json(r: BandwidthResult) -> dict[str, Any]:
     idx = [g.index for g in r.gpus]
     doc: dict[str, Any] = to_jsonable(r)
     matrices: dict[str, Any] = {}
     for mode in ("oneway", "latency"):
-        cells = r.matrix(mode)  # type: ignore[arg-type]
+        cells = r.matrix(mode)
         if cells:
-            matrices[mode] = [
-                [(cells[(a, b)].value.median if (a, b) in cells and cells[(a, b)].value else None) for b in idx]
-                for a in idx
-            ]
+            matrices[mode] = [[_median(cells.get((a, b))) for b in idx] for a in idx]
     bid = r.matrix("bidir")
     if bid:
 

@@ -112,7 +112,7 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
         t.add_row(
             str(g.index),
             f"{len(active)}/{len(g.nvlinks)}",
-            ",".join(str(x) for x in sorted(gens - {None})) or "-",
+            ",".join(str(x) for x in sorted(v for v in gens if v is not None)) or "-",
             ",".join(remotes) or "-",
             f"{rate:g}" if rate else "-",
             f"{rate * len(active):.1f}" if rate else "-",

@@ -79,6 +79,7 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     g = ctx.graph
     counts = {pair: nvlink_count(g, gpu_node(pair[0]), gpu_node(pair[1]))[0] for pair in ctx.connections}
     nv_counts = [c for c in counts.values() if c > 0]
+    norm: int | None
     if ctx.expect is not None and ctx.expect.nvlinks_per_pair > 0:
         norm, basis = ctx.expect.nvlinks_per_pair, "expectations file"
     else:

@@ -87,7 +87,7 @@ def main() -> int:
         print(p.stderr, file=sys.stderr)
         return 1
     full = json.loads(full_path.read_text())
-    for mode, flag in (("oneway", "oneway"), ("bidir", "bidir"), ("latency", "latency"), ("h2d", "host")):
+    for flag in ("oneway", "bidir", "latency", "host"):
         timings[f"bandwidth --mode {flag}"], _ = td("bandwidth", "--mode", flag, "-o", str(tmp / f"{flag}.json"))
     timings["bandwidth --quick"], _ = td("bandwidth", "--quick", "-o", str(tmp / "quick.json"))
     timings["check --bandwidth"], _ = td("check", "--bandwidth", "-f", "line")

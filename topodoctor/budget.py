@@ -20,9 +20,13 @@ from typing import Any
 from topodoctor.errors import BudgetExceeded, TopodoctorError
 
 
-def run_with_budget(work: Callable[[float], dict[str, Any]], timeout_s: float) -> dict[str, Any]:
+def run_with_budget(
+    work: Callable[[float], dict[str, Any]], timeout_s: float, meanwhile: Callable[[], None] | None = None
+) -> dict[str, Any]:
     """Run ``work(deadline)`` in a child; its JSON-able answer, or BudgetExceeded.
 
+    ``meanwhile`` runs in the parent right after the fork (never before: forking a process
+    that has threads is unsafe), e.g. to start imports the parent will need next.
     A TopodoctorError raised in the child is raised again here with its message and kind.
     """
     deadline = time.monotonic() + timeout_s
@@ -45,6 +49,8 @@ def run_with_budget(work: Callable[[float], dict[str, Any]], timeout_s: float) -
             code = 1
         os._exit(code)
     os.close(write_fd)
+    if meanwhile is not None:
+        meanwhile()
     chunks: list[bytes] = []
     try:
         while True:

@@ -67,6 +67,15 @@ ReplayOpt = Annotated[
     ),
 ]
 SysfsOpt = Annotated[str, typer.Option("--sysfs-root", help="Read /sys and /proc under this directory.")]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        min=0,
+        help="Hard wall-clock budget in seconds; past it the probe is killed and the "
+        "command exits 3. 0 = no budget (and no child process).",
+    ),
+]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for machines.")]
 
 
@@ -80,6 +89,27 @@ def preload(module: str) -> None:
     import threading
 
     threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
+
+
+def guarded_probe(replay: str | None, sysfs_root: str, timeout: float) -> Any:
+    """Probe in a child process under the budget, while this process imports the graph
+    library: the probe waits on the driver, the import on the CPU, side by side."""
+    from topodoctor.probe import Probed, probe_host
+
+    if timeout <= 0:
+        return probe_host(replay, sysfs_root)
+    from topodoctor.budget import run_with_budget
+
+    def work(deadline: float) -> dict[str, Any]:
+        from topodoctor.codec import to_jsonable
+
+        p = probe_host(replay, sysfs_root)
+        return {"snapshot": to_jsonable(p.snapshot), "origin": p.origin}
+
+    answer = run_with_budget(work, timeout, meanwhile=lambda: preload("networkx"))
+    from topodoctor.model import snapshot_from_data
+
+    return Probed(snapshot_from_data(answer["snapshot"]), answer["origin"])
 
 
 def _version(value: bool) -> None:
@@ -106,12 +136,10 @@ def scan(
         Path | None, typer.Option("--export-graph", help="Write the topology graph: .graphml, .dot or .json.")
     ] = None,
     sysfs_root: SysfsOpt = "/",
+    timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
-    preload("networkx")
-    from topodoctor.probe import probe_host
-
-    probed = probe_host(replay, sysfs_root)
+    probed = guarded_probe(replay, sysfs_root, timeout)
     from topodoctor.graph import build_graph
 
     g = build_graph(probed.snapshot)
@@ -186,14 +214,7 @@ def check(
     fmt: Annotated[CheckFormat, typer.Option("--format", "-f", help="text, json, or line (a drain reason).")] = (
         CheckFormat.text
     ),
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            help="Hard wall-clock budget in seconds; past it the check is killed and exits 3. 0 = no budget.",
-            min=0,
-        ),
-    ] = 30.0,
+    timeout: TimeoutOpt = 30.0,
     select: Annotated[
         list[str] | None, typer.Option("--select", help="Only these rule codes, prefixes or names.")
     ] = None,
@@ -212,7 +233,6 @@ def check(
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
     from dataclasses import asdict
 
-    from topodoctor.budget import run_with_budget
     from topodoctor.rules.registry import Finding, check_patterns
 
     sel, ign = _split(select), _split(ignore)
@@ -224,37 +244,50 @@ def check(
         exp_obj = load_expectations(expect)
     level = "warning" if strict else fail_level.value
 
+    import time
+
+    t0 = time.monotonic()
+
     def work(deadline: float) -> dict[str, Any]:
-        import time
-
+        from topodoctor.codec import to_jsonable
         from topodoctor.probe import probe_host
-        from topodoctor.rules import Context, capture_environment, evaluate
 
-        t0 = time.monotonic()
         probed = probe_host(replay, sysfs_root)
         bw = None
         if with_bandwidth:
             from topodoctor.bandwidth.session import Settings, run
             from topodoctor.probe import live_nvml
 
-            bw = run(probed.snapshot, Settings.quick(), nvml=live_nvml() if replay is None else None, deadline=deadline)
-        ctx = Context(probed.snapshot, capture_environment(), expect=exp_obj, bandwidth=bw)
-        found = evaluate(ctx, sel, ign, ("prolog",) if prolog else ())
-        meta = {
-            "origin": probed.origin,
-            "host": probed.snapshot.host.hostname,
-            "gpus": len(probed.snapshot.gpus),
+            nvml = live_nvml() if replay is None else None
+            bw = to_jsonable(run(probed.snapshot, Settings.quick(), nvml=nvml, deadline=deadline))
+        return {"snapshot": to_jsonable(probed.snapshot), "origin": probed.origin, "bandwidth": bw}
+
+    # The probe (and copies) run in a child under the budget; the rules, pure Python over
+    # data, run here while nothing can hang.
+    if timeout > 0:
+        from topodoctor.budget import run_with_budget
+
+        got = run_with_budget(work, timeout, meanwhile=lambda: preload("networkx"))
+    else:
+        got = work(time.monotonic() + 1e9)
+    from topodoctor.bandwidth.result import BandwidthResult
+    from topodoctor.codec import from_jsonable
+    from topodoctor.model import snapshot_from_data
+    from topodoctor.rules import Context, capture_environment, evaluate
+
+    snap = snapshot_from_data(got["snapshot"])
+    bw = from_jsonable(BandwidthResult, got["bandwidth"], "bandwidth result") if got["bandwidth"] else None
+    ctx = Context(snap, capture_environment(), expect=exp_obj, bandwidth=bw)
+    answer: dict[str, Any] = {
+        "findings": [asdict(f) for f in evaluate(ctx, sel, ign, ("prolog",) if prolog else ())],
+        "meta": {
+            "origin": got["origin"],
+            "host": snap.host.hostname,
+            "gpus": len(snap.gpus),
             "elapsed_s": round(time.monotonic() - t0, 3),
             "bandwidth": bw is not None,
-        }
-        return {"findings": [asdict(f) for f in found], "meta": meta}
-
-    if timeout > 0:
-        answer = run_with_budget(work, timeout)
-    else:
-        import time
-
-        answer = work(time.monotonic() + 1e9)
+        },
+    }
     findings = [Finding(**f) for f in answer["findings"]]
     meta = answer["meta"]
     from topodoctor.report.check import check_json, one_line, print_check, verdict

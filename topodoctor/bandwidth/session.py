@@ -148,9 +148,10 @@ def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
                         continue
                     payload = dict(base, src=ordinal[a], dst=ordinal[b], mode=mode)
                     if mode == "latency":
-                        payload.update(
-                            size=s.latency_bytes, iters=s.latency_iters, hold_ms=max(5.0, s.latency_iters * 0.02)
-                        )
+                        # The hold must outlast queueing every copy (a few us each from Python):
+                        # a copy queued after the hold ends would add a launch gap to the latency.
+                        hold = max(5.0, s.latency_iters * 0.05)
+                        payload.update(size=s.latency_bytes, iters=s.latency_iters, hold_ms=hold)
                     tasks.append(Task(mode, a, b, payload))
         elif mode == "bidir":
             for i, a in enumerate(idx):

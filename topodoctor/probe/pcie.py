@@ -99,13 +99,6 @@ def _int(text: str) -> int:
     return int(text, 0)
 
 
-def _numa(text: str) -> int:
-    node = int(text)
-    if node < 0:
-        raise ValueError("no NUMA node")
-    return node
-
-
 def numa_of(fs: Sysfs, bus_id: str) -> Probed[int]:
     """The device's NUMA node; sysfs -1 (firmware did not say) is Unsupported."""
     got = sys_read(fs, f"/sys/bus/pci/devices/{bus_id}/numa_node", int)

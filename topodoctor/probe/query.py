@@ -22,7 +22,6 @@ class Nvml:
     def __init__(self, api: NvmlApi) -> None:
         self.api = api
         self.lost: dict[str, ProbeError] = {}  # device token -> the error that lost it
-        self.missing_functions: set[str] = set()
 
     def ask(self, fn: str, *args: Any, convert: Callable[[Any], T] | None = None) -> Probed[T]:
         """Call ``fn``; map the answer to a value, Unsupported or ProbeError."""
@@ -33,8 +32,6 @@ class Nvml:
             raw = self.api.call(fn, *args)
         except NvmlCallError as exc:
             if exc.code in UNSUPPORTED_CODES:
-                if exc.code != 3:
-                    self.missing_functions.add(fn)
                 return Unsupported(exc.name)
             err = ProbeError(exc.name, fn, exc.code)
             if exc.code in GPU_GONE_CODES:

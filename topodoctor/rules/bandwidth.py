@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Iterator
 
 from topodoctor.bandwidth.plan import expected_pairs, host_link_gbps
+from topodoctor.bandwidth.result import Measurement
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -16,6 +17,10 @@ SLOW_VS_NOMINAL = 0.5  # below this share of the path's signalling rate, peers o
 PCIE_SPEED_FACTOR = 1.5  # an NVLink pair at most this x its PCIe rate is running over PCIe
 HOST_LINK_FLOOR = 0.7  # host copies below this share of the PCIe link's rate
 _PAIR_MODES = ("oneway", "bidir")
+
+
+def _subject(m: Measurement) -> str:
+    return f"GPU{m.src}-GPU{m.dst}" if m.src >= 0 and m.dst >= 0 else f"GPU{max(m.src, m.dst)}"
 
 
 def _pairs(ctx: Context):  # type: ignore[no-untyped-def]
@@ -170,7 +175,7 @@ def bw_data_corruption(ctx: Context) -> Iterator[Issue]:
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.verified is False:
-            who = f"GPU{m.src}-GPU{m.dst}" if m.src >= 0 and m.dst >= 0 else f"GPU{max(m.src, m.dst)}"
+            who = _subject(m)
             yield Issue(
                 who,
                 f"{m.mode} {m.src}->{m.dst}: data mismatch after copy",
@@ -190,7 +195,7 @@ def bw_copy_failed(ctx: Context) -> Iterator[Issue]:
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.error is not None:
-            who = f"GPU{m.src}-GPU{m.dst}" if m.src >= 0 and m.dst >= 0 else f"GPU{max(m.src, m.dst)}"
+            who = _subject(m)
             yield Issue(
                 who,
                 f"{m.mode} {m.src}->{m.dst}: {m.error}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.model import FabricInfo, RemappedRows
 from topodoctor.probed import ProbeError
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import CannotCheck, Issue, rule
@@ -29,7 +30,7 @@ def fabric_not_ready(ctx: Context) -> Iterator[Issue | CannotCheck]:
         f = g.fabric
         if isinstance(f, ProbeError):
             yield CannotCheck(f"GPU{g.index}", f)
-        elif not isinstance(f, str) and hasattr(f, "state") and (f.state != "completed" or f.status != "SUCCESS"):
+        elif isinstance(f, FabricInfo) and (f.state != "completed" or f.status != "SUCCESS"):
             yield Issue(
                 f"GPU{g.index}",
                 f"GPU{g.index} fabric state is {f.state} ({f.status})",
@@ -47,7 +48,7 @@ def row_remap_pending(ctx: Context) -> Iterator[Issue]:
     """A GPU has a row remapping pending: it needs a reset to retire the bad memory rows."""
     for g in ctx.live_gpus:
         r = g.remapped_rows
-        if not isinstance(r, (str, ProbeError)) and hasattr(r, "pending") and r.pending and not r.failed:
+        if isinstance(r, RemappedRows) and r.pending and not r.failed:
             yield Issue(
                 f"GPU{g.index}",
                 f"GPU{g.index} has a row remapping pending",
@@ -65,7 +66,7 @@ def row_remap_failed(ctx: Context) -> Iterator[Issue]:
     """A GPU's row remapping failed."""
     for g in ctx.live_gpus:
         r = g.remapped_rows
-        if not isinstance(r, (str, ProbeError)) and hasattr(r, "failed") and r.failed:
+        if isinstance(r, RemappedRows) and r.failed:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} row remapping failed", {"uncorrectable": r.uncorrectable})
 
 

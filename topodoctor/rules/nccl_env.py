@@ -311,19 +311,23 @@ def nccl_socket_ifname(ctx: Context) -> Iterator[Issue]:
 )
 def nccl_ib_hca_nomatch(ctx: Context) -> Iterator[Issue]:
     """An NCCL_IB_HCA entry matches no RDMA device on the host."""
-    v = _set(ctx, "NCCL_IB_HCA")
-    if not v:
-        return
-    devs = [n.name for n in ctx.snap.nics if n.kind in ("infiniband", "roce")]
-    _, entries = _filter(v)
-    for exact, pat in entries:
-        name = pat.split(":")[0]
-        if not any(_matches(d, exact, name) for d in devs):
+    for v, devs, exact, pat, hits in _hca_entries(ctx):
+        if not any(_matches(d, exact, pat.split(":")[0]) for d in hits):
             yield Issue(
                 "env:NCCL_IB_HCA",
                 f"NCCL_IB_HCA entry {pat!r} matches no RDMA device (present: {', '.join(devs) or 'none'})",
                 dict(_ev(ctx, "NCCL_IB_HCA", v), entry=pat),
             )
+
+
+def _hca_entries(ctx: Context) -> Iterator[tuple[str, list[str], bool, str, list[str]]]:
+    """(value, RDMA devices, exact?, entry, devices the entry's name is a prefix of), per entry."""
+    v = _set(ctx, "NCCL_IB_HCA")
+    if not v:
+        return
+    devs = [n.name for n in ctx.snap.nics if n.kind in ("infiniband", "roce")]
+    for exact, pat in _filter(v)[1]:
+        yield v, devs, exact, pat, [d for d in devs if d.startswith(pat.split(":")[0])]
 
 
 @rule(
@@ -334,14 +338,7 @@ def nccl_ib_hca_nomatch(ctx: Context) -> Iterator[Issue]:
 )
 def nccl_ib_hca_ambiguous(ctx: Context) -> Iterator[Issue]:
     """A bare NCCL_IB_HCA entry is a prefix that matches several devices (mlx5_1 also picks mlx5_10..)."""
-    v = _set(ctx, "NCCL_IB_HCA")
-    if not v:
-        return
-    devs = [n.name for n in ctx.snap.nics if n.kind in ("infiniband", "roce")]
-    _, entries = _filter(v)
-    for exact, pat in entries:
-        name = pat.split(":")[0]
-        hits = [d for d in devs if d.startswith(name)]
+    for v, _, exact, pat, hits in _hca_entries(ctx):
         if not exact and len(hits) > 1:
             yield Issue(
                 "env:NCCL_IB_HCA",

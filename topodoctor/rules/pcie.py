@@ -4,6 +4,7 @@ downtrained links, replays."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from topodoctor.probed import ProbeError
 from topodoctor.rules.context import Context
@@ -65,18 +66,28 @@ def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
 def pcie_downtrained_width(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """A GPU's PCIe link trained at fewer lanes than it supports (or than expected)."""
     want = ctx.expect.pcie_width if ctx.expect else None
+    for g, cur, mx, limit in _below(ctx, "width_current", "width_max", want):
+        if isinstance(g, CannotCheck):
+            yield g
+            continue
+        yield Issue(
+            f"GPU{g.index}",
+            f"GPU{g.index} PCIe link is x{cur}, should be x{limit}",
+            {"width": cur, "width_max": mx, "expected": want},
+        )
+
+
+def _below(ctx: Context, now: str, most: str, want: int | None) -> Iterator[tuple[Any, Any, Any, int]]:
+    """GPUs whose PCIe ``now`` field is below ``want`` (or below its own ``most``), as
+    (gpu, now, most, limit); a GPU whose ``now`` failed to probe comes as (CannotCheck, ...)."""
     for g in ctx.live_gpus:
-        cur, mx = g.pcie.width_current, g.pcie.width_max
+        cur, mx = getattr(g.pcie, now), getattr(g.pcie, most)
         if isinstance(cur, ProbeError):
-            yield CannotCheck(f"GPU{g.index}", cur)
+            yield CannotCheck(f"GPU{g.index}", cur), cur, mx, 0
             continue
         limit = want or (mx if isinstance(mx, int) else None)
         if isinstance(cur, int) and limit and cur < limit:
-            yield Issue(
-                f"GPU{g.index}",
-                f"GPU{g.index} PCIe link is x{cur}, should be x{limit}",
-                {"width": cur, "width_max": mx, "expected": want},
-            )
+            yield g, cur, mx, limit
 
 
 @rule(
@@ -93,18 +104,15 @@ def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue | CannotCheck]:
     bandwidth (TD704) tells a real downtrain from a power state.
     """
     want = ctx.expect.pcie_gen if ctx.expect else None
-    for g in ctx.live_gpus:
-        cur, mx = g.pcie.gen_current, g.pcie.gen_max
-        if isinstance(cur, ProbeError):
-            yield CannotCheck(f"GPU{g.index}", cur)
+    for g, cur, mx, limit in _below(ctx, "gen_current", "gen_max", want):
+        if isinstance(g, CannotCheck):
+            yield g
             continue
-        limit = want or (mx if isinstance(mx, int) else None)
-        if isinstance(cur, int) and limit and cur < limit:
-            yield Issue(
-                f"GPU{g.index}",
-                f"GPU{g.index} PCIe link runs Gen{cur}, can run Gen{limit}",
-                {"gen": cur, "gen_max": mx, "expected": want},
-            )
+        yield Issue(
+            f"GPU{g.index}",
+            f"GPU{g.index} PCIe link runs Gen{cur}, can run Gen{limit}",
+            {"gen": cur, "gen_max": mx, "expected": want},
+        )
 
 
 @rule(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from typing import Any
 
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -202,6 +203,16 @@ def _ev(ctx: Context, name: str, value: str) -> dict[str, str]:
     return {"variable": name, "value": value, "from": ctx.environment.where(name)}
 
 
+def _enabled(ctx: Context, name: str) -> str | None:
+    """The value of a switch variable when it is on (1, true, yes, on), else None."""
+    v = _set(ctx, name)
+    return v if v is not None and v.lower() in _TRUE else None
+
+
+def _env_issue(ctx: Context, name: str, value: str, message: str, **extra: Any) -> Issue:
+    return Issue(f"env:{name}", message, dict(_ev(ctx, name, value), **extra))
+
+
 @rule(
     "TD601",
     "nccl-p2p-disabled",
@@ -210,9 +221,9 @@ def _ev(ctx: Context, name: str, value: str) -> dict[str, str]:
 )
 def nccl_p2p_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_P2P_DISABLE is set on a host whose GPUs have NVLink (or working P2P)."""
-    v = _set(ctx, "NCCL_P2P_DISABLE")
-    if v is not None and v.lower() in _TRUE and ctx.has_nvlink:
-        yield Issue("env:NCCL_P2P_DISABLE", f"NCCL_P2P_DISABLE={v} on an NVLink host", _ev(ctx, "NCCL_P2P_DISABLE", v))
+    v = _enabled(ctx, "NCCL_P2P_DISABLE")
+    if v and ctx.has_nvlink:
+        yield _env_issue(ctx, "NCCL_P2P_DISABLE", v, f"NCCL_P2P_DISABLE={v} on an NVLink host")
 
 
 @rule(
@@ -238,9 +249,9 @@ def nccl_p2p_level_loc(ctx: Context) -> Iterator[Issue]:
 )
 def nccl_shm_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_SHM_DISABLE is set: intra-node traffic that cannot use P2P goes over the network."""
-    v = _set(ctx, "NCCL_SHM_DISABLE")
-    if v is not None and v.lower() in _TRUE:
-        yield Issue("env:NCCL_SHM_DISABLE", f"NCCL_SHM_DISABLE={v}", _ev(ctx, "NCCL_SHM_DISABLE", v))
+    v = _enabled(ctx, "NCCL_SHM_DISABLE")
+    if v:
+        yield _env_issue(ctx, "NCCL_SHM_DISABLE", v, f"NCCL_SHM_DISABLE={v}")
 
 
 @rule(
@@ -251,13 +262,11 @@ def nccl_shm_disabled(ctx: Context) -> Iterator[Issue]:
 )
 def nccl_ib_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_IB_DISABLE is set on a host with InfiniBand or RoCE NICs."""
-    v = _set(ctx, "NCCL_IB_DISABLE")
+    v = _enabled(ctx, "NCCL_IB_DISABLE")
     rdma = [n.name for n in ctx.snap.nics if n.kind in ("infiniband", "roce")]
-    if v is not None and v.lower() in _TRUE and rdma:
-        yield Issue(
-            "env:NCCL_IB_DISABLE",
-            f"NCCL_IB_DISABLE={v} but the host has {', '.join(rdma)}",
-            dict(_ev(ctx, "NCCL_IB_DISABLE", v), nics=rdma),
+    if v and rdma:
+        yield _env_issue(
+            ctx, "NCCL_IB_DISABLE", v, f"NCCL_IB_DISABLE={v} but the host has {', '.join(rdma)}", nics=rdma
         )
 
 
@@ -444,11 +453,9 @@ def nccl_ll128_forced(ctx: Context) -> Iterator[Issue]:
 )
 def nccl_ignore_disabled_p2p(ctx: Context) -> Iterator[Issue]:
     """NCCL_IGNORE_DISABLED_P2P is set: NCCL will not warn when P2P is unexpectedly off."""
-    v = _set(ctx, "NCCL_IGNORE_DISABLED_P2P")
-    if v is not None and v.lower() in _TRUE:
-        yield Issue(
-            "env:NCCL_IGNORE_DISABLED_P2P", f"NCCL_IGNORE_DISABLED_P2P={v}", _ev(ctx, "NCCL_IGNORE_DISABLED_P2P", v)
-        )
+    v = _enabled(ctx, "NCCL_IGNORE_DISABLED_P2P")
+    if v:
+        yield _env_issue(ctx, "NCCL_IGNORE_DISABLED_P2P", v, f"NCCL_IGNORE_DISABLED_P2P={v}")
 
 
 @rule(

@@ -66,6 +66,10 @@ def print_bandwidth(r: BandwidthResult, console: Console) -> None:
     busy = [a for a in r.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
     for a in busy:
         console.print(f"[yellow]GPU{a.index} was not idle: {a.utilization_pct}% busy, {a.processes} processes[/yellow]")
+    seen = [m for m in r.measurements if m.mode == "oneway" and m.nvlink_bytes is not None and m.value]
+    if seen:
+        over = sum(1 for m in seen if m.nvlink_bytes and m.nvlink_bytes >= m.size_bytes)
+        console.print(f"NVLink byte counters: {over} of {len(seen)} one-way pairs sent their copies over NVLink")
     modes = {m.mode for m in r.measurements}
     for mode in ("oneway", "bidir", "latency"):
         if mode in modes:

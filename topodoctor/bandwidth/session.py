@@ -40,7 +40,7 @@ class Settings:
     iters: int = 4
     samples: int = 5
     latency_bytes: int = 4
-    latency_iters: int = 1000
+    latency_iters: int = 500
     pair_timeout_s: float = 20.0
     start_timeout_s: float = 90.0
     devices: tuple[int, ...] | None = None  # NVML indices; None = all
@@ -150,7 +150,7 @@ def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
                     if mode == "latency":
                         # The hold must outlast queueing every copy (a few us each from Python):
                         # a copy queued after the hold ends would add a launch gap to the latency.
-                        hold = max(5.0, s.latency_iters * 0.03)
+                        hold = max(5.0, s.latency_iters * 0.05)
                         payload.update(size=s.latency_bytes, iters=s.latency_iters, hold_ms=hold)
                     tasks.append(Task(mode, a, b, payload))
         elif mode == "bidir":

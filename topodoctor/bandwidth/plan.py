@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topodoctor.graph import Connection, build_graph, connection, gpu_node, pcie_gbps
+import networkx as nx
+
+from topodoctor.graph import Connection, build_graph, connection, gpu_node, pcie_gbps, pcie_subgraph
 from topodoctor.model import HostSnapshot
 
 
@@ -15,14 +17,15 @@ class Expected:
     pcie_gbps: float | None  # the PCIe path's rate, for telling a fallback from a slow link
 
 
-def expected_pairs(snap: HostSnapshot) -> dict[tuple[int, int], Expected]:
-    g = build_graph(snap)
+def expected_pairs(snap: HostSnapshot, g: nx.Graph | None = None) -> dict[tuple[int, int], Expected]:
+    g = g if g is not None else build_graph(snap)
+    sub = pcie_subgraph(g)
     out: dict[tuple[int, int], Expected] = {}
     idx = [x.index for x in snap.gpus if x.lost is None]
     for a in idx:
         for b in idx:
             if a != b:
-                c: Connection = connection(snap, g, gpu_node(a), gpu_node(b))
+                c: Connection = connection(snap, g, gpu_node(a), gpu_node(b), sub)
                 pcie = min(filter(None, (host_link_gbps(snap, a), host_link_gbps(snap, b))), default=None)
                 out[(a, b)] = Expected(c.label, c.gbps, pcie)
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
-from topodoctor.bandwidth.plan import expected_pairs, host_link_gbps
+from topodoctor.bandwidth.plan import host_link_gbps
 from topodoctor.bandwidth.result import Measurement
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -38,7 +38,7 @@ def _pairs(ctx: Context):  # type: ignore[no-untyped-def]
 )
 def bw_slow_link(ctx: Context) -> Iterator[Issue]:
     """A GPU pair measures well below its peers with the same connection, or below half its path's rate."""
-    exp = expected_pairs(ctx.snap)
+    exp = ctx.expected_bandwidth
     by_class: dict[tuple[str, str], list[float]] = {}
     for m in _pairs(ctx):
         e = exp.get((m.src, m.dst))
@@ -109,7 +109,7 @@ def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
 )
 def bw_pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """An NVLink-connected pair measures at PCIe speed: the copies did not use NVLink."""
-    exp = expected_pairs(ctx.snap)
+    exp = ctx.expected_bandwidth
     for m in _pairs(ctx):
         e = exp.get((m.src, m.dst))
         if e is None or not e.cls.startswith("NV") or e.pcie_gbps is None:

@@ -14,6 +14,7 @@ from topodoctor.model import HostSnapshot
 if TYPE_CHECKING:
     import networkx as nx
 
+    from topodoctor.bandwidth.plan import Expected
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.expect import Expectations
     from topodoctor.graph import Connection
@@ -100,11 +101,19 @@ class Context:
     @cached_property
     def connections(self) -> dict[tuple[int, int], Connection]:
         """Best path for every GPU pair (a < b), from the graph."""
-        from topodoctor.graph import connection, gpu_node
+        from topodoctor.graph import connection, gpu_node, pcie_subgraph
 
         g = self.graph
+        sub = pcie_subgraph(g)
         idx = [gpu.index for gpu in self.snap.gpus if gpu.lost is None]
-        return {(a, b): connection(self.snap, g, gpu_node(a), gpu_node(b)) for a in idx for b in idx if a < b}
+        return {(a, b): connection(self.snap, g, gpu_node(a), gpu_node(b), sub) for a in idx for b in idx if a < b}
+
+    @cached_property
+    def expected_bandwidth(self) -> dict[tuple[int, int], Expected]:
+        """What each ordered GPU pair should reach, from the graph (bandwidth rules)."""
+        from topodoctor.bandwidth.plan import expected_pairs
+
+        return expected_pairs(self.snap, self.graph)
 
     @property
     def live_gpus(self) -> list[Any]:

@@ -222,3 +222,12 @@ def test_rules_and_explain() -> None:
     assert len({x["code"] for x in rules}) == len(rules) > 40
     r = runner.invoke(app, ["explain", "nvlink-down"])
     assert r.exit_code == 0 and "TD101" in r.stdout and "fix:" in r.stdout
+
+
+def test_could_not_check_still_answers_in_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = runner.invoke(app, ["check", "--replay", str(scenario_path("x4-nvml-hang")), "--timeout", "1", "-f", "json"])
+    assert r.exit_code == 3
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "unknown" and doc["exit_code"] == 3 and "budget" in doc["reason"]
+    r = runner.invoke(app, ["check", "--replay", str(scenario_path("x4-nvml-hang")), "--timeout", "1", "-f", "line"])
+    assert r.exit_code == 3 and r.stdout.startswith("topodoctor UNKNOWN:")

@@ -264,12 +264,22 @@ def check(
 
     # The probe (and copies) run in a child under the budget; the rules, pure Python over
     # data, run here while nothing can hang.
-    if timeout > 0:
-        from topodoctor.budget import run_with_budget
+    try:
+        if timeout > 0:
+            from topodoctor.budget import run_with_budget
 
-        got = run_with_budget(work, timeout, meanwhile=lambda: preload("networkx"))
-    else:
-        got = work(time.monotonic() + 1e9)
+            got = run_with_budget(work, timeout, meanwhile=lambda: preload("networkx"))
+        else:
+            got = work(time.monotonic() + 1e9)
+    except TopodoctorError as exc:
+        # Machines reading stdout get an answer in the format they asked for, too.
+        if fmt is CheckFormat.json:
+            from topodoctor.report.check import could_not_check_json
+
+            typer.echo(json.dumps(could_not_check_json(str(exc), exc.exit_code), indent=1))
+        elif fmt is CheckFormat.line:
+            typer.echo(f"topodoctor UNKNOWN: {exc}")
+        raise
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.codec import from_jsonable
     from topodoctor.model import snapshot_from_data

@@ -61,6 +61,17 @@ def print_check(findings: list[Finding], fail_level: str, meta: dict[str, Any], 
     console.print(f"[{style}]{state.upper()}[/]: {_counts(findings)} (fail level: {fail_level})")
 
 
+def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:
+    return {
+        "kind": "check",
+        "schema_version": CHECK_SCHEMA_VERSION,
+        "verdict": "unknown",
+        "exit_code": exit_code,
+        "reason": f"topodoctor UNKNOWN: {reason}",
+        "findings": [],
+    }
+
+
 def check_json(findings: list[Finding], fail_level: str, meta: dict[str, Any]) -> dict[str, Any]:
     state, code = verdict(findings, fail_level)
     return {

@@ -4,7 +4,7 @@ docs/benchmarks.md with our numbers beside the public tools' reference figures.
     python tests/benchmarks/bench.py --label nvidia-h200-x4 --out docs/benchmarks.md
 
 Reference figures are those the public tools (nvbandwidth, p2pBandwidthLatencyTest,
-nccl-tests) reached on these hosts, as recorded in the hardware notes of 2026-11-22. A naive
+nccl-tests) reached on these hosts (measured 2026-11-22). A naive
 torch copy loop is measured in the same run as an in-run reference, so the ratio shows
 what the timing method is worth on this very machine.
 """
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = {  # public tools on nvidia-h200-x4 (hardware notes, 2026-11-22)
+REFERENCE = {  # public tools on nvidia-h200-x4, measured 2026-11-22
     "oneway": 394.0,
     "bidir": 779.0,
     "latency": 2.2,

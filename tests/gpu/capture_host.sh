@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Run on a GPU host (device tool): record the host, save what nvidia-smi says, and time the
-# scan. Writes into $OUT (or ./capture-out). Usage: tests/gpu/capture_host.sh LABEL
+# Run on a GPU host: record the host, save what nvidia-smi says, and time the
+# scan. Writes into $OUT if set, else ./capture-out. Usage: tests/gpu/capture_host.sh LABEL
 set -u
 label=${1:?label}
 out=${OUT:-capture-out}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call on any GPU host: record (into $OUT/LABEL.tgz), check, GPU tests, timings,
+# One pass on any GPU host: record (into $OUT/LABEL.tgz), check, GPU tests, timings,
 # and with "bw" as second argument the bandwidth matrix full and quick.
 set -u
 label=${1:?label}; bw=${2:-}

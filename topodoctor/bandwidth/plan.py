@@ -31,9 +31,10 @@ def expected_pairs(snap: HostSnapshot, g: nx.Graph | None = None) -> dict[tuple[
     return out
 
 
-def host_link_gbps(snap: HostSnapshot, index: int) -> float | None:
-    """A GPU's PCIe link rate per direction at its max generation and current width."""
+def host_link_gbps(snap: HostSnapshot, index: int, full_width: bool = False) -> float | None:
+    """A GPU's PCIe link rate per direction at its max generation and its current width (or,
+    with ``full_width``, the width it should have trained to)."""
     p = snap.gpu(index).pcie
     gen = p.gen_max if isinstance(p.gen_max, int) else None
-    width = p.width_current if isinstance(p.width_current, int) else None
-    return pcie_gbps(gen, width)
+    w = p.width_max if full_width else p.width_current
+    return pcie_gbps(gen, w if isinstance(w, int) else None)

@@ -145,14 +145,8 @@ def bw_host_link_slow(ctx: Context) -> Iterator[Issue]:
         if m.mode not in ("h2d", "d2h") or m.value is None:
             continue
         gpu = m.dst if m.mode == "h2d" else m.src
-        p = ctx.snap.gpu(gpu).pcie
-        nominal = host_link_gbps(ctx.snap, gpu)
-        full = None
-        if isinstance(p.gen_max, int) and isinstance(p.width_max, int):
-            from topodoctor.graph import pcie_gbps
-
-            full = pcie_gbps(p.gen_max, p.width_max)
-        ref = full or nominal
+        # Against the link it should be (max width): a downtrained link must not lower the bar.
+        ref = host_link_gbps(ctx.snap, gpu, full_width=True) or host_link_gbps(ctx.snap, gpu)
         if ref and m.value.median < HOST_LINK_FLOOR * ref:
             yield Issue(
                 f"GPU{gpu}",

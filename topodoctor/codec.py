@@ -160,22 +160,10 @@ def from_jsonable(cls: type[D], data: Any, what: str = "document") -> D:
 
 
 def read_json(path: Path | str, what: str) -> Any:
-    """Load JSON from a file with one-line errors for missing, unreadable or corrupt files."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{what} not found: {p}") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} is a directory, not a file: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {what} {p}: {exc.__class__.__name__}: {exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except RecursionError:
-        raise InputError(f"{what} {p} is nested too deeply") from None
+    """Load JSON from a user-named file: bounded in time and size, strict (see ``fileio``)."""
+    from topodoctor import fileio
+
+    return fileio.read_json(path, what)
 
 
 def check_header(data: Any, kind: str, version: int, what: str) -> None:

@@ -7,9 +7,12 @@ from collections.abc import Iterable
 from topodoctor.probed import ProbeError
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
+    cuda_env,
     expectations,
     fabric,
     nccl_env,
+    nccl_net,
+    nccl_topo_file,
     numa,
     nvlink,
     p2p,

@@ -86,6 +86,7 @@ def test_levels_read_like_ncclGetLevel(text: str, level: str | None) -> None:
         ({"NCCL_P2P_DISABLE": "true"}, "h200-x4", {"TD620"}, {"TD601"}),
         ({"NCCL_P2P_DISABLE": "2"}, "h200-x4", {"TD620"}, {"TD601"}),
         ({"NCCL_P2P_DISABLE": "0"}, "h200-x4", set(), {"TD601", "TD620"}),
+        ({"NCCL_P2P_DISABLE": "99999999999999999999"}, "h200-x4", {"TD620"}, {"TD601"}),
         ({"NCCL_P2P_LEVEL": "0"}, "h200-x4", {"TD602"}, {"TD620"}),
         ({"NCCL_P2P_LEVEL": "LOC"}, "h200-x4", {"TD602"}, set()),
         ({"NCCL_P2P_LEVEL": "loc"}, "h200-x4", {"TD620"}, {"TD602"}),

@@ -277,6 +277,8 @@ def _misread(name: str, v: str) -> str | None:
     if name == P2P_DISABLE:
         n = _p2p_disable(v)
         r = read_integer(v)
+        if n is None:  # strtol saturates; NCCL compares the result with 1
+            return f"NCCL reads {name}={v!r} as the largest integer; only 1 disables P2P, so P2P stays on"
         if r.clean and n in (0, 1):
             return None
         why = f" ({r.why})" if not r.clean else ""
@@ -297,7 +299,7 @@ def _misread(name: str, v: str) -> str | None:
     if name in CHOICES:
         values, exact, fallback = CHOICES[name]
         if (v if exact else v.upper()) not in values:
-            return f"{name}={v!r} is not one of {', '.join(values)}: NCCL falls back to {fallback}"
+            return f"{name}={v!r} is not one of {', '.join(values)}: {fallback}"
     return None
 
 

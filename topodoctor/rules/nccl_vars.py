@@ -92,11 +92,11 @@ OLD_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
 LEVEL = frozenset({"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"})
 # NCCL_P2P_DISABLE is read by strtol in ncclGetLevel, and only the value 1 disables P2P.
 P2P_DISABLE = "NCCL_P2P_DISABLE"
-# Choices NCCL compares against; other values fall back as noted. (values, case-sensitive?, fallback)
+# Choices NCCL compares against: (values, compared case-sensitively?, what another value does).
 CHOICES: dict[str, tuple[tuple[str, ...], bool, str]] = {
-    "NCCL_SOCKET_FAMILY": (("AF_INET", "AF_INET6"), True, "any family"),
-    "NCCL_LAUNCH_MODE": (("PARALLEL", "GROUP"), False, "PARALLEL"),
-    "NCCL_DEBUG": (("VERSION", "WARN", "INFO", "ABORT", "TRACE"), False, "no debug output"),
+    "NCCL_SOCKET_FAMILY": (("AF_INET", "AF_INET6"), True, "NCCL takes any address family"),
+    "NCCL_LAUNCH_MODE": (("PARALLEL", "GROUP"), False, "NCCL launches in PARALLEL mode"),
+    "NCCL_DEBUG": (("VERSION", "WARN", "INFO", "ABORT", "TRACE"), False, "NCCL does not recognise it"),
 }
 
 # Read by earlier 2.x releases and gone from current source: still worth no "unknown" warning.

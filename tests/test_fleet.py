@@ -193,3 +193,19 @@ def test_collectives_results_are_compared_by_op_and_size(tmp_path: Path) -> None
         ("d", "collectives", "all_reduce busbw 1073741824 B")
     ]
     assert report.nodes[0].sources == {"collectives": "measured"}
+
+
+def test_list_files_is_bounded(tmp_path: Path) -> None:
+    from topodoctor.errors import InputError
+    from topodoctor.fileio import list_files
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for name in ("n1.check.json", "a/n2.check.json", "a/b/n3.bandwidth.json", "a/.n4.check.json.x.tmp", "notes.txt"):
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "a" / "loop").symlink_to(tmp_path)  # a link back up is not followed
+    found = [p.relative_to(tmp_path).as_posix() for p in list_files(tmp_path, "results", ".json")]
+    assert found == ["a/b/n3.bandwidth.json", "a/n2.check.json", "n1.check.json"]
+    with pytest.raises(InputError, match="more than 2"):
+        list_files(tmp_path, "results", ".json", max_files=2)
+    with pytest.raises(InputError, match="cannot list"):
+        list_files(tmp_path / "missing", "results", ".json")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from conftest import FIXTURES, scenario_path
 from prometheus_client.parser import text_string_to_metric_families
 
 from topodoctor.bandwidth.result import load_result
+from topodoctor.collective_rows import CollectiveRowData as Row
 from topodoctor.probe import probe_host
 from topodoctor.report.prometheus import (
     FAMILIES,
@@ -183,22 +183,11 @@ def test_bandwidth_failures(name: str, reason: str, mode: str) -> None:
     assert (s.labels["reason"], s.labels["mode"]) == (reason, mode)
 
 
-@dataclass(frozen=True)
-class Row:
-    op: str
-    size_bytes: int
-    in_place: bool
-    busbw_gbps: float | None
-    algbw_gbps: float | None
-    time_us: float | None
-    wrong: int | None
-
-
 def test_collectives_per_op_and_size() -> None:
     rows = [
-        Row("all_reduce", 1 << 30, False, 353.0, 235.3, 4563.0, 0),
-        Row("all_reduce", 1 << 30, True, 352.1, 234.7, 4575.0, 0),
-        Row("all_gather", 8, False, None, None, None, None),
+        Row("all_reduce", 1 << 30, 353.0, False, 235.3, 4563.0, 0),
+        Row("all_reduce", 1 << 30, 352.1, True, 234.7, 4575.0, 0),
+        Row("all_gather", 8, None),
     ]
     text = collectives_metrics("node1", rows, [], 0, elapsed_s=12.0, run_time=RUN_TIME)
     lint(text)

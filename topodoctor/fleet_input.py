@@ -6,9 +6,9 @@ Accepted documents (``kind`` and ``schema_version`` in each):
 - ``check``: the JSON of ``topodoctor check --format json`` (its could-not-check answer too);
 - ``bandwidth``: a ``topodoctor bandwidth`` result (``-o FILE``, or ``--format json``, which
   adds the node's TD7 findings);
-- ``collectives``: a ``topodoctor collectives`` result, read through ``CollectivesLike``:
-  ``host``, and ``rows`` each with ``op``, ``size_bytes``, ``in_place`` and ``busbw_gbps``
-  (optional ``findings``).
+- ``collectives``: a ``topodoctor collectives`` result of one node: ``host``, ``rows`` (read as
+  ``collective_rows.CollectiveRowData``), optional ``snapshot`` (for the node type) and
+  ``findings``.
 
 A node is named by the document's ``host``; a document without one (a check that could not
 run) is named by its file name up to the first dot, so name result files ``NODE.KIND.json``.
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from topodoctor import codec, fileio
+from topodoctor.collective_rows import CollectiveRow, CollectiveRowData
 from topodoctor.errors import InputError
 from topodoctor.fleet import Figure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model import HostSnapshot
@@ -33,26 +33,6 @@ from topodoctor.rules.registry import Finding
 MAX_RESULT_BYTES = 16 * fileio.MiB  # a bandwidth result with its snapshot is ~0.2 MB
 COLLECTIVES_SCHEMA_VERSION = 1
 NameFrom = Literal["host", "file"]
-
-
-class CollectiveRowLike(Protocol):
-    """One row of a collectives result, as nccl-tests prints it (busbw in GB/s = 1e9 B/s)."""
-
-    @property
-    def op(self) -> str: ...
-    @property
-    def size_bytes(self) -> int: ...
-    @property
-    def in_place(self) -> bool: ...
-    @property
-    def busbw_gbps(self) -> float | None: ...
-
-
-class CollectivesLike(Protocol):
-    @property
-    def host(self) -> str: ...
-    @property
-    def rows(self) -> Sequence[CollectiveRowLike]: ...
 
 
 def node_type(snap: HostSnapshot) -> NodeType:
@@ -90,10 +70,11 @@ def bandwidth_figures(result: Any) -> tuple[Figure, ...]:
     return tuple(out)
 
 
-def collective_figures(result: CollectivesLike) -> tuple[Figure, ...]:
+def collective_figures(rows: Iterable[CollectiveRow]) -> tuple[Figure, ...]:
+    """busbw per op, size and placement: what nodes of one type should all reach."""
     return tuple(
         Figure("collectives", f"{r.op} busbw", f"{r.size_bytes} B" + (" in-place" if r.in_place else ""), r.busbw_gbps)
-        for r in result.rows
+        for r in rows
         if r.busbw_gbps is not None
     )
 
@@ -147,7 +128,7 @@ def parse_result(data: Any, path: Path, name_from: NameFrom = "host") -> NodeRes
         )
     if kind == "collectives":
         codec.check_header(data, "collectives", COLLECTIVES_SCHEMA_VERSION, what)
-        rows = codec.from_jsonable(tuple[_Row, ...], data.get("rows"), f"{what} rows")
+        rows = codec.from_jsonable(tuple[CollectiveRowData, ...], data.get("rows"), f"{what} rows")
         snap = data.get("snapshot")
         return NodeResult(
             _name(data, path, name_from),
@@ -156,26 +137,10 @@ def parse_result(data: Any, path: Path, name_from: NameFrom = "host") -> NodeRes
             "healthy" if "findings" in data else "measured",
             "",
             _findings(data, what),
-            collective_figures(_Collectives(str(data.get("host", "")), rows)),
+            collective_figures(rows),
             node_type(codec.from_jsonable(HostSnapshot, snap, f"{what} snapshot")) if snap else None,
         )
     raise InputError(f"{what} is not a check, bandwidth or collectives result (kind={kind!r})")
-
-
-# The collectives result type belongs to the collectives runner; these hold only the fields
-# the roll-up reads, decoded and checked by the codec like every other document.
-@dataclass(frozen=True)
-class _Row:
-    op: str
-    size_bytes: int
-    busbw_gbps: float | None
-    in_place: bool = False
-
-
-@dataclass(frozen=True)
-class _Collectives:
-    host: str
-    rows: tuple[_Row, ...]
 
 
 def read_results(

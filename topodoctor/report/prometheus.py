@@ -23,9 +23,10 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
+from topodoctor.collective_rows import CollectiveRow
 from topodoctor.rules.registry import Finding
 
 if TYPE_CHECKING:
@@ -104,25 +105,6 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 STATUSES = ("healthy", "unhealthy", "unknown")
 SEVERITIES = ("critical", "error", "warning", "info")
 _SUBJECT_GPU = re.compile(r"^GPU(\d+)\b")
-
-
-class CollectiveRow(Protocol):
-    """What the metrics read from one row of a collectives result (GB/s = 1e9 bytes/s)."""
-
-    @property
-    def op(self) -> str: ...
-    @property
-    def size_bytes(self) -> int: ...
-    @property
-    def in_place(self) -> bool: ...
-    @property
-    def busbw_gbps(self) -> float | None: ...
-    @property
-    def algbw_gbps(self) -> float | None: ...
-    @property
-    def time_us(self) -> float | None: ...
-    @property
-    def wrong(self) -> int | None: ...
 
 
 @dataclass(frozen=True)

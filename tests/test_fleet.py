@@ -44,6 +44,8 @@ def test_simulated_fleet_names_the_slow_and_the_unhealthy_node(fleet_dir: Path) 
         "node04": "unhealthy",
         "node05": "unknown",
         "node06": "unknown",
+        "node07": "healthy",
+        "node08": "healthy",
     }
     assert [(o.node, o.figure) for o in report.outliers] == [("node03", "oneway GPU1->GPU2")]
     o = report.outliers[0]
@@ -61,7 +63,11 @@ def test_simulated_fleet_names_the_slow_and_the_unhealthy_node(fleet_dir: Path) 
     assert "not valid JSON" in report.unreadable[0].error
     n6 = next(n for n in report.nodes if n.node == "node06")
     assert n6.sources["check"] == "unknown" and not n6.drain
-    assert [t.node_type for t in report.types] == ["4x NVIDIA H200, 18 NVLinks/GPU to NVSwitch"]
+    types = {t.node_type: t for t in report.types}
+    x4, x2 = types["4x NVIDIA H200, 18 NVLinks/GPU to NVSwitch"], types["2x NVIDIA H200, 18 NVLinks/GPU to NVSwitch"]
+    assert x4.figures_compared == 32 and x4.figures_too_few == 0
+    # Two nodes of a type are counted, never judged: no median tells which of two is off.
+    assert x2.nodes == ("node07", "node08") and x2.figures_compared == 0 and x2.figures_too_few == 8
 
 
 def test_fleet_command_formats(fleet_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -116,7 +122,7 @@ def test_foreign_documents_are_named(tmp_path: Path) -> None:
 
 def test_reading_budget_names_the_files_left(fleet_dir: Path) -> None:
     results, bad = read_results([fleet_dir], budget_s=0.0)
-    assert results == [] and len(bad) == 12 and all("budget" in u.error for u in bad)
+    assert results == [] and len(bad) == 16 and all("budget" in u.error for u in bad)
 
 
 # ---------------------------------------------------------------- the statistic, on its own
@@ -209,3 +215,14 @@ def test_list_files_is_bounded(tmp_path: Path) -> None:
         list_files(tmp_path, "results", ".json", max_files=2)
     with pytest.raises(InputError, match="cannot list"):
         list_files(tmp_path / "missing", "results", ".json")
+
+
+def test_fleet_imports_neither_torch_nor_pynvml(fleet_dir: Path) -> None:
+    import subprocess
+
+    code = (
+        f"import sys; from topodoctor.cli import main; rc = main(['fleet', {str(fleet_dir)!r}, '-f', 'prometheus']); "
+        "assert rc == 1 and 'torch' not in sys.modules and 'pynvml' not in sys.modules; print('clean')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "clean" in out.stdout, out.stderr

@@ -166,7 +166,9 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False) -> Hos
             up, below = snap.bridge(bdf), snap.bridge(path[idx - 1])
             sw = child(
                 parent,
-                TreeNode(f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(snap, up, below), numa=numa),
+                TreeNode(
+                    f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(snap, up, below), numa=numa
+                ),
             )
             port = path[idx + 1]
             if port not in sw.ports:
@@ -177,7 +179,9 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False) -> Hos
     leaves: list[tuple[TreeNode, tuple[str, ...] | None]] = []
     for gpu in snap.gpus:
         p = gpu.pcie
-        link = Link(*(v if isinstance(v, int) else None for v in (p.gen_current, p.width_current, p.gen_max, p.width_max)))
+        link = Link(
+            *(v if isinstance(v, int) else None for v in (p.gen_current, p.width_current, p.gen_max, p.width_max))
+        )
         bus = norm_bus_id(gpu.bus_id) if isinstance(gpu.bus_id, str) else None
         name = gpu.name if isinstance(gpu.name, str) else "GPU"
         leaf = TreeNode(gpu_node(gpu.index), "gpu", name, bus, link, numa=device_numa(g, gpu_node(gpu.index)))

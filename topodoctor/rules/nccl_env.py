@@ -5,12 +5,16 @@ as in NCCL itself."""
 from __future__ import annotations
 
 import difflib
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.errors import InputError
+from topodoctor.fileio import read_text
+from topodoctor.nccl_topo_lint import lint_topo_file
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+
+MAX_TOPO_FILE_BYTES = 4 * 1024 * 1024  # NCCL holds at most 256 nodes of 16 attributes
 
 # NCCL variables known to current NCCL (2.2x) and still honoured.
 KNOWN = frozenset(
@@ -363,34 +367,39 @@ def nccl_ib_hca_ambiguous(ctx: Context) -> Iterator[Issue]:
     fix="Point NCCL_TOPO_FILE at a topology file written for this host (NCCL_TOPO_DUMP_FILE writes one), or unset it.",
 )
 def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
-    """NCCL_TOPO_FILE is missing, unparsable, or names PCI bus ids that do not exist here.
+    """NCCL_TOPO_FILE is missing, or NCCL would refuse or misread it on this host.
 
-    NCCL trusts the file over what it detects: a file from another host model routes traffic
-    over paths that do not exist.
+    NCCL trusts the file over what it detects, and falls back silently where it cannot read
+    a value. The file is checked as NCCL reads it (src/graph/xml.cc, topo.cc):
+
+    - syntax: NCCL's own parser refuses an XML declaration, a DTD, and tabs between elements;
+    - version: `<system version="1">`, or NCCL refuses to start;
+    - bus ids: every GPU and NIC must exist here (a file from another host model routes traffic
+      over devices that do not exist); bridges may be invented, as VM topology files do, but
+      must not reuse a device's id;
+    - link speeds: each `link_speed` must be a string NCCL knows ("32.0 GT/s PCIe"); any other
+      is silently rated as PCIe Gen3, and an invented bridge without one is too;
+    - affinity: each GPU and NIC under the CPU of the NUMA node the host puts it on;
+    - GPUDirect RDMA distance: a NIC no further from its nearest GPU than on the host (NCCL
+      uses GPUDirect RDMA only up to PXB).
+
+    `topodoctor nccl-topo -o FILE` writes a file for this host.
     """
     v = _set(ctx, "NCCL_TOPO_FILE")
     if not v:
         return
     ev = _ev(ctx, "NCCL_TOPO_FILE", v)
     try:
-        root = ET.parse(v).getroot()
-    except FileNotFoundError:
-        yield Issue("env:NCCL_TOPO_FILE", f"NCCL_TOPO_FILE {v} does not exist", ev)
+        text = read_text(v, "NCCL_TOPO_FILE", max_bytes=MAX_TOPO_FILE_BYTES)
+    except InputError as exc:
+        yield Issue("env:NCCL_TOPO_FILE", str(exc), ev)
         return
-    except (OSError, ET.ParseError) as exc:
-        yield Issue("env:NCCL_TOPO_FILE", f"NCCL_TOPO_FILE {v} cannot be parsed: {exc}", ev)
-        return
-    known = {str(g.bus_id).lower() for g in ctx.snap.gpus} | {str(n.bus_id).lower() for n in ctx.snap.nics}
-    known |= {b.bus_id for b in ctx.snap.bridges}
-    missing = sorted({e.get("busid", "").lower() for e in root.iter() if e.get("busid")} - known)
-    # NCCL writes bus ids without leading domain zeros sometimes; compare on the last 7 chars too.
-    tails = {k[-7:] for k in known}
-    missing = [m for m in missing if m[-7:] not in tails]
-    if missing:
+    for p in lint_topo_file(text, ctx.snap, ctx.graph):
         yield Issue(
             "env:NCCL_TOPO_FILE",
-            f"NCCL_TOPO_FILE {v} names bus ids not on this host: {', '.join(missing[:6])}",
-            dict(ev, missing=missing),
+            f"NCCL_TOPO_FILE {v}: {p.message}",
+            {**ev, "check": p.check, **p.evidence},
+            severity=p.severity,
         )
 
 

@@ -138,7 +138,7 @@ def test_png_renders_with_resvg() -> None:
 def test_committed_pictures_are_what_the_renderer_makes() -> None:
     sys.path.insert(0, str(ROOT / "docs" / "img"))
     try:
-        import make  # type: ignore[import-not-found]
+        import make
     finally:
         sys.path.pop(0)
     assert make.main(check=True) == 0, "run: python docs/img/make.py"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DERIVED, RECORDINGS, scenario_path
+from tests.conftest import DERIVED, RECORDINGS, ROOT, scenario_path
 from topodoctor.graph import build_graph
 from topodoctor.hosttree import norm_bus_id
 from topodoctor.model import HostSnapshot, load_snapshot, snapshot_from_data
@@ -60,8 +60,9 @@ def test_vm_with_nvswitch_writes_the_invisible_target() -> None:
     root = ET.fromstring(nccl_topology_xml(_snap("h200-x2")))
     links = [(e.get("target"), e.get("count"), e.get("tclass")) for e in root.iter("nvlink")]
     assert links == [("fffffff:ffff:ff", "18", "0x068000")] * 2
+    # The VM's devices say numa_node -1: NCCL then writes numaid -1 and no affinity, and so do we.
     (cpu,) = root.iter("cpu")
-    assert cpu.get("numaid") == "0" and parse_cpumask(cpu.get("affinity", "")) == tuple(range(32))
+    assert cpu.get("numaid") == "-1" and cpu.get("affinity") is None
 
 
 def test_two_sockets_put_each_gpu_and_nic_under_its_own_cpu_and_switch() -> None:
@@ -161,3 +162,15 @@ def test_cpumask_round_trips() -> None:
     assert cpumask(tuple(range(64, 128))) == "ffffffff,ffffffff,00000000,00000000"
     assert parse_cpumask("ffffffff,ffffffff,00000000,00000000") == tuple(range(64, 128))
     assert parse_cpumask("zz") is None
+
+
+def test_what_nccl_detected_on_the_recorded_host_matches_the_file() -> None:
+    """fixtures/nccl/h200-x2.nccl-topo-dump.xml is NCCL 2.28.9's own NCCL_TOPO_DUMP_FILE on the
+    host the h200-x2 recording comes from (host_hash zeroed); the file we write says the same."""
+    from topodoctor.nccl_topo_lint import topology_differences
+
+    dump = (ROOT / "fixtures" / "nccl" / "h200-x2.nccl-topo-dump.xml").read_text()
+    ours = nccl_topology_xml(_snap("h200-x2"))
+    assert topology_differences(ours, dump) == []
+    assert _lint(_snap("h200-x2"), dump) == []
+    assert topology_differences(ours, dump.replace('count="18"', 'count="17"', 1)) != []

@@ -23,6 +23,7 @@ from topodoctor.graph import gpu_node, nic_node, pcie_gen_of, rdma_nics
 from topodoctor.model import HostSnapshot, PcieBridge
 
 NodeKind = Literal["numa", "hostbridge", "switch", "gpu", "nic"]
+NumaSource = Literal["graph", "sysfs"]
 _BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]$")
 SYNTHETIC_DOMAIN = "ffff"  # bus ids the VM's own PCI tree never uses (NCCL's VM topology files use it)
 
@@ -122,10 +123,27 @@ def device_numa(g: nx.Graph, node: str) -> int | None:
     return None
 
 
-def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False) -> HostTree:
-    """The host tree. With ``group_flat``, a flat tree with RDMA NICs gets one synthetic switch per
-    GPU holding that GPU and its NICs, paired in bus order within each NUMA node, so NCCL sees
-    the GPU-NIC affinity of the host the VM runs on."""
+def sysfs_numa(snap: HostSnapshot, key: str) -> int | None:
+    """A GPU's or NIC's own NUMA node as sysfs gives it (what NCCL reads); None where it says -1."""
+    if key.startswith("GPU"):
+        v = snap.gpu(int(key[3:])).sysfs_numa_node
+    else:
+        v = rdma_nics(snap)[int(key[3:])].numa_node
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_from: NumaSource = "graph") -> HostTree:
+    """The host tree. Devices go under their NUMA node as the graph places them (``numa_from="graph"``:
+    a host with one node puts everything there), or as NCCL will (``"sysfs"``: the device's own
+    numa_node, unknown where it is -1, as in most VMs).
+
+    With ``group_flat``, a flat tree with RDMA NICs gets one synthetic switch per GPU holding
+    that GPU and its NICs, paired in bus order within each NUMA node, so NCCL sees the GPU-NIC
+    affinity of the host the VM runs on."""
+
+    def numa_of(key: str) -> int | None:
+        return device_numa(g, key) if numa_from == "graph" else sysfs_numa(snap, key)
+
     roots: dict[int | None, TreeNode] = {}
     by_key: dict[str, TreeNode] = {}
     unplaced: list[TreeNode] = []
@@ -150,7 +168,7 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False) -> Hos
     def place(leaf: TreeNode, path: tuple[str, ...]) -> None:
         numa = leaf.numa
         root = numa_root(numa)
-        hb = child(root, TreeNode(f"hostbridge:{path[0]}", "hostbridge", f"Host bridge {path[0][3:]}", numa=numa))
+        hb = child(root, _host_bridge(path[0], numa))
         # NCCL's walk: two steps up per level; a name that is not a PCI address is the CPU.
         chain: list[tuple[int, str]] = []
         i = len(path) - 1
@@ -184,11 +202,11 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False) -> Hos
         )
         bus = norm_bus_id(gpu.bus_id) if isinstance(gpu.bus_id, str) else None
         name = gpu.name if isinstance(gpu.name, str) else "GPU"
-        leaf = TreeNode(gpu_node(gpu.index), "gpu", name, bus, link, numa=device_numa(g, gpu_node(gpu.index)))
+        leaf = TreeNode(gpu_node(gpu.index), "gpu", name, bus, link, numa=numa_of(gpu_node(gpu.index)))
         leaves.append((leaf, gpu.pcie_path if isinstance(gpu.pcie_path, tuple) and gpu.pcie_path else None))
     for k, nic in enumerate(rdma_nics(snap)):
         bus = norm_bus_id(nic.bus_id) if isinstance(nic.bus_id, str) else None
-        leaf = TreeNode(nic_node(k), "nic", nic.name, bus, numa=device_numa(g, nic_node(k)))
+        leaf = TreeNode(nic_node(k), "nic", nic.name, bus, numa=numa_of(nic_node(k)))
         leaves.append((leaf, nic.pcie_path if isinstance(nic.pcie_path, tuple) and nic.pcie_path else None))
 
     placed = [(leaf, path) for leaf, path in leaves if path is not None]
@@ -228,7 +246,7 @@ def _group_flat(placed, numa_root, child, snap: HostSnapshot) -> None:  # type: 
         root = numa_root(numa)
         gpus = sorted((x for x in group if x[0].kind == "gpu"), key=lambda x: x[0].bus_id or "")
         nics = sorted((x for x in group if x[0].kind == "nic"), key=lambda x: x[0].bus_id or "")
-        hb = child(root, TreeNode(f"hostbridge:{group[0][1][0]}", "hostbridge", f"Host bridge {group[0][1][0][3:]}"))
+        hb = child(root, _host_bridge(group[0][1][0], numa))
         if not gpus:
             hb.children.extend(leaf for leaf, _ in nics)
             continue
@@ -241,6 +259,11 @@ def _group_flat(placed, numa_root, child, snap: HostSnapshot) -> None:  # type: 
             switches.append(sw)
         for j, (leaf, _) in enumerate(nics):
             switches[j * len(switches) // len(nics)].children.append(leaf)
+
+
+def _host_bridge(root: str, numa: int | None) -> TreeNode:
+    # Keyed by NUMA node too: a VM can report one root bus for devices of two nodes.
+    return TreeNode(f"hostbridge:{root}@{numa}", "hostbridge", f"Host bridge {root[3:]}", numa=numa)
 
 
 def _sort(node: TreeNode) -> None:

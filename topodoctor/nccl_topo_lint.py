@@ -312,7 +312,7 @@ def check_gdr_distance(
 def lint_topo_file(text: str, snap: HostSnapshot, g: nx.Graph) -> list[TopoProblem]:
     """Every check above on one file, against the probed host (``g`` is its graph)."""
     from topodoctor.graph import connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
-    from topodoctor.hosttree import device_numa
+    from topodoctor.hosttree import sysfs_numa
 
     root, problems = check_syntax(text)
     if root is None:
@@ -324,7 +324,7 @@ def lint_topo_file(text: str, snap: HostSnapshot, g: nx.Graph) -> list[TopoProbl
     bridges = {norm_bus_id(b.bus_id) for b in snap.bridges}
     problems += check_bus_ids(root, set(gpus), set(nics) | other_nics, bridges)
     problems += check_link_speeds(root, bridges, set(gpus) | set(nics) | other_nics)
-    numa = {bus: device_numa(g, node) for bus, node in {**gpus, **nics}.items()}
+    numa = {bus: sysfs_numa(snap, node) for bus, node in {**gpus, **nics}.items()}
     problems += check_affinity(root, numa, {n.id: n.cpus for n in snap.host.numa_nodes})
     sub = pcie_subgraph(g)
     host_class = {}
@@ -334,3 +334,39 @@ def lint_topo_file(text: str, snap: HostSnapshot, g: nx.Graph) -> list[TopoProbl
             host_class[(nb, gb)] = c.pcie_cls or c.cls
     problems += check_gdr_distance(root, sorted(nics), sorted(gpus), host_class)
     return problems
+
+
+def topology_facts(root: ET.Element) -> dict[str, Any]:
+    """What NCCL builds its paths from, in a comparable form: each GPU's bus id with its NVLinks
+    (peer GPU bus id, or the kind of device at the far end, and the link count), and the CPU
+    each GPU and NIC hangs under."""
+    gpus: dict[str, list[tuple[str, int]]] = {}
+    for e in root.iter("pci"):
+        gpu = e.find("gpu")
+        if gpu is None:
+            continue
+        links = []
+        for nv in gpu.iter("nvlink"):
+            kind = pci_kind(nv.get("tclass", ""))
+            far = norm_bus_id(nv.get("target", "")) if kind == "gpu" else kind
+            links.append((far, int(nv.get("count", "0") or 0)))
+        gpus[norm_bus_id(e.get("busid", ""))] = sorted(links)
+    return {"gpus": gpus, "cpu_of": _cpu_of(root)}
+
+
+def topology_differences(ours: str, theirs: str) -> list[str]:
+    """Where two topology files disagree on GPUs, NVLinks or CPU placement (empty: the same).
+    Used to compare the file topodoctor wrote with the one NCCL dumps after loading it."""
+    a, b = topology_facts(ET.fromstring(ours)), topology_facts(ET.fromstring(theirs))
+    out = []
+    for bus in sorted(set(a["gpus"]) | set(b["gpus"])):
+        if bus not in b["gpus"]:
+            out.append(f"GPU {bus} only in the first")
+        elif bus not in a["gpus"]:
+            out.append(f"GPU {bus} only in the second")
+        elif a["gpus"][bus] != b["gpus"][bus]:
+            out.append(f"GPU {bus} NVLinks {a['gpus'][bus]} != {b['gpus'][bus]}")
+    for bus in sorted(set(a["cpu_of"]) & set(b["cpu_of"])):
+        if a["cpu_of"][bus] != b["cpu_of"][bus]:
+            out.append(f"{bus} under CPU numaid {a['cpu_of'][bus]} != {b['cpu_of'][bus]}")
+    return out

@@ -12,6 +12,9 @@ switch with a bus id the VM does not use (domain ffff), as NCCL's maintainers ad
 VMs: NCCL then sees the GPU-NIC affinity of the host and enables GPUDirect RDMA. GPU and NIC
 are paired in bus order within their NUMA node, the order in which hypervisors pass them.
 
+Each device goes under the CPU of the NUMA node its own sysfs entry names, which is what NCCL
+reads; where that is -1 (most VMs) the CPU is numaid -1 with no affinity, as NCCL writes it.
+
 The output depends on the snapshot alone (no host name, no time), so a replayed recording
 writes the same bytes as the live host it was recorded from.
 """
@@ -154,7 +157,7 @@ def _write(out: _Xml, snap: HostSnapshot, node: TreeNode, depth: int) -> None:
 def nccl_topology_xml(snap: HostSnapshot, g: nx.Graph | None = None, group_flat: bool = True) -> str:
     """The topology file as text (UTF-8, one element per line, NCCL's own layout)."""
     g = g if g is not None else build_graph(snap)
-    tree = build_tree(snap, g, group_flat=group_flat)
+    tree = build_tree(snap, g, group_flat=group_flat, numa_from="sysfs")
     out = _Xml()
     out.open(0, "system", [("version", TOPO_XML_VERSION)])
     cpus = {n.id: n.cpus for n in snap.host.numa_nodes}

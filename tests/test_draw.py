@@ -142,3 +142,82 @@ def test_committed_pictures_are_what_the_renderer_makes() -> None:
     finally:
         sys.path.pop(0)
     assert make.main(check=True) == 0, "run: python docs/img/make.py"
+
+
+# ---- heatmaps and collective plots ---------------------------------------------------------------
+
+
+def test_heatmap_has_a_cell_per_pair_on_a_fixed_scale() -> None:
+    from topodoctor.bandwidth.result import load_result
+    from topodoctor.report.heatmap import colour, draw_heatmap
+
+    r = load_result(FIXTURES / "bandwidth" / "derived" / "slow-link.json")
+    root = ET.fromstring(draw_heatmap(r))
+    cells = {(e.get("data-pair"), e.get("data-gbps")) for e in root.iter() if e.get("data-pair")}
+    n = len(r.gpus)
+    assert len(cells) == 2 * n * (n - 1)  # one way and both ways
+    assert ("1-2", "236.5") in cells
+    assert colour(394.0) == colour(394.0) and colour(1.0) != colour(1000.0)
+    assert colour(0.01) == colour(1.0) and colour(5000.0) == colour(1000.0)  # the scale does not stretch
+    hung = ET.fromstring(draw_heatmap(load_result(FIXTURES / "bandwidth" / "derived" / "hung-copy.json")))
+    assert "HUNG" in [t.text for t in hung.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_collectives_plot_draws_each_op_and_its_expectation() -> None:
+    from topodoctor.report.plot import Series, draw_collectives, series_from_result
+
+    series = [
+        Series("all_reduce", ((8, 0.0), (1 << 20, 60.5), (1 << 30, 353.0)), expected_gbps=360.0),
+        Series("all_gather", ((0, 0.0), (1 << 20, 50.0), (1 << 30, 330.0))),
+    ]
+    root = ET.fromstring(draw_collectives(series, "h200-x4 <&>"))
+    ops = {e.get("data-op"): e for e in root.iter() if e.get("data-op")}
+    assert set(ops) == {"all_reduce", "all_gather"}
+    assert [e.get("class") for e in ops["all_reduce"].iter() if e.get("class") == "expected"] == ["expected"]
+    assert not [e for e in ops["all_gather"].iter() if e.get("class") == "expected"]
+    assert root.find("s:title", NS).text == "h200-x4 <&>"  # type: ignore[union-attr]
+
+    @dataclasses.dataclass
+    class T:
+        busbw_gbps: float
+
+    @dataclasses.dataclass
+    class R:
+        op: str
+        size_bytes: int
+        best: T | None
+
+    @dataclasses.dataclass
+    class Res:
+        rows: list[R]
+
+    got = series_from_result(Res([R("broadcast", 1 << 30, T(361.0)), R("broadcast", 8, None)]), {"broadcast": 360.0})
+    assert got == [Series("broadcast", ((1 << 30, 361.0),), 360.0)]
+    assert "no collective" in draw_collectives([])
+
+
+# ---- the command line ----------------------------------------------------------------------------
+
+
+def test_cli_writes_pictures_and_the_topology_file(tmp_path: pytest.TempPathFactory) -> None:
+    from topodoctor.cli import main
+
+    out = tmp_path / "topo.svg"  # type: ignore[operator]
+    assert main(["scan", "--replay", str(scenario_path("x4-gpu-lost")), "--draw", str(out), "--timeout", "0"]) == 0
+    assert _groups(ET.fromstring(out.read_text()), "gpu")["GPU3"].get("data-codes") == "TD507"
+    xml = tmp_path / "nccl.xml"  # type: ignore[operator]
+    assert main(["nccl-topo", "--replay", "h200-x2", "-o", str(xml), "--timeout", "0"]) == 0
+    assert ET.fromstring(xml.read_text()).get("version") == "1"
+    heat = tmp_path / "heat.svg"  # type: ignore[operator]
+    bw = FIXTURES / "bandwidth" / "h200-x4.quick.json"
+    assert main(["bandwidth", "--from", str(bw), "--heatmap", str(heat)]) == 0
+    assert ET.fromstring(heat.read_text()).tag.endswith("svg")
+
+
+def test_cli_refuses_a_picture_it_cannot_write_before_probing(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from topodoctor.cli import main
+
+    assert main(["scan", "--replay", "h200-x4", "--draw", str(tmp_path / "x.jpg")]) == 2  # type: ignore[operator]
+    assert "pictures are written as .svg or .png" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import sys
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 
@@ -134,14 +135,34 @@ def test_png_renders_with_resvg() -> None:
     assert png == render_png(draw_topology(snap, findings))  # bundled fonts: the same bytes every time
 
 
-@NEEDS_RESVG
-def test_committed_pictures_are_what_the_renderer_makes() -> None:
+def _make() -> Any:
     sys.path.insert(0, str(ROOT / "docs" / "img"))
     try:
         import make
     finally:
         sys.path.pop(0)
+    return make
+
+
+def test_committed_svgs_are_what_the_code_draws() -> None:
+    assert _make().main(check=True, png=False) == 0, "run: python docs/img/make.py"
+
+
+@NEEDS_RESVG
+def test_committed_pngs_are_what_the_renderer_makes() -> None:
+    from topodoctor.report.svg import png_renderer
+
+    make = _make()
+    if png_renderer() != make.RENDERER:
+        pytest.skip(f"the pictures are made with {make.RENDERER}; this environment has {png_renderer()}")
     assert make.main(check=True) == 0, "run: python docs/img/make.py"
+
+
+def test_a_host_without_gpus_still_draws() -> None:
+    snap = probe_host("h100-x1").snapshot
+    empty = dataclasses.replace(snap, gpus=(), pairs=(), nics=(), nvswitches=())
+    root = ET.fromstring(draw_topology(empty, []))
+    assert "no GPUs found" in [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
 # ---- heatmaps and collective plots ---------------------------------------------------------------

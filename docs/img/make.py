@@ -30,6 +30,8 @@ PICTURES = {
     "x4-pcie-fallback": "fixtures/derived/x4-pcie-fallback.json",
 }
 QUIET = Environment({}, {}, {}, (), None)
+# The PNGs are byte-exact for this renderer; another version may anti-alias differently.
+RENDERER = "resvg-py 0.5.0"
 
 
 def picture(source: str) -> str:
@@ -38,11 +40,15 @@ def picture(source: str) -> str:
     return draw_topology(snap, evaluate(Context(snap, QUIET)))
 
 
-def main(check: bool) -> int:
+def main(check: bool, png: bool = True) -> int:
+    """Write (or with ``check`` compare) the SVGs, and the PNGs unless ``png`` is False."""
     stale = []
     for name, source in PICTURES.items():
         svg = picture(source)
-        for path, data in ((OUT / f"{name}.svg", svg.encode()), (OUT / f"{name}.png", render_png(svg))):
+        files = [(OUT / f"{name}.svg", svg.encode())]
+        if png:
+            files.append((OUT / f"{name}.png", render_png(svg)))
+        for path, data in files:
             if check:
                 if not path.exists() or path.read_bytes() != data:
                     stale.append(path.name)
@@ -55,4 +61,8 @@ def main(check: bool) -> int:
 
 
 if __name__ == "__main__":
+    from topodoctor.report.svg import png_renderer
+
+    if png_renderer() != RENDERER:
+        sys.exit(f"docs/img/make.py: the pictures are made with {RENDERER}; this environment has {png_renderer()}")
     sys.exit(main("--check" in sys.argv[1:]))

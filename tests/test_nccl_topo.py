@@ -95,7 +95,8 @@ def _flattened(snap: HostSnapshot) -> HostSnapshot:
 
     gpus = tuple(dataclasses.replace(g, pcie_path=flat(g.pcie_path)) for g in snap.gpus)
     nics = tuple(dataclasses.replace(n, pcie_path=flat(n.pcie_path)) for n in snap.nics)
-    return dataclasses.replace(snap, gpus=gpus, nics=nics, bridges=())
+    host = dataclasses.replace(snap.host, virtualization="vm")
+    return dataclasses.replace(snap, host=host, gpus=gpus, nics=nics, bridges=())
 
 
 def test_flat_vm_gets_one_invented_switch_per_gpu_with_its_nic() -> None:
@@ -113,6 +114,9 @@ def test_flat_vm_gets_one_invented_switch_per_gpu_with_its_nic() -> None:
     assert _lint(snap, text) == []
     # Without grouping NCCL would see each NIC PHB from every GPU: no GPUDirect RDMA.
     assert '<pci busid="ffff' not in nccl_topology_xml(snap, group_flat=False)
+    # On bare metal a flat tree is the truth: nothing is invented.
+    metal = dataclasses.replace(snap, host=dataclasses.replace(snap.host, virtualization="bare-metal"))
+    assert '<pci busid="ffff' not in nccl_topology_xml(metal)
 
 
 # ---- the lint: one firing case per check, the healthy file above is the near miss ----------------

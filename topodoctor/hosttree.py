@@ -137,7 +137,7 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_f
     a host with one node puts everything there), or as NCCL will (``"sysfs"``: the device's own
     numa_node, unknown where it is -1, as in most VMs).
 
-    With ``group_flat``, a flat tree with RDMA NICs gets one synthetic switch per GPU holding
+    With ``group_flat``, a VM's flat tree with RDMA NICs gets one synthetic switch per GPU holding
     that GPU and its NICs, paired in bus order within each NUMA node, so NCCL sees the GPU-NIC
     affinity of the host the VM runs on."""
 
@@ -211,14 +211,15 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_f
 
     placed = [(leaf, path) for leaf, path in leaves if path is not None]
     flat = bool(placed) and all(len(path) <= 3 for _, path in placed)
+    # Only a VM hides the host's switches; on bare metal a flat tree is the truth, and a switch
+    # invented there would claim a GPU-NIC path the hardware does not have.
+    regroup = group_flat and flat and snap.host.virtualization == "vm" and any(x.kind == "nic" for x, _ in placed)
     for leaf, path in leaves:
         if path is None:
             unplaced.append(leaf)
-        elif group_flat and flat and any(x.kind == "nic" for x, _ in placed):
-            continue
-        else:
+        elif not regroup:
             place(leaf, path)
-    if group_flat and flat and any(x.kind == "nic" for x, _ in placed):
+    if regroup:
         _group_flat(placed, numa_root, child, snap)
     ordered = tuple(roots[k] for k in sorted(roots, key=lambda n: (n is None, n or 0)))
     for r in ordered:

@@ -242,3 +242,13 @@ def test_cli_refuses_a_picture_it_cannot_write_before_probing(
 
     assert main(["scan", "--replay", "h200-x4", "--draw", str(tmp_path / "x.jpg")]) == 2  # type: ignore[operator]
     assert "pictures are written as .svg or .png" in capsys.readouterr().err
+
+
+def test_nvlinks_between_gpus_draw_as_arcs() -> None:
+    from tests.test_nccl_topo import nvlink_bridged
+    from topodoctor.model import load_snapshot
+
+    snap = nvlink_bridged(load_snapshot(scenario_path("pcie-2socket")), {0: 1, 1: 0, 2: 3, 3: 2})
+    root = ET.fromstring(draw_topology(snap, []))
+    assert {e.get("data-pair") for e in root.iter() if e.get("data-pair")} == {"GPU0-GPU1", "GPU2-GPU3"}
+    assert [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")].count("NV4") == 2

@@ -178,3 +178,35 @@ def test_what_nccl_detected_on_the_recorded_host_matches_the_file() -> None:
     assert topology_differences(ours, dump) == []
     assert _lint(_snap("h200-x2"), dump) == []
     assert topology_differences(ours, dump.replace('count="18"', 'count="17"', 1)) != []
+
+
+def nvlink_bridged(snap: HostSnapshot, pairs: dict[int, int], links: int = 4) -> HostSnapshot:
+    """GPUs joined in pairs by NVLink bridges (no NVSwitch), as on PCIe cards with a bridge."""
+    from topodoctor.model import NvLink, NvLinkErrors
+
+    bus = {g.index: g.bus_id for g in snap.gpus}
+    gpus = tuple(
+        dataclasses.replace(
+            g,
+            nvlinks=tuple(
+                NvLink(k, True, 4, "gpu", bus[pairs[g.index]], ("p2p",), 25000, NvLinkErrors(0, 0, 0))
+                for k in range(links)
+            ),
+        )
+        if g.index in pairs
+        else g
+        for g in snap.gpus
+    )
+    return dataclasses.replace(snap, gpus=gpus)
+
+
+def test_gpu_to_gpu_nvlinks_name_the_peer() -> None:
+    snap = nvlink_bridged(load_snapshot(scenario_path("pcie-2socket")), {0: 1, 1: 0})
+    text = nccl_topology_xml(snap)
+    root = ET.fromstring(text)
+    gpu0 = next(p for p in root.iter("pci") if p.get("busid") == "0000:05:00.0")
+    assert [(e.get("target"), e.get("count"), e.get("tclass")) for e in gpu0.iter("nvlink")] == [
+        ("0000:06:00.0", "4", "0x03")
+    ]
+    assert _lint(snap, text) == []
+    assert _lint(snap, text.replace('target="0000:06:00.0"', 'target="0000:66:00.0"')) == ["bus-id:error"]

@@ -9,13 +9,15 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.hosttree import norm_bus_id
-from topodoctor.model import HostSnapshot
 from topodoctor.ncclxml import PCI_GEN_SPEEDS, TOPO_XML_VERSION, parse_cpumask, pci_kind, speed_per_lane
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from topodoctor.model import HostSnapshot
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from typing import Any
 
 from topodoctor.errors import InputError
 from topodoctor.fileio import read_text
-from topodoctor.nccl_topo_lint import lint_topo_file
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -394,6 +393,8 @@ def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
     except InputError as exc:
         yield Issue("env:NCCL_TOPO_FILE", str(exc), ev)
         return
+    from topodoctor.nccl_topo_lint import lint_topo_file  # networkx: only when a file is set
+
     for p in lint_topo_file(text, ctx.snap, ctx.graph):
         yield Issue(
             "env:NCCL_TOPO_FILE",

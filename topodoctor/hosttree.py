@@ -14,6 +14,7 @@ Derived from a snapshot and its graph; never stored.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -220,14 +221,18 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_f
         elif not regroup:
             place(leaf, path)
     if regroup:
-        _group_flat(placed, numa_root, child, snap)
+        _group_flat([(leaf, path) for leaf, path in placed if path is not None], numa_root, child)
     ordered = tuple(roots[k] for k in sorted(roots, key=lambda n: (n is None, n or 0)))
     for r in ordered:
         _sort(r)
     return HostTree(ordered, tuple(unplaced), flat)
 
 
-def _group_flat(placed, numa_root, child, snap: HostSnapshot) -> None:  # type: ignore[no-untyped-def]
+def _group_flat(
+    placed: list[tuple[TreeNode, tuple[str, ...]]],
+    numa_root: Callable[[int | None], TreeNode],
+    child: Callable[[TreeNode, TreeNode], TreeNode],
+) -> None:
     used = {norm_bus_id(b) for _, p in placed for b in p if is_bdf(b)}
     serial = 0
 

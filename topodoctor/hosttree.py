@@ -84,7 +84,7 @@ class HostTree:
         return next((n for n in self.nodes() if n.key == key), None)
 
 
-def _bridge_link(snap: HostSnapshot, up: PcieBridge | None, below: PcieBridge | None) -> Link:
+def _bridge_link(snap: HostSnapshot, up: PcieBridge | None, above: PcieBridge | None) -> Link:
     """A switch's upstream link: its own port's speed, capped by the port above as NCCL does."""
 
     def gen(s: object) -> int | None:
@@ -97,8 +97,8 @@ def _bridge_link(snap: HostSnapshot, up: PcieBridge | None, below: PcieBridge | 
         return Link()
     cur, width = gen(up.link_speed), num(up.link_width)
     gmax, wmax = gen(up.max_link_speed), num(up.max_link_width)
-    if below is not None:
-        pmax, pw = gen(below.max_link_speed), num(below.max_link_width)
+    if above is not None:
+        pmax, pw = gen(above.max_link_speed), num(above.max_link_width)
         gmax = min(x for x in (gmax, pmax) if x is not None) if (gmax or pmax) else None
         wmax = min(x for x in (wmax, pw) if x is not None) if (wmax or pw) else None
     return Link(cur, width, gmax, wmax)
@@ -182,11 +182,11 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_f
             if bdf not in hb.ports:
                 hb.ports.append(bdf)
         for idx, bdf in reversed(chain):
-            up, below = snap.bridge(bdf), snap.bridge(path[idx - 1])
+            up, above = snap.bridge(bdf), snap.bridge(path[idx - 1])
             sw = child(
                 parent,
                 TreeNode(
-                    f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(snap, up, below), numa=numa
+                    f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(snap, up, above), numa=numa
                 ),
             )
             port = path[idx + 1]

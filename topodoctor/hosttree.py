@@ -84,7 +84,7 @@ class HostTree:
         return next((n for n in self.nodes() if n.key == key), None)
 
 
-def _bridge_link(snap: HostSnapshot, up: PcieBridge | None, above: PcieBridge | None) -> Link:
+def _bridge_link(up: PcieBridge | None, above: PcieBridge | None) -> Link:
     """A switch's upstream link: its own port's speed, capped by the port above as NCCL does."""
 
     def gen(s: object) -> int | None:
@@ -186,7 +186,7 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_f
             sw = child(
                 parent,
                 TreeNode(
-                    f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(snap, up, above), numa=numa
+                    f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(up, above), numa=numa
                 ),
             )
             port = path[idx + 1]

@@ -1,6 +1,6 @@
 """Bandwidth heatmaps: one-way and both-ways GPU pair matrices as SVG, values in the cells.
 
-The colour scale is fixed (log, 1 to 1000 GB/s) rather than stretched to each result, so the
+The colour scale is fixed (log, 1 to 2000 GB/s) rather than stretched to each result, so the
 pictures of two hosts compare at a glance. Each cell also gives the share of the path's
 nominal rate (from the topology), which is a scale, not a verdict: the bandwidth rules judge.
 """
@@ -13,7 +13,7 @@ from topodoctor.bandwidth.plan import expected_pairs
 from topodoctor.bandwidth.result import BandwidthResult, Measurement
 from topodoctor.report.svg import Svg
 
-SCALE_GBPS = (1.0, 1000.0)
+SCALE_GBPS = (1.0, 2000.0)  # PCIe Gen3 x1 to NVLink 5 both ways
 # A perceptually even ramp (viridis stops), low to high.
 RAMP = ("#440154", "#3b528b", "#21918c", "#5ec962", "#fde725")
 CELL = 82.0
@@ -111,12 +111,13 @@ def _panel(
 
 def _scale(svg: Svg, x0: float, y0: float, width: float) -> None:
     steps = 60
+    lo, hi = (math.log10(v) for v in SCALE_GBPS)
     for k in range(steps):
-        lo, hi = (math.log10(v) for v in SCALE_GBPS)
         v = 10 ** (lo + (hi - lo) * (k + 0.5) / steps)
         svg.rect(x0 + k * width / steps, y0, width / steps + 0.5, 12, fill=colour(v))
+    lo, hi = (math.log10(v) for v in SCALE_GBPS)
     for tick in (1, 10, 100, 1000):
-        x = x0 + width * math.log10(tick) / 3
+        x = x0 + width * (math.log10(tick) - lo) / (hi - lo)
         svg.line(x, y0 + 12, x, y0 + 17, stroke=MUTED)
         svg.text(x, y0 + 29, f"{tick} GB/s", 10, fill=MUTED, text_anchor="middle")
 

@@ -185,9 +185,7 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_f
             up, above = snap.bridge(bdf), snap.bridge(path[idx - 1])
             sw = child(
                 parent,
-                TreeNode(
-                    f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(up, above), numa=numa
-                ),
+                TreeNode(f"pci:{bdf}", "switch", "PCIe switch", bus_id=bdf, link=_bridge_link(up, above), numa=numa),
             )
             port = path[idx + 1]
             if port not in sw.ports:

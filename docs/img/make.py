@@ -29,6 +29,8 @@ PICTURES = {
     "pcie-2socket-acs": "fixtures/derived/pcie-2socket-acs.json",
     "x4-pcie-fallback": "fixtures/derived/x4-pcie-fallback.json",
 }
+# heatmap picture name -> bandwidth result
+HEATMAPS = {"h200-x4-bandwidth": "fixtures/bandwidth/derived/slow-link.json"}
 QUIET = Environment({}, {}, {}, (), None)
 # The PNGs are byte-exact for this renderer; another version may anti-alias differently.
 RENDERER = "resvg-py 0.5.0"
@@ -40,11 +42,20 @@ def picture(source: str) -> str:
     return draw_topology(snap, evaluate(Context(snap, QUIET)))
 
 
+def heatmap(source: str) -> str:
+    from topodoctor.bandwidth.result import load_result
+    from topodoctor.report.heatmap import draw_heatmap
+
+    return draw_heatmap(load_result(ROOT / source))
+
+
 def main(check: bool, png: bool = True) -> int:
     """Write (or with ``check`` compare) the SVGs, and the PNGs unless ``png`` is False."""
     stale = []
-    for name, source in PICTURES.items():
-        svg = picture(source)
+    jobs = [(name, picture, source) for name, source in PICTURES.items()]
+    jobs += [(name, heatmap, source) for name, source in HEATMAPS.items()]
+    for name, make, source in jobs:
+        svg = make(source)
         files = [(OUT / f"{name}.svg", svg.encode())]
         if png:
             files.append((OUT / f"{name}.png", render_png(svg)))

@@ -210,3 +210,17 @@ def test_gpu_to_gpu_nvlinks_name_the_peer() -> None:
     ]
     assert _lint(snap, text) == []
     assert _lint(snap, text.replace('target="0000:06:00.0"', 'target="0000:66:00.0"')) == ["bus-id:error"]
+
+
+def test_cli_lints_a_file_against_the_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from topodoctor.cli import main
+
+    xml = tmp_path / "topo.xml"
+    assert main(["nccl-topo", "--replay", "h200-x2", "-o", str(xml), "--timeout", "0"]) == 0
+    assert main(["nccl-topo", "--replay", "h200-x2", "--lint", str(xml), "--timeout", "0"]) == 0
+    xml.write_text(xml.read_text().replace("32.0 GT/s PCIe", "32.0 GT/s"))
+    assert main(["nccl-topo", "--replay", "h200-x2", "--lint", str(xml), "--timeout", "0"]) == 0  # warnings only
+    assert "silently rates it as PCIe Gen3" in capsys.readouterr().out
+    xml.write_text(xml.read_text().replace('version="1"', 'version="2"'))
+    assert main(["nccl-topo", "--replay", "h200-x2", "--lint", str(xml), "--timeout", "0"]) == 1
+    assert main(["nccl-topo", "--replay", "h200-x2", "--timeout", "0"]) == 2

@@ -76,8 +76,15 @@ def register(app: typer.Typer) -> None:
     @reports_errors
     def nccl_topo(
         output: Annotated[
-            Path, typer.Option("--output", "-o", help="Where to write the topology XML ('-' for standard output).")
-        ],
+            Path | None,
+            typer.Option("--output", "-o", help="Where to write the topology XML ('-' for standard output)."),
+        ] = None,
+        lint: Annotated[
+            Path | None,
+            typer.Option(
+                "--lint", help="Instead, read this topology file as NCCL would and report what it gets wrong here."
+            ),
+        ] = None,
         replay: ReplayOpt = None,
         keep_flat: Annotated[
             bool,
@@ -90,14 +97,30 @@ def register(app: typer.Typer) -> None:
         sysfs_root: SysfsOpt = "/",
         timeout: TimeoutOpt = 60.0,
     ) -> None:
-        """Write an NCCL_TOPO_FILE for this host: the PCIe tree, NVLinks and CPU affinity as NCCL reads them."""
-        from topodoctor.fileio import write_atomic
+        """Write an NCCL_TOPO_FILE for this host: the PCIe tree, NVLinks and CPU affinity as NCCL reads them.
+
+        With --lint FILE, check an existing file against this host instead (exit 1 on an error)."""
+        from topodoctor.errors import InputError
+        from topodoctor.fileio import read_text, write_atomic
         from topodoctor.graph import build_graph
         from topodoctor.hosttree import build_tree
         from topodoctor.report.nccl_topo import nccl_topology_xml
 
+        if (output is None) == (lint is None):
+            raise InputError("nccl-topo needs either --output FILE (write) or --lint FILE (check)")
+        text_in = read_text(lint, "topology file", max_bytes=4 << 20) if lint is not None else None
         snap = guarded_probe(replay, sysfs_root, timeout).snapshot
         g = build_graph(snap)
+        if text_in is not None:
+            from topodoctor.nccl_topo_lint import lint_topo_file
+
+            problems = lint_topo_file(text_in, snap, g)
+            for p in problems:
+                typer.echo(f"{p.severity} {p.check}: {p.message}")
+            errors = sum(1 for p in problems if p.severity == "error")
+            typer.echo(f"{lint}: {errors} errors, {len(problems) - errors} warnings", err=True)
+            raise typer.Exit(1 if errors else 0)
+        assert output is not None
         text = nccl_topology_xml(snap, g, group_flat=not keep_flat)
         write_atomic(output, text, "topology file")
         tree = build_tree(snap, g, group_flat=not keep_flat, numa_from="sysfs")

@@ -99,11 +99,11 @@ def run_variant(outdir: Path, name: str, topo_file: Path | None) -> dict[str, ob
 def main() -> int:
     from topodoctor.nccl_topo_lint import topology_differences
 
-    out = Path(os.environ.get("OUT") or "nccl-topo-check")
+    out = Path(os.environ.get("OUT") or "nccl-topo-check").resolve()
     out.mkdir(parents=True, exist_ok=True)
     topo = out / "topo.xml"
     py = [sys.executable, "-m", "topodoctor"]
-    w = subprocess.run([*py, "nccl-topo", "-o", str(topo)], capture_output=True, text=True, timeout=60)
+    w = subprocess.run([*py, "nccl-topo", "-o", str(topo)], capture_output=True, text=True, timeout=60, cwd=ROOT)
     summary: dict[str, object] = {"write": w.stderr.strip(), "write_rc": w.returncode}
     if w.returncode != 0:
         print(json.dumps(summary, indent=1))
@@ -114,6 +114,7 @@ def main() -> int:
         capture_output=True,
         text=True,
         timeout=60,
+        cwd=ROOT,
     )
     summary["lint"] = [f["message"] for f in json.loads(lint.stdout or "{}").get("findings", [])]
     runs = {}

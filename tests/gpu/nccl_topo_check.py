@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 SIZE_BYTES = 1 << 30
 WARMUP, ITERS = 5, 20
-RUN_TIMEOUT_S = 90
+RUN_TIMEOUT_S = 40  # a run takes about 10 s (torch start, NCCL init, 25 x 1 GiB); four runs stay near 2 min
 TOLERANCE = 0.02
 
 
@@ -74,20 +74,24 @@ def run_variant(outdir: Path, name: str, topo_file: Path | None) -> dict[str, ob
     if topo_file is not None:
         env["NCCL_TOPO_FILE"] = str(topo_file)
     t0 = time.monotonic()
-    r = subprocess.run(
-        [sys.executable, __file__, "--worker", str(d / "result.json")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-    )
-    (d / "stderr.txt").write_text(r.stdout + r.stderr)
+    try:
+        r = subprocess.run(
+            [sys.executable, __file__, "--worker", str(d / "result.json")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
+        rc, output = r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, output = 124, f"killed after {RUN_TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}"
+    (d / "stderr.txt").write_text(output)
     logs = "".join(p.read_text(errors="replace") for p in sorted(d.glob("nccl.*.log")))
     warn = [ln for ln in logs.splitlines() if " WARN " in ln or "could not find value" in ln]
     loaded = [ln.split("NCCL INFO ", 1)[-1] for ln in logs.splitlines() if "topology" in ln.lower() and "INFO" in ln]
-    res = json.loads((d / "result.json").read_text()) if r.returncode == 0 else {}
+    res = json.loads((d / "result.json").read_text()) if rc == 0 else {}
     return {
-        "rc": r.returncode,
+        "rc": rc,
         "wall_s": round(time.monotonic() - t0, 1),
         "busbw_gbps": res.get("busbw_gbps"),
         "warnings": warn[:20],

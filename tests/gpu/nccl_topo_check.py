@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -74,17 +75,22 @@ def run_variant(outdir: Path, name: str, topo_file: Path | None) -> dict[str, ob
     if topo_file is not None:
         env["NCCL_TOPO_FILE"] = str(topo_file)
     t0 = time.monotonic()
+    # Its own process group: on a hang the ranks mp.spawn started go too, not only their parent.
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", str(d / "result.json")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        r = subprocess.run(
-            [sys.executable, __file__, "--worker", str(d / "result.json")],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-        )
-        rc, output = r.returncode, r.stdout + r.stderr
-    except subprocess.TimeoutExpired as exc:
-        rc, output = 124, f"killed after {RUN_TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}"
+        output, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        rc, output = 124, f"killed after {RUN_TIMEOUT_S} s\n{output}"
     (d / "stderr.txt").write_text(output)
     logs = "".join(p.read_text(errors="replace") for p in sorted(d.glob("nccl.*.log")))
     warn = [ln for ln in logs.splitlines() if " WARN " in ln or "could not find value" in ln]

@@ -127,12 +127,13 @@ def main() -> int:
         cwd=ROOT,
     )
     summary["lint"] = [f["message"] for f in json.loads(lint.stdout or "{}").get("findings", [])]
+    summary["lint_rc"] = lint.returncode
     runs = {}
     for k, (name, f) in enumerate((("without", None), ("with", topo)) * 2):
         runs[f"{name}-{k // 2}"] = run_variant(out, f"{name}-{k // 2}", f)
     summary["runs"] = runs
     ours = topo.read_text()
-    ok = not summary["lint"] and all(r["rc"] == 0 for r in runs.values())
+    ok = not summary["lint"] and lint.returncode == 0 and all(r["rc"] == 0 for r in runs.values())
     diffs = {}
     for key, r in runs.items():
         dump = Path(str(r["dump"]))

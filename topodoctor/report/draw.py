@@ -108,7 +108,8 @@ def _box_text(svg: Svg, box: Box, flagged: list[Finding], stroke: str, snap: Hos
     inner = box.w - 12
     if n.kind in ("gpu", "nic"):
         svg.text(box.x + 8, box.y + 18, n.key if n.kind == "gpu" else n.label, 14, font_weight="bold", fill=INK)
-        sub = n.label if n.kind == "gpu" else _nic_text(snap, n.label)
+        # "NVIDIA " adds nothing inside a GPU box, and the model name must fit.
+        sub = n.label.removeprefix("NVIDIA ") if n.kind == "gpu" else _nic_text(snap, n.label)
         svg.text(box.x + 8, box.y + 34, fit(sub, 10.5, inner), 10.5, fill=INK)
         svg.text(box.x + 8, box.y + 49, n.bus_id or "no PCI address", 10, fill=MUTED)
         if flagged:

@@ -18,6 +18,7 @@ GROUP_GAP = 30.0  # between leaves of different parents
 ROW_GAP = 58.0  # vertical room for a PCIe link and its label
 MARGIN = 28.0
 PAD = 5.0  # an inner box reaches this far past the boxes it spans
+MIN_INNER_W = 196.0
 
 
 @dataclass
@@ -77,6 +78,9 @@ def layout(tree: HostTree, leaf_row_y: float) -> Layout:
             spans = [(x, x + 60.0)]
             x += 60.0
         x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
+        if x1 - x0 < MIN_INNER_W:  # room for its title: widen to the right and move the cursor past it
+            x1 = x0 + MIN_INNER_W
+            x = max(x, x1)
         if node.kind == "numa":
             y = numa_y
         elif node.kind == "hostbridge":

@@ -206,12 +206,17 @@ def test_hostile_setting_files_become_could_not_read(tmp_path: Path, make: Any) 
 
 def test_topo_file_checks_bus_ids_of_the_captured_text(tmp_path: Path) -> None:
     xml = tmp_path / "topo.xml"
-    xml.write_text('<system><cpu numaid="0"><pci busid="0000:00:06.0"/><pci busid="0000:9a:00.0"/></cpu></system>')
+    snap = probe_host("h200-x4").snapshot
+    from topodoctor.report.nccl_topo import nccl_topology_xml
+
+    good = nccl_topology_xml(snap)
+    xml.write_text(good.replace("</cpu>", '<pci busid="0000:9a:00.0" link_speed="32.0 GT/s PCIe"/></cpu>', 1))
     process = capture_process({"NCCL_TOPO_FILE": str(xml)}, "/nonexistent/nccl.conf")
     xml.unlink()  # the rule reads what the probe captured, never the file
-    f = only("TD608", evaluate(Context(probe_host("h200-x4").snapshot, Environment.of(process)), select=["TD6"]))
-    assert f.evidence["missing"] == ["0000:9a:00.0"]
-    xml.write_text('<system><cpu numaid="0"><pci busid="0000:00:06.0"/></cpu></system>')
+    found = evaluate(Context(snap, Environment.of(process)), select=["TD6"])
+    bad = [f for f in found if f.code == "TD608" and f.evidence.get("check") == "bus-id"]
+    assert [f.evidence["busid"] for f in bad] == ["0000:9a:00.0"]
+    xml.write_text(good)
     assert "TD608" not in codes({"NCCL_TOPO_FILE": str(xml)})
     assert "TD608" in codes({"NCCL_TOPO_FILE": str(tmp_path / "absent.xml")})
 

@@ -179,7 +179,7 @@ def test_topo_file_with_foreign_bus_ids(tmp_path: Path) -> None:
     f = next(
         f for f in run("h200-x4", env=capture_environment({"NCCL_TOPO_FILE": str(xml)}, "/x")) if f.code == "TD608"
     )
-    assert f.evidence["missing"] == ["0000:9a:00.0"]
+    assert f.evidence["busid"] == "0000:9a:00.0" and f.evidence["check"] == "bus-id"
     xml.write_text("<system><cpu>")
     assert "TD608" in {f.code for f in run("h200-x4", env=capture_environment({"NCCL_TOPO_FILE": str(xml)}, "/x"))}
     xml.write_text('<system version="1"><cpu numaid="0"><pci busid="0000:00:06.0"/></cpu></system>')

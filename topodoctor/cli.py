@@ -135,11 +135,23 @@ def scan(
     export_graph: Annotated[
         Path | None, typer.Option("--export-graph", help="Write the topology graph: .graphml, .dot or .json.")
     ] = None,
+    draw: Annotated[
+        Path | None,
+        typer.Option("--draw", help="Draw the topology, with what the rules find marked: .svg, or .png (draw extra)."),
+    ] = None,
     sysfs_root: SysfsOpt = "/",
     timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
+    if draw is not None:
+        from topodoctor.cli_pictures import check_picture_path
+
+        check_picture_path(draw)
     probed = guarded_probe(replay, sysfs_root, timeout)
+    if draw is not None:
+        from topodoctor.cli_pictures import draw_scan
+
+        draw_scan(probed.snapshot, draw)
     from topodoctor.graph import build_graph
 
     g = build_graph(probed.snapshot)
@@ -414,11 +426,20 @@ def bandwidth(
     ] = 20.0,
     from_file: Annotated[Path | None, typer.Option("--from", help="Show a saved result instead of measuring.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also save the result as JSON.")] = None,
+    heatmap: Annotated[
+        Path | None,
+        typer.Option("--heatmap", help="Draw the pair matrices on a fixed colour scale: .svg, or .png (draw extra)."),
+    ] = None,
     replay: ReplayOpt = None,
     fmt: FormatOpt = Format.text,
 ) -> None:
     """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
     from topodoctor.bandwidth.result import load_result, result_to_json
+
+    if heatmap is not None:
+        from topodoctor.cli_pictures import check_picture_path
+
+        check_picture_path(heatmap)
 
     if from_file is not None:
         result = load_result(from_file)
@@ -429,6 +450,10 @@ def bandwidth(
             output.write_text(result_to_json(result), encoding="utf-8")
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+    if heatmap is not None:
+        from topodoctor.cli_pictures import draw_heatmap
+
+        draw_heatmap(result, heatmap)
     findings = _bandwidth_findings(result)
     if fmt is Format.json:
         from dataclasses import asdict
@@ -517,6 +542,9 @@ def _measure(
 
 
 cli_fleet.register(app)
+from topodoctor.cli_pictures import register as _register_pictures  # noqa: E402  (needs the helpers above)
+
+_register_pictures(app)
 
 
 def main(argv: list[str] | None = None) -> int:

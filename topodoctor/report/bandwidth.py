@@ -29,22 +29,47 @@ def _cell(m: Measurement | None, bidir: bool = False) -> str:
     return f"{v:.1f}{mark}{bad} ±{m.value.spread_pct:.1f}%"
 
 
+def _ratio_style(expected: dict[tuple[int, int], Any], mode: Mode, a: int, b: int, m: Measurement | None) -> str:
+    """Colour by share of the path's nominal rate: red below the share the bandwidth rules flag
+    (SLOW_VS_NOMINAL), yellow below 0.7, green above. A scale for the eye; the rules judge."""
+    from topodoctor.rules.bandwidth import SLOW_VS_NOMINAL
+
+    if mode == "latency" or m is None or m.value is None:
+        return ""
+    exp = expected.get((a, b))
+    if exp is None or not exp.nominal_gbps:
+        return ""
+    value = m.value.median + (m.reverse.median if mode == "bidir" and m.reverse else 0.0)
+    ratio = value / (exp.nominal_gbps * (2 if mode == "bidir" else 1))
+    return "red" if ratio < SLOW_VS_NOMINAL else "yellow" if ratio < 0.7 else "green"
+
+
+def _expected(r: BandwidthResult) -> dict[tuple[int, int], Any]:
+    if r.snapshot is None:
+        return {}
+    from topodoctor.bandwidth.plan import expected_pairs
+
+    return dict(expected_pairs(r.snapshot))
+
+
 def _pair_table(r: BandwidthResult, mode: Mode) -> Table:
+    from rich.text import Text
+
     idx = [g.index for g in r.gpus]
     cells = r.matrix(mode)
+    expected = _expected(r)
     t = Table(title=f"{_TITLES[mode]} (rows: source GPU, columns: destination GPU; GB/s = 1e9 bytes/s)")
     t.add_column("src \\ dst")
     for b in idx:
         t.add_column(f"GPU{b}", justify="right")
     for a in idx:
-        row = []
+        row: list[Text] = []
         for b in idx:
             if a == b:
-                row.append("")
-            elif mode == "bidir":
-                row.append(_cell(cells.get((min(a, b), max(a, b))), bidir=True))
-            else:
-                row.append(_cell(cells.get((a, b))))
+                row.append(Text(""))
+                continue
+            m = cells.get((min(a, b), max(a, b))) if mode == "bidir" else cells.get((a, b))
+            row.append(Text(_cell(m, bidir=mode == "bidir"), style=_ratio_style(expected, mode, a, b, m)))
         t.add_row(f"GPU{a}", *row)
     return t
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from topodoctor.probed import ProbeError, Unsupported
@@ -12,11 +11,6 @@ from topodoctor.rules.registry import Issue, rule
 _SUBJECT = "env:NCCL_TOPO_FILE"
 
 
-def _bus_ids(ctx: Context) -> set[str]:
-    known = {str(g.bus_id).lower() for g in ctx.snap.gpus} | {str(n.bus_id).lower() for n in ctx.snap.nics}
-    return known | {b.bus_id.lower() for b in ctx.snap.bridges}
-
-
 @rule(
     "TD608",
     "nccl-topo-file-bad",
@@ -24,10 +18,23 @@ def _bus_ids(ctx: Context) -> set[str]:
     fix="Point NCCL_TOPO_FILE at a topology file written for this host (NCCL_TOPO_DUMP_FILE writes one), or unset it.",
 )
 def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
-    """NCCL_TOPO_FILE is missing, unreadable, unparsable, or names PCI bus ids that do not exist here.
+    """NCCL_TOPO_FILE is missing, unreadable, or NCCL would refuse or misread it on this host.
 
-    NCCL trusts the file over what it detects: a file from another host model routes traffic
-    over paths that do not exist.
+    NCCL trusts the file over what it detects, and falls back silently where it cannot read
+    a value. The file is checked as NCCL reads it (src/graph/xml.cc, topo.cc):
+
+    - syntax: NCCL's own parser refuses an XML declaration, a DTD, and tabs between elements;
+    - version: `<system version="1">`, or NCCL refuses to start;
+    - bus ids: every GPU and NIC must exist here (a file from another host model routes traffic
+      over devices that do not exist); bridges may be invented, as VM topology files do, but
+      must not reuse a device's id;
+    - link speeds: each `link_speed` must be a string NCCL knows ("32.0 GT/s PCIe"); any other
+      is silently rated as PCIe Gen3, and an invented bridge without one is too;
+    - affinity: each GPU and NIC under the CPU of the NUMA node the host puts it on;
+    - GPUDirect RDMA distance: a NIC no further from its nearest GPU than on the host (NCCL
+      uses GPUDirect RDMA only up to PXB).
+
+    `topodoctor nccl-topo -o FILE` writes a file for this host.
     """
     topo = ctx.environment.topo_file
     if topo is None:
@@ -40,19 +47,12 @@ def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
     if isinstance(topo.text, ProbeError):
         yield Issue(_SUBJECT, f"NCCL_TOPO_FILE {v} could not be read: {topo.text.error}", ev)
         return
-    try:
-        root = ET.fromstring(topo.text)
-    except ET.ParseError as exc:
-        yield Issue(_SUBJECT, f"NCCL_TOPO_FILE {v} cannot be parsed: {exc}", ev)
-        return
-    known = _bus_ids(ctx)
-    # NCCL writes bus ids without leading domain zeros sometimes; compare on the last 7 chars too.
-    tails = {k[-7:] for k in known}
-    named = {e.get("busid", "").lower() for e in root.iter() if e.get("busid")}
-    missing = sorted(m for m in named - known if m[-7:] not in tails)
-    if missing:
+    from topodoctor.nccl_topo_lint import lint_topo_file  # networkx: only when a file is set
+
+    for p in lint_topo_file(topo.text, ctx.snap, ctx.graph):
         yield Issue(
             _SUBJECT,
-            f"NCCL_TOPO_FILE {v} names bus ids not on this host: {', '.join(missing[:6])}",
-            dict(ev, missing=missing),
+            f"NCCL_TOPO_FILE {v}: {p.message}",
+            {**ev, "check": p.check, **p.evidence},
+            severity=p.severity,
         )

@@ -67,9 +67,13 @@ def test_text_matrix_header() -> None:
 
 def test_plan_covers_every_ordered_pair() -> None:
     tasks = plan_tasks(Settings(), {0: 0, 1: 1, 2: 2})
-    modes = [t.mode for t in tasks]
+    pairs = [(t.mode, t.src, d) for t in tasks for d in t.dsts]
+    modes = [m for m, _, _ in pairs]
     assert modes.count("oneway") == 6 and modes.count("latency") == 6 and modes.count("bidir") == 3
     assert modes.count("h2d") == 3 and modes.count("d2h") == 3
+    assert len({p for p in pairs if p[0] == "latency"}) == 6
+    # latency: one batch (one spin-kernel hold) per source GPU
+    assert sorted(t.src for t in tasks if t.mode == "latency") == [0, 1, 2]
 
 
 FAKE_TIMER = r"""

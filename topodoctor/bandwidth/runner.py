@@ -10,13 +10,11 @@ GPU. Contexts and peer access are made on one thread per GPU: the driver does mo
 work outside the GIL, and ctypes calls release it.
 
 How a sample is timed: a spin kernel (``torch.cuda._sleep``) holds the stream while every
-timed copy is queued behind it; CUDA events bracket the copies. Launch cost and host
-synchronisation stay outside the timed region, so the number is the link's, not Python's.
-If the spin ended before the last copy was queued (the start event has already completed
-once queueing is done) the sample is taken again with a longer hold, so holds stay short
-without ever timing a launch gap. Peer copies go through cudaMemcpyPeerAsync (copy engines),
-the call nvbandwidth and the CUDA samples time; torch's own cross-device copy adds two event
-waits per copy.
+timed copy is queued behind it; CUDA events bracket the copies, so launch cost and host
+synchronisation stay outside the timed region. A sample whose spin ended before the last copy
+was queued is taken again with a longer hold: holds stay short and no launch gap is timed.
+Peer copies go through cudaMemcpyPeerAsync (copy engines), the call nvbandwidth and the CUDA
+samples time; torch's own cross-device copy adds two event waits per copy.
 """
 
 from __future__ import annotations
@@ -89,16 +87,8 @@ class Cudart:
             with torch.cuda.stream(stream):
                 dst.copy_(src, non_blocking=True)
             return
-        err = self.lib.cudaMemcpyPeerAsync(
-            dst.data_ptr(),
-            dst.device.index,
-            src.data_ptr(),
-            src.device.index,
-            src.numel() * src.element_size(),
-            stream.cuda_stream,
-        )
-        if err != 0:
-            raise RuntimeError(f"cudaMemcpyPeerAsync returned CUDA error {err}")
+        args = (dst.data_ptr(), dst.device.index, src.data_ptr(), src.device.index, src.nbytes, stream.cuda_stream)
+        self._check(self.lib.cudaMemcpyPeerAsync(*args), "cudaMemcpyPeerAsync")
 
     def open_device(self, device: int, peers: list[int]) -> dict[int, bool]:
         """Create the device's primary context and enable peer access to ``peers``; which
@@ -163,43 +153,31 @@ def _buffer(device: int, size: int, role: str) -> torch.Tensor:
     return buf
 
 
-def _release() -> None:
-    _pool.clear()
-    torch.cuda.empty_cache()
-
-
 Copy = Callable[[], None]
 
 
 def _sample(jobs: list[tuple[torch.cuda.Stream, list[list[Copy]]]], hold_ms: float) -> tuple[list[list[float]], float]:
-    """One sample on every stream at once (both directions of a pair run together), taken
-    again with a doubled hold until every spin outlasted the queueing; (ms, hold used)."""
+    """One sample on every stream at once (both directions of a pair run together): a spin
+    kernel on each stream, then each stream's batches of copies with an event after each
+    batch; ms per batch per stream. Taken again with a doubled hold until every spin
+    outlasted the queueing of all copies, so no launch gap is ever timed."""
     while True:
-        got = [_held_start(stream, hold_ms, batches) for stream, batches in jobs]
-        out = [_finish(g) for g in got]
-        if all(held for _, held in out) or hold_ms >= MAX_HOLD_MS:
-            return [ms for ms, _ in out], hold_ms
+        marks = [[_timer() for _ in range(len(batches) + 1)] for _, batches in jobs]
+        for (stream, _), m in zip(jobs, marks):
+            with torch.cuda.device(stream.device), torch.cuda.stream(stream):
+                _spin(hold_cycles(stream.device.index, hold_ms))
+                m[0].record(stream)
+        for (stream, batches), m in zip(jobs, marks):
+            for batch, mark in zip(batches, m[1:]):
+                for copy in batch:
+                    copy()
+                mark.record(stream)
+        held = not any(_event_done(m[0]) for m in marks)
+        for m in marks:
+            m[-1].synchronize()
+        if held or hold_ms >= MAX_HOLD_MS:
+            return [[a.elapsed_time(b) for a, b in itertools.pairwise(m)] for m in marks], hold_ms
         hold_ms *= 2
-
-
-def _held_start(stream: torch.cuda.Stream, hold_ms: float, batches: list[list[Copy]]) -> Any:
-    """The first half of ``_held`` for several streams: spin kernels first on all of them."""
-    marks = [_timer() for _ in range(len(batches) + 1)]
-    with torch.cuda.device(stream.device), torch.cuda.stream(stream):
-        _spin(hold_cycles(stream.device.index, hold_ms))
-        marks[0].record(stream)
-    return stream, marks, batches
-
-
-def _finish(state: Any) -> tuple[list[float], bool]:
-    stream, marks, batches = state
-    for batch, mark in zip(batches, marks[1:]):
-        for copy in batch:
-            copy()
-        mark.record(stream)
-    held = not _event_done(marks[0])
-    marks[-1].synchronize()
-    return [a.elapsed_time(b) for a, b in itertools.pairwise(marks)], held
 
 
 class Clock:
@@ -225,6 +203,8 @@ def p2p(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, Any]
     if bidir:
         b_src, a_dst = _buffer(dst, size, "src"), _buffer(src, size, "dst")
         pairs.append((a_dst, b_src, _new_stream(device=dst)))
+    for device in (src, dst):  # zeroing runs on each device's own stream: finish it first
+        torch.cuda.synchronize(device)
     clock.lap("allocation")
 
     def jobs(n: int) -> list[tuple[torch.cuda.Stream, list[list[Copy]]]]:
@@ -244,7 +224,14 @@ def p2p(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, Any]
     ok = all(bool(torch.equal(d, x.to(d.device))) for d, x, _ in pairs)  # compared on the GPU
     clock.lap("verification")
     path = "p2p" if reach.get((src, dst), False) else "staged"
-    return {"samples": fwd, "reverse": rev or None, "path": path, "verified": ok, "hold_ms": hold, **_t(clock)}
+    return {
+        "samples": fwd,
+        "reverse": rev or None,
+        "path": path,
+        "verified": ok,
+        "hold_ms": hold,
+        "timings": clock.spent,
+    }
 
 
 def latency(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, Any]) -> dict[str, Any]:
@@ -255,6 +242,8 @@ def latency(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, 
     stream = _new_stream(device=src)
     a_src = _buffer(src, size, "src")
     targets = [_buffer(d, size, "dst") for d in dsts]
+    for device in (src, *dsts):
+        torch.cuda.synchronize(device)
     clock.lap("allocation")
 
     def jobs(n: int) -> list[tuple[torch.cuda.Stream, list[list[Copy]]]]:
@@ -281,13 +270,13 @@ def latency(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, 
         }
         for k, d in enumerate(dsts)
     ]
-    return {"results": results, "hold_ms": hold, **_t(clock)}
+    return {"results": results, "hold_ms": hold, "timings": clock.spent}
 
 
 _pinned: dict[int, torch.Tensor] = {}
 
 
-def host(task: dict[str, Any]) -> dict[str, Any]:
+def host(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, Any]) -> dict[str, Any]:
     """Pinned host memory to and from one GPU (cudaMemcpyAsync through torch)."""
     clock = Clock()
     dev, size, iters, samples, direction = task["dev"], task["size"], task["iters"], task["samples"], task["dir"]
@@ -304,17 +293,13 @@ def host(task: dict[str, Any]) -> dict[str, Any]:
     s = _new_stream(device=dev)
     clock.lap("allocation")
 
-    def copy() -> None:
-        if direction == "h2d":
-            gpu.copy_(pinned, non_blocking=True)
-        else:
-            pinned.copy_(gpu, non_blocking=True)
+    dst, src = (gpu, pinned) if direction == "h2d" else (pinned, gpu)
+
+    def queued() -> None:
+        with torch.cuda.device(dev), torch.cuda.stream(s):
+            dst.copy_(src, non_blocking=True)
 
     def jobs(n: int) -> list[tuple[torch.cuda.Stream, list[list[Copy]]]]:
-        def queued() -> None:
-            with torch.cuda.device(dev), torch.cuda.stream(s):
-                copy()
-
         return [(s, [[queued] * n])]
 
     hold = float(task.get("hold_ms", 1.0))
@@ -328,11 +313,7 @@ def host(task: dict[str, Any]) -> dict[str, Any]:
     check.copy_(pinned)
     ok = bool(torch.equal(check, pattern if direction == "d2h" else gpu)) and bool(torch.equal(gpu, pattern))
     clock.lap("verification")
-    return {"samples": vals, "reverse": None, "path": "host", "verified": ok, "hold_ms": hold, **_t(clock)}
-
-
-def _t(clock: Clock) -> dict[str, Any]:
-    return {"timings": clock.spent}
+    return {"samples": vals, "reverse": None, "path": "host", "verified": ok, "hold_ms": hold, "timings": clock.spent}
 
 
 def hello(cudart_box: list[Cudart], reach: dict[tuple[int, int], bool], task: dict[str, Any]) -> dict[str, Any]:
@@ -383,6 +364,9 @@ def hello(cudart_box: list[Cudart], reach: dict[tuple[int, int], bool], task: di
     }
 
 
+OPS = {"p2p": p2p, "latency": latency, "host": host}
+
+
 def serve() -> None:
     if os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
         print(json.dumps({"error": "worker must run with CUDA_DEVICE_ORDER=PCI_BUS_ID"}), flush=True)
@@ -399,22 +383,15 @@ def serve() -> None:
                     answer = {"error": f"CUDA unavailable: {type(exc).__name__}: {exc}"}
                     print(json.dumps(answer), flush=True)
                     return
-            elif not box:
-                answer = {"error": "the first task must be hello"}
-            elif task["op"] == "p2p":
-                answer = p2p(box[0], reach, task)
-            elif task["op"] == "latency":
-                answer = latency(box[0], reach, task)
-            elif task["op"] == "host":
-                answer = host(task)
+            elif not box or task["op"] not in OPS:
+                answer = {"error": f"unexpected task {task['op']!r} (hello first, then {', '.join(OPS)})"}
             else:
-                answer = {"error": f"unknown op {task['op']!r}"}
-        except torch.cuda.OutOfMemoryError:
-            _release()
-            answer = {"error": "CUDA out of memory"}
+                answer = OPS[task["op"]](box[0], reach, task)
         except Exception as exc:
-            _release()
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
+            _pool.clear()  # a later task starts from fresh buffers
+            torch.cuda.empty_cache()
+            oom = isinstance(exc, torch.cuda.OutOfMemoryError)
+            answer = {"error": "CUDA out of memory" if oom else f"{type(exc).__name__}: {exc}"}
         print(json.dumps(answer), flush=True)
 
 

@@ -9,6 +9,7 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     bandwidth,
     expectations,
     fabric,
+    kernel,
     nccl_env,
     numa,
     nvlink,

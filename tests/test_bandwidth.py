@@ -136,7 +136,7 @@ for line in sys.stdin:
                "GPU-00000000-0000-4000-8000-000000000001": "0000:00:07.0"}
         devs = [{"ordinal": i, "bus_id": bus[u], "name": "x"} for i, u in enumerate(ids)]
         print(json.dumps({"torch": "fake", "cuda": "0", "method": "fake", "devices": devs,
-                          "clock": {"module": t_module, "torch": t_module + 0.001},
+                          "clock": {"module": t_module, "imports": t_module + 0.001},
                           "timings": {"cuda_init": 0.01, "contexts_and_peers": 0.02}}), flush=True)
     elif task["op"] == "latency":
         res = [{"dst": d, "samples": [2.0 + d, 2.1 + d], "path": "p2p", "verified": None} for d in task["dsts"]]
@@ -175,7 +175,7 @@ def test_latency_batches_map_back_to_pairs_and_timings_add_up(tmp_path: Path, mo
     assert lat[(0, 1)].value is not None and lat[(0, 1)].value.median == pytest.approx(3.05)
     assert lat[(1, 0)].value is not None and lat[(1, 0)].value.median == pytest.approx(2.05)
     t = result.timings
-    for phase in ("python_start", "torch_import", "cuda_init", "contexts_and_peers", "measurement", "teardown"):
+    for phase in ("python_start", "worker_imports", "cuda_init", "contexts_and_peers", "measurement", "teardown"):
         assert phase in t, phase
     assert t["allocation"] == pytest.approx(0.002) and t["total_since_spawn"] >= t["measurement"]
     doc = json.loads(runner.invoke(app, ["bandwidth", "--from", str(FULL), "-f", "json"]).stdout)

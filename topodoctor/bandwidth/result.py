@@ -85,8 +85,8 @@ class BandwidthResult:
     wall_s: float
     settings: dict[str, Any]
     snapshot: HostSnapshot | None = None  # the host as probed when measuring: --from needs no GPU
-    # seconds per phase: python_start, torch_import, waiting_for_torch (the part the probe did
-    # not hide), cuda_init, contexts_and_peers, allocation, measurement, verification,
+    # seconds per phase: python_start, worker_imports, waiting_for_imports (the part the probe
+    # did not hide), cuda_init, contexts_and_peers, allocation, measurement, verification,
     # task_overhead, teardown, total_since_spawn
     timings: dict[str, float] = field(default_factory=dict)
 

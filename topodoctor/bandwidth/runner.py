@@ -25,15 +25,15 @@ T_MODULE = time.monotonic()  # CLOCK_MONOTONIC: comparable with the parent's clo
 
 import ctypes  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import sys  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from functools import partial  # noqa: E402
 from typing import Any  # noqa: E402
 
 import torch  # noqa: E402  (this module is the child process: importing torch is its job)
+
+from topodoctor.bandwidth.protocol import Answer, Clock, Op, serve  # noqa: E402
 
 T_TORCH = time.monotonic()
 
@@ -178,19 +178,6 @@ def _sample(jobs: list[tuple[torch.cuda.Stream, list[list[Copy]]]], hold_ms: flo
         if held or hold_ms >= MAX_HOLD_MS:
             return [[a.elapsed_time(b) for a, b in itertools.pairwise(m)] for m in marks], hold_ms
         hold_ms *= 2
-
-
-class Clock:
-    """Seconds spent per phase inside one task."""
-
-    def __init__(self) -> None:
-        self.t = time.monotonic()
-        self.spent: dict[str, float] = {}
-
-    def lap(self, phase: str) -> None:
-        now = time.monotonic()
-        self.spent[phase] = round(self.spent.get(phase, 0.0) + now - self.t, 6)
-        self.t = now
 
 
 def p2p(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, Any]) -> dict[str, Any]:
@@ -359,41 +346,27 @@ def hello(cudart_box: list[Cudart], reach: dict[tuple[int, int], bool], task: di
         "cuda": str(torch.version.cuda),
         "method": cudart.method,
         "devices": devices,
-        "clock": {"module": T_MODULE, "torch": T_TORCH, "cuda_init": t1, "contexts": t2},
+        "clock": {"module": T_MODULE, "imports": T_TORCH},
         "timings": {"cuda_init": round(t1 - t0, 6), "contexts_and_peers": round(t2 - t1, 6)},
     }
 
 
-OPS = {"p2p": p2p, "latency": latency, "host": host}
-
-
-def serve() -> None:
-    if os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-        print(json.dumps({"error": "worker must run with CUDA_DEVICE_ORDER=PCI_BUS_ID"}), flush=True)
-        return
+def main() -> None:
     box: list[Cudart] = []
     reach: dict[tuple[int, int], bool] = {}
-    for line in sys.stdin:
-        task = json.loads(line)
-        try:
-            if task["op"] == "hello":
-                try:
-                    answer = hello(box, reach, task)
-                except Exception as exc:  # no CUDA, no driver: one answer, then stop
-                    answer = {"error": f"CUDA unavailable: {type(exc).__name__}: {exc}"}
-                    print(json.dumps(answer), flush=True)
-                    return
-            elif not box or task["op"] not in OPS:
-                answer = {"error": f"unexpected task {task['op']!r} (hello first, then {', '.join(OPS)})"}
-            else:
-                answer = OPS[task["op"]](box[0], reach, task)
-        except Exception as exc:
-            _pool.clear()  # a later task starts from fresh buffers
-            torch.cuda.empty_cache()
-            oom = isinstance(exc, torch.cuda.OutOfMemoryError)
-            answer = {"error": "CUDA out of memory" if oom else f"{type(exc).__name__}: {exc}"}
-        print(json.dumps(answer), flush=True)
+
+    def run(op: Callable[[Cudart, dict[tuple[int, int], bool], Answer], Answer]) -> Op:
+        return lambda task: op(box[0], reach, task)
+
+    def failed(exc: BaseException) -> str:
+        _pool.clear()  # a later task starts from fresh buffers
+        torch.cuda.empty_cache()
+        if isinstance(exc, torch.cuda.OutOfMemoryError):
+            return "CUDA out of memory"
+        return f"{type(exc).__name__}: {exc}"
+
+    serve(lambda task: hello(box, reach, task), {"p2p": run(p2p), "latency": run(latency), "host": run(host)}, failed)
 
 
 if __name__ == "__main__":
-    serve()
+    main()

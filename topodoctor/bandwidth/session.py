@@ -25,43 +25,15 @@ from topodoctor.bandwidth.result import (
     BandwidthResult,
     GpuIdentity,
     Measurement,
-    Mode,
     Stats,
 )
+from topodoctor.bandwidth.tasks import MiB, Settings, Task, plan_tasks
 from topodoctor.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.model import HostSnapshot
 from topodoctor.probe.api import NvmlApi
 from topodoctor.scope import Scope, cuda_visible, resolve
 
-MiB = 1 << 20
-
-
-@dataclass(frozen=True)
-class Settings:
-    modes: tuple[Mode, ...] = ("oneway", "bidir", "latency", "h2d", "d2h")
-    size_bytes: int = 256 * MiB
-    iters: int = 4
-    samples: int = 5
-    latency_bytes: int = 4
-    latency_iters: int = 500
-    # PCIe reaches its full rate well below this size, and pinning host memory costs about
-    # 0.3 s per GiB, so host copies use smaller buffers than peer copies.
-    host_size_bytes: int = 64 * MiB
-    pair_timeout_s: float = 20.0
-    start_timeout_s: float = 90.0
-    devices: tuple[int, ...] | None = None  # NVML indices; None = the scope's GPUs
-
-    @staticmethod
-    def quick(devices: tuple[int, ...] | None = None) -> Settings:
-        """Sized for a prolog: one-way pairs and host links, small buffers, three samples."""
-        return Settings(
-            modes=("oneway", "h2d", "d2h"),
-            size_bytes=64 * MiB,
-            iters=4,
-            samples=3,
-            host_size_bytes=32 * MiB,
-            devices=devices,
-        )
+__all__ = ["MiB", "Settings", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
 
 
 @dataclass
@@ -97,18 +69,42 @@ class Worker:
         except OSError as exc:
             raise BandwidthUnavailable(f"cannot start the copy timer: {exc}") from None
 
+    fallback: list[str] | None = None  # a second timer to try when this one cannot start
+
+    def __post_init__(self) -> None:
+        if self.fallback is None and self.cmd == default_worker_cmd():
+            self.fallback = torch_worker_cmd()
+
     def start(self) -> None:
         if self.hello:
             self.restarts += 1
         self.spawn()
         self.hello_sent_at = time.monotonic()
+        try:
+            answer = self._hello()
+        except BandwidthUnavailable as first:
+            if not self.fallback:
+                raise
+            # The driver-API timer needs libcuda's stream memory operations; torch's timer
+            # needs only the runtime. Try it before giving up, and report the first reason.
+            self.stop()
+            self.cmd, self.fallback = self.fallback, None
+            self.spawn()
+            self.hello_sent_at = time.monotonic()
+            try:
+                answer = self._hello()
+            except BandwidthUnavailable as second:
+                raise BandwidthUnavailable(f"{first} (torch timer: {second})") from None
+        self.hello = answer
+
+    def _hello(self) -> dict[str, Any]:
         answer = self.ask({"op": "hello", "visible": self.visible, "peers": self.peers}, self.start_timeout_s)
         if answer is None:
             raise BandwidthUnavailable(f"the copy timer did not start within {self.start_timeout_s:.0f} s")
         if "error" in answer:
             self.stop()
             raise BandwidthUnavailable(str(answer["error"]))
-        self.hello = answer
+        return answer
 
     def ask(self, task: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         """Send one task; the answer, or None when the child hung (it is then killed)."""
@@ -152,61 +148,13 @@ class Worker:
 
 
 def default_worker_cmd() -> list[str]:
+    """The copy timer on the CUDA driver API (no torch: starts in tens of milliseconds)."""
+    return [sys.executable, "-m", "topodoctor.bandwidth.cuda_timer"]
+
+
+def torch_worker_cmd() -> list[str]:
+    """The copy timer on torch, for drivers without stream memory operations."""
     return [sys.executable, "-m", "topodoctor.bandwidth.runner"]
-
-
-@dataclass(frozen=True)
-class Task:
-    mode: Mode
-    src: int  # NVML index, -1 = host
-    dsts: tuple[int, ...]  # several for a latency batch (one hold per source GPU)
-    payload: dict[str, Any]
-
-
-def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
-    """Every ordered pair for one-way and latency (latency batched per source GPU), every
-    unordered pair for both-ways, each GPU's host link both ways."""
-    idx = sorted(ordinal)
-    s = settings
-    tasks: list[Task] = []
-    base = {"op": "p2p", "size": s.size_bytes, "iters": s.iters, "samples": s.samples}
-    for mode in s.modes:
-        if mode == "oneway":
-            tasks += [
-                Task(mode, a, (b,), dict(base, src=ordinal[a], dst=ordinal[b], mode=mode))
-                for a in idx
-                for b in idx
-                if a != b
-            ]
-        elif mode == "latency":
-            for a in idx:
-                others = tuple(b for b in idx if b != a)
-                if others:
-                    payload = {
-                        "op": "latency",
-                        "src": ordinal[a],
-                        "dsts": [ordinal[b] for b in others],
-                        "size": s.latency_bytes,
-                        "iters": s.latency_iters,
-                        "samples": s.samples,
-                    }
-                    tasks.append(Task(mode, a, others, payload))
-        elif mode == "bidir":
-            for i, a in enumerate(idx):
-                for b in idx[i + 1 :]:
-                    tasks.append(Task(mode, a, (b,), dict(base, src=ordinal[a], dst=ordinal[b], mode="bidir")))
-        else:
-            for a in idx:
-                payload = {
-                    "op": "host",
-                    "dev": ordinal[a],
-                    "dir": mode,
-                    "size": s.host_size_bytes,
-                    "iters": s.iters,
-                    "samples": s.samples,
-                }
-                tasks.append(Task(mode, -1 if mode == "h2d" else a, (a if mode == "h2d" else -1,), payload))
-    return tasks
 
 
 def _measurements(
@@ -258,14 +206,14 @@ class Timings:
         """From the child's own clock readings (CLOCK_MONOTONIC is shared by processes)."""
         clock = worker.hello.get("clock") or {}
         inner = worker.hello.get("timings") or {}
-        if {"module", "torch"} <= set(clock) and worker.spawned_at:
+        if {"module", "imports"} <= set(clock) and worker.spawned_at:
             self.add("python_start", clock["module"] - worker.spawned_at)
-            self.add("torch_import", clock["torch"] - clock["module"])
-            # the part of torch's start-up the probe did not hide
-            self.add("waiting_for_torch", clock["torch"] - worker.hello_sent_at)
-        for phase in ("cuda_init", "contexts_and_peers"):
-            if isinstance(inner.get(phase), (int, float)):
-                self.add(phase, float(inner[phase]))
+            self.add("worker_imports", clock["imports"] - clock["module"])  # torch, for the torch timer
+            # the part of the child's start-up the probe did not hide
+            self.add("waiting_for_imports", clock["imports"] - worker.hello_sent_at)
+        for phase, seconds in inner.items():
+            if isinstance(seconds, (int, float)):
+                self.add(phase, float(seconds))
 
     def task(self, answer: dict[str, Any] | None, elapsed_s: float) -> None:
         inner = (answer or {}).get("timings") or {}

@@ -332,6 +332,7 @@ def check(
             "gpus": len(snap.gpus),
             "elapsed_s": round(time.monotonic() - t0, 3),
             "bandwidth": bw is not None,
+            "bandwidth_timings": bw.timings if bw is not None else None,
         },
     }
     findings = [Finding(**f) for f in answer["findings"]]

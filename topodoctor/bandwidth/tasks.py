@@ -19,8 +19,8 @@ class Settings:
     samples: int = 5
     latency_bytes: int = 4
     latency_iters: int = 100  # the CUDA samples' count; more would crowd the stream's queue
-    # PCIe reaches its full rate well below this size, and pinning host memory costs about
-    # 0.3 s per GiB, so host copies use smaller buffers than peer copies.
+    # PCIe reaches its full rate well below this size, and pinning host memory takes time in
+    # proportion to its size, so host copies use smaller buffers than peer copies.
     host_size_bytes: int = 64 * MiB
     pair_timeout_s: float = 20.0
     start_timeout_s: float = 90.0

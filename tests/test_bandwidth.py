@@ -191,3 +191,19 @@ def test_the_real_copy_timer_without_cuda_says_so() -> None:
 
     with pytest.raises(BandwidthUnavailable, match="CUDA unavailable"):
         run(probe_host("h200-x2").snapshot, Settings.quick(), worker_cmd=default_worker_cmd())
+
+
+def test_a_timer_that_cannot_start_hands_over_to_the_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from topodoctor.bandwidth.session import Worker
+
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        'import json; print(json.dumps({"error": "CUDA unavailable: no stream memory ops"}), flush=True)\n'
+    )
+    good, _ = _recording_timer(tmp_path, monkeypatch)
+    worker = Worker([sys.executable, str(broken)], 10.0, fallback=good)
+    result = run(probe_host("h200-x2").snapshot, Settings.quick(), worker=worker)
+    assert result.method == "fake" and len(result.measurements) == 6
+    worker = Worker([sys.executable, str(broken)], 10.0, fallback=[sys.executable, str(broken)])
+    with pytest.raises(BandwidthUnavailable, match=r"no stream memory ops \(torch timer: CUDA unavailable"):
+        run(probe_host("h200-x2").snapshot, Settings.quick(), worker=worker)

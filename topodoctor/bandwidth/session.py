@@ -251,6 +251,8 @@ def run(
     wanted = set(settings.devices) if settings.devices is not None else set(scope.gpus) & live
     unknown = wanted - {g.index for g in snap.gpus}
     if unknown:
+        if worker is not None:
+            worker.stop()
         raise BandwidthUnavailable(f"no GPU {sorted(unknown)} on this host")
     worker = worker or Worker(worker_cmd or default_worker_cmd(), settings.start_timeout_s)
     worker.visible = cuda_visible(snap, wanted)

@@ -67,9 +67,13 @@ def test_text_matrix_header() -> None:
 
 def test_plan_covers_every_ordered_pair() -> None:
     tasks = plan_tasks(Settings(), {0: 0, 1: 1, 2: 2})
-    modes = [t.mode for t in tasks]
+    pairs = [(t.mode, t.src, d) for t in tasks for d in t.dsts]
+    modes = [m for m, _, _ in pairs]
     assert modes.count("oneway") == 6 and modes.count("latency") == 6 and modes.count("bidir") == 3
     assert modes.count("h2d") == 3 and modes.count("d2h") == 3
+    assert len({p for p in pairs if p[0] == "latency"}) == 6
+    # latency: one batch (one spin-kernel hold) per source GPU
+    assert sorted(t.src for t in tasks if t.mode == "latency") == [0, 1, 2]
 
 
 FAKE_TIMER = r"""
@@ -116,3 +120,90 @@ def test_bad_result_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     bad.write_text(json.dumps({"kind": "bandwidth", "schema_version": 1, "measurements": "x"}))
     assert main(["bandwidth", "--from", str(bad)]) == 2
     assert "does not match its schema" in capsys.readouterr().err
+
+
+RECORDING_TIMER = r"""
+import json, os, sys, time
+t_module = time.monotonic()
+log = open(os.environ["TIMER_LOG"], "a")
+for line in sys.stdin:
+    task = json.loads(line)
+    log.write(line)
+    log.flush()
+    if task["op"] == "hello":
+        ids = [v for v in (task["visible"] or "").split(",") if v]
+        bus = {"GPU-00000000-0000-4000-8000-000000000000": "0000:00:06.0",
+               "GPU-00000000-0000-4000-8000-000000000001": "0000:00:07.0"}
+        devs = [{"ordinal": i, "bus_id": bus[u], "name": "x"} for i, u in enumerate(ids)]
+        print(json.dumps({"torch": "fake", "cuda": "0", "method": "fake", "devices": devs,
+                          "clock": {"module": t_module, "imports": t_module + 0.001},
+                          "timings": {"cuda_init": 0.01, "contexts_and_peers": 0.02}}), flush=True)
+    elif task["op"] == "latency":
+        res = [{"dst": d, "samples": [2.0 + d, 2.1 + d], "path": "p2p", "verified": None} for d in task["dsts"]]
+        print(json.dumps({"results": res, "timings": {"measurement": 0.001}}), flush=True)
+    else:
+        print(json.dumps({"samples": [50.0, 51.0], "path": "host" if task["op"] == "host" else "p2p",
+                          "verified": True, "timings": {"allocation": 0.001, "measurement": 0.002}}), flush=True)
+"""
+
+
+def _recording_timer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], Path]:
+    timer = tmp_path / "timer.py"
+    timer.write_text(RECORDING_TIMER)
+    log = tmp_path / "tasks.jsonl"
+    monkeypatch.setenv("TIMER_LOG", str(log))
+    return [sys.executable, str(timer)], log
+
+
+def test_the_child_is_shown_only_the_job_s_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cmd, log = _recording_timer(tmp_path, monkeypatch)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    result = run(probe_host("h200-x2").snapshot, Settings.quick(), worker_cmd=cmd)
+    hello = json.loads(log.read_text().splitlines()[0])
+    assert hello["visible"] == "GPU-00000000-0000-4000-8000-000000000001" and hello["peers"] is False
+    assert [g.index for g in result.gpus] == [1]
+    assert {(m.mode, m.src, m.dst) for m in result.measurements} == {("h2d", -1, 1), ("d2h", 1, -1)}
+    assert "job (GPUs 1" in result.settings["scope"]
+
+
+def test_latency_batches_map_back_to_pairs_and_timings_add_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cmd, log = _recording_timer(tmp_path, monkeypatch)
+    result = run(probe_host("h200-x2").snapshot, Settings(modes=("latency", "oneway")), worker_cmd=cmd)
+    lat = result.matrix("latency")
+    assert set(lat) == {(0, 1), (1, 0)}
+    # the fake answers 2.0 + destination ordinal: each pair got its own destination's samples
+    assert lat[(0, 1)].value is not None and lat[(0, 1)].value.median == pytest.approx(3.05)
+    assert lat[(1, 0)].value is not None and lat[(1, 0)].value.median == pytest.approx(2.05)
+    t = result.timings
+    for phase in ("python_start", "worker_imports", "cuda_init", "contexts_and_peers", "measurement", "teardown"):
+        assert phase in t, phase
+    assert t["allocation"] == pytest.approx(0.002) and t["total_since_spawn"] >= t["measurement"]
+    doc = json.loads(runner.invoke(app, ["bandwidth", "--from", str(FULL), "-f", "json"]).stdout)
+    assert doc["timings"] == {}  # a result saved before timings were kept still loads
+    tasks = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [t["op"] for t in tasks].count("latency") == 2 and tasks[0]["visible"].count("GPU-") == 2
+
+
+def test_the_real_copy_timer_without_cuda_says_so() -> None:
+    """The torch child itself (CPU-only torch here): it starts, takes hello, answers one line."""
+    pytest.importorskip("torch")
+    from topodoctor.bandwidth.session import default_worker_cmd
+
+    with pytest.raises(BandwidthUnavailable, match="CUDA unavailable"):
+        run(probe_host("h200-x2").snapshot, Settings.quick(), worker_cmd=default_worker_cmd())
+
+
+def test_a_timer_that_cannot_start_hands_over_to_the_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from topodoctor.bandwidth.session import Worker
+
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        'import json; print(json.dumps({"error": "CUDA unavailable: no stream memory ops"}), flush=True)\n'
+    )
+    good, _ = _recording_timer(tmp_path, monkeypatch)
+    worker = Worker([sys.executable, str(broken)], 10.0, fallback=good)
+    result = run(probe_host("h200-x2").snapshot, Settings.quick(), worker=worker)
+    assert result.method == "fake" and len(result.measurements) == 6
+    worker = Worker([sys.executable, str(broken)], 10.0, fallback=[sys.executable, str(broken)])
+    with pytest.raises(BandwidthUnavailable, match=r"no stream memory ops \(torch timer: CUDA unavailable"):
+        run(probe_host("h200-x2").snapshot, Settings.quick(), worker=worker)

@@ -38,6 +38,9 @@ class _Fs:
     def realpath(self, path: str) -> str:
         raise FileNotFoundError(2, "No such file", path)
 
+    def read_records(self, path: str, keep: str) -> list[str]:
+        raise FileNotFoundError(2, "No such file", path)
+
 
 class FakeHost:
     """Two GPUs with two NVLinks each, straight to each other."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -209,6 +210,12 @@ class FailLevel(str, Enum):
     critical = "critical"
 
 
+class ScopeOpt(str, Enum):
+    auto = "auto"
+    job = "job"
+    node = "node"
+
+
 class CheckFormat(str, Enum):
     text = "text"
     json = "json"
@@ -240,6 +247,14 @@ def check(
     ] = FailLevel.error,
     expect: Annotated[Path | None, typer.Option("--expect", help="Expectations file for this node type.")] = None,
     with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass (needs torch).")] = False,
+    scope: Annotated[
+        ScopeOpt,
+        typer.Option(
+            "--scope",
+            help="job: only the GPUs SLURM_STEP_GPUS / SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES name (and node-wide "
+            "facts); node: every GPU; auto: job when those name a subset.",
+        ),
+    ] = ScopeOpt.auto,
     sysfs_root: SysfsOpt = "/",
 ) -> None:
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
@@ -264,14 +279,28 @@ def check(
         from topodoctor.codec import to_jsonable
         from topodoctor.probe import probe_host
 
-        probed = probe_host(replay, sysfs_root)
+        worker = None
+        if with_bandwidth:  # torch's import in the copy timer overlaps the probe
+            from topodoctor.bandwidth.session import Settings, Worker, default_worker_cmd, run
+
+            worker = Worker(default_worker_cmd(), Settings().start_timeout_s)
+            worker.spawn()
+        try:
+            probed = probe_host(replay, sysfs_root)
+        except BaseException:
+            if worker is not None:
+                worker.stop()
+            raise
         bw = None
-        if with_bandwidth:
-            from topodoctor.bandwidth.session import Settings, run
+        if worker is not None:
             from topodoctor.probe import live_nvml
+            from topodoctor.scope import resolve
 
             nvml = live_nvml() if replay is None else None
-            bw = to_jsonable(run(probed.snapshot, Settings.quick(), nvml=nvml, deadline=deadline))
+            where = resolve(probed.snapshot, os.environ, scope.value)
+            bw = to_jsonable(
+                run(probed.snapshot, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where)
+            )
         return {"snapshot": to_jsonable(probed.snapshot), "origin": probed.origin, "bandwidth": bw}
 
     # The probe (and copies) run in a child under the budget; the rules, pure Python over
@@ -300,14 +329,22 @@ def check(
     snap = snapshot_from_data(got["snapshot"])
     bw = from_jsonable(BandwidthResult, got["bandwidth"], "bandwidth result") if got["bandwidth"] else None
     ctx = Context(snap, capture_environment(), expect=exp_obj, bandwidth=bw)
+    from topodoctor.scope import resolve, within
+
+    where = resolve(snap, os.environ, scope.value)
+    mine, others = within(evaluate(ctx, sel, ign, ("prolog",) if prolog else ()), where, snap)
     answer: dict[str, Any] = {
-        "findings": [asdict(f) for f in evaluate(ctx, sel, ign, ("prolog",) if prolog else ())],
+        "findings": [asdict(f) for f in mine],
         "meta": {
+            "scope": where.describe(),
+            "scope_gpus": list(where.gpus),
+            "findings_outside_scope": len(others),
             "origin": got["origin"],
             "host": snap.host.hostname,
             "gpus": len(snap.gpus),
             "elapsed_s": round(time.monotonic() - t0, 3),
             "bandwidth": bw is not None,
+            "bandwidth_timings": bw.timings if bw is not None else None,
         },
     }
     findings = [Finding(**f) for f in answer["findings"]]

@@ -187,6 +187,23 @@ class NetInterface:
 
 
 @dataclass(frozen=True)
+class XidEvent:
+    """One "NVRM: Xid (PCI:...): N, ..." line of the kernel log."""
+
+    code: int
+    bus_id: str  # as sysfs writes it: 0000:3b:00.0
+    text: str  # the driver's words after the code: pid, process, detail
+    boot_s: float | None  # seconds since boot when the driver logged it; None when the line had no time
+
+
+@dataclass(frozen=True)
+class KernelEvents:
+    source: str  # /dev/kmsg
+    uptime_s: float | None  # seconds since boot when the log was read (ages the events)
+    xids: tuple[XidEvent, ...]
+
+
+@dataclass(frozen=True)
 class HostSnapshot:
     kind: Literal["snapshot"]
     schema_version: int
@@ -199,6 +216,8 @@ class HostSnapshot:
     nics: tuple[Nic, ...]
     interfaces: tuple[NetInterface, ...]
     probe_errors: tuple[ProbeError, ...]  # failures not tied to one field
+    # NVIDIA driver events from the kernel log; NOT_PROBED in snapshots made before they were read
+    kernel_events: Probed[KernelEvents] = field(default_factory=lambda: Unsupported("NOT_PROBED"))
 
     def gpu(self, index: int) -> Gpu:
         for g in self.gpus:

@@ -7,7 +7,7 @@ The runner measures and never judges; verdicts come from the rules.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,6 +85,10 @@ class BandwidthResult:
     wall_s: float
     settings: dict[str, Any]
     snapshot: HostSnapshot | None = None  # the host as probed when measuring: --from needs no GPU
+    # seconds per phase: python_start, worker_imports, waiting_for_imports (the part the probe
+    # did not hide), cuda_init, contexts_and_peers, allocation, measurement, verification,
+    # task_overhead, teardown, total_since_spawn
+    timings: dict[str, float] = field(default_factory=dict)
 
     def find(self, mode: Mode, src: int, dst: int) -> Measurement | None:
         for m in self.measurements:

@@ -105,6 +105,9 @@ class RecordingSysfs:
     def realpath(self, path: str) -> str:
         return self._do("realpath", path, self.inner.realpath)  # type: ignore[no-any-return]
 
+    def read_records(self, path: str, keep: str) -> list[str]:
+        return self._do("read_records", path, self.inner.read_records, keep)  # type: ignore[no-any-return]
+
 
 def build_recording(nvml: RecordingNvml, fs: RecordingSysfs, snapshot: HostSnapshot, label: str) -> dict[str, Any]:
     return {

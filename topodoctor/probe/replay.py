@@ -109,6 +109,9 @@ class ReplaySysfs:
     def realpath(self, path: str) -> str:
         return str(self._get("realpath", path))
 
+    def read_records(self, path: str, keep: str) -> list[str]:
+        return [str(line) for line in self._get("read_records", path) if keep in str(line)]
+
 
 @dataclass(frozen=True)
 class Recording:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from typing import Protocol
 
 
@@ -28,6 +29,11 @@ class Sysfs(Protocol):
 
     def realpath(self, path: str) -> str:
         """The path with every link resolved, as an absolute host path; raises OSError."""
+        ...
+
+    def read_records(self, path: str, keep: str) -> list[str]:
+        """The lines of a record device (/dev/kmsg) or a log file that contain ``keep``;
+        never blocks; raises OSError."""
         ...
 
 
@@ -60,6 +66,40 @@ class LiveSysfs:
                 raise FileNotFoundError(errno.ENOENT, "link leaves the sysfs root", path)
             return "/" + rel
         return real
+
+    def read_records(self, path: str, keep: str) -> list[str]:
+        return read_records(self._host(path), keep)
+
+
+MAX_RECORDS = 1 << 18  # the kernel's ring buffer holds far fewer; a bound all the same
+MAX_LOG_BYTES = 64 << 20
+
+
+def read_records(host_path: str, keep: str) -> list[str]:
+    """``/dev/kmsg`` answers one record per read() and blocks at the end unless opened
+    non-blocking, so records are read until EAGAIN; EPIPE means the record was overwritten
+    while reading, and the next read goes on with the oldest one left. A regular file (a
+    saved log under a test root) is read whole, within a size bound."""
+    fd = os.open(host_path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            with os.fdopen(os.dup(fd), "rb") as f:
+                text = f.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")
+            return [line for line in text.splitlines() if keep in line]
+        out: list[str] = []
+        for _ in range(MAX_RECORDS):
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:
+                continue
+            if not record:
+                break
+            out += [ln for ln in record.decode("utf-8", errors="replace").splitlines() if keep in ln]
+        return out
+    finally:
+        os.close(fd)
 
 
 def os_error_name(exc: OSError) -> str:

@@ -44,6 +44,11 @@ def one_line(findings: list[Finding], fail_level: str, gpus: int, limit: int = 2
 
 def print_check(findings: list[Finding], fail_level: str, meta: dict[str, Any], console: Console) -> None:
     console.print(f"topodoctor check: {meta['origin']}, {meta['gpus']} GPUs, {meta['elapsed_s']:.2f} s")
+    if meta.get("scope"):
+        others = meta.get("findings_outside_scope") or 0
+        console.print(
+            f"scope: {meta['scope']}" + (f"; {others} finding(s) about other GPUs not shown" if others else "")
+        )
     if findings:
         t = Table()
         for col in ("code", "severity", "subject", "finding"):

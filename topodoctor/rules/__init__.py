@@ -10,6 +10,7 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     cuda_env,
     expectations,
     fabric,
+    kernel,
     nccl_env,
     nccl_net,
     nccl_topo_file,

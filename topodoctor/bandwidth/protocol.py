@@ -1,0 +1,58 @@
+"""What every copy timer child shares: one JSON task per line on stdin, one JSON answer per
+line on stdout; "hello" first (it starts CUDA), then measurement tasks. Standard library only:
+the timers import it before they touch CUDA."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+Answer = dict[str, Any]
+Op = Callable[[Answer], Answer]
+
+
+class Clock:
+    """Seconds spent per phase inside one task."""
+
+    def __init__(self) -> None:
+        self.t = time.monotonic()
+        self.spent: dict[str, float] = {}
+
+    def lap(self, phase: str) -> None:
+        now = time.monotonic()
+        self.spent[phase] = round(self.spent.get(phase, 0.0) + now - self.t, 6)
+        self.t = now
+
+
+def serve(hello: Op, ops: dict[str, Op], on_error: Callable[[BaseException], str]) -> None:
+    """Answer tasks until stdin closes. A failed hello ends the child (nothing can be measured);
+    a failed task is answered with its error and the child goes on with the next one."""
+    if os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        print(json.dumps({"error": "the copy timer must run with CUDA_DEVICE_ORDER=PCI_BUS_ID"}), flush=True)
+        return
+    started = False
+    for line in sys.stdin:
+        task = json.loads(line)
+        op = task.get("op")
+        if op == "hello":
+            try:
+                answer = hello(task)
+            except Exception as exc:  # no driver, no GPU: one answer, then stop
+                answer = {"error": f"CUDA unavailable: {type(exc).__name__}: {exc}"}
+            print(json.dumps(answer), flush=True)
+            if "error" in answer:
+                return
+            started = True
+            continue
+        if not started or op not in ops:
+            answer = {"error": f"unexpected task {op!r} (hello first, then {', '.join(ops)})"}
+        else:
+            try:
+                answer = ops[op](task)
+            except Exception as exc:
+                answer = {"error": on_error(exc)}
+        print(json.dumps(answer), flush=True)

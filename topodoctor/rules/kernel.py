@@ -1,0 +1,210 @@
+"""Kernel log rules (TD51x, fabric and health): the NVIDIA driver's XID events, by family.
+
+Each rule gathers one family's events per GPU (matched by PCI bus id) and reports them once,
+with how many, the codes, how long ago the last one was logged and its text. An event logged
+more than a day before the check is reported as a warning at most: the log keeps every event
+since boot, and a GPU reset since then does not clear it. A kernel log that could not be read
+makes every rule here say it could not check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from topodoctor.model import KernelEvents, XidEvent
+from topodoctor.probed import ProbeError, Unsupported
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import SEVERITY_ORDER, CannotCheck, Issue, Severity, rule
+
+RECENT_S = 24 * 3600.0
+NVLINK = {74, *range(144, 151)}
+ECC = {48, 94, 95}
+ROW_REMAP = {63, 64}
+GSP = {119, 120}
+APPLICATION = {13, 31, 43, 45}
+FALLEN_OFF = {79}
+KNOWN = NVLINK | ECC | ROW_REMAP | GSP | APPLICATION | FALLEN_OFF
+
+Grade = Callable[[XidEvent], Severity]
+
+
+def _log(ctx: Context) -> KernelEvents | CannotCheck | None:
+    ke = ctx.snap.kernel_events
+    if isinstance(ke, Unsupported) and ke.reason == "NOT_PROBED":
+        return None  # a snapshot from before kernel events were read: it says nothing either way
+    if isinstance(ke, (ProbeError, Unsupported)):
+        return CannotCheck("kernel-log", ke if isinstance(ke, ProbeError) else f"kernel log {ke.reason}")
+    return ke
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "at an unknown time"
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    return f"{seconds / 60:.0f} min ago" if seconds < 7200 else f"{seconds / 3600:.1f} h ago"
+
+
+def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade) -> Iterator[Issue | CannotCheck]:
+    log = _log(ctx)
+    if log is None:
+        return
+    if isinstance(log, CannotCheck):
+        yield log
+        return
+    index = {g.bus_id: g.index for g in ctx.snap.gpus if isinstance(g.bus_id, str)}
+    groups: dict[str, list[XidEvent]] = {}
+    for e in log.xids:
+        if codes(e.code):
+            who = f"GPU{index[e.bus_id]}" if e.bus_id in index else f"pci:{e.bus_id}"
+            groups.setdefault(who, []).append(e)
+    for who, events in sorted(groups.items()):
+        last = max(events, key=lambda e: -1.0 if e.boot_s is None else e.boot_s)
+        age = log.uptime_s - last.boot_s if log.uptime_s is not None and last.boot_s is not None else None
+        worst = max((grade(e) for e in events), key=lambda s: SEVERITY_ORDER[s])
+        if age is not None and age > RECENT_S and SEVERITY_ORDER[worst] > SEVERITY_ORDER["warning"]:
+            worst = "warning"
+        seen = sorted({e.code for e in events})
+        yield Issue(
+            who,
+            f"{who}: {what}, Xid {'/'.join(map(str, seen))} x{len(events)}, last {_ago(age)}: {last.text[:120]}",
+            {
+                "codes": seen,
+                "count": len(events),
+                "last_age_s": None if age is None else round(age, 1),
+                "last": last.text,
+                "bus_id": last.bus_id,
+            },
+            severity=worst,
+        )
+
+
+@rule(
+    "TD510",
+    "xid-fallen-off-bus",
+    "critical",
+    fix="Drain the node; collect nvidia-bug-report.sh; check the GPU's power, cooling and seating; reset the GPU or "
+    "reboot, and replace it if it falls off again.",
+)
+def xid_fallen_off_bus(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """The driver logged Xid 79: a GPU fell off the bus.
+
+    The GPU stopped answering on PCIe (power, thermal, a failing card or riser). Until it is
+    reset or the node rebooted, every job placed on it fails.
+    """
+    yield from _report(ctx, FALLEN_OFF.__contains__, "fell off the bus", lambda e: "critical")
+
+
+def _nvlink(e: XidEvent) -> Severity:
+    # 144-150 name their own fatality ("... Nonfatal XC0 ..." / "... Fatal XC0 ...")
+    return "warning" if e.code != 74 and "nonfatal" in e.text.lower() else "error"
+
+
+@rule(
+    "TD511",
+    "xid-nvlink-error",
+    "error",
+    fix="Drain the node and reset the GPUs (or reboot) to retrain the links; check `nvidia-smi nvlink -s` and "
+    "`nvidia-smi nvlink -e`; if the same link fails again, reseat or service the GPU / NVSwitch tray.",
+)
+def xid_nvlink_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """The driver logged an NVLink error: Xid 74, or 144-150 (NVLink 5 units: SAW, RLW, TLW, NETIR ...).
+
+    A fatal NVLink error takes the link down until the GPU is reset, and collectives that use
+    it hang or fail; the GPU at the other end often logs one too. 144-150 lines that name
+    themselves "Nonfatal" are reported as warnings.
+    """
+    yield from _report(ctx, NVLINK.__contains__, "NVLink error", _nvlink)
+
+
+def _ecc(e: XidEvent) -> Severity:
+    # 94: contained, only the process that touched the memory was stopped; 95: uncontained
+    return "warning" if e.code == 94 else "error"
+
+
+@rule(
+    "TD512",
+    "xid-ecc-error",
+    "error",
+    fix="Drain the node and reset the GPU so the faulty memory rows are remapped; check `nvidia-smi -q -d "
+    "ECC,ROW_REMAPPER`; replace the GPU if uncorrectable errors return.",
+)
+def xid_ecc_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """The driver logged an uncorrectable memory error: Xid 48 (double-bit ECC), 94 (contained), 95 (uncontained).
+
+    After 48 or 95 the GPU's memory cannot be trusted until a reset; 94 stopped only the
+    process that touched the bad memory and is a warning, but the row waits for a reset to be
+    remapped (see TD502).
+    """
+    yield from _report(ctx, ECC.__contains__, "uncorrectable memory error", _ecc)
+
+
+@rule(
+    "TD513",
+    "xid-row-remap",
+    "warning",
+    fix="Reset the GPU (drain first) to activate the remapping; a row-remapping failure (Xid 64) means the GPU "
+    "is out of spare rows: take it out of service.",
+)
+def xid_row_remap(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """The driver logged row remapping: Xid 63 (a row marked for remapping) or 64 (remapping failed).
+
+    63 is the GPU repairing its memory; the repair takes effect at the next reset. 64 means
+    it could not, and is an error.
+    """
+    yield from _report(ctx, ROW_REMAP.__contains__, "row remapping", lambda e: "error" if e.code == 64 else "warning")
+
+
+@rule(
+    "TD514",
+    "xid-gsp-error",
+    "error",
+    fix="Drain the node and reset the GPU; if it recurs, update the driver (GSP firmware ships with it) and "
+    "report it with nvidia-bug-report.sh.",
+)
+def xid_gsp_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """The driver logged a GSP error: Xid 119 (RPC timeout) or 120 (GSP exception).
+
+    The GPU System Processor runs the driver's firmware; when it stops answering, the GPU
+    often hangs or answers NVML slowly until it is reset.
+    """
+    yield from _report(ctx, GSP.__contains__, "GSP firmware error", lambda e: "error")
+
+
+@rule(
+    "TD515",
+    "xid-application-fault",
+    "info",
+    fix="Nothing to do on the node: the application faulted (bad address, illegal instruction, killed). If one GPU "
+    "keeps faulting under different applications, run the GPU diagnostics.",
+)
+def xid_application_fault(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """The driver logged an application fault: Xid 13, 31, 43 or 45.
+
+    Graphics engine exception (13), memory page fault (31), GPU stopped processing (43),
+    preemptive cleanup (45): these stop the faulting process, not the GPU. They are reported
+    for the record and never drain a node.
+    """
+    yield from _report(ctx, APPLICATION.__contains__, "application fault", lambda e: "info")
+
+
+def _other(e: XidEvent) -> Severity:
+    # 154 says what the driver needs: "GPU recovery action changed ... (GPU Reset Required)"
+    needs = e.code == 154 and ("reset required" in e.text.lower() or "reboot required" in e.text.lower())
+    return "error" if needs else "warning"
+
+
+@rule(
+    "TD516",
+    "xid-other",
+    "warning",
+    fix="Look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and follow its resolution; "
+    "drain the node if the GPU misbehaves.",
+)
+def xid_other(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """The driver logged an Xid this tool does not classify.
+
+    Reported as a warning so it is seen; Xid 154 that asks for a GPU reset or a node reboot is
+    an error.
+    """
+    yield from _report(ctx, lambda code: code not in KNOWN, "driver event", _other)

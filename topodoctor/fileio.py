@@ -200,10 +200,12 @@ def write_atomic(path: Path | str, text: str | bytes, what: str = "output") -> N
             # mkstemp makes 0600; a result file is meant to be read by others (collectors, admins).
             os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, p)
-    except OSError as exc:
+    except BaseException as exc:  # a full disk, or a budget alarm or signal mid-write
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(f"cannot write {what} {p}: {exc.strerror or type(exc).__name__}") from None
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write {what} {p}: {exc.strerror or type(exc).__name__}") from None
+        raise
 
 
 def _umask() -> int:

@@ -7,18 +7,42 @@ exit 1 for a failure of topodoctor itself.
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
-from topodoctor import __version__
-from topodoctor.cli_io import EXITS, emit, fail, install_signal_handlers, prepare_stdio, render, say
+from topodoctor.cli_io import (
+    EXITS,
+    emit,
+    emit_json,
+    fail,
+    install_signal_handlers,
+    prepare_stdio,
+    progress_bar,
+    render,
+    say,
+)
+from topodoctor.cli_options import (
+    BwMode,
+    CheckFormat,
+    FailLevel,
+    Format,
+    FormatOpt,
+    OutputOpt,
+    PlainUsage,
+    ReplayOpt,
+    RuleList,
+    SysfsOpt,
+    TimeoutOpt,
+    budget,
+    reports_errors,
+    source,
+    split,
+    version_callback,
+)
 from topodoctor.errors import EXIT_UNHEALTHY, EXIT_USAGE, InputError, TopodoctorError
 
 app = typer.Typer(
@@ -31,80 +55,15 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80},
 )
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def reports_errors(fn: F) -> F:
-    """Turn TopodoctorError into its one-line message and exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except TopodoctorError as exc:
-            raise fail(str(exc), exc.exit_code) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _timeout(value: float) -> float:
-    from topodoctor.budget import parse_timeout
-
-    try:
-        return parse_timeout(value)
-    except InputError as exc:
-        raise typer.BadParameter(str(exc).removeprefix("--timeout ")) from None
-
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-
-
-ReplayOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--replay",
-        metavar="FILE|NAME",
-        help="Replay a recording (or load a snapshot) instead of probing this host; "
-        "NAME picks a bundled recording (see `topodoctor record --list`).",
-    ),
-]
-SysfsOpt = Annotated[str, typer.Option("--sysfs-root", metavar="DIR", help="Read /sys and /proc under DIR.")]
-_TIMEOUT_HELP = (
-    "Wall-clock budget in seconds, counted from the start of the command; past it the "
-    "probe is killed and the command exits 3. 0 = no budget (no child process); inf = no limit."
-)
-TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=_timeout, help=_TIMEOUT_HELP)]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Where to write (JSON).")]
-
-
-def _version(value: bool) -> None:
-    if value:
-        emit(f"topodoctor {__version__}")
-        raise typer.Exit(0)
 
 
 @app.callback()
 def _main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
     """GPU topology inspector and doctor."""
-
-
-def _source(replay: str | None, sysfs_root: str = "/") -> Any:
-    from topodoctor.doctor import Source
-
-    return Source(replay, sysfs_root)
-
-
-def _budget(timeout: float) -> Any:
-    from topodoctor.budget import Budget
-
-    return Budget.start(timeout)
 
 
 @app.command(epilog=EXITS["scan"])
@@ -123,7 +82,7 @@ def scan(
     from topodoctor import doctor
     from topodoctor.graph import build_graph
 
-    host = doctor.probe(_source(replay, sysfs_root), _budget(timeout))
+    host = doctor.probe(source(replay, sysfs_root), budget(timeout))
     g = build_graph(host.snapshot)
     if export_graph is not None:
         from topodoctor.report.graph_export import export_graph as write_graph
@@ -132,15 +91,9 @@ def scan(
     from topodoctor.report import scan as report
 
     if fmt is Format.json:
-        render(lambda c: emit(_json(report.scan_json(host.snapshot, host.origin, g))))
+        render(lambda c: emit_json(report.scan_json(host.snapshot, host.origin, g)))
     else:
         render(lambda c: report.print_scan(host.snapshot, host.origin, g, c))
-
-
-def _json(doc: Any) -> str:
-    from topodoctor.fileio import dumps_strict
-
-    return dumps_strict(doc, indent=1)
 
 
 @app.command(epilog=EXITS["record"])
@@ -163,28 +116,9 @@ def record(
         raise InputError("record needs --output FILE (or --list)")
     from topodoctor import doctor, fileio
 
-    doc, gpus = doctor.record(label or "unlabelled", not no_scrub, sysfs_root, _budget(timeout))
+    doc, gpus = doctor.record(label or "unlabelled", not no_scrub, sysfs_root, budget(timeout))
     fileio.write_atomic(output, fileio.dumps_strict(doc, separators=(",", ":")) + "\n", "recording")
     say(f"recorded {len(doc['nvml'])} NVML calls and {len(doc['sysfs'])} sysfs reads ({gpus} GPUs) to {output}")
-
-
-class FailLevel(str, Enum):
-    warning = "warning"
-    error = "error"
-    critical = "critical"
-
-
-class CheckFormat(str, Enum):
-    text = "text"
-    json = "json"
-    line = "line"
-
-
-def _split(values: list[str] | None) -> tuple[str, ...]:
-    return tuple(p.strip() for v in values or [] for p in v.split(",") if p.strip())
-
-
-RuleList = Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes, prefixes or names (TD1,TD301).")]
 
 
 @app.command(epilog=EXITS["check"])
@@ -213,10 +147,10 @@ def check(
 
     cli_io.line_mode = fmt is CheckFormat.line
     options = doctor.CheckOptions(
-        source=_source(replay, sysfs_root),
+        source=source(replay, sysfs_root),
         timeout_s=timeout,
-        select=_split(select),
-        ignore=_split(ignore),
+        select=split(select),
+        ignore=split(ignore),
         tags=("prolog",) if prolog else (),
         fail_level="warning" if strict else fail_level.value,
         expect=expect,
@@ -227,10 +161,10 @@ def check(
     except TopodoctorError as exc:
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
             doc = report.could_not_check_json(str(exc), exc.exit_code)
-            render(lambda c: emit(_json(doc)))
+            render(lambda c: emit_json(doc))
         raise fail(str(exc), exc.exit_code) from None
     if fmt is CheckFormat.json:
-        render(lambda c: emit(_json(report.check_json(outcome))))
+        render(lambda c: emit_json(report.check_json(outcome)))
     elif fmt is CheckFormat.line:
         render(lambda c: emit(report.one_line(outcome)))
     else:
@@ -262,10 +196,10 @@ def list_rules(
         render(lambda c: emit("\n".join(lines)))
 
 
-@app.command(epilog=EXITS["explain"])
+@app.command(epilog=EXITS["explain"], cls=PlainUsage)
 @reports_errors
-def explain(code: Annotated[str, typer.Argument(metavar="CODE", help="A rule code (TD101) or name.")]) -> None:
-    """Print one rule's documentation."""
+def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -> None:
+    """Print the documentation of one rule; CODE is its code (TD101) or name (nvlink-down)."""
     from topodoctor.report.terminal import printable
     from topodoctor.rules import REGISTRY
     from topodoctor.rules.docs import rule_markdown
@@ -288,7 +222,7 @@ def write_expect(
     """Write an expectations file from a known-good host (live or replayed)."""
     from topodoctor import codec, doctor, fileio
 
-    base = doctor.baseline(_source(replay, sysfs_root), _budget(timeout))
+    base = doctor.baseline(source(replay, sysfs_root), budget(timeout))
     if base.blocking and not force:
         for f in base.blocking:
             say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
@@ -296,14 +230,6 @@ def write_expect(
     e = base.expectations
     fileio.write_atomic(output, codec.dumps(e), "expectations")
     say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")
-
-
-class BwMode(str, Enum):
-    oneway = "oneway"
-    bidir = "bidir"
-    latency = "latency"
-    host = "host"
-    all = "all"
 
 
 @app.command(epilog=EXITS["bandwidth"])
@@ -340,7 +266,7 @@ def bandwidth(
     else:
         modes = [m.value for m in mode or []]
         settings = doctor.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
-        result = doctor.measure(settings, _source(replay), _budget(timeout), progress=_progress())
+        result = doctor.measure(settings, source(replay), budget(timeout), progress=progress_bar())
     if output is not None:
         fileio.write_atomic(output, result_to_json(result), "bandwidth result")
     findings = doctor.bandwidth_findings(result)
@@ -348,31 +274,10 @@ def bandwidth(
         from dataclasses import asdict
 
         doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
-        render(lambda c: emit(_json(doc)))
+        render(lambda c: emit_json(doc))
     else:
         render(lambda c: report.print_bandwidth(result, c, findings, matrix))
     raise typer.Exit(EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0)
-
-
-def _progress() -> Callable[[int, int, str], None] | None:
-    """A transient progress bar on a terminal's stderr, drawn by the measuring child."""
-    if not sys.stderr.isatty():
-        return None
-    state: dict[str, Any] = {}
-
-    def progress(n: int, total: int, what: str) -> None:
-        from rich.console import Console
-        from rich.progress import Progress
-
-        if "bar" not in state:
-            state["bar"] = Progress(transient=True, console=Console(stderr=True, markup=False, emoji=False))
-            state["bar"].start()
-            state["job"] = state["bar"].add_task("measuring", total=None)
-        state["bar"].update(state["job"], completed=n, total=total, description=what)
-        if n >= total:
-            state["bar"].stop()
-
-    return progress
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,22 +21,38 @@ from rich.console import Console
 from topodoctor.errors import EXIT_CANNOT_CHECK, Terminated
 from topodoctor.report.terminal import make_console, printable
 
-_COMMON = "\b\n  2  usage or input error (bad flag; missing, corrupt or inconsistent file)"
-_CANNOT = "  3  could not check: no driver or GPU, budget spent, or a topodoctor bug"
-_SIGNAL = "  128+N  stopped by signal N (143: SIGTERM); the probe child is killed too"
+
+def _exits(*lines: str) -> str:
+    """An epilog click prints as written (``\\b`` stops it re-flowing the lines)."""
+    return "Exit codes:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
+_USAGE = "2  usage or input error: bad option; missing, corrupt or inconsistent file"
+_CANNOT = "3  could not check: no driver or GPU, budget spent, or a topodoctor bug"
+_SIGNAL = "128+N  stopped by signal N (143: SIGTERM); the probe child is killed too"
 EXITS = {
-    "all": "\b\nExit codes: 0 ok, 1 unhealthy, 2 usage or input error, 3 could not check; see each command's --help.",
-    "scan": f"Exit codes:\n\n\b\n  0  printed{_COMMON[2:]}\n{_CANNOT}\n{_SIGNAL}",
-    "record": f"Exit codes:\n\n\b\n  0  written{_COMMON[2:]}\n{_CANNOT}\n{_SIGNAL}",
-    "check": "Exit codes:\n\n\b\n  0  healthy (findings below the fail level allowed)\n"
-    f"  1  unhealthy: a finding at or above the fail level{_COMMON[2:]}\n{_CANNOT}\n{_SIGNAL}\n\n"
-    "\b\nWith --format line, every outcome (exit 3 included) is exactly one line on stdout.",
-    "expect": "Exit codes:\n\n\b\n  0  written\n"
-    f"  1  refused: the host has error findings (listed; --force writes anyway){_COMMON[2:]}\n{_CANNOT}\n{_SIGNAL}",
-    "bandwidth": "Exit codes:\n\n\b\n  0  measured, no bandwidth finding at error level\n"
-    f"  1  a bandwidth finding at error level (TD7xx){_COMMON[2:]}\n{_CANNOT}\n{_SIGNAL}",
-    "rules": f"Exit codes:\n\n\b\n  0  listed{_COMMON[2:]}",
-    "explain": f"Exit codes:\n\n\b\n  0  shown{_COMMON[2:]}",
+    "all": "Exit codes: 0 ok, 1 unhealthy, 2 usage or input error, 3 could not check; "
+    "each command's --help has its own.",
+    "scan": _exits("0  printed", _USAGE, _CANNOT, _SIGNAL),
+    "record": _exits("0  written", _USAGE, _CANNOT, _SIGNAL),
+    "check": _exits(
+        "0  healthy (findings below the fail level allowed)",
+        "1  unhealthy: a finding at or above the fail level",
+        _USAGE,
+        _CANNOT,
+        _SIGNAL,
+    )
+    + "\n\nWith --format line, every outcome (exit 3 included) is one line on stdout.",
+    "expect": _exits("0  written", "1  refused: the host has error findings (--force)", _USAGE, _CANNOT, _SIGNAL),
+    "bandwidth": _exits(
+        "0  measured; no bandwidth finding at error level",
+        "1  a bandwidth finding (TD7xx) at error level",
+        _USAGE,
+        _CANNOT,
+        _SIGNAL,
+    ),
+    "rules": _exits("0  listed", _USAGE),
+    "explain": _exits("0  shown", _USAGE),
 }
 
 line_mode = False  # `check --format line`: every outcome is one line on stdout, nothing on stderr
@@ -46,6 +62,13 @@ _MESSAGE_LIMIT = 400
 def emit(text: str) -> None:
     """One line of output on stdout, written as given (JSON is already escaped)."""
     sys.stdout.write(text + "\n")
+
+
+def emit_json(doc: Any) -> None:
+    """A JSON document on stdout: strict (no NaN or Infinity), escaped, indented."""
+    from topodoctor.fileio import dumps_strict
+
+    emit(dumps_strict(doc, indent=1))
 
 
 def say(text: str) -> None:
@@ -85,6 +108,27 @@ def _silence_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+
+
+def progress_bar() -> Callable[[int, int, str], None] | None:
+    """A transient progress bar on a terminal's stderr, drawn by the measuring child."""
+    if not sys.stderr.isatty():
+        return None
+    state: dict[str, Any] = {}
+
+    def progress(n: int, total: int, what: str) -> None:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        if "bar" not in state:
+            state["bar"] = Progress(transient=True, console=Console(stderr=True, markup=False, emoji=False))
+            state["bar"].start()
+            state["job"] = state["bar"].add_task("measuring", total=None)
+        state["bar"].update(state["job"], completed=n, total=total, description=what)
+        if n >= total:
+            state["bar"].stop()
+
+    return progress
 
 
 def prepare_stdio() -> None:

@@ -51,7 +51,7 @@ def make_console(file: IO[str] | None = None, width: int | None = None) -> Conso
     stream = file if file is not None else sys.stdout
     if width is None and not (_isatty(stream) or os.environ.get("COLUMNS")):
         width = DEFAULT_PIPE_WIDTH
-    return Console(
+    return _Console(
         file=stream,
         width=width,
         markup=False,
@@ -59,6 +59,19 @@ def make_console(file: IO[str] | None = None, width: int | None = None) -> Conso
         highlight=False,
         soft_wrap=False,
     )
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader left (``| head -1``): drop the rest of the output and carry on, so the
+        exit code still says what was found (rich's own handler exits 1: "unhealthy")."""
+        self.quiet = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def _isatty(stream: IO[str]) -> bool:

@@ -290,7 +290,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console entry point."""
+    """Console entry point. Ends with os._exit once the output is flushed: tearing down the
+    interpreter (and a preload thread still importing) can cost tenths of a second, past the
+    budget a prolog gave us, and there is nothing left to clean up."""
+    import os
+
     from topodoctor.budget import mark_command_start
     from topodoctor.cli_io import flush_stdio
 
@@ -298,4 +302,4 @@ def run() -> None:
     prepare_stdio()
     code = main()
     flush_stdio()
-    sys.exit(code)
+    os._exit(code)

@@ -92,9 +92,15 @@ def _capture_environment() -> Environment:
     return capture_environment()
 
 
+PRELOAD_MIN_BUDGET_S = 3.0
+
+
 def _preload_graph() -> None:
     """Import networkx on a thread while the child waits on the driver: on a host whose
-    site-packages carry no bytecode, the import costs about as long as the probe itself."""
+    site-packages carry no bytecode, the import costs about as long as the probe itself.
+
+    Only with a budget longer than the import: an import still running at the deadline holds
+    the interpreter lock and delays killing the child by tenths of a second on a busy host."""
     import importlib
     import threading
 
@@ -125,7 +131,8 @@ def probe(
     if not budget.limited:
         host = gather(budget.deadline)
     else:
-        data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=_preload_graph, quiet=quiet)
+        preload = _preload_graph if budget.left() > PRELOAD_MIN_BUDGET_S else None
+        data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=preload, quiet=quiet)
         with budget.guard():
             host = _decode(data, passes)
     with budget.guard():

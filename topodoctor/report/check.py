@@ -69,7 +69,7 @@ def print_check(outcome: Outcome, console: Console) -> None:
         t.add_column("code", no_wrap=True)
         t.add_column("severity", no_wrap=True)
         t.add_column("subject", no_wrap=True)  # bus ids and link names are never cut
-        t.add_column("finding", ratio=1)
+        t.add_column("finding", ratio=1, overflow="fold")
         for f in outcome.findings:
             t.add_row(f.code, literal(f.severity, _STYLE[f.severity]), literal(f.subject), literal(f.message))
         console.print(t)

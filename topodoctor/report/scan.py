@@ -30,8 +30,8 @@ def _onoff(v: object) -> str:
 def _host_table(snap: HostSnapshot, origin: str) -> Table:
     h = snap.host
     t = Table(title=printable(f"Host ({origin})"), show_header=False, box=None, pad_edge=False)
-    t.add_column(style="bold")
-    t.add_column()
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
     numa = ", ".join(f"node{n.id}: cpus {_cpus(n.cpus)}" for n in h.numa_nodes) or "none reported"
     rows = [
         ("hostname", h.hostname),
@@ -69,7 +69,7 @@ def _gpu_table(snap: HostSnapshot) -> Table:
         "ECC",
         "fabric",
     ):
-        t.add_column(col, no_wrap=col == "bus id")
+        t.add_column(col, no_wrap=col == "bus id", overflow="fold")
     for g in snap.gpus:
         if g.lost is not None:
             t.add_row(str(g.index), literal(f"LOST: {g.lost.error}", "red"), printable(show(g.bus_id)), *[""] * 9)
@@ -98,7 +98,7 @@ def _gpu_table(snap: HostSnapshot) -> Table:
 def _nvlink_table(snap: HostSnapshot) -> Table:
     t = Table(title="NVLink")
     for col in ("GPU", "active", "NVLink", "remote", "per link GB/s", "total GB/s", "replay", "recovery", "CRC"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for g in snap.gpus:
         if not g.nvlinks:
             continue
@@ -130,7 +130,7 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
 def _nic_table(snap: HostSnapshot) -> Table:
     t = Table(title="NICs")
     for col in ("name", "kind", "bus id", "NUMA", "state", "rate Gb/s", "net devices"):
-        t.add_column(col, no_wrap=col == "bus id")
+        t.add_column(col, no_wrap=col == "bus id", overflow="fold")
     for n in snap.nics:
         _row(
             t,

@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.text import Text
 
 # C0 controls, DEL and C1 controls: ESC starts ANSI sequences, CR and BS overwrite what was
-# shown, NEL and LF would split a one-line drain reason.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))}
-_CONTROLS[ord("\t")] = "\\t"
+# shown, NEL and LF would split a one-line drain reason. Tab stays: the connection matrix is
+# tab-separated, as nvidia-smi prints it.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)) if c != 0x09}
 _CONTROLS[ord("\n")] = "\\n"
 _CONTROLS[ord("\r")] = "\\r"
 DEFAULT_PIPE_WIDTH = 150  # a pipe has no width; wide enough that tables stay tables

@@ -78,7 +78,7 @@ def print_check(outcome: Outcome, console: Console) -> None:
             if f.code not in seen:
                 seen.add(f.code)
                 # Wrapped at word boundaries, continuation lines indented under the hint.
-                console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2)))
+                console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2), expand=False))
     style = "bold red" if outcome.failing else "green"
     summary = Text(outcome.verdict.upper(), style=style)
     summary.append(printable(f": {counts(outcome.findings)}{_incomplete(outcome)} (fail level: {outcome.fail_level})"))

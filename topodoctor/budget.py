@@ -32,6 +32,7 @@ FOREVER_S = 1e7
 # (an uninterruptible driver call) dies only when the call returns; we do not wait for that.
 REAP_WAIT_S = 0.1
 _PR_SET_PDEATHSIG = 1
+_HELD = {signal.SIGALRM, signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
 
 
 def parse_timeout(value: float) -> float:
@@ -100,26 +101,33 @@ class Budget:
     def guard(self) -> Iterator[None]:
         """Raise BudgetExceeded in this thread if the block runs past the deadline.
 
-        For pure-Python work in the parent (decoding, rules): an interval timer interrupts it
-        between bytecodes. Only the main thread can take signals; elsewhere this is a no-op.
+        For Python work in the parent (imports, decoding, rules, waiting on the child): an
+        interval timer interrupts it between bytecodes. Nested guards share the outermost
+        timer. Only the main thread can take signals; elsewhere this is a no-op.
         """
-        if not self.limited or not _main_thread():
+        global _guarding
+        if not self.limited or _guarding or not _main_thread():
             yield
             return
 
         def expire(signum: int, frame: Any) -> None:
-            raise self.exceeded()
+            raise self.exceeded(" (killed)")
 
         left = self.left()
         if left <= 0:
             raise self.exceeded()
         previous = signal.signal(signal.SIGALRM, expire)
         signal.setitimer(signal.ITIMER_REAL, left)
+        _guarding = True
         try:
             yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            _guarding = False
+
+
+_guarding = False
 
 
 def _main_thread() -> bool:
@@ -172,12 +180,17 @@ def run_with_budget(
         with contextlib.suppress(Exception):
             stream.flush()
     read_fd, write_fd = os.pipe()
+    # No signal handler (the budget's alarm, SIGTERM) may run inside fork() and its at-fork
+    # hooks, or between the fork and the child's set-up: they are held until the parent is
+    # ready to kill the child, and the child drops them for its own defaults.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     pid = os.fork()
     if pid == 0:  # child
         os.close(read_fd)
         code = 0
         try:
             _become_group_leader_child(parent, quiet)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             answer: dict[str, Any] = {"ok": work(deadline)}
         except TopodoctorError as exc:
             answer = {"error": str(exc), "exit_code": exc.exit_code}
@@ -195,6 +208,7 @@ def run_with_budget(
         os.setpgid(pid, pid)  # also here: no window where a kill of the group misses the child
     chunks: list[bytes] = []
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held signal is raised here, child known
         if meanwhile is not None:
             meanwhile()
         while True:

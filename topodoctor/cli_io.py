@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 from topodoctor.errors import EXIT_CANNOT_CHECK, Terminated
-from topodoctor.report.terminal import make_console, printable
+from topodoctor.report.terminal import make_console, printable, unknown_line
 
 
 def _exits(*lines: str) -> str:
@@ -83,8 +83,6 @@ def fail(message: str, code: int) -> typer.Exit:
     if len(text) > _MESSAGE_LIMIT:
         text = text[: _MESSAGE_LIMIT - 3] + "..."
     if line_mode:
-        from topodoctor.report.check import unknown_line
-
         with contextlib.suppress(BrokenPipeError, OSError):
             emit(unknown_line(message))
     else:

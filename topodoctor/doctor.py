@@ -132,8 +132,8 @@ def probe(
         host = gather(budget.deadline)
     else:
         preload = _preload_graph if budget.left() > PRELOAD_MIN_BUDGET_S else None
-        data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=preload, quiet=quiet)
         with budget.guard():
+            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=preload, quiet=quiet)
             host = _decode(data, passes)
     with budget.guard():
         validate_snapshot(host.snapshot, host.origin)
@@ -242,15 +242,17 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     from topodoctor.rules.registry import check_patterns
 
     t0 = time.monotonic()
-    check_patterns(options.select + options.ignore)
     budget = budget or Budget.start(options.timeout_s)
-    expect = None
-    if options.expect is not None:
-        from topodoctor.expect import load_expectations
-
-        expect = load_expectations(options.expect, budget)
-    host = probe(options.source, budget, options.passes, environment=True)
+    # Everything from here, imports included, runs under the budget's alarm: on a loaded host
+    # the parent's own work can spend a short budget before the child is even started.
     with budget.guard():
+        check_patterns(options.select + options.ignore)
+        expect = None
+        if options.expect is not None:
+            from topodoctor.expect import load_expectations
+
+            expect = load_expectations(options.expect, budget)
+        host = probe(options.source, budget, options.passes, environment=True)
         findings, incomplete = evaluate(make_context(host, expect), options.select, options.ignore, options.tags)
     bad = failing(findings, options.fail_level)
     meta = Meta(

@@ -13,11 +13,10 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.doctor import Outcome
-from topodoctor.report.terminal import literal, printable
+from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
 from topodoctor.rules.registry import Finding
 
 CHECK_SCHEMA_VERSION = 1
-LINE_LIMIT = 200  # Slurm keeps a drain reason short; the rest is in the JSON
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 
 
@@ -48,14 +47,6 @@ def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
         more = f" (+{len(rest)} more: {counts(rest)})" if rest else ""
         line = f"topodoctor FAIL {first.code} {first.subject}: {first.message}{more}{_incomplete(outcome)}"
     return truncate(printable(line), limit)
-
-
-def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:
-    return truncate(printable(f"topodoctor UNKNOWN: {reason}"), limit)
-
-
-def truncate(line: str, limit: int) -> str:
-    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def print_check(outcome: Outcome, console: Console) -> None:

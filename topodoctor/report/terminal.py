@@ -37,6 +37,18 @@ def printable(value: object) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+LINE_LIMIT = 200  # Slurm keeps a drain reason short; the rest is in the JSON
+
+
+def truncate(line: str, limit: int = LINE_LIMIT) -> str:
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:
+    """The one line of `check --format line` when the host could not be judged."""
+    return truncate(printable(f"topodoctor UNKNOWN: {reason}"), limit)
+
+
 def literal(value: object, style: str = "") -> Text:
     """A rich Text of ``value``, escaped as ``printable``; styled but never parsed."""
     return Text(printable(value), style=style)

@@ -368,3 +368,12 @@ def test_writes_are_atomic(tmp_path: Path, capsys: pytest.CaptureFixture[str], a
     else:
         assert code == 2 and "cannot write" in one_error_line(err) and target.read_text() == "previous"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left behind
+
+
+def test_bandwidth_result_with_an_inconsistent_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = json.loads((ROOT / "fixtures/bandwidth/h200-x4.quick.json").read_text())
+    doc["snapshot"]["pairs"].pop()
+    bad = tmp_path / "result.json"
+    bad.write_text(json.dumps(doc))
+    code, _, err = cli(capsys, ["bandwidth", "--from", str(bad)])
+    assert code == 2 and "no entry for GPU pair" in one_error_line(err)

@@ -7,7 +7,6 @@ exit 1 for a failure of topodoctor itself.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -163,12 +162,12 @@ def check(
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda c: emit_json(doc))
         raise fail(str(exc), exc.exit_code) from None
-    if fmt is CheckFormat.json:
-        render(lambda c: emit_json(report.check_json(outcome)))
-    elif fmt is CheckFormat.line:
-        render(lambda c: emit(report.one_line(outcome)))
-    else:
-        render(lambda c: report.print_check(outcome, c))
+    show = {
+        CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
+        CheckFormat.line: lambda c: emit(report.one_line(outcome)),
+        CheckFormat.text: lambda c: report.print_check(outcome, c),
+    }
+    render(show[fmt])
     raise typer.Exit(outcome.exit_code)
 
 
@@ -179,21 +178,13 @@ def list_rules(
     markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/rules.md.")] = False,
 ) -> None:
     """List every rule: code, name, default severity, tags."""
-    from topodoctor.rules import REGISTRY
+    from topodoctor.report.rules import rules_json, rules_text
     from topodoctor.rules.docs import rules_markdown
 
-    rules = [REGISTRY[code] for code in sorted(REGISTRY)]
     if markdown:
         render(lambda c: sys.stdout.write(rules_markdown()))
-    elif fmt is Format.json:
-        keys = ("code", "name", "severity", "family", "title")
-        doc = [{**{k: getattr(r, k) for k in keys}, "tags": sorted(r.tags)} for r in rules]
-        render(lambda c: emit(json.dumps(doc, indent=1)))
     else:
-        lines = [
-            f"{r.code}  {r.name:<32} {r.severity:<8} {','.join(sorted(r.tags)) or '-':<8} {r.title}" for r in rules
-        ]
-        render(lambda c: emit("\n".join(lines)))
+        render(lambda c: emit_json(rules_json()) if fmt is Format.json else emit(rules_text()))
 
 
 @app.command(epilog=EXITS["explain"], cls=PlainUsage)

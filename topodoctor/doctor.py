@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor import codec
 from topodoctor.budget import Budget, run_with_budget
-from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, TopodoctorError
+from topodoctor.consistency import validate_snapshot
+from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY, InputError
 from topodoctor.model import HostSnapshot, snapshot_from_data
 from topodoctor.rules.registry import SEVERITY_ORDER, Finding, Severity
 
@@ -138,39 +139,6 @@ def probe(
     with budget.guard():
         validate_snapshot(host.snapshot, host.origin)
     return host
-
-
-def validate_snapshot(snap: HostSnapshot, origin: str) -> None:
-    """Refuse a snapshot that contradicts itself, before any rule indexes into it.
-
-    From a file that is an input error (2); from the live probe it is our failure (3).
-    """
-    err: type[TopodoctorError] = TopodoctorError if origin == "live" else InputError
-    what = f"{origin}: inconsistent snapshot"
-    indices = [g.index for g in snap.gpus]
-    if any(i < 0 for i in indices):
-        raise err(f"{what}: negative GPU index {min(indices)}")
-    dup = sorted({i for i in indices if indices.count(i) > 1})
-    if dup:
-        raise err(f"{what}: GPU index {dup[0]} appears twice")
-    count = snap.gpu_count
-    if isinstance(count, int) and (count < 0 or count != len(indices)):
-        raise err(f"{what}: GPU count {count} but {len(indices)} GPUs described")
-    known = set(indices)
-    pairs = [(p.a, p.b) for p in snap.pairs]
-    for a, b in pairs:
-        if not (a < b and a in known and b in known):
-            raise err(f"{what}: GPU pair {a}-{b} names no pair of its GPUs (a < b, both present)")
-    if len(set(pairs)) != len(pairs):
-        raise err(f"{what}: a GPU pair is described twice")
-    missing = [(a, b) for a in indices for b in indices if a < b and (a, b) not in set(pairs)]
-    if missing:
-        a, b = missing[0]
-        raise err(f"{what}: no entry for GPU pair {a}-{b} ({len(missing)} pairs missing)")
-    for sw in snap.nvswitches:
-        stray = [gi for gi, _ in sw.gpu_links if gi not in known]
-        if stray:
-            raise err(f"{what}: NVSwitch {sw.id} links to GPU {stray[0]}, which is not described")
 
 
 # ----------------------------------------------------------------------------- check
@@ -355,6 +323,7 @@ def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
     if result.snapshot is None:
         return ()
+    validate_snapshot(result.snapshot, "bandwidth result")
     host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
     return evaluate(make_context(host), select=["TD7"])[0]
 

@@ -377,3 +377,14 @@ def test_bandwidth_result_with_an_inconsistent_host(tmp_path: Path, capsys: pyte
     bad.write_text(json.dumps(doc))
     code, _, err = cli(capsys, ["bandwidth", "--from", str(bad)])
     assert code == 2 and "no entry for GPU pair" in one_error_line(err)
+
+
+def test_nccl_conf_file_fifo_cannot_hang_check(tmp_path: Path) -> None:
+    """The config file NCCL_CONF_FILE names is read inside the budgeted probe: a FIFO nobody
+    writes costs at most the budget, never forever."""
+    fifo = tmp_path / "nccl.conf"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    r = spawn(["check", "--replay", "h200-x4", "--timeout", "2", "-f", "line"], env={"NCCL_CONF_FILE": str(fifo)})
+    assert time.monotonic() - t0 < 2 + 1.0
+    assert r.returncode in (0, 1, 3) and len((r.stdout + r.stderr).splitlines()) == 1, r

@@ -19,13 +19,13 @@ from topodoctor.budget import Budget, run_with_budget
 from topodoctor.consistency import validate_snapshot
 from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY, InputError
 from topodoctor.model import HostSnapshot, snapshot_from_data
-from topodoctor.rules.registry import SEVERITY_ORDER, Finding, Severity
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rules package imports every rule family: only once the budget runs
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.bandwidth.session import Settings
     from topodoctor.expect import Expectations
     from topodoctor.rules.context import Context, Environment
+    from topodoctor.rules.registry import Finding, Severity
 
 INCOMPLETE_CODE = "TD901"  # the rule that reports a check which could not read its input
 
@@ -183,6 +183,8 @@ class Outcome:
 
 
 def failing(findings: Sequence[Finding], fail_level: str) -> tuple[Finding, ...]:
+    from topodoctor.rules.registry import SEVERITY_ORDER
+
     return tuple(f for f in findings if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_level])
 
 

@@ -314,3 +314,19 @@ def test_service_layer_returns_outcomes() -> None:
     assert outcome.exit_code == 1 and outcome.verdict == "unhealthy"
     assert outcome.findings[0].code == "TD101" and outcome.meta.gpus == 4 and outcome.incomplete == ()
     assert all(type(f).__name__ == "Finding" for f in outcome.findings)
+
+
+def test_scan_fits_80_columns_and_keeps_bus_ids(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from topodoctor.probe import probe_host
+
+    src = str(scenario_path("hgx-8gpu-2socket"))
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["scan", "--replay", src]) == 0
+    out = capsys.readouterr().out
+    # Tables fit; the connection matrix and its legend are nvidia-smi's text, kept as it prints them.
+    tables = [line for line in out.splitlines() if any(c in line for c in "│┃┏└")]
+    assert len(tables) > 20 and all(len(line) <= 80 for line in tables)
+    for gpu in probe_host(src).snapshot.gpus:
+        assert f" {gpu.bus_id} " in out

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from topodoctor.codec import to_jsonable
 from topodoctor.graph import connection_matrix, nvlink_link_gbps
-from topodoctor.model import HostSnapshot, nvlink_generation
+from topodoctor.model import Gpu, HostSnapshot, nvlink_generation
 from topodoctor.probed import ProbeError, Unsupported, show
 from topodoctor.report.terminal import literal, printable
 from topodoctor.topo import build_matrix, render
@@ -53,46 +53,48 @@ def _cpus(cpus: tuple[int, ...]) -> str:
     return format_cpulist(cpus) or "-"
 
 
-def _gpu_table(snap: HostSnapshot) -> Table:
-    t = Table(title="GPUs")
-    for col in (
-        "GPU",
-        "name",
-        "bus id",
-        "arch / cc",
-        "memory",
-        "PCIe now/max",
-        "NUMA",
-        "NVLinks",
-        "persist",
-        "MIG",
-        "ECC",
-        "fabric",
-    ):
-        t.add_column(col, no_wrap=col == "bus id", overflow="fold")
-    for g in snap.gpus:
-        if g.lost is not None:
-            t.add_row(str(g.index), literal(f"LOST: {g.lost.error}", "red"), printable(show(g.bus_id)), *[""] * 9)
-            continue
-        p = g.pcie
-        active = sum(1 for link in g.nvlinks if link.active is True)
-        fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
-        _row(
-            t,
-            str(g.index),
-            show(g.name),
-            show(g.bus_id),
-            f"{show(g.architecture)} / {show(g.compute_capability)}",
-            _gib(g.memory_total_bytes),
-            f"Gen{show(p.gen_current)} x{show(p.width_current)} / Gen{show(p.gen_max)} x{show(p.width_max)}",
-            show(g.sysfs_numa_node),
-            f"{active}/{show(g.nvlink_count)}",
-            _onoff(g.persistence_mode),
-            _onoff(g.mig_mode),
-            _onoff(g.ecc_mode),
-            fabric,
-        )
-    return t
+_GPU_COLUMNS = ("GPU", "name", "bus id", "arch / cc", "memory", "NUMA")
+_STATE_COLUMNS = ("PCIe now/max", "NVLinks", "persist", "MIG", "ECC", "fabric")
+WIDE = 130  # below this the GPU table is printed as two, so no cell is folded letter by letter
+
+
+def _gpu_cells(g: Gpu) -> list[str]:
+    if g.lost is not None:
+        return [str(g.index), f"LOST: {g.lost.error}", show(g.bus_id), *[""] * 9]
+    p = g.pcie
+    active = sum(1 for link in g.nvlinks if link.active is True)
+    fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
+    return [
+        str(g.index),
+        show(g.name),
+        show(g.bus_id),
+        f"{show(g.architecture)} / {show(g.compute_capability)}",
+        _gib(g.memory_total_bytes),
+        show(g.sysfs_numa_node),
+        f"Gen{show(p.gen_current)} x{show(p.width_current)} / Gen{show(p.gen_max)} x{show(p.width_max)}",
+        f"{active}/{show(g.nvlink_count)}",
+        _onoff(g.persistence_mode),
+        _onoff(g.mig_mode),
+        _onoff(g.ecc_mode),
+        fabric,
+    ]
+
+
+def _gpu_tables(snap: HostSnapshot, width: int) -> list[Table]:
+    """One table on a wide terminal; on a narrow one, identity and state apart (GPU in both)."""
+    columns = [*_GPU_COLUMNS, *_STATE_COLUMNS]
+    parts = [columns] if width >= WIDE else [list(_GPU_COLUMNS), ["GPU", *_STATE_COLUMNS]]
+    tables = []
+    for n, part in enumerate(parts):
+        t = Table(title="GPUs" if n == 0 else "GPU state")
+        for col in part:
+            t.add_column(col, no_wrap=col in ("GPU", "bus id"), overflow="fold")
+        for g in snap.gpus:
+            cells = dict(zip(columns, _gpu_cells(g)))
+            style = "red" if g.lost is not None else ""
+            t.add_row(*(literal(cells[c], style if c == "name" else "") for c in part))
+        tables.append(t)
+    return tables
 
 
 def _nvlink_table(snap: HostSnapshot) -> Table:
@@ -152,7 +154,8 @@ def _row(t: Table, *cells: str) -> None:
 def print_scan(snap: HostSnapshot, origin: str, g: nx.Graph, console: Console) -> None:
     console.print(_host_table(snap, origin))
     console.print()
-    console.print(_gpu_table(snap))
+    for table in _gpu_tables(snap, console.width):
+        console.print(table)
     console.print()
     console.print(Text.assemble(("Connection matrix", "bold"), " (as nvidia-smi topo -m)"))
     console.out("\n".join(printable(line) for line in render(build_matrix(snap, g)).splitlines()))

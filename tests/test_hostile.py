@@ -172,7 +172,7 @@ def test_recording_count_disagrees(tmp_path: Path, capsys: pytest.CaptureFixture
 
 # ------------------------------------------------------------------ budgets
 @pytest.mark.parametrize(
-    ("value", "code"), [("inf", 0), ("1e12", 0), ("1e400", 0), ("nan", 2), ("-1", 2), ("-inf", 2), ("x", 2)]
+    ("value", "code"), [("0", 0), ("inf", 0), ("1e12", 0), ("1e400", 0), ("nan", 2), ("-1", 2), ("-inf", 2), ("x", 2)]
 )
 def test_timeout_values(capsys: pytest.CaptureFixture[str], value: str, code: int) -> None:
     got, _, err = cli(capsys, ["check", "--replay", "h200-x4", "--timeout", value])

@@ -82,3 +82,9 @@ def test_write_atomic_failure_keeps_old(tmp_path: Path) -> None:
         fileio.write_atomic(tmp_path / "no-such-dir" / "x.json", "data")
     with pytest.raises(InputError, match="cannot write"):
         fileio.write_atomic(tmp_path, "data")
+
+
+@pytest.mark.parametrize("text", ["1e400", "-1e999", '{"a": [1e309]}'])
+def test_overflowing_floats_are_refused(text: str) -> None:
+    with pytest.raises(InputError, match="not a finite number"):
+        fileio.parse_json(text, "doc")

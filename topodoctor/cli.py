@@ -1,624 +1,317 @@
-"""The command line: thin typer commands that map outcomes to exit codes.
+"""The command line: parse arguments, call topodoctor.doctor, render, map outcomes to exit codes.
 
-Every failure ends as one line on stderr ("topodoctor: error: ...") and an exit code from
-topodoctor.errors; no command prints a traceback for bad input or a missing driver.
+Every failure ends as one line ("topodoctor: error: ..." on stderr, or the one requested
+drain-reason line) and an exit code from topodoctor.errors: never a traceback, and never
+exit 1 for a failure of topodoctor itself.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import os
 import sys
-from collections.abc import Callable
-from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
-from topodoctor import __version__, cli_fleet
-from topodoctor.errors import EXIT_USAGE, InputError, TopodoctorError
+from topodoctor.cli_io import (
+    EXITS,
+    emit,
+    emit_json,
+    fail,
+    install_signal_handlers,
+    prepare_stdio,
+    progress_bar,
+    render,
+    say,
+)
+from topodoctor.cli_options import (
+    BwMode,
+    CheckFormat,
+    DrawOpt,
+    FailLevel,
+    Format,
+    FormatOpt,
+    HeatmapOpt,
+    OutputOpt,
+    PlainUsage,
+    ReplayOpt,
+    RuleList,
+    Scope,
+    ScopeOpt,
+    SysfsOpt,
+    TimeoutOpt,
+    budget,
+    reports_errors,
+    source,
+    split,
+    version_callback,
+)
+from topodoctor.errors import EXIT_UNHEALTHY, EXIT_USAGE, InputError, TopodoctorError
 
 app = typer.Typer(
     name="topodoctor",
     help="GPU topology inspector and doctor: scan the topology, check its health, measure its links.",
+    epilog=EXITS["all"],
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80},
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"topodoctor: error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def reports_errors(fn: F) -> F:
-    """Turn TopodoctorError into its one-line message and exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except TopodoctorError as exc:
-            raise fail(str(exc), exc.exit_code) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-class Format(str, Enum):
-    text = "text"
-    json = "json"
-
-
-ReplayOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--replay",
-        metavar="FILE|NAME",
-        help="Replay a recording (or load a snapshot) instead of probing "
-        "this host; NAME picks a recording bundled with topodoctor (see `topodoctor record --list`).",
-    ),
-]
-SysfsOpt = Annotated[str, typer.Option("--sysfs-root", help="Read /sys and /proc under this directory.")]
-TimeoutOpt = Annotated[
-    float,
-    typer.Option(
-        "--timeout",
-        min=0,
-        help="Hard wall-clock budget in seconds; past it the probe is killed and the "
-        "command exits 3. 0 = no budget (and no child process).",
-    ),
-]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for machines.")]
-
-
-def preload(module: str) -> None:
-    """Import ``module`` on a thread while the probe waits on the driver.
-
-    NVML calls release the GIL; on a host whose site-packages carry no bytecode, importing
-    networkx costs about as long as the probe itself, and this hides one behind the other.
-    """
-    import importlib
-    import threading
-
-    threading.Thread(target=importlib.import_module, args=(module,), daemon=True).start()
-
-
-def guarded_probe(replay: str | None, sysfs_root: str, timeout: float) -> Any:
-    """Probe in a child process under the budget, while this process imports the graph
-    library: the probe waits on the driver, the import on the CPU, side by side."""
-    from topodoctor.probe import Probed, probe_host
-
-    if timeout <= 0:
-        return probe_host(replay, sysfs_root)
-    from topodoctor.budget import run_with_budget
-
-    def work(deadline: float) -> dict[str, Any]:
-        from topodoctor.codec import to_jsonable
-
-        p = probe_host(replay, sysfs_root)
-        return {"snapshot": to_jsonable(p.snapshot), "origin": p.origin}
-
-    answer = run_with_budget(work, timeout, meanwhile=lambda: preload("networkx"))
-    from topodoctor.model import snapshot_from_data
-
-    return Probed(snapshot_from_data(answer["snapshot"]), answer["origin"])
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"topodoctor {__version__}")
-        raise typer.Exit(0)
 
 
 @app.callback()
 def _main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
     """GPU topology inspector and doctor."""
 
 
-@app.command()
+@app.command(epilog=EXITS["scan"])
 @reports_errors
 def scan(
     replay: ReplayOpt = None,
     fmt: FormatOpt = Format.text,
     export_graph: Annotated[
-        Path | None, typer.Option("--export-graph", help="Write the topology graph: .graphml, .dot or .json.")
-    ] = None,
-    draw: Annotated[
         Path | None,
-        typer.Option("--draw", help="Draw the topology, with what the rules find marked: .svg, or .png (draw extra)."),
+        typer.Option("--export-graph", metavar="FILE", help="Write the topology graph: .graphml, .dot or .json."),
     ] = None,
+    draw: DrawOpt = None,
     sysfs_root: SysfsOpt = "/",
     timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
-    if draw is not None:
-        from topodoctor.cli_pictures import check_picture_path
-
-        check_picture_path(draw)
-    probed = guarded_probe(replay, sysfs_root, timeout)
-    if draw is not None:
-        from topodoctor.cli_pictures import draw_scan
-
-        draw_scan(probed.snapshot, draw)
+    from topodoctor import cli_pictures, doctor
     from topodoctor.graph import build_graph
 
-    g = build_graph(probed.snapshot)
+    if draw is not None:
+        cli_pictures.check_picture_path(draw)
+    host = doctor.probe(source(replay, sysfs_root), budget(timeout), environment=draw is not None)
+    if draw is not None:  # the rules' findings, drawn in place; the picture judges nothing itself
+        cli_pictures.draw_scan(host.snapshot, draw, doctor.evaluate(doctor.make_context(host))[0])
+    g = build_graph(host.snapshot)
     if export_graph is not None:
         from topodoctor.report.graph_export import export_graph as write_graph
 
         write_graph(g, export_graph)
+    from topodoctor.report import scan as report
+
     if fmt is Format.json:
-        from topodoctor.report.scan import scan_json
-
-        typer.echo(json.dumps(scan_json(probed.snapshot, probed.origin, g), indent=1))
-        return
-    from rich.console import Console
-
-    from topodoctor.report.scan import print_scan
-
-    print_scan(probed.snapshot, probed.origin, g, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
+        render(lambda c: emit_json(report.scan_json(host.snapshot, host.origin, g)))
+    else:
+        render(lambda c: report.print_scan(host.snapshot, host.origin, g, c))
 
 
-@app.command()
+@app.command(epilog=EXITS["record"])
 @reports_errors
 def record(
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the recording (JSON).")] = None,
-    label: Annotated[str, typer.Option("--label", help="A name for the host kind, kept in the file.")] = "",
+    output: OutputOpt = None,
+    label: Annotated[str, typer.Option("--label", metavar="TEXT", help="A name for the host kind.")] = "",
     no_scrub: Annotated[bool, typer.Option("--no-scrub", help="Keep UUIDs, serials and the host name.")] = False,
     list_bundled: Annotated[bool, typer.Option("--list", help="List the recordings bundled with topodoctor.")] = False,
     sysfs_root: SysfsOpt = "/",
+    timeout: TimeoutOpt = 120.0,
 ) -> None:
     """Record every NVML call and sysfs read of a live scan, for replay on any machine."""
     from topodoctor.probe.replay import bundled_names
 
     if list_bundled:
-        for name in bundled_names():
-            typer.echo(name)
+        render(lambda c: emit("\n".join(bundled_names())))
         return
     if output is None:
         raise InputError("record needs --output FILE (or --list)")
-    from topodoctor.probe import record_host
+    from topodoctor import doctor, fileio
 
-    doc, snap = record_host(label or "unlabelled", do_scrub=not no_scrub, sysfs_root=sysfs_root)
-    try:
-        output.write_text(json.dumps(doc, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(
-        f"recorded {len(doc['nvml'])} NVML calls and {len(doc['sysfs'])} sysfs reads "
-        f"({len(snap.gpus)} GPUs) to {output}",
-        err=True,
-    )
+    doc, gpus = doctor.record(label or "unlabelled", not no_scrub, sysfs_root, budget(timeout))
+    fileio.write_atomic(output, fileio.dumps_strict(doc, separators=(",", ":")) + "\n", "recording")
+    say(f"recorded {len(doc['nvml'])} NVML calls and {len(doc['sysfs'])} sysfs reads ({gpus} GPUs) to {output}")
 
 
-class FailLevel(str, Enum):
-    warning = "warning"
-    error = "error"
-    critical = "critical"
-
-
-class ScopeOpt(str, Enum):
-    auto = "auto"
-    job = "job"
-    node = "node"
-
-
-class CheckFormat(str, Enum):
-    text = "text"
-    json = "json"
-    line = "line"
-
-
-def _split(values: list[str] | None) -> list[str]:
-    return [p for v in values or [] for p in v.split(",") if p.strip()]
-
-
-@app.command()
-@reports_errors
+@app.command(epilog=EXITS["check"])
 def check(
     replay: ReplayOpt = None,
-    fmt: Annotated[CheckFormat, typer.Option("--format", "-f", help="text, json, or line (a drain reason).")] = (
-        CheckFormat.text
-    ),
+    fmt: Annotated[
+        CheckFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json, or line (a drain reason).")
+    ] = CheckFormat.text,
     timeout: TimeoutOpt = 30.0,
-    select: Annotated[
-        list[str] | None, typer.Option("--select", help="Only these rule codes, prefixes or names.")
-    ] = None,
-    ignore: Annotated[
-        list[str] | None, typer.Option("--ignore", help="Skip these rule codes, prefixes or names.")
-    ] = None,
+    select: RuleList = None,
+    ignore: RuleList = None,
     prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too.")] = False,
     fail_level: Annotated[
-        FailLevel, typer.Option("--fail-level", help="Lowest severity that fails.")
+        FailLevel, typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity that fails.")
     ] = FailLevel.error,
-    expect: Annotated[Path | None, typer.Option("--expect", help="Expectations file for this node type.")] = None,
-    with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass (needs torch).")] = False,
-    scope: Annotated[
-        ScopeOpt,
-        typer.Option(
-            "--scope",
-            help="job: only the GPUs SLURM_STEP_GPUS / SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES name (and node-wide "
-            "facts); node: every GPU; auto: job when those name a subset.",
-        ),
-    ] = ScopeOpt.auto,
+    expect: Annotated[
+        Path | None, typer.Option("--expect", metavar="FILE", help="Expectations file for this node type.")
+    ] = None,
+    with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass.")] = False,
+    scope: ScopeOpt = Scope.auto,
     sysfs_root: SysfsOpt = "/",
 ) -> None:
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
-    from dataclasses import asdict
+    from topodoctor import cli_io, doctor
+    from topodoctor.report import check as report
 
-    from topodoctor.rules.registry import Finding, check_patterns
-
-    sel, ign = _split(select), _split(ignore)
-    check_patterns(sel + ign)
-    exp_obj = None
-    if expect is not None:
-        from topodoctor.expect import load_expectations
-
-        exp_obj = load_expectations(expect)
-    level = "warning" if strict else fail_level.value
-
-    import time
-
-    t0 = time.monotonic()
-
-    def work(deadline: float) -> dict[str, Any]:
-        from topodoctor.codec import to_jsonable
-        from topodoctor.probe import probe_host
-
-        worker = None
-        if with_bandwidth:  # torch's import in the copy timer overlaps the probe
-            from topodoctor.bandwidth.session import Settings, Worker, default_worker_cmd, run
-
-            worker = Worker(default_worker_cmd(), Settings().start_timeout_s)
-            worker.spawn()
-        try:
-            probed = probe_host(replay, sysfs_root)
-        except BaseException:
-            if worker is not None:
-                worker.stop()
-            raise
-        bw = None
-        if worker is not None:
-            from topodoctor.probe import live_nvml
-            from topodoctor.scope import resolve
-
-            nvml = live_nvml() if replay is None else None
-            where = resolve(probed.snapshot, os.environ, scope.value)
-            bw = to_jsonable(
-                run(probed.snapshot, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where)
-            )
-        return {"snapshot": to_jsonable(probed.snapshot), "origin": probed.origin, "bandwidth": bw}
-
-    # The probe (and copies) run in a child under the budget; the rules, pure Python over
-    # data, run here while nothing can hang.
+    cli_io.line_mode = fmt is CheckFormat.line
+    options = doctor.CheckOptions(
+        source=source(replay, sysfs_root),
+        timeout_s=timeout,
+        select=split(select),
+        ignore=split(ignore),
+        tags=("prolog",) if prolog else (),
+        fail_level="warning" if strict else fail_level.value,
+        expect=expect,
+        passes=(doctor.bandwidth_pass(scope.value),) if with_bandwidth else (),
+        scope=scope.value,
+    )
     try:
-        if timeout > 0:
-            from topodoctor.budget import run_with_budget
-
-            got = run_with_budget(work, timeout, meanwhile=lambda: preload("networkx"))
-        else:
-            got = work(time.monotonic() + 1e9)
+        outcome = doctor.check(options)
     except TopodoctorError as exc:
-        # Machines reading stdout get an answer in the format they asked for, too.
-        if fmt is CheckFormat.json:
-            from topodoctor.report.check import could_not_check_json
-
-            typer.echo(json.dumps(could_not_check_json(str(exc), exc.exit_code), indent=1))
-        elif fmt is CheckFormat.line:
-            typer.echo(f"topodoctor UNKNOWN: {exc}")
-        raise
-    from topodoctor.bandwidth.result import BandwidthResult
-    from topodoctor.codec import from_jsonable
-    from topodoctor.model import snapshot_from_data
-    from topodoctor.rules import Context, capture_environment, evaluate
-
-    snap = snapshot_from_data(got["snapshot"])
-    bw = from_jsonable(BandwidthResult, got["bandwidth"], "bandwidth result") if got["bandwidth"] else None
-    ctx = Context(snap, capture_environment(), expect=exp_obj, bandwidth=bw)
-    from topodoctor.scope import resolve, within
-
-    where = resolve(snap, os.environ, scope.value)
-    mine, others = within(evaluate(ctx, sel, ign, ("prolog",) if prolog else ()), where, snap)
-    answer: dict[str, Any] = {
-        "findings": [asdict(f) for f in mine],
-        "meta": {
-            "scope": where.describe(),
-            "scope_gpus": list(where.gpus),
-            "findings_outside_scope": len(others),
-            "origin": got["origin"],
-            "host": snap.host.hostname,
-            "gpus": len(snap.gpus),
-            "elapsed_s": round(time.monotonic() - t0, 3),
-            "bandwidth": bw is not None,
-            "bandwidth_timings": bw.timings if bw is not None else None,
-        },
+        if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
+            doc = report.could_not_check_json(str(exc), exc.exit_code)
+            render(lambda c: emit_json(doc))
+        raise fail(str(exc), exc.exit_code) from None
+    show = {
+        CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
+        CheckFormat.line: lambda c: emit(report.one_line(outcome)),
+        CheckFormat.text: lambda c: report.print_check(outcome, c),
     }
-    findings = [Finding(**f) for f in answer["findings"]]
-    meta = answer["meta"]
-    from topodoctor.report.check import check_json, one_line, print_check, verdict
-
-    if fmt is CheckFormat.json:
-        typer.echo(json.dumps(check_json(findings, level, meta), indent=1))
-    elif fmt is CheckFormat.line:
-        typer.echo(one_line(findings, level, meta["gpus"]))
-    else:
-        from rich.console import Console
-
-        print_check(findings, level, meta, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
-    raise typer.Exit(verdict(findings, level)[1])
+    render(show[fmt])
+    raise typer.Exit(outcome.exit_code)
 
 
-@app.command("rules")
+@app.command("rules", epilog=EXITS["rules"])
 @reports_errors
 def list_rules(
     fmt: FormatOpt = Format.text,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/rules.md.")] = False,
 ) -> None:
     """List every rule: code, name, default severity, tags."""
-    from topodoctor.rules import REGISTRY
+    from topodoctor.report.rules import rules_json, rules_text
     from topodoctor.rules.docs import rules_markdown
 
     if markdown:
-        typer.echo(rules_markdown(), nl=False)
-        return
-    if fmt is Format.json:
-        typer.echo(
-            json.dumps(
-                [
-                    {
-                        "code": r.code,
-                        "name": r.name,
-                        "severity": r.severity,
-                        "tags": sorted(r.tags),
-                        "family": r.family,
-                        "title": r.title,
-                    }
-                    for r in REGISTRY.values()
-                ],
-                indent=1,
-            )
-        )
-        return
-    for code in sorted(REGISTRY):
-        r = REGISTRY[code]
-        typer.echo(f"{r.code}  {r.name:<32} {r.severity:<8} {','.join(sorted(r.tags)) or '-':<8} {r.title}")
+        render(lambda c: sys.stdout.write(rules_markdown()))
+    else:
+        render(lambda c: emit_json(rules_json()) if fmt is Format.json else emit(rules_text()))
 
 
-@app.command()
+@app.command(epilog=EXITS["explain"], cls=PlainUsage)
 @reports_errors
-def explain(code: Annotated[str, typer.Argument(help="A rule code (TD101) or name (nvlink-down).")]) -> None:
-    """Print one rule's documentation."""
+def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -> None:
+    """Print the documentation of one rule; CODE is its code (TD101) or name (nvlink-down)."""
+    from topodoctor.report.terminal import printable
     from topodoctor.rules import REGISTRY
     from topodoctor.rules.docs import rule_markdown
 
     r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
     if r is None:
-        raise InputError(f"no rule {code!r} (see `topodoctor rules`)")
-    typer.echo(rule_markdown(r), nl=False)
+        raise InputError(f"no rule {printable(code)!r} (see `topodoctor rules`)")
+    render(lambda c: sys.stdout.write(rule_markdown(r)))
 
 
-@app.command("expect")
+@app.command("expect", epilog=EXITS["expect"])
 @reports_errors
 def write_expect(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the expectations (JSON).")],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="Where to write (JSON).")],
     replay: ReplayOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Write even from a host with error findings.")] = False,
     sysfs_root: SysfsOpt = "/",
+    timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Write an expectations file from a known-good host (live or replayed)."""
-    from topodoctor.codec import dumps
-    from topodoctor.expect import from_snapshot
-    from topodoctor.probe import probe_host
+    from topodoctor import codec, doctor, fileio
 
-    e = from_snapshot(probe_host(replay, sysfs_root).snapshot)
-    try:
-        output.write_text(dumps(e), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair", err=True)
-
-
-class BwMode(str, Enum):
-    oneway = "oneway"
-    bidir = "bidir"
-    latency = "latency"
-    host = "host"
-    all = "all"
+    base = doctor.baseline(source(replay, sysfs_root), budget(timeout))
+    if base.blocking and not force:
+        for f in base.blocking:
+            say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
+        raise fail(f"not writing {output}: this host has {len(base.blocking)} error finding(s) (--force)", 1)
+    e = base.expectations
+    fileio.write_atomic(output, codec.dumps(e), "expectations")
+    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")
 
 
-def _devices(text: str | None) -> tuple[int, ...] | None:
-    if text is None:
-        return None
-    try:
-        return tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise InputError(f"--devices takes NVML indices such as 0,1,3; got {text!r}") from None
-
-
-@app.command()
+@app.command(epilog=EXITS["bandwidth"])
 @reports_errors
 def bandwidth(
-    matrix: Annotated[bool, typer.Option("--matrix/--no-matrix", help="Print the pair matrices (default).")] = True,
-    mode: Annotated[list[BwMode] | None, typer.Option("--mode", "-m", help="What to measure (repeatable).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="A short pass sized for a prolog.")] = False,
-    size_mib: Annotated[int | None, typer.Option("--size", help="Buffer size per copy, MiB.", min=1)] = None,
-    iters: Annotated[int | None, typer.Option("--iters", help="Copies per sample.", min=1)] = None,
-    samples: Annotated[int | None, typer.Option("--samples", help="Samples per measurement.", min=1)] = None,
-    devices: Annotated[str | None, typer.Option("--devices", help="NVML indices to test, e.g. 0,1.")] = None,
-    pair_timeout: Annotated[
-        float, typer.Option("--pair-timeout", help="Seconds before a copy counts as hung.", min=0.1)
-    ] = 20.0,
-    from_file: Annotated[Path | None, typer.Option("--from", help="Show a saved result instead of measuring.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Also save the result as JSON.")] = None,
-    heatmap: Annotated[
-        Path | None,
-        typer.Option("--heatmap", help="Draw the pair matrices on a fixed colour scale: .svg, or .png (draw extra)."),
+    matrix: Annotated[bool, typer.Option("--matrix/--no-matrix", help="Print the pair matrices.")] = True,
+    mode: Annotated[
+        list[BwMode] | None,
+        typer.Option("--mode", "-m", metavar="MODE", help="oneway, bidir, latency, host or all (repeatable)."),
     ] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A short pass sized for a prolog.")] = False,
+    size_mib: Annotated[int | None, typer.Option("--size", metavar="MIB", help="Buffer per copy.", min=1)] = None,
+    iters: Annotated[int | None, typer.Option("--iters", metavar="N", help="Copies per sample.", min=1)] = None,
+    samples: Annotated[int | None, typer.Option("--samples", metavar="N", help="Samples each.", min=1)] = None,
+    devices: Annotated[str | None, typer.Option("--devices", metavar="LIST", help="NVML indices, e.g. 0,1.")] = None,
+    pair_timeout: Annotated[
+        float, typer.Option("--pair-timeout", metavar="SECONDS", help="When a copy counts as hung.", min=0.1)
+    ] = 20.0,
+    from_file: Annotated[
+        Path | None, typer.Option("--from", metavar="FILE", help="Show a saved result instead of measuring.")
+    ] = None,
+    output: OutputOpt = None,
+    heatmap: HeatmapOpt = None,
     replay: ReplayOpt = None,
     fmt: FormatOpt = Format.text,
+    timeout: TimeoutOpt = 900.0,
 ) -> None:
     """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
+    from topodoctor import cli_pictures, doctor, fileio
     from topodoctor.bandwidth.result import load_result, result_to_json
+    from topodoctor.report import bandwidth as report
 
     if heatmap is not None:
-        from topodoctor.cli_pictures import check_picture_path
-
-        check_picture_path(heatmap)
+        cli_pictures.check_picture_path(heatmap)
 
     if from_file is not None:
         result = load_result(from_file)
     else:
-        result = _measure(mode, quick, size_mib, iters, samples, _devices(devices), pair_timeout, replay)
+        modes = [m.value for m in mode or []]
+        settings = doctor.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
+        result = doctor.measure(settings, source(replay), budget(timeout), progress=progress_bar())
     if output is not None:
-        try:
-            output.write_text(result_to_json(result), encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot write {output}: {exc.strerror or exc}") from None
+        fileio.write_atomic(output, result_to_json(result), "bandwidth result")
     if heatmap is not None:
-        from topodoctor.cli_pictures import draw_heatmap
-
-        draw_heatmap(result, heatmap)
-    findings = _bandwidth_findings(result)
+        cli_pictures.draw_heatmap(result, heatmap)
+    findings = doctor.bandwidth_findings(result)
     if fmt is Format.json:
         from dataclasses import asdict
 
-        from topodoctor.report.bandwidth import bandwidth_json
-
-        doc = bandwidth_json(result)
-        doc["findings"] = [asdict(f) for f in findings]
-        typer.echo(json.dumps(doc, indent=1))
+        doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
+        render(lambda c: emit_json(doc))
     else:
-        from rich.console import Console
-
-        from topodoctor.report.bandwidth import print_bandwidth
-
-        console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150)
-        if matrix:
-            print_bandwidth(result, console)
-        for f in findings:
-            console.print(f"{f.code} {f.severity} {f.subject}: {f.message}")
-    from topodoctor.report.check import verdict
-
-    raise typer.Exit(verdict(findings, "error")[1])
+        render(lambda c: report.print_bandwidth(result, c, findings, matrix))
+    raise typer.Exit(EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0)
 
 
-def _bandwidth_findings(result: Any) -> list[Any]:
-    """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
-    if result.snapshot is None:
-        return []
-    from topodoctor.rules import Context, capture_environment, evaluate
-
-    return evaluate(Context(result.snapshot, capture_environment({}), bandwidth=result), select=["TD7"])
-
-
-def _measure(
-    mode: list[BwMode] | None,
-    quick: bool,
-    size_mib: int | None,
-    iters: int | None,
-    samples: int | None,
-    devices: tuple[int, ...] | None,
-    pair_timeout: float,
-    replay: str | None,
-) -> Any:
-    from dataclasses import replace
-
-    from topodoctor.bandwidth.session import MiB, Settings, Worker, default_worker_cmd, run
-    from topodoctor.probe import live_nvml, probe_host
-
-    settings = Settings.quick(devices) if quick else Settings(devices=devices)
-    if mode:
-        chosen: list[str] = []
-        for m in mode:
-            chosen += (
-                ["oneway", "bidir", "latency", "h2d", "d2h"]
-                if m is BwMode.all
-                else (["h2d", "d2h"] if m is BwMode.host else [m.value])
-            )
-        settings = replace(settings, modes=tuple(dict.fromkeys(chosen)))  # type: ignore[arg-type]
-    if size_mib is not None:
-        settings = replace(settings, size_bytes=size_mib * MiB)
-    settings = replace(
-        settings, iters=iters or settings.iters, samples=samples or settings.samples, pair_timeout_s=pair_timeout
-    )
-    worker = Worker(default_worker_cmd(), settings.start_timeout_s)
-    worker.spawn()
-    try:
-        snap = probe_host(replay).snapshot
-    except BaseException:
-        worker.stop()
-        raise
-    nvml = live_nvml() if replay is None else None
-    progress = None
-    if sys.stderr.isatty():
-        from rich.progress import Progress
-
-        bar = Progress(transient=True)
-        bar.start()
-        job = bar.add_task("measuring", total=None)
-
-        def progress(n: int, total: int, what: str) -> None:
-            bar.update(job, completed=n, total=total, description=what)
-            if n >= total:
-                bar.stop()
-
-    return run(snap, settings, nvml=nvml, worker=worker, progress=progress)
-
-
-cli_fleet.register(app)
-from topodoctor.cli_pictures import register as _register_pictures  # noqa: E402  (needs the helpers above)
-
-_register_pictures(app)
+for extra in ("cli_fleet", "cli_pictures"):  # commands kept in modules of their own
+    __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: usage errors become one line too, not a usage box.
+    """Run one command; every outcome becomes an exit code and at most one error line."""
+    from topodoctor import cli_io
 
-    Typer ships its own copy of click, so its exceptions are matched by shape (what click
-    documents: ``exit_code`` and ``format_message``), not by class.
-    """
-    try:
-        result = app(args=argv, prog_name="topodoctor", standalone_mode=False)
-    except Exception as exc:
-        name = type(exc).__name__
-        if name == "Exit":
-            return int(getattr(exc, "exit_code", 0))
-        if name == "Abort":
-            typer.echo("topodoctor: error: aborted", err=True)
-            return 130
-        if name == "NoArgsIsHelpError":  # bare `topodoctor`: show the help, as click does
-            typer.echo(exc.format_message() if hasattr(exc, "format_message") else "", err=True)
-            return EXIT_USAGE
-        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-            ctx = getattr(exc, "ctx", None)
-            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            typer.echo(f"topodoctor: error: {exc.format_message()}{hint}", err=True)
-            return int(exc.exit_code) if exc.exit_code else EXIT_USAGE
-        raise
-    return result if isinstance(result, int) else 0
+    cli_io.line_mode = False
+    with install_signal_handlers():
+        return cli_io.run_app(app, argv, EXIT_USAGE)
 
 
 def run() -> None:
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # `topodoctor scan | head`: the reader left; that is not an error worth a traceback.
-        import os
+    """Console entry point. Ends with os._exit once the output is flushed: tearing down the
+    interpreter (and a preload thread still importing) can cost tenths of a second, past the
+    budget a prolog gave us, and there is nothing left to clean up."""
+    import os
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 0
-    sys.exit(code)
+    from topodoctor.budget import mark_command_start
+    from topodoctor.cli_io import flush_stdio
+
+    mark_command_start()
+    prepare_stdio()
+    code = main()
+    flush_stdio()
+    os._exit(code)

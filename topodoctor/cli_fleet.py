@@ -138,6 +138,6 @@ def _write(output: Path | None, text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from topodoctor.cli import reports_errors
+    from topodoctor.cli_options import reports_errors
 
     app.command("fleet")(reports_errors(fleet))

@@ -36,16 +36,16 @@ def check_picture_path(path: Path) -> None:
 def draw_scan(snap: "HostSnapshot", path: Path, findings: "Sequence[Finding] | None" = None) -> str:
     """``scan --draw FILE``: the topology picture with what the rules find drawn in place.
 
-    ``findings`` default to every rule on the snapshot with this process's environment (the
-    same rules ``check`` runs; the picture computes no verdict of its own)."""
+    ``findings`` default to every rule on the snapshot alone (no process environment); the
+    picture computes no verdict of its own."""
     from topodoctor.report.draw import draw_topology
     from topodoctor.report.svg import write_picture
 
     check_picture_path(path)
     if findings is None:
-        from topodoctor.rules import Context, capture_environment, evaluate
+        from topodoctor import doctor
 
-        findings = evaluate(Context(snap, capture_environment()))
+        findings = doctor.evaluate(doctor.make_context(doctor.Host(snap, "snapshot")))[0]
     return write_picture(draw_topology(snap, findings), path)
 
 
@@ -70,7 +70,7 @@ def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | No
 
 
 def register(app: typer.Typer) -> None:
-    from topodoctor.cli import ReplayOpt, SysfsOpt, TimeoutOpt, guarded_probe, reports_errors
+    from topodoctor.cli_options import ReplayOpt, SysfsOpt, TimeoutOpt, budget, reports_errors, source
 
     @app.command("nccl-topo")
     @reports_errors
@@ -109,7 +109,9 @@ def register(app: typer.Typer) -> None:
         if (output is None) == (lint is None):
             raise InputError("nccl-topo needs either --output FILE (write) or --lint FILE (check)")
         text_in = read_text(lint, "topology file", max_bytes=4 << 20) if lint is not None else None
-        snap = guarded_probe(replay, sysfs_root, timeout).snapshot
+        from topodoctor import doctor
+
+        snap = doctor.probe(source(replay, sysfs_root), budget(timeout)).snapshot
         g = build_graph(snap)
         if text_in is not None:
             from topodoctor.nccl_topo_lint import lint_topo_file

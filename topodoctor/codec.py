@@ -159,11 +159,13 @@ def from_jsonable(cls: type[D], data: Any, what: str = "document") -> D:
         raise InputError(f"{what} is nested too deeply") from None
 
 
-def read_json(path: Path | str, what: str) -> Any:
+def read_json(path: Path | str, what: str, timeout_s: float | None = None) -> Any:
     """Load JSON from a user-named file: bounded in time and size, strict (see ``fileio``)."""
     from topodoctor import fileio
 
-    return fileio.read_json(path, what)
+    if timeout_s is None:
+        return fileio.read_json(path, what)
+    return fileio.read_json(path, what, timeout_s=min(timeout_s, fileio.DEFAULT_TIMEOUT_S))
 
 
 def check_header(data: Any, kind: str, version: int, what: str) -> None:
@@ -179,4 +181,7 @@ def check_header(data: Any, kind: str, version: int, what: str) -> None:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(to_jsonable(obj), indent=1, sort_keys=False) + "\n"
+    """Strict JSON text of a dataclass tree (NaN becomes null; infinity is refused)."""
+    from topodoctor.fileio import dumps_strict
+
+    return dumps_strict(to_jsonable(obj), indent=1) + "\n"

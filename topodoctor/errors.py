@@ -3,8 +3,11 @@
 Exit codes (shared by every command, documented in README.md):
   0  ran, healthy (warnings allowed)
   1  ran, unhealthy (a finding at or above the fail level)
-  2  usage error: bad flag, missing or corrupt input file
-  3  could not check: no NVML library, no driver, no GPU, probe crashed, time budget spent
+  2  usage or input error: bad flag, missing, corrupt or inconsistent input file (a
+     recording or snapshot that contradicts itself included)
+  3  could not check: no NVML library, no driver, no GPU, probe crashed, time budget spent,
+     or an internal error of topodoctor (never 1: a prolog would drain a healthy node)
+  128+N  stopped by signal N (130 Ctrl-C, 143 SIGTERM); the probe child is killed with it
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ class ProbeUnavailable(TopodoctorError):
 
 
 class ReplayMismatch(TopodoctorError):
-    """The probe asked a recording for a call it does not hold: the recording is stale."""
+    """The probe asked a recording for a call it does not hold: the recording is stale or
+    inconsistent (a GPU count its calls do not cover). The recording is the input: exit 2."""
 
-    exit_code = EXIT_CANNOT_CHECK
+    exit_code = EXIT_USAGE
 
 
 class BudgetExceeded(TopodoctorError):
@@ -49,3 +53,15 @@ class BandwidthUnavailable(TopodoctorError):
     """Copies cannot be timed: torch missing, no CUDA, out of memory."""
 
     exit_code = EXIT_CANNOT_CHECK
+
+
+class Terminated(BaseException):
+    """A signal asked this process to stop (SIGTERM, SIGHUP): unwinds like KeyboardInterrupt,
+    so the budgeted child is killed on the way out, and ends with exit 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.exit_code = 128 + signum

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from topodoctor import codec
 from topodoctor.model import HostSnapshot
+
+if TYPE_CHECKING:
+    from topodoctor.budget import Budget
 
 EXPECT_SCHEMA_VERSION = 1
 
@@ -61,7 +64,11 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
     )
 
 
-def load_expectations(path: Path | str) -> Expectations:
-    data = codec.read_json(path, "expectations file")
+def load_expectations(path: Path | str, budget: Budget | None = None) -> Expectations:
+    """Read an expectations file, within what is left of ``budget``."""
+    if budget is not None and budget.limited and budget.left() <= 0:
+        raise budget.exceeded(" (reading the expectations file)")
+    timeout = budget.left() if budget is not None and budget.limited else None
+    data = codec.read_json(path, "expectations file", timeout)
     codec.check_header(data, "expectations", EXPECT_SCHEMA_VERSION, f"expectations file {path}")
     return codec.from_jsonable(Expectations, data, f"expectations file {path}")

@@ -131,6 +131,13 @@ def _int(text: str) -> int:
     return int(text)
 
 
+def _float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):  # 1e400 parses as infinity
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
+
+
 def _depth(data: Any, limit: int) -> None:
     stack = [(data, 1)]
     while stack:
@@ -144,9 +151,9 @@ def _depth(data: Any, limit: int) -> None:
 
 
 def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Strict JSON: no NaN / Infinity, no integer of more than 30 digits, bounded nesting."""
+    """Strict JSON: no NaN / Infinity (nor 1e400), no integer of more than 30 digits, bounded nesting."""
     try:
-        data = json.loads(text, parse_constant=_no_constant, parse_int=_int)
+        data = json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except ValueError as exc:
@@ -200,10 +207,12 @@ def write_atomic(path: Path | str, text: str | bytes, what: str = "output") -> N
             # mkstemp makes 0600; a result file is meant to be read by others (collectors, admins).
             os.chmod(tmp, 0o644 & ~_umask())
         os.replace(tmp, p)
-    except OSError as exc:
+    except BaseException as exc:  # a full disk, or a budget alarm or signal mid-write
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise InputError(f"cannot write {what} {p}: {exc.strerror or type(exc).__name__}") from None
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write {what} {p}: {exc.strerror or type(exc).__name__}") from None
+        raise
 
 
 def _umask() -> int:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from topodoctor.bandwidth.result import BandwidthResult, Measurement, Mode
 from topodoctor.codec import to_jsonable
+from topodoctor.report.terminal import literal, printable
+from topodoctor.rules.registry import Finding
+
+_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow"}
 
 _TITLES: dict[Mode, str] = {
     "oneway": "One-way bandwidth, GB/s",
@@ -58,7 +64,8 @@ def _pair_table(r: BandwidthResult, mode: Mode) -> Table:
     idx = [g.index for g in r.gpus]
     cells = r.matrix(mode)
     expected = _expected(r)
-    t = Table(title=f"{_TITLES[mode]} (rows: source GPU, columns: destination GPU; GB/s = 1e9 bytes/s)")
+    unit = "" if mode == "latency" else "; GB/s = 1e9 bytes/s"
+    t = Table(title=f"{_TITLES[mode]} (rows: source GPU, columns: destination GPU{unit})")
     t.add_column("src \\ dst")
     for b in idx:
         t.add_column(f"GPU{b}", justify="right")
@@ -77,20 +84,34 @@ def _pair_table(r: BandwidthResult, mode: Mode) -> Table:
 def _host_table(r: BandwidthResult) -> Table:
     t = Table(title="Host copies, GB/s (pinned memory)")
     for col in ("GPU", "bus id", "host -> GPU", "GPU -> host"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col == "bus id")
     for g in r.gpus:
-        t.add_row(f"GPU{g.index}", g.bus_id, _cell(r.find("h2d", -1, g.index)), _cell(r.find("d2h", g.index, -1)))
+        t.add_row(
+            f"GPU{g.index}", printable(g.bus_id), _cell(r.find("h2d", -1, g.index)), _cell(r.find("d2h", g.index, -1))
+        )
     return t
 
 
-def print_bandwidth(r: BandwidthResult, console: Console) -> None:
+def print_bandwidth(
+    r: BandwidthResult, console: Console, findings: Sequence[Finding] = (), matrix: bool = True
+) -> None:
+    """The result (matrices unless ``matrix`` is off) and the bandwidth rules' findings."""
+    if matrix:
+        _print_matrices(r, console)
+    for f in findings:
+        console.print(literal(f"{f.code} {f.severity} {f.subject}: {f.message}", _STYLE.get(f.severity, "")))
+
+
+def _print_matrices(r: BandwidthResult, console: Console) -> None:
     console.print(
-        f"{r.method}; torch {r.torch_version}, CUDA {r.cuda_version}; {r.wall_s:.1f} s; "
-        "* = staged through host memory (no P2P), ! = data mismatch, ±spread = (max-min)/median"
+        literal(
+            f"{r.method}; torch {r.torch_version}, CUDA {r.cuda_version}; {r.wall_s:.1f} s; "
+            "* = staged through host memory (no P2P), ! = data mismatch, ±spread = (max-min)/median"
+        )
     )
     busy = [a for a in r.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
     for a in busy:
-        console.print(f"[yellow]GPU{a.index} was not idle: {a.utilization_pct}% busy, {a.processes} processes[/yellow]")
+        console.print(Text(f"GPU{a.index} was not idle: {a.utilization_pct}% busy, {a.processes} processes", "yellow"))
     seen = [m for m in r.measurements if m.mode == "oneway" and m.nvlink_bytes is not None and m.value]
     if seen:
         over = sum(1 for m in seen if m.nvlink_bytes and m.nvlink_bytes >= m.size_bytes)
@@ -103,7 +124,7 @@ def print_bandwidth(r: BandwidthResult, console: Console) -> None:
         console.print(_host_table(r))
     for m in r.measurements:
         if m.error:
-            console.print(f"[red]{m.mode} {m.src}->{m.dst}: {m.error}[/red]")
+            console.print(literal(f"{m.mode} {m.src}->{m.dst}: {m.error}", "red"))
 
 
 def _median(m: Measurement | None) -> float | None:

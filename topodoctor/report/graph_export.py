@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import io
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
+from topodoctor import fileio
 from topodoctor.errors import InputError
 
 FORMATS = {".graphml": "GraphML", ".dot": "DOT", ".gv": "DOT", ".json": "node-link JSON"}
@@ -33,15 +34,21 @@ def _flat(g: nx.Graph) -> nx.Graph:
     return h
 
 
+def _quoted(value: Any) -> str:
+    """A DOT quoted string: backslash, quote and line breaks escaped, so any name survives."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{text}"'
+
+
 def _dot(g: nx.Graph) -> str:
     def attrs(d: dict[str, Any]) -> str:
-        return ", ".join(f'{k}="{str(v).replace(chr(34), chr(39))}"' for k, v in d.items())
+        return ", ".join(f"{k}={_quoted(v)}" for k, v in d.items())
 
     lines = ["graph topodoctor {"]
     for n, d in g.nodes(data=True):
-        lines.append(f'  "{n}" [{attrs(d)}];')
+        lines.append(f"  {_quoted(n)} [{attrs(d)}];")
     for u, v, d in g.edges(data=True):
-        lines.append(f'  "{u}" -- "{v}" [{attrs(d)}];')
+        lines.append(f"  {_quoted(u)} -- {_quoted(v)} [{attrs(d)}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -52,13 +59,13 @@ def export_graph(g: nx.Graph, path: Path) -> str:
     if fmt is None:
         raise InputError(f"--export-graph: unknown extension {path.suffix!r} (use {', '.join(FORMATS)})")
     flat = _flat(g)
-    try:
-        if fmt == "GraphML":
-            nx.write_graphml(flat, path)
-        elif fmt == "DOT":
-            path.write_text(_dot(flat), encoding="utf-8")
-        else:
-            path.write_text(json.dumps(nx.node_link_data(flat, edges="links"), indent=1) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if fmt == "GraphML":
+        buf = io.BytesIO()
+        nx.write_graphml(flat, buf)
+        data: str | bytes = buf.getvalue()
+    elif fmt == "DOT":
+        data = _dot(flat)
+    else:
+        data = fileio.dumps_strict(nx.node_link_data(flat, edges="links"), indent=1) + "\n"
+    fileio.write_atomic(path, data, "graph")
     return fmt

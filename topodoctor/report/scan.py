@@ -7,11 +7,13 @@ from typing import Any
 import networkx as nx
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from topodoctor.codec import to_jsonable
 from topodoctor.graph import connection_matrix, nvlink_link_gbps
-from topodoctor.model import HostSnapshot, nvlink_generation
+from topodoctor.model import Gpu, HostSnapshot, nvlink_generation
 from topodoctor.probed import ProbeError, Unsupported, show
+from topodoctor.report.terminal import literal, printable
 from topodoctor.topo import build_matrix, render
 
 SCAN_SCHEMA_VERSION = 1
@@ -27,9 +29,9 @@ def _onoff(v: object) -> str:
 
 def _host_table(snap: HostSnapshot, origin: str) -> Table:
     h = snap.host
-    t = Table(title=f"Host ({origin})", show_header=False, box=None, pad_edge=False)
-    t.add_column(style="bold")
-    t.add_column()
+    t = Table(title=printable(f"Host ({origin})"), show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
     numa = ", ".join(f"node{n.id}: cpus {_cpus(n.cpus)}" for n in h.numa_nodes) or "none reported"
     rows = [
         ("hostname", h.hostname),
@@ -41,61 +43,64 @@ def _host_table(snap: HostSnapshot, origin: str) -> Table:
         ("IOMMU", show(h.iommu)),
     ]
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(k, printable(v))
     return t
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:
-    from topodoctor.probe.query import format_cpulist
+    from topodoctor.probe.query import format_cpulist  # noqa: TID251  (pure formatting; belongs outside probe/)
 
     return format_cpulist(cpus) or "-"
 
 
-def _gpu_table(snap: HostSnapshot) -> Table:
-    t = Table(title="GPUs")
-    for col in (
-        "GPU",
-        "name",
-        "bus id",
-        "arch / cc",
-        "memory",
-        "PCIe now/max",
-        "NUMA",
-        "NVLinks",
-        "persist",
-        "MIG",
-        "ECC",
-        "fabric",
-    ):
-        t.add_column(col)
-    for g in snap.gpus:
-        if g.lost is not None:
-            t.add_row(str(g.index), f"[red]LOST: {g.lost.error}[/red]", show(g.bus_id), *[""] * 9)
-            continue
-        p = g.pcie
-        active = sum(1 for link in g.nvlinks if link.active is True)
-        fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
-        t.add_row(
-            str(g.index),
-            show(g.name),
-            show(g.bus_id),
-            f"{show(g.architecture)} / {show(g.compute_capability)}",
-            _gib(g.memory_total_bytes),
-            f"Gen{show(p.gen_current)} x{show(p.width_current)} / Gen{show(p.gen_max)} x{show(p.width_max)}",
-            show(g.sysfs_numa_node),
-            f"{active}/{show(g.nvlink_count)}",
-            _onoff(g.persistence_mode),
-            _onoff(g.mig_mode),
-            _onoff(g.ecc_mode),
-            fabric,
-        )
-    return t
+_GPU_COLUMNS = ("GPU", "name", "bus id", "arch / cc", "memory", "NUMA")
+_STATE_COLUMNS = ("PCIe now/max", "NVLinks", "persist", "MIG", "ECC", "fabric")
+WIDE = 130  # below this the GPU table is printed as two, so no cell is folded letter by letter
+
+
+def _gpu_cells(g: Gpu) -> list[str]:
+    if g.lost is not None:
+        return [str(g.index), f"LOST: {g.lost.error}", show(g.bus_id), *[""] * 9]
+    p = g.pcie
+    active = sum(1 for link in g.nvlinks if link.active is True)
+    fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
+    return [
+        str(g.index),
+        show(g.name),
+        show(g.bus_id),
+        f"{show(g.architecture)} / {show(g.compute_capability)}",
+        _gib(g.memory_total_bytes),
+        show(g.sysfs_numa_node),
+        f"Gen{show(p.gen_current)} x{show(p.width_current)} / Gen{show(p.gen_max)} x{show(p.width_max)}",
+        f"{active}/{show(g.nvlink_count)}",
+        _onoff(g.persistence_mode),
+        _onoff(g.mig_mode),
+        _onoff(g.ecc_mode),
+        fabric,
+    ]
+
+
+def _gpu_tables(snap: HostSnapshot, width: int) -> list[Table]:
+    """One table on a wide terminal; on a narrow one, identity and state apart (GPU in both)."""
+    columns = [*_GPU_COLUMNS, *_STATE_COLUMNS]
+    parts = [columns] if width >= WIDE else [list(_GPU_COLUMNS), ["GPU", *_STATE_COLUMNS]]
+    tables = []
+    for n, part in enumerate(parts):
+        t = Table(title="GPUs" if n == 0 else "GPU state")
+        for col in part:
+            t.add_column(col, no_wrap=col in ("GPU", "bus id"), overflow="fold")
+        for g in snap.gpus:
+            cells = dict(zip(columns, _gpu_cells(g)))
+            style = "red" if g.lost is not None else ""
+            t.add_row(*(literal(cells[c], style if c == "name" else "") for c in part))
+        tables.append(t)
+    return tables
 
 
 def _nvlink_table(snap: HostSnapshot) -> Table:
     t = Table(title="NVLink")
     for col in ("GPU", "active", "NVLink", "remote", "per link GB/s", "total GB/s", "replay", "recovery", "CRC"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for g in snap.gpus:
         if not g.nvlinks:
             continue
@@ -109,7 +114,8 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
             nums = [v for v in vals if isinstance(v, int)]
             return str(sum(nums)) if nums else show(vals[0]) if vals else "-"
 
-        t.add_row(
+        _row(
+            t,
             str(g.index),
             f"{len(active)}/{len(g.nvlinks)}",
             ",".join(str(x) for x in sorted(v for v in gens if v is not None)) or "-",
@@ -126,9 +132,10 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
 def _nic_table(snap: HostSnapshot) -> Table:
     t = Table(title="NICs")
     for col in ("name", "kind", "bus id", "NUMA", "state", "rate Gb/s", "net devices"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=col == "bus id", overflow="fold")
     for n in snap.nics:
-        t.add_row(
+        _row(
+            t,
             n.name,
             n.kind,
             show(n.bus_id),
@@ -140,24 +147,29 @@ def _nic_table(snap: HostSnapshot) -> Table:
     return t
 
 
+def _row(t: Table, *cells: str) -> None:
+    t.add_row(*(printable(c) for c in cells))
+
+
 def print_scan(snap: HostSnapshot, origin: str, g: nx.Graph, console: Console) -> None:
     console.print(_host_table(snap, origin))
     console.print()
-    console.print(_gpu_table(snap))
+    for table in _gpu_tables(snap, console.width):
+        console.print(table)
     console.print()
-    console.print("[bold]Connection matrix[/bold] (as nvidia-smi topo -m)")
-    console.out(render(build_matrix(snap, g)), highlight=False)
+    console.print(Text.assemble(("Connection matrix", "bold"), " (as nvidia-smi topo -m)"))
+    console.out("\n".join(printable(line) for line in render(build_matrix(snap, g)).splitlines()))
     if any(g.nvlinks for g in snap.gpus):
         console.print(_nvlink_table(snap))
     if snap.nvswitches:
         for sw in snap.nvswitches:
             seen = "inferred: links point at switches this host cannot see" if sw.inferred else show(sw.bus_id)
-            console.print(f"NVSwitch {sw.id}: {len(sw.gpu_links)} GPU links ({seen})")
+            console.print(literal(f"NVSwitch {sw.id}: {len(sw.gpu_links)} GPU links ({seen})"))
     console.print(_nic_table(snap) if snap.nics else "NICs: none found")
     if snap.probe_errors:
-        console.print("[bold red]Probe errors[/bold red]")
+        console.print(Text("Probe errors", style="bold red"))
         for e in snap.probe_errors:
-            console.print(f"  {e.call}: {e.error}")
+            console.print(literal(f"  {e.call}: {e.error}"))
 
 
 def scan_json(snap: HostSnapshot, origin: str, g: nx.Graph) -> dict[str, Any]:

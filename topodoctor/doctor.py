@@ -1,0 +1,407 @@
+"""The service layer: probe, check and measure a host under one wall-clock budget.
+
+Each entry point returns plain outcome objects; the command line only parses arguments and
+renders them. The probe (and any measurement pass) runs in a killable child under the
+budget; decoding, validation and the rules run here, under the same budget's alarm.
+Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from topodoctor import codec
+from topodoctor.budget import Budget, run_with_budget
+from topodoctor.consistency import validate_snapshot
+from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY, InputError
+from topodoctor.model import HostSnapshot, snapshot_from_data
+
+if TYPE_CHECKING:  # the rules package imports every rule family: only once the budget runs
+    from topodoctor.bandwidth.result import BandwidthResult
+    from topodoctor.bandwidth.session import Settings
+    from topodoctor.expect import Expectations
+    from topodoctor.process import ProcessEnvironment
+    from topodoctor.rules.context import Context
+    from topodoctor.rules.registry import Finding, Severity
+    from topodoctor.scope import Scope
+
+INCOMPLETE_CODE = "TD901"  # the rule that reports a check which could not read its input
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the host comes from: the live host (``replay`` None) or a recording / snapshot."""
+
+    replay: str | None = None
+    sysfs_root: str = "/"
+
+    @property
+    def live(self) -> bool:
+        return self.replay is None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A measurement run after the probe, in the budgeted child (copies, collectives...).
+
+    ``run(snapshot, source, deadline, started)`` returns a plain dataclass of type ``result``;
+    it travels to the parent as JSON and lands in the rules' Context (``bandwidth`` in
+    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start`` (optional) runs
+    before the probe, so a worker's start-up overlaps it; what it returns is ``started``, and
+    ``stop(started)`` releases it when the probe fails.
+    """
+
+    name: str
+    run: Callable[[HostSnapshot, Source, float, Any], Any]
+    result: type
+    start: Callable[[], Any] | None = None
+    stop: Callable[[Any], None] | None = None
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the probe child brought back: the snapshot, the process judged, measurements."""
+
+    snapshot: HostSnapshot
+    origin: str  # "live", "replay NAME", "snapshot NAME"
+    process: ProcessEnvironment | None = None  # None where no process is judged (a saved result)
+    measured: dict[str, Any] = field(default_factory=dict)
+
+
+def _encode(host: Host) -> dict[str, Any]:
+    return {
+        "snapshot": codec.to_jsonable(host.snapshot),
+        "origin": host.origin,
+        "process": None if host.process is None else codec.to_jsonable(host.process),
+        "measured": {k: codec.to_jsonable(v) for k, v in host.measured.items()},
+    }
+
+
+def _decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
+    from topodoctor.process import ProcessEnvironment
+
+    proc = data["process"]
+    return Host(
+        snapshot_from_data(data["snapshot"], f"snapshot from {data['origin']}"),
+        data["origin"],
+        None if proc is None else codec.from_jsonable(ProcessEnvironment, proc, "process environment"),
+        {p.name: codec.from_jsonable(p.result, data["measured"][p.name], f"{p.name} result") for p in passes},
+    )
+
+
+PRELOAD_MIN_BUDGET_S = 3.0
+
+
+def _preload_graph() -> None:
+    """Import networkx on a thread while the child waits on the driver: on a host whose
+    site-packages carry no bytecode, the import costs about as long as the probe itself.
+
+    Only with a budget longer than the import: an import still running at the deadline holds
+    the interpreter lock and delays killing the child by tenths of a second on a busy host."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=("networkx",), daemon=True).start()
+
+
+def probe(
+    source: Source,
+    budget: Budget,
+    passes: Sequence[Pass] = (),
+    environment: bool = False,
+    quiet: bool = True,
+) -> Host:
+    """Probe the host (and run ``passes``) in a child under ``budget``; a validated Host.
+
+    A budget without a limit runs everything in this process (no fork), as ``--timeout 0``
+    promises. ``quiet`` silences the child's stdout/stderr (a progress bar needs them).
+    """
+
+    def gather(deadline: float) -> Host:
+        from topodoctor.probe import probe_host
+
+        started = {ps.name: ps.start() for ps in passes if ps.start is not None}
+        try:
+            p = probe_host(source.replay, source.sysfs_root)
+        except BaseException:
+            for ps in passes:
+                if ps.stop is not None and ps.name in started:
+                    ps.stop(started[ps.name])
+            raise
+        measured = {ps.name: ps.run(p.snapshot, source, deadline, started.get(ps.name)) for ps in passes}
+        return Host(p.snapshot, p.origin, p.process if environment else None, measured)
+
+    if not budget.limited:
+        host = gather(budget.deadline)
+    else:
+        preload = _preload_graph if budget.left() > PRELOAD_MIN_BUDGET_S else None
+        with budget.guard():
+            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=preload, quiet=quiet)
+            host = _decode(data, passes)
+    with budget.guard():
+        validate_snapshot(host.snapshot, host.origin)
+    return host
+
+
+# ----------------------------------------------------------------------------- check
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    source: Source = Source()
+    timeout_s: float = 30.0
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # ("prolog",) for the fast subset
+    fail_level: Severity = "error"
+    expect: Path | None = None
+    passes: tuple[Pass, ...] = ()  # measurements run after the probe: bandwidth_pass() and others
+    scope: str = "auto"  # job | node | auto: the GPUs judged and measured (topodoctor.scope)
+
+
+@dataclass(frozen=True)
+class Meta:
+    origin: str
+    host: str
+    gpus: int
+    elapsed_s: float
+    measured: tuple[str, ...]  # names of the passes that ran
+    scope: str = ""  # which GPUs were judged, and why
+    scope_gpus: tuple[int, ...] = ()
+    findings_outside_scope: int = 0  # findings about GPUs of other jobs, left out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    findings: tuple[Finding, ...]  # worst first
+    incomplete: tuple[Finding, ...]  # checks that could not read their input, whatever the selection
+    meta: Meta
+    fail_level: Severity
+    exit_code: int
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def verdict(self) -> Literal["healthy", "unhealthy"]:
+        return "unhealthy" if self.exit_code == EXIT_UNHEALTHY else "healthy"
+
+
+def failing(findings: Sequence[Finding], fail_level: str) -> tuple[Finding, ...]:
+    from topodoctor.rules.registry import SEVERITY_ORDER
+
+    return tuple(f for f in findings if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_level])
+
+
+def make_context(host: Host, expect: Expectations | None = None) -> Context:
+    """The rules' Context: the one place it is built. With no process (a saved result) no
+    process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
+    from topodoctor.process import Environment
+    from topodoctor.rules.context import Context
+
+    measured = dict(host.measured)
+    env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
+    return Context(host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured)
+
+
+def job_scope(host: Host, choice: str) -> Scope:
+    """The GPUs a check judges: the job's, as the judged process's environment names them."""
+    from topodoctor.scope import resolve
+
+    environ = host.process.environ if host.process is not None else {}
+    return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
+
+
+def evaluate(
+    ctx: Context, select: Sequence[str] = (), ignore: Sequence[str] = (), tags: Sequence[str] = ()
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """(findings, incomplete): the one place that knows the rules engine's answer shape."""
+    from topodoctor import rules
+
+    findings = tuple(rules.evaluate(ctx, select, ignore, tags))
+    return findings, tuple(f for f in findings if f.code == INCOMPLETE_CODE)
+
+
+def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
+    """Probe, measure and judge the host within ``options.timeout_s`` (from process start)."""
+    from topodoctor.rules.registry import check_patterns
+
+    t0 = time.monotonic()
+    budget = budget or Budget.start(options.timeout_s)
+    # Everything from here, imports included, runs under the budget's alarm: on a loaded host
+    # the parent's own work can spend a short budget before the child is even started.
+    with budget.guard():
+        check_patterns(options.select + options.ignore)
+        expect = None
+        if options.expect is not None:
+            from topodoctor.expect import load_expectations
+
+            expect = load_expectations(options.expect, budget)
+        host = probe(options.source, budget, options.passes, environment=True)
+        findings, incomplete = evaluate(make_context(host, expect), options.select, options.ignore, options.tags)
+        from topodoctor.scope import within
+
+        where = job_scope(host, options.scope)
+        mine, others = within(findings, where, host.snapshot)
+        findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
+    bad = failing(findings, options.fail_level)
+    meta = Meta(
+        host.origin,
+        host.snapshot.host.hostname,
+        len(host.snapshot.gpus),
+        round(time.monotonic() - t0, 3),
+        tuple(host.measured),
+        where.describe(),
+        where.gpus,
+        len(others),
+    )
+    return Outcome(findings, incomplete, meta, options.fail_level, EXIT_UNHEALTHY if bad else EXIT_OK)
+
+
+# ----------------------------------------------------------------------------- measure
+
+
+def _start_worker() -> Any:
+    """The copy timer, started before the probe so that its start-up overlaps it."""
+    from topodoctor.bandwidth.session import Worker, default_worker_cmd
+    from topodoctor.bandwidth.tasks import Settings
+
+    worker = Worker(default_worker_cmd(), Settings().start_timeout_s)
+    worker.spawn()
+    return worker
+
+
+def _stop_worker(worker: Any) -> None:
+    worker.stop()
+
+
+def bandwidth_pass(scope: str = "auto") -> Pass:
+    """The quick copy pass of ``check --bandwidth``, on the GPUs of ``scope`` only."""
+    from topodoctor.bandwidth.result import BandwidthResult
+
+    def copies(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> BandwidthResult:
+        from topodoctor.bandwidth.session import run
+        from topodoctor.bandwidth.tasks import Settings
+        from topodoctor.probe import live_nvml
+        from topodoctor.probe.environment import capture_process
+        from topodoctor.scope import resolve
+
+        # Copies only ever run live: the job's GPUs come from this process's environment.
+        where = resolve(snap, capture_process().environ, scope)  # type: ignore[arg-type]
+        nvml = live_nvml() if source.live else None
+        return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where)
+
+    return Pass("bandwidth", copies, BandwidthResult, _start_worker, _stop_worker)
+
+
+def measure(
+    settings: Settings,
+    source: Source,
+    budget: Budget,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> BandwidthResult:
+    """``topodoctor bandwidth``: the copy timer starts first (torch's start-up overlaps the
+    probe), then the probe, then the copies; all in the budgeted child."""
+    from topodoctor.bandwidth.result import BandwidthResult
+
+    def timed(snap: HostSnapshot, src: Source, deadline: float, worker: Any) -> BandwidthResult:
+        from topodoctor.bandwidth.session import run
+        from topodoctor.probe import live_nvml
+
+        return run(
+            snap,
+            settings,
+            nvml=live_nvml() if src.live else None,
+            worker=worker,
+            deadline=deadline,
+            progress=progress,
+        )
+
+    copies = Pass("bandwidth", timed, BandwidthResult, _start_worker, _stop_worker)
+    host = probe(source, budget, (copies,), quiet=progress is None)
+    result: BandwidthResult = host.measured["bandwidth"]
+    return result
+
+
+def bandwidth_settings(
+    modes: Sequence[str],
+    quick: bool,
+    size_mib: int | None,
+    iters: int | None,
+    samples: int | None,
+    devices: str | None,
+    pair_timeout_s: float,
+) -> Settings:
+    """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
+    from dataclasses import replace
+
+    from topodoctor.bandwidth.session import MiB, Settings
+
+    chosen = _devices(devices)
+    settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
+    expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h"], "host": ["h2d", "d2h"]}
+    picked = [x for m in modes for x in expand.get(m, [m])]
+    if picked:
+        settings = replace(settings, modes=tuple(dict.fromkeys(picked)))  # type: ignore[arg-type]
+    if size_mib is not None:
+        settings = replace(settings, size_bytes=size_mib * MiB)
+    return replace(
+        settings, iters=iters or settings.iters, samples=samples or settings.samples, pair_timeout_s=pair_timeout_s
+    )
+
+
+def _devices(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        picked = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise InputError(f"--devices takes NVML indices such as 0,1,3; got {text!r}") from None
+    if any(i < 0 for i in picked):
+        raise InputError(f"--devices takes NVML indices (0 or more); got {text!r}")
+    return picked
+
+
+def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
+    """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
+    if result.snapshot is None:
+        return ()
+    validate_snapshot(result.snapshot, "bandwidth result")
+    host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
+    return evaluate(make_context(host), select=["TD7"])[0]
+
+
+# ----------------------------------------------------------------------------- expect
+
+
+@dataclass(frozen=True)
+class Baseline:
+    expectations: Expectations
+    blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
+
+
+def baseline(source: Source, budget: Budget) -> Baseline:
+    """Expectations from a host, with the findings that make it a bad baseline."""
+    from topodoctor.expect import from_snapshot
+
+    host = probe(source, budget, environment=True)
+    with budget.guard():
+        findings, _ = evaluate(make_context(host))
+        return Baseline(from_snapshot(host.snapshot), failing(findings, "error"))
+
+
+def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:
+    """Record the live host under the budget; (recording document, GPU count)."""
+    from topodoctor.probe import record_host
+
+    def work(deadline: float) -> dict[str, Any]:
+        doc, snap = record_host(label, do_scrub=scrub, sysfs_root=sysfs_root)
+        return {"doc": doc, "gpus": len(snap.gpus)}
+
+    data = work(budget.deadline) if not budget.limited else run_with_budget(work, budget)
+    return data["doc"], int(data["gpus"])

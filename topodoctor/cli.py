@@ -32,6 +32,8 @@ from topodoctor.cli_options import (
     Format,
     FormatOpt,
     HeatmapOpt,
+    MeasureFormat,
+    MetricsOpt,
     OutputOpt,
     PlainUsage,
     ReplayOpt,
@@ -133,8 +135,10 @@ def record(
 def check(
     replay: ReplayOpt = None,
     fmt: Annotated[
-        CheckFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json, or line (a drain reason).")
+        CheckFormat,
+        typer.Option("--format", "-f", metavar="FORMAT", help="text, json, line (a drain reason) or prometheus."),
     ] = CheckFormat.text,
+    metrics: MetricsOpt = None,
     timeout: TimeoutOpt = 30.0,
     select: RuleList = None,
     ignore: RuleList = None,
@@ -166,17 +170,29 @@ def check(
         passes=(doctor.bandwidth_pass(scope.value),) if with_bandwidth else (),
         scope=scope.value,
     )
+    from topodoctor.report import prometheus as prom
+
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
+        if metrics is not None:  # a metrics file that says "could not check" instead of going stale
+            prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=_hostname()))
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda c: emit_json(doc))
         raise fail(str(exc), exc.exit_code) from None
+
+    def metrics_text() -> str:
+        o = outcome
+        return prom.check_metrics(o.findings, o.incomplete, o.exit_code, o.snapshot, o.meta.elapsed_s)
+
+    if metrics is not None:
+        prom.write_textfile(metrics, metrics_text())
     show = {
         CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
         CheckFormat.line: lambda c: emit(report.one_line(outcome)),
         CheckFormat.text: lambda c: report.print_check(outcome, c),
+        CheckFormat.prometheus: lambda c: sys.stdout.write(metrics_text()),
     }
     render(show[fmt])
     raise typer.Exit(outcome.exit_code)
@@ -256,7 +272,10 @@ def bandwidth(
     output: OutputOpt = None,
     heatmap: HeatmapOpt = None,
     replay: ReplayOpt = None,
-    fmt: FormatOpt = Format.text,
+    fmt: Annotated[
+        MeasureFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or prometheus.")
+    ] = MeasureFormat.text,
+    metrics: MetricsOpt = None,
     timeout: TimeoutOpt = 900.0,
 ) -> None:
     """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
@@ -278,18 +297,33 @@ def bandwidth(
     if heatmap is not None:
         cli_pictures.draw_heatmap(result, heatmap)
     findings = doctor.bandwidth_findings(result)
-    if fmt is Format.json:
+    code = EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0
+    if metrics is not None or fmt is MeasureFormat.prometheus:
+        from topodoctor.report.prometheus import bandwidth_metrics, write_textfile
+
+        text = bandwidth_metrics(result, findings, code)
+        if metrics is not None:
+            write_textfile(metrics, text)
+        if fmt is MeasureFormat.prometheus:
+            render(lambda c: sys.stdout.write(text))
+    if fmt is MeasureFormat.json:
         from dataclasses import asdict
 
         doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
         render(lambda c: emit_json(doc))
-    else:
+    elif fmt is MeasureFormat.text:
         render(lambda c: report.print_bandwidth(result, c, findings, matrix))
-    raise typer.Exit(EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0)
+    raise typer.Exit(code)
 
 
 for extra in ("cli_fleet", "cli_pictures"):  # commands kept in modules of their own
     __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
+
+
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
 
 
 def main(argv: list[str] | None = None) -> int:

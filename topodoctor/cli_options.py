@@ -105,6 +105,23 @@ class CheckFormat(str, Enum):
     text = "text"
     json = "json"
     line = "line"
+    prometheus = "prometheus"
+
+
+class MeasureFormat(str, Enum):
+    text = "text"
+    json = "json"
+    prometheus = "prometheus"
+
+
+MetricsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--metrics",
+        metavar="FILE",
+        help="Also write Prometheus metrics to FILE, atomically (node_exporter's textfile collector).",
+    ),
+]
 
 
 RuleList = Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes, prefixes or names (TD1,TD301).")]

@@ -182,6 +182,7 @@ class Outcome:
     meta: Meta
     fail_level: Severity
     exit_code: int
+    snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
 
     @property
     def failing(self) -> tuple[Finding, ...]:
@@ -260,7 +261,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         where.gpus,
         len(others),
     )
-    return Outcome(findings, incomplete, meta, options.fail_level, EXIT_UNHEALTHY if bad else EXIT_OK)
+    return Outcome(findings, incomplete, meta, options.fail_level, EXIT_UNHEALTHY if bad else EXIT_OK, host.snapshot)
 
 
 # ----------------------------------------------------------------------------- measure

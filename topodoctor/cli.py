@@ -554,3 +554,8 @@ def run() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 0
     sys.exit(code)
+
+
+from topodoctor.cli_collectives import register as _register_collectives  # noqa: E402
+
+_register_collectives(app)

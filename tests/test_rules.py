@@ -190,7 +190,10 @@ def test_topo_file_with_foreign_bus_ids(tmp_path: Path) -> None:
 FIRES_IN = {s["name"]: set(s["codes"]) for s in DERIVED}
 COVERED_ELSEWHERE = {c for _, _, c in ENV_CASES} | {"TD403", "TD619", "TD801", "TD802", "TD803", "TD901"}
 BW_COVERED = {
-    c for s in json.loads((FIXTURES / "bandwidth" / "derived" / "index.json").read_text()) for c in s["codes"]
+    c
+    for index in ("bandwidth", "collectives")
+    for s in json.loads((FIXTURES / index / "derived" / "index.json").read_text())
+    for c in s["codes"]
 }
 
 

@@ -85,6 +85,7 @@ class Collected:
     meta: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
+    pids: list[int] = field(default_factory=list)  # the ranks started (all killed and reaped on return)
 
 
 def _stderr_tail(r: _Rank) -> str:
@@ -137,6 +138,7 @@ def spawn(
                     start_new_session=True,
                 )
             ranks.append(_Rank(w, proc, err_path))
+            got.pids.append(proc.pid)
         _watch(ranks, plan, got, t0, start_timeout_s, deadline, progress)
     finally:
         _kill_all(ranks)

@@ -306,8 +306,8 @@ class Rank:
             wrong = [v[2 + i] for v in per_rank]
             cols[key] = {
                 "time_us": round(mean_us, 3),
-                "algbw_gbps": round(alg, 4),
-                "busbw_gbps": round(bus, 4),
+                "algbw_gbps": alg,
+                "busbw_gbps": bus,
                 "wrong": None if any(math.isnan(w) for w in wrong) else int(sum(wrong)),
                 "rank_time_us": [round(t, 3) for t in times],
                 "rank_wrong": [] if any(math.isnan(w) for w in wrong) else [int(w) for w in wrong],

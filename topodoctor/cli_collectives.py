@@ -90,7 +90,7 @@ def collectives(
         float | None, typer.Option("--expect-busbw", help="GB/s every op should reach at its largest size.", min=0)
     ] = None,
     log_dir: Annotated[
-        Path | None, typer.Option("--log-dir", help="Keep NCCL's per-rank INFO logs here (under a launcher).")
+        Path | None, typer.Option("--log-dir", help="Keep NCCL's per-rank INFO logs (and each rank's stderr) here.")
     ] = None,
     replay: Annotated[
         str | None, typer.Option("--replay", metavar="FILE|NAME", help="The host to judge against, from a recording.")
@@ -129,7 +129,7 @@ def collectives(
             if res is None:
                 return  # not rank 0: rank 0 reports for the world
         else:
-            res, snap = _spawn(plan, nprocs, start_timeout, timeout, replay)
+            res, snap = _spawn(plan, nprocs, start_timeout, timeout, replay, log_dir)
     if output is not None:
         from topodoctor.fileio import write_atomic
         from topodoctor.measure.collectives.result import result_to_json
@@ -156,7 +156,9 @@ def collectives(
     raise typer.Exit(verdict(findings, "error")[1])
 
 
-def _spawn(plan: Any, nprocs: int | None, start_timeout: float, timeout: float, replay: str | None) -> Any:
+def _spawn(
+    plan: Any, nprocs: int | None, start_timeout: float, timeout: float, replay: str | None, log_dir: Path | None
+) -> Any:
     from topodoctor.measure.collectives.check import gpu_activity, visible_gpus
     from topodoctor.measure.collectives.launch import measure
 
@@ -185,6 +187,7 @@ def _spawn(plan: Any, nprocs: int | None, start_timeout: float, timeout: float, 
         deadline=deadline,
         start_timeout_s=start_timeout,
         progress=progress if tty else None,
+        log_dir=str(_made(log_dir)) if log_dir else None,
     )
     if tty:
         sys.stderr.write("\r\033[K")
@@ -194,13 +197,8 @@ def _spawn(plan: Any, nprocs: int | None, start_timeout: float, timeout: float, 
 def _join(plan: Any, world: Any, log_dir: Path | None, replay: str | None) -> Any:
     from topodoctor.measure.collectives.launch import join
 
-    if log_dir is not None:
-        try:
-            log_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InputError(f"cannot create {log_dir}: {exc.strerror or exc}") from None
     try:
-        res = join(plan, world, str(log_dir) if log_dir else None)
+        res = join(plan, world, str(_made(log_dir)) if log_dir else None)
     except ModuleNotFoundError as exc:
         raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
     if res is None:
@@ -209,6 +207,14 @@ def _join(plan: Any, world: Any, log_dir: Path | None, replay: str | None) -> An
 
     snap = _snapshot(replay, False)
     return replace(res, snapshot=snap), snap
+
+
+def _made(d: Path) -> Path:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
+    return d
 
 
 def register(app: typer.Typer) -> None:

@@ -309,14 +309,19 @@ def measure(
     cmd: list[str] | None = None,
     extra_env: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
+    log_dir: str | None = None,
 ) -> CollectivesResult:
-    """Spawn ``nprocs`` local ranks, run ``plan``, and return the result (failures included)."""
+    """Spawn ``nprocs`` local ranks, run ``plan``, and return the result (failures included).
+    NCCL's per-rank logs (and each rank's stderr) stay in ``log_dir`` when one is given."""
     if nprocs < 1:
         raise CollectivesUnavailable("no ranks to run (no GPU visible?)")
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="topodoctor-coll-") as log_dir:
+    if log_dir is not None:
         got = spawn(plan, nprocs, log_dir, start_timeout_s, deadline, cmd, extra_env, progress)
         return build_result(got, plan, time.monotonic() - t0, log_dir, activity, snapshot)
+    with tempfile.TemporaryDirectory(prefix="topodoctor-coll-") as tmp:
+        got = spawn(plan, nprocs, tmp, start_timeout_s, deadline, cmd, extra_env, progress)
+        return build_result(got, plan, time.monotonic() - t0, tmp, activity, snapshot)
 
 
 def join(plan: Plan, world: World, log_dir: str | None = None) -> CollectivesResult | None:

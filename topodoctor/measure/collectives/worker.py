@@ -81,8 +81,21 @@ class Rank:
         self.plan, self.world, self.emit = plan, world, emit
         self.n, self.me = world.world_size, world.rank
         self.cuda = plan.backend == "nccl"
-        self.device = torch.device("cuda", world.local_rank) if self.cuda else torch.device("cpu")
+        self.device = torch.device("cuda", self.ordinal(world.local_rank)) if self.cuda else torch.device("cpu")
         self.faults = [f.split(":") for f in os.environ.get(FAULT_ENV, "").split(",") if f]
+
+    @staticmethod
+    def ordinal(local_rank: int) -> int:
+        """The CUDA device of this rank: its local rank, or the one GPU a launcher gave it
+        (srun --gpus-per-task narrows CUDA_VISIBLE_DEVICES to one device per task)."""
+        count = torch.cuda.device_count()
+        if count == 0:
+            raise RuntimeError("no CUDA device visible to this rank")
+        if local_rank < count:
+            return local_rank
+        if count == 1:
+            return 0
+        raise RuntimeError(f"local rank {local_rank} but only {count} CUDA devices visible")
 
     # -- data ------------------------------------------------------------------------------
     def pattern(self, rank: int, n: int, offset: int = 0) -> torch.Tensor:
@@ -354,9 +367,11 @@ def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[
     if rank.cuda:
         torch.cuda.set_device(rank.device)
         kwargs["device_id"] = rank.device  # eager NCCL init: a broken NCCL fails here, not mid-run
+    # env:// (MASTER_ADDR / MASTER_PORT): under torchrun it joins the agent's own store as a
+    # client (TORCHELASTIC_USE_AGENT_STORE) instead of trying to open a second one on its port.
     dist.init_process_group(
         plan.backend,
-        init_method=f"tcp://{world.master_addr}:{world.master_port}",
+        init_method="env://",
         rank=world.rank,
         world_size=world.world_size,
         # The library's own timeout backs up the watchdog, which names the op that hung.
@@ -365,7 +380,8 @@ def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[
     )
     try:
         idents = rank.gather_json(rank.identity())
-        nccl = ".".join(map(str, torch.cuda.nccl.version())) if rank.cuda else ""
+        version = torch.cuda.nccl.version() if rank.cuda else ""
+        nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
         ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
         env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
         meta = {"torch": torch.__version__, "nccl": nccl, "ranks": idents, "env": env}

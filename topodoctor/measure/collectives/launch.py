@@ -55,10 +55,8 @@ def child_environment(base: dict[str, str], world: World, plan: Plan, log_dir: s
         TOPODOCTOR_COLL_PLAN=json.dumps(codec.to_jsonable(plan)),
         TOPODOCTOR_COLL_LOGDIR=log_dir,
     )
-    # NVLink multicast stays off unless the user set it (it can take shared GPUs down).
-    env.setdefault("NCCL_NVLS_ENABLE", "0")
-    env.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
-    env.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+    # NVLink multicast stays off unless the user set it on: the rank sets that itself
+    # (guard.nccl_environment), before NCCL starts, in a launcher's world too.
     return env
 
 

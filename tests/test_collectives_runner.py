@@ -81,8 +81,10 @@ def test_faults_wrong_data_slow_rank_and_a_hang_in_one_run() -> None:
     assert [r.op for r in res.rows] == ["all_reduce"]
     ar = res.rows[0].in_place
     assert ar is not None and ar.wrong == 1 and ar.rank_wrong == (0, 1)
+    times = ar.rank_time_us  # rank 1 finished its loop 40 ms late: 20 ms per op over 2 iterations
+    assert times[1] - times[0] > 15_000
     codes = {(f.code, f.subject) for f in judge(res, probe_host("h200-x2").snapshot)}
-    assert codes == {("TD004", "rank1"), ("TD006", "rank1"), ("TD005", "rank1")}
+    assert codes == {("TD004", "rank1"), ("TD005", "rank1")}  # rank speed is judged on NCCL only
 
 
 def test_missing_torch_is_one_line_exit_3() -> None:
@@ -125,3 +127,17 @@ def _tmp() -> str:
     import tempfile
 
     return tempfile.mkdtemp(prefix="td-coll-test-")
+
+
+def test_quick_pass_for_check_within_its_deadline() -> None:
+    """The pass `check --collectives` runs (on gloo here): one rank per GPU of the host, two ops."""
+    import time
+
+    from topodoctor.measure.collectives.check import quick_pass
+
+    snap = probe_host("h200-x2").snapshot
+    with time_limit(60):
+        res = quick_pass(snap, time.monotonic() + 50, size_bytes=1 << 20, backend="gloo")
+    assert [r.op for r in res.rows] == ["all_reduce", "sendrecv"] and res.world_size == 2
+    assert res.snapshot is None and not res.failures
+    assert judge(res, snap) == []

@@ -312,9 +312,10 @@ def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
 
     Each rank times its own ops; the result keeps every rank's time. A rank more than 1.3x the
     median of the other ranks, at sizes from 1 MiB, is named with its GPU (the largest such size per op).
+    Runs on NCCL only: ranks on CPU (gloo) share cores with everything else on the host.
     """
     res = collectives_of(ctx)
-    if res is None:
+    if res is None or res.backend != "nccl":
         return
     gpus = gpu_of_rank(ctx, res)
     worst: dict[tuple[str, int], tuple[float, Any, float]] = {}

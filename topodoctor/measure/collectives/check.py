@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from topodoctor.bandwidth.result import Activity
 from topodoctor.errors import TopodoctorError
@@ -41,18 +41,27 @@ def gpu_activity(snap: HostSnapshot, nvml: Any) -> tuple[Activity, ...]:
 
 
 def quick_pass(
-    snap: HostSnapshot, deadline: float, nvml: Any = None, size_bytes: int = QUICK_SIZE_BYTES
+    snap: HostSnapshot,
+    deadline: float,
+    nvml: Any = None,
+    size_bytes: int = QUICK_SIZE_BYTES,
+    backend: Literal["nccl", "gloo"] = "nccl",
 ) -> CollectivesResult:
-    """all_reduce and sendrecv at one large size on every visible GPU, within ``deadline``."""
+    """all_reduce and sendrecv at one large size on every visible GPU, within ``deadline``.
+
+    The result carries no snapshot (the check has its own); put it in the rules' context as
+    ``ctx.extra["collectives"]`` and the TD0xx rules judge it with the rest.
+    """
     n = visible_gpus(snap)
     if n < 2:
         raise CollectivesUnavailable(f"collectives need at least 2 GPUs; {n} visible")
     left = deadline - time.monotonic()
     if left <= 1:
         raise CollectivesUnavailable("no time left in the budget for the collectives pass")
-    plan = Plan.quick(size_bytes)
+    plan = replace(Plan.quick(size_bytes), backend=backend)
     plan = replace(plan, op_timeout_s=min(plan.op_timeout_s, left))
-    return measure(plan, n, snapshot=snap, activity=gpu_activity(snap, nvml), deadline=deadline, start_timeout_s=left)
+    res = measure(plan, n, snapshot=snap, activity=gpu_activity(snap, nvml), deadline=deadline, start_timeout_s=left)
+    return replace(res, snapshot=None)
 
 
 def judge(

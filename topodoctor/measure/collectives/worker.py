@@ -38,6 +38,7 @@ class Rank:
         self.cuda = plan.backend == "nccl"
         self.device = torch.device("cuda", self.ordinal(world.local_rank)) if self.cuda else torch.device("cpu")
         self.faults = [f.split(":") for f in os.environ.get(FAULT_ENV, "").split(",") if f]
+        self.hold_ms: dict[str, float] = {}  # per op: how long the stream is held while ops queue
 
     @staticmethod
     def ordinal(local_rank: int) -> int:
@@ -153,8 +154,12 @@ class Rank:
         stream = torch.cuda.current_stream(self.device)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         # The hold outlasts queueing the ops from Python; the untimed op after it starts the
-        # ranks together, so neither launch gaps nor rank skew land inside the events.
-        torch.cuda._sleep(hold_cycles(self.device.index, 2.0 + 0.1 * iters))
+        # ranks together, so neither launch gaps nor rank skew land inside the events. Each rank
+        # sizes its own hold (the untimed op aligns them) and lengthens it when queueing took
+        # longer than the hold lasted, so later rows stay clear of Python.
+        hold_ms = self.hold_ms.get(op, 1.0 + 0.15 * iters)
+        t0 = time.perf_counter()
+        torch.cuda._sleep(hold_cycles(self.device.index, hold_ms))
         self.call(op, send, recv)
         start.record(stream)
         for _ in range(iters):
@@ -163,6 +168,8 @@ class Rank:
         if slow:
             torch.cuda._sleep(hold_cycles(self.device.index, slow))
         end.record(stream)
+        queued_ms = (time.perf_counter() - t0) * 1e3
+        self.hold_ms[op] = max(hold_ms, 1.5 * queued_ms)
         end.synchronize()
         return float(start.elapsed_time(end)) * 1e3 / iters
 

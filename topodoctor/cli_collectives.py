@@ -165,8 +165,10 @@ def _spawn(
     gpu = plan.backend == "nccl"
     snap = _snapshot(replay, gpu and nprocs is None)
     n = nprocs or (visible_gpus(snap) if gpu else 2)
-    if gpu and n < 1:
-        raise ProbeUnavailable("no GPU visible to run collectives on (CUDA_VISIBLE_DEVICES?)")
+    if nprocs == 1:
+        raise InputError("--nprocs must be at least 2: a collective needs two ranks")
+    if gpu and n < 2:
+        raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
     acts: tuple[Any, ...] = ()
     if gpu and replay is None and snap is not None:
         from topodoctor.probe import live_nvml

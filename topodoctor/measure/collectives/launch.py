@@ -74,6 +74,7 @@ class _Rank:
     done: bool = False
     current: tuple[str, int, float] | None = None  # op, size, when it began (parent's clock)
     last_op: tuple[str, int] | None = None
+    seen: float = field(default_factory=time.monotonic)  # when it last said anything
 
 
 @dataclass
@@ -172,6 +173,10 @@ def _watch(
             assert r.current is not None
             _hang(got, ranks, r.current[0], r.current[1], plan.op_timeout_s)
             return
+        if all(r.ready for r in ranks) and now - max(r.seen for r in ranks) > op_limit:
+            # between ops, or tearing down: nobody has said anything for longer than an op may take
+            _fail(got, "hang", None, None, f"no rank reported for {op_limit:g} s (between ops); all ranks killed", None)
+            return
         if deadline is not None and now > deadline:
             _fail(got, "hang", None, None, "the time budget ran out; all ranks killed", None)
             return
@@ -183,6 +188,7 @@ def _watch(
                 del by_fd[fd]
                 continue
             r.buf += chunk
+            r.seen = time.monotonic()
             *lines, r.buf = r.buf.split(b"\n")
             for line in lines:
                 stop = _event(r, line, got, progress)
@@ -212,7 +218,8 @@ def _at(r: _Rank) -> tuple[str | None, int | None]:
 def _hang(got: Collected, ranks: list[_Rank], op: str | None, size: int | None, timeout_s: float) -> None:
     """One failure for a hung op, naming the ranks that never reached it."""
     absent = [r.world.rank for r in ranks if op is not None and r.last_op != (op, size)]
-    msg = f"{op} at {size} B did not finish within {timeout_s:g} s"
+    what = "setting up the buffers" if op == "setup" else f"{op} at {size} B"
+    msg = f"{what} did not finish within {timeout_s:g} s"
     if absent:
         msg += f"; rank(s) {absent} never reached it"
     _fail(got, "hang", op, size, msg + "; all ranks killed", absent[0] if len(absent) == 1 else None)
@@ -311,8 +318,8 @@ def measure(
 ) -> CollectivesResult:
     """Spawn ``nprocs`` local ranks, run ``plan``, and return the result (failures included).
     NCCL's per-rank logs (and each rank's stderr) stay in ``log_dir`` when one is given."""
-    if nprocs < 1:
-        raise CollectivesUnavailable("no ranks to run (no GPU visible?)")
+    if nprocs < 2:
+        raise CollectivesUnavailable(f"collectives need at least 2 ranks; {nprocs} to run (GPUs visible, --nprocs)")
     t0 = time.monotonic()
     if log_dir is not None:
         got = spawn(plan, nprocs, log_dir, start_timeout_s, deadline, cmd, extra_env, progress)

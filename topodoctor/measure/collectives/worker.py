@@ -56,8 +56,11 @@ class Rank:
     # -- data ------------------------------------------------------------------------------
     def pattern(self, rank: int, n: int, offset: int = 0) -> torch.Tensor:
         """Rank ``rank``'s send data: small integers that differ by rank and by position."""
-        i = torch.arange(offset, offset + n, device=self.device, dtype=torch.int64)
-        return ((i * 7 + rank * 13 + 1) % PATTERN_MOD).to(torch.float32)
+        # int32 and reduced first: a 1 GiB buffer's pattern costs 1 GiB of scratch, not 8
+        wide = offset + n >= 1 << 31
+        i = torch.arange(offset, offset + n, device=self.device, dtype=torch.int64 if wide else torch.int32)
+        i.remainder_(PATTERN_MOD).mul_(7).add_(rank * 13 + 1).remainder_(PATTERN_MOD)
+        return i.to(torch.float32)
 
     def sum_pattern(self, n: int, offset: int = 0) -> torch.Tensor:
         out = torch.zeros(n, device=self.device, dtype=torch.float32)
@@ -120,7 +123,7 @@ class Rank:
         if op == "reduce_scatter":
             return self.sum_pattern(c, self.me * c)
         if op == "all_to_all":
-            return torch.cat([self.pattern(r, sh.send_elems)[self.me * c : (self.me + 1) * c] for r in range(self.n)])
+            return torch.cat([self.pattern(r, c, self.me * c) for r in range(self.n)])
         if op == "broadcast":
             return self.pattern(self.plan.root, c)
         if op == "reduce":
@@ -225,7 +228,11 @@ class Rank:
 
     def run(self, watchdog: Watchdog) -> dict[str, Any]:
         plan = self.plan
+        watchdog.begin("setup", 0)
+        self.emit({"ev": "begin", "rank": self.me, "op": "setup", "size": 0})
         pool, top = self.allocate()
+        watchdog.end()
+        self.emit({"ev": "end", "rank": self.me, "op": "setup", "size": 0})
         rows: list[dict[str, Any]] = []
         failures: list[dict[str, Any]] = []
         for size in plan.sizes:

@@ -145,7 +145,12 @@ def test_saved_result_without_a_host_needs_replay(tmp_path: Path, monkeypatch: p
     p = tmp_path / "r.json"
     p.write_text(dumps(replace(_healthy(), snapshot=None)))
     r = runner.invoke(app, ["collectives", "--from", str(p)])
-    assert r.exit_code == 0 and "the rules did not run" in r.stderr
+    assert r.exit_code == 0 and "busbw and transports not judged" in r.stderr
+    assert "TD901" in r.stdout  # TD001 says it could not check
+    hung = load_result(DERIVED / "x2-hang.json")
+    p.write_text(dumps(replace(hung, snapshot=None)))
+    r = runner.invoke(app, ["collectives", "--from", str(p)])
+    assert r.exit_code == 1 and "TD005" in r.stdout  # a hang is judged with or without the host
 
 
 def test_derived_collectives_fixtures_are_reproducible() -> None:

@@ -135,11 +135,9 @@ def collectives(
         from topodoctor.measure.collectives.result import result_to_json
 
         write_atomic(output, result_to_json(res), "collectives result")
-    findings: list[Any] = []
-    if snap is not None or res.snapshot is not None:
-        from topodoctor.measure.collectives.check import judge
+    from topodoctor.measure.collectives.check import judge
 
-        findings = judge(res, snap, bw, expect_busbw)
+    findings = judge(res, snap, bw, expect_busbw)
     from topodoctor.report.collectives import collectives_json, text_report
 
     if fmt is Fmt.json:
@@ -150,7 +148,7 @@ def collectives(
         for line in text_report(res, findings):
             typer.echo(line)
         if snap is None and res.snapshot is None:
-            typer.echo("(no host snapshot: the rules did not run; pass --replay NAME|FILE)", err=True)
+            typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
     from topodoctor.report.check import verdict
 
     raise typer.Exit(verdict(findings, "error")[1])

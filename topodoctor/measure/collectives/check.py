@@ -13,7 +13,6 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from topodoctor.bandwidth.result import Activity
-from topodoctor.errors import TopodoctorError
 from topodoctor.measure.collectives.launch import CollectivesUnavailable, measure
 from topodoctor.measure.collectives.plan import Plan
 from topodoctor.measure.collectives.result import CollectivesResult
@@ -64,6 +63,17 @@ def quick_pass(
     return replace(res, snapshot=None)
 
 
+def unknown_host(hostname: str) -> HostSnapshot:
+    """A host with no GPUs known: the rules that need no topology (data errors, hangs) still run;
+    those that do say they could not check."""
+    from topodoctor.model import SNAPSHOT_SCHEMA_VERSION, HostInfo
+    from topodoctor.probed import Unsupported
+
+    none = Unsupported("no host snapshot")
+    info = HostInfo(hostname, none, "unknown", "", False, none, none, none, none, none, none, (), none)
+    return HostSnapshot("snapshot", SNAPSHOT_SCHEMA_VERSION, info, none, (), (), (), (), (), (), ())
+
+
 def judge(
     res: CollectivesResult,
     snap: HostSnapshot | None,
@@ -71,12 +81,11 @@ def judge(
     expect_gbps: float | None = None,
     environ: dict[str, str] | None = None,
 ) -> list[Any]:
-    """The collectives rules (TD0xx) on a result, against the host it ran on."""
+    """The collectives rules (TD0xx) on a result, against the host it ran on (or, with none
+    known, only those that need no topology)."""
     from topodoctor.rules import Context, capture_environment, evaluate
 
-    snap = snap or res.snapshot
-    if snap is None:
-        raise TopodoctorError("no host snapshot to judge the result against: pass --replay NAME|FILE")
+    snap = snap or res.snapshot or unknown_host(res.host)
     ctx = Context(snap, capture_environment(environ or {}), bandwidth=bandwidth)
     ctx.extra["collectives"] = res
     if expect_gbps:

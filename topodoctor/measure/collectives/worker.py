@@ -349,7 +349,14 @@ def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[
         if world.rank == 0:
             emit({"ev": "meta", **meta})
         emit({"ev": "ready", "rank": world.rank})
-        body = rank.run(Watchdog(plan.op_timeout_s, emit, world.rank))
+        watchdog = Watchdog(plan.op_timeout_s, emit, world.rank)
+        if rank.cuda:
+            # A stream of its own (non-blocking), as nccl-tests uses: no implicit waits on the
+            # legacy default stream; synchronous collectives run on it (torch >= 2.8).
+            with torch.cuda.stream(torch.cuda.Stream(rank.device)):
+                body = rank.run(watchdog)
+        else:
+            body = rank.run(watchdog)
         return {**meta, **body} if world.rank == 0 else None
     finally:
         dist.destroy_process_group()

@@ -161,3 +161,12 @@ def test_derived_collectives_fixtures_are_reproducible() -> None:
         [sys.executable, str(FIXTURES / "derive_collectives.py"), "--check"], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_floor_is_lower_below_256_mib() -> None:
+    """Largest size 128 MiB: all_gather's real 231 GB/s is 0.48 of the NVLink rate."""
+    upto = replace(_healthy(), rows=tuple(r for r in _healthy().rows if r.size_bytes <= 128 << 20))
+    k = 0.3 * 478.125 / 231.07  # all_gather at 0.30: above 0.7 x 0.35 = 0.245
+    assert "all_gather" not in {f.subject for f in judge(_scaled(upto, k), None) if f.code == "TD001"}
+    k = 0.2 * 478.125 / 231.07
+    assert "all_gather" in {f.subject for f in judge(_scaled(upto, k), None) if f.code == "TD001"}

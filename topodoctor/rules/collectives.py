@@ -21,6 +21,9 @@ JUDGED_MIN_BYTES = 64 << 20  # below this, latency decides busbw: no verdict on 
 LOW_VS_NOMINAL = 0.35
 LOW_VS_MEASURED = 0.40
 LOW_VS_EXPECTED = 0.90  # the user's own number for this node type
+# From 64 MiB to 256 MiB busbw still climbs (more so with more ranks): the floor there is lower.
+FULL_RATE_BYTES = 256 << 20
+SMALLER_SIZE_SHARE = 0.7
 SLOW_RANK = 1.30  # a rank's time per op over the median of the other ranks
 SLOW_RANK_MIN_BYTES = 1 << 20
 CHANNEL_CAPS = (
@@ -96,7 +99,8 @@ def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, float, str]]:
         row = res.largest(op)
         if row is None or row.size_bytes < JUDGED_MIN_BYTES or row.best is None:
             continue
-        if row.best.busbw_gbps < share * gbps:
+        floor = share if row.size_bytes >= FULL_RATE_BYTES else share * SMALLER_SIZE_SHARE
+        if row.best.busbw_gbps < floor * gbps:
             out.append((row, row.best, gbps, source))
     return out
 
@@ -122,7 +126,9 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue | CannotCheck]:
     with the slowest GPU pair's reference: the one-way copy bandwidth when a bandwidth result of
     the same host is at hand, else the nominal rate of the pair's path in the topology graph, or
     the number given with ``--expect-busbw``. Healthy NVLink hosts reach 0.44-0.77 of the nominal
-    NVLink rate; NCCL falling back to shared memory or held to one channel reaches under 0.1.
+    NVLink rate; NCCL falling back to shared memory or held to one channel reaches under 0.1. The
+    floor is 0.35 of the nominal rate (0.40 of a measured copy, 0.90 of an expectation) from
+    256 MiB, and 0.7 of that between 64 and 256 MiB, where busbw is still climbing.
     """
     res = collectives_of(ctx)
     if res is None:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from collectives_support import time_limit
@@ -130,14 +131,31 @@ def _tmp() -> str:
 
 
 def test_quick_pass_for_check_within_its_deadline() -> None:
-    """The pass `check --collectives` runs (on gloo here): one rank per GPU of the host, two ops."""
+    """The pass `check --collectives` runs (on gloo here): started before the probe, finished
+    within the check's deadline, handed to the rules through the context as plain data."""
     import time
 
-    from topodoctor.measure.collectives.check import quick_pass
+    from topodoctor.measure.collectives.check import QuickPass, attach, visible_gpus
+    from topodoctor.rules import Context, capture_environment, evaluate
 
-    snap = probe_host("h200-x2").snapshot
+    deadline = time.monotonic() + 50
     with time_limit(60):
-        res = quick_pass(snap, time.monotonic() + 50, size_bytes=1 << 20, backend="gloo")
+        qp = QuickPass.start(2, deadline, size_bytes=1 << 20, backend="gloo")
+        snap = probe_host("h200-x2").snapshot  # the probe runs while the ranks start
+        assert visible_gpus(snap) == 2
+        answer = json.loads(json.dumps(qp.answer(snap, deadline)))  # through the child's pipe
+    ctx = Context(snap, capture_environment({}))
+    attach(ctx, answer)
+    res = ctx.extra["collectives"]
     assert [r.op for r in res.rows] == ["all_reduce", "sendrecv"] and res.world_size == 2
     assert res.snapshot is None and not res.failures
-    assert judge(res, snap) == []
+    assert [f.code for f in _findings(evaluate(ctx, select=["TD0", "TD901"]))] == []
+    # a pass that could not run is a could-not-check finding, never a silent pass
+    ctx = Context(snap, capture_environment({}))
+    attach(ctx, {"error": "torch is not installed"})
+    (f,) = _findings(evaluate(ctx, select=["TD0", "TD901"]))
+    assert f.code == "TD901" and "torch is not installed" in f.message
+
+
+def _findings(out: Any) -> list[Any]:
+    return list(getattr(out, "findings", out))

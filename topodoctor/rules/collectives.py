@@ -284,13 +284,17 @@ def coll_data_error(ctx: Context) -> Iterator[Issue]:
     "log; out of memory means other processes hold the GPU memory.",
     tags=("prolog", "collectives"),
 )
-def coll_op_failed(ctx: Context) -> Iterator[Issue]:
+def coll_op_failed(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """A collective hung, failed, or a rank died or never joined.
 
     Every op runs under a timeout; a hang kills the whole group and is reported with the op and
     size it hit and the ranks that never reached it. Out of memory at a size is a warning: the
-    sizes that fit were measured.
+    sizes that fit were measured. A pass that could not run at all (``check --collectives``
+    without torch, say) is reported as not checked.
     """
+    error = ctx.extra.get("collectives_error")
+    if error:
+        yield CannotCheck("collectives", str(error))
     res = collectives_of(ctx)
     if res is None:
         return

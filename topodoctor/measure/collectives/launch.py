@@ -109,21 +109,39 @@ def _kill_all(ranks: list[_Rank]) -> None:
             r.proc.wait(timeout=10)
 
 
-def spawn(
-    plan: Plan,
-    nprocs: int,
-    log_dir: str,
-    start_timeout_s: float = 120.0,
-    deadline: float | None = None,
-    cmd: list[str] | None = None,
-    extra_env: dict[str, str] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> Collected:
-    """Run ``plan`` on ``nprocs`` local ranks; never outlives its timeouts."""
-    got = Collected()
+@dataclass
+class Running:
+    """Local ranks started and not yet watched: they import torch and start CUDA while the caller
+    does other work (the probe). ``finish`` watches them to the end; ``stop`` kills them."""
+
+    plan: Plan
+    log_dir: str
+    ranks: list[_Rank] = field(default_factory=list)
+    got: Collected = field(default_factory=Collected)
+    t0: float = field(default_factory=time.monotonic)
+
+    def finish(
+        self,
+        start_timeout_s: float = 120.0,
+        deadline: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> Collected:
+        try:
+            _watch(self.ranks, self.plan, self.got, self.t0, start_timeout_s, deadline, progress)
+        finally:
+            self.stop()
+        return self.got
+
+    def stop(self) -> None:
+        _kill_all(self.ranks)
+
+
+def start(
+    plan: Plan, nprocs: int, log_dir: str, cmd: list[str] | None = None, extra_env: dict[str, str] | None = None
+) -> Running:
+    """Start ``nprocs`` local ranks of ``plan``, each a process session of its own."""
+    run = Running(plan, log_dir)
     base = dict(os.environ, **(extra_env or {}))
-    ranks: list[_Rank] = []
-    t0 = time.monotonic()
     try:
         for w in local_worlds(nprocs):
             err_path = Path(log_dir) / f"rank{w.rank}.stderr"
@@ -136,12 +154,26 @@ def spawn(
                     env=child_environment(base, w, plan, log_dir),
                     start_new_session=True,
                 )
-            ranks.append(_Rank(w, proc, err_path))
-            got.pids.append(proc.pid)
-        _watch(ranks, plan, got, t0, start_timeout_s, deadline, progress)
-    finally:
-        _kill_all(ranks)
-    return got
+            run.ranks.append(_Rank(w, proc, err_path))
+            run.got.pids.append(proc.pid)
+    except BaseException:
+        run.stop()
+        raise
+    return run
+
+
+def spawn(
+    plan: Plan,
+    nprocs: int,
+    log_dir: str,
+    start_timeout_s: float = 120.0,
+    deadline: float | None = None,
+    cmd: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Collected:
+    """Run ``plan`` on ``nprocs`` local ranks; never outlives its timeouts."""
+    return start(plan, nprocs, log_dir, cmd, extra_env).finish(start_timeout_s, deadline, progress)
 
 
 def _fail(got: Collected, kind: str, op: str | None, size: int | None, msg: str, rank: int | None) -> None:

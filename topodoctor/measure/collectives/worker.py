@@ -19,6 +19,7 @@ import os
 import socket
 import sys
 import time
+from datetime import timedelta
 from typing import Any
 
 import torch  # this module is a measuring process: importing torch is its job
@@ -32,9 +33,14 @@ PATTERN_MOD = 31  # small integers: float32 sums of them stay exact for any prac
 
 
 class Rank:
-    def __init__(self, plan: Plan, world: World, emit: Emit) -> None:
-        self.plan, self.world, self.emit = plan, world, emit
+    """One rank's measurements, on the whole world or on a process subgroup (``group``, with
+    this rank's index in it): every collective goes through ``self.group``."""
+
+    def __init__(self, plan: Plan, world: World, emit: Emit, group: Any = None) -> None:
+        self.plan, self.world, self.emit, self.group = plan, world, emit, group
         self.n, self.me = world.world_size, world.rank
+        if group is not None:
+            self.n, self.me = dist.get_world_size(group), dist.get_rank(group)
         self.cuda = plan.backend == "nccl"
         self.device = torch.device("cuda", self.ordinal(world.local_rank)) if self.cuda else torch.device("cpu")
         self.faults = [f.split(":") for f in os.environ.get(FAULT_ENV, "").split(",") if f]
@@ -70,26 +76,31 @@ class Rank:
 
     # -- one op ----------------------------------------------------------------------------
     def call(self, op: Op, send: torch.Tensor, recv: torch.Tensor) -> None:
-        root = self.plan.root
+        g = self.group
+        root = self.peer(self.plan.root)
         if op == "all_reduce":
-            dist.all_reduce(recv)
+            dist.all_reduce(recv, group=g)
         elif op == "all_gather":
-            dist.all_gather_into_tensor(recv, send)
+            dist.all_gather_into_tensor(recv, send, group=g)
         elif op == "reduce_scatter":
-            dist.reduce_scatter_tensor(recv, send)
+            dist.reduce_scatter_tensor(recv, send, group=g)
         elif op == "all_to_all":
-            dist.all_to_all_single(recv, send)
+            dist.all_to_all_single(recv, send, group=g)
         elif op == "broadcast":
-            dist.broadcast(recv, src=root)
+            dist.broadcast(recv, src=root, group=g)
         elif op == "reduce":
-            dist.reduce(recv, dst=root)
+            dist.reduce(recv, dst=root, group=g)
         else:  # sendrecv: each rank to its ring neighbour, as nccl-tests' sendrecv_perf
             ops = [
-                dist.P2POp(dist.isend, send, (self.me + 1) % self.n),
-                dist.P2POp(dist.irecv, recv, (self.me - 1) % self.n),
+                dist.P2POp(dist.isend, send, self.peer((self.me + 1) % self.n), group=g),
+                dist.P2POp(dist.irecv, recv, self.peer((self.me - 1) % self.n), group=g),
             ]
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
+
+    def peer(self, index: int) -> int:
+        """The global rank of the group's ``index``-th rank (torch's src / dst / peer are global)."""
+        return index if self.group is None else int(dist.get_global_rank(self.group, index))
 
     def buffers(self, op: Op, size: int, place: str, pool: tuple[torch.Tensor, torch.Tensor]) -> tuple[Any, Any]:
         """Send and receive views of the preallocated pool, laid out as nccl-tests lays them."""
@@ -146,7 +157,7 @@ class Rank:
         self.fill(op, size, send, recv)
         iters = self.plan.iters
         if not self.cuda:
-            dist.barrier()
+            dist.barrier(group=self.group)
             t0 = time.perf_counter()
             for _ in range(iters):
                 self.call(op, send, recv)
@@ -194,7 +205,7 @@ class Rank:
                 if self.cuda:
                     torch.cuda.empty_cache()
             flag = torch.tensor([ok], device=self.device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=self.group)
             if flag.item() == 1.0 and pool is not None:
                 return pool, top
             pool = None
@@ -203,7 +214,7 @@ class Rank:
     def gather(self, values: list[float]) -> list[list[float]]:
         mine = torch.tensor(values, dtype=torch.float64, device=self.device)
         out = torch.empty(self.n * len(values), dtype=torch.float64, device=self.device)
-        dist.all_gather_into_tensor(out, mine)
+        dist.all_gather_into_tensor(out, mine, group=self.group)
         flat = out.tolist()
         k = len(values)
         return [flat[r * k : (r + 1) * k] for r in range(self.n)]
@@ -214,7 +225,7 @@ class Rank:
         data = json.dumps(obj).encode()[:width].ljust(width, b" ")
         mine = torch.tensor(list(data), dtype=torch.uint8, device=self.device)
         out = torch.empty(self.n * width, dtype=torch.uint8, device=self.device)
-        dist.all_gather_into_tensor(out, mine)
+        dist.all_gather_into_tensor(out, mine, group=self.group)
         flat = bytes(out.tolist())
         return [json.loads(flat[r * width : (r + 1) * width]) for r in range(self.n)]
 
@@ -322,8 +333,6 @@ def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[
     for k, v in world.env().items():
         os.environ.setdefault(k, v)
     rank = Rank(plan, world, emit)
-    from datetime import timedelta
-
     kwargs: dict[str, Any] = {}
     if rank.cuda:
         torch.cuda.set_device(rank.device)
@@ -378,12 +387,10 @@ def main() -> int:
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
     try:
         run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"))
-    except torch.cuda.OutOfMemoryError as exc:
-        _emit_stdout({"ev": "fail", "rank": world.rank, "kind": "oom", "message": str(exc).splitlines()[0]})
-        return 1
     except Exception as exc:
+        kind = "oom" if isinstance(exc, torch.cuda.OutOfMemoryError) else "error"
         first = (str(exc).strip().splitlines() or [""])[0]
-        _emit_stdout({"ev": "fail", "rank": world.rank, "kind": "error", "message": f"{type(exc).__name__}: {first}"})
+        _emit_stdout({"ev": "fail", "rank": world.rank, "kind": kind, "message": f"{type(exc).__name__}: {first}"})
         return 1
     _emit_stdout({"ev": "done", "rank": world.rank})
     return 0

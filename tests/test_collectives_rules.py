@@ -170,3 +170,12 @@ def test_floor_is_lower_below_256_mib() -> None:
     assert "all_gather" not in {f.subject for f in judge(_scaled(upto, k), None) if f.code == "TD001"}
     k = 0.2 * 478.125 / 231.07
     assert "all_gather" in {f.subject for f in judge(_scaled(upto, k), None) if f.code == "TD001"}
+
+
+def test_a_run_across_nodes_is_judged_only_against_an_expectation() -> None:
+    res = _scaled(_healthy(), 0.05)
+    two = tuple(replace(r, host=f"node{r.rank}") for r in res.ranks)
+    res = replace(res, ranks=two)
+    (f,) = judge(res, None)
+    assert f.code == "TD901" and "spans 2 nodes" in f.message
+    assert "TD001" in _codes(res, expect_gbps=100)

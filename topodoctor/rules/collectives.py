@@ -71,6 +71,8 @@ def reference_gbps(ctx: Context, res: Any) -> tuple[float, str, float] | None:
     expect = ctx.extra.get("collectives_expect_gbps")
     if isinstance(expect, (int, float)) and expect > 0:
         return float(expect), "expected (--expect-busbw)", LOW_VS_EXPECTED
+    if len(res.nodes) > 1:
+        return None  # the network bounds a run across nodes: the NVLink pairs here say nothing
     gpus = sorted(set(gpu_of_rank(ctx, res).values()))
     if len(gpus) < 2:
         return None
@@ -136,7 +138,12 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue | CannotCheck]:
     if not res.rows:
         return
     if reference_gbps(ctx, res) is None and any(r.size_bytes >= JUDGED_MIN_BYTES for r in res.rows):
-        yield CannotCheck("collectives", "no reference bandwidth: ranks not matched to GPUs of this host")
+        why = (
+            f"the run spans {len(res.nodes)} nodes: give --expect-busbw"
+            if len(res.nodes) > 1
+            else "no reference bandwidth: ranks not matched to GPUs of this host"
+        )
+        yield CannotCheck("collectives", why)
         return
     for row, t, gbps, source in low_busbw(ctx, res):
         yield Issue(

@@ -159,3 +159,41 @@ def test_quick_pass_for_check_within_its_deadline() -> None:
 
 def _findings(out: Any) -> list[Any]:
     return list(getattr(out, "findings", out))
+
+
+def test_sigterm_takes_the_ranks_along(tmp_path: Path) -> None:
+    """A scheduler ending a prolog sends SIGTERM: the ranks (sessions of their own) die with it."""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TOPODOCTOR_COLL_FAULT="hang:1:all_reduce:1024")
+    cmd = [sys.executable, "-m", "topodoctor", "collectives", "--backend", "gloo", "--op", "all_reduce"]
+    cmd += ["--size", "1K", "--op-timeout", "60", "--log-dir", str(tmp_path)]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        children: list[int] = []
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and len(children) < 2:
+            time.sleep(0.2)
+            children = _children(p.pid)
+        assert len(children) == 2
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert p.returncode == 3 and "terminated (SIGTERM)" in err
+    assert all(_gone(pid) for pid in children)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out

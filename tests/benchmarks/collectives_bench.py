@@ -54,7 +54,7 @@ def nccl_tests(
         binary = anchors / "nccl-tests" / "build" / SPECS[op].binary
         js = out / f"nt-{tag}-{op}.json"
         cmd = [str(binary), "-g", ngpus, "-b", lo, "-e", hi or lo, "-f", "2", "-n", str(iters), "-w", str(warmup)]
-        wall, rc = sh([*cmd, "-c", "1", "-J", str(js)], out / f"nt-{tag}-{op}.txt", 120, env)
+        wall, rc = sh([*cmd, "-c", "1", "-J", str(js)], out / f"nt-{tag}-{op}.txt", 60, env)
         total += wall
         if rc == 0 and js.is_file():
             results.append(load_result(js))
@@ -62,10 +62,20 @@ def nccl_tests(
 
 
 def topodoctor(
-    out: Path, tag: str, args: list[str], env: dict[str, str], timeout: float = 180
+    out: Path, tag: str, args: list[str], env: dict[str, str], timeout: float = 100
 ) -> tuple[CollectivesResult | None, float, int, str]:
     res_path = out / f"td-{tag}.json"
-    cmd = [sys.executable, "-m", "topodoctor", "collectives", *args, "-o", str(res_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "topodoctor",
+        "collectives",
+        *args,
+        "-o",
+        str(res_path),
+        "--timeout",
+        str(timeout - 10),
+    ]
     cmd += ["--log-dir", str(out / f"td-{tag}-logs")]
     wall, rc = sh(cmd, out / f"td-{tag}.txt", timeout, env)
     res = load_result(res_path) if res_path.is_file() else None
@@ -229,7 +239,7 @@ def run() -> int:
         "print(round(time.monotonic()-t,2), [(x.op, x.size_bytes, round(x.best.busbw_gbps,1)) for x in r.rows], "
         "[x.code for x in f])"
     )
-    q_wall, q_rc = sh([sys.executable, "-c", code], out / "quick.txt", 120, base)
+    q_wall, q_rc = sh([sys.executable, "-c", code], out / "quick.txt", 60, base)
     report["quick"] = {"wall_s": q_wall, "rc": q_rc, "out": (out / "quick.txt").read_text().strip()[-500:]}
     lines += [f"Quick pass (`check --collectives`): {q_wall} s wall in a fresh process: {report['quick']['out']}", ""]
 

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -126,14 +127,25 @@ class Running:
         deadline: float | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> Collected:
+        # A prolog killed by its scheduler gets SIGTERM first: the ranks go with us, not after us.
+        # (Killed outright, the ranks end by themselves: at their next event the pipe is gone,
+        # and a rank stuck in an op has its watchdog.)
+        main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGTERM, _terminated) if main else None
         try:
             _watch(self.ranks, self.plan, self.got, self.t0, start_timeout_s, deadline, progress)
         finally:
             self.stop()
+            if main:
+                signal.signal(signal.SIGTERM, old)
         return self.got
 
     def stop(self) -> None:
         _kill_all(self.ranks)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise CollectivesUnavailable("terminated (SIGTERM): all ranks killed")
 
 
 def start(

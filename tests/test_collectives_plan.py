@@ -97,3 +97,16 @@ def test_nccl_tests_json_reader_refuses_foreign_files(tmp_path: Path) -> None:
     p.write_text('{"kind": "bandwidth", "schema_version": 1}')
     with pytest.raises(InputError, match="not a topodoctor collectives"):
         load_result(p)
+
+
+def test_a_row_averages_time_and_sums_wrong_over_ranks() -> None:
+    from topodoctor.measure.collectives.plan import row_of
+
+    nan = float("nan")
+    row = row_of("all_reduce", 1 << 30, 4, 0, [[nan, 3000.0, nan, 0.0], [nan, 3100.0, nan, 2.0]] * 2)
+    assert row["out_of_place"] is None and row["root"] == -1
+    col = row["in_place"]
+    assert col["time_us"] == 3050.0 and col["wrong"] == 4 and col["rank_wrong"] == [0, 2, 0, 2]
+    assert col["busbw_gbps"] == pytest.approx((1 << 30) / 3050e-6 / 1e9 * 1.5)
+    unchecked = row_of("broadcast", 1024, 2, 1, [[nan, 5.0, nan, nan], [nan, 5.0, nan, nan]])
+    assert unchecked["in_place"]["wrong"] is None and unchecked["root"] == 1

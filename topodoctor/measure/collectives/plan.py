@@ -15,9 +15,10 @@ row of ours and a row of theirs compare one to one:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from topodoctor.errors import InputError
 
@@ -173,3 +174,36 @@ class Plan:
     def quick(size_bytes: int = 256 << 20) -> Plan:
         """The pass ``check --collectives`` runs: all_reduce and sendrecv at one large size."""
         return Plan(ops=("all_reduce", "sendrecv"), sizes=(size_bytes,), iters=10, op_timeout_s=10.0)
+
+
+def row_of(op: Op, size: int, nranks: int, root: int, per_rank: list[list[float]]) -> dict[str, Any]:
+    """One table row from every rank's [time out, time in, wrong out, wrong in] (NaN: not run):
+    time is the mean over ranks, as nccl-tests averages it; #wrong the sum."""
+    sh = shape(op, size, nranks)
+    cols: dict[str, Any] = {}
+    for i, key in enumerate(("out_of_place", "in_place")):
+        times = [v[i] for v in per_rank]
+        if any(math.isnan(t) for t in times):
+            cols[key] = None
+            continue
+        mean_us = sum(times) / len(times)
+        alg, bus = bandwidth_gbps(op, sh.count, mean_us / 1e6, nranks)
+        wrong = [v[2 + i] for v in per_rank]
+        checked = not any(math.isnan(w) for w in wrong)
+        cols[key] = {
+            "time_us": round(mean_us, 3),
+            "algbw_gbps": alg,
+            "busbw_gbps": bus,
+            "wrong": int(sum(wrong)) if checked else None,
+            "rank_time_us": [round(t, 3) for t in times],
+            "rank_wrong": [int(w) for w in wrong] if checked else [],
+        }
+    return {
+        "op": op,
+        "size_bytes": sh.size_bytes,
+        "count": sh.count,
+        "dtype": TYPE_NAME,
+        "redop": SPECS[op].redop,
+        "root": root if op in ("broadcast", "reduce") else -1,
+        **cols,
+    }

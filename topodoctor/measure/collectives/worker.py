@@ -26,7 +26,7 @@ import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
 from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, fault_arg, nccl_environment
-from topodoctor.measure.collectives.plan import SPECS, TYPE_NAME, Op, Plan, bandwidth_gbps, shape
+from topodoctor.measure.collectives.plan import SPECS, Op, Plan, row_of, shape
 from topodoctor.measure.collectives.world import World
 
 PATTERN_MOD = 31  # small integers: float32 sums of them stay exact for any practical world
@@ -102,10 +102,16 @@ class Rank:
         """The global rank of the group's ``index``-th rank (torch's src / dst / peer are global)."""
         return index if self.group is None else int(dist.get_global_rank(self.group, index))
 
-    def buffers(self, op: Op, size: int, place: str, pool: tuple[torch.Tensor, torch.Tensor]) -> tuple[Any, Any]:
-        """Send and receive views of the preallocated pool, laid out as nccl-tests lays them."""
+    def buffers(
+        self, op: Op, size: int, place: str, pool: tuple[torch.Tensor, torch.Tensor], it: int = 0
+    ) -> tuple[Any, Any]:
+        """Send and receive views of the preallocated pool, laid out as nccl-tests lays them. Like
+        nccl-tests, iteration ``it`` moves along the pool by the op's footprint, so back-to-back
+        iterations do not find their data in the cache."""
         sh = shape(op, size, self.n)
-        a, b = pool
+        total = max(sh.send_elems, sh.recv_elems, 1)
+        shift = total * (it % max(pool[0].numel() // total, 1))
+        a, b = pool[0][shift:], pool[1][shift:]
         if place == "out":
             return a[: sh.send_elems], b[: sh.recv_elems]
         if op == "all_gather":  # in place: this rank's chunk inside the output
@@ -171,13 +177,14 @@ class Rank:
         # ranks together, so neither launch gaps nor rank skew land inside the events. Each rank
         # sizes its own hold (the untimed op aligns them) and lengthens it when queueing took
         # longer than the hold lasted, so later rows stay clear of Python.
+        views = [self.buffers(op, size, place, pool, it) for it in range(iters)]
         hold_ms = self.hold_ms.get(op, 1.0 + 0.15 * iters)
         t0 = time.perf_counter()
         torch.cuda._sleep(hold_cycles(self.device.index, hold_ms))
         self.call(op, send, recv)
         start.record(stream)
-        for _ in range(iters):
-            self.call(op, send, recv)
+        for s_view, r_view in views:
+            self.call(op, s_view, r_view)
         slow = self.fault("slow")
         if slow:
             torch.cuda._sleep(hold_cycles(self.device.index, slow))
@@ -274,38 +281,9 @@ class Rank:
                 watchdog.end()
                 self.emit({"ev": "end", "rank": self.me, "op": op, "size": size})
                 if self.me == 0:
-                    rows.append(self.row(op, size, per_rank))
+                    rows.append(row_of(op, size, self.n, self.plan.root, per_rank))
                     self.emit({"ev": "row", "row": rows[-1]})
         return {"rows": rows, "failures": failures}
-
-    def row(self, op: Op, size: int, per_rank: list[list[float]]) -> dict[str, Any]:
-        sh = shape(op, size, self.n)
-        cols: dict[str, Any] = {}
-        for i, key in enumerate(("out_of_place", "in_place")):
-            times = [v[i] for v in per_rank]
-            if any(math.isnan(t) for t in times):
-                cols[key] = None
-                continue
-            mean_us = sum(times) / len(times)
-            alg, bus = bandwidth_gbps(op, sh.count, mean_us / 1e6, self.n)
-            wrong = [v[2 + i] for v in per_rank]
-            cols[key] = {
-                "time_us": round(mean_us, 3),
-                "algbw_gbps": alg,
-                "busbw_gbps": bus,
-                "wrong": None if any(math.isnan(w) for w in wrong) else int(sum(wrong)),
-                "rank_time_us": [round(t, 3) for t in times],
-                "rank_wrong": [] if any(math.isnan(w) for w in wrong) else [int(w) for w in wrong],
-            }
-        return {
-            "op": op,
-            "size_bytes": sh.size_bytes,
-            "count": sh.count,
-            "dtype": TYPE_NAME,
-            "redop": SPECS[op].redop,
-            "root": self.plan.root if op in ("broadcast", "reduce") else -1,
-            **cols,
-        }
 
     def identity(self) -> dict[str, Any]:
         info: dict[str, Any] = {

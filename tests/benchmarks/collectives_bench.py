@@ -199,14 +199,16 @@ def run() -> int:
     else:
         small, large = compare(ours, theirs, SMALL), compare(ours, theirs, LARGE)
         report["small"], report["large"] = small, large
-        report["account"] = td_text.strip().splitlines()[-3:]
+        report["account"] = next((ln for ln in td_text.splitlines() if ln.startswith("NCCL ")), "-")
         lines += [f"Full sweep, 7 ops, 8 B - 1 GiB by 2: nccl-tests one binary after another {nt_wall} s, "]
         lines += [f"`topodoctor collectives` {td_wall} s (torch start-up included, exit {td_rc}).", ""]
         lines += ["Bandwidth at 64 MiB and 1 GiB:", "", *table(large, True), ""]
         lines += ["Time per op at 8 B - 64 KiB (the worst ratio of each op):", "", *table(small, False), ""]
         wrong = [r for r in small + large if r["ours_wrong"]]
         lines += [f"Data check: {len(wrong)} rows with #wrong > 0 (ours).", ""]
-        lines += ["NCCL's account (ours): " + next((ln for ln in report["account"] if ln.startswith("NCCL")), "-"), ""]
+        lines += [f"NCCL's account (ours): {report['account']}", ""]
+
+    save(out, report, lines)
 
     # 2. the variants: both tools, a few ops at the large sizes
     vops = ["all_reduce", "all_gather", "sendrecv"]
@@ -220,6 +222,8 @@ def run() -> int:
         acct = next((ln for ln in o_text.splitlines() if ln.startswith("NCCL")), "-")
         lines += [f"With {', '.join(f'{k}={v}' for k, v in var.items())}: exit {o_rc}, findings {codes}.", ""]
         lines += [*table(cmp, True), "", f"NCCL's account: {acct}", ""]
+
+        save(out, report, lines)
 
     # 3. a simulated hang: rank 1 never joins all_reduce at 1 MiB
     env = dict(base, TOPODOCTOR_COLL_FAULT="hang:1:all_reduce:1048576")
@@ -243,10 +247,15 @@ def run() -> int:
     report["quick"] = {"wall_s": q_wall, "rc": q_rc, "out": (out / "quick.txt").read_text().strip()[-500:]}
     lines += [f"Quick pass (`check --collectives`): {q_wall} s wall in a fresh process: {report['quick']['out']}", ""]
 
-    (out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "ratios.md").write_text("\n".join(lines) + "\n")
+    save(out, report, lines)
     print("\n".join(lines))
     return 0
+
+
+def save(out: Path, report: dict[str, Any], lines: list[str]) -> None:
+    """After every step: a run cut short by its time limit still leaves what it measured."""
+    (out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out / "ratios.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

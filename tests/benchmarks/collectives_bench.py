@@ -40,6 +40,9 @@ def sh(cmd: list[str], out: Path, timeout: float, env: dict[str, str] | None = N
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             rc = 124
+        except OSError as exc:  # a tool that was not built
+            f.write(f"cannot run {cmd[0]}: {exc}\n")
+            rc = 127
     return round(time.monotonic() - t0, 2), rc
 
 
@@ -122,12 +125,15 @@ def compare(ours: CollectivesResult, theirs: CollectivesResult, sizes: list[int]
 
 
 def gpu_processes() -> str:
-    p = subprocess.run(
-        ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    try:
+        p = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(nvidia-smi: {exc})"
     return p.stdout.strip()
 
 

@@ -191,7 +191,10 @@ FIRES_IN = {s["name"]: set(s["codes"]) for s in DERIVED}
 COVERED_ELSEWHERE = {c for _, _, c in ENV_CASES} | {"TD403", "TD619", "TD620", "TD801", "TD802", "TD803", "TD901"}
 COVERED_ELSEWHERE |= {f"TD51{i}" for i in range(7)}  # kernel-log rules: tests/test_kernel_log.py
 BW_COVERED = {
-    c for s in json.loads((FIXTURES / "bandwidth" / "derived" / "index.json").read_text()) for c in s["codes"]
+    c
+    for index in ("bandwidth", "collectives")
+    for s in json.loads((FIXTURES / index / "derived" / "index.json").read_text())
+    for c in s["codes"]
 }
 
 

@@ -316,7 +316,7 @@ def bandwidth(
     raise typer.Exit(code)
 
 
-for extra in ("cli_fleet", "cli_pictures"):  # commands kept in modules of their own
+for extra in ("cli_collectives", "cli_fleet", "cli_pictures"):  # commands kept in modules of their own
     __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from topodoctor.probed import ProbeError
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
+    collectives,
     cuda_env,
     expectations,
     fabric,

@@ -18,6 +18,7 @@ Severity = Literal["info", "warning", "error", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2, "critical": 3}
 Need = Literal["bandwidth", "expect"]
 FAMILIES = {
+    "0": "collectives",
     "1": "nvlink",
     "2": "pcie",
     "3": "p2p",
@@ -28,7 +29,7 @@ FAMILIES = {
     "8": "expectations",
     "9": "probe",
 }
-_CODE = re.compile(r"^TD[1-9]\d\d$")
+_CODE = re.compile(r"^TD(?!000)\d\d\d$")
 
 
 @dataclass(frozen=True)

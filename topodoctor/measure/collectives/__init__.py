@@ -1,0 +1,1 @@
+"""Collectives through torch.distributed, measured by nccl-tests' conventions."""

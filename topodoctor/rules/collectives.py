@@ -1,0 +1,378 @@
+"""Collectives rules (TD0xx): verdicts on a collectives result (``topodoctor collectives``, or
+nccl-tests' own JSON), against what the topology gives and against NCCL's own account.
+
+They run when a result is in the context (``ctx.extra["collectives"]``), and are silent
+otherwise. Ranks are tied to GPUs by PCI bus id, so findings name GPUs where they can.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from typing import Any
+
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import CannotCheck, Issue, rule
+
+JUDGED_MIN_BYTES = 64 << 20  # below this, latency decides busbw: no verdict on bandwidth
+# Shares of the reference a healthy run clears with room: on the H200 hosts nccl-tests' busbw
+# at 64 MiB-1 GiB is 0.44-0.77 of the NVLink signalling rate and 0.54-0.94 of a measured copy;
+# NCCL over SHM or with one channel lands at 0.04-0.06.
+LOW_VS_NOMINAL = 0.35
+LOW_VS_MEASURED = 0.40
+LOW_VS_EXPECTED = 0.90  # the user's own number for this node type
+# From 64 MiB to 256 MiB busbw still climbs (more so with more ranks): the floor there is lower.
+FULL_RATE_BYTES = 256 << 20
+SMALLER_SIZE_SHARE = 0.7
+SLOW_RANK = 1.30  # a rank's time per op over the median of the other ranks
+SLOW_RANK_MIN_BYTES = 1 << 20
+CHANNEL_CAPS = (
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_MAX_CTAS",
+    "NCCL_MAX_P2P_NCHANNELS",
+    "NCCL_NCHANNELS_PER_NET_PEER",
+    "NCCL_NCHANNELS_PER_PEER",
+    "NCCL_MIN_NCHANNELS",
+)
+FALLBACK_CAUSES = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_HOSTID", "NCCL_SHM_DISABLE", "NCCL_CUMEM_ENABLE")
+
+
+def collectives_of(ctx: Context) -> Any:
+    """The collectives result the rules judge, or None."""
+    return getattr(ctx, "collectives", None) or ctx.extra.get("collectives")
+
+
+def gpu_of_rank(ctx: Context, res: Any) -> dict[int, int]:
+    """rank -> NVML index, by PCI bus id (ranks on other hosts map to nothing)."""
+    here = ctx.snap.host.hostname
+    by_bus = {g.bus_id.lower(): g.index for g in ctx.snap.gpus if isinstance(g.bus_id, str)}
+    single = len(res.nodes) <= 1
+    out = {
+        r.rank: by_bus[r.bus_id.lower()]
+        for r in res.ranks
+        if r.bus_id and r.bus_id.lower() in by_bus and (single or r.host == here)
+    }
+    if single:
+        # A rank known only by its CUDA ordinal (nccl-tests -g N keeps one bus id): CUDA numbers
+        # identical GPUs in PCI order, as NVML does.
+        pci_order = [i for _, i in sorted(by_bus.items())]
+        for r in res.ranks:
+            if r.rank not in out and r.bus_id is None and r.device is not None and r.device < len(pci_order):
+                out[r.rank] = pci_order[r.device]
+    return out
+
+
+def _rank_name(gpus: dict[int, int], rank: int) -> str:
+    return f"GPU{gpus[rank]}" if rank in gpus else f"rank{rank}"
+
+
+def reference_gbps(ctx: Context, res: Any) -> tuple[float, str, float] | None:
+    """(GB/s busbw should approach, where that came from, share below which it is low)."""
+    expect = ctx.extra.get("collectives_expect_gbps")
+    if isinstance(expect, (int, float)) and expect > 0:
+        return float(expect), "expected (--expect-busbw)", LOW_VS_EXPECTED
+    if len(res.nodes) > 1:
+        return None  # the network bounds a run across nodes: the NVLink pairs here say nothing
+    gpus = sorted(set(gpu_of_rank(ctx, res).values()))
+    if len(gpus) < 2:
+        return None
+    pairs = [(a, b) for a in gpus for b in gpus if a != b]
+    bw = ctx.bandwidth
+    if bw is not None:
+        got = [m.value.median for a, b in pairs if (m := bw.find("oneway", a, b)) is not None and m.value is not None]
+        if len(got) == len(pairs):
+            return min(got), "measured one-way copy bandwidth", LOW_VS_MEASURED
+    exp = ctx.expected_bandwidth
+    rates = [e.nominal_gbps for p in pairs if (e := exp.get(p)) is not None and e.nominal_gbps]
+    if len(rates) == len(pairs):
+        cls = exp[pairs[0]].cls
+        return min(rates), f"nominal {cls} rate per direction", LOW_VS_NOMINAL
+    return None
+
+
+def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, float, str]]:
+    """(row, timing, reference, source) for each op whose busbw at its largest judged size is low."""
+    ref = reference_gbps(ctx, res)
+    if ref is None:
+        return []
+    gbps, source, share = ref
+    out = []
+    for op in dict.fromkeys(r.op for r in res.rows):
+        row = res.largest(op)
+        if row is None or row.size_bytes < JUDGED_MIN_BYTES or row.best is None:
+            continue
+        floor = share if row.size_bytes >= FULL_RATE_BYTES else share * SMALLER_SIZE_SHARE
+        if row.best.busbw_gbps < floor * gbps:
+            out.append((row, row.best, gbps, source))
+    return out
+
+
+def _size(n: int) -> str:
+    from topodoctor.measure.collectives.plan import human_size
+
+    return human_size(n)
+
+
+@rule(
+    "TD001",
+    "coll-busbw-low",
+    "error",
+    fix="Read the NCCL account of the run (transports, channels) and TD002/TD003; compare with `topodoctor "
+    "bandwidth` for the same GPUs; re-run on idle GPUs.",
+    tags=("prolog", "collectives"),
+)
+def coll_busbw_low(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """A collective's bus bandwidth is far below what the topology gives.
+
+    busbw (nccl-tests' definition) at the largest size measured, from 64 MiB up, is compared
+    with the slowest GPU pair's reference: the one-way copy bandwidth when a bandwidth result of
+    the same host is at hand, else the nominal rate of the pair's path in the topology graph, or
+    the number given with ``--expect-busbw``. Healthy NVLink hosts reach 0.44-0.77 of the nominal
+    NVLink rate; NCCL falling back to shared memory or held to one channel reaches under 0.1. The
+    floor is 0.35 of the nominal rate (0.40 of a measured copy, 0.90 of an expectation) from
+    256 MiB, and 0.7 of that between 64 and 256 MiB, where busbw is still climbing.
+    """
+    res = collectives_of(ctx)
+    if res is None:
+        return
+    if not res.rows:
+        return
+    if reference_gbps(ctx, res) is None and any(r.size_bytes >= JUDGED_MIN_BYTES for r in res.rows):
+        why = (
+            f"the run spans {len(res.nodes)} nodes: give --expect-busbw"
+            if len(res.nodes) > 1
+            else "no reference bandwidth: ranks not matched to GPUs of this host"
+        )
+        yield CannotCheck("collectives", why)
+        return
+    for row, t, gbps, source in low_busbw(ctx, res):
+        yield Issue(
+            row.op,
+            f"{row.op} busbw {t.busbw_gbps:.1f} GB/s at {_size(row.size_bytes)} is {t.busbw_gbps / gbps:.0%} of "
+            f"the {source} ({gbps:.0f} GB/s)",
+            {
+                "op": row.op,
+                "size_bytes": row.size_bytes,
+                "busbw_gbps": round(t.busbw_gbps, 2),
+                "reference_gbps": round(gbps, 2),
+                "reference": source,
+                "ratio": round(t.busbw_gbps / gbps, 3),
+            },
+        )
+
+
+def _settings(ctx: Context, res: Any) -> dict[str, tuple[str, str]]:
+    """NCCL variables the run had: name -> (value, where it was seen)."""
+    out = {k: (v, "the run's environment") for k, v in res.env.items()}
+    if res.nccl is not None:
+        out.update({k: (v, "NCCL's log") for k, v in res.nccl.env.items()})
+    return out
+
+
+@rule(
+    "TD002",
+    "coll-channels-capped",
+    "error",
+    fix="Unset the variable (or raise it) unless it is there on purpose; NCCL picks its channel count from the "
+    "topology.",
+    tags=("prolog", "collectives"),
+)
+def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
+    """A variable caps NCCL's channels while busbw falls short.
+
+    NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS and their kin limit how many channels (rings, each driven
+    by its own thread block) NCCL builds; one channel cannot fill NVLink. The finding names the
+    variable, its value, the channels NCCL reported building, and the ops that fell short.
+    """
+    res = collectives_of(ctx)
+    if res is None:
+        return
+    low = low_busbw(ctx, res)
+    if not low:
+        return
+    settings = _settings(ctx, res)
+    channels = res.nccl.channels if res.nccl is not None else None
+    ops = ", ".join(f"{row.op} {t.busbw_gbps:.0f} GB/s" for row, t, _, _ in low)
+    for name in CHANNEL_CAPS:
+        if name in settings:
+            value, where = settings[name]
+            built = f"NCCL built {channels} channel(s)" if channels is not None else "channels not reported"
+            yield Issue(
+                f"env:{name}",
+                f"{name}={value} ({where}); {built}; busbw fell short: {ops}",
+                {"variable": name, "value": value, "channels": channels, "ops": [row.op for row, *_ in low]},
+            )
+
+
+@rule(
+    "TD003",
+    "coll-transport-fallback",
+    "error",
+    fix="NCCL would use P2P over NVLink here: look for NCCL_P2P_DISABLE / NCCL_P2P_LEVEL, a container without "
+    "--ipc=host or shared /dev/shm, and TD3xx (P2P status); `topodoctor collectives` again shows the transport.",
+    tags=("prolog", "collectives"),
+)
+def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:
+    """NCCL carried traffic over shared memory or the network between NVLink-connected GPUs.
+
+    From NCCL's own log: a peer connection via SHM or NET between two ranks on this host whose
+    GPUs the topology graph shows joined by NVLink. That is NCCL's fallback when peer-to-peer
+    is disabled or not permitted, and it costs most of the bandwidth.
+    """
+    res = collectives_of(ctx)
+    if res is None or res.nccl is None:
+        return
+    gpus = gpu_of_rank(ctx, res)
+    conns = ctx.connections
+    settings = _settings(ctx, res)
+    causes = [f"{k}={settings[k][0]}" for k in FALLBACK_CAUSES if k in settings]
+    seen: dict[tuple[int, int], dict[str, int]] = {}  # GPU pair -> transport -> channel connections
+    ranks_of: dict[tuple[int, int], tuple[int, int]] = {}
+    for c in res.nccl.connections:
+        if c.kind not in ("shm", "net") or c.rank not in gpus or c.peer not in gpus:
+            continue
+        a, b = sorted((gpus[c.rank], gpus[c.peer]))
+        link = conns.get((a, b))
+        if link is None or link.cls != "NV":
+            continue
+        by = seen.setdefault((a, b), {})
+        by[c.transport] = by.get(c.transport, 0) + c.channels
+        ranks_of[(a, b)] = (min(c.rank, c.peer), max(c.rank, c.peer))
+    for (a, b), by in sorted(seen.items()):
+        link = conns[(a, b)]
+        ra, rb = ranks_of[(a, b)]
+        how = ", ".join(f"{n} channel connection(s) via {t}" for t, n in sorted(by.items()))
+        why = f"; set: {', '.join(causes)}" if causes else ""
+        yield Issue(
+            f"GPU{a}-GPU{b}",
+            f"ranks {ra} and {rb}: {how}, but the GPUs are joined by {link.label}{why}",
+            {"ranks": [ra, rb], "transports": by, "path": link.label, "settings": causes},
+        )
+
+
+@rule(
+    "TD004",
+    "coll-data-error",
+    "critical",
+    fix="Re-run to see whether it repeats; a GPU that returns wrong data needs its memory and links checked "
+    "(TD5xx health, NVLink error counters) before any job runs on it.",
+    tags=("prolog", "collectives"),
+)
+def coll_data_error(ctx: Context) -> Iterator[Issue]:
+    """A collective returned wrong data (#wrong above zero).
+
+    Every result is compared with its expected value, element by element, as nccl-tests does;
+    the count of elements that differ is reported apart from the speed.
+    """
+    res = collectives_of(ctx)
+    if res is None:
+        return
+    gpus = gpu_of_rank(ctx, res)
+    for row in res.rows:
+        for place, t in row.timings():
+            if not t.wrong:
+                continue
+            bad: list[int | None] = [r for r, w in enumerate(t.rank_wrong) if w] or [None]
+            for r in bad:
+                subject = _rank_name(gpus, r) if r is not None else row.op
+                yield Issue(
+                    subject,
+                    f"{row.op} {place} at {_size(row.size_bytes)}: {t.wrong} wrong element(s)"
+                    + (f" on rank {r}" if r is not None else ""),
+                    {"op": row.op, "size_bytes": row.size_bytes, "place": place, "wrong": t.wrong, "rank": r},
+                )
+
+
+@rule(
+    "TD005",
+    "coll-op-failed",
+    "error",
+    fix="A hang names the ranks that never reached the op: check their GPUs (`topodoctor check`) and NCCL's "
+    "log; out of memory means other processes hold the GPU memory.",
+    tags=("prolog", "collectives"),
+)
+def coll_op_failed(ctx: Context) -> Iterator[Issue | CannotCheck]:
+    """A collective hung, failed, or a rank died or never joined.
+
+    Every op runs under a timeout; a hang kills the whole group and is reported with the op and
+    size it hit and the ranks that never reached it. Out of memory at a size is a warning: the
+    sizes that fit were measured. A pass that could not run at all (``check --collectives``
+    without torch, say) is reported as not checked.
+    """
+    error = ctx.extra.get("collectives_error")
+    if error:
+        yield CannotCheck("collectives", str(error))
+    res = collectives_of(ctx)
+    if res is None:
+        return
+    gpus = gpu_of_rank(ctx, res)
+    for f in res.failures:
+        where = f"{f.op} at {_size(f.size_bytes)}" if f.op and f.size_bytes else (f.op or "the run")
+        subject = _rank_name(gpus, f.rank) if f.rank is not None else (f.op or "collectives")
+        yield Issue(
+            subject,
+            f"{f.kind}: {where}: {f.message}",
+            {"kind": f.kind, "op": f.op, "size_bytes": f.size_bytes, "rank": f.rank},
+            severity="warning" if f.kind == "oom" else None,
+        )
+
+
+@rule(
+    "TD006",
+    "coll-rank-slow",
+    "warning",
+    fix="Look at that GPU: other processes on it, clocks and throttling (nvidia-smi -q -d PERFORMANCE), its links.",
+    tags=("prolog", "collectives"),
+)
+def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
+    """One rank takes much longer per op than the others.
+
+    Each rank times its own ops; the result keeps every rank's time. A rank more than 1.3x the
+    median of the other ranks, at sizes from 1 MiB, is named with its GPU (the largest such size per op).
+    Runs on NCCL only: ranks on CPU (gloo) share cores with everything else on the host.
+    """
+    res = collectives_of(ctx)
+    if res is None or res.backend != "nccl":
+        return
+    gpus = gpu_of_rank(ctx, res)
+    worst: dict[tuple[str, int], tuple[float, Any, float]] = {}
+    for row in res.rows:
+        if row.size_bytes < SLOW_RANK_MIN_BYTES:
+            continue
+        for _, t in row.timings():
+            times = t.rank_time_us
+            if len(times) < 2:
+                continue
+            for r, mine in enumerate(times):
+                others = statistics.median(times[:r] + times[r + 1 :])
+                ratio = mine / others if others > 0 else 0.0
+                key = (row.op, r)
+                if ratio > SLOW_RANK:  # rows come smallest first: the largest size that lags is kept
+                    worst[key] = (ratio, row, mine)
+    for (op, r), (ratio, row, mine) in sorted(worst.items()):
+        yield Issue(
+            _rank_name(gpus, r),
+            f"rank {r} takes {mine:.0f} us per {op} at {_size(row.size_bytes)}, {ratio:.2f}x the other ranks",
+            {"rank": r, "op": op, "size_bytes": row.size_bytes, "time_us": mine, "ratio": round(ratio, 2)},
+        )
+
+
+@rule(
+    "TD007",
+    "coll-gpu-busy",
+    "info",
+    fix="Measure on idle GPUs for numbers you can compare.",
+    tags=("prolog", "collectives"),
+)
+def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:
+    """A GPU was busy (other processes or load) when the collectives started: numbers may be low."""
+    res = collectives_of(ctx)
+    if res is None:
+        return
+    for a in res.activity:
+        if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:
+            yield Issue(
+                f"GPU{a.index}",
+                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {a.processes} processes",
+                {"utilization_pct": a.utilization_pct, "processes": a.processes},
+            )

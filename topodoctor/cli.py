@@ -170,17 +170,19 @@ def check(
         passes=(doctor.bandwidth_pass(scope.value),) if with_bandwidth else (),
         scope=scope.value,
     )
-    from topodoctor.report import prometheus as prom
-
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
+        from topodoctor.report import prometheus as prom
+
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
             prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=_hostname()))
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda c: emit_json(doc))
         raise fail(str(exc), exc.exit_code) from None
+
+    from topodoctor.report import prometheus as prom
 
     def metrics_text() -> str:
         o = outcome

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.padding import Padding
@@ -14,7 +14,9 @@ from rich.text import Text
 
 from topodoctor.doctor import Outcome
 from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
-from topodoctor.rules.registry import Finding
+
+if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
+    from topodoctor.rules.registry import Finding
 
 CHECK_SCHEMA_VERSION = 1
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
 from topodoctor.collective_rows import CollectiveRow
-from topodoctor.rules.registry import Finding
 
 if TYPE_CHECKING:
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.fleet import FleetReport
     from topodoctor.model import HostSnapshot
+    from topodoctor.rules.registry import Finding
 
 GPU = ("gpu", "UUID", "pci_bus_id")
 RUN = ("command", "Hostname")

@@ -86,14 +86,20 @@ def test_probe_failure_is_reported_not_passed() -> None:
     g = replace(snap.gpus[0], pcie=replace(snap.gpus[0].pcie, width_current=err))
     found = evaluate(Context(replace(snap, gpus=(g, *snap.gpus[1:])), QUIET_ENV))
     inc = [f for f in found if f.code == "TD901"]
-    assert inc and inc[0].evidence["rule"] == "TD203" and "NO_PERMISSION" in inc[0].message
+    assert [(f.subject, f.evidence["field"], f.evidence["rules"]) for f in inc] == [
+        ("GPU0", "pcie.width_current", ["TD203"])
+    ]
+    assert "NO_PERMISSION" in inc[0].message
 
 
 def test_select_and_ignore() -> None:
     src = str(scenario_path("x4-pcie-downtrained"))
     snap = probe_host(src).snapshot
-    assert {f.code for f in evaluate(Context(snap, QUIET_ENV), select=["TD20"], ignore=["TD205"])} == {"TD203", "TD204"}
-    assert {f.code for f in evaluate(Context(snap, QUIET_ENV), ignore=["pcie-replays", "TD204"])} == {"TD203"}
+    assert {f.code for f in evaluate(Context(snap, QUIET_ENV), select=["TD20"], ignore=["TD205", "TD206"])} == {
+        "TD203",
+        "TD204",
+    }
+    assert {f.code for f in evaluate(Context(snap, QUIET_ENV), ignore=["pcie-replays", "TD204", "TD206"])} == {"TD203"}
 
 
 # --- NCCL / CUDA environment: each case sets variables and checks the code on a recording.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.probe.api import GPU_GONE_CODES
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -138,14 +139,22 @@ def mig_unexpected(ctx: Context) -> Iterator[Issue]:
     "reboot; check dmesg for Xid 79.",
 )
 def gpu_lost(ctx: Context) -> Iterator[Issue]:
-    """A GPU stopped answering NVML (GPU_IS_LOST, RESET_REQUIRED, or no handle)."""
+    """A GPU stopped answering NVML (GPU_IS_LOST or RESET_REQUIRED, to a call or a field).
+
+    A GPU that gave no handle for another reason (no permission, say) is not called lost:
+    nothing about it could be checked, and that is reported as such (TD901).
+    """
     for g in ctx.snap.gpus:
-        if g.lost is not None:
-            yield Issue(
-                f"GPU{g.index}",
-                f"GPU{g.index} is lost: {g.lost.error} (at {g.lost.call})",
-                {"error": g.lost.error, "call": g.lost.call, "bus_id": g.bus_id if isinstance(g.bus_id, str) else None},
-            )
+        if g.lost is None:
+            continue
+        if g.lost.code not in GPU_GONE_CODES:
+            ctx.missing(f"GPU{g.index}", "handle", g.lost.error, g.lost.call)
+            continue
+        yield Issue(
+            f"GPU{g.index}",
+            f"GPU{g.index} is lost: {g.lost.error} (at {g.lost.call})",
+            {"error": g.lost.error, "call": g.lost.call, "bus_id": g.bus_id if isinstance(g.bus_id, str) else None},
+        )
 
 
 @rule(

@@ -35,16 +35,24 @@ def _p2p_states(ctx: Context) -> Iterator[tuple[str, str, str, str]]:
                     yield subject, what, direction, got
 
 
-def _first_not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
-    done: set[str] = set()
+def _not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
+    """One finding per NVML reason, with every pair that gives it in the evidence: the cause
+    is the platform, the GPU model or a driver setting, not each pair."""
+    by_reason: dict[str, list[str]] = {}
+    example: dict[str, str] = {}
     for subject, what, direction, value in _p2p_states(ctx):
-        if subject in done or value == "OK" or (value == "DISABLED_BY_REGKEY") != regkey:
+        if value == "OK" or (value == "DISABLED_BY_REGKEY") != regkey:
             continue
-        done.add(subject)  # one finding per pair: its first capability that is not OK
+        pairs = by_reason.setdefault(value, [])
+        if subject not in pairs:
+            pairs.append(subject)
+        example.setdefault(value, f"{what} {direction}")
+    for value, pairs in sorted(by_reason.items()):
+        subject = pairs[0] if len(pairs) == 1 else "host"
         yield Issue(
             subject,
-            f"P2P {what} {direction} not available: {_REASONS.get(value, value)}",
-            {"status": value, "capability": what, "direction": direction},
+            f"P2P not available for {len(pairs)} GPU pair(s), e.g. {example[value]}: {_REASONS.get(value, value)}",
+            {"status": value, "pairs": pairs},
         )
 
 
@@ -55,13 +63,13 @@ def _first_not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
     fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory (slower but correct).",
 )
 def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
-    """NVML reports P2P read or write between two GPUs as not OK, with its reason: a platform
-    or GPU that cannot do it.
+    """NVML reports P2P read or write between GPUs as not OK, with its reason: a platform
+    or GPU that cannot do it. One finding per reason, the pairs in its evidence.
 
     NCCL will stage through host memory, slower but correct. A driver setting that disabled
     P2P is TD305.
     """
-    yield from _first_not_ok(ctx, regkey=False)
+    yield from _not_ok(ctx, regkey=False)
 
 
 @rule(
@@ -76,7 +84,7 @@ def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
 
     A setting someone can fix: every collective between these GPUs stages through host memory.
     """
-    yield from _first_not_ok(ctx, regkey=True)
+    yield from _not_ok(ctx, regkey=True)
 
 
 @rule(

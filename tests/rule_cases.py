@@ -1,0 +1,405 @@
+"""The table of rule cases: for every rule, cases where it must fire and near misses where it
+must stay silent, thresholds included. Coverage is computed from this table (and from the
+derived scenarios, whose index lists the codes each must raise): a rule without a firing
+case or without a near miss fails tests/test_rule_cases.py.
+
+A case starts from a real recording or a derived scenario (fixtures/derive.py) and may apply
+one small, named edit to its snapshot, its bandwidth result or the process environment.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
+
+from conftest import BW_DERIVED, DERIVED, FIXTURES, scenario_path
+
+from topodoctor.bandwidth.result import BandwidthResult
+from topodoctor.codec import from_jsonable
+from topodoctor.expect import Expectations, from_snapshot
+from topodoctor.model import Gpu, HostSnapshot, RemappedRows, RetiredPages
+from topodoctor.probe import probe_host
+from topodoctor.probed import ProbeError, Unsupported
+
+SnapEdit = Callable[[HostSnapshot], HostSnapshot]
+BwEdit = Callable[[dict[str, Any]], None]
+BW_FULL = FIXTURES / "bandwidth" / "h200-x4.full.json"
+NCCL_FILES = FIXTURES / "nccl"
+
+
+@dataclass(frozen=True)
+class Case:
+    code: str
+    fires: bool
+    source: str  # a bundled recording or a derived scenario
+    change: str = "as recorded"
+    edit: SnapEdit | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    expect_from: str | None = None  # expectations made from this source's snapshot
+    bandwidth: BwEdit | None = None  # measured on the x4 host, then this edit
+    process_cpus: tuple[int, ...] | None = None  # the checking process's CPU affinity
+
+    @property
+    def id(self) -> str:
+        return f"{self.code}-{'fires' if self.fires else 'quiet'}-{self.source}-{self.change}"
+
+
+@cache
+def snapshot(source: str) -> HostSnapshot:
+    path = scenario_path(source)
+    return probe_host(str(path) if path.exists() else source).snapshot
+
+
+@cache
+def expectations(source: str) -> Expectations:
+    return from_snapshot(snapshot(source))
+
+
+def bandwidth_result(edit: BwEdit) -> BandwidthResult:
+    data = copy.deepcopy(_bw_full())
+    edit(data)
+    return from_jsonable(BandwidthResult, data, "bandwidth result")
+
+
+@cache
+def _bw_full() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(BW_FULL.read_text())
+    return data
+
+
+# ---------------------------------------------------------------- small named edits
+
+
+def gpu(i: int, **fields: Any) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, gpus=tuple(replace(g, **fields) if g.index == i else g for g in s.gpus))
+
+    return edit
+
+
+def pcie(i: int, **fields: Any) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        g = s.gpu(i)
+        return gpu(i, pcie=replace(g.pcie, **fields))(s)
+
+    return edit
+
+
+def link(i: int, li: int, **fields: Any) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        g = s.gpu(i)
+        links = tuple(replace(k, **fields) if k.link == li else k for k in g.nvlinks)
+        return gpu(i, nvlinks=links)(s)
+
+    return edit
+
+
+def link_errors(i: int, li: int, **fields: Any) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        k = next(k for k in s.gpu(i).nvlinks if k.link == li)
+        return link(i, li, errors=replace(k.errors, **fields))(s)
+
+    return edit
+
+
+def every_gpu(fn: Callable[[Gpu], Gpu]) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, gpus=tuple(fn(g) for g in s.gpus))
+
+    return edit
+
+
+def both(*edits: SnapEdit) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        for e in edits:
+            s = e(s)
+        return s
+
+    return edit
+
+
+def bridge_acs(bdf: str, acs: int) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, bridges=tuple(replace(b, acs_ctrl=acs) if b.bus_id == bdf else b for b in s.bridges))
+
+    return edit
+
+
+def bw_measure(mode: str, src: int, dst: int, scale: float = 1.0, **fields: Any) -> BwEdit:
+    def edit(r: dict[str, Any]) -> None:
+        m = next(m for m in r["measurements"] if (m["mode"], m["src"], m["dst"]) == (mode, src, dst))
+        v = m["value"]
+        for k in ("median", "min", "max"):
+            v[k] *= scale
+        v["samples"] = [x * scale for x in v["samples"]]
+        m.update(fields)
+
+    return edit
+
+
+def bw_activity(index: int, **fields: Any) -> BwEdit:
+    def edit(r: dict[str, Any]) -> None:
+        next(a for a in r["activity"] if a["index"] == index).update(fields)
+
+    return edit
+
+
+def _all_links_down(g: Gpu) -> Gpu:
+    return replace(g, nvlinks=tuple(replace(k, active=False) for k in g.nvlinks))
+
+
+FAILED = ProbeError("NO_PERMISSION", "nvmlDeviceGetPersistenceMode", 4)
+NA = Unsupported("NOT_SUPPORTED")
+
+# ---------------------------------------------------------------- the table
+
+CASES: list[Case] = [
+    # nvlink
+    Case(
+        "TD101",
+        False,
+        "h200-x4",
+        "GPU1 link 17 inactive but NVML counts 17 links",
+        both(gpu(1, nvlink_count=17), link(1, 17, active=False)),
+    ),
+    Case(
+        "TD101",
+        False,
+        "h200-x4",
+        "GPU1 link 5 inactive, its capability says no P2P",
+        link(1, 5, active=False, capabilities=()),
+    ),
+    Case("TD101", False, "h100-x1", "a GPU with no NVLink"),
+    Case(
+        "TD102",
+        False,
+        "h200-x4",
+        "link 5 down on every GPU: every pair has 17",
+        every_gpu(lambda g: replace(g, nvlinks=tuple(replace(k, active=k.link != 5) for k in g.nvlinks))),
+    ),
+    Case("TD103", True, "h200-x4", "GPU2 link 7 at 94% of the host's speed", link(2, 7, speed_mbps=24968)),
+    Case("TD103", False, "h200-x4", "GPU2 link 7 at 96% of the host's speed", link(2, 7, speed_mbps=25500)),
+    Case("TD104", False, "h200-x4", "GPU0 link 3 reads 50 raw CRC errors, no replay", link_errors(0, 3, crc=50)),
+    Case("TD104", True, "h200-x4", "GPU0 link 3 reads 1 replay", link_errors(0, 3, replay=1)),
+    Case("TD105", False, "h200-x4", "GPU0 link 4 reads 3 replays, no recovery", link_errors(0, 4, replay=3)),
+    Case("TD105", True, "h200-x4", "GPU0 link 4 reads 1 recovery", link_errors(0, 4, recovery=1)),
+    # pcie
+    Case("TD201", False, "x4-two-gpus-links-down", "NVLink pairs are the minority (1 of 6)"),
+    Case("TD202", False, "hgx-8gpu-2socket", "GPUs on two sockets but every pair on NVLink"),
+    Case("TD203", False, "h200-x4", "GPU2 at x8 in an x8 link", pcie(2, width_current=8, width_max=8)),
+    Case("TD203", True, "h200-x4", "GPU2 at x15 of x16", pcie(2, width_current=15)),
+    Case("TD204", False, "h200-x4", "GPU2 at Gen4 on a Gen4 link", pcie(2, gen_current=4, gen_max=4)),
+    Case("TD205", False, "h200-x4", "GPU1 replay counter 99", pcie(1, replay_counter=99)),
+    Case("TD205", True, "h200-x4", "GPU1 replay counter 100", pcie(1, replay_counter=100)),
+    Case("TD205", False, "h200-x4", "GPU1 replay counter 10000 (TD206)", pcie(1, replay_counter=10000)),
+    Case("TD206", False, "h200-x4", "GPU1 replay counter 9999", pcie(1, replay_counter=9999)),
+    Case("TD206", True, "h200-x4", "GPU1 replay counter 10000", pcie(1, replay_counter=10000)),
+    # p2p
+    Case("TD301", False, "x4-p2p-disabled", "P2P off by a driver setting (TD305)"),
+    Case("TD302", False, "x4-p2p-disabled", "NVLink P2P off because the driver disabled P2P (TD305)"),
+    Case(
+        "TD303",
+        False,
+        "hgx-iommu-translated",
+        "the same host as a VM",
+        lambda s: replace(s, host=replace(s.host, virtualization="vm")),
+    ),
+    Case(
+        "TD303",
+        False,
+        "hgx-iommu-translated",
+        "IOMMU groups in identity mode",
+        every_gpu(lambda g: replace(g, iommu_group_type="identity")),
+    ),
+    Case(
+        "TD304",
+        False,
+        "pcie-2socket",
+        "ACS source validation and upstream forwarding, no redirect",
+        bridge_acs("0000:04:00.0", 0x11),
+    ),
+    Case("TD304", True, "pcie-2socket", "ACS request redirect alone", bridge_acs("0000:04:00.0", 0x4)),
+    Case("TD305", False, "pcie-2socket", "P2P off by the platform, not the driver"),
+    # numa
+    Case("TD401", False, "h200-x4", "one NUMA node, GPU numa_node -1"),
+    Case("TD402", False, "hgx-8gpu-2socket", "every NIC on a known NUMA node"),
+    Case("TD403", True, "hgx-8gpu-2socket", "process bound to CPUs 64-127", process_cpus=tuple(range(64, 128))),
+    Case(
+        "TD403",
+        False,
+        "hgx-8gpu-2socket",
+        "process bound to CPUs 63-64: one local to each socket",
+        process_cpus=(63, 64),
+    ),
+    # fabric and health
+    Case("TD501", False, "h100-x1", "fabric state not supported (no NVSwitch)"),
+    Case(
+        "TD502",
+        False,
+        "h200-x4",
+        "GPU0 remap pending and failed (TD503)",
+        gpu(0, remapped_rows=RemappedRows(0, 1, True, True)),
+    ),
+    Case(
+        "TD503",
+        False,
+        "h200-x4",
+        "GPU0 remap pending, not failed",
+        gpu(0, remapped_rows=RemappedRows(0, 1, True, False)),
+    ),
+    Case(
+        "TD504",
+        False,
+        "h200-x4",
+        "GPU2 5 aggregate uncorrectable errors, 0 since reset",
+        gpu(2, ecc_uncorrected_aggregate=5),
+    ),
+    Case("TD505", False, "h200-x4", "GPU3 persistence mode not supported", gpu(3, persistence_mode=NA)),
+    Case("TD506", False, "x4-gpu-health", "MIG on where the expectations allow it", expect_from="x4-gpu-health"),
+    Case(
+        "TD507",
+        False,
+        "h200-x4",
+        "GPU1 gave no handle: no permission (TD901)",
+        gpu(1, lost=ProbeError("NO_PERMISSION", "nvmlDeviceGetHandleByIndex", 4)),
+    ),
+    Case(
+        "TD508",
+        False,
+        "h200-x4",
+        "no PCI listing (a container without /sys/bus/pci)",
+        lambda s: replace(s, pci_gpus=Unsupported("ABSENT")),
+    ),
+    Case(
+        "TD509", False, "h200-x4", "GPU2 3 retired pages, none pending", gpu(2, retired_pages=RetiredPages(2, 1, False))
+    ),
+    Case("TD510", False, "h200-x4", "GPU2 63 retired pages", gpu(2, retired_pages=RetiredPages(40, 23, False))),
+    Case("TD510", True, "h200-x4", "GPU2 64 retired pages", gpu(2, retired_pages=RetiredPages(40, 24, False))),
+    # nccl and cuda environment
+    Case("TD601", True, "h200-x4", "NCCL_P2P_DISABLE=1", env={"NCCL_P2P_DISABLE": "1"}),
+    Case("TD601", False, "consumer-no-p2p", "NCCL_P2P_DISABLE=1 without NVLink", env={"NCCL_P2P_DISABLE": "1"}),
+    Case("TD602", True, "h200-x4", "NCCL_P2P_LEVEL=LOC", env={"NCCL_P2P_LEVEL": "LOC"}),
+    Case("TD602", False, "h200-x4", "NCCL_P2P_LEVEL=NVL", env={"NCCL_P2P_LEVEL": "NVL"}),
+    Case("TD603", True, "h200-x4", "NCCL_SHM_DISABLE=1", env={"NCCL_SHM_DISABLE": "1"}),
+    Case("TD603", False, "h200-x4", "NCCL_SHM_DISABLE=0", env={"NCCL_SHM_DISABLE": "0"}),
+    Case("TD604", True, "hgx-8gpu-2socket", "NCCL_IB_DISABLE=1", env={"NCCL_IB_DISABLE": "1"}),
+    Case("TD604", False, "h200-x4", "NCCL_IB_DISABLE=1 without RDMA NICs", env={"NCCL_IB_DISABLE": "1"}),
+    Case("TD605", True, "h200-x4", "NCCL_SOCKET_IFNAME=ib", env={"NCCL_SOCKET_IFNAME": "ib"}),
+    Case("TD605", False, "h200-x4", "NCCL_SOCKET_IFNAME=eth", env={"NCCL_SOCKET_IFNAME": "eth"}),
+    Case("TD606", True, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5_9", env={"NCCL_IB_HCA": "mlx5_9"}),
+    Case("TD606", False, "hgx-8gpu-2socket", "NCCL_IB_HCA==mlx5_1,=mlx5_2", env={"NCCL_IB_HCA": "=mlx5_1,=mlx5_2"}),
+    Case("TD607", True, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5", env={"NCCL_IB_HCA": "mlx5"}),
+    Case("TD607", False, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5_1 (one device)", env={"NCCL_IB_HCA": "mlx5_1"}),
+    Case("TD608", True, "h200-x4", "NCCL_TOPO_FILE missing", env={"NCCL_TOPO_FILE": "/nonexistent/topo.xml"}),
+    Case(
+        "TD608",
+        False,
+        "h200-x4",
+        "NCCL_TOPO_FILE naming this host's GPU",
+        env={"NCCL_TOPO_FILE": str(NCCL_FILES / "topo-x4.xml")},
+    ),
+    Case("TD609", True, "h200-x4", "NCCL_IB_TIMEOUT=32", env={"NCCL_IB_TIMEOUT": "32"}),
+    Case("TD609", False, "h200-x4", "NCCL_IB_TIMEOUT=31", env={"NCCL_IB_TIMEOUT": "31"}),
+    Case("TD610", True, "h200-x4", "NCCL_ALGO=Tree", env={"NCCL_ALGO": "Tree"}),
+    Case("TD610", False, "h200-x4", "NCCL_DEBUG=WARN", env={"NCCL_DEBUG": "WARN"}),
+    Case("TD611", True, "h200-x4", "NCCL_PROTO=LL128", env={"NCCL_PROTO": "LL128"}),
+    Case("TD611", False, "h200-x4", "NCCL_PROTO=^LL128", env={"NCCL_PROTO": "^LL128"}),
+    Case("TD612", True, "h200-x4", "NCCL_IGNORE_DISABLED_P2P=1", env={"NCCL_IGNORE_DISABLED_P2P": "1"}),
+    Case("TD612", False, "h200-x4", "NCCL_IGNORE_DISABLED_P2P=0", env={"NCCL_IGNORE_DISABLED_P2P": "0"}),
+    Case("TD613", True, "h200-x4", "NCCL_MAX_RINGS=8", env={"NCCL_MAX_RINGS": "8"}),
+    Case("TD613", False, "h200-x4", "NCCL_MAX_NCHANNELS=8", env={"NCCL_MAX_NCHANNELS": "8"}),
+    Case("TD614", True, "h200-x4", "NCCL_SOCKET_IFNAM=eth0", env={"NCCL_SOCKET_IFNAM": "eth0"}),
+    Case("TD614", False, "h200-x4", "NCCL_SOCKET_IFNAME=eth0", env={"NCCL_SOCKET_IFNAME": "eth0"}),
+    Case("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES=0,4", env={"CUDA_VISIBLE_DEVICES": "0,4"}),
+    Case("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES=0,3", env={"CUDA_VISIBLE_DEVICES": "0,3"}),
+    Case("TD616", True, "h200-x4", "CUDA_VISIBLE_DEVICES=1,1", env={"CUDA_VISIBLE_DEVICES": "1,1"}),
+    Case("TD616", False, "h200-x4", "CUDA_VISIBLE_DEVICES=1,0", env={"CUDA_VISIBLE_DEVICES": "1,0"}),
+    Case("TD617", True, "h200-x4", "CUDA_VISIBLE_DEVICES=0,1", env={"CUDA_VISIBLE_DEVICES": "0,1"}),
+    Case(
+        "TD617",
+        False,
+        "h200-x4",
+        "with CUDA_DEVICE_ORDER=PCI_BUS_ID",
+        env={"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    ),
+    Case("TD618", True, "h200-x4", "NCCL_NVLS_ENABLE=0", env={"NCCL_NVLS_ENABLE": "0"}),
+    Case("TD618", False, "h100-x1", "NCCL_NVLS_ENABLE=0 without NVSwitch", env={"NCCL_NVLS_ENABLE": "0"}),
+    Case(
+        "TD619",
+        True,
+        "h200-x4",
+        "NCCL_CONF_FILE with a malformed line",
+        env={"NCCL_CONF_FILE": str(NCCL_FILES / "malformed.conf")},
+    ),
+    Case(
+        "TD619", False, "h200-x4", "NCCL_CONF_FILE well formed", env={"NCCL_CONF_FILE": str(NCCL_FILES / "good.conf")}
+    ),
+    # bandwidth (the measured x4 result, one measurement changed)
+    Case("TD701", False, "h200-x4", "one-way GPU1->GPU2 at 0.9x", bandwidth=bw_measure("oneway", 1, 2, 0.9)),
+    Case(
+        "TD702",
+        False,
+        "h200-x4",
+        "one-way GPU2->GPU3 at 0.2x, above host staging",
+        bandwidth=bw_measure("oneway", 2, 3, 0.2),
+    ),
+    Case(
+        "TD703",
+        False,
+        "h200-x4",
+        "one-way GPU0->GPU3 at 0.25x, above 1.5x its PCIe rate",
+        bandwidth=bw_measure("oneway", 0, 3, 0.25),
+    ),
+    Case("TD704", False, "h200-x4", "host->GPU2 at 0.85x", bandwidth=bw_measure("h2d", -1, 2, 0.85)),
+    Case(
+        "TD705",
+        False,
+        "h200-x4",
+        "one-way GPU3->GPU0 not verified",
+        bandwidth=bw_measure("oneway", 3, 0, verified=None),
+    ),
+    Case(
+        "TD706",
+        False,
+        "h200-x4",
+        "one-way GPU0->GPU1 out of memory (TD708)",
+        bandwidth=bw_measure("oneway", 0, 1, error="CUDA out of memory"),
+    ),
+    Case("TD707", False, "h200-x4", "GPU1 at 5% utilisation, no process", bandwidth=bw_activity(1, utilization_pct=5)),
+    Case(
+        "TD708",
+        False,
+        "h200-x4",
+        "one-way GPU0->GPU1 timed out (TD706)",
+        bandwidth=bw_measure("oneway", 0, 1, error="timeout: no answer after 20 s"),
+    ),
+    # expectations
+    Case("TD801", True, "h200-x2", "2 GPUs where the x4 node type has 4", expect_from="h200-x4"),
+    Case("TD801", False, "h200-x4", "the node type's own host", expect_from="h200-x4"),
+    Case("TD802", True, "h100-x1", "an H100 where the node type has H200", expect_from="h200-x4"),
+    Case("TD802", False, "h200-x2", "H200 as the node type says (count aside)", expect_from="h200-x4"),
+    Case("TD803", True, "h200-x4", "no RDMA NIC where the HGX node type has 8", expect_from="hgx-8gpu-2socket"),
+    Case("TD803", False, "hgx-8gpu-2socket", "every RDMA NIC present and active", expect_from="hgx-8gpu-2socket"),
+    # probe
+    Case("TD901", True, "h200-x4", "GPU2 persistence mode: NO_PERMISSION", gpu(2, persistence_mode=FAILED)),
+    Case("TD901", False, "h200-x4", "GPU2 persistence mode: NOT_SUPPORTED", gpu(2, persistence_mode=NA)),
+]
+
+# Each derived scenario raises exactly the codes its index lists: those are firing cases too.
+SCENARIO_CASES = [Case(code, True, s["name"], s["change"]) for s in DERIVED for code in s["codes"]]
+BW_SCENARIO_CASES = [
+    Case(
+        code,
+        True,
+        "h200-x4",
+        s["change"],
+        bandwidth=lambda r, n=s["file"]: r.update(json.loads((FIXTURES / "bandwidth" / "derived" / n).read_text())),
+    )
+    for s in BW_DERIVED
+    for code in s["codes"]
+]
+ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES

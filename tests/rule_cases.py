@@ -42,6 +42,7 @@ class Case:
     expect_from: str | None = None  # expectations made from this source's snapshot
     bandwidth: BwEdit | None = None  # measured on the x4 host, then this edit
     process_cpus: tuple[int, ...] | None = None  # the checking process's CPU affinity
+    subjects: tuple[str, ...] | None = None  # when it fires: exactly these subjects (sorted)
 
     @property
     def id(self) -> str:
@@ -148,8 +149,59 @@ def bw_activity(index: int, **fields: Any) -> BwEdit:
     return edit
 
 
-def _all_links_down(g: Gpu) -> Gpu:
-    return replace(g, nvlinks=tuple(replace(k, active=False) for k in g.nvlinks))
+def all_links_down(*indices: int) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return every_gpu(
+            lambda g: (
+                replace(g, nvlinks=tuple(replace(k, active=False) for k in g.nvlinks)) if g.index in indices else g
+            )
+        )(s)
+
+    return edit
+
+
+def only_gpus(*indices: int) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        pairs = tuple(p for p in s.pairs if p.a in indices and p.b in indices)
+        return replace(s, gpus=tuple(g for g in s.gpus if g.index in indices), pairs=pairs, gpu_count=len(indices))
+
+    return edit
+
+
+def pair_p2p(a: int, b: int, **fields: Any) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        pairs = tuple(
+            replace(p, p2p=replace(p.p2p, **fields), p2p_reverse=replace(p.p2p_reverse, **fields))
+            if (p.a, p.b) == (a, b)
+            else p
+            for p in s.pairs
+        )
+        return replace(s, pairs=pairs)
+
+    return edit
+
+
+def every_pair_p2p(**fields: Any) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        for p in s.pairs:
+            s = pair_p2p(p.a, p.b, **fields)(s)
+        return s
+
+    return edit
+
+
+def nics(**fields: Any) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, nics=tuple(replace(n, **fields) for n in s.nics))
+
+    return edit
+
+
+def host_error(call: str) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, probe_errors=(*s.probe_errors, ProbeError("EACCES", call)))
+
+    return edit
 
 
 FAILED = ProbeError("NO_PERMISSION", "nvmlDeviceGetPersistenceMode", 4)
@@ -187,7 +239,56 @@ CASES: list[Case] = [
     Case("TD104", True, "h200-x4", "GPU0 link 3 reads 1 replay", link_errors(0, 3, replay=1)),
     Case("TD105", False, "h200-x4", "GPU0 link 4 reads 3 replays, no recovery", link_errors(0, 4, replay=3)),
     Case("TD105", True, "h200-x4", "GPU0 link 4 reads 1 recovery", link_errors(0, 4, recovery=1)),
+    Case("TD101", False, "x2-nvlinks-all-down", "one GPU left, every link down: nothing to compare with", only_gpus(0)),
+    Case(
+        "TD101",
+        True,
+        "h200-x4",
+        "GPU1 has 17 links, all up; the node type has 18",
+        both(gpu(1, nvlink_count=17), link(1, 17, active=False)),
+        expect_from="h200-x4",
+        subjects=("GPU1",),
+    ),
+    Case("TD101", False, "h200-x4", "18 links up as the node type says", expect_from="h200-x4"),
+    Case("TD101", True, "x4-two-gpus-links-down", "two GPUs of four with no link up", subjects=("GPU2", "GPU3")),
+    Case(
+        "TD102",
+        True,
+        "x4-pcie-fallback",
+        "GPU3's pairs have no NVLink; the node type has 18",
+        expect_from="h200-x4",
+        subjects=("GPU0-GPU3", "GPU1-GPU3", "GPU2-GPU3"),
+    ),
+    Case(
+        "TD102",
+        True,
+        "x4-nvlink-down",
+        "pairs of GPU1 at 17; the node type has 18",
+        expect_from="h200-x4",
+        subjects=("GPU0-GPU1", "GPU1-GPU2", "GPU1-GPU3"),
+    ),
+    Case("TD102", False, "x2-nvlink-down", "one pair: no peer pair to compare with"),
+    Case("TD102", False, "h200-x4", "18 links per pair as the node type says", expect_from="h200-x4"),
+    Case("TD103", True, "h200-x4", "GPU2 link 7 runs NVLink 3.1", link(2, 7, version=5), subjects=("GPU2/nvlink7",)),
+    Case(
+        "TD103",
+        False,
+        "h200-x4",
+        "GPU2 link 7 version unreadable",
+        link(2, 7, version=ProbeError("NO_PERMISSION", "f", 4)),
+    ),
     # pcie
+    Case(
+        "TD201", False, "hgx-8gpu-2socket", "5 of 8 GPUs on NVLink: 10 of 28 pairs, a minority", all_links_down(5, 6, 7)
+    ),
+    Case("TD201", False, "pcie-2socket", "the node type has no NVLink", expect_from="pcie-2socket"),
+    Case(
+        "TD201",
+        True,
+        "x4-pcie-fallback",
+        "GPU3 without links: half the pairs still on NVLink",
+        subjects=("GPU0-GPU3", "GPU1-GPU3", "GPU2-GPU3"),
+    ),
     Case("TD201", False, "x4-two-gpus-links-down", "NVLink pairs are the minority (1 of 6)"),
     Case("TD202", False, "hgx-8gpu-2socket", "GPUs on two sockets but every pair on NVLink"),
     Case("TD203", False, "h200-x4", "GPU2 at x8 in an x8 link", pcie(2, width_current=8, width_max=8)),
@@ -200,7 +301,30 @@ CASES: list[Case] = [
     Case("TD206", True, "h200-x4", "GPU1 replay counter 10000", pcie(1, replay_counter=10000)),
     # p2p
     Case("TD301", False, "x4-p2p-disabled", "P2P off by a driver setting (TD305)"),
+    Case(
+        "TD301",
+        True,
+        "h200-x4",
+        "GPU0-GPU1 read and write: CHIPSET_NOT_SUPPORTED",
+        pair_p2p(0, 1, read="CHIPSET_NOT_SUPPORTED", write="CHIPSET_NOT_SUPPORTED"),
+        subjects=("GPU0-GPU1",),
+    ),
     Case("TD302", False, "x4-p2p-disabled", "NVLink P2P off because the driver disabled P2P (TD305)"),
+    Case(
+        "TD302",
+        False,
+        "h200-x4",
+        "P2P read disabled by the driver, NVLink P2P not supported",
+        every_pair_p2p(read="DISABLED_BY_REGKEY", nvlink="NOT_SUPPORTED"),
+    ),
+    Case(
+        "TD302",
+        True,
+        "h200-x4",
+        "GPU0-GPU2 NVLink P2P not supported",
+        pair_p2p(0, 2, nvlink="NOT_SUPPORTED"),
+        subjects=("GPU0-GPU2",),
+    ),
     Case(
         "TD303",
         False,
@@ -222,12 +346,71 @@ CASES: list[Case] = [
         "ACS source validation and upstream forwarding, no redirect",
         bridge_acs("0000:04:00.0", 0x11),
     ),
-    Case("TD304", True, "pcie-2socket", "ACS request redirect alone", bridge_acs("0000:04:00.0", 0x4)),
+    Case(
+        "TD304",
+        True,
+        "pcie-2socket",
+        "ACS request redirect alone",
+        bridge_acs("0000:04:00.0", 0x4),
+        subjects=("bridge:0000:04:00.0",),
+    ),
+    Case("TD304", True, "pcie-2socket", "ACS completion redirect alone", bridge_acs("0000:04:00.0", 0x8)),
+    Case(
+        "TD304",
+        False,
+        "hgx-8gpu-2socket",
+        "ACS redirect above GPU0, whose pairs all use NVLink",
+        bridge_acs("0000:15:01.0", 0x1D),
+    ),
     Case("TD305", False, "pcie-2socket", "P2P off by the platform, not the driver"),
     # numa
     Case("TD401", False, "h200-x4", "one NUMA node, GPU numa_node -1"),
+    Case(
+        "TD401",
+        False,
+        "hgx-8gpu-2socket",
+        "GPU0's NUMA node unreadable (TD901)",
+        gpu(0, sysfs_numa_node=ProbeError("EACCES", "read numa_node")),
+    ),
+    Case(
+        "TD401",
+        True,
+        "hgx-8gpu-2socket",
+        "GPU0's local CPUs span both sockets",
+        gpu(0, cpu_affinity=tuple(range(128))),
+        subjects=("GPU0",),
+    ),
+    Case("TD401", False, "hgx-8gpu-2socket", "GPU0's local CPUs unknown", gpu(0, cpu_affinity=NA)),
+    Case(
+        "TD401", True, "hgx-numa-unsupported", "no NUMA node for any GPU", subjects=tuple(f"GPU{i}" for i in range(8))
+    ),
+    Case("TD402", False, "hgx-numa-unsupported", "Ethernet NICs with no NUMA node", nics(kind="ethernet")),
+    Case(
+        "TD402",
+        False,
+        "hgx-8gpu-2socket",
+        "NIC NUMA nodes unreadable (TD901)",
+        nics(numa_node=ProbeError("EACCES", "read numa_node")),
+    ),
     Case("TD402", False, "hgx-8gpu-2socket", "every NIC on a known NUMA node"),
-    Case("TD403", True, "hgx-8gpu-2socket", "process bound to CPUs 64-127", process_cpus=tuple(range(64, 128))),
+    Case(
+        "TD403",
+        True,
+        "hgx-8gpu-2socket",
+        "process bound to CPUs 64-127",
+        process_cpus=tuple(range(64, 128)),
+        subjects=("GPU0", "GPU1", "GPU2", "GPU3"),
+    ),
+    Case(
+        "TD403",
+        True,
+        "hgx-8gpu-2socket",
+        "process on 64-127, GPU0's local CPUs unknown",
+        gpu(0, cpu_affinity=NA),
+        process_cpus=tuple(range(64, 128)),
+        subjects=("GPU1", "GPU2", "GPU3"),
+    ),
+    Case("TD403", False, "h200-x4", "process on CPU 5 of a host where every CPU is local", process_cpus=(5,)),
     Case(
         "TD403",
         False,
@@ -341,6 +524,33 @@ CASES: list[Case] = [
     # bandwidth (the measured x4 result, one measurement changed)
     Case("TD701", False, "h200-x4", "one-way GPU1->GPU2 at 0.9x", bandwidth=bw_measure("oneway", 1, 2, 0.9)),
     Case(
+        "TD701",
+        True,
+        "h200-x4",
+        "one-way GPU1->GPU2 at 0.8x",
+        bandwidth=bw_measure("oneway", 1, 2, 0.8),
+        subjects=("GPU1-GPU2",),
+    ),
+    Case("TD702", True, "h200-x4", "one-way GPU2->GPU3 at 0.1x", bandwidth=bw_measure("oneway", 2, 3, 0.1)),
+    Case("TD704", True, "h200-x4", "GPU2->host at 0.6x", bandwidth=bw_measure("d2h", 2, -1, 0.6), subjects=("GPU2",)),
+    Case("TD704", True, "h200-x4", "host->GPU1 at 0.6x", bandwidth=bw_measure("h2d", -1, 1, 0.6), subjects=("GPU1",)),
+    Case(
+        "TD707",
+        True,
+        "h200-x4",
+        "GPU1 at 6% utilisation",
+        bandwidth=bw_activity(1, utilization_pct=6),
+        subjects=("GPU1",),
+    ),
+    Case("TD707", True, "h200-x4", "GPU3 with one process", bandwidth=bw_activity(3, processes=1), subjects=("GPU3",)),
+    Case(
+        "TD707",
+        False,
+        "h200-x4",
+        "GPU1 utilisation and processes unknown",
+        bandwidth=bw_activity(1, utilization_pct=None, processes=None),
+    ),
+    Case(
         "TD702",
         False,
         "h200-x4",
@@ -384,6 +594,23 @@ CASES: list[Case] = [
     Case("TD802", False, "h200-x2", "H200 as the node type says (count aside)", expect_from="h200-x4"),
     Case("TD803", True, "h200-x4", "no RDMA NIC where the HGX node type has 8", expect_from="hgx-8gpu-2socket"),
     Case("TD803", False, "hgx-8gpu-2socket", "every RDMA NIC present and active", expect_from="hgx-8gpu-2socket"),
+    Case(
+        "TD803",
+        False,
+        "h200-x4",
+        "RDMA devices could not be listed (TD901)",
+        host_error("list /sys/class/infiniband"),
+        expect_from="hgx-8gpu-2socket",
+    ),
+    Case("TD803", True, "hgx-8gpu-2socket", "every port DOWN", nics(state="DOWN"), expect_from="hgx-8gpu-2socket"),
+    Case(
+        "TD803",
+        False,
+        "hgx-8gpu-2socket",
+        "port state unreadable (TD901)",
+        nics(state=ProbeError("EACCES", "read state")),
+        expect_from="hgx-8gpu-2socket",
+    ),
     # probe
     Case("TD901", True, "h200-x4", "GPU2 persistence mode: NO_PERMISSION", gpu(2, persistence_mode=FAILED)),
     Case("TD901", False, "h200-x4", "GPU2 persistence mode: NOT_SUPPORTED", gpu(2, persistence_mode=NA)),

@@ -63,4 +63,8 @@ def test_retired_pages_are_read_where_supported() -> None:
 def test_sys_pairs_are_one_finding_with_the_pairs_in_evidence() -> None:
     snap = probe_host(str(scenario_path("pcie-2socket"))).snapshot
     (f,) = [f for f in evaluate(Context(snap, QUIET)) if f.code == "TD202"]
-    assert len(f.evidence["pairs"]) == 12  # 6 GPUs on socket 0 x 2 on socket 1 and "GPU0-GPU6" in f.evidence["pairs"]
+    assert len(f.evidence["pairs"]) == 12  # 6 GPUs on socket 0 x 2 on socket 1
+    assert (
+        f.message.startswith("12 GPU pairs connect only across the CPU sockets (SYS), e.g. GPU0-GPU6")
+        and "GPU0-GPU6" in f.evidence["pairs"]
+    )

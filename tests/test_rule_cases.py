@@ -11,7 +11,7 @@ from rule_cases import ALL_CASES, CASES, Case, bandwidth_result, expectations, s
 from topodoctor.rules import REGISTRY, Context, capture_environment, evaluate
 
 
-def _codes(case: Case) -> set[str]:
+def _findings(case: Case) -> list[tuple[str, str]]:
     snap = snapshot(case.source)
     if case.edit is not None:
         snap = case.edit(snap)
@@ -20,14 +20,17 @@ def _codes(case: Case) -> set[str]:
     if bw is not None:
         snap = bw.snapshot or snap
     exp = expectations(case.expect_from) if case.expect_from else None
-    return {f.code for f in evaluate(Context(snap, env, expect=exp, bandwidth=bw))}
+    return [(f.code, f.subject) for f in evaluate(Context(snap, env, expect=exp, bandwidth=bw))]
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_CASES if c.source != "x4-nvml-hang"], ids=lambda c: c.id)
 def test_case(case: Case) -> None:
-    codes = _codes(case)
+    found = _findings(case)
+    codes = {code for code, _ in found}
     if case.fires:
         assert case.code in codes, f"{case.code} did not fire: {case.change}"
+        if case.subjects is not None:
+            assert tuple(sorted(s for c, s in found if c == case.code)) == case.subjects
     else:
         assert case.code not in codes, f"{case.code} fired on a near miss: {case.change}"
 

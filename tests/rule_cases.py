@@ -9,205 +9,32 @@ one small, named edit to its snapshot, its bandwidth result or the process envir
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from functools import cache
-from typing import Any
+from dataclasses import replace
 
-from conftest import BW_DERIVED, DERIVED, FIXTURES, scenario_path
+from conftest import BW_DERIVED, DERIVED, FIXTURES
+from rule_case_kit import (
+    FAILED,
+    NA,
+    Case,
+    all_links_down,
+    both,
+    bridge_acs,
+    every_gpu,
+    every_pair_p2p,
+    gpu,
+    host_error,
+    link,
+    link_errors,
+    nics,
+    only_gpus,
+    pair_p2p,
+    pcie,
+)
+from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 
-from topodoctor.bandwidth.result import BandwidthResult
-from topodoctor.codec import from_jsonable
-from topodoctor.expect import Expectations, from_snapshot
-from topodoctor.model import Gpu, HostSnapshot, RemappedRows, RetiredPages
-from topodoctor.probe import probe_host
+from topodoctor.model import RemappedRows, RetiredPages
 from topodoctor.probed import ProbeError, Unsupported
-
-SnapEdit = Callable[[HostSnapshot], HostSnapshot]
-BwEdit = Callable[[dict[str, Any]], None]
-BW_FULL = FIXTURES / "bandwidth" / "h200-x4.full.json"
-NCCL_FILES = FIXTURES / "nccl"
-
-
-@dataclass(frozen=True)
-class Case:
-    code: str
-    fires: bool
-    source: str  # a bundled recording or a derived scenario
-    change: str = "as recorded"
-    edit: SnapEdit | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    expect_from: str | None = None  # expectations made from this source's snapshot
-    bandwidth: BwEdit | None = None  # measured on the x4 host, then this edit
-    process_cpus: tuple[int, ...] | None = None  # the checking process's CPU affinity
-    subjects: tuple[str, ...] | None = None  # when it fires: exactly these subjects (sorted)
-
-    @property
-    def id(self) -> str:
-        return f"{self.code}-{'fires' if self.fires else 'quiet'}-{self.source}-{self.change}"
-
-
-@cache
-def snapshot(source: str) -> HostSnapshot:
-    path = scenario_path(source)
-    return probe_host(str(path) if path.exists() else source).snapshot
-
-
-@cache
-def expectations(source: str) -> Expectations:
-    return from_snapshot(snapshot(source))
-
-
-def bandwidth_result(edit: BwEdit) -> BandwidthResult:
-    data = copy.deepcopy(_bw_full())
-    edit(data)
-    return from_jsonable(BandwidthResult, data, "bandwidth result")
-
-
-@cache
-def _bw_full() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(BW_FULL.read_text())
-    return data
-
-
-# ---------------------------------------------------------------- small named edits
-
-
-def gpu(i: int, **fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        return replace(s, gpus=tuple(replace(g, **fields) if g.index == i else g for g in s.gpus))
-
-    return edit
-
-
-def pcie(i: int, **fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        g = s.gpu(i)
-        return gpu(i, pcie=replace(g.pcie, **fields))(s)
-
-    return edit
-
-
-def link(i: int, li: int, **fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        g = s.gpu(i)
-        links = tuple(replace(k, **fields) if k.link == li else k for k in g.nvlinks)
-        return gpu(i, nvlinks=links)(s)
-
-    return edit
-
-
-def link_errors(i: int, li: int, **fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        k = next(k for k in s.gpu(i).nvlinks if k.link == li)
-        return link(i, li, errors=replace(k.errors, **fields))(s)
-
-    return edit
-
-
-def every_gpu(fn: Callable[[Gpu], Gpu]) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        return replace(s, gpus=tuple(fn(g) for g in s.gpus))
-
-    return edit
-
-
-def both(*edits: SnapEdit) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        for e in edits:
-            s = e(s)
-        return s
-
-    return edit
-
-
-def bridge_acs(bdf: str, acs: int) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        return replace(s, bridges=tuple(replace(b, acs_ctrl=acs) if b.bus_id == bdf else b for b in s.bridges))
-
-    return edit
-
-
-def bw_measure(mode: str, src: int, dst: int, scale: float = 1.0, **fields: Any) -> BwEdit:
-    def edit(r: dict[str, Any]) -> None:
-        m = next(m for m in r["measurements"] if (m["mode"], m["src"], m["dst"]) == (mode, src, dst))
-        v = m["value"]
-        for k in ("median", "min", "max"):
-            v[k] *= scale
-        v["samples"] = [x * scale for x in v["samples"]]
-        m.update(fields)
-
-    return edit
-
-
-def bw_activity(index: int, **fields: Any) -> BwEdit:
-    def edit(r: dict[str, Any]) -> None:
-        next(a for a in r["activity"] if a["index"] == index).update(fields)
-
-    return edit
-
-
-def all_links_down(*indices: int) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        return every_gpu(
-            lambda g: (
-                replace(g, nvlinks=tuple(replace(k, active=False) for k in g.nvlinks)) if g.index in indices else g
-            )
-        )(s)
-
-    return edit
-
-
-def only_gpus(*indices: int) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        pairs = tuple(p for p in s.pairs if p.a in indices and p.b in indices)
-        return replace(s, gpus=tuple(g for g in s.gpus if g.index in indices), pairs=pairs, gpu_count=len(indices))
-
-    return edit
-
-
-def pair_p2p(a: int, b: int, **fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        pairs = tuple(
-            replace(p, p2p=replace(p.p2p, **fields), p2p_reverse=replace(p.p2p_reverse, **fields))
-            if (p.a, p.b) == (a, b)
-            else p
-            for p in s.pairs
-        )
-        return replace(s, pairs=pairs)
-
-    return edit
-
-
-def every_pair_p2p(**fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        for p in s.pairs:
-            s = pair_p2p(p.a, p.b, **fields)(s)
-        return s
-
-    return edit
-
-
-def nics(**fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        return replace(s, nics=tuple(replace(n, **fields) for n in s.nics))
-
-    return edit
-
-
-def host_error(call: str) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        return replace(s, probe_errors=(*s.probe_errors, ProbeError("EACCES", call)))
-
-    return edit
-
-
-FAILED = ProbeError("NO_PERMISSION", "nvmlDeviceGetPersistenceMode", 4)
-NA = Unsupported("NOT_SUPPORTED")
-
-# ---------------------------------------------------------------- the table
 
 CASES: list[Case] = [
     # nvlink
@@ -462,131 +289,6 @@ CASES: list[Case] = [
     ),
     Case("TD510", False, "h200-x4", "GPU2 63 retired pages", gpu(2, retired_pages=RetiredPages(40, 23, False))),
     Case("TD510", True, "h200-x4", "GPU2 64 retired pages", gpu(2, retired_pages=RetiredPages(40, 24, False))),
-    # nccl and cuda environment
-    Case("TD601", True, "h200-x4", "NCCL_P2P_DISABLE=1", env={"NCCL_P2P_DISABLE": "1"}),
-    Case("TD601", False, "consumer-no-p2p", "NCCL_P2P_DISABLE=1 without NVLink", env={"NCCL_P2P_DISABLE": "1"}),
-    Case("TD602", True, "h200-x4", "NCCL_P2P_LEVEL=LOC", env={"NCCL_P2P_LEVEL": "LOC"}),
-    Case("TD602", False, "h200-x4", "NCCL_P2P_LEVEL=NVL", env={"NCCL_P2P_LEVEL": "NVL"}),
-    Case("TD603", True, "h200-x4", "NCCL_SHM_DISABLE=1", env={"NCCL_SHM_DISABLE": "1"}),
-    Case("TD603", False, "h200-x4", "NCCL_SHM_DISABLE=0", env={"NCCL_SHM_DISABLE": "0"}),
-    Case("TD604", True, "hgx-8gpu-2socket", "NCCL_IB_DISABLE=1", env={"NCCL_IB_DISABLE": "1"}),
-    Case("TD604", False, "h200-x4", "NCCL_IB_DISABLE=1 without RDMA NICs", env={"NCCL_IB_DISABLE": "1"}),
-    Case("TD605", True, "h200-x4", "NCCL_SOCKET_IFNAME=ib", env={"NCCL_SOCKET_IFNAME": "ib"}),
-    Case("TD605", False, "h200-x4", "NCCL_SOCKET_IFNAME=eth", env={"NCCL_SOCKET_IFNAME": "eth"}),
-    Case("TD606", True, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5_9", env={"NCCL_IB_HCA": "mlx5_9"}),
-    Case("TD606", False, "hgx-8gpu-2socket", "NCCL_IB_HCA==mlx5_1,=mlx5_2", env={"NCCL_IB_HCA": "=mlx5_1,=mlx5_2"}),
-    Case("TD607", True, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5", env={"NCCL_IB_HCA": "mlx5"}),
-    Case("TD607", False, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5_1 (one device)", env={"NCCL_IB_HCA": "mlx5_1"}),
-    Case("TD608", True, "h200-x4", "NCCL_TOPO_FILE missing", env={"NCCL_TOPO_FILE": "/nonexistent/topo.xml"}),
-    Case(
-        "TD608",
-        False,
-        "h200-x4",
-        "NCCL_TOPO_FILE naming this host's GPU",
-        env={"NCCL_TOPO_FILE": str(NCCL_FILES / "topo-x4.xml")},
-    ),
-    Case("TD609", True, "h200-x4", "NCCL_IB_TIMEOUT=32", env={"NCCL_IB_TIMEOUT": "32"}),
-    Case("TD609", False, "h200-x4", "NCCL_IB_TIMEOUT=31", env={"NCCL_IB_TIMEOUT": "31"}),
-    Case("TD610", True, "h200-x4", "NCCL_ALGO=Tree", env={"NCCL_ALGO": "Tree"}),
-    Case("TD610", False, "h200-x4", "NCCL_DEBUG=WARN", env={"NCCL_DEBUG": "WARN"}),
-    Case("TD611", True, "h200-x4", "NCCL_PROTO=LL128", env={"NCCL_PROTO": "LL128"}),
-    Case("TD611", False, "h200-x4", "NCCL_PROTO=^LL128", env={"NCCL_PROTO": "^LL128"}),
-    Case("TD612", True, "h200-x4", "NCCL_IGNORE_DISABLED_P2P=1", env={"NCCL_IGNORE_DISABLED_P2P": "1"}),
-    Case("TD612", False, "h200-x4", "NCCL_IGNORE_DISABLED_P2P=0", env={"NCCL_IGNORE_DISABLED_P2P": "0"}),
-    Case("TD613", True, "h200-x4", "NCCL_MAX_RINGS=8", env={"NCCL_MAX_RINGS": "8"}),
-    Case("TD613", False, "h200-x4", "NCCL_MAX_NCHANNELS=8", env={"NCCL_MAX_NCHANNELS": "8"}),
-    Case("TD614", True, "h200-x4", "NCCL_SOCKET_IFNAM=eth0", env={"NCCL_SOCKET_IFNAM": "eth0"}),
-    Case("TD614", False, "h200-x4", "NCCL_SOCKET_IFNAME=eth0", env={"NCCL_SOCKET_IFNAME": "eth0"}),
-    Case("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES=0,4", env={"CUDA_VISIBLE_DEVICES": "0,4"}),
-    Case("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES=0,3", env={"CUDA_VISIBLE_DEVICES": "0,3"}),
-    Case("TD616", True, "h200-x4", "CUDA_VISIBLE_DEVICES=1,1", env={"CUDA_VISIBLE_DEVICES": "1,1"}),
-    Case("TD616", False, "h200-x4", "CUDA_VISIBLE_DEVICES=1,0", env={"CUDA_VISIBLE_DEVICES": "1,0"}),
-    Case("TD617", True, "h200-x4", "CUDA_VISIBLE_DEVICES=0,1", env={"CUDA_VISIBLE_DEVICES": "0,1"}),
-    Case(
-        "TD617",
-        False,
-        "h200-x4",
-        "with CUDA_DEVICE_ORDER=PCI_BUS_ID",
-        env={"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
-    ),
-    Case("TD618", True, "h200-x4", "NCCL_NVLS_ENABLE=0", env={"NCCL_NVLS_ENABLE": "0"}),
-    Case("TD618", False, "h100-x1", "NCCL_NVLS_ENABLE=0 without NVSwitch", env={"NCCL_NVLS_ENABLE": "0"}),
-    Case(
-        "TD619",
-        True,
-        "h200-x4",
-        "NCCL_CONF_FILE with a malformed line",
-        env={"NCCL_CONF_FILE": str(NCCL_FILES / "malformed.conf")},
-    ),
-    Case(
-        "TD619", False, "h200-x4", "NCCL_CONF_FILE well formed", env={"NCCL_CONF_FILE": str(NCCL_FILES / "good.conf")}
-    ),
-    # bandwidth (the measured x4 result, one measurement changed)
-    Case("TD701", False, "h200-x4", "one-way GPU1->GPU2 at 0.9x", bandwidth=bw_measure("oneway", 1, 2, 0.9)),
-    Case(
-        "TD701",
-        True,
-        "h200-x4",
-        "one-way GPU1->GPU2 at 0.8x",
-        bandwidth=bw_measure("oneway", 1, 2, 0.8),
-        subjects=("GPU1-GPU2",),
-    ),
-    Case("TD702", True, "h200-x4", "one-way GPU2->GPU3 at 0.1x", bandwidth=bw_measure("oneway", 2, 3, 0.1)),
-    Case("TD704", True, "h200-x4", "GPU2->host at 0.6x", bandwidth=bw_measure("d2h", 2, -1, 0.6), subjects=("GPU2",)),
-    Case("TD704", True, "h200-x4", "host->GPU1 at 0.6x", bandwidth=bw_measure("h2d", -1, 1, 0.6), subjects=("GPU1",)),
-    Case(
-        "TD707",
-        True,
-        "h200-x4",
-        "GPU1 at 6% utilisation",
-        bandwidth=bw_activity(1, utilization_pct=6),
-        subjects=("GPU1",),
-    ),
-    Case("TD707", True, "h200-x4", "GPU3 with one process", bandwidth=bw_activity(3, processes=1), subjects=("GPU3",)),
-    Case(
-        "TD707",
-        False,
-        "h200-x4",
-        "GPU1 utilisation and processes unknown",
-        bandwidth=bw_activity(1, utilization_pct=None, processes=None),
-    ),
-    Case(
-        "TD702",
-        False,
-        "h200-x4",
-        "one-way GPU2->GPU3 at 0.2x, above host staging",
-        bandwidth=bw_measure("oneway", 2, 3, 0.2),
-    ),
-    Case(
-        "TD703",
-        False,
-        "h200-x4",
-        "one-way GPU0->GPU3 at 0.25x, above 1.5x its PCIe rate",
-        bandwidth=bw_measure("oneway", 0, 3, 0.25),
-    ),
-    Case("TD704", False, "h200-x4", "host->GPU2 at 0.85x", bandwidth=bw_measure("h2d", -1, 2, 0.85)),
-    Case(
-        "TD705",
-        False,
-        "h200-x4",
-        "one-way GPU3->GPU0 not verified",
-        bandwidth=bw_measure("oneway", 3, 0, verified=None),
-    ),
-    Case(
-        "TD706",
-        False,
-        "h200-x4",
-        "one-way GPU0->GPU1 out of memory (TD708)",
-        bandwidth=bw_measure("oneway", 0, 1, error="CUDA out of memory"),
-    ),
-    Case("TD707", False, "h200-x4", "GPU1 at 5% utilisation, no process", bandwidth=bw_activity(1, utilization_pct=5)),
-    Case(
-        "TD708",
-        False,
-        "h200-x4",
-        "one-way GPU0->GPU1 timed out (TD706)",
-        bandwidth=bw_measure("oneway", 0, 1, error="timeout: no answer after 20 s"),
-    ),
     # expectations
     Case("TD801", True, "h200-x2", "2 GPUs where the x4 node type has 4", expect_from="h200-x4"),
     Case("TD801", False, "h200-x4", "the node type's own host", expect_from="h200-x4"),
@@ -614,9 +316,11 @@ CASES: list[Case] = [
     # probe
     Case("TD901", True, "h200-x4", "GPU2 persistence mode: NO_PERMISSION", gpu(2, persistence_mode=FAILED)),
     Case("TD901", False, "h200-x4", "GPU2 persistence mode: NOT_SUPPORTED", gpu(2, persistence_mode=NA)),
+    *ENV_AND_BANDWIDTH_CASES,
 ]
 
 # Each derived scenario raises exactly the codes its index lists: those are firing cases too.
+
 SCENARIO_CASES = [Case(code, True, s["name"], s["change"]) for s in DERIVED for code in s["codes"]]
 BW_SCENARIO_CASES = [
     Case(

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from rule_cases import ALL_CASES, CASES, Case, bandwidth_result, expectations, snapshot
+from rule_case_kit import Case, bandwidth_result, expectations, snapshot
+from rule_cases import ALL_CASES, CASES
 
 from topodoctor.rules import REGISTRY, Context, capture_environment, evaluate
 

@@ -160,3 +160,27 @@ def test_ignoring_a_rule_does_not_hide_other_incomplete_checks() -> None:
     assert [(f.subject, f.evidence["rules"]) for f in ev.incomplete] == [("GPU2", ["TD505"])]
     ev = evaluate(Context(snap, QUIET), ignore=["TD505"])
     assert [(f.subject, f.severity, f.evidence["rules"]) for f in ev.incomplete] == [("GPU2", "info", [])]
+
+
+class _Counters:
+    """An NVML that answers the throughput batch of a GPU with 2 links."""
+
+    def __init__(self, ret: int) -> None:
+        self.ret = ret
+
+    def call(self, fn: str, *args: Any) -> Any:
+        if fn == "nvmlDeviceGetHandleByIndex":
+            return f"gpu:{args[0]}"
+        assert fn == "nvmlDeviceGetFieldValues"
+        return [
+            {"field": f, "scope": s, "ret": self.ret if s else 0, "value": 5 if s == 0 or self.ret == 0 else None}
+            for f, s in args[1]
+        ]
+
+
+def test_link_counters_read_through_the_same_policy() -> None:
+    from topodoctor.probe.counters import nvlink_tx_bytes
+
+    assert nvlink_tx_bytes(_Counters(0), 0, 2) == 10 * 1024
+    assert nvlink_tx_bytes(_Counters(NO_PERMISSION), 0, 2) is None  # one refused field: no total
+    assert nvlink_tx_bytes(_Counters(3), 0, 2) is None

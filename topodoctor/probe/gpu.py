@@ -67,7 +67,7 @@ def _fabric(raw: Any) -> FabricInfo:
     )
 
 
-def _fields(nvml: Nvml, h: str, ids: list[list[int]]) -> dict[tuple[int, int], Probed[int]]:
+def field_values(nvml: Nvml, h: str, ids: list[list[int]]) -> dict[tuple[int, int], Probed[int]]:
     """nvmlDeviceGetFieldValues in one batch; each field keeps its own return code, judged by
     the same policy as a whole call (a field answering GPU_IS_LOST loses the GPU)."""
     got = nvml.ask("nvmlDeviceGetFieldValues", h, ids)
@@ -90,7 +90,7 @@ def _fields(nvml: Nvml, h: str, ids: list[list[int]]) -> dict[tuple[int, int], P
 
 def link_count(nvml: Nvml, h: str) -> Probed[int]:
     """NVML_FI_DEV_NVLINK_LINK_COUNT (nvidia-smi nvlink -s lists this many links)."""
-    return _fields(nvml, h, [[FI_NVLINK_LINK_COUNT, 0]])[(FI_NVLINK_LINK_COUNT, 0)]
+    return field_values(nvml, h, [[FI_NVLINK_LINK_COUNT, 0]])[(FI_NVLINK_LINK_COUNT, 0)]
 
 
 # Per-link fields read in one nvmlDeviceGetFieldValues batch (scopeId = link): one ioctl
@@ -132,7 +132,7 @@ def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
             indices.append(link)
     if not indices:
         return ()
-    f = _fields(nvml, h, [[fid, link] for link in indices for fid in _LINK_FIELDS])
+    f = field_values(nvml, h, [[fid, link] for link in indices for fid in _LINK_FIELDS])
     links = []
     for link in indices:
         cap_bits = [nvml.ask("nvmlDeviceGetNvLinkCapability", h, link, i, convert=int) for i in range(len(_CAPS))]

@@ -21,6 +21,7 @@ from topodoctor.graph import (
 )
 from topodoctor.model import HostSnapshot
 from topodoctor.probe import probe_host
+from topodoctor.probed import Unsupported
 from topodoctor.topo import Matrix, build_matrix, diff, parse_nvidia_smi, render
 
 NV4_LINK = 26.5625
@@ -186,3 +187,77 @@ def test_diff_names_each_difference() -> None:
 def test_text_that_is_not_a_matrix_is_refused() -> None:
     with pytest.raises(ValueError, match="header"):
         parse_nvidia_smi("GPU0 GPU1\n")
+
+
+@pytest.mark.parametrize("name", ["h200-x4", "h200-x2", "h100-x1"])
+def test_render_is_byte_for_byte_what_nvidia_smi_printed(name: str) -> None:
+    from conftest import TOPO_TEXT
+
+    from topodoctor.topo import _ANSI
+
+    theirs = _ANSI.sub("", (TOPO_TEXT / f"{name}.nvidia-smi-topo.txt").read_text())
+    assert render(build_matrix(snap(name))) == theirs
+
+
+def test_render_lists_nics_after_the_gpus() -> None:
+    text = render(build_matrix(snap("pcie-2socket")))
+    lines = text.splitlines()
+    assert lines[1].startswith("GPU0\t X \tPIX\tPXB\t") and lines[1].endswith("\t0-63\t0\t\tN/A")
+    assert lines[9] == "NIC0\t" + "\t".join(NIC0_ROW[f"GPU{i}"] for i in range(8)) + "\t X \tSYS"
+    assert text.endswith("\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n")
+    assert "\n\nLegend:\n\n  X    = Self\n" in text
+
+
+def test_parse_reads_a_matrix_between_other_lines() -> None:
+    text = (
+        "\t\x1b[4mGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\x1b[0m\n"
+        "GPU0\t X \tNV4\tPIX\t0-7\t0\n"
+        "MIG0\tjunk\n"
+        "GPU1\tNV4\t X \tSYS\t8-15\t1\n"
+        "NIC0\tPIX\tSYS\t X \n"
+        "\n"
+        "GPU9\tnot\tpart\n"
+        "Legend:\n\n  NIC0: mlx5_0:1\n  NIC Legend: none\n"
+    )
+    m = parse_nvidia_smi(text)
+    assert m.names == ["GPU0", "GPU1", "NIC0"]
+    assert m.cells[("GPU0", "GPU1")] == "NV4" and m.cells[("GPU1", "GPU1")] == " X "
+    assert m.cells[("NIC0", "GPU1")] == "SYS" and ("GPU9", "GPU0") not in m.cells
+    assert m.affinity == {"GPU0": ("0-7", "0", ""), "GPU1": ("8-15", "1", "")}
+    assert m.nic_names == {"NIC0": "mlx5_0:1"}
+
+
+def test_graph_nodes_carry_their_facts() -> None:
+    g = build_graph(snap("hgx-8gpu-2socket"))
+    assert g.nodes["numa:1"] == {"kind": "numa", "id": 1, "cpus": tuple(range(64, 128))}
+    assert g.nodes["socket:1"] == {"kind": "cpu", "id": 1}
+    assert g.nodes[gpu_node(2)]["bus_id"] == "0000:40:00.0" and g.nodes[gpu_node(2)]["index"] == 2
+    assert g.nodes["nvswitch:fabric"] == {"kind": "nvswitch", "inferred": True}
+    up = g.edges[gpu_node(0), "pci:0000:17:00.0"]
+    assert (up["kind"], up["gen"], up["gen_max"], up["width"], up["width_max"], up["gbps"]) == (
+        "pcie",
+        5,
+        5,
+        16,
+        16,
+        63.008,
+    )
+
+
+def test_affinity_columns_say_na_for_what_is_unknown() -> None:
+    from dataclasses import replace
+
+    from topodoctor.probed import ProbeError
+    from topodoctor.topo import _na
+
+    assert [_na(v) for v in (None, (), Unsupported(), ProbeError("x", "y"), (0, 1, 2, 5), 3)] == [
+        "N/A",
+        "N/A",
+        "N/A",
+        "N/A",
+        "0-2,5",
+        "3",
+    ]
+    s = snap("h200-x4")
+    s = replace(s, gpus=(replace(s.gpus[0], cpu_affinity=()), *s.gpus[1:]))
+    assert build_matrix(s).affinity["GPU0"] == ("N/A", "0", "N/A")

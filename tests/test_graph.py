@@ -261,3 +261,88 @@ def test_affinity_columns_say_na_for_what_is_unknown() -> None:
     s = snap("h200-x4")
     s = replace(s, gpus=(replace(s.gpus[0], cpu_affinity=()), *s.gpus[1:]))
     assert build_matrix(s).affinity["GPU0"] == ("N/A", "0", "N/A")
+
+
+def test_nvml_level_names_the_pcie_class_of_an_nvlink_pair() -> None:
+    from dataclasses import replace
+
+    from topodoctor.probed import ProbeError
+
+    s = snap("h200-x4")
+    g = build_graph(s)
+    assert connection(s, g, gpu_node(0), gpu_node(1)).pcie_cls == "PHB"
+    system = replace(s, pairs=(replace(s.pairs[0], common_ancestor="SYSTEM"), *s.pairs[1:]))
+    assert connection(system, g, gpu_node(0), gpu_node(1)) == Connection("NV", 18, round(18 * NV4_LINK, 3), "SYS")
+    failed = replace(s, pairs=(replace(s.pairs[0], common_ancestor=ProbeError("NO_PERMISSION", "x", 4)), *s.pairs[1:]))
+    assert connection(failed, g, gpu_node(0), gpu_node(1)).pcie_cls == "PHB"  # the graph's own answer
+    unknown = replace(s, pairs=(replace(s.pairs[0], common_ancestor="level_99"), *s.pairs[1:]))
+    assert connection(unknown, g, gpu_node(0), gpu_node(1)).pcie_cls == "PHB"
+
+
+def test_pcie_path_connections_are_exact() -> None:
+    s = snap("x4-pcie-fallback")
+    g = build_graph(s)
+    assert connection(s, g, gpu_node(0), gpu_node(3)) == Connection("PHB", 0, 63.008, "PHB")
+    assert pcie_class(g, gpu_node(0), gpu_node(3)) == ("PHB", 63.008)
+
+
+def test_an_endpoint_without_a_pcie_path_is_sys() -> None:
+    from dataclasses import replace
+
+    s = snap("hgx-8gpu-2socket")
+    s = replace(s, nics=(replace(s.nics[0], pcie_path=Unsupported("ABSENT")), *s.nics[1:]))
+    g = build_graph(s)
+    assert connection(s, g, gpu_node(0), nic_node(0)) == Connection("SYS", 0, None, None)
+
+
+def test_one_link_through_a_switch_is_nv1() -> None:
+    from dataclasses import replace
+
+    s = snap("x4-visible-nvswitch")
+    g1 = s.gpus[1]
+    g1 = replace(g1, nvlinks=tuple(replace(k, active=k.link == 0) for k in g1.nvlinks))
+    s = replace(s, gpus=(s.gpus[0], g1, *s.gpus[2:]))
+    s = replace(
+        s,
+        nvswitches=tuple(
+            replace(sw, gpu_links=tuple((i, k) for i, k in sw.gpu_links if i != 1 or k == 0)) for sw in s.nvswitches
+        ),
+    )
+    assert nvlink_count(build_graph(s), gpu_node(0), gpu_node(1)) == (1, 26.562)
+
+
+def test_links_of_unknown_version_count_without_a_rate() -> None:
+    from dataclasses import replace
+
+    from topodoctor.probed import ProbeError
+
+    s = snap("h200-x4")
+    err = ProbeError("NO_PERMISSION", "x", 4)
+    s = replace(s, gpus=tuple(replace(g, nvlinks=tuple(replace(k, version=err) for k in g.nvlinks)) for g in s.gpus))
+    assert nvlink_link_gbps(s.gpus[0]) is None
+    assert nvlink_count(build_graph(s), gpu_node(0), gpu_node(1)) == (18, None)
+
+
+def test_switch_levels_make_pix_and_pxb() -> None:
+    import itertools
+
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_node("A", kind="gpu")
+    g.add_node("B", kind="gpu")
+    for n, port in (
+        ("d1", "downstream"),
+        ("u1", "upstream"),
+        ("d0", "downstream"),
+        ("u2", "upstream"),
+        ("d2", "downstream"),
+    ):
+        g.add_node(n, kind="pcie_bridge", port_type=port)
+    chain = ["A", "d1", "u1", "d0", "u2", "d2", "B"]
+    for a, b in itertools.pairwise(chain):
+        g.add_edge(a, b, kind="pcie", gbps=31.504)
+    assert pcie_class(g, "A", "B") == ("PXB", 31.504)  # two switches between them
+    assert pcie_class(g, "A", "d0") == ("PIX", 31.504)  # one switch
+    g.add_edge("d1", "d2", kind="pcie", gbps=None)
+    assert pcie_class(g, "A", "B") == ("PIX", 31.504)  # siblings under one switch; unknown rates skipped

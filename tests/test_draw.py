@@ -37,7 +37,7 @@ def _source(name: str) -> str:
 
 def _draw(name: str) -> tuple[HostSnapshot, list[Finding], ET.Element]:
     snap = probe_host(_source(name)).snapshot
-    findings = evaluate(Context(snap, QUIET))
+    findings = list(evaluate(Context(snap, QUIET)).findings)
     return snap, findings, ET.fromstring(draw_topology(snap, findings))
 
 

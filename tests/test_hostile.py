@@ -159,7 +159,7 @@ def test_inconsistent_snapshot_is_an_input_error(
 
 @pytest.mark.parametrize(("count", "code"), [(-1, 2), (5, 2)])
 def test_recording_count_disagrees(tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int, code: int) -> None:
-    rec = json.loads((ROOT / "fixtures/recordings/h200-x4.json").read_text())
+    rec = json.loads((ROOT / "topodoctor/recordings/h200-x4.json").read_text())
     for call in rec["nvml"]:
         if call["fn"] == "nvmlDeviceGetCount":
             call["result"] = count

@@ -1,5 +1,5 @@
 """XID events from real kernel-log lines (fixtures/kernel-log), read through the probe's file
-boundary as /dev/kmsg records, and the TD51x rules on a recorded host carrying them."""
+boundary as /dev/kmsg records, and the TD52x rules on a recorded host carrying them."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def with_log(records: list[str], uptime: float = UPTIME_S) -> HostSnapshot:
     return replace(X4, kernel_events=read_kernel_events(replayed(records, uptime=uptime)))
 
 
-def codes(snap: HostSnapshot, select: str = "TD51") -> dict[str, tuple[str, str]]:
+def codes(snap: HostSnapshot, select: str = "TD52") -> dict[str, tuple[str, str]]:
     found = evaluate(Context(snap, capture_environment({})), select=[select, "TD901"])
     return {f.code: (f.severity, f.subject) for f in found}
 
@@ -106,21 +106,21 @@ def test_a_quiet_log_raises_nothing() -> None:
 @pytest.mark.parametrize(
     ("name", "pick", "code", "severity"),
     [
-        ("fallen-off-bus.log", 0, "TD510", "critical"),
-        ("nvlink.log", 0, "TD511", "error"),  # 74
-        ("nvlink.log", 1, "TD511", "warning"),  # 144 "Nonfatal"
-        ("nvlink.log", 2, "TD511", "error"),  # 149 "Fatal"
-        ("ecc.log", 0, "TD512", "error"),  # 48
-        ("ecc.log", 1, "TD512", "warning"),  # 94 contained
-        ("ecc.log", 2, "TD512", "error"),  # 95 uncontained
-        ("row-remap.log", 0, "TD513", "warning"),  # 63
-        ("row-remap.log", 1, "TD513", "error"),  # 64
-        ("gsp.log", 0, "TD514", "error"),
-        ("gsp.log", 1, "TD514", "error"),
-        ("application.log", 0, "TD515", "info"),
-        ("application.log", 2, "TD515", "info"),
-        ("other.log", 0, "TD516", "error"),  # 154 asks for a reset
-        ("other.log", 1, "TD516", "warning"),  # 62: not classified
+        ("fallen-off-bus.log", 0, "TD520", "critical"),
+        ("nvlink.log", 0, "TD521", "error"),  # 74
+        ("nvlink.log", 1, "TD521", "warning"),  # 144 "Nonfatal"
+        ("nvlink.log", 2, "TD521", "error"),  # 149 "Fatal"
+        ("ecc.log", 0, "TD522", "error"),  # 48
+        ("ecc.log", 1, "TD522", "warning"),  # 94 contained
+        ("ecc.log", 2, "TD522", "error"),  # 95 uncontained
+        ("row-remap.log", 0, "TD523", "warning"),  # 63
+        ("row-remap.log", 1, "TD523", "error"),  # 64
+        ("gsp.log", 0, "TD524", "error"),
+        ("gsp.log", 1, "TD524", "error"),
+        ("application.log", 0, "TD525", "info"),
+        ("application.log", 2, "TD525", "info"),
+        ("other.log", 0, "TD526", "error"),  # 154 asks for a reset
+        ("other.log", 1, "TD526", "warning"),  # 62: not classified
     ],
 )
 def test_each_family_fires_on_its_gpu(name: str, pick: int, code: str, severity: str) -> None:
@@ -132,13 +132,13 @@ def test_each_family_fires_on_its_gpu(name: str, pick: int, code: str, severity:
 def test_old_events_are_warnings_at_most() -> None:
     line = _on_gpu(lines("fallen-off-bus.log")[0], 1)
     found = codes(with_log([kmsg(line, 1, 1000.0)], uptime=1000.0 + 3 * 86400))
-    assert found == {"TD510": ("warning", "GPU1")}
+    assert found == {"TD520": ("warning", "GPU1")}
 
 
 def test_events_gather_per_gpu_with_their_count() -> None:
     app = [_on_gpu(ln, 0) for ln in lines("application.log")] + [_on_gpu(lines("application.log")[0], 3)]
     found = evaluate(Context(with_log([kmsg(ln, i, 500.0 + i) for i, ln in enumerate(app)]), capture_environment({})))
-    mine = [f for f in found if f.code == "TD515"]
+    mine = [f for f in found if f.code == "TD525"]
     assert [(f.subject, f.evidence["count"], f.evidence["codes"]) for f in mine] == [
         ("GPU0", 4, [13, 31, 43, 45]),
         ("GPU3", 1, [13]),
@@ -148,7 +148,7 @@ def test_events_gather_per_gpu_with_their_count() -> None:
 
 def test_an_event_for_a_gpu_nvml_does_not_list_names_its_address() -> None:
     found = codes(with_log([kmsg(lines("fallen-off-bus.log")[0], 1, UPTIME_S - 5)]))
-    assert found == {"TD510": ("critical", "pci:0000:44:00.0")}
+    assert found == {"TD520": ("critical", "pci:0000:44:00.0")}
 
 
 def test_the_live_reader_takes_a_saved_log_under_a_root(tmp_path: Path) -> None:

@@ -88,6 +88,15 @@ class RemappedRows:
 
 
 @dataclass(frozen=True)
+class RetiredPages:
+    """Dynamic page retirement (pre-Ampere GPUs; Ampere and later remap rows instead)."""
+
+    single_bit: int  # pages retired for repeated single-bit ECC errors
+    double_bit: int  # pages retired for double-bit ECC errors
+    pending: bool  # a retirement waits for the next GPU reset
+
+
+@dataclass(frozen=True)
 class FabricInfo:
     state: str  # not_supported | not_started | in_progress | completed
     status: str  # NVML return name of the fabric registration, e.g. SUCCESS
@@ -125,6 +134,7 @@ class Gpu:
     fabric: Probed[FabricInfo]
     pcie_path: Probed[tuple[str, ...]]  # PCI addresses from the root complex down to the GPU
     iommu_group_type: Probed[str]
+    retired_pages: Probed[RetiredPages] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
 
 
 @dataclass(frozen=True)
@@ -216,6 +226,9 @@ class HostSnapshot:
     nics: tuple[Nic, ...]
     interfaces: tuple[NetInterface, ...]
     probe_errors: tuple[ProbeError, ...]  # failures not tied to one field
+    # NVIDIA display-class PCI functions (vendor 0x10de, class 0x03xx) as sysfs lists them:
+    # a GPU on the bus that NVML does not count is missing, whatever the expectations say.
+    pci_gpus: Probed[tuple[str, ...]] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
     # NVIDIA driver events from the kernel log; NOT_PROBED in snapshots made before they were read
     kernel_events: Probed[KernelEvents] = field(default_factory=lambda: Unsupported("NOT_PROBED"))
 

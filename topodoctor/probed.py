@@ -22,6 +22,9 @@ class Unsupported:
     def __str__(self) -> str:
         return "N/A"
 
+    def __bool__(self) -> bool:
+        raise TypeError("Unsupported has no truth value: test isinstance(..., Unsupported) or compare to a value")
+
 
 @dataclass(frozen=True)
 class ProbeError:
@@ -36,6 +39,10 @@ class ProbeError:
 
     def __str__(self) -> str:
         return f"ERR({self.error})"
+
+    def __bool__(self) -> bool:
+        # A failed read used as a condition would pass silently (an error object is truthy).
+        raise TypeError("ProbeError has no truth value: test isinstance(..., ProbeError) or use `is not None`")
 
 
 Probed = Union[T, Unsupported, ProbeError]  # noqa: UP007  (a generic alias needs Union on 3.10)

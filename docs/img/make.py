@@ -39,7 +39,7 @@ RENDERER = "resvg-py 0.5.0"
 def picture(source: str) -> str:
     src = str(ROOT / source) if source.endswith(".json") else source
     snap = probe_host(src).snapshot
-    return draw_topology(snap, evaluate(Context(snap, QUIET)))
+    return draw_topology(snap, evaluate(Context(snap, QUIET)).findings)
 
 
 def heatmap(source: str) -> str:

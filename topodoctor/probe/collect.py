@@ -63,7 +63,7 @@ def _p2p(nvml: Nvml, a: str, b: str, indices: tuple[int, ...] = _P2P_INDEX) -> P
 
 def _pair(nvml: Nvml, ga: Gpu, gb: Gpu) -> GpuPair:
     """nvmlDeviceGetTopologyCommonAncestor and P2P status both ways (nvidia-smi topo -m / -p2p)."""
-    err = ga.lost or gb.lost
+    err = ga.lost if ga.lost is not None else gb.lost
     if err is not None:
         p2p = P2pStatus(err, err, err, err, err)
         return GpuPair(ga.index, gb.index, err, p2p, p2p)
@@ -73,6 +73,10 @@ def _pair(nvml: Nvml, ga: Gpu, gb: Gpu) -> GpuPair:
     back = _p2p(nvml, b, a, (0, 1))
     return GpuPair(ga.index, gb.index, level, fwd, replace(back, nvlink=fwd.nvlink, atomics=fwd.atomics, pci=fwd.pci))
 
+
+# Asked again of each GPU named by a pair call that answered GPU_IS_LOST; any single-GPU call
+# would do, this one is cheap and a recording already holds its normal answer.
+LIVENESS_CALL = "nvmlDeviceGetPciInfo"
 
 _INVISIBLE = ("ffff:ff:ff.0", "ffff:ff:ff.f", "0000:00:00.0")
 
@@ -105,9 +109,14 @@ def collect(api: NvmlApi, fs: Sysfs) -> HostSnapshot:
         name = init.error if isinstance(init, ProbeError) else init.reason
         raise ProbeUnavailable(_INIT_MESSAGES.get(name, f"NVML could not start (nvmlInit: {name})"))
     try:
-        return _collect(nvml, fs)
-    finally:
+        snap = _collect(nvml, fs)
+    except BaseException:
         nvml.ask("nvmlShutdown")
+        raise
+    down = nvml.ask("nvmlShutdown")
+    if isinstance(down, ProbeError):
+        snap = replace(snap, probe_errors=(*snap.probe_errors, down))
+    return snap
 
 
 def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
@@ -123,15 +132,21 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
     gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
+    # A pair call that answered GPU_IS_LOST does not say which GPU went: ask each one alone.
+    nvml.settle(LIVENESS_CALL)
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.
     gpus = [
         replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
         for g in gpus
     ]
+    problems: list[ProbeError] = []
     model, sockets, cpu_socket, hypervisor = hostfacts.cpuinfo(fs)
-    virt, virt_detail = hostfacts.virtualization(fs, hypervisor)
+    virt, virt_detail = hostfacts.virtualization(fs, hypervisor, problems)
     hostname = sys_read(fs, "/proc/sys/kernel/hostname", str)
-    nics, interfaces = hostfacts.nics(fs)
+    if isinstance(hostname, ProbeError):
+        problems.append(hostname)
+    nics, interfaces = hostfacts.nics(fs, problems)
+    container = hostfacts.in_container(fs, problems)
     paths = [g.pcie_path for g in gpus if isinstance(g.pcie_path, tuple)]
     paths += [n.pcie_path for n in nics if isinstance(n.pcie_path, tuple)]
     host = HostInfo(
@@ -139,14 +154,14 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
         kernel=sys_read(fs, "/proc/sys/kernel/osrelease", str),
         virtualization=virt,
         virtualization_detail=virt_detail,
-        container=hostfacts.in_container(fs),
+        container=container,
         driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),
         cuda_driver_version=nvml.ask("nvmlSystemGetCudaDriverVersion_v2", convert=_cuda_version),
         nvml_version=nvml.ask("nvmlSystemGetNVMLVersion", convert=str),
         cpu_model=model,
         sockets=sockets,
         online_cpus=online,
-        numa_nodes=hostfacts.numa_nodes(fs, cpu_socket),
+        numa_nodes=hostfacts.numa_nodes(fs, cpu_socket, problems),
         iommu=hostfacts.iommu_state(fs),
     )
     errors = tuple(
@@ -163,5 +178,6 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
         bridges=tuple(read_bridge(fs, bdf, depth) for bdf, depth in bridges_on(paths)),
         nics=nics,
         interfaces=interfaces,
-        probe_errors=errors,
+        probe_errors=errors + tuple(problems),
+        pci_gpus=hostfacts.pci_gpus(fs),
     )

@@ -4,6 +4,7 @@ bytes did its NVLinks carry. Built on the same NVML boundary as the probe."""
 from __future__ import annotations
 
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.gpu import field_values
 from topodoctor.probe.query import Nvml
 
 FI_NVLINK_THROUGHPUT_DATA_TX = 138  # KiB sent over one link (scopeId = link)
@@ -30,7 +31,6 @@ def nvlink_tx_bytes(api: NvmlApi, index: int, links: int) -> int | None:
     h = nvml.ask("nvmlDeviceGetHandleByIndex", index)
     if not isinstance(h, str):
         return None
-    got = nvml.ask("nvmlDeviceGetFieldValues", h, [[FI_NVLINK_THROUGHPUT_DATA_TX, link] for link in range(links)])
-    if not isinstance(got, list) or any(int(v["ret"]) != 0 or v["value"] is None for v in got):
-        return None
-    return sum(int(v["value"]) for v in got) * 1024
+    got = field_values(nvml, h, [[FI_NVLINK_THROUGHPUT_DATA_TX, link] for link in range(links)])
+    kib = [v for v in got.values() if isinstance(v, int)]
+    return sum(kib) * 1024 if len(kib) == len(got) else None

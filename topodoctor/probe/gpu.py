@@ -13,8 +13,9 @@ from topodoctor.model import (
     NvLinkRemote,
     PcieLink,
     RemappedRows,
+    RetiredPages,
 )
-from topodoctor.probe.api import NOT_SUPPORTED, SUCCESS, error_name
+from topodoctor.probe.api import SUCCESS, error_name
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import Nvml, mask_words_to_ids, normalize_bus_id, sys_read
 from topodoctor.probe.sysfs import Sysfs
@@ -66,29 +67,30 @@ def _fabric(raw: Any) -> FabricInfo:
     )
 
 
-def _fields(nvml: Nvml, h: str, ids: list[list[int]]) -> dict[tuple[int, int], Probed[int]]:
-    """nvmlDeviceGetFieldValues in one batch; each field keeps its own return code."""
+def field_values(nvml: Nvml, h: str, ids: list[list[int]]) -> dict[tuple[int, int], Probed[int]]:
+    """nvmlDeviceGetFieldValues in one batch; each field keeps its own return code, judged by
+    the same policy as a whole call (a field answering GPU_IS_LOST loses the GPU)."""
     got = nvml.ask("nvmlDeviceGetFieldValues", h, ids)
+    if not isinstance(got, list):
+        return {(fid, scope): got for fid, scope in ids}
     out: dict[tuple[int, int], Probed[int]] = {}
+    for v in got:
+        ret = int(v["ret"])
+        key = (int(v["field"]), int(v["scope"]))
+        if ret == SUCCESS and v["value"] is not None:
+            out[key] = int(v["value"])
+        elif ret == SUCCESS:
+            out[key] = ProbeError("NO_VALUE", f"nvmlDeviceGetFieldValues[{key[0]}]")
+        else:
+            out[key] = nvml.failed(ret, f"nvmlDeviceGetFieldValues[{key[0]}]", [h])
     for fid, scope in ids:
-        if not isinstance(got, list):
-            out[(fid, scope)] = got
-    if isinstance(got, list):
-        for v in got:
-            ret = int(v["ret"])
-            key = (int(v["field"]), int(v["scope"]))
-            if ret == SUCCESS and v["value"] is not None:
-                out[key] = int(v["value"])
-            elif ret == NOT_SUPPORTED:
-                out[key] = Unsupported("NOT_SUPPORTED")
-            else:
-                out[key] = ProbeError(error_name(ret), f"nvmlDeviceGetFieldValues[{key[0]}]", ret)
+        out.setdefault((fid, scope), ProbeError("NOT_ANSWERED", f"nvmlDeviceGetFieldValues[{fid}]"))
     return out
 
 
 def link_count(nvml: Nvml, h: str) -> Probed[int]:
     """NVML_FI_DEV_NVLINK_LINK_COUNT (nvidia-smi nvlink -s lists this many links)."""
-    return _fields(nvml, h, [[FI_NVLINK_LINK_COUNT, 0]])[(FI_NVLINK_LINK_COUNT, 0)]
+    return field_values(nvml, h, [[FI_NVLINK_LINK_COUNT, 0]])[(FI_NVLINK_LINK_COUNT, 0)]
 
 
 # Per-link fields read in one nvmlDeviceGetFieldValues batch (scopeId = link): one ioctl
@@ -130,7 +132,7 @@ def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
             indices.append(link)
     if not indices:
         return ()
-    f = _fields(nvml, h, [[fid, link] for link in indices for fid in _LINK_FIELDS])
+    f = field_values(nvml, h, [[fid, link] for link in indices for fid in _LINK_FIELDS])
     links = []
     for link in indices:
         cap_bits = [nvml.ask("nvmlDeviceGetNvLinkCapability", h, link, i, convert=int) for i in range(len(_CAPS))]
@@ -212,6 +214,7 @@ def probe_gpu(nvml: Nvml, fs: Sysfs, index: int, cpu_words: int) -> Gpu:
         iommu_group_type=sys_read(fs, f"/sys/bus/pci/devices/{bus}/iommu_group/type", str)
         if isinstance(bus, str)
         else bus,
+        retired_pages=retired_pages(nvml, h),
     )
     gone = nvml.lost.get(h)
     return gpu if gone is None else _mark_lost(gpu, gone)
@@ -226,6 +229,25 @@ def _cpu_affinity(nvml: Nvml, h: str, words: int) -> Probed[tuple[int, ...]]:
     if isinstance(got, Unsupported):
         got = nvml.ask("nvmlDeviceGetCpuAffinity", h, words, convert=mask_words_to_ids)
     return got
+
+
+PAGE_CAUSE_SINGLE_BIT, PAGE_CAUSE_DOUBLE_BIT = 0, 1  # nvmlPageRetirementCause_t
+
+
+def retired_pages(nvml: Nvml, h: str) -> Probed[RetiredPages]:
+    """nvmlDeviceGetRetiredPagesPendingStatus, then the retired page lists by cause
+    (nvidia-smi -q -d PAGE_RETIREMENT). GPUs that remap rows instead answer NOT_SUPPORTED to
+    the first call, and are asked nothing more."""
+    pending = nvml.ask("nvmlDeviceGetRetiredPagesPendingStatus", h, convert=lambda v: int(v) == 1)
+    if not isinstance(pending, bool):
+        return pending
+    counts = [nvml.ask("nvmlDeviceGetRetiredPages", h, cause, convert=len) for cause in (0, 1)]
+    for c in counts:
+        if not isinstance(c, int):
+            return c
+    single, double = counts
+    assert isinstance(single, int) and isinstance(double, int)
+    return RetiredPages(single, double, pending)
 
 
 def _mark_lost(gpu: Gpu, err: ProbeError) -> Gpu:
@@ -262,4 +284,5 @@ def lost_gpu(index: int, err: ProbeError) -> Gpu:
         fabric=err,
         pcie_path=err,
         iommu_group_type=err,
+        retired_pages=err,
     )

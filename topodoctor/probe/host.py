@@ -7,7 +7,7 @@ import re
 
 from topodoctor.model import NetInterface, Nic, NicKind, NumaNode, Virtualization
 from topodoctor.probe.pcie import numa_of, pcie_path
-from topodoctor.probe.query import parse_cpulist, sys_list, sys_read
+from topodoctor.probe.query import entries, parse_cpulist, sys_list, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
 from topodoctor.probed import Probed, ProbeError, Unsupported, ok
 
@@ -39,12 +39,20 @@ def cpuinfo(fs: Sysfs) -> tuple[Probed[str], Probed[int], dict[int, int], bool]:
     return model, count, sockets, hypervisor
 
 
-def numa_nodes(fs: Sysfs, cpu_socket: dict[int, int]) -> tuple[NumaNode, ...]:
+def _kept(value: Probed[str], problems: list[ProbeError]) -> Probed[str]:
+    if isinstance(value, ProbeError):
+        problems.append(value)
+    return value
+
+
+def numa_nodes(fs: Sysfs, cpu_socket: dict[int, int], problems: list[ProbeError]) -> tuple[NumaNode, ...]:
     nodes = []
-    for name in sys_list(fs, "/sys/devices/system/node"):
+    for name in entries(sys_list(fs, "/sys/devices/system/node"), problems):
         if not (name.startswith("node") and name[4:].isdigit()):
             continue
         cpus = sys_read(fs, f"/sys/devices/system/node/{name}/cpulist", parse_cpulist)
+        if isinstance(cpus, ProbeError):
+            problems.append(cpus)
         cpu_t = cpus if isinstance(cpus, tuple) else ()
         sockets = {cpu_socket[c] for c in cpu_t if c in cpu_socket}
         socket: Probed[int] = sockets.pop() if len(sockets) == 1 else Unsupported("UNKNOWN")
@@ -52,11 +60,11 @@ def numa_nodes(fs: Sysfs, cpu_socket: dict[int, int]) -> tuple[NumaNode, ...]:
     return tuple(sorted(nodes, key=lambda n: n.id))
 
 
-def virtualization(fs: Sysfs, hypervisor_flag: bool) -> tuple[Virtualization, str]:
+def virtualization(fs: Sysfs, hypervisor_flag: bool, problems: list[ProbeError]) -> tuple[Virtualization, str]:
     """bare-metal or vm, from the CPU's hypervisor flag and the DMI vendor strings."""
     if hypervisor_flag:
-        vendor = sys_read(fs, "/sys/class/dmi/id/sys_vendor", str)
-        product = sys_read(fs, "/sys/class/dmi/id/product_name", str)
+        vendor = _kept(sys_read(fs, "/sys/class/dmi/id/sys_vendor", str), problems)
+        product = _kept(sys_read(fs, "/sys/class/dmi/id/product_name", str), problems)
         detail = " ".join(v for v in (vendor, product) if isinstance(v, str)) or "cpu hypervisor flag"
         return "vm", detail
     if ok(sys_read(fs, "/proc/cpuinfo", str)):
@@ -64,20 +72,23 @@ def virtualization(fs: Sysfs, hypervisor_flag: bool) -> tuple[Virtualization, st
     return "unknown", "cpuinfo unreadable"
 
 
-def in_container(fs: Sysfs) -> bool:
+def in_container(fs: Sysfs, problems: list[ProbeError]) -> bool:
     for marker in ("/.dockerenv", "/run/.containerenv"):
-        if ok(sys_read(fs, marker, str)):
+        if ok(_kept(sys_read(fs, marker, str), problems)):
             return True
-    cgroup = sys_read(fs, "/proc/self/cgroup", str)
+    cgroup = _kept(sys_read(fs, "/proc/self/cgroup", str), problems)
     return isinstance(cgroup, str) and any(m in cgroup for m in _CONTAINER_MARKERS)
 
 
 def iommu_state(fs: Sysfs) -> Probed[str]:
-    """'on' when the kernel registered an IOMMU (translation possible), else 'off'."""
-    if sys_list(fs, "/sys/class/iommu"):
-        return "on"
-    if sys_list(fs, "/sys/kernel/iommu_groups"):
-        return "on"
+    """'on' when the kernel registered an IOMMU (translation possible), else 'off'; a
+    listing that cannot be read leaves it unknown (ProbeError), never 'off'."""
+    for path in ("/sys/class/iommu", "/sys/kernel/iommu_groups"):
+        listing = sys_list(fs, path)
+        if isinstance(listing, ProbeError):
+            return listing
+        if isinstance(listing, list) and listing:
+            return "on"
     return "off"
 
 
@@ -96,29 +107,29 @@ def _eth_rate(text: str) -> Probed[float]:
 
 def _pci_of(fs: Sysfs, dev_link: str) -> Probed[str]:
     """The PCI function behind a class device; virtio and other buses hang below one."""
-    try:
-        real = fs.realpath(dev_link)
-    except FileNotFoundError:
+    real = sys_realpath(fs, dev_link)
+    if isinstance(real, Unsupported):
         return Unsupported("VIRTUAL")
-    except OSError as exc:
-        return ProbeError(type(exc).__name__, f"realpath {dev_link}")
+    if isinstance(real, ProbeError):
+        return real
     for part in reversed(real.rstrip("/").split("/")):
         if _BDF.match(part):
             return part
     return Unsupported("NOT_PCI")
 
 
-def nics(fs: Sysfs) -> tuple[tuple[Nic, ...], tuple[NetInterface, ...]]:
-    """RDMA devices (InfiniBand / RoCE) and PCI Ethernet devices, plus every net interface."""
+def nics(fs: Sysfs, problems: list[ProbeError]) -> tuple[tuple[Nic, ...], tuple[NetInterface, ...]]:
+    """RDMA devices (InfiniBand / RoCE) and PCI Ethernet devices, plus every net interface.
+    Listings that cannot be read go to ``problems``: an unreadable directory is not "no NICs"."""
     out: list[Nic] = []
     rdma_netdevs: set[str] = set()
-    for name in sys_list(fs, "/sys/class/infiniband"):
+    for name in entries(sys_list(fs, "/sys/class/infiniband"), problems):
         base = f"/sys/class/infiniband/{name}"
-        ports = sys_list(fs, f"{base}/ports") or ["1"]
+        ports = entries(sys_list(fs, f"{base}/ports"), problems) or ["1"]
         port = f"{base}/ports/{ports[0]}"
-        layer = sys_read(fs, f"{port}/link_layer", str)
+        layer = _kept(sys_read(fs, f"{port}/link_layer", str), problems)
         kind: NicKind = "roce" if layer == "Ethernet" else "infiniband"
-        netdevs = tuple(sys_list(fs, f"{base}/device/net"))
+        netdevs = tuple(entries(sys_list(fs, f"{base}/device/net"), problems))
         rdma_netdevs.update(netdevs)
         bus = _pci_of(fs, f"{base}/device")
         out.append(
@@ -134,10 +145,12 @@ def nics(fs: Sysfs) -> tuple[tuple[Nic, ...], tuple[NetInterface, ...]]:
             )
         )
     interfaces: list[NetInterface] = []
-    for name in sys_list(fs, "/sys/class/net"):
+    for name in entries(sys_list(fs, "/sys/class/net"), problems):
         base = f"/sys/class/net/{name}"
-        state = sys_read(fs, f"{base}/operstate", str)
+        state = _kept(sys_read(fs, f"{base}/operstate", str), problems)
         bus = _pci_of(fs, f"{base}/device")
+        if isinstance(bus, ProbeError):
+            problems.append(bus)
         interfaces.append(
             NetInterface(name, state if isinstance(state, str) else "unknown", bus if isinstance(bus, str) else None)
         )
@@ -155,3 +168,28 @@ def nics(fs: Sysfs) -> tuple[tuple[Nic, ...], tuple[NetInterface, ...]]:
                 )
             )
     return tuple(out), tuple(interfaces)
+
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+NVIDIA_VENDOR = "0x10de"
+
+
+def pci_gpus(fs: Sysfs) -> Probed[tuple[str, ...]]:
+    """NVIDIA display-class functions on the PCI bus (class 0x03xxxx: VGA or 3D controller),
+    as lspci -d 10de::0300 / 10de::0302 lists them: what NVML should count."""
+    listing = sys_list(fs, PCI_DEVICES)
+    if not isinstance(listing, list):
+        return listing
+    found = []
+    for bdf in listing:
+        vendor = sys_read(fs, f"{PCI_DEVICES}/{bdf}/vendor", str)
+        if isinstance(vendor, ProbeError):
+            return vendor
+        if vendor != NVIDIA_VENDOR:
+            continue
+        cls = sys_read(fs, f"{PCI_DEVICES}/{bdf}/class", str)
+        if isinstance(cls, ProbeError):
+            return cls
+        if isinstance(cls, str) and cls.lower().startswith("0x03"):
+            found.append(bdf)
+    return tuple(found)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from topodoctor.model import PcieBridge, PortType
-from topodoctor.probe.query import sys_read
-from topodoctor.probe.sysfs import Sysfs, os_error_name
+from topodoctor.probe.query import classify, sys_read, sys_realpath
+from topodoctor.probe.sysfs import Sysfs
 from topodoctor.probed import Probed, ProbeError, Unsupported
 
 _BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -36,12 +36,9 @@ CONFIG_BYTES = 4096  # the whole extended config space; non-root readers get 64 
 
 def pcie_path(fs: Sysfs, bus_id: str) -> Probed[tuple[str, ...]]:
     """Root complex first, then each bridge, then the device itself."""
-    try:
-        real = fs.realpath(f"/sys/bus/pci/devices/{bus_id}")
-    except FileNotFoundError:
-        return Unsupported("ABSENT")
-    except OSError as exc:
-        return ProbeError(os_error_name(exc), f"realpath {bus_id}")
+    real = sys_realpath(fs, f"/sys/bus/pci/devices/{bus_id}")
+    if not isinstance(real, str):
+        return real
     parts = [p for p in real.split("/") if p]
     chain = [p for p in parts if _BDF.match(p) or _ROOT.match(p)]
     if not chain or chain[-1] != bus_id:
@@ -113,10 +110,8 @@ def read_bridge(fs: Sysfs, bus_id: str, index_after_root: int) -> PcieBridge:
     acs: Probed[int]
     try:
         port, acs = parse_config(fs.read_hex(f"{base}/config", CONFIG_BYTES))
-    except FileNotFoundError:
-        acs = Unsupported("ABSENT")
     except OSError as exc:
-        acs = ProbeError(os_error_name(exc), f"read {base}/config")
+        acs = classify(exc, f"read {base}/config")
     except (ValueError, IndexError):
         acs = ProbeError("UNPARSABLE", f"read {base}/config")
     return PcieBridge(

@@ -1,27 +1,56 @@
-"""The one place that decides what an NVML or sysfs failure means.
+"""The one place that decides what an NVML or sysfs failure means (``classify``).
 
 ``Nvml.ask`` turns an answer into ``Probed``: a value, ``Unsupported`` (NOT_SUPPORTED, a
-function this driver or binding lacks) or ``ProbeError`` (anything else). Once a GPU
-answers GPU_IS_LOST or RESET_REQUIRED it is marked gone and asked nothing more, so a GPU
-that falls off the bus mid-scan costs one failed call, not hundreds of timeouts.
+function this driver or binding lacks) or ``ProbeError`` (anything else); field batches and
+sysfs reads, listings and links go through the same function. Once a GPU answers
+GPU_IS_LOST or RESET_REQUIRED (to a call or to one field of a batch) it is marked gone and
+asked nothing more, so a GPU that falls off the bus mid-scan costs one failed call, not
+hundreds of timeouts.
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from topodoctor.probe.api import GPU_GONE_CODES, UNSUPPORTED_CODES, NvmlApi, NvmlCallError
+from topodoctor.probe.api import GPU_GONE_CODES, UNSUPPORTED_CODES, NvmlApi, NvmlCallError, error_name
 from topodoctor.probe.sysfs import Sysfs, os_error_name
 from topodoctor.probed import Probed, ProbeError, Unsupported
 
 T = TypeVar("T")
 
 
+def classify(error: NvmlCallError | OSError | int, call: str) -> Unsupported | ProbeError:
+    """What a failed NVML call (or one field of a batch, by its return code) or a failed sysfs
+    access means. The only place that decides it:
+
+    - NVML NOT_SUPPORTED, a function the driver or binding lacks, a sysfs file or directory
+      that does not exist: the feature is absent (``Unsupported``), which is normal and quiet;
+    - anything else (no permission, GPU lost, timeout, EACCES, EIO, ...): the query failed
+      (``ProbeError``) and whatever depends on it could not be checked.
+    """
+    if isinstance(error, OSError):
+        if isinstance(error, (FileNotFoundError, NotADirectoryError)) or error.errno in (errno.ENOENT, errno.ENOTDIR):
+            return Unsupported("ABSENT")
+        return ProbeError(os_error_name(error), call)
+    code = error.code if isinstance(error, NvmlCallError) else int(error)
+    if code in UNSUPPORTED_CODES:
+        return Unsupported(error_name(code))
+    return ProbeError(error_name(code), call, code)
+
+
+def _tokens(args: tuple[Any, ...]) -> list[str]:
+    return [a for a in args if isinstance(a, str) and a.startswith("gpu:")]
+
+
 class Nvml:
     def __init__(self, api: NvmlApi) -> None:
         self.api = api
         self.lost: dict[str, ProbeError] = {}  # device token -> the error that lost it
+        # Device tokens of calls naming two GPUs that answered GPU_IS_LOST: which one is gone
+        # is asked again before the scan ends (see ``settle``).
+        self.suspects: set[str] = set()
 
     def ask(self, fn: str, *args: Any, convert: Callable[[Any], T] | None = None) -> Probed[T]:
         """Call ``fn``; map the answer to a value, Unsupported or ProbeError."""
@@ -31,14 +60,7 @@ class Nvml:
         try:
             raw = self.api.call(fn, *args)
         except NvmlCallError as exc:
-            if exc.code in UNSUPPORTED_CODES:
-                return Unsupported(exc.name)
-            err = ProbeError(exc.name, fn, exc.code)
-            if exc.code in GPU_GONE_CODES:
-                for a in args:
-                    if isinstance(a, str) and a.startswith("gpu:"):
-                        self.lost.setdefault(a, err)
-            return err
+            return self.failed(exc.code, fn, _tokens(args))
         if convert is None:
             return raw  # type: ignore[no-any-return]
         try:
@@ -46,27 +68,61 @@ class Nvml:
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             return ProbeError(f"UNEXPECTED_ANSWER: {type(exc).__name__}", fn)
 
+    def failed(self, code: int, call: str, tokens: list[str]) -> Unsupported | ProbeError:
+        """Classify a failed answer; GPU_IS_LOST / RESET_REQUIRED marks the GPU gone.
+
+        A call about one GPU blames that GPU. A call about two (P2P status, common ancestor)
+        cannot say which of them fell off the bus, so both become suspects to ask again.
+        """
+        got = classify(code, call)
+        if isinstance(got, ProbeError) and code in GPU_GONE_CODES:
+            if len(tokens) == 1:
+                self.lost.setdefault(tokens[0], got)
+            else:
+                self.suspects.update(tokens)
+        return got
+
+    def settle(self, liveness_call: str) -> None:
+        """Ask each suspect GPU one single-GPU question; the ones that answer lost are lost."""
+        for token in sorted(self.suspects - set(self.lost)):
+            self.ask(liveness_call, token)
+        self.suspects.clear()
+
 
 def sys_read(fs: Sysfs, path: str, convert: Callable[[str], Probed[T]]) -> Probed[T]:
     """Read one sysfs file: absent means Unsupported, unreadable or unparsable means ProbeError."""
     try:
         text = fs.read(path)
-    except FileNotFoundError:
-        return Unsupported("ABSENT")
     except OSError as exc:
-        return ProbeError(os_error_name(exc), f"read {path}")
+        return classify(exc, f"read {path}")
     try:
         return convert(text)
     except (ValueError, IndexError) as exc:
         return ProbeError(f"UNPARSABLE: {exc}", f"read {path}")
 
 
-def sys_list(fs: Sysfs, path: str) -> list[str]:
-    """Directory entries, or [] when the directory does not exist or cannot be read."""
+def sys_list(fs: Sysfs, path: str) -> Probed[list[str]]:
+    """Directory entries; a directory that does not exist is Unsupported (nothing there), one
+    that cannot be read is a ProbeError, never an empty list."""
     try:
         return fs.listdir(path)
-    except OSError:
+    except OSError as exc:
+        return classify(exc, f"list {path}")
+
+
+def sys_realpath(fs: Sysfs, path: str) -> Probed[str]:
+    try:
+        return fs.realpath(path)
+    except OSError as exc:
+        return classify(exc, f"realpath {path}")
+
+
+def entries(listing: Probed[list[str]], problems: list[ProbeError]) -> list[str]:
+    """The names of a listing; a failed listing goes to ``problems`` and lists nothing."""
+    if isinstance(listing, ProbeError):
+        problems.append(listing)
         return []
+    return listing if isinstance(listing, list) else []
 
 
 def parse_cpulist(text: str) -> tuple[int, ...]:

@@ -60,6 +60,8 @@ class Marks:
             elif m := re.fullmatch(r"GPU(\d+)", f.subject):
                 key = gpu_node(int(m.group(1)))
                 {"1": self.nvlink, "2": self.pcie}.get(f.code[2], self.box)[key].append(f)
+                if f.code[2] == "1":  # a GPU with no NVLink up has no bundle to mark: mark the GPU too
+                    self.box[key].append(f)
             elif f.subject.startswith("bridge:"):
                 bdf = f.subject.split(":", 1)[1]
                 node = next((n for n in nodes if n.bus_id == bdf or bdf in n.ports), None)
@@ -227,7 +229,8 @@ def _draw_nvlink(
                     x, box.y, x, bottom, stroke=SEVERITY_INK[sev or "error"], stroke_width=2.0, stroke_dasharray="6 4"
                 )
             if flagged:
-                down = sum(1 for f in flagged if f.code == "TD101")
+                # One TD101 per link, or one per GPU listing its down links in the evidence.
+                down = sum(len(f.evidence.get("down") or [0]) for f in flagged if f.code == "TD101")
                 note = f"{down} down" if down else _codes(flagged)
                 svg.text(
                     x + 7,

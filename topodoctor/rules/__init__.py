@@ -22,18 +22,28 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     probe,
 )
 from topodoctor.rules.context import Context, Environment, capture_environment
+from topodoctor.rules.probe import probe_failures
 from topodoctor.rules.registry import (
     REGISTRY,
     SEVERITY_ORDER,
-    CannotCheck,
+    Evaluation,
     Finding,
-    Issue,
     Rule,
     Severity,
     selected,
 )
 
-__all__ = ["REGISTRY", "Context", "Environment", "Finding", "Rule", "Severity", "capture_environment", "evaluate"]
+__all__ = [
+    "REGISTRY",
+    "Context",
+    "Environment",
+    "Evaluation",
+    "Finding",
+    "Rule",
+    "Severity",
+    "capture_environment",
+    "evaluate",
+]
 
 
 def _runnable(r: Rule, ctx: Context) -> bool:
@@ -42,52 +52,89 @@ def _runnable(r: Rule, ctx: Context) -> bool:
     )
 
 
+def _order(f: Finding) -> tuple[int, str, str]:
+    return (-SEVERITY_ORDER[f.severity], f.code, f.subject)
+
+
+def _detail(err: ProbeError) -> str:
+    return f"{err.error} at {err.call}"
+
+
 def evaluate(
     ctx: Context, select: Iterable[str] = (), ignore: Iterable[str] = (), tags: Iterable[str] = ()
-) -> list[Finding]:
-    """Run the selected rules; findings sorted by severity (worst first), then code and subject."""
+) -> Evaluation:
+    """Run the selected rules; findings sorted by severity (worst first), then code and subject.
+
+    Every input a rule could not read becomes one could-not-check finding (TD901) per
+    subject, field and error, naming the rules it stopped; every other field that failed to
+    probe becomes one at info. They are in ``incomplete`` always, and in ``findings`` when
+    TD901 is selected.
+    """
     want_tags = set(tags)
     rules = [r for r in selected(select, ignore) if not want_tags or want_tags & r.tags]
-    incomplete = REGISTRY["TD901"]
-    report_incomplete = incomplete in rules
-    out: list[Finding] = []
+    td901 = REGISTRY["TD901"]
+    findings: list[Finding] = []
+    stopped: dict[tuple[str, str, ProbeError], list[Rule]] = {}
     for r in rules:
         if not _runnable(r, ctx):
             continue
+        ctx.unchecked = []
         for item in r.func(ctx):
-            if isinstance(item, CannotCheck):
-                if report_incomplete:
-                    err = item.error
-                    detail = f"{err.error} at {err.call}" if isinstance(err, ProbeError) else str(err)
-                    out.append(
-                        Finding(
-                            incomplete.code,
-                            incomplete.name,
-                            incomplete.severity,
-                            item.subject,
-                            f"{r.code} {r.name} could not check {item.subject}: {detail}",
-                            incomplete.fix,
-                            {"rule": r.code, "error": detail},
-                        )
-                    )
-                continue
-            assert isinstance(item, Issue)
-            out.append(
+            findings.append(
                 Finding(
                     r.code,
                     r.name,
-                    item.severity or r.severity,
+                    r.raised(item),
                     item.subject,
                     item.message,
                     item.fix or r.fix,
                     item.evidence,
                 )
             )
-    out.sort(key=lambda f: (-SEVERITY_ORDER[f.severity], f.code, f.subject))
-    return out
+        for u in ctx.unchecked:
+            stopped.setdefault((u.subject, u.field, u.error), [])
+            if r not in stopped[(u.subject, u.field, u.error)]:
+                stopped[(u.subject, u.field, u.error)].append(r)
+    ctx.unchecked = []
+    incomplete: list[Finding] = []
+    for (subject, what, err), by in stopped.items():
+        names = ", ".join(f"{r.code} {r.name}" for r in by)
+        incomplete.append(
+            Finding(
+                td901.code,
+                td901.name,
+                td901.severity,
+                subject,
+                f"could not check {subject}: {what} unreadable ({_detail(err)}); not checked: {names}",
+                td901.fix,
+                {"field": what, "error": err.error, "call": err.call, "rules": [r.code for r in by]},
+            )
+        )
+    seen = {(subject, err) for subject, _, err in stopped}
+    for subject, what, err in probe_failures(ctx.snap):
+        if (subject, err) in seen:
+            continue
+        seen.add((subject, err))
+        incomplete.append(
+            Finding(
+                td901.code,
+                td901.name,
+                "info",
+                subject,
+                f"the probe could not read {subject} {what} ({_detail(err)}); no selected check uses it",
+                td901.fix,
+                {"field": what, "error": err.error, "call": err.call, "rules": []},
+            )
+        )
+    incomplete.sort(key=_order)
+    if td901 in rules:
+        findings += incomplete
+    findings.sort(key=_order)
+    return Evaluation(tuple(findings), tuple(incomplete))
 
 
-def worst(findings: list[Finding]) -> Severity | None:
+def worst(findings: Iterable[Finding]) -> Severity | None:
+    findings = list(findings)
     if not findings:
         return None
     return max(findings, key=lambda f: SEVERITY_ORDER[f.severity]).severity

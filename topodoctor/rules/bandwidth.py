@@ -185,17 +185,30 @@ def bw_data_corruption(ctx: Context) -> Iterator[Issue]:
     fix="A copy hung or failed: check dmesg for Xid errors, the fabric manager, and GPU health; drain the node.",
 )
 def bw_copy_failed(ctx: Context) -> Iterator[Issue]:
-    """A copy hung past its timeout or failed outright."""
+    """A copy hung past its timeout or failed outright (out of memory is TD708)."""
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
-        if m.error is not None:
-            who = _subject(m)
-            yield Issue(
-                who,
-                f"{m.mode} {m.src}->{m.dst}: {m.error}",
-                {"mode": m.mode, "error": m.error},
-                severity="error" if "out of memory" in m.error else None,
-            )
+        if m.error is not None and not _out_of_memory(m):
+            yield Issue(_subject(m), f"{m.mode} {m.src}->{m.dst}: {m.error}", {"mode": m.mode, "error": m.error})
+
+
+def _out_of_memory(m: Measurement) -> bool:
+    return m.error is not None and "out of memory" in m.error
+
+
+@rule(
+    "TD708",
+    "bw-copy-out-of-memory",
+    "error",
+    needs=("bandwidth",),
+    fix="The GPU had no room for the copy buffers: measure on idle GPUs, or with a smaller --size.",
+)
+def bw_copy_out_of_memory(ctx: Context) -> Iterator[Issue]:
+    """A copy could not allocate its buffers on the GPU (another process holds the memory)."""
+    assert ctx.bandwidth is not None
+    for m in ctx.bandwidth.measurements:
+        if m.error is not None and _out_of_memory(m):
+            yield Issue(_subject(m), f"{m.mode} {m.src}->{m.dst}: {m.error}", {"mode": m.mode, "error": m.error})
 
 
 @rule("TD707", "bw-gpu-busy", "info", needs=("bandwidth",), fix="Measure on idle GPUs for numbers you can compare.")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import CannotCheck, Issue, rule
+from topodoctor.rules.registry import Issue, rule
 
 JUDGED_MIN_BYTES = 64 << 20  # below this, latency decides busbw: no verdict on bandwidth
 # Shares of the reference a healthy run clears with room: on the H200 hosts nccl-tests' busbw
@@ -121,7 +121,7 @@ def _size(n: int) -> str:
     "bandwidth` for the same GPUs; re-run on idle GPUs.",
     tags=("prolog", "collectives"),
 )
-def coll_busbw_low(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
     """A collective's bus bandwidth is far below what the topology gives.
 
     busbw (nccl-tests' definition) at the largest size measured, from 64 MiB up, is compared
@@ -143,7 +143,7 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue | CannotCheck]:
             if len(res.nodes) > 1
             else "no reference bandwidth: ranks not matched to GPUs of this host"
         )
-        yield CannotCheck("collectives", why)
+        ctx.missing("collectives", "reference bandwidth", why, "collectives")
         return
     for row, t, gbps, source in low_busbw(ctx, res):
         yield Issue(
@@ -287,11 +287,12 @@ def coll_data_error(ctx: Context) -> Iterator[Issue]:
     "TD005",
     "coll-op-failed",
     "error",
+    also=("warning",),
     fix="A hang names the ranks that never reached the op: check their GPUs (`topodoctor check`) and NCCL's "
     "log; out of memory means other processes hold the GPU memory.",
     tags=("prolog", "collectives"),
 )
-def coll_op_failed(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def coll_op_failed(ctx: Context) -> Iterator[Issue]:
     """A collective hung, failed, or a rank died or never joined.
 
     Every op runs under a timeout; a hang kills the whole group and is reported with the op and
@@ -301,7 +302,7 @@ def coll_op_failed(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """
     error = ctx.extra.get("collectives_error")
     if error:
-        yield CannotCheck("collectives", str(error))
+        ctx.missing("collectives", "collectives", str(error), "check --collectives")
     res = collectives_of(ctx)
     if res is None:
         return

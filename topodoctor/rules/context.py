@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from topodoctor.model import HostSnapshot
 from topodoctor.probe.environment import capture_environment
+from topodoctor.probed import Probed, ProbeError, Unsupported
 from topodoctor.process import NCCL_SYSTEM_CONF, Environment
+from topodoctor.rules.registry import Unchecked
 
 __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment", "capture_environment"]
 
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from topodoctor.expect import Expectations
     from topodoctor.graph import Connection
 
+T = TypeVar("T")
+
 
 @dataclass
 class Context:
@@ -29,6 +33,28 @@ class Context:
     expect: Expectations | None = None
     bandwidth: BandwidthResult | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Inputs the running rule could not read; the engine empties it before each rule.
+    unchecked: list[Unchecked] = field(default_factory=list, repr=False)
+
+    def need(self, value: Probed[T], subject: str, field_name: str) -> T | None:
+        """The one way rules read a probed input.
+
+        A value comes back as is. ``Unsupported`` comes back as None: the hardware does not
+        have it, so there is nothing to check. A ``ProbeError`` comes back as None *and* is
+        recorded, so the engine reports "could not check" (TD901) naming the rule, the
+        subject and the field: a rule cannot skip what it could not read.
+        """
+        if isinstance(value, ProbeError):
+            self.unchecked.append(Unchecked(subject, field_name, value))
+            return None
+        if isinstance(value, Unsupported):
+            return None
+        return value
+
+    def missing(self, subject: str, field_name: str, reason: str, call: str) -> None:
+        """An input that is absent altogether (a listing that could not be read, a GPU the
+        probe has no record of): reported like an unreadable one."""
+        self.unchecked.append(Unchecked(subject, field_name, ProbeError(reason, call)))
 
     @cached_property
     def graph(self) -> nx.Graph:
@@ -63,4 +89,8 @@ class Context:
 
     @property
     def has_nvlink(self) -> bool:
-        return any(link.active is True for g in self.snap.gpus for link in g.nvlinks)
+        return any(link.active is True for g in self.live_gpus for link in g.nvlinks)
+
+    def host_errors(self, prefix: str) -> list[ProbeError]:
+        """Host-level probe failures (listings, host files) whose call starts with ``prefix``."""
+        return [e for e in self.snap.probe_errors if e.call.startswith(prefix)]

@@ -12,7 +12,9 @@ def rule_markdown(r: Rule) -> str:
     if rest:
         lines += [rest, ""]
     needs = f"; needs: {', '.join(sorted(r.needs))}" if r.needs else ""
-    lines += [f"- severity: {r.severity}; tags: {', '.join(sorted(r.tags)) or '-'}{needs}", f"- fix: {r.fix}", ""]
+    order = ("info", "warning", "error", "critical")
+    also = f" (by kind also {', '.join(s for s in order if s in r.also)})" if r.also else ""
+    lines += [f"- severity: {r.severity}{also}; tags: {', '.join(sorted(r.tags)) or '-'}{needs}", f"- fix: {r.fix}", ""]
     return "\n".join(lines)
 
 

@@ -36,11 +36,12 @@ def gpu_model_mismatch(ctx: Context) -> Iterator[Issue]:
     """A GPU's model differs from the expected model."""
     assert ctx.expect is not None
     for g in ctx.live_gpus:
-        if isinstance(g.name, str) and ctx.expect.gpu_model and g.name != ctx.expect.gpu_model:
+        name = ctx.need(g.name, f"GPU{g.index}", "name")
+        if name is not None and ctx.expect.gpu_model and name != ctx.expect.gpu_model:
             yield Issue(
                 f"GPU{g.index}",
-                f"GPU{g.index} is {g.name}, expected {ctx.expect.gpu_model}",
-                {"found": g.name, "expected": ctx.expect.gpu_model},
+                f"GPU{g.index} is {name}, expected {ctx.expect.gpu_model}",
+                {"found": name, "expected": ctx.expect.gpu_model},
             )
 
 
@@ -55,9 +56,15 @@ def nic_missing(ctx: Context) -> Iterator[Issue]:
     """An RDMA NIC the node type should have is absent, or its port is not active."""
     assert ctx.expect is not None
     present = {n.name: n for n in ctx.snap.nics}
+    unlisted = ctx.host_errors("list /sys/class/infiniband") + ctx.host_errors("list /sys/class/net")
     for name in ctx.expect.nics:
         nic = present.get(name)
-        if nic is None:
+        if nic is None and unlisted:
+            for err in unlisted:
+                ctx.missing(f"nic:{name}", "nics", err.error, err.call)
+        elif nic is None:
             yield Issue(f"nic:{name}", f"NIC {name} is missing", {"expected": list(ctx.expect.nics)})
-        elif isinstance(nic.state, str) and nic.state.upper() != "ACTIVE":
-            yield Issue(f"nic:{name}", f"NIC {name} port is {nic.state}", {"state": nic.state})
+        else:
+            state = ctx.need(nic.state, f"nic:{name}", "state")
+            if state is not None and state.upper() != "ACTIVE":
+                yield Issue(f"nic:{name}", f"NIC {name} port is {state}", {"state": state})

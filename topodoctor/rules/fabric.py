@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.model import FabricInfo, RemappedRows
-from topodoctor.probed import ProbeError
+from topodoctor.probe.api import GPU_GONE_CODES
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import CannotCheck, Issue, rule
+from topodoctor.rules.registry import Issue, rule
+
+# NVIDIA retires at most this many pages per GPU (dynamic page retirement); at the limit the
+# GPU can retire no more bad memory and should be replaced (NVIDIA's page retirement guide).
+RETIRED_PAGES_LIMIT = 64
 
 
 @rule(
@@ -18,19 +21,20 @@ from topodoctor.rules.registry import CannotCheck, Issue, rule
     fix="Start or restart nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and wait for the GPUs "
     "to register; NVSwitch P2P does not work until they have.",
 )
-def fabric_not_ready(ctx: Context) -> Iterator[Issue | CannotCheck]:
-    """On an NVSwitch host, a GPU's fabric registration is not completed or did not succeed.
+def fabric_not_ready(ctx: Context) -> Iterator[Issue]:
+    """A GPU that belongs to an NVSwitch fabric is not registered with it: the fabric manager
+    has not started, is still working, or failed.
 
-    Until the fabric manager has trained the switches and registered the GPU, CUDA reports
-    no P2P over NVLink and jobs fail or fall back to PCIe.
+    The GPU's own fabric state says whether it belongs to a fabric (NVML answers "not
+    supported" where it does not), so this holds even when no link is up yet: before the
+    fabric manager starts, NVSwitch links are not trained and no switch is visible. Until the
+    GPU is registered, CUDA reports no P2P over NVLink and jobs fail or fall back to PCIe.
     """
-    if not ctx.has_nvswitch:
-        return
     for g in ctx.live_gpus:
-        f = g.fabric
-        if isinstance(f, ProbeError):
-            yield CannotCheck(f"GPU{g.index}", f)
-        elif isinstance(f, FabricInfo) and (f.state != "completed" or f.status != "SUCCESS"):
+        f = ctx.need(g.fabric, f"GPU{g.index}", "fabric")
+        if f is None or f.state == "not_supported":
+            continue
+        if f.state != "completed" or f.status != "SUCCESS":
             yield Issue(
                 f"GPU{g.index}",
                 f"GPU{g.index} fabric state is {f.state} ({f.status})",
@@ -47,8 +51,8 @@ def fabric_not_ready(ctx: Context) -> Iterator[Issue | CannotCheck]:
 def row_remap_pending(ctx: Context) -> Iterator[Issue]:
     """A GPU has a row remapping pending: it needs a reset to retire the bad memory rows."""
     for g in ctx.live_gpus:
-        r = g.remapped_rows
-        if isinstance(r, RemappedRows) and r.pending and not r.failed:
+        r = ctx.need(g.remapped_rows, f"GPU{g.index}", "remapped_rows")
+        if r is not None and r.pending and not r.failed:
             yield Issue(
                 f"GPU{g.index}",
                 f"GPU{g.index} has a row remapping pending",
@@ -65,8 +69,8 @@ def row_remap_pending(ctx: Context) -> Iterator[Issue]:
 def row_remap_failed(ctx: Context) -> Iterator[Issue]:
     """A GPU's row remapping failed."""
     for g in ctx.live_gpus:
-        r = g.remapped_rows
-        if isinstance(r, RemappedRows) and r.failed:
+        r = ctx.need(g.remapped_rows, f"GPU{g.index}", "remapped_rows")
+        if r is not None and r.failed:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} row remapping failed", {"uncorrectable": r.uncorrectable})
 
 
@@ -79,8 +83,8 @@ def row_remap_failed(ctx: Context) -> Iterator[Issue]:
 def ecc_uncorrectable(ctx: Context) -> Iterator[Issue]:
     """A GPU reports uncorrectable ECC errors since its last reset (volatile counter)."""
     for g in ctx.live_gpus:
-        n = g.ecc_uncorrected_volatile
-        if isinstance(n, int) and n > 0:
+        n = ctx.need(g.ecc_uncorrected_volatile, f"GPU{g.index}", "ecc_uncorrected_volatile")
+        if n is not None and n > 0:
             yield Issue(
                 f"GPU{g.index}",
                 f"GPU{g.index} has {n} uncorrectable ECC errors since reset",
@@ -104,7 +108,7 @@ def persistence_off(ctx: Context) -> Iterator[Issue]:
     initialisation and NVML readings reset.
     """
     for g in ctx.live_gpus:
-        if g.persistence_mode is False:
+        if ctx.need(g.persistence_mode, f"GPU{g.index}", "persistence_mode") is False:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} persistence mode is off", {})
 
 
@@ -123,7 +127,7 @@ def mig_unexpected(ctx: Context) -> Iterator[Issue]:
     """
     allowed = ctx.expect.mig_enabled if ctx.expect else False
     for g in ctx.live_gpus:
-        if g.mig_mode is True and not allowed:
+        if ctx.need(g.mig_mode, f"GPU{g.index}", "mig_mode") is True and not allowed:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} has MIG enabled", {})
 
 
@@ -135,11 +139,94 @@ def mig_unexpected(ctx: Context) -> Iterator[Issue]:
     "reboot; check dmesg for Xid 79.",
 )
 def gpu_lost(ctx: Context) -> Iterator[Issue]:
-    """A GPU stopped answering NVML (GPU_IS_LOST, RESET_REQUIRED, or no handle)."""
+    """A GPU stopped answering NVML (GPU_IS_LOST or RESET_REQUIRED, to a call or a field).
+
+    A GPU that gave no handle for another reason (no permission, say) is not called lost:
+    nothing about it could be checked, and that is reported as such (TD901).
+    """
     for g in ctx.snap.gpus:
-        if g.lost is not None:
+        if g.lost is None:
+            continue
+        if g.lost.code not in GPU_GONE_CODES:
+            ctx.missing(f"GPU{g.index}", "handle", g.lost.error, g.lost.call)
+            continue
+        yield Issue(
+            f"GPU{g.index}",
+            f"GPU{g.index} is lost: {g.lost.error} (at {g.lost.call})",
+            {"error": g.lost.error, "call": g.lost.call, "bus_id": g.bus_id if isinstance(g.bus_id, str) else None},
+        )
+
+
+@rule(
+    "TD508",
+    "gpu-not-counted",
+    "error",
+    fix="A GPU is on the PCI bus but the driver does not count it: check dmesg (NVRM, Xid), `lspci -d 10de:` "
+    "and `nvidia-smi -L`; reset or reseat it.",
+)
+def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
+    """An NVIDIA GPU is on the PCI bus (vendor 0x10de, display class 0x03xx in sysfs) but NVML
+    does not count it.
+
+    The driver failed to initialise it (fell off the bus, failed to load its firmware, was
+    excluded): jobs see fewer GPUs than the node has. Found from the bus itself, so it needs
+    no expectations file.
+    """
+    on_bus = ctx.need(ctx.snap.pci_gpus, "host", "pci_gpus")
+    if on_bus is None:
+        return
+    counted = {g.bus_id for g in ctx.snap.gpus if isinstance(g.bus_id, str)}
+    unknown = len(ctx.snap.gpus) - len(counted)  # GPUs lost before their bus id was read
+    missing = [bus for bus in on_bus if bus not in counted]
+    if unknown and len(missing) > unknown:
+        yield Issue(
+            "host",
+            f"{len(on_bus)} NVIDIA GPUs are on the PCI bus, NVML counts {len(ctx.snap.gpus)}",
+            {"on_bus": list(on_bus), "nvml_count": len(ctx.snap.gpus)},
+        )
+    elif not unknown:
+        for bus in missing:
+            yield Issue(
+                f"pci:{bus}",
+                f"GPU at {bus} is on the PCI bus but NVML counts {len(ctx.snap.gpus)} GPUs without it",
+                {"bus_id": bus, "on_bus": len(on_bus), "nvml_count": len(ctx.snap.gpus)},
+            )
+
+
+@rule(
+    "TD509",
+    "retired-pages-pending",
+    "warning",
+    fix="Reset the GPU (drain the node first) so the pending page retirement takes effect.",
+)
+def retired_pages_pending(ctx: Context) -> Iterator[Issue]:
+    """A pre-Ampere GPU has a memory page retirement pending: it needs a reset to retire the page.
+
+    Until the reset, the bad page can still be handed out and hit again.
+    """
+    for g in ctx.live_gpus:
+        r = ctx.need(g.retired_pages, f"GPU{g.index}", "retired_pages")
+        if r is not None and r.pending:
             yield Issue(
                 f"GPU{g.index}",
-                f"GPU{g.index} is lost: {g.lost.error} (at {g.lost.call})",
-                {"error": g.lost.error, "call": g.lost.call, "bus_id": g.bus_id if isinstance(g.bus_id, str) else None},
+                f"GPU{g.index} has a page retirement pending",
+                {"single_bit": r.single_bit, "double_bit": r.double_bit},
+            )
+
+
+@rule(
+    "TD510",
+    "retired-pages-limit",
+    "error",
+    fix="The GPU has retired as many memory pages as it can: take it out of service (RMA).",
+)
+def retired_pages_limit(ctx: Context) -> Iterator[Issue]:
+    """A pre-Ampere GPU has retired the most pages it can (64): further bad memory cannot be retired."""
+    for g in ctx.live_gpus:
+        r = ctx.need(g.retired_pages, f"GPU{g.index}", "retired_pages")
+        if r is not None and r.single_bit + r.double_bit >= RETIRED_PAGES_LIMIT:
+            yield Issue(
+                f"GPU{g.index}",
+                f"GPU{g.index} has retired {r.single_bit + r.double_bit} pages (limit {RETIRED_PAGES_LIMIT})",
+                {"single_bit": r.single_bit, "double_bit": r.double_bit, "limit": RETIRED_PAGES_LIMIT},
             )

@@ -1,4 +1,4 @@
-"""Kernel log rules (TD51x, fabric and health): the NVIDIA driver's XID events, by family.
+"""Kernel log rules (TD52x, fabric and health): the NVIDIA driver's XID events, by family.
 
 Each rule gathers one family's events per GPU (matched by PCI bus id) and reports them once,
 with how many, the codes, how long ago the last one was logged and its text. An event logged
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from topodoctor.model import KernelEvents, XidEvent
-from topodoctor.probed import ProbeError, Unsupported
+from topodoctor.probed import Unsupported
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import SEVERITY_ORDER, CannotCheck, Issue, Severity, rule
+from topodoctor.rules.registry import SEVERITY_ORDER, Issue, Severity, rule
 
 RECENT_S = 24 * 3600.0
 NVLINK = {74, *range(144, 151)}
@@ -28,13 +28,14 @@ KNOWN = NVLINK | ECC | ROW_REMAP | GSP | APPLICATION | FALLEN_OFF
 Grade = Callable[[XidEvent], Severity]
 
 
-def _log(ctx: Context) -> KernelEvents | CannotCheck | None:
+def _log(ctx: Context) -> KernelEvents | None:
     ke = ctx.snap.kernel_events
     if isinstance(ke, Unsupported) and ke.reason == "NOT_PROBED":
         return None  # a snapshot from before kernel events were read: it says nothing either way
-    if isinstance(ke, (ProbeError, Unsupported)):
-        return CannotCheck("kernel-log", ke if isinstance(ke, ProbeError) else f"kernel log {ke.reason}")
-    return ke
+    if isinstance(ke, Unsupported):  # no kernel log to read is not "no events"
+        ctx.missing("kernel-log", "kernel_events", f"KERNEL_LOG_{ke.reason}", "read /dev/kmsg")
+        return None
+    return ctx.need(ke, "kernel-log", "kernel_events")
 
 
 def _ago(seconds: float | None) -> str:
@@ -45,12 +46,9 @@ def _ago(seconds: float | None) -> str:
     return f"{seconds / 60:.0f} min ago" if seconds < 7200 else f"{seconds / 3600:.1f} h ago"
 
 
-def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade) -> Iterator[Issue | CannotCheck]:
+def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade) -> Iterator[Issue]:
     log = _log(ctx)
     if log is None:
-        return
-    if isinstance(log, CannotCheck):
-        yield log
         return
     index = {g.bus_id: g.index for g in ctx.snap.gpus if isinstance(g.bus_id, str)}
     groups: dict[str, list[XidEvent]] = {}
@@ -80,13 +78,14 @@ def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade)
 
 
 @rule(
-    "TD510",
+    "TD520",
     "xid-fallen-off-bus",
     "critical",
+    also=("info", "warning", "error"),
     fix="Drain the node; collect nvidia-bug-report.sh; check the GPU's power, cooling and seating; reset the GPU or "
     "reboot, and replace it if it falls off again.",
 )
-def xid_fallen_off_bus(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def xid_fallen_off_bus(ctx: Context) -> Iterator[Issue]:
     """The driver logged Xid 79: a GPU fell off the bus.
 
     The GPU stopped answering on PCIe (power, thermal, a failing card or riser). Until it is
@@ -101,13 +100,14 @@ def _nvlink(e: XidEvent) -> Severity:
 
 
 @rule(
-    "TD511",
+    "TD521",
     "xid-nvlink-error",
     "error",
+    also=("info", "warning", "critical"),
     fix="Drain the node and reset the GPUs (or reboot) to retrain the links; check `nvidia-smi nvlink -s` and "
     "`nvidia-smi nvlink -e`; if the same link fails again, reseat or service the GPU / NVSwitch tray.",
 )
-def xid_nvlink_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def xid_nvlink_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an NVLink error: Xid 74, or 144-150 (NVLink 5 units: SAW, RLW, TLW, NETIR ...).
 
     A fatal NVLink error takes the link down until the GPU is reset, and collectives that use
@@ -123,13 +123,14 @@ def _ecc(e: XidEvent) -> Severity:
 
 
 @rule(
-    "TD512",
+    "TD522",
     "xid-ecc-error",
     "error",
+    also=("info", "warning", "critical"),
     fix="Drain the node and reset the GPU so the faulty memory rows are remapped; check `nvidia-smi -q -d "
     "ECC,ROW_REMAPPER`; replace the GPU if uncorrectable errors return.",
 )
-def xid_ecc_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an uncorrectable memory error: Xid 48 (double-bit ECC), 94 (contained), 95 (uncontained).
 
     After 48 or 95 the GPU's memory cannot be trusted until a reset; 94 stopped only the
@@ -140,13 +141,14 @@ def xid_ecc_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
 
 
 @rule(
-    "TD513",
+    "TD523",
     "xid-row-remap",
     "warning",
+    also=("info", "error", "critical"),
     fix="Reset the GPU (drain first) to activate the remapping; a row-remapping failure (Xid 64) means the GPU "
     "is out of spare rows: take it out of service.",
 )
-def xid_row_remap(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def xid_row_remap(ctx: Context) -> Iterator[Issue]:
     """The driver logged row remapping: Xid 63 (a row marked for remapping) or 64 (remapping failed).
 
     63 is the GPU repairing its memory; the repair takes effect at the next reset. 64 means
@@ -156,13 +158,14 @@ def xid_row_remap(ctx: Context) -> Iterator[Issue | CannotCheck]:
 
 
 @rule(
-    "TD514",
+    "TD524",
     "xid-gsp-error",
     "error",
+    also=("info", "warning", "critical"),
     fix="Drain the node and reset the GPU; if it recurs, update the driver (GSP firmware ships with it) and "
     "report it with nvidia-bug-report.sh.",
 )
-def xid_gsp_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged a GSP error: Xid 119 (RPC timeout) or 120 (GSP exception).
 
     The GPU System Processor runs the driver's firmware; when it stops answering, the GPU
@@ -172,13 +175,14 @@ def xid_gsp_error(ctx: Context) -> Iterator[Issue | CannotCheck]:
 
 
 @rule(
-    "TD515",
+    "TD525",
     "xid-application-fault",
     "info",
+    also=("warning", "error", "critical"),
     fix="Nothing to do on the node: the application faulted (bad address, illegal instruction, killed). If one GPU "
     "keeps faulting under different applications, run the GPU diagnostics.",
 )
-def xid_application_fault(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def xid_application_fault(ctx: Context) -> Iterator[Issue]:
     """The driver logged an application fault: Xid 13, 31, 43 or 45.
 
     Graphics engine exception (13), memory page fault (31), GPU stopped processing (43),
@@ -195,13 +199,14 @@ def _other(e: XidEvent) -> Severity:
 
 
 @rule(
-    "TD516",
+    "TD526",
     "xid-other",
     "warning",
+    also=("info", "error", "critical"),
     fix="Look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and follow its resolution; "
     "drain the node if the GPU misbehaves.",
 )
-def xid_other(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def xid_other(ctx: Context) -> Iterator[Issue]:
     """The driver logged an Xid this tool does not classify.
 
     Reported as a warning so it is seen; Xid 154 that asks for a GPU reset or a node reboot is

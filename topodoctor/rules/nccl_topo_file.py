@@ -15,6 +15,7 @@ _SUBJECT = "env:NCCL_TOPO_FILE"
     "TD608",
     "nccl-topo-file-bad",
     "error",
+    also=("warning",),
     fix="Point NCCL_TOPO_FILE at a topology file written for this host (NCCL_TOPO_DUMP_FILE writes one), or unset it.",
 )
 def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:

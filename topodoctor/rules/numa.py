@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topodoctor.probe.query import format_cpulist
-from topodoctor.probed import ProbeError
+from topodoctor.probed import Unsupported
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import CannotCheck, Issue, rule
+from topodoctor.rules.registry import Issue, rule
+
+
+def _numa_known(ctx: Context) -> bool:
+    """Whether the host's NUMA nodes could be listed; says could-not-check when not."""
+    failed = ctx.host_errors("list /sys/devices/system/node") + ctx.host_errors("read /sys/devices/system/node")
+    for err in failed:
+        ctx.missing("host", "host.numa_nodes", err.error, err.call)
+    return not failed
 
 
 def _nodes_of(ctx: Context, cpus: tuple[int, ...]) -> list[int]:
@@ -22,28 +30,30 @@ def _nodes_of(ctx: Context, cpus: tuple[int, ...]) -> list[int]:
     fix="Enable NUMA reporting in BIOS (ACPI SRAT / _PXM) so the kernel knows where each GPU hangs; until "
     "then bind processes by hand.",
 )
-def gpu_numa_unknown(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def gpu_numa_unknown(ctx: Context) -> Iterator[Issue]:
     """On a multi-NUMA host, a GPU's NUMA node is unknown, or its local CPUs span several nodes.
 
     Launchers (Slurm, torchrun wrappers, NCCL itself) pin each rank near its GPU using this;
     unknown placement means ranks land on the far socket and every host copy crosses it.
     """
-    if len(ctx.snap.host.numa_nodes) < 2:
+    if not _numa_known(ctx) or len(ctx.snap.host.numa_nodes) < 2:
         return
     for g in ctx.live_gpus:
-        if isinstance(g.sysfs_numa_node, ProbeError):
-            yield CannotCheck(f"GPU{g.index}", g.sysfs_numa_node)
-        elif not isinstance(g.sysfs_numa_node, int):
+        subject = f"GPU{g.index}"
+        node = ctx.need(g.sysfs_numa_node, subject, "sysfs_numa_node")
+        if node is None and isinstance(g.sysfs_numa_node, Unsupported):
             yield Issue(
-                f"GPU{g.index}",
+                subject,
                 f"GPU{g.index} has no NUMA node (sysfs numa_node is -1)",
                 {"numa_node": None, "numa_nodes": len(ctx.snap.host.numa_nodes)},
             )
-        elif isinstance(g.cpu_affinity, tuple) and len(_nodes_of(ctx, g.cpu_affinity)) > 1:
+            continue
+        cpus = ctx.need(g.cpu_affinity, subject, "cpu_affinity")
+        if node is not None and cpus is not None and len(_nodes_of(ctx, cpus)) > 1:
             yield Issue(
-                f"GPU{g.index}",
-                f"GPU{g.index}'s local CPUs span NUMA nodes {_nodes_of(ctx, g.cpu_affinity)}",
-                {"cpu_affinity": format_cpulist(g.cpu_affinity), "numa_node": g.sysfs_numa_node},
+                subject,
+                f"GPU{g.index}'s local CPUs span NUMA nodes {_nodes_of(ctx, cpus)}",
+                {"cpu_affinity": format_cpulist(cpus), "numa_node": node},
             )
 
 
@@ -55,10 +65,15 @@ def gpu_numa_unknown(ctx: Context) -> Iterator[Issue | CannotCheck]:
 )
 def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
     """On a multi-NUMA host, an RDMA NIC's NUMA node is unknown."""
-    if len(ctx.snap.host.numa_nodes) < 2:
+    for err in ctx.host_errors("list /sys/class/infiniband"):
+        ctx.missing("host", "nics", err.error, err.call)
+    if not _numa_known(ctx) or len(ctx.snap.host.numa_nodes) < 2:
         return
     for nic in ctx.snap.nics:
-        if nic.kind in ("infiniband", "roce") and not isinstance(nic.numa_node, int):
+        if nic.kind not in ("infiniband", "roce"):
+            continue
+        node = ctx.need(nic.numa_node, f"nic:{nic.name}", "numa_node")
+        if node is None and isinstance(nic.numa_node, Unsupported):
             yield Issue(f"nic:{nic.name}", f"NIC {nic.name} has no NUMA node", {"bus_id": str(nic.bus_id)})
 
 
@@ -70,22 +85,20 @@ def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
     fix="Bind the job near its GPUs (srun --cpu-bind, numactl --cpunodebind, or taskset with the GPU's CPU "
     "Affinity from `topodoctor scan`).",
 )
-def process_affinity_far(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def process_affinity_far(ctx: Context) -> Iterator[Issue]:
     """This process may run only on CPUs that are not local to a GPU.
 
     In a prolog the process affinity is the job's: host-to-GPU copies and kernel launches then
     cross the socket link for the whole job. A replay judges the recorded process's affinity.
     """
     cpus = ctx.environment.process_cpus
-    online = ctx.snap.host.online_cpus
-    if isinstance(cpus, ProbeError):
-        yield CannotCheck("process", cpus)
-        return
-    if not isinstance(cpus, tuple) or not cpus or not isinstance(online, tuple):
+    cpus = ctx.need(cpus, "process", "process.cpu_affinity") if cpus is not None else None
+    online = ctx.need(ctx.snap.host.online_cpus, "host", "host.online_cpus")
+    if not isinstance(cpus, tuple) or not cpus or online is None:
         return
     for g in ctx.live_gpus:
-        local = g.cpu_affinity
-        if not isinstance(local, tuple) or not local or set(local) >= set(online):
+        local = ctx.need(g.cpu_affinity, f"GPU{g.index}", "cpu_affinity")
+        if not local or set(local) >= set(online):
             continue  # the GPU is local to every CPU: nothing to be far from
         if not set(cpus) & set(local):
             yield Issue(

@@ -6,10 +6,9 @@ from collections import Counter
 from collections.abc import Iterator
 
 from topodoctor.graph import gpu_node, nvlink_count
-from topodoctor.model import nvlink_generation
-from topodoctor.probed import ProbeError
+from topodoctor.model import Gpu, nvlink_generation
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import CannotCheck, Issue, rule
+from topodoctor.rules.registry import Issue, rule
 
 
 def _norm(values: list[int]) -> int | None:
@@ -20,47 +19,69 @@ def _norm(values: list[int]) -> int | None:
     return max(counts, key=lambda v: (counts[v], v))
 
 
+def _links_of(ctx: Context, g: Gpu) -> tuple[list[int], list[int]] | None:
+    """(active, inactive) link indices of the links the GPU has: below NVML's link count and,
+    where the capability was read, able to carry P2P. None when the GPU's links could not be
+    read (recorded as could-not-check)."""
+    subject = f"GPU{g.index}"
+    count = ctx.need(g.nvlink_count, subject, "nvlink_count")
+    if count is None:
+        return None
+    active: list[int] = []
+    inactive: list[int] = []
+    for link in g.nvlinks:
+        where = f"{subject}/nvlink{link.link}"
+        state = ctx.need(link.active, where, "active")
+        caps = ctx.need(link.capabilities, where, "capabilities")
+        if state is None or link.link >= count or (caps is not None and "p2p" not in caps):
+            continue
+        (active if state else inactive).append(link.link)
+    return active, inactive
+
+
 @rule(
     "TD101",
     "nvlink-down",
     "error",
     fix="Reseat or replace the GPU/baseboard link; check `nvidia-smi nvlink -s` and the NVSwitch fabric logs.",
 )
-def nvlink_down(ctx: Context) -> Iterator[Issue | CannotCheck]:
-    """An NVLink that should be up is inactive.
+def nvlink_down(ctx: Context) -> Iterator[Issue]:
+    """An NVLink that the GPU has is inactive while it should be up.
 
-    A link counts as "should be up" when the expectations file gives more active links per GPU
-    than the GPU has, or when the same link index is active on most of the GPU's peers. A down
-    link lowers the pair's bandwidth and, on NVSwitch systems, every pair through that GPU.
+    A GPU has as many links as NVML's link count says (those whose capability reads "no P2P"
+    excepted). One of them is down when it is inactive while the same GPU's other links are
+    active: judged by the GPU itself, never by a majority of peers, so a 2-GPU host or the same
+    link down on several GPUs is caught. A GPU with every link inactive is down when other GPUs
+    of the host use NVLink, when every GPU of a multi-GPU host has links and none is up, or when
+    the expectations file gives active links per GPU. A down link lowers the pair's bandwidth
+    and, on NVSwitch systems, every pair through that GPU.
     """
-    gpus = [g for g in ctx.live_gpus if g.nvlinks]
-    active_by_link: Counter[int] = Counter()
-    for g in gpus:
-        for link in g.nvlinks:
-            if isinstance(link.active, ProbeError):
-                yield CannotCheck(f"GPU{g.index}/nvlink{link.link}", link.active)
-            elif link.active:
-                active_by_link[link.link] += 1
+    links = {g.index: got for g in ctx.live_gpus if (got := _links_of(ctx, g)) is not None}
     expected = ctx.expect.nvlinks_per_gpu if ctx.expect else None
-    for g in gpus:
-        down = [
-            link.link
-            for link in g.nvlinks
-            if link.active is False and (active_by_link[link.link] > len(gpus) / 2 or expected)
-        ]
-        active = sum(1 for link in g.nvlinks if link.active is True)
-        if expected is not None and active >= expected:
-            continue
-        for li in down:
+    with_links = [i for i, (up, down) in links.items() if up or down]
+    host_uses_nvlink = any(up for up, _ in links.values())
+    all_down_everywhere = len(with_links) > 1 and len(with_links) == len(ctx.live_gpus) and not host_uses_nvlink
+    for i, (up, down) in sorted(links.items()):
+        evidence = {"active_links": len(up), "links": len(up) + len(down), "expected_active": expected}
+        if up and down:
+            for li in down:
+                yield Issue(
+                    f"GPU{i}/nvlink{li}",
+                    f"GPU{i} NVLink {li} is down while {len(up)} of its other links are up",
+                    {**evidence, "down": down},
+                )
+        elif down and (host_uses_nvlink or all_down_everywhere or expected):
+            why = "other GPUs of the host use NVLink" if host_uses_nvlink else "no GPU of the host has a link up"
             yield Issue(
-                f"GPU{g.index}/nvlink{li}",
-                f"GPU{g.index} NVLink {li} is down while its peers' link {li} is up",
-                {
-                    "active_links": active,
-                    "links": len(g.nvlinks),
-                    "expected_active": expected,
-                    "peers_with_link_up": active_by_link[li],
-                },
+                f"GPU{i}",
+                f"all {len(down)} NVLinks of GPU{i} are down ({why})",
+                {**evidence, "down": down},
+            )
+        elif expected is not None and len(up) < expected:
+            yield Issue(
+                f"GPU{i}",
+                f"GPU{i} has {len(up)} active NVLinks; the expectations file gives {expected}",
+                evidence,
             )
 
 
@@ -105,48 +126,79 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
 )
 def nvlink_slow_link(ctx: Context) -> Iterator[Issue]:
     """An active NVLink runs at a lower version or speed than the host's norm."""
-    links = [(g.index, link) for g in ctx.live_gpus for link in g.nvlinks if link.active is True]
-    versions = [link.version for _, link in links if isinstance(link.version, int)]
-    speeds = [link.speed_mbps for _, link in links if isinstance(link.speed_mbps, int)]
-    v_norm, s_norm = _norm(versions), _norm(speeds)
-    for gi, link in links:
-        if isinstance(link.version, int) and v_norm is not None and link.version < v_norm:
+    links = []
+    for g in ctx.live_gpus:
+        for link in g.nvlinks:
+            where = f"GPU{g.index}/nvlink{link.link}"
+            if ctx.need(link.active, where, "active") is True:
+                links.append(
+                    (
+                        where,
+                        link.link,
+                        ctx.need(link.version, where, "version"),
+                        ctx.need(link.speed_mbps, where, "speed_mbps"),
+                    )
+                )
+    v_norm = _norm([v for _, _, v, _ in links if v is not None])
+    s_norm = _norm([s for _, _, _, s in links if s is not None])
+    for where, li, version, speed in links:
+        gi = where.split("/")[0]
+        if version is not None and v_norm is not None and version < v_norm:
             yield Issue(
-                f"GPU{gi}/nvlink{link.link}",
-                f"GPU{gi} NVLink {link.link} runs NVLink {nvlink_generation(link.version)}; "
+                where,
+                f"{gi} NVLink {li} runs NVLink {nvlink_generation(version)}; "
                 f"the host's links run {nvlink_generation(v_norm)}",
-                {"version": link.version, "norm": v_norm},
+                {"version": version, "norm": v_norm},
             )
-        elif isinstance(link.speed_mbps, int) and s_norm and link.speed_mbps < 0.95 * s_norm:
+        elif speed is not None and s_norm is not None and speed < 0.95 * s_norm:
             yield Issue(
-                f"GPU{gi}/nvlink{link.link}",
-                f"GPU{gi} NVLink {link.link} runs at {link.speed_mbps} MB/s; the host's links run {s_norm}",
-                {"speed_mbps": link.speed_mbps, "norm_mbps": s_norm},
+                where,
+                f"{gi} NVLink {li} runs at {speed} MB/s; the host's links run {s_norm}",
+                {"speed_mbps": speed, "norm_mbps": s_norm},
             )
+
+
+def _link_errors(ctx: Context) -> Iterator[tuple[str, int, int]]:
+    """(subject, replays, recoveries) for every NVLink whose counters could be read."""
+    for g in ctx.live_gpus:
+        for link in g.nvlinks:
+            where = f"GPU{g.index}/nvlink{link.link}"
+            replay = ctx.need(link.errors.replay, where, "errors.replay")
+            recovery = ctx.need(link.errors.recovery, where, "errors.recovery")
+            yield where, replay or 0, recovery or 0
 
 
 @rule(
     "TD104",
-    "nvlink-link-errors",
+    "nvlink-replays",
     "warning",
-    fix="Watch the counters under load (`nvidia-smi nvlink -e`); rising replay or recovery counts mean a "
-    "marginal link: schedule the GPU or baseboard for service.",
+    fix="Watch the counter under load (`nvidia-smi nvlink -e`); a rising replay count means a marginal link: "
+    "schedule the GPU or baseboard for service.",
 )
-def nvlink_link_errors(ctx: Context) -> Iterator[Issue]:
-    """An NVLink has replay or recovery errors.
+def nvlink_replays(ctx: Context) -> Iterator[Issue]:
+    """An NVLink has data-link replay errors (retransmissions).
 
-    Replays retransmit data and recoveries retrain the link; both cost bandwidth and precede
-    link failures. Raw CRC counts are not used: on Hopper they read tens on healthy links.
+    Replays retransmit data: they cost bandwidth and often precede link failures. Raw CRC
+    counts are not used: on Hopper they read tens on healthy links.
     """
-    for g in ctx.live_gpus:
-        for link in g.nvlinks:
-            e = link.errors
-            replay = e.replay if isinstance(e.replay, int) else 0
-            recovery = e.recovery if isinstance(e.recovery, int) else 0
-            if replay or recovery:
-                yield Issue(
-                    f"GPU{g.index}/nvlink{link.link}",
-                    f"GPU{g.index} NVLink {link.link}: {replay} replays, {recovery} recoveries",
-                    {"replay": replay, "recovery": recovery},
-                    severity="error" if recovery else None,
-                )
+    for where, replay, _ in _link_errors(ctx):
+        if replay > 0:
+            yield Issue(where, f"{where.replace('/nvlink', ' NVLink ')}: {replay} replays", {"replay": replay})
+
+
+@rule(
+    "TD105",
+    "nvlink-recoveries",
+    "error",
+    fix="The link had to retrain: drain the node, check `nvidia-smi nvlink -e` and dmesg (Xid 74), and service "
+    "the GPU or baseboard if it recurs.",
+)
+def nvlink_recoveries(ctx: Context) -> Iterator[Issue]:
+    """An NVLink has data-link recovery events: the link dropped and retrained.
+
+    A recovery stalls all traffic on the link while it retrains; links that recover once
+    tend to fail outright.
+    """
+    for where, _, recovery in _link_errors(ctx):
+        if recovery > 0:
+            yield Issue(where, f"{where.replace('/nvlink', ' NVLink ')}: {recovery} recoveries", {"recovery": recovery})

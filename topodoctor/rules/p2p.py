@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topodoctor.graph import gpu_node
-from topodoctor.probed import ProbeError
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import CannotCheck, Issue, rule
+from topodoctor.rules.registry import Issue, rule
 
 _REASONS = {
     "CHIPSET_NOT_SUPPORTED": "the chipset does not support P2P",
@@ -20,38 +19,72 @@ _REASONS = {
 ACS_SOURCE_VALIDATION, ACS_REQUEST_REDIRECT, ACS_COMPLETION_REDIRECT, ACS_UPSTREAM_FORWARDING = 0x1, 0x4, 0x8, 0x10
 
 
+def _p2p_states(ctx: Context) -> Iterator[tuple[str, str, str, str]]:
+    """(pair subject, capability, direction, NVML status) for P2P read and write both ways."""
+    for pair in ctx.snap.pairs:
+        if ctx.snap.gpu(pair.a).lost is not None or ctx.snap.gpu(pair.b).lost is not None:
+            continue
+        subject = f"GPU{pair.a}-GPU{pair.b}"
+        for direction, st, prefix in (
+            (f"GPU{pair.a}->GPU{pair.b}", pair.p2p, "p2p"),
+            (f"GPU{pair.b}->GPU{pair.a}", pair.p2p_reverse, "p2p_reverse"),
+        ):
+            for what, value in (("read", st.read), ("write", st.write)):
+                got = ctx.need(value, subject, f"{prefix}.{what}")
+                if got is not None:
+                    yield subject, what, direction, got
+
+
+def _not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
+    """One finding per NVML reason, with every pair that gives it in the evidence: the cause
+    is the platform, the GPU model or a driver setting, not each pair."""
+    by_reason: dict[str, list[str]] = {}
+    example: dict[str, str] = {}
+    for subject, what, direction, value in _p2p_states(ctx):
+        if value == "OK" or (value == "DISABLED_BY_REGKEY") != regkey:
+            continue
+        pairs = by_reason.setdefault(value, [])
+        if subject not in pairs:
+            pairs.append(subject)
+        example.setdefault(value, f"{what} {direction}")
+    for value, pairs in sorted(by_reason.items()):
+        subject = pairs[0] if len(pairs) == 1 else "host"
+        yield Issue(
+            subject,
+            f"P2P not available for {len(pairs)} GPU pair(s), e.g. {example[value]}: {_REASONS.get(value, value)}",
+            {"status": value, "pairs": pairs},
+        )
+
+
 @rule(
     "TD301",
     "p2p-unavailable",
     "warning",
-    fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory. If the driver "
-    "disabled it (DISABLED_BY_REGKEY), remove the NVreg option that does so.",
+    fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory (slower but correct).",
 )
-def p2p_unavailable(ctx: Context) -> Iterator[Issue | CannotCheck]:
-    """NVML reports P2P read or write between two GPUs as not OK, with its reason.
+def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
+    """NVML reports P2P read or write between GPUs as not OK, with its reason: a platform
+    or GPU that cannot do it. One finding per reason, the pairs in its evidence.
 
-    A driver that disabled P2P is an error (a setting that someone can fix); a platform or GPU
-    that cannot do it is a warning (NCCL will stage through host memory, slower but correct).
+    NCCL will stage through host memory, slower but correct. A driver setting that disabled
+    P2P is TD305.
     """
-    for pair in ctx.snap.pairs:
-        if ctx.snap.gpu(pair.a).lost or ctx.snap.gpu(pair.b).lost:
-            continue
-        for direction, st in ((f"GPU{pair.a}->GPU{pair.b}", pair.p2p), (f"GPU{pair.b}->GPU{pair.a}", pair.p2p_reverse)):
-            for what, value in (("read", st.read), ("write", st.write)):
-                if isinstance(value, ProbeError):
-                    yield CannotCheck(f"GPU{pair.a}-GPU{pair.b}", value)
-                    break
-                if isinstance(value, str) and value != "OK":
-                    yield Issue(
-                        f"GPU{pair.a}-GPU{pair.b}",
-                        f"P2P {what} {direction} not available: {_REASONS.get(value, value)}",
-                        {"status": value, "capability": what, "direction": direction},
-                        severity="error" if value == "DISABLED_BY_REGKEY" else None,
-                    )
-                    break
-            else:
-                continue
-            break
+    yield from _not_ok(ctx, regkey=False)
+
+
+@rule(
+    "TD305",
+    "p2p-disabled-by-driver",
+    "error",
+    fix="The driver disabled P2P (DISABLED_BY_REGKEY): remove the NVreg option (modprobe.d) that does so, "
+    "then reload the driver.",
+)
+def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
+    """NVML reports P2P between two GPUs as disabled by a driver setting (DISABLED_BY_REGKEY).
+
+    A setting someone can fix: every collective between these GPUs stages through host memory.
+    """
+    yield from _not_ok(ctx, regkey=True)
 
 
 @rule(
@@ -68,12 +101,13 @@ def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
             continue
         st = ctx.snap.p2p(a, b)
         if st.read == "DISABLED_BY_REGKEY" or st.write == "DISABLED_BY_REGKEY":
-            continue  # a setting, reported by TD301
-        if isinstance(st.nvlink, str) and st.nvlink != "OK":
+            continue  # a setting, reported by TD305
+        nvlink = ctx.need(st.nvlink, f"GPU{a}-GPU{b}", "p2p.nvlink")
+        if nvlink is not None and nvlink != "OK":
             yield Issue(
                 f"GPU{a}-GPU{b}",
-                f"GPU{a}-GPU{b} share {c.nvlinks} NVLinks but NVLink P2P is {st.nvlink}",
-                {"nvlinks": c.nvlinks, "p2p_nvlink": st.nvlink},
+                f"GPU{a}-GPU{b} share {c.nvlinks} NVLinks but NVLink P2P is {nvlink}",
+                {"nvlinks": c.nvlinks, "p2p_nvlink": nvlink},
             )
 
 
@@ -91,11 +125,11 @@ def iommu_translation(ctx: Context) -> Iterator[Issue]:
     block P2P or cut its bandwidth; pass-through (identity) mode avoids it. In a VM the
     hypervisor's IOMMU is expected, so VMs are not flagged.
     """
-    if ctx.snap.host.virtualization != "bare-metal" or ctx.snap.host.iommu != "on":
+    if ctx.snap.host.virtualization != "bare-metal" or ctx.need(ctx.snap.host.iommu, "host", "host.iommu") != "on":
         return
     for g in ctx.live_gpus:
-        kind = g.iommu_group_type
-        if isinstance(kind, str) and kind.startswith("DMA"):
+        kind = ctx.need(g.iommu_group_type, f"GPU{g.index}", "iommu_group_type")
+        if kind is not None and kind.startswith("DMA"):
             yield Issue(
                 f"GPU{g.index}",
                 f"GPU{g.index} sits in an IOMMU group in translation mode ({kind})",
@@ -110,7 +144,7 @@ def iommu_translation(ctx: Context) -> Iterator[Issue]:
     fix="Disable ACS redirection on the bridge (BIOS, or setpci at boot) for GPU P2P; it forces peer traffic "
     "up to the root complex.",
 )
-def acs_redirect(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def acs_redirect(ctx: Context) -> Iterator[Issue]:
     """ACS request or completion redirection is on in a bridge between two GPUs.
 
     With ACS P2P redirect on, a PCIe switch sends peer traffic up to the root complex instead
@@ -136,12 +170,10 @@ def acs_redirect(ctx: Context) -> Iterator[Issue | CannotCheck]:
         br = ctx.snap.bridge(bdf)
         if br is None:
             continue
-        if isinstance(br.acs_ctrl, ProbeError):
-            yield CannotCheck(f"bridge:{bdf}", br.acs_ctrl)
-            continue
-        if isinstance(br.acs_ctrl, int) and br.acs_ctrl & (ACS_REQUEST_REDIRECT | ACS_COMPLETION_REDIRECT):
+        acs = ctx.need(br.acs_ctrl, f"bridge:{bdf}", "acs_ctrl")
+        if acs is not None and acs & (ACS_REQUEST_REDIRECT | ACS_COMPLETION_REDIRECT):
             yield Issue(
                 f"bridge:{bdf}",
                 f"ACS redirection is on in bridge {bdf}; it slows P2P for {', '.join(pairs)}",
-                {"acs_ctrl": hex(br.acs_ctrl), "pairs": pairs},
+                {"acs_ctrl": hex(acs), "pairs": pairs},
             )

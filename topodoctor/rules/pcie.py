@@ -4,11 +4,12 @@ downtrained links, replays."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from topodoctor.probed import ProbeError
+from topodoctor.model import Gpu
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import CannotCheck, Issue, rule
+from topodoctor.rules.registry import Issue, rule
+
+REPLAYS_WARN, REPLAYS_SEVERE = 100, 10000  # PCIe replay counter since the driver loaded
 
 
 @rule(
@@ -46,14 +47,19 @@ def pcie_fallback(ctx: Context) -> Iterator[Issue]:
     "pair through host memory.",
 )
 def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
-    """P2P traffic between two GPUs would cross the inter-socket link (SYS).
+    """GPU pairs whose P2P traffic would cross the inter-socket link (SYS).
 
     Peer-to-peer over UPI / Infinity Fabric is slow or unsupported on most platforms; NCCL
-    disables P2P for SYS pairs by default and stages through host memory.
+    disables P2P for SYS pairs by default and stages through host memory. One finding for the
+    host, with every such pair in its evidence: the cause is the layout, not each pair.
     """
-    for (a, b), c in sorted(ctx.connections.items()):
-        if c.cls == "SYS":
-            yield Issue(f"GPU{a}-GPU{b}", f"GPU{a}-GPU{b} connect only across the CPU sockets (SYS)", {"path": "SYS"})
+    pairs = [f"GPU{a}-GPU{b}" for (a, b), c in sorted(ctx.connections.items()) if c.cls == "SYS"]
+    if pairs:
+        yield Issue(
+            "host",
+            f"{len(pairs)} GPU pairs connect only across the CPU sockets (SYS), e.g. {pairs[0]}",
+            {"path": "SYS", "pairs": pairs},
+        )
 
 
 @rule(
@@ -63,13 +69,10 @@ def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
     fix="Reseat the GPU or its riser/cable; check the slot in BIOS. Width does not change with load, so a "
     "narrower link is a hardware fault.",
 )
-def pcie_downtrained_width(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def pcie_downtrained_width(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link trained at fewer lanes than it supports (or than expected)."""
     want = ctx.expect.pcie_width if ctx.expect else None
     for g, cur, mx, limit in _below(ctx, "width_current", "width_max", want):
-        if isinstance(g, CannotCheck):
-            yield g
-            continue
         yield Issue(
             f"GPU{g.index}",
             f"GPU{g.index} PCIe link is x{cur}, should be x{limit}",
@@ -77,16 +80,15 @@ def pcie_downtrained_width(ctx: Context) -> Iterator[Issue | CannotCheck]:
         )
 
 
-def _below(ctx: Context, now: str, most: str, want: int | None) -> Iterator[tuple[Any, Any, Any, int]]:
+def _below(ctx: Context, now: str, most: str, want: int | None) -> Iterator[tuple[Gpu, int, int | None, int]]:
     """GPUs whose PCIe ``now`` field is below ``want`` (or below its own ``most``), as
-    (gpu, now, most, limit); a GPU whose ``now`` failed to probe comes as (CannotCheck, ...)."""
+    (gpu, now, most, limit)."""
     for g in ctx.live_gpus:
-        cur, mx = getattr(g.pcie, now), getattr(g.pcie, most)
-        if isinstance(cur, ProbeError):
-            yield CannotCheck(f"GPU{g.index}", cur), cur, mx, 0
-            continue
-        limit = want or (mx if isinstance(mx, int) else None)
-        if isinstance(cur, int) and limit and cur < limit:
+        subject = f"GPU{g.index}"
+        cur = ctx.need(getattr(g.pcie, now), subject, f"pcie.{now}")
+        mx = ctx.need(getattr(g.pcie, most), subject, f"pcie.{most}")
+        limit = want if want is not None else mx
+        if cur is not None and limit is not None and cur < limit:
             yield g, cur, mx, limit
 
 
@@ -97,7 +99,7 @@ def _below(ctx: Context, now: str, most: str, want: int | None) -> Iterator[tupl
     fix="Run the check again under load: idle GPUs drop PCIe generation to save power. If it stays low, "
     "check BIOS slot settings and risers.",
 )
-def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue | CannotCheck]:
+def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link runs at a lower generation than the link supports (or than expected).
 
     Idle GPUs may lower the generation to save power, so this is a warning; host-copy
@@ -105,14 +107,18 @@ def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """
     want = ctx.expect.pcie_gen if ctx.expect else None
     for g, cur, mx, limit in _below(ctx, "gen_current", "gen_max", want):
-        if isinstance(g, CannotCheck):
-            yield g
-            continue
         yield Issue(
             f"GPU{g.index}",
             f"GPU{g.index} PCIe link runs Gen{cur}, can run Gen{limit}",
             {"gen": cur, "gen_max": mx, "expected": want},
         )
+
+
+def _replays(ctx: Context) -> Iterator[tuple[Gpu, int]]:
+    for g in ctx.live_gpus:
+        n = ctx.need(g.pcie.replay_counter, f"GPU{g.index}", "pcie.replay_counter")
+        if n is not None:
+            yield g, n
 
 
 @rule(
@@ -122,13 +128,20 @@ def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue | CannotCheck]:
     fix="PCIe replays mean signal problems: reseat the card or riser; watch whether the counter grows.",
 )
 def pcie_replays(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe replay counter is high (retransmitted TLPs)."""
-    for g in ctx.live_gpus:
-        n = g.pcie.replay_counter
-        if isinstance(n, int) and n >= 100:
-            yield Issue(
-                f"GPU{g.index}",
-                f"GPU{g.index} PCIe replay counter is {n}",
-                {"replays": n},
-                severity="error" if n >= 10000 else None,
-            )
+    """A GPU's PCIe replay counter is high (100 or more retransmitted TLPs, below 10000)."""
+    for g, n in _replays(ctx):
+        if REPLAYS_WARN <= n < REPLAYS_SEVERE:
+            yield Issue(f"GPU{g.index}", f"GPU{g.index} PCIe replay counter is {n}", {"replays": n})
+
+
+@rule(
+    "TD206",
+    "pcie-replays-severe",
+    "error",
+    fix="The link retransmits constantly: reseat or replace the card, riser or cable before it drops off the bus.",
+)
+def pcie_replays_severe(ctx: Context) -> Iterator[Issue]:
+    """A GPU's PCIe replay counter reads 10000 or more: the link is failing."""
+    for g, n in _replays(ctx):
+        if n >= REPLAYS_SEVERE:
+            yield Issue(f"GPU{g.index}", f"GPU{g.index} PCIe replay counter is {n}", {"replays": n})

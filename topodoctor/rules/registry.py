@@ -1,7 +1,8 @@
 """The rule registry: one decorator, one dictionary, codes checked when a rule registers.
 
-A rule is a plain function of a ``Context`` that yields ``Issue``s (or ``CannotCheck`` when
-its input failed to probe). It reads data only: no NVML, no torch. Its docstring is its
+A rule is a plain function of a ``Context`` that yields ``Issue``s. It reads probed inputs
+through ``ctx.need``, which records an input that failed to probe as could-not-check (TD901)
+for that rule and subject. It reads data only: no NVML, no torch. Its docstring is its
 documentation: the first line is the title, the rest says why it matters and how to fix.
 """
 
@@ -40,15 +41,19 @@ class Issue:
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
     fix: str | None = None  # overrides the rule's fix hint
-    severity: Severity | None = None  # overrides the rule's default severity
+    # Only one of the severities the rule declares (``also``): a rule whose findings grade by
+    # kind (an XID code, a lint check) documents every severity it can raise.
+    severity: Severity | None = None
 
 
 @dataclass(frozen=True)
-class CannotCheck:
-    """The rule's input failed to probe: reported, never a silent pass."""
+class Unchecked:
+    """An input a rule could not read (or that is missing altogether): reported, never a
+    silent pass. ``field`` names the input as the snapshot does (``pcie.width_current``)."""
 
     subject: str
-    error: ProbeError | str
+    field: str
+    error: ProbeError
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,26 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Evaluation:
+    """What a check concluded.
+
+    ``findings``: what the selected rules found, worst first; it holds the could-not-check
+    findings (TD901) when TD901 is selected. ``incomplete``: every could-not-check of the run
+    whatever the selection, so a summary can count them even when TD901 is ignored.
+    """
+
+    findings: tuple[Finding, ...]
+    incomplete: tuple[Finding, ...]
+
+    def __iter__(self) -> Iterator[Finding]:
+        # For callers that only list findings.
+        return iter(self.findings)
+
+    def __len__(self) -> int:
+        return len(self.findings)
+
+
+@dataclass(frozen=True)
 class Rule:
     code: str
     name: str
@@ -70,7 +95,16 @@ class Rule:
     tags: frozenset[str]
     needs: frozenset[str]
     fix: str
-    func: Callable[[Any], Iterable[Issue | CannotCheck]]
+    func: Callable[[Any], Iterable[Issue]]
+    also: frozenset[Severity] = frozenset()  # other severities its findings may carry, documented
+
+    def raised(self, issue: Issue) -> Severity:
+        """The severity of a finding: the rule's own unless the issue names one it declares."""
+        if issue.severity is None or issue.severity == self.severity:
+            return self.severity
+        if issue.severity not in self.also:
+            raise ValueError(f"rule {self.code} raised {issue.severity}, which it does not document")
+        return issue.severity
 
     @property
     def title(self) -> str:
@@ -95,12 +129,22 @@ def rule(
     name: str,
     severity: Severity,
     fix: str,
-    tags: tuple[str, ...] = ("prolog",),
+    tags: tuple[str, ...] | None = None,
     needs: tuple[Need, ...] = (),
-) -> Callable[[Callable[[Any], Iterable[Issue | CannotCheck]]], Any]:
-    """Register a rule. Bad or duplicate codes and missing docs fail at import, loudly."""
+    also: tuple[Severity, ...] = (),
+) -> Callable[[Callable[[Any], Iterable[Issue]]], Any]:
+    """Register a rule. Bad or duplicate codes, missing docs and a measuring rule tagged
+    ``prolog`` fail at import, loudly.
 
-    def register(func: Callable[[Any], Iterable[Issue | CannotCheck]]) -> Any:
+    A rule raises exactly its ``severity`` (documented in docs/rules.md): a cause that
+    deserves another severity is another rule. Rules that need no measurement are tagged
+    ``prolog`` unless ``tags`` says otherwise. A rule that grades its findings by kind (XID
+    codes, lint checks) names the other severities it raises in ``also``; they are documented.
+    """
+    measuring = "bandwidth" in needs
+    tag_set = frozenset(tags if tags is not None else (() if measuring else ("prolog",)))
+
+    def register(func: Callable[[Any], Iterable[Issue]]) -> Any:
         if not _CODE.match(code):
             raise ValueError(f"rule code {code!r} is not TD + 3 digits")
         if code in REGISTRY:
@@ -109,7 +153,9 @@ def rule(
             raise ValueError(f"rule name {name!r} registered twice")
         if not (func.__doc__ or "").strip():
             raise ValueError(f"rule {code} has no documentation")
-        REGISTRY[code] = Rule(code, name, severity, frozenset(tags), frozenset(needs), fix, func)
+        if measuring and "prolog" in tag_set:
+            raise ValueError(f"rule {code} needs a measurement and cannot be a prolog rule")
+        REGISTRY[code] = Rule(code, name, severity, tag_set, frozenset(needs), fix, func, frozenset(also))
         return func
 
     return register

@@ -1,0 +1,86 @@
+"""Rule cases of the collectives (TD0xx) and kernel-log (TD52x) families, and TD620: part of the
+table in tests/rule_cases.py.
+
+Collectives cases judge the derived results of fixtures/derive_collectives.py (real nccl-tests
+and NCCL runs on nvidia-h200-x2 with one documented change each); the unchanged run is every
+rule's near miss. Kernel-log cases put real driver lines (fixtures/kernel-log/, sources named
+there) into the h200-x4 recording's kernel log, on GPU2, as /dev/kmsg records.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from functools import cache
+
+from conftest import FIXTURES
+from rule_case_kit import Case
+
+from topodoctor.measure.collectives.result import CollectivesResult, load_result
+from topodoctor.model import HostSnapshot
+from topodoctor.probe.kernel_log import read_kernel_events
+from topodoctor.probe.replay import ReplaySysfs
+
+COLLECTIVES = FIXTURES / "collectives" / "derived"
+KERNEL_LOG = FIXTURES / "kernel-log"
+UPTIME_S = 700_000.0  # later than every dmesg time in the fixtures
+
+
+@cache
+def collectives_result(name: str) -> CollectivesResult:
+    return load_result(COLLECTIVES / f"{name}.json")
+
+
+def _kernel_log(name: str, gpu: int = 2):  # type: ignore[no-untyped-def]
+    """An edit: the host's kernel log holds the driver lines of fixtures/kernel-log/NAME, logged by GPU ``gpu``."""
+
+    def edit(snap: HostSnapshot) -> HostSnapshot:
+        bus = str(snap.gpu(gpu).bus_id)[: -len(".0")]
+        lines = [ln for ln in (KERNEL_LOG / name).read_text().splitlines() if "NVRM:" in ln]
+        records = [
+            f"4,{i},{int((500.0 + i) * 1e6)},-;"
+            + re.sub(r"\(PCI:[0-9A-Fa-f:.]+", f"(PCI:{bus}", ln[ln.index("NVRM:") :])
+            for i, ln in enumerate(lines)
+        ]
+        fs = ReplaySysfs(
+            [
+                {"op": "read_records", "path": "/dev/kmsg", "result": records},
+                {"op": "read", "path": "/proc/uptime", "result": f"{UPTIME_S} 0.0"},
+            ],
+            "rule case",
+        )
+        return replace(snap, kernel_events=read_kernel_events(fs))
+
+    return edit
+
+
+_COLLECTIVE_CODES = [(s["name"], s["codes"]) for s in json.loads((COLLECTIVES / "index.json").read_text())]
+_KERNEL = {
+    "TD520": "fallen-off-bus.log",
+    "TD521": "nvlink.log",
+    "TD522": "ecc.log",
+    "TD523": "row-remap.log",
+    "TD524": "gsp.log",
+    "TD525": "application.log",
+    "TD526": "other.log",
+}
+
+MORE_CASES: list[Case] = [
+    *(
+        Case(code, True, "h200-x2", f"collectives result {name}", collectives=name)
+        for name, codes in _COLLECTIVE_CODES
+        for code in codes
+    ),
+    *(
+        Case(f"TD00{i}", False, "h200-x2", "collectives result x2-healthy (the real run)", collectives="x2-healthy")
+        for i in range(1, 8)
+    ),
+    *(Case(code, True, "h200-x4", f"kernel log: {log} on GPU2", _kernel_log(log)) for code, log in _KERNEL.items()),
+    *(
+        Case(code, False, "h200-x4", "kernel log: NVRM lines that are not Xid events", _kernel_log("not-xid.log"))
+        for code in _KERNEL
+    ),
+    Case("TD620", True, "h200-x4", "NCCL_P2P_DISABLE=true (strtoll reads 0)", env={"NCCL_P2P_DISABLE": "true"}),
+    Case("TD620", False, "h200-x4", "NCCL_P2P_DISABLE=1", env={"NCCL_P2P_DISABLE": "1"}),
+]

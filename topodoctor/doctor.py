@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # the rules package imports every rule family: only once the 
     from topodoctor.rules.registry import Finding, Severity
     from topodoctor.scope import Scope
 
-INCOMPLETE_CODE = "TD901"  # the rule that reports a check which could not read its input
 
 
 @dataclass(frozen=True)
@@ -224,8 +223,8 @@ def evaluate(
     """(findings, incomplete): the one place that knows the rules engine's answer shape."""
     from topodoctor import rules
 
-    findings = tuple(rules.evaluate(ctx, select, ignore, tags))
-    return findings, tuple(f for f in findings if f.code == INCOMPLETE_CODE)
+    ev = rules.evaluate(ctx, select, ignore, tags)
+    return ev.findings, ev.incomplete
 
 
 def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:

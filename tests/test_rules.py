@@ -188,7 +188,7 @@ def test_topo_file_with_foreign_bus_ids(tmp_path: Path) -> None:
 
 # --- the registry itself
 FIRES_IN = {s["name"]: set(s["codes"]) for s in DERIVED}
-COVERED_ELSEWHERE = {c for _, _, c in ENV_CASES} | {"TD403", "TD619", "TD801", "TD802", "TD803", "TD901"}
+COVERED_ELSEWHERE = {c for _, _, c in ENV_CASES} | {"TD403", "TD619", "TD620", "TD801", "TD802", "TD803", "TD901"}
 BW_COVERED = {
     c
     for index in ("bandwidth", "collectives")

@@ -16,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from topodoctor import __version__
+from topodoctor import __version__, cli_fleet
 from topodoctor.errors import EXIT_USAGE, InputError, TopodoctorError
 
 app = typer.Typer(
@@ -514,6 +514,9 @@ def _measure(
                 bar.stop()
 
     return run(snap, settings, nvml=nvml, worker=worker, progress=progress)
+
+
+cli_fleet.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

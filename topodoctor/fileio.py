@@ -210,3 +210,50 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def list_files(
+    directory: Path | str, what: str, suffix: str, max_files: int = 100_000, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> list[Path]:
+    """Regular files under ``directory`` (recursively) whose names end in ``suffix``, sorted.
+
+    Bounded like ``read_bytes``: a directory on a wedged mount costs ``timeout_s``, a tree of
+    more than ``max_files`` matches is refused, and symbolic links to directories are not
+    followed (a loop would never end).
+    """
+    p = str(directory)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        found: list[Path] = []
+        try:
+            for root, _dirs, files in os.walk(p, onerror=_raise):
+                for name in files:
+                    # Dot-files are skipped: write_atomic's temporaries are named ".NAME.*.tmp".
+                    if name.endswith(suffix) and not name.startswith("."):
+                        found.append(Path(root) / name)
+                        if len(found) > max_files:
+                            box["error"] = _TooBig(p)
+                            return
+            box["files"] = sorted(found)
+        except BaseException as exc:
+            box["error"] = exc
+
+    t = threading.Thread(target=work, name=f"list {p}", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise InputError(f"{what} {p}: not listable within {timeout_s:g} s (a hung mount?)")
+    exc = box.get("error")
+    if isinstance(exc, _TooBig):
+        raise InputError(f"{what} {p} holds more than {max_files} *{suffix} files")
+    if isinstance(exc, OSError):
+        raise InputError(f"cannot list {what} {p}: {exc.strerror or type(exc).__name__}")
+    if exc is not None:
+        raise InputError(f"cannot list {what} {p}: {type(exc).__name__}")
+    files: list[Path] = box["files"]
+    return files
+
+
+def _raise(exc: OSError) -> None:
+    raise exc

@@ -68,6 +68,10 @@ def test_check_passes_on_this_host() -> None:
         ({"CUDA_VISIBLE_DEVICES": "0,99"}, "TD615"),
         ({"CUDA_VISIBLE_DEVICES": "0,0"}, "TD616"),
         ({"NCCL_TOPO_FILE": "/nonexistent.xml"}, "TD608"),
+        ({"NCCL_TOPO_FILE": "/dev/zero"}, "TD608"),
+        ({"NCCL_CONF_FILE": "/nonexistent.conf"}, "TD619"),
+        ({"NCCL_P2P_DISABLE": "true"}, "TD620"),
+        ({"NCCL_P2P_LEVEL": "nvl"}, "TD620"),
     ],
 )
 def test_env_rules_fire_on_this_host(env: dict[str, str], code: str) -> None:
@@ -78,3 +82,27 @@ def test_env_rules_fire_on_this_host(env: dict[str, str], code: str) -> None:
         pytest.skip("P2P-off rules fire only on NVLink hosts")
     doc = json.loads(td("check", "-f", "json", env=env).stdout)
     assert code in {f["code"] for f in doc["findings"]}
+
+
+def test_env_value_nccl_reads_as_zero_leaves_p2p_on() -> None:
+    doc = json.loads(td("check", "-f", "json", env={"NCCL_P2P_DISABLE": "true"}).stdout)
+    assert "TD601" not in {f["code"] for f in doc["findings"]}
+
+
+def test_recording_keeps_the_recording_process_affinity(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Recorded under taskset on CPU 0, replayed unpinned: the replay judges CPU 0."""
+    if shutil.which("taskset") is None:
+        pytest.skip("no taskset")
+    rec = tmp_path / "pinned.json"
+    r = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-m", "topodoctor", "record", "-o", str(rec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(rec.read_text())["process"]["cpu_affinity"] == [0]
+    from topodoctor.probe import probe_host
+
+    process = probe_host(str(rec)).process
+    assert process is not None and process.cpu_affinity == (0,)

@@ -8,32 +8,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topodoctor.codec import to_jsonable
 from topodoctor.errors import InputError, TopodoctorError
 from topodoctor.model import HostSnapshot, snapshot_from_data
 from topodoctor.probe.collect import collect
+from topodoctor.probe.environment import capture_process, replayed_process
 from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
 from topodoctor.probe.replay import recording_from_data, resolve
 from topodoctor.probe.sysfs import LiveSysfs
+from topodoctor.process import ProcessEnvironment
 
 
 @dataclass(frozen=True)
 class Probed:
     snapshot: HostSnapshot
     origin: str  # "live", "replay NAME", "snapshot NAME"
+    process: ProcessEnvironment | None = None  # the process judged: this one, or the recorded one
 
 
 def probe_host(replay: str | None = None, sysfs_root: str = "/") -> Probed:
     if replay is None:
         from topodoctor.probe.nvml import LiveNvml
 
-        return Probed(collect(LiveNvml(), LiveSysfs(sysfs_root)), "live")
+        return Probed(collect(LiveNvml(), LiveSysfs(sysfs_root)), "live", capture_process())
     name, data = resolve(replay)
     if isinstance(data, dict) and data.get("kind") == "snapshot":
-        return Probed(snapshot_from_data(data, f"snapshot {name}"), f"snapshot {name}")
+        snap = snapshot_from_data(data, f"snapshot {name}")
+        return Probed(snap, f"snapshot {name}", replayed_process(data.get("process"), name))
     rec = recording_from_data(data, name)
     nvml, fs = rec.fakes()
     try:
-        return Probed(collect(nvml, fs), f"replay {name}")
+        return Probed(collect(nvml, fs), f"replay {name}", replayed_process(data.get("process"), name))
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
         raise InputError(f"recording {name} is corrupt: {type(exc).__name__}: {exc}") from None
 
@@ -59,6 +64,7 @@ def record_host(label: str, do_scrub: bool = True, sysfs_root: str = "/") -> tup
     fs = RecordingSysfs(LiveSysfs(sysfs_root))
     snap = collect(nvml, fs)
     doc = build_recording(nvml, fs, snap, label)
+    doc["process"] = to_jsonable(capture_process())
     if do_scrub:
         doc = scrub(doc)
         snap = snapshot_from_data(doc["snapshot"], "scrubbed snapshot")

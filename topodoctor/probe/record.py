@@ -6,6 +6,7 @@ A recording is one JSON document:
   nvml                  [{fn, args, result} | {fn, args, error}]   (error = NVML return code)
   sysfs                 [{op, path, result} | {op, path, error}]   (error = errno name)
   snapshot              what the live probe built from exactly these answers
+  process               the probing process: NCCL / CUDA variables, config files, CPU affinity
 
 Scrubbing replaces GPU UUIDs, serial numbers and the host name consistently across the
 whole document (every GPU-... UUID maps to the same stand-in wherever it appears), so pairs,

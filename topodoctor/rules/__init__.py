@@ -8,9 +8,12 @@ from topodoctor.probed import ProbeError
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
     collectives,
+    cuda_env,
     expectations,
     fabric,
     nccl_env,
+    nccl_net,
+    nccl_topo_file,
     numa,
     nvlink,
     p2p,

@@ -3,13 +3,15 @@ and bandwidth results. Built once per check; rules never probe anything themselv
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.model import HostSnapshot
+from topodoctor.probe.environment import capture_environment
+from topodoctor.process import NCCL_SYSTEM_CONF, Environment
+
+__all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment", "capture_environment"]
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -18,70 +20,6 @@ if TYPE_CHECKING:
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.expect import Expectations
     from topodoctor.graph import Connection
-
-NCCL_SYSTEM_CONF = "/etc/nccl.conf"
-
-
-@dataclass(frozen=True)
-class Environment:
-    """NCCL / CUDA settings as NCCL would see them: process environment over config files."""
-
-    env: dict[str, str]  # NCCL_* / CUDA_* / TORCH_* variables of the process
-    conf: dict[str, str]  # from /etc/nccl.conf and NCCL_CONF_FILE, file by file
-    conf_sources: dict[str, str]  # variable -> file it came from
-    conf_errors: tuple[str, ...]  # unreadable or malformed config files
-    process_cpus: tuple[int, ...] | None  # this process's CPU affinity (sched_getaffinity)
-
-    def get(self, name: str) -> str | None:
-        if name in self.env:
-            return self.env[name]
-        return self.conf.get(name)
-
-    def where(self, name: str) -> str:
-        return "environment" if name in self.env else self.conf_sources.get(name, "environment")
-
-    def names(self) -> list[str]:
-        return sorted(set(self.env) | set(self.conf))
-
-
-def _parse_conf(path: str) -> tuple[dict[str, str], str | None]:
-    out: dict[str, str] = {}
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return out, None
-    except OSError as exc:
-        return out, f"{path}: {exc.strerror or exc}"
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, eq, value = line.partition("=")
-        if not eq or not key.strip():
-            return out, f"{path}:{n}: not NAME=VALUE: {line[:60]!r}"
-        out[key.strip()] = value.strip()
-    return out, None
-
-
-def capture_environment(environ: dict[str, str] | None = None, system_conf: str = NCCL_SYSTEM_CONF) -> Environment:
-    environ = dict(os.environ if environ is None else environ)
-    env = {k: v for k, v in environ.items() if k.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_"))}
-    conf: dict[str, str] = {}
-    sources: dict[str, str] = {}
-    errors = []
-    files = [system_conf] + ([environ["NCCL_CONF_FILE"]] if environ.get("NCCL_CONF_FILE") else [])
-    for path in files:
-        values, err = _parse_conf(path)
-        if err:
-            errors.append(err)
-        for k, v in values.items():
-            conf[k] = v
-            sources[k] = path
-    try:
-        cpus: tuple[int, ...] | None = tuple(sorted(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        cpus = None
-    return Environment(env, conf, sources, tuple(errors), cpus)
 
 
 @dataclass

@@ -70,15 +70,18 @@ def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
     fix="Bind the job near its GPUs (srun --cpu-bind, numactl --cpunodebind, or taskset with the GPU's CPU "
     "Affinity from `topodoctor scan`).",
 )
-def process_affinity_far(ctx: Context) -> Iterator[Issue]:
+def process_affinity_far(ctx: Context) -> Iterator[Issue | CannotCheck]:
     """This process may run only on CPUs that are not local to a GPU.
 
     In a prolog the process affinity is the job's: host-to-GPU copies and kernel launches then
-    cross the socket link for the whole job.
+    cross the socket link for the whole job. A replay judges the recorded process's affinity.
     """
     cpus = ctx.environment.process_cpus
     online = ctx.snap.host.online_cpus
-    if not cpus or not isinstance(online, tuple):
+    if isinstance(cpus, ProbeError):
+        yield CannotCheck("process", cpus)
+        return
+    if not isinstance(cpus, tuple) or not cpus or not isinstance(online, tuple):
         return
     for g in ctx.live_gpus:
         local = g.cpu_affinity

@@ -1,0 +1,380 @@
+"""Prometheus metrics for node_exporter's textfile collector (`--format prometheus`).
+
+The text is made by prometheus_client's own exposition (``generate_latest`` over a
+collector of gauge families), so escaping and number formatting are the reference ones.
+Conventions, which tests/test_prometheus.py holds every family to:
+
+- one table (``FAMILIES``) names every metric, its HELP and its labels: two commands that
+  write to the same textfile directory emit identical HELP and TYPE for a shared family,
+  which node_exporter requires when it merges files, and a ``command`` label keeps their
+  series apart;
+- base units: bytes per second, seconds, ratios; no sample timestamps (the collector
+  refuses them); the time of the run is a value, ``topodoctor_last_run_timestamp_seconds``;
+- the GPU labels are dcgm-exporter's (``gpu``, ``UUID``, ``pci_bus_id`` in NVML's
+  ``00000000:BB:DD.F`` form, ``Hostname``), so a query can join our series with its.
+
+Write the text with ``write_textfile`` (atomic: a collector never reads half a file).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from topodoctor import __version__
+from topodoctor.collective_rows import CollectiveRow
+from topodoctor.rules.registry import Finding
+
+if TYPE_CHECKING:
+    from topodoctor.bandwidth.result import BandwidthResult
+    from topodoctor.fleet import FleetReport
+    from topodoctor.model import HostSnapshot
+
+GPU = ("gpu", "UUID", "pci_bus_id")
+RUN = ("command", "Hostname")
+FINDING = (*RUN, "code", "name", "severity", "subject", *GPU)
+PAIR = ("Hostname", *GPU, "peer_gpu", "mode")
+HOST_COPY = ("Hostname", *GPU, "direction")
+
+FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "topodoctor_build_info": ("topodoctor version that wrote this file; always 1.", ("command", "version")),
+    "topodoctor_last_run_timestamp_seconds": ("When the command ran, seconds since the Unix epoch.", RUN),
+    "topodoctor_run_duration_seconds": ("How long the command ran, in seconds.", RUN),
+    "topodoctor_exit_code": ("The command's exit code: 0 healthy, 1 unhealthy, 2 input error, 3 could not check.", RUN),
+    "topodoctor_status": (
+        "1 for the command's verdict (healthy, unhealthy, unknown), 0 for the others.",
+        (*RUN, "status"),
+    ),
+    "topodoctor_findings": ("Findings of the run by severity.", (*RUN, "severity")),
+    "topodoctor_finding": ("A finding of the run; always 1 (see topodoctor explain CODE).", FINDING),
+    "topodoctor_incomplete_checks": ("Rules that could not check their input in this run.", RUN),
+    "topodoctor_could_not_check": ("A rule that could not check its input; always 1.", FINDING),
+    "topodoctor_gpus": ("GPUs the probe found.", ("Hostname",)),
+    "topodoctor_gpu_info": ("A GPU as topodoctor saw it; always 1.", ("Hostname", *GPU, "device", "modelName")),
+    "topodoctor_bandwidth_pair_bytes_per_second": (
+        "GPU-to-GPU copy bandwidth from gpu to peer_gpu (median of the samples); bidir: this direction alone.",
+        PAIR,
+    ),
+    "topodoctor_bandwidth_pair_expected_bytes_per_second": (
+        "What the pair's path should carry per direction, from the topology (signalling rate).",
+        PAIR,
+    ),
+    "topodoctor_bandwidth_pair_expected_ratio": ("Measured pair bandwidth over the expected.", PAIR),
+    "topodoctor_bandwidth_pair_latency_seconds": (
+        "Latency of one small GPU-to-GPU copy.",
+        ("Hostname", *GPU, "peer_gpu"),
+    ),
+    "topodoctor_bandwidth_host_bytes_per_second": ("Host copy bandwidth (pinned memory): h2d or d2h.", HOST_COPY),
+    "topodoctor_bandwidth_host_expected_ratio": ("Host copy bandwidth over the GPU's PCIe link rate.", HOST_COPY),
+    "topodoctor_bandwidth_measurement_failed": (
+        "A copy measurement that failed; always 1. reason: timeout, error or data_mismatch.",
+        (*PAIR, "reason"),
+    ),
+    "topodoctor_collective_busbw_bytes_per_second": (
+        "Collective bus bandwidth as nccl-tests defines it, per op, size and placement.",
+        ("Hostname", "op", "size_bytes", "in_place"),
+    ),
+    "topodoctor_collective_algbw_bytes_per_second": (
+        "Collective algorithm bandwidth (size over time), per op, size and placement.",
+        ("Hostname", "op", "size_bytes", "in_place"),
+    ),
+    "topodoctor_collective_time_seconds": (
+        "Time of one collective, per op, size and placement.",
+        ("Hostname", "op", "size_bytes", "in_place"),
+    ),
+    "topodoctor_collective_wrong_elements": (
+        "Elements that failed the data check, per op, size and placement.",
+        ("Hostname", "op", "size_bytes", "in_place"),
+    ),
+    "topodoctor_fleet_nodes": ("Nodes in the roll-up by state.", ("state",)),
+    "topodoctor_fleet_node_status": (
+        "1 for the node's state (healthy, slow, unhealthy, unknown), 0 for the others.",
+        ("Hostname", "state"),
+    ),
+    "topodoctor_fleet_node_drain": ("1 when the roll-up would drain the node.", ("Hostname",)),
+    "topodoctor_fleet_outlier_ratio": (
+        "A node's figure over the median of the nodes of its type, for figures judged slow.",
+        ("Hostname", "source", "figure"),
+    ),
+    "topodoctor_fleet_unreadable_files": ("Result files the roll-up could not read.", ()),
+}
+STATUSES = ("healthy", "unhealthy", "unknown")
+SEVERITIES = ("critical", "error", "warning", "info")
+_SUBJECT_GPU = re.compile(r"^GPU(\d+)\b")
+
+
+@dataclass(frozen=True)
+class GpuLabels:
+    gpu: str
+    UUID: str
+    pci_bus_id: str
+    device: str
+    modelName: str
+
+
+def dcgm_bus_id(bus_id: str) -> str:
+    """NVML's long form, as dcgm-exporter labels it: domain of 8 hex digits, upper case."""
+    m = re.fullmatch(r"([0-9a-fA-F]+):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])", bus_id.strip())
+    if m is None:
+        return bus_id
+    dom, bus, dev, fn = m.groups()
+    return f"{int(dom, 16):08X}:{bus.upper()}:{dev.upper()}.{fn}"
+
+
+def gpu_labels(snap: HostSnapshot | None) -> dict[int, GpuLabels]:
+    """Join labels per NVML index; a field the probe could not read is an empty label (absent)."""
+    if snap is None:
+        return {}
+
+    def s(v: object) -> str:
+        return v if isinstance(v, str) else ""
+
+    return {
+        g.index: GpuLabels(
+            str(g.index),
+            s(g.uuid),
+            dcgm_bus_id(g.bus_id) if isinstance(g.bus_id, str) else "",
+            f"nvidia{g.minor_number}" if isinstance(g.minor_number, int) else "",
+            s(g.name),
+        )
+        for g in snap.gpus
+    }
+
+
+class _Metrics:
+    """Gauge families in the order first used, each checked against FAMILIES."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, list[tuple[dict[str, str], float]]] = {}
+
+    def add(self, family: str, value: float, /, **labels: str) -> None:
+        _, names = FAMILIES[family]
+        if set(labels) - set(names):
+            raise ValueError(f"{family}: labels {sorted(set(labels) - set(names))} are not in its table entry")
+        self._values.setdefault(family, []).append(({k: labels.get(k, "") for k in names}, float(value)))
+
+    def gpu(self, labels: dict[int, GpuLabels], index: int | None) -> dict[str, str]:
+        g = labels.get(index) if index is not None else None
+        if g is None:
+            return {"gpu": str(index) if index is not None and index >= 0 else "", "UUID": "", "pci_bus_id": ""}
+        return {"gpu": g.gpu, "UUID": g.UUID, "pci_bus_id": g.pci_bus_id}
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        for name, samples in self._values.items():
+            help_text, names = FAMILIES[name]
+            fam = GaugeMetricFamily(name, help_text, labels=list(names))
+            for labels, value in samples:
+                fam.add_metric([labels[k] for k in names], value)
+            yield fam
+
+    def text(self) -> str:
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        return generate_latest(registry).decode("utf-8")
+
+
+def _run(m: _Metrics, command: str, host: str, run_time: float | None, elapsed_s: float | None, exit_code: int) -> None:
+    m.add("topodoctor_build_info", 1, command=command, version=__version__)
+    now = time.time() if run_time is None else run_time
+    m.add("topodoctor_last_run_timestamp_seconds", now, command=command, Hostname=host)
+    if elapsed_s is not None:
+        m.add("topodoctor_run_duration_seconds", elapsed_s, command=command, Hostname=host)
+    m.add("topodoctor_exit_code", exit_code, command=command, Hostname=host)
+    status = {0: "healthy", 1: "unhealthy"}.get(exit_code, "unknown")
+    for s in STATUSES:
+        m.add("topodoctor_status", 1 if s == status else 0, command=command, Hostname=host, status=s)
+
+
+def _findings(
+    m: _Metrics, command: str, host: str, labels: dict[int, GpuLabels], findings: Sequence[Finding], family: str
+) -> None:
+    """One series per finding; ``topodoctor_finding`` also gets the counts by severity."""
+    if family == "topodoctor_finding":
+        for sev in SEVERITIES:
+            n = sum(1 for f in findings if f.severity == sev)
+            m.add("topodoctor_findings", n, command=command, Hostname=host, severity=sev)
+    for f in findings:
+        hit = _SUBJECT_GPU.match(f.subject)
+        m.add(
+            family,
+            1,
+            command=command,
+            Hostname=host,
+            code=f.code,
+            name=f.name,
+            severity=f.severity,
+            subject=f.subject,
+            **m.gpu(labels, int(hit.group(1)) if hit else None),
+        )
+
+
+def check_metrics(
+    findings: Sequence[Finding],
+    incomplete: Sequence[Finding],
+    exit_code: int,
+    snapshot: HostSnapshot | None,
+    elapsed_s: float | None = None,
+    run_time: float | None = None,
+    host: str | None = None,
+) -> str:
+    """`check --format prometheus`: status, one series per finding and per rule that could not
+    check, the GPUs seen. With no snapshot (the probe failed, exit code 3) the file still says
+    "unknown" with the time of the run, rather than keeping the last good answer."""
+    hostname = host or (snapshot.host.hostname if snapshot is not None else "")
+    labels = gpu_labels(snapshot)
+    m = _Metrics()
+    _run(m, "check", hostname, run_time, elapsed_s, exit_code)
+    _findings(m, "check", hostname, labels, findings, "topodoctor_finding")
+    m.add("topodoctor_incomplete_checks", len(incomplete), command="check", Hostname=hostname)
+    _findings(m, "check", hostname, labels, incomplete, "topodoctor_could_not_check")
+    if snapshot is not None:
+        m.add("topodoctor_gpus", len(snapshot.gpus), Hostname=hostname)
+        for g in labels.values():
+            m.add(
+                "topodoctor_gpu_info",
+                1,
+                Hostname=hostname,
+                gpu=g.gpu,
+                UUID=g.UUID,
+                pci_bus_id=g.pci_bus_id,
+                device=g.device,
+                modelName=g.modelName,
+            )
+    return m.text()
+
+
+def _failure(error: str | None, verified: bool | None) -> str | None:
+    if error is not None:
+        return "timeout" if error.startswith("timeout") else "error"
+    return "data_mismatch" if verified is False else None
+
+
+def bandwidth_metrics(
+    result: BandwidthResult, findings: Sequence[Finding], exit_code: int, run_time: float | None = None
+) -> str:
+    """`bandwidth --format prometheus`: every measured pair and host copy in bytes/s, its ratio
+    to what the topology gives, latency in seconds, failures, and the TD7 findings."""
+    snap = result.snapshot
+    host = snap.host.hostname if snap is not None else result.host
+    labels = gpu_labels(snap)
+    m = _Metrics()
+    _run(m, "bandwidth", host, run_time, result.wall_s, exit_code)
+    _findings(m, "bandwidth", host, labels, findings, "topodoctor_finding")
+    expected = _expected(snap)
+    for x in result.measurements:
+        if x.mode in ("h2d", "d2h"):
+            gpu = x.dst if x.mode == "h2d" else x.src
+            where = {"Hostname": host, **m.gpu(labels, gpu)}
+            if x.value is not None:
+                m.add("topodoctor_bandwidth_host_bytes_per_second", x.value.median * 1e9, direction=x.mode, **where)
+                ref = _host_ref(snap, gpu)
+                if ref:
+                    m.add("topodoctor_bandwidth_host_expected_ratio", x.value.median / ref, direction=x.mode, **where)
+            reason = _failure(x.error, x.verified)
+            if reason:
+                m.add("topodoctor_bandwidth_measurement_failed", 1, mode=x.mode, peer_gpu="", reason=reason, **where)
+            continue
+        directions = [(x.src, x.dst, x.value)]
+        if x.mode == "bidir":
+            directions.append((x.dst, x.src, x.reverse))
+        for src, dst, stats in directions:
+            where = {"Hostname": host, **m.gpu(labels, src), "peer_gpu": str(dst)}
+            if stats is None:
+                continue
+            if x.mode == "latency":
+                m.add("topodoctor_bandwidth_pair_latency_seconds", stats.median * 1e-6, **where)
+                continue
+            m.add("topodoctor_bandwidth_pair_bytes_per_second", stats.median * 1e9, mode=x.mode, **where)
+            nominal = expected.get((src, dst))
+            if nominal:
+                m.add("topodoctor_bandwidth_pair_expected_bytes_per_second", nominal * 1e9, mode=x.mode, **where)
+                m.add("topodoctor_bandwidth_pair_expected_ratio", stats.median / nominal, mode=x.mode, **where)
+        reason = _failure(x.error, x.verified)
+        if reason:
+            m.add(
+                "topodoctor_bandwidth_measurement_failed",
+                1,
+                Hostname=host,
+                mode=x.mode,
+                peer_gpu=str(x.dst),
+                reason=reason,
+                **m.gpu(labels, x.src),
+            )
+    return m.text()
+
+
+def _expected(snap: HostSnapshot | None) -> dict[tuple[int, int], float]:
+    if snap is None:
+        return {}
+    from topodoctor.bandwidth.plan import expected_pairs
+
+    return {k: e.nominal_gbps for k, e in expected_pairs(snap).items() if e.nominal_gbps}
+
+
+def _host_ref(snap: HostSnapshot | None, gpu: int) -> float | None:
+    if snap is None:
+        return None
+    from topodoctor.bandwidth.plan import host_link_gbps
+
+    # The link the GPU should have (full width), as TD704 judges it.
+    return host_link_gbps(snap, gpu, full_width=True) or host_link_gbps(snap, gpu)
+
+
+def collectives_metrics(
+    host: str,
+    rows: Iterable[CollectiveRow],
+    findings: Sequence[Finding],
+    exit_code: int,
+    elapsed_s: float | None = None,
+    run_time: float | None = None,
+) -> str:
+    """`collectives --format prometheus`: busbw and algbw (bytes/s), time (seconds) and data
+    errors per op, size and placement, with the run's findings. Rows of a world that spans
+    nodes go to each node's own file under its own host name: call once per node."""
+    m = _Metrics()
+    _run(m, "collectives", host, run_time, elapsed_s, exit_code)
+    _findings(m, "collectives", host, {}, findings, "topodoctor_finding")
+    for r in rows:
+        place = "true" if r.in_place else "false"
+        where = {"Hostname": host, "op": r.op, "size_bytes": str(r.size_bytes), "in_place": place}
+        if r.busbw_gbps is not None:
+            m.add("topodoctor_collective_busbw_bytes_per_second", r.busbw_gbps * 1e9, **where)
+        if r.algbw_gbps is not None:
+            m.add("topodoctor_collective_algbw_bytes_per_second", r.algbw_gbps * 1e9, **where)
+        if r.time_us is not None:
+            m.add("topodoctor_collective_time_seconds", r.time_us * 1e-6, **where)
+        if r.wrong is not None:
+            m.add("topodoctor_collective_wrong_elements", r.wrong, **where)
+    return m.text()
+
+
+def fleet_metrics(report: FleetReport, run_time: float | None = None, exit_code: int | None = None) -> str:
+    """`fleet --format prometheus`: one state series set per node, drains, outlier ratios."""
+    m = _Metrics()
+    _run(m, "fleet", "", run_time, None, report.exit_code if exit_code is None else exit_code)
+    states = ("healthy", "slow", "unhealthy", "unknown")
+    for s in states:
+        m.add("topodoctor_fleet_nodes", sum(1 for n in report.nodes if n.state == s), state=s)
+    for n in report.nodes:
+        for s in states:
+            m.add("topodoctor_fleet_node_status", 1 if n.state == s else 0, Hostname=n.node, state=s)
+        m.add("topodoctor_fleet_node_drain", 1 if n.drain else 0, Hostname=n.node)
+    for o in report.outliers:
+        m.add("topodoctor_fleet_outlier_ratio", o.ratio, Hostname=o.node, source=o.source, figure=o.figure)
+    m.add("topodoctor_fleet_unreadable_files", len(report.unreadable))
+    return m.text()
+
+
+def write_textfile(path: Path | str, text: str) -> None:
+    """Write a metrics file for the textfile collector atomically (name it ``*.prom``)."""
+    from topodoctor.fileio import write_atomic
+
+    write_atomic(path, text, "metrics file")

@@ -1,0 +1,90 @@
+"""CUDA environment rules: which GPUs CUDA_VISIBLE_DEVICES lets a job see, and in which order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import Issue, rule
+
+
+def _visible(ctx: Context) -> tuple[str, list[str]] | None:
+    v = ctx.environment.get("CUDA_VISIBLE_DEVICES")
+    if v is None:
+        return None
+    return v, [e.strip() for e in v.split(",")]
+
+
+@rule(
+    "TD615",
+    "cuda-visible-devices-invalid",
+    "error",
+    fix="List GPU indices (0..N-1) or UUIDs (GPU-...) that exist; CUDA ignores every entry after the first "
+    "invalid one.",
+)
+def cuda_visible_invalid(ctx: Context) -> Iterator[Issue]:
+    """CUDA_VISIBLE_DEVICES holds an entry that names no GPU (CUDA drops it and all after it)."""
+    got = _visible(ctx)
+    if got is None:
+        return
+    v, entries = got
+    n = len(ctx.snap.gpus)
+    uuids = [str(g.uuid) for g in ctx.snap.gpus]
+    if v.strip() == "":
+        yield Issue("env:CUDA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU", {"value": v})
+        return
+    for pos, e in enumerate(entries):
+        ok = (e.isdigit() and int(e) < n) or (e.startswith(("GPU-", "MIG-")) and any(u.startswith(e) for u in uuids))
+        if not ok:
+            yield Issue(
+                "env:CUDA_VISIBLE_DEVICES",
+                f"CUDA_VISIBLE_DEVICES entry {e!r} names no GPU; CUDA ignores it "
+                f"and {len(entries) - pos - 1} entries after it",
+                {"value": v, "entry": e, "gpus": n},
+            )
+            return
+
+
+@rule(
+    "TD616",
+    "cuda-visible-devices-duplicate",
+    "error",
+    fix="List each GPU once in CUDA_VISIBLE_DEVICES; CUDA fails to initialise with duplicates.",
+)
+def cuda_visible_duplicate(ctx: Context) -> Iterator[Issue]:
+    """CUDA_VISIBLE_DEVICES lists the same GPU twice."""
+    got = _visible(ctx)
+    if got is None:
+        return
+    v, entries = got
+    seen: set[str] = set()
+    for e in entries:
+        if e in seen and e:
+            yield Issue("env:CUDA_VISIBLE_DEVICES", f"CUDA_VISIBLE_DEVICES lists {e!r} twice", {"value": v, "entry": e})
+            return
+        seen.add(e)
+
+
+@rule(
+    "TD617",
+    "cuda-device-order",
+    "warning",
+    fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers GPUs as nvidia-smi and NVML do, or use UUIDs.",
+)
+def cuda_device_order(ctx: Context) -> Iterator[Issue]:
+    """CUDA_VISIBLE_DEVICES uses indices without CUDA_DEVICE_ORDER=PCI_BUS_ID.
+
+    CUDA's default order is fastest-first, which can differ from the PCI order nvidia-smi,
+    NVML and schedulers use: index 0 may not be the GPU the scheduler meant.
+    """
+    got = _visible(ctx)
+    if got is None:
+        return
+    v, entries = got
+    order = ctx.environment.get("CUDA_DEVICE_ORDER")
+    if any(e.isdigit() for e in entries) and (order or "").upper() != "PCI_BUS_ID":
+        yield Issue(
+            "env:CUDA_DEVICE_ORDER",
+            f"CUDA_VISIBLE_DEVICES={v} by index, CUDA_DEVICE_ORDER={order or 'unset'}",
+            {"CUDA_VISIBLE_DEVICES": v, "CUDA_DEVICE_ORDER": order},
+        )

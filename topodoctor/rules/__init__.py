@@ -11,6 +11,7 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     cuda_env,
     expectations,
     fabric,
+    gdr,
     nccl_env,
     nccl_net,
     nccl_topo_file,

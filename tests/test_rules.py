@@ -191,8 +191,8 @@ FIRES_IN = {s["name"]: set(s["codes"]) for s in DERIVED}
 COVERED_ELSEWHERE = {c for _, _, c in ENV_CASES} | {"TD403", "TD619", "TD620", "TD801", "TD802", "TD803", "TD901"}
 BW_COVERED = {
     c
-    for index in ("bandwidth", "collectives")
-    for s in json.loads((FIXTURES / index / "derived" / "index.json").read_text())
+    for index in ("bandwidth/derived", "collectives/derived", "collectives/multinode")
+    for s in json.loads((FIXTURES / index / "index.json").read_text())
     for c in s["codes"]
 }
 

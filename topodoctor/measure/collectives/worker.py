@@ -26,6 +26,7 @@ from typing import Any
 import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
+from topodoctor.measure.collectives.nodes import NodeSettings, node_name, node_rank
 from topodoctor.measure.collectives.plan import SPECS, TYPE_NAME, Op, Plan, bandwidth_gbps, shape
 from topodoctor.measure.collectives.world import World
 
@@ -77,6 +78,8 @@ class Watchdog:
 
 
 class Rank:
+    group: Any = None  # the process group the ops run on; None is the world (see spans.py)
+
     def __init__(self, plan: Plan, world: World, emit: Emit) -> None:
         self.plan, self.world, self.emit = plan, world, emit
         self.n, self.me = world.world_size, world.rank
@@ -100,21 +103,21 @@ class Rank:
     def call(self, op: Op, send: torch.Tensor, recv: torch.Tensor) -> None:
         root = self.plan.root
         if op == "all_reduce":
-            dist.all_reduce(recv)
+            dist.all_reduce(recv, group=self.group)
         elif op == "all_gather":
-            dist.all_gather_into_tensor(recv, send)
+            dist.all_gather_into_tensor(recv, send, group=self.group)
         elif op == "reduce_scatter":
-            dist.reduce_scatter_tensor(recv, send)
+            dist.reduce_scatter_tensor(recv, send, group=self.group)
         elif op == "all_to_all":
-            dist.all_to_all_single(recv, send)
+            dist.all_to_all_single(recv, send, group=self.group)
         elif op == "broadcast":
-            dist.broadcast(recv, src=root)
+            dist.broadcast(recv, src=self.peer(root), group=self.group)
         elif op == "reduce":
-            dist.reduce(recv, dst=root)
+            dist.reduce(recv, dst=self.peer(root), group=self.group)
         else:  # sendrecv: each rank to its ring neighbour, as nccl-tests' sendrecv_perf
             ops = [
-                dist.P2POp(dist.isend, send, (self.me + 1) % self.n),
-                dist.P2POp(dist.irecv, recv, (self.me - 1) % self.n),
+                dist.P2POp(dist.isend, send, self.peer((self.me + 1) % self.n), self.group),
+                dist.P2POp(dist.irecv, recv, self.peer((self.me - 1) % self.n), self.group),
             ]
             for w in dist.batch_isend_irecv(ops):
                 w.wait()
@@ -174,7 +177,7 @@ class Rank:
         self.fill(op, size, send, recv)
         iters = self.plan.iters
         if not self.cuda:
-            dist.barrier()
+            dist.barrier(group=self.group)
             t0 = time.perf_counter()
             for _ in range(iters):
                 self.call(op, send, recv)
@@ -216,7 +219,7 @@ class Rank:
                 if self.cuda:
                     torch.cuda.empty_cache()
             flag = torch.tensor([ok], device=self.device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=self.group)
             if flag.item() == 1.0 and pool is not None:
                 return pool, top
             pool = None
@@ -225,7 +228,7 @@ class Rank:
     def gather(self, values: list[float]) -> list[list[float]]:
         mine = torch.tensor(values, dtype=torch.float64, device=self.device)
         out = torch.empty(self.n * len(values), dtype=torch.float64, device=self.device)
-        dist.all_gather_into_tensor(out, mine)
+        dist.all_gather_into_tensor(out, mine, group=self.group)
         flat = out.tolist()
         k = len(values)
         return [flat[r * k : (r + 1) * k] for r in range(self.n)]
@@ -236,9 +239,14 @@ class Rank:
         data = json.dumps(obj).encode()[:width].ljust(width, b" ")
         mine = torch.tensor(list(data), dtype=torch.uint8, device=self.device)
         out = torch.empty(self.n * width, dtype=torch.uint8, device=self.device)
-        dist.all_gather_into_tensor(out, mine)
+        dist.all_gather_into_tensor(out, mine, group=self.group)
         flat = bytes(out.tolist())
         return [json.loads(flat[r * width : (r + 1) * width]) for r in range(self.n)]
+
+    def peer(self, group_rank: int) -> int:
+        """The global rank of a rank of this group (torch's point-to-point and root
+        arguments are global ranks)."""
+        return group_rank if self.group is None else int(dist.get_global_rank(self.group, group_rank))
 
     def fault(self, kind: str, op: str = "", size: int = 0) -> float | None:
         """The test hook's argument for this rank (see FAULT_ENV), or None."""
@@ -331,6 +339,8 @@ class Rank:
             "device": None,
             "bus_id": None,
             "device_name": "cpu",
+            "node": node_name(),
+            "node_rank": node_rank(),
         }
         if self.cuda:
             p = torch.cuda.get_device_properties(self.device)
@@ -342,8 +352,11 @@ class Rank:
         return info
 
 
-def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[str, Any] | None:
-    """Join the world, run the plan; rank 0 returns the raw result, the others None."""
+def run_rank(
+    plan: Plan, world: World, emit: Emit, log_dir: str | None, nodes: NodeSettings | None = None
+) -> dict[str, Any] | None:
+    """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
+    returns the raw result, the others None."""
     nccl_environment(os.environ, world.rank, log_dir)  # type: ignore[arg-type]
     for k, v in world.env().items():
         os.environ.setdefault(k, v)
@@ -373,6 +386,9 @@ def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[
             emit({"ev": "meta", **meta})
         emit({"ev": "ready", "rank": world.rank})
         body = rank.run(Watchdog(plan.op_timeout_s, emit, world.rank))
+        from topodoctor.measure.collectives.worker_nodes import run_nodes
+
+        body.update(run_nodes(rank, plan, idents, nodes or NodeSettings(), emit))
         return {**meta, **body} if world.rank == 0 else None
     finally:
         dist.destroy_process_group()
@@ -392,8 +408,10 @@ def main() -> int:
     plan = from_jsonable(Plan, json.loads(os.environ["TOPODOCTOR_COLL_PLAN"]), "collectives plan")
     world = from_env()
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
+    nodes_doc = os.environ.get("TOPODOCTOR_COLL_NODES")
+    nodes = from_jsonable(NodeSettings, json.loads(nodes_doc), "node settings") if nodes_doc else None
     try:
-        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"))
+        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
     except torch.cuda.OutOfMemoryError as exc:
         _emit_stdout({"ev": "fail", "rank": world.rank, "kind": "oom", "message": str(exc).splitlines()[0]})
         return 1

@@ -1,0 +1,68 @@
+"""The multi-node side of `topodoctor collectives`: the options that reach the ranks, the
+launch check, and the Prometheus output. No torch here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from topodoctor.errors import InputError
+from topodoctor.measure.collectives.nodes import NodeSettings
+from topodoctor.measure.collectives.world import World
+
+
+def node_settings(
+    pairwise: bool,
+    expect_nodes: str | None,
+    pair_size: str,
+    tolerance: float,
+    timeout_s: float,
+    expected_gbps: float | None,
+) -> NodeSettings:
+    from topodoctor.measure.collectives.plan import parse_size
+
+    names = tuple(dict.fromkeys(n.strip() for n in (expect_nodes or "").split(",") if n.strip()))
+    return NodeSettings(
+        pairwise=pairwise,
+        expect_nodes=names,
+        pair_size_bytes=parse_size(pair_size),
+        pair_timeout_s=timeout_s,
+        tolerance=tolerance,
+        expected_gbps=expected_gbps,
+    )
+
+
+def check_launch(world: World | None, settings: NodeSettings) -> None:
+    """A process that should be one of several nodes but sits in a world of one: the launch
+    never handed it a world (nccl-tests' classic trap, "busbw 0"). A launch error, never a
+    slow node: exit 2 with the cause."""
+    from topodoctor.measure.collectives.nodes import node_name
+    from topodoctor.pairwise import check_launch as judge_launch
+
+    many = len(settings.expect_nodes) > 1
+    if world is None and not many:
+        return  # started on its own: topodoctor spawns the ranks of this node
+    if (world is not None and world.world_size > 1) or not (many or settings.pairwise):
+        return
+    err = judge_launch(max(len(settings.expect_nodes), 2), {node_name(): 1})
+    if err is not None:
+        raise InputError(f"launch error: {err.cause} on {node_name()}; {err.fix}")
+
+
+def emit_metrics(res: Any, findings: list[Any], path: Path | None) -> None:
+    """The run's metrics in Prometheus' text format: to ``path`` atomically, else stdout."""
+    from topodoctor.report.check import verdict
+    from topodoctor.report.prometheus import collectives_metrics, write_textfile
+
+    text = collectives_metrics(res.host, res.rows, findings, verdict(findings, "error")[1], elapsed_s=res.wall_s)
+    if path is None:
+        sys.stdout.write(text)
+        return
+    try:
+        write_textfile(path, text)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    typer.echo(f"metrics written to {path}", err=True)

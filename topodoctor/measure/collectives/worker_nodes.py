@@ -10,7 +10,8 @@ next round without a coordinator.
 Every rank creates every subgroup, in the same order, as torch requires. A pair's test is
 timed on the host over its ``iters`` all_reduces (one warm-up before) and polled against its
 own deadline: a pair that does not finish is recorded as hung, its subgroup is aborted where
-torch can, and the other pairs and later rounds go on.
+torch can, and the other pairs and later rounds go on. torch's own timeout on a pair's group
+sits well past that deadline, so that its watchdog does not end the process first.
 """
 
 from __future__ import annotations
@@ -165,10 +166,8 @@ def pairwise(rank: Rank, mems: list[Member], settings: NodeSettings, emit: Emit,
     cache: dict[tuple[str, str], Any] = {}
     while (rnd := finder.next_round()) is not None:
         todo = [p for p in rnd.pairs if p not in cache]
-        for p, g in zip(
-            todo, _groups([by_node[a] + by_node[b] for a, b in todo], settings.pair_timeout_s), strict=True
-        ):
-            cache[p] = g
+        lists = [by_node[a] + by_node[b] for a, b in todo]
+        cache.update(zip(todo, _groups(lists, 2 * settings.pair_timeout_s + 30.0), strict=True))
         mine: dict[str, Any] = {}
         for i, (a, b) in enumerate(rnd.pairs):
             ranks = by_node[a] + by_node[b]

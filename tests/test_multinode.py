@@ -42,7 +42,7 @@ def _finish(procs: list[subprocess.Popen[bytes]], limit_s: float) -> list[int]:
 
 
 def test_pairwise_names_the_slow_node_among_four(tmp_path: Path) -> None:
-    """Four one-rank nodes; nodeC's all_reduces start 40 ms late. Round 1 pairs A-B and C-D;
+    """Four one-rank nodes; nodeC's all_reduces start 25 ms late. Round 1 pairs A-B and C-D;
     C-D is slow, so C and D are paired again with A and B: C stays slow, D passes. nodeE was
     expected and never came."""
     out = tmp_path / "world.json"
@@ -61,7 +61,7 @@ def test_pairwise_names_the_slow_node_among_four(tmp_path: Path) -> None:
             MASTER_ADDR="127.0.0.1",
             MASTER_PORT=port,
             NCCL_HOSTID=f"node{node}",
-            TOPODOCTOR_TEST_SLOW_MS="40" if node == "C" else "",
+            TOPODOCTOR_TEST_SLOW_MS="25" if node == "C" else "",
         )
         with open(tmp_path / f"rank{k}.out", "wb") as stdout, open(tmp_path / f"rank{k}.err", "wb") as stderr:
             procs.append(subprocess.Popen([sys.executable, ENTRY, *args], env=env, stdout=stdout, stderr=stderr))
@@ -122,6 +122,42 @@ def test_two_torchrun_launches_form_one_world_of_two_nodes(tmp_path: Path) -> No
     assert sorted((r["node"], r["node_rank"]) for r in doc["ranks"]) == [("host0", 0), ("host1", 1)]
     assert doc["world_size"] == 2 and doc["pairwise"] is None
     assert [(s["scope"], sorted(s["nodes"])) for s in doc["spans"]] == [("inter", ["host0", "host1"])]
+
+
+def _launch(tmp_path: Path, nodes: list[str], args: list[str], extra: dict[str, dict[str, str]]) -> list[int]:
+    """One rank per simulated node, started with the variables a launcher sets."""
+    port, procs = str(free_port()), []
+    for k, node in enumerate(nodes):
+        env = _env(RANK=str(k), WORLD_SIZE=str(len(nodes)), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+        env.update(
+            GROUP_RANK=str(k), MASTER_ADDR="127.0.0.1", MASTER_PORT=port, NCCL_HOSTID=node, **extra.get(node, {})
+        )
+        with open(tmp_path / f"rank{k}.out", "wb") as stdout, open(tmp_path / f"rank{k}.err", "wb") as stderr:
+            procs.append(subprocess.Popen([sys.executable, ENTRY, *args], env=env, stdout=stdout, stderr=stderr))
+    with time_limit(90):
+        return _finish(procs, 80)
+
+
+def test_each_node_through_its_own_nics(tmp_path: Path) -> None:
+    """--nic-loopback: each node's local rank 0 runs the node alone, in processes of its own with
+    NCCL's P2P and SHM off (two CPU ranks on gloo), before the world forms."""
+    out = tmp_path / "world.json"
+    args = ["collectives", "--backend", "gloo", "--op", "all_reduce", "--size", "4K", "--iters", "2"]
+    args += ["--nic-loopback", "--replay", "h200-x2", "--format", "json", "-o", str(out)]
+    codes = _launch(tmp_path, ["n0", "n1"], args, {})
+    assert codes == [0, 0], (tmp_path / "rank0.err").read_text()[-2000:]
+    doc = json.loads(out.read_text())
+    assert [(s["scope"], s["nodes"]) for s in doc["spans"]] == [
+        ("inter", ["n0", "n1"]),
+        ("nic", ["n0"]),
+        ("nic", ["n1"]),
+    ]
+    for nic in doc["spans"][1:]:
+        (row,) = nic["rows"]
+        assert row["op"] == "all_reduce" and row["in_place"]["wrong"] == 0, nic["account"]
+        assert nic["account"].startswith("Backend gloo")
+    text = runner.invoke(app, ["collectives", "--from", str(out)]).stdout
+    assert "through its own NICs (P2P and SHM off)" in text
 
 
 def test_ranks_that_never_met_are_a_launch_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -117,6 +117,12 @@ def collectives(
     pair_timeout: Annotated[
         float, typer.Option("--pair-timeout", help="Seconds one pair test may take before it counts as hung.", min=1)
     ] = 20.0,
+    nic_loopback: Annotated[
+        bool,
+        typer.Option(
+            "--nic-loopback", help="Under a launcher: also each node's GPUs through its own NICs (P2P and SHM off)."
+        ),
+    ] = False,
     expect_pair_busbw: Annotated[
         float | None, typer.Option("--expect-pair-busbw", help="GB/s a healthy pair of nodes reaches.", min=0)
     ] = None,
@@ -148,7 +154,9 @@ def collectives(
         from topodoctor.cli_nodes import node_settings
         from topodoctor.measure.collectives.world import from_env
 
-        nodes = node_settings(pairwise, expect_nodes, pair_size, pair_tolerance, pair_timeout, expect_pair_busbw)
+        nodes = node_settings(
+            pairwise, expect_nodes, pair_size, pair_tolerance, pair_timeout, expect_pair_busbw, nic_loopback
+        )
         world = None if spawn else from_env()
         from topodoctor.cli_nodes import check_launch
 

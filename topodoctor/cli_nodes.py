@@ -21,6 +21,7 @@ def node_settings(
     tolerance: float,
     timeout_s: float,
     expected_gbps: float | None,
+    nic_loopback: bool = False,
 ) -> NodeSettings:
     from topodoctor.measure.collectives.plan import parse_size
 
@@ -32,6 +33,7 @@ def node_settings(
         pair_timeout_s=timeout_s,
         tolerance=tolerance,
         expected_gbps=expected_gbps,
+        nic_loopback=nic_loopback,
     )
 
 

@@ -6,9 +6,11 @@ in for nodes (NCCL then connects them through its network transport, NET/Socket 
 
 Stages (each bounded, every process killed at its end; results under $OUT/multinode/):
 
+0. one-node-nic: one torchrun of 2 GPUs with --nic-loopback: the node's own run with P2P and
+   SHM off goes through the network transport (NET/Socket over lo on a host without NICs);
 1. two-nodes: nodeA on GPU0, nodeB on GPU1, one torchrun each: node of every rank, the
    inter-node figures, NCCL's account shows NET, the pairwise verdicts (one pair: both healthy);
-2. four-nodes: nodeA, nodeC on GPU0 and nodeB, nodeD on GPU1: four healthy nodes;
+2. four-nodes: nodeA, nodeD on GPU0 and nodeB, nodeC on GPU1: four healthy nodes;
 3. four-nodes-maxch1: the same with NCCL_MAX_NCHANNELS=1 (and one socket thread) on nodeC's side:
    the finder names nodeC (reported either way: whether NCCL's socket transport slows down with
    one channel is what this stage measures);
@@ -47,7 +49,9 @@ def check(stage: str, what: str, ok: bool, evidence: Any) -> None:
     print(f"[{'ok' if ok else 'FAIL'}] {stage}: {what}: {json.dumps(evidence)[:300]}", flush=True)
 
 
-def launch(stage: str, nodes: list[tuple[str, str, dict[str, str]]], args: list[str], entry: list[str]) -> list[int]:
+def launch(
+    stage: str, nodes: list[tuple[str, str, dict[str, str]]], args: list[str], entry: list[str], nproc: int = 1
+) -> list[int]:
     """One torchrun per node (name, CUDA device, extra env); rank 0's stdout is the report."""
     port = free_port()
     procs = []
@@ -61,7 +65,7 @@ def launch(stage: str, nodes: list[tuple[str, str, dict[str, str]]], args: list[
             PYTHONUNBUFFERED="1",
         )
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(nodes)), "--node-rank", str(k)]
-        cmd += ["--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
+        cmd += ["--nproc-per-node", str(nproc), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
         cmd += ["--rdzv-id", f"td-{stage}", "--rdzv-conf", "timeout=60", *entry, *args]
         with open(OUT / f"{stage}.{name}.out", "wb") as out, open(OUT / f"{stage}.{name}.err", "wb") as err:
             procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True))
@@ -129,9 +133,22 @@ def main() -> int:
             check(stage, "NCCL connected the nodes over NET", "net" in kinds, net)
         check(stage, "pairwise: both healthy", verdicts(doc) == {"nodeA": "healthy", "nodeB": "healthy"}, verdicts(doc))
 
+    # 0. one node of two GPUs, also through its own NICs (P2P and SHM off: NET/Socket over lo here)
+    stage = "one-node-nic"
+    args = ["--op", "all_reduce", "--size", "64M", "--iters", "10", "--nic-loopback", "--format", "json"]
+    args += ["--backend", "gloo"] if gloo else []
+    codes = launch(stage, [("nodeA", "0,1", {})], [*args, "-o", str(OUT / f"{stage}.result.json")], cli, nproc=2)
+    check(stage, "the launch ended", all(c in (0, 1) for c in codes), codes)
+    doc = report(stage)
+    if doc:
+        nic = [s for s in doc.get("spans", []) if s["scope"] == "nic"]
+        ok = len(nic) == 1 and len(nic[0]["rows"]) == 1 and ("NET" in nic[0]["account"] or gloo)
+        check(stage, "the node through its NICs", ok, nic[0] if nic else doc.get("spans"))
+
     # 2-4. four nodes on two GPUs
-    four = [("nodeA", "0"), ("nodeB", "1"), ("nodeC", "0"), ("nodeD", "1")]
-    args4 = ["--op", "all_reduce", "--size", "4M" if gloo else "64M", *common, "--pair-tolerance", "0.25"]
+    # Every pair the finder can plan (A-B, C-D, then a suspect with a node that passed) spans both GPUs.
+    four = [("nodeA", "0"), ("nodeB", "1"), ("nodeC", "1"), ("nodeD", "0")]
+    args4 = ["--op", "all_reduce", "--size", "4M" if gloo else "64M", *common, "--pair-tolerance", "0.35"]
     runs: list[tuple[str, list[str], dict[str, str] | None]] = [
         ("four-nodes", cli, None),
         ("four-nodes-maxch1", cli, SLOWED),

@@ -23,17 +23,23 @@ def node_lines(res: CollectivesResult) -> list[str]:
         lines.append("")
         lines.append(f"# nodes: {len(res.nodes)}")
         lines += [f"#   {node}: ranks {' '.join(ranks)}" for node, ranks in where.items()]
-    for scope, title in (("intra", "within each node"), ("inter", "between nodes, one GPU per node")):
+    titles = (
+        ("intra", "within each node"),
+        ("nic", "within each node through its own NICs (P2P and SHM off)"),
+        ("inter", "between nodes, one GPU per node"),
+    )
+    for scope, title in titles:
         spans = [s for s in res.spans if s.scope == scope]
         if not spans:
             continue
         size = max((r.size_bytes for s in spans for r in s.rows), default=0)
-        lines.append(
-            f"# busbw {title} (GB/s at {human_size(size)}, all {'nodes' if scope == 'intra' else 'rails'} at once):"
-        )
+        when = {"intra": "all nodes at once", "inter": "all rails at once", "nic": "before the world formed"}[scope]
+        lines.append(f"# busbw {title} (GB/s at {human_size(size)}, {when}):")
         for s in spans:
-            nodes = "" if scope == "intra" else f" ({' '.join(s.nodes)})"
+            nodes = f" ({' '.join(s.nodes)})" if scope == "inter" else ""
             lines.append(f"#   {s.name}{nodes}: {_busbw(s)}")
+            if scope == "nic" and s.account:
+                lines.append(f"#     {s.account}")
     p = res.pairwise
     if p is not None:
         ref = f"{p.reference_gbps:.1f} GB/s" if p.reference_gbps is not None else "none"

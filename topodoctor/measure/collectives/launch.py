@@ -339,6 +339,13 @@ def join(
         if ev.get("ev") == "failure":
             _fail(got, ev["kind"], ev.get("op"), ev.get("size_bytes"), str(ev.get("message", "")), world.rank)
 
+    if nodes is not None and nodes.nic_loopback and world.local_rank == 0:
+        from dataclasses import replace
+
+        from topodoctor.measure.collectives.loopback import nic_loopback
+
+        # Before joining: the world's ranks wait for this one up to their init timeout.
+        nodes = replace(nodes, loopback=nic_loopback(plan, world, plan.op_timeout_s))
     raw = run_rank(plan, world, emit, own, nodes)
     if raw is None:
         return None

@@ -21,6 +21,7 @@ import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 
 def node_name(env: Mapping[str, str] | None = None) -> str:
@@ -94,3 +95,5 @@ class NodeSettings:
     tolerance: float = 0.1
     expected_gbps: float | None = None  # a healthy pair's busbw, from the NICs
     max_rounds: int = 6
+    nic_loopback: bool = False  # each node's GPUs through its own NICs (see loopback.py)
+    loopback: dict[str, Any] | None = None  # that run's outcome, on each node's local rank 0

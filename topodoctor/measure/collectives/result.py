@@ -112,13 +112,16 @@ class NcclAccount:
 
 @dataclass(frozen=True)
 class SpanRows:
-    """The plan's ops run on a subgroup: one node's ranks (intra) or one rail across nodes (inter)."""
+    """The plan's ops on a part of the world: one node's ranks (intra), one rail across nodes
+    (inter), or one node's GPUs through its own NICs, in processes of their own with NCCL's
+    P2P and SHM transports off (nic)."""
 
-    scope: Literal["intra", "inter"]
+    scope: Literal["intra", "inter", "nic"]
     name: str  # the node, or "local rank K" for a rail
     nodes: tuple[str, ...]
-    ranks: tuple[int, ...]  # global ranks, in subgroup order
+    ranks: tuple[int, ...]  # global ranks, in subgroup order (nic: none, the run had ranks of its own)
     rows: tuple[Row, ...]
+    account: str = ""  # NCCL's account of a nic run; why it has no rows when it failed
 
 
 @dataclass(frozen=True)

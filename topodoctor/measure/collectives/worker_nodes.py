@@ -8,7 +8,7 @@ pairs; every rank runs the same planner on the same gathered outcomes, so all ag
 next round without a coordinator.
 
 Every rank creates every subgroup, in the same order, as torch requires. A pair's test is
-timed on the host over its ``iters`` all_reduces (one warm-up before) and polled against its
+timed on the host over its ``iters`` all_reduces (one warm-up before; the best of three loops) and polled against its
 own deadline: a pair that does not finish is recorded as hung, its subgroup is aborted where
 torch can, and the other pairs and later rounds go on. torch's own timeout on a pair's group
 sits well past that deadline, so that its watchdog does not end the process first.
@@ -16,6 +16,7 @@ sits well past that deadline, so that its watchdog does not end the process firs
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -32,6 +33,7 @@ from topodoctor.measure.collectives.worker import Emit, Rank, Watchdog
 from topodoctor.pairwise import PairOutcome, PairwiseFinder
 
 GATHER_WIDTH = 1 << 15  # bytes per rank for a phase's rows (a handful of rows at one size)
+PAIR_REPEATS = 3  # timed loops per pair test; the fastest counts (noise only ever slows a loop)
 
 
 def members(idents: list[dict[str, Any]], world_size: int) -> list[Member]:
@@ -118,15 +120,17 @@ def pair_test(rank: Rank, group: Any, n: int, settings: NodeSettings) -> dict[st
     try:
         buf = torch.ones(max(count, 1), device=rank.device)
         _wait(dist.all_reduce(buf, group=group, async_op=True), deadline)  # warm-up: connections made here
-        if rank.cuda:
-            torch.cuda.synchronize(rank.device)
-        t0 = time.perf_counter()
-        works = [dist.all_reduce(buf, group=group, async_op=True) for _ in range(settings.pair_iters)]
-        for w in works:
-            _wait(w, deadline)
-        if rank.cuda:
-            torch.cuda.synchronize(rank.device)
-        seconds = (time.perf_counter() - t0) / settings.pair_iters
+        seconds = math.inf
+        for _ in range(PAIR_REPEATS):  # the best of a few: a pair is judged on what it can do
+            if rank.cuda:
+                torch.cuda.synchronize(rank.device)
+            t0 = time.perf_counter()
+            works = [dist.all_reduce(buf, group=group, async_op=True) for _ in range(settings.pair_iters)]
+            for w in works:
+                _wait(w, deadline)
+            if rank.cuda:
+                torch.cuda.synchronize(rank.device)
+            seconds = min(seconds, (time.perf_counter() - t0) / settings.pair_iters)
     except _Hung:
         return {"status": "hung", "error": f"did not finish within {settings.pair_timeout_s:g} s"}
     except Exception as exc:  # an NCCL or gloo error in this pair: the others go on
@@ -205,11 +209,27 @@ def run_nodes(
     mems = members(idents, rank.n)
     spans_multiple = len(nodes_of(mems)) > 1
     out: dict[str, Any] = {}
-    if not spans_multiple and not settings.pairwise:
+    if not spans_multiple and not settings.pairwise and not settings.nic_loopback:
         return out
     watchdog = Watchdog(max(plan.op_timeout_s, settings.pair_timeout_s) + 10.0, emit, rank.me)
     if spans_multiple and settings.phases:
         out["spans"] = node_phases(rank, plan, mems, emit, watchdog)
+    if settings.nic_loopback:
+        out["spans"] = [*out.get("spans", []), *loopback_spans(rank, mems, settings, watchdog)]
     if settings.pairwise:
         out["pairwise"] = pairwise(rank, mems, settings, emit, watchdog)
+    return out
+
+
+def loopback_spans(rank: Rank, mems: list[Member], settings: NodeSettings, watchdog: Watchdog) -> list[dict[str, Any]]:
+    """Each node's run through its own NICs (made by its local rank 0 before it joined)."""
+    watchdog.begin("gather (NIC loopback)", 0)
+    got = rank.gather_json({"loopback": settings.loopback}, GATHER_WIDTH)
+    watchdog.end()
+    out = []
+    for node, ranks in nodes_of(mems).items():
+        done = next((got[r]["loopback"] for r in ranks if got[r].get("loopback")), None)
+        if done is None:
+            done = {"rows": [], "account": "no rank of this node ran it (local rank 0 not on this node?)"}
+        out.append({"scope": "nic", "name": node, "nodes": [node], "ranks": [], **done})
     return out

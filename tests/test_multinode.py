@@ -124,6 +124,28 @@ def test_two_torchrun_launches_form_one_world_of_two_nodes(tmp_path: Path) -> No
     assert [(s["scope"], sorted(s["nodes"])) for s in doc["spans"]] == [("inter", ["host0", "host1"])]
 
 
+def test_a_node_that_never_joins_is_named_and_the_others_finish(tmp_path: Path) -> None:
+    """Elastic torchrun (--nnodes 1:2): the world starts without host1 after the last call, and
+    --expect-nodes names it; host0 alone cannot be paired, so it is left undetermined."""
+    port = str(free_port())
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1:2", "--nproc-per-node", "2"]
+    cmd += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "td-missing"]
+    cmd += ["--rdzv-conf", "last_call_timeout=1", "-m", "topodoctor", "collectives", "--backend", "gloo"]
+    cmd += ["--op", "all_reduce", "--size", "4K", "--iters", "2", "--pairwise", "--pair-size", "64K"]
+    cmd += ["--expect-nodes", "host0,host1", "--replay", "h200-x2", "--format", "json"]
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        procs = [subprocess.Popen(cmd, env=_env(NCCL_HOSTID="host0"), stdout=out, stderr=err)]
+    with time_limit(90):
+        codes = _finish(procs, 80)
+    assert codes == [1], (tmp_path / "err").read_text()[-2000:]
+    doc = json.loads((tmp_path / "out").read_text())
+    assert {v["node"]: v["verdict"] for v in doc["pairwise"]["verdicts"]} == {
+        "host0": "undetermined",
+        "host1": "failed_to_join",
+    }
+    assert [(f["code"], f["subject"]) for f in doc["findings"] if f["severity"] == "error"] == [("TD010", "node:host1")]
+
+
 def _launch(tmp_path: Path, nodes: list[str], args: list[str], extra: dict[str, dict[str, str]]) -> list[int]:
     """One rank per simulated node, started with the variables a launcher sets."""
     port, procs = str(free_port()), []

@@ -78,7 +78,7 @@ class Watchdog:
 
 
 class Rank:
-    group: Any = None  # the process group the ops run on; None is the world (see spans.py)
+    group: Any = None  # the process group the ops run on; None is the world (see worker_nodes.py)
 
     def __init__(self, plan: Plan, world: World, emit: Emit) -> None:
         self.plan, self.world, self.emit = plan, world, emit

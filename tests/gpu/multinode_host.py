@@ -148,7 +148,9 @@ def main() -> int:
     # 2-4. four nodes on two GPUs
     # Every pair the finder can plan (A-B, C-D, then a suspect with a node that passed) spans both GPUs.
     four = [("nodeA", "0"), ("nodeB", "1"), ("nodeC", "1"), ("nodeD", "0")]
-    args4 = ["--op", "all_reduce", "--size", "4M" if gloo else "64M", *common, "--pair-tolerance", "0.35"]
+    # CPU ranks on a shared machine are noisier than NCCL between GPUs: a looser tolerance there.
+    tolerance = "0.5" if gloo else "0.35"
+    args4 = ["--op", "all_reduce", "--size", "4M" if gloo else "64M", *common, "--pair-tolerance", tolerance]
     runs: list[tuple[str, list[str], dict[str, str] | None]] = [
         ("four-nodes", cli, None),
         ("four-nodes-maxch1", cli, SLOWED),

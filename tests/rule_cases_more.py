@@ -23,13 +23,16 @@ from topodoctor.probe.kernel_log import read_kernel_events
 from topodoctor.probe.replay import ReplaySysfs
 
 COLLECTIVES = FIXTURES / "collectives" / "derived"
+MULTINODE = FIXTURES / "collectives" / "multinode"
 KERNEL_LOG = FIXTURES / "kernel-log"
 UPTIME_S = 700_000.0  # later than every dmesg time in the fixtures
 
 
 @cache
 def collectives_result(name: str) -> CollectivesResult:
-    return load_result(COLLECTIVES / f"{name}.json")
+    """A derived result: one host's (fixtures/collectives/derived) or a multi-node run's (.../multinode)."""
+    path = COLLECTIVES / f"{name}.json"
+    return load_result(path if path.exists() else MULTINODE / f"{name}.json")
 
 
 def _kernel_log(name: str, gpu: int = 2):  # type: ignore[no-untyped-def]
@@ -56,6 +59,7 @@ def _kernel_log(name: str, gpu: int = 2):  # type: ignore[no-untyped-def]
 
 
 _COLLECTIVE_CODES = [(s["name"], s["codes"]) for s in json.loads((COLLECTIVES / "index.json").read_text())]
+_MULTINODE_CODES = [(s["name"], s["codes"]) for s in json.loads((MULTINODE / "index.json").read_text())]
 _KERNEL = {
     "TD520": "fallen-off-bus.log",
     "TD521": "nvlink.log",
@@ -76,6 +80,18 @@ MORE_CASES: list[Case] = [
         Case(f"TD00{i}", False, "h200-x2", "collectives result x2-healthy (the real run)", collectives="x2-healthy")
         for i in range(1, 8)
     ),
+    *(
+        Case(code, True, "h200-x2", f"multi-node result {name}", collectives=name)
+        for name, codes in _MULTINODE_CODES
+        for code in codes
+    ),
+    *(
+        Case(code, False, "h200-x2", f"multi-node result {name} (healthy)", collectives=name)
+        for name in ("hgx-2nodes-healthy", "hgx-4nodes-pairwise-healthy")
+        for code in ("TD010", "TD011", "TD012")
+    ),
+    Case("TD210", True, "pcie-2socket", "GPU4/GPU5: nearest RDMA NIC across the socket link"),
+    Case("TD210", False, "hgx-8gpu-2socket", "every GPU with a NIC under its own PCIe switch"),
     *(Case(code, True, "h200-x4", f"kernel log: {log} on GPU2", _kernel_log(log)) for code, log in _KERNEL.items()),
     *(
         Case(code, False, "h200-x4", "kernel log: NVRM lines that are not Xid events", _kernel_log("not-xid.log"))

@@ -184,9 +184,13 @@ def test_collectives_results_are_compared_by_op_and_size(tmp_path: Path) -> None
     snap = json.loads((FIXTURES / "bandwidth" / "h200-x4.full.json").read_text())["snapshot"]
 
     def doc(host: str, busbw: float) -> dict[str, Any]:
+        def col(bw: float) -> dict[str, Any]:
+            return {"time_us": 5000.0, "algbw_gbps": bw / 1.5, "busbw_gbps": bw, "wrong": 0}
+
+        base = {"size_bytes": 1 << 30, "count": 1 << 28, "dtype": "float", "redop": "none", "root": -1}
         rows = [
-            {"op": "all_reduce", "size_bytes": 1 << 30, "in_place": False, "busbw_gbps": busbw, "algbw_gbps": 1.0},
-            {"op": "all_reduce", "size_bytes": 1 << 30, "in_place": True, "busbw_gbps": 353.0},
+            {"op": "all_gather", **base, "out_of_place": col(busbw), "in_place": col(353.0)},
+            {"op": "sendrecv", **base, "out_of_place": None, "in_place": None},  # did not run: no figure
         ]
         return {"kind": "collectives", "schema_version": 1, "host": host, "rows": rows, "snapshot": snap}
 
@@ -196,7 +200,7 @@ def test_collectives_results_are_compared_by_op_and_size(tmp_path: Path) -> None
     ]
     report = roll_up(results)
     assert [(o.node, o.source, o.figure) for o in report.outliers] == [
-        ("d", "collectives", "all_reduce busbw 1073741824 B")
+        ("d", "collectives", "all_gather busbw 1073741824 B")
     ]
     assert report.nodes[0].sources == {"collectives": "measured"}
 

@@ -13,7 +13,7 @@ from conftest import FIXTURES, scenario_path
 from prometheus_client.parser import text_string_to_metric_families
 
 from topodoctor.bandwidth.result import load_result
-from topodoctor.collective_rows import CollectiveRowData as Row
+from topodoctor.measure.collectives.result import Row, Timing
 from topodoctor.probe import probe_host
 from topodoctor.report.prometheus import (
     FAMILIES,
@@ -185,17 +185,25 @@ def test_bandwidth_failures(name: str, reason: str, mode: str) -> None:
 
 def test_collectives_per_op_and_size() -> None:
     rows = [
-        Row("all_reduce", 1 << 30, 353.0, False, 235.3, 4563.0, 0),
-        Row("all_reduce", 1 << 30, 352.1, True, 234.7, 4575.0, 0),
-        Row("all_gather", 8, None),
+        Row(
+            "all_gather",
+            1 << 30,
+            1 << 26,
+            "float",
+            "none",
+            -1,
+            Timing(4563.0, 235.3, 353.0, 0),
+            Timing(4575.0, 234.7, 352.1, 0),
+        ),
+        Row("all_reduce", 8, 2, "float", "sum", -1, None, None),  # not measured: no series
     ]
     text = collectives_metrics("node1", rows, [], 0, elapsed_s=12.0, run_time=RUN_TIME)
     lint(text)
     fams = parse(text)
-    (s,) = samples(fams, "topodoctor_collective_busbw_bytes_per_second", op="all_reduce", in_place="false")
+    (s,) = samples(fams, "topodoctor_collective_busbw_bytes_per_second", op="all_gather", in_place="false")
     assert s.value == 353e9 and s.labels["size_bytes"] == str(1 << 30)
     assert samples(fams, "topodoctor_collective_time_seconds", in_place="true")[0].value == pytest.approx(4.575e-3)
-    assert not samples(fams, "topodoctor_collective_busbw_bytes_per_second", op="all_gather")
+    assert not samples(fams, "topodoctor_collective_busbw_bytes_per_second", op="all_reduce")
 
 
 def test_fleet_metrics_and_files_merge_as_node_exporter_needs(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ class Backend(str, Enum):
 class Fmt(str, Enum):
     text = "text"
     json = "json"
+    prometheus = "prometheus"
 
 
 def _snapshot(replay: str | None, required: bool) -> Any:
@@ -95,7 +96,40 @@ def collectives(
     replay: Annotated[
         str | None, typer.Option("--replay", metavar="FILE|NAME", help="The host to judge against, from a recording.")
     ] = None,
-    fmt: Annotated[Fmt, typer.Option("--format", help="text (nccl-tests' table) or json.")] = Fmt.text,
+    fmt: Annotated[
+        Fmt, typer.Option("--format", help="text (nccl-tests' table), json, or prometheus (textfile collector).")
+    ] = Fmt.text,
+    metrics_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--metrics",
+            metavar="FILE",
+            help="Also write Prometheus metrics to FILE, atomically (node_exporter's textfile collector).",
+        ),
+    ] = None,
+    pairwise: Annotated[
+        bool, typer.Option("--pairwise", help="Across nodes: test the nodes in pairs and name a slow or stuck node.")
+    ] = False,
+    expect_nodes: Annotated[
+        str | None,
+        typer.Option("--expect-nodes", help="Nodes that should join (comma-separated): a missing one is named."),
+    ] = None,
+    pair_size: Annotated[str, typer.Option("--pair-size", help="all_reduce size of each pair test.")] = "64M",
+    pair_tolerance: Annotated[
+        float, typer.Option("--pair-tolerance", help="A pair below (1 - this) of the reference is slow.", min=0, max=1)
+    ] = 0.1,
+    pair_timeout: Annotated[
+        float, typer.Option("--pair-timeout", help="Seconds one pair test may take before it counts as hung.", min=1)
+    ] = 20.0,
+    nic_loopback: Annotated[
+        bool,
+        typer.Option(
+            "--nic-loopback", help="Under a launcher: also each node's GPUs through its own NICs (P2P and SHM off)."
+        ),
+    ] = False,
+    expect_pair_busbw: Annotated[
+        float | None, typer.Option("--expect-pair-busbw", help="GB/s a healthy pair of nodes reaches.", min=0)
+    ] = None,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and
     channels, judged against the topology (TD0xx)."""
@@ -121,11 +155,18 @@ def collectives(
         res = merge([load_result(p) for p in from_file])
         snap = res.snapshot if replay is None and res.snapshot is not None else _snapshot(replay, False)
     else:
+        from topodoctor.cli_nodes import node_settings
         from topodoctor.measure.collectives.world import from_env
 
+        nodes = node_settings(
+            pairwise, expect_nodes, pair_size, pair_tolerance, pair_timeout, expect_pair_busbw, nic_loopback
+        )
         world = None if spawn else from_env()
+        from topodoctor.cli_nodes import check_launch
+
+        check_launch(world, nodes)
         if world is not None:
-            res, snap = _join(plan, world, log_dir, replay)
+            res, snap = _join(plan, world, log_dir, replay, nodes)
             if res is None:
                 return  # not rank 0: rank 0 reports for the world
         else:
@@ -140,12 +181,18 @@ def collectives(
     findings = judge(res, snap, bw, expect_busbw)
     from topodoctor.report.collectives import collectives_json, text_report
 
+    if metrics_file is not None or fmt is Fmt.prometheus:
+        from topodoctor.cli_nodes import emit_metrics
+
+        emit_metrics(res, findings, metrics_file, stdout=fmt is Fmt.prometheus)
     if fmt is Fmt.json:
         import json
 
         typer.echo(json.dumps(collectives_json(res, findings), indent=1))
-    else:
-        for line in text_report(res, findings):
+    elif fmt is Fmt.text:
+        from topodoctor.report.collectives_nodes import node_lines
+
+        for line in [*text_report(res, findings), *node_lines(res)]:
             typer.echo(line)
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
@@ -195,11 +242,11 @@ def _spawn(
     return res, snap
 
 
-def _join(plan: Any, world: Any, log_dir: Path | None, replay: str | None) -> Any:
+def _join(plan: Any, world: Any, log_dir: Path | None, replay: str | None, nodes: Any = None) -> Any:
     from topodoctor.measure.collectives.launch import join
 
     try:
-        res = join(plan, world, str(_made(log_dir)) if log_dir else None)
+        res = join(plan, world, str(_made(log_dir)) if log_dir else None, nodes)
     except ModuleNotFoundError as exc:
         raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
     if res is None:

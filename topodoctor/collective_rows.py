@@ -1,40 +1,30 @@
-"""What the fleet roll-up and the metrics read from a collectives result.
-
-The collectives runner owns its result type; readers here depend only on this protocol, one
-row per (op, size, placement) as nccl-tests prints it. ``CollectiveRowData`` decodes the rows
-of a saved result (the codec checks each field and ignores the ones not named here).
-GB/s means 1e9 bytes per second.
+"""Collectives figures as the fleet roll-up and the metrics read them: one per op, size and
+placement. The result's ``Row`` (measure/collectives/result.py, one line of nccl-tests' table
+with its out-of-place and in-place columns) is the schema; this is a flat view of it, never
+decoded from a file on its own. GB/s means 1e9 bytes per second.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
-
-class CollectiveRow(Protocol):
-    @property
-    def op(self) -> str: ...  # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, sendrecv
-    @property
-    def size_bytes(self) -> int: ...  # as nccl-tests defines the size of the op
-    @property
-    def in_place(self) -> bool: ...
-    @property
-    def busbw_gbps(self) -> float | None: ...  # None: the op did not finish at this size
-    @property
-    def algbw_gbps(self) -> float | None: ...
-    @property
-    def time_us(self) -> float | None: ...
-    @property
-    def wrong(self) -> int | None: ...  # elements that failed the data check
+from topodoctor.measure.collectives.result import Row
 
 
 @dataclass(frozen=True)
-class CollectiveRowData:
-    op: str
-    size_bytes: int
-    busbw_gbps: float | None
-    in_place: bool = False
-    algbw_gbps: float | None = None
-    time_us: float | None = None
-    wrong: int | None = None
+class Column:
+    op: str  # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, sendrecv
+    size_bytes: int  # as nccl-tests defines the size of the op
+    in_place: bool
+    busbw_gbps: float
+    algbw_gbps: float
+    time_us: float
+    wrong: int | None  # elements that failed the data check; None = not checked
+
+
+def columns(rows: Iterable[Row]) -> Iterator[Column]:
+    """Every measured column of every row (a form torch does not offer has none)."""
+    for r in rows:
+        for place, t in r.timings():
+            yield Column(r.op, r.size_bytes, place == "in-place", t.busbw_gbps, t.algbw_gbps, t.time_us, t.wrong)

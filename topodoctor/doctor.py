@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # the rules package imports every rule family: only once the 
     from topodoctor.scope import Scope
 
 
-
 @dataclass(frozen=True)
 class Source:
     """Where the host comes from: the live host (``replay`` None) or a recording / snapshot."""

@@ -7,7 +7,7 @@ Accepted documents (``kind`` and ``schema_version`` in each):
 - ``bandwidth``: a ``topodoctor bandwidth`` result (``-o FILE``, or ``--format json``, which
   adds the node's TD7 findings);
 - ``collectives``: a ``topodoctor collectives`` result of one node: ``host``, ``rows`` (read as
-  ``collective_rows.CollectiveRowData``), optional ``snapshot`` (for the node type) and
+  ``measure.collectives.result.Row``), optional ``snapshot`` (for the node type) and
   ``findings``.
 
 A node is named by the document's ``host``; a document without one (a check that could not
@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from topodoctor import codec, fileio
-from topodoctor.collective_rows import CollectiveRow, CollectiveRowData
+from topodoctor.collective_rows import columns
 from topodoctor.errors import InputError
 from topodoctor.fleet import Figure, NodeResult, NodeType, SourceState, Unreadable
+from topodoctor.measure.collectives.result import COLLECTIVES_SCHEMA_VERSION, Row
 from topodoctor.model import HostSnapshot
 from topodoctor.rules.registry import Finding
 
 MAX_RESULT_BYTES = 16 * fileio.MiB  # a bandwidth result with its snapshot is ~0.2 MB
-COLLECTIVES_SCHEMA_VERSION = 1
 NameFrom = Literal["host", "file"]
 
 
@@ -70,12 +70,11 @@ def bandwidth_figures(result: Any) -> tuple[Figure, ...]:
     return tuple(out)
 
 
-def collective_figures(rows: Iterable[CollectiveRow]) -> tuple[Figure, ...]:
+def collective_figures(rows: Iterable[Row]) -> tuple[Figure, ...]:
     """busbw per op, size and placement: what nodes of one type should all reach."""
     return tuple(
         Figure("collectives", f"{r.op} busbw", f"{r.size_bytes} B" + (" in-place" if r.in_place else ""), r.busbw_gbps)
-        for r in rows
-        if r.busbw_gbps is not None
+        for r in columns(rows)
     )
 
 
@@ -128,7 +127,7 @@ def parse_result(data: Any, path: Path, name_from: NameFrom = "host") -> NodeRes
         )
     if kind == "collectives":
         codec.check_header(data, "collectives", COLLECTIVES_SCHEMA_VERSION, what)
-        rows = codec.from_jsonable(tuple[CollectiveRowData, ...], data.get("rows"), f"{what} rows")
+        rows = codec.from_jsonable(tuple[Row, ...], data.get("rows"), f"{what} rows")
         snap = data.get("snapshot")
         return NodeResult(
             _name(data, path, name_from),

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
-from topodoctor.collective_rows import CollectiveRow
+from topodoctor.collective_rows import columns
 
 if TYPE_CHECKING:
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.fleet import FleetReport
+    from topodoctor.measure.collectives.result import Row
     from topodoctor.model import HostSnapshot
     from topodoctor.rules.registry import Finding
 
@@ -330,7 +331,7 @@ def _host_ref(snap: HostSnapshot | None, gpu: int) -> float | None:
 
 def collectives_metrics(
     host: str,
-    rows: Iterable[CollectiveRow],
+    rows: Iterable[Row],
     findings: Sequence[Finding],
     exit_code: int,
     elapsed_s: float | None = None,
@@ -342,15 +343,12 @@ def collectives_metrics(
     m = _Metrics()
     _run(m, "collectives", host, run_time, elapsed_s, exit_code)
     _findings(m, "collectives", host, {}, findings, "topodoctor_finding")
-    for r in rows:
+    for r in columns(rows):
         place = "true" if r.in_place else "false"
         where = {"Hostname": host, "op": r.op, "size_bytes": str(r.size_bytes), "in_place": place}
-        if r.busbw_gbps is not None:
-            m.add("topodoctor_collective_busbw_bytes_per_second", r.busbw_gbps * 1e9, **where)
-        if r.algbw_gbps is not None:
-            m.add("topodoctor_collective_algbw_bytes_per_second", r.algbw_gbps * 1e9, **where)
-        if r.time_us is not None:
-            m.add("topodoctor_collective_time_seconds", r.time_us * 1e-6, **where)
+        m.add("topodoctor_collective_busbw_bytes_per_second", r.busbw_gbps * 1e9, **where)
+        m.add("topodoctor_collective_algbw_bytes_per_second", r.algbw_gbps * 1e9, **where)
+        m.add("topodoctor_collective_time_seconds", r.time_us * 1e-6, **where)
         if r.wrong is not None:
             m.add("topodoctor_collective_wrong_elements", r.wrong, **where)
     return m.text()

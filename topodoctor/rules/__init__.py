@@ -8,9 +8,11 @@ from topodoctor.probed import ProbeError
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
     collectives,
+    collectives_nodes,
     cuda_env,
     expectations,
     fabric,
+    gdr,
     kernel,
     nccl_env,
     nccl_net,

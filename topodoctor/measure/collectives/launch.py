@@ -28,13 +28,16 @@ from topodoctor import codec
 from topodoctor.bandwidth.result import Activity
 from topodoctor.errors import TopodoctorError
 from topodoctor.measure.collectives import nccl_log
+from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.plan import Plan
 from topodoctor.measure.collectives.result import (
     COLLECTIVES_SCHEMA_VERSION,
     CollectivesResult,
     Failure,
+    PairwiseReport,
     RankInfo,
     Row,
+    SpanRows,
 )
 from topodoctor.measure.collectives.world import World, local_worlds
 from topodoctor.model import HostSnapshot
@@ -340,6 +343,8 @@ def build_result(
         activity=tuple(a for a in activity if snapshot is None or _bus(snapshot, a.index) in used),
         nccl=account,
         snapshot=snapshot,
+        spans=tuple(codec.from_jsonable(SpanRows, d, "span") for d in meta.get("spans", [])),
+        pairwise=codec.from_jsonable(PairwiseReport, meta["pairwise"], "pairwise") if meta.get("pairwise") else None,
     )
 
 
@@ -373,7 +378,9 @@ def measure(
         return build_result(got, plan, time.monotonic() - t0, tmp, activity, snapshot)
 
 
-def join(plan: Plan, world: World, log_dir: str | None = None) -> CollectivesResult | None:
+def join(
+    plan: Plan, world: World, log_dir: str | None = None, nodes: NodeSettings | None = None
+) -> CollectivesResult | None:
     """Run as one rank of a launcher's world (torchrun, srun), in this process; rank 0 gets
     the result, the others None. The launcher kills the world when a rank exits on a hang."""
     from topodoctor.measure.collectives.worker import run_rank
@@ -386,7 +393,14 @@ def join(plan: Plan, world: World, log_dir: str | None = None) -> CollectivesRes
         if ev.get("ev") == "failure":
             _fail(got, ev["kind"], ev.get("op"), ev.get("size_bytes"), str(ev.get("message", "")), world.rank)
 
-    raw = run_rank(plan, world, emit, own)
+    if nodes is not None and nodes.nic_loopback and world.local_rank == 0:
+        from dataclasses import replace
+
+        from topodoctor.measure.collectives.loopback import nic_loopback
+
+        # Before joining: the world's ranks wait for this one up to their init timeout.
+        nodes = replace(nodes, loopback=nic_loopback(plan, world, plan.op_timeout_s))
+    raw = run_rank(plan, world, emit, own, nodes)
     if raw is None:
         return None
     got.meta, got.rows = raw, list(raw["rows"])

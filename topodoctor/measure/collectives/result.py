@@ -16,6 +16,7 @@ from topodoctor.bandwidth.result import Activity
 from topodoctor.errors import InputError
 from topodoctor.measure.collectives.plan import BINARY_TO_OP, SPECS, Op
 from topodoctor.model import HostSnapshot
+from topodoctor.pairwise import NodeVerdict, PairOutcome, Round
 
 COLLECTIVES_SCHEMA_VERSION = 1
 FailureKind = Literal["hang", "error", "oom", "died", "join"]
@@ -30,6 +31,8 @@ class RankInfo:
     device: int | None  # CUDA ordinal in the rank's process; None on the CPU (gloo)
     bus_id: str | None  # PCI bus id of that device, to find it in the snapshot
     device_name: str = ""
+    node: str = ""  # the node as NCCL tells hosts apart: NCCL_HOSTID, else the host name
+    node_rank: int | None = None  # the launcher's index of the node (torchrun GROUP_RANK, SLURM_NODEID)
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,34 @@ class NcclAccount:
 
 
 @dataclass(frozen=True)
+class SpanRows:
+    """The plan's ops on a part of the world: one node's ranks (intra), one rail across nodes
+    (inter), or one node's GPUs through its own NICs, in processes of their own with NCCL's
+    P2P and SHM transports off (nic)."""
+
+    scope: Literal["intra", "inter", "nic"]
+    name: str  # the node, or "local rank K" for a rail
+    nodes: tuple[str, ...]
+    ranks: tuple[int, ...]  # global ranks, in subgroup order (nic: none, the run had ranks of its own)
+    rows: tuple[Row, ...]
+    account: str = ""  # NCCL's account of a nic run; why it has no rows when it failed
+
+
+@dataclass(frozen=True)
+class PairwiseReport:
+    """The pairwise finder's account: its rounds, every pair's outcome, one verdict per node."""
+
+    op: str
+    size_bytes: int
+    tolerance: float
+    reference_gbps: float | None  # a healthy pair's busbw: the expectation, else round one's median
+    expected_gbps: float | None  # from the NICs, when the probe found them
+    rounds: tuple[Round, ...]
+    outcomes: tuple[tuple[int, PairOutcome], ...]  # (round, outcome)
+    verdicts: tuple[NodeVerdict, ...]
+
+
+@dataclass(frozen=True)
 class CollectivesResult:
     kind: Literal["collectives"]
     schema_version: int
@@ -126,10 +157,12 @@ class CollectivesResult:
     activity: tuple[Activity, ...] = ()  # what else ran on the GPUs when the run started
     nccl: NcclAccount | None = None
     snapshot: HostSnapshot | None = None  # the host as probed: --from needs no GPU
+    spans: tuple[SpanRows, ...] = ()  # intra- and inter-node figures of a world that spans nodes
+    pairwise: PairwiseReport | None = None
 
     @property
     def nodes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.host for r in self.ranks))
+        return tuple(dict.fromkeys(r.node or r.host for r in self.ranks))
 
     def row(self, op: Op, size_bytes: int) -> Row | None:
         return next((r for r in self.rows if r.op == op and r.size_bytes == size_bytes), None)

@@ -26,6 +26,7 @@ import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
 from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, fault_arg, nccl_environment
+from topodoctor.measure.collectives.nodes import NodeSettings, node_name, node_rank
 from topodoctor.measure.collectives.plan import SPECS, Op, Plan, row_of, shape
 from topodoctor.measure.collectives.world import World
 
@@ -294,6 +295,8 @@ class Rank:
             "device": None,
             "bus_id": None,
             "device_name": "cpu",
+            "node": node_name(),
+            "node_rank": node_rank(),
         }
         if self.cuda:
             p = torch.cuda.get_device_properties(self.device)
@@ -305,8 +308,11 @@ class Rank:
         return info
 
 
-def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[str, Any] | None:
-    """Join the world, run the plan; rank 0 returns the raw result, the others None."""
+def run_rank(
+    plan: Plan, world: World, emit: Emit, log_dir: str | None, nodes: NodeSettings | None = None
+) -> dict[str, Any] | None:
+    """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
+    returns the raw result, the others None."""
     nccl_environment(os.environ, world.rank, log_dir)  # type: ignore[arg-type]
     for k, v in world.env().items():
         os.environ.setdefault(k, v)
@@ -344,6 +350,9 @@ def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[
                 body = rank.run(watchdog)
         else:
             body = rank.run(watchdog)
+        from topodoctor.measure.collectives.worker_nodes import run_nodes
+
+        body.update(run_nodes(rank, plan, idents, nodes or NodeSettings(), emit))
         return {**meta, **body} if world.rank == 0 else None
     finally:
         dist.destroy_process_group()
@@ -363,8 +372,10 @@ def main() -> int:
     plan = from_jsonable(Plan, json.loads(os.environ["TOPODOCTOR_COLL_PLAN"]), "collectives plan")
     world = from_env()
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
+    nodes_doc = os.environ.get("TOPODOCTOR_COLL_NODES")
+    nodes = from_jsonable(NodeSettings, json.loads(nodes_doc), "node settings") if nodes_doc else None
     try:
-        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"))
+        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
     except Exception as exc:
         kind = "oom" if isinstance(exc, torch.cuda.OutOfMemoryError) else "error"
         first = (str(exc).strip().splitlines() or [""])[0]

@@ -1,0 +1,186 @@
+"""Collectives across nodes on one GPU host: torchrun launches with distinct NCCL_HOSTIDs stand
+in for nodes (NCCL then connects them through its network transport, NET/Socket over lo).
+
+    OUT=/tmp/out python tests/gpu/multinode_host.py      # ~3 min on a 2-GPU host; exit 0 = all good
+    python tests/gpu/multinode_host.py --gloo            # the same flow on CPU (no NCCL checks), a dry run
+
+Stages (each bounded, every process killed at its end; results under $OUT/multinode/):
+
+0. one-node-nic: one torchrun of 2 GPUs with --nic-loopback: the node's own run with P2P and
+   SHM off goes through the network transport (NET/Socket over lo on a host without NICs);
+1. two-nodes: nodeA on GPU0, nodeB on GPU1, one torchrun each: node of every rank, the
+   inter-node figures, NCCL's account shows NET, the pairwise verdicts (one pair: both healthy);
+2. four-nodes: nodeA, nodeD on GPU0 and nodeB, nodeC on GPU1: four healthy nodes;
+3. four-nodes-maxch1: the same with NCCL_MAX_NCHANNELS=1 (and one socket thread) on nodeC's side:
+   the finder names nodeC (reported either way: whether NCCL's socket transport slows down with
+   one channel is what this stage measures);
+4. four-nodes-delay: the same with the test's own delay on nodeC (tests/multinode_entry.py):
+   the finder must name nodeC.
+
+Every process runs with NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
+NVSHMEM_DISABLE_NVLS=1. summary.json holds every check and its evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from topodoctor.measure.collectives.world import free_port  # noqa: E402
+
+OUT = Path(os.environ.get("OUT", "/tmp/topodoctor-multinode")) / "multinode"
+STAGE_LIMIT_S = 75.0
+SAFE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+SLOWED = {"NCCL_MAX_NCHANNELS": "1", "NCCL_SOCKET_NTHREADS": "1", "NCCL_NSOCKS_PERTHREAD": "1"}
+checks: list[dict[str, Any]] = []
+
+
+def check(stage: str, what: str, ok: bool, evidence: Any) -> None:
+    checks.append({"stage": stage, "check": what, "ok": bool(ok), "evidence": evidence})
+    print(f"[{'ok' if ok else 'FAIL'}] {stage}: {what}: {json.dumps(evidence)[:300]}", flush=True)
+
+
+def launch(
+    stage: str, nodes: list[tuple[str, str, dict[str, str]]], args: list[str], entry: list[str], nproc: int = 1
+) -> list[int]:
+    """One torchrun per node (name, CUDA device, extra env); rank 0's stdout is the report."""
+    port = free_port()
+    procs = []
+    for k, (name, gpu, extra) in enumerate(nodes):
+        env = dict(os.environ, **SAFE, **extra)
+        env.update(
+            PYTHONPATH=str(ROOT),
+            CUDA_VISIBLE_DEVICES=gpu,
+            NCCL_HOSTID=name,
+            NCCL_SOCKET_IFNAME="lo",
+            PYTHONUNBUFFERED="1",
+        )
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(nodes)), "--node-rank", str(k)]
+        cmd += ["--nproc-per-node", str(nproc), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
+        cmd += ["--rdzv-id", f"td-{stage}", "--rdzv-conf", "timeout=60", *entry, *args]
+        with open(OUT / f"{stage}.{name}.out", "wb") as out, open(OUT / f"{stage}.{name}.err", "wb") as err:
+            procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True))
+    deadline = time.monotonic() + STAGE_LIMIT_S
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            codes.append(-9)
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    return codes
+
+
+def report(stage: str) -> dict[str, Any] | None:
+    path = OUT / f"{stage}.nodeA.out"
+    try:
+        doc: dict[str, Any] = json.loads(path.read_text())
+        return doc
+    except (OSError, ValueError):
+        tail = (OUT / f"{stage}.nodeA.err").read_text(errors="replace")[-800:]
+        check(stage, "rank 0 printed its JSON report", False, tail)
+        return None
+
+
+def verdicts(doc: dict[str, Any]) -> dict[str, str]:
+    return {v["node"]: v["verdict"] for v in (doc.get("pairwise") or {}).get("verdicts", [])}
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    cli = ["-m", "topodoctor", "collectives"]
+    gloo = "--gloo" in sys.argv
+    common = ["--iters", "10", "--pairwise", "--pair-size", "4M" if gloo else "64M", "--format", "json"]
+    common += ["--backend", "gloo"] if gloo else []
+    t0 = time.monotonic()
+
+    # 1. two nodes
+    stage = "two-nodes"
+    args = ["--op", "all_reduce,all_gather,sendrecv", "--size", "1M,64M", *common, "--expect-nodes", "nodeA,nodeB"]
+    args += ["--log-dir", str(OUT / "logs-two-nodes"), "-o", str(OUT / f"{stage}.result.json")]
+    codes = launch(stage, [("nodeA", "0", {}), ("nodeB", "1", {})], args, cli)
+    check(stage, "both launches ended", all(c in (0, 1) for c in codes), codes)
+    doc = report(stage)
+    if doc:
+        where = [(r["rank"], r["node"], r["node_rank"], r["bus_id"]) for r in doc["ranks"]]
+        check(stage, "node of each rank", [w[1:3] for w in where] == [("nodeA", 0), ("nodeB", 1)], where)
+        if not gloo:
+            check(stage, "two distinct GPUs", len({w[3] for w in where}) == 2, where)
+        inter = [s for s in doc.get("spans", []) if s["scope"] == "inter"]
+        figs = {
+            r["op"]: max(c["busbw_gbps"] for c in (r["out_of_place"], r["in_place"]) if c)
+            for s in inter
+            for r in s["rows"]
+        }
+        check(
+            stage, "inter-node figures", len(inter) == 1 and len(figs) == 3 and all(v > 0 for v in figs.values()), figs
+        )
+        kinds = sorted({c["kind"] for c in ((doc.get("nccl") or {}).get("connections") or [])})
+        if not gloo:
+            net = {"kinds": kinds, "account": doc.get("account")}
+            check(stage, "NCCL connected the nodes over NET", "net" in kinds, net)
+        check(stage, "pairwise: both healthy", verdicts(doc) == {"nodeA": "healthy", "nodeB": "healthy"}, verdicts(doc))
+
+    # 0. one node of two GPUs, also through its own NICs (P2P and SHM off: NET/Socket over lo here)
+    stage = "one-node-nic"
+    args = ["--op", "all_reduce", "--size", "64M", "--iters", "10", "--nic-loopback", "--format", "json"]
+    args += ["--backend", "gloo"] if gloo else []
+    codes = launch(stage, [("nodeA", "0,1", {})], [*args, "-o", str(OUT / f"{stage}.result.json")], cli, nproc=2)
+    check(stage, "the launch ended", all(c in (0, 1) for c in codes), codes)
+    doc = report(stage)
+    if doc:
+        nic = [s for s in doc.get("spans", []) if s["scope"] == "nic"]
+        ok = len(nic) == 1 and len(nic[0]["rows"]) == 1 and ("NET" in nic[0]["account"] or gloo)
+        check(stage, "the node through its NICs", ok, nic[0] if nic else doc.get("spans"))
+
+    # 2-4. four nodes on two GPUs
+    # Every pair the finder can plan (A-B, C-D, then a suspect with a node that passed) spans both GPUs.
+    four = [("nodeA", "0"), ("nodeB", "1"), ("nodeC", "1"), ("nodeD", "0")]
+    # CPU ranks on a shared machine are noisier than NCCL between GPUs: a looser tolerance there.
+    tolerance = "0.5" if gloo else "0.35"
+    args4 = ["--op", "all_reduce", "--size", "4M" if gloo else "64M", *common, "--pair-tolerance", tolerance]
+    runs: list[tuple[str, list[str], dict[str, str] | None]] = [
+        ("four-nodes", cli, None),
+        ("four-nodes-maxch1", cli, SLOWED),
+        (
+            "four-nodes-delay",
+            [str(ROOT / "tests" / "multinode_entry.py"), "collectives"],
+            {"TOPODOCTOR_TEST_SLOW_MS": "200"},
+        ),
+    ]
+    for stage, entry, slow in runs:
+        if gloo and slow == SLOWED:
+            continue  # NCCL variables mean nothing to gloo
+        nodes = [(n, g, dict(slow or {}) if n == "nodeC" else {}) for n, g in four]
+        codes = launch(stage, nodes, [*args4, "-o", str(OUT / f"{stage}.result.json")], entry)
+        check(stage, "all launches ended", all(c in (0, 1) for c in codes), codes)
+        doc = report(stage)
+        if not doc:
+            continue
+        got = verdicts(doc)
+        p = doc.get("pairwise") or {}
+        ev = {"verdicts": got, "reference_gbps": p.get("reference_gbps"), "outcomes": p.get("outcomes")}
+        want = {n: "healthy" for n, _ in four}
+        if slow:
+            want["nodeC"] = "slow"
+        check(stage, "pairwise verdicts" + (": nodeC slow" if slow else ": all healthy"), got == want, ev)
+    summary = {"wall_s": round(time.monotonic() - t0, 1), "checks": checks, "ok": all(c["ok"] for c in checks)}
+    (OUT / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"wall {summary['wall_s']} s; {sum(c['ok'] for c in checks)}/{len(checks)} checks passed")
+    return 0 if summary["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Collectives across nodes (TD0xx): the pairwise finder's verdicts, and inter-node busbw
+against what the NICs the probe found can carry. Both read ``ctx.extra["collectives"]``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from topodoctor.nics import expected_rail_gbps, nearest_nics
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import Issue, rule
+
+INTER_MIN_RATIO = 0.75  # NCCL over a healthy RDMA fabric reaches 0.85-0.95 of line rate at large sizes
+
+_SAYS = {
+    "slow": "is slow",
+    "hung": "hung: its pairs did not finish",
+    "failed": "failed: its pairs ended in an error",
+    "failed_to_join": "never joined the world",
+    "undetermined": "could not be judged",
+}
+
+
+def _result(ctx: Context) -> Any:
+    return ctx.extra.get("collectives")
+
+
+@rule(
+    "TD010",
+    "coll-node-bad",
+    "error",
+    also=("warning",),
+    fix="Drain the node and look at its NICs (`ibstat`, link errors, `topodoctor check` on it), its GPUs "
+    "(`topodoctor collectives` alone on it) and its cabling; a node that never joined: its launcher's log.",
+    tags=("collectives", "multinode"),
+)
+def coll_node_bad(ctx: Context) -> Iterator[Issue]:
+    """A node the pairwise finder judged slow, hung, failed, or missing from the world.
+
+    ``collectives --pairwise`` tests the nodes in disjoint pairs, all pairs of a round at once,
+    and pairs each node of a slow or stuck pair again with a node that passed: the verdict
+    names the node, not the pair. Slow means below ``(1 - tolerance)`` of the reference (an
+    expectation when given, else the median of the first round's pairs). A node that could
+    not be re-paired (no node passed) is undetermined and reported as a warning.
+    """
+    res = _result(ctx)
+    report = getattr(res, "pairwise", None)
+    if report is None:
+        return
+    for v in report.verdicts:
+        if v.verdict == "healthy":
+            continue
+        how = _SAYS[v.verdict]
+        if v.verdict == "slow" and v.slow_by is not None:
+            how = f"is slow: {v.slow_by:.0%} below the reference of {report.reference_gbps:.1f} GB/s"
+        yield Issue(
+            f"node:{v.node}",
+            f"node {v.node} {how}",
+            {"verdict": v.verdict, "slow_by": v.slow_by, "evidence": list(v.evidence)},
+            severity="warning" if v.verdict == "undetermined" else None,
+        )
+
+
+def _rank_gpus(ctx: Context, res: Any) -> dict[int, int]:
+    """Global rank -> GPU index of this host's snapshot, by PCI bus id (nodes of one type)."""
+    by_bus = {str(g.bus_id).lower(): g.index for g in ctx.snap.gpus if isinstance(g.bus_id, str)}
+    return {r.rank: by_bus[r.bus_id.lower()] for r in res.ranks if r.bus_id and r.bus_id.lower() in by_bus}
+
+
+@rule(
+    "TD011",
+    "coll-internode-busbw-low",
+    "error",
+    fix="Check the NICs of the rail's GPUs (`ibstat`: state, rate), NCCL's account (NET/IB or NET/Socket, "
+    "GDR), NCCL_IB_HCA / NCCL_SOCKET_IFNAME, and TD210 for GPUs without GPUDirect RDMA.",
+    tags=("collectives", "multinode"),
+)
+def coll_internode_busbw_low(ctx: Context) -> Iterator[Issue]:
+    """A collective between nodes is far below what the GPUs' NICs can carry.
+
+    The inter-node figure is the op run on a *rail*: the ranks of one local index across the
+    nodes, one GPU per node, all rails at once, so every byte crosses the network. What it
+    can reach is each GPU's share of its nearest RDMA NIC's line rate (Gb/s / 8; a NIC that
+    several GPUs are nearest to is split among them), the slowest GPU's. The nodes are taken
+    to be of one type: the snapshot is the reporting rank's host. Below 0.75 of it is a
+    finding. Hosts without RDMA NICs (TCP sockets) and CPU runs are not judged.
+    """
+    res = _result(ctx)
+    spans = [s for s in getattr(res, "spans", ()) if s.scope == "inter"]
+    if not spans or res.backend != "nccl":
+        return
+    paths = nearest_nics(ctx.snap, ctx.graph)
+    if not paths:
+        return
+    gpus = _rank_gpus(ctx, res)
+    for span in spans:
+        if any(r not in gpus for r in span.ranks):
+            ctx.missing(
+                f"rail:{span.name}", "rank GPUs", "ranks not matched to GPUs of this host by bus id", "collectives"
+            )
+            continue
+        want = expected_rail_gbps(paths, [gpus[r] for r in span.ranks])
+        if want is None:
+            continue
+        for row in span.rows:
+            t = row.best
+            if t is None or t.busbw_gbps >= INTER_MIN_RATIO * want:
+                continue
+            yield Issue(
+                f"rail:{span.name}",
+                f"{row.op} between nodes ({span.name}, {len(span.nodes)} nodes) reaches {t.busbw_gbps:.1f} GB/s "
+                f"busbw, {t.busbw_gbps / want:.0%} of the {want:.1f} GB/s its GPUs' NICs carry",
+                {
+                    "op": row.op,
+                    "size_bytes": row.size_bytes,
+                    "busbw_gbps": round(t.busbw_gbps, 2),
+                    "expected_gbps": round(want, 2),
+                    "nodes": list(span.nodes),
+                },
+            )
+
+
+@rule(
+    "TD012",
+    "coll-intranode-busbw-low",
+    "error",
+    fix="Run `topodoctor collectives` and `topodoctor check` on that node alone; read its NCCL account "
+    "(transports, channels) and TD002/TD003.",
+    tags=("collectives", "multinode"),
+)
+def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
+    """A node's own collectives (its ranks as one subgroup, all nodes at once) are far below what
+    its topology gives.
+
+    The same judgement as TD001, node by node: the world's own figures cross the network and
+    are judged by TD011 instead. The reference is this host's (the nodes are taken to be of
+    one type); ``--expect-busbw`` and a bandwidth result work as for TD001.
+    """
+    from dataclasses import replace
+
+    from topodoctor.rules.collectives import low_busbw
+
+    res = _result(ctx)
+    for span in getattr(res, "spans", ()):
+        if span.scope != "intra":
+            continue
+        view = replace(res, rows=span.rows, ranks=tuple(r for r in res.ranks if r.rank in span.ranks))
+        for row, t, gbps, source in low_busbw(ctx, view):
+            yield Issue(
+                f"node:{span.name}",
+                f"{row.op} on node {span.name} alone reaches {t.busbw_gbps:.1f} GB/s busbw, "
+                f"{t.busbw_gbps / gbps:.0%} of the {source} ({gbps:.0f} GB/s)",
+                {
+                    "op": row.op,
+                    "size_bytes": row.size_bytes,
+                    "busbw_gbps": round(t.busbw_gbps, 2),
+                    "reference_gbps": round(gbps, 2),
+                },
+            )

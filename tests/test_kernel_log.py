@@ -92,7 +92,12 @@ def test_unreadable_log_is_could_not_check() -> None:
 
 
 def test_a_snapshot_from_before_kernel_events_says_nothing() -> None:
-    assert X4.kernel_events == Unsupported("NOT_PROBED")
+    old = replace(X4, kernel_events=Unsupported("NOT_PROBED"))
+    assert codes(old) == {}
+
+
+def test_the_recorded_hosts_log_is_read_and_quiet() -> None:
+    assert X4.kernel_events == KernelEvents("/dev/kmsg", None, ())
     assert codes(X4) == {}
 
 

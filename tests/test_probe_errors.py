@@ -50,6 +50,8 @@ def _subjects_for_read(entry: dict[str, Any]) -> set[str]:
             return {f"GPU{index}"}
     if "/net/" in path or "/0000:00:03.0" in path:
         return {"host", "nic:eth0"}
+    if path == "/dev/kmsg":
+        return {"kernel-log"}  # the XID rules could not check
     return {"host"}
 
 

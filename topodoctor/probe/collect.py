@@ -17,6 +17,7 @@ from topodoctor.model import (
 from topodoctor.probe import host as hostfacts
 from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.gpu import probe_gpu
+from topodoctor.probe.kernel_log import read_kernel_events
 from topodoctor.probe.pcie import bridges_on, read_bridge
 from topodoctor.probe.query import Nvml, parse_cpulist, sys_read
 from topodoctor.probe.sysfs import Sysfs
@@ -180,4 +181,5 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
         interfaces=interfaces,
         probe_errors=errors + tuple(problems),
         pci_gpus=hostfacts.pci_gpus(fs),
+        kernel_events=read_kernel_events(fs),
     )

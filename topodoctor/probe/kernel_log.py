@@ -66,8 +66,11 @@ def read_kernel_events(fs: Sysfs) -> Probed[KernelEvents]:
         lines = fs.read_records(KMSG, MARK)
     except OSError as exc:
         return ProbeError(os_error_name(exc), f"read {KMSG}")
+    events = parse_lines(lines)
+    if not events:  # the uptime only ages events: with none, one read fewer
+        return KernelEvents(KMSG, None, ())
     try:
         uptime: float | None = float(fs.read("/proc/uptime").split()[0])
     except (OSError, ValueError, IndexError):
         uptime = None
-    return KernelEvents(KMSG, uptime, parse_lines(lines))
+    return KernelEvents(KMSG, uptime, events)

@@ -156,7 +156,6 @@ def check(
 ) -> None:
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
     from topodoctor import cli_io, doctor
-    from topodoctor.report import check as report
 
     cli_io.line_mode = fmt is CheckFormat.line
     options = doctor.CheckOptions(
@@ -173,15 +172,18 @@ def check(
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
-        from topodoctor.report import prometheus as prom
-
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
+            from topodoctor.report import prometheus as prom
+
             prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=_hostname()))
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
+            from topodoctor.report import check as report
+
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda c: emit_json(doc))
         raise fail(str(exc), exc.exit_code) from None
 
+    from topodoctor.report import check as report
     from topodoctor.report import prometheus as prom
 
     def metrics_text() -> str:

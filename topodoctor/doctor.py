@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from topodoctor import codec
 from topodoctor.budget import Budget, run_with_budget
-from topodoctor.consistency import validate_snapshot
 from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY, InputError
-from topodoctor.model import HostSnapshot, snapshot_from_data
 
-if TYPE_CHECKING:  # the rules package imports every rule family: only once the budget runs
+# Everything else is imported where it is used: what this module loads is spent before the
+# probe child is forked, and every tenth of a second of it counts against a short --timeout.
+if TYPE_CHECKING:
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.bandwidth.session import Settings
     from topodoctor.expect import Expectations
+    from topodoctor.model import HostSnapshot
     from topodoctor.process import ProcessEnvironment
     from topodoctor.rules.context import Context
     from topodoctor.rules.registry import Finding, Severity
@@ -73,6 +73,8 @@ class Host:
 
 
 def _encode(host: Host) -> dict[str, Any]:
+    from topodoctor import codec
+
     return {
         "snapshot": codec.to_jsonable(host.snapshot),
         "origin": host.origin,
@@ -82,6 +84,8 @@ def _encode(host: Host) -> dict[str, Any]:
 
 
 def _decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
+    from topodoctor import codec
+    from topodoctor.model import snapshot_from_data
     from topodoctor.process import ProcessEnvironment
 
     proc = data["process"]
@@ -114,11 +118,14 @@ def probe(
     passes: Sequence[Pass] = (),
     environment: bool = False,
     quiet: bool = True,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Host:
     """Probe the host (and run ``passes``) in a child under ``budget``; a validated Host.
 
     A budget without a limit runs everything in this process (no fork), as ``--timeout 0``
     promises. ``quiet`` silences the child's stdout/stderr (a progress bar needs them).
+    ``meanwhile`` is the parent's own work (imports, reading files), done while the child
+    probes; what it raises kills the child and is raised here.
     """
 
     def gather(deadline: float) -> Host:
@@ -136,13 +143,24 @@ def probe(
         return Host(p.snapshot, p.origin, p.process if environment else None, measured)
 
     if not budget.limited:
+        if meanwhile is not None:
+            meanwhile()
         host = gather(budget.deadline)
     else:
-        preload = _preload_graph if budget.left() > PRELOAD_MIN_BUDGET_S else None
+        preload = budget.left() > PRELOAD_MIN_BUDGET_S
+
+        def parent() -> None:
+            if meanwhile is not None:
+                meanwhile()
+            if preload:
+                _preload_graph()
+
         with budget.guard():
-            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=preload, quiet=quiet)
+            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=parent, quiet=quiet)
             host = _decode(data, passes)
     with budget.guard():
+        from topodoctor.consistency import validate_snapshot
+
         validate_snapshot(host.snapshot, host.origin)
     return host
 
@@ -229,22 +247,28 @@ def evaluate(
 
 
 def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
-    """Probe, measure and judge the host within ``options.timeout_s`` (from process start)."""
-    from topodoctor.rules.registry import check_patterns
+    """Probe, measure and judge the host within ``options.timeout_s`` (from process start).
 
+    The probe child is forked first; the parent's own work (loading the rules, checking the
+    patterns, reading --expect) runs while the child probes, so a short budget is not spent
+    before the probe even starts. Everything runs under the budget's alarm."""
     t0 = time.monotonic()
     budget = budget or Budget.start(options.timeout_s)
-    # Everything from here, imports included, runs under the budget's alarm: on a loaded host
-    # the parent's own work can spend a short budget before the child is even started.
-    with budget.guard():
-        check_patterns(options.select + options.ignore)
-        expect = None
+    loaded: dict[str, Expectations] = {}
+
+    def prepare() -> None:
+        from topodoctor.rules.registry import check_patterns
+
+        check_patterns(options.select + options.ignore)  # imports every rule family
         if options.expect is not None:
             from topodoctor.expect import load_expectations
 
-            expect = load_expectations(options.expect, budget)
-        host = probe(options.source, budget, options.passes, environment=True)
-        findings, incomplete = evaluate(make_context(host, expect), options.select, options.ignore, options.tags)
+            loaded["expect"] = load_expectations(options.expect, budget)
+
+    with budget.guard():
+        host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
+        ctx = make_context(host, loaded.get("expect"))
+        findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.scope import within
 
         where = job_scope(host, options.scope)
@@ -370,6 +394,8 @@ def _devices(text: str | None) -> tuple[int, ...] | None:
 
 def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
+    from topodoctor.consistency import validate_snapshot
+
     if result.snapshot is None:
         return ()
     validate_snapshot(result.snapshot, "bandwidth result")

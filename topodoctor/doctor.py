@@ -50,15 +50,15 @@ class Pass:
 
     ``run(snapshot, source, deadline, started)`` returns a plain dataclass of type ``result``;
     it travels to the parent as JSON and lands in the rules' Context (``bandwidth`` in
-    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start`` (optional) runs
-    before the probe, so a worker's start-up overlaps it; what it returns is ``started``, and
-    ``stop(started)`` releases it when the probe fails.
+    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start(deadline)``
+    (optional) runs before the probe, so a worker's start-up overlaps it; what it returns is
+    ``started``, and ``stop(started)`` releases it when the probe fails.
     """
 
     name: str
     run: Callable[[HostSnapshot, Source, float, Any], Any]
     result: type
-    start: Callable[[], Any] | None = None
+    start: Callable[[float], Any] | None = None
     stop: Callable[[Any], None] | None = None
 
 
@@ -131,7 +131,7 @@ def probe(
     def gather(deadline: float) -> Host:
         from topodoctor.probe import probe_host
 
-        started = {ps.name: ps.start() for ps in passes if ps.start is not None}
+        started = {ps.name: ps.start(deadline) for ps in passes if ps.start is not None}
         try:
             p = probe_host(source.replay, source.sysfs_root)
         except BaseException:
@@ -224,8 +224,14 @@ def make_context(host: Host, expect: Expectations | None = None) -> Context:
     from topodoctor.rules.context import Context
 
     measured = dict(host.measured)
+    collectives = measured.pop("collectives", None)
     env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
-    return Context(host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured)
+    ctx = Context(host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured)
+    if collectives is not None:
+        from topodoctor.measure.collectives.check import attach
+
+        attach(ctx, collectives)
+    return ctx
 
 
 def job_scope(host: Host, choice: str) -> Scope:
@@ -291,7 +297,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
 # ----------------------------------------------------------------------------- measure
 
 
-def _start_worker() -> Any:
+def _start_worker(deadline: float) -> Any:
     """The copy timer, started before the probe so that its start-up overlaps it."""
     from topodoctor.bandwidth.session import Worker, default_worker_cmd
     from topodoctor.bandwidth.tasks import Settings

@@ -368,9 +368,19 @@ def run_rank(plan: Plan, world: World, emit: Emit, log_dir: str | None) -> dict[
                 body = rank.run(watchdog)
         else:
             body = rank.run(watchdog)
+        _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
+        emit({"ev": "finished", "rank": world.rank})
         return {**meta, **body} if world.rank == 0 else None
     finally:
         dist.destroy_process_group()
+
+
+def _flush_c_streams() -> None:
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
 
 
 def _emit_stdout(event: dict[str, Any]) -> None:
@@ -387,6 +397,7 @@ def main() -> int:
     plan = from_jsonable(Plan, json.loads(os.environ["TOPODOCTOR_COLL_PLAN"]), "collectives plan")
     world = from_env()
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
+    _emit_stdout({"ev": "imported", "rank": world.rank})  # torch loaded: the start-up's first part
     try:
         run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"))
     except Exception as exc:

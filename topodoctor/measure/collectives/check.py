@@ -204,6 +204,9 @@ def check_pass(
     def run(snap: HostSnapshot, source: Source, deadline: float, started: Any) -> QuickAnswer:
         if isinstance(started, str):
             return QuickAnswer(error=started)
+        if not source.live and backend == "nccl":  # a recording is judged, not the GPUs under us
+            started.stop()
+            return QuickAnswer(error="collectives run on the live host only, not on a replayed one")
         acts: tuple[Activity, ...] = ()
         if source.live and backend == "nccl":
             from topodoctor.probe import live_nvml

@@ -218,6 +218,39 @@ def test_hung_probe_is_cut_at_the_budget(capsys: pytest.CaptureFixture[str]) -> 
     assert "1.5 s budget" in err
 
 
+def test_rules_import_neither_networkx_nor_the_probe() -> None:
+    # The parent loads the rules while the probe child runs; networkx is loaded only to build a graph.
+    code = (
+        "import sys; import topodoctor.rules; "
+        "bad = [m for m in sys.modules if m.startswith(('networkx', 'topodoctor.probe.', 'torch'))]; "
+        "assert not bad, bad"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_check_forks_the_probe_before_loading_the_rules() -> None:
+    # A short budget is kept only if the parent's own work overlaps the probe, not precedes it.
+    code = (
+        "import sys; from topodoctor import doctor; real = doctor.run_with_budget; seen = []\n"
+        "def spy(*a, **k):\n"
+        "    seen.append(sorted(m for m in sys.modules if m.startswith('topodoctor.rules')))\n"
+        "    return real(*a, **k)\n"
+        "doctor.run_with_budget = spy\n"
+        "out = doctor.check(doctor.CheckOptions(doctor.Source('h200-x4'), timeout_s=20, select=('TD7',)))\n"
+        "assert seen == [[]] and out.exit_code == 0, seen"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_budget_below_start_up_says_so() -> None:
+    cmd = [sys.executable, "-m", "topodoctor", "check", "--replay", str(scenario_path("x4-nvml-hang"))]
+    p = subprocess.run([*cmd, "--timeout", "0.001", "-f", "line"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 3 and p.stderr == ""
+    assert "0.001 s budget was spent before the check could start (start-up took" in p.stdout
+
+
 def test_rules_and_explain() -> None:
     r = runner.invoke(app, ["rules", "--format", "json"])
     rules = json.loads(r.stdout)

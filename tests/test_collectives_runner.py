@@ -197,3 +197,28 @@ def _children(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 out.append(int(d.name))
     return out
+
+
+def test_check_with_the_collectives_pass() -> None:
+    """`check --collectives` end to end on gloo: the ranks start before the probe, in the check's
+    budgeted child; their result reaches the TD0xx rules; a pass that cannot run is not checked."""
+    from topodoctor import doctor
+    from topodoctor.budget import Budget
+    from topodoctor.measure.collectives.check import check_pass
+
+    def run(nprocs: int) -> doctor.Outcome:
+        passes = (check_pass("gloo", nprocs, size_bytes=1 << 20),)
+        opts = doctor.CheckOptions(doctor.Source("h200-x2"), timeout_s=50, passes=passes, select=("TD0", "TD901"))
+        with time_limit(60):
+            return doctor.check(opts)
+
+    out = run(2)
+    assert out.meta.measured == ("collectives",) and out.exit_code == 0
+    assert [f.code for f in out.findings] == [] and out.incomplete == ()
+    with time_limit(60):  # what the rules were given: the measured rows, through the child's pipe
+        host = doctor.probe(doctor.Source("h200-x2"), Budget.start(50), (check_pass("gloo", 2, 1 << 20),))
+    got = host.measured["collectives"].result
+    assert [r.op for r in got.rows] == ["all_reduce", "sendrecv"] and got.rows[0].best.wrong == 0
+    out = run(1)
+    assert out.exit_code == 0 and [f.code for f in out.incomplete] == ["TD901"]
+    assert "at least 2" in out.incomplete[0].message

@@ -97,6 +97,17 @@ class Budget:
         shown = f"{self.timeout_s:g}" if self.timeout_s is not None else "?"
         return BudgetExceeded(f"could not check: not finished within the {shown} s budget{what}")
 
+    def spent_at_start(self) -> BudgetExceeded:
+        """The budget ran out before any work began: it is shorter than starting the
+        interpreter and loading topodoctor takes here, and no budget below that can be kept."""
+        if _command_start is None:
+            return self.exceeded()
+        took = time.monotonic() - _command_start
+        return BudgetExceeded(
+            f"could not check: the {self.timeout_s:g} s budget was spent before the check could start "
+            f"(start-up took {took:.2f} s here; the floor is in docs/prolog.md)"
+        )
+
     @contextlib.contextmanager
     def guard(self) -> Iterator[None]:
         """Raise BudgetExceeded in this thread if the block runs past the deadline.
@@ -115,7 +126,7 @@ class Budget:
 
         left = self.left()
         if left <= 0:
-            raise self.exceeded()
+            raise self.spent_at_start()
         previous = signal.signal(signal.SIGALRM, expire)
         signal.setitimer(signal.ITIMER_REAL, left)
         _guarding = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,19 +20,15 @@ from topodoctor.cli_io import (
     fail,
     install_signal_handlers,
     prepare_stdio,
-    progress_bar,
     render,
     say,
 )
 from topodoctor.cli_options import (
-    BwMode,
     CheckFormat,
     DrawOpt,
     FailLevel,
     Format,
     FormatOpt,
-    HeatmapOpt,
-    MeasureFormat,
     MetricsOpt,
     OutputOpt,
     PlainUsage,
@@ -48,7 +44,10 @@ from topodoctor.cli_options import (
     split,
     version_callback,
 )
-from topodoctor.errors import EXIT_UNHEALTHY, EXIT_USAGE, InputError, TopodoctorError
+from topodoctor.errors import EXIT_USAGE, InputError, TopodoctorError
+
+if TYPE_CHECKING:
+    from topodoctor.doctor import Pass
 
 app = typer.Typer(
     name="topodoctor",
@@ -151,12 +150,14 @@ def check(
         Path | None, typer.Option("--expect", metavar="FILE", help="Expectations file for this node type.")
     ] = None,
     with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass.")] = False,
+    with_collectives: Annotated[
+        bool, typer.Option("--collectives", help="Add a quick NCCL pass: all_reduce and sendrecv, 256 MiB.")
+    ] = False,
     scope: ScopeOpt = Scope.auto,
     sysfs_root: SysfsOpt = "/",
 ) -> None:
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
     from topodoctor import cli_io, doctor
-    from topodoctor.report import check as report
 
     cli_io.line_mode = fmt is CheckFormat.line
     options = doctor.CheckOptions(
@@ -167,21 +168,24 @@ def check(
         tags=("prolog",) if prolog else (),
         fail_level="warning" if strict else fail_level.value,
         expect=expect,
-        passes=(doctor.bandwidth_pass(scope.value),) if with_bandwidth else (),
+        passes=_passes(with_bandwidth, with_collectives, scope.value),
         scope=scope.value,
     )
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
-        from topodoctor.report import prometheus as prom
-
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
+            from topodoctor.report import prometheus as prom
+
             prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=_hostname()))
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
+            from topodoctor.report import check as report
+
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda c: emit_json(doc))
         raise fail(str(exc), exc.exit_code) from None
 
+    from topodoctor.report import check as report
     from topodoctor.report import prometheus as prom
 
     def metrics_text() -> str:
@@ -252,74 +256,16 @@ def write_expect(
     say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")
 
 
-@app.command(epilog=EXITS["bandwidth"])
-@reports_errors
-def bandwidth(
-    matrix: Annotated[bool, typer.Option("--matrix/--no-matrix", help="Print the pair matrices.")] = True,
-    mode: Annotated[
-        list[BwMode] | None,
-        typer.Option("--mode", "-m", metavar="MODE", help="oneway, bidir, latency, host or all (repeatable)."),
-    ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="A short pass sized for a prolog.")] = False,
-    size_mib: Annotated[int | None, typer.Option("--size", metavar="MIB", help="Buffer per copy.", min=1)] = None,
-    iters: Annotated[int | None, typer.Option("--iters", metavar="N", help="Copies per sample.", min=1)] = None,
-    samples: Annotated[int | None, typer.Option("--samples", metavar="N", help="Samples each.", min=1)] = None,
-    devices: Annotated[str | None, typer.Option("--devices", metavar="LIST", help="NVML indices, e.g. 0,1.")] = None,
-    pair_timeout: Annotated[
-        float, typer.Option("--pair-timeout", metavar="SECONDS", help="When a copy counts as hung.", min=0.1)
-    ] = 20.0,
-    from_file: Annotated[
-        Path | None, typer.Option("--from", metavar="FILE", help="Show a saved result instead of measuring.")
-    ] = None,
-    output: OutputOpt = None,
-    heatmap: HeatmapOpt = None,
-    replay: ReplayOpt = None,
-    fmt: Annotated[
-        MeasureFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or prometheus.")
-    ] = MeasureFormat.text,
-    metrics: MetricsOpt = None,
-    timeout: TimeoutOpt = 900.0,
-) -> None:
-    """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
-    from topodoctor import cli_pictures, doctor, fileio
-    from topodoctor.bandwidth.result import load_result, result_to_json
-    from topodoctor.report import bandwidth as report
-
-    if heatmap is not None:
-        cli_pictures.check_picture_path(heatmap)
-
-    if from_file is not None:
-        result = load_result(from_file)
-    else:
-        modes = [m.value for m in mode or []]
-        settings = doctor.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
-        result = doctor.measure(settings, source(replay), budget(timeout), progress=progress_bar())
-    if output is not None:
-        fileio.write_atomic(output, result_to_json(result), "bandwidth result")
-    if heatmap is not None:
-        cli_pictures.draw_heatmap(result, heatmap)
-    findings = doctor.bandwidth_findings(result)
-    code = EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0
-    if metrics is not None or fmt is MeasureFormat.prometheus:
-        from topodoctor.report.prometheus import bandwidth_metrics, write_textfile
-
-        text = bandwidth_metrics(result, findings, code)
-        if metrics is not None:
-            write_textfile(metrics, text)
-        if fmt is MeasureFormat.prometheus:
-            render(lambda c: sys.stdout.write(text))
-    if fmt is MeasureFormat.json:
-        from dataclasses import asdict
-
-        doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
-        render(lambda c: emit_json(doc))
-    elif fmt is MeasureFormat.text:
-        render(lambda c: report.print_bandwidth(result, c, findings, matrix))
-    raise typer.Exit(code)
-
-
-for extra in ("cli_collectives", "cli_fleet", "cli_pictures"):  # commands kept in modules of their own
+for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_pictures"):  # commands kept in modules of their own
     __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
+
+
+def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:
+    """The measurements a check adds, in the order they run in its budgeted child."""
+    from topodoctor import doctor
+    from topodoctor.measure.collectives.check import check_pass
+
+    return ((doctor.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
 
 
 def _hostname() -> str:

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from topodoctor import codec
 from topodoctor.budget import Budget, run_with_budget
-from topodoctor.consistency import validate_snapshot
 from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY, InputError
-from topodoctor.model import HostSnapshot, snapshot_from_data
 
-if TYPE_CHECKING:  # the rules package imports every rule family: only once the budget runs
+# Everything else is imported where it is used: what this module loads is spent before the
+# probe child is forked, and every tenth of a second of it counts against a short --timeout.
+if TYPE_CHECKING:
     from topodoctor.bandwidth.result import BandwidthResult
     from topodoctor.bandwidth.session import Settings
     from topodoctor.expect import Expectations
+    from topodoctor.model import HostSnapshot
     from topodoctor.process import ProcessEnvironment
     from topodoctor.rules.context import Context
     from topodoctor.rules.registry import Finding, Severity
@@ -48,15 +48,15 @@ class Pass:
 
     ``run(snapshot, source, deadline, started)`` returns a plain dataclass of type ``result``;
     it travels to the parent as JSON and lands in the rules' Context (``bandwidth`` in
-    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start`` (optional) runs
-    before the probe, so a worker's start-up overlaps it; what it returns is ``started``, and
-    ``stop(started)`` releases it when the probe fails.
+    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start(deadline)``
+    (optional) runs before the probe, so a worker's start-up overlaps it; what it returns is
+    ``started``, and ``stop(started)`` releases it when the probe fails.
     """
 
     name: str
     run: Callable[[HostSnapshot, Source, float, Any], Any]
     result: type
-    start: Callable[[], Any] | None = None
+    start: Callable[[float], Any] | None = None
     stop: Callable[[Any], None] | None = None
 
 
@@ -71,6 +71,8 @@ class Host:
 
 
 def _encode(host: Host) -> dict[str, Any]:
+    from topodoctor import codec
+
     return {
         "snapshot": codec.to_jsonable(host.snapshot),
         "origin": host.origin,
@@ -80,6 +82,8 @@ def _encode(host: Host) -> dict[str, Any]:
 
 
 def _decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
+    from topodoctor import codec
+    from topodoctor.model import snapshot_from_data
     from topodoctor.process import ProcessEnvironment
 
     proc = data["process"]
@@ -112,17 +116,20 @@ def probe(
     passes: Sequence[Pass] = (),
     environment: bool = False,
     quiet: bool = True,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Host:
     """Probe the host (and run ``passes``) in a child under ``budget``; a validated Host.
 
     A budget without a limit runs everything in this process (no fork), as ``--timeout 0``
     promises. ``quiet`` silences the child's stdout/stderr (a progress bar needs them).
+    ``meanwhile`` is the parent's own work (imports, reading files), done while the child
+    probes; what it raises kills the child and is raised here.
     """
 
     def gather(deadline: float) -> Host:
         from topodoctor.probe import probe_host
 
-        started = {ps.name: ps.start() for ps in passes if ps.start is not None}
+        started = {ps.name: ps.start(deadline) for ps in passes if ps.start is not None}
         try:
             p = probe_host(source.replay, source.sysfs_root)
         except BaseException:
@@ -134,13 +141,24 @@ def probe(
         return Host(p.snapshot, p.origin, p.process if environment else None, measured)
 
     if not budget.limited:
+        if meanwhile is not None:
+            meanwhile()
         host = gather(budget.deadline)
     else:
-        preload = _preload_graph if budget.left() > PRELOAD_MIN_BUDGET_S else None
+        preload = budget.left() > PRELOAD_MIN_BUDGET_S
+
+        def parent() -> None:
+            if meanwhile is not None:
+                meanwhile()
+            if preload:
+                _preload_graph()
+
         with budget.guard():
-            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=preload, quiet=quiet)
+            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=parent, quiet=quiet)
             host = _decode(data, passes)
     with budget.guard():
+        from topodoctor.consistency import validate_snapshot
+
         validate_snapshot(host.snapshot, host.origin)
     return host
 
@@ -204,8 +222,14 @@ def make_context(host: Host, expect: Expectations | None = None) -> Context:
     from topodoctor.rules.context import Context
 
     measured = dict(host.measured)
+    collectives = measured.pop("collectives", None)
     env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
-    return Context(host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured)
+    ctx = Context(host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured)
+    if collectives is not None:
+        from topodoctor.measure.collectives.check import attach
+
+        attach(ctx, collectives)
+    return ctx
 
 
 def job_scope(host: Host, choice: str) -> Scope:
@@ -227,22 +251,28 @@ def evaluate(
 
 
 def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
-    """Probe, measure and judge the host within ``options.timeout_s`` (from process start)."""
-    from topodoctor.rules.registry import check_patterns
+    """Probe, measure and judge the host within ``options.timeout_s`` (from process start).
 
+    The probe child is forked first; the parent's own work (loading the rules, checking the
+    patterns, reading --expect) runs while the child probes, so a short budget is not spent
+    before the probe even starts. Everything runs under the budget's alarm."""
     t0 = time.monotonic()
     budget = budget or Budget.start(options.timeout_s)
-    # Everything from here, imports included, runs under the budget's alarm: on a loaded host
-    # the parent's own work can spend a short budget before the child is even started.
-    with budget.guard():
-        check_patterns(options.select + options.ignore)
-        expect = None
+    loaded: dict[str, Expectations] = {}
+
+    def prepare() -> None:
+        from topodoctor.rules.registry import check_patterns
+
+        check_patterns(options.select + options.ignore)  # imports every rule family
         if options.expect is not None:
             from topodoctor.expect import load_expectations
 
-            expect = load_expectations(options.expect, budget)
-        host = probe(options.source, budget, options.passes, environment=True)
-        findings, incomplete = evaluate(make_context(host, expect), options.select, options.ignore, options.tags)
+            loaded["expect"] = load_expectations(options.expect, budget)
+
+    with budget.guard():
+        host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
+        ctx = make_context(host, loaded.get("expect"))
+        findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.scope import within
 
         where = job_scope(host, options.scope)
@@ -265,7 +295,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
 # ----------------------------------------------------------------------------- measure
 
 
-def _start_worker() -> Any:
+def _start_worker(deadline: float) -> Any:
     """The copy timer, started before the probe so that its start-up overlaps it."""
     from topodoctor.bandwidth.session import Worker, default_worker_cmd
     from topodoctor.bandwidth.tasks import Settings
@@ -368,6 +398,8 @@ def _devices(text: str | None) -> tuple[int, ...] | None:
 
 def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
+    from topodoctor.consistency import validate_snapshot
+
     if result.snapshot is None:
         return ()
     validate_snapshot(result.snapshot, "bandwidth result")

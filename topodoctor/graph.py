@@ -17,12 +17,13 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Literal
-
-import networkx as nx
+from typing import TYPE_CHECKING, Literal
 
 from topodoctor.model import Gpu, HostSnapshot, Nic, nvlink_generation
 from topodoctor.probed import ok
+
+if TYPE_CHECKING:  # networkx costs a tenth of a second to import: only where a graph is built
+    import networkx as nx
 
 PathClass = Literal["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS"]
 
@@ -78,6 +79,8 @@ def rdma_nics(snap: HostSnapshot) -> list[Nic]:
 
 
 def build_graph(snap: HostSnapshot) -> nx.Graph:
+    import networkx as nx
+
     g = nx.Graph()
     numa_ids = [n.id for n in snap.host.numa_nodes]
     for n in snap.host.numa_nodes:
@@ -254,6 +257,8 @@ def pcie_class(g: nx.Graph, a: str, b: str, sub: nx.Graph | None = None) -> tupl
     sub = sub if sub is not None else pcie_subgraph(g)
     if a not in sub or b not in sub:
         return None, None
+    import networkx as nx
+
     try:
         path = nx.shortest_path(sub, a, b)
     except nx.NetworkXNoPath:

@@ -12,11 +12,13 @@ Rates: a NIC's ``rate_gbps`` is its link rate in Gb/s (sysfs ``ports/N/rate``); 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from topodoctor.graph import PathClass, build_graph, connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
 from topodoctor.model import HostSnapshot, Nic
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Path classes from near to far, as NCCL orders its path types.
 PATH_ORDER: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")

@@ -47,7 +47,15 @@ def sh(cmd: list[str], out: Path, timeout: float, env: dict[str, str] | None = N
 
 
 def nccl_tests(
-    anchors: Path, out: Path, tag: str, sizes: str, ops: list[str], env: dict[str, str], iters: int, warmup: int
+    anchors: Path,
+    out: Path,
+    tag: str,
+    sizes: str,
+    ops: list[str],
+    env: dict[str, str],
+    iters: int,
+    warmup: int,
+    extra: tuple[str, ...] = (),
 ) -> tuple[CollectivesResult | None, float]:
     """One nccl-tests binary after another, as a user runs them; their JSON read by our reader."""
     ngpus = env.get("NGPUS", "2")
@@ -57,6 +65,7 @@ def nccl_tests(
         binary = anchors / "nccl-tests" / "build" / SPECS[op].binary
         js = out / f"nt-{tag}-{op}.json"
         cmd = [str(binary), "-g", ngpus, "-b", lo, "-e", hi or lo, "-f", "2", "-n", str(iters), "-w", str(warmup)]
+        cmd += extra
         wall, rc = sh([*cmd, "-c", "1", "-J", str(js)], out / f"nt-{tag}-{op}.txt", 60, env)
         total += wall
         if rc == 0 and js.is_file():
@@ -214,6 +223,15 @@ def run() -> int:
         lines += [f"Data check: {len(wrong)} rows with #wrong > 0 (ours).", ""]
         lines += [f"NCCL's account (ours): {report['account']}", ""]
 
+    save(out, report, lines)
+
+    # 1b. small sizes against nccl-tests with CUDA graphs (-G): its default mode times launches from
+    # the host, so below ~1 MiB its figure is its launch rate; ours takes launches out, as -G does.
+    g, _ = nccl_tests(a.anchors, out, "graph", "8:64K", ops, base, a.iters, a.warmup, ("-G", "10"))
+    if ours is not None and g is not None:
+        report["small_vs_graph"] = compare(ours, g, SMALL)
+        lines += ["Time per op at 8 B - 64 KiB against nccl-tests -G 10 (launches out of both):", ""]
+        lines += [*table(report["small_vs_graph"], False), ""]
     save(out, report, lines)
 
     # 2. the variants: both tools, a few ops at the large sizes

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from topodoctor.graph import Connection, build_graph, connection, gpu_node, pcie_gbps, pcie_subgraph
 from topodoctor.model import HostSnapshot
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass(frozen=True)

@@ -65,8 +65,6 @@ NO_PERMISSION = 4
 
 # Answers that mean "this GPU or driver does not have the feature", which is normal.
 UNSUPPORTED_CODES = frozenset({NOT_SUPPORTED, FUNCTION_NOT_FOUND, BINDING_MISSING})
-# Answers after which the GPU will answer nothing else.
-GPU_GONE_CODES = frozenset({GPU_IS_LOST, RESET_REQUIRED})
 
 
 def error_name(code: int) -> str:

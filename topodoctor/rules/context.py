@@ -8,14 +8,24 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from topodoctor.model import HostSnapshot
-from topodoctor.probe.environment import capture_environment
 from topodoctor.probed import Probed, ProbeError, Unsupported
 from topodoctor.process import NCCL_SYSTEM_CONF, Environment
 from topodoctor.rules.registry import Unchecked
 
 __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment", "capture_environment"]
 
+
+def capture_environment(environ: Mapping[str, str] | None = None, system_conf: str = NCCL_SYSTEM_CONF) -> Environment:
+    """This process's environment as the rules see it (for callers that judge themselves). The
+    probe does the reading; imported here only when called, so the rules never load the probe."""
+    from topodoctor.probe.environment import capture_environment as capture
+
+    return capture(environ, system_conf)
+
+
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import networkx as nx
 
     from topodoctor.bandwidth.plan import Expected

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.probe.query import format_cpulist
 from topodoctor.probed import Unsupported
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -107,3 +106,11 @@ def process_affinity_far(ctx: Context) -> Iterator[Issue]:
                 f"GPU{g.index} ({format_cpulist(local)})",
                 {"process_cpus": format_cpulist(cpus), "gpu_cpus": format_cpulist(local)},
             )
+
+
+def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
+    """CPUs as nvidia-smi lists them; the probe's formatter, loaded only when a finding needs it
+    (importing the probe package costs the rules' start-up a twentieth of a second)."""
+    from topodoctor.probe.query import format_cpulist as fmt
+
+    return fmt(cpus)

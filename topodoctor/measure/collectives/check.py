@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from dataclasses import replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.bandwidth.result import Activity
 from topodoctor.codec import from_jsonable, to_jsonable
@@ -21,7 +21,26 @@ from topodoctor.measure.collectives.plan import Plan
 from topodoctor.measure.collectives.result import CollectivesResult
 from topodoctor.model import HostSnapshot
 
+if TYPE_CHECKING:
+    from topodoctor.doctor import Pass, Source
+
 QUICK_SIZE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class QuickAnswer:
+    """What the quick pass of a check hands to the rules: a result, or why there is none."""
+
+    result: CollectivesResult | None = None
+    error: str | None = None
+
+
+def driver_gpus(proc: str = "/proc/driver/nvidia/gpus") -> int:
+    """GPUs the driver lists, without NVML or CUDA: the ranks start before the probe has run."""
+    try:
+        return len(os.listdir(proc))
+    except OSError:
+        return 0
 
 
 def visible_gpus(snap: HostSnapshot | None, environ: dict[str, str] | None = None) -> int:
@@ -87,6 +106,13 @@ class QuickPass:
             self.tmp.cleanup()
         return replace(res, snapshot=None)
 
+    def stop(self) -> None:
+        """Kill the ranks and drop their files (the probe failed: nothing to judge them against)."""
+        try:
+            self.running.stop()
+        finally:
+            self.tmp.cleanup()
+
     def answer(self, snap: HostSnapshot | None, deadline: float, activity: tuple[Activity, ...] = ()) -> dict[str, Any]:
         """``finish`` as JSON-able data for the budgeted child's pipe: the result, or why there is none."""
         try:
@@ -107,9 +133,15 @@ def quick_pass(
     return QuickPass.start(visible_gpus(snap), deadline, size_bytes, backend).finish(snap, deadline, acts)
 
 
-def attach(ctx: Any, answer: dict[str, Any] | None) -> None:
+def attach(ctx: Any, answer: QuickAnswer | dict[str, Any] | None) -> None:
     """Put a quick pass's answer in the rules' context: its result, or the reason it has none
     (TD005 then reports that the collectives could not be checked)."""
+    if isinstance(answer, QuickAnswer):
+        if answer.result is not None:
+            ctx.extra["collectives"] = answer.result
+        else:
+            ctx.extra["collectives_error"] = answer.error or "unknown"
+        return
     if not answer:
         return
     if "result" in answer:
@@ -147,3 +179,42 @@ def judge(
         ctx.extra["collectives_expect_gbps"] = expect_gbps
     out: Any = evaluate(ctx, select=["TD0", "TD901"])
     return list(getattr(out, "findings", out))  # a list, or an Evaluation carrying one
+
+
+def check_pass(
+    backend: Literal["nccl", "gloo"] = "nccl", nprocs: int | None = None, size_bytes: int = QUICK_SIZE_BYTES
+) -> Pass:
+    """The quick collectives pass of ``check --collectives``: all_reduce and sendrecv at one large
+    size, one rank per visible GPU (the job's, through CUDA_VISIBLE_DEVICES). The ranks are
+    spawned before the probe, so torch's import and NCCL's start overlap it; a pass that cannot
+    run is handed to the rules as "not checked" (TD005), never as a failed check."""
+    from topodoctor.doctor import Pass
+
+    def start(deadline: float) -> Any:
+        n = nprocs or visible_gpus(None) or driver_gpus()
+        try:
+            return QuickPass.start(n, deadline, size_bytes, backend)
+        except TopodoctorError as exc:
+            return str(exc)
+
+    def stop(started: Any) -> None:
+        if not isinstance(started, str):
+            started.stop()
+
+    def run(snap: HostSnapshot, source: Source, deadline: float, started: Any) -> QuickAnswer:
+        if isinstance(started, str):
+            return QuickAnswer(error=started)
+        if not source.live and backend == "nccl":  # a recording is judged, not the GPUs under us
+            started.stop()
+            return QuickAnswer(error="collectives run on the live host only, not on a replayed one")
+        acts: tuple[Activity, ...] = ()
+        if source.live and backend == "nccl":
+            from topodoctor.probe import live_nvml
+
+            acts = gpu_activity(snap, live_nvml())
+        answer = started.answer(snap, deadline, acts)
+        if "result" in answer:
+            return QuickAnswer(from_jsonable(CollectivesResult, answer["result"], "collectives result"))
+        return QuickAnswer(error=str(answer.get("error", "unknown")))
+
+    return Pass("collectives", run, QuickAnswer, start, stop)

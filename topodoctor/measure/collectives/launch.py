@@ -42,6 +42,7 @@ from topodoctor.measure.collectives.result import (
 from topodoctor.measure.collectives.world import World, local_worlds
 from topodoctor.model import HostSnapshot
 
+_PR_SET_PDEATHSIG = 1
 HANG_GRACE_S = 10.0  # past a rank's own watchdog, before the parent kills the group itself
 STDERR_TAIL = 4096
 
@@ -89,6 +90,7 @@ class Collected:
     rows: list[dict[str, Any]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)  # the ranks started (all killed and reaped on return)
+    timeline: list[tuple[float, int, str]] = field(default_factory=list)  # (s since start, rank, event)
 
 
 def _stderr_tail(r: _Rank) -> str:
@@ -151,6 +153,15 @@ def _terminated(signum: int, frame: object) -> None:
     raise CollectivesUnavailable("terminated (SIGTERM): all ranks killed")
 
 
+def _die_with_parent() -> None:
+    """In a rank, before exec: the kernel kills it when the process that started it dies (a
+    check's budgeted child killed at its deadline), so no rank outlives its caller on a GPU."""
+    import ctypes
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def start(
     plan: Plan, nprocs: int, log_dir: str, cmd: list[str] | None = None, extra_env: dict[str, str] | None = None
 ) -> Running:
@@ -168,6 +179,7 @@ def start(
                     stderr=err,
                     env=child_environment(base, w, plan, log_dir),
                     start_new_session=True,
+                    preexec_fn=_die_with_parent,
                 )
             run.ranks.append(_Rank(w, proc, err_path))
             run.got.pids.append(proc.pid)
@@ -238,6 +250,7 @@ def _watch(
             r.seen = time.monotonic()
             *lines, r.buf = r.buf.split(b"\n")
             for line in lines:
+                got.timeline.append((round(r.seen - t0, 4), r.world.rank, line[:40].decode("utf-8", "replace")))
                 stop = _event(r, line, got, progress)
                 if stop is not None:
                     if stop.get("ev") == "hang" or "timed out" in str(stop.get("message", "")).lower():
@@ -296,7 +309,9 @@ def _event(r: _Rank, line: bytes, got: Collected, progress: Callable[[str], None
         got.rows.append(ev["row"])
     elif kind == "failure":
         _fail(got, ev["kind"], ev.get("op"), ev.get("size_bytes"), str(ev.get("message", "")), r.world.rank)
-    elif kind == "done":
+    elif kind in ("done", "finished"):
+        # "finished": the rank has measured and said everything; its teardown (NCCL's, torch's,
+        # the interpreter's) is seconds nobody needs, so the parent kills it instead of waiting.
         r.done = True
     elif kind in ("hang", "fail"):
         return ev

@@ -8,7 +8,10 @@ cut a hang; every rank also watches itself and exits when an op outlives its tim
 Timing on GPUs, per row: a spin kernel holds the stream while the timed ops are queued, one
 untimed op lines the ranks up on the GPU, then CUDA events bracket ``iters`` ops. The
 launch cost of Python stays outside the timed region and the ranks start together, so the
-time per op is NCCL's, as nccl-tests measures it. On gloo (CPU) a host timer does the same.
+time per op is the GPU's. nccl-tests by default times the same loop from the host (launches
+back to back, then a stream sync): above ~1 MiB the two agree; below, its figure is bounded
+by its own launch rate (~15-18 us per op on an H200), and ours matches nccl-tests run with
+CUDA graphs (``-G``), which also takes launches out. On gloo (CPU) a host timer is used.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from topodoctor.measure.collectives.plan import SPECS, Op, Plan, row_of, shape
 from topodoctor.measure.collectives.world import World
 
 PATTERN_MOD = 31  # small integers: float32 sums of them stay exact for any practical world
+HOLD_ATTEMPTS = 3  # timings of one row whose hold ran out before the ops were queued, at most
 
 
 class Rank:
@@ -174,26 +178,42 @@ class Rank:
 
         stream = torch.cuda.current_stream(self.device)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        held0, held1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         # The hold outlasts queueing the ops from Python; the untimed op after it starts the
         # ranks together, so neither launch gaps nor rank skew land inside the events. Each rank
-        # sizes its own hold (the untimed op aligns them) and lengthens it when queueing took
-        # longer than the hold lasted, so later rows stay clear of Python.
+        # sizes its own hold (the untimed op aligns them). The hold is checked afterwards: when
+        # the GPU ran out of it before Python had queued every op (a spin calibrated at idle
+        # clocks, a slow first call), the ops ran at Python's launch rate and the ranks waited
+        # for each other's launches, so the row is timed again with a longer hold, on every rank.
         views = [self.buffers(op, size, place, pool, it) for it in range(iters)]
-        hold_ms = self.hold_ms.get(op, 1.0 + 0.15 * iters)
-        t0 = time.perf_counter()
-        torch.cuda._sleep(hold_cycles(self.device.index, hold_ms))
-        self.call(op, send, recv)
-        start.record(stream)
-        for s_view, r_view in views:
-            self.call(op, s_view, r_view)
-        slow = self.fault("slow")
-        if slow:
-            torch.cuda._sleep(hold_cycles(self.device.index, slow))
-        end.record(stream)
-        queued_ms = (time.perf_counter() - t0) * 1e3
-        self.hold_ms[op] = max(hold_ms, 1.5 * queued_ms)
-        end.synchronize()
+        for attempt in range(HOLD_ATTEMPTS):
+            hold_ms = self.hold_ms.get(op, 1.0 + 0.15 * iters)
+            cycles = hold_cycles(self.device.index, hold_ms)
+            t0 = time.perf_counter()
+            held0.record(stream)
+            torch.cuda._sleep(cycles)
+            held1.record(stream)
+            self.call(op, send, recv)
+            start.record(stream)
+            for s_view, r_view in views:
+                self.call(op, s_view, r_view)
+            slow = self.fault("slow")
+            if slow:
+                torch.cuda._sleep(hold_cycles(self.device.index, slow))
+            end.record(stream)
+            queued_ms = (time.perf_counter() - t0) * 1e3
+            end.synchronize()
+            short = float(held0.elapsed_time(held1)) < queued_ms
+            self.hold_ms[op] = max(hold_ms, 1.5 * queued_ms, 2.0 * hold_ms if short else 0.0)
+            if attempt + 1 == HOLD_ATTEMPTS or not self.any_rank(short):
+                break
         return float(start.elapsed_time(end)) * 1e3 / iters
+
+    def any_rank(self, flag: bool) -> bool:
+        """Whether ``flag`` holds on any rank: a decision every rank takes together."""
+        t = torch.tensor([1.0 if flag else 0.0], device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
+        return bool(t.item() > 0.0)
 
     # -- the run ---------------------------------------------------------------------------
     def allocate(self) -> tuple[tuple[torch.Tensor, torch.Tensor] | None, int]:
@@ -250,6 +270,10 @@ class Rank:
         watchdog.begin("setup", 0)
         self.emit({"ev": "begin", "rank": self.me, "op": "setup", "size": 0})
         pool, top = self.allocate()
+        if self.cuda:
+            from topodoctor.bandwidth.runner import hold_cycles
+
+            hold_cycles(self.device.index, 1.0)  # calibrated here, outside the first row's timing
         watchdog.end()
         self.emit({"ev": "end", "rank": self.me, "op": "setup", "size": 0})
         rows: list[dict[str, Any]] = []
@@ -353,9 +377,19 @@ def run_rank(
         from topodoctor.measure.collectives.worker_nodes import run_nodes
 
         body.update(run_nodes(rank, plan, idents, nodes or NodeSettings(), emit))
+        _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
+        emit({"ev": "finished", "rank": world.rank})
         return {**meta, **body} if world.rank == 0 else None
     finally:
         dist.destroy_process_group()
+
+
+def _flush_c_streams() -> None:
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
 
 
 def _emit_stdout(event: dict[str, Any]) -> None:
@@ -374,6 +408,7 @@ def main() -> int:
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
     nodes_doc = os.environ.get("TOPODOCTOR_COLL_NODES")
     nodes = from_jsonable(NodeSettings, json.loads(nodes_doc), "node settings") if nodes_doc else None
+    _emit_stdout({"ev": "imported", "rank": world.rank})  # torch loaded: the start-up's first part
     try:
         run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
     except Exception as exc:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,11 @@ def _as_nobody(tmp_path: Path, *cmd: str) -> subprocess.CompletedProcess[str]:
         pytest.skip("setpriv is not installed")
     else:
         prefix = NOBODY
+    # pytest's tmp_path sits under a 0700 directory of root's: nobody could not even reach it.
+    home = Path(os.environ.get("TOPODOCTOR_NOBODY_DIR") or tempfile.mkdtemp(prefix="topodoctor-nobody-"))
+    os.environ["TOPODOCTOR_NOBODY_DIR"] = str(home)
+    home.chmod(0o755)
+    tmp_path = home
     copy = tmp_path / "td"
     if not copy.exists():
         shutil.copytree(ROOT / "topodoctor", copy / "topodoctor")

@@ -19,11 +19,13 @@ import stat
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from topodoctor.errors import InputError
 
+T = TypeVar("T")
 MiB = 1 << 20
 DEFAULT_MAX_BYTES = 64 * MiB
 DEFAULT_TIMEOUT_S = 5.0
@@ -58,6 +60,29 @@ def _read(path: str, max_bytes: int) -> bytes:
         os.close(fd)
 
 
+_TIMED_OUT = TimeoutError("timed out")
+
+
+def _within(timeout_s: float, name: str, fn: Callable[[], T]) -> tuple[T | None, BaseException | None]:
+    """``fn()`` on a daemon thread: (its value, None), (None, what it raised), or (None,
+    _TIMED_OUT) when it is still running after ``timeout_s``; the thread is then abandoned
+    (NFS waits are killable, so it dies with the process)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    t = threading.Thread(target=work, name=name, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        return None, _TIMED_OUT
+    return box.get("value"), box.get("error")
+
+
 class _NotRegular(OSError):
     pass
 
@@ -75,22 +100,10 @@ def read_bytes(
     not forever: the thread is abandoned (NFS waits are killable, so it dies with the process).
     """
     p = str(path)
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["data"] = _read(p, max_bytes)
-        except BaseException as exc:
-            box["error"] = exc
-
-    t = threading.Thread(target=work, name=f"read {p}", daemon=True)
-    t.start()
-    t.join(timeout_s)
-    if t.is_alive():
+    data, exc = _within(timeout_s, f"read {p}", lambda: _read(p, max_bytes))
+    if exc is _TIMED_OUT:
         raise InputError(f"{what} {p}: not readable within {timeout_s:g} s (a hung mount or device?)")
-    exc = box.get("error")
-    if exc is None:
-        data: bytes = box["data"]
+    if exc is None and data is not None:
         return data
     if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
         raise InputError(f"cannot read {what} {p}: symbolic link loop")
@@ -231,37 +244,28 @@ def list_files(
     followed (a loop would never end).
     """
     p = str(directory)
-    box: dict[str, Any] = {}
 
-    def work() -> None:
+    def walk() -> list[Path]:
         found: list[Path] = []
-        try:
-            for root, _dirs, files in os.walk(p, onerror=_raise):
-                for name in files:
-                    # Dot-files are skipped: write_atomic's temporaries are named ".NAME.*.tmp".
-                    if name.endswith(suffix) and not name.startswith("."):
-                        found.append(Path(root) / name)
-                        if len(found) > max_files:
-                            box["error"] = _TooBig(p)
-                            return
-            box["files"] = sorted(found)
-        except BaseException as exc:
-            box["error"] = exc
+        for root, _dirs, files in os.walk(p, onerror=_raise):
+            for name in files:
+                # Dot-files are skipped: write_atomic's temporaries are named ".NAME.*.tmp".
+                if name.endswith(suffix) and not name.startswith("."):
+                    found.append(Path(root) / name)
+                    if len(found) > max_files:
+                        raise _TooBig(p)
+        return sorted(found)
 
-    t = threading.Thread(target=work, name=f"list {p}", daemon=True)
-    t.start()
-    t.join(timeout_s)
-    if t.is_alive():
+    files, exc = _within(timeout_s, f"list {p}", walk)
+    if exc is _TIMED_OUT:
         raise InputError(f"{what} {p}: not listable within {timeout_s:g} s (a hung mount?)")
-    exc = box.get("error")
     if isinstance(exc, _TooBig):
         raise InputError(f"{what} {p} holds more than {max_files} *{suffix} files")
     if isinstance(exc, OSError):
         raise InputError(f"cannot list {what} {p}: {exc.strerror or type(exc).__name__}")
     if exc is not None:
         raise InputError(f"cannot list {what} {p}: {type(exc).__name__}")
-    files: list[Path] = box["files"]
-    return files
+    return files or []
 
 
 def _raise(exc: OSError) -> None:

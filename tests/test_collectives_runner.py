@@ -18,8 +18,9 @@ from typer.testing import CliRunner
 
 from topodoctor.cli import app
 from topodoctor.errors import EXIT_CANNOT_CHECK
+from topodoctor.measure.collectives.assemble import CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.check import judge
-from topodoctor.measure.collectives.launch import CollectivesUnavailable, build_result, measure, spawn
+from topodoctor.measure.collectives.launch import measure, spawn
 from topodoctor.measure.collectives.plan import SPECS, Plan
 from topodoctor.measure.collectives.result import load_result
 from topodoctor.measure.collectives.world import free_port

@@ -262,10 +262,10 @@ for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_pictures"): 
 
 def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:
     """The measurements a check adds, in the order they run in its budgeted child."""
-    from topodoctor import doctor
+    from topodoctor.measure import copies
     from topodoctor.measure.collectives.check import check_pass
 
-    return ((doctor.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
+    return ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
 
 
 def _hostname() -> str:

@@ -53,6 +53,7 @@ def bandwidth(
     """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
     from topodoctor import cli_pictures, doctor, fileio
     from topodoctor.bandwidth.result import load_result, result_to_json
+    from topodoctor.measure import copies
     from topodoctor.report import bandwidth as report
 
     if heatmap is not None:
@@ -62,13 +63,13 @@ def bandwidth(
         result = load_result(from_file)
     else:
         modes = [m.value for m in mode or []]
-        settings = doctor.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
-        result = doctor.measure(settings, source(replay), budget(timeout), progress=progress_bar())
+        settings = copies.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
+        result = copies.measure(settings, source(replay), budget(timeout), progress=progress_bar())
     if output is not None:
         fileio.write_atomic(output, result_to_json(result), "bandwidth result")
     if heatmap is not None:
         cli_pictures.draw_heatmap(result, heatmap)
-    findings = doctor.bandwidth_findings(result)
+    findings = copies.bandwidth_findings(result)
     code = EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0
     if metrics is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.report.prometheus import bandwidth_metrics, write_textfile

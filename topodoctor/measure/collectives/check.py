@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from topodoctor.bandwidth.result import Activity
 from topodoctor.codec import from_jsonable, to_jsonable
 from topodoctor.errors import TopodoctorError
-from topodoctor.measure.collectives.launch import CollectivesUnavailable, build_result, start
+from topodoctor.measure.collectives.assemble import CollectivesUnavailable, build_result
+from topodoctor.measure.collectives.launch import start
 from topodoctor.measure.collectives.plan import Plan
 from topodoctor.measure.collectives.result import CollectivesResult
 from topodoctor.model import HostSnapshot

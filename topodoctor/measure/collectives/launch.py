@@ -26,18 +26,12 @@ from typing import Any
 
 from topodoctor import codec
 from topodoctor.bandwidth.result import Activity
-from topodoctor.errors import TopodoctorError
-from topodoctor.measure.collectives import nccl_log
+from topodoctor.measure.collectives.assemble import Collected, CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.plan import Plan
 from topodoctor.measure.collectives.result import (
-    COLLECTIVES_SCHEMA_VERSION,
     CollectivesResult,
     Failure,
-    PairwiseReport,
-    RankInfo,
-    Row,
-    SpanRows,
 )
 from topodoctor.measure.collectives.world import World, local_worlds
 from topodoctor.model import HostSnapshot
@@ -45,10 +39,6 @@ from topodoctor.model import HostSnapshot
 _PR_SET_PDEATHSIG = 1
 HANG_GRACE_S = 10.0  # past a rank's own watchdog, before the parent kills the group itself
 STDERR_TAIL = 4096
-
-
-class CollectivesUnavailable(TopodoctorError):
-    """Collectives cannot be run here: torch or NCCL missing, no GPU, ranks never met."""
 
 
 def child_environment(base: dict[str, str], world: World, plan: Plan, log_dir: str) -> dict[str, str]:
@@ -66,7 +56,7 @@ def child_environment(base: dict[str, str], world: World, plan: Plan, log_dir: s
 
 
 def worker_cmd() -> list[str]:
-    return [sys.executable, "-m", "topodoctor.measure.collectives.worker"]
+    return [sys.executable, "-m", "topodoctor.measure.collectives.rank_main"]
 
 
 @dataclass
@@ -80,17 +70,6 @@ class _Rank:
     current: tuple[str, int, float] | None = None  # op, size, when it began (parent's clock)
     last_op: tuple[str, int] | None = None
     seen: float = field(default_factory=time.monotonic)  # when it last said anything
-
-
-@dataclass
-class Collected:
-    """What the parent gathered from the ranks' events."""
-
-    meta: dict[str, Any] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[Failure] = field(default_factory=list)
-    pids: list[int] = field(default_factory=list)  # the ranks started (all killed and reaped on return)
-    timeline: list[tuple[float, int, str]] = field(default_factory=list)  # (s since start, rank, event)
 
 
 def _stderr_tail(r: _Rank) -> str:
@@ -318,56 +297,6 @@ def _event(r: _Rank, line: bytes, got: Collected, progress: Callable[[str], None
     return None
 
 
-def build_result(
-    got: Collected,
-    plan: Plan,
-    wall_s: float,
-    log_dir: str | None,
-    activity: tuple[Activity, ...] = (),
-    snapshot: HostSnapshot | None = None,
-) -> CollectivesResult:
-    meta = got.meta
-    if not meta:
-        first = got.failures[0].message if got.failures else "no rank reported"
-        raise CollectivesUnavailable(f"collectives could not start: {first}")
-    account = nccl_log.read_logs(log_dir) if log_dir and plan.backend == "nccl" else None
-    ranks = tuple(codec.from_jsonable(RankInfo, d, "rank") for d in meta.get("ranks", []))
-    used = {r.bus_id for r in ranks}
-    return CollectivesResult(
-        kind="collectives",
-        schema_version=COLLECTIVES_SCHEMA_VERSION,
-        source="topodoctor",
-        host=ranks[0].host if ranks else "",
-        backend=plan.backend,
-        world_size=len(ranks),
-        torch_version=str(meta.get("torch", "")),
-        nccl_version=str(meta.get("nccl", "")),
-        ranks=ranks,
-        rows=tuple(codec.from_jsonable(Row, d, "row") for d in got.rows),
-        failures=tuple(got.failures),
-        wall_s=round(wall_s, 3),
-        settings={
-            "ops": list(plan.ops),
-            "sizes": list(plan.sizes),
-            "iters": plan.iters,
-            "warmup_iters": plan.warmup_iters,
-            "check": plan.check,
-            "op_timeout_s": plan.op_timeout_s,
-        },
-        env=dict(meta.get("env", {})),
-        activity=tuple(a for a in activity if snapshot is None or _bus(snapshot, a.index) in used),
-        nccl=account,
-        snapshot=snapshot,
-        spans=tuple(codec.from_jsonable(SpanRows, d, "span") for d in meta.get("spans", [])),
-        pairwise=codec.from_jsonable(PairwiseReport, meta["pairwise"], "pairwise") if meta.get("pairwise") else None,
-    )
-
-
-def _bus(snap: HostSnapshot, index: int) -> str | None:
-    bus = snap.gpu(index).bus_id
-    return bus.lower() if isinstance(bus, str) else None
-
-
 def measure(
     plan: Plan,
     nprocs: int,
@@ -398,7 +327,7 @@ def join(
 ) -> CollectivesResult | None:
     """Run as one rank of a launcher's world (torchrun, srun), in this process; rank 0 gets
     the result, the others None. The launcher kills the world when a rank exits on a hang."""
-    from topodoctor.measure.collectives.worker import run_rank
+    from topodoctor.measure.collectives.rank_main import run_rank
 
     t0 = time.monotonic()
     own = log_dir or tempfile.mkdtemp(prefix=f"topodoctor-coll-{world.rank}-")

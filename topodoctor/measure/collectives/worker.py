@@ -20,16 +20,14 @@ import json
 import math
 import os
 import socket
-import sys
 import time
-from datetime import timedelta
 from typing import Any
 
 import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
-from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, fault_arg, nccl_environment
-from topodoctor.measure.collectives.nodes import NodeSettings, node_name, node_rank
+from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, fault_arg
+from topodoctor.measure.collectives.nodes import node_name, node_rank
 from topodoctor.measure.collectives.plan import SPECS, Op, Plan, row_of, shape
 from topodoctor.measure.collectives.world import World
 
@@ -330,95 +328,3 @@ class Rank:
                 device_name=p.name,
             )
         return info
-
-
-def run_rank(
-    plan: Plan, world: World, emit: Emit, log_dir: str | None, nodes: NodeSettings | None = None
-) -> dict[str, Any] | None:
-    """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
-    returns the raw result, the others None."""
-    nccl_environment(os.environ, world.rank, log_dir)  # type: ignore[arg-type]
-    for k, v in world.env().items():
-        os.environ.setdefault(k, v)
-    rank = Rank(plan, world, emit)
-    kwargs: dict[str, Any] = {}
-    if rank.cuda:
-        torch.cuda.set_device(rank.device)
-        kwargs["device_id"] = rank.device  # eager NCCL init: a broken NCCL fails here, not mid-run
-    # env:// (MASTER_ADDR / MASTER_PORT): under torchrun it joins the agent's own store as a
-    # client (TORCHELASTIC_USE_AGENT_STORE) instead of trying to open a second one on its port.
-    dist.init_process_group(
-        plan.backend,
-        init_method="env://",
-        rank=world.rank,
-        world_size=world.world_size,
-        # The library's own timeout backs up the watchdog, which names the op that hung.
-        timeout=timedelta(seconds=plan.op_timeout_s + 5.0),
-        **kwargs,
-    )
-    try:
-        idents = rank.gather_json(rank.identity())
-        version = torch.cuda.nccl.version() if rank.cuda else ""
-        nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
-        ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
-        env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
-        meta = {"torch": torch.__version__, "nccl": nccl, "ranks": idents, "env": env}
-        if world.rank == 0:
-            emit({"ev": "meta", **meta})
-        emit({"ev": "ready", "rank": world.rank})
-        watchdog = Watchdog(plan.op_timeout_s, emit, world.rank)
-        if rank.cuda:
-            # A stream of its own (non-blocking), as nccl-tests uses: no implicit waits on the
-            # legacy default stream; synchronous collectives run on it (torch >= 2.8).
-            with torch.cuda.stream(torch.cuda.Stream(rank.device)):
-                body = rank.run(watchdog)
-        else:
-            body = rank.run(watchdog)
-        from topodoctor.measure.collectives.worker_nodes import run_nodes
-
-        body.update(run_nodes(rank, plan, idents, nodes or NodeSettings(), emit))
-        _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
-        emit({"ev": "finished", "rank": world.rank})
-        return {**meta, **body} if world.rank == 0 else None
-    finally:
-        dist.destroy_process_group()
-
-
-def _flush_c_streams() -> None:
-    import contextlib
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).fflush(None)
-
-
-def _emit_stdout(event: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
-
-
-def main() -> int:
-    """Entry point of a spawned rank: plan and world from the environment, events (rank 0's
-    rows among them) on stdout, so the parent keeps what finished when a later op hangs."""
-    from topodoctor.codec import from_jsonable
-    from topodoctor.measure.collectives.world import from_env
-
-    plan = from_jsonable(Plan, json.loads(os.environ["TOPODOCTOR_COLL_PLAN"]), "collectives plan")
-    world = from_env()
-    assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
-    nodes_doc = os.environ.get("TOPODOCTOR_COLL_NODES")
-    nodes = from_jsonable(NodeSettings, json.loads(nodes_doc), "node settings") if nodes_doc else None
-    _emit_stdout({"ev": "imported", "rank": world.rank})  # torch loaded: the start-up's first part
-    try:
-        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
-    except Exception as exc:
-        kind = "oom" if isinstance(exc, torch.cuda.OutOfMemoryError) else "error"
-        first = (str(exc).strip().splitlines() or [""])[0]
-        _emit_stdout({"ev": "fail", "rank": world.rank, "kind": kind, "message": f"{type(exc).__name__}: {first}"})
-        return 1
-    _emit_stdout({"ev": "done", "rank": world.rank})
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

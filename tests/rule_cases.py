@@ -269,7 +269,31 @@ CASES: list[Case] = [
         "GPU2 5 aggregate uncorrectable errors, 0 since reset",
         gpu(2, ecc_uncorrected_aggregate=5),
     ),
+    Case("TD504", True, "h200-x4", "GPU2 1 uncorrectable error since reset", gpu(2, ecc_uncorrected_volatile=1)),
     Case("TD505", False, "h200-x4", "GPU3 persistence mode not supported", gpu(3, persistence_mode=NA)),
+    Case(
+        "TD508",
+        False,
+        "h200-x4",
+        "GPU3 gave no handle: its bus id unknown, 4 GPUs on the bus",
+        gpu(
+            3,
+            lost=ProbeError("GPU_IS_LOST", "nvmlDeviceGetHandleByIndex", 15),
+            bus_id=ProbeError("GPU_IS_LOST", "x", 15),
+        ),
+    ),
+    Case(
+        "TD508",
+        True,
+        "x4-gpu-not-counted",
+        "3 counted (one bus id unknown), 4 on the bus",
+        gpu(
+            2,
+            lost=ProbeError("GPU_IS_LOST", "nvmlDeviceGetHandleByIndex", 15),
+            bus_id=ProbeError("GPU_IS_LOST", "x", 15),
+        ),
+        subjects=("host",),
+    ),
     Case("TD506", False, "x4-gpu-health", "MIG on where the expectations allow it", expect_from="x4-gpu-health"),
     Case(
         "TD507",

@@ -346,3 +346,35 @@ def test_switch_levels_make_pix_and_pxb() -> None:
     assert pcie_class(g, "A", "d0") == ("PIX", 31.504)  # one switch
     g.add_edge("d1", "d2", kind="pcie", gbps=None)
     assert pcie_class(g, "A", "B") == ("PIX", 31.504)  # siblings under one switch; unknown rates skipped
+
+
+def test_host_bridges_hang_off_their_numa_node() -> None:
+    x4 = build_graph(snap("h200-x4"))  # one NUMA node: every host bridge hangs off it
+    assert x4.nodes["hostbridge:pci0000:00"] == {"kind": "host_bridge", "domain": "pci0000:00"}
+    assert x4.edges["hostbridge:pci0000:00", "numa:0"]["kind"] == "attach"
+    hgx = build_graph(snap("hgx-8gpu-2socket"))
+    assert hgx.edges["hostbridge:pci0000:95", "numa:1"]["kind"] == "attach"
+    assert not hgx.has_edge("hostbridge:pci0000:95", "numa:0")
+    unknown = build_graph(snap("hgx-numa-unsupported"))  # two nodes, firmware silent: attach nothing
+    assert [e for e in unknown.edges(data="kind") if e[2] == "attach"] == []
+
+
+def test_bridge_links_carry_the_bridge_s_own_rates() -> None:
+    from dataclasses import replace
+
+    s = snap("hgx-8gpu-2socket")
+    s = replace(
+        s,
+        bridges=tuple(
+            replace(b, link_speed="16.0 GT/s PCIe", link_width=8, max_link_width=16)
+            if b.bus_id == "0000:17:00.0"
+            else b
+            for b in s.bridges
+        ),
+    )
+    g = build_graph(s)
+    e = g.edges["pci:0000:17:00.0", "pci:0000:16:00.0"]
+    assert (e["gen"], e["gen_max"], e["width"], e["width_max"], e["gbps"]) == (4, 5, 8, 16, 31.504)
+    assert g.nodes["pci:0000:16:00.0"] == {"kind": "pcie_bridge", "bus_id": "0000:16:00.0", "port_type": "upstream"}
+    assert g.nodes[nic_node(0)] == {"kind": "nic", "name": "mlx5_0", "nic_kind": "infiniband"}
+    assert g.nodes[gpu_node(0)]["name"] == s.gpus[0].name

@@ -136,6 +136,7 @@ def _mutations_nodes(fn: ast.FunctionDef) -> Iterator[ast.AST]:
 def _judges() -> list[Callable[[], None]]:
     """The rule tests, as plain callables that raise AssertionError on a wrong answer."""
     import test_fault_classes as fc
+    import test_probe_errors as pe
     import test_rule_cases as rc
     import test_rules as tr
     from conftest import DERIVED, RECORDINGS
@@ -146,6 +147,11 @@ def _judges() -> list[Callable[[], None]]:
     out += [lambda p=p: fc.test_fault_is_blamed_on_its_subject(*p) for p in params]
     out += [lambda r=r: tr.test_real_hosts_are_healthy(r) for r in RECORDINGS]
     out += [tr.test_probe_failure_is_reported_not_passed, fc.test_sys_pairs_are_one_finding_with_the_pairs_in_evidence]
+    # The refused-answer sweep: every sysfs case, every fifth NVML case (the whole sweep per
+    # mutant would take minutes), and the selection test.
+    out += [lambda c=c: pe.test_every_refused_sysfs_access_is_reported_on_its_subject(*c) for c in pe.SYSFS_CASES]
+    out += [lambda c=c: pe.test_every_nvml_failure_is_reported_on_its_subject(*c) for c in pe.NVML_CASES[::5]]
+    out += [pe.test_the_unchanged_recording_is_healthy, pe.test_ignoring_a_rule_does_not_hide_other_incomplete_checks]
     return out
 
 
@@ -160,6 +166,14 @@ def killed(m: Mutant, judges: list[Callable[[], None]]) -> bool:
     new = mod.__dict__[m.function]
     if rule is not None:
         REGISTRY[rule.code] = dataclasses.replace(rule, func=new)
+    # Modules that imported the function by name hold the original: swap it there too.
+    holders = [
+        vars(other)
+        for name, other in list(sys.modules.items())
+        if name.startswith("topodoctor") and other is not mod and vars(other).get(m.function) is original
+    ]
+    for held in holders:
+        held[m.function] = new
     try:
         for judge in judges:
             try:
@@ -169,6 +183,8 @@ def killed(m: Mutant, judges: list[Callable[[], None]]) -> bool:
         return False
     finally:
         mod.__dict__[m.function] = original
+        for held in holders:
+            held[m.function] = original
         if rule is not None:
             REGISTRY[rule.code] = rule
 

@@ -291,9 +291,11 @@ def run() -> None:
 
     from topodoctor.budget import mark_command_start
     from topodoctor.cli_io import flush_stdio
+    from topodoctor.measure.collectives.worker_exit import leave_world
 
     mark_command_start()
     prepare_stdio()
     code = main()
+    code = leave_world(code)  # a launcher's world: every rank leaves with the world's code
     flush_stdio()
     os._exit(code)

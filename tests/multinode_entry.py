@@ -4,6 +4,9 @@ Test-only delay: when TOPODOCTOR_TEST_SLOW_MS is set in a rank's environment, ev
 all_reduce that rank starts is held back that many milliseconds first, as on a node whose
 network is slow; its pairs with other nodes then take longer and the pairwise finder must
 name it. Nothing in topodoctor reads this variable: the patch lives in this file only.
+
+Test-only death: when TOPODOCTOR_TEST_DIE_AT_EXIT is set, the rank ends (code 9) after its
+work, right where it would agree on the world's exit code: a peer gone at the end of the run.
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ if SLOW_MS > 0:
         return _real(*args, **kwargs)
 
     dist.all_reduce = _slow_all_reduce
+
+if os.environ.get("TOPODOCTOR_TEST_DIE_AT_EXIT"):
+    from topodoctor.measure.collectives import worker_exit
+
+    def _die(code: int, *args: Any, **kwargs: Any) -> int:
+        os._exit(9)
+
+    worker_exit.leave_world = _die
 
 from topodoctor.cli import run  # noqa: E402
 

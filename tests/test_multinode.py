@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,8 @@ def test_pairwise_names_the_slow_node_among_four(tmp_path: Path) -> None:
             procs.append(subprocess.Popen([sys.executable, ENTRY, *args], env=env, stdout=stdout, stderr=stderr))
     with time_limit(90):
         codes = _finish(procs, 80)
-    assert codes == [1, 0, 0, 0], (tmp_path / "rank0.err").read_text()[-2000:]
+    # every rank leaves with the world's code: rank 0's verdict (nodeC slow, nodeE missing)
+    assert codes == [1, 1, 1, 1], (tmp_path / "rank0.err").read_text()[-2000:]
     doc = json.loads(out.read_text())
     assert [(r["rank"], r["node"], r["node_rank"]) for r in doc["ranks"]] == [
         (0, "nodeA", 0),
@@ -122,6 +124,59 @@ def test_two_torchrun_launches_form_one_world_of_two_nodes(tmp_path: Path) -> No
     assert sorted((r["node"], r["node_rank"]) for r in doc["ranks"]) == [("host0", 0), ("host1", 1)]
     assert doc["world_size"] == 2 and doc["pairwise"] is None
     assert [(s["scope"], sorted(s["nodes"])) for s in doc["spans"]] == [("inter", ["host0", "host1"])]
+
+
+def _ended(procs: list[subprocess.Popen[bytes]], limit_s: float) -> list[tuple[int, float]]:
+    """Each process's exit code and when it ended (s since the call), all killed at limit_s."""
+    t0, got = time.monotonic(), {}
+    try:
+        while len(got) < len(procs) and time.monotonic() - t0 < limit_s:
+            for i, p in enumerate(procs):
+                if i not in got and p.poll() is not None:
+                    got[i] = (p.returncode, time.monotonic() - t0)
+            time.sleep(0.05)
+    finally:
+        if len(got) < len(procs):
+            _finish(procs, 0.1)
+    return [got.get(i, (-9, limit_s)) for i in range(len(procs))]
+
+
+def test_four_torchrun_launches_all_end_together_with_the_worlds_code(tmp_path: Path) -> None:
+    """Four torchrun launches of one node each, pairwise; rank 0 finds nodeE missing (exit 1).
+    torchrun's agents wait for one another at exit only when their worker exited 0: ranks that
+    left with their own codes (1, 0, 0, 0) kept three launches waiting on a store whose host
+    had gone. Every launch now ends with the world's code, within a moment of the others."""
+    port = str(free_port())
+    run = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "4", "--nproc-per-node", "1"]
+    run += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "td-four"]
+    args = ["-m", "topodoctor", "collectives", "--backend", "gloo", "--op", "all_reduce", "--size", "4K"]
+    args += ["--iters", "2", "--pairwise", "--pair-size", "64K", "--expect-nodes", "nodeA,nodeB,nodeC,nodeD,nodeE"]
+    args += ["--replay", "h200-x2", "--format", "json"]
+    procs = []
+    for k, node in enumerate("ABCD"):
+        with open(tmp_path / f"node{node}.out", "wb") as out, open(tmp_path / f"node{node}.err", "wb") as err:
+            cmd = [*run, "--node-rank", str(k), *args]
+            procs.append(subprocess.Popen(cmd, env=_env(NCCL_HOSTID=f"node{node}"), stdout=out, stderr=err))
+    with time_limit(90):
+        ended = _ended(procs, 80)
+    codes, times = [c for c, _ in ended], [t for _, t in ended]
+    assert codes == [1, 1, 1, 1], (tmp_path / "nodeB.err").read_text()[-2000:]
+    assert max(times) - min(times) < 4.0, times
+    doc = json.loads((tmp_path / "nodeA.out").read_text())
+    assert {v["node"]: v["verdict"] for v in doc["pairwise"]["verdicts"]}["nodeE"] == "failed_to_join"
+
+
+def test_a_peer_dead_at_the_end_does_not_keep_the_others(tmp_path: Path) -> None:
+    """n2 dies after its work, before the world agrees on its code: rank 0 keeps its own
+    verdict, n1 could not learn it (3), and nobody waits for the dead peer."""
+    args = ["collectives", "--backend", "gloo", "--op", "all_reduce", "--size", "4K", "--iters", "2"]
+    args += ["--replay", "h200-x2", "--format", "json"]
+    t0 = time.monotonic()
+    codes = _launch(tmp_path, ["n0", "n1", "n2"], args, {"n2": {"TOPODOCTOR_TEST_DIE_AT_EXIT": "1"}})
+    assert codes == [0, 3, 9], (tmp_path / "rank1.err").read_text()[-2000:]
+    assert time.monotonic() - t0 < 60
+    assert "exit code could not be agreed" in (tmp_path / "rank1.err").read_text()
+    assert json.loads((tmp_path / "rank0.out").read_text())["world_size"] == 3
 
 
 def test_a_node_that_never_joins_is_named_and_the_others_finish(tmp_path: Path) -> None:

@@ -177,7 +177,7 @@ def check(
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
             from topodoctor.report import prometheus as prom
 
-            prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=_hostname()))
+            prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname()))
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
             from topodoctor.report import check as report
 
@@ -268,17 +268,11 @@ def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:
     return ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
 
 
-def _hostname() -> str:
-    import socket
-
-    return socket.gethostname()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every outcome becomes an exit code and at most one error line."""
     from topodoctor import cli_io
 
-    cli_io.line_mode = False
+    cli_io.line_mode = False  # set by check --format line
     with install_signal_handlers():
         return cli_io.run_app(app, argv, EXIT_USAGE)
 
@@ -291,9 +285,10 @@ def run() -> None:
 
     from topodoctor.budget import mark_command_start
     from topodoctor.cli_io import flush_stdio
+    from topodoctor.measure.collectives.worker_exit import leave_world
 
     mark_command_start()
     prepare_stdio()
-    code = main()
+    code = leave_world(main())  # in a launcher's world every rank leaves with the world's code
     flush_stdio()
     os._exit(code)

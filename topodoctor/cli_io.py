@@ -228,3 +228,10 @@ def internal_error(exc: BaseException) -> str:
 
 def _code(exit_: typer.Exit) -> int:
     return int(exit_.exit_code)
+
+
+def hostname() -> str:
+    """This host's name, for output that must name it when nothing was probed."""
+    import socket
+
+    return socket.gethostname()

@@ -15,7 +15,13 @@ Stages (each bounded, every process killed at its end; results under $OUT/multin
    the finder names nodeC (reported either way: whether NCCL's socket transport slows down with
    one channel is what this stage measures);
 4. four-nodes-delay: the same with the test's own delay on nodeC (tests/multinode_entry.py):
-   the finder must name nodeC.
+   the finder must name nodeC;
+5. four-nodes-dead: nodeD dies after its work, where the ranks agree on the world's exit code:
+   the others still end, promptly.
+
+Every stage of several launches checks that they all ended within seconds of one another and
+with one exit code (torchrun's agents wait for one another at exit only when their worker
+succeeded: mixed codes leave launches waiting).
 
 Every process runs with NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,
 NVSHMEM_DISABLE_NVLS=1. summary.json holds every check and its evidence.
@@ -41,6 +47,7 @@ OUT = Path(os.environ.get("OUT", "/tmp/topodoctor-multinode")) / "multinode"
 STAGE_LIMIT_S = 75.0
 SAFE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 SLOWED = {"NCCL_MAX_NCHANNELS": "1", "NCCL_SOCKET_NTHREADS": "1", "NCCL_NSOCKS_PERTHREAD": "1"}
+ENDED_TOGETHER_S = 10.0  # the ranks agree on one exit code, then tear down (bounded) and leave
 checks: list[dict[str, Any]] = []
 
 
@@ -69,17 +76,22 @@ def launch(
         cmd += ["--rdzv-id", f"td-{stage}", "--rdzv-conf", "timeout=60", *entry, *args]
         with open(OUT / f"{stage}.{name}.out", "wb") as out, open(OUT / f"{stage}.{name}.err", "wb") as err:
             procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True))
-    deadline = time.monotonic() + STAGE_LIMIT_S
-    codes = []
-    for p in procs:
-        try:
-            codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            codes.append(-9)
+    t0 = time.monotonic()
+    ended: dict[int, tuple[int, float]] = {}
+    while len(ended) < len(procs) and time.monotonic() - t0 < STAGE_LIMIT_S:
+        for i, p in enumerate(procs):
+            if i not in ended and p.poll() is not None:
+                ended[i] = (p.returncode, round(time.monotonic() - t0, 2))
+        time.sleep(0.05)
     for p in procs:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
+    codes = [ended.get(i, (-9, STAGE_LIMIT_S))[0] for i in range(len(procs))]
+    if len(procs) > 1:
+        times = [ended.get(i, (-9, STAGE_LIMIT_S))[1] for i in range(len(procs))]
+        ok = len(ended) == len(procs) and max(times) - min(times) < ENDED_TOGETHER_S
+        check(stage, f"the launches ended within {ENDED_TOGETHER_S:g} s of one another", ok, times)
     return codes
 
 
@@ -111,7 +123,7 @@ def main() -> int:
     args = ["--op", "all_reduce,all_gather,sendrecv", "--size", "1M,64M", *common, "--expect-nodes", "nodeA,nodeB"]
     args += ["--log-dir", str(OUT / "logs-two-nodes"), "-o", str(OUT / f"{stage}.result.json")]
     codes = launch(stage, [("nodeA", "0", {}), ("nodeB", "1", {})], args, cli)
-    check(stage, "both launches ended", all(c in (0, 1) for c in codes), codes)
+    check(stage, "both launches ended with one code", len(set(codes)) == 1 and codes[0] in (0, 1), codes)
     doc = report(stage)
     if doc:
         where = [(r["rank"], r["node"], r["node_rank"], r["bus_id"]) for r in doc["ranks"]]
@@ -165,7 +177,7 @@ def main() -> int:
             continue  # NCCL variables mean nothing to gloo
         nodes = [(n, g, dict(slow or {}) if n == "nodeC" else {}) for n, g in four]
         codes = launch(stage, nodes, [*args4, "-o", str(OUT / f"{stage}.result.json")], entry)
-        check(stage, "all launches ended", all(c in (0, 1) for c in codes), codes)
+        check(stage, "all launches ended with one code", len(set(codes)) == 1 and codes[0] in (0, 1), codes)
         doc = report(stage)
         if not doc:
             continue
@@ -176,6 +188,18 @@ def main() -> int:
         if slow:
             want["nodeC"] = "slow"
         check(stage, "pairwise verdicts" + (": nodeC slow" if slow else ": all healthy"), got == want, ev)
+    # 5. a peer dead at the end: nodeD leaves (code 9) where the world agrees on its exit code;
+    # nobody waits for it: rank 0 keeps its verdict and reports, B and C exit 3 (torchrun: 1).
+    stage = "four-nodes-dead"
+    entry = [str(ROOT / "tests" / "multinode_entry.py"), "collectives"]
+    nodes = [(n, g, {"TOPODOCTOR_TEST_DIE_AT_EXIT": "1"} if n == "nodeD" else {}) for n, g in four]
+    codes = launch(stage, nodes, args4, entry)
+    # torchrun exits 1 for any failed worker, whatever its code (3 or 9 here)
+    ok = codes[0] in (0, 1) and all(c == 1 for c in codes[1:])
+    check(stage, "every launch ended: rank 0 with its verdict, the others failed", ok, codes)
+    doc = report(stage)
+    if doc:
+        check(stage, "rank 0 reported the world", doc.get("world_size") == 4, doc.get("world_size"))
     summary = {"wall_s": round(time.monotonic() - t0, 1), "checks": checks, "ok": all(c["ok"] for c in checks)}
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"wall {summary['wall_s']} s; {sum(c['ok'] for c in checks)}/{len(checks)} checks passed")

@@ -326,7 +326,8 @@ def join(
     plan: Plan, world: World, log_dir: str | None = None, nodes: NodeSettings | None = None
 ) -> CollectivesResult | None:
     """Run as one rank of a launcher's world (torchrun, srun), in this process; rank 0 gets
-    the result, the others None. The launcher kills the world when a rank exits on a hang."""
+    the result, the others None. The launcher kills the world when a rank exits on a hang.
+    The group stays up: the ranks agree on one exit code and tear it down (worker_exit)."""
     from topodoctor.measure.collectives.rank_main import run_rank
 
     t0 = time.monotonic()
@@ -344,7 +345,7 @@ def join(
 
         # Before joining: the world's ranks wait for this one up to their init timeout.
         nodes = replace(nodes, loopback=nic_loopback(plan, world, plan.op_timeout_s))
-    raw = run_rank(plan, world, emit, own, nodes)
+    raw = run_rank(plan, world, emit, own, nodes, keep=True)
     if raw is None:
         return None
     got.meta, got.rows = raw, list(raw["rows"])

@@ -21,10 +21,10 @@ from topodoctor.measure.collectives.world import World
 
 
 def run_rank(
-    plan: Plan, world: World, emit: Emit, log_dir: str | None, nodes: NodeSettings | None = None
+    plan: Plan, world: World, emit: Emit, log_dir: str | None, nodes: NodeSettings | None = None, keep: bool = False
 ) -> dict[str, Any] | None:
     """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
-    returns the raw result, the others None."""
+    returns the raw result, the others None. ``keep``: the group outlives this (worker_exit)."""
     nccl_environment(os.environ, world.rank, log_dir)  # type: ignore[arg-type]
     for k, v in world.env().items():
         os.environ.setdefault(k, v)
@@ -69,7 +69,8 @@ def run_rank(
         emit({"ev": "finished", "rank": world.rank})
         return {**meta, **body} if world.rank == 0 else None
     finally:
-        dist.destroy_process_group()
+        if not keep:
+            dist.destroy_process_group()
 
 
 def _flush_c_streams() -> None:

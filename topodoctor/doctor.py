@@ -187,6 +187,7 @@ class Meta:
     scope: str = ""  # which GPUs were judged, and why
     scope_gpus: tuple[int, ...] = ()
     findings_outside_scope: int = 0  # findings about GPUs of other jobs, left out
+    bandwidth_timings: dict[str, float] | None = None  # where the copy pass spent its time, by phase
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         where.describe(),
         where.gpus,
         len(others),
+        getattr(host.measured.get("bandwidth"), "timings", None),
     )
     return Outcome(findings, incomplete, meta, options.fail_level, EXIT_UNHEALTHY if bad else EXIT_OK, host.snapshot)
 

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,21 @@ runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    with open(f"/proc/{pid}/stat") as f:  # a zombie is gone too
-        return f.read().split(")")[1].split()[0] == "Z"
+def _gone(pid: int, grace_s: float = 2.0) -> bool:
+    """The process no longer runs (a zombie is gone too). A SIGKILLed process on a loaded
+    machine can take a moment to leave the kernel: allow it ``grace_s``."""
+    end = time.monotonic() + grace_s
+    while True:
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(")")[1].split()[0] == "Z":
+                    return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
 
 
 def test_three_ranks_every_op_through_the_command(tmp_path: Path) -> None:

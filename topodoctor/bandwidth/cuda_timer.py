@@ -29,7 +29,7 @@ from ctypes import c_float, c_int, c_uint64, c_void_p  # noqa: E402
 from typing import Any  # noqa: E402
 
 from topodoctor.bandwidth.cuda_driver import Driver  # noqa: E402
-from topodoctor.bandwidth.protocol import Answer, Clock, serve  # noqa: E402
+from topodoctor.bandwidth.protocol import Answer, Clock, see_only, serve  # noqa: E402
 
 T_IMPORTS = time.monotonic()
 
@@ -63,11 +63,7 @@ class Timer:
 
     # --- start-up
     def hello(self, task: Answer) -> Answer:
-        visible = task.get("visible")
-        if visible is None:
-            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-        else:
-            os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
+        see_only(task)
         t0 = time.monotonic()
         cu = self.cu
         cu("cuInit", 0)

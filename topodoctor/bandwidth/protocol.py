@@ -56,3 +56,15 @@ def serve(hello: Op, ops: dict[str, Op], on_error: Callable[[BaseException], str
             except Exception as exc:
                 answer = {"error": on_error(exc)}
         print(json.dumps(answer), flush=True)
+
+
+def see_only(task: Answer) -> None:
+    """Narrow CUDA to the GPUs the parent names in the hello task (a CUDA_VISIBLE_DEVICES value,
+    or null for all), before CUDA starts: a job-scoped run opens no context elsewhere."""
+    import os
+
+    visible = task.get("visible")
+    if visible is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)

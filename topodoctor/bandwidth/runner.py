@@ -25,7 +25,6 @@ T_MODULE = time.monotonic()  # CLOCK_MONOTONIC: comparable with the parent's clo
 
 import ctypes  # noqa: E402
 import itertools  # noqa: E402
-import os  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from functools import partial  # noqa: E402
@@ -33,7 +32,7 @@ from typing import Any  # noqa: E402
 
 import torch  # noqa: E402  (this module is the child process: importing torch is its job)
 
-from topodoctor.bandwidth.protocol import Answer, Clock, Op, serve  # noqa: E402
+from topodoctor.bandwidth.protocol import Answer, Clock, Op, see_only, serve  # noqa: E402
 
 T_TORCH = time.monotonic()
 
@@ -306,11 +305,7 @@ def host(cudart: Cudart, reach: dict[tuple[int, int], bool], task: dict[str, Any
 def hello(cudart_box: list[Cudart], reach: dict[tuple[int, int], bool], task: dict[str, Any]) -> dict[str, Any]:
     """Start CUDA on the GPUs the parent names (a CUDA_VISIBLE_DEVICES value, or null for
     all), open every context and, when asked, every peer mapping, one thread per GPU."""
-    visible = task.get("visible")
-    if visible is None:
-        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-    else:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
+    see_only(task)
     t0 = time.monotonic()
     _cuda_init()
     cudart = Cudart()

@@ -24,15 +24,17 @@ from topodoctor.probe.replay import ReplaySysfs
 
 COLLECTIVES = FIXTURES / "collectives" / "derived"
 MULTINODE = FIXTURES / "collectives" / "multinode"
+REAL = FIXTURES / "collectives" / "real"
 KERNEL_LOG = FIXTURES / "kernel-log"
 UPTIME_S = 700_000.0  # later than every dmesg time in the fixtures
 
 
 @cache
 def collectives_result(name: str) -> CollectivesResult:
-    """A derived result: one host's (fixtures/collectives/derived) or a multi-node run's (.../multinode)."""
-    path = COLLECTIVES / f"{name}.json"
-    return load_result(path if path.exists() else MULTINODE / f"{name}.json")
+    """A result: one host's derived (fixtures/collectives/derived), a multi-node run's derived
+    (.../multinode), or a real one unchanged (.../real)."""
+    path = next((d / f"{name}.json" for d in (COLLECTIVES, MULTINODE) if (d / f"{name}.json").exists()), None)
+    return load_result(path or REAL / f"{name}.json")
 
 
 def _kernel_log(name: str, gpu: int = 2):  # type: ignore[no-untyped-def]
@@ -88,7 +90,14 @@ MORE_CASES: list[Case] = [
     *(
         Case(code, False, "h200-x2", f"multi-node result {name} (healthy)", collectives=name)
         for name in ("hgx-2nodes-healthy", "hgx-4nodes-pairwise-healthy")
-        for code in ("TD010", "TD011", "TD012")
+        for code in ("TD010", "TD011", "TD012", "TD013")
+    ),
+    Case(
+        "TD003",
+        False,
+        "h200-x2",
+        "real run: four simulated nodes on one host, NET/Socket between NVLink-connected GPUs of different nodes",
+        collectives="x2-four-simulated-nodes",
     ),
     Case("TD210", True, "pcie-2socket", "GPU4/GPU5: nearest RDMA NIC across the socket link"),
     Case("TD210", False, "hgx-8gpu-2socket", "every GPU with a NIC under its own PCIe switch"),

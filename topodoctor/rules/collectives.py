@@ -217,9 +217,10 @@ def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
 def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:
     """NCCL carried traffic over shared memory or the network between NVLink-connected GPUs.
 
-    From NCCL's own log: a peer connection via SHM or NET between two ranks on this host whose
+    From NCCL's own log: a peer connection via SHM or NET between two ranks of one node whose
     GPUs the topology graph shows joined by NVLink. That is NCCL's fallback when peer-to-peer
-    is disabled or not permitted, and it costs most of the bandwidth.
+    is disabled or not permitted, and it costs most of the bandwidth. Ranks of different nodes
+    (as NCCL tells them apart: NCCL_HOSTID, else the host name) talk over the network by design.
     """
     res = collectives_of(ctx)
     if res is None or res.nccl is None:
@@ -230,8 +231,11 @@ def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:
     causes = [f"{k}={settings[k][0]}" for k in FALLBACK_CAUSES if k in settings]
     seen: dict[tuple[int, int], dict[str, int]] = {}  # GPU pair -> transport -> channel connections
     ranks_of: dict[tuple[int, int], tuple[int, int]] = {}
+    node = {r.rank: r.node or r.host for r in res.ranks}
     for c in res.nccl.connections:
         if c.kind not in ("shm", "net") or c.rank not in gpus or c.peer not in gpus:
+            continue
+        if node.get(c.rank) != node.get(c.peer):
             continue
         a, b = sorted((gpus[c.rank], gpus[c.peer]))
         link = conns.get((a, b))

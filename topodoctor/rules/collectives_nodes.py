@@ -157,3 +157,70 @@ def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
                     "reference_gbps": round(gbps, 2),
                 },
             )
+
+
+# Variables that name something of the node itself (its host id, interfaces, log files): they
+# may differ between nodes by design. Every other NCCL setting is expected to be the same on
+# every rank: NCCL negotiates some (channels, protocols) and hangs or fails on others.
+PER_NODE_VARIABLES = frozenset(
+    {
+        "NCCL_HOSTID",
+        "NCCL_DEBUG_FILE",
+        "NCCL_SOCKET_IFNAME",
+        "NCCL_IB_HCA",
+        "NCCL_TOPO_FILE",
+        "NCCL_TOPO_DUMP_FILE",
+        "NCCL_GRAPH_DUMP_FILE",
+        "NCCL_COMM_ID",
+    }
+)
+
+
+@rule(
+    "TD013",
+    "coll-env-mismatch",
+    "error",
+    fix="Give every node the same NCCL settings (the job's environment, /etc/nccl.conf, ~/.nccl.conf, the "
+    "container image); the odd ones out are named.",
+    tags=("collectives", "multinode"),
+)
+def coll_env_mismatch(ctx: Context) -> Iterator[Issue]:
+    """The ranks of one run had different NCCL settings.
+
+    Each rank reports the NCCL_* and TORCH_NCCL_* variables it ran with. NCCL reconciles few of
+    them and trusts the rest to agree: on the 2-GPU H200 host, four simulated nodes under NCCL
+    2.28 hung when one of them alone had NCCL_MAX_NCHANNELS=1, and two ranks ended in an NCCL
+    internal error when that node also had a single socket thread. Even where a run survives,
+    the node that differs is the one to look at. One finding per variable, naming the ranks and
+    nodes in the minority.
+    """
+    res = _result(ctx)
+    ranks = [r for r in getattr(res, "ranks", ()) if r.env]
+    if len(ranks) < 2:
+        return
+    names = sorted({k for r in ranks for k in r.env} - PER_NODE_VARIABLES)
+    for name in names:
+        groups: dict[str | None, list[Any]] = {}
+        for r in ranks:
+            groups.setdefault(r.env.get(name), []).append(r)
+        if len(groups) < 2:
+            continue
+        common = max(groups, key=lambda v: (len(groups[v]), v is None, v or ""))
+        odd = [(v, rs) for v, rs in groups.items() if v != common]
+        said = "; ".join(
+            f"{_value(v)} on {_where(rs)}" for v, rs in sorted(odd, key=lambda x: min(r.rank for r in x[1]))
+        )
+        yield Issue(
+            f"env:{name}",
+            f"{name} differs between ranks: {said} ({_value(common)} on the other {len(groups[common])})",
+            {"variable": name, "values": {_value(v): [r.rank for r in rs] for v, rs in groups.items()}},
+        )
+
+
+def _value(v: str | None) -> str:
+    return "unset" if v is None else f"={v}"
+
+
+def _where(ranks: list[Any]) -> str:
+    nodes = list(dict.fromkeys(r.node or r.host for r in ranks))
+    return f"rank(s) {', '.join(str(r.rank) for r in ranks)} (node {', '.join(nodes)})"

@@ -33,6 +33,7 @@ class RankInfo:
     device_name: str = ""
     node: str = ""  # the node as NCCL tells hosts apart: NCCL_HOSTID, else the host name
     node_rank: int | None = None  # the launcher's index of the node (torchrun GROUP_RANK, SLURM_NODEID)
+    env: dict[str, str] = field(default_factory=dict)  # NCCL_* / TORCH_NCCL_* this rank ran with
 
 
 @dataclass(frozen=True)

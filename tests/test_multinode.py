@@ -167,16 +167,37 @@ def test_four_torchrun_launches_all_end_together_with_the_worlds_code(tmp_path: 
 
 
 def test_a_peer_dead_at_the_end_does_not_keep_the_others(tmp_path: Path) -> None:
-    """n2 dies after its work, before the world agrees on its code: rank 0 keeps its own
-    verdict, n1 could not learn it (3), and nobody waits for the dead peer."""
+    """n2 dies after its work, before the world agrees on its code: rank 0's report is out,
+    its code says a rank left early (1), n1 learns that code through the store (not through
+    gloo, which would wait for the dead peer), and nobody waits for n2."""
     args = ["collectives", "--backend", "gloo", "--op", "all_reduce", "--size", "4K", "--iters", "2"]
     args += ["--replay", "h200-x2", "--format", "json"]
     t0 = time.monotonic()
     codes = _launch(tmp_path, ["n0", "n1", "n2"], args, {"n2": {"TOPODOCTOR_TEST_DIE_AT_EXIT": "1"}})
-    assert codes == [0, 3, 9], (tmp_path / "rank1.err").read_text()[-2000:]
+    assert codes == [1, 1, 9], (tmp_path / "rank1.err").read_text()[-2000:]
     assert time.monotonic() - t0 < 60
-    assert "exit code could not be agreed" in (tmp_path / "rank1.err").read_text()
+    assert "rank(s) 2 did not reach the end of the run" in (tmp_path / "rank0.err").read_text()
     assert json.loads((tmp_path / "rank0.out").read_text())["world_size"] == 3
+
+
+def test_a_rank_that_fails_mid_run_stops_the_world_and_is_named(tmp_path: Path) -> None:
+    """n1 fails as all_gather begins (the test hook, standing in for an NCCL error): it says so
+    on the world's store, the others stop where they wait instead of waiting out the op
+    timeout, and rank 0 reports the rows it has and the failure, naming n1's rank and node."""
+    args = ["collectives", "--backend", "gloo", "--op", "all_reduce,all_gather", "--size", "4K", "--iters", "2"]
+    args += ["--op-timeout", "60", "--replay", "h200-x2", "--format", "json"]
+    t0 = time.monotonic()
+    codes = _launch(tmp_path, ["n0", "n1", "n2"], args, {"n1": {"TOPODOCTOR_COLL_FAULT": "error:1:all_gather"}})
+    took = time.monotonic() - t0
+    assert codes == [1, 1, 1], (tmp_path / "rank0.err").read_text()[-2000:]
+    assert took < 30, took  # well inside the 60 s op timeout
+    doc = json.loads((tmp_path / "rank0.out").read_text())
+    assert [r["op"] for r in doc["rows"]] == ["all_reduce"]
+    (fail,) = doc["failures"]
+    assert (fail["kind"], fail["op"], fail["rank"]) == ("error", "all_gather", 1), fail
+    assert fail["message"].startswith("n1: RuntimeError: test fault"), fail
+    assert any(f["code"] == "TD005" and "n1" in f["message"] for f in doc["findings"]), doc["findings"]
+    assert "rank 1 stopped" in (tmp_path / "rank1.err").read_text()
 
 
 def test_a_node_that_never_joins_is_named_and_the_others_finish(tmp_path: Path) -> None:
@@ -264,3 +285,16 @@ def test_prometheus_from_a_saved_run(tmp_path: Path) -> None:
     biggest = max(busbw, key=lambda s: int(s.labels["size_bytes"]))
     assert biggest.value > 1e11  # NVLink all_reduce on the H200 pair: hundreds of GB/s
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_ranks_report_their_nccl_settings_and_the_odd_node_is_named(tmp_path: Path) -> None:
+    """Each rank's NCCL variables travel with its identity; n1 alone caps NCCL's channels (gloo
+    ignores it, so the run itself is healthy) and TD013 names n1, not the per-node NCCL_HOSTID."""
+    args = ["collectives", "--backend", "gloo", "--op", "all_reduce", "--size", "4K", "--iters", "2"]
+    args += ["--replay", "h200-x2", "--format", "json"]
+    codes = _launch(tmp_path, ["n0", "n1", "n2"], args, {"n1": {"NCCL_MAX_NCHANNELS": "1"}})
+    assert codes == [1, 1, 1], (tmp_path / "rank0.err").read_text()[-2000:]
+    doc = json.loads((tmp_path / "rank0.out").read_text())
+    assert [r["env"].get("NCCL_MAX_NCHANNELS") for r in doc["ranks"]] == [None, "1", None]
+    (td013,) = [f for f in doc["findings"] if f["code"] == "TD013"]
+    assert td013["subject"] == "env:NCCL_MAX_NCHANNELS" and "rank(s) 1 (node n1)" in td013["message"], td013

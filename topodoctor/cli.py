@@ -289,6 +289,8 @@ def run() -> None:
 
     mark_command_start()
     prepare_stdio()
-    code = leave_world(main())  # in a launcher's world every rank leaves with the world's code
+    code = main()
+    flush_stdio()  # the report is out before the world's ending can take this process down
+    code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
     flush_stdio()
     os._exit(code)

@@ -243,17 +243,27 @@ def _spawn(
 
 
 def _join(plan: Any, world: Any, log_dir: Path | None, replay: str | None, nodes: Any = None) -> Any:
+    from dataclasses import replace
+
     from topodoctor.measure.collectives.launch import join
 
+    # Rank 0 takes the host's snapshot before it joins, not after: once the ranks are done, a
+    # launcher may end the world at any moment (torchrun's agents do when a node leaves), and
+    # the report must be out by then. Only torch-free work is left after the run.
+    snap = _snapshot(replay, False) if world.rank == 0 else None
     try:
         res = join(plan, world, str(_made(log_dir)) if log_dir else None, nodes)
     except ModuleNotFoundError as exc:
         raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
+    except Exception as exc:
+        if type(exc).__name__ != "RankStopped":  # a class of the torch-importing module
+            raise
+        sys.stderr.write(f"topodoctor: error: rank {world.rank} stopped: {exc}; rank 0 reports the run\n")
+        from topodoctor.errors import EXIT_UNHEALTHY
+
+        raise typer.Exit(EXIT_UNHEALTHY) from None
     if res is None:
         return None, None
-    from dataclasses import replace
-
-    snap = _snapshot(replay, False)
     return replace(res, snapshot=snap), snap
 
 

@@ -1,21 +1,141 @@
 """What keeps a rank honest, without torch: the environment NCCL runs with, a watchdog that
-ends a rank stuck in an op, and the test hook that makes faults on purpose."""
+ends a rank stuck in an op, the alarm that tells every rank when one of them failed, and the
+test hook that makes faults on purpose."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
+
+from topodoctor.errors import EXIT_UNHEALTHY
 
 Emit = Callable[[dict[str, Any]], None]
 # Test hook, for exercising the runner and the rules without broken hardware; comma-separated:
 #   hang:RANK:OP:SIZE   RANK never joins OP at SIZE (its peers wait inside the op)
 #   slow:RANK:MS        RANK takes MS longer to finish its timed loop (a rank that lags)
 #   corrupt:RANK:OP     RANK's result of OP has one wrong element at every size
+#   error:RANK:OP       RANK fails as OP begins (its first size), as on an NCCL error
 FAULT_ENV = "TOPODOCTOR_COLL_FAULT"
+FAILED_KEY = "topodoctor/failed"  # the world's first failure (JSON), in the world's store
+RANK_KEY = "topodoctor/rank/"  # + rank: that rank's identity, published before any collective
+EXIT_KEY, EXIT_ACK_KEY = "topodoctor/exit", "topodoctor/exit-ack"
+ARRIVED_KEY = "topodoctor/arrived/"  # + rank: that rank reached the end of the run
+ALARM_POLL_S = 0.25
+ALARM_GRACE_S = 3.0  # a main thread that has not seen the alarm by then is stuck where it cannot
+
+
+class PeerFailed(Exception):
+    """Another rank failed (or the world's store is gone): this rank stops where it is."""
+
+    def __init__(self, failure: dict[str, Any]) -> None:
+        super().__init__(str(failure.get("message", "")))
+        self.failure = failure
+
+
+class Alarm:
+    """A rank's failure, known to every rank of the world within a poll. The channel is the
+    world's c10d store (torchrun's agent store, env://'s TCPStore, srun's MASTER_ADDR), which
+    lives outside NCCL: a rank whose NCCL call failed can still say so, and the ranks waiting
+    for it in a collective that will never complete stop instead of waiting out the timeout.
+    Without a store (None) the alarm is silent and the timeouts do the work."""
+
+    def __init__(self, store: Any, rank: int) -> None:
+        self.store, self.rank = store, rank
+        self.lock = threading.Lock()
+        self.last = 0.0
+        self.raised: dict[str, Any] | None = None  # what this rank announced itself
+
+    def announce(self, failure: dict[str, Any]) -> None:
+        """Tell the world; the first failure announced wins (the cause, not its echoes)."""
+        self.raised = failure
+        if self.store is None:
+            return
+        try:
+            with self.lock:
+                self.store.compare_set(FAILED_KEY, "", json.dumps(failure))
+        except Exception:  # a store that is gone cannot carry it; the timeouts still will
+            return
+
+    def peek(self) -> dict[str, Any] | None:
+        """The world's failure, if some other rank announced one; a store that stopped answering
+        counts as one (its host, a launcher's agent or rank 0, is gone)."""
+        if self.store is None:
+            return None
+        try:
+            with self.lock:
+                if not self.store.check([FAILED_KEY]):
+                    return None
+                doc = json.loads(self.store.get(FAILED_KEY))
+        except Exception as exc:
+            msg = f"the world's store stopped answering ({type(exc).__name__}): its host left the run"
+            return {"kind": "died", "op": None, "size_bytes": None, "message": msg, "rank": None}
+        if not isinstance(doc, dict) or doc.get("rank") == self.rank:
+            return None
+        return doc
+
+    def check(self) -> None:
+        """Raise PeerFailed when the world has failed (asks the store at most every poll)."""
+        now = time.monotonic()
+        if now - self.last < ALARM_POLL_S:
+            return
+        self.last = now
+        doc = self.peek()
+        if doc is not None:
+            raise PeerFailed(doc)
+
+    def publish(self, key: str, value: str) -> bool:
+        if self.store is None:
+            return False
+        try:
+            with self.lock:
+                self.store.set(key, value)
+            return True
+        except Exception:
+            return False
+
+    def read(self, key: str, timeout_s: float) -> str | None:
+        if self.store is None:
+            return None
+        try:
+            with self.lock:
+                self.store.wait([key], timedelta(seconds=timeout_s))
+                return bytes(self.store.get(key)).decode()
+        except Exception:
+            return None
+
+    def identities(self, n: int) -> list[dict[str, Any]]:
+        """The identities the ranks published (those that got that far), in rank order."""
+        out = []
+        for r in range(n):
+            try:
+                with self.lock:
+                    if not self.store.check([f"{RANK_KEY}{r}"]):
+                        continue
+                    out.append(json.loads(self.store.get(f"{RANK_KEY}{r}")))
+            except Exception:
+                break
+        return out
+
+
+def failure_of(exc: BaseException, rank: int, node: str, current: tuple[str, int, float] | None) -> dict[str, Any]:
+    """What a rank's exception says, as a failure: NCCL's own words without torch's source path."""
+    if isinstance(exc, PeerFailed):
+        return exc.failure
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    if first.startswith("NCCL error in:") and ", " in first:
+        first = first.split(", ", 1)[1]  # drop torch's own file and line
+    detail = next((ln for ln in lines[1:] if ln.startswith("nccl")), "")
+    msg = f"{type(exc).__name__}: {first}" + (f" ({detail[:200]})" if detail else "")
+    kind = "oom" if type(exc).__name__ == "OutOfMemoryError" else "error"
+    op, size = (current[0], current[1]) if current else (None, None)
+    return {"kind": kind, "op": op, "size_bytes": size or None, "message": f"{node}: {msg}", "rank": rank}
 
 
 def nccl_environment(environ: dict[str, str], rank: int, log_dir: str | None) -> None:
@@ -33,9 +153,11 @@ class Watchdog:
     """Ends this rank when an op outlives its timeout, even when the main thread is stuck in
     a collective that will never complete (a peer that never joined it)."""
 
-    def __init__(self, timeout_s: float, emit: Emit, rank: int) -> None:
-        self.timeout_s, self.emit, self.rank = timeout_s, emit, rank
+    def __init__(self, timeout_s: float, emit: Emit, rank: int, alarm: Alarm | None = None) -> None:
+        self.timeout_s, self.emit, self.rank, self.alarm = timeout_s, emit, rank, alarm
         self.current: tuple[str, int, float] | None = None
+        self.alarmed_at: float | None = None
+        self.armed = False  # inside the run: the alarm may end this rank (see _heed)
         threading.Thread(target=self._watch, daemon=True).start()
 
     def begin(self, op: str, size: int) -> None:
@@ -51,9 +173,33 @@ class Watchdog:
             if cur is not None and time.monotonic() - cur[2] > self.timeout_s:
                 op, size, _ = cur
                 msg = f"{op} at {size} B did not finish within {self.timeout_s:g} s on rank {self.rank}"
-                self.emit({"ev": "hang", "rank": self.rank, "op": op, "size": size, "message": msg})
-                print(f"topodoctor: error: {msg}", file=sys.stderr, flush=True)
-                os._exit(124)
+                if self.alarm is not None:
+                    where = {"op": op, "size_bytes": size or None}
+                    self.alarm.announce({"kind": "hang", **where, "message": msg, "rank": self.rank})
+                self._leave({"ev": "hang", "rank": self.rank, "op": op, "size": size, "message": msg}, 124)
+            if self.alarm is not None and (cur is not None or self.armed) and self.alarm.raised is None:
+                self._heed(self.alarm)
+
+    def _heed(self, alarm: Alarm) -> None:
+        """The main thread polls the alarm wherever it waits on the GPU; where it cannot (inside
+        a library call that waits for a peer), the alarm ends the rank from here."""
+        now = time.monotonic()
+        if now - alarm.last < ALARM_POLL_S:
+            return
+        alarm.last = now
+        doc = alarm.peek()
+        if doc is None:
+            self.alarmed_at = None
+            return
+        self.alarmed_at = self.alarmed_at or now
+        if now - self.alarmed_at > ALARM_GRACE_S:
+            msg = f"stopped: {doc.get('message', 'another rank failed')}"
+            self._leave({"ev": "fail", **doc, "message": msg}, EXIT_UNHEALTHY)
+
+    def _leave(self, event: dict[str, Any], code: int) -> None:
+        self.emit(event)
+        print(f"topodoctor: error: {event.get('message', '')}", file=sys.stderr, flush=True)
+        os._exit(code)
 
 
 def fault_arg(faults: list[list[str]], rank: int, kind: str, op: str = "", size: int = 0) -> float | None:
@@ -63,6 +209,6 @@ def fault_arg(faults: list[list[str]], rank: int, kind: str, op: str = "", size:
             continue
         if kind == "slow":
             return float(f[2])
-        if f[2] == op and (kind == "corrupt" or (len(f) > 3 and f[3] == str(size))):
+        if f[2] == op and (kind in ("corrupt", "error") or (len(f) > 3 and f[3] == str(size))):
             return 1.0
     return None

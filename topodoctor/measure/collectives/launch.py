@@ -132,13 +132,18 @@ def _terminated(signum: int, frame: object) -> None:
     raise CollectivesUnavailable("terminated (SIGTERM): all ranks killed")
 
 
-def _die_with_parent() -> None:
-    """In a rank, before exec: the kernel kills it when the process that started it dies (a
-    check's budgeted child killed at its deadline), so no rank outlives its caller on a GPU."""
+def _die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """The kernel sends ``sig`` to this process when the one that started it dies: in a spawned
+    rank, before exec (a check's budgeted child killed at its deadline); in a rank of a
+    launcher's world, the launcher's agent killed (SIGTERM: this rank still says why). No rank
+    outlives its caller on a GPU."""
     import ctypes
 
+    parent = os.getppid()
     with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request took: nobody will send the signal
+        os.kill(os.getpid(), sig)
 
 
 def start(
@@ -238,7 +243,9 @@ def _watch(
                             op, size = r.current[:2]
                         _hang(got, ranks, op, size, plan.op_timeout_s)
                     else:
-                        _fail(got, stop.get("kind", "error"), *_at(r), str(stop.get("message", "")), r.world.rank)
+                        op, size = (stop["op"], stop.get("size_bytes")) if stop.get("op") else _at(r)
+                        rank = stop["rank"] if isinstance(stop.get("rank"), int) else r.world.rank
+                        _fail(got, stop.get("kind", "error"), op, size, str(stop.get("message", "")), rank)
                     return
         for r in ranks:
             rc = r.proc.poll()
@@ -330,13 +337,14 @@ def join(
     The group stays up: the ranks agree on one exit code and tear it down (worker_exit)."""
     from topodoctor.measure.collectives.rank_main import run_rank
 
+    _die_with_parent(signal.SIGTERM)
     t0 = time.monotonic()
     own = log_dir or tempfile.mkdtemp(prefix=f"topodoctor-coll-{world.rank}-")
     got = Collected()
 
     def emit(ev: dict[str, Any]) -> None:
-        if ev.get("ev") == "failure":
-            _fail(got, ev["kind"], ev.get("op"), ev.get("size_bytes"), str(ev.get("message", "")), world.rank)
+        if ev.get("ev") in ("failure", "fail") and world.rank == 0:
+            _fail(got, ev["kind"], ev.get("op"), ev.get("size_bytes"), str(ev.get("message", "")), ev.get("rank", 0))
 
     if nodes is not None and nodes.nic_loopback and world.local_rank == 0:
         from dataclasses import replace

@@ -13,18 +13,33 @@ from typing import Any
 import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
-from topodoctor.measure.collectives.guard import Emit, Watchdog, nccl_environment
+from topodoctor.measure.collectives.guard import (
+    RANK_KEY,
+    Alarm,
+    Emit,
+    PeerFailed,
+    Watchdog,
+    failure_of,
+    nccl_environment,
+)
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.plan import Plan
 from topodoctor.measure.collectives.worker import Rank
 from topodoctor.measure.collectives.world import World
+
+IDENT_WIDTH = 4096  # bytes per rank for its identity (NCCL variables included)
 
 
 def run_rank(
     plan: Plan, world: World, emit: Emit, log_dir: str | None, nodes: NodeSettings | None = None, keep: bool = False
 ) -> dict[str, Any] | None:
     """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
-    returns the raw result, the others None. ``keep``: the group outlives this (worker_exit)."""
+    returns the raw result, the others None. ``keep``: the group outlives this (worker_exit).
+
+    A failure on any rank (an NCCL error, out of memory, a hang its watchdog cut) is announced
+    on the world's store; the other ranks stop where they wait and rank 0 returns what it has,
+    with the failure naming the rank, its node and the op. A rank other than 0 that stops
+    raises RankStopped."""
     nccl_environment(os.environ, world.rank, log_dir)  # type: ignore[arg-type]
     for k, v in world.env().items():
         os.environ.setdefault(k, v)
@@ -44,17 +59,23 @@ def run_rank(
         timeout=timedelta(seconds=plan.op_timeout_s + 5.0),
         **kwargs,
     )
+    rank.alarm = alarm = Alarm(_store(), world.rank)
+    ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
+    env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
+    ident = {**rank.identity(), "env": env}
+    while len(json.dumps(ident).encode()) > IDENT_WIDTH and ident["env"]:  # what fits goes round
+        ident["env"] = dict(list(ident["env"].items())[:-1])
+    alarm.publish(f"{RANK_KEY}{world.rank}", json.dumps(ident))  # read back by rank 0 if a gather fails
+    version = torch.cuda.nccl.version() if rank.cuda else ""
+    nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+    meta: dict[str, Any] = {"torch": torch.__version__, "nccl": nccl, "ranks": [ident], "env": env}
+    watchdog = Watchdog(plan.op_timeout_s, emit, world.rank, alarm)
+    watchdog.armed = True
     try:
-        idents = rank.gather_json(rank.identity())
-        version = torch.cuda.nccl.version() if rank.cuda else ""
-        nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
-        ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
-        env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
-        meta = {"torch": torch.__version__, "nccl": nccl, "ranks": idents, "env": env}
+        meta["ranks"] = rank.gather_json(ident, IDENT_WIDTH)
         if world.rank == 0:
             emit({"ev": "meta", **meta})
         emit({"ev": "ready", "rank": world.rank})
-        watchdog = Watchdog(plan.op_timeout_s, emit, world.rank)
         if rank.cuda:
             # A stream of its own (non-blocking), as nccl-tests uses: no implicit waits on the
             # legacy default stream; synchronous collectives run on it (torch >= 2.8).
@@ -64,13 +85,48 @@ def run_rank(
             body = rank.run(watchdog)
         from topodoctor.measure.collectives.worker_nodes import run_nodes
 
-        body.update(run_nodes(rank, plan, idents, nodes or NodeSettings(), emit))
-        _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
-        emit({"ev": "finished", "rank": world.rank})
-        return {**meta, **body} if world.rank == 0 else None
+        body.update(run_nodes(rank, plan, meta["ranks"], nodes or NodeSettings(), emit))
+    except Exception as exc:
+        # A peer's announced failure is the cause; this rank's own error is then its echo
+        # (a gloo op that lost its peer, an NCCL error from a communicator a peer left).
+        cause = None if isinstance(exc, PeerFailed) else alarm.peek()
+        failure = failure_of(PeerFailed(cause) if cause else exc, world.rank, str(ident["node"]), watchdog.current)
+        if cause is None and not isinstance(exc, PeerFailed):
+            alarm.announce(failure)
+        watchdog.armed = False
+        watchdog.end()
+        emit({"ev": "fail", **failure})
+        if world.rank != 0:
+            raise RankStopped(failure) from None
+        if len(meta["ranks"]) < world.world_size:  # the identities never went round: the store has them
+            meta["ranks"] = alarm.identities(world.world_size) or meta["ranks"]
+            emit({"ev": "meta", **meta})
+        body = {"rows": rank.rows, "failures": [*rank.failures, failure]}
     finally:
+        watchdog.armed = False
+        _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
         if not keep:
             dist.destroy_process_group()
+    emit({"ev": "finished", "rank": world.rank})
+    return {**meta, **body} if world.rank == 0 else None
+
+
+class RankStopped(Exception):
+    """This rank (not rank 0) stopped on a failure, its own or a peer's; rank 0 reports it."""
+
+    def __init__(self, failure: dict[str, Any]) -> None:
+        super().__init__(str(failure.get("message", "")))
+        self.failure = failure
+
+
+def _store() -> Any:
+    """The world's c10d store (private in torch, stable for years), or None: the alarm is
+    then silent and the timeouts alone stop the ranks."""
+    get = getattr(dist.distributed_c10d, "_get_default_store", None)
+    try:
+        return get() if get is not None else None
+    except Exception:
+        return None
 
 
 def _flush_c_streams() -> None:
@@ -99,6 +155,8 @@ def main() -> int:
     _emit_stdout({"ev": "imported", "rank": world.rank})  # torch loaded: the start-up's first part
     try:
         run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
+    except RankStopped:
+        return 1  # said on stdout already
     except Exception as exc:
         kind = "oom" if isinstance(exc, torch.cuda.OutOfMemoryError) else "error"
         first = (str(exc).strip().splitlines() or [""])[0]

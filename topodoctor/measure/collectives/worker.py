@@ -1,17 +1,13 @@
-"""One rank of a collectives run: the only module here that imports torch.
+"""One rank of a collectives run: with worker_timing.py, the only modules here that import torch.
 
 A rank joins whatever world it is given (``World``: spawned by ``launch.py``, or made by
 torchrun / srun), runs the plan, and rank 0 gathers every rank's times. Spawned ranks also
 print one JSON event per line on stdout (begin / end of each op, failures) so the parent can
-cut a hang; every rank also watches itself and exits when an op outlives its timeout.
+cut a hang; every rank also watches itself and exits when an op outlives its timeout, and
+wherever it waits on the GPU it also listens for the world's alarm (a peer that failed).
 
-Timing on GPUs, per row: a spin kernel holds the stream while the timed ops are queued, one
-untimed op lines the ranks up on the GPU, then CUDA events bracket ``iters`` ops. The
-launch cost of Python stays outside the timed region and the ranks start together, so the
-time per op is the GPU's. nccl-tests by default times the same loop from the host (launches
-back to back, then a stream sync): above ~1 MiB the two agree; below, its figure is bounded
-by its own launch rate (~15-18 us per op on an H200), and ours matches nccl-tests run with
-CUDA graphs (``-G``), which also takes launches out. On gloo (CPU) a host timer is used.
+How a row is timed on GPUs is worker_timing.py's: CUDA graphs for small sizes (as nccl-tests ``-G``),
+eager launches held behind a spin kernel above; on gloo (CPU) a host timer.
 """
 
 from __future__ import annotations
@@ -21,18 +17,19 @@ import math
 import os
 import socket
 import time
+from functools import partial
 from typing import Any
 
 import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
-from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, fault_arg
+from topodoctor.measure.collectives.guard import FAULT_ENV, Alarm, Emit, Watchdog, fault_arg
 from topodoctor.measure.collectives.nodes import node_name, node_rank
 from topodoctor.measure.collectives.plan import SPECS, Op, Plan, row_of, shape
+from topodoctor.measure.collectives.worker_timing import RowTimer
 from topodoctor.measure.collectives.world import World
 
 PATTERN_MOD = 31  # small integers: float32 sums of them stay exact for any practical world
-HOLD_ATTEMPTS = 3  # timings of one row whose hold ran out before the ops were queued, at most
 
 
 class Rank:
@@ -47,7 +44,29 @@ class Rank:
         self.cuda = plan.backend == "nccl"
         self.device = torch.device("cuda", self.ordinal(world.local_rank)) if self.cuda else torch.device("cpu")
         self.faults = [f.split(":") for f in os.environ.get(FAULT_ENV, "").split(",") if f]
-        self.hold_ms: dict[str, float] = {}  # per op: how long the stream is held while ops queue
+        self.alarm = Alarm(None, self.me)
+        self._timer: RowTimer | None = None
+        self.rows: list[dict[str, Any]] = []  # rank 0: the rows so far (kept when a later op fails)
+        self.failures: list[dict[str, Any]] = []
+
+    @property
+    def timer(self) -> RowTimer:
+        if self._timer is None:
+            self._timer = RowTimer(self.device, self.group, self.wait)
+        return self._timer
+
+    def wait(self, done: torch.cuda.Event) -> None:
+        """Until the GPU passed ``done``, listening for the world's alarm meanwhile."""
+        while not done.query():
+            self.alarm.check()
+            time.sleep(0.0001)
+
+    def synced(self) -> None:
+        """Before reading a result on the host: the GPU's work so far done (alarm heard)."""
+        if self.cuda:
+            done = torch.cuda.Event()
+            done.record()
+            self.wait(done)
 
     @staticmethod
     def ordinal(local_rank: int) -> int:
@@ -158,58 +177,33 @@ class Rank:
             recv[0] += 1.0
         want = self.expected(op, size)
         if want is None:
+            self.synced()
             return 0
-        return int(torch.count_nonzero(recv != want).item())
+        wrong = torch.count_nonzero(recv != want)
+        self.synced()
+        return int(wrong.item())
 
     def timed_us(self, op: Op, size: int, place: str, pool: tuple[torch.Tensor, torch.Tensor]) -> float:
         send, recv = self.buffers(op, size, place, pool)
         self.fill(op, size, send, recv)
         iters = self.plan.iters
+        lag_ms = self.fault("slow") or 0.0
         if not self.cuda:
             dist.barrier(group=self.group)
             t0 = time.perf_counter()
             for _ in range(iters):
                 self.call(op, send, recv)
-            time.sleep((self.fault("slow") or 0.0) / 1e3)
+            time.sleep(lag_ms / 1e3)
             return (time.perf_counter() - t0) * 1e6 / iters
-        from topodoctor.bandwidth.runner import hold_cycles
-
-        stream = torch.cuda.current_stream(self.device)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        held0, held1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        # The hold outlasts queueing the ops from Python; the untimed op after it starts the
-        # ranks together, so neither launch gaps nor rank skew land inside the events. Each rank
-        # sizes its own hold (the untimed op aligns them). The hold is checked afterwards: when
-        # the GPU ran out of it before Python had queued every op (a spin calibrated at idle
-        # clocks, a slow first call), the ops ran at Python's launch rate and the ranks waited
-        # for each other's launches, so the row is timed again with a longer hold, on every rank.
         views = [self.buffers(op, size, place, pool, it) for it in range(iters)]
-        for attempt in range(HOLD_ATTEMPTS):
-            hold_ms = self.hold_ms.get(op, 1.0 + 0.15 * iters)
-            cycles = hold_cycles(self.device.index, hold_ms)
-            t0 = time.perf_counter()
-            held0.record(stream)
-            torch.cuda._sleep(cycles)
-            held1.record(stream)
-            self.call(op, send, recv)
-            start.record(stream)
-            for s_view, r_view in views:
-                self.call(op, s_view, r_view)
-            slow = self.fault("slow")
-            if slow:
-                torch.cuda._sleep(hold_cycles(self.device.index, slow))
-            end.record(stream)
-            queued_ms = (time.perf_counter() - t0) * 1e3
-            end.synchronize()
-            short = float(held0.elapsed_time(held1)) < queued_ms
-            self.hold_ms[op] = max(hold_ms, 1.5 * queued_ms, 2.0 * hold_ms if short else 0.0)
-            if attempt + 1 == HOLD_ATTEMPTS or not self.any_rank(short):
-                break
-        return float(start.elapsed_time(end)) * 1e3 / iters
+        calls = [partial(self.call, op, s, r) for s, r in views]
+        return self.timer.row_us(op, size, calls, lag_ms)
 
     def any_rank(self, flag: bool) -> bool:
         """Whether ``flag`` holds on any rank: a decision every rank takes together."""
-        t = torch.tensor([1.0 if flag else 0.0], device=self.device)
+        if self.cuda:
+            return self.timer.any_rank(flag)
+        t = torch.tensor([1.0 if flag else 0.0])
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
         return bool(t.item() > 0.0)
 
@@ -232,6 +226,7 @@ class Rank:
                     torch.cuda.empty_cache()
             flag = torch.tensor([ok], device=self.device)
             dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=self.group)
+            self.synced()
             if flag.item() == 1.0 and pool is not None:
                 return pool, top
             pool = None
@@ -241,6 +236,7 @@ class Rank:
         mine = torch.tensor(values, dtype=torch.float64, device=self.device)
         out = torch.empty(self.n * len(values), dtype=torch.float64, device=self.device)
         dist.all_gather_into_tensor(out, mine, group=self.group)
+        self.synced()
         flat = out.tolist()
         k = len(values)
         return [flat[r * k : (r + 1) * k] for r in range(self.n)]
@@ -252,6 +248,7 @@ class Rank:
         mine = torch.tensor(list(data), dtype=torch.uint8, device=self.device)
         out = torch.empty(self.n * width, dtype=torch.uint8, device=self.device)
         dist.all_gather_into_tensor(out, mine, group=self.group)
+        self.synced()
         flat = bytes(out.tolist())
         return [json.loads(flat[r * width : (r + 1) * width]) for r in range(self.n)]
 
@@ -272,10 +269,10 @@ class Rank:
             from topodoctor.bandwidth.runner import hold_cycles
 
             hold_cycles(self.device.index, 1.0)  # calibrated here, outside the first row's timing
+            self.timer.probe_graphs()
         watchdog.end()
         self.emit({"ev": "end", "rank": self.me, "op": "setup", "size": 0})
-        rows: list[dict[str, Any]] = []
-        failures: list[dict[str, Any]] = []
+        rows, failures = self.rows, self.failures
         for size in plan.sizes:
             if size > top:
                 msg = "out of memory: buffers for this size do not fit on every rank"
@@ -291,6 +288,8 @@ class Rank:
                     continue
                 watchdog.begin(op, size)
                 self.maybe_hang(op, size)
+                if self.fault("error", op):
+                    raise RuntimeError(f"test fault: rank {self.me} refused {op}")
                 self.emit({"ev": "begin", "rank": self.me, "op": op, "size": size})
                 values = [math.nan] * 4
                 for _ in range(plan.warmup_iters):

@@ -5,7 +5,10 @@ leave with their own codes: torchrun's agents wait for one another at an exit ba
 when their worker succeeded, so a world whose rank 0 exits 1 (findings) while the others exit
 0 leaves the others' agents waiting on a store whose host may be gone or may wait for the
 missing agent up to its barrier timeout (minutes). So every rank waits here for rank 0's
-verdict (an all_reduce MAX of the ranks' codes, bounded) and all leave with the same code.
+verdict and all leave with the same code. The verdict goes through the world's store, not
+NCCL: after a failed run the communicator may be broken, the store still answers. Rank 0
+waits (briefly) for the others to have read it, since its leaving may take the store's host
+with it.
 
 Then the process group is torn down, bounded too: NCCL's communicator destroy and torch's
 watchdog threads can block on peers that have already left; past a few seconds the rank goes
@@ -15,14 +18,18 @@ Imports torch only when this process already joined a world (torch.distributed i
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 from typing import Any
 
-from topodoctor.errors import EXIT_CANNOT_CHECK
+from topodoctor.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY
+from topodoctor.measure.collectives.guard import ARRIVED_KEY, EXIT_ACK_KEY, EXIT_KEY, FAILED_KEY, Alarm
 
-VERDICT_TIMEOUT_S = 30.0  # rank 0 probes the host (or replays) and judges before it answers
+VERDICT_TIMEOUT_S = 30.0  # rank 0 judges (and may write files) before it answers
+ACK_TIMEOUT_S = 2.0
+ARRIVE_TIMEOUT_S = 5.0
 TEARDOWN_TIMEOUT_S = 5.0
 
 
@@ -42,6 +49,71 @@ def _joined() -> Any:
 
 
 def _agree(dist: Any, code: int, timeout_s: float) -> int:
+    """Rank 0's code, through the world's store (or a collective where there is no store);
+    a rank whose own code is worse keeps its own. A rank that cannot learn rank 0's code in
+    time leaves with "could not check" (3)."""
+    rank = dist.get_rank()
+    get = getattr(dist.distributed_c10d, "_get_default_store", None)
+    try:
+        store = get() if get is not None else None
+    except Exception:
+        store = None
+    if store is None:
+        return _agree_collective(dist, code, timeout_s)
+    alarm = Alarm(store, rank)
+    if rank == 0:
+        missing = _arrived(store, dist.get_world_size(), ARRIVE_TIMEOUT_S)
+        if missing:
+            # A rank that left before the end (it died, or its launcher killed it) is a failure
+            # of the run: the report is out already, so the exit code says it.
+            _warn(f"rank(s) {', '.join(map(str, missing))} did not reach the end of the run")
+            code = max(code, EXIT_UNHEALTHY)
+        if alarm.publish(EXIT_KEY, str(code)):
+            _acknowledged(store, dist.get_world_size() - 1 - len(missing), ACK_TIMEOUT_S)
+        return code
+    alarm.publish(f"{ARRIVED_KEY}{rank}", "1")
+    got = alarm.read(EXIT_KEY, timeout_s)
+    if got is None or not got.isdigit() or int(got) > EXIT_CANNOT_CHECK:
+        _warn(f"rank {rank}: rank 0's exit code did not come within {timeout_s:g} s")
+        return max(code, EXIT_CANNOT_CHECK)
+    with contextlib.suppress(Exception):  # rank 0 stops waiting for us on its own
+        store.add(EXIT_ACK_KEY, 1)
+    return max(code, int(got))
+
+
+def _publish_only(dist: Any, code: int) -> None:
+    with contextlib.suppress(Exception):
+        dist.distributed_c10d._get_default_store().set(EXIT_KEY, str(code))
+
+
+def _arrived(store: Any, n: int, timeout_s: float) -> list[int]:
+    """The ranks that did not say they reached the end within ``timeout_s`` (they say so
+    right after their part of the run, so rank 0, the last to finish, rarely waits)."""
+    deadline = time.monotonic() + timeout_s
+    missing = list(range(1, n))
+    while missing:
+        try:
+            missing = [r for r in missing if not store.check([f"{ARRIVED_KEY}{r}"])]
+        except Exception:
+            return missing
+        if not missing or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return missing
+
+
+def _acknowledged(store: Any, others: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if int(store.add(EXIT_ACK_KEY, 0)) >= others:
+                return
+        except Exception:
+            return
+        time.sleep(0.01)
+
+
+def _agree_collective(dist: Any, code: int, timeout_s: float) -> int:
     """The worst of every rank's code (0 < 1 < 2 < 3), or this rank's own view when the world
     cannot answer in time (a peer gone or stuck): rank 0 keeps its verdict, the others could
     not learn it (3)."""
@@ -70,6 +142,14 @@ def _agree(dist: Any, code: int, timeout_s: float) -> int:
     return agreed
 
 
+def _failed(dist: Any) -> bool:
+    """Whether some rank announced a failure on the world's store (see guard.Alarm)."""
+    try:
+        return bool(dist.distributed_c10d._get_default_store().check([FAILED_KEY]))
+    except Exception:
+        return True  # no store to ask: the world is not in a state worth a teardown
+
+
 def _destroy(dist: Any, timeout_s: float) -> bool:
     """destroy_process_group in a daemon thread; False when it did not finish in time."""
     t = threading.Thread(target=lambda: _quietly(dist.destroy_process_group), daemon=True)
@@ -92,6 +172,14 @@ def leave_world(code: int, verdict_s: float = VERDICT_TIMEOUT_S, teardown_s: flo
     teardown, the interpreter's own shutdown could block on the same threads."""
     dist = _joined()
     if dist is None:
+        return code
+    if _failed(dist):
+        # A rank failed and rank 0 reported it: every rank leaves at once with its own code
+        # (1 where it stopped, rank 0's verdict there). Waiting for one another here would keep
+        # the sockets of a broken world open, and its communicator waits on peers that left:
+        # no teardown either.
+        if dist.get_rank() == 0:
+            _publish_only(dist, code)
         return code
     agreed = _agree(dist, code, verdict_s)
     if not _destroy(dist, teardown_s):

@@ -27,7 +27,7 @@ import torch  # this module runs inside the measuring ranks
 import torch.distributed as dist
 
 from topodoctor.codec import to_jsonable
-from topodoctor.measure.collectives.guard import Emit, Watchdog
+from topodoctor.measure.collectives.guard import Emit, PeerFailed, Watchdog
 from topodoctor.measure.collectives.nodes import Member, NodeSettings, nodes_of, rails
 from topodoctor.measure.collectives.plan import Plan, bandwidth_gbps, shape
 from topodoctor.measure.collectives.worker import Rank
@@ -57,7 +57,7 @@ def _quiet(emit: Emit) -> Emit:
 
 def _sub(rank: Rank, plan: Plan, ranks: list[int], group: Any, emit: Emit) -> Rank:
     sub = Rank(plan, replace(rank.world, rank=ranks.index(rank.me), world_size=len(ranks)), _quiet(emit))
-    sub.group = group
+    sub.group, sub.alarm = group, rank.alarm
     return sub
 
 
@@ -106,10 +106,11 @@ class _Hung(Exception):
     pass
 
 
-def _wait(work: Any, deadline: float) -> None:
+def _wait(rank: Rank, work: Any, deadline: float) -> None:
     while not work.is_completed():
         if time.monotonic() > deadline:
             raise _Hung
+        rank.alarm.check()
         time.sleep(0.0005)
     work.wait()  # raises the op's own error, if it had one
 
@@ -120,7 +121,7 @@ def pair_test(rank: Rank, group: Any, n: int, settings: NodeSettings) -> dict[st
     deadline = time.monotonic() + settings.pair_timeout_s
     try:
         buf = torch.ones(max(count, 1), device=rank.device)
-        _wait(dist.all_reduce(buf, group=group, async_op=True), deadline)  # warm-up: connections made here
+        _wait(rank, dist.all_reduce(buf, group=group, async_op=True), deadline)  # warm-up: connections made here
         seconds = math.inf
         for _ in range(PAIR_REPEATS):  # the best of a few: a pair is judged on what it can do
             if rank.cuda:
@@ -128,12 +129,14 @@ def pair_test(rank: Rank, group: Any, n: int, settings: NodeSettings) -> dict[st
             t0 = time.perf_counter()
             works = [dist.all_reduce(buf, group=group, async_op=True) for _ in range(settings.pair_iters)]
             for w in works:
-                _wait(w, deadline)
+                _wait(rank, w, deadline)
             if rank.cuda:
                 torch.cuda.synchronize(rank.device)
             seconds = min(seconds, (time.perf_counter() - t0) / settings.pair_iters)
     except _Hung:
         return {"status": "hung", "error": f"did not finish within {settings.pair_timeout_s:g} s"}
+    except PeerFailed:
+        raise  # the world failed, not this pair
     except Exception as exc:  # an NCCL or gloo error in this pair: the others go on
         first = (str(exc).strip().splitlines() or [""])[0][:160]
         return {"status": "failed", "error": f"{type(exc).__name__}: {first}"}
@@ -212,7 +215,7 @@ def run_nodes(
     out: dict[str, Any] = {}
     if not spans_multiple and not settings.pairwise and not settings.nic_loopback:
         return out
-    watchdog = Watchdog(max(plan.op_timeout_s, settings.pair_timeout_s) + 10.0, emit, rank.me)
+    watchdog = Watchdog(max(plan.op_timeout_s, settings.pair_timeout_s) + 10.0, emit, rank.me, rank.alarm)
     if spans_multiple and settings.phases:
         out["spans"] = node_phases(rank, plan, mems, emit, watchdog)
     if settings.nic_loopback:

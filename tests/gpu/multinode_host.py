@@ -12,9 +12,9 @@ Stages (each bounded, every process killed at its end; results under $OUT/multin
    inter-node figures, NCCL's account shows NET, the pairwise verdicts (one pair: both healthy);
 2. four-nodes: nodeA, nodeD on GPU0 and nodeB, nodeC on GPU1: four healthy nodes;
 3. four-nodes-maxch1: the same with NCCL_MAX_NCHANNELS=1 on nodeC's side only: NCCL 2.28 does
-   not reconcile that setting across nodes and the world hangs (measured here); every launch
-   must end within the op timeout and a few seconds, with one code, and rank 0's report must
-   hold the hang and TD013 naming nodeC;
+   not reconcile that setting across nodes (measured here: an internal error on some ranks
+   while the others wait, or a hang); every launch must end within the op timeout and a few
+   seconds, with one code, and rank 0's report must hold the failure and TD013 naming nodeC;
 4. four-nodes-delay: the same with the test's own delay on nodeC (tests/multinode_entry.py):
    the finder must name nodeC;
 5. four-nodes-error: nodeC's rank fails as its first op begins (the test hook standing in for
@@ -221,20 +221,20 @@ def main() -> int:
         ("four-nodes-error", {"TOPODOCTOR_COLL_FAULT": "error:2:all_reduce"}, "error"),
     ]
     if not gloo:  # NCCL variables mean nothing to gloo
-        failing.insert(0, ("four-nodes-maxch1", SLOWED, "hang"))
+        failing.insert(0, ("four-nodes-maxch1", SLOWED, "hang or error"))
     for stage, extra, kind in failing:
         nodes = [(n, g, dict(extra) if n == "nodeC" else {}) for n, g in four]
         t_stage = time.monotonic()
         codes = launch(stage, nodes, [*args4, "--op-timeout", "20", "-o", str(OUT / f"{stage}.result.json")], cli)
         took = round(time.monotonic() - t_stage, 1)
-        limit = 45.0 if kind == "hang" else 25.0
+        limit = 45.0 if "hang" in kind else 25.0
         ended = set(codes) == {1} and took < limit
         check(stage, f"all launches ended with code 1 within {limit:g} s", ended, [codes, took])
         doc = report(stage)
         if not doc:
             continue
         fails = doc.get("failures") or []
-        check(stage, f"rank 0 reported the {kind}", any(f.get("kind") == kind for f in fails), fails)
+        check(stage, f"rank 0 reported the {kind}", any(f.get("kind") in kind.split(" or ") for f in fails), fails)
         if kind == "error":
             named = any(f.get("rank") == 2 and "nodeC" in f.get("message", "") for f in fails)
             check(stage, "the failure names nodeC's rank", named, fails)

@@ -13,8 +13,6 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from topodoctor.errors import EXIT_UNHEALTHY
-
 Emit = Callable[[dict[str, Any]], None]
 # Test hook, for exercising the runner and the rules without broken hardware; comma-separated:
 #   hang:RANK:OP:SIZE   RANK never joins OP at SIZE (its peers wait inside the op)
@@ -27,7 +25,6 @@ RANK_KEY = "topodoctor/rank/"  # + rank: that rank's identity, published before 
 EXIT_KEY, EXIT_ACK_KEY = "topodoctor/exit", "topodoctor/exit-ack"
 ARRIVED_KEY = "topodoctor/arrived/"  # + rank: that rank reached the end of the run
 ALARM_POLL_S = 0.25
-ALARM_GRACE_S = 3.0  # a main thread that has not seen the alarm by then is stuck where it cannot
 
 
 class PeerFailed(Exception):
@@ -150,56 +147,81 @@ def nccl_environment(environ: dict[str, str], rank: int, log_dir: str | None) ->
 
 
 class Watchdog:
-    """Ends this rank when an op outlives its timeout, even when the main thread is stuck in
-    a collective that will never complete (a peer that never joined it)."""
+    """Where this rank is (the op and size it is in, since when) and how long an op may take.
 
-    def __init__(self, timeout_s: float, emit: Emit, rank: int, alarm: Alarm | None = None) -> None:
-        self.timeout_s, self.emit, self.rank, self.alarm = timeout_s, emit, rank, alarm
+    The rank's main thread reads it while the measuring thread works (see ``run_watched``) and
+    cuts a hang there, with a report. This thread is the backstop: it ends the process when an
+    op outlives its timeout by ``BACKSTOP_S`` (the main thread itself stuck)."""
+
+    BACKSTOP_S = 10.0
+
+    def __init__(self, timeout_s: float, emit: Emit, rank: int) -> None:
+        self.timeout_s, self.emit, self.rank = timeout_s, emit, rank
         self.current: tuple[str, int, float] | None = None
-        self.alarmed_at: float | None = None
-        self.armed = False  # inside the run: the alarm may end this rank (see _heed)
+        self.closed = False
         threading.Thread(target=self._watch, daemon=True).start()
 
     def begin(self, op: str, size: int) -> None:
-        self.current = (op, size, time.monotonic())
+        if not self.closed:
+            self.current = (op, size, time.monotonic())
 
     def end(self) -> None:
         self.current = None
 
+    def close(self) -> None:
+        """The run is over (done or stopped): nothing more to watch."""
+        self.closed, self.current = True, None
+
+    def overdue(self, grace_s: float = 0.0) -> dict[str, Any] | None:
+        """The hang, as a failure, when the current op outlived its timeout (plus ``grace_s``)."""
+        cur = self.current
+        if cur is None or time.monotonic() - cur[2] <= self.timeout_s + grace_s:
+            return None
+        op, size, _ = cur
+        msg = f"{op} at {size} B did not finish within {self.timeout_s:g} s on rank {self.rank}"
+        return {"kind": "hang", "op": op, "size_bytes": size or None, "message": msg, "rank": self.rank}
+
     def _watch(self) -> None:
         while True:
             time.sleep(0.2)
-            cur = self.current
-            if cur is not None and time.monotonic() - cur[2] > self.timeout_s:
-                op, size, _ = cur
-                msg = f"{op} at {size} B did not finish within {self.timeout_s:g} s on rank {self.rank}"
-                if self.alarm is not None:
-                    where = {"op": op, "size_bytes": size or None}
-                    self.alarm.announce({"kind": "hang", **where, "message": msg, "rank": self.rank})
-                self._leave({"ev": "hang", "rank": self.rank, "op": op, "size": size, "message": msg}, 124)
-            if self.alarm is not None and (cur is not None or self.armed) and self.alarm.raised is None:
-                self._heed(self.alarm)
+            hang = self.overdue(self.BACKSTOP_S)
+            if hang is not None:
+                ev = {"ev": "hang", "rank": self.rank, "op": hang["op"], "size": hang["size_bytes"] or 0}
+                self.emit({**ev, "message": hang["message"]})
+                print(f"topodoctor: error: {hang['message']}", file=sys.stderr, flush=True)
+                os._exit(124)
 
-    def _heed(self, alarm: Alarm) -> None:
-        """The main thread polls the alarm wherever it waits on the GPU; where it cannot (inside
-        a library call that waits for a peer), the alarm ends the rank from here."""
-        now = time.monotonic()
-        if now - alarm.last < ALARM_POLL_S:
-            return
-        alarm.last = now
-        doc = alarm.peek()
-        if doc is None:
-            self.alarmed_at = None
-            return
-        self.alarmed_at = self.alarmed_at or now
-        if now - self.alarmed_at > ALARM_GRACE_S:
-            msg = f"stopped: {doc.get('message', 'another rank failed')}"
-            self._leave({"ev": "fail", **doc, "message": msg}, EXIT_UNHEALTHY)
 
-    def _leave(self, event: dict[str, Any], code: int) -> None:
-        self.emit(event)
-        print(f"topodoctor: error: {event.get('message', '')}", file=sys.stderr, flush=True)
-        os._exit(code)
+def run_watched(fn: Callable[[], Any], alarm: Alarm, watchdog: Watchdog) -> tuple[Any, BaseException | None, Any]:
+    """Run ``fn`` (the rank's measurements) in a thread of its own while this thread watches:
+    ``(value, None, None)`` when it returns, ``(None, exc, None)`` when it raises, or
+    ``(None, None, failure)`` when a peer announced a failure or an op outlived its timeout
+    first. NCCL can block a calling thread inside a library call (a connection its peer never
+    makes), where no Python code runs: so the measuring thread is the one that may be stuck,
+    never this one, and a stopped rank still reports. A stuck measuring thread is left where
+    it is; the process ends with os._exit."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the watching thread, which decides
+            box["exc"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name="topodoctor-measure")
+    t.start()
+    while True:
+        t.join(0.05)
+        if not t.is_alive():
+            return box.get("value"), box.get("exc"), None
+        try:
+            alarm.check()
+        except PeerFailed as exc:
+            return None, None, exc.failure
+        hang = watchdog.overdue()
+        if hang is not None:
+            alarm.announce(hang)
+            return None, None, hang
 
 
 def fault_arg(faults: list[list[str]], rank: int, kind: str, op: str = "", size: int = 0) -> float | None:

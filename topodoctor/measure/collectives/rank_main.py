@@ -21,6 +21,7 @@ from topodoctor.measure.collectives.guard import (
     Watchdog,
     failure_of,
     nccl_environment,
+    run_watched,
 )
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.plan import Plan
@@ -69,9 +70,12 @@ def run_rank(
     version = torch.cuda.nccl.version() if rank.cuda else ""
     nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
     meta: dict[str, Any] = {"torch": torch.__version__, "nccl": nccl, "ranks": [ident], "env": env}
-    watchdog = Watchdog(plan.op_timeout_s, emit, world.rank, alarm)
-    watchdog.armed = True
-    try:
+    watchdog = Watchdog(plan.op_timeout_s, emit, world.rank)
+    rank.watchdog = watchdog
+
+    def measure() -> dict[str, Any]:
+        if rank.cuda:
+            torch.cuda.set_device(rank.device)  # the CUDA device is per thread
         meta["ranks"] = rank.gather_json(ident, IDENT_WIDTH)
         if world.rank == 0:
             emit({"ev": "meta", **meta})
@@ -86,29 +90,36 @@ def run_rank(
         from topodoctor.measure.collectives.worker_nodes import run_nodes
 
         body.update(run_nodes(rank, plan, meta["ranks"], nodes or NodeSettings(), emit))
-    except Exception as exc:
+        return body
+
+    body, exc, stopped = run_watched(measure, alarm, watchdog)
+    where = watchdog.current
+    watchdog.close()
+    _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
+    if exc is None and stopped is None:
+        if not keep:
+            dist.destroy_process_group()
+        emit({"ev": "finished", "rank": world.rank})
+        return {**meta, **body} if world.rank == 0 else None
+    failure = stopped
+    if exc is not None:
         # A peer's announced failure is the cause; this rank's own error is then its echo
         # (a gloo op that lost its peer, an NCCL error from a communicator a peer left).
         cause = None if isinstance(exc, PeerFailed) else alarm.peek()
-        failure = failure_of(PeerFailed(cause) if cause else exc, world.rank, str(ident["node"]), watchdog.current)
+        failure = failure_of(PeerFailed(cause) if cause else exc, world.rank, str(ident["node"]), where)
         if cause is None and not isinstance(exc, PeerFailed):
             alarm.announce(failure)
-        watchdog.armed = False
-        watchdog.end()
+    if failure.get("kind") == "hang" and failure.get("rank") == world.rank:
+        emit({"ev": "hang", "rank": world.rank, "op": failure["op"], "size": failure["size_bytes"] or 0, **failure})
+    else:
         emit({"ev": "fail", **failure})
-        if world.rank != 0:
-            raise RankStopped(failure) from None
-        if len(meta["ranks"]) < world.world_size:  # the identities never went round: the store has them
-            meta["ranks"] = alarm.identities(world.world_size) or meta["ranks"]
-            emit({"ev": "meta", **meta})
-        body = {"rows": rank.rows, "failures": [*rank.failures, failure]}
-    finally:
-        watchdog.armed = False
-        _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
-        if not keep:
-            dist.destroy_process_group()
+    if world.rank != 0:
+        raise RankStopped(failure)
+    if len(meta["ranks"]) < world.world_size:  # the identities never went round: the store has them
+        meta["ranks"] = alarm.identities(world.world_size) or meta["ranks"]
+        emit({"ev": "meta", **meta})
     emit({"ev": "finished", "rank": world.rank})
-    return {**meta, **body} if world.rank == 0 else None
+    return {**meta, "rows": list(rank.rows), "failures": [*rank.failures, failure]}
 
 
 class RankStopped(Exception):
@@ -167,4 +178,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    # A measuring thread may still be stuck in NCCL after a stop: the interpreter's shutdown
+    # (and NCCL's own teardown) would wait on it.
+    os._exit(code)

@@ -45,6 +45,7 @@ class Rank:
         self.device = torch.device("cuda", self.ordinal(world.local_rank)) if self.cuda else torch.device("cpu")
         self.faults = [f.split(":") for f in os.environ.get(FAULT_ENV, "").split(",") if f]
         self.alarm = Alarm(None, self.me)
+        self.watchdog: Watchdog | None = None  # the world's rank: where it is (run_rank sets it)
         self._timer: RowTimer | None = None
         self.rows: list[dict[str, Any]] = []  # rank 0: the rows so far (kept when a later op fails)
         self.failures: list[dict[str, Any]] = []

@@ -215,7 +215,9 @@ def run_nodes(
     out: dict[str, Any] = {}
     if not spans_multiple and not settings.pairwise and not settings.nic_loopback:
         return out
-    watchdog = Watchdog(max(plan.op_timeout_s, settings.pair_timeout_s) + 10.0, emit, rank.me, rank.alarm)
+    watchdog = rank.watchdog or Watchdog(plan.op_timeout_s, emit, rank.me)
+    # a round of pairs polls its own deadline; the world's timeout covers the round's gather too
+    watchdog.timeout_s = max(plan.op_timeout_s, settings.pair_timeout_s) + 10.0
     if spans_multiple and settings.phases:
         out["spans"] = node_phases(rank, plan, mems, emit, watchdog)
     if settings.nic_loopback:

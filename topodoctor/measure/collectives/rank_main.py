@@ -97,9 +97,10 @@ def run_rank(
     watchdog.close()
     _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
     if exc is None and stopped is None:
+        # "finished" first: a spawning parent kills the rank on it, sparing NCCL's teardown
+        emit({"ev": "finished", "rank": world.rank})
         if not keep:
             dist.destroy_process_group()
-        emit({"ev": "finished", "rank": world.rank})
         return {**meta, **body} if world.rank == 0 else None
     failure = stopped
     if exc is not None:

@@ -298,3 +298,19 @@ def test_ranks_report_their_nccl_settings_and_the_odd_node_is_named(tmp_path: Pa
     assert [r["env"].get("NCCL_MAX_NCHANNELS") for r in doc["ranks"]] == [None, "1", None]
     (td013,) = [f for f in doc["findings"] if f["code"] == "TD013"]
     assert td013["subject"] == "env:NCCL_MAX_NCHANNELS" and "rank(s) 1 (node n1)" in td013["message"], td013
+
+
+def test_the_whole_run_keeps_to_its_budget_under_a_launcher(tmp_path: Path) -> None:
+    """--timeout under a launcher: n1 lags 3 s in every timed loop (the test hook), the budget of
+    8 s runs out mid-sweep, every rank stops and rank 0 reports the rows it has and the budget."""
+    args = ["collectives", "--backend", "gloo", "--op", "all_reduce", "--size", "4K:64K", "--iters", "2"]
+    args += ["--timeout", "8", "--replay", "h200-x2", "--format", "json"]
+    t0 = time.monotonic()
+    codes = _launch(tmp_path, ["n0", "n1"], args, {"n1": {"TOPODOCTOR_COLL_FAULT": "slow:1:3000"}})
+    took = time.monotonic() - t0
+    assert codes == [1, 1], (tmp_path / "rank0.err").read_text()[-2000:]
+    doc = json.loads((tmp_path / "rank0.out").read_text())
+    (fail,) = doc["failures"]
+    assert fail["kind"] == "hang" and "time budget ran out" in fail["message"], fail
+    assert 0 < len(doc["rows"]) < 5, doc["rows"]
+    assert took < 30, took

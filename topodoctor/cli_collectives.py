@@ -166,7 +166,8 @@ def collectives(
 
         check_launch(world, nodes)
         if world is not None:
-            res, snap = _join(plan, world, log_dir, replay, nodes)
+            deadline = time.monotonic() + timeout if timeout > 0 else None
+            res, snap = _join(plan, world, log_dir, replay, nodes, deadline)
             if res is None:
                 return  # not rank 0: rank 0 reports for the world
         else:
@@ -242,7 +243,9 @@ def _spawn(
     return res, snap
 
 
-def _join(plan: Any, world: Any, log_dir: Path | None, replay: str | None, nodes: Any = None) -> Any:
+def _join(
+    plan: Any, world: Any, log_dir: Path | None, replay: str | None, nodes: Any = None, deadline: float | None = None
+) -> Any:
     from dataclasses import replace
 
     from topodoctor.measure.collectives.launch import join
@@ -252,7 +255,7 @@ def _join(plan: Any, world: Any, log_dir: Path | None, replay: str | None, nodes
     # the report must be out by then. Only torch-free work is left after the run.
     snap = _snapshot(replay, False) if world.rank == 0 else None
     try:
-        res = join(plan, world, str(_made(log_dir)) if log_dir else None, nodes)
+        res = join(plan, world, str(_made(log_dir)) if log_dir else None, nodes, deadline)
     except ModuleNotFoundError as exc:
         raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
     except Exception as exc:

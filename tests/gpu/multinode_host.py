@@ -10,6 +10,8 @@ Stages (each bounded, every process killed at its end; results under $OUT/multin
    SHM off goes through the network transport (NET/Socket over lo on a host without NICs);
 1. two-nodes: nodeA on GPU0, nodeB on GPU1, one torchrun each: node of every rank, the
    inter-node figures, NCCL's account shows NET, the pairwise verdicts (one pair: both healthy);
+1b. two-by-two: two launches of two ranks each (both on GPU0 and GPU1), the layout of two 2-GPU
+   nodes: each rank's node and local rank, intra-node figures per node, one inter figure per rail;
 2. four-nodes: nodeA, nodeD on GPU0 and nodeB, nodeC on GPU1: four healthy nodes;
 3. four-nodes-maxch1: the same with NCCL_MAX_NCHANNELS=1 on nodeC's side only: NCCL 2.28 does
    not reconcile that setting across nodes (measured here: an internal error on some ranks
@@ -176,6 +178,35 @@ def main() -> int:
         if not gloo:
             net = {"kinds": kinds, "account": doc.get("account")}
             check(stage, "NCCL connected the nodes over NET", "net" in kinds, net)
+        check(stage, "pairwise: both healthy", verdicts(doc) == {"nodeA": "healthy", "nodeB": "healthy"}, verdicts(doc))
+
+    # 1b. two nodes of two GPUs each: the layout of two 2-GPU launches on a 4-GPU host, here with
+    # both launches on both GPUs (NCCL tells the nodes apart by NCCL_HOSTID, so no GPU is doubled
+    # within a node): intra-node figures over NVLink, two rails over the network
+    stage = "two-by-two"
+    args = ["--op", "all_reduce,all_gather", "--size", "4M" if gloo else "64M", *common]
+    args += ["--expect-nodes", "nodeA,nodeB", "-o", str(OUT / f"{stage}.result.json")]
+    codes = launch(stage, [("nodeA", "0,1", {}), ("nodeB", "0,1", {})], args, cli, nproc=2)
+    check(stage, "both launches ended with one code", len(set(codes)) == 1 and codes[0] in (0, 1), codes)
+    doc = report(stage)
+    if doc:
+        where = [(r["rank"], r["node"], r["local_rank"]) for r in doc["ranks"]]
+        want = [(0, "nodeA", 0), (1, "nodeA", 1), (2, "nodeB", 0), (3, "nodeB", 1)]
+        check(stage, "node and local rank of each rank", where == want, where)
+        spans = {(sp["scope"], sp["name"]): sp for sp in doc.get("spans", [])}
+        best = {
+            f"{scope} {name}": max(
+                (c["busbw_gbps"] for r in sp["rows"] for c in (r["out_of_place"], r["in_place"]) if c), default=0
+            )
+            for (scope, name), sp in spans.items()
+        }
+        want_spans = {("intra", "nodeA"), ("intra", "nodeB"), ("inter", "local rank 0"), ("inter", "local rank 1")}
+        ok = want_spans <= set(spans)
+        check(stage, "intra figures per node and one inter figure per rail", ok, best)
+        if not gloo:
+            intra = min(v for k, v in best.items() if k.startswith("intra"))
+            inter = max(v for k, v in best.items() if k.startswith("inter"))
+            check(stage, "intra-node (NVLink) far above inter-node (socket)", intra > 10 * inter, best)
         check(stage, "pairwise: both healthy", verdicts(doc) == {"nodeA": "healthy", "nodeB": "healthy"}, verdicts(doc))
 
     # 0. one node of two GPUs, also through its own NICs (P2P and SHM off: NET/Socket over lo here)

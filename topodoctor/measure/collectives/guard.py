@@ -192,14 +192,16 @@ class Watchdog:
                 os._exit(124)
 
 
-def run_watched(fn: Callable[[], Any], alarm: Alarm, watchdog: Watchdog) -> tuple[Any, BaseException | None, Any]:
+def run_watched(
+    fn: Callable[[], Any], alarm: Alarm, watchdog: Watchdog, deadline: float | None = None
+) -> tuple[Any, BaseException | None, Any]:
     """Run ``fn`` (the rank's measurements) in a thread of its own while this thread watches:
     ``(value, None, None)`` when it returns, ``(None, exc, None)`` when it raises, or
-    ``(None, None, failure)`` when a peer announced a failure or an op outlived its timeout
-    first. NCCL can block a calling thread inside a library call (a connection its peer never
-    makes), where no Python code runs: so the measuring thread is the one that may be stuck,
-    never this one, and a stopped rank still reports. A stuck measuring thread is left where
-    it is; the process ends with os._exit."""
+    ``(None, None, failure)`` when a peer announced a failure, an op outlived its timeout or
+    the run its ``deadline`` (time.monotonic) first. NCCL can block a calling thread inside a
+    library call (a connection its peer never makes), where no Python code runs: so the
+    measuring thread is the one that may be stuck, never this one, and a stopped rank still
+    reports. A stuck measuring thread is left where it is; the process ends with os._exit."""
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -218,10 +220,25 @@ def run_watched(fn: Callable[[], Any], alarm: Alarm, watchdog: Watchdog) -> tupl
             alarm.check()
         except PeerFailed as exc:
             return None, None, exc.failure
-        hang = watchdog.overdue()
+        hang = watchdog.overdue() or _past(deadline, watchdog)
         if hang is not None:
             alarm.announce(hang)
             return None, None, hang
+
+
+def _past(deadline: float | None, watchdog: Watchdog) -> dict[str, Any] | None:
+    if deadline is None or time.monotonic() < deadline:
+        return None
+    op, size, _ = watchdog.current or ("the run", 0, 0.0)
+    where = f"{op} at {size} B" if size else str(op)
+    msg = f"the time budget ran out during {where} on rank {watchdog.rank}"
+    return {
+        "kind": "hang",
+        "op": None if op == "the run" else op,
+        "size_bytes": size or None,
+        "message": msg,
+        "rank": watchdog.rank,
+    }
 
 
 def fault_arg(faults: list[list[str]], rank: int, kind: str, op: str = "", size: int = 0) -> float | None:

@@ -330,7 +330,11 @@ def measure(
 
 
 def join(
-    plan: Plan, world: World, log_dir: str | None = None, nodes: NodeSettings | None = None
+    plan: Plan,
+    world: World,
+    log_dir: str | None = None,
+    nodes: NodeSettings | None = None,
+    deadline: float | None = None,
 ) -> CollectivesResult | None:
     """Run as one rank of a launcher's world (torchrun, srun), in this process; rank 0 gets
     the result, the others None. The launcher kills the world when a rank exits on a hang.
@@ -343,7 +347,7 @@ def join(
     got = Collected()
 
     def emit(ev: dict[str, Any]) -> None:
-        if ev.get("ev") in ("failure", "fail") and world.rank == 0:
+        if ev.get("ev") in ("failure", "fail", "hang") and world.rank == 0 and "kind" in ev:
             _fail(got, ev["kind"], ev.get("op"), ev.get("size_bytes"), str(ev.get("message", "")), ev.get("rank", 0))
 
     if nodes is not None and nodes.nic_loopback and world.local_rank == 0:
@@ -353,7 +357,7 @@ def join(
 
         # Before joining: the world's ranks wait for this one up to their init timeout.
         nodes = replace(nodes, loopback=nic_loopback(plan, world, plan.op_timeout_s))
-    raw = run_rank(plan, world, emit, own, nodes, keep=True)
+    raw = run_rank(plan, world, emit, own, nodes, keep=True, deadline=deadline)
     if raw is None:
         return None
     got.meta, got.rows = raw, list(raw["rows"])

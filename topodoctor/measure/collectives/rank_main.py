@@ -32,10 +32,17 @@ IDENT_WIDTH = 4096  # bytes per rank for its identity (NCCL variables included)
 
 
 def run_rank(
-    plan: Plan, world: World, emit: Emit, log_dir: str | None, nodes: NodeSettings | None = None, keep: bool = False
+    plan: Plan,
+    world: World,
+    emit: Emit,
+    log_dir: str | None,
+    nodes: NodeSettings | None = None,
+    keep: bool = False,
+    deadline: float | None = None,
 ) -> dict[str, Any] | None:
     """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
-    returns the raw result, the others None. ``keep``: the group outlives this (worker_exit).
+    returns the raw result, the others None. ``keep``: the group outlives this (worker_exit);
+    ``deadline`` (time.monotonic): the whole run's budget, stopped and reported like a hang.
 
     A failure on any rank (an NCCL error, out of memory, a hang its watchdog cut) is announced
     on the world's store; the other ranks stop where they wait and rank 0 returns what it has,
@@ -92,7 +99,7 @@ def run_rank(
         body.update(run_nodes(rank, plan, meta["ranks"], nodes or NodeSettings(), emit))
         return body
 
-    body, exc, stopped = run_watched(measure, alarm, watchdog)
+    body, exc, stopped = run_watched(measure, alarm, watchdog, deadline)
     where = watchdog.current
     watchdog.close()
     _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed

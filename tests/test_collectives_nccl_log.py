@@ -98,3 +98,28 @@ def test_logs_are_read_bounded(tmp_path: Path) -> None:
     (tmp_path / "nccl.0.log").mkdir()  # a directory named like a log: one clear error
     with pytest.raises(InputError, match="is a directory"):
         nccl_log.read_logs(tmp_path)
+
+
+def test_subgroup_connections_are_not_the_worlds() -> None:
+    """A real two-node run with --pairwise (x2, 2026-11-22): after the world's communicator, each
+    subgroup's (ncclCommSplit) connection lines follow; they are set apart, not counted."""
+    for path in sorted((NCCL_LOGS / "two-nodes-subgroups").glob("*.log")):
+        log = nccl_log.parse_log(path.read_text())
+        assert len(log.comms) == 3 and len(log.conns) == 8 and log.other_conns == 12, path.name
+
+
+def test_subgroup_ranks_are_not_read_as_world_ranks() -> None:
+    """A rail of a 2 x 2 world: the subgroup's ranks 0 and 1 are the world's 0 and 2, and its
+    network link must not show up as one between the world's ranks 0 and 1 (same node)."""
+    text = "\n".join(
+        [
+            "h:1:1 [0] NCCL INFO comm 0xaa rank 0 nRanks 4 nNodes 2 localRanks 2 localRank 0 MNNVL 0",
+            "h:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+            "h:1:9 [0] NCCL INFO ncclCommSplit comm 0xbb rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 parent 0xaa",
+            "h:1:9 [0] NCCL INFO comm 0xbb rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
+            "h:1:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0",
+        ]
+    )
+    acc = nccl_log.account([text])
+    assert acc is not None and acc.ranks == 4
+    assert [(c.rank, c.peer, c.transport) for c in acc.connections] == [(0, 1, "P2P/CUMEM")]

@@ -12,6 +12,7 @@ Lines read (NCCL 2.18 - 2.28 wording)::
     NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM             (connIndex 0: rings/trees, 1: p2p)
     NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
     NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0   (NET/IB/0/GDRDMA with GPUDirect RDMA)
+    NCCL INFO ncclCommSplit comm 0x.. rank 0 nranks 2 ... parent 0x..  (a subgroup's communicator)
     NCCL INFO NCCL_P2P_DISABLE set by environment to 1
     NCCL INFO NVLS multicast support is not available on dev 0
     NCCL WARN ...
@@ -73,18 +74,28 @@ class _Log:
     rings: list[str] = field(default_factory=list)
     trees: list[str] = field(default_factory=list)
     conns: set[tuple[int, int, int, str, str]] = field(default_factory=set)  # (from, to, channel, connIndex, via)
+    other_conns: int = 0  # connection lines of other communicators (subgroups), not counted
     env: dict[str, str] = field(default_factory=dict)
     no_nvls: bool = False
     warnings: list[str] = field(default_factory=list)
 
 
 def parse_log(text: str) -> _Log:
+    """One rank's log. Connection lines name ranks of their communicator, not of the world, and
+    do not say which communicator: each belongs to the last one set up before it in the log
+    (a subgroup's ranks 0 and 1 may be the world's 0 and 2). Only the first, largest one (the
+    world's) is counted; subgroups' connections are left out."""
     log = _Log()
+    current: str | None = None
+    world: tuple[str, int] | None = None  # (comm, nranks)
     for line in text.splitlines():
         if "NCCL" not in line:
             continue
         line = line.rstrip()
         if m := _CONN.search(line):
+            if world is not None and current != world[0]:
+                log.other_conns += 1
+                continue
             # "a -> b" is the direction data flows, whichever side logged it ([send] or [receive])
             ch, idx, a, b, _, via = m.groups()
             log.conns.add((int(a), int(b), int(ch), idx or "-", via.strip()))
@@ -98,6 +109,9 @@ def parse_log(text: str) -> _Log:
         elif m := _COMM.search(line):
             ptr, rank, nranks, nnodes, _ = m.groups()
             log.comms[ptr] = (int(rank), int(nranks), int(nnodes))
+            current = ptr
+            if world is None or int(nranks) > world[1]:
+                world = (ptr, int(nranks))
         elif m := _INIT.search(line):
             _, rank, _, cuda, nvml = m.groups()
             log.devices[int(rank)] = (int(cuda), int(nvml) if nvml is not None else None)

@@ -123,3 +123,16 @@ def test_subgroup_ranks_are_not_read_as_world_ranks() -> None:
     acc = nccl_log.account([text])
     assert acc is not None and acc.ranks == 4
     assert [(c.rank, c.peer, c.transport) for c in acc.connections] == [(0, 1, "P2P/CUMEM")]
+
+
+def test_two_nodes_of_two_gpus_nvlink_inside_network_between() -> None:
+    """A real 2 x 2 world (x2, 2026-11-22: two torchrun launches of two ranks, NCCL_HOSTID apart):
+    inside a node NCCL connects over P2P, between nodes over NET, and the rails' subgroup lines
+    (ranks 0 and 1 of a rail are the world's 0 and 2) do not turn into a link inside a node."""
+    acc = _account("two-by-two")
+    assert (acc.ranks, acc.nodes) == (4, 2)
+    node = {0: "A", 1: "A", 2: "B", 3: "B"}
+    for c in acc.connections:
+        same = node[c.rank] == node[c.peer]
+        assert c.kind == ("p2p" if same else "net"), c
+    assert _transports(acc) == {"P2P/CUMEM": 8, "NET/Socket": 8}

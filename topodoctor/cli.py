@@ -68,6 +68,9 @@ def _main(
     ] = False,
 ) -> None:
     """GPU topology inspector and doctor."""
+    from topodoctor import cli_io
+
+    cli_io.line_mode = False  # per invocation: only `check --format line` turns it on, for itself
 
 
 @app.command(epilog=EXITS["scan"])

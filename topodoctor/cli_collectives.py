@@ -248,6 +248,7 @@ def _join(
 ) -> Any:
     from dataclasses import replace
 
+    from topodoctor.measure.collectives.guard import RankStopped
     from topodoctor.measure.collectives.launch import join
 
     # Rank 0 takes the host's snapshot before it joins, not after: once the ranks are done, a
@@ -258,9 +259,7 @@ def _join(
         res = join(plan, world, str(_made(log_dir)) if log_dir else None, nodes, deadline)
     except ModuleNotFoundError as exc:
         raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
-    except Exception as exc:
-        if type(exc).__name__ != "RankStopped":  # a class of the torch-importing module
-            raise
+    except RankStopped as exc:
         sys.stderr.write(f"topodoctor: error: rank {world.rank} stopped: {exc}; rank 0 reports the run\n")
         from topodoctor.errors import EXIT_UNHEALTHY
 

@@ -27,12 +27,22 @@ ARRIVED_KEY = "topodoctor/arrived/"  # + rank: that rank reached the end of the 
 ALARM_POLL_S = 0.25
 
 
-class PeerFailed(Exception):
-    """Another rank failed (or the world's store is gone): this rank stops where it is."""
+class RankStopped(Exception):
+    """This rank (not rank 0) stopped on a failure, its own or a peer's; rank 0 reports it."""
 
     def __init__(self, failure: dict[str, Any]) -> None:
         super().__init__(str(failure.get("message", "")))
         self.failure = failure
+
+
+def world_store(dist: Any) -> Any:
+    """The world's c10d store of a joined ``torch.distributed`` (private in torch, stable for
+    years), or None: the alarm is then silent and the timeouts alone stop the ranks."""
+    get = getattr(dist.distributed_c10d, "_get_default_store", None)
+    try:
+        return get() if get is not None else None
+    except Exception:
+        return None
 
 
 class Alarm:
@@ -45,12 +55,9 @@ class Alarm:
     def __init__(self, store: Any, rank: int) -> None:
         self.store, self.rank = store, rank
         self.lock = threading.Lock()
-        self.last = 0.0
-        self.raised: dict[str, Any] | None = None  # what this rank announced itself
 
     def announce(self, failure: dict[str, Any]) -> None:
         """Tell the world; the first failure announced wins (the cause, not its echoes)."""
-        self.raised = failure
         if self.store is None:
             return
         try:
@@ -75,16 +82,6 @@ class Alarm:
         if not isinstance(doc, dict) or doc.get("rank") == self.rank:
             return None
         return doc
-
-    def check(self) -> None:
-        """Raise PeerFailed when the world has failed (asks the store at most every poll)."""
-        now = time.monotonic()
-        if now - self.last < ALARM_POLL_S:
-            return
-        self.last = now
-        doc = self.peek()
-        if doc is not None:
-            raise PeerFailed(doc)
 
     def publish(self, key: str, value: str) -> bool:
         if self.store is None:
@@ -122,8 +119,6 @@ class Alarm:
 
 def failure_of(exc: BaseException, rank: int, node: str, current: tuple[str, int, float] | None) -> dict[str, Any]:
     """What a rank's exception says, as a failure: NCCL's own words without torch's source path."""
-    if isinstance(exc, PeerFailed):
-        return exc.failure
     lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     first = lines[0] if lines else ""
     if first.startswith("NCCL error in:") and ", " in first:
@@ -172,13 +167,18 @@ class Watchdog:
         """The run is over (done or stopped): nothing more to watch."""
         self.closed, self.current = True, None
 
-    def overdue(self, grace_s: float = 0.0) -> dict[str, Any] | None:
-        """The hang, as a failure, when the current op outlived its timeout (plus ``grace_s``)."""
-        cur = self.current
-        if cur is None or time.monotonic() - cur[2] <= self.timeout_s + grace_s:
+    def overdue(self, grace_s: float = 0.0, deadline: float | None = None) -> dict[str, Any] | None:
+        """The hang, as a failure, when the current op outlived its timeout (plus ``grace_s``)
+        or the run its ``deadline`` (time.monotonic)."""
+        cur, now = self.current, time.monotonic()
+        op, size = (cur[0], cur[1]) if cur else (None, 0)
+        where = f"{op} at {size} B" if size else str(op or "the run")
+        if cur is not None and now - cur[2] > self.timeout_s + grace_s:
+            msg = f"{where} did not finish within {self.timeout_s:g} s on rank {self.rank}"
+        elif deadline is not None and now >= deadline:
+            msg = f"the time budget ran out during {where} on rank {self.rank}"
+        else:
             return None
-        op, size, _ = cur
-        msg = f"{op} at {size} B did not finish within {self.timeout_s:g} s on rank {self.rank}"
         return {"kind": "hang", "op": op, "size_bytes": size or None, "message": msg, "rank": self.rank}
 
     def _watch(self) -> None:
@@ -212,33 +212,20 @@ def run_watched(
 
     t = threading.Thread(target=target, daemon=True, name="topodoctor-measure")
     t.start()
+    asked = time.monotonic()
     while True:
         t.join(0.05)
         if not t.is_alive():
             return box.get("value"), box.get("exc"), None
-        try:
-            alarm.check()
-        except PeerFailed as exc:
-            return None, None, exc.failure
-        hang = watchdog.overdue() or _past(deadline, watchdog)
+        if time.monotonic() - asked >= ALARM_POLL_S:  # the store is asked a few times a second
+            asked = time.monotonic()
+            peer = alarm.peek()
+            if peer is not None:
+                return None, None, peer
+        hang = watchdog.overdue(deadline=deadline)
         if hang is not None:
             alarm.announce(hang)
             return None, None, hang
-
-
-def _past(deadline: float | None, watchdog: Watchdog) -> dict[str, Any] | None:
-    if deadline is None or time.monotonic() < deadline:
-        return None
-    op, size, _ = watchdog.current or ("the run", 0, 0.0)
-    where = f"{op} at {size} B" if size else str(op)
-    msg = f"the time budget ran out during {where} on rank {watchdog.rank}"
-    return {
-        "kind": "hang",
-        "op": None if op == "the run" else op,
-        "size_bytes": size or None,
-        "message": msg,
-        "rank": watchdog.rank,
-    }
 
 
 def fault_arg(faults: list[list[str]], rank: int, kind: str, op: str = "", size: int = 0) -> float | None:

@@ -17,11 +17,12 @@ from topodoctor.measure.collectives.guard import (
     RANK_KEY,
     Alarm,
     Emit,
-    PeerFailed,
+    RankStopped,
     Watchdog,
     failure_of,
     nccl_environment,
     run_watched,
+    world_store,
 )
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.plan import Plan
@@ -67,7 +68,7 @@ def run_rank(
         timeout=timedelta(seconds=plan.op_timeout_s + 5.0),
         **kwargs,
     )
-    rank.alarm = alarm = Alarm(_store(), world.rank)
+    alarm = Alarm(world_store(dist), world.rank)
     ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
     env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
     ident = {**rank.identity(), "env": env}
@@ -113,9 +114,9 @@ def run_rank(
     if exc is not None:
         # A peer's announced failure is the cause; this rank's own error is then its echo
         # (a gloo op that lost its peer, an NCCL error from a communicator a peer left).
-        cause = None if isinstance(exc, PeerFailed) else alarm.peek()
-        failure = failure_of(PeerFailed(cause) if cause else exc, world.rank, str(ident["node"]), where)
-        if cause is None and not isinstance(exc, PeerFailed):
+        failure = alarm.peek()
+        if failure is None:
+            failure = failure_of(exc, world.rank, str(ident["node"]), where)
             alarm.announce(failure)
     if failure.get("kind") == "hang" and failure.get("rank") == world.rank:
         emit({"ev": "hang", "rank": world.rank, "op": failure["op"], "size": failure["size_bytes"] or 0, **failure})
@@ -128,24 +129,6 @@ def run_rank(
         emit({"ev": "meta", **meta})
     emit({"ev": "finished", "rank": world.rank})
     return {**meta, "rows": list(rank.rows), "failures": [*rank.failures, failure]}
-
-
-class RankStopped(Exception):
-    """This rank (not rank 0) stopped on a failure, its own or a peer's; rank 0 reports it."""
-
-    def __init__(self, failure: dict[str, Any]) -> None:
-        super().__init__(str(failure.get("message", "")))
-        self.failure = failure
-
-
-def _store() -> Any:
-    """The world's c10d store (private in torch, stable for years), or None: the alarm is
-    then silent and the timeouts alone stop the ranks."""
-    get = getattr(dist.distributed_c10d, "_get_default_store", None)
-    try:
-        return get() if get is not None else None
-    except Exception:
-        return None
 
 
 def _flush_c_streams() -> None:

@@ -3,8 +3,8 @@
 A rank joins whatever world it is given (``World``: spawned by ``launch.py``, or made by
 torchrun / srun), runs the plan, and rank 0 gathers every rank's times. Spawned ranks also
 print one JSON event per line on stdout (begin / end of each op, failures) so the parent can
-cut a hang; every rank also watches itself and exits when an op outlives its timeout, and
-wherever it waits on the GPU it also listens for the world's alarm (a peer that failed).
+cut a hang. The rank's process runs this in a thread of its own and watches it (timeouts,
+the world's alarm: see rank_main.py and guard.run_watched).
 
 How a row is timed on GPUs is worker_timing.py's: CUDA graphs for small sizes (as nccl-tests ``-G``),
 eager launches held behind a spin kernel above; on gloo (CPU) a host timer.
@@ -23,7 +23,7 @@ from typing import Any
 import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
-from topodoctor.measure.collectives.guard import FAULT_ENV, Alarm, Emit, Watchdog, fault_arg
+from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, fault_arg
 from topodoctor.measure.collectives.nodes import node_name, node_rank
 from topodoctor.measure.collectives.plan import SPECS, Op, Plan, row_of, shape
 from topodoctor.measure.collectives.worker_timing import RowTimer
@@ -44,7 +44,6 @@ class Rank:
         self.cuda = plan.backend == "nccl"
         self.device = torch.device("cuda", self.ordinal(world.local_rank)) if self.cuda else torch.device("cpu")
         self.faults = [f.split(":") for f in os.environ.get(FAULT_ENV, "").split(",") if f]
-        self.alarm = Alarm(None, self.me)
         self.watchdog: Watchdog | None = None  # the world's rank: where it is (run_rank sets it)
         self._timer: RowTimer | None = None
         self.rows: list[dict[str, Any]] = []  # rank 0: the rows so far (kept when a later op fails)
@@ -57,13 +56,13 @@ class Rank:
         return self._timer
 
     def wait(self, done: torch.cuda.Event) -> None:
-        """Until the GPU passed ``done``, listening for the world's alarm meanwhile."""
+        """Until the GPU passed ``done``; polled, so the thread never blocks inside CUDA holding
+        the interpreter while its process's watching thread needs it."""
         while not done.query():
-            self.alarm.check()
             time.sleep(0.0001)
 
     def synced(self) -> None:
-        """Before reading a result on the host: the GPU's work so far done (alarm heard)."""
+        """Before reading a result on the host: the GPU's work so far done (polled, see wait)."""
         if self.cuda:
             done = torch.cuda.Event()
             done.record()

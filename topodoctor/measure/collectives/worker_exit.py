@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from topodoctor.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY
-from topodoctor.measure.collectives.guard import ARRIVED_KEY, EXIT_ACK_KEY, EXIT_KEY, FAILED_KEY, Alarm
+from topodoctor.measure.collectives.guard import ARRIVED_KEY, EXIT_ACK_KEY, EXIT_KEY, FAILED_KEY, Alarm, world_store
 
 VERDICT_TIMEOUT_S = 30.0  # rank 0 judges (and may write files) before it answers
 ACK_TIMEOUT_S = 2.0
@@ -53,11 +53,7 @@ def _agree(dist: Any, code: int, timeout_s: float) -> int:
     a rank whose own code is worse keeps its own. A rank that cannot learn rank 0's code in
     time leaves with "could not check" (3)."""
     rank = dist.get_rank()
-    get = getattr(dist.distributed_c10d, "_get_default_store", None)
-    try:
-        store = get() if get is not None else None
-    except Exception:
-        store = None
+    store = world_store(dist)
     if store is None:
         return _agree_collective(dist, code, timeout_s)
     alarm = Alarm(store, rank)
@@ -82,8 +78,7 @@ def _agree(dist: Any, code: int, timeout_s: float) -> int:
 
 
 def _publish_only(dist: Any, code: int) -> None:
-    with contextlib.suppress(Exception):
-        dist.distributed_c10d._get_default_store().set(EXIT_KEY, str(code))
+    Alarm(world_store(dist), 0).publish(EXIT_KEY, str(code))
 
 
 def _arrived(store: Any, n: int, timeout_s: float) -> list[int]:
@@ -144,8 +139,9 @@ def _agree_collective(dist: Any, code: int, timeout_s: float) -> int:
 
 def _failed(dist: Any) -> bool:
     """Whether some rank announced a failure on the world's store (see guard.Alarm)."""
+    store = world_store(dist)
     try:
-        return bool(dist.distributed_c10d._get_default_store().check([FAILED_KEY]))
+        return store is None or bool(store.check([FAILED_KEY]))
     except Exception:
         return True  # no store to ask: the world is not in a state worth a teardown
 

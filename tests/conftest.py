@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Helpers shared by the tests of every package (tests/support) import by their own names.
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 FIXTURES = ROOT / "fixtures"
 # The real recordings live once, in the package that ships them (--replay NAME); the
 # nvidia-smi topo -m text of each host sits beside the fixtures.
-RECORDINGS = sorted((ROOT / "topodoctor" / "recordings").glob("*.json"))
+RECORDINGS = sorted((ROOT / "topodoctor" / "probe" / "recordings").glob("*.json"))
 TOPO_TEXT = FIXTURES / "recordings"
 DERIVED = json.loads((FIXTURES / "derived" / "index.json").read_text())
 BW_DERIVED = json.loads((FIXTURES / "bandwidth" / "derived" / "index.json").read_text())

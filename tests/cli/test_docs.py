@@ -7,7 +7,7 @@ import sys
 
 from conftest import ROOT
 
-from topodoctor.rules.docs import rules_markdown
+from topodoctor.report.rule_docs import rules_markdown
 
 
 def test_rules_md_is_current() -> None:

@@ -49,9 +49,9 @@ def test_check_and_bandwidth_metrics_join_dcgm_labels(out: Path) -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
     from topodoctor.model.copies import load_result
+    from topodoctor.model.findings import Finding
     from topodoctor.probe import probe_host
     from topodoctor.report.prometheus import bandwidth_metrics, check_metrics, write_textfile
-    from topodoctor.rules.registry import Finding
 
     host = os.uname().nodename.split(".")[0]
     r = td("check", "-f", "json")

@@ -145,7 +145,8 @@ def test_quick_pass_for_check_within_its_deadline() -> None:
     within the check's deadline, handed to the rules through the context as plain data."""
     import time
 
-    from topodoctor.rules import Context, capture_environment, evaluate
+    from topodoctor.probe.environment import capture_environment
+    from topodoctor.rules import Context, evaluate
     from topodoctor.service.collectives import QuickPass, attach, visible_gpus
 
     deadline = time.monotonic() + 50

@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from topodoctor.model.collectives import Row, Timing
 from topodoctor.model.copies import load_result
 from topodoctor.probe import probe_host
+from topodoctor.probe.environment import capture_environment
 from topodoctor.report.prometheus import (
     FAMILIES,
     bandwidth_metrics,
@@ -24,7 +25,7 @@ from topodoctor.report.prometheus import (
     fleet_metrics,
     write_textfile,
 )
-from topodoctor.rules import Context, capture_environment, evaluate
+from topodoctor.rules import Context, evaluate
 
 BW = FIXTURES / "bandwidth"
 UNIT_SUFFIXES = ("_bytes_per_second", "_seconds", "_ratio", "_info")
@@ -141,7 +142,7 @@ def test_could_not_check_still_writes_unknown() -> None:
 
 
 def test_label_values_are_escaped() -> None:
-    from topodoctor.rules.registry import Finding
+    from topodoctor.model.findings import Finding
 
     nasty = 'env:NCCL_SOCKET_IFNAME="eth0\\n"\nsecond line'
     f = Finding("TD601", "x", "warning", nasty, "m", "fix", {})

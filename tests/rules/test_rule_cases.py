@@ -10,7 +10,8 @@ from rule_case_kit import Case, bandwidth_result, expectations, snapshot
 from rule_cases import ALL_CASES, CASES
 from rule_cases_more import collectives_result
 
-from topodoctor.rules import REGISTRY, Context, capture_environment, evaluate
+from topodoctor.probe.environment import capture_environment
+from topodoctor.rules import REGISTRY, Context, evaluate
 
 
 def _findings(case: Case) -> list[tuple[str, str]]:

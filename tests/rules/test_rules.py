@@ -10,7 +10,8 @@ import pytest
 from conftest import DERIVED, FIXTURES, RECORDINGS, scenario_path
 
 from topodoctor.probe import probe_host
-from topodoctor.rules import REGISTRY, Context, Environment, capture_environment, evaluate
+from topodoctor.probe.environment import capture_environment
+from topodoctor.rules import REGISTRY, Context, Environment, evaluate
 from topodoctor.rules.registry import rule
 from topodoctor.topology.expect import from_snapshot
 

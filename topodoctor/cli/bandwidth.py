@@ -22,6 +22,7 @@ from topodoctor.cli.options import (
     source,
 )
 from topodoctor.core.errors import EXIT_UNHEALTHY
+from topodoctor.model.findings import failing
 
 
 def bandwidth(
@@ -55,7 +56,6 @@ def bandwidth(
     from topodoctor.core import fileio
     from topodoctor.model.copies import load_result, result_to_json
     from topodoctor.report import bandwidth as report
-    from topodoctor.service import check as doctor
     from topodoctor.service import copies
 
     if heatmap is not None:
@@ -72,7 +72,7 @@ def bandwidth(
     if heatmap is not None:
         cli_pictures.draw_heatmap(result, heatmap)
     findings = copies.bandwidth_findings(result)
-    code = EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0
+    code = EXIT_UNHEALTHY if failing(findings, "error") else 0
     if metrics is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.report.prometheus import bandwidth_metrics, write_textfile
 

@@ -198,7 +198,7 @@ def collectives(
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
     from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
-    from topodoctor.service.check import failing
+    from topodoctor.model.findings import failing
 
     raise typer.Exit(EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK)
 

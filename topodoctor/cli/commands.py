@@ -89,14 +89,13 @@ def scan(
     """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
     from topodoctor.cli import pictures as cli_pictures
     from topodoctor.service import check as doctor
-    from topodoctor.topology.graph import build_graph
 
     if draw is not None:
         cli_pictures.check_picture_path(draw)
     host = doctor.probe(source(replay, sysfs_root), budget(timeout), environment=draw is not None)
+    g = host.view.graph
     if draw is not None:  # the rules' findings, drawn in place; the picture judges nothing itself
-        cli_pictures.draw_scan(host.snapshot, draw, doctor.evaluate(doctor.make_context(host))[0])
-    g = build_graph(host.snapshot)
+        cli_pictures.draw_scan(host.snapshot, draw, doctor.evaluate(doctor.make_context(host))[0], g)
     if export_graph is not None:
         from topodoctor.report.graph_export import export_graph as write_graph
 
@@ -120,10 +119,10 @@ def record(
     timeout: TimeoutOpt = 120.0,
 ) -> None:
     """Record every NVML call and sysfs read of a live scan, for replay on any machine."""
-    from topodoctor.probe.replay import bundled_names
+    from topodoctor.service.check import bundled_recordings
 
     if list_bundled:
-        render(lambda c: emit("\n".join(bundled_names())))
+        render(lambda c: emit("\n".join(bundled_recordings())))
         return
     if output is None:
         raise InputError("record needs --output FILE (or --list)")
@@ -217,8 +216,8 @@ def list_rules(
     markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/rules.md.")] = False,
 ) -> None:
     """List every rule: code, name, default severity, tags."""
+    from topodoctor.report.rule_docs import rules_markdown
     from topodoctor.report.rules import rules_json, rules_text
-    from topodoctor.rules.docs import rules_markdown
 
     if markdown:
         render(lambda c: sys.stdout.write(rules_markdown()))
@@ -230,14 +229,10 @@ def list_rules(
 @reports_errors
 def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -> None:
     """Print the documentation of one rule; CODE is its code (TD101) or name (nvlink-down)."""
-    from topodoctor.report.terminal import printable
-    from topodoctor.rules import REGISTRY
-    from topodoctor.rules.docs import rule_markdown
+    from topodoctor.report.rule_docs import explain_markdown
 
-    r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
-    if r is None:
-        raise InputError(f"no rule {printable(code)!r} (see `topodoctor rules`)")
-    render(lambda c: sys.stdout.write(rule_markdown(r)))
+    text = explain_markdown(code)
+    render(lambda c: sys.stdout.write(text))
 
 
 @app.command("expect", epilog=EXITS["expect"])
@@ -292,7 +287,7 @@ def run() -> None:
 
     from topodoctor.cli.io import flush_stdio
     from topodoctor.core.budget import mark_command_start
-    from topodoctor.measure.collectives.rank.leave import leave_world
+    from topodoctor.service.world import leave_world
 
     mark_command_start()
     prepare_stdio()

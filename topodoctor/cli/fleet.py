@@ -10,10 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topodoctor.core.errors import InputError
-
 if TYPE_CHECKING:
-    from topodoctor.fleet.rollup import FleetReport
+    from topodoctor.service.fleet import FleetReport
 
 
 class FleetFormat(str, Enum):
@@ -84,15 +82,10 @@ def fleet(
 
     Exit 0 all healthy, 1 some node to drain, 3 a node or file could not be judged, 2 no readable result.
     """
-    from topodoctor.fleet.inputs import read_results
-    from topodoctor.fleet.rollup import Settings, roll_up
+    from topodoctor.service.fleet import Settings, roll_up_paths
 
-    nodes, unreadable = read_results(results, name_from.value, timeout)
-    if not nodes:
-        first = f" ({unreadable[0].error})" if unreadable else ""
-        raise InputError(f"no readable result among {len(results)} path(s){first}")
     settings = Settings(tolerance, z_threshold, min_nodes, fail_level.value, systemic_share)
-    report = roll_up(nodes, unreadable, settings)
+    report = roll_up_paths(results, name_from.value, timeout, settings)
 
     if fmt is FleetFormat.text:
         from rich.console import Console

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from topodoctor.model.copies import BandwidthResult
+    from topodoctor.model.findings import Finding
     from topodoctor.model.snapshot import HostSnapshot
-    from topodoctor.rules.registry import Finding
 
 
 def check_picture_path(path: Path) -> None:
@@ -33,7 +35,9 @@ def check_picture_path(path: Path) -> None:
         )
 
 
-def draw_scan(snap: "HostSnapshot", path: Path, findings: "Sequence[Finding] | None" = None) -> str:
+def draw_scan(
+    snap: "HostSnapshot", path: Path, findings: "Sequence[Finding] | None" = None, graph: "nx.Graph | None" = None
+) -> str:
     """``scan --draw FILE``: the topology picture with what the rules find drawn in place.
 
     ``findings`` default to every rule on the snapshot alone (no process environment); the
@@ -46,7 +50,7 @@ def draw_scan(snap: "HostSnapshot", path: Path, findings: "Sequence[Finding] | N
         from topodoctor.service import check as doctor
 
         findings = doctor.evaluate(doctor.make_context(doctor.Host(snap, "snapshot")))[0]
-    return write_picture(draw_topology(snap, findings), path)
+    return write_picture(draw_topology(snap, findings, graph), path)
 
 
 def draw_heatmap(result: "BandwidthResult", path: Path) -> str:
@@ -103,20 +107,16 @@ def register(app: typer.Typer) -> None:
         from topodoctor.core.errors import InputError
         from topodoctor.core.fileio import read_text, write_atomic
         from topodoctor.report.nccl_topo import nccl_topology_xml
-        from topodoctor.topology.graph import build_graph
-        from topodoctor.topology.hosttree import build_tree
 
         if (output is None) == (lint is None):
             raise InputError("nccl-topo needs either --output FILE (write) or --lint FILE (check)")
         text_in = read_text(lint, "topology file", max_bytes=4 << 20) if lint is not None else None
         from topodoctor.service import check as doctor
 
-        snap = doctor.probe(source(replay, sysfs_root), budget(timeout)).snapshot
-        g = build_graph(snap)
+        host = doctor.probe(source(replay, sysfs_root), budget(timeout))
+        snap, g = host.snapshot, host.view.graph
         if text_in is not None:
-            from topodoctor.topology.nccl_topo_lint import lint_topo_file
-
-            problems = lint_topo_file(text_in, snap, g)
+            problems = doctor.lint_nccl_topo(host, text_in)
             for p in problems:
                 typer.echo(f"{p.severity} {p.check}: {p.message}")
             errors = sum(1 for p in problems if p.severity == "error")
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
         assert output is not None
         text = nccl_topology_xml(snap, g, group_flat=not keep_flat)
         write_atomic(output, text, "topology file")
-        tree = build_tree(snap, g, group_flat=not keep_flat, numa_from="sysfs")
+        tree = host.view.tree(group_flat=not keep_flat, numa_from="sysfs")
         nodes = tree.nodes()
         gpus = sum(1 for n in nodes if n.kind == "gpu")
         nics = sum(1 for n in nodes if n.kind == "nic")

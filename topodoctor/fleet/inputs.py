@@ -28,8 +28,8 @@ from topodoctor.core.errors import InputError
 from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model.collective_rows import columns
 from topodoctor.model.collectives import COLLECTIVES_SCHEMA_VERSION, Row
+from topodoctor.model.findings import Finding
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.rules.registry import Finding
 
 MAX_RESULT_BYTES = 16 * fileio.MiB  # a bandwidth result with its snapshot is ~0.2 MB
 NameFrom = Literal["host", "file"]

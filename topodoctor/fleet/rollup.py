@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
-from topodoctor.rules.registry import SEVERITY_ORDER, Finding
+from topodoctor.model.findings import SEVERITY_ORDER, Finding
 
 FLEET_SCHEMA_VERSION = 1
 MAD_TO_SIGMA = 0.6745  # the MAD of a normal distribution is 0.6745 sigma

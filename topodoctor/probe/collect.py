@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from topodoctor.core.cpulist import parse_cpulist
 from topodoctor.core.errors import ProbeUnavailable
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.snapshot import (
@@ -20,7 +21,7 @@ from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.gpu import probe_gpu
 from topodoctor.probe.kernel_log import read_kernel_events
 from topodoctor.probe.pcie import bridges_on, read_bridge
-from topodoctor.probe.query import Nvml, parse_cpulist, sys_read
+from topodoctor.probe.query import Nvml, sys_read
 from topodoctor.probe.sysfs import Sysfs
 
 _TOPOLOGY = {0: "INTERNAL", 10: "SINGLE", 20: "MULTIPLE", 30: "HOSTBRIDGE", 40: "NODE", 50: "SYSTEM"}

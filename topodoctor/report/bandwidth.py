@@ -11,8 +11,8 @@ from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.model.copies import BandwidthResult, Measurement, Mode
+from topodoctor.model.findings import Finding
 from topodoctor.report.terminal import literal, printable
-from topodoctor.rules.registry import Finding
 
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow"}
 

@@ -12,11 +12,11 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from topodoctor.model.outcome import Outcome
 from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
-from topodoctor.service.check import Outcome
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
-    from topodoctor.rules.registry import Finding
+    from topodoctor.model.findings import Finding
 
 CHECK_SCHEMA_VERSION = 1
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from topodoctor.fleet.rollup import FleetReport
     from topodoctor.model.collectives import Row
     from topodoctor.model.copies import BandwidthResult
+    from topodoctor.model.findings import Finding
     from topodoctor.model.snapshot import HostSnapshot
-    from topodoctor.rules.registry import Finding
 
 GPU = ("gpu", "UUID", "pci_bus_id")
 RUN = ("command", "Hostname")

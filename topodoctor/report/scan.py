@@ -48,7 +48,7 @@ def _host_table(snap: HostSnapshot, origin: str) -> Table:
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:
-    from topodoctor.probe.query import format_cpulist  # noqa: TID251  (pure formatting; belongs outside probe/)
+    from topodoctor.core.cpulist import format_cpulist
 
     return format_cpulist(cpus) or "-"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from topodoctor.core.probed import ProbeError
+from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
     collectives,
@@ -23,17 +24,9 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     pcie,
     probe,
 )
-from topodoctor.rules.context import Context, Environment, capture_environment
+from topodoctor.rules.context import Context, Environment
 from topodoctor.rules.probe import probe_failures
-from topodoctor.rules.registry import (
-    REGISTRY,
-    SEVERITY_ORDER,
-    Evaluation,
-    Finding,
-    Rule,
-    Severity,
-    selected,
-)
+from topodoctor.rules.registry import REGISTRY, Evaluation, Rule, selected
 
 __all__ = [
     "REGISTRY",
@@ -43,7 +36,6 @@ __all__ = [
     "Finding",
     "Rule",
     "Severity",
-    "capture_environment",
     "evaluate",
 ]
 

@@ -11,21 +11,12 @@ from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.environment import NCCL_SYSTEM_CONF, Environment
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.registry import Unchecked
+from topodoctor.topology.view import HostView
 
-__all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment", "capture_environment"]
-
-
-def capture_environment(environ: Mapping[str, str] | None = None, system_conf: str = NCCL_SYSTEM_CONF) -> Environment:
-    """This process's environment as the rules see it (for callers that judge themselves). The
-    probe does the reading; imported here only when called, so the rules never load the probe."""
-    from topodoctor.probe.environment import capture_environment as capture
-
-    return capture(environ, system_conf)
+__all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment"]
 
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import networkx as nx
 
     from topodoctor.model.copies import BandwidthResult
@@ -43,6 +34,7 @@ class Context:
     expect: Expectations | None = None
     bandwidth: BandwidthResult | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    view: HostView | None = None  # shared with the caller's renderers; made here when not given
     # Inputs the running rule could not read; the engine empties it before each rule.
     unchecked: list[Unchecked] = field(default_factory=list, repr=False)
 
@@ -66,21 +58,20 @@ class Context:
         probe has no record of): reported like an unreadable one."""
         self.unchecked.append(Unchecked(subject, field_name, ProbeError(reason, call)))
 
-    @cached_property
+    def __post_init__(self) -> None:
+        if self.view is None:
+            self.view = HostView(self.snap)
+
+    @property
     def graph(self) -> nx.Graph:
-        from topodoctor.topology.graph import build_graph
+        assert self.view is not None
+        return self.view.graph
 
-        return build_graph(self.snap)
-
-    @cached_property
+    @property
     def connections(self) -> dict[tuple[int, int], Connection]:
         """Best path for every GPU pair (a < b), from the graph."""
-        from topodoctor.topology.graph import connection, gpu_node, pcie_subgraph
-
-        g = self.graph
-        sub = pcie_subgraph(g)
-        idx = [gpu.index for gpu in self.snap.gpus if gpu.lost is None]
-        return {(a, b): connection(self.snap, g, gpu_node(a), gpu_node(b), sub) for a in idx for b in idx if a < b}
+        assert self.view is not None
+        return self.view.connections
 
     @cached_property
     def expected_bandwidth(self) -> dict[tuple[int, int], Expected]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from topodoctor.core.probed import Unsupported
+from topodoctor.model.findings import SEVERITY_ORDER, Severity
 from topodoctor.model.snapshot import KernelEvents, XidEvent
 from topodoctor.rules.context import Context
-from topodoctor.rules.registry import SEVERITY_ORDER, Issue, Severity, rule
+from topodoctor.rules.registry import Issue, rule
 
 RECENT_S = 24 * 3600.0
 NVLINK = {74, *range(144, 151)}

@@ -111,6 +111,6 @@ def process_affinity_far(ctx: Context) -> Iterator[Issue]:
 def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
     """CPUs as nvidia-smi lists them; the probe's formatter, loaded only when a finding needs it
     (importing the probe package costs the rules' start-up a twentieth of a second)."""
-    from topodoctor.probe.query import format_cpulist as fmt
+    from topodoctor.core.cpulist import format_cpulist as fmt
 
     return fmt(cpus)

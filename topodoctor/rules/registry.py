@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from topodoctor.core.probed import ProbeError
+from topodoctor.model.findings import Finding, Severity
 
-Severity = Literal["info", "warning", "error", "critical"]
-SEVERITY_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2, "critical": 3}
 Need = Literal["bandwidth", "expect"]
 FAMILIES = {
     "0": "collectives",
@@ -54,17 +53,6 @@ class Unchecked:
     subject: str
     field: str
     error: ProbeError
-
-
-@dataclass(frozen=True)
-class Finding:
-    code: str
-    name: str
-    severity: Severity
-    subject: str
-    message: str
-    fix: str
-    evidence: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -11,21 +11,26 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, run_with_budget
 from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
+from topodoctor.model.findings import failing
+from topodoctor.model.outcome import Meta, Outcome
 
 # Everything else is imported where it is used: what this module loads is spent before the
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
 if TYPE_CHECKING:
     from topodoctor.model.environment import ProcessEnvironment
+    from topodoctor.model.findings import Finding, Severity
     from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.rules.context import Context
-    from topodoctor.rules.registry import Finding, Severity
     from topodoctor.topology.expect import Expectations
+    from topodoctor.topology.nccl_topo_lint import TopoProblem
     from topodoctor.topology.scope import Scope
+    from topodoctor.topology.view import HostView
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,13 @@ class Host:
     origin: str  # "live", "replay NAME", "snapshot NAME"
     process: ProcessEnvironment | None = None  # None where no process is judged (a saved result)
     measured: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def view(self) -> HostView:
+        """The snapshot's derived views (graph, pair connections, host tree), built once."""
+        from topodoctor.topology.view import HostView
+
+        return HostView(self.snapshot)
 
 
 def _encode(host: Host) -> dict[str, Any]:
@@ -177,43 +189,6 @@ class CheckOptions:
     scope: str = "auto"  # job | node | auto: the GPUs judged and measured (topodoctor.topology.scope)
 
 
-@dataclass(frozen=True)
-class Meta:
-    origin: str
-    host: str
-    gpus: int
-    elapsed_s: float
-    measured: tuple[str, ...]  # names of the passes that ran
-    scope: str = ""  # which GPUs were judged, and why
-    scope_gpus: tuple[int, ...] = ()
-    findings_outside_scope: int = 0  # findings about GPUs of other jobs, left out
-    bandwidth_timings: dict[str, float] | None = None  # where the copy pass spent its time, by phase
-
-
-@dataclass(frozen=True)
-class Outcome:
-    findings: tuple[Finding, ...]  # worst first
-    incomplete: tuple[Finding, ...]  # checks that could not read their input, whatever the selection
-    meta: Meta
-    fail_level: Severity
-    exit_code: int
-    snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
-
-    @property
-    def failing(self) -> tuple[Finding, ...]:
-        return failing(self.findings, self.fail_level)
-
-    @property
-    def verdict(self) -> Literal["healthy", "unhealthy"]:
-        return "unhealthy" if self.exit_code == EXIT_UNHEALTHY else "healthy"
-
-
-def failing(findings: Sequence[Finding], fail_level: str) -> tuple[Finding, ...]:
-    from topodoctor.rules.registry import SEVERITY_ORDER
-
-    return tuple(f for f in findings if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_level])
-
-
 def make_context(host: Host, expect: Expectations | None = None) -> Context:
     """The rules' Context: the one place it is built. With no process (a saved result) no
     process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
@@ -223,7 +198,9 @@ def make_context(host: Host, expect: Expectations | None = None) -> Context:
     measured = dict(host.measured)
     collectives = measured.pop("collectives", None)
     env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
-    ctx = Context(host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured)
+    ctx = Context(
+        host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured, view=host.view
+    )
     if collectives is not None:
         from topodoctor.service.collectives import attach
 
@@ -321,3 +298,17 @@ def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[di
 
     data = work(budget.deadline) if not budget.limited else run_with_budget(work, budget)
     return data["doc"], int(data["gpus"])
+
+
+def lint_nccl_topo(host: Host, text: str) -> list[TopoProblem]:
+    """An existing NCCL_TOPO_FILE's text, checked against the probed host as NCCL would read it."""
+    from topodoctor.topology.nccl_topo_lint import lint_topo_file
+
+    return lint_topo_file(text, host.snapshot, host.view.graph)
+
+
+def bundled_recordings() -> list[str]:
+    """The names of the recordings shipped with topodoctor (``--replay NAME``)."""
+    from topodoctor.probe.replay import bundled_names
+
+    return bundled_names()

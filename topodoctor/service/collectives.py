@@ -171,7 +171,8 @@ def judge(
 ) -> list[Any]:
     """The collectives rules (TD0xx) on a result, against the host it ran on (or, with none
     known, only those that need no topology)."""
-    from topodoctor.rules import Context, capture_environment, evaluate
+    from topodoctor.probe.environment import capture_environment
+    from topodoctor.rules import Context, evaluate
 
     snap = snap or res.snapshot or unknown_host(res.host)
     ctx = Context(snap, capture_environment(environ or {}), bandwidth=bandwidth)

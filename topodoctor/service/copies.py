@@ -14,7 +14,7 @@ from topodoctor.service.check import Host, Pass, Source, evaluate, make_context,
 if TYPE_CHECKING:
     from topodoctor.measure.copies.tasks import Settings
     from topodoctor.model.copies import BandwidthResult
-    from topodoctor.rules.registry import Finding
+    from topodoctor.model.findings import Finding
 
 
 def _start_worker(deadline: float) -> Any:

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from topodoctor.core.cpulist import format_cpulist
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.probe.query import format_cpulist
 from topodoctor.topology.graph import connection_matrix, rdma_nics
 
 LEGEND = """Legend:

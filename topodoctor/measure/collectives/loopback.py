@@ -39,7 +39,7 @@ def nic_loopback(plan: Plan, world: World, budget_s: float) -> dict[str, Any]:
     or why there are none. Never raises: the world run goes on either way."""
     from topodoctor.core.errors import TopodoctorError
     from topodoctor.measure.collectives.launch import measure
-    from topodoctor.report.collectives import nccl_paragraph
+    from topodoctor.model.nccl_summary import nccl_paragraph
 
     n = world.local_world_size if plan.backend == "nccl" else 2
     if n < 2:

@@ -33,6 +33,7 @@ from typing import Any  # noqa: E402
 import torch  # noqa: E402  (this module is the child process: importing torch is its job)
 
 from topodoctor.measure.copies.protocol import Answer, Clock, Op, see_only, serve  # noqa: E402
+from topodoctor.measure.spin import hold_cycles  # noqa: E402
 
 T_TORCH = time.monotonic()
 
@@ -113,24 +114,6 @@ class Cudart:
     def _check(err: int, call: str) -> None:
         if err != 0:
             raise RuntimeError(f"{call} returned CUDA error {err}")
-
-
-_cycles_per_ms: dict[int, float] = {}
-
-
-def hold_cycles(device: int, ms: float) -> int:
-    """Spin-kernel cycles that last about ``ms`` on this GPU (calibrated once, ~1 ms)."""
-    if device not in _cycles_per_ms:
-        s = _new_stream(device=device)
-        a, b = _timer(), _timer()
-        with torch.cuda.device(device), torch.cuda.stream(s):
-            _spin(1000)
-            a.record(s)
-            _spin(2_000_000)
-            b.record(s)
-        b.synchronize()
-        _cycles_per_ms[device] = 2_000_000 / max(a.elapsed_time(b), 1e-3)
-    return int(_cycles_per_ms[device] * ms)
 
 
 _pool: dict[tuple[int, int, str], torch.Tensor] = {}

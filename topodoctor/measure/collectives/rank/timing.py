@@ -42,7 +42,7 @@ def _event() -> torch.cuda.Event:
 
 
 def _cycles(device: torch.device, ms: float) -> int:
-    from topodoctor.measure.copies.runner import hold_cycles
+    from topodoctor.measure.spin import hold_cycles
 
     return hold_cycles(int(device.index or 0), ms)
 

@@ -266,7 +266,7 @@ class Rank:
         self.emit({"ev": "begin", "rank": self.me, "op": "setup", "size": 0})
         pool, top = self.allocate()
         if self.cuda:
-            from topodoctor.measure.copies.runner import hold_cycles
+            from topodoctor.measure.spin import hold_cycles
 
             hold_cycles(self.device.index, 1.0)  # calibrated here, outside the first row's timing
             self.timer.probe_graphs()

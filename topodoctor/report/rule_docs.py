@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from topodoctor.core.errors import InputError
+from topodoctor.report.terminal import printable
 from topodoctor.rules.registry import FAMILIES, REGISTRY, Rule
 
 
@@ -34,3 +36,11 @@ def rules_markdown() -> str:
             out += [f"## TD{digit}xx {family}", ""]
             out += [rule_markdown(r) for r in rules]
     return "\n".join(out).rstrip() + "\n"
+
+
+def explain_markdown(code: str) -> str:
+    """One rule's documentation, found by code (TD101, any case) or name (nvlink-down)."""
+    r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
+    if r is None:
+        raise InputError(f"no rule {printable(code)!r} (see `topodoctor rules`)")
+    return rule_markdown(r)

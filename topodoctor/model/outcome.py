@@ -1,0 +1,47 @@
+"""A command's outcome: findings, what was judged, and the one exit code, as the renderers read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from topodoctor.core.errors import EXIT_UNHEALTHY
+from topodoctor.model.findings import Finding, Severity, failing
+
+if TYPE_CHECKING:
+    from topodoctor.model.snapshot import HostSnapshot
+
+
+@dataclass(frozen=True)
+class Meta:
+    """What a command judged and how: where the host came from, which GPUs, what was measured."""
+
+    origin: str
+    host: str
+    gpus: int
+    elapsed_s: float
+    measured: tuple[str, ...]  # names of the passes that ran
+    scope: str = ""  # which GPUs were judged, and why
+    scope_gpus: tuple[int, ...] = ()
+    findings_outside_scope: int = 0  # findings about GPUs of other jobs, left out
+    bandwidth_timings: dict[str, float] | None = None  # where the copy pass spent its time, by phase
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A command's answer: its findings, what it could not check, and the exit code decided once."""
+
+    findings: tuple[Finding, ...]  # worst first
+    incomplete: tuple[Finding, ...]  # checks that could not read their input, whatever the selection
+    meta: Meta
+    fail_level: Severity
+    exit_code: int
+    snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def verdict(self) -> Literal["healthy", "unhealthy"]:
+        return "unhealthy" if self.exit_code == EXIT_UNHEALTHY else "healthy"

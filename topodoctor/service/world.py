@@ -1,0 +1,13 @@
+"""A launcher's world (torchrun, srun) as the command line ends: every rank leaves with one code."""
+
+from __future__ import annotations
+
+
+def leave_world(code: int) -> int:
+    """The exit code this process leaves with: its own, or the world's when it is a rank of one.
+
+    Loads the collectives' exit protocol only here, at the very end of a command, so no other
+    command pays for it at start-up."""
+    from topodoctor.measure.collectives.rank.leave import leave_world as leave
+
+    return leave(code)

@@ -9,14 +9,11 @@ and rank 0 reports.
 from __future__ import annotations
 
 import sys
-import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-
-from topodoctor.core.errors import InputError, ProbeUnavailable, TopodoctorError
 
 
 class Backend(str, Enum):
@@ -28,17 +25,6 @@ class Fmt(str, Enum):
     text = "text"
     json = "json"
     prometheus = "prometheus"
-
-
-def _snapshot(replay: str | None, required: bool) -> Any:
-    from topodoctor.probe import probe_host
-
-    try:
-        return probe_host(replay).snapshot
-    except ProbeUnavailable:
-        if required:
-            raise
-        return None
 
 
 def collectives(
@@ -144,42 +130,44 @@ def collectives(
         op_timeout_s=op_timeout,
         backend=backend.value,
     )
-    bw = None
-    if bandwidth_file is not None:
-        from topodoctor.model.copies import load_result as load_bw
+    from topodoctor.cli.options import budget, source
+    from topodoctor.service.collective_runs import CollectivesRun, node_settings, run_collectives
 
-        bw = load_bw(bandwidth_file)
-    if from_file:
-        from topodoctor.model.collectives import load_result, merge
+    tty = sys.stderr.isatty()
 
-        res = merge([load_result(p) for p in from_file])
-        snap = res.snapshot if replay is None and res.snapshot is not None else _snapshot(replay, False)
-    else:
-        from topodoctor.cli.nodes import node_settings
-        from topodoctor.measure.collectives.world import from_env
+    def progress(what: str) -> None:
+        sys.stderr.write(f"\r\033[K{what}")
+        sys.stderr.flush()
 
+    nodes = None
+    if not from_file:
         nodes = node_settings(
             pairwise, expect_nodes, pair_size, pair_tolerance, pair_timeout, expect_pair_busbw, nic_loopback
         )
-        world = None if spawn else from_env()
-        from topodoctor.cli.nodes import check_launch
-
-        check_launch(world, nodes)
-        if world is not None:
-            deadline = time.monotonic() + timeout if timeout > 0 else None
-            res, snap = _join(plan, world, log_dir, replay, nodes, deadline)
-            if res is None:
-                return  # not rank 0: rank 0 reports for the world
-        else:
-            res, snap = _spawn(plan, nprocs, start_timeout, timeout, replay, log_dir)
+    run = CollectivesRun(
+        plan,
+        source(replay),
+        nprocs=nprocs,
+        start_timeout_s=start_timeout,
+        spawn=spawn,
+        log_dir=log_dir,
+        nodes=nodes,
+        from_files=tuple(from_file or ()),
+        bandwidth_file=bandwidth_file,
+        expect_busbw=expect_busbw,
+        progress=progress if tty else None,
+    )
+    out = run_collectives(run, budget(timeout))
+    if tty and not from_file:
+        sys.stderr.write("\r\033[K")
+    if out is None:
+        return  # not rank 0: rank 0 reports for the world
+    res, snap, findings = out.result, out.snapshot, list(out.findings)
     if output is not None:
         from topodoctor.core.fileio import write_atomic
         from topodoctor.model.collectives import result_to_json
 
         write_atomic(output, result_to_json(res), "collectives result")
-    from topodoctor.service.collectives import judge
-
-    findings = judge(res, snap, bw, expect_busbw)
     from topodoctor.report.collectives import collectives_json, text_report
 
     if metrics_file is not None or fmt is Fmt.prometheus:
@@ -197,84 +185,7 @@ def collectives(
             typer.echo(line)
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
-    from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
-    from topodoctor.model.findings import failing
-
-    raise typer.Exit(EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK)
-
-
-def _spawn(
-    plan: Any, nprocs: int | None, start_timeout: float, timeout: float, replay: str | None, log_dir: Path | None
-) -> Any:
-    from topodoctor.measure.collectives.launch import measure
-    from topodoctor.service.collectives import gpu_activity, visible_gpus
-
-    gpu = plan.backend == "nccl"
-    snap = _snapshot(replay, gpu and nprocs is None)
-    n = nprocs or (visible_gpus(snap) if gpu else 2)
-    if nprocs == 1:
-        raise InputError("--nprocs must be at least 2: a collective needs two ranks")
-    if gpu and n < 2:
-        raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
-    acts: tuple[Any, ...] = ()
-    if gpu and replay is None and snap is not None:
-        from topodoctor.probe import live_nvml
-
-        acts = gpu_activity(snap, live_nvml())
-    tty = sys.stderr.isatty()
-
-    def progress(what: str) -> None:
-        sys.stderr.write(f"\r\033[K{what}")
-        sys.stderr.flush()
-
-    deadline = time.monotonic() + timeout if timeout > 0 else None
-    res = measure(
-        plan,
-        n,
-        snapshot=snap,
-        activity=acts,
-        deadline=deadline,
-        start_timeout_s=start_timeout,
-        progress=progress if tty else None,
-        log_dir=str(_made(log_dir)) if log_dir else None,
-    )
-    if tty:
-        sys.stderr.write("\r\033[K")
-    return res, snap
-
-
-def _join(
-    plan: Any, world: Any, log_dir: Path | None, replay: str | None, nodes: Any = None, deadline: float | None = None
-) -> Any:
-    from dataclasses import replace
-
-    from topodoctor.measure.collectives.guard import RankStopped
-    from topodoctor.measure.collectives.launch import join
-
-    # Rank 0 takes the host's snapshot before it joins, not after: once the ranks are done, a
-    # launcher may end the world at any moment (torchrun's agents do when a node leaves), and
-    # the report must be out by then. Only torch-free work is left after the run.
-    snap = _snapshot(replay, False) if world.rank == 0 else None
-    try:
-        res = join(plan, world, str(_made(log_dir)) if log_dir else None, nodes, deadline)
-    except ModuleNotFoundError as exc:
-        raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
-    except RankStopped as exc:
-        sys.stderr.write(f"topodoctor: error: rank {world.rank} stopped: {exc}; rank 0 reports the run\n")
-        from topodoctor.core.errors import EXIT_UNHEALTHY
-
-        raise typer.Exit(EXIT_UNHEALTHY) from None
-    if res is None:
-        return None, None
-    return replace(res, snapshot=snap), snap
-
-
-def _made(d: Path) -> Path:
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
-    return d
+    raise typer.Exit(out.exit_code)
 
 
 def register(app: typer.Typer) -> None:

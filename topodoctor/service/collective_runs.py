@@ -1,0 +1,191 @@
+"""`collectives` as the service runs it: judge saved results, spawn one rank per GPU, or join a
+launcher's world (torchrun, srun), all under the command's one budget (counted from its start,
+the probe forked and killable like check's), ending in one outcome with its exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from topodoctor.core.budget import Budget
+from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.measure.collectives.guard import RankStopped
+from topodoctor.measure.collectives.nodes import NodeSettings, node_name
+from topodoctor.measure.collectives.world import World, from_env
+from topodoctor.model.collective_ops import Plan, parse_size
+from topodoctor.model.collectives import CollectivesResult, load_result, merge
+from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.pairwise import check_launch as judge_launch
+from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.service import check as doctor
+from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
+
+
+class RankDone(TopodoctorError):
+    """This rank stopped on a failure (its own or a peer's); rank 0 reports the run."""
+
+    exit_code = EXIT_UNHEALTHY
+
+
+@dataclass(frozen=True)
+class CollectivesRun:
+    """What to run (or judge) and against which host."""
+
+    plan: Plan
+    source: doctor.Source = field(default_factory=doctor.Source)
+    nprocs: int | None = None
+    start_timeout_s: float = 120.0
+    spawn: bool = False  # start local ranks even under a launcher
+    log_dir: Path | None = None
+    nodes: NodeSettings | None = None
+    from_files: tuple[Path, ...] = ()
+    bandwidth_file: Path | None = None
+    expect_busbw: float | None = None
+    fail_level: Severity = "error"
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True)
+class CollectivesOutcome:
+    """A run's result, the host it was judged against, the findings and the exit code."""
+
+    result: CollectivesResult
+    snapshot: HostSnapshot | None
+    findings: tuple[Finding, ...]
+    exit_code: int
+
+
+def node_settings(
+    pairwise: bool,
+    expect_nodes: str | None,
+    pair_size: str,
+    tolerance: float,
+    timeout_s: float,
+    expected_gbps: float | None,
+    nic_loopback: bool = False,
+) -> NodeSettings:
+    """The options that reach every rank of a multi-node run."""
+    names = tuple(dict.fromkeys(n.strip() for n in (expect_nodes or "").split(",") if n.strip()))
+    return NodeSettings(
+        pairwise=pairwise,
+        expect_nodes=names,
+        pair_size_bytes=parse_size(pair_size),
+        pair_timeout_s=timeout_s,
+        tolerance=tolerance,
+        expected_gbps=expected_gbps,
+        nic_loopback=nic_loopback,
+    )
+
+
+def check_launch(world: World | None, settings: NodeSettings) -> None:
+    """A process that should be one of several nodes but sits in a world of one: the launch
+    never handed it a world (nccl-tests' classic trap, "busbw 0"). A launch error, never a
+    slow node: exit 2 with the cause."""
+    many = len(settings.expect_nodes) > 1
+    if world is None and not many:
+        return  # started on its own: topodoctor spawns the ranks of this node
+    if (world is not None and world.world_size > 1) or not (many or settings.pairwise):
+        return
+    err = judge_launch(max(len(settings.expect_nodes), 2), {node_name(): 1})
+    if err is not None:
+        raise InputError(f"launch error: {err.cause} on {node_name()}; {err.fix}")
+
+
+def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome | None:
+    """Measure (or judge saved results) and judge; None on a rank of a launched world other than
+    rank 0, which reports for the world."""
+    bw = None
+    if run.bandwidth_file is not None:
+        from topodoctor.model.copies import load_result as load_bw
+
+        bw = load_bw(run.bandwidth_file)
+    if run.from_files:
+        res = merge([load_result(p) for p in run.from_files])
+        snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
+    else:
+        nodes = run.nodes or node_settings(False, None, "64M", 0.1, 20.0, None)
+        world = None if run.spawn else from_env()
+        check_launch(world, nodes)
+        if world is not None:
+            joined = _join(run, world, nodes, budget)
+            if joined is None:
+                return None  # not rank 0: rank 0 reports for the world
+            res, snap = joined
+        else:
+            res, snap = _spawn(run, budget)
+    findings = tuple(judge(res, snap, bw, run.expect_busbw))
+    code = EXIT_UNHEALTHY if failing(findings, run.fail_level) else EXIT_OK
+    return CollectivesOutcome(res, snap, findings, code)
+
+
+def _snapshot(source: doctor.Source, budget: Budget, required: bool) -> HostSnapshot | None:
+    """The host the run is judged against, probed in a killable child under the budget."""
+    try:
+        return doctor.probe(source, budget).snapshot
+    except ProbeUnavailable:
+        if required:
+            raise
+        return None
+
+
+def _deadline(budget: Budget) -> float | None:
+    return budget.deadline if budget.limited else None
+
+
+def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, HostSnapshot | None]:
+    from topodoctor.measure.collectives.launch import measure
+
+    plan = run.plan
+    gpu = plan.backend == "nccl"
+    snap = _snapshot(run.source, budget, gpu and run.nprocs is None)
+    n = run.nprocs or (visible_gpus(snap) if gpu else 2)
+    if run.nprocs == 1:
+        raise InputError("--nprocs must be at least 2: a collective needs two ranks")
+    if gpu and n < 2:
+        raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
+    acts: tuple[Any, ...] = ()
+    if gpu and run.source.live and snap is not None:
+        from topodoctor.probe import live_nvml
+
+        acts = gpu_activity(snap, live_nvml())
+    res = measure(
+        plan,
+        n,
+        snapshot=snap,
+        activity=acts,
+        deadline=_deadline(budget),
+        start_timeout_s=run.start_timeout_s,
+        progress=run.progress,
+        log_dir=str(_made(run.log_dir)) if run.log_dir else None,
+    )
+    return res, snap
+
+
+def _join(
+    run: CollectivesRun, world: World, nodes: NodeSettings, budget: Budget
+) -> tuple[CollectivesResult, HostSnapshot | None] | None:
+    from topodoctor.measure.collectives.launch import join
+
+    # Rank 0 takes the host's snapshot before it joins, not after: once the ranks are done, a
+    # launcher may end the world at any moment (torchrun's agents do when a node leaves), and
+    # the report must be out by then. Only torch-free work is left after the run.
+    snap = _snapshot(run.source, budget, False) if world.rank == 0 else None
+    try:
+        res = join(run.plan, world, str(_made(run.log_dir)) if run.log_dir else None, nodes, _deadline(budget))
+    except ModuleNotFoundError as exc:
+        raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
+    except RankStopped as exc:
+        raise RankDone(f"rank {world.rank} stopped: {exc}; rank 0 reports the run") from None
+    if res is None:
+        return None
+    return replace(res, snapshot=snap), snap
+
+
+def _made(d: Path) -> Path:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {d}: {exc.strerror or exc}") from None
+    return d

@@ -1,0 +1,39 @@
+"""The command line: typer commands that parse options, call the service layer and render what it
+returns (cli/commands.py and the modules beside it).
+
+``run`` is the console entry point. The version and the top-level help answer from here, before
+typer and the commands load: a cluster's tooling calls them often, and they need nothing else."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from topodoctor import __version__
+from topodoctor.cli.help_text import TOP_LEVEL_HELP
+
+
+def _answer(text: str) -> None:
+    """Print ``text`` and end the process with the command's own code (0), a closed pipe included;
+    a stdout that cannot take it is the environment's failure (exit 3), said on stderr."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os._exit(0)
+    except OSError as exc:
+        sys.stderr.write(f"topodoctor: error: cannot write to standard output: {exc.strerror or exc}\n")
+        os._exit(3)
+    os._exit(0)
+
+
+def run() -> None:
+    """Console entry point (``topodoctor`` and ``python -m topodoctor``)."""
+    argv = sys.argv[1:]
+    if argv == ["--version"]:
+        _answer(f"topodoctor {__version__}\n")
+    if argv in ([], ["--help"], ["-h"]):
+        _answer(TOP_LEVEL_HELP)
+    from topodoctor.cli.commands import run as run_command
+
+    run_command()

@@ -56,16 +56,6 @@ def ok(value: object) -> bool:
     return not isinstance(value, (Unsupported, ProbeError))
 
 
-def value_or(value: Probed[T], default: T) -> T:
-    if isinstance(value, (Unsupported, ProbeError)):
-        return default
-    return value
-
-
-def failed(value: object) -> bool:
-    return isinstance(value, ProbeError)
-
-
 def show(value: object, fmt: str = "{}") -> str:
     """Human text for a probed value: the value, N/A, or ERR(reason)."""
     if isinstance(value, (Unsupported, ProbeError)):

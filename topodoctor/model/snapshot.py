@@ -1,7 +1,7 @@
 """HostSnapshot: everything the probe learned about one host, as frozen plain data.
 
 The snapshot is the only thing that flows from the probe to the graph and the rules. It
-round-trips through JSON (``snapshot_to_json`` / ``snapshot_from_json``) with a schema
+round-trips through JSON (``codec.dumps`` / ``snapshot_from_data``) with a schema
 version, so a scan can be saved on one machine and checked on another.
 
 Each probed field is ``Probed[T]``: a value, ``Unsupported`` or ``ProbeError``.
@@ -254,10 +254,6 @@ class HostSnapshot:
             if b.bus_id == bus_id:
                 return b
         return None
-
-
-def snapshot_to_json(snap: HostSnapshot) -> str:
-    return codec.dumps(snap)
 
 
 def snapshot_from_data(data: Any, what: str = "snapshot") -> HostSnapshot:

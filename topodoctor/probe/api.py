@@ -84,7 +84,3 @@ class NvmlApi(Protocol):
     def call(self, fn: str, *args: Any) -> Any:
         """Make one NVML call; return plain data or raise NvmlCallError."""
         ...
-
-
-def gpu_token(index: int) -> str:
-    return f"gpu:{index}"

@@ -18,7 +18,6 @@ from typing import Any
 
 from topodoctor.core import codec
 from topodoctor.core.errors import InputError, ReplayMismatch
-from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
 from topodoctor.probe.api import NvmlCallError
 from topodoctor.probe.record import RECORDING_SCHEMA_VERSION
 
@@ -123,11 +122,6 @@ class Recording:
 
     def fakes(self) -> tuple[FakeNvml, ReplaySysfs]:
         return FakeNvml(self.nvml, self.name), ReplaySysfs(self.sysfs, self.name)
-
-    def recorded_snapshot(self) -> HostSnapshot | None:
-        if self.snapshot is None:
-            return None
-        return snapshot_from_data(self.snapshot, f"snapshot inside recording {self.name}")
 
 
 def _check_entries(entries: Any, required: tuple[str, ...], answer: tuple[str, ...], what: str) -> None:

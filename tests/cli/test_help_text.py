@@ -24,7 +24,7 @@ def typer_help() -> str:
 
 
 def test_the_kept_help_is_typers_own() -> None:
-    assert TOP_LEVEL_HELP == typer_help(), "stale: python tests/cli/test_help_text.py --write"
+    assert typer_help() == TOP_LEVEL_HELP, "stale: python tests/cli/test_help_text.py --write"
 
 
 def test_help_and_version_answer_without_loading_the_commands(tmp_path: Path) -> None:
@@ -43,7 +43,8 @@ def test_help_and_version_answer_without_loading_the_commands(tmp_path: Path) ->
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    body = "".join(f"    {line!r}\n" for line in typer_help().splitlines(keepends=True))
     TARGET.write_text(
         '"""The top-level help, as typer renders it (tests/cli/test_help_text.py keeps it current)."""\n\n'
-        f"TOP_LEVEL_HELP = {typer_help()!r}\n"
+        f"TOP_LEVEL_HELP = (\n{body})\n"
     )

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DERIVED, RECORDINGS, ROOT, scenario_path
+from topodoctor.core.pci import short_bus_id
 from topodoctor.model.snapshot import HostSnapshot, load_snapshot, snapshot_from_data
 from topodoctor.probe import probe_host
 from topodoctor.report.nccl_topo import nccl_topology_xml
 from topodoctor.topology.graph import build_graph
-from topodoctor.topology.hosttree import norm_bus_id
 from topodoctor.topology.nccl_topo_lint import lint_topo_file
 from topodoctor.topology.ncclxml import cpumask, parse_cpumask, speed_per_lane
 
@@ -48,8 +48,8 @@ def test_file_holds_every_gpu_and_passes_its_own_lint(name: str) -> None:
     text = nccl_topology_xml(snap)
     root = ET.fromstring(text)
     assert root.tag == "system" and root.get("version") == "1"
-    gpus = {norm_bus_id(e.get("busid", "")) for e in root.iter("pci") if e.find("gpu") is not None}
-    assert gpus == {norm_bus_id(g.bus_id) for g in snap.gpus if isinstance(g.bus_id, str) and g.lost is None}
+    gpus = {short_bus_id(e.get("busid", "")) for e in root.iter("pci") if e.find("gpu") is not None}
+    assert gpus == {short_bus_id(g.bus_id) for g in snap.gpus if isinstance(g.bus_id, str) and g.lost is None}
     for e in root.iter("pci"):
         assert e.get("link_speed") is None or speed_per_lane(e.get("link_speed", "")) is not None
     assert "\t" not in text and not text.startswith("<?")

@@ -14,8 +14,11 @@ from topodoctor.cli.help_text import TOP_LEVEL_HELP
 
 
 def _answer(text: str) -> None:
-    """Print ``text`` and end the process with the command's own code (0), a closed pipe included;
-    a stdout that cannot take it is the environment's failure (exit 3), said on stderr."""
+    """Print ``text`` and end the process with the command's own code (0), a closed pipe or a
+    closed stdout included; a stdout that cannot take it is the environment's failure (exit 3),
+    said on stderr. The text is ASCII, so no locale can refuse it."""
+    if sys.stdout is None:  # started with stdout closed: nobody reads the answer
+        os._exit(0)
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

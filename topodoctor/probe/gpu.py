@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from topodoctor.core.pci import short_bus_id
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.snapshot import (
     FabricInfo,
@@ -18,7 +19,7 @@ from topodoctor.model.snapshot import (
 )
 from topodoctor.probe.api import SUCCESS, error_name
 from topodoctor.probe.pcie import numa_of, pcie_path
-from topodoctor.probe.query import Nvml, mask_words_to_ids, normalize_bus_id, sys_read
+from topodoctor.probe.query import Nvml, mask_words_to_ids, sys_read
 from topodoctor.probe.sysfs import Sysfs
 
 FI_NVLINK_LINK_COUNT = 91  # NVML_FI_DEV_NVLINK_LINK_COUNT
@@ -53,7 +54,7 @@ def _first(pair: Any) -> bool:
 
 
 def _remote_bus(pci: Any) -> str:
-    return normalize_bus_id(pci["busId"])
+    return short_bus_id(pci["busId"])
 
 
 def _fabric(raw: Any) -> FabricInfo:
@@ -165,7 +166,7 @@ def probe_gpu(nvml: Nvml, fs: Sysfs, index: int, cpu_words: int) -> Gpu:
     if not isinstance(h, str):
         err = h if isinstance(h, ProbeError) else ProbeError(h.reason, "nvmlDeviceGetHandleByIndex")
         return lost_gpu(index, err)
-    bus = nvml.ask("nvmlDeviceGetPciInfo", h, convert=lambda p: normalize_bus_id(p["busId"]))
+    bus = nvml.ask("nvmlDeviceGetPciInfo", h, convert=lambda p: short_bus_id(p["busId"]))
     count = link_count(nvml, h)
     gpu = Gpu(
         index=index,

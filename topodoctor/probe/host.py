@@ -3,16 +3,14 @@ network devices. NVML says none of these."""
 
 from __future__ import annotations
 
-import re
-
 from topodoctor.core.cpulist import parse_cpulist
+from topodoctor.core.pci import is_bdf
 from topodoctor.core.probed import Probed, ProbeError, Unsupported, ok
 from topodoctor.model.snapshot import NetInterface, Nic, NicKind, NumaNode, Virtualization
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import entries, sys_list, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
 
-_BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _CONTAINER_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc")
 
 
@@ -114,7 +112,7 @@ def _pci_of(fs: Sysfs, dev_link: str) -> Probed[str]:
     if isinstance(real, ProbeError):
         return real
     for part in reversed(real.rstrip("/").split("/")):
-        if _BDF.match(part):
+        if is_bdf(part):
             return part
     return Unsupported("NOT_PCI")
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 
+from topodoctor.core.pci import short_bus_id
 from topodoctor.core.probed import Probed, ProbeError
 from topodoctor.model.snapshot import KernelEvents, XidEvent
-from topodoctor.probe.query import normalize_bus_id
 from topodoctor.probe.sysfs import Sysfs, os_error_name
 
 KMSG = "/dev/kmsg"
@@ -53,7 +53,7 @@ def _bus(text: str) -> str:
         bus += ".0"
     if bus.count(":") == 1:
         bus = "0000:" + bus
-    return normalize_bus_id(bus)
+    return short_bus_id(bus)
 
 
 def parse_lines(lines: list[str]) -> tuple[XidEvent, ...]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
+from topodoctor.core.pci import is_bdf
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.snapshot import PcieBridge, PortType
 from topodoctor.probe.query import classify, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
 
-_BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _ROOT = re.compile(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$")
 
 # PCI Express Capabilities Register, Device/Port Type field (PCIe base spec 7.5.3.2).
@@ -40,7 +40,7 @@ def pcie_path(fs: Sysfs, bus_id: str) -> Probed[tuple[str, ...]]:
     if not isinstance(real, str):
         return real
     parts = [p for p in real.split("/") if p]
-    chain = [p for p in parts if _BDF.match(p) or _ROOT.match(p)]
+    chain = [p for p in parts if is_bdf(p) or _ROOT.match(p)]
     if not chain or chain[-1] != bus_id:
         return ProbeError("UNEXPECTED_PATH", f"realpath {bus_id} -> {real}")
     return tuple(chain)

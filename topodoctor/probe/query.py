@@ -133,12 +133,3 @@ def mask_words_to_ids(words: list[int], bits_per_word: int = 64) -> tuple[int, .
             if (int(word) >> bit) & 1:
                 ids.append(w * bits_per_word + bit)
     return tuple(ids)
-
-
-def normalize_bus_id(bus_id: str) -> str:
-    """NVML says 00000000:18:00.0; sysfs says 0000:18:00.0. Keep sysfs's, lowercase."""
-    bus_id = bus_id.strip().lower()
-    domain, _, rest = bus_id.partition(":")
-    if rest and len(domain) > 4:
-        domain = domain[-4:]
-    return f"{domain}:{rest}" if rest else bus_id

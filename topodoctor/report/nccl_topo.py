@@ -26,9 +26,10 @@ from xml.sax.saxutils import quoteattr
 
 import networkx as nx
 
+from topodoctor.core.pci import short_bus_id
 from topodoctor.model.snapshot import Gpu, HostSnapshot
 from topodoctor.topology.graph import build_graph
-from topodoctor.topology.hosttree import TreeNode, build_tree, norm_bus_id
+from topodoctor.topology.hosttree import TreeNode, build_tree
 from topodoctor.topology.ncclxml import (
     CLASS_BRIDGE,
     CLASS_CPU,
@@ -83,12 +84,12 @@ def _nvlinks(snap: HostSnapshot, gpu: Gpu) -> list[tuple[str, int, str]]:
             continue
         remote = link.remote_bus_id if isinstance(link.remote_bus_id, str) else ""
         if link.remote_type == "gpu" and remote:
-            peers[(norm_bus_id(remote), CLASS_GPU)] += 1
+            peers[(short_bus_id(remote), CLASS_GPU)] += 1
         elif link.remote_type == "switch":
             hidden = (gpu.index, link.link) in inferred or not remote or _all_f(remote)
-            peers[(INVISIBLE_TARGET if hidden else norm_bus_id(remote), CLASS_NVSWITCH)] += 1
+            peers[(INVISIBLE_TARGET if hidden else short_bus_id(remote), CLASS_NVSWITCH)] += 1
         elif link.remote_type == "ibmnpu" and remote:
-            peers[(norm_bus_id(remote), CLASS_CPU)] += 1
+            peers[(short_bus_id(remote), CLASS_CPU)] += 1
     return [(t, n, c) for (t, c), n in sorted(peers.items())]
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
+from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.model.collective_rows import columns
 
 if TYPE_CHECKING:
@@ -115,15 +116,6 @@ class GpuLabels:
     pci_bus_id: str
     device: str
     modelName: str
-
-
-def dcgm_bus_id(bus_id: str) -> str:
-    """NVML's long form, as dcgm-exporter labels it: domain of 8 hex digits, upper case."""
-    m = re.fullmatch(r"([0-9a-fA-F]+):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])", bus_id.strip())
-    if m is None:
-        return bus_id
-    dom, bus, dev, fn = m.groups()
-    return f"{int(dom, 16):08X}:{bus.upper()}:{dev.upper()}.{fn}"
 
 
 def gpu_labels(snap: HostSnapshot | None) -> dict[int, GpuLabels]:

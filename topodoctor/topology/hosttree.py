@@ -13,33 +13,19 @@ Derived from a snapshot and its graph; never stored.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import networkx as nx
 
+from topodoctor.core.pci import is_bdf, short_bus_id
 from topodoctor.model.snapshot import HostSnapshot, PcieBridge
 from topodoctor.topology.graph import gpu_node, nic_node, pcie_gen_of, rdma_nics
 
 NodeKind = Literal["numa", "hostbridge", "switch", "gpu", "nic"]
 NumaSource = Literal["graph", "sysfs"]
-_BDF = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]$")
 SYNTHETIC_DOMAIN = "ffff"  # bus ids the VM's own PCI tree never uses (NCCL's VM topology files use it)
-
-
-def is_bdf(name: str) -> bool:
-    return bool(_BDF.match(name))
-
-
-def norm_bus_id(bus_id: str) -> str:
-    """NVML's 00000000:18:00.0 -> NCCL's 0000:18:00.0 (lower case, 4-digit domain)."""
-    bus_id = bus_id.strip().lower()
-    dom, _, rest = bus_id.partition(":")
-    if rest and len(dom) > 4:
-        dom = dom[-4:]
-    return f"{dom}:{rest}" if rest else bus_id
 
 
 @dataclass(frozen=True)
@@ -199,12 +185,12 @@ def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_f
         link = Link(
             *(v if isinstance(v, int) else None for v in (p.gen_current, p.width_current, p.gen_max, p.width_max))
         )
-        bus = norm_bus_id(gpu.bus_id) if isinstance(gpu.bus_id, str) else None
+        bus = short_bus_id(gpu.bus_id) if isinstance(gpu.bus_id, str) else None
         name = gpu.name if isinstance(gpu.name, str) else "GPU"
         leaf = TreeNode(gpu_node(gpu.index), "gpu", name, bus, link, numa=numa_of(gpu_node(gpu.index)))
         leaves.append((leaf, gpu.pcie_path if isinstance(gpu.pcie_path, tuple) and gpu.pcie_path else None))
     for k, nic in enumerate(rdma_nics(snap)):
-        bus = norm_bus_id(nic.bus_id) if isinstance(nic.bus_id, str) else None
+        bus = short_bus_id(nic.bus_id) if isinstance(nic.bus_id, str) else None
         leaf = TreeNode(nic_node(k), "nic", nic.name, bus, numa=numa_of(nic_node(k)))
         leaves.append((leaf, nic.pcie_path if isinstance(nic.pcie_path, tuple) and nic.pcie_path else None))
 
@@ -231,7 +217,7 @@ def _group_flat(
     numa_root: Callable[[int | None], TreeNode],
     child: Callable[[TreeNode, TreeNode], TreeNode],
 ) -> None:
-    used = {norm_bus_id(b) for _, p in placed for b in p if is_bdf(b)}
+    used = {short_bus_id(b) for _, p in placed for b in p if is_bdf(b)}
     serial = 0
 
     def synthetic_bus() -> str:

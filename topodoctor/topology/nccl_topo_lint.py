@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from topodoctor.topology.hosttree import norm_bus_id
+from topodoctor.core.pci import short_bus_id
 from topodoctor.topology.ncclxml import PCI_GEN_SPEEDS, TOPO_XML_VERSION, parse_cpumask, pci_kind, speed_per_lane
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def check_bus_ids(
         if bus is None:
             problems.append(TopoProblem("bus-id", "error", "a <pci> element has no busid (NCCL fails to load it)"))
             continue
-        bus = norm_bus_id(bus)
+        bus = short_bus_id(bus)
         if bus in seen:
             problems.append(TopoProblem("bus-id", "error", f"bus id {bus} appears twice", {"busid": bus}))
         seen.add(bus)
@@ -138,7 +138,7 @@ def check_bus_ids(
             )
     for e in root.iter("nvlink"):
         target = e.get("target", "")
-        if pci_kind(e.get("tclass", "")) == "gpu" and norm_bus_id(target) not in host_gpus:
+        if pci_kind(e.get("tclass", "")) == "gpu" and short_bus_id(target) not in host_gpus:
             problems.append(
                 TopoProblem(
                     "bus-id",
@@ -158,7 +158,7 @@ def check_link_speeds(root: ET.Element, host_bridges: set[str], host_devices: se
     """
     problems = []
     for e, kind in _pci_of(root):
-        bus = norm_bus_id(e.get("busid", ""))
+        bus = short_bus_id(e.get("busid", ""))
         speed = e.get("link_speed")
         exists = bus in host_bridges or bus in host_devices
         if speed is None or speed == "":
@@ -201,7 +201,7 @@ def _cpu_of(root: ET.Element) -> dict[str, str | None]:
     for cpu in root.iter("cpu"):
         for e in cpu.iter("pci"):
             if e.find("gpu") is not None or e.find("nic") is not None:
-                out[norm_bus_id(e.get("busid", ""))] = cpu.get("numaid")
+                out[short_bus_id(e.get("busid", ""))] = cpu.get("numaid")
     return out
 
 
@@ -253,7 +253,7 @@ def _ancestors(root: ET.Element) -> dict[str, list[ET.Element]]:
         while p is not None and p.tag in ("pci", "cpu"):
             chain.append(p)
             p = parent.get(p)
-        out[norm_bus_id(e.get("busid", ""))] = chain
+        out[short_bus_id(e.get("busid", ""))] = chain
     return out
 
 
@@ -320,10 +320,10 @@ def lint_topo_file(text: str, snap: HostSnapshot, g: nx.Graph) -> list[TopoProbl
     if root is None:
         return problems
     problems += check_version(root)
-    gpus = {norm_bus_id(x.bus_id): gpu_node(x.index) for x in snap.gpus if isinstance(x.bus_id, str)}
-    nics = {norm_bus_id(n.bus_id): nic_node(k) for k, n in enumerate(rdma_nics(snap)) if isinstance(n.bus_id, str)}
-    other_nics = {norm_bus_id(n.bus_id) for n in snap.nics if isinstance(n.bus_id, str)}
-    bridges = {norm_bus_id(b.bus_id) for b in snap.bridges}
+    gpus = {short_bus_id(x.bus_id): gpu_node(x.index) for x in snap.gpus if isinstance(x.bus_id, str)}
+    nics = {short_bus_id(n.bus_id): nic_node(k) for k, n in enumerate(rdma_nics(snap)) if isinstance(n.bus_id, str)}
+    other_nics = {short_bus_id(n.bus_id) for n in snap.nics if isinstance(n.bus_id, str)}
+    bridges = {short_bus_id(b.bus_id) for b in snap.bridges}
     problems += check_bus_ids(root, set(gpus), set(nics) | other_nics, bridges)
     problems += check_link_speeds(root, bridges, set(gpus) | set(nics) | other_nics)
     numa = {bus: sysfs_numa(snap, node) for bus, node in {**gpus, **nics}.items()}
@@ -350,9 +350,9 @@ def topology_facts(root: ET.Element) -> dict[str, Any]:
         links = []
         for nv in gpu.iter("nvlink"):
             kind = pci_kind(nv.get("tclass", ""))
-            far = norm_bus_id(nv.get("target", "")) if kind == "gpu" else kind
+            far = short_bus_id(nv.get("target", "")) if kind == "gpu" else kind
             links.append((far, int(nv.get("count", "0") or 0)))
-        gpus[norm_bus_id(e.get("busid", ""))] = sorted(links)
+        gpus[short_bus_id(e.get("busid", ""))] = sorted(links)
     return {"gpus": gpus, "cpu_of": _cpu_of(root)}
 
 

@@ -45,9 +45,6 @@ class ProbeError:
         raise TypeError("ProbeError has no truth value: test isinstance(..., ProbeError) or use `is not None`")
 
 
-# NVML's GPU_IS_LOST and RESET_REQUIRED: after either, the GPU answers nothing else.
-GPU_GONE_CODES = frozenset({15, 16})
-
 Probed = Union[T, Unsupported, ProbeError]  # noqa: UP007  (a generic alias needs Union on 3.10)
 
 

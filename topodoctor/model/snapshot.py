@@ -68,6 +68,12 @@ class NvLink:
     speed_mbps: Probed[int]
     errors: NvLinkErrors
 
+    @property
+    def is_up(self) -> bool | None:
+        """Whether the link is up: True, False, or None when NVML could not say (unsupported or a
+        probe failure, which the rules report as could-not-check, never as a down link)."""
+        return self.active if isinstance(self.active, bool) else None
+
 
 @dataclass(frozen=True)
 class PcieLink:

@@ -12,45 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-# Return codes from nvml.h; the names are NVML's own, without the NVML_ERROR_ prefix.
-NVML_ERRORS: dict[int, str] = {
-    1: "UNINITIALIZED",
-    2: "INVALID_ARGUMENT",
-    3: "NOT_SUPPORTED",
-    4: "NO_PERMISSION",
-    5: "ALREADY_INITIALIZED",
-    6: "NOT_FOUND",
-    7: "INSUFFICIENT_SIZE",
-    8: "INSUFFICIENT_POWER",
-    9: "DRIVER_NOT_LOADED",
-    10: "TIMEOUT",
-    11: "IRQ_ISSUE",
-    12: "LIBRARY_NOT_FOUND",
-    13: "FUNCTION_NOT_FOUND",
-    14: "CORRUPTED_INFOROM",
-    15: "GPU_IS_LOST",
-    16: "RESET_REQUIRED",
-    17: "OPERATING_SYSTEM",
-    18: "LIB_RM_VERSION_MISMATCH",
-    19: "IN_USE",
-    20: "MEMORY",
-    21: "NO_DATA",
-    22: "VGPU_ECC_NOT_SUPPORTED",
-    23: "INSUFFICIENT_RESOURCES",
-    24: "FREQ_NOT_SUPPORTED",
-    25: "ARGUMENT_VERSION_MISMATCH",
-    26: "DEPRECATED",
-    27: "NOT_READY",
-    28: "GPU_NOT_FOUND",
-    29: "INVALID_STATE",
-    30: "RESET_TYPE_NOT_SUPPORTED",
-    999: "UNKNOWN",
-}
-# Codes of our own for failures on the Python side of the binding.
-BINDING_MISSING = -1  # the installed nvidia-ml-py has no such function
-BINDING_FAILED = -2  # the binding raised something other than NVMLError (a ctypes mismatch)
-NVML_ERRORS[BINDING_MISSING] = "BINDING_MISSING"
-NVML_ERRORS[BINDING_FAILED] = "BINDING_FAILED"
+from topodoctor.model.nvml_codes import BINDING_FAILED, BINDING_MISSING, CODES, UNSUPPORTED_CODES, code_name
+
+# NVML's names by return code (nvml.h), ours included: from the one table, model/nvml_codes.py.
+NVML_ERRORS: dict[int, str] = {code: c.name for code, c in CODES.items()}
 
 SUCCESS = 0
 NOT_SUPPORTED = 3
@@ -63,12 +28,11 @@ LIBRARY_NOT_FOUND = 12
 LIB_RM_VERSION_MISMATCH = 18
 NO_PERMISSION = 4
 
-# Answers that mean "this GPU or driver does not have the feature", which is normal.
-UNSUPPORTED_CODES = frozenset({NOT_SUPPORTED, FUNCTION_NOT_FOUND, BINDING_MISSING})
+__all__ = ["BINDING_FAILED", "BINDING_MISSING", "NVML_ERRORS", "UNSUPPORTED_CODES", "NvmlApi", "NvmlCallError"]
 
 
 def error_name(code: int) -> str:
-    return NVML_ERRORS.get(code, f"ERROR_{code}")
+    return code_name(code)
 
 
 class NvmlCallError(Exception):

@@ -7,6 +7,7 @@ from dataclasses import replace
 from topodoctor.core.cpulist import parse_cpulist
 from topodoctor.core.errors import ProbeUnavailable
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.nvml_codes import CODES
 from topodoctor.model.snapshot import (
     SNAPSHOT_SCHEMA_VERSION,
     Gpu,
@@ -36,14 +37,6 @@ _P2P = {
 }
 # nvmlDeviceGetP2PStatus capability indices: READ WRITE NVLINK ATOMICS PCI(PROP)
 _P2P_INDEX = (0, 1, 2, 3, 4)
-
-_INIT_MESSAGES = {
-    "LIBRARY_NOT_FOUND": "the NVML library (libnvidia-ml.so.1) was not found: is the NVIDIA driver installed?",
-    "DRIVER_NOT_LOADED": "the NVIDIA kernel driver is not loaded (nvmlInit: DRIVER_NOT_LOADED)",
-    "NO_PERMISSION": "no permission to open the NVIDIA devices (nvmlInit: NO_PERMISSION)",
-    "LIB_RM_VERSION_MISMATCH": "the NVML library and the loaded kernel driver differ in version: reload the "
-    "driver or reboot (nvmlInit: LIB_RM_VERSION_MISMATCH)",
-}
 
 
 def _cuda_version(v: int) -> str:
@@ -90,7 +83,7 @@ def _nvswitches(gpus: list[Gpu]) -> tuple[NvSwitch, ...]:
     hidden: list[tuple[int, int]] = []
     for g in gpus:
         for link in g.nvlinks:
-            if link.remote_type != "switch" or link.active is not True:
+            if link.remote_type != "switch" or link.is_up is not True:
                 continue
             bus = link.remote_bus_id
             if isinstance(bus, str) and bus not in _INVISIBLE:
@@ -109,7 +102,7 @@ def collect(api: NvmlApi, fs: Sysfs) -> HostSnapshot:
     init = nvml.ask("nvmlInit")
     if isinstance(init, (ProbeError, Unsupported)):
         name = init.error if isinstance(init, ProbeError) else init.reason
-        raise ProbeUnavailable(_INIT_MESSAGES.get(name, f"NVML could not start (nvmlInit: {name})"))
+        raise ProbeUnavailable(_init_message(name))
     try:
         snap = _collect(nvml, fs)
     except BaseException:
@@ -184,3 +177,11 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
         pci_gpus=hostfacts.pci_gpus(fs),
         kernel_events=read_kernel_events(fs),
     )
+
+
+def _init_message(name: str) -> str:
+    """Why NVML did not start, as a person acts on it: the table's hint where it has one."""
+    known = next((c for c in CODES.values() if c.name == name), None)
+    if known is not None and known.hint:
+        return f"{known.hint} (nvmlInit: {name})"
+    return f"NVML could not start (nvmlInit: {name})"

@@ -80,7 +80,7 @@ def _nvlinks(snap: HostSnapshot, gpu: Gpu) -> list[tuple[str, int, str]]:
     peers: Counter[tuple[str, str]] = Counter()
     inferred = {gl for sw in snap.nvswitches if sw.inferred for gl in sw.gpu_links}
     for link in gpu.nvlinks:
-        if link.active is not True:
+        if link.is_up is not True:
             continue
         remote = link.remote_bus_id if isinstance(link.remote_bus_id, str) else ""
         if link.remote_type == "gpu" and remote:

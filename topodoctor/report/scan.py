@@ -62,7 +62,7 @@ def _gpu_cells(g: Gpu) -> list[str]:
     if g.lost is not None:
         return [str(g.index), f"LOST: {g.lost.error}", show(g.bus_id), *[""] * 9]
     p = g.pcie
-    active = sum(1 for link in g.nvlinks if link.active is True)
+    active = sum(1 for link in g.nvlinks if link.is_up is True)
     fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
     return [
         str(g.index),
@@ -104,7 +104,7 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
     for g in snap.gpus:
         if not g.nvlinks:
             continue
-        active = [link for link in g.nvlinks if link.active is True]
+        active = [link for link in g.nvlinks if link.is_up is True]
         gens = {nvlink_generation(link.version) for link in active if isinstance(link.version, int)}
         remotes = sorted({str(link.remote_type) for link in active})
         rate = nvlink_link_gbps(g)

@@ -90,7 +90,7 @@ class Context:
 
     @property
     def has_nvlink(self) -> bool:
-        return any(link.active is True for g in self.live_gpus for link in g.nvlinks)
+        return any(link.is_up is True for g in self.live_gpus for link in g.nvlinks)
 
     def host_errors(self, prefix: str) -> list[ProbeError]:
         """Host-level probe failures (listings, host files) whose call starts with ``prefix``."""

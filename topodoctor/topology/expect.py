@@ -44,7 +44,7 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
     g = build_graph(snap)
     gpus = [x for x in snap.gpus if x.lost is None]
     names = [x.name for x in gpus if isinstance(x.name, str)]
-    per_gpu = [sum(1 for link in x.nvlinks if link.active is True) for x in gpus]
+    per_gpu = [sum(1 for link in x.nvlinks if link.is_up is True) for x in gpus]
     per_pair = [
         nvlink_count(g, gpu_node(a.index), gpu_node(b.index))[0] for i, a in enumerate(gpus) for b in gpus[i + 1 :]
     ]

@@ -66,7 +66,7 @@ def pcie_gbps(gen: int | None, width: int | None) -> float | None:
 def nvlink_link_gbps(gpu: Gpu) -> float | None:
     """Per-link, per-direction rate of a GPU's active links, from their NVLink version."""
     for link in gpu.nvlinks:
-        if link.active is True and isinstance(link.version, int):
+        if link.is_up is True and isinstance(link.version, int):
             gen = nvlink_generation(link.version)
             if gen is not None:
                 return NVLINK_LINK_GBPS.get(gen)
@@ -115,7 +115,7 @@ def _add_nvlinks(g: nx.Graph, snap: HostSnapshot) -> None:
     for gpu in snap.gpus:
         rate = nvlink_link_gbps(gpu)
         for link in gpu.nvlinks:
-            if link.active is not True:
+            if link.is_up is not True:
                 continue
             if link.remote_type == "gpu" and isinstance(link.remote_bus_id, str):
                 peer = by_bus.get(link.remote_bus_id)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from topodoctor.cli_options import TimeoutOpt, budget
 from topodoctor.errors import InputError
 
 if TYPE_CHECKING:
@@ -38,56 +39,67 @@ class FailLevel(str, Enum):
 def fleet(
     results: Annotated[
         list[Path],
-        typer.Argument(
-            metavar="RESULT...", help="Result files (check, bandwidth, collectives JSON) or directories of them."
-        ),
+        typer.Argument(metavar="RESULT...", hidden=True),
     ],
     fmt: Annotated[
         FleetFormat,
         typer.Option(
             "--format",
             "-f",
+            metavar="FORMAT",
             help="text; json; drain (NODE REASON lines); scontrol (scontrol update lines); prometheus.",
         ),
     ] = FleetFormat.text,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write there (atomically) instead of to stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write there (atomically) instead of to stdout."),
     ] = None,
     tolerance: Annotated[
         float,
-        typer.Option("--tolerance", min=0.0, max=0.9, help="A figure this share below the fleet median may be slow."),
+        typer.Option(
+            "--tolerance",
+            metavar="SHARE",
+            min=0.0,
+            max=0.9,
+            help="A figure this share below the fleet median may be slow.",
+        ),
     ] = 0.05,
     z_threshold: Annotated[
-        float, typer.Option("--z", min=0.0, help="... and this many robust standard deviations (MAD) below it.")
+        float,
+        typer.Option("--z", metavar="Z", min=0.0, help="... and this many robust standard deviations (MAD) below it."),
     ] = 3.5,
     min_nodes: Annotated[
-        int, typer.Option("--min-nodes", min=3, help="Compare a figure only when this many nodes measured it.")
+        int,
+        typer.Option("--min-nodes", metavar="N", min=3, help="Compare a figure only when this many nodes measured it."),
     ] = 3,
     fail_level: Annotated[
-        FailLevel, typer.Option("--fail-level", help="Lowest severity of a node's finding that drains it.")
+        FailLevel,
+        typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity of a node's finding that drains it."),
     ] = FailLevel.error,
     systemic_share: Annotated[
         float,
         typer.Option(
             "--systemic-share",
+            metavar="SHARE",
             min=0.0,
             max=1.0,
             help="A failing finding on more than this share of the nodes is fleet-wide: reported, drains no node.",
         ),
     ] = 0.5,
     name_from: Annotated[
-        NameFrom, typer.Option("--name-from", help="Name nodes by the host in each result, or by the file name.")
+        NameFrom,
+        typer.Option("--name-from", metavar="FROM", help="Name nodes by the host in each result, or by the file name."),
     ] = NameFrom.host,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds for reading all files.")] = 60.0,
+    timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.
 
-    Exit 0 all healthy, 1 some node to drain, 3 a node or file could not be judged, 2 no readable result.
-    """
+    RESULT... are result files (check, bandwidth or collectives JSON) or directories of them;
+    --timeout bounds the reading of them all."""
     from topodoctor.fleet import Settings, roll_up
     from topodoctor.fleet_input import read_results
 
-    nodes, unreadable = read_results(results, name_from.value, timeout)
+    nodes, unreadable = read_results(results, name_from.value, budget(timeout).left())
     if not nodes:
         first = f" ({unreadable[0].error})" if unreadable else ""
         raise InputError(f"no readable result among {len(results)} path(s){first}")
@@ -138,6 +150,7 @@ def _write(output: Path | None, text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from topodoctor.cli_options import reports_errors
+    from topodoctor.cli_io import EXITS
+    from topodoctor.cli_options import PlainUsage, reports_errors
 
-    app.command("fleet")(reports_errors(fleet))
+    app.command("fleet", epilog=EXITS["fleet"], cls=PlainUsage)(reports_errors(fleet))

@@ -70,19 +70,24 @@ def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | No
 
 
 def register(app: typer.Typer) -> None:
+    from topodoctor.cli_io import EXITS
     from topodoctor.cli_options import ReplayOpt, SysfsOpt, TimeoutOpt, budget, reports_errors, source
 
-    @app.command("nccl-topo")
+    @app.command("nccl-topo", epilog=EXITS["nccl-topo"])
     @reports_errors
     def nccl_topo(
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", help="Where to write the topology XML ('-' for standard output)."),
+            typer.Option(
+                "--output", "-o", metavar="FILE", help="Where to write the topology XML ('-' for standard output)."
+            ),
         ] = None,
         lint: Annotated[
             Path | None,
             typer.Option(
-                "--lint", help="Instead, read this topology file as NCCL would and report what it gets wrong here."
+                "--lint",
+                metavar="FILE",
+                help="Instead, read this topology file as NCCL would and report what it gets wrong here.",
             ),
         ] = None,
         replay: ReplayOpt = None,

@@ -131,3 +131,52 @@ def test_readme_names_every_short_flag() -> None:
     readme = (ROOT / "README.md").read_text()
     for short, long in SHORT_FLAGS.items():
         assert f"`{short}` `{long}`" in readme, short
+
+
+# ------------------------------------------------------------------ English
+def test_counted_nouns() -> None:
+    from topodoctor.text import plural
+
+    got = [plural(1, "GPU"), plural(2, "GPU"), plural(0, "error"), plural(2, "process"), plural(1, "PCIe switch")]
+    assert got == ["1 GPU", "2 GPUs", "0 errors", "2 processes", "1 PCIe switch"]
+    assert plural(None, "process") == "an unknown number of processes"
+
+
+def _string_constants(path: Path) -> Iterator[tuple[int, str]]:
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+
+
+def test_no_counted_noun_is_left_to_the_reader() -> None:
+    """ "error(s)", "GPU(s)": every count in a message goes through text.plural instead."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted((ROOT / "topodoctor").rglob("*.py"))
+        for line, value in _string_constants(path)
+        if re.search(r"\w\(s\)", value)
+    ]
+    assert not found, found
+
+
+ONE_OF_A_KIND = re.compile(r"(?<![\w.])1 (?!GB|MiB|GiB|ms\b|us\b)[A-Za-z]+s\b")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "--replay", "h100-x1"],
+        ["check", "--replay", "h100-x1", "-f", "line"],
+        ["scan", "--replay", "h100-x1"],
+        ["nccl-topo", "--replay", "h100-x1", "-o", "-"],
+        ["check", "--replay", str(FIXTURES / "derived" / "x4-fabric-in-progress.json")],
+    ],
+)
+def test_output_reads_as_english(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    main(argv)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert not ONE_OF_A_KIND.findall(text), ONE_OF_A_KIND.findall(text)
+    assert "in_progress" not in text and "(SUCCESS)" not in text

@@ -12,6 +12,7 @@ import typer
 
 from topodoctor.cli_options import TimeoutOpt, budget
 from topodoctor.errors import InputError
+from topodoctor.text import plural
 
 if TYPE_CHECKING:
     from topodoctor.fleet import FleetReport
@@ -102,7 +103,7 @@ def fleet(
     nodes, unreadable = read_results(results, name_from.value, budget(timeout).left())
     if not nodes:
         first = f" ({unreadable[0].error})" if unreadable else ""
-        raise InputError(f"no readable result among {len(results)} path(s){first}")
+        raise InputError(f"no readable result among {plural(len(results), 'path')}{first}")
     settings = Settings(tolerance, z_threshold, min_nodes, fail_level.value, systemic_share)
     report = roll_up(nodes, unreadable, settings)
 

@@ -110,6 +110,7 @@ def register(app: typer.Typer) -> None:
         from topodoctor.graph import build_graph
         from topodoctor.hosttree import build_tree
         from topodoctor.report.nccl_topo import nccl_topology_xml
+        from topodoctor.text import plural
 
         if (output is None) == (lint is None):
             raise InputError("nccl-topo needs either --output FILE (write) or --lint FILE (check)")
@@ -125,7 +126,7 @@ def register(app: typer.Typer) -> None:
             for p in problems:
                 typer.echo(f"{p.severity} {p.check}: {p.message}")
             errors = sum(1 for p in problems if p.severity == "error")
-            typer.echo(f"{lint}: {errors} errors, {len(problems) - errors} warnings", err=True)
+            typer.echo(f"{lint}: {plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}", err=True)
             raise typer.Exit(1 if errors else 0)
         assert output is not None
         text = nccl_topology_xml(snap, g, group_flat=not keep_flat)
@@ -135,6 +136,7 @@ def register(app: typer.Typer) -> None:
         gpus = sum(1 for n in nodes if n.kind == "gpu")
         nics = sum(1 for n in nodes if n.kind == "nic")
         made = sum(1 for n in nodes if n.synthetic)
-        note = f"; {made} PCIe switches written for the flat VM tree" if made else ""
+        note = f"; {plural(made, 'PCIe switch')} written for the flat VM tree" if made else ""
         where = "standard output" if str(output) == "-" else str(output)
-        typer.echo(f"wrote {where}: {gpus} GPUs, {nics} RDMA NICs under {len(tree.roots)} CPUs{note}", err=True)
+        counted = f"{plural(gpus, 'GPU')}, {plural(nics, 'RDMA NIC')} under {plural(len(tree.roots), 'CPU')}"
+        typer.echo(f"wrote {where}: {counted}{note}", err=True)

@@ -32,6 +32,7 @@ from topodoctor.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.model import HostSnapshot
 from topodoctor.probe.api import NvmlApi
 from topodoctor.scope import Scope, cuda_visible, resolve
+from topodoctor.text import noun
 
 __all__ = ["MiB", "Settings", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
 
@@ -271,7 +272,8 @@ def run(
     seen = {i.index for i in ids}
     if seen != wanted:
         worker.stop()
-        detail = f"CUDA shows GPU(s) {sorted(seen)}, asked for {sorted(wanted)} (CUDA_VISIBLE_DEVICES={worker.visible})"
+        shown = f"{noun(len(seen), 'GPU')} {sorted(seen)}"
+        detail = f"CUDA shows {shown}, asked for {sorted(wanted)} (CUDA_VISIBLE_DEVICES={worker.visible})"
         raise BandwidthUnavailable(f"the copy timer does not see the GPUs to measure: {detail}")
     ids.sort(key=lambda i: i.index)
     ordinal = {i.index: i.cuda_ordinal for i in ids}

@@ -14,16 +14,13 @@ from rich.text import Text
 
 from topodoctor.doctor import Outcome
 from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
+from topodoctor.text import plural
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.rules.registry import Finding
 
 CHECK_SCHEMA_VERSION = 1
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def counts(findings: Sequence[Finding]) -> str:

@@ -14,6 +14,7 @@ from topodoctor.codec import to_jsonable
 from topodoctor.measure.collectives.plan import human_size
 from topodoctor.measure.collectives.result import CollectivesResult, NcclAccount, Timing
 from topodoctor.rules.registry import Finding
+from topodoctor.text import plural
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 
@@ -37,7 +38,7 @@ def _cols(t: Timing | None) -> str:
 def table_lines(res: CollectivesResult) -> list[str]:
     out: list[str] = []
     for op in dict.fromkeys(r.op for r in res.rows):
-        out.append(f"# {op} ({res.world_size} ranks, {res.backend})")
+        out.append(f"# {op} ({plural(res.world_size, 'rank')}, {res.backend})")
         out.append(f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}  {'out-of-place':>29}  {'in-place':>29}")
         out.append(
             _HEAD.format(
@@ -90,14 +91,14 @@ def nccl_paragraph(res: CollectivesResult) -> str:
         return "NCCL left no INFO log for this run (NCCL_DEBUG_FILE set elsewhere?): no account of transports."
     parts = [f"NCCL {acc.version or '(version not logged)'}"]
     if acc.ranks is not None:
-        parts.append(f"{acc.ranks} ranks on {acc.nodes} node{'s' if acc.nodes != 1 else ''}")
+        parts.append(f"{plural(acc.ranks, 'rank')} on {plural(acc.nodes, 'node')}")
     parts.append(_transports(acc))
     if acc.channels is not None:
         p2p = f" ({acc.p2p_channels} for point-to-point)" if acc.p2p_channels is not None else ""
-        parts.append(f"{acc.channels} channels{p2p}")
+        parts.append(f"{plural(acc.channels, 'channel')}{p2p}")
     nvls_env = acc.env.get("NCCL_NVLS_ENABLE") or res.env.get("NCCL_NVLS_ENABLE")
     if acc.nvls is True:
-        parts.append(f"NVLS on ({acc.nvls_channels} channels)")
+        parts.append(f"NVLS on ({plural(acc.nvls_channels, 'channel')})")
     elif acc.nvls is False:
         parts.append("NVLS off" + (f": NCCL_NVLS_ENABLE={nvls_env}" if nvls_env is not None else ""))
     if acc.gdr is not None:
@@ -120,10 +121,11 @@ def text_report(res: CollectivesResult, findings: list[Finding]) -> list[str]:
         lines.append(f"# FAILED {fail.kind}: {fail.op or 'run'}{at}: {fail.message}")
     busy = [a for a in res.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
     for a in busy:
-        lines.append(f"# GPU{a.index} was busy: {a.utilization_pct}% utilisation, {a.processes} other processes")
+        others = plural(a.processes, "other process")
+        lines.append(f"# GPU{a.index} was busy: {a.utilization_pct}% utilisation, {others}")
     lines.append("")
     lines.append(nccl_paragraph(res))
-    where = f"{res.world_size} ranks on {len(res.nodes) or 1} node(s)"
+    where = f"{plural(res.world_size, 'rank')} on {plural(len(res.nodes) or 1, 'node')}"
     wall = f", wall {res.wall_s:.1f} s" if res.wall_s else ""
     lines.append(f"{res.source} on {res.host or 'unknown host'}: {where}{wall}")
     for f in findings:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from topodoctor.measure.collectives.plan import human_size
 from topodoctor.measure.collectives.result import CollectivesResult, SpanRows
+from topodoctor.text import plural
 
 
 def _busbw(span: SpanRows) -> str:
@@ -44,7 +45,7 @@ def node_lines(res: CollectivesResult) -> list[str]:
     if p is not None:
         ref = f"{p.reference_gbps:.1f} GB/s" if p.reference_gbps is not None else "none"
         lines.append(
-            f"# pairwise: {p.op} {human_size(p.size_bytes)} per pair, {len(p.rounds)} round(s), "
+            f"# pairwise: {p.op} {human_size(p.size_bytes)} per pair, {plural(len(p.rounds), 'round')}, "
             f"reference {ref}, slow below {1 - p.tolerance:.0%} of it"
         )
         for v in p.verdicts:

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from topodoctor.fleet import FLEET_SCHEMA_VERSION, FleetReport
+from topodoctor.text import plural
 
 _STYLE = {"healthy": "green", "slow": "yellow", "unhealthy": "bold red", "unknown": "magenta"}
 REASON_LIMIT = 200  # Slurm keeps the reason whole, but a screen of `sinfo -R` does not
@@ -60,7 +61,7 @@ def scontrol_lines(report: FleetReport) -> str:
 
 
 def print_fleet(report: FleetReport, console: Console) -> None:
-    t = Table(title=f"{len(report.nodes)} nodes")
+    t = Table(title=plural(len(report.nodes), "node"))
     for col in ("node", "type", "state", "check", "bandwidth", "collectives", "first reason"):
         t.add_column(col)
     for n in report.nodes:
@@ -99,8 +100,8 @@ def print_fleet(report: FleetReport, console: Console) -> None:
     for ty in report.types:
         few = ty.figures_too_few
         console.print(
-            f"type {ty.node_type}: {len(ty.nodes)} nodes, {ty.figures_compared} figures compared"
-            + (f", {few} measured by fewer than {report.settings.min_nodes} nodes" if few else "")
+            f"type {ty.node_type}: {plural(len(ty.nodes), 'node')}, {plural(ty.figures_compared, 'figure')} compared"
+            + (f", {few} measured by fewer than {plural(report.settings.min_nodes, 'node')}" if few else "")
         )
     for u in report.unreadable:
         console.print(f"[magenta]unreadable[/]: {u.error}")

@@ -11,6 +11,7 @@ from topodoctor.bandwidth.plan import host_link_gbps
 from topodoctor.bandwidth.result import Measurement
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.text import plural
 
 SLOW_VS_PEERS = 0.85  # below this share of the median of pairs with the same connection
 SLOW_VS_NOMINAL = 0.5  # below this share of the path's signalling rate, peers or not
@@ -219,6 +220,6 @@ def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
         if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:
             yield Issue(
                 f"GPU{a.index}",
-                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {a.processes} processes",
+                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {plural(a.processes, 'process')}",
                 {"utilization_pct": a.utilization_pct, "processes": a.processes},
             )

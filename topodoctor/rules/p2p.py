@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from topodoctor.graph import gpu_node
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.text import plural
 
 _REASONS = {
     "CHIPSET_NOT_SUPPORTED": "the chipset does not support P2P",
@@ -51,7 +52,8 @@ def _not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
         subject = pairs[0] if len(pairs) == 1 else "host"
         yield Issue(
             subject,
-            f"P2P not available for {len(pairs)} GPU pair(s), e.g. {example[value]}: {_REASONS.get(value, value)}",
+            f"P2P not available for {plural(len(pairs), 'GPU pair')}, "
+            f"e.g. {example[value]}: {_REASONS.get(value, value)}",
             {"status": value, "pairs": pairs},
         )
 

@@ -129,8 +129,9 @@ def _render(report: FleetReport, fmt: FleetFormat) -> str:
     if fmt is FleetFormat.json:
         from topodoctor.fileio import dumps_strict
         from topodoctor.report.fleet import fleet_json
+        from topodoctor.text import utf8_safe_doc
 
-        return dumps_strict(fleet_json(report), indent=1) + "\n"
+        return dumps_strict(utf8_safe_doc(fleet_json(report)), indent=1) + "\n"
     if fmt is FleetFormat.drain:
         from topodoctor.report.fleet import drain_lines
 

@@ -105,8 +105,9 @@ def emit(text: str) -> None:
 def emit_json(doc: Any) -> None:
     """A JSON document on stdout: strict (no NaN or Infinity), escaped, indented."""
     from topodoctor.fileio import dumps_strict
+    from topodoctor.text import utf8_safe_doc
 
-    emit(dumps_strict(doc, indent=1))
+    emit(dumps_strict(utf8_safe_doc(doc), indent=1))
 
 
 def say(text: str) -> None:

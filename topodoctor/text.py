@@ -44,12 +44,24 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
+# A Prometheus label value: prometheus_client escapes backslash, quote and LF, but a reader
+# that splits lines the way Python's str.splitlines does (prometheus_client's own parser) also
+# breaks at CR, FS/GS/RS, NEL and U+2028/9; other controls would reach every dashboard raw.
+_NOT_LABEL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\ufffe\uffff]")
+
+
+def label_safe(text: str) -> str:
+    """``text`` fit for a Prometheus label value: controls other than tab and LF, lone
+    surrogates and Unicode line separators written as ``\\xNN`` / ``\\uNNNN`` escapes."""
+    return _NOT_LABEL.sub(_escape, text)
+
+
 def utf8_safe(text: str) -> str:
     """``text`` with each lone surrogate written as ``\\udcNN``: encodable as UTF-8."""
     return _SURROGATE.sub(_escape, text)
 
 
-def xml_safe(text: str) -> str:
+def escape_controls(text: str) -> str:
     """``text`` with what XML 1.0 cannot hold (controls, surrogates) written as ``\\xNN`` /
     ``\\uNNNN`` escapes; markup characters are left to the XML writer's own escaping."""
     return _NOT_XML.sub(_escape, text)

@@ -40,6 +40,7 @@ from topodoctor.ncclxml import (
     TOPO_XML_VERSION,
     cpumask,
 )
+from topodoctor.text import escape_controls
 
 
 class _Xml:
@@ -47,7 +48,7 @@ class _Xml:
         self.lines: list[str] = []
 
     def open(self, depth: int, tag: str, attrs: list[tuple[str, object]], leaf: bool = False) -> None:
-        text = " ".join(f"{k}={quoteattr(str(v))}" for k, v in attrs if v is not None)
+        text = " ".join(f"{k}={quoteattr(escape_controls(str(v)))}" for k, v in attrs if v is not None)
         self.lines.append(f"{'  ' * depth}<{tag}{' ' + text if text else ''}{'/' if leaf else ''}>")
 
     def close(self, depth: int, tag: str) -> None:

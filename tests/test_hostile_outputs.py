@@ -194,3 +194,52 @@ def test_text_helpers() -> None:
     assert utf8_safe("a\udcff\x1b") == "a\\udcff\x1b"
     assert escape_controls("a\x00\x1b\t\n\udcff\ufffe") == "a\\x00\\x1b\t\n\\udcff\\ufffe"
     assert label_safe("a\r\n\x85\u2028\t") == "a\\x0d\n\\x85\\u2028\t"
+
+
+# ------------------------------------------------------------------ fleet: names printed literally, quoted
+FLEET_NODE = "node 04\x1b[31m[bold]\udcff"
+
+
+@pytest.fixture(scope="module")
+def evil_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The simulated fleet (fixtures/fleet/simulate.py) with node04, which drains, renamed."""
+    import sys
+
+    sys.path.insert(0, str(FIXTURES / "fleet"))
+    import simulate
+
+    d = tmp_path_factory.mktemp("fleet")
+    simulate.build(d)
+    for path in d.glob("node04.*.json"):
+        doc = json.loads(path.read_text())
+        doc["host"] = FLEET_NODE
+        path.write_text(json.dumps(doc))
+    return d
+
+
+def test_fleet_text_prints_names_literally(capsys: pytest.CaptureFixture[str], evil_fleet: Path) -> None:
+    out = run(capsys, ["fleet", str(evil_fleet)], 1)
+    assert "\x1b" not in out and "node 04\\x1b[31m[bold]\\udcff" in out
+
+
+@pytest.mark.parametrize("fmt", ["drain", "scontrol"])
+def test_fleet_drain_quotes_names(capsys: pytest.CaptureFixture[str], evil_fleet: Path, fmt: str) -> None:
+    import shlex
+
+    out = run(capsys, ["fleet", str(evil_fleet), "-f", fmt], 1)
+    assert "\x1b" not in out
+    lines = [shlex.split(line) for line in out.splitlines()]
+    if fmt == "drain":
+        assert sorted(w[0] for w in lines) == ["node 04\\x1b[31m[bold]\\udcff", "node03"]
+    else:
+        assert sorted(w[2] for w in lines) == ["nodename=node 04\\x1b[31m[bold]\\udcff", "nodename=node03"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "prometheus"])
+def test_fleet_machine_formats(capsys: pytest.CaptureFixture[str], evil_fleet: Path, fmt: str) -> None:
+    out = run(capsys, ["fleet", str(evil_fleet), "-f", fmt], 1)
+    if fmt == "json":
+        doc = strict_json(out)
+        assert "node 04\x1b[31m[bold]\\udcff" in [n["node"] for n in doc["nodes"]]
+    else:
+        assert any(v == "node 04\\x1b[31m[bold]\\udcff" for s in prometheus(out) for v in s.values())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,6 +11,7 @@ import typer
 
 from topodoctor.cli_options import TimeoutOpt, budget
 from topodoctor.errors import InputError
+from topodoctor.report.terminal import printable
 from topodoctor.text import plural
 
 if TYPE_CHECKING:
@@ -108,20 +108,19 @@ def fleet(
     report = roll_up(nodes, unreadable, settings)
 
     if fmt is FleetFormat.text:
-        from rich.console import Console
-
         from topodoctor.report.fleet import print_fleet
+        from topodoctor.report.terminal import make_console
 
         if output is None:
-            print_fleet(report, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
+            print_fleet(report, make_console())
         else:
             buf = io.StringIO()
-            print_fleet(report, Console(file=buf, width=150, color_system=None))
+            print_fleet(report, make_console(buf, width=150))
             _write(output, buf.getvalue())
     else:
         _write(output, _render(report, fmt))
     for u in report.unreadable:
-        typer.echo(f"topodoctor: warning: {u.error}", err=True)
+        typer.echo(f"topodoctor: warning: {printable(u.error)}", err=True)
     raise typer.Exit(report.exit_code)
 
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from topodoctor.cli_options import MeasureFormat, MetricsOpt, TimeoutOpt, deadline
+from topodoctor.cli_options import MeasureFormat, MetricsOpt, ReplayOpt, TimeoutOpt, deadline
 from topodoctor.errors import InputError, ProbeUnavailable, TopodoctorError
 
 
@@ -108,9 +108,7 @@ def collectives(
         Path | None,
         typer.Option("--log-dir", metavar="DIR", help="Keep NCCL's per-rank INFO logs (and each rank's stderr) here."),
     ] = None,
-    replay: Annotated[
-        str | None, typer.Option("--replay", metavar="FILE|NAME", help="The host to judge against, from a recording.")
-    ] = None,
+    replay: ReplayOpt = None,
     fmt: Annotated[
         MeasureFormat,
         typer.Option(

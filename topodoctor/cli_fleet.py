@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topodoctor.cli_options import TimeoutOpt, budget
+from topodoctor.cli_options import FailLevel, TimeoutOpt, budget
 from topodoctor.errors import InputError
 from topodoctor.report.terminal import printable
 from topodoctor.text import plural
@@ -29,12 +29,6 @@ class FleetFormat(str, Enum):
 class NameFrom(str, Enum):
     host = "host"
     file = "file"
-
-
-class FailLevel(str, Enum):
-    warning = "warning"
-    error = "error"
-    critical = "critical"
 
 
 def fleet(

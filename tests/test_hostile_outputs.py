@@ -152,10 +152,15 @@ def test_export_node_link_json(capsys: pytest.CaptureFixture[str], snap_file: Pa
     assert any(SHOWN in s for s in _strings(strict_json(out.read_text(encoding="utf-8"))))
 
 
-def test_nccl_topo_xml(capsys: pytest.CaptureFixture[str], snap_file: Path, tmp_path: Path) -> None:
+def test_nccl_topo_xml(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An RDMA NIC's name is an attribute of NCCL's topology file (the 8-GPU scenario has four)."""
+    data = json.loads((FIXTURES / "derived" / "hgx-8gpu-2socket.json").read_text())
+    data["nics"][0]["name"] = f"mlx5_{EVIL}"
+    src = tmp_path / "snap.json"
+    src.write_text(json.dumps(data))
     out = tmp_path / "topo.xml"
-    run(capsys, ["nccl-topo", "--replay", str(snap_file), "-o", str(out)])
-    ET.parse(out)
+    run(capsys, ["nccl-topo", "--replay", str(src), "-o", str(out)])
+    assert SHOWN in xml_text(out)
 
 
 def _evil_result(src: Path, dest: Path) -> Path:

@@ -191,6 +191,8 @@ def test_collectives_plot_json_prometheus(capsys: pytest.CaptureFixture[str], tm
     strict_json(out)
     labels = prometheus(run(capsys, ["collectives", "--from", str(src), "-f", "prometheus"]))
     assert any(SHOWN in v for sample in labels for v in sample.values())
+    text = run(capsys, ["collectives", "--from", str(src)])
+    assert SHOWN in text and not any(c in text for c in "\x00\x07\x1b\r")
 
 
 def test_text_helpers() -> None:

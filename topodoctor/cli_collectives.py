@@ -238,9 +238,10 @@ def collectives(
         emit_json(collectives_json(res, findings))
     elif fmt is MeasureFormat.text:
         from topodoctor.report.collectives_nodes import node_lines
+        from topodoctor.report.terminal import printable
 
         for line in [*text_report(res, findings), *node_lines(res)]:
-            typer.echo(line)
+            typer.echo(printable(line))  # a host or GPU name never acts on the terminal
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
     from topodoctor.doctor import failing

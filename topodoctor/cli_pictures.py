@@ -110,6 +110,7 @@ def register(app: typer.Typer) -> None:
         from topodoctor.graph import build_graph
         from topodoctor.hosttree import build_tree
         from topodoctor.report.nccl_topo import nccl_topology_xml
+        from topodoctor.report.terminal import printable
         from topodoctor.text import plural
 
         if (output is None) == (lint is None):
@@ -124,9 +125,10 @@ def register(app: typer.Typer) -> None:
 
             problems = lint_topo_file(text_in, snap, g)
             for p in problems:
-                typer.echo(f"{p.severity} {p.check}: {p.message}")
+                typer.echo(printable(f"{p.severity} {p.check}: {p.message}"))
             errors = sum(1 for p in problems if p.severity == "error")
-            typer.echo(f"{lint}: {plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}", err=True)
+            counts = f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}"
+            typer.echo(printable(f"{lint}: {counts}"), err=True)
             raise typer.Exit(1 if errors else 0)
         assert output is not None
         text = nccl_topology_xml(snap, g, group_flat=not keep_flat)
@@ -139,4 +141,4 @@ def register(app: typer.Typer) -> None:
         note = f"; {plural(made, 'PCIe switch')} written for the flat VM tree" if made else ""
         where = "standard output" if str(output) == "-" else str(output)
         counted = f"{plural(gpus, 'GPU')}, {plural(nics, 'RDMA NIC')} under {plural(len(tree.roots), 'CPU')}"
-        typer.echo(f"wrote {where}: {counted}{note}", err=True)
+        typer.echo(printable(f"wrote {where}: {counted}{note}"), err=True)

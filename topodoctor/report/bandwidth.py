@@ -9,11 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from topodoctor.bandwidth.result import BandwidthResult, Measurement, Mode
-from topodoctor.codec import to_jsonable
+from topodoctor.model.copies import BandwidthResult, Measurement, Mode
+from topodoctor.core.codec import to_jsonable
 from topodoctor.report.terminal import literal, printable
 from topodoctor.rules.registry import Finding
-from topodoctor.text import plural
+from topodoctor.core.text import plural
 
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow"}
 
@@ -54,7 +54,7 @@ def _ratio_style(expected: dict[tuple[int, int], Any], mode: Mode, a: int, b: in
 def _expected(r: BandwidthResult) -> dict[tuple[int, int], Any]:
     if r.snapshot is None:
         return {}
-    from topodoctor.bandwidth.plan import expected_pairs
+    from topodoctor.topology.copy_rates import expected_pairs
 
     return dict(expected_pairs(r.snapshot))
 

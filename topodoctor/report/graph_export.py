@@ -8,9 +8,9 @@ from typing import Any
 
 import networkx as nx
 
-from topodoctor import fileio
-from topodoctor.errors import InputError
-from topodoctor.text import escape_controls
+from topodoctor.core import fileio
+from topodoctor.core.errors import InputError
+from topodoctor.core.text import escape_controls
 
 FORMATS = {".graphml": "GraphML", ".dot": "DOT", ".gv": "DOT", ".json": "node-link JSON"}
 

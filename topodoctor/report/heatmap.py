@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from topodoctor.bandwidth.plan import expected_pairs
-from topodoctor.bandwidth.result import BandwidthResult, Measurement
+from topodoctor.topology.copy_rates import expected_pairs
+from topodoctor.model.copies import BandwidthResult, Measurement
 from topodoctor.report.svg import Svg
 
 SCALE_GBPS = (1.0, 2000.0)  # PCIe Gen3 x1 to NVLink 5 both ways

@@ -26,10 +26,10 @@ from xml.sax.saxutils import quoteattr
 
 import networkx as nx
 
-from topodoctor.graph import build_graph
-from topodoctor.hosttree import TreeNode, build_tree, norm_bus_id
-from topodoctor.model import Gpu, HostSnapshot
-from topodoctor.ncclxml import (
+from topodoctor.topology.graph import build_graph
+from topodoctor.topology.hosttree import TreeNode, build_tree, norm_bus_id
+from topodoctor.model.snapshot import Gpu, HostSnapshot
+from topodoctor.topology.ncclxml import (
     CLASS_BRIDGE,
     CLASS_CPU,
     CLASS_GPU,
@@ -40,7 +40,7 @@ from topodoctor.ncclxml import (
     TOPO_XML_VERSION,
     cpumask,
 )
-from topodoctor.text import escape_controls
+from topodoctor.core.text import escape_controls
 
 
 class _Xml:

@@ -13,7 +13,7 @@ from typing import Any
 
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.text import plural
+from topodoctor.core.text import plural
 
 JUDGED_MIN_BYTES = 64 << 20  # below this, latency decides busbw: no verdict on bandwidth
 # Shares of the reference a healthy run clears with room: on the H200 hosts nccl-tests' busbw
@@ -109,7 +109,7 @@ def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, float, str]]:
 
 
 def _size(n: int) -> str:
-    from topodoctor.measure.collectives.plan import human_size
+    from topodoctor.model.collective_ops import human_size
 
     return human_size(n)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.text import plural
+from topodoctor.core.text import plural
 
 
 @rule(

@@ -27,7 +27,7 @@ from topodoctor.rules.nccl_vars import (
     strtoll,
 )
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.text import plural
+from topodoctor.core.text import plural
 
 
 def setting(ctx: Context, name: str) -> str | None:

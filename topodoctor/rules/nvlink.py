@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from topodoctor.graph import gpu_node, nvlink_count
-from topodoctor.model import Gpu, nvlink_generation
+from topodoctor.topology.graph import gpu_node, nvlink_count
+from topodoctor.model.snapshot import Gpu, nvlink_generation
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

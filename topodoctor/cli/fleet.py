@@ -1,0 +1,151 @@
+"""`topodoctor fleet`: many nodes' results in, per-node verdicts, outliers and a drain list out."""
+
+from __future__ import annotations
+
+import io
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from topodoctor.cli.options import FailLevel, TimeoutOpt, budget
+from topodoctor.core.errors import InputError
+from topodoctor.report.terminal import printable
+from topodoctor.core.text import plural
+
+if TYPE_CHECKING:
+    from topodoctor.fleet.rollup import FleetReport
+
+
+class FleetFormat(str, Enum):
+    text = "text"
+    json = "json"
+    drain = "drain"
+    scontrol = "scontrol"
+    prometheus = "prometheus"
+
+
+class NameFrom(str, Enum):
+    host = "host"
+    file = "file"
+
+
+def fleet(
+    results: Annotated[
+        list[Path],
+        typer.Argument(metavar="RESULT...", hidden=True),
+    ],
+    fmt: Annotated[
+        FleetFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="text; json; drain (NODE REASON lines); scontrol (scontrol update lines); prometheus.",
+        ),
+    ] = FleetFormat.text,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write there (atomically) instead of to stdout."),
+    ] = None,
+    tolerance: Annotated[
+        float,
+        typer.Option(
+            "--tolerance",
+            metavar="SHARE",
+            min=0.0,
+            max=0.9,
+            help="A figure this share below the fleet median may be slow.",
+        ),
+    ] = 0.05,
+    z_threshold: Annotated[
+        float,
+        typer.Option("--z", metavar="Z", min=0.0, help="... and this many robust standard deviations (MAD) below it."),
+    ] = 3.5,
+    min_nodes: Annotated[
+        int,
+        typer.Option("--min-nodes", metavar="N", min=3, help="Compare a figure only when this many nodes measured it."),
+    ] = 3,
+    fail_level: Annotated[
+        FailLevel,
+        typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity of a node's finding that drains it."),
+    ] = FailLevel.error,
+    systemic_share: Annotated[
+        float,
+        typer.Option(
+            "--systemic-share",
+            metavar="SHARE",
+            min=0.0,
+            max=1.0,
+            help="A failing finding on more than this share of the nodes is fleet-wide: reported, drains no node.",
+        ),
+    ] = 0.5,
+    name_from: Annotated[
+        NameFrom,
+        typer.Option("--name-from", metavar="FROM", help="Name nodes by the host in each result, or by the file name."),
+    ] = NameFrom.host,
+    timeout: TimeoutOpt = 60.0,
+) -> None:
+    """Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.
+
+    RESULT... are result files (check, bandwidth or collectives JSON) or directories of them;
+    --timeout bounds the reading of them all."""
+    from topodoctor.fleet.rollup import Settings, roll_up
+    from topodoctor.fleet.inputs import read_results
+
+    nodes, unreadable = read_results(results, name_from.value, budget(timeout).left())
+    if not nodes:
+        first = f" ({unreadable[0].error})" if unreadable else ""
+        raise InputError(f"no readable result among {plural(len(results), 'path')}{first}")
+    settings = Settings(tolerance, z_threshold, min_nodes, fail_level.value, systemic_share)
+    report = roll_up(nodes, unreadable, settings)
+
+    if fmt is FleetFormat.text:
+        from topodoctor.report.fleet import print_fleet
+        from topodoctor.report.terminal import make_console
+
+        if output is None:
+            print_fleet(report, make_console())
+        else:
+            buf = io.StringIO()
+            print_fleet(report, make_console(buf, width=150))
+            _write(output, buf.getvalue())
+    else:
+        _write(output, _render(report, fmt))
+    for u in report.unreadable:
+        typer.echo(f"topodoctor: warning: {printable(u.error)}", err=True)
+    raise typer.Exit(report.exit_code)
+
+
+def _render(report: FleetReport, fmt: FleetFormat) -> str:
+    if fmt is FleetFormat.json:
+        from topodoctor.core.fileio import dumps_strict
+        from topodoctor.report.fleet import fleet_json
+        from topodoctor.core.text import utf8_safe_doc
+
+        return dumps_strict(utf8_safe_doc(fleet_json(report)), indent=1) + "\n"
+    if fmt is FleetFormat.drain:
+        from topodoctor.report.fleet import drain_lines
+
+        return drain_lines(report)
+    if fmt is FleetFormat.scontrol:
+        from topodoctor.report.fleet import scontrol_lines
+
+        return scontrol_lines(report)
+    from topodoctor.report.prometheus import fleet_metrics
+
+    return fleet_metrics(report)
+
+
+def _write(output: Path | None, text: str) -> None:
+    from topodoctor.core.fileio import write_atomic
+
+    write_atomic("-" if output is None else output, text)
+
+
+def register(app: typer.Typer) -> None:
+    from topodoctor.cli.io import EXITS
+    from topodoctor.cli.options import PlainUsage, reports_errors
+
+    app.command("fleet", epilog=EXITS["fleet"], cls=PlainUsage)(reports_errors(fleet))

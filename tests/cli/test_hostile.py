@@ -19,8 +19,8 @@ import pytest
 from conftest import ROOT, scenario_path
 from hostile.corpus import build
 
-from topodoctor.core import codec
 from topodoctor.cli.commands import main
+from topodoctor.core import codec
 from topodoctor.probe import probe_host
 
 PY = [sys.executable, "-m", "topodoctor"]
@@ -186,6 +186,7 @@ def test_hung_expectations_read_is_cut_by_the_budget(
 ) -> None:
     """A file on a wedged mount: the read is abandoned when the budget runs out."""
     from topodoctor.core import fileio
+
     real_read = fileio._read
 
     def wedged(path: str, max_bytes: int) -> bytes:

@@ -21,8 +21,8 @@ import pytest
 from conftest import FIXTURES
 from prometheus_client.parser import text_string_to_metric_families
 
-from topodoctor.core import codec
 from topodoctor.cli.commands import main
+from topodoctor.core import codec
 from topodoctor.probe import probe_host
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated:DeprecationWarning")  # pydot's use of pyparsing

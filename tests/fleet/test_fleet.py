@@ -12,8 +12,8 @@ import pytest
 from conftest import FIXTURES, ROOT
 
 from topodoctor.cli.commands import main
-from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, Settings, robust_outliers, roll_up
 from topodoctor.fleet.inputs import parse_result, read_results
+from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, Settings, robust_outliers, roll_up
 from topodoctor.rules.registry import Finding
 
 sys.path.insert(0, str(ROOT / "fixtures" / "fleet"))

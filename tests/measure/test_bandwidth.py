@@ -11,10 +11,10 @@ import pytest
 from conftest import BW_DERIVED, FIXTURES
 from typer.testing import CliRunner
 
-from topodoctor.model.copies import load_result
-from topodoctor.measure.copies.session import Settings, plan_tasks, run
 from topodoctor.cli.commands import app, main
 from topodoctor.core.errors import BandwidthUnavailable
+from topodoctor.measure.copies.session import Settings, plan_tasks, run
+from topodoctor.model.copies import load_result
 from topodoctor.probe import probe_host
 
 runner = CliRunner()

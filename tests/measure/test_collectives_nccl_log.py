@@ -10,6 +10,8 @@ from collectives_support import NCCL_LOGS
 
 from topodoctor.core.errors import InputError
 from topodoctor.measure.collectives import nccl_log
+
+
 def _account(variant: str):  # type: ignore[no-untyped-def]
     acc = nccl_log.read_logs(NCCL_LOGS / variant)
     assert acc is not None

@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 from topodoctor.cli.commands import app
 from topodoctor.core.errors import EXIT_CANNOT_CHECK
 from topodoctor.measure.collectives.assemble import CollectivesUnavailable, build_result
-from topodoctor.service.collectives import judge
 from topodoctor.measure.collectives.launch import measure, spawn
+from topodoctor.measure.collectives.world import free_port
 from topodoctor.model.collective_ops import SPECS, Plan
 from topodoctor.model.collectives import load_result
-from topodoctor.measure.collectives.world import free_port
 from topodoctor.probe import probe_host
+from topodoctor.service.collectives import judge
 
 pytest.importorskip("torch")
 runner = CliRunner()
@@ -145,8 +145,8 @@ def test_quick_pass_for_check_within_its_deadline() -> None:
     within the check's deadline, handed to the rules through the context as plain data."""
     import time
 
-    from topodoctor.service.collectives import QuickPass, attach, visible_gpus
     from topodoctor.rules import Context, capture_environment, evaluate
+    from topodoctor.service.collectives import QuickPass, attach, visible_gpus
 
     deadline = time.monotonic() + 50
     with time_limit(60):
@@ -212,8 +212,8 @@ def _children(pid: int) -> list[int]:
 def test_check_with_the_collectives_pass() -> None:
     """`check --collectives` end to end on gloo: the ranks start before the probe, in the check's
     budgeted child; their result reaches the TD0xx rules; a pass that cannot run is not checked."""
-    from topodoctor.service import check as doctor
     from topodoctor.core.budget import Budget
+    from topodoctor.service import check as doctor
     from topodoctor.service.collectives import check_pass
 
     def run(nprocs: int) -> doctor.Outcome:

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from topodoctor.measure.copies import cuda_timer
+
+
 def _v(x: Any) -> Any:
     return x.value if hasattr(x, "value") else x
 

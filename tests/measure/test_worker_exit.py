@@ -8,6 +8,8 @@ import time
 from types import SimpleNamespace
 
 from topodoctor.measure.collectives.rank import leave as worker_exit
+
+
 def test_a_blocked_teardown_is_abandoned_within_its_bound() -> None:
     release = threading.Event()
     dist = SimpleNamespace(destroy_process_group=lambda: release.wait(30))

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
+from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.snapshot import HostSnapshot, KernelEvents
 from topodoctor.probe import probe_host
 from topodoctor.probe.kernel_log import parse_line, parse_lines, read_kernel_events
 from topodoctor.probe.replay import ReplaySysfs
 from topodoctor.probe.sysfs import LiveSysfs
-from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.rules import Context, capture_environment, evaluate
 
 LOGS = FIXTURES / "kernel-log"

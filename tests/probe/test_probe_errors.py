@@ -16,10 +16,10 @@ import pytest
 from conftest import RECORDINGS
 
 from topodoctor.core.errors import ProbeUnavailable, ReplayMismatch
+from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.probe.collect import collect
 from topodoctor.probe.query import classify
 from topodoctor.probe.replay import FakeNvml, ReplaySysfs
-from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.rules import Context, Environment, evaluate
 
 X4 = json.loads(next(p for p in RECORDINGS if p.stem == "h200-x4").read_text())

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import DERIVED, FIXTURES, ROOT, scenario_path
-from topodoctor.topology.graph import build_graph
-from topodoctor.topology.hosttree import build_tree
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe import probe_host
 from topodoctor.report.draw import PAIR_ARCS_MAX, draw_topology
 from topodoctor.rules import Context, Environment, Finding, evaluate
+from topodoctor.topology.graph import build_graph
+from topodoctor.topology.hosttree import build_tree
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 QUIET = Environment({}, {}, {}, (), None)

@@ -12,8 +12,8 @@ import pytest
 from conftest import FIXTURES, scenario_path
 from prometheus_client.parser import text_string_to_metric_families
 
-from topodoctor.model.copies import load_result
 from topodoctor.model.collectives import Row, Timing
+from topodoctor.model.copies import load_result
 from topodoctor.probe import probe_host
 from topodoctor.report.prometheus import (
     FAMILIES,
@@ -214,8 +214,8 @@ def test_fleet_metrics_and_files_merge_as_node_exporter_needs(tmp_path: Path) ->
     sys.path.insert(0, str(ROOT / "fixtures" / "fleet"))
     import simulate
 
-    from topodoctor.fleet.rollup import roll_up
     from topodoctor.fleet.inputs import read_results
+    from topodoctor.fleet.rollup import roll_up
 
     simulate.build(tmp_path / "fleet")
     report = roll_up(*read_results([tmp_path / "fleet"]))

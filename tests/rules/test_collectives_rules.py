@@ -13,11 +13,11 @@ import pytest
 from collectives_support import DERIVED, FIXTURES, NCCL_TESTS
 from typer.testing import CliRunner
 
+from topodoctor.cli.commands import app
+from topodoctor.model.collectives import CollectivesResult, Failure, RankInfo, load_result
 from topodoctor.model.copies import Activity
 from topodoctor.model.copies import load_result as load_bw
-from topodoctor.cli.commands import app
 from topodoctor.service.collectives import judge
-from topodoctor.model.collectives import CollectivesResult, Failure, RankInfo, load_result
 
 runner = CliRunner()
 INDEX = json.loads((DERIVED / "index.json").read_text())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from conftest import scenario_path
 
-from topodoctor.topology.nics import expected_rail_gbps, gdr_allowed, nearest_nics
 from topodoctor.probe import probe_host
 from topodoctor.rules import Context, capture_environment, evaluate
+from topodoctor.topology.nics import expected_rail_gbps, gdr_allowed, nearest_nics
 
 
 def _findings(name: str, env: dict[str, str] | None = None) -> list:  # type: ignore[type-arg]

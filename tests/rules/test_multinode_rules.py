@@ -10,10 +10,10 @@ import sys
 import pytest
 from collectives_support import FIXTURES
 
-from topodoctor.service.collectives import judge
 from topodoctor.measure.collectives.nodes import Member, node_name, node_rank, node_ranks, nodes_of, rails
 from topodoctor.model.collectives import load_result
 from topodoctor.report.collectives_nodes import node_lines
+from topodoctor.service.collectives import judge
 
 MULTI = FIXTURES / "collectives" / "multinode"
 SCENARIOS = json.loads((MULTI / "index.json").read_text())

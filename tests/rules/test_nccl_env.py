@@ -14,10 +14,10 @@ from conftest import FIXTURES, ROOT, scenario_path
 
 from topodoctor.core.codec import from_jsonable, to_jsonable
 from topodoctor.core.errors import InputError
-from topodoctor.probe import probe_host
-from topodoctor.probe.environment import TOPO_MAX_BYTES, capture_process, conf_paths
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.environment import ConfFile, Environment, ProcessEnvironment, parse_conf
+from topodoctor.probe import probe_host
+from topodoctor.probe.environment import TOPO_MAX_BYTES, capture_process, conf_paths
 from topodoctor.rules import Context, Finding, evaluate
 from topodoctor.rules.nccl_vars import read_integer, read_level
 

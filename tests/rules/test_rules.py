@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import DERIVED, FIXTURES, RECORDINGS, scenario_path
 
-from topodoctor.topology.expect import from_snapshot
 from topodoctor.probe import probe_host
 from topodoctor.rules import REGISTRY, Context, Environment, capture_environment, evaluate
 from topodoctor.rules.registry import rule
+from topodoctor.topology.expect import from_snapshot
 
 QUIET_ENV = Environment({}, {}, {}, (), None)
 FAULTS = [s for s in DERIVED if s["codes"]]

@@ -30,6 +30,7 @@ if SLOW_MS > 0:
 
 if os.environ.get("TOPODOCTOR_TEST_DIE_AT_EXIT"):
     from topodoctor.measure.collectives.rank import leave as worker_exit
+
     def _die(code: int, *args: Any, **kwargs: Any) -> int:
         os._exit(9)
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from conftest import FIXTURES, scenario_path
 
-from topodoctor.model.copies import BandwidthResult
 from topodoctor.core.codec import from_jsonable
-from topodoctor.topology.expect import Expectations, from_snapshot
+from topodoctor.core.probed import ProbeError, Unsupported
+from topodoctor.model.copies import BandwidthResult
 from topodoctor.model.snapshot import Gpu, HostSnapshot
 from topodoctor.probe import probe_host
-from topodoctor.core.probed import ProbeError, Unsupported
+from topodoctor.topology.expect import Expectations, from_snapshot
 
 SnapEdit = Callable[[HostSnapshot], HostSnapshot]
 BwEdit = Callable[[dict[str, Any]], None]

@@ -34,8 +34,8 @@ from rule_case_kit import (
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 from rule_cases_more import MORE_CASES
 
-from topodoctor.model.snapshot import RemappedRows, RetiredPages
 from topodoctor.core.probed import ProbeError, Unsupported
+from topodoctor.model.snapshot import RemappedRows, RetiredPages
 
 CASES: list[Case] = [
     # nvlink

@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 from conftest import scenario_path
 
+from topodoctor.core.probed import Unsupported
+from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe import probe_host
 from topodoctor.topology.graph import (
     Connection,
     build_graph,
@@ -19,9 +22,6 @@ from topodoctor.topology.graph import (
     pcie_gbps,
     pcie_gen_of,
 )
-from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.probe import probe_host
-from topodoctor.core.probed import Unsupported
 from topodoctor.topology.topo_matrix import Matrix, build_matrix, diff, parse_nvidia_smi, render
 
 NV4_LINK = 26.5625

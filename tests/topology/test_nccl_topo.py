@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DERIVED, RECORDINGS, ROOT, scenario_path
-from topodoctor.topology.graph import build_graph
-from topodoctor.topology.hosttree import norm_bus_id
 from topodoctor.model.snapshot import HostSnapshot, load_snapshot, snapshot_from_data
-from topodoctor.topology.nccl_topo_lint import lint_topo_file
-from topodoctor.topology.ncclxml import cpumask, parse_cpumask, speed_per_lane
 from topodoctor.probe import probe_host
 from topodoctor.report.nccl_topo import nccl_topology_xml
+from topodoctor.topology.graph import build_graph
+from topodoctor.topology.hosttree import norm_bus_id
+from topodoctor.topology.nccl_topo_lint import lint_topo_file
+from topodoctor.topology.ncclxml import cpumask, parse_cpumask, speed_per_lane
 
 SNAPSHOT_SCENARIOS = [
     s["name"] for s in DERIVED if json.loads(scenario_path(s["name"]).read_text())["kind"] == "snapshot"

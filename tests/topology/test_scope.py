@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app
 from topodoctor.core.errors import InputError
+from topodoctor.core.probed import ProbeError
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe import probe_host
-from topodoctor.core.probed import ProbeError
 from topodoctor.rules.registry import Finding
 from topodoctor.topology.scope import Scope, concerns, cuda_visible, resolve, within
 

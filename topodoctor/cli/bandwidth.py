@@ -52,11 +52,11 @@ def bandwidth(
 ) -> None:
     """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
     from topodoctor.cli import pictures as cli_pictures
-    from topodoctor.service import check as doctor
     from topodoctor.core import fileio
     from topodoctor.model.copies import load_result, result_to_json
-    from topodoctor.service import copies
     from topodoctor.report import bandwidth as report
+    from topodoctor.service import check as doctor
+    from topodoctor.service import copies
 
     if heatmap is not None:
         cli_pictures.check_picture_path(heatmap)

@@ -244,8 +244,8 @@ def collectives(
             typer.echo(printable(line))  # a host or GPU name never acts on the terminal
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
-    from topodoctor.service.check import failing
     from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
+    from topodoctor.service.check import failing
 
     raise typer.Exit(EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK)
 
@@ -253,8 +253,8 @@ def collectives(
 def _spawn(
     plan: Any, nprocs: int | None, start_timeout: float, timeout: float, replay: str | None, log_dir: Path | None
 ) -> Any:
-    from topodoctor.service.collectives import gpu_activity, visible_gpus
     from topodoctor.measure.collectives.launch import measure
+    from topodoctor.service.collectives import gpu_activity, visible_gpus
 
     gpu = plan.backend == "nccl"
     snap = _snapshot(replay, gpu and nprocs is None)

@@ -70,6 +70,7 @@ def _main(
 ) -> None:
     """GPU topology inspector and doctor."""
     from topodoctor.cli import io as cli_io
+
     cli_io.line_mode = False  # per invocation: only `check --format line` turns it on, for itself
 
 
@@ -127,8 +128,9 @@ def record(
         return
     if output is None:
         raise InputError("record needs --output FILE (or --list)")
-    from topodoctor.service import check as doctor
     from topodoctor.core import fileio
+    from topodoctor.service import check as doctor
+
     doc, gpus = doctor.record(label or "unlabelled", not no_scrub, sysfs_root, budget(timeout))
     fileio.write_atomic(output, fileio.dumps_strict(doc, separators=(",", ":")) + "\n", "recording")
     calls, reads = plural(len(doc["nvml"]), "NVML call"), plural(len(doc["sysfs"]), "sysfs read")
@@ -164,6 +166,7 @@ def check(
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
     from topodoctor.cli import io as cli_io
     from topodoctor.service import check as doctor
+
     cli_io.line_mode = fmt is CheckFormat.line
     options = doctor.CheckOptions(
         source=source(replay, sysfs_root),
@@ -249,9 +252,9 @@ def write_expect(
     timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Write an expectations file from a known-good host (live or replayed)."""
-    from topodoctor.core import codec
+    from topodoctor.core import codec, fileio
     from topodoctor.service import check as doctor
-    from topodoctor.core import fileio
+
     base = doctor.baseline(source(replay, sysfs_root), budget(timeout))
     if base.blocking and not force:
         for f in base.blocking:
@@ -277,6 +280,7 @@ def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; every outcome becomes an exit code and at most one error line."""
     from topodoctor.cli import io as cli_io
+
     cli_io.line_mode = False  # set by check --format line
     with install_signal_handlers():
         return cli_io.run_app(app, argv, EXIT_USAGE)
@@ -288,8 +292,8 @@ def run() -> None:
     budget a prolog gave us, and there is nothing left to clean up."""
     import os
 
-    from topodoctor.core.budget import mark_command_start
     from topodoctor.cli.io import flush_stdio
+    from topodoctor.core.budget import mark_command_start
     from topodoctor.measure.collectives.rank.leave import leave_world
 
     mark_command_start()

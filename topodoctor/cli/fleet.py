@@ -11,8 +11,8 @@ import typer
 
 from topodoctor.cli.options import FailLevel, TimeoutOpt, budget
 from topodoctor.core.errors import InputError
-from topodoctor.report.terminal import printable
 from topodoctor.core.text import plural
+from topodoctor.report.terminal import printable
 
 if TYPE_CHECKING:
     from topodoctor.fleet.rollup import FleetReport
@@ -91,8 +91,8 @@ def fleet(
 
     RESULT... are result files (check, bandwidth or collectives JSON) or directories of them;
     --timeout bounds the reading of them all."""
-    from topodoctor.fleet.rollup import Settings, roll_up
     from topodoctor.fleet.inputs import read_results
+    from topodoctor.fleet.rollup import Settings, roll_up
 
     nodes, unreadable = read_results(results, name_from.value, budget(timeout).left())
     if not nodes:
@@ -121,8 +121,8 @@ def fleet(
 def _render(report: FleetReport, fmt: FleetFormat) -> str:
     if fmt is FleetFormat.json:
         from topodoctor.core.fileio import dumps_strict
-        from topodoctor.report.fleet import fleet_json
         from topodoctor.core.text import utf8_safe_doc
+        from topodoctor.report.fleet import fleet_json
 
         return dumps_strict(utf8_safe_doc(fleet_json(report)), indent=1) + "\n"
     if fmt is FleetFormat.drain:

@@ -54,9 +54,9 @@ def check_launch(world: World | None, settings: NodeSettings) -> None:
 
 def emit_metrics(res: Any, findings: list[Any], path: Path | None, stdout: bool = False) -> None:
     """The run's metrics in Prometheus' text format: to ``path`` atomically, and/or stdout."""
-    from topodoctor.service.check import failing
     from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
     from topodoctor.report.prometheus import collectives_metrics, write_textfile
+    from topodoctor.service.check import failing
 
     code = EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK
     text = collectives_metrics(res.host, res.rows, findings, code, elapsed_s=res.wall_s)

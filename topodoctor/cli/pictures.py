@@ -44,6 +44,7 @@ def draw_scan(snap: "HostSnapshot", path: Path, findings: "Sequence[Finding] | N
     check_picture_path(path)
     if findings is None:
         from topodoctor.service import check as doctor
+
         findings = doctor.evaluate(doctor.make_context(doctor.Host(snap, "snapshot")))[0]
     return write_picture(draw_topology(snap, findings), path)
 
@@ -106,16 +107,17 @@ def register(app: typer.Typer) -> None:
         With --lint FILE, check an existing file against this host instead (exit 1 on an error)."""
         from topodoctor.core.errors import InputError
         from topodoctor.core.fileio import read_text, write_atomic
-        from topodoctor.topology.graph import build_graph
-        from topodoctor.topology.hosttree import build_tree
+        from topodoctor.core.text import plural
         from topodoctor.report.nccl_topo import nccl_topology_xml
         from topodoctor.report.terminal import printable
-        from topodoctor.core.text import plural
+        from topodoctor.topology.graph import build_graph
+        from topodoctor.topology.hosttree import build_tree
 
         if (output is None) == (lint is None):
             raise InputError("nccl-topo needs either --output FILE (write) or --lint FILE (check)")
         text_in = read_text(lint, "topology file", max_bytes=4 << 20) if lint is not None else None
         from topodoctor.service import check as doctor
+
         snap = doctor.probe(source(replay, sysfs_root), budget(timeout)).snapshot
         g = build_graph(snap)
         if text_in is not None:

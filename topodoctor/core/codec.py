@@ -162,6 +162,7 @@ def from_jsonable(cls: type[D], data: Any, what: str = "document") -> D:
 def read_json(path: Path | str, what: str, timeout_s: float | None = None) -> Any:
     """Load JSON from a user-named file: bounded in time and size, strict (see ``fileio``)."""
     from topodoctor.core import fileio
+
     if timeout_s is None:
         return fileio.read_json(path, what)
     return fileio.read_json(path, what, timeout_s=min(timeout_s, fileio.DEFAULT_TIMEOUT_S))

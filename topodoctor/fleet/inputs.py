@@ -23,12 +23,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from topodoctor.core import codec
-
-from topodoctor.core import fileio
-from topodoctor.model.collective_rows import columns
+from topodoctor.core import codec, fileio
 from topodoctor.core.errors import InputError
 from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, SourceState, Unreadable
+from topodoctor.model.collective_rows import columns
 from topodoctor.model.collectives import COLLECTIVES_SCHEMA_VERSION, Row
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.registry import Finding

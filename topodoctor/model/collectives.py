@@ -11,14 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from topodoctor.core import codec
-
-from topodoctor.core import fileio
-from topodoctor.model.copies import Activity
+from topodoctor.core import codec, fileio
 from topodoctor.core.errors import InputError
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
-from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.copies import Activity
 from topodoctor.model.pairwise import NodeVerdict, PairOutcome, Round
+from topodoctor.model.snapshot import HostSnapshot
 
 COLLECTIVES_SCHEMA_VERSION = 1
 FailureKind = Literal["hang", "error", "oom", "died", "join"]

@@ -9,11 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from topodoctor.model.copies import BandwidthResult, Measurement, Mode
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.text import plural
+from topodoctor.model.copies import BandwidthResult, Measurement, Mode
 from topodoctor.report.terminal import literal, printable
 from topodoctor.rules.registry import Finding
-from topodoctor.core.text import plural
 
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow"}
 

@@ -11,10 +11,10 @@ from dataclasses import asdict
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.text import plural
 from topodoctor.model.collective_ops import human_size
 from topodoctor.model.collectives import CollectivesResult, NcclAccount, Timing
 from topodoctor.rules.registry import Finding
-from topodoctor.core.text import plural
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 

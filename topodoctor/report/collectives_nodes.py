@@ -3,9 +3,9 @@ figures between nodes, and the pairwise finder's verdict per node."""
 
 from __future__ import annotations
 
+from topodoctor.core.text import plural
 from topodoctor.model.collective_ops import human_size
 from topodoctor.model.collectives import CollectivesResult, SpanRows
-from topodoctor.core.text import plural
 
 
 def _busbw(span: SpanRows) -> str:

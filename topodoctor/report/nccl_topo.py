@@ -26,9 +26,10 @@ from xml.sax.saxutils import quoteattr
 
 import networkx as nx
 
+from topodoctor.core.text import escape_controls
+from topodoctor.model.snapshot import Gpu, HostSnapshot
 from topodoctor.topology.graph import build_graph
 from topodoctor.topology.hosttree import TreeNode, build_tree, norm_bus_id
-from topodoctor.model.snapshot import Gpu, HostSnapshot
 from topodoctor.topology.ncclxml import (
     CLASS_BRIDGE,
     CLASS_CPU,
@@ -40,7 +41,6 @@ from topodoctor.topology.ncclxml import (
     TOPO_XML_VERSION,
     cpumask,
 )
-from topodoctor.core.text import escape_controls
 
 
 class _Xml:

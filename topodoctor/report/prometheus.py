@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
-from topodoctor.model.collective_rows import columns
 from topodoctor.core.text import label_safe
+from topodoctor.model.collective_rows import columns
 
 if TYPE_CHECKING:
-    from topodoctor.model.copies import BandwidthResult
     from topodoctor.fleet.rollup import FleetReport
     from topodoctor.model.collectives import Row
+    from topodoctor.model.copies import BandwidthResult
     from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.rules.registry import Finding
 

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
-from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
-from topodoctor.model.snapshot import Gpu, HostSnapshot, nvlink_generation
 from topodoctor.core.probed import ProbeError, Unsupported, show
+from topodoctor.model.snapshot import Gpu, HostSnapshot, nvlink_generation
 from topodoctor.report.terminal import literal, printable
+from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
 from topodoctor.topology.topo_matrix import build_matrix, render
 
 SCAN_SCHEMA_VERSION = 1

@@ -11,9 +11,9 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.core.text import plural
 
 JUDGED_MIN_BYTES = 64 << 20  # below this, latency decides busbw: no verdict on bandwidth
 # Shares of the reference a healthy run clears with room: on the H200 hosts nccl-tests' busbw

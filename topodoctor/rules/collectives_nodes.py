@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
+from topodoctor.core.text import noun, plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.core.text import noun, plural
+from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
 
 INTER_MIN_RATIO = 0.75  # NCCL over a healthy RDMA fabric reaches 0.85-0.95 of line rate at large sizes
 

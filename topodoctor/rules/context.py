@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.environment import NCCL_SYSTEM_CONF, Environment
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.registry import Unchecked
 
 __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment", "capture_environment"]
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
     import networkx as nx
 
-    from topodoctor.topology.copy_rates import Expected
     from topodoctor.model.copies import BandwidthResult
+    from topodoctor.topology.copy_rates import Expected
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.graph import Connection
 

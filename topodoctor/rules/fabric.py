@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topodoctor.core.probed import GPU_GONE_CODES
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.core.text import plural
 
 # NVIDIA retires at most this many pages per GPU (dynamic page retirement); at the limit the
 # GPU can retire no more bad memory and should be replaced (NVIDIA's page retirement guide).

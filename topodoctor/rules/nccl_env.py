@@ -8,6 +8,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.nccl_vars import (
     CHOICES,
@@ -27,7 +28,6 @@ from topodoctor.rules.nccl_vars import (
     strtoll,
 )
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.core.text import plural
 
 
 def setting(ctx: Context, name: str) -> str | None:

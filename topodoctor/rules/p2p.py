@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.topology.graph import gpu_node
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.core.text import plural
+from topodoctor.topology.graph import gpu_node
 
 _REASONS = {
     "CHIPSET_NOT_SUPPORTED": "the chipset does not support P2P",

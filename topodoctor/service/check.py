@@ -20,11 +20,11 @@ from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
 # Everything else is imported where it is used: what this module loads is spent before the
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
 if TYPE_CHECKING:
-    from topodoctor.topology.expect import Expectations
-    from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.model.environment import ProcessEnvironment
+    from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.rules.context import Context
     from topodoctor.rules.registry import Finding, Severity
+    from topodoctor.topology.expect import Expectations
     from topodoctor.topology.scope import Scope
 
 
@@ -70,6 +70,7 @@ class Host:
 
 def _encode(host: Host) -> dict[str, Any]:
     from topodoctor.core import codec
+
     return {
         "snapshot": codec.to_jsonable(host.snapshot),
         "origin": host.origin,
@@ -80,8 +81,8 @@ def _encode(host: Host) -> dict[str, Any]:
 
 def _decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
     from topodoctor.core import codec
-    from topodoctor.model.snapshot import snapshot_from_data
     from topodoctor.model.environment import ProcessEnvironment
+    from topodoctor.model.snapshot import snapshot_from_data
 
     proc = data["process"]
     return Host(
@@ -243,6 +244,7 @@ def evaluate(
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """(findings, incomplete): the one place that knows the rules engine's answer shape."""
     from topodoctor import rules
+
     ev = rules.evaluate(ctx, select, ignore, tags)
     return ev.findings, ev.incomplete
 

@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from topodoctor.model.copies import Activity
 from topodoctor.core.codec import from_jsonable, to_jsonable
 from topodoctor.core.errors import TopodoctorError
 from topodoctor.measure.collectives.assemble import CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.launch import start
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult
+from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
 
 if TYPE_CHECKING:
@@ -154,8 +154,8 @@ def attach(ctx: Any, answer: QuickAnswer | dict[str, Any] | None) -> None:
 def unknown_host(hostname: str) -> HostSnapshot:
     """A host with no GPUs known: the rules that need no topology (data errors, hangs) still run;
     those that do say they could not check."""
-    from topodoctor.model.snapshot import SNAPSHOT_SCHEMA_VERSION, HostInfo
     from topodoctor.core.probed import Unsupported
+    from topodoctor.model.snapshot import SNAPSHOT_SCHEMA_VERSION, HostInfo
 
     none = Unsupported("no host snapshot")
     info = HostInfo(hostname, none, "unknown", "", False, none, none, none, none, none, none, (), none)

@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
 from topodoctor.core.errors import InputError
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
 
 if TYPE_CHECKING:
-    from topodoctor.model.copies import BandwidthResult
     from topodoctor.measure.copies.tasks import Settings
+    from topodoctor.model.copies import BandwidthResult
     from topodoctor.rules.registry import Finding
 
 

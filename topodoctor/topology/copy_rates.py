@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from topodoctor.topology.graph import Connection, build_graph, connection, gpu_node, pcie_gbps, pcie_subgraph
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.topology.graph import Connection, build_graph, connection, gpu_node, pcie_gbps, pcie_subgraph
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic, nvlink_generation
 from topodoctor.core.probed import ok
+from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic, nvlink_generation
 
 if TYPE_CHECKING:  # networkx costs a tenth of a second to import: only where a graph is built
     import networkx as nx

@@ -20,8 +20,8 @@ from typing import Literal
 
 import networkx as nx
 
-from topodoctor.topology.graph import gpu_node, nic_node, pcie_gen_of, rdma_nics
 from topodoctor.model.snapshot import HostSnapshot, PcieBridge
+from topodoctor.topology.graph import gpu_node, nic_node, pcie_gen_of, rdma_nics
 
 NodeKind = Literal["numa", "hostbridge", "switch", "gpu", "nic"]
 NumaSource = Literal["graph", "sysfs"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from topodoctor.topology.graph import PathClass, build_graph, connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
 from topodoctor.model.snapshot import HostSnapshot, Nic
+from topodoctor.topology.graph import PathClass, build_graph, connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
 
 if TYPE_CHECKING:
     import networkx as nx

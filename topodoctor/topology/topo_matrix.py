@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from topodoctor.topology.graph import connection_matrix, rdma_nics
+from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.query import format_cpulist
-from topodoctor.core.probed import ProbeError, Unsupported
+from topodoctor.topology.graph import connection_matrix, rdma_nics
 
 LEGEND = """Legend:
 

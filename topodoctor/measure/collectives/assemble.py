@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topodoctor.core import codec
-from topodoctor.model.copies import Activity
 from topodoctor.core.errors import TopodoctorError
 from topodoctor.measure.collectives import nccl_log
 from topodoctor.model.collective_ops import Plan
@@ -19,6 +18,7 @@ from topodoctor.model.collectives import (
     Row,
     SpanRows,
 )
+from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
 
 

@@ -25,17 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from topodoctor.core import codec
-from topodoctor.model.copies import Activity
+from topodoctor.core.text import noun
 from topodoctor.measure.collectives.assemble import Collected, CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.nodes import NodeSettings
+from topodoctor.measure.collectives.world import World, local_worlds
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import (
     CollectivesResult,
     Failure,
 )
-from topodoctor.measure.collectives.world import World, local_worlds
+from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.core.text import noun
 
 _PR_SET_PDEATHSIG = 1
 HANG_GRACE_S = 10.0  # past a rank's own watchdog, before the parent kills the group itself

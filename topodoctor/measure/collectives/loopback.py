@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 from topodoctor.core import codec
-from topodoctor.model.collective_ops import Plan
 from topodoctor.measure.collectives.world import World
+from topodoctor.model.collective_ops import Plan
 
 LOOPBACK_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
 LAUNCHER_PREFIXES = ("TORCHELASTIC_", "SLURM_", "OMPI_", "PMI_", "PMIX_")

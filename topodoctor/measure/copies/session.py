@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
+from topodoctor.core.text import noun
+from topodoctor.measure.copies.tasks import MiB, Settings, Task, plan_tasks
 from topodoctor.model.copies import (
     BANDWIDTH_SCHEMA_VERSION,
     Activity,
@@ -27,12 +30,9 @@ from topodoctor.model.copies import (
     Measurement,
     Stats,
 )
-from topodoctor.measure.copies.tasks import MiB, Settings, Task, plan_tasks
-from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
-from topodoctor.core.text import noun
 
 __all__ = ["MiB", "Settings", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
 

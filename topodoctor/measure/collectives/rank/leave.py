@@ -25,8 +25,8 @@ import time
 from typing import Any
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY
-from topodoctor.measure.collectives.guard import ARRIVED_KEY, EXIT_ACK_KEY, EXIT_KEY, FAILED_KEY, Alarm, world_store
 from topodoctor.core.text import noun
+from topodoctor.measure.collectives.guard import ARRIVED_KEY, EXIT_ACK_KEY, EXIT_KEY, FAILED_KEY, Alarm, world_store
 
 VERDICT_TIMEOUT_S = 30.0  # rank 0 judges (and may write files) before it answers
 ACK_TIMEOUT_S = 2.0

@@ -25,9 +25,9 @@ from topodoctor.measure.collectives.guard import (
     world_store,
 )
 from topodoctor.measure.collectives.nodes import NodeSettings
-from topodoctor.model.collective_ops import Plan
 from topodoctor.measure.collectives.rank.worker import Rank
 from topodoctor.measure.collectives.world import World
+from topodoctor.model.collective_ops import Plan
 
 IDENT_WIDTH = 4096  # bytes per rank for its identity (NCCL variables included)
 

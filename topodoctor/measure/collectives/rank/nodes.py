@@ -29,8 +29,8 @@ import torch.distributed as dist
 from topodoctor.core.codec import to_jsonable
 from topodoctor.measure.collectives.guard import Emit, Watchdog
 from topodoctor.measure.collectives.nodes import Member, NodeSettings, nodes_of, rails
-from topodoctor.model.collective_ops import Plan, bandwidth_gbps, shape
 from topodoctor.measure.collectives.rank.worker import Rank
+from topodoctor.model.collective_ops import Plan, bandwidth_gbps, shape
 from topodoctor.model.pairwise import PairOutcome, PairwiseFinder
 
 GATHER_WIDTH = 1 << 15  # bytes per rank for a phase's rows (a handful of rows at one size)

@@ -25,9 +25,9 @@ import torch.distributed as dist
 
 from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, fault_arg
 from topodoctor.measure.collectives.nodes import node_name, node_rank
-from topodoctor.model.collective_ops import SPECS, Op, Plan, row_of, shape
 from topodoctor.measure.collectives.rank.timing import RowTimer
 from topodoctor.measure.collectives.world import World
+from topodoctor.model.collective_ops import SPECS, Op, Plan, row_of, shape
 
 PATTERN_MOD = 31  # small integers: float32 sums of them stay exact for any practical world
 

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import DERIVED, FIXTURES, ROOT, scenario_path
+from topodoctor.model.findings import Finding
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe import probe_host
 from topodoctor.report.draw import PAIR_ARCS_MAX, draw_topology
-from topodoctor.rules import Context, Environment, Finding, evaluate
+from topodoctor.rules import Context, Environment, evaluate
 from topodoctor.topology.graph import build_graph
 from topodoctor.topology.hosttree import build_tree
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import FIXTURES, scenario_path
 from prometheus_client.parser import text_string_to_metric_families
 
+from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.model.collectives import Row, Timing
 from topodoctor.model.copies import load_result
 from topodoctor.probe import probe_host
@@ -21,7 +22,6 @@ from topodoctor.report.prometheus import (
     bandwidth_metrics,
     check_metrics,
     collectives_metrics,
-    dcgm_bus_id,
     fleet_metrics,
     write_textfile,
 )

@@ -16,9 +16,10 @@ from topodoctor.core.codec import from_jsonable, to_jsonable
 from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.environment import ConfFile, Environment, ProcessEnvironment, parse_conf
+from topodoctor.model.findings import Finding
 from topodoctor.probe import probe_host
 from topodoctor.probe.environment import TOPO_MAX_BYTES, capture_process, conf_paths
-from topodoctor.rules import Context, Finding, evaluate
+from topodoctor.rules import Context, evaluate
 from topodoctor.rules.nccl_vars import read_integer, read_level
 
 
@@ -173,6 +174,30 @@ def test_spaces_around_equals_warn(tmp_path: Path) -> None:
     conf.write_text("NCCL_P2P_DISABLE = 1\n")
     found = lint({"NCCL_CONF_FILE": str(conf)})
     assert "TD619" in {f.code for f in found} and "TD601" not in {f.code for f in found}
+
+
+def test_a_binary_conf_file_is_one_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A binary file named by mistake: NUL bytes, invalid UTF-8, thousands of lines without '='."""
+    conf = tmp_path / "libfoo.so"
+    conf.write_bytes(b"\x7fELF\x02\x01\x00\x00" + b"\xff\xfe garbage \x00 line\n" * 4000 + b"a b=c\n" * 100)
+    found = lint({"NCCL_CONF_FILE": str(conf)})
+    f = only("TD619", found)
+    assert "is a binary file" in f.message and f.evidence["errors"] == [f.message] and f.evidence["more"] == 0
+    from topodoctor.cli.commands import main
+
+    monkeypatch.setenv("NCCL_CONF_FILE", str(conf))
+    assert main(["check", "--replay", "h200-x4"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) < 20
+
+
+def test_bad_lines_of_a_conf_file_are_one_finding_with_capped_evidence(tmp_path: Path) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_text("NCCL_DEBUG=INFO\n" + "".join(f"line {i} without an equals sign\n" for i in range(50)))
+    f = only("TD619", lint({"NCCL_CONF_FILE": str(conf)}))
+    assert f.message.startswith(f"{conf}:2: not NAME=VALUE") and "(and 49 more problems in this file)" in f.message
+    assert len(f.evidence["errors"]) == 3 and f.evidence["more"] == 47
 
 
 def _fifo(tmp_path: Path) -> str:

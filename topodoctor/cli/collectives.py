@@ -15,16 +15,12 @@ from typing import Annotated
 
 import typer
 
+from topodoctor.cli.options import MeasureFormat, MetricsOpt, ReplayOpt, TimeoutOpt
+
 
 class Backend(str, Enum):
     nccl = "nccl"
     gloo = "gloo"
-
-
-class Fmt(str, Enum):
-    text = "text"
-    json = "json"
-    prometheus = "prometheus"
 
 
 def collectives(
@@ -32,65 +28,89 @@ def collectives(
         list[str] | None,
         typer.Option(
             "--op",
+            metavar="OPS",
             help="Ops to run (repeatable or comma-separated): all_reduce, all_gather, "
             "reduce_scatter, all_to_all, broadcast, reduce, sendrecv. Default: all.",
         ),
     ] = None,
     size: Annotated[
         str,
-        typer.Option("--size", "-s", help="Sizes: a sweep MIN:MAX (by --step-factor), a list, or both: 8:1G, 64M,1G."),
+        typer.Option(
+            "--size",
+            "-s",
+            metavar="SIZES",
+            help="Sizes: a sweep MIN:MAX (by --step-factor), a list, or both: 8:1G, 64M,1G.",
+        ),
     ] = "8:1G",
-    step_factor: Annotated[int, typer.Option("--step-factor", "-f", help="Sweep step factor.", min=2)] = 2,
-    iters: Annotated[int, typer.Option("--iters", "-n", help="Timed iterations per row.", min=1)] = 20,
-    warmup: Annotated[int, typer.Option("--warmup", "-w", help="Warm-up iterations per size.", min=0)] = 1,
+    step_factor: Annotated[int, typer.Option("--step-factor", metavar="N", help="Sweep step factor.", min=2)] = 2,
+    iters: Annotated[int, typer.Option("--iters", "-n", metavar="N", help="Timed iterations per row.", min=1)] = 20,
+    warmup: Annotated[int, typer.Option("--warmup", "-w", metavar="N", help="Warm-up iterations per size.", min=0)] = 1,
     no_check: Annotated[bool, typer.Option("--no-check", help="Skip the data check (#wrong).")] = False,
     nprocs: Annotated[
         int | None,
-        typer.Option("--nprocs", help="Local ranks to start (default: every visible GPU; 2 on gloo).", min=1),
+        typer.Option(
+            "--nprocs", metavar="N", help="Local ranks to start (default: every visible GPU; 2 on gloo).", min=1
+        ),
     ] = None,
-    backend: Annotated[Backend, typer.Option("--backend", help="nccl on GPUs; gloo runs the ranks on CPU.")] = (
-        Backend.nccl
-    ),
+    backend: Annotated[
+        Backend, typer.Option("--backend", metavar="BACKEND", help="nccl on GPUs; gloo runs the ranks on CPU.")
+    ] = Backend.nccl,
     op_timeout: Annotated[
-        float, typer.Option("--op-timeout", help="Seconds one op at one size may take before it counts as hung.", min=1)
+        float,
+        typer.Option(
+            "--op-timeout",
+            metavar="SECONDS",
+            help="Seconds one op at one size may take before it counts as hung.",
+            min=1,
+        ),
     ] = 30.0,
     start_timeout: Annotated[
-        float, typer.Option("--start-timeout", help="Seconds for every rank to start and join.", min=1)
+        float,
+        typer.Option("--start-timeout", metavar="SECONDS", help="Seconds for every rank to start and join.", min=1),
     ] = 120.0,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Budget for the whole run, seconds; 0 = none.", min=0)
-    ] = 0,
+    timeout: TimeoutOpt = 0,
     spawn: Annotated[bool, typer.Option("--spawn", help="Start local ranks even under torchrun / srun.")] = False,
     from_file: Annotated[
         list[Path] | None,
         typer.Option(
             "--from",
+            metavar="FILE",
             help="Judge saved results instead of measuring: ours, or nccl-tests' -J JSON "
             "(repeatable: one file per op).",
         ),
     ] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Also save the result as JSON.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", metavar="FILE", help="Also save the result as JSON.")
+    ] = None,
     bandwidth_file: Annotated[
-        Path | None, typer.Option("--bandwidth", help="A bandwidth result of this host: busbw is judged against it.")
-    ] = None,
-    expect_busbw: Annotated[
-        float | None, typer.Option("--expect-busbw", help="GB/s every op should reach at its largest size.", min=0)
-    ] = None,
-    log_dir: Annotated[
-        Path | None, typer.Option("--log-dir", help="Keep NCCL's per-rank INFO logs (and each rank's stderr) here.")
-    ] = None,
-    replay: Annotated[
-        str | None, typer.Option("--replay", metavar="FILE|NAME", help="The host to judge against, from a recording.")
-    ] = None,
-    fmt: Annotated[
-        Fmt, typer.Option("--format", help="text (nccl-tests' table), json, or prometheus (textfile collector).")
-    ] = Fmt.text,
-    metrics_file: Annotated[
         Path | None,
         typer.Option(
-            "--metrics",
-            metavar="FILE",
-            help="Also write Prometheus metrics to FILE, atomically (node_exporter's textfile collector).",
+            "--bandwidth", metavar="FILE", help="A bandwidth result of this host: busbw is judged against it."
+        ),
+    ] = None,
+    expect_busbw: Annotated[
+        float | None,
+        typer.Option("--expect-busbw", metavar="GBPS", help="GB/s every op should reach at its largest size.", min=0),
+    ] = None,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option("--log-dir", metavar="DIR", help="Keep NCCL's per-rank INFO logs (and each rank's stderr) here."),
+    ] = None,
+    replay: ReplayOpt = None,
+    fmt: Annotated[
+        MeasureFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="text (nccl-tests' table), json, or prometheus (textfile collector).",
+        ),
+    ] = MeasureFormat.text,
+    metrics_file: MetricsOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", metavar="FILE", help="Also draw busbw by size per op: .svg, or .png with the draw extra (resvg)."
         ),
     ] = None,
     pairwise: Annotated[
@@ -98,14 +118,33 @@ def collectives(
     ] = False,
     expect_nodes: Annotated[
         str | None,
-        typer.Option("--expect-nodes", help="Nodes that should join (comma-separated): a missing one is named."),
+        typer.Option(
+            "--expect-nodes",
+            metavar="NODES",
+            help="Nodes that should join (comma-separated): a missing one is named.",
+        ),
     ] = None,
-    pair_size: Annotated[str, typer.Option("--pair-size", help="all_reduce size of each pair test.")] = "64M",
+    pair_size: Annotated[
+        str, typer.Option("--pair-size", metavar="SIZE", help="all_reduce size of each pair test.")
+    ] = "64M",
     pair_tolerance: Annotated[
-        float, typer.Option("--pair-tolerance", help="A pair below (1 - this) of the reference is slow.", min=0, max=1)
+        float,
+        typer.Option(
+            "--pair-tolerance",
+            metavar="SHARE",
+            help="A pair below (1 - this) of the reference is slow.",
+            min=0,
+            max=1,
+        ),
     ] = 0.1,
     pair_timeout: Annotated[
-        float, typer.Option("--pair-timeout", help="Seconds one pair test may take before it counts as hung.", min=1)
+        float,
+        typer.Option(
+            "--pair-timeout",
+            metavar="SECONDS",
+            help="Seconds one pair test may take before it counts as hung.",
+            min=1,
+        ),
     ] = 20.0,
     nic_loopback: Annotated[
         bool,
@@ -114,13 +153,18 @@ def collectives(
         ),
     ] = False,
     expect_pair_busbw: Annotated[
-        float | None, typer.Option("--expect-pair-busbw", help="GB/s a healthy pair of nodes reaches.", min=0)
+        float | None,
+        typer.Option("--expect-pair-busbw", metavar="GBPS", help="GB/s a healthy pair of nodes reaches.", min=0),
     ] = None,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and
     channels, judged against the topology (TD0xx)."""
     from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
 
+    if plot is not None:  # a bad picture path is refused before anything is measured
+        from topodoctor.cli.pictures import check_picture_path
+
+        check_picture_path(plot)
     plan = Plan(
         ops=parse_ops(op),
         sizes=parse_sizes(size, step_factor),
@@ -170,19 +214,25 @@ def collectives(
         write_atomic(output, result_to_json(res), "collectives result")
     from topodoctor.report.collectives import collectives_json, text_report
 
-    if metrics_file is not None or fmt is Fmt.prometheus:
+    if metrics_file is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.cli.nodes import emit_metrics
 
-        emit_metrics(res, findings, metrics_file, stdout=fmt is Fmt.prometheus)
-    if fmt is Fmt.json:
-        import json
+        emit_metrics(res, findings, metrics_file, stdout=fmt is MeasureFormat.prometheus)
+    if plot is not None:
+        from topodoctor.cli.pictures import draw_collectives
 
-        typer.echo(json.dumps(collectives_json(res, findings), indent=1))
-    elif fmt is Fmt.text:
+        ops = {str(r.op) for r in res.rows}
+        draw_collectives(res, plot, dict.fromkeys(ops, expect_busbw) if expect_busbw else None)
+    if fmt is MeasureFormat.json:
+        from topodoctor.cli.io import emit_json
+
+        emit_json(collectives_json(res, findings))
+    elif fmt is MeasureFormat.text:
         from topodoctor.report.collectives_nodes import node_lines
+        from topodoctor.report.terminal import printable
 
         for line in [*text_report(res, findings), *node_lines(res)]:
-            typer.echo(line)
+            typer.echo(printable(line))  # a host or GPU name never acts on the terminal
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
     raise typer.Exit(out.exit_code)
@@ -190,6 +240,7 @@ def collectives(
 
 def register(app: typer.Typer) -> None:
     """Add the command to the main app (called from cli.py)."""
+    from topodoctor.cli.io import EXITS
     from topodoctor.cli.options import reports_errors
 
-    app.command("collectives")(reports_errors(collectives))
+    app.command("collectives", epilog=EXITS["collectives"])(reports_errors(collectives))

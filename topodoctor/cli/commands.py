@@ -45,6 +45,7 @@ from topodoctor.cli.options import (
     version_callback,
 )
 from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
+from topodoctor.core.text import plural
 
 if TYPE_CHECKING:
     from topodoctor.service.check import Pass
@@ -131,7 +132,8 @@ def record(
 
     doc, gpus = doctor.record(label or "unlabelled", not no_scrub, sysfs_root, budget(timeout))
     fileio.write_atomic(output, fileio.dumps_strict(doc, separators=(",", ":")) + "\n", "recording")
-    say(f"recorded {len(doc['nvml'])} NVML calls and {len(doc['sysfs'])} sysfs reads ({gpus} GPUs) to {output}")
+    calls, reads = plural(len(doc["nvml"]), "NVML call"), plural(len(doc["sysfs"]), "sysfs read")
+    say(f"recorded {calls} and {reads} ({plural(gpus, 'GPU')}) to {output}")
 
 
 @app.command(epilog=EXITS["check"])
@@ -252,7 +254,7 @@ def write_expect(
     if base.blocking and not force:
         for f in base.blocking:
             say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
-        raise fail(f"not writing {output}: this host has {len(base.blocking)} error finding(s) (--force)", 1)
+        raise fail(f"not writing {output}: this host has {plural(len(base.blocking), 'error finding')} (--force)", 1)
     e = base.expectations
     fileio.write_atomic(output, codec.dumps(e), "expectations")
     say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from topodoctor.cli.options import FailLevel, TimeoutOpt, budget
+from topodoctor.report.terminal import printable
 
 if TYPE_CHECKING:
     from topodoctor.service.fleet import FleetReport
@@ -27,90 +29,95 @@ class NameFrom(str, Enum):
     file = "file"
 
 
-class FailLevel(str, Enum):
-    warning = "warning"
-    error = "error"
-    critical = "critical"
-
-
 def fleet(
     results: Annotated[
         list[Path],
-        typer.Argument(
-            metavar="RESULT...", help="Result files (check, bandwidth, collectives JSON) or directories of them."
-        ),
+        typer.Argument(metavar="RESULT...", hidden=True),
     ],
     fmt: Annotated[
         FleetFormat,
         typer.Option(
             "--format",
             "-f",
+            metavar="FORMAT",
             help="text; json; drain (NODE REASON lines); scontrol (scontrol update lines); prometheus.",
         ),
     ] = FleetFormat.text,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write there (atomically) instead of to stdout.")
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write there (atomically) instead of to stdout."),
     ] = None,
     tolerance: Annotated[
         float,
-        typer.Option("--tolerance", min=0.0, max=0.9, help="A figure this share below the fleet median may be slow."),
+        typer.Option(
+            "--tolerance",
+            metavar="SHARE",
+            min=0.0,
+            max=0.9,
+            help="A figure this share below the fleet median may be slow.",
+        ),
     ] = 0.05,
     z_threshold: Annotated[
-        float, typer.Option("--z", min=0.0, help="... and this many robust standard deviations (MAD) below it.")
+        float,
+        typer.Option("--z", metavar="Z", min=0.0, help="... and this many robust standard deviations (MAD) below it."),
     ] = 3.5,
     min_nodes: Annotated[
-        int, typer.Option("--min-nodes", min=3, help="Compare a figure only when this many nodes measured it.")
+        int,
+        typer.Option("--min-nodes", metavar="N", min=3, help="Compare a figure only when this many nodes measured it."),
     ] = 3,
     fail_level: Annotated[
-        FailLevel, typer.Option("--fail-level", help="Lowest severity of a node's finding that drains it.")
+        FailLevel,
+        typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity of a node's finding that drains it."),
     ] = FailLevel.error,
     systemic_share: Annotated[
         float,
         typer.Option(
             "--systemic-share",
+            metavar="SHARE",
             min=0.0,
             max=1.0,
             help="A failing finding on more than this share of the nodes is fleet-wide: reported, drains no node.",
         ),
     ] = 0.5,
     name_from: Annotated[
-        NameFrom, typer.Option("--name-from", help="Name nodes by the host in each result, or by the file name.")
+        NameFrom,
+        typer.Option("--name-from", metavar="FROM", help="Name nodes by the host in each result, or by the file name."),
     ] = NameFrom.host,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds for reading all files.")] = 60.0,
+    timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.
 
-    Exit 0 all healthy, 1 some node to drain, 3 a node or file could not be judged, 2 no readable result.
-    """
+    RESULT... are result files (check, bandwidth or collectives JSON) or directories of them;
+    --timeout bounds the reading of them all."""
     from topodoctor.service.fleet import Settings, roll_up_paths
 
     settings = Settings(tolerance, z_threshold, min_nodes, fail_level.value, systemic_share)
-    report = roll_up_paths(results, name_from.value, timeout, settings)
+    report = roll_up_paths(results, name_from.value, budget(timeout).left(), settings)
 
     if fmt is FleetFormat.text:
-        from rich.console import Console
-
         from topodoctor.report.fleet import print_fleet
+        from topodoctor.report.terminal import make_console
 
         if output is None:
-            print_fleet(report, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
+            print_fleet(report, make_console())
         else:
             buf = io.StringIO()
-            print_fleet(report, Console(file=buf, width=150, color_system=None))
+            print_fleet(report, make_console(buf, width=150))
             _write(output, buf.getvalue())
     else:
         _write(output, _render(report, fmt))
     for u in report.unreadable:
-        typer.echo(f"topodoctor: warning: {u.error}", err=True)
+        typer.echo(f"topodoctor: warning: {printable(u.error)}", err=True)
     raise typer.Exit(report.exit_code)
 
 
 def _render(report: FleetReport, fmt: FleetFormat) -> str:
     if fmt is FleetFormat.json:
         from topodoctor.core.fileio import dumps_strict
+        from topodoctor.core.text import utf8_safe_doc
         from topodoctor.report.fleet import fleet_json
 
-        return dumps_strict(fleet_json(report), indent=1) + "\n"
+        return dumps_strict(utf8_safe_doc(fleet_json(report)), indent=1) + "\n"
     if fmt is FleetFormat.drain:
         from topodoctor.report.fleet import drain_lines
 
@@ -131,6 +138,7 @@ def _write(output: Path | None, text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from topodoctor.cli.options import reports_errors
+    from topodoctor.cli.io import EXITS
+    from topodoctor.cli.options import PlainUsage, reports_errors
 
-    app.command("fleet")(reports_errors(fleet))
+    app.command("fleet", epilog=EXITS["fleet"], cls=PlainUsage)(reports_errors(fleet))

@@ -64,11 +64,24 @@ ReplayOpt = Annotated[
 SysfsOpt = Annotated[str, typer.Option("--sysfs-root", metavar="DIR", help="Read /sys and /proc under DIR.")]
 _TIMEOUT_HELP = (
     "Wall-clock budget in seconds, counted from the start of the command; past it the "
-    "probe is killed and the command exits 3. 0 = no budget (no child process); inf = no limit."
+    "work is stopped and the command exits 3. 0 = no budget (no child process); inf = no limit; "
+    "nan or a negative number is a usage error."
 )
 TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=_timeout, help=_TIMEOUT_HELP)]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Where to write (JSON).")]
+
+# Every short flag of every command, and the one long option it stands for: a flag learnt in one
+# command means the same in the next (a test walks the app and holds each command to this table).
+SHORT_FLAGS = {
+    "-f": "--format",
+    "-o": "--output",
+    "-h": "--help",
+    "-m": "--mode",
+    "-s": "--size",
+    "-n": "--iters",
+    "-w": "--warmup",
+}
 
 
 _PICTURE = "Also draw {}: .svg, or .png with the draw extra (resvg)."
@@ -150,6 +163,12 @@ def budget(timeout: float) -> Budget:
     from topodoctor.core.budget import Budget
 
     return Budget.start(timeout)
+
+
+def deadline(timeout: float) -> float | None:
+    """A parsed --timeout as a monotonic deadline counted from the command's start; None: no budget (0)."""
+    b = budget(timeout)
+    return b.deadline if b.limited else None
 
 
 def version_callback(value: bool) -> None:

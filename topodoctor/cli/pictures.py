@@ -74,19 +74,24 @@ def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | No
 
 
 def register(app: typer.Typer) -> None:
+    from topodoctor.cli.io import EXITS
     from topodoctor.cli.options import ReplayOpt, SysfsOpt, TimeoutOpt, budget, reports_errors, source
 
-    @app.command("nccl-topo")
+    @app.command("nccl-topo", epilog=EXITS["nccl-topo"])
     @reports_errors
     def nccl_topo(
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", help="Where to write the topology XML ('-' for standard output)."),
+            typer.Option(
+                "--output", "-o", metavar="FILE", help="Where to write the topology XML ('-' for standard output)."
+            ),
         ] = None,
         lint: Annotated[
             Path | None,
             typer.Option(
-                "--lint", help="Instead, read this topology file as NCCL would and report what it gets wrong here."
+                "--lint",
+                metavar="FILE",
+                help="Instead, read this topology file as NCCL would and report what it gets wrong here.",
             ),
         ] = None,
         replay: ReplayOpt = None,
@@ -106,7 +111,9 @@ def register(app: typer.Typer) -> None:
         With --lint FILE, check an existing file against this host instead (exit 1 on an error)."""
         from topodoctor.core.errors import InputError
         from topodoctor.core.fileio import read_text, write_atomic
+        from topodoctor.core.text import plural
         from topodoctor.report.nccl_topo import nccl_topology_xml
+        from topodoctor.report.terminal import printable
 
         if (output is None) == (lint is None):
             raise InputError("nccl-topo needs either --output FILE (write) or --lint FILE (check)")
@@ -118,9 +125,10 @@ def register(app: typer.Typer) -> None:
         if text_in is not None:
             problems = doctor.lint_nccl_topo(host, text_in)
             for p in problems:
-                typer.echo(f"{p.severity} {p.check}: {p.message}")
+                typer.echo(printable(f"{p.severity} {p.check}: {p.message}"))
             errors = sum(1 for p in problems if p.severity == "error")
-            typer.echo(f"{lint}: {errors} errors, {len(problems) - errors} warnings", err=True)
+            counts = f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}"
+            typer.echo(printable(f"{lint}: {counts}"), err=True)
             raise typer.Exit(1 if errors else 0)
         assert output is not None
         text = nccl_topology_xml(snap, g, group_flat=not keep_flat)
@@ -130,6 +138,7 @@ def register(app: typer.Typer) -> None:
         gpus = sum(1 for n in nodes if n.kind == "gpu")
         nics = sum(1 for n in nodes if n.kind == "nic")
         made = sum(1 for n in nodes if n.synthetic)
-        note = f"; {made} PCIe switches written for the flat VM tree" if made else ""
+        note = f"; {plural(made, 'PCIe switch')} written for the flat VM tree" if made else ""
         where = "standard output" if str(output) == "-" else str(output)
-        typer.echo(f"wrote {where}: {gpus} GPUs, {nics} RDMA NICs under {len(tree.roots)} CPUs{note}", err=True)
+        counted = f"{plural(gpus, 'GPU')}, {plural(nics, 'RDMA NIC')} under {plural(len(tree.roots), 'CPU')}"
+        typer.echo(printable(f"wrote {where}: {counted}{note}"), err=True)

@@ -55,6 +55,11 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
     """
     pairs: list[tuple[str, str]] = []
     problems: list[ConfProblem] = []
+    # A text file never holds NUL: this one is binary (a path mix-up). NCCL still applies what
+    # looks like NAME=VALUE in it, so it is parsed, but named once, not line by line.
+    binary = "\x00" in text
+    if binary:
+        problems.append(ConfProblem(path, f"{path} is a binary file (it holds NUL bytes), not NCCL settings"))
     for n, line in enumerate(text.split("\n"), 1):
         line = line.removesuffix("\r")
         if line.startswith("#") or not line.strip():
@@ -77,7 +82,7 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
             )
         else:
             pairs.append((name, value))
-    return pairs, problems
+    return pairs, problems[:1] if binary else problems
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ node's loopback run keeps as its evidence."""
 
 from __future__ import annotations
 
+from topodoctor.core.text import plural
 from topodoctor.model.collectives import CollectivesResult, NcclAccount
 
 
@@ -26,14 +27,14 @@ def nccl_paragraph(res: CollectivesResult) -> str:
         return "NCCL left no INFO log for this run (NCCL_DEBUG_FILE set elsewhere?): no account of transports."
     parts = [f"NCCL {acc.version or '(version not logged)'}"]
     if acc.ranks is not None:
-        parts.append(f"{acc.ranks} ranks on {acc.nodes} node{'s' if acc.nodes != 1 else ''}")
+        parts.append(f"{plural(acc.ranks, 'rank')} on {plural(acc.nodes, 'node')}")
     parts.append(_transports(acc))
     if acc.channels is not None:
         p2p = f" ({acc.p2p_channels} for point-to-point)" if acc.p2p_channels is not None else ""
-        parts.append(f"{acc.channels} channels{p2p}")
+        parts.append(f"{plural(acc.channels, 'channel')}{p2p}")
     nvls_env = acc.env.get("NCCL_NVLS_ENABLE") or res.env.get("NCCL_NVLS_ENABLE")
     if acc.nvls is True:
-        parts.append(f"NVLS on ({acc.nvls_channels} channels)")
+        parts.append(f"NVLS on ({plural(acc.nvls_channels, 'channel')})")
     elif acc.nvls is False:
         parts.append("NVLS off" + (f": NCCL_NVLS_ENABLE={nvls_env}" if nvls_env is not None else ""))
     if acc.gdr is not None:

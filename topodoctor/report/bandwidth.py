@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.text import plural
 from topodoctor.model.copies import BandwidthResult, Measurement, Mode
 from topodoctor.model.findings import Finding
 from topodoctor.report.terminal import literal, printable
@@ -111,7 +112,8 @@ def _print_matrices(r: BandwidthResult, console: Console) -> None:
     )
     busy = [a for a in r.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
     for a in busy:
-        console.print(Text(f"GPU{a.index} was not idle: {a.utilization_pct}% busy, {a.processes} processes", "yellow"))
+        busy_with = plural(a.processes, "process")
+        console.print(Text(f"GPU{a.index} was not idle: {a.utilization_pct}% busy, {busy_with}", "yellow"))
     seen = [m for m in r.measurements if m.mode == "oneway" and m.nvlink_bytes is not None and m.value]
     if seen:
         over = sum(1 for m in seen if m.nvlink_bytes and m.nvlink_bytes >= m.size_bytes)

@@ -12,6 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from topodoctor.core.text import plural
 from topodoctor.model.outcome import Outcome
 from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
 
@@ -20,10 +21,6 @@ if TYPE_CHECKING:  # the rules package loads every rule family: not on the path 
 
 CHECK_SCHEMA_VERSION = 1
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def counts(findings: Sequence[Finding]) -> str:

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.text import plural
 from topodoctor.model.collective_ops import human_size
 from topodoctor.model.collectives import CollectivesResult, Timing
 from topodoctor.model.findings import Finding
@@ -38,7 +39,7 @@ def _cols(t: Timing | None) -> str:
 def table_lines(res: CollectivesResult) -> list[str]:
     out: list[str] = []
     for op in dict.fromkeys(r.op for r in res.rows):
-        out.append(f"# {op} ({res.world_size} ranks, {res.backend})")
+        out.append(f"# {op} ({plural(res.world_size, 'rank')}, {res.backend})")
         out.append(f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}  {'out-of-place':>29}  {'in-place':>29}")
         out.append(
             _HEAD.format(
@@ -78,10 +79,11 @@ def text_report(res: CollectivesResult, findings: list[Finding]) -> list[str]:
         lines.append(f"# FAILED {fail.kind}: {fail.op or 'run'}{at}: {fail.message}")
     busy = [a for a in res.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
     for a in busy:
-        lines.append(f"# GPU{a.index} was busy: {a.utilization_pct}% utilisation, {a.processes} other processes")
+        others = plural(a.processes, "other process")
+        lines.append(f"# GPU{a.index} was busy: {a.utilization_pct}% utilisation, {others}")
     lines.append("")
     lines.append(nccl_paragraph(res))
-    where = f"{res.world_size} ranks on {len(res.nodes) or 1} node(s)"
+    where = f"{plural(res.world_size, 'rank')} on {plural(len(res.nodes) or 1, 'node')}"
     wall = f", wall {res.wall_s:.1f} s" if res.wall_s else ""
     lines.append(f"{res.source} on {res.host or 'unknown host'}: {where}{wall}")
     for f in findings:

@@ -3,6 +3,7 @@ figures between nodes, and the pairwise finder's verdict per node."""
 
 from __future__ import annotations
 
+from topodoctor.core.text import plural
 from topodoctor.model.collective_ops import human_size
 from topodoctor.model.collectives import CollectivesResult, SpanRows
 
@@ -44,7 +45,7 @@ def node_lines(res: CollectivesResult) -> list[str]:
     if p is not None:
         ref = f"{p.reference_gbps:.1f} GB/s" if p.reference_gbps is not None else "none"
         lines.append(
-            f"# pairwise: {p.op} {human_size(p.size_bytes)} per pair, {len(p.rounds)} round(s), "
+            f"# pairwise: {p.op} {human_size(p.size_bytes)} per pair, {plural(len(p.rounds), 'round')}, "
             f"reference {ref}, slow below {1 - p.tolerance:.0%} of it"
         )
         for v in p.verdicts:

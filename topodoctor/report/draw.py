@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
+from topodoctor.core.text import plural
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.report.layout import LEAF_H, MARGIN, Box, Layout, layout
@@ -152,7 +153,7 @@ def _cpus_text(snap: HostSnapshot, numa: int | None) -> str:
     if node is None or not node.cpus:
         return "CPUs unknown"
     lo, hi = min(node.cpus), max(node.cpus)
-    span = f"{lo}-{hi}" if len(node.cpus) == hi - lo + 1 else f"{len(node.cpus)} CPUs"
+    span = f"{lo}-{hi}" if len(node.cpus) == hi - lo + 1 else plural(len(node.cpus), "CPU")
     return f"CPUs {span}"
 
 
@@ -219,7 +220,7 @@ def _draw_nvlink(
                 svg.text(
                     x + 7,
                     bottom + 20,
-                    f"{links} × {rate:.4g} GB/s" if rate else f"{links} links",
+                    f"{links} × {rate:.4g} GB/s" if rate else plural(links, "link"),
                     10.5,
                     fill=NVLINK,
                     font_weight="bold",

@@ -8,8 +8,11 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from topodoctor.core.text import plural
 from topodoctor.fleet.rollup import FLEET_SCHEMA_VERSION, FleetReport
+from topodoctor.report.terminal import literal, printable
 
 _STYLE = {"healthy": "green", "slow": "yellow", "unhealthy": "bold red", "unknown": "magenta"}
 REASON_LIMIT = 200  # Slurm keeps the reason whole, but a screen of `sinfo -R` does not
@@ -45,31 +48,38 @@ def fleet_json(report: FleetReport) -> dict[str, Any]:
     }
 
 
+def _node(name: str) -> str:
+    """A node name as one shell word, shown literally: a name with a space or a control
+    character in it must not split the line or act on the terminal that shows it."""
+    return shlex.quote(printable(name))
+
+
 def drain_lines(report: FleetReport) -> str:
-    """``NODE REASON`` per node to drain: for scripts that call scontrol themselves."""
-    return "".join(f"{n.node} {_clean(n.drain_reason or '')}\n" for n in report.drain)
+    """``NODE REASON`` per node to drain: for scripts that call scontrol themselves. NODE is
+    one shell word (quoted where it needs it); REASON is the rest of the line."""
+    return "".join(f"{_node(n.node)} {_clean(n.drain_reason or '')}\n" for n in report.drain)
 
 
 def scontrol_lines(report: FleetReport) -> str:
     """Ready-to-run ``scontrol update`` commands, quoted for a POSIX shell."""
     return "".join(
-        f"scontrol update nodename={shlex.quote(n.node)} state=drain reason={shlex.quote(_clean(reason))}\n"
+        f"scontrol update nodename={_node(n.node)} state=drain reason={shlex.quote(_clean(reason))}\n"
         for n in report.drain
         for reason in (n.drain_reason or "",)
     )
 
 
 def print_fleet(report: FleetReport, console: Console) -> None:
-    t = Table(title=f"{len(report.nodes)} nodes")
+    t = Table(title=plural(len(report.nodes), "node"))
     for col in ("node", "type", "state", "check", "bandwidth", "collectives", "first reason"):
         t.add_column(col)
     for n in report.nodes:
         t.add_row(
-            n.node,
-            n.node_type or "-",
-            f"[{_STYLE[n.state]}]{n.state}[/]" + (" (drain)" if n.drain else ""),
-            *(n.sources.get(k, "-") for k in ("check", "bandwidth", "collectives")),
-            n.reasons[0] if n.reasons else "",
+            literal(n.node),
+            literal(n.node_type or "-"),
+            Text(n.state, _STYLE[n.state]) + (" (drain)" if n.drain else ""),
+            *(literal(n.sources.get(k, "-")) for k in ("check", "bandwidth", "collectives")),
+            literal(n.reasons[0] if n.reasons else ""),
         )
     console.print(t)
     if report.outliers:
@@ -78,9 +88,8 @@ def print_fleet(report: FleetReport, console: Console) -> None:
             o_t.add_column(col, justify="right" if col not in ("node", "figure") else "left")
         for o in report.outliers:
             z = f"{o.robust_z:.1f}" if o.robust_z is not None else "MAD 0"
-            o_t.add_row(
-                o.node, o.figure, f"{o.gbps:.1f}", f"{o.fleet_median_gbps:.1f}", f"{o.ratio:.3f}", z, str(o.peers)
-            )
+            figures = (f"{o.gbps:.1f}", f"{o.fleet_median_gbps:.1f}", f"{o.ratio:.3f}", z, str(o.peers))
+            o_t.add_row(literal(o.node), literal(o.figure), *figures)
         console.print(o_t)
     if report.shared:
         s_t = Table(title="Findings on more than one node")
@@ -88,7 +97,7 @@ def print_fleet(report: FleetReport, console: Console) -> None:
             s_t.add_column(col)
         for s in report.shared:
             tag = " fleet-wide" if s.systemic else ""
-            s_t.add_row(s.code, s.severity, f"{len(s.nodes)} of {len(report.nodes)}{tag}", s.example)
+            s_t.add_row(s.code, s.severity, f"{len(s.nodes)} of {len(report.nodes)}{tag}", literal(s.example))
         console.print(s_t)
         if any(s.systemic for s in report.shared):
             console.print(
@@ -98,18 +107,18 @@ def print_fleet(report: FleetReport, console: Console) -> None:
             )
     for ty in report.types:
         few = ty.figures_too_few
-        console.print(
-            f"type {ty.node_type}: {len(ty.nodes)} nodes, {ty.figures_compared} figures compared"
-            + (f", {few} measured by fewer than {report.settings.min_nodes} nodes" if few else "")
-        )
+        fewer = f", {few} measured by fewer than {plural(report.settings.min_nodes, 'node')}" if few else ""
+        nodes, compared = plural(len(ty.nodes), "node"), plural(ty.figures_compared, "figure")
+        console.print(literal(f"type {ty.node_type}: {nodes}, {compared} compared{fewer}"))
     for u in report.unreadable:
-        console.print(f"[magenta]unreadable[/]: {u.error}")
+        console.print(Text("unreadable", "magenta") + literal(f": {u.error}"))
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(literal(f"note: {note}"))
     drains = report.drain
     counts = ", ".join(
         f"{sum(1 for n in report.nodes if n.state == s)} {s}"
         for s in ("healthy", "slow", "unhealthy", "unknown")
         if any(n.state == s for n in report.nodes)
     )
-    console.print(f"{counts}; {len(drains)} to drain" + (f": {', '.join(n.node for n in drains)}" if drains else ""))
+    listed = f": {', '.join(n.node for n in drains)}" if drains else ""
+    console.print(literal(f"{counts}; {len(drains)} to drain{listed}"))

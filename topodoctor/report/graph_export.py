@@ -10,27 +10,30 @@ import networkx as nx
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
+from topodoctor.core.text import escape_controls
 
 FORMATS = {".graphml": "GraphML", ".dot": "DOT", ".gv": "DOT", ".json": "node-link JSON"}
 
 
 def _scalar(v: Any) -> Any:
-    """GraphML and DOT hold scalars only: tuples become text, missing values empty text."""
+    """GraphML and DOT hold scalars only: tuples become text, missing values empty text. Text
+    is made ``escape_controls``: a control character or lone surrogate in a name would make the
+    GraphML invalid XML and the DOT file unencodable."""
     if v is None:
         return ""
-    if isinstance(v, (bool, int, float, str)):
+    if isinstance(v, (bool, int, float)):
         return v
     if isinstance(v, (tuple, list)):
-        return ",".join(str(x) for x in v)
-    return str(v)
+        return escape_controls(",".join(str(x) for x in v))
+    return escape_controls(str(v))
 
 
 def _flat(g: nx.Graph) -> nx.Graph:
     h = nx.Graph()
     for n, data in g.nodes(data=True):
-        h.add_node(n, **{k: _scalar(v) for k, v in data.items()})
+        h.add_node(_scalar(n), **{k: _scalar(v) for k, v in data.items()})
     for u, v, data in g.edges(data=True):
-        h.add_edge(u, v, **{k: _scalar(x) for k, x in data.items()})
+        h.add_edge(_scalar(u), _scalar(v), **{k: _scalar(x) for k, x in data.items()})
     return h
 
 

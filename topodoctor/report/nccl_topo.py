@@ -27,6 +27,7 @@ from xml.sax.saxutils import quoteattr
 import networkx as nx
 
 from topodoctor.core.pci import short_bus_id
+from topodoctor.core.text import escape_controls
 from topodoctor.model.snapshot import Gpu, HostSnapshot
 from topodoctor.topology.graph import build_graph
 from topodoctor.topology.hosttree import TreeNode, build_tree
@@ -48,7 +49,7 @@ class _Xml:
         self.lines: list[str] = []
 
     def open(self, depth: int, tag: str, attrs: list[tuple[str, object]], leaf: bool = False) -> None:
-        text = " ".join(f"{k}={quoteattr(str(v))}" for k, v in attrs if v is not None)
+        text = " ".join(f"{k}={quoteattr(escape_controls(str(v)))}" for k, v in attrs if v is not None)
         self.lines.append(f"{'  ' * depth}<{tag}{' ' + text if text else ''}{'/' if leaf else ''}>")
 
     def close(self, depth: int, tag: str) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
+from topodoctor.core.text import label_safe
 from topodoctor.model.collective_rows import columns
 
 if TYPE_CHECKING:
@@ -148,7 +149,9 @@ class _Metrics:
         _, names = FAMILIES[family]
         if set(labels) - set(names):
             raise ValueError(f"{family}: labels {sorted(set(labels) - set(names))} are not in its table entry")
-        self._values.setdefault(family, []).append(({k: labels.get(k, "") for k in names}, float(value)))
+        # A label value holds what the host named (a GPU, a host, a variable's value).
+        values = {k: label_safe(labels.get(k, "")) for k in names}
+        self._values.setdefault(family, []).append((values, float(value)))
 
     def gpu(self, labels: dict[int, GpuLabels], index: int | None) -> dict[str, str]:
         g = labels.get(index) if index is not None else None

@@ -10,6 +10,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.text import escape_controls
 
 FONT = "DejaVu Sans"
 FONT_DIR = Path(__file__).parent / "fonts"
@@ -31,7 +32,7 @@ class Svg:
         for k, v in attrs.items():
             if v is None:
                 continue
-            value = _num(v) if isinstance(v, float) else str(v)
+            value = _num(v) if isinstance(v, float) else escape_controls(str(v))
             out.append(f"{k.rstrip('_').replace('_', '-')}={quoteattr(value)}")
         return " ".join(out)
 
@@ -49,7 +50,7 @@ class Svg:
 
     def text(self, x: float, y: float, text: str, size: float = 12, **attrs: object) -> None:
         a = self._attrs({"x": x, "y": y, "font_size": float(size), **attrs})
-        self.parts.append(f"<text {a}>{escape(text)}</text>")
+        self.parts.append(f"<text {a}>{escape(escape_controls(text))}</text>")
 
     def open_group(self, **attrs: object) -> None:
         self.parts.append(f"<g {self._attrs(attrs)}>")
@@ -63,7 +64,8 @@ class Svg:
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
             f"font-family={quoteattr(FONT + ', sans-serif')}>"
         )
-        body = [head, f"<title>{escape(self.title)}</title>", f'<rect width="{w}" height="{h}" fill="#ffffff"/>']
+        title = f"<title>{escape(escape_controls(self.title))}</title>"
+        body = [head, title, f'<rect width="{w}" height="{h}" fill="#ffffff"/>']
         return "\n".join([*body, *self.parts, "</svg>"]) + "\n"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
+from topodoctor.core.text import plural
 from topodoctor.model.copies import Measurement
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -219,6 +220,6 @@ def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
         if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:
             yield Issue(
                 f"GPU{a.index}",
-                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {a.processes} processes",
+                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {plural(a.processes, 'process')}",
                 {"utilization_pct": a.utilization_pct, "processes": a.processes},
             )

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -141,7 +142,7 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
         return  # across nodes the network bounds the world: TD011 judges it against the NICs, TD012 each node
     if reference_gbps(ctx, res) is None and any(r.size_bytes >= JUDGED_MIN_BYTES for r in res.rows):
         why = (
-            f"the run spans {len(res.nodes)} nodes: give --expect-busbw"
+            f"the run spans {plural(len(res.nodes), 'node')}: give --expect-busbw"
             if len(res.nodes) > 1
             else "no reference bandwidth: ranks not matched to GPUs of this host"
         )
@@ -198,7 +199,7 @@ def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
     for name in CHANNEL_CAPS:
         if name in settings:
             value, where = settings[name]
-            built = f"NCCL built {channels} channel(s)" if channels is not None else "channels not reported"
+            built = f"NCCL built {plural(channels, 'channel')}" if channels is not None else "channels not reported"
             yield Issue(
                 f"env:{name}",
                 f"{name}={value} ({where}); {built}; busbw fell short: {ops}",
@@ -247,7 +248,7 @@ def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:
     for (a, b), by in sorted(seen.items()):
         link = conns[(a, b)]
         ra, rb = ranks_of[(a, b)]
-        how = ", ".join(f"{n} channel connection(s) via {t}" for t, n in sorted(by.items()))
+        how = ", ".join(f"{plural(n, 'channel connection')} via {t}" for t, n in sorted(by.items()))
         why = f"; set: {', '.join(causes)}" if causes else ""
         yield Issue(
             f"GPU{a}-GPU{b}",
@@ -283,7 +284,7 @@ def coll_data_error(ctx: Context) -> Iterator[Issue]:
                 subject = _rank_name(gpus, r) if r is not None else row.op
                 yield Issue(
                     subject,
-                    f"{row.op} {place} at {_size(row.size_bytes)}: {t.wrong} wrong element(s)"
+                    f"{row.op} {place} at {_size(row.size_bytes)}: {plural(t.wrong, 'wrong element')}"
                     + (f" on rank {r}" if r is not None else ""),
                     {"op": row.op, "size_bytes": row.size_bytes, "place": place, "wrong": t.wrong, "rank": r},
                 )
@@ -380,6 +381,6 @@ def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:
         if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:
             yield Issue(
                 f"GPU{a.index}",
-                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {a.processes} processes",
+                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {plural(a.processes, 'process')}",
                 {"utilization_pct": a.utilization_pct, "processes": a.processes},
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.core.text import noun, plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
@@ -108,7 +109,8 @@ def coll_internode_busbw_low(ctx: Context) -> Iterator[Issue]:
                 continue
             yield Issue(
                 f"rail:{span.name}",
-                f"{row.op} between nodes ({span.name}, {len(span.nodes)} nodes) reaches {t.busbw_gbps:.1f} GB/s "
+                f"{row.op} between nodes ({span.name}, {plural(len(span.nodes), 'node')}) "
+                f"reaches {t.busbw_gbps:.1f} GB/s "
                 f"busbw, {t.busbw_gbps / want:.0%} of the {want:.1f} GB/s its GPUs' NICs carry",
                 {
                     "op": row.op,
@@ -223,4 +225,5 @@ def _value(v: str | None) -> str:
 
 def _where(ranks: list[Any]) -> str:
     nodes = list(dict.fromkeys(r.node or r.host for r in ranks))
-    return f"rank(s) {', '.join(str(r.rank) for r in ranks)} (node {', '.join(nodes)})"
+    listed = ", ".join(str(r.rank) for r in ranks)
+    return f"{noun(len(ranks), 'rank')} {listed} ({noun(len(nodes), 'node')} {', '.join(nodes)})"

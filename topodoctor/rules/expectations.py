@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -20,9 +21,8 @@ def gpu_count_mismatch(ctx: Context) -> Iterator[Issue]:
     assert ctx.expect is not None
     n = len(ctx.snap.gpus)
     if n != ctx.expect.gpu_count:
-        yield Issue(
-            "host", f"{n} GPUs found, {ctx.expect.gpu_count} expected", {"found": n, "expected": ctx.expect.gpu_count}
-        )
+        found = f"{plural(n, 'GPU')} found, {ctx.expect.gpu_count} expected"
+        yield Issue("host", found, {"found": n, "expected": ctx.expect.gpu_count})
 
 
 @rule(

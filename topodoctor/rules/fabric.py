@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.text import plural
 from topodoctor.model.nvml_codes import GPU_GONE_CODES
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -35,11 +36,16 @@ def fabric_not_ready(ctx: Context) -> Iterator[Issue]:
         if f is None or f.state == "not_supported":
             continue
         if f.state != "completed" or f.status != "SUCCESS":
-            yield Issue(
-                f"GPU{g.index}",
-                f"GPU{g.index} fabric state is {f.state} ({f.status})",
-                {"state": f.state, "status": f.status},
-            )
+            message = _fabric_message(g.index, f.state, f.status)
+            yield Issue(f"GPU{g.index}", message, {"state": f.state, "status": f.status})
+
+
+def _fabric_message(index: int, state: str, status: str) -> str:
+    """The fabric state in words: NVML's state names and a status of SUCCESS say little to a reader."""
+    if state == "completed":
+        return f"GPU{index} failed to register with the NVSwitch fabric: {status}"
+    failed = f", {status}" if status != "SUCCESS" else ""
+    return f"GPU{index} is not registered with the NVSwitch fabric (registration {state.replace('_', ' ')}{failed})"
 
 
 @rule(
@@ -188,7 +194,7 @@ def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
         for bus in missing:
             yield Issue(
                 f"pci:{bus}",
-                f"GPU at {bus} is on the PCI bus but NVML counts {len(ctx.snap.gpus)} GPUs without it",
+                f"GPU at {bus} is on the PCI bus but NVML counts {plural(len(ctx.snap.gpus), 'GPU')} without it",
                 {"bus_id": bus, "on_bus": len(on_bus), "nvml_count": len(ctx.snap.gpus)},
             )
 

@@ -8,6 +8,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.nccl_vars import (
     CHOICES,
@@ -233,6 +234,9 @@ def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
         )
 
 
+CONF_EVIDENCE_LINES = 3  # a binary or garbled file has thousands of bad lines; the first few say what it is
+
+
 @rule(
     "TD619",
     "nccl-conf-unreadable",
@@ -240,14 +244,21 @@ def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
     fix="Fix the file or the path: NCCL skips a file it cannot open and lines it cannot parse, silently.",
 )
 def nccl_conf_unreadable(ctx: Context) -> Iterator[Issue]:
-    """An NCCL config file cannot be read, has a line NCCL will not apply, or NCCL_CONF_FILE names no file.
+    """An NCCL config file is unreadable, binary or has a line NCCL will not apply, or NCCL_CONF_FILE names no file.
 
     NCCL reads NCCL_CONF_FILE (or ``~/.nccl.conf`` when it is unset), then /etc/nccl.conf; it
     skips a missing file and lines without ``=`` without a word, and keeps spaces around ``=``
     as part of the name. A file the user named that does not exist was meant to do something.
+    One finding per file: the first problems as evidence, and how many more there are.
     """
+    by_file: dict[str, list[str]] = {}
     for p in ctx.environment.conf_errors:
-        yield Issue(f"conf:{p.path}", p.message, {"path": p.path, "error": p.message})
+        by_file.setdefault(p.path, []).append(p.message)
+    for path, messages in by_file.items():
+        more = len(messages) - 1
+        message = messages[0] + (f" (and {plural(more, 'more problem')} in this file)" if more else "")
+        shown = messages[:CONF_EVIDENCE_LINES]
+        yield Issue(f"conf:{path}", message, {"path": path, "errors": shown, "more": len(messages) - len(shown)})
 
 
 @rule(

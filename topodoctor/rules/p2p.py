@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.graph import gpu_node
@@ -51,7 +52,8 @@ def _not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
         subject = pairs[0] if len(pairs) == 1 else "host"
         yield Issue(
             subject,
-            f"P2P not available for {len(pairs)} GPU pair(s), e.g. {example[value]}: {_REASONS.get(value, value)}",
+            f"P2P not available for {plural(len(pairs), 'GPU pair')}, "
+            f"e.g. {example[value]}: {_REASONS.get(value, value)}",
             {"status": value, "pairs": pairs},
         )
 

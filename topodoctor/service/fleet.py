@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.text import plural
 from topodoctor.fleet.inputs import read_results
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up
 
@@ -22,5 +23,5 @@ def roll_up_paths(
     nodes, unreadable = read_results(paths, name_from, timeout_s)
     if not nodes:
         first = f" ({unreadable[0].error})" if unreadable else ""
-        raise InputError(f"no readable result among {len(paths)} path(s){first}")
+        raise InputError(f"no readable result among {plural(len(paths), 'path')}{first}")
     return roll_up(nodes, unreadable, settings)

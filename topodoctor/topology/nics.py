@@ -1,7 +1,7 @@
 """Each GPU's way out of the node: its nearest RDMA NIC, whether NCCL would use GPUDirect RDMA
 through it, and what inter-node busbw that allows. A derived view of a snapshot (no I/O).
 
-NCCL gives each GPU the NIC(s) with the best PCIe path to it (``ncclTopoGetLocalNet``: the
+NCCL gives each GPU the NIC or NICs with the best PCIe path to it (``ncclTopoGetLocalNet``: the
 closest path type, then the highest bandwidth), and uses GPUDirect RDMA only when that path
 is no farther than ``NCCL_NET_GDR_LEVEL``, PXB by default (``ncclTopoCheckGdr``: the NIC and
 the GPU share a PCIe switch). Farther, NCCL stages every byte through host memory.

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from topodoctor.core import codec
+from topodoctor.core.text import noun
 from topodoctor.measure.collectives.assemble import Collected, CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.world import World, local_worlds
@@ -208,7 +209,8 @@ def _watch(
             return
         if not all(r.ready for r in ranks) and now - t0 > start_timeout_s:
             late = [r.world.rank for r in ranks if not r.ready]
-            _fail(got, "join", None, None, f"rank(s) {late} did not join within {start_timeout_s:g} s", late[0])
+            why = f"{noun(len(late), 'rank')} {_ranks(late)} did not join within {start_timeout_s:g} s"
+            _fail(got, "join", None, None, why, late[0])
             return
         stuck = [r for r in ranks if r.current and now - r.current[2] > op_limit]
         if stuck:
@@ -267,7 +269,7 @@ def _hang(got: Collected, ranks: list[_Rank], op: str | None, size: int | None, 
     what = "setting up the buffers" if op == "setup" else f"{op} at {size} B"
     msg = f"{what} did not finish within {timeout_s:g} s"
     if absent:
-        msg += f"; rank(s) {absent} never reached it"
+        msg += f"; {noun(len(absent), 'rank')} {_ranks(absent)} never reached it"
     _fail(got, "hang", op, size, msg + "; all ranks killed", absent[0] if len(absent) == 1 else None)
 
 
@@ -362,3 +364,7 @@ def join(
         return None
     got.meta, got.rows = raw, list(raw["rows"])
     return build_result(got, plan, time.monotonic() - t0, own)
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks))

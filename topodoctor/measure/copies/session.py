@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
+from topodoctor.core.text import noun
 from topodoctor.measure.copies.tasks import MiB, Settings, Task, plan_tasks
 from topodoctor.model.copies import (
     BANDWIDTH_SCHEMA_VERSION,
@@ -271,7 +272,8 @@ def run(
     seen = {i.index for i in ids}
     if seen != wanted:
         worker.stop()
-        detail = f"CUDA shows GPU(s) {sorted(seen)}, asked for {sorted(wanted)} (CUDA_VISIBLE_DEVICES={worker.visible})"
+        shown = f"{noun(len(seen), 'GPU')} {sorted(seen)}"
+        detail = f"CUDA shows {shown}, asked for {sorted(wanted)} (CUDA_VISIBLE_DEVICES={worker.visible})"
         raise BandwidthUnavailable(f"the copy timer does not see the GPUs to measure: {detail}")
     ids.sort(key=lambda i: i.index)
     ordinal = {i.index: i.cuda_ordinal for i in ids}

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY
+from topodoctor.core.text import noun
 from topodoctor.measure.collectives.guard import ARRIVED_KEY, EXIT_ACK_KEY, EXIT_KEY, FAILED_KEY, Alarm, world_store
 
 VERDICT_TIMEOUT_S = 30.0  # rank 0 judges (and may write files) before it answers
@@ -62,7 +63,7 @@ def _agree(dist: Any, code: int, timeout_s: float) -> int:
         if missing:
             # A rank that left before the end (it died, or its launcher killed it) is a failure
             # of the run: the report is out already, so the exit code says it.
-            _warn(f"rank(s) {', '.join(map(str, missing))} did not reach the end of the run")
+            _warn(f"{noun(len(missing), 'rank')} {', '.join(map(str, missing))} did not reach the end of the run")
             code = max(code, EXIT_UNHEALTHY)
         if alarm.publish(EXIT_KEY, str(code)):
             _acknowledged(store, dist.get_world_size() - 1 - len(missing), ACK_TIMEOUT_S)

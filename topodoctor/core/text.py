@@ -1,0 +1,78 @@
+"""Words and strings every writer shares: counted nouns in English, and text that any output
+format can carry.
+
+Values we write come from the host, a recording or the environment: a GPU or host name may
+hold a lone surrogate (undecodable bytes passed through ``surrogateescape``), ESC, BEL, NUL or
+``]]>``. UTF-8 cannot encode a lone surrogate and XML 1.0 cannot hold most C0 controls, so
+each writer passes its strings through the helper for its format. What cannot be carried is
+written as the escape the terminal shows (``printable``): ``\\x1b``, ``\\udcff``, so the same
+value reads the same in every output.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_ES_ENDINGS = ("s", "x", "z", "ch", "sh")
+
+
+def noun(n: int, word: str) -> str:
+    """``word`` in the number ``n`` asks for: "rank" for 1, "ranks" otherwise, "processes"."""
+    if n == 1:
+        return word
+    return f"{word}{'es' if word.endswith(_ES_ENDINGS) else 's'}"
+
+
+def plural(n: int | None, word: str) -> str:
+    """``n`` and ``word``, counted in English: "1 GPU", "2 GPUs", "2 processes", "0 errors";
+    a count that was not read (None) is "an unknown number of GPUs"."""
+    if n is None:
+        return f"an unknown number of {noun(2, word)}"
+    return f"{n} {noun(n, word)}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# What XML 1.0 cannot hold (its Char production): C0 controls other than tab, LF and CR,
+# surrogates, U+FFFE and U+FFFF. C1 controls and DEL are allowed but act on a terminal that
+# shows the file; they are escaped too.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = ord(match.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+# A Prometheus label value: prometheus_client escapes backslash, quote and LF, but a reader
+# that splits lines the way Python's str.splitlines does (prometheus_client's own parser) also
+# breaks at CR, FS/GS/RS, NEL and U+2028/9; other controls would reach every dashboard raw.
+_NOT_LABEL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\ufffe\uffff]")
+
+
+def label_safe(text: str) -> str:
+    """``text`` fit for a Prometheus label value: controls other than tab and LF, lone
+    surrogates and Unicode line separators written as ``\\xNN`` / ``\\uNNNN`` escapes."""
+    return _NOT_LABEL.sub(_escape, text)
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with each lone surrogate written as ``\\udcNN``: encodable as UTF-8."""
+    return _SURROGATE.sub(_escape, text)
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with what XML 1.0 cannot hold (controls, surrogates) written as ``\\xNN`` /
+    ``\\uNNNN`` escapes; markup characters are left to the XML writer's own escaping."""
+    return _NOT_XML.sub(_escape, text)
+
+
+def utf8_safe_doc(doc: Any) -> Any:
+    """A JSON-ready document with every string (keys too) made ``utf8_safe``."""
+    if isinstance(doc, str):
+        return utf8_safe(doc)
+    if isinstance(doc, dict):
+        return {utf8_safe_doc(k): utf8_safe_doc(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [utf8_safe_doc(v) for v in doc]
+    return doc

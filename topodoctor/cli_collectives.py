@@ -84,6 +84,10 @@ def collectives(
         ),
     ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also save the result as JSON.")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", metavar="FILE", help="Also draw busbw by size per op: .svg, or .png (draw extra)."),
+    ] = None,
     bandwidth_file: Annotated[
         Path | None, typer.Option("--bandwidth", help="A bandwidth result of this host: busbw is judged against it.")
     ] = None,
@@ -135,6 +139,10 @@ def collectives(
     channels, judged against the topology (TD0xx)."""
     from topodoctor.measure.collectives.plan import Plan, parse_ops, parse_sizes
 
+    if plot is not None:
+        from topodoctor.cli_pictures import check_picture_path
+
+        check_picture_path(plot)  # before any measuring: a bad name costs nothing
     plan = Plan(
         ops=parse_ops(op),
         sizes=parse_sizes(size, step_factor),
@@ -172,11 +180,19 @@ def collectives(
                 return  # not rank 0: rank 0 reports for the world
         else:
             res, snap = _spawn(plan, nprocs, start_timeout, timeout, replay, log_dir)
+    from topodoctor.cli_io import Outputs, render
+
+    outputs = Outputs()
     if output is not None:
         from topodoctor.fileio import write_atomic
         from topodoctor.measure.collectives.result import result_to_json
 
-        write_atomic(output, result_to_json(res), "collectives result")
+        outputs.write(lambda: write_atomic(output, result_to_json(res), "collectives result"))
+    if plot is not None:
+        from topodoctor.cli_pictures import draw_collectives
+
+        expected = {str(row.op): expect_busbw for row in res.rows} if expect_busbw is not None else None
+        outputs.write(lambda: draw_collectives(res, plot, expected))
     from topodoctor.measure.collectives.check import judge
 
     findings = judge(res, snap, bw, expect_busbw)
@@ -185,22 +201,25 @@ def collectives(
     if metrics_file is not None or fmt is Fmt.prometheus:
         from topodoctor.cli_nodes import emit_metrics
 
-        emit_metrics(res, findings, metrics_file, stdout=fmt is Fmt.prometheus)
+        emit_metrics(res, findings, metrics_file, outputs, stdout=fmt is Fmt.prometheus)
     if fmt is Fmt.json:
         import json
 
-        typer.echo(json.dumps(collectives_json(res, findings), indent=1))
+        from topodoctor.cli_io import emit
+
+        doc = collectives_json(res, findings)
+        render(lambda c: emit(json.dumps(doc, indent=1)))
     elif fmt is Fmt.text:
         from topodoctor.report.collectives_nodes import node_lines
 
-        for line in [*text_report(res, findings), *node_lines(res)]:
-            typer.echo(line)
+        lines = [*text_report(res, findings), *node_lines(res)]
+        render(lambda c: sys.stdout.write("".join(f"{line}\n" for line in lines)))
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
     from topodoctor.doctor import failing
     from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY
 
-    raise typer.Exit(EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK)
+    raise typer.Exit(outputs.exit_code(EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK))
 
 
 def _spawn(

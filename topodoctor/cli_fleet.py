@@ -94,22 +94,25 @@ def fleet(
     settings = Settings(tolerance, z_threshold, min_nodes, fail_level.value, systemic_share)
     report = roll_up(nodes, unreadable, settings)
 
+    from topodoctor.cli_io import Outputs, render
+
+    outputs = Outputs()
     if fmt is FleetFormat.text:
         from rich.console import Console
 
         from topodoctor.report.fleet import print_fleet
 
         if output is None:
-            print_fleet(report, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150))
+            render(lambda c: print_fleet(report, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 150)))
         else:
             buf = io.StringIO()
             print_fleet(report, Console(file=buf, width=150, color_system=None))
-            _write(output, buf.getvalue())
+            outputs.write(lambda: _write(output, buf.getvalue()))
     else:
-        _write(output, _render(report, fmt))
+        outputs.write(lambda: _write(output, _render(report, fmt)))
     for u in report.unreadable:
         typer.echo(f"topodoctor: warning: {u.error}", err=True)
-    raise typer.Exit(report.exit_code)
+    raise typer.Exit(outputs.exit_code(report.exit_code))
 
 
 def _render(report: FleetReport, fmt: FleetFormat) -> str:

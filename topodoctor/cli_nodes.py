@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from topodoctor.cli_io import Outputs
 from topodoctor.errors import InputError
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.world import World
@@ -52,8 +53,10 @@ def check_launch(world: World | None, settings: NodeSettings) -> None:
         raise InputError(f"launch error: {err.cause} on {node_name()}; {err.fix}")
 
 
-def emit_metrics(res: Any, findings: list[Any], path: Path | None, stdout: bool = False) -> None:
-    """The run's metrics in Prometheus' text format: to ``path`` atomically, and/or stdout."""
+def emit_metrics(res: Any, findings: list[Any], path: Path | None, outputs: Outputs, stdout: bool = False) -> None:
+    """The run's metrics in Prometheus' text format: to ``path`` (through ``outputs``, which
+    keeps a failed write for after the verdict), and/or stdout."""
+    from topodoctor.cli_io import render
     from topodoctor.doctor import failing
     from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY
     from topodoctor.report.prometheus import collectives_metrics, write_textfile
@@ -61,6 +64,6 @@ def emit_metrics(res: Any, findings: list[Any], path: Path | None, stdout: bool 
     code = EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK
     text = collectives_metrics(res.host, res.rows, findings, code, elapsed_s=res.wall_s)
     if path is not None:
-        write_textfile(path, text)
+        outputs.write(lambda: write_textfile(path, text))
     if stdout:
-        sys.stdout.write(text)
+        render(lambda c: sys.stdout.write(text))

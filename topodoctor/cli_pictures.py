@@ -7,6 +7,7 @@ SVG, or PNG where the ``draw`` extra (resvg) is installed; the extension picks.
 
 # No `from __future__ import annotations` here: typer reads the option annotations of the
 # command defined inside register() at run time, and they name the CLI's shared option types.
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -100,6 +101,7 @@ def register(app: typer.Typer) -> None:
         """Write an NCCL_TOPO_FILE for this host: the PCIe tree, NVLinks and CPU affinity as NCCL reads them.
 
         With --lint FILE, check an existing file against this host instead (exit 1 on an error)."""
+        from topodoctor.cli_io import render
         from topodoctor.errors import InputError
         from topodoctor.fileio import read_text, write_atomic
         from topodoctor.graph import build_graph
@@ -117,8 +119,8 @@ def register(app: typer.Typer) -> None:
             from topodoctor.nccl_topo_lint import lint_topo_file
 
             problems = lint_topo_file(text_in, snap, g)
-            for p in problems:
-                typer.echo(f"{p.severity} {p.check}: {p.message}")
+            lines = "".join(f"{p.severity} {p.check}: {p.message}\n" for p in problems)
+            render(lambda c: sys.stdout.write(lines))
             errors = sum(1 for p in problems if p.severity == "error")
             typer.echo(f"{lint}: {errors} errors, {len(problems) - errors} warnings", err=True)
             raise typer.Exit(1 if errors else 0)

@@ -264,6 +264,8 @@ def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
             return 0
         raise
     except OSError as exc:
+        if any(f.name == "echo" and "click" in f.filename for f in traceback.extract_tb(exc.__traceback__)):
+            return _code(stdout_lost(exc))  # click printing help or usage to a full stdout
         if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):  # a path the user gave
             name = fileio.shown(exc.filename) if exc.filename else "a path"
             return _code(fail(f"cannot use {name}: {exc.strerror}", usage_code))

@@ -157,9 +157,9 @@ def budget(timeout: float) -> Budget:
 def version_callback(value: bool) -> None:
     if value:
         from topodoctor import __version__
-        from topodoctor.cli_io import emit
+        from topodoctor.cli_io import emit, render
 
-        emit(f"topodoctor {__version__}")
+        render(lambda c: emit(f"topodoctor {__version__}"))
         raise typer.Exit(0)
 
 

@@ -210,35 +210,31 @@ def write_deadline(deadline: float | None) -> Iterator[None]:
     _write_deadline.reset(token)
 
 
-def write_atomic(path: Path | str, text: str | bytes, what: str = "output", timeout_s: float = WRITE_TIMEOUT_S) -> None:
+def write_atomic(path: Path | str, text: str | bytes, what: str = "output", timeout_s: float | None = None) -> None:
     """Write ``text`` to the file the user named, by what is at ``path``; every writer uses this.
 
     Nothing or a regular file: a temporary file in the same directory renamed over it (a
     collector sees the old file or the new, never a torn one), keeping a replaced file's mode
     and, where we may, its owner; 0644 under the umask when new. A symbolic link: its final
     target, so written in its own directory. ``-``, /dev/stdout, /dev/fd/N, a character device,
-    a FIFO: written through within ``timeout_s``, never replaced. Anything else: refused.
+    a FIFO: written through within ``timeout_s`` (``WRITE_TIMEOUT_S``), never replaced. Anything
+    else: refused.
 
     A failure is one ``WriteError`` line, "cannot write PATH: reason" (exit 2; ``what`` is the
     caller's word for the file); standard output that refuses it is ``OutputLost`` (exit 3).
     """
     del what  # the path is what the user knows the file by
     name = str(path)
-    limit = _write_deadline.get()
-    deadline = time.monotonic() + timeout_s if limit is None else min(limit, time.monotonic() + timeout_s)
+    limit, own = _write_deadline.get(), time.monotonic() + (WRITE_TIMEOUT_S if timeout_s is None else timeout_s)
+    deadline = own if limit is None else min(limit, own)
     data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
     try:
         target = _final_target(name)
+        if target == 1:
+            return _to_stdout(data)
         if isinstance(target, int):
-            return (
-                _to_stream(sys.stdout if target == 1 else sys.stderr, data)
-                if target in (1, 2)
-                else (_stream(target, data, deadline))
-            )
-        try:
-            st: os.stat_result | None = os.lstat(target)
-        except FileNotFoundError:
-            st = None
+            return _stream(target, data, deadline)
+        st = os.lstat(target) if os.path.lexists(target) else None
         if st is None or stat.S_ISREG(st.st_mode):
             _replace(target, st, data)
         elif stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
@@ -289,7 +285,7 @@ def _replace(target: str, st: os.stat_result | None, data: bytes) -> None:
     if not os.path.isdir(directory):
         why = f"{shown(directory)} is not a directory" if os.path.lexists(directory) else "no such directory"
         raise OSError(errno.ENOENT, why)
-    if st is not None and not os.access(target, os.W_OK):
+    if st is not None and not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
         raise PermissionError(errno.EACCES, "Permission denied")  # a read-only file stays as it is
     # The temporary's name is bounded (the target's own may be near NAME_MAX); a new file's
     # mode is 0644 under the umask, as the kernel applies it (mkstemp's 0600 hides it from a
@@ -341,8 +337,9 @@ def _stream(fd: int, data: bytes, deadline: float) -> None:
             continue
 
 
-def _to_stream(stream: Any, data: bytes) -> None:
-    """Standard output or error, in order with what was printed through it before."""
+def _to_stdout(data: bytes) -> None:
+    """Standard output, in order with what was printed through it before."""
+    stream: Any = sys.stdout
     try:
         stream.flush()
         raw = getattr(stream, "buffer", stream)  # a text-only stream is a test's capture

@@ -192,7 +192,7 @@ def check(
 
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda c: emit_json(doc))
-        fail(str(exc), exc.exit_code)
+        fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
         raise typer.Exit(outputs.exit_code(exc.exit_code)) from None
 
     from topodoctor.report import check as report
@@ -206,7 +206,7 @@ def check(
         outputs.write(lambda: prom.write_textfile(metrics, metrics_text()))
     show = {
         CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
-        CheckFormat.line: lambda c: emit(report.one_line(outcome)),
+        CheckFormat.line: lambda c: emit(report.one_line(outcome) + outputs.in_line()),
         CheckFormat.text: lambda c: report.print_check(outcome, c),
         CheckFormat.prometheus: lambda c: sys.stdout.write(metrics_text()),
     }

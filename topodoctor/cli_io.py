@@ -135,14 +135,16 @@ class Outputs:
     """The files a command writes beside its verdict (``--metrics``, ``-o``, pictures).
 
     A write that fails is told after the verdict, never instead of it: the verdict is printed
-    as usual, then one line ``topodoctor: error: cannot write FILE: reason`` on stderr; the exit
-    code is the verdict's when it is not 0 (1 unhealthy stands, and so does 3), else 2. Writes
-    wait for a slow reader (a FIFO) no later than ``deadline``, the command's budget.
+    as usual, then one line ``topodoctor: error: cannot write FILE: reason`` on stderr (in the
+    one-line format, at the end of that line: see ``in_line``); the exit code is the verdict's
+    when it is not 0 (1 unhealthy stands, and so does 3), else 2. Writes wait for a slow reader
+    (a FIFO) no later than ``deadline``, the command's budget.
     """
 
     def __init__(self, deadline: float | None = None) -> None:
         self.deadline = deadline
         self.failed: list[str] = []
+        self._told = False
 
     def write(self, fn: Callable[[], T]) -> T | None:
         """``fn()``, which writes one file; None when that write failed (kept for ``exit_code``)."""
@@ -153,9 +155,15 @@ class Outputs:
                 self.failed.append(str(exc))
                 return None
 
+    def in_line(self) -> str:
+        """The failed writes as the end of a one-line verdict ("; cannot write ..."), told there
+        instead of on stderr: a drain reason captured with 2>&1 stays one line."""
+        self._told = True
+        return printable("".join(f"; {message}" for message in self.failed))
+
     def exit_code(self, verdict: int) -> int:
         """Tell the failed writes, after the verdict; the code the command ends with."""
-        for message in self.failed:
+        for message in [] if self._told else self.failed:
             error_line(message)
         return EXIT_USAGE if self.failed and verdict == EXIT_OK else verdict
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import re
 import select
@@ -195,7 +196,7 @@ def dumps_strict(data: Any, **kwargs: Any) -> str:
     return json.dumps(data, allow_nan=False, **kwargs)
 
 
-WRITE_TIMEOUT_S = 5.0  # how long a FIFO or device may keep us waiting for a reader or room
+WRITE_TIMEOUT_S = 5.0  # how long a FIFO or device may keep us waiting for a reader, or for room
 _MAX_LINKS = 40  # the kernel's own limit on symbolic links in one lookup
 _FD_ALIAS = re.compile(r"/(?:dev/fd|proc/self/fd|proc/(\d+)/fd)/(\d+)")
 _write_deadline: ContextVar[float | None] = ContextVar("write_deadline", default=None)
@@ -217,30 +218,30 @@ def write_atomic(path: Path | str, text: str | bytes, what: str = "output", time
     collector sees the old file or the new, never a torn one), keeping a replaced file's mode
     and, where we may, its owner; 0644 under the umask when new. A symbolic link: its final
     target, so written in its own directory. ``-``, /dev/stdout, /dev/fd/N, a character device,
-    a FIFO: written through within ``timeout_s`` (``WRITE_TIMEOUT_S``), never replaced. Anything
-    else: refused.
+    a FIFO: written through, never replaced, as long as the reader takes data at least every
+    ``timeout_s`` (``WRITE_TIMEOUT_S``) and within ``write_deadline``. Anything else: refused.
 
     A failure is one ``WriteError`` line, "cannot write PATH: reason" (exit 2; ``what`` is the
     caller's word for the file); standard output that refuses it is ``OutputLost`` (exit 3).
     """
     del what  # the path is what the user knows the file by
     name = str(path)
-    limit, own = _write_deadline.get(), time.monotonic() + (WRITE_TIMEOUT_S if timeout_s is None else timeout_s)
-    deadline = own if limit is None else min(limit, own)
+    stall, limit = WRITE_TIMEOUT_S if timeout_s is None else timeout_s, _write_deadline.get()
     data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
     try:
         target = _final_target(name)
         if target == 1:
             return _to_stdout(data)
         if isinstance(target, int):
-            return _stream(target, data, deadline)
+            return _stream(target, data, stall, limit)
         st = os.lstat(target) if os.path.lexists(target) else None
         if st is None or stat.S_ISREG(st.st_mode):
             _replace(target, st, data)
         elif stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            fd = _open_stream(target, stat.S_ISFIFO(st.st_mode), deadline)
+            opened_by = min(time.monotonic() + stall, limit if limit is not None else math.inf)
+            fd = _open_stream(target, stat.S_ISFIFO(st.st_mode), opened_by)
             try:
-                _stream(fd, data, deadline)
+                _stream(fd, data, stall, limit)
             finally:
                 os.close(fd)
         else:
@@ -321,15 +322,15 @@ def _open_stream(path: str, fifo: bool, deadline: float) -> int:
         time.sleep(0.02)
 
 
-def _stream(fd: int, data: bytes, deadline: float) -> None:
-    """All of ``data`` into ``fd`` by ``deadline``. Each write waits for room first and is at
-    most PIPE_BUF, so a descriptor we did not open (and left blocking) never blocks either."""
+def _stream(fd: int, data: bytes, stall_s: float, limit: float | None) -> None:
+    """All of ``data`` into ``fd``, the reader taking some every ``stall_s``, by ``limit``. Each write
+    waits for room and is at most PIPE_BUF: a descriptor we did not open (blocking) never blocks."""
     view = memoryview(data)
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     while view:
-        left = deadline - time.monotonic()
-        if not poller.poll(max(0, int(left * 1000))):
+        wait = stall_s if limit is None else min(stall_s, limit - time.monotonic())
+        if not poller.poll(max(0, int(wait * 1000))):
             raise OSError(errno.ETIMEDOUT, "the reader took no more data in time")
         try:
             view = view[os.write(fd, view[: select.PIPE_BUF]) :]

@@ -97,6 +97,12 @@ PATHS = {
     "loop": _loop,
     "not-a-dir": _not_a_dir,
 }
+REASONS = {
+    "too-long-name": ("File name too long", "no such file or bundled recording"),  # a bare NAME is looked up
+    "too-long-path": ("File name too long",),
+    "loop": ("symbolic link loop",),
+    "not-a-dir": ("Not a directory",),
+}
 READERS = {
     "scan --replay": lambda f: ["scan", "--replay", f],
     "check --replay": lambda f: ["check", "--replay", f],
@@ -122,6 +128,8 @@ def test_refused_input_path_is_an_input_error(
     assert code == 2 and len(lines) == 1 and "Traceback" not in got.err, got
     assert lines[0].startswith("topodoctor UNKNOWN:" if line_format else "topodoctor: error:")
     assert "internal error" not in lines[0] and len(lines[0]) < 600
+    if not line_format:  # the one line of that format is capped at 200 characters; here the reason shows
+        assert any(reason in lines[0] for reason in REASONS[path]), lines[0]
 
 
 # ------------------------------------------------------------------ Ctrl-C, as every other signal

@@ -182,7 +182,7 @@ def test_fifo(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: p
     assert b"".join(got), "the reader got nothing"
     t0 = time.monotonic()
     code, out, err = run(capsys, w.argv(str(fifo)))  # nobody reads: bounded, then one line
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 10  # the wait is 0.3 s; the rest is the command on a busy machine
     assert code == 2 and error_lines(err) == [
         f"topodoctor: error: cannot write {fifo}: no reader opened the FIFO in time"
     ]

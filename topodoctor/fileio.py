@@ -106,25 +106,25 @@ def read_bytes(
     p = str(path)
     data, exc = _within(timeout_s, f"read {p}", lambda: _read(p, max_bytes))
     if exc is _TIMED_OUT:
-        raise InputError(f"{what} {p}: not readable within {timeout_s:g} s (a hung mount or device?)")
+        raise InputError(f"{what} {shown(p)}: not readable within {timeout_s:g} s (a hung mount or device?)")
     if exc is None and data is not None:
         return data
     if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
-        raise InputError(f"cannot read {what} {p}: symbolic link loop")
+        raise InputError(f"cannot read {what} {shown(p)}: symbolic link loop")
     if isinstance(exc, FileNotFoundError):
-        raise InputError(f"{what} not found: {p}")
+        raise InputError(f"{what} not found: {shown(p)}")
     if isinstance(exc, IsADirectoryError):
-        raise InputError(f"{what} is a directory, not a file: {p}")
+        raise InputError(f"{what} is a directory, not a file: {shown(p)}")
     if isinstance(exc, _NotRegular):
-        raise InputError(f"{what} is not a regular file (a FIFO, socket or device?): {p}")
+        raise InputError(f"{what} is not a regular file (a FIFO, socket or device?): {shown(p)}")
     if isinstance(exc, _TooBig):
         raise InputError(
-            f"{what} is larger than {max_bytes // MiB or max_bytes} {'MiB' if max_bytes >= MiB else 'B'}: {p}"
+            f"{what} is larger than {max_bytes // MiB or max_bytes} {'MiB' if max_bytes >= MiB else 'B'}: {shown(p)}"
         )
     if isinstance(exc, OSError):
         reason = exc.strerror or type(exc).__name__
-        raise InputError(f"cannot read {what} {p}: {reason}")
-    raise InputError(f"cannot read {what} {p}: {type(exc).__name__}")
+        raise InputError(f"cannot read {what} {shown(p)}: {reason}")
+    raise InputError(f"cannot read {what} {shown(p)}: {type(exc).__name__}")
 
 
 def read_text(

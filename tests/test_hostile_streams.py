@@ -65,6 +65,7 @@ def test_closed_pipe_keeps_the_exit_code(argv: list[str], code: int) -> None:
     [
         ["check", "--replay", "h200-x4", "-f", "line"],
         ["check", "--replay", "h200-x4", "-f", "json"],
+        ["check", "--replay", "h200-x4", "--metrics", "-"],
         ["scan", "--replay", "h200-x4"],
         ["collectives", "--from", COLL_OK],
         ["fleet", FLEET],
@@ -179,3 +180,23 @@ def test_sigint_is_one_line_and_takes_the_child_along(argv: list[str], stream: s
     assert proc.returncode == 130 and said[stream] == line and not said["err" if stream == "out" else "out"], said
     time.sleep(0.2)
     assert _marked(mark) == []
+
+
+def test_a_signal_the_caller_ignores_stays_ignored() -> None:
+    """A shell's background job ignores SIGINT, nohup ignores SIGHUP: topodoctor does not take
+    them back, and ends as its budget says."""
+    argv = [*PY, "check", "--replay", HANG, "--timeout", "2", "-f", "line"]
+
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
+    try:
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGHUP)
+        out, _ = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3 and out.startswith("topodoctor UNKNOWN: could not check: not finished"), out

@@ -243,7 +243,9 @@ def install_signal_handlers() -> Iterator[None]:
     def stop(signum: int, frame: Any) -> None:
         raise Terminated(signum)
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    # A signal the caller ignores stays ignored (nohup's SIGHUP, SIGINT for a shell's background job).
+    wanted = [s for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT) if signal.getsignal(s) != signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, stop) for sig in wanted}
     try:
         yield
     finally:
@@ -266,6 +268,8 @@ def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except OutputLost as exc:  # `--metrics -` or `-o -` to a full stdout, in a command without reports_errors
+        return _code(stdout_lost(exc))
     except SystemExit as exc:  # click's answer to a closed stdout (EPIPE) is exit 1, "unhealthy"
         if isinstance(exc.__context__, OSError) and exc.__context__.errno == errno.EPIPE:
             _silence_stdout()

@@ -101,19 +101,19 @@ def test_slow_reader_is_waited_for_while_it_reads(tmp_path: Path) -> None:
     fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     got: list[bytes] = []
 
-    def slow() -> None:
-        while sum(map(len, got)) < 1 << 20:
-            time.sleep(0.05)
+    def slow() -> None:  # 64 reads of 64 KiB, at least 1.28 s in all, never more than a blink apart
+        while sum(map(len, got)) < 4 << 20:
+            time.sleep(0.02)
             with contextlib.suppress(BlockingIOError):
                 got.append(os.read(fd, 1 << 16))
 
     t = threading.Thread(target=slow, daemon=True)
     t.start()
     t0 = time.monotonic()
-    fileio.write_atomic(fifo, b"x" * (1 << 20), timeout_s=0.5)
-    t.join(5)
+    fileio.write_atomic(fifo, b"x" * (4 << 20), timeout_s=1.0)
+    t.join(10)
     os.close(fd)
-    assert time.monotonic() - t0 > 0.5 and b"".join(got) == b"x" * (1 << 20)
+    assert time.monotonic() - t0 > 1.0 and b"".join(got) == b"x" * (4 << 20)
 
 
 def test_the_budget_bounds_a_fifo_nobody_reads(tmp_path: Path) -> None:
@@ -144,3 +144,14 @@ def test_a_new_file_gets_0644_under_the_umask(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (tmp_path / "new.prom").stat().st_mode & 0o777 == 0o640
+
+
+def test_the_write_deadline_ends_with_its_block_whatever_happens(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with contextlib.suppress(ValueError), fileio.write_deadline(time.monotonic() - 1):
+        raise ValueError("a writer's own error (a bad extension)")
+    t0 = time.monotonic()
+    with pytest.raises(InputError, match="no reader"):
+        fileio.write_atomic(fifo, "x", timeout_s=0.3)
+    assert time.monotonic() - t0 >= 0.25  # its own wait, not the spent deadline of the block before

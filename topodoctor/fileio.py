@@ -207,8 +207,10 @@ def write_deadline(deadline: float | None) -> Iterator[None]:
     """Writes in the block wait for a reader until ``deadline`` (monotonic) at most: a
     command's budget covers the files it writes, a FIFO nobody reads included."""
     token = _write_deadline.set(deadline)
-    yield
-    _write_deadline.reset(token)
+    try:
+        yield
+    finally:
+        _write_deadline.reset(token)
 
 
 def write_atomic(path: Path | str, text: str | bytes, what: str = "output", timeout_s: float | None = None) -> None:
@@ -248,17 +250,14 @@ def write_atomic(path: Path | str, text: str | bytes, what: str = "output", time
             kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a file (a block device or socket)"
             raise OSError(errno.EINVAL, f"it is {kind}")
     except OSError as exc:
-        raise WriteError(f"cannot write {shown(name)}: {_reason(exc)}") from None
+        reason = "symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror or type(exc).__name__
+        raise WriteError(f"cannot write {shown(name)}: {reason}") from None
 
 
 def shown(path: Path | str, limit: int = 240) -> str:
     """A path for a one-line message: whole, or its two ends around ``...`` when longer than ``limit``."""
     text = str(path)
     return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-(limit // 2 - 3) :]}"
-
-
-def _reason(exc: OSError) -> str:
-    return "symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror or type(exc).__name__
 
 
 def _final_target(name: str) -> str | int:
@@ -349,7 +348,7 @@ def _to_stdout(data: bytes) -> None:
     except BrokenPipeError:
         silence_stdout()  # the reader left: nothing more to say, and no error
     except OSError as exc:
-        raise OutputLost(f"cannot write to standard output: {_reason(exc)}") from None
+        raise OutputLost(f"cannot write to standard output: {exc.strerror or type(exc).__name__}") from None
 
 
 def silence_stdout() -> None:

@@ -209,6 +209,18 @@ def test_symlink_to_a_file_writes_its_target(tmp_path: Path, capsys: pytest.Capt
 
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
+@pytest.mark.parametrize("alias", ["/proc/self/fd/1", "/dev/fd/1"])
+def test_link_to_standard_output(tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str, alias: str) -> None:
+    """`-o /dev/stdout` once replaced the /dev/stdout link: a link to our descriptor is written to."""
+    w = WRITERS[writer]
+    link = tmp_path / f"stdout{w.suffix}"
+    link.symlink_to(alias)
+    code, out, err = run(capsys, w.argv(str(link)))
+    assert code == 0 and not error_lines(err) and out.strip(), err
+    assert os.readlink(link) == alias and sorted(p.name for p in tmp_path.iterdir()) == [link.name]
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_dangling_symlink(tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str) -> None:
     w = WRITERS[writer]
     new = tmp_path / f"link-new{w.suffix}"

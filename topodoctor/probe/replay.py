@@ -17,10 +17,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from topodoctor import codec
-from topodoctor.errors import InputError, ReplayMismatch
-from topodoctor.fileio import shown
-from topodoctor.model import HostSnapshot, snapshot_from_data
+from topodoctor.core import codec
+from topodoctor.core.errors import InputError, ReplayMismatch
+from topodoctor.core.fileio import shown
+from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
 from topodoctor.probe.api import NvmlCallError
 from topodoctor.probe.record import RECORDING_SCHEMA_VERSION
 
@@ -157,7 +157,7 @@ def recording_from_data(data: Any, name: str) -> Recording:
     )
 
 
-BUNDLED_PACKAGE = "topodoctor.recordings"
+BUNDLED_PACKAGE = "topodoctor.probe.recordings"
 
 
 def bundled_names() -> list[str]:

@@ -1,0 +1,320 @@
+"""The command line's contract with its caller: streams, signals, exit codes, one line per failure.
+
+A prolog runs us with stdout closed, piped into ``head -1``, in an ASCII locale, and kills
+us with SIGTERM at its own timeout. None of that may turn into a traceback or an exit code
+that means "unhealthy"; a failure of topodoctor itself is exit 3 ("could not check").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from topodoctor.core import fileio
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_USAGE, OutputLost, Terminated, WriteError
+from topodoctor.report.terminal import make_console, printable, unknown_line
+
+
+def _exits(*lines: str) -> str:
+    """An epilog click prints as written (``\\b`` stops it re-flowing the lines)."""
+    return "Exit codes:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
+_USAGE = "2  usage or input error: bad option; missing, corrupt or inconsistent file"
+_CANNOT = "3  could not check: no driver or GPU, budget spent, or a topodoctor bug"
+_SIGNAL = "128+N  stopped by signal N (143: SIGTERM); the probe child is killed too"
+EXITS = {
+    "all": "Exit codes: 0 ok, 1 unhealthy, 2 usage or input error, 3 could not check; "
+    "each command's --help has its own.",
+    "scan": _exits("0  printed", _USAGE, _CANNOT, _SIGNAL),
+    "record": _exits("0  written", _USAGE, _CANNOT, _SIGNAL),
+    "check": _exits(
+        "0  healthy (findings below the fail level allowed)",
+        "1  unhealthy: a finding at or above the fail level",
+        _USAGE,
+        _CANNOT,
+        _SIGNAL,
+    )
+    + "\n\nWith --format line, every outcome (exit 3 included) is one line on stdout.",
+    "expect": _exits("0  written", "1  refused: the host has error findings (--force)", _USAGE, _CANNOT, _SIGNAL),
+    "bandwidth": _exits(
+        "0  measured; no bandwidth finding at error level",
+        "1  a bandwidth finding (TD7xx) at error level",
+        _USAGE,
+        _CANNOT,
+        _SIGNAL,
+    ),
+    "rules": _exits("0  listed", _USAGE),
+    "explain": _exits("0  shown", _USAGE),
+}
+
+line_mode = False  # `check --format line`: every outcome is one line on stdout, nothing on stderr
+_MESSAGE_LIMIT = 400
+
+
+def emit(text: str) -> None:
+    """One line of output on stdout, written as given (JSON is already escaped)."""
+    sys.stdout.write(text + "\n")
+
+
+def emit_json(doc: Any) -> None:
+    """A JSON document on stdout: strict (no NaN or Infinity), escaped, indented."""
+    from topodoctor.core.fileio import dumps_strict
+
+    emit(dumps_strict(doc, indent=1))
+
+
+def say(text: str) -> None:
+    """A line for people on stderr, with every value shown literally."""
+    if not line_mode:
+        sys.stderr.write(printable(text) + "\n")
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Report a failure as one line; the caller raises the returned Exit."""
+    text = printable(message)
+    if len(text) > _MESSAGE_LIMIT:
+        text = text[: _MESSAGE_LIMIT - 3] + "..."
+    if line_mode:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            emit(unknown_line(message))
+    else:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            sys.stderr.write(f"topodoctor: error: {text}\n")
+            sys.stderr.flush()
+    return typer.Exit(code)
+
+
+def error_line(message: str) -> None:
+    """``topodoctor: error: MESSAGE`` on stderr, in every format: for what goes wrong beside a
+    verdict (a file not written, standard output lost), never instead of the verdict's line."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"topodoctor: error: {printable(message)}\n")
+        sys.stderr.flush()
+
+
+def render(draw: Callable[[Console], Any]) -> None:
+    """Draw on stdout; a reader that left (``| head -1``) changes nothing about the exit code,
+    and a stdout that refuses the text (a full disk) is exit 3 with one line on stderr."""
+    try:
+        draw(make_console())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except OSError as exc:
+        raise stdout_lost(exc) from None
+
+
+def stdout_lost(exc: OSError | OutputLost) -> typer.Exit:
+    """Standard output refused our text: the environment failed, not topodoctor (exit 3)."""
+    _silence_stdout()  # what is still buffered must not fail the final flush a second time
+    if isinstance(exc, OutputLost):
+        error_line(str(exc))
+    else:
+        error_line(f"cannot write to standard output: {exc.strerror or type(exc).__name__}")
+    return typer.Exit(EXIT_CANNOT_CHECK)
+
+
+def _silence_stdout() -> None:
+    fileio.silence_stdout()
+
+
+T = TypeVar("T")
+
+
+class Outputs:
+    """The files a command writes beside its verdict (``--metrics``, ``-o``, pictures).
+
+    A write that fails is told after the verdict, never instead of it: the verdict is printed
+    as usual, then one line ``topodoctor: error: cannot write FILE: reason`` on stderr (in the
+    one-line format, at the end of that line: see ``in_line``); the exit code is the verdict's
+    when it is not 0 (1 unhealthy stands, and so does 3), else 2. Writes wait for a slow reader
+    (a FIFO) no later than ``deadline``, the command's budget.
+    """
+
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = deadline
+        self.failed: list[str] = []
+        self._told = False
+
+    def write(self, fn: Callable[[], T]) -> T | None:
+        """``fn()``, which writes one file; None when that write failed (kept for ``exit_code``)."""
+        with fileio.write_deadline(self.deadline):
+            try:
+                return fn()
+            except WriteError as exc:
+                self.failed.append(str(exc))
+                return None
+
+    def in_line(self) -> str:
+        """The failed writes as the end of a one-line verdict ("; cannot write ..."), told there
+        instead of on stderr: a drain reason captured with 2>&1 stays one line."""
+        self._told = True
+        return printable("".join(f"; {message}" for message in self.failed))
+
+    def exit_code(self, verdict: int) -> int:
+        """Tell the failed writes, after the verdict; the code the command ends with."""
+        for message in [] if self._told else self.failed:
+            error_line(message)
+        return EXIT_USAGE if self.failed and verdict == EXIT_OK else verdict
+
+
+def progress_bar() -> Callable[[int, int, str], None] | None:
+    """A transient progress bar on a terminal's stderr, drawn by the measuring child."""
+    if not sys.stderr.isatty():
+        return None
+    state: dict[str, Any] = {}
+
+    def progress(n: int, total: int, what: str) -> None:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        if "bar" not in state:
+            state["bar"] = Progress(transient=True, console=Console(stderr=True, markup=False, emoji=False))
+            state["bar"].start()
+            state["job"] = state["bar"].add_task("measuring", total=None)
+        state["bar"].update(state["job"], completed=n, total=total, description=what)
+        if n >= total:
+            state["bar"].stop()
+
+    return progress
+
+
+def prepare_stdio() -> None:
+    """Make the standard streams safe to use whatever state the caller left them in.
+
+    A closed descriptor 0-2 is reopened on /dev/null (or the probe's pipe could land on
+    fd 1 and our output in the pipe); text that the locale cannot encode (``±`` on an ASCII
+    terminal, a lone surrogate) is written as backslash escapes instead of raising.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115  (lives as long as the process)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+def flush_stdio() -> int | None:
+    """Flush both streams; exit 3 when stdout refused what was left in its buffer (said on stderr)."""
+    lost = None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            if stream is sys.stdout:
+                _silence_stdout()
+        except OSError as exc:
+            if stream is sys.stdout:
+                lost = _code(stdout_lost(exc))
+        except ValueError:
+            pass
+    return lost
+
+
+@contextlib.contextmanager
+def install_signal_handlers() -> Iterator[None]:
+    """SIGTERM, SIGHUP and SIGINT unwind the command, so the budgeted child is killed on the way
+    out, and end it with one line ("terminated by SIGINT") and exit 128 + the signal."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    # A signal the caller ignores stays ignored (nohup's SIGHUP, SIGINT for a shell's background job).
+    wanted = [s for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT) if signal.getsignal(s) != signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, stop) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
+    """Run the typer app without click's standalone mode and map every ending to an exit code.
+
+    Typer ships its own copy of click, so its exceptions are matched by shape (what click
+    documents: ``exit_code`` and ``format_message``), not by class.
+    """
+    try:
+        result = app(args=argv, prog_name="topodoctor", standalone_mode=False)
+    except Terminated as exc:
+        return _code(fail(f"terminated by {exc}", exc.exit_code))
+    except KeyboardInterrupt:  # SIGINT before the handlers were in place
+        return _code(fail("terminated by SIGINT", 128 + signal.SIGINT))
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except OutputLost as exc:  # `--metrics -` or `-o -` to a full stdout, in a command without reports_errors
+        return _code(stdout_lost(exc))
+    except SystemExit as exc:  # click's answer to a closed stdout (EPIPE) is exit 1, "unhealthy"
+        if isinstance(exc.__context__, OSError) and exc.__context__.errno == errno.EPIPE:
+            _silence_stdout()
+            return 0
+        raise
+    except OSError as exc:
+        if any(f.name == "echo" and "click" in f.filename for f in traceback.extract_tb(exc.__traceback__)):
+            return _code(stdout_lost(exc))  # click printing help or usage to a full stdout
+        if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):  # a path the user gave
+            name = fileio.shown(exc.filename) if exc.filename else "a path"
+            return _code(fail(f"cannot use {name}: {exc.strerror}", usage_code))
+        return _code(fail(internal_error(exc), EXIT_CANNOT_CHECK))
+    except Exception as exc:
+        name = type(exc).__name__
+        if name == "Exit":
+            return int(getattr(exc, "exit_code", 0))
+        if name == "Abort":  # click's word for a KeyboardInterrupt it caught
+            return _code(fail("terminated by SIGINT", 128 + signal.SIGINT))
+        if name == "NoArgsIsHelpError":  # bare `topodoctor`: show the help, as click does
+            sys.stderr.write(exc.format_message() + "\n" if hasattr(exc, "format_message") else "")
+            return usage_code
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            return _code(fail(f"{exc.format_message()}{hint}", int(exc.exit_code) or usage_code))
+        return _code(fail(internal_error(exc), EXIT_CANNOT_CHECK))
+    return result if isinstance(result, int) else 0
+
+
+def internal_error(exc: BaseException) -> str:
+    """One line for a bug of ours: what failed and where, for the bug report."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = next(
+        (f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames) if "topodoctor" in f.filename), ""
+    )
+    detail = str(exc)[:200]
+    return f"internal error ({type(exc).__name__}{' at ' + where if where else ''}: {detail}); please report it"
+
+
+def _code(exit_: typer.Exit) -> int:
+    return int(exit_.exit_code)
+
+
+def hostname() -> str:
+    """This host's name, for output that must name it when nothing was probed."""
+    import socket
+
+    return socket.gethostname()

@@ -172,8 +172,10 @@ def _findings(out: Any) -> list[Any]:
     return list(getattr(out, "findings", out))
 
 
-def test_sigterm_takes_the_ranks_along(tmp_path: Path) -> None:
-    """A scheduler ending a prolog sends SIGTERM: the ranks (sessions of their own) die with it."""
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_sigterm_takes_the_ranks_along(tmp_path: Path, sig: str) -> None:
+    """A scheduler ending a prolog sends SIGTERM (a user Ctrl-C): the ranks (sessions of their
+    own) die with it, and the command ends as every command does on that signal."""
     import signal
     import time
 
@@ -189,11 +191,11 @@ def test_sigterm_takes_the_ranks_along(tmp_path: Path) -> None:
             children = _children(p.pid)
         assert len(children) == 2
         time.sleep(1.0)
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(signal.Signals[sig])
         _, err = p.communicate(timeout=30)
     finally:
         p.kill()
-    assert p.returncode == 3 and "terminated (SIGTERM)" in err
+    assert p.returncode == 128 + signal.Signals[sig] and err == f"topodoctor: error: terminated by {sig}\n", err
     assert all(_gone(pid) for pid in children)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from topodoctor.cli.io import EXITS, emit_json, progress_bar, render
+from topodoctor.cli.io import EXITS, Outputs, emit_json, progress_bar, render
 from topodoctor.cli.options import (
     BwMode,
     HeatmapOpt,
@@ -61,6 +61,7 @@ def bandwidth(
     if heatmap is not None:
         cli_pictures.check_picture_path(heatmap)
 
+    outputs = Outputs(budget(timeout).deadline)
     if from_file is not None:
         result = load_result(from_file)
     else:
@@ -68,9 +69,9 @@ def bandwidth(
         settings = copies.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
         result = copies.measure(settings, source(replay), budget(timeout), progress=progress_bar())
     if output is not None:
-        fileio.write_atomic(output, result_to_json(result), "bandwidth result")
+        outputs.write(lambda: fileio.write_atomic(output, result_to_json(result), "bandwidth result"))
     if heatmap is not None:
-        cli_pictures.draw_heatmap(result, heatmap)
+        outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap))
     findings = copies.bandwidth_findings(result)
     code = EXIT_UNHEALTHY if failing(findings, "error") else 0
     if metrics is not None or fmt is MeasureFormat.prometheus:
@@ -78,7 +79,7 @@ def bandwidth(
 
         text = bandwidth_metrics(result, findings, code)
         if metrics is not None:
-            write_textfile(metrics, text)
+            outputs.write(lambda: write_textfile(metrics, text))
         if fmt is MeasureFormat.prometheus:
             render(lambda c: sys.stdout.write(text))
     if fmt is MeasureFormat.json:
@@ -88,7 +89,7 @@ def bandwidth(
         render(lambda c: emit_json(doc))
     elif fmt is MeasureFormat.text:
         render(lambda c: report.print_bandwidth(result, c, findings, matrix))
-    raise typer.Exit(code)
+    raise typer.Exit(outputs.exit_code(code))
 
 
 def register(app: typer.Typer) -> None:

@@ -207,35 +207,40 @@ def collectives(
     if out is None:
         return  # not rank 0: rank 0 reports for the world
     res, snap, findings = out.result, out.snapshot, list(out.findings)
+    from topodoctor.cli.io import Outputs, render
+
+    outputs = Outputs()
     if output is not None:
         from topodoctor.core.fileio import write_atomic
         from topodoctor.model.collectives import result_to_json
 
-        write_atomic(output, result_to_json(res), "collectives result")
+        outputs.write(lambda: write_atomic(output, result_to_json(res), "collectives result"))
+    if plot is not None:
+        from topodoctor.cli.pictures import draw_collectives
+
+        expected = {str(row.op): expect_busbw for row in res.rows} if expect_busbw is not None else None
+        outputs.write(lambda: draw_collectives(res, plot, expected))
     from topodoctor.report.collectives import collectives_json, text_report
 
     if metrics_file is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.cli.nodes import emit_metrics
 
-        emit_metrics(res, findings, metrics_file, stdout=fmt is MeasureFormat.prometheus)
-    if plot is not None:
-        from topodoctor.cli.pictures import draw_collectives
-
-        ops = {str(r.op) for r in res.rows}
-        draw_collectives(res, plot, dict.fromkeys(ops, expect_busbw) if expect_busbw else None)
+        emit_metrics(res, findings, metrics_file, outputs, stdout=fmt is MeasureFormat.prometheus)
     if fmt is MeasureFormat.json:
         from topodoctor.cli.io import emit_json
 
-        emit_json(collectives_json(res, findings))
+        doc = collectives_json(res, findings)
+        render(lambda c: emit_json(doc))
     elif fmt is MeasureFormat.text:
         from topodoctor.report.collectives_nodes import node_lines
         from topodoctor.report.terminal import printable
 
-        for line in [*text_report(res, findings), *node_lines(res)]:
-            typer.echo(printable(line))  # a host or GPU name never acts on the terminal
+        # a host or GPU name never acts on the terminal
+        lines = [printable(line) for line in [*text_report(res, findings), *node_lines(res)]]
+        render(lambda c: sys.stdout.write("".join(f"{line}\n" for line in lines)))
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
-    raise typer.Exit(out.exit_code)
+    raise typer.Exit(outputs.exit_code(out.exit_code))
 
 
 def register(app: typer.Typer) -> None:

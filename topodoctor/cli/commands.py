@@ -15,6 +15,7 @@ import typer
 
 from topodoctor.cli.io import (
     EXITS,
+    Outputs,
     emit,
     emit_json,
     fail,
@@ -93,20 +94,23 @@ def scan(
 
     if draw is not None:
         cli_pictures.check_picture_path(draw)
+    outputs = Outputs(budget(timeout).deadline)
     host = doctor.probe(source(replay, sysfs_root), budget(timeout), environment=draw is not None)
     g = host.view.graph
     if draw is not None:  # the rules' findings, drawn in place; the picture judges nothing itself
-        cli_pictures.draw_scan(host.snapshot, draw, doctor.evaluate(doctor.make_context(host))[0], g)
+        findings = doctor.evaluate(doctor.make_context(host))[0]
+        outputs.write(lambda: cli_pictures.draw_scan(host.snapshot, draw, findings, g))
     if export_graph is not None:
         from topodoctor.report.graph_export import export_graph as write_graph
 
-        write_graph(g, export_graph)
+        outputs.write(lambda: write_graph(g, export_graph))
     from topodoctor.report import scan as report
 
     if fmt is Format.json:
         render(lambda c: emit_json(report.scan_json(host.snapshot, host.origin, g)))
     else:
         render(lambda c: report.print_scan(host.snapshot, host.origin, g, c))
+    raise typer.Exit(outputs.exit_code(0))
 
 
 @app.command(epilog=EXITS["record"])
@@ -178,19 +182,22 @@ def check(
         passes=_passes(with_bandwidth, with_collectives, scope.value),
         scope=scope.value,
     )
+    outputs = Outputs(budget(timeout).deadline)  # a metrics FIFO nobody reads waits no longer than the check
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
             from topodoctor.report import prometheus as prom
 
-            prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname()))
+            text = prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname())
+            outputs.write(lambda: prom.write_textfile(metrics, text))
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
             from topodoctor.report import check as report
 
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda c: emit_json(doc))
-        raise fail(str(exc), exc.exit_code) from None
+        fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
+        raise typer.Exit(outputs.exit_code(exc.exit_code)) from None
 
     from topodoctor.report import check as report
     from topodoctor.report import prometheus as prom
@@ -200,15 +207,15 @@ def check(
         return prom.check_metrics(o.findings, o.incomplete, o.exit_code, o.snapshot, o.meta.elapsed_s)
 
     if metrics is not None:
-        prom.write_textfile(metrics, metrics_text())
+        outputs.write(lambda: prom.write_textfile(metrics, metrics_text()))
     show = {
         CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
-        CheckFormat.line: lambda c: emit(report.one_line(outcome)),
+        CheckFormat.line: lambda c: emit(report.one_line(outcome) + outputs.in_line()),
         CheckFormat.text: lambda c: report.print_check(outcome, c),
         CheckFormat.prometheus: lambda c: sys.stdout.write(metrics_text()),
     }
     render(show[fmt])
-    raise typer.Exit(outcome.exit_code)
+    raise typer.Exit(outputs.exit_code(outcome.exit_code))
 
 
 @app.command("rules", epilog=EXITS["rules"])
@@ -294,7 +301,7 @@ def run() -> None:
     mark_command_start()
     prepare_stdio()
     code = main()
-    flush_stdio()  # the report is out before the world's ending can take this process down
-    code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
+    lost = flush_stdio()  # the report is out before the world's ending can take this process down
+    code = leave_world(code if lost is None else lost)  # in a launcher's world every rank leaves with the world's code
     flush_stdio()
     os._exit(code)

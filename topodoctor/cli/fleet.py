@@ -94,21 +94,24 @@ def fleet(
     settings = Settings(tolerance, z_threshold, min_nodes, fail_level.value, systemic_share)
     report = roll_up_paths(results, name_from.value, budget(timeout).left(), settings)
 
+    from topodoctor.cli.io import Outputs, render
+
+    outputs = Outputs()
     if fmt is FleetFormat.text:
         from topodoctor.report.fleet import print_fleet
         from topodoctor.report.terminal import make_console
 
         if output is None:
-            print_fleet(report, make_console())
+            render(lambda c: print_fleet(report, make_console()))
         else:
             buf = io.StringIO()
             print_fleet(report, make_console(buf, width=150))
-            _write(output, buf.getvalue())
+            outputs.write(lambda: _write(output, buf.getvalue()))
     else:
-        _write(output, _render(report, fmt))
+        outputs.write(lambda: _write(output, _render(report, fmt)))
     for u in report.unreadable:
         typer.echo(f"topodoctor: warning: {printable(u.error)}", err=True)
-    raise typer.Exit(report.exit_code)
+    raise typer.Exit(outputs.exit_code(report.exit_code))
 
 
 def _render(report: FleetReport, fmt: FleetFormat) -> str:

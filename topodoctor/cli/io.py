@@ -8,17 +8,19 @@ that means "unhealthy"; a failure of topodoctor itself is exit 3 ("could not che
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, Terminated
+from topodoctor.core import fileio
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_USAGE, OutputLost, Terminated, WriteError
 from topodoctor.report.terminal import make_console, printable, unknown_line
 
 _USAGE = ("2", "usage or input error: bad option; missing, corrupt or inconsistent file")
@@ -131,20 +133,78 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
+def error_line(message: str) -> None:
+    """``topodoctor: error: MESSAGE`` on stderr, in every format: for what goes wrong beside a
+    verdict (a file not written, standard output lost), never instead of the verdict's line."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"topodoctor: error: {printable(message)}\n")
+        sys.stderr.flush()
+
+
 def render(draw: Callable[[Console], Any]) -> None:
-    """Draw on stdout; a reader that left (``| head -1``) changes nothing about the exit code."""
+    """Draw on stdout; a reader that left (``| head -1``) changes nothing about the exit code,
+    and a stdout that refuses the text (a full disk) is exit 3 with one line on stderr."""
     try:
         draw(make_console())
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
+    except OSError as exc:
+        raise stdout_lost(exc) from None
+
+
+def stdout_lost(exc: OSError | OutputLost) -> typer.Exit:
+    """Standard output refused our text: the environment failed, not topodoctor (exit 3)."""
+    _silence_stdout()  # what is still buffered must not fail the final flush a second time
+    if isinstance(exc, OutputLost):
+        error_line(str(exc))
+    else:
+        error_line(f"cannot write to standard output: {exc.strerror or type(exc).__name__}")
+    return typer.Exit(EXIT_CANNOT_CHECK)
 
 
 def _silence_stdout() -> None:
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+    fileio.silence_stdout()
+
+
+T = TypeVar("T")
+
+
+class Outputs:
+    """The files a command writes beside its verdict (``--metrics``, ``-o``, pictures).
+
+    A write that fails is told after the verdict, never instead of it: the verdict is printed
+    as usual, then one line ``topodoctor: error: cannot write FILE: reason`` on stderr (in the
+    one-line format, at the end of that line: see ``in_line``); the exit code is the verdict's
+    when it is not 0 (1 unhealthy stands, and so does 3), else 2. Writes wait for a slow reader
+    (a FIFO) no later than ``deadline``, the command's budget.
+    """
+
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = deadline
+        self.failed: list[str] = []
+        self._told = False
+
+    def write(self, fn: Callable[[], T]) -> T | None:
+        """``fn()``, which writes one file; None when that write failed (kept for ``exit_code``)."""
+        with fileio.write_deadline(self.deadline):
+            try:
+                return fn()
+            except WriteError as exc:
+                self.failed.append(str(exc))
+                return None
+
+    def in_line(self) -> str:
+        """The failed writes as the end of a one-line verdict ("; cannot write ..."), told there
+        instead of on stderr: a drain reason captured with 2>&1 stays one line."""
+        self._told = True
+        return printable("".join(f"; {message}" for message in self.failed))
+
+    def exit_code(self, verdict: int) -> int:
+        """Tell the failed writes, after the verdict; the code the command ends with."""
+        for message in [] if self._told else self.failed:
+            error_line(message)
+        return EXIT_USAGE if self.failed and verdict == EXIT_OK else verdict
 
 
 def progress_bar() -> Callable[[int, int, str], None] | None:
@@ -192,20 +252,27 @@ def prepare_stdio() -> None:
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
 
 
-def flush_stdio() -> None:
+def flush_stdio() -> int | None:
+    """Flush both streams; exit 3 when stdout refused what was left in its buffer (said on stderr)."""
+    lost = None
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BrokenPipeError:
             if stream is sys.stdout:
                 _silence_stdout()
-        except (OSError, ValueError):
+        except OSError as exc:
+            if stream is sys.stdout:
+                lost = _code(stdout_lost(exc))
+        except ValueError:
             pass
+    return lost
 
 
 @contextlib.contextmanager
 def install_signal_handlers() -> Iterator[None]:
-    """SIGTERM and SIGHUP unwind like Ctrl-C, so the budgeted child is killed on the way out."""
+    """SIGTERM, SIGHUP and SIGINT unwind the command, so the budgeted child is killed on the way
+    out, and end it with one line ("terminated by SIGINT") and exit 128 + the signal."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
@@ -215,7 +282,9 @@ def install_signal_handlers() -> Iterator[None]:
     def stop(signum: int, frame: Any) -> None:
         raise Terminated(signum)
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # A signal the caller ignores stays ignored (nohup's SIGHUP, SIGINT for a shell's background job).
+    wanted = [s for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT) if signal.getsignal(s) != signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, stop) for sig in wanted}
     try:
         yield
     finally:
@@ -233,17 +302,31 @@ def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
         result = app(args=argv, prog_name="topodoctor", standalone_mode=False)
     except Terminated as exc:
         return _code(fail(f"terminated by {exc}", exc.exit_code))
-    except KeyboardInterrupt:
-        return _code(fail("interrupted", 130))
+    except KeyboardInterrupt:  # SIGINT before the handlers were in place
+        return _code(fail("terminated by SIGINT", 128 + signal.SIGINT))
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except OutputLost as exc:  # `--metrics -` or `-o -` to a full stdout, in a command without reports_errors
+        return _code(stdout_lost(exc))
+    except SystemExit as exc:  # click's answer to a closed stdout (EPIPE) is exit 1, "unhealthy"
+        if isinstance(exc.__context__, OSError) and exc.__context__.errno == errno.EPIPE:
+            _silence_stdout()
+            return 0
+        raise
+    except OSError as exc:
+        if any(f.name == "echo" and "click" in f.filename for f in traceback.extract_tb(exc.__traceback__)):
+            return _code(stdout_lost(exc))  # click printing help or usage to a full stdout
+        if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):  # a path the user gave
+            name = fileio.shown(exc.filename) if exc.filename else "a path"
+            return _code(fail(f"cannot use {name}: {exc.strerror}", usage_code))
+        return _code(fail(internal_error(exc), EXIT_CANNOT_CHECK))
     except Exception as exc:
         name = type(exc).__name__
         if name == "Exit":
             return int(getattr(exc, "exit_code", 0))
-        if name == "Abort":
-            return _code(fail("aborted", 130))
+        if name == "Abort":  # click's word for a KeyboardInterrupt it caught
+            return _code(fail("terminated by SIGINT", 128 + signal.SIGINT))
         if name == "NoArgsIsHelpError":  # bare `topodoctor`: show the help, as click does
             sys.stderr.write(exc.format_message() + "\n" if hasattr(exc, "format_message") else "")
             return usage_code

@@ -6,9 +6,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from topodoctor.cli.io import Outputs
 
-def emit_metrics(res: Any, findings: list[Any], path: Path | None, stdout: bool = False) -> None:
-    """The run's metrics in Prometheus' text format: to ``path`` atomically, and/or stdout."""
+
+def emit_metrics(res: Any, findings: list[Any], path: Path | None, outputs: Outputs, stdout: bool = False) -> None:
+    """The run's metrics in Prometheus' text format: to ``path`` (through ``outputs``, which
+    keeps a failed write for after the verdict), and/or stdout."""
+    from topodoctor.cli.io import render
     from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
     from topodoctor.model.findings import failing
     from topodoctor.report.prometheus import collectives_metrics, write_textfile
@@ -16,6 +20,6 @@ def emit_metrics(res: Any, findings: list[Any], path: Path | None, stdout: bool 
     code = EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK
     text = collectives_metrics(res.host, res.rows, findings, code, elapsed_s=res.wall_s)
     if path is not None:
-        write_textfile(path, text)
+        outputs.write(lambda: write_textfile(path, text))
     if stdout:
-        sys.stdout.write(text)
+        render(lambda c: sys.stdout.write(text))

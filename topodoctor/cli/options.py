@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from typer.core import TyperArgument, TyperCommand
 
-from topodoctor.cli.io import fail
-from topodoctor.core.errors import InputError, TopodoctorError
+from topodoctor.cli.io import fail, stdout_lost
+from topodoctor.core.errors import InputError, OutputLost, TopodoctorError
 
 if TYPE_CHECKING:
     from topodoctor.core.budget import Budget
@@ -32,6 +32,8 @@ def reports_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except OutputLost as exc:  # on stderr in every format: stdout is what failed
+            raise stdout_lost(exc) from None
         except TopodoctorError as exc:
             raise fail(str(exc), exc.exit_code) from None
 
@@ -174,9 +176,9 @@ def deadline(timeout: float) -> float | None:
 def version_callback(value: bool) -> None:
     if value:
         from topodoctor import __version__
-        from topodoctor.cli.io import emit
+        from topodoctor.cli.io import emit, render
 
-        emit(f"topodoctor {__version__}")
+        render(lambda c: emit(f"topodoctor {__version__}"))
         raise typer.Exit(0)
 
 

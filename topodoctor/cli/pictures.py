@@ -7,6 +7,7 @@ SVG, or PNG where the ``draw`` extra (resvg) is installed; the extension picks.
 
 # No `from __future__ import annotations` here: typer reads the option annotations of the
 # command defined inside register() at run time, and they name the CLI's shared option types.
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -109,6 +110,7 @@ def register(app: typer.Typer) -> None:
         """Write an NCCL_TOPO_FILE for this host: the PCIe tree, NVLinks and CPU affinity as NCCL reads them.
 
         With --lint FILE, check an existing file against this host instead (exit 1 on an error)."""
+        from topodoctor.cli.io import render
         from topodoctor.core.errors import InputError
         from topodoctor.core.fileio import read_text, write_atomic
         from topodoctor.core.text import plural
@@ -124,8 +126,8 @@ def register(app: typer.Typer) -> None:
         snap, g = host.snapshot, host.view.graph
         if text_in is not None:
             problems = doctor.lint_nccl_topo(host, text_in)
-            for p in problems:
-                typer.echo(printable(f"{p.severity} {p.check}: {p.message}"))
+            lines = "".join(printable(f"{p.severity} {p.check}: {p.message}") + "\n" for p in problems)
+            render(lambda c: sys.stdout.write(lines))
             errors = sum(1 for p in problems if p.severity == "error")
             counts = f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}"
             typer.echo(printable(f"{lint}: {counts}"), err=True)

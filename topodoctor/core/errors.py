@@ -30,6 +30,19 @@ class InputError(TopodoctorError):
     exit_code = EXIT_USAGE
 
 
+class WriteError(InputError):
+    """A file the user asked us to write cannot be written (a missing directory, no permission,
+    a full disk, a directory in its place): the path is the input at fault, exit 2. A command
+    that has a verdict reports it all the same (see ``cli_io.Outputs``)."""
+
+
+class OutputLost(TopodoctorError):
+    """Standard output refuses our output for a reason other than a reader that left (a full
+    device, an I/O error): the environment failed, not topodoctor; exit 3, told on stderr."""
+
+    exit_code = EXIT_CANNOT_CHECK
+
+
 class ProbeUnavailable(TopodoctorError):
     """The host cannot be probed: no NVML library, no driver loaded, no GPU."""
 

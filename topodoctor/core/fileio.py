@@ -4,9 +4,9 @@ leaving half a file behind.
 A prolog hands us paths it does not control: a FIFO, ``/dev/zero``, a directory, a file on a
 hung NFS mount, a 50 MB blob, JSON nested 10,000 deep or holding NaN. Every such read goes
 through ``read_bytes``: only regular files, at most ``max_bytes``, within ``timeout_s``, each
-failure one ``InputError`` line. Every file we write goes through ``write_atomic``: a
-temporary file in the same directory, flushed, then renamed over the target, so a reader (a
-textfile collector, the next job) sees the old file or the new one, never a torn one.
+failure one ``InputError`` line. Every file we write goes through ``write_atomic``: a regular
+file is replaced whole (a temporary file, then a rename), never a device, FIFO or link: those
+are written through, bounded in time.
 """
 
 from __future__ import annotations
@@ -14,16 +14,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
+import re
+import select
 import stat
 import sys
-import tempfile
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
-from topodoctor.core.errors import InputError
+from topodoctor.core.errors import InputError, OutputLost, WriteError
 
 T = TypeVar("T")
 MiB = 1 << 20
@@ -102,25 +106,25 @@ def read_bytes(
     p = str(path)
     data, exc = _within(timeout_s, f"read {p}", lambda: _read(p, max_bytes))
     if exc is _TIMED_OUT:
-        raise InputError(f"{what} {p}: not readable within {timeout_s:g} s (a hung mount or device?)")
+        raise InputError(f"{what} {shown(p)}: not readable within {timeout_s:g} s (a hung mount or device?)")
     if exc is None and data is not None:
         return data
     if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
-        raise InputError(f"cannot read {what} {p}: symbolic link loop")
+        raise InputError(f"cannot read {what} {shown(p)}: symbolic link loop")
     if isinstance(exc, FileNotFoundError):
-        raise InputError(f"{what} not found: {p}")
+        raise InputError(f"{what} not found: {shown(p)}")
     if isinstance(exc, IsADirectoryError):
-        raise InputError(f"{what} is a directory, not a file: {p}")
+        raise InputError(f"{what} is a directory, not a file: {shown(p)}")
     if isinstance(exc, _NotRegular):
-        raise InputError(f"{what} is not a regular file (a FIFO, socket or device?): {p}")
+        raise InputError(f"{what} is not a regular file (a FIFO, socket or device?): {shown(p)}")
     if isinstance(exc, _TooBig):
         raise InputError(
-            f"{what} is larger than {max_bytes // MiB or max_bytes} {'MiB' if max_bytes >= MiB else 'B'}: {p}"
+            f"{what} is larger than {max_bytes // MiB or max_bytes} {'MiB' if max_bytes >= MiB else 'B'}: {shown(p)}"
         )
     if isinstance(exc, OSError):
         reason = exc.strerror or type(exc).__name__
-        raise InputError(f"cannot read {what} {p}: {reason}")
-    raise InputError(f"cannot read {what} {p}: {type(exc).__name__}")
+        raise InputError(f"cannot read {what} {shown(p)}: {reason}")
+    raise InputError(f"cannot read {what} {shown(p)}: {type(exc).__name__}")
 
 
 def read_text(
@@ -192,46 +196,168 @@ def dumps_strict(data: Any, **kwargs: Any) -> str:
     return json.dumps(data, allow_nan=False, **kwargs)
 
 
-def write_atomic(path: Path | str, text: str | bytes, what: str = "output") -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and a rename.
+WRITE_TIMEOUT_S = 5.0  # how long a FIFO or device may keep us waiting for a reader, or for room
+_MAX_LINKS = 40  # the kernel's own limit on symbolic links in one lookup
+_FD_ALIAS = re.compile(r"/(?:dev/fd|proc/self/fd|proc/(\d+)/fd)/(\d+)")
+_write_deadline: ContextVar[float | None] = ContextVar("write_deadline", default=None)
 
-    A full disk or a killed process leaves the previous file (or none), never a partial one.
-    ``-`` writes to standard output instead.
-    """
-    if str(path) == "-":
-        sys.stdout.write(text if isinstance(text, str) else text.decode("utf-8"))
-        sys.stdout.flush()
-        return
-    p = Path(path)
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    directory = p.parent if str(p.parent) else Path(".")
+
+@contextlib.contextmanager
+def write_deadline(deadline: float | None) -> Iterator[None]:
+    """Writes in the block wait for a reader until ``deadline`` (monotonic) at most: a
+    command's budget covers the files it writes, a FIFO nobody reads included."""
+    token = _write_deadline.set(deadline)
     try:
-        if p.is_dir():
-            raise IsADirectoryError(str(p))
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
+        yield
+    finally:
+        _write_deadline.reset(token)
+
+
+def write_atomic(path: Path | str, text: str | bytes, what: str = "output", timeout_s: float | None = None) -> None:
+    """Write ``text`` to the file the user named, by what is at ``path``; every writer uses this.
+
+    Nothing or a regular file: a temporary file in the same directory renamed over it (a
+    collector sees the old file or the new, never a torn one), keeping a replaced file's mode
+    and, where we may, its owner; 0644 under the umask when new. A symbolic link: its final
+    target, so written in its own directory. ``-``, /dev/stdout, /dev/fd/N, a character device,
+    a FIFO: written through, never replaced, as long as the reader takes data at least every
+    ``timeout_s`` (``WRITE_TIMEOUT_S``) and within ``write_deadline``. Anything else: refused.
+
+    A failure is one ``WriteError`` line, "cannot write PATH: reason" (exit 2; ``what`` is the
+    caller's word for the file); standard output that refuses it is ``OutputLost`` (exit 3).
+    """
+    del what  # the path is what the user knows the file by
+    name = str(path)
+    stall, limit = WRITE_TIMEOUT_S if timeout_s is None else timeout_s, _write_deadline.get()
+    data = text.encode("utf-8", "backslashreplace") if isinstance(text, str) else text
+    try:
+        target = _final_target(name)
+        if target == 1:
+            return _to_stdout(data)
+        if isinstance(target, int):
+            return _stream(target, data, stall, limit)
+        st = os.lstat(target) if os.path.lexists(target) else None
+        if st is None or stat.S_ISREG(st.st_mode):
+            _replace(target, st, data)
+        elif stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+            opened_by = min(time.monotonic() + stall, limit if limit is not None else math.inf)
+            fd = _open_stream(target, stat.S_ISFIFO(st.st_mode), opened_by)
+            try:
+                _stream(fd, data, stall, limit)
+            finally:
+                os.close(fd)
+        else:
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a file (a block device or socket)"
+            raise OSError(errno.EINVAL, f"it is {kind}")
     except OSError as exc:
-        raise InputError(f"cannot write {what} {p}: {exc.strerror or type(exc).__name__}") from None
+        reason = "symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror or type(exc).__name__
+        raise WriteError(f"cannot write {shown(name)}: {reason}") from None
+
+
+def shown(path: Path | str, limit: int = 240) -> str:
+    """A path for a one-line message: whole, or its two ends around ``...`` when longer than ``limit``."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[: limit // 2]}...{text[-(limit // 2 - 3) :]}"
+
+
+def _final_target(name: str) -> str | int:
+    """The path a write lands on, symbolic links followed one at a time, or the descriptor
+    that /dev/stdout, /dev/fd/N or /proc/self/fd/N stand for: resolving those further would
+    name a pipe or terminal, or swap the shell's file for another behind its back."""
+    if name == "-":
+        return 1
+    p = os.path.abspath(name)
+    for _ in range(_MAX_LINKS):
+        m = _FD_ALIAS.fullmatch(p)
+        if m and (m.group(1) is None or int(m.group(1)) == os.getpid()):
+            return int(m.group(2))
+        try:
+            if not stat.S_ISLNK(os.lstat(p).st_mode):
+                return p
+        except FileNotFoundError:
+            return p  # a new file, or a missing directory that _replace names
+        p = os.path.join(os.path.realpath(os.path.dirname(p)), os.readlink(p))
+    raise OSError(errno.ELOOP, "symbolic link loop")
+
+
+def _replace(target: str, st: os.stat_result | None, data: bytes) -> None:
+    directory = os.path.dirname(target)
+    if not os.path.isdir(directory):
+        why = f"{shown(directory)} is not a directory" if os.path.lexists(directory) else "no such directory"
+        raise OSError(errno.ENOENT, why)
+    if st is not None and not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise PermissionError(errno.EACCES, "Permission denied")  # a read-only file stays as it is
+    # The temporary's name is bounded (the target's own may be near NAME_MAX); a new file's
+    # mode is 0644 under the umask, as the kernel applies it (mkstemp's 0600 hides it from a
+    # collector running as another user).
+    tmp = os.path.join(directory, f".{os.path.basename(target)[:64]}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        with contextlib.suppress(OSError):
-            # mkstemp makes 0600; a result file is meant to be read by others (collectors, admins).
-            os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, p)
-    except BaseException as exc:  # a full disk, or a budget alarm or signal mid-write
+        if st is not None:
+            with contextlib.suppress(OSError):  # only root may give a file away; others keep their own
+                os.chown(tmp, st.st_uid, st.st_gid)
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, target)
+    except BaseException:  # a full disk, or a budget alarm or signal mid-write
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write {what} {p}: {exc.strerror or type(exc).__name__}") from None
         raise
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _open_stream(path: str, fifo: bool, deadline: float) -> int:
+    flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    while True:
+        try:
+            return os.open(path, flags)
+        except OSError as exc:  # a FIFO without a reader refuses a non-blocking open: wait for one
+            if not (fifo and exc.errno == errno.ENXIO):
+                raise
+            if time.monotonic() >= deadline:
+                raise OSError(errno.ETIMEDOUT, "no reader opened the FIFO in time") from None
+        time.sleep(0.02)
+
+
+def _stream(fd: int, data: bytes, stall_s: float, limit: float | None) -> None:
+    """All of ``data`` into ``fd``, the reader taking some every ``stall_s``, by ``limit``. Each write
+    waits for room and is at most PIPE_BUF: a descriptor we did not open (blocking) never blocks."""
+    view = memoryview(data)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    while view:
+        wait = stall_s if limit is None else min(stall_s, limit - time.monotonic())
+        if not poller.poll(max(0, int(wait * 1000))):
+            raise OSError(errno.ETIMEDOUT, "the reader took no more data in time")
+        try:
+            view = view[os.write(fd, view[: select.PIPE_BUF]) :]
+        except BlockingIOError:
+            continue
+
+
+def _to_stdout(data: bytes) -> None:
+    """Standard output, in order with what was printed through it before."""
+    stream: Any = sys.stdout
+    try:
+        stream.flush()
+        raw = getattr(stream, "buffer", stream)  # a text-only stream is a test's capture
+        raw.write(data if raw is not stream else data.decode("utf-8", "backslashreplace"))
+        raw.flush()
+    except BrokenPipeError:
+        silence_stdout()  # the reader left: nothing more to say, and no error
+    except OSError as exc:
+        raise OutputLost(f"cannot write to standard output: {exc.strerror or type(exc).__name__}") from None
+
+
+def silence_stdout() -> None:
+    """Point descriptor 1 at /dev/null: a reader that left (``| head -1``) stops every later
+    write, and the final flush, from failing."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def list_files(

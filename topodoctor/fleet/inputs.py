@@ -160,7 +160,7 @@ def read_results(
         except InputError as exc:
             bad.append(Unreadable(str(path), str(exc)))
         except OSError as exc:  # is_dir() on a path we may not stat
-            bad.append(Unreadable(str(path), f"cannot read {path}: {exc.strerror or type(exc).__name__}"))
+            bad.append(Unreadable(str(path), f"cannot read {fileio.shown(path)}: {exc.strerror or type(exc).__name__}"))
     out: list[NodeResult] = []
     for path in dict.fromkeys(files):
         left = deadline - time.monotonic()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 from topodoctor.core import codec
 from topodoctor.core.errors import InputError, ReplayMismatch
+from topodoctor.core.fileio import shown
 from topodoctor.probe.api import NvmlCallError
 from topodoctor.probe.record import RECORDING_SCHEMA_VERSION
 
@@ -164,10 +166,11 @@ def bundled_names() -> list[str]:
 def resolve(source: str) -> tuple[str, Any]:
     """A path, or the name of a bundled recording; returns (display name, parsed JSON)."""
     path = Path(source)
-    if path.exists() or "/" in source or source.endswith(".json"):
+    # os.path.exists, not Path.exists: a name too long for the file system is no file, not a crash.
+    if os.path.exists(source) or "/" in source or source.endswith(".json"):
         return path.name, codec.read_json(path, "recording")
     if source in bundled_names():
         text = resources.files(BUNDLED_PACKAGE).joinpath(f"{source}.json").read_text(encoding="utf-8")
         return source, json.loads(text)
     known = ", ".join(bundled_names()) or "none"
-    raise InputError(f"no such file or bundled recording: {source!r} (bundled: {known})")
+    raise InputError(f"no such file or bundled recording: {shown(repr(source))} (bundled: {known})")

@@ -115,7 +115,9 @@ class Running:
         # A prolog killed by its scheduler gets SIGTERM first: the ranks go with us, not after us.
         # (Killed outright, the ranks end by themselves: at their next event the pipe is gone,
         # and a rank stuck in an op has its watchdog.)
+        # A handler already in place (the CLI's: "terminated by SIGTERM", exit 143) is kept.
         main = threading.current_thread() is threading.main_thread()
+        main = main and signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None)
         old = signal.signal(signal.SIGTERM, _terminated) if main else None
         try:
             _watch(self.ranks, self.plan, self.got, self.t0, start_timeout_s, deadline, progress)

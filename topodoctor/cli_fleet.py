@@ -80,10 +80,7 @@ def fleet(
     ] = NameFrom.host,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds for reading all files.")] = 60.0,
 ) -> None:
-    """Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.
-
-    Exit 0 all healthy, 1 some node to drain, 3 a node or file could not be judged, 2 no readable result.
-    """
+    """Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type."""
     from topodoctor.fleet import Settings, roll_up
     from topodoctor.fleet_input import read_results
 
@@ -109,6 +106,11 @@ def fleet(
         _write(output, _render(report, fmt))
     for u in report.unreadable:
         typer.echo(f"topodoctor: warning: {u.error}", err=True)
+    if report.fleet_wide and (fmt is not FleetFormat.text or output is not None):
+        from topodoctor.report.fleet import fleet_wide_line
+
+        # Beside the drain list, never in it: a fleet-wide finding drains no node.
+        typer.echo(f"topodoctor: {fleet_wide_line(report)} (drains no node)", err=True)
     raise typer.Exit(report.exit_code)
 
 
@@ -138,6 +140,7 @@ def _write(output: Path | None, text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from topodoctor.cli_io import EXITS
     from topodoctor.cli_options import reports_errors
 
-    app.command("fleet")(reports_errors(fleet))
+    app.command("fleet", epilog=EXITS["fleet"])(reports_errors(fleet))

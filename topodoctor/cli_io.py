@@ -51,6 +51,13 @@ EXITS = {
         _CANNOT,
         _SIGNAL,
     ),
+    "fleet": _exits(
+        "0  every node healthy",
+        "1  a node to drain, or a finding fleet-wide (it drains no node)",
+        "2  usage error, or no readable result",
+        "3  a node or a file could not be judged, and nothing above",
+        "128+N  stopped by signal N (143: SIGTERM)",
+    ),
     "rules": _exits("0  listed", _USAGE),
     "explain": _exits("0  shown", _USAGE),
 }

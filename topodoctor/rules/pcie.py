@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from topodoctor.model import Gpu
 from topodoctor.rules.context import Context
+from topodoctor.rules.nvlink import pair_unread
 from topodoctor.rules.registry import Issue, rule
 
 REPLAYS_WARN, REPLAYS_SEVERE = 100, 10000  # PCIe replay counter since the driver loaded
@@ -23,7 +24,8 @@ def pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """A GPU pair that should be NVLink-connected has only a PCIe path.
 
     "Should" means its peers on the same host are NVLink-connected (at least half the pairs),
-    or the expectations file gives links per pair.
+    or the expectations file gives links per pair. A pair through a GPU whose NVLinks NVML could
+    not answer for is not checked (TD901 names the call), never a fallback.
     """
     conns = ctx.connections
     nv = [p for p, c in conns.items() if c.cls == "NV"]
@@ -31,7 +33,7 @@ def pcie_fallback(ctx: Context) -> Iterator[Issue]:
     if not expected and (not nv or len(nv) < len(conns) / 2):
         return
     for (a, b), c in sorted(conns.items()):
-        if c.cls != "NV":
+        if c.cls != "NV" and not pair_unread(ctx, a, b):
             yield Issue(
                 f"GPU{a}-GPU{b}",
                 f"GPU{a}-GPU{b} has no NVLink path; traffic goes over PCIe ({c.cls})",

@@ -34,7 +34,7 @@ from rule_case_kit import (
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 from rule_cases_more import MORE_CASES
 
-from topodoctor.model import RemappedRows, RetiredPages
+from topodoctor.model import ComputeProcess, RemappedRows, RetiredPages
 from topodoctor.probed import ProbeError, Unsupported
 
 CASES: list[Case] = [
@@ -334,6 +334,22 @@ CASES: list[Case] = [
     ),
     Case("TD510", False, "h200-x4", "GPU2 63 retired pages", gpu(2, retired_pages=RetiredPages(40, 23, False))),
     Case("TD510", True, "h200-x4", "GPU2 64 retired pages", gpu(2, retired_pages=RetiredPages(40, 24, False))),
+    Case("TD511", True, "x4-foreign-processes", "two processes of a previous job on GPU1", subjects=("GPU1",)),
+    Case("TD511", False, "h200-x4", "no compute process on any GPU"),
+    Case(
+        "TD511",
+        False,
+        "x4-foreign-processes",
+        "both processes are the check's own (its ranks, children of the probing process)",
+        gpu(1, compute_processes=(ComputeProcess(3121, 1 << 30, 0, 3120, "python -m rank", True),)),
+    ),
+    Case(
+        "TD511",
+        False,
+        "h200-x4",
+        "GPU1's process list unreadable (TD901)",
+        gpu(1, compute_processes=ProbeError("NO_PERMISSION", "nvmlDeviceGetComputeRunningProcesses", 4)),
+    ),
     # expectations
     Case("TD801", True, "h200-x2", "2 GPUs where the x4 node type has 4", expect_from="h200-x4"),
     Case("TD801", False, "h200-x4", "the node type's own host", expect_from="h200-x4"),

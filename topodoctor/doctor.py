@@ -276,11 +276,12 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
 
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
+        where = job_scope(host, options.scope)
         ctx = make_context(host, loaded.get("expect"))
+        ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.scope import within
 
-        where = job_scope(host, options.scope)
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
     bad = failing(findings, options.fail_level)

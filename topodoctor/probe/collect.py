@@ -19,6 +19,7 @@ from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.gpu import probe_gpu
 from topodoctor.probe.kernel_log import read_kernel_events
 from topodoctor.probe.pcie import bridges_on, read_bridge
+from topodoctor.probe.processes import compute_processes
 from topodoctor.probe.query import Nvml, parse_cpulist, sys_read
 from topodoctor.probe.sysfs import Sysfs
 from topodoctor.probed import Probed, ProbeError, Unsupported
@@ -138,6 +139,11 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.
     gpus = [
         replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
+        for g in gpus
+    ]
+    me: list[int | None] = []
+    gpus = [
+        replace(g, compute_processes=g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me))
         for g in gpus
     ]
     problems: list[ProbeError] = []

@@ -293,4 +293,5 @@ def lost_gpu(index: int, err: ProbeError) -> Gpu:
         pcie_path=err,
         iommu_group_type=err,
         retired_pages=err,
+        compute_processes=err,
     )

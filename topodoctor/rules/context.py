@@ -43,6 +43,8 @@ class Context:
     expect: Expectations | None = None
     bandwidth: BandwidthResult | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The check gates a job (`--prolog`, or a job's GPUs in scope): a few findings weigh more.
+    gates_job: bool = False
     # Inputs the running rule could not read; the engine empties it before each rule.
     unchecked: list[Unchecked] = field(default_factory=list, repr=False)
 

@@ -134,16 +134,16 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
     gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
+    me: list[int | None] = []
+    gpus = [
+        replace(g, compute_processes=g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me))
+        for g in gpus
+    ]
     # A pair call that answered GPU_IS_LOST does not say which GPU went: ask each one alone.
     nvml.settle(LIVENESS_CALL)
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.
     gpus = [
         replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
-        for g in gpus
-    ]
-    me: list[int | None] = []
-    gpus = [
-        replace(g, compute_processes=g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me))
         for g in gpus
     ]
     problems: list[ProbeError] = []

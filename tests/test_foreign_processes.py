@@ -5,6 +5,7 @@ from /proc, recorded and replayed; what it cannot read is "unknown", never a fai
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -37,9 +38,11 @@ def test_the_probe_names_pid_memory_user_and_command() -> None:
     first, second = gpu.compute_processes
     assert (first.pid, first.used_memory_bytes, first.uid, first.parent_pid) == (48213, 72 << 30, 1001, 48190)
     assert first.cmdline == "python train.py --config llama-70b.yaml" and not first.ours
+    assert first.slurm_job == "4711"  # from its cgroup; the prolog's own runs under slurmd, in no job
     # an unreadable /proc entry is unknown, not a failed probe
     assert (second.pid, second.used_memory_bytes) == (48290, 1 << 30)
     assert isinstance(second.uid, ProbeError) and second.uid.error == "EACCES" and not second.ours
+    assert second.slurm_job is None
     assert probe_host(SCENARIO).snapshot.gpu(0).compute_processes == ()
 
 
@@ -47,7 +50,7 @@ def test_in_a_prolog_they_fail_the_check_naming_each_process() -> None:
     code, doc = _check("--prolog")
     (f,) = _td511(doc)
     assert (code, f["severity"], f["subject"]) == (1, "error", "GPU1")
-    assert "pid 48213 (uid 1001, 72.0 GiB, python train.py --config llama-70b.yaml)" in f["message"]
+    assert "pid 48213 (uid 1001, Slurm job 4711, 72.0 GiB, python train.py --config llama-70b.yaml)" in f["message"]
     assert "pid 48290 (user unknown, 1.0 GiB, command unknown)" in f["message"]
     assert [p["pid"] for p in f["evidence"]["processes"]] == [48213, 48290]
     line = runner.invoke(app, ["check", "--replay", SCENARIO, "--prolog", "-f", "line"]).stdout
@@ -86,6 +89,17 @@ def test_the_checks_own_children_are_not_foreign() -> None:
             r["result"] = "/proc/48190"  # the probe is the parent of 48213
     (mine, other) = _snapshot(rec).gpu(1).compute_processes
     assert mine.ours and not other.ours
+
+
+def test_processes_of_the_job_the_check_runs_in_are_not_foreign() -> None:
+    """A check inside job 4711 (a step's health check) sees that job's ranks as its own; a
+    process whose cgroup it cannot read stays someone else's."""
+    rec = _recording()
+    for r in rec["sysfs"]:
+        if r["path"] == "/proc/self/cgroup":
+            r["result"] = "0::/system.slice/slurmstepd.scope/job_4711/step_1/user/task_0"
+    (same, unknown) = _snapshot(rec).gpu(1).compute_processes
+    assert same.ours and not unknown.ours
 
 
 def test_the_command_line_is_read_within_its_bound() -> None:
@@ -134,3 +148,17 @@ def test_a_scrubbed_recording_keeps_no_command_line() -> None:
     assert "llama" not in json.dumps(out) and "train.py" not in json.dumps(out)
     (first, _) = _snapshot(out).gpu(1).compute_processes
     assert (first.pid, first.uid, first.cmdline) == (48213, 1001, "scrubbed")
+
+
+@pytest.mark.parametrize("error", ["EACCES", "EIO", "ESRCH"])
+def test_every_proc_read_refused_leaves_the_process_named(error: str) -> None:
+    """A process that hides its /proc entry, or ends while the probe looks: still listed by
+    NVML, its unreadable parts unknown, and never a failed probe."""
+    base = _recording()
+    proc_reads = [i for i, r in enumerate(base["sysfs"]) if re.match(r"/proc/(self|\d+)(/|$)", r["path"])]
+    assert len(proc_reads) == 8
+    for i in proc_reads:
+        rec = _recording()
+        rec["sysfs"][i] = {k: v for k, v in rec["sysfs"][i].items() if k != "result"} | {"error": error}
+        procs = _snapshot(rec).gpu(1).compute_processes
+        assert [p.pid for p in procs] == [48213, 48290] and not any(p.ours for p in procs)

@@ -114,7 +114,8 @@ class ComputeProcess:
     uid: Probed[int]  # the real user id, from /proc/PID/status
     parent_pid: Probed[int]
     cmdline: Probed[str]  # arguments joined by spaces, cut at 4 KiB
-    ours: bool  # the probing process or a child of it (a check's own ranks and copy timer)
+    ours: bool  # the probing process, a child of it (a check's own ranks), or of the check's Slurm job
+    slurm_job: str | None = None  # the Slurm job whose cgroup holds it, where readable
 
 
 @dataclass(frozen=True)

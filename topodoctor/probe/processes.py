@@ -4,12 +4,15 @@ NVML names each process by pid and GPU memory; the owner (the real Uid) and the 
 from /proc/PID/status, the command line from /proc/PID/cmdline, all through the probe's
 recorded and replayed reader. Whatever of that cannot be read stays unread ("unknown" in a
 report), never a failure of the probe: another user's process may hide its /proc entry
-(hidepid), or end while we look. A process is ours when it is the probing process or a
-child of it (the ranks and the copy timer a check starts before it probes).
+(hidepid), or end while we look. A process is ours when it is the probing process, a child
+of it (the ranks and the copy timer a check starts before it probes), or a process of the
+Slurm job the check runs in (the same ``job_N`` in /proc/PID/cgroup): a prolog runs outside
+the job, so there every process on the GPUs is someone else's.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from topodoctor.model import ComputeProcess
@@ -53,6 +56,17 @@ def _cmdline(fs: Sysfs, pid: int) -> Probed[str]:
     return " ".join(a.decode("utf-8", "replace") for a in raw.rstrip(b"\x00").split(b"\x00"))
 
 
+_SLURM_JOB = re.compile(r"/job_(\d+)(?:/|$)")
+
+
+def _slurm_job(fs: Sysfs, pid: int | str) -> str | None:
+    """The Slurm job whose cgroup holds the process (a ``job_N`` component of its cgroup path,
+    cgroup v1 or v2), or None: not in a job, or /proc/PID/cgroup unreadable."""
+    text = sys_read(fs, f"/proc/{pid}/cgroup", str)
+    found = _SLURM_JOB.search(text) if isinstance(text, str) else None
+    return found.group(1) if found else None
+
+
 def own_pid(fs: Sysfs) -> int | None:
     """The probing process's pid, as /proc/self resolves (recorded, so a replay agrees)."""
     me = sys_realpath(fs, "/proc/self")
@@ -61,20 +75,26 @@ def own_pid(fs: Sysfs) -> int | None:
     return None
 
 
-def compute_processes(nvml: Nvml, fs: Sysfs, index: int, me: list[int | None]) -> Probed[tuple[ComputeProcess, ...]]:
-    """nvmlDeviceGetComputeRunningProcesses of GPU ``index``, each process with its owner and
-    command line. ``me`` holds the probing process's pid once asked (asked only when a GPU
-    lists a process, so an idle host costs one call per GPU)."""
+Me = tuple[int | None, str | None]  # the probing process: its pid, its Slurm job
+
+
+def compute_processes(nvml: Nvml, fs: Sysfs, index: int, me: list[Me]) -> Probed[tuple[ComputeProcess, ...]]:
+    """nvmlDeviceGetComputeRunningProcesses of GPU ``index``, each process with its owner,
+    Slurm job and command line. ``me`` holds the probing process's pid and job once asked
+    (asked only when a GPU lists a process, so an idle host costs one call per GPU)."""
     listed = nvml.ask("nvmlDeviceGetComputeRunningProcesses", f"gpu:{index}", convert=_listed)
     if not isinstance(listed, tuple):
         return listed
     if listed and not me:
-        me.append(own_pid(fs))
+        me.append((own_pid(fs), _slurm_job(fs, "self")))
     out = []
     for pid, mem in listed:
         path = f"/proc/{pid}/status"
         status = sys_read(fs, path, str)
         parent, uid = _status_field(status, "PPid", path), _status_field(status, "Uid", path)
-        ours = me[0] is not None and (pid == me[0] or parent == me[0])
-        out.append(ComputeProcess(pid, mem, uid, parent, _cmdline(fs, pid), ours))
+        job = _slurm_job(fs, pid)
+        my_pid, my_job = me[0]
+        # A process of the job this check runs in (a step's other ranks) is not someone else's.
+        ours = (my_pid is not None and my_pid in (pid, parent)) or (my_job is not None and job == my_job)
+        out.append(ComputeProcess(pid, mem, uid, parent, _cmdline(fs, pid), ours, job))
     return tuple(out)

@@ -244,7 +244,10 @@ def retired_pages_limit(ctx: Context) -> Iterator[Issue]:
     tags=("prolog",),
 )
 def foreign_compute_processes(ctx: Context) -> Iterator[Issue]:
-    """A GPU runs compute processes that are not topodoctor's own: a previous job's leftovers.
+    """A GPU runs compute processes of someone else: a previous job's leftovers.
+
+    Someone else's means not topodoctor's own (the check and the ranks it starts) and not of
+    the Slurm job the check runs in (the same `job_N` cgroup).
 
     Before a job starts its GPUs should be idle; a process left by the previous job holds GPU
     memory and compute, and the new job runs slow or out of memory. In a prolog (`check
@@ -270,6 +273,7 @@ def foreign_compute_processes(ctx: Context) -> Iterator[Issue]:
                         "used_memory_bytes": p.used_memory_bytes,
                         "uid": p.uid if isinstance(p.uid, int) else None,
                         "cmdline": p.cmdline if isinstance(p.cmdline, str) else None,
+                        "slurm_job": p.slurm_job,
                     }
                     for p in foreign
                 ]
@@ -281,5 +285,6 @@ def foreign_compute_processes(ctx: Context) -> Iterator[Issue]:
 def _process(p: ComputeProcess) -> str:
     mem = f"{p.used_memory_bytes / (1 << 30):.1f} GiB" if p.used_memory_bytes is not None else "memory unknown"
     user = f"uid {p.uid}" if isinstance(p.uid, int) else "user unknown"
+    job = f"Slurm job {p.slurm_job}, " if p.slurm_job else ""
     cmd = p.cmdline if isinstance(p.cmdline, str) else "command unknown"
-    return f"pid {p.pid} ({user}, {mem}, {cmd[:120]})"
+    return f"pid {p.pid} ({user}, {job}{mem}, {cmd[:120]})"

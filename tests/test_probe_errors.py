@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import RECORDINGS
+from conftest import RECORDINGS, scenario_path
 
 from topodoctor.errors import ProbeUnavailable, ReplayMismatch
 from topodoctor.probe.collect import collect
@@ -226,7 +226,12 @@ def _refusals(rec: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list
     return out
 
 
-@pytest.mark.parametrize("rec", RECORDINGS, ids=lambda p: p.stem)
+# Beside the recordings, the derived hosts that show link layouts the recorded VMs cannot:
+# GPU-to-GPU links without a switch, NVSwitches visible on the PCI bus.
+SWEPT = [*RECORDINGS, *(scenario_path(n) for n in ("x2-direct-nvlink", "x4-visible-nvswitch"))]
+
+
+@pytest.mark.parametrize("rec", SWEPT, ids=lambda p: p.stem)
 def test_no_refused_answer_is_judged_as_bad_hardware(rec: Any) -> None:
     """Refuse every probed field of every bundled recording in turn: what the check says about
     it is "could not check" (TD901), never a hardware finding at error level or above.

@@ -21,11 +21,13 @@ def _norm(values: list[int]) -> int | None:
 
 
 def unread_links(g: Gpu) -> list[tuple[str, ProbeError]]:
-    """(field, error) of the GPU's NVLink answers that decide which pairs it reaches over NVLink
-    and that the probe could not read: its link count, a link's state, an active link's far
-    end. With any of them a pair through the GPU cannot be judged short of links (TD102) or
+    """(field, error) of the GPU's answers that decide which pairs it reaches over NVLink and
+    that the probe could not read: its bus id, its link count, a link's state, an active
+    link's far end. With any of them a pair through the GPU cannot be judged short of links (TD102) or
     off NVLink (TD201): what is missing may be exactly the links it lacks."""
     out: list[tuple[str, ProbeError]] = []
+    if isinstance(g.bus_id, ProbeError):  # a peer's link names the GPU by its bus id
+        out.append(("bus_id", g.bus_id))
     if isinstance(g.nvlink_count, ProbeError):
         out.append(("nvlink_count", g.nvlink_count))
     count = g.nvlink_count if isinstance(g.nvlink_count, int) else None
@@ -37,7 +39,9 @@ def unread_links(g: Gpu) -> list[tuple[str, ProbeError]]:
             out.append((f"{where}.active", link.active))
         elif link.active is True and isinstance(link.remote_type, ProbeError):
             out.append((f"{where}.remote_type", link.remote_type))
-        elif link.active is True and link.remote_type == "gpu" and isinstance(link.remote_bus_id, ProbeError):
+        elif (
+            link.active is True and link.remote_type in ("gpu", "switch") and isinstance(link.remote_bus_id, ProbeError)
+        ):
             out.append((f"{where}.remote_bus_id", link.remote_bus_id))
     return out
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from topodoctor.model import ComputeProcess
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.snapshot import ComputeProcess
 from topodoctor.probe.query import Nvml, classify, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import Probed, ProbeError, Unsupported
 
 MAX_PROCESSES = 256  # per GPU: far beyond what a GPU runs, a bound on what is read for them
 MAX_CMDLINE_BYTES = 4096  # a command line can reach ARG_MAX; its start names the program

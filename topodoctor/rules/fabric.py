@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.model import ComputeProcess
-from topodoctor.probed import GPU_GONE_CODES
+from topodoctor.core.probed import GPU_GONE_CODES
+from topodoctor.model.snapshot import ComputeProcess
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

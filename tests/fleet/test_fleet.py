@@ -231,3 +231,34 @@ def test_fleet_imports_neither_torch_nor_pynvml(fleet_dir: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "clean" in out.stdout, out.stderr
+
+
+def test_a_fleet_wide_finding_drains_nobody_but_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seven nodes with the same link down: nobody is drained for it, the fleet is not healthy."""
+    code, out, _ = _run(["check", "--replay", str(FIXTURES / "derived" / "x4-nvlink-down.json"), "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and any(f["code"] == "TD101" for f in doc["findings"])
+    for i in range(1, 8):
+        (tmp_path / f"n{i}.check.json").write_text(json.dumps({**doc, "host": f"n{i}"}))
+    code, out, err = _run(["fleet", str(tmp_path), "-f", "drain"], capsys)
+    assert (code, out) == (1, "")
+    assert "topodoctor: fleet-wide: TD101 on 7 of 7 nodes" in err and "drains no node" in err
+    code, out, _ = _run(["fleet", str(tmp_path)], capsys)
+    assert code == 1 and "0 to drain; fleet-wide: TD101 on 7 of 7 nodes" in " ".join(out.split())
+    code, out, _ = _run(["fleet", str(tmp_path), "-f", "json"], capsys)
+    got = json.loads(out)
+    assert (code, got["exit_code"], got["drain"]) == (1, 1, [])
+    assert "TD101 on 7 of 7 nodes" in got["fleet_wide"]
+    # Near miss: on half of the nodes a finding is shared, not fleet-wide; those nodes drain.
+    for i in range(4, 8):
+        (tmp_path / f"n{i}.check.json").unlink()
+    healthy = {**doc, "findings": [], "verdict": "healthy", "exit_code": 0}
+    for i in range(4, 7):
+        (tmp_path / f"n{i}.check.json").write_text(json.dumps({**healthy, "host": f"n{i}"}))
+    code, out, err = _run(["fleet", str(tmp_path), "-f", "drain"], capsys)
+    assert code == 1 and [ln.split()[0] for ln in out.splitlines()] == ["n1", "n2", "n3"] and "fleet-wide" not in err
+
+
+def test_fleet_help_lists_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["fleet", "--help"], capsys)
+    assert code == 0 and "Exit codes:" in out and "fleet-wide" in out and "3  a node or a file" in out

@@ -13,10 +13,11 @@ import re
 from typing import Any
 
 import pytest
-from conftest import RECORDINGS
+from conftest import RECORDINGS, scenario_path
 
 from topodoctor.core.errors import ProbeUnavailable, ReplayMismatch
 from topodoctor.core.probed import ProbeError, Unsupported
+from topodoctor.model.nvml_codes import GPU_GONE_CODES
 from topodoctor.probe.collect import collect
 from topodoctor.probe.query import classify
 from topodoctor.probe.replay import FakeNvml, ReplaySysfs
@@ -186,3 +187,90 @@ def test_link_counters_read_through_the_same_policy() -> None:
     assert nvlink_tx_bytes(_Counters(0), 0, 2) == 10 * 1024
     assert nvlink_tx_bytes(_Counters(NO_PERMISSION), 0, 2) is None  # one refused field: no total
     assert nvlink_tx_bytes(_Counters(3), 0, 2) is None
+
+
+# ------------------------------------------------ a refused answer is never judged as bad hardware
+
+UNKNOWN, TIMEOUT = 999, 10
+REFUSALS = (NO_PERMISSION, UNKNOWN, TIMEOUT)
+NOT_HARDWARE = {"TD901"}  # the could-not-check finding: the only one a refused answer may raise
+SEVERE = {"error", "critical"}
+
+
+def _refusals(rec: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(what was refused, NVML calls, sysfs reads): every recorded call, every field of every field
+    batch, every sysfs access, each refused in turn. NVML's codes take turns (see the test)."""
+    out = []
+    n = 0
+    for i, c in enumerate(rec["nvml"]):
+        if c["fn"] in STARTUP:
+            continue
+        calls = list(rec["nvml"])
+        code = REFUSALS[n % len(REFUSALS)]
+        n += 1
+        calls[i] = _failing(c, error=code)
+        out.append((f"{c['fn']}{c['args']} -> {code}", calls, rec["sysfs"]))
+        if c["fn"] != "nvmlDeviceGetFieldValues" or "result" not in c:
+            continue
+        for j, f in enumerate(c["result"]):
+            code = REFUSALS[n % len(REFUSALS)]
+            n += 1
+            one = {**c, "result": [*c["result"][:j], {**f, "ret": code, "value": None}, *c["result"][j + 1 :]]}
+            calls = list(rec["nvml"])
+            calls[i] = one
+            out.append((f"{c['args'][0]} field {f['field']} scope {f['scope']} -> {code}", calls, rec["sysfs"]))
+    for i, r in enumerate(rec["sysfs"]):
+        for err in ("EACCES", "EIO"):
+            reads = list(rec["sysfs"])
+            reads[i] = _failing(r, error=err)
+            out.append((f"{r['op']} {r['path']} -> {err}", rec["nvml"], reads))
+    return out
+
+
+# Beside the recordings, the derived hosts that show link layouts the recorded VMs cannot:
+# GPU-to-GPU links without a switch, NVSwitches visible on the PCI bus.
+SWEPT = [*RECORDINGS, *(scenario_path(n) for n in ("x2-direct-nvlink", "x4-visible-nvswitch"))]
+
+
+@pytest.mark.parametrize("rec", SWEPT, ids=lambda p: p.stem)
+def test_no_refused_answer_is_judged_as_bad_hardware(rec: Any) -> None:
+    """Refuse every probed field of every bundled recording in turn: what the check says about
+    it is "could not check" (TD901), never a hardware finding at error level or above.
+
+    NO_PERMISSION, UNKNOWN and TIMEOUT take turns over the answers rather than each refusing
+    every one: the probe's one policy (``classify``) gives all three the same meaning, held
+    here, so the sweep stays within CI's time."""
+    assert {type(classify(c, "x")) for c in REFUSALS} == {ProbeError}
+    assert not set(REFUSALS) & GPU_GONE_CODES
+    data = json.loads(rec.read_text())
+    judged, silent = [], []
+    for what, calls, reads in _refusals(data):
+        findings, incomplete = _check(calls, reads)
+        bad = [f"{f.code} {f.subject}" for f in findings if f.code not in NOT_HARDWARE and f.severity in SEVERE]
+        if bad:
+            judged.append(f"{what}: {', '.join(bad)}")
+        if not incomplete:
+            silent.append(what)
+    assert not judged, f"{len(judged)} refused answers judged as bad hardware:\n" + "\n".join(judged[:40])
+    assert not silent, f"{len(silent)} refused answers passed silently:\n" + "\n".join(silent[:40])
+
+
+def test_a_link_state_nvml_cannot_answer_is_could_not_check_naming_the_call() -> None:
+    """One link's state field answers UNKNOWN: not a down link (TD101), not a pair short of
+    links (TD102), but could-not-check on the GPU's pairs, naming the call and the error."""
+    calls = json.loads(json.dumps(X4["nvml"]))
+    batch = next(
+        c
+        for c in calls
+        if c["fn"] == "nvmlDeviceGetFieldValues" and c["args"][0] == "gpu:1" and [165, 5] in c["args"][1]
+    )
+    j = batch["args"][1].index([165, 5])
+    batch["result"][j] = {**batch["result"][j], "ret": UNKNOWN, "value": None}
+    findings, incomplete = _check(calls, X4["sysfs"])
+    assert {f.code for f in findings} == {"TD901"}
+    pairs = {f.subject for f in incomplete if f.evidence["field"] == "GPU1/nvlink5.active"}
+    assert pairs == {"GPU0-GPU1", "GPU1-GPU2", "GPU1-GPU3"}
+    f = next(f for f in incomplete if f.subject == "GPU0-GPU1")
+    assert "UNKNOWN at nvmlDeviceGetFieldValues" in f.message and "TD102" in f.evidence["rules"]
+    link = next(f for f in incomplete if f.subject == "GPU1/nvlink5")
+    assert "TD101" in link.evidence["rules"] and link.evidence["error"] == "UNKNOWN"

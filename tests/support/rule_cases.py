@@ -35,7 +35,7 @@ from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 from rule_cases_more import MORE_CASES
 
 from topodoctor.core.probed import ProbeError, Unsupported
-from topodoctor.model.snapshot import RemappedRows, RetiredPages
+from topodoctor.model.snapshot import ComputeProcess, RemappedRows, RetiredPages
 
 CASES: list[Case] = [
     # nvlink
@@ -107,7 +107,21 @@ CASES: list[Case] = [
     ),
     # pcie
     Case(
-        "TD201", False, "hgx-8gpu-2socket", "5 of 8 GPUs on NVLink: 10 of 28 pairs, a minority", all_links_down(5, 6, 7)
+        "TD201",
+        True,
+        "hgx-8gpu-2socket",
+        "GPU5-7 lost every link: 18 of 28 pairs on PCIe, each its own finding",
+        all_links_down(5, 6, 7),
+        subjects=tuple(sorted(f"GPU{a}-GPU{b}" for b in (5, 6, 7) for a in range(b))),
+    ),
+    Case(
+        "TD201",
+        False,
+        "h200-x2",
+        "links down with no far end (no bridge, no switch): the topology wires no NVLink",
+        every_gpu(
+            lambda g: replace(g, nvlinks=tuple(replace(k, active=False, remote_type="unknown") for k in g.nvlinks))
+        ),
     ),
     Case("TD201", False, "pcie-2socket", "the node type has no NVLink", expect_from="pcie-2socket"),
     Case(
@@ -117,7 +131,13 @@ CASES: list[Case] = [
         "GPU3 without links: half the pairs still on NVLink",
         subjects=("GPU0-GPU3", "GPU1-GPU3", "GPU2-GPU3"),
     ),
-    Case("TD201", False, "x4-two-gpus-links-down", "NVLink pairs are the minority (1 of 6)"),
+    Case(
+        "TD201",
+        True,
+        "x4-two-gpus-links-down",
+        "NVLink pairs are the minority (1 of 6): every PCIe pair is named",
+        subjects=("GPU0-GPU2", "GPU0-GPU3", "GPU1-GPU2", "GPU1-GPU3", "GPU2-GPU3"),
+    ),
     Case("TD202", False, "hgx-8gpu-2socket", "GPUs on two sockets but every pair on NVLink"),
     Case("TD203", False, "h200-x4", "GPU2 at x8 in an x8 link", pcie(2, width_current=8, width_max=8)),
     Case("TD203", True, "h200-x4", "GPU2 at x15 of x16", pcie(2, width_current=15)),
@@ -314,6 +334,22 @@ CASES: list[Case] = [
     ),
     Case("TD510", False, "h200-x4", "GPU2 63 retired pages", gpu(2, retired_pages=RetiredPages(40, 23, False))),
     Case("TD510", True, "h200-x4", "GPU2 64 retired pages", gpu(2, retired_pages=RetiredPages(40, 24, False))),
+    Case("TD511", True, "x4-foreign-processes", "two processes of a previous job on GPU1", subjects=("GPU1",)),
+    Case("TD511", False, "h200-x4", "no compute process on any GPU"),
+    Case(
+        "TD511",
+        False,
+        "x4-foreign-processes",
+        "both processes are the check's own (its ranks, children of the probing process)",
+        gpu(1, compute_processes=(ComputeProcess(3121, 1 << 30, 0, 3120, "python -m rank", True),)),
+    ),
+    Case(
+        "TD511",
+        False,
+        "h200-x4",
+        "GPU1's process list unreadable (TD901)",
+        gpu(1, compute_processes=ProbeError("NO_PERMISSION", "nvmlDeviceGetComputeRunningProcesses", 4)),
+    ),
     # expectations
     Case("TD801", True, "h200-x2", "2 GPUs where the x4 node type has 4", expect_from="h200-x4"),
     Case("TD801", False, "h200-x4", "the node type's own host", expect_from="h200-x4"),

@@ -111,6 +111,11 @@ def fleet(
         outputs.write(lambda: _write(output, _render(report, fmt)))
     for u in report.unreadable:
         typer.echo(f"topodoctor: warning: {printable(u.error)}", err=True)
+    if report.fleet_wide and (fmt is not FleetFormat.text or output is not None):
+        from topodoctor.report.fleet import fleet_wide_line
+
+        # Beside the drain list, never in it: a fleet-wide finding drains no node.
+        typer.echo(f"topodoctor: {printable(fleet_wide_line(report))} (drains no node)", err=True)
     raise typer.Exit(outputs.exit_code(report.exit_code))
 
 

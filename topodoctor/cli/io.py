@@ -35,7 +35,7 @@ EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {
         ("0", "healthy (findings below the fail level allowed)"),
         ("1", "unhealthy: a finding at or above the fail level"),
         _USAGE,
-        _CANNOT,
+        ("3", "could not check: no driver or GPU, budget spent, a measurement not made"),
         _SIGNAL,
     ),
     "expect": (("0", "written"), ("1", "refused: the host has error findings (--force)"), _USAGE, _CANNOT, _SIGNAL),
@@ -55,9 +55,9 @@ EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "fleet": (
         ("0", "every node healthy"),
-        ("1", "some node to drain"),
+        ("1", "a node to drain, or a finding fleet-wide (it drains no node)"),
         ("2", "usage error, or no readable result among the paths"),
-        ("3", "a node or file could not be judged"),
+        ("3", "a node or a file could not be judged, and nothing above"),
         _SIGNAL,
     ),
     "nccl-topo": (

@@ -156,9 +156,15 @@ class FleetReport:
         return tuple(n for n in self.nodes if n.drain)
 
     @property
+    def fleet_wide(self) -> tuple[str, ...]:
+        """One "TD101 on 7 of 7 nodes" per failing finding held by more than the systemic share."""
+        return tuple(f"{s.code} on {len(s.nodes)} of {len(self.nodes)} nodes" for s in self.shared if s.systemic)
+
+    @property
     def exit_code(self) -> int:
-        """1 when a node is to be drained; else 3 when a node or a file could not be judged; else 0."""
-        if self.drain:
+        """1 when a node is to be drained or a finding is fleet-wide (it drains no node, but the
+        fleet is not healthy); else 3 when a node or a file could not be judged; else 0."""
+        if self.drain or self.fleet_wide:
             return EXIT_UNHEALTHY
         if self.unreadable or any(n.state == "unknown" for n in self.nodes):
             return EXIT_CANNOT_CHECK

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from topodoctor.core.errors import EXIT_UNHEALTHY
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY
 from topodoctor.model.findings import Finding, Severity, failing
 
 if TYPE_CHECKING:
@@ -37,11 +37,14 @@ class Outcome:
     fail_level: Severity
     exit_code: int
     snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
+    not_measured: tuple[str, ...] = ()  # measurements asked for that did not happen, with why
 
     @property
     def failing(self) -> tuple[Finding, ...]:
         return failing(self.findings, self.fail_level)
 
     @property
-    def verdict(self) -> Literal["healthy", "unhealthy"]:
-        return "unhealthy" if self.exit_code == EXIT_UNHEALTHY else "healthy"
+    def verdict(self) -> Literal["healthy", "unhealthy", "unknown"]:
+        if self.exit_code == EXIT_UNHEALTHY:
+            return "unhealthy"
+        return "unknown" if self.exit_code == EXIT_CANNOT_CHECK else "healthy"

@@ -112,6 +112,19 @@ class FabricInfo:
 
 
 @dataclass(frozen=True)
+class ComputeProcess:
+    """A compute process on a GPU (nvidia-smi's process list), with who runs it where readable."""
+
+    pid: int
+    used_memory_bytes: int | None  # None where NVML cannot tell (some VMs, MIG)
+    uid: Probed[int]  # the real user id, from /proc/PID/status
+    parent_pid: Probed[int]
+    cmdline: Probed[str]  # arguments joined by spaces, cut at 4 KiB
+    ours: bool  # the probing process, a child of it (a check's own ranks), or of the check's Slurm job
+    slurm_job: str | None = None  # the Slurm job whose cgroup holds it, where readable
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int
     lost: ProbeError | None  # set when the GPU answered GPU_IS_LOST / RESET_REQUIRED / no handle
@@ -141,6 +154,7 @@ class Gpu:
     pcie_path: Probed[tuple[str, ...]]  # PCI addresses from the root complex down to the GPU
     iommu_group_type: Probed[str]
     retired_pages: Probed[RetiredPages] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
+    compute_processes: Probed[tuple[ComputeProcess, ...]] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.gpu import probe_gpu
 from topodoctor.probe.kernel_log import read_kernel_events
 from topodoctor.probe.pcie import bridges_on, read_bridge
+from topodoctor.probe.processes import Me, compute_processes
 from topodoctor.probe.query import Nvml, sys_read
 from topodoctor.probe.sysfs import Sysfs
 
@@ -127,6 +128,11 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
     gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
+    me: list[Me] = []
+    gpus = [
+        replace(g, compute_processes=g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me))
+        for g in gpus
+    ]
     # A pair call that answered GPU_IS_LOST does not say which GPU went: ask each one alone.
     nvml.settle(LIVENESS_CALL)
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.

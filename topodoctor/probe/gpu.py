@@ -128,7 +128,11 @@ def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
         indices = []
         for link in range(_LINK_SCAN_GUARD):
             state = nvml.ask("nvmlDeviceGetNvLinkState", h, link)
-            if isinstance(state, (Unsupported, ProbeError)):
+            if isinstance(state, ProbeError):
+                # A link NVML could not answer for may exist: it stays in the record, unread,
+                # rather than ending the GPU's links as if there were no more.
+                return (*nvlinks(nvml, h, len(indices)), _unread_link(link, state))
+            if isinstance(state, Unsupported):
                 break
             indices.append(link)
     if not indices:
@@ -158,6 +162,10 @@ def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
             )
         )
     return tuple(links)
+
+
+def _unread_link(link: int, err: ProbeError) -> NvLink:
+    return NvLink(link, err, err, err, err, err, err, NvLinkErrors(err, err, err))
 
 
 def probe_gpu(nvml: Nvml, fs: Sysfs, index: int, cpu_words: int) -> Gpu:
@@ -286,4 +294,5 @@ def lost_gpu(index: int, err: ProbeError) -> Gpu:
         pcie_path=err,
         iommu_group_type=err,
         retired_pages=err,
+        compute_processes=err,
     )

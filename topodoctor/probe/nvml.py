@@ -36,6 +36,8 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
+    if type(value).__name__ == "nvmlFriendlyObject":  # pynvml's copy of a struct (process lists)
+        return {name: plain(v) for name, v in vars(value).items()}
     if isinstance(value, ctypes._SimpleCData):
         return plain(value.value)
     return str(value)

@@ -125,8 +125,12 @@ def build_recording(nvml: RecordingNvml, fs: RecordingSysfs, snapshot: HostSnaps
     }
 
 
+_CMDLINE = re.compile(r"^/proc/\d+/cmdline$")
+
+
 def scrub(recording: dict[str, Any]) -> dict[str, Any]:
-    """Replace UUIDs, serials and the host name with stable stand-ins, everywhere at once."""
+    """Replace UUIDs, serials and the host name with stable stand-ins, everywhere at once, and
+    the command lines of the GPUs' processes with "scrubbed"."""
     secrets: dict[str, str] = {}
     text = json.dumps(recording)
     for m in _UUID.finditer(text):
@@ -149,6 +153,13 @@ def scrub(recording: dict[str, Any]) -> dict[str, Any]:
     for read in out["sysfs"]:
         if read["path"] == "/proc/sys/kernel/hostname" and "result" in read:
             read["result"] = "recorded-host"
+        # Other users' command lines can carry paths, tokens and passwords: only the fact stays.
+        if _CMDLINE.match(read["path"]) and "result" in read:
+            read["result"] = b"scrubbed\x00".hex()
+    for gpu in out["snapshot"]["gpus"]:
+        for proc in gpu.get("compute_processes") if isinstance(gpu.get("compute_processes"), list) else ():
+            if isinstance(proc.get("cmdline"), str):
+                proc["cmdline"] = "scrubbed"
     out["snapshot"]["host"]["hostname"] = "recorded-host"
     out["meta"]["scrubbed"] = True
     return out

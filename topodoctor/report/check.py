@@ -39,7 +39,10 @@ def _incomplete(outcome: Outcome) -> str:
 def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
     """A single line fit for `scontrol update nodename=... reason=...`: the worst finding
     first, then how many more fail, and whether some checks could not run."""
-    if not outcome.failing:
+    if not outcome.failing and outcome.not_measured:
+        gpus = f"{plural(outcome.meta.gpus, 'GPU')}, {counts(outcome.findings)}"
+        line = f"topodoctor UNKNOWN: {'; '.join(outcome.not_measured)} ({gpus}{_incomplete(outcome)})"
+    elif not outcome.failing:
         line = f"topodoctor OK: {plural(outcome.meta.gpus, 'GPU')}, {counts(outcome.findings)}{_incomplete(outcome)}"
     else:
         first, rest = outcome.failing[0], outcome.failing[1:]
@@ -73,9 +76,12 @@ def print_check(outcome: Outcome, console: Console) -> None:
                 seen.add(f.code)
                 # Wrapped at word boundaries, continuation lines indented under the hint.
                 console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2), expand=False))
-    style = "bold red" if outcome.failing else "green"
+    style = "bold red" if outcome.failing else "yellow" if outcome.not_measured else "green"
     summary = Text(outcome.verdict.upper(), style=style)
-    summary.append(printable(f": {counts(outcome.findings)}{_incomplete(outcome)} (fail level: {outcome.fail_level})"))
+    missed = "".join(f"; {why}" for why in outcome.not_measured)
+    summary.append(
+        printable(f": {counts(outcome.findings)}{_incomplete(outcome)}{missed} (fail level: {outcome.fail_level})")
+    )
     console.print(summary)
 
 
@@ -102,5 +108,6 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "bandwidth": "bandwidth" in outcome.meta.measured,
         "summary": dict(Counter(f.severity for f in outcome.findings)),
         "incomplete": len(outcome.incomplete),
+        "not_measured": list(outcome.not_measured),
         "findings": [asdict(f) for f in outcome.findings],
     }

@@ -38,6 +38,8 @@ def fleet_json(report: FleetReport) -> dict[str, Any]:
             "drain": len(report.drain),
             "unreadable": len(report.unreadable),
         },
+        "exit_code": report.exit_code,
+        "fleet_wide": list(report.fleet_wide),
         "nodes": [asdict(n) for n in report.nodes],
         "shared_findings": [asdict(s) for s in report.shared],
         "outliers": [asdict(o) for o in report.outliers],
@@ -120,5 +122,11 @@ def print_fleet(report: FleetReport, console: Console) -> None:
         for s in ("healthy", "slow", "unhealthy", "unknown")
         if any(n.state == s for n in report.nodes)
     )
+    wide = f"; {fleet_wide_line(report)}" if report.fleet_wide else ""
     listed = f": {', '.join(n.node for n in drains)}" if drains else ""
-    console.print(literal(f"{counts}; {len(drains)} to drain{listed}"))
+    console.print(literal(f"{counts}; {len(drains)} to drain{listed}{wide}"))
+
+
+def fleet_wide_line(report: FleetReport) -> str:
+    """``fleet-wide: TD101 on 7 of 7 nodes``: why a fleet that drains nobody is still unhealthy."""
+    return "fleet-wide: " + ", ".join(report.fleet_wide)

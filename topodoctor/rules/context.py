@@ -35,6 +35,8 @@ class Context:
     bandwidth: BandwidthResult | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     view: HostView | None = None  # shared with the caller's renderers; made here when not given
+    # The check gates a job (`--prolog`, or a job's GPUs in scope): a few findings weigh more.
+    gates_job: bool = False
     # Inputs the running rule could not read; the engine empties it before each rule.
     unchecked: list[Unchecked] = field(default_factory=list, repr=False)
 

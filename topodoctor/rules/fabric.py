@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from topodoctor.core.text import plural
 from topodoctor.model.nvml_codes import GPU_GONE_CODES
+from topodoctor.model.snapshot import ComputeProcess
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -236,3 +237,60 @@ def retired_pages_limit(ctx: Context) -> Iterator[Issue]:
                 f"GPU{g.index} has retired {r.single_bit + r.double_bit} pages (limit {RETIRED_PAGES_LIMIT})",
                 {"single_bit": r.single_bit, "double_bit": r.double_bit, "limit": RETIRED_PAGES_LIMIT},
             )
+
+
+@rule(
+    "TD511",
+    "foreign-compute-processes",
+    "info",
+    also=("error",),
+    fix="Another job's processes still hold the GPU: end them (`nvidia-smi --query-compute-apps=pid,"
+    "used_memory --format=csv`, then kill the pids) or drain the node until they exit; make the epilog kill "
+    "what a job leaves behind.",
+    tags=("prolog",),
+)
+def foreign_compute_processes(ctx: Context) -> Iterator[Issue]:
+    """A GPU runs compute processes of someone else: a previous job's leftovers.
+
+    Someone else's means not topodoctor's own (the check and the ranks it starts) and not of
+    the Slurm job the check runs in (the same `job_N` cgroup).
+
+    Before a job starts its GPUs should be idle; a process left by the previous job holds GPU
+    memory and compute, and the new job runs slow or out of memory. In a prolog (`check
+    --prolog`) or a check of a job's GPUs (`--scope job`, or a job's GPUs named by the
+    environment) this is an error naming each process: pid, GPU memory, user and command line
+    where readable ("unknown" where not). On a whole node outside a job it is information: a
+    node shared by jobs runs other users' processes by design.
+    """
+    for g in ctx.live_gpus:
+        procs = ctx.need(g.compute_processes, f"GPU{g.index}", "compute_processes")
+        foreign = [p for p in procs or () if not p.ours]
+        if not foreign:
+            continue
+        shown = ", ".join(_process(p) for p in foreign)
+        yield Issue(
+            f"GPU{g.index}",
+            f"GPU{g.index} runs {len(foreign)} compute process{'es' if len(foreign) > 1 else ''} of another job: "
+            + shown,
+            {
+                "processes": [
+                    {
+                        "pid": p.pid,
+                        "used_memory_bytes": p.used_memory_bytes,
+                        "uid": p.uid if isinstance(p.uid, int) else None,
+                        "cmdline": p.cmdline if isinstance(p.cmdline, str) else None,
+                        "slurm_job": p.slurm_job,
+                    }
+                    for p in foreign
+                ]
+            },
+            severity="error" if ctx.gates_job else None,
+        )
+
+
+def _process(p: ComputeProcess) -> str:
+    mem = f"{p.used_memory_bytes / (1 << 30):.1f} GiB" if p.used_memory_bytes is not None else "memory unknown"
+    user = f"uid {p.uid}" if isinstance(p.uid, int) else "user unknown"
+    job = f"Slurm job {p.slurm_job}, " if p.slurm_job else ""
+    cmd = p.cmdline if isinstance(p.cmdline, str) else "command unknown"
+    return f"pid {p.pid} ({user}, {job}{mem}, {cmd[:120]})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from topodoctor.core.probed import ProbeError
 from topodoctor.model.snapshot import Gpu, nvlink_generation
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -17,6 +18,45 @@ def _norm(values: list[int]) -> int | None:
         return None
     counts = Counter(values)
     return max(counts, key=lambda v: (counts[v], v))
+
+
+def unread_links(g: Gpu) -> list[tuple[str, ProbeError]]:
+    """(field, error) of the GPU's answers that decide which pairs it reaches over NVLink and
+    that the probe could not read: its bus id, its link count, a link's state, an active
+    link's far end. With any of them a pair through the GPU cannot be judged short of links (TD102) or
+    off NVLink (TD201): what is missing may be exactly the links it lacks."""
+    out: list[tuple[str, ProbeError]] = []
+    if isinstance(g.bus_id, ProbeError):  # a peer's link names the GPU by its bus id
+        out.append(("bus_id", g.bus_id))
+    if isinstance(g.nvlink_count, ProbeError):
+        out.append(("nvlink_count", g.nvlink_count))
+    count = g.nvlink_count if isinstance(g.nvlink_count, int) else None
+    for link in g.nvlinks:
+        if count is not None and link.link >= count:
+            continue
+        where = f"nvlink{link.link}"
+        if isinstance(link.active, ProbeError):
+            out.append((f"{where}.active", link.active))
+        elif link.active is True and isinstance(link.remote_type, ProbeError):
+            out.append((f"{where}.remote_type", link.remote_type))
+        elif (
+            link.active is True and link.remote_type in ("gpu", "switch") and isinstance(link.remote_bus_id, ProbeError)
+        ):
+            out.append((f"{where}.remote_bus_id", link.remote_bus_id))
+    return out
+
+
+def pair_unread(ctx: Context, a: int, b: int) -> bool:
+    """Whether the pair's NVLinks could not be read in full; if so, it is recorded as could-not-check
+    (the first unread field of each GPU, naming the call and the error) for the running rule."""
+    unread = False
+    for i in (a, b):
+        missing = unread_links(ctx.snap.gpu(i))
+        if missing:
+            field, err = missing[0]
+            ctx.need(err, f"GPU{a}-GPU{b}", f"GPU{i}/{field}")
+            unread = True
+    return unread
 
 
 def _links_of(ctx: Context, g: Gpu) -> tuple[list[int], list[int]] | None:
@@ -95,7 +135,8 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     """A GPU pair has fewer bonded NVLinks than its peers, or than the expectations file says.
 
     NCCL's bandwidth between two GPUs scales with the links between them; one pair with fewer
-    links slows every collective that crosses it.
+    links slows every collective that crosses it. A pair through a GPU whose link state or far
+    end NVML could not answer for is not checked (TD901 names the call), never short of links.
     """
     g = ctx.graph
     counts = {pair: nvlink_count(g, gpu_node(pair[0]), gpu_node(pair[1]))[0] for pair in ctx.connections}
@@ -109,7 +150,7 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
             return
     assert norm is not None
     for (a, b), n in sorted(counts.items()):
-        if 0 < n < norm or (n == 0 and basis == "expectations file"):
+        if (0 < n < norm or (n == 0 and basis == "expectations file")) and not pair_unread(ctx, a, b):
             yield Issue(
                 f"GPU{a}-GPU{b}",
                 f"GPU{a}-GPU{b} has {n} NVLinks; {basis} give {norm}",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from topodoctor.model.snapshot import Gpu
 from topodoctor.rules.context import Context
+from topodoctor.rules.nvlink import pair_unread
 from topodoctor.rules.registry import Issue, rule
 
 REPLAYS_WARN, REPLAYS_SEVERE = 100, 10000  # PCIe replay counter since the driver loaded
@@ -22,21 +23,50 @@ REPLAYS_WARN, REPLAYS_SEVERE = 100, 10000  # PCIe replay counter since the drive
 def pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """A GPU pair that should be NVLink-connected has only a PCIe path.
 
-    "Should" means its peers on the same host are NVLink-connected (at least half the pairs),
-    or the expectations file gives links per pair.
+    "Should" means the topology wires the pair with NVLink (both GPUs have links to NVSwitches,
+    or a link of one ends at the other), whatever state the links are in; or its peers on the
+    same host are NVLink-connected (at least half the pairs); or the expectations file gives
+    links per pair. Every such pair is a finding of its own, also when another finding (all of
+    a GPU's links down, TD101) explains it: tools and people look pairs up one by one. A pair
+    through a GPU whose NVLinks NVML could not answer for is not checked (TD901 names the
+    call), never a fallback.
     """
     conns = ctx.connections
     nv = [p for p, c in conns.items() if c.cls == "NV"]
     expected = ctx.expect is not None and ctx.expect.nvlinks_per_pair > 0
-    if not expected and (not nv or len(nv) < len(conns) / 2):
-        return
+    by_peers = expected or (bool(nv) and len(nv) >= len(conns) / 2)
+    wired = _nvlink_wired(ctx)
     for (a, b), c in sorted(conns.items()):
-        if c.cls != "NV":
-            yield Issue(
-                f"GPU{a}-GPU{b}",
-                f"GPU{a}-GPU{b} has no NVLink path; traffic goes over PCIe ({c.cls})",
-                {"path": c.cls, "nominal_gbps": c.gbps, "nvlink_pairs": len(nv), "pairs": len(conns)},
-            )
+        if c.cls == "NV" or not (by_peers or (a, b) in wired) or pair_unread(ctx, a, b):
+            continue
+        basis = "expectations file" if expected else "topology" if (a, b) in wired else "peer pairs"
+        yield Issue(
+            f"GPU{a}-GPU{b}",
+            f"GPU{a}-GPU{b} has no NVLink path; traffic goes over PCIe ({c.cls})",
+            {"path": c.cls, "nominal_gbps": c.gbps, "nvlink_pairs": len(nv), "pairs": len(conns), "basis": basis},
+        )
+
+
+def _nvlink_wired(ctx: Context) -> set[tuple[int, int]]:
+    """GPU pairs (a < b) the topology wires with NVLink, up or down: both GPUs have links whose
+    far end is an NVSwitch (a switch plane joins every GPU on it), or a link of one ends at the
+    other's bus. A link above NVML's link count, or unable to carry P2P, wires nothing."""
+    bus = {g.bus_id: g.index for g in ctx.live_gpus if isinstance(g.bus_id, str)}
+    switched: set[int] = set()
+    direct: set[tuple[int, int]] = set()
+    for g in ctx.live_gpus:
+        count = g.nvlink_count if isinstance(g.nvlink_count, int) else None
+        for link in g.nvlinks:
+            caps = link.capabilities
+            if (count is not None and link.link >= count) or (isinstance(caps, tuple) and "p2p" not in caps):
+                continue
+            if link.remote_type == "switch":
+                switched.add(g.index)
+            elif link.remote_type == "gpu" and isinstance(link.remote_bus_id, str):
+                peer = bus.get(link.remote_bus_id)
+                if peer is not None and peer != g.index:
+                    direct.add((min(g.index, peer), max(g.index, peer)))
+    return direct | {(a, b) for a in switched for b in switched if a < b}
 
 
 @rule(

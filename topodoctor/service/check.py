@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, run_with_budget
-from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
 
@@ -53,7 +53,9 @@ class Pass:
     it travels to the parent as JSON and lands in the rules' Context (``bandwidth`` in
     ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start(deadline)``
     (optional) runs before the probe, so a worker's start-up overlaps it; what it returns is
-    ``started``, and ``stop(started)`` releases it when the probe fails.
+    ``started``, and ``stop(started)`` releases it when the probe fails. ``missed(result)``
+    (optional) says why the measurement did not happen, or None when it did: a check the user
+    asked for that did not happen can never end as a pass.
     """
 
     name: str
@@ -61,6 +63,7 @@ class Pass:
     result: type
     start: Callable[[float], Any] | None = None
     stop: Callable[[Any], None] | None = None
+    missed: Callable[[Any], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -247,14 +250,16 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
 
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
+        where = job_scope(host, options.scope)
         ctx = make_context(host, loaded.get("expect"))
+        ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.topology.scope import within
 
-        where = job_scope(host, options.scope)
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
     bad = failing(findings, options.fail_level)
+    missed = not_measured(options.passes, host)
     meta = Meta(
         host.origin,
         host.snapshot.host.hostname,
@@ -266,7 +271,20 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         len(others),
         getattr(host.measured.get("bandwidth"), "timings", None),
     )
-    return Outcome(findings, incomplete, meta, options.fail_level, EXIT_UNHEALTHY if bad else EXIT_OK, host.snapshot)
+    # A fault found stays exit 1 (drain the node) even when a pass could not run; otherwise a
+    # measurement that was asked for and did not happen is "could not check", never a pass.
+    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_OK
+    return Outcome(findings, incomplete, meta, options.fail_level, code, host.snapshot, missed)
+
+
+def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
+    """One reason ("collectives not measured: ...") per pass whose measurement did not happen."""
+    out = []
+    for p in passes:
+        why = p.missed(host.measured.get(p.name)) if p.missed is not None else None
+        if why is not None:
+            out.append(f"{p.name} not measured: {why}")
+    return tuple(out)
 
 
 # ----------------------------------------------------------------------------- expect

@@ -188,8 +188,9 @@ def check_pass(
 ) -> Pass:
     """The quick collectives pass of ``check --collectives``: all_reduce and sendrecv at one large
     size, one rank per visible GPU (the job's, through CUDA_VISIBLE_DEVICES). The ranks are
-    spawned before the probe, so torch's import and NCCL's start overlap it; a pass that cannot
-    run is handed to the rules as "not checked" (TD005), never as a failed check."""
+    spawned before the probe, so torch's import and NCCL's start overlap it. A pass that cannot
+    run (no GPUs, one GPU, no torch, NCCL did not start) is handed to the rules as "not checked"
+    (TD005's TD901), and the check ends "could not check" (exit 3) unless it found a fault."""
     from topodoctor.service.check import Pass
 
     def start(deadline: float) -> Any:
@@ -219,4 +220,9 @@ def check_pass(
             return QuickAnswer(from_jsonable(CollectivesResult, answer["result"], "collectives result"))
         return QuickAnswer(error=str(answer.get("error", "unknown")))
 
-    return Pass("collectives", run, QuickAnswer, start, stop)
+    def missed(answer: QuickAnswer | None) -> str | None:
+        if answer is None or answer.result is not None:
+            return None
+        return answer.error or "unknown"
+
+    return Pass("collectives", run, QuickAnswer, start, stop, missed)

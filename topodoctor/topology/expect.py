@@ -6,12 +6,15 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core import codec
+from topodoctor.core.errors import InputError
 from topodoctor.model.snapshot import HostSnapshot
 
 if TYPE_CHECKING:
@@ -65,10 +68,130 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
 
 
 def load_expectations(path: Path | str, budget: Budget | None = None) -> Expectations:
-    """Read an expectations file, within what is left of ``budget``."""
+    """Read an expectations file, within what is left of ``budget``; a file that breaks its
+    schema anywhere (see ``validate``) is refused whole with InputError, never half-used."""
     if budget is not None and budget.limited and budget.left() <= 0:
         raise budget.exceeded(" (reading the expectations file)")
     timeout = budget.left() if budget is not None and budget.limited else None
     data = codec.read_json(path, "expectations file", timeout)
     codec.check_header(data, "expectations", EXPECT_SCHEMA_VERSION, f"expectations file {path}")
+    validate(data, f"expectations file {path}")
     return codec.from_jsonable(Expectations, data, f"expectations file {path}")
+
+
+# What a real host can have. GPUs: eight on an HGX board, sixteen on the largest boards built
+# (HGX-2, some PCIe servers hold twenty); 64 leaves room without letting 10**18 through.
+# NVLinks: NVML's NVML_NVLINK_MAX_LINKS is 18 (Hopper, Blackwell); twice that leaves room for a
+# generation to come. PCIe: generations 1 to 7 (the last specification published), the widths
+# the specification defines. Names: NVML's device names fit 96 bytes, Linux's RDMA device
+# names 64; a host lists at most a few dozen RDMA devices.
+MAX_GPUS = 64
+MAX_NVLINKS = 36
+PCIE_GENS = (1, 7)
+PCIE_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
+MAX_GPU_MODEL_CHARS = 96
+MAX_NIC_NAME_CHARS = 64
+MAX_NICS = 64
+
+
+# A check returns None for a good value, else (where inside the value, what it must be, the bad part).
+Bad = tuple[str, str, Any]
+Check = Callable[[Any], "Bad | None"]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _count(lo: int, hi: int) -> Check:
+    def check(v: Any) -> Bad | None:
+        return None if _is_int(v) and lo <= v <= hi else ("", f"an integer {lo}..{hi}", v)
+
+    return check
+
+
+def _optional(inner: Check) -> Check:
+    def check(v: Any) -> Bad | None:
+        bad = None if v is None else inner(v)
+        return None if bad is None else (bad[0], f"{bad[1]}, or null (not known)", bad[2])
+
+    return check
+
+
+def _width(v: Any) -> Bad | None:
+    ok = _is_int(v) and v in PCIE_WIDTHS
+    return None if ok else ("", f"a PCIe link width, one of {', '.join(map(str, PCIE_WIDTHS))}", v)
+
+
+def _name(limit: int, empty: bool, word: bool = False) -> Check:
+    """A printable name; a ``word`` (a device name, as Linux allows it) has no blank and no '/'."""
+    kind = "name without blanks or '/'" if word else "name"
+    want = f"a {'' if empty else 'non-empty '}printable {kind} of at most {limit} characters"
+
+    def check(v: Any) -> Bad | None:
+        ok = isinstance(v, str) and (empty or v) and len(v) <= limit and v.isprintable() and v == v.strip()
+        ok = ok and not (word and any(c.isspace() or c == "/" for c in v))
+        return None if ok else ("", want, v)
+
+    return check
+
+
+def _nics(v: Any) -> Bad | None:
+    if not (isinstance(v, list) and len(v) <= MAX_NICS and len({json.dumps(x) for x in v}) == len(v)):
+        return "", f"a list of at most {MAX_NICS} distinct RDMA device names", v
+    name = _name(MAX_NIC_NAME_CHARS, empty=False, word=True)
+    return next(((f"[{i}]", b[1], x) for i, x in enumerate(v) if (b := name(x)) is not None), None)
+
+
+def _flag(v: Any) -> Bad | None:
+    return None if isinstance(v, bool) else ("", "true or false", v)
+
+
+SCHEMA: dict[str, Check] = {
+    "gpu_count": _count(1, MAX_GPUS),
+    "gpu_model": _name(MAX_GPU_MODEL_CHARS, empty=True),
+    "nvlinks_per_gpu": _count(0, MAX_NVLINKS),
+    "nvlinks_per_pair": _count(0, MAX_NVLINKS),
+    "pcie_gen": _optional(_count(*PCIE_GENS)),
+    "pcie_width": _optional(_width),
+    "nics": _nics,
+    "mig_enabled": _flag,
+}
+_HEADER = ("kind", "schema_version")
+
+
+def _shown(v: Any) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validate(data: dict[str, Any], what: str) -> None:
+    """Refuse an expectations document (header already checked) with one line naming the key
+    and what it may hold: unknown keys (with the closest known key), keys nested where they do
+    not belong, missing keys, wrong types, values no real host has, links that contradict."""
+    known = set(SCHEMA) | set(_HEADER)
+    for key, value in data.items():
+        if key in known:
+            continue
+        inner = sorted(set(value) & known) if isinstance(value, dict) else []
+        if inner:
+            raise InputError(f"{what}: {key!r} holds {', '.join(inner)}, which belong at the top level, not in {key!r}")
+        import difflib
+
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(SCHEMA)})"
+        raise InputError(f"{what}: unknown key {key!r}{hint}")
+    optional = {f.name for f in fields(Expectations) if f.default is not MISSING}
+    for key, check in SCHEMA.items():
+        if key not in data:
+            if key in optional:
+                continue
+            raise InputError(f"{what}: {key} is missing; it must be {check(MISSING)[1]}")  # type: ignore[index]
+        bad = check(data[key])
+        if bad is not None:
+            raise InputError(f"{what}: {key}{bad[0]} must be {bad[1]}; got {_shown(bad[2])}")
+    if data["nvlinks_per_pair"] > data["nvlinks_per_gpu"]:
+        raise InputError(
+            f"{what}: nvlinks_per_pair ({data['nvlinks_per_pair']}) exceeds nvlinks_per_gpu "
+            f"({data['nvlinks_per_gpu']}): a pair's links are links of each of its GPUs"
+        )

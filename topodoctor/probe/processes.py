@@ -1,0 +1,100 @@
+"""Compute processes on each GPU and who runs them (nvidia-smi's process list).
+
+NVML names each process by pid and GPU memory; the owner (the real Uid) and the parent come
+from /proc/PID/status, the command line from /proc/PID/cmdline, all through the probe's
+recorded and replayed reader. Whatever of that cannot be read stays unread ("unknown" in a
+report), never a failure of the probe: another user's process may hide its /proc entry
+(hidepid), or end while we look. A process is ours when it is the probing process, a child
+of it (the ranks and the copy timer a check starts before it probes), or a process of the
+Slurm job the check runs in (the same ``job_N`` in /proc/PID/cgroup): a prolog runs outside
+the job, so there every process on the GPUs is someone else's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.snapshot import ComputeProcess
+from topodoctor.probe.query import Nvml, classify, sys_read, sys_realpath
+from topodoctor.probe.sysfs import Sysfs
+
+MAX_PROCESSES = 256  # per GPU: far beyond what a GPU runs, a bound on what is read for them
+MAX_CMDLINE_BYTES = 4096  # a command line can reach ARG_MAX; its start names the program
+
+
+def _listed(raw: Any) -> tuple[tuple[int, int | None], ...]:
+    """(pid, GPU memory bytes or None) from nvmlDeviceGetComputeRunningProcesses."""
+    out = []
+    for p in raw[:MAX_PROCESSES]:
+        mem = p.get("usedGpuMemory")
+        out.append((int(p["pid"]), None if mem is None else int(mem)))
+    return tuple(out)
+
+
+def _status_field(status: Probed[str], name: str, path: str) -> Probed[int]:
+    """One number of /proc/PID/status; for Uid the real one (real, effective, saved, fs)."""
+    if not isinstance(status, str):
+        return status
+    line = next((ln for ln in status.splitlines() if ln.startswith(f"{name}:")), None)
+    if line is None or len(line.split()) < 2 or not line.split()[1].isdigit():
+        return ProbeError(f"UNPARSABLE: no {name}", f"read {path}")
+    return int(line.split()[1])
+
+
+def _cmdline(fs: Sysfs, pid: int) -> Probed[str]:
+    path = f"/proc/{pid}/cmdline"
+    try:
+        raw = bytes.fromhex(fs.read_hex(path, MAX_CMDLINE_BYTES))
+    except OSError as exc:
+        return classify(exc, f"read {path}")
+    except ValueError as exc:
+        return ProbeError(f"UNPARSABLE: {exc}", f"read {path}")
+    if not raw.strip(b"\x00"):
+        return Unsupported("EMPTY")  # a kernel thread, or a process on its way out
+    return " ".join(a.decode("utf-8", "replace") for a in raw.rstrip(b"\x00").split(b"\x00"))
+
+
+_SLURM_JOB = re.compile(r"/job_(\d+)(?:/|$)")
+
+
+def _slurm_job(fs: Sysfs, pid: int | str) -> str | None:
+    """The Slurm job whose cgroup holds the process (a ``job_N`` component of its cgroup path,
+    cgroup v1 or v2), or None: not in a job, or /proc/PID/cgroup unreadable."""
+    text = sys_read(fs, f"/proc/{pid}/cgroup", str)
+    found = _SLURM_JOB.search(text) if isinstance(text, str) else None
+    return found.group(1) if found else None
+
+
+def own_pid(fs: Sysfs) -> int | None:
+    """The probing process's pid, as /proc/self resolves (recorded, so a replay agrees)."""
+    me = sys_realpath(fs, "/proc/self")
+    if isinstance(me, str) and me.rsplit("/", 1)[-1].isdigit():
+        return int(me.rsplit("/", 1)[-1])
+    return None
+
+
+Me = tuple[int | None, str | None]  # the probing process: its pid, its Slurm job
+
+
+def compute_processes(nvml: Nvml, fs: Sysfs, index: int, me: list[Me]) -> Probed[tuple[ComputeProcess, ...]]:
+    """nvmlDeviceGetComputeRunningProcesses of GPU ``index``, each process with its owner,
+    Slurm job and command line. ``me`` holds the probing process's pid and job once asked
+    (asked only when a GPU lists a process, so an idle host costs one call per GPU)."""
+    listed = nvml.ask("nvmlDeviceGetComputeRunningProcesses", f"gpu:{index}", convert=_listed)
+    if not isinstance(listed, tuple):
+        return listed
+    if listed and not me:
+        me.append((own_pid(fs), _slurm_job(fs, "self")))
+    out = []
+    for pid, mem in listed:
+        path = f"/proc/{pid}/status"
+        status = sys_read(fs, path, str)
+        parent, uid = _status_field(status, "PPid", path), _status_field(status, "Uid", path)
+        job = _slurm_job(fs, pid)
+        my_pid, my_job = me[0]
+        # A process of the job this check runs in (a step's other ranks) is not someone else's.
+        ours = (my_pid is not None and my_pid in (pid, parent)) or (my_job is not None and job == my_job)
+        out.append(ComputeProcess(pid, mem, uid, parent, _cmdline(fs, pid), ours, job))
+    return tuple(out)

@@ -30,6 +30,7 @@ from topodoctor.cli_options import (
     Format,
     FormatOpt,
     MetricsOpt,
+    OnceGroup,
     OutputOpt,
     PlainUsage,
     ReplayOpt,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="topodoctor",
+    cls=OnceGroup,
     help="GPU topology inspector and doctor: scan the topology, check its health, measure its links.",
     epilog=EXITS["all"],
     add_completion=False,
@@ -180,7 +182,9 @@ def check(
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
             from topodoctor.report import prometheus as prom
 
-            prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname()))
+            asked = "job" if scope is Scope.job else "node"
+            text = prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname(), scope=asked, scope_gpus=())
+            prom.write_textfile(metrics, text)
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
             from topodoctor.report import check as report
 
@@ -193,7 +197,11 @@ def check(
 
     def metrics_text() -> str:
         o = outcome
-        return prom.check_metrics(o.findings, o.incomplete, o.exit_code, o.snapshot, o.meta.elapsed_s)
+        meta = o.meta
+        fs, snap = o.findings, o.snapshot
+        return prom.check_metrics(
+            fs, o.incomplete, o.exit_code, snap, meta.elapsed_s, scope=meta.scope_kind, scope_gpus=meta.scope_gpus
+        )
 
     if metrics is not None:
         prom.write_textfile(metrics, metrics_text())
@@ -203,6 +211,8 @@ def check(
         CheckFormat.text: lambda c: report.print_check(outcome, c),
         CheckFormat.prometheus: lambda c: sys.stdout.write(metrics_text()),
     }
+    if outcome.meta.expectations_unused is not None and fmt is not CheckFormat.line:  # the line says it itself
+        fail(f"{outcome.meta.expectations_unused}; judged without it", outcome.exit_code)
     render(show[fmt])
     raise typer.Exit(outcome.exit_code)
 

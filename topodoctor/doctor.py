@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.budget import Budget, run_with_budget
-from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY
+from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
 
 # Everything else is imported where it is used: what this module loads is spent before the
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
@@ -188,6 +188,8 @@ class Meta:
     scope_gpus: tuple[int, ...] = ()
     findings_outside_scope: int = 0  # findings about GPUs of other jobs, left out
     bandwidth_timings: dict[str, float] | None = None  # where the copy pass spent its time, by phase
+    scope_kind: str = "node"  # "node" or "job"
+    expectations_unused: str | None = None  # why a --expect file could not be used (judged without it)
 
 
 @dataclass(frozen=True)
@@ -204,8 +206,10 @@ class Outcome:
         return failing(self.findings, self.fail_level)
 
     @property
-    def verdict(self) -> Literal["healthy", "unhealthy"]:
-        return "unhealthy" if self.exit_code == EXIT_UNHEALTHY else "healthy"
+    def verdict(self) -> Literal["healthy", "unhealthy", "unknown"]:
+        if self.exit_code == EXIT_UNHEALTHY:
+            return "unhealthy"
+        return "unknown" if self.exit_code == EXIT_USAGE else "healthy"
 
 
 def failing(findings: Sequence[Finding], fail_level: str) -> tuple[Finding, ...]:
@@ -254,10 +258,16 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
 
     The probe child is forked first; the parent's own work (loading the rules, checking the
     patterns, reading --expect) runs while the child probes, so a short budget is not spent
-    before the probe even starts. Everything runs under the budget's alarm."""
+    before the probe even starts. Everything runs under the budget's alarm.
+
+    An expectations file that is missing or unusable does not stop the check: the host is
+    judged without it (peers only), a real fault still fails (exit 1), and a host with none
+    answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
+    pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
     t0 = time.monotonic()
     budget = budget or Budget.start(options.timeout_s)
     loaded: dict[str, Expectations] = {}
+    unusable: list[str] = []
 
     def prepare() -> None:
         from topodoctor.rules.registry import check_patterns
@@ -266,7 +276,10 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         if options.expect is not None:
             from topodoctor.expect import load_expectations
 
-            loaded["expect"] = load_expectations(options.expect, budget)
+            try:
+                loaded["expect"] = load_expectations(options.expect, budget)
+            except InputError as exc:
+                unusable.append(str(exc))
 
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
@@ -288,8 +301,11 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         where.gpus,
         len(others),
         getattr(host.measured.get("bandwidth"), "timings", None),
+        where.kind,
+        unusable[0] if unusable else None,
     )
-    return Outcome(findings, incomplete, meta, options.fail_level, EXIT_UNHEALTHY if bad else EXIT_OK, host.snapshot)
+    code = EXIT_UNHEALTHY if bad else EXIT_USAGE if unusable else EXIT_OK
+    return Outcome(findings, incomplete, meta, options.fail_level, code, host.snapshot)
 
 
 # ----------------------------------------------------------------------------- expect

@@ -112,7 +112,8 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
         if 0 < n < norm or (n == 0 and basis == "expectations file"):
             yield Issue(
                 f"GPU{a}-GPU{b}",
-                f"GPU{a}-GPU{b} has {n} NVLinks; {basis} give {norm}",
+                f"GPU{a}-GPU{b} has {n} NVLinks; "
+                + (f"the expectations file says {norm}" if basis == "expectations file" else f"its peers have {norm}"),
                 {"links": n, "expected": norm, "basis": basis},
             )
 

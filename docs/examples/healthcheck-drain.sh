@@ -60,7 +60,7 @@ case $rc in
       scontrol update nodename="$node" state=resume && log "resumed $node: $line"
     fi ;;
   2)
-    log "misconfigured, $node not judged: $line" ;;
+    log "misconfigured (exit 2), nothing changed on $node: $line" ;;
   *)
     if [ $drained -eq 1 ] && [ $ours -eq 0 ] && [ -n "$reason" ]; then
       log "$node already drained by someone else ($reason); not replacing it with: $line"

@@ -41,7 +41,7 @@ line=${line//$'\n'/ }
 
 case $rc in
   0) log "ok: $line"; exit 0 ;;
-  2) log "misconfigured, job runs unchecked against its type: $line"; exit 0 ;;
+  2) log "misconfigured (exit 2), the job runs: $line"; exit 0 ;;
 esac
 reason=$(scontrol show node "$node" 2>/dev/null | sed -n 's/^[[:space:]]*Reason=\(.*\) \[[^]]*\][[:space:]]*$/\1/p')
 if [ -n "$reason" ] && [[ "$reason" != topodoctor* ]]; then

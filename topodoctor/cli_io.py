@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 from topodoctor.errors import EXIT_CANNOT_CHECK, Terminated
-from topodoctor.report.terminal import make_console, printable, unknown_line
+from topodoctor.report.terminal import make_console, printable, truncate, unknown_line
 
 
 def _exits(*lines: str) -> str:
@@ -79,9 +79,7 @@ def say(text: str) -> None:
 
 def fail(message: str, code: int) -> typer.Exit:
     """Report a failure as one line; the caller raises the returned Exit."""
-    text = printable(message)
-    if len(text) > _MESSAGE_LIMIT:
-        text = text[: _MESSAGE_LIMIT - 3] + "..."
+    text = truncate(printable(message), _MESSAGE_LIMIT)
     if line_mode:
         with contextlib.suppress(BrokenPipeError, OSError):
             emit(unknown_line(message))

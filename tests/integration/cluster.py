@@ -83,16 +83,8 @@ class Cluster:
 
     def _wrapper(self) -> Path:
         """The topodoctor command of this checkout, as an installed console script would be."""
-        installed = Path(sys.executable).parent / "topodoctor"
         path = self.base / "topodoctor"
-        path.write_text(
-            "#!/bin/sh\n"
-            + (
-                f'exec {installed} "$@"\n'
-                if installed.exists() and os.environ.get("PYTHONPATH") is None
-                else f'PYTHONPATH={ROOT} exec {sys.executable} -m topodoctor "$@"\n'
-            )
-        )
+        path.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m topodoctor "$@"\n')
         path.chmod(0o755)
         return path
 

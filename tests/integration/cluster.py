@@ -101,6 +101,15 @@ class Cluster:
         lines = [f"{k}={_shell_quote(str(v))}" for k, v in {**common, **settings}.items()]
         (self.base / which / "topodoctor.conf").write_text("\n".join(lines) + "\n")
 
+    def set_slurm(self, **settings: int) -> None:
+        """Change slurm.conf settings (``MessageTimeout=3``) and have the daemons reread it."""
+        text = self.conf.read_text()
+        for key, value in settings.items():
+            text, n = re.subn(rf"^{key}=.*$", f"{key}={value}", text, flags=re.M)
+            assert n == 1, key
+        self.conf.write_text(text)
+        self.run(["scontrol", "reconfigure"])
+
     def _slurm_conf(self) -> str:
         ctld, slurmd = free_port(), free_port()
         b = self.base

@@ -232,6 +232,29 @@ def test_job_scope_judges_the_jobs_gpus_and_keeps_its_own_metrics_file(fresh: Cl
     assert 'scope="node"' in node_file and 'scope="job"' not in node_file
 
 
+def test_slurm_timeouts_below_the_prologs_time_are_slurms_failures(fresh: Cluster, corrupt: str) -> None:
+    """What prolog.md says happens when Slurm's limits sit below the prolog's time."""
+    hold(fresh, corrupt)
+    slow = fresh.base / "slow-topodoctor"  # a healthy check that takes 14 s, as a 20 s one would
+    slow.write_text(f'#!/bin/sh\nsleep 14\nexec {fresh.topodoctor} "$@"\n')
+    slow.chmod(0o755)
+    fresh.configure("prolog", TOPODOCTOR_ARGS=HEALTHY, TOPODOCTOR=str(slow))
+    try:
+        # srun waits for the prolog while it launches the step, MessageTimeout + 10 s in Slurm 22.05:
+        # past that it gives up on a healthy node, which stays up.
+        fresh.set_slurm(MessageTimeout=2)
+        ran, out = fresh.job()
+        assert not ran and "Socket timed out on send/recv operation" in out, out
+        wait_for("the prolog to end", lambda: fresh.state() == "IDLE", 30)
+        # Past PrologEpilogTimeout Slurm kills the prolog and drains with its own reason, not ours.
+        fresh.set_slurm(MessageTimeout=30, PrologEpilogTimeout=3)
+        ran, out = fresh.job()
+        assert not ran and "Job prolog failed" in out, out
+        assert fresh.drained() and fresh.reason() == "Prolog error"
+    finally:
+        fresh.set_slurm(MessageTimeout=30, PrologEpilogTimeout=60)
+
+
 def test_node_exporter_scrapes_every_metrics_file_and_promtool_passes(fresh: Cluster) -> None:
     """Every command's file in one textfile directory, as multinode.md names them."""
     td, out = str(fresh.topodoctor), fresh.textfile

@@ -39,6 +39,7 @@ EXITS = {
         "0  healthy (findings below the fail level allowed)",
         "1  unhealthy: a finding at or above the fail level",
         _USAGE,
+        "2  also: an --expect file it could not use, and no fault without it",
         _CANNOT,
         _SIGNAL,
     )

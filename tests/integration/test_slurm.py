@@ -291,3 +291,14 @@ def test_node_exporter_scrapes_every_metrics_file_and_promtool_passes(fresh: Clu
     status = [x for x in text.splitlines() if x.startswith("topodoctor_status{") and 'command="check"' in x]
     assert any('scope="job"' in x for x in status) and any('scope="node"' in x for x in status)
     assert re.search(r'^topodoctor_build_info\{[^}]*Hostname="[^"]+"', text, re.M)
+    log = fresh.base / "node_exporter.out"
+    assert "level=error" not in log.read_text(), log.read_text()[-2000:]
+    # The failure this guards against, for contrast: the same series in two files is an error
+    # node_exporter only logs, while its scrape still says node_textfile_scrape_error 0.
+    twin = out / "topodoctor-check-twin.prom"
+    twin.write_text((out / "topodoctor-check.prom").read_text())
+    try:
+        assert re.search(r"^node_textfile_scrape_error 0$", fresh.scrape(), re.M)
+        assert "was collected before with the same name and label values" in log.read_text()
+    finally:
+        twin.unlink()

@@ -11,14 +11,11 @@ Conventions, which tests/test_prometheus.py holds every family to:
 - base units: bytes per second, seconds, ratios; no sample timestamps (the collector
   refuses them); the time of the run is a value, ``topodoctor_last_run_timestamp_seconds``;
 - the GPU labels are dcgm-exporter's (``gpu``, ``UUID``, ``pci_bus_id`` in NVML's
-  ``00000000:BB:DD.F`` form, ``Hostname``), so a query can join our series with its; the
-  GPU's model is ``model_name``, not dcgm-exporter's ``modelName``: Prometheus' own lint
-  (``promtool check metrics``) refuses camelCase label names, and joins go by ``UUID``;
-- ``Hostname`` is never empty, and every run's series carry its ``scope`` (node, job, fleet)
-  and the GPUs it judged (``gpus``): a node-wide and a job's check in one textfile directory
-  are different series, never duplicates that node_exporter would drop;
-- a finding about a GPU pair (``GPU0-GPU1``) is one series per GPU, so a join by ``UUID``
-  finds it from either GPU.
+  ``00000000:BB:DD.F`` form, ``Hostname``, never empty), so a query can join our series with
+  its; but ``model_name``, not ``modelName``: ``promtool check metrics`` refuses camelCase;
+- a run's series carry its ``scope`` and judged ``gpus``: a node's and a job's check file
+  never hold the same series (node_exporter would drop them); a pair finding is one series
+  per GPU, so a join by ``UUID`` finds it from either GPU.
 
 Write the text with ``write_textfile`` (atomic: a collector never reads half a file).
 """
@@ -26,9 +23,10 @@ Write the text with ``write_textfile`` (atomic: a collector never reads half a f
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,10 +47,7 @@ PAIR = ("Hostname", *GPU, "peer_gpu", "mode")
 HOST_COPY = ("Hostname", *GPU, "direction")
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "topodoctor_build_info": (
-        "topodoctor version that wrote this file; always 1.",
-        ("command", "Hostname", "scope", "version"),
-    ),
+    "topodoctor_build_info": ("topodoctor version that wrote this file; always 1.", (*RUN[:3], "version")),
     "topodoctor_last_run_timestamp_seconds": ("When the command ran, seconds since the Unix epoch.", RUN),
     "topodoctor_run_duration_seconds": ("How long the command ran, in seconds.", RUN),
     "topodoctor_exit_code": ("The command's exit code: 0 healthy, 1 unhealthy, 2 input error, 3 could not check.", RUN),
@@ -198,7 +193,7 @@ class _Metrics:
 
 @dataclass(frozen=True)
 class Run:
-    """The labels every series of one run carries: which command, where, over which GPUs."""
+    """The labels every series of one run carries; without a host, this host's name (never empty)."""
 
     command: str
     host: str
@@ -206,15 +201,8 @@ class Run:
     gpus: str = ""  # the judged GPUs' indices, "0,1"; empty where the run is not about GPUs
 
     def labels(self) -> dict[str, str]:
-        # An empty label is an absent one, and a series without its host joins nothing.
-        return {"command": self.command, "Hostname": self.host or this_host(), "scope": self.scope, "gpus": self.gpus}
-
-
-def this_host() -> str:
-    """The name of the host writing the file, for runs that probed nothing."""
-    import socket
-
-    return socket.gethostname() or "localhost"
+        host = self.host or socket.gethostname() or "localhost"
+        return {"command": self.command, "Hostname": host, "scope": self.scope, "gpus": self.gpus}
 
 
 def _run(m: _Metrics, run: Run, run_time: float | None, elapsed_s: float | None, exit_code: int) -> None:
@@ -241,17 +229,9 @@ def _findings(m: _Metrics, run: Run, labels: dict[int, GpuLabels], findings: Seq
     for f in findings:
         pair, one = _SUBJECT_PAIR.match(f.subject), _SUBJECT_GPU.match(f.subject)
         gpus = [int(pair.group(1)), int(pair.group(2))] if pair else [int(one.group(1))] if one else [None]
+        what = {"code": f.code, "name": f.name, "severity": f.severity, "subject": f.subject}
         for gpu in gpus:
-            m.add(
-                family,
-                1,
-                code=f.code,
-                name=f.name,
-                severity=f.severity,
-                subject=f.subject,
-                **where,
-                **m.gpu(labels, gpu),
-            )
+            m.add(family, 1, **what, **where, **m.gpu(labels, gpu))
 
 
 def check_metrics(
@@ -267,8 +247,8 @@ def check_metrics(
 ) -> str:
     """`check --format prometheus`: status, one series per finding and per rule that could not
     check, the GPUs seen. With no snapshot (the probe failed, exit code 3) the file still says
-    "unknown" with the time of the run, rather than keeping the last good answer. ``scope`` and
-    ``scope_gpus`` say which GPUs were judged (every GPU of the snapshot by default)."""
+    "unknown" with the time of the run, rather than keeping the last good answer. ``scope_gpus``:
+    the GPUs judged (default: all)."""
     hostname = host or (snapshot.host.hostname if snapshot is not None else "")
     labels = gpu_labels(snapshot)
     judged = sorted(labels) if scope_gpus is None else list(scope_gpus)
@@ -282,17 +262,7 @@ def check_metrics(
     if snapshot is not None:
         m.add("topodoctor_gpus", len(snapshot.gpus), Hostname=hostname, scope=scope)
         for g in labels.values():
-            m.add(
-                "topodoctor_gpu_info",
-                1,
-                Hostname=hostname,
-                scope=scope,
-                gpu=g.gpu,
-                UUID=g.UUID,
-                pci_bus_id=g.pci_bus_id,
-                device=g.device,
-                model_name=g.model_name,
-            )
+            m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
     return m.text()
 
 
@@ -310,8 +280,8 @@ def bandwidth_metrics(
     snap = result.snapshot
     host = snap.host.hostname if snap is not None else result.host
     labels = gpu_labels(snap)
-    measured = sorted({i for x in result.measurements for i in (x.src, x.dst) if i is not None and i >= 0})
-    run = Run("bandwidth", host, "node", ",".join(str(i) for i in measured))
+    measured = sorted({i for x in result.measurements for i in (x.src, x.dst) if i >= 0})
+    run = Run("bandwidth", host, "node", ",".join(map(str, measured)))
     host = run.labels()["Hostname"]
     m = _Metrics()
     _run(m, run, run_time, result.wall_s, exit_code)
@@ -386,9 +356,9 @@ def collectives_metrics(
     snapshot: HostSnapshot | None = None,
 ) -> str:
     """`collectives --format prometheus`: busbw and algbw (bytes/s), time (seconds) and data
-    errors per op, size and placement, with the run's findings, their GPUs labelled from
-    ``snapshot`` (the host the result carries). Rows of a world that spans nodes go to each
-    node's own file under its own host name: call once per node."""
+    errors per op, size and placement, with the run's findings (GPUs labelled from ``snapshot``).
+    Rows of a world that spans nodes go to each node's own file under its own host name: call
+    once per node."""
     run = Run("collectives", host)
     host = run.labels()["Hostname"]
     m = _Metrics()

@@ -34,14 +34,13 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         pytest.skip(f"not installed here: {', '.join(missing)} (apt-get install slurmctld slurmd ...)")
     c = Cluster(tmp_path_factory.mktemp("cluster"))
     try:
-        c.start()
-    except Unavailable as exc:
-        c.stop()
-        pytest.skip(f"a daemon cannot run on this machine: {exc}")
-    try:
+        try:
+            c.start()
+        except Unavailable as exc:
+            pytest.skip(f"a daemon cannot run on this machine: {exc}")
         yield c
     finally:
-        c.stop()
+        c.stop()  # by pid, whatever happened: nothing is left running
 
 
 @pytest.fixture

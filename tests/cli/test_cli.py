@@ -124,7 +124,6 @@ def test_truncated_real_recording(tmp_path: Path, capsys: pytest.CaptureFixture[
         (["scan", "--format", "xml"], 2, "xml"),
         (["check", "--select", "TD999"], 2, "no rule matches"),
         (["check", "--timeout", "-1"], 2, "timeout"),
-        (["check", "--expect", "/nonexistent.json", "--replay", "h200-x4"], 2, "not found"),
         (["explain", "TD000"], 2, "no rule"),
         (["bandwidth", "--devices", "a,b", "--replay", "h200-x4"], 2, "--devices"),
         (["bandwidth", "--from", "/nonexistent.json"], 2, "not found"),

@@ -31,3 +31,11 @@ def test_codec_round_trip_of_every_snapshot() -> None:
     for name in ("h200-x4", "h200-x2", "h100-x1"):
         snap = probe_host(name).snapshot
         assert snapshot_from_data(to_jsonable(snap)) == snap
+
+
+def test_example_scripts_are_valid_shell() -> None:
+    """The Slurm scripts run verbatim under slurmd (tests/integration, -m cluster); here, cheaply,
+    that bash can parse them at all."""
+    for script in sorted((ROOT / "docs" / "examples").glob("*.sh")):
+        r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert r.returncode == 0, f"{script.name}: {r.stderr}"

@@ -99,7 +99,7 @@ def test_healthy_check_of_a_real_host() -> None:
     assert samples(fams, "topodoctor_run_duration_seconds")[0].value == 0.42
     info = samples(fams, "topodoctor_gpu_info", gpu="2")[0].labels
     g2 = snap.gpu(2)
-    assert info["UUID"] == g2.uuid and info["modelName"] == "NVIDIA H200" and info["device"] == "nvidia2"
+    assert info["UUID"] == g2.uuid and info["model_name"] == "NVIDIA H200" and info["device"] == "nvidia2"
     assert info["pci_bus_id"] == dcgm_bus_id(g2.bus_id) and len(info["pci_bus_id"]) == len("00000000:00:08.0")
     assert sum(s.value for s in fams["topodoctor_findings"].samples) == len(findings)
 
@@ -270,3 +270,42 @@ def test_dcgm_bus_id_form() -> None:
 def test_the_lint_catches_what_it_is_for(bad: str) -> None:
     with pytest.raises(AssertionError):
         lint(bad)
+
+
+def test_pair_finding_is_labelled_with_both_gpus() -> None:
+    text, snap, findings = _check(str(scenario_path("x4-nvlink-down")))
+    lint(text)
+    pair = next(f.subject for f in findings if f.code == "TD102")
+    a, b = (int(x.removeprefix("GPU")) for x in pair.split("-"))
+    got = {s.labels["UUID"] for s in samples(parse(text), "topodoctor_finding", code="TD102", subject=pair)}
+    assert got == {snap.gpu(a).uuid, snap.gpu(b).uuid}
+
+
+def test_every_run_names_its_host_scope_and_judged_gpus() -> None:
+    from topodoctor.model.findings import Finding
+
+    f = Finding("TD101", "nvlink-down", "error", "GPU1/nvlink5", "m", "fix", {})
+    snap = probe_host("h200-x4").snapshot
+    job = parse(check_metrics([f], [], 1, snap, scope="job", scope_gpus=(0, 1)))
+    node = parse(check_metrics([], [], 0, snap))
+    (info,) = job["topodoctor_build_info"].samples
+    assert info.labels["Hostname"] == snap.host.hostname and info.labels["scope"] == "job"
+    assert samples(job, "topodoctor_status", status="unhealthy")[0].labels["gpus"] == "0,1"
+    assert samples(node, "topodoctor_status", status="healthy")[0].labels["gpus"] == "0,1,2,3"
+    # A job's file and the node's file in one directory: no series in both.
+    keys = [{(s.name, tuple(sorted(s.labels.items()))) for fam in d.values() for s in fam.samples} for d in (job, node)]
+    assert not (keys[0] & keys[1])
+    # Nothing probed and no host given: the writing host's name, never an empty label.
+    (bare,) = parse(check_metrics([], [], 3, None, host=""))["topodoctor_exit_code"].samples
+    assert bare.labels["Hostname"]
+
+
+def test_collectives_findings_carry_the_gpus_identity() -> None:
+    from topodoctor.model.findings import Finding
+
+    snap = probe_host("h200-x4").snapshot
+    f = Finding("TD004", "collectives-transport", "error", "GPU0-GPU2", "m", "fix", {})
+    text = collectives_metrics("node1", [], [f], 1, snapshot=snap)
+    lint(text)
+    got = {(s.labels["gpu"], s.labels["pci_bus_id"]) for s in parse(text)["topodoctor_finding"].samples}
+    assert got == {("0", dcgm_bus_id(str(snap.gpu(0).bus_id))), ("2", dcgm_bus_id(str(snap.gpu(2).bus_id)))}

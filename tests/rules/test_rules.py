@@ -43,6 +43,7 @@ def test_nvlink_down_names_the_link() -> None:
     fewer = sorted(f.subject for f in found if f.code == "TD102")
     assert fewer == ["GPU0-GPU1", "GPU1-GPU2", "GPU1-GPU3"]
     assert all(f.evidence["links"] == 17 and f.evidence["expected"] == 18 for f in found if f.code == "TD102")
+    assert next(f for f in found if f.code == "TD102").message == "GPU0-GPU1 has 17 NVLinks; its peers have 18"
 
 
 def test_acs_finding_names_bridge_and_pairs() -> None:
@@ -68,6 +69,8 @@ def test_expectations_make_every_down_link_count() -> None:
     exp = from_snapshot(probe_host("h200-x4").snapshot)
     found = run(str(scenario_path("x4-nvlink-down")), expect=exp)
     assert {f.code for f in found} == {"TD101", "TD102"}
+    fewer = next(f for f in found if f.code == "TD102")
+    assert fewer.message == "GPU0-GPU1 has 17 NVLinks; the expectations file says 18"
 
 
 def test_process_affinity_far_from_gpus() -> None:

@@ -31,6 +31,7 @@ from topodoctor.cli.options import (
     Format,
     FormatOpt,
     MetricsOpt,
+    OnceGroup,
     OutputOpt,
     PlainUsage,
     ReplayOpt,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 app = typer.Typer(
     name="topodoctor",
+    cls=OnceGroup,
     help="GPU topology inspector and doctor: scan the topology, check its health, measure its links.",
     epilog=EXITS["all"],
     add_completion=False,
@@ -189,7 +191,8 @@ def check(
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
             from topodoctor.report import prometheus as prom
 
-            text = prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname())
+            asked = "job" if scope is Scope.job else "node"
+            text = prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname(), scope=asked, scope_gpus=())
             outputs.write(lambda: prom.write_textfile(metrics, text))
         if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
             from topodoctor.report import check as report
@@ -204,7 +207,11 @@ def check(
 
     def metrics_text() -> str:
         o = outcome
-        return prom.check_metrics(o.findings, o.incomplete, o.exit_code, o.snapshot, o.meta.elapsed_s)
+        meta = o.meta
+        fs, snap = o.findings, o.snapshot
+        return prom.check_metrics(
+            fs, o.incomplete, o.exit_code, snap, meta.elapsed_s, scope=meta.scope_kind, scope_gpus=meta.scope_gpus
+        )
 
     if metrics is not None:
         outputs.write(lambda: prom.write_textfile(metrics, metrics_text()))
@@ -214,6 +221,8 @@ def check(
         CheckFormat.text: lambda c: report.print_check(outcome, c),
         CheckFormat.prometheus: lambda c: sys.stdout.write(metrics_text()),
     }
+    if outcome.meta.expectations_unused is not None and fmt is not CheckFormat.line:  # the line says it itself
+        fail(f"{outcome.meta.expectations_unused}; judged without it", outcome.exit_code)
     render(show[fmt])
     raise typer.Exit(outputs.exit_code(outcome.exit_code))
 

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_USAGE, OutputLost, Terminated, WriteError
-from topodoctor.report.terminal import make_console, printable, unknown_line
+from topodoctor.report.terminal import make_console, printable, truncate, unknown_line
 
 _USAGE = ("2", "usage or input error: bad option; missing, corrupt or inconsistent file")
 _CANNOT = ("3", "could not check: no driver or GPU, budget spent, or a topodoctor bug")
@@ -34,7 +34,7 @@ EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {
     "check": (
         ("0", "healthy (findings below the fail level allowed)"),
         ("1", "unhealthy: a finding at or above the fail level"),
-        _USAGE,
+        ("2", "usage or input error; or an --expect file it could not use, and no fault"),
         ("3", "could not check: no driver or GPU, budget spent, a measurement not made"),
         _SIGNAL,
     ),
@@ -120,9 +120,7 @@ def say(text: str) -> None:
 
 def fail(message: str, code: int) -> typer.Exit:
     """Report a failure as one line; the caller raises the returned Exit."""
-    text = printable(message)
-    if len(text) > _MESSAGE_LIMIT:
-        text = text[: _MESSAGE_LIMIT - 3] + "..."
+    text = truncate(printable(message), _MESSAGE_LIMIT)
     if line_mode:
         with contextlib.suppress(BrokenPipeError, OSError):
             emit(unknown_line(message))

@@ -18,7 +18,7 @@ def emit_metrics(res: Any, findings: list[Any], path: Path | None, outputs: Outp
     from topodoctor.report.prometheus import collectives_metrics, write_textfile
 
     code = EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK
-    text = collectives_metrics(res.host, res.rows, findings, code, elapsed_s=res.wall_s)
+    text = collectives_metrics(res.host, res.rows, findings, code, elapsed_s=res.wall_s, snapshot=res.snapshot)
     if path is not None:
         outputs.write(lambda: write_textfile(path, text))
     if stdout:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from topodoctor.cli.io import fail, stdout_lost
 from topodoctor.core.errors import InputError, OutputLost, TopodoctorError
@@ -188,3 +188,35 @@ class PlainUsage(TyperCommand):
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         return pieces + [str(p.metavar or p.name).upper() for p in self.params if isinstance(p, TyperArgument)]
+
+
+class OnceGroup(TyperGroup):
+    """Commands whose single-valued options may be given once: click keeps the last of
+    ``--replay a --replay b`` and says nothing, so a check would judge the other recording."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None:
+            _refuse_repeats(ctx, cmd, rest)
+        return name, cmd, rest
+
+
+def _refuse_repeats(ctx: Any, cmd: Any, args: list[str]) -> None:
+    """A usage error for an option that takes one value and was given more than once."""
+    options = {opt: p for p in cmd.params if isinstance(p, TyperOption) for opt in (*p.opts, *p.secondary_opts)}
+    seen: dict[str, int] = {}
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            break
+        flag, attached = token.split("=", 1)[0] if token.startswith("--") else token, "=" in token
+        param = options.get(flag)
+        if param is None:
+            continue
+        takes_value = not param.is_flag and not param.count
+        if takes_value and not attached:
+            next(tokens, None)  # its value, whatever it looks like
+        if takes_value and not param.multiple:
+            seen[param.name] = seen.get(param.name, 0) + 1
+            if seen[param.name] > 1:
+                raise typer.BadParameter("given more than once; give it once", ctx=ctx, param=param)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY, EXIT_USAGE
 from topodoctor.model.findings import Finding, Severity, failing
 
 if TYPE_CHECKING:
@@ -25,6 +25,8 @@ class Meta:
     scope_gpus: tuple[int, ...] = ()
     findings_outside_scope: int = 0  # findings about GPUs of other jobs, left out
     bandwidth_timings: dict[str, float] | None = None  # where the copy pass spent its time, by phase
+    scope_kind: str = "node"  # "node" or "job"
+    expectations_unused: str | None = None  # why a --expect file could not be used (judged without it)
 
 
 @dataclass(frozen=True)
@@ -47,4 +49,4 @@ class Outcome:
     def verdict(self) -> Literal["healthy", "unhealthy", "unknown"]:
         if self.exit_code == EXIT_UNHEALTHY:
             return "unhealthy"
-        return "unknown" if self.exit_code == EXIT_CANNOT_CHECK else "healthy"
+        return "unknown" if self.exit_code in (EXIT_CANNOT_CHECK, EXIT_USAGE) else "healthy"

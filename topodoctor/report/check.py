@@ -14,7 +14,7 @@ from rich.text import Text
 
 from topodoctor.core.text import plural
 from topodoctor.model.outcome import Outcome
-from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
+from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.model.findings import Finding
@@ -36,19 +36,43 @@ def _incomplete(outcome: Outcome) -> str:
     return f"; {plural(n, 'check')} incomplete" if n else ""
 
 
+def _judged(outcome: Outcome) -> str:
+    """The GPUs judged: all of them, or the job's few out of the node's."""
+    meta = outcome.meta
+    if meta.scope_kind != "job":
+        return plural(meta.gpus, "GPU")
+    ids = ",".join(str(i) for i in meta.scope_gpus) or "none"
+    return f"job's {len(meta.scope_gpus)} of {plural(meta.gpus, 'GPU')} ({ids})"
+
+
 def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
     """A single line fit for `scontrol update nodename=... reason=...`: the worst finding
-    first, then how many more fail, and whether some checks could not run."""
+    first, then how many more fail, and whether some checks could not run. Too long a line
+    loses words from the finding's message, never its code, counts or scope."""
+    meta = outcome.meta
     if not outcome.failing and outcome.not_measured:
-        gpus = f"{plural(outcome.meta.gpus, 'GPU')}, {counts(outcome.findings)}"
-        line = f"topodoctor UNKNOWN: {'; '.join(outcome.not_measured)} ({gpus}{_incomplete(outcome)})"
-    elif not outcome.failing:
-        line = f"topodoctor OK: {plural(outcome.meta.gpus, 'GPU')}, {counts(outcome.findings)}{_incomplete(outcome)}"
-    else:
-        first, rest = outcome.failing[0], outcome.failing[1:]
-        more = f" (+{len(rest)} more: {counts(rest)})" if rest else ""
-        line = f"topodoctor FAIL {first.code} {first.subject}: {first.message}{more}{_incomplete(outcome)}"
-    return truncate(printable(line), limit)
+        judged = f"{_judged(outcome)}, {counts(outcome.findings)}"
+        line = f"topodoctor UNKNOWN: {'; '.join(outcome.not_measured)} ({judged}{_incomplete(outcome)})"
+        return truncate(printable(line), limit)
+    tail = _incomplete(outcome)
+    if meta.scope_kind == "job" and outcome.failing:
+        tail += f"; judged the {_judged(outcome)}"
+    if meta.expectations_unused is not None and outcome.failing:
+        tail += "; judged without the expectations file (unusable)"
+    if not outcome.failing:
+        verdict = printable(f"{_judged(outcome)}, {counts(outcome.findings)}{tail}")
+        if meta.expectations_unused is None:
+            return truncate(f"topodoctor OK: {verdict}", limit)
+        # Exit 2: the node passed, but not against its type; the file's trouble may be shortened.
+        head, why = "topodoctor UNKNOWN: expectations not used: ", printable(meta.expectations_unused)
+        return head + truncate(why, max(20, limit - len(head) - len(verdict) - 14)) + f"; without it: {verdict}"
+    first, rest = outcome.failing[0], outcome.failing[1:]
+    tail = (f" (+{len(rest)} more: {counts(rest)})" if rest else "") + tail
+    head = printable(f"topodoctor FAIL {first.code} {first.subject}: ")
+    room = limit - len(head) - len(printable(tail))
+    if room < 20:  # a subject or tail so long the message has no room: shorten the whole line
+        return truncate(printable(f"{head}{first.message}{tail}"), limit)
+    return head + truncate(printable(first.message), room) + printable(tail)
 
 
 def print_check(outcome: Outcome, console: Console) -> None:
@@ -91,7 +115,7 @@ def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:
         "schema_version": CHECK_SCHEMA_VERSION,
         "verdict": "unknown",
         "exit_code": exit_code,
-        "reason": unknown_line(reason),
+        "reason": printable(f"topodoctor UNKNOWN: {reason}"),  # whole: JSON has room, a line does not
         "findings": [],
     }
 

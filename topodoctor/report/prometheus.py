@@ -11,7 +11,11 @@ Conventions, which tests/report/test_prometheus.py holds every family to:
 - base units: bytes per second, seconds, ratios; no sample timestamps (the collector
   refuses them); the time of the run is a value, ``topodoctor_last_run_timestamp_seconds``;
 - the GPU labels are dcgm-exporter's (``gpu``, ``UUID``, ``pci_bus_id`` in NVML's
-  ``00000000:BB:DD.F`` form, ``Hostname``), so a query can join our series with its.
+  ``00000000:BB:DD.F`` form, ``Hostname``, never empty), so a query can join our series with
+  its; but ``model_name``, not ``modelName``: ``promtool check metrics`` refuses camelCase;
+- a run's series carry its ``scope`` and judged ``gpus``: a node's and a job's check file
+  never hold the same series (node_exporter would drop them); a pair finding is one series
+  per GPU, so a join by ``UUID`` finds it from either GPU.
 
 Write the text with ``write_textfile`` (atomic: a collector never reads half a file).
 """
@@ -19,9 +23,10 @@ Write the text with ``write_textfile`` (atomic: a collector never reads half a f
 from __future__ import annotations
 
 import re
+import socket
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +43,13 @@ if TYPE_CHECKING:
     from topodoctor.model.snapshot import HostSnapshot
 
 GPU = ("gpu", "UUID", "pci_bus_id")
-RUN = ("command", "Hostname")
+RUN = ("command", "Hostname", "scope", "gpus")
 FINDING = (*RUN, "code", "name", "severity", "subject", *GPU)
 PAIR = ("Hostname", *GPU, "peer_gpu", "mode")
 HOST_COPY = ("Hostname", *GPU, "direction")
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "topodoctor_build_info": ("topodoctor version that wrote this file; always 1.", ("command", "version")),
+    "topodoctor_build_info": ("topodoctor version that wrote this file; always 1.", (*RUN[:3], "version")),
     "topodoctor_last_run_timestamp_seconds": ("When the command ran, seconds since the Unix epoch.", RUN),
     "topodoctor_run_duration_seconds": ("How long the command ran, in seconds.", RUN),
     "topodoctor_exit_code": ("The command's exit code: 0 healthy, 1 unhealthy, 2 input error, 3 could not check.", RUN),
@@ -56,8 +61,11 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_finding": ("A finding of the run; always 1 (see topodoctor explain CODE).", FINDING),
     "topodoctor_incomplete_checks": ("Rules that could not check their input in this run.", RUN),
     "topodoctor_could_not_check": ("A rule that could not check its input; always 1.", FINDING),
-    "topodoctor_gpus": ("GPUs the probe found.", ("Hostname",)),
-    "topodoctor_gpu_info": ("A GPU as topodoctor saw it; always 1.", ("Hostname", *GPU, "device", "modelName")),
+    "topodoctor_gpus": ("GPUs the probe found.", ("Hostname", "scope")),
+    "topodoctor_gpu_info": (
+        "A GPU as topodoctor saw it; always 1.",
+        ("Hostname", "scope", *GPU, "device", "model_name"),
+    ),
     "topodoctor_bandwidth_pair_bytes_per_second": (
         "GPU-to-GPU copy bandwidth from gpu to peer_gpu (median of the samples); bidir: this direction alone.",
         PAIR,
@@ -108,6 +116,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 STATUSES = ("healthy", "unhealthy", "unknown")
 SEVERITIES = ("critical", "error", "warning", "info")
 _SUBJECT_GPU = re.compile(r"^GPU(\d+)\b")
+_SUBJECT_PAIR = re.compile(r"^GPU(\d+)-GPU(\d+)\b")
 
 
 @dataclass(frozen=True)
@@ -116,7 +125,7 @@ class GpuLabels:
     UUID: str
     pci_bus_id: str
     device: str
-    modelName: str
+    model_name: str
 
 
 def gpu_labels(snap: HostSnapshot | None) -> dict[int, GpuLabels]:
@@ -177,39 +186,47 @@ class _Metrics:
         return generate_latest(registry).decode("utf-8")
 
 
-def _run(m: _Metrics, command: str, host: str, run_time: float | None, elapsed_s: float | None, exit_code: int) -> None:
-    m.add("topodoctor_build_info", 1, command=command, version=__version__)
+@dataclass(frozen=True)
+class Run:
+    """The labels every series of one run carries; without a host, this host's name (never empty)."""
+
+    command: str
+    host: str
+    scope: str = "node"  # node, job (a job's GPUs only) or fleet
+    gpus: str = ""  # the judged GPUs' indices, "0,1"; empty where the run is not about GPUs
+
+    def labels(self) -> dict[str, str]:
+        host = self.host or socket.gethostname() or "localhost"
+        return {"command": self.command, "Hostname": host, "scope": self.scope, "gpus": self.gpus}
+
+
+def _run(m: _Metrics, run: Run, run_time: float | None, elapsed_s: float | None, exit_code: int) -> None:
+    where = run.labels()
+    m.add("topodoctor_build_info", 1, version=__version__, **{k: where[k] for k in ("command", "Hostname", "scope")})
     now = time.time() if run_time is None else run_time
-    m.add("topodoctor_last_run_timestamp_seconds", now, command=command, Hostname=host)
+    m.add("topodoctor_last_run_timestamp_seconds", now, **where)
     if elapsed_s is not None:
-        m.add("topodoctor_run_duration_seconds", elapsed_s, command=command, Hostname=host)
-    m.add("topodoctor_exit_code", exit_code, command=command, Hostname=host)
+        m.add("topodoctor_run_duration_seconds", elapsed_s, **where)
+    m.add("topodoctor_exit_code", exit_code, **where)
     status = {0: "healthy", 1: "unhealthy"}.get(exit_code, "unknown")
     for s in STATUSES:
-        m.add("topodoctor_status", 1 if s == status else 0, command=command, Hostname=host, status=s)
+        m.add("topodoctor_status", 1 if s == status else 0, status=s, **where)
 
 
-def _findings(
-    m: _Metrics, command: str, host: str, labels: dict[int, GpuLabels], findings: Sequence[Finding], family: str
-) -> None:
-    """One series per finding; ``topodoctor_finding`` also gets the counts by severity."""
+def _findings(m: _Metrics, run: Run, labels: dict[int, GpuLabels], findings: Sequence[Finding], family: str) -> None:
+    """One series per finding (per GPU of a pair); ``topodoctor_finding`` also gets the counts
+    by severity."""
+    where = run.labels()
     if family == "topodoctor_finding":
         for sev in SEVERITIES:
             n = sum(1 for f in findings if f.severity == sev)
-            m.add("topodoctor_findings", n, command=command, Hostname=host, severity=sev)
+            m.add("topodoctor_findings", n, severity=sev, **where)
     for f in findings:
-        hit = _SUBJECT_GPU.match(f.subject)
-        m.add(
-            family,
-            1,
-            command=command,
-            Hostname=host,
-            code=f.code,
-            name=f.name,
-            severity=f.severity,
-            subject=f.subject,
-            **m.gpu(labels, int(hit.group(1)) if hit else None),
-        )
+        pair, one = _SUBJECT_PAIR.match(f.subject), _SUBJECT_GPU.match(f.subject)
+        gpus = [int(pair.group(1)), int(pair.group(2))] if pair else [int(one.group(1))] if one else [None]
+        what = {"code": f.code, "name": f.name, "severity": f.severity, "subject": f.subject}
+        for gpu in gpus:
+            m.add(family, 1, **what, **where, **m.gpu(labels, gpu))
 
 
 def check_metrics(
@@ -220,30 +237,27 @@ def check_metrics(
     elapsed_s: float | None = None,
     run_time: float | None = None,
     host: str | None = None,
+    scope: str = "node",
+    scope_gpus: Sequence[int] | None = None,
 ) -> str:
     """`check --format prometheus`: status, one series per finding and per rule that could not
     check, the GPUs seen. With no snapshot (the probe failed, exit code 3) the file still says
-    "unknown" with the time of the run, rather than keeping the last good answer."""
+    "unknown" with the time of the run, rather than keeping the last good answer. ``scope_gpus``:
+    the GPUs judged (default: all)."""
     hostname = host or (snapshot.host.hostname if snapshot is not None else "")
     labels = gpu_labels(snapshot)
+    judged = sorted(labels) if scope_gpus is None else list(scope_gpus)
+    run = Run("check", hostname, scope, ",".join(str(i) for i in judged))
+    hostname = run.labels()["Hostname"]
     m = _Metrics()
-    _run(m, "check", hostname, run_time, elapsed_s, exit_code)
-    _findings(m, "check", hostname, labels, findings, "topodoctor_finding")
-    m.add("topodoctor_incomplete_checks", len(incomplete), command="check", Hostname=hostname)
-    _findings(m, "check", hostname, labels, incomplete, "topodoctor_could_not_check")
+    _run(m, run, run_time, elapsed_s, exit_code)
+    _findings(m, run, labels, findings, "topodoctor_finding")
+    m.add("topodoctor_incomplete_checks", len(incomplete), **run.labels())
+    _findings(m, run, labels, incomplete, "topodoctor_could_not_check")
     if snapshot is not None:
-        m.add("topodoctor_gpus", len(snapshot.gpus), Hostname=hostname)
+        m.add("topodoctor_gpus", len(snapshot.gpus), Hostname=hostname, scope=scope)
         for g in labels.values():
-            m.add(
-                "topodoctor_gpu_info",
-                1,
-                Hostname=hostname,
-                gpu=g.gpu,
-                UUID=g.UUID,
-                pci_bus_id=g.pci_bus_id,
-                device=g.device,
-                modelName=g.modelName,
-            )
+            m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
     return m.text()
 
 
@@ -261,9 +275,12 @@ def bandwidth_metrics(
     snap = result.snapshot
     host = snap.host.hostname if snap is not None else result.host
     labels = gpu_labels(snap)
+    measured = sorted({i for x in result.measurements for i in (x.src, x.dst) if i >= 0})
+    run = Run("bandwidth", host, "node", ",".join(map(str, measured)))
+    host = run.labels()["Hostname"]
     m = _Metrics()
-    _run(m, "bandwidth", host, run_time, result.wall_s, exit_code)
-    _findings(m, "bandwidth", host, labels, findings, "topodoctor_finding")
+    _run(m, run, run_time, result.wall_s, exit_code)
+    _findings(m, run, labels, findings, "topodoctor_finding")
     expected = _expected(snap)
     for x in result.measurements:
         if x.mode in ("h2d", "d2h"):
@@ -331,13 +348,17 @@ def collectives_metrics(
     exit_code: int,
     elapsed_s: float | None = None,
     run_time: float | None = None,
+    snapshot: HostSnapshot | None = None,
 ) -> str:
     """`collectives --format prometheus`: busbw and algbw (bytes/s), time (seconds) and data
-    errors per op, size and placement, with the run's findings. Rows of a world that spans
-    nodes go to each node's own file under its own host name: call once per node."""
+    errors per op, size and placement, with the run's findings (GPUs labelled from ``snapshot``).
+    Rows of a world that spans nodes go to each node's own file under its own host name: call
+    once per node."""
+    run = Run("collectives", host)
+    host = run.labels()["Hostname"]
     m = _Metrics()
-    _run(m, "collectives", host, run_time, elapsed_s, exit_code)
-    _findings(m, "collectives", host, {}, findings, "topodoctor_finding")
+    _run(m, run, run_time, elapsed_s, exit_code)
+    _findings(m, run, gpu_labels(snapshot), findings, "topodoctor_finding")
     for r in columns(rows):
         place = "true" if r.in_place else "false"
         where = {"Hostname": host, "op": r.op, "size_bytes": str(r.size_bytes), "in_place": place}
@@ -352,7 +373,7 @@ def collectives_metrics(
 def fleet_metrics(report: FleetReport, run_time: float | None = None, exit_code: int | None = None) -> str:
     """`fleet --format prometheus`: one state series set per node, drains, outlier ratios."""
     m = _Metrics()
-    _run(m, "fleet", "", run_time, None, report.exit_code if exit_code is None else exit_code)
+    _run(m, Run("fleet", "", "fleet"), run_time, None, report.exit_code if exit_code is None else exit_code)
     states = ("healthy", "slow", "unhealthy", "unknown")
     for s in states:
         m.add("topodoctor_fleet_nodes", sum(1 for n in report.nodes if n.state == s), state=s)

@@ -41,7 +41,15 @@ LINE_LIMIT = 200  # Slurm keeps a drain reason short; the rest is in the JSON
 
 
 def truncate(line: str, limit: int = LINE_LIMIT) -> str:
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    """``line`` within ``limit`` characters, shortened at a word boundary with "...": a reason
+    read by people loses its last words, never half of one."""
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 2]  # one more than fits, so a word ending exactly at the limit stays whole
+    space = cut.rfind(" ")
+    # A single word longer than half the room (a path, a long bus id list) is cut where it must be.
+    cut = cut[:space] if space > limit // 2 else cut[: limit - 3]
+    return cut.rstrip(" ,;:") + "..."
 
 
 def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:

@@ -153,7 +153,8 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
         if (0 < n < norm or (n == 0 and basis == "expectations file")) and not pair_unread(ctx, a, b):
             yield Issue(
                 f"GPU{a}-GPU{b}",
-                f"GPU{a}-GPU{b} has {n} NVLinks; {basis} give {norm}",
+                f"GPU{a}-GPU{b} has {n} NVLinks; "
+                + (f"the expectations file says {norm}" if basis == "expectations file" else f"its peers have {norm}"),
                 {"links": n, "expected": norm, "basis": basis},
             )
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, run_with_budget
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
 
@@ -234,10 +234,16 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
 
     The probe child is forked first; the parent's own work (loading the rules, checking the
     patterns, reading --expect) runs while the child probes, so a short budget is not spent
-    before the probe even starts. Everything runs under the budget's alarm."""
+    before the probe even starts. Everything runs under the budget's alarm.
+
+    An expectations file that is missing or unusable does not stop the check: the host is
+    judged without it (peers only), a real fault still fails (exit 1), and a host with none
+    answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
+    pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
     t0 = time.monotonic()
     budget = budget or Budget.start(options.timeout_s)
     loaded: dict[str, Expectations] = {}
+    unusable: list[str] = []
 
     def prepare() -> None:
         from topodoctor.rules.registry import check_patterns
@@ -246,7 +252,10 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         if options.expect is not None:
             from topodoctor.topology.expect import load_expectations
 
-            loaded["expect"] = load_expectations(options.expect, budget)
+            try:
+                loaded["expect"] = load_expectations(options.expect, budget)
+            except InputError as exc:
+                unusable.append(str(exc))
 
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
@@ -270,10 +279,13 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         where.gpus,
         len(others),
         getattr(host.measured.get("bandwidth"), "timings", None),
+        where.kind,
+        unusable[0] if unusable else None,
     )
     # A fault found stays exit 1 (drain the node) even when a pass could not run; otherwise a
     # measurement that was asked for and did not happen is "could not check", never a pass.
-    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_OK
+    # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
+    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if unusable else EXIT_OK
     return Outcome(findings, incomplete, meta, options.fail_level, code, host.snapshot, missed)
 
 

@@ -1,0 +1,303 @@
+"""The docs' Slurm prolog and health check, against Debian's real slurmctld and slurmd, with
+replayed recordings standing in for the GPUs; node_exporter and promtool on what they write.
+
+Each case changes only the settings docs/prolog.md documents (topodoctor.conf beside each
+script) and asserts what ``scontrol show node`` and ``sinfo -R`` show and whether the job ran.
+Run with ``pytest -m cluster tests/integration``; where a daemon cannot start the suite is
+skipped with the reason, never passed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from collections.abc import Iterator
+
+import pytest
+from cluster import NODE, ROOT, Cluster, Unavailable, missing_programs, wait_for
+
+pytestmark = pytest.mark.cluster
+DERIVED = ROOT / "fixtures" / "derived"
+HEALTHY = "--replay h200-x4"
+NVLINK_DOWN = f"--replay {DERIVED / 'x4-nvlink-down.json'}"  # GPU1's link 5 down: TD101 on GPU1
+HANG = f"--replay {DERIVED / 'x4-nvml-hang.json'}"  # the driver wedges in its first call
+TD101 = "topodoctor FAIL TD101 GPU1/nvlink5: GPU1 NVLink 5 is down"
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if "cluster" not in (request.config.getoption("-m") or ""):
+        pytest.skip("the real-cluster suite runs with -m cluster (it starts Slurm daemons)")
+    missing = missing_programs()
+    if missing:
+        pytest.skip(f"not installed here: {', '.join(missing)} (apt-get install slurmctld slurmd ...)")
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        try:
+            c.start()
+        except Unavailable as exc:
+            pytest.skip(f"a daemon cannot run on this machine: {exc}")
+        yield c
+    finally:
+        c.stop()  # by pid, whatever happened: nothing is left running
+
+
+@pytest.fixture
+def fresh(cluster: Cluster) -> Iterator[Cluster]:
+    """Every case starts from a healthy, idle node with healthy settings on both scripts."""
+    cluster.configure("prolog", TOPODOCTOR_ARGS=HEALTHY)
+    cluster.configure("health", TOPODOCTOR_ARGS=HEALTHY)
+    cluster.resume()
+    yield cluster
+    for job in cluster.run(["squeue", "-h", "-o", "%i"], check=False).stdout.split():
+        cluster.run(["scancel", job], check=False)
+
+
+@pytest.fixture(scope="module")
+def corrupt(cluster: Cluster) -> str:
+    """A recording cut in half: the check's own input is broken (exit 2), not the node."""
+    path = cluster.base / "corrupt-recording.json"
+    text = (ROOT / "topodoctor" / "probe" / "recordings" / "h200-x4.json").read_text()
+    path.write_text(text[: len(text) // 2])
+    return f"--replay {path}"
+
+
+def hold(cluster: Cluster, corrupt: str) -> None:
+    """Keep the health check from acting while a prolog case runs: a broken recording makes it
+    answer "misconfigured" (exit 2), which neither drains nor resumes."""
+    cluster.configure("health", TOPODOCTOR_ARGS=corrupt)
+    cluster.health_runs(2)  # the second one started after the change: the lock serialises them
+
+
+def lines_with(cluster: Cluster, start: int, text: str) -> list[str]:
+    return [x for x in cluster.log_lines(start) if text in x]
+
+
+def test_healthy_node_runs_the_job(fresh: Cluster) -> None:
+    ran, out = fresh.job()
+    assert ran, out
+    fresh.health_runs(2)
+    assert fresh.state() == "IDLE" and fresh.sinfo_reasons() == ""
+    assert "healthcheck-drain.sh" in fresh.run(["scontrol", "show", "config"]).stdout
+
+
+def test_nvlink_down_in_the_prolog_drains_refuses_the_job_and_a_passing_check_resumes(
+    fresh: Cluster, corrupt: str
+) -> None:
+    hold(fresh, corrupt)
+    fresh.configure("prolog", TOPODOCTOR_ARGS=NVLINK_DOWN)
+    ran, out = fresh.job()
+    assert not ran and "Job prolog failed" in out, out
+    assert fresh.drained() and fresh.reason().startswith(TD101), fresh.node()
+    assert fresh.sinfo_reasons() == f"{fresh.reason()}|{NODE}"  # one readable reason, Slurm's own kept out
+    # NodeName gpu01 is not the host name: the health check resumes by $SLURMD_NODENAME.
+    assert f"NodeHostName={fresh.hostname}" in fresh.node() and fresh.hostname != NODE
+    fresh.configure("prolog", TOPODOCTOR_ARGS=HEALTHY)
+    fresh.configure("health", TOPODOCTOR_ARGS=HEALTHY)
+    wait_for("the health check to resume the node", lambda: fresh.state() == "IDLE", 30)
+    assert fresh.sinfo_reasons() == ""
+    ran, out = fresh.job()
+    assert ran, out
+
+
+def test_nvlink_down_in_the_health_check_drains_and_no_job_starts(fresh: Cluster) -> None:
+    fresh.configure("health", TOPODOCTOR_ARGS=NVLINK_DOWN)
+    wait_for("the health check to drain the node", fresh.drained, 30)
+    assert fresh.reason().startswith(TD101) and len(fresh.reason()) <= 200
+    ran, out = fresh.job("--immediate=3")
+    assert not ran, out
+    fresh.configure("health", TOPODOCTOR_ARGS=HEALTHY)
+    wait_for("the health check to resume the node", lambda: fresh.state() == "IDLE", 30)
+
+
+def test_budget_spent_drains_as_could_not_check(fresh: Cluster, corrupt: str) -> None:
+    hold(fresh, corrupt)
+    fresh.configure("prolog", TOPODOCTOR_ARGS=HANG, TOPODOCTOR_TIMEOUT=2)
+    ran, out = fresh.job()
+    assert not ran, out
+    assert fresh.drained() and fresh.reason().startswith("topodoctor UNKNOWN: "), fresh.node()
+    assert "budget" in fresh.reason()
+    fresh.configure("health", TOPODOCTOR_ARGS=HANG, TOPODOCTOR_TIMEOUT=2)
+    fresh.health_runs(2)
+    assert fresh.drained() and "budget" in fresh.reason()
+
+
+def test_corrupt_recording_is_misconfigured_not_a_drain(fresh: Cluster, corrupt: str) -> None:
+    start = len(fresh.log_lines())
+    fresh.configure("health", TOPODOCTOR_ARGS=corrupt)
+    fresh.configure("prolog", TOPODOCTOR_ARGS=corrupt)
+    fresh.health_runs(2)
+    ran, out = fresh.job()
+    assert ran, out
+    assert fresh.state() == "IDLE" and fresh.sinfo_reasons() == ""
+    said = lines_with(fresh, start, "misconfigured")
+    assert any("prolog[" in x for x in said) and any("healthcheck[" in x for x in said)
+    assert all("topodoctor UNKNOWN: " in x and "not valid JSON" in x for x in said), said
+
+
+def test_missing_and_corrupt_expectations(fresh: Cluster) -> None:
+    good = fresh.base / "node-type.json"
+    fresh.run([str(fresh.topodoctor), "expect", "--replay", "h200-x4", "-o", str(good)])
+    bad = fresh.base / "node-type-corrupt.json"
+    bad.write_text(good.read_text()[:40])
+    fresh.configure("prolog", TOPODOCTOR_ARGS=HEALTHY, TOPODOCTOR_EXPECT=str(good))
+    assert fresh.job()[0]
+    start = len(fresh.log_lines())
+    for expect in (str(fresh.base / "absent.json"), str(bad)):
+        # The node is fine: the job runs and the trouble is logged, not drained.
+        fresh.configure("prolog", TOPODOCTOR_ARGS=HEALTHY, TOPODOCTOR_EXPECT=expect)
+        fresh.configure("health", TOPODOCTOR_ARGS=HEALTHY, TOPODOCTOR_EXPECT=expect)
+        ran, out = fresh.job()
+        assert ran, out
+        fresh.health_runs(2)
+        assert fresh.state() == "IDLE"
+    said = lines_with(fresh, start, "misconfigured")
+    assert any("not found" in x for x in said) and any("not valid JSON" in x for x in said), said
+    # A real fault still drains: the file's trouble does not open the gate.
+    fresh.configure("health", TOPODOCTOR_ARGS=NVLINK_DOWN, TOPODOCTOR_EXPECT=str(bad))
+    wait_for("the health check to drain the node", fresh.drained, 30)
+    assert fresh.reason().startswith(TD101) and fresh.reason().endswith("without the expectations file (unusable)")
+
+
+def test_an_admins_drain_is_kept(fresh: Cluster) -> None:
+    admin = "DIMM replacement pending"
+    fresh.run(["scontrol", "update", f"nodename={NODE}", "state=drain", f"reason={admin}"])
+    start = len(fresh.log_lines())
+    fresh.configure("health", TOPODOCTOR_ARGS=NVLINK_DOWN)
+    fresh.health_runs(2)
+    assert fresh.drained() and fresh.reason() == admin
+    assert lines_with(fresh, start, "already drained by someone else (DIMM replacement pending)")
+    fresh.configure("health", TOPODOCTOR_ARGS=HEALTHY)
+    fresh.health_runs(2)
+    assert fresh.drained() and fresh.reason() == admin  # never resumed by us
+    assert fresh.sinfo_reasons() == f"{admin}|{NODE}"
+
+
+def _runs(lines: list[str]) -> list[tuple[str, str]]:
+    """(start, end) times of each health check that ran, by its pid."""
+    starts, ends = {}, {}
+    for x in lines:
+        m = re.match(r"(\S+) healthcheck\[(\d+)\] (start|end rc=)", x)
+        if m:
+            (starts if m.group(3) == "start" else ends)[m.group(2)] = m.group(1)
+    return sorted((starts[p], ends[p]) for p in starts if p in ends)
+
+
+def test_short_health_check_interval_runs_one_check_at_a_time(fresh: Cluster) -> None:
+    # Each check takes its whole 4 s budget (a wedged driver), twice the 2 s HealthCheckInterval.
+    start = len(fresh.log_lines())
+    fresh.configure("health", TOPODOCTOR_ARGS=HANG, TOPODOCTOR_TIMEOUT=4)
+    wait_for("the health check to drain the node", fresh.drained, 40)
+    fresh.health_runs(2, timeout=60)
+    fresh.configure("health", TOPODOCTOR_ARGS=HEALTHY)
+    wait_for("the health check to resume the node", lambda: fresh.state() == "IDLE", 40)
+    resumed_at = len(fresh.log_lines())
+    fresh.health_runs(3)
+    assert fresh.state() == "IDLE", "a stale check drained the node again"
+    assert not lines_with(fresh, resumed_at, "drained")
+    lines = fresh.log_lines(start)
+    assert any("skipped: the previous check is still running" in x for x in lines)
+    runs = _runs(lines)
+    assert len(runs) >= 3
+    for (_, end), (begin, _) in itertools.pairwise(runs):
+        assert end <= begin, f"two checks ran at once: {runs}"
+
+
+def test_job_scope_judges_the_jobs_gpus_and_keeps_its_own_metrics_file(fresh: Cluster, corrupt: str) -> None:
+    hold(fresh, corrupt)
+    holder = fresh.run(["sbatch", "--parsable", "--gres=gpu:2", "--time=2", "--wrap", "sleep 120"]).stdout.strip()
+    wait_for(
+        "the holder job to run",
+        lambda: fresh.run(["squeue", "-h", "-j", holder, "-o", "%T"]).stdout.strip() == "RUNNING",
+        30,
+    )
+    job_file = fresh.textfile / "topodoctor-check-job.prom"
+    # The holder has GPUs 0 and 1; GPU1's link is down, but the next job gets GPUs 2 and 3.
+    fresh.configure("prolog", TOPODOCTOR_ARGS=NVLINK_DOWN)
+    start = len(fresh.log_lines())
+    ran, out = fresh.job("--gres=gpu:2")
+    assert ran, out
+    assert lines_with(fresh, start, "ok: topodoctor OK: job's 2 of 4 GPUs (2,3)")
+    text = job_file.read_text()
+    assert 'scope="job"' in text and 'gpus="2,3"' in text
+    fresh.run(["scancel", holder])
+    wait_for("the holder to end", lambda: not fresh.run(["squeue", "-h", "-j", holder], check=False).stdout.strip())
+    ran, out = fresh.job("--gres=gpu:2")
+    assert not ran, out
+    assert fresh.reason().startswith(TD101) and fresh.reason().endswith("judged the job's 2 of 4 GPUs (0,1)")
+    assert 'gpus="0,1"' in job_file.read_text()
+    node_file = (fresh.textfile / "topodoctor-check.prom").read_text()
+    assert 'scope="node"' in node_file and 'scope="job"' not in node_file
+
+
+def test_slurm_timeouts_below_the_prologs_time_are_slurms_failures(fresh: Cluster, corrupt: str) -> None:
+    """What prolog.md says happens when Slurm's limits sit below the prolog's time."""
+    hold(fresh, corrupt)
+    slow = fresh.base / "slow-topodoctor"  # a healthy check that takes 14 s, as a 20 s one would
+    slow.write_text(f'#!/bin/sh\nsleep 14\nexec {fresh.topodoctor} "$@"\n')
+    slow.chmod(0o755)
+    fresh.configure("prolog", TOPODOCTOR_ARGS=HEALTHY, TOPODOCTOR=str(slow))
+    try:
+        # srun waits for the prolog while it launches the step, MessageTimeout + 10 s in Slurm 22.05:
+        # past that it gives up on a healthy node, which stays up.
+        fresh.set_slurm(MessageTimeout=2)
+        ran, out = fresh.job()
+        assert not ran and "Socket timed out on send/recv operation" in out, out
+        wait_for("the prolog to end", lambda: fresh.state() == "IDLE", 30)
+        # Past PrologEpilogTimeout Slurm kills the prolog and drains with its own reason, not ours.
+        fresh.set_slurm(MessageTimeout=30, PrologEpilogTimeout=3)
+        ran, out = fresh.job()
+        assert not ran and "Job prolog failed" in out, out
+        assert fresh.drained() and fresh.reason() == "Prolog error"
+    finally:
+        fresh.set_slurm(MessageTimeout=30, PrologEpilogTimeout=60)
+
+
+def test_node_exporter_scrapes_every_metrics_file_and_promtool_passes(fresh: Cluster) -> None:
+    """Every command's file in one textfile directory, as multinode.md names them."""
+    td, out = str(fresh.topodoctor), fresh.textfile
+    bw = ROOT / "fixtures/bandwidth/h200-x4.full.json"
+    coll = ROOT / "fixtures/collectives/real/x2-four-simulated-nodes.json"
+    fresh.run([td, "bandwidth", "--from", str(bw), "--metrics", str(out / "topodoctor-bandwidth.prom")])
+    fresh.run([td, "collectives", "--from", str(coll), "--metrics", str(out / "topodoctor-collectives.prom")])
+    fresh.run([td, "check", "--replay", "h200-x4", "--scope", "node", "--metrics", str(out / "topodoctor-check.prom")])
+    sys.path.insert(0, str(ROOT / "fixtures" / "fleet"))
+    import simulate  # type: ignore[import-not-found]
+
+    simulate.build(fresh.base / "fleet")
+    fleet = fresh.run(
+        [td, "fleet", str(fresh.base / "fleet"), "-f", "prometheus", "-o", str(out / "topodoctor-fleet.prom")],
+        check=False,
+    )
+    assert fleet.returncode in (0, 1), fleet.stderr
+    ran, _ = fresh.job("--gres=gpu:2")  # the prolog's job-scope file
+    assert ran
+    files = sorted(out.glob("*.prom"))
+    names = {f.name for f in files}
+    assert {
+        "topodoctor-check.prom",
+        "topodoctor-check-job.prom",
+        "topodoctor-bandwidth.prom",
+        "topodoctor-collectives.prom",
+        "topodoctor-fleet.prom",
+    } <= names
+    fresh.promtool(files)
+    text = fresh.scrape()
+    assert re.search(r"^node_textfile_scrape_error 0$", text, re.M), text[-2000:]
+    for f in files:
+        assert re.search(rf'^node_textfile_mtime_seconds\{{file="[^"]*{re.escape(f.name)}"\}}', text, re.M), f.name
+    status = [x for x in text.splitlines() if x.startswith("topodoctor_status{") and 'command="check"' in x]
+    assert any('scope="job"' in x for x in status) and any('scope="node"' in x for x in status)
+    assert re.search(r'^topodoctor_build_info\{[^}]*Hostname="[^"]+"', text, re.M)
+    log = fresh.base / "node_exporter.out"
+    assert "level=error" not in log.read_text(), log.read_text()[-2000:]
+    # The failure this guards against, for contrast: the same series in two files is an error
+    # node_exporter only logs, while its scrape still says node_textfile_scrape_error 0.
+    twin = out / "topodoctor-check-twin.prom"
+    twin.write_text((out / "topodoctor-check.prom").read_text())
+    try:
+        assert re.search(r"^node_textfile_scrape_error 0$", fresh.scrape(), re.M)
+        assert "was collected before with the same name and label values" in log.read_text()
+    finally:
+        twin.unlink()

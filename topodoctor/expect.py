@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -32,6 +32,10 @@ class Expectations:
     pcie_width: int | None
     nics: tuple[str, ...]  # RDMA devices that must be present
     mig_enabled: bool = False
+    # What a known-good host of this type shows (None: not known, e.g. a file from before):
+    power_limit_w: float | None = None  # the enforced power limit of its GPUs
+    # the rate each RDMA port trains to, by DEVICE/PORT (mlx5_0/1)
+    nic_rate_gbps: dict[str, float] = field(default_factory=dict)
 
 
 def _mode(values: list[int]) -> int | None:
@@ -50,6 +54,7 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
     ]
     gens = [x.pcie.gen_max for x in gpus if isinstance(x.pcie.gen_max, int)]
     widths = [x.pcie.width_max for x in gpus if isinstance(x.pcie.width_max, int)]
+    rates = {f"{n.name}/{p.port}": p.rate_gbps for n in snap.nics for p in n.ports if isinstance(p.rate_gbps, float)}
     return Expectations(
         kind="expectations",
         schema_version=EXPECT_SCHEMA_VERSION,
@@ -61,7 +66,14 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
         pcie_width=_mode(widths),
         nics=tuple(sorted(n.name for n in snap.nics if n.kind in ("infiniband", "roce"))),
         mig_enabled=any(x.mig_mode is True for x in gpus),
+        power_limit_w=_mode_w([x.fitness.power_limit_mw for x in gpus]),
+        nic_rate_gbps=rates,
     )
+
+
+def _mode_w(values: list[object]) -> float | None:
+    mw = _mode([v for v in values if isinstance(v, int)])
+    return mw / 1000 if mw is not None else None
 
 
 def load_expectations(path: Path | str, budget: Budget | None = None) -> Expectations:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from topodoctor import codec
+from topodoctor.model_fitness import GpuFitness, NicPort
 from topodoctor.probed import Probed, ProbeError, Unsupported
 
 SNAPSHOT_SCHEMA_VERSION = 1
@@ -135,6 +136,8 @@ class Gpu:
     pcie_path: Probed[tuple[str, ...]]  # PCI addresses from the root complex down to the GPU
     iommu_group_type: Probed[str]
     retired_pages: Probed[RetiredPages] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
+    # Clocks, power, temperatures, PCIe counters; "not recorded" in snapshots made before them.
+    fitness: GpuFitness = field(default_factory=GpuFitness.unrecorded)
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,11 @@ class Nic:
     netdevs: tuple[str, ...]
     state: Probed[str]  # ACTIVE / DOWN for RDMA ports, operstate for Ethernet
     rate_gbps: Probed[float]
+    # Every port of an RDMA device with its counters; empty in snapshots made before them,
+    # where ``state`` and ``rate_gbps`` (of the first port) stand for the device.
+    ports: tuple[NicPort, ...] = ()
+    fw_ver: Probed[str] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
+    hca_type: Probed[str] = field(default_factory=lambda: Unsupported("NOT_ASKED"))  # MT4129: the device model
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,11 @@ NVML_ERRORS: dict[int, str] = {
 # Codes of our own for failures on the Python side of the binding.
 BINDING_MISSING = -1  # the installed nvidia-ml-py has no such function
 BINDING_FAILED = -2  # the binding raised something other than NVMLError (a ctypes mismatch)
+# Replay only: the recording was made before the probe asked this call (an older topodoctor).
+NOT_RECORDED = -3
 NVML_ERRORS[BINDING_MISSING] = "BINDING_MISSING"
 NVML_ERRORS[BINDING_FAILED] = "BINDING_FAILED"
+NVML_ERRORS[NOT_RECORDED] = "NOT_RECORDED"
 
 SUCCESS = 0
 NOT_SUPPORTED = 3

@@ -15,6 +15,7 @@ from topodoctor.model import (
     RemappedRows,
     RetiredPages,
 )
+from topodoctor.model_fitness import GpuFitness
 from topodoctor.probe.api import SUCCESS, error_name
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import Nvml, mask_words_to_ids, normalize_bus_id, sys_read
@@ -285,4 +286,5 @@ def lost_gpu(index: int, err: ProbeError) -> Gpu:
         pcie_path=err,
         iommu_group_type=err,
         retired_pages=err,
+        fitness=GpuFitness.failed(err),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from topodoctor.model_fitness import NOT_RECORDED
 from topodoctor.probed import ProbeError
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
@@ -12,15 +13,18 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     cuda_env,
     expectations,
     fabric,
+    fitness,
     gdr,
     kernel,
     nccl_env,
     nccl_net,
     nccl_topo_file,
+    nic_ports,
     numa,
     nvlink,
     p2p,
     pcie,
+    pcie_errors,
     probe,
 )
 from topodoctor.rules.context import Context, Environment, capture_environment
@@ -62,6 +66,36 @@ def _detail(err: ProbeError) -> str:
     return f"{err.error} at {err.call}"
 
 
+class _NotRecorded:
+    """Inputs a replayed recording never answered because an older topodoctor made it: one
+    finding for the whole recording, naming every call it lacks and the checks they stopped.
+    Info, not warning: nothing is wrong with the host, the recording predates the question."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, None] = {}
+        self.subjects: dict[str, None] = {}
+        self.rules: dict[str, Rule] = {}
+
+    def add(self, subject: str, err: ProbeError, by: list[Rule]) -> None:
+        """``err`` at ``subject`` stopped the rules ``by``."""
+        self.calls[err.call] = None
+        self.subjects[subject] = None
+        self.rules.update((r.code, r) for r in by)
+
+    def findings(self, td901: Rule) -> list[Finding]:
+        if not self.calls:
+            return []
+        calls = sorted(self.calls)
+        checks = ", ".join(f"{code} {r.name}" for code, r in sorted(self.rules.items())) or "none selected"
+        message = (
+            f"the recording was made before topodoctor asked {len(calls)} of its calls, so they are not recorded "
+            f"({', '.join(calls)}); not checked on {', '.join(self.subjects)}: {checks}"
+        )
+        evidence = {"error": NOT_RECORDED, "calls": calls, "subjects": list(self.subjects), "rules": sorted(self.rules)}
+        fix = "Record the host again with this topodoctor (topodoctor record) to check what the old recording lacks."
+        return [Finding(td901.code, td901.name, "info", "recording", message, fix, evidence)]
+
+
 def evaluate(
     ctx: Context, select: Iterable[str] = (), ignore: Iterable[str] = (), tags: Iterable[str] = ()
 ) -> Evaluation:
@@ -69,8 +103,9 @@ def evaluate(
 
     Every input a rule could not read becomes one could-not-check finding (TD901) per
     subject, field and error, naming the rules it stopped; every other field that failed to
-    probe becomes one at info. They are in ``incomplete`` always, and in ``findings`` when
-    TD901 is selected.
+    probe becomes one at info. Inputs an older recording does not hold ("not recorded")
+    become one finding at info, naming the calls, when a selected rule needed them. They are
+    in ``incomplete`` always, and in ``findings`` when TD901 is selected.
     """
     want_tags = set(tags)
     rules = [r for r in selected(select, ignore) if not want_tags or want_tags & r.tags]
@@ -99,7 +134,11 @@ def evaluate(
                 stopped[(u.subject, u.field, u.error)].append(r)
     ctx.unchecked = []
     incomplete: list[Finding] = []
+    unrecorded = _NotRecorded()
     for (subject, what, err), by in stopped.items():
+        if err.error == NOT_RECORDED:
+            unrecorded.add(subject, err, by)
+            continue
         names = ", ".join(f"{r.code} {r.name}" for r in by)
         incomplete.append(
             Finding(
@@ -117,6 +156,10 @@ def evaluate(
         if (subject, err) in seen:
             continue
         seen.add((subject, err))
+        if err.error == NOT_RECORDED:
+            # Not a failure of the probe: a field of an older recording that no selected
+            # check needs is simply not there.
+            continue
         incomplete.append(
             Finding(
                 td901.code,
@@ -128,6 +171,7 @@ def evaluate(
                 {"field": what, "error": err.error, "call": err.call, "rules": []},
             )
         )
+    incomplete += unrecorded.findings(td901)
     incomplete.sort(key=_order)
     if td901 in rules:
         findings += incomplete

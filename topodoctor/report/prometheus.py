@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
 from topodoctor.collective_rows import columns
+from topodoctor.report.prometheus_fitness import FITNESS_FAMILIES, fitness_series
 
 if TYPE_CHECKING:
     from topodoctor.bandwidth.result import BandwidthResult
@@ -102,6 +103,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("Hostname", "source", "figure"),
     ),
     "topodoctor_fleet_unreadable_files": ("Result files the roll-up could not read.", ()),
+    **FITNESS_FAMILIES,
 }
 STATUSES = ("healthy", "unhealthy", "unknown")
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -249,6 +251,7 @@ def check_metrics(
                 device=g.device,
                 modelName=g.modelName,
             )
+        fitness_series(m.add, hostname, lambda i: m.gpu(labels, i), snapshot)
     return m.text()
 
 

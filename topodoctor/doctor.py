@@ -175,6 +175,7 @@ class CheckOptions:
     expect: Path | None = None
     passes: tuple[Pass, ...] = ()  # measurements run after the probe: bandwidth_pass() and others
     scope: str = "auto"  # job | node | auto: the GPUs judged and measured (topodoctor.scope)
+    baseline: Path | None = None  # an earlier snapshot of this node: counters judged since then too
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     before the probe even starts. Everything runs under the budget's alarm."""
     t0 = time.monotonic()
     budget = budget or Budget.start(options.timeout_s)
-    loaded: dict[str, Expectations] = {}
+    loaded: dict[str, Any] = {}
 
     def prepare() -> None:
         from topodoctor.rules.registry import check_patterns
@@ -267,10 +268,16 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
             from topodoctor.expect import load_expectations
 
             loaded["expect"] = load_expectations(options.expect, budget)
+        if options.baseline is not None:
+            from topodoctor.baseline import load_baseline
+
+            loaded["baseline"] = load_baseline(options.baseline, budget)
 
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
         ctx = make_context(host, loaded.get("expect"))
+        if "baseline" in loaded:
+            ctx.extra["baseline"] = loaded["baseline"]
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.scope import within
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.baseline import port_since
 from topodoctor.model import Nic
 from topodoctor.model_fitness import NicPort
 from topodoctor.probed import Unsupported
@@ -127,6 +128,13 @@ def _kind(nic: Nic, p: NicPort) -> tuple[str, str]:
 
 
 def _rises(ctx: Context, nic: Nic, p: NicPort, names: tuple[str, ...]) -> dict[str, int]:
+    """What ``names`` rose by during the check, or else since the baseline (check --baseline)."""
+    during = _during(ctx, nic, p, names)
+    since = port_since(ctx.extra.get("baseline"), nic, p)
+    return during or ({k: v for k, v in since.rise.items() if k in names} if since is not None else {})
+
+
+def _during(ctx: Context, nic: Nic, p: NicPort, names: tuple[str, ...]) -> dict[str, int]:
     where = _subject(nic, p)
     rose: dict[str, int] = {}
     for name in names:
@@ -148,7 +156,7 @@ def _rises(ctx: Context, nic: Nic, p: NicPort, names: tuple[str, ...]) -> dict[s
 )
 def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
     """An RDMA port's link_downed, symbol_error or link_error_recovery counter rose during
-    the check.
+    the check (or since the baseline, with `check --baseline`).
 
     The link went down, retrained, or took physical-layer errors while the check ran:
     traffic over it stalls for as long as the link recovers, and NCCL may time out.
@@ -170,7 +178,8 @@ def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
 )
 def nic_port_errors_rising(ctx: Context) -> Iterator[Issue]:
     """An RDMA port's receive-error, remote physical error, transmit discard, link integrity
-    or buffer overrun counter rose during the check, on a link that stayed up.
+    or buffer overrun counter rose during the check (or since the baseline), on a link that
+    stayed up.
 
     Damaged or dropped packets are retransmitted by the transport: bandwidth drops and
     latency rises before anything fails outright.
@@ -182,6 +191,6 @@ def nic_port_errors_rising(ctx: Context) -> Iterator[Issue]:
                 text = ", ".join(f"{k} +{v}" for k, v in rose.items())
                 yield Issue(
                     _subject(nic, p),
-                    f"NIC {nic.name} port {p.port} errors rose during the check: {text}",
+                    f"NIC {nic.name} port {p.port} errors rose: {text}",
                     {"rise": rose},
                 )

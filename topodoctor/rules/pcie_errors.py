@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.baseline import gpu_pcie_since
 from topodoctor.model import Gpu
 from topodoctor.probed import Probed
 from topodoctor.rules.context import Context
@@ -92,6 +93,25 @@ def _rate(count: int, window: float | None) -> float | None:
     return count / max(window, MIN_WINDOW_S) if window is not None else None
 
 
+def _judged(ctx: Context, g: Gpu) -> list[tuple[str, dict[str, int], float | None]]:
+    """The rises to judge: during the check, and since the baseline when there is one."""
+    rose, window = _rises(ctx, g)
+    out = [("during the check", rose, window)]
+    since = gpu_pcie_since(ctx.extra.get("baseline"), g)
+    if since is not None:
+        out.append((f"in the {since.window_s:.0f} s since the baseline", since.rise, since.window_s))
+    return out
+
+
+def _total(rose: dict[str, int]) -> int:
+    return sum(v for k, v in rose.items() if k in (*RETRY_COUNTERS, "l0_to_recovery"))
+
+
+def _failing(rose: dict[str, int], window: float | None) -> bool:
+    rate = _rate(_total(rose), window)
+    return "replay_rollover" in rose or (rate is not None and rate > ERROR_RATE_PER_S)
+
+
 @rule(
     "TD209",
     "pcie-errors-rising",
@@ -101,21 +121,23 @@ def _rate(count: int, window: float | None) -> float | None:
 )
 def pcie_errors_rising(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe correctable-error, replay, NAK, receiver, bad TLP / DLLP or L0-to-recovery
-    counters rose during the check, at a rate below the error rate of TD211.
+    counters rose during the check (or since the baseline, with `check --baseline`), at a
+    rate below the error rate of TD211.
 
     Each of these is a retry the link recovered from; they cost bandwidth and often come
     before a link that downtrains or fails. Counters are judged by their rise between the
-    two readings of the check, never by their raw count (healthy H200 links hold small
-    counts from their boot and keep them).
+    two readings of the check, or since an earlier snapshot of the same boot, never by their
+    raw count (healthy H200 links hold small counts from their boot and keep them).
     """
     for g in ctx.live_gpus:
-        rose, window = _rises(ctx, g)
-        total = sum(v for k, v in rose.items() if k != "replay_rollover")
-        rate = _rate(total, window)
-        if not total or "replay_rollover" in rose or (rate is not None and rate > ERROR_RATE_PER_S):
-            continue
-        text = ", ".join(f"{k} +{v}" for k, v in rose.items())
-        yield Issue(_subject(g), f"GPU{g.index} PCIe error counters rose during the check: {text}", _ev(rose, window))
+        judged = _judged(ctx, g)
+        if any(_failing(rose, window) for _, rose, window in judged):
+            continue  # TD211 reports it
+        for when, rose, window in judged:
+            if _total(rose):
+                text = ", ".join(f"{k} +{v}" for k, v in rose.items())
+                yield Issue(_subject(g), f"GPU{g.index} PCIe error counters rose {when}: {text}", _ev(rose, window))
+                break
 
 
 def _ev(rose: dict[str, int], window: float | None) -> dict[str, object]:
@@ -130,8 +152,9 @@ def _ev(rose: dict[str, int], window: float | None) -> dict[str, object]:
     "the kernel log (AER) names the port.",
 )
 def pcie_error_rate_high(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe link retried more than 100 times per second during the check, or its
-    replay counter rolled over (the same packet replayed until the link retrained).
+    """A GPU's PCIe link retried more than 100 times per second during the check (or since
+    the baseline), or its replay counter rolled over (the same packet replayed until the
+    link retrained).
 
     100 events per second is some 200 times what the PCIe specification allows a Gen5 x16
     link at full load (a bit error ratio of 1e-12 at 512 Gb/s is about 0.5 per second); a
@@ -139,13 +162,13 @@ def pcie_error_rate_high(ctx: Context) -> Iterator[Issue]:
     drags its job down.
     """
     for g in ctx.live_gpus:
-        rose, window = _rises(ctx, g)
-        total = sum(v for k, v in rose.items() if k != "replay_rollover")
-        rate = _rate(total, window)
-        if "replay_rollover" in rose:
-            msg = f"GPU{g.index} PCIe replay counter rolled over {rose['replay_rollover']} times during the check"
-        elif rate is not None and rate > ERROR_RATE_PER_S:
-            msg = f"GPU{g.index} PCIe link retried {rate:.0f} times per second during the check"
-        else:
-            continue
-        yield Issue(_subject(g), msg, {**_ev(rose, window), "rate_per_s": round(rate, 1) if rate else None})
+        for when, rose, window in _judged(ctx, g):
+            rate = _rate(_total(rose), window)
+            if "replay_rollover" in rose:
+                msg = f"GPU{g.index} PCIe replay counter rolled over {rose['replay_rollover']} times {when}"
+            elif rate is not None and rate > ERROR_RATE_PER_S:
+                msg = f"GPU{g.index} PCIe link retried {rate:.0f} times per second {when}"
+            else:
+                continue
+            yield Issue(_subject(g), msg, {**_ev(rose, window), "rate_per_s": round(rate, 1) if rate else None})
+            break

@@ -45,13 +45,19 @@ def _counters(fs: Sysfs, port_dir: str, problems: list[ProbeError]) -> dict[str,
 def ports(fs: Sysfs, device: str, netdevs: tuple[str, ...], problems: list[ProbeError]) -> tuple[NicPort, ...]:
     """The ports of /sys/class/infiniband/DEVICE, with their first counter reading."""
     base = f"{IB}/{device}"
+    # A net device's dev_port is the 0-based port of the device it belongs to (what ibdev2netdev
+    # reads); without one, the only net device is taken for every port.
+    by_port: dict[int, str] = {}
+    for dev in netdevs:
+        index = sys_read(fs, f"{base}/device/net/{dev}/dev_port", int)
+        if isinstance(index, int):
+            by_port.setdefault(index + 1, dev)
     out = []
     for name in entries(sys_list(fs, f"{base}/ports"), problems):
         if not name.isdigit():
             continue
         port_dir = f"{base}/ports/{name}"
-        # Port N of a multi-port device is the N-th net device of its PCI function.
-        netdev = netdevs[int(name) - 1] if 0 < int(name) <= len(netdevs) else (netdevs[0] if netdevs else None)
+        netdev = by_port.get(int(name), netdevs[0] if len(netdevs) == 1 else None)
         at = sys_read(fs, UPTIME, _uptime)
         out.append(
             NicPort(

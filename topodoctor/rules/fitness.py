@@ -49,7 +49,9 @@ def _subject(g: Gpu) -> str:
     "limit (PSU failure, power shelf); HW slowdown alone can be either. Drain the node until it is fixed.",
 )
 def gpu_clock_slowdown(ctx: Context) -> Iterator[Issue]:
-    """A GPU's clocks are held down by a hardware slowdown, a HW thermal or HW power brake
+    """A GPU's clocks are held down by a hardware or thermal slowdown.
+
+    A GPU's clocks are held down by a hardware slowdown, a HW thermal or HW power brake
     slowdown, or a SW thermal slowdown, now (a clock-event reason is active).
 
     These reasons mean the GPU protects itself from heat or from a power fault: its SM clock
@@ -81,7 +83,9 @@ def _num(v: object) -> Any:
     fix="The GPU throttled while topodoctor checked it: check cooling and power as for TD530 and drain the node.",
 )
 def gpu_slowdown_time_rising(ctx: Context) -> Iterator[Issue]:
-    """A GPU spent time in a thermal or power-brake slowdown during the check: its violation
+    """A GPU spent time in a thermal or power-brake slowdown during the check.
+
+    A GPU spent time in a thermal or power-brake slowdown during the check: its violation
     counters (thermal policy, SW thermal, HW thermal, HW power brake) rose between the two
     readings the probe takes.
 
@@ -112,7 +116,9 @@ def gpu_slowdown_time_rising(ctx: Context) -> Iterator[Issue]:
     "maximum clocks; a previous job or an administrator left them set.",
 )
 def applications_clocks_below_max(ctx: Context) -> Iterator[Issue]:
-    """A GPU's applications clocks (the SM or memory clock a job is allowed to run at) are
+    """A GPU's applications clocks are set below its maximum clocks.
+
+    A GPU's applications clocks (the SM or memory clock a job is allowed to run at) are
     set below the GPU's maximum clocks.
 
     Applications clocks stay as someone set them (nvidia-smi -ac) until reset or reboot; a
@@ -145,7 +151,9 @@ def applications_clocks_below_max(ctx: Context) -> Iterator[Issue]:
     "a capped GPU runs compute-bound jobs slower than its peers.",
 )
 def power_limit_below_default(ctx: Context) -> Iterator[Issue]:
-    """A GPU's enforced power limit is below its default limit (or, with an expectations
+    """A GPU's enforced power limit is below its default (or expected) limit.
+
+    A GPU's enforced power limit is below its default limit (or, with an expectations
     file that holds one, below the limit of this node type): someone capped it.
 
     Under a sustained load the GPU then holds its clocks lower than its peers (an H200 at
@@ -178,7 +186,9 @@ def _watts(mw: int | None) -> float | None:
     "under load it will reach its slowdown temperature and throttle.",
 )
 def idle_temperature_near_slowdown(ctx: Context) -> Iterator[Issue]:
-    """An idle GPU (the idle clock-event reason is set) is within 15 C of its slowdown
+    """An idle GPU is within 15 C of its slowdown temperature.
+
+    An idle GPU (the idle clock-event reason is set) is within 15 C of its slowdown
     temperature.
 
     An idle GPU should run far below its thresholds (H200s idle near 38 C against a

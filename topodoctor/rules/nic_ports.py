@@ -54,7 +54,9 @@ def _subject(nic: Nic, port: NicPort) -> str:
     "InfiniBand make sure the subnet manager runs. A job that uses this rail will hang or fall back to sockets.",
 )
 def nic_port_down(ctx: Context) -> Iterator[Issue]:
-    """An RDMA port is not ACTIVE, its physical link is not LinkUp, or (RoCE) its net device
+    """An RDMA port is down.
+
+    An RDMA port is not ACTIVE, its physical link is not LinkUp, or (RoCE) its net device
     is not up.
 
     NCCL builds its rings and trees over every RDMA port it finds: a port that is down makes
@@ -89,7 +91,9 @@ def nic_port_down(ctx: Context) -> Iterator[Issue]:
     "half or quarter width), reseat them, and check the switch port's configured speed.",
 )
 def nic_port_slow(ctx: Context) -> Iterator[Issue]:
-    """An active RDMA port runs below the rate expected of it: the rate the expectations file
+    """An RDMA port runs below its expected rate.
+
+    An active RDMA port runs below the rate expected of it: the rate the expectations file
     holds for that port, or, without one, the fastest port of the same kind of device
     (HCA type and link layer) on the host.
 
@@ -155,7 +159,9 @@ def _during(ctx: Context, nic: Nic, p: NicPort, names: tuple[str, ...]) -> dict[
     "the switch port; drain the node until the link holds.",
 )
 def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
-    """An RDMA port's link_downed, symbol_error or link_error_recovery counter rose during
+    """An RDMA port lost its link or took symbol errors during the check or since the baseline.
+
+    An RDMA port's link_downed, symbol_error or link_error_recovery counter rose during
     the check (or since the baseline, with `check --baseline`).
 
     The link went down, retrained, or took physical-layer errors while the check ran:
@@ -177,7 +183,9 @@ def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
     "receive errors and discards point at the cable, the remote port or congestion.",
 )
 def nic_port_errors_rising(ctx: Context) -> Iterator[Issue]:
-    """An RDMA port's receive-error, remote physical error, transmit discard, link integrity
+    """An RDMA port's traffic error counters rose on a link that stayed up.
+
+    An RDMA port's receive-error, remote physical error, transmit discard, link integrity
     or buffer overrun counter rose during the check (or since the baseline), on a link that
     stayed up.
 

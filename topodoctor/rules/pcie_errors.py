@@ -43,7 +43,9 @@ def _count(ctx: Context, g: Gpu, v: Probed[int], where: str) -> int | None:
     "bus. Reseat or replace the GPU or riser, and check the slot and the kernel log (AER) for the port.",
 )
 def pcie_fatal_errors(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe link has counted a fatal uncorrectable error since the driver loaded.
+    """A GPU's PCIe link has counted a fatal error.
+
+    A GPU's PCIe link has counted a fatal uncorrectable error since the driver loaded.
 
     A fatal error means the link could not deliver a transaction and the device may be
     unusable until reset; no healthy GPU counts one.
@@ -62,7 +64,9 @@ def pcie_fatal_errors(ctx: Context) -> Iterator[Issue]:
     "the port. A non-fatal uncorrectable error lost or damaged a transaction.",
 )
 def pcie_non_fatal_errors(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe link has counted a non-fatal uncorrectable error since the driver loaded.
+    """A GPU's PCIe link has counted a non-fatal uncorrectable error.
+
+    A GPU's PCIe link has counted a non-fatal uncorrectable error since the driver loaded.
 
     Non-fatal means the link stayed up, but a transaction was lost or poisoned: data the
     job relied on may be wrong, and the link is not healthy.
@@ -120,7 +124,9 @@ def _failing(rose: dict[str, int], window: float | None) -> bool:
     "maintenance: a link that keeps retrying loses bandwidth and may get worse.",
 )
 def pcie_errors_rising(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe correctable-error, replay, NAK, receiver, bad TLP / DLLP or L0-to-recovery
+    """A GPU's PCIe retry counters rose during the check or since the baseline.
+
+    A GPU's PCIe correctable-error, replay, NAK, receiver, bad TLP / DLLP or L0-to-recovery
     counters rose during the check (or since the baseline, with `check --baseline`), at a
     rate below the error rate of TD211.
 
@@ -152,7 +158,9 @@ def _ev(rose: dict[str, int], window: float | None) -> dict[str, object]:
     "the kernel log (AER) names the port.",
 )
 def pcie_error_rate_high(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe link retried more than 100 times per second during the check (or since
+    """A GPU's PCIe link retries more than 100 times per second, or its replay counter rolled over.
+
+    A GPU's PCIe link retried more than 100 times per second during the check (or since
     the baseline), or its replay counter rolled over (the same packet replayed until the
     link retrained).
 

@@ -91,3 +91,32 @@ def test_an_unreadable_clock_is_could_not_check_for_the_rate_rules(n: int) -> No
 def test_without_nvml_nothing_is_checked() -> None:
     with pytest.raises(ProbeUnavailable):
         _run(_refused(0, error=NO_PERMISSION), X1["sysfs"])
+
+
+ALWAYS = ("nvmlInit", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex")
+# The fitness calls whose answers a rule reads (the others are for the metrics and the scan).
+JUDGED = FITNESS_CALLS - {
+    "nvmlDeviceGetClockInfo",
+    "nvmlDeviceGetMemoryBusWidth",
+    "nvmlDeviceGetPerformanceState",
+    "nvmlDeviceGetPowerManagementLimitConstraints",
+    "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetSupportedClocksEventReasons",
+} | {"nvmlDeviceGetFieldValues"}
+FUNCTIONS = sorted({c["fn"] for c in X1["nvml"]} - set(ALWAYS))
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_a_recording_made_before_a_call_existed_replays(fn: str) -> None:
+    """Any call left out altogether, as by an older topodoctor: the recording replays, and what
+    needed the call says it is not recorded; nothing is judged as a fault of the host."""
+    calls = [c for c in X1["nvml"] if c["fn"] != fn]
+    ev = evaluate(Context(collect(FakeNvml(calls, "older"), ReplaySysfs(X1["sysfs"], "older")), QUIET))
+    faults = [f for f in ev.findings if f.code != "TD901" and f.severity in ("error", "critical")]
+    assert faults == []
+    unrecorded = [f for f in ev.incomplete if f.evidence.get("error") == "NOT_RECORDED"]
+    if fn in JUDGED:
+        assert unrecorded, "a check that needed the call did not say so"
+    if unrecorded:
+        (note,) = unrecorded
+        assert note.severity == "info" and any(c.startswith(fn) for c in note.evidence["calls"])

@@ -68,7 +68,8 @@ def _detail(err: ProbeError) -> str:
 
 class _NotRecorded:
     """Inputs a replayed recording never answered because an older topodoctor made it: one
-    finding for the whole recording, naming every call it lacks and the checks they stopped.
+    finding for the whole recording, naming every call it lacks and the checks they stopped;
+    none when no selected check needed any of them (a collectives judgement of an old host).
     Info, not warning: nothing is wrong with the host, the recording predates the question."""
 
     def __init__(self) -> None:
@@ -83,17 +84,28 @@ class _NotRecorded:
         self.rules.update((r.code, r) for r in by)
 
     def findings(self, td901: Rule) -> list[Finding]:
-        if not self.calls:
+        if not self.rules:
             return []
         calls = sorted(self.calls)
-        checks = ", ".join(f"{code} {r.name}" for code, r in sorted(self.rules.items())) or "none selected"
+        checks = ", ".join(f"{code} {r.name}" for code, r in sorted(self.rules.items()))
         message = (
-            f"the recording was made before topodoctor asked {len(calls)} of its calls, so they are not recorded "
-            f"({', '.join(calls)}); not checked on {', '.join(self.subjects)}: {checks}"
+            f"the recording was made before topodoctor asked these, so they are not recorded: {_short(calls)}; "
+            f"not checked on {', '.join(self.subjects)}: {checks}"
         )
         evidence = {"error": NOT_RECORDED, "calls": calls, "subjects": list(self.subjects), "rules": sorted(self.rules)}
         fix = "Record the host again with this topodoctor (topodoctor record) to check what the old recording lacks."
         return [Finding(td901.code, td901.name, "info", "recording", message, fix, evidence)]
+
+
+def _short(calls: list[str]) -> str:
+    """Calls for a message, fields of one batch call together: f[1], f[2] -> f[1,2]."""
+    fields: dict[str, list[str]] = {}
+    for c in calls:
+        name, _, rest = c.partition("[")
+        fields.setdefault(name, []).extend([rest.rstrip("]")] if rest else [])
+    return ", ".join(
+        f"{n}[{','.join(sorted(ids, key=lambda i: (len(i), i)))}]" if ids else n for n, ids in fields.items()
+    )
 
 
 def evaluate(
@@ -157,8 +169,9 @@ def evaluate(
             continue
         seen.add((subject, err))
         if err.error == NOT_RECORDED:
-            # Not a failure of the probe: a field of an older recording that no selected
-            # check needs is simply not there.
+            # Not a failure of the probe: named in the one note, if a selected check needed
+            # something the recording lacks; a field no check needs is simply not there.
+            unrecorded.add(subject, err, [])
             continue
         incomplete.append(
             Finding(

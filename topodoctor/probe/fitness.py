@@ -8,11 +8,11 @@ check rather than a raw count that may have saturated long ago.
 
 from __future__ import annotations
 
-from topodoctor.model_fitness import CounterSample, GpuFitness, PcieCounters, ViolationTimes
+from topodoctor.core.probed import Probed, Unsupported
+from topodoctor.model.fitness import CounterSample, GpuFitness, PcieCounters, ViolationTimes
 from topodoctor.probe.gpu import field_values
 from topodoctor.probe.query import Nvml, sys_read
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import Probed, Unsupported
 
 # nvmlPerfPolicyType_t, in ViolationTimes' field order.
 _POLICIES = (0, 1, 2, 3, 4, 5)  # POWER THERMAL SYNC_BOOST BOARD_LIMIT LOW_UTILIZATION RELIABILITY

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from topodoctor.model import Nic
-from topodoctor.model_fitness import NIC_PORT_COUNTERS, NicPort
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.fitness import NIC_PORT_COUNTERS, NicPort
+from topodoctor.model.snapshot import Nic
 from topodoctor.probe.query import entries, sys_list, sys_read
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import Probed, ProbeError, Unsupported
 
 IB = "/sys/class/infiniband"
 UPTIME = "/proc/uptime"

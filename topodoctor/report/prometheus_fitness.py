@@ -16,10 +16,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from topodoctor.model_fitness import CLOCK_EVENT_REASONS
+from topodoctor.model.fitness import CLOCK_EVENT_REASONS
 
 if TYPE_CHECKING:
-    from topodoctor.model import HostSnapshot
+    from topodoctor.model.snapshot import HostSnapshot
 
 _GPU = ("Hostname", "gpu", "UUID", "pci_bus_id")
 _PORT = ("Hostname", "nic", "port")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from topodoctor.model_fitness import NOT_RECORDED
-from topodoctor.probed import ProbeError
+from topodoctor.core.probed import ProbeError
+from topodoctor.model.fitness import NOT_RECORDED
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
     collectives,

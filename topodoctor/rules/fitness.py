@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from topodoctor.model import Gpu
-from topodoctor.model_fitness import reason_names
+from topodoctor.model.fitness import reason_names
+from topodoctor.model.snapshot import Gpu
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.baseline import port_since
-from topodoctor.model import Nic
-from topodoctor.model_fitness import NicPort
-from topodoctor.probed import Unsupported
+from topodoctor.core.probed import Unsupported
+from topodoctor.model.fitness import NicPort
+from topodoctor.model.snapshot import Nic
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.baseline import port_since
 
 # A rise of these means the link itself failed during the check.
 LINK_LOSS = ("link_downed", "symbol_error", "link_error_recovery")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.baseline import gpu_pcie_since
-from topodoctor.model import Gpu
-from topodoctor.probed import Probed
+from topodoctor.core.probed import Probed
+from topodoctor.model.snapshot import Gpu
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.baseline import gpu_pcie_since
 
 # Counters whose rise means the link is retrying: correctable, but each retry costs bandwidth.
 RETRY_COUNTERS = ("correctable", "replay", "naks_received", "naks_sent", "receiver_errors", "bad_tlp", "bad_dllp")

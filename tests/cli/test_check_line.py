@@ -23,7 +23,9 @@ def test_unusable_expectations_judge_without_them(tmp_path: Path, capsys: pytest
         assert why in err and "judged without it" in err
         assert main(["check", "--expect", path, "--replay", "h200-x4", "-f", "line"]) == 2
         line = capsys.readouterr().out.strip()
-        assert line.startswith("topodoctor UNKNOWN: expectations not used") and line.endswith("4 GPUs, no findings")
+        assert line.startswith("topodoctor UNKNOWN: expectations not used") and line.endswith(
+            "4 GPUs, 1 info; 1 check incomplete"
+        )
         down = str(scenario_path("x4-nvlink-down"))
         assert main(["check", "--expect", path, "--replay", down, "-f", "line"]) == 1
         line = capsys.readouterr().out.strip()
@@ -56,4 +58,4 @@ def test_drain_reason_is_shortened_by_words_and_keeps_its_counts() -> None:
 def test_job_scope_line_names_the_judged_gpus(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     monkeypatch.setenv("SLURM_JOB_GPUS", "2,3")
     assert main(["check", "--replay", str(scenario_path("x4-nvlink-down")), "-f", "line"]) == 0
-    assert capsys.readouterr().out.strip() == "topodoctor OK: job's 2 of 4 GPUs (2,3), no findings"
+    assert capsys.readouterr().out.strip() == "topodoctor OK: job's 2 of 4 GPUs (2,3), 1 info; 1 check incomplete"

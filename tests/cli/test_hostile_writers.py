@@ -61,7 +61,7 @@ WRITERS = {
 # The options that name a file we write, by command; a new one fails the walk below until listed.
 WRITER_OPTIONS = {"--output", "--metrics", "--export-graph", "--draw", "--heatmap", "--plot"}
 # Path options that are read (bounded, see fileio.read_bytes), or a directory we create (--log-dir).
-READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "results"}
+READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results"}
 
 
 @pytest.fixture(autouse=True)
@@ -336,7 +336,7 @@ def test_check_keeps_its_verdict_when_metrics_fail(
 @pytest.mark.parametrize(
     ("argv", "code", "first"),
     [
-        (["--replay", "h200-x4"], 2, "topodoctor OK: 4 GPUs, no findings; "),
+        (["--replay", "h200-x4"], 2, "topodoctor OK: 4 GPUs, 1 info; 1 check incomplete; "),
         (["--replay", NVLINK_DOWN], 1, "topodoctor FAIL TD101 GPU1/nvlink5: "),
         (["--replay", HANG, "--timeout", "0.5"], 3, "topodoctor UNKNOWN: could not check: "),
     ],

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
+from tests_support import judged
 
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.snapshot import HostSnapshot, KernelEvents
@@ -53,7 +54,7 @@ def with_log(records: list[str], uptime: float = UPTIME_S) -> HostSnapshot:
 
 def codes(snap: HostSnapshot, select: str = "TD52") -> dict[str, tuple[str, str]]:
     found = evaluate(Context(snap, capture_environment({})), select=[select, "TD901"])
-    return {f.code: (f.severity, f.subject) for f in found}
+    return {f.code: (f.severity, f.subject) for f in judged(found)}
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import RECORDINGS, scenario_path
+from tests_support import judged
 
 from topodoctor.core.errors import ProbeUnavailable, ReplayMismatch
 from topodoctor.core.probed import ProbeError, Unsupported
@@ -74,7 +75,7 @@ class _SweepSysfs(ReplaySysfs):
 def _check(nvml: list[dict[str, Any]], sysfs: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
     snap = collect(FakeNvml(nvml, "sweep"), _SweepSysfs(sysfs, "sweep"))
     ev = evaluate(Context(snap, QUIET))
-    return list(ev.findings), list(ev.incomplete)
+    return judged(ev.findings), judged(ev.incomplete)
 
 
 def _failing(entry: dict[str, Any], **error: Any) -> dict[str, Any]:
@@ -160,9 +161,9 @@ def test_ignoring_a_rule_does_not_hide_other_incomplete_checks() -> None:
     snap = collect(FakeNvml(calls, "x"), ReplaySysfs(X4["sysfs"], "x"))
     ev = evaluate(Context(snap, QUIET), ignore=["TD901"])
     assert ev.findings == ()
-    assert [(f.subject, f.evidence["rules"]) for f in ev.incomplete] == [("GPU2", ["TD505"])]
+    assert [(f.subject, f.evidence["rules"]) for f in judged(ev.incomplete)] == [("GPU2", ["TD505"])]
     ev = evaluate(Context(snap, QUIET), ignore=["TD505"])
-    assert [(f.subject, f.severity, f.evidence["rules"]) for f in ev.incomplete] == [("GPU2", "info", [])]
+    assert [(f.subject, f.severity, f.evidence["rules"]) for f in judged(ev.incomplete)] == [("GPU2", "info", [])]
 
 
 class _Counters:

@@ -37,7 +37,7 @@ def test_matrix_diff_reports_a_changed_cell() -> None:
 
 
 def test_bundled_recordings_are_every_recording() -> None:
-    assert bundled_names() == [p.stem for p in RECORDINGS] == ["h100-x1", "h200-x2", "h200-x4"]
+    assert bundled_names() == [p.stem for p in RECORDINGS] == ["h100-x1", "h200-x1", "h200-x2", "h200-x4"]
     assert sorted(p.name for p in TOPO_TEXT.glob("*.json")) == []  # one copy, in the package
 
 
@@ -59,14 +59,64 @@ def test_h100_without_nvlink_has_no_links() -> None:
     assert snap.gpus[0].nvlinks == () and snap.nvswitches == ()
 
 
-def test_a_call_missing_from_the_recording_fails_loudly() -> None:
+def test_a_call_whose_arguments_contradict_the_recording_fails_loudly() -> None:
     data = json.loads(RECORDINGS[-1].read_text())
-    data["nvml"] = [c for c in data["nvml"] if c["fn"] != "nvmlDeviceGetMinorNumber"]
+    # The recording asks GPU0..3 their minor number; losing GPU2's answer means the recording
+    # does not match the host it claims (it holds the call, but not for that GPU).
+    data["nvml"] = [c for c in data["nvml"] if not (c["fn"] == "nvmlDeviceGetMinorNumber" and c["args"] == ["gpu:2"])]
     nvml, fs = recording_from_data(data, "cut").fakes()
     from topodoctor.probe.collect import collect
 
-    with pytest.raises(ReplayMismatch, match="nvmlDeviceGetMinorNumber"):
+    with pytest.raises(ReplayMismatch, match=r"nvmlDeviceGetMinorNumber\('gpu:2',\)"):
         collect(nvml, fs)
+
+
+def test_a_call_the_recording_never_made_is_not_recorded() -> None:
+    """An older recording lacks a whole call: it replays, and that field is a probe failure
+    NOT_RECORDED naming the call, which a check reports as could-not-check."""
+    data = json.loads(RECORDINGS[-1].read_text())
+    data["nvml"] = [c for c in data["nvml"] if c["fn"] != "nvmlDeviceGetMinorNumber"]
+    data["sysfs"] = [r for r in data["sysfs"] if r["path"] != "/proc/sys/kernel/osrelease"]
+    nvml, fs = recording_from_data(data, "old").fakes()
+    from topodoctor.core.probed import ProbeError
+    from topodoctor.probe.collect import collect
+
+    snap = collect(nvml, fs)
+    assert snap.gpus[1].minor_number == ProbeError("NOT_RECORDED", "nvmlDeviceGetMinorNumber", -3)
+    assert snap.host.kernel == ProbeError("NOT_RECORDED", "read /proc/sys/kernel/osrelease")
+    assert snap.gpus[1].name == "NVIDIA H200"
+
+
+# Recorded on 2026-11-22, before the fitness calls; h200-x1 (2026-11-25) holds them.
+OLDER = [p for p in RECORDINGS if p.stem != "h200-x1"]
+
+
+@pytest.mark.parametrize("rec", OLDER, ids=lambda p: p.stem)
+def test_bundled_recordings_made_before_the_fitness_calls_replay(rec: Path) -> None:
+    """The fitness calls came after these hosts were recorded: each replays, its fitness is
+    "not recorded", and check says so once, naming the calls, as could-not-check."""
+    from topodoctor.core.probed import ProbeError
+    from topodoctor.rules import Context, Environment, evaluate
+
+    snap = probe_host(str(rec)).snapshot
+    fit = snap.gpus[0].fitness
+    assert fit.clock_events == ProbeError("NOT_RECORDED", "nvmlDeviceGetCurrentClocksEventReasons", -3)
+    assert fit.start.pcie.fatal == ProbeError("NOT_RECORDED", "nvmlDeviceGetFieldValues[180]", -3)
+    found = evaluate(Context(snap, Environment({}, {}, {}, (), None)))
+    unrecorded = [f for f in found if f.code == "TD901" and f.evidence.get("error") == "NOT_RECORDED"]
+    assert len(unrecorded) == 1 and unrecorded[0].severity == "info" and unrecorded[0].subject == "recording"
+    assert "nvmlDeviceGetViolationStatus" in unrecorded[0].evidence["calls"]
+    assert "nvmlDeviceGetCurrentClocksEventReasons" in unrecorded[0].message
+
+
+def test_a_field_the_recording_never_asked_is_not_recorded_field_by_field() -> None:
+    """A field-value batch the recording does not hold as asked is answered field by field:
+    fields some batch asked of that GPU keep their answers, the others are not recorded."""
+    data = json.loads(RECORDINGS[-1].read_text())
+    nvml, _ = recording_from_data(data, "old").fakes()
+    got = nvml.call("nvmlDeviceGetFieldValues", "gpu:1", [[165, 3], [180, 0]])
+    assert got[0]["ret"] == 0 and got[0]["value"] == 1  # link 3's state, from the recorded link batch
+    assert got[1]["ret"] == -3 and got[1]["value"] is None
 
 
 def test_recorded_errors_replay_as_the_same_nvml_errors() -> None:
@@ -124,3 +174,21 @@ def test_bad_recordings_are_refused(mutate, message: str) -> None:  # type: igno
     mutate(data)
     with pytest.raises(InputError, match=message):
         recording_from_data(data, "bad")
+
+
+def test_the_one_gpu_h200_recording_holds_every_fitness_call() -> None:
+    """Recorded with the fitness calls: every field has a value, and the two counter
+    readings are apart in time (the window the rules judge)."""
+    import dataclasses
+
+    from topodoctor.core.probed import ProbeError
+
+    fit = probe_host("h200-x1").snapshot.gpus[0].fitness
+    flat = dataclasses.asdict(fit)
+    failed = [k for k, v in flat.items() if isinstance(v, ProbeError)]
+    assert failed == []
+    assert (fit.sm_clock_max_mhz, fit.memory_clock_max_mhz, fit.memory_bus_width_bits) == (1980, 3201, 6016)
+    assert (fit.power_limit_mw, fit.power_default_mw, fit.slowdown_c) == (700000, 700000, 89)
+    assert fit.clock_events == 0x1  # idle, as nvidia-smi -q showed
+    assert isinstance(fit.start.at_s, float) and isinstance(fit.end.at_s, float) and fit.end.at_s >= fit.start.at_s
+    assert fit.start.pcie.receiver_errors == fit.end.pcie.receiver_errors == 14  # counts from boot, standing still

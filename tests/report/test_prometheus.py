@@ -28,7 +28,7 @@ from topodoctor.report.prometheus import (
 from topodoctor.rules import Context, evaluate
 
 BW = FIXTURES / "bandwidth"
-UNIT_SUFFIXES = ("_bytes_per_second", "_seconds", "_ratio", "_info")
+UNIT_SUFFIXES = ("_bytes_per_second", "_seconds", "_ratio", "_info", "_celsius", "_watts", "_hertz")
 # Counts, states and codes: numbers without a unit, named for what they count.
 UNITLESS = {
     "topodoctor_exit_code",
@@ -44,6 +44,11 @@ UNITLESS = {
     "topodoctor_fleet_node_status",
     "topodoctor_fleet_node_drain",
     "topodoctor_fleet_unreadable_files",
+    "topodoctor_gpu_clocks_event_reasons",
+    "topodoctor_gpu_clocks_event_reason",
+    "topodoctor_gpu_pcie_errors_during_check",
+    "topodoctor_nic_port_up",
+    "topodoctor_nic_port_errors_during_check",
 }
 RUN_TIME = 1_795_000_000.5
 

@@ -189,7 +189,7 @@ def test_a_binary_conf_file_is_one_finding(
 
     monkeypatch.setenv("NCCL_CONF_FILE", str(conf))
     assert main(["check", "--replay", "h200-x4"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) < 20
+    assert len(capsys.readouterr().out.splitlines()) < 60  # one finding per file, not a line per byte
 
 
 def test_bad_lines_of_a_conf_file_are_one_finding_with_capped_evidence(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 from rule_case_kit import Case, bandwidth_result, expectations, snapshot
 from rule_cases import ALL_CASES, CASES
 from rule_cases_more import collectives_result
+from tests_support import judged
 
 from topodoctor.probe.environment import capture_environment
 from topodoctor.rules import REGISTRY, Context, evaluate
@@ -27,7 +28,7 @@ def _findings(case: Case) -> list[tuple[str, str]]:
     if case.collectives is not None:
         res = collectives_result(case.collectives)
         ctx = Context(res.snapshot or snap, env, expect=exp, bandwidth=bw, extra={"collectives": res})
-    return [(f.code, f.subject) for f in evaluate(ctx)]
+    return [(f.code, f.subject) for f in judged(evaluate(ctx))]
 
 
 @pytest.mark.parametrize("case", [c for c in ALL_CASES if c.source != "x4-nvml-hang"], ids=lambda c: c.id)

@@ -86,3 +86,9 @@ class FakeHost:
         if fn.startswith("nvmlDeviceGet") and fn not in ("nvmlDeviceGetNumaNodeId", "nvmlDeviceGetGpuFabricInfoV"):
             return 1
         raise NvmlCallError(3)
+
+
+def judged(findings: Any) -> list[Any]:
+    """Findings less the one info finding that every recording made before the fitness calls
+    carries ("not recorded", TD901; tests/probe/test_replay.py holds it): what the rules judged."""
+    return [f for f in findings if f.evidence.get("error") != "NOT_RECORDED"]

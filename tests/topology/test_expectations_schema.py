@@ -42,6 +42,8 @@ WRONG_TYPE: dict[str, list[Any]] = {
     "pcie_width": ["x16", 16.0, True, {}],
     "nics": ["mlx5_0", None, {"mlx5_0": 1}, [1], [None], [["mlx5_0"]]],
     "mig_enabled": [0, 1, "false", None],
+    "power_limit_w": ["700", True, [700], {"w": 700}],
+    "nic_rate_gbps": ["400", [400], None, {"mlx5_0/1": "400"}, {"mlx5_0": 400}],
 }
 OUT_OF_RANGE: dict[str, list[Any]] = {
     "gpu_count": [0, -1, 65, 10**18],
@@ -51,6 +53,8 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "pcie_gen": [0, -1, 8, 99],
     "pcie_width": [0, 3, 64, -16],
     "nics": [[""], ["mlx5 0"], ["m" * 65], ["mlx5_0", "mlx5_0"], [f"mlx5_{i}" for i in range(65)]],
+    "power_limit_w": [0, -700, 5, 10**18],
+    "nic_rate_gbps": [{"mlx5_0/1": 0}, {"mlx5_0/1": -400}, {"mlx5_0/1": 10**9}, {"mlx5_0/x": 400}],
 }
 
 

@@ -161,6 +161,15 @@ def check(
     expect: Annotated[
         Path | None, typer.Option("--expect", metavar="FILE", help="Expectations file for this node type.")
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="An earlier snapshot of this node (scan --format json, or a recording): PCIe and NIC error "
+            "counters are judged by their rise since then, too.",
+        ),
+    ] = None,
     with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass.")] = False,
     with_collectives: Annotated[
         bool, typer.Option("--collectives", help="Add a quick NCCL pass: all_reduce and sendrecv, 256 MiB.")
@@ -183,6 +192,7 @@ def check(
         expect=expect,
         passes=_passes(with_bandwidth, with_collectives, scope.value),
         scope=scope.value,
+        baseline=baseline,
     )
     outputs = Outputs(budget(timeout).deadline)  # a metrics FIFO nobody reads waits no longer than the check
     try:

@@ -26,10 +26,12 @@ class NvmlCode:
 # Codes of our own for failures on the Python side of the binding.
 BINDING_MISSING = -1  # the installed nvidia-ml-py has no such function
 BINDING_FAILED = -2  # the binding raised something other than NVMLError (a ctypes mismatch)
+NOT_RECORDED = -3  # replay only: the recording was made before the probe asked this call
 
 CODES: dict[int, NvmlCode] = {
     BINDING_MISSING: NvmlCode("BINDING_MISSING", "unsupported", "a newer nvidia-ml-py has this call"),
     BINDING_FAILED: NvmlCode("BINDING_FAILED", hint="nvidia-ml-py and the driver disagree on a structure"),
+    NOT_RECORDED: NvmlCode("NOT_RECORDED", hint="an older recording: record the host again for this field"),
     1: NvmlCode("UNINITIALIZED"),
     2: NvmlCode("INVALID_ARGUMENT"),
     3: NvmlCode("NOT_SUPPORTED", "unsupported"),

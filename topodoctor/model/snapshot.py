@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.fitness import GpuFitness, NicPort
 
 SNAPSHOT_SCHEMA_VERSION = 1
 
@@ -155,6 +156,8 @@ class Gpu:
     iommu_group_type: Probed[str]
     retired_pages: Probed[RetiredPages] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
     compute_processes: Probed[tuple[ComputeProcess, ...]] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
+    # Clocks, power, temperatures, PCIe counters; "not recorded" in snapshots made before them.
+    fitness: GpuFitness = field(default_factory=GpuFitness.unrecorded)
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,11 @@ class Nic:
     netdevs: tuple[str, ...]
     state: Probed[str]  # ACTIVE / DOWN for RDMA ports, operstate for Ethernet
     rate_gbps: Probed[float]
+    # Every port of an RDMA device with its counters; empty in snapshots made before them,
+    # where ``state`` and ``rate_gbps`` (of the first port) stand for the device.
+    ports: tuple[NicPort, ...] = ()
+    fw_ver: Probed[str] = field(default_factory=lambda: Unsupported("NOT_ASKED"))
+    hca_type: Probed[str] = field(default_factory=lambda: Unsupported("NOT_ASKED"))  # MT4129: the device model
 
 
 @dataclass(frozen=True)

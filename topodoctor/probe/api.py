@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from topodoctor.model.nvml_codes import BINDING_FAILED, BINDING_MISSING, CODES, UNSUPPORTED_CODES, code_name
+from topodoctor.model.nvml_codes import (
+    BINDING_FAILED,
+    BINDING_MISSING,
+    CODES,
+    NOT_RECORDED,
+    UNSUPPORTED_CODES,
+    code_name,
+)
 
 # NVML's names by return code (nvml.h), ours included: from the one table, model/nvml_codes.py.
 NVML_ERRORS: dict[int, str] = {code: c.name for code, c in CODES.items()}
@@ -28,7 +35,15 @@ LIBRARY_NOT_FOUND = 12
 LIB_RM_VERSION_MISMATCH = 18
 NO_PERMISSION = 4
 
-__all__ = ["BINDING_FAILED", "BINDING_MISSING", "NVML_ERRORS", "UNSUPPORTED_CODES", "NvmlApi", "NvmlCallError"]
+__all__ = [
+    "BINDING_FAILED",
+    "BINDING_MISSING",
+    "NOT_RECORDED",
+    "NVML_ERRORS",
+    "UNSUPPORTED_CODES",
+    "NvmlApi",
+    "NvmlCallError",
+]
 
 
 def error_name(code: int) -> str:

@@ -18,7 +18,9 @@ from topodoctor.model.snapshot import (
     P2pStatus,
 )
 from topodoctor.probe import host as hostfacts
+from topodoctor.probe import nic_ports
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.fitness import counter_sample, probe_fitness
 from topodoctor.probe.gpu import probe_gpu
 from topodoctor.probe.kernel_log import read_kernel_events
 from topodoctor.probe.pcie import bridges_on, read_bridge
@@ -97,6 +99,20 @@ def _nvswitches(gpus: list[Gpu]) -> tuple[NvSwitch, ...]:
     return tuple(out)
 
 
+def _with_fitness(nvml: Nvml, fs: Sysfs, g: Gpu) -> Gpu:
+    if g.lost is not None:
+        return g
+    got = replace(g, fitness=probe_fitness(nvml, fs, f"gpu:{g.index}"))
+    gone = nvml.lost.get(f"gpu:{g.index}")
+    return got if gone is None else replace(got, lost=gone)
+
+
+def _with_end(nvml: Nvml, fs: Sysfs, g: Gpu) -> Gpu:
+    if g.lost is not None:
+        return g
+    return replace(g, fitness=replace(g.fitness, end=counter_sample(nvml, fs, f"gpu:{g.index}")))
+
+
 def collect(api: NvmlApi, fs: Sysfs) -> HostSnapshot:
     """Probe the host. Raises ProbeUnavailable when NVML cannot start or sees no GPU."""
     nvml = Nvml(api)
@@ -126,7 +142,7 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     cpu_words = (ncpus + 63) // 64
     # Sequential on purpose: NVML serialises calls behind one lock, and on the 4-GPU H200
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
-    gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
+    gpus = [_with_fitness(nvml, fs, probe_gpu(nvml, fs, i, cpu_words)) for i in range(count)]
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
     me: list[Me] = []
     gpus = [
@@ -141,12 +157,15 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
         for g in gpus
     ]
     problems: list[ProbeError] = []
+    nics, interfaces = hostfacts.nics(fs, problems)
+    # The second counter reading, as late as the probe allows: the window a rule judges.
+    gpus = [_with_end(nvml, fs, g) for g in gpus]
+    nics = tuple(nic_ports.with_end(fs, n) for n in nics)
     model, sockets, cpu_socket, hypervisor = hostfacts.cpuinfo(fs)
     virt, virt_detail = hostfacts.virtualization(fs, hypervisor, problems)
     hostname = sys_read(fs, "/proc/sys/kernel/hostname", str)
     if isinstance(hostname, ProbeError):
         problems.append(hostname)
-    nics, interfaces = hostfacts.nics(fs, problems)
     container = hostfacts.in_container(fs, problems)
     paths = [g.pcie_path for g in gpus if isinstance(g.pcie_path, tuple)]
     paths += [n.pcie_path for n in nics if isinstance(n.pcie_path, tuple)]

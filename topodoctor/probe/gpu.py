@@ -7,6 +7,7 @@ from typing import Any
 
 from topodoctor.core.pci import short_bus_id
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.fitness import GpuFitness
 from topodoctor.model.snapshot import (
     FabricInfo,
     Gpu,
@@ -295,4 +296,5 @@ def lost_gpu(index: int, err: ProbeError) -> Gpu:
         iommu_group_type=err,
         retired_pages=err,
         compute_processes=err,
+        fitness=GpuFitness.failed(err),
     )

@@ -7,6 +7,7 @@ from topodoctor.core.cpulist import parse_cpulist
 from topodoctor.core.pci import is_bdf
 from topodoctor.core.probed import Probed, ProbeError, Unsupported, ok
 from topodoctor.model.snapshot import NetInterface, Nic, NicKind, NumaNode, Virtualization
+from topodoctor.probe import nic_ports
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import entries, sys_list, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
@@ -141,6 +142,9 @@ def nics(fs: Sysfs, problems: list[ProbeError]) -> tuple[tuple[Nic, ...], tuple[
                 netdevs=netdevs,
                 state=sys_read(fs, f"{port}/state", _rdma_state),
                 rate_gbps=sys_read(fs, f"{port}/rate", _rdma_rate),
+                ports=nic_ports.ports(fs, name, netdevs, problems),
+                fw_ver=sys_read(fs, f"{base}/fw_ver", str),
+                hca_type=sys_read(fs, f"{base}/hca_type", str),
             )
         )
     interfaces: list[NetInterface] = []

@@ -1,8 +1,13 @@
 """Replaying a recording: a fake NVML and a fake sysfs that answer from the file.
 
-They implement the same boundary as the live binding, so ``collect()`` runs unchanged. Any
-call or read the recording does not hold raises ReplayMismatch at once: a probe change can
-never pass on a stale recording by getting silent defaults.
+They implement the same boundary as the live binding, so ``collect()`` runs unchanged.
+
+A call the recording never made at all (a function, a field of a field-value batch, a
+sysfs path that an older topodoctor did not ask) answers "not recorded": a probe failure
+(NVML code NOT_RECORDED, errno name NOT_RECORDED), so whatever needs it reports that it
+could not check, and recordings stay usable for years. A call the recording did make, but
+never with these arguments (another GPU, link or index), contradicts it and raises
+ReplayMismatch at once: the recording is of another host or it is broken.
 """
 
 from __future__ import annotations
@@ -20,8 +25,13 @@ from typing import Any
 from topodoctor.core import codec
 from topodoctor.core.errors import InputError, ReplayMismatch
 from topodoctor.core.fileio import shown
-from topodoctor.probe.api import NvmlCallError
+from topodoctor.probe.api import NOT_RECORDED, NvmlCallError
 from topodoctor.probe.record import RECORDING_SCHEMA_VERSION
+from topodoctor.probe.sysfs import NotRecorded
+
+FIELD_VALUES = "nvmlDeviceGetFieldValues"
+# Calls every topodoctor has made: a recording without them is damaged, not old.
+_ALWAYS_RECORDED = frozenset({"nvmlInit", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex"})
 
 _ERRNO = {name: code for code, name in errno.errorcode.items()}
 
@@ -58,15 +68,37 @@ class FakeNvml:
     def __init__(self, calls: list[dict[str, Any]], name: str) -> None:
         self.name = name
         self._answers = _Answers()
+        self._functions: set[str] = set()
+        # (device, field, scope) -> recorded answers of that one field, from every batch
+        self._fields = _Answers()
         for c in calls:
             self._answers.add(_key(c["fn"], c["args"]), c)
+            self._functions.add(c["fn"])
+            if c["fn"] == FIELD_VALUES and isinstance(c.get("result"), list) and len(c["args"]) == 2:
+                for v in c["result"]:
+                    self._fields.add(_key(c["args"][0], v["field"], v["scope"]), {"result": v})
+
+    def _field_by_field(self, args: list[Any]) -> list[dict[str, Any]]:
+        """A batch the recording does not hold as asked: each field from any batch that
+        asked it of this GPU, and "not recorded" for a field no batch asked."""
+        out = []
+        for fid, scope in args[1]:
+            entry = self._fields.take(_key(args[0], fid, scope))
+            missing = {"field": fid, "scope": scope, "ret": NOT_RECORDED, "value": None}
+            out.append(entry["result"] if entry is not None else missing)
+        return out
 
     def call(self, fn: str, *args: Any) -> Any:
-        entry = self._answers.take(_key(fn, json.loads(json.dumps(list(args)))))
+        plain = json.loads(json.dumps(list(args)))
+        entry = self._answers.take(_key(fn, plain))
+        if entry is None and fn == FIELD_VALUES and len(plain) == 2 and isinstance(plain[1], list):
+            return self._field_by_field(plain)
+        if entry is None and fn not in self._functions and fn not in _ALWAYS_RECORDED:
+            raise NvmlCallError(NOT_RECORDED, f"recording {self.name} was made before {fn} was asked")
         if entry is None:
             raise ReplayMismatch(
-                f"recording {self.name} holds no answer for NVML {_short(fn, args)}: "
-                "it was made by a different probe version; record the host again"
+                f"recording {self.name} holds no answer for NVML {_short(fn, args)} although it holds {fn} "
+                "with other arguments: it is of another host or damaged; record the host again"
             )
         if "hang_s" in entry:
             # A call that never came back on the recorded host (a wedged driver): wait as it did.
@@ -87,7 +119,9 @@ class ReplaySysfs:
     def _get(self, op: str, path: str) -> Any:
         entry = self._answers.take(_key(op, path))
         if entry is None:
-            raise ReplayMismatch(f"recording {self.name} holds no sysfs {op} of {path}: record the host again")
+            # Paths are what the probe asks; one it never asked is a read an older probe did
+            # not make, which is "not recorded", never "absent".
+            raise NotRecorded(f"recording {self.name} holds no sysfs {op} of {path}")
         if "error" in entry:
             name = str(entry["error"])
             code = _ERRNO.get(name, errno.EIO)

@@ -102,8 +102,15 @@ def read_records(host_path: str, keep: str) -> list[str]:
         os.close(fd)
 
 
+class NotRecorded(OSError):
+    """Replay only: the recording was made before the probe read this path."""
+
+
 def os_error_name(exc: OSError) -> str:
-    """A stable name for an OSError: ENOENT, EACCES, ..."""
+    """A stable name for an OSError: ENOENT, EACCES, ... (NOT_RECORDED in a replay of a
+    recording that never read the path)."""
+    if isinstance(exc, NotRecorded):
+        return "NOT_RECORDED"
     if exc.errno is not None and exc.errno in errno.errorcode:
         return errno.errorcode[exc.errno]
     return type(exc).__name__

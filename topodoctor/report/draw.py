@@ -69,7 +69,7 @@ class Marks:
                 if node is not None:
                     self.box[node.key].append(f)
             elif f.subject.startswith("nic:"):
-                name = f.subject.split(":", 1)[1]
+                name = f.subject.split(":", 1)[1].split("/", 1)[0]  # nic:mlx5_0/1 is port 1 of mlx5_0
                 node = next((n for n in nodes if n.kind == "nic" and n.label == name), None)
                 if node is not None:
                     self.box[node.key].append(f)

@@ -34,6 +34,7 @@ from topodoctor import __version__
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.core.text import label_safe
 from topodoctor.model.collective_rows import columns
+from topodoctor.report.prometheus_fitness import FITNESS_FAMILIES, fitness_series
 
 if TYPE_CHECKING:
     from topodoctor.fleet.rollup import FleetReport
@@ -112,6 +113,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("Hostname", "source", "figure"),
     ),
     "topodoctor_fleet_unreadable_files": ("Result files the roll-up could not read.", ()),
+    **FITNESS_FAMILIES,
 }
 STATUSES = ("healthy", "unhealthy", "unknown")
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -258,6 +260,7 @@ def check_metrics(
         m.add("topodoctor_gpus", len(snapshot.gpus), Hostname=hostname, scope=scope)
         for g in labels.values():
             m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
+        fitness_series(m.add, hostname, lambda i: m.gpu(labels, i), snapshot)
     return m.text()
 
 

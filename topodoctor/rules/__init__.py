@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from topodoctor.core.probed import ProbeError
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
+from topodoctor.model.fitness import NOT_RECORDED
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
     collectives,
@@ -13,15 +14,18 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     cuda_env,
     expectations,
     fabric,
+    fitness,
     gdr,
     kernel,
     nccl_env,
     nccl_net,
     nccl_topo_file,
+    nic_ports,
     numa,
     nvlink,
     p2p,
     pcie,
+    pcie_errors,
     probe,
 )
 from topodoctor.rules.context import Context, Environment
@@ -54,6 +58,48 @@ def _detail(err: ProbeError) -> str:
     return f"{err.error} at {err.call}"
 
 
+class _NotRecorded:
+    """Inputs a replayed recording never answered because an older topodoctor made it: one
+    finding for the whole recording, naming every call it lacks and the checks they stopped;
+    none when no selected check needed any of them (a collectives judgement of an old host).
+    Info, not warning: nothing is wrong with the host, the recording predates the question."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, None] = {}
+        self.subjects: dict[str, None] = {}
+        self.rules: dict[str, Rule] = {}
+
+    def add(self, subject: str, err: ProbeError, by: list[Rule]) -> None:
+        """``err`` at ``subject`` stopped the rules ``by``."""
+        self.calls[err.call] = None
+        self.subjects[subject] = None
+        self.rules.update((r.code, r) for r in by)
+
+    def findings(self, td901: Rule) -> list[Finding]:
+        if not self.rules:
+            return []
+        calls = sorted(self.calls)
+        checks = ", ".join(f"{code} {r.name}" for code, r in sorted(self.rules.items()))
+        message = (
+            f"the recording was made before topodoctor asked these, so they are not recorded: {_short(calls)}; "
+            f"not checked on {', '.join(self.subjects)}: {checks}"
+        )
+        evidence = {"error": NOT_RECORDED, "calls": calls, "subjects": list(self.subjects), "rules": sorted(self.rules)}
+        fix = "Record the host again with this topodoctor (topodoctor record) to check what the old recording lacks."
+        return [Finding(td901.code, td901.name, "info", "recording", message, fix, evidence)]
+
+
+def _short(calls: list[str]) -> str:
+    """Calls for a message, fields of one batch call together: f[1], f[2] -> f[1,2]."""
+    fields: dict[str, list[str]] = {}
+    for c in calls:
+        name, _, rest = c.partition("[")
+        fields.setdefault(name, []).extend([rest.rstrip("]")] if rest else [])
+    return ", ".join(
+        f"{n}[{','.join(sorted(ids, key=lambda i: (len(i), i)))}]" if ids else n for n, ids in fields.items()
+    )
+
+
 def evaluate(
     ctx: Context, select: Iterable[str] = (), ignore: Iterable[str] = (), tags: Iterable[str] = ()
 ) -> Evaluation:
@@ -61,8 +107,9 @@ def evaluate(
 
     Every input a rule could not read becomes one could-not-check finding (TD901) per
     subject, field and error, naming the rules it stopped; every other field that failed to
-    probe becomes one at info. They are in ``incomplete`` always, and in ``findings`` when
-    TD901 is selected.
+    probe becomes one at info. Inputs an older recording does not hold ("not recorded")
+    become one finding at info, naming the calls, when a selected rule needed them. They are
+    in ``incomplete`` always, and in ``findings`` when TD901 is selected.
     """
     want_tags = set(tags)
     rules = [r for r in selected(select, ignore) if not want_tags or want_tags & r.tags]
@@ -91,7 +138,11 @@ def evaluate(
                 stopped[(u.subject, u.field, u.error)].append(r)
     ctx.unchecked = []
     incomplete: list[Finding] = []
+    unrecorded = _NotRecorded()
     for (subject, what, err), by in stopped.items():
+        if err.error == NOT_RECORDED:
+            unrecorded.add(subject, err, by)
+            continue
         names = ", ".join(f"{r.code} {r.name}" for r in by)
         incomplete.append(
             Finding(
@@ -109,6 +160,11 @@ def evaluate(
         if (subject, err) in seen:
             continue
         seen.add((subject, err))
+        if err.error == NOT_RECORDED:
+            # Not a failure of the probe: named in the one note, if a selected check needed
+            # something the recording lacks; a field no check needs is simply not there.
+            unrecorded.add(subject, err, [])
+            continue
         incomplete.append(
             Finding(
                 td901.code,
@@ -120,6 +176,7 @@ def evaluate(
                 {"field": what, "error": err.error, "call": err.call, "rules": []},
             )
         )
+    incomplete += unrecorded.findings(td901)
     incomplete.sort(key=_order)
     if td901 in rules:
         findings += incomplete

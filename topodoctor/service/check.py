@@ -190,6 +190,7 @@ class CheckOptions:
     expect: Path | None = None
     passes: tuple[Pass, ...] = ()  # measurements run after the probe: bandwidth_pass() and others
     scope: str = "auto"  # job | node | auto: the GPUs judged and measured (topodoctor.topology.scope)
+    baseline: Path | None = None  # an earlier snapshot of this node: counters judged since then too
 
 
 def make_context(host: Host, expect: Expectations | None = None) -> Context:
@@ -242,7 +243,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
     t0 = time.monotonic()
     budget = budget or Budget.start(options.timeout_s)
-    loaded: dict[str, Expectations] = {}
+    loaded: dict[str, Any] = {}
     unusable: list[str] = []
 
     def prepare() -> None:
@@ -256,11 +257,17 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
                 loaded["expect"] = load_expectations(options.expect, budget)
             except InputError as exc:
                 unusable.append(str(exc))
+        if options.baseline is not None:
+            from topodoctor.topology.baseline import load_baseline
+
+            loaded["baseline"] = load_baseline(options.baseline, budget)
 
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
         where = job_scope(host, options.scope)
         ctx = make_context(host, loaded.get("expect"))
+        if "baseline" in loaded:
+            ctx.extra["baseline"] = loaded["baseline"]
         ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.topology.scope import within

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,6 +35,10 @@ class Expectations:
     pcie_width: int | None
     nics: tuple[str, ...]  # RDMA devices that must be present
     mig_enabled: bool = False
+    # What a known-good host of this type shows (None: not known, e.g. a file from before):
+    power_limit_w: float | None = None  # the enforced power limit of its GPUs
+    # the rate each RDMA port trains to, by DEVICE/PORT (mlx5_0/1)
+    nic_rate_gbps: dict[str, float] = field(default_factory=dict)
 
 
 def _mode(values: list[int]) -> int | None:
@@ -53,6 +57,7 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
     ]
     gens = [x.pcie.gen_max for x in gpus if isinstance(x.pcie.gen_max, int)]
     widths = [x.pcie.width_max for x in gpus if isinstance(x.pcie.width_max, int)]
+    rates = {f"{n.name}/{p.port}": p.rate_gbps for n in snap.nics for p in n.ports if isinstance(p.rate_gbps, float)}
     return Expectations(
         kind="expectations",
         schema_version=EXPECT_SCHEMA_VERSION,
@@ -64,7 +69,14 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
         pcie_width=_mode(widths),
         nics=tuple(sorted(n.name for n in snap.nics if n.kind in ("infiniband", "roce"))),
         mig_enabled=any(x.mig_mode is True for x in gpus),
+        power_limit_w=_mode_w([x.fitness.power_limit_mw for x in gpus]),
+        nic_rate_gbps=rates,
     )
+
+
+def _mode_w(values: list[object]) -> float | None:
+    mw = _mode([v for v in values if isinstance(v, int)])
+    return mw / 1000 if mw is not None else None
 
 
 def load_expectations(path: Path | str, budget: Budget | None = None) -> Expectations:
@@ -92,6 +104,8 @@ PCIE_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
 MAX_GPU_MODEL_CHARS = 96
 MAX_NIC_NAME_CHARS = 64
 MAX_NICS = 64
+MAX_POWER_W = 2000  # watts; B200 boards are specified at 1 kW, twice that leaves room
+MAX_PORT_GBPS = 3200  # Gb/s; 800 Gb/s ports ship today
 
 
 # A check returns None for a good value, else (where inside the value, what it must be, the bad part).
@@ -147,6 +161,25 @@ def _flag(v: Any) -> Bad | None:
     return None if isinstance(v, bool) else ("", "true or false", v)
 
 
+def _watts(v: Any) -> Bad | None:
+    # A GPU's power limit: NVML's constraints of today's parts span 100 W to about 1.2 kW.
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 10 <= v <= MAX_POWER_W
+    return None if ok else ("", f"a power limit in watts, 10..{MAX_POWER_W}", v)
+
+
+def _port_rates(v: Any) -> Bad | None:
+    if not (isinstance(v, dict) and len(v) <= MAX_NICS * 4):
+        return "", "a map of DEVICE/PORT to a rate in Gb/s", v
+    port = _name(MAX_NIC_NAME_CHARS + 4, empty=False)
+    for key, rate in v.items():
+        dev, slash, num = key.partition("/")
+        if port(key) is not None or not slash or not num.isdigit() or not dev:
+            return f"[{key!r}]", "a key DEVICE/PORT (mlx5_0/1)", key
+        if not (isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0 < rate <= MAX_PORT_GBPS):
+            return f"[{key!r}]", f"a rate in Gb/s, above 0 and at most {MAX_PORT_GBPS}", rate
+    return None
+
+
 SCHEMA: dict[str, Check] = {
     "gpu_count": _count(1, MAX_GPUS),
     "gpu_model": _name(MAX_GPU_MODEL_CHARS, empty=True),
@@ -156,6 +189,8 @@ SCHEMA: dict[str, Check] = {
     "pcie_width": _optional(_width),
     "nics": _nics,
     "mig_enabled": _flag,
+    "power_limit_w": _optional(_watts),
+    "nic_rate_gbps": _port_rates,
 }
 _HEADER = ("kind", "schema_version")
 
@@ -181,7 +216,7 @@ def validate(data: dict[str, Any], what: str) -> None:
         close = difflib.get_close_matches(key, sorted(known), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(SCHEMA)})"
         raise InputError(f"{what}: unknown key {key!r}{hint}")
-    optional = {f.name for f in fields(Expectations) if f.default is not MISSING}
+    optional = {f.name for f in fields(Expectations) if f.default is not MISSING or f.default_factory is not MISSING}
     for key, check in SCHEMA.items():
         if key not in data:
             if key in optional:

@@ -8,6 +8,7 @@ exit 1 for a failure of topodoctor itself.
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -48,6 +49,18 @@ from topodoctor.errors import EXIT_USAGE, InputError, TopodoctorError
 
 if TYPE_CHECKING:
     from topodoctor.doctor import Pass
+
+
+class Level(str, Enum):
+    """What ``check`` measures, by cost."""
+
+    static = "static"
+    quick = "quick"
+    long = "long"
+
+
+DEFAULT_CHECK_TIMEOUT_S = 30.0
+LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a measuring level
 
 app = typer.Typer(
     name="topodoctor",
@@ -141,7 +154,7 @@ def check(
         typer.Option("--format", "-f", metavar="FORMAT", help="text, json, line (a drain reason) or prometheus."),
     ] = CheckFormat.text,
     metrics: MetricsOpt = None,
-    timeout: TimeoutOpt = 30.0,
+    timeout: TimeoutOpt = DEFAULT_CHECK_TIMEOUT_S,
     select: RuleList = None,
     ignore: RuleList = None,
     prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
@@ -158,11 +171,22 @@ def check(
     ] = False,
     scope: ScopeOpt = Scope.auto,
     sysfs_root: SysfsOpt = "/",
+    level: Annotated[
+        Level,
+        typer.Option(
+            "--level",
+            metavar="LEVEL",
+            help="static (the topology, ~0.3 s); quick (adds copies, HBM and a short collectives pass, ~10 s; "
+            "--timeout 60 unless given); long (adds the GEMM stress and SM copies, ~3 min; --timeout 300).",
+        ),
+    ] = Level.static,
 ) -> None:
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
     from topodoctor import cli_io, doctor
 
     cli_io.line_mode = fmt is CheckFormat.line
+    if level is not Level.static and timeout == DEFAULT_CHECK_TIMEOUT_S:
+        timeout = LEVEL_TIMEOUT_S[level.value]
     options = doctor.CheckOptions(
         source=source(replay, sysfs_root),
         timeout_s=timeout,
@@ -171,7 +195,7 @@ def check(
         tags=("prolog",) if prolog else (),
         fail_level="warning" if strict else fail_level.value,
         expect=expect,
-        passes=_passes(with_bandwidth, with_collectives, scope.value),
+        passes=_passes(with_bandwidth, with_collectives, scope.value, level.value),
         scope=scope.value,
     )
     try:
@@ -263,12 +287,18 @@ for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_pictures"): 
     __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
 
 
-def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:
-    """The measurements a check adds, in the order they run in its budgeted child."""
+def _passes(bandwidth: bool, collectives: bool, scope: str, level: str = "static") -> tuple[Pass, ...]:
+    """The measurements a check adds, in the order they run in its budgeted child. A level
+    above static adds copies, fitness and (with more than one GPU) collectives."""
     from topodoctor.measure import copies
-    from topodoctor.measure.collectives.check import check_pass
+    from topodoctor.measure.collectives.check import check_pass, driver_gpus
 
-    return ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
+    if level != "static":
+        from topodoctor.measure.fitness.check import fitness_pass
+
+        bandwidth, collectives = True, collectives or driver_gpus() > 1
+    passes = ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
+    return passes + ((fitness_pass(level, scope),) if level != "static" else ())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -198,6 +198,7 @@ class Outcome:
     fail_level: Severity
     exit_code: int
     snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
+    fitness: Any = None  # the fitness pass's result (topodoctor.measure.fitness.result), where it ran
 
     @property
     def failing(self) -> tuple[Finding, ...]:
@@ -289,7 +290,8 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         len(others),
         getattr(host.measured.get("bandwidth"), "timings", None),
     )
-    return Outcome(findings, incomplete, meta, options.fail_level, EXIT_UNHEALTHY if bad else EXIT_OK, host.snapshot)
+    code = EXIT_UNHEALTHY if bad else EXIT_OK
+    return Outcome(findings, incomplete, meta, options.fail_level, code, host.snapshot, host.measured.get("fitness"))
 
 
 # ----------------------------------------------------------------------------- expect

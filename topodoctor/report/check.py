@@ -76,6 +76,10 @@ def print_check(outcome: Outcome, console: Console) -> None:
                 seen.add(f.code)
                 # Wrapped at word boundaries, continuation lines indented under the hint.
                 console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2), expand=False))
+    if outcome.fitness is not None:
+        from topodoctor.report.fitness import print_fitness
+
+        print_fitness(outcome.fitness, console)
     style = "bold red" if outcome.failing else "green"
     summary = Text(outcome.verdict.upper(), style=style)
     summary.append(printable(f": {counts(outcome.findings)}{_incomplete(outcome)} (fail level: {outcome.fail_level})"))
@@ -106,4 +110,16 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "summary": dict(Counter(f.severity for f in outcome.findings)),
         "incomplete": len(outcome.incomplete),
         "findings": [asdict(f) for f in outcome.findings],
+        **({"fitness": fitness_json(outcome.fitness)} if outcome.fitness is not None else {}),
     }
+
+
+def fitness_json(result: Any) -> dict[str, Any]:
+    """The fitness result as measured, with each figure's median and spread beside its samples."""
+    from topodoctor.codec import to_jsonable
+
+    doc: dict[str, Any] = to_jsonable(result)
+    for f, raw in zip(result.figures, doc["figures"]):
+        if f.value is not None:
+            raw["median"], raw["spread_pct"] = round(f.value.median, 3), round(f.value.spread_pct, 2)
+    return doc

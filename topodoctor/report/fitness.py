@@ -1,0 +1,47 @@
+"""The fitness figures of a check, for people: one row per figure, median with its samples'
+range, so a reader can tell a slow GPU from a noisy sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from topodoctor.report.terminal import literal
+
+_NAMES = {-1: "host"}
+
+
+def _where(f: Any) -> str:
+    if f.kind in ("hbm", "compute"):
+        return f"GPU{f.src}"
+    a, b = (_NAMES.get(x, f"GPU{x}") for x in (f.src, f.dst))
+    return f"{a} -> {b}"
+
+
+def print_fitness(result: Any, console: Console) -> None:
+    """A table of the measured figures; refused and failed ones say why."""
+    t = Table(title=f"fitness ({result.level}, {result.wall_s:.1f} s)", title_justify="left")
+    for col in ("test", "where", "median", "range (spread)", "data"):
+        t.add_column(col, no_wrap=col != "range (spread)")
+    for f in result.figures:
+        if f.value is None:
+            t.add_row(f.label, _where(f), "-", literal(f.error or "not measured"), "")
+            continue
+        v = f.value
+        spread = f"{v.min:.1f}-{v.max:.1f} ({v.spread_pct:.1f} %)"
+        data = {True: "ok", False: "WRONG", None: ""}[f.verified]
+        t.add_row(f.label, _where(f), f"{v.median:.1f} {f.unit}", spread, data)
+    for s in result.stress:
+        reasons = ", ".join(f"{k} {n}/{s.samples}" for k, n in s.reason_samples.items()) or "none"
+        t.add_row(
+            "under load",
+            f"GPU{s.index}",
+            f"{s.sm_mhz_median or 0:.0f} MHz",
+            f"{s.power_w_max or 0:.0f} W max, {s.temp_c_max} C max",
+            literal(reasons),
+        )
+    for e in result.errors:
+        t.add_row("-", "-", "-", literal(e), "")
+    console.print(t)

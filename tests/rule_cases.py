@@ -32,6 +32,7 @@ from rule_case_kit import (
     pcie,
 )
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
+from rule_cases_fitness import FITNESS_CASES
 from rule_cases_more import MORE_CASES
 
 from topodoctor.model import RemappedRows, RetiredPages
@@ -358,4 +359,4 @@ BW_SCENARIO_CASES = [
     for s in BW_DERIVED
     for code in s["codes"]
 ]
-ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES + MORE_CASES
+ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES + MORE_CASES + FITNESS_CASES

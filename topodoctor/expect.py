@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor import codec
 from topodoctor.model import HostSnapshot
@@ -32,6 +32,9 @@ class Expectations:
     pcie_width: int | None
     nics: tuple[str, ...]  # RDMA devices that must be present
     mig_enabled: bool = False
+    # measured on the known-good host (expect --level): the median over its GPUs per figure,
+    # keyed by the figure's label ("hbm ce", "hbm sm", "compute bf16"); judged by TD714
+    fitness: dict[str, float] = field(default_factory=dict)
 
 
 def _mode(values: list[int]) -> int | None:
@@ -62,6 +65,18 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
         nics=tuple(sorted(n.name for n in snap.nics if n.kind in ("infiniband", "roce"))),
         mig_enabled=any(x.mig_mode is True for x in gpus),
     )
+
+
+def with_fitness(e: Expectations, result: Any) -> Expectations:
+    """``e`` with the per-GPU figures of a fitness result (topodoctor.measure.fitness.result): for
+    each of HBM and compute, the median over the GPUs that measured it."""
+    import statistics
+
+    by_label: dict[str, list[float]] = {}
+    for f in result.figures:
+        if f.kind in ("hbm", "compute") and f.value is not None:
+            by_label.setdefault(f.label, []).append(f.value.median)
+    return replace(e, fitness={k: round(statistics.median(v), 3) for k, v in sorted(by_label.items())})
 
 
 def load_expectations(path: Path | str, budget: Budget | None = None) -> Expectations:

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from the checkout
+
 NVB = (
     "device_local_copy",
     "host_to_device_memcpy_ce",
@@ -175,12 +177,15 @@ def main() -> None:
             for k, (o, n) in pairs.items()
         }
         doc["rounds"].append(rnd)
+        rnd["latency_all_kernels"] = [med(o.get("host_latency", {})) for o in rnd["ours"].values()]
         print(json.dumps({"round": r, "ratios": rnd["ratios"], "nvbandwidth": ref}), flush=True)
+        a.output.write_text(json.dumps(doc, indent=1, default=str))
     if a.results is not None:
         results(a.results)
     doc["levels"] = {}
     for level in a.levels.split(","):
         doc["levels"][level] = check_level(level, 400)
+        a.output.write_text(json.dumps(doc, indent=1, default=str))
         print(level, doc["levels"][level]["wall_s"], doc["levels"][level]["rc"], flush=True)
     a.output.write_text(json.dumps(doc, indent=1, default=str))
 

@@ -269,18 +269,29 @@ def write_expect(
     force: Annotated[bool, typer.Option("--force", help="Write even from a host with error findings.")] = False,
     sysfs_root: SysfsOpt = "/",
     timeout: TimeoutOpt = 60.0,
+    level: Annotated[
+        Level,
+        typer.Option("--level", metavar="LEVEL", help="quick or long: measure, and expect the figures (TD714)."),
+    ] = Level.static,
 ) -> None:
     """Write an expectations file from a known-good host (live or replayed)."""
     from topodoctor import codec, doctor, fileio
 
-    base = doctor.baseline(source(replay, sysfs_root), budget(timeout))
+    passes: tuple[Pass, ...] = ()
+    if level is not Level.static:
+        from topodoctor.measure.fitness.check import fitness_pass
+
+        passes = (fitness_pass(level.value, "node"),)
+        timeout = max(timeout, LEVEL_TIMEOUT_S[level.value])
+    base = doctor.baseline(source(replay, sysfs_root), budget(timeout), passes)
     if base.blocking and not force:
         for f in base.blocking:
             say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
         raise fail(f"not writing {output}: this host has {len(base.blocking)} error finding(s) (--force)", 1)
     e = base.expectations
     fileio.write_atomic(output, codec.dumps(e), "expectations")
-    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")
+    measured = "".join(f", {k} {v:g}" for k, v in e.fitness.items())
+    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
 
 
 for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_pictures"):  # commands kept in modules of their own

@@ -303,14 +303,24 @@ class Baseline:
     blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
 
 
-def baseline(source: Source, budget: Budget) -> Baseline:
-    """Expectations from a host, with the findings that make it a bad baseline."""
-    from topodoctor.expect import from_snapshot
+def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Baseline:
+    """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
+    among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
+    from topodoctor.expect import from_snapshot, with_fitness
 
-    host = probe(source, budget, environment=True)
+    host = probe(source, budget, passes, environment=True)
     with budget.guard():
         findings, _ = evaluate(make_context(host))
-        return Baseline(from_snapshot(host.snapshot), failing(findings, "error"))
+        expectations = from_snapshot(host.snapshot)
+        fit = host.measured.get("fitness")
+        if fit is not None:
+            expectations = with_fitness(expectations, fit)
+            if not expectations.fitness:  # asked to measure: a file without the figures would vouch for nothing
+                from topodoctor.errors import BandwidthUnavailable
+
+                why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
+                raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
+        return Baseline(expectations, failing(findings, "error"))
 
 
 def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:

@@ -110,15 +110,20 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "summary": dict(Counter(f.severity for f in outcome.findings)),
         "incomplete": len(outcome.incomplete),
         "findings": [asdict(f) for f in outcome.findings],
-        **({"fitness": fitness_json(outcome.fitness)} if outcome.fitness is not None else {}),
+        **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
     }
 
 
-def fitness_json(result: Any) -> dict[str, Any]:
-    """The fitness result as measured, with each figure's median and spread beside its samples."""
+def fitness_json(result: Any, snapshot: Any = None) -> dict[str, Any]:
+    """The fitness result as measured, with each figure's median and spread beside its samples,
+    and the node type (for the fleet roll-up, which compares nodes of one type)."""
     from topodoctor.codec import to_jsonable
 
     doc: dict[str, Any] = to_jsonable(result)
+    if snapshot is not None:
+        from topodoctor.fleet_input import node_type
+
+        doc["node_type"] = asdict(node_type(snapshot))
     for f, raw in zip(result.figures, doc["figures"]):
         if f.value is not None:
             raw["median"], raw["spread_pct"] = round(f.value.median, 3), round(f.value.spread_pct, 2)

@@ -197,3 +197,23 @@ def test_the_fleet_names_a_node_whose_hbm_is_slow() -> None:
     named = {(o.node, o.figure) for o in report.outliers}
     assert named and {node for node, _ in named} == {"n4"}
     assert all(fig.startswith("hbm ") for _, fig in named)
+
+
+def test_prometheus_carries_the_measured_figures_in_base_units() -> None:
+    from test_prometheus import lint, parse, samples
+
+    from topodoctor.report.prometheus import check_metrics
+
+    snap = probe_host("h200-x4").snapshot
+    res = fitness_result("timeout-gpu3")
+    text = check_metrics([], [], 0, snap, 1.0, fitness=res)
+    lint(text)
+    fams = parse(text)
+    (ce,) = samples(fams, "topodoctor_hbm_bytes_per_second", gpu="2", engine="ce")
+    hbm = next(f for f in res.figures if (f.kind, f.src, f.initiator) == ("hbm", 2, "ce"))
+    assert ce.value == pytest.approx(hbm.value.median * 1e9) and ce.labels["UUID"]
+    assert samples(fams, "topodoctor_compute_flops_per_second", gpu="0")[0].value > 5e14
+    host = samples(fams, "topodoctor_sm_latency_seconds", gpu="0", peer_gpu="-1")[0].value
+    assert 5e-7 < host < 5e-6
+    assert not samples(fams, "topodoctor_sm_latency_seconds", gpu="3", peer_gpu="-1")  # it timed out: no value
+    assert len(samples(fams, "topodoctor_sm_copy_bytes_per_second", initiator="pull", bidir="true")) == 6 + 4

@@ -27,7 +27,8 @@ from topodoctor.report.prometheus import (
 from topodoctor.rules import Context, capture_environment, evaluate
 
 BW = FIXTURES / "bandwidth"
-UNIT_SUFFIXES = ("_bytes_per_second", "_seconds", "_ratio", "_info")
+# FLOP/s is what compute is measured in; nothing smaller is a rate of work
+UNIT_SUFFIXES = ("_bytes_per_second", "_flops_per_second", "_seconds", "_ratio", "_info")
 # Counts, states and codes: numbers without a unit, named for what they count.
 UNITLESS = {
     "topodoctor_exit_code",

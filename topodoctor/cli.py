@@ -217,7 +217,9 @@ def check(
 
     def metrics_text() -> str:
         o = outcome
-        return prom.check_metrics(o.findings, o.incomplete, o.exit_code, o.snapshot, o.meta.elapsed_s)
+        return prom.check_metrics(
+            o.findings, o.incomplete, o.exit_code, o.snapshot, o.meta.elapsed_s, fitness=o.fitness
+        )
 
     if metrics is not None:
         prom.write_textfile(metrics, metrics_text())

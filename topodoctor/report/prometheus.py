@@ -91,6 +91,22 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         "Elements that failed the data check, per op, size and placement.",
         ("Hostname", "op", "size_bytes", "in_place"),
     ),
+    "topodoctor_hbm_bytes_per_second": (
+        "Device-local copy bandwidth (bytes copied, counted once): engine ce (copy engine) or sm (kernel).",
+        ("Hostname", *GPU, "engine"),
+    ),
+    "topodoctor_compute_flops_per_second": (
+        "Sustained GEMM rate with every GPU loaded at once (floating-point operations per second).",
+        ("Hostname", *GPU, "dtype"),
+    ),
+    "topodoctor_sm_copy_bytes_per_second": (
+        "SM-initiated copy bandwidth: peer_gpu -1 is host memory; initiator pull or push; bidir per direction.",
+        ("Hostname", *GPU, "peer_gpu", "initiator", "bidir"),
+    ),
+    "topodoctor_sm_latency_seconds": (
+        "Pointer-chase read latency from gpu into peer_gpu's memory (-1: host memory).",
+        ("Hostname", *GPU, "peer_gpu"),
+    ),
     "topodoctor_fleet_nodes": ("Nodes in the roll-up by state.", ("state",)),
     "topodoctor_fleet_node_status": (
         "1 for the node's state (healthy, slow, unhealthy, unknown), 0 for the others.",
@@ -225,10 +241,12 @@ def check_metrics(
     elapsed_s: float | None = None,
     run_time: float | None = None,
     host: str | None = None,
+    fitness: Any = None,
 ) -> str:
     """`check --format prometheus`: status, one series per finding and per rule that could not
-    check, the GPUs seen. With no snapshot (the probe failed, exit code 3) the file still says
-    "unknown" with the time of the run, rather than keeping the last good answer."""
+    check, the GPUs seen, and the fitness figures where a level measured them. With no snapshot
+    (the probe failed, exit code 3) the file still says "unknown" with the time of the run,
+    rather than keeping the last good answer."""
     hostname = host or (snapshot.host.hostname if snapshot is not None else "")
     labels = gpu_labels(snapshot)
     m = _Metrics()
@@ -249,7 +267,27 @@ def check_metrics(
                 device=g.device,
                 modelName=g.modelName,
             )
+    if fitness is not None:
+        _fitness(m, hostname, labels, fitness)
     return m.text()
+
+
+def _fitness(m: _Metrics, host: str, labels: dict[int, GpuLabels], result: Any) -> None:
+    """The measured fitness figures (medians), in base units."""
+    for f in result.figures:
+        if f.value is None:
+            continue
+        v = f.value.median
+        if f.kind == "hbm":
+            m.add("topodoctor_hbm_bytes_per_second", v * 1e9, Hostname=host, **m.gpu(labels, f.src), engine=f.initiator)
+        elif f.kind == "compute":
+            m.add("topodoctor_compute_flops_per_second", v * 1e12, Hostname=host, **m.gpu(labels, f.src), dtype="bf16")
+        elif f.kind == "sm_copy":
+            gpu, peer = (f.dst, f.src) if f.src < 0 else (f.src, f.dst)
+            m.add("topodoctor_sm_copy_bytes_per_second", v * 1e9, Hostname=host, **m.gpu(labels, gpu),
+                  peer_gpu=str(peer), initiator=f.initiator, bidir=str(f.bidir).lower())  # fmt: skip
+        elif f.kind == "latency":
+            m.add("topodoctor_sm_latency_seconds", v * 1e-9, Hostname=host, **m.gpu(labels, f.src), peer_gpu=str(f.dst))
 
 
 def _failure(error: str | None, verified: bool | None) -> str | None:

@@ -19,7 +19,7 @@ read. The ending address proves the chain was walked (the data check of the late
 
 from __future__ import annotations
 
-UNROLL = 12
+UNROLL = 4  # loads in flight per thread: the best of 4, 8, 12 and 16 on H200 (docs/benchmarks.md)
 COPY = "td_copy"
 CHASE = "td_chase"
 

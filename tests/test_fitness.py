@@ -217,3 +217,30 @@ def test_prometheus_carries_the_measured_figures_in_base_units() -> None:
     assert 5e-7 < host < 5e-6
     assert not samples(fams, "topodoctor_sm_latency_seconds", gpu="3", peer_gpu="-1")  # it timed out: no value
     assert len(samples(fams, "topodoctor_sm_copy_bytes_per_second", initiator="pull", bidir="true")) == 6 + 4
+
+
+def test_a_gemm_past_the_deadline_is_killed_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import sys
+    from pathlib import Path
+
+    hang = "import time; time.sleep(60)  # worker_gemm stand-in: a GPU that never answers"
+    monkeypatch.setattr(session, "gemm_cmd", lambda: [sys.executable, "-c", hang])
+    snap = x2()
+    plan = replace(session.Plan.for_level("long"), gemm_seconds=30.0, start_timeout_s=0.1)
+    t0 = time.monotonic()
+    _, figures = session._gemm(snap, plan, Nvml(), [0], t0 + 1.2)
+    assert time.monotonic() - t0 < 5
+    assert [f.error for f in figures] == ["the GEMM worker timed out"] and not figures[0].refused
+
+    def ours(pid: str) -> bool:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            return (
+                int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid()
+                and "worker_gemm" in Path(f"/proc/{pid}/cmdline").read_text()
+            )
+        except (OSError, ValueError, IndexError):
+            return False
+
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and ours(p)]

@@ -24,7 +24,19 @@ def _answer(data: dict[str, Any]) -> None:
     print(json.dumps(data), flush=True)
 
 
+def _die_with_parent() -> None:
+    """SIGKILL when the parent dies (Linux): a check killed at its deadline, or run without a
+    budget child and killed, leaves no GEMM loading a GPU."""
+    import contextlib
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the budget's process group still holds it
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 def main() -> None:
+    _die_with_parent()
     task = json.loads(sys.stdin.readline() or "{}")
     try:
         import torch

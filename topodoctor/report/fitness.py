@@ -45,3 +45,22 @@ def print_fitness(result: Any, console: Console) -> None:
     for e in result.errors:
         t.add_row("-", "-", "-", literal(e), "")
     console.print(t)
+
+
+def fitness_metrics(m: Any, host: str, labels: dict[int, Any], result: Any) -> None:
+    """The measured fitness figures (medians) as Prometheus gauges, in base units (the families
+    are in report/prometheus.py's table; ``m`` is its collector)."""
+    for f in result.figures:
+        if f.value is None:
+            continue
+        v = f.value.median
+        if f.kind == "hbm":
+            m.add("topodoctor_hbm_bytes_per_second", v * 1e9, Hostname=host, **m.gpu(labels, f.src), engine=f.initiator)
+        elif f.kind == "compute":
+            m.add("topodoctor_compute_flops_per_second", v * 1e12, Hostname=host, **m.gpu(labels, f.src), dtype="bf16")
+        elif f.kind == "sm_copy":
+            gpu, peer = (f.dst, f.src) if f.src < 0 else (f.src, f.dst)
+            m.add("topodoctor_sm_copy_bytes_per_second", v * 1e9, Hostname=host, **m.gpu(labels, gpu),
+                  peer_gpu=str(peer), initiator=f.initiator, bidir=str(f.bidir).lower())  # fmt: skip
+        elif f.kind == "latency":
+            m.add("topodoctor_sm_latency_seconds", v * 1e-9, Hostname=host, **m.gpu(labels, f.src), peer_gpu=str(f.dst))

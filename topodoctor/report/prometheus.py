@@ -40,6 +40,7 @@ RUN = ("command", "Hostname")
 FINDING = (*RUN, "code", "name", "severity", "subject", *GPU)
 PAIR = ("Hostname", *GPU, "peer_gpu", "mode")
 HOST_COPY = ("Hostname", *GPU, "direction")
+G = ("Hostname", *GPU)
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_build_info": ("topodoctor version that wrote this file; always 1.", ("command", "version")),
@@ -92,20 +93,17 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("Hostname", "op", "size_bytes", "in_place"),
     ),
     "topodoctor_hbm_bytes_per_second": (
-        "Device-local copy bandwidth (bytes copied, counted once): engine ce (copy engine) or sm (kernel).",
-        ("Hostname", *GPU, "engine"),
+        "Device-local copy bandwidth (bytes copied once): engine ce or sm.",
+        (*G, "engine"),
     ),
-    "topodoctor_compute_flops_per_second": (
-        "Sustained GEMM rate with every GPU loaded at once (floating-point operations per second).",
-        ("Hostname", *GPU, "dtype"),
-    ),
+    "topodoctor_compute_flops_per_second": ("Sustained GEMM rate, every GPU loaded at once.", (*G, "dtype")),
     "topodoctor_sm_copy_bytes_per_second": (
-        "SM-initiated copy bandwidth: peer_gpu -1 is host memory; initiator pull or push; bidir per direction.",
-        ("Hostname", *GPU, "peer_gpu", "initiator", "bidir"),
+        "SM-initiated copy bandwidth (peer_gpu -1: host memory), per direction.",
+        (*G, "peer_gpu", "initiator", "bidir"),
     ),
     "topodoctor_sm_latency_seconds": (
-        "Pointer-chase read latency from gpu into peer_gpu's memory (-1: host memory).",
-        ("Hostname", *GPU, "peer_gpu"),
+        "Pointer-chase read latency into peer_gpu's memory (-1: host).",
+        (*G, "peer_gpu"),
     ),
     "topodoctor_fleet_nodes": ("Nodes in the roll-up by state.", ("state",)),
     "topodoctor_fleet_node_status": (
@@ -268,26 +266,10 @@ def check_metrics(
                 modelName=g.modelName,
             )
     if fitness is not None:
-        _fitness(m, hostname, labels, fitness)
+        from topodoctor.report.fitness import fitness_metrics
+
+        fitness_metrics(m, hostname, labels, fitness)
     return m.text()
-
-
-def _fitness(m: _Metrics, host: str, labels: dict[int, GpuLabels], result: Any) -> None:
-    """The measured fitness figures (medians), in base units."""
-    for f in result.figures:
-        if f.value is None:
-            continue
-        v = f.value.median
-        if f.kind == "hbm":
-            m.add("topodoctor_hbm_bytes_per_second", v * 1e9, Hostname=host, **m.gpu(labels, f.src), engine=f.initiator)
-        elif f.kind == "compute":
-            m.add("topodoctor_compute_flops_per_second", v * 1e12, Hostname=host, **m.gpu(labels, f.src), dtype="bf16")
-        elif f.kind == "sm_copy":
-            gpu, peer = (f.dst, f.src) if f.src < 0 else (f.src, f.dst)
-            m.add("topodoctor_sm_copy_bytes_per_second", v * 1e9, Hostname=host, **m.gpu(labels, gpu),
-                  peer_gpu=str(peer), initiator=f.initiator, bidir=str(f.bidir).lower())  # fmt: skip
-        elif f.kind == "latency":
-            m.add("topodoctor_sm_latency_seconds", v * 1e-9, Hostname=host, **m.gpu(labels, f.src), peer_gpu=str(f.dst))
 
 
 def _failure(error: str | None, verified: bool | None) -> str | None:

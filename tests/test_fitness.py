@@ -165,6 +165,12 @@ def test_reports_show_every_figure_with_its_spread() -> None:
     print_fitness(res, console)
     text = console.export_text()
     assert "hbm ce" in text and "GB/s" in text and "timeout" in text and "sw_power_cap" in text
+    matrix = text[text.index("SM latency (ns)") :].splitlines()
+    gpu0 = next(line for line in matrix if line.lstrip("│ ").startswith("GPU0"))
+    cells = [c.strip() for c in gpu0.split("│")[1:-1]]
+    assert cells[0] == "GPU0" and cells[1] == "" and 700 < float(cells[2]) < 1000 and 1000 < float(cells[-1]) < 1500
+    gpu3 = next(line for line in matrix if line.lstrip("│ ").startswith("GPU3"))
+    assert gpu3.split("│")[-2].strip() == "-"  # its host latency hung
 
 
 def test_cli_levels() -> None:

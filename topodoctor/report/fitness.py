@@ -45,6 +45,29 @@ def print_fitness(result: Any, console: Console) -> None:
     for e in result.errors:
         t.add_row("-", "-", "-", literal(e), "")
     console.print(t)
+    matrix = latency_matrix(result)
+    if matrix is not None:
+        console.print(matrix)
+
+
+def latency_matrix(result: Any) -> Table | None:
+    """SM pointer-chase latency as a matrix, as nvbandwidth prints device_to_device_latency_sm and
+    host_device_latency_sm: rows read, columns hold the memory (host last); None without pairs."""
+    cells = {(f.src, f.dst): f for f in result.figures if f.kind == "latency"}
+    gpus = sorted({s for s, _ in cells} | {d for _, d in cells if d >= 0})
+    if not any(d >= 0 for _, d in cells):
+        return None
+    t = Table(title="SM latency (ns): GPU(row) reads the memory of GPU(column) or the host", title_justify="left")
+    t.add_column("")
+    for g in [*gpus, -1]:
+        t.add_column(_NAMES.get(g, f"GPU{g}"), justify="right")
+    for a in gpus:
+        row = []
+        for b in [*gpus, -1]:
+            f = cells.get((a, b))
+            row.append("" if f is None else f"{f.value.median:.0f}" if f.value is not None else "-")
+        t.add_row(f"GPU{a}", *row)
+    return t
 
 
 def fitness_metrics(m: Any, host: str, labels: dict[int, Any], result: Any) -> None:

@@ -32,7 +32,7 @@ from rule_case_kit import (
     pcie,
 )
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
-from rule_cases_fitness import FITNESS_CASES
+from rule_cases_measured import FITNESS_CASES
 from rule_cases_more import MORE_CASES
 
 from topodoctor.model import RemappedRows, RetiredPages

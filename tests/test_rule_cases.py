@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from rule_case_kit import Case, bandwidth_result, expectations, snapshot
 from rule_cases import ALL_CASES, CASES
-from rule_cases_fitness import fitness_result
+from rule_cases_measured import fitness_result
 from rule_cases_more import collectives_result
 
 from topodoctor.expect import with_fitness

@@ -12,7 +12,7 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     cuda_env,
     expectations,
     fabric,
-    fitness,
+    fitness_measured,
     gdr,
     kernel,
     nccl_env,

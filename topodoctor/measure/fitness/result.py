@@ -1,7 +1,7 @@
 """FitnessResult: what the fitness tests measured, as plain data (JSON round-trip) beside the
 snapshot. GB/s are 1e9 bytes per second of bytes copied (counted once, as nvbandwidth counts
 them); TFLOP/s are 1e12 floating-point operations per second; latency is in nanoseconds.
-Nothing here judges: the rules in topodoctor/rules/fitness.py do."""
+Nothing here judges: the rules in topodoctor/rules/fitness_measured.py do."""
 
 from __future__ import annotations
 

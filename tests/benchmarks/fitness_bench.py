@@ -117,7 +117,7 @@ def results(folder: Path) -> None:
     """The fitness results of the quick and long plans, as the check's pass would measure them."""
     from dataclasses import replace
 
-    from topodoctor import codec
+    from topodoctor.core import codec
     from topodoctor.measure.fitness.session import Plan, run
     from topodoctor.probe import live_nvml, probe_host
 

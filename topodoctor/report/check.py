@@ -12,8 +12,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from topodoctor.doctor import Outcome
 from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
+from topodoctor.service.check import Outcome
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.rules.registry import Finding
@@ -117,11 +117,11 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
 def fitness_json(result: Any, snapshot: Any = None) -> dict[str, Any]:
     """The fitness result as measured, with each figure's median and spread beside its samples,
     and the node type (for the fleet roll-up, which compares nodes of one type)."""
-    from topodoctor.codec import to_jsonable
+    from topodoctor.core.codec import to_jsonable
 
     doc: dict[str, Any] = to_jsonable(result)
     if snapshot is not None:
-        from topodoctor.fleet_input import node_type
+        from topodoctor.fleet.inputs import node_type
 
         doc["node_type"] = asdict(node_type(snapshot))
     for f, raw in zip(result.figures, doc["figures"]):

@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topodoctor import fileio
-from topodoctor.measure.collectives.result import Connection, NcclAccount
+from topodoctor.core import fileio
+from topodoctor.model.collectives import Connection, NcclAccount
 
 MAX_LOG_BYTES = 16 << 20  # a TRACE log of a long run; INFO logs are tens of KB
 

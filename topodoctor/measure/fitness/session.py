@@ -19,10 +19,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.bandwidth.result import Activity, GpuIdentity, Stats
-from topodoctor.bandwidth.session import Timings, Worker
-from topodoctor.errors import BandwidthUnavailable
-from topodoctor.measure.fitness.result import (
+from topodoctor.core.errors import BandwidthUnavailable
+from topodoctor.measure.copies.session import Timings, Worker
+from topodoctor.model.copies import Activity, GpuIdentity, Stats
+from topodoctor.model.fitness_results import (
     FITNESS_SCHEMA_VERSION,
     HOST,
     REASON_NAMES,
@@ -31,9 +31,9 @@ from topodoctor.measure.fitness.result import (
     GpuLimits,
     Stress,
 )
-from topodoctor.model import HostSnapshot
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
-from topodoctor.scope import Scope, cuda_visible, resolve
+from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
 MiB = 1 << 20
 

@@ -1,7 +1,7 @@
 """The fitness timer: HBM copies (copy engine and SM kernel), SM-initiated copies between GPUs
 and with the host, and pointer-chase latency, on the CUDA driver API through ctypes (no torch).
 Run as a child process (``python -m topodoctor.measure.fitness.sm_timer``) speaking the copy
-timer's protocol (topodoctor.bandwidth.protocol).
+timer's protocol (topodoctor.measure.copies.protocol).
 
 It is the copy timer (contexts, the host flag that holds every stream until all is queued,
 pinned pattern buffers, the byte-for-byte check) with the kernels of ``ptx.py`` loaded into
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 from typing import Any
 
-from topodoctor.bandwidth import cuda_timer
-from topodoctor.bandwidth.cuda_timer import Gpu, Timer
-from topodoctor.bandwidth.protocol import Answer, Clock, serve
+from topodoctor.measure.copies import cuda_timer
+from topodoctor.measure.copies.cuda_timer import Gpu, Timer
+from topodoctor.measure.copies.protocol import Answer, Clock, serve
 from topodoctor.measure.fitness import ptx
 
 ATTR_SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT

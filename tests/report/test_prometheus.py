@@ -28,7 +28,17 @@ from topodoctor.report.prometheus import (
 from topodoctor.rules import Context, evaluate
 
 BW = FIXTURES / "bandwidth"
-UNIT_SUFFIXES = ("_bytes_per_second", "_seconds", "_ratio", "_info", "_celsius", "_watts", "_hertz")
+# FLOP/s is what compute is measured in; nothing smaller is a rate of work
+UNIT_SUFFIXES = (
+    "_bytes_per_second",
+    "_flops_per_second",
+    "_seconds",
+    "_ratio",
+    "_info",
+    "_celsius",
+    "_watts",
+    "_hertz",
+)
 # Counts, states and codes: numbers without a unit, named for what they count.
 UNITLESS = {
     "topodoctor_exit_code",

@@ -8,11 +8,13 @@ from dataclasses import replace
 import pytest
 from rule_case_kit import Case, bandwidth_result, expectations, snapshot
 from rule_cases import ALL_CASES, CASES
+from rule_cases_measured import fitness_result
 from rule_cases_more import collectives_result
 from tests_support import judged
 
 from topodoctor.probe.environment import capture_environment
 from topodoctor.rules import REGISTRY, Context, evaluate
+from topodoctor.topology.expect import with_fitness
 
 
 def _findings(case: Case) -> list[tuple[str, str]]:
@@ -28,6 +30,10 @@ def _findings(case: Case) -> list[tuple[str, str]]:
     if case.collectives is not None:
         res = collectives_result(case.collectives)
         ctx = Context(res.snapshot or snap, env, expect=exp, bandwidth=bw, extra={"collectives": res})
+    if case.fitness is not None:
+        ctx.extra["fitness"] = fitness_result(case.fitness)
+        if ctx.expect is not None:  # the file a known-good host of the type wrote: the healthy base
+            ctx.expect = with_fitness(ctx.expect, fitness_result("healthy"))
     return [(f.code, f.subject) for f in judged(evaluate(ctx))]
 
 

@@ -36,6 +36,7 @@ class Case:
     process_cpus: tuple[int, ...] | None = None  # the checking process's CPU affinity
     subjects: tuple[str, ...] | None = None  # when it fires: exactly these subjects (sorted)
     collectives: str | None = None  # a derived collectives result (fixtures/collectives/derived), judged too
+    fitness: str | None = None  # a derived fitness result (fixtures/fitness/derived), judged too
 
     @property
     def id(self) -> str:

@@ -33,6 +33,7 @@ from rule_case_kit import (
 )
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 from rule_cases_fitness import FITNESS_CASES
+from rule_cases_measured import MEASURED_CASES
 from rule_cases_more import MORE_CASES
 
 from topodoctor.core.probed import ProbeError, Unsupported
@@ -395,4 +396,4 @@ BW_SCENARIO_CASES = [
     for s in BW_DERIVED
     for code in s["codes"]
 ]
-ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES + MORE_CASES + FITNESS_CASES
+ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES + MORE_CASES + FITNESS_CASES + MEASURED_CASES

@@ -44,6 +44,7 @@ WRONG_TYPE: dict[str, list[Any]] = {
     "mig_enabled": [0, 1, "false", None],
     "power_limit_w": ["700", True, [700], {"w": 700}],
     "nic_rate_gbps": ["400", [400], None, {"mlx5_0/1": "400"}, {"mlx5_0": 400}],
+    "fitness": ["2100", [2100], None, {"hbm ce": "2100"}, {"hbm ce": True}],
 }
 OUT_OF_RANGE: dict[str, list[Any]] = {
     "gpu_count": [0, -1, 65, 10**18],
@@ -55,6 +56,7 @@ OUT_OF_RANGE: dict[str, list[Any]] = {
     "nics": [[""], ["mlx5 0"], ["m" * 65], ["mlx5_0", "mlx5_0"], [f"mlx5_{i}" for i in range(65)]],
     "power_limit_w": [0, -700, 5, 10**18],
     "nic_rate_gbps": [{"mlx5_0/1": 0}, {"mlx5_0/1": -400}, {"mlx5_0/1": 10**9}, {"mlx5_0/x": 400}],
+    "fitness": [{"hbm ce": 0}, {"hbm ce": -2100}, {"hbm ce": 10**18}, {"x" * 65: 2100}],
 }
 
 

@@ -8,6 +8,7 @@ exit 1 for a failure of topodoctor itself.
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -51,6 +52,18 @@ from topodoctor.core.text import plural
 
 if TYPE_CHECKING:
     from topodoctor.service.check import Pass
+
+
+class Level(str, Enum):
+    """What ``check`` measures, by cost."""
+
+    static = "static"
+    quick = "quick"
+    long = "long"
+
+
+DEFAULT_CHECK_TIMEOUT_S = 30.0
+LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a measuring level
 
 app = typer.Typer(
     name="topodoctor",
@@ -150,7 +163,7 @@ def check(
         typer.Option("--format", "-f", metavar="FORMAT", help="text, json, line (a drain reason) or prometheus."),
     ] = CheckFormat.text,
     metrics: MetricsOpt = None,
-    timeout: TimeoutOpt = 30.0,
+    timeout: TimeoutOpt = DEFAULT_CHECK_TIMEOUT_S,
     select: RuleList = None,
     ignore: RuleList = None,
     prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
@@ -176,12 +189,23 @@ def check(
     ] = False,
     scope: ScopeOpt = Scope.auto,
     sysfs_root: SysfsOpt = "/",
+    level: Annotated[
+        Level,
+        typer.Option(
+            "--level",
+            metavar="LEVEL",
+            help="static (the topology, ~0.3 s); quick (adds copies, HBM and a short collectives pass, ~10 s; "
+            "--timeout 60 unless given); long (adds the GEMM stress and SM copies, ~3 min; --timeout 300).",
+        ),
+    ] = Level.static,
 ) -> None:
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
     from topodoctor.cli import io as cli_io
     from topodoctor.service import check as doctor
 
     cli_io.line_mode = fmt is CheckFormat.line
+    if level is not Level.static and timeout == DEFAULT_CHECK_TIMEOUT_S:
+        timeout = LEVEL_TIMEOUT_S[level.value]
     options = doctor.CheckOptions(
         source=source(replay, sysfs_root),
         timeout_s=timeout,
@@ -190,7 +214,7 @@ def check(
         tags=("prolog",) if prolog else (),
         fail_level="warning" if strict else fail_level.value,
         expect=expect,
-        passes=_passes(with_bandwidth, with_collectives, scope.value),
+        passes=_passes(with_bandwidth, with_collectives, scope.value, level.value),
         scope=scope.value,
         baseline=baseline,
     )
@@ -220,7 +244,14 @@ def check(
         meta = o.meta
         fs, snap = o.findings, o.snapshot
         return prom.check_metrics(
-            fs, o.incomplete, o.exit_code, snap, meta.elapsed_s, scope=meta.scope_kind, scope_gpus=meta.scope_gpus
+            fs,
+            o.incomplete,
+            o.exit_code,
+            snap,
+            meta.elapsed_s,
+            scope=meta.scope_kind,
+            scope_gpus=meta.scope_gpus,
+            fitness=o.fitness,
         )
 
     if metrics is not None:
@@ -271,31 +302,48 @@ def write_expect(
     force: Annotated[bool, typer.Option("--force", help="Write even from a host with error findings.")] = False,
     sysfs_root: SysfsOpt = "/",
     timeout: TimeoutOpt = 60.0,
+    level: Annotated[
+        Level,
+        typer.Option("--level", metavar="LEVEL", help="quick or long: measure, and expect the figures (TD714)."),
+    ] = Level.static,
 ) -> None:
     """Write an expectations file from a known-good host (live or replayed)."""
     from topodoctor.core import codec, fileio
     from topodoctor.service import check as doctor
 
-    base = doctor.baseline(source(replay, sysfs_root), budget(timeout))
+    passes: tuple[Pass, ...] = ()
+    if level is not Level.static:
+        from topodoctor.service.fitness import fitness_pass
+
+        passes = (fitness_pass(level.value, "node"),)
+        timeout = max(timeout, LEVEL_TIMEOUT_S[level.value])
+    base = doctor.baseline(source(replay, sysfs_root), budget(timeout), passes)
     if base.blocking and not force:
         for f in base.blocking:
             say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
         raise fail(f"not writing {output}: this host has {plural(len(base.blocking), 'error finding')} (--force)", 1)
     e = base.expectations
     fileio.write_atomic(output, codec.dumps(e), "expectations")
-    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")
+    measured = "".join(f", {k} {v:g}" for k, v in e.fitness.items())
+    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
 
 
 for extra in ("bandwidth", "collectives", "fleet", "pictures"):  # commands kept in modules of their own
     __import__(f"topodoctor.cli.{extra}", fromlist=["register"]).register(app)
 
 
-def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:
-    """The measurements a check adds, in the order they run in its budgeted child."""
+def _passes(bandwidth: bool, collectives: bool, scope: str, level: str = "static") -> tuple[Pass, ...]:
+    """The measurements a check adds, in the order they run in its budgeted child. A level
+    above static adds copies, fitness and (with more than one GPU) collectives."""
     from topodoctor.service import copies
-    from topodoctor.service.collectives import check_pass
+    from topodoctor.service.collectives import check_pass, driver_gpus
 
-    return ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
+    if level != "static":
+        from topodoctor.service.fitness import fitness_pass
+
+        bandwidth, collectives = True, collectives or driver_gpus() > 1
+    passes = ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
+    return passes + ((fitness_pass(level, scope),) if level != "static" else ())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,6 +70,30 @@ def bandwidth_figures(result: Any) -> tuple[Figure, ...]:
     return tuple(out)
 
 
+FLEET_FITNESS = ("hbm", "compute", "sm_copy")  # higher is better; latency is left out, as for copies
+
+
+def fitness_figures(doc: Any, what: str) -> tuple[tuple[Figure, ...], NodeType | None]:
+    """The measured HBM, compute and SM-copy figures of a check's ``fitness`` section (``check
+    --level quick|long --format json``), and the node type it names."""
+    if doc is None:
+        return (), None
+    try:
+        ntype = doc.get("node_type")
+        out = []
+        for f in doc.get("figures", []):
+            if f["kind"] in FLEET_FITNESS and f.get("value") is not None:
+                where = {-1: "host"}
+                src, dst = (where.get(int(x), f"GPU{int(x)}") for x in (f["src"], f["dst"]))
+                subject = src if f["kind"] in ("hbm", "compute") else f"{src}->{dst}"
+                label = " ".join([f["kind"], f["initiator"]] + (["bidir"] if f.get("bidir") else []))
+                out.append(Figure("fitness", label, subject, float(f["value"]["median"])))
+        node = NodeType(str(ntype["gpu_model"]), int(ntype["gpu_count"]), str(ntype["fabric"])) if ntype else None
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{what} does not match its schema: fitness: {type(exc).__name__}: {exc}") from None
+    return tuple(out), node
+
+
 def collective_figures(rows: Iterable[Row]) -> tuple[Figure, ...]:
     """busbw per op, size and placement: what nodes of one type should all reach."""
     return tuple(
@@ -106,8 +130,16 @@ def parse_result(data: Any, path: Path, name_from: NameFrom = "host") -> NodeRes
         if verdict not in ("healthy", "unhealthy", "unknown"):
             raise InputError(f"{what} does not match its schema: verdict: expected healthy | unhealthy | unknown")
         state: SourceState = verdict
+        figures, ntype = fitness_figures(data.get("fitness"), what)
         return NodeResult(
-            _name(data, path, name_from), "check", str(path), state, str(data.get("reason", "")), _findings(data, what)
+            _name(data, path, name_from),
+            "check",
+            str(path),
+            state,
+            str(data.get("reason", "")),
+            _findings(data, what),
+            figures,
+            ntype,
         )
     if kind == "bandwidth":
         from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION, BandwidthResult

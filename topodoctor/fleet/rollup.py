@@ -57,7 +57,7 @@ class NodeType:
 class Figure:
     """One number a node measured that its peers measured too (GB/s = 1e9 bytes/s)."""
 
-    source: Literal["bandwidth", "collectives"]
+    source: Literal["bandwidth", "collectives", "fitness"]
     metric: str  # oneway, bidir, h2d, d2h; or the collective op: all_reduce, ...
     subject: str  # GPU1->GPU2, host->GPU0; or the size: "1073741824 B", "... in-place"
     gbps: float
@@ -201,9 +201,10 @@ def _line(f: Finding) -> str:
 
 
 def _outlier_line(o: Outlier) -> str:
+    unit = "TFLOP/s" if o.figure.startswith("compute") else "GB/s"
     return (
-        f"{o.figure} {o.gbps:.1f} GB/s, {o.ratio:.2f}x the median of {o.peers} nodes of its type "
-        f"({o.fleet_median_gbps:.1f} GB/s)"
+        f"{o.figure} {o.gbps:.1f} {unit}, {o.ratio:.2f}x the median of {o.peers} nodes of its type "
+        f"({o.fleet_median_gbps:.1f} {unit})"
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY, EXIT_USAGE
 from topodoctor.model.findings import Finding, Severity, failing
@@ -40,6 +40,7 @@ class Outcome:
     exit_code: int
     snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
     not_measured: tuple[str, ...] = ()  # measurements asked for that did not happen, with why
+    fitness: Any = None  # the fitness pass's result (topodoctor.model.fitness_results), where it ran
 
     @property
     def failing(self) -> tuple[Finding, ...]:

@@ -100,6 +100,10 @@ def print_check(outcome: Outcome, console: Console) -> None:
                 seen.add(f.code)
                 # Wrapped at word boundaries, continuation lines indented under the hint.
                 console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2), expand=False))
+    if outcome.fitness is not None:
+        from topodoctor.report.fitness import print_fitness
+
+        print_fitness(outcome.fitness, console)
     style = "bold red" if outcome.failing else "yellow" if outcome.not_measured else "green"
     summary = Text(outcome.verdict.upper(), style=style)
     missed = "".join(f"; {why}" for why in outcome.not_measured)
@@ -134,4 +138,21 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "incomplete": len(outcome.incomplete),
         "not_measured": list(outcome.not_measured),
         "findings": [asdict(f) for f in outcome.findings],
+        **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
     }
+
+
+def fitness_json(result: Any, snapshot: Any = None) -> dict[str, Any]:
+    """The fitness result as measured, with each figure's median and spread beside its samples,
+    and the node type (for the fleet roll-up, which compares nodes of one type)."""
+    from topodoctor.core.codec import to_jsonable
+
+    doc: dict[str, Any] = to_jsonable(result)
+    if snapshot is not None:
+        from topodoctor.fleet.inputs import node_type
+
+        doc["node_type"] = asdict(node_type(snapshot))
+    for f, raw in zip(result.figures, doc["figures"]):
+        if f.value is not None:
+            raw["median"], raw["spread_pct"] = round(f.value.median, 3), round(f.value.spread_pct, 2)
+    return doc

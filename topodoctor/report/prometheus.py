@@ -48,6 +48,7 @@ RUN = ("command", "Hostname", "scope", "gpus")
 FINDING = (*RUN, "code", "name", "severity", "subject", *GPU)
 PAIR = ("Hostname", *GPU, "peer_gpu", "mode")
 HOST_COPY = ("Hostname", *GPU, "direction")
+G = ("Hostname", *GPU)
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_build_info": ("topodoctor version that wrote this file; always 1.", (*RUN[:3], "version")),
@@ -101,6 +102,19 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_collective_wrong_elements": (
         "Elements that failed the data check, per op, size and placement.",
         ("Hostname", "op", "size_bytes", "in_place"),
+    ),
+    "topodoctor_hbm_bytes_per_second": (
+        "Device-local copy bandwidth (bytes copied once): engine ce or sm.",
+        (*G, "engine"),
+    ),
+    "topodoctor_compute_flops_per_second": ("Sustained GEMM rate, every GPU loaded at once.", (*G, "dtype")),
+    "topodoctor_sm_copy_bytes_per_second": (
+        "SM-initiated copy bandwidth (peer_gpu -1: host memory), per direction.",
+        (*G, "peer_gpu", "initiator", "bidir"),
+    ),
+    "topodoctor_sm_latency_seconds": (
+        "Pointer-chase read latency into peer_gpu's memory (-1: host).",
+        (*G, "peer_gpu"),
     ),
     "topodoctor_fleet_nodes": ("Nodes in the roll-up by state.", ("state",)),
     "topodoctor_fleet_node_status": (
@@ -241,11 +255,12 @@ def check_metrics(
     host: str | None = None,
     scope: str = "node",
     scope_gpus: Sequence[int] | None = None,
+    fitness: Any = None,
 ) -> str:
     """`check --format prometheus`: status, one series per finding and per rule that could not
-    check, the GPUs seen. With no snapshot (the probe failed, exit code 3) the file still says
-    "unknown" with the time of the run, rather than keeping the last good answer. ``scope_gpus``:
-    the GPUs judged (default: all)."""
+    check, the GPUs seen, and the fitness figures where a level measured them. With no snapshot
+    (the probe failed, exit code 3) the file still says "unknown" with the time of the run,
+    rather than keeping the last good answer. ``scope_gpus``: the GPUs judged (default: all)."""
     hostname = host or (snapshot.host.hostname if snapshot is not None else "")
     labels = gpu_labels(snapshot)
     judged = sorted(labels) if scope_gpus is None else list(scope_gpus)
@@ -261,6 +276,10 @@ def check_metrics(
         for g in labels.values():
             m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
         fitness_series(m.add, hostname, lambda i: m.gpu(labels, i), snapshot)
+    if fitness is not None:
+        from topodoctor.report.fitness import fitness_metrics
+
+        fitness_metrics(m, hostname, labels, fitness)
     return m.text()
 
 

@@ -15,6 +15,7 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     expectations,
     fabric,
     fitness,
+    fitness_measured,
     gdr,
     kernel,
     nccl_env,

@@ -293,7 +293,9 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     # measurement that was asked for and did not happen is "could not check", never a pass.
     # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
     code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if unusable else EXIT_OK
-    return Outcome(findings, incomplete, meta, options.fail_level, code, host.snapshot, missed)
+    return Outcome(
+        findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
+    )
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
@@ -315,14 +317,24 @@ class Baseline:
     blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
 
 
-def baseline(source: Source, budget: Budget) -> Baseline:
-    """Expectations from a host, with the findings that make it a bad baseline."""
-    from topodoctor.topology.expect import from_snapshot
+def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Baseline:
+    """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
+    among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
+    from topodoctor.topology.expect import from_snapshot, with_fitness
 
-    host = probe(source, budget, environment=True)
+    host = probe(source, budget, passes, environment=True)
     with budget.guard():
         findings, _ = evaluate(make_context(host))
-        return Baseline(from_snapshot(host.snapshot), failing(findings, "error"))
+        expectations = from_snapshot(host.snapshot)
+        fit = host.measured.get("fitness")
+        if fit is not None:
+            expectations = with_fitness(expectations, fit)
+            if not expectations.fitness:  # asked to measure: a file without the figures would vouch for nothing
+                from topodoctor.core.errors import BandwidthUnavailable
+
+                why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
+                raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
+        return Baseline(expectations, failing(findings, "error"))
 
 
 def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,6 +39,9 @@ class Expectations:
     power_limit_w: float | None = None  # the enforced power limit of its GPUs
     # the rate each RDMA port trains to, by DEVICE/PORT (mlx5_0/1)
     nic_rate_gbps: dict[str, float] = field(default_factory=dict)
+    # measured on the known-good host (expect --level): the median over its GPUs per figure,
+    # keyed by the figure's label ("hbm ce", "hbm sm", "compute bf16"); judged by TD714
+    fitness: dict[str, float] = field(default_factory=dict)
 
 
 def _mode(values: list[int]) -> int | None:
@@ -77,6 +80,18 @@ def from_snapshot(snap: HostSnapshot) -> Expectations:
 def _mode_w(values: list[object]) -> float | None:
     mw = _mode([v for v in values if isinstance(v, int)])
     return mw / 1000 if mw is not None else None
+
+
+def with_fitness(e: Expectations, result: Any) -> Expectations:
+    """``e`` with the per-GPU figures of a fitness result (topodoctor.model.fitness_results): for
+    each of HBM and compute, the median over the GPUs that measured it."""
+    import statistics
+
+    by_label: dict[str, list[float]] = {}
+    for f in result.figures:
+        if f.kind in ("hbm", "compute") and f.value is not None:
+            by_label.setdefault(f.label, []).append(f.value.median)
+    return replace(e, fitness={k: round(statistics.median(v), 3) for k, v in sorted(by_label.items())})
 
 
 def load_expectations(path: Path | str, budget: Budget | None = None) -> Expectations:
@@ -167,6 +182,18 @@ def _watts(v: Any) -> Bad | None:
     return None if ok else ("", f"a power limit in watts, 10..{MAX_POWER_W}", v)
 
 
+def _figures(v: Any) -> Bad | None:
+    # Measured figures by label ("hbm ce", "compute bf16"): GB/s or TFLOP/s, none beyond 10**6.
+    if not isinstance(v, dict) or len(v) > 64:
+        return "", "a map of a figure's label to its measured value", v
+    for key, value in v.items():
+        if _name(64, empty=False)(key) is not None:
+            return f"[{key!r}]", "a label of at most 64 printable characters", key
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6):
+            return f"[{key!r}]", "a measured figure above 0 and below 1000000", value
+    return None
+
+
 def _port_rates(v: Any) -> Bad | None:
     if not (isinstance(v, dict) and len(v) <= MAX_NICS * 4):
         return "", "a map of DEVICE/PORT to a rate in Gb/s", v
@@ -191,6 +218,7 @@ SCHEMA: dict[str, Check] = {
     "mig_enabled": _flag,
     "power_limit_w": _optional(_watts),
     "nic_rate_gbps": _port_rates,
+    "fitness": _figures,
 }
 _HEADER = ("kind", "schema_version")
 

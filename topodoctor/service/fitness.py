@@ -1,0 +1,49 @@
+"""Fitness inside a check: the pass ``check --level quick|long`` runs in its budgeted child.
+
+The kernel timer starts before the probe (its start-up overlaps it); the result lands in the
+rules' context as ``ctx.extra["fitness"]``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from topodoctor.model.fitness_results import FitnessResult
+from topodoctor.model.snapshot import HostSnapshot
+
+if TYPE_CHECKING:
+    from topodoctor.service.check import Pass, Source
+
+
+def fitness_pass(level: str, scope: str = "auto") -> Pass:
+    """The fitness measurements of ``level`` (quick or long) on the GPUs of ``scope``."""
+    from topodoctor.measure.fitness.session import Plan, start_timer
+    from topodoctor.service.check import Pass
+
+    plan = Plan.for_level(level)
+
+    def measure(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> FitnessResult:
+        from topodoctor.measure.fitness.session import run
+        from topodoctor.probe import live_nvml
+        from topodoctor.probe.environment import capture_process
+        from topodoctor.topology.scope import resolve
+
+        if not source.live:
+            if worker is not None:
+                worker.stop()
+            return unmeasured(snap, level, "a recorded host: fitness is measured on the live host only")
+        where = resolve(snap, capture_process().environ, scope)  # type: ignore[arg-type]
+        return run(snap, plan, live_nvml(), deadline, worker, where)
+
+    def start(deadline: float) -> Any:
+        return start_timer(plan)
+
+    return Pass("fitness", measure, FitnessResult, start, lambda w: w.stop())
+
+
+def unmeasured(snap: HostSnapshot, level: str, why: str) -> FitnessResult:
+    """A result that measured nothing, and says why (the rules report could-not-check)."""
+    from topodoctor.model.fitness_results import FITNESS_SCHEMA_VERSION
+
+    return FitnessResult(
+        "fitness", FITNESS_SCHEMA_VERSION, snap.host.hostname, level, "", (), (), (), (), (), 0.0, (why,)
+    )

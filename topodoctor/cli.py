@@ -261,6 +261,7 @@ def write_expect(
 
 for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_pictures"):  # commands kept in modules of their own
     __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
+__import__("topodoctor.cli_nccl_log", fromlist=["register"]).register(app)
 
 
 def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:

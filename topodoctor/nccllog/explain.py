@@ -3,7 +3,7 @@ the evidence line, what it means and the fix. Data in, findings out; no I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from topodoctor.nccllog.parse import Event, LogFile
@@ -193,13 +193,14 @@ def _after_watchdog(ev: Event, files: Sequence[LogFile]) -> bool:
     return False
 
 
-def explain(files: Sequence[LogFile]) -> list[Finding]:
-    """Every failure the logs show, worst and earliest first; nothing when the logs are healthy."""
+def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> list[Finding]:
+    """Every failure the logs show, worst and earliest first; nothing when the logs are healthy.
+    ``env``: the NCCL variables of the process that wrote them, where known (a rank we started)."""
     events = [e for f in files for e in f.events]
     by_kind: dict[str, list[Event]] = {}
     for e in events:
         by_kind.setdefault(e.kind, []).append(e)
-    env = _env(files)
+    env = {**(env or {}), **_env(files)}
     out: list[Finding] = []
     for kind, code in KIND_CODE.items():
         evs = by_kind.get(kind, [])

@@ -18,10 +18,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# ncclAlgoStr / ncclProtoStr (src/init.cc): the numeric forms of 2.20 - 2.23 index these.
-ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-PROTOCOLS = ("LL", "LL128", "Simple")
-FUNCTIONS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+from topodoctor.rules.nccl_vars import ALGORITHMS, PROTOCOLS
+
+# ncclAlgoStr / ncclProtoStr (src/init.cc, in nccl_vars): the numeric forms of 2.20 - 2.23 index them.
 # NCCL's function names -> ours (measure/collectives/plan.py's ops)
 OP_OF = {
     "Broadcast": "broadcast",

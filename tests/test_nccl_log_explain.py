@@ -115,7 +115,7 @@ def test_healthy_log_tuning_parsed_end_to_end() -> None:
     assert c is not None
     # the cost table of two emulated nodes over sockets: 1.2 GB/s per channel assumed for lo
     ring = c.cost("all_reduce", "Ring", "Simple")
-    assert ring is not None and ring.busbw_gbps == pytest.approx(1.2) and ring.latency_us == pytest.approx(36.4)
+    assert ring is not None and ring.algbw_gbps == pytest.approx(1.2) and ring.latency_us == pytest.approx(36.4)
     assert c.cost("all_reduce", "Tree", "Simple") is not None
     assert [g.pattern for g in c.graphs][:2] == ["ring", "tree"]
     big = c.chosen("all_reduce", 1 << 26)

@@ -130,11 +130,22 @@ def collectives(
     expect_pair_busbw: Annotated[
         float | None, typer.Option("--expect-pair-busbw", help="GB/s a healthy pair of nodes reaches.", min=0)
     ] = None,
+    predict: Annotated[
+        bool,
+        typer.Option(
+            "--predict", help="Run nothing: the busbw the topology gives each op at 1 GiB (no GPU, no torch)."
+        ),
+    ] = False,
+    predict_nodes: Annotated[
+        int, typer.Option("--nodes", help="With --predict: that many such nodes, joined by their NICs.", min=1)
+    ] = 1,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and
     channels, judged against the topology (TD0xx)."""
     from topodoctor.measure.collectives.plan import Plan, parse_ops, parse_sizes
 
+    if predict:
+        _predict(parse_ops(op), replay, predict_nodes, fmt)
     plan = Plan(
         ops=parse_ops(op),
         sizes=parse_sizes(size, step_factor),
@@ -193,7 +204,7 @@ def collectives(
     elif fmt is Fmt.text:
         from topodoctor.report.collectives_nodes import node_lines
 
-        for line in [*text_report(res, findings), *node_lines(res)]:
+        for line in [*text_report(res, findings, snap), *node_lines(res)]:
             typer.echo(line)
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
@@ -201,6 +212,25 @@ def collectives(
     from topodoctor.errors import EXIT_OK, EXIT_UNHEALTHY
 
     raise typer.Exit(EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK)
+
+
+def _predict(ops: tuple[str, ...], replay: str | None, nodes: int, fmt: Fmt) -> None:
+    """``--predict``: the model's busbw per op for this host (or a recording), then exit 0."""
+    from topodoctor.report.collectives import prediction_doc, prediction_lines
+    from topodoctor.topology.busbw import predict
+
+    snap = _snapshot(replay, True)
+    preds = predict(snap, ops, nodes=nodes)
+    if not preds:
+        raise ProbeUnavailable("the topology does not say enough for a prediction (fewer than 2 GPUs, or links unread)")
+    if fmt is Fmt.json:
+        import json
+
+        typer.echo(json.dumps(prediction_doc(preds), indent=1))
+    else:
+        for line in prediction_lines(preds):
+            typer.echo(line)
+    raise typer.Exit(0)
 
 
 def _spawn(

@@ -53,7 +53,7 @@ class Cost:
     algorithm: str
     protocol: str
     latency_us: float
-    busbw_gbps: float  # 0.0: NCCL will not use it here
+    algbw_gbps: float  # the table's bandwidth (NCCL's algorithm bandwidth, GB/s); 0.0: not used here
 
 
 @dataclass(frozen=True)
@@ -181,3 +181,21 @@ def parse_choices(lines: Iterable[str]) -> Choices:
         graphs=tuple(graphs),
         calls=tuple(Choice(*k, calls=n) for k, n in calls.items()),
     )
+
+
+def traffic_bytes(op: str, logged_bytes: int, nranks: int) -> int:
+    """The size nccl-tests (and NCCL's time model, ncclFuncMaxSendRecvCount) counts for a call
+    NCCL logged as ``logged_bytes`` (count x type size: one rank's part for AllGather and
+    ReduceScatter)."""
+    return logged_bytes * nranks if op in ("all_gather", "reduce_scatter") else logged_bytes
+
+
+def predicted_busbw(cost: Cost, size_bytes: int, bus_factor: float) -> float | None:
+    """NCCL's own prediction of busbw at ``size_bytes``: its time model (tuning.cc
+    ncclTopoGetAlgoTime: latency + bytes / (1000 x bandwidth), in us) turned into nccl-tests'
+    busbw. None where the table disables the cell (bandwidth 0). The tree correction factors
+    for small all_reduce are left out: they matter below 512 MiB only for Tree."""
+    if cost.algbw_gbps <= 0 or size_bytes <= 0:
+        return None
+    time_us = cost.latency_us + size_bytes / (1000.0 * cost.algbw_gbps)
+    return size_bytes / time_us / 1e3 * bus_factor

@@ -8,6 +8,7 @@ from topodoctor.probed import ProbeError
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
     collectives,
+    collectives_model,
     collectives_nodes,
     cuda_env,
     expectations,

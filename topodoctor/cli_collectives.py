@@ -139,6 +139,17 @@ def collectives(
     predict_nodes: Annotated[
         int, typer.Option("--nodes", help="With --predict: that many such nodes, joined by their NICs.", min=1)
     ] = 1,
+    algo: Annotated[
+        str | None,
+        typer.Option(
+            "--algo",
+            help="Each op under each of these NCCL algorithms (NCCL_ALGO per run: ring,tree,nvls,pat,...), "
+            "beside NCCL's own choice; crossovers named.",
+        ),
+    ] = None,
+    scaling: Annotated[
+        bool, typer.Option("--scaling", help="The ops on 2, 4, ... N GPUs (nearest GPUs grouped first).")
+    ] = False,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and
     channels, judged against the topology (TD0xx)."""
@@ -155,6 +166,8 @@ def collectives(
         op_timeout_s=op_timeout,
         backend=backend.value,
     )
+    if algo is not None or scaling:
+        _sweep(plan, algo, scaling, nprocs, start_timeout, timeout, replay, fmt)
     bw = None
     if bandwidth_file is not None:
         from topodoctor.bandwidth.result import load_result as load_bw
@@ -231,6 +244,66 @@ def _predict(ops: tuple[str, ...], replay: str | None, nodes: int, fmt: Fmt) -> 
         for line in prediction_lines(preds):
             typer.echo(line)
     raise typer.Exit(0)
+
+
+def _sweep(
+    plan: Any,
+    algo: str | None,
+    scaling: bool,
+    nprocs: int | None,
+    start_timeout: float,
+    timeout: float,
+    replay: str | None,
+    fmt: Fmt,
+) -> None:
+    """``--algo`` / ``--scaling``: several spawned runs, compared; exit 1 when a run failed or a
+    group of GPUs is slow against its peers, else 0."""
+    from topodoctor.codec import to_jsonable
+    from topodoctor.measure.collectives.check import visible_gpus
+    from topodoctor.measure.collectives.launch import measure
+    from topodoctor.measure.collectives.sweeps import ALGO_OPS, algo_sweep, scaling_sweep, subsets
+    from topodoctor.report.collectives_sweeps import algo_lines, scaling_lines
+
+    gpu = plan.backend == "nccl"
+    snap = _snapshot(replay, gpu and nprocs is None)
+    n = nprocs or (visible_gpus(snap) if gpu else 2)
+    if n < 2:
+        raise ProbeUnavailable(f"collectives need at least 2 ranks; {n} to run (GPUs visible, --nprocs)")
+    deadline = time.monotonic() + timeout if timeout > 0 else None
+
+    def run(p: Any, env: dict[str, str], ranks: int = n) -> Any:
+        return measure(p, ranks, snapshot=snap, deadline=deadline, start_timeout_s=start_timeout, extra_env=env)
+
+    doc: dict[str, Any] = {}
+    lines: list[str] = []
+    bad = False
+    if algo is not None:
+        names = [a.strip() for a in algo.split(",") if a.strip()]
+        unknown = [a for a in names if a.lower() not in ALGO_OPS]
+        if unknown or not names:
+            raise InputError(f"--algo: unknown algorithm {unknown[0] if unknown else algo!r} ({', '.join(ALGO_OPS)})")
+        if not gpu:
+            lines.append("# gloo: NCCL_ALGO has no effect here; the runs exercise the sweep, not NCCL")
+        a = algo_sweep(plan, names, run)
+        doc["algorithms"], bad = to_jsonable(a), bad or bool(a.failures)
+        lines += algo_lines(a)
+    if scaling:
+
+        def on(p: Any, gpus: tuple[int, ...]) -> Any:
+            env = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"} if gpu else {}
+            return run(p, env, len(gpus))
+
+        s = scaling_sweep(plan, subsets(snap if gpu else None, n), on)
+        doc["scaling"], bad = to_jsonable(s), bad or bool(s.slow) or any(r.failures for r in s.runs)
+        lines += scaling_lines(s)
+    if fmt is Fmt.json:
+        import json
+
+        typer.echo(json.dumps(doc, indent=1))
+    else:
+        for line in lines:
+            typer.echo(line)
+    raise typer.Exit(1 if bad else 0)
 
 
 def _spawn(

@@ -21,6 +21,9 @@ beside them says what was run and how each rank ended. Cases:
 - ``shm-small``: /dev/shm of 64 KiB (a private mount) under NCCL's shared-memory transport.
 - ``peer-died``: rank 1 exits in the middle of a loop of all_reduce.
 - ``watchdog``: rank 1 never joins an all_reduce; rank 0's process group times out after 5 s.
+- ``td-net-ib``, ``td-socket-ifname``, ``td-healthy``: the same two "nodes", each rank being
+  ``topodoctor collectives`` itself joined to the world (RANK / WORLD_SIZE): its init failure
+  explained with exit 3, and a healthy run's report with NCCL's choices (INFO with TUNING).
 """
 
 from __future__ import annotations
@@ -148,7 +151,7 @@ def run_case(out: Path, case: str, level: str, port: int, backend: str) -> subpr
     """Start a case's ranks; returns the first rank's process (the others are waited for too)."""
     d = out / case / level
     d.mkdir(parents=True, exist_ok=True)
-    per_rank, prefix = _case_env(case)
+    per_rank, prefix = _case_env(case.removeprefix("td-"))
     procs = []
     for rank, extra in enumerate(per_rank):
         env = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_")}
@@ -168,10 +171,14 @@ def run_case(out: Path, case: str, level: str, port: int, backend: str) -> subpr
         )
         if LEVELS[level]:
             env["NCCL_DEBUG"] = LEVELS[level]
-        if case in ("healthy", "algo-ring", "algo-tree") and level == "info":
-            env["NCCL_DEBUG_SUBSYS"] = "INIT,GRAPH,TUNING"
+        if case in ("healthy", "algo-ring", "algo-tree", "td-healthy") and level == "info":
+            env["NCCL_DEBUG_SUBSYS"] = "INIT,GRAPH,ENV,TUNING,P2P,SHM,NET"
         log = open(d / f"rank{rank}.txt", "wb")  # noqa: SIM115 - closed when the process ends
         cmd = [*prefix, sys.executable, os.path.abspath(__file__)]
+        if case.startswith("td-"):
+            env.pop("TD_ROLE")
+            cmd = [sys.executable, "-m", "topodoctor", "collectives", "--backend", backend, "--op", "all_reduce"]
+            cmd += ["--size", "1M,64M", "--iters", "5", "--log-dir", str(d / f"logs{rank}"), "--timeout", "60"]
         procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     return _wait(d, case, level, procs)
 
@@ -210,6 +217,9 @@ CASES = (
     "shm-small",
     "peer-died",
     "watchdog",
+    "td-net-ib",
+    "td-socket-ifname",
+    "td-healthy",
 )
 
 
@@ -224,7 +234,7 @@ def main() -> int:
     port = 29700
     threads = []
     for case in args.only.split(","):
-        levels = ("info",) if case in ("healthy", "algo-ring", "algo-tree") else tuple(LEVELS)
+        levels = ("info",) if case in ("healthy", "algo-ring", "algo-tree") or case.startswith("td-") else tuple(LEVELS)
         for level in levels:
             port += 1
             t = threading.Thread(target=run_case, args=(args.out, case, level, port, args.backend))

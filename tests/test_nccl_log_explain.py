@@ -189,3 +189,19 @@ def test_cli_undecodable_bytes_are_read(tmp_path: Path) -> None:
     p.write_bytes(b"\xff\xfe garbage\n" + warn)
     r = runner.invoke(app, ["nccl-log", str(p)])
     assert r.exit_code == 1 and "TD046" in r.stdout
+
+
+@pytest.mark.parametrize(("case", "code"), [("td-net-ib", "TD040"), ("td-socket-ifname", "TD041")])
+def test_topodoctor_ranks_own_logs_explained(case: str, code: str) -> None:
+    # each rank was `topodoctor collectives` joined to the world; its NCCL log and its stderr together
+    d = FAILURES / case / "info"
+    files = _files(d) + [parse_file(str(p), p.read_text()) for p in sorted(d.glob("logs*/nccl.*.log"))]
+    assert [f.code for f in explain(files)][:1] == [code]
+
+
+def test_topodoctor_healthy_run_over_emulated_nodes() -> None:
+    d = FAILURES / "td-healthy" / "info"
+    files = [parse_file(str(p), p.read_text()) for p in sorted(d.glob("logs*/nccl.*.log"))]
+    assert explain(files) == []
+    (rank0, _) = files
+    assert rank0.choices is not None and rank0.choices.chosen("all_reduce", 64 << 20) is not None

@@ -205,3 +205,10 @@ def test_topodoctor_healthy_run_over_emulated_nodes() -> None:
     assert explain(files) == []
     (rank0, _) = files
     assert rank0.choices is not None and rank0.choices.chosen("all_reduce", 64 << 20) is not None
+
+
+def test_explain_knows_the_log_codes() -> None:
+    r = runner.invoke(app, ["explain", "TD041"])
+    assert r.exit_code == 0 and "nccl-log-no-socket-interface" in r.stdout and "NCCL_SOCKET_IFNAME" in r.stdout
+    assert runner.invoke(app, ["explain", "nccl-log-peer-lost"]).exit_code == 0
+    assert runner.invoke(app, ["explain", "TD059"]).exit_code == 2

@@ -233,6 +233,11 @@ def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -
 
     r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
     if r is None:
+        from topodoctor.nccllog.explain import explanation_text
+
+        if (doc := explanation_text(code)) is not None:  # a finding of `nccl-log`, not a check rule
+            render(lambda c: sys.stdout.write(doc))
+            return
         raise InputError(f"no rule {printable(code)!r} (see `topodoctor rules`)")
     render(lambda c: sys.stdout.write(rule_markdown(r)))
 

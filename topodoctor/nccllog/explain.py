@@ -134,6 +134,14 @@ EXPLANATIONS: dict[str, Explanation] = {
     )
 }
 CODE_OF = {e.name: e.code for e in EXPLANATIONS.values()}
+
+
+def explanation_text(code: str) -> str | None:
+    """``topodoctor explain`` for a code of ours (TD040) or its name; None for any other."""
+    e = EXPLANATIONS.get(code.upper()) or EXPLANATIONS.get(CODE_OF.get(code, ""))
+    if e is None:
+        return None
+    return f"# {e.code} {e.name} ({e.severity}, from `topodoctor nccl-log`)\n\n{e.title}.\n\nFix: {e.fix}\n"
 KIND_CODE = {
     "net-plugin": "TD040",
     "no-socket-interface": "TD041",

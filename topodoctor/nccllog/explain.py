@@ -142,6 +142,8 @@ def explanation_text(code: str) -> str | None:
     if e is None:
         return None
     return f"# {e.code} {e.name} ({e.severity}, from `topodoctor nccl-log`)\n\n{e.title}.\n\nFix: {e.fix}\n"
+
+
 KIND_CODE = {
     "net-plugin": "TD040",
     "no-socket-interface": "TD041",

@@ -92,6 +92,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl-error", re.compile(r"Test NCCL failure \S+ '(.+?)'()")),
     ("warn", re.compile(r"NCCL WARN (.*)$")),
 )
+_ANY = re.compile("|".join(f"(?:{p.pattern})" for _, p in PATTERNS))
 _VERSION_LINE = re.compile(r"(?:NCCL INFO |^|\] )NCCL version (\d+\.\d+\.\d+\S*)")
 _TORCH_RANK = re.compile(r"^\[rank(\d+)\]:")
 _INIT_RANK = re.compile(r"ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
@@ -171,20 +172,24 @@ def parse_file(name: str, text: str) -> LogFile:
         if m := _TORCH_RANK.search(line):
             rank = int(m.group(1))
             ranks[rank] = None
-        if m := _INIT_RANK.search(line):
-            ranks[int(m.group(1))] = None
-        if m := _NT_LIBRARY.search(line):
-            n = int(m.group(1))
-            versions[f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
-        if m := _NT_RANK.search(line):
-            ranks[int(m.group(1))] = None
-            hosts[m.group(2)] = None
-        if m := _SET_TO.search(line):
-            env[m.group(1)] = m.group(2)
+        if seen != "unset":
+            if m := _INIT_RANK.search(line):
+                ranks[int(m.group(1))] = None
+            if m := _SET_TO.search(line):
+                env[m.group(1)] = m.group(2)
+        if line.startswith("#"):
+            if m := _NT_LIBRARY.search(line):
+                n = int(m.group(1))
+                versions[f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
+            if m := _NT_RANK.search(line):
+                ranks[int(m.group(1))] = None
+                hosts[m.group(2)] = None
         if line.strip() == _LAST_ERROR:
             nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
             # an empty "Last error:" is followed by torch's next message, not NCCL's reason
             last_errors.append("" if not nxt or nxt.startswith(("[", "Exception raised", "frame #")) else nxt[:300])
+        if not _ANY.search(line):  # one pass over the line: most of a job's log is not NCCL's
+            continue
         for kind, pat in PATTERNS:
             if m := pat.search(line):
                 per_kind[kind] = per_kind.get(kind, 0) + 1

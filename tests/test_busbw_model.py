@@ -132,3 +132,14 @@ def test_predict_cli_on_one_gpu_is_could_not_check() -> None:
     code += "sys.exit(main(['collectives', '--predict', '--replay', 'h100-x1']))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 3 and "does not say enough" in r.stderr
+
+
+def test_across_nodes_the_slowest_gpus_nic_share_bounds_the_ring() -> None:
+    snap = probe_host("fixtures/derived/hgx-8gpu-2socket.json").snapshot  # 8 GPUs, 8 x 400 Gb/s NICs
+    healthy = bottleneck(snap, nodes=2)
+    assert healthy is not None and "NVSwitch" in healthy.what  # 8 x 50 GB/s of NICs outrun the NVLinks
+    first = snap.nics[0].name
+    slow = replace(snap, nics=tuple(replace(n, rate_gbps=100.0) if n.name == first else n for n in snap.nics))
+    b = bottleneck(slow, nodes=2)
+    assert b is not None and b.gbps == pytest.approx(8 * 12.5) and first in b.what
+    assert predict(probe_host("h200-x4").snapshot, nodes=2) == ()  # no RDMA NIC: nothing to say across nodes

@@ -235,7 +235,8 @@ def _predict(ops: tuple[str, ...], replay: str | None, nodes: int, fmt: Fmt) -> 
     snap = _snapshot(replay, True)
     preds = predict(snap, ops, nodes=nodes)
     if not preds:
-        raise ProbeUnavailable("the topology does not say enough for a prediction (fewer than 2 GPUs, or links unread)")
+        why = "fewer than 2 GPUs, or links unread" + (", or no RDMA NIC of known rate" if nodes > 1 else "")
+        raise ProbeUnavailable(f"the topology does not say enough for a prediction ({why})")
     if fmt is Fmt.json:
         import json
 

@@ -5,7 +5,8 @@ The model follows NCCL's own (``src/graph/topo.h``, ``search.cc``, ``tuning.cc``
 1. Each GPU's bandwidth as NCCL credits it: active NVLinks x the per-link rate NCCL assumes for
    its generation (not the signalling rate: 20.6 GB/s on Hopper against 26.6 signalled), the
    whole bundle to an NVSwitch or the links to each peer GPU; PCIe width x lane rate where no
-   NVLink joins a pair; across nodes each GPU's share of the NICs.
+   NVLink joins a pair; across nodes each GPU's share of its nearest NIC, times the GPUs of a node
+   (not yet held against a measurement; GPUDirect RDMA assumed).
 2. NCCL's graph search fills that bandwidth with channels of one speed from its speed array
    (``sm90SpeedArrayIntra``); the best fill is the bus bandwidth a ring carries (360 GB/s on
    18 Hopper links, as NCCL's own cost table says).
@@ -126,18 +127,18 @@ def channel_fill(gbps: float, speeds: tuple[float, ...] = SPEEDS_SM90) -> float:
 
 
 def _nic_share(snap: HostSnapshot, gpus: tuple[int, ...]) -> tuple[float, str] | None:
-    """Across nodes: the node's network bandwidth (every active RDMA NIC) for its GPUs' rings."""
-    rates = [
-        n.rate_gbps
-        for n in snap.nics
-        if n.kind in ("infiniband", "roce")
-        and isinstance(n.rate_gbps, (int, float))
-        and (not isinstance(n.state, str) or "ACTIVE" in n.state.upper() or n.state.lower() == "up")
-    ]
-    if not rates:
+    """Across nodes: each GPU's share of its nearest RDMA NIC (nics.py, as NCCL assigns them);
+    NCCL spreads its rings over the NICs, so the node sends at the smallest share x its GPUs."""
+    from topodoctor.nics import expected_rail_gbps, nearest_nics
+
+    paths = nearest_nics(snap)
+    share = expected_rail_gbps(paths, list(gpus))
+    if share is None:
         return None
-    total = sum(float(r) for r in rates) / 8.0  # Gb/s -> GB/s
-    return total, f"{len(rates)} NIC(s), {total:g} GB/s together for {len(gpus)} GPUs"
+    worst = paths[min(gpus, key=lambda i: (paths[i].rate_gbps or 0.0) / max(paths[i].sharing, 1))]
+    what = f"GPU{worst.gpu}: {share:g} GB/s, its share of {worst.nic} ({worst.rate_gbps:g} Gb/s"
+    what += f", {worst.sharing} GPU(s))"
+    return share * len(gpus), what
 
 
 def bottleneck(snap: HostSnapshot, gpus: tuple[int, ...] | None = None, nodes: int = 1) -> Bottleneck | None:

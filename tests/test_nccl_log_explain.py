@@ -212,3 +212,14 @@ def test_explain_knows_the_log_codes() -> None:
     assert r.exit_code == 0 and "nccl-log-no-socket-interface" in r.stdout and "NCCL_SOCKET_IFNAME" in r.stdout
     assert runner.invoke(app, ["explain", "nccl-log-peer-lost"]).exit_code == 0
     assert runner.invoke(app, ["explain", "TD059"]).exit_code == 2
+
+
+def test_nccl_tests_failure_lines() -> None:
+    # nccl-tests' NCCLCHECK (src/common.h, NCCL >= 2.13): "host: Test NCCL failure FILE:LINE 'class / last error'"
+    head = "node3: Test NCCL failure common.cu:1005 'invalid usage (run with NCCL_DEBUG=WARN for details) / "
+    (known,) = explain([parse_file("a.txt", head + "Bootstrap : no socket interface found'\n")])
+    assert known.code == "TD041"
+    (other,) = explain([parse_file("b.txt", head + "something new went wrong'\n")])
+    assert (other.code, other.evidence["reason"]) == ("TD052", "something new went wrong")
+    (bare,) = explain([parse_file("c.txt", head + "'\n")])
+    assert bare.code == "TD049" and "invalid usage" in bare.message

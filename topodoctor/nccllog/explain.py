@@ -303,8 +303,9 @@ def _unexplained_errors(files: Sequence[LogFile], errors: list[Event], env: dict
     if not errors:
         return []
     ev = errors[0]
-    cls = (ev.groups[0] or "").split(" (run with")[0].strip()
-    reasons = [r for f in files for r in f.last_errors if r]
+    text, _, inline = (ev.groups[0] or "").partition(" / ")  # nccl-tests: 'class / ncclGetLastError()'
+    cls = text.split(" (run with")[0].strip()
+    reasons = [r for r in [inline.strip()] if r] + [r for f in files for r in f.last_errors if r]
     if reasons:
         return [_finding("TD052", _subject(errors), f"NCCL error '{cls}': {reasons[0]}", ev, reason=reasons[0])]
     likely = next((v for k, v in LIKELY.items() if cls.startswith(k)), "see NCCL's error class")

@@ -18,7 +18,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from topodoctor.rules.nccl_vars import ALGORITHMS, PROTOCOLS
+# NCCL's names for its algorithms and protocols (src/include/device.h, the order of its tables):
+# what NCCL_ALGO and NCCL_PROTO take and what its tuning log prints.
+ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+PROTOCOLS = ("LL", "LL128", "Simple")
+
 
 # ncclAlgoStr / ncclProtoStr (src/init.cc, in nccl_vars): the numeric forms of 2.20 - 2.23 index them.
 # NCCL's function names -> ours (measure/collectives/plan.py's ops)

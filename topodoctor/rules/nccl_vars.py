@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topodoctor.nccllog.choices import ALGORITHMS, PROTOCOLS
+
 
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -150,10 +152,8 @@ ZERO_MEANS = {
     "NCCL_COLLNET_ENABLE": "CollNet is off",
 }
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-# NCCL_ALGO / NCCL_PROTO tokens and their per-function prefixes, compared case-blind by
-# tuning.cc's parseList: ncclAlgoStr, ncclProtoStr and ncclFuncStr in src/init.cc (2.28).
-ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-PROTOCOLS = ("LL", "LL128", "Simple")
+# NCCL_ALGO / NCCL_PROTO tokens (ALGORITHMS, PROTOCOLS: nccllog/choices.py) and their per-function
+# prefixes, compared case-blind by tuning.cc's parseList: ncclFuncStr in src/init.cc (2.28).
 FUNCTIONS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 # Integer settings with a closed domain: (low, high, what the value is, where NCCL reads it).
 # NCCL_IB_TIMEOUT has a rule of its own (TD609).

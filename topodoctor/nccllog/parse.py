@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from topodoctor.measure.collectives.nccl_log import account
-from topodoctor.measure.collectives.result import NcclAccount
+from topodoctor.model.collectives import NcclAccount
+from topodoctor.nccllog.account import account
 from topodoctor.nccllog.choices import Choices, parse_choices
 
 Level = Literal["unset", "VERSION", "WARN", "INFO"]

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from topodoctor.codec import to_jsonable
-from topodoctor.measure.collectives.plan import human_size
-from topodoctor.measure.collectives.result import CollectivesResult, NcclAccount, Timing
-from topodoctor.model import HostSnapshot
+from topodoctor.core.codec import to_jsonable
+from topodoctor.model.collective_ops import human_size
+from topodoctor.model.collectives import CollectivesResult, NcclAccount, Timing
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.registry import Finding
 from topodoctor.topology.busbw import Prediction, predict
 

@@ -3,8 +3,8 @@ crossovers named) and per group of GPUs (efficiency against two GPUs, a slow gro
 
 from __future__ import annotations
 
-from topodoctor.measure.collectives.plan import human_size
 from topodoctor.measure.collectives.sweeps import AlgoSweep, ScalingSweep
+from topodoctor.model.collective_ops import human_size
 
 
 def algo_lines(s: AlgoSweep) -> list[str]:

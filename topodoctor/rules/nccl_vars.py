@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topodoctor.nccllog.choices import ALGORITHMS, PROTOCOLS
-
 
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())

@@ -16,14 +16,14 @@ The model follows NCCL's own (``src/graph/topo.h``, ``search.cc``, ``tuning.cc``
    efficiency. NCCL's own factors (tree 0.92, NVLS 0.85 on Hopper) are kept for the
    algorithms they belong to.
 
-Held against nccl-tests at 1 GiB on the H200 hosts (tests/test_busbw_model.py, docs/collectives.md).
+Held against nccl-tests at 1 GiB on the H200 hosts (tests/topology/test_busbw_model.py, docs/collectives.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topodoctor.model import Gpu, HostSnapshot
+from topodoctor.model.snapshot import Gpu, HostSnapshot
 
 # topo.h: the NVLink bandwidth NCCL assumes per link, by compute capability (SM80/SM90/SM100_NVLINK_BW)
 NCCL_NVLINK_GBPS = ((100, 40.1), (90, 20.6), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0))
@@ -129,7 +129,7 @@ def channel_fill(gbps: float, speeds: tuple[float, ...] = SPEEDS_SM90) -> float:
 def _nic_share(snap: HostSnapshot, gpus: tuple[int, ...]) -> tuple[float, str] | None:
     """Across nodes: each GPU's share of its nearest RDMA NIC (nics.py, as NCCL assigns them);
     NCCL spreads its rings over the NICs, so the node sends at the smallest share x its GPUs."""
-    from topodoctor.nics import expected_rail_gbps, nearest_nics
+    from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
 
     paths = nearest_nics(snap)
     share = expected_rail_gbps(paths, list(gpus))

@@ -8,8 +8,8 @@ import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from topodoctor import fileio
-from topodoctor.errors import InputError, TopodoctorError
+from topodoctor.core import fileio
+from topodoctor.core.errors import InputError, TopodoctorError
 
 MAX_LOG_BYTES = 16 << 20
 

@@ -9,9 +9,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from topodoctor.measure.collectives.plan import Plan
-from topodoctor.measure.collectives.result import CollectivesResult
-from topodoctor.model import HostSnapshot
+from topodoctor.model.collective_ops import Plan
+from topodoctor.model.collectives import CollectivesResult
+from topodoctor.model.snapshot import HostSnapshot
 
 Run = Callable[[Plan, dict[str, str]], CollectivesResult]
 # tuning.cc (ncclTopoTuneModel): which algorithms each function may use at all; p2p ops have none

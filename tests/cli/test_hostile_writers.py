@@ -61,7 +61,7 @@ WRITERS = {
 # The options that name a file we write, by command; a new one fails the walk below until listed.
 WRITER_OPTIONS = {"--output", "--metrics", "--export-graph", "--draw", "--heatmap", "--plot"}
 # Path options that are read (bounded, see fileio.read_bytes), or a directory we create (--log-dir).
-READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results"}
+READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results", "paths"}
 
 
 @pytest.fixture(autouse=True)

@@ -84,7 +84,7 @@ def test_fallback_names_the_pair_and_the_cause() -> None:
 def test_near_miss_busbw_just_above_the_floor() -> None:
     # 0.70 x the real figures: the lowest op (all_gather, 256 GB/s at 512 MiB) lands at 0.375 of the
     # NVLink rate, above the 0.35 floor
-    assert _codes(_scaled(_healthy(), 0.70)) == set()
+    assert _codes(_scaled(_healthy(), 0.70)) - {"TD020"} == set()  # TD020 holds it to the model at 0.85
     assert "TD001" in _codes(_scaled(_healthy(), 0.60))
 
 

@@ -82,6 +82,13 @@ MORE_CASES: list[Case] = [
         Case(f"TD00{i}", False, "h200-x2", "collectives result x2-healthy (the real run)", collectives="x2-healthy")
         for i in range(1, 8)
     ),
+    Case(
+        "TD020",
+        False,
+        "h200-x2",
+        "collectives result x2-healthy (the real run: 0.89-1.02 of the model at 512 MiB)",
+        collectives="x2-healthy",
+    ),
     *(
         Case(code, True, "h200-x2", f"multi-node result {name}", collectives=name)
         for name, codes in _MULTINODE_CODES

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -156,10 +156,36 @@ def collectives(
         float | None,
         typer.Option("--expect-pair-busbw", metavar="GBPS", help="GB/s a healthy pair of nodes reaches.", min=0),
     ] = None,
+    predict: Annotated[
+        bool,
+        typer.Option(
+            "--predict", help="Run nothing: the busbw the topology gives each op at 1 GiB (no GPU, no torch)."
+        ),
+    ] = False,
+    predict_nodes: Annotated[
+        int,
+        typer.Option("--nodes", metavar="N", help="With --predict: that many such nodes, joined by their NICs.", min=1),
+    ] = 1,
+    algo: Annotated[
+        str | None,
+        typer.Option(
+            "--algo",
+            metavar="ALGOS",
+            help="Each op under each of these NCCL algorithms (NCCL_ALGO per run: ring,tree,nvls,pat,...), "
+            "beside NCCL's own choice; crossovers named.",
+        ),
+    ] = None,
+    scaling: Annotated[
+        bool, typer.Option("--scaling", help="The ops on 2, 4, ... N GPUs (nearest GPUs grouped first).")
+    ] = False,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and
     channels, judged against the topology (TD0xx)."""
+    from topodoctor.cli.options import budget, source
     from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
+
+    if predict:
+        _predict(parse_ops(op), source(replay), budget(timeout), predict_nodes, fmt)
 
     if plot is not None:  # a bad picture path is refused before anything is measured
         from topodoctor.cli.pictures import check_picture_path
@@ -174,7 +200,6 @@ def collectives(
         op_timeout_s=op_timeout,
         backend=backend.value,
     )
-    from topodoctor.cli.options import budget, source
     from topodoctor.service.collective_runs import CollectivesRun, node_settings, run_collectives
 
     tty = sys.stderr.isatty()
@@ -201,6 +226,8 @@ def collectives(
         expect_busbw=expect_busbw,
         progress=progress if tty else None,
     )
+    if algo is not None or scaling:
+        _sweep(run, algo, scaling, budget(timeout), fmt)
     out = run_collectives(run, budget(timeout))
     if tty and not from_file:
         sys.stderr.write("\r\033[K")
@@ -236,11 +263,51 @@ def collectives(
         from topodoctor.report.terminal import printable
 
         # a host or GPU name never acts on the terminal
-        lines = [printable(line) for line in [*text_report(res, findings), *node_lines(res)]]
+        lines = [printable(line) for line in [*text_report(res, findings, snap), *node_lines(res)]]
         render(lambda c: sys.stdout.write("".join(f"{line}\n" for line in lines)))
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
     raise typer.Exit(outputs.exit_code(out.exit_code))
+
+
+def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: MeasureFormat) -> None:
+    """``--predict``: the model's busbw per op for this host (or a recording), then exit 0."""
+    from topodoctor.cli.io import emit, emit_json, render
+    from topodoctor.report.collectives import prediction_doc, prediction_lines
+    from topodoctor.service.collective_sweeps import predict_busbw
+
+    preds = predict_busbw(where, within, ops, nodes)
+    if fmt is MeasureFormat.json:
+        render(lambda c: emit_json(prediction_doc(preds)))
+    else:
+        render(lambda c: emit("\n".join(prediction_lines(preds))))
+    raise typer.Exit(0)
+
+
+def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: MeasureFormat) -> None:
+    """``--algo`` / ``--scaling``: several spawned runs, compared; exit 1 when a run failed or a
+    group of GPUs is slow against its peers, else 0."""
+    from topodoctor.cli.io import emit, emit_json, render
+    from topodoctor.core.codec import to_jsonable
+    from topodoctor.report.collectives_sweeps import algo_lines, scaling_lines
+    from topodoctor.service.collective_sweeps import run_sweeps
+
+    out = run_sweeps(run, algo, scaling, within)
+    doc: dict[str, Any] = {}
+    lines: list[str] = []
+    if out.algorithms is not None:
+        if run.plan.backend != "nccl":
+            lines.append("# gloo: NCCL_ALGO has no effect here; the runs exercise the sweep, not NCCL")
+        doc["algorithms"] = to_jsonable(out.algorithms)
+        lines += algo_lines(out.algorithms)
+    if out.scaling is not None:
+        doc["scaling"] = to_jsonable(out.scaling)
+        lines += scaling_lines(out.scaling)
+    if fmt is MeasureFormat.json:
+        render(lambda c: emit_json(doc))
+    else:
+        render(lambda c: emit("\n".join(lines)))
+    raise typer.Exit(out.exit_code)
 
 
 def register(app: typer.Typer) -> None:

@@ -67,6 +67,13 @@ EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {
         _CANNOT,
         _SIGNAL,
     ),
+    "nccl-log": (
+        ("0", "read; no failure at error level"),
+        ("1", "the logs show a failure (a finding at error level)"),
+        ("2", "usage or input error: a file missing, unreadable, too large, or no files"),
+        _CANNOT,
+        _SIGNAL,
+    ),
     "rules": (("0", "listed"), _USAGE),
     "explain": (("0", "shown"), _USAGE),
 }

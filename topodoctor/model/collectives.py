@@ -92,6 +92,19 @@ class Connection:
 
 
 @dataclass(frozen=True)
+class NcclChoice:
+    """What NCCL chose for one op at one size (its TUNING log), and what its own model predicts."""
+
+    op: str
+    size_bytes: int  # as nccl-tests counts it (max of send and receive bytes), to match a row
+    algorithm: str  # Ring, Tree, NVLS, ... (NCCL's names)
+    protocol: str  # LL, LL128, Simple
+    channels: int | None  # channels the call used; None in the 2.20 - 2.23 forms
+    predicted_busbw_gbps: float | None  # NCCL's cost table at this size (latency included); None without it
+    calls: int = 1
+
+
+@dataclass(frozen=True)
 class NcclAccount:
     """NCCL's own account of the run, read from its INFO log (one file per rank)."""
 
@@ -109,6 +122,12 @@ class NcclAccount:
     env: dict[str, str]  # NCCL variables NCCL reported as set
     logs: int  # rank logs read
     warnings: tuple[str, ...] = ()  # NCCL WARN lines
+    choices: tuple[NcclChoice, ...] = ()  # per op and size (NCCL_DEBUG_SUBSYS with TUNING)
+    graphs: tuple[str, ...] = ()  # the graph searches: "ring 12 ch x 30/30 GB/s NVL/PIX"
+
+    def choice(self, op: str, size_bytes: int) -> NcclChoice | None:
+        """NCCL's choice for a row (same op and size), if it logged one."""
+        return next((c for c in self.choices if c.op == op and c.size_bytes == size_bytes), None)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ out-of-place and in-place forms. A form torch.distributed does not offer prints 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -16,6 +17,8 @@ from topodoctor.model.collective_ops import human_size
 from topodoctor.model.collectives import CollectivesResult, Timing
 from topodoctor.model.findings import Finding
 from topodoctor.model.nccl_summary import nccl_paragraph
+from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.topology.busbw import Prediction, predict
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 
@@ -72,8 +75,9 @@ def table_lines(res: CollectivesResult) -> list[str]:
     return [ln.rstrip() for ln in out]
 
 
-def text_report(res: CollectivesResult, findings: list[Finding]) -> list[str]:
+def text_report(res: CollectivesResult, findings: list[Finding], snap: HostSnapshot | None = None) -> list[str]:
     lines = table_lines(res)
+    lines += model_lines(res, snap or res.snapshot)
     for fail in res.failures:
         at = f" at {human_size(fail.size_bytes)}" if fail.size_bytes else ""
         lines.append(f"# FAILED {fail.kind}: {fail.op or 'run'}{at}: {fail.message}")
@@ -98,3 +102,58 @@ def collectives_json(res: CollectivesResult, findings: list[Finding]) -> dict[st
     doc["account"] = nccl_paragraph(res)
     doc["findings"] = [asdict(f) for f in findings]
     return doc
+
+
+def prediction_lines(preds: Sequence[Prediction]) -> list[str]:
+    """``collectives --predict``: the model's busbw per op, and the bottleneck it assumed."""
+    if not preds:
+        return []
+    b = preds[0].bottleneck
+    out = [
+        f"# busbw the topology gives at 1 GiB: {plural(preds[0].ranks, 'rank')} on {plural(preds[0].nodes, 'node')}",
+        f"# bottleneck: {b.what}; NCCL's channels fill {b.ring_gbps:g} of its {b.gbps:g} GB/s",
+        f"# {'op':<16} {'busbw':>8}  {'algorithm':<9} {'efficiency':>10}",
+    ]
+    out += [f"  {p.op:<16} {p.busbw_gbps:>8.1f}  {p.algorithm:<9} {p.efficiency:>10.3f}" for p in preds]
+    return out
+
+
+def prediction_doc(preds: Sequence[Prediction]) -> dict[str, Any]:
+    """The same as JSON."""
+    return {"predictions": [to_jsonable(p) for p in preds]}
+
+
+def model_lines(res: CollectivesResult, snap: HostSnapshot | None) -> list[str]:
+    """Per row: busbw measured, NCCL's own prediction (its TUNING log) and the topology's model.
+    Rows of 64 MiB and more get the model (it is of large messages); any row NCCL logged a
+    choice for gets NCCL's."""
+    ours: dict[str, float] = {}
+    if snap is not None and len(res.nodes) <= 1 and res.world_size >= 2:
+        gpus = _rank_gpus(res, snap)
+        ours = {p.op: p.busbw_gbps for p in predict(snap, gpus=gpus)} if gpus else {}
+    acc = res.nccl
+    lines = []
+    for r in res.rows:
+        ch = acc.choice(r.op, r.size_bytes) if acc is not None else None
+        model = ours.get(r.op) if r.size_bytes >= 64 << 20 else None
+        if r.best is None or (ch is None and model is None):
+            continue
+        nccl = "-" if ch is None or ch.predicted_busbw_gbps is None else f"{ch.predicted_busbw_gbps:.1f}"
+        how = "-" if ch is None else f"{ch.algorithm}/{ch.protocol}/{ch.channels if ch.channels else '?'}"
+        lines.append(
+            f"  {r.op:<16} {human_size(r.size_bytes):>6} {r.best.busbw_gbps:>9.1f} {nccl:>8} {how:<18}"
+            f" {'-' if model is None else f'{model:.1f}':>7}"
+        )
+    if not lines:
+        return []
+    head = f"# {'op':<16} {'size':>6} {'measured':>9} {'NCCL':>8} {'algo/proto/ch':<18} {'model':>7}"
+    return ["# busbw (GB/s): measured, NCCL's own prediction and choice, the topology's model", head, *lines]
+
+
+def _rank_gpus(res: CollectivesResult, snap: HostSnapshot) -> tuple[int, ...]:
+    by_bus = {g.bus_id.lower(): g.index for g in snap.gpus if isinstance(g.bus_id, str)}
+    gpus = tuple(sorted({by_bus[r.bus_id.lower()] for r in res.ranks if r.bus_id and r.bus_id.lower() in by_bus}))
+    if len(gpus) == res.world_size:
+        return gpus
+    live = tuple(g.index for g in snap.gpus if g.lost is None)
+    return live if len(live) == res.world_size else ()

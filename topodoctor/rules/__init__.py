@@ -10,6 +10,7 @@ from topodoctor.model.fitness import NOT_RECORDED
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
     collectives,
+    collectives_model,
     collectives_nodes,
     cuda_env,
     expectations,

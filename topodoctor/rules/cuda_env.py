@@ -88,3 +88,21 @@ def cuda_device_order(ctx: Context) -> Iterator[Issue]:
             f"CUDA_VISIBLE_DEVICES={v} by index, CUDA_DEVICE_ORDER={order or 'unset'}",
             {"CUDA_VISIBLE_DEVICES": v, "CUDA_DEVICE_ORDER": order},
         )
+
+
+@rule(
+    "TD622",
+    "cuda-launch-blocking",
+    "warning",
+    fix="Unset CUDA_LAUNCH_BLOCKING outside debugging sessions.",
+)
+def cuda_launch_blocking(ctx: Context) -> Iterator[Issue]:
+    """CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for the kernel to finish.
+
+    Meant for debugging (an error then points at the launch that caused it): it serialises the
+    whole program, so compute and communication no longer overlap and NCCL's kernels wait for
+    the host. Training runs much slower with no error to show why.
+    """
+    v = ctx.environment.get("CUDA_LAUNCH_BLOCKING")
+    if v is not None and v.strip() == "1":
+        yield Issue("env:CUDA_LAUNCH_BLOCKING", "CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch", {"value": v})

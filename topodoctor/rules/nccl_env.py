@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import plural
+from topodoctor.nccllog.choices import ALGORITHMS, PROTOCOLS
 from topodoctor.rules.context import Context
 from topodoctor.rules.nccl_vars import (
     CHOICES,
     DEBUG_ONLY,
     DEPRECATED,
+    DOMAINS,
     INTEGER,
     KNOWN,
     LEVEL,
@@ -23,6 +25,7 @@ from topodoctor.rules.nccl_vars import (
     P2P_DISABLE,
     ZERO_MEANS,
     Reading,
+    list_problem,
     read_integer,
     read_level,
     strtoll,
@@ -329,3 +332,54 @@ def _misread_level(name: str, v: str) -> str | None:
     if v in LEVEL_NAMES or read_integer(v).clean:
         return None
     return f"NCCL reads {name}={v!r} as {level} (the old numbering, up to the first non-digit)"
+
+
+@rule(
+    "TD623",
+    "nccl-value-out-of-domain",
+    "error",
+    fix="Set the variable to a value in its domain (the message names it), or unset it to get NCCL's default.",
+)
+def nccl_value_out_of_domain(ctx: Context) -> Iterator[Issue]:
+    """An integer NCCL setting reads as a value outside its domain (NCCL_CROSS_NIC=7, NCCL_IB_RETRY_CNT=9).
+
+    NCCL does not check these: a value outside the field it lands in is truncated by the verbs
+    library or falls through NCCL's switches, so the job runs with a setting nobody chose. The
+    domains come from NCCL's source (src/graph/search.cc, src/transport/net_ib/connect.cc,
+    src/transport/nvls.cc, src/graph/tuning.cc, src/graph/paths.cc); values are read as NCCL's
+    strtoll reads them.
+    """
+    for name, (low, high, meaning) in DOMAINS.items():
+        got = _int(ctx, name)
+        if got is None or got[1].value is None:
+            continue
+        v, n = got[0], got[1].value
+        if not low <= n <= high:
+            shown = str(n) if got[1].clean else f"{v!r} (NCCL reads {n})"
+            yield env_issue(
+                ctx, name, v, f"{name}={shown} is outside {low}..{high} ({meaning})", domain=[low, high], read=n
+            )
+
+
+@rule(
+    "TD624",
+    "nccl-algo-proto-unknown",
+    "error",
+    fix="Use NCCL's own names: NCCL_ALGO from Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; "
+    "NCCL_PROTO from LL, LL128, Simple; optionally ^ to exclude and func: prefixes (allreduce:tree;broadcast:ring). "
+    "Better, unset them: both are for debugging.",
+)
+def nccl_algo_proto_unknown(ctx: Context) -> Iterator[Issue]:
+    """NCCL_ALGO or NCCL_PROTO holds a token NCCL does not know: every communicator fails to init.
+
+    NCCL parses both lists when a communicator is created (tuning.cc, parseList) and refuses an
+    unknown algorithm, protocol or function prefix with "invalid usage"; the job dies at its
+    first collective. Names are compared case-blind.
+    """
+    for name, tokens in (("NCCL_ALGO", ALGORITHMS), ("NCCL_PROTO", PROTOCOLS)):
+        v = setting(ctx, name)
+        if v is None:
+            continue
+        problem = list_problem(v, tokens)
+        if problem is not None:
+            yield env_issue(ctx, name, v, f"{name}={v}: {problem}; NCCL refuses it at init", valid=list(tokens))

@@ -107,3 +107,27 @@ def nccl_ib_hca_ambiguous(ctx: Context) -> Iterator[Issue]:
                 f"NCCL_IB_HCA entry {pat!r} matches {', '.join(hits)}",
                 dict(evidence(ctx, "NCCL_IB_HCA", v), entry=pat, matches=hits),
             )
+
+
+@rule(
+    "TD621",
+    "nccl-net-ib-absent",
+    "error",
+    fix="Unset NCCL_NET (NCCL then uses IB where an RDMA device is up, else sockets) or set NCCL_NET=Socket; "
+    "if the host should have InfiniBand, check its driver (`ibv_devinfo`, `ls /sys/class/infiniband`).",
+)
+def nccl_net_ib_absent(ctx: Context) -> Iterator[Issue]:
+    """NCCL_NET=IB on a host with no InfiniBand or RoCE device: every communicator fails to init.
+
+    NCCL_NET picks the network plugin by name (strcasecmp, src/plugin/net.cc); with no RDMA
+    device the IB plugin does not initialise and NCCL stops with "Failed to initialize any NET
+    plugin" instead of falling back to sockets.
+    """
+    v = setting(ctx, "NCCL_NET")
+    if not v or v.lower() != "ib":
+        return
+    for err in ctx.host_errors("list /sys/class/infiniband"):
+        ctx.missing("host", "nics", err.error, err.call)
+        return
+    if not any(n.kind in ("infiniband", "roce") for n in ctx.snap.nics):
+        yield env_issue(ctx, "NCCL_NET", v, f"NCCL_NET={v} but the host has no InfiniBand or RoCE device")

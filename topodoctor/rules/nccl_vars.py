@@ -150,6 +150,46 @@ ZERO_MEANS = {
     "NCCL_COLLNET_ENABLE": "CollNet is off",
 }
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+# NCCL_ALGO / NCCL_PROTO tokens (ALGORITHMS, PROTOCOLS: nccllog/choices.py) and their per-function
+# prefixes, compared case-blind by tuning.cc's parseList: ncclFuncStr in src/init.cc (2.28).
+FUNCTIONS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+# Integer settings with a closed domain: (low, high, what the value is, where NCCL reads it).
+# NCCL_IB_TIMEOUT has a rule of its own (TD609).
+DOMAINS: dict[str, tuple[int, int, str]] = {
+    # src/graph/search.cc: 0 rings stay on one rail, 1 may cross NICs, 2 (default) lets NCCL choose
+    "NCCL_CROSS_NIC": (0, 2, "0 same NIC on every rank, 1 cross NICs, 2 let NCCL choose"),
+    # src/transport/net_ib/connect.cc -> ibv_qp_attr.retry_cnt, a 3-bit field
+    "NCCL_IB_RETRY_CNT": (0, 7, "the IB retry count, a 3-bit field"),
+    # connect.cc -> ibv_ah_attr.sl, a 4-bit service level
+    "NCCL_IB_SL": (0, 15, "the IB service level, 4 bits"),
+    # connect.cc -> ibv_ah_attr.grh.traffic_class, 8 bits
+    "NCCL_IB_TC": (0, 255, "the traffic class, 8 bits"),
+    # src/transport/nvls.cc: 0 off, 1 on, 2 (default) on where the fabric supports it
+    "NCCL_NVLS_ENABLE": (0, 2, "0 off, 1 on, 2 where supported"),
+    # src/graph/tuning.cc ncclPatEnable: 0 off, 1 on, 2 (default) NCCL decides
+    "NCCL_PAT_ENABLE": (0, 2, "0 off, 1 on, 2 NCCL decides"),
+    # src/graph/paths.cc: 0 off, 1 PXN for NVLink-reachable NICs, 2 (default) also through PCIe
+    "NCCL_P2P_PXN_LEVEL": (0, 2, "0 no PXN, 1 over NVLink, 2 also over PCIe"),
+}
+
+
+def list_problem(text: str, tokens: tuple[str, ...]) -> str | None:
+    """What NCCL's parseList (src/graph/tuning.cc) refuses in an NCCL_ALGO / NCCL_PROTO value,
+    failing init with "invalid usage"; None when NCCL accepts it. Form: ``[func:][^]tok,tok;func:...``."""
+    lower = {t.lower() for t in tokens}
+    funcs = {f.lower() for f in FUNCTIONS}
+    for n, entry in enumerate(e for e in text.split(";") if e):
+        prefix, sep, body = entry.partition(":")
+        if not sep:
+            if n > 0:
+                return f"entry {entry!r} has no function prefix (only the first may omit it)"
+            body, prefix = prefix, ""
+        if prefix and prefix.lower() not in funcs:
+            return f"{prefix!r} is not a function ({', '.join(FUNCTIONS)})"
+        for tok in (t for t in body.removeprefix("^").split(",") if t):
+            if tok.lower() not in lower:
+                return f"{tok!r} is not one of {', '.join(tokens)}"
+    return None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from typing import Any
 
 from topodoctor.core import codec
 from topodoctor.core.errors import TopodoctorError
-from topodoctor.measure.collectives import nccl_log
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import (
     COLLECTIVES_SCHEMA_VERSION,
@@ -20,6 +19,7 @@ from topodoctor.model.collectives import (
 )
 from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.nccllog import account as nccl_log
 
 
 class CollectivesUnavailable(TopodoctorError):

@@ -19,6 +19,7 @@ Emit = Callable[[dict[str, Any]], None]
 #   slow:RANK:MS        RANK takes MS longer to finish its timed loop (a rank that lags)
 #   corrupt:RANK:OP     RANK's result of OP has one wrong element at every size
 #   error:RANK:OP       RANK fails as OP begins (its first size), as on an NCCL error
+#   init:RANK:FILE      RANK fails to join the world with FILE's text as its exception (init_failure.py)
 FAULT_ENV = "TOPODOCTOR_COLL_FAULT"
 FAILED_KEY = "topodoctor/failed"  # the world's first failure (JSON), in the world's store
 RANK_KEY = "topodoctor/rank/"  # + rank: that rank's identity, published before any collective

@@ -13,6 +13,7 @@ from typing import Any
 import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
+from topodoctor.core import fileio
 from topodoctor.measure.collectives.guard import (
     RANK_KEY,
     Alarm,
@@ -24,6 +25,7 @@ from topodoctor.measure.collectives.guard import (
     run_watched,
     world_store,
 )
+from topodoctor.measure.collectives.init_failure import InitFailed, explain_init_failure, init_fault
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.rank.worker import Rank
 from topodoctor.measure.collectives.world import World
@@ -59,15 +61,22 @@ def run_rank(
         kwargs["device_id"] = rank.device  # eager NCCL init: a broken NCCL fails here, not mid-run
     # env:// (MASTER_ADDR / MASTER_PORT): under torchrun it joins the agent's own store as a
     # client (TORCHELASTIC_USE_AGENT_STORE) instead of trying to open a second one on its port.
-    dist.init_process_group(
-        plan.backend,
-        init_method="env://",
-        rank=world.rank,
-        world_size=world.world_size,
-        # The library's own timeout backs up the watchdog, which names the op that hung.
-        timeout=timedelta(seconds=plan.op_timeout_s + 5.0),
-        **kwargs,
-    )
+    try:
+        if fault := init_fault(os.environ, world.rank):
+            raise RuntimeError(fileio.read_text(fault, "fault text"))
+        dist.init_process_group(
+            plan.backend,
+            init_method="env://",
+            rank=world.rank,
+            world_size=world.world_size,
+            # The library's own timeout backs up the watchdog, which names the op that hung.
+            timeout=timedelta(seconds=plan.op_timeout_s + 5.0),
+            **kwargs,
+        )
+    except Exception as err:
+        # NCCL's reason is in its log and in the exception's later lines, not in its first
+        _flush_c_streams()
+        raise InitFailed(explain_init_failure(str(err), os.environ.get("NCCL_DEBUG_FILE"), os.environ)) from None
     alarm = Alarm(world_store(dist), world.rank)
     ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
     env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
@@ -159,6 +168,9 @@ def main() -> int:
         run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
     except RankStopped:
         return 1  # said on stdout already
+    except InitFailed as exc:
+        _emit_stdout({"ev": "fail", "rank": world.rank, "kind": "error", "message": exc.reason})
+        return 1
     except Exception as exc:
         kind = "oom" if isinstance(exc, torch.cuda.OutOfMemoryError) else "error"
         first = (str(exc).strip().splitlines() or [""])[0]

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from topodoctor.core import fileio
-from topodoctor.model.collectives import Connection, NcclAccount
+from topodoctor.model.collective_ops import SPECS
+from topodoctor.model.collectives import Connection, NcclAccount, NcclChoice
+from topodoctor.nccllog.choices import Choices, parse_choices, predicted_busbw, traffic_bytes
 
 MAX_LOG_BYTES = 16 << 20  # a TRACE log of a long run; INFO logs are tens of KB
 
@@ -78,6 +80,7 @@ class _Log:
     env: dict[str, str] = field(default_factory=dict)
     no_nvls: bool = False
     warnings: list[str] = field(default_factory=list)
+    choices: Choices | None = None  # rank 0 alone logs the cost table and per-call choices
 
 
 def parse_log(text: str) -> _Log:
@@ -127,7 +130,28 @@ def parse_log(text: str) -> _Log:
             log.no_nvls = True
         elif m := _WARN.search(line):
             log.warnings.append(m.group(1).strip()[:200])
+    if "Bytes -> Algo" in text or "Algorithm" in text:
+        log.choices = parse_choices(text.splitlines())
     return log
+
+
+def _choices(logs: list[_Log], nranks: int | None) -> tuple[tuple[NcclChoice, ...], tuple[str, ...]]:
+    """NCCL's choices per op and size, with its predicted busbw, and its graph searches."""
+    found = next((lg.choices for lg in logs if lg.choices and (lg.choices.calls or lg.choices.costs)), None)
+    if found is None or not nranks:
+        return (), ()
+    out: list[NcclChoice] = []
+    for c in found.calls:
+        spec = SPECS.get(c.op)
+        size = traffic_bytes(c.op, c.size_bytes, nranks)
+        cost = found.cost(c.op, c.algorithm, c.protocol)
+        pred = predicted_busbw(cost, size, spec.bus_factor(nranks)) if cost and spec else None
+        out.append(NcclChoice(c.op, size, c.algorithm, c.protocol, c.channels, pred, c.calls))
+    graphs = tuple(
+        f"{g.pattern} {g.channels} ch x {g.bw_intra_gbps:g}/{g.bw_inter_gbps:g} GB/s {g.type_intra}/{g.type_inter}"
+        for g in found.graphs
+    )
+    return tuple(sorted(out, key=lambda c: (c.op, c.size_bytes))), graphs[:8]
 
 
 def account(texts: Iterable[str]) -> NcclAccount | None:
@@ -163,6 +187,7 @@ def account(texts: Iterable[str]) -> NcclAccount | None:
         nvls = False
     else:
         nvls = None
+    choices, graphs = _choices(logs, main[1] if main else None)
     return NcclAccount(
         version=next((lg.version for lg in logs if lg.version), None),
         ranks=main[1] if main else None,
@@ -181,6 +206,8 @@ def account(texts: Iterable[str]) -> NcclAccount | None:
         env=dict(sorted(env.items())),
         logs=len(logs),
         warnings=tuple(dict.fromkeys(w for lg in logs for w in lg.warnings))[:10],
+        choices=choices,
+        graphs=graphs,
     )
 
 

@@ -1,0 +1,53 @@
+"""`topodoctor nccl-log`: any program's NCCL output explained (versions, ranks, transports,
+NCCL's choices, and why it failed)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from topodoctor.cli.options import TimeoutOpt
+
+
+class LogFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def nccl_log(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="FILE...", hidden=True),
+    ],
+    fmt: Annotated[LogFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, or json.")] = LogFormat.text,
+    timeout: TimeoutOpt = 60.0,
+) -> None:
+    """Explain NCCL's output: NCCL version per rank, ranks and nodes, transports, channels, the
+    algorithm NCCL chose per op and size, and every failure with a code, the evidence line and a fix.
+
+    FILE... is NCCL output: a job's stderr, NCCL_DEBUG_FILE files, nccl-tests output; a directory
+    adds its *.log, *.txt, *.out and *.err files."""
+    from topodoctor.cli import io as cli_io
+    from topodoctor.cli.options import budget
+    from topodoctor.report.nccl_log import finding_doc, summary, text
+    from topodoctor.report.terminal import printable
+    from topodoctor.service.nccl_logs import explain_logs
+
+    files, findings = explain_logs(paths, budget(timeout))
+    s = summary(files)
+    if fmt is LogFormat.json:
+        cli_io.emit_json({"summary": s, "findings": [finding_doc(f) for f in findings]})
+    else:
+        for line in text(s, findings).splitlines():
+            cli_io.emit(printable(line))
+    raise typer.Exit(1 if any(f.severity in ("error", "critical") for f in findings) else 0)
+
+
+def register(app: typer.Typer) -> None:
+    from topodoctor.cli.io import EXITS
+    from topodoctor.cli.options import PlainUsage, reports_errors
+
+    app.command("nccl-log", epilog=EXITS["nccl-log"], cls=PlainUsage)(reports_errors(nccl_log))

@@ -1,0 +1,188 @@
+"""Sweeps over runs: each op under each NCCL algorithm (``collectives --algo``), and the same ops
+on growing subsets of the GPUs (``collectives --scaling``). The runs are the caller's (a function
+that measures a plan with extra environment); here they are chosen, and their results compared.
+No torch."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from topodoctor.model.collective_ops import Plan
+from topodoctor.model.collectives import CollectivesResult
+from topodoctor.model.snapshot import HostSnapshot
+
+Run = Callable[[Plan, dict[str, str]], CollectivesResult]
+# tuning.cc (ncclTopoTuneModel): which algorithms each function may use at all; p2p ops have none
+ALGO_OPS = {
+    "ring": ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"),
+    "tree": ("all_reduce",),
+    "nvls": ("all_reduce", "all_gather", "reduce_scatter"),
+    "nvlstree": ("all_reduce",),
+    "collnetdirect": ("all_reduce", "all_gather", "reduce_scatter"),
+    "collnetchain": ("all_reduce",),
+    "pat": ("all_gather", "reduce_scatter"),
+}
+TUNING_SUBSYS = "INIT,GRAPH,ENV,TUNING,P2P,SHM,NET"  # the default run's log says what NCCL chose
+CROSSOVER_GAIN = 0.05  # another algorithm at least this much faster than NCCL's default is named
+SLOW_SUBSET = 0.85  # a subset under this share of its peers' median busbw is named
+
+
+@dataclass(frozen=True)
+class AlgoCell:
+    """One op at one size under one algorithm (``default``: NCCL left to choose)."""
+
+    op: str
+    size_bytes: int
+    algorithm: str
+    busbw_gbps: float | None  # None: the row failed or is missing
+    nccl_choice: str = ""  # the default run: what NCCL's log says it chose ("Ring/Simple"), if logged
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """A size where an algorithm other than NCCL's choice was faster, and by how much."""
+
+    op: str
+    size_bytes: int
+    default: str  # NCCL's choice there (or "default" when its log did not say)
+    faster: str
+    gain: float  # faster / default - 1
+
+
+@dataclass(frozen=True)
+class AlgoSweep:
+    algorithms: tuple[str, ...]
+    cells: tuple[AlgoCell, ...]
+    crossovers: tuple[Crossover, ...]
+    failures: tuple[str, ...]  # "tree: NCCL refused ..." for an algorithm whose run failed
+
+
+def algo_sweep(plan: Plan, algorithms: Sequence[str], run: Run) -> AlgoSweep:
+    """The default run (with NCCL's TUNING log), then one run per algorithm with NCCL_ALGO set,
+    each on the ops that algorithm serves."""
+    base = run(plan, {"NCCL_DEBUG_SUBSYS": TUNING_SUBSYS})
+    cells = [_cell(base, op, size, "default") for op in plan.ops for size in plan.sizes]
+    failures = [f"default: {f.message}" for f in base.failures]
+    for algo in algorithms:
+        ops = tuple(op for op in plan.ops if op in ALGO_OPS.get(algo.lower(), ()))
+        if not ops:
+            continue
+        res = run(replace(plan, ops=ops), {"NCCL_ALGO": algo})
+        failures += [f"{algo}: {f.message}" for f in res.failures]
+        cells += [_cell(res, op, size, algo) for op in ops for size in plan.sizes]
+    return AlgoSweep(tuple(algorithms), tuple(cells), tuple(_crossovers(cells)), tuple(failures))
+
+
+def _cell(res: CollectivesResult, op: str, size: int, algo: str) -> AlgoCell:
+    row = res.row(op, size)  # type: ignore[arg-type]
+    bw = row.best.busbw_gbps if row is not None and row.best is not None else None
+    choice = res.nccl.choice(op, size) if algo == "default" and res.nccl is not None else None
+    return AlgoCell(op, size, algo, bw, f"{choice.algorithm}/{choice.protocol}" if choice else "")
+
+
+def _crossovers(cells: Sequence[AlgoCell]) -> list[Crossover]:
+    out: list[Crossover] = []
+    keys = dict.fromkeys((c.op, c.size_bytes) for c in cells)
+    for op, size in keys:
+        here = [c for c in cells if c.op == op and c.size_bytes == size and c.busbw_gbps is not None]
+        default = next((c for c in here if c.algorithm == "default"), None)
+        forced = [c for c in here if c.algorithm != "default"]
+        if default is None or not forced or not default.busbw_gbps:
+            continue
+        best = max(forced, key=lambda c: c.busbw_gbps or 0.0)
+        gain = (best.busbw_gbps or 0.0) / default.busbw_gbps - 1
+        chosen = default.nccl_choice.split("/")[0] if default.nccl_choice else "default"
+        if gain >= CROSSOVER_GAIN and best.algorithm.lower() != chosen.lower():
+            out.append(Crossover(op, size, chosen, best.algorithm, round(gain, 3)))
+    return out
+
+
+@dataclass(frozen=True)
+class SubsetRun:
+    gpus: tuple[int, ...]
+    busbw: tuple[tuple[str, int, float | None], ...]  # (op, size, busbw)
+    failures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScalingSweep:
+    runs: tuple[SubsetRun, ...]
+    efficiency: tuple[tuple[int, str, int, float], ...]  # (GPUs, op, size, median busbw / 2-GPU median)
+    slow: tuple[str, ...]  # "GPUs 2,3: all_reduce 1G 120 GB/s, 0.45 of its peers' 270"
+
+
+def subsets(snap: HostSnapshot | None, n: int) -> list[tuple[int, ...]]:
+    """Disjoint groups of 2, 4, ... and all ``n`` GPUs; GPUs that share a PCIe switch, then a
+    socket, are grouped first (a slow link then shows in one group, not in all)."""
+    order = list(range(n))
+    if snap is not None:
+        live = [g for g in snap.gpus if g.lost is None][:n]
+
+        def place(g: object) -> tuple[int, str, int]:
+            numa = getattr(g, "sysfs_numa_node", -1)
+            path = getattr(g, "pcie_path", ())
+            # the path ends GPU, its switch's downstream port, the switch's upstream port
+            parent = path[-3] if isinstance(path, tuple) and len(path) >= 3 else ""
+            return (numa if isinstance(numa, int) else -1, parent, int(getattr(g, "index", 0)))
+
+        order = [g.index for g in sorted(live, key=place)]
+    out: list[tuple[int, ...]] = []
+    k = 2
+    while k < len(order):
+        out += [tuple(sorted(order[i : i + k])) for i in range(0, len(order) - k + 1, k)]
+        k *= 2
+    if len(order) >= 2:
+        out.append(tuple(sorted(order)))
+    return out
+
+
+def scaling_sweep(
+    plan: Plan, groups: Sequence[tuple[int, ...]], run: Callable[[Plan, tuple[int, ...]], CollectivesResult]
+) -> ScalingSweep:
+    """Each group's run; per size the median busbw of each group size against the 2-GPU one,
+    and any group under SLOW_SUBSET of its same-size peers' median at its largest size."""
+    runs: list[SubsetRun] = []
+    for gpus in groups:
+        res = run(plan, gpus)
+        figures = []
+        for op in plan.ops:
+            for size in plan.sizes:
+                row = res.row(op, size)
+                figures.append((op, size, row.best.busbw_gbps if row is not None and row.best is not None else None))
+        runs.append(SubsetRun(gpus, tuple(figures), tuple(f.message for f in res.failures)))
+    return ScalingSweep(tuple(runs), tuple(_efficiency(runs, plan)), tuple(_slow(runs, plan)))
+
+
+def _median(runs: Sequence[SubsetRun], k: int, op: str, size: int) -> float | None:
+    got = [bw for r in runs if len(r.gpus) == k for o, s, bw in r.busbw if o == op and s == size and bw]
+    return statistics.median(got) if got else None
+
+
+def _efficiency(runs: Sequence[SubsetRun], plan: Plan) -> list[tuple[int, str, int, float]]:
+    out: list[tuple[int, str, int, float]] = []
+    for k in sorted({len(r.gpus) for r in runs}):
+        for op in plan.ops:
+            for size in plan.sizes:
+                base, here = _median(runs, 2, op, size), _median(runs, k, op, size)
+                if base and here:
+                    out.append((k, op, size, round(here / base, 3)))
+    return out
+
+
+def _slow(runs: Sequence[SubsetRun], plan: Plan) -> list[str]:
+    out = []
+    size = max(plan.sizes)
+    for r in runs:
+        peers = [p for p in runs if len(p.gpus) == len(r.gpus) and p is not r]
+        if not peers:
+            continue
+        for op, s, bw in r.busbw:
+            if s != size or bw is None:
+                continue
+            med = _median(peers, len(r.gpus), op, size)
+            if med and bw < SLOW_SUBSET * med:
+                gpus = ",".join(map(str, r.gpus))
+                out.append(f"GPUs {gpus}: {op} at {size} B {bw:.1f} GB/s, {bw / med:.2f} of its peers' {med:.1f}")
+    return out

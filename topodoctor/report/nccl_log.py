@@ -1,0 +1,133 @@
+"""What `topodoctor nccl-log` prints: a summary of the logs (versions per rank, ranks and nodes,
+transports per peer, channels, NCCL's choices) and the findings. Plain data in, text or a JSON
+document out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from topodoctor.core.text import plural
+from topodoctor.model.collective_ops import human_size
+from topodoctor.model.findings import Finding
+from topodoctor.nccllog.choices import Choice
+from topodoctor.nccllog.parse import LogFile
+
+
+def summary(files: Sequence[LogFile]) -> dict[str, Any]:
+    """What the logs say about the run, merged over files (JSON-ready)."""
+    versions: dict[str, list[int | str]] = {}
+    for f in files:
+        for v in f.versions:
+            versions.setdefault(v, []).extend(f.ranks or [f.name.rsplit("/", 1)[-1]])
+    accounts = [f.account for f in files if f.account is not None]
+    main = max(accounts, key=lambda a: a.ranks or 0) if accounts else None
+    conns: dict[tuple[int, int, str], int] = {}
+    for a in accounts:
+        for c in a.connections:
+            key = (c.rank, c.peer, c.transport)
+            conns[key] = max(conns.get(key, 0), c.channels)
+    calls: dict[tuple[str, int], Choice] = {}
+    for f in files:
+        for call in f.choices.calls if f.choices else ():
+            calls.setdefault((call.op, call.size_bytes), call)
+    graphs = next((f.choices.graphs for f in files if f.choices and f.choices.graphs), ())
+    return {
+        "files": [
+            {
+                "name": f.name,
+                "nccl_debug": f.level,
+                "ranks": list(f.ranks),
+                "hosts": list(f.hosts),
+                "events": len(f.events),
+            }
+            for f in files
+        ],
+        "versions": {v: sorted(set(r), key=str) for v, r in versions.items()},
+        "ranks": main.ranks if main else _count_ranks(files),
+        "nodes": main.nodes if main else None,
+        "channels": main.channels if main else None,
+        "transports": [{"from": a, "to": b, "via": t, "channels": n} for (a, b, t), n in sorted(conns.items())],
+        "choices": [
+            {
+                "op": c.op,
+                "size_bytes": c.size_bytes,
+                "algorithm": c.algorithm,
+                "protocol": c.protocol,
+                "channels": c.channels,
+                "calls": c.calls,
+            }
+            for _, c in sorted(calls.items())
+        ],
+        "graphs": [
+            {
+                "pattern": g.pattern,
+                "channels": g.channels,
+                "bw_intra_gbps": g.bw_intra_gbps,
+                "bw_inter_gbps": g.bw_inter_gbps,
+                "type": f"{g.type_intra}/{g.type_inter}",
+            }
+            for g in graphs
+        ],
+        "env": {k: v for f in files for k, v in f.env.items()},
+    }
+
+
+def _count_ranks(files: Sequence[LogFile]) -> int | None:
+    ranks = {r for f in files for r in f.ranks}
+    return len(ranks) or None
+
+
+def finding_doc(f: Finding) -> dict[str, Any]:
+    return {
+        "code": f.code,
+        "name": f.name,
+        "severity": f.severity,
+        "subject": f.subject,
+        "message": f.message,
+        "fix": f.fix,
+        "evidence": f.evidence,
+    }
+
+
+def text(s: dict[str, Any], findings: Sequence[Finding]) -> str:
+    """The report for people."""
+    out: list[str] = []
+    levels = sorted({f["nccl_debug"] for f in s["files"]})
+    out.append(f"{plural(len(s['files']), 'file')}, NCCL_DEBUG as seen: {', '.join(levels)}")
+    if s["versions"]:
+        for v, ranks in s["versions"].items():
+            out.append(f"NCCL {v}: {', '.join(str(r) if isinstance(r, int) else r for r in ranks)}")
+    else:
+        out.append("NCCL version: not in the logs")
+    parts = [f"{k} {s[k]}" for k in ("ranks", "nodes", "channels") if s[k] is not None]
+    if parts:
+        out.append(", ".join(parts))
+    if s["transports"]:
+        out.append(
+            "transports: "
+            + "; ".join(f"{t['from']}->{t['to']} {t['via']} x{t['channels']}" for t in s["transports"][:16])
+        )
+    if s["graphs"]:
+        out.append(
+            "graphs: "
+            + "; ".join(
+                f"{g['pattern']} {g['channels']} ch x {g['bw_intra_gbps']:g}/{g['bw_inter_gbps']:g} GB/s {g['type']}"
+                for g in s["graphs"]
+            )
+        )
+    by_op: dict[str, list[str]] = {}
+    for c in s["choices"]:
+        ch = f" ch{c['channels']}" if c["channels"] is not None else ""
+        by_op.setdefault(c["op"], []).append(f"{human_size(c['size_bytes'])} {c['algorithm']}/{c['protocol']}{ch}")
+    for op, items in by_op.items():
+        out.append(f"{op}: " + ", ".join(items))
+    if not findings:
+        out.append("no failure found")
+    for f in findings:
+        out.append(f"{f.code} {f.severity} {f.subject}: {f.message}")
+        ev = f.evidence
+        if "file" in ev:
+            out.append(f"  evidence: {ev['file']}:{ev['line']}: {ev['text']}")
+        out.append(f"  fix: {f.fix}")
+    return "\n".join(out)

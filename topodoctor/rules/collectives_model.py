@@ -1,0 +1,61 @@
+"""Collectives against the topology's own model (TD020 - TD039): what NCCL should reach on these
+GPUs, from their links as NCCL credits them (topology/busbw.py), against what a run measured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from topodoctor.rules.collectives import collectives_of, gpu_of_rank
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.busbw import predict
+
+MODEL_MIN_BYTES = 256 << 20  # the model is of large messages: from here busbw is within a few % of its plateau
+BELOW_MODEL = 0.85
+
+
+@rule(
+    "TD020",
+    "coll-below-model",
+    "warning",
+    fix="The finding names the bottleneck the model assumed (links, switch or NIC): check those (TD1xx for "
+    "NVLink, TD2xx for PCIe, `topodoctor bandwidth` for the pairs), NCCL's account (transports, channels) and "
+    "other work on the GPUs; then run again.",
+    tags=("prolog", "collectives"),
+)
+def coll_below_model(ctx: Context) -> Iterator[Issue]:
+    """An op's busbw at its largest size (256 MiB or more) is under 0.85 of the topology's model.
+
+    The model (topology/busbw.py, docs/collectives.md) takes each GPU's bandwidth as NCCL credits
+    it (NVLinks x NCCL's per-link rate, PCIe width x lane rate, the NICs across nodes), fills it
+    with NCCL's channels and applies each algorithm's efficiency; on the H200 hosts it is within
+    5 % of nccl-tests at 1 GiB. A run under 0.85 of it lost a sixth of what the hardware gives:
+    a slow link, a fallback transport, fewer channels or a busy GPU. One node only: across nodes
+    the network model is not yet held against measurements.
+    """
+    res = collectives_of(ctx)
+    if res is None or len(res.nodes) > 1:
+        return
+    gpus = tuple(sorted(set(gpu_of_rank(ctx, res).values())))
+    if len(gpus) < 2 or len(gpus) != res.world_size:
+        return
+    expected = {p.op: p for p in predict(ctx.snap, gpus=gpus)}
+    for op in dict.fromkeys(r.op for r in res.rows):
+        row = res.largest(op)
+        p = expected.get(op)
+        if p is None or row is None or row.size_bytes < MODEL_MIN_BYTES or row.best is None:
+            continue
+        got = row.best.busbw_gbps
+        if got < BELOW_MODEL * p.busbw_gbps:
+            yield Issue(
+                op,
+                f"{op} busbw {got:.1f} GB/s at {row.size_bytes >> 20} MiB is {got / p.busbw_gbps:.2f} of the "
+                f"{p.busbw_gbps:.1f} GB/s the topology gives ({p.algorithm}; bottleneck {p.bottleneck.what})",
+                {
+                    "measured_gbps": round(got, 1),
+                    "model_gbps": p.busbw_gbps,
+                    "bottleneck": p.bottleneck.what,
+                    "bottleneck_gpus": list(p.bottleneck.gpus),
+                    "size_bytes": row.size_bytes,
+                },
+            )

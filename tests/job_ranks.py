@@ -3,7 +3,7 @@
     python tests/job_ranks.py OUTDIR [SCENARIO...]
 
 writes OUTDIR/SCENARIO/nccl_trace_rank_<rank> (torch's pickle, as TORCH_FR_DUMP_TEMP_FILE names
-it) and OUTDIR/SCENARIO/ranks.map (each rank's line, as the one-liner in docs/job.md writes it)
+it), OUTDIR/SCENARIO/json/rank<rank>.json (the JSON form of the same recorder) and OUTDIR/SCENARIO/ranks.map (each rank's line, as the one-liner in docs/job.md writes it)
 for a world of WORLD ranks. torch is imported once; the ranks of a scenario are forked from this
 process, so a scenario costs its own run time, not three interpreter start-ups. Each rank is
 bounded (the group's timeout, then a hard alarm); the parent kills what outlives its deadline.
@@ -42,6 +42,10 @@ def _dump(out: Path, rank: int) -> None:
     tmp = out / f".nccl_trace_rank_{rank}.tmp"
     tmp.write_bytes(data)
     tmp.rename(out / f"nccl_trace_rank_{rank}")
+    # The JSON form of the same recorder (what _dump_fr_trace_json hands a caller), beside it.
+    (out / "json").mkdir(exist_ok=True)
+    text = torch._C._distributed_c10d._dump_fr_trace_json(True, True)
+    (out / "json" / f"rank{rank}.json").write_bytes(text if isinstance(text, bytes) else text.encode())
 
 
 def _rank(scenario: str, out: Path, rank: int) -> None:

@@ -2,8 +2,9 @@
 
     python tests/job_ranks.py OUTDIR [SCENARIO...]
 
-writes OUTDIR/SCENARIO/nccl_trace_rank_<rank> (torch's pickle, as TORCH_FR_DUMP_TEMP_FILE names
-it), OUTDIR/SCENARIO/json/rank<rank>.json (the JSON form of the same recorder) and OUTDIR/SCENARIO/ranks.map (each rank's line, as the one-liner in docs/job.md writes it)
+writes, per scenario, OUTDIR/SCENARIO/nccl_trace_rank_<rank> (torch's pickle, as
+TORCH_FR_DUMP_TEMP_FILE names it), OUTDIR/SCENARIO/json/rank<rank>.json (the JSON form of the
+same recorder) and OUTDIR/SCENARIO/ranks.map (each rank's line, as docs/job.md's one-liner writes it)
 for a world of WORLD ranks. torch is imported once; the ranks of a scenario are forked from this
 process, so a scenario costs its own run time, not three interpreter start-ups. Each rank is
 bounded (the group's timeout, then a hard alarm); the parent kills what outlives its deadline.

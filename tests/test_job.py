@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, scenario_path
+from conftest import ROOT, scenario_path
 
 from topodoctor.cli import main
 from topodoctor.job import dumps as fr

@@ -259,7 +259,8 @@ def write_expect(
     say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")
 
 
-for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_job", "cli_pictures"):  # commands kept in modules of their own
+# commands kept in modules of their own
+for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_job", "cli_pictures"):
     __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
 
 

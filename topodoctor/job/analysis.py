@@ -42,7 +42,7 @@ SAME_SHAPE_OPS = frozenset(
         "barrier",
     }
 )
-TIMEOUT_SHARE = 0.8  # an op unfinished for 80 % of its timeout when the dump was written had timed out
+TIMEOUT_SHARE = 1.0  # an op still unfinished when its timeout had passed at dump time had timed out (as torch judges)
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def _counters(d: RankDump, name: str, entries: Sequence[Entry]) -> tuple[int, in
 
 
 def _timed_out(d: RankDump, entries: Sequence[Entry], done: int) -> bool:
-    """Whether the rank's oldest unfinished op had run past most of its timeout at dump time."""
+    """Whether the rank's oldest unfinished op had run for its timeout when the dump was written."""
     if d.written_ns is None:
         return False
     for e in sorted(entries, key=lambda x: x.seq):
@@ -270,7 +270,9 @@ def _stall_findings(
             )
         )
         return stall, op
-    unfinished = tuple(r for r in have if done[r] < top)
+    # An op not yet marked complete at dump time is in flight unless it had run past most of
+    # its timeout: completion is recorded asynchronously (NCCL's watchdog polls for it).
+    unfinished = tuple(r for r in have if done[r] < top and r in timed_out)
     if not unfinished:
         return None, ""
     stall = min(done[r] for r in unfinished) + 1
@@ -290,7 +292,7 @@ def _stall_findings(
                 op,
             )
         )
-    elif timed_out and not missing:
+    elif not missing:
         findings.append(_stuck(unfinished, seqs.get(stall, {}), where, gl, stall, op))
     return stall, op
 

@@ -245,6 +245,7 @@ def _judge(work: Path, log: list[str], nccl: bool) -> None:
 
 def main() -> int:
     gloo = "--gloo" in sys.argv
+    os.environ["PYTHONPATH"] = str(ROOT)  # the topodoctor of this checkout, in every process started
     out = Path(os.environ.get("OUT", "/tmp/topodoctor-job-capture"))
     work = Path("/tmp/job-capture")
     shutil.rmtree(work, ignore_errors=True)

@@ -78,8 +78,11 @@ def lateness(state: GroupState, dumps: Sequence[RankDump], last: int = 200, late
     rows = _matched(state, dumps, last)
     if not rows:
         return None
-    if all(e.duration_ms is not None for row in rows for e in row.values()):
+    # The last op may have no duration yet (still running, or its completion not yet seen).
+    timed = [row for row in rows if all(e.duration_ms is not None for e in row.values())]
+    if len(timed) >= max(2, len(rows) // 2):
         basis: Basis = "gpu-time"
+        rows = timed
     elif all(e.created_ns is not None for row in rows for e in row.values()):
         basis = "enqueue-time"
     else:

@@ -28,7 +28,8 @@ from datetime import timedelta
 from pathlib import Path
 
 WORLD = 3
-TIMEOUT_S = 2.0
+TIMEOUT_S = 3.0  # the group's timeout where a rank stalls: peers give up and dump after it
+RUN_TIMEOUT_S = 60.0  # where nothing stalls: a loaded machine must not time an op out
 WARMUP = 3
 LATE_S = 0.030
 LATE_OPS = 20
@@ -42,18 +43,23 @@ def _dump(out: Path, rank: int) -> None:
     data = torch._C._distributed_c10d._dump_fr_trace(True, True, False)
     tmp = out / f".nccl_trace_rank_{rank}.tmp"
     tmp.write_bytes(data)
-    tmp.rename(out / f"nccl_trace_rank_{rank}")
+    tmp.replace(out / f"nccl_trace_rank_{rank}")
     # The JSON form of the same recorder (what _dump_fr_trace_json hands a caller), beside it.
     (out / "json").mkdir(exist_ok=True)
     text = torch._C._distributed_c10d._dump_fr_trace_json(True, True)
     (out / "json" / f"rank{rank}.json").write_bytes(text if isinstance(text, bytes) else text.encode())
 
 
+def _timeout(scenario: str) -> float:
+    return RUN_TIMEOUT_S if scenario in ("late", "healthy") else TIMEOUT_S
+
+
 def _rank(scenario: str, out: Path, rank: int) -> None:
     import torch
     import torch.distributed as dist
 
-    signal.alarm(int(TIMEOUT_S * 4) + 5)  # nothing here may outlive the scenario
+    timeout = _timeout(scenario)
+    signal.alarm(int(timeout * 4) + 5)  # nothing here may outlive the scenario
     # The map line a job writes (docs/job.md): rank, host, local rank, GPU; hosts are made up,
     # one per rank, as on a real multi-node job.
     (out / f"map.{rank}").write_text(f"{rank} node{rank:02d} 0 -\n")
@@ -62,7 +68,7 @@ def _rank(scenario: str, out: Path, rank: int) -> None:
         init_method=f"file://{out}/store",
         rank=rank,
         world_size=WORLD,
-        timeout=timedelta(seconds=TIMEOUT_S),
+        timeout=timedelta(seconds=timeout),
     )
     t = torch.ones(4)
     for _ in range(WARMUP):
@@ -70,14 +76,21 @@ def _rank(scenario: str, out: Path, rank: int) -> None:
     culprit = CULPRIT[scenario] == rank
     try:
         if scenario == "sleep" and culprit:
-            time.sleep(TIMEOUT_S * 1.25)  # its peers time out meanwhile; a watchdog would dump now
+            time.sleep(timeout * 1.25)  # its peers time out meanwhile; a watchdog would dump now
             return
         if scenario == "exit" and culprit:
             os._exit(1)
-        if scenario == "op" and culprit:
-            dist.all_gather([torch.zeros(4) for _ in range(WORLD)], t)
-        elif scenario == "size" and culprit:
-            dist.all_reduce(torch.ones(1))
+        if scenario in ("op", "size"):
+            if scenario == "op" and culprit:
+                work = dist.all_gather([torch.zeros(4) for _ in range(WORLD)], t, async_op=True)
+            elif scenario == "size" and culprit:
+                work = dist.all_reduce(torch.ones(1), async_op=True)
+            else:
+                work = dist.all_reduce(t, async_op=True)
+            # gloo may abort a process whose peer sent more bytes than it expects (it cannot be
+            # caught): the recorder is dumped once the op is enqueued, and again at the end.
+            _dump(out, rank)
+            work.wait()
         elif scenario == "late":
             for _ in range(LATE_OPS):
                 if culprit:
@@ -112,7 +125,7 @@ def run(outdir: Path, scenarios: tuple[str, ...] = SCENARIOS) -> None:
                 finally:
                     os._exit(code)
             pids.append(pid)
-        deadline = time.monotonic() + TIMEOUT_S * 5 + 10
+        deadline = time.monotonic() + _timeout(scenario) * 5 + 10
         for pid in pids:
             while time.monotonic() < deadline:
                 done, _ = os.waitpid(pid, os.WNOHANG)

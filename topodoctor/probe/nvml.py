@@ -38,6 +38,8 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, ctypes._SimpleCData):
         return plain(value.value)
+    if type(value).__name__ == "nvmlFriendlyObject":  # pynvml's struct-as-object (process lists)
+        return {k: plain(v) for k, v in vars(value).items() if not k.startswith("_")}
     return str(value)
 
 

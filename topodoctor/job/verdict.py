@@ -106,10 +106,10 @@ def _ras_findings(ras: RasReport, world: int | None) -> list[Finding]:
 
 
 def hosts_of(f: Finding, places: Mapping[int, Place]) -> tuple[str, ...]:
-    """The hosts a finding points at: its own, else its ranks' from the map."""
-    if f.hosts:
-        return f.hosts
-    return tuple(dict.fromkeys(places[r].host for r in f.ranks if r in places and places[r].host))
+    """The hosts a finding points at: its ranks' from the map (the names the results use), else
+    the ones the evidence names itself (RAS gives addresses)."""
+    mapped = tuple(dict.fromkeys(places[r].host for r in f.ranks if r in places and places[r].host))
+    return mapped or f.hosts
 
 
 def judge_job(job: JobInput) -> JobReport:

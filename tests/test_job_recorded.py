@@ -222,3 +222,49 @@ def test_the_one_gpu_that_does_not_spin_is_named(tmp_path: Path, capsys: pytest.
     (f,) = doc["findings"]
     assert f["kind"] == "gpu-not-spinning" and f["hosts"] == ["node7"]
     assert "GPU 1 idle" in f["message"] and "pids 4242" in f["message"]
+
+
+def _as_format_2_2(src: Path, dst: Path) -> None:
+    """Transform: a dump as torch 2.5 wrote it (format "2.2"): no pg_status (the counters came
+    later), no thread fields, the NCCL communicator's state under nccl_comm_state."""
+    import pickle
+
+    doc = pickle.loads(src.read_bytes())
+    doc.pop("pg_status", None)
+    doc.pop("comm_lib_version", None)
+    doc["version"] = "2.2"
+    doc["nccl_comm_state"] = {}
+    for e in doc["entries"]:
+        e.pop("thread_id", None)
+        e.pop("thread_name", None)
+    dst.write_bytes(pickle.dumps(doc, protocol=2))
+
+
+@pytest.mark.parametrize(("scenario", "kind", "rank"), [("sleep", "not-enqueued", 1), ("size", "size-mismatch", 1)])
+def test_dumps_of_an_older_format_are_judged_alike(
+    scenario: str, kind: str, rank: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for src in (NCCL / scenario).glob("nccl_trace_rank_*"):
+        _as_format_2_2(src, tmp_path / src.name)
+    code, doc = _job([str(tmp_path)], capsys)
+    assert code == 1 and (doc["findings"][0]["kind"], doc["findings"][0]["ranks"]) == (kind, [rank])
+
+
+def test_hosts_from_the_directories_dumps_were_collected_into(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Transform: each rank's dump collected into a directory named after its node.
+    for r in range(3):
+        (tmp_path / f"gpu-node-{r}").mkdir()
+        shutil.copy(NCCL / "sleep" / f"nccl_trace_rank_{r}", tmp_path / f"gpu-node-{r}")
+    code, doc = _job([str(tmp_path), "--host-from-dir"], capsys)
+    assert code == 1 and doc["findings"][0]["hosts"] == ["gpu-node-1"]
+
+
+def test_live_sampling_without_nvml_is_a_note_beside_dumps(capsys: pytest.CaptureFixture[str]) -> None:
+    d = NCCL / "sleep"  # conftest refuses the real NVML: the sampling child fails as on a host without it
+    code, doc = _job([str(d), "--live", "--live-seconds", "0.5"], capsys)
+    assert code == 1 and doc["findings"][0]["kind"] == "not-enqueued"
+    assert any(n.startswith("--live: ") for n in doc["notes"])
+    assert main(["job", "--live", "--live-seconds", "0.5"]) == 3  # alone, it could not analyse anything
+    assert capsys.readouterr().err.count("\n") == 1

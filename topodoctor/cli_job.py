@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topodoctor.errors import InputError
+from topodoctor.errors import InputError, TopodoctorError
 
 if TYPE_CHECKING:
     from topodoctor.budget import Budget
@@ -51,6 +51,12 @@ def job(
         list[Path] | None,
         typer.Option("--results", metavar="PATH", help="The nodes' topodoctor results (files or directories)."),
     ] = None,
+    host_from_dir: Annotated[
+        bool,
+        typer.Option(
+            "--host-from-dir", help="A rank the map does not place ran on the host its dump's directory is named after."
+        ),
+    ] = False,
     world_size: Annotated[
         int | None, typer.Option("--world-size", min=1, help="Ranks the job had (finds ranks without a dump).")
     ] = None,
@@ -77,7 +83,7 @@ def job(
     from topodoctor import cli_io
     from topodoctor.budget import Budget
     from topodoctor.job import load
-    from topodoctor.job.placement import by_rank
+    from topodoctor.job.placement import Place, by_rank
     from topodoctor.job.verdict import JobInput, judge_job
 
     cli_io.line_mode = fmt is JobFormat.line
@@ -92,6 +98,8 @@ def job(
             f"no readable flight-recorder dump ({dump_notes[0] if dump_notes else 'no file named <prefix><rank>'})"
         )
     places = by_rank(tuple(p for m in rank_map or [] for p in load.read_map(m)))
+    if host_from_dir:  # dumps collected per node: DIR/node07/nccl_trace_rank_12
+        places = {**{d.rank: Place(d.rank, Path(d.source).parent.name) for d in got}, **places}
     nodes, bad = load.read_results(results, max(budget.left(), 1.0)) if results else ((), ())
     notes += bad
     report = None
@@ -99,7 +107,14 @@ def job(
         report = load.read_ras(ras_file)
     elif ras is not None:
         report = _ask_ras(ras, ras_json, budget.left(), notes)
-    activity = _activity(live, replay_live, record_live, live_seconds, budget) if (live or replay_live) else None
+    activity = None
+    if live or replay_live:
+        try:
+            activity = _activity(live, replay_live, record_live, live_seconds, budget)
+        except TopodoctorError as exc:  # NVML missing, the budget spent: a note where other evidence stands
+            if isinstance(exc, InputError) or not (got or report is not None):
+                raise
+            notes.append(f"--live: {exc}")
     job_input = JobInput(
         got,
         places,

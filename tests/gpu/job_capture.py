@@ -13,7 +13,8 @@ was not dumped by torch within its timeout and a few seconds dumps it itself (th
 same recorder either way). Scenarios (culprit): healthy; late (rank 2 enters each collective
 30 ms late); size (rank 1 passes a quarter of the elements); op (rank 2 runs all_gather where
 the others run all_reduce); sleep (rank 1 sleeps past the timeout before the 4th collective:
-during the hang RAS is asked, in text and JSON, and NVML sampled); exit (rank 2 exits).
+during the hang RAS is asked, in text and JSON, and NVML sampled); exit (rank 2 exits). Last, the
+sleep scenario's culprit is joined with a derived unhealthy node's check result.
 
 Everything lands in one archive, $OUT/job-capture.tgz (dumps, maps, RAS answers, NVML
 recordings, `topodoctor job` and fr_trace outputs per scenario), with summary.txt beside it.
@@ -243,6 +244,31 @@ def _judge(work: Path, log: list[str], nccl: bool) -> None:
             (work / s / "fr_trace.txt").write_text(f"exit {got.returncode}\n{got.stdout}\n{got.stderr}")
 
 
+def _join(work: Path, log: list[str]) -> None:
+    """The sleep scenario's culprit joined with a node's check result: the derived node with one
+    NVLink down (fixtures/derived/x4-nvlink-down.json), its host renamed to the culprit's."""
+    import json
+
+    results = work / "results"
+    results.mkdir(exist_ok=True)
+    check = [
+        sys.executable,
+        "-m",
+        "topodoctor",
+        "check",
+        "--replay",
+        str(ROOT / "fixtures/derived/x4-nvlink-down.json"),
+    ]
+    got = subprocess.run([*check, "-f", "json"], capture_output=True, text=True, timeout=60)
+    doc = json.loads(got.stdout)
+    doc["host"] = "node1"
+    (results / "node1.check.json").write_text(json.dumps(doc))
+    d = work / "sleep"
+    job = [sys.executable, "-m", "topodoctor", "job", str(d), "--map", str(d / "ranks.map"), "--results", str(results)]
+    got = subprocess.run([*job, "-f", "line"], capture_output=True, text=True, timeout=60)
+    log.append(f"topodoctor job sleep --results (exit {got.returncode}): {got.stdout.strip()}{got.stderr.strip()}")
+
+
 def main() -> int:
     gloo = "--gloo" in sys.argv
     os.environ["PYTHONPATH"] = str(ROOT)  # the topodoctor of this checkout, in every process started
@@ -258,6 +284,7 @@ def main() -> int:
     if not gloo:
         _sample(work, "idle", log)
     _judge(work, log, not gloo)
+    _join(work, log)
     (work / "summary.txt").write_text("\n".join(log) + "\n")
     print("\n".join(log), flush=True)
     out.mkdir(parents=True, exist_ok=True)

@@ -114,6 +114,7 @@ def test_ras_agrees_with_the_dumps(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1
     kinds = [(f["kind"], f["ranks"]) for f in doc["findings"]]
     assert kinds == [("not-enqueued", [1]), ("ras-mismatch", [1])]
+    assert "; NCCL RAS agrees;" in doc["reason"] and "more)" not in doc["reason"]
 
 
 def test_ras_without_dumps_names_rank_process_and_node(capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,7 +31,11 @@ def one_line(report: JobReport) -> str:
     if culprits:
         f = culprits[0]
         why = _why(report, f)
-        more = f" (+{len(culprits) - 1} more)" if len(culprits) > 1 else ""
+        # Other evidence naming the same ranks corroborates; only findings elsewhere are "more".
+        same = [g for g in culprits[1:] if g.ranks and set(g.ranks) <= set(f.ranks)]
+        more = f" (+{len(culprits) - 1 - len(same)} more)" if len(culprits) - 1 > len(same) else ""
+        if any(g.kind.startswith("ras-") for g in same):
+            more += "; NCCL RAS agrees"
         text = f"topodoctor JOB FAIL {f.kind} {where(f, report.places)}: {f.message}{more}" + (
             f"; {why}" if why else ""
         )

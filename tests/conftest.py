@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 # The real recordings live once, in the package that ships them (--replay NAME); the
 # nvidia-smi topo -m text of each host sits beside the fixtures.
-RECORDINGS = sorted((ROOT / "topodoctor" / "recordings").glob("*.json"))
+RECORDINGS = sorted((ROOT / "topodoctor" / "probe" / "recordings").glob("*.json"))
 TOPO_TEXT = FIXTURES / "recordings"
 DERIVED = json.loads((FIXTURES / "derived" / "index.json").read_text())
 BW_DERIVED = json.loads((FIXTURES / "bandwidth" / "derived" / "index.json").read_text())

@@ -1,3 +1,3 @@
-from topodoctor.cli import run
+from topodoctor.cli.commands import run
 
 run()

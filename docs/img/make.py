@@ -1,7 +1,7 @@
 """Regenerate the pictures under docs/img from the bundled recordings and derived fixtures.
 
     python docs/img/make.py           # write them
-    python docs/img/make.py --check   # exit 1 if any committed picture differs (CI: tests/test_draw.py)
+    python docs/img/make.py --check   # exit 1 if any committed picture differs (CI: tests/report/test_draw.py)
 
 PNGs come from resvg (the ``draw`` extra) with the fonts bundled in topodoctor/report/fonts, so
 the bytes are the same on every machine. Findings come from the rules with an empty process
@@ -43,7 +43,7 @@ def picture(source: str) -> str:
 
 
 def heatmap(source: str) -> str:
-    from topodoctor.bandwidth.result import load_result
+    from topodoctor.model.copies import load_result
     from topodoctor.report.heatmap import draw_heatmap
 
     return draw_heatmap(load_result(ROOT / source))

@@ -150,7 +150,7 @@ def torch_timer_quick() -> dict[str, Any]:
     """The same quick pass on the torch timer (the fallback), for the start-up comparison."""
     code = (
         "import json,time; t0=time.monotonic()\n"
-        "from topodoctor.bandwidth.session import Settings, Worker, run, torch_worker_cmd\n"
+        "from topodoctor.measure.copies.session import Settings, Worker, run, torch_worker_cmd\n"
         "from topodoctor.probe import probe_host\n"
         "w = Worker(torch_worker_cmd(), 90.0); w.spawn(); snap = probe_host().snapshot\n"
         "r = run(snap, Settings.quick(), worker=w)\n"
@@ -264,7 +264,7 @@ def kernel_log() -> dict[str, Any]:
         "import json,time; t=time.monotonic()\n"
         "from topodoctor.probe.kernel_log import read_kernel_events\n"
         "from topodoctor.probe.sysfs import LiveSysfs\n"
-        "from topodoctor.codec import to_jsonable\n"
+        "from topodoctor.core.codec import to_jsonable\n"
         "got = read_kernel_events(LiveSysfs())\n"
         "print(json.dumps({'s': time.monotonic()-t, 'result': to_jsonable(got)}))\n"
     )

@@ -24,8 +24,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from topodoctor.measure.collectives.plan import SPECS, human_size, shape  # noqa: E402
-from topodoctor.measure.collectives.result import CollectivesResult, load_result, merge  # noqa: E402
+from topodoctor.model.collective_ops import SPECS, human_size, shape  # noqa: E402
+from topodoctor.model.collectives import CollectivesResult, load_result, merge  # noqa: E402
 
 SMALL = [8 << i for i in range(14)]  # 8 B .. 64 KiB
 LARGE = [64 << 20, 1 << 30]
@@ -262,7 +262,7 @@ def run() -> int:
     # 4. the quick pass of check --collectives, timed in a fresh process (torch start-up included)
     code = (
         "import time; t=time.monotonic(); from topodoctor.probe import probe_host, live_nvml; "
-        "from topodoctor.measure.collectives.check import quick_pass, judge; s=probe_host().snapshot; "
+        "from topodoctor.service.collectives import quick_pass, judge; s=probe_host().snapshot; "
         "r=quick_pass(s, time.monotonic()+60, live_nvml()); f=judge(r, s); "
         "print(round(time.monotonic()-t,2), [(x.op, x.size_bytes, round(x.best.busbw_gbps,1)) for x in r.rows], "
         "[x.code for x in f])"

@@ -35,7 +35,7 @@ def wall(argv: list[str], env: dict[str, str]) -> tuple[float, int, str]:
 
 
 def phases(nprocs: int, backend: str = "nccl", size: int = 256 << 20) -> dict[str, Any]:
-    from topodoctor.measure.collectives.check import QuickPass
+    from topodoctor.service.collectives import QuickPass
 
     t0 = time.monotonic()
     qp = QuickPass.start(nprocs, t0 + 60, size, backend)  # type: ignore[arg-type]

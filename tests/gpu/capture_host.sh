@@ -31,7 +31,7 @@ $td scan > "$out/$label.scan.txt" 2>&1; echo "text scan rc=$?"
 python3 - "$out/$label.nvidia-smi-topo.txt" <<'PY'
 import sys, json
 from topodoctor.probe import probe_host
-from topodoctor.topo import build_matrix, parse_nvidia_smi, diff
+from topodoctor.topology.topo_matrix import build_matrix, parse_nvidia_smi, diff
 ours = build_matrix(probe_host().snapshot)
 theirs = parse_nvidia_smi(open(sys.argv[1]).read())
 d = diff(ours, theirs)
@@ -42,7 +42,7 @@ TIMEFORMAT='help wall %R s'; for i in 1 2 3; do time $td --help > /dev/null; don
 python3 -c '
 import time; t0=time.perf_counter(); from topodoctor.probe import probe_host; s=probe_host(); t1=time.perf_counter()
 import networkx; t2=time.perf_counter()
-from topodoctor.graph import build_graph; from topodoctor.topo import build_matrix; m=build_matrix(s.snapshot, build_graph(s.snapshot)); t3=time.perf_counter()
+from topodoctor.topology.graph import build_graph; from topodoctor.topology.topo_matrix import build_matrix; m=build_matrix(s.snapshot, build_graph(s.snapshot)); t3=time.perf_counter()
 print("probe %.3f s, import networkx %.3f s, graph+matrix %.3f s" % (t1-t0, t2-t1, t3-t2))'
 for d in /sys/bus/pci/devices/*; do echo "$d -> $(readlink -f $d) class=$(cat $d/class) numa=$(cat $d/numa_node 2>/dev/null)"; done > "$out/$label.pci.txt"
 ls /sys/class/infiniband /sys/class/net >> "$out/$label.pci.txt" 2>&1
@@ -57,5 +57,5 @@ for c in calls:
     tot[c["fn"]] += c.get("ms", 0); n[c["fn"]] += 1
 print("NVML ms by call:", [(f, n[f], round(t, 1)) for f, t in tot.most_common(8)], "total", round(sum(tot.values()), 1))
 PY
-python3 -c 'import sys, topodoctor.cli; import topodoctor.probe; print("torch imported by scan path:", "torch" in sys.modules)'
+python3 -c 'import sys, topodoctor.cli.commands; import topodoctor.probe; print("torch imported by scan path:", "torch" in sys.modules)'
 ls -la "$out"

@@ -17,7 +17,7 @@ Stages (each bounded, every process killed at its end; results under $OUT/multin
    not reconcile that setting across nodes (measured here: an internal error on some ranks
    while the others wait, or a hang); every launch must end within the op timeout and a few
    seconds, with one code, and rank 0's report must hold the failure and TD013 naming nodeC;
-4. four-nodes-delay: the same with the test's own delay on nodeC (tests/multinode_entry.py):
+4. four-nodes-delay: the same with the test's own delay on nodeC (tests/support/multinode_entry.py):
    the finder must name nodeC;
 5. four-nodes-error: nodeC's rank fails as its first op begins (the test hook standing in for
    an NCCL error): the others, waiting inside NCCL, hear it through the world's store and stop;
@@ -231,7 +231,7 @@ def main() -> int:
     # CPU ranks on a shared machine are noisier than NCCL between GPUs: a looser tolerance there.
     tolerance = "0.5" if gloo else "0.35"
     args4 = ["--op", "all_reduce", "--size", "4M" if gloo else "64M", *common, "--pair-tolerance", tolerance]
-    test_entry = [str(ROOT / "tests" / "multinode_entry.py"), "collectives"]
+    test_entry = [str(ROOT / "tests" / "support" / "multinode_entry.py"), "collectives"]
     runs: list[tuple[str, list[str], dict[str, str] | None]] = [
         ("four-nodes", cli, None),
         ("four-nodes-delay", test_entry, {"TOPODOCTOR_TEST_SLOW_MS": "200"}),

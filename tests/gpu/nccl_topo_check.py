@@ -107,7 +107,7 @@ def run_variant(outdir: Path, name: str, topo_file: Path | None) -> dict[str, ob
 
 
 def main() -> int:
-    from topodoctor.nccl_topo_lint import topology_differences
+    from topodoctor.topology.nccl_topo_lint import topology_differences
 
     out = Path(os.environ.get("OUT") or "nccl-topo-check").resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,7 @@ def smi_gpus() -> dict[str, tuple[str, str]]:
 def test_check_and_bandwidth_metrics_join_dcgm_labels(out: Path) -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
-    from topodoctor.bandwidth.result import load_result
+    from topodoctor.model.copies import load_result
     from topodoctor.probe import probe_host
     from topodoctor.report.prometheus import bandwidth_metrics, check_metrics, write_textfile
     from topodoctor.rules.registry import Finding

@@ -29,7 +29,7 @@ def td(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPro
 
 def test_matrix_equals_nvidia_smi_topo() -> None:
     from topodoctor.probe import probe_host
-    from topodoctor.topo import build_matrix, diff, parse_nvidia_smi
+    from topodoctor.topology.topo_matrix import build_matrix, diff, parse_nvidia_smi
 
     theirs = parse_nvidia_smi(subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True).stdout)
     assert diff(build_matrix(probe_host().snapshot), theirs) == []
@@ -38,7 +38,7 @@ def test_matrix_equals_nvidia_smi_topo() -> None:
 def test_replay_of_fresh_recording_equals_live(tmp_path) -> None:  # type: ignore[no-untyped-def]
     rec = tmp_path / "rec.json"
     assert td("record", "-o", str(rec), "--no-scrub").returncode == 0
-    from topodoctor.codec import to_jsonable
+    from topodoctor.core.codec import to_jsonable
     from topodoctor.probe import probe_host
 
     recorded = json.loads(rec.read_text())["snapshot"]

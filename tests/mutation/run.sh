@@ -19,13 +19,13 @@ git ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$work")
 cat >> "$work/pyproject.toml" <<'TOML'
 
 [tool.mutmut]
-source_paths = ["topodoctor/graph.py", "topodoctor/topo.py"]
+source_paths = ["topodoctor/topology/graph.py", "topodoctor/topology/topo_matrix.py"]
 also_copy = ["fixtures", "topodoctor", "docs"]
 pytest_add_cli_args = ["-q", "-x", "-p", "no:cacheprovider"]
 # The tests that read the graph and the matrix; the rest (CLI, bandwidth runner, file I/O,
 # the 800-case probe sweep) never reach these modules' logic and only cost time per mutant.
-pytest_add_cli_args_test_selection = ["tests/test_graph.py", "tests/test_replay.py", "tests/test_rules.py",
-  "tests/test_rule_cases.py", "tests/test_fault_classes.py"]
+pytest_add_cli_args_test_selection = ["tests/topology/test_graph.py", "tests/probe/test_replay.py", "tests/rules/test_rules.py",
+  "tests/rules/test_rule_cases.py", "tests/rules/test_fault_classes.py"]
 TOML
 (
   cd "$work"

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor import fileio
-from topodoctor.errors import InputError
+from topodoctor.core import fileio
+from topodoctor.core.errors import InputError
 
 MAX_DUMP_BYTES = 256 * fileio.MiB  # 20,000 entries with stacks is ~60 MB
 P2P_OPS = frozenset({"send", "recv", "_send", "_recv"})

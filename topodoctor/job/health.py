@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topodoctor.fleet import NodeResult
+from topodoctor.fleet.rollup import NodeResult
 from topodoctor.rules.registry import SEVERITY_ORDER
 
 CAUSE_LEVEL = "warning"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.errors import InputError
+from topodoctor.core.errors import InputError
 
 
 @dataclass(frozen=True)

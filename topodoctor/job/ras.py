@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from topodoctor.errors import InputError
+from topodoctor.core.errors import InputError
 
 RasKind = Literal["MISMATCH", "INCOMPLETE", "ERROR", "DEAD"]
 DEFAULT_PORT = 28028
@@ -179,7 +179,7 @@ def parse_json(doc: Any, what: str = "RAS answer") -> RasReport:
 def parse(text: str, what: str = "RAS answer") -> RasReport:
     """Text or JSON, whichever it is."""
     if text.lstrip().startswith("{"):
-        from topodoctor.fileio import parse_json as strict_json
+        from topodoctor.core.fileio import parse_json as strict_json
 
         return parse_json(strict_json(text, what), what)
     if "NCCL version" not in text and "Errors" not in text and "Communicators" not in text:

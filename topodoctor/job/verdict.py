@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from topodoctor.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
-from topodoctor.fleet import NodeResult
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
+from topodoctor.fleet.rollup import NodeResult
 from topodoctor.job.analysis import Finding, GroupState, analyse
 from topodoctor.job.dumps import RankDump
 from topodoctor.job.gpus import GpuState, judge

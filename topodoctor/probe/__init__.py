@@ -8,15 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.codec import to_jsonable
-from topodoctor.errors import InputError, TopodoctorError
-from topodoctor.model import HostSnapshot, snapshot_from_data
+from topodoctor.core.codec import to_jsonable
+from topodoctor.core.errors import InputError, TopodoctorError
+from topodoctor.model.environment import ProcessEnvironment
+from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
 from topodoctor.probe.collect import collect
 from topodoctor.probe.environment import capture_process, replayed_process
 from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
 from topodoctor.probe.replay import recording_from_data, resolve
 from topodoctor.probe.sysfs import LiveSysfs
-from topodoctor.process import ProcessEnvironment
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.errors import InputError, ProbeUnavailable
+from topodoctor.core.errors import InputError, ProbeUnavailable
+from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.query import Nvml, normalize_bus_id
-from topodoctor.probed import ProbeError, Unsupported
 
 ACTIVITY_SCHEMA_VERSION = 1
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from topodoctor.errors import ProbeUnavailable
-from topodoctor.model import (
+from topodoctor.core.errors import ProbeUnavailable
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.snapshot import (
     SNAPSHOT_SCHEMA_VERSION,
     Gpu,
     GpuPair,
@@ -21,7 +22,6 @@ from topodoctor.probe.kernel_log import read_kernel_events
 from topodoctor.probe.pcie import bridges_on, read_bridge
 from topodoctor.probe.query import Nvml, parse_cpulist, sys_read
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import Probed, ProbeError, Unsupported
 
 _TOPOLOGY = {0: "INTERNAL", 10: "SINGLE", 20: "MULTIPLE", 30: "HOSTBRIDGE", 40: "NODE", 50: "SYSTEM"}
 _P2P = {

@@ -13,11 +13,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from topodoctor import codec
-from topodoctor.errors import InputError
-from topodoctor.fileio import MiB, read_bytes
-from topodoctor.probed import Probed, ProbeError, Unsupported
-from topodoctor.process import NCCL_SYSTEM_CONF, ConfFile, Environment, ProcessEnvironment
+from topodoctor.core import codec
+from topodoctor.core.errors import InputError
+from topodoctor.core.fileio import MiB, read_bytes
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.environment import NCCL_SYSTEM_CONF, ConfFile, Environment, ProcessEnvironment
 
 PREFIXES = ("NCCL_", "CUDA_", "TORCH_NCCL_")
 # What the scheduler gave the job: the GPUs a check in a prolog is about.

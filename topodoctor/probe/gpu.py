@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from topodoctor.model import (
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.snapshot import (
     FabricInfo,
     Gpu,
     NvLink,
@@ -19,7 +20,6 @@ from topodoctor.probe.api import SUCCESS, error_name
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import Nvml, mask_words_to_ids, normalize_bus_id, sys_read
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import Probed, ProbeError, Unsupported
 
 FI_NVLINK_LINK_COUNT = 91  # NVML_FI_DEV_NVLINK_LINK_COUNT
 FI_NVLINK_GET_SPEED = 164  # NVML_FI_DEV_NVLINK_GET_SPEED, per link via scopeId, Mb/s

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from topodoctor.model import NetInterface, Nic, NicKind, NumaNode, Virtualization
+from topodoctor.core.probed import Probed, ProbeError, Unsupported, ok
+from topodoctor.model.snapshot import NetInterface, Nic, NicKind, NumaNode, Virtualization
 from topodoctor.probe.pcie import numa_of, pcie_path
 from topodoctor.probe.query import entries, parse_cpulist, sys_list, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import Probed, ProbeError, Unsupported, ok
 
 _BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _CONTAINER_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc")

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 
-from topodoctor.model import KernelEvents, XidEvent
+from topodoctor.core.probed import Probed, ProbeError
+from topodoctor.model.snapshot import KernelEvents, XidEvent
 from topodoctor.probe.query import normalize_bus_id
 from topodoctor.probe.sysfs import Sysfs, os_error_name
-from topodoctor.probed import Probed, ProbeError
 
 KMSG = "/dev/kmsg"
 MARK = "NVRM: Xid"

@@ -11,7 +11,7 @@ import ctypes
 import importlib
 from typing import Any
 
-from topodoctor.errors import ProbeUnavailable
+from topodoctor.core.errors import ProbeUnavailable
 from topodoctor.probe.api import BINDING_FAILED, BINDING_MISSING, NvmlCallError
 
 # Calls whose pynvml wrapper wants a caller-allocated struct; we allocate it here so the

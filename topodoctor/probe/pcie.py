@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from topodoctor.model import PcieBridge, PortType
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.snapshot import PcieBridge, PortType
 from topodoctor.probe.query import classify, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
-from topodoctor.probed import Probed, ProbeError, Unsupported
 
 _BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _ROOT = re.compile(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$")

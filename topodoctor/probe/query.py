@@ -14,9 +14,9 @@ import errno
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from topodoctor.core.probed import GPU_GONE_CODES, Probed, ProbeError, Unsupported
 from topodoctor.probe.api import UNSUPPORTED_CODES, NvmlApi, NvmlCallError, error_name
 from topodoctor.probe.sysfs import Sysfs, os_error_name
-from topodoctor.probed import GPU_GONE_CODES, Probed, ProbeError, Unsupported
 
 T = TypeVar("T")
 

@@ -22,8 +22,8 @@ import time
 from typing import Any
 
 from topodoctor import __version__
-from topodoctor.codec import to_jsonable
-from topodoctor.model import HostSnapshot
+from topodoctor.core.codec import to_jsonable
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi, NvmlCallError
 from topodoctor.probe.sysfs import Sysfs, os_error_name
 

@@ -16,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from topodoctor import codec
-from topodoctor.errors import InputError, ReplayMismatch
-from topodoctor.model import HostSnapshot, snapshot_from_data
+from topodoctor.core import codec
+from topodoctor.core.errors import InputError, ReplayMismatch
+from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
 from topodoctor.probe.api import NvmlCallError
 from topodoctor.probe.record import RECORDING_SCHEMA_VERSION
 
@@ -155,7 +155,7 @@ def recording_from_data(data: Any, name: str) -> Recording:
     )
 
 
-BUNDLED_PACKAGE = "topodoctor.recordings"
+BUNDLED_PACKAGE = "topodoctor.probe.recordings"
 
 
 def bundled_names() -> list[str]:

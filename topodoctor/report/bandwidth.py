@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from topodoctor.bandwidth.result import BandwidthResult, Measurement, Mode
-from topodoctor.codec import to_jsonable
+from topodoctor.core.codec import to_jsonable
+from topodoctor.model.copies import BandwidthResult, Measurement, Mode
 from topodoctor.report.terminal import literal, printable
 from topodoctor.rules.registry import Finding
 
@@ -53,7 +53,7 @@ def _ratio_style(expected: dict[tuple[int, int], Any], mode: Mode, a: int, b: in
 def _expected(r: BandwidthResult) -> dict[tuple[int, int], Any]:
     if r.snapshot is None:
         return {}
-    from topodoctor.bandwidth.plan import expected_pairs
+    from topodoctor.topology.copy_rates import expected_pairs
 
     return dict(expected_pairs(r.snapshot))
 

@@ -12,8 +12,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from topodoctor.doctor import Outcome
 from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate, unknown_line
+from topodoctor.service.check import Outcome
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.rules.registry import Finding

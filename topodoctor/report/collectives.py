@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from topodoctor.codec import to_jsonable
-from topodoctor.measure.collectives.plan import human_size
-from topodoctor.measure.collectives.result import CollectivesResult, NcclAccount, Timing
+from topodoctor.core.codec import to_jsonable
+from topodoctor.model.collective_ops import human_size
+from topodoctor.model.collectives import CollectivesResult, NcclAccount, Timing
 from topodoctor.rules.registry import Finding
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"

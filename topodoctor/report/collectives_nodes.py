@@ -3,8 +3,8 @@ figures between nodes, and the pairwise finder's verdict per node."""
 
 from __future__ import annotations
 
-from topodoctor.measure.collectives.plan import human_size
-from topodoctor.measure.collectives.result import CollectivesResult, SpanRows
+from topodoctor.model.collective_ops import human_size
+from topodoctor.model.collectives import CollectivesResult, SpanRows
 
 
 def _busbw(span: SpanRows) -> str:

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from topodoctor.graph import build_graph, gpu_node
-from topodoctor.hosttree import HostTree, build_tree
-from topodoctor.model import HostSnapshot
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.report.layout import LEAF_H, MARGIN, Box, Layout, layout
 from topodoctor.report.svg import Svg, fit
 from topodoctor.rules.registry import SEVERITY_ORDER, Finding
+from topodoctor.topology.graph import build_graph, gpu_node
+from topodoctor.topology.hosttree import HostTree, build_tree
 
 INK = "#1f2933"
 MUTED = "#6b7280"

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from topodoctor.fleet import FLEET_SCHEMA_VERSION, FleetReport
+from topodoctor.fleet.rollup import FLEET_SCHEMA_VERSION, FleetReport
 
 _STYLE = {"healthy": "green", "slow": "yellow", "unhealthy": "bold red", "unknown": "magenta"}
 REASON_LIMIT = 200  # Slurm keeps the reason whole, but a screen of `sinfo -R` does not

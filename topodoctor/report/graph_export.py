@@ -8,8 +8,8 @@ from typing import Any
 
 import networkx as nx
 
-from topodoctor import fileio
-from topodoctor.errors import InputError
+from topodoctor.core import fileio
+from topodoctor.core.errors import InputError
 
 FORMATS = {".graphml": "GraphML", ".dot": "DOT", ".gv": "DOT", ".json": "node-link JSON"}
 

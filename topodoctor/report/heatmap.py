@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from topodoctor.bandwidth.plan import expected_pairs
-from topodoctor.bandwidth.result import BandwidthResult, Measurement
+from topodoctor.model.copies import BandwidthResult, Measurement
 from topodoctor.report.svg import Svg
+from topodoctor.topology.copy_rates import expected_pairs
 
 SCALE_GBPS = (1.0, 2000.0)  # PCIe Gen3 x1 to NVLink 5 both ways
 # A perceptually even ramp (viridis stops), low to high.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topodoctor.hosttree import HostTree, TreeNode
+from topodoctor.topology.hosttree import HostTree, TreeNode
 
 LEAF_W = {"gpu": 118.0, "nic": 100.0}
 LEAF_H = 62.0

@@ -26,10 +26,10 @@ from xml.sax.saxutils import quoteattr
 
 import networkx as nx
 
-from topodoctor.graph import build_graph
-from topodoctor.hosttree import TreeNode, build_tree, norm_bus_id
-from topodoctor.model import Gpu, HostSnapshot
-from topodoctor.ncclxml import (
+from topodoctor.model.snapshot import Gpu, HostSnapshot
+from topodoctor.topology.graph import build_graph
+from topodoctor.topology.hosttree import TreeNode, build_tree, norm_bus_id
+from topodoctor.topology.ncclxml import (
     CLASS_BRIDGE,
     CLASS_CPU,
     CLASS_GPU,

@@ -2,7 +2,7 @@
 
 The text is made by prometheus_client's own exposition (``generate_latest`` over a
 collector of gauge families), so escaping and number formatting are the reference ones.
-Conventions, which tests/test_prometheus.py holds every family to:
+Conventions, which tests/report/test_prometheus.py holds every family to:
 
 - one table (``FAMILIES``) names every metric, its HELP and its labels: two commands that
   write to the same textfile directory emit identical HELP and TYPE for a shared family,
@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
-from topodoctor.collective_rows import columns
+from topodoctor.model.collective_rows import columns
 
 if TYPE_CHECKING:
-    from topodoctor.bandwidth.result import BandwidthResult
-    from topodoctor.fleet import FleetReport
-    from topodoctor.measure.collectives.result import Row
-    from topodoctor.model import HostSnapshot
+    from topodoctor.fleet.rollup import FleetReport
+    from topodoctor.model.collectives import Row
+    from topodoctor.model.copies import BandwidthResult
+    from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.rules.registry import Finding
 
 GPU = ("gpu", "UUID", "pci_bus_id")
@@ -315,7 +315,7 @@ def bandwidth_metrics(
 def _expected(snap: HostSnapshot | None) -> dict[tuple[int, int], float]:
     if snap is None:
         return {}
-    from topodoctor.bandwidth.plan import expected_pairs
+    from topodoctor.topology.copy_rates import expected_pairs
 
     return {k: e.nominal_gbps for k, e in expected_pairs(snap).items() if e.nominal_gbps}
 
@@ -323,7 +323,7 @@ def _expected(snap: HostSnapshot | None) -> dict[tuple[int, int], float]:
 def _host_ref(snap: HostSnapshot | None, gpu: int) -> float | None:
     if snap is None:
         return None
-    from topodoctor.bandwidth.plan import host_link_gbps
+    from topodoctor.topology.copy_rates import host_link_gbps
 
     # The link the GPU should have (full width), as TD704 judges it.
     return host_link_gbps(snap, gpu, full_width=True) or host_link_gbps(snap, gpu)
@@ -373,6 +373,6 @@ def fleet_metrics(report: FleetReport, run_time: float | None = None, exit_code:
 
 def write_textfile(path: Path | str, text: str) -> None:
     """Write a metrics file for the textfile collector atomically (name it ``*.prom``)."""
-    from topodoctor.fileio import write_atomic
+    from topodoctor.core.fileio import write_atomic
 
     write_atomic(path, text, "metrics file")

@@ -9,12 +9,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from topodoctor.codec import to_jsonable
-from topodoctor.graph import connection_matrix, nvlink_link_gbps
-from topodoctor.model import Gpu, HostSnapshot, nvlink_generation
-from topodoctor.probed import ProbeError, Unsupported, show
+from topodoctor.core.codec import to_jsonable
+from topodoctor.core.probed import ProbeError, Unsupported, show
+from topodoctor.model.snapshot import Gpu, HostSnapshot, nvlink_generation
 from topodoctor.report.terminal import literal, printable
-from topodoctor.topo import build_matrix, render
+from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
+from topodoctor.topology.topo_matrix import build_matrix, render
 
 SCAN_SCHEMA_VERSION = 1
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from topodoctor.errors import InputError
+from topodoctor.core.errors import InputError
 
 FONT = "DejaVu Sans"
 FONT_DIR = Path(__file__).parent / "fonts"
@@ -120,7 +120,7 @@ def render_png(svg_text: str) -> bytes:
 
 def write_picture(svg_text: str, path: Path) -> str:
     """Write ``svg_text`` to ``path`` as SVG or PNG by extension; returns the format written."""
-    from topodoctor.fileio import write_atomic
+    from topodoctor.core.fileio import write_atomic
 
     suffix = path.suffix.lower()
     if suffix == ".svg":

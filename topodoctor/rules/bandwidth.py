@@ -7,10 +7,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
-from topodoctor.bandwidth.plan import host_link_gbps
-from topodoctor.bandwidth.result import Measurement
+from topodoctor.model.copies import Measurement
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.copy_rates import host_link_gbps
 
 SLOW_VS_PEERS = 0.85  # below this share of the median of pairs with the same connection
 SLOW_VS_NOMINAL = 0.5  # below this share of the path's signalling rate, peers or not

@@ -108,7 +108,7 @@ def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, float, str]]:
 
 
 def _size(n: int) -> str:
-    from topodoctor.measure.collectives.plan import human_size
+    from topodoctor.model.collective_ops import human_size
 
     return human_size(n)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from topodoctor.nics import expected_rail_gbps, nearest_nics
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
 
 INTER_MIN_RATIO = 0.75  # NCCL over a healthy RDMA fabric reaches 0.85-0.95 of line rate at large sizes
 

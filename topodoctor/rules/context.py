@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from topodoctor.model import HostSnapshot
-from topodoctor.probed import Probed, ProbeError, Unsupported
-from topodoctor.process import NCCL_SYSTEM_CONF, Environment
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.environment import NCCL_SYSTEM_CONF, Environment
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.registry import Unchecked
 
 __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment", "capture_environment"]
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 
     import networkx as nx
 
-    from topodoctor.bandwidth.plan import Expected
-    from topodoctor.bandwidth.result import BandwidthResult
-    from topodoctor.expect import Expectations
-    from topodoctor.graph import Connection
+    from topodoctor.model.copies import BandwidthResult
+    from topodoctor.topology.copy_rates import Expected
+    from topodoctor.topology.expect import Expectations
+    from topodoctor.topology.graph import Connection
 
 T = TypeVar("T")
 
@@ -68,14 +68,14 @@ class Context:
 
     @cached_property
     def graph(self) -> nx.Graph:
-        from topodoctor.graph import build_graph
+        from topodoctor.topology.graph import build_graph
 
         return build_graph(self.snap)
 
     @cached_property
     def connections(self) -> dict[tuple[int, int], Connection]:
         """Best path for every GPU pair (a < b), from the graph."""
-        from topodoctor.graph import connection, gpu_node, pcie_subgraph
+        from topodoctor.topology.graph import connection, gpu_node, pcie_subgraph
 
         g = self.graph
         sub = pcie_subgraph(g)
@@ -85,7 +85,7 @@ class Context:
     @cached_property
     def expected_bandwidth(self) -> dict[tuple[int, int], Expected]:
         """What each ordered GPU pair should reach, from the graph (bandwidth rules)."""
-        from topodoctor.bandwidth.plan import expected_pairs
+        from topodoctor.topology.copy_rates import expected_pairs
 
         return expected_pairs(self.snap, self.graph)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.probed import GPU_GONE_CODES
+from topodoctor.core.probed import GPU_GONE_CODES
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

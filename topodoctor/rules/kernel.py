@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from topodoctor.model import KernelEvents, XidEvent
-from topodoctor.probed import Unsupported
+from topodoctor.core.probed import Unsupported
+from topodoctor.model.snapshot import KernelEvents, XidEvent
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import SEVERITY_ORDER, Issue, Severity, rule
 

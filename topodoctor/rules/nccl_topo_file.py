@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.probed import ProbeError, Unsupported
+from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -48,7 +48,7 @@ def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
     if isinstance(topo.text, ProbeError):
         yield Issue(_SUBJECT, f"NCCL_TOPO_FILE {v} could not be read: {topo.text.error}", ev)
         return
-    from topodoctor.nccl_topo_lint import lint_topo_file  # networkx: only when a file is set
+    from topodoctor.topology.nccl_topo_lint import lint_topo_file  # networkx: only when a file is set
 
     for p in lint_topo_file(topo.text, ctx.snap, ctx.graph):
         yield Issue(

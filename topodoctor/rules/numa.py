@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.probed import Unsupported
+from topodoctor.core.probed import Unsupported
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

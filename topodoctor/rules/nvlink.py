@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from topodoctor.graph import gpu_node, nvlink_count
-from topodoctor.model import Gpu, nvlink_generation
+from topodoctor.model.snapshot import Gpu, nvlink_generation
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.graph import gpu_node, nvlink_count
 
 
 def _norm(values: list[int]) -> int | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.graph import gpu_node
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.graph import gpu_node
 
 _REASONS = {
     "CHIPSET_NOT_SUPPORTED": "the chipset does not support P2P",
@@ -152,7 +152,7 @@ def acs_redirect(ctx: Context) -> Iterator[Issue]:
     """
     import networkx as nx
 
-    from topodoctor.graph import pcie_subgraph
+    from topodoctor.topology.graph import pcie_subgraph
 
     g = pcie_subgraph(ctx.graph)
     by_bridge: dict[str, list[str]] = {}

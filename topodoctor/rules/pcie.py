@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.model import Gpu
+from topodoctor.model.snapshot import Gpu
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from topodoctor.model import HostSnapshot
-from topodoctor.probed import ProbeError
+from topodoctor.core.probed import ProbeError
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from topodoctor.probed import ProbeError
+from topodoctor.core.probed import ProbeError
 
 Severity = Literal["info", "warning", "error", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2, "critical": 3}
@@ -179,7 +179,7 @@ def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Iterator
 
 def check_patterns(patterns: Iterable[str]) -> None:
     """Refuse a --select / --ignore pattern that matches no rule (a typo would silence nothing)."""
-    from topodoctor.errors import InputError
+    from topodoctor.core.errors import InputError
 
     for p in patterns:
         p = p.strip()

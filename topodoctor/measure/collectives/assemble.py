@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from topodoctor import codec
-from topodoctor.bandwidth.result import Activity
-from topodoctor.errors import TopodoctorError
-from topodoctor.measure.collectives import nccl_log
-from topodoctor.measure.collectives.plan import Plan
-from topodoctor.measure.collectives.result import (
+from topodoctor.core import codec
+from topodoctor.core.errors import TopodoctorError
+from topodoctor.model.collective_ops import Plan
+from topodoctor.model.collectives import (
     COLLECTIVES_SCHEMA_VERSION,
     CollectivesResult,
     Failure,
@@ -19,7 +17,9 @@ from topodoctor.measure.collectives.result import (
     Row,
     SpanRows,
 )
-from topodoctor.model import HostSnapshot
+from topodoctor.model.copies import Activity
+from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.nccllog import account as nccl_log
 
 
 class CollectivesUnavailable(TopodoctorError):

@@ -24,17 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from topodoctor import codec
-from topodoctor.bandwidth.result import Activity
+from topodoctor.core import codec
 from topodoctor.measure.collectives.assemble import Collected, CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.nodes import NodeSettings
-from topodoctor.measure.collectives.plan import Plan
-from topodoctor.measure.collectives.result import (
+from topodoctor.measure.collectives.world import World, local_worlds
+from topodoctor.model.collective_ops import Plan
+from topodoctor.model.collectives import (
     CollectivesResult,
     Failure,
 )
-from topodoctor.measure.collectives.world import World, local_worlds
-from topodoctor.model import HostSnapshot
+from topodoctor.model.copies import Activity
+from topodoctor.model.snapshot import HostSnapshot
 
 _PR_SET_PDEATHSIG = 1
 HANG_GRACE_S = 10.0  # past a rank's own watchdog, before the parent kills the group itself
@@ -56,7 +56,7 @@ def child_environment(base: dict[str, str], world: World, plan: Plan, log_dir: s
 
 
 def worker_cmd() -> list[str]:
-    return [sys.executable, "-m", "topodoctor.measure.collectives.rank_main"]
+    return [sys.executable, "-m", "topodoctor.measure.collectives.rank.main"]
 
 
 @dataclass
@@ -339,7 +339,7 @@ def join(
     """Run as one rank of a launcher's world (torchrun, srun), in this process; rank 0 gets
     the result, the others None. The launcher kills the world when a rank exits on a hang.
     The group stays up: the ranks agree on one exit code and tear it down (worker_exit)."""
-    from topodoctor.measure.collectives.rank_main import run_rank
+    from topodoctor.measure.collectives.rank.main import run_rank
 
     _die_with_parent(signal.SIGTERM)
     t0 = time.monotonic()

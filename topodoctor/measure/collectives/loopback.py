@@ -18,9 +18,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from topodoctor import codec
-from topodoctor.measure.collectives.plan import Plan
+from topodoctor.core import codec
 from topodoctor.measure.collectives.world import World
+from topodoctor.model.collective_ops import Plan
 
 LOOPBACK_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
 LAUNCHER_PREFIXES = ("TORCHELASTIC_", "SLURM_", "OMPI_", "PMI_", "PMIX_")
@@ -37,7 +37,7 @@ LAUNCHER_VARS = {
 def nic_loopback(plan: Plan, world: World, budget_s: float) -> dict[str, Any]:
     """The node's ops at the plan's largest size through its NICs: rows and NCCL's account,
     or why there are none. Never raises: the world run goes on either way."""
-    from topodoctor.errors import TopodoctorError
+    from topodoctor.core.errors import TopodoctorError
     from topodoctor.measure.collectives.launch import measure
     from topodoctor.report.collectives import nccl_paragraph
 

@@ -12,7 +12,7 @@ Phases after the world's own sweep, all at the plan's largest size:
 - ``intra``: every node's ranks as one subgroup, all nodes at once (what NVLink / PCIe give);
 - ``inter``: the ranks of one local index across all nodes (a "rail": one GPU per node, so
   every byte crosses the network), all rails at once;
-- ``pair``: the pairwise finder's rounds (see ``topodoctor/pairwise.py``).
+- ``pair``: the pairwise finder's rounds (see ``topodoctor/model/pairwise.py``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topodoctor.errors import InputError
+from topodoctor.core.errors import InputError
 
 DEFAULT_PORT = 29500
 

@@ -1,0 +1,95 @@
+"""`topodoctor bandwidth`: copies between GPUs and to the host, measured in a budgeted child."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from topodoctor.cli.io import EXITS, emit_json, progress_bar, render
+from topodoctor.cli.options import (
+    BwMode,
+    HeatmapOpt,
+    MeasureFormat,
+    MetricsOpt,
+    OutputOpt,
+    ReplayOpt,
+    TimeoutOpt,
+    budget,
+    reports_errors,
+    source,
+)
+from topodoctor.core.errors import EXIT_UNHEALTHY
+
+
+def bandwidth(
+    matrix: Annotated[bool, typer.Option("--matrix/--no-matrix", help="Print the pair matrices.")] = True,
+    mode: Annotated[
+        list[BwMode] | None,
+        typer.Option("--mode", "-m", metavar="MODE", help="oneway, bidir, latency, host or all (repeatable)."),
+    ] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="A short pass sized for a prolog.")] = False,
+    size_mib: Annotated[int | None, typer.Option("--size", metavar="MIB", help="Buffer per copy.", min=1)] = None,
+    iters: Annotated[int | None, typer.Option("--iters", metavar="N", help="Copies per sample.", min=1)] = None,
+    samples: Annotated[int | None, typer.Option("--samples", metavar="N", help="Samples each.", min=1)] = None,
+    devices: Annotated[str | None, typer.Option("--devices", metavar="LIST", help="NVML indices, e.g. 0,1.")] = None,
+    pair_timeout: Annotated[
+        float, typer.Option("--pair-timeout", metavar="SECONDS", help="When a copy counts as hung.", min=0.1)
+    ] = 20.0,
+    from_file: Annotated[
+        Path | None, typer.Option("--from", metavar="FILE", help="Show a saved result instead of measuring.")
+    ] = None,
+    output: OutputOpt = None,
+    heatmap: HeatmapOpt = None,
+    replay: ReplayOpt = None,
+    fmt: Annotated[
+        MeasureFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or prometheus.")
+    ] = MeasureFormat.text,
+    metrics: MetricsOpt = None,
+    timeout: TimeoutOpt = 900.0,
+) -> None:
+    """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
+    from topodoctor.cli import pictures as cli_pictures
+    from topodoctor.core import fileio
+    from topodoctor.model.copies import load_result, result_to_json
+    from topodoctor.report import bandwidth as report
+    from topodoctor.service import check as doctor
+    from topodoctor.service import copies
+
+    if heatmap is not None:
+        cli_pictures.check_picture_path(heatmap)
+
+    if from_file is not None:
+        result = load_result(from_file)
+    else:
+        modes = [m.value for m in mode or []]
+        settings = copies.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
+        result = copies.measure(settings, source(replay), budget(timeout), progress=progress_bar())
+    if output is not None:
+        fileio.write_atomic(output, result_to_json(result), "bandwidth result")
+    if heatmap is not None:
+        cli_pictures.draw_heatmap(result, heatmap)
+    findings = copies.bandwidth_findings(result)
+    code = EXIT_UNHEALTHY if doctor.failing(findings, "error") else 0
+    if metrics is not None or fmt is MeasureFormat.prometheus:
+        from topodoctor.report.prometheus import bandwidth_metrics, write_textfile
+
+        text = bandwidth_metrics(result, findings, code)
+        if metrics is not None:
+            write_textfile(metrics, text)
+        if fmt is MeasureFormat.prometheus:
+            render(lambda c: sys.stdout.write(text))
+    if fmt is MeasureFormat.json:
+        from dataclasses import asdict
+
+        doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
+        render(lambda c: emit_json(doc))
+    elif fmt is MeasureFormat.text:
+        render(lambda c: report.print_bandwidth(result, c, findings, matrix))
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bandwidth", epilog=EXITS["bandwidth"])(reports_errors(bandwidth))

@@ -1,0 +1,304 @@
+"""The command line: parse arguments, call topodoctor.service.check, render, map outcomes to exit codes.
+
+Every failure ends as one line ("topodoctor: error: ..." on stderr, or the one requested
+drain-reason line) and an exit code from topodoctor.core.errors: never a traceback, and never
+exit 1 for a failure of topodoctor itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from topodoctor.cli.io import (
+    EXITS,
+    emit,
+    emit_json,
+    fail,
+    install_signal_handlers,
+    prepare_stdio,
+    render,
+    say,
+)
+from topodoctor.cli.options import (
+    CheckFormat,
+    DrawOpt,
+    FailLevel,
+    Format,
+    FormatOpt,
+    MetricsOpt,
+    OutputOpt,
+    PlainUsage,
+    ReplayOpt,
+    RuleList,
+    Scope,
+    ScopeOpt,
+    SysfsOpt,
+    TimeoutOpt,
+    budget,
+    reports_errors,
+    source,
+    split,
+    version_callback,
+)
+from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
+
+if TYPE_CHECKING:
+    from topodoctor.service.check import Pass
+
+app = typer.Typer(
+    name="topodoctor",
+    help="GPU topology inspector and doctor: scan the topology, check its health, measure its links.",
+    epilog=EXITS["all"],
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 80},
+)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """GPU topology inspector and doctor."""
+    from topodoctor.cli import io as cli_io
+
+    cli_io.line_mode = False  # per invocation: only `check --format line` turns it on, for itself
+
+
+@app.command(epilog=EXITS["scan"])
+@reports_errors
+def scan(
+    replay: ReplayOpt = None,
+    fmt: FormatOpt = Format.text,
+    export_graph: Annotated[
+        Path | None,
+        typer.Option("--export-graph", metavar="FILE", help="Write the topology graph: .graphml, .dot or .json."),
+    ] = None,
+    draw: DrawOpt = None,
+    sysfs_root: SysfsOpt = "/",
+    timeout: TimeoutOpt = 60.0,
+) -> None:
+    """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
+    from topodoctor.cli import pictures as cli_pictures
+    from topodoctor.service import check as doctor
+    from topodoctor.topology.graph import build_graph
+
+    if draw is not None:
+        cli_pictures.check_picture_path(draw)
+    host = doctor.probe(source(replay, sysfs_root), budget(timeout), environment=draw is not None)
+    if draw is not None:  # the rules' findings, drawn in place; the picture judges nothing itself
+        cli_pictures.draw_scan(host.snapshot, draw, doctor.evaluate(doctor.make_context(host))[0])
+    g = build_graph(host.snapshot)
+    if export_graph is not None:
+        from topodoctor.report.graph_export import export_graph as write_graph
+
+        write_graph(g, export_graph)
+    from topodoctor.report import scan as report
+
+    if fmt is Format.json:
+        render(lambda c: emit_json(report.scan_json(host.snapshot, host.origin, g)))
+    else:
+        render(lambda c: report.print_scan(host.snapshot, host.origin, g, c))
+
+
+@app.command(epilog=EXITS["record"])
+@reports_errors
+def record(
+    output: OutputOpt = None,
+    label: Annotated[str, typer.Option("--label", metavar="TEXT", help="A name for the host kind.")] = "",
+    no_scrub: Annotated[bool, typer.Option("--no-scrub", help="Keep UUIDs, serials and the host name.")] = False,
+    list_bundled: Annotated[bool, typer.Option("--list", help="List the recordings bundled with topodoctor.")] = False,
+    sysfs_root: SysfsOpt = "/",
+    timeout: TimeoutOpt = 120.0,
+) -> None:
+    """Record every NVML call and sysfs read of a live scan, for replay on any machine."""
+    from topodoctor.probe.replay import bundled_names
+
+    if list_bundled:
+        render(lambda c: emit("\n".join(bundled_names())))
+        return
+    if output is None:
+        raise InputError("record needs --output FILE (or --list)")
+    from topodoctor.core import fileio
+    from topodoctor.service import check as doctor
+
+    doc, gpus = doctor.record(label or "unlabelled", not no_scrub, sysfs_root, budget(timeout))
+    fileio.write_atomic(output, fileio.dumps_strict(doc, separators=(",", ":")) + "\n", "recording")
+    say(f"recorded {len(doc['nvml'])} NVML calls and {len(doc['sysfs'])} sysfs reads ({gpus} GPUs) to {output}")
+
+
+@app.command(epilog=EXITS["check"])
+def check(
+    replay: ReplayOpt = None,
+    fmt: Annotated[
+        CheckFormat,
+        typer.Option("--format", "-f", metavar="FORMAT", help="text, json, line (a drain reason) or prometheus."),
+    ] = CheckFormat.text,
+    metrics: MetricsOpt = None,
+    timeout: TimeoutOpt = 30.0,
+    select: RuleList = None,
+    ignore: RuleList = None,
+    prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too.")] = False,
+    fail_level: Annotated[
+        FailLevel, typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity that fails.")
+    ] = FailLevel.error,
+    expect: Annotated[
+        Path | None, typer.Option("--expect", metavar="FILE", help="Expectations file for this node type.")
+    ] = None,
+    with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass.")] = False,
+    with_collectives: Annotated[
+        bool, typer.Option("--collectives", help="Add a quick NCCL pass: all_reduce and sendrecv, 256 MiB.")
+    ] = False,
+    scope: ScopeOpt = Scope.auto,
+    sysfs_root: SysfsOpt = "/",
+) -> None:
+    """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
+    from topodoctor.cli import io as cli_io
+    from topodoctor.service import check as doctor
+
+    cli_io.line_mode = fmt is CheckFormat.line
+    options = doctor.CheckOptions(
+        source=source(replay, sysfs_root),
+        timeout_s=timeout,
+        select=split(select),
+        ignore=split(ignore),
+        tags=("prolog",) if prolog else (),
+        fail_level="warning" if strict else fail_level.value,
+        expect=expect,
+        passes=_passes(with_bandwidth, with_collectives, scope.value),
+        scope=scope.value,
+    )
+    try:
+        outcome = doctor.check(options)
+    except TopodoctorError as exc:
+        if metrics is not None:  # a metrics file that says "could not check" instead of going stale
+            from topodoctor.report import prometheus as prom
+
+            prom.write_textfile(metrics, prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname()))
+        if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
+            from topodoctor.report import check as report
+
+            doc = report.could_not_check_json(str(exc), exc.exit_code)
+            render(lambda c: emit_json(doc))
+        raise fail(str(exc), exc.exit_code) from None
+
+    from topodoctor.report import check as report
+    from topodoctor.report import prometheus as prom
+
+    def metrics_text() -> str:
+        o = outcome
+        return prom.check_metrics(o.findings, o.incomplete, o.exit_code, o.snapshot, o.meta.elapsed_s)
+
+    if metrics is not None:
+        prom.write_textfile(metrics, metrics_text())
+    show = {
+        CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
+        CheckFormat.line: lambda c: emit(report.one_line(outcome)),
+        CheckFormat.text: lambda c: report.print_check(outcome, c),
+        CheckFormat.prometheus: lambda c: sys.stdout.write(metrics_text()),
+    }
+    render(show[fmt])
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command("rules", epilog=EXITS["rules"])
+@reports_errors
+def list_rules(
+    fmt: FormatOpt = Format.text,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/rules.md.")] = False,
+) -> None:
+    """List every rule: code, name, default severity, tags."""
+    from topodoctor.report.rules import rules_json, rules_text
+    from topodoctor.rules.docs import rules_markdown
+
+    if markdown:
+        render(lambda c: sys.stdout.write(rules_markdown()))
+    else:
+        render(lambda c: emit_json(rules_json()) if fmt is Format.json else emit(rules_text()))
+
+
+@app.command(epilog=EXITS["explain"], cls=PlainUsage)
+@reports_errors
+def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -> None:
+    """Print the documentation of one rule; CODE is its code (TD101) or name (nvlink-down)."""
+    from topodoctor.report.terminal import printable
+    from topodoctor.rules import REGISTRY
+    from topodoctor.rules.docs import rule_markdown
+
+    r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
+    if r is None:
+        raise InputError(f"no rule {printable(code)!r} (see `topodoctor rules`)")
+    render(lambda c: sys.stdout.write(rule_markdown(r)))
+
+
+@app.command("expect", epilog=EXITS["expect"])
+@reports_errors
+def write_expect(
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="Where to write (JSON).")],
+    replay: ReplayOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Write even from a host with error findings.")] = False,
+    sysfs_root: SysfsOpt = "/",
+    timeout: TimeoutOpt = 60.0,
+) -> None:
+    """Write an expectations file from a known-good host (live or replayed)."""
+    from topodoctor.core import codec, fileio
+    from topodoctor.service import check as doctor
+
+    base = doctor.baseline(source(replay, sysfs_root), budget(timeout))
+    if base.blocking and not force:
+        for f in base.blocking:
+            say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
+        raise fail(f"not writing {output}: this host has {len(base.blocking)} error finding(s) (--force)", 1)
+    e = base.expectations
+    fileio.write_atomic(output, codec.dumps(e), "expectations")
+    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair")
+
+
+# commands kept in modules of their own
+for extra in ("cli_bandwidth", "cli_collectives", "cli_fleet", "cli_job", "cli_pictures"):
+    __import__(f"topodoctor.{extra}", fromlist=["register"]).register(app)
+
+
+def _passes(bandwidth: bool, collectives: bool, scope: str) -> tuple[Pass, ...]:
+    """The measurements a check adds, in the order they run in its budgeted child."""
+    from topodoctor.service import copies
+    from topodoctor.service.collectives import check_pass
+
+    return ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; every outcome becomes an exit code and at most one error line."""
+    from topodoctor.cli import io as cli_io
+
+    cli_io.line_mode = False  # set by check --format line
+    with install_signal_handlers():
+        return cli_io.run_app(app, argv, EXIT_USAGE)
+
+
+def run() -> None:
+    """Console entry point. Ends with os._exit once the output is flushed: tearing down the
+    interpreter (and a preload thread still importing) can cost tenths of a second, past the
+    budget a prolog gave us, and there is nothing left to clean up."""
+    import os
+
+    from topodoctor.cli.io import flush_stdio
+    from topodoctor.core.budget import mark_command_start
+    from topodoctor.measure.collectives.rank.leave import leave_world
+
+    mark_command_start()
+    prepare_stdio()
+    code = main()
+    flush_stdio()  # the report is out before the world's ending can take this process down
+    code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
+    flush_stdio()
+    os._exit(code)

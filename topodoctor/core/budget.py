@@ -1,0 +1,282 @@
+"""Running work under a hard wall-clock budget, for prolog checks that must never hang.
+
+The work runs in a forked child that sends its JSON answer through a pipe. A thread cannot
+be stopped while it sits in a driver call, and a process with such a thread cannot even
+exit; a child can be killed and left behind, so the parent always answers on time.
+
+The child leads its own process group, so killing the group takes whatever it started (the
+copy timer's torch process) with it; it also asks the kernel to kill it when the parent dies,
+so a parent killed outright (SIGKILL from a prolog timeout) leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError
+
+# Longer than any job lives: "no limit" without infinite arithmetic in select() or deadlines.
+FOREVER_S = 1e7
+# How long the parent waits for a killed child to be reaped. A child stuck in the kernel
+# (an uninterruptible driver call) dies only when the call returns; we do not wait for that.
+REAP_WAIT_S = 0.1
+_PR_SET_PDEATHSIG = 1
+_HELD = {signal.SIGALRM, signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+
+
+def parse_timeout(value: float) -> float:
+    """A --timeout value: seconds > 0, 0 (no budget), or inf (no limit, still killable)."""
+    if math.isnan(value):
+        raise InputError("--timeout must be a number of seconds, not nan")
+    if value < 0:
+        raise InputError(f"--timeout must be 0 (no budget) or positive, not {value:g}")
+    return min(value, FOREVER_S)
+
+
+def process_age_s() -> float:
+    """Seconds since this process was started (the interpreter's start-up included).
+
+    The budget a prolog gives is wall time from exec; counting it from when our code first
+    runs would overrun it by the import time. Linux only; 0 where unknown.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, in ticks since boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+    return age if 0.0 <= age < 60.0 else 0.0
+
+
+_command_start: float | None = None
+
+
+def mark_command_start() -> None:
+    """Count budgets from this process's exec (the console entry point calls this): a prolog's
+    timeout covers the interpreter's start-up and our imports too. In-process callers (tests,
+    a library user) leave it unset and count from when the budget is made."""
+    global _command_start
+    _command_start = time.monotonic() - process_age_s()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A deadline on the monotonic clock; ``None`` timeout means no budget at all."""
+
+    timeout_s: float | None
+    deadline: float
+
+    @staticmethod
+    def start(timeout_s: float) -> Budget:
+        """``timeout_s`` from the start of the command (see ``mark_command_start``); 0: no budget."""
+        if timeout_s <= 0:
+            return Budget(None, time.monotonic() + FOREVER_S)
+        origin = _command_start if _command_start is not None else time.monotonic()
+        return Budget(timeout_s, origin + min(timeout_s, FOREVER_S))
+
+    @property
+    def limited(self) -> bool:
+        return self.timeout_s is not None
+
+    def left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def exceeded(self, what: str = "") -> BudgetExceeded:
+        shown = f"{self.timeout_s:g}" if self.timeout_s is not None else "?"
+        return BudgetExceeded(f"could not check: not finished within the {shown} s budget{what}")
+
+    def spent_at_start(self) -> BudgetExceeded:
+        """The budget ran out before any work began: it is shorter than starting the
+        interpreter and loading topodoctor takes here, and no budget below that can be kept."""
+        if _command_start is None:
+            return self.exceeded()
+        took = time.monotonic() - _command_start
+        return BudgetExceeded(
+            f"could not check: the {self.timeout_s:g} s budget was spent before the check could start "
+            f"(start-up took {took:.2f} s here; the floor is in docs/prolog.md)"
+        )
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Raise BudgetExceeded in this thread if the block runs past the deadline.
+
+        For Python work in the parent (imports, decoding, rules, waiting on the child): an
+        interval timer interrupts it between bytecodes. Nested guards share the outermost
+        timer. Only the main thread can take signals; elsewhere this is a no-op.
+        """
+        global _guarding
+        if not self.limited or _guarding or not _main_thread():
+            yield
+            return
+
+        def expire(signum: int, frame: Any) -> None:
+            raise self.exceeded(" (killed)")
+
+        left = self.left()
+        if left <= 0:
+            raise self.spent_at_start()
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, left)
+        _guarding = True
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            _guarding = False
+
+
+_guarding = False
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _become_group_leader_child(parent: int, quiet: bool) -> None:
+    """In the child: own process group, die with the parent, default signal handling."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM):
+        signal.signal(sig, signal.SIG_DFL)
+    if not quiet:
+        return
+    # The answer goes through the pipe; a library's stray print must not reach the user's
+    # terminal or break a one-line drain reason.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def run_with_budget(
+    work: Callable[[float], dict[str, Any]],
+    budget: Budget | float,
+    meanwhile: Callable[[], None] | None = None,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """Run ``work(deadline)`` in a child; its JSON-able answer, or BudgetExceeded.
+
+    ``meanwhile`` runs in the parent right after the fork (never before: forking a process
+    that has threads is unsafe), e.g. to start imports the parent will need next.
+    A TopodoctorError raised in the child is raised again here with its message and kind.
+    ``quiet`` sends the child's stdout and stderr to /dev/null.
+    """
+    if not isinstance(budget, Budget):
+        budget = Budget.start(budget)
+    deadline = budget.deadline
+    parent = os.getpid()
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
+        with contextlib.suppress(Exception):
+            stream.flush()
+    read_fd, write_fd = os.pipe()
+    # No signal handler (the budget's alarm, SIGTERM) may run inside fork() and its at-fork
+    # hooks, or between the fork and the child's set-up: they are held until the parent is
+    # ready to kill the child, and the child drops them for its own defaults.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_fd)
+        code = 0
+        try:
+            _become_group_leader_child(parent, quiet)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            answer: dict[str, Any] = {"ok": work(deadline)}
+        except TopodoctorError as exc:
+            answer = {"error": str(exc), "exit_code": exc.exit_code}
+        except BaseException as exc:  # the parent reports it; a child must never unwind into the CLI
+            tail = traceback.format_exc(limit=3).strip().splitlines()[-1]
+            answer = {"error": f"internal error: {type(exc).__name__}: {exc} ({tail})", "exit_code": 3}
+        try:
+            with os.fdopen(write_fd, "w", encoding="utf-8", errors="backslashreplace") as pipe:
+                pipe.write(json.dumps(answer, allow_nan=False))
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write_fd)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # also here: no window where a kill of the group misses the child
+    chunks: list[bytes] = []
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held signal is raised here, child known
+        if meanwhile is not None:
+            meanwhile()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise budget.exceeded(" (killed)")
+            ready, _, _ = select.select([read_fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BaseException:
+        kill_group(pid)
+        raise
+    finally:
+        os.close(read_fd)
+    _reap_by(pid, deadline)
+    if not chunks:
+        raise BudgetExceeded("could not check: the check process died without an answer")
+    try:
+        answer = json.loads(b"".join(chunks))
+    except ValueError:
+        raise TopodoctorError("could not check: the check process answered garbage") from None
+    if "error" in answer:
+        err = TopodoctorError(answer["error"])
+        err.exit_code = int(answer.get("exit_code", 3))
+        raise err
+    result: dict[str, Any] = answer["ok"]
+    return result
+
+
+def kill_group(pid: int) -> None:
+    """Kill the child and its process group, and reap it if it dies at once."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+    _reap(pid)
+
+
+def _reap(pid: int, until: float | None = None) -> bool:
+    """Collect the child's exit status by ``until`` (default: REAP_WAIT_S from now)."""
+    end = time.monotonic() + REAP_WAIT_S if until is None else until
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if done:
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.002)
+
+
+def _reap_by(pid: int, deadline: float) -> None:
+    """The child has answered and is exiting; if its exit stalls past the deadline, kill it."""
+    if not _reap(pid, until=deadline):
+        kill_group(pid)

@@ -1,0 +1,176 @@
+"""A rank's process: join the world, run the plan on a ``worker.Rank``, report; the entry point
+of a spawned rank (``python -m topodoctor.measure.collectives.rank.main``). Imports torch."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+from datetime import timedelta
+from typing import Any
+
+import torch  # this module is a measuring process: importing torch is its job
+import torch.distributed as dist
+
+from topodoctor.measure.collectives.guard import (
+    RANK_KEY,
+    Alarm,
+    Emit,
+    RankStopped,
+    Watchdog,
+    failure_of,
+    nccl_environment,
+    run_watched,
+    world_store,
+)
+from topodoctor.measure.collectives.nodes import NodeSettings
+from topodoctor.measure.collectives.rank.worker import Rank
+from topodoctor.measure.collectives.world import World
+from topodoctor.model.collective_ops import Plan
+
+IDENT_WIDTH = 4096  # bytes per rank for its identity (NCCL variables included)
+
+
+def run_rank(
+    plan: Plan,
+    world: World,
+    emit: Emit,
+    log_dir: str | None,
+    nodes: NodeSettings | None = None,
+    keep: bool = False,
+    deadline: float | None = None,
+) -> dict[str, Any] | None:
+    """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
+    returns the raw result, the others None. ``keep``: the group outlives this (worker_exit);
+    ``deadline`` (time.monotonic): the whole run's budget, stopped and reported like a hang.
+
+    A failure on any rank (an NCCL error, out of memory, a hang its watchdog cut) is announced
+    on the world's store; the other ranks stop where they wait and rank 0 returns what it has,
+    with the failure naming the rank, its node and the op. A rank other than 0 that stops
+    raises RankStopped."""
+    nccl_environment(os.environ, world.rank, log_dir)  # type: ignore[arg-type]
+    for k, v in world.env().items():
+        os.environ.setdefault(k, v)
+    rank = Rank(plan, world, emit)
+    kwargs: dict[str, Any] = {}
+    if rank.cuda:
+        torch.cuda.set_device(rank.device)
+        kwargs["device_id"] = rank.device  # eager NCCL init: a broken NCCL fails here, not mid-run
+    # env:// (MASTER_ADDR / MASTER_PORT): under torchrun it joins the agent's own store as a
+    # client (TORCHELASTIC_USE_AGENT_STORE) instead of trying to open a second one on its port.
+    dist.init_process_group(
+        plan.backend,
+        init_method="env://",
+        rank=world.rank,
+        world_size=world.world_size,
+        # The library's own timeout backs up the watchdog, which names the op that hung.
+        timeout=timedelta(seconds=plan.op_timeout_s + 5.0),
+        **kwargs,
+    )
+    alarm = Alarm(world_store(dist), world.rank)
+    ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
+    env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
+    ident = {**rank.identity(), "env": env}
+    while len(json.dumps(ident).encode()) > IDENT_WIDTH and ident["env"]:  # what fits goes round
+        ident["env"] = dict(list(ident["env"].items())[:-1])
+    alarm.publish(f"{RANK_KEY}{world.rank}", json.dumps(ident))  # read back by rank 0 if a gather fails
+    version = torch.cuda.nccl.version() if rank.cuda else ""
+    nccl = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+    meta: dict[str, Any] = {"torch": torch.__version__, "nccl": nccl, "ranks": [ident], "env": env}
+    watchdog = Watchdog(plan.op_timeout_s, emit, world.rank)
+    rank.watchdog = watchdog
+
+    def measure() -> dict[str, Any]:
+        if rank.cuda:
+            torch.cuda.set_device(rank.device)  # the CUDA device is per thread
+        meta["ranks"] = rank.gather_json(ident, IDENT_WIDTH)
+        if world.rank == 0:
+            emit({"ev": "meta", **meta})
+        emit({"ev": "ready", "rank": world.rank})
+        if rank.cuda:
+            # A stream of its own (non-blocking), as nccl-tests uses: no implicit waits on the
+            # legacy default stream; synchronous collectives run on it (torch >= 2.8).
+            with torch.cuda.stream(torch.cuda.Stream(rank.device)):
+                body = rank.run(watchdog)
+        else:
+            body = rank.run(watchdog)
+        from topodoctor.measure.collectives.rank.nodes import run_nodes
+
+        body.update(run_nodes(rank, plan, meta["ranks"], nodes or NodeSettings(), emit))
+        return body
+
+    body, exc, stopped = run_watched(measure, alarm, watchdog, deadline)
+    where = watchdog.current
+    watchdog.close()
+    _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
+    if exc is None and stopped is None:
+        # "finished" first: a spawning parent kills the rank on it, sparing NCCL's teardown
+        emit({"ev": "finished", "rank": world.rank})
+        if not keep:
+            dist.destroy_process_group()
+        return {**meta, **body} if world.rank == 0 else None
+    failure = stopped
+    if exc is not None:
+        # A peer's announced failure is the cause; this rank's own error is then its echo
+        # (a gloo op that lost its peer, an NCCL error from a communicator a peer left).
+        failure = alarm.peek()
+        if failure is None:
+            failure = failure_of(exc, world.rank, str(ident["node"]), where)
+            alarm.announce(failure)
+    if failure.get("kind") == "hang" and failure.get("rank") == world.rank:
+        emit({"ev": "hang", "rank": world.rank, "op": failure["op"], "size": failure["size_bytes"] or 0, **failure})
+    else:
+        emit({"ev": "fail", **failure})
+    if world.rank != 0:
+        raise RankStopped(failure)
+    if len(meta["ranks"]) < world.world_size:  # the identities never went round: the store has them
+        meta["ranks"] = alarm.identities(world.world_size) or meta["ranks"]
+        emit({"ev": "meta", **meta})
+    emit({"ev": "finished", "rank": world.rank})
+    return {**meta, "rows": list(rank.rows), "failures": [*rank.failures, failure]}
+
+
+def _flush_c_streams() -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
+
+
+def _emit_stdout(event: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    """Entry point of a spawned rank: plan and world from the environment, events (rank 0's
+    rows among them) on stdout, so the parent keeps what finished when a later op hangs."""
+    from topodoctor.core.codec import from_jsonable
+    from topodoctor.measure.collectives.world import from_env
+
+    plan = from_jsonable(Plan, json.loads(os.environ["TOPODOCTOR_COLL_PLAN"]), "collectives plan")
+    world = from_env()
+    assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
+    nodes_doc = os.environ.get("TOPODOCTOR_COLL_NODES")
+    nodes = from_jsonable(NodeSettings, json.loads(nodes_doc), "node settings") if nodes_doc else None
+    _emit_stdout({"ev": "imported", "rank": world.rank})  # torch loaded: the start-up's first part
+    try:
+        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
+    except RankStopped:
+        return 1  # said on stdout already
+    except Exception as exc:
+        kind = "oom" if isinstance(exc, torch.cuda.OutOfMemoryError) else "error"
+        first = (str(exc).strip().splitlines() or [""])[0]
+        _emit_stdout({"ev": "fail", "rank": world.rank, "kind": kind, "message": f"{type(exc).__name__}: {first}"})
+        return 1
+    _emit_stdout({"ev": "done", "rank": world.rank})
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    # A measuring thread may still be stuck in NCCL after a stop: the interpreter's shutdown
+    # (and NCCL's own teardown) would wait on it.
+    os._exit(code)

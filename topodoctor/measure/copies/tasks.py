@@ -1,0 +1,93 @@
+"""What to measure: the settings of a pass and its list of tasks for the copy timer (plain
+data; imported before the probe, so it stays light)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from topodoctor.model.copies import Mode
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Settings:
+    modes: tuple[Mode, ...] = ("oneway", "bidir", "latency", "h2d", "d2h")
+    size_bytes: int = 256 * MiB
+    iters: int = 4
+    samples: int = 5
+    latency_bytes: int = 4
+    latency_iters: int = 100  # the CUDA samples' count; more would crowd the stream's queue
+    # PCIe reaches its full rate well below this size, and pinning host memory takes time in
+    # proportion to its size, so host copies use smaller buffers than peer copies.
+    host_size_bytes: int = 64 * MiB
+    pair_timeout_s: float = 20.0
+    start_timeout_s: float = 90.0
+    devices: tuple[int, ...] | None = None  # NVML indices; None = the scope's GPUs
+
+    @staticmethod
+    def quick(devices: tuple[int, ...] | None = None) -> Settings:
+        """Sized for a prolog: one-way pairs and host links, small buffers, three samples."""
+        return Settings(
+            modes=("oneway", "h2d", "d2h"),
+            size_bytes=64 * MiB,
+            iters=4,
+            samples=3,
+            host_size_bytes=32 * MiB,
+            devices=devices,
+        )
+
+
+@dataclass(frozen=True)
+class Task:
+    mode: Mode
+    src: int  # NVML index, -1 = host
+    dsts: tuple[int, ...]  # several for a latency batch (one hold per source GPU)
+    payload: dict[str, Any]
+
+
+def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
+    """Every ordered pair for one-way and latency (latency batched per source GPU), every
+    unordered pair for both-ways, each GPU's host link both ways."""
+    idx = sorted(ordinal)
+    s = settings
+    tasks: list[Task] = []
+    base = {"op": "p2p", "size": s.size_bytes, "iters": s.iters, "samples": s.samples}
+    for mode in s.modes:
+        if mode == "oneway":
+            tasks += [
+                Task(mode, a, (b,), dict(base, src=ordinal[a], dst=ordinal[b], mode=mode))
+                for a in idx
+                for b in idx
+                if a != b
+            ]
+        elif mode == "latency":
+            for a in idx:
+                others = tuple(b for b in idx if b != a)
+                if others:
+                    payload = {
+                        "op": "latency",
+                        "src": ordinal[a],
+                        "dsts": [ordinal[b] for b in others],
+                        "size": s.latency_bytes,
+                        "iters": s.latency_iters,
+                        "samples": s.samples,
+                    }
+                    tasks.append(Task(mode, a, others, payload))
+        elif mode == "bidir":
+            for i, a in enumerate(idx):
+                for b in idx[i + 1 :]:
+                    tasks.append(Task(mode, a, (b,), dict(base, src=ordinal[a], dst=ordinal[b], mode="bidir")))
+        else:
+            for a in idx:
+                payload = {
+                    "op": "host",
+                    "dev": ordinal[a],
+                    "dir": mode,
+                    "size": s.host_size_bytes,
+                    "iters": s.iters,
+                    "samples": s.samples,
+                }
+                tasks.append(Task(mode, -1 if mode == "h2d" else a, (a if mode == "h2d" else -1,), payload))
+    return tasks

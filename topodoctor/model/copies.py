@@ -1,0 +1,110 @@
+"""BandwidthResult: what the copy tester measured, as plain data (JSON round-trip).
+
+GB/s means 1e9 bytes per second throughout. Rows are sources, columns destinations.
+The runner measures and never judges; verdicts come from the rules.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from topodoctor.core import codec
+from topodoctor.model.snapshot import HostSnapshot
+
+BANDWIDTH_SCHEMA_VERSION = 1
+
+Path_ = Literal["p2p", "staged", "host", "unknown"]
+Mode = Literal["oneway", "bidir", "latency", "h2d", "d2h"]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Samples of one measurement: median and spread ((max - min) / median)."""
+
+    median: float
+    min: float
+    max: float
+    samples: tuple[float, ...]
+
+    @property
+    def spread_pct(self) -> float:
+        return 100.0 * (self.max - self.min) / self.median if self.median else 0.0
+
+    @staticmethod
+    def of(samples: list[float]) -> Stats:
+        return Stats(statistics.median(samples), min(samples), max(samples), tuple(round(s, 4) for s in samples))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    mode: Mode
+    src: int  # NVML index; -1 for the host
+    dst: int
+    size_bytes: int
+    value: Stats | None  # GB/s for bandwidth modes, microseconds for latency; None when it failed
+    path: Path_  # p2p: peer access on; staged: the driver copied through host memory
+    nvlink_bytes: int | None  # bytes NVML's NVLink counters saw during the copies, where readable
+    verified: bool | None  # data compared equal after the copies; None when not compared
+    error: str | None  # "timeout after 20 s", "CUDA out of memory", ...
+    reverse: Stats | None = None  # bidir: the dst -> src direction measured at the same time
+    elapsed_s: float | None = None  # wall time of this measurement, set-up and checks included
+
+
+@dataclass(frozen=True)
+class GpuIdentity:
+    index: int  # NVML index
+    cuda_ordinal: int  # in the worker, which runs with CUDA_DEVICE_ORDER=PCI_BUS_ID
+    bus_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What else ran on a GPU when measuring started (from NVML)."""
+
+    index: int
+    utilization_pct: int | None
+    processes: int | None
+    memory_used_bytes: int | None
+
+
+@dataclass(frozen=True)
+class BandwidthResult:
+    kind: Literal["bandwidth"]
+    schema_version: int
+    host: str
+    torch_version: str
+    cuda_version: str
+    method: str  # which copy mechanism was timed
+    gpus: tuple[GpuIdentity, ...]
+    activity: tuple[Activity, ...]
+    measurements: tuple[Measurement, ...]
+    wall_s: float
+    settings: dict[str, Any]
+    snapshot: HostSnapshot | None = None  # the host as probed when measuring: --from needs no GPU
+    # seconds per phase: python_start, worker_imports, waiting_for_imports (the part the probe
+    # did not hide), cuda_init, contexts_and_peers, allocation, measurement, verification,
+    # task_overhead, teardown, total_since_spawn
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def find(self, mode: Mode, src: int, dst: int) -> Measurement | None:
+        for m in self.measurements:
+            if (m.mode, m.src, m.dst) == (mode, src, dst):
+                return m
+        return None
+
+    def matrix(self, mode: Mode) -> dict[tuple[int, int], Measurement]:
+        return {(m.src, m.dst): m for m in self.measurements if m.mode == mode}
+
+
+def result_to_json(r: BandwidthResult) -> str:
+    return codec.dumps(r)
+
+
+def load_result(path: Path | str) -> BandwidthResult:
+    data = codec.read_json(path, "bandwidth result")
+    codec.check_header(data, "bandwidth", BANDWIDTH_SCHEMA_VERSION, f"bandwidth result {path}")
+    return codec.from_jsonable(BandwidthResult, data, f"bandwidth result {path}")

@@ -1,0 +1,127 @@
+"""The process a check runs for: its NCCL / CUDA environment, NCCL's config files, its CPUs.
+
+``ProcessEnvironment`` is plain data captured by the probe (``probe/environment.py``) and
+recorded beside the NVML answers, so a replay judges the process that was recorded, not the
+one replaying it. ``Environment`` is the view the rules read: settings resolved the way NCCL
+resolves them (``src/misc/param.cc``): the process environment wins, then the first config
+file that sets a name (NCCL_CONF_FILE, or ``$HOME/.nccl.conf`` when it is unset, then
+/etc/nccl.conf), and within a file the first line that sets it. NCCL applies the files with
+``setenv(name, value, 0)``, which never overwrites, hence "first wins".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
+
+NCCL_SYSTEM_CONF = "/etc/nccl.conf"
+# NCCL copies at most 1023 bytes of a name or value from a config line.
+_NCCL_FIELD_MAX = 1023
+
+
+@dataclass(frozen=True)
+class ConfFile:
+    """A file NCCL reads settings from; ``text`` is Unsupported("absent") when it does not exist."""
+
+    path: str
+    text: Probed[str]
+
+
+@dataclass(frozen=True)
+class ProcessEnvironment:
+    """What the probe saw of its process (recorded under "process" in a recording)."""
+
+    environ: dict[str, str]  # NCCL_*, CUDA_*, TORCH_NCCL_*, and the job's GPU scope variables
+    conf_files: tuple[ConfFile, ...]  # in the order NCCL applies them (the first to set a name wins)
+    topo_file: ConfFile | None  # the file NCCL_TOPO_FILE names, if it is set
+    cpu_affinity: Probed[tuple[int, ...]]  # sched_getaffinity of the probing process
+
+
+class ConfProblem(NamedTuple):
+    """A config file NCCL will not read as its author meant: absent, unreadable, or a bad line."""
+
+    path: str
+    message: str
+
+
+def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfProblem]]:
+    """(name, value) pairs in file order, as NCCL's ``setEnvFile`` reads them, and problems.
+
+    NCCL keeps names and values verbatim (no trimming): ``NCCL_DEBUG = INFO`` sets a variable
+    called ``"NCCL_DEBUG "`` that nothing reads. Such lines, and lines NCCL skips because they
+    hold no ``=``, are problems; only lines that set a real name are returned.
+    """
+    pairs: list[tuple[str, str]] = []
+    problems: list[ConfProblem] = []
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if line.startswith("#") or not line.strip():
+            continue
+        name, eq, value = line.partition("=")
+        if not eq:
+            if not line.lstrip().startswith("#"):
+                problems.append(ConfProblem(path, f"{path}:{n}: not NAME=VALUE, NCCL skips it: {line[:60]!r}"))
+            continue
+        name, value = name[:_NCCL_FIELD_MAX], value[:_NCCL_FIELD_MAX]
+        if not name.strip():
+            problems.append(ConfProblem(path, f"{path}:{n}: no name before '=': {line[:60]!r}"))
+        elif name != name.strip() or any(c.isspace() for c in name):
+            problems.append(
+                ConfProblem(
+                    path,
+                    f"{path}:{n}: the name {name!r} holds spaces; NCCL sets a variable of exactly that "
+                    f"name, so {name.strip()} is not set",
+                )
+            )
+        else:
+            pairs.append((name, value))
+    return pairs, problems
+
+
+@dataclass(frozen=True)
+class Environment:
+    """NCCL / CUDA settings as NCCL would see them: the process environment over config files."""
+
+    env: dict[str, str]  # variables of the process
+    conf: dict[str, str]  # from the config files, resolved as NCCL does (first wins)
+    conf_sources: dict[str, str]  # variable -> the file it came from
+    conf_errors: tuple[ConfProblem, ...]  # absent (when named), unreadable or malformed config files
+    # The process's CPUs; None where no process is judged (a saved bandwidth result).
+    process_cpus: Probed[tuple[int, ...]] | None = None
+    topo_file: ConfFile | None = field(default=None)  # what NCCL_TOPO_FILE named, as read
+
+    @classmethod
+    def of(cls, process: ProcessEnvironment) -> Environment:
+        conf: dict[str, str] = {}
+        sources: dict[str, str] = {}
+        problems: list[ConfProblem] = []
+        named = process.environ.get("NCCL_CONF_FILE")
+        for f in process.conf_files:
+            if isinstance(f.text, Unsupported):
+                if f.path == named:
+                    problems.append(
+                        ConfProblem(f.path, f"NCCL_CONF_FILE names {f.path}, which does not exist: NCCL ignores it")
+                    )
+                continue
+            if isinstance(f.text, ProbeError):
+                problems.append(ConfProblem(f.path, f"{f.path}: could not read: {f.text.error}"))
+                continue
+            pairs, bad = parse_conf(f.path, f.text)
+            problems += bad
+            for name, value in pairs:
+                if name not in conf:
+                    conf[name], sources[name] = value, f.path
+        return cls(dict(process.environ), conf, sources, tuple(problems), process.cpu_affinity, process.topo_file)
+
+    def get(self, name: str) -> str | None:
+        if name in self.env:
+            return self.env[name]
+        return self.conf.get(name)
+
+    def where(self, name: str) -> str:
+        return "environment" if name in self.env else self.conf_sources.get(name, "environment")
+
+    def names(self) -> list[str]:
+        return sorted(set(self.env) | set(self.conf))

@@ -60,8 +60,12 @@ WRITERS = {
 }
 # The options that name a file we write, by command; a new one fails the walk below until listed.
 WRITER_OPTIONS = {"--output", "--metrics", "--export-graph", "--draw", "--heatmap", "--plot"}
+# Writers that write only beside a live GPU (job --live): through Outputs like every writer, and
+# exercised on a GPU host (tests/gpu), not here.
+LIVE_WRITER_OPTIONS = {"--record-live"}
 # Path options that are read (bounded, see fileio.read_bytes), or a directory we create (--log-dir).
 READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results", "paths"}
+READ_OPTIONS |= {"dumps", "--map", "--results", "--ras-file", "--replay-live"}
 
 
 @pytest.fixture(autouse=True)
@@ -382,6 +386,8 @@ def test_every_writer_is_listed() -> None:
             flag = min((o for o in param.opts if o.startswith("--")), key=len, default=param.name or "")
             if set(param.opts) & WRITER_OPTIONS:
                 writers.add(f"{name} {'-o' if flag == '--output' else flag}")
+            elif set(param.opts) & LIVE_WRITER_OPTIONS:
+                continue
             elif "Path" in repr(getattr(param, "type_descriptor", None) or param.type) and flag not in READ_OPTIONS:
                 unplaced.add(f"{name} {flag}")
     assert writers == set(WRITERS), (writers - set(WRITERS), set(WRITERS) - writers)

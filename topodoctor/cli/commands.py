@@ -328,7 +328,8 @@ def write_expect(
     say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
 
 
-for extra in ("bandwidth", "collectives", "fleet", "pictures", "nccl_log"):  # commands kept in modules of their own
+# commands kept in modules of their own
+for extra in ("bandwidth", "collectives", "fleet", "pictures", "nccl_log", "job"):
     __import__(f"topodoctor.cli.{extra}", fromlist=["register"]).register(app)
 
 

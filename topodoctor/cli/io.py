@@ -74,6 +74,13 @@ EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {
         _CANNOT,
         _SIGNAL,
     ),
+    "job": (
+        ("0", "nothing wrong found"),
+        ("1", "a culprit named: a rank, host or GPU (or a stall seen)"),
+        ("2", "usage or input error: no readable dump, a corrupt map or RAS file"),
+        ("3", "could not analyse: no RAS or NVML answer and nothing else; budget spent"),
+        _SIGNAL,
+    ),
     "rules": (("0", "listed"), _USAGE),
     "explain": (("0", "shown"), _USAGE),
 }

@@ -40,6 +40,8 @@ def plain(value: Any) -> Any:
         return {name: plain(v) for name, v in vars(value).items()}
     if isinstance(value, ctypes._SimpleCData):
         return plain(value.value)
+    if type(value).__name__ == "nvmlFriendlyObject":  # pynvml's struct-as-object (process lists)
+        return {k: plain(v) for k, v in vars(value).items() if not k.startswith("_")}
     return str(value)
 
 

@@ -29,7 +29,7 @@ COMMANDS = {
     "topodoctor check -f line": [*TD, "check", "-f", "line"],
     "topodoctor check --replay h200-x4 -f line": [*TD, "check", "--replay", "h200-x4", "-f", "line"],
 }
-COUNTED = ["topodoctor --version", "topodoctor --help", "topodoctor check --replay h200-x4 -f line"]
+COUNTED = ["python3 -c pass", "topodoctor --version", "topodoctor --help", "topodoctor check --replay h200-x4 -f line"]
 COUNTED += ["topodoctor check -f line", "topodoctor scan"]
 
 

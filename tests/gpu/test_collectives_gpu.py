@@ -14,6 +14,9 @@ pytestmark = pytest.mark.gpu
 
 if shutil.which("nvidia-smi") is None:
     pytest.skip("no nvidia-smi: not a GPU host", allow_module_level=True)
+_listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+if sum(1 for line in _listed.splitlines() if line.startswith("GPU ")) < 2:
+    pytest.skip("collectives need two GPUs on one host", allow_module_level=True)
 
 
 def coll(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]

@@ -1,3 +1,3 @@
-from topodoctor.cli.commands import run
+from topodoctor.cli import run
 
 run()

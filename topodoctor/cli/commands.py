@@ -237,9 +237,10 @@ def check(
         raise typer.Exit(outputs.exit_code(exc.exit_code)) from None
 
     from topodoctor.report import check as report
-    from topodoctor.report import prometheus as prom
 
     def metrics_text() -> str:
+        from topodoctor.report import prometheus as prom  # only when metrics are asked for
+
         o = outcome
         meta = o.meta
         fs, snap = o.findings, o.snapshot
@@ -255,7 +256,9 @@ def check(
         )
 
     if metrics is not None:
-        outputs.write(lambda: prom.write_textfile(metrics, metrics_text()))
+        from topodoctor.report.prometheus import write_textfile
+
+        outputs.write(lambda: write_textfile(metrics, metrics_text()))
     show = {
         CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
         CheckFormat.line: lambda c: emit(report.one_line(outcome) + outputs.in_line()),
@@ -335,7 +338,10 @@ for extra in ("bandwidth", "collectives", "fleet", "pictures", "nccl_log", "job"
 
 def _passes(bandwidth: bool, collectives: bool, scope: str, level: str = "static") -> tuple[Pass, ...]:
     """The measurements a check adds, in the order they run in its budgeted child. A level
-    above static adds copies, fitness and (with more than one GPU) collectives."""
+    above static adds copies, fitness and (with more than one GPU) collectives. A static check
+    loads none of the measuring code: it starts in every prolog."""
+    if level == "static" and not (bandwidth or collectives):
+        return ()
     from topodoctor.service import copies
     from topodoctor.service.collectives import check_pass, driver_gpus
 

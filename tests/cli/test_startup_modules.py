@@ -1,0 +1,33 @@
+"""What a command does not use, it does not import: the modules `--version`, `--help` and a
+replayed `check -f line` load, held against a bare interpreter's in the same environment (a venv's
+site hooks differ from host to host; what topodoctor adds on top is ours).
+
+Measured on the GPU host (tests/benchmarks/startup.py, docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _modules(*args: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    return {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_version_and_help_load_nothing_of_the_commands() -> None:
+    bare = _modules("-c", "pass")
+    for flag in ("--version", "--help"):
+        extra = _modules("-m", "topodoctor", flag) - bare
+        assert not {m for m in extra if m.split(".")[0] in ("typer", "click", "rich", "networkx")}, flag
+        assert len(extra) <= 20, (flag, sorted(extra))  # runpy and topodoctor's own few
+
+
+def test_a_replayed_line_check_loads_no_collectives_engine_and_no_torch() -> None:
+    extra = _modules("-m", "topodoctor", "check", "--replay", "h200-x4", "-f", "line")
+    assert not {m for m in extra if m.startswith(("torch", "pynvml", "topodoctor.measure.collectives.launch"))}

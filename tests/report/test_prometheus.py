@@ -19,12 +19,12 @@ from topodoctor.probe import probe_host
 from topodoctor.probe.environment import capture_environment
 from topodoctor.report.prometheus import (
     FAMILIES,
-    bandwidth_metrics,
     check_metrics,
     collectives_metrics,
     fleet_metrics,
     write_textfile,
 )
+from topodoctor.report.prometheus_copies import bandwidth_metrics
 from topodoctor.rules import Context, evaluate
 
 BW = FIXTURES / "bandwidth"

@@ -75,7 +75,8 @@ def bandwidth(
     findings = copies.bandwidth_findings(result)
     code = EXIT_UNHEALTHY if failing(findings, "error") else 0
     if metrics is not None or fmt is MeasureFormat.prometheus:
-        from topodoctor.report.prometheus import bandwidth_metrics, write_textfile
+        from topodoctor.report.prometheus import write_textfile
+        from topodoctor.report.prometheus_copies import bandwidth_metrics
 
         text = bandwidth_metrics(result, findings, code)
         if metrics is not None:

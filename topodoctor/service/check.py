@@ -19,6 +19,8 @@ from topodoctor.core.budget import Budget, run_with_budget
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
+from topodoctor.service.passes import Source as Source
 
 # Everything else is imported where it is used: what this module loads is spent before the
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
@@ -31,39 +33,6 @@ if TYPE_CHECKING:
     from topodoctor.topology.nccl_topo_lint import TopoProblem
     from topodoctor.topology.scope import Scope
     from topodoctor.topology.view import HostView
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where the host comes from: the live host (``replay`` None) or a recording / snapshot."""
-
-    replay: str | None = None
-    sysfs_root: str = "/"
-
-    @property
-    def live(self) -> bool:
-        return self.replay is None
-
-
-@dataclass(frozen=True)
-class Pass:
-    """A measurement run after the probe, in the budgeted child (copies, collectives...).
-
-    ``run(snapshot, source, deadline, started)`` returns a plain dataclass of type ``result``;
-    it travels to the parent as JSON and lands in the rules' Context (``bandwidth`` in
-    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start(deadline)``
-    (optional) runs before the probe, so a worker's start-up overlaps it; what it returns is
-    ``started``, and ``stop(started)`` releases it when the probe fails. ``missed(result)``
-    (optional) says why the measurement did not happen, or None when it did: a check the user
-    asked for that did not happen can never end as a pass.
-    """
-
-    name: str
-    run: Callable[[HostSnapshot, Source, float, Any], Any]
-    result: type
-    start: Callable[[float], Any] | None = None
-    stop: Callable[[Any], None] | None = None
-    missed: Callable[[Any], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -181,7 +150,7 @@ def probe(
 
 @dataclass(frozen=True)
 class CheckOptions:
-    source: Source = Source()
+    source: Source = field(default_factory=Source)
     timeout_s: float = 30.0
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()

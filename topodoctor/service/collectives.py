@@ -23,7 +23,7 @@ from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
 
 if TYPE_CHECKING:
-    from topodoctor.service.check import Pass, Source
+    from topodoctor.service.passes import Pass, Source
 
 QUICK_SIZE_BYTES = 256 << 20
 
@@ -191,7 +191,7 @@ def check_pass(
     spawned before the probe, so torch's import and NCCL's start overlap it. A pass that cannot
     run (no GPUs, one GPU, no torch, NCCL did not start) is handed to the rules as "not checked"
     (TD005's TD901), and the check ends "could not check" (exit 3) unless it found a fault."""
-    from topodoctor.service.check import Pass
+    from topodoctor.service.passes import Pass
 
     def start(deadline: float) -> Any:
         n = nprocs or visible_gpus(None) or driver_gpus()

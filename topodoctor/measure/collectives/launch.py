@@ -360,7 +360,7 @@ def join(
         from topodoctor.measure.collectives.loopback import nic_loopback
 
         # Before joining: the world's ranks wait for this one up to their init timeout.
-        nodes = replace(nodes, loopback=nic_loopback(plan, world, plan.op_timeout_s))
+        nodes = replace(nodes, loopback=nic_loopback(plan, world, plan.op_timeout_s, measure))
     raw = run_rank(plan, world, emit, own, nodes, keep=True, deadline=deadline)
     if raw is None:
         return None

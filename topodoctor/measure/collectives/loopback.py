@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -34,11 +35,11 @@ LAUNCHER_VARS = {
 }
 
 
-def nic_loopback(plan: Plan, world: World, budget_s: float) -> dict[str, Any]:
+def nic_loopback(plan: Plan, world: World, budget_s: float, measure: Callable[..., Any]) -> dict[str, Any]:
     """The node's ops at the plan's largest size through its NICs: rows and NCCL's account,
-    or why there are none. Never raises: the world run goes on either way."""
+    or why there are none. Never raises: the world run goes on either way. ``measure`` is the
+    launcher's local run (``launch.measure``), handed in by the launcher that calls this."""
     from topodoctor.core.errors import TopodoctorError
-    from topodoctor.measure.collectives.launch import measure
     from topodoctor.model.nccl_summary import nccl_paragraph
 
     n = world.local_world_size if plan.backend == "nccl" else 2

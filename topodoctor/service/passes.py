@@ -1,0 +1,44 @@
+"""What every command's service starts from: where the host comes from, and the measurements that
+run after the probe in its budgeted child."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from topodoctor.model.snapshot import HostSnapshot
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the host comes from: the live host (``replay`` None) or a recording / snapshot."""
+
+    replay: str | None = None
+    sysfs_root: str = "/"
+
+    @property
+    def live(self) -> bool:
+        return self.replay is None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A measurement run after the probe, in the budgeted child (copies, collectives...).
+
+    ``run(snapshot, source, deadline, started)`` returns a plain dataclass of type ``result``;
+    it travels to the parent as JSON and lands in the rules' Context (``bandwidth`` in
+    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start(deadline)``
+    (optional) runs before the probe, so a worker's start-up overlaps it; what it returns is
+    ``started``, and ``stop(started)`` releases it when the probe fails. ``missed(result)``
+    (optional) says why the measurement did not happen, or None when it did: a check the user
+    asked for that did not happen can never end as a pass.
+    """
+
+    name: str
+    run: Callable[[HostSnapshot, Source, float, Any], Any]
+    result: type
+    start: Callable[[float], Any] | None = None
+    stop: Callable[[Any], None] | None = None
+    missed: Callable[[Any], str | None] | None = None

@@ -11,15 +11,21 @@ import typer
 from topodoctor.cli.io import EXITS, Outputs, emit_json, progress_bar, render
 from topodoctor.cli.options import (
     BwMode,
+    FailLevel,
+    FailLevelOpt,
     HeatmapOpt,
     MeasureFormat,
     MetricsOpt,
     OutputOpt,
     ReplayOpt,
+    StrictOpt,
     TimeoutOpt,
     budget,
     reports_errors,
     source,
+)
+from topodoctor.cli.options import (
+    fail_level as severity_to_fail,
 )
 from topodoctor.core.errors import EXIT_UNHEALTHY
 from topodoctor.model.findings import failing
@@ -49,6 +55,8 @@ def bandwidth(
         MeasureFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or prometheus.")
     ] = MeasureFormat.text,
     metrics: MetricsOpt = None,
+    fail_level: FailLevelOpt = FailLevel.error,
+    strict: StrictOpt = False,
     timeout: TimeoutOpt = 900.0,
 ) -> None:
     """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
@@ -73,7 +81,7 @@ def bandwidth(
     if heatmap is not None:
         outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap))
     findings = copies.bandwidth_findings(result)
-    code = EXIT_UNHEALTHY if failing(findings, "error") else 0
+    code = EXIT_UNHEALTHY if failing(findings, severity_to_fail(fail_level, strict)) else 0
     if metrics is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.report.prometheus import write_textfile
         from topodoctor.report.prometheus_copies import bandwidth_metrics

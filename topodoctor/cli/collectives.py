@@ -15,7 +15,16 @@ from typing import Annotated, Any
 
 import typer
 
-from topodoctor.cli.options import MeasureFormat, MetricsOpt, ReplayOpt, TimeoutOpt
+from topodoctor.cli.options import (
+    FailLevel,
+    FailLevelOpt,
+    MeasureFormat,
+    MetricsOpt,
+    ReplayOpt,
+    StrictOpt,
+    TimeoutOpt,
+)
+from topodoctor.cli.options import fail_level as severity_to_fail
 
 
 class Backend(str, Enum):
@@ -107,6 +116,8 @@ def collectives(
         ),
     ] = MeasureFormat.text,
     metrics_file: MetricsOpt = None,
+    fail_level: FailLevelOpt = FailLevel.error,
+    strict: StrictOpt = False,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -225,6 +236,7 @@ def collectives(
         bandwidth_file=bandwidth_file,
         expect_busbw=expect_busbw,
         progress=progress if tty else None,
+        fail_level=severity_to_fail(fail_level, strict),
     )
     if algo is not None or scaling:
         _sweep(run, algo, scaling, budget(timeout), fmt)

@@ -29,6 +29,7 @@ from topodoctor.cli.options import (
     CheckFormat,
     DrawOpt,
     FailLevel,
+    FailLevelOpt,
     Format,
     FormatOpt,
     MetricsOpt,
@@ -39,6 +40,7 @@ from topodoctor.cli.options import (
     RuleList,
     Scope,
     ScopeOpt,
+    StrictOpt,
     SysfsOpt,
     TimeoutOpt,
     budget,
@@ -46,6 +48,9 @@ from topodoctor.cli.options import (
     source,
     split,
     version_callback,
+)
+from topodoctor.cli.options import (
+    fail_level as severity_to_fail,
 )
 from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
 from topodoctor.core.text import plural
@@ -167,10 +172,8 @@ def check(
     select: RuleList = None,
     ignore: RuleList = None,
     prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too.")] = False,
-    fail_level: Annotated[
-        FailLevel, typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity that fails.")
-    ] = FailLevel.error,
+    strict: StrictOpt = False,
+    fail_level: FailLevelOpt = FailLevel.error,
     expect: Annotated[
         Path | None, typer.Option("--expect", metavar="FILE", help="Expectations file for this node type.")
     ] = None,
@@ -212,7 +215,7 @@ def check(
         select=split(select),
         ignore=split(ignore),
         tags=("prolog",) if prolog else (),
-        fail_level="warning" if strict else fail_level.value,
+        fail_level=severity_to_fail(fail_level, strict),
         expect=expect,
         passes=_passes(with_bandwidth, with_collectives, scope.value, level.value),
         scope=scope.value,

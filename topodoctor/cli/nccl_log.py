@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from topodoctor.cli.options import TimeoutOpt
+from topodoctor.cli.options import FailLevel, FailLevelOpt, StrictOpt, TimeoutOpt
+from topodoctor.cli.options import fail_level as severity_to_fail
 
 
 class LogFormat(str, Enum):
@@ -24,6 +25,8 @@ def nccl_log(
     ],
     fmt: Annotated[LogFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, or json.")] = LogFormat.text,
     timeout: TimeoutOpt = 60.0,
+    fail_level: FailLevelOpt = FailLevel.error,
+    strict: StrictOpt = False,
 ) -> None:
     """Explain NCCL's output: NCCL version per rank, ranks and nodes, transports, channels, the
     algorithm NCCL chose per op and size, and every failure with a code, the evidence line and a fix.
@@ -43,7 +46,9 @@ def nccl_log(
     else:
         for line in text(s, findings).splitlines():
             cli_io.emit(printable(line))
-    raise typer.Exit(1 if any(f.severity in ("error", "critical") for f in findings) else 0)
+    from topodoctor.model.findings import failing
+
+    raise typer.Exit(1 if failing(findings, severity_to_fail(fail_level, strict)) else 0)
 
 
 def register(app: typer.Typer) -> None:

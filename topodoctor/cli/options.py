@@ -17,6 +17,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from topodoctor.cli.io import fail, stdout_lost
 from topodoctor.core.errors import InputError, OutputLost, TopodoctorError
+from topodoctor.model.findings import Severity
 
 if TYPE_CHECKING:
     from topodoctor.core.budget import Budget
@@ -114,6 +115,18 @@ class FailLevel(str, Enum):
     warning = "warning"
     error = "error"
     critical = "critical"
+
+
+FailLevelOpt = Annotated[
+    FailLevel,
+    typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity that makes the command exit 1."),
+]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (--fail-level warning).")]
+
+
+def fail_level(level: FailLevel, strict: bool) -> Severity:
+    """The severity from which a finding fails the command: every command decides it here."""
+    return "warning" if strict else level.value
 
 
 class CheckFormat(str, Enum):

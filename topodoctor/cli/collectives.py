@@ -322,9 +322,36 @@ def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: MeasureF
     raise typer.Exit(out.exit_code)
 
 
+# The help lists the options by what a person is doing: the rest under "Options".
+OPTION_GROUPS = {
+    "What to run": ("op", "size", "step_factor", "iters", "warmup", "no_check", "backend", "nprocs"),
+    "Time limits": ("op_timeout", "start_timeout", "timeout"),
+    "Judge saved results, or predict": (
+        "from_file",
+        "replay",
+        "bandwidth_file",
+        "expect_busbw",
+        "predict",
+        "predict_nodes",
+    ),
+    "Compare algorithms and GPU counts": ("algo", "scaling"),
+    "Across nodes (under torchrun or srun)": (
+        "spawn",
+        "pairwise",
+        "expect_nodes",
+        "pair_size",
+        "pair_tolerance",
+        "pair_timeout",
+        "nic_loopback",
+        "expect_pair_busbw",
+    ),
+    "Output and verdict": ("fmt", "output", "plot", "metrics_file", "log_dir", "fail_level", "strict"),
+}
+
+
 def register(app: typer.Typer) -> None:
     """Add the command to the main app (called from cli.py)."""
     from topodoctor.cli.io import EXITS
-    from topodoctor.cli.options import reports_errors
+    from topodoctor.cli.options import grouped, reports_errors
 
-    app.command("collectives", epilog=EXITS["collectives"])(reports_errors(collectives))
+    app.command("collectives", epilog=EXITS["collectives"], cls=grouped(OPTION_GROUPS))(reports_errors(collectives))

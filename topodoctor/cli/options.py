@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -201,6 +201,32 @@ class PlainUsage(TyperCommand):
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         return pieces + [str(p.metavar or p.name).upper() for p in self.params if isinstance(p, TyperArgument)]
+
+
+class GroupedOptions(TyperCommand):
+    """Options listed under headings (``OPTION_GROUPS``: heading -> parameter names, in order), for a
+    command with many: the rest come last under "Options"."""
+
+    OPTION_GROUPS: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        rows = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
+        placed: set[str | None] = set()
+        for heading, names in self.OPTION_GROUPS.items():
+            records = [rows[n] for n in names if rows.get(n)]
+            placed.update(names)
+            if records:
+                with formatter.section(heading):
+                    formatter.write_dl(records)
+        rest = [r for n, r in rows.items() if n not in placed and r]
+        if rest:
+            with formatter.section("Options"):
+                formatter.write_dl(rest)
+
+
+def grouped(groups: dict[str, tuple[str, ...]]) -> type[GroupedOptions]:
+    """A command class whose help lists its options under ``groups``' headings."""
+    return type("Grouped", (GroupedOptions,), {"OPTION_GROUPS": groups})
 
 
 class OnceGroup(TyperGroup):

@@ -19,6 +19,8 @@ from topodoctor.cli.options import MeasureFormat, MetricsOpt, ReplayOpt, Timeout
 
 
 class Backend(str, Enum):
+    """The process group backends ``collectives --backend`` takes: nccl on GPUs, gloo on CPU."""
+
     nccl = "nccl"
     gloo = "gloo"
 

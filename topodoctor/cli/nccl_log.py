@@ -13,6 +13,8 @@ from topodoctor.cli.options import TimeoutOpt
 
 
 class LogFormat(str, Enum):
+    """``nccl-log``'s output formats."""
+
     text = "text"
     json = "json"
 
@@ -47,6 +49,7 @@ def nccl_log(
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``topodoctor nccl-log`` to the app."""
     from topodoctor.cli.io import EXITS
     from topodoctor.cli.options import PlainUsage, reports_errors
 

@@ -42,6 +42,7 @@ class Source:
 
     @property
     def live(self) -> bool:
+        """Whether the live host is probed (no recording or snapshot named)."""
         return self.replay is None
 
 
@@ -181,6 +182,9 @@ def probe(
 
 @dataclass(frozen=True)
 class CheckOptions:
+    """Everything ``check`` needs besides the budget: where the host comes from, which rules, the fail
+    level, expectations, measurement passes, scope and baseline."""
+
     source: Source = Source()
     timeout_s: float = 30.0
     select: tuple[str, ...] = ()
@@ -313,6 +317,8 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Baseline:
+    """What ``expect`` writes, and the findings on the host that would make it a bad example to follow."""
+
     expectations: Expectations
     blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
 

@@ -102,4 +102,5 @@ def bandwidth(
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``topodoctor bandwidth`` to the app."""
     app.command("bandwidth", epilog=EXITS["bandwidth"])(reports_errors(bandwidth))

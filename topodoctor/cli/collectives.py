@@ -28,6 +28,8 @@ from topodoctor.cli.options import fail_level as severity_to_fail
 
 
 class Backend(str, Enum):
+    """The process group backends ``collectives --backend`` takes: nccl on GPUs, gloo on CPU."""
+
     nccl = "nccl"
     gloo = "gloo"
 

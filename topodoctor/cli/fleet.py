@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 class FleetFormat(str, Enum):
+    """``fleet``'s output formats: text, JSON, the nodes to drain, scontrol commands, Prometheus text."""
+
     text = "text"
     json = "json"
     drain = "drain"
@@ -25,6 +27,8 @@ class FleetFormat(str, Enum):
 
 
 class NameFrom(str, Enum):
+    """Where ``fleet`` takes a node's name from: the host named in the result, or the file's name."""
+
     host = "host"
     file = "file"
 
@@ -146,6 +150,7 @@ def _write(output: Path | None, text: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``topodoctor fleet`` to the app."""
     from topodoctor.cli.io import EXITS
     from topodoctor.cli.options import PlainUsage, reports_errors
 

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 
 class JobFormat(str, Enum):
+    """``job``'s output formats: text, JSON, or one line."""
+
     text = "text"
     json = "json"
     line = "line"
@@ -126,6 +128,7 @@ def _show(report: JobReport, fmt: JobFormat) -> None:
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``topodoctor job`` to the app."""
     from topodoctor.cli.io import EXITS
     from topodoctor.cli.options import reports_errors
 

@@ -14,6 +14,8 @@ from topodoctor.cli.options import fail_level as severity_to_fail
 
 
 class LogFormat(str, Enum):
+    """``nccl-log``'s output formats."""
+
     text = "text"
     json = "json"
 
@@ -52,6 +54,7 @@ def nccl_log(
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``topodoctor nccl-log`` to the app."""
     from topodoctor.cli.io import EXITS
     from topodoctor.cli.options import PlainUsage, reports_errors
 

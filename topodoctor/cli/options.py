@@ -51,6 +51,8 @@ def _timeout(value: float) -> float:
 
 
 class Format(str, Enum):
+    """``scan``'s output formats."""
+
     text = "text"
     json = "json"
 
@@ -95,6 +97,8 @@ HeatmapOpt = Annotated[Path | None, typer.Option("--heatmap", metavar="FILE", he
 
 
 class Scope(str, Enum):
+    """What ``check --scope`` judges: the job's GPUs, the whole node, or the job's where one is found."""
+
     auto = "auto"
     job = "job"
     node = "node"
@@ -112,6 +116,8 @@ ScopeOpt = Annotated[
 
 
 class FailLevel(str, Enum):
+    """The lowest severity that makes a check fail (``--fail-level``)."""
+
     warning = "warning"
     error = "error"
     critical = "critical"
@@ -130,6 +136,8 @@ def fail_level(level: FailLevel, strict: bool) -> Severity:
 
 
 class CheckFormat(str, Enum):
+    """``check``'s output formats: text, JSON, one drain line, or Prometheus text."""
+
     text = "text"
     json = "json"
     line = "line"
@@ -137,6 +145,8 @@ class CheckFormat(str, Enum):
 
 
 class MeasureFormat(str, Enum):
+    """The measuring commands' output formats."""
+
     text = "text"
     json = "json"
     prometheus = "prometheus"
@@ -156,6 +166,8 @@ RuleList = Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule 
 
 
 class BwMode(str, Enum):
+    """The copy modes ``bandwidth --mode`` takes; ``all`` is every one."""
+
     oneway = "oneway"
     bidir = "bidir"
     latency = "latency"
@@ -169,12 +181,14 @@ def split(values: list[str] | None) -> tuple[str, ...]:
 
 
 def source(replay: str | None, sysfs_root: str = "/") -> Source:
+    """The service's ``Source`` for --replay and --sysfs-root (imported late: the service is heavy)."""
     from topodoctor.service.check import Source
 
     return Source(replay, sysfs_root)
 
 
 def budget(timeout: float) -> Budget:
+    """A wall-clock budget of ``timeout`` seconds, counted from the command's start; 0 is no budget."""
     from topodoctor.core.budget import Budget
 
     return Budget.start(timeout)
@@ -187,6 +201,7 @@ def deadline(timeout: float) -> float | None:
 
 
 def version_callback(value: bool) -> None:
+    """``--version``: print the version and exit before anything else runs."""
     if value:
         from topodoctor import __version__
         from topodoctor.cli.io import emit, render
@@ -199,6 +214,7 @@ class PlainUsage(TyperCommand):
     """Arguments in the usage line as their metavar (``CODE``), not typer's ``{CODE}``."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line's pieces: the options' placeholder, then each argument's metavar."""
         pieces = [self.options_metavar] if self.options_metavar else []
         return pieces + [str(p.metavar or p.name).upper() for p in self.params if isinstance(p, TyperArgument)]
 
@@ -210,6 +226,7 @@ class GroupedOptions(TyperCommand):
     OPTION_GROUPS: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
+        """click's options section, one section per heading of ``OPTION_GROUPS``."""
         rows = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
         placed: set[str | None] = set()
         for heading, names in self.OPTION_GROUPS.items():
@@ -234,6 +251,7 @@ class OnceGroup(TyperGroup):
     ``--replay a --replay b`` and says nothing, so a check would judge the other recording."""
 
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        """The command click resolves, after refusing any single-valued option given twice."""
         name, cmd, rest = super().resolve_command(ctx, args)
         if cmd is not None:
             _refuse_repeats(ctx, cmd, rest)

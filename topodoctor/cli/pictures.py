@@ -75,6 +75,7 @@ def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | No
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``topodoctor nccl-topo`` to the app."""
     from topodoctor.cli.io import EXITS
     from topodoctor.cli.options import ReplayOpt, SysfsOpt, TimeoutOpt, budget, reports_errors, source
 

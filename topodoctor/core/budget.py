@@ -88,12 +88,15 @@ class Budget:
 
     @property
     def limited(self) -> bool:
+        """Whether there is a deadline at all (``--timeout 0`` sets none)."""
         return self.timeout_s is not None
 
     def left(self) -> float:
+        """Seconds left before the deadline, never negative."""
         return max(0.0, self.deadline - time.monotonic())
 
     def exceeded(self, what: str = "") -> BudgetExceeded:
+        """The error to raise when the budget ran out; ``what`` ends its message (`` (killed)``)."""
         shown = f"{self.timeout_s:g}" if self.timeout_s is not None else "?"
         return BudgetExceeded(f"could not check: not finished within the {shown} s budget{what}")
 

@@ -50,6 +50,7 @@ class NodeType:
 
     @property
     def label(self) -> str:
+        """The type as a table heading: ``4x NVIDIA H200, 18 NVLinks/GPU to NVSwitch``."""
         return f"{self.gpu_count}x {self.gpu_model}, {self.fabric}"
 
 
@@ -64,6 +65,7 @@ class Figure:
 
     @property
     def key(self) -> str:
+        """The figure's name for comparing it across nodes: the metric and what it is about."""
         return f"{self.metric} {self.subject}"
 
 
@@ -83,6 +85,8 @@ class NodeResult:
 
 @dataclass(frozen=True)
 class Unreadable:
+    """A result file that could not be read, and why."""
+
     path: str
     error: str  # one line that names the file
     node: str | None = None  # the node its file name names, where that node sent other results
@@ -90,6 +94,9 @@ class Unreadable:
 
 @dataclass(frozen=True)
 class Settings:
+    """How the fleet is judged: the tolerance and robust-z threshold for outliers, how many peers a
+    figure needs, and when a shared finding is fleet-wide."""
+
     tolerance: float = 0.05
     z_threshold: float = 3.5
     min_nodes: int = 3
@@ -99,6 +106,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Outlier:
+    """A node's figure well below the median of its type's nodes."""
+
     node: str
     node_type: str
     source: str
@@ -112,6 +121,8 @@ class Outlier:
 
 @dataclass(frozen=True)
 class SharedFinding:
+    """A finding code seen on several nodes: which, and whether it looks fleet-wide."""
+
     code: str
     name: str
     severity: str
@@ -123,6 +134,8 @@ class SharedFinding:
 
 @dataclass(frozen=True)
 class NodeStatus:
+    """One node's verdict: its state, what each result file said, whether to drain it and why."""
+
     node: str
     node_type: str | None
     state: NodeState
@@ -135,6 +148,8 @@ class NodeStatus:
 
 @dataclass(frozen=True)
 class TypeSummary:
+    """One node type: its nodes and how many figures were compared among them."""
+
     node_type: str
     nodes: tuple[str, ...]
     figures_compared: int
@@ -143,6 +158,8 @@ class TypeSummary:
 
 @dataclass(frozen=True)
 class FleetReport:
+    """The fleet's verdict: per node, the shared findings, the outliers, files that could not be read."""
+
     nodes: tuple[NodeStatus, ...]
     shared: tuple[SharedFinding, ...]
     outliers: tuple[Outlier, ...]
@@ -153,6 +170,7 @@ class FleetReport:
 
     @property
     def drain(self) -> tuple[NodeStatus, ...]:
+        """The nodes to drain."""
         return tuple(n for n in self.nodes if n.drain)
 
     @property

@@ -31,6 +31,9 @@ TYPE_NAME = "float"
 
 @dataclass(frozen=True)
 class OpSpec:
+    """What an op is to nccl-tests and to torch: its program, reduction, whether its count is per rank,
+    and the buffer placements torch allows."""
+
     name: Op
     binary: str  # the nccl-tests program that runs the same op
     redop: str  # as nccl-tests prints it
@@ -40,6 +43,7 @@ class OpSpec:
     places: tuple[Place, ...]
 
     def bus_factor(self, nranks: int) -> float:
+        """busbw / algbw for this op on ``nranks`` ranks, as nccl-tests defines it."""
         if nranks < 1:
             return 0.0
         if self.name == "all_reduce":
@@ -151,6 +155,7 @@ def parse_ops(names: list[str] | None) -> tuple[Op, ...]:
 
 
 def human_size(n: int) -> str:
+    """A byte count as nccl-tests and our options write sizes: ``1G``, ``64M``, ``8B``."""
     for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= div and n % div == 0:
             return f"{n // div}{unit}"

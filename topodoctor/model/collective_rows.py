@@ -14,6 +14,8 @@ from topodoctor.model.collectives import Row
 
 @dataclass(frozen=True)
 class Column:
+    """One column of one row (out of place or in place), flat: the op, size, bandwidths, time and #wrong."""
+
     op: str  # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, sendrecv
     size_bytes: int  # as nccl-tests defines the size of the op
     in_place: bool

@@ -24,6 +24,8 @@ FailureKind = Literal["hang", "error", "oom", "died", "join"]
 
 @dataclass(frozen=True)
 class RankInfo:
+    """One rank of a collectives run: where it ran (host, node, device) and the NCCL variables it had."""
+
     rank: int
     local_rank: int
     host: str
@@ -50,6 +52,8 @@ class Timing:
 
 @dataclass(frozen=True)
 class Row:
+    """One line of the nccl-tests table: an op at one size, timed out of place and in place."""
+
     op: Op
     size_bytes: int  # max(send, recv) bytes, as nccl-tests prints it
     count: int  # elements per call
@@ -60,6 +64,7 @@ class Row:
     in_place: Timing | None
 
     def timings(self) -> list[tuple[str, Timing]]:
+        """The timings that were taken, each with its label (out-of-place, in-place)."""
         return [(p, t) for p, t in (("out-of-place", self.out_of_place), ("in-place", self.in_place)) if t is not None]
 
     @property
@@ -160,6 +165,8 @@ class PairwiseReport:
 
 @dataclass(frozen=True)
 class CollectivesResult:
+    """What a collectives run measured (ours or nccl-tests'): the ranks, the rows, what failed."""
+
     kind: Literal["collectives"]
     schema_version: int
     source: Literal["topodoctor", "nccl-tests"]
@@ -182,9 +189,11 @@ class CollectivesResult:
 
     @property
     def nodes(self) -> tuple[str, ...]:
+        """The nodes the ranks ran on, in order of first appearance."""
         return tuple(dict.fromkeys(r.node or r.host for r in self.ranks))
 
     def row(self, op: Op, size_bytes: int) -> Row | None:
+        """The row of this op at this size, or None when it was not measured."""
         return next((r for r in self.rows if r.op == op and r.size_bytes == size_bytes), None)
 
     def largest(self, op: Op) -> Row | None:
@@ -194,6 +203,7 @@ class CollectivesResult:
 
 
 def result_to_json(r: CollectivesResult) -> str:
+    """The result as JSON text, as ``collectives -o`` writes it."""
     return codec.dumps(r)
 
 

@@ -31,15 +31,20 @@ class Stats:
 
     @property
     def spread_pct(self) -> float:
+        """The samples' range as a percentage of their median: how steady the measurement was."""
         return 100.0 * (self.max - self.min) / self.median if self.median else 0.0
 
     @staticmethod
     def of(samples: list[float]) -> Stats:
+        """The median, minimum and maximum of a list of samples (kept, rounded, for the record)."""
         return Stats(statistics.median(samples), min(samples), max(samples), tuple(round(s, 4) for s in samples))
 
 
 @dataclass(frozen=True)
 class Measurement:
+    """One timed copy between a source and a destination (a GPU, or the host) in one mode, or why
+    it failed."""
+
     mode: Mode
     src: int  # NVML index; -1 for the host
     dst: int
@@ -55,6 +60,8 @@ class Measurement:
 
 @dataclass(frozen=True)
 class GpuIdentity:
+    """A GPU as the copy worker saw it: NVML index, CUDA ordinal, bus id and name."""
+
     index: int  # NVML index
     cuda_ordinal: int  # in the worker, which runs with CUDA_DEVICE_ORDER=PCI_BUS_ID
     bus_id: str
@@ -73,6 +80,8 @@ class Activity:
 
 @dataclass(frozen=True)
 class BandwidthResult:
+    """What one run of the copy tester measured, with the settings, timings and the snapshot it ran on."""
+
     kind: Literal["bandwidth"]
     schema_version: int
     host: str
@@ -91,20 +100,24 @@ class BandwidthResult:
     timings: dict[str, float] = field(default_factory=dict)
 
     def find(self, mode: Mode, src: int, dst: int) -> Measurement | None:
+        """The measurement of this mode from ``src`` to ``dst``, or None when it was not taken."""
         for m in self.measurements:
             if (m.mode, m.src, m.dst) == (mode, src, dst):
                 return m
         return None
 
     def matrix(self, mode: Mode) -> dict[tuple[int, int], Measurement]:
+        """Every measurement of one mode, keyed by (source, destination)."""
         return {(m.src, m.dst): m for m in self.measurements if m.mode == mode}
 
 
 def result_to_json(r: BandwidthResult) -> str:
+    """The result as JSON text, as ``bandwidth -o`` writes it."""
     return codec.dumps(r)
 
 
 def load_result(path: Path | str) -> BandwidthResult:
+    """Read a saved bandwidth result (``bandwidth -o``), its header checked."""
     data = codec.read_json(path, "bandwidth result")
     codec.check_header(data, "bandwidth", BANDWIDTH_SCHEMA_VERSION, f"bandwidth result {path}")
     return codec.from_jsonable(BandwidthResult, data, f"bandwidth result {path}")

@@ -99,6 +99,8 @@ class Environment:
 
     @classmethod
     def of(cls, process: ProcessEnvironment) -> Environment:
+        """The settings NCCL would read in this process: its environment over the config files it would
+        load, and what is wrong with those files."""
         conf: dict[str, str] = {}
         sources: dict[str, str] = {}
         problems: list[ConfProblem] = []
@@ -121,12 +123,15 @@ class Environment:
         return cls(dict(process.environ), conf, sources, tuple(problems), process.cpu_affinity, process.topo_file)
 
     def get(self, name: str) -> str | None:
+        """The value NCCL would use for ``name``: the environment's, else the config files', else None."""
         if name in self.env:
             return self.env[name]
         return self.conf.get(name)
 
     def where(self, name: str) -> str:
+        """Where ``name``'s value comes from: ``environment`` or the config file that set it."""
         return "environment" if name in self.env else self.conf_sources.get(name, "environment")
 
     def names(self) -> list[str]:
+        """Every variable set, in the environment or a config file, sorted."""
         return sorted(set(self.env) | set(self.conf))

@@ -92,6 +92,7 @@ class CounterSample:
 
     @staticmethod
     def unrecorded(what: str) -> CounterSample:
+        """A sample whose every field is not recorded: how a recording made before these counters replays."""
         return CounterSample(
             _not_recorded(f"{what}.at_s"),
             _unrecorded(ViolationTimes, f"{what}.violation_ns"),
@@ -131,6 +132,7 @@ class GpuFitness:
 
     @staticmethod
     def unrecorded() -> GpuFitness:
+        """A GPU's fitness data with every field not recorded (a recording made before fitness probing)."""
         values: dict[str, Any] = {f.name: _not_recorded(f"fitness.{f.name}") for f in fields(GpuFitness)}
         values["start"] = CounterSample.unrecorded("fitness.start")
         values["end"] = CounterSample.unrecorded("fitness.end")

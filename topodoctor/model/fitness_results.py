@@ -34,6 +34,7 @@ HW_SLOWDOWN_BITS = 0x8 | 0x20 | 0x40 | 0x80  # a GPU held back by something othe
 
 
 def reason_names(bits: int) -> list[str]:
+    """The names of NVML's clock-event reason bits set in ``bits``."""
     return [name for bit, name in REASON_NAMES.items() if bits & bit]
 
 
@@ -77,6 +78,7 @@ class Figure:
 
     @property
     def subject(self) -> str:
+        """The finding subject this figure is about: one GPU, or a GPU pair for copies between GPUs."""
         if self.kind in ("hbm", "compute"):
             return f"GPU{self.src}"
         if self.src == HOST:
@@ -107,6 +109,8 @@ class Stress:
 
 @dataclass(frozen=True)
 class FitnessResult:
+    """What one fitness run measured: per-GPU limits, the figures, the GEMM stress and what failed."""
+
     kind: Literal["fitness"]
     schema_version: int
     host: str
@@ -123,6 +127,7 @@ class FitnessResult:
     timings: dict[str, float] = field(default_factory=dict)
 
     def of(self, kind: Kind, initiator: str | None = None, bidir: bool | None = None) -> list[Figure]:
+        """The figures of one kind, narrowed to an initiator and a direction where given."""
         return [
             f
             for f in self.figures
@@ -132,14 +137,17 @@ class FitnessResult:
         ]
 
     def limit(self, index: int) -> GpuLimits | None:
+        """The NVML limits read for the GPU with this index, or None when they were not read."""
         return next((g for g in self.limits if g.index == index), None)
 
 
 def result_to_json(r: FitnessResult) -> str:
+    """The result as JSON text."""
     return codec.dumps(r)
 
 
 def load_result(path: Path | str) -> FitnessResult:
+    """Read a saved fitness result, its header checked."""
     data = codec.read_json(path, "fitness result")
     codec.check_header(data, "fitness", FITNESS_SCHEMA_VERSION, f"fitness result {path}")
     return codec.from_jsonable(FitnessResult, data, f"fitness result {path}")

@@ -44,10 +44,13 @@ class Outcome:
 
     @property
     def failing(self) -> tuple[Finding, ...]:
+        """The findings at or above the fail level: the ones that made the check unhealthy."""
         return failing(self.findings, self.fail_level)
 
     @property
     def verdict(self) -> Literal["healthy", "unhealthy", "unknown"]:
+        """The exit code in one word, for reports and metrics: unhealthy, unknown (could not check, bad
+        input) or healthy."""
         if self.exit_code == EXIT_UNHEALTHY:
             return "unhealthy"
         return "unknown" if self.exit_code in (EXIT_CANNOT_CHECK, EXIT_USAGE) else "healthy"

@@ -36,6 +36,8 @@ PairStatus = Literal["ok", "hung", "failed"]
 
 @dataclass(frozen=True)
 class Round:
+    """One round of pair tests: disjoint pairs of nodes, and the joined nodes left out of it."""
+
     index: int
     pairs: tuple[tuple[str, str], ...]  # disjoint: every node in at most one pair
     idle: tuple[str, ...]  # joined nodes not tested this round
@@ -43,6 +45,8 @@ class Round:
 
 @dataclass(frozen=True)
 class PairOutcome:
+    """How one pair test ended: finished with its busbw, hung, or failed with an error."""
+
     a: str
     b: str
     status: PairStatus  # ok: finished; hung: cut by its timeout; failed: an error (NCCL, out of memory)
@@ -52,6 +56,8 @@ class PairOutcome:
 
 @dataclass(frozen=True)
 class NodeVerdict:
+    """What the pair tests say about one node: its verdict, how slow, and the evidence."""
+
     node: str
     verdict: Verdict
     slow_by: float | None  # share below the reference, 0.12 = 12 % slow

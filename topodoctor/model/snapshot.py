@@ -27,6 +27,8 @@ NicKind = Literal["infiniband", "roce", "ethernet"]
 
 @dataclass(frozen=True)
 class NumaNode:
+    """One NUMA node: its id, the CPUs sysfs lists under it, and the socket they sit on."""
+
     id: int
     cpus: tuple[int, ...]
     socket: Probed[int] = field(default_factory=Unsupported)
@@ -34,6 +36,9 @@ class NumaNode:
 
 @dataclass(frozen=True)
 class HostInfo:
+    """The host as a whole: name, kernel, driver and NVML versions, CPUs, NUMA nodes, IOMMU and
+    whether it runs in a VM or a container."""
+
     hostname: str
     kernel: Probed[str]
     virtualization: Virtualization  # the machine: bare-metal or vm
@@ -60,6 +65,8 @@ class NvLinkErrors:
 
 @dataclass(frozen=True)
 class NvLink:
+    """One NVLink of a GPU: state, version, what sits at the far end, speed and error counters."""
+
     link: int
     active: Probed[bool]
     version: Probed[int]  # NVML's enum: 1..7; nvlink_generation() maps it to NVLink 1..5
@@ -78,6 +85,8 @@ class NvLink:
 
 @dataclass(frozen=True)
 class PcieLink:
+    """A GPU's PCIe link: generation and width as trained and at most, and its replay counter."""
+
     gen_current: Probed[int]
     gen_max: Probed[int]  # the max of GPU and slot (what the link can train to)
     gpu_gen_max: Probed[int]  # the GPU's own max
@@ -88,6 +97,9 @@ class PcieLink:
 
 @dataclass(frozen=True)
 class RemappedRows:
+    """HBM row remapping as NVML reports it (``nvmlDeviceGetRemappedRows``): rows remapped per
+    cause, and whether a remap waits for a reset or has failed."""
+
     correctable: int
     uncorrectable: int
     pending: bool
@@ -105,6 +117,8 @@ class RetiredPages:
 
 @dataclass(frozen=True)
 class FabricInfo:
+    """A GPU's registration with the NVLink fabric (fabric manager): state, status, clique and health."""
+
     state: str  # not_supported | not_started | in_progress | completed
     status: str  # NVML return name of the fabric registration, e.g. SUCCESS
     clique_id: int
@@ -127,6 +141,8 @@ class ComputeProcess:
 
 @dataclass(frozen=True)
 class Gpu:
+    """Everything the probe read about one GPU; ``lost`` is set, and little else, when it stopped answering."""
+
     index: int
     lost: ProbeError | None  # set when the GPU answered GPU_IS_LOST / RESET_REQUIRED / no handle
     bus_id: Probed[str]
@@ -162,6 +178,9 @@ class Gpu:
 
 @dataclass(frozen=True)
 class P2pStatus:
+    """NVML's peer-to-peer status for one direction of a pair, per capability (read, write, NVLink,
+    atomics, PCI): ``OK`` or the reason it is not."""
+
     read: Probed[str]
     write: Probed[str]
     nvlink: Probed[str]
@@ -171,6 +190,8 @@ class P2pStatus:
 
 @dataclass(frozen=True)
 class GpuPair:
+    """Two GPUs (``a < b``): their common PCIe ancestor as NVML names it and P2P in each direction."""
+
     a: int
     b: int
     common_ancestor: Probed[str]  # NVML topology level: INTERNAL SINGLE MULTIPLE HOSTBRIDGE NODE SYSTEM
@@ -180,6 +201,8 @@ class GpuPair:
 
 @dataclass(frozen=True)
 class NvSwitch:
+    """An NVSwitch and the (GPU, link) pairs that reach it; ``inferred`` where only the links show it."""
+
     id: str
     bus_id: Probed[str]
     inferred: bool  # True when the links point at switches the host cannot see (VM, all-FF PCI)
@@ -188,6 +211,8 @@ class NvSwitch:
 
 @dataclass(frozen=True)
 class PcieBridge:
+    """A PCIe bridge or switch port on a GPU's or NIC's path: link as trained and at most, ACS, NUMA node."""
+
     bus_id: str
     port_type: PortType
     vendor_id: Probed[str]
@@ -202,6 +227,9 @@ class PcieBridge:
 
 @dataclass(frozen=True)
 class Nic:
+    """A network adapter (an RDMA device or a plain Ethernet one): where it sits on PCIe, its state,
+    rate and ports."""
+
     name: str  # the RDMA device (mlx5_0) or the net device for plain Ethernet
     kind: NicKind
     bus_id: Probed[str]
@@ -219,6 +247,8 @@ class Nic:
 
 @dataclass(frozen=True)
 class NetInterface:
+    """A network interface as the kernel lists it, with its PCI device where it has one."""
+
     name: str
     operstate: str
     bus_id: str | None  # None for virtual interfaces
@@ -236,6 +266,8 @@ class XidEvent:
 
 @dataclass(frozen=True)
 class KernelEvents:
+    """What the kernel log said about the GPUs: the XID events read from ``source``."""
+
     source: str  # /dev/kmsg
     uptime_s: float | None  # seconds since boot when the log was read (ages the events)
     xids: tuple[XidEvent, ...]
@@ -243,6 +275,8 @@ class KernelEvents:
 
 @dataclass(frozen=True)
 class HostSnapshot:
+    """Everything the probe learned about one host; the rules, the graph and every report start here."""
+
     kind: Literal["snapshot"]
     schema_version: int
     host: HostInfo
@@ -261,12 +295,14 @@ class HostSnapshot:
     kernel_events: Probed[KernelEvents] = field(default_factory=lambda: Unsupported("NOT_PROBED"))
 
     def gpu(self, index: int) -> Gpu:
+        """The GPU with this NVML index (KeyError if the snapshot has none)."""
         for g in self.gpus:
             if g.index == index:
                 return g
         raise KeyError(index)
 
     def pair(self, a: int, b: int) -> GpuPair:
+        """The pair of these two GPUs, in either order (KeyError if there is none)."""
         lo, hi = min(a, b), max(a, b)
         for p in self.pairs:
             if (p.a, p.b) == (lo, hi):
@@ -274,10 +310,12 @@ class HostSnapshot:
         raise KeyError((a, b))
 
     def p2p(self, src: int, dst: int) -> P2pStatus:
+        """P2P status in the direction ``src`` -> ``dst``."""
         p = self.pair(src, dst)
         return p.p2p if p.a == src else p.p2p_reverse
 
     def bridge(self, bus_id: str) -> PcieBridge | None:
+        """The PCIe bridge with this bus id, or None when the probe did not see it."""
         for b in self.bridges:
             if b.bus_id == bus_id:
                 return b
@@ -285,11 +323,13 @@ class HostSnapshot:
 
 
 def snapshot_from_data(data: Any, what: str = "snapshot") -> HostSnapshot:
+    """A snapshot from decoded JSON, its header checked; ``what`` names it in errors."""
     codec.check_header(data, "snapshot", SNAPSHOT_SCHEMA_VERSION, what)
     return codec.from_jsonable(HostSnapshot, data, what)
 
 
 def load_snapshot(path: Path | str) -> HostSnapshot:
+    """Read a snapshot saved by ``scan --format json`` (or embedded in a result)."""
     return snapshot_from_data(codec.read_json(path, "snapshot"), f"snapshot {path}")
 
 
@@ -298,4 +338,5 @@ _NVLINK_GENERATION = {1: 1.0, 2: 2.0, 3: 2.2, 4: 3.0, 5: 3.1, 6: 4.0, 7: 5.0}
 
 
 def nvlink_generation(version: int) -> float | None:
+    """The NVLink generation (1 to 5) for NVML's NVLink version enum, or None for a value it does not know."""
     return _NVLINK_GENERATION.get(version)

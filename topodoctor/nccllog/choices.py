@@ -87,6 +87,7 @@ class Choice:
 
     @property
     def channels(self) -> int | None:
+        """How many channels the call used, or None where the log did not say."""
         return None if self.channel_lo is None or self.channel_hi is None else self.channel_hi - self.channel_lo + 1
 
 

@@ -21,12 +21,15 @@ from topodoctor.probe.sysfs import LiveSysfs
 
 @dataclass(frozen=True)
 class Probed:
+    """What a probe of the host gave: the snapshot, where it came from, and the process to judge."""
+
     snapshot: HostSnapshot
     origin: str  # "live", "replay NAME", "snapshot NAME"
     process: ProcessEnvironment | None = None  # the process judged: this one, or the recorded one
 
 
 def probe_host(replay: str | None = None, sysfs_root: str = "/") -> Probed:
+    """Probe the live host (NVML and sysfs), or replay a recording or a saved snapshot by name or path."""
     if replay is None:
         from topodoctor.probe.nvml import LiveNvml
 

@@ -30,7 +30,9 @@ def _failed(value: Any) -> str:
 def sample(
     api: NvmlApi, samples: int = 10, interval_s: float = 0.25, sleep: Callable[[float], None] = time.sleep
 ) -> ActivitySample:
-    """Read every GPU ``samples`` times; a GPU that stops answering keeps what it had."""
+    """Read every GPU ``samples`` times (``nvmlDeviceGetUtilizationRates``, ``nvmlDeviceGetPowerUsage``:
+    nvidia-smi's GPU-Util and power draw), then its compute processes; a GPU that stops answering keeps
+    what it had."""
     nvml = Nvml(api)
     init = nvml.ask("nvmlInit")
     if isinstance(init, ProbeError):

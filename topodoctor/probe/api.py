@@ -47,6 +47,7 @@ __all__ = [
 
 
 def error_name(code: int) -> str:
+    """NVML's name for a return code, as errors and recordings show it."""
     return code_name(code)
 
 
@@ -60,6 +61,8 @@ class NvmlCallError(Exception):
 
 
 class NvmlApi(Protocol):
+    """The NVML boundary: the live binding, the recorder and the replay all answer ``call``."""
+
     def call(self, fn: str, *args: Any) -> Any:
         """Make one NVML call; return plain data or raise NvmlCallError."""
         ...

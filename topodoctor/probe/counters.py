@@ -12,7 +12,8 @@ FI_NVLINK_THROUGHPUT_DATA_TX = 138  # KiB sent over one link (scopeId = link)
 
 def activity(api: NvmlApi, index: int) -> tuple[int | None, int | None, int | None]:
     """(GPU utilisation %, compute processes, memory used bytes): nvidia-smi's Volatile GPU-Util,
-    its process list and Memory-Usage."""
+    its process list and Memory-Usage (``nvmlDeviceGetUtilizationRates``,
+    ``nvmlDeviceGetComputeRunningProcesses``, ``nvmlDeviceGetMemoryInfo``)."""
     nvml = Nvml(api)
     h = nvml.ask("nvmlDeviceGetHandleByIndex", index)
     if not isinstance(h, str):

@@ -46,6 +46,7 @@ def _kept(value: Probed[str], problems: list[ProbeError]) -> Probed[str]:
 
 
 def numa_nodes(fs: Sysfs, cpu_socket: dict[int, int], problems: list[ProbeError]) -> tuple[NumaNode, ...]:
+    """The NUMA nodes from ``/sys/devices/system/node`` with their CPUs and socket (``numactl -H``)."""
     nodes = []
     for name in entries(sys_list(fs, "/sys/devices/system/node"), problems):
         if not (name.startswith("node") and name[4:].isdigit()):
@@ -73,6 +74,7 @@ def virtualization(fs: Sysfs, hypervisor_flag: bool, problems: list[ProbeError])
 
 
 def in_container(fs: Sysfs, problems: list[ProbeError]) -> bool:
+    """Whether this process runs in a container: a runtime's marker file, or a container's cgroup."""
     for marker in ("/.dockerenv", "/run/.containerenv"):
         if ok(_kept(sys_read(fs, marker, str), problems)):
             return True

@@ -57,6 +57,7 @@ def _bus(text: str) -> str:
 
 
 def parse_lines(lines: list[str]) -> tuple[XidEvent, ...]:
+    """The XID events among kernel log lines, in order; other lines are skipped."""
     return tuple(e for e in map(parse_line, lines) if e is not None)
 
 

@@ -74,6 +74,8 @@ class LiveNvml:
         return a
 
     def call(self, fn: str, *args: Any) -> Any:
+        """Call the pynvml function ``fn`` (or one this binding wraps itself) and return plain data;
+        any failure is an NvmlCallError with NVML's code."""
         nv = self._nv
         real = [self._arg(a) for a in args]
         try:

@@ -105,6 +105,8 @@ def numa_of(fs: Sysfs, bus_id: str) -> Probed[int]:
 
 
 def read_bridge(fs: Sysfs, bus_id: str, index_after_root: int) -> PcieBridge:
+    """A bridge's link (``current_link_speed`` / ``_width`` and their max in sysfs) and its port type and
+    ACS control from config space, as ``lspci -vvv`` shows them."""
     base = f"/sys/bus/pci/devices/{bus_id}"
     port: PortType | None = None
     acs: Probed[int]

@@ -46,6 +46,8 @@ def _tokens(args: tuple[Any, ...]) -> list[str]:
 
 
 class Nvml:
+    """The probe's view of NVML: every answer classified, and a lost GPU asked nothing more."""
+
     def __init__(self, api: NvmlApi) -> None:
         self.api = api
         self.lost: dict[str, ProbeError] = {}  # device token -> the error that lost it
@@ -112,6 +114,7 @@ def sys_list(fs: Sysfs, path: str) -> Probed[list[str]]:
 
 
 def sys_realpath(fs: Sysfs, path: str) -> Probed[str]:
+    """Resolve one sysfs link: absent means Unsupported, any other error ProbeError."""
     try:
         return fs.realpath(path)
     except OSError as exc:

@@ -57,11 +57,14 @@ def _plain_args(args: tuple[Any, ...]) -> list[Any]:
 
 
 class RecordingNvml:
+    """The NVML boundary with every call, its answer or error and its time written down."""
+
     def __init__(self, inner: NvmlApi) -> None:
         self.inner = inner
         self.calls: list[dict[str, Any]] = []
 
     def call(self, fn: str, *args: Any) -> Any:
+        """Make the call on the live binding and record it."""
         entry: dict[str, Any] = {"fn": fn, "args": _plain_args(args)}
         self.calls.append(entry)
         start = time.perf_counter()
@@ -78,6 +81,8 @@ class RecordingNvml:
 
 
 class RecordingSysfs:
+    """The sysfs boundary with every read and its answer or errno written down."""
+
     def __init__(self, inner: Sysfs) -> None:
         self.inner = inner
         self.reads: list[dict[str, Any]] = []
@@ -94,22 +99,28 @@ class RecordingSysfs:
         return result
 
     def read(self, path: str) -> str:
+        """Read a sysfs file and record it."""
         return self._do("read", path, self.inner.read)  # type: ignore[no-any-return]
 
     def read_hex(self, path: str, limit: int) -> str:
+        """Read the first ``limit`` bytes of a binary file as hex and record it."""
         return self._do("read_hex", path, self.inner.read_hex, limit)  # type: ignore[no-any-return]
 
     def listdir(self, path: str) -> list[str]:
+        """List a sysfs directory and record it."""
         return self._do("listdir", path, self.inner.listdir)  # type: ignore[no-any-return]
 
     def realpath(self, path: str) -> str:
+        """Resolve a sysfs path and record it."""
         return self._do("realpath", path, self.inner.realpath)  # type: ignore[no-any-return]
 
     def read_records(self, path: str, keep: str) -> list[str]:
+        """Read the lines of a record file that contain ``keep`` and record them."""
         return self._do("read_records", path, self.inner.read_records, keep)  # type: ignore[no-any-return]
 
 
 def build_recording(nvml: RecordingNvml, fs: RecordingSysfs, snapshot: HostSnapshot, label: str) -> dict[str, Any]:
+    """The recording document: metadata, every call and read, and the snapshot the probe built from them."""
     return {
         "kind": "recording",
         "schema_version": RECORDING_SCHEMA_VERSION,

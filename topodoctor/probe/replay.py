@@ -65,6 +65,9 @@ def _short(fn: str, args: tuple[Any, ...]) -> str:
 
 
 class FakeNvml:
+    """The NVML boundary answered from a recording: each call takes the next recorded answer for its
+    arguments, errors and hangs included."""
+
     def __init__(self, calls: list[dict[str, Any]], name: str) -> None:
         self.name = name
         self._answers = _Answers()
@@ -89,6 +92,7 @@ class FakeNvml:
         return out
 
     def call(self, fn: str, *args: Any) -> Any:
+        """The recorded answer to ``fn(*args)``: its result, or its error raised again."""
         plain = json.loads(json.dumps(list(args)))
         entry = self._answers.take(_key(fn, plain))
         if entry is None and fn == FIELD_VALUES and len(plain) == 2 and isinstance(plain[1], list):
@@ -110,6 +114,8 @@ class FakeNvml:
 
 
 class ReplaySysfs:
+    """The sysfs boundary answered from a recording; a path it never read is not recorded, never absent."""
+
     def __init__(self, reads: list[dict[str, Any]], name: str) -> None:
         self.name = name
         self._answers = _Answers()
@@ -133,23 +139,31 @@ class ReplaySysfs:
         return entry["result"]
 
     def read(self, path: str) -> str:
+        """The recorded contents of a sysfs file."""
         return str(self._get("read", path))
 
     def read_hex(self, path: str, limit: int) -> str:
+        """The recorded first ``limit`` bytes of a binary file, as hex."""
         return str(self._get("read_hex", path))[: 2 * limit]
 
     def listdir(self, path: str) -> list[str]:
+        """The recorded entries of a sysfs directory."""
         return list(self._get("listdir", path))
 
     def realpath(self, path: str) -> str:
+        """The recorded target of a sysfs path."""
         return str(self._get("realpath", path))
 
     def read_records(self, path: str, keep: str) -> list[str]:
+        """The recorded lines of a record file that contain ``keep``."""
         return [str(line) for line in self._get("read_records", path) if keep in str(line)]
 
 
 @dataclass(frozen=True)
 class Recording:
+    """A recording as read from its file: the NVML calls, sysfs reads and the snapshot the live probe
+    built from them."""
+
     name: str
     meta: dict[str, Any]
     nvml: list[dict[str, Any]]
@@ -157,6 +171,7 @@ class Recording:
     snapshot: dict[str, Any] | None
 
     def fakes(self) -> tuple[FakeNvml, ReplaySysfs]:
+        """A fresh fake NVML and sysfs that replay this recording from its start."""
         return FakeNvml(self.nvml, self.name), ReplaySysfs(self.sysfs, self.name)
 
 
@@ -169,6 +184,7 @@ def _check_entries(entries: Any, required: tuple[str, ...], answer: tuple[str, .
 
 
 def recording_from_data(data: Any, name: str) -> Recording:
+    """A recording from decoded JSON, its header and entries checked; ``name`` names it in errors."""
     codec.check_header(data, "recording", RECORDING_SCHEMA_VERSION, f"recording {name}")
     _check_entries(data.get("nvml"), ("fn", "args"), ("result", "error", "hang_s"), f"recording {name}: nvml")
     _check_entries(data.get("sysfs"), ("op", "path"), ("result", "error"), f"recording {name}: sysfs")

@@ -118,10 +118,12 @@ class Sampler:
             self._stop.wait(self.interval_s)
 
     def start(self) -> Sampler:
+        """Start sampling on the thread; returns the sampler."""
         self._thread.start()
         return self
 
     def stop(self) -> list[Reading]:
+        """Stop sampling and return the readings taken."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5.0)

@@ -15,6 +15,8 @@ from typing import Protocol
 
 
 class Sysfs(Protocol):
+    """The file reads the probe makes; every implementation raises OSError as the real file system would."""
+
     def read(self, path: str) -> str:
         """File contents, stripped; raises OSError (FileNotFoundError, PermissionError, ...)."""
         ...
@@ -38,6 +40,8 @@ class Sysfs(Protocol):
 
 
 class LiveSysfs:
+    """The real sysfs, or a copy of one under ``root`` (tests, ``--sysfs-root``)."""
+
     def __init__(self, root: str = "/") -> None:
         self.root = os.path.abspath(root)
 
@@ -45,17 +49,21 @@ class LiveSysfs:
         return os.path.join(self.root, path.lstrip("/"))
 
     def read(self, path: str) -> str:
+        """File contents, stripped, bytes that are not UTF-8 replaced."""
         with open(self._host(path), encoding="utf-8", errors="replace") as f:
             return f.read().strip()
 
     def read_hex(self, path: str, limit: int) -> str:
+        """The first ``limit`` bytes of a binary file, as lowercase hex."""
         with open(self._host(path), "rb") as f:
             return f.read(limit).hex()
 
     def listdir(self, path: str) -> list[str]:
+        """Sorted entry names of a directory."""
         return sorted(os.listdir(self._host(path)))
 
     def realpath(self, path: str) -> str:
+        """The path with every link resolved; under another root, a link that leaves it is absent."""
         host = self._host(path)
         if not os.path.lexists(host):
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
@@ -68,6 +76,7 @@ class LiveSysfs:
         return real
 
     def read_records(self, path: str, keep: str) -> list[str]:
+        """The lines of a record file (``/dev/kmsg``) that contain ``keep``, read without blocking."""
         return read_records(self._host(path), keep)
 
 

@@ -134,6 +134,8 @@ def _median(m: Measurement | None) -> float | None:
 
 
 def bandwidth_json(r: BandwidthResult) -> dict[str, Any]:
+    """The result as ``bandwidth --format json`` prints it: the result itself plus the median matrices
+    (one way, latency, and both ways summed per pair)."""
     idx = [g.index for g in r.gpus]
     doc: dict[str, Any] = to_jsonable(r)
     matrices: dict[str, Any] = {}

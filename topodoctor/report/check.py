@@ -24,6 +24,7 @@ _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "
 
 
 def counts(findings: Sequence[Finding]) -> str:
+    """Findings counted by severity, worst first: ``1 critical, 2 warnings``, or ``no findings``."""
     c = Counter(f.severity for f in findings)
     parts = [
         f"{c[s]} {s}" if s == "info" else plural(c[s], s) for s in ("critical", "error", "warning", "info") if c[s]
@@ -76,6 +77,8 @@ def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
 
 
 def print_check(outcome: Outcome, console: Console) -> None:
+    """The check as text: what was judged, the findings and their fixes, the fitness figures where
+    measured, and the verdict line."""
     meta = outcome.meta
     measured = f", measured: {', '.join(meta.measured)}" if meta.measured else ""
     console.print(
@@ -114,6 +117,7 @@ def print_check(outcome: Outcome, console: Console) -> None:
 
 
 def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:
+    """The JSON document of a check that could not run: verdict unknown, the reason, no findings."""
     return {
         "kind": "check",
         "schema_version": CHECK_SCHEMA_VERSION,
@@ -125,6 +129,7 @@ def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:
 
 
 def check_json(outcome: Outcome) -> dict[str, Any]:
+    """The check as ``--format json`` prints it: verdict, exit code, reason, run metadata and findings."""
     return {
         "kind": "check",
         "schema_version": CHECK_SCHEMA_VERSION,

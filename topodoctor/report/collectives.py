@@ -40,6 +40,7 @@ def _cols(t: Timing | None) -> str:
 
 
 def table_lines(res: CollectivesResult) -> list[str]:
+    """The results as nccl-tests prints them, one table per op."""
     out: list[str] = []
     for op in dict.fromkeys(r.op for r in res.rows):
         out.append(f"# {op} ({plural(res.world_size, 'rank')}, {res.backend})")
@@ -76,6 +77,7 @@ def table_lines(res: CollectivesResult) -> list[str]:
 
 
 def text_report(res: CollectivesResult, findings: list[Finding], snap: HostSnapshot | None = None) -> list[str]:
+    """The whole text report: the table, NCCL's account of the run, the failures, busy GPUs and findings."""
     lines = table_lines(res)
     lines += model_lines(res, snap or res.snapshot)
     for fail in res.failures:

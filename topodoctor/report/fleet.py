@@ -25,6 +25,8 @@ def _clean(text: str, limit: int = REASON_LIMIT) -> str:
 
 
 def fleet_json(report: FleetReport) -> dict[str, Any]:
+    """The fleet's verdict as ``fleet --format json`` prints it: counts by state, then every node,
+    shared finding, outlier, node type and unreadable file, and the nodes to drain."""
     counts: dict[str, int] = {}
     for n in report.nodes:
         counts[n.state] = counts.get(n.state, 0) + 1
@@ -72,6 +74,7 @@ def scontrol_lines(report: FleetReport) -> str:
 
 
 def print_fleet(report: FleetReport, console: Console) -> None:
+    """The fleet's verdict as text: a table of the nodes, then the outliers and the shared findings."""
     t = Table(title=plural(len(report.nodes), "node"))
     for col in ("node", "type", "state", "check", "bandwidth", "collectives", "first reason"):
         t.add_column(col)

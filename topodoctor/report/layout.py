@@ -23,6 +23,8 @@ MIN_INNER_W = 196.0
 
 @dataclass
 class Box:
+    """Where one node of the host tree is drawn: its box's top-left corner, width and height."""
+
     node: TreeNode
     x: float
     y: float
@@ -31,11 +33,14 @@ class Box:
 
     @property
     def cx(self) -> float:
+        """The box's horizontal centre, where its edges attach."""
         return self.x + self.w / 2
 
 
 @dataclass
 class Layout:
+    """The placed boxes of a picture, each with its parent, and the picture's width and bottom."""
+
     boxes: dict[str, Box]  # by TreeNode.key
     parent: dict[str, str]  # child key -> parent key
     leaf_row_y: float
@@ -50,6 +55,8 @@ def _depth(node: TreeNode) -> int:
 
 
 def layout(tree: HostTree, leaf_row_y: float) -> Layout:
+    """Place every node of the tree: leaves in one row at ``leaf_row_y``, switches, host bridges and
+    NUMA nodes below them, each centred over its leaves."""
     boxes: dict[str, Box] = {}
     parent: dict[str, str] = {}
     levels = max((_depth(r) for r in tree.roots), default=0)

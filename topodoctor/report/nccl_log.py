@@ -79,6 +79,7 @@ def _count_ranks(files: Sequence[LogFile]) -> int | None:
 
 
 def finding_doc(f: Finding) -> dict[str, Any]:
+    """A finding as a JSON object."""
     return {
         "code": f.code,
         "name": f.name,

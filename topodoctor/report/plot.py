@@ -24,6 +24,8 @@ COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#0
 
 @dataclass(frozen=True)
 class Series:
+    """One op's line on the plot: its (size, busbw) points and the busbw expected of it, where known."""
+
     op: str
     points: tuple[tuple[int, float], ...]  # (size_bytes, busbw_gbps), any order
     expected_gbps: float | None = None

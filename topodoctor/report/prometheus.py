@@ -136,6 +136,8 @@ _SUBJECT_PAIR = re.compile(r"^GPU(\d+)-GPU(\d+)\b")
 
 @dataclass(frozen=True)
 class GpuLabels:
+    """The labels of a GPU's series, as dcgm-exporter names them so the two join (``model_name`` aside)."""
+
     gpu: str
     UUID: str
     pci_bus_id: str
@@ -211,6 +213,7 @@ class Run:
     gpus: str = ""  # the judged GPUs' indices, "0,1"; empty where the run is not about GPUs
 
     def labels(self) -> dict[str, str]:
+        """The run's labels as a dict, the host filled in."""
         host = self.host or socket.gethostname() or "localhost"
         return {"command": self.command, "Hostname": host, "scope": self.scope, "gpus": self.gpus}
 

@@ -8,6 +8,7 @@ from topodoctor.rules.registry import FAMILIES, REGISTRY, Rule
 
 
 def rule_markdown(r: Rule) -> str:
+    """One rule's section of docs/rules.md: title, description, severity, tags, inputs and fix."""
     body = r.doc.split("\n", 1)
     rest = body[1].strip() if len(body) > 1 else ""
     lines = [f"### {r.code} {r.name}", "", f"**{body[0]}**", ""]

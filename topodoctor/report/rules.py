@@ -8,6 +8,7 @@ from topodoctor.rules import REGISTRY
 
 
 def rules_text() -> str:
+    """``topodoctor rules``: one line per rule, code, name, severity, tags and title."""
     rows = [REGISTRY[code] for code in sorted(REGISTRY)]
     return "\n".join(
         f"{r.code}  {r.name:<32} {r.severity:<8} {','.join(sorted(r.tags)) or '-':<8} {r.title}" for r in rows
@@ -15,6 +16,7 @@ def rules_text() -> str:
 
 
 def rules_json() -> list[dict[str, Any]]:
+    """``topodoctor rules --format json``: every rule's code, name, severity, family, title and tags."""
     keys = ("code", "name", "severity", "family", "title")
     return [
         {**{k: getattr(r, k) for k in keys}, "tags": sorted(r.tags)} for r in (REGISTRY[c] for c in sorted(REGISTRY))

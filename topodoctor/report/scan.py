@@ -152,6 +152,8 @@ def _row(t: Table, *cells: str) -> None:
 
 
 def print_scan(snap: HostSnapshot, origin: str, g: nx.Graph, console: Console) -> None:
+    """The scan as text: the host, the GPUs, the connection matrix as nvidia-smi topo -m prints it,
+    then NVLinks, NVSwitches, NICs and what the probe could not read."""
     console.print(_host_table(snap, origin))
     console.print()
     for table in _gpu_tables(snap, console.width):
@@ -173,6 +175,8 @@ def print_scan(snap: HostSnapshot, origin: str, g: nx.Graph, console: Console) -
 
 
 def scan_json(snap: HostSnapshot, origin: str, g: nx.Graph) -> dict[str, Any]:
+    """The scan as ``--format json`` prints it: the snapshot and the topology (matrix, nominal rates,
+    affinity)."""
     names, conns = connection_matrix(snap, g)
     m = build_matrix(snap, g)
     return {

@@ -23,6 +23,8 @@ def _num(v: float) -> str:
 
 
 class Svg:
+    """An SVG document built up shape by shape; ``render`` writes it."""
+
     def __init__(self, width: float, height: float, title: str) -> None:
         self.width, self.height, self.title = width, height, title
         self.parts: list[str] = []
@@ -37,28 +39,36 @@ class Svg:
         return " ".join(out)
 
     def rect(self, x: float, y: float, w: float, h: float, **attrs: object) -> None:
+        """Add a rectangle."""
         self.parts.append(f"<rect {self._attrs({'x': x, 'y': y, 'width': w, 'height': h, **attrs})}/>")
 
     def line(self, x1: float, y1: float, x2: float, y2: float, **attrs: object) -> None:
+        """Add a straight line."""
         self.parts.append(f"<line {self._attrs({'x1': x1, 'y1': y1, 'x2': x2, 'y2': y2, **attrs})}/>")
 
     def path(self, d: str, **attrs: object) -> None:
+        """Add a path (``d`` in SVG's path syntax)."""
         self.parts.append(f"<path {self._attrs({'d': d, **attrs})}/>")
 
     def circle(self, cx: float, cy: float, r: float, **attrs: object) -> None:
+        """Add a circle."""
         self.parts.append(f"<circle {self._attrs({'cx': cx, 'cy': cy, 'r': r, **attrs})}/>")
 
     def text(self, x: float, y: float, text: str, size: float = 12, **attrs: object) -> None:
+        """Add a line of text, escaped, at ``size`` pixels."""
         a = self._attrs({"x": x, "y": y, "font_size": float(size), **attrs})
         self.parts.append(f"<text {a}>{escape(escape_controls(text))}</text>")
 
     def open_group(self, **attrs: object) -> None:
+        """Open a group: the shapes until ``close_group`` share its attributes."""
         self.parts.append(f"<g {self._attrs(attrs)}>")
 
     def close_group(self) -> None:
+        """Close the group last opened."""
         self.parts.append("</g>")
 
     def render(self) -> str:
+        """The document as SVG text: white background, title, then the shapes in the order added."""
         w, h = _num(float(self.width)), _num(float(self.height))
         head = (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '

@@ -187,6 +187,7 @@ def evaluate(
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:
+    """The highest severity among the findings, or None when there are none."""
     findings = list(findings)
     if not findings:
         return None

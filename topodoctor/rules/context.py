@@ -29,6 +29,9 @@ T = TypeVar("T")
 
 @dataclass
 class Context:
+    """Everything a rule may read: the snapshot, the process's NCCL / CUDA settings, the expectations
+    and measurements, and the derived views of the host."""
+
     snap: HostSnapshot
     environment: Environment
     expect: Expectations | None = None
@@ -66,6 +69,7 @@ class Context:
 
     @property
     def graph(self) -> nx.Graph:
+        """The host's topology graph (built once, shared with the renderers)."""
         assert self.view is not None
         return self.view.graph
 
@@ -84,14 +88,17 @@ class Context:
 
     @property
     def live_gpus(self) -> list[Any]:
+        """The GPUs that answered the probe (lost ones left out)."""
         return [g for g in self.snap.gpus if g.lost is None]
 
     @property
     def has_nvswitch(self) -> bool:
+        """Whether the probe found NVSwitches."""
         return bool(self.snap.nvswitches)
 
     @property
     def has_nvlink(self) -> bool:
+        """Whether any GPU has an NVLink up."""
         return any(link.is_up is True for g in self.live_gpus for link in g.nvlinks)
 
     def host_errors(self, prefix: str) -> list[ProbeError]:

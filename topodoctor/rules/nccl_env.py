@@ -34,11 +34,13 @@ from topodoctor.rules.registry import Issue, rule
 
 
 def setting(ctx: Context, name: str) -> str | None:
+    """A variable's value as NCCL would see it (environment over config files), stripped; None if unset."""
     v = ctx.environment.get(name)
     return v.strip() if v is not None else None
 
 
 def evidence(ctx: Context, name: str, value: str) -> dict[str, str]:
+    """A finding's evidence for a variable: its name, value, and where the value came from."""
     return {"variable": name, "value": value, "from": ctx.environment.where(name)}
 
 
@@ -60,6 +62,7 @@ def int_is(ctx: Context, name: str, test: Any) -> str | None:
 
 
 def env_issue(ctx: Context, name: str, value: str, message: str, **extra: Any) -> Issue:
+    """An issue about a variable, its subject ``env:NAME`` and its evidence attached."""
     return Issue(f"env:{name}", message, dict(evidence(ctx, name, value), **extra))
 
 

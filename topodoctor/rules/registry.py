@@ -77,6 +77,8 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Rule:
+    """A registered rule: its code, name, severity, tags, inputs and fix, and the function that runs it."""
+
     code: str
     name: str
     severity: Severity
@@ -96,16 +98,19 @@ class Rule:
 
     @property
     def title(self) -> str:
+        """The first line of the rule function's docstring: its one-line title."""
         return (self.func.__doc__ or "").strip().splitlines()[0]
 
     @property
     def doc(self) -> str:
+        """The rule function's whole docstring, dedented: what ``explain`` and docs/rules.md show."""
         import inspect
 
         return inspect.cleandoc(self.func.__doc__ or "")
 
     @property
     def family(self) -> str:
+        """The family the code's first digit names (TD1xx: nvlink, ...)."""
         return FAMILIES[self.code[2]]
 
 

@@ -150,6 +150,9 @@ def probe(
 
 @dataclass(frozen=True)
 class CheckOptions:
+    """Everything ``check`` needs besides the budget: where the host comes from, which rules, the fail
+    level, expectations, measurement passes, scope and baseline."""
+
     source: Source = field(default_factory=Source)
     timeout_s: float = 30.0
     select: tuple[str, ...] = ()
@@ -282,6 +285,8 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Baseline:
+    """What ``expect`` writes, and the findings on the host that would make it a bad example to follow."""
+
     expectations: Expectations
     blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
 

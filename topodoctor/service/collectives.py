@@ -81,6 +81,8 @@ class QuickPass:
     def start(
         nprocs: int, deadline: float, size_bytes: int = QUICK_SIZE_BYTES, backend: Literal["nccl", "gloo"] = "nccl"
     ) -> QuickPass:
+        """Spawn the ranks for the quick pass on ``nprocs`` GPUs within the deadline; raises
+        CollectivesUnavailable when there are too few GPUs or too little time."""
         if nprocs < 2:
             raise CollectivesUnavailable(f"collectives need at least 2 GPUs; {nprocs} visible")
         left = deadline - time.monotonic()

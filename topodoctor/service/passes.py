@@ -20,6 +20,7 @@ class Source:
 
     @property
     def live(self) -> bool:
+        """Whether the live host is probed (no recording or snapshot named)."""
         return self.replay is None
 
 

@@ -14,12 +14,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Expected:
+    """What a copy between two GPUs should reach: the path class, its nominal rate and the PCIe rate."""
+
     cls: str  # NV18, PIX, SYS, ...
     nominal_gbps: float | None  # per direction, the best path's signalling rate
     pcie_gbps: float | None  # the PCIe path's rate, for telling a fallback from a slow link
 
 
 def expected_pairs(snap: HostSnapshot, g: nx.Graph | None = None) -> dict[tuple[int, int], Expected]:
+    """The expected path of every ordered pair of GPUs that answer, keyed by (source, destination)."""
     g = g if g is not None else build_graph(snap)
     sub = pcie_subgraph(g)
     out: dict[tuple[int, int], Expected] = {}

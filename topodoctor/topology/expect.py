@@ -25,6 +25,9 @@ EXPECT_SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class Expectations:
+    """What a node of one type should show (GPUs, NVLinks, PCIe, NICs, power limit, measured figures),
+    as ``check --expect`` reads it."""
+
     kind: Literal["expectations"]
     schema_version: int
     gpu_count: int
@@ -49,6 +52,7 @@ def _mode(values: list[int]) -> int | None:
 
 
 def from_snapshot(snap: HostSnapshot) -> Expectations:
+    """Expectations taken from a host known to be healthy: its GPUs, links, NICs and limits as they are."""
     from topodoctor.topology.graph import build_graph, gpu_node, nvlink_count
 
     g = build_graph(snap)

@@ -44,10 +44,12 @@ NVML_LEVEL_CLASS: dict[str, PathClass] = {
 
 
 def gpu_node(index: int) -> str:
+    """The graph node name of the GPU with this NVML index."""
     return f"GPU{index}"
 
 
 def nic_node(i: int) -> str:
+    """The graph node name of the i-th RDMA NIC, as nvidia-smi topo -m numbers them."""
     return f"NIC{i}"
 
 
@@ -58,6 +60,7 @@ def pcie_gen_of(speed: str) -> int | None:
 
 
 def pcie_gbps(gen: int | None, width: int | None) -> float | None:
+    """The per-direction payload rate of a PCIe link (GB/s), or None where generation or width is unknown."""
     if gen is None or width is None or gen not in PCIE_LANE_GBPS or width <= 0:
         return None
     return round(PCIE_LANE_GBPS[gen] * width, 3)
@@ -79,6 +82,8 @@ def rdma_nics(snap: HostSnapshot) -> list[Nic]:
 
 
 def build_graph(snap: HostSnapshot) -> nx.Graph:
+    """The host as a networkx graph: GPUs, NVSwitches, PCIe bridges, host bridges, NUMA nodes, CPUs and
+    NICs, with the links between them (see the module's docstring for the attributes)."""
     import networkx as nx
 
     g = nx.Graph()
@@ -224,6 +229,7 @@ class Connection:
 
     @property
     def label(self) -> str:
+        """The class as the matrix prints it: ``NV18`` for bonded NVLinks, else the PCIe class."""
         return f"NV{self.nvlinks}" if self.cls == "NV" else self.cls
 
 
@@ -248,6 +254,8 @@ def nvlink_count(g: nx.Graph, a: str, b: str) -> tuple[int, float | None]:
 
 
 def pcie_subgraph(g: nx.Graph) -> nx.Graph:
+    """The PCIe part of the graph (PCIe, device attachment and inter-socket edges): where the PCIe
+    classes of nvidia-smi topo -m are found."""
     keep = [(u, v) for u, v, k in g.edges(data="kind") if k in ("pcie", "attach", "smp")]
     return g.edge_subgraph(keep)
 

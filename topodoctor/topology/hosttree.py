@@ -40,6 +40,8 @@ class Link:
 
 @dataclass
 class TreeNode:
+    """One node of the host tree (a NUMA node, host bridge, PCIe switch, GPU or NIC) and its children."""
+
     key: str  # numa:0, hostbridge:pci0000:15, pci:0000:16:00.0, GPU3, NIC0
     kind: NodeKind
     label: str
@@ -51,6 +53,7 @@ class TreeNode:
     children: list[TreeNode] = field(default_factory=list)
 
     def walk(self) -> list[TreeNode]:
+        """This node and every node under it, depth first."""
         out = [self]
         for c in self.children:
             out += c.walk()
@@ -59,14 +62,18 @@ class TreeNode:
 
 @dataclass(frozen=True)
 class HostTree:
+    """The host as NCCL models it: one tree per NUMA node, and the devices it could not place."""
+
     roots: tuple[TreeNode, ...]  # one per NUMA node (numa None: the node is unknown)
     unplaced: tuple[TreeNode, ...]  # GPUs / NICs with no PCIe path (lost, or no sysfs)
     flat: bool  # every device sits right on a host bridge (typical of VMs)
 
     def nodes(self) -> list[TreeNode]:
+        """Every node of the tree, the unplaced ones last."""
         return [n for r in self.roots for n in r.walk()] + list(self.unplaced)
 
     def find(self, key: str) -> TreeNode | None:
+        """The node with this key, or None."""
         return next((n for n in self.nodes() if n.key == key), None)
 
 

@@ -63,6 +63,8 @@ def speed_per_lane(link_speed: str) -> int | None:
 
 
 def pci_kind(cls: str) -> str:
+    """What NCCL takes a PCI class code for (``gpu``, ``nic``, ``nvswitch``, ``cpu``), matching by prefix as it
+    does; ``pci`` (a bridge) for anything else."""
     for prefix, kind in PCI_CLASSES:
         if cls.startswith(prefix):
             return kind

@@ -30,6 +30,8 @@ LEVEL_RANK = {"LOC": 0, "PIX": 1, "PXB": 2, "P2C": 2, "PXN": 2, "PHB": 3, "NODE"
 
 @dataclass(frozen=True)
 class NicPath:
+    """A GPU's nearest RDMA NIC as NCCL would pick it: the path between them and how many GPUs share it."""
+
     gpu: int
     nic: str  # the RDMA device, mlx5_0
     path: PathClass

@@ -34,6 +34,8 @@ _NONE = {"", "-1", "none", "nodevfiles"}  # Slurm sets NoDevFiles for a job with
 
 @dataclass(frozen=True)
 class Scope:
+    """The GPUs a check judges: the whole node, or a job's, with the variable that named them."""
+
     kind: ScopeKind
     gpus: tuple[int, ...]  # NVML indices in scope (every GPU for a node scope)
     source: str  # "node", or the variable that named the job's GPUs
@@ -41,6 +43,7 @@ class Scope:
     unresolved: tuple[str, ...] = field(default=())  # entries that named no GPU of this node
 
     def describe(self) -> str:
+        """The scope in one line for reports: ``node (GPUs 0,1)`` or ``job (GPUs 2,3, from VAR=value)``."""
         gpus = ",".join(str(i) for i in self.gpus) or "none"
         if self.kind == "node":
             return f"node (GPUs {gpus})"

@@ -32,6 +32,8 @@ AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 
 @dataclass(frozen=True)
 class Matrix:
+    """The connection matrix as nvidia-smi topo -m prints it: cells, affinity columns and the NIC legend."""
+
     names: list[str]  # GPU0.. then NIC0..
     cells: dict[tuple[str, str], str]  # "X", "NV18", "PIX", ...
     affinity: dict[str, tuple[str, str, str]]  # GPU name -> (CPU Affinity, NUMA Affinity, GPU NUMA ID)
@@ -47,6 +49,7 @@ def _na(value: object) -> str:
 
 
 def build_matrix(snap: HostSnapshot, g: nx.Graph | None = None) -> Matrix:
+    """The snapshot's connection matrix, a lost GPU's cells marked ERR."""
     names, conns = connection_matrix(snap, g)
     lost = {f"GPU{gpu.index}" for gpu in snap.gpus if gpu.lost is not None}
     cells = {}

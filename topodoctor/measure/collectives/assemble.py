@@ -45,6 +45,8 @@ def build_result(
     activity: tuple[Activity, ...] = (),
     snapshot: HostSnapshot | None = None,
 ) -> CollectivesResult:
+    """The result of a run from what the ranks reported, with NCCL's account of it from the logs in
+    ``log_dir``; raises CollectivesUnavailable when no rank reported at all."""
     meta = got.meta
     if not meta:
         first = got.failures[0].message if got.failures else "no rank reported"

@@ -85,6 +85,7 @@ class Alarm:
         return doc
 
     def publish(self, key: str, value: str) -> bool:
+        """Set ``key`` in the world's store; False where there is no store or it stopped answering."""
         if self.store is None:
             return False
         try:
@@ -95,6 +96,7 @@ class Alarm:
             return False
 
     def read(self, key: str, timeout_s: float) -> str | None:
+        """``key``'s value once some rank set it, waiting up to ``timeout_s``; None on no store or no answer."""
         if self.store is None:
             return None
         try:
@@ -158,10 +160,12 @@ class Watchdog:
         threading.Thread(target=self._watch, daemon=True).start()
 
     def begin(self, op: str, size: int) -> None:
+        """Note that this rank entered ``op`` at ``size`` now (nothing once the watchdog is closed)."""
         if not self.closed:
             self.current = (op, size, time.monotonic())
 
     def end(self) -> None:
+        """Note that this rank left the op it was in."""
         self.current = None
 
     def close(self) -> None:

@@ -43,6 +43,8 @@ STDERR_TAIL = 4096
 
 
 def child_environment(base: dict[str, str], world: World, plan: Plan, log_dir: str) -> dict[str, str]:
+    """A spawned rank's environment: ``base`` with the world's rendezvous variables, the plan and the
+    log directory."""
     env = dict(base)
     env.update(world.env())
     env.update(
@@ -57,6 +59,7 @@ def child_environment(base: dict[str, str], world: World, plan: Plan, log_dir: s
 
 
 def worker_cmd() -> list[str]:
+    """The command line of a spawned rank (this Python, the rank's module)."""
     return [sys.executable, "-m", "topodoctor.measure.collectives.rank.main"]
 
 
@@ -112,6 +115,8 @@ class Running:
         deadline: float | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> Collected:
+        """Wait for every rank's rows and failures, within the start timeout and the deadline, then kill
+        what is left; SIGTERM meanwhile kills the ranks with us."""
         # A prolog killed by its scheduler gets SIGTERM first: the ranks go with us, not after us.
         # (Killed outright, the ranks end by themselves: at their next event the pipe is gone,
         # and a rank stuck in an op has its watchdog.)
@@ -128,6 +133,7 @@ class Running:
         return self.got
 
     def stop(self) -> None:
+        """Kill every rank's process group."""
         _kill_all(self.ranks)
 
 

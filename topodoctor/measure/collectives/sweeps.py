@@ -53,6 +53,9 @@ class Crossover:
 
 @dataclass(frozen=True)
 class AlgoSweep:
+    """``--algo``: each op and size under each NCCL algorithm, the sizes where another beat NCCL's choice,
+    and the algorithms whose runs failed."""
+
     algorithms: tuple[str, ...]
     cells: tuple[AlgoCell, ...]
     crossovers: tuple[Crossover, ...]
@@ -101,6 +104,8 @@ def _crossovers(cells: Sequence[AlgoCell]) -> list[Crossover]:
 
 @dataclass(frozen=True)
 class SubsetRun:
+    """One run of ``--scaling`` on a subset of the GPUs: busbw per op and size, and what failed."""
+
     gpus: tuple[int, ...]
     busbw: tuple[tuple[str, int, float | None], ...]  # (op, size, busbw)
     failures: tuple[str, ...]
@@ -108,6 +113,8 @@ class SubsetRun:
 
 @dataclass(frozen=True)
 class ScalingSweep:
+    """``--scaling``: the runs on growing subsets, busbw relative to the 2-GPU runs, and the slow subsets."""
+
     runs: tuple[SubsetRun, ...]
     efficiency: tuple[tuple[int, str, int, float], ...]  # (GPUs, op, size, median busbw / 2-GPU median)
     slow: tuple[str, ...]  # "GPUs 2,3: all_reduce 1G 120 GB/s, 0.45 of its peers' 270"

@@ -18,6 +18,8 @@ DEFAULT_PORT = 29500
 
 @dataclass(frozen=True)
 class World:
+    """The torch.distributed world one rank joins: its rank, sizes, rendezvous address and launcher."""
+
     rank: int
     world_size: int
     local_rank: int
@@ -86,5 +88,6 @@ def free_port() -> int:
 
 
 def local_worlds(nprocs: int) -> list[World]:
+    """The worlds of ``nprocs`` ranks spawned on this host, all meeting on one free local port."""
     port = free_port()
     return [World(r, nprocs, r, nprocs, "127.0.0.1", port, "topodoctor") for r in range(nprocs)]

@@ -56,6 +56,7 @@ class Driver:
             raise RuntimeError(f"{name}: {self.error_name(rc)}")
 
     def error_name(self, rc: int) -> str:
+        """The driver's name for a CUresult (``cuGetErrorName``), or ``CUDA error N`` for one it does not name."""
         text = c_char_p()
         self.lib.cuGetErrorName(rc, ctypes.byref(text))
         return (text.value or b"").decode() or f"CUDA error {rc}"

@@ -42,6 +42,8 @@ WATCHDOG_S = 1.0
 
 
 class Gpu:
+    """One GPU as the timer holds it: its ordinal, its context, and the host flag as it addresses it."""
+
     def __init__(self, ordinal: int) -> None:
         self.ordinal = ordinal
         self.ctx = c_void_p()
@@ -63,6 +65,8 @@ class Timer:
 
     # --- start-up
     def hello(self, task: Answer) -> Answer:
+        """Start CUDA: a context on every GPU it may see, peer access between them unless the task says
+        not, the host flag; the answer names the CUDA version, the method and every device."""
         see_only(task)
         t0 = time.monotonic()
         cu = self.cu
@@ -140,6 +144,7 @@ class Timer:
                     raise RuntimeError(f"cuCtxEnablePeerAccess: {self.cu.error_name(rc)}")
 
     def lib_call(self, name: str, *args: Any) -> int:
+        """Call a libcuda function and return its raw CUresult, for calls whose failure is an answer."""
         return int(getattr(self.cu.lib, name)(*args))
 
     # --- memory
@@ -257,6 +262,7 @@ class Timer:
 
     # --- tasks
     def p2p(self, task: Answer) -> Answer:
+        """A ``p2p`` task: copies from ``src`` to ``dst`` (both ways for ``bidir``) timed and verified."""
         clock = Clock()
         a, b = self.gpus[task["src"]], self.gpus[task["dst"]]
         size, iters, samples, bidir = task["size"], task["iters"], task["samples"], task["mode"] == "bidir"
@@ -353,6 +359,7 @@ def _error(exc: BaseException) -> str:
 
 
 def main() -> None:
+    """The child's entry point: serve the copy tasks on stdin."""
     state: list[Timer] = []
 
     def hello(task: Answer) -> Answer:

@@ -23,6 +23,7 @@ class Clock:
         self.spent: dict[str, float] = {}
 
     def lap(self, phase: str) -> None:
+        """Add the time since the last lap to ``phase``."""
         now = time.monotonic()
         self.spent[phase] = round(self.spent.get(phase, 0.0) + now - self.t, 6)
         self.t = now

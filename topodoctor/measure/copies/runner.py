@@ -80,9 +80,11 @@ class Cudart:
 
     @property
     def method(self) -> str:
+        """The copy mechanism this timer uses, as results name it."""
         return "cudaMemcpyPeerAsync (copy engine)" if self.lib else "torch copy_ (copy engine)"
 
     def peer_copy(self, dst: torch.Tensor, src: torch.Tensor, stream: torch.cuda.Stream) -> None:
+        """Queue one copy of ``src`` into ``dst`` on ``stream`` (``cudaMemcpyPeerAsync``, else torch's copy_)."""
         if self.lib is None:
             with torch.cuda.stream(stream):
                 dst.copy_(src, non_blocking=True)
@@ -330,6 +332,7 @@ def hello(cudart_box: list[Cudart], reach: dict[tuple[int, int], bool], task: di
 
 
 def main() -> None:
+    """The child's entry point: serve the copy tasks on stdin with torch."""
     box: list[Cudart] = []
     reach: dict[tuple[int, int], bool] = {}
 

@@ -77,6 +77,8 @@ class Worker:
             self.fallback = torch_worker_cmd()
 
     def start(self) -> None:
+        """Start the process (again, after a hang) and wait for its hello; where the driver-API timer
+        cannot start, try the torch timer before giving up."""
         if self.hello:
             self.restarts += 1
         self.spawn()
@@ -142,6 +144,7 @@ class Worker:
         return {"error": f"copy timer died (exit {code}): {err[:160]}"}
 
     def stop(self) -> None:
+        """Kill the process and reap it."""
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
@@ -201,6 +204,7 @@ class Timings:
         self.spent: dict[str, float] = {}
 
     def add(self, phase: str, seconds: float) -> None:
+        """Add ``seconds`` (never negative) to ``phase``."""
         self.spent[phase] = self.spent.get(phase, 0.0) + max(0.0, seconds)
 
     def start_up(self, worker: Worker) -> None:
@@ -217,6 +221,8 @@ class Timings:
                 self.add(phase, float(seconds))
 
     def task(self, answer: dict[str, Any] | None, elapsed_s: float) -> None:
+        """Account one task's time: its own allocation, measurement and verification phases, the rest as
+        overhead (all of it as failed where the task answered no timings)."""
         inner = (answer or {}).get("timings") or {}
         known = 0.0
         for phase in ("allocation", "measurement", "verification"):
@@ -228,6 +234,7 @@ class Timings:
             self.add("failed_tasks", elapsed_s)
 
     def rounded(self) -> dict[str, float]:
+        """The phases, to the millisecond."""
         return {k: round(v, 3) for k, v in self.spent.items()}
 
 

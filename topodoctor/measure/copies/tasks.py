@@ -13,6 +13,8 @@ MiB = 1 << 20
 
 @dataclass(frozen=True)
 class Settings:
+    """What a copy run measures and how: modes, buffer sizes, iterations, samples, timeouts, devices."""
+
     modes: tuple[Mode, ...] = ("oneway", "bidir", "latency", "h2d", "d2h")
     size_bytes: int = 256 * MiB
     iters: int = 4
@@ -41,6 +43,8 @@ class Settings:
 
 @dataclass(frozen=True)
 class Task:
+    """One task for the timer: a mode, a source and its destinations, and what the timer is sent."""
+
     mode: Mode
     src: int  # NVML index, -1 = host
     dsts: tuple[int, ...]  # several for a latency batch (one hold per source GPU)

@@ -59,16 +59,19 @@ class Plan:
 
     @staticmethod
     def for_level(level: str) -> Plan:
+        """The plan of ``check --level quick`` or ``long``."""
         if level == "long":
             return Plan("long", hbm_iters=8, samples=7, latency_steps=100_000, sm_copies=True, gemm_seconds=60.0)
         return Plan("quick")
 
 
 def timer_cmd() -> list[str]:
+    """The command line of the fitness timer child."""
     return [sys.executable, "-m", "topodoctor.measure.fitness.sm_timer"]
 
 
 def gemm_cmd() -> list[str]:
+    """The command line of the GEMM stress child."""
     return [sys.executable, "-m", "topodoctor.measure.fitness.worker_gemm"]
 
 

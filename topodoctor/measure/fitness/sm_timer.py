@@ -74,6 +74,7 @@ class FitnessTimer(Timer):
         self.blocks_per_sm = BLOCKS_PER_SM
 
     def hello(self, task: Answer) -> Answer:
+        """Start CUDA as the copy timer does, then load the PTX kernels on every GPU (``cuModuleLoadData``)."""
         answer = super().hello(task)
         self.unroll = int(task.get("unroll", ptx.UNROLL))
         self.blocks_per_sm = int(task.get("blocks_per_sm", BLOCKS_PER_SM))
@@ -257,6 +258,7 @@ class FitnessTimer(Timer):
 
 
 def main() -> None:
+    """The child's entry point: serve the fitness tasks on stdin."""
     state: list[FitnessTimer] = []
 
     def hello(task: Answer) -> Answer:

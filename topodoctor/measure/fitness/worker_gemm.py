@@ -36,6 +36,7 @@ def _die_with_parent() -> None:
 
 
 def main() -> None:
+    """The child's entry point: run the GEMM stress task read from stdin on every GPU and answer in JSON."""
     _die_with_parent()
     task = json.loads(sys.stdin.readline() or "{}")
     try:

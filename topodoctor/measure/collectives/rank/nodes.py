@@ -38,6 +38,7 @@ PAIR_REPEATS = 3  # timed loops per pair test; the fastest counts (noise only ev
 
 
 def members(idents: list[dict[str, Any]], world_size: int) -> list[Member]:
+    """The world's ranks as members of their nodes, from each rank's identity."""
     return [
         Member(int(i["rank"]), int(i["local_rank"]), str(i.get("node") or i["host"]), i.get("node_rank"), world_size)
         for i in idents

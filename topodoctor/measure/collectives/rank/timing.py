@@ -57,6 +57,7 @@ class RowTimer:
         self.graphs = True
 
     def line_up(self) -> None:
+        """A one-element all_reduce on the group, so every rank starts the timed ops together."""
         dist.all_reduce(self.one, op=dist.ReduceOp.MAX, group=self.group)
 
     def any_rank(self, flag: bool) -> bool:

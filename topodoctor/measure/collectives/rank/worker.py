@@ -51,6 +51,7 @@ class Rank:
 
     @property
     def timer(self) -> RowTimer:
+        """This rank's GPU timer on its group, made on first use."""
         if self._timer is None:
             self._timer = RowTimer(self.device, self.group, self.wait)
         return self._timer
@@ -91,6 +92,7 @@ class Rank:
         return i.to(torch.float32)
 
     def sum_pattern(self, n: int, offset: int = 0) -> torch.Tensor:
+        """The element-wise sum of every rank's pattern: what a summing op must return."""
         out = torch.zeros(n, device=self.device, dtype=torch.float32)
         for r in range(self.n):
             out += self.pattern(r, n, offset)
@@ -98,6 +100,7 @@ class Rank:
 
     # -- one op ----------------------------------------------------------------------------
     def call(self, op: Op, send: torch.Tensor, recv: torch.Tensor) -> None:
+        """One call of ``op`` on this rank's group, with the root mapped to the group's numbering."""
         g = self.group
         root = self.peer(self.plan.root)
         if op == "all_reduce":
@@ -143,6 +146,7 @@ class Rank:
         return b[: sh.send_elems], b[: sh.recv_elems]
 
     def fill(self, op: Op, size: int, send: torch.Tensor, recv: torch.Tensor) -> None:
+        """Fill the buffers for one checked call: this rank's pattern where the op reads it, -1 elsewhere."""
         sh = shape(op, size, self.n)
         recv.fill_(-1.0)
         if op == "all_gather":
@@ -153,6 +157,8 @@ class Rank:
             send.copy_(self.pattern(self.me, sh.send_elems))
 
     def expected(self, op: Op, size: int) -> torch.Tensor | None:
+        """What ``recv`` must hold after one call of ``op`` at this size, or None where this rank receives
+        nothing to compare (``reduce`` off the root)."""
         sh = shape(op, size, self.n)
         c = sh.count
         if op == "all_reduce":
@@ -170,6 +176,7 @@ class Rank:
         return self.pattern((self.me - 1) % self.n, c)
 
     def check(self, op: Op, size: int, place: str, pool: tuple[torch.Tensor, torch.Tensor]) -> int:
+        """Run ``op`` once on known data and return how many elements came back wrong (nccl-tests' #wrong)."""
         send, recv = self.buffers(op, size, place, pool)
         self.fill(op, size, send, recv)
         self.call(op, send, recv)
@@ -184,6 +191,7 @@ class Rank:
         return int(wrong.item())
 
     def timed_us(self, op: Op, size: int, place: str, pool: tuple[torch.Tensor, torch.Tensor]) -> float:
+        """Microseconds per call of ``op``, over ``plan.iters`` calls timed back to back."""
         send, recv = self.buffers(op, size, place, pool)
         self.fill(op, size, send, recv)
         iters = self.plan.iters
@@ -233,6 +241,7 @@ class Rank:
         return None, 0
 
     def gather(self, values: list[float]) -> list[list[float]]:
+        """Every rank's list of floats (same length on every rank), through one all_gather."""
         mine = torch.tensor(values, dtype=torch.float64, device=self.device)
         out = torch.empty(self.n * len(values), dtype=torch.float64, device=self.device)
         dist.all_gather_into_tensor(out, mine, group=self.group)
@@ -253,14 +262,18 @@ class Rank:
         return [json.loads(flat[r * width : (r + 1) * width]) for r in range(self.n)]
 
     def fault(self, kind: str, op: str = "", size: int = 0) -> float | None:
+        """The argument of an injected fault of this kind for this rank, op and size, or None (test hook)."""
         return fault_arg(self.faults, self.me, kind, op, size)
 
     def maybe_hang(self, op: str, size: int) -> None:
+        """Hang here for good where a test injected a hang for this op and size."""
         if self.fault("hang", op, size):
             while True:  # never joins the op: its peers wait inside it
                 time.sleep(1)
 
     def run(self, watchdog: Watchdog) -> dict[str, Any]:
+        """Run the whole plan on this rank: allocate, then every op and size checked and timed, under the
+        watchdog; rank 0 keeps the rows."""
         plan = self.plan
         watchdog.begin("setup", 0)
         self.emit({"ev": "begin", "rank": self.me, "op": "setup", "size": 0})
@@ -308,6 +321,7 @@ class Rank:
         return {"rows": rows, "failures": failures}
 
     def identity(self) -> dict[str, Any]:
+        """Who this rank is, for the result's ``RankInfo``: host, pid, node, and its device where it has one."""
         info: dict[str, Any] = {
             "rank": self.me,
             "local_rank": self.world.local_rank,

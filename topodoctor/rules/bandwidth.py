@@ -90,9 +90,12 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
 def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
     """A direct P2P copy is slower than staging the same data through host memory would be.
 
-    Why it matters: NCCL uses P2P between these GPUs because the topology says it is the faster
-    path; here it is the slower one, so every collective between them is slower than NCCL's fallback
-    would be.
+    The one-way P2P copy is judged against the slower of its source's copy to the host and the
+    host's copy to its destination, and found when under 0.9 of it.
+
+    Why it matters: NCCL uses P2P wherever its P2P level allows it, taking it for the faster path;
+    here it is the slower one, so every collective between these GPUs runs slower than staging
+    through the host would.
 
     How to fix: check ACS (TD304), the IOMMU (TD303) and the PCIe path; or let NCCL stage through
     the host (NCCL_P2P_LEVEL) until fixed.

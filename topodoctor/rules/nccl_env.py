@@ -170,9 +170,10 @@ def nccl_ib_timeout(ctx: Context) -> Iterator[Issue]:
 def nccl_debug_setting(ctx: Context) -> Iterator[Issue]:
     """A setting NCCL documents as for debugging only is left set (ALGO, PROTO, NTHREADS, ...).
 
-    Why it matters: these settings override the choices NCCL makes from the topology and the message
-    size; left in a job script or nccl.conf after the debugging, they hold every later job to one
-    algorithm, protocol or thread count, which is rarely the fastest.
+    Why it matters: kept in production they cost speed or stability. Most override what NCCL chooses
+    from the topology and the message size (algorithm, protocol, threads, channels, buffer size,
+    paths); left in a job script or nccl.conf after the debugging, they hold every later job to one
+    choice, which is rarely the fastest.
 
     How to fix: remove debugging settings from job scripts and nccl.conf once the issue they worked
     around is fixed.

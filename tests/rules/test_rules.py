@@ -202,7 +202,12 @@ def test_prolog_rules_need_no_measurement() -> None:
 
 
 def _documented(ctx: object) -> object:
-    """A rule body for registry tests."""
+    """A rule body for registry tests.
+
+    Why it matters: the registry refuses a rule documented without it.
+
+    How to fix: nothing to fix.
+    """
     return iter(())
 
 

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from topodoctor.core.errors import InputError
 from topodoctor.report.terminal import printable
-from topodoctor.rules.registry import FAMILIES, REGISTRY, Rule
+from topodoctor.rules.registry import FAMILIES, HOW, REGISTRY, WHY, Rule
 
 
 def rule_markdown(r: Rule) -> str:
-    """One rule's section of docs/rules.md: title, description, severity, tags, inputs and fix."""
-    body = r.doc.split("\n", 1)
-    rest = body[1].strip() if len(body) > 1 else ""
-    lines = [f"### {r.code} {r.name}", "", f"**{body[0]}**", ""]
-    if rest:
-        lines += [rest, ""]
+    """One rule's section: its title, what more it checks, why it matters, how to fix it (from its
+    docstring), then its severity, tags and the one-line fix hint its findings carry."""
+    doc = r.sections
+    lines = [f"### {r.code} {r.name}", "", f"**{doc.title}**", ""]
+    if doc.details:
+        lines += [doc.details, ""]
+    lines += [f"**{WHY}** {doc.why}", "", f"**{HOW}** {doc.how}", ""]
     needs = f"; needs: {', '.join(sorted(r.needs))}" if r.needs else ""
     order = ("info", "warning", "error", "critical")
     also = f" (by kind also {', '.join(s for s in order if s in r.also)})" if r.also else ""
-    lines += [f"- severity: {r.severity}{also}; tags: {', '.join(sorted(r.tags)) or '-'}{needs}", f"- fix: {r.fix}", ""]
+    tags = ", ".join(sorted(r.tags)) or "-"
+    lines += [f"- severity: {r.severity}{also}; tags: {tags}{needs}", f"- fix hint in findings: {r.fix}", ""]
     return "\n".join(lines)
 
 

@@ -38,7 +38,14 @@ def _pairs(ctx: Context):  # type: ignore[no-untyped-def]
     "pair that stays slow needs its links serviced.",
 )
 def bw_slow_link(ctx: Context) -> Iterator[Issue]:
-    """A GPU pair measures well below its peers with the same connection, or below half its path's rate."""
+    """A GPU pair measures well below its peers with the same connection, or below half its path's rate.
+
+    Why it matters: collectives move data at the pace of their slowest pair, so one slow pair slows
+    every job that uses both GPUs.
+
+    How to fix: compare with `topodoctor scan` for this pair's links (TD101-TD103); re-run with the
+    GPUs idle; a pair that stays slow needs its links serviced.
+    """
     exp = ctx.expected_bandwidth
     by_class: dict[tuple[str, str], list[float]] = {}
     for m in _pairs(ctx):
@@ -81,7 +88,18 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
     "path; or let NCCL stage through the host (NCCL_P2P_LEVEL) until fixed.",
 )
 def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
-    """A direct P2P copy is slower than staging the same data through host memory would be."""
+    """A direct P2P copy is slower than staging the same data through host memory would be.
+
+    The one-way P2P copy is judged against the slower of its source's copy to the host and the
+    host's copy to its destination, and found when under 0.9 of it.
+
+    Why it matters: NCCL uses P2P wherever its P2P level allows it, taking it for the faster path;
+    here it is the slower one, so every collective between these GPUs runs slower than staging
+    through the host would.
+
+    How to fix: check ACS (TD304), the IOMMU (TD303) and the PCIe path; or let NCCL stage through
+    the host (NCCL_P2P_LEVEL) until fixed.
+    """
     assert ctx.bandwidth is not None
     for m in _pairs(ctx):
         if m.mode != "oneway" or m.path != "p2p":
@@ -109,7 +127,14 @@ def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
     "manager (TD501) and peer access; a process may also have P2P disabled.",
 )
 def bw_pcie_fallback(ctx: Context) -> Iterator[Issue]:
-    """An NVLink-connected pair measures at PCIe speed: the copies did not use NVLink."""
+    """An NVLink-connected pair measures at PCIe speed: the copies did not use NVLink.
+
+    Why it matters: the pair is wired for NVLink but moves data at a fraction of its rate, and
+    NCCL's traffic between the two GPUs will too.
+
+    How to fix: check P2P status (TD302), the fabric manager (TD501) and peer access; a process may
+    also have P2P disabled.
+    """
     exp = ctx.expected_bandwidth
     for m in _pairs(ctx):
         e = exp.get((m.src, m.dst))
@@ -140,7 +165,14 @@ def bw_pcie_fallback(ctx: Context) -> Iterator[Issue]:
     "or a busy host. Reseat the card if it persists.",
 )
 def bw_host_link_slow(ctx: Context) -> Iterator[Issue]:
-    """Host-to-GPU or GPU-to-host copies run below the GPU's PCIe link norm."""
+    """Host-to-GPU or GPU-to-host copies run below the GPU's PCIe link norm.
+
+    Why it matters: data loading, checkpoints and any traffic staged through host memory run at this
+    rate; causes are a downtrained link (TD203/TD204), a far NUMA node, or a busy host.
+
+    How to fix: check the GPU's PCIe link (TD203/TD204) and the NUMA placement of the copying
+    process; reseat the card if it persists.
+    """
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.mode not in ("h2d", "d2h") or m.value is None:
@@ -166,7 +198,14 @@ def bw_host_link_slow(ctx: Context) -> Iterator[Issue]:
     "and service the GPUs or links involved.",
 )
 def bw_data_corruption(ctx: Context) -> Iterator[Issue]:
-    """Data read back after a copy differs from what was sent."""
+    """Data read back after a copy differs from what was sent.
+
+    Why it matters: a GPU or link that delivers wrong data corrupts a job silently: fast numbers do
+    not make it fit.
+
+    How to fix: drain the node now; run the GPU vendor diagnostics (dcgmi diag -r 3) and service the
+    GPUs or links involved.
+    """
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.verified is False:
@@ -186,7 +225,14 @@ def bw_data_corruption(ctx: Context) -> Iterator[Issue]:
     fix="A copy hung or failed: check dmesg for Xid errors, the fabric manager, and GPU health; drain the node.",
 )
 def bw_copy_failed(ctx: Context) -> Iterator[Issue]:
-    """A copy hung past its timeout or failed outright (out of memory is TD708)."""
+    """A copy hung past its timeout or failed outright (out of memory is TD708).
+
+    Why it matters: a copy that hangs or fails on a checked GPU will do so in a job, as a hang or a
+    crash.
+
+    How to fix: check the kernel log for Xid errors, the fabric manager and GPU health; drain the
+    node.
+    """
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.error is not None and not _out_of_memory(m):
@@ -205,7 +251,13 @@ def _out_of_memory(m: Measurement) -> bool:
     fix="The GPU had no room for the copy buffers: measure on idle GPUs, or with a smaller --size.",
 )
 def bw_copy_out_of_memory(ctx: Context) -> Iterator[Issue]:
-    """A copy could not allocate its buffers on the GPU (another process holds the memory)."""
+    """A copy could not allocate its buffers on the GPU (another process holds the memory).
+
+    Why it matters: the pairs that needed the buffers were not measured; and memory held by another
+    process is memory a job will not have.
+
+    How to fix: measure on idle GPUs, or with a smaller --size.
+    """
     assert ctx.bandwidth is not None
     for m in ctx.bandwidth.measurements:
         if m.error is not None and _out_of_memory(m):
@@ -214,7 +266,13 @@ def bw_copy_out_of_memory(ctx: Context) -> Iterator[Issue]:
 
 @rule("TD707", "bw-gpu-busy", "info", needs=("bandwidth",), fix="Measure on idle GPUs for numbers you can compare.")
 def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
-    """A GPU was busy (other processes or load) when measuring started: numbers may be low."""
+    """A GPU was busy (other processes or load) when measuring started: numbers may be low.
+
+    Why it matters: copies share the GPU and its links with the other work, so low figures may be
+    the load, not the hardware; findings on this GPU's pairs are less certain.
+
+    How to fix: measure on idle GPUs for numbers you can compare.
+    """
     assert ctx.bandwidth is not None
     for a in ctx.bandwidth.activity:
         if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:

@@ -125,13 +125,19 @@ def _size(n: int) -> str:
 def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
     """A collective's bus bandwidth is far below what the topology gives.
 
-    busbw (nccl-tests' definition) at the largest size measured, from 64 MiB up, is compared
-    with the slowest GPU pair's reference: the one-way copy bandwidth when a bandwidth result of
-    the same host is at hand, else the nominal rate of the pair's path in the topology graph, or
-    the number given with ``--expect-busbw``. Healthy NVLink hosts reach 0.44-0.77 of the nominal
-    NVLink rate; NCCL falling back to shared memory or held to one channel reaches under 0.1. The
-    floor is 0.35 of the nominal rate (0.40 of a measured copy, 0.90 of an expectation) from
-    256 MiB, and 0.7 of that between 64 and 256 MiB, where busbw is still climbing.
+    busbw (nccl-tests' definition) at the largest size measured, from 64 MiB up, is compared with
+    the slowest GPU pair's reference: the one-way copy bandwidth when a bandwidth result of the same
+    host is at hand, else the nominal rate of the pair's path in the topology graph, or the number
+    given with ``--expect-busbw``. The floor is 0.35 of the nominal rate (0.40 of a measured copy,
+    0.90 of an expectation) from 256 MiB, and 0.7 of that between 64 and 256 MiB, where busbw is
+    still climbing.
+
+    Why it matters: healthy NVLink hosts reach 0.44-0.77 of the nominal NVLink rate; NCCL falling
+    back to shared memory or held to one channel reaches under 0.1. A job's gradient exchange runs
+    at this rate.
+
+    How to fix: read the NCCL account of the run (transports, channels) and TD002/TD003; compare
+    with `topodoctor bandwidth` for the same GPUs; re-run on idle GPUs.
     """
     res = collectives_of(ctx)
     if res is None:
@@ -183,9 +189,15 @@ def _settings(ctx: Context, res: Any) -> dict[str, tuple[str, str]]:
 def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
     """A variable caps NCCL's channels while busbw falls short.
 
-    NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS and their kin limit how many channels (rings, each driven
-    by its own thread block) NCCL builds; one channel cannot fill NVLink. The finding names the
-    variable, its value, the channels NCCL reported building, and the ops that fell short.
+    NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS and their kin limit how many channels (rings, each driven by
+    its own thread block) NCCL builds. The finding names the variable, its value, the channels NCCL
+    reported building, and the ops that fell short.
+
+    Why it matters: one channel cannot fill NVLink: the collectives run at a fraction of what the
+    links carry.
+
+    How to fix: unset the variable (or raise it) unless it is there on purpose; NCCL picks its
+    channel count from the topology.
     """
     res = collectives_of(ctx)
     if res is None:
@@ -218,10 +230,16 @@ def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
 def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:
     """NCCL carried traffic over shared memory or the network between NVLink-connected GPUs.
 
-    From NCCL's own log: a peer connection via SHM or NET between two ranks of one node whose
-    GPUs the topology graph shows joined by NVLink. That is NCCL's fallback when peer-to-peer
-    is disabled or not permitted, and it costs most of the bandwidth. Ranks of different nodes
-    (as NCCL tells them apart: NCCL_HOSTID, else the host name) talk over the network by design.
+    From NCCL's own log: a peer connection via SHM or NET between two ranks of one node whose GPUs
+    the topology graph shows joined by NVLink. Ranks of different nodes (as NCCL tells them apart:
+    NCCL_HOSTID, else the host name) talk over the network by design.
+
+    Why it matters: that is NCCL's fallback when peer-to-peer is disabled or not permitted, and it
+    costs most of the bandwidth.
+
+    How to fix: NCCL would use P2P over NVLink here: look for NCCL_P2P_DISABLE / NCCL_P2P_LEVEL, a
+    container without --ipc=host or shared /dev/shm, and TD3xx (P2P status); `topodoctor
+    collectives` again shows the transport.
     """
     res = collectives_of(ctx)
     if res is None or res.nccl is None:
@@ -268,8 +286,14 @@ def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:
 def coll_data_error(ctx: Context) -> Iterator[Issue]:
     """A collective returned wrong data (#wrong above zero).
 
-    Every result is compared with its expected value, element by element, as nccl-tests does;
-    the count of elements that differ is reported apart from the speed.
+    Every result is compared with its expected value, element by element, as nccl-tests does; the
+    count of elements that differ is reported apart from the speed.
+
+    Why it matters: a collective that returns wrong data corrupts training silently: gradients and
+    weights diverge with no error.
+
+    How to fix: re-run to see whether it repeats; a GPU that returns wrong data needs its memory and
+    links checked (TD5xx health, NVLink error counters) before any job runs on it.
     """
     res = collectives_of(ctx)
     if res is None:
@@ -302,10 +326,16 @@ def coll_data_error(ctx: Context) -> Iterator[Issue]:
 def coll_op_failed(ctx: Context) -> Iterator[Issue]:
     """A collective hung, failed, or a rank died or never joined.
 
-    Every op runs under a timeout; a hang kills the whole group and is reported with the op and
-    size it hit and the ranks that never reached it. Out of memory at a size is a warning: the
-    sizes that fit were measured. A pass that could not run at all (``check --collectives``
-    without torch, say) is reported as not checked.
+    Every op runs under a timeout; a hang kills the whole group and is reported with the op and size
+    it hit and the ranks that never reached it. Out of memory at a size is a warning: the sizes that
+    fit were measured. A pass that could not run at all (``check --collectives`` without torch, say)
+    is reported as not checked.
+
+    Why it matters: an op that hangs or fails in the check will hang or fail a job the same way,
+    usually after the job has spent its start-up.
+
+    How to fix: a hang names the ranks that never reached the op: check their GPUs (`topodoctor
+    check`) and NCCL's log; out of memory means other processes hold the GPU memory.
     """
     error = ctx.extra.get("collectives_error")
     if error:
@@ -336,8 +366,14 @@ def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
     """One rank takes much longer per op than the others.
 
     Each rank times its own ops; the result keeps every rank's time. A rank more than 1.3x the
-    median of the other ranks, at sizes from 1 MiB, is named with its GPU (the largest such size per op).
-    Runs on NCCL only: ranks on CPU (gloo) share cores with everything else on the host.
+    median of the other ranks, at sizes from 1 MiB, is named with its GPU (the largest such size per
+    op). Runs on NCCL only: ranks on CPU (gloo) share cores with everything else on the host.
+
+    Why it matters: a collective finishes only when its last rank does, so every rank of a job waits
+    for the slow one at every step.
+
+    How to fix: look at that GPU: other processes on it, clocks and throttling (nvidia-smi -q -d
+    PERFORMANCE), its links.
     """
     res = collectives_of(ctx)
     if res is None or res.backend != "nccl":
@@ -373,7 +409,13 @@ def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
     tags=("prolog", "collectives"),
 )
 def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:
-    """A GPU was busy (other processes or load) when the collectives started: numbers may be low."""
+    """A GPU was busy (other processes or load) when the collectives started: numbers may be low.
+
+    Why it matters: the collectives share the GPU with the other work, so low figures may be the
+    load, not the hardware; the findings on them are less certain.
+
+    How to fix: measure on idle GPUs for numbers you can compare.
+    """
     res = collectives_of(ctx)
     if res is None:
         return

@@ -26,12 +26,18 @@ BELOW_MODEL = 0.85
 def coll_below_model(ctx: Context) -> Iterator[Issue]:
     """An op's busbw at its largest size (256 MiB or more) is under 0.85 of the topology's model.
 
-    The model (topology/busbw.py, docs/collectives.md) takes each GPU's bandwidth as NCCL credits
-    it (NVLinks x NCCL's per-link rate, PCIe width x lane rate, the NICs across nodes), fills it
-    with NCCL's channels and applies each algorithm's efficiency; on the H200 hosts it is within
-    5 % of nccl-tests at 1 GiB. A run under 0.85 of it lost a sixth of what the hardware gives:
-    a slow link, a fallback transport, fewer channels or a busy GPU. One node only: across nodes
-    the network model is not yet held against measurements.
+    The model (topology/busbw.py, docs/collectives.md) takes each GPU's bandwidth as NCCL credits it
+    (NVLinks x NCCL's per-link rate, PCIe width x lane rate, the NICs across nodes), fills it with
+    NCCL's channels and applies each algorithm's efficiency; on the H200 hosts it is within 5 % of
+    nccl-tests at 1 GiB. One node only: across nodes the network model is not yet held against
+    measurements.
+
+    Why it matters: a run under 0.85 of the model lost a sixth of what the hardware gives: a slow
+    link, a fallback transport, fewer channels or a busy GPU, and a job's collectives lose as much.
+
+    How to fix: the finding names the bottleneck the model assumed (links, switch or NIC): check
+    those (TD1xx for NVLink, TD2xx for PCIe, `topodoctor bandwidth` for the pairs), NCCL's account
+    (transports, channels) and other work on the GPUs; then run again.
     """
     res = collectives_of(ctx)
     if res is None or len(res.nodes) > 1:

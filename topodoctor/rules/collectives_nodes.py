@@ -38,11 +38,18 @@ def _result(ctx: Context) -> Any:
 def coll_node_bad(ctx: Context) -> Iterator[Issue]:
     """A node the pairwise finder judged slow, hung, failed, or missing from the world.
 
-    ``collectives --pairwise`` tests the nodes in disjoint pairs, all pairs of a round at once,
-    and pairs each node of a slow or stuck pair again with a node that passed: the verdict
-    names the node, not the pair. Slow means below ``(1 - tolerance)`` of the reference (an
-    expectation when given, else the median of the first round's pairs). A node that could
-    not be re-paired (no node passed) is undetermined and reported as a warning.
+    ``collectives --pairwise`` tests the nodes in disjoint pairs, all pairs of a round at once, and
+    pairs each node of a slow or stuck pair again with a node that passed: the verdict names the
+    node, not the pair. Slow means below ``(1 - tolerance)`` of the reference (an expectation when
+    given, else the median of the first round's pairs). A node that could not be re-paired (no node
+    passed) is undetermined and reported as a warning.
+
+    Why it matters: a multi-node job runs at the pace of its slowest node and hangs with its worst
+    one; one bad node holds back every job placed on it.
+
+    How to fix: drain the node and look at its NICs (`ibstat`, link errors, `topodoctor check` on
+    it), its GPUs (`topodoctor collectives` alone on it) and its cabling; a node that never joined:
+    its launcher's log.
     """
     res = _result(ctx)
     report = getattr(res, "pairwise", None)
@@ -79,12 +86,18 @@ def _rank_gpus(ctx: Context, res: Any) -> dict[int, int]:
 def coll_internode_busbw_low(ctx: Context) -> Iterator[Issue]:
     """A collective between nodes is far below what the GPUs' NICs can carry.
 
-    The inter-node figure is the op run on a *rail*: the ranks of one local index across the
-    nodes, one GPU per node, all rails at once, so every byte crosses the network. What it
-    can reach is each GPU's share of its nearest RDMA NIC's line rate (Gb/s / 8; a NIC that
-    several GPUs are nearest to is split among them), the slowest GPU's. The nodes are taken
-    to be of one type: the snapshot is the reporting rank's host. Below 0.75 of it is a
-    finding. Hosts without RDMA NICs (TCP sockets) and CPU runs are not judged.
+    The inter-node figure is the op run on a *rail*: the ranks of one local index across the nodes,
+    one GPU per node, all rails at once, so every byte crosses the network. What it can reach is
+    each GPU's share of its nearest RDMA NIC's line rate (Gb/s / 8; a NIC that several GPUs are
+    nearest to is split among them), the slowest GPU's. The nodes are taken to be of one type: the
+    snapshot is the reporting rank's host. Below 0.75 of it is a finding. Hosts without RDMA NICs
+    (TCP sockets) and CPU runs are not judged.
+
+    Why it matters: across nodes the network is the narrowest path a collective takes, so the whole
+    job's communication runs at this rate.
+
+    How to fix: check the NICs of the rail's GPUs (`ibstat`: state, rate), NCCL's account (NET/IB or
+    NET/Socket, GDR), NCCL_IB_HCA / NCCL_SOCKET_IFNAME, and TD210 for GPUs without GPUDirect RDMA.
     """
     res = _result(ctx)
     spans = [s for s in getattr(res, "spans", ()) if s.scope == "inter"]
@@ -131,12 +144,17 @@ def coll_internode_busbw_low(ctx: Context) -> Iterator[Issue]:
     tags=("collectives", "multinode"),
 )
 def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
-    """A node's own collectives (its ranks as one subgroup, all nodes at once) are far below what
-    its topology gives.
+    """A node's own collectives (its ranks as one subgroup, all nodes at once) are far below what its topology gives.
 
-    The same judgement as TD001, node by node: the world's own figures cross the network and
-    are judged by TD011 instead. The reference is this host's (the nodes are taken to be of
-    one type); ``--expect-busbw`` and a bandwidth result work as for TD001.
+    The same judgement as TD001, node by node: the world's own figures cross the network and are
+    judged by TD011 instead. The reference is this host's (the nodes are taken to be of one type);
+    ``--expect-busbw`` and a bandwidth result work as for TD001.
+
+    Why it matters: a node slow inside itself slows every collective of a multi-node job, whose
+    intra-node steps wait for it.
+
+    How to fix: run `topodoctor collectives` and `topodoctor check` on that node alone; read its
+    NCCL account (transports, channels) and TD002/TD003.
     """
     from dataclasses import replace
 
@@ -189,12 +207,16 @@ PER_NODE_VARIABLES = frozenset(
 def coll_env_mismatch(ctx: Context) -> Iterator[Issue]:
     """The ranks of one run had different NCCL settings.
 
-    Each rank reports the NCCL_* and TORCH_NCCL_* variables it ran with. NCCL reconciles few of
-    them and trusts the rest to agree: on the 2-GPU H200 host, four simulated nodes under NCCL
-    2.28 hung when one of them alone had NCCL_MAX_NCHANNELS=1, and two ranks ended in an NCCL
-    internal error when that node also had a single socket thread. Even where a run survives,
-    the node that differs is the one to look at. One finding per variable, naming the ranks and
-    nodes in the minority.
+    Each rank reports the NCCL_* and TORCH_NCCL_* variables it ran with. One finding per variable,
+    naming the ranks and nodes in the minority.
+
+    Why it matters: NCCL reconciles few of them and trusts the rest to agree: on the 2-GPU H200
+    host, four simulated nodes under NCCL 2.28 hung when one of them alone had NCCL_MAX_NCHANNELS=1,
+    and two ranks ended in an NCCL internal error when that node also had a single socket thread.
+    Even where a run survives, the node that differs is the one to look at.
+
+    How to fix: give every node the same NCCL settings (the job's environment, /etc/nccl.conf,
+    ~/.nccl.conf, the container image); the odd ones out are named.
     """
     res = _result(ctx)
     ranks = [r for r in getattr(res, "ranks", ()) if r.env]

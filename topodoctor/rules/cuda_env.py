@@ -23,7 +23,13 @@ def _visible(ctx: Context) -> tuple[str, list[str]] | None:
     "invalid one.",
 )
 def cuda_visible_invalid(ctx: Context) -> Iterator[Issue]:
-    """CUDA_VISIBLE_DEVICES holds an entry that names no GPU (CUDA drops it and all after it)."""
+    """CUDA_VISIBLE_DEVICES holds an entry that names no GPU (CUDA drops it and all after it).
+
+    Why it matters: CUDA ignores every entry after the first invalid one, so the job sees fewer GPUs
+    than it was given, or none.
+
+    How to fix: list GPU indices (0..N-1) or UUIDs (GPU-...) that exist.
+    """
     got = _visible(ctx)
     if got is None:
         return
@@ -52,7 +58,12 @@ def cuda_visible_invalid(ctx: Context) -> Iterator[Issue]:
     fix="List each GPU once in CUDA_VISIBLE_DEVICES; CUDA fails to initialise with duplicates.",
 )
 def cuda_visible_duplicate(ctx: Context) -> Iterator[Issue]:
-    """CUDA_VISIBLE_DEVICES lists the same GPU twice."""
+    """CUDA_VISIBLE_DEVICES lists the same GPU twice.
+
+    Why it matters: CUDA fails to initialise with duplicates: the job cannot start.
+
+    How to fix: list each GPU once in CUDA_VISIBLE_DEVICES.
+    """
     got = _visible(ctx)
     if got is None:
         return
@@ -74,8 +85,11 @@ def cuda_visible_duplicate(ctx: Context) -> Iterator[Issue]:
 def cuda_device_order(ctx: Context) -> Iterator[Issue]:
     """CUDA_VISIBLE_DEVICES uses indices without CUDA_DEVICE_ORDER=PCI_BUS_ID.
 
-    CUDA's default order is fastest-first, which can differ from the PCI order nvidia-smi,
-    NVML and schedulers use: index 0 may not be the GPU the scheduler meant.
+    Why it matters: CUDA's default order is fastest-first, which can differ from the PCI order
+    nvidia-smi, NVML and schedulers use: index 0 may not be the GPU the scheduler meant.
+
+    How to fix: export CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers GPUs as nvidia-smi and NVML do,
+    or use UUIDs.
     """
     got = _visible(ctx)
     if got is None:
@@ -99,9 +113,12 @@ def cuda_device_order(ctx: Context) -> Iterator[Issue]:
 def cuda_launch_blocking(ctx: Context) -> Iterator[Issue]:
     """CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for the kernel to finish.
 
-    Meant for debugging (an error then points at the launch that caused it): it serialises the
-    whole program, so compute and communication no longer overlap and NCCL's kernels wait for
-    the host. Training runs much slower with no error to show why.
+    Meant for debugging: an error then points at the launch that caused it.
+
+    Why it matters: it serialises the whole program, so compute and communication no longer overlap
+    and NCCL's kernels wait for the host. Training runs much slower with no error to show why.
+
+    How to fix: unset CUDA_LAUNCH_BLOCKING outside debugging sessions.
     """
     v = ctx.environment.get("CUDA_LAUNCH_BLOCKING")
     if v is not None and v.strip() == "1":

@@ -17,7 +17,14 @@ from topodoctor.rules.registry import Issue, rule
     fix="A GPU is missing from the bus or hidden: check `lspci -d 10de:`, dmesg, and the BIOS; reseat or service.",
 )
 def gpu_count_mismatch(ctx: Context) -> Iterator[Issue]:
-    """The host has a different number of GPUs than its node type should."""
+    """The host has a different number of GPUs than its node type should.
+
+    Why it matters: a job sized for the node type gets fewer GPUs than it asked for, or fails to
+    start; a GPU missing from the bus is often a hardware fault.
+
+    How to fix: a GPU is missing from the bus or hidden: check `lspci -d 10de:`, the kernel log and
+    the BIOS; reseat or service it.
+    """
     assert ctx.expect is not None
     n = len(ctx.snap.gpus)
     if n != ctx.expect.gpu_count:
@@ -33,7 +40,14 @@ def gpu_count_mismatch(ctx: Context) -> Iterator[Issue]:
     fix="The node holds a different GPU model than its type says: fix the inventory or the node.",
 )
 def gpu_model_mismatch(ctx: Context) -> Iterator[Issue]:
-    """A GPU's model differs from the expected model."""
+    """A GPU's model differs from the expected model.
+
+    Why it matters: jobs and schedulers choose the node by its type; a different model has other
+    memory, speeds and links, and a job tuned for the type runs slower or does not fit.
+
+    How to fix: the node holds a different GPU model than its type says: fix the inventory or the
+    node.
+    """
     assert ctx.expect is not None
     for g in ctx.live_gpus:
         name = ctx.need(g.name, f"GPU{g.index}", "name")
@@ -53,7 +67,14 @@ def gpu_model_mismatch(ctx: Context) -> Iterator[Issue]:
     fix="An RDMA NIC is missing: check `ibv_devinfo`, the driver (mlx5_core), cabling and the PCIe slot.",
 )
 def nic_missing(ctx: Context) -> Iterator[Issue]:
-    """An RDMA NIC the node type should have is absent, or its port is not active."""
+    """An RDMA NIC the node type should have is absent, or its port is not active.
+
+    Why it matters: the node's share of inter-node traffic goes through the NICs it has left, or
+    falls back to TCP sockets: the job's communication across nodes slows down.
+
+    How to fix: an RDMA NIC is missing: check `ibv_devinfo`, the driver (mlx5_core), the cabling and
+    the PCIe slot.
+    """
     assert ctx.expect is not None
     present = {n.name: n for n in ctx.snap.nics}
     unlisted = ctx.host_errors("list /sys/class/infiniband") + ctx.host_errors("list /sys/class/net")

@@ -24,13 +24,18 @@ RETIRED_PAGES_LIMIT = 64
     "to register; NVSwitch P2P does not work until they have.",
 )
 def fabric_not_ready(ctx: Context) -> Iterator[Issue]:
-    """A GPU that belongs to an NVSwitch fabric is not registered with it: the fabric manager
-    has not started, is still working, or failed.
+    """A GPU that belongs to an NVSwitch fabric is not registered with the fabric manager.
 
-    The GPU's own fabric state says whether it belongs to a fabric (NVML answers "not
-    supported" where it does not), so this holds even when no link is up yet: before the
-    fabric manager starts, NVSwitch links are not trained and no switch is visible. Until the
-    GPU is registered, CUDA reports no P2P over NVLink and jobs fail or fall back to PCIe.
+    The fabric manager has not started, is still working, or failed. The GPU's own fabric state says
+    whether it belongs to a fabric (NVML answers "not supported" where it does not), so this holds
+    even when no link is up yet: before the fabric manager starts, NVSwitch links are not trained
+    and no switch is visible.
+
+    Why it matters: until the GPU is registered, CUDA reports no P2P over NVLink, and jobs fail or
+    fall back to PCIe.
+
+    How to fix: start or restart nvidia-fabricmanager (`systemctl status nvidia-fabricmanager` says
+    why it stopped) and wait for the GPUs to register.
     """
     for g in ctx.live_gpus:
         f = ctx.need(g.fabric, f"GPU{g.index}", "fabric")
@@ -56,7 +61,13 @@ def _fabric_message(index: int, state: str, status: str) -> str:
     fix="Reset the GPU (drain the node first) so the pending row remapping takes effect.",
 )
 def row_remap_pending(ctx: Context) -> Iterator[Issue]:
-    """A GPU has a row remapping pending: it needs a reset to retire the bad memory rows."""
+    """A GPU has a row remapping pending: it needs a reset to retire the bad memory rows.
+
+    Why it matters: until the reset, the rows that failed stay in use, and the errors that marked
+    them can come back in a job.
+
+    How to fix: drain the node and reset the GPU so the pending row remapping takes effect.
+    """
     for g in ctx.live_gpus:
         r = ctx.need(g.remapped_rows, f"GPU{g.index}", "remapped_rows")
         if r is not None and r.pending and not r.failed:
@@ -74,7 +85,13 @@ def row_remap_pending(ctx: Context) -> Iterator[Issue]:
     fix="Row remapping failed: the GPU has run out of spare rows. Take it out of service (RMA).",
 )
 def row_remap_failed(ctx: Context) -> Iterator[Issue]:
-    """A GPU's row remapping failed."""
+    """A GPU's row remapping failed.
+
+    Why it matters: the GPU has run out of spare rows: memory that goes bad from now on cannot be
+    repaired, and its errors reach the jobs.
+
+    How to fix: take the GPU out of service (RMA).
+    """
     for g in ctx.live_gpus:
         r = ctx.need(g.remapped_rows, f"GPU{g.index}", "remapped_rows")
         if r is not None and r.failed:
@@ -88,7 +105,13 @@ def row_remap_failed(ctx: Context) -> Iterator[Issue]:
     fix="Uncorrectable ECC errors since the last reset: drain the node and reset the GPU; if they return, service it.",
 )
 def ecc_uncorrectable(ctx: Context) -> Iterator[Issue]:
-    """A GPU reports uncorrectable ECC errors since its last reset (volatile counter)."""
+    """A GPU reports uncorrectable ECC errors since its last reset (volatile counter).
+
+    Why it matters: an uncorrectable error corrupted data the GPU held; the process that touched it
+    was stopped, and the memory cannot be trusted until the GPU is reset.
+
+    How to fix: drain the node and reset the GPU; if the errors return, service it.
+    """
     for g in ctx.live_gpus:
         n = ctx.need(g.ecc_uncorrected_volatile, f"GPU{g.index}", "ecc_uncorrected_volatile")
         if n is not None and n > 0:
@@ -111,8 +134,11 @@ def ecc_uncorrectable(ctx: Context) -> Iterator[Issue]:
 def persistence_off(ctx: Context) -> Iterator[Issue]:
     """Persistence mode is off on a Linux host.
 
-    Without it the driver tears the GPUs down between jobs: each job start pays seconds of
-    initialisation and NVML readings reset.
+    Why it matters: without it the driver tears the GPUs down between jobs: each job start pays
+    seconds of initialisation, and NVML readings reset.
+
+    How to fix: run nvidia-persistenced (preferred, so the driver stays loaded between jobs), or
+    `nvidia-smi -pm 1`.
     """
     for g in ctx.live_gpus:
         if ctx.need(g.persistence_mode, f"GPU{g.index}", "persistence_mode") is False:
@@ -129,8 +155,11 @@ def persistence_off(ctx: Context) -> Iterator[Issue]:
 def mig_unexpected(ctx: Context) -> Iterator[Issue]:
     """MIG is enabled where it is not expected (by default, or per the expectations file).
 
-    A MIG-enabled GPU has no NVLink P2P and exposes only its instances to CUDA: a multi-GPU
-    job sees far less than it asked for.
+    Why it matters: a MIG-enabled GPU has no NVLink P2P and exposes only its instances to CUDA: a
+    multi-GPU job sees far less than it asked for.
+
+    How to fix: disable MIG (`nvidia-smi -mig 0`, then reset the GPU) on nodes meant for whole-GPU
+    jobs, or record it in the expectations file.
     """
     allowed = ctx.expect.mig_enabled if ctx.expect else False
     for g in ctx.live_gpus:
@@ -148,8 +177,14 @@ def mig_unexpected(ctx: Context) -> Iterator[Issue]:
 def gpu_lost(ctx: Context) -> Iterator[Issue]:
     """A GPU stopped answering NVML (GPU_IS_LOST or RESET_REQUIRED, to a call or a field).
 
-    A GPU that gave no handle for another reason (no permission, say) is not called lost:
-    nothing about it could be checked, and that is reported as such (TD901).
+    A GPU that gave no handle for another reason (no permission, say) is not called lost: nothing
+    about it could be checked, and that is reported as such (TD901).
+
+    Why it matters: the GPU fell off the bus or needs a reset: every job placed on it fails until it
+    is reset or the node rebooted.
+
+    How to fix: drain the node, collect `nvidia-bug-report.sh`, reset the GPU or reboot; check the
+    kernel log for Xid 79.
     """
     for g in ctx.snap.gpus:
         if g.lost is None:
@@ -172,12 +207,15 @@ def gpu_lost(ctx: Context) -> Iterator[Issue]:
     "and `nvidia-smi -L`; reset or reseat it.",
 )
 def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
-    """An NVIDIA GPU is on the PCI bus (vendor 0x10de, display class 0x03xx in sysfs) but NVML
-    does not count it.
+    """An NVIDIA GPU is on the PCI bus (vendor 0x10de, display class 0x03xx) but NVML does not count it.
 
-    The driver failed to initialise it (fell off the bus, failed to load its firmware, was
-    excluded): jobs see fewer GPUs than the node has. Found from the bus itself, so it needs
-    no expectations file.
+    Found from the bus itself (sysfs), so it needs no expectations file.
+
+    Why it matters: the driver failed to initialise the GPU (it fell off the bus, failed to load its
+    firmware, or was excluded): jobs see fewer GPUs than the node has.
+
+    How to fix: check the kernel log (NVRM, Xid), `lspci -d 10de:` and `nvidia-smi -L`; reset or
+    reseat the GPU.
     """
     on_bus = ctx.need(ctx.snap.pci_gpus, "host", "pci_gpus")
     if on_bus is None:
@@ -209,7 +247,9 @@ def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
 def retired_pages_pending(ctx: Context) -> Iterator[Issue]:
     """A pre-Ampere GPU has a memory page retirement pending: it needs a reset to retire the page.
 
-    Until the reset, the bad page can still be handed out and hit again.
+    Why it matters: until the reset, the bad page can still be handed out and hit again.
+
+    How to fix: drain the node and reset the GPU so the pending page retirement takes effect.
     """
     for g in ctx.live_gpus:
         r = ctx.need(g.retired_pages, f"GPU{g.index}", "retired_pages")
@@ -228,7 +268,12 @@ def retired_pages_pending(ctx: Context) -> Iterator[Issue]:
     fix="The GPU has retired as many memory pages as it can: take it out of service (RMA).",
 )
 def retired_pages_limit(ctx: Context) -> Iterator[Issue]:
-    """A pre-Ampere GPU has retired the most pages it can (64): further bad memory cannot be retired."""
+    """A pre-Ampere GPU has retired the most pages it can (64): further bad memory cannot be retired.
+
+    Why it matters: the next page that goes bad stays in use, and its errors reach the jobs.
+
+    How to fix: take the GPU out of service (RMA).
+    """
     for g in ctx.live_gpus:
         r = ctx.need(g.retired_pages, f"GPU{g.index}", "retired_pages")
         if r is not None and r.single_bit + r.double_bit >= RETIRED_PAGES_LIMIT:
@@ -252,15 +297,19 @@ def retired_pages_limit(ctx: Context) -> Iterator[Issue]:
 def foreign_compute_processes(ctx: Context) -> Iterator[Issue]:
     """A GPU runs compute processes of someone else: a previous job's leftovers.
 
-    Someone else's means not topodoctor's own (the check and the ranks it starts) and not of
-    the Slurm job the check runs in (the same `job_N` cgroup).
+    Someone else's means not topodoctor's own (the check and the ranks it starts) and not of the
+    Slurm job the check runs in (the same `job_N` cgroup). In a prolog (`check --prolog`) or a check
+    of a job's GPUs (`--scope job`, or a job's GPUs named by the environment) this is an error
+    naming each process: pid, GPU memory, user and command line where readable ("unknown" where
+    not). On a whole node outside a job it is information: a node shared by jobs runs other users'
+    processes by design.
 
-    Before a job starts its GPUs should be idle; a process left by the previous job holds GPU
-    memory and compute, and the new job runs slow or out of memory. In a prolog (`check
-    --prolog`) or a check of a job's GPUs (`--scope job`, or a job's GPUs named by the
-    environment) this is an error naming each process: pid, GPU memory, user and command line
-    where readable ("unknown" where not). On a whole node outside a job it is information: a
-    node shared by jobs runs other users' processes by design.
+    Why it matters: before a job starts its GPUs should be idle; a process left by the previous job
+    holds GPU memory and compute, and the new job runs slow or out of memory.
+
+    How to fix: end the processes (`nvidia-smi --query-compute-apps=pid,used_memory --format=csv`,
+    then kill the pids) or drain the node until they exit; make the epilog kill what a job leaves
+    behind.
     """
     for g in ctx.live_gpus:
         procs = ctx.need(g.compute_processes, f"GPU{g.index}", "compute_processes")

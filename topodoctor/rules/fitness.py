@@ -51,12 +51,17 @@ def _subject(g: Gpu) -> str:
 def gpu_clock_slowdown(ctx: Context) -> Iterator[Issue]:
     """A GPU's clocks are held down by a hardware or thermal slowdown.
 
-    A GPU's clocks are held down by a hardware slowdown, a HW thermal or HW power brake
-    slowdown, or a SW thermal slowdown, now (a clock-event reason is active).
+    A clock-event reason is active now: HW slowdown, HW thermal or HW power brake slowdown, or SW
+    thermal slowdown. The SW power cap reason is not one of them: it is the normal state of a GPU at
+    full load.
 
-    These reasons mean the GPU protects itself from heat or from a power fault: its SM clock
-    drops far below what a job expects, and every collective of the job waits for it. The
-    SW power cap reason is not one of them: it is the normal state of a GPU at full load.
+    Why it matters: these reasons mean the GPU protects itself from heat or from a power fault: its
+    SM clock drops far below what a job expects, and every collective of the job waits for it.
+
+    How to fix: find the cause the finding names: HW thermal or SW thermal slowdown means cooling
+    (fans, airflow, liquid loop, inlet temperature); HW power brake means the board or the PSU
+    signalled an external power limit (PSU failure, power shelf); HW slowdown alone can be either.
+    Drain the node until it is fixed.
     """
     for g in ctx.live_gpus:
         mask = ctx.need(g.fitness.clock_events, _subject(g), "fitness.clock_events")
@@ -85,15 +90,17 @@ def _num(v: object) -> Any:
 def gpu_slowdown_time_rising(ctx: Context) -> Iterator[Issue]:
     """A GPU spent time in a thermal or power-brake slowdown during the check.
 
-    A GPU spent time in a thermal or power-brake slowdown during the check: its violation
-    counters (thermal policy, SW thermal, HW thermal, HW power brake) rose between the two
-    readings the probe takes.
+    Its violation counters (thermal policy, SW thermal, HW thermal, HW power brake) rose between the
+    two readings the probe takes. They count since the driver loaded, so only their rise during the
+    check says something about the GPU today. The power policy (SW power cap), sync boost and low
+    utilisation counters rise on healthy GPUs and are not judged.
 
-    A slowdown can come and go faster than a single reading of the reasons sees; the
-    counters add up every nanosecond of it. They count since the driver loaded, so only
-    their rise during the check says something about the GPU today. The power policy (SW
-    power cap), sync boost and low utilisation counters rise on healthy GPUs and are not
-    judged.
+    Why it matters: a slowdown can come and go faster than a single reading of the reasons sees
+    (TD530); the counters add up every nanosecond of it. A GPU that throttles while idle or lightly
+    loaded will throttle under a job, and the job waits for it.
+
+    How to fix: check cooling and power as for TD530, and drain the node until the GPU holds its
+    clocks.
     """
     for g in ctx.live_gpus:
         start, end = g.fitness.start.violation_ns, g.fitness.end.violation_ns
@@ -118,13 +125,15 @@ def gpu_slowdown_time_rising(ctx: Context) -> Iterator[Issue]:
 def applications_clocks_below_max(ctx: Context) -> Iterator[Issue]:
     """A GPU's applications clocks are set below its maximum clocks.
 
-    A GPU's applications clocks (the SM or memory clock a job is allowed to run at) are
-    set below the GPU's maximum clocks.
-
-    Applications clocks stay as someone set them (nvidia-smi -ac) until reset or reboot; a
-    GPU left below its maximum runs every job slower than its peers. GPUs whose default
-    applications clocks are below their maximum (some older data-centre boards) are reported
+    The applications clocks are the SM and memory clocks a job is allowed to run at. GPUs whose
+    default applications clocks are below their maximum (some older data-centre boards) are reported
     too: the evidence shows both numbers.
+
+    Why it matters: applications clocks stay as someone set them (nvidia-smi -ac) until reset or
+    reboot; a GPU left below its maximum runs every job slower than its peers.
+
+    How to fix: reset the applications clocks (`nvidia-smi -rac -i N`) unless the node is meant to
+    run below its maximum clocks; a previous job or an administrator left them set.
     """
     for g in ctx.live_gpus:
         f = g.fitness
@@ -153,11 +162,14 @@ def applications_clocks_below_max(ctx: Context) -> Iterator[Issue]:
 def power_limit_below_default(ctx: Context) -> Iterator[Issue]:
     """A GPU's enforced power limit is below its default (or expected) limit.
 
-    A GPU's enforced power limit is below its default limit (or, with an expectations
-    file that holds one, below the limit of this node type): someone capped it.
+    The reference is the default limit, or, with an expectations file that holds one, the limit of
+    this node type: below it, someone capped the GPU.
 
-    Under a sustained load the GPU then holds its clocks lower than its peers (an H200 at
-    500 W instead of 700 W), so the job runs at the pace of the capped GPU.
+    Why it matters: under a sustained load the GPU then holds its clocks lower than its peers (an
+    H200 at 500 W instead of 700 W), so a compute-bound job runs at the pace of the capped GPU.
+
+    How to fix: restore the limit (`nvidia-smi -pl DEFAULT_W -i N`, as root) unless the node is
+    meant to run capped.
     """
     expected_w = ctx.expect.power_limit_w if ctx.expect is not None else None
     for g in ctx.live_gpus:
@@ -188,12 +200,14 @@ def _watts(mw: int | None) -> float | None:
 def idle_temperature_near_slowdown(ctx: Context) -> Iterator[Issue]:
     """An idle GPU is within 15 C of its slowdown temperature.
 
-    An idle GPU (the idle clock-event reason is set) is within 15 C of its slowdown
-    temperature.
+    Idle means the idle clock-event reason is set; a busy GPU is not judged: under load it is meant
+    to run warm.
 
-    An idle GPU should run far below its thresholds (H200s idle near 38 C against a
+    Why it matters: an idle GPU should run far below its thresholds (H200s idle near 38 C against a
     slowdown at 89 C); one this hot before a job starts will throttle once the job loads it.
-    A busy GPU is not judged: under load it is meant to run warm.
+
+    How to fix: check the cooling of this GPU (fans, airflow, blanking panels, liquid loop) and the
+    inlet temperature.
     """
     for g in ctx.live_gpus:
         mask = ctx.need(g.fitness.clock_events, _subject(g), "fitness.clock_events")

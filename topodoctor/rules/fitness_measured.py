@@ -83,10 +83,11 @@ def hbm_below_limit(ctx: Context) -> Iterator[Issue]:
     """A GPU's device-local copy moves far less than its memory can (NVML: bus width x max clock x 2).
 
     Why it matters: HBM bandwidth bounds every memory-bound kernel (attention, optimizers,
-    all-reduce's reduction). A healthy H200 moves 0.88 of NVML's peak in a device-local copy
-    by the copy engine and 0.83 with the copy kernel (reads and writes counted together; an
-    H100 0.89 by nvbandwidth); this rule fires below 0.70, whatever its peers do, so a host
-    of identical slow GPUs is caught too.
+    all-reduce's reduction). A healthy H200 moves 0.88 of NVML's peak in a device-local copy by the
+    copy engine and 0.83 with the copy kernel (reads and writes counted together; an H100 0.89 by
+    nvbandwidth); this rule fires below 0.70, whatever its peers do, so a host of identical slow
+    GPUs is caught too.
+
     How to fix: re-run idle; check clocks and clock-event reasons, remapped rows and ECC.
     """
     res = fitness_of(ctx)
@@ -124,8 +125,9 @@ def hbm_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """A GPU's HBM bandwidth is 8 % or more below the median of the host's GPUs.
 
     Why it matters: a data-parallel step waits for its slowest rank, so one GPU with slow memory
-    slows the whole job by the same share. Peers are the same model on the same host, measured
-    in the same run: nothing but the GPU differs.
+    slows the whole job by the same share. Peers are the same model on the same host, measured in
+    the same run: nothing but the GPU differs.
+
     How to fix: check the GPU's memory clock, clock-event reasons and remapped rows; re-run idle.
     """
     for engine in ("ce", "sm"):
@@ -148,10 +150,11 @@ def hbm_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
 def compute_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """A GPU's sustained bf16 GEMM rate is 8 % or more below the median of the host's GPUs.
 
-    Why it matters: all GPUs run at once, sharing the node's power and cooling as a job does; a
-    GPU that computes slower under that load sets the pace of every synchronous step.
-    How to fix: look at its SM clock, power and temperature during the test (TD713 names a
-    hardware slowdown); check fans, airflow and the power supply.
+    Why it matters: all GPUs run at once, sharing the node's power and cooling as a job does; a GPU
+    that computes slower under that load sets the pace of every synchronous step.
+
+    How to fix: look at its SM clock, power and temperature during the test (TD713 names a hardware
+    slowdown); check fans, airflow and the power supply.
     """
     res = fitness_of(ctx)
     stress = {s.index: s for s in res.stress} if res is not None else {}
@@ -181,11 +184,12 @@ def compute_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
 def slowdown_under_load(ctx: Context) -> Iterator[Issue]:
     """A GPU reported a HW slowdown, HW thermal slowdown, HW power brake or SW thermal slowdown during the stress.
 
-    Why it matters: these reasons cut the clocks far below what the power budget allows; the
-    GPU will run every job slow. The SW power cap is not one of them: a GPU at full load
-    holding its power limit is normal (an H200 at 700 W sits at it most of a sustained GEMM).
-    How to fix: cooling (temperature against the slowdown threshold), power delivery (power
-    brake), or the board (HW slowdown with neither).
+    Why it matters: these reasons cut the clocks far below what the power budget allows; the GPU
+    will run every job slow. The SW power cap is not one of them: a GPU at full load holding its
+    power limit is normal (an H200 at 700 W sits at it most of a sustained GEMM).
+
+    How to fix: cooling (temperature against the slowdown threshold), power delivery (power brake),
+    or the board (HW slowdown with neither).
     """
     res = fitness_of(ctx)
     if res is None:
@@ -219,8 +223,9 @@ def slowdown_under_load(ctx: Context) -> Iterator[Issue]:
 def fitness_below_expected(ctx: Context) -> Iterator[Issue]:
     """A measured figure is 8 % or more below what the expectations file says for this node type.
 
-    Why it matters: peers cannot show a fault every GPU of the host shares (a BIOS setting, a
-    power cap on the whole node); a known-good host of the same type can.
+    Why it matters: peers cannot show a fault every GPU of the host shares (a BIOS setting, a power
+    cap on the whole node); a known-good host of the same type can.
+
     How to fix: compare the host's settings with the known-good one.
     """
     expect = ctx.expect
@@ -251,6 +256,7 @@ def fitness_data_wrong(ctx: Context) -> Iterator[Issue]:
 
     Why it matters: a GPU that computes or copies wrong data silently corrupts training; fast
     numbers do not make it fit.
+
     How to fix: drain; check ECC, remapped rows and XIDs; service the GPU.
     """
     res = fitness_of(ctx)
@@ -275,8 +281,9 @@ def fitness_failed(ctx: Context) -> Iterator[Issue]:
     """A fitness measurement failed on a GPU that was free to run it (a hang, a CUDA error).
 
     Why it matters: a kernel or copy that hangs or fails on an idle GPU will do so in a job.
-    Measurements refused on purpose (a busy GPU, the JIT or torch missing) are not failures:
-    they are reported as could-not-check (TD901).
+    Measurements refused on purpose (a busy GPU, the JIT or torch missing) are not failures: they
+    are reported as could-not-check (TD901).
+
     How to fix: read the error in the evidence and the kernel log.
     """
     res = fitness_of(ctx)
@@ -295,9 +302,10 @@ def fitness_failed(ctx: Context) -> Iterator[Issue]:
 def sm_copy_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """An SM-initiated copy (GPU pair or host-GPU) is 8 % or more below the median of its peers.
 
-    Why it matters: NCCL's kernels move data with SM loads and stores, not the copy engines:
-    a path slow for SM copies is slow for collectives. Peers are the same kind of copy
-    (pull or push, one way or both) over the same class of connection.
+    Why it matters: NCCL's kernels move data with SM loads and stores, not the copy engines: a path
+    slow for SM copies is slow for collectives. Peers are the same kind of copy (pull or push, one
+    way or both) over the same class of connection.
+
     How to fix: check the pair's NVLinks or PCIe link; re-run with the GPUs idle.
     """
     conn = ctx.connections if len(ctx.live_gpus) > 1 else {}
@@ -326,8 +334,9 @@ def sm_copy_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
 def sm_latency_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """A pointer-chase latency (GPU-GPU or host-GPU) is 20 % or more above the median of its peers.
 
-    Why it matters: small messages (NCCL's LL protocols, a pipeline's activations) pay this
-    latency on every step. Host and peer latencies are compared each with their own kind.
+    Why it matters: small messages (NCCL's LL protocols, a pipeline's activations) pay this latency
+    on every step. Host and peer latencies are compared each with their own kind.
+
     How to fix: check the path's link state and NUMA placement; re-run idle.
     """
     figs = _judged(ctx, "latency")

@@ -89,8 +89,13 @@ def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade)
 def xid_fallen_off_bus(ctx: Context) -> Iterator[Issue]:
     """The driver logged Xid 79: a GPU fell off the bus.
 
-    The GPU stopped answering on PCIe (power, thermal, a failing card or riser). Until it is
-    reset or the node rebooted, every job placed on it fails.
+    Events older than a day are reported as warnings, as for every Xid rule.
+
+    Why it matters: the GPU stopped answering on PCIe (power, thermal, a failing card or riser).
+    Until it is reset or the node rebooted, every job placed on it fails.
+
+    How to fix: drain the node; collect nvidia-bug-report.sh; check the GPU's power, cooling and
+    seating; reset the GPU or reboot, and replace it if it falls off again.
     """
     yield from _report(ctx, FALLEN_OFF.__contains__, "fell off the bus", lambda e: "critical")
 
@@ -111,9 +116,14 @@ def _nvlink(e: XidEvent) -> Severity:
 def xid_nvlink_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an NVLink error: Xid 74, or 144-150 (NVLink 5 units: SAW, RLW, TLW, NETIR ...).
 
-    A fatal NVLink error takes the link down until the GPU is reset, and collectives that use
-    it hang or fail; the GPU at the other end often logs one too. 144-150 lines that name
-    themselves "Nonfatal" are reported as warnings.
+    144-150 lines that name themselves "Nonfatal" are reported as warnings.
+
+    Why it matters: a fatal NVLink error takes the link down until the GPU is reset, and collectives
+    that use it hang or fail; the GPU at the other end often logs one too.
+
+    How to fix: drain the node and reset the GPUs (or reboot) to retrain the links; check
+    `nvidia-smi nvlink -s` and `nvidia-smi nvlink -e`; if the same link fails again, reseat or
+    service the GPU or NVSwitch tray.
     """
     yield from _report(ctx, NVLINK.__contains__, "NVLink error", _nvlink)
 
@@ -134,9 +144,12 @@ def _ecc(e: XidEvent) -> Severity:
 def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an uncorrectable memory error: Xid 48 (double-bit ECC), 94 (contained), 95 (uncontained).
 
-    After 48 or 95 the GPU's memory cannot be trusted until a reset; 94 stopped only the
-    process that touched the bad memory and is a warning, but the row waits for a reset to be
+    Why it matters: after 48 or 95 the GPU's memory cannot be trusted until a reset; 94 stopped only
+    the process that touched the bad memory and is a warning, but the row waits for a reset to be
     remapped (see TD502).
+
+    How to fix: drain the node and reset the GPU so the faulty memory rows are remapped; check
+    `nvidia-smi -q -d ECC,ROW_REMAPPER`; replace the GPU if uncorrectable errors return.
     """
     yield from _report(ctx, ECC.__contains__, "uncorrectable memory error", _ecc)
 
@@ -152,8 +165,11 @@ def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
 def xid_row_remap(ctx: Context) -> Iterator[Issue]:
     """The driver logged row remapping: Xid 63 (a row marked for remapping) or 64 (remapping failed).
 
-    63 is the GPU repairing its memory; the repair takes effect at the next reset. 64 means
-    it could not, and is an error.
+    Why it matters: 63 is the GPU repairing its memory, and the repair takes effect only at the next
+    reset. 64 means it could not, and is an error: the GPU is out of spare rows.
+
+    How to fix: reset the GPU (drain the node first) to activate the remapping; after Xid 64, take
+    the GPU out of service.
     """
     yield from _report(ctx, ROW_REMAP.__contains__, "row remapping", lambda e: "error" if e.code == 64 else "warning")
 
@@ -169,8 +185,11 @@ def xid_row_remap(ctx: Context) -> Iterator[Issue]:
 def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged a GSP error: Xid 119 (RPC timeout) or 120 (GSP exception).
 
-    The GPU System Processor runs the driver's firmware; when it stops answering, the GPU
-    often hangs or answers NVML slowly until it is reset.
+    Why it matters: the GPU System Processor runs the driver's firmware; when it stops answering,
+    the GPU often hangs or answers NVML slowly until it is reset.
+
+    How to fix: drain the node and reset the GPU; if it recurs, update the driver (the GSP firmware
+    ships with it) and report it with nvidia-bug-report.sh.
     """
     yield from _report(ctx, GSP.__contains__, "GSP firmware error", lambda e: "error")
 
@@ -186,9 +205,14 @@ def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
 def xid_application_fault(ctx: Context) -> Iterator[Issue]:
     """The driver logged an application fault: Xid 13, 31, 43 or 45.
 
-    Graphics engine exception (13), memory page fault (31), GPU stopped processing (43),
-    preemptive cleanup (45): these stop the faulting process, not the GPU. They are reported
-    for the record and never drain a node.
+    Graphics engine exception (13), memory page fault (31), GPU stopped processing (43), preemptive
+    cleanup (45).
+
+    Why it matters: these stop the faulting process, not the GPU. They are reported for the record
+    and never drain a node.
+
+    How to fix: nothing on the node: the application faulted (a bad address, an illegal instruction,
+    a kill). If one GPU keeps faulting under different applications, run the GPU diagnostics.
     """
     yield from _report(ctx, APPLICATION.__contains__, "application fault", lambda e: "info")
 
@@ -210,7 +234,11 @@ def _other(e: XidEvent) -> Severity:
 def xid_other(ctx: Context) -> Iterator[Issue]:
     """The driver logged an Xid this tool does not classify.
 
-    Reported as a warning so it is seen; Xid 154 that asks for a GPU reset or a node reboot is
-    an error.
+    Why it matters: an Xid is the driver reporting a fault it saw, and one topodoctor does not know
+    may still be serious; it is reported as a warning so it is seen, and Xid 154, which asks for a
+    GPU reset or a node reboot, as an error.
+
+    How to fix: look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and
+    follow its resolution; drain the node if the GPU misbehaves.
     """
     yield from _report(ctx, lambda code: code not in KNOWN, "driver event", _other)

@@ -75,8 +75,14 @@ def env_issue(ctx: Context, name: str, value: str, message: str, **extra: Any) -
 def nccl_p2p_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_P2P_DISABLE reads as 1 (the one value that disables P2P) on a host whose GPUs have NVLink.
 
-    NCCL reads the value with ``strtol``: ``1``, ``01`` and ``1abc`` disable P2P; ``true``,
-    ``yes`` and ``2`` do not (TD620 says so).
+    NCCL reads the value with ``strtol``: ``1``, ``01`` and ``1abc`` disable P2P; ``true``, ``yes``
+    and ``2`` do not (TD620 says so).
+
+    Why it matters: with P2P disabled, NCCL sends all traffic between the GPUs of the node through
+    host memory instead of NVLink, at a fraction of the bandwidth.
+
+    How to fix: unset NCCL_P2P_DISABLE (in the job's environment or the NCCL config file that sets
+    it).
     """
     v = ctx.environment.get(P2P_DISABLE)
     if v is not None and _p2p_disable(v) == 1 and ctx.has_nvlink:
@@ -90,11 +96,15 @@ def nccl_p2p_disabled(ctx: Context) -> Iterator[Issue]:
     fix="Unset NCCL_P2P_LEVEL (NCCL picks the right level) or set it to NVL or wider.",
 )
 def nccl_p2p_level_loc(ctx: Context) -> Iterator[Issue]:
-    """NCCL_P2P_LEVEL reads as LOC (``LOC``, or ``0`` in the old numbering), which disables P2P, on an
-    NVLink host.
+    """NCCL_P2P_LEVEL reads as LOC (``LOC``, or ``0`` in the old numbering), which disables P2P, on an NVLink host.
 
-    NCCL ignores the level when NCCL_P2P_DISABLE=1 (TD601 covers that); ``loc`` in lower case is
-    no level at all to NCCL (TD620).
+    NCCL ignores the level when NCCL_P2P_DISABLE=1 (TD601 covers that); ``loc`` in lower case is no
+    level at all to NCCL (TD620).
+
+    Why it matters: LOC allows P2P between no pair of GPUs, so NCCL stages all traffic of the node
+    through host memory instead of NVLink.
+
+    How to fix: unset NCCL_P2P_LEVEL (NCCL picks the right level) or set it to NVL or wider.
     """
     v = ctx.environment.get("NCCL_P2P_LEVEL")
     dis = ctx.environment.get(P2P_DISABLE)
@@ -113,7 +123,13 @@ def nccl_p2p_level_loc(ctx: Context) -> Iterator[Issue]:
     fix="Unset NCCL_SHM_DISABLE: without shared memory NCCL uses the network between GPUs of one node.",
 )
 def nccl_shm_disabled(ctx: Context) -> Iterator[Issue]:
-    """NCCL_SHM_DISABLE reads as 1: intra-node traffic that cannot use P2P goes over the network."""
+    """NCCL_SHM_DISABLE reads as 1: intra-node traffic that cannot use P2P goes over the network.
+
+    Why it matters: without shared memory, NCCL sends the traffic between GPUs of one node that
+    cannot use P2P through the network stack, far slower than host memory.
+
+    How to fix: unset NCCL_SHM_DISABLE.
+    """
     v = int_is(ctx, "NCCL_SHM_DISABLE", lambda n: n == 1)
     if v:
         yield env_issue(ctx, "NCCL_SHM_DISABLE", v, f"NCCL_SHM_DISABLE={v}")
@@ -129,6 +145,13 @@ def nccl_ib_timeout(ctx: Context) -> Iterator[Issue]:
     """NCCL_IB_TIMEOUT reads as 0 or 32 and above (the verbs timeout is 4.096 us x 2^value, 5 bits).
 
     The value is read as NCCL reads it: ``abc`` is 0 to NCCL, ``014`` is 12 (octal).
+
+    Why it matters: the timeout field holds 5 bits, so a value outside 1-31 does not mean what it
+    says: 0 is an infinite wait to the verbs library, so a lost packet hangs the job instead of
+    failing it, and a larger value does not fit the field and gives a timeout nobody chose.
+
+    How to fix: set NCCL_IB_TIMEOUT between 1 and 31 (the default, 20 in current NCCL, suits most
+    fabrics), or unset it.
     """
     got = _int(ctx, "NCCL_IB_TIMEOUT")
     if got is None or got[1].value is None:
@@ -148,7 +171,16 @@ def nccl_ib_timeout(ctx: Context) -> Iterator[Issue]:
     fix="Remove debugging settings from job scripts and nccl.conf once the issue they worked around is fixed.",
 )
 def nccl_debug_setting(ctx: Context) -> Iterator[Issue]:
-    """A setting NCCL documents as for debugging only is left set (ALGO, PROTO, NTHREADS, ...)."""
+    """A setting NCCL documents as for debugging only is left set (ALGO, PROTO, NTHREADS, ...).
+
+    Why it matters: kept in production they cost speed or stability. Most override what NCCL chooses
+    from the topology and the message size (algorithm, protocol, threads, channels, buffer size,
+    paths); left in a job script or nccl.conf after the debugging, they hold every later job to one
+    choice, which is rarely the fastest.
+
+    How to fix: remove debugging settings from job scripts and nccl.conf once the issue they worked
+    around is fixed.
+    """
     for name in DEBUG_ONLY:
         v = setting(ctx, name)
         if v is not None and not (name == "NCCL_PROTO" and "LL128" in v.upper() and "^" not in v):
@@ -166,7 +198,13 @@ def nccl_debug_setting(ctx: Context) -> Iterator[Issue]:
     "it elsewhere can corrupt data silently.",
 )
 def nccl_ll128_forced(ctx: Context) -> Iterator[Issue]:
-    """NCCL_PROTO forces the LL128 protocol."""
+    """NCCL_PROTO forces the LL128 protocol.
+
+    Why it matters: NCCL enables LL128 only where the platform keeps the ordering guarantees it
+    relies on; forcing it elsewhere can corrupt data silently.
+
+    How to fix: unset NCCL_PROTO and let NCCL choose the protocol.
+    """
     v = setting(ctx, "NCCL_PROTO")
     if v is not None and "LL128" in v.upper() and "^" not in v:
         yield Issue("env:NCCL_PROTO", f"NCCL_PROTO={v} forces LL128", evidence(ctx, "NCCL_PROTO", v))
@@ -179,7 +217,13 @@ def nccl_ll128_forced(ctx: Context) -> Iterator[Issue]:
     fix="Unset NCCL_IGNORE_DISABLED_P2P; if P2P is disabled, find out why (TD301) instead.",
 )
 def nccl_ignore_disabled_p2p(ctx: Context) -> Iterator[Issue]:
-    """NCCL_IGNORE_DISABLED_P2P reads as non-zero: NCCL will not warn when P2P is unexpectedly off."""
+    """NCCL_IGNORE_DISABLED_P2P reads as non-zero: NCCL will not warn when P2P is unexpectedly off.
+
+    Why it matters: the warning is what tells a user that traffic is staged through host memory
+    instead of going directly between GPUs; silenced, a slow job shows no reason.
+
+    How to fix: unset NCCL_IGNORE_DISABLED_P2P; if P2P is disabled, find out why (TD301) instead.
+    """
     v = int_is(ctx, "NCCL_IGNORE_DISABLED_P2P", lambda n: n != 0)
     if v:
         yield env_issue(ctx, "NCCL_IGNORE_DISABLED_P2P", v, f"NCCL_IGNORE_DISABLED_P2P={v}")
@@ -192,7 +236,13 @@ def nccl_ignore_disabled_p2p(ctx: Context) -> Iterator[Issue]:
     fix="Replace the variable as the message says; NCCL ignores removed ones silently.",
 )
 def nccl_deprecated(ctx: Context) -> Iterator[Issue]:
-    """A removed or renamed NCCL variable is set: it has no effect (or a new name)."""
+    """A removed or renamed NCCL variable is set: it has no effect (or a new name).
+
+    Why it matters: NCCL ignores removed variables silently, so the setting someone relied on does
+    nothing.
+
+    How to fix: replace the variable as the message says (by its new name), or remove it.
+    """
     for name in ctx.environment.names():
         if name in DEPRECATED:
             yield Issue(
@@ -209,7 +259,14 @@ def nccl_deprecated(ctx: Context) -> Iterator[Issue]:
     fix="Check the spelling against the NCCL documentation; NCCL ignores names it does not know.",
 )
 def nccl_unknown(ctx: Context) -> Iterator[Issue]:
-    """An NCCL_* variable NCCL does not know is set (often a typo); the closest real name is offered."""
+    """An NCCL_* variable NCCL does not know is set (often a typo); the closest real name is offered.
+
+    Why it matters: NCCL ignores names it does not know, silently: the setting meant does not take
+    effect.
+
+    How to fix: check the spelling against the NCCL documentation; the message offers the closest
+    real name.
+    """
     for name in ctx.environment.names():
         if name.startswith("NCCL_") and name not in KNOWN | NOT_SETTINGS and name not in DEPRECATED:
             close = difflib.get_close_matches(name, sorted(KNOWN | set(DEPRECATED)), n=1, cutoff=0.75)
@@ -232,6 +289,12 @@ def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: a warning, never a failure (it may be on purpose).
 
     NCCL reads words as 0, so ``false`` and ``off`` turn NVLS off too.
+
+    Why it matters: NVLink SHARP (NVLS) lets the NVSwitches reduce data themselves, which speeds up
+    all-reduce on NVSwitch hosts; turned off, the job gives that up.
+
+    How to fix: leave NCCL_NVLS_ENABLE unset unless it is off on purpose (shared hosts, known driver
+    issues).
     """
     v = int_is(ctx, "NCCL_NVLS_ENABLE", lambda n: n == 0)
     if v is not None and ctx.has_nvswitch:
@@ -252,10 +315,15 @@ CONF_EVIDENCE_LINES = 3  # a binary or garbled file has thousands of bad lines; 
 def nccl_conf_unreadable(ctx: Context) -> Iterator[Issue]:
     """An NCCL config file is unreadable, binary or has a line NCCL will not apply, or NCCL_CONF_FILE names no file.
 
-    NCCL reads NCCL_CONF_FILE (or ``~/.nccl.conf`` when it is unset), then /etc/nccl.conf; it
-    skips a missing file and lines without ``=`` without a word, and keeps spaces around ``=``
-    as part of the name. A file the user named that does not exist was meant to do something.
-    One finding per file: the first problems as evidence, and how many more there are.
+    NCCL reads NCCL_CONF_FILE (or ``~/.nccl.conf`` when it is unset), then /etc/nccl.conf. One
+    finding per file: the first problems as evidence, and how many more there are.
+
+    Why it matters: NCCL skips a missing file and lines without ``=`` without a word, and keeps
+    spaces around ``=`` as part of the name: the settings in them silently do nothing. A file the
+    user named that does not exist was meant to do something.
+
+    How to fix: fix the file or the path (NCCL_CONF_FILE); write each setting as NAME=value, with no
+    spaces around ``=``.
     """
     by_file: dict[str, list[str]] = {}
     for p in ctx.environment.conf_errors:
@@ -277,10 +345,17 @@ def nccl_conf_unreadable(ctx: Context) -> Iterator[Issue]:
 def nccl_value_misread(ctx: Context) -> Iterator[Issue]:
     """NCCL reads a variable's value differently from how it is written, or ignores it.
 
-    NCCL parses integer variables with ``strtoll``: ``NCCL_P2P_DISABLE=true`` is 0 and leaves
-    P2P on, ``1abc`` is 1, ``010`` is 8, an empty value keeps the default. Level variables
+    NCCL parses integer variables with ``strtoll``: ``NCCL_P2P_DISABLE=true`` is 0 and leaves P2P
+    on, ``1abc`` is 1, ``010`` is 8, an empty value keeps the default. Level variables
     (NCCL_P2P_LEVEL, NCCL_NET_GDR_LEVEL) must be a level name in capitals or a number; any other
-    value is ignored, as is an unknown choice for NCCL_DEBUG, NCCL_SOCKET_FAMILY or NCCL_LAUNCH_MODE.
+    value is ignored, as is an unknown choice for NCCL_DEBUG, NCCL_SOCKET_FAMILY or
+    NCCL_LAUNCH_MODE.
+
+    Why it matters: the job runs with a setting other than the one written, without a warning: a
+    switch meant to be on is off, a level meant to limit P2P does nothing.
+
+    How to fix: write the value NCCL expects: integer variables take plain decimal integers (0 or 1
+    for switches), levels take LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB or SYS in capitals.
     """
     for name in ctx.environment.names():
         v = ctx.environment.get(name) or ""
@@ -346,11 +421,15 @@ def _misread_level(name: str, v: str) -> str | None:
 def nccl_value_out_of_domain(ctx: Context) -> Iterator[Issue]:
     """An integer NCCL setting reads as a value outside its domain (NCCL_CROSS_NIC=7, NCCL_IB_RETRY_CNT=9).
 
-    NCCL does not check these: a value outside the field it lands in is truncated by the verbs
-    library or falls through NCCL's switches, so the job runs with a setting nobody chose. The
-    domains come from NCCL's source (src/graph/search.cc, src/transport/net_ib/connect.cc,
+    The domains come from NCCL's source (src/graph/search.cc, src/transport/net_ib/connect.cc,
     src/transport/nvls.cc, src/graph/tuning.cc, src/graph/paths.cc); values are read as NCCL's
     strtoll reads them.
+
+    Why it matters: NCCL does not check these: a value outside the field it lands in is truncated by
+    the verbs library or falls through NCCL's switches, so the job runs with a setting nobody chose.
+
+    How to fix: set the variable to a value in its domain (the message names it), or unset it to get
+    NCCL's default.
     """
     for name, (low, high, meaning) in DOMAINS.items():
         got = _int(ctx, name)
@@ -375,9 +454,15 @@ def nccl_value_out_of_domain(ctx: Context) -> Iterator[Issue]:
 def nccl_algo_proto_unknown(ctx: Context) -> Iterator[Issue]:
     """NCCL_ALGO or NCCL_PROTO holds a token NCCL does not know: every communicator fails to init.
 
-    NCCL parses both lists when a communicator is created (tuning.cc, parseList) and refuses an
-    unknown algorithm, protocol or function prefix with "invalid usage"; the job dies at its
-    first collective. Names are compared case-blind.
+    Names are compared case-blind.
+
+    Why it matters: NCCL parses both lists when a communicator is created (tuning.cc, parseList) and
+    refuses an unknown algorithm, protocol or function prefix with "invalid usage": the job dies at
+    its first collective.
+
+    How to fix: use NCCL's own names: NCCL_ALGO from Tree, Ring, CollNetDirect, CollNetChain, NVLS,
+    NVLSTree, PAT; NCCL_PROTO from LL, LL128, Simple; optionally ^ to exclude and func: prefixes
+    (allreduce:tree;broadcast:ring). Better, unset them: both are for debugging.
     """
     for name, tokens in (("NCCL_ALGO", ALGORITHMS), ("NCCL_PROTO", PROTOCOLS)):
         v = setting(ctx, name)

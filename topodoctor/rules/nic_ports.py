@@ -56,11 +56,13 @@ def _subject(nic: Nic, port: NicPort) -> str:
 def nic_port_down(ctx: Context) -> Iterator[Issue]:
     """An RDMA port is down.
 
-    An RDMA port is not ACTIVE, its physical link is not LinkUp, or (RoCE) its net device
-    is not up.
+    An RDMA port is not ACTIVE, its physical link is not LinkUp, or (RoCE) its net device is not up.
 
-    NCCL builds its rings and trees over every RDMA port it finds: a port that is down makes
-    its rail unusable and the job hangs, falls back to TCP sockets, or crawls.
+    Why it matters: NCCL builds its rings and trees over every RDMA port it finds: a port that is
+    down makes its rail unusable and the job hangs, falls back to TCP sockets, or crawls.
+
+    How to fix: check the cable, the transceiver and the switch port (ibstat, ibportstate, the
+    switch's logs); for InfiniBand make sure the subnet manager runs.
     """
     for nic in _rdma(ctx):
         for p in _ports(nic):
@@ -93,12 +95,15 @@ def nic_port_down(ctx: Context) -> Iterator[Issue]:
 def nic_port_slow(ctx: Context) -> Iterator[Issue]:
     """An RDMA port runs below its expected rate.
 
-    An active RDMA port runs below the rate expected of it: the rate the expectations file
-    holds for that port, or, without one, the fastest port of the same kind of device
-    (HCA type and link layer) on the host.
+    An active RDMA port runs below the rate expected of it: the rate the expectations file holds for
+    that port, or, without one, the fastest port of the same kind of device (HCA type and link
+    layer) on the host.
 
-    A port that trained at half rate halves its rail's share of every collective; the whole
-    job runs at the speed of its slowest rail.
+    Why it matters: a port that trained at half rate halves its rail's share of every collective;
+    the whole job runs at the speed of its slowest rail.
+
+    How to fix: check the cable and transceiver (a damaged lane trains the link at half or quarter
+    width), reseat them, and check the switch port's configured speed.
     """
     groups: dict[tuple[str, str], float] = {}
     for nic in _rdma(ctx):
@@ -161,11 +166,14 @@ def _during(ctx: Context, nic: Nic, p: NicPort, names: tuple[str, ...]) -> dict[
 def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
     """An RDMA port lost its link or took symbol errors during the check or since the baseline.
 
-    An RDMA port's link_downed, symbol_error or link_error_recovery counter rose during
-    the check (or since the baseline, with `check --baseline`).
+    An RDMA port's link_downed, symbol_error or link_error_recovery counter rose during the check
+    (or since the baseline, with `check --baseline`).
 
-    The link went down, retrained, or took physical-layer errors while the check ran:
-    traffic over it stalls for as long as the link recovers, and NCCL may time out.
+    Why it matters: the link went down, retrained, or took physical-layer errors while the check
+    ran: traffic over it stalls for as long as the link recovers, and NCCL may time out.
+
+    How to fix: check the cable, the transceiver and the switch port; drain the node until the link
+    holds.
     """
     for nic in _rdma(ctx):
         for p in nic.ports:
@@ -185,12 +193,15 @@ def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
 def nic_port_errors_rising(ctx: Context) -> Iterator[Issue]:
     """An RDMA port's traffic error counters rose on a link that stayed up.
 
-    An RDMA port's receive-error, remote physical error, transmit discard, link integrity
-    or buffer overrun counter rose during the check (or since the baseline), on a link that
-    stayed up.
+    An RDMA port's receive-error, remote physical error, transmit discard, link integrity or buffer
+    overrun counter rose during the check (or since the baseline), on a link that stayed up.
 
-    Damaged or dropped packets are retransmitted by the transport: bandwidth drops and
-    latency rises before anything fails outright.
+    Why it matters: damaged or dropped packets are retransmitted by the transport: bandwidth drops
+    and latency rises before anything fails outright.
+
+    How to fix: read the port's error counters over a longer window (perfquery, ethtool -S) and
+    check the fabric around it; receive errors and discards point at the cable, the remote port or
+    congestion.
     """
     for nic in _rdma(ctx):
         for p in nic.ports:

@@ -32,8 +32,11 @@ def _nodes_of(ctx: Context, cpus: tuple[int, ...]) -> list[int]:
 def gpu_numa_unknown(ctx: Context) -> Iterator[Issue]:
     """On a multi-NUMA host, a GPU's NUMA node is unknown, or its local CPUs span several nodes.
 
-    Launchers (Slurm, torchrun wrappers, NCCL itself) pin each rank near its GPU using this;
-    unknown placement means ranks land on the far socket and every host copy crosses it.
+    Why it matters: launchers (Slurm, torchrun wrappers, NCCL itself) pin each rank near its GPU
+    using this; unknown placement means ranks land on the far socket and every host copy crosses it.
+
+    How to fix: enable NUMA reporting in the BIOS (ACPI SRAT / _PXM) so the kernel knows where each
+    GPU hangs; until then bind processes by hand.
     """
     if not _numa_known(ctx) or len(ctx.snap.host.numa_nodes) < 2:
         return
@@ -63,7 +66,14 @@ def gpu_numa_unknown(ctx: Context) -> Iterator[Issue]:
     fix="Enable NUMA reporting in BIOS so NCCL can pair each GPU with the NIC on its own socket.",
 )
 def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
-    """On a multi-NUMA host, an RDMA NIC's NUMA node is unknown."""
+    """On a multi-NUMA host, an RDMA NIC's NUMA node is unknown.
+
+    Why it matters: NCCL pairs each GPU with a NIC on its own socket by this; without it a GPU may
+    send through a NIC across the socket link.
+
+    How to fix: enable NUMA reporting in the BIOS (ACPI SRAT / _PXM) so NCCL can pair each GPU with
+    the NIC on its own socket.
+    """
     for err in ctx.host_errors("list /sys/class/infiniband"):
         ctx.missing("host", "nics", err.error, err.call)
     if not _numa_known(ctx) or len(ctx.snap.host.numa_nodes) < 2:
@@ -87,8 +97,13 @@ def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
 def process_affinity_far(ctx: Context) -> Iterator[Issue]:
     """This process may run only on CPUs that are not local to a GPU.
 
-    In a prolog the process affinity is the job's: host-to-GPU copies and kernel launches then
-    cross the socket link for the whole job. A replay judges the recorded process's affinity.
+    A replay judges the recorded process's affinity.
+
+    Why it matters: in a prolog the process affinity is the job's: host-to-GPU copies and kernel
+    launches then cross the socket link for the whole job.
+
+    How to fix: bind the job near its GPUs (srun --cpu-bind, numactl --cpunodebind, or taskset with
+    the GPU's CPU affinity from `topodoctor scan`).
     """
     cpus = ctx.environment.process_cpus
     cpus = ctx.need(cpus, "process", "process.cpu_affinity") if cpus is not None else None

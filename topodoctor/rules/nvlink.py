@@ -89,12 +89,18 @@ def nvlink_down(ctx: Context) -> Iterator[Issue]:
     """An NVLink that the GPU has is inactive while it should be up.
 
     A GPU has as many links as NVML's link count says (those whose capability reads "no P2P"
-    excepted). One of them is down when it is inactive while the same GPU's other links are
-    active: judged by the GPU itself, never by a majority of peers, so a 2-GPU host or the same
-    link down on several GPUs is caught. A GPU with every link inactive is down when other GPUs
-    of the host use NVLink, when every GPU of a multi-GPU host has links and none is up, or when
-    the expectations file gives active links per GPU. A down link lowers the pair's bandwidth
-    and, on NVSwitch systems, every pair through that GPU.
+    excepted). One of them is down when it is inactive while the same GPU's other links are active:
+    judged by the GPU itself, never by a majority of peers, so a 2-GPU host or the same link down on
+    several GPUs is caught. A GPU with every link inactive is down when other GPUs of the host use
+    NVLink, when every GPU of a multi-GPU host has links and none is up, or when the expectations
+    file gives active links per GPU.
+
+    Why it matters: a down link lowers the pair's bandwidth and, on NVSwitch systems, every pair
+    through that GPU; a GPU with no link up talks to its peers over PCIe at a fraction of the speed,
+    and every collective of the job waits for it.
+
+    How to fix: reseat or replace the GPU or baseboard link; `nvidia-smi nvlink -s` shows the state
+    of each link, and the NVSwitch fabric logs say why a link did not train.
     """
     links = {g.index: got for g in ctx.live_gpus if (got := _links_of(ctx, g)) is not None}
     expected = ctx.expect.nvlinks_per_gpu if ctx.expect else None
@@ -134,9 +140,14 @@ def nvlink_down(ctx: Context) -> Iterator[Issue]:
 def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     """A GPU pair has fewer bonded NVLinks than its peers, or than the expectations file says.
 
-    NCCL's bandwidth between two GPUs scales with the links between them; one pair with fewer
-    links slows every collective that crosses it. A pair through a GPU whose link state or far
-    end NVML could not answer for is not checked (TD901 names the call), never short of links.
+    A pair through a GPU whose link state or far end NVML could not answer for is not checked (TD901
+    names the call), never short of links.
+
+    Why it matters: NCCL's bandwidth between two GPUs scales with the links between them; one pair
+    with fewer links slows every collective that crosses it.
+
+    How to fix: find the GPU with fewer active links (TD101 names the link) and repair its link;
+    then re-run the check.
     """
     g = ctx.graph
     counts = {pair: nvlink_count(g, gpu_node(pair[0]), gpu_node(pair[1]))[0] for pair in ctx.connections}
@@ -167,7 +178,14 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     "then replace the part if it persists.",
 )
 def nvlink_slow_link(ctx: Context) -> Iterator[Issue]:
-    """An active NVLink runs at a lower version or speed than the host's norm."""
+    """An active NVLink runs at a lower version or speed than the host's norm.
+
+    Why it matters: a link that trained at a lower NVLink version or speed carries less than its
+    peers, so the pairs through it, and every collective that crosses them, run at its pace.
+
+    How to fix: reset the GPU in a maintenance window so the link trains again; replace the part if
+    the link stays slow.
+    """
     links = []
     for g in ctx.live_gpus:
         for link in g.nvlinks:
@@ -220,8 +238,12 @@ def _link_errors(ctx: Context) -> Iterator[tuple[str, int, int]]:
 def nvlink_replays(ctx: Context) -> Iterator[Issue]:
     """An NVLink has data-link replay errors (retransmissions).
 
-    Replays retransmit data: they cost bandwidth and often precede link failures. Raw CRC
-    counts are not used: on Hopper they read tens on healthy links.
+    Raw CRC counts are not used: on Hopper they read tens on healthy links.
+
+    Why it matters: replays retransmit data: they cost bandwidth and often precede link failures.
+
+    How to fix: watch the counter under load (`nvidia-smi nvlink -e`); a rising replay count means a
+    marginal link: schedule the GPU or baseboard for service.
     """
     for where, replay, _ in _link_errors(ctx):
         if replay > 0:
@@ -238,8 +260,11 @@ def nvlink_replays(ctx: Context) -> Iterator[Issue]:
 def nvlink_recoveries(ctx: Context) -> Iterator[Issue]:
     """An NVLink has data-link recovery events: the link dropped and retrained.
 
-    A recovery stalls all traffic on the link while it retrains; links that recover once
-    tend to fail outright.
+    Why it matters: a recovery stalls all traffic on the link while it retrains, and links that
+    recover once tend to fail outright.
+
+    How to fix: drain the node; check `nvidia-smi nvlink -e` and the kernel log (Xid 74); service
+    the GPU or baseboard if it recurs.
     """
     for where, _, recovery in _link_errors(ctx):
         if recovery > 0:

@@ -65,11 +65,15 @@ def _not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
     fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory (slower but correct).",
 )
 def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
-    """NVML reports P2P read or write between GPUs as not OK, with its reason: a platform
-    or GPU that cannot do it. One finding per reason, the pairs in its evidence.
+    """NVML reports P2P read or write between GPUs as not OK: a platform or GPU that cannot do it.
 
-    NCCL will stage through host memory, slower but correct. A driver setting that disabled
-    P2P is TD305.
+    One finding per reason NVML gives, the pairs in its evidence. A driver setting that disabled P2P
+    is TD305.
+
+    Why it matters: NCCL stages the traffic of these pairs through host memory: slower, but correct.
+
+    How to fix: consumer GPUs and some platforms cannot do P2P, and nothing on the node changes
+    that; place jobs on GPUs that can, or accept the staged traffic.
     """
     yield from _not_ok(ctx, regkey=False)
 
@@ -84,7 +88,10 @@ def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
 def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
     """NVML reports P2P between two GPUs as disabled by a driver setting (DISABLED_BY_REGKEY).
 
-    A setting someone can fix: every collective between these GPUs stages through host memory.
+    Why it matters: every collective between these GPUs stages through host memory, for a setting
+    someone can fix.
+
+    How to fix: remove the NVreg option (in modprobe.d) that disables P2P, then reload the driver.
     """
     yield from _not_ok(ctx, regkey=True)
 
@@ -97,7 +104,14 @@ def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
     "`nvidia-smi topo -p2p n`; reset or service the GPUs.",
 )
 def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
-    """A pair connected by NVLink reports NVLink P2P as not OK."""
+    """A pair connected by NVLink reports NVLink P2P as not OK.
+
+    Why it matters: NVLink is up but P2P over it is not: a hardware or fabric fault, and NCCL falls
+    back to slower paths for the pair.
+
+    How to fix: check the fabric manager (TD501) and `nvidia-smi topo -p2p n`; reset or service the
+    GPUs.
+    """
     for (a, b), c in sorted(ctx.connections.items()):
         if c.cls != "NV":
             continue
@@ -123,9 +137,13 @@ def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
 def iommu_translation(ctx: Context) -> Iterator[Issue]:
     """The IOMMU translates GPU DMA on a bare-metal host.
 
-    In translation mode every P2P and GPUDirect RDMA transfer goes through the IOMMU, which can
-    block P2P or cut its bandwidth; pass-through (identity) mode avoids it. In a VM the
-    hypervisor's IOMMU is expected, so VMs are not flagged.
+    In a VM the hypervisor's IOMMU is expected, so VMs are not flagged.
+
+    Why it matters: in translation mode every P2P and GPUDirect RDMA transfer goes through the
+    IOMMU, which can block P2P or cut its bandwidth; pass-through (identity) mode avoids it.
+
+    How to fix: on bare metal, boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=on
+    iommu=pt) so GPU P2P and RDMA are not remapped by the IOMMU.
     """
     if ctx.snap.host.virtualization != "bare-metal" or ctx.need(ctx.snap.host.iommu, "host", "host.iommu") != "on":
         return
@@ -149,8 +167,11 @@ def iommu_translation(ctx: Context) -> Iterator[Issue]:
 def acs_redirect(ctx: Context) -> Iterator[Issue]:
     """ACS request or completion redirection is on in a bridge between two GPUs.
 
-    With ACS P2P redirect on, a PCIe switch sends peer traffic up to the root complex instead
-    of across the switch: P2P slows down or hangs. NVLink pairs are not affected.
+    Why it matters: with ACS P2P redirect on, a PCIe switch sends peer traffic up to the root
+    complex instead of across the switch: P2P slows down or hangs. NVLink pairs are not affected.
+
+    How to fix: disable ACS redirection on the bridge for GPU P2P (in the BIOS, or with setpci at
+    boot).
     """
     import networkx as nx
 

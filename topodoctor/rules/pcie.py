@@ -23,13 +23,18 @@ REPLAYS_WARN, REPLAYS_SEVERE = 100, 10000  # PCIe replay counter since the drive
 def pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """A GPU pair that should be NVLink-connected has only a PCIe path.
 
-    "Should" means the topology wires the pair with NVLink (both GPUs have links to NVSwitches,
-    or a link of one ends at the other), whatever state the links are in; or its peers on the
-    same host are NVLink-connected (at least half the pairs); or the expectations file gives
-    links per pair. Every such pair is a finding of its own, also when another finding (all of
-    a GPU's links down, TD101) explains it: tools and people look pairs up one by one. A pair
-    through a GPU whose NVLinks NVML could not answer for is not checked (TD901 names the
-    call), never a fallback.
+    "Should" means the topology wires the pair with NVLink (both GPUs have links to NVSwitches, or a
+    link of one ends at the other), whatever state the links are in; or its peers on the same host
+    are NVLink-connected (at least half the pairs); or the expectations file gives links per pair.
+    Every such pair is a finding of its own, also when another finding (all of a GPU's links down,
+    TD101) explains it: tools and people look pairs up one by one. A pair through a GPU whose
+    NVLinks NVML could not answer for is not checked (TD901 names the call), never a fallback.
+
+    Why it matters: NCCL routes the pair over PCIe, at a fraction of NVLink's speed, and every
+    collective that crosses the pair runs at that speed.
+
+    How to fix: check the pair's links (TD101, `nvidia-smi nvlink -s`) and the fabric manager
+    (TD501); reset or service the GPU whose links are down.
     """
     conns = ctx.connections
     nv = [p for p, c in conns.items() if c.cls == "NV"]
@@ -79,9 +84,15 @@ def _nvlink_wired(ctx: Context) -> set[tuple[int, int]]:
 def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
     """GPU pairs whose P2P traffic would cross the inter-socket link (SYS).
 
-    Peer-to-peer over UPI / Infinity Fabric is slow or unsupported on most platforms; NCCL
-    disables P2P for SYS pairs by default and stages through host memory. One finding for the
-    host, with every such pair in its evidence: the cause is the layout, not each pair.
+    One finding for the host, with every such pair in its evidence: the cause is the layout, not
+    each pair.
+
+    Why it matters: peer-to-peer over UPI / Infinity Fabric is slow or unsupported on most
+    platforms; NCCL disables P2P for SYS pairs by default and stages their traffic through host
+    memory.
+
+    How to fix: place jobs so that GPUs that communicate share a socket (CUDA_VISIBLE_DEVICES), or
+    expect NCCL to route these pairs through host memory.
     """
     pairs = [f"GPU{a}-GPU{b}" for (a, b), c in sorted(ctx.connections.items()) if c.cls == "SYS"]
     if pairs:
@@ -100,7 +111,14 @@ def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
     "narrower link is a hardware fault.",
 )
 def pcie_downtrained_width(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe link trained at fewer lanes than it supports (or than expected)."""
+    """A GPU's PCIe link trained at fewer lanes than it supports (or than expected).
+
+    Why it matters: host-to-GPU copies, and P2P and network traffic over PCIe, scale with the lanes:
+    an x8 link carries half of an x16 one. Width does not change with load, so a narrower link is a
+    hardware fault, not a power state.
+
+    How to fix: reseat the GPU or its riser or cable, and check the slot's settings in the BIOS.
+    """
     want = ctx.expect.pcie_width if ctx.expect else None
     for g, cur, mx, limit in _below(ctx, "width_current", "width_max", want):
         yield Issue(
@@ -132,8 +150,12 @@ def _below(ctx: Context, now: str, most: str, want: int | None) -> Iterator[tupl
 def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link runs at a lower generation than the link supports (or than expected).
 
-    Idle GPUs may lower the generation to save power, so this is a warning; host-copy
-    bandwidth (TD704) tells a real downtrain from a power state.
+    Why it matters: each generation down halves the link's bandwidth. Idle GPUs may lower the
+    generation to save power, so this is a warning; host-copy bandwidth (TD704) tells a real
+    downtrain from a power state.
+
+    How to fix: run the check again under load; if the generation stays low, check the BIOS slot
+    settings and the risers.
     """
     want = ctx.expect.pcie_gen if ctx.expect else None
     for g, cur, mx, limit in _below(ctx, "gen_current", "gen_max", want):
@@ -158,7 +180,13 @@ def _replays(ctx: Context) -> Iterator[tuple[Gpu, int]]:
     fix="PCIe replays mean signal problems: reseat the card or riser; watch whether the counter grows.",
 )
 def pcie_replays(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe replay counter is high (100 or more retransmitted TLPs, below 10000)."""
+    """A GPU's PCIe replay counter is high (100 or more retransmitted TLPs, below 10000).
+
+    Why it matters: each replay retransmits a packet the link damaged: a sign of signal problems,
+    which cost bandwidth and tend to grow (10000 or more is TD206).
+
+    How to fix: reseat the card or riser, and watch whether the counter grows.
+    """
     for g, n in _replays(ctx):
         if REPLAYS_WARN <= n < REPLAYS_SEVERE:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} PCIe replay counter is {n}", {"replays": n})
@@ -171,7 +199,13 @@ def pcie_replays(ctx: Context) -> Iterator[Issue]:
     fix="The link retransmits constantly: reseat or replace the card, riser or cable before it drops off the bus.",
 )
 def pcie_replays_severe(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe replay counter reads 10000 or more: the link is failing."""
+    """A GPU's PCIe replay counter reads 10000 or more: the link is failing.
+
+    Why it matters: the link retransmits constantly: transfers stall, and a link this bad is close
+    to dropping the GPU off the bus.
+
+    How to fix: reseat or replace the card, riser or cable before it drops off the bus.
+    """
     for g, n in _replays(ctx):
         if n >= REPLAYS_SEVERE:
             yield Issue(f"GPU{g.index}", f"GPU{g.index} PCIe replay counter is {n}", {"replays": n})

@@ -43,12 +43,13 @@ def _count(ctx: Context, g: Gpu, v: Probed[int], where: str) -> int | None:
     "bus. Reseat or replace the GPU or riser, and check the slot and the kernel log (AER) for the port.",
 )
 def pcie_fatal_errors(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe link has counted a fatal error.
+    """A GPU's PCIe link has counted a fatal uncorrectable error since the driver loaded.
 
-    A GPU's PCIe link has counted a fatal uncorrectable error since the driver loaded.
+    Why it matters: a fatal error means the link could not deliver a transaction and the device may
+    be unusable until reset; no healthy GPU counts one, and the GPU may fall off the bus.
 
-    A fatal error means the link could not deliver a transaction and the device may be
-    unusable until reset; no healthy GPU counts one.
+    How to fix: drain the node; reseat or replace the GPU or riser, and check the slot and the
+    kernel log (AER), which names the port.
     """
     for g in ctx.live_gpus:
         n = _count(ctx, g, g.fitness.end.pcie.fatal, "end.pcie.fatal")
@@ -64,12 +65,13 @@ def pcie_fatal_errors(ctx: Context) -> Iterator[Issue]:
     "the port. A non-fatal uncorrectable error lost or damaged a transaction.",
 )
 def pcie_non_fatal_errors(ctx: Context) -> Iterator[Issue]:
-    """A GPU's PCIe link has counted a non-fatal uncorrectable error.
+    """A GPU's PCIe link has counted a non-fatal uncorrectable error since the driver loaded.
 
-    A GPU's PCIe link has counted a non-fatal uncorrectable error since the driver loaded.
+    Why it matters: non-fatal means the link stayed up, but a transaction was lost or poisoned: data
+    the job relied on may be wrong, and the link is not healthy.
 
-    Non-fatal means the link stayed up, but a transaction was lost or poisoned: data the
-    job relied on may be wrong, and the link is not healthy.
+    How to fix: drain the node and check the link: reseat or replace the GPU or riser; the kernel
+    log (AER) names the port.
     """
     for g in ctx.live_gpus:
         n = _count(ctx, g, g.fitness.end.pcie.non_fatal, "end.pcie.non_fatal")
@@ -126,14 +128,16 @@ def _failing(rose: dict[str, int], window: float | None) -> bool:
 def pcie_errors_rising(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe retry counters rose during the check or since the baseline.
 
-    A GPU's PCIe correctable-error, replay, NAK, receiver, bad TLP / DLLP or L0-to-recovery
-    counters rose during the check (or since the baseline, with `check --baseline`), at a
-    rate below the error rate of TD211.
+    The counters are the correctable-error, replay, NAK, receiver, bad TLP / DLLP and L0-to-recovery
+    ones; they are judged by their rise between the two readings of the check, or since an earlier
+    snapshot of the same boot (`check --baseline`), never by their raw count (healthy H200 links
+    hold small counts from their boot and keep them), and at a rate below the error rate of TD211.
 
-    Each of these is a retry the link recovered from; they cost bandwidth and often come
-    before a link that downtrains or fails. Counters are judged by their rise between the
-    two readings of the check, or since an earlier snapshot of the same boot, never by their
-    raw count (healthy H200 links hold small counts from their boot and keep them).
+    Why it matters: each of these is a retry the link recovered from; they cost bandwidth and often
+    come before a link that downtrains or fails.
+
+    How to fix: watch the link (`nvidia-smi -q -d PCIE` over a minute) and reseat the GPU or riser
+    at the next maintenance.
     """
     for g in ctx.live_gpus:
         judged = _judged(ctx, g)
@@ -160,14 +164,16 @@ def _ev(rose: dict[str, int], window: float | None) -> dict[str, object]:
 def pcie_error_rate_high(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link retries more than 100 times per second, or its replay counter rolled over.
 
-    A GPU's PCIe link retried more than 100 times per second during the check (or since
-    the baseline), or its replay counter rolled over (the same packet replayed until the
-    link retrained).
+    The rate is measured during the check (or since the baseline); a rollover means the same packet
+    was replayed until the link retrained.
 
-    100 events per second is some 200 times what the PCIe specification allows a Gen5 x16
-    link at full load (a bit error ratio of 1e-12 at 512 Gb/s is about 0.5 per second); a
-    replay rollover forces the link to retrain. Either way transfers stall and the GPU
-    drags its job down.
+    Why it matters: 100 events per second is some 200 times what the PCIe specification allows a
+    Gen5 x16 link at full load (a bit error ratio of 1e-12 at 512 Gb/s is about 0.5 per second); a
+    replay rollover forces the link to retrain. Either way transfers stall and the GPU drags its job
+    down.
+
+    How to fix: drain the node: the GPU's PCIe link is failing. Reseat or replace the GPU or riser
+    and check the slot; the kernel log (AER) names the port.
     """
     for g in ctx.live_gpus:
         for when, rose, window in _judged(ctx, g):

@@ -26,13 +26,18 @@ from topodoctor.rules.registry import Issue, rule
 def check_incomplete(ctx: Context) -> Iterator[Issue]:
     """A check could not be made because its input could not be read (NVML error, unreadable file).
 
-    Every rule reads its inputs through one accessor; an input that failed to probe makes
-    that rule report "could not check" for the GPU (or link, pair, bridge, NIC) and field it
-    could not read, under this code, with the skipped rules in the evidence. A field that
-    failed to probe and that no selected rule reads is reported too, as info. Whether an
-    incomplete check fails the job is the fail level's choice: this code is a warning, so
-    `--strict` (fail on warnings) fails an incomplete check and the default does not; the
-    summary counts incomplete checks either way, even when this code is ignored.
+    Every rule reads its inputs through one accessor; an input that failed to probe makes that rule
+    report "could not check" for the GPU (or link, pair, bridge, NIC) and field it could not read,
+    under this code, with the skipped rules in the evidence. A field that failed to probe and that
+    no selected rule reads is reported too, as info.
+
+    Why it matters: a check that cannot read its input cannot vouch for the host: a silent pass
+    would hide exactly the fault that broke the query. Whether an incomplete check fails the job is
+    the fail level's choice: this code is a warning, so `--strict` (fail on warnings) fails an
+    incomplete check and the default does not; the summary counts incomplete checks either way, even
+    when this code is ignored.
+
+    How to fix: run as root or fix the failing query (the evidence names it).
     """
     return iter(())
 

@@ -3,7 +3,9 @@
 A rule is a plain function of a ``Context`` that yields ``Issue``s. It reads probed inputs
 through ``ctx.need``, which records an input that failed to probe as could-not-check (TD901)
 for that rule and subject. It reads data only: no NVML, no torch. Its docstring is its
-documentation: the first line is the title, the rest says why it matters and how to fix.
+documentation: the first line is the title (what it checks), then optionally more on what it
+checks, then a section headed ``Why it matters:`` and one headed ``How to fix:``, in that order
+and neither empty (``doc_sections`` reads them; a rule without them is refused at import).
 """
 
 from __future__ import annotations
@@ -30,6 +32,54 @@ FAMILIES = {
     "9": "probe",
 }
 _CODE = re.compile(r"^TD(?!000)\d\d\d$")
+WHY = "Why it matters:"
+HOW = "How to fix:"
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    """A rule's docstring in its sections; ``details`` is empty when the title says it all."""
+
+    title: str
+    details: str
+    why: str
+    how: str
+
+
+def doc_sections(doc: str) -> RuleDoc:
+    """Split a rule's docstring into its sections. A section starts at a line that begins with its
+    heading (its text may follow on the same line) and runs to the next heading or the end.
+
+    Raises ValueError naming what is wrong: no title, a heading missing, repeated or out of order,
+    or a section with no text. `topodoctor explain` and docs/rules.md show the sections it returns.
+    """
+    import inspect
+
+    lines = inspect.cleandoc(doc).splitlines()
+    if not lines or not lines[0].strip():
+        raise ValueError("has no title line")
+    starts: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for heading in (WHY, HOW):
+            if line.startswith(heading):
+                if heading in starts:
+                    raise ValueError(f"has {heading!r} twice")
+                starts[heading] = i
+    for heading in (WHY, HOW):
+        if heading not in starts:
+            raise ValueError(f"has no {heading!r} section")
+    why, how = starts[WHY], starts[HOW]
+    if how < why:
+        raise ValueError(f"has {HOW!r} before {WHY!r}")
+
+    def text(first: int, end: int, heading: str) -> str:
+        return "\n".join([lines[first][len(heading) :], *lines[first + 1 : end]]).strip()
+
+    parts = RuleDoc(lines[0].strip(), "\n".join(lines[1:why]).strip(), text(why, how, WHY), text(how, len(lines), HOW))
+    for heading, body in ((WHY, parts.why), (HOW, parts.how)):
+        if not body:
+            raise ValueError(f"has an empty {heading!r} section")
+    return parts
 
 
 @dataclass(frozen=True)
@@ -109,6 +159,10 @@ class Rule:
         return inspect.cleandoc(self.func.__doc__ or "")
 
     @property
+    def sections(self) -> RuleDoc:
+        return doc_sections(self.func.__doc__ or "")
+
+    @property
     def family(self) -> str:
         """The family the code's first digit names (TD1xx: nvlink, ...)."""
         return FAMILIES[self.code[2]]
@@ -126,8 +180,8 @@ def rule(
     needs: tuple[Need, ...] = (),
     also: tuple[Severity, ...] = (),
 ) -> Callable[[Callable[[Any], Iterable[Issue]]], Any]:
-    """Register a rule. Bad or duplicate codes, missing docs and a measuring rule tagged
-    ``prolog`` fail at import, loudly.
+    """Register a rule. Bad or duplicate codes, missing docs or docs without their sections (see
+    ``doc_sections``) and a measuring rule tagged ``prolog`` fail at import, loudly.
 
     A rule raises exactly its ``severity`` (documented in docs/rules.md): a cause that
     deserves another severity is another rule. Rules that need no measurement are tagged
@@ -146,6 +200,10 @@ def rule(
             raise ValueError(f"rule name {name!r} registered twice")
         if not (func.__doc__ or "").strip():
             raise ValueError(f"rule {code} has no documentation")
+        try:
+            doc_sections(func.__doc__ or "")
+        except ValueError as e:
+            raise ValueError(f"rule {code}'s documentation {e}") from None
         if measuring and "prolog" in tag_set:
             raise ValueError(f"rule {code} needs a measurement and cannot be a prolog rule")
         REGISTRY[code] = Rule(code, name, severity, tag_set, frozenset(needs), fix, func, frozenset(also))

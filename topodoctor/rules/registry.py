@@ -160,6 +160,7 @@ class Rule:
 
     @property
     def sections(self) -> RuleDoc:
+        """The rule's documentation by section: title, details, why it matters, how to fix."""
         return doc_sections(self.func.__doc__ or "")
 
     @property

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from topodoctor.model.copies import BandwidthResult
     from topodoctor.model.findings import Finding
     from topodoctor.model.snapshot import HostSnapshot
+    from topodoctor.topology.hostgraph import HostGraph
 
 
 def check_picture_path(path: Path) -> None:
@@ -37,7 +36,7 @@ def check_picture_path(path: Path) -> None:
 
 
 def draw_scan(
-    snap: "HostSnapshot", path: Path, findings: "Sequence[Finding] | None" = None, graph: "nx.Graph | None" = None
+    snap: "HostSnapshot", path: Path, findings: "Sequence[Finding] | None" = None, graph: "HostGraph | None" = None
 ) -> str:
     """``scan --draw FILE``: the topology picture with what the rules find drawn in place.
 

@@ -15,14 +15,13 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 
-import networkx as nx
-
 from topodoctor.core.text import plural
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.report.layout import LEAF_H, MARGIN, Box, Layout, layout
 from topodoctor.report.svg import Svg, fit
 from topodoctor.topology.graph import build_graph, gpu_node
+from topodoctor.topology.hostgraph import HostGraph
 from topodoctor.topology.hosttree import HostTree, build_tree
 
 INK = "#1f2933"
@@ -193,7 +192,7 @@ def _draw_pcie(svg: Svg, lay: Layout, marks: Marks) -> None:
 
 
 def _draw_nvlink(
-    svg: Svg, snap: HostSnapshot, g: nx.Graph, lay: Layout, marks: Marks, band: tuple[float, float] | None
+    svg: Svg, snap: HostSnapshot, g: HostGraph, lay: Layout, marks: Marks, band: tuple[float, float] | None
 ) -> None:
     gpus = [b for b in lay.boxes.values() if b.node.kind == "gpu"]
     if band is not None:
@@ -335,7 +334,7 @@ def _legend(svg: Svg, x: float, y: float, shown: set[str]) -> None:
 
 
 def draw_topology(
-    snap: HostSnapshot, findings: Sequence[Finding] = (), g: nx.Graph | None = None, group_flat: bool = False
+    snap: HostSnapshot, findings: Sequence[Finding] = (), g: HostGraph | None = None, group_flat: bool = False
 ) -> str:
     """The picture as SVG text. ``findings`` are drawn in place and listed; nothing else is judged."""
     g = g if g is not None else build_graph(snap)

@@ -11,6 +11,7 @@ import networkx as nx
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import escape_controls
+from topodoctor.topology.hostgraph import HostGraph
 
 FORMATS = {".graphml": "GraphML", ".dot": "DOT", ".gv": "DOT", ".json": "node-link JSON"}
 
@@ -28,7 +29,7 @@ def _scalar(v: Any) -> Any:
     return escape_controls(str(v))
 
 
-def _flat(g: nx.Graph) -> nx.Graph:
+def _flat(g: HostGraph) -> nx.Graph:
     h = nx.Graph()
     for n, data in g.nodes(data=True):
         h.add_node(_scalar(n), **{k: _scalar(v) for k, v in data.items()})
@@ -56,7 +57,7 @@ def _dot(g: nx.Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_graph(g: nx.Graph, path: Path) -> str:
+def export_graph(g: HostGraph, path: Path) -> str:
     """Write ``g`` to ``path``; returns the format name. Unknown extensions are a usage error."""
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:

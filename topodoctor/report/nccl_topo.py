@@ -24,12 +24,11 @@ from __future__ import annotations
 from collections import Counter
 from xml.sax.saxutils import quoteattr
 
-import networkx as nx
-
 from topodoctor.core.pci import short_bus_id
 from topodoctor.core.text import escape_controls
 from topodoctor.model.snapshot import Gpu, HostSnapshot
 from topodoctor.topology.graph import build_graph
+from topodoctor.topology.hostgraph import HostGraph
 from topodoctor.topology.hosttree import TreeNode, build_tree
 from topodoctor.topology.ncclxml import (
     CLASS_BRIDGE,
@@ -156,7 +155,7 @@ def _write(out: _Xml, snap: HostSnapshot, node: TreeNode, depth: int) -> None:
         out.close(depth, "pci")
 
 
-def nccl_topology_xml(snap: HostSnapshot, g: nx.Graph | None = None, group_flat: bool = True) -> str:
+def nccl_topology_xml(snap: HostSnapshot, g: HostGraph | None = None, group_flat: bool = True) -> str:
     """The topology file as text (UTF-8, one element per line, NCCL's own layout)."""
     g = g if g is not None else build_graph(snap)
     tree = build_tree(snap, g, group_flat=group_flat, numa_from="sysfs")

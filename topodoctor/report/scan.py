@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import networkx as nx
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -14,6 +13,7 @@ from topodoctor.core.probed import ProbeError, Unsupported, show
 from topodoctor.model.snapshot import Gpu, HostSnapshot, nvlink_generation
 from topodoctor.report.terminal import literal, printable
 from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
+from topodoctor.topology.hostgraph import HostGraph
 from topodoctor.topology.topo_matrix import build_matrix, render
 
 SCAN_SCHEMA_VERSION = 1
@@ -151,7 +151,7 @@ def _row(t: Table, *cells: str) -> None:
     t.add_row(*(printable(c) for c in cells))
 
 
-def print_scan(snap: HostSnapshot, origin: str, g: nx.Graph, console: Console) -> None:
+def print_scan(snap: HostSnapshot, origin: str, g: HostGraph, console: Console) -> None:
     """The scan as text: the host, the GPUs, the connection matrix as nvidia-smi topo -m prints it,
     then NVLinks, NVSwitches, NICs and what the probe could not read."""
     console.print(_host_table(snap, origin))
@@ -174,7 +174,7 @@ def print_scan(snap: HostSnapshot, origin: str, g: nx.Graph, console: Console) -
             console.print(literal(f"  {e.call}: {e.error}"))
 
 
-def scan_json(snap: HostSnapshot, origin: str, g: nx.Graph) -> dict[str, Any]:
+def scan_json(snap: HostSnapshot, origin: str, g: HostGraph) -> dict[str, Any]:
     """The scan as ``--format json`` prints it: the snapshot and the topology (matrix, nominal rates,
     affinity)."""
     names, conns = connection_matrix(snap, g)

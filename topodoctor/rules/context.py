@@ -17,12 +17,11 @@ __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment"]
 
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from topodoctor.model.copies import BandwidthResult
     from topodoctor.topology.copy_rates import Expected
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.graph import Connection
+    from topodoctor.topology.hostgraph import HostGraph
 
 T = TypeVar("T")
 
@@ -68,7 +67,7 @@ class Context:
             self.view = HostView(self.snap)
 
     @property
-    def graph(self) -> nx.Graph:
+    def graph(self) -> HostGraph:
         """The host's topology graph (built once, shared with the renderers)."""
         assert self.view is not None
         return self.view.graph

@@ -173,9 +173,8 @@ def acs_redirect(ctx: Context) -> Iterator[Issue]:
     How to fix: disable ACS redirection on the bridge for GPU P2P (in the BIOS, or with setpci at
     boot).
     """
-    import networkx as nx
-
     from topodoctor.topology.graph import pcie_subgraph
+    from topodoctor.topology.hostgraph import NodeNotFound, NoPath, shortest_path
 
     g = pcie_subgraph(ctx.graph)
     by_bridge: dict[str, list[str]] = {}
@@ -183,8 +182,8 @@ def acs_redirect(ctx: Context) -> Iterator[Issue]:
         if c.cls == "NV":
             continue
         try:
-            path = nx.shortest_path(g, gpu_node(a), gpu_node(b))
-        except (nx.NetworkXNoPath, nx.NodeNotFound):
+            path = shortest_path(g, gpu_node(a), gpu_node(b))
+        except (NoPath, NodeNotFound):
             continue
         for node in path:
             if g.nodes[node].get("kind") == "pcie_bridge":

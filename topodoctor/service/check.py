@@ -77,21 +77,6 @@ def _decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
     )
 
 
-PRELOAD_MIN_BUDGET_S = 3.0
-
-
-def _preload_graph() -> None:
-    """Import networkx on a thread while the child waits on the driver: on a host whose
-    site-packages carry no bytecode, the import costs about as long as the probe itself.
-
-    Only with a budget longer than the import: an import still running at the deadline holds
-    the interpreter lock and delays killing the child by tenths of a second on a busy host."""
-    import importlib
-    import threading
-
-    threading.Thread(target=importlib.import_module, args=("networkx",), daemon=True).start()
-
-
 def probe(
     source: Source,
     budget: Budget,
@@ -127,16 +112,8 @@ def probe(
             meanwhile()
         host = gather(budget.deadline)
     else:
-        preload = budget.left() > PRELOAD_MIN_BUDGET_S
-
-        def parent() -> None:
-            if meanwhile is not None:
-                meanwhile()
-            if preload:
-                _preload_graph()
-
         with budget.guard():
-            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=parent, quiet=quiet)
+            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=meanwhile, quiet=quiet)
             host = _decode(data, passes)
     with budget.guard():
         from topodoctor.model.consistency import validate_snapshot

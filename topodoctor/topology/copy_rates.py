@@ -9,7 +9,7 @@ from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.graph import Connection, build_graph, connection, gpu_node, pcie_gbps, pcie_subgraph
 
 if TYPE_CHECKING:
-    import networkx as nx
+    from topodoctor.topology.hostgraph import HostGraph
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Expected:
     pcie_gbps: float | None  # the PCIe path's rate, for telling a fallback from a slow link
 
 
-def expected_pairs(snap: HostSnapshot, g: nx.Graph | None = None) -> dict[tuple[int, int], Expected]:
+def expected_pairs(snap: HostSnapshot, g: HostGraph | None = None) -> dict[tuple[int, int], Expected]:
     """The expected path of every ordered pair of GPUs that answer, keyed by (source, destination)."""
     g = g if g is not None else build_graph(snap)
     sub = pcie_subgraph(g)

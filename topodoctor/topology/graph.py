@@ -1,4 +1,5 @@
-"""The host as a networkx graph, derived from a HostSnapshot (never stored).
+"""The host as a graph (topology/hostgraph.py: networkx's API and orders, without importing it),
+derived from a HostSnapshot (never stored).
 
 Nodes (attribute ``kind``): gpu, nvswitch, pcie_bridge, host_bridge, numa, cpu, nic.
 Edges (attribute ``kind``):
@@ -17,13 +18,11 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from topodoctor.core.probed import ok
 from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic, nvlink_generation
-
-if TYPE_CHECKING:  # networkx costs a tenth of a second to import: only where a graph is built
-    import networkx as nx
+from topodoctor.topology.hostgraph import HostGraph, NoPath, shortest_path
 
 PathClass = Literal["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS"]
 
@@ -81,12 +80,10 @@ def rdma_nics(snap: HostSnapshot) -> list[Nic]:
     return sorted((n for n in snap.nics if n.kind in ("infiniband", "roce")), key=lambda n: n.name)
 
 
-def build_graph(snap: HostSnapshot) -> nx.Graph:
-    """The host as a networkx graph: GPUs, NVSwitches, PCIe bridges, host bridges, NUMA nodes, CPUs and
+def build_graph(snap: HostSnapshot) -> HostGraph:
+    """The host as a graph: GPUs, NVSwitches, PCIe bridges, host bridges, NUMA nodes, CPUs and
     NICs, with the links between them (see the module's docstring for the attributes)."""
-    import networkx as nx
-
-    g = nx.Graph()
+    g = HostGraph()
     numa_ids = [n.id for n in snap.host.numa_nodes]
     for n in snap.host.numa_nodes:
         g.add_node(f"numa:{n.id}", kind="numa", id=n.id, cpus=n.cpus)
@@ -114,7 +111,7 @@ def build_graph(snap: HostSnapshot) -> nx.Graph:
     return g
 
 
-def _add_nvlinks(g: nx.Graph, snap: HostSnapshot) -> None:
+def _add_nvlinks(g: HostGraph, snap: HostSnapshot) -> None:
     by_bus = {gpu.bus_id: gpu.index for gpu in snap.gpus if isinstance(gpu.bus_id, str)}
     switch_of_link = {(gi, li): sw.id for sw in snap.nvswitches for gi, li in sw.gpu_links}
     for gpu in snap.gpus:
@@ -140,7 +137,7 @@ def _add_nvlinks(g: nx.Graph, snap: HostSnapshot) -> None:
             e["gbps"] = round(e["links"] * rate, 3) if rate else None
 
 
-def _add_pcie(g: nx.Graph, snap: HostSnapshot, numa_ids: list[int]) -> None:
+def _add_pcie(g: HostGraph, snap: HostSnapshot, numa_ids: list[int]) -> None:
     def attach_chain(
         node: str, path: tuple[str, ...], gen: int | None, gen_max: int | None, width: int | None, width_max: int | None
     ) -> None:
@@ -188,7 +185,7 @@ def _add_pcie(g: nx.Graph, snap: HostSnapshot, numa_ids: list[int]) -> None:
             attach_chain(nic_node(k), nic.pcie_path, None, None, None, None)
 
 
-def _add_bridge_node(g: nx.Graph, snap: HostSnapshot, bdf: str, node: str, numa_ids: list[int]) -> None:
+def _add_bridge_node(g: HostGraph, snap: HostSnapshot, bdf: str, node: str, numa_ids: list[int]) -> None:
     if node.startswith("hostbridge:"):
         g.add_node(node, kind="host_bridge", domain=bdf)
         numa = _root_complex_numa(snap, bdf)
@@ -233,7 +230,7 @@ class Connection:
         return f"NV{self.nvlinks}" if self.cls == "NV" else self.cls
 
 
-def nvlink_count(g: nx.Graph, a: str, b: str) -> tuple[int, float | None]:
+def nvlink_count(g: HostGraph, a: str, b: str) -> tuple[int, float | None]:
     """Bonded NVLinks between two GPUs: direct links, else through NVSwitches the smaller side."""
     if g.has_edge(a, b) and g.edges[a, b]["kind"] == "nvlink":
         e = g.edges[a, b]
@@ -253,23 +250,21 @@ def nvlink_count(g: nx.Graph, a: str, b: str) -> tuple[int, float | None]:
     return via, round(via * best_rate, 3) if best_rate else None
 
 
-def pcie_subgraph(g: nx.Graph) -> nx.Graph:
+def pcie_subgraph(g: HostGraph) -> HostGraph:
     """The PCIe part of the graph (PCIe, device attachment and inter-socket edges): where the PCIe
     classes of nvidia-smi topo -m are found."""
     keep = [(u, v) for u, v, k in g.edges(data="kind") if k in ("pcie", "attach", "smp")]
     return g.edge_subgraph(keep)
 
 
-def pcie_class(g: nx.Graph, a: str, b: str, sub: nx.Graph | None = None) -> tuple[PathClass | None, float | None]:
+def pcie_class(g: HostGraph, a: str, b: str, sub: HostGraph | None = None) -> tuple[PathClass | None, float | None]:
     """The nvidia-smi class of the PCIe path between two endpoints, and its bottleneck GB/s."""
     sub = sub if sub is not None else pcie_subgraph(g)
     if a not in sub or b not in sub:
         return None, None
-    import networkx as nx
-
     try:
-        path = nx.shortest_path(sub, a, b)
-    except nx.NetworkXNoPath:
+        path = shortest_path(sub, a, b)
+    except NoPath:
         return None, None
     kinds = [sub.nodes[n]["kind"] for n in path]
     edges = [sub.edges[u, v] for u, v in itertools.pairwise(path)]
@@ -286,7 +281,7 @@ def pcie_class(g: nx.Graph, a: str, b: str, sub: nx.Graph | None = None) -> tupl
     return ("PXB" if switches > 1 else "PIX"), gbps
 
 
-def connection(snap: HostSnapshot, g: nx.Graph, a: str, b: str, sub: nx.Graph | None = None) -> Connection:
+def connection(snap: HostSnapshot, g: HostGraph, a: str, b: str, sub: HostGraph | None = None) -> Connection:
     """Best path between two endpoints (GPU or NIC node names)."""
     if a == b:
         return Connection("X", 0, None, None)
@@ -312,7 +307,7 @@ def _nvml_level(snap: HostSnapshot, ia: int, ib: int) -> PathClass | None:
 
 
 def connection_matrix(
-    snap: HostSnapshot, g: nx.Graph | None = None
+    snap: HostSnapshot, g: HostGraph | None = None
 ) -> tuple[list[str], dict[tuple[str, str], Connection]]:
     """Every GPU and RDMA NIC against every other, nvidia-smi topo -m's rows and columns."""
     g = g if g is not None else build_graph(snap)

@@ -17,11 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-import networkx as nx
-
 from topodoctor.core.pci import is_bdf, short_bus_id
 from topodoctor.model.snapshot import HostSnapshot, PcieBridge
 from topodoctor.topology.graph import gpu_node, nic_node, pcie_gen_of, rdma_nics
+from topodoctor.topology.hostgraph import HostGraph
 
 NodeKind = Literal["numa", "hostbridge", "switch", "gpu", "nic"]
 NumaSource = Literal["graph", "sysfs"]
@@ -97,7 +96,7 @@ def _bridge_link(up: PcieBridge | None, above: PcieBridge | None) -> Link:
     return Link(cur, width, gmax, wmax)
 
 
-def device_numa(g: nx.Graph, node: str) -> int | None:
+def device_numa(g: HostGraph, node: str) -> int | None:
     """The NUMA node a device hangs off, through its host bridge in the graph."""
     if node not in g:
         return None
@@ -126,7 +125,7 @@ def sysfs_numa(snap: HostSnapshot, key: str) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-def build_tree(snap: HostSnapshot, g: nx.Graph, group_flat: bool = False, numa_from: NumaSource = "graph") -> HostTree:
+def build_tree(snap: HostSnapshot, g: HostGraph, group_flat: bool = False, numa_from: NumaSource = "graph") -> HostTree:
     """The host tree. Devices go under their NUMA node as the graph places them (``numa_from="graph"``:
     a host with one node puts everything there), or as NCCL will (``"sysfs"``: the device's own
     numa_node, unknown where it is -1, as in most VMs).

@@ -15,9 +15,8 @@ from topodoctor.core.pci import short_bus_id
 from topodoctor.topology.ncclxml import PCI_GEN_SPEEDS, TOPO_XML_VERSION, parse_cpumask, pci_kind, speed_per_lane
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from topodoctor.model.snapshot import HostSnapshot
+    from topodoctor.topology.hostgraph import HostGraph
 
 
 @dataclass(frozen=True)
@@ -311,7 +310,7 @@ def check_gdr_distance(
     return problems
 
 
-def lint_topo_file(text: str, snap: HostSnapshot, g: nx.Graph) -> list[TopoProblem]:
+def lint_topo_file(text: str, snap: HostSnapshot, g: HostGraph) -> list[TopoProblem]:
     """Every check above on one file, against the probed host (``g`` is its graph)."""
     from topodoctor.topology.graph import connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
     from topodoctor.topology.hosttree import sysfs_numa

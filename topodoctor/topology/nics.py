@@ -18,7 +18,7 @@ from topodoctor.model.snapshot import HostSnapshot, Nic
 from topodoctor.topology.graph import PathClass, build_graph, connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
 
 if TYPE_CHECKING:
-    import networkx as nx
+    from topodoctor.topology.hostgraph import HostGraph
 
 # Path classes from near to far, as NCCL orders its path types.
 PATH_ORDER: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -39,7 +39,7 @@ class NicPath:
     sharing: int  # GPUs whose nearest NIC this is (they split its rate when all send at once)
 
 
-def nearest_nics(snap: HostSnapshot, g: nx.Graph | None = None) -> dict[int, NicPath]:
+def nearest_nics(snap: HostSnapshot, g: HostGraph | None = None) -> dict[int, NicPath]:
     """Each live GPU's nearest RDMA NIC (empty when the host has none); ties go to the faster."""
     nics = rdma_nics(snap)
     if not nics:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import networkx as nx
-
 from topodoctor.core.cpulist import format_cpulist
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.graph import connection_matrix, rdma_nics
+from topodoctor.topology.hostgraph import HostGraph
 
 LEGEND = """Legend:
 
@@ -48,7 +47,7 @@ def _na(value: object) -> str:
     return str(value)
 
 
-def build_matrix(snap: HostSnapshot, g: nx.Graph | None = None) -> Matrix:
+def build_matrix(snap: HostSnapshot, g: HostGraph | None = None) -> Matrix:
     """The snapshot's connection matrix, a lost GPU's cells marked ERR."""
     names, conns = connection_matrix(snap, g)
     lost = {f"GPU{gpu.index}" for gpu in snap.gpus if gpu.lost is not None}

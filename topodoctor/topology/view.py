@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING
 
 from topodoctor.model.snapshot import HostSnapshot
 
-if TYPE_CHECKING:  # networkx loads with the first view that is asked for, not with this module
-    import networkx as nx
-
+if TYPE_CHECKING:
     from topodoctor.topology.graph import Connection
+    from topodoctor.topology.hostgraph import HostGraph
     from topodoctor.topology.hosttree import HostTree, NumaSource
 
 
@@ -23,8 +22,8 @@ class HostView:
         self._trees: dict[tuple[bool, str], HostTree] = {}
 
     @cached_property
-    def graph(self) -> nx.Graph:
-        """The host as a networkx graph (topology.graph.build_graph)."""
+    def graph(self) -> HostGraph:
+        """The host as a graph (topology.graph.build_graph)."""
         from topodoctor.topology.graph import build_graph
 
         return build_graph(self.snapshot)

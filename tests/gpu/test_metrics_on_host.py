@@ -51,7 +51,8 @@ def test_check_and_bandwidth_metrics_join_dcgm_labels(out: Path) -> None:
     from topodoctor.model.copies import load_result
     from topodoctor.model.findings import Finding
     from topodoctor.probe import probe_host
-    from topodoctor.report.prometheus import bandwidth_metrics, check_metrics, write_textfile
+    from topodoctor.report.prometheus import check_metrics, write_textfile
+    from topodoctor.report.prometheus_copies import bandwidth_metrics
 
     host = os.uname().nodename.split(".")[0]
     r = td("check", "-f", "json")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from conftest import scenario_path
-from test_cli import one_line_error
 
+from tests.cli.test_cli import one_line_error
 from topodoctor.cli.commands import main
 
 

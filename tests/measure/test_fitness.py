@@ -208,8 +208,7 @@ def test_the_fleet_names_a_node_whose_hbm_is_slow() -> None:
 
 
 def test_prometheus_carries_the_measured_figures_in_base_units() -> None:
-    from test_prometheus import lint, parse, samples
-
+    from tests.report.test_prometheus import lint, parse, samples
     from topodoctor.report.prometheus import check_metrics
 
     snap = probe_host("h200-x4").snapshot

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cuda_timer import FakeDriver, FakeLib, _v
 
+from tests.measure.test_cuda_timer import FakeDriver, FakeLib, _v
 from topodoctor.measure.copies import cuda_timer
 from topodoctor.measure.fitness import ptx, sm_timer
 

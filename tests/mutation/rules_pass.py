@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), *(str(ROOT / "tests" / d) for d in ("", "support", "rules", "probe"))]
 
 MODULES = ("nvlink", "pcie", "p2p", "numa", "fabric", "expectations", "bandwidth", "probe")
 _SWAP_CMP: dict[type[ast.cmpop], type[ast.cmpop]] = {

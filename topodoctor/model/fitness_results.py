@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.model.copies import Activity, GpuIdentity, Stats
+from topodoctor.model.fitness import CLOCK_EVENT_REASONS
 
 FITNESS_SCHEMA_VERSION = 1
 HOST = -1  # src / dst of a figure that is host memory
@@ -18,18 +19,8 @@ HOST = -1  # src / dst of a figure that is host memory
 Kind = Literal["hbm", "compute", "sm_copy", "latency"]
 Initiator = Literal["ce", "sm", "pull", "push", "bf16"]
 
-# nvmlClocksEventReasons bits (nvml.h)
-REASON_NAMES: dict[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
+# nvmlClocksEventReasons bits (nvml.h): the probe's table, one for the whole package
+REASON_NAMES = CLOCK_EVENT_REASONS
 HW_SLOWDOWN_BITS = 0x8 | 0x20 | 0x40 | 0x80  # a GPU held back by something other than its power budget
 
 

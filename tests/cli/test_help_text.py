@@ -48,3 +48,17 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
         '"""The top-level help, as typer renders it (tests/cli/test_help_text.py keeps it current)."""\n\n'
         f"TOP_LEVEL_HELP = (\n{body})\n"
     )
+
+
+def test_a_missing_dependency_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """An install without typer (a broken venv, a bare python3): one line, "could not check", never a
+    traceback a prolog would paste into a drain reason."""
+    code = (
+        "import sys; sys.modules['typer'] = None; sys.argv = ['topodoctor', 'check']\n"
+        "from topodoctor import cli\ncli.run()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    assert (
+        out.returncode == 3
+        and out.stderr == "topodoctor: error: typer is not installed (pip install topodoctor installs it)\n"
+    )

@@ -37,6 +37,10 @@ def run() -> None:
         _answer(f"topodoctor {__version__}\n")
     if argv in ([], ["--help"], ["-h"]):
         _answer(TOP_LEVEL_HELP)
-    from topodoctor.cli.commands import run as run_command
-
+    try:
+        from topodoctor.cli.commands import run as run_command
+    except ModuleNotFoundError as exc:  # an install without its dependencies: the install's fault, said once
+        name = exc.name or "a dependency"
+        sys.stderr.write(f"topodoctor: error: {name} is not installed (pip install topodoctor installs it)\n")
+        os._exit(3)
     run_command()

@@ -29,7 +29,7 @@ from ctypes import c_float, c_int, c_uint64, c_void_p  # noqa: E402
 from typing import Any  # noqa: E402
 
 from topodoctor.measure.copies.cuda_driver import Driver  # noqa: E402
-from topodoctor.measure.copies.protocol import Answer, Clock, see_only, serve  # noqa: E402
+from topodoctor.measure.copies.protocol import Answer, Clock, see_only, serve_timer  # noqa: E402
 
 T_IMPORTS = time.monotonic()
 
@@ -360,21 +360,7 @@ def _error(exc: BaseException) -> str:
 
 def main() -> None:
     """The child's entry point: serve the copy tasks on stdin."""
-    state: list[Timer] = []
-
-    def hello(task: Answer) -> Answer:
-        state.append(Timer())
-        return state[-1].hello(task)
-
-    serve(
-        hello,
-        {
-            "p2p": lambda t: state[-1].p2p(t),
-            "latency": lambda t: state[-1].latency(t),
-            "host": lambda t: state[-1].host(t),
-        },
-        _error,
-    )
+    serve_timer(Timer, ("p2p", "latency", "host"), _error)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 Answer = dict[str, Any]
@@ -69,3 +69,18 @@ def see_only(task: Answer) -> None:
         os.environ.pop("CUDA_VISIBLE_DEVICES", None)
     else:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
+
+
+def serve_timer(make: Callable[[], Any], ops: Sequence[str], on_error: Callable[[BaseException], str]) -> None:
+    """``serve`` for a timer object: made at the hello (which it answers), each op in ``ops``
+    answered by the timer's method of the same name."""
+    state: list[Any] = []
+
+    def hello(task: Answer) -> Answer:
+        state.append(make())
+        return state[-1].hello(task)  # type: ignore[no-any-return]
+
+    def method(name: str) -> Op:
+        return lambda task: getattr(state[-1], name)(task)
+
+    serve(hello, {name: method(name) for name in ops}, on_error)

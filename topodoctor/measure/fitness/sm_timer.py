@@ -18,7 +18,7 @@ from typing import Any
 
 from topodoctor.measure.copies import cuda_timer
 from topodoctor.measure.copies.cuda_timer import Gpu, Timer
-from topodoctor.measure.copies.protocol import Answer, Clock, serve
+from topodoctor.measure.copies.protocol import Answer, Clock, serve_timer
 from topodoctor.measure.fitness import ptx
 
 ATTR_SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
@@ -259,22 +259,7 @@ class FitnessTimer(Timer):
 
 def main() -> None:
     """The child's entry point: serve the fitness tasks on stdin."""
-    state: list[FitnessTimer] = []
-
-    def hello(task: Answer) -> Answer:
-        state.append(FitnessTimer())
-        return state[-1].hello(task)
-
-    serve(
-        hello,
-        {
-            "hbm": lambda t: state[-1].hbm(t),
-            "sm_copy": lambda t: state[-1].sm_copy(t),
-            "chase": lambda t: state[-1].chase(t),
-            "host": lambda t: state[-1].host(t),
-        },
-        cuda_timer._error,
-    )
+    serve_timer(FitnessTimer, ("hbm", "sm_copy", "chase", "host"), cuda_timer._error)
 
 
 if __name__ == "__main__":

@@ -233,11 +233,11 @@ def test_rules_import_neither_networkx_nor_the_probe() -> None:
 def test_check_forks_the_probe_before_loading_the_rules() -> None:
     # A short budget is kept only if the parent's own work overlaps the probe, not precedes it.
     code = (
-        "import sys; from topodoctor.service import check as doctor; real = doctor.run_with_budget; seen = []\n"
+        "import sys; from topodoctor.service import check as doctor, probing; real = probing.fork_work; seen = []\n"
         "def spy(*a, **k):\n"
         "    seen.append(sorted(m for m in sys.modules if m.startswith('topodoctor.rules')))\n"
         "    return real(*a, **k)\n"
-        "doctor.run_with_budget = spy\n"
+        "probing.fork_work = spy\n"
         "out = doctor.check(doctor.CheckOptions(doctor.Source('h200-x4'), timeout_s=20, select=('TD7',)))\n"
         "assert seen == [[]] and out.exit_code == 0, seen"
     )

@@ -381,7 +381,9 @@ def test_every_writer_is_listed() -> None:
 
     writers, unplaced = set(), set()
     group = typer.main.get_command(app)
-    for name, command in group.commands.items():  # type: ignore[attr-defined]
+    ctx = group.context_class(group)
+    for name in group.list_commands(ctx):  # type: ignore[attr-defined]
+        command = group.get_command(ctx, name)  # type: ignore[attr-defined]
         for param in command.params:
             flag = min((o for o in param.opts if o.startswith("--")), key=len, default=param.name or "")
             if set(param.opts) & WRITER_OPTIONS:

@@ -188,6 +188,17 @@ def test_hung_gpu_spins_in_its_collective(capsys: pytest.CaptureFixture[str]) ->
     assert doc["gpus"][0]["state"] == "spinning"
 
 
+@pytest.mark.parametrize(("flags", "code"), [([], 0), (["--strict"], 1), (["--fail-level", "warning"], 1)])
+def test_the_fail_level_decides_whether_a_warning_fails(
+    flags: list[str], code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--fail-level and --strict mean in `job` what they mean in every command."""
+    hang = str(JOB / "activity" / "hang.json")
+    assert main(["job", "--replay-live", hang, "-f", "line", *flags]) == code
+    line = capsys.readouterr().out
+    assert line.startswith("topodoctor JOB FAIL gpus-spinning: " if code else "topodoctor JOB OK: gpus-spinning: ")
+
+
 def test_idle_gpu_after_the_job_is_no_finding(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _job(["--replay-live", str(JOB / "activity" / "idle.json")], capsys)
     assert (code, doc["findings"], doc["gpus"][0]["state"]) == (0, [], "idle")

@@ -6,6 +6,8 @@ typer and the commands load: a cluster's tooling calls them often, and they need
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import sys
 
@@ -37,10 +39,53 @@ def run() -> None:
         _answer(f"topodoctor {__version__}\n")
     if argv in ([], ["--help"], ["-h"]):
         _answer(TOP_LEVEL_HELP)
+    from topodoctor.core import signals
+    from topodoctor.core.budget import mark_command_start
+    from topodoctor.core.errors import Terminated
+    from topodoctor.core.stdio import prepare_stdio
+    from topodoctor.service.probing import start_early
+
+    mark_command_start()
+    prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
+    signals.install()  # from here on a signal unwinds, the start-up's imports included
+    start_early(argv)
     try:
         from topodoctor.cli.commands import run as run_command
-    except ModuleNotFoundError as exc:  # an install without its dependencies: the install's fault, said once
-        name = exc.name or "a dependency"
-        sys.stderr.write(f"topodoctor: error: {name} is not installed (pip install topodoctor installs it)\n")
+
+        run_command()
+    except BaseException as exc:
+        stop = signals.received() or (exc if isinstance(exc, Terminated) else None)
+        if stop is not None or isinstance(exc, KeyboardInterrupt):
+            _stopped(str(stop or "SIGINT"), stop.exit_code if stop else 130, argv)
+        if not isinstance(exc, ModuleNotFoundError):
+            raise
+        # An install without its dependencies: the install's fault, said once.
+        sys.stderr.write(
+            f"topodoctor: error: {exc.name or 'a dependency'} is not installed (pip install topodoctor installs it)\n"
+        )
         os._exit(3)
-    run_command()
+
+
+def wants_line(argv: list[str]) -> bool:
+    """Whether ``argv`` asks for the one-line format (``check`` or ``job``): then every outcome,
+    a usage error or a signal during start-up included, is that line on stdout."""
+    if not argv or argv[0] not in ("check", "job"):
+        return False
+    return any(w in ("-fline", "--format=line") for w in argv) or any(
+        a in ("-f", "--format") and b == "line" for a, b in itertools.pairwise(argv)
+    )
+
+
+def _stopped(name: str, code: int, argv: list[str]) -> None:
+    """End a command a signal stopped outside its own handling: the early probe killed, one line
+    (on stdout in the one-line format, as every outcome there), exit 128 + the signal."""
+    from topodoctor.core import signals
+    from topodoctor.service.probing import drop_early
+
+    signals.ignore()  # a second signal must not interrupt the ending
+    drop_early()
+    line = wants_line(argv)
+    text = f"topodoctor UNKNOWN: terminated by {name}" if line else f"topodoctor: error: terminated by {name}"
+    with contextlib.suppress(OSError):
+        os.write(1 if line else 2, (text + "\n").encode())
+    os._exit(code)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from topodoctor.cli.io import EXITS, Outputs, emit_json, progress_bar, render
+from topodoctor.cli.io import EXITS, Outputs, console, emit_json, progress_bar, render
 from topodoctor.cli.options import (
     BwMode,
     FailLevel,
@@ -90,14 +90,14 @@ def bandwidth(
         if metrics is not None:
             outputs.write(lambda: write_textfile(metrics, text))
         if fmt is MeasureFormat.prometheus:
-            render(lambda c: sys.stdout.write(text))
+            render(lambda: sys.stdout.write(text))
     if fmt is MeasureFormat.json:
         from dataclasses import asdict
 
         doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
-        render(lambda c: emit_json(doc))
+        render(lambda: emit_json(doc))
     elif fmt is MeasureFormat.text:
-        render(lambda c: report.print_bandwidth(result, c, findings, matrix))
+        render(lambda: report.print_bandwidth(result, console(), findings, matrix))
     raise typer.Exit(outputs.exit_code(code))
 
 

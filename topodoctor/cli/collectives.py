@@ -271,14 +271,14 @@ def collectives(
         from topodoctor.cli.io import emit_json
 
         doc = collectives_json(res, findings)
-        render(lambda c: emit_json(doc))
+        render(lambda: emit_json(doc))
     elif fmt is MeasureFormat.text:
+        from topodoctor.core.text import printable
         from topodoctor.report.collectives_nodes import node_lines
-        from topodoctor.report.terminal import printable
 
         # a host or GPU name never acts on the terminal
         lines = [printable(line) for line in [*text_report(res, findings, snap), *node_lines(res)]]
-        render(lambda c: sys.stdout.write("".join(f"{line}\n" for line in lines)))
+        render(lambda: sys.stdout.write("".join(f"{line}\n" for line in lines)))
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
     raise typer.Exit(outputs.exit_code(out.exit_code))
@@ -292,9 +292,9 @@ def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: Mea
 
     preds = predict_busbw(where, within, ops, nodes)
     if fmt is MeasureFormat.json:
-        render(lambda c: emit_json(prediction_doc(preds)))
+        render(lambda: emit_json(prediction_doc(preds)))
     else:
-        render(lambda c: emit("\n".join(prediction_lines(preds))))
+        render(lambda: emit("\n".join(prediction_lines(preds))))
     raise typer.Exit(0)
 
 
@@ -318,9 +318,9 @@ def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: MeasureF
         doc["scaling"] = to_jsonable(out.scaling)
         lines += scaling_lines(out.scaling)
     if fmt is MeasureFormat.json:
-        render(lambda c: emit_json(doc))
+        render(lambda: emit_json(doc))
     else:
-        render(lambda c: emit("\n".join(lines)))
+        render(lambda: emit("\n".join(lines)))
     raise typer.Exit(out.exit_code)
 
 

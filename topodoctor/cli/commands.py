@@ -14,26 +14,27 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from topodoctor.cli import wants_line
 from topodoctor.cli.io import (
     EXITS,
     Outputs,
+    console,
     emit,
     emit_json,
     fail,
     install_signal_handlers,
-    prepare_stdio,
     render,
     say,
 )
 from topodoctor.cli.options import (
     CheckFormat,
+    CommandGroup,
     DrawOpt,
     FailLevel,
     FailLevelOpt,
     Format,
     FormatOpt,
     MetricsOpt,
-    OnceGroup,
     OutputOpt,
     PlainUsage,
     ReplayOpt,
@@ -56,6 +57,7 @@ from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
 from topodoctor.core.text import plural
 
 if TYPE_CHECKING:
+    from topodoctor.model.outcome import Outcome
     from topodoctor.service.check import Pass
 
 
@@ -72,7 +74,7 @@ LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a meas
 
 app = typer.Typer(
     name="topodoctor",
-    cls=OnceGroup,
+    cls=CommandGroup,
     help="GPU topology inspector and doctor: scan the topology, check its health, measure its links.",
     epilog=EXITS["all"],
     add_completion=False,
@@ -92,7 +94,7 @@ def _main(
     """GPU topology inspector and doctor."""
     from topodoctor.cli import io as cli_io
 
-    cli_io.line_mode = False  # per invocation: only `check --format line` turns it on, for itself
+    cli_io.line_mode = cli_io.line_asked  # per invocation; check and job set it again from their --format
 
 
 @app.command(epilog=EXITS["scan"])
@@ -127,9 +129,9 @@ def scan(
     from topodoctor.report import scan as report
 
     if fmt is Format.json:
-        render(lambda c: emit_json(report.scan_json(host.snapshot, host.origin, g)))
+        render(lambda: emit_json(report.scan_json(host.snapshot, host.origin, g)))
     else:
-        render(lambda c: report.print_scan(host.snapshot, host.origin, g, c))
+        render(lambda: report.print_scan(host.snapshot, host.origin, g, console()))
     raise typer.Exit(outputs.exit_code(0))
 
 
@@ -147,7 +149,7 @@ def record(
     from topodoctor.service.check import bundled_recordings
 
     if list_bundled:
-        render(lambda c: emit("\n".join(bundled_recordings())))
+        render(lambda: emit("\n".join(bundled_recordings())))
         return
     if output is None:
         raise InputError("record needs --output FILE (or --list)")
@@ -235,7 +237,7 @@ def check(
             from topodoctor.report import check as report
 
             doc = report.could_not_check_json(str(exc), exc.exit_code)
-            render(lambda c: emit_json(doc))
+            render(lambda: emit_json(doc))
         fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
         raise typer.Exit(outputs.exit_code(exc.exit_code)) from None
 
@@ -263,10 +265,10 @@ def check(
 
         outputs.write(lambda: write_textfile(metrics, metrics_text()))
     show = {
-        CheckFormat.json: lambda c: emit_json(report.check_json(outcome)),
-        CheckFormat.line: lambda c: emit(report.one_line(outcome) + outputs.in_line()),
-        CheckFormat.text: lambda c: report.print_check(outcome, c),
-        CheckFormat.prometheus: lambda c: sys.stdout.write(metrics_text()),
+        CheckFormat.json: lambda: emit_json(report.check_json(outcome)),
+        CheckFormat.line: lambda: emit(report.one_line(outcome) + outputs.in_line()),
+        CheckFormat.text: lambda: _print_check(outcome),
+        CheckFormat.prometheus: lambda: sys.stdout.write(metrics_text()),
     }
     if outcome.meta.expectations_unused is not None and fmt is not CheckFormat.line:  # the line says it itself
         fail(f"{outcome.meta.expectations_unused}; judged without it", outcome.exit_code)
@@ -285,9 +287,9 @@ def list_rules(
     from topodoctor.report.rules import rules_json, rules_text
 
     if markdown:
-        render(lambda c: sys.stdout.write(rules_markdown()))
+        render(lambda: sys.stdout.write(rules_markdown()))
     else:
-        render(lambda c: emit_json(rules_json()) if fmt is Format.json else emit(rules_text()))
+        render(lambda: emit_json(rules_json()) if fmt is Format.json else emit(rules_text()))
 
 
 @app.command(epilog=EXITS["explain"], cls=PlainUsage)
@@ -297,7 +299,7 @@ def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -
     from topodoctor.report.rule_docs import explain_markdown
 
     text = explain_markdown(code)
-    render(lambda c: sys.stdout.write(text))
+    render(lambda: sys.stdout.write(text))
 
 
 @app.command("expect", epilog=EXITS["expect"])
@@ -334,9 +336,15 @@ def write_expect(
     say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
 
 
-# commands kept in modules of their own
-for extra in ("bandwidth", "collectives", "fleet", "pictures", "nccl_log", "job"):
-    __import__(f"topodoctor.cli.{extra}", fromlist=["register"]).register(app)
+# The commands kept in modules of their own (bandwidth, collectives, fleet, nccl-topo, nccl-log, job)
+# load when named: CommandGroup.LAZY.
+
+
+def _print_check(outcome: Outcome) -> None:
+    """The check as text: the one format that loads rich."""
+    from topodoctor.report.check_text import print_check
+
+    print_check(outcome, console())
 
 
 def _passes(bandwidth: bool, collectives: bool, scope: str, level: str = "static") -> tuple[Pass, ...]:
@@ -360,24 +368,28 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; every outcome becomes an exit code and at most one error line."""
     from topodoctor.cli import io as cli_io
 
-    cli_io.line_mode = False  # set by check --format line
-    with install_signal_handlers():
-        return cli_io.run_app(app, argv, EXIT_USAGE)
+    # The one-line format from the first instruction: a usage error or a signal before the
+    # command's body runs is that line too.
+    cli_io.line_asked = cli_io.line_mode = wants_line(sys.argv[1:] if argv is None else argv)
+    try:
+        with install_signal_handlers():
+            return cli_io.run_app(app, argv, EXIT_USAGE)
+    finally:
+        cli_io.line_asked = False
 
 
 def run() -> None:
-    """Console entry point. Ends with os._exit once the output is flushed: tearing down the
-    interpreter (and a preload thread still importing) can cost tenths of a second, past the
-    budget a prolog gave us, and there is nothing left to clean up."""
+    """The commands, once the entry point (cli.run) has set up the streams and the early probe.
+    Ends with os._exit once the output is flushed: tearing down the interpreter can cost tenths
+    of a second, past the budget a prolog gave us, and there is nothing left to clean up."""
     import os
 
     from topodoctor.cli.io import flush_stdio
-    from topodoctor.core.budget import mark_command_start
+    from topodoctor.service.probing import drop_early
     from topodoctor.service.world import leave_world
 
-    mark_command_start()
-    prepare_stdio()
     code = main()
+    drop_early()
     lost = flush_stdio()  # the report is out before the world's ending can take this process down
     code = leave_world(code if lost is None else lost)  # in a launcher's world every rank leaves with the world's code
     flush_stdio()

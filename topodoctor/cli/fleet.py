@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topodoctor.cli.options import FailLevel, TimeoutOpt, budget
-from topodoctor.report.terminal import printable
+from topodoctor.core.text import printable
 
 if TYPE_CHECKING:
     from topodoctor.service.fleet import FleetReport
@@ -106,7 +106,7 @@ def fleet(
         from topodoctor.report.terminal import make_console
 
         if output is None:
-            render(lambda c: print_fleet(report, make_console()))
+            render(lambda: print_fleet(report, make_console()))
         else:
             buf = io.StringIO()
             print_fleet(report, make_console(buf, width=150))

@@ -14,14 +14,16 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
-from rich.console import Console
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_USAGE, OutputLost, Terminated, WriteError
-from topodoctor.report.terminal import make_console, printable, truncate, unknown_line
+from topodoctor.core.text import printable, truncate, unknown_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _USAGE = ("2", "usage or input error: bad option; missing, corrupt or inconsistent file")
 _CANNOT = ("3", "could not check: no driver or GPU, budget spent, or a topodoctor bug")
@@ -76,7 +78,7 @@ EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "job": (
         ("0", "nothing wrong found"),
-        ("1", "a culprit named: a rank, host or GPU (or a stall seen)"),
+        ("1", "a finding at the fail level: a culprit (rank, host, GPU), a stall"),
         ("2", "usage or input error: no readable dump, a corrupt map or RAS file"),
         ("3", "could not analyse: no RAS or NVML answer and nothing else; budget spent"),
         _SIGNAL,
@@ -110,6 +112,7 @@ def exit_codes_markdown() -> str:
 
 
 line_mode = False  # `check --format line`: every outcome is one line on stdout, nothing on stderr
+line_asked = False  # the command line asks for it (main() reads argv before anything is parsed)
 _MESSAGE_LIMIT = 400
 
 
@@ -153,11 +156,19 @@ def error_line(message: str) -> None:
         sys.stderr.flush()
 
 
-def render(draw: Callable[[Console], Any]) -> None:
-    """Draw on stdout; a reader that left (``| head -1``) changes nothing about the exit code,
-    and a stdout that refuses the text (a full disk) is exit 3 with one line on stderr."""
+def console() -> Console:
+    """A rich console on stdout for the text formats; loaded only by the commands that draw one
+    (a prolog's one line, JSON and metrics never load rich)."""
+    from topodoctor.report.terminal import make_console
+
+    return make_console()
+
+
+def render(draw: Callable[[], Any]) -> None:
+    """Write the output on stdout; a reader that left (``| head -1``) changes nothing about the exit
+    code, and a stdout that refuses the text (a full disk) is exit 3 with one line on stderr."""
     try:
-        draw(make_console())
+        draw()
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
@@ -240,30 +251,6 @@ def progress_bar() -> Callable[[int, int, str], None] | None:
     return progress
 
 
-def prepare_stdio() -> None:
-    """Make the standard streams safe to use whatever state the caller left them in.
-
-    A closed descriptor 0-2 is reopened on /dev/null (or the probe's pipe could land on
-    fd 1 and our output in the pipe); text that the locale cannot encode (``±`` on an ASCII
-    terminal, a lone surrogate) is written as backslash escapes instead of raising.
-    """
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            devnull = os.open(os.devnull, os.O_RDWR)
-            if devnull != fd:
-                os.dup2(devnull, fd)
-                os.close(devnull)
-    if sys.stdout is None:
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115  (lives as long as the process)
-    if sys.stderr is None:
-        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
-
-
 def flush_stdio() -> int | None:
     """Flush both streams; exit 3 when stdout refused what was left in its buffer (said on stderr)."""
     lost = None
@@ -287,16 +274,12 @@ def install_signal_handlers() -> Iterator[None]:
     out, and end it with one line ("terminated by SIGINT") and exit 128 + the signal."""
     import threading
 
+    from topodoctor.core import signals
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise Terminated(signum)
-
-    # A signal the caller ignores stays ignored (nohup's SIGHUP, SIGINT for a shell's background job).
-    wanted = [s for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT) if signal.getsignal(s) != signal.SIG_IGN]
-    previous = {sig: signal.signal(sig, stop) for sig in wanted}
+    previous = signals.install()
     try:
         yield
     finally:
@@ -332,7 +315,7 @@ def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
         if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):  # a path the user gave
             name = fileio.shown(exc.filename) if exc.filename else "a path"
             return _code(fail(f"cannot use {name}: {exc.strerror}", usage_code))
-        return _code(fail(internal_error(exc), EXIT_CANNOT_CHECK))
+        return _not_ours_or_bug(exc)
     except Exception as exc:
         name = type(exc).__name__
         if name == "Exit":
@@ -346,8 +329,19 @@ def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
             return _code(fail(f"{exc.format_message()}{hint}", int(exc.exit_code) or usage_code))
-        return _code(fail(internal_error(exc), EXIT_CANNOT_CHECK))
+        return _not_ours_or_bug(exc)
     return result if isinstance(result, int) else 0
+
+
+def _not_ours_or_bug(exc: BaseException) -> int:
+    """An unexpected exception: a signal's, wrapped by Python into another (a class being created
+    reports ``RuntimeError: Error calling __set_name__``), or a bug of ours (exit 3)."""
+    from topodoctor.core import signals
+
+    stop = signals.received()
+    if stop is not None:
+        return _code(fail(f"terminated by {stop}", stop.exit_code))
+    return _code(fail(internal_error(exc), EXIT_CANNOT_CHECK))
 
 
 def internal_error(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topodoctor.cli.options import TimeoutOpt
+from topodoctor.cli.options import FailLevel, FailLevelOpt, StrictOpt, TimeoutOpt
 
 if TYPE_CHECKING:
     from topodoctor.job.verdict import JobReport
@@ -76,6 +76,8 @@ def job(
     fmt: Annotated[
         JobFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or line.")
     ] = JobFormat.text,
+    fail_level: FailLevelOpt = FailLevel.error,
+    strict: StrictOpt = False,
     timeout: TimeoutOpt = 60.0,
 ) -> None:
     """Name the rank, node, GPU and collective of a hung or slow job, and the likely cause.
@@ -84,6 +86,7 @@ def job(
     JSON) or directories of them."""
     from topodoctor.cli import io as cli_io
     from topodoctor.cli.options import budget
+    from topodoctor.cli.options import fail_level as severity_to_fail
     from topodoctor.service.job import JobRequest, diagnose
 
     cli_io.line_mode = fmt is JobFormat.line
@@ -103,6 +106,7 @@ def job(
         host=host or (cli_io.hostname() if live else ""),
         last=last,
         late_ms=late_ms,
+        fail_level=severity_to_fail(fail_level, strict),
     )
     verdict, recording = diagnose(request, budget(timeout))
     outputs = cli_io.Outputs()
@@ -120,11 +124,11 @@ def _show(report: JobReport, fmt: JobFormat) -> None:
     from topodoctor.report import job as out
 
     if fmt is JobFormat.json:
-        render(lambda c: emit_json(out.job_json(report)))
+        render(lambda: emit_json(out.job_json(report)))
     elif fmt is JobFormat.line:
-        render(lambda c: emit(out.one_line(report)))
+        render(lambda: emit(out.one_line(report)))
     else:
-        render(lambda c: emit("\n".join(out.text_lines(report))))
+        render(lambda: emit("\n".join(out.text_lines(report))))
 
 
 def register(app: typer.Typer) -> None:

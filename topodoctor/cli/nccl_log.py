@@ -37,8 +37,8 @@ def nccl_log(
     adds its *.log, *.txt, *.out and *.err files."""
     from topodoctor.cli import io as cli_io
     from topodoctor.cli.options import budget
+    from topodoctor.core.text import printable
     from topodoctor.report.nccl_log import finding_doc, summary, text
-    from topodoctor.report.terminal import printable
     from topodoctor.service.nccl_logs import explain_logs
 
     files, findings = explain_logs(paths, budget(timeout))

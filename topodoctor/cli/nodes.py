@@ -22,4 +22,4 @@ def emit_metrics(res: Any, findings: list[Any], path: Path | None, outputs: Outp
     if path is not None:
         outputs.write(lambda: write_textfile(path, text))
     if stdout:
-        render(lambda c: sys.stdout.write(text))
+        render(lambda: sys.stdout.write(text))

@@ -206,7 +206,7 @@ def version_callback(value: bool) -> None:
         from topodoctor import __version__
         from topodoctor.cli.io import emit, render
 
-        render(lambda c: emit(f"topodoctor {__version__}"))
+        render(lambda: emit(f"topodoctor {__version__}"))
         raise typer.Exit(0)
 
 
@@ -246,9 +246,37 @@ def grouped(groups: dict[str, tuple[str, ...]]) -> type[GroupedOptions]:
     return type("Grouped", (GroupedOptions,), {"OPTION_GROUPS": groups})
 
 
-class OnceGroup(TyperGroup):
-    """Commands whose single-valued options may be given once: click keeps the last of
-    ``--replay a --replay b`` and says nothing, so a check would judge the other recording."""
+class CommandGroup(TyperGroup):
+    """topodoctor's commands: the ones kept in modules of their own load only when named, and a
+    single-valued option may be given once.
+
+    Loading on demand is click's lazy-group pattern: a prolog's ``check`` builds neither the
+    collectives' 27 options nor their modules. Click keeps the last of ``--replay a --replay b``
+    and says nothing, so a check would judge the other recording: that is refused."""
+
+    LAZY: ClassVar[dict[str, str]] = {
+        "bandwidth": "bandwidth",
+        "collectives": "collectives",
+        "fleet": "fleet",
+        "nccl-topo": "pictures",
+        "nccl-log": "nccl_log",
+        "job": "job",
+    }
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command's name, the ones not loaded yet included (help, suggestions, completion)."""
+        return [*self.commands, *(name for name in self.LAZY if name not in self.commands)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, its module imported and registered the first time it is asked for."""
+        if cmd_name not in self.commands and cmd_name in self.LAZY:
+            import importlib
+
+            module = importlib.import_module(f"topodoctor.cli.{self.LAZY[cmd_name]}")
+            one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+            module.register(one)
+            self.add_command(typer.main.get_command(one), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
         """The command click resolves, after refusing any single-valued option given twice."""
@@ -274,6 +302,7 @@ def _refuse_repeats(ctx: Any, cmd: Any, args: list[str]) -> None:
         if takes_value and not attached:
             next(tokens, None)  # its value, whatever it looks like
         if takes_value and not param.multiple:
-            seen[param.name] = seen.get(param.name, 0) + 1
-            if seen[param.name] > 1:
+            key = param.name or flag
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > 1:
                 raise typer.BadParameter("given more than once; give it once", ctx=ctx, param=param)

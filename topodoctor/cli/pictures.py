@@ -113,9 +113,8 @@ def register(app: typer.Typer) -> None:
         from topodoctor.cli.io import render
         from topodoctor.core.errors import InputError
         from topodoctor.core.fileio import read_text, write_atomic
-        from topodoctor.core.text import plural
+        from topodoctor.core.text import plural, printable
         from topodoctor.report.nccl_topo import nccl_topology_xml
-        from topodoctor.report.terminal import printable
 
         if (output is None) == (lint is None):
             raise InputError("nccl-topo needs either --output FILE (write) or --lint FILE (check)")
@@ -127,7 +126,7 @@ def register(app: typer.Typer) -> None:
         if text_in is not None:
             problems = doctor.lint_nccl_topo(host, text_in)
             lines = "".join(printable(f"{p.severity} {p.check}: {p.message}") + "\n" for p in problems)
-            render(lambda c: sys.stdout.write(lines))
+            render(lambda: sys.stdout.write(lines))
             errors = sum(1 for p in problems if p.severity == "error")
             counts = f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}"
             typer.echo(printable(f"{lint}: {counts}"), err=True)

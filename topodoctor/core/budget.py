@@ -173,30 +173,29 @@ def _become_group_leader_child(parent: int, quiet: bool) -> None:
     os.close(devnull)
 
 
-def run_with_budget(
-    work: Callable[[float], dict[str, Any]],
-    budget: Budget | float,
-    meanwhile: Callable[[], None] | None = None,
-    quiet: bool = True,
-) -> dict[str, Any]:
-    """Run ``work(deadline)`` in a child; its JSON-able answer, or BudgetExceeded.
+@dataclass(frozen=True)
+class Child:
+    """A forked child doing budgeted work: its pid (and process group) and the read end of the
+    pipe its JSON answer comes through."""
 
-    ``meanwhile`` runs in the parent right after the fork (never before: forking a process
-    that has threads is unsafe), e.g. to start imports the parent will need next.
-    A TopodoctorError raised in the child is raised again here with its message and kind.
+    pid: int
+    answers: int
+
+
+def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: bool = True) -> Child:
+    """Fork a child that runs ``work(deadline)`` and sends its JSON-able answer (or its error)
+    through a pipe; ``await_child`` collects it, ``cancel`` kills it.
+
     ``quiet`` sends the child's stdout and stderr to /dev/null.
     """
-    if not isinstance(budget, Budget):
-        budget = Budget.start(budget)
-    deadline = budget.deadline
     parent = os.getpid()
     for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
         with contextlib.suppress(Exception):
             stream.flush()
     read_fd, write_fd = os.pipe()
     # No signal handler (the budget's alarm, SIGTERM) may run inside fork() and its at-fork
-    # hooks, or between the fork and the child's set-up: they are held until the parent is
-    # ready to kill the child, and the child drops them for its own defaults.
+    # hooks, or between the fork and the child's set-up: they are held until the parent knows
+    # the child and can kill it, and the child drops them for its own defaults.
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     pid = os.fork()
     if pid == 0:  # child
@@ -220,28 +219,49 @@ def run_with_budget(
     os.close(write_fd)
     with contextlib.suppress(OSError):
         os.setpgid(pid, pid)  # also here: no window where a kill of the group misses the child
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held signal is raised here, the child known
+    except BaseException:
+        cancel(Child(pid, read_fd))
+        raise
+    return Child(pid, read_fd)
+
+
+def cancel(child: Child) -> None:
+    """Kill a child whose answer is no longer wanted, and its process group."""
+    with contextlib.suppress(OSError):
+        os.close(child.answers)
+    kill_group(child.pid)
+
+
+def await_child(child: Child, budget: Budget, meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+    """The child's answer by the budget's deadline, or BudgetExceeded (the child killed).
+
+    ``meanwhile`` is the parent's own work, done before waiting. A TopodoctorError raised in
+    the child is raised again here with its message and kind.
+    """
+    deadline = budget.deadline
     chunks: list[bytes] = []
     try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held signal is raised here, child known
         if meanwhile is not None:
             meanwhile()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise budget.exceeded(" (killed)")
-            ready, _, _ = select.select([read_fd], [], [], left)
+            ready, _, _ = select.select([child.answers], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(read_fd, 1 << 16)
+            chunk = os.read(child.answers, 1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)
     except BaseException:
-        kill_group(pid)
+        kill_group(child.pid)
         raise
     finally:
-        os.close(read_fd)
-    _reap_by(pid, deadline)
+        os.close(child.answers)
+    _reap_by(child.pid, deadline)
     if not chunks:
         raise BudgetExceeded("could not check: the check process died without an answer")
     try:
@@ -254,6 +274,23 @@ def run_with_budget(
         raise err
     result: dict[str, Any] = answer["ok"]
     return result
+
+
+def run_with_budget(
+    work: Callable[[float], dict[str, Any]],
+    budget: Budget | float,
+    meanwhile: Callable[[], None] | None = None,
+    quiet: bool = True,
+) -> dict[str, Any]:
+    """Run ``work(deadline)`` in a child; its JSON-able answer, or BudgetExceeded.
+
+    ``meanwhile`` runs in the parent right after the fork (never before: forking a process
+    that has threads is unsafe), e.g. to start imports the parent will need next.
+    ``quiet`` sends the child's stdout and stderr to /dev/null.
+    """
+    if not isinstance(budget, Budget):
+        budget = Budget.start(budget)
+    return await_child(fork_work(work, budget.deadline, quiet), budget, meanwhile)
 
 
 def kill_group(pid: int) -> None:

@@ -23,13 +23,13 @@ Only the slow side is judged: a fast figure is not a fault.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
+from topodoctor.core.stats import median
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 
 FLEET_SCHEMA_VERSION = 1
@@ -193,8 +193,8 @@ def robust_outliers(
     values: dict[str, float], settings: Settings
 ) -> tuple[float, dict[str, tuple[float, float | None]]]:
     """The median of ``values`` and, for each slow outlier, (ratio to the median, robust z)."""
-    med = statistics.median(values.values())
-    mad = statistics.median(abs(v - med) for v in values.values())
+    med = median(values.values())
+    mad = median(abs(v - med) for v in values.values())
     out: dict[str, tuple[float, float | None]] = {}
     if med <= 0:
         return med, out

@@ -16,11 +16,11 @@ least half of the collectives and its median lateness is above the threshold.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from topodoctor.core.stats import median
 from topodoctor.job.analysis import Finding, GroupState, label
 from topodoctor.job.dumps import Entry, RankDump
 
@@ -96,15 +96,13 @@ def lateness(state: GroupState, dumps: Sequence[RankDump], last: int = 200, late
         last_rank = max(late, key=lambda r: late[r])
         if late[last_rank] >= late_ms:
             latest[last_rank] += 1
-    table = tuple(
-        RankLateness(r, latest[r], round(statistics.median(v), 3), round(_p90(v), 3)) for r, v in per_rank.items()
-    )
+    table = tuple(RankLateness(r, latest[r], round(median(v), 3), round(_p90(v), 3)) for r, v in per_rank.items())
     worst = max(table, key=lambda x: (x.latest, x.median_ms))
     gl = label(state.name, state.desc)
     finding = None
     if worst.latest * 2 >= len(rows) and worst.median_ms >= late_ms:
         others = [x.median_ms for x in table if x.rank != worst.rank]
-        lead = worst.median_ms - (statistics.median(others) if others else 0.0)
+        lead = worst.median_ms - (median(others) if others else 0.0)
         finding = Finding(
             "straggler",
             "error",

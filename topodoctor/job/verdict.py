@@ -2,7 +2,8 @@
 
 The flight recorders say which rank and which collective; the rank map says where it ran;
 NCCL's RAS and a live node's GPUs add their own account; the nodes' topodoctor results say why.
-Exit codes: 0 nothing wrong found, 1 a culprit named (or a stall seen), 3 nothing to judge.
+Exit codes: 0 nothing wrong found, 1 a finding at or above the fail level (a culprit named, a stall
+seen: errors by default), 3 nothing to judge.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from topodoctor.job.placement import Place
 from topodoctor.job.ras import RasReport
 from topodoctor.job.stragglers import Lateness, lateness
 from topodoctor.model.activity import ActivitySample
+from topodoctor.model.findings import Severity, failing
 
 # The order in which findings explain a stall: a program bug first (it causes the rest), then
 # the rank its peers wait for, then what others saw of it.
@@ -56,6 +58,7 @@ class JobInput:
     last: int = 200
     late_ms: float = 5.0
     notes: tuple[str, ...] = ()  # unreadable files, a RAS service that did not answer
+    fail_level: Severity = "error"  # the lowest severity that makes the verdict exit 1
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,11 @@ class JobReport:
     ranks: tuple[int, ...]  # ranks with a dump
     notes: tuple[str, ...]
     exit_code: int
+    fail_level: Severity = "error"
 
     def culprits(self) -> tuple[Finding, ...]:
-        """Findings that name where to look (a rank or a host)."""
-        return tuple(f for f in self.findings if f.severity == "error")
+        """Findings that fail the verdict (errors, or from ``fail_level``): where to look."""
+        return failing(self.findings, self.fail_level)
 
 
 def _ras_findings(ras: RasReport, world: int | None) -> list[Finding]:
@@ -139,7 +143,7 @@ def judge_job(job: JobInput) -> JobReport:
             for host in hosts_of(f, job.places):
                 health.setdefault(host, host_health(host, job.nodes))
     judged = bool(job.dumps) or job.ras is not None or job.activity is not None
-    if any(f.severity == "error" for f in findings):
+    if failing(findings, job.fail_level):
         code = EXIT_UNHEALTHY
     elif judged:
         code = EXIT_OK
@@ -156,6 +160,7 @@ def judge_job(job: JobInput) -> JobReport:
         tuple(sorted(d.rank for d in job.dumps)),
         job.notes,
         code,
+        job.fail_level,
     )
 
 

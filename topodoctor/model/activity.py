@@ -3,8 +3,9 @@ hungry it was and who ran on it, as plain data the job doctor judges."""
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
+
+from topodoctor.core.stats import median
 
 
 @dataclass(frozen=True)
@@ -23,12 +24,12 @@ class GpuActivity:
     @property
     def median_util(self) -> float | None:
         """Median utilisation over the samples; None without any."""
-        return statistics.median(self.util) if self.util else None
+        return median(self.util) if self.util else None
 
     @property
     def median_power_w(self) -> float | None:
         """Median power over the samples; None without any."""
-        return statistics.median(self.power_w) if self.power_w else None
+        return median(self.power_w) if self.power_w else None
 
 
 @dataclass(frozen=True)

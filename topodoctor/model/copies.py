@@ -6,12 +6,12 @@ The runner measures and never judges; verdicts come from the rules.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from topodoctor.core import codec
+from topodoctor.core.stats import median
 from topodoctor.model.snapshot import HostSnapshot
 
 BANDWIDTH_SCHEMA_VERSION = 1
@@ -37,7 +37,7 @@ class Stats:
     @staticmethod
     def of(samples: list[float]) -> Stats:
         """The median, minimum and maximum of a list of samples (kept, rounded, for the record)."""
-        return Stats(statistics.median(samples), min(samples), max(samples), tuple(round(s, 4) for s in samples))
+        return Stats(median(samples), min(samples), max(samples), tuple(round(s, 4) for s in samples))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 Severity = Literal["info", "warning", "error", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2, "critical": 3}
@@ -23,6 +23,18 @@ class Finding:
     evidence: dict[str, Any]
 
 
-def failing(findings: Sequence[Finding], fail_level: str) -> tuple[Finding, ...]:
-    """The findings at or above the fail level: the ones that make a check unhealthy."""
+class Judged(Protocol):
+    """Anything with a severity: a rule's finding, a job's, an NCCL log's."""
+
+    @property
+    def severity(self) -> Severity:
+        """How bad: info, warning, error or critical."""
+        ...
+
+
+J = TypeVar("J", bound=Judged)
+
+
+def failing(findings: Sequence[J], fail_level: str) -> tuple[J, ...]:
+    """The findings at or above the fail level: the ones that make a command exit 1."""
     return tuple(f for f in findings if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_level])

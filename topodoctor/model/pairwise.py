@@ -25,10 +25,11 @@ exposes.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+from topodoctor.core.stats import median_high
 
 Verdict = Literal["healthy", "slow", "hung", "failed", "failed_to_join", "undetermined"]
 PairStatus = Literal["ok", "hung", "failed"]
@@ -136,7 +137,7 @@ class PairwiseFinder:
             return self.expected_gbps
         # Round one only: every node once, an unbiased sample; later rounds are mostly suspects.
         done = [o.busbw_gbps for i, o in self.outcomes if i == 1 and o.status == "ok" and o.busbw_gbps is not None]
-        return statistics.median_high(done) if done else None
+        return median_high(done) if done else None
 
     def _good(self) -> list[str]:
         return [n for n in self.joined if self._state(n) == "healthy"]

@@ -10,10 +10,10 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
-from topodoctor.core.text import plural
+from topodoctor.core.text import plural, printable
 from topodoctor.model.copies import BandwidthResult, Measurement, Mode
 from topodoctor.model.findings import Finding
-from topodoctor.report.terminal import literal, printable
+from topodoctor.report.terminal import literal
 
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow"}
 

@@ -1,4 +1,5 @@
-"""`topodoctor check` output: text for people, JSON for machines, one line for a drain reason."""
+"""`topodoctor check` output for machines: JSON, and one line for a drain reason (the text for
+people is report/check_text.py). Nothing here loads a terminal library: a prolog's check prints one line."""
 
 from __future__ import annotations
 
@@ -7,20 +8,13 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
-
-from topodoctor.core.text import plural
+from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
 from topodoctor.model.outcome import Outcome
-from topodoctor.report.terminal import LINE_LIMIT, literal, printable, truncate
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.model.findings import Finding
 
 CHECK_SCHEMA_VERSION = 1
-_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 
 
 def counts(findings: Sequence[Finding]) -> str:
@@ -32,7 +26,8 @@ def counts(findings: Sequence[Finding]) -> str:
     return ", ".join(parts) or "no findings"
 
 
-def _incomplete(outcome: Outcome) -> str:
+def incomplete_tail(outcome: Outcome) -> str:
+    """``; 2 checks incomplete`` when rules could not read their input, else nothing."""
     n = len(outcome.incomplete)
     return f"; {plural(n, 'check')} incomplete" if n else ""
 
@@ -53,9 +48,9 @@ def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
     meta = outcome.meta
     if not outcome.failing and outcome.not_measured:
         judged = f"{_judged(outcome)}, {counts(outcome.findings)}"
-        line = f"topodoctor UNKNOWN: {'; '.join(outcome.not_measured)} ({judged}{_incomplete(outcome)})"
+        line = f"topodoctor UNKNOWN: {'; '.join(outcome.not_measured)} ({judged}{incomplete_tail(outcome)})"
         return truncate(printable(line), limit)
-    tail = _incomplete(outcome)
+    tail = incomplete_tail(outcome)
     if meta.scope_kind == "job" and outcome.failing:
         tail += f"; judged the {_judged(outcome)}"
     if meta.expectations_unused is not None and outcome.failing:
@@ -74,46 +69,6 @@ def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
     if room < 20:  # a subject or tail so long the message has no room: shorten the whole line
         return truncate(printable(f"{head}{first.message}{tail}"), limit)
     return head + truncate(printable(first.message), room) + printable(tail)
-
-
-def print_check(outcome: Outcome, console: Console) -> None:
-    """The check as text: what was judged, the findings and their fixes, the fitness figures where
-    measured, and the verdict line."""
-    meta = outcome.meta
-    measured = f", measured: {', '.join(meta.measured)}" if meta.measured else ""
-    console.print(
-        literal(f"topodoctor check: {meta.origin}, {plural(meta.gpus, 'GPU')}, {meta.elapsed_s:.2f} s{measured}")
-    )
-    if meta.scope:
-        others = meta.findings_outside_scope
-        about = f"; {plural(others, 'finding')} about other GPUs not shown" if others else ""
-        console.print(literal(f"scope: {meta.scope}{about}"))
-    if outcome.findings:
-        t = Table()
-        t.add_column("code", no_wrap=True)
-        t.add_column("severity", no_wrap=True)
-        t.add_column("subject", no_wrap=True)  # bus ids and link names are never cut
-        t.add_column("finding", ratio=1, overflow="fold")
-        for f in outcome.findings:
-            t.add_row(f.code, literal(f.severity, _STYLE[f.severity]), literal(f.subject), literal(f.message))
-        console.print(t)
-        seen = set()
-        for f in outcome.findings:
-            if f.code not in seen:
-                seen.add(f.code)
-                # Wrapped at word boundaries, continuation lines indented under the hint.
-                console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2), expand=False))
-    if outcome.fitness is not None:
-        from topodoctor.report.fitness import print_fitness
-
-        print_fitness(outcome.fitness, console)
-    style = "bold red" if outcome.failing else "yellow" if outcome.not_measured else "green"
-    summary = Text(outcome.verdict.upper(), style=style)
-    missed = "".join(f"; {why}" for why in outcome.not_measured)
-    summary.append(
-        printable(f": {counts(outcome.findings)}{_incomplete(outcome)}{missed} (fail level: {outcome.fail_level})")
-    )
-    console.print(summary)
 
 
 def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:

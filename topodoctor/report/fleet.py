@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from topodoctor.core.text import plural
+from topodoctor.core.text import plural, printable
 from topodoctor.fleet.rollup import FLEET_SCHEMA_VERSION, FleetReport
-from topodoctor.report.terminal import literal, printable
+from topodoctor.report.terminal import literal
 
 _STYLE = {"healthy": "green", "slow": "yellow", "unhealthy": "bold red", "unknown": "magenta"}
 REASON_LIMIT = 200  # Slurm keeps the reason whole, but a screen of `sinfo -R` does not

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.text import printable, truncate
 from topodoctor.job.analysis import Finding, GroupState
 from topodoctor.job.verdict import JobReport, hosts_of, where
-from topodoctor.report.terminal import printable, truncate
 
 JOB_SCHEMA_VERSION = 1
 LINE_LIMIT = 400
@@ -36,7 +36,8 @@ def one_line(report: JobReport) -> str:
         more = f" (+{len(culprits) - 1 - len(same)} more)" if len(culprits) - 1 > len(same) else ""
         if any(g.kind.startswith("ras-") for g in same):
             more += "; NCCL RAS agrees"
-        text = f"topodoctor JOB FAIL {f.kind} {where(f, report.places)}: {f.message}{more}" + (
+        place = where(f, report.places)
+        text = f"topodoctor JOB FAIL {f.kind}{' ' + place if place else ''}: {f.message}{more}" + (
             f"; {why}" if why else ""
         )
     elif report.exit_code == 0:

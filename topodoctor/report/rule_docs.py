@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from topodoctor.core.errors import InputError
-from topodoctor.report.terminal import printable
+from topodoctor.core.text import printable
 from topodoctor.rules.registry import FAMILIES, HOW, REGISTRY, WHY, Rule
 
 

@@ -10,8 +10,9 @@ from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.probed import ProbeError, Unsupported, show
+from topodoctor.core.text import printable
 from topodoctor.model.snapshot import Gpu, HostSnapshot, nvlink_generation
-from topodoctor.report.terminal import literal, printable
+from topodoctor.report.terminal import literal
 from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
 from topodoctor.topology.hostgraph import HostGraph
 from topodoctor.topology.topo_matrix import build_matrix, render

@@ -15,46 +15,9 @@ from typing import IO
 from rich.console import Console
 from rich.text import Text
 
-# C0 controls, DEL and C1 controls: ESC starts ANSI sequences, CR and BS overwrite what was
-# shown, NEL and LF would split a one-line drain reason. Tab stays: the connection matrix is
-# tab-separated, as nvidia-smi prints it.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)) if c != 0x09}
-_CONTROLS[ord("\n")] = "\\n"
-_CONTROLS[ord("\r")] = "\\r"
+from topodoctor.core.text import printable
+
 DEFAULT_PIPE_WIDTH = 150  # a pipe has no width; wide enough that tables stay tables
-
-
-def printable(value: object) -> str:
-    """``value`` as one line of text a terminal shows literally.
-
-    Controls become ``\\xNN`` escapes; a lone surrogate (undecodable bytes smuggled through a
-    file name or a recording) becomes ``\\udcNN``; everything else is kept.
-    """
-    text = value if isinstance(value, str) else str(value)
-    text = text.translate(_CONTROLS)
-    if text.isascii():
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-LINE_LIMIT = 200  # Slurm keeps a drain reason short; the rest is in the JSON
-
-
-def truncate(line: str, limit: int = LINE_LIMIT) -> str:
-    """``line`` within ``limit`` characters, shortened at a word boundary with "...": a reason
-    read by people loses its last words, never half of one."""
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 2]  # one more than fits, so a word ending exactly at the limit stays whole
-    space = cut.rfind(" ")
-    # A single word longer than half the room (a path, a long bus id list) is cut where it must be.
-    cut = cut[:space] if space > limit // 2 else cut[: limit - 3]
-    return cut.rstrip(" ,;:") + "..."
-
-
-def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:
-    """The one line of `check --format line` when the host could not be judged."""
-    return truncate(printable(f"topodoctor UNKNOWN: {reason}"), limit)
 
 
 def literal(value: object, style: str = "") -> Text:

@@ -4,9 +4,9 @@ bandwidth --from)."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterator
 
+from topodoctor.core.stats import median
 from topodoctor.core.text import plural
 from topodoctor.model.copies import Measurement
 from topodoctor.rules.context import Context
@@ -57,7 +57,7 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
         if e is None:
             continue
         peers = by_class[(m.mode, e.cls)]
-        med = statistics.median(peers) if len(peers) >= 3 else None
+        med = median(peers) if len(peers) >= 3 else None
         v = m.value.median
         nominal = e.nominal_gbps
         slow_peer = med is not None and v < SLOW_VS_PEERS * med

@@ -3,10 +3,10 @@ slower than the others, a GPU that was busy when the run started."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.core.stats import median
 from topodoctor.core.text import plural
 from topodoctor.rules.collectives import (
     SLOW_RANK,
@@ -133,7 +133,7 @@ def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
             if len(times) < 2:
                 continue
             for r, mine in enumerate(times):
-                others = statistics.median(times[:r] + times[r + 1 :])
+                others = median(times[:r] + times[r + 1 :])
                 ratio = mine / others if others > 0 else 0.0
                 key = (row.op, r)
                 if ratio > SLOW_RANK:  # rows come smallest first: the largest size that lags is kept

@@ -10,10 +10,10 @@ passed.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterator
 from typing import Any
 
+from topodoctor.core.stats import median
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -60,7 +60,7 @@ def _judged(ctx: Context, kind: str, initiator: str | None = None) -> list[Any]:
 def _slow_among_peers(figs: list[Any], higher_is_better: bool = True) -> Iterator[tuple[Any, float]]:
     if len(figs) < MIN_PEERS:
         return
-    med = statistics.median(f.value.median for f in figs)
+    med = median(f.value.median for f in figs)
     for f in figs:
         v = f.value.median
         if (v < SLOW_VS_PEERS * med) if higher_is_better else (v > SLOW_LATENCY_VS_PEERS * med):

@@ -9,9 +9,8 @@ Nothing here prints.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,105 +20,17 @@ from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
+from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
+from topodoctor.service.probing import probe as probe
 
 # Everything else is imported where it is used: what this module loads is spent before the
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
 if TYPE_CHECKING:
-    from topodoctor.model.environment import ProcessEnvironment
     from topodoctor.model.findings import Finding, Severity
-    from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.rules.context import Context
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.nccl_topo_lint import TopoProblem
     from topodoctor.topology.scope import Scope
-    from topodoctor.topology.view import HostView
-
-
-@dataclass(frozen=True)
-class Host:
-    """What the probe child brought back: the snapshot, the process judged, measurements."""
-
-    snapshot: HostSnapshot
-    origin: str  # "live", "replay NAME", "snapshot NAME"
-    process: ProcessEnvironment | None = None  # None where no process is judged (a saved result)
-    measured: dict[str, Any] = field(default_factory=dict)
-
-    @cached_property
-    def view(self) -> HostView:
-        """The snapshot's derived views (graph, pair connections, host tree), built once."""
-        from topodoctor.topology.view import HostView
-
-        return HostView(self.snapshot)
-
-
-def _encode(host: Host) -> dict[str, Any]:
-    from topodoctor.core import codec
-
-    return {
-        "snapshot": codec.to_jsonable(host.snapshot),
-        "origin": host.origin,
-        "process": None if host.process is None else codec.to_jsonable(host.process),
-        "measured": {k: codec.to_jsonable(v) for k, v in host.measured.items()},
-    }
-
-
-def _decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
-    from topodoctor.core import codec
-    from topodoctor.model.environment import ProcessEnvironment
-    from topodoctor.model.snapshot import snapshot_from_data
-
-    proc = data["process"]
-    return Host(
-        snapshot_from_data(data["snapshot"], f"snapshot from {data['origin']}"),
-        data["origin"],
-        None if proc is None else codec.from_jsonable(ProcessEnvironment, proc, "process environment"),
-        {p.name: codec.from_jsonable(p.result, data["measured"][p.name], f"{p.name} result") for p in passes},
-    )
-
-
-def probe(
-    source: Source,
-    budget: Budget,
-    passes: Sequence[Pass] = (),
-    environment: bool = False,
-    quiet: bool = True,
-    meanwhile: Callable[[], None] | None = None,
-) -> Host:
-    """Probe the host (and run ``passes``) in a child under ``budget``; a validated Host.
-
-    A budget without a limit runs everything in this process (no fork), as ``--timeout 0``
-    promises. ``quiet`` silences the child's stdout/stderr (a progress bar needs them).
-    ``meanwhile`` is the parent's own work (imports, reading files), done while the child
-    probes; what it raises kills the child and is raised here.
-    """
-
-    def gather(deadline: float) -> Host:
-        from topodoctor.probe import probe_host
-
-        started = {ps.name: ps.start(deadline) for ps in passes if ps.start is not None}
-        try:
-            p = probe_host(source.replay, source.sysfs_root)
-        except BaseException:
-            for ps in passes:
-                if ps.stop is not None and ps.name in started:
-                    ps.stop(started[ps.name])
-            raise
-        measured = {ps.name: ps.run(p.snapshot, source, deadline, started.get(ps.name)) for ps in passes}
-        return Host(p.snapshot, p.origin, p.process if environment else None, measured)
-
-    if not budget.limited:
-        if meanwhile is not None:
-            meanwhile()
-        host = gather(budget.deadline)
-    else:
-        with budget.guard():
-            data = run_with_budget(lambda d: _encode(gather(d)), budget, meanwhile=meanwhile, quiet=quiet)
-            host = _decode(data, passes)
-    with budget.guard():
-        from topodoctor.model.consistency import validate_snapshot
-
-        validate_snapshot(host.snapshot, host.origin)
-    return host
 
 
 # ----------------------------------------------------------------------------- check

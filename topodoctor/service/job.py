@@ -15,6 +15,7 @@ from topodoctor.job.placement import Place, by_rank
 from topodoctor.job.ras import RasReport
 from topodoctor.job.verdict import JobInput, JobReport, judge_job
 from topodoctor.model.activity import ActivitySample
+from topodoctor.model.findings import Severity
 from topodoctor.probe import activity
 
 
@@ -37,6 +38,7 @@ class JobRequest:
     host: str = ""
     last: int = 200
     late_ms: float = 5.0
+    fail_level: Severity = "error"
 
 
 def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any] | None]:
@@ -69,7 +71,17 @@ def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any]
                 raise
             notes.append(f"--live: {exc}")
     job_input = JobInput(
-        got, places, req.world_size, report, sample, req.host, nodes, req.last, req.late_ms, tuple(notes)
+        got,
+        places,
+        req.world_size,
+        report,
+        sample,
+        req.host,
+        nodes,
+        req.last,
+        req.late_ms,
+        tuple(notes),
+        req.fail_level,
     )
     return judge_job(job_input), recording
 

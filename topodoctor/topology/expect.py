@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.core.errors import InputError
+from topodoctor.core.stats import median
 from topodoctor.model.snapshot import HostSnapshot
 
 if TYPE_CHECKING:
@@ -89,13 +90,12 @@ def _mode_w(values: list[object]) -> float | None:
 def with_fitness(e: Expectations, result: Any) -> Expectations:
     """``e`` with the per-GPU figures of a fitness result (topodoctor.model.fitness_results): for
     each of HBM and compute, the median over the GPUs that measured it."""
-    import statistics
 
     by_label: dict[str, list[float]] = {}
     for f in result.figures:
         if f.kind in ("hbm", "compute") and f.value is not None:
             by_label.setdefault(f.label, []).append(f.value.median)
-    return replace(e, fitness={k: round(statistics.median(v), 3) for k, v in sorted(by_label.items())})
+    return replace(e, fitness={k: round(median(v), 3) for k, v in sorted(by_label.items())})
 
 
 def load_expectations(path: Path | str, budget: Budget | None = None) -> Expectations:

@@ -5,10 +5,10 @@ No torch."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from topodoctor.core.stats import median
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult
 from topodoctor.model.snapshot import HostSnapshot
@@ -164,7 +164,7 @@ def scaling_sweep(
 
 def _median(runs: Sequence[SubsetRun], k: int, op: str, size: int) -> float | None:
     got = [bw for r in runs if len(r.gpus) == k for o, s, bw in r.busbw if o == op and s == size and bw]
-    return statistics.median(got) if got else None
+    return median(got) if got else None
 
 
 def _efficiency(runs: Sequence[SubsetRun], plan: Plan) -> list[tuple[int, str, int, float]]:

@@ -12,7 +12,6 @@ import itertools
 import json
 import os
 import select
-import statistics
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topodoctor.core.errors import BandwidthUnavailable
+from topodoctor.core.stats import median
 from topodoctor.measure.copies.session import Timings, Worker
 from topodoctor.model.copies import Activity, GpuIdentity, Stats
 from topodoctor.model.fitness_results import (
@@ -358,7 +358,7 @@ def _stress(index: int, rs: list[Any]) -> Stress:
     return Stress(
         index,
         len(rs),
-        statistics.median(sm) if sm else None,
+        median(sm) if sm else None,
         min(sm) if sm else None,
         max(power) if power else None,
         max(temp) if temp else None,

@@ -20,13 +20,14 @@ root finishes as soon as its data is out, and its timed loop then waits for the 
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
+
+from topodoctor.core.stats import median
 
 GRAPH_MAX_BYTES = 1 << 20
 GRAPH_REPLAYS = 3
@@ -107,7 +108,7 @@ class RowTimer:
             end.record()
             self.wait(end)
             times.append(float(start.elapsed_time(end)) * 1e3 / len(calls))
-        return float(statistics.median(times))
+        return float(median(times))
 
     def _held_us(self, op: str, calls: Sequence[Call], lag_ms: float) -> float:
         start, end, held0, held1 = _event(), _event(), _event(), _event()

@@ -1,0 +1,122 @@
+"""The early probe: a plain `check` or `scan` has its probe child forked before the command line
+is parsed (service/early.py, service/probing.py). It is adopted only for the host the command
+then asks for, and killed otherwise; the answer is the one a probe forked later gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from topodoctor.core.budget import Budget
+from topodoctor.service import probing
+from topodoctor.service.early import source_of
+from topodoctor.service.passes import Source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["check"], Source()),
+        (["check", "-f", "line", "--prolog", "--timeout", "20"], Source()),
+        (["check", "--replay", "h200-x4", "-fjson", "--fail-level=warning"], Source("h200-x4")),
+        (["check", "--replay=h200-x2", "--sysfs-root", "/tmp/root", "--strict"], Source("h200-x2", "/tmp/root")),
+        (["check", "--expect", "e.json", "--metrics", "m.prom", "--scope", "job"], Source()),
+        (["scan", "--draw", "t.svg", "--export-graph", "g.dot", "-f", "json"], Source()),
+    ],
+)
+def test_a_plain_check_or_scan_is_probed_early(argv: list[str], expected: Source) -> None:
+    assert source_of(argv) == expected
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["check", "--help"],
+        ["check", "-h"],
+        ["check", "--timeout", "0"],  # no budget: the probe runs in the command's own process
+        ["check", "--timeout=0"],
+        ["check", "--level", "quick"],  # a measurement pass runs in the child
+        ["check", "--bandwidth"],
+        ["check", "--collectives"],
+        ["check", "--replay", "a", "--replay", "b"],  # refused by the command
+        ["check", "--replay"],  # a value missing
+        ["check", "--prolog=1"],
+        ["check", "--no-such-option"],
+        ["check", "extra-argument"],
+        ["scan", "--prolog"],  # a check option, not a scan one
+        ["record", "-o", "x.json"],
+        ["bandwidth"],
+        ["--version"],
+    ],
+)
+def test_anything_else_is_not(argv: list[str]) -> None:
+    assert source_of(argv) is None
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return not Path(f"/proc/{pid}").exists()
+
+
+def test_the_early_child_is_adopted_for_its_host() -> None:
+    later = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
+    probing.start_early(["check", "--replay", "h200-x2", "-f", "line"])
+    started = probing._early
+    assert started is not None
+    host = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
+    assert probing._early is None and _reaped(started[1].pid)
+    assert host.snapshot == later.snapshot and host.origin == later.origin
+    assert host.process is not None and host.process.environ == later.process.environ  # type: ignore[union-attr]
+
+
+def test_the_early_child_of_another_host_is_killed() -> None:
+    probing.start_early(["check", "--replay", "h200-x2"])
+    started = probing._early
+    assert started is not None
+    host = probing.probe(Source("h200-x4"), Budget.start(30))
+    assert probing._early is None and _reaped(started[1].pid)
+    assert len(host.snapshot.gpus) == 4 and host.process is None
+
+
+def test_no_budget_runs_in_process_and_kills_the_early_child() -> None:
+    probing.start_early(["check", "--replay", "h200-x2"])
+    started = probing._early
+    assert started is not None
+    host = probing.probe(Source("h200-x2"), Budget.start(0))
+    assert probing._early is None and _reaped(started[1].pid)
+    assert len(host.snapshot.gpus) == 2
+
+
+def _console(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "topodoctor", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
+    )
+
+
+def test_the_console_answers_the_same_with_and_without_it() -> None:
+    early = _console("check", "--replay", "h200-x4", "-f", "json")
+    late = _console("check", "--replay", "h200-x4", "-f", "json", "--level", "static")  # not probed early
+    assert early.returncode == late.returncode == 0, early.stderr + late.stderr
+    a, b = json.loads(early.stdout), json.loads(late.stdout)
+    a.pop("elapsed_s"), b.pop("elapsed_s")
+    assert a == b
+
+
+def test_a_usage_error_leaves_no_probe_behind() -> None:
+    out = _console("check", "--replay", "h200-x4", "--select", "TD999")
+    assert out.returncode == 2 and "TD999" in out.stderr
+    # The early child's process group: killed before the command ended, so nothing of it is left.
+    procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "--select TD999" not in procs

@@ -1,0 +1,56 @@
+"""The check as text for people: a table of findings, their fixes and the verdict, drawn with rich.
+The machine formats (JSON, the one line) are in report/check.py and load no terminal library."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from topodoctor.core.text import plural, printable
+from topodoctor.model.outcome import Outcome
+from topodoctor.report.check import counts, incomplete_tail
+from topodoctor.report.terminal import literal
+
+_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def print_check(outcome: Outcome, console: Console) -> None:
+    """The check as text: what was judged, the findings and their fixes, the fitness figures where
+    measured, and the verdict line."""
+    meta = outcome.meta
+    measured = f", measured: {', '.join(meta.measured)}" if meta.measured else ""
+    console.print(
+        literal(f"topodoctor check: {meta.origin}, {plural(meta.gpus, 'GPU')}, {meta.elapsed_s:.2f} s{measured}")
+    )
+    if meta.scope:
+        others = meta.findings_outside_scope
+        about = f"; {plural(others, 'finding')} about other GPUs not shown" if others else ""
+        console.print(literal(f"scope: {meta.scope}{about}"))
+    if outcome.findings:
+        t = Table()
+        t.add_column("code", no_wrap=True)
+        t.add_column("severity", no_wrap=True)
+        t.add_column("subject", no_wrap=True)  # bus ids and link names are never cut
+        t.add_column("finding", ratio=1, overflow="fold")
+        for f in outcome.findings:
+            t.add_row(f.code, literal(f.severity, _STYLE[f.severity]), literal(f.subject), literal(f.message))
+        console.print(t)
+        seen = set()
+        for f in outcome.findings:
+            if f.code not in seen:
+                seen.add(f.code)
+                # Wrapped at word boundaries, continuation lines indented under the hint.
+                console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2), expand=False))
+    if outcome.fitness is not None:
+        from topodoctor.report.fitness import print_fitness
+
+        print_fitness(outcome.fitness, console)
+    style = "bold red" if outcome.failing else "yellow" if outcome.not_measured else "green"
+    summary = Text(outcome.verdict.upper(), style=style)
+    missed = "".join(f"; {why}" for why in outcome.not_measured)
+    summary.append(
+        printable(f": {counts(outcome.findings)}{incomplete_tail(outcome)}{missed} (fail level: {outcome.fail_level})")
+    )
+    console.print(summary)

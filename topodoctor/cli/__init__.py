@@ -12,7 +12,6 @@ import os
 import sys
 
 from topodoctor import __version__
-from topodoctor.cli.help_text import TOP_LEVEL_HELP
 
 
 def _answer(text: str) -> None:
@@ -38,6 +37,8 @@ def run() -> None:
     if argv == ["--version"]:
         _answer(f"topodoctor {__version__}\n")
     if argv in ([], ["--help"], ["-h"]):
+        from topodoctor.cli.help_text import TOP_LEVEL_HELP
+
         _answer(TOP_LEVEL_HELP)
     from topodoctor.core import signals
     from topodoctor.core.budget import mark_command_start

@@ -386,11 +386,14 @@ def run() -> None:
 
     from topodoctor.cli.io import flush_stdio
     from topodoctor.service.probing import drop_early
-    from topodoctor.service.world import leave_world
 
     code = main()
     drop_early()
     lost = flush_stdio()  # the report is out before the world's ending can take this process down
-    code = leave_world(code if lost is None else lost)  # in a launcher's world every rank leaves with the world's code
-    flush_stdio()
+    code = code if lost is None else lost
+    if "torch" in sys.modules:  # only a process that imported torch can be a rank of a launcher's world
+        from topodoctor.service.world import leave_world
+
+        code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
+        flush_stdio()
     os._exit(code)

@@ -5,13 +5,16 @@ bandwidth --from)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from topodoctor.core.stats import median
 from topodoctor.core.text import plural
-from topodoctor.model.copies import Measurement
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.copy_rates import host_link_gbps
+
+if TYPE_CHECKING:  # copies come with a result; a static check loads none of their classes
+    from topodoctor.model.copies import Measurement
 
 SLOW_VS_PEERS = 0.85  # below this share of the median of pairs with the same connection
 SLOW_VS_NOMINAL = 0.5  # below this share of the path's signalling rate, peers or not

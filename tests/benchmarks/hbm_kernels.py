@@ -7,10 +7,11 @@ Part 1, HBM (one timer process, about a minute): nvbandwidth's ``device_local_co
 its default 512 MiB buffer) runs before and after; between them the timer measures its own copy
 engine copy and then SM copy kernels (``topodoctor/measure/fitness/copy_kernels.py``) in stages,
 each stage starting from the best of the last: grid structure (persistent grid-stride against
-one-shot grids, threads per block, blocks per SM, loads in flight), cache hints, vector width,
-Hopper's bulk copies; the leaders are measured again beside the copy engine at 256 MiB, 512 MiB and
-1 GiB. Every figure is the median of ``--samples`` samples of ``--iters`` copies, bytes counted
-once (as nvbandwidth counts them), the copy read back and compared byte for byte.
+one-shot grids, threads per block, blocks per SM, loads in flight), cache hints, element width,
+the destination's offset from the source, Hopper's bulk copies; the leaders are measured again
+beside the copy engine at 256 MiB, 512 MiB and 1 GiB. Every figure is the median of
+``--samples`` samples of ``--iters`` copies, bytes counted once (as nvbandwidth counts them), the
+copy read back and compared byte for byte.
 
 Part 2, latency (``--latency-rounds`` fresh processes of each): nvbandwidth's
 ``host_device_latency_sm`` and the timer's pointer chase into host memory (the same method:
@@ -47,7 +48,7 @@ EXPLAIN = {
     "ratio_ce": "gbps over this process's own copy-engine copy (cuMemcpyDtoDAsync) of the same size",
     "verified": "the destination read back and compared byte for byte with the source after the samples",
     "resident_blocks_per_sm": "blocks of the kernel an SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor)",
-    "stage": "structure, hints, vector, bulk: the sweep; confirm: the leaders again beside the copy engine",
+    "stage": "structure, hints, vector, skew, bulk: the sweep; confirm: the leaders again beside the copy engine",
 }
 
 
@@ -92,12 +93,19 @@ def store_hints(base: CopyKernel) -> list[CopyKernel]:
 
 
 def vectors(base: CopyKernel) -> list[CopyKernel]:
-    """``base`` with 8-byte-lane vectors and with 32-byte pairs (at the same and at half the unroll,
-    the latter keeping the bytes in flight)."""
-    out = [replace(base, vec="v2u64"), replace(base, vec="v4u32x2")]
+    """``base`` with other elements: 8-byte lanes, 32-byte pairs, 8-byte scalars (each also at the
+    unroll that keeps the bytes in flight)."""
+    out = [replace(base, vec="v2u64"), replace(base, vec="v4u32x2"), replace(base, vec="u64")]
     if base.unroll > 1:
         out.append(replace(base, vec="v4u32x2", unroll=base.unroll // 2))
+    if base.unroll <= 16:
+        out.append(replace(base, vec="u64", unroll=base.unroll * 2))
     return [k for k in out if k != base]
+
+
+def skews(base: CopyKernel) -> list[CopyKernel]:
+    """``base`` writing its destination at offsets from where it reads (copy_kernels: skew)."""
+    return [replace(base, skew=o) for o in (256, 2048, 4096, 32768, 262144) if o != base.skew]
 
 
 BULK = [CopyKernel("bulk", s, 1, b, chunk_kib=c) for s, c, b in
@@ -225,7 +233,10 @@ def hbm(args: argparse.Namespace) -> dict[str, Any]:
         st = max([base, *stores], key=lambda k: sweep.gbps(k, size))
         sweep.stage("hints", [replace(base, load=ld.load, prefetch=ld.prefetch, store=st.store)], size)
         sweep.stage("vector", vectors(best_of(sweep.records, style, size) or base), size)
+        sweep.stage("skew", skews(best_of(sweep.records, style, size) or base), size)
     sweep.stage("bulk", BULK, size)
+    bulk = best_of(sweep.records, "bulk", size)
+    sweep.stage("bulk", [replace(bulk, skew=o) for o in (4096, 32768)] if bulk else [], size)
     sweep.deadline = t0 + args.budget_s
     leaders = [copy_kernels.parse(r["name"]) for r in rank(sweep.records)[: args.confirm]]
     for k in [copy_kernels.DEFAULT, copy_kernels.parse("stride-u12"), *leaders]:
@@ -286,7 +297,7 @@ def latency(args: argparse.Namespace) -> dict[str, Any]:
                 child = Child()
                 bus = next((d["bus_id"] for d in child.hello.get("devices", []) if d["ordinal"] == args.dev), "")
                 task = {"op": "chase", "dev": args.dev, "target": -1, "accesses": 1_000_000, "samples": 3}
-                a = child.ask({**task, "cpus": gpu_cpus(bus)})
+                a = child.hello if "error" in child.hello else child.ask({**task, "cpus": gpu_cpus(bus)})
                 child.close()
                 row.update(ours_ns=[round(x, 1) for x in a.get("samples") or []], ours_verified=a.get("verified"),
                            ours_error=a.get("error"), ours_wall_s=round(time.monotonic() - t0, 2))  # fmt: skip

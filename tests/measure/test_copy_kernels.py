@@ -25,6 +25,7 @@ CATALOGUE = [
     *[k for base in (CopyKernel(), CopyKernel("oneshot", 2, 256)) for k in hbm_kernels.store_hints(base)],
     *hbm_kernels.vectors(CopyKernel()),
     *hbm_kernels.vectors(CopyKernel("oneshot", 4, 128)),
+    *hbm_kernels.skews(CopyKernel("oneshot", 4, 128)),
 ]
 
 
@@ -43,6 +44,8 @@ def test_every_kernel_of_the_sweep_is_named_once_and_parses_back() -> None:
         ("stride-b4-t128-v4u32x2-st:cs", CopyKernel("stride", 4, 128, 4, "v4u32x2", store="cs")),
         ("bulk", CopyKernel("bulk", 2, 1, 1, chunk_kib=16)),
         ("bulk-s4-c11k-b2", CopyKernel("bulk", 4, 1, 2, chunk_kib=11)),
+        ("oneshot-u64-o4096", CopyKernel("oneshot", vec="u64", skew=4096)),
+        ("stride-u8-u64", CopyKernel("stride", 8, vec="u64")),
     ],
 )
 def test_a_short_name_fills_in_the_defaults(name: str, kernel: CopyKernel) -> None:
@@ -61,6 +64,8 @@ def test_a_short_name_fills_in_the_defaults(name: str, kernel: CopyKernel) -> No
         ("bulk-s4-c12k", "fit 49152 bytes"),
         ("bulk-ld:nc", "no vector or cache hints"),
         ("stride-c4k", "only a bulk copy"),
+        ("stride-o100", "multiple of 256"),
+        ("bulk-u64", "no vector or cache hints"),
     ],
 )
 def test_a_wrong_name_says_what_is_wrong(name: str, why: str) -> None:
@@ -111,7 +116,7 @@ def test_launch_shapes() -> None:
 def test_the_ptx_reflects_the_parameters(kernel: CopyKernel) -> None:
     text = copy_ptx.entry(kernel, "td_hbm")
     width = 2 if kernel.vec == "v4u32x2" else 1
-    vt = ".v2.u64" if kernel.vec == "v2u64" else ".v4.u32"
+    vt = copy_ptx.LANES[kernel.vec][0]
     loads = re.findall(r"\tld\.global(\S*) ", text)
     stores = re.findall(r"\tst\.global(\S*) ", text)
     # the burst (unroll elements) and the one-at-a-time path, each element one or two accesses
@@ -142,7 +147,7 @@ def test_the_whole_sweep_is_ptx_the_assembler_accepts(tmp_path: Path) -> None:
 
 SIMULATED = [
     *[CopyKernel(style, u, 32 * (1 + u % 2), 1 + (u % 3 if style == "stride" else 0), vec)
-      for style in ("stride", "oneshot") for vec in ("v4u32", "v2u64", "v4u32x2") for u in (1, 2, 3, 8)],
+      for style in ("stride", "oneshot") for vec in ("u64", "v4u32", "v2u64", "v4u32x2") for u in (1, 2, 3, 8)],
     parse("stride-u4-t64-ld:ncna-st:cs-l2:256B"),
     parse("oneshot-u2-t32-ld:lu-st:wt"),
     *[CopyKernel("bulk", s, 1, b, chunk_kib=c) for s, c, b in ((1, 1, 1), (2, 1, 3), (3, 2, 2), (8, 1, 1))],

@@ -155,8 +155,10 @@ def test_hbm_copies_are_verified(timer: sm_timer.FitnessTimer, engine: str) -> N
         copy_kernels.DEFAULT.name,
         "stride-u3-t64-b2-v4u32x2-ld:ncna-st:cs",
         "oneshot-u2-t128-v2u64-l2:256B",
-        "oneshot-u1-t32-v4u32-st:wt",
+        "oneshot-u1-t32-v4u32-st:wt-o4096",
+        "stride-u2-t32-u64-o256",
         "bulk-s3-c2k-b1",
+        "bulk-s2-c1k-b2-o512",
     ],
 )
 def test_hbm_kernels_copy_what_their_ptx_says(timer: sm_timer.FitnessTimer, name: str) -> None:
@@ -166,7 +168,7 @@ def test_hbm_kernels_copy_what_their_ptx_says(timer: sm_timer.FitnessTimer, name
     a = timer.hbm({"op": "hbm", "dev": 0, "engine": "sm", "kernel": name, "size": 9000, "iters": 2, "samples": 1})
     kernel = copy_kernels.parse(name)
     assert a["verified"] is True and a["kernel"] == kernel.name and "fallback" not in a
-    assert a["size"] == 9000 // kernel.element_bytes * kernel.element_bytes
+    assert a["size"] == 9000 // kernel.granule_bytes * kernel.granule_bytes
     launches = lib(timer).launches[before:]
     geo = copy_kernels.geometry(kernel, a["size"] // 16, 4)
     assert {(g, b) for _, g, b in launches} == {(geo.grid, geo.block)} == {(a["grid"], a["block"])}

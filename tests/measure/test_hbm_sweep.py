@@ -23,6 +23,7 @@ def rate(k: CopyKernel) -> float:
     """A made-up landscape with one best point away from every default."""
     r = 1800.0 + 20 * min(k.unroll, 4) + (40 if k.style == "oneshot" else 0) + k.threads / 64
     r += {"nc": 15, "cs": 5}.get(k.load, 0) + {"cs": 12, "wt": -30}.get(k.store, 0) + (8 if k.prefetch else 0)
+    r += 3 if k.skew == 4096 else 0
     return r + (6 if k.vec == "v4u32x2" else 0) - (200 if k.style == "bulk" else 0)
 
 
@@ -69,10 +70,11 @@ def test_the_sweep_keeps_the_fastest_verified_kernel(bench: argparse.Namespace) 
     assert out["top"][0]["name"] == best and parse(best).style == "oneshot"
     # the hint stage combined the best load and the best store on the best oneshot shape
     assert parse(best).load == "nc" and parse(best).store == "cs" and parse(best).prefetch
+    assert parse(best).vec == "v4u32x2" and parse(best).skew == 4096
     assert out["top"][0]["ratio_nvbandwidth"] == pytest.approx(out["top"][0]["gbps"] / ANCHOR, abs=1e-4)
     assert out["top"][0]["ratio_ce"] == pytest.approx(out["top"][0]["gbps"] / (ANCHOR * 1.008), abs=1e-4)
     # every stage ran; the leaders were measured again, at the other sizes too
-    assert {r["stage"] for r in out["records"]} == {"structure", "hints", "vector", "bulk", "confirm"}
+    assert {r["stage"] for r in out["records"]} == {"structure", "hints", "vector", "skew", "bulk", "confirm"}
     assert {r["size_mib"] for r in out["records"] if r["name"] == best} == {256, 512, 1024}
     assert out["default"]["name"] == copy_kernels.DEFAULT.name
     # a wrong copy is never a leader; a dead context costs one kernel and a new timer
@@ -105,7 +107,8 @@ def test_stages_try_each_change_once() -> None:
     loads, stores, vecs = hbm_kernels.load_hints(base), hbm_kernels.store_hints(base), hbm_kernels.vectors(base)
     assert len(loads) == 2 * len(copy_kernels.LOAD_HINTS) - 1 and base not in loads
     assert {k.store for k in stores} == set(copy_kernels.STORE_HINTS) - {"def"}
-    assert {(k.vec, k.unroll) for k in vecs} == {("v2u64", 2), ("v4u32x2", 2), ("v4u32x2", 1)}
+    assert {(k.vec, k.unroll) for k in vecs} == {("v2u64", 2), ("v4u32x2", 2), ("v4u32x2", 1), ("u64", 2), ("u64", 4)}
+    assert sorted(k.skew for k in hbm_kernels.skews(base)) == [256, 2048, 4096, 32768, 262144]
     assert len({k.name for k in hbm_kernels.structure()}) == len(hbm_kernels.structure())
 
 

@@ -15,10 +15,16 @@ once per copy, so the gaps between launches are in its time.
 ``bulk``: Hopper's bulk copy engine (TMA, ``cp.async.bulk``): one thread per block moves chunks
 global -> shared -> global, ``stages`` chunks in flight; no registers carry the data.
 
-An element is 16 bytes (one ``v4.u32`` or ``v2.u64`` access) or 32 (``v4u32x2``: two adjacent
-16-byte accesses per thread, a warp covers 1 KiB). Load hints: ``nc`` (read-only path), ``cg``,
-``cs`` (streaming), ``lu`` (last use), ``na`` (``L1::no_allocate``), ``ncna``; ``l2:256B``
-asks L2 to fetch 256 bytes per miss. Store hints: ``cs``, ``wt``, ``cg``, ``na``.
+An element is 8 bytes (``u64``, BabelStream's double), 16 (one ``v4.u32`` or ``v2.u64`` access)
+or 32 (``v4u32x2``: two adjacent 16-byte accesses per thread, a warp covers 1 KiB). Load hints:
+``nc`` (read-only path), ``cg``, ``cs`` (streaming), ``lu`` (last use), ``na``
+(``L1::no_allocate``), ``ncna``; ``l2:256B`` asks L2 to fetch 256 bytes per miss. Store hints:
+``cs``, ``wt``, ``cg``, ``na``.
+
+``skew``: the destination starts that many bytes into its buffer. Source and destination are
+separate allocations whose addresses agree in their low bits (both start on a 2 MiB page), so
+a read and the write of the same element, issued together, can land in the same HBM channel and
+bank; a skew moves the write elsewhere (STREAM's array offset for the same reason).
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 Style = Literal["stride", "oneshot", "bulk"]
-Vec = Literal["v4u32", "v2u64", "v4u32x2"]
+Vec = Literal["u64", "v4u32", "v2u64", "v4u32x2"]
 
 LOAD_HINTS = {"def": "", "nc": ".nc", "cg": ".cg", "cs": ".cs", "lu": ".lu", "na": ".L1::no_allocate",
               "ncna": ".nc.L1::no_allocate"}  # fmt: skip
 STORE_HINTS = {"def": "", "cs": ".cs", "wt": ".wt", "cg": ".cg", "na": ".L1::no_allocate"}
-ELEMENT_BYTES = {"v4u32": 16, "v2u64": 16, "v4u32x2": 32}
+ELEMENT_BYTES = {"u64": 8, "v4u32": 16, "v2u64": 16, "v4u32x2": 32}
+MAX_SKEW = 1 << 20
 BULK_SHARED_BYTES = 48 << 10  # static shared memory a block may declare without an opt-in
 MAX_GRID = (1 << 31) - 1
 BASE_PTX, BASE_SM = (7, 0), 70  # the kernels without hints run on Volta and later
@@ -53,6 +60,7 @@ class CopyKernel:
     store: str = "def"
     prefetch: bool = False  # .L2::256B on loads
     chunk_kib: int = 0  # bulk: bytes per copy, in KiB
+    skew: int = 0  # bytes the destination starts into its buffer
 
     def __post_init__(self) -> None:
         problems = []
@@ -75,6 +83,8 @@ class CopyKernel:
                 problems.append(f"threads must be a multiple of 32 up to 1024, got {self.threads}")
             if self.chunk_kib:
                 problems.append("only a bulk copy has a chunk size")
+        if self.skew % 256 or not 0 <= self.skew < MAX_SKEW:
+            problems.append(f"skew must be a multiple of 256 below {MAX_SKEW}, got {self.skew}")
         if not 1 <= self.blocks_per_sm <= 32 or (self.style == "oneshot" and self.blocks_per_sm != 1):
             problems.append(
                 f"blocks per SM must be 1-32 (oneshot: 1, its grid covers the buffer), got {self.blocks_per_sm}"
@@ -85,16 +95,27 @@ class CopyKernel:
     @property
     def name(self) -> str:
         """The canonical name: ``parse(k.name) == k``."""
+        skew = f"-o{self.skew}" if self.skew else ""
         if self.style == "bulk":
-            return f"bulk-s{self.unroll}-c{self.chunk_kib}k-b{self.blocks_per_sm}"
+            return f"bulk-s{self.unroll}-c{self.chunk_kib}k-b{self.blocks_per_sm}{skew}"
         grid = f"-b{self.blocks_per_sm}" if self.style == "stride" else ""
         l2 = "-l2:256B" if self.prefetch else ""
-        return f"{self.style}-u{self.unroll}-t{self.threads}{grid}-{self.vec}-ld:{self.load}-st:{self.store}{l2}"
+        return f"{self.style}-u{self.unroll}-t{self.threads}{grid}-{self.vec}-ld:{self.load}-st:{self.store}{l2}{skew}"
 
     @property
     def element_bytes(self) -> int:
-        """Bytes one thread moves per access (a bulk copy moves 16-byte units)."""
+        """Bytes one thread moves per element (a bulk copy moves 16-byte units)."""
         return ELEMENT_BYTES[self.vec]
+
+    @property
+    def granule_bytes(self) -> int:
+        """What a copy's size must be a multiple of: whole elements, whole 16-byte units."""
+        return max(16, self.element_bytes)
+
+    @property
+    def element_shift(self) -> int:
+        """log2 of ``element_bytes``: an element index times the element size is a shift."""
+        return self.element_bytes.bit_length() - 1
 
     @property
     def needs(self) -> tuple[tuple[int, int], int]:
@@ -114,14 +135,16 @@ STRIDE = CopyKernel()
 PORTABLE = STRIDE  # runs on every GPU the fitness test supports and on any driver that has PTX 7.0
 DEFAULT = STRIDE  # the HBM test's kernel: tests/benchmarks/hbm_kernels.py measures the candidates
 
-_TOKEN = re.compile(r"^(?:u(?P<u>\d+)|s(?P<s>\d+)|t(?P<t>\d+)|b(?P<b>\d+)|c(?P<c>\d+)k|(?P<vec>v4u32x2|v4u32|v2u64)"
-                    r"|ld:(?P<ld>\w+)|st:(?P<st>\w+)|l2:(?P<l2>256B))$")  # fmt: skip
+# the element first: "u64" is an element, never an unroll of 64
+_TOKEN = re.compile(r"^(?:(?P<vec>v4u32x2|v4u32|v2u64|u64)|u(?P<u>\d+)|s(?P<s>\d+)|t(?P<t>\d+)|b(?P<b>\d+)"
+                    r"|c(?P<c>\d+)k|o(?P<o>\d+)|ld:(?P<ld>\w+)|st:(?P<st>\w+)|l2:(?P<l2>256B))$")  # fmt: skip
 
 
 def parse(name: str) -> CopyKernel:
     """The kernel a name describes: the style first, then any of ``u4`` (unroll), ``t512``
-    (threads), ``b2`` (blocks per SM), a vector (``v4u32``, ``v2u64``, ``v4u32x2``), ``ld:nc``,
-    ``st:cs``, ``l2:256B``; bulk: ``s3`` (stages), ``c16k`` (chunk), ``b2``. Fields left out keep
+    (threads), ``b2`` (blocks per SM), an element (``u64``, ``v4u32``, ``v2u64``, ``v4u32x2``),
+    ``ld:nc``, ``st:cs``, ``l2:256B``, ``o4096`` (skew); bulk: ``s3`` (stages), ``c16k`` (chunk),
+    ``b2``, ``o4096``. Fields left out keep
     their defaults; a bulk copy's chunk defaults to 16 KiB and its stages to 2."""
     style, *tokens = name.strip().split("-")
     if style not in ("stride", "oneshot", "bulk"):
@@ -136,8 +159,8 @@ def parse(name: str) -> CopyKernel:
         key, value = next((k, v) for k, v in m.groupdict().items() if v is not None)
         if key in ("u", "s"):
             fields["unroll"] = int(value)
-        elif key in ("t", "b", "c"):
-            fields[{"t": "threads", "b": "blocks_per_sm", "c": "chunk_kib"}[key]] = int(value)
+        elif key in ("t", "b", "c", "o"):
+            fields[{"t": "threads", "b": "blocks_per_sm", "c": "chunk_kib", "o": "skew"}[key]] = int(value)
         elif key == "vec":
             fields["vec"] = value
         elif key == "l2":

@@ -27,22 +27,26 @@ def entry(kernel: CopyKernel, name: str) -> str:
 
 
 # --- register-path kernels (stride, oneshot)
+LANES = {"u64": (".u64", "%d", 1), "v2u64": (".v2.u64", "%d", 2), "v4u32": (".v4.u32", "%v", 4),
+         "v4u32x2": (".v4.u32", "%v", 4)}  # fmt: skip  # per access: type, register prefix, registers
+
+
 def _slots(kernel: CopyKernel) -> list[str]:
-    """The data registers of each load in flight, as a PTX vector operand per 16-byte access."""
-    per = 2 if kernel.vec == "v2u64" else 4
+    """The data registers of each load in flight, as a PTX operand per access."""
+    _, reg, per = LANES[kernel.vec]
     width = 2 if kernel.vec == "v4u32x2" else 1
     out = []
     for k in range(kernel.unroll * width):
-        regs = ", ".join(f"%{'d' if per == 2 else 'v'}{per * k + j}" for j in range(per))
-        out.append("{" + regs + "}")
+        regs = ", ".join(f"{reg}{per * k + j}" for j in range(per))
+        out.append("{" + regs + "}" if per > 1 else regs)
     return out
 
 
 def _access(kernel: CopyKernel, slot: int, src: str, dst: str) -> tuple[list[str], list[str]]:
-    """Load and store of element ``slot`` (one or two 16-byte accesses) at ``[src]`` / ``[dst]``."""
-    vt = "v2.u64" if kernel.vec == "v2u64" else "v4.u32"
-    ld = f"ld.global{LOAD_HINTS[kernel.load]}{'.L2::256B' if kernel.prefetch else ''}.{vt}"
-    st = f"st.global{STORE_HINTS[kernel.store]}.{vt}"
+    """Load and store of element ``slot`` (one or two accesses) at ``[src]`` / ``[dst]``."""
+    vt = LANES[kernel.vec][0]
+    ld = f"ld.global{LOAD_HINTS[kernel.load]}{'.L2::256B' if kernel.prefetch else ''}{vt}"
+    st = f"st.global{STORE_HINTS[kernel.store]}{vt}"
     slots = _slots(kernel)
     width = 2 if kernel.vec == "v4u32x2" else 1
     loads, stores = [], []
@@ -68,9 +72,11 @@ def _burst(kernel: CopyKernel, count: int) -> str:
 
 
 def _registers(kernel: CopyKernel, name: str) -> str:
-    data = ".b64 %d" if kernel.vec == "v2u64" else ".b32 %v"
-    count = len(_slots(kernel)) * (2 if kernel.vec == "v2u64" else 4)
-    halve = "\tshr.u64 %n, %n, 1;\n" if kernel.element_bytes == 32 else ""  # 32-byte elements
+    _, reg, per = LANES[kernel.vec]
+    data = f"{'.b64' if reg == '%d' else '.b32'} {reg}"
+    count = len(_slots(kernel)) * per
+    # n counts 16-byte units: elements of 8 or 32 bytes are twice or half as many
+    scale = {8: "\tshl.b64 %n, %n, 1;\n", 32: "\tshr.u64 %n, %n, 1;\n"}.get(kernel.element_bytes, "")
     return f"""
 .visible .entry {name}{PARAMS}
 {{
@@ -82,7 +88,7 @@ def _registers(kernel: CopyKernel, name: str) -> str:
 \tld.param.u64 %src, [p_src];
 \tld.param.u64 %n, [p_n];
 \tld.param.u32 %loops, [p_loops];
-{halve}\tmov.u32 %cta, %ctaid.x;
+{scale}\tmov.u32 %cta, %ctaid.x;
 \tmov.u32 %nthr, %ntid.x;
 \tmov.u32 %thr, %tid.x;
 \tmov.u32 %ncta, %nctaid.x;
@@ -92,7 +98,7 @@ def _registers(kernel: CopyKernel, name: str) -> str:
 def _stride(kernel: CopyKernel) -> str:
     """Grid-stride: element ``i`` then ``i + T``...; ``unroll`` at a time while a whole burst fits,
     then one at a time."""
-    u, shift = kernel.unroll, 5 if kernel.element_bytes == 32 else 4
+    u, shift = kernel.unroll, kernel.element_shift
     one = _access(kernel, 0, "%a_src", "%a_dst")
     return f"""\tmul.wide.u32 %first, %cta, %nthr;
 \tcvt.u64.u32 %t, %thr;
@@ -132,7 +138,7 @@ DONE:
 def _oneshot(kernel: CopyKernel) -> str:
     """Block ``b`` owns elements ``b * threads * unroll`` on; thread ``t`` copies ``t, t + threads...``
     (``unroll`` of them): all at once where the block is whole, one by one in the last block."""
-    u, shift = kernel.unroll, 5 if kernel.element_bytes == 32 else 4
+    u, shift = kernel.unroll, kernel.element_shift
     one = _access(kernel, 0, "%a_src", "%a_dst")
     return f"""\tmul.lo.u32 %left, %nthr, {u};
 \tmul.wide.u32 %first, %cta, %left;

@@ -260,12 +260,15 @@ class FitnessTimer(Timer):
         g = self.gpus[task["dev"]]
         size, iters, samples, engine = int(task["size"]), int(task["iters"]), int(task["samples"]), task["engine"]
         info: Answer = {}
+        skew = 0
         if engine == "ce":
             size -= size % 16
         else:
             fn, kernel, info = self._hbm_kernel(g, str(task.get("kernel") or copy_kernels.DEFAULT.name))
-            size -= size % kernel.element_bytes
-        src, dst = self._device(g, size, "src"), self._device(g, size, "dst")
+            size -= size % kernel.granule_bytes
+            skew = kernel.skew
+        src = self._device(g, size, "src")
+        dst = self._device(g, size + skew, "dst") + skew
         stream = self._stream(g, 0)
         clock.lap("allocation")
         if engine == "ce":

@@ -48,7 +48,8 @@ EXPLAIN = {
     "ratio_ce": "gbps over this process's own copy-engine copy (cuMemcpyDtoDAsync) of the same size",
     "verified": "the destination read back and compared byte for byte with the source after the samples",
     "resident_blocks_per_sm": "blocks of the kernel an SM holds at once (cuOccupancyMaxActiveBlocksPerMultiprocessor)",
-    "stage": "structure, hints, vector, skew, bulk: the sweep; confirm: the leaders again beside the copy engine",
+    "stage": "start: the copy engine first; structure, hints, vector, skew, bulk: the sweep; confirm: the leaders "
+    "again beside the copy engine",
 }
 
 
@@ -134,7 +135,7 @@ class Child(Timer):
     """The timer child with a time limit per task: a kernel that hangs or kills its context ends the
     process, which the sweep restarts before the next kernel."""
 
-    def ask(self, task: dict[str, Any], timeout_s: float = 20.0) -> dict[str, Any]:
+    def ask(self, task: dict[str, Any], timeout_s: float = 30.0) -> dict[str, Any]:
         assert self.p.stdin and self.p.stdout
         try:
             self.p.stdin.write(json.dumps(task) + "\n")
@@ -155,30 +156,35 @@ class Sweep:
     def __init__(self, dev: int, iters: int, samples: int, deadline: float) -> None:
         self.dev, self.iters, self.samples, self.deadline = dev, iters, samples, deadline
         self.records: list[dict[str, Any]] = []
+        self.hung: set[str] = set()  # styles one of whose kernels never answered: the rest would hang too
         self.child = Child()
         self.hello = self.child.hello
         self.ce_gbps: dict[int, float] = {}
 
     def task(self, size_mib: int, **what: Any) -> dict[str, Any]:
         task = {"op": "hbm", "dev": self.dev, "size": size_mib * MiB, "iters": self.iters, "samples": self.samples}
-        answer = self.child.ask({**task, **what})
+        # a kernel takes well under a second at 1 GiB: ten is a hang, not a slow kernel
+        answer = self.child.ask({**task, **what}, timeout_s=10.0 + 2e-3 * size_mib)
         # a CUDA error inside a kernel is sticky: the context is lost, the next kernel needs a new one
         if answer.pop("dead", False) or "CUDA_ERROR" in str(answer.get("error", "")):
             self.child.close()
             self.child = Child()
         return answer
 
-    def ce(self, size_mib: int) -> dict[str, Any]:
+    def ce(self, size_mib: int, stage: str = "confirm") -> dict[str, Any]:
         a = self.task(size_mib, engine="ce")
-        rec = self._record("ce", "confirm", size_mib, a)
+        rec = self._record("ce", stage, size_mib, a)
         if rec.get("gbps"):
             self.ce_gbps[size_mib] = rec["gbps"]
         return rec
 
     def kernel(self, k: CopyKernel, stage: str, size_mib: int) -> dict[str, Any] | None:
-        if time.monotonic() > self.deadline:
+        if time.monotonic() > self.deadline or k.style in self.hung:
             return None
-        return self._record(k.name, stage, size_mib, self.task(size_mib, engine="sm", kernel=k.name))
+        answer = self.task(size_mib, engine="sm", kernel=k.name)
+        if str(answer.get("error", "")).startswith("no answer"):
+            self.hung.add(k.style)
+        return self._record(k.name, stage, size_mib, answer)
 
     def _record(self, name: str, stage: str, size_mib: int, a: dict[str, Any]) -> dict[str, Any]:
         s = a.get("samples") or []
@@ -221,7 +227,7 @@ def hbm(args: argparse.Namespace) -> dict[str, Any]:
     sweep = Sweep(args.dev, args.iters, args.samples, t0 + args.budget_s * 0.75)  # the rest: the confirm stage
     if "error" in sweep.hello:
         return {"error": sweep.hello["error"], "nvbandwidth_before": before}
-    sweep.ce(size)
+    sweep.ce(size, "start")
     sweep.stage("structure", structure(), size)
     for style in ("stride", "oneshot"):
         base = best_of(sweep.records, style, size)
@@ -237,7 +243,7 @@ def hbm(args: argparse.Namespace) -> dict[str, Any]:
     sweep.stage("bulk", BULK, size)
     bulk = best_of(sweep.records, "bulk", size)
     sweep.stage("bulk", [replace(bulk, skew=o) for o in (4096, 32768)] if bulk else [], size)
-    sweep.deadline = t0 + args.budget_s
+    sweep.deadline = max(time.monotonic(), t0 + args.budget_s * 0.75) + args.budget_s * 0.25
     leaders = [copy_kernels.parse(r["name"]) for r in rank(sweep.records)[: args.confirm]]
     for k in [copy_kernels.DEFAULT, copy_kernels.parse("stride-u12"), *leaders]:
         sweep.kernel(k, "confirm", size)
@@ -265,6 +271,7 @@ def hbm(args: argparse.Namespace) -> dict[str, Any]:
         "top": ranked[:10],
         "default": next((r for r in ranked if r["name"] == copy_kernels.DEFAULT.name), None),
         "failed": [r for r in sweep.records if not r.get("verified") and r["name"] != "ce"],
+        "hung_styles": sorted(sweep.hung),
         "records": sweep.records,
     }
 
@@ -334,6 +341,8 @@ def verdict(part1: dict[str, Any], part2: dict[str, Any] | None) -> list[str]:
         )
     if part1.get("failed"):
         out.append(f"{len(part1['failed'])} kernel(s) failed or were not verified: see hbm.failed")
+    if part1.get("hung_styles"):
+        out.append(f"kernels that never answered (the rest of their style skipped): {part1['hung_styles']}")
     if part2 is not None:
         ratios = [r.get("ratio") for r in part2["rounds"]]
         out.append(f"host latency ours / nvbandwidth per round: {ratios}; within 5 %: {part2['within_5_pct']}")

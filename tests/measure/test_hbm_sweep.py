@@ -31,6 +31,7 @@ class FakeChild:
     instances: ClassVar[list[FakeChild]] = []
     poison = "stride-u8-t1024-b2"  # a kernel that kills its context
     wrong = "oneshot-u8-t128"  # a kernel that copies wrong
+    hang = "bulk-s3"  # a kernel that never ends
 
     def __init__(self) -> None:
         self.hello = {"devices": [{"ordinal": 0, "bus_id": "0000:00:06.0", "name": "Fake H200"}]}
@@ -46,6 +47,8 @@ class FakeChild:
         k = parse(task["kernel"])
         if task["kernel"].startswith(self.poison):
             return {"error": "RuntimeError: cuEventSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS"}
+        if task["kernel"].startswith(self.hang):
+            return {"error": f"no answer in {timeout_s:g} s", "dead": True}
         r = rate(k) * (1 + 0.002 * (task["size"] >> 20) / 1024)
         return {"samples": [r, r * 1.001], "verified": not k.name.startswith(self.wrong), "kernel": k.name}
 
@@ -74,20 +77,27 @@ def test_the_sweep_keeps_the_fastest_verified_kernel(bench: argparse.Namespace) 
     assert out["top"][0]["ratio_nvbandwidth"] == pytest.approx(out["top"][0]["gbps"] / ANCHOR, abs=1e-4)
     assert out["top"][0]["ratio_ce"] == pytest.approx(out["top"][0]["gbps"] / (ANCHOR * 1.008), abs=1e-4)
     # every stage ran; the leaders were measured again, at the other sizes too
-    assert {r["stage"] for r in out["records"]} == {"structure", "hints", "vector", "skew", "bulk", "confirm"}
+    assert {r["stage"] for r in out["records"]} == {"start", "structure", "hints", "vector", "skew", "bulk", "confirm"}
     assert {r["size_mib"] for r in out["records"] if r["name"] == best} == {256, 512, 1024}
     assert out["default"]["name"] == copy_kernels.DEFAULT.name
     # a wrong copy is never a leader; a dead context costs one kernel and a new timer
     assert all(not r["name"].startswith(FakeChild.wrong) for r in out["top"])
     failed = {r["name"] for r in out["failed"]}
     assert any(n.startswith(FakeChild.poison) for n in failed) and any(n.startswith(FakeChild.wrong) for n in failed)
-    assert len(FakeChild.instances) == 1 + sum(1 for r in out["records"] if "CUDA_ERROR" in str(r.get("error")))
+    lost = [r for r in out["records"] if "CUDA_ERROR" in str(r.get("error")) or "no answer" in str(r.get("error"))]
+    assert len(FakeChild.instances) == 1 + len(lost)
+    # after a bulk kernel hung, no other bulk kernel was tried
+    bulk = [r["name"] for r in out["records"] if r["name"].startswith("bulk")]
+    assert bulk[-1].startswith(FakeChild.hang) and bulk == [k.name for k in hbm_kernels.BULK[: len(bulk)]]
+    assert out["hung_styles"] == ["bulk"]
 
 
 def test_the_budget_cuts_the_sweep_short(bench: argparse.Namespace) -> None:
     bench.budget_s = 0.0
     out = hbm_kernels.hbm(bench)
-    assert {r["stage"] for r in out["records"]} == {"confirm"} and all(r["name"] == "ce" for r in out["records"])
+    assert {r["stage"] for r in out["records"]} == {"start", "confirm"} and all(
+        r["name"] == "ce" for r in out["records"]
+    )
 
 
 def test_the_verdict_reads_the_ratio_and_the_latency_rounds(bench: argparse.Namespace) -> None:

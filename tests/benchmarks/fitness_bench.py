@@ -4,7 +4,7 @@
 
 Interleaves nvbandwidth's tests (device_local_copy, host_to_device_memcpy_ce,
 device_to_host_memcpy_ce, host_device_latency_sm and its one-GPU SM tests) with topodoctor's
-kernel timer (HBM by copy engine and by kernel at several unroll depths, SM host copies, host
+kernel timer (HBM by copy engine and by several HBM kernels (copy_kernels names), SM host copies, host
 latency), runs the compute stress with NVML readings, and times ``check`` at each level. Writes
 one JSON document: every figure with its samples, the ratios, the level timings.
 """
@@ -33,21 +33,33 @@ NVB = (
 )
 
 
-def nvbandwidth(path: Path) -> dict[str, Any]:
-    args = [str(path / "nvbandwidth"), "-j"]
-    for t in NVB:
+def nvbandwidth(path: Path, tests: tuple[str, ...] = NVB, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run nvbandwidth's ``tests`` in one process (``-j``); each test's first value (GPU 0), and the wall."""
+    args = [str(path / "nvbandwidth"), "-j", *extra]
+    for t in tests:
         args += ["-t", t]
     t0 = time.monotonic()
-    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    out: dict[str, Any] = {"wall_s": round(time.monotonic() - t0, 3)}
     try:
-        for case in json.loads(p.stdout)["nvbandwidth"]["testcases"]:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"wall_s": round(time.monotonic() - t0, 3), "error": f"{type(exc).__name__}: {exc}"}
+    out = parse_nvbandwidth(p.stdout, p.stderr)
+    return {"wall_s": round(time.monotonic() - t0, 3), **out}
+
+
+def parse_nvbandwidth(stdout: str, stderr: str = "") -> dict[str, Any]:
+    """nvbandwidth's ``-j`` document as {test name: its first value}; ``error`` when it is not one."""
+    out: dict[str, Any] = {}
+    try:
+        for case in json.loads(stdout)["nvbandwidth"]["testcases"]:
             for key, rows in case.items():
                 if key.endswith("_matrix"):
                     vals = [float(x) for row in rows for x in row if _isnum(x)]
                     out[case["name"]] = vals[0] if vals else None
-    except (ValueError, KeyError) as exc:
-        out["error"] = f"{exc}: {(p.stderr or p.stdout)[-400:]}"
+            if case.get("status") not in (None, "Passed"):
+                out.setdefault("error", f"{case.get('name')}: {case.get('status')} {case.get('error', '')}".strip())
+    except (ValueError, KeyError, TypeError) as exc:
+        out["error"] = f"{exc}: {(stderr or stdout)[-400:]}"
     return out
 
 
@@ -60,9 +72,9 @@ def _isnum(x: Any) -> bool:
 
 
 class Timer:
-    """The kernel timer child, driven directly (hello carries the unroll depth)."""
+    """The kernel timer child, driven directly (hello names the SM copies' kernel)."""
 
-    def __init__(self, unroll: int, blocks: int) -> None:
+    def __init__(self, copy_kernel: str = "") -> None:
         env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", PYTHONUNBUFFERED="1")
         self.p = subprocess.Popen(
             [sys.executable, "-m", "topodoctor.measure.fitness.sm_timer"],
@@ -71,9 +83,7 @@ class Timer:
             text=True,
             env=env,
         )
-        self.hello = self.ask(
-            {"op": "hello", "visible": None, "peers": False, "unroll": unroll, "blocks_per_sm": blocks}
-        )
+        self.hello = self.ask({"op": "hello", "visible": None, "peers": False, "copy_kernel": copy_kernel})
 
     def ask(self, task: dict[str, Any]) -> dict[str, Any]:
         assert self.p.stdin and self.p.stdout
@@ -87,21 +97,22 @@ class Timer:
         self.p.wait()
 
 
-def ours(unroll: int, blocks: int) -> dict[str, Any]:
-    t = Timer(unroll, blocks)
+def ours(kernel: str) -> dict[str, Any]:
+    """One fresh timer: HBM by engine and by the HBM kernel ``kernel``, SM host copies, latency."""
+    t = Timer()
     out: dict[str, Any] = {"hello": t.hello}
     if "error" in t.hello:
         t.close()
         return out
     big = {"size": 512 << 20, "iters": 8, "samples": 7}
     out["hbm_ce"] = t.ask({"op": "hbm", "dev": 0, "engine": "ce", **big})
-    out["hbm_sm"] = t.ask({"op": "hbm", "dev": 0, "engine": "sm", **big})
+    out["hbm_sm"] = t.ask({"op": "hbm", "dev": 0, "engine": "sm", "kernel": kernel, **big})
     copy = {"size": 256 << 20, "iters": 4, "samples": 5}
     out["h2d_sm"] = t.ask({"op": "sm_copy", "src": -1, "dst": 0, "initiator": "pull", **copy})
     out["d2h_sm"] = t.ask({"op": "sm_copy", "src": 0, "dst": -1, "initiator": "push", **copy})
     out["bidir_sm"] = t.ask({"op": "sm_copy", "src": -1, "dst": 0, "initiator": "pull", "bidir": True, **copy})
-    out["host_latency"] = t.ask({"op": "chase", "dev": 0, "target": -1, "steps": 100_000, "samples": 5})
-    out["local_latency"] = t.ask({"op": "chase", "dev": 0, "target": 0, "steps": 100_000, "samples": 5})
+    out["host_latency"] = t.ask({"op": "chase", "dev": 0, "target": -1, "accesses": 1_000_000, "samples": 3})
+    out["local_latency"] = t.ask({"op": "chase", "dev": 0, "target": 0, "accesses": 1_000_000, "samples": 3})
     for d in ("h2d", "d2h"):
         out[f"{d}_ce"] = t.ask({"op": "host", "dev": 0, "dir": d, "size": 256 << 20, "iters": 4, "samples": 5})
     t.close()
@@ -150,7 +161,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--anchors", type=Path, default=Path("/tmp/anchors"))
     ap.add_argument("-o", "--output", type=Path, required=True)
-    ap.add_argument("--kernels", default="4x1,4x2,4x4,8x2,12x1", help="unroll x blocks per SM")
+    ap.add_argument(
+        "--kernels", default="stride-u4,stride-u4-b2,stride-u12", help="copy_kernels names, comma-separated"
+    )
     ap.add_argument("--results", type=Path, help="also write the fitness results of each level's plan here")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--levels", default="static,quick,long")
@@ -159,8 +172,7 @@ def main() -> None:
     for r in range(a.rounds):
         rnd: dict[str, Any] = {"nvbandwidth": nvbandwidth(a.anchors), "ours": {}}
         for k in a.kernels.split(","):
-            u, b = (int(x) for x in k.split("x"))
-            rnd["ours"][k] = ours(u, b)
+            rnd["ours"][k] = ours(k)
         ref = rnd["nvbandwidth"]
         best = max(rnd["ours"].values(), key=lambda o: med(o.get("hbm_sm", {})) or 0)
         pairs = {

@@ -17,7 +17,7 @@ from conftest import FIXTURES, scenario_path
 
 from topodoctor.cli.commands import main
 from topodoctor.job import ras
-from topodoctor.probe.activity import replay_activity
+from topodoctor.probe.sampler import replay_activity
 
 JOB = FIXTURES / "job"
 NCCL = JOB / "nccl"

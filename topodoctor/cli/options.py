@@ -301,7 +301,7 @@ def _refuse_repeats(ctx: Any, cmd: Any, args: list[str]) -> None:
         if takes_value and not attached:
             next(tokens, None)  # its value, whatever it looks like
         if takes_value and not param.multiple:
-            key = param.name or flag
-            seen[key] = seen.get(key, 0) + 1
-            if seen[key] > 1:
+            name = param.name or flag  # click types the name as optional; a typer option always has one
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
                 raise typer.BadParameter("given more than once; give it once", ctx=ctx, param=param)

@@ -16,7 +16,7 @@ from topodoctor.job.ras import RasReport
 from topodoctor.job.verdict import JobInput, JobReport, judge_job
 from topodoctor.model.activity import ActivitySample
 from topodoctor.model.findings import Severity
-from topodoctor.probe import activity
+from topodoctor.probe import sampler
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,12 @@ def _activity(req: JobRequest, budget: Budget) -> tuple[ActivitySample, dict[str
     """This node's GPUs sampled through NVML in a killable child (or a recorded sampling)."""
     if req.replay_live is not None:
         doc = fileio.read_json(req.replay_live, "activity recording")
-        return activity.replay_activity(doc, str(req.replay_live)), None
+        return sampler.replay_activity(doc, str(req.replay_live)), None
     interval = 0.25
     samples = max(2, int(req.live_seconds / interval) + 1)
 
     def work(deadline: float) -> dict[str, object]:
-        got, doc = activity.live_sample(samples, interval, req.record_live)
+        got, doc = sampler.live_activity(samples, interval, req.record_live)
         return {"sample": codec.to_jsonable(got), "recording": doc}
 
     answer = run_with_budget(work, budget)

@@ -21,6 +21,7 @@ from typing import Any
 from topodoctor.core.errors import BandwidthUnavailable
 from topodoctor.core.stats import median
 from topodoctor.measure.copies.session import Timings, Worker
+from topodoctor.measure.fitness import copy_kernels
 from topodoctor.model.copies import Activity, GpuIdentity, Stats
 from topodoctor.model.fitness_results import (
     FITNESS_SCHEMA_VERSION,
@@ -48,9 +49,13 @@ class Plan:
     hbm_size_bytes: int = 512 * MiB
     hbm_iters: int = 4
     samples: int = 5
+    hbm_kernel: str = copy_kernels.DEFAULT.name
     copy_size_bytes: int = 256 * MiB
     copy_iters: int = 2
-    latency_steps: int = 20_000
+    # reads per latency sample, spread over every SM as nvbandwidth does (it reads 1 000 000);
+    # fewer keep a level short and cost 0.2-0.3 % of launch time in the figure
+    latency_accesses: int = 100_000
+    latency_samples: int = 3
     sm_copies: bool = False
     gemm_seconds: float = 0.0
     gemm_n: int = 8192
@@ -61,7 +66,7 @@ class Plan:
     def for_level(level: str) -> Plan:
         """The plan of ``check --level quick`` or ``long``."""
         if level == "long":
-            return Plan("long", hbm_iters=8, samples=7, latency_steps=100_000, sm_copies=True, gemm_seconds=60.0)
+            return Plan("long", hbm_iters=8, samples=7, latency_accesses=200_000, sm_copies=True, gemm_seconds=60.0)
         return Plan("quick")
 
 
@@ -82,15 +87,18 @@ def start_timer(plan: Plan) -> Worker:
     return worker
 
 
-def _tasks(plan: Plan, ordinals: list[int]) -> list[dict[str, Any]]:
+def _tasks(plan: Plan, ordinals: list[int], cpus: dict[int, list[int]] | None = None) -> list[dict[str, Any]]:
+    """The timer's tasks for the GPUs of CUDA ``ordinals``; ``cpus``: each one's CPUs, where its
+    host memory is allocated."""
     common = {"samples": plan.samples}
     hbm = {"size": plan.hbm_size_bytes, "iters": plan.hbm_iters, **common}
-    chase = {"steps": plan.latency_steps, **common}
+    chase = {"accesses": plan.latency_accesses, "samples": plan.latency_samples}
     copy = {"size": plan.copy_size_bytes, "iters": plan.copy_iters, **common}
     out: list[dict[str, Any]] = []
     for d in ordinals:
-        out += [{"op": "hbm", "dev": d, "engine": "ce", **hbm}, {"op": "hbm", "dev": d, "engine": "sm", **hbm}]
-        out.append({"op": "chase", "dev": d, "target": HOST, **chase})
+        out += [{"op": "hbm", "dev": d, "engine": "ce", **hbm}]
+        out.append({"op": "hbm", "dev": d, "engine": "sm", "kernel": plan.hbm_kernel, **hbm})
+        out.append({"op": "chase", "dev": d, "target": HOST, "cpus": (cpus or {}).get(d), **chase})
         if plan.sm_copies:
             for bidir in (False, True):
                 out.append({"op": "sm_copy", "src": HOST, "dst": d, "initiator": "pull", "bidir": bidir, **copy})
@@ -258,7 +266,8 @@ def _kernel_tests(
     if sorted(i.index for i in ids) != wanted:
         raise BandwidthUnavailable(f"the kernel timer does not see the GPUs to measure ({worker.visible})")
     index = {i.cuda_ordinal: i.index for i in ids}
-    tasks = _tasks(plan, sorted(index))
+    near = {g.index: list(g.cpu_affinity) for g in snap.gpus if isinstance(g.cpu_affinity, tuple)}
+    tasks = _tasks(plan, sorted(index), {o: near[i] for o, i in index.items() if i in near})
     for n, task in enumerate(tasks):
         left = deadline - time.monotonic()
         if left <= 0.1:

@@ -12,23 +12,35 @@ the driver's own error name and the answer says what to install.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 from typing import Any
 
 from topodoctor.measure.copies import cuda_timer
 from topodoctor.measure.copies.cuda_timer import Gpu, Timer
 from topodoctor.measure.copies.protocol import Answer, Clock, serve_timer
-from topodoctor.measure.fitness import ptx
+from topodoctor.measure.fitness import copy_kernels, ptx
+from topodoctor.measure.fitness.copy_kernels import CopyKernel
 
 ATTR_SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-THREADS = 512  # per block, as nvbandwidth's copy kernel
-BLOCKS_PER_SM = 1
-LATENCY_BUFFER = 2 << 20  # nvbandwidth's latency buffer: 2 MiB of 8-byte nodes
-LATENCY_STRIDE = 16  # nodes between two reads: one 128-byte line each
+ATTR_UNIFIED_ADDRESSING = 41  # CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
+ATTR_CC_MAJOR, ATTR_CC_MINOR = 75, 76  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
+FUNC_NUM_REGS = 4  # CU_FUNC_ATTRIBUTE_NUM_REGS
+HOST_PORTABLE = 0x01  # CU_MEMHOSTALLOC_PORTABLE
+# The latency test is nvbandwidth's host_device_latency_sm / device_to_device_latency_sm, so that
+# the two measure the same thing: a 2 MiB buffer of 8-byte pointers, each to the one 16 nodes
+# (128 bytes, a cache line) on; a one-thread block per SM, one launch per block in turn, each
+# walking ACCESSES // SMs steps from the first node; host memory allocated fresh (PORTABLE, used
+# through its unified address) with the thread on the GPU's CPUs; no warm-up; ns per access is
+# the sweep's time over its steps (nvbandwidth divides by ACCESSES: 0.01 % apart on 132 SMs).
+LATENCY_BUFFER = 2 << 20
+LATENCY_STRIDE = 16
+ACCESSES = 1_000_000
 JIT_MISSING = {
     "CUDA_ERROR_JIT_COMPILER_NOT_FOUND": "the driver's PTX JIT (libnvidia-ptxjitcompiler.so) is missing",
-    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "the driver is too old for the kernels' PTX (7.0)",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION": "the driver is too old for the kernels' PTX",
     "CUDA_ERROR_NO_BINARY_FOR_GPU": "the driver cannot compile PTX for this GPU",
 }
 
@@ -49,10 +61,30 @@ _EXTRA: dict[str, list[Any]] = {
         POINTER(c_void_p),
     ],
     "cuDeviceGetAttribute": [POINTER(c_int), c_int, c_int],
+    "cuFuncGetAttribute": [POINTER(c_int), c_int, c_void_p],
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor": [POINTER(c_int), c_void_p, c_int, c_size_t],
     "cuMemcpyDtoDAsync_v2": [c_uint64, c_uint64, c_size_t, c_void_p],
+    "cuMemFreeHost": [c_void_p],
 }
 
 Launch = Callable[[], None]
+
+
+@contextmanager
+def near(cpus: list[int] | None) -> Iterator[None]:
+    """Run the block on ``cpus`` (those of them this process may use), as nvbandwidth does before
+    it allocates host memory for a GPU: pinned pages come from the NUMA node the thread runs on."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    wanted = allowed & set(cpus)
+    if wanted:
+        os.sched_setaffinity(0, wanted)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
 
 
 class KernelsUnavailable(RuntimeError):
@@ -70,51 +102,113 @@ class FitnessTimer(Timer):
                 fn.argtypes, fn.restype = args, c_int
         self.kernels: dict[int, tuple[c_void_p, c_void_p]] = {}
         self.sms: dict[int, int] = {}
-        self.unroll = ptx.UNROLL
-        self.blocks_per_sm = BLOCKS_PER_SM
+        self.cc: dict[int, tuple[int, int]] = {}
+        self.uva: dict[int, bool] = {}
+        self.copy_kernel = copy_kernels.STRIDE
+        self.hbm_kernels: dict[tuple[int, str], tuple[c_void_p, CopyKernel, Answer]] = {}
 
     def hello(self, task: Answer) -> Answer:
-        """Start CUDA as the copy timer does, then load the PTX kernels on every GPU (``cuModuleLoadData``)."""
+        """Start CUDA as the copy timer does, then load the PTX kernels on every GPU (``cuModuleLoadData``);
+        ``copy_kernel`` names the SM copies' kernel (``copy_kernels.parse``)."""
         answer = super().hello(task)
-        self.unroll = int(task.get("unroll", ptx.UNROLL))
-        self.blocks_per_sm = int(task.get("blocks_per_sm", BLOCKS_PER_SM))
+        if task.get("copy_kernel"):
+            self.copy_kernel = copy_kernels.parse(str(task["copy_kernel"]))
         clock = Clock()
         self._each(self._load)
         clock.lap("kernels_jit")
         timings = dict(answer.get("timings") or {}, **clock.spent)
         return dict(answer, method="CUDA driver API: cuMemcpyDtoDAsync and PTX kernels", timings=timings)
 
-    def _load(self, g: Gpu) -> None:
-        cu = self.cu
-        cu("cuCtxSetCurrent", g.ctx)
-        mod, copy, chase, sms = c_void_p(), c_void_p(), c_void_p(), c_int()
-        rc = self.lib_call("cuModuleLoadData", ctypes.byref(mod), ptx.module(self.unroll))
+    def _attr(self, attr: int, ordinal: int) -> int:
+        v = c_int()
+        self.cu("cuDeviceGetAttribute", ctypes.byref(v), attr, ordinal)
+        return int(v.value)
+
+    def _module(self, image: bytes) -> c_void_p:
+        mod = c_void_p()
+        rc = self.lib_call("cuModuleLoadData", ctypes.byref(mod), image)
         if rc != 0:
-            name = cu.error_name(rc)
+            name = self.cu.error_name(rc)
             why = JIT_MISSING.get(name, "the driver could not load the kernels")
             raise KernelsUnavailable(f"{why} (cuModuleLoadData: {name})")
-        cu("cuModuleGetFunction", ctypes.byref(copy), mod, ptx.COPY.encode())
-        cu("cuModuleGetFunction", ctypes.byref(chase), mod, ptx.CHASE.encode())
-        cu("cuDeviceGetAttribute", ctypes.byref(sms), ATTR_SM_COUNT, g.ordinal)
-        self.kernels[g.ordinal] = (copy, chase)
-        self.sms[g.ordinal] = max(1, int(sms.value))
+        return mod
+
+    def _function(self, mod: c_void_p, name: str) -> c_void_p:
+        fn = c_void_p()
+        self.cu("cuModuleGetFunction", ctypes.byref(fn), mod, name.encode())
+        return fn
+
+    def _load(self, g: Gpu) -> None:
+        self.cu("cuCtxSetCurrent", g.ctx)
+        mod = self._module(ptx.module(self.copy_kernel))
+        self.kernels[g.ordinal] = (self._function(mod, ptx.COPY), self._function(mod, ptx.CHASE))
+        self.sms[g.ordinal] = max(1, self._attr(ATTR_SM_COUNT, g.ordinal))
+        self.cc[g.ordinal] = (self._attr(ATTR_CC_MAJOR, g.ordinal), self._attr(ATTR_CC_MINOR, g.ordinal))
+        self.uva[g.ordinal] = bool(self._attr(ATTR_UNIFIED_ADDRESSING, g.ordinal))
+
+    def _hbm_kernel(self, g: Gpu, name: str) -> tuple[c_void_p, CopyKernel, Answer]:
+        """The HBM test's kernel ``name`` on ``g``, loaded at its first use: the portable one where
+        this GPU lacks its instructions or the driver cannot load it, the answer then says why."""
+        key = (g.ordinal, name)
+        if key not in self.hbm_kernels:
+            clock = Clock()
+            wanted = copy_kernels.parse(name)
+            kernel = copy_kernels.for_gpu(wanted, self.cc[g.ordinal])
+            info: Answer = {}
+            if kernel != wanted:
+                major, minor = self.cc[g.ordinal]
+                info["fallback"] = f"{wanted.name} needs sm_{wanted.needs[1]}; this GPU is sm_{major}{minor}"
+            self.cu("cuCtxSetCurrent", g.ctx)
+            try:
+                mod = self._module(ptx.hbm_module(kernel))
+            except KernelsUnavailable as exc:
+                if kernel == copy_kernels.PORTABLE:
+                    raise
+                info["fallback"] = f"{kernel.name}: {exc}"
+                kernel = copy_kernels.PORTABLE
+                mod = self._module(ptx.hbm_module(kernel))
+            fn = self._function(mod, ptx.HBM)
+            regs, resident = c_int(), c_int()
+            self.cu("cuFuncGetAttribute", ctypes.byref(regs), FUNC_NUM_REGS, fn)
+            block = copy_kernels.geometry(kernel, 1, 1).block
+            self.cu("cuOccupancyMaxActiveBlocksPerMultiprocessor", ctypes.byref(resident), fn, block, 0)
+            clock.lap("jit")
+            info.update(regs=int(regs.value), resident_blocks_per_sm=int(resident.value), jit_s=clock.spent["jit"])
+            self.hbm_kernels[key] = (fn, kernel, info)
+        return self.hbm_kernels[key]
 
     # --- launches
-    def _launch(self, g: Gpu, fn: c_void_p, grid: int, block: int, stream: c_void_p, *args: Any) -> Launch:
+    def _launch(
+        self, g: Gpu, fn: c_void_p, grid: int, block: int, stream: c_void_p, *args: Any, times: int = 1
+    ) -> Launch:
         params = (c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), c_void_p) for a in args])
 
         def launch() -> None:
-            self.cu("cuLaunchKernel", fn, grid, 1, 1, block, 1, 1, 0, stream, params, None)
+            for _ in range(times):
+                self.cu("cuLaunchKernel", fn, grid, 1, 1, block, 1, 1, 0, stream, params, None)
 
         launch.keep = args  # type: ignore[attr-defined]  # the argument values live as long as the launch
         return launch
 
-    def _copy(self, g: Gpu, dst: int, src: int, size: int, loops: int, stream: c_void_p, share: int = 1) -> Launch:
-        """The copy kernel on ``g``: ``size`` bytes (a multiple of 16), ``loops`` times; ``share``
-        splits the GPU's SMs between kernels that run at once (both directions of a pair)."""
-        grid = max(1, self.sms[g.ordinal] * self.blocks_per_sm // share)
-        args = (c_uint64(dst), c_uint64(src), c_uint64(size // 16), c_uint32(loops))
-        return self._launch(g, self.kernels[g.ordinal][0], grid, THREADS, stream, *args)
+    def _copy(
+        self,
+        g: Gpu,
+        dst: int,
+        src: int,
+        size: int,
+        loops: int,
+        stream: c_void_p,
+        share: int = 1,
+        kernel: tuple[c_void_p, CopyKernel] | None = None,
+    ) -> Launch:
+        """A copy kernel on ``g`` (the SM copies' unless ``kernel`` names another): ``size`` bytes (a
+        multiple of 16), ``loops`` times; ``share`` splits the GPU's SMs between kernels that run
+        at once (both directions of a pair)."""
+        fn, shape = kernel or (self.kernels[g.ordinal][0], self.copy_kernel)
+        geo = copy_kernels.geometry(shape, size // 16, self.sms[g.ordinal], share)
+        inside, times = (loops, 1) if geo.loops_inside else (1, loops)
+        args = (c_uint64(dst), c_uint64(src), c_uint64(size // 16), c_uint32(inside))
+        return self._launch(g, fn, geo.grid, geo.block, stream, *args, times=times)
 
     def _mapped(self, g: Gpu, host_ptr: int) -> int:
         d = c_uint64()
@@ -158,14 +252,23 @@ class FitnessTimer(Timer):
 
     # --- tasks
     def hbm(self, task: Answer) -> Answer:
-        """Device-local copy on GPU ``dev``: the copy engine (cuMemcpyDtoDAsync) or the copy kernel.
-        GB/s count the bytes copied once, as nvbandwidth's device_local_copy does (the memory
-        moves twice as much: a read and a write)."""
+        """Device-local copy on GPU ``dev``: the copy engine (cuMemcpyDtoDAsync) or a copy kernel
+        (``kernel``: a ``copy_kernels`` name, the HBM default if none). GB/s count the bytes copied
+        once, as nvbandwidth's device_local_copy does (the memory moves twice as much: a read and a
+        write)."""
         clock = Clock()
         g = self.gpus[task["dev"]]
         size, iters, samples, engine = int(task["size"]), int(task["iters"]), int(task["samples"]), task["engine"]
-        size -= size % 16
-        src, dst = self._device(g, size, "src"), self._device(g, size, "dst")
+        info: Answer = {}
+        skew = 0
+        if engine == "ce":
+            size -= size % 16
+        else:
+            fn, kernel, info = self._hbm_kernel(g, str(task.get("kernel") or copy_kernels.DEFAULT.name))
+            size -= size % kernel.granule_bytes
+            skew = kernel.skew
+        src = self._device(g, size, "src")
+        dst = self._device(g, size + skew, "dst") + skew
         stream = self._stream(g, 0)
         clock.lap("allocation")
         if engine == "ce":
@@ -174,12 +277,14 @@ class FitnessTimer(Timer):
                 for _ in range(iters):
                     self.cu("cuMemcpyDtoDAsync_v2", dst, src, size, stream)
         else:
-            launch = self._copy(g, dst, src, size, iters, stream)
+            launch = self._copy(g, dst, src, size, iters, stream, kernel=(fn, kernel))
+            geo = copy_kernels.geometry(kernel, size // 16, self.sms[g.ordinal])
+            info = dict(info, kernel=kernel.name, grid=geo.grid, block=geo.block)
         rates, held = self._timed([(g, stream, launch)], samples, size * iters)
         clock.lap("measurement")
         same = self._same(g, dst, size)
         clock.lap("verification")
-        return {"samples": rates[0], "verified": same, "held": held, "timings": clock.spent}
+        return {"samples": rates[0], "verified": same, "held": held, "size": size, **info, "timings": clock.spent}
 
     def sm_copy(self, task: Answer) -> Answer:
         """The copy kernel moving ``size`` bytes from ``src`` to ``dst`` (GPU ordinals, -1 the
@@ -217,44 +322,56 @@ class FitnessTimer(Timer):
 
     def chase(self, task: Answer) -> Answer:
         """Pointer-chase latency from GPU ``dev`` into memory of GPU ``target`` (-1: pinned host
-        memory), nvbandwidth's layout: 2 MiB of pointers, each to the one 128 bytes on. ns per
-        read; verified when the walk ends on the node the chain's arithmetic says."""
+        memory, allocated near ``cpus``), nvbandwidth's method (LATENCY_BUFFER above): each sample
+        is one sweep of ``accesses`` reads over every SM, ns per read. Verified when every SM's walk
+        ended on the node the chain's arithmetic says."""
         clock = Clock()
         g = self.gpus[int(task["dev"])]
-        target, steps, samples = int(task["target"]), int(task["steps"]), int(task["samples"])
+        target, samples = int(task["target"]), int(task["samples"])
+        sms = self.sms[g.ordinal]
+        steps = max(1, int(task.get("accesses", ACCESSES)) // sms)
         nodes = LATENCY_BUFFER // 8
-        staging = self._host(LATENCY_BUFFER, "chain")
+        host = c_void_p()
         if target >= 0:
-            t = self.gpus[target]
-            self.cu("cuCtxSetCurrent", t.ctx)
-            base = self._device(t, LATENCY_BUFFER, "chain")
+            base = self._device(self.gpus[target], LATENCY_BUFFER, "chain")
+            chain_at = self._host(LATENCY_BUFFER, "chain")
         else:
-            base = self._mapped(g, self._host(LATENCY_BUFFER, "host-chain"))
-        chain = (c_uint64 * nodes).from_address(staging if target >= 0 else self._host(LATENCY_BUFFER, "host-chain"))
+            self.cu("cuCtxSetCurrent", g.ctx)
+            flags = HOST_PORTABLE if self.uva[g.ordinal] else cuda_timer.HOST_PORTABLE_DEVICEMAP
+            with near(task.get("cpus")):
+                self.cu("cuMemHostAlloc", ctypes.byref(host), LATENCY_BUFFER, flags)
+            chain_at = self._addr(host)
+            base = chain_at if self.uva[g.ordinal] else self._mapped(g, chain_at)
+        chain = (c_uint64 * nodes).from_address(chain_at)
         for i in range(nodes):
             chain[i] = base + ((i + LATENCY_STRIDE) % nodes) * 8
         if target >= 0:
-            self.cu("cuCtxSetCurrent", t.ctx)
-            self.cu("cuMemcpyHtoD_v2", base, staging, LATENCY_BUFFER)
-        out = self._device(g, 16, "chase-out")
+            self.cu("cuCtxSetCurrent", self.gpus[target].ctx)
+            self.cu("cuMemcpyHtoD_v2", base, chain_at, LATENCY_BUFFER)
+        out = self._device(g, 8 * sms, "chase-out")
         stream = self._stream(g, 0)
         kernel = self.kernels[g.ordinal][1]
-        launch = self._launch(g, kernel, 1, 1, stream, c_uint64(base), c_uint32(steps), c_uint64(out))
+        walks = [
+            [self._launch(g, kernel, sms, 1, stream, c_uint64(base), c_uint32(steps), c_uint64(out), c_uint32(b))]
+            for b in range(sms)
+        ]
         clock.lap("allocation")
         ns: list[float] = []
         held = True
-        self._sample([(g, stream, [[launch]])])
         for _ in range(samples):
-            ms, ok = self._sample([(g, stream, [[launch]])])
+            ms, ok = self._sample([(g, stream, walks)])
             held &= ok
-            ns.append(ms[0][0] * 1e6 / steps)
+            ns.append(sum(ms[0]) * 1e6 / (steps * sms))
         clock.lap("measurement")
-        end = c_uint64()
+        ends = (c_uint64 * sms)()
         self.cu("cuCtxSetCurrent", g.ctx)
-        self.cu("cuMemcpyDtoH_v2", ctypes.addressof(end), out, 8)
-        same = int(end.value) == base + (steps * LATENCY_STRIDE % nodes) * 8
+        self.cu("cuMemcpyDtoH_v2", ctypes.addressof(ends), out, 8 * sms)
+        same = all(int(e) == base + (steps * LATENCY_STRIDE % nodes) * 8 for e in ends)
+        if host.value:
+            self.cu("cuMemFreeHost", host)
         clock.lap("verification")
-        return {"samples": ns, "verified": same, "held": held, "timings": clock.spent}
+        return {"samples": ns, "verified": same, "held": held, "steps_per_sm": steps, "sms": sms,
+                "timings": clock.spent}  # fmt: skip
 
 
 def main() -> None:

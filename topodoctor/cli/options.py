@@ -274,6 +274,7 @@ def _refuse_repeats(ctx: Any, cmd: Any, args: list[str]) -> None:
         if takes_value and not attached:
             next(tokens, None)  # its value, whatever it looks like
         if takes_value and not param.multiple:
-            seen[param.name] = seen.get(param.name, 0) + 1
-            if seen[param.name] > 1:
+            name = param.name or flag  # click 8.2+ types a parameter's name as optional
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
                 raise typer.BadParameter("given more than once; give it once", ctx=ctx, param=param)

@@ -189,7 +189,11 @@ def collectives(
         ),
     ] = None,
     scaling: Annotated[
-        bool, typer.Option("--scaling", help="The ops on 2, 4, ... N GPUs (nearest GPUs grouped first).")
+        bool,
+        typer.Option(
+            "--scaling",
+            help="The ops on 2, 4, ... N GPUs (nearest GPUs grouped first); under a launcher, on groups of its ranks.",
+        ),
     ] = False,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and

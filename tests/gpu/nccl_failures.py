@@ -2,7 +2,7 @@
 
 Run on a GPU host (or with ``--backend gloo`` on a CPU to try the plumbing):
 
-    python3 tests/gpu/nccl_failures.py OUTDIR [--backend nccl|gloo] [--only CASE,...]
+    python3 tests/gpu/nccl_failures.py OUTDIR [--backend nccl|gloo] [--only CASE,...] [--limit S] [--port P]
 
 Every case starts its ranks as separate processes that meet through c10d's TCP store on
 127.0.0.1, as separate torchrun launches would. Two "nodes" on one GPU: each rank sets its
@@ -18,7 +18,15 @@ beside them says what was run and how each rank ended. Cases:
 - ``ib-hca``: NCCL_IB_HCA names a device that does not exist (NCCL falls back to sockets).
 - ``socket-ifname``: NCCL_SOCKET_IFNAME matches no interface.
 - ``duplicate-gpu``: two ranks of one host on one GPU.
-- ``shm-small``: /dev/shm of 64 KiB (a private mount) under NCCL's shared-memory transport.
+- ``shm-small``: each "node" in a mount namespace of its own whose /dev/shm is a 64 KiB tmpfs.
+  With one rank per host NCCL's SHM transport is not used; what needs /dev/shm is the proxy:
+  every network connection has proxy progress, so proxy.cc's proxyProgressInit creates its ops
+  pool with ncclShmOpen (sizeof(struct ncclProxyOpsPool): 2048 ops x 72 local ranks, megabytes),
+  and shmutils.cc's fallocate fails with ENOSPC ("Error: failed to extend ...", then "Error while
+  creating shared memory segment ..."). NCCL 2.22+ connects rings lazily, so the first collective
+  fails, not the init (NCCL 2.28.9; nvls.cc's ncclShmOpen needs NVLS, off here).
+- ``version-mismatch``: rank 1 runs with ``LD_PRELOAD`` naming another NCCL build (``TD_OTHER_NCCL``,
+  a path): init.cc compares the ranks' versions after the bootstrap ("Mismatched NCCL version").
 - ``peer-died``: rank 1 exits in the middle of a loop of all_reduce.
 - ``watchdog``: rank 1 never joins an all_reduce; rank 0's process group times out after 5 s.
 - ``td-net-ib``, ``td-socket-ifname``, ``td-healthy``: the same two "nodes", each rank being
@@ -37,7 +45,7 @@ import time
 from pathlib import Path
 
 LEVELS = {"unset": None, "warn": "WARN", "info": "INFO"}
-CASE_LIMIT_S = 75.0
+CASE_LIMIT_S = 75.0  # --limit
 SAFE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
@@ -63,6 +71,8 @@ def rank_main() -> int:
         torch.cuda.set_device(dev)
     timeout = datetime.timedelta(seconds=5 if case == "watchdog" else 60)
     kwargs = {"device_id": dev} if gpu else {}
+    if case == "version-mismatch" and gpu:
+        print(f"rank {rank}: NCCL {torch.cuda.nccl.version()} loaded", flush=True)
     dist.init_process_group(backend, timeout=timeout, **kwargs)
     print(f"rank {rank}: process group up ({backend}, world {world})", flush=True)
 
@@ -137,9 +147,12 @@ def _case_env(case: str) -> tuple[list[dict[str, str]], list[str]]:
     elif case == "duplicate-gpu":
         two_nodes = [{}, {}]
     elif case == "shm-small":
-        two_nodes = [{}, {}]
-        common.update(NCCL_MULTI_RANK_GPU_ENABLE="1", NCCL_P2P_DISABLE="1", NCCL_CUMEM_HOST_ENABLE="0")
-        prefix = ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs -o size=64k tmpfs /dev/shm && exec "$@"', "sh"]
+        mount = (
+            'mount -t tmpfs -o size=64k tmpfs /dev/shm && echo "/dev/shm: $(df -k /dev/shm | tail -n 1)" && exec "$@"'
+        )
+        prefix = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, "sh"]
+    elif case == "version-mismatch":
+        two_nodes[1]["LD_PRELOAD"] = os.environ.get("TD_OTHER_NCCL", "")
     elif case == "algo-ring":
         common["NCCL_ALGO"] = "Ring"
     elif case == "algo-tree":
@@ -195,12 +208,14 @@ def _wait(d: Path, case: str, level: str, procs: list[tuple[subprocess.Popen[byt
             p.wait()
             codes.append(None)
         log.close()  # type: ignore[attr-defined]
-    meta = {
+    meta: dict[str, object] = {
         "case": case,
         "nccl_debug": LEVELS[level],
         "exit_codes": codes,
         "wall_s": round(time.monotonic() - start, 1),
     }
+    if case == "version-mismatch":
+        meta["rank1_ld_preload"] = os.environ.get("TD_OTHER_NCCL", "")
     (d / "case.json").write_text(json.dumps(meta) + "\n")
     print(json.dumps(meta), flush=True)
     return None
@@ -215,6 +230,7 @@ CASES = (
     "socket-ifname",
     "duplicate-gpu",
     "shm-small",
+    "version-mismatch",
     "peer-died",
     "watchdog",
     "td-net-ib",
@@ -223,20 +239,32 @@ CASES = (
 )
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def main() -> int:
+    global CASE_LIMIT_S
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--backend", default="nccl", choices=("nccl", "gloo"))
-    ap.add_argument("--only", default=",".join(CASES))
+    ap.add_argument("--only", default=",".join(c for c in CASES if c != "version-mismatch"))
+    ap.add_argument("--limit", type=float, default=CASE_LIMIT_S, help="seconds a case may take before it is killed")
+    ap.add_argument("--port", type=int, default=0, help="first rendezvous port (one per case); 0: a free one each")
     args = ap.parse_args()
     import threading
 
-    port = 29700
+    CASE_LIMIT_S = args.limit
+    port = args.port
     threads = []
     for case in args.only.split(","):
         levels = ("info",) if case in ("healthy", "algo-ring", "algo-tree") or case.startswith("td-") else tuple(LEVELS)
         for level in levels:
-            port += 1
+            port = port + 1 if args.port else _free_port()
             t = threading.Thread(target=run_case, args=(args.out, case, level, port, args.backend))
             t.start()
             threads.append(t)

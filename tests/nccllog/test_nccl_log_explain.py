@@ -32,6 +32,10 @@ REAL = {
     "peer-died": "TD046",
     "watchdog": "TD047",
 }
+# The second recording (tests/gpu/nccl_failures2.sh, placed by fixtures/nccl_failures_import.py only
+# where NCCL did fail): each class is tested at every level once its recording is in place.
+SECOND = {"shm-small": "TD043", "version-mismatch": "TD048"}
+REAL.update({case: code for case, code in SECOND.items() if (FAILURES / case).is_dir()})
 
 
 @pytest.mark.parametrize("level", ["unset", "warn", "info"])
@@ -81,6 +85,25 @@ def test_ib_hca_with_no_device_is_a_fallback_warning_at_info() -> None:
 def test_synthetic_failure_explained(name: str, code: str) -> None:
     findings = explain(_files(SYNTHETIC / name))
     assert [f.code for f in findings][:1] == [code]
+
+
+def test_shm_lines_of_nccl_2_28_name_the_segment_its_size_and_the_error() -> None:
+    """misc/shmutils.cc (2.26 - 2.29) warns of the fallocate that failed before the segment's summary."""
+    text = (
+        "vm:1:2 [0] misc/shmutils.cc:87 NCCL WARN Error: failed to extend /dev/shm/nccl-Ab12Cd to 20971524 bytes, "
+        "error: No space left on device (28)\n"
+        "vm:1:2 [0] misc/shmutils.cc:128 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-Ab12Cd "
+        "(size 20971520), error: No space left on device (28)\n"
+        "vm:1:1 [0] misc/shmutils.cc:74 NCCL WARN Error: failed to create shared memory file /dev/shm/nccl-XXXXXX, "
+        "error No space left on device (28)\n"
+    )
+    (f,) = explain([parse_file("rank0.txt", text)])
+    assert f.code == "TD043" and f.evidence["line"] == 1 and f.evidence["events"] == 3
+    assert f.message == (
+        "shared memory segment /dev/shm/nccl-Ab12Cd of 20971524 bytes could not be created: No space left on device"
+    )
+    (g,) = explain([parse_file("rank1.txt", text.splitlines(keepends=True)[2])])
+    assert g.message == "shared memory segment /dev/shm/nccl-XXXXXX could not be created: No space left on device"
 
 
 def test_ib_completion_status_is_named_and_the_remote_error_is_not_a_second_cause() -> None:

@@ -189,7 +189,11 @@ def collectives(
         ),
     ] = None,
     scaling: Annotated[
-        bool, typer.Option("--scaling", help="The ops on 2, 4, ... N GPUs (nearest GPUs grouped first).")
+        bool,
+        typer.Option(
+            "--scaling",
+            help="The ops on 2, 4, ... N GPUs (nearest GPUs grouped first); under a launcher, on groups of its ranks.",
+        ),
     ] = False,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and
@@ -299,14 +303,16 @@ def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: Mea
 
 
 def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: MeasureFormat) -> None:
-    """``--algo`` / ``--scaling``: several spawned runs, compared; exit 1 when a run failed or a
-    group of GPUs is slow against its peers, else 0."""
+    """``--algo`` / ``--scaling``: several runs, compared; exit 1 when a run failed or a group of
+    GPUs is slow against its peers, else 0. Under a launcher, rank 0 reports for the world."""
     from topodoctor.cli.io import emit, emit_json, render
     from topodoctor.core.codec import to_jsonable
     from topodoctor.report.collectives_sweeps import algo_lines, scaling_lines
     from topodoctor.service.collective_sweeps import run_sweeps
 
     out = run_sweeps(run, algo, scaling, within)
+    if out is None:
+        raise typer.Exit(0)  # not rank 0: the world leaves with rank 0's code (service/world.py)
     doc: dict[str, Any] = {}
     lines: list[str] = []
     if out.algorithms is not None:

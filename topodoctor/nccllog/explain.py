@@ -255,7 +255,8 @@ def _explain_kind(kind: str, code: str, evs: list[Event], env: dict[str, str]) -
             else "several ranks use the same GPU"
         )
     elif kind == "shm":
-        msg = f"shared memory segment {g[1]} of {g[2]} bytes could not be created" if g[1] else "no shared memory"
+        size = f" of {g[2]} bytes" if g[2] else ""
+        msg = f"shared memory segment {g[1]}{size} could not be created" if g[1] else "no shared memory"
         if g[3]:
             msg += f": {g[3].strip()}"
     elif kind == "cuda-driver":

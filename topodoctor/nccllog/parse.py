@@ -44,7 +44,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|Multiple Ranks are using the same GPU"
         ),
     ),
-    # os/linux.cc (shmutils.cc before 2.27): /dev/shm full or too small (a container's 64 MB)
+    # misc/shmutils.cc (2.18 - 2.29; os/linux.cc after): /dev/shm full or too small (a container's 64 MB); the
+    # fallocate or mkstemp that failed comes first, then the segment's summary line
     (
         "shm",
         re.compile(
@@ -52,6 +53,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|unable to allocate shared memory"
         ),
     ),
+    ("shm", re.compile(r"Error: failed to (extend) (\S+) to (\d+) bytes, error: ([^(]*)")),
+    ("shm", re.compile(r"Error: failed to (create) shared memory file (\S+)(), error ([^(]*)")),
     # CUDA: a driver older than the runtime NCCL / torch were built for
     (
         "cuda-driver",

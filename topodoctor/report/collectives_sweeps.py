@@ -40,14 +40,16 @@ def algo_lines(s: AlgoSweep) -> list[str]:
 
 
 def scaling_lines(s: ScalingSweep) -> list[str]:
-    """busbw per group and size, the efficiency of each group size against two GPUs, slow groups."""
-    out = ["# busbw (GB/s) per group of GPUs"]
+    """busbw per group and size, the efficiency of each group size against two GPUs (or ranks of a
+    launcher's world), slow groups."""
+    u = s.unit
+    out = [f"# busbw (GB/s) per group of {u}"]
     for r in s.runs:
         figs = ", ".join(f"{op} {human_size(size)} {'-' if bw is None else f'{bw:.2f}'}" for op, size, bw in r.busbw)
-        out.append(f"  GPUs {','.join(map(str, r.gpus)):<16} {figs}")
-        out += [f"# FAILED GPUs {','.join(map(str, r.gpus))}: {f}" for f in r.failures]
-    out.append("# scaling efficiency: median busbw of each group size / that of 2 GPUs")
+        out.append(f"  {u} {','.join(map(str, r.gpus)):<16} {figs}")
+        out += [f"# FAILED {u} {','.join(map(str, r.gpus))}: {f}" for f in r.failures]
+    out.append(f"# scaling efficiency: median busbw of each group size / that of 2 {u}")
     for k, op, size, eff in s.efficiency:
-        out.append(f"  {k:>3} GPUs  {op:<16} {human_size(size):>8}  {eff:.3f}")
+        out.append(f"  {k:>3} {u:<5} {op:<16} {human_size(size):>8}  {eff:.3f}")
     out += [f"# SLOW {line}" for line in s.slow]
     return out

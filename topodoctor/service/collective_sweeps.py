@@ -1,6 +1,6 @@
 """`collectives --predict`, `--algo` and `--scaling` as the service runs them: the topology's
-expected busbw without running anything, and several spawned runs compared, each under the
-command's one budget."""
+expected busbw without running anything, and several runs compared (spawned worlds, or process
+groups of a launcher's world), all under the command's one budget."""
 
 from __future__ import annotations
 
@@ -9,11 +9,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable
-from topodoctor.measure.collectives.sweeps import ALGO_OPS, AlgoSweep, ScalingSweep, algo_sweep, scaling_sweep, subsets
+from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.measure.collectives.guard import RankStopped
+from topodoctor.measure.collectives.sweeps import (
+    ALGO_OPS,
+    AlgoSweep,
+    ScalingSweep,
+    algo_sweep,
+    joined_runs,
+    scaling_sweep,
+    subsets,
+)
+from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan
 from topodoctor.service import check as doctor
-from topodoctor.service.collective_runs import CollectivesRun, _deadline, _snapshot
+from topodoctor.service.collective_runs import CollectivesRun, RankDone, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus
 from topodoctor.topology.busbw import Prediction, predict
 
@@ -39,8 +49,14 @@ class SweepOutcome:
     exit_code: int  # 1 when a run failed or a group of GPUs is slow against its peers
 
 
-def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Budget) -> SweepOutcome:
-    """``--algo`` / ``--scaling``: several spawned runs of ``run.plan``, compared."""
+def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Budget) -> SweepOutcome | None:
+    """``--algo`` / ``--scaling``: several runs of ``run.plan``, compared. Started on its own:
+    spawned worlds, one per run. Under a launcher: runs on process groups of the launcher's world,
+    rank 0 reporting (None on the other ranks)."""
+    names = _algorithms(algo) if algo is not None else None
+    world = None if run.spawn else from_env()
+    if world is not None:
+        return _joined(run, world, names, scaling, budget)
     from topodoctor.measure.collectives.launch import measure
 
     plan: Plan = run.plan
@@ -54,13 +70,7 @@ def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Bud
     def one(p: Plan, env: dict[str, str], ranks: int = n) -> Any:
         return measure(p, ranks, snapshot=snap, deadline=deadline, start_timeout_s=run.start_timeout_s, extra_env=env)
 
-    algos = None
-    if algo is not None:
-        names = [a.strip() for a in algo.split(",") if a.strip()]
-        unknown = [a for a in names if a.lower() not in ALGO_OPS]
-        if unknown or not names:
-            raise InputError(f"--algo: unknown algorithm {unknown[0] if unknown else algo!r} ({', '.join(ALGO_OPS)})")
-        algos = algo_sweep(plan, names, one)
+    algos = algo_sweep(plan, names, one) if names is not None else None
     grown = None
     if scaling:
 
@@ -69,7 +79,52 @@ def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Bud
             return one(p, env, len(gpus))
 
         grown = scaling_sweep(plan, subsets(snap if gpu else None, n), on)
+    return _outcome(algos, grown)
+
+
+def _algorithms(algo: str) -> list[str]:
+    names = list(dict.fromkeys(a.strip() for a in algo.split(",") if a.strip()))
+    unknown = [a for a in names if a.lower() not in ALGO_OPS]
+    if unknown or not names:
+        raise InputError(f"--algo: unknown algorithm {unknown[0] if unknown else algo!r} ({', '.join(ALGO_OPS)})")
+    return names
+
+
+def _outcome(algos: AlgoSweep | None, grown: ScalingSweep | None) -> SweepOutcome:
     bad = (algos is not None and bool(algos.failures)) or (
         grown is not None and (bool(grown.slow) or any(r.failures for r in grown.runs))
     )
     return SweepOutcome(algos, grown, EXIT_UNHEALTHY if bad else EXIT_OK)
+
+
+def _joined(
+    run: CollectivesRun, world: World, names: list[str] | None, scaling: bool, budget: Budget
+) -> SweepOutcome | None:
+    """The sweeps inside a launcher's world: each run a process group of it (NCCL_ALGO set while
+    its communicator is made; groups of 2, 4, ... consecutive ranks for scaling)."""
+    from topodoctor.measure.collectives.sweep_world import join_sweeps
+
+    nodes = run.nodes
+    if nodes is not None and (nodes.pairwise or nodes.nic_loopback):
+        raise InputError("--algo and --scaling do not combine with --pairwise or --nic-loopback")
+    if world.world_size < 2:
+        raise InputError(f"--algo and --scaling need a world of 2 ranks or more; the launcher made {world.world_size}")
+    runs = joined_runs(run.plan, names, scaling, world.world_size)
+    log_dir = str(_made(run.log_dir)) if run.log_dir else None
+    try:
+        results = join_sweeps(run.plan, runs, world, log_dir, _deadline(budget))
+    except ModuleNotFoundError as exc:
+        raise TopodoctorError(f"{exc.name} is not installed: pip install 'topodoctor[bandwidth]'") from None
+    except RankStopped as exc:
+        raise RankDone(f"rank {world.rank} stopped: {exc}; rank 0 reports the run") from None
+    if results is None:
+        return None
+    got = {(r.kind, r.label): res for r, res in zip(runs, results, strict=True)}
+    algos = None
+    if names is not None:
+        algos = algo_sweep(run.plan, names, lambda p, env: got[("algo", env.get("NCCL_ALGO", "default"))])
+    grown = None
+    if scaling:
+        groups = [r.ranks for r in runs if r.kind == "scaling"]
+        grown = scaling_sweep(run.plan, groups, lambda p, g: got[("scaling", ",".join(map(str, g)))], unit="ranks")
+    return _outcome(algos, grown)

@@ -4,6 +4,8 @@ test hook that makes faults on purpose."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import sys
@@ -106,6 +108,16 @@ class Alarm:
         except Exception:
             return None
 
+    def present(self, keys: list[str]) -> bool:
+        """Whether every key is set in the world's store (False without a store, or when it stopped answering)."""
+        if self.store is None:
+            return False
+        try:
+            with self.lock:
+                return bool(self.store.check(keys))
+        except Exception:
+            return False
+
     def identities(self, n: int) -> list[dict[str, Any]]:
         """The identities the ranks published (those that got that far), in rank order."""
         out = []
@@ -131,6 +143,13 @@ def failure_of(exc: BaseException, rank: int, node: str, current: tuple[str, int
     kind = "oom" if type(exc).__name__ == "OutOfMemoryError" else "error"
     op, size = (current[0], current[1]) if current else (None, None)
     return {"kind": kind, "op": op, "size_bytes": size or None, "message": f"{node}: {msg}", "rank": rank}
+
+
+def flush_c_streams() -> None:
+    """Flush C stdio (NCCL's log file among it): complete on disk before it is read, or before the
+    process may be killed."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
 
 
 def nccl_environment(environ: dict[str, str], rank: int, log_dir: str | None) -> None:

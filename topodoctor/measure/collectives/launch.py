@@ -141,7 +141,7 @@ def _terminated(signum: int, frame: object) -> None:
     raise CollectivesUnavailable("terminated (SIGTERM): all ranks killed")
 
 
-def _die_with_parent(sig: int = signal.SIGKILL) -> None:
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
     """The kernel sends ``sig`` to this process when the one that started it dies: in a spawned
     rank, before exec (a check's budgeted child killed at its deadline); in a rank of a
     launcher's world, the launcher's agent killed (SIGTERM: this rank still says why). No rank
@@ -172,7 +172,7 @@ def start(
                     stderr=err,
                     env=child_environment(base, w, plan, log_dir),
                     start_new_session=True,
-                    preexec_fn=_die_with_parent,
+                    preexec_fn=die_with_parent,
                 )
             run.ranks.append(_Rank(w, proc, err_path))
             run.got.pids.append(proc.pid)
@@ -351,7 +351,7 @@ def join(
     The group stays up: the ranks agree on one exit code and tear it down (worker_exit)."""
     from topodoctor.measure.collectives.rank.main import run_rank
 
-    _die_with_parent(signal.SIGTERM)
+    die_with_parent(signal.SIGTERM)
     t0 = time.monotonic()
     own = log_dir or tempfile.mkdtemp(prefix=f"topodoctor-coll-{world.rank}-")
     got = Collected()

@@ -1,12 +1,13 @@
 """Sweeps over runs: each op under each NCCL algorithm (``collectives --algo``), and the same ops
 on growing subsets of the GPUs (``collectives --scaling``). The runs are the caller's (a function
-that measures a plan with extra environment); here they are chosen, and their results compared.
-No torch."""
+that measures a plan with extra environment: spawned worlds, or process groups of a launcher's
+world, see ``joined_runs``); here they are chosen, and their results compared. No torch."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from topodoctor.core.stats import median
 from topodoctor.model.collective_ops import Plan
@@ -62,19 +63,25 @@ class AlgoSweep:
     failures: tuple[str, ...]  # "tree: NCCL refused ..." for an algorithm whose run failed
 
 
-def algo_sweep(plan: Plan, algorithms: Sequence[str], run: Run) -> AlgoSweep:
-    """The default run (with NCCL's TUNING log), then one run per algorithm with NCCL_ALGO set,
-    each on the ops that algorithm serves."""
-    base = run(plan, {"NCCL_DEBUG_SUBSYS": TUNING_SUBSYS})
-    cells = [_cell(base, op, size, "default") for op in plan.ops for size in plan.sizes]
-    failures = [f"default: {f.message}" for f in base.failures]
+def algo_runs(plan: Plan, algorithms: Sequence[str]) -> list[tuple[str, Plan, dict[str, str]]]:
+    """(label, plan, environment) of each run of ``--algo``: the default one (with NCCL's TUNING
+    log), then one per algorithm with NCCL_ALGO set, on the ops that algorithm serves (none: no run)."""
+    out = [("default", plan, {"NCCL_DEBUG_SUBSYS": TUNING_SUBSYS})]
     for algo in algorithms:
         ops = tuple(op for op in plan.ops if op in ALGO_OPS.get(algo.lower(), ()))
-        if not ops:
-            continue
-        res = run(replace(plan, ops=ops), {"NCCL_ALGO": algo})
-        failures += [f"{algo}: {f.message}" for f in res.failures]
-        cells += [_cell(res, op, size, algo) for op in ops for size in plan.sizes]
+        if ops:
+            out.append((algo, replace(plan, ops=ops), {"NCCL_ALGO": algo}))
+    return out
+
+
+def algo_sweep(plan: Plan, algorithms: Sequence[str], run: Run) -> AlgoSweep:
+    """Each of ``algo_runs``, measured by ``run``; NCCL's choice marked, the crossovers named."""
+    cells: list[AlgoCell] = []
+    failures: list[str] = []
+    for label, p, env in algo_runs(plan, algorithms):
+        res = run(p, env)
+        failures += [f"{label}: {f.message}" for f in res.failures]
+        cells += [_cell(res, op, size, label) for op in p.ops for size in p.sizes]
     return AlgoSweep(tuple(algorithms), tuple(cells), tuple(_crossovers(cells)), tuple(failures))
 
 
@@ -118,6 +125,7 @@ class ScalingSweep:
     runs: tuple[SubsetRun, ...]
     efficiency: tuple[tuple[int, str, int, float], ...]  # (GPUs, op, size, median busbw / 2-GPU median)
     slow: tuple[str, ...]  # "GPUs 2,3: all_reduce 1G 120 GB/s, 0.45 of its peers' 270"
+    unit: str = "GPUs"  # what a group holds: GPUs (spawned, one rank each) or a launcher's ranks
 
 
 def subsets(snap: HostSnapshot | None, n: int) -> list[tuple[int, ...]]:
@@ -146,7 +154,10 @@ def subsets(snap: HostSnapshot | None, n: int) -> list[tuple[int, ...]]:
 
 
 def scaling_sweep(
-    plan: Plan, groups: Sequence[tuple[int, ...]], run: Callable[[Plan, tuple[int, ...]], CollectivesResult]
+    plan: Plan,
+    groups: Sequence[tuple[int, ...]],
+    run: Callable[[Plan, tuple[int, ...]], CollectivesResult],
+    unit: str = "GPUs",
 ) -> ScalingSweep:
     """Each group's run; per size the median busbw of each group size against the 2-GPU one,
     and any group under SLOW_SUBSET of its same-size peers' median at its largest size."""
@@ -159,7 +170,7 @@ def scaling_sweep(
                 row = res.row(op, size)
                 figures.append((op, size, row.best.busbw_gbps if row is not None and row.best is not None else None))
         runs.append(SubsetRun(gpus, tuple(figures), tuple(f.message for f in res.failures)))
-    return ScalingSweep(tuple(runs), tuple(_efficiency(runs, plan)), tuple(_slow(runs, plan)))
+    return ScalingSweep(tuple(runs), tuple(_efficiency(runs, plan)), tuple(_slow(runs, plan, unit)), unit)
 
 
 def _median(runs: Sequence[SubsetRun], k: int, op: str, size: int) -> float | None:
@@ -178,7 +189,7 @@ def _efficiency(runs: Sequence[SubsetRun], plan: Plan) -> list[tuple[int, str, i
     return out
 
 
-def _slow(runs: Sequence[SubsetRun], plan: Plan) -> list[str]:
+def _slow(runs: Sequence[SubsetRun], plan: Plan, unit: str) -> list[str]:
     out = []
     size = max(plan.sizes)
     for r in runs:
@@ -191,5 +202,36 @@ def _slow(runs: Sequence[SubsetRun], plan: Plan) -> list[str]:
             med = _median(peers, len(r.gpus), op, size)
             if med and bw < SLOW_SUBSET * med:
                 gpus = ",".join(map(str, r.gpus))
-                out.append(f"GPUs {gpus}: {op} at {size} B {bw:.1f} GB/s, {bw / med:.2f} of its peers' {med:.1f}")
+                out.append(f"{unit} {gpus}: {op} at {size} B {bw:.1f} GB/s, {bw / med:.2f} of its peers' {med:.1f}")
+    return out
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep inside a launcher's world: ``plan`` on a new process group of
+    ``ranks`` (global ranks), with ``env`` set on every rank while its communicator is made."""
+
+    kind: Literal["algo", "scaling"]
+    label: str  # "default" or the algorithm; the ranks "0,1" for scaling
+    ranks: tuple[int, ...]
+    plan: Plan
+    env: dict[str, str]
+
+
+# NCCL reads these once per process (debug.cc's init), not per communicator: a launcher's ranks
+# set them before they join, for every run at once.
+PROCESS_ENV = ("NCCL_DEBUG_SUBSYS",)
+
+
+def joined_runs(plan: Plan, algorithms: Sequence[str] | None, scaling: bool, world_size: int) -> list[SweepRun]:
+    """The runs of ``--algo`` (on every rank) then ``--scaling`` (on each group of ``subsets``,
+    consecutive ranks: a launcher numbers a node's ranks together) in a launcher's world, in
+    the order ``algo_sweep`` and ``scaling_sweep`` ask for them."""
+    every = tuple(range(world_size))
+    out = [
+        SweepRun("algo", label, every, p, {k: v for k, v in env.items() if k not in PROCESS_ENV})
+        for label, p, env in (algo_runs(plan, algorithms) if algorithms is not None else [])
+    ]
+    if scaling:
+        out += [SweepRun("scaling", ",".join(map(str, g)), g, plan, {}) for g in subsets(None, world_size)]
     return out

@@ -3,10 +3,11 @@ of a spawned rank (``python -m topodoctor.measure.collectives.rank.main``). Impo
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -21,13 +22,16 @@ from topodoctor.measure.collectives.guard import (
     RankStopped,
     Watchdog,
     failure_of,
+    flush_c_streams,
     nccl_environment,
     run_watched,
     world_store,
 )
 from topodoctor.measure.collectives.init_failure import InitFailed, explain_init_failure, init_fault
 from topodoctor.measure.collectives.nodes import NodeSettings
+from topodoctor.measure.collectives.rank.sweeps import SweepState, run_sweep
 from topodoctor.measure.collectives.rank.worker import Rank
+from topodoctor.measure.collectives.sweeps import SweepRun
 from topodoctor.measure.collectives.world import World
 from topodoctor.model.collective_ops import Plan
 
@@ -42,10 +46,13 @@ def run_rank(
     nodes: NodeSettings | None = None,
     keep: bool = False,
     deadline: float | None = None,
+    sweep: Sequence[SweepRun] = (),
 ) -> dict[str, Any] | None:
-    """Join the world, run the plan (then the multi-node phases, see worker_nodes.py); rank 0
-    returns the raw result, the others None. ``keep``: the group outlives this (worker_exit);
-    ``deadline`` (time.monotonic): the whole run's budget, stopped and reported like a hang.
+    """Join the world, run the plan (then the multi-node phases, see worker_nodes.py), or with
+    ``sweep`` those runs instead (rank/sweeps.py: their results under "sweep", the rows of the run a
+    stop met under "sweep_rows"); rank 0 returns the raw result, the others None. ``keep``: the group
+    outlives this (worker_exit); ``deadline`` (time.monotonic): the whole run's budget, stopped
+    and reported like a hang.
 
     A failure on any rank (an NCCL error, out of memory, a hang its watchdog cut) is announced
     on the world's store; the other ranks stop where they wait and rank 0 returns what it has,
@@ -75,7 +82,7 @@ def run_rank(
         )
     except Exception as err:
         # NCCL's reason is in its log and in the exception's later lines, not in its first
-        _flush_c_streams()
+        flush_c_streams()
         raise InitFailed(explain_init_failure(str(err), os.environ.get("NCCL_DEBUG_FILE"), os.environ)) from None
     alarm = Alarm(world_store(dist), world.rank)
     ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
@@ -89,6 +96,7 @@ def run_rank(
     meta: dict[str, Any] = {"torch": torch.__version__, "nccl": nccl, "ranks": [ident], "env": env}
     watchdog = Watchdog(plan.op_timeout_s, emit, world.rank)
     rank.watchdog = watchdog
+    state = SweepState()
 
     def measure() -> dict[str, Any]:
         if rank.cuda:
@@ -97,12 +105,11 @@ def run_rank(
         if world.rank == 0:
             emit({"ev": "meta", **meta})
         emit({"ev": "ready", "rank": world.rank})
-        if rank.cuda:
-            # A stream of its own (non-blocking), as nccl-tests uses: no implicit waits on the
-            # legacy default stream; synchronous collectives run on it (torch >= 2.8).
-            with torch.cuda.stream(torch.cuda.Stream(rank.device)):
-                body = rank.run(watchdog)
-        else:
+        # A stream of its own (non-blocking), as nccl-tests uses: no implicit waits on the
+        # legacy default stream; synchronous collectives run on it (torch >= 2.8).
+        with torch.cuda.stream(torch.cuda.Stream(rank.device)) if rank.cuda else contextlib.nullcontext():
+            if sweep:
+                return run_sweep(rank, sweep, emit, watchdog, alarm, state)
             body = rank.run(watchdog)
         from topodoctor.measure.collectives.rank.nodes import run_nodes
 
@@ -112,7 +119,7 @@ def run_rank(
     body, exc, stopped = run_watched(measure, alarm, watchdog, deadline)
     where = watchdog.current
     watchdog.close()
-    _flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
+    flush_c_streams()  # NCCL's log file is C stdio: complete on disk before we may be killed
     if exc is None and stopped is None:
         # "finished" first: a spawning parent kills the rank on it, sparing NCCL's teardown
         emit({"ev": "finished", "rank": world.rank})
@@ -137,14 +144,8 @@ def run_rank(
         meta["ranks"] = alarm.identities(world.world_size) or meta["ranks"]
         emit({"ev": "meta", **meta})
     emit({"ev": "finished", "rank": world.rank})
-    return {**meta, "rows": list(rank.rows), "failures": [*rank.failures, failure]}
-
-
-def _flush_c_streams() -> None:
-    import contextlib
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).fflush(None)
+    done = {"sweep": list(state.done), "sweep_rows": list(state.rows)} if sweep else {}
+    return {**meta, "rows": list(rank.rows), "failures": [*rank.failures, failure], **done}
 
 
 def _emit_stdout(event: dict[str, Any]) -> None:

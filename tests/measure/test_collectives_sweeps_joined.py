@@ -67,9 +67,16 @@ def test_algo_under_a_launcher(tmp_path: Path) -> None:
     assert all(c["busbw_gbps"] and c["size_bytes"] == 1 << 16 for c in cells.values())
     assert (tmp_path / "rank1.out").read_text() == ""  # rank 0 reports for the world
     lines = log.read_text().splitlines()
-    per_rank = ["new_group 0,1 NCCL_ALGO=-", "destroyed NCCL_ALGO=-"]
-    per_rank += ["new_group 0,1 NCCL_ALGO=ring", "destroyed NCCL_ALGO=ring"]
-    per_rank += ["new_group 0,1 NCCL_ALGO=tree", "destroyed NCCL_ALGO=tree"]
+    # Each run: the bookkeeping group made before the variable is set, the measured group after it.
+    per_rank = [
+        "new_group 0,1 NCCL_ALGO=-",
+        "new_group 0,1 NCCL_ALGO=-",
+        "destroyed NCCL_ALGO=-",
+        "destroyed NCCL_ALGO=-",
+    ]
+    for algo in ("ring", "tree"):
+        per_rank += ["new_group 0,1 NCCL_ALGO=-", f"new_group 0,1 NCCL_ALGO={algo}"]
+        per_rank += [f"destroyed NCCL_ALGO={algo}", f"destroyed NCCL_ALGO={algo}"]
     assert sorted(lines[: len(per_rank) * 2]) == sorted(per_rank * 2), lines
     assert all(line.endswith("NCCL_ALGO=-") for line in lines[len(per_rank) * 2 :])  # restored after
 

@@ -102,15 +102,18 @@ def test_a_class_nccl_did_not_fail_on_stays_synthetic(tmp_path: Path, capsys: py
 
 def _segments(log: str) -> list[tuple[str, dict[str, set[str]]]]:
     """Per communicator set up in a rank's log (from its Init START), in order: the NCCL_ALGO it read
-    ("-": none) and, per op, the algorithms NCCL chose."""
+    ("-": none) and, per op, the algorithms NCCL chose for the measured sizes (from 1 MiB)."""
     out: list[tuple[str, dict[str, set[str]]]] = []
     for line in log.splitlines():
         if re.search(r"(ncclCommInit\w*|ncclCommSplit) comm 0x[0-9a-f]+ .*Init START", line):
             out.append(("-", {}))
         elif (m := re.search(r"NCCL_ALGO set by environment to (\S+)", line)) and out:
             out[-1] = (m.group(1), out[-1][1])
-        elif (m := re.search(r"NCCL INFO (\w+): \d+ Bytes -> Algo (\w+) proto", line)) and out:
-            out[-1][1].setdefault(m.group(1), set()).add(m.group(2))
+        # the measured sizes only: a rank's bookkeeping (a few bytes) goes through a group of its own
+        elif (
+            (m := re.search(r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto", line)) and out and int(m[2]) >= 1 << 20
+        ):
+            out[-1][1].setdefault(m.group(1), set()).add(m.group(3))
     return out
 
 

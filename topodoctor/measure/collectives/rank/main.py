@@ -62,6 +62,9 @@ def run_rank(
     for k, v in world.env().items():
         os.environ.setdefault(k, v)
     rank = Rank(plan, world, emit)
+    # A forced NCCL_ALGO (--algo, spawned) is kept out of the world's own communicator, which
+    # carries the bookkeeping (a forced tree refuses its AllGather), and given to the measured one.
+    forced = os.environ.pop("NCCL_ALGO", None) if rank.cuda and not sweep else None
     kwargs: dict[str, Any] = {}
     if rank.cuda:
         torch.cuda.set_device(rank.device)
@@ -84,6 +87,12 @@ def run_rank(
         # NCCL's reason is in its log and in the exception's later lines, not in its first
         flush_c_streams()
         raise InitFailed(explain_init_failure(str(err), os.environ.get("NCCL_DEBUG_FILE"), os.environ)) from None
+    finally:
+        if forced is not None:
+            os.environ["NCCL_ALGO"] = forced
+    if forced is not None:
+        measured = dist.new_group(list(range(world.world_size)), timeout=timedelta(seconds=plan.op_timeout_s + 5.0))
+        rank = Rank(plan, world, emit, group=measured, control=dist.group.WORLD)
     alarm = Alarm(world_store(dist), world.rank)
     ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
     env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}

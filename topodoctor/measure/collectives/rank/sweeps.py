@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import torch
 import torch.distributed as dist  # this module runs inside the measuring ranks
 
 from topodoctor.measure.collectives.guard import Alarm, Emit, Watchdog, failure_of, flush_c_streams
@@ -138,15 +139,23 @@ def one_run(
     saved = {name: os.environ.get(name) for name in run.env}
     t0 = time.monotonic()
     start = _log_size() if rank.me == 0 else None
+    member = rank.me in run.ranks
+    timeout = timedelta(seconds=run.plan.op_timeout_s + 5.0)
+    watchdog.begin(f"making the groups of ranks {','.join(map(str, run.ranks))}", 0)
+    # The members' bookkeeping group, its NCCL communicator made now, before the run's NCCL_ALGO
+    # is set: a forced algorithm refuses the ops the bookkeeping needs.
+    control = dist.new_group(list(run.ranks), timeout=timeout)
+    if member and rank.cuda:
+        dist.all_reduce(torch.zeros(1, device=rank.device), group=control)
+    watchdog.end()
     os.environ.update(run.env)
     try:
         watchdog.begin(f"making the group of ranks {','.join(map(str, run.ranks))}", 0)
-        group = dist.new_group(list(run.ranks), timeout=timedelta(seconds=run.plan.op_timeout_s + 5.0))
+        group = dist.new_group(list(run.ranks), timeout=timeout)
         watchdog.end()
         key = f"{RUN_KEY}{k}"
-        member = rank.me in run.ranks
         if member:
-            sub = Rank(run.plan, rank.world, _quiet(emit), group=group)
+            sub = Rank(run.plan, rank.world, _quiet(emit), group=group, control=control)
             state.rows = sub.rows  # what rank 0 has of this run when the world stops
             out = _measure(sub, k, run, watchdog, alarm)
             if run.ranks[0] == rank.me:
@@ -158,6 +167,7 @@ def one_run(
             doc = json.loads(alarm.read(key, 5.0) or '{"rows": [], "failures": []}')
         if member:
             _destroy(group)
+            _destroy(control)
     finally:
         for name, value in saved.items():
             if value is None:

@@ -36,8 +36,12 @@ class Rank:
     """One rank's measurements, on the whole world or on a process subgroup (``group``, with
     this rank's index in it): every collective goes through ``self.group``."""
 
-    def __init__(self, plan: Plan, world: World, emit: Emit, group: Any = None) -> None:
+    def __init__(self, plan: Plan, world: World, emit: Emit, group: Any = None, control: Any = None) -> None:
         self.plan, self.world, self.emit, self.group = plan, world, emit, group
+        # The rank's own bookkeeping (start signals, agreement, gathering the rows) goes through
+        # ``control``: the measured group may run under a forced NCCL_ALGO that refuses those ops
+        # (tree does only AllReduce: "no algorithm/protocol available for function AllGather").
+        self.control = group if control is None else control
         self.n, self.me = world.world_size, world.rank
         if group is not None:
             self.n, self.me = dist.get_world_size(group), dist.get_rank(group)
@@ -53,7 +57,7 @@ class Rank:
     def timer(self) -> RowTimer:
         """This rank's GPU timer on its group, made on first use."""
         if self._timer is None:
-            self._timer = RowTimer(self.device, self.group, self.wait)
+            self._timer = RowTimer(self.device, self.control, self.wait)
         return self._timer
 
     def wait(self, done: torch.cuda.Event) -> None:
@@ -212,7 +216,7 @@ class Rank:
         if self.cuda:
             return self.timer.any_rank(flag)
         t = torch.tensor([1.0 if flag else 0.0])
-        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.control)
         return bool(t.item() > 0.0)
 
     # -- the run ---------------------------------------------------------------------------
@@ -233,7 +237,7 @@ class Rank:
                 if self.cuda:
                     torch.cuda.empty_cache()
             flag = torch.tensor([ok], device=self.device)
-            dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=self.group)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=self.control)
             self.synced()
             if flag.item() == 1.0 and pool is not None:
                 return pool, top
@@ -244,7 +248,7 @@ class Rank:
         """Every rank's list of floats (same length on every rank), through one all_gather."""
         mine = torch.tensor(values, dtype=torch.float64, device=self.device)
         out = torch.empty(self.n * len(values), dtype=torch.float64, device=self.device)
-        dist.all_gather_into_tensor(out, mine, group=self.group)
+        dist.all_gather_into_tensor(out, mine, group=self.control)
         self.synced()
         flat = out.tolist()
         k = len(values)
@@ -256,7 +260,7 @@ class Rank:
         data = json.dumps(obj).encode()[:width].ljust(width, b" ")
         mine = torch.tensor(list(data), dtype=torch.uint8, device=self.device)
         out = torch.empty(self.n * width, dtype=torch.uint8, device=self.device)
-        dist.all_gather_into_tensor(out, mine, group=self.group)
+        dist.all_gather_into_tensor(out, mine, group=self.control)
         self.synced()
         flat = bytes(out.tolist())
         return [json.loads(flat[r * width : (r + 1) * width]) for r in range(self.n)]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, scenario_path
 from hostile.corpus import build
+from process_marks import marked_processes
 
 from topodoctor.cli.commands import main
 from topodoctor.core import codec
@@ -220,17 +221,6 @@ def test_expect_refuses_a_faulty_baseline(capsys: pytest.CaptureFixture[str], tm
     assert code == 0 and json.loads(out.read_text())["kind"] == "expectations"
 
 
-def _marked_processes(mark: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        try:
-            if mark.encode() in Path(f"/proc/{pid}/environ").read_bytes():
-                found.append(int(pid))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
 def test_budget_is_kept_from_exec_and_the_child_is_reaped() -> None:
     mark = f"TOPODOCTOR_TEST_{uuid.uuid4().hex}"
     t0 = time.monotonic()
@@ -243,7 +233,7 @@ def test_budget_is_kept_from_exec_and_the_child_is_reaped() -> None:
     # on the GPU hosts); a CI machine running other suites beside this one gets more slack.
     busy = os.getloadavg()[0] > (os.cpu_count() or 1)
     assert elapsed < 1.0 + (1.0 if busy else 0.3), elapsed
-    assert _marked_processes(mark) == []
+    assert marked_processes(mark) == []
 
 
 def test_sigterm_takes_the_probe_child_with_it() -> None:
@@ -252,15 +242,15 @@ def test_sigterm_takes_the_probe_child_with_it() -> None:
     argv = [*PY, "check", "--replay", str(scenario_path("x4-nvml-hang")), "--timeout", "60"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 10
-    while len(_marked_processes(mark)) < 2 and time.monotonic() < deadline:  # parent and probe child
+    while len(marked_processes(mark)) < 2 and time.monotonic() < deadline:  # parent and probe child
         time.sleep(0.05)
-    assert len(_marked_processes(mark)) == 2
+    assert len(marked_processes(mark)) == 2
     proc.send_signal(signal.SIGTERM)
     _out, err = proc.communicate(timeout=5)
     assert proc.returncode == 128 + signal.SIGTERM
     assert "terminated by SIGTERM" in one_error_line(err)
     time.sleep(0.2)
-    assert _marked_processes(mark) == []
+    assert marked_processes(mark) == []
 
 
 # ------------------------------------------------------------------ one line, whatever happens

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, scenario_path
+from process_marks import marked_processes
 
 from topodoctor.cli.commands import main
 
@@ -134,15 +135,6 @@ def test_refused_input_path_is_an_input_error(
 
 
 # ------------------------------------------------------------------ Ctrl-C, as every other signal
-def _marked(mark: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        try:
-            if mark.encode() in Path(f"/proc/{pid}/environ").read_bytes():
-                found.append(int(pid))
-        except (OSError, ValueError):
-            continue
-    return found
 
 
 HANG = str(scenario_path("x4-nvml-hang"))
@@ -166,9 +158,9 @@ def test_sigint_is_one_line_and_takes_the_child_along(argv: list[str], stream: s
     )
     try:
         deadline = time.monotonic() + 20
-        while len(_marked(mark)) < 2 and time.monotonic() < deadline:  # the command and its probe child
+        while len(marked_processes(mark)) < 2 and time.monotonic() < deadline:  # the command and its probe child
             time.sleep(0.05)
-        assert len(_marked(mark)) >= 2
+        assert len(marked_processes(mark)) >= 2
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=10)
     finally:
@@ -179,7 +171,7 @@ def test_sigint_is_one_line_and_takes_the_child_along(argv: list[str], stream: s
     )
     assert proc.returncode == 130 and said[stream] == line and not said["err" if stream == "out" else "out"], said
     time.sleep(0.2)
-    assert _marked(mark) == []
+    assert marked_processes(mark) == []
 
 
 def test_a_signal_the_caller_ignores_stays_ignored() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from topodoctor.probe import probe_host  # noqa: E402
+from topodoctor.probe.sources import probe_host  # noqa: E402
 from topodoctor.report.draw import draw_topology  # noqa: E402
 from topodoctor.report.svg import render_png  # noqa: E402
 from topodoctor.rules import Context, Environment, evaluate  # noqa: E402

@@ -151,7 +151,7 @@ def torch_timer_quick() -> dict[str, Any]:
     code = (
         "import json,time; t0=time.monotonic()\n"
         "from topodoctor.measure.copies.session import Settings, Worker, run, torch_worker_cmd\n"
-        "from topodoctor.probe import probe_host\n"
+        "from topodoctor.probe.sources import probe_host\n"
         "w = Worker(torch_worker_cmd(), 90.0); w.spawn(); snap = probe_host().snapshot\n"
         "r = run(snap, Settings.quick(), worker=w)\n"
         "print(json.dumps({'wall_s': time.monotonic()-t0, 'timings': r.timings, 'method': r.method}))\n"

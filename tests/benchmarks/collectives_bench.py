@@ -261,7 +261,7 @@ def run() -> int:
 
     # 4. the quick pass of check --collectives, timed in a fresh process (torch start-up included)
     code = (
-        "import time; t=time.monotonic(); from topodoctor.probe import probe_host, live_nvml; "
+        "import time; t=time.monotonic(); from topodoctor.probe.sources import probe_host, live_nvml; "
         "from topodoctor.service.collectives import quick_pass, judge; s=probe_host().snapshot; "
         "r=quick_pass(s, time.monotonic()+60, live_nvml()); f=judge(r, s); "
         "print(round(time.monotonic()-t,2), [(x.op, x.size_bytes, round(x.best.busbw_gbps,1)) for x in r.rows], "

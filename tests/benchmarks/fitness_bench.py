@@ -130,7 +130,7 @@ def results(folder: Path) -> None:
 
     from topodoctor.core import codec
     from topodoctor.measure.fitness.session import Plan, run
-    from topodoctor.probe import live_nvml, probe_host
+    from topodoctor.probe.sources import live_nvml, probe_host
 
     snap = probe_host().snapshot
     folder.mkdir(parents=True, exist_ok=True)

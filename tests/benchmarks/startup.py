@@ -23,6 +23,8 @@ TD = [*PY, "-m", "topodoctor"]
 COMMANDS = {
     "nvidia-smi topo -m": ["nvidia-smi", "topo", "-m"],
     "python3 -c pass": [*PY, "-c", "pass"],
+    # The floor of any tool in Python that asks NVML: the interpreter, the binding, the driver's start.
+    "python3 -c 'import pynvml; nvmlInit()'": [*PY, "-c", "import pynvml; pynvml.nvmlInit()"],
     "topodoctor --version": [*TD, "--version"],
     "topodoctor --help": [*TD, "--help"],
     "topodoctor scan": [*TD, "scan"],
@@ -65,6 +67,7 @@ def main() -> None:
         "max_s": {k: round(max(v), 4) for k, v in walls.items()},
         "scan / nvidia-smi topo -m": round(med["topodoctor scan"] / smi, 2),
         "check / nvidia-smi topo -m": round(med["topodoctor check -f line"] / smi, 2),
+        "NVML floor / nvidia-smi topo -m": round(med["python3 -c 'import pynvml; nvmlInit()'"] / smi, 2),
         "modules": {k: modules(COMMANDS[k]) for k in COUNTED},
         "nvls_off": env_ok,
     }

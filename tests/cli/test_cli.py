@@ -292,7 +292,7 @@ def test_help_documents_exit_codes_and_defaults(command: str) -> None:
 
 def _snapshot_with(tmp_path: Path, change: Any) -> str:
     from topodoctor.core.codec import to_jsonable
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
 
     data = to_jsonable(probe_host("h200-x4").snapshot)
     change(data)
@@ -355,7 +355,7 @@ def test_service_layer_returns_outcomes() -> None:
 def test_scan_fits_80_columns_and_keeps_bus_ids(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
 
     src = str(scenario_path("hgx-8gpu-2socket"))
     monkeypatch.setenv("COLUMNS", "80")

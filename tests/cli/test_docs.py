@@ -26,7 +26,7 @@ def test_derived_fixtures_are_reproducible() -> None:
 def test_codec_round_trip_of_every_snapshot() -> None:
     from topodoctor.core.codec import to_jsonable
     from topodoctor.model.snapshot import snapshot_from_data
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
 
     for name in ("h200-x4", "h200-x2", "h100-x1"):
         snap = probe_host(name).snapshot

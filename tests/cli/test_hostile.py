@@ -22,7 +22,7 @@ from process_marks import marked_processes
 
 from topodoctor.cli.commands import main
 from topodoctor.core import codec
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 
 PY = [sys.executable, "-m", "topodoctor"]
 

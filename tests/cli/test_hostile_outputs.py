@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from topodoctor.cli.commands import main
 from topodoctor.core import codec
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*deprecated:DeprecationWarning")  # pydot's use of pyparsing
 

@@ -30,7 +30,7 @@ PY
 $td scan > "$out/$label.scan.txt" 2>&1; echo "text scan rc=$?"
 python3 - "$out/$label.nvidia-smi-topo.txt" <<'PY'
 import sys, json
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.topology.topo_matrix import build_matrix, parse_nvidia_smi, diff
 ours = build_matrix(probe_host().snapshot)
 theirs = parse_nvidia_smi(open(sys.argv[1]).read())
@@ -40,7 +40,7 @@ PY
 TIMEFORMAT='scan wall %R s'; for i in 1 2 3 4 5; do time $td scan > /dev/null; done
 TIMEFORMAT='help wall %R s'; for i in 1 2 3; do time $td --help > /dev/null; done
 python3 -c '
-import time; t0=time.perf_counter(); from topodoctor.probe import probe_host; s=probe_host(); t1=time.perf_counter()
+import time; t0=time.perf_counter(); from topodoctor.probe.sources import probe_host; s=probe_host(); t1=time.perf_counter()
 import networkx; t2=time.perf_counter()
 from topodoctor.topology.graph import build_graph; from topodoctor.topology.topo_matrix import build_matrix; m=build_matrix(s.snapshot, build_graph(s.snapshot)); t3=time.perf_counter()
 print("probe %.3f s, import networkx %.3f s, graph+matrix %.3f s" % (t1-t0, t2-t1, t3-t2))'

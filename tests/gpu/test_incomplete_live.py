@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 REPORT = """
 import json, sys
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.rules import Context, Environment, evaluate
 from topodoctor.rules.probe import probe_failures
 snap = probe_host().snapshot

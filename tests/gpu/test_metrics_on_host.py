@@ -50,7 +50,7 @@ def test_check_and_bandwidth_metrics_join_dcgm_labels(out: Path) -> None:
 
     from topodoctor.model.copies import load_result
     from topodoctor.model.findings import Finding
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
     from topodoctor.report.prometheus import check_metrics, write_textfile
     from topodoctor.report.prometheus_copies import bandwidth_metrics
 

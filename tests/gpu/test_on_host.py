@@ -28,7 +28,7 @@ def td(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPro
 
 
 def test_matrix_equals_nvidia_smi_topo() -> None:
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
     from topodoctor.topology.topo_matrix import build_matrix, diff, parse_nvidia_smi
 
     theirs = parse_nvidia_smi(subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True).stdout)
@@ -39,7 +39,7 @@ def test_replay_of_fresh_recording_equals_live(tmp_path) -> None:  # type: ignor
     rec = tmp_path / "rec.json"
     assert td("record", "-o", str(rec), "--no-scrub").returncode == 0
     from topodoctor.core.codec import to_jsonable
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
 
     recorded = json.loads(rec.read_text())["snapshot"]
     assert to_jsonable(probe_host(str(rec)).snapshot) == recorded
@@ -75,7 +75,7 @@ def test_check_passes_on_this_host() -> None:
     ],
 )
 def test_env_rules_fire_on_this_host(env: dict[str, str], code: str) -> None:
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
 
     snap = probe_host().snapshot
     if code in ("TD601", "TD602") and not any(link.active is True for g in snap.gpus for link in g.nvlinks):
@@ -102,7 +102,7 @@ def test_recording_keeps_the_recording_process_affinity(tmp_path) -> None:  # ty
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(rec.read_text())["process"]["cpu_affinity"] == [0]
-    from topodoctor.probe import probe_host
+    from topodoctor.probe.sources import probe_host
 
     process = probe_host(str(rec)).process
     assert process is not None and process.cpu_affinity == (0,)

@@ -15,7 +15,7 @@ from topodoctor.cli.commands import app, main
 from topodoctor.core.errors import BandwidthUnavailable
 from topodoctor.measure.copies.session import Settings, plan_tasks, run
 from topodoctor.model.copies import load_result
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 
 runner = CliRunner()
 FULL = FIXTURES / "bandwidth" / "h200-x4.full.json"

@@ -24,7 +24,7 @@ from topodoctor.measure.collectives.launch import measure, spawn
 from topodoctor.measure.collectives.world import free_port
 from topodoctor.model.collective_ops import SPECS, Plan
 from topodoctor.model.collectives import load_result
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.service.collectives import judge
 
 pytest.importorskip("torch")

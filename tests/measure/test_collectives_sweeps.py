@@ -14,7 +14,7 @@ from typing import Any
 from topodoctor.measure.collectives.sweeps import algo_sweep, scaling_sweep, subsets
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult, NcclChoice, load_result
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 
 ROOT = Path(__file__).resolve().parents[2]
 HEALTHY = ROOT / "fixtures" / "collectives" / "derived" / "x2-healthy.json"

@@ -18,10 +18,10 @@ from topodoctor.cli.commands import app
 from topodoctor.core import codec
 from topodoctor.measure.fitness import session
 from topodoctor.model.fitness_results import FitnessResult, load_result
-from topodoctor.probe import probe_host
 from topodoctor.probe.api import NOT_SUPPORTED, NvmlCallError
 from topodoctor.probe.environment import capture_environment
 from topodoctor.probe.sampler import Sampler, limits
+from topodoctor.probe.sources import probe_host
 from topodoctor.rules import Context, evaluate
 from topodoctor.service import check as doctor
 from topodoctor.service.fitness import fitness_pass

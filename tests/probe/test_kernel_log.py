@@ -14,10 +14,10 @@ from tests_support import judged
 
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.snapshot import HostSnapshot, KernelEvents
-from topodoctor.probe import probe_host
 from topodoctor.probe.environment import capture_environment
 from topodoctor.probe.kernel_log import parse_line, parse_lines, read_kernel_events
 from topodoctor.probe.replay import ReplaySysfs
+from topodoctor.probe.sources import probe_host
 from topodoctor.probe.sysfs import LiveSysfs
 from topodoctor.rules import Context, evaluate
 

@@ -11,9 +11,9 @@ from conftest import RECORDINGS, TOPO_TEXT
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.errors import InputError, ReplayMismatch
-from topodoctor.probe import probe_host
 from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
 from topodoctor.probe.replay import bundled_names, recording_from_data
+from topodoctor.probe.sources import probe_host
 from topodoctor.topology.topo_matrix import build_matrix, diff, parse_nvidia_smi
 
 
@@ -192,3 +192,45 @@ def test_the_one_gpu_h200_recording_holds_every_fitness_call() -> None:
     assert fit.clock_events == 0x1  # idle, as nvidia-smi -q showed
     assert isinstance(fit.start.at_s, float) and isinstance(fit.end.at_s, float) and fit.end.at_s >= fit.start.at_s
     assert fit.start.pcie.receiver_errors == fit.end.pcie.receiver_errors == 14  # counts from boot, standing still
+
+
+@pytest.mark.parametrize("rec", RECORDINGS, ids=lambda p: p.stem)
+def test_a_topology_only_probe_reads_the_same_topology_and_no_fitness(rec: Path) -> None:
+    """What a text scan reads: every field but the fitness readings and the processes equals the
+    full probe's, and those are marked not asked rather than left looking measured."""
+    import dataclasses
+
+    from topodoctor.core.probed import Unsupported
+
+    full = probe_host(str(rec)).snapshot
+    topo = probe_host(str(rec), fitness=False).snapshot
+    not_asked = Unsupported("NOT_ASKED")
+    for a, b in zip(full.gpus, topo.gpus, strict=True):
+        if a.lost is None:
+            assert b.compute_processes == not_asked
+            readings = [getattr(b.fitness, f.name) for f in dataclasses.fields(b.fitness)]
+            assert {v for v in readings if not dataclasses.is_dataclass(v) or isinstance(v, Unsupported)} == {not_asked}
+            assert b.fitness.start.at_s == b.fitness.end.violation_ns.power == not_asked
+        assert dataclasses.replace(b, fitness=a.fitness, compute_processes=a.compute_processes) == a
+    assert [n.name for n in topo.nics] == [n.name for n in full.nics]
+    assert dataclasses.replace(topo, gpus=full.gpus, nics=full.nics) == full
+    assert build_matrix(topo).cells == build_matrix(full).cells
+
+
+def test_a_topology_only_probe_asks_half_the_calls() -> None:
+    """On the recorded H200 (one GPU), the calls that cost most live are the fitness readings."""
+    data = json.loads((RECORDINGS[0].parent / "h200-x1.json").read_text())
+    nvml, fs = recording_from_data(data, "h200-x1").fakes()
+    asked: list[str] = []
+    real = nvml.call
+
+    def call(fn: str, *args: object) -> object:
+        asked.append(fn)
+        return real(fn, *args)
+
+    nvml.call = call  # type: ignore[method-assign]
+    from topodoctor.probe.collect import collect
+
+    collect(nvml, fs, fitness=False)
+    assert "nvmlDeviceGetViolationStatus" not in asked and "nvmlDeviceGetComputeRunningProcesses" not in asked
+    assert len(asked) * 2 <= len(data["nvml"])

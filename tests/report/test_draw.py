@@ -17,7 +17,7 @@ from tests_support import judged
 from tests.conftest import DERIVED, FIXTURES, ROOT, scenario_path
 from topodoctor.model.findings import Finding
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.report.draw import PAIR_ARCS_MAX, draw_topology
 from topodoctor.rules import Context, Environment, evaluate
 from topodoctor.topology.graph import build_graph

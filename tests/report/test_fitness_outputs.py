@@ -10,7 +10,7 @@ from conftest import scenario_path
 from prometheus_client.parser import text_string_to_metric_families
 from tests_support import judged
 
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.report.draw import draw_topology
 from topodoctor.report.prometheus import check_metrics
 from topodoctor.rules import Context, Environment, evaluate

@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.model.collectives import Row, Timing
 from topodoctor.model.copies import load_result
-from topodoctor.probe import probe_host
 from topodoctor.probe.environment import capture_environment
+from topodoctor.probe.sources import probe_host
 from topodoctor.report.prometheus import (
     FAMILIES,
     check_metrics,

@@ -7,7 +7,7 @@ import pytest
 from conftest import scenario_path
 
 from topodoctor.model.snapshot import RetiredPages
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.rules import Context, Environment, evaluate
 
 QUIET = Environment({}, {}, {}, (), None)

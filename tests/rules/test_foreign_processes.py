@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app
 from topodoctor.core.probed import ProbeError
-from topodoctor.probe import probe_host
 from topodoctor.probe.collect import collect
 from topodoctor.probe.processes import MAX_CMDLINE_BYTES
 from topodoctor.probe.replay import FakeNvml, ReplaySysfs
+from topodoctor.probe.sources import probe_host
 
 runner = CliRunner()
 SCENARIO = str(scenario_path("x4-foreign-processes"))

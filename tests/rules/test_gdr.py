@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import scenario_path
 
-from topodoctor.probe import probe_host
 from topodoctor.probe.environment import capture_environment
+from topodoctor.probe.sources import probe_host
 from topodoctor.rules import Context, evaluate
 from topodoctor.topology.nics import expected_rail_gbps, gdr_allowed, nearest_nics
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import DERIVED, FIXTURES, RECORDINGS, scenario_path
 from tests_support import judged
 
-from topodoctor.probe import probe_host
 from topodoctor.probe.environment import capture_environment
+from topodoctor.probe.sources import probe_host
 from topodoctor.rules import REGISTRY, Context, Environment, evaluate
 from topodoctor.rules.registry import rule
 from topodoctor.topology.expect import from_snapshot

@@ -14,7 +14,7 @@ from topodoctor.core.codec import from_jsonable
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.copies import BandwidthResult
 from topodoctor.model.snapshot import Gpu, HostSnapshot
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.topology.expect import Expectations, from_snapshot
 
 SnapEdit = Callable[[HostSnapshot], HostSnapshot]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.topology.busbw import (
     FILL_STEPS,
     algorithm_busbw,

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from topodoctor.cli.commands import app
 from topodoctor.core import codec
 from topodoctor.core.errors import EXIT_USAGE, InputError
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.topology.expect import SCHEMA, from_snapshot, load_expectations
 
 runner = CliRunner()

@@ -13,7 +13,7 @@ from conftest import scenario_path
 from topodoctor.cli.commands import main
 from topodoctor.core.codec import to_jsonable
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 
 X1 = "h200-x1"  # recorded at uptime 154.12 -> 154.15 s; 14 receiver errors standing still
 

@@ -8,7 +8,7 @@ from conftest import scenario_path
 
 from topodoctor.core.probed import Unsupported
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.topology.graph import (
     Connection,
     build_graph,

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import DERIVED, RECORDINGS, ROOT, scenario_path
 from topodoctor.core.pci import short_bus_id
 from topodoctor.model.snapshot import HostSnapshot, load_snapshot, snapshot_from_data
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.report.nccl_topo import nccl_topology_xml
 from topodoctor.topology.graph import build_graph
 from topodoctor.topology.nccl_topo_lint import lint_topo_file

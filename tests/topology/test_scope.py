@@ -15,7 +15,7 @@ from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError
 from topodoctor.model.findings import Finding
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.probe import probe_host
+from topodoctor.probe.sources import probe_host
 from topodoctor.topology.scope import Scope, concerns, cuda_visible, resolve, within
 
 X4 = probe_host("h200-x4").snapshot

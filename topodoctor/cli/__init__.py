@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import os
 import sys
+from typing import Any
 
 from topodoctor import __version__
 
@@ -49,8 +50,13 @@ def run() -> None:
     mark_command_start()
     prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
     signals.install()  # from here on a signal unwinds, the start-up's imports included
-    start_early(argv)
+    from topodoctor.cli.plain import plain_scan, source_of
+
+    start_early(source_of(argv))
     try:
+        scan = plain_scan(argv)
+        if scan is not None:
+            _run_plain_scan(scan)
         from topodoctor.cli.commands import run as run_command
 
         run_command()
@@ -65,6 +71,19 @@ def run() -> None:
             f"topodoctor: error: {exc.name or 'a dependency'} is not installed (pip install topodoctor installs it)\n"
         )
         os._exit(3)
+
+
+def _run_plain_scan(arguments: dict[str, Any]) -> None:
+    """A plain ``scan`` (cli/plain.py): its work without typer, ended as every command ends."""
+    from topodoctor.cli.io import flush_stdio, run_guarded
+    from topodoctor.cli.scan import run_scan
+    from topodoctor.core.errors import EXIT_USAGE
+    from topodoctor.service.probing import drop_early
+
+    code = run_guarded(lambda: run_scan(**arguments), EXIT_USAGE)
+    drop_early()
+    lost = flush_stdio()
+    os._exit(code if lost is None else lost)
 
 
 def wants_line(argv: list[str]) -> bool:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from topodoctor.cli.io import EXITS, Outputs, console, emit_json, progress_bar, render
+from topodoctor.cli.io import EXITS, Outputs, console, emit_json, progress_bar, render, reports_errors
 from topodoctor.cli.options import (
     BwMode,
     FailLevel,
@@ -21,7 +21,6 @@ from topodoctor.cli.options import (
     StrictOpt,
     TimeoutOpt,
     budget,
-    reports_errors,
     source,
 )
 from topodoctor.cli.options import (

@@ -359,7 +359,7 @@ OPTION_GROUPS = {
 
 def register(app: typer.Typer) -> None:
     """Add the command to the main app (called from cli.py)."""
-    from topodoctor.cli.io import EXITS
-    from topodoctor.cli.options import grouped, reports_errors
+    from topodoctor.cli.io import EXITS, reports_errors
+    from topodoctor.cli.options import grouped
 
     app.command("collectives", epilog=EXITS["collectives"], cls=grouped(OPTION_GROUPS))(reports_errors(collectives))

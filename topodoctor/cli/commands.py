@@ -24,6 +24,7 @@ from topodoctor.cli.io import (
     fail,
     install_signal_handlers,
     render,
+    reports_errors,
     say,
 )
 from topodoctor.cli.options import (
@@ -45,7 +46,6 @@ from topodoctor.cli.options import (
     SysfsOpt,
     TimeoutOpt,
     budget,
-    reports_errors,
     source,
     split,
     version_callback,
@@ -53,6 +53,7 @@ from topodoctor.cli.options import (
 from topodoctor.cli.options import (
     fail_level as severity_to_fail,
 )
+from topodoctor.cli.plain import SCAN_TIMEOUT_S
 from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
 from topodoctor.core.text import plural
 
@@ -108,31 +109,12 @@ def scan(
     ] = None,
     draw: DrawOpt = None,
     sysfs_root: SysfsOpt = "/",
-    timeout: TimeoutOpt = 60.0,
+    timeout: TimeoutOpt = SCAN_TIMEOUT_S,
 ) -> None:
     """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
-    from topodoctor.cli import pictures as cli_pictures
-    from topodoctor.service import check as doctor
+    from topodoctor.cli.scan import run_scan
 
-    if draw is not None:
-        cli_pictures.check_picture_path(draw)
-    outputs = Outputs(budget(timeout).deadline)
-    host = doctor.probe(source(replay, sysfs_root), budget(timeout), environment=draw is not None)
-    g = host.view.graph
-    if draw is not None:  # the rules' findings, drawn in place; the picture judges nothing itself
-        findings = doctor.evaluate(doctor.make_context(host))[0]
-        outputs.write(lambda: cli_pictures.draw_scan(host.snapshot, draw, findings, g))
-    if export_graph is not None:
-        from topodoctor.report.graph_export import export_graph as write_graph
-
-        outputs.write(lambda: write_graph(g, export_graph))
-    from topodoctor.report import scan as report
-
-    if fmt is Format.json:
-        render(lambda: emit_json(report.scan_json(host.snapshot, host.origin, g)))
-    else:
-        render(lambda: report.print_scan(host.snapshot, host.origin, g, console()))
-    raise typer.Exit(outputs.exit_code(0))
+    raise typer.Exit(run_scan(replay, fmt.value, export_graph, draw, sysfs_root, timeout))
 
 
 @app.command(epilog=EXITS["record"])

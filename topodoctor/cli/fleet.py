@@ -151,7 +151,7 @@ def _write(output: Path | None, text: str) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``topodoctor fleet`` to the app."""
-    from topodoctor.cli.io import EXITS
-    from topodoctor.cli.options import PlainUsage, reports_errors
+    from topodoctor.cli.io import EXITS, reports_errors
+    from topodoctor.cli.options import PlainUsage
 
     app.command("fleet", epilog=EXITS["fleet"], cls=PlainUsage)(reports_errors(fleet))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import signal
 import sys
@@ -16,14 +17,45 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import typer
-
 from topodoctor.core import fileio
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_USAGE, OutputLost, Terminated, WriteError
+from topodoctor.core.errors import (
+    EXIT_CANNOT_CHECK,
+    EXIT_OK,
+    EXIT_USAGE,
+    OutputLost,
+    Terminated,
+    TopodoctorError,
+    WriteError,
+)
 from topodoctor.core.text import printable, truncate, unknown_line
 
 if TYPE_CHECKING:
+    import typer
     from rich.console import Console
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Exit(Exception):  # click names it so too: run_app matches exits by name
+    """End the command with ``exit_code``; what was to be said is said. The plain path's
+    (cli/plain.py), which runs a command's work without typer; see ``ending``."""
+
+    def __init__(self, exit_code: int) -> None:
+        super().__init__(exit_code)
+        self.exit_code = exit_code
+
+
+def ending(code: int) -> Exception:
+    """The exception that ends the command with ``code``: typer's own where typer runs the
+    command (click then ends it as it documents, in a test's runner too), ours where the plain
+    path runs it and typer was never loaded."""
+    if "typer" in sys.modules:
+        import typer
+
+        return typer.Exit(code)
+    return Exit(code)
+
 
 _USAGE = ("2", "usage or input error: bad option; missing, corrupt or inconsistent file")
 _CANNOT = ("3", "could not check: no driver or GPU, budget spent, or a topodoctor bug")
@@ -135,7 +167,7 @@ def say(text: str) -> None:
         sys.stderr.write(printable(text) + "\n")
 
 
-def fail(message: str, code: int) -> typer.Exit:
+def fail(message: str, code: int) -> Exception:
     """Report a failure as one line; the caller raises the returned Exit."""
     text = truncate(printable(message), _MESSAGE_LIMIT)
     if line_mode:
@@ -145,7 +177,22 @@ def fail(message: str, code: int) -> typer.Exit:
         with contextlib.suppress(BrokenPipeError, OSError):
             sys.stderr.write(f"topodoctor: error: {text}\n")
             sys.stderr.flush()
-    return typer.Exit(code)
+    return ending(code)
+
+
+def reports_errors(fn: F) -> F:
+    """Turn TopodoctorError into its one-line message and exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OutputLost as exc:  # on stderr in every format: stdout is what failed
+            raise stdout_lost(exc) from None
+        except TopodoctorError as exc:
+            raise fail(str(exc), exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def error_line(message: str) -> None:
@@ -176,14 +223,14 @@ def render(draw: Callable[[], Any]) -> None:
         raise stdout_lost(exc) from None
 
 
-def stdout_lost(exc: OSError | OutputLost) -> typer.Exit:
+def stdout_lost(exc: OSError | OutputLost) -> Exception:
     """Standard output refused our text: the environment failed, not topodoctor (exit 3)."""
     _silence_stdout()  # what is still buffered must not fail the final flush a second time
     if isinstance(exc, OutputLost):
         error_line(str(exc))
     else:
         error_line(f"cannot write to standard output: {exc.strerror or type(exc).__name__}")
-    return typer.Exit(EXIT_CANNOT_CHECK)
+    return ending(EXIT_CANNOT_CHECK)
 
 
 def _silence_stdout() -> None:
@@ -288,13 +335,20 @@ def install_signal_handlers() -> Iterator[None]:
 
 
 def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
-    """Run the typer app without click's standalone mode and map every ending to an exit code.
+    """Run the typer app without click's standalone mode; every ending is an exit code."""
+    return run_guarded(lambda: app(args=argv, prog_name="topodoctor", standalone_mode=False), usage_code)
+
+
+def run_guarded(work: Callable[[], Any], usage_code: int) -> int:
+    """Run a command (typer's app, or the plain path's body) and map every ending to an exit code.
 
     Typer ships its own copy of click, so its exceptions are matched by shape (what click
     documents: ``exit_code`` and ``format_message``), not by class.
     """
     try:
-        result = app(args=argv, prog_name="topodoctor", standalone_mode=False)
+        result = work()
+    except Exit as exc:
+        return exc.exit_code
     except Terminated as exc:
         return _code(fail(f"terminated by {exc}", exc.exit_code))
     except KeyboardInterrupt:  # SIGINT before the handlers were in place
@@ -354,8 +408,8 @@ def internal_error(exc: BaseException) -> str:
     return f"internal error ({type(exc).__name__}{' at ' + where if where else ''}: {detail}); please report it"
 
 
-def _code(exit_: typer.Exit) -> int:
-    return int(exit_.exit_code)
+def _code(exit_: Exception) -> int:
+    return int(getattr(exit_, "exit_code", EXIT_CANNOT_CHECK))
 
 
 def hostname() -> str:

@@ -133,7 +133,6 @@ def _show(report: JobReport, fmt: JobFormat) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add ``topodoctor job`` to the app."""
-    from topodoctor.cli.io import EXITS
-    from topodoctor.cli.options import reports_errors
+    from topodoctor.cli.io import EXITS, reports_errors
 
     app.command("job", epilog=EXITS["job"])(reports_errors(job))

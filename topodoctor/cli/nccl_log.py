@@ -55,7 +55,7 @@ def nccl_log(
 
 def register(app: typer.Typer) -> None:
     """Add ``topodoctor nccl-log`` to the app."""
-    from topodoctor.cli.io import EXITS
-    from topodoctor.cli.options import PlainUsage, reports_errors
+    from topodoctor.cli.io import EXITS, reports_errors
+    from topodoctor.cli.options import PlainUsage
 
     app.command("nccl-log", epilog=EXITS["nccl-log"], cls=PlainUsage)(reports_errors(nccl_log))

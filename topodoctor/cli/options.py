@@ -6,7 +6,6 @@ of the host (--replay, --sysfs-root), the budget (--timeout), formats, and ``rep
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -15,8 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from topodoctor.cli.io import fail, stdout_lost
-from topodoctor.core.errors import InputError, OutputLost, TopodoctorError
+from topodoctor.core.errors import InputError
 from topodoctor.model.findings import Severity
 
 if TYPE_CHECKING:
@@ -24,21 +22,6 @@ if TYPE_CHECKING:
     from topodoctor.service.check import Source
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def reports_errors(fn: F) -> F:
-    """Turn TopodoctorError into its one-line message and exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except OutputLost as exc:  # on stderr in every format: stdout is what failed
-            raise stdout_lost(exc) from None
-        except TopodoctorError as exc:
-            raise fail(str(exc), exc.exit_code) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _timeout(value: float) -> float:

@@ -75,8 +75,8 @@ def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | No
 
 def register(app: typer.Typer) -> None:
     """Add ``topodoctor nccl-topo`` to the app."""
-    from topodoctor.cli.io import EXITS
-    from topodoctor.cli.options import ReplayOpt, SysfsOpt, TimeoutOpt, budget, reports_errors, source
+    from topodoctor.cli.io import EXITS, reports_errors
+    from topodoctor.cli.options import ReplayOpt, SysfsOpt, TimeoutOpt, budget, source
 
     @app.command("nccl-topo", epilog=EXITS["nccl-topo"])
     @reports_errors

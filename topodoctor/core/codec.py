@@ -29,6 +29,21 @@ def _hints(cls: type) -> dict[str, Any]:
     return _hints_cache[cls]
 
 
+def resolve_types(cls: type) -> None:
+    """Resolve the field types of ``cls`` and of every dataclass it holds, once per process: the
+    first decode of a snapshot spends most of its time here, which a caller can do while it
+    waits for the document (the probe's child)."""
+    todo: list[Any] = [cls]
+    while todo:
+        tp = todo.pop()
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            if tp in _hints_cache:
+                continue
+            todo.extend(_hints(tp).values())
+        else:
+            todo.extend(get_args(tp))
+
+
 def to_jsonable(obj: Any) -> Any:
     """Plain JSON data for a dataclass tree. Unsupported and ProbeError become tagged objects."""
     if isinstance(obj, Unsupported):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from topodoctor.core.probed import Probed, ProbeError
+from topodoctor.core.probed import Probed, ProbeError, Unsupported
 
 NOT_RECORDED = "NOT_RECORDED"
 
@@ -139,8 +139,9 @@ class GpuFitness:
         return GpuFitness(**values)
 
     @staticmethod
-    def failed(err: ProbeError) -> GpuFitness:
-        """Every field carries ``err`` (a GPU that gave no handle)."""
+    def failed(err: ProbeError | Unsupported) -> GpuFitness:
+        """Every field carries ``err``: a GPU that gave no handle, or a probe that did not ask
+        (``Unsupported("NOT_ASKED")``: a topology-only probe)."""
         sample = CounterSample(
             err,
             ViolationTimes(*[err] * len(fields(ViolationTimes))),

@@ -7,6 +7,7 @@ from dataclasses import replace
 from topodoctor.core.cpulist import parse_cpulist
 from topodoctor.core.errors import ProbeUnavailable
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.model.fitness import GpuFitness
 from topodoctor.model.nvml_codes import CODES
 from topodoctor.model.snapshot import (
     SNAPSHOT_SCHEMA_VERSION,
@@ -107,21 +108,35 @@ def _with_fitness(nvml: Nvml, fs: Sysfs, g: Gpu) -> Gpu:
     return got if gone is None else replace(got, lost=gone)
 
 
+NOT_ASKED = Unsupported("NOT_ASKED")
+
+
+def _unread(g: Gpu) -> Gpu:
+    """A GPU read for its topology alone: fitness and processes not asked."""
+    if g.lost is not None:
+        return g
+    return replace(g, fitness=GpuFitness.failed(NOT_ASKED), compute_processes=NOT_ASKED)
+
+
 def _with_end(nvml: Nvml, fs: Sysfs, g: Gpu) -> Gpu:
     if g.lost is not None:
         return g
     return replace(g, fitness=replace(g.fitness, end=counter_sample(nvml, fs, f"gpu:{g.index}")))
 
 
-def collect(api: NvmlApi, fs: Sysfs) -> HostSnapshot:
-    """Probe the host. Raises ProbeUnavailable when NVML cannot start or sees no GPU."""
+def collect(api: NvmlApi, fs: Sysfs, fitness: bool = True) -> HostSnapshot:
+    """Probe the host. Raises ProbeUnavailable when NVML cannot start or sees no GPU.
+
+    ``fitness=False`` reads the topology alone: each GPU's fitness and the processes on it are
+    left unread (``Unsupported("NOT_ASKED")``), which halves the NVML calls of a picture that
+    shows neither (the text ``scan``)."""
     nvml = Nvml(api)
     init = nvml.ask("nvmlInit")
     if isinstance(init, (ProbeError, Unsupported)):
         name = init.error if isinstance(init, ProbeError) else init.reason
         raise ProbeUnavailable(_init_message(name))
     try:
-        snap = _collect(nvml, fs)
+        snap = _collect(nvml, fs, fitness)
     except BaseException:
         nvml.ask("nvmlShutdown")
         raise
@@ -131,7 +146,7 @@ def collect(api: NvmlApi, fs: Sysfs) -> HostSnapshot:
     return snap
 
 
-def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
+def _collect(nvml: Nvml, fs: Sysfs, fitness: bool) -> HostSnapshot:
     count = nvml.ask("nvmlDeviceGetCount", convert=int)
     if isinstance(count, (ProbeError, Unsupported)):
         raise ProbeUnavailable(f"NVML could not count the GPUs (nvmlDeviceGetCount: {count})")
@@ -142,13 +157,15 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     cpu_words = (ncpus + 63) // 64
     # Sequential on purpose: NVML serialises calls behind one lock, and on the 4-GPU H200
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
-    gpus = [_with_fitness(nvml, fs, probe_gpu(nvml, fs, i, cpu_words)) for i in range(count)]
+    gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
+    gpus = [_with_fitness(nvml, fs, g) if fitness else _unread(g) for g in gpus]
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
     me: list[Me] = []
-    gpus = [
-        replace(g, compute_processes=g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me))
-        for g in gpus
-    ]
+    if fitness:
+        gpus = [
+            replace(g, compute_processes=g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me))
+            for g in gpus
+        ]
     # A pair call that answered GPU_IS_LOST does not say which GPU went: ask each one alone.
     nvml.settle(LIVENESS_CALL)
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.
@@ -159,8 +176,9 @@ def _collect(nvml: Nvml, fs: Sysfs) -> HostSnapshot:
     problems: list[ProbeError] = []
     nics, interfaces = hostfacts.nics(fs, problems)
     # The second counter reading, as late as the probe allows: the window a rule judges.
-    gpus = [_with_end(nvml, fs, g) for g in gpus]
-    nics = tuple(nic_ports.with_end(fs, n) for n in nics)
+    if fitness:
+        gpus = [_with_end(nvml, fs, g) for g in gpus]
+        nics = tuple(nic_ports.with_end(fs, n) for n in nics)
     model, sockets, cpu_socket, hypervisor = hostfacts.cpuinfo(fs)
     virt, virt_detail = hostfacts.virtualization(fs, hypervisor, problems)
     hostname = sys_read(fs, "/proc/sys/kernel/hostname", str)

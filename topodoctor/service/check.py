@@ -201,7 +201,7 @@ def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Bas
 
 def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:
     """Record the live host under the budget; (recording document, GPU count)."""
-    from topodoctor.probe import record_host
+    from topodoctor.probe.sources import record_host
 
     def work(deadline: float) -> dict[str, Any]:
         doc, snap = record_host(label, do_scrub=scrub, sysfs_root=sysfs_root)

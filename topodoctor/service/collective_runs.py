@@ -147,7 +147,7 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
         raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
     acts: tuple[Any, ...] = ()
     if gpu and run.source.live and snap is not None:
-        from topodoctor.probe import live_nvml
+        from topodoctor.probe.sources import live_nvml
 
         acts = gpu_activity(snap, live_nvml())
     res = measure(

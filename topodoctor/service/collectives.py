@@ -214,7 +214,7 @@ def check_pass(
             return QuickAnswer(error="collectives run on the live host only, not on a replayed one")
         acts: tuple[Activity, ...] = ()
         if source.live and backend == "nccl":
-            from topodoctor.probe import live_nvml
+            from topodoctor.probe.sources import live_nvml
 
             acts = gpu_activity(snap, live_nvml())
         answer = started.answer(snap, deadline, acts)

@@ -38,8 +38,8 @@ def bandwidth_pass(scope: str = "auto") -> Pass:
     def copies(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> BandwidthResult:
         from topodoctor.measure.copies.session import run
         from topodoctor.measure.copies.tasks import Settings
-        from topodoctor.probe import live_nvml
         from topodoctor.probe.environment import capture_process
+        from topodoctor.probe.sources import live_nvml
         from topodoctor.topology.scope import resolve
 
         # Copies only ever run live: the job's GPUs come from this process's environment.
@@ -62,7 +62,7 @@ def measure(
 
     def timed(snap: HostSnapshot, src: Source, deadline: float, worker: Any) -> BandwidthResult:
         from topodoctor.measure.copies.session import run
-        from topodoctor.probe import live_nvml
+        from topodoctor.probe.sources import live_nvml
 
         return run(
             snap,

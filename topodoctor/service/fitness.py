@@ -23,8 +23,8 @@ def fitness_pass(level: str, scope: str = "auto") -> Pass:
 
     def measure(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> FitnessResult:
         from topodoctor.measure.fitness.session import run
-        from topodoctor.probe import live_nvml
         from topodoctor.probe.environment import capture_process
+        from topodoctor.probe.sources import live_nvml
         from topodoctor.topology.scope import resolve
 
         if not source.live:

@@ -13,10 +13,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Source:
-    """Where the host comes from: the live host (``replay`` None) or a recording / snapshot."""
+    """Where the host comes from: the live host (``replay`` None) or a recording / snapshot, and
+    whether its topology alone is read (a picture of it), or every reading the rules judge."""
 
     replay: str | None = None
     sysfs_root: str = "/"
+    topology_only: bool = False
 
     @property
     def live(self) -> bool:

@@ -2,7 +2,7 @@
 passes, in a killable child under the command's budget, brought back as a validated ``Host``.
 
 A plain ``check`` or ``scan`` has its child forked by the console entry point before anything
-else is imported (``start_early``, service/early.py); ``probe`` adopts it when it asks for the
+else is imported (``start_early``, cli/plain.py); ``probe`` adopts it when it asks for the
 same host, so the probe overlaps the parent's own start-up."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import FOREVER_S, Budget, Child, await_child, cancel, fork_work
-from topodoctor.service.early import source_of
 from topodoctor.service.passes import Pass, Source
 
 if TYPE_CHECKING:
@@ -68,11 +67,18 @@ def decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
 
 def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
     """Probe ``source`` and run ``passes`` here (in the child, or in-process without a budget)."""
-    from topodoctor.probe import probe_host
+    warm_up = None
+    if source.live:  # the driver's first answers come while the probe's modules load
+        from topodoctor.probe.nvml import WarmUp
 
+        warm_up = WarmUp()
+    from topodoctor.probe.sources import probe_host
+
+    if warm_up is not None:
+        warm_up.join()
     started = {ps.name: ps.start(deadline) for ps in passes if ps.start is not None}
     try:
-        p = probe_host(source.replay, source.sysfs_root)
+        p = probe_host(source.replay, source.sysfs_root, fitness=not source.topology_only)
     except BaseException:
         for ps in passes:
             if ps.stop is not None and ps.name in started:
@@ -99,6 +105,8 @@ def probe(
     probed process's environment (the rules judge it; a picture of the topology does not).
     """
     early = take_early(source) if budget.limited and not passes and quiet else None
+    if budget.limited:
+        meanwhile = _ready_to_decode(passes, meanwhile)
     if early is None:
         drop_early()
     if not budget.limited:
@@ -118,13 +126,34 @@ def probe(
     return host
 
 
+def _ready_to_decode(passes: Sequence[Pass], then: Callable[[], None] | None) -> Callable[[], None]:
+    """The parent's work while its child probes: load the classes the answer decodes into and
+    resolve their field types, and the snapshot's views (tenths of the parent's start-up, else
+    spent after the answer), then the caller's own ``then``."""
+
+    def ready() -> None:
+        # What follows the answer: its validation and the snapshot's views (Host.view).
+        import topodoctor.model.consistency
+        import topodoctor.topology.view  # noqa: F401
+        from topodoctor.core import codec
+        from topodoctor.model.environment import ProcessEnvironment
+        from topodoctor.model.snapshot import HostSnapshot
+
+        for cls in (HostSnapshot, ProcessEnvironment, *(p.result for p in passes)):
+            codec.resolve_types(cls)
+        if then is not None:
+            then()
+
+    return ready
+
+
 _early: tuple[Source, Child] | None = None
 
 
-def start_early(argv: list[str]) -> None:
-    """Fork the probe ``argv`` will ask for when it is a plain ``check`` or ``scan`` (early.py)."""
+def start_early(source: Source | None) -> None:
+    """Fork the probe of ``source`` now, before the command line is parsed (cli/plain.py reads
+    which host a plain ``check`` or ``scan`` asks for); None starts nothing."""
     global _early
-    source = source_of(argv)
     if source is not None:
         _early = (source, fork_work(lambda deadline: encode(gather(source, (), deadline)), FOREVER_S))
 

@@ -1,5 +1,5 @@
 """The early probe: a plain `check` or `scan` has its probe child forked before the command line
-is parsed (service/early.py, service/probing.py). It is adopted only for the host the command
+is parsed (cli/plain.py, service/probing.py). It is adopted only for the host the command
 then asks for, and killed otherwise; the answer is the one a probe forked later gives."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from topodoctor.cli.plain import plain_scan, source_of
 from topodoctor.core.budget import Budget
 from topodoctor.service import probing
-from topodoctor.service.early import source_of
 from topodoctor.service.passes import Source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +29,15 @@ ROOT = Path(__file__).resolve().parents[2]
         (["check", "--replay=h200-x2", "--sysfs-root", "/tmp/root", "--strict"], Source("h200-x2", "/tmp/root")),
         (["check", "--expect", "e.json", "--metrics", "m.prom", "--scope", "job"], Source()),
         (["scan", "--draw", "t.svg", "--export-graph", "g.dot", "-f", "json"], Source()),
+        # The text scan shows no fitness reading: its topology alone is read.
+        (["scan"], Source(topology_only=True)),
+        (["scan", "-f", "text", "--replay", "h200-x4", "--timeout", "5"], Source("h200-x4", topology_only=True)),
+        (["scan", "--format=text"], Source(topology_only=True)),
+        (["scan", "-ftext"], Source(topology_only=True)),
+        (["scan", "-fjson"], Source()),
+        (["scan", "--format", "json"], Source()),
+        (["scan", "--draw=t.svg"], Source()),
+        (["scan", "--export-graph", "g.graphml"], Source()),
     ],
 )
 def test_a_plain_check_or_scan_is_probed_early(argv: list[str], expected: Source) -> None:
@@ -71,7 +80,7 @@ def _reaped(pid: int) -> bool:
 
 def test_the_early_child_is_adopted_for_its_host() -> None:
     later = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
-    probing.start_early(["check", "--replay", "h200-x2", "-f", "line"])
+    probing.start_early(source_of(["check", "--replay", "h200-x2", "-f", "line"]))
     started = probing._early
     assert started is not None
     host = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
@@ -81,7 +90,7 @@ def test_the_early_child_is_adopted_for_its_host() -> None:
 
 
 def test_the_early_child_of_another_host_is_killed() -> None:
-    probing.start_early(["check", "--replay", "h200-x2"])
+    probing.start_early(source_of(["check", "--replay", "h200-x2"]))
     started = probing._early
     assert started is not None
     host = probing.probe(Source("h200-x4"), Budget.start(30))
@@ -90,7 +99,7 @@ def test_the_early_child_of_another_host_is_killed() -> None:
 
 
 def test_no_budget_runs_in_process_and_kills_the_early_child() -> None:
-    probing.start_early(["check", "--replay", "h200-x2"])
+    probing.start_early(source_of(["check", "--replay", "h200-x2"]))
     started = probing._early
     assert started is not None
     host = probing.probe(Source("h200-x2"), Budget.start(0))
@@ -120,3 +129,76 @@ def test_a_usage_error_leaves_no_probe_behind() -> None:
     # The early child's process group: killed before the command ended, so nothing of it is left.
     procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "--select TD999" not in procs
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["scan"], {"replay": None, "fmt": "text", "sysfs_root": "/", "timeout": 60.0}),
+        (
+            ["scan", "-fjson", "--timeout=inf", "--replay", "x.json"],
+            {"replay": "x.json", "fmt": "json", "timeout": 1e7},
+        ),
+        (["scan", "--sysfs-root", "/r", "--timeout", "0"], {"sysfs_root": "/r", "timeout": 0.0}),
+    ],
+)
+def test_a_plain_scan_is_read_without_typer(argv: list[str], expected: dict[str, object]) -> None:
+    got = plain_scan(argv)
+    assert got is not None and {k: got[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scan", "--help"],
+        ["scan", "-f", "xml"],  # typer says what is wrong with it
+        ["scan", "-f=json"],  # click reads "=json" as the value
+        ["scan", "--timeout", "nan"],
+        ["scan", "--timeout", "-1"],
+        ["scan", "--timeout", "soon"],
+        ["scan", "-f", "json", "-f", "text"],
+        ["scan", "--draw", "t.svg"],
+        ["scan", "--export-graph", "g.dot"],
+        ["check"],
+        ["scan", "extra"],
+    ],
+)
+def test_anything_else_goes_to_typer(argv: list[str]) -> None:
+    assert plain_scan(argv) is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--replay", "h200-x4", "-f", "json"],
+        ["-fjson", "--replay=h100-x1", "--timeout", "30"],
+        ["--replay", "no-such-recording"],
+        ["--replay", str(ROOT / "pyproject.toml")],
+        ["--replay", "h200-x4", "--timeout", "-1"],
+        ["--replay", "h200-x4", "-f", "xml"],
+    ],
+)
+def test_a_plain_scan_answers_as_typer_does(args: list[str]) -> None:
+    """The console's plain path (no typer loaded) and typer's command run as the console runs it:
+    the same output, the same one-line error, the same exit code."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    typer_path = "import sys; from topodoctor.cli.commands import main; sys.exit(main(sys.argv[1:]))"
+    typed = subprocess.run(
+        [sys.executable, "-c", typer_path, "scan", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
+    )
+    plain = _console("scan", *args)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (typed.returncode, typed.stdout, typed.stderr)
+
+
+def test_a_plain_scan_loads_no_command_line_library() -> None:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "topodoctor", "scan", "--replay", "h200-x4"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "Connection matrix" in out.stdout
+    loaded = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert not {m for m in loaded if m.split(".")[0] in ("typer", "click")}
+    assert "topodoctor.cli.commands" not in loaded

@@ -1,0 +1,78 @@
+"""Where a HostSnapshot comes from: the live host, a replayed recording, or a saved snapshot.
+
+pynvml is imported only when the live host is probed, so replays run with no driver; the
+recording and replay machinery only when a recording is made or replayed, so a live probe's
+child loads neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from topodoctor.core.codec import to_jsonable
+from topodoctor.core.errors import InputError, TopodoctorError
+from topodoctor.model.environment import ProcessEnvironment
+from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
+from topodoctor.probe.collect import collect
+from topodoctor.probe.environment import capture_process, replayed_process
+from topodoctor.probe.sysfs import LiveSysfs
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What a probe of the host gave: the snapshot, where it came from, and the process to judge."""
+
+    snapshot: HostSnapshot
+    origin: str  # "live", "replay NAME", "snapshot NAME"
+    process: ProcessEnvironment | None = None  # the process judged: this one, or the recorded one
+
+
+def probe_host(replay: str | None = None, sysfs_root: str = "/", fitness: bool = True) -> Probed:
+    """Probe the live host (NVML and sysfs), or replay a recording or a saved snapshot by name or
+    path. ``fitness=False`` reads the topology alone (``collect``)."""
+    if replay is None:
+        from topodoctor.probe.nvml import LiveNvml
+
+        return Probed(collect(LiveNvml(), LiveSysfs(sysfs_root), fitness), "live", capture_process())
+    from topodoctor.probe.replay import recording_from_data, resolve
+
+    name, data = resolve(replay)
+    if isinstance(data, dict) and data.get("kind") == "snapshot":
+        snap = snapshot_from_data(data, f"snapshot {name}")
+        return Probed(snap, f"snapshot {name}", replayed_process(data.get("process"), name))
+    rec = recording_from_data(data, name)
+    nvml, fs = rec.fakes()
+    try:
+        return Probed(collect(nvml, fs, fitness), f"replay {name}", replayed_process(data.get("process"), name))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        raise InputError(f"recording {name} is corrupt: {type(exc).__name__}: {exc}") from None
+
+
+def live_nvml() -> Any:
+    """An initialised live NVML binding for readings around measurements, or None."""
+    from topodoctor.probe.api import NvmlCallError
+    from topodoctor.probe.nvml import LiveNvml
+
+    try:
+        api = LiveNvml()
+        api.call("nvmlInit")
+    except (NvmlCallError, TopodoctorError):
+        return None
+    return api
+
+
+def record_host(label: str, do_scrub: bool = True, sysfs_root: str = "/") -> tuple[dict[str, Any], HostSnapshot]:
+    """Probe the live host through recorders; return the recording document and the snapshot."""
+    from topodoctor.probe.nvml import LiveNvml
+    from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
+
+    nvml = RecordingNvml(LiveNvml())
+    fs = RecordingSysfs(LiveSysfs(sysfs_root))
+    snap = collect(nvml, fs)
+    doc = build_recording(nvml, fs, snap, label)
+    doc["process"] = to_jsonable(capture_process())
+    if do_scrub:
+        doc = scrub(doc)
+        snap = snapshot_from_data(doc["snapshot"], "scrubbed snapshot")
+    return doc, snap

@@ -27,7 +27,7 @@ def run_scan(
     asked for; the exit code (a file not written is told after the output). The text shows no
     fitness reading, so a text scan with no file to write reads the topology alone (half the
     NVML calls). A failure is its one line and exit code (``Exit``)."""
-    from topodoctor.service import check as doctor
+    from topodoctor.service.probing import probe
 
     if draw is not None:
         from topodoctor.cli import pictures
@@ -36,9 +36,11 @@ def run_scan(
     budget = Budget.start(timeout)
     outputs = Outputs(budget.deadline)
     where = Source(replay, sysfs_root, fmt == "text" and draw is None and export_graph is None)
-    host = doctor.probe(where, budget, environment=draw is not None, meanwhile=load_scan_report)
+    host = probe(where, budget, environment=draw is not None, meanwhile=load_scan_report)
     g = host.view.graph
     if draw is not None:  # the rules' findings, drawn in place; the picture judges nothing itself
+        from topodoctor.service import check as doctor
+
         findings = doctor.evaluate(doctor.make_context(host))[0]
         outputs.write(lambda: pictures.draw_scan(host.snapshot, draw, findings, g))
     if export_graph is not None:

@@ -53,8 +53,8 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
 def test_a_missing_dependency_is_one_line_and_exit_3(tmp_path: Path) -> None:
     """An install without typer (a broken venv, a bare python3): one line, "could not check", never a
     traceback a prolog would paste into a drain reason."""
-    code = (
-        "import sys; sys.modules['typer'] = None; sys.argv = ['topodoctor', 'check']\n"
+    code = (  # --level: not a plain check, which runs without typer (cli/plain.py)
+        "import sys; sys.modules['typer'] = None; sys.argv = ['topodoctor', 'check', '--level', 'static']\n"
         "from topodoctor import cli\ncli.run()\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=30)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from topodoctor.cli.plain import plain_scan, source_of
+from topodoctor.cli.plain import plain_check, plain_scan, source_of
 from topodoctor.core.budget import Budget
 from topodoctor.service import probing
 from topodoctor.service.passes import Source
@@ -181,12 +181,7 @@ def test_anything_else_goes_to_typer(argv: list[str]) -> None:
 def test_a_plain_scan_answers_as_typer_does(args: list[str]) -> None:
     """The console's plain path (no typer loaded) and typer's command run as the console runs it:
     the same output, the same one-line error, the same exit code."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    typer_path = "import sys; from topodoctor.cli.commands import main; sys.exit(main(sys.argv[1:]))"
-    typed = subprocess.run(
-        [sys.executable, "-c", typer_path, "scan", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
-    )
-    plain = _console("scan", *args)
+    typed, plain = _typer_path("scan", *args), _console("scan", *args)
     assert (plain.returncode, plain.stdout, plain.stderr) == (typed.returncode, typed.stdout, typed.stderr)
 
 
@@ -202,3 +197,79 @@ def test_a_plain_scan_loads_no_command_line_library() -> None:
     loaded = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     assert not {m for m in loaded if m.split(".")[0] in ("typer", "click")}
     assert "topodoctor.cli.commands" not in loaded
+
+
+def test_a_plain_static_check_is_read_without_typer() -> None:
+    got = plain_check(["check", "--prolog", "-f", "line", "--timeout", "20", "--metrics", "m.prom", "--select", "TD1"])
+    assert got is not None
+    assert (got["fmt"], got["prolog"], got["timeout"], got["metrics"], got["select"]) == (
+        "line",
+        True,
+        20.0,
+        Path("m.prom"),
+        ["TD1"],
+    )
+    assert (got["level"], got["with_bandwidth"], got["scope"], got["level_to_fail"]) == (
+        "static",
+        False,
+        "auto",
+        "error",
+    )
+    for argv in (
+        ["check", "--level", "quick"],
+        ["check", "-f", "xml"],
+        ["check", "--scope", "rack"],
+        ["check", "--fail-level", "fatal"],
+        ["check", "--metrics="],
+        ["check", "--select", "TD1", "--select", "TD2"],  # typer gathers repeats
+        ["check", "--timeout", "nan"],
+        ["scan"],
+    ):
+        assert plain_check(argv) is None, argv
+
+
+def _typer_path(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "import sys; from topodoctor.cli.commands import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--replay", "h200-x4", "-f", "line"],
+        ["--replay", "h200-x2", "--prolog", "-f", "line", "--timeout", "20", "--strict"],
+        ["--replay", "h100-x1", "-f", "line", "--fail-level=critical"],
+        ["--replay", "h200-x4", "--select", "TD999"],
+        ["--replay", "h200-x4", "-f", "line", "--select", "TD999"],
+        ["--replay", "h200-x4", "-f", "line", "--expect", str(ROOT / "pyproject.toml")],
+        ["--replay", "h200-x4", "--scope", "job", "-f", "text"],
+        ["--replay", "nope", "-f", "line"],
+    ],
+)
+def test_a_plain_check_answers_as_typer_does(args: list[str]) -> None:
+    typed, plain = _typer_path("check", *args), _console("check", *args)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (typed.returncode, typed.stdout, typed.stderr)
+
+
+def test_a_plain_check_json_answers_as_typer_does() -> None:
+    args = ["check", "--replay", "h200-x4", "-f", "json", "--ignore", "TD1"]
+    typed, plain = _typer_path(*args), _console(*args)
+    a, b = json.loads(plain.stdout), json.loads(typed.stdout)
+    a.pop("elapsed_s"), b.pop("elapsed_s")
+    assert (plain.returncode, a, plain.stderr) == (typed.returncode, b, typed.stderr)
+
+
+def test_a_plain_check_needs_no_command_line_library(tmp_path: Path) -> None:
+    """A prolog's check answers even where typer cannot load: it is never imported."""
+    code = (
+        "import sys; sys.modules['typer'] = None\n"
+        "sys.argv = ['topodoctor', 'check', '--replay', 'h200-x4', '-f', 'line', '--prolog']\n"
+        "from topodoctor import cli\ncli.run()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-c", code]
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert (out.returncode, out.stderr) == (0, "") and out.stdout.startswith("topodoctor OK: 4 GPUs")

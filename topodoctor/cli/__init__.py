@@ -50,13 +50,11 @@ def run() -> None:
     mark_command_start()
     prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
     signals.install()  # from here on a signal unwinds, the start-up's imports included
-    from topodoctor.cli.plain import plain_scan, source_of
+    from topodoctor.cli.plain import plain_check, plain_scan, source_of
 
     start_early(source_of(argv))
     try:
-        scan = plain_scan(argv)
-        if scan is not None:
-            _run_plain_scan(scan)
+        _run_plain(argv, plain_scan(argv), plain_check(argv))
         from topodoctor.cli.commands import run as run_command
 
         run_command()
@@ -73,16 +71,27 @@ def run() -> None:
         os._exit(3)
 
 
-def _run_plain_scan(arguments: dict[str, Any]) -> None:
-    """A plain ``scan`` (cli/plain.py): its work without typer, ended as every command ends."""
-    from topodoctor.cli.io import flush_stdio, run_guarded
-    from topodoctor.cli.scan import run_scan
+def _run_plain(argv: list[str], scan: dict[str, Any] | None, check: dict[str, Any] | None) -> None:
+    """A plain ``scan`` or ``check`` (cli/plain.py): its work without typer, ended as every command
+    ends (the one-line format from the first instruction, the early probe dropped, the streams
+    flushed, os._exit). Returns only when the command line is not plain."""
+    if scan is None and check is None:
+        return
+    from topodoctor.cli import io as cli_io
     from topodoctor.core.errors import EXIT_USAGE
     from topodoctor.service.probing import drop_early
 
-    code = run_guarded(lambda: run_scan(**arguments), EXIT_USAGE)
+    cli_io.line_asked = cli_io.line_mode = wants_line(argv)
+    if scan is not None:
+        from topodoctor.cli.scan import run_scan
+
+        code = cli_io.run_guarded(lambda: run_scan(**scan), EXIT_USAGE)
+    elif check is not None:
+        from topodoctor.cli.check import run_check
+
+        code = cli_io.run_guarded(lambda: run_check(**check), EXIT_USAGE)
     drop_early()
-    lost = flush_stdio()
+    lost = cli_io.flush_stdio()
     os._exit(code if lost is None else lost)
 
 

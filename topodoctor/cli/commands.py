@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topodoctor.cli import wants_line
+from topodoctor.cli.check import DEFAULT_CHECK_TIMEOUT_S, LEVEL_TIMEOUT_S
 from topodoctor.cli.io import (
     EXITS,
-    Outputs,
-    console,
     emit,
     emit_json,
     fail,
@@ -47,18 +46,13 @@ from topodoctor.cli.options import (
     TimeoutOpt,
     budget,
     source,
-    split,
     version_callback,
 )
-from topodoctor.cli.options import (
-    fail_level as severity_to_fail,
-)
 from topodoctor.cli.plain import SCAN_TIMEOUT_S
-from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
+from topodoctor.core.errors import EXIT_USAGE, InputError
 from topodoctor.core.text import plural
 
 if TYPE_CHECKING:
-    from topodoctor.model.outcome import Outcome
     from topodoctor.service.check import Pass
 
 
@@ -69,9 +63,6 @@ class Level(str, Enum):
     quick = "quick"
     long = "long"
 
-
-DEFAULT_CHECK_TIMEOUT_S = 30.0
-LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a measuring level
 
 app = typer.Typer(
     name="topodoctor",
@@ -187,75 +178,27 @@ def check(
     ] = Level.static,
 ) -> None:
     """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
-    from topodoctor.cli import io as cli_io
-    from topodoctor.service import check as doctor
+    from topodoctor.cli.check import run_check
 
-    cli_io.line_mode = fmt is CheckFormat.line
-    if level is not Level.static and timeout == DEFAULT_CHECK_TIMEOUT_S:
-        timeout = LEVEL_TIMEOUT_S[level.value]
-    options = doctor.CheckOptions(
-        source=source(replay, sysfs_root),
-        timeout_s=timeout,
-        select=split(select),
-        ignore=split(ignore),
-        tags=("prolog",) if prolog else (),
-        fail_level=severity_to_fail(fail_level, strict),
-        expect=expect,
-        passes=_passes(with_bandwidth, with_collectives, scope.value, level.value),
-        scope=scope.value,
-        baseline=baseline,
+    code = run_check(
+        replay,
+        fmt.value,
+        metrics,
+        timeout,
+        select,
+        ignore,
+        prolog,
+        strict,
+        fail_level.value,
+        expect,
+        baseline,
+        with_bandwidth,
+        with_collectives,
+        scope.value,
+        sysfs_root,
+        level.value,
     )
-    outputs = Outputs(budget(timeout).deadline)  # a metrics FIFO nobody reads waits no longer than the check
-    try:
-        outcome = doctor.check(options)
-    except TopodoctorError as exc:
-        if metrics is not None:  # a metrics file that says "could not check" instead of going stale
-            from topodoctor.report import prometheus as prom
-
-            asked = "job" if scope is Scope.job else "node"
-            text = prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname(), scope=asked, scope_gpus=())
-            outputs.write(lambda: prom.write_textfile(metrics, text))
-        if fmt is CheckFormat.json:  # machines reading stdout get an answer in their format, too
-            from topodoctor.report import check as report
-
-            doc = report.could_not_check_json(str(exc), exc.exit_code)
-            render(lambda: emit_json(doc))
-        fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
-        raise typer.Exit(outputs.exit_code(exc.exit_code)) from None
-
-    from topodoctor.report import check as report
-
-    def metrics_text() -> str:
-        from topodoctor.report import prometheus as prom  # only when metrics are asked for
-
-        o = outcome
-        meta = o.meta
-        fs, snap = o.findings, o.snapshot
-        return prom.check_metrics(
-            fs,
-            o.incomplete,
-            o.exit_code,
-            snap,
-            meta.elapsed_s,
-            scope=meta.scope_kind,
-            scope_gpus=meta.scope_gpus,
-            fitness=o.fitness,
-        )
-
-    if metrics is not None:
-        from topodoctor.report.prometheus import write_textfile
-
-        outputs.write(lambda: write_textfile(metrics, metrics_text()))
-    show = {
-        CheckFormat.json: lambda: emit_json(report.check_json(outcome)),
-        CheckFormat.line: lambda: emit(report.one_line(outcome) + outputs.in_line()),
-        CheckFormat.text: lambda: _print_check(outcome),
-        CheckFormat.prometheus: lambda: sys.stdout.write(metrics_text()),
-    }
-    if outcome.meta.expectations_unused is not None and fmt is not CheckFormat.line:  # the line says it itself
-        fail(f"{outcome.meta.expectations_unused}; judged without it", outcome.exit_code)
-    render(show[fmt])
-    raise typer.Exit(outputs.exit_code(outcome.exit_code))
+    raise typer.Exit(code)
 
 
 @app.command("rules", epilog=EXITS["rules"])
@@ -320,30 +263,6 @@ def write_expect(
 
 # The commands kept in modules of their own (bandwidth, collectives, fleet, nccl-topo, nccl-log, job)
 # load when named: CommandGroup.LAZY.
-
-
-def _print_check(outcome: Outcome) -> None:
-    """The check as text: the one format that loads rich."""
-    from topodoctor.report.check_text import print_check
-
-    print_check(outcome, console())
-
-
-def _passes(bandwidth: bool, collectives: bool, scope: str, level: str = "static") -> tuple[Pass, ...]:
-    """The measurements a check adds, in the order they run in its budgeted child. A level
-    above static adds copies, fitness and (with more than one GPU) collectives. A static check
-    loads none of the measuring code: it starts in every prolog."""
-    if level == "static" and not (bandwidth or collectives):
-        return ()
-    from topodoctor.service import copies
-    from topodoctor.service.collectives import check_pass, driver_gpus
-
-    if level != "static":
-        from topodoctor.service.fitness import fitness_pass
-
-        bandwidth, collectives = True, collectives or driver_gpus() > 1
-    passes = ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
-    return passes + ((fitness_pass(level, scope),) if level != "static" else ())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,7 +50,7 @@ def ending(code: int) -> Exception:
     """The exception that ends the command with ``code``: typer's own where typer runs the
     command (click then ends it as it documents, in a test's runner too), ours where the plain
     path runs it and typer was never loaded."""
-    if "typer" in sys.modules:
+    if sys.modules.get("typer") is not None:
         import typer
 
         return typer.Exit(code)

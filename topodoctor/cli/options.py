@@ -114,8 +114,10 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (--
 
 
 def fail_level(level: FailLevel, strict: bool) -> Severity:
-    """The severity from which a finding fails the command: every command decides it here."""
-    return "warning" if strict else level.value
+    """The severity from which a finding fails the command (cli/check.py decides it for every command)."""
+    from topodoctor.cli.check import fail_level as decide
+
+    return decide(level.value, strict)
 
 
 class CheckFormat(str, Enum):
@@ -156,11 +158,6 @@ class BwMode(str, Enum):
     latency = "latency"
     host = "host"
     all = "all"
-
-
-def split(values: list[str] | None) -> tuple[str, ...]:
-    """Repeated and comma-separated values as one tuple: --select TD1,TD3 --select TD5."""
-    return tuple(p.strip() for v in values or [] for p in v.split(",") if p.strip())
 
 
 def source(replay: str | None, sysfs_root: str = "/") -> Source:

@@ -11,12 +11,14 @@ command adopts that child only when it asks for the same host the same way
 in the child, ``--timeout 0`` (no child at all) or a usage error only cost the child, which is
 killed.
 
-A plain ``scan`` (its format, budget and host, each given once) runs ``cli/scan.py`` directly:
-typer and click cost a sixth of its answer on the GPU hosts. Anything else, a value typer would
-refuse included, goes to typer, which answers it as always."""
+A plain ``scan`` (its format, budget and host) or a plain static ``check`` (the options a prolog
+gives, each once) runs ``cli/scan.py`` or ``cli/check.py`` directly: typer and click cost a sixth
+of their answer on the GPU hosts. Anything else, a value typer would refuse included, goes to
+typer, which answers it as always."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from topodoctor.core.budget import parse_timeout
@@ -82,6 +84,17 @@ def source_of(argv: list[str]) -> Source | None:
 
 _PLAIN_SCAN = {"--format", "--timeout", "--replay", "--sysfs-root"}
 SCAN_TIMEOUT_S = 60.0  # scan's default --timeout (cli/commands.py declares the same)
+_CHOICES = {
+    "--format": ("text", "json", "line", "prometheus"),
+    "--fail-level": ("warning", "error", "critical"),
+    "--scope": ("auto", "job", "node"),
+}
+
+
+def _timeout(opts: dict[str, str], default: float) -> float:
+    """--timeout as typer reads it (a float, then parse_timeout); ValueError or InputError when
+    typer would refuse it (then typer says why)."""
+    return parse_timeout(float(opts["--timeout"])) if "--timeout" in opts else default
 
 
 def plain_scan(argv: list[str]) -> dict[str, Any] | None:
@@ -95,7 +108,7 @@ def plain_scan(argv: list[str]) -> dict[str, Any] | None:
     if fmt not in ("text", "json"):
         return None
     try:
-        timeout = parse_timeout(float(opts["--timeout"])) if "--timeout" in opts else SCAN_TIMEOUT_S
+        timeout = _timeout(opts, SCAN_TIMEOUT_S)
     except (ValueError, InputError):
         return None
     return {
@@ -105,4 +118,46 @@ def plain_scan(argv: list[str]) -> dict[str, Any] | None:
         "draw": None,
         "sysfs_root": opts.get("--sysfs-root", "/"),
         "timeout": timeout,
+    }
+
+
+def plain_check(argv: list[str]) -> dict[str, Any] | None:
+    """``run_check``'s arguments for a plain static ``check`` command line (the options a prolog
+    gives, each once), or None: anything else is typer's to read, a value it would refuse
+    included."""
+    from topodoctor.cli.check import DEFAULT_CHECK_TIMEOUT_S
+
+    read = read_plain(argv)
+    if read is None or read[0] != "check":
+        return None
+    opts = read[1]
+    if any(opts.get(name, choices[0]) not in choices for name, choices in _CHOICES.items()):
+        return None
+    if any(opts.get(name) == "" for name in ("--metrics", "--expect", "--baseline")):
+        return None
+    try:
+        timeout = _timeout(opts, DEFAULT_CHECK_TIMEOUT_S)
+    except (ValueError, InputError):
+        return None
+
+    def path(name: str) -> Path | None:
+        return Path(opts[name]) if name in opts else None
+
+    return {
+        "replay": opts.get("--replay"),
+        "fmt": opts.get("--format", "text"),
+        "metrics": path("--metrics"),
+        "timeout": timeout,
+        "select": [opts["--select"]] if "--select" in opts else None,
+        "ignore": [opts["--ignore"]] if "--ignore" in opts else None,
+        "prolog": "--prolog" in opts,
+        "strict": "--strict" in opts,
+        "level_to_fail": opts.get("--fail-level", "error"),
+        "expect": path("--expect"),
+        "baseline": path("--baseline"),
+        "with_bandwidth": False,
+        "with_collectives": False,
+        "scope": opts.get("--scope", "auto"),
+        "sysfs_root": opts.get("--sysfs-root", "/"),
+        "level": "static",
     }

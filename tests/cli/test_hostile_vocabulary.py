@@ -14,7 +14,7 @@ import typer
 from conftest import FIXTURES, ROOT
 
 from topodoctor.cli.commands import app, main
-from topodoctor.cli.io import EXIT_TABLE, exit_codes_markdown
+from topodoctor.cli.exit_codes import EXIT_TABLE, exit_codes_markdown
 from topodoctor.cli.options import SHORT_FLAGS
 
 
@@ -61,7 +61,7 @@ def test_main_help_has_no_placeholder(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_readme_exit_table_is_the_commands_table() -> None:
     assert exit_codes_markdown() in (ROOT / "README.md").read_text(), (
-        "README's per-command exit codes: paste topodoctor.cli.io.exit_codes_markdown()"
+        "README's per-command exit codes: paste topodoctor.cli.exit_codes.exit_codes_markdown()"
     )
 
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from topodoctor.cli import io as cli_io
 from topodoctor.cli.io import Outputs, console, emit, emit_json, fail, render
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
+from topodoctor.model.findings import fail_from
 from topodoctor.service.passes import Source
 
 if TYPE_CHECKING:
-    from topodoctor.model.findings import Severity
     from topodoctor.model.outcome import Outcome
     from topodoctor.service.passes import Pass
 
@@ -28,11 +28,6 @@ LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a meas
 def split(values: list[str] | None) -> tuple[str, ...]:
     """Repeated and comma-separated values as one tuple: --select TD1,TD3 --select TD5."""
     return tuple(p.strip() for v in values or [] for p in v.split(",") if p.strip())
-
-
-def fail_level(level: str, strict: bool) -> Severity:
-    """The severity from which a finding fails the command: every command decides it here."""
-    return "warning" if strict else cast("Severity", level)
 
 
 def run_check(
@@ -67,7 +62,7 @@ def run_check(
         select=split(select),
         ignore=split(ignore),
         tags=("prolog",) if prolog else (),
-        fail_level=fail_level(level_to_fail, strict),
+        fail_level=fail_from(level_to_fail, strict),
         expect=expect,
         passes=_passes(with_bandwidth, with_collectives, scope, level),
         scope=scope,

@@ -15,7 +15,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from topodoctor.core.errors import InputError
-from topodoctor.model.findings import Severity
+from topodoctor.model.findings import Severity, fail_from
 
 if TYPE_CHECKING:
     from topodoctor.core.budget import Budget
@@ -114,10 +114,8 @@ StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (--
 
 
 def fail_level(level: FailLevel, strict: bool) -> Severity:
-    """The severity from which a finding fails the command (cli/check.py decides it for every command)."""
-    from topodoctor.cli.check import fail_level as decide
-
-    return decide(level.value, strict)
+    """The severity from which a finding fails the command (``model.findings.fail_from``)."""
+    return fail_from(level.value, strict)
 
 
 class CheckFormat(str, Enum):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 Severity = Literal["info", "warning", "error", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2, "critical": 3}
@@ -33,6 +33,12 @@ class Judged(Protocol):
 
 
 J = TypeVar("J", bound=Judged)
+
+
+def fail_from(level: str, strict: bool) -> Severity:
+    """The severity from which a finding fails a command (``--fail-level``, ``--strict``): every
+    command decides it here."""
+    return "warning" if strict else cast("Severity", level)
 
 
 def failing(findings: Sequence[J], fail_level: str) -> tuple[J, ...]:

@@ -200,6 +200,8 @@ def test_sigterm_takes_the_ranks_along(tmp_path: Path, sig: str) -> None:
 
 
 def _children(pid: int) -> list[int]:
+    """The live children of ``pid``: an answered probe child that has exited is reaped only at
+    the command's end (core/budget.py ``end_children``), and a zombie is not a rank."""
     out = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -207,7 +209,8 @@ def _children(pid: int) -> list[int]:
                 stat = (d / "stat").read_text()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+            if int(ppid) == pid and state != "Z":
                 out.append(int(d.name))
     return out
 

@@ -286,11 +286,13 @@ def run() -> None:
     import os
 
     from topodoctor.cli.io import flush_stdio
+    from topodoctor.core.budget import end_children
     from topodoctor.service.probing import drop_early
 
     code = main()
     drop_early()
     lost = flush_stdio()  # the report is out before the world's ending can take this process down
+    end_children()
     code = code if lost is None else lost
     if "torch" in sys.modules:  # only a process that imported torch can be a rank of a launcher's world
         from topodoctor.service.world import leave_world

@@ -13,7 +13,6 @@ import functools
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -279,6 +278,8 @@ def run_guarded(work: Callable[[], Any], usage_code: int) -> int:
             return 0
         raise
     except OSError as exc:
+        import traceback  # here and in internal_error only: every command's start-up would pay for it
+
         if any(f.name == "echo" and "click" in f.filename for f in traceback.extract_tb(exc.__traceback__)):
             return _code(stdout_lost(exc))  # click printing help or usage to a full stdout
         if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):  # a path the user gave
@@ -315,6 +316,8 @@ def _not_ours_or_bug(exc: BaseException) -> int:
 
 def internal_error(exc: BaseException) -> str:
     """One line for a bug of ours: what failed and where, for the bug report."""
+    import traceback
+
     frames = traceback.extract_tb(exc.__traceback__)
     where = next(
         (f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(frames) if "topodoctor" in f.filename), ""

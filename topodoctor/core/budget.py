@@ -19,19 +19,18 @@ import select
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError
+from topodoctor.core.signals import die_with_parent
 
 # Longer than any job lives: "no limit" without infinite arithmetic in select() or deadlines.
 FOREVER_S = 1e7
 # How long the parent waits for a killed child to be reaped. A child stuck in the kernel
 # (an uninterruptible driver call) dies only when the call returns; we do not wait for that.
 REAP_WAIT_S = 0.1
-_PR_SET_PDEATHSIG = 1
 _HELD = {signal.SIGALRM, signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
 
 
@@ -154,13 +153,7 @@ def _become_group_leader_child(parent: int, quiet: bool) -> None:
     """In the child: own process group, die with the parent, default signal handling."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
+    die_with_parent(parent)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM):
         signal.signal(sig, signal.SIG_DFL)
     if not quiet:
@@ -208,6 +201,8 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
         except TopodoctorError as exc:
             answer = {"error": str(exc), "exit_code": exc.exit_code}
         except BaseException as exc:  # the parent reports it; a child must never unwind into the CLI
+            import traceback  # only here: it costs a few ms of every command's start-up
+
             tail = traceback.format_exc(limit=3).strip().splitlines()[-1]
             answer = {"error": f"internal error: {type(exc).__name__}: {exc} ({tail})", "exit_code": 3}
         try:
@@ -217,6 +212,7 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
             code = 1
         os._exit(code)
     os.close(write_fd)
+    _reap_exited()
     with contextlib.suppress(OSError):
         os.setpgid(pid, pid)  # also here: no window where a kill of the group misses the child
     try:
@@ -261,7 +257,7 @@ def await_child(child: Child, budget: Budget, meanwhile: Callable[[], None] | No
         raise
     finally:
         os.close(child.answers)
-    _reap_by(child.pid, deadline)
+    _reap_or_defer(child.pid)
     if not chunks:
         raise BudgetExceeded("could not check: the check process died without an answer")
     try:
@@ -301,9 +297,9 @@ def kill_group(pid: int) -> None:
     _reap(pid)
 
 
-def _reap(pid: int, until: float | None = None) -> bool:
-    """Collect the child's exit status by ``until`` (default: REAP_WAIT_S from now)."""
-    end = time.monotonic() + REAP_WAIT_S if until is None else until
+def _reap(pid: int) -> bool:
+    """Collect a killed child's exit status, waiting REAP_WAIT_S at most."""
+    end = time.monotonic() + REAP_WAIT_S
     while True:
         try:
             done, _ = os.waitpid(pid, os.WNOHANG)
@@ -316,7 +312,36 @@ def _reap(pid: int, until: float | None = None) -> bool:
         time.sleep(0.002)
 
 
-def _reap_by(pid: int, deadline: float) -> None:
-    """The child has answered and is exiting; if its exit stalls past the deadline, kill it."""
-    if not _reap(pid, until=deadline):
-        kill_group(pid)
+# Children that answered and were still exiting (a probe's child closing the driver takes
+# milliseconds): reaped at the command's end, after its output, not before it.
+_exiting: list[int] = []
+
+
+def reap_later(pid: int) -> None:
+    """A child of this process that will end by itself (an NVML server whose client is done):
+    reaped, or killed if still running, at the command's end (``end_children``)."""
+    _exiting.append(pid)
+
+
+def _reap_or_defer(pid: int) -> None:
+    """Reap a child that has answered if it is gone; else leave it for ``end_children``."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == 0:
+            _exiting.append(pid)
+
+
+def _reap_exited() -> None:
+    """Reap the answered children that have exited since (no zombie outlives the next fork)."""
+    for pid in list(_exiting):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                continue
+        _exiting.remove(pid)
+
+
+def end_children() -> None:
+    """At the command's end, its output written: every child that answered is reaped, and one
+    still not gone is killed with its process group, so nothing we started outlives us."""
+    _reap_exited()
+    while _exiting:
+        kill_group(_exiting.pop())

@@ -8,12 +8,15 @@ error."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 from typing import Any
 
 from topodoctor.core.errors import Terminated
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+_PR_SET_PDEATHSIG = 1
 _received: int | None = None
 
 
@@ -38,3 +41,15 @@ def ignore() -> None:
     """Ignore the stopping signals from now on: the process is ending and says why once."""
     for sig in STOPPING:
         signal.signal(sig, signal.SIG_IGN)
+
+
+def die_with_parent(parent: int) -> None:
+    """In a forked child: the kernel kills it (SIGKILL) when ``parent`` dies, and it ends now if
+    its parent has died already. A parent killed outright (a prolog's timeout) leaves nothing."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)

@@ -1,0 +1,53 @@
+"""A budgeted child's answer is taken as soon as it is written: its exit (a probe's child closing
+the driver takes milliseconds) is waited for at the command's end, after the output, and a child
+still not gone then is killed (core/budget.py ``end_children``)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from topodoctor.core import budget
+from topodoctor.core.budget import Budget, await_child, end_children, fork_work
+
+
+def _slow_exit(deadline: float) -> dict[str, Any]:
+    """Answer at once, then take half a second to exit."""
+    real = os._exit
+
+    def late(code: int) -> None:
+        time.sleep(0.5)
+        real(code)
+
+    os._exit = late  # type: ignore[assignment]
+    return {"answer": 42}
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_the_answer_does_not_wait_for_the_exit_and_the_end_reaps_it() -> None:
+    child = fork_work(_slow_exit, time.monotonic() + 30)
+    started = time.monotonic()
+    assert await_child(child, Budget.start(30)) == {"answer": 42}
+    assert time.monotonic() - started < 0.4  # not the child's half second of exiting
+    assert child.pid in budget._exiting and not _gone(child.pid)
+    end_children()  # still exiting: killed with its group, and reaped
+    assert _gone(child.pid) and child.pid not in budget._exiting
+
+
+def test_a_child_that_has_exited_is_reaped_before_the_next_fork() -> None:
+    first = fork_work(_slow_exit, time.monotonic() + 30)
+    await_child(first, Budget.start(30))
+    time.sleep(0.8)  # it has exited by now: a zombie until someone reaps it
+    second = fork_work(lambda deadline: {"answer": 1}, time.monotonic() + 30)
+    assert first.pid not in budget._exiting and _gone(first.pid)
+    await_child(second, Budget.start(30))
+    end_children()
+    assert _gone(second.pid)

@@ -46,13 +46,31 @@ def _wrap(module: Any, name: str, label: str) -> None:
     setattr(module, name, wrapped)
 
 
+def _on_import(event: str, args: Any) -> None:
+    if event != "import" or args[0] not in WATCH:
+        return
+    mark(f"import {args[0]}")
+
+
 def main() -> None:
     mark(f"exec {_exec_time():.6f}")
-    sys.addaudithook(lambda ev, args: mark(f"import {args[0]}") if ev == "import" and args[0] in WATCH else None)
+    sys.addaudithook(_on_import)
     import topodoctor.service.probing as probing
 
     for name, label in (("probe", "probe"), ("gather", "gather"), ("await_child", "await"), ("decode", "decode")):
         _wrap(probing, name, label)
+    ready = probing._ready_to_decode
+
+    def ready_marked(*args: Any) -> Any:  # the parent's loading while it waits: when it ends
+        work = ready(*args)
+
+        def marked() -> None:
+            work()
+            mark("loaded")
+
+        return marked
+
+    probing._ready_to_decode = ready_marked  # type: ignore[assignment]
     real_exit = os._exit
 
     def leave(code: int) -> None:

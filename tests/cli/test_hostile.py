@@ -290,11 +290,16 @@ def test_internal_error_is_exit_3_in_one_line(
     assert code == 3 and not err and len(out.splitlines()) == 1 and out.startswith("topodoctor UNKNOWN: internal error")
 
 
-def test_renderer_crash_is_exit_3(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from topodoctor.report import scan
+def test_renderer_crash_is_exit_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from topodoctor.report import scan, scan_text
 
-    monkeypatch.setattr(scan, "print_scan", lambda *a: 1 / 0)
+    monkeypatch.setattr(scan_text, "print_scan_text", lambda *a: 1 / 0)  # the text scan's drawing
     code, _, err = cli(capsys, ["scan", "--replay", "h200-x4"])
+    assert code == 3 and "ZeroDivisionError" in one_error_line(err)
+    monkeypatch.setattr(scan, "print_scan", lambda *a: 1 / 0)  # a scan that also writes its graph
+    code, _, err = cli(capsys, ["scan", "--replay", "h200-x4", "--export-graph", str(tmp_path / "g.json")])
     assert code == 3 and "ZeroDivisionError" in one_error_line(err)
 
 

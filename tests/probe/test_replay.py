@@ -197,13 +197,16 @@ def test_the_one_gpu_h200_recording_holds_every_fitness_call() -> None:
 @pytest.mark.parametrize("rec", RECORDINGS, ids=lambda p: p.stem)
 def test_a_topology_only_probe_reads_the_same_topology_and_no_fitness(rec: Path) -> None:
     """What a text scan reads: every field but the fitness readings and the processes equals the
-    full probe's, and those are marked not asked rather than left looking measured."""
+    full probe's, and those are marked not asked rather than left looking measured; the process
+    environment is not read at all."""
     import dataclasses
 
     from topodoctor.core.probed import Unsupported
 
     full = probe_host(str(rec)).snapshot
-    topo = probe_host(str(rec), fitness=False).snapshot
+    topo_probe = probe_host(str(rec), topology_only=True)
+    assert topo_probe.process is None  # nothing judges the process of a picture
+    topo = topo_probe.snapshot
     not_asked = Unsupported("NOT_ASKED")
     for a, b in zip(full.gpus, topo.gpus, strict=True):
         if a.lost is None:

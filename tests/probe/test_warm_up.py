@@ -1,57 +1,118 @@
-"""The NVML warm-up of a live probe's child (probe/nvml.py ``WarmUp``): it makes the driver's slow
-first calls in a thread while the probe loads, judges nothing, and a failure is left for the probe
-to meet (the probe makes the same calls)."""
+"""The driver's warm-up (probe/warm_up.py): the slow first calls go straight to the library in a
+thread while the caller imports the binding; nothing is judged, and every failure is left for
+the probe to meet (it makes the same calls through the binding)."""
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
-import types
+from typing import Any
 
 import pytest
 
-from topodoctor.probe.nvml import WarmUp
+from topodoctor.probe import warm_up
+from topodoctor.probe.warm_up import SLOW_FIRST_CALLS, WarmUp
+
+NOT_SUPPORTED, GPU_IS_LOST = 3, 15
+SLOW = [name for name, _ in SLOW_FIRST_CALLS]
 
 
-def _fake_nvml(calls: list[str], fail_at: str | None = None, gate: threading.Event | None = None) -> types.ModuleType:
-    nv = types.ModuleType("pynvml")
+class _Library:
+    """libnvidia-ml as the warm-up calls it: each call recorded, answering ``codes`` (by "name"
+    or "name@gpuN") or success, out arguments filled (two GPUs)."""
 
-    def answer(name: str, value: object = None) -> object:
-        def call(*args: object) -> object:
-            if gate is not None:
-                gate.wait(5)
-            calls.append(name)
-            if name == fail_at:
-                raise RuntimeError("NVML_ERROR_UNKNOWN")
-            return value
+    def __init__(self, calls: list[str], codes: dict[str, int], gate: threading.Event | None) -> None:
+        self._calls, self._codes, self._gate = calls, codes, gate
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any) -> int:
+            if self._gate is not None:
+                self._gate.wait(5)
+            gpu = ""
+            if name == "nvmlDeviceGetCount_v2":
+                args[0]._obj.value = 2
+            elif name == "nvmlDeviceGetHandleByIndex_v2":
+                gpu = f"@gpu{args[0].value}"
+                args[1]._obj.value = 1000 + args[0].value
+            elif args and isinstance(args[0], ctypes.c_void_p):
+                gpu = f"@gpu{args[0].value - 1000}"
+            self._calls.append(name + gpu)
+            return self._codes.get(name + gpu, self._codes.get(name, 0))
 
         return call
 
-    nv.nvmlInit = answer("init")  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetCount = answer("count", 2)  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetHandleByIndex = answer("handle", object())  # type: ignore[attr-defined]
-    nv.nvmlDeviceGetCpuAffinityWithinScope = answer("affinity")  # type: ignore[attr-defined]
-    return nv
 
-
-def test_it_meets_every_gpu_once_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+def _library(
+    monkeypatch: pytest.MonkeyPatch, codes: dict[str, int] | None = None, gate: threading.Event | None = None
+) -> list[str]:
     calls: list[str] = []
+    lib = _Library(calls, codes or {}, gate)
+
+    def load(name: str) -> _Library:
+        calls.append(f"load {name}")
+        return lib
+
+    monkeypatch.setattr(warm_up.ctypes, "CDLL", load)
+    return calls
+
+
+def _gpu(n: int, slow: list[str] = SLOW) -> list[str]:
+    g = f"@gpu{n}"
+    return [f"nvmlDeviceGetHandleByIndex_v2{g}", f"nvmlDeviceGetCpuAffinityWithinScope{g}", *(s + g for s in slow)]
+
+
+START = ["load libnvidia-ml.so.1", "nvmlInit_v2", "nvmlDeviceGetCount_v2"]
+
+
+def test_it_meets_every_gpu_in_a_thread_while_the_binding_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     gate = threading.Event()
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(calls, gate=gate))
+    calls = _library(monkeypatch, gate=gate)
+    imported: list[str] = []
+    real_import = warm_up.importlib.import_module
+    monkeypatch.setattr(warm_up.importlib, "import_module", lambda name: imported.append(name) or real_import("json"))
     warm = WarmUp()
-    assert calls == []  # the caller goes on while the driver answers
+    assert imported == ["pynvml"] and calls == ["load libnvidia-ml.so.1"]  # the driver answers later
     gate.set()
     warm.join()
-    assert calls == ["init", "count", "handle", "affinity", "handle", "affinity"]
+    assert calls == [*START, *_gpu(0), *_gpu(1)]
 
 
-def test_a_failure_is_left_to_the_probe(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(calls, fail_at="count"))
+def test_an_unsupported_call_is_passed_over_and_a_failing_gpu_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    fails = {SLOW[0]: NOT_SUPPORTED, f"{SLOW[2]}@gpu0": GPU_IS_LOST}
+    calls = _library(monkeypatch, fails)
     WarmUp().join()
-    assert calls == ["init", "count"]
+    # GPU0 stops at the call that lost it; GPU1 is still warmed, its unsupported call passed over.
+    assert calls == [*START, *_gpu(0, SLOW[:3]), *_gpu(1)]
 
 
-def test_no_binding_is_left_to_the_probe(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+@pytest.mark.parametrize("failing", ["nvmlInit_v2", "nvmlDeviceGetCount_v2"])
+def test_a_driver_that_does_not_start_is_left_to_the_probe(monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    calls = _library(monkeypatch, {failing: 9})
     WarmUp().join()
+    assert calls == START[: START.index(failing) + 1]
+
+
+def test_no_library_and_no_binding_are_left_to_the_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing(name: str) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(warm_up.ctypes, "CDLL", missing)
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # its import fails too
+    WarmUp().join()
+
+
+def test_the_switch_interval_is_short_while_it_runs_and_given_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread holding the GIL hands it to the warm-up as soon as the driver answers it: each
+    call would otherwise wait the interpreter's 5 ms switch interval."""
+    seen: list[float] = []
+
+    def load(name: str) -> _Library:
+        seen.append(sys.getswitchinterval())
+        return _Library([], {}, None)
+
+    monkeypatch.setattr(warm_up.ctypes, "CDLL", load)
+    before = sys.getswitchinterval()
+    WarmUp().join()
+    assert seen and seen[0] < before / 10
+    assert sys.getswitchinterval() == before

@@ -41,14 +41,19 @@ def run() -> None:
         from topodoctor.cli.help_text import TOP_LEVEL_HELP
 
         _answer(TOP_LEVEL_HELP)
+    from topodoctor.core.stdio import prepare_stdio
+
+    prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
+    if _may_probe_live(argv):  # first of all: the driver's slow start overlaps everything after
+        from topodoctor.service.server import start_nvml_server
+
+        start_nvml_server()
     from topodoctor.core import signals
     from topodoctor.core.budget import mark_command_start
     from topodoctor.core.errors import Terminated
-    from topodoctor.core.stdio import prepare_stdio
     from topodoctor.service.probing import start_early
 
     mark_command_start()
-    prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
     signals.install()  # from here on a signal unwinds, the start-up's imports included
     from topodoctor.cli.plain import plain_check, plain_scan, source_of
 
@@ -71,6 +76,15 @@ def run() -> None:
         os._exit(3)
 
 
+def _may_probe_live(argv: list[str]) -> bool:
+    """Whether the command line may probe the live host early (a ``check`` or ``scan`` that
+    replays nothing and asks for no help): only a first guess, read before anything loads;
+    cli/plain.py reads it exactly, and a server it does not use is killed."""
+    return argv[:1] in (["check"], ["scan"]) and not any(
+        a.startswith("--replay") or a in ("-h", "--help") for a in argv
+    )
+
+
 def _run_plain(argv: list[str], scan: dict[str, Any] | None, check: dict[str, Any] | None) -> None:
     """A plain ``scan`` or ``check`` (cli/plain.py): its work without typer, ended as every command
     ends (the one-line format from the first instruction, the early probe dropped, the streams
@@ -78,6 +92,7 @@ def _run_plain(argv: list[str], scan: dict[str, Any] | None, check: dict[str, An
     if scan is None and check is None:
         return
     from topodoctor.cli import io as cli_io
+    from topodoctor.core.budget import end_children
     from topodoctor.core.errors import EXIT_USAGE
     from topodoctor.service.probing import drop_early
 
@@ -92,6 +107,7 @@ def _run_plain(argv: list[str], scan: dict[str, Any] | None, check: dict[str, An
         code = cli_io.run_guarded(lambda: run_check(**check), EXIT_USAGE)
     drop_early()
     lost = cli_io.flush_stdio()
+    end_children()  # after the output: the answered probe child's exit is not the answer's wait
     os._exit(code if lost is None else lost)
 
 
@@ -109,10 +125,12 @@ def _stopped(name: str, code: int, argv: list[str]) -> None:
     """End a command a signal stopped outside its own handling: the early probe killed, one line
     (on stdout in the one-line format, as every outcome there), exit 128 + the signal."""
     from topodoctor.core import signals
+    from topodoctor.core.budget import end_children
     from topodoctor.service.probing import drop_early
 
     signals.ignore()  # a second signal must not interrupt the ending
     drop_early()
+    end_children()
     line = wants_line(argv)
     text = f"topodoctor UNKNOWN: terminated by {name}" if line else f"topodoctor: error: terminated by {name}"
     with contextlib.suppress(OSError):

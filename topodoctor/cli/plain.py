@@ -125,11 +125,11 @@ def plain_check(argv: list[str]) -> dict[str, Any] | None:
     """``run_check``'s arguments for a plain static ``check`` command line (the options a prolog
     gives, each once), or None: anything else is typer's to read, a value it would refuse
     included."""
-    from topodoctor.cli.check import DEFAULT_CHECK_TIMEOUT_S
-
     read = read_plain(argv)
     if read is None or read[0] != "check":
         return None
+    from topodoctor.cli.check import DEFAULT_CHECK_TIMEOUT_S
+
     opts = read[1]
     if any(opts.get(name, choices[0]) not in choices for name, choices in _CHOICES.items()):
         return None

@@ -19,6 +19,12 @@ def load_scan_report() -> None:
     import topodoctor.report.terminal  # noqa: F401
 
 
+def load_scan_text() -> None:
+    """What drawing the text scan needs (rich), loaded while its child probes and sets it out."""
+    import topodoctor.report.scan_text
+    import topodoctor.report.terminal  # noqa: F401
+
+
 @reports_errors
 def run_scan(
     replay: str | None, fmt: str, export_graph: Path | None, draw: Path | None, sysfs_root: str, timeout: float
@@ -27,7 +33,7 @@ def run_scan(
     asked for; the exit code (a file not written is told after the output). The text shows no
     fitness reading, so a text scan with no file to write reads the topology alone (half the
     NVML calls). A failure is its one line and exit code (``Exit``)."""
-    from topodoctor.service.probing import probe
+    from topodoctor.service.probing import probe, probe_scan_text
 
     if draw is not None:
         from topodoctor.cli import pictures
@@ -36,6 +42,12 @@ def run_scan(
     budget = Budget.start(timeout)
     outputs = Outputs(budget.deadline)
     where = Source(replay, sysfs_root, fmt == "text" and draw is None and export_graph is None)
+    if where.topology_only:  # the child sets the text out; this process only draws it
+        text = probe_scan_text(where, budget, meanwhile=load_scan_text)
+        from topodoctor.report.scan_text import print_scan_text
+
+        render(lambda: print_scan_text(text, console()))
+        return 0
     host = probe(where, budget, environment=draw is not None, meanwhile=load_scan_report)
     g = host.view.graph
     if draw is not None:  # the rules' findings, drawn in place; the picture judges nothing itself

@@ -57,6 +57,7 @@ class NvmlCallError(Exception):
     def __init__(self, code: int, detail: str = "") -> None:
         self.code = code
         self.name = error_name(code)
+        self.detail = detail
         super().__init__(f"{self.name}{': ' + detail if detail else ''}")
 
 

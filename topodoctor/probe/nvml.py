@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import os
 from typing import Any
 
 from topodoctor.core.errors import ProbeUnavailable
@@ -104,37 +103,3 @@ class LiveNvml:
         if fn == "nvmlDeviceGetFieldValues":
             return _field_values(result)
         return plain(result)
-
-
-class WarmUp:
-    """NVML started and every GPU attached in a background thread, while the caller loads the
-    rest of the probe (``join`` before the probe's own first call).
-
-    On the GPU hosts the first ``nvmlInit``, the first handle of a GPU and its first CPU
-    affinity cost about 10, 7 and 12 ms inside the driver, with the GIL released; NVML keeps
-    what they learn, so the probe's own calls then answer in microseconds, and the interpreter
-    loads the probe's modules meanwhile. Nothing is judged here: the probe makes the same calls
-    and judges their answers. The thread leaves NVML initialised (its one reference), so the
-    probe's ``nvmlShutdown`` does not tear it down: the probe's child exits next, and the
-    process's end closes the driver's files. A failure is left for the probe to meet again."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self._thread = threading.Thread(target=self._run, name="nvml-warm-up", daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _run() -> None:
-        try:
-            nv = importlib.import_module("pynvml")
-            nv.nvmlInit()
-            words = max(1, ((os.cpu_count() or 1) + 63) // 64)
-            for i in range(nv.nvmlDeviceGetCount()):
-                nv.nvmlDeviceGetCpuAffinityWithinScope(nv.nvmlDeviceGetHandleByIndex(i), words, 0)
-        except Exception:
-            return
-
-    def join(self) -> None:
-        """Wait for the warm-up; a driver that hangs it hangs the probe too, which its budget ends."""
-        self._thread.join()

@@ -8,15 +8,17 @@ child loads neither.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.errors import InputError, TopodoctorError
-from topodoctor.model.environment import ProcessEnvironment
 from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
+from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.collect import collect
-from topodoctor.probe.environment import capture_process, replayed_process
 from topodoctor.probe.sysfs import LiveSysfs
+
+if TYPE_CHECKING:
+    from topodoctor.model.environment import ProcessEnvironment
 
 
 @dataclass(frozen=True)
@@ -28,25 +30,44 @@ class Probed:
     process: ProcessEnvironment | None = None  # the process judged: this one, or the recorded one
 
 
-def probe_host(replay: str | None = None, sysfs_root: str = "/", fitness: bool = True) -> Probed:
+def probe_host(
+    replay: str | None = None, sysfs_root: str = "/", topology_only: bool = False, nvml: NvmlApi | None = None
+) -> Probed:
     """Probe the live host (NVML and sysfs), or replay a recording or a saved snapshot by name or
-    path. ``fitness=False`` reads the topology alone (``collect``)."""
+    path. ``topology_only`` reads the topology alone (``collect(fitness=False)``) and leaves the
+    process unread (``process`` None): a picture of the topology judges neither. ``nvml`` is
+    the live binding to ask (an ``NvmlServer``); None loads one here."""
+    fitness = not topology_only
     if replay is None:
-        from topodoctor.probe.nvml import LiveNvml
+        if nvml is None:
+            from topodoctor.probe.nvml import LiveNvml
 
-        return Probed(collect(LiveNvml(), LiveSysfs(sysfs_root), fitness), "live", capture_process())
+            nvml = LiveNvml()
+        snap = collect(nvml, LiveSysfs(sysfs_root), fitness)
+        return Probed(snap, "live", None if topology_only else _process(None))
     from topodoctor.probe.replay import recording_from_data, resolve
 
     name, data = resolve(replay)
     if isinstance(data, dict) and data.get("kind") == "snapshot":
         snap = snapshot_from_data(data, f"snapshot {name}")
-        return Probed(snap, f"snapshot {name}", replayed_process(data.get("process"), name))
-    rec = recording_from_data(data, name)
-    nvml, fs = rec.fakes()
-    try:
-        return Probed(collect(nvml, fs, fitness), f"replay {name}", replayed_process(data.get("process"), name))
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        raise InputError(f"recording {name} is corrupt: {type(exc).__name__}: {exc}") from None
+        origin = f"snapshot {name}"
+    else:
+        rec = recording_from_data(data, name)
+        nvml, fs = rec.fakes()
+        try:
+            snap = collect(nvml, fs, fitness)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            raise InputError(f"recording {name} is corrupt: {type(exc).__name__}: {exc}") from None
+        origin = f"replay {name}"
+    return Probed(snap, origin, None if topology_only else _process(data, name))
+
+
+def _process(recording: Any, name: str = "") -> ProcessEnvironment:
+    """The process to judge: this one live (``recording`` None), else the recorded one. Loaded
+    here: a topology-only probe (the text scan's child) reads no process and skips its modules."""
+    from topodoctor.probe.environment import capture_process, replayed_process
+
+    return capture_process() if recording is None else replayed_process(recording.get("process"), name)
 
 
 def live_nvml() -> Any:
@@ -71,7 +92,7 @@ def record_host(label: str, do_scrub: bool = True, sysfs_root: str = "/") -> tup
     fs = RecordingSysfs(LiveSysfs(sysfs_root))
     snap = collect(nvml, fs)
     doc = build_recording(nvml, fs, snap, label)
-    doc["process"] = to_jsonable(capture_process())
+    doc["process"] = to_jsonable(_process(None))
     if do_scrub:
         doc = scrub(doc)
         snap = snapshot_from_data(doc["snapshot"], "scrubbed snapshot")

@@ -1,21 +1,22 @@
-"""`topodoctor scan` output: readable tables (rich) and a JSON document for machines."""
+"""`topodoctor scan` output: what its text shows (``scan_text``, drawn by report/scan_text.py)
+and a JSON document for machines. Nothing here loads rich: the text scan's probe child sets its
+text out with this module, and only the command that draws it loads rich."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.probed import ProbeError, Unsupported, show
-from topodoctor.core.text import printable
-from topodoctor.model.snapshot import Gpu, HostSnapshot, nvlink_generation
-from topodoctor.report.terminal import literal
+from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic, NvSwitch, nvlink_generation
 from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
 from topodoctor.topology.hostgraph import HostGraph
 from topodoctor.topology.topo_matrix import build_matrix, render
+
+if TYPE_CHECKING:  # the text scan's child sets the text out without rich (service/probing.py)
+    from rich.console import Console
+
+    from topodoctor.report.scan_text import ScanText
 
 SCAN_SCHEMA_VERSION = 1
 
@@ -28,35 +29,46 @@ def _onoff(v: object) -> str:
     return ("on" if v else "off") if isinstance(v, bool) else show(v)
 
 
-def _host_table(snap: HostSnapshot, origin: str) -> Table:
+def scan_text(snap: HostSnapshot, origin: str, g: HostGraph) -> ScanText:
+    """What the text scan shows, cell by cell (report/scan_text.py draws it)."""
+    return {
+        "host_title": f"Host ({origin})",
+        "host_rows": _host_rows(snap),
+        "gpu_rows": [_gpu_cells(gpu) for gpu in snap.gpus],
+        "gpu_lost": [gpu.lost is not None for gpu in snap.gpus],
+        "matrix": render(build_matrix(snap, g)),
+        "nvlink_rows": _nvlink_rows(snap) if any(gpu.nvlinks for gpu in snap.gpus) else [],
+        "nvswitch_lines": [_nvswitch_line(sw) for sw in snap.nvswitches],
+        "nic_rows": [_nic_row(n) for n in snap.nics],
+        "probe_errors": [f"{e.call}: {e.error}" for e in snap.probe_errors],
+    }
+
+
+def print_scan(snap: HostSnapshot, origin: str, g: HostGraph, console: Console) -> None:
+    """The scan as text (``scan_text``, drawn)."""
+    from topodoctor.report.scan_text import print_scan_text
+
+    print_scan_text(scan_text(snap, origin, g), console)
+
+
+def _host_rows(snap: HostSnapshot) -> list[list[str]]:
     h = snap.host
-    t = Table(title=printable(f"Host ({origin})"), show_header=False, box=None, pad_edge=False)
-    t.add_column(style="bold", no_wrap=True)
-    t.add_column(overflow="fold")
     numa = ", ".join(f"node{n.id}: cpus {_cpus(n.cpus)}" for n in h.numa_nodes) or "none reported"
-    rows = [
-        ("hostname", h.hostname),
-        ("kernel", show(h.kernel)),
-        ("virtualization", f"{h.virtualization} ({h.virtualization_detail})"),
-        ("driver / CUDA / NVML", f"{show(h.driver_version)} / {show(h.cuda_driver_version)} / {show(h.nvml_version)}"),
-        ("CPU", f"{show(h.cpu_model)}, sockets: {show(h.sockets)}"),
-        ("NUMA", numa),
-        ("IOMMU", show(h.iommu)),
+    return [
+        ["hostname", h.hostname],
+        ["kernel", show(h.kernel)],
+        ["virtualization", f"{h.virtualization} ({h.virtualization_detail})"],
+        ["driver / CUDA / NVML", f"{show(h.driver_version)} / {show(h.cuda_driver_version)} / {show(h.nvml_version)}"],
+        ["CPU", f"{show(h.cpu_model)}, sockets: {show(h.sockets)}"],
+        ["NUMA", numa],
+        ["IOMMU", show(h.iommu)],
     ]
-    for k, v in rows:
-        t.add_row(k, printable(v))
-    return t
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:
     from topodoctor.core.cpulist import format_cpulist
 
     return format_cpulist(cpus) or "-"
-
-
-_GPU_COLUMNS = ("GPU", "name", "bus id", "arch / cc", "memory", "NUMA")
-_STATE_COLUMNS = ("PCIe now/max", "NVLinks", "persist", "MIG", "ECC", "fabric")
-WIDE = 130  # below this the GPU table is printed as two, so no cell is folded letter by letter
 
 
 def _gpu_cells(g: Gpu) -> list[str]:
@@ -81,27 +93,8 @@ def _gpu_cells(g: Gpu) -> list[str]:
     ]
 
 
-def _gpu_tables(snap: HostSnapshot, width: int) -> list[Table]:
-    """One table on a wide terminal; on a narrow one, identity and state apart (GPU in both)."""
-    columns = [*_GPU_COLUMNS, *_STATE_COLUMNS]
-    parts = [columns] if width >= WIDE else [list(_GPU_COLUMNS), ["GPU", *_STATE_COLUMNS]]
-    tables = []
-    for n, part in enumerate(parts):
-        t = Table(title="GPUs" if n == 0 else "GPU state")
-        for col in part:
-            t.add_column(col, no_wrap=col in ("GPU", "bus id"), overflow="fold")
-        for g in snap.gpus:
-            cells = dict(zip(columns, _gpu_cells(g)))
-            style = "red" if g.lost is not None else ""
-            t.add_row(*(literal(cells[c], style if c == "name" else "") for c in part))
-        tables.append(t)
-    return tables
-
-
-def _nvlink_table(snap: HostSnapshot) -> Table:
-    t = Table(title="NVLink")
-    for col in ("GPU", "active", "NVLink", "remote", "per link GB/s", "total GB/s", "replay", "recovery", "CRC"):
-        t.add_column(col, overflow="fold")
+def _nvlink_rows(snap: HostSnapshot) -> list[list[str]]:
+    rows = []
     for g in snap.gpus:
         if not g.nvlinks:
             continue
@@ -115,64 +108,30 @@ def _nvlink_table(snap: HostSnapshot) -> Table:
             nums = [v for v in vals if isinstance(v, int)]
             return str(sum(nums)) if nums else show(vals[0]) if vals else "-"
 
-        _row(
-            t,
-            str(g.index),
-            f"{len(active)}/{len(g.nvlinks)}",
-            ",".join(str(x) for x in sorted(v for v in gens if v is not None)) or "-",
-            ",".join(remotes) or "-",
-            f"{rate:g}" if rate else "-",
-            f"{rate * len(active):.1f}" if rate else "-",
-            total("replay"),
-            total("recovery"),
-            total("crc"),
+        rows.append(
+            [
+                str(g.index),
+                f"{len(active)}/{len(g.nvlinks)}",
+                ",".join(str(x) for x in sorted(v for v in gens if v is not None)) or "-",
+                ",".join(remotes) or "-",
+                f"{rate:g}" if rate else "-",
+                f"{rate * len(active):.1f}" if rate else "-",
+                total("replay"),
+                total("recovery"),
+                total("crc"),
+            ]
         )
-    return t
+    return rows
 
 
-def _nic_table(snap: HostSnapshot) -> Table:
-    t = Table(title="NICs")
-    for col in ("name", "kind", "bus id", "NUMA", "state", "rate Gb/s", "net devices"):
-        t.add_column(col, no_wrap=col == "bus id", overflow="fold")
-    for n in snap.nics:
-        _row(
-            t,
-            n.name,
-            n.kind,
-            show(n.bus_id),
-            show(n.numa_node),
-            show(n.state),
-            show(n.rate_gbps, "{:g}"),
-            ",".join(n.netdevs) or "-",
-        )
-    return t
+def _nvswitch_line(sw: NvSwitch) -> str:
+    seen = "inferred: links point at switches this host cannot see" if sw.inferred else show(sw.bus_id)
+    return f"NVSwitch {sw.id}: {len(sw.gpu_links)} GPU links ({seen})"
 
 
-def _row(t: Table, *cells: str) -> None:
-    t.add_row(*(printable(c) for c in cells))
-
-
-def print_scan(snap: HostSnapshot, origin: str, g: HostGraph, console: Console) -> None:
-    """The scan as text: the host, the GPUs, the connection matrix as nvidia-smi topo -m prints it,
-    then NVLinks, NVSwitches, NICs and what the probe could not read."""
-    console.print(_host_table(snap, origin))
-    console.print()
-    for table in _gpu_tables(snap, console.width):
-        console.print(table)
-    console.print()
-    console.print(Text.assemble(("Connection matrix", "bold"), " (as nvidia-smi topo -m)"))
-    console.out("\n".join(printable(line) for line in render(build_matrix(snap, g)).splitlines()))
-    if any(g.nvlinks for g in snap.gpus):
-        console.print(_nvlink_table(snap))
-    if snap.nvswitches:
-        for sw in snap.nvswitches:
-            seen = "inferred: links point at switches this host cannot see" if sw.inferred else show(sw.bus_id)
-            console.print(literal(f"NVSwitch {sw.id}: {len(sw.gpu_links)} GPU links ({seen})"))
-    console.print(_nic_table(snap) if snap.nics else "NICs: none found")
-    if snap.probe_errors:
-        console.print(Text("Probe errors", style="bold red"))
-        for e in snap.probe_errors:
-            console.print(literal(f"  {e.call}: {e.error}"))
+def _nic_row(n: Nic) -> list[str]:
+    rate = show(n.rate_gbps, "{:g}")
+    return [n.name, n.kind, show(n.bus_id), show(n.numa_node), show(n.state), rate, ",".join(n.netdevs) or "-"]
 
 
 def scan_json(snap: HostSnapshot, origin: str, g: HostGraph) -> dict[str, Any]:

@@ -3,21 +3,29 @@ passes, in a killable child under the command's budget, brought back as a valida
 
 A plain ``check`` or ``scan`` has its child forked by the console entry point before anything
 else is imported (``start_early``, cli/plain.py); ``probe`` adopts it when it asks for the
-same host, so the probe overlaps the parent's own start-up."""
+same host, so the probe overlaps the parent's own start-up.
+
+A topology-only source is the text scan's (``probe_scan_text``): its child also checks the snapshot
+and sets out what the text shows (report.scan.scan_text), and sends that instead of the Host.
+The parent then loads only what draws it (rich) while the child loads the model and the
+topology: each side of the fork loads half of what a scan needs, not both the model."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from topodoctor.core.budget import FOREVER_S, Budget, Child, await_child, cancel, fork_work
+from topodoctor.service import server
 from topodoctor.service.passes import Pass, Source
 
 if TYPE_CHECKING:
     from topodoctor.model.environment import ProcessEnvironment
     from topodoctor.model.snapshot import HostSnapshot
+    from topodoctor.probe.api import NvmlApi
+    from topodoctor.report.scan_text import ScanText
     from topodoctor.topology.view import HostView
 
 
@@ -50,35 +58,47 @@ def encode(host: Host) -> dict[str, Any]:
     }
 
 
-def decode(data: dict[str, Any], passes: Sequence[Pass]) -> Host:
-    """The Host a child sent, its snapshot and each pass's result checked as they are decoded."""
+def decode(data: dict[str, Any], passes: Sequence[Pass], environment: bool = True) -> Host:
+    """The Host a child sent, its snapshot and each pass's result checked as they are decoded;
+    its process only where ``environment`` asks for it (else None, and not read)."""
     from topodoctor.core import codec
-    from topodoctor.model.environment import ProcessEnvironment
     from topodoctor.model.snapshot import snapshot_from_data
 
-    proc = data["process"]
+    proc = data["process"] if environment else None
+    if proc is not None:
+        from topodoctor.model.environment import ProcessEnvironment
+
+        proc = codec.from_jsonable(ProcessEnvironment, proc, "process environment")
     return Host(
         snapshot_from_data(data["snapshot"], f"snapshot from {data['origin']}"),
         data["origin"],
-        None if proc is None else codec.from_jsonable(ProcessEnvironment, proc, "process environment"),
+        proc,
         {p.name: codec.from_jsonable(p.result, data["measured"][p.name], f"{p.name} result") for p in passes},
     )
 
 
 def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
-    """Probe ``source`` and run ``passes`` here (in the child, or in-process without a budget)."""
-    warm_up = None
-    if source.live:  # the driver's first answers come while the probe's modules load
-        from topodoctor.probe.nvml import WarmUp
+    """Probe ``source`` and run ``passes`` here (in the child, or in-process without a budget).
+    A live host's NVML calls go to a server forked first (probe/nvml_server.py): it loads the
+    binding and meets the driver while this process loads the probe."""
+    nvml = None
+    if source.live:
+        from topodoctor.probe import nvml_server
 
-        warm_up = WarmUp()
+        nvml = nvml_server.adopt() or nvml_server.NvmlServer.start()
+    try:
+        return _gather(source, passes, deadline, nvml)
+    finally:
+        if nvml is not None:
+            nvml.close()
+
+
+def _gather(source: Source, passes: Sequence[Pass], deadline: float, nvml: NvmlApi | None) -> Host:
     from topodoctor.probe.sources import probe_host
 
-    if warm_up is not None:
-        warm_up.join()
     started = {ps.name: ps.start(deadline) for ps in passes if ps.start is not None}
     try:
-        p = probe_host(source.replay, source.sysfs_root, fitness=not source.topology_only)
+        p = probe_host(source.replay, source.sysfs_root, source.topology_only, nvml)
     except BaseException:
         for ps in passes:
             if ps.stop is not None and ps.name in started:
@@ -103,10 +123,13 @@ def probe(
     ``meanwhile`` is the parent's own work (imports, reading files), done while the child
     probes; what it raises kills the child and is raised here. ``environment`` keeps the
     probed process's environment (the rules judge it; a picture of the topology does not).
+    A topology-only source is ``probe_scan_text``'s.
     """
+    if source.topology_only:
+        raise ValueError("a topology-only source is the text scan's (probe_scan_text), not a Host's")
     early = take_early(source) if budget.limited and not passes and quiet else None
     if budget.limited:
-        meanwhile = _ready_to_decode(passes, meanwhile)
+        meanwhile = _ready_to_decode(passes, environment, meanwhile)
     if early is None:
         drop_early()
     if not budget.limited:
@@ -115,8 +138,8 @@ def probe(
         host = gather(source, passes, budget.deadline)
     else:
         with budget.guard():
-            child = early or fork_work(lambda d: encode(gather(source, passes, d)), budget.deadline, quiet)
-            host = decode(await_child(child, budget, meanwhile), passes)
+            child = early or fork_work(_work(source, passes), budget.deadline, quiet)
+            host = decode(await_child(child, budget, meanwhile), passes, environment)
     if not environment:
         host = replace(host, process=None)
     with budget.guard():
@@ -126,7 +149,7 @@ def probe(
     return host
 
 
-def _ready_to_decode(passes: Sequence[Pass], then: Callable[[], None] | None) -> Callable[[], None]:
+def _ready_to_decode(passes: Sequence[Pass], environment: bool, then: Callable[[], None] | None) -> Callable[[], None]:
     """The parent's work while its child probes: load the classes the answer decodes into and
     resolve their field types, and the snapshot's views (tenths of the parent's start-up, else
     spent after the answer), then the caller's own ``then``."""
@@ -136,10 +159,14 @@ def _ready_to_decode(passes: Sequence[Pass], then: Callable[[], None] | None) ->
         import topodoctor.model.consistency
         import topodoctor.topology.view  # noqa: F401
         from topodoctor.core import codec
-        from topodoctor.model.environment import ProcessEnvironment
         from topodoctor.model.snapshot import HostSnapshot
 
-        for cls in (HostSnapshot, ProcessEnvironment, *(p.result for p in passes)):
+        classes: list[type] = [HostSnapshot, *(p.result for p in passes)]
+        if environment:
+            from topodoctor.model.environment import ProcessEnvironment
+
+            classes.append(ProcessEnvironment)
+        for cls in classes:
             codec.resolve_types(cls)
         if then is not None:
             then()
@@ -147,15 +174,64 @@ def _ready_to_decode(passes: Sequence[Pass], then: Callable[[], None] | None) ->
     return ready
 
 
+def probe_scan_text(source: Source, budget: Budget, meanwhile: Callable[[], None] | None = None) -> ScanText:
+    """The text scan of a topology-only ``source``: probed, checked and set out as text in the
+    child (``scan_text_of``), so this process only draws it; ``meanwhile`` loads what drawing
+    needs while the child works. No budget: all of it here, as ``--timeout 0`` promises."""
+    if not source.topology_only:
+        raise ValueError("probe_scan_text reads a topology-only source")
+    if not budget.limited:
+        drop_early()
+        if meanwhile is not None:
+            meanwhile()
+        return scan_text_of(gather(source, (), budget.deadline))
+    early = take_early(source)
+    with budget.guard():
+        child = early or fork_work(_work(source, ()), budget.deadline)
+        return cast("ScanText", await_child(child, budget, meanwhile))
+
+
+def scan_text_of(host: Host) -> ScanText:
+    """What the text scan of ``host`` shows, its snapshot checked first as ``probe`` checks it."""
+    from topodoctor.model.consistency import validate_snapshot
+    from topodoctor.report.scan import scan_text
+
+    validate_snapshot(host.snapshot, host.origin)
+    return scan_text(host.snapshot, host.origin, host.view.graph)
+
+
+def _work(source: Source, passes: Sequence[Pass]) -> Callable[[float], dict[str, Any]]:
+    """What a child for ``source`` does by its deadline: the Host, encoded; for a topology-only
+    source, the text scan (``scan_text_of``)."""
+    if source.topology_only:
+
+        def text(deadline: float) -> dict[str, Any]:
+            # What sets the text out loads first: a live probe's first call then waits on the
+            # NVML server's start (tens of ms), and these imports fill that wait.
+            import topodoctor.model.consistency
+            import topodoctor.report.scan
+            import topodoctor.topology.view  # noqa: F401
+
+            return dict(scan_text_of(gather(source, (), deadline)))
+
+        return text
+    return lambda deadline: encode(gather(source, passes, deadline))
+
+
 _early: tuple[Source, Child] | None = None
 
 
 def start_early(source: Source | None) -> None:
     """Fork the probe of ``source`` now, before the command line is parsed (cli/plain.py reads
-    which host a plain ``check`` or ``scan`` asks for); None starts nothing."""
+    which host a plain ``check`` or ``scan`` asks for); None starts nothing. A live probe's
+    child adopts the NVML server the entry point started (service/server.py); any other
+    outcome kills that server."""
     global _early
     if source is not None:
-        _early = (source, fork_work(lambda deadline: encode(gather(source, (), deadline)), FOREVER_S))
+        _early = (source, fork_work(_work(source, ()), FOREVER_S))
+        if source.live:
+            server.hand_to(_early[1].pid)
+    server.drop()
 
 
 def take_early(source: Source) -> Child | None:
@@ -174,3 +250,4 @@ def drop_early() -> None:
     started, _early = _early, None
     if started is not None:
         cancel(started[1])
+    server.drop()

@@ -1,0 +1,69 @@
+"""The NVML server the console entry point starts first (service/server.py): a live probe's
+child adopts it and takes it into its process group; a command line that probes nothing live
+kills it; no command leaves it behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from topodoctor.core.budget import end_children
+from topodoctor.probe import nvml_server
+from topodoctor.service import probing, server
+from topodoctor.service.passes import Source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _gone(pid: int, within_s: float = 5.0) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return True
+        except ChildProcessError:
+            stat = Path(f"/proc/{pid}/stat")
+            return not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        time.sleep(0.01)
+    return False
+
+
+def test_the_live_probes_child_adopts_it_into_its_group() -> None:
+    server.start_nvml_server()
+    started = nvml_server._early
+    assert started is not None
+    probing.start_early(Source(None, "/", True))  # a plain live text scan
+    early = probing._early
+    assert early is not None and nvml_server._early is None  # handed over
+    assert os.getpgid(started.pid) == early[1].pid  # the budget's kill of the child takes it along
+    probing.drop_early()
+    end_children()
+    assert _gone(started.pid) and _gone(early[1].pid)
+
+
+@pytest.mark.parametrize("source", [None, Source("h200-x2")], ids=["nothing", "a replay"])
+def test_a_command_that_probes_nothing_live_kills_it(source: Source | None) -> None:
+    server.start_nvml_server()
+    started = nvml_server._early
+    assert started is not None
+    probing.start_early(source)
+    assert nvml_server._early is None and _gone(started.pid)
+    probing.drop_early()
+    end_children()
+
+
+@pytest.mark.parametrize(
+    "args", [["scan", "--timeout", "31.5"], ["check", "-f", "line", "--timeout", "31.5"], ["scan", "--bogus", "31.5"]]
+)
+def test_no_command_leaves_it_behind(args: list[str]) -> None:
+    argv = [sys.executable, "-m", "topodoctor", *args]
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode in (0, 1, 2, 3), out.stderr
+    time.sleep(0.2)  # a server the kernel kills with its parent is gone by now
+    procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "31.5" not in procs

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -70,12 +71,18 @@ def test_anything_else_is_not(argv: list[str]) -> None:
     assert source_of(argv) is None
 
 
-def _reaped(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return not Path(f"/proc/{pid}").exists()
+def _reaped(pid: int, within_s: float = 2.0) -> bool:
+    """Gone, or killed and gone within ``within_s`` (a kill at the command's end is not waited for)."""
+    end = time.monotonic() + within_s
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return True
+        except ChildProcessError:
+            return True
+        if time.monotonic() > end:
+            return not Path(f"/proc/{pid}").exists()
+        time.sleep(0.005)
 
 
 def test_the_early_child_is_adopted_for_its_host() -> None:

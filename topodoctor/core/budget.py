@@ -291,10 +291,14 @@ def run_with_budget(
 
 def kill_group(pid: int) -> None:
     """Kill the child and its process group, and reap it if it dies at once."""
+    _kill(pid)
+    _reap(pid)
+
+
+def _kill(pid: int) -> None:
     for kill in (os.killpg, os.kill):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             kill(pid, signal.SIGKILL)
-    _reap(pid)
 
 
 def _reap(pid: int) -> bool:
@@ -341,7 +345,9 @@ def _reap_exited() -> None:
 
 def end_children() -> None:
     """At the command's end, its output written: every child that answered is reaped, and one
-    still not gone is killed with its process group, so nothing we started outlives us."""
+    still not gone is killed with its process group, so nothing we started outlives us. The
+    kill is not waited for (the kernel ends a killed process; the command exits next, and the
+    next fork or call here reaps it)."""
     _reap_exited()
-    while _exiting:
-        kill_group(_exiting.pop())
+    for pid in _exiting:
+        _kill(pid)

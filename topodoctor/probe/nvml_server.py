@@ -19,11 +19,16 @@ import contextlib
 import json
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.errors import ProbeUnavailable
 from topodoctor.core.signals import die_with_parent
-from topodoctor.probe.api import NvmlApi, NvmlCallError
+
+if TYPE_CHECKING:
+    from topodoctor.probe.api import NvmlApi
+
+# The entry point loads this module before it forks the server, so it loads little: the NVML
+# boundary's errors (probe/api.py, the model's table of NVML codes and the dataclasses machinery
+# under it) load in the server after its driver has started, and in the client when it asks.
 
 
 class NvmlServer:
@@ -60,6 +65,9 @@ class NvmlServer:
 
     def call(self, fn: str, *args: Any) -> Any:
         """Make one NVML call in the server; plain data, or NvmlCallError with NVML's code."""
+        from topodoctor.core.errors import ProbeUnavailable
+        from topodoctor.probe.api import NvmlCallError
+
         self._requests.write(json.dumps([fn, list(args)]) + "\n")
         self._requests.flush()
         line = self._answers.readline()
@@ -81,22 +89,29 @@ class NvmlServer:
 
 
 def live_backend() -> NvmlApi:
-    """The live binding, its driver warmed up first (probe/warm_up.py)."""
-    from topodoctor.probe.nvml import LiveNvml
+    """The live binding, its driver warmed up first (probe/warm_up.py): the warm-up starts before
+    anything else loads here."""
     from topodoctor.probe.warm_up import WarmUp
 
-    WarmUp().join()
+    warm = WarmUp()
+    from topodoctor.probe.nvml import LiveNvml
+
+    warm.join()
     return LiveNvml()
 
 
 def serve(requests: int, answers: int, backend: Callable[[], NvmlApi]) -> None:
     """The server's loop: make the backend, then answer each request line with one line."""
+    from topodoctor.core.errors import ProbeUnavailable
+
     api: NvmlApi | None = None
     unavailable: dict[str, Any] = {}
     try:
         api = backend()
     except ProbeUnavailable as exc:  # no binding: every call says so, as the probe would have
         unavailable = {"unavailable": str(exc)}
+    from topodoctor.probe.api import NvmlCallError
+
     with os.fdopen(requests, encoding="utf-8") as inbox, os.fdopen(answers, "w", encoding="utf-8") as outbox:
         for line in inbox:
             fn, args = json.loads(line)

@@ -11,26 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+from process_marks import gone
 
-from topodoctor.core.budget import end_children
+from topodoctor.core.budget import Budget, end_children
 from topodoctor.probe import nvml_server
 from topodoctor.service import probing, server
 from topodoctor.service.passes import Source
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _gone(pid: int, within_s: float = 5.0) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                return True
-        except ChildProcessError:
-            stat = Path(f"/proc/{pid}/stat")
-            return not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
-        time.sleep(0.01)
-    return False
 
 
 def test_the_live_probes_child_adopts_it_into_its_group() -> None:
@@ -43,7 +31,7 @@ def test_the_live_probes_child_adopts_it_into_its_group() -> None:
     assert os.getpgid(started.pid) == early[1].pid  # the budget's kill of the child takes it along
     probing.drop_early()
     end_children()
-    assert _gone(started.pid) and _gone(early[1].pid)
+    assert gone(started.pid) and gone(early[1].pid)
 
 
 @pytest.mark.parametrize("source", [None, Source("h200-x2")], ids=["nothing", "a replay"])
@@ -52,7 +40,7 @@ def test_a_command_that_probes_nothing_live_kills_it(source: Source | None) -> N
     started = nvml_server._early
     assert started is not None
     probing.start_early(source)
-    assert nvml_server._early is None and _gone(started.pid)
+    assert nvml_server._early is None and gone(started.pid)
     probing.drop_early()
     end_children()
 
@@ -67,3 +55,31 @@ def test_no_command_leaves_it_behind(args: list[str]) -> None:
     time.sleep(0.2)  # a server the kernel kills with its parent is gone by now
     procs = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "31.5" not in procs
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["scan"], True),
+        (["check", "-f", "line", "--timeout", "20"], True),
+        (["scan", "--timeout", "0"], False),
+        (["check", "--timeout=0.0"], False),
+        (["scan", "--replay", "h200-x4"], False),
+        (["check", "--help"], False),
+        (["record", "-o", "x.json"], False),
+        ([], False),
+    ],
+)
+def test_the_entry_point_starts_it_only_for_a_live_budgeted_probe(argv: list[str], expected: bool) -> None:
+    from topodoctor.cli import _may_probe_live
+
+    assert _may_probe_live(argv) is expected
+
+
+def test_no_budget_asks_nvml_in_this_process() -> None:
+    """``--timeout 0`` promises no child process: the probe asks the binding here (the test guard
+    refuses the real NVML here; through a server it would have been the server's death)."""
+    with pytest.raises(AssertionError, match="called the real NVML"):
+        probing.probe(Source(None), Budget.start(0))
+    with pytest.raises(AssertionError, match="called the real NVML"):
+        probing.probe_scan_text(Source(None, "/", True), Budget.start(0))

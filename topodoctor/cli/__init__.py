@@ -80,8 +80,12 @@ def _may_probe_live(argv: list[str]) -> bool:
     """Whether the command line may probe the live host early (a ``check`` or ``scan`` that
     replays nothing and asks for no help): only a first guess, read before anything loads;
     cli/plain.py reads it exactly, and a server it does not use is killed."""
-    return argv[:1] in (["check"], ["scan"]) and not any(
-        a.startswith("--replay") or a in ("-h", "--help") for a in argv
+    if argv[:1] not in (["check"], ["scan"]) or any(a.startswith("--replay") or a in ("-h", "--help") for a in argv):
+        return False
+    no_budget = ("0", "0.0", "0s")  # --timeout 0 runs without a child process (cli/plain.py reads it the same)
+    return not any(
+        a in (f"--timeout={z}" for z in no_budget) or (a == "--timeout" and b in no_budget)
+        for a, b in itertools.pairwise([*argv, ""])
     )
 
 

@@ -77,12 +77,13 @@ def decode(data: dict[str, Any], passes: Sequence[Pass], environment: bool = Tru
     )
 
 
-def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
+def gather(source: Source, passes: Sequence[Pass], deadline: float, serve: bool = True) -> Host:
     """Probe ``source`` and run ``passes`` here (in the child, or in-process without a budget).
     A live host's NVML calls go to a server forked first (probe/nvml_server.py): it loads the
-    binding and meets the driver while this process loads the probe."""
+    binding and meets the driver while this process loads the probe. ``serve=False`` (no
+    budget: ``--timeout 0`` promises no child process) asks NVML here."""
     nvml = None
-    if source.live:
+    if source.live and serve:
         from topodoctor.probe import nvml_server
 
         nvml = nvml_server.adopt() or nvml_server.NvmlServer.start()
@@ -135,7 +136,7 @@ def probe(
     if not budget.limited:
         if meanwhile is not None:
             meanwhile()
-        host = gather(source, passes, budget.deadline)
+        host = gather(source, passes, budget.deadline, serve=False)
     else:
         with budget.guard():
             child = early or fork_work(_work(source, passes), budget.deadline, quiet)
@@ -184,7 +185,7 @@ def probe_scan_text(source: Source, budget: Budget, meanwhile: Callable[[], None
         drop_early()
         if meanwhile is not None:
             meanwhile()
-        return scan_text_of(gather(source, (), budget.deadline))
+        return scan_text_of(gather(source, (), budget.deadline, serve=False))
     early = take_early(source)
     with budget.guard():
         child = early or fork_work(_work(source, ()), budget.deadline)

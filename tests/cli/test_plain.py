@@ -8,10 +8,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from process_marks import gone
 
 from topodoctor.cli.plain import plain_check, plain_scan, source_of
 from topodoctor.core.budget import Budget, end_children
@@ -71,20 +71,6 @@ def test_anything_else_is_not(argv: list[str]) -> None:
     assert source_of(argv) is None
 
 
-def _reaped(pid: int, within_s: float = 2.0) -> bool:
-    """Gone, or killed and gone within ``within_s`` (a kill at the command's end is not waited for)."""
-    end = time.monotonic() + within_s
-    while True:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                return True
-        except ChildProcessError:
-            return True
-        if time.monotonic() > end:
-            return not Path(f"/proc/{pid}").exists()
-        time.sleep(0.005)
-
-
 def test_the_early_child_is_adopted_for_its_host() -> None:
     later = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
     probing.start_early(source_of(["check", "--replay", "h200-x2", "-f", "line"]))
@@ -92,7 +78,7 @@ def test_the_early_child_is_adopted_for_its_host() -> None:
     assert started is not None
     host = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
     end_children()  # an answered child is reaped at the command's end, after its output
-    assert probing._early is None and _reaped(started[1].pid)
+    assert probing._early is None and gone(started[1].pid)
     assert host.snapshot == later.snapshot and host.origin == later.origin
     assert host.process is not None and host.process.environ == later.process.environ  # type: ignore[union-attr]
 
@@ -102,7 +88,7 @@ def test_the_early_child_of_another_host_is_killed() -> None:
     started = probing._early
     assert started is not None
     host = probing.probe(Source("h200-x4"), Budget.start(30))
-    assert probing._early is None and _reaped(started[1].pid)
+    assert probing._early is None and gone(started[1].pid)
     assert len(host.snapshot.gpus) == 4 and host.process is None
 
 
@@ -111,7 +97,7 @@ def test_no_budget_runs_in_process_and_kills_the_early_child() -> None:
     started = probing._early
     assert started is not None
     host = probing.probe(Source("h200-x2"), Budget.start(0))
-    assert probing._early is None and _reaped(started[1].pid)
+    assert probing._early is None and gone(started[1].pid)
     assert len(host.snapshot.gpus) == 2
 
 

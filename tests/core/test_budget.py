@@ -8,6 +8,8 @@ import os
 import time
 from typing import Any
 
+from process_marks import gone
+
 from topodoctor.core import budget
 from topodoctor.core.budget import Budget, await_child, end_children, fork_work
 
@@ -24,25 +26,14 @@ def _slow_exit(deadline: float) -> dict[str, Any]:
     return {"answer": 42}
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
-
-
 def test_the_answer_does_not_wait_for_the_exit_and_the_end_reaps_it() -> None:
     child = fork_work(_slow_exit, time.monotonic() + 30)
     started = time.monotonic()
     assert await_child(child, Budget.start(30)) == {"answer": 42}
     assert time.monotonic() - started < 0.4  # not the child's half second of exiting
-    assert child.pid in budget._exiting and not _gone(child.pid)
-    killed = time.monotonic()
+    assert child.pid in budget._exiting and not gone(child.pid, 0)
     end_children()  # still exiting: killed with its group, not waited for
-    while not _gone(child.pid):
-        assert time.monotonic() - killed < 0.3, "the kill did not end it"
-        time.sleep(0.005)
+    assert gone(child.pid, 0.3), "the kill did not end it"
 
 
 def test_a_child_that_has_exited_is_reaped_before_the_next_fork() -> None:
@@ -50,8 +41,8 @@ def test_a_child_that_has_exited_is_reaped_before_the_next_fork() -> None:
     await_child(first, Budget.start(30))
     time.sleep(0.8)  # it has exited by now: a zombie until someone reaps it
     second = fork_work(lambda deadline: {"answer": 1}, time.monotonic() + 30)
-    assert first.pid not in budget._exiting and _gone(first.pid)
+    assert first.pid not in budget._exiting and gone(first.pid)
     await_child(second, Budget.start(30))
     time.sleep(0.2)
     end_children()
-    assert _gone(second.pid) and not budget._exiting
+    assert gone(second.pid) and not budget._exiting

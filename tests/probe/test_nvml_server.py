@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_marks import gone
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.errors import ProbeUnavailable
@@ -27,18 +28,6 @@ def _recording(path: Path):  # type: ignore[no-untyped-def]
     return recording_from_data(json.loads(path.read_text()), path.stem)
 
 
-def _gone(pid: int, within_s: float = 5.0) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                return True
-        except ChildProcessError:
-            return not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
-        time.sleep(0.01)
-    return False
-
-
 @pytest.mark.parametrize("path", [RECORDINGS / "h200-x4.json", DERIVED / "x4-gpu-lost.json"], ids=lambda p: p.stem)
 def test_the_probe_through_the_server_reads_what_the_binding_answers(path: Path) -> None:
     """A recording's fake NVML served from the other process: the snapshot is the one the fake
@@ -51,7 +40,7 @@ def test_the_probe_through_the_server_reads_what_the_binding_answers(path: Path)
         server.close()
     direct = collect(*rec.fakes())
     assert to_jsonable(served) == to_jsonable(direct)
-    assert _gone(server.pid)  # the end of its requests ends it
+    assert gone(server.pid)  # the end of its requests ends it
 
 
 def test_an_error_comes_back_with_its_code_and_detail() -> None:
@@ -136,7 +125,4 @@ def test_it_dies_with_its_client() -> None:
     pid = int(os.read(report_r, 32))
     os.close(report_r)
     os.waitpid(client, 0)
-    end = time.monotonic() + 5
-    while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
-        assert time.monotonic() < end, "the server outlived its client"
-        time.sleep(0.01)
+    assert gone(pid), "the server outlived its client"

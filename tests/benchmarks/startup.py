@@ -5,12 +5,16 @@ and a bare interpreter in the same run (GPU host), and the modules each loads.
 
 Rounds interleave the commands, so a slow moment of the host weighs on all of them alike; the
 medians are what docs/benchmarks.md reports. Run it with bytecode compiled, as a pip install
-leaves it (python3 -m compileall -q topodoctor)."""
+leaves it (python3 -m compileall -q topodoctor). The interpreter it runs under is the one every
+command runs with, and the document names it and the ``.pth`` files its site runs at each start
+(the GPU hosts' image runs numba-cuda's, 28 ms before any code): tests/benchmarks/clean_venv.sh
+makes a venv that holds topodoctor's dependencies alone, as pipx or uv would, to run it under."""
 
 from __future__ import annotations
 
 import json
 import os
+import site
 import statistics
 import subprocess
 import sys
@@ -73,6 +77,8 @@ def main() -> None:
         "NVML floor / nvidia-smi topo -m": round(med["python3 -c 'import pynvml; nvmlInit()'"] / smi, 2),
         "modules": {k: modules(COMMANDS[k]) for k in COUNTED},
         "nvls_off": env_ok,
+        "python": sys.executable,
+        "site_pth": sorted(p.name for d in site.getsitepackages() for p in Path(d).glob("*.pth")),
     }
     print(json.dumps(doc, indent=1))
 

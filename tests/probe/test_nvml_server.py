@@ -126,3 +126,36 @@ def test_it_dies_with_its_client() -> None:
     os.close(report_r)
     os.waitpid(client, 0)
     assert gone(pid), "the server outlived its client"
+
+
+def test_the_pairs_cross_in_one_round_trip() -> None:
+    """A 4-GPU host's six pairs ask 48 calls: through the server they go in one request, and the
+    snapshot is the one the binding gives call by call."""
+    rec = _recording(RECORDINGS / "h200-x4.json")
+    nvml, fs = rec.fakes()
+    asked: list[str] = []
+    real_call = nvml.call
+
+    def counted(fn: str, *args: object) -> object:
+        asked.append(fn)
+        return real_call(fn, *args)
+
+    nvml.call = counted  # type: ignore[method-assign]
+    direct = collect(nvml, fs)
+    server = NvmlServer.start(lambda: rec.fakes()[0])
+    trips: list[str] = []
+    real_ask = server._ask
+
+    def ask(request: str) -> object:
+        trips.append(request)
+        return real_ask(request)
+
+    server._ask = ask  # type: ignore[method-assign]
+    try:
+        served = collect(server, rec.fakes()[1])
+    finally:
+        server.close()
+    pair_calls = 6 * (1 + 5 + 2)
+    assert asked.count("nvmlDeviceGetP2PStatus") + asked.count("nvmlDeviceGetTopologyCommonAncestor") == pair_calls
+    assert len(trips) == len(asked) - pair_calls + 1
+    assert to_jsonable(served) == to_jsonable(direct)

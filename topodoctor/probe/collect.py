@@ -41,6 +41,7 @@ _P2P = {
 }
 # nvmlDeviceGetP2PStatus capability indices: READ WRITE NVLINK ATOMICS PCI(PROP)
 _P2P_INDEX = (0, 1, 2, 3, 4)
+_BACK_INDEX = (0, 1)  # the reverse direction: read and write, the two that can differ by direction
 
 
 def _cuda_version(v: int) -> str:
@@ -69,8 +70,29 @@ def _pair(nvml: Nvml, ga: Gpu, gb: Gpu) -> GpuPair:
     a, b = f"gpu:{ga.index}", f"gpu:{gb.index}"
     level = nvml.ask("nvmlDeviceGetTopologyCommonAncestor", a, b, convert=lambda v: _TOPOLOGY.get(int(v), f"level_{v}"))
     fwd = _p2p(nvml, a, b)
-    back = _p2p(nvml, b, a, (0, 1))
+    back = _p2p(nvml, b, a, _BACK_INDEX)
     return GpuPair(ga.index, gb.index, level, fwd, replace(back, nvlink=fwd.nvlink, atomics=fwd.atomics, pci=fwd.pci))
+
+
+def _pair_calls(gpus: list[Gpu]) -> list[tuple[str, tuple[object, ...]]]:
+    """The calls ``_pair`` makes for every pair of GPUs not lost, in its order."""
+    live = [f"gpu:{g.index}" for g in gpus if g.lost is None]
+    calls: list[tuple[str, tuple[object, ...]]] = []
+    for i, a in enumerate(live):
+        for b in live[i + 1 :]:
+            calls.append(("nvmlDeviceGetTopologyCommonAncestor", (a, b)))
+            calls += [("nvmlDeviceGetP2PStatus", (a, b, k)) for k in _P2P_INDEX]
+            calls += [("nvmlDeviceGetP2PStatus", (b, a, k)) for k in _BACK_INDEX]
+    return calls
+
+
+def _ask_pairs_ahead(nvml: Nvml, gpus: list[Gpu]) -> None:
+    """Where the binding answers from another process (probe/nvml_server.py ``ask_ahead``), the
+    pairs' calls go in one round trip instead of eight per pair (28 pairs on 8 GPUs); the probe
+    then makes them as always and gets the same answers. Elsewhere nothing happens."""
+    ask_ahead = getattr(nvml.api, "ask_ahead", None)
+    if ask_ahead is not None:
+        ask_ahead(_pair_calls(gpus))
 
 
 # Asked again of each GPU named by a pair call that answered GPU_IS_LOST; any single-GPU call
@@ -159,6 +181,7 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool) -> HostSnapshot:
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
     gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
     gpus = [_with_fitness(nvml, fs, g) if fitness else _unread(g) for g in gpus]
+    _ask_pairs_ahead(nvml, gpus)
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
     me: list[Me] = []
     if fitness:

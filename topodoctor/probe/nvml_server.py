@@ -38,6 +38,7 @@ class NvmlServer:
         self.pid = pid
         self._requests = os.fdopen(requests, "w", encoding="utf-8")
         self._answers = os.fdopen(answers, encoding="utf-8")
+        self._ahead: dict[str, list[dict[str, Any]]] = {}  # answers asked ahead, by call
 
     @classmethod
     def start(cls, backend: Callable[[], NvmlApi] | None = None) -> NvmlServer:
@@ -64,21 +65,30 @@ class NvmlServer:
         return cls(pid, from_client, to_client)
 
     def call(self, fn: str, *args: Any) -> Any:
-        """Make one NVML call in the server; plain data, or NvmlCallError with NVML's code."""
-        from topodoctor.core.errors import ProbeUnavailable
-        from topodoctor.probe.api import NvmlCallError
+        """Make one NVML call in the server (or take its answer asked ahead); plain data, or
+        NvmlCallError with NVML's code."""
+        key = json.dumps([fn, list(args)])
+        waiting = self._ahead.get(key)
+        return _answered(waiting.pop(0) if waiting else self._ask(key))
 
-        self._requests.write(json.dumps([fn, list(args)]) + "\n")
+    def ask_ahead(self, calls: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Make these calls in the server in one round trip; each answer waits for the probe's own
+        call of it (the pair queries: eight a pair, each a round trip otherwise)."""
+        if not calls:
+            return
+        keys = [json.dumps([fn, list(args)]) for fn, args in calls]
+        for key, answer in zip(keys, self._ask(json.dumps({"many": keys})), strict=True):
+            self._ahead.setdefault(key, []).append(answer)
+
+    def _ask(self, request: str) -> Any:
+        from topodoctor.core.errors import ProbeUnavailable
+
+        self._requests.write(request + "\n")
         self._requests.flush()
         line = self._answers.readline()
         if not line:
             raise ProbeUnavailable("the NVML server process died without an answer (a crash in the driver?)")
-        answer = json.loads(line)
-        if "ok" in answer:
-            return answer["ok"]
-        if "code" in answer:
-            raise NvmlCallError(int(answer["code"]), answer.get("detail", ""))
-        raise ProbeUnavailable(answer["unavailable"])
+        return json.loads(line)
 
     def close(self) -> None:
         """Let go of the server's pipes: the last holder's close ends it (it reads the end of its
@@ -86,6 +96,18 @@ class NvmlServer:
         for stream in (self._requests, self._answers):
             with contextlib.suppress(OSError):
                 stream.close()
+
+
+def _answered(answer: dict[str, Any]) -> Any:
+    """A server's answer to one call: its plain data, or the error it carries raised."""
+    from topodoctor.core.errors import ProbeUnavailable
+    from topodoctor.probe.api import NvmlCallError
+
+    if "ok" in answer:
+        return answer["ok"]
+    if "code" in answer:
+        raise NvmlCallError(int(answer["code"]), answer.get("detail", ""))
+    raise ProbeUnavailable(answer["unavailable"])
 
 
 def live_backend() -> NvmlApi:
@@ -112,16 +134,22 @@ def serve(requests: int, answers: int, backend: Callable[[], NvmlApi]) -> None:
         unavailable = {"unavailable": str(exc)}
     from topodoctor.probe.api import NvmlCallError
 
+    def answer(fn: str, args: list[Any]) -> dict[str, Any]:
+        if api is None:
+            return unavailable
+        try:
+            return {"ok": api.call(fn, *args)}
+        except NvmlCallError as exc:
+            return {"code": exc.code, "detail": exc.detail}
+
     with os.fdopen(requests, encoding="utf-8") as inbox, os.fdopen(answers, "w", encoding="utf-8") as outbox:
         for line in inbox:
-            fn, args = json.loads(line)
-            answer: dict[str, Any] = unavailable
-            if api is not None:
-                try:
-                    answer = {"ok": api.call(fn, *args)}
-                except NvmlCallError as exc:
-                    answer = {"code": exc.code, "detail": exc.detail}
-            outbox.write(json.dumps(answer) + "\n")
+            request = json.loads(line)
+            if isinstance(request, dict):  # calls asked ahead: one answer each, in their order
+                reply: Any = [answer(*json.loads(key)) for key in request["many"]]
+            else:
+                reply = answer(*request)
+            outbox.write(json.dumps(reply) + "\n")
             outbox.flush()
 
 

@@ -75,7 +75,8 @@ def _pair(nvml: Nvml, ga: Gpu, gb: Gpu) -> GpuPair:
 
 
 def _pair_calls(gpus: list[Gpu]) -> list[tuple[str, tuple[object, ...]]]:
-    """The calls ``_pair`` makes for every pair of GPUs not lost, in its order."""
+    """The calls ``_pair`` makes for every pair of GPUs not lost, in its order (asked ahead: 28
+    pairs on 8 GPUs are 224 calls)."""
     live = [f"gpu:{g.index}" for g in gpus if g.lost is None]
     calls: list[tuple[str, tuple[object, ...]]] = []
     for i, a in enumerate(live):
@@ -86,14 +87,11 @@ def _pair_calls(gpus: list[Gpu]) -> list[tuple[str, tuple[object, ...]]]:
     return calls
 
 
-def _ask_pairs_ahead(nvml: Nvml, gpus: list[Gpu]) -> None:
-    """Where the binding answers from another process (probe/nvml_server.py ``ask_ahead``), the
-    pairs' calls go in one round trip instead of eight per pair (28 pairs on 8 GPUs); the probe
-    then makes them as always and gets the same answers. Elsewhere nothing happens."""
-    ask_ahead = getattr(nvml.api, "ask_ahead", None)
-    if ask_ahead is not None:
-        ask_ahead(_pair_calls(gpus))
-
+_SYSTEM_CALLS: tuple[tuple[str, tuple[object, ...]], ...] = (
+    ("nvmlSystemGetDriverVersion", ()),
+    ("nvmlSystemGetCudaDriverVersion_v2", ()),
+    ("nvmlSystemGetNVMLVersion", ()),
+)
 
 # Asked again of each GPU named by a pair call that answered GPU_IS_LOST; any single-GPU call
 # would do, this one is cheap and a recording already holds its normal answer.
@@ -177,11 +175,12 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool) -> HostSnapshot:
     online: Probed[tuple[int, ...]] = sys_read(fs, "/sys/devices/system/cpu/online", parse_cpulist)
     ncpus = max(online) + 1 if isinstance(online, tuple) and online else 1
     cpu_words = (ncpus + 63) // 64
+    nvml.ahead(_SYSTEM_CALLS)
     # Sequential on purpose: NVML serialises calls behind one lock, and on the 4-GPU H200
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
     gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
     gpus = [_with_fitness(nvml, fs, g) if fitness else _unread(g) for g in gpus]
-    _ask_pairs_ahead(nvml, gpus)
+    nvml.ahead(_pair_calls(gpus))
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
     me: list[Me] = []
     if fitness:
@@ -216,7 +215,7 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool) -> HostSnapshot:
         virtualization=virt,
         virtualization_detail=virt_detail,
         container=container,
-        driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),
+        driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),  # _SYSTEM_CALLS
         cuda_driver_version=nvml.ask("nvmlSystemGetCudaDriverVersion_v2", convert=_cuda_version),
         nvml_version=nvml.ask("nvmlSystemGetNVMLVersion", convert=str),
         cpu_model=model,

@@ -4,9 +4,10 @@ A probe's child that loads pynvml and meets the driver itself does both on the o
 that also loads the model and the probe: on the GPU hosts the binding's import (13-18 ms) and
 the driver's first answers (about 40 ms, probe/warm_up.py) then sit on the probe's critical path
 beside the model's 20-30 ms. A server started first does the binding and the driver while the
-probe's process loads the rest, and the probe's calls then cross a pipe (a tenth of a
-millisecond each). The boundary is the one the recorder and the replay already use
-(``NvmlApi``: plain arguments in, plain data or an NVML code out), so the probe runs unchanged.
+probe's process loads the rest, and the probe's calls then cross a pipe (0.1-0.4 ms a round
+trip; the calls the probe makes whatever the answers go ahead in batches, ``ask_ahead``). The
+boundary is the one the recorder and the replay already use (``NvmlApi``: plain arguments in,
+plain data or an NVML code out), so the probe runs unchanged.
 
 The console entry point starts one before it loads anything else (``start_early``): the probe's
 child forked after it inherits its pipes and adopts it (``adopt``), and the entry point hands
@@ -45,24 +46,24 @@ class NvmlServer:
         """Fork the server; it loads the binding and warms the driver up at once (``backend``:
         another NvmlApi to serve, a replay's in tests). Fork it before any thread starts here:
         forking a process with threads is unsafe."""
-        to_server, from_client = os.pipe()
-        to_client, from_server = os.pipe()
+        requests_read, requests_write = os.pipe()
+        answers_read, answers_write = os.pipe()
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
-                os.close(from_client)
-                os.close(to_client)
+                os.close(requests_write)
+                os.close(answers_read)
                 die_with_parent(parent)
-                _quiet(keep=(to_server, from_server))
-                serve(to_server, from_server, backend or live_backend)
+                _quiet(keep=(requests_read, answers_write))
+                serve(requests_read, answers_write, backend or live_backend)
             except BaseException:
                 code = 1
             os._exit(code)
-        os.close(to_server)
-        os.close(from_server)
-        return cls(pid, from_client, to_client)
+        os.close(requests_read)
+        os.close(answers_write)
+        return cls(pid, requests_write, answers_read)
 
     def call(self, fn: str, *args: Any) -> Any:
         """Make one NVML call in the server (or take its answer asked ahead); plain data, or

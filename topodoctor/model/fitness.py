@@ -12,10 +12,11 @@ Snapshots and recordings made before these were probed decode with every field
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
 
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.core.records import Record
 
 NOT_RECORDED = "NOT_RECORDED"
 
@@ -47,8 +48,7 @@ def _unrecorded(cls: Any, what: str) -> Any:
     return cls(**{f.name: _not_recorded(f"{what}.{f.name}") for f in fields(cls)})
 
 
-@dataclass(frozen=True)
-class ViolationTimes:
+class ViolationTimes(Record):
     """Nanoseconds each policy held the clocks down since the driver loaded
     (nvmlDeviceGetViolationStatus / NVML_FI_DEV_PERF_POLICY_*, NVML_FI_DEV_CLOCKS_EVENT_REASON_*)."""
 
@@ -63,8 +63,7 @@ class ViolationTimes:
     hw_power_brake: Probed[int]
 
 
-@dataclass(frozen=True)
-class PcieCounters:
+class PcieCounters(Record):
     """The GPU's PCIe link error counters (NVML_FI_DEV_PCIE_*), counted since the driver loaded."""
 
     replay: Probed[int]
@@ -81,8 +80,7 @@ class PcieCounters:
     l0_to_recovery: Probed[int]
 
 
-@dataclass(frozen=True)
-class CounterSample:
+class CounterSample(Record):
     """One reading of a GPU's counters, at ``at_s`` seconds of kernel uptime."""
 
     at_s: Probed[float]
@@ -101,8 +99,7 @@ class CounterSample:
         )
 
 
-@dataclass(frozen=True)
-class GpuFitness:
+class GpuFitness(Record):
     """Clocks, power, temperatures and health counters of one GPU (nvidia-smi -q -d
     PERFORMANCE,POWER,TEMPERATURE,CLOCK, and the PCIe counters of nvidia-smi -q)."""
 
@@ -166,8 +163,7 @@ NIC_PORT_COUNTERS = (
 )
 
 
-@dataclass(frozen=True)
-class NicPort:
+class NicPort(Record):
     """One port of an RDMA device (/sys/class/infiniband/DEV/ports/N) and its net device."""
 
     port: int

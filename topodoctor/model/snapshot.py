@@ -9,12 +9,13 @@ Each probed field is ``Probed[T]``: a value, ``Unsupported`` or ``ProbeError``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.core.records import Record
 from topodoctor.model.fitness import GpuFitness, NicPort
 
 SNAPSHOT_SCHEMA_VERSION = 1
@@ -25,8 +26,7 @@ PortType = Literal["root_port", "upstream", "downstream", "pci_bridge", "endpoin
 NicKind = Literal["infiniband", "roce", "ethernet"]
 
 
-@dataclass(frozen=True)
-class NumaNode:
+class NumaNode(Record):
     """One NUMA node: its id, the CPUs sysfs lists under it, and the socket they sit on."""
 
     id: int
@@ -34,8 +34,7 @@ class NumaNode:
     socket: Probed[int] = field(default_factory=Unsupported)
 
 
-@dataclass(frozen=True)
-class HostInfo:
+class HostInfo(Record):
     """The host as a whole: name, kernel, driver and NVML versions, CPUs, NUMA nodes, IOMMU and
     whether it runs in a VM or a container."""
 
@@ -54,8 +53,7 @@ class HostInfo:
     iommu: Probed[str]  # "off" | "on" (translation domains exist)
 
 
-@dataclass(frozen=True)
-class NvLinkErrors:
+class NvLinkErrors(Record):
     """Data-link-layer counters. Raw CRC counts tick on healthy Hopper links: not a fault alone."""
 
     replay: Probed[int]
@@ -63,8 +61,7 @@ class NvLinkErrors:
     crc: Probed[int]
 
 
-@dataclass(frozen=True)
-class NvLink:
+class NvLink(Record):
     """One NVLink of a GPU: state, version, what sits at the far end, speed and error counters."""
 
     link: int
@@ -83,8 +80,7 @@ class NvLink:
         return self.active if isinstance(self.active, bool) else None
 
 
-@dataclass(frozen=True)
-class PcieLink:
+class PcieLink(Record):
     """A GPU's PCIe link: generation and width as trained and at most, and its replay counter."""
 
     gen_current: Probed[int]
@@ -95,8 +91,7 @@ class PcieLink:
     replay_counter: Probed[int]
 
 
-@dataclass(frozen=True)
-class RemappedRows:
+class RemappedRows(Record):
     """HBM row remapping as NVML reports it (``nvmlDeviceGetRemappedRows``): rows remapped per
     cause, and whether a remap waits for a reset or has failed."""
 
@@ -106,8 +101,7 @@ class RemappedRows:
     failed: bool
 
 
-@dataclass(frozen=True)
-class RetiredPages:
+class RetiredPages(Record):
     """Dynamic page retirement (pre-Ampere GPUs; Ampere and later remap rows instead)."""
 
     single_bit: int  # pages retired for repeated single-bit ECC errors
@@ -115,8 +109,7 @@ class RetiredPages:
     pending: bool  # a retirement waits for the next GPU reset
 
 
-@dataclass(frozen=True)
-class FabricInfo:
+class FabricInfo(Record):
     """A GPU's registration with the NVLink fabric (fabric manager): state, status, clique and health."""
 
     state: str  # not_supported | not_started | in_progress | completed
@@ -126,8 +119,7 @@ class FabricInfo:
     health_mask: int | None = None
 
 
-@dataclass(frozen=True)
-class ComputeProcess:
+class ComputeProcess(Record):
     """A compute process on a GPU (nvidia-smi's process list), with who runs it where readable."""
 
     pid: int
@@ -139,8 +131,7 @@ class ComputeProcess:
     slurm_job: str | None = None  # the Slurm job whose cgroup holds it, where readable
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(Record):
     """Everything the probe read about one GPU; ``lost`` is set, and little else, when it stopped answering."""
 
     index: int
@@ -176,8 +167,7 @@ class Gpu:
     fitness: GpuFitness = field(default_factory=GpuFitness.unrecorded)
 
 
-@dataclass(frozen=True)
-class P2pStatus:
+class P2pStatus(Record):
     """NVML's peer-to-peer status for one direction of a pair, per capability (read, write, NVLink,
     atomics, PCI): ``OK`` or the reason it is not."""
 
@@ -188,8 +178,7 @@ class P2pStatus:
     pci: Probed[str]
 
 
-@dataclass(frozen=True)
-class GpuPair:
+class GpuPair(Record):
     """Two GPUs (``a < b``): their common PCIe ancestor as NVML names it and P2P in each direction."""
 
     a: int
@@ -199,8 +188,7 @@ class GpuPair:
     p2p_reverse: P2pStatus  # b -> a
 
 
-@dataclass(frozen=True)
-class NvSwitch:
+class NvSwitch(Record):
     """An NVSwitch and the (GPU, link) pairs that reach it; ``inferred`` where only the links show it."""
 
     id: str
@@ -209,8 +197,7 @@ class NvSwitch:
     gpu_links: tuple[tuple[int, int], ...]  # (gpu index, link index)
 
 
-@dataclass(frozen=True)
-class PcieBridge:
+class PcieBridge(Record):
     """A PCIe bridge or switch port on a GPU's or NIC's path: link as trained and at most, ACS, NUMA node."""
 
     bus_id: str
@@ -225,8 +212,7 @@ class PcieBridge:
     numa_node: Probed[int]
 
 
-@dataclass(frozen=True)
-class Nic:
+class Nic(Record):
     """A network adapter (an RDMA device or a plain Ethernet one): where it sits on PCIe, its state,
     rate and ports."""
 
@@ -245,8 +231,7 @@ class Nic:
     hca_type: Probed[str] = field(default_factory=lambda: Unsupported("NOT_ASKED"))  # MT4129: the device model
 
 
-@dataclass(frozen=True)
-class NetInterface:
+class NetInterface(Record):
     """A network interface as the kernel lists it, with its PCI device where it has one."""
 
     name: str
@@ -254,8 +239,7 @@ class NetInterface:
     bus_id: str | None  # None for virtual interfaces
 
 
-@dataclass(frozen=True)
-class XidEvent:
+class XidEvent(Record):
     """One "NVRM: Xid (PCI:...): N, ..." line of the kernel log."""
 
     code: int
@@ -264,8 +248,7 @@ class XidEvent:
     boot_s: float | None  # seconds since boot when the driver logged it; None when the line had no time
 
 
-@dataclass(frozen=True)
-class KernelEvents:
+class KernelEvents(Record):
     """What the kernel log said about the GPUs: the XID events read from ``source``."""
 
     source: str  # /dev/kmsg
@@ -273,8 +256,7 @@ class KernelEvents:
     xids: tuple[XidEvent, ...]
 
 
-@dataclass(frozen=True)
-class HostSnapshot:
+class HostSnapshot(Record):
     """Everything the probe learned about one host; the rules, the graph and every report start here."""
 
     kind: Literal["snapshot"]

@@ -33,6 +33,11 @@ def _no_real_nvml(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
         raise AssertionError(f"a test called the real NVML ({fn}); replay a recording instead")
 
     monkeypatch.setattr(nvml.LiveNvml, "call", refuse)
+    # The driver's warm-up (probe/warm_up.py) reaches the library through ctypes, not the binding:
+    # a name no host has makes it find none.
+    from topodoctor.probe import warm_up
+
+    monkeypatch.setattr(warm_up, "LIBRARY", "libnvidia-ml.so.1-refused-in-tests")
     for name in list(os.environ):
         if name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
             monkeypatch.delenv(name)

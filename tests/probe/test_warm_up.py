@@ -1,5 +1,5 @@
-"""The driver's warm-up (probe/warm_up.py): the slow first calls go straight to the library in a
-thread while the caller imports the binding; nothing is judged, and every failure is left for
+"""The driver's warm-up (probe/warm_up.py): the slow first calls go straight to the library in two
+threads while the caller imports the binding; nothing is judged, and every failure is left for
 the probe to meet (it makes the same calls through the binding)."""
 
 from __future__ import annotations
@@ -54,28 +54,70 @@ def _library(
         return lib
 
     monkeypatch.setattr(warm_up.ctypes, "CDLL", load)
+    monkeypatch.setattr(warm_up, "LIBRARY", "libnvidia-ml.so.1")  # the test guard's refusal undone: the library is fake
     return calls
 
 
-def _gpu(n: int, slow: list[str] = SLOW) -> list[str]:
-    g = f"@gpu{n}"
-    return [f"nvmlDeviceGetHandleByIndex_v2{g}", f"nvmlDeviceGetCpuAffinityWithinScope{g}", *(s + g for s in slow)]
+def _handles(n: int) -> list[str]:
+    return [f"nvmlDeviceGetHandleByIndex_v2@gpu{i}" for i in range(n)]
+
+
+def _affinity(n: int) -> str:
+    return f"nvmlDeviceGetCpuAffinityWithinScope@gpu{n}"
+
+
+def _slow(n: int, slow: list[str] = SLOW) -> list[str]:
+    return [f"{s}@gpu{n}" for s in slow]
 
 
 START = ["load libnvidia-ml.so.1", "nvmlInit_v2", "nvmlDeviceGetCount_v2"]
 
 
-def test_it_meets_every_gpu_in_a_thread_while_the_binding_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+def _threads(calls: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """The calls in their threads' orders: the start and the handles, then the affinities (the
+    second thread) and the slow calls (the first) as each thread made them."""
+    head = len(START) + len([c for c in calls if c.startswith("nvmlDeviceGetHandleByIndex")])
+    rest = calls[head:]
+    return calls[:head], [c for c in rest if "CpuAffinity" in c], [c for c in rest if "CpuAffinity" not in c]
+
+
+def test_it_meets_every_gpu_in_threads_while_the_binding_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     gate = threading.Event()
     calls = _library(monkeypatch, gate=gate)
     imported: list[str] = []
     real_import = warm_up.importlib.import_module
     monkeypatch.setattr(warm_up.importlib, "import_module", lambda name: imported.append(name) or real_import("json"))
     warm = WarmUp()
-    assert imported == ["pynvml"] and calls == ["load libnvidia-ml.so.1"]  # the driver answers later
+    assert imported == [] and calls == ["load libnvidia-ml.so.1"]  # started first; the driver answers later
+    warm.load_binding()
+    assert imported == ["pynvml"]
     gate.set()
     warm.join()
-    assert calls == [*START, *_gpu(0), *_gpu(1)]
+    assert _threads(calls) == ([*START, *_handles(2)], [_affinity(0), _affinity(1)], [*_slow(0), *_slow(1)])
+
+
+def test_the_affinities_are_asked_beside_the_slow_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second thread's first call reaches the driver while the first thread waits in its own."""
+    both = threading.Barrier(2, timeout=5)
+    met: list[str] = []
+
+    class Meeting(_Library):
+        def __getattr__(self, name: str) -> Any:
+            call = super().__getattr__(name)
+            if name not in ("nvmlDeviceGetCpuAffinityWithinScope", SLOW[0]):
+                return call
+
+            def meet(*args: Any) -> int:
+                both.wait()  # each blocks until the other is in the driver too
+                met.append(name)
+                return call(*args)
+
+            return meet
+
+    calls: list[str] = []
+    monkeypatch.setattr(warm_up.ctypes, "CDLL", lambda name: Meeting(calls, {}, None))
+    WarmUp().join()
+    assert sorted(met) == sorted([SLOW[0], "nvmlDeviceGetCpuAffinityWithinScope"] * 2)
 
 
 def test_an_unsupported_call_is_passed_over_and_a_failing_gpu_left(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,7 +125,7 @@ def test_an_unsupported_call_is_passed_over_and_a_failing_gpu_left(monkeypatch: 
     calls = _library(monkeypatch, fails)
     WarmUp().join()
     # GPU0 stops at the call that lost it; GPU1 is still warmed, its unsupported call passed over.
-    assert calls == [*START, *_gpu(0, SLOW[:3]), *_gpu(1)]
+    assert _threads(calls) == ([*START, *_handles(2)], [_affinity(0), _affinity(1)], [*_slow(0, SLOW[:3]), *_slow(1)])
 
 
 @pytest.mark.parametrize("failing", ["nvmlInit_v2", "nvmlDeviceGetCount_v2"])
@@ -99,7 +141,9 @@ def test_no_library_and_no_binding_are_left_to_the_probe(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(warm_up.ctypes, "CDLL", missing)
     monkeypatch.setitem(sys.modules, "pynvml", None)  # its import fails too
-    WarmUp().join()
+    warm = WarmUp()
+    warm.load_binding()
+    warm.join()
 
 
 def test_the_switch_interval_is_short_while_it_runs_and_given_back(monkeypatch: pytest.MonkeyPatch) -> None:

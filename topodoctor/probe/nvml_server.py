@@ -17,19 +17,18 @@ whole). A server nobody adopts is killed (``drop_early``). It always dies with i
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.signals import die_with_parent
-
 if TYPE_CHECKING:
     from topodoctor.probe.api import NvmlApi
+    from topodoctor.probe.warm_up import WarmUp
 
-# The entry point loads this module before it forks the server, so it loads little: the NVML
-# boundary's errors (probe/api.py, the model's table of NVML codes and the dataclasses machinery
-# under it) load in the server after its driver has started, and in the client when it asks.
+# The entry point loads this module before it forks the server, so it loads only what the fork
+# needs: the server starts its driver first (``_serve_forked``) and loads the rest (json, the
+# NVML boundary's errors, the signals) while the driver answers; the client loads them when it
+# asks (the command has loaded json and the signals by then).
 
 
 class NvmlServer:
@@ -55,9 +54,7 @@ class NvmlServer:
             try:
                 os.close(requests_write)
                 os.close(answers_read)
-                die_with_parent(parent)
-                _quiet(keep=(requests_read, answers_write))
-                serve(requests_read, answers_write, backend or live_backend)
+                _serve_forked(parent, requests_read, answers_write, backend)
             except BaseException:
                 code = 1
             os._exit(code)
@@ -68,6 +65,8 @@ class NvmlServer:
     def call(self, fn: str, *args: Any) -> Any:
         """Make one NVML call in the server (or take its answer asked ahead); plain data, or
         NvmlCallError with NVML's code."""
+        import json
+
         key = json.dumps([fn, list(args)])
         waiting = self._ahead.get(key)
         return _answered(waiting.pop(0) if waiting else self._ask(key))
@@ -77,11 +76,15 @@ class NvmlServer:
         call of it (the pair queries: eight a pair, each a round trip otherwise)."""
         if not calls:
             return
+        import json
+
         keys = [json.dumps([fn, list(args)]) for fn, args in calls]
         for key, answer in zip(keys, self._ask(json.dumps({"many": keys})), strict=True):
             self._ahead.setdefault(key, []).append(answer)
 
     def _ask(self, request: str) -> Any:
+        import json
+
         from topodoctor.core.errors import ProbeUnavailable
 
         self._requests.write(request + "\n")
@@ -111,12 +114,32 @@ def _answered(answer: dict[str, Any]) -> Any:
     raise ProbeUnavailable(answer["unavailable"])
 
 
-def live_backend() -> NvmlApi:
-    """The live binding, its driver warmed up first (probe/warm_up.py): the warm-up starts before
-    anything else loads here."""
-    from topodoctor.probe.warm_up import WarmUp
+def _serve_forked(parent: int, requests: int, answers: int, backend: Callable[[], NvmlApi] | None) -> None:
+    """The forked server's life: a live one's driver starts first of all (its first answers take
+    tens of milliseconds, the rest of this process's start-up fits in them), then the server
+    dies with ``parent``, keeps only its pipes and serves."""
+    warm = None
+    if backend is None:
+        from topodoctor.probe.warm_up import WarmUp
 
-    warm = WarmUp()
+        warm = WarmUp()
+    from topodoctor.core.signals import die_with_parent
+
+    die_with_parent(parent)
+    _quiet(keep=(requests, answers))
+    serve(requests, answers, backend or (lambda: live_backend(warm)))
+
+
+def live_backend(warm: WarmUp | None = None) -> NvmlApi:
+    """The live binding, imported while the driver warms up (probe/warm_up.py: started here
+    unless the caller started it), with what serving needs."""
+    if warm is None:
+        from topodoctor.probe.warm_up import WarmUp
+
+        warm = WarmUp()
+    warm.load_binding()
+    import json  # noqa: F401  (serve's, loaded while the driver answers)
+
     from topodoctor.probe.nvml import LiveNvml
 
     warm.join()
@@ -125,6 +148,8 @@ def live_backend() -> NvmlApi:
 
 def serve(requests: int, answers: int, backend: Callable[[], NvmlApi]) -> None:
     """The server's loop: make the backend, then answer each request line with one line."""
+    import json
+
     from topodoctor.core.errors import ProbeUnavailable
 
     api: NvmlApi | None = None

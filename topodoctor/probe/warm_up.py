@@ -1,14 +1,15 @@
-"""The driver's slow first answers, asked in a thread straight through ctypes while the binding
-(nvidia-ml-py) loads; the live NVML server (probe/nvml_server.py) starts with it.
+"""The driver's slow first answers, asked in threads straight through ctypes while the binding
+(nvidia-ml-py) loads; the live NVML server (probe/nvml_server.py) starts them first of all.
 
 NVML keeps what its first calls in a process learn: on an H200 with driver 580 the first
-``nvmlInit`` cost 10-14 ms, the first handle of a GPU 7 ms, its first CPU affinity 12 ms, and
-the calls below 0.4-2 ms each (ECC mode, current PCIe generation and remapped rows 2.0-2.1 ms;
-MIG mode, PCIe replays, pending retired pages 0.4-0.5 ms), where the same calls a second time
+``nvmlInit`` cost 9-14 ms, the first handle of a GPU 7 ms, its first CPU affinity 10-12 ms, and
+the calls below 0.2-2 ms each (ECC mode, current PCIe generation and remapped rows 1.8-2.3 ms;
+MIG mode, PCIe replays, pending retired pages 0.2-0.5 ms), where the same calls a second time
 took 1.8 ms for all 35 of a topology probe together. The binding's own import takes 13-18 ms
-there, so these calls go to the library itself, by their C signatures (nvml.h), and overlap
-it; the probe then makes the same calls through the binding and judges their answers. Nothing
-is judged here and every failure is passed over: the probe meets it again."""
+there, so these calls go to the library itself, by their C signatures (nvml.h), and overlap it
+and the rest of the server's start-up; the probe then makes the same calls through the binding
+and judges their answers. Nothing is judged here and every failure is passed over: the probe
+meets it again."""
 
 from __future__ import annotations
 
@@ -39,16 +40,20 @@ _SWITCH_S = 1e-4
 
 
 class WarmUp:
-    """The driver's first answers in a background thread (``join`` before the probe's own first
-    call), the binding imported meanwhile by the caller's thread. NVML is left initialised (the
-    thread's one reference), so the probe's ``nvmlShutdown`` does not tear it down: the
-    process's end closes the driver's files."""
+    """The driver's first answers in a background thread, started at once; ``load_binding`` then
+    imports the binding in the caller's thread meanwhile, and ``join`` waits for the driver
+    before the probe's own first call. NVML is left initialised (the thread's one reference),
+    so the probe's ``nvmlShutdown`` does not tear it down: the process's end closes the
+    driver's files."""
 
     def __init__(self) -> None:
         self._interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._interval, _SWITCH_S))
         self._thread = threading.Thread(target=warm_driver, name="nvml-warm-up", daemon=True)
         self._thread.start()
+
+    def load_binding(self) -> None:
+        """Import the binding (nvidia-ml-py) while the driver answers the thread."""
         with contextlib.suppress(Exception):  # a broken binding is the probe's to report
             importlib.import_module("pynvml")
 
@@ -59,8 +64,10 @@ class WarmUp:
 
 
 def warm_driver() -> None:
-    """``nvmlInit_v2``, then every GPU's handle, CPU affinity and ``SLOW_FIRST_CALLS``; a GPU that
-    answers anything but success or NOT_SUPPORTED is left at that call."""
+    """``nvmlInit_v2`` and every GPU's handle, then each GPU's CPU affinity in a second thread
+    while this one asks ``SLOW_FIRST_CALLS`` (the first affinity is the slowest first answer, and
+    the driver answers the two side by side: 29 against 32 ms on one H200); a GPU that answers
+    anything but success or NOT_SUPPORTED is left at that call."""
     try:
         lib = ctypes.CDLL(LIBRARY)
         if lib.nvmlInit_v2() != SUCCESS:
@@ -70,13 +77,14 @@ def warm_driver() -> None:
             return
     except (OSError, AttributeError):  # no library, or one without these calls
         return
-    words = max(1, ((os.cpu_count() or 1) + 63) // 64)
+    handles = []
     for index in range(count.value):
         handle = ctypes.c_void_p()
-        if lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(handle)) != SUCCESS:
-            continue
-        mask = (ctypes.c_ulonglong * words)()
-        lib.nvmlDeviceGetCpuAffinityWithinScope(handle, ctypes.c_uint(words), mask, ctypes.c_uint(AFFINITY_SCOPE_NODE))
+        if lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(handle)) == SUCCESS:
+            handles.append(handle)
+    affinities = threading.Thread(target=_affinities, args=(lib, handles), name="nvml-warm-up-affinity", daemon=True)
+    affinities.start()
+    for handle in handles:
         for name, outs in SLOW_FIRST_CALLS:
             try:
                 got = getattr(lib, name)(handle, *(ctypes.byref(t()) for t in outs))
@@ -84,3 +92,14 @@ def warm_driver() -> None:
                 continue
             if got not in (SUCCESS, NOT_SUPPORTED):
                 break
+    affinities.join()
+
+
+def _affinities(lib: ctypes.CDLL, handles: list[ctypes.c_void_p]) -> None:
+    words = max(1, ((os.cpu_count() or 1) + 63) // 64)
+    for handle in handles:
+        mask = (ctypes.c_ulonglong * words)()
+        with contextlib.suppress(AttributeError):
+            lib.nvmlDeviceGetCpuAffinityWithinScope(
+                handle, ctypes.c_uint(words), mask, ctypes.c_uint(AFFINITY_SCOPE_NODE)
+            )

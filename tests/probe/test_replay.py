@@ -196,9 +196,9 @@ def test_the_one_gpu_h200_recording_holds_every_fitness_call() -> None:
 
 @pytest.mark.parametrize("rec", RECORDINGS, ids=lambda p: p.stem)
 def test_a_topology_only_probe_reads_the_same_topology_and_no_fitness(rec: Path) -> None:
-    """What a text scan reads: every field but the fitness readings and the processes equals the
-    full probe's, and those are marked not asked rather than left looking measured; the process
-    environment is not read at all."""
+    """What a text scan reads: every field but the fitness readings, the processes and the kernel
+    log's events equals the full probe's, and those are marked not asked rather than left looking
+    measured or quiet; the process environment is not read at all."""
     import dataclasses
 
     from topodoctor.core.probed import Unsupported
@@ -216,7 +216,8 @@ def test_a_topology_only_probe_reads_the_same_topology_and_no_fitness(rec: Path)
             assert b.fitness.start.at_s == b.fitness.end.violation_ns.power == not_asked
         assert dataclasses.replace(b, fitness=a.fitness, compute_processes=a.compute_processes) == a
     assert [n.name for n in topo.nics] == [n.name for n in full.nics]
-    assert dataclasses.replace(topo, gpus=full.gpus, nics=full.nics) == full
+    assert topo.kernel_events == not_asked
+    assert dataclasses.replace(topo, gpus=full.gpus, nics=full.nics, kernel_events=full.kernel_events) == full
     assert build_matrix(topo).cells == build_matrix(full).cells
 
 

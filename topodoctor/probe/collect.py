@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from topodoctor.core.cpulist import parse_cpulist
 from topodoctor.core.errors import ProbeUnavailable
@@ -15,8 +15,13 @@ from topodoctor.model.snapshot import (
     GpuPair,
     HostInfo,
     HostSnapshot,
+    KernelEvents,
+    NetInterface,
+    Nic,
+    NumaNode,
     NvSwitch,
     P2pStatus,
+    Virtualization,
 )
 from topodoctor.probe import host as hostfacts
 from topodoctor.probe import nic_ports
@@ -147,16 +152,21 @@ def _with_end(nvml: Nvml, fs: Sysfs, g: Gpu) -> Gpu:
 def collect(api: NvmlApi, fs: Sysfs, fitness: bool = True) -> HostSnapshot:
     """Probe the host. Raises ProbeUnavailable when NVML cannot start or sees no GPU.
 
-    ``fitness=False`` reads the topology alone: each GPU's fitness and the processes on it are
-    left unread (``Unsupported("NOT_ASKED")``), which halves the NVML calls of a picture that
-    shows neither (the text ``scan``)."""
+    ``fitness=False`` reads the topology alone: each GPU's fitness, the processes on it and the
+    kernel log's XID events are left unread (``Unsupported("NOT_ASKED")``), which halves the
+    NVML calls of a picture that shows none of them (the text ``scan``).
+
+    What the host says of itself (/proc and /sys: CPUs, NICs, NUMA nodes) is read first: a live
+    probe's NVML answers come from a server whose driver may still be starting (its first
+    answers take tens of milliseconds), and these reads fill that wait."""
+    facts = _host_facts(fs, fitness)
     nvml = Nvml(api)
     init = nvml.ask("nvmlInit")
     if isinstance(init, (ProbeError, Unsupported)):
         name = init.error if isinstance(init, ProbeError) else init.reason
         raise ProbeUnavailable(_init_message(name))
     try:
-        snap = _collect(nvml, fs, fitness)
+        snap = _collect(nvml, fs, fitness, facts)
     except BaseException:
         nvml.ask("nvmlShutdown")
         raise
@@ -166,13 +176,61 @@ def collect(api: NvmlApi, fs: Sysfs, fitness: bool = True) -> HostSnapshot:
     return snap
 
 
-def _collect(nvml: Nvml, fs: Sysfs, fitness: bool) -> HostSnapshot:
+@dataclass(frozen=True)
+class _HostFacts:
+    """What /proc and /sys say of the host, read before NVML; ``problems``: the reads that failed."""
+
+    online: Probed[tuple[int, ...]]
+    nics: tuple[Nic, ...]
+    interfaces: tuple[NetInterface, ...]
+    cpu_model: Probed[str]
+    sockets: Probed[int]
+    virtualization: Virtualization
+    virtualization_detail: str
+    hostname: Probed[str]
+    container: bool
+    numa_nodes: tuple[NumaNode, ...]
+    iommu: Probed[str]
+    pci_gpus: Probed[tuple[str, ...]]
+    kernel_events: Probed[KernelEvents]
+    problems: tuple[ProbeError, ...]
+
+
+def _host_facts(fs: Sysfs, fitness: bool) -> _HostFacts:
+    problems: list[ProbeError] = []
+    online: Probed[tuple[int, ...]] = sys_read(fs, "/sys/devices/system/cpu/online", parse_cpulist)
+    nics, interfaces = hostfacts.nics(fs, problems)
+    model, sockets, cpu_socket, hypervisor = hostfacts.cpuinfo(fs)
+    virt, virt_detail = hostfacts.virtualization(fs, hypervisor, problems)
+    hostname = sys_read(fs, "/proc/sys/kernel/hostname", str)
+    if isinstance(hostname, ProbeError):
+        problems.append(hostname)
+    container = hostfacts.in_container(fs, problems)
+    return _HostFacts(
+        online=online,
+        nics=nics,
+        interfaces=interfaces,
+        cpu_model=model,
+        sockets=sockets,
+        virtualization=virt,
+        virtualization_detail=virt_detail,
+        hostname=hostname,
+        container=container,
+        numa_nodes=hostfacts.numa_nodes(fs, cpu_socket, problems),
+        iommu=hostfacts.iommu_state(fs),
+        pci_gpus=hostfacts.pci_gpus(fs),
+        kernel_events=read_kernel_events(fs) if fitness else NOT_ASKED,
+        problems=tuple(problems),
+    )
+
+
+def _collect(nvml: Nvml, fs: Sysfs, fitness: bool, facts: _HostFacts) -> HostSnapshot:
     count = nvml.ask("nvmlDeviceGetCount", convert=int)
     if isinstance(count, (ProbeError, Unsupported)):
         raise ProbeUnavailable(f"NVML could not count the GPUs (nvmlDeviceGetCount: {count})")
     if count == 0:
         raise ProbeUnavailable("NVML found no NVIDIA GPU on this host")
-    online: Probed[tuple[int, ...]] = sys_read(fs, "/sys/devices/system/cpu/online", parse_cpulist)
+    online = facts.online
     ncpus = max(online) + 1 if isinstance(online, tuple) and online else 1
     cpu_words = (ncpus + 63) // 64
     nvml.ahead(_SYSTEM_CALLS)
@@ -195,34 +253,27 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool) -> HostSnapshot:
         replace(g, lost=nvml.lost[f"gpu:{g.index}"]) if g.lost is None and f"gpu:{g.index}" in nvml.lost else g
         for g in gpus
     ]
-    problems: list[ProbeError] = []
-    nics, interfaces = hostfacts.nics(fs, problems)
+    nics = facts.nics
     # The second counter reading, as late as the probe allows: the window a rule judges.
     if fitness:
         gpus = [_with_end(nvml, fs, g) for g in gpus]
         nics = tuple(nic_ports.with_end(fs, n) for n in nics)
-    model, sockets, cpu_socket, hypervisor = hostfacts.cpuinfo(fs)
-    virt, virt_detail = hostfacts.virtualization(fs, hypervisor, problems)
-    hostname = sys_read(fs, "/proc/sys/kernel/hostname", str)
-    if isinstance(hostname, ProbeError):
-        problems.append(hostname)
-    container = hostfacts.in_container(fs, problems)
     paths = [g.pcie_path for g in gpus if isinstance(g.pcie_path, tuple)]
     paths += [n.pcie_path for n in nics if isinstance(n.pcie_path, tuple)]
     host = HostInfo(
-        hostname=hostname if isinstance(hostname, str) else "unknown",
+        hostname=facts.hostname if isinstance(facts.hostname, str) else "unknown",
         kernel=sys_read(fs, "/proc/sys/kernel/osrelease", str),
-        virtualization=virt,
-        virtualization_detail=virt_detail,
-        container=container,
+        virtualization=facts.virtualization,
+        virtualization_detail=facts.virtualization_detail,
+        container=facts.container,
         driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),  # _SYSTEM_CALLS
         cuda_driver_version=nvml.ask("nvmlSystemGetCudaDriverVersion_v2", convert=_cuda_version),
         nvml_version=nvml.ask("nvmlSystemGetNVMLVersion", convert=str),
-        cpu_model=model,
-        sockets=sockets,
+        cpu_model=facts.cpu_model,
+        sockets=facts.sockets,
         online_cpus=online,
-        numa_nodes=hostfacts.numa_nodes(fs, cpu_socket, problems),
-        iommu=hostfacts.iommu_state(fs),
+        numa_nodes=facts.numa_nodes,
+        iommu=facts.iommu,
     )
     errors = tuple(
         ProbeError(err.error, f"GPU{token[4:]}: {err.call}", err.code) for token, err in sorted(nvml.lost.items())
@@ -237,10 +288,10 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool) -> HostSnapshot:
         nvswitches=_nvswitches(gpus),
         bridges=tuple(read_bridge(fs, bdf, depth) for bdf, depth in bridges_on(paths)),
         nics=nics,
-        interfaces=interfaces,
-        probe_errors=errors + tuple(problems),
-        pci_gpus=hostfacts.pci_gpus(fs),
-        kernel_events=read_kernel_events(fs),
+        interfaces=facts.interfaces,
+        probe_errors=errors + facts.problems,
+        pci_gpus=facts.pci_gpus,
+        kernel_events=facts.kernel_events,
     )
 
 

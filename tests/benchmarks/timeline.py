@@ -1,87 +1,188 @@
-"""Where a command's start-up goes: timestamps of the parent's and the probe child's phases.
+"""Where a command's start-up goes: each process's phases, in milliseconds since the command's exec.
 
-    TL_LOG=/tmp/tl.log python3 tests/benchmarks/timeline.py scan       # then read /tmp/tl.log
+    python3 tests/benchmarks/timeline.py 9 scan          # 9 runs of `topodoctor scan`, the medians
 
-Each line is ``PID MONOTONIC WHAT``; the first is the process's exec (from /proc), so a phase reads
-as milliseconds since exec. The service's functions are wrapped (probe, the child's gather, the
-wait, the decode) and an audit hook marks the first import of the modules that weigh most; the
-wrapping costs well under a millisecond. docs/benchmarks.md quotes its output (GPU host)."""
+Times count from the spawn (the runner's clock just before it starts the command), so "P main"
+is the interpreter's own start-up.
+
+The command runs as the console entry point runs it; nothing of topodoctor loads before its own
+code asks for it (an import hook wraps the watched functions as their modules load), so the
+server's fork comes where it comes in a real run. Processes are named by their fork: P the
+command, S the NVML server, C the probe's child. Marks: the first import of the modules that
+weigh most, the server's driver (``ctypes`` calls of the warm-up, the backend ready), the
+child's round trips to the server, the parent's wait, its loading meanwhile and its drawing, and
+``os._exit``. Each mark is one ``write`` to an O_APPEND file (a few microseconds).
+docs/benchmarks.md quotes its output (GPU host)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.abc
+import importlib.machinery
 import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections import defaultdict
 from typing import Any
 
-LOG = os.environ["TL_LOG"]
 WATCH = {
-    "typer", "rich.console", "rich.table", "pynvml", "topodoctor.cli.commands", "topodoctor.cli.scan",
-    "topodoctor.model.snapshot", "topodoctor.probe.nvml", "topodoctor.probe.sources", "topodoctor.probe.collect",
-    "topodoctor.report.scan", "topodoctor.topology.view", "topodoctor.rules",
+    "typer", "rich.console", "rich.table", "pynvml", "ctypes", "topodoctor.cli.plain", "topodoctor.cli.scan",
+    "topodoctor.model.snapshot", "topodoctor.probe.nvml", "topodoctor.probe.collect", "topodoctor.report.scan",
+    "topodoctor.topology.view", "topodoctor.rules", "topodoctor.probe.nvml_server",
 }  # fmt: skip
+# module -> (function or Class.method, label)
+WRAP = {
+    "topodoctor.probe.nvml_server": [("live_backend", "backend"), ("NvmlServer._ask", "ask")],
+    "topodoctor.probe.warm_up": [("warm_driver", "warm-thread"), ("WarmUp.join", "warm-join")],
+    "topodoctor.service.probing": [("await_child", "await"), ("gather", "gather"), ("scan_text_of", "text")],
+    "topodoctor.cli.scan": [("load_scan_text", "meanwhile"), ("load_scan_report", "meanwhile")],
+    "topodoctor.report.scan_text": [("print_scan_text", "draw")],
+    "topodoctor.report.scan": [("print_scan", "draw")],
+    "topodoctor.core.budget": [("end_children", "end-children")],
+}
+_fd = -1
+_role = "P"
+_ctypes_calls = 0
 
 
 def mark(what: str) -> None:
-    with open(LOG, "a") as f:
-        f.write(f"{os.getpid()} {time.monotonic():.6f} {what}\n")
+    os.write(_fd, f"{_role} {time.monotonic():.6f} {what}\n".encode())
 
 
-def _exec_time() -> float:
-    with open("/proc/self/stat", "rb") as f:
-        started = int(f.read().rsplit(b")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
-    return time.monotonic() - (time.clock_gettime(time.CLOCK_BOOTTIME) - started)
-
-
-def _wrap(module: Any, name: str, label: str) -> None:
-    real = getattr(module, name)
-
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        mark(f"{label}-start")
+def _wrapped(real: Any, label: str) -> Any:
+    @functools.wraps(real)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        mark(f"{label}>")
         try:
             return real(*args, **kwargs)
         finally:
-            mark(f"{label}-end")
+            mark(f"{label}<")
 
-    setattr(module, name, wrapped)
-
-
-def _on_import(event: str, args: Any) -> None:
-    if event != "import" or args[0] not in WATCH:
-        return
-    mark(f"import {args[0]}")
+    return wrapper
 
 
-def main() -> None:
-    mark(f"exec {_exec_time():.6f}")
-    sys.addaudithook(_on_import)
-    import topodoctor.service.probing as probing
+class _Patcher(importlib.abc.MetaPathFinder):
+    """Wraps WRAP's functions once their module has run."""
 
-    for name, label in (("probe", "probe"), ("gather", "gather"), ("await_child", "await"), ("decode", "decode")):
-        _wrap(probing, name, label)
-    ready = probing._ready_to_decode
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in WRAP:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        run = loader.exec_module
 
-    def ready_marked(*args: Any) -> Any:  # the parent's loading while it waits: when it ends
-        work = ready(*args)
+        def exec_module(module: Any) -> None:
+            run(module)
+            for dotted, label in WRAP[name]:
+                owner: Any = module
+                *parents, attr = dotted.split(".")
+                for p in parents:
+                    owner = getattr(owner, p)
+                setattr(owner, attr, _wrapped(getattr(owner, attr), label))
+            if name == "topodoctor.probe.nvml_server":  # the server closes what it does not keep
+                quiet = module._quiet
+                module._quiet = lambda keep: quiet(keep=(*keep, _fd))
 
-        def marked() -> None:
-            work()
-            mark("loaded")
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
 
-        return marked
 
-    probing._ready_to_decode = ready_marked  # type: ignore[assignment]
-    real_exit = os._exit
+def _on_event(event: str, args: Any) -> None:
+    global _ctypes_calls
+    if event == "import" and args[0] in WATCH:
+        mark(f"import {args[0]}")
+    elif event == "ctypes.dlopen":
+        mark("dlopen")
+    elif event == "ctypes.call_function":
+        _ctypes_calls += 1
+        mark(f"ctypes call {_ctypes_calls}")
 
-    def leave(code: int) -> None:
-        mark(f"exit {code}")
-        real_exit(code)
 
-    os._exit = leave  # type: ignore[assignment]
-    sys.argv = ["topodoctor", *sys.argv[1:]]
+def _fork() -> int:
+    global _role
+    forker = sys._getframe(1).f_globals.get("__name__", "")
+    pid = _real_fork()
+    if pid == 0:
+        _role = {"topodoctor.probe.nvml_server": "S", "topodoctor.core.budget": "C"}.get(forker, "F")
+        mark("born")
+    return pid
+
+
+_real_fork = os.fork
+_real_exit = os._exit
+
+
+def _exit(code: int) -> None:
+    mark(f"exit {code}")
+    _real_exit(code)
+
+
+def child_main(log: str, spawned: str, argv: list[str]) -> None:
+    """One run, as ``topodoctor ARGV``, marking into ``log``; ``spawned``: the monotonic clock
+    when the runner spawned it (the /proc start time counts in 10 ms ticks)."""
+    global _fd
+    _fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(_fd, f"P {spawned} exec\n".encode())
+    mark("main")
+    sys.addaudithook(_on_event)
+    sys.meta_path.insert(0, _Patcher())
+    os.fork = _fork
+    os._exit = _exit  # type: ignore[assignment]
+    sys.argv = ["topodoctor", *argv]
     from topodoctor.cli import run
 
     run()
+
+
+def read_run(log: str) -> dict[str, float]:
+    """Each mark's first time, and the ask count, in ms since the exec."""
+    out: dict[str, float] = {}
+    t0 = None
+    asks: dict[str, int] = defaultdict(int)
+    with open(log) as f:
+        for line in f:
+            role, t, what = line.rstrip("\n").split(" ", 2)
+            if what == "exec":
+                t0 = float(t)
+                continue
+            assert t0 is not None
+            ms = (float(t) - t0) * 1e3
+            if what.startswith("ask"):
+                asks[f"{role} {what}"] += 1
+                out[f"{role} {what} last"] = ms
+            out.setdefault(f"{role} {what}", ms)
+    for key, n in asks.items():
+        out[f"{key} count"] = n
+    return out
+
+
+def main() -> None:
+    if sys.argv[1] == "--child":
+        child_main(sys.argv[2], sys.argv[3], sys.argv[4:])
+        return
+    runs, argv = int(sys.argv[1]), sys.argv[2:]
+    got: dict[str, list[float]] = defaultdict(list)
+    walls = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in range(runs + 1):  # the first pages the files in
+            log = os.path.join(tmp, f"{n}.log")
+            t = time.monotonic()
+            subprocess.run([sys.executable, __file__, "--child", log, f"{t:.6f}", *argv], stdout=subprocess.DEVNULL)
+            if n:
+                walls.append((time.monotonic() - t) * 1e3)
+                for key, ms in read_run(log).items():
+                    got[key].append(ms)
+    rows = sorted(((statistics.median(v), k, len(v)) for k, v in got.items() if not k.endswith("count")))
+    print(f"{runs} runs of topodoctor {' '.join(argv)}: wall median {statistics.median(walls):.1f} ms")
+    for ms, key, n in rows:
+        count = got.get(f"{key} count")
+        extra = f"  (x{statistics.median(count):.0f})" if count else ""
+        print(f"{ms:8.1f}  {key}{extra}" + ("" if n == runs else f"  [{n} runs]"))
 
 
 if __name__ == "__main__":

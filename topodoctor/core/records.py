@@ -25,6 +25,7 @@ elif sys.version_info >= (3, 11):
 else:  # a marker for type checkers alone
 
     def dataclass_transform(**_: object) -> Callable[[_T], _T]:
+        """Python 3.10's stand-in for ``typing.dataclass_transform``: the class unchanged."""
         return lambda cls: cls
 
 

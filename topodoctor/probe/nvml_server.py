@@ -118,25 +118,22 @@ def _serve_forked(parent: int, requests: int, answers: int, backend: Callable[[]
     """The forked server's life: a live one's driver starts first of all (its first answers take
     tens of milliseconds, the rest of this process's start-up fits in them), then the server
     dies with ``parent``, keeps only its pipes and serves."""
-    warm = None
     if backend is None:
+        from functools import partial
+
         from topodoctor.probe.warm_up import WarmUp
 
-        warm = WarmUp()
+        backend = partial(live_backend, WarmUp())
     from topodoctor.core.signals import die_with_parent
 
     die_with_parent(parent)
     _quiet(keep=(requests, answers))
-    serve(requests, answers, backend or (lambda: live_backend(warm)))
+    serve(requests, answers, backend)
 
 
-def live_backend(warm: WarmUp | None = None) -> NvmlApi:
-    """The live binding, imported while the driver warms up (probe/warm_up.py: started here
-    unless the caller started it), with what serving needs."""
-    if warm is None:
-        from topodoctor.probe.warm_up import WarmUp
-
-        warm = WarmUp()
+def live_backend(warm: WarmUp) -> NvmlApi:
+    """The live binding, imported while ``warm`` (probe/warm_up.py) has the driver answer its
+    first calls, with what serving needs."""
     warm.load_binding()
     import json  # noqa: F401  (serve's, loaded while the driver answers)
 

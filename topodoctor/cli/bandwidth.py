@@ -26,8 +26,6 @@ from topodoctor.cli.options import (
 from topodoctor.cli.options import (
     fail_level as severity_to_fail,
 )
-from topodoctor.core.errors import EXIT_UNHEALTHY
-from topodoctor.model.findings import failing
 
 
 def bandwidth(
@@ -79,13 +77,13 @@ def bandwidth(
         outputs.write(lambda: fileio.write_atomic(output, result_to_json(result), "bandwidth result"))
     if heatmap is not None:
         outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap))
-    findings = copies.bandwidth_findings(result)
-    code = EXIT_UNHEALTHY if failing(findings, severity_to_fail(fail_level, strict)) else 0
+    outcome = copies.judged(result, severity_to_fail(fail_level, strict))
+    findings = outcome.findings
     if metrics is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.report.prometheus import write_textfile
         from topodoctor.report.prometheus_copies import bandwidth_metrics
 
-        text = bandwidth_metrics(result, findings, code)
+        text = bandwidth_metrics(result, findings, outcome.exit_code)
         if metrics is not None:
             outputs.write(lambda: write_textfile(metrics, text))
         if fmt is MeasureFormat.prometheus:
@@ -97,7 +95,7 @@ def bandwidth(
         render(lambda: emit_json(doc))
     elif fmt is MeasureFormat.text:
         render(lambda: report.print_bandwidth(result, console(), findings, matrix))
-    raise typer.Exit(outputs.exit_code(code))
+    raise typer.Exit(outputs.exit_code(outcome))
 
 
 def register(app: typer.Typer) -> None:

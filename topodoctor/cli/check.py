@@ -84,7 +84,7 @@ def run_check(
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda: emit_json(doc))
         fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
-        return outputs.exit_code(exc.exit_code)
+        return outputs.error_code(exc.exit_code)
 
     from topodoctor.report import check as report
 
@@ -117,7 +117,7 @@ def run_check(
     if outcome.meta.expectations_unused is not None and fmt != "line":  # the line says it itself
         fail(f"{outcome.meta.expectations_unused}; judged without it", outcome.exit_code)
     render(show[fmt])
-    return outputs.exit_code(outcome.exit_code)
+    return outputs.exit_code(outcome)
 
 
 def _print_check(outcome: Outcome) -> None:

@@ -270,7 +270,7 @@ def collectives(
     if metrics_file is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.cli.nodes import emit_metrics
 
-        emit_metrics(res, findings, metrics_file, outputs, stdout=fmt is MeasureFormat.prometheus)
+        emit_metrics(out, metrics_file, outputs, stdout=fmt is MeasureFormat.prometheus)
     if fmt is MeasureFormat.json:
         from topodoctor.cli.io import emit_json
 
@@ -285,7 +285,7 @@ def collectives(
         render(lambda: sys.stdout.write("".join(f"{line}\n" for line in lines)))
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
-    raise typer.Exit(outputs.exit_code(out.exit_code))
+    raise typer.Exit(outputs.exit_code(out))
 
 
 def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: MeasureFormat) -> None:

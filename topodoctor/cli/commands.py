@@ -250,11 +250,12 @@ def write_expect(
 
         passes = (fitness_pass(level.value, "node"),)
         timeout = max(timeout, LEVEL_TIMEOUT_S[level.value])
-    base = doctor.baseline(source(replay, sysfs_root), budget(timeout), passes)
-    if base.blocking and not force:
-        for f in base.blocking:
+    base = doctor.baseline(source(replay, sysfs_root), budget(timeout), passes, force)
+    if base.failing:
+        for f in base.failing:
             say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
-        raise fail(f"not writing {output}: this host has {plural(len(base.blocking), 'error finding')} (--force)", 1)
+        what = plural(len(base.failing), "error finding")
+        raise fail(f"not writing {output}: this host has {what} (--force)", base.exit_code)
     e = base.expectations
     fileio.write_atomic(output, codec.dumps(e), "expectations")
     measured = "".join(f", {k} {v:g}" for k, v in e.fitness.items())

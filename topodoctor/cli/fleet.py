@@ -120,7 +120,7 @@ def fleet(
 
         # Beside the drain list, never in it: a fleet-wide finding drains no node.
         typer.echo(f"topodoctor: {printable(fleet_wide_line(report))} (drains no node)", err=True)
-    raise typer.Exit(outputs.exit_code(report.exit_code))
+    raise typer.Exit(outputs.exit_code(report))
 
 
 def _render(report: FleetReport, fmt: FleetFormat) -> str:

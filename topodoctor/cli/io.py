@@ -20,14 +20,13 @@ from topodoctor.cli.exit_codes import EXITS as EXITS  # the commands' epilogs, o
 from topodoctor.core import fileio
 from topodoctor.core.errors import (
     EXIT_CANNOT_CHECK,
-    EXIT_OK,
-    EXIT_USAGE,
     OutputLost,
     Terminated,
     TopodoctorError,
     WriteError,
 )
 from topodoctor.core.text import printable, truncate, unknown_line
+from topodoctor.model.outcome import Judgement, exit_code
 
 if TYPE_CHECKING:
     import typer
@@ -159,8 +158,9 @@ class Outputs:
 
     A write that fails is told after the verdict, never instead of it: the verdict is printed
     as usual, then one line ``topodoctor: error: cannot write FILE: reason`` on stderr (in the
-    one-line format, at the end of that line: see ``in_line``); the exit code is the verdict's
-    when it is not 0 (1 unhealthy stands, and so does 3), else 2. Writes wait for a slow reader
+    one-line format, at the end of that line: see ``in_line``); a file not written counts among
+    what could not be used (``model.outcome.exit_code``): 1 unhealthy stands, and so does 3,
+    else 2. Writes wait for a slow reader
     (a FIFO) no later than ``deadline``, the command's budget.
     """
 
@@ -184,11 +184,20 @@ class Outputs:
         self._told = True
         return printable("".join(f"; {message}" for message in self.failed))
 
-    def exit_code(self, verdict: int) -> int:
-        """Tell the failed writes, after the verdict; the code the command ends with."""
+    def exit_code(self, judged: Judgement) -> int:
+        """Tell the failed writes, after the verdict; the code the command ends with, the
+        writes that failed counted among what could not be used (``model.outcome.exit_code``)."""
+        self._tell()
+        return exit_code(judged, self.failed)
+
+    def error_code(self, code: int) -> int:
+        """Tell the failed writes after an error's line; the error's own code stands."""
+        self._tell()
+        return code
+
+    def _tell(self) -> None:
         for message in [] if self._told else self.failed:
             error_line(message)
-        return EXIT_USAGE if self.failed and verdict == EXIT_OK else verdict
 
 
 def progress_bar() -> Callable[[int, int, str], None] | None:

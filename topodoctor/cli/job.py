@@ -116,7 +116,7 @@ def job(
         text = fileio.dumps_strict(recording) + "\n"
         outputs.write(lambda: fileio.write_atomic(record_live, text, "activity recording"))
     _show(verdict, fmt)
-    raise typer.Exit(outputs.exit_code(verdict.exit_code))
+    raise typer.Exit(outputs.exit_code(verdict))
 
 
 def _show(report: JobReport, fmt: JobFormat) -> None:

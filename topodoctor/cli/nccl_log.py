@@ -41,16 +41,15 @@ def nccl_log(
     from topodoctor.report.nccl_log import finding_doc, summary, text
     from topodoctor.service.nccl_logs import explain_logs
 
-    files, findings = explain_logs(paths, budget(timeout))
-    s = summary(files)
+    outcome = explain_logs(paths, budget(timeout), severity_to_fail(fail_level, strict))
+    s = summary(list(outcome.files))
+    findings = list(outcome.findings)
     if fmt is LogFormat.json:
         cli_io.emit_json({"summary": s, "findings": [finding_doc(f) for f in findings]})
     else:
         for line in text(s, findings).splitlines():
             cli_io.emit(printable(line))
-    from topodoctor.model.findings import failing
-
-    raise typer.Exit(1 if failing(findings, severity_to_fail(fail_level, strict)) else 0)
+    raise typer.Exit(outcome.exit_code)
 
 
 def register(app: typer.Typer) -> None:

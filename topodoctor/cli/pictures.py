@@ -124,13 +124,14 @@ def register(app: typer.Typer) -> None:
         host = doctor.probe(source(replay, sysfs_root), budget(timeout))
         snap, g = host.snapshot, host.view.graph
         if text_in is not None:
-            problems = doctor.lint_nccl_topo(host, text_in)
+            linted = doctor.lint_nccl_topo(host, text_in)
+            problems = linted.problems
             lines = "".join(printable(f"{p.severity} {p.check}: {p.message}") + "\n" for p in problems)
             render(lambda: sys.stdout.write(lines))
-            errors = sum(1 for p in problems if p.severity == "error")
+            errors = len(linted.failing)
             counts = f"{plural(errors, 'error')}, {plural(len(problems) - errors, 'warning')}"
             typer.echo(printable(f"{lint}: {counts}"), err=True)
-            raise typer.Exit(1 if errors else 0)
+            raise typer.Exit(linted.exit_code)
         assert output is not None
         text = nccl_topology_xml(snap, g, group_flat=not keep_flat)
         write_atomic(output, text, "topology file")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from topodoctor.cli.io import Outputs, console, emit_json, render, reports_errors
 from topodoctor.core.budget import Budget
+from topodoctor.model.outcome import DONE
 from topodoctor.service.passes import Source
 
 
@@ -65,4 +66,4 @@ def run_scan(
         render(lambda: emit_json(report.scan_json(host.snapshot, host.origin, g)))
     else:
         render(lambda: report.print_scan(host.snapshot, host.origin, g, console()))
-    return outputs.exit_code(0)
+    return outputs.exit_code(DONE)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, run_with_budget
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
+from topodoctor.core.errors import InputError
 from topodoctor.model.findings import failing
-from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.model.outcome import Meta, Outcome, exit_code
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
@@ -65,6 +65,8 @@ def make_context(host: Host, expect: Expectations | None = None) -> Context:
     ctx = Context(
         host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured, view=host.view
     )
+    if collectives is None and "collectives" in host.missed:
+        collectives = {"error": host.missed["collectives"]}  # TD005 says it could not check, and why
     if collectives is not None:
         from topodoctor.service.collectives import attach
 
@@ -134,7 +136,6 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
 
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
-    bad = failing(findings, options.fail_level)
     missed = not_measured(options.passes, host)
     meta = Meta(
         host.origin,
@@ -149,20 +150,18 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         where.kind,
         unusable[0] if unusable else None,
     )
-    # A fault found stays exit 1 (drain the node) even when a pass could not run; otherwise a
-    # measurement that was asked for and did not happen is "could not check", never a pass.
-    # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
-    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if unusable else EXIT_OK
-    return Outcome(
-        findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
-    )
+    # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
+    # when a pass could not run or the expectations file could not be used.
+    return Outcome(findings, incomplete, meta, options.fail_level, host.snapshot, missed, host.measured.get("fitness"))
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
     """One reason ("collectives not measured: ...") per pass whose measurement did not happen."""
     out = []
     for p in passes:
-        why = p.missed(host.measured.get(p.name)) if p.missed is not None else None
+        why = host.missed.get(p.name)
+        if why is None and p.missed is not None:
+            why = p.missed(host.measured.get(p.name))
         if why is not None:
             out.append(f"{p.name} not measured: {why}")
     return tuple(out)
@@ -173,18 +172,36 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Baseline:
-    """What ``expect`` writes, and the findings on the host that would make it a bad example to follow."""
+    """What ``expect`` writes, and the findings on the host that would make it a bad example to
+    follow: unless forced, they refuse the file (they fail the command)."""
 
     expectations: Expectations
     blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
+    forced: bool = False  # written all the same (--force)
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings that refuse the file: the blocking ones, unless forced."""
+        return () if self.forced else self.blocking
+
+    @property
+    def exit_code(self) -> int:
+        """0 written, 1 refused (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
-def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Baseline:
+def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> Baseline:
     """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
     among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
     from topodoctor.topology.expect import from_snapshot, with_fitness
 
     host = probe(source, budget, passes, environment=True)
+    if host.missed:  # asked to measure: a file without the figures would vouch for nothing
+        from topodoctor.core.errors import BandwidthUnavailable
+
+        raise BandwidthUnavailable("; ".join(f"{name} not measured: {why}" for name, why in host.missed.items()))
     with budget.guard():
         findings, _ = evaluate(make_context(host))
         expectations = from_snapshot(host.snapshot)
@@ -196,7 +213,7 @@ def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Bas
 
                 why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
                 raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
-        return Baseline(expectations, failing(findings, "error"))
+        return Baseline(expectations, failing(findings, "error"), force)
 
 
 def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:
@@ -211,11 +228,30 @@ def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[di
     return data["doc"], int(data["gpus"])
 
 
-def lint_nccl_topo(host: Host, text: str) -> list[TopoProblem]:
+@dataclass(frozen=True)
+class LintOutcome:
+    """``nccl-topo --lint``'s answer: what NCCL would get wrong in the file, on this host."""
+
+    problems: tuple[TopoProblem, ...]
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[TopoProblem, ...]:
+        """The errors (a warning does not fail the file)."""
+        return failing(self.problems, "error")
+
+    @property
+    def exit_code(self) -> int:
+        """0 no error, 1 an error for this host (``model.outcome.exit_code``)."""
+        return exit_code(self)
+
+
+def lint_nccl_topo(host: Host, text: str) -> LintOutcome:
     """An existing NCCL_TOPO_FILE's text, checked against the probed host as NCCL would read it."""
     from topodoctor.topology.nccl_topo_lint import lint_topo_file
 
-    return lint_topo_file(text, host.snapshot, host.view.graph)
+    return LintOutcome(tuple(lint_topo_file(text, host.snapshot, host.view.graph)))
 
 
 def bundled_recordings() -> list[str]:

@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.measure.collectives.guard import RankStopped
 from topodoctor.measure.collectives.nodes import NodeSettings, node_name
 from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan, parse_size
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.outcome import exit_code
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service import check as doctor
@@ -49,12 +50,24 @@ class CollectivesRun:
 
 @dataclass(frozen=True)
 class CollectivesOutcome:
-    """A run's result, the host it was judged against, the findings and the exit code."""
+    """A run's result, the host it was judged against, and the findings."""
 
     result: CollectivesResult
     snapshot: HostSnapshot | None
     findings: tuple[Finding, ...]
-    exit_code: int
+    fail_level: Severity = "error"
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings at or above the fail level."""
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def exit_code(self) -> int:
+        """0 fine, 1 a finding at the fail level (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
 def node_settings(
@@ -116,8 +129,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
         else:
             res, snap = _spawn(run, budget)
     findings = tuple(judge(res, snap, bw, run.expect_busbw))
-    code = EXIT_UNHEALTHY if failing(findings, run.fail_level) else EXIT_OK
-    return CollectivesOutcome(res, snap, findings, code)
+    return CollectivesOutcome(res, snap, findings, run.fail_level)
 
 
 def _snapshot(source: doctor.Source, budget: Budget, required: bool) -> HostSnapshot | None:

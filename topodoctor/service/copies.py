@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import InputError
+from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.model.findings import Severity, failing
+from topodoctor.model.outcome import exit_code
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
 
@@ -75,6 +78,8 @@ def measure(
 
     copies = Pass("bandwidth", timed, BandwidthResult, _start_worker, _stop_worker)
     host = probe(source, budget, (copies,), quiet=progress is None)
+    if "bandwidth" in host.missed:  # the measurement is the command: not made, it is the error
+        raise BandwidthUnavailable(host.missed["bandwidth"])
     result: BandwidthResult = host.measured["bandwidth"]
     return result
 
@@ -127,3 +132,29 @@ def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     validate_snapshot(result.snapshot, "bandwidth result")
     host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
     return evaluate(make_context(host), select=["TD7"])[0]
+
+
+@dataclass(frozen=True)
+class BandwidthOutcome:
+    """``bandwidth``'s answer: the result measured (or read), and what the TD7xx rules found in it."""
+
+    result: BandwidthResult
+    findings: tuple[Finding, ...]
+    fail_level: Severity = "error"
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings at or above the fail level."""
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def exit_code(self) -> int:
+        """0 measured and fine, 1 a finding at the fail level (``model.outcome.exit_code``)."""
+        return exit_code(self)
+
+
+def judged(result: BandwidthResult, fail_level: Severity = "error") -> BandwidthOutcome:
+    """A bandwidth result and what the rules find in it."""
+    return BandwidthOutcome(result, bandwidth_findings(result), fail_level)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
-from topodoctor.core.budget import FOREVER_S, Budget, Child, await_child, cancel, fork_work
+from topodoctor.core.budget import FOREVER_S, Budget, Child, await_child, cancel, fork_work, send_part
+from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
 from topodoctor.service import server
 from topodoctor.service.passes import Pass, Source
 
@@ -37,6 +38,7 @@ class Host:
     origin: str  # "live", "replay NAME", "snapshot NAME"
     process: ProcessEnvironment | None = None  # None where no process is judged (a saved result)
     measured: dict[str, Any] = field(default_factory=dict)
+    missed: dict[str, str] = field(default_factory=dict)  # a pass that could not run: why, by its name
 
     @cached_property
     def view(self) -> HostView:
@@ -55,6 +57,7 @@ def encode(host: Host) -> dict[str, Any]:
         "origin": host.origin,
         "process": None if host.process is None else codec.to_jsonable(host.process),
         "measured": {k: codec.to_jsonable(v) for k, v in host.measured.items()},
+        "missed": dict(host.missed),
     }
 
 
@@ -73,7 +76,12 @@ def decode(data: dict[str, Any], passes: Sequence[Pass], environment: bool = Tru
         snapshot_from_data(data["snapshot"], f"snapshot from {data['origin']}"),
         data["origin"],
         proc,
-        {p.name: codec.from_jsonable(p.result, data["measured"][p.name], f"{p.name} result") for p in passes},
+        {
+            p.name: codec.from_jsonable(p.result, data["measured"][p.name], f"{p.name} result")
+            for p in passes
+            if p.name in data["measured"]
+        },
+        {p.name: str(data["missed"][p.name]) for p in passes if p.name in data.get("missed", {})},
     )
 
 
@@ -105,8 +113,17 @@ def _gather(source: Source, passes: Sequence[Pass], deadline: float, nvml: NvmlA
             if ps.stop is not None and ps.name in started:
                 ps.stop(started[ps.name])
         raise
-    measured = {ps.name: ps.run(p.snapshot, source, deadline, started.get(ps.name)) for ps in passes}
-    return Host(p.snapshot, p.origin, p.process, measured)
+    host = Host(p.snapshot, p.origin, p.process)
+    if passes:
+        send_part(encode(host))  # a measurement that fails or overruns must not take the probe's findings along
+    for ps in passes:
+        try:
+            host.measured[ps.name] = ps.run(p.snapshot, source, deadline, started.get(ps.name))
+        except InputError:  # a usage error stays one, whatever ran before it
+            raise
+        except TopodoctorError as exc:  # not measured, and why: the other passes and the probe stand
+            host.missed[ps.name] = str(exc)
+    return host
 
 
 def probe(
@@ -139,8 +156,7 @@ def probe(
         host = gather(source, passes, budget.deadline, serve=False)
     else:
         with budget.guard():
-            child = early or fork_work(_work(source, passes), budget.deadline, quiet)
-            host = decode(await_child(child, budget, meanwhile), passes, environment)
+            host = _await_host(early, source, passes, budget, environment, quiet, meanwhile)
     if not environment:
         host = replace(host, process=None)
     with budget.guard():
@@ -148,6 +164,38 @@ def probe(
 
         validate_snapshot(host.snapshot, host.origin)
     return host
+
+
+def judging_reserve_s(budget: Budget) -> float:
+    """What the parent keeps of the budget to judge what the probe found when the measurements
+    after it overrun: a tenth of it, at most half a second (the rules take tens of ms)."""
+    return min(0.5, 0.1 * (budget.timeout_s or 0.0))
+
+
+def _await_host(
+    early: Child | None,
+    source: Source,
+    passes: Sequence[Pass],
+    budget: Budget,
+    environment: bool,
+    quiet: bool,
+    meanwhile: Callable[[], None] | None,
+) -> Host:
+    """The child's Host by the deadline. With measurement passes the child stops them a little
+    before it (``judging_reserve_s``), and should they fail, overrun or take the child down, the
+    probe it sent first is judged with each unfinished pass not measured, and why."""
+    if not passes:
+        child = early or fork_work(_work(source, passes), budget.deadline, quiet)
+        return decode(await_child(child, budget, meanwhile), passes, environment)
+    measuring = Budget(budget.timeout_s, budget.deadline - judging_reserve_s(budget))
+    child = fork_work(_work(source, passes), measuring.deadline, quiet)
+    try:
+        return decode(await_child(child, measuring, meanwhile), passes, environment)
+    except TopodoctorError as exc:
+        if exc.part is None or exc.exit_code == EXIT_USAGE:
+            raise
+        probed = decode(exc.part, (), environment)
+        return replace(probed, missed={p.name: str(exc).removeprefix("could not check: ") for p in passes})
 
 
 def _ready_to_decode(passes: Sequence[Pass], environment: bool, then: Callable[[], None] | None) -> Callable[[], None]:

@@ -9,7 +9,7 @@ from topodoctor.rules.registry import FAMILIES, HOW, REGISTRY, WHY, Rule
 
 def rule_markdown(r: Rule) -> str:
     """One rule's section: its title, what more it checks, why it matters, how to fix it (from its
-    docstring), then its severity, tags and the one-line fix hint its findings carry."""
+    docstring; its findings carry the same text as their fix), then its severity and tags."""
     doc = r.sections
     lines = [f"### {r.code} {r.name}", "", f"**{doc.title}**", ""]
     if doc.details:
@@ -19,7 +19,7 @@ def rule_markdown(r: Rule) -> str:
     order = ("info", "warning", "error", "critical")
     also = f" (by kind also {', '.join(s for s in order if s in r.also)})" if r.also else ""
     tags = ", ".join(sorted(r.tags)) or "-"
-    lines += [f"- severity: {r.severity}{also}; tags: {tags}{needs}", f"- fix hint in findings: {r.fix}", ""]
+    lines += [f"- severity: {r.severity}{also}; tags: {tags}{needs}", ""]
     return "\n".join(lines)
 
 

@@ -17,7 +17,9 @@ __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment"]
 
 
 if TYPE_CHECKING:
+    from topodoctor.model.collectives import CollectivesResult
     from topodoctor.model.copies import BandwidthResult
+    from topodoctor.model.fitness_results import FitnessResult
     from topodoctor.topology.copy_rates import Expected
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.graph import Connection
@@ -35,8 +37,13 @@ class Context:
     environment: Environment
     expect: Expectations | None = None
     bandwidth: BandwidthResult | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     view: HostView | None = None  # shared with the caller's renderers; made here when not given
+    # What a check measured or was given beside the snapshot; None where it was not asked for.
+    collectives: CollectivesResult | None = None
+    collectives_error: str | None = None  # why the collectives asked for have no result (TD005)
+    collectives_expect_gbps: float | None = None  # --expect-busbw: what every op should reach
+    fitness: FitnessResult | None = None  # check --level quick|long
+    baseline: HostSnapshot | None = None  # check --baseline: an earlier snapshot of this node
     # The check gates a job (`--prolog`, or a job's GPUs in scope): a few findings weigh more.
     gates_job: bool = False
     # Inputs the running rule could not read; the engine empties it before each rule.

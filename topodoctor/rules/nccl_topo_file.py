@@ -16,7 +16,6 @@ _SUBJECT = "env:NCCL_TOPO_FILE"
     "nccl-topo-file-bad",
     "error",
     also=("warning",),
-    fix="Point NCCL_TOPO_FILE at a topology file written for this host (NCCL_TOPO_DUMP_FILE writes one), or unset it.",
 )
 def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
     """NCCL_TOPO_FILE is missing, unreadable, or NCCL would refuse or misread it on this host.

@@ -62,7 +62,6 @@ def _not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
     "TD301",
     "p2p-unavailable",
     "warning",
-    fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory (slower but correct).",
 )
 def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
     """NVML reports P2P read or write between GPUs as not OK: a platform or GPU that cannot do it.
@@ -82,8 +81,6 @@ def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
     "TD305",
     "p2p-disabled-by-driver",
     "error",
-    fix="The driver disabled P2P (DISABLED_BY_REGKEY): remove the NVreg option (modprobe.d) that does so, "
-    "then reload the driver.",
 )
 def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
     """NVML reports P2P between two GPUs as disabled by a driver setting (DISABLED_BY_REGKEY).
@@ -100,8 +97,6 @@ def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
     "TD302",
     "p2p-missing-on-nvlink",
     "error",
-    fix="NVLink is up but P2P over it is not: a hardware or fabric fault. Check the fabric manager and "
-    "`nvidia-smi topo -p2p n`; reset or service the GPUs.",
 )
 def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
     """A pair connected by NVLink reports NVLink P2P as not OK.
@@ -131,8 +126,6 @@ def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
     "TD303",
     "iommu-translation",
     "warning",
-    fix="On bare metal, boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=on iommu=pt) so GPU P2P and "
-    "RDMA are not remapped by the IOMMU.",
 )
 def iommu_translation(ctx: Context) -> Iterator[Issue]:
     """The IOMMU translates GPU DMA on a bare-metal host.
@@ -161,8 +154,6 @@ def iommu_translation(ctx: Context) -> Iterator[Issue]:
     "TD304",
     "acs-redirect",
     "error",
-    fix="Disable ACS redirection on the bridge (BIOS, or setpci at boot) for GPU P2P; it forces peer traffic "
-    "up to the root complex.",
 )
 def acs_redirect(ctx: Context) -> Iterator[Issue]:
     """ACS request or completion redirection is on in a bridge between two GPUs.

@@ -27,6 +27,7 @@ from topodoctor.service.probing import probe as probe
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
 if TYPE_CHECKING:
     from topodoctor.model.findings import Finding, Severity
+    from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.rules.context import Context
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.nccl_topo_lint import TopoProblem
@@ -53,17 +54,23 @@ class CheckOptions:
     baseline: Path | None = None  # an earlier snapshot of this node: counters judged since then too
 
 
-def make_context(host: Host, expect: Expectations | None = None) -> Context:
+def make_context(host: Host, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
     """The rules' Context: the one place it is built. With no process (a saved result) no
     process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
     from topodoctor.model.environment import Environment
     from topodoctor.rules.context import Context
 
-    measured = dict(host.measured)
-    collectives = measured.pop("collectives", None)
+    measured = host.measured
+    collectives = measured.get("collectives")
     env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
     ctx = Context(
-        host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured, view=host.view
+        host.snapshot,
+        env,
+        expect=expect,
+        bandwidth=measured.get("bandwidth"),
+        view=host.view,
+        fitness=measured.get("fitness"),
+        baseline=baseline,
     )
     if collectives is None and "collectives" in host.missed:
         collectives = {"error": host.missed["collectives"]}  # TD005 says it could not check, and why
@@ -127,9 +134,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
         where = job_scope(host, options.scope)
-        ctx = make_context(host, loaded.get("expect"))
-        if "baseline" in loaded:
-            ctx.extra["baseline"] = loaded["baseline"]
+        ctx = make_context(host, loaded.get("expect"), loaded.get("baseline"))
         ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.topology.scope import within

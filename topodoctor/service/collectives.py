@@ -1,7 +1,7 @@
 """Collectives inside a check: the quick pass, and the verdict of the TD0xx rules on a result.
 
 ``check --collectives`` runs ``quick_pass`` in its budgeted child (beside the probe) and puts
-the result in the rules' context as ``ctx.extra["collectives"]``; ``judge`` does the same for
+the result in the rules' context as ``ctx.collectives``; ``judge`` does the same for
 the ``collectives`` command. No torch here.
 """
 
@@ -23,6 +23,7 @@ from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
 
 if TYPE_CHECKING:
+    from topodoctor.rules.context import Context
     from topodoctor.service.passes import Pass, Source
 
 QUICK_SIZE_BYTES = 256 << 20
@@ -136,21 +137,21 @@ def quick_pass(
     return QuickPass.start(visible_gpus(snap), deadline, size_bytes, backend).finish(snap, deadline, acts)
 
 
-def attach(ctx: Any, answer: QuickAnswer | dict[str, Any] | None) -> None:
+def attach(ctx: Context, answer: QuickAnswer | dict[str, Any] | None) -> None:
     """Put a quick pass's answer in the rules' context: its result, or the reason it has none
     (TD005 then reports that the collectives could not be checked)."""
     if isinstance(answer, QuickAnswer):
         if answer.result is not None:
-            ctx.extra["collectives"] = answer.result
+            ctx.collectives = answer.result
         else:
-            ctx.extra["collectives_error"] = answer.error or "unknown"
+            ctx.collectives_error = answer.error or "unknown"
         return
     if not answer:
         return
     if "result" in answer:
-        ctx.extra["collectives"] = from_jsonable(CollectivesResult, answer["result"], "collectives result")
+        ctx.collectives = from_jsonable(CollectivesResult, answer["result"], "collectives result")
     else:
-        ctx.extra["collectives_error"] = str(answer.get("error", "unknown"))
+        ctx.collectives_error = str(answer.get("error", "unknown"))
 
 
 def unknown_host(hostname: str) -> HostSnapshot:
@@ -177,10 +178,13 @@ def judge(
     from topodoctor.rules import Context, evaluate
 
     snap = snap or res.snapshot or unknown_host(res.host)
-    ctx = Context(snap, capture_environment(environ or {}), bandwidth=bandwidth)
-    ctx.extra["collectives"] = res
-    if expect_gbps:
-        ctx.extra["collectives_expect_gbps"] = expect_gbps
+    ctx = Context(
+        snap,
+        capture_environment(environ or {}),
+        bandwidth=bandwidth,
+        collectives=res,
+        collectives_expect_gbps=expect_gbps or None,
+    )
     out: Any = evaluate(ctx, select=["TD0", "TD901"])
     return list(getattr(out, "findings", out))  # a list, or an Evaluation carrying one
 

@@ -1,7 +1,7 @@
 """Fitness inside a check: the pass ``check --level quick|long`` runs in its budgeted child.
 
 The kernel timer starts before the probe (its start-up overlaps it); the result lands in the
-rules' context as ``ctx.extra["fitness"]``."""
+rules' context as ``ctx.fitness``."""
 
 from __future__ import annotations
 

@@ -57,25 +57,6 @@ def test_no_command_leaves_it_behind(args: list[str]) -> None:
     assert "31.5" not in procs
 
 
-@pytest.mark.parametrize(
-    ("argv", "expected"),
-    [
-        (["scan"], True),
-        (["check", "-f", "line", "--timeout", "20"], True),
-        (["scan", "--timeout", "0"], False),
-        (["check", "--timeout=0.0"], False),
-        (["scan", "--replay", "h200-x4"], False),
-        (["check", "--help"], False),
-        (["record", "-o", "x.json"], False),
-        ([], False),
-    ],
-)
-def test_the_entry_point_starts_it_only_for_a_live_budgeted_probe(argv: list[str], expected: bool) -> None:
-    from topodoctor.cli import _may_probe_live
-
-    assert _may_probe_live(argv) is expected
-
-
 def test_no_budget_asks_nvml_in_this_process() -> None:
     """``--timeout 0`` promises no child process: the probe asks the binding here (the test guard
     refuses the real NVML here; through a server it would have been the server's death)."""

@@ -2,17 +2,22 @@
 returns (cli/commands.py and the modules beside it).
 
 ``run`` is the console entry point. The version and the top-level help answer from here, before
-typer and the commands load: a cluster's tooling calls them often, and they need nothing else."""
+typer and the commands load: a cluster's tooling calls them often, and they need nothing else.
+A ``check`` or ``scan`` command line is read first of all by its options spec (cli/options.py
+``early_read``), and the probe it asks for is forked before anything else loads."""
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
+
+if TYPE_CHECKING:
+    from topodoctor.cli.options import EarlyRead
+    from topodoctor.service.passes import Source
 
 
 def _answer(text: str) -> None:
@@ -38,29 +43,22 @@ def run() -> None:
     if argv == ["--version"]:
         _answer(f"topodoctor {__version__}\n")
     if argv in ([], ["--help"], ["-h"]):
+        # Only the top-level help: it answers without loading typer or the commands.
         from topodoctor.cli.help_text import TOP_LEVEL_HELP
 
         _answer(TOP_LEVEL_HELP)
-    from topodoctor.core.stdio import prepare_stdio
-
-    prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
-    if _may_probe_live(argv):  # first of all: the driver's slow start overlaps everything after
-        from topodoctor.service.server import start_nvml_server
-
-        start_nvml_server()
+    # Everything below loads after the two answers above, which need none of it.
     from topodoctor.core import signals
     from topodoctor.core.budget import mark_command_start
     from topodoctor.core.errors import Terminated
-    from topodoctor.service.probing import start_early
+    from topodoctor.core.stdio import prepare_stdio
 
+    prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
     mark_command_start()
     signals.install()  # from here on a signal unwinds, the start-up's imports included
-    from topodoctor.cli.plain import plain_check, plain_scan, source_of
-
-    start_early(source_of(argv))
     try:
-        _run_plain(argv, plain_scan(argv), plain_check(argv))
-        from topodoctor.cli.commands import run as run_command
+        start_early(early_source(argv))
+        from topodoctor.cli.commands import run as run_command  # typer and the app: after the fork
 
         run_command()
     except BaseException as exc:
@@ -76,53 +74,49 @@ def run() -> None:
         os._exit(3)
 
 
-def _may_probe_live(argv: list[str]) -> bool:
-    """Whether the command line may probe the live host early (a ``check`` or ``scan`` that
-    replays nothing and asks for no help): only a first guess, read before anything loads;
-    cli/plain.py reads it exactly, and a server it does not use is killed."""
-    if argv[:1] not in (["check"], ["scan"]) or any(a.startswith("--replay") or a in ("-h", "--help") for a in argv):
-        return False
-    no_budget = ("0", "0.0", "0s")  # --timeout 0 runs without a child process (cli/plain.py reads it the same)
-    return not any(
-        a in (f"--timeout={z}" for z in no_budget) or (a == "--timeout" and b in no_budget)
-        for a, b in itertools.pairwise([*argv, ""])
-    )
+def start_early(source: Source | None) -> None:
+    """Fork the early probe of ``source`` (service/probing.py); None starts nothing."""
+    from topodoctor.service.probing import start_early as fork
+
+    fork(source)
 
 
-def _run_plain(argv: list[str], scan: dict[str, Any] | None, check: dict[str, Any] | None) -> None:
-    """A plain ``scan`` or ``check`` (cli/plain.py): its work without typer, ended as every command
-    ends (the one-line format from the first instruction, the early probe dropped, the streams
-    flushed, os._exit). Returns only when the command line is not plain."""
-    if scan is None and check is None:
-        return
-    from topodoctor.cli import io as cli_io
-    from topodoctor.core.budget import end_children
-    from topodoctor.core.errors import EXIT_USAGE
-    from topodoctor.service.probing import drop_early
+def _early(argv: list[str]) -> EarlyRead | None:
+    """The command line read by its command's options spec, before anything else loads; None
+    for a command not in the table."""
+    from topodoctor.cli.options import early_read
+    from topodoctor.cli.table import COMMANDS
 
-    cli_io.line_asked = cli_io.line_mode = wants_line(argv)
-    if scan is not None:
-        from topodoctor.cli.scan import run_scan
-
-        code = cli_io.run_guarded(lambda: run_scan(**scan), EXIT_USAGE)
-    elif check is not None:
-        from topodoctor.cli.check import run_check
-
-        code = cli_io.run_guarded(lambda: run_check(**check), EXIT_USAGE)
-    drop_early()
-    lost = cli_io.flush_stdio()
-    end_children()  # after the output: the answered probe child's exit is not the answer's wait
-    os._exit(code if lost is None else lost)
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is None:
+        return None
+    try:
+        return early_read(argv[1:], command.options_class())
+    except Exception:  # only a head start: typer reads the command line in full, and says what is wrong
+        return None
 
 
-def wants_line(argv: list[str]) -> bool:
+def early_source(argv: list[str]) -> Source | None:
+    """The host the command line will probe without a measurement pass (a ``check`` or ``scan``
+    read cleanly by its spec), or None: then no probe starts before the command is parsed."""
+    from topodoctor.cli.options import build
+    from topodoctor.cli.table import COMMANDS
+
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is None or not hasattr(command.options_class(), "early_source"):
+        return None  # a command whose probe may start before it is parsed says what it reads
+    read = _early(argv)
+    if read is None or not read.clean:
+        return None
+    options: Any = build(command.options_class(), read.values)
+    return options.early_source()  # type: ignore[no-any-return]
+
+
+def line_asked(argv: list[str]) -> bool:
     """Whether ``argv`` asks for the one-line format (``check`` or ``job``): then every outcome,
     a usage error or a signal during start-up included, is that line on stdout."""
-    if not argv or argv[0] not in ("check", "job"):
-        return False
-    return any(w in ("-fline", "--format=line") for w in argv) or any(
-        a in ("-f", "--format") and b == "line" for a, b in itertools.pairwise(argv)
-    )
+    read = _early(argv)
+    return read is not None and read.values.get("fmt") == "line"  # a format only check and job have
 
 
 def _stopped(name: str, code: int, argv: list[str]) -> None:
@@ -135,7 +129,7 @@ def _stopped(name: str, code: int, argv: list[str]) -> None:
     signals.ignore()  # a second signal must not interrupt the ending
     drop_early()
     end_children()
-    line = wants_line(argv)
+    line = line_asked(argv)
     text = f"topodoctor UNKNOWN: terminated by {name}" if line else f"topodoctor: error: terminated by {name}"
     with contextlib.suppress(OSError):
         os.write(1 if line else 2, (text + "\n").encode())

@@ -3,101 +3,54 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Annotated
+from dataclasses import asdict
 
-import typer
-
-from topodoctor.cli.io import EXITS, Outputs, console, emit_json, progress_bar, render, reports_errors
-from topodoctor.cli.options import (
-    BwMode,
-    FailLevel,
-    FailLevelOpt,
-    HeatmapOpt,
-    MeasureFormat,
-    MetricsOpt,
-    OutputOpt,
-    ReplayOpt,
-    StrictOpt,
-    TimeoutOpt,
-    budget,
-    source,
-)
-from topodoctor.cli.options import (
-    fail_level as severity_to_fail,
-)
+from topodoctor.cli import pictures as cli_pictures
+from topodoctor.cli.args_measure import BandwidthArgs
+from topodoctor.cli.io import Outputs, console, emit_json, progress_bar, render
+from topodoctor.core import fileio
+from topodoctor.core.budget import Budget
+from topodoctor.model.copies import load_result, result_to_json
+from topodoctor.model.findings import fail_from
+from topodoctor.report import bandwidth as report
+from topodoctor.service import copies
+from topodoctor.service.passes import Source
 
 
-def bandwidth(
-    matrix: Annotated[bool, typer.Option("--matrix/--no-matrix", help="Print the pair matrices.")] = True,
-    mode: Annotated[
-        list[BwMode] | None,
-        typer.Option("--mode", "-m", metavar="MODE", help="oneway, bidir, latency, host or all (repeatable)."),
-    ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="A short pass sized for a prolog.")] = False,
-    size_mib: Annotated[int | None, typer.Option("--size", metavar="MIB", help="Buffer per copy.", min=1)] = None,
-    iters: Annotated[int | None, typer.Option("--iters", metavar="N", help="Copies per sample.", min=1)] = None,
-    samples: Annotated[int | None, typer.Option("--samples", metavar="N", help="Samples each.", min=1)] = None,
-    devices: Annotated[str | None, typer.Option("--devices", metavar="LIST", help="NVML indices, e.g. 0,1.")] = None,
-    pair_timeout: Annotated[
-        float, typer.Option("--pair-timeout", metavar="SECONDS", help="When a copy counts as hung.", min=0.1)
-    ] = 20.0,
-    from_file: Annotated[
-        Path | None, typer.Option("--from", metavar="FILE", help="Show a saved result instead of measuring.")
-    ] = None,
-    output: OutputOpt = None,
-    heatmap: HeatmapOpt = None,
-    replay: ReplayOpt = None,
-    fmt: Annotated[
-        MeasureFormat, typer.Option("--format", "-f", metavar="FORMAT", help="text, json or prometheus.")
-    ] = MeasureFormat.text,
-    metrics: MetricsOpt = None,
-    fail_level: FailLevelOpt = FailLevel.error,
-    strict: StrictOpt = False,
-    timeout: TimeoutOpt = 900.0,
-) -> None:
-    """Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity."""
-    from topodoctor.cli import pictures as cli_pictures
-    from topodoctor.core import fileio
-    from topodoctor.model.copies import load_result, result_to_json
-    from topodoctor.report import bandwidth as report
-    from topodoctor.service import copies
-
+def run_bandwidth(args: BandwidthArgs) -> int:
+    """Measure GPU-to-GPU and host copies (or read a saved result), judge them (TD7xx) and print
+    them; the pictures, result and metrics files written."""
+    heatmap, output, metrics = args.heatmap, args.output, args.metrics
     if heatmap is not None:
         cli_pictures.check_picture_path(heatmap)
-
-    outputs = Outputs(budget(timeout).deadline)
-    if from_file is not None:
-        result = load_result(from_file)
+    budget = Budget.start(args.timeout)
+    outputs = Outputs(budget.deadline)
+    if args.from_file is not None:
+        result = load_result(args.from_file)
     else:
-        modes = [m.value for m in mode or []]
-        settings = copies.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout)
-        result = copies.measure(settings, source(replay), budget(timeout), progress=progress_bar())
+        settings = copies.bandwidth_settings(
+            args.mode, args.quick, args.size_mib, args.iters, args.samples, args.devices, args.pair_timeout
+        )
+        result = copies.measure(settings, Source(args.replay), budget, progress=progress_bar())
     if output is not None:
         outputs.write(lambda: fileio.write_atomic(output, result_to_json(result), "bandwidth result"))
     if heatmap is not None:
         outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap))
-    outcome = copies.judged(result, severity_to_fail(fail_level, strict))
+    outcome = copies.judged(result, fail_from(args.fail_level, args.strict))
     findings = outcome.findings
-    if metrics is not None or fmt is MeasureFormat.prometheus:
+    if metrics is not None or args.fmt == "prometheus":
+        # Prometheus' client: only for the metrics.
         from topodoctor.report.prometheus import write_textfile
         from topodoctor.report.prometheus_copies import bandwidth_metrics
 
         text = bandwidth_metrics(result, findings, outcome.exit_code)
         if metrics is not None:
             outputs.write(lambda: write_textfile(metrics, text))
-        if fmt is MeasureFormat.prometheus:
+        if args.fmt == "prometheus":
             render(lambda: sys.stdout.write(text))
-    if fmt is MeasureFormat.json:
-        from dataclasses import asdict
-
+    if args.fmt == "json":
         doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
         render(lambda: emit_json(doc))
-    elif fmt is MeasureFormat.text:
-        render(lambda: report.print_bandwidth(result, console(), findings, matrix))
-    raise typer.Exit(outputs.exit_code(outcome))
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``topodoctor bandwidth`` to the app."""
-    app.command("bandwidth", epilog=EXITS["bandwidth"])(reports_errors(bandwidth))
+    elif args.fmt == "text":
+        render(lambda: report.print_bandwidth(result, console(), findings, args.matrix))
+    return outputs.exit_code(outcome)

@@ -1,72 +1,43 @@
-"""The work of ``topodoctor check``, shared by its typer command (cli/commands.py) and the plain
-path (cli/plain.py) that answers a prolog's ``check`` without loading the command-line library.
-
-Nothing here imports typer: a prolog runs ``check`` before every job, and typer and click are a
-sixth of a live check's start on the GPU hosts."""
+"""``topodoctor check``: the host probed, measured as asked and judged; the verdict printed in the
+format asked for, and the metrics file written."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topodoctor.cli import io as cli_io
+from topodoctor.cli.args import CheckArgs
 from topodoctor.cli.io import Outputs, console, emit, emit_json, fail, render
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
 from topodoctor.model.findings import fail_from
-from topodoctor.service.passes import Source
 
 if TYPE_CHECKING:
     from topodoctor.model.outcome import Outcome
     from topodoctor.service.passes import Pass
 
-DEFAULT_CHECK_TIMEOUT_S = 30.0
-LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a measuring level
 
-
-def split(values: list[str] | None) -> tuple[str, ...]:
-    """Repeated and comma-separated values as one tuple: --select TD1,TD3 --select TD5."""
-    return tuple(p.strip() for v in values or [] for p in v.split(",") if p.strip())
-
-
-def run_check(
-    replay: str | None,
-    fmt: str,
-    metrics: Path | None,
-    timeout: float,
-    select: list[str] | None,
-    ignore: list[str] | None,
-    prolog: bool,
-    strict: bool,
-    level_to_fail: str,
-    expect: Path | None,
-    baseline: Path | None,
-    with_bandwidth: bool,
-    with_collectives: bool,
-    scope: str,
-    sysfs_root: str,
-    level: str,
-) -> int:
-    """Probe, judge and print the verdict in ``fmt`` (text, json, line, prometheus), writing the
+def run_check(args: CheckArgs) -> int:
+    """Probe, judge and print the verdict in its format (text, json, line, prometheus), writing the
     metrics file asked for; the exit code: 0 healthy, 1 unhealthy, 2 misconfigured, 3 could not
     check (a file not written is told after the verdict)."""
     from topodoctor.service import check as doctor
 
-    cli_io.line_mode = fmt == "line"
-    if level != "static" and timeout == DEFAULT_CHECK_TIMEOUT_S:
-        timeout = LEVEL_TIMEOUT_S[level]
+    cli_io.line_mode = args.fmt == "line"
+    fmt, metrics, scope = args.fmt, args.metrics, args.scope
+    timeout = args.budget_s
     options = doctor.CheckOptions(
-        source=Source(replay, sysfs_root),
+        source=args.source(),
         timeout_s=timeout,
-        select=split(select),
-        ignore=split(ignore),
-        tags=("prolog",) if prolog else (),
-        fail_level=fail_from(level_to_fail, strict),
-        expect=expect,
-        passes=_passes(with_bandwidth, with_collectives, scope, level),
+        select=args.select,
+        ignore=args.ignore,
+        tags=("prolog",) if args.prolog else (),
+        fail_level=fail_from(args.fail_level, args.strict),
+        expect=args.expect,
+        passes=_passes(args.bandwidth, args.collectives, scope, args.level),
         scope=scope,
-        baseline=baseline,
+        baseline=args.baseline,
     )
     outputs = Outputs(Budget.start(timeout).deadline)  # a metrics FIFO nobody reads waits no longer than the check
     try:

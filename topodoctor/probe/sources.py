@@ -40,9 +40,9 @@ def probe_host(
     fitness = not topology_only
     if replay is None:
         if nvml is None:
-            from topodoctor.probe.nvml import LiveNvml
+            from topodoctor.probe.nvml import warmed  # pynvml: only a live probe loads the binding
 
-            nvml = LiveNvml()
+            nvml = warmed()
         snap = collect(nvml, LiveSysfs(sysfs_root), fitness)
         return Probed(snap, "live", None if topology_only else _process(None))
     from topodoctor.probe.replay import recording_from_data, resolve

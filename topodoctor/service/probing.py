@@ -1,9 +1,10 @@
 """The probe every command runs: the host (live, a recording or a snapshot) and the measurement
 passes, in a killable child under the command's budget, brought back as a validated ``Host``.
 
-A plain ``check`` or ``scan`` has its child forked by the console entry point before anything
-else is imported (``start_early``, cli/plain.py); ``probe`` adopts it when it asks for the
-same host, so the probe overlaps the parent's own start-up.
+A ``check`` or ``scan`` has its child forked by the console entry point before anything else
+is imported (``start_early``; the entry point reads the command line by its options spec);
+``probe`` adopts it when it asks for the same host, so the probe overlaps the parent's own
+start-up. Two processes: the command and its one budgeted probe child.
 
 A topology-only source is the text scan's (``probe_scan_text``): its child also checks the snapshot
 and sets out what the text shows (report.scan.scan_text), and sends that instead of the Host.
@@ -19,13 +20,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from topodoctor.core.budget import FOREVER_S, Budget, Child, await_child, cancel, fork_work, send_part
 from topodoctor.core.errors import EXIT_USAGE, InputError, TopodoctorError
-from topodoctor.service import server
 from topodoctor.service.passes import Pass, Source
 
 if TYPE_CHECKING:
     from topodoctor.model.environment import ProcessEnvironment
     from topodoctor.model.snapshot import HostSnapshot
-    from topodoctor.probe.api import NvmlApi
     from topodoctor.report.scan_text import ScanText
     from topodoctor.topology.view import HostView
 
@@ -85,29 +84,13 @@ def decode(data: dict[str, Any], passes: Sequence[Pass], environment: bool = Tru
     )
 
 
-def gather(source: Source, passes: Sequence[Pass], deadline: float, serve: bool = True) -> Host:
-    """Probe ``source`` and run ``passes`` here (in the child, or in-process without a budget).
-    A live host's NVML calls go to a server forked first (probe/nvml_server.py): it loads the
-    binding and meets the driver while this process loads the probe. ``serve=False`` (no
-    budget: ``--timeout 0`` promises no child process) asks NVML here."""
-    nvml = None
-    if source.live and serve:
-        from topodoctor.probe import nvml_server
-
-        nvml = nvml_server.adopt() or nvml_server.NvmlServer.start()
-    try:
-        return _gather(source, passes, deadline, nvml)
-    finally:
-        if nvml is not None:
-            nvml.close()
-
-
-def _gather(source: Source, passes: Sequence[Pass], deadline: float, nvml: NvmlApi | None) -> Host:
+def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
+    """Probe ``source`` and run ``passes`` here (in the child, or in-process without a budget)."""
     from topodoctor.probe.sources import probe_host
 
     started = {ps.name: ps.start(deadline) for ps in passes if ps.start is not None}
     try:
-        p = probe_host(source.replay, source.sysfs_root, source.topology_only, nvml)
+        p = probe_host(source.replay, source.sysfs_root, source.topology_only)
     except BaseException:
         for ps in passes:
             if ps.stop is not None and ps.name in started:
@@ -153,7 +136,7 @@ def probe(
     if not budget.limited:
         if meanwhile is not None:
             meanwhile()
-        host = gather(source, passes, budget.deadline, serve=False)
+        host = gather(source, passes, budget.deadline)
     else:
         with budget.guard():
             host = _await_host(early, source, passes, budget, environment, quiet, meanwhile)
@@ -233,7 +216,7 @@ def probe_scan_text(source: Source, budget: Budget, meanwhile: Callable[[], None
         drop_early()
         if meanwhile is not None:
             meanwhile()
-        return scan_text_of(gather(source, (), budget.deadline, serve=False))
+        return scan_text_of(gather(source, (), budget.deadline))
     early = take_early(source)
     with budget.guard():
         child = early or fork_work(_work(source, ()), budget.deadline)
@@ -255,8 +238,7 @@ def _work(source: Source, passes: Sequence[Pass]) -> Callable[[float], dict[str,
     if source.topology_only:
 
         def text(deadline: float) -> dict[str, Any]:
-            # What sets the text out loads first: a live probe's first call then waits on the
-            # NVML server's start (tens of ms), and these imports fill that wait.
+            # What sets the text out loads first, before the probe (as it would load after).
             import topodoctor.model.consistency
             import topodoctor.report.scan
             import topodoctor.topology.view  # noqa: F401
@@ -271,16 +253,11 @@ _early: tuple[Source, Child] | None = None
 
 
 def start_early(source: Source | None) -> None:
-    """Fork the probe of ``source`` now, before the command line is parsed (cli/plain.py reads
-    which host a plain ``check`` or ``scan`` asks for); None starts nothing. A live probe's
-    child adopts the NVML server the entry point started (service/server.py); any other
-    outcome kills that server."""
+    """Fork the probe of ``source`` now, before the command line is parsed (the entry point reads
+    which host a ``check`` or ``scan`` asks for by its options spec); None starts nothing."""
     global _early
     if source is not None:
         _early = (source, fork_work(_work(source, ()), FOREVER_S))
-        if source.live:
-            server.hand_to(_early[1].pid)
-    server.drop()
 
 
 def take_early(source: Source) -> Child | None:
@@ -299,4 +276,3 @@ def drop_early() -> None:
     started, _early = _early, None
     if started is not None:
         cancel(started[1])
-    server.drop()

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from process_marks import gone
 
-from topodoctor.cli import early_source, line_asked
 from topodoctor.cli.commands import main, typer_command
+from topodoctor.cli.early import early_source, line_asked
 from topodoctor.cli.options import REQUIRED, build, early_read, specs
 from topodoctor.cli.table import COMMANDS
 from topodoctor.core.budget import Budget, end_children
-from topodoctor.service import probing
+from topodoctor.service import early, probing
 from topodoctor.service.passes import Source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,31 +86,31 @@ def test_anything_else_is_not(argv: list[str]) -> None:
 
 def test_the_early_child_is_adopted_for_its_host() -> None:
     later = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
-    probing.start_early(early_source(["check", "--replay", "h200-x2", "-f", "line"]))
-    started = probing._early
+    early.start(early_source(["check", "--replay", "h200-x2", "-f", "line"]))
+    started = early._early
     assert started is not None
     host = probing.probe(Source("h200-x2"), Budget.start(30), environment=True)
     end_children()  # an answered child is reaped at the command's end, after its output
-    assert probing._early is None and gone(started[1].pid)
+    assert early._early is None and gone(started[1].pid)
     assert host.snapshot == later.snapshot and host.origin == later.origin
     assert host.process is not None and host.process.environ == later.process.environ  # type: ignore[union-attr]
 
 
 def test_the_early_child_of_another_host_is_killed() -> None:
-    probing.start_early(early_source(["check", "--replay", "h200-x2"]))
-    started = probing._early
+    early.start(early_source(["check", "--replay", "h200-x2"]))
+    started = early._early
     assert started is not None
     host = probing.probe(Source("h200-x4"), Budget.start(30))
-    assert probing._early is None and gone(started[1].pid)
+    assert early._early is None and gone(started[1].pid)
     assert len(host.snapshot.gpus) == 4 and host.process is None
 
 
 def test_no_budget_runs_in_process_and_kills_the_early_child() -> None:
-    probing.start_early(early_source(["check", "--replay", "h200-x2"]))
-    started = probing._early
+    early.start(early_source(["check", "--replay", "h200-x2"]))
+    started = early._early
     assert started is not None
     host = probing.probe(Source("h200-x2"), Budget.start(0))
-    assert probing._early is None and gone(started[1].pid)
+    assert early._early is None and gone(started[1].pid)
     assert len(host.snapshot.gpus) == 2
 
 
@@ -161,7 +161,7 @@ def _typer_read(monkeypatch: pytest.MonkeyPatch, command: str, argv: list[str]) 
     """The options object typer builds for ``argv``, caught where the command would run."""
     got: list[Any] = []
     module, _, name = COMMANDS[command].runner.partition(":")
-    monkeypatch.setattr(importlib.import_module(module), name, lambda options: got.append(options) or 0)
+    monkeypatch.setattr(importlib.import_module(module), name, lambda options, env: got.append(options) or 0)
     assert main([command, *argv]) == 0
     return got[0]
 
@@ -204,7 +204,7 @@ def test_every_option_typer_knows_is_one_of_the_spec() -> None:
 
 def test_the_early_read_loads_no_command_line_library() -> None:
     code = (
-        "import sys; from topodoctor.cli import early_source, line_asked\n"
+        "import sys; from topodoctor.cli.early import early_source, line_asked\n"
         "assert early_source(['check', '--replay', 'h200-x4', '-f', 'line']) is not None\n"
         "assert line_asked(['check', '-f', 'line'])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')))"

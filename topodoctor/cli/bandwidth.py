@@ -2,36 +2,37 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import asdict
 
 from topodoctor.cli import pictures as cli_pictures
 from topodoctor.cli.args_measure import BandwidthArgs
-from topodoctor.cli.io import Outputs, console, emit_json, progress_bar, render
+from topodoctor.cli.io import Env, Outputs
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.model.copies import load_result, result_to_json
 from topodoctor.model.findings import fail_from
 from topodoctor.report import bandwidth as report
+from topodoctor.report.prometheus import write_textfile
+from topodoctor.report.prometheus_copies import bandwidth_metrics
 from topodoctor.service import copies
 from topodoctor.service.passes import Source
 
 
-def run_bandwidth(args: BandwidthArgs) -> int:
+def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
     """Measure GPU-to-GPU and host copies (or read a saved result), judge them (TD7xx) and print
     them; the pictures, result and metrics files written."""
     heatmap, output, metrics = args.heatmap, args.output, args.metrics
     if heatmap is not None:
         cli_pictures.check_picture_path(heatmap)
     budget = Budget.start(args.timeout)
-    outputs = Outputs(budget.deadline)
+    outputs = Outputs(env, budget.deadline)
     if args.from_file is not None:
         result = load_result(args.from_file)
     else:
         settings = copies.bandwidth_settings(
             args.mode, args.quick, args.size_mib, args.iters, args.samples, args.devices, args.pair_timeout
         )
-        result = copies.measure(settings, Source(args.replay), budget, progress=progress_bar())
+        result = copies.measure(settings, Source(args.replay), budget, progress=env.progress_bar())
     if output is not None:
         outputs.write(lambda: fileio.write_atomic(output, result_to_json(result), "bandwidth result"))
     if heatmap is not None:
@@ -40,17 +41,15 @@ def run_bandwidth(args: BandwidthArgs) -> int:
     findings = outcome.findings
     if metrics is not None or args.fmt == "prometheus":
         # Prometheus' client: only for the metrics.
-        from topodoctor.report.prometheus import write_textfile
-        from topodoctor.report.prometheus_copies import bandwidth_metrics
 
         text = bandwidth_metrics(result, findings, outcome.exit_code)
         if metrics is not None:
             outputs.write(lambda: write_textfile(metrics, text))
         if args.fmt == "prometheus":
-            render(lambda: sys.stdout.write(text))
+            env.write(text)
     if args.fmt == "json":
         doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
-        render(lambda: emit_json(doc))
+        env.render(lambda: env.emit_json(doc))
     elif args.fmt == "text":
-        render(lambda: report.print_bandwidth(result, console(), findings, args.matrix))
+        env.render(lambda: report.print_bandwidth(result, env.console(), findings, args.matrix))
     return outputs.exit_code(outcome)

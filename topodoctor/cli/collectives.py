@@ -8,18 +8,30 @@ and rank 0 reports.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from topodoctor.cli.args_measure import CollectivesArgs
-from topodoctor.cli.io import say
+from topodoctor.cli.io import Env, Outputs
+from topodoctor.cli.nodes import emit_metrics
+from topodoctor.cli.pictures import check_picture_path, draw_collectives
 from topodoctor.core.budget import Budget
+from topodoctor.core.codec import to_jsonable
+from topodoctor.core.fileio import write_atomic
+from topodoctor.core.text import printable
+from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
+from topodoctor.model.collectives import result_to_json
 from topodoctor.model.findings import fail_from
 from topodoctor.model.outcome import DONE
+from topodoctor.report.collectives import collectives_json, prediction_doc, prediction_lines, text_report
+from topodoctor.report.collectives_nodes import node_lines
+from topodoctor.report.collectives_sweeps import algo_lines, scaling_lines
+from topodoctor.service.collective_runs import CollectivesRun, node_settings
+from topodoctor.service.collective_runs import run_collectives as collect
+from topodoctor.service.collective_sweeps import predict_busbw, run_sweeps
 from topodoctor.service.passes import Source
 
 
-def run_collectives(args: CollectivesArgs) -> int:
+def run_collectives(args: CollectivesArgs, env: Env) -> int:
     """Measure (spawned ranks, or a launcher's world), judge saved results, predict, or compare
     algorithms and GPU counts; print and write what came out."""
     run_, limits, judge, pred, sweep, nodes_, out_ = (
@@ -43,14 +55,11 @@ def run_collectives(args: CollectivesArgs) -> int:
     expect_pair_busbw = nodes_.expect_pair_busbw
     fmt, output, plot, metrics_file, log_dir = out_.fmt, out_.output, out_.plot, out_.metrics_file, out_.log_dir
     fail_level, strict = out_.fail_level, out_.strict
-    from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
 
     if predict:
-        return _predict(parse_ops(op), Source(replay), Budget.start(timeout), predict_nodes, fmt)
+        return _predict(parse_ops(op), Source(replay), Budget.start(timeout), predict_nodes, fmt, env)
 
     if plot is not None:  # a bad picture path is refused before anything is measured
-        from topodoctor.cli.pictures import check_picture_path
-
         check_picture_path(plot)
     plan = Plan(
         ops=parse_ops(op),
@@ -61,14 +70,12 @@ def run_collectives(args: CollectivesArgs) -> int:
         op_timeout_s=op_timeout,
         backend=backend,  # type: ignore[arg-type]
     )
-    from topodoctor.service.collective_runs import CollectivesRun, node_settings
-    from topodoctor.service.collective_runs import run_collectives as collect
 
-    tty = sys.stderr.isatty()
+    tty = env.stderr.isatty()
 
     def progress(what: str) -> None:
-        sys.stderr.write(f"\r\033[K{what}")
-        sys.stderr.flush()
+        env.stderr.write(f"\r\033[K{what}")
+        env.stderr.flush()
 
     nodes = None
     if not from_file:
@@ -90,71 +97,48 @@ def run_collectives(args: CollectivesArgs) -> int:
         fail_level=fail_from(fail_level, strict),
     )
     if algo is not None or scaling:
-        return _sweep(run, algo, scaling, Budget.start(timeout), fmt)
+        return _sweep(run, algo, scaling, Budget.start(timeout), fmt, env)
     out = collect(run, Budget.start(timeout))
     if tty and not from_file:
-        sys.stderr.write("\r\033[K")
+        env.stderr.write("\r\033[K")
     if out is None:
         return DONE.exit_code  # not rank 0: rank 0 reports for the world
     res, snap, findings = out.result, out.snapshot, list(out.findings)
-    from topodoctor.cli.io import Outputs, render
 
-    outputs = Outputs()
+    outputs = Outputs(env)
     if output is not None:
-        from topodoctor.core.fileio import write_atomic
-        from topodoctor.model.collectives import result_to_json
-
         outputs.write(lambda: write_atomic(output, result_to_json(res), "collectives result"))
     if plot is not None:
-        from topodoctor.cli.pictures import draw_collectives
-
         expected = {str(row.op): expect_busbw for row in res.rows} if expect_busbw is not None else None
         outputs.write(lambda: draw_collectives(res, plot, expected))
-    from topodoctor.report.collectives import collectives_json, text_report
 
     if metrics_file is not None or fmt == "prometheus":
-        from topodoctor.cli.nodes import emit_metrics
-
         emit_metrics(out, metrics_file, outputs, stdout=fmt == "prometheus")
     if fmt == "json":
-        from topodoctor.cli.io import emit_json
-
         doc = collectives_json(res, findings)
-        render(lambda: emit_json(doc))
+        env.render(lambda: env.emit_json(doc))
     elif fmt == "text":
-        from topodoctor.core.text import printable
-        from topodoctor.report.collectives_nodes import node_lines
-
         # a host or GPU name never acts on the terminal
         lines = [printable(line) for line in [*text_report(res, findings, snap), *node_lines(res)]]
-        render(lambda: sys.stdout.write("".join(f"{line}\n" for line in lines)))
+        env.write("".join(f"{line}\n" for line in lines))
         if snap is None and res.snapshot is None:
-            say("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)")
+            env.say("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)")
     return outputs.exit_code(out)
 
 
-def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: str) -> int:
+def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: str, env: Env) -> int:
     """``--predict``: the model's busbw per op for this host (or a recording), then exit 0."""
-    from topodoctor.cli.io import emit, emit_json, render
-    from topodoctor.report.collectives import prediction_doc, prediction_lines
-    from topodoctor.service.collective_sweeps import predict_busbw
-
     preds = predict_busbw(where, within, ops, nodes)
     if fmt == "json":
-        render(lambda: emit_json(prediction_doc(preds)))
+        env.render(lambda: env.emit_json(prediction_doc(preds)))
     else:
-        render(lambda: emit("\n".join(prediction_lines(preds))))
+        env.render(lambda: env.emit("\n".join(prediction_lines(preds))))
     return DONE.exit_code
 
 
-def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: str) -> int:
+def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: str, env: Env) -> int:
     """``--algo`` / ``--scaling``: several runs, compared; exit 1 when a run failed or a group of
     GPUs is slow against its peers, else 0. Under a launcher, rank 0 reports for the world."""
-    from topodoctor.cli.io import emit, emit_json, render
-    from topodoctor.core.codec import to_jsonable
-    from topodoctor.report.collectives_sweeps import algo_lines, scaling_lines
-    from topodoctor.service.collective_sweeps import run_sweeps
-
     out = run_sweeps(run, algo, scaling, within)
     if out is None:
         return DONE.exit_code  # not rank 0: the world leaves with rank 0's code (service/world.py)
@@ -169,7 +153,7 @@ def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: str) -> 
         doc["scaling"] = to_jsonable(out.scaling)
         lines += scaling_lines(out.scaling)
     if fmt == "json":
-        render(lambda: emit_json(doc))
+        env.render(lambda: env.emit_json(doc))
     else:
-        render(lambda: emit("\n".join(lines)))
+        env.render(lambda: env.emit("\n".join(lines)))
     return out.exit_code

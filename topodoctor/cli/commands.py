@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+from dataclasses import replace
 from enum import Enum
 from typing import Annotated, Any, ClassVar
 
@@ -20,12 +21,13 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from topodoctor import __version__
 from topodoctor.cli import io as cli_io
+from topodoctor.cli.early import line_asked
 from topodoctor.cli.exit_codes import EXITS
 from topodoctor.cli.options import REQUIRED, Opt, build, headings, parsed, plain, specs
 from topodoctor.cli.table import COMMANDS, Command
 from topodoctor.core.budget import end_children
 from topodoctor.core.errors import EXIT_USAGE, InputError
-from topodoctor.service.probing import drop_early
+from topodoctor.service import early
 
 
 class CommandGroup(TyperGroup):
@@ -149,13 +151,18 @@ def typer_command(command: Command) -> Any:
             )
         )
 
-    def body(**given: Any) -> None:
-        options: Any = build(cls, {name: plain(spec[name], value) for name, value in given.items()})
-        run = cli_io.reports_errors(command.runner_function())
-        raise typer.Exit(run(options))
+    def body(ctx: typer.Context, **given: Any) -> None:
+        values = {name: plain(spec[name], value) for name, value in given.items()}
+        env = ctx.obj if isinstance(ctx.obj, cli_io.Env) else cli_io.Env(line=line_asked(sys.argv[1:]))
+        if "fmt" in values:  # parsed: the one-line format is now known for certain (check, job)
+            env = replace(env, line=values["fmt"] == "line")
+        options: Any = build(cls, values)
+        run = env.reports_errors(command.runner_function())
+        raise typer.Exit(run(options, env))
 
-    body.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    body.__annotations__ = {p.name: p.annotation for p in params}
+    context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    body.__signature__ = inspect.Signature([context, *params])  # type: ignore[attr-defined]
+    body.__annotations__ = {"ctx": typer.Context, **{p.name: p.annotation for p in params}}
     body.__doc__ = command.help
     parts = headings(cls)
     kind: type[TyperCommand] = PlainUsage if command.usage == "arguments" else TyperCommand
@@ -169,7 +176,8 @@ def typer_command(command: Command) -> Any:
 def version_callback(value: bool) -> None:
     """``--version``: print the version and exit before anything else runs."""
     if value:
-        cli_io.render(lambda: cli_io.emit(f"topodoctor {__version__}"))
+        env = cli_io.Env()
+        env.render(lambda: env.emit(f"topodoctor {__version__}"))
         raise typer.Exit(0)
 
 
@@ -193,35 +201,31 @@ def _main(
     ] = False,
 ) -> None:
     """GPU topology inspector and doctor."""
-    cli_io.line_mode = cli_io.line_asked  # per invocation; check and job set it again from their --format
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: cli_io.Env | None = None) -> int:
     """Run one command; every outcome becomes an exit code and at most one error line."""
-    from topodoctor.cli import line_asked
-
+    words = sys.argv[1:] if argv is None else argv
     # The one-line format from the first instruction: a usage error or a signal before the
     # command's body runs is that line too.
-    cli_io.line_asked = cli_io.line_mode = line_asked(sys.argv[1:] if argv is None else argv)
-    try:
-        with cli_io.install_signal_handlers():
-            return cli_io.run_app(app, argv, EXIT_USAGE)
-    finally:
-        cli_io.line_asked = False
+    env = env or cli_io.Env(line=line_asked(words))
+    with cli_io.install_signal_handlers():
+        return cli_io.run_app(env, app, argv, EXIT_USAGE)
 
 
 def run() -> None:
-    """The commands, once the entry point (cli.run) has set up the streams and the early probe.
-    Ends with os._exit once the output is flushed: tearing down the interpreter can cost tenths
-    of a second, past the budget a prolog gave us, and there is nothing left to clean up."""
-    code = main()
-    drop_early()
-    lost = cli_io.flush_stdio()  # the report is out before the world's ending can take this process down
+    """The commands, once the entry point (cli/start.py) has set up the streams and the early
+    probe. Ends with os._exit once the output is flushed: tearing down the interpreter can cost
+    tenths of a second, past the budget a prolog gave us, and there is nothing left to clean up."""
+    env = cli_io.Env(line=line_asked(sys.argv[1:]))
+    code = main(env=env)
+    early.drop()
+    lost = env.flush()  # the report is out before the world's ending can take this process down
     end_children()
     code = code if lost is None else lost
     if "torch" in sys.modules:  # only a process that imported torch can be a rank of a launcher's world
         from topodoctor.service.world import leave_world  # a launcher's world: loaded only in a rank
 
         code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
-        cli_io.flush_stdio()
+        env.flush()
     os._exit(code)

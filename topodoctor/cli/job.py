@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from topodoctor.cli import io as cli_io
 from topodoctor.cli.args_cluster import JobArgs
-from topodoctor.cli.io import emit, emit_json, render
+from topodoctor.cli.io import Env, Outputs, hostname
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.job.verdict import JobReport
@@ -13,9 +12,8 @@ from topodoctor.report import job as out
 from topodoctor.service.job import JobRequest, diagnose
 
 
-def run_job(args: JobArgs) -> int:
+def run_job(args: JobArgs, env: Env) -> int:
     """Judge what the job left (dumps, RAS, the nodes' results, this node's GPUs) and print the verdict."""
-    cli_io.line_mode = args.fmt == "line"
     request = JobRequest(
         dumps=args.dumps,
         maps=args.rank_map,
@@ -29,25 +27,25 @@ def run_job(args: JobArgs) -> int:
         live_seconds=args.live_seconds,
         record_live=args.record_live is not None,
         replay_live=args.replay_live,
-        host=args.host or (cli_io.hostname() if args.live else ""),
+        host=args.host or (hostname() if args.live else ""),
         last=args.last,
         late_ms=args.late_ms,
         fail_level=fail_from(args.fail_level, args.strict),
     )
     verdict, recording = diagnose(request, Budget.start(args.timeout))
-    outputs = cli_io.Outputs()
+    outputs = Outputs(env)
     record_live = args.record_live
     if record_live is not None and recording is not None:
         text = fileio.dumps_strict(recording) + "\n"
         outputs.write(lambda: fileio.write_atomic(record_live, text, "activity recording"))
-    _show(verdict, args.fmt)
+    _show(verdict, args.fmt, env)
     return outputs.exit_code(verdict)
 
 
-def _show(report: JobReport, fmt: str) -> None:
+def _show(report: JobReport, fmt: str, env: Env) -> None:
     if fmt == "json":
-        render(lambda: emit_json(out.job_json(report)))
+        env.render(lambda: env.emit_json(out.job_json(report)))
     elif fmt == "line":
-        render(lambda: emit(out.one_line(report)))
+        env.render(lambda: env.emit(out.one_line(report)))
     else:
-        render(lambda: emit("\n".join(out.text_lines(report))))
+        env.render(lambda: env.emit("\n".join(out.text_lines(report))))

@@ -3,8 +3,8 @@ NCCL's choices, and why it failed)."""
 
 from __future__ import annotations
 
-from topodoctor.cli import io as cli_io
 from topodoctor.cli.args_cluster import NcclLogArgs
+from topodoctor.cli.io import Env
 from topodoctor.core.budget import Budget
 from topodoctor.core.text import printable
 from topodoctor.model.findings import fail_from
@@ -12,14 +12,14 @@ from topodoctor.report.nccl_log import finding_doc, summary, text
 from topodoctor.service.nccl_logs import explain_logs
 
 
-def run_nccl_log(args: NcclLogArgs) -> int:
+def run_nccl_log(args: NcclLogArgs, env: Env) -> int:
     """Read the logs (bounded, under the budget), explain them and print the explanation."""
     outcome = explain_logs(args.paths, Budget.start(args.timeout), fail_from(args.fail_level, args.strict))
     s = summary(list(outcome.files))
     findings = list(outcome.findings)
     if args.fmt == "json":
-        cli_io.emit_json({"summary": s, "findings": [finding_doc(f) for f in findings]})
+        env.emit_json({"summary": s, "findings": [finding_doc(f) for f in findings]})
     else:
         for line in text(s, findings).splitlines():
-            cli_io.emit(printable(line))
+            env.emit(printable(line))
     return outcome.exit_code

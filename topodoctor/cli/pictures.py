@@ -5,23 +5,25 @@ SVG, or PNG where the ``draw`` extra (resvg) is installed; the extension picks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.errors import InputError
+from topodoctor.report.draw import draw_topology
+from topodoctor.report.heatmap import draw_heatmap as heatmap
+from topodoctor.report.plot import draw_collectives as plot
+from topodoctor.report.plot import series_from_result
+from topodoctor.report.svg import png_renderer, write_picture
 
 if TYPE_CHECKING:
     from topodoctor.model.copies import BandwidthResult
-    from topodoctor.model.findings import Finding
-    from topodoctor.model.snapshot import HostSnapshot
+    from topodoctor.service.host import Host
     from topodoctor.topology.hostgraph import HostGraph
 
 
 def check_picture_path(path: Path) -> None:
     """Refuse a bad extension, or PNG without its renderer, before any probing or measuring."""
-    from topodoctor.report.svg import png_renderer
-
     suffix = path.suffix.lower()
     if suffix not in (".svg", ".png"):
         raise InputError(f"{path}: pictures are written as .svg or .png, not {suffix or 'no extension'!r}")
@@ -31,39 +33,31 @@ def check_picture_path(path: Path) -> None:
         )
 
 
-def draw_scan(
-    snap: HostSnapshot, path: Path, findings: Sequence[Finding] | None = None, graph: HostGraph | None = None
-) -> str:
-    """``scan --draw FILE``: the topology picture with what the rules find drawn in place.
-
-    ``findings`` default to every rule on the snapshot alone (no process environment); the
+def draw_host(host: Host, path: Path) -> str:
+    """``scan --draw FILE``: the topology picture with what the rules find drawn in place; the
     picture computes no verdict of its own."""
-    from topodoctor.report.draw import draw_topology
-    from topodoctor.report.svg import write_picture
+    from topodoctor.service import check as doctor  # the rules, every family: only a drawn scan judges
 
     check_picture_path(path)
-    if findings is None:
-        from topodoctor.service import check as doctor
+    findings = doctor.evaluate(doctor.make_context(host))[0]
+    return write_picture(draw_topology(host.snapshot, findings, host.view.graph), path)
 
-        findings = doctor.evaluate(doctor.make_context(doctor.Host(snap, "snapshot")))[0]
-    return write_picture(draw_topology(snap, findings, graph), path)
+
+def export_graph(graph: HostGraph, path: Path) -> str:
+    """``scan --export-graph FILE``: the host graph as GraphML, DOT or JSON."""
+    from topodoctor.report import graph_export  # networkx: only to export the graph
+
+    return graph_export.export_graph(graph, path)
 
 
 def draw_heatmap(result: BandwidthResult, path: Path) -> str:
     """``bandwidth --heatmap FILE``: the one-way and both-ways matrices on a fixed colour scale."""
-    from topodoctor.report.heatmap import draw_heatmap as heatmap
-    from topodoctor.report.svg import write_picture
-
     check_picture_path(path)
     return write_picture(heatmap(result), path)
 
 
 def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | None = None, title: str = "") -> str:
     """``collectives --plot FILE``: busbw against size per op, beside ``expected`` GB/s per op."""
-    from topodoctor.report.plot import draw_collectives as plot
-    from topodoctor.report.plot import series_from_result
-    from topodoctor.report.svg import write_picture
-
     check_picture_path(path)
     heading = title or f"{getattr(result, 'host', '')}: collectives, bus bandwidth by message size".lstrip(": ")
     return write_picture(plot(series_from_result(result, expected), heading), path)

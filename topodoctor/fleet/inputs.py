@@ -18,39 +18,22 @@ run) is named by its file name up to the first dot, so name result files ``NODE.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from topodoctor.core import codec, fileio
 from topodoctor.core.errors import InputError
-from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, SourceState, Unreadable
+from topodoctor.fleet.rollup import Figure, NodeResult, SourceState, Unreadable
 from topodoctor.model.collective_rows import columns
 from topodoctor.model.collectives import COLLECTIVES_SCHEMA_VERSION, Row
+from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION, BandwidthResult
 from topodoctor.model.findings import Finding
+from topodoctor.model.node_type import NodeType, node_type
 from topodoctor.model.snapshot import HostSnapshot
 
 MAX_RESULT_BYTES = 16 * fileio.MiB  # a bandwidth result with its snapshot is ~0.2 MB
 NameFrom = Literal["host", "file"]
-
-
-def node_type(snap: HostSnapshot) -> NodeType:
-    """GPU model, count and NVLink fabric, from what does not change when a link fails.
-
-    Link *counts* and where links lead stand for the fabric, not link states: a node with a
-    link down is still of its type, and is compared with its peers for exactly that reason.
-    """
-    names = Counter(g.name for g in snap.gpus if isinstance(g.name, str))
-    model = names.most_common(1)[0][0] if names else "unknown GPU"
-    count = snap.gpu_count if isinstance(snap.gpu_count, int) else len(snap.gpus)
-    links = max((g.nvlink_count for g in snap.gpus if isinstance(g.nvlink_count, int)), default=0)
-    switched = bool(snap.nvswitches) or any(ln.remote_type == "switch" for g in snap.gpus for ln in g.nvlinks)
-    if links == 0:
-        fabric = "PCIe only"
-    else:
-        fabric = f"{links} NVLinks/GPU {'to NVSwitch' if switched else 'direct'}"
-    return NodeType(model, count, fabric)
 
 
 def bandwidth_figures(result: Any) -> tuple[Figure, ...]:
@@ -142,8 +125,6 @@ def parse_result(data: Any, path: Path, name_from: NameFrom = "host") -> NodeRes
             ntype,
         )
     if kind == "bandwidth":
-        from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION, BandwidthResult
-
         codec.check_header(data, "bandwidth", BANDWIDTH_SCHEMA_VERSION, what)
         r = codec.from_jsonable(BandwidthResult, data, what)
         findings = _findings(data, what)

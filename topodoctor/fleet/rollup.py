@@ -30,6 +30,7 @@ from typing import Literal
 
 from topodoctor.core.stats import median
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
+from topodoctor.model.node_type import NodeType as NodeType  # re-exported: the fleet's word for it
 from topodoctor.model.outcome import exit_code
 
 FLEET_SCHEMA_VERSION = 1
@@ -38,20 +39,6 @@ MAD_TO_SIGMA = 0.6745  # the MAD of a normal distribution is 0.6745 sigma
 Kind = Literal["check", "bandwidth", "collectives"]
 SourceState = Literal["healthy", "unhealthy", "unknown", "measured", "unreadable"]
 NodeState = Literal["healthy", "unhealthy", "slow", "unknown"]
-
-
-@dataclass(frozen=True)
-class NodeType:
-    """What makes two nodes comparable: the same GPUs, as many, on the same fabric."""
-
-    gpu_model: str
-    gpu_count: int
-    fabric: str  # "PCIe only", "18 NVLinks/GPU to NVSwitch", "4 NVLinks/GPU direct"
-
-    @property
-    def label(self) -> str:
-        """The type as a table heading: ``4x NVIDIA H200, 18 NVLinks/GPU to NVSwitch``."""
-        return f"{self.gpu_count}x {self.gpu_model}, {self.fabric}"
 
 
 @dataclass(frozen=True)

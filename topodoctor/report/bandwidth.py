@@ -14,6 +14,8 @@ from topodoctor.core.text import plural, printable
 from topodoctor.model.copies import BandwidthResult, Measurement, Mode
 from topodoctor.model.findings import Finding
 from topodoctor.report.terminal import literal
+from topodoctor.rules.bandwidth import SLOW_VS_NOMINAL
+from topodoctor.topology.copy_rates import expected_pairs
 
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow"}
 
@@ -39,8 +41,6 @@ def _cell(m: Measurement | None, bidir: bool = False) -> str:
 def _ratio_style(expected: dict[tuple[int, int], Any], mode: Mode, a: int, b: int, m: Measurement | None) -> str:
     """Colour by share of the path's nominal rate: red below the share the bandwidth rules flag
     (SLOW_VS_NOMINAL), yellow below 0.7, green above. A scale for the eye; the rules judge."""
-    from topodoctor.rules.bandwidth import SLOW_VS_NOMINAL
-
     if mode == "latency" or m is None or m.value is None:
         return ""
     exp = expected.get((a, b))
@@ -54,7 +54,6 @@ def _ratio_style(expected: dict[tuple[int, int], Any], mode: Mode, a: int, b: in
 def _expected(r: BandwidthResult) -> dict[tuple[int, int], Any]:
     if r.snapshot is None:
         return {}
-    from topodoctor.topology.copy_rates import expected_pairs
 
     return dict(expected_pairs(r.snapshot))
 

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
+from topodoctor.model.node_type import node_type
 from topodoctor.model.outcome import Outcome
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
@@ -105,12 +107,8 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
 def fitness_json(result: Any, snapshot: Any = None) -> dict[str, Any]:
     """The fitness result as measured, with each figure's median and spread beside its samples,
     and the node type (for the fleet roll-up, which compares nodes of one type)."""
-    from topodoctor.core.codec import to_jsonable
-
     doc: dict[str, Any] = to_jsonable(result)
     if snapshot is not None:
-        from topodoctor.fleet.inputs import node_type
-
         doc["node_type"] = asdict(node_type(snapshot))
     for f, raw in zip(result.figures, doc["figures"]):
         if f.value is not None:

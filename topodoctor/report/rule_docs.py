@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import printable
+from topodoctor.nccllog.explain import explanation_text
 from topodoctor.rules.registry import FAMILIES, HOW, REGISTRY, WHY, Rule
 
 
@@ -47,7 +48,6 @@ def explain_markdown(code: str) -> str:
     r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
     if r is not None:
         return rule_markdown(r)
-    from topodoctor.nccllog.explain import explanation_text
 
     doc = explanation_text(code)  # a finding of `nccl-log`, not a check rule
     if doc is None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import plural
+from topodoctor.model.collective_ops import human_size
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -108,7 +109,6 @@ def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, float, str]]:
 
 
 def _size(n: int) -> str:
-    from topodoctor.model.collective_ops import human_size
 
     return human_size(n)
 

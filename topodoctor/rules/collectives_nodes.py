@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import noun, plural
+from topodoctor.rules.collectives import low_busbw
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
@@ -151,8 +152,6 @@ def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
     NCCL account (transports, channels) and TD002/TD003.
     """
     from dataclasses import replace
-
-    from topodoctor.rules.collectives import low_busbw
 
     res = _result(ctx)
     for span in getattr(res, "spans", ()):

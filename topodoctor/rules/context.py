@@ -11,6 +11,7 @@ from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.environment import NCCL_SYSTEM_CONF, Environment
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.registry import Unchecked
+from topodoctor.topology.copy_rates import expected_pairs
 from topodoctor.topology.view import HostView
 
 __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment"]
@@ -88,8 +89,6 @@ class Context:
     @cached_property
     def expected_bandwidth(self) -> dict[tuple[int, int], Expected]:
         """What each ordered GPU pair should reach, from the graph (bandwidth rules)."""
-        from topodoctor.topology.copy_rates import expected_pairs
-
         return expected_pairs(self.snap, self.graph)
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.cpulist import format_cpulist as fmt
 from topodoctor.core.probed import Unsupported
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -121,6 +122,4 @@ def process_affinity_far(ctx: Context) -> Iterator[Issue]:
 def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
     """CPUs as nvidia-smi lists them; the probe's formatter, loaded only when a finding needs it
     (importing the probe package costs the rules' start-up a twentieth of a second)."""
-    from topodoctor.core.cpulist import format_cpulist as fmt
-
     return fmt(cpus)

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.topology.graph import gpu_node
+from topodoctor.topology.graph import gpu_node, pcie_subgraph
+from topodoctor.topology.hostgraph import NodeNotFound, NoPath, shortest_path
 
 _REASONS = {
     "CHIPSET_NOT_SUPPORTED": "the chipset does not support P2P",
@@ -164,9 +165,6 @@ def acs_redirect(ctx: Context) -> Iterator[Issue]:
     How to fix: disable ACS redirection on the bridge for GPU P2P (in the BIOS, or with setpci at
     boot).
     """
-    from topodoctor.topology.graph import pcie_subgraph
-    from topodoctor.topology.hostgraph import NodeNotFound, NoPath, shortest_path
-
     g = pcie_subgraph(ctx.graph)
     by_bridge: dict[str, list[str]] = {}
     for (a, b), c in sorted(ctx.connections.items()):

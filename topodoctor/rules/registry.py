@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError
 from topodoctor.model.findings import Finding, Severity
 
@@ -238,8 +239,6 @@ def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Iterator
 
 def check_patterns(patterns: Iterable[str]) -> None:
     """Refuse a --select / --ignore pattern that matches no rule (a typo would silence nothing)."""
-    from topodoctor.core.errors import InputError
-
     for p in patterns:
         p = p.strip()
         if p and not any(c.startswith(p.upper()) or r.name == p for c, r in REGISTRY.items()):

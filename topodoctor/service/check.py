@@ -14,23 +14,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.budget import Budget, run_with_budget
-from topodoctor.core.errors import InputError
+from topodoctor import rules
+from topodoctor.core.budget import Budget
+from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome, exit_code
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import check_patterns
+from topodoctor.service.host import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
-from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.probing import probe as probe
+from topodoctor.topology.baseline import load_baseline
+from topodoctor.topology.expect import from_snapshot, load_expectations, with_fitness
+from topodoctor.topology.scope import resolve, within
 
-# Everything else is imported where it is used: what this module loads is spent before the
-# probe child is forked, and every tenth of a second of it counts against a short --timeout.
 if TYPE_CHECKING:
     from topodoctor.model.findings import Finding, Severity
     from topodoctor.model.snapshot import HostSnapshot
-    from topodoctor.rules.context import Context
     from topodoctor.topology.expect import Expectations
-    from topodoctor.topology.nccl_topo_lint import TopoProblem
     from topodoctor.topology.scope import Scope
 
 
@@ -57,13 +60,13 @@ class CheckOptions:
 def make_context(host: Host, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
     """The rules' Context: the one place it is built. With no process (a saved result) no
     process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
-    from topodoctor.model.environment import Environment
-    from topodoctor.rules.context import Context
-
     measured = host.measured
-    collectives = measured.get("collectives")
+    answer = measured.get("collectives")  # the quick pass's answer (service/collectives.py QuickAnswer)
+    why = host.missed.get("collectives")
+    if answer is not None and answer.result is None:
+        why = answer.error or "unknown"
     env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
-    ctx = Context(
+    return Context(
         host.snapshot,
         env,
         expect=expect,
@@ -71,20 +74,14 @@ def make_context(host: Host, expect: Expectations | None = None, baseline: HostS
         view=host.view,
         fitness=measured.get("fitness"),
         baseline=baseline,
+        collectives=answer.result if answer is not None else None,
+        # why there is none (TD005 says it could not check): the pass's own word, or its error
+        collectives_error=why,
     )
-    if collectives is None and "collectives" in host.missed:
-        collectives = {"error": host.missed["collectives"]}  # TD005 says it could not check, and why
-    if collectives is not None:
-        from topodoctor.service.collectives import attach
-
-        attach(ctx, collectives)
-    return ctx
 
 
 def job_scope(host: Host, choice: str) -> Scope:
     """The GPUs a check judges: the job's, as the judged process's environment names them."""
-    from topodoctor.topology.scope import resolve
-
     environ = host.process.environ if host.process is not None else {}
     return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
 
@@ -93,8 +90,6 @@ def evaluate(
     ctx: Context, select: Sequence[str] = (), ignore: Sequence[str] = (), tags: Sequence[str] = ()
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """(findings, incomplete): the one place that knows the rules engine's answer shape."""
-    from topodoctor import rules
-
     ev = rules.evaluate(ctx, select, ignore, tags)
     return ev.findings, ev.incomplete
 
@@ -116,19 +111,14 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     unusable: list[str] = []
 
     def prepare() -> None:
-        from topodoctor.rules.registry import check_patterns
 
         check_patterns(options.select + options.ignore)  # imports every rule family
         if options.expect is not None:
-            from topodoctor.topology.expect import load_expectations
-
             try:
                 loaded["expect"] = load_expectations(options.expect, budget)
             except InputError as exc:
                 unusable.append(str(exc))
         if options.baseline is not None:
-            from topodoctor.topology.baseline import load_baseline
-
             loaded["baseline"] = load_baseline(options.baseline, budget)
 
     with budget.guard():
@@ -137,7 +127,6 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         ctx = make_context(host, loaded.get("expect"), loaded.get("baseline"))
         ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
-        from topodoctor.topology.scope import within
 
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
@@ -200,12 +189,8 @@ class Baseline:
 def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> Baseline:
     """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
     among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
-    from topodoctor.topology.expect import from_snapshot, with_fitness
-
     host = probe(source, budget, passes, environment=True)
     if host.missed:  # asked to measure: a file without the figures would vouch for nothing
-        from topodoctor.core.errors import BandwidthUnavailable
-
         raise BandwidthUnavailable("; ".join(f"{name} not measured: {why}" for name, why in host.missed.items()))
     with budget.guard():
         findings, _ = evaluate(make_context(host))
@@ -214,53 +199,6 @@ def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force:
         if fit is not None:
             expectations = with_fitness(expectations, fit)
             if not expectations.fitness:  # asked to measure: a file without the figures would vouch for nothing
-                from topodoctor.core.errors import BandwidthUnavailable
-
                 why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
                 raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
         return Baseline(expectations, failing(findings, "error"), force)
-
-
-def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:
-    """Record the live host under the budget; (recording document, GPU count)."""
-    from topodoctor.probe.sources import record_host
-
-    def work(deadline: float) -> dict[str, Any]:
-        doc, snap = record_host(label, do_scrub=scrub, sysfs_root=sysfs_root)
-        return {"doc": doc, "gpus": len(snap.gpus)}
-
-    data = work(budget.deadline) if not budget.limited else run_with_budget(work, budget)
-    return data["doc"], int(data["gpus"])
-
-
-@dataclass(frozen=True)
-class LintOutcome:
-    """``nccl-topo --lint``'s answer: what NCCL would get wrong in the file, on this host."""
-
-    problems: tuple[TopoProblem, ...]
-    not_measured: tuple[str, ...] = ()
-    unusable: tuple[str, ...] = ()
-
-    @property
-    def failing(self) -> tuple[TopoProblem, ...]:
-        """The errors (a warning does not fail the file)."""
-        return failing(self.problems, "error")
-
-    @property
-    def exit_code(self) -> int:
-        """0 no error, 1 an error for this host (``model.outcome.exit_code``)."""
-        return exit_code(self)
-
-
-def lint_nccl_topo(host: Host, text: str) -> LintOutcome:
-    """An existing NCCL_TOPO_FILE's text, checked against the probed host as NCCL would read it."""
-    from topodoctor.topology.nccl_topo_lint import lint_topo_file
-
-    return LintOutcome(tuple(lint_topo_file(text, host.snapshot, host.view.graph)))
-
-
-def bundled_recordings() -> list[str]:
-    """The names of the recordings shipped with topodoctor (``--replay NAME``)."""
-    from topodoctor.probe.replay import bundled_names
-
-    return bundled_names()

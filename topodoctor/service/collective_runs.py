@@ -12,14 +12,17 @@ from typing import Any
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.measure.collectives.guard import RankStopped
+from topodoctor.measure.collectives.launch import join, measure
 from topodoctor.measure.collectives.nodes import NodeSettings, node_name
 from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan, parse_size
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
+from topodoctor.model.copies import load_result as load_bw
 from topodoctor.model.findings import Finding, Severity, failing
 from topodoctor.model.outcome import exit_code
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.sources import live_nvml
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
 
@@ -111,8 +114,6 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
     rank 0, which reports for the world."""
     bw = None
     if run.bandwidth_file is not None:
-        from topodoctor.model.copies import load_result as load_bw
-
         bw = load_bw(run.bandwidth_file)
     if run.from_files:
         res = merge([load_result(p) for p in run.from_files])
@@ -147,7 +148,6 @@ def _deadline(budget: Budget) -> float | None:
 
 
 def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, HostSnapshot | None]:
-    from topodoctor.measure.collectives.launch import measure
 
     plan = run.plan
     gpu = plan.backend == "nccl"
@@ -159,8 +159,6 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
         raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
     acts: tuple[Any, ...] = ()
     if gpu and run.source.live and snap is not None:
-        from topodoctor.probe.sources import live_nvml
-
         acts = gpu_activity(snap, live_nvml())
     res = measure(
         plan,
@@ -178,7 +176,6 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
 def _join(
     run: CollectivesRun, world: World, nodes: NodeSettings, budget: Budget
 ) -> tuple[CollectivesResult, HostSnapshot | None] | None:
-    from topodoctor.measure.collectives.launch import join
 
     # Rank 0 takes the host's snapshot before it joins, not after: once the ranks are done, a
     # launcher may end the world at any moment (torchrun's agents do when a node leaves), and

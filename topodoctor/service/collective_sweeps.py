@@ -11,6 +11,8 @@ from typing import Any
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.measure.collectives.guard import RankStopped
+from topodoctor.measure.collectives.launch import measure
+from topodoctor.measure.collectives.sweep_world import join_sweeps
 from topodoctor.measure.collectives.sweeps import (
     ALGO_OPS,
     AlgoSweep,
@@ -75,7 +77,6 @@ def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Bud
     world = None if run.spawn else from_env()
     if world is not None:
         return _joined(run, world, names, scaling, budget)
-    from topodoctor.measure.collectives.launch import measure
 
     plan: Plan = run.plan
     gpu = plan.backend == "nccl"
@@ -117,8 +118,6 @@ def _joined(
 ) -> SweepOutcome | None:
     """The sweeps inside a launcher's world: each run a process group of it (NCCL_ALGO set while
     its communicator is made; groups of 2, 4, ... consecutive ranks for scaling)."""
-    from topodoctor.measure.collectives.sweep_world import join_sweeps
-
     nodes = run.nodes
     if nodes is not None and (nodes.pairwise or nodes.nic_loopback):
         raise InputError("--algo and --scaling do not combine with --pairwise or --nic-loopback")

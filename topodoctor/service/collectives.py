@@ -15,16 +15,22 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core.codec import from_jsonable, to_jsonable
 from topodoctor.core.errors import TopodoctorError
+from topodoctor.core.probed import Unsupported
 from topodoctor.measure.collectives.assemble import CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.launch import start
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult
 from topodoctor.model.copies import Activity
-from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.snapshot import SNAPSHOT_SCHEMA_VERSION, HostInfo, HostSnapshot
+from topodoctor.probe.counters import activity
+from topodoctor.probe.environment import capture_environment
+from topodoctor.probe.sources import live_nvml
+from topodoctor.rules import Context, evaluate
+from topodoctor.service.passes import Pass
 
 if TYPE_CHECKING:
     from topodoctor.rules.context import Context
-    from topodoctor.service.passes import Pass, Source
+    from topodoctor.service.passes import Source
 
 QUICK_SIZE_BYTES = 256 << 20
 
@@ -58,7 +64,6 @@ def gpu_activity(snap: HostSnapshot, nvml: Any) -> tuple[Activity, ...]:
     """What else runs on each GPU before our ranks start (NVML, as the bandwidth tester asks)."""
     if nvml is None:
         return ()
-    from topodoctor.probe.counters import activity
 
     return tuple(Activity(g.index, *activity(nvml, g.index)) for g in snap.gpus if g.lost is None)
 
@@ -157,9 +162,6 @@ def attach(ctx: Context, answer: QuickAnswer | dict[str, Any] | None) -> None:
 def unknown_host(hostname: str) -> HostSnapshot:
     """A host with no GPUs known: the rules that need no topology (data errors, hangs) still run;
     those that do say they could not check."""
-    from topodoctor.core.probed import Unsupported
-    from topodoctor.model.snapshot import SNAPSHOT_SCHEMA_VERSION, HostInfo
-
     none = Unsupported("no host snapshot")
     info = HostInfo(hostname, none, "unknown", "", False, none, none, none, none, none, none, (), none)
     return HostSnapshot("snapshot", SNAPSHOT_SCHEMA_VERSION, info, none, (), (), (), (), (), (), ())
@@ -174,9 +176,6 @@ def judge(
 ) -> list[Any]:
     """The collectives rules (TD0xx) on a result, against the host it ran on (or, with none
     known, only those that need no topology)."""
-    from topodoctor.probe.environment import capture_environment
-    from topodoctor.rules import Context, evaluate
-
     snap = snap or res.snapshot or unknown_host(res.host)
     ctx = Context(
         snap,
@@ -197,7 +196,6 @@ def check_pass(
     spawned before the probe, so torch's import and NCCL's start overlap it. A pass that cannot
     run (no GPUs, one GPU, no torch, NCCL did not start) is handed to the rules as "not checked"
     (TD005's TD901), and the check ends "could not check" (exit 3) unless it found a fault."""
-    from topodoctor.service.passes import Pass
 
     def start(deadline: float) -> Any:
         n = nprocs or visible_gpus(None) or driver_gpus()
@@ -218,8 +216,6 @@ def check_pass(
             return QuickAnswer(error="collectives run on the live host only, not on a replayed one")
         acts: tuple[Activity, ...] = ()
         if source.live and backend == "nccl":
-            from topodoctor.probe.sources import live_nvml
-
             acts = gpu_activity(snap, live_nvml())
         answer = started.answer(snap, deadline, acts)
         if "result" in answer:

@@ -9,22 +9,24 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.measure.copies.session import MiB, Worker, default_worker_cmd, run
+from topodoctor.measure.copies.tasks import Settings
+from topodoctor.model.consistency import validate_snapshot
+from topodoctor.model.copies import BandwidthResult
 from topodoctor.model.findings import Severity, failing
 from topodoctor.model.outcome import exit_code
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.environment import capture_process
+from topodoctor.probe.sources import live_nvml
 from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
+from topodoctor.topology.scope import resolve
 
 if TYPE_CHECKING:
-    from topodoctor.measure.copies.tasks import Settings
-    from topodoctor.model.copies import BandwidthResult
     from topodoctor.model.findings import Finding
 
 
 def _start_worker(deadline: float) -> Any:
     """The copy timer, started before the probe so that its start-up overlaps it."""
-    from topodoctor.measure.copies.session import Worker, default_worker_cmd
-    from topodoctor.measure.copies.tasks import Settings
-
     worker = Worker(default_worker_cmd(), Settings().start_timeout_s)
     worker.spawn()
     return worker
@@ -36,14 +38,8 @@ def _stop_worker(worker: Any) -> None:
 
 def bandwidth_pass(scope: str = "auto") -> Pass:
     """The quick copy pass of ``check --bandwidth``, on the GPUs of ``scope`` only."""
-    from topodoctor.model.copies import BandwidthResult
 
     def copies(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> BandwidthResult:
-        from topodoctor.measure.copies.session import run
-        from topodoctor.measure.copies.tasks import Settings
-        from topodoctor.probe.environment import capture_process
-        from topodoctor.probe.sources import live_nvml
-        from topodoctor.topology.scope import resolve
 
         # Copies only ever run live: the job's GPUs come from this process's environment.
         where = resolve(snap, capture_process().environ, scope)  # type: ignore[arg-type]
@@ -61,11 +57,8 @@ def measure(
 ) -> BandwidthResult:
     """``topodoctor bandwidth``: the copy timer starts first (torch's start-up overlaps the
     probe), then the probe, then the copies; all in the budgeted child."""
-    from topodoctor.model.copies import BandwidthResult
 
     def timed(snap: HostSnapshot, src: Source, deadline: float, worker: Any) -> BandwidthResult:
-        from topodoctor.measure.copies.session import run
-        from topodoctor.probe.sources import live_nvml
 
         return run(
             snap,
@@ -96,8 +89,6 @@ def bandwidth_settings(
     """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
     from dataclasses import replace
 
-    from topodoctor.measure.copies.session import MiB, Settings
-
     chosen = _devices(devices)
     settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
     expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h"], "host": ["h2d", "d2h"]}
@@ -125,8 +116,6 @@ def _devices(text: str | None) -> tuple[int, ...] | None:
 
 def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
-    from topodoctor.model.consistency import validate_snapshot
-
     if result.snapshot is None:
         return ()
     validate_snapshot(result.snapshot, "bandwidth result")

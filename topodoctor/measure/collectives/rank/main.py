@@ -15,6 +15,7 @@ import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
 from topodoctor.core import fileio
+from topodoctor.core.codec import from_jsonable
 from topodoctor.measure.collectives.guard import (
     RANK_KEY,
     Alarm,
@@ -29,10 +30,11 @@ from topodoctor.measure.collectives.guard import (
 )
 from topodoctor.measure.collectives.init_failure import InitFailed, explain_init_failure, init_fault
 from topodoctor.measure.collectives.nodes import NodeSettings
+from topodoctor.measure.collectives.rank.nodes import run_nodes
 from topodoctor.measure.collectives.rank.sweeps import SweepState, run_sweep
 from topodoctor.measure.collectives.rank.worker import Rank
 from topodoctor.measure.collectives.sweeps import SweepRun
-from topodoctor.measure.collectives.world import World
+from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan
 
 IDENT_WIDTH = 4096  # bytes per rank for its identity (NCCL variables included)
@@ -120,7 +122,6 @@ def run_rank(
             if sweep:
                 return run_sweep(rank, sweep, emit, watchdog, alarm, state)
             body = rank.run(watchdog)
-        from topodoctor.measure.collectives.rank.nodes import run_nodes
 
         body.update(run_nodes(rank, plan, meta["ranks"], nodes or NodeSettings(), emit))
         return body
@@ -165,9 +166,6 @@ def _emit_stdout(event: dict[str, Any]) -> None:
 def main() -> int:
     """Entry point of a spawned rank: plan and world from the environment, events (rank 0's
     rows among them) on stdout, so the parent keeps what finished when a later op hangs."""
-    from topodoctor.core.codec import from_jsonable
-    from topodoctor.measure.collectives.world import from_env
-
     plan = from_jsonable(Plan, json.loads(os.environ["TOPODOCTOR_COLL_PLAN"]), "collectives plan")
     world = from_env()
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"

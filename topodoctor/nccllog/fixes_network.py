@@ -4,11 +4,14 @@ disagree (sizes, versions, GPUs), torch's watchdog. Data in, text out."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.nccllog.evidence import IBV_WC_STATUS, Builder, Context, Said, older_than, with_general
 from topodoctor.nccllog.explanations import EXPLANATIONS
 from topodoctor.nccllog.parse import Event
+
+_LOCAL_GID = re.compile(r"localGid (\S+)")
 
 
 def _verbs_dev(f: Mapping[str, str], ctx: Context) -> str:
@@ -85,6 +88,22 @@ def _roce(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> bool:
     )
 
 
+def _roce_fix(evs: Sequence[Event], ctx: Context) -> str:
+    """Status 12 on RoCE: which GID the log shows in use says where to look."""
+    gid = ctx.env.get("NCCL_IB_GID_INDEX")
+    now = f" (now {gid})" if gid else ""
+    local = next((m.group(1) for e in evs if (m := _LOCAL_GID.search(e.text))), "")
+    if local.startswith("::ffff:"):  # an IPv4-mapped GID: RoCE v2 is in use, the GID index is not the fault
+        return (
+            f"The link is RoCE v2 (local GID {local}): the GID index is right; the route between the two IPs, "
+            "the switches' lossless class for RDMA (NCCL_IB_TC, PFC/ECN) or the link itself dropped the packets."
+        )
+    return (
+        f"The link is RoCE: set NCCL_IB_GID_INDEX{now} to the RoCE v2 GID of the IP the nodes route "
+        "(`show_gids`; 3 on most hosts) and NCCL_IB_TC to the class the switches carry losslessly."
+    )
+
+
 def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     status = int(f.get("status", "-1"))
     hca = f" on {f['hca']}" if f.get("hca") else ""
@@ -99,12 +118,7 @@ def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if status in (9, 10, 11, 13):
         return Said("TD068", msg, EXPLANATIONS["TD068"].fix, extra)
     if _roce(f, evs, ctx):
-        gid = ctx.env.get("NCCL_IB_GID_INDEX")
-        now = f" (now {gid})" if gid else ""
-        specific = (
-            f"The link is RoCE: set NCCL_IB_GID_INDEX{now} to the RoCE v2 GID of the IP the nodes route "
-            "(`show_gids`; 3 on most hosts) and NCCL_IB_TC to the class the switches carry losslessly."
-        )
+        specific = _roce_fix(evs, ctx)
     elif ctx.link_layers:
         specific = "The link is InfiniBand: check both ports (`ibstat`, `perfquery` error counters) and the cable."
     else:  # the log does not say which: the common cause of each

@@ -30,9 +30,8 @@ MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry;
 _SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"
 _WARN = re.compile(rf"(?:(?P<src>{_SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
 _OLD_WARN = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) WARN (?P<msg>.*)")  # NCCL before 2.5: no "NCCL"
-_INFO = re.compile(r"NCCL INFO (?P<msg>.*)|\S+:\d+:\d+ \[-?\d+\] INFO (?P<old>.*)")
+_OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
 _DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")
-_HEAD = re.compile(r"(?:^|[\s:>\])])(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[-?\d+\]")
 _TRAIL = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
 _TOP_TAGS = ("Async thread", "Proxy Thread", "Progress Thread", "Proxy Service", "bthread")
@@ -134,6 +133,7 @@ class _Reader:
         self.trail_src: dict[str, None] = {}
         self.trail_path: list[str] = []  # the sources of the trail being read, from the failed call up
         self.consumed = -1  # a line already read as the reason after "Last error:"
+        self.prefixes: set[str] = set()
         self.progress_at: list[int] = []
         self.file_rank = _file_rank(name)
         if self.file_rank is not None:
@@ -162,32 +162,50 @@ class _Reader:
             self.level = level
 
     def line(self, i: int, raw: str) -> None:
-        line = _ANSI.sub("", raw).rstrip()
+        # Most of a long log is NCCL INFO: substring checks guard every pattern (a 64 MiB log in seconds)
+        line = (_ANSI.sub("", raw) if "\x1b" in raw else raw).rstrip()
         rank = self.file_rank
-        if m := _TORCH_RANK.search(line):
+        if "[rank" in line and (m := _TORCH_RANK.search(line)):
             rank = int(m.group(1))
             self.ranks[rank] = None
-        if m := _HEAD.search(line):
-            self.hosts[m.group("host")] = None
-        self._version(i, line)
-        if m := _INFO.search(line):
+        if "NCCL version" in line:
+            self._version(i, line)
+        if (at := line.find("NCCL INFO ")) >= 0:
             self.seen("INFO")
-            self._info(i, line, m.group("msg") if m.group("msg") is not None else m.group("old"), rank)
-        elif (m := _WARN.search(line)) or (m := _OLD_WARN.search(line)):
+            self._host(line, at)
+            self._info(i, line, line[at + 10 :], rank)
+        elif "WARN" in line and ((m := _WARN.search(line)) or (m := _OLD_WARN.search(line))):
             self.seen("WARN")
+            self._host(line, line.find("WARN"))
             msg = m.group("msg").rstrip("*").strip()
             src = m.group("src") or ""
             reading = classify(msg, src)
             self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg})
-        elif m := _DIAG.search(line):  # NCCL 2.31+: NCCL's own diagnosis; a known message is its class
+        elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
+            self.seen("INFO")
+            self._info(i, line, m.group("msg"), rank)
+        elif "NCCL DIAG" in line and (
+            m := _DIAG.search(line)
+        ):  # 2.31+: NCCL's own diagnosis; a known text is its class
             self.seen("INFO")
             reading = classify(m.group("msg"))
             self.add(reading.kind if reading else "diag", i, line, rank, reading, fields={"said": m.group("msg")})
         else:
             self._other(i, line, rank)
-        was_event = bool(self.events) and self.events[-1].line_no == i + 1
-        if not was_event and "NCCL" not in line and _PROGRESS.search(line):
-            self.progress_at.append(i)
+            if "NCCL" not in line and _PROGRESS.search(line) and not (self.events and self.events[-1].line_no == i + 1):
+                self.progress_at.append(i)
+
+    def _host(self, line: str, end: int) -> None:
+        """The host of NCCL's ``host:pid:tid [dev]`` prefix before position ``end``."""
+        prefix = line[: line.find(" [", 0, end)]
+        if prefix in self.prefixes:  # one parse per process and thread
+            return
+        self.prefixes.add(prefix)
+        head = prefix.rsplit(" ", 1)[-1].rsplit(":", 3)
+        if len(head) >= 3 and head[-1].isdigit() and head[-2].isdigit():
+            host = head[-3].rsplit("]", 1)[-1].rsplit(">:", 1)[-1]
+            if host:
+                self.hosts[host] = None
 
     def _version(self, i: int, line: str) -> None:
         if m := _VERSION.search(line):
@@ -202,7 +220,7 @@ class _Reader:
             self.seen("VERSION")
 
     def _info(self, i: int, line: str, msg: str, rank: int | None) -> None:
-        if m := _TRAIL.search(msg):
+        if " -> " in msg and (".c" in msg or ".h:" in msg) and (m := _TRAIL.search(msg)):
             tag = m.group("tag") or ""
             self.trail_src[m.group("src").rsplit("/", 1)[-1]] = None
             self.trail_path.append(m.group("src"))
@@ -220,17 +238,17 @@ class _Reader:
                     )
             return
         self.trail_path = []
-        if m := _SET_TO.search(msg):
+        if " set " in msg and (m := _SET_TO.search(msg)):
             self.env[m.group(1)] = m.group(2)
             if m.group(1) == "NCCL_TOPO_FILE":
                 self.topo_file = m.group(2)
-        if m := _INIT_RANK.search(msg):
+        if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
             self.ranks[int(m.group(1) or m.group(3))] = None
-        if m := _IB_USING.search(msg):
+        if "NET/IB" in msg and (m := _IB_USING.search(msg)):
             self.layers.update({d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))})
         if "NET/IB" in msg and "No device found" in msg:
             self.add("ib-no-device", i, line, rank)
-        if m := _TOPO_FILE.search(msg):
+        if "topology file" in msg and (m := _TOPO_FILE.search(msg)):
             self.topo_file = m.group(1)
 
     def _other(self, i: int, line: str, rank: int | None) -> None:

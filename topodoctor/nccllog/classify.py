@@ -116,10 +116,13 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # what a proxy thread or the main thread says after another failure: no cause of its own
     (
         "secondary",
-        re.compile(
-            r"\[Proxy Service \d+\] Failed to execute|Proxy Call to rank \d+ failed|\[Service thread\] Error"
-            r"|Error while creating shared memory segment (?P<seg>\S+) \(size (?P<size>\d+)\)"
-        ),
+        re.compile(r"\[Proxy Service \d+\] Failed to execute|Proxy Call to rank \d+ failed|\[Service thread\] Error"),
+        CONSEQUENCE,
+    ),
+    # the summary after a segment's creation failed: the reason is the line before it (when printed)
+    (
+        "shm-create",
+        re.compile(r"Error while creating shared memory segment (?P<seg>\S+) \(size (?P<size>\d+)\)"),
         CONSEQUENCE,
     ),
     (
@@ -158,6 +161,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         ROOT,
     ),
+    # misc/strongstream.cc: a CUDA graph capture this driver or NCCL build cannot do
+    ("graph-capture", re.compile(r"NCCL cannot be captured in a graph"), ROOT),
     # misc/nvmlwrap.cc: NVML, which NCCL asks for the topology, failed
     ("nvml", re.compile(r"(?P<call>nvml\w+)\(\d*\) failed: (?P<err>[^.\n]+)"), ROOT),
     # nccl-tests' check of the results
@@ -191,6 +196,8 @@ def classify(text: str, source: str = "") -> Reading | None:
     nvls = "NVLS" in text or "NVLink SHARP" in text or src.endswith("nvls.cc")
     if nvls and (m := _CUDA_FAILURE.search(text)):
         return _cuda(m, nvls=True)
+    if "Failed to bind NVLink SHARP" in text:  # the CUDA error may follow on the next line (NCCL 2.29+)
+        return Reading("nvls", {"num": "", "msg": ""})
     if m := _CUDA_FAILURE.search(text):
         reading = _cuda(m, nvls=False)
         if (

@@ -75,7 +75,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> Context:
         layers,
         next((f.topo_file for f in files if f.topo_file), ""),
         frozenset(s for f in files for s in f.trail_sources),
-        tuple(e for f in files for e in f.events if e.kind == "secondary"),
+        tuple(e for f in files for e in f.events if e.kind in ("secondary", "shm-create")),
     )
 
 
@@ -93,6 +93,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     statuses = [k for k in ("ib-status-4", "ib-status-12", "ib-status-remote") if by_kind.get(k)]
     if statuses:
         by_kind.pop("ib-status-5", None)  # flushed requests follow the first completion error
+    if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach")):
+        by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read
     out: list[tuple[int, int, Finding]] = []
     for kind, evs in by_kind.items():
         if kind not in BUILDERS:

@@ -59,7 +59,7 @@ def _nvls(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     where = f" in {evs[0].source}" if evs[0].source else ""
     return Said(
         "TD053",
-        f"NVLS multicast setup failed{where}: {_cuda_text(f)}",
+        f"NVLS multicast setup failed{where}" + (f": {_cuda_text(f)}" if f.get("msg") or f.get("num") else ""),
         EXPLANATIONS["TD053"].fix,
         {"cuda_error": f.get("num") or f.get("msg", "")},
     )
@@ -171,6 +171,20 @@ def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
 
 
+def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """The segment's summary line alone: NCCL failed, the reason line is not in the log."""
+    seg = f" {f['seg']} of {f['size']} bytes" if f.get("seg") else ""
+    return Said(
+        "TD052",
+        f"NCCL could not create its shared-memory segment{seg}; the line that says why is not in the log: "
+        "cause not found",
+        "Check `df -h /dev/shm` where the ranks run (a container's default is 64 MiB: --shm-size or "
+        "--ipc=host, a Kubernetes emptyDir with medium Memory); NCCL_SHM_DISABLE=1 confirms SHM is the part that "
+        "fails; NCCL_DEBUG=WARN shows the reason line before this one.",
+        {"cause": "not found"},
+    )
+
+
 def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said(
         "TD074",
@@ -192,6 +206,15 @@ def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if f.get("what"):
         return Said("TD077", f"ranks have different numbers of {f['what']} devices", EXPLANATIONS["TD077"].fix)
     return Said("TD077", f"invalid communicator config value ({f.get('attr', '?')})", EXPLANATIONS["TD077"].fix)
+
+
+def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD077",
+        "NCCL cannot run inside a CUDA graph here: a driver older than R465 or an NCCL built with CUDA < 11.3",
+        "Update the driver (or use an NCCL built with CUDA 11.3+), or run without graph capture (vLLM "
+        "--enforce-eager, torch without CUDA graphs).",
+    )
 
 
 def _nvml(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -218,8 +241,10 @@ HOST: dict[str, Builder] = {
     "topo-sysfs": _sysfs,
     "shm-full": _shm_full,
     "shm-attach": _shm_attach,
+    "shm-create": _shm_create,
     "diag": _diag,
     "invalid-setting": _setting,
     "nvml": _nvml,
+    "graph-capture": _graph_capture,
     "wrong-results": _wrong,
 }

@@ -68,7 +68,7 @@ _BARE_OK = re.compile(
     r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
     r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
-    r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]"
+    r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
 )
 
 
@@ -283,6 +283,9 @@ class _Reader:
             self.failed_at.append(i)
             return
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line)):
+            if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
+                reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
+                self.consumed = i + 1
             if reading.kind == "watchdog-timeout":
                 self.failed_at.append(i)
             self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip()})

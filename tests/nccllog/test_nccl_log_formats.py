@@ -93,3 +93,36 @@ def test_healthy_info_log_with_tuning_lines_is_quiet() -> None:
         f"{H} NCCL INFO ncclCommInitRank comm 0x5 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 4000 - Init COMPLETE\n"
     )
     assert _explain(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "said"),
+    [
+        ("[1,0]<stderr>:ncclCommInitRank failed: invalid usage\n", "TD049", "invalid usage"),
+        (
+            "W nccl_utils.cc:50] NCCL operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda "
+            "error (run with NCCL_DEBUG=INFO for details)\n",
+            "TD049",
+            "unhandled cuda error",
+        ),
+        (
+            "torch.distributed.DistBackendError: [2] is setting up NCCL communicator and retrieving ncclUniqueId from "
+            "[0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer\n",
+            "TD072",
+            "MASTER_ADDR",
+        ),
+        (
+            "[rank1]:[E ProcessGroupNCCL.cpp:1316] NCCL communicator was aborted on rank 1. Original reason for "
+            "failure was: NCCL error: remote process exited or there was a network error, NCCL version 2.20.5\n",
+            "TD046",
+            "failed first",
+        ),
+    ],
+)
+def test_other_frameworks_words_for_a_failed_nccl_call(text: str, code: str, said: str) -> None:
+    (f,) = _explain(text)
+    assert (f.code, f.severity) == (code, "error") and said in f.message + f.fix
+
+
+def test_a_cuda_error_outside_nccl_is_not_read_as_nccl() -> None:
+    assert _explain("RuntimeError: CUDA error: invalid argument\n") == []

@@ -164,6 +164,16 @@ def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
+def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD072",
+        f"a rank could not fetch NCCL's unique id from torch's c10d store: {f.get('err', '')[:120]}",
+        "Rank 0 holds the store: read its log first (it may have died before the others asked); then check that "
+        "every node reaches MASTER_ADDR:MASTER_PORT (`nc MASTER_ADDR MASTER_PORT`) through the firewall.",
+        {"errno": f.get("err", "")},
+    )
+
+
 def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     peer = next((e.fields.get("peer") for e in evs if e.fields.get("peer")), "")
     msg = "a peer closed its connection" + (f" ({peer})" if peer else "") + ": remote process exited or a network error"
@@ -242,6 +252,7 @@ NETWORK: dict[str, Builder] = {
     "socket-ifname": _ifname,
     "connect": _connect,
     "peer-lost": _peer_lost,
+    "store": _store,
     "collective-mismatch": _mismatch,
     "watchdog-timeout": _watchdog,
     "version-mismatch": _versions,

@@ -43,7 +43,15 @@ _TORCH_ERROR = re.compile(
     r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+\S*))?"
 )
 _NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
-_LAST_ERROR = re.compile(r"Last error:\s*(?P<rest>.*)$")
+_LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
+# any framework's words for NCCL's error class (horovod "ncclCommInitRank failed: ...", XLA "NCCL operation ...
+# failed: ...", TensorFlow "NCCL failure: ..."): a failed call even without torch's header
+_NCCL_CLASS = re.compile(
+    r"(?i)nccl.*?\b(?P<cls>unhandled cuda error|unhandled system error|internal error|invalid usage"
+    r"|remote process exited or there was a network error)"
+)
+# torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
+_STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
 # what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
 _NOT_REASON = re.compile(r"\s*(?:\[rank|\[[WEIF]\d{4}|Exception raised|frame #|Traceback|\s*File \")")
 _TEST_FAIL = re.compile(r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?\s*$")
@@ -278,6 +286,14 @@ class _Reader:
             return
         if m := _TEST_FAIL.search(line):
             self._test_failure(i, line, m, rank)
+            return
+        if "ncclUniqueId" in line and (m := _STORE.search(line)):
+            self.failed_at.append(i)
+            self.add("store", i, line, rank, fields={"err": m.group("err").strip()})
+            return
+        if "Cuda failure" not in line and (m := _NCCL_CLASS.search(line)):
+            self.failed_at.append(i)
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})
             return
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)

@@ -337,3 +337,24 @@ def test_a_trail_without_any_warn_names_its_path() -> None:
     (f,) = _explain(text)
     assert f.code == "TD052" and "misc/socket.cc -> bootstrap.cc -> init.cc" in f.message
     assert "unhandled system error" in f.message
+
+
+def test_connection_fix_names_the_bridge_interface_nccl_used() -> None:
+    boot = f"{H} NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::14ad%veth75fa783<0>\n"
+    warn = f"{H} misc/socket.cc:424 NCCL WARN Connect to 10.0.0.2<33719> failed : Network is unreachable\n"
+    (f,) = _explain(boot + warn)
+    assert f.code == "TD072" and "veth75fa783" in f.fix and "NCCL_SOCKET_IFNAME=ens5" in f.fix
+    (g,) = _explain(f"{H} NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0>\n" + warn)
+    assert "bridge" not in g.fix  # only a routed interface: nothing to say about it
+
+
+def test_watchdog_on_geforce_gpus_points_at_p2p() -> None:
+    timeout = (
+        "[E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800762 milliseconds before timing out.\n"
+    )
+    device = "#  Rank  0 Group  0 Pid 1896106 on node device  0 [0x16] NVIDIA {}\n"
+    (f,) = _explain(device.format("GeForce RTX 4090") + timeout)
+    assert (f.code, f.severity) == ("TD047", "error") and "NCCL_P2P_DISABLE=1" in f.fix
+    (g,) = _explain(device.format("H100 80GB HBM3") + timeout)
+    assert "NCCL_P2P_DISABLE" not in g.fix

@@ -42,6 +42,8 @@ class Context:
     link_layers: Mapping[str, str] = field(default_factory=dict)
     topo_file: str = ""
     trail_sources: frozenset[str] = frozenset()
+    socket_ifs: Mapping[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
+    gpu_names: tuple[str, ...] = ()  # consumer GPUs the log names (GeForce, RTX workstation)
     secondary: tuple[Event, ...] = ()  # the lines that follow a failure (a segment's summary, a proxy's report)
 
 
@@ -74,3 +76,17 @@ def older_than(ctx: Context, version: tuple[int, ...]) -> bool | None:
 def with_general(code: str, specific: str) -> str:
     """The fix for ``code``: what the evidence adds first, then the class's general fix."""
     return f"{specific} {EXPLANATIONS[code].fix}" if specific else EXPLANATIONS[code].fix
+
+
+_BRIDGE = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali", "tun", "lo")
+
+
+def odd_interfaces(ctx: Context) -> str:
+    """The sockets' interfaces that do not reach other nodes (a container bridge, loopback, a
+    link-local address), as a sentence naming them and the others; "" when none is odd."""
+    odd = [n for n, a in ctx.socket_ifs.items() if n.startswith(_BRIDGE) or a.startswith(("169.254.", "fe80:"))]
+    if not odd:
+        return ""
+    good = [n for n in ctx.socket_ifs if n not in odd]
+    use = f" set NCCL_SOCKET_IFNAME={good[0]}" if good else " set NCCL_SOCKET_IFNAME to the routed interface"
+    return f"NCCL's sockets use {', '.join(odd)} (a bridge, loopback or link-local address):{use}."

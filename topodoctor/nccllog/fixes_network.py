@@ -7,7 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccllog.evidence import IBV_WC_STATUS, Builder, Context, Said, older_than, with_general
+from topodoctor.nccllog.evidence import (
+    IBV_WC_STATUS,
+    Builder,
+    Context,
+    Said,
+    odd_interfaces,
+    older_than,
+    with_general,
+)
 from topodoctor.nccllog.explanations import EXPLANATIONS
 from topodoctor.nccllog.parse import Event
 
@@ -156,12 +164,8 @@ def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     why = _CONNECT_WHY.get(
         err, "the packets to the peer got no answer: a firewall dropping the connection between the nodes"
     )
-    return Said(
-        "TD072",
-        f"NCCL's connection{to} failed: {err}",
-        with_general("TD072", why[0].upper() + why[1:] + "."),
-        {"errno": err},
-    )
+    specific = " ".join(x for x in (odd_interfaces(ctx), why[0].upper() + why[1:] + ".") if x)
+    return Said("TD072", f"NCCL's connection{to} failed: {err}", with_general("TD072", specific), {"errno": err})
 
 
 def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -184,6 +188,8 @@ def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said
             "During bootstrap this is either a rank that died at start or another program that connected to "
             "NCCL's port and left (a security scanner): NCCL before 2.27.3 fails on the latter, upgrade NCCL. " + fix
         )
+    if odd := odd_interfaces(ctx):
+        fix = f"{odd} {fix}"
     return Said("TD046", msg, fix)
 
 
@@ -200,11 +206,19 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
         "op": f.get("op", ""),
         "timeout_ms": int(f.get("timeout", 0)),
     }
+    fix = EXPLANATIONS["TD047"].fix
+    if geforce := [g for g in ctx.gpu_names if "GeForce" in g]:
+        fix = (
+            f"The GPUs are {geforce[0]}: GeForce boards have no supported P2P, and a first collective that never "
+            f"ends is its usual sign: try NCCL_P2P_DISABLE=1. {fix}"
+        )
+    if odd := odd_interfaces(ctx):
+        fix = f"{odd} {fix}"
     return Said(
         "TD047",
         f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the "
         f"{f.get('timeout')} ms timeout: a rank did not join it",
-        EXPLANATIONS["TD047"].fix,
+        fix,
         extra,
     )
 

@@ -63,6 +63,9 @@ _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)")
 _NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
 _SET_TO = re.compile(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
 _IB_USING = re.compile(r"NET/IB ?: Using (.*?)(?:; OOB|$)")
+_SOCK_USING = re.compile(r"(?:Bootstrap|NET/Socket) ?: Using (.*)$")  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...
+_SOCK_IF = re.compile(r"(?:\[\d+\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
+_GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
 _IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.-]+):\d+/(?P<layer>IB|RoCE)")
 _TOPO_FILE = re.compile(r"Loading topology file (\S+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -112,6 +115,8 @@ class LogFile:
     failed: bool = False  # the file shows a failed call: a trail to the top, a framework or test error
     went_on: bool = False  # work went on after the last failure line (training steps, test rows)
     link_layers: dict[str, str] = field(default_factory=dict)  # RDMA device -> IB or RoCE (NET/IB : Using)
+    socket_ifs: dict[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
+    gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
     topo_file: str = ""  # the topology XML NCCL loaded, where the log says
     trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)
 
@@ -136,6 +141,8 @@ class _Reader:
         self.last_errors: list[str] = []
         self.env: dict[str, str] = {}
         self.layers: dict[str, str] = {}
+        self.socket_ifs: dict[str, str] = {}
+        self.gpus: dict[str, None] = {}
         self.topo_file = ""
         self.failed_at: list[int] = []
         self.trail_src: dict[str, None] = {}
@@ -252,6 +259,8 @@ class _Reader:
                 self.topo_file = m.group(2)
         if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
             self.ranks[int(m.group(1) or m.group(3))] = None
+        if "Using" in msg and (m := _SOCK_USING.search(msg)):
+            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
         if "NET/IB" in msg and (m := _IB_USING.search(msg)):
             self.layers.update({d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))})
         if "NET/IB" in msg and "No device found" in msg:
@@ -260,6 +269,8 @@ class _Reader:
             self.topo_file = m.group(1)
 
     def _other(self, i: int, line: str, rank: int | None) -> None:
+        if ("GeForce" in line or "RTX" in line or "TITAN" in line) and (m := _GPU_NAME.search(line)):
+            self.gpus[m.group(0).strip()] = None
         if line.startswith("#"):
             if (reading := classify(line)) and reading.kind == "wrong-results":
                 self.failed_at.append(i)
@@ -364,6 +375,8 @@ def parse_file(name: str, text: str) -> LogFile:
         failed=bool(r.failed_at),
         went_on=last_failure >= 0 and any(p > last_failure for p in r.progress_at),
         link_layers=r.layers,
+        socket_ifs=r.socket_ifs,
+        gpu_names=tuple(r.gpus),
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
     )

@@ -351,7 +351,8 @@ def test_connection_fix_names_the_bridge_interface_nccl_used() -> None:
 def test_watchdog_on_geforce_gpus_points_at_p2p() -> None:
     timeout = (
         "[E ProcessGroupNCCL.cpp:474] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
-        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800762 milliseconds before timing out.\n"
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800762 milliseconds before timing "
+        "out.\n"
     )
     device = "#  Rank  0 Group  0 Pid 1896106 on node device  0 [0x16] NVIDIA {}\n"
     (f,) = _explain(device.format("GeForce RTX 4090") + timeout)

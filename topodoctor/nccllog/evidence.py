@@ -44,6 +44,7 @@ class Context:
     trail_sources: frozenset[str] = frozenset()
     socket_ifs: Mapping[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
     gpu_names: tuple[str, ...] = ()  # consumer GPUs the log names (GeForce, RTX workstation)
+    hosts: int = 0  # hosts the logs name in NCCL's line prefix
     secondary: tuple[Event, ...] = ()  # the lines that follow a failure (a segment's summary, a proxy's report)
 
 
@@ -78,13 +79,17 @@ def with_general(code: str, specific: str) -> str:
     return f"{specific} {EXPLANATIONS[code].fix}" if specific else EXPLANATIONS[code].fix
 
 
-_BRIDGE = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali", "tun", "lo")
+_BRIDGE = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali", "tun")
 
 
 def odd_interfaces(ctx: Context) -> str:
     """The sockets' interfaces that do not reach other nodes (a container bridge, loopback, a
     link-local address), as a sentence naming them and the others; "" when none is odd."""
-    odd = [n for n, a in ctx.socket_ifs.items() if n.startswith(_BRIDGE) or a.startswith(("169.254.", "fe80:"))]
+    odd = [
+        n
+        for n, a in ctx.socket_ifs.items()
+        if n.startswith(_BRIDGE) or a.startswith(("169.254.", "fe80:")) or (n == "lo" and ctx.hosts > 1)
+    ]  # loopback is right for ranks of one host
     if not odd:
         return ""
     good = [n for n in ctx.socket_ifs if n not in odd]

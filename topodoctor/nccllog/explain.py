@@ -77,6 +77,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> Context:
         frozenset(s for f in files for s in f.trail_sources),
         {k: v for f in files for k, v in f.socket_ifs.items()},
         tuple(dict.fromkeys(g for f in files for g in f.gpu_names)),
+        len({h for f in files for h in f.hosts}),
         tuple(e for f in files for e in f.events if e.kind in ("secondary", "shm-create")),
     )
 

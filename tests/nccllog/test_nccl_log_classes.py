@@ -359,3 +359,11 @@ def test_watchdog_on_geforce_gpus_points_at_p2p() -> None:
     assert (f.code, f.severity) == ("TD047", "error") and "NCCL_P2P_DISABLE=1" in f.fix
     (g,) = _explain(device.format("H100 80GB HBM3") + timeout)
     assert "NCCL_P2P_DISABLE" not in g.fix
+
+
+def test_every_finding_says_how_sure_its_cause_is() -> None:
+    by_code = {code: _explain(text)[0] for code, _, text, _ in FIRING}
+    assert by_code["TD052"].evidence["cause"] == {"what": "not found", "confidence": "not found"}
+    assert by_code["TD061"].evidence["cause"]["confidence"] == "stated by the log"
+    assert by_code["TD066"].evidence["cause"]["confidence"] == "likely"
+    assert all("cause" in f.evidence for f in by_code.values())

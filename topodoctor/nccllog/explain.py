@@ -47,6 +47,30 @@ _CLASS_OF = {
 }
 
 
+# How sure the cause is: NCCL or CUDA states it in so many words, or it is the usual cause of that message
+STATED = frozenset(
+    (
+        "TD040",
+        "TD041",
+        "TD042",
+        "TD043",
+        "TD044",
+        "TD048",
+        "TD054",
+        "TD055",
+        "TD058",
+        "TD060",
+        "TD061",
+        "TD062",
+        "TD070",
+        "TD073",
+        "TD077",
+        "TD078",
+        "TD079",
+    )
+)
+
+
 def _finding(code: str, subject: str, message: str, fix: str, ev: Event | None, **extra: object) -> Finding:
     e = EXPLANATIONS[code]
     evidence: dict[str, object] = {}
@@ -54,6 +78,9 @@ def _finding(code: str, subject: str, message: str, fix: str, ev: Event | None, 
         evidence.update(file=ev.file, line=ev.line_no, text=ev.text)
         if ev.rank is not None:
             evidence["rank"] = ev.rank
+    not_found = extra.pop("cause", None) == "not found" or code in ("TD049", "TD052")
+    confidence = "not found" if not_found else ("stated by the log" if code in STATED else "likely")
+    evidence["cause"] = {"what": e.title if not not_found else "not found", "confidence": confidence}
     evidence.update(extra)
     return Finding(code, e.name, e.severity, subject, message, fix, evidence)
 

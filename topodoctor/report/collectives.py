@@ -8,14 +8,13 @@ out-of-place and in-place forms. A form torch.distributed does not offer prints 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import plural
 from topodoctor.model.collective_ops import human_size
 from topodoctor.model.collectives import CollectivesResult, Timing
-from topodoctor.model.findings import Finding
+from topodoctor.model.findings import Finding, finding_json
 from topodoctor.model.nccl_summary import nccl_paragraph
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.busbw import Prediction, predict
@@ -102,7 +101,7 @@ def collectives_json(res: CollectivesResult, findings: list[Finding]) -> dict[st
     doc: dict[str, Any] = to_jsonable(res)
     doc.pop("snapshot", None)
     doc["account"] = nccl_paragraph(res)
-    doc["findings"] = [asdict(f) for f in findings]
+    doc["findings"] = [finding_json(f) for f in findings]
     return doc
 
 

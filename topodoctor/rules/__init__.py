@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from topodoctor.core.probed import ProbeError
+from topodoctor.diagnosis import Case, explain
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
 from topodoctor.model.fitness import NOT_RECORDED
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
@@ -44,6 +45,7 @@ __all__ = [
     "Finding",
     "Rule",
     "Severity",
+    "case_of",
     "evaluate",
 ]
 
@@ -182,10 +184,17 @@ def evaluate(
         )
     incomplete += unrecorded.findings(td901)
     incomplete.sort(key=_order)
+    findings = list(explain(findings, case_of(ctx)))
     if td901 in rules:
         findings += incomplete
     findings.sort(key=_order)
     return Evaluation(tuple(findings), tuple(incomplete))
+
+
+def case_of(ctx: Context) -> Case:
+    """What the cause engine joins with the findings: the host and every result the check holds."""
+    coll = ctx.extra.get("collectives")
+    return Case(ctx.snap, coll, ctx.bandwidth, ctx.extra.get("fitness"))
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:

@@ -5,12 +5,19 @@ its cause named at error level, leading the message and the fix; the runs that d
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import FIXTURES
 
-from topodoctor.model.collectives import load_result
+from topodoctor.model.collectives import CollectivesResult, load_result
+from topodoctor.model.copies import Activity
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
+from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
+from topodoctor.probe.environment import capture_environment
+from topodoctor.report.check import one_line
+from topodoctor.rules import Context, evaluate
 from topodoctor.service.collectives import judge
 
 RUNS = FIXTURES / "diagnosis" / "h100-x2"
@@ -104,3 +111,49 @@ def test_collectives_from_leads_with_the_cause_in_text_and_json(capsys: pytest.C
     td001 = next(f for f in doc["findings"] if f["code"] == "TD001")
     assert td001["cause"]["what"].startswith("NCCL_NTHREADS=64") and td001["cause"]["confidence"] == "high"
     assert main(["collectives", "--from", str(RUNS / "coll-shm-off.json")]) == 0
+
+
+def _quick_pass(name: str, largest: int = 1 << 30) -> tuple[CollectivesResult, HostSnapshot]:
+    """Transform: a run as `check --level quick` holds it: its rows up to ``largest``, the
+    snapshot the check's own probe (not the result) carries, and our ranks' processes on every GPU
+    (children of the check: ours), as the probe saw them during the quick pass."""
+    res = load_result(RUNS / f"coll-{name}.json")
+    assert res.snapshot is not None
+    rows = tuple(r for r in res.rows if r.size_bytes <= largest)
+    mine = ComputeProcess(4242, 1 << 29, 0, 1, "python3 -m topodoctor.measure.collectives.rank.main", True)
+    gpus = tuple(
+        replace(g, compute_processes=(*(g.compute_processes if isinstance(g.compute_processes, tuple) else ()), mine))
+        for g in res.snapshot.gpus
+    )
+    return replace(res, rows=rows, snapshot=None), replace(res.snapshot, gpus=gpus)
+
+
+def _check(res: CollectivesResult, snap: HostSnapshot) -> Outcome:
+    ctx = Context(snap, capture_environment({"NCCL_NVLS_ENABLE": "0"}), extra={"collectives": res})
+    ev = evaluate(ctx)
+    code = 1 if any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["error"] for f in ev.findings) else 0
+    return Outcome(ev.findings, ev.incomplete, Meta("live", "vm", 2, 1.0, ("collectives",)), "error", code)
+
+
+def test_a_quick_check_of_the_healthy_host_warns_of_nothing() -> None:
+    res, snap = _quick_pass("default", 256 << 20)
+    # as the healthy quick check measured it: sendrecv 299 GB/s at 256 MiB, GPU1 at 9 % from our copy pass
+    assert any(r.op == "sendrecv" and r.size_bytes == 256 << 20 for r in res.rows)
+    res = replace(res, activity=(Activity(0, 1, 1, 1 << 29), Activity(1, 9, 0, 1 << 29)))
+    out = _check(res, snap)
+    assert [f for f in out.findings if SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["warning"]] == []
+    assert not [f for f in out.findings if f.code == "TD007"]
+    assert one_line(out).startswith("topodoctor OK")
+
+
+def test_the_quick_checks_one_line_reason_leads_with_the_foreign_process() -> None:
+    res, snap = _quick_pass("foreign-gemm")
+    line = one_line(_check(res, snap))
+    assert line.startswith("topodoctor FAIL TD001 all_reduce: another job's process on GPU1 99 % busy with pid 2972")
+    assert len(line) <= 200
+
+
+def test_the_quick_checks_one_line_reason_leads_with_a_setting() -> None:
+    res, snap = _quick_pass("nthreads")
+    line = one_line(_check(res, snap))
+    assert line.startswith("topodoctor FAIL TD001 all_reduce: NCCL_NTHREADS=64") and len(line) <= 200

@@ -49,6 +49,7 @@ class Load:
     utilization_pct: int | None
     foreign: tuple[Foreign, ...]
     unseen: int  # processes NVML counted that the snapshot could not name (not ours, not listed)
+    own: int = 0  # topodoctor's own processes on it (their utilisation is ours)
 
     @property
     def busy(self) -> bool:
@@ -56,7 +57,7 @@ class Load:
         ours to account for it."""
         if self.foreign or self.unseen:
             return True
-        return (self.utilization_pct or 0) >= BUSY_UTIL_PCT
+        return not self.own and (self.utilization_pct or 0) >= BUSY_UTIL_PCT
 
     @property
     def contenders(self) -> int:
@@ -94,12 +95,12 @@ def loads(snap: HostSnapshot | None, activity: Sequence[Activity]) -> dict[int, 
         listed = g.compute_processes if g is not None else None
         if isinstance(listed, tuple):
             foreign = tuple(_foreign(p) for p in listed if not p.ours)
-            out[a.index] = Load(a.index, a.utilization_pct, foreign, 0)
+            out[a.index] = Load(a.index, a.utilization_pct, foreign, 0, len(listed) - len(foreign))
         else:
             out[a.index] = Load(a.index, a.utilization_pct, (), a.processes or 0)
     for g in snap.gpus if snap is not None else ():
         listed = g.compute_processes
         if g.index not in out and isinstance(listed, tuple):
             foreign = tuple(_foreign(p) for p in listed if not p.ours)
-            out[g.index] = Load(g.index, None, foreign, 0)
+            out[g.index] = Load(g.index, None, foreign, 0, len(listed) - len(foreign))
     return out

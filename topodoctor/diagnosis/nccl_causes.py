@@ -17,7 +17,7 @@ from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.busbw import algorithm_busbw, pcie_gbps
 
 CHANNEL_VARS = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_P2P_NCHANNELS")
-P2P_OFF = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL")
+P2P_OFF = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_HOSTID")
 DATA_PATH = ("p2p", "shm", "net", "memory", "buffer", "protocol", "multicast")
 Found = tuple[list[Candidate], list[str]]
 

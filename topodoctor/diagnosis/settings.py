@@ -136,6 +136,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Unset NCCL_P2P_DISABLE; if P2P fails, fix its cause (ACS, IOMMU, the fabric manager).",
     ),
     Setting(
+        "NCCL_HOSTID",
+        "p2p",
+        "the host identity NCCL tells nodes apart by (instead of the host name)",
+        "the host name",
+        "ranks of one host given different values are treated as different nodes: they talk over the network",
+        "Unset NCCL_HOSTID, or give every rank of a host the same value.",
+    ),
+    Setting(
         "NCCL_P2P_USE_CUDA_MEMCPY",
         "p2p",
         "1 moves P2P data with copy-engine memcpy driven by NCCL's proxy thread instead of its kernels",

@@ -11,33 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from topodoctor.diagnosis.collective import CollectiveSymptom, collective_cause
 from topodoctor.diagnosis.devices import DeviceSymptom, device_cause
+from topodoctor.diagnosis.symptoms import SYMPTOMS, SymptomKind
 from topodoctor.model.collectives import CollectivesResult
 from topodoctor.model.copies import BandwidthResult
 from topodoctor.model.findings import NOT_FOUND, Cause, Finding
 from topodoctor.model.fitness_results import FitnessResult
 from topodoctor.model.snapshot import HostSnapshot
 
-SymptomKind = Literal["collective-slow", "collective-failed", "rank-slow", "copy-slow", "memory-low", "compute-low"]
-# The findings that report a symptom, by code; the others (a setting, a link state) are causes themselves.
-SYMPTOMS: dict[str, SymptomKind] = {
-    "TD001": "collective-slow",
-    "TD011": "collective-slow",
-    "TD012": "collective-slow",
-    "TD020": "collective-slow",
-    "TD005": "collective-failed",
-    "TD006": "rank-slow",
-    "TD701": "copy-slow",
-    "TD703": "copy-slow",
-    "TD704": "copy-slow",
-    "TD717": "copy-slow",
-    "TD710": "memory-low",
-    "TD711": "memory-low",
-    "TD712": "compute-low",
-}
 SIZE = re.compile(r" at (\d+)([KMG])\b")
 GPU = re.compile(r"^GPU(\d+)(?:-GPU(\d+))?$")
 RULED_SHOWN = 2  # ruled-out items a "cause not found" message names; the cause object has them all

@@ -212,3 +212,15 @@ def test_low_hbm_on_a_gpu_held_down_names_its_clocks() -> None:
     ctx = Context(snap, capture_environment({}), extra={"fitness": fitness_result("hbm-slow-gpu2")})
     f = next(f for f in evaluate(ctx, select=["TD711"]))
     assert f.cause is not None and "hw_slowdown" in f.cause.what and f.severity == "error"
+
+
+def test_a_fault_in_the_engine_leaves_the_finding_as_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    from topodoctor.diagnosis import explain as ex
+
+    def broken(*_: object) -> None:
+        raise KeyError("gpu 7")
+
+    monkeypatch.setattr(ex, "collective_cause", broken)
+    f = next(f for f in judge(load_result(RUNS / "coll-proto-ll.json"), None) if f.code == "TD001")
+    assert f.severity == "error" and f.cause is not None and not f.cause.found
+    assert "the cause engine failed" in f.cause.ruled_out[0]

@@ -24,6 +24,21 @@ class DeviceSymptom:
     dst: int | None
     measured: float | None
     reference: float | None  # what a healthy GPU or path reaches (its peers, its path, its limit)
+    path: str | None = None  # a copy's path as the copy worker saw it: p2p, staged (through the host)
+    nvlink_bytes: int | None = None  # bytes NVML's NVLink counters saw during the copies
+
+
+def _path(sym: DeviceSymptom, cls: str) -> list[Candidate]:
+    """What the copy worker saw of the path: staged through host memory, or NVLink carrying nothing."""
+    pair = f"GPU{sym.src}->GPU{sym.dst}"
+    fix = f"Find why peer access between GPU{sym.src} and GPU{sym.dst} is off (TD3xx: P2P status, the fabric manager)."
+    if sym.path == "staged":
+        what = f"the driver staged the {pair} copies through host memory: no peer access over {cls}"
+        return [Candidate(what, fix, {"path": sym.path}, confidence="high")]
+    if sym.nvlink_bytes == 0:
+        what = f"NVLink carried none of the {pair} copies (NVML's counters stood still)"
+        return [Candidate(what, fix, {"nvlink_bytes": 0}, confidence="high")]
+    return []
 
 
 def device_cause(sym: DeviceSymptom, snap: HostSnapshot, activity: tuple[Activity, ...], fallback_fix: str) -> Cause:
@@ -43,6 +58,7 @@ def device_cause(sym: DeviceSymptom, snap: HostSnapshot, activity: tuple[Activit
         pair = sym.dst is not None and sym.dst >= 0 and sym.src >= 0
         cls = expected_pairs(snap).get((sym.src, sym.dst or 0)) if pair else None
         if cls is not None and cls.cls.startswith("NV"):
+            cands.extend(_path(sym, cls.cls))
             add(gpu_state.links_down(snap, gpus, ref))
             share = cls.pcie_gbps / cls.nominal_gbps if cls.pcie_gbps and cls.nominal_gbps else None
             add(

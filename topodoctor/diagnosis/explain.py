@@ -17,7 +17,7 @@ from topodoctor.diagnosis.collective import CollectiveSymptom, collective_cause
 from topodoctor.diagnosis.devices import DeviceSymptom, device_cause
 from topodoctor.diagnosis.symptoms import SYMPTOMS, SymptomKind
 from topodoctor.model.collectives import CollectivesResult
-from topodoctor.model.copies import BandwidthResult
+from topodoctor.model.copies import BandwidthResult, Mode
 from topodoctor.model.findings import NOT_FOUND, Cause, Finding
 from topodoctor.model.fitness_results import FitnessResult
 from topodoctor.model.snapshot import HostSnapshot
@@ -82,7 +82,12 @@ def _device(f: Finding, kind: SymptomKind, case: Case) -> Cause | None:
         measured = ev.get("gbps")
         reference = ev.get("peer_median_gbps") or ev.get("nominal_gbps") or ev.get("link_gbps")
         activity = case.bandwidth.activity
-        sym = DeviceSymptom("copy", src, dst, measured, reference)
+        modes: dict[Any, Mode] = {"bidir": "bidir", "h2d": "h2d", "d2h": "d2h"}
+        mode = modes.get(ev.get("mode"), "oneway")
+        ends = (-1, src) if mode == "h2d" else (src, dst if dst is not None else -1)
+        copy = case.bandwidth.find(mode, *ends)
+        path, nvlink = (copy.path, copy.nvlink_bytes) if copy is not None else (None, None)
+        sym = DeviceSymptom("copy", src, dst, measured, reference, path, nvlink)
     else:
         if case.fitness is None:
             return None
@@ -112,10 +117,17 @@ def _lead(f: Finding, cause: Cause) -> Finding:
 
 
 def explain(findings: Iterable[Finding], case: Case) -> tuple[Finding, ...]:
-    """The findings, each symptom with its cause leading its message and fix; the rest unchanged."""
+    """The findings, each symptom with its cause leading its message and fix; the rest unchanged.
+
+    A fault in the engine on some input it did not foresee leaves that finding as the rule raised it,
+    saying so in its cause: an explanation never costs a check the fault it found."""
     out = []
     for f in findings:
-        cause = cause_of(f, case)
+        try:
+            cause = cause_of(f, case)
+        except Exception as exc:  # the finding stands; only its cause could not be derived
+            why = f"the cause engine failed on this finding ({type(exc).__name__}: {str(exc)[:80]})"
+            cause = Cause(NOT_FOUND, "none", f.fix, {"error": why}, None, (why,))
         out.append(f if cause is None else _lead(f, cause))
     return tuple(out)
 

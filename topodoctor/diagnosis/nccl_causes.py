@@ -164,9 +164,11 @@ def _transport(seen: dict[str, Seen], run: OpRun) -> Found:
     elif run.account is not None and run.account.connections:
         for s in [*p2p_vars, *([shm] if shm is not None else [])]:
             ruled.append(f"{_named(s)}: no effect, NCCL still connected the ranks over P2P")
-    else:
+    else:  # no account of the transports: a setting that turns P2P off may have
         for s in p2p_vars:
-            out.append(Candidate(f"{_named(s)} may keep NCCL off P2P", BY_NAME[s.name].fix, _ev(s), direct=False))
+            if s.name == "NCCL_P2P_LEVEL" or (s.name == "NCCL_P2P_DISABLE" and _int(s.value) == 1):
+                what = f"{_named(s)} may keep NCCL off P2P (no NCCL log to show the transports)"
+                out.append(Candidate(what, BY_NAME[s.name].fix, _ev(s), direct=False))
     return out, ruled
 
 

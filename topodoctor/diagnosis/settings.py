@@ -24,6 +24,7 @@ Kind = Literal[
     "memory",  # how NCCL allocates and shares its buffers
     "launch",  # how kernels are launched
     "multicast",  # NVLink SHARP (NVLS)
+    "identity",  # how NCCL tells nodes apart
 ]
 
 
@@ -137,7 +138,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "NCCL_HOSTID",
-        "p2p",
+        "identity",
         "the host identity NCCL tells nodes apart by (instead of the host name)",
         "the host name",
         "ranks of one host given different values are treated as different nodes: they talk over the network",

@@ -99,6 +99,7 @@ def test_a_forced_algorithm_the_op_lacks_is_named_from_nccls_warning() -> None:
     assert "NCCL_ALGO was set to Tree" in f.cause.evidence["nccl_warning"]
 
 
+@pytest.mark.slow
 def test_collectives_from_leads_with_the_cause_in_text_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     from topodoctor.cli.commands import main
 

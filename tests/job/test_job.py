@@ -112,6 +112,7 @@ def test_late_rank_below_the_threshold_is_no_straggler(gloo: Path, capsys: pytes
     assert not [f for f in doc["findings"] if f["kind"] == "late-rank"]  # 30 ms every time is no single event
 
 
+@pytest.mark.slow
 @needs_torch
 def test_a_rank_once_past_its_peers_timeout_is_named_with_its_lateness(
     gloo: Path, capsys: pytest.CaptureFixture[str]

@@ -133,7 +133,9 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
         "one-way GPU0->GPU1 out of memory (TD708)",
         bandwidth=bw_measure("oneway", 0, 1, error="CUDA out of memory"),
     ),
-    Case("TD707", False, "h200-x4", "GPU1 at 49% utilisation, no process", bandwidth=bw_activity(1, utilization_pct=49)),
+    Case(
+        "TD707", False, "h200-x4", "GPU1 at 49% utilisation, no process", bandwidth=bw_activity(1, utilization_pct=49)
+    ),
     Case(
         "TD708",
         False,

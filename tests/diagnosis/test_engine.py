@@ -224,3 +224,31 @@ def test_a_fault_in_the_engine_leaves_the_finding_as_raised(monkeypatch: pytest.
     f = next(f for f in judge(load_result(RUNS / "coll-proto-ll.json"), None) if f.code == "TD001")
     assert f.severity == "error" and f.cause is not None and not f.cause.found
     assert "the cause engine failed" in f.cause.ruled_out[0]
+
+
+def test_docs_list_every_setting_the_engine_knows() -> None:
+    from conftest import ROOT
+
+    from topodoctor.diagnosis.settings import SETTINGS
+
+    text = (ROOT / "docs" / "diagnosis.md").read_text()
+    assert [s.name for s in SETTINGS if f"`{s.name}" not in text] == []
+
+
+def test_nccls_own_choice_is_evidence_and_without_a_setting_a_cause() -> None:
+    from topodoctor.model.collectives import NcclChoice
+
+    # Transform: NCCL's TUNING account of the 1 GiB call added (Ring / LL on 24 channels).
+    ll = NcclChoice("all_reduce", 1 << 30, "Ring", "LL", 24, 141.0)
+    res = load_result(RUNS / "coll-proto-ll.json")
+    assert res.nccl is not None
+    res = replace(res, nccl=replace(res.nccl, choices=(ll,)))
+    f = next(f for f in judge(res, None) if f.code == "TD001")
+    assert f.cause is not None and f.cause.evidence["nccl_choice"]["protocol"] == "LL"
+    assert f.cause.what.startswith("NCCL_PROTO=LL")
+    # Transform: the same with NCCL_PROTO gone from the environment and from NCCL's log.
+    env = {k: v for k, v in res.env.items() if k != "NCCL_PROTO"}
+    ranks = tuple(replace(r, env={k: v for k, v in r.env.items() if k != "NCCL_PROTO"}) for r in res.ranks)
+    bare = replace(res, env=env, ranks=ranks, nccl=replace(res.nccl, env={"NCCL_NVLS_ENABLE": "0"}, choices=(ll,)))
+    g = next(f for f in judge(bare, None) if f.code == "TD001")
+    assert g.cause is not None and g.cause.what.startswith("NCCL chose Ring/LL for all_reduce at 1024 MiB")

@@ -125,6 +125,14 @@ def _slow(
         "measured_gbps": sym.measured_gbps,
         "model_gbps": None if reference is None else round(reference, 1),
     }
+    choice = res.nccl.choice(sym.op, sym.size_bytes) if res.nccl is not None else None
+    if choice is not None:  # NCCL's own account of the call (its TUNING log), beside the cause
+        symptom["nccl_choice"] = {
+            "algorithm": choice.algorithm,
+            "protocol": choice.protocol,
+            "channels": choice.channels,
+            "predicted_busbw_gbps": choice.predicted_busbw_gbps,
+        }
     return best_cause(g.cands, reference, sym.measured_gbps, g.ruled, fix, symptom)
 
 

@@ -209,6 +209,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Unset NCCL_IB_GID_INDEX, or set the index of a RoCE v2 GID (show_gids).",
     ),
     Setting(
+        "NCCL_IB_TIMEOUT",
+        "net",
+        "the InfiniBand verbs timeout: 4.096 us x 2^value",
+        "20 (about 4 s)",
+        "too low fails connections on a busy fabric; 0 waits forever, so a lost packet hangs the job",
+        "Unset NCCL_IB_TIMEOUT, or keep it within 1-31 (TD609).",
+    ),
+    Setting(
         "NCCL_IB_QPS_PER_CONNECTION",
         "net",
         "queue pairs per connection between two ranks",

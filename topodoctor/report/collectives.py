@@ -8,16 +8,17 @@ out-of-place and in-place forms. A form torch.distributed does not offer prints 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import plural
+from topodoctor.diagnosis.load import loads
 from topodoctor.model.collective_ops import human_size
 from topodoctor.model.collectives import CollectivesResult, Timing
-from topodoctor.model.findings import Finding
+from topodoctor.model.findings import Finding, finding_json
 from topodoctor.model.nccl_summary import nccl_paragraph
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.report.causes import cause_line
 from topodoctor.topology.busbw import Prediction, predict
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
@@ -83,10 +84,9 @@ def text_report(res: CollectivesResult, findings: list[Finding], snap: HostSnaps
     for fail in res.failures:
         at = f" at {human_size(fail.size_bytes)}" if fail.size_bytes else ""
         lines.append(f"# FAILED {fail.kind}: {fail.op or 'run'}{at}: {fail.message}")
-    busy = [a for a in res.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
-    for a in busy:
-        others = plural(a.processes, "other process")
-        lines.append(f"# GPU{a.index} was busy: {a.utilization_pct}% utilisation, {others}")
+    for load in loads(snap or res.snapshot, res.activity).values():
+        if load.busy:
+            lines.append(f"# {load.describe()} when the run started")
     lines.append("")
     lines.append(nccl_paragraph(res))
     where = f"{plural(res.world_size, 'rank')} on {plural(len(res.nodes) or 1, 'node')}"
@@ -94,6 +94,9 @@ def text_report(res: CollectivesResult, findings: list[Finding], snap: HostSnaps
     lines.append(f"{res.source} on {res.host or 'unknown host'}: {where}{wall}")
     for f in findings:
         lines.append(f"{f.code} {f.severity} {f.subject}: {f.message}")
+        why = cause_line(f)
+        if why is not None:
+            lines.append(f"    {why}")
     return lines
 
 
@@ -102,7 +105,7 @@ def collectives_json(res: CollectivesResult, findings: list[Finding]) -> dict[st
     doc: dict[str, Any] = to_jsonable(res)
     doc.pop("snapshot", None)
     doc["account"] = nccl_paragraph(res)
-    doc["findings"] = [asdict(f) for f in findings]
+    doc["findings"] = [finding_json(f) for f in findings]
     return doc
 
 

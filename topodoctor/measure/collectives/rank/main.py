@@ -35,6 +35,8 @@ from topodoctor.measure.collectives.sweeps import SweepRun
 from topodoctor.measure.collectives.world import World
 from topodoctor.model.collective_ops import Plan
 
+# CUDA's own switches that change how NCCL's kernels run: kept beside NCCL's for the diagnosis
+CUDA_SETTINGS = ("CUDA_LAUNCH_BLOCKING", "CUDA_DEVICE_MAX_CONNECTIONS")
 IDENT_WIDTH = 4096  # bytes per rank for its identity (NCCL variables included)
 
 
@@ -95,7 +97,7 @@ def run_rank(
         rank = Rank(plan, world, emit, group=measured, control=dist.group.WORLD)
     alarm = Alarm(world_store(dist), world.rank)
     ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
-    env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
+    env = {k: v for k, v in os.environ.items() if _kept(k) and k not in ours}
     ident = {**rank.identity(), "env": env}
     while len(json.dumps(ident).encode()) > IDENT_WIDTH and ident["env"]:  # what fits goes round
         ident["env"] = dict(list(ident["env"].items())[:-1])
@@ -188,6 +190,11 @@ def main() -> int:
         return 1
     _emit_stdout({"ev": "done", "rank": world.rank})
     return 0
+
+
+def _kept(name: str) -> bool:
+    """A variable a rank reports with its result: NCCL's, torch's NCCL ones, CUDA's launch switches."""
+    return name.startswith(("NCCL_", "TORCH_NCCL_")) or name in CUDA_SETTINGS
 
 
 if __name__ == "__main__":

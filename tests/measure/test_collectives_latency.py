@@ -170,3 +170,70 @@ def test_end_to_end_on_gloo() -> None:
 def test_usage_errors_exit_2_before_anything_starts(args: list[str], env: dict[str, str], says: str) -> None:
     r = _cli(*args, env=env)
     assert r.returncode == 2 and says in r.stderr, (r.returncode, r.stderr)
+
+
+class _FakeShmem:
+    """nvshmem4py's host API as 0.1.3 declares it (the signatures only), recording each call."""
+
+    class Teams:
+        TEAM_WORLD = 0
+
+    class SignalOp:
+        SIGNAL_SET = 9
+
+    class ComparisonType:
+        CMP_GE = 5
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.calls: list[tuple[Any, ...]] = []
+
+    def tensor(self, shape: tuple[int, ...], dtype: Any = None) -> Any:
+        return self.torch.zeros(shape, dtype=dtype)
+
+    def put_signal(
+        self,
+        dst: Any,
+        src: Any,
+        signal_var: Any,
+        signal_val: int,
+        signal_op: int,
+        remote_pe: int = -1,
+        stream: Any = None,
+    ) -> None:
+        self.calls.append(("put_signal", signal_val, signal_op, remote_pe, stream))
+
+    def signal_wait(self, signal_var: Any, signal_val: int, signal_op: int, stream: Any = None) -> None:
+        self.calls.append(("signal_wait", signal_val, signal_op, stream))
+
+    def reduce(self, team: Any, dst_array: Any, src_array: Any, op: str, stream: Any = None) -> None:
+        self.calls.append(("reduce", team, op, stream, dst_array.numel()))
+
+
+def test_the_nvshmem_calls_follow_nvshmem4pys_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ping-pong steps one signal value on both ranks, each waiting before it answers; all_reduce
+    is NVSHMEM's on-stream reduce over the world team (the GPU run shows the rest)."""
+    torch = pytest.importorskip("torch")
+    from topodoctor.measure.collectives.rank.nvshmem_path import Nvshmem
+
+    def bench(me: int) -> Any:
+        rank = SimpleNamespace(pattern=lambda r, n: torch.full((n,), float(r)), synced=lambda: None, me=me)
+        plan = LatencyPlan(iters=1, reps=1, warmup=0, check=False)
+        return SimpleNamespace(rank=rank, me=me, peer=1 - me, plan=plan, cuda=True)
+
+    monkeypatch.setattr(Nvshmem, "stream", lambda self: "stream")
+    seen = {}
+    for me in (0, 1):
+        shmem = Nvshmem(bench(me))
+        shmem.core, shmem.signal = _FakeShmem(torch), "signal"
+        pong = shmem.prepare("p2p", K)
+        shmem.bench.eager_us = lambda call, per=1: [call() for _ in range(2)] and 1.0
+        shmem.bench.pong_wrong = lambda *a: 0.0
+        assert pong() == (1.0, 0.0)
+        seen[me] = [c[:2] for c in shmem.core.calls]
+        puts = [c for c in shmem.core.calls if c[0] == "put_signal"]
+        assert {(c[2], c[3], c[4]) for c in puts} == {(9, 1 - me, "stream")}  # SET, to the peer, on our stream
+        shmem.prepare("all_reduce", M)()
+        assert shmem.core.calls[-1] == ("reduce", 0, "sum", "stream", M // 4)
+    assert seen[0] == [("put_signal", 1), ("signal_wait", 1), ("put_signal", 2), ("signal_wait", 2)]
+    assert seen[1] == [("signal_wait", 1), ("put_signal", 1), ("signal_wait", 2), ("put_signal", 2)]

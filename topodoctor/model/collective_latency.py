@@ -1,5 +1,5 @@
 """`collectives --latency`: small messages timed through each path a program can take between
-GPUs, as plain data (no torch here; the ranks' side is ``rank/latency.py``).
+GPUs, as plain data (the ranks' side is ``measure/collectives/rank/latency.py``).
 
 The paths, for point-to-point (one way: half a ping-pong, each message complete before the
 answer leaves) and all_reduce:
@@ -41,13 +41,15 @@ PATHS: dict[str, str] = {  # id -> what the table calls it
     "symm_two_shot": "symm-mem two_shot_all_reduce_",
     "nvshmem": "NVSHMEM",
 }
+# all_reduce first on every path: a path whose point-to-point breaks (NCCL's send / recv refusing a
+# CUDA graph's capture) has its all_reduce figures by then.
 PATH_OPS: dict[str, tuple[LatencyOp, ...]] = {
-    "nccl_eager": ("p2p", "all_reduce"),
-    "nccl_graph": ("p2p", "all_reduce"),
+    "nccl_eager": ("all_reduce", "p2p"),
+    "nccl_graph": ("all_reduce", "p2p"),
     "symm_put": ("p2p",),
     "symm_one_shot": ("all_reduce",),
     "symm_two_shot": ("all_reduce",),
-    "nvshmem": ("p2p", "all_reduce"),
+    "nvshmem": ("all_reduce", "p2p"),
 }
 BASELINE = "nccl_eager"
 # What NVLink multicast would add; never enabled here (it can take a shared host's GPUs out of service).

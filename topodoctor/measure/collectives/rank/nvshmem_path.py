@@ -62,7 +62,7 @@ class Nvshmem:
     def start(self, agree: Callable[[str], str]) -> str:
         """NVSHMEM's init on every rank, from a unique id rank 0 makes; '' or why not (agreed)."""
         b, core = self.bench, self.core
-        top = 2 * max(b.plan.all_reduce_sizes) + 2 * max(b.plan.p2p_sizes) + HEAP_MARGIN
+        top = 2 * max(b.plan.all_reduce_sizes, default=0) + 2 * max(b.plan.p2p_sizes, default=0) + HEAP_MARGIN
         # The spawned ranks share one host: the bootstrap over loopback, no network transport.
         os.environ.setdefault("NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME", "lo")
         os.environ.setdefault("NVSHMEM_REMOTE_TRANSPORT", "none")

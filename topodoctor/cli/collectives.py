@@ -346,7 +346,9 @@ def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: MeasureF
     if fmt is MeasureFormat.json:
         render(lambda: emit_json(doc))
     else:
-        render(lambda: emit("\n".join(lines)))
+        from topodoctor.report.collectives import fit, text_width
+
+        render(lambda: emit("\n".join(fit(lines, text_width()))))
     raise typer.Exit(out.exit_code)
 
 

@@ -111,6 +111,7 @@ def _rank(r: int) -> dict[str, Any]:
     return {"rank": r, "local_rank": r, "host": "h", "pid": 1, "device": r, "bus_id": None}
 
 
+@pytest.mark.slow
 def test_a_rank_without_nvshmem4py_says_how_to_get_it() -> None:
     pytest.importorskip("torch")
     from topodoctor.measure.collectives.rank.latency import said
@@ -133,6 +134,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     return subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.slow
 def test_end_to_end_on_gloo() -> None:
     pytest.importorskip("torch")
     r = _cli("--iters", "2", "--size", "1K,64K", "--format", "json")
@@ -152,6 +154,7 @@ def test_end_to_end_on_gloo() -> None:
     assert max(len(line) for line in text.stdout.splitlines()) <= 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "env", "says"),
     [

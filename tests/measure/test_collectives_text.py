@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from topodoctor.model.collectives import load_result
 from topodoctor.report.collectives import TABLE_WIDTH, fit, table_lines, text_report
 from topodoctor.report.plot import Series, draw_collectives
@@ -29,6 +31,7 @@ def _from(*args: str, columns: str | None = None) -> subprocess.CompletedProcess
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_from_fits_100_columns_and_a_pipe_keeps_nccl_tests_table() -> None:
     for name in ("h100-x2-default.json", "h100-x2-algo-tree.json"):
         r = _from(str(REAL / name), columns="100")
@@ -61,6 +64,7 @@ def test_all_to_all_reduces_nothing_whatever_the_file_says() -> None:
     assert "# all_to_all (2 ranks, nccl; float, redop none, root -1)" in table_lines(res, width=100)
 
 
+@pytest.mark.slow
 def test_the_plot_promises_only_the_lines_it_draws(tmp_path: Path) -> None:
     bare = ET.fromstring(draw_collectives([Series("all_reduce", ((1 << 20, 60.0), (1 << 30, 330.0)))]))
     texts = [t.text or "" for t in bare.iter(f"{SVG}text")]
@@ -76,6 +80,7 @@ def test_the_plot_promises_only_the_lines_it_draws(tmp_path: Path) -> None:
     assert any("dashed: the topology model's busbw at 1 GiB" in (t.text or "") for t in root.iter(f"{SVG}text"))
 
 
+@pytest.mark.slow
 def test_json_keeps_everything() -> None:
     r = _from(str(REAL / "h100-x2-algo-tree.json"), "--format", "json", columns="100")
     doc = json.loads(r.stdout)

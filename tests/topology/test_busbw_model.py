@@ -150,6 +150,7 @@ def test_predict_across_nodes_without_an_rdma_nic_names_that_one_cause() -> None
     assert ", or " not in r.stderr  # one cause, not a list of guesses
 
 
+@pytest.mark.slow
 def test_predict_text_has_units_and_says_which_link_rate_it_uses() -> None:
     r = _predict("--replay", "h200-x4", columns="100")
     assert r.returncode == 0, r.stderr

@@ -8,7 +8,6 @@ and rank 0 reports.
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import Enum
 from pathlib import Path
@@ -256,8 +255,11 @@ def collectives(
         progress=progress if tty else None,
         fail_level=severity_to_fail(fail_level, strict),
     )
-    if latency:
-        _latency(run, size, fmt, output, budget(timeout), bool(algo or scaling or from_file or pairwise or plot))
+    if latency:  # the small-message paths: cli/collectives_latency.py
+        from topodoctor.cli.collectives_latency import latency_mode
+
+        others = bool(algo or scaling or from_file or pairwise or plot)
+        latency_mode(run, size if size != SIZE_DEFAULT else None, fmt, output, budget(timeout), others)
     if algo is not None or scaling:
         _sweep(run, algo, scaling, budget(timeout), fmt)
     out = run_collectives(run, budget(timeout))
@@ -350,36 +352,6 @@ def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: MeasureF
 
         render(lambda: emit("\n".join(fit(lines, text_width()))))
     raise typer.Exit(out.exit_code)
-
-
-# --- `collectives --latency`: the small-message paths, one self-contained block --------------------
-def _latency(run: Any, size: str, fmt: MeasureFormat, output: Path | None, within: Any, other: bool) -> None:
-    """``--latency``: each path's time per small message; exit 1 when a run or an NCCL path
-    failed, else 0 (a path that is not available here is reported, not judged)."""
-    from topodoctor.cli.io import Outputs, emit, emit_json, render
-    from topodoctor.core.errors import InputError
-    from topodoctor.report.collectives import text_width
-    from topodoctor.report.collectives_latency import latency_json, latency_lines
-    from topodoctor.service.collective_latency import latency_plan, run_latency, sizes_given
-
-    if other:
-        raise InputError("--latency runs on its own: not with --algo, --scaling, --from, --pairwise or --plot")
-    if fmt is MeasureFormat.prometheus:
-        raise InputError("--latency writes text or json (--format), not prometheus")
-    out = run_latency(run, latency_plan(run, sizes_given(size, SIZE_DEFAULT)), within)
-    outputs = Outputs()
-    if output is not None:
-        from topodoctor.core.fileio import write_atomic
-
-        doc = latency_json(out.result)
-        outputs.write(lambda: write_atomic(output, json.dumps(doc, indent=1) + "\n", "latency result"))
-    if fmt is MeasureFormat.json:
-        render(lambda: emit_json(latency_json(out.result)))
-    else:
-        from topodoctor.core.text import printable
-
-        render(lambda: emit("\n".join(printable(line) for line in latency_lines(out.result, text_width()))))
-    raise typer.Exit(outputs.exit_code(out.exit_code))
 
 
 # The help lists the options by what a person is doing: the rest under "Options".

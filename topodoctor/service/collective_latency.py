@@ -9,7 +9,7 @@ from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable
 from topodoctor.measure.collectives.world import from_env
 from topodoctor.model.collective_latency import LatencyPlan, LatencyResult
-from topodoctor.model.collective_ops import OPS, human_size
+from topodoctor.model.collective_ops import OPS, human_size, parse_sizes
 from topodoctor.service.collective_runs import CollectivesRun, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus
 
@@ -74,12 +74,10 @@ def run_latency(run: CollectivesRun, lplan: LatencyPlan, budget: Budget) -> Late
     return LatencyOutcome(res, EXIT_UNHEALTHY if bad else EXIT_OK)
 
 
-def sizes_given(text: str, default: str) -> tuple[int, ...] | None:
-    """``--size`` when the user gave one (not the sweep's default), parsed; else None."""
-    if text == default:
+def sizes_given(text: str | None) -> tuple[int, ...] | None:
+    """``--size`` when the user gave one, parsed (None: the paths' own sizes); a few sizes, not a sweep."""
+    if text is None:
         return None
-    from topodoctor.model.collective_ops import parse_sizes
-
     got = parse_sizes(text)
     if len(got) > 8:
         raise InputError(f"--latency takes a few sizes, not a sweep of {len(got)} ({human_size(got[0])} and up)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,9 +147,20 @@ def test_the_pass_lets_the_timer_go_without_waiting(timer: tuple[list[str], Path
     cmd, _ = timer
     w = Worker(cmd, 20.0)
     run(probe_host("h100-x2").snapshot, Settings(modes=("h2d",)), worker=w)
-    assert w.proc is None and worker_module._released  # killed, reaped later
-    for p in worker_module._released:
-        p.wait(timeout=10)
+    assert w.proc is None
+    # a child that would take its time to end: released at once, killed all the same
+    slow = Worker(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"],
+        5.0,
+    )
+    slow.spawn()
+    proc = slow.proc
+    assert proc is not None
+    t0 = time.monotonic()
+    slow.release()
+    assert time.monotonic() - t0 < 1.0 and slow.proc is None
+    assert proc.wait(timeout=10) == -9  # SIGKILL
+    worker_module._released.clear()
 
 
 @pytest.mark.parametrize(

@@ -198,10 +198,12 @@ def verdict_line(r: BandwidthResult, findings: Sequence[Finding], fail_level: st
     bad = failing(findings, fail_level)
     taken = [m for m in r.measurements if m.skipped is None]
     skipped = sorted({m.mode.replace("_", "-") for m in r.measurements if m.skipped})
+    if len(skipped) == 3 and all(m.startswith("sm-") for m in skipped):
+        skipped = ["SM modes"]  # the usual case: no SM kernels here, said in full above
     style = "bold red" if bad else "yellow" if skipped else "green"
     line = Text("UNHEALTHY" if bad else "HEALTHY", style=style)
     why = f"; {', '.join(sorted({f.code for f in bad}))} failed" if bad else ""
-    missed = f"; not measured: {', '.join(skipped)}" if skipped else ""
+    missed = f"; {', '.join(skipped)} not measured" if skipped else ""
     line.append(
         printable(
             f": {counts(findings)}{why}; {plural(len(taken), 'measurement')} on {plural(len(r.gpus), 'GPU')} "
@@ -256,13 +258,14 @@ def bandwidth_json(r: BandwidthResult) -> dict[str, Any]:
     doc: dict[str, Any] = to_jsonable(r)
     matrices: dict[str, Any] = {}
     units: dict[str, str] = {}
+    measured = {m.mode for m in r.measurements if m.skipped is None}
     for mode in ("oneway", "latency", "sm_oneway", "sm_latency"):
         cells = r.matrix(mode)
-        if cells:
+        if mode in measured:
             matrices[mode] = [[_median(cells.get((a, b))) for b in idx] for a in idx]
             units[mode] = unit(mode)
     for mode in BOTH_WAYS_MODES:
-        if not r.matrix(mode):
+        if mode not in measured:
             continue
 
         def each(a: int, b: int, mode: Mode = mode) -> float | None:

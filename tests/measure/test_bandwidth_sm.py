@@ -204,3 +204,14 @@ def test_the_command_line_timer_is_adopted_by_the_probe_child(
     )
     hellos = [t for t in _tasks(log) if t["op"] == "hello"]
     assert len(hellos) == 1 and hellos[0]["visible"] is None  # the early hello, kept
+
+
+def test_a_pass_whose_every_copy_could_not_run_is_could_not_check(
+    timer: tuple[list[str], Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cmd, log = timer
+    monkeypatch.setenv("TIMER_NO_KERNELS", "SM kernels unavailable: the driver cannot compile PTX for this GPU")
+    result = run(probe_host("h100-x2").snapshot, SM, worker_cmd=cmd)
+    assert main(["bandwidth", "--from", _save(result, log.parent)]) == 3
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("COULD NOT CHECK: no findings; 0 measurements on 2 GPUs") and "SM modes not measured" in last

@@ -26,7 +26,7 @@ from topodoctor.cli.options import (
 from topodoctor.cli.options import (
     fail_level as severity_to_fail,
 )
-from topodoctor.core.errors import EXIT_UNHEALTHY
+from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY
 from topodoctor.model.findings import failing
 
 
@@ -91,6 +91,8 @@ def bandwidth(
     if heatmap is not None:
         outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap, findings))
     code = EXIT_UNHEALTHY if failing(findings, severity_to_fail(fail_level, strict)) else 0
+    if code == 0 and result.measurements and all(m.skipped for m in result.measurements):
+        code = EXIT_CANNOT_CHECK  # every copy asked for could not run here: never a pass
     if metrics is not None or fmt is MeasureFormat.prometheus:
         from topodoctor.report.prometheus import write_textfile
         from topodoctor.report.prometheus_copies import bandwidth_metrics

@@ -201,7 +201,8 @@ def verdict_line(r: BandwidthResult, findings: Sequence[Finding], fail_level: st
     if len(skipped) == 3 and all(m.startswith("sm-") for m in skipped):
         skipped = ["SM modes"]  # the usual case: no SM kernels here, said in full above
     style = "bold red" if bad else "yellow" if skipped else "green"
-    line = Text("UNHEALTHY" if bad else "HEALTHY", style=style)
+    word = "UNHEALTHY" if bad else "COULD NOT CHECK" if skipped and not taken else "HEALTHY"
+    line = Text(word, style=style)
     why = f"; {', '.join(sorted({f.code for f in bad}))} failed" if bad else ""
     missed = f"; {', '.join(skipped)} not measured" if skipped else ""
     line.append(

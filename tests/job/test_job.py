@@ -56,6 +56,7 @@ SCENARIOS = {
 }
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_gloo_failure_names_rank_kind_and_host(scenario: str, gloo: Path, capsys: pytest.CaptureFixture[str]) -> None:

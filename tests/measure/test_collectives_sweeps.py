@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from topodoctor.measure.collectives.sweeps import algo_sweep, scaling_sweep, subsets
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult, NcclChoice, load_result
@@ -84,6 +86,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.slow
 def test_algo_end_to_end_on_gloo() -> None:
     r = _cli("--algo", "ring,tree", "--size", "64K", "--iters", "2", "--format", "json")
     assert r.returncode in (0, 1), r.stderr  # 1 only when a run failed
@@ -93,6 +96,7 @@ def test_algo_end_to_end_on_gloo() -> None:
     assert all(c["busbw_gbps"] is not None for c in doc["cells"])
 
 
+@pytest.mark.slow
 def test_scaling_end_to_end_on_gloo() -> None:
     r = _cli("--scaling", "--nprocs", "4", "--size", "64K", "--iters", "2", "--format", "json")
     doc = json.loads(r.stdout)["scaling"]

@@ -150,6 +150,7 @@ def test_committed_svgs_are_what_the_code_draws() -> None:
     assert _make().main(check=True, png=False) == 0, "run: python docs/img/make.py"
 
 
+@pytest.mark.slow
 @NEEDS_RESVG
 def test_committed_pngs_are_what_the_renderer_makes() -> None:
     from topodoctor.report.svg import png_renderer

@@ -237,6 +237,7 @@ def test_collectives_per_op_and_size() -> None:
     assert not samples(fams, "topodoctor_collective_busbw_bytes_per_second", op="all_reduce")
 
 
+@pytest.mark.slow
 def test_fleet_metrics_and_files_merge_as_node_exporter_needs(tmp_path: Path) -> None:
     import sys
 

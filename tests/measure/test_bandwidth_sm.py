@@ -93,6 +93,7 @@ def test_the_sm_modes_measure_every_pair(timer: tuple[list[str], Path]) -> None:
     assert hello["kernels"] is True and hello["peers"] is True and "copy_kernel" not in hello
 
 
+@pytest.mark.slow  # subprocesses (or the PTX simulator) for 0.3 s or more
 def test_a_timer_without_kernels_leaves_the_sm_modes_not_measured(
     timer: tuple[list[str], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -186,6 +187,7 @@ def test_the_scope_variables_are_the_scope_s() -> None:
     assert early_copies.SCOPE_VARIABLES == SOURCES
 
 
+@pytest.mark.slow  # subprocesses (or the PTX simulator) for 0.3 s or more
 def test_the_command_line_timer_is_adopted_by_the_probe_child(
     timer: tuple[list[str], Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -133,6 +133,7 @@ def test_copies_are_checked_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert a["verified"] is False
 
 
+@pytest.mark.slow  # subprocesses (or the PTX simulator) for 0.3 s or more
 def test_the_check_kernel_itself_runs_on_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     t = _start(monkeypatch)
     lib(t).simulate = True

@@ -137,7 +137,8 @@ def _pair_table(r: BandwidthResult, mode: Mode, findings: Sequence[Finding], wid
     # the unit in every cell where the table still fits; else in every column's heading
     longest = max((len(_text(m, v, mode, True, f is not None)) for m, v, f in cells.values()), default=4)
     with_unit = 10 + len(idx) * (max(longest, 6) + 3) <= width
-    t = Table(title=f"{TITLES[mode]}, {unit_name(mode)}", box=box.SIMPLE_HEAD, title_justify="left")
+    title = f"{TITLES[mode]}, {unit_name(mode)}"
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", min_width=min(len(title), width))
     t.add_column("from \\ to")
     for b in idx:
         t.add_column(f"GPU{b}" if with_unit else f"GPU{b} {unit(mode)}", justify="right", no_wrap=True)

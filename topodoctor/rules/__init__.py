@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from topodoctor.core.probed import ProbeError
+from topodoctor.diagnosis.symptoms import SYMPTOMS
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
 from topodoctor.model.fitness import NOT_RECORDED
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
@@ -38,6 +40,9 @@ from topodoctor.rules.context import Context, Environment
 from topodoctor.rules.probe import probe_failures
 from topodoctor.rules.registry import REGISTRY, Evaluation, Rule, selected
 
+if TYPE_CHECKING:
+    from topodoctor.diagnosis.explain import Case
+
 __all__ = [
     "REGISTRY",
     "Context",
@@ -46,6 +51,7 @@ __all__ = [
     "Finding",
     "Rule",
     "Severity",
+    "case_of",
     "evaluate",
 ]
 
@@ -210,10 +216,22 @@ def evaluate(
         )
     incomplete += unrecorded.findings(td901)
     incomplete.sort(key=_order)
+    if any(f.code in SYMPTOMS for f in findings):
+        # The cause engine loads only where a symptom was found: a static check has none.
+        from topodoctor.diagnosis.explain import explain
+
+        findings = list(explain(findings, case_of(ctx)))
     if td901 in rules:
         findings += incomplete
     findings.sort(key=_order)
     return Evaluation(tuple(findings), tuple(incomplete))
+
+
+def case_of(ctx: Context) -> Case:
+    """What the cause engine joins with the findings: the host and every result the check holds."""
+    from topodoctor.diagnosis.explain import Case  # with the engine, where a symptom was found
+
+    return Case(ctx.snap, ctx.extra.get("collectives"), ctx.bandwidth, ctx.extra.get("fitness"))
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:

@@ -53,13 +53,14 @@ def draw_scan(
     return write_picture(draw_topology(snap, findings, graph), path)
 
 
-def draw_heatmap(result: "BandwidthResult", path: Path) -> str:
-    """``bandwidth --heatmap FILE``: the one-way and both-ways matrices on a fixed colour scale."""
+def draw_heatmap(result: "BandwidthResult", path: Path, findings: Sequence["Finding"] = ()) -> str:
+    """``bandwidth --heatmap FILE``: every pair matrix measured, coloured by each pair's share of its
+    path's rate, the pairs ``findings`` name framed."""
     from topodoctor.report.heatmap import draw_heatmap as heatmap
     from topodoctor.report.svg import write_picture
 
     check_picture_path(path)
-    return write_picture(heatmap(result), path)
+    return write_picture(heatmap(result, findings), path)
 
 
 def draw_collectives(

@@ -82,7 +82,13 @@ def _device(f: Finding, kind: SymptomKind, case: Case) -> Cause | None:
         measured = ev.get("gbps")
         reference = ev.get("peer_median_gbps") or ev.get("nominal_gbps") or ev.get("link_gbps")
         activity = case.bandwidth.activity
-        modes: dict[Any, Mode] = {"bidir": "bidir", "h2d": "h2d", "d2h": "d2h"}
+        modes: dict[Any, Mode] = {
+            "bidir": "bidir",
+            "h2d": "h2d",
+            "d2h": "d2h",
+            "sm_oneway": "sm_oneway",
+            "sm_bidir": "sm_bidir",
+        }
         mode = modes.get(ev.get("mode"), "oneway")
         ends = (-1, src) if mode == "h2d" else (src, dst if dst is not None else -1)
         copy = case.bandwidth.find(mode, *ends)

@@ -21,7 +21,7 @@ SLOW_VS_PEERS = 0.85  # below this share of the median of pairs with the same co
 SLOW_VS_NOMINAL = 0.5  # below this share of the path's signalling rate, peers or not
 PCIE_SPEED_FACTOR = 1.5  # an NVLink pair at most this x its PCIe rate is running over PCIe
 HOST_LINK_FLOOR = 0.7  # host copies below this share of the PCIe link's rate
-_PAIR_MODES = ("oneway", "bidir")
+_PAIR_MODES = ("oneway", "bidir", "sm_oneway", "sm_bidir")  # copies, by the copy engine or SM kernels
 
 
 def _subject(m: Measurement) -> str:
@@ -69,7 +69,7 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
         if slow_peer or slow_nominal:
             yield Issue(
                 f"GPU{m.src}-GPU{m.dst}",
-                f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s; peers ({e.cls}) median {med:.1f}"
+                f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s; peers ({e.cls}) median {med:.1f} GB/s"
                 if med
                 else f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s, under half "
                 f"of its {e.cls} path's {nominal:.0f} GB/s",

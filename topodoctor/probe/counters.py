@@ -1,7 +1,15 @@
 """Live readings the bandwidth tester needs around its copies: is a GPU busy, and how many
-bytes did its NVLinks carry. Built on the same NVML boundary as the probe."""
+bytes did its NVLinks carry. Built on the same NVML boundary as the probe.
+
+``WarmReadings`` makes the binding for them in a thread while the probe runs: in the probe's
+child the binding's import, ``nvmlInit`` and each reading's first answer (the driver's slow one,
+tens of milliseconds in all on the GPU hosts) otherwise come after the probe, before the copies."""
 
 from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
 
 from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.gpu import field_values
@@ -35,3 +43,34 @@ def nvlink_tx_bytes(api: NvmlApi, index: int, links: int) -> int | None:
     got = field_values(nvml, h, [[FI_NVLINK_THROUGHPUT_DATA_TX, link] for link in range(links)])
     kib = [v for v in got.values() if isinstance(v, int)]
     return sum(kib) * 1024 if len(kib) == len(got) else None
+
+
+class WarmReadings:
+    """A live binding for the readings (``make``: probe/sources.py ``live_nvml``), made in a thread
+    started now, each GPU's handle and every reading above asked once there (the answers are not
+    kept: the copies' own readings are taken when they are due). ``api`` waits for it."""
+
+    def __init__(self, make: Callable[[], NvmlApi | None]) -> None:
+        self._make = make
+        self._api: NvmlApi | None = None
+        self.ready_at = 0.0
+        self._thread = threading.Thread(target=self._warm, name="nvml-readings", daemon=True)
+        self._thread.start()
+
+    def _warm(self) -> None:
+        try:
+            api = self._make()
+            if api is not None:
+                count = api.call("nvmlDeviceGetCount")
+                for index in range(count if isinstance(count, int) else 0):
+                    activity(api, index)
+                    nvlink_tx_bytes(api, index, 1)
+            self._api = api
+        except Exception:  # a warm-up never fails the pass: the readings meet it again, and say so
+            self._api = None
+        self.ready_at = time.monotonic()
+
+    def api(self) -> NvmlApi | None:
+        """The binding once warm, or None where it could not be made (no driver, no binding)."""
+        self._thread.join()
+        return self._api

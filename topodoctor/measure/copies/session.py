@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from topodoctor.core.budget import command_start
+from topodoctor.core.budget import command_start, forked_at
 from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.core.text import noun
 from topodoctor.measure.copies.tasks import MiB, Settings, Task, plan_tasks
@@ -96,7 +96,7 @@ class Timings:
             self.add("worker_imports", clock["imports"] - clock["module"])  # torch, for the torch timer
             # the part of the child's start-up the probe did not hide
             self.add("waiting_for_imports", clock["imports"] - worker.hello_sent_at)
-        for phase, seconds in inner.items():
+        for phase, seconds in [*inner.items(), *(worker.prepared.get("timings") or {}).items()]:
             if isinstance(seconds, (int, float)):
                 self.add(phase, float(seconds))
 
@@ -249,12 +249,16 @@ def _timeline(worker: Worker, probed: float, done: float) -> dict[str, float]:
     start = command_start()
     if start is None:
         return {}
-    clock = worker.hello.get("clock") or {}
+    clock = {**(worker.hello.get("clock") or {}), **(worker.prepared.get("clock") or {})}
     marks = {
         "timer_spawned": worker.spawned_at,
         "timer_hello_sent": worker.hello_sent_at,
+        "timer_driver_started": clock.get("driver_start"),  # a forked timer's cuInit, begun before its imports
         "timer_imports_done": clock.get("imports"),
+        "timer_driver_ready": clock.get("driver_ready"),
         "timer_cuda_ready": clock.get("ready"),
+        "timer_prepared": clock.get("prepared"),
+        "probe_forked": forked_at(),
         "probe_done": probed,
         "timer_answered_hello": worker.ready_at,
         "copies_done": done,

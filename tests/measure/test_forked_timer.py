@@ -126,6 +126,22 @@ def test_the_child_holds_only_its_own_pipes_and_takes_ctrl_c(stand_in: None) -> 
 
 
 @pytest.mark.slow  # forks and waits for children, 0.3 s or more on 2 cores
+def test_a_signal_the_caller_ignores_stays_ignored_in_the_child(stand_in: None) -> None:
+    """SIGINT in a shell's background job, nohup's SIGHUP: ignored by the timer as by the command."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        w = _worker(None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert w.proc is not None
+    assert w.ask({"op": "measure"}, 20.0) is not None  # its set-up is done
+    with open(f"/proc/{w.proc.pid}/status", encoding="ascii") as status:
+        ignored = int(next(line for line in status if line.startswith("SigIgn:")).split()[1], 16)
+    assert ignored & (1 << (signal.SIGINT - 1)) and not ignored & (1 << (signal.SIGTERM - 1))
+    w.stop()
+
+
+@pytest.mark.slow  # forks and waits for children, 0.3 s or more on 2 cores
 def test_a_hello_it_cannot_answer_ends_the_forked_timer(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_driver(self: object) -> None:
         raise OSError("no libcuda")

@@ -106,6 +106,16 @@ def warms_driver(first: dict[str, Any] | None) -> bool:
     return first is not None and first.get("op") == "hello" and first.get("visible") is None
 
 
+def _signals_as_at_exec() -> None:
+    """The signals as a fresh interpreter started here would take them: what the command's caller
+    ignores stays ignored (SIGINT in a shell's background job, nohup's SIGHUP), SIGINT otherwise
+    raises KeyboardInterrupt, and any handler of the command's own is dropped for the default."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            continue
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+
 def _child(parent: int, stdin: int, stdout: int, stderr: int, held: Any, first: dict[str, Any] | None) -> None:
     """The forked timer's life; never returns."""
     code = 1
@@ -116,9 +126,7 @@ def _child(parent: int, stdin: int, stdout: int, stderr: int, held: Any, first: 
         os.environ.update(TIMER_ENV)
         os.environ.pop("CUDA_VISIBLE_DEVICES", None)  # the hello says which GPUs (protocol.see_only)
         os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off in what we start
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter has them
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
+        _signals_as_at_exec()
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  (the process's own streams)
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115

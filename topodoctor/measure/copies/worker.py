@@ -48,9 +48,14 @@ class TimerProc(Protocol):
     stdout: IO[str] | None
     stderr: IO[str] | None
 
-    def poll(self) -> int | None: ...
-    def wait(self, timeout: float | None = None) -> int | None: ...
-    def kill(self) -> None: ...
+    def poll(self) -> int | None:
+        """Its exit status if it has ended, else None."""
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for it to end (``timeout`` seconds at most where the process can say so)."""
+
+    def kill(self) -> None:
+        """SIGKILL it."""
 
 
 _released: list[TimerProc] = []  # killed, not yet reaped: held so that none is collected running

@@ -94,6 +94,7 @@ def _device(f: Finding, kind: SymptomKind, case: Case) -> Cause | None:
         copy = case.bandwidth.find(mode, *ends)
         path, nvlink = (copy.path, copy.nvlink_bytes) if copy is not None else (None, None)
         sym = DeviceSymptom("copy", src, dst, measured, reference, path, nvlink)
+        return device_cause(sym, case.snap, activity, f.fix, case.bandwidth.during, sampled=True)
     else:
         if case.fitness is None:
             return None

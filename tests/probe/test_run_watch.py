@@ -8,12 +8,14 @@ per-process SM shares, utilisation, clock-event reasons, and the counters read o
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
 import pytest
 from conftest import FIXTURES
 
+from topodoctor.core.budget import Budget, await_child, command_pid, fork_work
 from topodoctor.core.codec import from_jsonable, to_jsonable
 from topodoctor.model.collectives import CollectivesResult, load_result
 from topodoctor.model.during import RunSampling
@@ -25,6 +27,7 @@ from topodoctor.probe.sources import probe_host
 _, H100 = resolve("h100-x2")
 RUNS = FIXTURES / "diagnosis" / "h100-x2"
 ME, RANK0, RANK1, GEMM = 4242, 4243, 4244, 5150
+COMMAND, TIMER = 4200, 4201  # the command that forked the sampling process, and its early copy timer
 GEMM_CMD = "python3 tests/gpu/foreign_gemm.py 1 6"
 
 
@@ -46,6 +49,7 @@ PROC = ReplaySysfs(
         *_proc(RANK0, ME, 1000, ["python3", "-m", "topodoctor.measure.collectives.rank.main"]),
         *_proc(RANK1, ME, 1000, ["python3", "-m", "topodoctor.measure.collectives.rank.main"]),
         *_proc(GEMM, 5100, 0, GEMM_CMD.split()),
+        *_proc(TIMER, COMMAND, 1000, ["python3", "-m", "topodoctor.measure.copies.runner"]),
     ],
     "proc",
 )
@@ -83,9 +87,10 @@ class Script:
         later = [{**f, "value": f["value"] + after.get(named(f), 0)} for f in before]
         return self.each("nvmlDeviceGetFieldValues", [f"gpu:{i}", ids], [before, later])
 
-    def watch(self, ticks: int) -> RunSampling:
+    def watch(self, ticks: int, commands: tuple[int, ...] = ()) -> RunSampling:
         clock = iter(0.2 * n for n in range(ticks + 2))  # start, one per sample, stop: 0.2 s apart
-        w = RunWatch(FakeNvml(self.calls, "script"), [0, 1], {0: 18, 1: 18}, PROC, clock=lambda: next(clock))
+        api = FakeNvml(self.calls, "script")
+        w = RunWatch(api, [0, 1], {0: 18, 1: 18}, PROC, clock=lambda: next(clock), commands=commands)
         w.start(thread=False)
         for _ in range(ticks):
             w.sampler.tick()
@@ -114,6 +119,23 @@ def test_the_sampling_process_and_its_children_are_never_foreign() -> None:
     s = Script().each("nvmlDeviceGetComputeRunningProcesses", ["gpu:0"], [_listed(ME, RANK0)])
     g0, _ = s.watch(3).gpus
     assert g0.foreign == () and g0.own == 2
+
+
+@pytest.mark.parametrize(("commands", "own"), [((COMMAND,), True), ((), False)])
+def test_a_sibling_started_by_the_command_is_ours_only_as_the_commands_child(
+    commands: tuple[int, ...], own: bool
+) -> None:
+    # A check samples in the child its command forked; `bandwidth` starts its copy timer in the
+    # command, before that fork: the timer is the sampling process's sibling.
+    s = Script().each("nvmlDeviceGetComputeRunningProcesses", ["gpu:0"], [_listed(TIMER)])
+    g0, _ = s.watch(2, commands).gpus
+    assert (g0.own, len(g0.foreign)) == ((1, 0) if own else (0, 1))
+
+
+def test_a_forked_child_works_for_the_command_that_forked_it() -> None:
+    child = fork_work(lambda deadline: {"command": command_pid(), "me": os.getpid()}, time.monotonic() + 20)
+    got = await_child(child, Budget.start(20))
+    assert got["command"] == os.getpid() != got["me"] and command_pid() == os.getpid()
 
 
 def test_clock_event_reasons_are_counted_per_sample() -> None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from topodoctor.core.budget import command_pid
 from topodoctor.model.collectives import CollectivesResult
 from topodoctor.model.copies import BandwidthResult
 from topodoctor.model.during import GpuDuring, RunSampling, SeenProcess
@@ -92,7 +93,10 @@ def _int(v: Any) -> int | None:
 
 class RunWatch:
     """Samples GPUs ``indices`` from ``start`` to ``stop`` on a daemon thread; ``links`` gives
-    each GPU's NVLink count (for the counters). ``fs`` reads /proc (the live one by default)."""
+    each GPU's NVLink count (for the counters). ``fs`` reads /proc (the live one by default).
+    A process is topodoctor's own when /proc says so (``processes.describe``: the sampling process,
+    its children, its Slurm job) or it is one of ``commands`` or their child: a check samples in
+    the child its command forked, and the command's copy timer, started early, is its sibling."""
 
     def __init__(
         self,
@@ -102,11 +106,14 @@ class RunWatch:
         fs: Sysfs | None = None,
         interval_s: float = INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
+        commands: Iterable[int] = (),
     ) -> None:
         self.api = api
         self.sampler = Sampler(api, indices, interval_s, WATCHED, on_tick=self._fold)
         self.nvml, self.fs, self.links = self.sampler.nvml, fs or LiveSysfs("/"), links or {}
         self.interval_s, self.clock = interval_s, clock
+        # processes whose children are topodoctor's too: the command that forked the sampling process
+        self.commands = frozenset(commands)
         self.gpus = {i: _Gpu() for i in self.sampler.handles}
         self.known: dict[int, ComputeProcess] = {}  # pid -> as /proc named it, once
         self.me: Me | None = None
@@ -209,7 +216,7 @@ class RunWatch:
                 if self.me is None:
                     self.me = whoami(self.fs)
                 proc = self.known[pid] = describe(self.fs, pid, mem, self.me)
-            if proc.ours:
+            if proc.ours or pid in self.commands or proc.parent_pid in self.commands:
                 g.own.add(pid)
                 continue
             foreign = True
@@ -296,4 +303,5 @@ def watch(api: NvmlApi | None, snap: HostSnapshot | None, gpus: Iterable[int] | 
         return Watch(None)
     wanted = None if gpus is None else set(gpus)
     live = [g for g in snap.gpus if g.lost is None and (wanted is None or g.index in wanted)]
-    return Watch(RunWatch(api, [g.index for g in live], {g.index: len(g.nvlinks) for g in live}))
+    links = {g.index: len(g.nvlinks) for g in live}
+    return Watch(RunWatch(api, [g.index for g in live], links, commands=(command_pid(),)))

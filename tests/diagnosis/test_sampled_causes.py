@@ -198,3 +198,13 @@ def test_a_slow_copy_names_a_process_that_came_and_went() -> None:
     assert "pid 3120" in c.what and "came and went" in c.what
     old = device_cause(sym, bw.snapshot, bw.activity, "fix", None, sampled=True)
     assert judged.not_sampled() in old.ruled_out and "pid 3120" not in old.what
+
+
+def test_a_process_at_the_start_and_another_mid_run_are_told_apart() -> None:
+    res = load_result(RUNS / "coll-foreign-gemm.json")  # the GEMM (pid 2972) on GPU1 when the run started
+    again = replace(GEMM, pid=2972, first_s=0.0, last_s=RUN_S)  # the samples saw it too: named once
+    f = next(f for f in judge(replace(res, during=_sampled(foreign=(again, GEMM))), None) if f.code == "TD007")
+    assert f.message.count("pid 2972") == 1 and "99 % busy with pid 2972" in f.message
+    assert "when measuring started; during the run also pid 3120" in f.message and "came and went" in f.message
+    c = _td001(replace(res, during=_sampled(foreign=(again, GEMM)))).cause
+    assert c is not None and c.explains is not None and c.explains > 0.9  # time-sliced with the GEMM of the start

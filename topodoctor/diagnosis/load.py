@@ -111,18 +111,22 @@ class Load:
             return during
         return max(1, len(self.before) + self.unseen) + during
 
-    def describe(self) -> str:
-        """``GPU1 99 % busy with pid 2972 (uid 0, python3 x.py)``; a process the samples alone saw
-        with when: ``GPU1 with pid 3120 (...), which came and went during the run (seen 2.1-6.3 s ...)``."""
+    def describe(self, at_start: str = "") -> str:
+        """``GPU1 99 % busy with pid 2972 (uid 0, python3 x.py)`` (then ``at_start``, when given); a
+        process the samples alone saw with when: ``GPU1 with pid 3120 (...), which came and went
+        during the run (seen 2.1-6.3 s ...)``."""
+        mid = [f for f in self.foreign if f.seen is not None]
         if self.mid_run:
-            f = self.foreign[0]
-            more = f" and {len(self.foreign) - 1} more" if len(self.foreign) > 1 else ""
-            return f"GPU{self.index} with {f.label()}{more}, which {f.when()}"
+            more = f" and {len(mid) - 1} more" if len(mid) > 1 else ""
+            return f"GPU{self.index} with {mid[0].label()}{more}, which {mid[0].when()}"
         util = f"{self.utilization_pct} % busy" if self.utilization_pct is not None else "busy"
-        who = ", ".join(f.label() for f in self.foreign[:2])
+        who = ", ".join(f.label() for f in self.before[:2])
         if self.unseen:
             who = ", ".join(filter(None, [who, f"{self.unseen} process(es) not visible here"]))
-        return f"GPU{self.index} {util}" + (f" with {who}" if who else " with no process of ours on it")
+        out = f"GPU{self.index} {util}" + (f" with {who}" if who else " with no process of ours on it") + at_start
+        if mid:
+            out += f"; during the run also {mid[0].label()}, which {mid[0].when()}"
+        return out
 
 
 def _foreign(p: ComputeProcess) -> Foreign:

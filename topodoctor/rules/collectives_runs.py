@@ -181,7 +181,7 @@ def busy_issues(found: dict[int, Load]) -> Iterator[Issue]:
         if load.busy:
             yield Issue(
                 f"GPU{i}",
-                load.describe() + ("" if load.mid_run else " when measuring started"),
+                load.describe(" when measuring started"),
                 {
                     "utilization_pct": load.utilization_pct,
                     "processes": [f.pid for f in load.foreign],

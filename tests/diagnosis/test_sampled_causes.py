@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES
-from rule_case_kit import bandwidth_result, bw_measure
+from rule_case_kit import bandwidth_result, bw_measure, snapshot
+from rule_cases_measured import fitness_result
 
 from topodoctor.diagnosis import during as judged
 from topodoctor.diagnosis.devices import DeviceSymptom, device_cause
@@ -24,6 +25,8 @@ from topodoctor.model.collectives import CollectivesResult, load_result
 from topodoctor.model.copies import Activity
 from topodoctor.model.during import GpuDuring, RunSampling, SeenProcess
 from topodoctor.model.findings import NOT_FOUND, Finding
+from topodoctor.probe.environment import capture_environment
+from topodoctor.rules import Context, evaluate
 from topodoctor.service.collectives import judge
 
 RUNS = FIXTURES / "diagnosis" / "h100-x2"
@@ -208,3 +211,17 @@ def test_a_process_at_the_start_and_another_mid_run_are_told_apart() -> None:
     assert "when measuring started; during the run also pid 3120" in f.message and "came and went" in f.message
     c = _td001(replace(res, during=_sampled(foreign=(again, GEMM)))).cause
     assert c is not None and c.explains is not None and c.explains > 0.9  # time-sliced with the GEMM of the start
+
+
+def test_low_hbm_while_protection_held_the_clocks_names_it() -> None:
+    # Transform: the derived slow-HBM GPU2 of the 4 x H200 host (its snapshot idle and unthrottled),
+    # with a sampling of the kernels' run in which HW slowdown held GPU2 in 50 of 70 samples.
+    fit = fitness_result("hbm-slow-gpu2")
+    gpus = tuple(_gpu(i, reasons={"hw_slowdown": 50} if i == 2 else {}) for i in range(4))
+    held = replace(fit, during=RunSampling(0.2, RUN_S, 70, gpus))
+    for res, found in ((held, True), (fit, False)):
+        ctx = Context(snapshot("h200-x4"), capture_environment({}), extra={"fitness": res})
+        f = next(f for f in evaluate(ctx, select=["TD711"]))
+        assert f.cause is not None and f.severity == "error"
+        assert ("GPU2's clocks were held down while the run went on" in f.cause.what) is found
+        assert (judged.not_sampled() in f.cause.ruled_out) is not found

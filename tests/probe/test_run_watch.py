@@ -229,3 +229,14 @@ def test_the_sampling_travels_with_the_result_and_an_older_result_has_none() -> 
     assert res.during is not None and [g.index for g in res.during.gpus] == [a.index for a in old.activity]
     back = from_jsonable(CollectivesResult, json.loads(json.dumps(to_jsonable(res))), "result")
     assert back == res and back.during is not None and back.during.gpus[1].foreign[0].pid == GEMM
+
+
+def test_a_binding_that_breaks_at_once_leaves_no_watch() -> None:
+    class Broken:
+        def call(self, fn: str, *args: Any) -> Any:
+            raise RuntimeError("a binding that breaks")
+
+    res = load_result(RUNS / "coll-default.json")
+    with watch(Broken(), res.snapshot) as w:
+        pass
+    assert w.run is None and w.sampling is None and w.attach(res) is res

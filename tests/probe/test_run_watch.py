@@ -183,6 +183,7 @@ class Slow:
         return self.inner.call(fn, *args)
 
 
+@pytest.mark.slow  # a real thread sampling for a few tenths of a second
 def test_the_thread_samples_until_stopped_and_stops_at_once() -> None:
     api = Slow(FakeNvml(Script().calls, "script"))
     w = RunWatch(api, [0, 1], {0: 18, 1: 18}, PROC, interval_s=0.01).start()
@@ -201,6 +202,7 @@ def test_a_long_run_stretches_the_interval(monkeypatch: pytest.MonkeyPatch) -> N
     assert w.sampler.interval_s == pytest.approx(0.04)  # doubled at 4 samples, again at 8
 
 
+@pytest.mark.slow  # a real thread sampling for a few tenths of a second
 def test_a_binding_that_breaks_ends_the_sampling_not_the_measurement(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(during, "LiveSysfs", lambda root: PROC)
     snap = probe_host("h100-x2").snapshot

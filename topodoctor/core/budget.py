@@ -163,8 +163,19 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+_forked_from: int | None = None  # in a budgeted child: the command that forked it
+
+
+def command_pid() -> int:
+    """The topodoctor command this process works for: the parent that forked it as a budgeted
+    child, else this process. Its other children (a copy timer started early) are topodoctor's."""
+    return _forked_from if _forked_from is not None else os.getpid()
+
+
 def _become_group_leader_child(parent: int, quiet: bool) -> None:
     """In the child: own process group, die with the parent, default signal handling."""
+    global _forked_from
+    _forked_from = parent
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     die_with_parent(parent)

@@ -32,6 +32,7 @@ from topodoctor.model.copies import (
 )
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.during import watch
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
 __all__ = ["MiB", "Settings", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
@@ -174,6 +175,7 @@ def run(
     acts = tuple(Activity(i.index, *activity(nvml, i.index)) for i in ids) if nvml else ()
     tasks = plan_tasks(settings, ordinal)
     out: list[Measurement] = []
+    during = watch(nvml, snap, ordinal).start()  # NVML on a thread while the copies run
     try:
         for n, task in enumerate(tasks):
             if deadline is not None and time.monotonic() > deadline:
@@ -200,6 +202,7 @@ def run(
         if progress:
             progress(len(tasks), len(tasks), "done")
     finally:
+        during.stop()
         t_stop = time.monotonic()
         worker.release()
         timings.add("teardown", time.monotonic() - t_stop)
@@ -230,6 +233,7 @@ def run(
         snapshot=snap,
         timings=timings.rounded(),
         timeline=timeline,
+        during=during.sampling,
     )
 
 

@@ -1,13 +1,15 @@
 """The live readings' binding made while the probe runs (probe/counters.py ``WarmReadings``), on the
-2 x H100 NVSwitch host's recording through the fake NVML: every GPU's readings asked once in the
-thread, the binding handed over, and a binding that cannot be made leaving the readings to say so."""
+2 x H100 NVSwitch host's recording through the fake NVML: every GPU's readings, and the watch's
+around the copies, asked once in the thread, the binding handed over, and a binding that cannot be
+made leaving the readings to say so."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from topodoctor.probe.api import NvmlCallError
-from topodoctor.probe.counters import FI_NVLINK_THROUGHPUT_DATA_TX, WarmReadings, activity
+from topodoctor.probe.counters import FI_NVLINK_THROUGHPUT_DATA_TX, MAX_LINKS, WarmReadings, activity
+from topodoctor.probe.during import FI_PCIE_REPLAY
 from topodoctor.probe.replay import FakeNvml, recording_from_data, resolve
 
 
@@ -29,10 +31,16 @@ def test_every_gpu_s_readings_are_asked_once_before_the_copies() -> None:
     warm = WarmReadings(lambda: api)
     assert warm.api() is api and warm.ready_at > 0
     asked = [fn for fn, _ in api.calls]
-    for fn in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetMemoryInfo"):
+    for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetMemoryInfo"):
         assert asked.count(fn) == 2, fn  # both GPUs of the host
+    assert asked.count("nvmlDeviceGetUtilizationRates") == 4  # the activity's, and the watch's sample
     fields = [args for fn, args in api.calls if fn == "nvmlDeviceGetFieldValues"]
-    assert [f[1] for f in fields] == [[[FI_NVLINK_THROUGHPUT_DATA_TX, 0]]] * 2
+    assert [f[1] for f in fields[:2]] == [[[FI_NVLINK_THROUGHPUT_DATA_TX, 0]]] * 2
+    # the watch around the copies (probe/during.py): its link error counters on every link a GPU may
+    # have, and its limits, asked once per GPU
+    counters = [f for f in fields[2:] if [FI_PCIE_REPLAY, 0] in f[1]]
+    assert [f[0] for f in counters] == ["gpu:0", "gpu:1"] and len(counters[0][1]) == 1 + 3 * MAX_LINKS
+    assert asked.count("nvmlDeviceGetEnforcedPowerLimit") == 2
     # the readings taken later through it are the pass's own
     before = len(api.calls)
     activity(api, 1)

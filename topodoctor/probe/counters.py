@@ -3,7 +3,8 @@ bytes did its NVLinks carry. Built on the same NVML boundary as the probe.
 
 ``WarmReadings`` makes the binding for them in a thread while the probe runs: in the probe's
 child the binding's import, ``nvmlInit`` and each reading's first answer (the driver's slow one,
-tens of milliseconds in all on the GPU hosts) otherwise come after the probe, before the copies."""
+tens of milliseconds in all on the GPU hosts) otherwise come after the probe, before the copies;
+the readings of the watch around the copies (probe/during.py) are asked once there too."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import time
 from collections.abc import Callable
 
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.during import RunWatch
 from topodoctor.probe.gpu import field_values
 from topodoctor.probe.query import Nvml
 
 FI_NVLINK_THROUGHPUT_DATA_TX = 138  # KiB sent over one link (scopeId = link)
+MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS: a warm-up asks every link a GPU may have (the probe knows how many)
 
 
 def activity(api: NvmlApi, index: int) -> tuple[int | None, int | None, int | None]:
@@ -47,8 +50,9 @@ def nvlink_tx_bytes(api: NvmlApi, index: int, links: int) -> int | None:
 
 class WarmReadings:
     """A live binding for the readings (``make``: probe/sources.py ``live_nvml``), made in a thread
-    started now, each GPU's handle and every reading above asked once there (the answers are not
-    kept: the copies' own readings are taken when they are due). ``api`` waits for it."""
+    started now, each GPU's handle, every reading above and the watch's (its counters, limits and
+    one sample) asked once there; the answers are not kept: the copies' own readings are taken when
+    they are due. ``api`` waits for it."""
 
     def __init__(self, make: Callable[[], NvmlApi | None]) -> None:
         self._make = make
@@ -62,9 +66,12 @@ class WarmReadings:
             api = self._make()
             if api is not None:
                 count = api.call("nvmlDeviceGetCount")
-                for index in range(count if isinstance(count, int) else 0):
+                indices = list(range(count if isinstance(count, int) else 0))
+                for index in indices:
                     activity(api, index)
                     nvlink_tx_bytes(api, index, 1)
+                watch = RunWatch(api, indices, dict.fromkeys(indices, MAX_LINKS)).start(thread=False)
+                watch.sampler.tick()  # one of its samples: every reading and the process list
             self._api = api
         except Exception:  # a warm-up never fails the pass: the readings meet it again, and say so
             self._api = None

@@ -86,7 +86,7 @@ def test_nvls_moves_more_than_a_ring_on_two_gpus_and_less_on_eight() -> None:
     assert got == pytest.approx(360 * 0.85 * 2 * 7 / 9, rel=0.01)  # about 476 GB/s
 
 
-# --- TD618: information at every GPU count, with its cost; a warning only for a malformed value
+# --- TD618: information where NVLS would add busbw, with its cost; a warning only for a malformed value
 
 
 def _td618(source: str, value: str = "0") -> list[Finding]:
@@ -95,15 +95,15 @@ def _td618(source: str, value: str = "0") -> list[Finding]:
 
 
 @pytest.mark.parametrize(("source", "gpus"), [("h200-x2", 2), ("h200-x4", 4), ("hgx-8gpu-2socket", 8)])
-def test_td618_is_information_at_every_gpu_count_stating_the_cost(source: str, gpus: int) -> None:
+def test_td618_is_information_where_nvls_would_add_something_stating_the_cost(source: str, gpus: int) -> None:
+    if gpus == 2:  # 2 x (n-1)/(n+1) of the link: less than the ring moves, so nothing to say
+        assert _td618(source) == []
+        return
     (f,) = _td618(source)
     ev = f.evidence
     assert f.severity == "info" and ev["gpus"] == gpus and "a deliberate setting" in f.message
     assert ev["nvls_adds_gbps"] == pytest.approx(max(0.0, ev["nvls_gbps"] - ev["ring_gbps"]), abs=0.1)
-    if gpus == 2:  # 2 x (n-1)/(n+1) of the link: less than the ring moves
-        assert ev["nvls_adds_gbps"] == 0 and "would add nothing" in f.message
-    else:
-        assert ev["nvls_adds_gbps"] > 0 and f"about {ev['nvls_adds_gbps']:.0f} GB/s" in f.message
+    assert ev["nvls_adds_gbps"] > 0 and f"about {ev['nvls_adds_gbps']:.0f} GB/s" in f.message
     if gpus == 8:
         assert ev["nvls_adds_gbps"] > 100  # about 476 against 354 on 8 x H100
 
@@ -116,7 +116,7 @@ def test_td618_warns_where_the_value_is_malformed(value: str) -> None:
 
 @pytest.mark.parametrize(("value", "found"), [("0", ["info"]), (" 0 ", ["info"]), ("1", []), ("2", []), ("1x", [])])
 def test_td618_near_misses(value: str, found: list[str]) -> None:
-    assert [f.severity for f in _td618("h200-x2", value)] == found
+    assert [f.severity for f in _td618("h200-x4", value)] == found
 
 
 def test_td618_is_quiet_without_nvswitch() -> None:

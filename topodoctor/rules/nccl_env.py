@@ -281,7 +281,7 @@ def nccl_unknown(ctx: Context) -> Iterator[Issue]:
 def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: all_reduce gives up NVLink SHARP.
 
-    Information at every GPU count, with what it costs: the busbw NVLS would add to all_reduce per
+    Information where NVLS would add something (quiet where it would not), with what it costs: the busbw NVLS would add to all_reduce per
     the topology's model (topology/busbw.py), from the data NVLS moves: each GPU sends its buffer into
     the switch and receives every reduced share, S (1 + 1/n) each way against a ring's 2 S (n-1)/n,
     at NCCL's NVLS efficiency (0.85 on Hopper). On 2 or 3 GPUs that is less than the ring gives
@@ -319,6 +319,8 @@ def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
     if ring is not None and nvls is not None:
         extra.update(ring_gbps=round(ring, 1), nvls_gbps=round(nvls, 1), nvls_adds_gbps=round(max(0.0, nvls - ring), 1))
     if read.clean:
+        if ring is not None and nvls is not None and nvls <= ring:
+            return  # a deliberate 0 that costs nothing here is not worth a line
         yield Issue(
             "env:NCCL_NVLS_ENABLE",
             f"{where}, a deliberate setting: {cost}",

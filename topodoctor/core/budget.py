@@ -76,6 +76,14 @@ def command_start() -> float | None:
     return _command_start
 
 
+_forked_at: float | None = None
+
+
+def forked_at() -> float | None:
+    """In a budgeted child (``fork_work``): when it was forked, on the monotonic clock; else None."""
+    return _forked_at
+
+
 @dataclass(frozen=True)
 class Budget:
     """A deadline on the monotonic clock; ``None`` timeout means no budget at all."""
@@ -209,6 +217,8 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     pid = os.fork()
     if pid == 0:  # child
+        global _forked_at
+        _forked_at = time.monotonic()
         os.close(read_fd)
         code = 0
         try:

@@ -281,16 +281,16 @@ def nccl_unknown(ctx: Context) -> Iterator[Issue]:
 def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: all_reduce gives up NVLink SHARP.
 
-    Information where NVLS would add something (quiet where it would not), with what it costs: the
-    busbw NVLS would add to all_reduce per the topology's model (topology/busbw.py), from the data
-    NVLS moves: each GPU sends its buffer into the switch and receives every reduced share, S (1 + 1/n) each way against a ring's 2 S (n-1)/n,
-    at NCCL's NVLS efficiency (0.85 on Hopper). On 2 or 3 GPUs that is less than the ring gives
-    (nothing is lost; NCCL turns NVLS on for 2 GPUs only from 2.28.7, ``transport/nvls.cc``), on 4 a
-    few %, on 8 about a third. Many sites and shared hosts turn NVLS off on purpose (multicast
-    objects need the fabric manager and IMEX, and hold GPU memory), so a plain 0 is a deliberate
-    setting, never a fault. A warning only where the value is malformed: NCCL reads a word (``false``,
-    ``off``, even ``true``) or a number with trailing text as 0 or as its leading digits, so NVLS may
-    be off (or on) where that was not meant.
+    Information where NVLS would add something (quiet where it would not), with what it costs: the busbw
+    NVLS would add to all_reduce per the topology's model (topology/busbw.py), from the data NVLS moves:
+    each GPU sends its buffer into the switch and receives every reduced share, S (1 + 1/n) each way
+    against a ring's 2 S (n-1)/n, at NCCL's NVLS efficiency (0.85 on Hopper). On 2 or 3 GPUs that is
+    less than the ring gives (nothing is lost; NCCL turns NVLS on for 2 GPUs only from 2.28.7,
+    ``transport/nvls.cc``), on 4 a few %, on 8 about a third. Many sites and shared hosts turn NVLS off
+    on purpose (multicast objects need the fabric manager and IMEX, and hold GPU memory), so a plain 0
+    is a deliberate setting, never a fault. A warning only where the value is malformed: NCCL reads a
+    word (``false``, ``off``, even ``true``) or a number with trailing text as 0 or as its leading
+    digits, so NVLS may be off (or on) where that was not meant.
 
     Why it matters: NVLink SHARP lets the NVSwitches reduce data themselves; on many GPUs that
     speeds up all-reduce beyond what a ring reaches, and turned off, the job gives that up.

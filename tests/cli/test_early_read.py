@@ -121,6 +121,7 @@ def _console(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_the_console_answers_the_same_with_and_without_it() -> None:
     early = _console("check", "--replay", "h200-x4", "-f", "json")
     late = _console("check", "--replay", "h200-x4", "-f", "json", "--")  # "--": typer's to read, no early probe
@@ -130,6 +131,7 @@ def test_the_console_answers_the_same_with_and_without_it() -> None:
     assert a == b
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_a_usage_error_leaves_no_probe_behind() -> None:
     out = _console("check", "--replay", "h200-x4", "--select", "TD999")
     assert out.returncode == 2 and "TD999" in out.stderr
@@ -202,6 +204,7 @@ def test_every_option_typer_knows_is_one_of_the_spec() -> None:
                 assert p.default == default, (name, n)
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_the_early_read_loads_no_command_line_library() -> None:
     code = (
         "import sys; from topodoctor.cli.early import early_source, line_asked\n"

@@ -38,6 +38,7 @@ def test_the_answer_does_not_wait_for_the_exit_and_the_end_reaps_it() -> None:
     assert gone(child.pid, 0.3), "the kill did not end it"
 
 
+@pytest.mark.slow
 def test_a_child_that_has_exited_is_reaped_before_the_next_fork() -> None:
     first = fork_work(_slow_exit, time.monotonic() + 30)
     await_child(first, Budget.start(30))
@@ -68,6 +69,7 @@ def test_a_part_sent_first_is_left_behind_by_a_final_answer() -> None:
     assert await_child(fork_work(_part_then("answer"), time.monotonic() + 30), Budget.start(30)) == {"measured": True}
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 @pytest.mark.parametrize(
     ("then", "said"),
     [

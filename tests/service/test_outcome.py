@@ -50,6 +50,7 @@ def test_the_one_exit_code_is_the_worst_of_what_was_found_missed_and_unused(
     assert DONE.exit_code == EXIT_OK
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 @pytest.mark.parametrize(
     "asked",
     [
@@ -74,6 +75,7 @@ def test_a_measurement_not_made_never_hides_the_fault_the_static_check_found(ask
     assert doc["not_measured"] and all(" not measured: " in why for why in doc["not_measured"])
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_on_a_healthy_host_the_same_measurement_not_made_cannot_check() -> None:
     r = runner.invoke(app, ["check", "--replay", "h200-x4", "--level", "quick", "-f", "line"])
     assert r.exit_code == EXIT_CANNOT_CHECK and r.stdout.startswith("topodoctor UNKNOWN: ")
@@ -96,12 +98,14 @@ def _dies(snap: Any, source: Any, deadline: float, started: Any) -> Any:
     os._exit(9)  # the measuring process taken down (a driver crash, the OOM killer)
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_a_pass_that_raises_is_not_measured_and_why() -> None:
     out = _check(Pass("bandwidth", _raises, dict))
     assert out.exit_code == EXIT_UNHEALTHY and out.failing[0].code == "TD101"
     assert out.not_measured == ("bandwidth not measured: CUDA unavailable: no driver",)
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_a_pass_that_overruns_the_budget_leaves_the_probe_judged() -> None:
     t0 = time.monotonic()
     out = _check(Pass("fitness", _hangs, dict), timeout_s=4)
@@ -111,6 +115,7 @@ def test_a_pass_that_overruns_the_budget_leaves_the_probe_judged() -> None:
     assert why.startswith("fitness not measured: not finished within the 4 s budget")
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_a_pass_that_takes_its_process_down_leaves_the_probe_judged() -> None:
     out = _check(Pass("collectives", _dies, dict))
     assert out.exit_code == EXIT_UNHEALTHY
@@ -118,11 +123,13 @@ def test_a_pass_that_takes_its_process_down_leaves_the_probe_judged() -> None:
     assert why == "collectives not measured: the check process died without an answer"
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_on_a_healthy_host_an_overrun_pass_cannot_check() -> None:
     out = _check(Pass("fitness", _hangs, dict), timeout_s=3, replay="h200-x4")
     assert out.exit_code == EXIT_CANNOT_CHECK and out.verdict == "unknown" and not out.failing
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 def test_a_probe_that_fails_is_still_an_error_with_its_own_code() -> None:
     """Nothing was probed: there is no finding to keep, and the error's code stands."""
     r = runner.invoke(app, ["check", "--replay", "no-such-recording", "--bandwidth", "-f", "line"])

@@ -42,6 +42,7 @@ def _forks(tmp_path: Path, *args: str) -> tuple[int, list[str]]:
     return out.returncode, log.read_text().split()
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 @pytest.mark.parametrize(
     "args",
     [
@@ -57,6 +58,7 @@ def test_a_probe_is_one_child_forked_by_the_command(tmp_path: Path, args: list[s
     assert len(forks) == 1  # the command's probe child, and no server or grandchild beside it
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 @pytest.mark.parametrize("timeout", ["0", "0.00", "0e3", "-0"])
 def test_no_budget_forks_nothing_however_it_is_written(tmp_path: Path, timeout: str) -> None:
     for command in ("check", "scan"):
@@ -64,6 +66,7 @@ def test_no_budget_forks_nothing_however_it_is_written(tmp_path: Path, timeout: 
         assert (code, forks) == (0, []), (command, timeout)
 
 
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
 @pytest.mark.parametrize(
     "args", [["scan", "--timeout", "31.5"], ["check", "-f", "line", "--timeout", "31.5"], ["scan", "--bogus", "31.5"]]
 )

@@ -1,7 +1,8 @@
 """The options of the measuring commands (bandwidth, collectives): one frozen object per command,
-each field one option (cli/options.py). ``collectives`` does five things, and its options are
+each field one option (cli/options.py). ``collectives`` does several things, and its options are
 one object for each (what to run and its limits; judge saved results; predict; compare
-algorithms and GPU counts; across nodes) beside its outputs: each part is a heading of its help."""
+algorithms and GPU counts; small messages; across nodes) beside its outputs: each part is a
+heading of its help, and each of cli/collectives.py's parts reads its own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import ClassVar
 from topodoctor.cli.options import fail_level, fmt, group, metrics, option, output, picture, replay, strict, timeout
 
 MEASURE_FORMATS = ("text", "json", "prometheus")
+SIZE_DEFAULT = "8:1G"  # collectives --size
 
 
 @dataclass(frozen=True)
@@ -24,20 +26,29 @@ class BandwidthArgs:
         "-m",
         default=(),
         metavar="MODE",
-        choices=("oneway", "bidir", "latency", "host", "all"),
+        probes=True,
+        choices=("oneway", "bidir", "latency", "host", "sm", "sm-oneway", "sm-bidir", "sm-latency", "all"),
         many=True,
-        help="oneway, bidir, latency, host or all (repeatable).",
+        help="oneway, bidir, latency (copy engine), host, sm (SM kernels: sm-oneway, sm-bidir, sm-latency) "
+        "or all (repeatable). Default: the copy engine's and the host's.",
     )
     quick: bool = option("--quick", default=False, kind=bool, help="A short pass sized for a prolog.")
     size_mib: int | None = option("--size", default=None, metavar="MIB", kind=int, minimum=1, help="Buffer per copy.")
     iters: int | None = option("--iters", default=None, metavar="N", kind=int, minimum=1, help="Copies per sample.")
     samples: int | None = option("--samples", default=None, metavar="N", kind=int, minimum=1, help="Samples each.")
-    devices: str | None = option("--devices", default=None, metavar="LIST", help="NVML indices, e.g. 0,1.")
+    devices: str | None = option("--devices", default=None, metavar="LIST", probes=True, help="NVML indices, e.g. 0,1.")
+    sm_kernel: str | None = option(
+        "--sm-kernel",
+        default=None,
+        metavar="NAME",
+        probes=True,
+        help="The SM copies' kernel (default stride-u4; nvbandwidth's: stride-u12).",
+    )
     pair_timeout: float = option(
         "--pair-timeout", default=20.0, metavar="SECONDS", kind=float, minimum=0.1, help="When a copy counts as hung."
     )
     from_file: Path | None = option(
-        "--from", default=None, metavar="FILE", kind=Path, help="Show a saved result instead of measuring."
+        "--from", default=None, metavar="FILE", kind=Path, probes=True, help="Show a saved result instead of measuring."
     )
     output: Path | None = output()
     heatmap: Path | None = picture("--heatmap", "the matrices")
@@ -47,6 +58,15 @@ class BandwidthArgs:
     fail_level: str = fail_level()
     strict: bool = strict()
     timeout: float = timeout(900.0)
+
+    def early_timer(self) -> tuple[str, ...] | None:
+        """The modes of the copy timer the entry point forks first of all (service/early_copies.py):
+        its CUDA start then overlaps everything after. None where the command line narrows the GPUs
+        or the kernel (the timer's hello waits for the probe), reads a saved result or a recording,
+        or has no budget (no child at all)."""
+        if self.devices is not None or self.sm_kernel is not None or self.timeout <= 0:
+            return None
+        return None if self.from_file is not None or self.replay is not None else self.mode
 
 
 @dataclass(frozen=True)
@@ -65,7 +85,7 @@ class RunArgs:
     size: str = option(
         "--size",
         "-s",
-        default="8:1G",
+        default=SIZE_DEFAULT,
         metavar="SIZES",
         help="Sizes: a sweep MIN:MAX (by --step-factor), a list, or both: 8:1G, 64M,1G.",
     )
@@ -189,6 +209,21 @@ class SweepArgs:
 
 
 @dataclass(frozen=True)
+class LatencyArgs:
+    """Small messages through each path between the GPUs."""
+
+    HEADING: ClassVar[str] = "Small messages"
+    latency: bool = option(
+        "--latency",
+        default=False,
+        kind=bool,
+        help="Small messages through each path between the GPUs: NCCL eager and in a CUDA graph, PyTorch "
+        "symmetric memory, NVSHMEM (the nvshmem extra); p2p 1K,100K and all_reduce 1K,1M,100M, each path's "
+        "speedup over eager NCCL, and the size where NCCL catches up.",
+    )
+
+
+@dataclass(frozen=True)
 class NodesArgs:
     """Across nodes, under torchrun or srun: the pairs, the nodes expected, the NIC loopback."""
 
@@ -275,5 +310,6 @@ class CollectivesArgs:
     judge: JudgeArgs = group(JudgeArgs)
     predict: PredictArgs = group(PredictArgs)
     sweep: SweepArgs = group(SweepArgs)
+    latency: LatencyArgs = group(LatencyArgs)
     nodes: NodesArgs = group(NodesArgs)
     out: CollectivesOutput = group(CollectivesOutput)

@@ -30,15 +30,22 @@ def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
         result = load_result(args.from_file)
     else:
         settings = copies.bandwidth_settings(
-            args.mode, args.quick, args.size_mib, args.iters, args.samples, args.devices, args.pair_timeout
+            args.mode,
+            args.quick,
+            args.size_mib,
+            args.iters,
+            args.samples,
+            args.devices,
+            args.pair_timeout,
+            args.sm_kernel,
         )
-        result = copies.measure(settings, Source(args.replay), budget, progress=env.progress_bar())
+        result = copies.measure(settings, Source(args.replay), budget, env.progress_bar())
     if output is not None:
         outputs.write(lambda: fileio.write_atomic(output, result_to_json(result), "bandwidth result"))
-    if heatmap is not None:
-        outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap))
     outcome = copies.judged(result, fail_from(args.fail_level, args.strict))
     findings = outcome.findings
+    if heatmap is not None:
+        outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap, findings))
     if metrics is not None or args.fmt == "prometheus":
         # Prometheus' client: only for the metrics.
 
@@ -51,5 +58,6 @@ def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
         doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
         env.render(lambda: env.emit_json(doc))
     elif args.fmt == "text":
-        env.render(lambda: report.print_bandwidth(result, env.console(), findings, args.matrix))
+        fails = outcome.fail_level
+        env.render(lambda: report.print_bandwidth(result, env.console(), findings, args.matrix, fail_level=fails))
     return outputs.exit_code(outcome)

@@ -1,16 +1,29 @@
 """`topodoctor collectives`: NCCL collectives through torch.distributed, measured as nccl-tests
 measures them and judged against the topology.
 
-Started on its own it spawns one rank per GPU; started by torchrun or srun (RANK / WORLD_SIZE
-or SLURM_PROCID / SLURM_NTASKS in the environment) each process joins that world as one rank
-and rank 0 reports.
+One command that does one of several things, each a function here that reads its own part of
+the options (cli/args_measure.py): predict the busbw the topology gives (``predict``), time small
+messages through each path (``--latency``: cli/collectives_latency.py), compare algorithms or
+GPU counts (``sweep``), or measure and judge (``measure``: spawned ranks, a launcher's world, or
+saved results). Started by torchrun or srun (RANK / WORLD_SIZE or SLURM_PROCID / SLURM_NTASKS in
+the environment) each process joins that world as one rank and rank 0 reports.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from topodoctor.cli.args_measure import CollectivesArgs
+from topodoctor.cli.args_measure import (
+    SIZE_DEFAULT,
+    CollectivesArgs,
+    CollectivesOutput,
+    JudgeArgs,
+    LimitArgs,
+    NodesArgs,
+    PredictArgs,
+    RunArgs,
+)
+from topodoctor.cli.collectives_latency import latency_mode
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.cli.nodes import emit_metrics
 from topodoctor.cli.pictures import check_picture_path, draw_collectives
@@ -22,130 +35,142 @@ from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
 from topodoctor.model.collectives import result_to_json
 from topodoctor.model.findings import fail_from
 from topodoctor.model.outcome import DONE
-from topodoctor.report.collectives import collectives_json, prediction_doc, prediction_lines, text_report
+from topodoctor.report.collectives import (
+    collectives_json,
+    fit,
+    model_busbw,
+    prediction_doc,
+    prediction_lines,
+    text_report,
+    text_width,
+)
 from topodoctor.report.collectives_nodes import node_lines
 from topodoctor.report.collectives_sweeps import algo_lines, scaling_lines
-from topodoctor.service.collective_runs import CollectivesRun, node_settings
-from topodoctor.service.collective_runs import run_collectives as collect
+from topodoctor.service.collective_runs import CollectivesRun, node_settings, run_collectives
 from topodoctor.service.collective_sweeps import predict_busbw, run_sweeps
 from topodoctor.service.passes import Source
 
 
-def run_collectives(args: CollectivesArgs, env: Env) -> int:
-    """Measure (spawned ranks, or a launcher's world), judge saved results, predict, or compare
-    algorithms and GPU counts; print and write what came out."""
-    run_, limits, judge, pred, sweep, nodes_, out_ = (
-        args.run,
-        args.limits,
-        args.judge,
-        args.predict,
-        args.sweep,
-        args.nodes,
-        args.out,
-    )
-    op, size, step_factor, iters, warmup = list(run_.op) or None, run_.size, run_.step_factor, run_.iters, run_.warmup
-    no_check, nprocs, backend = run_.no_check, run_.nprocs, run_.backend
-    op_timeout, start_timeout, timeout = limits.op_timeout, limits.start_timeout, limits.timeout
-    from_file, replay = judge.from_file, judge.replay
-    bandwidth_file, expect_busbw = judge.bandwidth_file, judge.expect_busbw
-    predict, predict_nodes = pred.predict, pred.predict_nodes
-    algo, scaling = sweep.algo, sweep.scaling
-    spawn, pairwise, expect_nodes, pair_size = nodes_.spawn, nodes_.pairwise, nodes_.expect_nodes, nodes_.pair_size
-    pair_tolerance, pair_timeout, nic_loopback = nodes_.pair_tolerance, nodes_.pair_timeout, nodes_.nic_loopback
-    expect_pair_busbw = nodes_.expect_pair_busbw
-    fmt, output, plot, metrics_file, log_dir = out_.fmt, out_.output, out_.plot, out_.metrics_file, out_.log_dir
-    fail_level, strict = out_.fail_level, out_.strict
+def run(args: CollectivesArgs, env: Env) -> int:
+    """``collectives``: what the options ask for, under one budget from the command's start."""
+    budget = Budget.start(args.limits.timeout)
+    if args.predict.predict:
+        return predict(args.predict, args.run, args.judge, args.out, budget, env)
+    if args.out.plot is not None:  # a bad picture path is refused before anything is measured
+        check_picture_path(args.out.plot)
+    what = collectives_run(args.run, args.limits, args.judge, args.nodes, args.out, env)
+    if args.latency.latency:
+        sweep_, judge = args.sweep, args.judge
+        others = bool(sweep_.algo or sweep_.scaling or judge.from_file or args.nodes.pairwise or args.out.plot)
+        size = args.run.size if args.run.size != SIZE_DEFAULT else None
+        return latency_mode(what, size, args.out.fmt, args.out.output, budget, others, env)
+    if args.sweep.algo is not None or args.sweep.scaling:
+        return sweep(what, args.sweep.algo, args.sweep.scaling, args.out.fmt, budget, env)
+    return measure(what, args.judge, args.out, budget, env)
 
-    if predict:
-        return _predict(parse_ops(op), Source(replay), Budget.start(timeout), predict_nodes, fmt, env)
 
-    if plot is not None:  # a bad picture path is refused before anything is measured
-        check_picture_path(plot)
+def collectives_run(
+    run_args: RunArgs, limits: LimitArgs, judge: JudgeArgs, nodes: NodesArgs, out: CollectivesOutput, env: Env
+) -> CollectivesRun:
+    """What to run (or judge) and against which host, as the service takes it."""
     plan = Plan(
-        ops=parse_ops(op),
-        sizes=parse_sizes(size, step_factor),
-        iters=iters,
-        warmup_iters=warmup,
-        check=not no_check,
-        op_timeout_s=op_timeout,
-        backend=backend,  # type: ignore[arg-type]
+        ops=parse_ops(list(run_args.op) or None),
+        sizes=parse_sizes(run_args.size, run_args.step_factor),
+        iters=run_args.iters,
+        warmup_iters=run_args.warmup,
+        check=not run_args.no_check,
+        op_timeout_s=limits.op_timeout,
+        backend=run_args.backend,  # type: ignore[arg-type]
     )
-
-    tty = env.stderr.isatty()
 
     def progress(what: str) -> None:
         env.stderr.write(f"\r\033[K{what}")
         env.stderr.flush()
 
-    nodes = None
-    if not from_file:
-        nodes = node_settings(
-            pairwise, expect_nodes, pair_size, pair_tolerance, pair_timeout, expect_pair_busbw, nic_loopback
-        )
-    run = CollectivesRun(
+    return CollectivesRun(
         plan,
-        Source(replay),
-        nprocs=nprocs,
-        start_timeout_s=start_timeout,
-        spawn=spawn,
-        log_dir=log_dir,
-        nodes=nodes,
-        from_files=tuple(from_file or ()),
-        bandwidth_file=bandwidth_file,
-        expect_busbw=expect_busbw,
-        progress=progress if tty else None,
-        fail_level=fail_from(fail_level, strict),
+        Source(judge.replay),
+        nprocs=run_args.nprocs,
+        start_timeout_s=limits.start_timeout,
+        spawn=nodes.spawn,
+        log_dir=out.log_dir,
+        nodes=None if judge.from_file else node_settings(**_node_options(nodes)),
+        from_files=judge.from_file,
+        bandwidth_file=judge.bandwidth_file,
+        expect_busbw=judge.expect_busbw,
+        progress=progress if env.stderr.isatty() else None,
+        fail_level=fail_from(out.fail_level, out.strict),
     )
-    if algo is not None or scaling:
-        return _sweep(run, algo, scaling, Budget.start(timeout), fmt, env)
-    out = collect(run, Budget.start(timeout))
-    if tty and not from_file:
-        env.stderr.write("\r\033[K")
-    if out is None:
-        return DONE.exit_code  # not rank 0: rank 0 reports for the world
-    res, snap, findings = out.result, out.snapshot, list(out.findings)
 
+
+def _node_options(nodes: NodesArgs) -> dict[str, Any]:
+    return {
+        "pairwise": nodes.pairwise,
+        "expect_nodes": nodes.expect_nodes,
+        "pair_size": nodes.pair_size,
+        "tolerance": nodes.pair_tolerance,
+        "timeout_s": nodes.pair_timeout,
+        "expected_gbps": nodes.expect_pair_busbw,
+        "nic_loopback": nodes.nic_loopback,
+    }
+
+
+def measure(what: CollectivesRun, judge: JudgeArgs, out: CollectivesOutput, budget: Budget, env: Env) -> int:
+    """Measure (spawned ranks, or a launcher's world) or judge saved results; print the table and
+    the findings, write the result, the plot and the metrics asked for."""
+    got = run_collectives(what, budget)
+    if what.progress is not None and not judge.from_file:
+        env.stderr.write("\r\033[K")
+    if got is None:
+        return DONE.exit_code  # not rank 0: rank 0 reports for the world
+    res, snap, findings = got.result, got.snapshot, list(got.findings)
     outputs = Outputs(env)
+    output, plot = out.output, out.plot
     if output is not None:
         outputs.write(lambda: write_atomic(output, result_to_json(res), "collectives result"))
     if plot is not None:
-        expected = {str(row.op): expect_busbw for row in res.rows} if expect_busbw is not None else None
-        outputs.write(lambda: draw_collectives(res, plot, expected))
-
-    if metrics_file is not None or fmt == "prometheus":
-        emit_metrics(out, metrics_file, outputs, stdout=fmt == "prometheus")
-    if fmt == "json":
+        expected, source_of = model_busbw(res, snap or res.snapshot), "the topology model's busbw at 1 GiB"
+        if judge.expect_busbw is not None:
+            expected, source_of = {str(row.op): judge.expect_busbw for row in res.rows}, "--expect-busbw"
+        outputs.write(lambda: draw_collectives(res, plot, expected, expected_from=source_of))
+    if out.metrics_file is not None or out.fmt == "prometheus":
+        emit_metrics(got, out.metrics_file, outputs, stdout=out.fmt == "prometheus")
+    if out.fmt == "json":
         doc = collectives_json(res, findings)
         env.render(lambda: env.emit_json(doc))
-    elif fmt == "text":
+    elif out.fmt == "text":
+        width = text_width()
         # a host or GPU name never acts on the terminal
-        lines = [printable(line) for line in [*text_report(res, findings, snap), *node_lines(res)]]
+        lines = [printable(line) for line in fit([*text_report(res, findings, snap, width), *node_lines(res)], width)]
         env.write("".join(f"{line}\n" for line in lines))
         if snap is None and res.snapshot is None:
             env.say("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)")
-    return outputs.exit_code(out)
+    return outputs.exit_code(got)
 
 
-def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: str, env: Env) -> int:
-    """``--predict``: the model's busbw per op for this host (or a recording), then exit 0."""
-    preds = predict_busbw(where, within, ops, nodes)
-    if fmt == "json":
-        env.render(lambda: env.emit_json(prediction_doc(preds)))
+def predict(
+    pred: PredictArgs, run_args: RunArgs, judge: JudgeArgs, out: CollectivesOutput, budget: Budget, env: Env
+) -> int:
+    """``--predict``: the model's busbw per op for this host (or a recording); runs nothing."""
+    got = predict_busbw(Source(judge.replay), budget, parse_ops(list(run_args.op) or None), pred.predict_nodes)
+    rates = (got.nccl_link_gbps, got.signalling_gbps)
+    if out.fmt == "json":
+        env.render(lambda: env.emit_json(prediction_doc(got.predictions, *rates)))
     else:
-        env.render(lambda: env.emit("\n".join(prediction_lines(preds))))
+        env.render(lambda: env.emit("\n".join(fit(prediction_lines(got.predictions, *rates), text_width()))))
     return DONE.exit_code
 
 
-def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: str, env: Env) -> int:
+def sweep(what: CollectivesRun, algo: str | None, scaling: bool, fmt: str, budget: Budget, env: Env) -> int:
     """``--algo`` / ``--scaling``: several runs, compared; exit 1 when a run failed or a group of
     GPUs is slow against its peers, else 0. Under a launcher, rank 0 reports for the world."""
-    out = run_sweeps(run, algo, scaling, within)
+    out = run_sweeps(what, algo, scaling, budget)
     if out is None:
         return DONE.exit_code  # not rank 0: the world leaves with rank 0's code (service/world.py)
     doc: dict[str, Any] = {}
     lines: list[str] = []
     if out.algorithms is not None:
-        if run.plan.backend != "nccl":
+        if what.plan.backend != "nccl":
             lines.append("# gloo: NCCL_ALGO has no effect here; the runs exercise the sweep, not NCCL")
         doc["algorithms"] = to_jsonable(out.algorithms)
         lines += algo_lines(out.algorithms)
@@ -155,5 +180,5 @@ def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: str, env
     if fmt == "json":
         env.render(lambda: env.emit_json(doc))
     else:
-        env.render(lambda: env.emit("\n".join(lines)))
+        env.render(lambda: env.emit("\n".join(fit(lines, text_width()))))
     return out.exit_code

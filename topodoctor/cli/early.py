@@ -34,6 +34,20 @@ def early_source(argv: list[str]) -> Source | None:
     return source
 
 
+def early_timer_modes(argv: list[str]) -> tuple[str, ...] | None:
+    """The copy timer's modes when the command line (``bandwidth``, read cleanly by its spec) has it
+    started first of all (service/early_copies.py), else None."""
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is None or not hasattr(command.options_class(), "early_timer"):
+        return None  # a command whose copy timer may start before it is parsed says with what
+    read = _early(argv)
+    if read is None or not read.clean:
+        return None
+    options: object = build(command.options_class(), read.values)
+    modes: tuple[str, ...] | None = options.early_timer()  # type: ignore[attr-defined]
+    return modes
+
+
 def line_asked(argv: list[str]) -> bool:
     """Whether ``argv`` asks for the one-line format (``check`` or ``job``): then every outcome,
     a usage error or a signal during start-up included, is that line on stdout."""

@@ -3,6 +3,8 @@ NCCL's choices, and why it failed)."""
 
 from __future__ import annotations
 
+import shutil
+
 from topodoctor.cli.args_cluster import NcclLogArgs
 from topodoctor.cli.io import Env
 from topodoctor.core.budget import Budget
@@ -20,6 +22,7 @@ def run_nccl_log(args: NcclLogArgs, env: Env) -> int:
     if args.fmt == "json":
         env.emit_json({"summary": s, "findings": [finding_doc(f) for f in findings]})
     else:
-        for line in text(s, findings).splitlines():
+        width = shutil.get_terminal_size((100, 24)).columns  # COLUMNS first, then the terminal
+        for line in text(s, findings, width).splitlines():
             env.emit(printable(line))
     return outcome.exit_code

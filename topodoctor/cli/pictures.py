@@ -5,7 +5,7 @@ SVG, or PNG where the ``draw`` extra (resvg) is installed; the extension picks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from topodoctor.report.svg import png_renderer, write_picture
 
 if TYPE_CHECKING:
     from topodoctor.model.copies import BandwidthResult
+    from topodoctor.model.findings import Finding
     from topodoctor.service.host import Host
     from topodoctor.topology.hostgraph import HostGraph
 
@@ -50,14 +51,22 @@ def export_graph(graph: HostGraph, path: Path) -> str:
     return graph_export.export_graph(graph, path)
 
 
-def draw_heatmap(result: BandwidthResult, path: Path) -> str:
-    """``bandwidth --heatmap FILE``: the one-way and both-ways matrices on a fixed colour scale."""
+def draw_heatmap(result: BandwidthResult, path: Path, findings: Sequence[Finding] = ()) -> str:
+    """``bandwidth --heatmap FILE``: every pair matrix measured, coloured by each pair's share of its
+    path's rate, the pairs ``findings`` name framed."""
     check_picture_path(path)
-    return write_picture(heatmap(result), path)
+    return write_picture(heatmap(result, findings), path)
 
 
-def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | None = None, title: str = "") -> str:
-    """``collectives --plot FILE``: busbw against size per op, beside ``expected`` GB/s per op."""
+def draw_collectives(
+    result: Any,
+    path: Path,
+    expected: Mapping[str, float] | None = None,
+    title: str = "",
+    expected_from: str = "what the op should reach",
+) -> str:
+    """``collectives --plot FILE``: busbw against size per op, beside ``expected`` GB/s per op
+    (``expected_from``: where they come from, for the subtitle)."""
     check_picture_path(path)
     heading = title or f"{getattr(result, 'host', '')}: collectives, bus bandwidth by message size".lstrip(": ")
-    return write_picture(plot(series_from_result(result, expected), heading), path)
+    return write_picture(plot(series_from_result(result, expected), heading, expected_from), path)

@@ -9,7 +9,7 @@ import contextlib
 import os
 import sys
 
-from topodoctor.cli.early import early_source, line_asked
+from topodoctor.cli.early import early_source, early_timer_modes, line_asked
 from topodoctor.core import signals
 from topodoctor.core.budget import end_children, mark_command_start
 from topodoctor.core.errors import Terminated
@@ -23,6 +23,11 @@ def start(argv: list[str]) -> None:
     mark_command_start()
     signals.install()  # from here on a signal unwinds, the start-up's imports included
     try:
+        modes = early_timer_modes(argv)
+        if modes is not None:  # first of all: CUDA's start in the copy timer overlaps everything after
+            from topodoctor.service.early_copies import start_early_timer  # the entry point: only for bandwidth
+
+            start_early_timer(modes)
         early.start(early_source(argv))
         from topodoctor.cli.commands import run  # typer and the app: loaded after the probe's fork
 

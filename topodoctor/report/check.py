@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
+from topodoctor.model.findings import finding_json
 from topodoctor.model.node_type import node_type
 from topodoctor.model.outcome import Outcome
 
@@ -99,7 +100,7 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "summary": dict(Counter(f.severity for f in outcome.findings)),
         "incomplete": len(outcome.incomplete),
         "not_measured": list(outcome.not_measured),
-        "findings": [asdict(f) for f in outcome.findings],
+        "findings": [finding_json(f) for f in outcome.findings],
         **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
     }
 

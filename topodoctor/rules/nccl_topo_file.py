@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.topology.nccl_topo_lint import lint_topo_file
 
 _SUBJECT = "env:NCCL_TOPO_FILE"
 
@@ -52,6 +51,8 @@ def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
     if isinstance(topo.text, ProbeError):
         yield Issue(_SUBJECT, f"NCCL_TOPO_FILE {v} could not be read: {topo.text.error}", ev)
         return
+
+    from topodoctor.topology.nccl_topo_lint import lint_topo_file  # NCCL's file's lint: only where one is named
 
     for p in lint_topo_file(topo.text, ctx.snap, ctx.graph):
         yield Issue(

@@ -22,6 +22,7 @@ from topodoctor.model.findings import Finding, Severity, failing
 from topodoctor.model.outcome import exit_code
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.during import watch
 from topodoctor.probe.sources import live_nvml
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
@@ -74,6 +75,7 @@ class CollectivesOutcome:
 
 
 def node_settings(
+    *,
     pairwise: bool,
     expect_nodes: str | None,
     pair_size: str,
@@ -119,7 +121,9 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
         res = merge([load_result(p) for p in run.from_files])
         snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
     else:
-        nodes = run.nodes or node_settings(False, None, "64M", 0.1, 20.0, None)
+        nodes = run.nodes or node_settings(
+            pairwise=False, expect_nodes=None, pair_size="64M", tolerance=0.1, timeout_s=20.0, expected_gbps=None
+        )
         world = None if run.spawn else from_env()
         check_launch(world, nodes)
         if world is not None:
@@ -158,19 +162,22 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
     if gpu and n < 2:
         raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
     acts: tuple[Any, ...] = ()
+    nvml = None
     if gpu and run.source.live and snap is not None:
-        acts = gpu_activity(snap, live_nvml())
-    res = measure(
-        plan,
-        n,
-        snapshot=snap,
-        activity=acts,
-        deadline=_deadline(budget),
-        start_timeout_s=run.start_timeout_s,
-        progress=run.progress,
-        log_dir=str(_made(run.log_dir)) if run.log_dir else None,
-    )
-    return res, snap
+        nvml = live_nvml()
+        acts = gpu_activity(snap, nvml)
+    with watch(nvml, snap) as during:  # NVML on a thread while the ranks run
+        res = measure(
+            plan,
+            n,
+            snapshot=snap,
+            activity=acts,
+            deadline=_deadline(budget),
+            start_timeout_s=run.start_timeout_s,
+            progress=run.progress,
+            log_dir=str(_made(run.log_dir)) if run.log_dir else None,
+        )
+    return during.attach(res), snap
 
 
 def _join(

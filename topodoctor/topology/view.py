@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.graph import build_graph, connection, gpu_node, pcie_subgraph
-from topodoctor.topology.hosttree import build_tree
 
 if TYPE_CHECKING:
     from topodoctor.topology.graph import Connection
@@ -40,5 +39,7 @@ class HostView:
         """The host as NCCL models it (topology.hosttree.build_tree), one per way of building it."""
         key = (group_flat, numa_from)
         if key not in self._trees:
+            from topodoctor.topology.hosttree import build_tree  # NCCL's host tree: pictures and its file only
+
             self._trees[key] = build_tree(self.snapshot, self.graph, group_flat=group_flat, numa_from=numa_from)
         return self._trees[key]

@@ -12,7 +12,6 @@ so a parent killed outright (SIGKILL from a prolog timeout) leaves nothing runni
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import select
@@ -23,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from topodoctor.core import answers
+from topodoctor.core.answers import send_part as send_part  # re-exported: a budgeted child's first word
 from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError
 from topodoctor.core.signals import die_with_parent
 
@@ -217,11 +218,11 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     pid = os.fork()
     if pid == 0:  # child
-        global _part_fd, _forked_at
+        global _forked_at
         _forked_at = time.monotonic()
         os.close(read_fd)
         code = 0
-        _part_fd = write_fd
+        answers.opened(write_fd)
         try:
             _become_group_leader_child(parent, quiet)
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
@@ -234,7 +235,7 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
             tail = traceback.format_exc(limit=3).strip().splitlines()[-1]
             answer = {"error": f"internal error: {type(exc).__name__}: {exc} ({tail})", "exit_code": 3}
         try:
-            _write_line(write_fd, answer)
+            answers.write_line(write_fd, answer)
             os.close(write_fd)
         except BaseException:
             code = 1
@@ -268,7 +269,7 @@ def await_child(child: Child, budget: Budget, meanwhile: Callable[[], None] | No
     try:
         return _final(chunks, child, budget, meanwhile)
     except TopodoctorError as exc:
-        exc.part = _lines(chunks, strict=False)[0]  # what the child sent before it failed, if anything
+        exc.part = answers.lines(chunks, strict=False)[0]  # what the child sent before it failed, if anything
         raise
 
 
@@ -294,7 +295,7 @@ def _final(chunks: list[bytes], child: Child, budget: Budget, meanwhile: Callabl
     finally:
         os.close(child.answers)
     _reap_or_defer(child.pid)
-    answer = _lines(chunks)[1]
+    answer = answers.lines(chunks)[1]
     if answer is None:
         raise BudgetExceeded("could not check: the check process died without an answer")
     if "error" in answer:
@@ -303,48 +304,6 @@ def _final(chunks: list[bytes], child: Child, budget: Budget, meanwhile: Callabl
         raise err
     result: dict[str, Any] = answer["ok"]
     return result
-
-
-def _lines(chunks: list[bytes], strict: bool = True) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(the last part sent, the final answer) of what a child wrote: one JSON document a line.
-    A last line cut short (a kill mid-write) counts as not sent; any other line that is not a
-    document is garbage (an error when ``strict``)."""
-    part = final = None
-    lines = b"".join(chunks).split(b"\n")
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
-            if strict and (i < len(lines) - 1 or doc is not None):
-                raise TopodoctorError("could not check: the check process answered garbage")
-            continue
-        if "part" in doc:
-            part = doc["part"]
-        else:
-            final = doc
-    return part, final
-
-
-def _write_line(fd: int, doc: dict[str, Any]) -> None:
-    data = (json.dumps(doc, allow_nan=False) + "\n").encode("utf-8", "backslashreplace")
-    while data:
-        data = data[os.write(fd, data) :]
-
-
-_part_fd: int | None = None  # in a child of fork_work: the pipe its answers go through
-
-
-def send_part(doc: dict[str, Any]) -> None:
-    """In a child of ``fork_work``: send what is done so far (the probe, before the measurements
-    that follow it). Should the child then fail, be killed at the deadline or die, the parent's
-    error carries it (``TopodoctorError.part``), and a fault it shows is still judged. Nothing
-    outside such a child."""
-    if _part_fd is not None:
-        _write_line(_part_fd, {"part": doc})
 
 
 def run_with_budget(

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from topodoctor.core import codec
 from topodoctor.core.stats import median
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.stamp import Stamped
 
 BANDWIDTH_SCHEMA_VERSION = 1
 
@@ -79,7 +80,7 @@ class Activity:
 
 
 @dataclass(frozen=True)
-class BandwidthResult:
+class BandwidthResult(Stamped):
     """What one run of the copy tester measured, with the settings, timings and the snapshot it ran on."""
 
     kind: Literal["bandwidth"]

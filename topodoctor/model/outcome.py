@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY, EXIT_USAGE
 from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.stamp import Stamped
 
 if TYPE_CHECKING:
     from topodoctor.model.snapshot import HostSnapshot
@@ -30,7 +31,7 @@ class Meta:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(Stamped):
     """A command's answer: its findings, what it could not check, and the exit code decided once."""
 
     findings: tuple[Finding, ...]  # worst first

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
 from topodoctor.model.outcome import Outcome
+from topodoctor.model.stamp import stamp_json
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.model.findings import Finding
@@ -99,6 +100,7 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "not_measured": list(outcome.not_measured),
         "findings": [asdict(f) for f in outcome.findings],
         **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
+        **stamp_json(outcome),
     }
 
 

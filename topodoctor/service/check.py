@@ -22,6 +22,7 @@ from topodoctor.service.passes import Pass as Pass  # re-exported: every command
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.probing import probe as probe
+from topodoctor.service.stamping import stamp
 
 # Everything else is imported where it is used: what this module loads is spent before the
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
@@ -101,7 +102,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     judged without it (peers only), a real fault still fails (exit 1), and a host with none
     answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), time.time()
     budget = budget or Budget.start(options.timeout_s)
     loaded: dict[str, Any] = {}
     unusable: list[str] = []
@@ -153,9 +154,11 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     # measurement that was asked for and did not happen is "could not check", never a pass.
     # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
     code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if unusable else EXIT_OK
-    return Outcome(
+    outcome = Outcome(
         findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
     )
+    # A replay is named by the recorded host, never by the environment of the machine replaying it.
+    return stamp(outcome, host.snapshot, started_at, None if options.source.live else {})
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:

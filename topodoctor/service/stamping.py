@@ -1,0 +1,45 @@
+"""Where results get their stamp (model/stamp.py): the one place that reads the node's name and
+the clock for them. Every command's result is stamped through here as it is made."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+from topodoctor.model.stamp import Stamped, stamped, utc_iso
+
+if TYPE_CHECKING:
+    from topodoctor.model.snapshot import HostSnapshot
+
+T = TypeVar("T")
+
+
+def node_name(environ: Mapping[str, str] | None = None, snapshot: HostSnapshot | None = None) -> str:
+    """The node as the prolog names it: ``SLURMD_NODENAME`` where Slurm set it (a node name need
+    not be a host name), else the host name the probe read, else this host's."""
+    env = os.environ if environ is None else environ
+    named = env.get("SLURMD_NODENAME", "").strip()
+    if named:
+        return named
+    if snapshot is not None and snapshot.host.hostname:
+        return snapshot.host.hostname
+    return socket.gethostname() or "localhost"
+
+
+def stamp(
+    result: T, snapshot: HostSnapshot | None, at_s: float | None = None, environ: Mapping[str, str] | None = None
+) -> T:
+    """``result`` with its time (``at_s``, default now), node, GPUs and counters; anything that is
+    not a result (a pass's plain answer) is returned as it is."""
+    if not isinstance(result, Stamped):
+        return result
+    when = time.time() if at_s is None else at_s
+    return stamped(result, snapshot, node_name(environ, snapshot), when)
+
+
+def stamp_now() -> dict[str, str]:
+    """``measured_at`` (now) and ``node`` of a document without a host: a check that could not run."""
+    return {"measured_at": utc_iso(time.time()), "node": node_name()}

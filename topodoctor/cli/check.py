@@ -82,7 +82,7 @@ def run_check(
             from topodoctor.report import check as report
             from topodoctor.service.stamping import stamp_now
 
-            doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now()}
+            doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now(replay is None)}
             render(lambda: emit_json(doc))
         fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
         return outputs.exit_code(exc.exit_code)

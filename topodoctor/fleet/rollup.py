@@ -30,66 +30,15 @@ from typing import Literal
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
 from topodoctor.core.stats import median
+from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
+
+__all__ = ["Figure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
 
 FLEET_SCHEMA_VERSION = 1
 MAD_TO_SIGMA = 0.6745  # the MAD of a normal distribution is 0.6745 sigma
 
-Kind = Literal["check", "bandwidth", "collectives"]
-SourceState = Literal["healthy", "unhealthy", "unknown", "measured", "unreadable"]
 NodeState = Literal["healthy", "unhealthy", "slow", "unknown"]
-
-
-@dataclass(frozen=True)
-class NodeType:
-    """What makes two nodes comparable: the same GPUs, as many, on the same fabric."""
-
-    gpu_model: str
-    gpu_count: int
-    fabric: str  # "PCIe only", "18 NVLinks/GPU to NVSwitch", "4 NVLinks/GPU direct"
-
-    @property
-    def label(self) -> str:
-        """The type as a table heading: ``4x NVIDIA H200, 18 NVLinks/GPU to NVSwitch``."""
-        return f"{self.gpu_count}x {self.gpu_model}, {self.fabric}"
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One number a node measured that its peers measured too (GB/s = 1e9 bytes/s)."""
-
-    source: Literal["bandwidth", "collectives", "fitness"]
-    metric: str  # oneway, bidir, h2d, d2h; or the collective op: all_reduce, ...
-    subject: str  # GPU1->GPU2, host->GPU0; or the size: "1073741824 B", "... in-place"
-    gbps: float
-
-    @property
-    def key(self) -> str:
-        """The figure's name for comparing it across nodes: the metric and what it is about."""
-        return f"{self.metric} {self.subject}"
-
-
-@dataclass(frozen=True)
-class NodeResult:
-    """One result file, reduced to what the roll-up needs."""
-
-    node: str
-    kind: Kind
-    path: str
-    state: SourceState  # the verdict the file itself carries, or "measured" when it carries none
-    reason: str  # its one-line reason, where it has one
-    findings: tuple[Finding, ...] = ()
-    figures: tuple[Figure, ...] = ()
-    node_type: NodeType | None = None
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    """A result file that could not be read, and why."""
-
-    path: str
-    error: str  # one line that names the file
-    node: str | None = None  # the node its file name names, where that node sent other results
 
 
 @dataclass(frozen=True)
@@ -102,6 +51,7 @@ class Settings:
     min_nodes: int = 3
     fail_level: str = "error"
     systemic_share: float = 0.5  # a failing finding on more than this share of the nodes is fleet-wide
+    latency_tolerance: float = 0.15  # latencies: this share above the median may be slow
 
 
 @dataclass(frozen=True)
@@ -114,9 +64,10 @@ class Outlier:
     figure: str
     gbps: float
     fleet_median_gbps: float
-    ratio: float  # gbps / fleet median
+    ratio: float  # gbps / fleet median (above 1 for a latency)
     robust_z: float | None  # None when the fleet's MAD is zero
     peers: int  # nodes that measured this figure, this node included
+    unit: str = "GB/s"
 
 
 @dataclass(frozen=True)
@@ -190,9 +141,10 @@ class FleetReport:
 
 
 def robust_outliers(
-    values: dict[str, float], settings: Settings
+    values: dict[str, float], settings: Settings, better: Better = "higher"
 ) -> tuple[float, dict[str, tuple[float, float | None]]]:
-    """The median of ``values`` and, for each slow outlier, (ratio to the median, robust z)."""
+    """The median of ``values`` and, for each slow outlier, (ratio to the median, robust z): a rate
+    below the median, a latency (``better="lower"``) above it."""
     med = median(values.values())
     mad = median(abs(v - med) for v in values.values())
     out: dict[str, tuple[float, float | None]] = {}
@@ -201,9 +153,17 @@ def robust_outliers(
     for name, v in values.items():
         ratio = v / med
         z = MAD_TO_SIGMA * (v - med) / mad if mad > 0 else None
-        if ratio < 1.0 - settings.tolerance and (z is None or z < -settings.z_threshold):
+        if slow_by(ratio, z, settings, better):
             out[name] = (ratio, z)
     return med, out
+
+
+def slow_by(ratio: float, z: float | None, settings: Settings, better: Better = "higher") -> bool:
+    """Whether a figure at ``ratio`` to its reference and robust z ``z`` (None: a spread of zero)
+    is slow: practically (past the tolerance) and statistically (past the z threshold)."""
+    if better == "lower":
+        return ratio > 1.0 + settings.latency_tolerance and (z is None or z > settings.z_threshold)
+    return ratio < 1.0 - settings.tolerance and (z is None or z < -settings.z_threshold)
 
 
 def _failing(findings: Iterable[Finding], level: str) -> list[Finding]:
@@ -219,10 +179,9 @@ def _line(f: Finding) -> str:
 
 
 def _outlier_line(o: Outlier) -> str:
-    unit = "TFLOP/s" if o.figure.startswith("compute") else "GB/s"
     return (
-        f"{o.figure} {o.gbps:.1f} {unit}, {o.ratio:.2f}x the median of {o.peers} nodes of its type "
-        f"({o.fleet_median_gbps:.1f} {unit})"
+        f"{o.figure} {o.gbps:.1f} {o.unit}, {o.ratio:.2f}x the median of {o.peers} nodes of its type "
+        f"({o.fleet_median_gbps:.1f} {o.unit})"
     )
 
 
@@ -249,6 +208,7 @@ def roll_up(
 
     # Figures: one value per node and key; a node with two results of one kind keeps the last file's.
     figures: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    how: dict[tuple[str, str, str], tuple[str, Better]] = {}  # unit, and which way is better
     for node, rs in by_node.items():
         kinds = Counter(r.kind for r in rs)
         for kind, n in kinds.items():
@@ -260,6 +220,7 @@ def roll_up(
         for r in sorted(rs, key=lambda r: r.path):
             for f in r.figures:
                 figures[(types[node].label, f.source, f.key)][node] = f.gbps
+                how[(types[node].label, f.source, f.key)] = (f.unit, f.better)
 
     outliers: list[Outlier] = []
     compared: Counter[str] = Counter()
@@ -269,10 +230,11 @@ def roll_up(
             too_few[tlabel] += 1
             continue
         compared[tlabel] += 1
-        med, slow = robust_outliers(values, st)
+        unit, better = how[(tlabel, source, key)]
+        med, slow = robust_outliers(values, st, better)
         for node, (ratio, z) in slow.items():
-            outliers.append(Outlier(node, tlabel, source, key, values[node], med, ratio, z, len(values)))
-    outliers.sort(key=lambda o: (o.ratio, o.node, o.figure))
+            outliers.append(Outlier(node, tlabel, source, key, values[node], med, ratio, z, len(values), unit))
+    outliers.sort(key=lambda o: (-abs(o.ratio - 1.0), o.node, o.figure))
 
     shared = _shared(by_node, st)
     systemic = {s.code for s in shared if s.systemic}

@@ -119,7 +119,7 @@ def readings(snap: HostSnapshot) -> tuple[Reading, ...]:
     return tuple(out)
 
 
-def stamped(result: S, snapshot: HostSnapshot | None, node: str, at_s: float) -> S:
+def stamped(result: S, snapshot: HostSnapshot | None, node: str | None, at_s: float) -> S:
     """``result`` with its time, node, GPUs and counters set (GPUs and counters from ``snapshot``
     where there is one)."""
     extra: dict[str, Any] = {"measured_at": utc_iso(at_s), "node": node}

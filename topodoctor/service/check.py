@@ -158,7 +158,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
     )
     # A replay is named by the recorded host, never by the environment of the machine replaying it.
-    return stamp(outcome, host.snapshot, started_at, None if options.source.live else {})
+    return stamp(outcome, host.snapshot, started_at, options.source.live)
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:

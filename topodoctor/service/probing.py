@@ -113,7 +113,7 @@ def _gather(source: Source, passes: Sequence[Pass], deadline: float, nvml: NvmlA
     for ps in passes:
         at = time.time()
         result = ps.run(p.snapshot, source, deadline, started.get(ps.name))
-        measured[ps.name] = stamp(result, p.snapshot, at, None if source.live else {})
+        measured[ps.name] = stamp(result, p.snapshot, at, source.live)
     return Host(p.snapshot, p.origin, p.process, measured)
 
 

@@ -29,17 +29,17 @@ def node_name(environ: Mapping[str, str] | None = None, snapshot: HostSnapshot |
     return socket.gethostname() or "localhost"
 
 
-def stamp(
-    result: T, snapshot: HostSnapshot | None, at_s: float | None = None, environ: Mapping[str, str] | None = None
-) -> T:
+def stamp(result: T, snapshot: HostSnapshot | None, at_s: float | None = None, live: bool = True) -> T:
     """``result`` with its time (``at_s``, default now), node, GPUs and counters; anything that is
-    not a result (a pass's plain answer) is returned as it is."""
+    not a result (a pass's plain answer) is returned as it is. A result judged from a recording
+    (``live`` False) names no node: its ``host`` is the recording's, and no node measured it."""
     if not isinstance(result, Stamped):
         return result
     when = time.time() if at_s is None else at_s
-    return stamped(result, snapshot, node_name(environ, snapshot), when)
+    return stamped(result, snapshot, node_name(None, snapshot) if live else None, when)
 
 
-def stamp_now() -> dict[str, str]:
-    """``measured_at`` (now) and ``node`` of a document without a host: a check that could not run."""
-    return {"measured_at": utc_iso(time.time()), "node": node_name()}
+def stamp_now(live: bool = True) -> dict[str, str]:
+    """``measured_at`` (now) and, for the live host, ``node`` of a document without a host: a check
+    that could not run."""
+    return {"measured_at": utc_iso(time.time()), **({"node": node_name()} if live else {})}

@@ -10,9 +10,9 @@ from typing import Literal
 from topodoctor.model.findings import Finding
 from topodoctor.model.stamp import GpuId, Reading
 
-Kind = Literal["check", "bandwidth", "collectives", "fitness"]
+Kind = Literal["check", "bandwidth", "collectives", "fitness", "history"]  # history: the judgement over time
 Better = Literal["higher", "lower"]
-SourceState = Literal["healthy", "unhealthy", "unknown", "measured", "unreadable"]
+SourceState = Literal["healthy", "unhealthy", "unknown", "measured", "unreadable", "slow"]
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ FLEET_SCHEMA_VERSION = 1
 MAD_TO_SIGMA = 0.6745  # the MAD of a normal distribution is 0.6745 sigma
 
 NodeState = Literal["healthy", "unhealthy", "slow", "unknown"]
+SLOW_CODES = frozenset({"TD950"})  # a node's figure off its own past: the node is slow, not broken
 
 
 @dataclass(frozen=True)
@@ -286,12 +287,14 @@ def _status(
     sources: dict[str, SourceState] = {}
     reasons: list[str] = []
     drain_reasons: list[str] = []
-    rank = {"unreadable": 0, "measured": 1, "healthy": 2, "unknown": 3, "unhealthy": 4}
+    rank = {"unreadable": 0, "measured": 1, "healthy": 2, "slow": 3, "unknown": 4, "unhealthy": 5}
     for r in sorted(rs, key=lambda r: r.path):
         failing = _failing(r.findings, st.fail_level)
         state = r.state
         if state in ("healthy", "unhealthy", "measured") and r.findings:
             state = "unhealthy" if failing else "healthy"
+            if failing and all(f.code in SLOW_CODES for f in failing):
+                state = "slow"  # slower than its own past: slow, as an outlier among peers is
         elif state == "unhealthy" and not r.findings:
             reasons.append(f"{r.kind}: {r.reason}")
             drain_reasons.append(r.reason)
@@ -313,7 +316,7 @@ def _status(
     verdict: NodeState
     if "unhealthy" in values:
         verdict = "unhealthy"
-    elif slow:
+    elif slow or "slow" in values:
         verdict = "slow"
     elif values & {"unknown"} or any(u.node == node for u in unreadable):
         verdict = "unknown"

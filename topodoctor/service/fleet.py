@@ -1,18 +1,30 @@
 """The fleet roll-up as a command runs it: many nodes' result files read under one time budget,
-then judged together."""
+then judged together; with a history database, added to it first and judged over time."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
-from topodoctor.fleet.inputs import read_results
+from topodoctor.fleet.history import HistoryReport, judge
+from topodoctor.fleet.inputs import MAX_RESULT_BYTES, parse_document, read_files, read_results, result_files
+from topodoctor.fleet.parse import parse_result
+from topodoctor.fleet.results import NodeResult, Unreadable
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up
+from topodoctor.fleet.store import Retention, file_digest, open_store
+from topodoctor.fleet.timeline import DAY_S, HistorySettings
 
-__all__ = ["FleetReport", "Settings", "roll_up_paths"]
+__all__ = ["FleetReport", "HistoryReport", "HistorySettings", "Retention", "Settings", "history", "roll_up_paths"]
+
+# File systems on which SQLite's locks and WAL's shared memory cannot be trusted (mountinfo's type).
+NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs", "9p", "afs")
 
 
 def roll_up_paths(
@@ -25,3 +37,101 @@ def roll_up_paths(
         first = f" ({unreadable[0].error})" if unreadable else ""
         raise InputError(f"no readable result among {plural(len(paths), 'path')}{first}")
     return roll_up(nodes, unreadable, settings)
+
+
+@dataclass(frozen=True)
+class HistoryRequest:
+    """``fleet --history``: the database, the results to add first (none: report from the store),
+    how to judge, what to keep, and as of when."""
+
+    db: Path
+    paths: tuple[Path, ...]
+    name_from: Literal["host", "file"]
+    timeout_s: float
+    settings: Settings
+    history: HistorySettings
+    retention: Retention
+    as_of: float | None = None  # None: now
+    lock_timeout_s: float = 10.0
+
+
+def _parsed(
+    files: list[Path], name_from: Literal["host", "file"], deadline: float, bad: list[Unreadable]
+) -> Iterator[tuple[NodeResult, bytes]]:
+    for path, data, mtime, error in read_files(files, "result", MAX_RESULT_BYTES, fileio.DEFAULT_TIMEOUT_S, deadline):
+        guess = path.name.split(".", 1)[0]
+        if error is not None or data is None:
+            bad.append(Unreadable(str(path), error or f"{path}: not read", guess))
+            continue
+        try:
+            r = parse_result(parse_document(data, f"result {path}"), path, name_from, mtime)
+        except InputError as exc:
+            bad.append(Unreadable(str(path), str(exc), guess))
+            continue
+        yield r, file_digest(data)
+
+
+def network_fs(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the network file system ``path``'s directory is on, or None (local, or unknown)."""
+    try:
+        text = fileio.read_text(mountinfo, "mount table", 4 * fileio.MiB, 2.0)
+    except InputError:
+        return None
+    where = os.path.realpath(path.parent if not path.is_dir() else path)
+    best, kind = "", None
+    for line in text.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rest = left.split(), right.split()
+        if len(fields) < 5 or not rest:
+            continue
+        mount = fields[4].replace("\\040", " ")
+        if (where == mount or where.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
+            best, kind = mount, rest[0]
+    return kind if kind in NETWORK_FS or kind == "fuse.sshfs" else None
+
+
+def history(req: HistoryRequest) -> tuple[HistoryReport, list[str]]:
+    """Add ``req.paths``' results to the database (one transaction: all or none), then judge the
+    fleet over time from the database. Returns the report and warnings (one line each)."""
+    warnings = []
+    fs = network_fs(req.db)
+    if fs is not None:
+        warnings.append(
+            f"{fileio.shown(req.db)} is on {fs}, a network file system, where SQLite's locks do not hold: "
+            "keep the database on the collector's local disk (docs/fleet.md)"
+        )
+    deadline = time.monotonic() + req.timeout_s
+    bad: list[Unreadable] = []
+    store = open_store(req.db, create=bool(req.paths), timeout_s=req.lock_timeout_s)
+    try:
+        ingested = {}
+        if req.paths:
+            files, bad = result_files(req.paths, fileio.DEFAULT_TIMEOUT_S)
+            done = store.ingest(_parsed(files, req.name_from, deadline, bad), req.retention)
+            ingested = {
+                "added": done.added,
+                "duplicates": done.duplicates,
+                "pruned": done.pruned,
+                "unreadable": len(bad),
+            }
+        as_of = time.time() if req.as_of is None else req.as_of
+        since = as_of - req.history.window_days * DAY_S
+        blobs = store.blobs()
+        report = judge(
+            store.rows(since, as_of),
+            blobs,
+            req.history,
+            req.settings,
+            as_of,
+            rows_of=lambda node: store.rows(since, as_of, node),
+            unreadable=bad,
+        )
+    finally:
+        store.close()
+    if report.results == 0:
+        span = "" if not req.paths else f" ({plural(len(bad), 'file')} unreadable)"
+        raise InputError(
+            f"no result in {fileio.shown(req.db)} from the {req.history.window_days:g} days before "
+            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(as_of))} UTC{span}"
+        )
+    return replace(report, ingested=ingested), warnings

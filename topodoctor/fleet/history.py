@@ -31,7 +31,7 @@ from topodoctor.fleet.rollup import FleetReport, Settings, roll_up, slow_by
 from topodoctor.fleet.store import Row, unpack_floats
 from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
-from topodoctor.model.stamp import GpuId, utc_iso
+from topodoctor.model.stamp import utc_iso
 
 KIND_OF_SOURCE = {"bandwidth": ("bandwidth",), "collectives": ("collectives",), "fitness": ("check", "fitness")}
 
@@ -93,7 +93,7 @@ def _latest(r: Past, blobs: dict[int, Any]) -> NodeResult:
         keys = blobs[row.figure_keys]
         figures = tuple(Figure(k[0], k[1], k[2], v, k[3], k[4]) for k, v in zip(keys, unpack_floats(row.figure_values)))
     ntype = NodeType(*blobs[row.node_type]) if row.node_type is not None else None
-    gpus = tuple(GpuId(*g) for g in blobs[row.gpus]) if row.gpus is not None else ()
+    gpus = tuple(tuple(g) for g in blobs[row.gpus]) if row.gpus is not None else ()
     state: Any = row.state
     kind: Any = row.kind
     timed: Any = row.time_from

@@ -35,7 +35,7 @@ from topodoctor.model.collectives import COLLECTIVES_SCHEMA_VERSION, Row
 from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.fitness_results import FITNESS_SCHEMA_VERSION
-from topodoctor.model.stamp import GpuId, Reading, parse_iso
+from topodoctor.model.stamp import parse_iso
 
 NameFrom = Literal["host", "file"]
 MODES = ("oneway", "bidir", "latency", "h2d", "d2h")
@@ -194,6 +194,10 @@ def _findings(data: dict[str, Any]) -> tuple[Finding, ...]:
     raw = data.get("findings")
     if raw is None:
         return ()
+    try:
+        return _fast_findings(raw)
+    except (_Bad, KeyError, TypeError, AttributeError):
+        pass  # the checked reading below names what is wrong
     out = []
     for i, f in enumerate(_list(raw, "findings")):
         at = f"findings[{i}]"
@@ -231,13 +235,15 @@ def _stamp(data: dict[str, Any], mtime: float | None) -> dict[str, Any]:
     gpus = []
     for i, g in enumerate(_list(data.get("gpu_ids", []), "gpu_ids")):
         at = f"gpu_ids[{i}]"
-        opt = [g.get(k) if isinstance(_get(g, k, at), str) else None for k in ("uuid", "serial", "bus_id")]
-        gpus.append(GpuId(_int(_get(g, "index", at), f"{at}.index"), *opt))
+        uuid, serial, bus = (
+            g.get(k) if isinstance(_get(g, k, at), str) else None for k in ("uuid", "serial", "bus_id")
+        )
+        gpus.append((_int(_get(g, "index", at), f"{at}.index"), uuid, serial, bus))
     readings = []
     for i, r in enumerate(_list(data.get("counters", []), "counters")):
         at = f"counters[{i}]"
         readings.append(
-            Reading(
+            (
                 _str(_get(r, "subject", at), f"{at}.subject"),
                 _str(_get(r, "counter", at), f"{at}.counter"),
                 _int(_get(r, "value", at), f"{at}.value"),
@@ -245,6 +251,93 @@ def _stamp(data: dict[str, Any], mtime: float | None) -> dict[str, Any]:
         )
     out["gpus"], out["counters"] = tuple(gpus), tuple(readings)
     return out
+
+
+# The fast paths: the same reading as the checked functions above, with no message built while
+# all is well. Anything they do not like sends the document through the checked function,
+# which names the field; a document both accept reads the same either way.
+_SHAPES: dict[tuple[Any, ...], tuple[str, str, str, str]] = {}  # a fitness figure's names, by its coordinates
+_STR, _INT = str, int
+
+
+def _fast_findings(raw: Any) -> tuple[Finding, ...]:
+    out = []
+    for f in raw:
+        sev, fix, ev = f["severity"], f.get("fix", ""), f.get("evidence", {})
+        got = Finding(f["code"], f["name"], sev, f["subject"], f["message"], fix, ev)
+        if (
+            sev not in SEVERITY_ORDER
+            or type(got.code) is not _STR
+            or type(got.name) is not _STR
+            or type(got.subject) is not _STR
+            or type(got.message) is not _STR
+            or type(fix) is not _STR
+            or type(ev) is not dict
+        ):
+            raise _Bad("")
+        out.append(got)
+    return tuple(out)
+
+
+def _fast_fitness(doc: Any) -> tuple[tuple[Figure, ...], NodeType | None]:
+    out = []
+    for f in doc["figures"]:
+        kind, value = f["kind"], f.get("value")
+        if kind not in FLEET_FITNESS or value is None:
+            continue
+        coords = (kind, f["initiator"], f["src"], f["dst"], bool(f.get("bidir")), f.get("unit"))
+        shape = _SHAPES.get(coords)
+        if shape is None:
+            (label, subject, unit, better), _ = _shape(f)
+            shape = _SHAPES[coords] = (label, subject, unit, better)
+        median = value["median"]
+        if (type(median) is not float and type(median) is not _INT) or median != median or median in (_INF, -_INF):
+            raise _Bad("")
+        out.append(Figure("fitness", shape[0], shape[1], float(median), shape[2], shape[3]))  # type: ignore[arg-type]
+    ntype = doc.get("node_type")
+    node = None
+    if ntype is not None:
+        node = NodeType(ntype["gpu_model"], ntype["gpu_count"], ntype["fabric"])
+        if type(node.gpu_model) is not _STR or type(node.gpu_count) is not _INT or type(node.fabric) is not _STR:
+            raise _Bad("")
+    return tuple(out), node
+
+
+_INF = float("inf")
+
+
+def _shape(f: dict[str, Any]) -> tuple[tuple[str, str, str, str], None]:
+    """A fitness figure's label, subject, unit and better side, checked (cached by the fast path)."""
+    figures, _ = fitness_figures({"figures": [{**f, "value": {"median": 1.0}}]}, "")
+    g = figures[0]
+    return (g.metric, g.subject, g.unit, g.better), None
+
+
+def _fast_stamp(data: dict[str, Any], mtime: float | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    at = data.get("measured_at")
+    if at is not None:
+        out["measured_at"] = parse_iso(at)
+    elif mtime is not None:
+        out["measured_at"], out["time_from"] = mtime, "file"
+    gpus = tuple((g["index"], g["uuid"], g["serial"], g["bus_id"]) for g in data.get("gpu_ids", ()))
+    for g in gpus:
+        if type(g[0]) is not _INT or any(v is not None and type(v) is not _STR for v in g[1:]):
+            raise _Bad("")
+    counters = tuple((r["subject"], r["counter"], r["value"]) for r in data.get("counters", ()))
+    for c in counters:
+        if type(c[2]) is not _INT or type(c[0]) is not _STR or type(c[1]) is not _STR:
+            raise _Bad("")
+    out["gpus"], out["counters"] = gpus, counters
+    return out
+
+
+def _either(fast: Any, checked: Any, *args: Any) -> Any:
+    """``fast(*args)``, or where it balks, ``checked(*args)``: the same answer, or the message."""
+    try:
+        return fast(*args)
+    except (_Bad, KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return checked(*args)
 
 
 def _name(data: dict[str, Any], path: Path, name_from: NameFrom) -> str:
@@ -270,7 +363,8 @@ def parse_result(data: Any, path: Path, name_from: NameFrom = "host", mtime: flo
             if verdict not in ("healthy", "unhealthy", "unknown"):
                 raise _Bad("verdict: expected healthy | unhealthy | unknown")
             state: SourceState = verdict
-            figures, ntype = fitness_figures(data.get("fitness"))
+            fit = data.get("fitness")
+            figures, ntype = _either(_fast_fitness, fitness_figures, fit) if fit is not None else ((), None)
             reason = data.get("reason", "")
             body = (str(reason), _findings(data), figures, ntype)
         elif kind == "bandwidth":
@@ -292,7 +386,7 @@ def parse_result(data: Any, path: Path, name_from: NameFrom = "host", mtime: flo
             state = "measured"
         else:
             raise InputError(f"{what} is not a check, bandwidth, collectives or fitness result (kind={kind!r})")
-        stamp = _stamp(data, mtime)
+        stamp = _either(_fast_stamp, _stamp, data, mtime)
     except _Bad as exc:
         raise InputError(f"{what} does not match its schema: {str(exc).lstrip('.')}") from None
     reason, findings, figures, ntype = body

@@ -5,14 +5,18 @@ could not be read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from topodoctor.model.findings import Finding
-from topodoctor.model.stamp import GpuId, Reading
 
 Kind = Literal["check", "bandwidth", "collectives", "fitness", "history"]  # history: the judgement over time
 Better = Literal["higher", "lower"]
 SourceState = Literal["healthy", "unhealthy", "unknown", "measured", "unreadable", "slow"]
+# Plain tuples, not records: a collector reads ten thousand results a day, each with its GPUs and
+# up to a hundred counters (model.stamp's GpuId and Reading, as the result files hold them).
+GpuRef = tuple[int, str | None, str | None, str | None]  # NVML index, UUID, serial, bus id
+CounterValue = tuple[str, str, int]  # subject (GPU3, mlx5_0/1), counter, value
 
 
 @dataclass(frozen=True)
@@ -23,7 +27,7 @@ class NodeType:
     gpu_count: int
     fabric: str  # "PCIe only", "18 NVLinks/GPU to NVSwitch", "4 NVLinks/GPU direct"
 
-    @property
+    @cached_property
     def label(self) -> str:
         """The type as a table heading: ``4x NVIDIA H200, 18 NVLinks/GPU to NVSwitch``."""
         return f"{self.gpu_count}x {self.gpu_model}, {self.fabric}"
@@ -61,8 +65,8 @@ class NodeResult:
     node_type: NodeType | None = None
     measured_at: float | None = None  # seconds since the epoch (UTC); None: not known
     time_from: Literal["result", "file"] = "result"  # "file": an older result, timed by the file's mtime
-    gpus: tuple[GpuId, ...] = ()
-    counters: tuple[Reading, ...] = ()
+    gpus: tuple[GpuRef, ...] = ()
+    counters: tuple[CounterValue, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -208,20 +208,25 @@ def roll_up(
             types[node] = sorted(known, key=lambda t: t.label)[0]
 
     # Figures: one value per node and key; a node with two results of one kind keeps the last file's.
-    figures: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    figures: dict[tuple[str, str, str], dict[str, float]] = {}
     how: dict[tuple[str, str, str], tuple[str, Better]] = {}  # unit, and which way is better
     for node, rs in by_node.items():
-        kinds = Counter(r.kind for r in rs)
+        kinds = Counter(r.kind for r in rs) if len(rs) > 1 else {}
         for kind, n in kinds.items():
             if n > 1:
                 last = max(r.path for r in rs if r.kind == kind)
                 notes.append(f"{node}: {n} {kind} results; the figures of {last} are compared")
         if node not in types:
             continue
-        for r in sorted(rs, key=lambda r: r.path):
+        label = types[node].label
+        for r in sorted(rs, key=lambda r: r.path) if len(rs) > 1 else rs:
             for f in r.figures:
-                figures[(types[node].label, f.source, f.key)][node] = f.gbps
-                how[(types[node].label, f.source, f.key)] = (f.unit, f.better)
+                named = (label, f.source, f"{f.metric} {f.subject}")
+                got = figures.get(named)
+                if got is None:
+                    got = figures[named] = {}
+                    how[named] = (f.unit, f.better)
+                got[node] = f.gbps
 
     outliers: list[Outlier] = []
     compared: Counter[str] = Counter()

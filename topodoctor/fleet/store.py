@@ -140,6 +140,7 @@ class Store:
     def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self.db, self.path = db, path
         self._blob_ids: dict[str, int] = {}
+        self._by_tuple: dict[tuple[Any, ...], int] = {}
 
     @contextlib.contextmanager
     def _sqlite(self, doing: str) -> Iterator[None]:
@@ -160,11 +161,18 @@ class Store:
             self._blob_ids[body] = got
         return got
 
+    def _shared(self, key: tuple[Any, ...]) -> int | None:
+        """The id of a shared body (figure or counter names, GPUs, node type), by its tuple."""
+        if not key:
+            return None
+        got = self._by_tuple.get(key)
+        if got is None:
+            got = self._by_tuple[key] = self._blob(json.dumps(key))
+        return got
+
     def _row(self, r: NodeResult, digest: bytes, now: float) -> tuple[Any, ...]:
-        fkeys = [(f.source, f.metric, f.subject, f.unit, f.better) for f in r.figures]
-        ckeys = [(c.subject, c.counter) for c in r.counters]
+        figures, counters = r.figures, r.counters
         findings = [(f.code, f.name, f.severity, f.subject, f.message, f.fix) for f in r.findings]
-        keys = "\n".join(finding_key(f.severity, f.code, f.subject) for f in r.findings)
         return (
             digest,
             r.node,
@@ -174,14 +182,14 @@ class Store:
             r.state,
             r.reason,
             r.path,
-            self._blob(json.dumps(astuple(r.node_type))) if r.node_type is not None else None,
-            self._blob(json.dumps([astuple(g) for g in r.gpus])) if r.gpus else None,
-            keys,
+            self._shared(astuple(r.node_type)) if r.node_type is not None else None,
+            self._shared(r.gpus),
+            "\n".join(finding_key(f.severity, f.code, f.subject) for f in r.findings),
             json.dumps(findings) if findings else "",
-            self._blob(json.dumps(fkeys)) if fkeys else None,
-            array("d", [f.gbps for f in r.figures]).tobytes() if fkeys else None,
-            self._blob(json.dumps(ckeys)) if ckeys else None,
-            array("q", [c.value for c in r.counters]).tobytes() if ckeys else None,
+            self._shared(tuple((f.source, f.metric, f.subject, f.unit, f.better) for f in figures)),
+            array("d", [f.gbps for f in figures]).tobytes() if figures else None,
+            self._shared(tuple((c[0], c[1]) for c in counters)),
+            array("q", [c[2] for c in counters]).tobytes() if counters else None,
             now,
         )
 
@@ -208,6 +216,7 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
                 self._blob_ids.clear()
+                self._by_tuple.clear()
                 raise
         if pruned:
             with self._sqlite("shrinking the file"):
@@ -244,6 +253,7 @@ class Store:
             "UNION SELECT counter_keys FROM results WHERE counter_keys IS NOT NULL)"
         )
         self._blob_ids.clear()
+        self._by_tuple.clear()
 
     def _used_bytes(self) -> float:
         page = self.db.execute("PRAGMA page_size").fetchone()[0]

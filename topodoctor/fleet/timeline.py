@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 from topodoctor.fleet.store import Row
@@ -45,6 +46,7 @@ def day(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d")
 
 
+@lru_cache(maxsize=4096)  # a fleet's subjects repeat: the same few per GPU and link
 def gpus_of(subject: str) -> tuple[int, ...]:
     """The GPU indices a finding's or figure's subject names: GPU3, GPU3/nvlink5, GPU0-GPU5, GPU0->GPU1."""
     m = _GPU_SUBJECT.match(subject)

@@ -263,3 +263,19 @@ def test_a_fleet_wide_finding_drains_nobody_but_exits_1(tmp_path: Path, capsys: 
 def test_fleet_help_lists_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["fleet", "--help"], capsys)
     assert code == 0 and "Exit codes:" in out and "fleet-wide" in out and "3  a node or a file" in out
+
+
+def test_the_text_is_one_screen_of_100_columns(
+    fleet_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight nodes: one line each, the types, outlier, shared finding and unreadable file one line
+    each, within a 24-line screen of 100 columns; --details gives every reason whole."""
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = _run(["fleet", str(fleet_dir)], capsys)
+    lines = out.splitlines()
+    assert code == 1 and len(lines) <= 24 and max(len(line) for line in lines) <= 100, out
+    assert sum(1 for line in lines if line.startswith("node0")) == 8
+    assert lines[-1] == "4 healthy, 1 slow, 1 unhealthy, 2 unknown; 2 to drain: node03, node04"
+    code, full, _ = _run(["fleet", str(fleet_dir), "--details"], capsys)
+    assert code == 1 and max(len(line) for line in full.splitlines()) <= 100
+    assert "TD534" in full and "TD534" not in out  # the shared TD901's whole list, on request

@@ -314,3 +314,23 @@ def test_explain_knows_the_history_codes(capsys: pytest.CaptureFixture[str]) -> 
         assert main(["explain", code]) == 0
         assert f"### {code} {CODES[code].name}" in capsys.readouterr().out
     assert set(CODES) == {f"TD95{i}" for i in range(7)}
+
+
+def test_two_processes_parse_what_one_would(
+    staged: Path, judged: tuple[Path, dict[str, Any], int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collector's thousands of files are parsed by two processes where there are two CPUs: the
+    same results; a child that dies costs its half again in the parent, never a result."""
+    import os
+
+    from topodoctor.service import fleet as service
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: the files are parsed in one process")
+    monkeypatch.setattr(service, "SPLIT_FROM", 10)
+    _code, out = _fleet([str(staged), "--history", str(tmp_path / "a.db"), "--as-of", AS_OF, "-f", "json"])
+    doc = json.loads(out)
+    assert doc["history"]["ingested"]["added"] == 945 and doc["history"]["findings"] == judged[1]["history"]["findings"]
+    monkeypatch.setattr(service.pickle, "dumps", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("child died")))
+    _code, out = _fleet([str(staged), "--history", str(tmp_path / "b.db"), "--as-of", AS_OF, "-f", "json"])
+    assert json.loads(out)["history"]["ingested"]["added"] == 945

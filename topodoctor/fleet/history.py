@@ -87,7 +87,7 @@ class _Segment:
 def _latest(r: Past, blobs: dict[int, Any]) -> NodeResult:
     """The roll-up's view of a stored result."""
     row = r.row
-    findings = tuple(Finding(c, n, sev, s, m, fix, {}) for c, n, sev, s, m, fix in json.loads(row.findings or "[]"))
+    findings = tuple(Finding(c, n, sev, s, m, "", {}) for c, n, sev, s, m in json.loads(row.findings or "[]"))
     figures: tuple[Figure, ...] = ()
     if row.figure_keys is not None:
         keys = blobs[row.figure_keys]

@@ -172,7 +172,8 @@ class Store:
 
     def _row(self, r: NodeResult, digest: bytes, now: float) -> tuple[Any, ...]:
         figures, counters = r.figures, r.counters
-        findings = [(f.code, f.name, f.severity, f.subject, f.message, f.fix) for f in r.findings]
+        # A finding's fix is its code's (topodoctor explain): kept once there, not in every row.
+        findings = [(f.code, f.name, f.severity, f.subject, f.message) for f in r.findings]
         return (
             digest,
             r.node,

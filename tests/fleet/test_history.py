@@ -334,3 +334,11 @@ def test_two_processes_parse_what_one_would(
     monkeypatch.setattr(service.pickle, "dumps", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("child died")))
     _code, out = _fleet([str(staged), "--history", str(tmp_path / "b.db"), "--as-of", AS_OF, "-f", "json"])
     assert json.loads(out)["history"]["ingested"]["added"] == 945
+
+
+def test_docs_hold_every_history_code_as_explain_prints_it() -> None:
+    from topodoctor.fleet.codes import codes_markdown
+
+    assert codes_markdown() in (ROOT / "docs" / "fleet.md").read_text(), (
+        "docs/fleet.md's findings: paste topodoctor.fleet.codes.codes_markdown()"
+    )

@@ -116,6 +116,33 @@ class Row:
     counter_values: bytes | None
 
 
+def row_of(r: NodeResult, digest: bytes) -> tuple[Any, ...]:
+    """A result as the store adds it (what ``Store.ingest`` takes): plain values only, so that a
+    parsing child can hand it over cheaply; the shared names stay tuples until the store keeps them."""
+    figures, counters = r.figures, r.counters
+    # A finding's fix is its code's (topodoctor explain): kept once there, not in every row.
+    findings = [(f.code, f.name, f.severity, f.subject, f.message) for f in r.findings]
+    when = r.measured_at if r.measured_at is not None else time.time()
+    return (
+        digest,
+        r.node,
+        r.kind,
+        when,
+        r.time_from if r.measured_at is not None else "file",
+        r.state,
+        r.reason,
+        r.path,
+        astuple(r.node_type) if r.node_type is not None else (),
+        r.gpus,
+        "\n".join(finding_key(f.severity, f.code, f.subject) for f in r.findings),
+        json.dumps(findings) if findings else "",
+        tuple((f.source, f.metric, f.subject, f.unit, f.better) for f in figures),
+        array("d", [f.gbps for f in figures]).tobytes() if figures else None,
+        tuple((c[0], c[1]) for c in counters),
+        array("q", [c[2] for c in counters]).tobytes() if counters else None,
+    )
+
+
 def finding_key(severity: str, code: str, subject: str) -> str:
     """One finding as the compact list holds it: ``error TD101 GPU1/nvlink5``."""
     return f"{severity} {code} {subject}"
@@ -170,39 +197,19 @@ class Store:
             got = self._by_tuple[key] = self._blob(json.dumps(key))
         return got
 
-    def _row(self, r: NodeResult, digest: bytes, now: float) -> tuple[Any, ...]:
-        figures, counters = r.figures, r.counters
-        # A finding's fix is its code's (topodoctor explain): kept once there, not in every row.
-        findings = [(f.code, f.name, f.severity, f.subject, f.message) for f in r.findings]
-        return (
-            digest,
-            r.node,
-            r.kind,
-            r.measured_at if r.measured_at is not None else now,
-            r.time_from if r.measured_at is not None else "file",
-            r.state,
-            r.reason,
-            r.path,
-            self._shared(astuple(r.node_type)) if r.node_type is not None else None,
-            self._shared(r.gpus),
-            "\n".join(finding_key(f.severity, f.code, f.subject) for f in r.findings),
-            json.dumps(findings) if findings else "",
-            self._shared(tuple((f.source, f.metric, f.subject, f.unit, f.better) for f in figures)),
-            array("d", [f.gbps for f in figures]).tobytes() if figures else None,
-            self._shared(tuple((c[0], c[1]) for c in counters)),
-            array("q", [c[2] for c in counters]).tobytes() if counters else None,
-            now,
-        )
-
-    def ingest(self, results: Iterable[tuple[NodeResult, bytes]], retention: Retention) -> Ingested:
-        """Add results (each with the digest of its file) and apply the retention bounds, all in
-        one transaction: on any failure nothing is added and nothing deleted."""
+    def ingest(self, rows: Iterable[tuple[Any, ...]], retention: Retention) -> Ingested:
+        """Add results (``row_of`` each) and apply the retention bounds, all in one transaction: on
+        any failure nothing is added and nothing deleted."""
         now = time.time()
         with self._sqlite("adding results"):
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 before = self.db.total_changes
-                rows = [self._row(r, digest, now) for r, digest in results]
+                shared = self._shared
+                rows = [
+                    (*r[:8], shared(r[8]), shared(r[9]), r[10], r[11], shared(r[12]), r[13], shared(r[14]), r[15], now)
+                    for r in rows
+                ]
                 blobs_made = self.db.total_changes - before
                 self.db.executemany(
                     "INSERT OR IGNORE INTO results (digest, node, kind, measured_at, time_from, state, reason, path, "

@@ -20,9 +20,9 @@ from topodoctor.core.text import plural
 from topodoctor.fleet.history import HistoryReport, judge
 from topodoctor.fleet.inputs import MAX_RESULT_BYTES, parse_document, read_files, read_results, result_files
 from topodoctor.fleet.parse import parse_result
-from topodoctor.fleet.results import NodeResult, Unreadable
+from topodoctor.fleet.results import Unreadable
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up
-from topodoctor.fleet.store import Retention, file_digest, open_store
+from topodoctor.fleet.store import Retention, file_digest, open_store, row_of
 from topodoctor.fleet.timeline import DAY_S, HistorySettings
 
 __all__ = ["FleetReport", "HistoryReport", "HistorySettings", "Retention", "Settings", "history", "roll_up_paths"]
@@ -61,7 +61,7 @@ class HistoryRequest:
 
 def _parsed(
     files: list[Path], name_from: Literal["host", "file"], deadline: float, bad: list[Unreadable]
-) -> Iterator[tuple[NodeResult, bytes]]:
+) -> Iterator[tuple[Any, ...]]:
     for path, data, mtime, error in read_files(files, "result", MAX_RESULT_BYTES, fileio.DEFAULT_TIMEOUT_S, deadline):
         guess = path.name.split(".", 1)[0]
         if error is not None or data is None:
@@ -72,7 +72,7 @@ def _parsed(
         except InputError as exc:
             bad.append(Unreadable(str(path), str(exc), guess))
             continue
-        yield r, file_digest(data)
+        yield row_of(r, file_digest(data))
 
 
 SPLIT_FROM = 2000  # fewer files than this are parsed in one process: a fork costs more than it saves
@@ -80,9 +80,9 @@ SPLIT_FROM = 2000  # fewer files than this are parsed in one process: a fork cos
 
 def parsed(
     files: list[Path], name_from: Literal["host", "file"], deadline: float, bad: list[Unreadable]
-) -> list[tuple[NodeResult, bytes]]:
+) -> list[tuple[Any, ...]]:
     """Every file read and parsed; a collector's thousands on two CPUs where the process has two:
-    a forked child parses the second half and sends it back (pickled: our own objects, through
+    a forked child parses the second half and sends its rows back (plain values, pickled, through
     our own pipe) while this process parses the first. A child that fails or runs out of time
     costs its half again here, never a result."""
     if len(files) < SPLIT_FROM or len(os.sched_getaffinity(0)) < 2:
@@ -106,7 +106,7 @@ def parsed(
     answer = _collect(read_fd, pid, deadline)
     if answer is None:
         return mine + list(_parsed(files[half:], name_from, deadline, bad))
-    got: list[tuple[NodeResult, bytes]] = answer[0]
+    got: list[tuple[Any, ...]] = answer[0]
     bad.extend(answer[1])
     return mine + got
 

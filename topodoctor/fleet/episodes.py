@@ -93,6 +93,8 @@ def flapping(recs: Sequence[Past], st: HistorySettings, fail_level: str) -> list
             by_kind[r.kind].append(r)
     for kind, rs in sorted(by_kind.items()):
         rs = rs[-st.flap_results :]
+        if len({r.row.finding_keys for r in rs}) == 1:
+            continue  # the same findings in every result: nothing appeared or cleared
         present: dict[tuple[str, str], list[bool]] = {}
         worst: dict[tuple[str, str], str] = {}
         sets = [{(c, s) for level, c, s in r.keys if SEVERITY_ORDER.get(level, 0) >= bar} for r in rs]
@@ -122,7 +124,10 @@ def flapping(recs: Sequence[Past], st: HistorySettings, fail_level: str) -> list
 
 def replaced(recs: Sequence[Past]) -> tuple[list[Finding], list[float]]:
     """TD955 for each GPU whose UUID changed between two results, and the times it happened."""
-    out, times = [], []
+    out: list[Finding] = []
+    times: list[float] = []
+    if len({r.row.gpus for r in recs}) <= 1:
+        return out, times  # the same GPUs in every result
     last: dict[int, tuple[str | None, str | None, float]] = {}
     for r in recs:
         for index, (uuid, serial) in sorted(r.gpus.items()):

@@ -29,7 +29,7 @@ from topodoctor.fleet.episodes import (
 from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, Unreadable
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up, slow_by
 from topodoctor.fleet.store import Row, unpack_floats
-from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day
+from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day, forget
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.stamp import utc_iso
 
@@ -115,6 +115,7 @@ def judge(
     gives one node's rows again (for the peers' outliers: since when), ``unreadable`` the files
     that could not be added."""
     bar = SEVERITY_ORDER[fleet.fail_level]
+    forget()
     latest: list[NodeResult] = []
     found: dict[str, list[Finding]] = defaultdict(list)
     segments: dict[str, list[_Segment]] = defaultdict(list)
@@ -179,20 +180,29 @@ def judge(
 def _segments(node: str, judged: list[Past], segments: dict[str, list[_Segment]]) -> None:
     """Extend each GPU's segments with this node's checks (verdicts kept where one failed)."""
     per: dict[str, _Segment] = {}
+    failures: dict[str, dict[float, tuple[str, ...]]] = {}
     for r in judged:
-        fails = gpu_failures(r)
-        for uuid, serial in r.gpus.values():
-            if not uuid:
+        if r.failing:
+            for failed, why in gpu_failures(r).items():
+                failures.setdefault(failed, {})[r.t] = tuple(why)
+        for gpu, serial in r.gpus.values():
+            if not gpu:
                 continue
+            uuid = gpu
             seg = per.get(uuid)
             if seg is None:
                 seg = per[uuid] = _Segment(node, r.t, r.t, serial, [])
             seg.last = r.t
-            seg.verdicts.append(Verdict(r.t, uuid in fails, tuple(fails.get(uuid, ()))))
+            seg.verdicts.append(Verdict(r.t, False) if uuid not in failures else _verdict(r.t, failures[uuid]))
     for uuid, seg in per.items():
-        if not any(v.failed for v in seg.verdicts):  # all passed: when and how many is all a lemon needs
+        if uuid not in failures:  # all passed: when and how many is all a lemon needs
             seg.verdicts = [Verdict(seg.first, False)] * len(seg.verdicts)
         segments[uuid].append(seg)
+
+
+def _verdict(t: float, failed_at: dict[float, tuple[str, ...]]) -> Verdict:
+    why = failed_at.get(t)
+    return Verdict(t, why is not None, why or ())
 
 
 def _heat(

@@ -55,6 +55,26 @@ def gpus_of(subject: str) -> tuple[int, ...]:
     return (int(m.group(1)),) + ((int(m.group(2)),) if m.group(2) else ())
 
 
+def _keys(text: str, fail_bar: int) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """(every finding's (severity, code, subject), those at the fail level) of a compact list."""
+    keys = []
+    for line in text.split("\n") if text else ():
+        sev, code, subject = [*line.split(" ", 2), "", ""][:3]
+        keys.append((sev, code, subject))
+    return keys, [k for k in keys if SEVERITY_ORDER.get(k[0], 0) >= fail_bar]
+
+
+# Read once per report (cleared with each judge: blob ids belong to one database).
+_KEYS: dict[tuple[str, int], tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]] = {}
+_GPUS: dict[int | None, dict[int, tuple[str | None, str | None]]] = {}
+
+
+def forget() -> None:
+    """Drop what was read of one database (a report reads another, or the same one changed)."""
+    _KEYS.clear()
+    _GPUS.clear()
+
+
 class Past:
     """One stored result of a node: time, kind, verdict, the findings that fail it, GPUs by index."""
 
@@ -62,18 +82,18 @@ class Past:
 
     def __init__(self, row: Row, blobs: dict[int, Any], fail_bar: int) -> None:
         self.row, self.t, self.kind = row, row.measured_at, row.kind
-        self.keys: list[tuple[str, str, str]] = []  # (severity, code, subject)
-        if row.finding_keys:
-            for line in row.finding_keys.split("\n"):
-                sev, code, subject = [*line.split(" ", 2), "", ""][:3]
-                self.keys.append((sev, code, subject))
-        self.failing = [k for k in self.keys if SEVERITY_ORDER.get(k[0], 0) >= fail_bar]
+        # A node's findings and GPUs are mostly the same day after day: each list is read once.
+        keys = _KEYS.get((row.finding_keys, fail_bar))
+        if keys is None:
+            keys = _KEYS[(row.finding_keys, fail_bar)] = _keys(row.finding_keys, fail_bar)
+        self.keys, self.failing = keys
         failed = bool(self.failing) or row.state == "unhealthy"
         self.verdict: str | None = "failed" if failed else "healthy" if row.state == "healthy" else None
         # NVML index -> (uuid, serial), where the result names its GPUs
-        self.gpus: dict[int, tuple[str | None, str | None]] = (
-            {int(g[0]): (g[1], g[2]) for g in blobs[row.gpus]} if row.gpus is not None else {}
-        )
+        gpus = _GPUS.get(row.gpus)
+        if gpus is None:
+            gpus = _GPUS[row.gpus] = {int(g[0]): (g[1], g[2]) for g in blobs[row.gpus]} if row.gpus is not None else {}
+        self.gpus: dict[int, tuple[str | None, str | None]] = gpus
 
     @property
     def usable(self) -> bool:

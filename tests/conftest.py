@@ -45,3 +45,11 @@ def _no_real_nvml(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 
 def scenario_path(name: str) -> Path:
     return FIXTURES / "derived" / f"{name}.json"
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A set's id in sorted order: its repr follows the hash seed, which differs between
+    pytest-xdist's workers, and they must collect the same ids."""
+    if isinstance(val, (set, frozenset)):
+        return "{" + ",".join(sorted(map(str, val))) + "}" if val else "set()"
+    return None

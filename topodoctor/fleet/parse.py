@@ -25,20 +25,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from topodoctor.core import codec
 from topodoctor.core.errors import InputError
 from topodoctor.fleet.results import Figure, NodeResult, NodeType, SourceState
 from topodoctor.model.collective_rows import columns
 from topodoctor.model.collectives import COLLECTIVES_SCHEMA_VERSION, Row
-from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION
+from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION, Mode
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.fitness_results import FITNESS_SCHEMA_VERSION
 from topodoctor.model.stamp import parse_iso
 
 NameFrom = Literal["host", "file"]
-MODES = ("oneway", "bidir", "latency", "h2d", "d2h")
+MODES = get_args(Mode)  # the copy engine's oneway, bidir, latency, h2d, d2h; the SM kernel's sm_*
 FLEET_FITNESS = ("hbm", "compute", "sm_copy", "latency")
 
 
@@ -135,15 +135,15 @@ def bandwidth_figures(measurements: Any, where: str = "measurements") -> tuple[F
         value = _stats(_get(m, "value", at), f"{at}.value")
         if value is None:
             continue
-        if mode == "latency":
-            out.append(Figure("bandwidth", "latency", f"GPU{src}->GPU{dst}", value, "us", "lower"))
+        if mode in ("latency", "sm_latency"):
+            out.append(Figure("bandwidth", mode, f"GPU{src}->GPU{dst}", value, "us", "lower"))
         elif mode == "h2d":
             out.append(Figure("bandwidth", "h2d", f"host->GPU{dst}", value))
         elif mode == "d2h":
             out.append(Figure("bandwidth", "d2h", f"GPU{src}->host", value))
         else:
             out.append(Figure("bandwidth", mode, f"GPU{src}->GPU{dst}", value))
-            reverse = _stats(m.get("reverse"), f"{at}.reverse") if mode == "bidir" else None
+            reverse = _stats(m.get("reverse"), f"{at}.reverse") if mode in ("bidir", "sm_bidir") else None
             if reverse is not None:
                 out.append(Figure("bandwidth", mode, f"GPU{dst}->GPU{src}", reverse))
     return tuple(out)

@@ -14,8 +14,9 @@ file's modification time then, and says so.
 from __future__ import annotations
 
 import dataclasses
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # the check's outcome derives from Stamped: its import stays free of the snapshot's
@@ -61,12 +62,22 @@ S = TypeVar("S", bound=Stamped)
 
 def utc_iso(epoch_s: float) -> str:
     """Seconds since the epoch as UTC ISO 8601 to the second: ``2026-11-26T18:20:03Z``."""
-    return datetime.fromtimestamp(epoch_s, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_s))
+
+
+def node_name(environ: Mapping[str, str], hostname: str | None) -> str | None:
+    """The node as the prolog names it: ``SLURMD_NODENAME`` where Slurm set it (a node name need
+    not be a host name), else the host name the probe read."""
+    named = environ.get("SLURMD_NODENAME", "").strip()
+    return named or hostname or None
 
 
 def parse_iso(text: str) -> float:
     """An ISO 8601 time as seconds since the epoch (a time without a zone is taken as UTC);
     ValueError when it is not one."""
+    # Only readers of results parse times: a prolog's check, which writes one, never loads datetime.
+    from datetime import datetime, timezone
+
     t = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     if t.tzinfo is None:
         t = t.replace(tzinfo=timezone.utc)

@@ -8,6 +8,7 @@ Nothing here prints.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,11 +19,11 @@ from topodoctor.core.budget import Budget, run_with_budget
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.model.stamp import node_name, stamped
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.probing import probe as probe
-from topodoctor.service.stamping import stamp
 
 # Everything else is imported where it is used: what this module loads is spent before the
 # probe child is forked, and every tenth of a second of it counts against a short --timeout.
@@ -157,8 +158,10 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     outcome = Outcome(
         findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
     )
-    # A replay is named by the recorded host, never by the environment of the machine replaying it.
-    return stamp(outcome, host.snapshot, started_at, options.source.live)
+    # A replay names no node: no node measured it (its host is the recording's). Stamped here, not
+    # through service.stamping: a prolog's line check counts the modules it loads.
+    node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
+    return stamped(outcome, host.snapshot, node, started_at)
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:

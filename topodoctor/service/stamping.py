@@ -4,11 +4,11 @@ the clock for them. Every command's result is stamped through here as it is made
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
+from topodoctor.model import stamp as records
 from topodoctor.model.stamp import Stamped, stamped, utc_iso
 
 if TYPE_CHECKING:
@@ -21,11 +21,11 @@ def node_name(environ: Mapping[str, str] | None = None, snapshot: HostSnapshot |
     """The node as the prolog names it: ``SLURMD_NODENAME`` where Slurm set it (a node name need
     not be a host name), else the host name the probe read, else this host's."""
     env = os.environ if environ is None else environ
-    named = env.get("SLURMD_NODENAME", "").strip()
+    named = records.node_name(env, snapshot.host.hostname if snapshot is not None else None)
     if named:
         return named
-    if snapshot is not None and snapshot.host.hostname:
-        return snapshot.host.hostname
+    import socket  # only a result without a host (a check that could not run) asks this host's name
+
     return socket.gethostname() or "localhost"
 
 

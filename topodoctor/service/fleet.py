@@ -81,11 +81,13 @@ SPLIT_FROM = 2000  # fewer files than this are parsed in one process: a fork cos
 def parsed(
     files: list[Path], name_from: Literal["host", "file"], deadline: float, bad: list[Unreadable]
 ) -> list[tuple[Any, ...]]:
-    """Every file read and parsed; a collector's thousands on two CPUs where the process has two:
+    """Every file read and parsed; a collector's thousands on two CPUs where it has two idle:
     a forked child parses the second half and sends its rows back (plain values, pickled, through
     our own pipe) while this process parses the first. A child that fails or runs out of time
     costs its half again here, never a result."""
-    if len(files) < SPLIT_FROM or len(os.sched_getaffinity(0)) < 2:
+    cpus = len(os.sched_getaffinity(0))
+    # A second process helps only where a CPU is free: on a busy host the parent would wait for it.
+    if len(files) < SPLIT_FROM or cpus < 2 or os.getloadavg()[0] > cpus - 1:
         return list(_parsed(files, name_from, deadline, bad))
     half = len(files) // 2
     read_fd, write_fd = os.pipe()

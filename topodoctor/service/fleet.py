@@ -193,7 +193,7 @@ def history(req: HistoryRequest) -> tuple[HistoryReport, list[str]]:
     finally:
         store.close()
     if report.results == 0:
-        span = "" if not req.paths else f" ({plural(len(bad), 'file')} unreadable)"
+        span = f" ({plural(len(bad), 'file')} unreadable: {bad[0].error})" if bad else ""
         raise InputError(
             f"no result in {fileio.shown(req.db)} from the {req.history.window_days:g} days before "
             f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(as_of))} UTC{span}"

@@ -11,7 +11,7 @@ results a day then cost ten thousand rows, not a million.
   version; ``MIGRATIONS[v]`` brings a database at version v - 1 to v, each in one transaction.
   A newer, foreign or corrupt file is refused with one line (exit 2), never changed.
 - Adding a result twice changes nothing: a result is known by the digest of its file's bytes
-  and by (node, kind, time).
+  (BLAKE2b) and by (node, kind, time).
 - Retention: results older than a number of days, and the oldest beyond a size, are deleted
   when the collector ingests; the file shrinks through incremental vacuum.
 
@@ -30,7 +30,7 @@ import stat
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -132,7 +132,7 @@ def row_of(r: NodeResult, digest: bytes) -> tuple[Any, ...]:
         r.state,
         r.reason,
         r.path,
-        astuple(r.node_type) if r.node_type is not None else (),
+        (r.node_type.gpu_model, r.node_type.gpu_count, r.node_type.fabric) if r.node_type is not None else (),
         r.gpus,
         "\n".join(finding_key(f.severity, f.code, f.subject) for f in r.findings),
         json.dumps(findings) if findings else "",
@@ -182,8 +182,7 @@ class Store:
     def _blob(self, body: str) -> int:
         got = self._blob_ids.get(body)
         if got is None:
-            row = self.db.execute("SELECT id FROM blobs WHERE body = ?", (body,)).fetchone()
-            got = row[0] if row else self.db.execute("INSERT INTO blobs (body) VALUES (?)", (body,)).lastrowid
+            got = self.db.execute("INSERT INTO blobs (body) VALUES (?)", (body,)).lastrowid
             assert got is not None
             self._blob_ids[body] = got
         return got
@@ -204,6 +203,8 @@ class Store:
         with self._sqlite("adding results"):
             self.db.execute("BEGIN IMMEDIATE")
             try:
+                if not self._blob_ids:  # every name kept so far, at once: not one look-up per result
+                    self._blob_ids = {body: i for i, body in self.db.execute("SELECT id, body FROM blobs")}
                 before = self.db.total_changes
                 shared = self._shared
                 rows = [
@@ -383,8 +384,8 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
 
 
 def file_digest(data: bytes) -> bytes:
-    """What a result file is known by in the store: the SHA-256 of its bytes."""
-    return hashlib.sha256(data).digest()
+    """What a result file is known by in the store: the BLAKE2b (128 bits) of its bytes."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def unpack_floats(data: bytes | None) -> array[float]:

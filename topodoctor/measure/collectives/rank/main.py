@@ -54,7 +54,7 @@ def run_rank(
 ) -> dict[str, Any] | None:
     """Join the world, run the plan (then the multi-node phases, see worker_nodes.py), or with
     ``sweep`` those runs instead (rank/sweeps.py: their results under "sweep", the rows of the run a
-    stop met under "sweep_rows"), or with ``latency`` the small-message paths (rank/latency.py);
+    stop met under "sweep_rows"), or with ``latency`` the small-message paths (rank/latency_loop.py);
     rank 0 returns the raw result, the others None. ``keep``: the group outlives this
     (worker_exit); ``deadline`` (time.monotonic): the whole run's budget, stopped and reported
     like a hang.
@@ -125,7 +125,7 @@ def run_rank(
             if sweep:
                 return run_sweep(rank, sweep, emit, watchdog, alarm, state)
             if latency is not None:
-                from topodoctor.measure.collectives.rank.latency import run_latency  # --latency only
+                from topodoctor.measure.collectives.rank.latency_loop import run_latency  # --latency only
 
                 return run_latency(rank, latency, emit, watchdog)
             body = rank.run(watchdog)

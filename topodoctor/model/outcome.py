@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_UNHEALTHY, EXIT_USAGE
 from topodoctor.model.findings import Finding, Severity, failing
-from topodoctor.model.stamp import Stamped
 
 if TYPE_CHECKING:
     from topodoctor.model.snapshot import HostSnapshot
@@ -31,7 +30,7 @@ class Meta:
 
 
 @dataclass(frozen=True)
-class Outcome(Stamped):
+class Outcome:
     """A command's answer: its findings, what it could not check, and the exit code decided once."""
 
     findings: tuple[Finding, ...]  # worst first
@@ -42,6 +41,11 @@ class Outcome(Stamped):
     snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
     not_measured: tuple[str, ...] = ()  # measurements asked for that did not happen, with why
     fitness: Any = None  # the fitness pass's result (topodoctor.model.fitness_results), where it ran
+    # When the check began (UTC, ISO 8601) and the node it judged (None for a replay): the fields
+    # every result carries (model/stamp.py); its GPUs and counters are read from ``snapshot`` when
+    # the JSON is written.
+    measured_at: str | None = None
+    node: str | None = None
 
     @property
     def failing(self) -> tuple[Finding, ...]:

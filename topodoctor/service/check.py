@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from topodoctor.core.budget import Budget, run_with_budget
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
-from topodoctor.model.stamp import node_name, stamped
+from topodoctor.model.stamp import node_name, utc_iso
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
@@ -158,10 +158,10 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     outcome = Outcome(
         findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
     )
-    # A replay names no node: no node measured it (its host is the recording's). Stamped here, not
-    # through service.stamping: a prolog's line check counts the modules it loads.
+    # A replay names no node: no node measured it (its host is the recording's).
     node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
-    return stamped(outcome, host.snapshot, node, started_at)
+    when = utc_iso(started_at)
+    return replace(outcome, measured_at=when, node=node)
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:

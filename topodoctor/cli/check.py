@@ -80,8 +80,9 @@ def run_check(
             outputs.write(lambda: prom.write_textfile(metrics, text))
         if fmt == "json":  # machines reading stdout get an answer in their format, too
             from topodoctor.report import check as report
+            from topodoctor.service.stamping import stamp_now
 
-            doc = report.could_not_check_json(str(exc), exc.exit_code)
+            doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now(replay is None)}
             render(lambda: emit_json(doc))
         fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
         return outputs.exit_code(exc.exit_code)

@@ -4,6 +4,7 @@ the probe forked and killable like check's), ending in one outcome with its exit
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.during import watch
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
+from topodoctor.service.stamping import stamp
 
 
 class RankDone(TopodoctorError):
@@ -106,6 +108,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
         res = merge([load_result(p) for p in run.from_files])
         snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
     else:
+        started_at = time.time()
         nodes = run.nodes or node_settings(False, None, "64M", 0.1, 20.0, None)
         world = None if run.spawn else from_env()
         check_launch(world, nodes)
@@ -116,6 +119,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
             res, snap = joined
         else:
             res, snap = _spawn(run, budget)
+        res = stamp(res, snap, started_at)
     findings = tuple(judge(res, snap, bw, run.expect_busbw))
     code = EXIT_UNHEALTHY if failing(findings, run.fail_level) else EXIT_OK
     return CollectivesOutcome(res, snap, findings, code)

@@ -13,6 +13,7 @@ from topodoctor.core.fileio import write_atomic
 from topodoctor.model.findings import fail_from
 from topodoctor.report import check as report
 from topodoctor.service import check as doctor
+from topodoctor.service.stamping import stamp_now
 
 if TYPE_CHECKING:
     from topodoctor.model.outcome import Outcome
@@ -45,7 +46,7 @@ def run_check(args: CheckArgs, env: Env) -> int:
             text = _metrics(None, exc.exit_code, scope)
             outputs.write(lambda: write_atomic(metrics, text, "metrics file"))
         if fmt == "json":  # machines reading stdout get an answer in their format, too
-            doc = report.could_not_check_json(str(exc), exc.exit_code)
+            doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now(args.replay is None)}
             env.render(lambda: env.emit_json(doc))
         env.fail(str(exc) + (outputs.in_line() if env.line else ""), exc.exit_code)
         return outputs.error_code(exc.exit_code)

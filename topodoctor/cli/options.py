@@ -95,12 +95,14 @@ def specs(cls: type) -> Iterator[tuple[str, Opt, Any]]:
 
 
 def headings(cls: type) -> dict[str, tuple[str, ...]]:
-    """Each part's help heading and the names of its options, in order (a class with parts)."""
+    """Each part's help heading and the names of its options, in order (a class with parts; a part
+    with no ``HEADING`` is listed with the command's other options)."""
     out: dict[str, tuple[str, ...]] = {}
     for f in fields(cls):
         part = f.metadata.get("group")
-        if part is not None:  # parts under one heading are listed together, in order
-            out[part.HEADING] = out.get(part.HEADING, ()) + tuple(name for name, _, _ in specs(part))
+        heading = getattr(part, "HEADING", None)
+        if part is not None and heading is not None:  # parts under one heading are listed together, in order
+            out[heading] = out.get(heading, ()) + tuple(name for name, _, _ in specs(part))
     return out
 
 

@@ -127,12 +127,13 @@ COMMANDS: dict[str, Command] = {
             "topodoctor.cli.args_cluster:FleetArgs",
             "topodoctor.cli.fleet:run_fleet",
             "Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.\n\n"
-            "RESULT... are result files (check, bandwidth or collectives JSON) or directories of them;\n"
-            "--timeout bounds the reading of them all.",
+            "RESULT... are result files (check, bandwidth, collectives or fitness JSON) or directories of\n"
+            "them; --timeout bounds the reading of them all. With --history DB they are kept, and each node\n"
+            "is judged over time too: drift against its own baseline, lemons, flapping, rising counters.",
             (
                 ("0", "every node healthy"),
                 ("1", "a node to drain, or a finding fleet-wide (it drains no node)"),
-                ("2", "usage error, or no readable result among the paths"),
+                ("2", "usage error; no readable result; a history database bad or locked"),
                 ("3", "a node or a file could not be judged, and nothing above"),
                 _SIGNAL,
             ),

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
 from topodoctor.model.findings import finding_json
-from topodoctor.model.node_type import node_type
 from topodoctor.model.outcome import Outcome
+from topodoctor.model.stamp import gpu_ids, readings
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.model.findings import Finding
@@ -102,6 +102,18 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "not_measured": list(outcome.not_measured),
         "findings": [finding_json(f) for f in outcome.findings],
         **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
+        **_stamp(outcome),
+    }
+
+
+def _stamp(outcome: Outcome) -> dict[str, Any]:
+    """measured_at, node, and the GPUs and counters of the judged snapshot (model/stamp.py)."""
+    snap = outcome.snapshot
+    return {
+        "measured_at": outcome.measured_at,
+        "node": outcome.node,
+        "gpu_ids": [asdict(g) for g in gpu_ids(snap)] if snap is not None else [],
+        "counters": [asdict(r) for r in readings(snap)] if snap is not None else [],
     }
 
 
@@ -110,6 +122,8 @@ def fitness_json(result: Any, snapshot: Any = None) -> dict[str, Any]:
     and the node type (for the fleet roll-up, which compares nodes of one type)."""
     doc: dict[str, Any] = to_jsonable(result)
     if snapshot is not None:
+        from topodoctor.fleet.parse import node_type  # the fleet's reader: only a fitness result names its type
+
         doc["node_type"] = asdict(node_type(snapshot))
     for f, raw in zip(result.figures, doc["figures"]):
         if f.value is not None:

@@ -8,6 +8,7 @@ Nothing here prints.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome, exit_code
+from topodoctor.model.stamp import node_name, utc_iso
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import check_patterns
 from topodoctor.service.host import Host as Host  # re-exported, as the probe every command runs
@@ -105,7 +107,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     judged without it (peers only), a real fault still fails (exit 1), and a host with none
     answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), time.time()
     budget = budget or Budget.start(options.timeout_s)
     loaded: dict[str, Any] = {}
     unusable: list[str] = []
@@ -145,8 +147,13 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         unusable[0] if unusable else None,
     )
     # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
-    # when a pass could not run or the expectations file could not be used.
-    return Outcome(findings, incomplete, meta, options.fail_level, host.snapshot, missed, host.measured.get("fitness"))
+    # when a pass could not run or the expectations file could not be used. A replay names no
+    # node: no node measured it (its host is the recording's).
+    node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
+    fitness = host.measured.get("fitness")
+    return Outcome(
+        findings, incomplete, meta, options.fail_level, host.snapshot, missed, fitness, utc_iso(started_at), node
+    )
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:

@@ -4,6 +4,7 @@ the probe forked and killable like check's), ending in one outcome with its exit
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,6 +27,7 @@ from topodoctor.probe.during import watch
 from topodoctor.probe.sources import live_nvml
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
+from topodoctor.service.stamping import stamp
 
 
 class RankDone(TopodoctorError):
@@ -121,6 +123,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
         res = merge([load_result(p) for p in run.from_files])
         snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
     else:
+        started_at = time.time()
         nodes = run.nodes or node_settings(
             pairwise=False, expect_nodes=None, pair_size="64M", tolerance=0.1, timeout_s=20.0, expected_gbps=None
         )
@@ -133,6 +136,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
             res, snap = joined
         else:
             res, snap = _spawn(run, budget)
+        res = stamp(res, snap, started_at)
     findings = tuple(judge(res, snap, bw, run.expect_busbw))
     return CollectivesOutcome(res, snap, findings, run.fail_level)
 

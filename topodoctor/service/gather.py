@@ -4,6 +4,7 @@ set out here so that the command only draws it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from topodoctor.probe.sources import probe_host
 from topodoctor.report.scan import scan_text
 from topodoctor.service.host import Host, encode
 from topodoctor.service.passes import Pass, Source
+from topodoctor.service.stamping import stamp
 
 if TYPE_CHECKING:
     from topodoctor.report.scan_text import ScanText
@@ -35,12 +37,15 @@ def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
     if passes:
         send_part(encode(host))
     for ps in passes:
+        at = time.time()
         try:
-            host.measured[ps.name] = ps.run(p.snapshot, source, deadline, started.get(ps.name))
+            result = ps.run(p.snapshot, source, deadline, started.get(ps.name))
         except InputError:  # a usage error stays one, whatever ran before it
             raise
         except TopodoctorError as exc:
             host.missed[ps.name] = str(exc)
+            continue
+        host.measured[ps.name] = stamp(result, p.snapshot, at, source.live)  # when, where, which GPUs
     return host
 
 

@@ -27,7 +27,7 @@ from conftest import ROOT
 
 from topodoctor.cli.commands import app, main
 from topodoctor.core import fileio
-from topodoctor.service import check as doctor
+from topodoctor.service import recording
 
 ROOTED = os.geteuid() == 0
 NOBODY = 65534
@@ -86,7 +86,7 @@ READ_OPTIONS |= {"--history"}  # a database: only a regular file is opened (test
 def _recorded_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """`record` probes the live host: here it records the bundled 4 x H200 recording instead."""
     doc = json.loads((ROOT / "topodoctor/probe/recordings/h200-x4.json").read_text())
-    monkeypatch.setattr(doctor, "record", lambda *a: (doc, 4))
+    monkeypatch.setattr(recording, "record", lambda *a: (doc, 4))
     monkeypatch.setattr(fileio, "WRITE_TIMEOUT_S", 0.3)  # a FIFO nobody reads: a short wait, not 5 s
 
 

@@ -28,10 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
 from topodoctor.core.stats import median
 from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
+from topodoctor.model.outcome import exit_code
 
 __all__ = ["Figure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
 
@@ -131,14 +131,27 @@ class FleetReport:
         return tuple(f"{s.code} on {len(s.nodes)} of {len(self.nodes)} nodes" for s in self.shared if s.systemic)
 
     @property
+    def failing(self) -> tuple[object, ...]:
+        """The nodes to drain and the findings fleet-wide (they drain no node, but the fleet is
+        not healthy)."""
+        return (*self.drain, *self.fleet_wide)
+
+    @property
+    def not_measured(self) -> tuple[str, ...]:
+        """The files and the nodes that could not be judged."""
+        unknown = tuple(f"{n.node}: could not be judged" for n in self.nodes if n.state == "unknown")
+        return tuple(u.error for u in self.unreadable) + unknown
+
+    @property
+    def unusable(self) -> tuple[str, ...]:
+        """Nothing: a result that cannot be read is a node not judged (``not_measured``)."""
+        return ()
+
+    @property
     def exit_code(self) -> int:
-        """1 when a node is to be drained or a finding is fleet-wide (it drains no node, but the
-        fleet is not healthy); else 3 when a node or a file could not be judged; else 0."""
-        if self.drain or self.fleet_wide:
-            return EXIT_UNHEALTHY
-        if self.unreadable or any(n.state == "unknown" for n in self.nodes):
-            return EXIT_CANNOT_CHECK
-        return EXIT_OK
+        """1 when a node is to be drained or a finding is fleet-wide; else 3 when a node or a file
+        could not be judged; else 0 (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
 def robust_outliers(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
 from topodoctor.model.findings import finding_json
 from topodoctor.model.outcome import Outcome
@@ -119,11 +120,9 @@ def _stamp(outcome: Outcome) -> dict[str, Any]:
 def fitness_json(result: Any, snapshot: Any = None) -> dict[str, Any]:
     """The fitness result as measured, with each figure's median and spread beside its samples,
     and the node type (for the fleet roll-up, which compares nodes of one type)."""
-    from topodoctor.core.codec import to_jsonable
-
     doc: dict[str, Any] = to_jsonable(result)
     if snapshot is not None:
-        from topodoctor.fleet.inputs import node_type
+        from topodoctor.fleet.parse import node_type  # the fleet's reader: only a fitness result names its type
 
         doc["node_type"] = asdict(node_type(snapshot))
     for f, raw in zip(result.figures, doc["figures"]):

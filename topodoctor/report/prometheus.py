@@ -23,7 +23,6 @@ Write the text with ``write_textfile`` (atomic: a collector never reads half a f
 from __future__ import annotations
 
 import re
-import socket
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
+from topodoctor.core.fileio import write_atomic
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.core.text import label_safe
 from topodoctor.model.collective_rows import columns
@@ -221,6 +221,8 @@ class Run:
 
     def labels(self) -> dict[str, str]:
         """The run's labels as a dict, the host filled in."""
+        import socket  # only for a run with no host named (3 modules)
+
         host = self.host or socket.gethostname() or "localhost"
         return {"command": self.command, "Hostname": host, "scope": self.scope, "gpus": self.gpus}
 
@@ -286,7 +288,7 @@ def check_metrics(
             m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
         fitness_series(m.add, hostname, lambda i: m.gpu(labels, i), snapshot)
     if fitness is not None:
-        from topodoctor.report.fitness import fitness_metrics
+        from topodoctor.report.fitness import fitness_metrics  # rich, which report.fitness draws with: only for fitness
 
         fitness_metrics(m, hostname, labels, fitness)
     return m.text()
@@ -348,6 +350,4 @@ def fleet_metrics(
 
 def write_textfile(path: Path | str, text: str) -> None:
     """Write a metrics file for the textfile collector atomically (name it ``*.prom``)."""
-    from topodoctor.core.fileio import write_atomic
-
     write_atomic(path, text, "metrics file")

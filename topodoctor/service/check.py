@@ -11,27 +11,31 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.budget import Budget, run_with_budget
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
+from topodoctor import rules
+from topodoctor.core.budget import Budget
+from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
-from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.model.outcome import Meta, Outcome, exit_code
 from topodoctor.model.stamp import node_name, utc_iso
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import check_patterns
+from topodoctor.service.host import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
-from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.probing import probe as probe
+from topodoctor.topology.baseline import load_baseline
+from topodoctor.topology.expect import from_snapshot, load_expectations, with_fitness
+from topodoctor.topology.scope import resolve, within
 
-# Everything else is imported where it is used: what this module loads is spent before the
-# probe child is forked, and every tenth of a second of it counts against a short --timeout.
 if TYPE_CHECKING:
     from topodoctor.model.findings import Finding, Severity
-    from topodoctor.rules.context import Context
+    from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.topology.expect import Expectations
-    from topodoctor.topology.nccl_topo_lint import TopoProblem
     from topodoctor.topology.scope import Scope
 
 
@@ -55,29 +59,31 @@ class CheckOptions:
     baseline: Path | None = None  # an earlier snapshot of this node: counters judged since then too
 
 
-def make_context(host: Host, expect: Expectations | None = None) -> Context:
+def make_context(host: Host, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
     """The rules' Context: the one place it is built. With no process (a saved result) no
     process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
-    from topodoctor.model.environment import Environment
-    from topodoctor.rules.context import Context
-
-    measured = dict(host.measured)
-    collectives = measured.pop("collectives", None)
+    measured = host.measured
+    answer = measured.get("collectives")  # the quick pass's answer (service/collectives.py QuickAnswer)
+    why = host.missed.get("collectives")
+    if answer is not None and answer.result is None:
+        why = answer.error or "unknown"
     env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
-    ctx = Context(
-        host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured, view=host.view
+    return Context(
+        host.snapshot,
+        env,
+        expect=expect,
+        bandwidth=measured.get("bandwidth"),
+        view=host.view,
+        fitness=measured.get("fitness"),
+        baseline=baseline,
+        collectives=answer.result if answer is not None else None,
+        # why there is none (TD005 says it could not check): the pass's own word, or its error
+        collectives_error=why,
     )
-    if collectives is not None:
-        from topodoctor.service.collectives import attach
-
-        attach(ctx, collectives)
-    return ctx
 
 
 def job_scope(host: Host, choice: str) -> Scope:
     """The GPUs a check judges: the job's, as the judged process's environment names them."""
-    from topodoctor.topology.scope import resolve
-
     environ = host.process.environ if host.process is not None else {}
     return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
 
@@ -86,8 +92,6 @@ def evaluate(
     ctx: Context, select: Sequence[str] = (), ignore: Sequence[str] = (), tags: Sequence[str] = ()
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """(findings, incomplete): the one place that knows the rules engine's answer shape."""
-    from topodoctor import rules
-
     ev = rules.evaluate(ctx, select, ignore, tags)
     return ev.findings, ev.incomplete
 
@@ -109,34 +113,25 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     unusable: list[str] = []
 
     def prepare() -> None:
-        from topodoctor.rules.registry import check_patterns
 
         check_patterns(options.select + options.ignore)  # imports every rule family
         if options.expect is not None:
-            from topodoctor.topology.expect import load_expectations
-
             try:
                 loaded["expect"] = load_expectations(options.expect, budget)
             except InputError as exc:
                 unusable.append(str(exc))
         if options.baseline is not None:
-            from topodoctor.topology.baseline import load_baseline
-
             loaded["baseline"] = load_baseline(options.baseline, budget)
 
     with budget.guard():
         host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
         where = job_scope(host, options.scope)
-        ctx = make_context(host, loaded.get("expect"))
-        if "baseline" in loaded:
-            ctx.extra["baseline"] = loaded["baseline"]
+        ctx = make_context(host, loaded.get("expect"), loaded.get("baseline"))
         ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
-        from topodoctor.topology.scope import within
 
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
-    bad = failing(findings, options.fail_level)
     missed = not_measured(options.passes, host)
     meta = Meta(
         host.origin,
@@ -151,24 +146,23 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         where.kind,
         unusable[0] if unusable else None,
     )
-    # A fault found stays exit 1 (drain the node) even when a pass could not run; otherwise a
-    # measurement that was asked for and did not happen is "could not check", never a pass.
-    # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
-    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if unusable else EXIT_OK
-    outcome = Outcome(
-        findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
-    )
-    # A replay names no node: no node measured it (its host is the recording's).
+    # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
+    # when a pass could not run or the expectations file could not be used. A replay names no
+    # node: no node measured it (its host is the recording's).
     node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
-    when = utc_iso(started_at)
-    return replace(outcome, measured_at=when, node=node)
+    fitness = host.measured.get("fitness")
+    return Outcome(
+        findings, incomplete, meta, options.fail_level, host.snapshot, missed, fitness, utc_iso(started_at), node
+    )
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
     """One reason ("collectives not measured: ...") per pass whose measurement did not happen."""
     out = []
     for p in passes:
-        why = p.missed(host.measured.get(p.name)) if p.missed is not None else None
+        why = host.missed.get(p.name)
+        if why is None and p.missed is not None:
+            why = p.missed(host.measured.get(p.name))
         if why is not None:
             out.append(f"{p.name} not measured: {why}")
     return tuple(out)
@@ -179,18 +173,32 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Baseline:
-    """What ``expect`` writes, and the findings on the host that would make it a bad example to follow."""
+    """What ``expect`` writes, and the findings on the host that would make it a bad example to
+    follow: unless forced, they refuse the file (they fail the command)."""
 
     expectations: Expectations
     blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
+    forced: bool = False  # written all the same (--force)
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings that refuse the file: the blocking ones, unless forced."""
+        return () if self.forced else self.blocking
+
+    @property
+    def exit_code(self) -> int:
+        """0 written, 1 refused (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
-def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Baseline:
+def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> Baseline:
     """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
     among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
-    from topodoctor.topology.expect import from_snapshot, with_fitness
-
     host = probe(source, budget, passes, environment=True)
+    if host.missed:  # asked to measure: a file without the figures would vouch for nothing
+        raise BandwidthUnavailable("; ".join(f"{name} not measured: {why}" for name, why in host.missed.items()))
     with budget.guard():
         findings, _ = evaluate(make_context(host))
         expectations = from_snapshot(host.snapshot)
@@ -198,34 +206,6 @@ def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Bas
         if fit is not None:
             expectations = with_fitness(expectations, fit)
             if not expectations.fitness:  # asked to measure: a file without the figures would vouch for nothing
-                from topodoctor.core.errors import BandwidthUnavailable
-
                 why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
                 raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
-        return Baseline(expectations, failing(findings, "error"))
-
-
-def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:
-    """Record the live host under the budget; (recording document, GPU count)."""
-    from topodoctor.probe.sources import record_host
-
-    def work(deadline: float) -> dict[str, Any]:
-        doc, snap = record_host(label, do_scrub=scrub, sysfs_root=sysfs_root)
-        return {"doc": doc, "gpus": len(snap.gpus)}
-
-    data = work(budget.deadline) if not budget.limited else run_with_budget(work, budget)
-    return data["doc"], int(data["gpus"])
-
-
-def lint_nccl_topo(host: Host, text: str) -> list[TopoProblem]:
-    """An existing NCCL_TOPO_FILE's text, checked against the probed host as NCCL would read it."""
-    from topodoctor.topology.nccl_topo_lint import lint_topo_file
-
-    return lint_topo_file(text, host.snapshot, host.view.graph)
-
-
-def bundled_recordings() -> list[str]:
-    """The names of the recordings shipped with topodoctor (``--replay NAME``)."""
-    from topodoctor.probe.replay import bundled_names
-
-    return bundled_names()
+        return Baseline(expectations, failing(findings, "error"), force)

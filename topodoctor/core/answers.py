@@ -36,6 +36,7 @@ def lines(chunks: list[bytes], strict: bool = True) -> tuple[dict[str, Any] | No
 
 
 def write_line(fd: int, doc: dict[str, Any]) -> None:
+    """``doc`` as one JSON line on ``fd``, written whole however the pipe splits it."""
     data = (json.dumps(doc, allow_nan=False) + "\n").encode("utf-8", "backslashreplace")
     while data:
         data = data[os.write(fd, data) :]

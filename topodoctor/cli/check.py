@@ -6,6 +6,7 @@ sixth of a live check's start on the GPU hosts."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from topodoctor.cli import io as cli_io
 from topodoctor.cli.io import Outputs, console, emit, emit_json, fail, render
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
+from topodoctor.core.text import LINE_LIMIT, printable, truncate
 from topodoctor.model.findings import fail_from
 from topodoctor.service.passes import Source
 
@@ -72,18 +74,24 @@ def run_check(
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
-        if metrics is not None:  # a metrics file that says "could not check" instead of going stale
+        if metrics is not None or fmt == "prometheus":  # "could not check", rather than a stale answer
             from topodoctor.report import prometheus as prom
 
-            asked = "job" if scope == "job" else "node"
+            asked = doctor.unseen_scope(scope, os.environ)
             text = prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname(), scope=asked, scope_gpus=())
-            outputs.write(lambda: prom.write_textfile(metrics, text))
+            if metrics is not None:
+                outputs.write(lambda: prom.write_textfile(metrics, text))
+            if fmt == "prometheus":
+                render(lambda: sys.stdout.write(text))
         if fmt == "json":  # machines reading stdout get an answer in their format, too
             from topodoctor.report import check as report
 
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda: emit_json(doc))
-        fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
+        after = truncate(outputs.in_line(), LINE_LIMIT // 2) if cli_io.line_mode else ""
+        # The reason gives way to what follows it: the "topodoctor UNKNOWN: ..." line stays within the limit.
+        room = LINE_LIMIT - len("topodoctor UNKNOWN: ") - len(after)
+        fail(truncate(printable(str(exc)), room) + after, exc.exit_code)
         return outputs.exit_code(exc.exit_code)
 
     from topodoctor.report import check as report
@@ -99,7 +107,7 @@ def run_check(
             o.exit_code,
             o.snapshot,
             meta.elapsed_s,
-            scope=meta.scope_kind,
+            scope=meta.scope_label,
             scope_gpus=meta.scope_gpus,
             fitness=o.fitness,
         )
@@ -110,7 +118,7 @@ def run_check(
         outputs.write(lambda: write_textfile(metrics, metrics_text()))
     show = {
         "json": lambda: emit_json(report.check_json(outcome)),
-        "line": lambda: emit(report.one_line(outcome) + outputs.in_line()),
+        "line": lambda: emit(report.one_line(outcome, after=outputs.in_line())),
         "text": lambda: _print_check(outcome),
         "prometheus": lambda: sys.stdout.write(metrics_text()),
     }

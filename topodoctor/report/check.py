@@ -41,10 +41,19 @@ def _judged(outcome: Outcome) -> str:
     return f"job's {len(meta.scope_gpus)} of {plural(meta.gpus, 'GPU')} ({ids})"
 
 
-def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
+def one_line(outcome: Outcome, limit: int = LINE_LIMIT, after: str = "") -> str:
     """A single line fit for `scontrol update nodename=... reason=...`: the worst finding
     first, then how many more fail, and whether some checks could not run. Too long a line
-    loses words from the finding's message, never its code, counts or scope."""
+    loses words from the finding's message, never its code, counts or scope. ``after`` (what
+    went wrong beside the verdict: "; cannot write FILE: reason") ends the line within the same
+    ``limit``: it gets at most half of it, the verdict the rest."""
+    if after:
+        after = truncate(printable(after), limit // 2)
+        return _one_line(outcome, limit - len(after)) + after
+    return _one_line(outcome, limit)
+
+
+def _one_line(outcome: Outcome, limit: int) -> str:
     meta = outcome.meta
     if not outcome.failing and outcome.not_measured:
         judged = f"{_judged(outcome)}, {counts(outcome.findings)}"

@@ -9,7 +9,7 @@ Nothing here prints.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +80,14 @@ def job_scope(host: Host, choice: str) -> Scope:
     return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
 
 
+def unseen_scope(choice: str, environ: Mapping[str, str]) -> str:
+    """The metrics' ``scope`` label of a check that never saw the GPUs (it could not check):
+    the job's where the check runs for one, as a check that saw them would say."""
+    from topodoctor.topology.scope import asked_label
+
+    return asked_label(environ, choice)  # type: ignore[arg-type]
+
+
 def evaluate(
     ctx: Context, select: Sequence[str] = (), ignore: Sequence[str] = (), tags: Sequence[str] = ()
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
@@ -148,6 +156,8 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         getattr(host.measured.get("bandwidth"), "timings", None),
         where.kind,
         unusable[0] if unusable else None,
+        where.job,
+        where.label,
     )
     # A fault found stays exit 1 (drain the node) even when a pass could not run; otherwise a
     # measurement that was asked for and did not happen is "could not check", never a pass.

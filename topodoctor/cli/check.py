@@ -15,7 +15,7 @@ from topodoctor.cli import io as cli_io
 from topodoctor.cli.io import Outputs, console, emit, emit_json, fail, render
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
-from topodoctor.core.text import LINE_LIMIT, printable, truncate
+from topodoctor.core.text import LINE_LIMIT, printable, truncate, truncate_middle
 from topodoctor.model.findings import fail_from
 from topodoctor.service.passes import Source
 
@@ -88,7 +88,7 @@ def run_check(
 
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda: emit_json(doc))
-        after = truncate(outputs.in_line(), LINE_LIMIT // 2) if cli_io.line_mode else ""
+        after = truncate_middle(outputs.in_line(), LINE_LIMIT // 2) if cli_io.line_mode else ""
         # The reason gives way to what follows it: the "topodoctor UNKNOWN: ..." line stays within the limit.
         room = LINE_LIMIT - len("topodoctor UNKNOWN: ") - len(after)
         fail(truncate(printable(str(exc)), room) + after, exc.exit_code)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
+from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate, truncate_middle
 from topodoctor.model.outcome import Outcome
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
@@ -46,9 +46,10 @@ def one_line(outcome: Outcome, limit: int = LINE_LIMIT, after: str = "") -> str:
     first, then how many more fail, and whether some checks could not run. Too long a line
     loses words from the finding's message, never its code, counts or scope. ``after`` (what
     went wrong beside the verdict: "; cannot write FILE: reason") ends the line within the same
-    ``limit``: it gets at most half of it, the verdict the rest."""
+    ``limit``: it gets at most half of it (a long path loses its middle, never the reason), the
+    verdict the rest."""
     if after:
-        after = truncate(printable(after), limit // 2)
+        after = truncate_middle(printable(after), limit // 2)
         return _one_line(outcome, limit - len(after)) + after
     return _one_line(outcome, limit)
 

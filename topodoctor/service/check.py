@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, run_with_budget
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
+from topodoctor.core.text import plural
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
@@ -143,7 +144,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
     bad = failing(findings, options.fail_level)
-    missed = not_measured(options.passes, host)
+    missed = not_measured(options.passes, host) + gone_from_job(where, len(host.snapshot.gpus))
     meta = Meta(
         host.origin,
         host.snapshot.host.hostname,
@@ -166,6 +167,17 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     return Outcome(
         findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
     )
+
+
+def gone_from_job(where: Scope, gpus: int) -> tuple[str, ...]:
+    """A GPU Slurm gave the job that the node does not have (it fell off the bus, or gres.conf
+    names a device that is not there): the job's GPUs cannot all be judged, so the check cannot
+    pass. CUDA_VISIBLE_DEVICES's entries past the first unknown one are ignored, as CUDA does."""
+    if where.kind != "job" or not where.unresolved or where.source == "CUDA_VISIBLE_DEVICES":
+        return ()
+    ids, many = ",".join(where.unresolved), len(where.unresolved) > 1
+    named = f"the job's GPU{'s' if many else ''} {ids} ({where.source}={where.value})"
+    return (f"{named} {'are' if many else 'is'} not among the node's {plural(gpus, 'GPU')}",)
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:

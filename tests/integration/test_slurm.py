@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import itertools
 import re
+import shutil
+import subprocess
 
 import pytest
 from cases import HANG, HEALTHY, NVLINK_DOWN, TD101, hold, lines_with
-from cluster import NODE, Cluster, wait_for
+from cluster import NODE, ROOT, Cluster, wait_for
 
 pytestmark = pytest.mark.cluster
 
@@ -214,3 +216,11 @@ def test_every_syslog_line_names_the_script_the_node_and_the_job(fresh: Cluster)
         assert re.search(rf" topodoctor: (prolog|healthcheck|epilog)\[\d+\] node={NODE} job=(\d+|-): \S", m), m
     assert any(re.search(rf"prolog\[\d+\] node={NODE} job=\d+: ok: topodoctor OK: ", m) for m in mine), mine
     assert any(re.search(rf"healthcheck\[\d+\] node={NODE} job=-: end rc=0", m) for m in mine), mine
+
+
+def test_the_scripts_pass_shellcheck() -> None:
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    scripts = sorted(str(p) for p in (ROOT / "docs" / "examples").glob("*.sh"))
+    r = subprocess.run(["shellcheck", *scripts], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout

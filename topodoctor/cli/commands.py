@@ -18,6 +18,7 @@ from topodoctor.cli import wants_line
 from topodoctor.cli.check import DEFAULT_CHECK_TIMEOUT_S, LEVEL_TIMEOUT_S
 from topodoctor.cli.io import (
     EXITS,
+    console,
     emit,
     emit_json,
     fail,
@@ -219,12 +220,20 @@ def list_rules(
 
 @app.command(epilog=EXITS["explain"], cls=PlainUsage)
 @reports_errors
-def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -> None:
+def explain(
+    code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)],
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the Markdown source.")] = False,
+) -> None:
     """Print the documentation of one rule; CODE is its code (TD101) or name (nvlink-down)."""
     from topodoctor.report.rule_docs import explain_markdown
 
     text = explain_markdown(code)
-    render(lambda: sys.stdout.write(text))
+    if markdown:
+        render(lambda: sys.stdout.write(text))
+    else:  # rendered for a person: headings, emphasis and lists at the terminal's width
+        from topodoctor.report.terminal import print_markdown
+
+        render(lambda: print_markdown(text, console()))
 
 
 @app.command("expect", epilog=EXITS["expect"])
@@ -258,7 +267,8 @@ def write_expect(
     e = base.expectations
     fileio.write_atomic(output, codec.dumps(e), "expectations")
     measured = "".join(f", {k} {v:g}" for k, v in e.fitness.items())
-    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
+    where = "standard output" if str(output) == "-" else output
+    say(f"wrote {where}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
 
 
 # The commands kept in modules of their own (bandwidth, collectives, fleet, nccl-topo, nccl-log, job)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from cases import DERIVED, HANG, HEALTHY, NVLINK_DOWN, TD101, hold, lines_with, mtime_ns, our_processes, run_script
@@ -72,16 +73,32 @@ def test_sigterm_mid_check_ends_the_check_with_the_script(fresh: Cluster, corrup
     assert fresh.state() == "IDLE"
 
 
+def _parent(pid: int) -> int:
+    """The script a check runs under: the parent of the check's command (timeout(1)'s parent)."""
+    seen = pid
+    for _ in range(4):  # the command, timeout(1), the script's process substitution, the script
+        try:
+            stat = Path(f"/proc/{seen}/stat").read_text()
+            cmd = Path(f"/proc/{seen}/cmdline").read_bytes()
+        except OSError:
+            return -1
+        if b"healthcheck-drain" in cmd or b"topodoctor-health.sh" in cmd:
+            return seen
+        seen = int(stat.rsplit(")", 1)[1].split()[1])
+    return -1
+
+
 def test_sigterm_to_slurmds_health_check(fresh: Cluster) -> None:
     """slurmd's own health check run, stopped by SIGTERM mid-check: its check ends with it."""
     fresh.configure("health", TOPODOCTOR_ARGS=HANG, TOPODOCTOR_TIMEOUT=15)
     start = len(fresh.log_lines())
 
     def running() -> str | None:
+        """A run that logged its start since the change and whose check is running now."""
         lines = fresh.log_lines(start)
         begun = [x.split("healthcheck[")[1].split("]")[0] for x in lines if x.endswith(": start")]
-        ended = {x.split("healthcheck[")[1].split("]")[0] for x in lines if ": end rc=" in x or "terminated" in x}
-        return next((pid for pid in begun if pid not in ended and our_processes()), None)
+        checking = {_parent(int(x.split()[0])) for x in our_processes()}
+        return next((pid for pid in begun if int(pid) in checking), None)
 
     pid = wait_for("a health check to be checking", running, 30, 0.1)
     os.kill(int(pid), signal.SIGTERM)

@@ -70,6 +70,12 @@ def mark_command_start() -> None:
     _command_start = time.monotonic() - process_age_s()
 
 
+def command_start() -> float | None:
+    """When the command was exec'd, on the monotonic clock (``mark_command_start``); None where
+    the console entry point did not mark it (tests, a library user). Forked children share it."""
+    return _command_start
+
+
 @dataclass(frozen=True)
 class Budget:
     """A deadline on the monotonic clock; ``None`` timeout means no budget at all."""

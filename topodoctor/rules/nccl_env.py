@@ -22,6 +22,9 @@ from topodoctor.rules.nccl_vars import (
     strtoll,
 )
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.busbw import nvls_all_reduce_busbw, predict
+
+NVLS_WARN_GAIN = 0.10  # all_reduce busbw NVLS would add, as a share of the ring's, from which TD618 warns
 
 
 def setting(ctx: Context, name: str) -> str | None:
@@ -273,25 +276,43 @@ def nccl_unknown(ctx: Context) -> Iterator[Issue]:
     "TD618",
     "nccl-nvls-disabled",
     "warning",
-    fix="NVLink SHARP (NVLS) speeds up all-reduce on NVSwitch hosts; leave NCCL_NVLS_ENABLE unset unless it "
-    "is off on purpose (shared hosts, known driver issues).",
+    also=("info",),
+    fix="NVLink SHARP (NVLS) speeds up all-reduce on four or more NVSwitch-connected GPUs; leave "
+    "NCCL_NVLS_ENABLE unset unless multicast is off on purpose (shared hosts, known driver issues).",
 )
 def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
-    """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: a warning, never a failure (it may be on purpose).
+    """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host where NVLS would speed up all_reduce.
 
-    NCCL reads words as 0, so ``false`` and ``off`` turn NVLS off too.
+    NCCL reads words as 0, so ``false`` and ``off`` turn NVLS off too. What it costs is judged from
+    the data NVLS moves: each GPU sends its buffer into the switch and receives every reduced share,
+    S (1 + 1/n) each way against a ring's 2 S (n-1)/n, at NCCL's NVLS efficiency (0.85 on Hopper,
+    topology/busbw.py). On 2 or 3 GPUs that is less than the ring gives, so nothing is lost and
+    nothing is said (NCCL turns NVLS on for 2 GPUs only from 2.28.7, ``transport/nvls.cc``); on 4
+    GPUs it is a few %: information; from a tenth of all_reduce's busbw (8 GPUs: about a third) it
+    is a warning, never a failure (it may be on purpose).
 
-    Why it matters: NVLink SHARP (NVLS) lets the NVSwitches reduce data themselves, which speeds up
-    all-reduce on NVSwitch hosts; turned off, the job gives that up.
+    Why it matters: NVLink SHARP lets the NVSwitches reduce data themselves; on many GPUs that
+    speeds up all-reduce well beyond what a ring reaches, and turned off, the job gives that up.
 
     How to fix: leave NCCL_NVLS_ENABLE unset unless it is off on purpose (shared hosts, known driver
     issues).
     """
     v = int_is(ctx, "NCCL_NVLS_ENABLE", lambda n: n == 0)
-    if v is not None and ctx.has_nvswitch:
-        yield Issue(
-            "env:NCCL_NVLS_ENABLE", f"NCCL_NVLS_ENABLE={v} on an NVSwitch host", evidence(ctx, "NCCL_NVLS_ENABLE", v)
-        )
+    if v is None or not ctx.has_nvswitch:
+        return
+    gpus = tuple(g.index for g in ctx.live_gpus)
+    ring = next((p.busbw_gbps for p in predict(ctx.snap, ("all_reduce",), gpus)), None)
+    nvls = nvls_all_reduce_busbw(ctx.snap, gpus)
+    if ring is None or nvls is None or nvls <= ring:
+        return
+    gain = (nvls - ring) / ring
+    yield Issue(
+        "env:NCCL_NVLS_ENABLE",
+        f"NCCL_NVLS_ENABLE={v} on an NVSwitch host of {len(gpus)} GPUs: all_reduce gives up NVLS, "
+        f"about {nvls:.0f} GB/s busbw against the ring's {ring:.0f} (+{gain:.0%})",
+        dict(evidence(ctx, "NCCL_NVLS_ENABLE", v), ring_gbps=round(ring, 1), nvls_gbps=round(nvls, 1), gpus=len(gpus)),
+        severity="warning" if gain >= NVLS_WARN_GAIN else "info",
+    )
 
 
 CONF_EVIDENCE_LINES = 3  # a binary or garbled file has thousands of bad lines; the first few say what it is

@@ -17,18 +17,31 @@ if TYPE_CHECKING:
     from topodoctor.model.findings import Finding
 
 
-def _start_worker(deadline: float) -> Any:
-    """The copy timer, started before the probe so that its start-up overlaps it."""
-    from topodoctor.measure.copies.session import Worker, default_worker_cmd
-    from topodoctor.measure.copies.tasks import Settings
+def _starter(unscoped: bool, peers: bool = True, sm_kernel: str | None = None) -> Callable[[float], Any]:
+    """What starts the copy timer before the probe, so that its start overlaps it: the one the
+    command's entry point started (service/early_copies.py), else a new one, told at once to open
+    every GPU where nothing narrows them (``unscoped``, and no job variable names GPUs)."""
 
-    worker = Worker(default_worker_cmd(), Settings().start_timeout_s)
-    worker.spawn()
-    return worker
+    def start(deadline: float) -> Any:
+        import os
+
+        from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
+        from topodoctor.service import early_copies
+
+        worker = early_copies.adopt()
+        if worker is None:
+            worker = Worker(default_worker_cmd(), START_TIMEOUT_S, extra=hello_extra(sm_kernel))
+            worker.peers = peers
+            worker.spawn()
+            if unscoped and not any(name in os.environ for name in early_copies.SCOPE_VARIABLES):
+                worker.hello_now()
+        return worker
+
+    return start
 
 
 def _stop_worker(worker: Any) -> None:
-    worker.stop()
+    worker.release()
 
 
 def bandwidth_pass(scope: str = "auto") -> Pass:
@@ -47,7 +60,7 @@ def bandwidth_pass(scope: str = "auto") -> Pass:
         nvml = live_nvml() if source.live else None
         return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where)
 
-    return Pass("bandwidth", copies, BandwidthResult, _start_worker, _stop_worker)
+    return Pass("bandwidth", copies, BandwidthResult, _starter(scope != "job"), _stop_worker)
 
 
 def measure(
@@ -73,8 +86,16 @@ def measure(
             progress=progress,
         )
 
-    copies = Pass("bandwidth", timed, BandwidthResult, _start_worker, _stop_worker)
-    host = probe(source, budget, (copies,), quiet=progress is None)
+    from topodoctor.model.copies import PAIR_MODES
+    from topodoctor.service import early_copies
+
+    peers = any(m in PAIR_MODES for m in settings.modes)
+    start = _starter(settings.devices is None, peers, settings.sm_kernel)
+    copies = Pass("bandwidth", timed, BandwidthResult, start, _stop_worker)
+    try:
+        host = probe(source, budget, (copies,), quiet=progress is None)
+    finally:
+        early_copies.hand_over()  # the probe's child adopted it (or it is killed at the command's end)
     result: BandwidthResult = host.measured["bandwidth"]
     return result
 
@@ -87,6 +108,7 @@ def bandwidth_settings(
     samples: int | None,
     devices: str | None,
     pair_timeout_s: float,
+    sm_kernel: str | None = None,
 ) -> Settings:
     """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
     from dataclasses import replace
@@ -95,12 +117,23 @@ def bandwidth_settings(
 
     chosen = _devices(devices)
     settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
-    expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h"], "host": ["h2d", "d2h"]}
-    picked = [x for m in modes for x in expand.get(m, [m])]
+    sm = ["sm_oneway", "sm_bidir", "sm_latency"]
+    expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h", *sm], "host": ["h2d", "d2h"], "sm": sm}
+    picked = [x for m in modes for x in expand.get(m, [m.replace("-", "_")])]
     if picked:
         settings = replace(settings, modes=tuple(dict.fromkeys(picked)))  # type: ignore[arg-type]
     if size_mib is not None:
         settings = replace(settings, size_bytes=size_mib * MiB)
+    if sm_kernel is not None:
+        from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
+
+        try:
+            kernel = parse(sm_kernel)
+        except ValueError as exc:
+            raise InputError(f"--sm-kernel: {exc}") from None
+        if kernel.style == "bulk" or kernel.needs[1] > BASE_SM:
+            raise InputError(f"--sm-kernel: {sm_kernel!r} needs a newer GPU than the SM copies' module targets")
+        settings = replace(settings, sm_kernel=kernel.name)
     return replace(
         settings, iters=iters or settings.iters, samples=samples or settings.samples, pair_timeout_s=pair_timeout_s
     )
@@ -119,11 +152,13 @@ def _devices(text: str | None) -> tuple[int, ...] | None:
 
 
 def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
-    """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
+    """The bandwidth rules (TD7xx) and the data path's (TD306, TD307) on a result, against the host it
+    was measured on."""
     from topodoctor.model.consistency import validate_snapshot
 
     if result.snapshot is None:
         return ()
     validate_snapshot(result.snapshot, "bandwidth result")
     host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
-    return evaluate(make_context(host), select=["TD7"])[0]
+    # the measured rules, and the data path's verdict, which reads the copies beside the host's layers
+    return evaluate(make_context(host), select=["TD7", "TD306", "TD307"])[0]

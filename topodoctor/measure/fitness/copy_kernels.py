@@ -169,6 +169,11 @@ def parse(name: str) -> CopyKernel:
     return CopyKernel(**fields)  # type: ignore[arg-type]
 
 
+# Copies between GPUs (`bandwidth --mode sm`): nvbandwidth's own shape, 12 loads in flight per thread,
+# 512 threads and one block per SM, so that its figures compare with device_to_device_memcpy_read_sm.
+# Each load crosses the link, so more in flight pays there where it did not for HBM.
+PEER = parse("stride-u12-t512-b1")
+
 # The HBM test's kernel: one 16-byte element per thread, 128 threads a block, a grid that covers the
 # buffer, no cache hints. On H200 (tests/benchmarks/hbm_kernels.py, 2026-11-25) 2128 GB/s, 1.015 x
 # nvbandwidth's device_local_copy in the same run, where the persistent grid-stride kernel above

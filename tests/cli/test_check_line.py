@@ -62,6 +62,7 @@ def test_job_scope_line_names_the_judged_gpus(monkeypatch: pytest.MonkeyPatch, c
     assert capsys.readouterr().out.strip() == "topodoctor OK: job's 2 of 4 GPUs (2,3), 1 info; 1 check incomplete"
 
 
+@pytest.mark.slow
 def test_a_failed_write_ends_the_line_within_its_200_characters(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -81,6 +82,7 @@ def test_a_failed_write_ends_the_line_within_its_200_characters(
     assert "; cannot write " in line and "budget" in line
 
 
+@pytest.mark.slow
 def test_a_slurm_job_given_every_gpu_is_refused_for_another_jobs_process(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -93,6 +95,7 @@ def test_a_slurm_job_given_every_gpu_is_refused_for_another_jobs_process(
     assert line.startswith("topodoctor FAIL TD511 ") and line.endswith("judged the job's 4 of 4 GPUs (0,1,2,3)")
 
 
+@pytest.mark.slow
 def test_a_gpu_slurm_gave_the_job_that_the_node_lacks_is_not_a_pass(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a dozen checks in processes of their own
 ROOT = Path(__file__).resolve().parents[2]
 DERIVED = ROOT / "fixtures" / "derived"
 PAGES = [ROOT / "docs" / "prolog.md"]

@@ -7,6 +7,8 @@ Run with ``pytest -m cluster tests/integration``; where a daemon cannot start th
 skipped with the reason, never passed.
 """
 
+# ruff: noqa: F811  (the fixtures imported from slurm_fixtures come back as the tests' parameters)
+
 from __future__ import annotations
 
 import itertools
@@ -15,8 +17,9 @@ import shutil
 import subprocess
 
 import pytest
-from cases import HANG, HEALTHY, NVLINK_DOWN, TD101, hold, lines_with
 from cluster import NODE, ROOT, Cluster, wait_for
+from slurm_cases import HANG, HEALTHY, NVLINK_DOWN, TD101, hold, lines_with
+from slurm_fixtures import cluster, corrupt, fresh  # noqa: F401  (fixtures: the suite's one cluster)
 
 pytestmark = pytest.mark.cluster
 

@@ -1,14 +1,17 @@
 """A previous job's process on a GPU (TD511): what keeps the node out, the same in the prolog,
 the health check and the epilog, and the epilog that ends what a job leaves running."""
 
+# ruff: noqa: F811  (the fixtures imported from slurm_fixtures come back as the tests' parameters)
+
 from __future__ import annotations
 
 import subprocess
 import time
 
 import pytest
-from cases import FOREIGN, HEALTHY, hold, lines_with
 from cluster import Cluster, wait_for
+from slurm_cases import FOREIGN, HEALTHY, hold, lines_with
+from slurm_fixtures import cluster, corrupt, fresh  # noqa: F401  (fixtures: the suite's one cluster)
 
 pytestmark = pytest.mark.cluster
 TD511 = "topodoctor FAIL TD511 GPU1: GPU1 runs 2 compute processes of another job"

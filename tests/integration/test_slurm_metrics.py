@@ -2,6 +2,8 @@
 prometheus_client's parser: one series in one file only, a job's file apart from the node's,
 and a textfile directory that is full or read-only."""
 
+# ruff: noqa: F811  (the fixtures imported from slurm_fixtures come back as the tests' parameters)
+
 from __future__ import annotations
 
 import re
@@ -10,7 +12,8 @@ import sys
 import time
 
 import pytest
-from cases import (
+from cluster import ROOT, Cluster, wait_for
+from slurm_cases import (
     DERIVED,
     HEALTHY,
     NVLINK_DOWN,
@@ -22,7 +25,7 @@ from cases import (
     series,
     small_filesystem,
 )
-from cluster import ROOT, Cluster, wait_for
+from slurm_fixtures import cluster, corrupt, fresh  # noqa: F401  (fixtures: the suite's one cluster)
 
 pytestmark = pytest.mark.cluster
 COLLECTED_TWICE = "was collected before with the same name and label values"

@@ -2,6 +2,8 @@
 check, slurmctld down, and a GPU the node no longer has. Whatever stops a script stops its check
 (the probe child included), and nothing is written after it."""
 
+# ruff: noqa: F811  (the fixtures imported from slurm_fixtures come back as the tests' parameters)
+
 from __future__ import annotations
 
 import os
@@ -10,8 +12,20 @@ import time
 from pathlib import Path
 
 import pytest
-from cases import DERIVED, HANG, HEALTHY, NVLINK_DOWN, TD101, hold, lines_with, mtime_ns, our_processes, run_script
 from cluster import Cluster, wait_for
+from slurm_cases import (
+    DERIVED,
+    HANG,
+    HEALTHY,
+    NVLINK_DOWN,
+    TD101,
+    hold,
+    lines_with,
+    mtime_ns,
+    our_processes,
+    run_script,
+)
+from slurm_fixtures import cluster, corrupt, fresh  # noqa: F401  (fixtures: the suite's one cluster)
 
 pytestmark = pytest.mark.cluster
 

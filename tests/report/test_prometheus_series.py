@@ -40,6 +40,7 @@ def _prometheus(capsys: pytest.CaptureFixture[str], source: str) -> str:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [*RECORDINGS, *SCENARIOS])
 def test_a_check_file_holds_each_series_once(source: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = source if source in RECORDINGS else str(scenario_path(source))
@@ -47,6 +48,7 @@ def test_a_check_file_holds_each_series_once(source: str, capsys: pytest.Capture
     assert not twice, twice
 
 
+@pytest.mark.slow
 def test_findings_that_share_a_subject_are_one_series_counting_them(capsys: pytest.CaptureFixture[str]) -> None:
     """Two TD301 findings on ``host`` (P2P unavailable through the chipset, and through the root
     complex): one series of value 2, not the same series twice."""
@@ -95,6 +97,7 @@ def test_a_jobs_check_file_and_the_nodes_share_no_series(recording: str) -> None
         assert gpus_named <= {str(i) for i in judged} | {None}, gpus_named
 
 
+@pytest.mark.slow
 def test_a_prolog_of_a_job_without_gpus_is_labelled_the_jobs(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -116,6 +119,7 @@ def test_a_prolog_of_a_job_without_gpus_is_labelled_the_jobs(
     assert {dict(labels).get("scope") for _, labels in series(job_file.read_text())} == {"job"}
 
 
+@pytest.mark.slow
 def test_prometheus_on_stdout_says_unknown_when_the_node_cannot_be_checked(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

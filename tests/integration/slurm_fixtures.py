@@ -1,34 +1,41 @@
-"""The one cluster every case of the real-cluster suite runs on (fixtures; the helpers the cases
-share are in cases.py).
+"""The one cluster every case of the real-cluster suite runs on, as fixtures each test module
+imports (a conftest.py here would share the module name ``conftest`` with tests/conftest.py, which
+other test modules import by that name).
 
-Run with ``pytest -m cluster tests/integration``; where a daemon cannot start the suite is
-skipped with the reason, never passed."""
+The cluster is started once for the whole run and stopped at its end, whichever module asks first.
+Run with ``pytest -m cluster tests/integration``; where a daemon cannot start the suite is skipped
+with the reason, never passed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from cases import HEALTHY
 from cluster import ROOT, Cluster, Unavailable, missing_programs
+from slurm_cases import HEALTHY
+
+_started: dict[str, Cluster | str] = {}  # "cluster": the running cluster, or why it could not start
 
 
-@pytest.fixture(scope="session")
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
     if "cluster" not in (request.config.getoption("-m") or ""):
         pytest.skip("the real-cluster suite runs with -m cluster (it starts Slurm daemons)")
     missing = missing_programs()
     if missing:
         pytest.skip(f"not installed here: {', '.join(missing)} (apt-get install slurmctld slurmd ...)")
-    c = Cluster(tmp_path_factory.mktemp("cluster"))
-    try:
+    if "cluster" not in _started:
+        c = Cluster(tmp_path_factory.mktemp("cluster"))
+        request.config.add_cleanup(c.stop)  # by pid, whatever happened: nothing is left running
         try:
             c.start()
+            _started["cluster"] = c
         except Unavailable as exc:
-            pytest.skip(f"a daemon cannot run on this machine: {exc}")
-        yield c
-    finally:
-        c.stop()  # by pid, whatever happened: nothing is left running
+            _started["cluster"] = f"a daemon cannot run on this machine: {exc}"
+    got = _started["cluster"]
+    if isinstance(got, str):
+        pytest.skip(got)
+    return got
 
 
 @pytest.fixture
@@ -44,7 +51,7 @@ def fresh(cluster: Cluster) -> Iterator[Cluster]:
         cluster.run(["scancel", job], check=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def corrupt(cluster: Cluster) -> str:
     """A recording cut in half: the check's own input is broken (exit 2), not the node."""
     path = cluster.base / "corrupt-recording.json"

@@ -82,7 +82,7 @@ def text_lines(report: JobReport, width: int | None = None) -> list[str]:
     for i, line in enumerate(_text_lines(report)):
         # The verdict, and a finding's message, continue under their own first word.
         hang = 2 if i == 0 else 8 if line[:1].isupper() and line[:8].rstrip().isupper() else None
-        folded += fold(line, width, hang)
+        folded += fold(line.rstrip(), width, hang)
     return folded
 
 

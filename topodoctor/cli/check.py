@@ -88,10 +88,12 @@ def run_check(
 
             doc = report.could_not_check_json(str(exc), exc.exit_code)
             render(lambda: emit_json(doc))
-        after = truncate_middle(outputs.in_line(), LINE_LIMIT // 2) if cli_io.line_mode else ""
-        # The reason gives way to what follows it: the "topodoctor UNKNOWN: ..." line stays within the limit.
-        room = LINE_LIMIT - len("topodoctor UNKNOWN: ") - len(after)
-        fail(truncate(printable(str(exc)), room) + after, exc.exit_code)
+        if cli_io.line_mode:  # what could not be written ends the one line, which stays within its limit
+            after = truncate_middle(outputs.in_line(), LINE_LIMIT // 2)
+            room = LINE_LIMIT - len("topodoctor UNKNOWN: ") - len(after)
+            fail(truncate(printable(str(exc)), room) + after, exc.exit_code)
+        else:
+            fail(str(exc), exc.exit_code)
         return outputs.exit_code(exc.exit_code)
 
     from topodoctor.report import check as report

@@ -56,16 +56,23 @@ WRITERS = {
     "collectives --plot": Writer(lambda f: ["collectives", "--from", COLL, "--plot", f], ".svg", True),
     "collectives --metrics": Writer(lambda f: ["collectives", "--from", COLL, "--metrics", f], ".prom", True),
     "fleet -o": Writer(lambda f: ["fleet", FLEET, "-o", f], ".txt", False),
+    "fleet --heat-strip": Writer(
+        lambda f: ["fleet", FLEET, "--history", HISTORY, "--heat-strip", f, "--heat-figure", "oneway GPU0->GPU1"],
+        ".svg",
+        False,
+    ),
     "nccl-topo -o": Writer(lambda f: ["nccl-topo", "--replay", "h200-x4", "-o", f], ".xml", False),
 }
 # The options that name a file we write, by command; a new one fails the walk below until listed.
-WRITER_OPTIONS = {"--output", "--metrics", "--export-graph", "--draw", "--heatmap", "--plot"}
+WRITER_OPTIONS = {"--output", "--metrics", "--export-graph", "--draw", "--heatmap", "--plot", "--heat-strip"}
 # Writers that write only beside a live GPU (job --live): through Outputs like every writer, and
 # exercised on a GPU host (tests/gpu), not here.
 LIVE_WRITER_OPTIONS = {"--record-live"}
 # Path options that are read (bounded, see fileio.read_bytes), or a directory we create (--log-dir).
 READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results", "paths"}
 READ_OPTIONS |= {"dumps", "--map", "--results", "--ras-file", "--replay-live"}
+READ_OPTIONS |= {"--history"}  # a database: only a regular file is opened (tests/fleet/test_history.py)
+HISTORY = str(Path(tempfile.mkdtemp(prefix="topodoctor-history-")) / "fleet.db")
 
 
 @pytest.fixture(autouse=True)

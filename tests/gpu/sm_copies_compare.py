@@ -142,12 +142,22 @@ def walls(path: Path) -> dict[str, list[float]]:
     return out
 
 
+def medians(paths: list[Path]) -> tuple[dict[str, float], dict[str, float]]:
+    """The median of each timeline mark and of each phase over the results at ``paths``, marks in
+    the order they were reached."""
+    timelines = [(load(p) or {}).get("timeline") or {} for p in paths]
+    timings = [(load(p) or {}).get("timings") or {} for p in paths]
+    marks = {k: statistics.median(t[k] for t in timelines if k in t) for k in {k for t in timelines for k in t}}
+    phases = {k: statistics.median(t[k] for t in timings if k in t) for k in sorted({k for t in timings for k in t})}
+    return dict(sorted(marks.items(), key=lambda kv: kv[1])), phases
+
+
 def main(work: Path) -> int:
     nvb = nvb_tests(load(work / "nvb-ce.json"), load(work / "nvb-sm.json"), load(work / "nvb-lat.json"))
     p2p_text = next(iter(sorted(work.glob("p2p-*.txt"))), None)
     lat = p2p_latency(p2p_text.read_text()) if p2p_text else []
     summary: dict[str, Any] = {"nvbandwidth_tests": sorted(nvb)}
-    for name in ("all", "sm", "sm-after", "sm-u4", "default-1"):
+    for name in ("all", "sm", "sm-after", "sm-u12", "default-1"):
         rows = ratios(load(work / f"{name}.json"), nvb, lat)
         summary[name] = rows
         print(f"== {name}.json: ours / reference per pair")
@@ -168,22 +178,27 @@ def main(work: Path) -> int:
     print("== walls (median of the rounds, seconds)")
     for k, v in sorted(w.items()):
         print(f"  {k:<22} {med[k]:.3f}  runs {', '.join(f'{x:.3f}' for x in v)}")
-    if med.get("p2pBandwidthLatencyTest") and med.get("bandwidth-default"):
-        ratio = med["bandwidth-default"] / med["p2pBandwidthLatencyTest"]
-        summary["default_over_p2p"] = round(ratio, 3)
-        print(f"  bandwidth (default) / p2pBandwidthLatencyTest = {ratio:.2f} x (target <= 1.5 x)")
-    timelines = [(load(p) or {}).get("timeline") or {} for p in sorted(work.glob("default-*.json"))]
-    timings = [(load(p) or {}).get("timings") or {} for p in sorted(work.glob("default-*.json"))]
-    keys = sorted({k for t in timelines for k in t}, key=lambda k: statistics.median(t.get(k, 0) for t in timelines))
-    summary["timeline_median_s"] = {k: statistics.median(t[k] for t in timelines if k in t) for k in keys}
-    summary["timings_median_s"] = {
-        k: statistics.median(t[k] for t in timings if k in t) for k in sorted({k for t in timings for k in t})
-    }
-    print("== the default command's timeline, seconds since its exec (median of the rounds)")
-    for k, v in summary["timeline_median_s"].items():
-        print(f"  {k:<22} {v:.3f}")
-    print("  (the rest of the wall: the result's way back to the command, the rules, the text, the exit)")
-    print("== its phases, seconds (median)", json.dumps(summary["timings_median_s"]))
+    p2p = med.get("p2pBandwidthLatencyTest")
+    commands = (("bandwidth (default)", "bandwidth-default"), ("with the earlier bytecode", "bandwidth-default-srcstd"))
+    for label, key in commands:
+        if p2p and med.get(key):
+            ratio = med[key] / p2p
+            summary[f"{key}_over_p2p"] = round(ratio, 3)
+            rounds = [b / a for a, b in zip(w["p2pBandwidthLatencyTest"], w[key])]  # each round's own pair
+            summary[f"{key}_over_p2p_by_round"] = [round(r, 3) for r in rounds]
+            print(f"  {label} / p2pBandwidthLatencyTest = {ratio:.2f} x (target <= 1.35 x); round by round "
+                  f"{', '.join(f'{r:.2f}' for r in rounds)} (median {statistics.median(rounds):.2f})")  # fmt: skip
+    for prefix, title in (("default", "the default command"), ("srcstd", "the same with the earlier runs' bytecode")):
+        line, phases = medians(sorted(work.glob(f"{prefix}-*.json")))
+        summary[f"{prefix}_timeline_median_s"], summary[f"{prefix}_timings_median_s"] = line, phases
+        print(f"== {title}: its timeline, seconds since its exec (median of the rounds)")
+        for k, v in line.items():
+            print(f"  {k:<22} {v:.3f}")
+        wall = med.get("bandwidth-default" if prefix == "default" else "bandwidth-default-srcstd")
+        if wall and "result_back" in line:
+            print(f"  exit (the wall)        {wall:.3f}: {wall - line['result_back']:.3f} s after the result came back"
+                  " (the rules, the text, the exit)")  # fmt: skip
+        print("== its phases, seconds (median)", json.dumps(phases))
     (work / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0
 

@@ -1,7 +1,8 @@
 """The `bandwidth` pass with the SM modes and the early start, on a stand-in copy timer that logs
 what it is asked: the hello sent before the probe and kept (or the timer started again when the
 GPUs differ), the SM answers mapped to measurements (the chase's nanoseconds as microseconds), SM
-modes a timer cannot run reported as not measured, and the command line read for an early start."""
+modes a timer cannot run reported as not measured, and the command line read for an early start
+(the entry point's forked timer end to end: test_forked_timer.py)."""
 
 from __future__ import annotations
 
@@ -185,27 +186,6 @@ def test_which_command_lines_start_the_timer_early(args: list[str], modes: list[
 
 def test_the_scope_variables_are_the_scope_s() -> None:
     assert early_copies.SCOPE_VARIABLES == SOURCES
-
-
-@pytest.mark.slow  # subprocesses (or the PTX simulator) for 0.3 s or more
-def test_the_command_line_timer_is_adopted_by_the_probe_child(
-    timer: tuple[list[str], Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`bandwidth` end to end: the entry point's timer, told every GPU at once, measures the pass in the
-    probe's child (forked after it), and the matrices, the verdict and the timeline come back."""
-    cmd, log = timer
-    monkeypatch.setattr(worker_module, "default_worker_cmd", lambda: cmd)
-    early_copies.start_early_timer(["-m", "sm", "-f", "json"])
-    assert early_copies._early is not None and early_copies._early.sent is not None
-    code = main(["bandwidth", "--replay", "h100-x2", "-m", "sm", "-f", "json", "--timeout", "60"])
-    doc = json.loads(capsys.readouterr().out)
-    assert code == 0 and doc["findings"] == [] and early_copies._early is None
-    assert doc["matrices"]["sm_oneway"] == [[None, 376.1], [376.1, None]]
-    assert (
-        doc["matrices"]["sm_latency"][0][1] == pytest.approx(0.829) and doc["matrices"]["units"]["sm_latency"] == "us"
-    )
-    hellos = [t for t in _tasks(log) if t["op"] == "hello"]
-    assert len(hellos) == 1 and hellos[0]["visible"] is None  # the early hello, kept
 
 
 def test_a_pass_whose_every_copy_could_not_run_is_could_not_check(

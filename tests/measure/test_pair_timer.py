@@ -65,9 +65,9 @@ def test_the_modules_assemble_where_ptxas_is(tmp_path: Any) -> None:
         assert done.returncode == 0, name
 
 
-def test_peer_copies_use_nvbandwidth_s_shape() -> None:
+def test_peer_copies_use_nvbandwidth_s_grid_with_four_loads_in_flight() -> None:
     k = copy_kernels.PEER
-    assert (k.style, k.unroll, k.threads, k.blocks_per_sm, k.element_bytes) == ("stride", 12, 512, 1, 16)
+    assert (k.style, k.unroll, k.threads, k.blocks_per_sm, k.element_bytes) == ("stride", 4, 512, 1, 16)
     assert copy_kernels.geometry(k, 1 << 24, 132) == copy_kernels.Geometry(132, 512, True)
 
 
@@ -116,7 +116,7 @@ SIZE = 300_000 // 16 * 16
 def test_hello_loads_the_kernels_and_says_when_cuda_was_ready(monkeypatch: pytest.MonkeyPatch) -> None:
     t = _start(monkeypatch)
     answer = t.answer  # type: ignore[attr-defined]
-    assert answer["kernels_missing"] is None and "stride-u12-t512-b1" in answer["method"]
+    assert answer["kernels_missing"] is None and "stride-u4-t512-b1" in answer["method"]
     assert answer["clock"]["ready"] > 0 and "kernels_jit" in answer["timings"]
     assert set(t.same) == {0, 1}
 
@@ -177,8 +177,8 @@ def test_without_the_jit_the_copy_engine_still_measures(monkeypatch: pytest.Monk
 
 
 def test_another_kernel_can_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    t = _start(monkeypatch, copy_kernel="stride-u4")
-    assert t.copy_kernel == copy_kernels.STRIDE and "stride-u4-t512-b1" in t.answer["method"]  # type: ignore[attr-defined]
+    t = _start(monkeypatch, copy_kernel="stride-u12")
+    assert t.copy_kernel.unroll == 12 and "stride-u12-t512-b1" in t.answer["method"]  # type: ignore[attr-defined]
 
 
 # ---- the plan

@@ -63,7 +63,14 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
     ),
     Case("TD618", True, "h200-x4", "NCCL_NVLS_ENABLE=0 on 4 GPUs", env={"NCCL_NVLS_ENABLE": "0"}),
     Case("TD618", True, "hgx-8gpu-2socket", "NCCL_NVLS_ENABLE=0 on 8 GPUs", env={"NCCL_NVLS_ENABLE": "0"}),
-    Case("TD618", False, "h200-x2", "NCCL_NVLS_ENABLE=0 on 2 GPUs (NVLS moves more)", env={"NCCL_NVLS_ENABLE": "0"}),
+    Case(
+        "TD618",
+        False,
+        "h200-x2",
+        "NCCL_NVLS_ENABLE=0 on 2 GPUs (NVLS would add nothing: quiet)",
+        env={"NCCL_NVLS_ENABLE": "0"},
+    ),
+    Case("TD618", False, "h200-x4", "NCCL_NVLS_ENABLE=1", env={"NCCL_NVLS_ENABLE": "1"}),
     Case("TD618", False, "h100-x1", "NCCL_NVLS_ENABLE=0 without NVSwitch", env={"NCCL_NVLS_ENABLE": "0"}),
     Case(
         "TD619",

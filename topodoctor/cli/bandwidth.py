@@ -49,7 +49,9 @@ def bandwidth(
     devices: Annotated[str | None, typer.Option("--devices", metavar="LIST", help="NVML indices, e.g. 0,1.")] = None,
     sm_kernel: Annotated[
         str | None,
-        typer.Option("--sm-kernel", metavar="NAME", help="The SM copies' kernel (default nvbandwidth's: stride-u12)."),
+        typer.Option(
+            "--sm-kernel", metavar="NAME", help="The SM copies' kernel (default stride-u4; nvbandwidth's: stride-u12)."
+        ),
     ] = None,
     pair_timeout: Annotated[
         float, typer.Option("--pair-timeout", metavar="SECONDS", help="When a copy counts as hung.", min=0.1)
@@ -72,7 +74,6 @@ def bandwidth(
     from topodoctor.cli import pictures as cli_pictures
     from topodoctor.core import fileio
     from topodoctor.model.copies import load_result, result_to_json
-    from topodoctor.report import bandwidth as report
     from topodoctor.service import copies
 
     if heatmap is not None:
@@ -84,10 +85,12 @@ def bandwidth(
     else:
         modes = [m.value for m in mode or []]
         settings = copies.bandwidth_settings(modes, quick, size_mib, iters, samples, devices, pair_timeout, sm_kernel)
-        result = copies.measure(settings, source(replay), budget(timeout), progress=progress_bar())
+        result = copies.measure(settings, source(replay), budget(timeout), progress_bar(), _load_report)
     if output is not None:
         outputs.write(lambda: fileio.write_atomic(output, result_to_json(result), "bandwidth result"))
     findings = copies.bandwidth_findings(result)
+    from topodoctor.report import bandwidth as report  # rich: loaded while the copies ran (_load_report)
+
     if heatmap is not None:
         outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap, findings))
     code = EXIT_UNHEALTHY if failing(findings, severity_to_fail(fail_level, strict)) else 0
@@ -111,6 +114,11 @@ def bandwidth(
         fails = severity_to_fail(fail_level, strict)
         render(lambda: report.print_bandwidth(result, console(), findings, matrix, fail_level=fails))
     raise typer.Exit(outputs.exit_code(code))
+
+
+def _load_report() -> None:
+    """Load the report (and rich) while the probe's child measures, not before it is forked."""
+    import topodoctor.report.bandwidth  # noqa: F401
 
 
 def register(app: typer.Typer) -> None:

@@ -85,8 +85,9 @@ def run_check(
                 render(lambda: sys.stdout.write(text))
         if fmt == "json":  # machines reading stdout get an answer in their format, too
             from topodoctor.report import check as report
+            from topodoctor.service.stamping import stamp_now
 
-            doc = report.could_not_check_json(str(exc), exc.exit_code)
+            doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now(replay is None)}
             render(lambda: emit_json(doc))
         if cli_io.line_mode:  # what could not be written ends the one line, which stays within its limit
             after = truncate_middle(outputs.in_line(), LINE_LIMIT // 2)

@@ -36,7 +36,7 @@ EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {
     "fleet": (
         ("0", "every node healthy"),
         ("1", "a node to drain, or a finding fleet-wide (it drains no node)"),
-        ("2", "usage error, or no readable result among the paths"),
+        ("2", "usage error; no readable result; a history database bad or locked"),
         ("3", "a node or a file could not be judged, and nothing above"),
         _SIGNAL,
     ),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.diagnosis import gpu_state
+from topodoctor.diagnosis import during, gpu_state
 from topodoctor.diagnosis.load import loads
 from topodoctor.diagnosis.nccl_causes import OpRun, failure_candidates, slow_candidates
 from topodoctor.diagnosis.rank import Candidate, best_cause
@@ -64,6 +64,15 @@ def _copies(
     return [Candidate(what, fix, {"pair": [a, b], "copy_gbps": round(got, 1), "nominal_gbps": nominal}, expected)], []
 
 
+def _unsampled(res: CollectivesResult) -> str:
+    """Why a run carries no samples of NVML."""
+    if res.source == "nccl-tests":
+        return "nccl-tests' result"
+    if res.backend != "nccl":
+        return f"a {res.backend} run"
+    return during.OLDER
+
+
 def _choice(res: CollectivesResult, op: str, size: int, settings_found: bool) -> list[Candidate]:
     """NCCL's own choice for the call, where its TUNING log says it: a protocol other than Simple for a
     large message, with no setting to explain it, points at a tuner plugin or a config file."""
@@ -113,7 +122,8 @@ def _slow(
     g = _Gather()
     reference, snap, gpus = run.model, run.snap, run.gpus
     g.add(slow_candidates(settings(res), run))
-    g.add(gpu_state.foreign_load(loads(snap, res.activity), gpus, reference))
+    g.add(gpu_state.foreign_load(loads(snap, res.activity, res.during), gpus, reference))
+    g.add(during.sampled(res.during, gpus, _unsampled(res)))
     g.add(gpu_state.links_down(snap, gpus, reference))
     g.add(gpu_state.clocks_held(snap, gpus))
     g.add(_copies(snap, bandwidth, gpus, reference))
@@ -139,7 +149,8 @@ def _slow(
 def _slow_rank(sym: CollectiveSymptom, run: OpRun, res: CollectivesResult, focus: tuple[int, ...], fix: str) -> Cause:
     """A rank slower than the others: its GPU's state and load, its pace (1 / its time ratio) against 1."""
     g = _Gather()
-    g.add(gpu_state.foreign_load(loads(run.snap, res.activity), focus, 1.0))
+    g.add(gpu_state.foreign_load(loads(run.snap, res.activity, res.during), focus, 1.0))
+    g.add(during.sampled(res.during, focus, _unsampled(res)))
     g.add(gpu_state.links_down(run.snap, focus, 1.0))
     g.add(gpu_state.clocks_held(run.snap, focus))
     g.add(gpu_state.memory_faults(run.snap, focus))
@@ -154,8 +165,9 @@ def _failed(sym: CollectiveSymptom, run: OpRun, res: CollectivesResult, gpus: tu
     warnings = res.nccl.warnings if res.nccl is not None else ()
     g.add(failure_candidates(settings(res), run, sym.failure or "error", warnings))
     g.add(gpu_state.lost(run.snap, gpus))
+    g.add(during.sampled(res.during, gpus, _unsampled(res), clocks=False))  # a link that recovered mid-run
     if sym.failure == "oom":
-        held, ruled = gpu_state.foreign_load(loads(run.snap, res.activity), gpus, None)
+        held, ruled = gpu_state.foreign_load(loads(run.snap, res.activity, res.during), gpus, None)
         g.ruled.extend(ruled)
         for c in held:
             what = c.what.replace("another job's process", "another job's process holding memory")

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topodoctor.diagnosis import during as sampled_run
 from topodoctor.diagnosis import gpu_state
 from topodoctor.diagnosis.load import loads
 from topodoctor.diagnosis.rank import Candidate, best_cause
 from topodoctor.model.copies import Activity
+from topodoctor.model.during import RunSampling
 from topodoctor.model.findings import Cause
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.copy_rates import expected_pairs
@@ -41,8 +43,17 @@ def _path(sym: DeviceSymptom, cls: str) -> list[Candidate]:
     return []
 
 
-def device_cause(sym: DeviceSymptom, snap: HostSnapshot, activity: tuple[Activity, ...], fallback_fix: str) -> Cause:
-    """The cause of a copy or per-GPU symptom, ranked from the GPUs' state and their load."""
+def device_cause(
+    sym: DeviceSymptom,
+    snap: HostSnapshot,
+    activity: tuple[Activity, ...],
+    fallback_fix: str,
+    during: RunSampling | None = None,
+    sampled: bool = False,
+) -> Cause:
+    """The cause of a copy or per-GPU symptom, ranked from the GPUs' state and their load; with
+    ``sampled`` (a measurement that is watched while it runs, the copies), from what NVML showed
+    while it ran too, or the note that it was not sampled."""
     gpus = tuple(i for i in (sym.src, sym.dst) if i is not None and i >= 0)
     ref = sym.reference
     cands: list[Candidate] = []
@@ -52,7 +63,9 @@ def device_cause(sym: DeviceSymptom, snap: HostSnapshot, activity: tuple[Activit
         cands.extend(got[0])
         ruled.extend(got[1])
 
-    add(gpu_state.foreign_load(loads(snap, activity), gpus, ref))
+    add(gpu_state.foreign_load(loads(snap, activity, during), gpus, ref))
+    if sampled:
+        add(sampled_run.sampled(during, gpus))
     add(gpu_state.clocks_held(snap, gpus, memory=sym.kind == "memory", reference=ref))
     if sym.kind == "copy":
         pair = sym.dst is not None and sym.dst >= 0 and sym.src >= 0

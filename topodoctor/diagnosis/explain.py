@@ -81,7 +81,6 @@ def _device(f: Finding, kind: SymptomKind, case: Case) -> Cause | None:
             dst = -1
         measured = ev.get("gbps")
         reference = ev.get("peer_median_gbps") or ev.get("nominal_gbps") or ev.get("link_gbps")
-        activity = case.bandwidth.activity
         modes: dict[Any, Mode] = {
             "bidir": "bidir",
             "h2d": "h2d",
@@ -94,14 +93,14 @@ def _device(f: Finding, kind: SymptomKind, case: Case) -> Cause | None:
         copy = case.bandwidth.find(mode, *ends)
         path, nvlink = (copy.path, copy.nvlink_bytes) if copy is not None else (None, None)
         sym = DeviceSymptom("copy", src, dst, measured, reference, path, nvlink)
-    else:
-        if case.fitness is None:
-            return None
-        measured = ev.get("traffic_gbps", ev.get("gbps", ev.get("tflops")))
-        reference = ev.get("peak_gbps") or ev.get("peer_median_gbps") or ev.get("peer_median_tflops")
-        activity = case.fitness.activity
-        sym = DeviceSymptom("memory" if kind == "memory-low" else "compute", src, None, measured, reference)
-    return device_cause(sym, case.snap, activity, f.fix)
+        return device_cause(sym, case.snap, case.bandwidth.activity, f.fix, case.bandwidth.during, sampled=True)
+    if case.fitness is None:
+        return None
+    measured = ev.get("traffic_gbps", ev.get("gbps", ev.get("tflops")))
+    reference = ev.get("peak_gbps") or ev.get("peer_median_gbps") or ev.get("peer_median_tflops")
+    sym = DeviceSymptom("memory" if kind == "memory-low" else "compute", src, None, measured, reference)
+    # the memory figures are sampled while the kernels run; compute comes from the GEMM stress's own samples
+    return device_cause(sym, case.snap, case.fitness.activity, f.fix, case.fitness.during, kind == "memory-low")
 
 
 def cause_of(f: Finding, case: Case) -> Cause | None:

@@ -8,9 +8,10 @@ figure they leave, where that can be told) and what it ruled out. Reads the snap
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from topodoctor.core.text import plural
-from topodoctor.diagnosis.load import Load
+from topodoctor.diagnosis.load import Foreign, Load
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.model.fitness import reason_names
 from topodoctor.model.snapshot import Gpu, HostSnapshot, RemappedRows
@@ -46,9 +47,7 @@ def foreign_load(loads: dict[int, Load], indices: Iterable[int], reference: floa
     evidence = {
         "gpu": worst.index,
         "utilization_pct": worst.utilization_pct,
-        "processes": [
-            {"pid": f.pid, "uid": f.uid, "command": f.command, "memory_bytes": f.memory_bytes} for f in worst.foreign
-        ],
+        "processes": [_process(f) for f in worst.foreign],
     }
     pids = " ".join(str(f.pid) for f in worst.foreign) or "(see nvidia-smi)"
     fix = (
@@ -58,6 +57,13 @@ def foreign_load(loads: dict[int, Load], indices: Iterable[int], reference: floa
     what = f"another job's process on {worst.describe()}"
     share = 1.0 / (1 + k) if k else None
     return [Candidate(what, fix, evidence, _scaled(reference, share), direct=named)], []
+
+
+def _process(f: Foreign) -> dict[str, Any]:
+    out: dict[str, Any] = {"pid": f.pid, "uid": f.uid, "command": f.command, "memory_bytes": f.memory_bytes}
+    if f.seen is not None:  # seen by the samples during the run only
+        out.update(first_s=f.seen.first_s, last_s=f.seen.last_s, run_s=f.run_s, sm_util_pct=f.seen.sm_util_pct)
+    return out
 
 
 def links_down(snap: HostSnapshot, indices: Iterable[int], reference: float | None) -> Found:

@@ -22,6 +22,7 @@ from topodoctor.job.ras import RasReport
 from topodoctor.job.stragglers import Lateness, lateness
 from topodoctor.model.activity import ActivitySample
 from topodoctor.model.findings import Severity, failing
+from topodoctor.model.stamp import Stamped
 
 # The order in which findings explain a stall: a program bug first (it causes the rest), then
 # the rank its peers wait for, then what others saw of it.
@@ -63,7 +64,7 @@ class JobInput:
 
 
 @dataclass(frozen=True)
-class JobReport:
+class JobReport(Stamped):
     """The verdict, with what it rests on."""
 
     findings: tuple[Finding, ...]

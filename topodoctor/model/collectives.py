@@ -15,8 +15,10 @@ from topodoctor.core import codec, fileio
 from topodoctor.core.errors import InputError
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
 from topodoctor.model.copies import Activity
+from topodoctor.model.during import RunSampling
 from topodoctor.model.pairwise import NodeVerdict, PairOutcome, Round
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.stamp import Stamped
 
 COLLECTIVES_SCHEMA_VERSION = 1
 FailureKind = Literal["hang", "error", "oom", "died", "join"]
@@ -164,7 +166,7 @@ class PairwiseReport:
 
 
 @dataclass(frozen=True)
-class CollectivesResult:
+class CollectivesResult(Stamped):
     """What a collectives run measured (ours or nccl-tests'): the ranks, the rows, what failed."""
 
     kind: Literal["collectives"]
@@ -186,6 +188,7 @@ class CollectivesResult:
     snapshot: HostSnapshot | None = None  # the host as probed: --from needs no GPU
     spans: tuple[SpanRows, ...] = ()  # intra- and inter-node figures of a world that spans nodes
     pairwise: PairwiseReport | None = None
+    during: RunSampling | None = None  # NVML while the ranks ran; None: not sampled (older results, nccl-tests)
 
     @property
     def nodes(self) -> tuple[str, ...]:

@@ -19,7 +19,9 @@ from typing import Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.core.stats import median
+from topodoctor.model.during import RunSampling
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.stamp import Stamped
 
 BANDWIDTH_SCHEMA_VERSION = 1
 
@@ -92,7 +94,7 @@ class Activity:
 
 
 @dataclass(frozen=True)
-class BandwidthResult:
+class BandwidthResult(Stamped):
     """What one run of the copy tester measured, with the settings, timings and the snapshot it ran on."""
 
     kind: Literal["bandwidth"]
@@ -114,6 +116,7 @@ class BandwidthResult:
     # when each step of the command was reached, seconds since its exec (where known): the
     # copy timer spawned and its CUDA ready, the probe done, the copies done
     timeline: dict[str, float] = field(default_factory=dict)
+    during: RunSampling | None = None  # NVML while the copies ran; None: not sampled (older results)
 
     def find(self, mode: Mode, src: int, dst: int) -> Measurement | None:
         """The measurement of this mode from ``src`` to ``dst``, or None when it was not taken."""

@@ -43,6 +43,11 @@ class Outcome:
     snapshot: HostSnapshot | None = None  # what was judged (metrics label GPUs from it)
     not_measured: tuple[str, ...] = ()  # measurements asked for that did not happen, with why
     fitness: Any = None  # the fitness pass's result (topodoctor.model.fitness_results), where it ran
+    # When the check began (UTC, ISO 8601) and the node it judged (None for a replay): the fields
+    # every result carries (model/stamp.py); its GPUs and counters are read from ``snapshot`` when
+    # the JSON is written.
+    measured_at: str | None = None
+    node: str | None = None
 
     @property
     def failing(self) -> tuple[Finding, ...]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate, truncate_middle
 from topodoctor.model.findings import finding_json
 from topodoctor.model.outcome import Outcome
+from topodoctor.model.stamp import gpu_ids, readings
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.model.findings import Finding
@@ -110,6 +111,18 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "not_measured": list(outcome.not_measured),
         "findings": [finding_json(f) for f in outcome.findings],
         **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
+        **_stamp(outcome),
+    }
+
+
+def _stamp(outcome: Outcome) -> dict[str, Any]:
+    """measured_at, node, and the GPUs and counters of the judged snapshot (model/stamp.py)."""
+    snap = outcome.snapshot
+    return {
+        "measured_at": outcome.measured_at,
+        "node": outcome.node,
+        "gpu_ids": [asdict(g) for g in gpu_ids(snap)] if snap is not None else [],
+        "counters": [asdict(r) for r in readings(snap)] if snap is not None else [],
     }
 
 

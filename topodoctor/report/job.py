@@ -9,6 +9,7 @@ from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import plural, printable, truncate
 from topodoctor.job.analysis import Finding, GroupState
 from topodoctor.job.verdict import JobReport, hosts_of, where
+from topodoctor.model.stamp import stamp_json
 from topodoctor.report.terminal import fold, text_width
 
 JOB_SCHEMA_VERSION = 1
@@ -162,4 +163,5 @@ def job_json(report: JobReport) -> dict[str, Any]:
         "gpus": to_jsonable(report.gpus),
         "health": to_jsonable(report.health),
         "notes": list(report.notes),
+        **stamp_json(report),
     }

@@ -40,8 +40,10 @@ from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.core.text import label_safe
 from topodoctor.model.collective_rows import columns
 from topodoctor.report.prometheus_fitness import FITNESS_FAMILIES, fitness_series
+from topodoctor.report.prometheus_history import HISTORY_FAMILIES, history_series
 
 if TYPE_CHECKING:
+    from topodoctor.fleet.history import HistoryReport
     from topodoctor.fleet.rollup import FleetReport
     from topodoctor.model.collectives import Row
     from topodoctor.model.findings import Finding
@@ -140,6 +142,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "topodoctor_fleet_unreadable_files": ("Result files the roll-up could not read.", ()),
     **FITNESS_FAMILIES,
+    **HISTORY_FAMILIES,
 }
 # Families whose series count things: two with the same labels add up, where any other
 # family's clash is a bug.
@@ -343,8 +346,14 @@ def collectives_metrics(
     return m.text()
 
 
-def fleet_metrics(report: FleetReport, run_time: float | None = None, exit_code: int | None = None) -> str:
-    """`fleet --format prometheus`: one state series set per node, drains, outlier ratios."""
+def fleet_metrics(
+    report: FleetReport,
+    run_time: float | None = None,
+    exit_code: int | None = None,
+    history: HistoryReport | None = None,
+) -> str:
+    """`fleet --format prometheus`: one state series set per node, drains, outlier ratios; with a
+    history, its findings and drift ratios."""
     m = _Metrics()
     _run(m, Run("fleet", "", "fleet"), run_time, None, report.exit_code if exit_code is None else exit_code)
     states = ("healthy", "slow", "unhealthy", "unknown")
@@ -357,6 +366,8 @@ def fleet_metrics(report: FleetReport, run_time: float | None = None, exit_code:
     for o in report.outliers:
         m.add("topodoctor_fleet_outlier_ratio", o.ratio, Hostname=o.node, source=o.source, figure=o.figure)
     m.add("topodoctor_fleet_unreadable_files", len(report.unreadable))
+    if history is not None:
+        history_series(m.add, history)
     return m.text()
 
 

@@ -43,13 +43,14 @@ def rules_markdown() -> str:
 
 def explain_markdown(code: str) -> str:
     """One rule's documentation, found by code (TD101, any case) or name (nvlink-down); or an
-    explanation `nccl-log` gives (TD040-TD079)."""
+    explanation `nccl-log` gives (TD040-TD079), or a finding of `fleet --history` (TD950-TD956)."""
     r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
     if r is not None:
         return rule_markdown(r)
+    from topodoctor.fleet.codes import explanation_text as history_text
     from topodoctor.nccllog.explain import explanation_text
 
-    doc = explanation_text(code)  # a finding of `nccl-log`, not a check rule
+    doc = explanation_text(code) or history_text(code)  # a finding of `nccl-log` or `fleet --history`
     if doc is None:
         raise InputError(f"no rule {printable(code)!r} (see `topodoctor rules`)")
     return doc

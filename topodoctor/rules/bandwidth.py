@@ -270,10 +270,11 @@ def bw_copy_out_of_memory(ctx: Context) -> Iterator[Issue]:
 
 @rule("TD707", "bw-gpu-busy", "info", needs=("bandwidth",), fix="Measure on idle GPUs for numbers you can compare.")
 def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
-    """A GPU was busy with someone else's work when measuring started: numbers may be low.
+    """A GPU was busy with someone else's work when measuring started or while the copies ran: numbers may be low.
 
     Someone else's: a compute process that is not topodoctor's own, or, where no process shows at
-    all, utilisation of 50 % or more (as TD007); topodoctor's own workers never count.
+    all, utilisation of 50 % or more (as TD007); topodoctor's own workers never count. A process NVML
+    listed only while the copies ran (it is read a few times a second) counts too.
 
     Why it matters: copies share the GPU and its links with the other work, so low figures may be
     the load, not the hardware; findings on this GPU's pairs are less certain.
@@ -281,4 +282,5 @@ def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
     How to fix: measure on idle GPUs for numbers you can compare.
     """
     assert ctx.bandwidth is not None
-    yield from busy_issues(loads(ctx.bandwidth.snapshot or ctx.snap, ctx.bandwidth.activity))
+    bw = ctx.bandwidth
+    yield from busy_issues(loads(bw.snapshot or ctx.snap, bw.activity, bw.during))

@@ -155,12 +155,14 @@ def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
     tags=("prolog", "collectives"),
 )
 def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:
-    """A GPU was busy with someone else's work when the collectives started: numbers may be low.
+    """A GPU was busy with someone else's work when the collectives started or while they ran: numbers may be low.
 
     Someone else's: a compute process that is not topodoctor's own (the check, the ranks and workers
     it starts, its Slurm job), named with its pid, user and command; or, where no process shows at
     all, utilisation of 50 % or more. topodoctor's own workers hold every GPU during a check and the
-    utilisation NVML reports is often theirs, so neither counts.
+    utilisation NVML reports is often theirs, so neither counts. NVML is read a few times a second
+    while the ranks run, so a process that started and ended within the run is named too, with when
+    it was seen.
 
     Why it matters: the collectives share the GPU with the other work, so low figures may be the
     load, not the hardware; the findings on them are less certain.
@@ -170,7 +172,7 @@ def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:
     res = collectives_of(ctx)
     if res is None:
         return
-    yield from busy_issues(loads(res.snapshot or ctx.snap, res.activity))
+    yield from busy_issues(loads(res.snapshot or ctx.snap, res.activity, res.during))
 
 
 def busy_issues(found: dict[int, Load]) -> Iterator[Issue]:
@@ -179,10 +181,11 @@ def busy_issues(found: dict[int, Load]) -> Iterator[Issue]:
         if load.busy:
             yield Issue(
                 f"GPU{i}",
-                f"{load.describe()} when measuring started",
+                load.describe(" when measuring started"),
                 {
                     "utilization_pct": load.utilization_pct,
                     "processes": [f.pid for f in load.foreign],
                     "unlisted_processes": load.unseen,
+                    "seen_during_run": [f.pid for f in load.foreign if f.seen is not None],
                 },
             )

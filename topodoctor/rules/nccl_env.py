@@ -24,8 +24,6 @@ from topodoctor.rules.nccl_vars import (
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.busbw import nvls_all_reduce_busbw, predict
 
-NVLS_WARN_GAIN = 0.10  # all_reduce busbw NVLS would add, as a share of the ring's, from which TD618 warns
-
 
 def setting(ctx: Context, name: str) -> str | None:
     """A variable's value as NCCL would see it (environment over config files), stripped; None if unset."""
@@ -275,43 +273,65 @@ def nccl_unknown(ctx: Context) -> Iterator[Issue]:
 @rule(
     "TD618",
     "nccl-nvls-disabled",
-    "warning",
-    also=("info",),
-    fix="NVLink SHARP (NVLS) speeds up all-reduce on four or more NVSwitch-connected GPUs; leave "
-    "NCCL_NVLS_ENABLE unset unless multicast is off on purpose (shared hosts, known driver issues).",
+    "info",
+    also=("warning",),
+    fix="Nothing, where multicast is off on purpose (shared hosts, known driver issues); else leave "
+    "NCCL_NVLS_ENABLE unset, and write it as a plain 0 where it is meant.",
 )
 def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
-    """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host where NVLS would speed up all_reduce.
+    """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: all_reduce gives up NVLink SHARP.
 
-    NCCL reads words as 0, so ``false`` and ``off`` turn NVLS off too. What it costs is judged from
-    the data NVLS moves: each GPU sends its buffer into the switch and receives every reduced share,
-    S (1 + 1/n) each way against a ring's 2 S (n-1)/n, at NCCL's NVLS efficiency (0.85 on Hopper,
-    topology/busbw.py). On 2 or 3 GPUs that is less than the ring gives, so nothing is lost and
-    nothing is said (NCCL turns NVLS on for 2 GPUs only from 2.28.7, ``transport/nvls.cc``); on 4
-    GPUs it is a few %: information; from a tenth of all_reduce's busbw (8 GPUs: about a third) it
-    is a warning, never a failure (it may be on purpose).
+    Information where NVLS would add something (quiet where it would not), with what it costs: the busbw
+    NVLS would add to all_reduce per the topology's model (topology/busbw.py), from the data NVLS moves:
+    each GPU sends its buffer into the switch and receives every reduced share, S (1 + 1/n) each way
+    against a ring's 2 S (n-1)/n, at NCCL's NVLS efficiency (0.85 on Hopper). On 2 or 3 GPUs that is
+    less than the ring gives (nothing is lost; NCCL turns NVLS on for 2 GPUs only from 2.28.7,
+    ``transport/nvls.cc``), on 4 a few %, on 8 about a third. Many sites and shared hosts turn NVLS off
+    on purpose (multicast objects need the fabric manager and IMEX, and hold GPU memory), so a plain 0
+    is a deliberate setting, never a fault. A warning only where the value is malformed: NCCL reads a
+    word (``false``, ``off``, even ``true``) or a number with trailing text as 0 or as its leading
+    digits, so NVLS may be off (or on) where that was not meant.
 
     Why it matters: NVLink SHARP lets the NVSwitches reduce data themselves; on many GPUs that
-    speeds up all-reduce well beyond what a ring reaches, and turned off, the job gives that up.
+    speeds up all-reduce beyond what a ring reaches, and turned off, the job gives that up.
 
-    How to fix: leave NCCL_NVLS_ENABLE unset unless it is off on purpose (shared hosts, known driver
-    issues).
+    How to fix: nothing, where multicast is off on purpose; else leave NCCL_NVLS_ENABLE unset, and
+    write it as a plain 0 where it is meant.
     """
-    v = int_is(ctx, "NCCL_NVLS_ENABLE", lambda n: n == 0)
+    v = setting(ctx, "NCCL_NVLS_ENABLE")
     if v is None or not ctx.has_nvswitch:
+        return
+    read = read_integer(v)
+    if read.value != 0:
         return
     gpus = tuple(g.index for g in ctx.live_gpus)
     ring = next((p.busbw_gbps for p in predict(ctx.snap, ("all_reduce",), gpus)), None)
     nvls = nvls_all_reduce_busbw(ctx.snap, gpus)
-    if ring is None or nvls is None or nvls <= ring:
+    where = f"NCCL_NVLS_ENABLE={v} on an NVSwitch host of {len(gpus)} GPUs"
+    if ring is None or nvls is None:
+        cost = "what NVLS would add to all_reduce is not modelled here"
+    elif nvls <= ring:
+        cost = f"NVLS would add nothing to all_reduce here (about {nvls:.0f} GB/s busbw, the ring {ring:.0f})"
+    else:
+        adds = f"{nvls:.0f} against {ring:.0f}, +{(nvls - ring) / ring:.0%}"
+        cost = f"all_reduce gives up about {nvls - ring:.0f} GB/s busbw NVLS would add ({adds})"
+    extra: dict[str, Any] = {"gpus": len(gpus)}
+    if ring is not None and nvls is not None:
+        extra.update(ring_gbps=round(ring, 1), nvls_gbps=round(nvls, 1), nvls_adds_gbps=round(max(0.0, nvls - ring), 1))
+    if read.clean:
+        if ring is not None and nvls is not None and nvls <= ring:
+            return  # a deliberate 0 that costs nothing here is not worth a line
+        yield Issue(
+            "env:NCCL_NVLS_ENABLE",
+            f"{where}, a deliberate setting: {cost}",
+            dict(evidence(ctx, "NCCL_NVLS_ENABLE", v), **extra),
+        )
         return
-    gain = (nvls - ring) / ring
     yield Issue(
         "env:NCCL_NVLS_ENABLE",
-        f"NCCL_NVLS_ENABLE={v} on an NVSwitch host of {len(gpus)} GPUs: all_reduce gives up NVLS, "
-        f"about {nvls:.0f} GB/s busbw against the ring's {ring:.0f} (+{gain:.0%})",
-        dict(evidence(ctx, "NCCL_NVLS_ENABLE", v), ring_gbps=round(ring, 1), nvls_gbps=round(nvls, 1), gpus=len(gpus)),
-        severity="warning" if gain >= NVLS_WARN_GAIN else "info",
+        f"{where}: {read.why}; NCCL reads it as 0, which turns NVLS off (if that was meant, write 0): {cost}",
+        dict(evidence(ctx, "NCCL_NVLS_ENABLE", v), malformed=read.why, **extra),
+        severity="warning",
     )
 
 

@@ -8,9 +8,10 @@ Nothing here prints.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, E
 from topodoctor.core.text import plural
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.model.stamp import node_name, utc_iso
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
@@ -110,7 +112,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     judged without it (peers only), a real fault still fails (exit 1), and a host with none
     answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
-    t0 = time.monotonic()
+    t0, started_at = time.monotonic(), time.time()
     budget = budget or Budget.start(options.timeout_s)
     loaded: dict[str, Any] = {}
     unusable: list[str] = []
@@ -164,9 +166,13 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     # measurement that was asked for and did not happen is "could not check", never a pass.
     # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
     code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if unusable else EXIT_OK
-    return Outcome(
+    outcome = Outcome(
         findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
     )
+    # A replay names no node: no node measured it (its host is the recording's).
+    node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
+    when = utc_iso(started_at)
+    return replace(outcome, measured_at=when, node=node)
 
 
 def gone_from_job(where: Scope, gpus: int) -> tuple[str, ...]:

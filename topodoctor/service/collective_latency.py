@@ -3,6 +3,7 @@ can take between this node's GPUs, one rank per GPU spawned under the command's 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from topodoctor.core.budget import Budget
@@ -12,6 +13,7 @@ from topodoctor.model.collective_latency import LatencyPlan, LatencyResult
 from topodoctor.model.collective_ops import OPS, human_size, parse_sizes
 from topodoctor.service.collective_runs import CollectivesRun, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus
+from topodoctor.service.stamping import stamp
 
 # The paths a failure of which is the host's, not an optional library's: NCCL itself.
 GATING = ("nccl_eager", "nccl_graph")
@@ -54,6 +56,7 @@ def run_latency(run: CollectivesRun, lplan: LatencyPlan, budget: Budget) -> Late
     if not run.spawn and from_env() is not None:
         raise InputError("--latency times this node's GPUs with ranks it starts itself: run it without torchrun / srun")
     gpu = run.plan.backend == "nccl"
+    started_at = time.time()
     snap = _snapshot(run.source, budget, gpu and run.nprocs is None)
     n = run.nprocs or (visible_gpus(snap) if gpu else 2)
     if run.nprocs == 1:
@@ -70,6 +73,7 @@ def run_latency(run: CollectivesRun, lplan: LatencyPlan, budget: Budget) -> Late
         log_dir=str(_made(run.log_dir)) if run.log_dir else None,
         progress=run.progress,
     )
+    res = stamp(res, snap, started_at)
     bad = bool(res.failures) or any(c.status == "failed" and c.path in GATING for c in res.cells)
     return LatencyOutcome(res, EXIT_UNHEALTHY if bad else EXIT_OK)
 

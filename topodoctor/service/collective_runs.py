@@ -4,6 +4,7 @@ the probe forked and killable like check's), ending in one outcome with its exit
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,8 +20,10 @@ from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.findings import Finding, Severity, failing
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.during import watch
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
+from topodoctor.service.stamping import stamp
 
 
 class RankDone(TopodoctorError):
@@ -105,6 +108,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
         res = merge([load_result(p) for p in run.from_files])
         snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
     else:
+        started_at = time.time()
         nodes = run.nodes or node_settings(False, None, "64M", 0.1, 20.0, None)
         world = None if run.spawn else from_env()
         check_launch(world, nodes)
@@ -115,6 +119,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
             res, snap = joined
         else:
             res, snap = _spawn(run, budget)
+        res = stamp(res, snap, started_at)
     findings = tuple(judge(res, snap, bw, run.expect_busbw))
     code = EXIT_UNHEALTHY if failing(findings, run.fail_level) else EXIT_OK
     return CollectivesOutcome(res, snap, findings, code)
@@ -146,21 +151,24 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
     if gpu and n < 2:
         raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
     acts: tuple[Any, ...] = ()
+    nvml = None
     if gpu and run.source.live and snap is not None:
         from topodoctor.probe.sources import live_nvml
 
-        acts = gpu_activity(snap, live_nvml())
-    res = measure(
-        plan,
-        n,
-        snapshot=snap,
-        activity=acts,
-        deadline=_deadline(budget),
-        start_timeout_s=run.start_timeout_s,
-        progress=run.progress,
-        log_dir=str(_made(run.log_dir)) if run.log_dir else None,
-    )
-    return res, snap
+        nvml = live_nvml()
+        acts = gpu_activity(snap, nvml)
+    with watch(nvml, snap) as during:  # NVML on a thread while the ranks run
+        res = measure(
+            plan,
+            n,
+            snapshot=snap,
+            activity=acts,
+            deadline=_deadline(budget),
+            start_timeout_s=run.start_timeout_s,
+            progress=run.progress,
+            log_dir=str(_made(run.log_dir)) if run.log_dir else None,
+        )
+    return during.attach(res), snap
 
 
 def _join(

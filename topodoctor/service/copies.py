@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.budget import Budget
+from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import InputError
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
@@ -17,24 +19,30 @@ if TYPE_CHECKING:
     from topodoctor.model.findings import Finding
 
 
-def _starter(unscoped: bool, peers: bool = True, sm_kernel: str | None = None) -> Callable[[float], Any]:
+def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Callable[[float], Any]:
     """What starts the copy timer before the probe, so that its start overlaps it: the one the
     command's entry point started (service/early_copies.py), else a new one, told at once to open
-    every GPU where nothing narrows them (``unscoped``, and no job variable names GPUs)."""
+    every GPU where nothing narrows them (``unscoped``, and no job variable names GPUs). A timer
+    so told is also asked to make the pass's buffers while the probe runs (``prepare``) for the
+    ``chosen`` settings (None: the quick pass's)."""
 
     def start(deadline: float) -> Any:
         import os
 
+        from topodoctor.measure.copies.tasks import Settings
         from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
         from topodoctor.service import early_copies
 
+        settings = chosen or Settings.quick()
+
         worker = early_copies.adopt()
         if worker is None:
-            worker = Worker(default_worker_cmd(), START_TIMEOUT_S, extra=hello_extra(sm_kernel))
+            worker = Worker(default_worker_cmd(), START_TIMEOUT_S, extra=hello_extra(settings.sm_kernel))
             worker.peers = peers
             worker.spawn()
             if unscoped and not any(name in os.environ for name in early_copies.SCOPE_VARIABLES):
                 worker.hello_now()
+        worker.prepare_now(settings.ahead())
         return worker
 
     return start
@@ -60,7 +68,7 @@ def bandwidth_pass(scope: str = "auto") -> Pass:
         nvml = live_nvml() if source.live else None
         return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where)
 
-    return Pass("bandwidth", copies, BandwidthResult, _starter(scope != "job"), _stop_worker)
+    return Pass("bandwidth", copies, BandwidthResult, _starter(None, scope != "job"), _stop_worker)
 
 
 def measure(
@@ -68,36 +76,60 @@ def measure(
     source: Source,
     budget: Budget,
     progress: Callable[[int, int, str], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> BandwidthResult:
-    """``topodoctor bandwidth``: the copy timer starts first (torch's start-up overlaps the
-    probe), then the probe, then the copies; all in the budgeted child."""
+    """``topodoctor bandwidth``: the copy timer starts first (its CUDA start overlaps the probe),
+    then the probe, then the copies; all in the budgeted child. ``meanwhile`` is the caller's own
+    work while the child runs (loading what renders the result), after the rules' loading."""
     from topodoctor.model.copies import BandwidthResult
+
+    warm: list[Any] = []  # the live readings' binding, made while the probe runs (in the child)
 
     def timed(snap: HostSnapshot, src: Source, deadline: float, worker: Any) -> BandwidthResult:
         from topodoctor.measure.copies.session import run
         from topodoctor.probe.sources import live_nvml
 
-        return run(
-            snap,
-            settings,
-            nvml=live_nvml() if src.live else None,
-            worker=worker,
-            deadline=deadline,
-            progress=progress,
-        )
+        nvml = warm[0].api() if warm else live_nvml() if src.live else None
+        result = run(snap, settings, nvml=nvml, worker=worker, deadline=deadline, progress=progress)
+        return _marked(result, "nvml_readings_ready", warm[0].ready_at if warm else 0.0)
 
     from topodoctor.model.copies import PAIR_MODES
     from topodoctor.service import early_copies
 
     peers = any(m in PAIR_MODES for m in settings.modes)
-    start = _starter(settings.devices is None, peers, settings.sm_kernel)
-    copies = Pass("bandwidth", timed, BandwidthResult, start, _stop_worker)
+    start = _starter(settings, settings.devices is None, peers)
+
+    def begin(deadline: float) -> Any:
+        worker = start(deadline)
+        if source.live:  # after the timer's spawn: no process is forked here once a thread runs
+            from topodoctor.probe.counters import WarmReadings
+            from topodoctor.probe.sources import live_nvml
+
+            warm.append(WarmReadings(live_nvml))
+        return worker
+
+    def ready() -> None:
+        # What follows the answer: the rules bandwidth_findings runs, loaded while the child measures.
+        import topodoctor.rules  # noqa: F401
+
+        if meanwhile is not None:
+            meanwhile()
+
+    copies = Pass("bandwidth", timed, BandwidthResult, begin, _stop_worker)
     try:
-        host = probe(source, budget, (copies,), quiet=progress is None)
+        host = probe(source, budget, (copies,), quiet=progress is None, meanwhile=ready)
     finally:
         early_copies.hand_over()  # the probe's child adopted it (or it is killed at the command's end)
     result: BandwidthResult = host.measured["bandwidth"]
-    return result
+    return _marked(result, "result_back", time.monotonic())
+
+
+def _marked(result: BandwidthResult, step: str, at: float) -> BandwidthResult:
+    """``result`` with ``step`` on its timeline (seconds since the command's exec), where it has one."""
+    start = command_start()
+    if not result.timeline or start is None or at <= 0:
+        return result
+    return replace(result, timeline={**result.timeline, step: round(at - start, 4)})
 
 
 def bandwidth_settings(
@@ -111,8 +143,6 @@ def bandwidth_settings(
     sm_kernel: str | None = None,
 ) -> Settings:
     """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
-    from dataclasses import replace
-
     from topodoctor.measure.copies.session import MiB, Settings
 
     chosen = _devices(devices)

@@ -1,15 +1,20 @@
-"""The copy timer of a ``bandwidth`` command line, started by the console entry point before
+"""The copy timer of a ``bandwidth`` command line, forked by the console entry point before
 anything else loads (cli/__init__.py).
 
-CUDA's start in the timer (the driver, a context per GPU, peer access, the kernels' JIT) took half
-a second on the two-GPU host, and it came after the command's own start-up and the probe. Spawned
-first, and told at once to open every GPU where nothing narrows them (no job variable names GPUs,
-no ``--devices``), it runs beside them. The probe's child, forked later, inherits it and adopts it
-(``adopt``, service/copies.py), then lets it go when the pass is done; the command kills and reaps
-whatever is left at its end (core/budget.py ``end_children``), and the timer dies with the
-command in any case. Only a command line read for sure starts it: a saved result (``--from``),
-a replay, a help request, ``--timeout 0`` (no child at all) or an option read otherwise start
-nothing, and the pass starts its timer as before.
+CUDA's start in the timer (the driver, a context per GPU, peer access, the kernels' JIT) takes
+half a second on the GPU hosts, and a fresh interpreter for the timer a quarter more. Forked from
+the bare entry point (measure/copies/forked.py) and given at once a hello that opens every GPU
+where nothing narrows them (no job variable names GPUs, no ``--devices``), it starts the driver
+while the command is still loading, and runs beside the command's start-up and the probe. The
+probe's child, forked later, inherits it and adopts it (``adopt``, service/copies.py): it asks the
+timer there to make the pass's buffers ahead (``prepare``), then lets it go when the pass is done;
+the command kills and reaps whatever is left at its end (core/budget.py ``end_children``), and the
+timer dies with the command in any case. Only a command line read for sure starts it: a saved
+result (``--from``), a replay, a help request, ``--timeout 0`` (no child at all) or an option read
+otherwise start nothing, and the pass spawns its timer as before.
+
+Before the fork this module loads only what the entry point has loaded already: what loads before
+it is on the timer's path to the driver.
 """
 
 from __future__ import annotations
@@ -56,26 +61,30 @@ def read_modes(args: list[str]) -> list[str] | None:
 
 
 def start_early_timer(args: list[str]) -> None:
-    """Spawn the copy timer for ``bandwidth ARGS`` now, and send its hello where nothing narrows
-    the GPUs; nothing for a command line that may do anything else."""
+    """Fork the copy timer for ``bandwidth ARGS`` now, given its hello where nothing narrows the
+    GPUs; nothing for a command line that may do anything else."""
     global _early
     modes = read_modes(args)
     if modes is None or _early is not None:
         return
-    from topodoctor.core.budget import reap_later
-    from topodoctor.core.errors import BandwidthUnavailable
-    from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
+    # The timer's modules load in the child, after the fork (the entry point's head start).
+    from topodoctor.measure.copies.forked import fork_timer
+    from topodoctor.measure.copies.hello import hello_extra, hello_task
 
-    worker = Worker(default_worker_cmd(), START_TIMEOUT_S, extra=hello_extra())
-    worker.peers = not modes or any(m not in _HOST_ONLY for m in modes)
+    peers = not modes or any(m not in _HOST_ONLY for m in modes)
+    unscoped = not any(name in os.environ for name in SCOPE_VARIABLES)
+    hello = hello_task(None, peers, hello_extra()) if unscoped else None
     try:
-        worker.spawn()
-    except BandwidthUnavailable:
+        proc = fork_timer(hello)
+    except OSError:
         return  # the pass spawns its own and says why it cannot
-    assert worker.proc is not None
-    reap_later(worker.proc.pid)  # killed and reaped at the command's end, whatever happens before
-    if not any(name in os.environ for name in SCOPE_VARIABLES):
-        worker.hello_now()
+    from topodoctor.core.budget import reap_later
+    from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd
+
+    reap_later(proc.pid)  # killed and reaped at the command's end, whatever happens before
+    worker = Worker(default_worker_cmd(), START_TIMEOUT_S, extra=hello_extra())
+    worker.peers = peers
+    worker.took(proc, hello, proc.forked_at)
     _early = worker
 
 
@@ -92,7 +101,7 @@ def hand_over() -> None:
     global _early
     worker, _early = _early, None
     if worker is not None and worker.proc is not None:
-        _handed.append(worker.proc)  # held: a Popen collected while its process runs complains
+        _handed.append(worker.proc)  # held: a process object collected while it runs may complain
         for pipe in (worker.proc.stdin, worker.proc.stdout, worker.proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):

@@ -12,6 +12,7 @@ topology: each side of the fork loads half of what a scan needs, not both the mo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -105,7 +106,14 @@ def _gather(source: Source, passes: Sequence[Pass], deadline: float, nvml: NvmlA
             if ps.stop is not None and ps.name in started:
                 ps.stop(started[ps.name])
         raise
-    measured = {ps.name: ps.run(p.snapshot, source, deadline, started.get(ps.name)) for ps in passes}
+    # Loaded only here: a text scan's parent draws what its child sends and loads no model at all.
+    from topodoctor.service.stamping import stamp
+
+    measured = {}
+    for ps in passes:
+        at = time.time()
+        result = ps.run(p.snapshot, source, deadline, started.get(ps.name))
+        measured[ps.name] = stamp(result, p.snapshot, at, source.live)
     return Host(p.snapshot, p.origin, p.process, measured)
 
 

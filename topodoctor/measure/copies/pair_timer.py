@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import time
 from ctypes import c_uint32, c_uint64, c_void_p
 
 from topodoctor.core.signals import die_with_parent
 from topodoctor.measure.copies import cuda_timer
 from topodoctor.measure.copies.cuda_timer import Gpu, Timer
-from topodoctor.measure.copies.protocol import Answer, Clock, serve_timer
-from topodoctor.measure.copies.worker import PARENT_ENV
+from topodoctor.measure.copies.protocol import PARENT_ENV, Answer, Clock, serve_timer
 from topodoctor.measure.fitness import copy_kernels, ptx
 from topodoctor.measure.fitness.sm_timer import FitnessTimer
 
@@ -33,7 +33,7 @@ SAME_BLOCKS_PER_SM = 4  # enough loads in flight to read both buffers at the mem
 
 
 class PairTimer(FitnessTimer):
-    """The fitness timer with nvbandwidth's kernel for peer copies, optional kernels, and data
+    """The fitness timer with nvbandwidth's grid for peer copies, optional kernels, and data
     checked on the GPU."""
 
     def __init__(self) -> None:
@@ -69,6 +69,60 @@ class PairTimer(FitnessTimer):
     def _load_all(self, g: Gpu) -> None:
         self._load(g)
         self.same[g.ordinal] = self._function(self._module(ptx.same_module()), ptx.SAME)
+        self._device(g, 16, "same-flag")  # the data check's flag, made before any task needs it
+
+    # --- buffers ahead of the tasks
+    def prepare(self, task: Answer) -> Answer:
+        """Make now, while the parent still probes, the buffers and streams the pass's tasks will
+        use (``modes``, ``size`` between GPUs, ``host_size`` to the host): the tasks then find
+        them made. Every GPU at once, one thread each, and the pinned host buffer beside them."""
+        clock = Clock()
+        modes = set(task.get("modes") or ())
+        size, host_size = int(task["size"]), int(task["host_size"])
+        roles = self._roles(modes)
+        host = bool(modes & {"h2d", "d2h"}) and host_size > 0
+        for n in {size if roles else 0, host_size if host else 0} - {0}:
+            self._pattern(n)  # shared by every thread below: made first
+        failed: list[str] = []
+
+        def pinned() -> None:
+            try:
+                self._host(host_size, "io")
+            except Exception as exc:  # raised below, after the GPUs' threads
+                failed.append(f"pinned host memory: {exc}")
+
+        beside = threading.Thread(target=pinned) if host else None
+        if beside is not None:
+            beside.start()
+
+        def one(g: Gpu) -> None:
+            for role in roles:
+                self._device(g, size, role)
+            if host:
+                self._device(g, host_size, "src")
+                self._device(g, host_size, "dst")
+            self._stream(g, 0)
+            if len(self.gpus) > 1:
+                self._stream(g, 1)
+
+        try:
+            self._each(one)
+        finally:
+            if beside is not None:
+                beside.join()
+        if failed:
+            raise RuntimeError(failed[0])
+        clock.lap("allocation")
+        return {"timings": clock.spent, "clock": {"prepared": time.monotonic()}}
+
+    def _roles(self, modes: set[str]) -> list[str]:
+        """The device buffers of ``size`` bytes each GPU holds for ``modes``: a source and a
+        destination for copies between GPUs (the copy engine's and the SM kernels'), and a second
+        destination for the SM copies both ways at once (``dst2``)."""
+        if len(self.gpus) < 2:
+            return []
+        roles = ["src", "dst"] if modes & {"oneway", "bidir", "sm_oneway", "sm_bidir"} else []
+        return [*roles, "dst2"] if "sm_bidir" in modes and self.kernels else roles
 
     # --- the data check, on the GPU
     def _same(self, g: Gpu, dptr: int, size: int) -> bool:
@@ -115,12 +169,22 @@ class PairTimer(FitnessTimer):
         return refused or super().chase(task)
 
 
+OPS = ("p2p", "latency", "host", "sm_copy", "chase", "prepare")
+
+
+def serve_forked(first: Answer | None, began: float) -> None:
+    """A forked timer's work (measure/copies/forked.py, which has set the process up and began to
+    load the timer at ``began``): ``first``, then the tasks on stdin."""
+    cuda_timer.STARTED.update(module=began, imports=time.monotonic())
+    serve_timer(PairTimer, OPS, cuda_timer._error, first)
+
+
 def main() -> None:
-    """The child's entry point: die with whoever spawned it, then serve the tasks on stdin."""
+    """The spawned child's entry point: die with whoever spawned it, then serve the tasks on stdin."""
     parent = os.environ.get(PARENT_ENV, "")
     if parent.isdigit():
         die_with_parent(int(parent))
-    serve_timer(PairTimer, ("p2p", "latency", "host", "sm_copy", "chase"), cuda_timer._error)
+    serve_timer(PairTimer, OPS, cuda_timer._error)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from topodoctor.core.budget import command_start
+from topodoctor.core.budget import command_start, forked_at
 from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.core.text import noun
 from topodoctor.measure.copies.tasks import MiB, Settings, Task, plan_tasks
@@ -32,6 +32,7 @@ from topodoctor.model.copies import (
 )
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.during import watch
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
 __all__ = ["MiB", "Settings", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
@@ -96,7 +97,7 @@ class Timings:
             self.add("worker_imports", clock["imports"] - clock["module"])  # torch, for the torch timer
             # the part of the child's start-up the probe did not hide
             self.add("waiting_for_imports", clock["imports"] - worker.hello_sent_at)
-        for phase, seconds in inner.items():
+        for phase, seconds in [*inner.items(), *(worker.prepared.get("timings") or {}).items()]:
             if isinstance(seconds, (int, float)):
                 self.add(phase, float(seconds))
 
@@ -174,6 +175,8 @@ def run(
     acts = tuple(Activity(i.index, *activity(nvml, i.index)) for i in ids) if nvml else ()
     tasks = plan_tasks(settings, ordinal)
     out: list[Measurement] = []
+    during = watch(nvml, snap, ordinal).start()  # NVML on a thread while the copies run
+    marks = {"copies_started": time.monotonic()}
     try:
         for n, task in enumerate(tasks):
             if deadline is not None and time.monotonic() > deadline:
@@ -199,14 +202,16 @@ def run(
             out += [replace(m, elapsed_s=share) for m in _measurements(task, answer, timeout, moved)]
         if progress:
             progress(len(tasks), len(tasks), "done")
+        marks["tasks_done"] = time.monotonic()
     finally:
+        during.stop()
         t_stop = time.monotonic()
         worker.release()
         timings.add("teardown", time.monotonic() - t_stop)
     timings.add("total_since_spawn", time.monotonic() - (worker.spawned_at or t0))
     if worker.restarts:
         timings.add("restarts", worker.restarts)
-    timeline = _timeline(worker, t0, time.monotonic())
+    timeline = _timeline(worker, t0, time.monotonic(), marks)
     return BandwidthResult(
         kind="bandwidth",
         schema_version=BANDWIDTH_SCHEMA_VERSION,
@@ -230,6 +235,7 @@ def run(
         snapshot=snap,
         timings=timings.rounded(),
         timeline=timeline,
+        during=during.sampling,
     )
 
 
@@ -242,21 +248,26 @@ def _no_sm_kernels(hello: dict[str, Any]) -> str | None:
     return str(missing) if missing else None
 
 
-def _timeline(worker: Worker, probed: float, done: float) -> dict[str, float]:
+def _timeline(worker: Worker, probed: float, done: float, more: dict[str, float]) -> dict[str, float]:
     """When each step was reached, seconds since the command's exec; empty where the command's
     start is unknown (the console entry point marks it). The timer's own clock readings are on
-    the same monotonic clock as ours."""
+    the same monotonic clock as ours; ``more``: the pass's own steps (the first copy, the last)."""
     start = command_start()
     if start is None:
         return {}
-    clock = worker.hello.get("clock") or {}
+    clock = {**(worker.hello.get("clock") or {}), **(worker.prepared.get("clock") or {})}
     marks = {
         "timer_spawned": worker.spawned_at,
         "timer_hello_sent": worker.hello_sent_at,
+        "timer_driver_started": clock.get("driver_start"),  # a forked timer's cuInit, begun before its imports
         "timer_imports_done": clock.get("imports"),
+        "timer_driver_ready": clock.get("driver_ready"),
         "timer_cuda_ready": clock.get("ready"),
+        "timer_prepared": clock.get("prepared"),
+        "probe_forked": forked_at(),
         "probe_done": probed,
         "timer_answered_hello": worker.ready_at,
+        **more,
         "copies_done": done,
     }
     return {k: round(v - start, 4) for k, v in marks.items() if isinstance(v, (int, float)) and v > 0}

@@ -33,7 +33,11 @@ class Settings:
     # under 0.4 % of a sample, and the median of three leaves out the first walk's slower clocks
     latency_accesses: int = 100_000
     latency_samples: int = 3
-    sm_kernel: str | None = None  # the SM copies' kernel (copy_kernels names); None = nvbandwidth's shape
+    sm_kernel: str | None = None  # the SM copies' kernel (copy_kernels names); None = copy_kernels.PEER
+
+    def ahead(self) -> dict[str, Any]:
+        """What the timer makes before the tasks (its ``prepare``): the buffers of these modes and sizes."""
+        return {"modes": list(self.modes), "size": self.size_bytes, "host_size": self.host_size_bytes}
 
     @staticmethod
     def quick(devices: tuple[int, ...] | None = None) -> Settings:

@@ -18,13 +18,47 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, Protocol
 
 from topodoctor.core.errors import BandwidthUnavailable
+from topodoctor.measure.copies.forked import TIMER_ENV
+from topodoctor.measure.copies.hello import hello_extra, hello_task
+from topodoctor.measure.copies.protocol import PARENT_ENV
+
+__all__ = [
+    "PARENT_ENV",
+    "START_TIMEOUT_S",
+    "TimerProc",
+    "Worker",
+    "default_worker_cmd",
+    "hello_extra",
+    "torch_worker_cmd",
+]
 
 START_TIMEOUT_S = 90.0  # a timer's start: the driver, every context, peer access, the kernels' JIT
-PARENT_ENV = "TOPODOCTOR_TIMER_PARENT"  # the pid the child dies with (measure/copies/pair_timer.py reads it)
-_released: list[subprocess.Popen[str]] = []  # killed, not yet reaped: held so that none is collected running
+
+
+class TimerProc(Protocol):
+    """The timer's process as the worker drives it: a spawned ``subprocess.Popen`` or a forked
+    ``forked.TimerProcess``."""
+
+    pid: int
+    returncode: int | Any
+    stdin: IO[str] | None
+    stdout: IO[str] | None
+    stderr: IO[str] | None
+
+    def poll(self) -> int | None:
+        """Its exit status if it has ended, else None."""
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Wait for it to end (``timeout`` seconds at most where the process can say so)."""
+
+    def kill(self) -> None:
+        """SIGKILL it."""
+
+
+_released: list[TimerProc] = []  # killed, not yet reaped: held so that none is collected running
 
 
 @dataclass
@@ -34,7 +68,7 @@ class Worker:
 
     cmd: list[str]
     start_timeout_s: float
-    proc: subprocess.Popen[str] | None = None
+    proc: TimerProc | None = None
     hello: dict[str, Any] = field(default_factory=dict)
     visible: str | None = None  # CUDA_VISIBLE_DEVICES for the child; None = every GPU
     peers: bool = True
@@ -45,6 +79,8 @@ class Worker:
     fallback: list[str] | None = None  # a second timer to try when this one cannot start
     sent: dict[str, Any] | None = None  # the hello already on its way (``hello_now``), not yet answered
     ready_at: float = 0.0  # when the hello's answer came
+    preparing: bool = False  # a ``prepare`` sent after the hello, its answer not read yet
+    prepared: dict[str, Any] = field(default_factory=dict)  # its answer
 
     def __post_init__(self) -> None:
         if self.fallback is None and self.cmd == default_worker_cmd():
@@ -54,7 +90,7 @@ class Worker:
         """Start the child without waiting: its start-up overlaps the probe."""
         if self.proc is not None:
             return
-        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", PYTHONUNBUFFERED="1")
+        env = dict(os.environ, **TIMER_ENV)
         env[PARENT_ENV] = str(os.getpid())
         # The child sets its own CUDA_VISIBLE_DEVICES once told its GPUs; until then it
         # must not inherit one that could mean other GPUs.
@@ -69,8 +105,15 @@ class Worker:
         except OSError as exc:
             raise BandwidthUnavailable(f"cannot start the copy timer: {exc}") from None
 
+    def took(self, proc: TimerProc, hello: dict[str, Any] | None, forked_at: float) -> None:
+        """Drive a timer forked for it at ``forked_at`` (measure/copies/forked.py), which was given
+        ``hello`` at the fork (None: it waits for one)."""
+        self.proc = proc
+        self.spawned_at = self.hello_sent_at = forked_at
+        self.sent = hello
+
     def _hello_task(self) -> dict[str, Any]:
-        return {"op": "hello", "visible": self.visible, "peers": self.peers, **self.extra}
+        return hello_task(self.visible, self.peers, self.extra)
 
     def hello_now(self) -> None:
         """Send the hello now, for the GPUs ``visible`` names, without waiting for its answer."""
@@ -83,6 +126,19 @@ class Worker:
             self.proc.stdin.flush()
         except OSError:
             self.sent = None  # the child is gone: ``start`` finds out and says why
+
+    def prepare_now(self, task: dict[str, Any]) -> None:
+        """Send ``prepare`` (the pass's buffers, made ahead) behind a hello already on its way,
+        without waiting; ``start`` reads its answer after the hello's. Nothing where no hello is
+        on its way: the buffers are then made by the tasks."""
+        if self.sent is None or self.proc is None or self.proc.stdin is None or self.preparing:
+            return
+        try:
+            self.proc.stdin.write(json.dumps(dict(task, op="prepare")) + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            return  # the child is gone: ``start`` finds out and says why
+        self.preparing = True
 
     def start(self) -> None:
         """Start the process (again, after a hang) and wait for its hello; where the driver-API timer
@@ -108,6 +164,13 @@ class Worker:
                 raise BandwidthUnavailable(f"{first} (torch timer: {second})") from None
         self.hello = answer
         self.ready_at = time.monotonic()
+        if self.preparing:
+            self.preparing = False
+            left = self.start_timeout_s - (time.monotonic() - self.hello_sent_at)
+            done = self.answer(max(left, 0.1))
+            if done is None:
+                raise BandwidthUnavailable(f"the copy timer did not start within {self.start_timeout_s:.0f} s")
+            self.prepared = done  # an error here is the tasks' to meet again and report
 
     def _hello(self) -> dict[str, Any]:
         if self.sent is not None:
@@ -171,6 +234,7 @@ class Worker:
             self.proc.wait()
             self.proc = None
         self.sent = None
+        self.preparing = False
 
     def release(self) -> None:
         """Kill the process without waiting for it to end: a CUDA process takes a tenth of a second
@@ -185,13 +249,8 @@ class Worker:
             _released.append(self.proc)
             self.proc = None
         self.sent = None
+        self.preparing = False
         _released[:] = [p for p in _released if p.poll() is None]
-
-
-def hello_extra(sm_kernel: str | None = None) -> dict[str, Any]:
-    """What a hello asks besides the GPUs: the PTX kernels (SM copies, the data checks on the GPU),
-    and the SM copies' kernel where one is named (``copy_kernels`` names)."""
-    return {"kernels": True, **({"copy_kernel": sm_kernel} if sm_kernel else {})}
 
 
 def default_worker_cmd() -> list[str]:

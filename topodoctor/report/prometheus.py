@@ -146,7 +146,14 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 # Families whose series count things: two with the same labels add up, where any other
 # family's clash is a bug.
-COUNTED = frozenset({"topodoctor_finding", "topodoctor_could_not_check", "topodoctor_bandwidth_measurement_failed"})
+COUNTED = frozenset(
+    {
+        "topodoctor_finding",
+        "topodoctor_could_not_check",
+        "topodoctor_bandwidth_measurement_failed",
+        "topodoctor_fleet_history_finding",
+    }
+)
 STATUSES = ("healthy", "unhealthy", "unknown")
 SEVERITIES = ("critical", "error", "warning", "info")
 _SUBJECT_GPU = re.compile(r"^GPU(\d+)\b")

@@ -15,6 +15,7 @@ from conftest import FIXTURES, scenario_path
 from prometheus_client.parser import text_string_to_metric_families
 
 from topodoctor.cli.commands import main
+from topodoctor.core.errors import WriteError
 from topodoctor.model.findings import Finding
 from topodoctor.probe.sources import probe_host
 from topodoctor.report.prometheus import _Metrics, check_metrics
@@ -69,9 +70,10 @@ def _values(text: str) -> dict[Series, float]:
 
 
 def test_a_clash_in_any_other_family_is_a_bug_not_a_file() -> None:
+    """Told as the metrics file not written: the verdict still stands (cli_io.Outputs)."""
     m = _Metrics()
     m.add("topodoctor_gpus", 4, Hostname="h", scope="node")
-    with pytest.raises(ValueError, match="second series"):
+    with pytest.raises(WriteError, match="a second topodoctor_gpus series"):
         m.add("topodoctor_gpus", 4, Hostname="h", scope="node")
     m.add("topodoctor_finding", 1, code="TD301", subject="host")
     m.add("topodoctor_finding", 1, code="TD301", subject="host")  # counted, not repeated

@@ -19,8 +19,8 @@ Conventions, which tests/report/test_prometheus.py holds every family to:
   and only logs the clash); a pair finding is one series per GPU, so a join by ``UUID`` finds it
   from either GPU;
 - one file never holds a series twice: findings that share every label (one rule, two things
-  found on one subject) are one series whose value counts them; any other clash is a bug and
-  raises (promtool does not catch it; node_exporter drops the file's series).
+  found on one subject) are one series whose value counts them; any other clash is a bug, told
+  as the file not written (promtool does not catch it; node_exporter would drop the file's series).
 
 Write the text with ``write_textfile`` (atomic: a collector never reads half a file).
 """
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
+from topodoctor.core.errors import WriteError
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.core.text import label_safe
 from topodoctor.model.collective_rows import columns
@@ -212,7 +213,8 @@ class _Metrics:
         key = tuple(label_safe(labels.get(k, self._every.get(k, ""))) for k in names)
         series = self._values.setdefault(family, {})
         if key in series and family not in COUNTED:
-            raise ValueError(f"{family}: a second series with the labels {dict(zip(names, key))}")
+            # Our bug, told as the file not written (never instead of the verdict, as any failed write).
+            raise WriteError(f"cannot write the metrics: a second {family} series {dict(zip(names, key))} (a bug)")
         series[key] = series.get(key, 0.0) + float(value)
 
     def gpu(self, labels: dict[int, GpuLabels], index: int | None) -> dict[str, str]:

@@ -45,6 +45,9 @@ def fresh(cluster: Cluster) -> Iterator[Cluster]:
     for which in ("prolog", "health", "epilog"):
         cluster.configure(which, TOPODOCTOR_ARGS=HEALTHY)
     cluster.ensure_slurmctld()
+    # A health check still running with the last case's settings would act after the resume: the
+    # second run to end after the change started after it (the lock serialises them).
+    cluster.health_runs(2)
     cluster.resume()
     yield cluster
     for job in cluster.run(["squeue", "-h", "-o", "%i"], check=False).stdout.split():

@@ -43,6 +43,14 @@ class Writer:
     verdict: bool  # the command prints a verdict beside the file, which a failed write must not lose
 
 
+def _history() -> str:
+    """A history database of its own for each run, in a directory anyone may write: the refused
+    cases run with nobody's ids, and what they must meet is the refused output, not the store."""
+    d = Path(tempfile.mkdtemp(prefix="topodoctor-history-"))
+    os.chmod(d, 0o777)
+    return str(d / "fleet.db")
+
+
 WRITERS = {
     "scan --export-graph": Writer(lambda f: ["scan", "--replay", "h200-x4", "--export-graph", f], ".json", True),
     "scan --draw": Writer(lambda f: ["scan", "--replay", "h200-x4", "--draw", f], ".svg", True),
@@ -57,7 +65,7 @@ WRITERS = {
     "collectives --metrics": Writer(lambda f: ["collectives", "--from", COLL, "--metrics", f], ".prom", True),
     "fleet -o": Writer(lambda f: ["fleet", FLEET, "-o", f], ".txt", False),
     "fleet --heat-strip": Writer(
-        lambda f: ["fleet", FLEET, "--history", HISTORY, "--heat-strip", f, "--heat-figure", "oneway GPU0->GPU1"],
+        lambda f: ["fleet", FLEET, "--history", _history(), "--heat-strip", f, "--heat-figure", "oneway GPU0->GPU1"],
         ".svg",
         False,
     ),
@@ -72,7 +80,6 @@ LIVE_WRITER_OPTIONS = {"--record-live"}
 READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results", "paths"}
 READ_OPTIONS |= {"dumps", "--map", "--results", "--ras-file", "--replay-live"}
 READ_OPTIONS |= {"--history"}  # a database: only a regular file is opened (tests/fleet/test_history.py)
-HISTORY = str(Path(tempfile.mkdtemp(prefix="topodoctor-history-")) / "fleet.db")
 
 
 @pytest.fixture(autouse=True)
@@ -416,3 +423,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.skipif(not ROOTED, reason="needs root to take nobody's ids")
+def test_a_history_database_this_user_may_not_reach_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A store in a directory nobody may search: the command says so in one line (exit 2), never
+    an internal error (exit 3), and the store is left as it was."""
+    private = Path(tempfile.mkdtemp(prefix="topodoctor-private-"))
+    db = private / "fleet.db"
+    try:
+        assert run(capsys, ["fleet", FLEET, "--history", str(db)])[0] in (0, 1)  # made by root, judged
+        before = kind(db)
+        with as_nobody():
+            code, _, err = run(capsys, ["fleet", FLEET, "--history", str(db)])
+        assert code == 2 and len(error_lines(err)) == 1 and "Permission denied" in err, err
+        assert kind(db) == before
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

@@ -124,6 +124,7 @@ def _tests() -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow  # about a second of promtool, run where nothing else competes for the CPU
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed (apt-get install prometheus)")
 def test_the_rules_judge_the_generated_history_as_fleet_does(tmp_path: Path) -> None:
     (tmp_path / "rules.yml").write_text(_without_annotations(RULES.read_text()))

@@ -141,7 +141,11 @@ def network_fs(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str | Non
         text = fileio.read_text(mountinfo, "mount table", 4 * fileio.MiB, 2.0)
     except InputError:
         return None
-    where = os.path.realpath(path.parent if not path.is_dir() else path)
+    try:
+        is_dir = path.is_dir()
+    except OSError:  # a directory this user may not search: the store's open says so, in one line
+        is_dir = False
+    where = os.path.realpath(path if is_dir else path.parent)
     best, kind = "", None
     for line in text.splitlines():
         left, _, right = line.partition(" - ")

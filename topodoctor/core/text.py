@@ -114,6 +114,16 @@ def truncate(line: str, limit: int = LINE_LIMIT) -> str:
     return cut.rstrip(" ,;:") + "..."
 
 
+def truncate_middle(text: str, limit: int, keep_head: int = 15) -> str:
+    """``text`` within ``limit`` characters, its middle replaced by "...": for what ends in the
+    part that matters ("; cannot write /a/long/path/file.prom: No space left on device" keeps
+    its start, the file's name and the reason)."""
+    if len(text) <= limit:
+        return text
+    head = min(keep_head, max(0, limit - 3))
+    return text[:head] + "..." + text[len(text) - (limit - head - 3) :]
+
+
 def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:
     """The one line of `check --format line` when the host could not be judged."""
     return truncate(printable(f"topodoctor UNKNOWN: {reason}"), limit)

@@ -85,6 +85,8 @@ class Meta:
     bandwidth_timings: dict[str, float] | None = None  # where the copy pass spent its time, by phase
     scope_kind: str = "node"  # "node" or "job"
     expectations_unused: str | None = None  # why a --expect file could not be used (judged without it)
+    slurm_job: str | None = None  # the Slurm job the check ran for (SLURM_JOB_ID), if any
+    scope_label: str = "node"  # whose check it was, for the metrics: "job" (a job's, whatever it judged) or "node"
 
 
 @dataclass(frozen=True)

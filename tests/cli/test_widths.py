@@ -1,8 +1,6 @@
 """Every command's text at COLUMNS=100, on the bundled recordings and the fixtures: no line, on
 stdout or stderr, is wider than the terminal (the JSON and the one-line formats keep everything).
-
-Cases of commands whose text other work is reshaping are marked xfail with what they wait for;
-the marks go once that work lands. Each case starts a command: the module is left to ``-m slow``."""
+Each case starts a command: the module is left to ``-m slow``."""
 
 from __future__ import annotations
 
@@ -52,20 +50,8 @@ def _cases() -> list[tuple[str, list[str]]]:
     return cases
 
 
-# The cases that are still too wide on this branch, by the branch reshaping their text.
-WAITING = {"fleet-history": {"fleet simulated"}}
-
-
-def _marks(name: str) -> list[pytest.MarkDecorator]:
-    for owner, names in WAITING.items():
-        if name in names or f"{name.split()[0]} *" in names:
-            return [pytest.mark.xfail(reason=f"its text is being reshaped on branch {owner}", strict=False)]
-    return []
-
-
 def _others() -> list[object]:
-    """Commands whose text other work owns: nccl-log (nccllog-real), collectives (small-msg),
-    bandwidth (sm-copies), fleet (fleet-history)."""
+    """The commands read from saved files: nccl-log, collectives, bandwidth, fleet."""
     cases: list[tuple[str, list[str]]] = []
     cases += [(f"nccl-log {d.name}", ["nccl-log", str(d)]) for d in sorted((FIXTURES / "nccl-logs").iterdir())]
     for f in sorted((FIXTURES / "collectives").glob("*/*.json")):
@@ -76,7 +62,7 @@ def _others() -> list[object]:
         if f.name != "index.json":
             cases.append((f"bandwidth {f.stem}", ["bandwidth", "--from", str(f)]))
     cases.append(("fleet simulated", ["fleet", "SIMULATED"]))
-    return [pytest.param(argv, id=name, marks=_marks(name)) for name, argv in cases]
+    return [pytest.param(argv, id=name) for name, argv in cases]
 
 
 def _too_wide(text: str) -> list[str]:

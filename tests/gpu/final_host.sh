@@ -36,7 +36,7 @@ if [ "$part" = a ]; then
   nt sendrecv-graph "$NT/sendrecv_perf" -g 2 -b 1K -e 100K -f 100 -w 5 -n 20 -G 20
   tar czf "$OUT/small.tgz" -C "$W" . ; cp /tmp/sm.log "$OUT/sm.log"
 else
-  say "== the cause engine's runs"; timeout -k 5 260 bash tests/gpu/diagnosis_host.sh 2>&1 | grep -vE "^(total|-rw|drwx)" | cut -c1-260
+  say "== the cause engine's runs"; SETTINGS=${SETTINGS:-1} timeout -k 5 260 bash tests/gpu/diagnosis_host.sh 2>&1 | grep -vE "^(total|-rw|drwx)" | cut -c1-260
   say "== GPU tests"; PYTHONPATH=$PWD timeout -k 5 170 python3 -m pytest -q -p no:cacheprovider -n 0 -m gpu tests/gpu > "$OUT/gpu-tests.log" 2>&1
   tail -8 "$OUT/gpu-tests.log"
   say "== live"

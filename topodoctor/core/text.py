@@ -99,6 +99,14 @@ def printable(value: object) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def human_size(n: int) -> str:
+    """A byte count as nccl-tests and our options write sizes: ``1G``, ``64M``, ``8B``."""
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
+
+
 LINE_LIMIT = 200  # Slurm keeps a drain reason short; the rest is in the JSON
 
 

@@ -31,7 +31,7 @@ from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import probe as probe
 from topodoctor.topology.baseline import load_baseline
 from topodoctor.topology.expect import from_snapshot, load_expectations, with_fitness
-from topodoctor.topology.scope import resolve, within
+from topodoctor.topology.scope import asked_label, resolve, within
 
 if TYPE_CHECKING:
     from topodoctor.model.findings import Finding, Severity
@@ -92,8 +92,6 @@ def job_scope(host: Host, choice: str) -> Scope:
 def unseen_scope(choice: str, environ: Mapping[str, str]) -> str:
     """The metrics' ``scope`` label of a check that never saw the GPUs (it could not check):
     the job's where the check runs for one, as a check that saw them would say."""
-    from topodoctor.topology.scope import asked_label
-
     return asked_label(environ, choice)  # type: ignore[arg-type]
 
 

@@ -135,3 +135,25 @@ def truncate_middle(text: str, limit: int, keep_head: int = 15) -> str:
 def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:
     """The one line of `check --format line` when the host could not be judged."""
     return truncate(printable(f"topodoctor UNKNOWN: {reason}"), limit)
+
+
+# XML text and attribute values, as xml.sax.saxutils writes them: that module imports urllib.request
+# (and with it http.client, email and ssl), 30-40 ms of every start of a command that can draw.
+_XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_XML_ATTR = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
+
+
+def xml_escape(text: str) -> str:
+    """``&``, ``<`` and ``>`` escaped for XML character data."""
+    return text.translate(_XML_TEXT)
+
+
+def xml_quoteattr(text: str) -> str:
+    """An XML attribute value, escaped and quoted: double quotes unless the value holds ``"`` and
+    no ``'`` (then single), ``"`` written as ``&quot;`` where both occur."""
+    value = text.translate(_XML_ATTR)
+    if '"' not in value:
+        return f'"{value}"'
+    if "'" not in value:
+        return f"'{value}'"
+    return '"{}"'.format(value.replace('"', "&quot;"))

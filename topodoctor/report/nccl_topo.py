@@ -22,10 +22,9 @@ writes the same bytes as the live host it was recorded from.
 from __future__ import annotations
 
 from collections import Counter
-from xml.sax.saxutils import quoteattr
 
 from topodoctor.core.pci import short_bus_id
-from topodoctor.core.text import escape_controls
+from topodoctor.core.text import escape_controls, xml_quoteattr
 from topodoctor.model.snapshot import Gpu, HostSnapshot
 from topodoctor.topology.graph import build_graph
 from topodoctor.topology.hostgraph import HostGraph
@@ -48,7 +47,7 @@ class _Xml:
         self.lines: list[str] = []
 
     def open(self, depth: int, tag: str, attrs: list[tuple[str, object]], leaf: bool = False) -> None:
-        text = " ".join(f"{k}={quoteattr(escape_controls(str(v)))}" for k, v in attrs if v is not None)
+        text = " ".join(f"{k}={xml_quoteattr(escape_controls(str(v)))}" for k, v in attrs if v is not None)
         self.lines.append(f"{'  ' * depth}<{tag}{' ' + text if text else ''}{'/' if leaf else ''}>")
 
     def close(self, depth: int, tag: str) -> None:

@@ -7,11 +7,10 @@ PNG rendering of a picture is the same on every machine; see ``render_png``.
 from __future__ import annotations
 
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
 
 from topodoctor.core.errors import InputError
 from topodoctor.core.fileio import write_atomic
-from topodoctor.core.text import escape_controls
+from topodoctor.core.text import escape_controls, xml_escape, xml_quoteattr
 
 FONT = "DejaVu Sans"
 FONT_DIR = Path(__file__).parent / "fonts"
@@ -36,7 +35,7 @@ class Svg:
             if v is None:
                 continue
             value = _num(v) if isinstance(v, float) else escape_controls(str(v))
-            out.append(f"{k.rstrip('_').replace('_', '-')}={quoteattr(value)}")
+            out.append(f"{k.rstrip('_').replace('_', '-')}={xml_quoteattr(value)}")
         return " ".join(out)
 
     def rect(self, x: float, y: float, w: float, h: float, **attrs: object) -> None:
@@ -58,7 +57,7 @@ class Svg:
     def text(self, x: float, y: float, text: str, size: float = 12, **attrs: object) -> None:
         """Add a line of text, escaped, at ``size`` pixels."""
         a = self._attrs({"x": x, "y": y, "font_size": float(size), **attrs})
-        self.parts.append(f"<text {a}>{escape(escape_controls(text))}</text>")
+        self.parts.append(f"<text {a}>{xml_escape(escape_controls(text))}</text>")
 
     def open_group(self, **attrs: object) -> None:
         """Open a group: the shapes until ``close_group`` share its attributes."""
@@ -73,9 +72,9 @@ class Svg:
         w, h = _num(float(self.width)), _num(float(self.height))
         head = (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-            f"font-family={quoteattr(FONT + ', sans-serif')}>"
+            f"font-family={xml_quoteattr(FONT + ', sans-serif')}>"
         )
-        title = f"<title>{escape(escape_controls(self.title))}</title>"
+        title = f"<title>{xml_escape(escape_controls(self.title))}</title>"
         body = [head, title, f'<rect width="{w}" height="{h}" fill="#ffffff"/>']
         return "\n".join([*body, *self.parts, "</svg>"]) + "\n"
 

@@ -54,7 +54,7 @@ def test_a_missing_dependency_is_one_line_and_exit_3(tmp_path: Path) -> None:
     """An install without typer (a broken venv, a bare python3): one line, "could not check", never a
     traceback a prolog would paste into a drain reason."""
     code = (
-        "import sys; sys.modules['typer'] = None; sys.argv = ['topodoctor', 'check', '--level', 'static']\n"
+        "import sys; sys.modules['typer'] = None; sys.argv = ['topodoctor', 'check', '--level', 'static', '--help']\n"
         "from topodoctor import cli\ncli.run()\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=30)
@@ -62,3 +62,7 @@ def test_a_missing_dependency_is_one_line_and_exit_3(tmp_path: Path) -> None:
         out.returncode == 3
         and out.stderr == "topodoctor: error: typer is not installed (pip install topodoctor installs it)\n"
     )
+    # a check whose line the options spec reads in full runs without typer: here, no driver (exit 3)
+    direct = code.replace(", '--help'", "")
+    out = subprocess.run([sys.executable, "-c", direct], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    assert out.returncode == 3 and out.stderr.startswith("topodoctor: error: no NVIDIA driver here"), out.stderr

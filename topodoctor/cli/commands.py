@@ -10,7 +10,6 @@ exit 1 for a failure of topodoctor itself.
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from dataclasses import replace
 from enum import Enum
@@ -25,9 +24,7 @@ from topodoctor.cli.early import line_asked
 from topodoctor.cli.exit_codes import EXITS
 from topodoctor.cli.options import REQUIRED, Opt, build, headings, parsed, plain, specs
 from topodoctor.cli.table import COMMANDS, Command
-from topodoctor.core.budget import end_children
 from topodoctor.core.errors import EXIT_USAGE, InputError
-from topodoctor.service import early
 
 
 class CommandGroup(TyperGroup):
@@ -158,7 +155,11 @@ def typer_command(command: Command) -> Any:
             env = replace(env, line=values["fmt"] == "line")
         options: Any = build(cls, values)
         run = env.reports_errors(command.runner_function())
-        raise typer.Exit(run(options, env))
+        try:
+            code = run(options, env)
+        except cli_io.Exit as exc:  # ours, as click's own: whoever runs the app (a test's runner too) knows it
+            raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(code)
 
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     body.__signature__ = inspect.Signature([context, *params])  # type: ignore[attr-defined]
@@ -215,17 +216,6 @@ def main(argv: list[str] | None = None, env: cli_io.Env | None = None) -> int:
 
 def run() -> None:
     """The commands, once the entry point (cli/start.py) has set up the streams and the early
-    probe. Ends with os._exit once the output is flushed: tearing down the interpreter can cost
-    tenths of a second, past the budget a prolog gave us, and there is nothing left to clean up."""
+    probe; ends the process (cli/start.py ``finish``)."""
     env = cli_io.Env(line=line_asked(sys.argv[1:]))
-    code = main(env=env)
-    early.drop()
-    lost = env.flush()  # the report is out before the world's ending can take this process down
-    end_children()
-    code = code if lost is None else lost
-    if "torch" in sys.modules:  # only a process that imported torch can be a rank of a launcher's world
-        from topodoctor.service.world import leave_world  # a launcher's world: loaded only in a rank
-
-        code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
-        env.flush()
-    os._exit(code)
+    cli_io.finish(env, main(env=env))

@@ -1,11 +1,17 @@
 """The command line read before anything else loads, by its command's options spec: which host
-a ``check`` or ``scan`` will probe (its probe is forked at once), and whether the one-line format
-is asked for (every outcome, a usage error included, is then that line)."""
+a ``check`` or ``scan`` will probe (its probe is forked at once), whether the one-line format
+is asked for (every outcome, a usage error included, is then that line), and the options a
+``check`` or ``scan`` runs with when every word of its line reads cleanly by the spec: such a
+line runs without typer (its import, and click's with it, is a third of a prolog check's start
+before its probe). Any other line, ``--help`` and every mistake included, goes to typer, which
+is built from the same spec and says what is wrong in its words."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from topodoctor.cli.options import EarlyRead, build, early_read
-from topodoctor.cli.table import COMMANDS
+from topodoctor.cli.table import COMMANDS, Command
 from topodoctor.service.passes import Source
 
 
@@ -32,6 +38,22 @@ def early_source(argv: list[str]) -> Source | None:
     options: object = build(command.options_class(), read.values)
     source: Source | None = options.early_source()  # type: ignore[attr-defined]
     return source
+
+
+def direct_options(argv: list[str]) -> tuple[Command, Any, bool] | None:
+    """The command, its options object and whether the one-line format is asked for, when the
+    command line is a ``check`` or ``scan`` (a command whose probe starts early) and every word of
+    it reads cleanly by the spec, values included; else None (typer reads it)."""
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is None or not hasattr(command.options_class(), "early_source"):
+        return None
+    try:
+        read = early_read(argv[1:], command.options_class(), full=True)
+        if not read.clean:
+            return None
+        return command, build(command.options_class(), read.values), read.values.get("fmt") == "line"
+    except Exception:  # a required option missing, a combination the options refuse: typer says it
+        return None
 
 
 def early_timer_modes(argv: list[str]) -> tuple[str, ...] | None:

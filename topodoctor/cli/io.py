@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-import typer
-
 from topodoctor.cli.exit_codes import EXITS as EXITS  # the commands' epilogs, one table
 from topodoctor.core import fileio, signals
+from topodoctor.core.budget import end_children
 from topodoctor.core.errors import (
     EXIT_CANNOT_CHECK,
     OutputLost,
@@ -32,6 +31,7 @@ from topodoctor.core.errors import (
 from topodoctor.core.fileio import dumps_strict
 from topodoctor.core.text import printable, truncate, unknown_line, utf8_safe_doc
 from topodoctor.model.outcome import Judgement, exit_code
+from topodoctor.service import early
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,6 +39,16 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MESSAGE_LIMIT = 400
+
+
+class Exit(Exception):
+    """The end of a command with its exit code, raised through whatever runs it (typer's command
+    or the direct run of cli/start.py); ``run_guarded`` reads it as it reads click's own Exit, by
+    its name and ``exit_code``. Ours: a command run without typer must not import it to end."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.exit_code = code
 
 
 @dataclass
@@ -80,7 +90,7 @@ class Env:
             else:
                 self.stderr.write(f"topodoctor: error: {text}\n")
                 self.stderr.flush()
-        return typer.Exit(code)
+        return Exit(code)
 
     def error_line(self, message: str) -> None:
         """``topodoctor: error: MESSAGE`` on stderr, in every format: for what goes wrong beside a
@@ -118,7 +128,7 @@ class Env:
             self.error_line(str(exc))
         else:
             self.error_line(f"cannot write to standard output: {exc.strerror or type(exc).__name__}")
-        return typer.Exit(EXIT_CANNOT_CHECK)
+        return Exit(EXIT_CANNOT_CHECK)
 
     def reports_errors(self, fn: F) -> F:
         """``fn`` with its TopodoctorError turned into its one line and exit code."""
@@ -239,7 +249,7 @@ def install_signal_handlers() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_app(env: Env, app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
+def run_app(env: Env, app: Any, argv: list[str] | None, usage_code: int) -> int:
     """Run the typer app without click's standalone mode, ``env`` handed to the command (click's
     context object); every ending is an exit code."""
     return run_guarded(env, lambda: app(args=argv, prog_name="topodoctor", standalone_mode=False, obj=env), usage_code)
@@ -335,3 +345,19 @@ def _width(stream: TextIO) -> int | None:
         return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
     except (OSError, ValueError, AttributeError):  # no descriptor (a test's buffer), or not a terminal
         return None
+
+
+def finish(env: Env, code: int) -> None:
+    """End the command with ``code`` once the output is flushed (os._exit: tearing down the
+    interpreter can cost tenths of a second, past the budget a prolog gave us, and there is
+    nothing left to clean up); the early probe and every child are ended first."""
+    early.drop()
+    lost = env.flush()  # the report is out before the world's ending can take this process down
+    end_children()
+    code = code if lost is None else lost
+    if "torch" in sys.modules:  # only a process that imported torch can be a rank of a launcher's world
+        from topodoctor.service.world import leave_world  # a launcher's world: loaded only in a rank
+
+        code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
+        env.flush()
+    os._exit(code)

@@ -145,12 +145,13 @@ class EarlyRead:
     clean: bool
 
 
-def early_read(words: Sequence[str], cls: type) -> EarlyRead:
+def early_read(words: Sequence[str], cls: type, full: bool = False) -> EarlyRead:
     """Read ``words`` (the command's, after its name) by the spec of ``cls``, as typer will: a
     value attached (``--format=json``, ``-fjson``) or following, a flag alone. Options that
     change the probe (``probes``) are read in full, each value as the command reads it; every
     other value is only stepped over, but for the format, which decides whether a usage error
-    is told as the one-line verdict."""
+    is told as the one-line verdict. With ``full``, every value is read (the line the command
+    then runs with, without typer: cli/early.py ``direct_options``)."""
     by_name = {n: (name, opt) for name, opt, _ in specs(cls) for n in opt.names}
     read: dict[str, list[Any]] = {}
     clean = True
@@ -173,7 +174,7 @@ def early_read(words: Sequence[str], cls: type) -> EarlyRead:
         text = attached if attached is not None else next(it, None)
         if text is None:
             return EarlyRead(_settled(read, by_name), False)
-        if opt.probes or name == "fmt":
+        if full or opt.probes or name == "fmt":
             try:
                 value = opt.read(text)
             except (ValueError, InputError):

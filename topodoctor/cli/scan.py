@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from topodoctor.cli import pictures
 from topodoctor.cli.args import ScanArgs
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.core.budget import Budget
@@ -18,6 +17,9 @@ def run_scan(args: ScanArgs, env: Env) -> int:
     reading, so a text scan with no file to write reads the topology alone (half the NVML calls),
     and its child sets the text out: this process only draws it."""
     draw, export_graph = args.draw, args.export_graph
+    if draw is not None or export_graph is not None:
+        # the picture's and the graph file's writers (SVG, PNG, networkx): only when one is asked for
+        from topodoctor.cli import pictures
     if draw is not None:
         pictures.check_picture_path(draw)
     budget = Budget.start(args.timeout)

@@ -1,18 +1,23 @@
 """A command line from its first instruction: the streams made safe, the budget's clock started,
 the signals taken, the command line read by its options spec (cli/options.py ``early_read``)
 and the probe it asks for forked (service/early.py), all before typer and the command load.
-Then the command runs (cli/commands.py)."""
+Then the command runs: a ``check`` or ``scan`` whose every word the spec reads runs with that
+options object at once (cli/early.py ``direct_options``), anything else through typer's app
+(cli/commands.py), which is built from the same spec."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
+from typing import Any
 
-from topodoctor.cli.early import early_source, early_timer_modes, line_asked
+from topodoctor.cli import io as cli_io
+from topodoctor.cli.early import direct_options, early_source, early_timer_modes, line_asked
+from topodoctor.cli.table import Command
 from topodoctor.core import signals
 from topodoctor.core.budget import end_children, mark_command_start
-from topodoctor.core.errors import Terminated
+from topodoctor.core.errors import EXIT_USAGE, Terminated
 from topodoctor.core.stdio import prepare_stdio
 from topodoctor.service import early
 
@@ -29,6 +34,9 @@ def start(argv: list[str]) -> None:
 
             start_early_timer(modes)
         early.start(early_source(argv))
+        direct = direct_options(argv)
+        if direct is not None:
+            run_direct(*direct)
         from topodoctor.cli.commands import run  # typer and the app: loaded after the probe's fork
 
         run()
@@ -43,6 +51,16 @@ def start(argv: list[str]) -> None:
             f"topodoctor: error: {exc.name or 'a dependency'} is not installed (pip install topodoctor installs it)\n"
         )
         os._exit(3)
+
+
+def run_direct(command: Command, options: Any, line: bool) -> None:
+    """Run ``command`` with its options object as its typer command would (the same runner, the
+    same endings: cli/commands.py ``typer_command``), without loading typer; ends the process."""
+    env = cli_io.Env(line=line)
+    run = env.reports_errors(command.runner_function())
+    with cli_io.install_signal_handlers():
+        code = cli_io.run_guarded(env, lambda: run(options, env), EXIT_USAGE)
+    cli_io.finish(env, code)
 
 
 def _stopped(name: str, code: int, argv: list[str]) -> None:

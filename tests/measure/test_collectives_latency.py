@@ -155,6 +155,19 @@ def test_end_to_end_on_gloo() -> None:
 
 
 @pytest.mark.slow
+def test_ranks_past_the_pair_line_up_with_it() -> None:
+    """Four ranks: p2p runs between ranks 0 and 1 while ranks 2 and 3 idle, and every rank still
+    joins the world's line-up before each checked round trip (a hang on a 4-GPU host before)."""
+    pytest.importorskip("torch")
+    r = _cli("--iters", "2", "--nprocs", "4", "--op", "sendrecv", "--size", "1K", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    eager = next(c for c in doc["cells"] if c["op"] == "p2p" and c["path"] == "nccl_eager")
+    assert doc["world_size"] == 4 and not doc["failures"]
+    assert eager["status"] == "ok" and eager["wrong"] == 0 and eager["time_us"] > 0, eager
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "env", "says"),
     [

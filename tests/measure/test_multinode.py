@@ -128,6 +128,39 @@ def test_two_torchrun_launches_form_one_world_of_two_nodes(tmp_path: Path) -> No
     assert [(s["scope"], sorted(s["nodes"])) for s in doc["spans"]] == [("inter", ["host0", "host1"])]
 
 
+@pytest.mark.slow
+def test_nodes_of_two_ranks_each_measure_inside_and_across(tmp_path: Path) -> None:
+    """Two launches of two ranks each: the world's sweep, then each node's ranks together and each
+    rail (the same local rank on both nodes), every subgroup numbering its own ranks (a subgroup's
+    bookkeeping once went through the world: a failed run on every host of more than one GPU a node)."""
+    out = tmp_path / "world.json"
+    port = str(free_port())
+    run = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2"]
+    run += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "td-test-2x2"]
+    args = ["-m", "topodoctor", "collectives", "--backend", "gloo", "--op", "all_reduce,all_gather", "--size", "4K"]
+    args += ["--iters", "2", "--replay", "h200-x2", "--format", "json", "-o", str(out)]
+    procs = []
+    for k in (0, 1):
+        cmd = [*run, "--node-rank", str(k), *args]
+        with open(tmp_path / f"node{k}.log", "wb") as log:
+            procs.append(subprocess.Popen(cmd, env=_env(NCCL_HOSTID=f"host{k}"), stdout=log, stderr=subprocess.STDOUT))
+    with time_limit(120):
+        codes = _finish(procs, 110)
+    assert codes == [0, 0], (tmp_path / "node0.log").read_text()[-2000:]
+    doc: dict[str, Any] = json.loads(out.read_text())
+    assert doc["world_size"] == 4 and not doc["failures"]
+    spans = sorted((s["scope"], s["name"], sorted(s["ranks"])) for s in doc["spans"])
+    assert spans == [
+        ("inter", "local rank 0", [0, 2]),
+        ("inter", "local rank 1", [1, 3]),
+        ("intra", "host0", [0, 1]),
+        ("intra", "host1", [2, 3]),
+    ]
+    for s in doc["spans"]:
+        assert sorted(r["op"] for r in s["rows"]) == ["all_gather", "all_reduce"], s
+        assert all(c["wrong"] == 0 for r in s["rows"] for c in (r["out_of_place"], r["in_place"]) if c), s
+
+
 def _ended(procs: list[subprocess.Popen[bytes]], limit_s: float) -> list[tuple[int, float]]:
     """Each process's exit code and when it ended (s since the call), all killed at limit_s."""
     t0, got = time.monotonic(), {}

@@ -181,12 +181,15 @@ class Bench:
         return lambda: None
 
     def pong_wrong(self, pong: Call, recv: torch.Tensor, count: int) -> float:
-        """One checked round trip: what each of ranks 0 and 1 received against its peer's data."""
-        if not self.plan.check or self.peer is None:
+        """One checked round trip: what each of ranks 0 and 1 received against its peer's data.
+        Every rank lines up (a collective of the world), the ranks past 1 idle in the round trip."""
+        if not self.plan.check:
             return math.nan
         recv.fill_(-1.0)
         self.line_up()  # both filled before either writes into the other (a put lands any time)
         pong()
+        if self.peer is None:
+            return math.nan
         return self.wrong(recv, self.rank.pattern(self.peer, count))
 
     # -- PyTorch symmetric memory ---------------------------------------------------------------

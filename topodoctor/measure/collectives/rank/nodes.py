@@ -56,10 +56,10 @@ def _quiet(emit: Emit) -> Emit:
     return send
 
 
-def _sub(rank: Rank, plan: Plan, ranks: list[int], group: Any, emit: Emit) -> Rank:
-    sub = Rank(plan, replace(rank.world, rank=ranks.index(rank.me), world_size=len(ranks)), _quiet(emit))
-    sub.group = group
-    return sub
+def _sub(rank: Rank, plan: Plan, group: Any, emit: Emit) -> Rank:
+    """This rank as a member of ``group``: its measurements and its own bookkeeping (start signals,
+    gathering the rows) both on the group, numbered as the group numbers its ranks."""
+    return Rank(plan, rank.world, _quiet(emit), group=group)
 
 
 def _groups(lists: list[list[int]], timeout_s: float) -> list[Any]:
@@ -74,7 +74,7 @@ def _phase(
     rows: list[dict[str, Any]] = []
     for ranks, group in zip(lists, groups, strict=True):
         if rank.me in ranks:
-            rows = _sub(rank, plan, ranks, group, emit).run(watchdog)["rows"]
+            rows = _sub(rank, plan, group, emit).run(watchdog)["rows"]
     watchdog.begin("gather (node phases)", 0)
     got = rank.gather_json({"rows": rows}, GATHER_WIDTH)
     watchdog.end()

@@ -183,3 +183,35 @@ def test_a_run_across_nodes_is_judged_only_against_an_expectation() -> None:
     assert not [f for f in found if f.code == "TD901" and "TD001" in f.evidence.get("rules", [])]
     # ...unless the user gave the figure to hold it against.
     assert "TD001" in _codes(res, expect_gbps=100)
+
+
+REAL = FIXTURES / "collectives" / "real"
+
+
+def _td020(res: CollectivesResult) -> dict[str, str]:
+    return {f.subject: f.severity for f in judge(res, None) if f.code == "TD020"}
+
+
+def test_a_busy_gpu_of_four_is_an_error_against_the_model() -> None:
+    """The real 4 x H200 run with another process's GEMM on GPU3: 0.49 of the model, 0.35 of the
+    nominal rate (TD001 quiet): TD020 at error, its cause the process; the healthy run of the same
+    host is quiet."""
+    findings = judge(load_result(REAL / "h200-x4-foreign-gemm.json"), None)
+    (f,) = [f for f in findings if f.code == "TD020"]
+    assert f.severity == "error" and f.subject == "all_reduce" and "TD001" not in {x.code for x in findings}
+    assert f.message.startswith("another job's process on GPU3") and f.evidence["measured_gbps"] == 168.7
+    assert judge(load_result(REAL / "h200-x4-healthy.json"), None) == []
+
+
+@pytest.mark.parametrize(
+    ("share", "severity"),
+    [(0.861, None), (0.849, "warning"), (0.601, "warning"), (0.599, "error")],
+)
+def test_td020_grades_at_its_two_edges(share: float, severity: str | None) -> None:
+    """The healthy 4 x H200 run scaled so all_reduce lands just either side of 0.85 and 0.6 of the
+    model at 1 GiB (its measured 356.7 GB/s is 1.03 of the model's 345.6)."""
+    res = load_result(REAL / "h200-x4-healthy.json")
+    model = 345.6
+    got = res.largest("all_reduce").best.busbw_gbps  # type: ignore[union-attr]
+    scaled = _scaled(res, share * model / got)
+    assert _td020(scaled).get("all_reduce") == severity

@@ -12,6 +12,7 @@ from topodoctor.topology.busbw import at_size, predict
 
 MODEL_MIN_BYTES = 256 << 20  # the model is of large messages: from here busbw is within a few % of its plateau
 BELOW_MODEL = 0.85
+FAR_BELOW_MODEL = 0.6  # an error from here: the run lost two fifths of what the hardware gives
 
 
 @rule(
@@ -19,6 +20,7 @@ BELOW_MODEL = 0.85
     "coll-below-model",
     "warning",
     tags=("prolog", "collectives"),
+    also=("error",),
 )
 def coll_below_model(ctx: Context) -> Iterator[Issue]:
     """An op's busbw at its largest size (256 MiB or more) is under 0.85 of the topology's model at that size.
@@ -33,6 +35,8 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
 
     Why it matters: a run under 0.85 of the model lost a sixth of what the hardware gives: a slow
     link, a fallback transport, fewer channels or a busy GPU, and a job's collectives lose as much.
+    Under 0.6 of the model it is an error: a job's collectives take two thirds longer or more (a
+    foreign GEMM on one GPU of four H200 gave 0.49), whatever the nominal rate says (TD001).
 
     How to fix: the finding names the bottleneck the model assumed (links, switch or NIC): check
     those (TD1xx for NVLink, TD2xx for PCIe, `topodoctor bandwidth` for the pairs), NCCL's account
@@ -66,4 +70,5 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
                     "bottleneck_gpus": list(p.bottleneck.gpus),
                     "size_bytes": row.size_bytes,
                 },
+                severity="error" if got < FAR_BELOW_MODEL * model else None,
             )

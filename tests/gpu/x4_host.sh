@@ -10,12 +10,16 @@
 #           long checks with the peer comparison, the emulated nodes of two GPUs each (a hang, a
 #           slowed node, two nodes against the model) (small_msg_host.sh); the cause engine's runs,
 #           each NCCL setting and a foreign GEMM on the last GPU (diagnosis_host.sh);
-#   part c: `--scaling` over 2, 4, ... GPUs, the quick check's wall, the GPU tests, the live commands.
+#   part c: `--scaling` over 2, 4, ... GPUs, the quick check's wall, the GPU tests, the live commands;
+#   part d: the runs again after their fixes (small messages on four ranks, the emulated nodes of two
+#           GPUs each, the start-up A/B without typer on a plain check), and each command that once
+#           crashed on this host (a segfault at the start of a collectives run, a bandwidth child that
+#           died) in a loop with Python's fault handler on, every crash's stacks kept.
 # Part a leaves the reference tools in /tmp/anchors for the parts after it on a warm machine (they
 # build them again where it is gone). Results into $OUT, one .tgz per part and its log.
 #     OUT=/tmp/out bash tests/gpu/x4_host.sh a|b|c
 set -u
-part=${1:?a, b or c}
+part=${1:?a, b, c or d}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD
 OUT=${OUT:?set OUT}
@@ -32,10 +36,10 @@ NG=$(timeout -k 5 20 nvidia-smi -L 2>/dev/null | grep -c "^GPU")
 label=$(timeout -k 5 20 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
   grep -oE "H100|H200|A100|B200|GB200|L40S?" | tr 'A-Z' 'a-z')-x$NG
 say "host: $NG GPUs ($label), $(nproc) CPUs"; timeout -k 5 20 nvidia-smi topo -m 2>&1 | head -12
-[ -x "$A/nvbandwidth" ] && [ -x "$A/nccl-tests/build/all_reduce_perf" ] || {
+if [ "$part" != d ] && ! { [ -x "$A/nvbandwidth" ] && [ -x "$A/nccl-tests/build/all_reduce_perf" ]; }; then
   say "== the reference tools"; run 200 bash .anchors/build.sh "$A" > "$W/anchors.log" 2>&1; say "build rc=$?"
   tail -3 "$W/anchors.log"
-}
+fi
 
 if [ "$part" = a ]; then
   say "== start-up A/B (the code before the round against this tree)"
@@ -55,6 +59,30 @@ elif [ "$part" = b ]; then
   grep -vE "^(total|-rw|drwx)" "$W/small.log" | cut -c1-240 | head -150
   say "== the cause engine's runs, each NCCL setting and a foreign GEMM on GPU$((NG - 1))"
   MID=0 SETTINGS=1 OUT=$W run 240 bash tests/gpu/diagnosis_host.sh 2>&1 | grep -vE "^(total|-rw|drwx)" | cut -c1-260
+elif [ "$part" = d ]; then
+  say "== start-up A/B (the code before the round against this tree)"
+  BASE_TREE=$PWD/.base ROUNDS=21 OUT=$W run 120 bash tests/gpu/house_ab_host.sh 2>&1 | tail -9
+  say "== small messages on every GPU"
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    run 60 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
+      export PYTHONPATH=$PWD:/tmp/site
+  fi
+  run 100 python3 -m topodoctor collectives --latency -o "$W/latency.json" > "$W/latency.txt" 2> "$W/latency.err"
+  say "latency rc=$?"; cat "$W/latency.txt"; tail -3 "$W/latency.err"
+  export PYTHONPATH=$PWD
+  say "== emulated nodes, two GPUs each"
+  OUT=$W run 160 python3 tests/gpu/emulated_nodes.py job pairwise two-nodes --budget 150 2>&1 | tail -12
+  say "== the crashes of parts b and c, hunted with the fault handler on"
+  export PYTHONFAULTHANDLER=1
+  for i in $(seq 12); do
+    [ "$(left)" -lt 40 ] && break
+    run 40 python3 -m topodoctor collectives --op all_reduce --size 64M -n 5 -w 1 -f json > "$W/hunt-coll-$i.json" 2> "$W/hunt-coll-$i.err"
+    rc=$?; [ "$rc" -gt 1 ] && { say "collectives $i rc=$rc"; tail -30 "$W/hunt-coll-$i.err"; }
+    run 30 python3 -m topodoctor bandwidth --quick -f json > "$W/hunt-bw-$i.json" 2> "$W/hunt-bw-$i.err"
+    rc=$?; [ "$rc" -gt 1 ] && { say "bandwidth $i rc=$rc"; tail -30 "$W/hunt-bw-$i.err"; }
+  done
+  say "hunt: $(ls "$W"/hunt-coll-*.err | wc -l) collectives runs, $(grep -l "Fatal Python error" "$W"/hunt-*.err 2>/dev/null | wc -l) crashes"
+  unset PYTHONFAULTHANDLER
 else
   say "== --scaling over 2, 4, ... GPUs"
   run 120 python3 -m topodoctor collectives --scaling --op all_reduce,all_gather,reduce_scatter --size 64M,1G -n 10 \

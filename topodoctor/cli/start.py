@@ -12,7 +12,6 @@ import os
 import sys
 from typing import Any
 
-from topodoctor.cli import io as cli_io
 from topodoctor.cli.early import direct_options, early_source, early_timer_modes, line_asked
 from topodoctor.cli.table import Command
 from topodoctor.core import signals
@@ -56,6 +55,9 @@ def start(argv: list[str]) -> None:
 def run_direct(command: Command, options: Any, line: bool) -> None:
     """Run ``command`` with its options object as its typer command would (the same runner, the
     same endings: cli/commands.py ``typer_command``), without loading typer; ends the process."""
+    # the command's output machinery, loaded after the probe's fork: its imports overlap the probe
+    from topodoctor.cli import io as cli_io
+
     env = cli_io.Env(line=line)
     run = env.reports_errors(command.runner_function())
     with cli_io.install_signal_handlers():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccllog.evidence import Builder, Context, Said, with_general
+from topodoctor.nccllog.evidence import Builder, Context, Said, older_than, with_general
 from topodoctor.nccllog.explanations import EXPLANATIONS
 from topodoctor.nccllog.parse import Event
 
@@ -41,6 +41,22 @@ CUDA_HINTS = (
         "`dmesg | grep -i xid` shows whether the GPU reported a fault",
     ),
     ("launch failure", "a GPU kernel failed: `dmesg | grep -i xid`; reset the GPU if it repeats"),
+    (
+        "launch timed out",
+        "a kernel ran past the display watchdog's limit: the GPU also drives a display (an X or Wayland "
+        "session on it, or Windows/WSL's TDR); run on a GPU without a display or stop the display server on it",
+    ),
+    (
+        "device-side assert",
+        "a kernel of the program asserted before (an index out of range in an embedding, a loss or a gather, "
+        "typically); NCCL's or torch's next CUDA call only reports it: rerun with CUDA_LAUNCH_BLOCKING=1 (torch: "
+        "TORCH_USE_CUDA_DSA) to find the kernel; NCCL is not the cause",
+    ),
+    (
+        "peer mapping resources exhausted",
+        "one process maps more peer GPUs than CUDA allows one GPU to map (eight): run one process per GPU "
+        "(nccl-tests: `mpirun -np N ... -g 1`, torchrun --nproc-per-node) or fewer GPUs per process",
+    ),
     (
         "invalid argument",
         "CUDA refused NCCL's request at that call: in containers and VMs usually memory "
@@ -99,6 +115,8 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
 
 
 def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if "CUDA error:" in f.get("said", ""):  # torch's own CUDA check, in a rank or in the watchdog
+        return Said("TD058", "a CUDA call in a rank failed: out of memory", EXPLANATIONS["TD058"].fix)
     return Said("TD058", "NCCL's GPU allocation failed: CUDA out of memory", EXPLANATIONS["TD058"].fix)
 
 
@@ -153,7 +171,20 @@ def _sysfs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
         msg = f"NCCL could not resolve {f['path']}: the GPU's PCI device is not visible in /sys"
     else:
         msg = f"NCCL's topology has a link seen one way only (remNode {f.get('rem', '?')})"
+        if older_than(ctx, (2, 19, 0)):  # an NCCL older than the GPU model misreads its NVLink / NVSwitch
+            versions = ", ".join(dict.fromkeys(v.split("+")[0] for v in ctx.versions))
+            first = (
+                f"Upgrade NCCL first: {versions} may predate this GPU model, whose links an older NCCL misreads "
+                "(H100 needs 2.15 or later)."
+            )
+            return Said("TD071", msg + f" (NCCL {versions})", with_general("TD071", first))
     return Said("TD071", msg, EXPLANATIONS["TD071"].fix)
+
+
+def _shm_permission(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    seg = f.get("seg") or next((e.fields["seg"] for e in ctx.secondary if e.fields.get("seg")), "")
+    what = f"its segment {seg}" if seg else "its segment"
+    return Said("TD082", f"/dev/shm refused NCCL {what}: Permission denied", EXPLANATIONS["TD082"].fix)
 
 
 def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -241,6 +272,7 @@ HOST: dict[str, Builder] = {
     "topo-sysfs": _sysfs,
     "shm-full": _shm_full,
     "shm-attach": _shm_attach,
+    "shm-permission": _shm_permission,
     "shm-create": _shm_create,
     "diag": _diag,
     "invalid-setting": _setting,

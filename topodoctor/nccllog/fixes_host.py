@@ -106,8 +106,22 @@ def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
     )
 
 
+# CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
+_CALL_SPECIFIC = ("invalid argument", "invalid value")
+
+
 def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     msg = f.get("msg", "")
+    if msg.lower() in _CALL_SPECIFIC and not any(e.source for e in evs):
+        return Said(
+            "TD052",
+            f"a CUDA call in NCCL failed ({_cuda_text(f)}) at a call the log does not name: cause not found",
+            "Run again with NCCL_DEBUG=WARN: the WARN line names NCCL's file. transport/nvls.cc: NVLS and the "
+            "Fabric Manager (NCCL_NVLS_ENABLE=0 confirms it); shmutils / shm: registering /dev/shm "
+            "(NCCL_SHM_DISABLE=1); p2p / cumem / alloc: sharing GPU memory between processes "
+            "(NCCL_CUMEM_ENABLE=0, --ipc=host in containers).",
+            {"cuda_error": msg},
+        )
     hint = next((h for key, h in CUDA_HINTS if key.lower() in msg.lower()), "")
     where = f" in {evs[0].source}" if evs[0].source else ""
     fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix

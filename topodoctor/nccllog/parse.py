@@ -21,6 +21,7 @@ import re
 from topodoctor.nccllog.account import account
 from topodoctor.nccllog.choices import parse_choices
 from topodoctor.nccllog.classify import CONSEQUENCE, ROOT, Reading, classify
+from topodoctor.nccllog.continuation import ends_in_trail, wrapped
 from topodoctor.nccllog.logfile import Event, Level, LogFile
 
 __all__ = ["Event", "LogFile", "parse_file"]
@@ -168,7 +169,8 @@ class _Reader:
             self._host(line, line.find("WARN"))
             msg = m.group("msg").rstrip("*").strip()
             src = m.group("src") or ""
-            reading = classify(msg, src)
+            # a WARN wrapped at a space reads whole first: its first half may read as a vaguer class
+            reading = self._wrapped(i, msg, src, (" ",)) or classify(msg, src)
             self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg})
         elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
             self.seen("INFO")
@@ -289,7 +291,7 @@ class _Reader:
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
             return
-        if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line)):
+        if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self._wrapped(i, line)):
             if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
                 reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
                 self.consumed = i + 1
@@ -299,6 +301,13 @@ class _Reader:
                 who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
                 fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
             self.add(reading.kind, i, line, rank, reading, fields=fields)
+
+    def _wrapped(self, i: int, text: str, src: str = "", joins: tuple[str, ...] = ("", " ")) -> Reading | None:
+        """``continuation.wrapped``, the next line then read."""
+        reading = wrapped(self.lines, i, text, src, joins) if i + 1 != self.consumed else None
+        if reading:
+            self.consumed = i + 1
+        return reading
 
     def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
         """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception
@@ -347,6 +356,8 @@ def parse_file(name: str, text: str) -> LogFile:
     r = _Reader(name, lines)
     for i, raw in enumerate(lines):
         r.line(i, raw)
+    if (end := ends_in_trail(lines, r.trail_path)) is not None:
+        r.failed_at.append(end)
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
     info = r.level == "INFO"
     failing = [e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag")] + r.failed_at

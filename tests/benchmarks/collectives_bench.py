@@ -189,6 +189,7 @@ def run() -> int:
     ap.add_argument("--ngpus", type=int, default=None)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--large", action="store_true", help="64 MiB - 1 GiB and --predict beside it; nothing else")
     a = ap.parse_args()
     out = a.out
     out.mkdir(parents=True, exist_ok=True)
@@ -204,9 +205,10 @@ def run() -> int:
     it = ["--iters", str(a.iters), "--warmup", str(a.warmup)]
     report: dict[str, Any] = {"ngpus": ngpus, "iters": a.iters, "warmup": a.warmup}
 
-    # 1. the full sweep with both tools
-    theirs, nt_wall = nccl_tests(a.anchors, out, "sweep", "8:1G", ops, base, a.iters, a.warmup)
-    ours, td_wall, td_rc, td_text = topodoctor(out, "sweep", ["--size", "8:1G", *it], base)
+    # 1. the full sweep with both tools (or the large sizes alone)
+    sweep = "64M:1G" if a.large else "8:1G"
+    theirs, nt_wall = nccl_tests(a.anchors, out, "sweep", sweep, ops, base, a.iters, a.warmup)
+    ours, td_wall, td_rc, td_text = topodoctor(out, "sweep", ["--size", sweep, *it], base)
     report["sweep"] = {"nccl_tests_wall_s": nt_wall, "topodoctor_wall_s": td_wall, "topodoctor_rc": td_rc}
     lines = [f"## collectives, {ngpus} GPUs: topodoctor beside nccl-tests in the same run", ""]
     if ours is None or theirs is None:
@@ -216,7 +218,7 @@ def run() -> int:
         small, large = compare(ours, theirs, SMALL), compare(ours, theirs, LARGE)
         report["small"], report["large"] = small, large
         report["account"] = next((ln for ln in td_text.splitlines() if ln.startswith("NCCL ")), "-")
-        lines += [f"Full sweep, 7 ops, 8 B - 1 GiB by 2: nccl-tests one binary after another {nt_wall} s, "]
+        lines += [f"Sweep, 7 ops, {sweep} by 2: nccl-tests one binary after another {nt_wall} s, "]
         lines += [f"`topodoctor collectives` {td_wall} s (torch start-up included, exit {td_rc}).", ""]
         lines += ["Bandwidth at 64 MiB and 1 GiB:", "", *table(large, True), ""]
         lines += ["Time per op at 8 B - 64 KiB (the worst ratio of each op):", "", *table(small, False), ""]
@@ -225,6 +227,12 @@ def run() -> int:
         lines += [f"NCCL's account (ours): {report['account']}", ""]
 
     save(out, report, lines)
+    if a.large:
+        if ours is not None:
+            lines += predicted(out, ours, base, report)
+        save(out, report, lines)
+        print("\n".join(lines))
+        return 0
 
     # 1b. small sizes against nccl-tests with CUDA graphs (-G): its default mode times launches from
     # the host, so below ~1 MiB its figure is its launch rate; ours takes launches out, as -G does.
@@ -275,6 +283,27 @@ def run() -> int:
     save(out, report, lines)
     print("\n".join(lines))
     return 0
+
+
+def predicted(out: Path, ours: CollectivesResult, env: dict[str, str], report: dict[str, Any]) -> list[str]:
+    """`collectives --predict` (the topology's model at 1 GiB) beside what was measured at 1 GiB, per op."""
+    cmd = [sys.executable, "-m", "topodoctor", "collectives", "--predict", "-f", "json"]
+    _, rc = sh(cmd, out / "predict.json", 30, env)
+    try:
+        model = {p["op"]: p["busbw_gbps"] for p in json.loads((out / "predict.json").read_text())["predictions"]}
+    except (OSError, ValueError, KeyError) as exc:
+        report["predict"] = {"rc": rc, "error": str(exc)}
+        return [f"--predict gave no figures (exit {rc}): {exc}", ""]
+    rows = ["| op | predicted busbw (GB/s) | measured at 1 GiB | measured / predicted |", "|" + " --- |" * 4]
+    report["predict"] = {}
+    for op in SPECS:
+        row = ours.row(op, shape(op, 1 << 30, ours.world_size).size_bytes)
+        got = max((c.busbw_gbps for c in (row.out_of_place, row.in_place) if c), default=None) if row else None
+        want = model.get(op)
+        ratio = round(got / want, 3) if got and want else None
+        report["predict"][op] = {"predicted": want, "measured": got, "ratio": ratio}
+        rows.append(f"| {op} | {want} | {round(got, 1) if got else '-'} | {ratio} |")
+    return ["`collectives --predict` against the same run:", "", *rows, ""]
 
 
 def save(out: Path, report: dict[str, Any], lines: list[str]) -> None:

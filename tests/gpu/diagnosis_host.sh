@@ -66,6 +66,7 @@ gemm=$!; sleep 6
 coll foreign-gemm all_reduce 256M,1G
 check_line gemm
 kill "$gemm" 2>/dev/null; wait "$gemm" 2>/dev/null
+if [ "${MID:-1}" = 1 ]; then  # MID=0: the mid-run GEMM and the sampler's cost left out
 echo "== a foreign GEMM on GPU$last that starts after the collectives began and ends before they end"
 go="$W/gemm-go"; rm -f "$go"
 t0=$SECONDS
@@ -113,6 +114,7 @@ if [ "$left" -ge 16 ]; then  # a pair is about 12 s (two starts of the ranks)
   grep -E "^(sampling|mean)" "$W/sampling-ab.txt"
 else
   echo "skipped: $((SECONDS - t_all)) s spent"
+fi
 fi
 echo "== nothing left"; pgrep -af "topodoctor|foreign_gemm|sampling_ab" | grep -v pgrep | head
 echo "total $((SECONDS - t_all)) s"

@@ -11,6 +11,10 @@ Stages (results under $OUT/emulated/, summary.json holds every check, its eviden
   past the process group's timeout before its 4th all_reduce, as a stuck data loader does; the
   flight recorders dump (TORCH_NCCL_DUMP_ON_TIMEOUT), and `topodoctor job` must name
   "not-enqueued", rank 1 on nodeB;
+On a host of four or more GPUs the pairwise and two-nodes stages give each node two GPUs (GPU0-1
+and GPU2-3, two ranks per node), so NCCL joins the GPUs inside a node over NVLink and the nodes
+over sockets, as on a cluster.
+
 - pairwise: four nodes (nodeA and nodeD on GPU0, nodeB and nodeC on GPU1) with nodeC slowed by a
   foreign process: its launch is pinned to two CPUs that busy loops also hold, so its NCCL proxy
   threads (which carry NET/Socket traffic) get a fraction of a core; `collectives --pairwise` must
@@ -46,6 +50,19 @@ PREFIX = "nccl_trace_rank_"
 HANG_TIMEOUT_S = 8.0  # the process group's timeout in the staged hang
 HOG_CPUS = ",".join(map(str, sorted(os.sched_getaffinity(0))[-2:]))  # nodeC's launch and the busy loops share these
 HOGS = 4  # busy loops on those two CPUs: the proxy threads get about a third of a core
+
+
+def _gpu_count() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 2
+    return sum(line.startswith("GPU ") for line in out.splitlines()) or 2
+
+
+# the GPUs of the two emulated node shapes, and ranks per node: one GPU each, or two where four exist
+WIDE = _gpu_count() >= 4
+FIRST, SECOND, PER_NODE = ("0,1", "2,3", 2) if WIDE else ("0", "1", 1)
 results: dict[str, Any] = {"checks": [], "stages": {}}
 
 
@@ -163,12 +180,12 @@ def stage_pairwise(limit: float) -> None:
         )
         for _ in range(HOGS)
     ]
-    four = [("nodeA", "0", {}), ("nodeB", "1", {}), ("nodeC", "1", {}), ("nodeD", "0", {})]
+    four = [("nodeA", FIRST, {}), ("nodeB", SECOND, {}), ("nodeC", SECOND, {}), ("nodeD", FIRST, {})]
     args = ["--op", "all_reduce", "--size", "64M", "--iters", "10", "--pairwise", "--pair-size", "64M"]
     args += ["--pair-tolerance", "0.35", "--format", "json", "-o", str(OUT / "pairwise.result.json")]
     try:
         pinned = {"nodeC": ["taskset", "-c", HOG_CPUS]}
-        codes = mn.launch("pairwise", four, args, ["-m", "topodoctor", "collectives"], wrap=pinned)
+        codes = mn.launch("pairwise", four, args, ["-m", "topodoctor", "collectives"], nproc=PER_NODE, wrap=pinned)
     finally:
         _kill(hogs)
     took = round(time.monotonic() - t0, 1)
@@ -180,6 +197,7 @@ def stage_pairwise(limit: float) -> None:
     ev = {"verdicts": got, "reference_gbps": p.get("reference_gbps"), "outcomes": p.get("outcomes"), "s": took}
     check(stage, f"the finder names nodeC slow, the others healthy, in {took} s", got == want, ev)
     results["stages"][stage] = {"wall_s": took, "run_wall_s": doc.get("wall_s"), "verdicts": got}
+    results["stages"][stage]["gpus_per_node"] = PER_NODE
 
 
 # ----------------------------------------------------------------------------- two nodes against the model
@@ -190,7 +208,8 @@ def stage_two_nodes(limit: float) -> None:
     mn.OUT, mn.STAGE_LIMIT_S = OUT, max(limit - 12, 20.0)
     args = ["--op", "all_reduce,all_gather,sendrecv", "--size", "64M", "--iters", "10", "--format", "json"]
     args += ["--log-dir", str(OUT / "logs-two-nodes"), "-o", str(OUT / "two-nodes.result.json")]
-    codes = mn.launch("two-nodes", [("nodeA", "0", {}), ("nodeB", "1", {})], args, ["-m", "topodoctor", "collectives"])
+    nodes = [("nodeA", FIRST, {}), ("nodeB", SECOND, {})]
+    codes = mn.launch("two-nodes", nodes, args, ["-m", "topodoctor", "collectives"], nproc=PER_NODE)
     check(stage, "both launches ended with one code", len(set(codes)) == 1 and codes[0] in (0, 1), codes)
     doc = mn.report("two-nodes") or {}
     inter = {

@@ -12,6 +12,7 @@ part=${1:?a or b}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT}
 T0=$SECONDS
+NG=$(timeout -k 5 20 nvidia-smi -L 2>/dev/null | grep -c "^GPU")  # the reference runs take every GPU
 say() { echo "[$((SECONDS - T0)) s] $*"; }
 if [ "$part" = a ]; then
   say "== anchors"; timeout -k 5 200 bash .anchors/build.sh /tmp/anchors 2>&1 | tail -3
@@ -29,11 +30,11 @@ if [ "$part" = a ]; then
   NT=/tmp/anchors/nccl-tests/build
   nt() { local name=$1; shift; LD_LIBRARY_PATH=/tmp/anchors/nccl/lib timeout -k 5 30 "$@" > "$W/nt-$name.txt" 2>&1
     echo "$name rc=$?"; grep -E '^ +[0-9]+ ' "$W/nt-$name.txt" | tr -s ' ' | cut -c1-120; }
-  nt allreduce-eager "$NT/all_reduce_perf" -g 2 -b 1K -e 1M -f 1024 -w 5 -n 20
-  nt allreduce-graph "$NT/all_reduce_perf" -g 2 -b 1K -e 1M -f 1024 -w 5 -n 20 -G 20
-  nt allreduce-100m "$NT/all_reduce_perf" -g 2 -b 100M -e 100M -w 5 -n 20
-  nt sendrecv-eager "$NT/sendrecv_perf" -g 2 -b 1K -e 100K -f 100 -w 5 -n 20
-  nt sendrecv-graph "$NT/sendrecv_perf" -g 2 -b 1K -e 100K -f 100 -w 5 -n 20 -G 20
+  nt allreduce-eager "$NT/all_reduce_perf" -g "$NG" -b 1K -e 1M -f 1024 -w 5 -n 20
+  nt allreduce-graph "$NT/all_reduce_perf" -g "$NG" -b 1K -e 1M -f 1024 -w 5 -n 20 -G 20
+  nt allreduce-100m "$NT/all_reduce_perf" -g "$NG" -b 100M -e 100M -w 5 -n 20
+  nt sendrecv-eager "$NT/sendrecv_perf" -g "$NG" -b 1K -e 100K -f 100 -w 5 -n 20
+  nt sendrecv-graph "$NT/sendrecv_perf" -g "$NG" -b 1K -e 100K -f 100 -w 5 -n 20 -G 20
   tar czf "$OUT/small.tgz" -C "$W" . ; cp /tmp/sm.log "$OUT/sm.log"
 else
   say "== the cause engine's runs"; SETTINGS=${SETTINGS:-1} timeout -k 5 260 bash tests/gpu/diagnosis_host.sh 2>&1 | grep -vE "^(total|-rw|drwx)" | cut -c1-260

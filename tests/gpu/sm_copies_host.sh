@@ -25,8 +25,10 @@ A=${ANCHORS:-/tmp/anchors}
 : "${OUT:=/tmp/out}"; mkdir -p "$OUT"
 T0=$SECONDS
 say() { echo "[$((SECONDS - T0)) s] $*"; }
-# a command's limit, cut to what is left of the script's 140 s (150 s with the kill's grace)
-lim() { local left=$((140 - (SECONDS - T0))); [ "$left" -lt 1 ] && left=1; echo $(($1 < left ? $1 : left)); }
+# a command's limit, cut to what is left of the script's BUDGET s (140 unless given; 10 s more with the kill's
+# grace); ROUNDS of the default matrix (7), SRCSTD=0 leaves out the rounds with the earlier bytecode
+BUDGET=${BUDGET:-140} ROUNDS=${ROUNDS:-7} SRCSTD=${SRCSTD:-1}
+lim() { local left=$((BUDGET - (SECONDS - T0))); [ "$left" -lt 1 ] && left=1; echo $(($1 < left ? $1 : left)); }
 td() { timeout -k 5 "$(lim "$1")" python3 -m topodoctor "${@:2}"; }
 # the earlier runs' bytecode: topodoctor and five packages compiled, the rest from source at every start
 srcstd() { PYTHONPYCACHEPREFIX=$PYC_SRCSTD PYTHONDONTWRITEBYTECODE=1 "$@"; }
@@ -46,8 +48,10 @@ head -4 "$W/host.txt"
 mods=$(timeout -k 5 30 python3 -c "import importlib.util as u; print(' '.join(list(s.submodule_search_locations)[0] for s in
   (u.find_spec(m) for m in ('typer', 'click', 'rich', 'shellingham', 'pynvml')) if s and s.submodule_search_locations))" 2>/dev/null)
 timeout -k 5 "$(lim 60)" python3 -m compileall -q -j 0 topodoctor $mods > /dev/null 2>&1; say "bytecode rc=$?"
-PYTHONPYCACHEPREFIX=$PYC_SRCSTD timeout -k 5 "$(lim 60)" python3 -m compileall -q -j 0 topodoctor $mods > /dev/null 2>&1
-say "bytecode as the earlier runs had it rc=$?"
+if [ "$SRCSTD" = 1 ]; then
+  PYTHONPYCACHEPREFIX=$PYC_SRCSTD timeout -k 5 "$(lim 60)" python3 -m compileall -q -j 0 topodoctor $mods > /dev/null 2>&1
+  say "bytecode as the earlier runs had it rc=$?"
+fi
 for tool in nvbandwidth p2pBandwidthLatencyTest; do [ -x "$A/$tool" ] || say "MISSING $A/$tool"; done
 
 say "== the bundled recording and a fresh one, replayed: no could-not-check (TD901)"
@@ -63,17 +67,19 @@ done
 say "== warm-up (the driver's JIT cache, the page cache, every module's bytecode): not counted"
 td 60 bandwidth --quick -f json -o "$W/warmup.json" > /dev/null 2> "$W/warmup.err"; say "warm-up rc=$?"
 td 60 bandwidth -o "$W/warmup-default.json" > /dev/null 2>&1; say "warm-up (default) rc=$?"
-srcstd td 60 bandwidth -o "$W/warmup-srcstd.json" > /dev/null 2>&1; say "warm-up (earlier bytecode) rc=$?"
+[ "$SRCSTD" = 1 ] && { srcstd td 60 bandwidth -o "$W/warmup-srcstd.json" > /dev/null 2>&1; say "warm-up (earlier bytecode) rc=$?"; }
 timeout -k 5 "$(lim 60)" "$A/p2pBandwidthLatencyTest" > /dev/null 2>&1
 for i in 1 2 3; do
-  timed python3-pass 10 python3 -c pass; srcstd timed python3-pass-srcstd 10 python3 -c pass
+  timed python3-pass 10 python3 -c pass
+  [ "$SRCSTD" = 1 ] && srcstd timed python3-pass-srcstd 10 python3 -c pass
 done
 
-say "== the default matrix against p2pBandwidthLatencyTest, 7 alternating rounds (and as the earlier runs had it)"
-for i in 1 2 3 4 5 6 7; do
+say "== the default matrix against p2pBandwidthLatencyTest, $ROUNDS alternating rounds"
+for i in $(seq "$ROUNDS"); do
   timed p2pBandwidthLatencyTest 60 "$A/p2pBandwidthLatencyTest" > "$W/p2p-$i.txt" 2>&1 || say "p2p round $i failed"
   timed bandwidth-default 60 python3 -m topodoctor bandwidth -o "$W/default-$i.json" > "$W/default-$i.txt" 2>&1 \
     || say "bandwidth round $i rc=$? (1 = findings)"
+  [ "$SRCSTD" = 1 ] || continue
   srcstd timed bandwidth-default-srcstd 60 python3 -m topodoctor bandwidth -o "$W/srcstd-$i.json" \
     > "$W/srcstd-$i.txt" 2>&1 || say "bandwidth (earlier bytecode) round $i rc=$?"
 done

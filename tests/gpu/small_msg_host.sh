@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a 2-GPU host: small messages through every path (collectives --latency, beside nccl-tests
+# On a host of two or more GPUs: small messages through every path (collectives --latency, beside nccl-tests
 # eager and -G when $ANCHORS has it), --algo ring,tree on all_reduce 1M-1G with the run-to-run
 # spread, check --level quick and long on both GPUs (the peer comparison), and the runs across
 # emulated nodes (a real hang judged by `job`, a slowed node named by --pairwise, two nodes against
@@ -32,7 +32,8 @@ td() { local s; s=$(lim "$1"); shift; timeout -k 5 "$s" python3 -m topodoctor "$
 stage() { echo; echo "== $1 ($((SECONDS - T0)) s in, $(left) s left)"; }
 
 stage "environment"
-nvidia-smi -L 2>&1 | head -4
+nvidia-smi -L 2>&1 | head -8
+NG=$(timeout -k 5 20 nvidia-smi -L 2>/dev/null | grep -c "^GPU")  # the reference runs take every GPU
 if ! timeout -k 5 30 python3 -c "import nvshmem.core" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
   timeout -k 5 60 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl &&
     export PYTHONPATH=/tmp/site:$PYTHONPATH || echo "could not install .whl/*.whl"
@@ -60,10 +61,10 @@ if [ -x "$NT/all_reduce_perf" ]; then
   stage "the same sizes through nccl-tests (eager, then -G: CUDA graphs)"
   export LD_LIBRARY_PATH=$ANCHORS/nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   nt() { local name=$1; shift; timeout -k 5 "$(lim 20)" "$@" > "$W/nt-$name.txt" 2>&1; echo "$name rc=$?"; grep -E '^ +[0-9]+ ' "$W/nt-$name.txt" | tr -s ' ' | cut -c1-120; }
-  nt allreduce-eager "$NT/all_reduce_perf" -g 2 -b 1K -e 1M -f 1024 -w 5 -n 20
-  nt allreduce-graph "$NT/all_reduce_perf" -g 2 -b 1K -e 1M -f 1024 -w 5 -n 20 -G 20
-  nt allreduce-100m "$NT/all_reduce_perf" -g 2 -b 100M -e 100M -w 5 -n 20
-  nt sendrecv-eager "$NT/sendrecv_perf" -g 2 -b 1K -e 100K -f 100 -w 5 -n 20
+  nt allreduce-eager "$NT/all_reduce_perf" -g "$NG" -b 1K -e 1M -f 1024 -w 5 -n 20
+  nt allreduce-graph "$NT/all_reduce_perf" -g "$NG" -b 1K -e 1M -f 1024 -w 5 -n 20 -G 20
+  nt allreduce-100m "$NT/all_reduce_perf" -g "$NG" -b 100M -e 100M -w 5 -n 20
+  nt sendrecv-eager "$NT/sendrecv_perf" -g "$NG" -b 1K -e 100K -f 100 -w 5 -n 20
 else
   echo "(no nccl-tests in \$ANCHORS: the reference runs are skipped)"
 fi

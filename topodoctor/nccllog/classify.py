@@ -105,6 +105,16 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         ROOT,
     ),
+    # a segment NCCL may not create or open: /dev/shm's permissions, not its size
+    (
+        "shm-permission",
+        re.compile(
+            r"Call to shm_open failed ?: ?(?P<err>Permission denied)"
+            r"|shared memory (?:segment|file) (?P<seg>[^\s,]+),?(?: \(size \d+\))?,? error:? "
+            r"(?P<err2>Permission denied)"
+        ),
+        ROOT,
+    ),
     (
         "shm-attach",
         re.compile(
@@ -130,6 +140,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"collective mismatch error, local size (?P<a>\d+) remote size (?P<b>\d+)"
             r"|[Mm]essage truncated : receiv(?:ing|ed) (?P<a2>[\d,]+) bytes instead of (?P<b2>[\d,]+)"
+            r"|Mismatched collective detected, please check your collective calls at and around rank (?P<around>\d+)"
         ),
         ROOT,
     ),
@@ -161,6 +172,14 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         ROOT,
     ),
+    # init.cc: a rank outside the communicator (ncclInvalidArgument): the launch's world size is off
+    ("invalid-rank", re.compile(r"Invalid rank requested : (?P<rank>-?\d+)/(?P<nranks>-?\d+)"), ROOT),
+    # transport/net_ib: a device NCCL could not open or query at init is skipped, the others are used
+    (
+        "ib-device-skipped",
+        re.compile(r"NET/IB ?: Unable to (?:open|query) (?:device (?P<dev>[\w.-]+)|port(?:_num)? (?P<port>\d+))"),
+        ROOT,
+    ),
     # misc/strongstream.cc: a CUDA graph capture this driver or NCCL build cannot do
     ("graph-capture", re.compile(r"NCCL cannot be captured in a graph"), ROOT),
     # misc/nvmlwrap.cc: NVML, which NCCL asks for the topology, failed
@@ -170,7 +189,9 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "watchdog-timeout",
         re.compile(
-            r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)[^)]*?Timeout\(ms\)=(?P<timeout>\d+)\) ran for "
+            r"(?:\[Rank (?P<wrank>\d+)\] Watchdog caught collective operation timeout: )?"
+            r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?[^)]*?"
+            r"Timeout\(ms\)=(?P<timeout>\d+)\) ran for "
             r"(?P<ran>\d+) milliseconds before timing out"
         ),
         CONSEQUENCE,
@@ -233,6 +254,8 @@ def _verbs(m: re.Match[str], text: str) -> Reading:
         ("ibv_reg_mr", "ibv_create_cq", "ibv_create_qp", "ibv_alloc_pd", "ibv_create_srq")
     ):
         return Reading("ib-memlock", fields)
+    if call == "ibv_open_device":  # net_ib's init skips a device it cannot open
+        return Reading("ib-device-skipped", fields)
     if "No such device" in err:
         return Reading("ib-device", fields)
     if call == "ibv_modify_qp" and err:

@@ -123,7 +123,9 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     statuses = [k for k in ("ib-status-4", "ib-status-12", "ib-status-remote") if by_kind.get(k)]
     if statuses:
         by_kind.pop("ib-status-5", None)  # flushed requests follow the first completion error
-    if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach")):
+    if skipped := by_kind.get("ib-device-skipped"):  # the query that failed before "Unable to query device"
+        _drop_skipped_queries(by_kind, skipped)
+    if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach", "shm-permission")):
         by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read
     out: list[tuple[int, int, Finding]] = []
     for kind, evs in by_kind.items():
@@ -169,6 +171,21 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     if not any(f.severity in ("error", "critical") for f in findings):
         findings = _unexplained(files, by_kind, env) + findings
     return findings + _other_warnings(files, by_kind, findings)
+
+
+def _drop_skipped_queries(by_kind: dict[str, list[Event]], skipped: Sequence[Event]) -> None:
+    """net_ib's init queries each device and skips one that fails ("Unable to query device"): the
+    verbs call's own WARN just before it is that skip, not a failure."""
+    near = {(e.file, e.line_no - d) for e in skipped for d in range(1, 4)}
+    kept = [
+        e
+        for e in by_kind.get("ib-verbs", [])
+        if not (e.fields.get("call") in ("ibv_query_device", "ibv_query_port") and (e.file, e.line_no) in near)
+    ]
+    if kept:
+        by_kind["ib-verbs"] = kept
+    else:
+        by_kind.pop("ib-verbs", None)
 
 
 def _drop_consequences(out: list[tuple[int, int, Finding]]) -> list[tuple[int, int, Finding]]:
@@ -275,7 +292,7 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
 def _class(errors: Sequence[Event], trails: Sequence[Event]) -> str:
     for e in errors:
         c = e.fields.get("class", "")
-        c = _CLASS_OF.get(c, c).split(" (run with")[0].strip()
+        c = _CLASS_OF.get(c, c).split(" (run with")[0].strip().replace("unhanled", "unhandled")  # torch 1.0's typo
         if c:
             return c
     if trails:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccllog.evidence import Builder, Context, Said, with_general
+from topodoctor.nccllog.evidence import Builder, Context, Said, older_than, with_general
 from topodoctor.nccllog.explanations import EXPLANATIONS
 from topodoctor.nccllog.parse import Event
 
@@ -41,6 +41,22 @@ CUDA_HINTS = (
         "`dmesg | grep -i xid` shows whether the GPU reported a fault",
     ),
     ("launch failure", "a GPU kernel failed: `dmesg | grep -i xid`; reset the GPU if it repeats"),
+    (
+        "launch timed out",
+        "a kernel ran past the display watchdog's limit: the GPU also drives a display (an X or Wayland "
+        "session on it, or Windows/WSL's TDR); run on a GPU without a display or stop the display server on it",
+    ),
+    (
+        "device-side assert",
+        "a kernel of the program asserted before (an index out of range in an embedding, a loss or a gather, "
+        "typically); NCCL's or torch's next CUDA call only reports it: rerun with CUDA_LAUNCH_BLOCKING=1 (torch: "
+        "TORCH_USE_CUDA_DSA) to find the kernel; NCCL is not the cause",
+    ),
+    (
+        "peer mapping resources exhausted",
+        "one process maps more peer GPUs than CUDA allows one GPU to map (eight): run one process per GPU "
+        "(nccl-tests: `mpirun -np N ... -g 1`, torchrun --nproc-per-node) or fewer GPUs per process",
+    ),
     (
         "invalid argument",
         "CUDA refused NCCL's request at that call: in containers and VMs usually memory "
@@ -90,8 +106,22 @@ def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
     )
 
 
+# CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
+_CALL_SPECIFIC = ("invalid argument", "invalid value")
+
+
 def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     msg = f.get("msg", "")
+    if msg.lower() in _CALL_SPECIFIC and not any(e.source for e in evs):
+        return Said(
+            "TD052",
+            f"a CUDA call in NCCL failed ({_cuda_text(f)}) at a call the log does not name: cause not found",
+            "Run again with NCCL_DEBUG=WARN: the WARN line names NCCL's file. transport/nvls.cc: NVLS and the "
+            "Fabric Manager (NCCL_NVLS_ENABLE=0 confirms it); shmutils / shm: registering /dev/shm "
+            "(NCCL_SHM_DISABLE=1); p2p / cumem / alloc: sharing GPU memory between processes "
+            "(NCCL_CUMEM_ENABLE=0, --ipc=host in containers).",
+            {"cuda_error": msg},
+        )
     hint = next((h for key, h in CUDA_HINTS if key.lower() in msg.lower()), "")
     where = f" in {evs[0].source}" if evs[0].source else ""
     fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix
@@ -99,6 +129,8 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
 
 
 def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if "CUDA error:" in f.get("said", ""):  # torch's own CUDA check, in a rank or in the watchdog
+        return Said("TD058", "a CUDA call in a rank failed: out of memory", EXPLANATIONS["TD058"].fix)
     return Said("TD058", "NCCL's GPU allocation failed: CUDA out of memory", EXPLANATIONS["TD058"].fix)
 
 
@@ -153,7 +185,20 @@ def _sysfs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
         msg = f"NCCL could not resolve {f['path']}: the GPU's PCI device is not visible in /sys"
     else:
         msg = f"NCCL's topology has a link seen one way only (remNode {f.get('rem', '?')})"
+        if older_than(ctx, (2, 19, 0)):  # an NCCL older than the GPU model misreads its NVLink / NVSwitch
+            versions = ", ".join(dict.fromkeys(v.split("+")[0] for v in ctx.versions))
+            first = (
+                f"Upgrade NCCL first: {versions} may predate this GPU model, whose links an older NCCL misreads "
+                "(H100 needs 2.15 or later)."
+            )
+            return Said("TD071", msg + f" (NCCL {versions})", with_general("TD071", first))
     return Said("TD071", msg, EXPLANATIONS["TD071"].fix)
+
+
+def _shm_permission(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    seg = f.get("seg") or next((e.fields["seg"] for e in ctx.secondary if e.fields.get("seg")), "")
+    what = f"its segment {seg}" if seg else "its segment"
+    return Said("TD082", f"/dev/shm refused NCCL {what}: Permission denied", EXPLANATIONS["TD082"].fix)
 
 
 def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -241,6 +286,7 @@ HOST: dict[str, Builder] = {
     "topo-sysfs": _sysfs,
     "shm-full": _shm_full,
     "shm-attach": _shm_attach,
+    "shm-permission": _shm_permission,
     "shm-create": _shm_create,
     "diag": _diag,
     "invalid-setting": _setting,

@@ -194,10 +194,35 @@ def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said
 
 
 def _mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("around"):  # NCCL 2.4's kernel check: the collectives themselves differ between ranks
+        return Said(
+            "TD073",
+            f"NCCL detected ranks running different collectives (around rank {f['around']})",
+            "The program called collectives in a different order, or with different sizes, on some ranks: check "
+            "the calls at and around that rank (TORCH_DISTRIBUTED_DEBUG=DETAIL names them); different NCCL "
+            "settings or versions between nodes do the same (compare `env | grep NCCL` on each).",
+        )
     a, b = f.get("a") or f.get("a2", "?"), f.get("b") or f.get("b2", "?")
     return Said(
         "TD073", f"ranks disagree on a transfer: {a} bytes here, {b} bytes at the peer", EXPLANATIONS["TD073"].fix
     )
+
+
+def _ops_differ(evs: Sequence[Event]) -> str:
+    """Ranks whose timed-out work has one sequence number but another operation (and no process
+    group that tells them apart): "BROADCAST on rank 7, ALLREDUCE on rank 3"; "" when none."""
+    by_seq: dict[str, dict[str, str]] = {}  # seq -> op -> a rank
+    pgs: dict[str, set[str]] = {}
+    for e in evs:
+        seq, op = e.fields.get("seq", ""), e.fields.get("op", "")
+        who = e.fields.get("wrank") or ("" if e.rank is None else str(e.rank))
+        by_seq.setdefault(seq, {}).setdefault(op, who)
+        if e.fields.get("pg"):
+            pgs.setdefault(seq, set()).add(e.fields["pg"])
+    for seq, ops in by_seq.items():
+        if len(ops) > 1 and len(pgs.get(seq, ())) <= 1:
+            return f"sequence {seq}: " + ", ".join(f"{op} on rank {r}" if r else op for op, r in ops.items())
+    return ""
 
 
 def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -214,6 +239,17 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
         )
     if odd := odd_interfaces(ctx):
         fix = f"{odd} {fix}"
+    if differ := _ops_differ(evs):
+        extra["ops_differ"] = differ
+        return Said(
+            "TD047",
+            f"the ranks timed out in different collectives at one point ({differ}): they did not call the same "
+            "operations",
+            "The program's collectives differ between ranks: a branch on the rank, a rank that left a loop "
+            "early (uneven data), or an exception caught on one rank; TORCH_DISTRIBUTED_DEBUG=DETAIL and the "
+            "flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) show each rank's calls. " + fix,
+            extra,
+        )
     return Said(
         "TD047",
         f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the "
@@ -253,6 +289,25 @@ def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD042", msg, EXPLANATIONS["TD042"].fix)
 
 
+def _invalid_rank(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    ranks = sorted({int(e.fields["rank"]) for e in evs if e.fields.get("rank", "").lstrip("-").isdigit()})
+    shown = ", ".join(str(r) for r in ranks[:6]) + ("..." if len(ranks) > 6 else "")
+    n = f.get("nranks", "?")
+    return Said(
+        "TD080",
+        f"rank {shown} asked for a place in a communicator of {n} ranks: more processes than the world size",
+        EXPLANATIONS["TD080"].fix,
+        {"nranks": n, "ranks": ranks},
+    )
+
+
+def _skipped(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    devs = list(dict.fromkeys(e.fields["dev"] for e in evs if e.fields.get("dev")))
+    which = ", ".join(devs) if devs else "an RDMA device"
+    used = f"; NCCL went on with {', '.join(ctx.link_layers)}" if ctx.link_layers else ""
+    return Said("TD081", f"NCCL could not open {which} and skipped it{used}", EXPLANATIONS["TD081"].fix)
+
+
 NETWORK: dict[str, Builder] = {
     "ib-memlock": _memlock,
     "ib-dmabuf": _dmabuf,
@@ -272,4 +327,6 @@ NETWORK: dict[str, Builder] = {
     "version-mismatch": _versions,
     "net-plugin": _net,
     "duplicate-gpu": _dup,
+    "invalid-rank": _invalid_rank,
+    "ib-device-skipped": _skipped,
 }

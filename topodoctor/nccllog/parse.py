@@ -17,15 +17,14 @@ all of it (transports, channels, the trail).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Literal
 
-from topodoctor.model.collectives import NcclAccount
 from topodoctor.nccllog.account import account
-from topodoctor.nccllog.choices import Choices, parse_choices
+from topodoctor.nccllog.choices import parse_choices
 from topodoctor.nccllog.classify import CONSEQUENCE, ROOT, Reading, classify
+from topodoctor.nccllog.continuation import ends_in_trail, wrapped
+from topodoctor.nccllog.logfile import Event, Level, LogFile
 
-Level = Literal["unset", "VERSION", "WARN", "INFO"]
+__all__ = ["Event", "LogFile", "parse_file"]
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
 _SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"
 _WARN = re.compile(rf"(?:(?P<src>{_SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
@@ -37,7 +36,12 @@ _TRAIL = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<t
 _TOP_TAGS = ("Async thread", "Proxy Thread", "Progress Thread", "Proxy Service", "bthread")
 _TOP_SRC = re.compile(r"(?:^|/)(?:init|group|enqueue|collectives)\.(?:cc|cu)$")
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?P<suffix>\+cuda[\d.]+)?")
-_VERSION_TAIL = re.compile(r"NCCL version\s*$")
+_VERSION_TAIL = re.compile(r"NCCL(?P<word> version)?\s*$")
+# the next line of a wrapped banner: the version alone (after "version") or "version N" (after "NCCL")
+_WRAPPED = {
+    True: re.compile(r"\s*(\d+\.\d+\.\d+)(\+cuda[\d.]+)?"),
+    False: re.compile(r"\s*version (\d+\.\d+\.\d+)(\+cuda[\d.]+)?"),
+}
 _TORCH_ERROR = re.compile(
     r"NCCL [Ee]rror(?: in: \S+,| \d+:|:) (?P<cls>[a-z][a-z ]*[a-z])(?=\s*\(run with|,|\.?\s*$)"
     r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+\S*))?"
@@ -54,6 +58,13 @@ _NCCL_CLASS = re.compile(
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
 # what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
 _NOT_REASON = re.compile(r"\s*(?:\[rank|\[[WEIF]\d{4}|Exception raised|frame #|Traceback|\s*File \")")
+# torch's own CUDA check (c10_cuda_check_implementation) raised in a rank or in the NCCL watchdog:
+# "RuntimeError: CUDA error: ...", "what():  CUDA error: ...", "terminated with exception: CUDA error: ..."
+_TORCH_CUDA = re.compile(
+    r"(?:[Ee]xception|Error|what\(\)):\s+CUDA error: (?P<msg>.+?)\.?(?=\s*(?:CUDA kernel errors|Compile with|$))"
+)
+# the watchdog's next line names the process group of the work that timed out
+_WATCHDOG_PG = re.compile(r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\] Exception .*? at work: (?P<seq>\d+)")
 _TEST_FAIL = re.compile(r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?\s*$")
 _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
@@ -83,44 +94,6 @@ _BARE_OK = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Event:
-    """A line that says something went wrong (or, ``ib-no-device``, may go wrong)."""
-
-    kind: str  # a ``classify`` kind, or: warn (an unread WARN), nccl-error, trail, ib-no-device, diag
-    file: str
-    line_no: int  # 1-based
-    text: str  # the line, trimmed to 300 characters
-    fields: dict[str, str] = field(default_factory=dict)  # what the message names (status, call, errno...)
-    rank: int | None = None
-    source: str = ""  # the NCCL source file the line was printed from, where the line says
-    order: int = ROOT  # ROOT or CONSEQUENCE (``nccllog.classify``)
-
-
-@dataclass(frozen=True)
-class LogFile:
-    """What one file says."""
-
-    name: str
-    level: Level  # how much NCCL said: the most verbose kind of line seen
-    versions: tuple[str, ...]  # NCCL versions named (banners and torch's error text)
-    ranks: tuple[int, ...]  # ranks the file speaks for
-    hosts: tuple[str, ...]  # hosts in NCCL's line prefix (host:pid:tid)
-    events: tuple[Event, ...]
-    last_errors: tuple[str, ...]  # what followed torch's "Last error:" ("" when NCCL left none)
-    env: dict[str, str] = field(default_factory=dict)  # NCCL_* NCCL reported as set (INFO)
-    account: NcclAccount | None = None  # transports, channels, nodes (INFO)
-    choices: Choices | None = None  # cost table, graphs, per-call algorithms (INFO + TUNING)
-    nccl_tests: bool = False  # nccl-tests' own output (its "# nThread" header)
-    failed: bool = False  # the file shows a failed call: a trail to the top, a framework or test error
-    went_on: bool = False  # work went on after the last failure line (training steps, test rows)
-    link_layers: dict[str, str] = field(default_factory=dict)  # RDMA device -> IB or RoCE (NET/IB : Using)
-    socket_ifs: dict[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
-    gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
-    topo_file: str = ""  # the topology XML NCCL loaded, where the log says
-    trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)
-
-
 def _file_rank(name: str) -> int | None:
     stem = name.rsplit("/", 1)[-1]
     m = _FILE_RANK.search(stem.rsplit(".", 1)[0] if stem.count(".") > 1 else stem)
@@ -148,6 +121,7 @@ class _Reader:
         self.trail_src: dict[str, None] = {}
         self.trail_path: list[str] = []  # the sources of the trail being read, from the failed call up
         self.consumed = -1  # a line already read as the reason after "Last error:"
+        self.nccl_seen = False  # a line so far named NCCL
         self.prefixes: set[str] = set()
         self.progress_at: list[int] = []
         self.file_rank = _file_rank(name)
@@ -179,11 +153,12 @@ class _Reader:
     def line(self, i: int, raw: str) -> None:
         # Most of a long log is NCCL INFO: substring checks guard every pattern (a 64 MiB log in seconds)
         line = (_ANSI.sub("", raw) if "\x1b" in raw else raw).rstrip()
+        self.nccl_seen = self.nccl_seen or "NCCL" in line
         rank = self.file_rank
         if "[rank" in line and (m := _TORCH_RANK.search(line)):
             rank = int(m.group(1))
             self.ranks[rank] = None
-        if "NCCL version" in line:
+        if "NCCL version" in line or line.endswith("NCCL"):
             self._version(i, line)
         if (at := line.find("NCCL INFO ")) >= 0:
             self.seen("INFO")
@@ -194,7 +169,8 @@ class _Reader:
             self._host(line, line.find("WARN"))
             msg = m.group("msg").rstrip("*").strip()
             src = m.group("src") or ""
-            reading = classify(msg, src)
+            # a WARN wrapped at a space reads whole first: its first half may read as a vaguer class
+            reading = self._wrapped(i, msg, src, (" ",)) or classify(msg, src)
             self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg})
         elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
             self.seen("INFO")
@@ -227,9 +203,9 @@ class _Reader:
             self.versions[m.group("v") + (m.group("suffix") or "")] = None
             self.seen("VERSION")
         elif (
-            _VERSION_TAIL.search(line)  # the banner wrapped after "version"
+            (t := _VERSION_TAIL.search(line))  # the banner or torch's text wrapped after "version" or "NCCL"
             and i + 1 < len(self.lines)
-            and (m := re.match(r"\s*(\d+\.\d+\.\d+)(\+cuda[\d.]+)?", self.lines[i + 1]))
+            and (m := _WRAPPED[bool(t["word"])].match(self.lines[i + 1]))
         ):
             self.versions[m.group(1) + (m.group(2) or "")] = None
             self.seen("VERSION")
@@ -298,6 +274,12 @@ class _Reader:
         if m := _TEST_FAIL.search(line):
             self._test_failure(i, line, m, rank)
             return
+        # torch's CUDA error counts in its NCCL watchdog, or in a log that already spoke of NCCL
+        if "CUDA error: " in line and (self.nccl_seen or "watchdog" in line) and (m := _TORCH_CUDA.search(line)):
+            self.failed_at.append(i)
+            reading = classify(f"Cuda failure '{m.group('msg')}'")
+            self.add(reading.kind if reading else "cuda-failure", i, line, rank, reading, fields={"said": m.group(0)})
+            return
         if "ncclUniqueId" in line and (m := _STORE.search(line)):
             self.failed_at.append(i)
             self.add("store", i, line, rank, fields={"err": m.group("err").strip()})
@@ -309,13 +291,31 @@ class _Reader:
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
             return
-        if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line)):
+        if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self._wrapped(i, line)):
             if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
                 reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
                 self.consumed = i + 1
+            fields = {"said": line.strip()}
             if reading.kind == "watchdog-timeout":
                 self.failed_at.append(i)
-            self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip()})
+                who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
+                fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
+            self.add(reading.kind, i, line, rank, reading, fields=fields)
+
+    def _wrapped(self, i: int, text: str, src: str = "", joins: tuple[str, ...] = ("", " ")) -> Reading | None:
+        """``continuation.wrapped``, the next line then read."""
+        reading = wrapped(self.lines, i, text, src, joins) if i + 1 != self.consumed else None
+        if reading:
+            self.consumed = i + 1
+        return reading
+
+    def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
+        """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception
+        ... at work: 1580``), where printed."""
+        for nxt in self.lines[i + 1 : i + 4]:
+            if "at work:" in nxt and (m := _WATCHDOG_PG.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
+                return {"pg": m.group("pg")}
+        return {}
 
     def _last_error(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
         """torch's ``Last error:`` and the line after it, whatever prefix both carry."""
@@ -356,6 +356,8 @@ def parse_file(name: str, text: str) -> LogFile:
     r = _Reader(name, lines)
     for i, raw in enumerate(lines):
         r.line(i, raw)
+    if (end := ends_in_trail(lines, r.trail_path)) is not None:
+        r.failed_at.append(end)
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
     info = r.level == "INFO"
     failing = [e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag")] + r.failed_at

@@ -1,0 +1,51 @@
+"""What `nccl-log` reads out of one file, as plain data: the lines that matter (``Event``) and
+what the whole file says (``LogFile``). ``nccllog.parse`` fills them; the explainer reads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from topodoctor.model.collectives import NcclAccount
+from topodoctor.nccllog.choices import Choices
+from topodoctor.nccllog.classify import ROOT
+
+Level = Literal["unset", "VERSION", "WARN", "INFO"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A line that says something went wrong (or, ``ib-no-device``, may go wrong)."""
+
+    kind: str  # a ``classify`` kind, or: warn (an unread WARN), nccl-error, trail, ib-no-device, diag
+    file: str
+    line_no: int  # 1-based
+    text: str  # the line, trimmed to 300 characters
+    fields: dict[str, str] = field(default_factory=dict)  # what the message names (status, call, errno...)
+    rank: int | None = None
+    source: str = ""  # the NCCL source file the line was printed from, where the line says
+    order: int = ROOT  # ROOT or CONSEQUENCE (``nccllog.classify``)
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """What one file says."""
+
+    name: str
+    level: Level  # how much NCCL said: the most verbose kind of line seen
+    versions: tuple[str, ...]  # NCCL versions named (banners and torch's error text)
+    ranks: tuple[int, ...]  # ranks the file speaks for
+    hosts: tuple[str, ...]  # hosts in NCCL's line prefix (host:pid:tid)
+    events: tuple[Event, ...]
+    last_errors: tuple[str, ...]  # what followed torch's "Last error:" ("" when NCCL left none)
+    env: dict[str, str] = field(default_factory=dict)  # NCCL_* NCCL reported as set (INFO)
+    account: NcclAccount | None = None  # transports, channels, nodes (INFO)
+    choices: Choices | None = None  # cost table, graphs, per-call algorithms (INFO + TUNING)
+    nccl_tests: bool = False  # nccl-tests' own output (its "# nThread" header)
+    failed: bool = False  # the file shows a failed call: a trail to the top, a framework or test error
+    went_on: bool = False  # work went on after the last failure line (training steps, test rows)
+    link_layers: dict[str, str] = field(default_factory=dict)  # RDMA device -> IB or RoCE (NET/IB : Using)
+    socket_ifs: dict[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
+    gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
+    topo_file: str = ""  # the topology XML NCCL loaded, where the log says
+    trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)

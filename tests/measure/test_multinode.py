@@ -104,40 +104,13 @@ def test_pairwise_names_the_slow_node_among_four(tmp_path: Path) -> None:
     assert "nodeC: slow by" in shown.stdout and "nodeE: failed to join" in shown.stdout
 
 
-@pytest.mark.slow
-def test_two_torchrun_launches_form_one_world_of_two_nodes(tmp_path: Path) -> None:
-    """torchrun's own c10d rendezvous: node ranks from the launcher, nodes from NCCL_HOSTID."""
+def _two_nodes(tmp_path: Path, per_node: int, ops: str) -> dict[str, Any]:
+    """Two torchrun launches of ``per_node`` gloo ranks each (nodes host0 and host1, set apart by
+    NCCL_HOSTID) through torchrun's own c10d rendezvous; both must exit 0; the saved result."""
     out = tmp_path / "world.json"
-    port = str(free_port())
-    run = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1"]
-    run += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "td-test"]
-    args = ["-m", "topodoctor", "collectives", "--backend", "gloo", "--op", "all_reduce", "--size", "4K"]
-    args += ["--iters", "2", "--replay", "h200-x2", "--format", "json", "-o", str(out)]
-    procs = []
-    for k in (0, 1):
-        env = _env(NCCL_HOSTID=f"host{k}")
-        cmd = [*run, "--node-rank", str(k), *args]
-        with open(tmp_path / f"node{k}.log", "wb") as log:
-            procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT))
-    with time_limit(90):
-        codes = _finish(procs, 80)
-    assert codes == [0, 0], (tmp_path / "node0.log").read_text()[-2000:]
-    doc: dict[str, Any] = json.loads(out.read_text())
-    assert sorted((r["node"], r["node_rank"]) for r in doc["ranks"]) == [("host0", 0), ("host1", 1)]
-    assert doc["world_size"] == 2 and doc["pairwise"] is None
-    assert [(s["scope"], sorted(s["nodes"])) for s in doc["spans"]] == [("inter", ["host0", "host1"])]
-
-
-@pytest.mark.slow
-def test_nodes_of_two_ranks_each_measure_inside_and_across(tmp_path: Path) -> None:
-    """Two launches of two ranks each: the world's sweep, then each node's ranks together and each
-    rail (the same local rank on both nodes), every subgroup numbering its own ranks (a subgroup's
-    bookkeeping once went through the world: a failed run on every host of more than one GPU a node)."""
-    out = tmp_path / "world.json"
-    port = str(free_port())
-    run = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2"]
-    run += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "td-test-2x2"]
-    args = ["-m", "topodoctor", "collectives", "--backend", "gloo", "--op", "all_reduce,all_gather", "--size", "4K"]
+    run = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", str(per_node)]
+    run += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--rdzv-id", "td-test"]
+    args = ["-m", "topodoctor", "collectives", "--backend", "gloo", "--op", ops, "--size", "4K"]
     args += ["--iters", "2", "--replay", "h200-x2", "--format", "json", "-o", str(out)]
     procs = []
     for k in (0, 1):
@@ -148,6 +121,24 @@ def test_nodes_of_two_ranks_each_measure_inside_and_across(tmp_path: Path) -> No
         codes = _finish(procs, 110)
     assert codes == [0, 0], (tmp_path / "node0.log").read_text()[-2000:]
     doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
+
+
+@pytest.mark.slow
+def test_two_torchrun_launches_form_one_world_of_two_nodes(tmp_path: Path) -> None:
+    """torchrun's own c10d rendezvous: node ranks from the launcher, nodes from NCCL_HOSTID."""
+    doc = _two_nodes(tmp_path, 1, "all_reduce")
+    assert sorted((r["node"], r["node_rank"]) for r in doc["ranks"]) == [("host0", 0), ("host1", 1)]
+    assert doc["world_size"] == 2 and doc["pairwise"] is None
+    assert [(s["scope"], sorted(s["nodes"])) for s in doc["spans"]] == [("inter", ["host0", "host1"])]
+
+
+@pytest.mark.slow
+def test_nodes_of_two_ranks_each_measure_inside_and_across(tmp_path: Path) -> None:
+    """Two launches of two ranks each: the world's sweep, then each node's ranks together and each
+    rail (the same local rank on both nodes), every subgroup numbering its own ranks (a subgroup's
+    bookkeeping once went through the world: a failed run on every host of more than one GPU a node)."""
+    doc = _two_nodes(tmp_path, 2, "all_reduce,all_gather")
     assert doc["world_size"] == 4 and not doc["failures"]
     spans = sorted((s["scope"], s["name"], sorted(s["ranks"])) for s in doc["spans"])
     assert spans == [

@@ -26,17 +26,27 @@ def _early(argv: list[str]) -> EarlyRead | None:
         return None
 
 
+def _options(argv: list[str], hook: str, full: bool = False) -> tuple[Command, Any, EarlyRead] | None:
+    """The command, its options object and the read, when the command's options class has ``hook``
+    (what it may do before typer parses the line) and the line reads cleanly by its spec (every
+    value, with ``full``); else None."""
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is None or not hasattr(command.options_class(), hook):
+        return None
+    try:
+        read = early_read(argv[1:], command.options_class(), full=full)
+        if not read.clean:
+            return None
+        return command, build(command.options_class(), read.values), read
+    except Exception:  # only a head start: typer reads the command line in full, and says what is wrong
+        return None
+
+
 def early_source(argv: list[str]) -> Source | None:
     """The host the command line will probe without a measurement pass (a ``check`` or ``scan``
     read cleanly by its spec), or None: then no probe starts before the command is parsed."""
-    command = COMMANDS.get(argv[0]) if argv else None
-    if command is None or not hasattr(command.options_class(), "early_source"):
-        return None  # a command whose probe may start before it is parsed says what it reads
-    read = _early(argv)
-    if read is None or not read.clean:
-        return None
-    options: object = build(command.options_class(), read.values)
-    source: Source | None = options.early_source()  # type: ignore[attr-defined]
+    got = _options(argv, "early_source")  # a command whose probe may start early says what it reads
+    source: Source | None = None if got is None else got[1].early_source()
     return source
 
 
@@ -44,29 +54,15 @@ def direct_options(argv: list[str]) -> tuple[Command, Any, bool] | None:
     """The command, its options object and whether the one-line format is asked for, when the
     command line is a ``check`` or ``scan`` (a command whose probe starts early) and every word of
     it reads cleanly by the spec, values included; else None (typer reads it)."""
-    command = COMMANDS.get(argv[0]) if argv else None
-    if command is None or not hasattr(command.options_class(), "early_source"):
-        return None
-    try:
-        read = early_read(argv[1:], command.options_class(), full=True)
-        if not read.clean:
-            return None
-        return command, build(command.options_class(), read.values), read.values.get("fmt") == "line"
-    except Exception:  # a required option missing, a combination the options refuse: typer says it
-        return None
+    got = _options(argv, "early_source", full=True)
+    return None if got is None else (got[0], got[1], got[2].values.get("fmt") == "line")
 
 
 def early_timer_modes(argv: list[str]) -> tuple[str, ...] | None:
     """The copy timer's modes when the command line (``bandwidth``, read cleanly by its spec) has it
     started first of all (service/early_copies.py), else None."""
-    command = COMMANDS.get(argv[0]) if argv else None
-    if command is None or not hasattr(command.options_class(), "early_timer"):
-        return None  # a command whose copy timer may start before it is parsed says with what
-    read = _early(argv)
-    if read is None or not read.clean:
-        return None
-    options: object = build(command.options_class(), read.values)
-    modes: tuple[str, ...] | None = options.early_timer()  # type: ignore[attr-defined]
+    got = _options(argv, "early_timer")  # a command whose copy timer may start early says with what
+    modes: tuple[str, ...] | None = None if got is None else got[1].early_timer()
     return modes
 
 

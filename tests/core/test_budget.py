@@ -5,6 +5,7 @@ still not gone then is killed (core/budget.py ``end_children``)."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from typing import Any
 
@@ -75,7 +76,7 @@ def test_a_part_sent_first_is_left_behind_by_a_final_answer() -> None:
     [
         ("hang", "not finished within the 1 s budget"),
         ("fail", "the copy timer stopped"),
-        ("die", "died without an answer"),
+        ("die", "exited with status 9 without an answer"),
     ],
 )
 def test_a_child_that_fails_after_a_part_hands_the_part_on_with_its_error(then: str, said: str) -> None:
@@ -85,9 +86,21 @@ def test_a_child_that_fails_after_a_part_hands_the_part_on_with_its_error(then: 
 
 
 def test_without_a_part_the_error_carries_none() -> None:
-    with pytest.raises(TopodoctorError, match="died") as caught:
+    with pytest.raises(TopodoctorError, match=r"exited with status 9 without an answer$") as caught:
         await_child(fork_work(lambda deadline: os._exit(9), time.monotonic() + 30), Budget.start(5))
     assert caught.value.part is None
+
+
+def _crash(deadline: float) -> dict[str, Any]:
+    os.kill(os.getpid(), signal.SIGSEGV)  # as a crash in a driver library ends the child
+    time.sleep(30)
+    return {}
+
+
+def test_a_child_that_crashed_is_named_by_its_signal() -> None:
+    with pytest.raises(TopodoctorError, match=r"died of SIGSEGV without an answer \(a crash; run again with") as caught:
+        await_child(fork_work(_crash, time.monotonic() + 30), Budget.start(5))
+    assert caught.value.exit_code == 3 and not budget._exiting
 
 
 def test_outside_a_child_a_part_goes_nowhere() -> None:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.core import answers
+from topodoctor.core import answers, ending
 from topodoctor.core.answers import send_part as send_part  # re-exported: a budgeted child's first word
 from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError
 from topodoctor.core.signals import die_with_parent
@@ -294,10 +294,14 @@ def _final(chunks: list[bytes], child: Child, budget: Budget, meanwhile: Callabl
         raise
     finally:
         os.close(child.answers)
-    _reap_or_defer(child.pid)
     answer = answers.lines(chunks)[1]
     if answer is None:
-        raise BudgetExceeded("could not check: the check process died without an answer")
+        how = ending.how_it_ended(child.pid, min(ending.END_WAIT_S, max(deadline - time.monotonic(), 0.0)))
+        if how is None:
+            _exiting.append(child.pid)  # not gone yet: end_children ends it
+        said = how or "died"
+        raise BudgetExceeded(f"could not check: the check process {said} without an answer{ending.hint(said)}")
+    _reap_or_defer(child.pid)
     if "error" in answer:
         err = TopodoctorError(answer["error"])
         err.exit_code = int(answer.get("exit_code", 3))

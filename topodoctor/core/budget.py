@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError
+from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError, error_class
 from topodoctor.core.signals import die_with_parent
 
 # Longer than any job lives: "no limit" without infinite arithmetic in select() or deadlines.
@@ -199,7 +199,7 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             answer: dict[str, Any] = {"ok": work(deadline)}
         except TopodoctorError as exc:
-            answer = {"error": str(exc), "exit_code": exc.exit_code}
+            answer = {"error": str(exc), "exit_code": exc.exit_code, "kind": type(exc).__name__}
         except BaseException as exc:  # the parent reports it; a child must never unwind into the CLI
             import traceback  # only here: it costs a few ms of every command's start-up
 
@@ -265,7 +265,7 @@ def await_child(child: Child, budget: Budget, meanwhile: Callable[[], None] | No
     except ValueError:
         raise TopodoctorError("could not check: the check process answered garbage") from None
     if "error" in answer:
-        err = TopodoctorError(answer["error"])
+        err = error_class(str(answer.get("kind", "")))(answer["error"])
         err.exit_code = int(answer.get("exit_code", 3))
         raise err
     result: dict[str, Any] = answer["ok"]

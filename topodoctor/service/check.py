@@ -90,6 +90,38 @@ def evaluate(
     return ev.findings, ev.incomplete
 
 
+@dataclass
+class Inputs:
+    """The files a check reads besides the host: expectations (or why they could not be used) and a
+    baseline snapshot. Read while the probe child works (``check``), or before judging (``judge``)."""
+
+    expect: Expectations | None = None
+    baseline: Any = None
+    unusable: str | None = None  # why the --expect file could not be used
+
+
+def read_inputs(options: CheckOptions, budget: Budget) -> Inputs:
+    """Load the rules and check ``--select`` / ``--ignore`` (a pattern matching no rule is a usage
+    error), then read the expectations and the baseline. An unusable expectations file is kept as
+    its reason, not raised (see ``check``)."""
+    from topodoctor.rules.registry import check_patterns
+
+    inputs = Inputs()
+    check_patterns(options.select + options.ignore)  # imports every rule family
+    if options.expect is not None:
+        from topodoctor.topology.expect import load_expectations
+
+        try:
+            inputs.expect = load_expectations(options.expect, budget)
+        except InputError as exc:
+            inputs.unusable = str(exc)
+    if options.baseline is not None:
+        from topodoctor.topology.baseline import load_baseline
+
+        inputs.baseline = load_baseline(options.baseline, budget)
+    return inputs
+
+
 def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     """Probe, measure and judge the host within ``options.timeout_s`` (from process start).
 
@@ -103,31 +135,36 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
     t0 = time.monotonic()
     budget = budget or Budget.start(options.timeout_s)
-    loaded: dict[str, Any] = {}
-    unusable: list[str] = []
-
-    def prepare() -> None:
-        from topodoctor.rules.registry import check_patterns
-
-        check_patterns(options.select + options.ignore)  # imports every rule family
-        if options.expect is not None:
-            from topodoctor.topology.expect import load_expectations
-
-            try:
-                loaded["expect"] = load_expectations(options.expect, budget)
-            except InputError as exc:
-                unusable.append(str(exc))
-        if options.baseline is not None:
-            from topodoctor.topology.baseline import load_baseline
-
-            loaded["baseline"] = load_baseline(options.baseline, budget)
-
+    read: list[Inputs] = []
     with budget.guard():
-        host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
+        host = probe(
+            options.source,
+            budget,
+            options.passes,
+            environment=True,
+            meanwhile=lambda: read.append(read_inputs(options, budget)),
+        )
+        return judge(host, options, budget, read[0] if read else None, t0)
+
+
+def judge(
+    host: Host,
+    options: CheckOptions,
+    budget: Budget | None = None,
+    inputs: Inputs | None = None,
+    started: float | None = None,
+) -> Outcome:
+    """The verdict on a host already probed (by ``check``, or the Python API's ``scan``): its rules,
+    scope, fail level and exit code, decided here for both. ``inputs`` None reads them now."""
+    t0 = time.monotonic() if started is None else started
+    budget = budget or Budget.start(options.timeout_s)
+    with budget.guard():
+        if inputs is None:
+            inputs = read_inputs(options, budget)
         where = job_scope(host, options.scope)
-        ctx = make_context(host, loaded.get("expect"))
-        if "baseline" in loaded:
-            ctx.extra["baseline"] = loaded["baseline"]
+        ctx = make_context(host, inputs.expect)
+        if inputs.baseline is not None:
+            ctx.extra["baseline"] = inputs.baseline
         ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
         from topodoctor.topology.scope import within
@@ -147,12 +184,12 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         len(others),
         getattr(host.measured.get("bandwidth"), "timings", None),
         where.kind,
-        unusable[0] if unusable else None,
+        inputs.unusable,
     )
     # A fault found stays exit 1 (drain the node) even when a pass could not run; otherwise a
     # measurement that was asked for and did not happen is "could not check", never a pass.
     # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
-    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if unusable else EXIT_OK
+    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if inputs.unusable else EXIT_OK
     return Outcome(
         findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
     )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, CannotMeasure, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.measure.collectives.guard import RankStopped
 from topodoctor.measure.collectives.sweeps import (
     ALGO_OPS,
@@ -22,6 +22,7 @@ from topodoctor.measure.collectives.sweeps import (
 )
 from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan
+from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service import check as doctor
 from topodoctor.service.collective_runs import CollectivesRun, RankDone, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus
@@ -33,10 +34,15 @@ def predict_busbw(source: doctor.Source, budget: Budget, ops: Sequence[str], nod
     joined by their NICs): no GPU and no torch, a recording will do."""
     snap = _snapshot(source, budget, True)
     assert snap is not None  # required: a probe that could not run has raised
+    return predict_for(snap, ops, nodes)
+
+
+def predict_for(snap: HostSnapshot, ops: Sequence[str], nodes: int = 1) -> tuple[Prediction, ...]:
+    """``predict_busbw`` of a host already probed; CannotMeasure where its topology says too little."""
     preds = predict(snap, tuple(ops), nodes=nodes)
     if not preds:
         why = "fewer than 2 GPUs, or links unread" + (", or no RDMA NIC of known rate" if nodes > 1 else "")
-        raise ProbeUnavailable(f"the topology does not say enough for a prediction ({why})")
+        raise CannotMeasure(f"the topology does not say enough for a prediction ({why})")
     return preds
 
 

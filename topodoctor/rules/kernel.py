@@ -82,7 +82,7 @@ def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade)
     "TD520",
     "xid-fallen-off-bus",
     "critical",
-    also=("info", "warning", "error"),
+    also=("warning",),
     fix="Drain the node; collect nvidia-bug-report.sh; check the GPU's power, cooling and seating; reset the GPU or "
     "reboot, and replace it if it falls off again.",
 )
@@ -109,7 +109,7 @@ def _nvlink(e: XidEvent) -> Severity:
     "TD521",
     "xid-nvlink-error",
     "error",
-    also=("info", "warning", "critical"),
+    also=("warning",),
     fix="Drain the node and reset the GPUs (or reboot) to retrain the links; check `nvidia-smi nvlink -s` and "
     "`nvidia-smi nvlink -e`; if the same link fails again, reseat or service the GPU / NVSwitch tray.",
 )
@@ -137,7 +137,7 @@ def _ecc(e: XidEvent) -> Severity:
     "TD522",
     "xid-ecc-error",
     "error",
-    also=("info", "warning", "critical"),
+    also=("warning",),
     fix="Drain the node and reset the GPU so the faulty memory rows are remapped; check `nvidia-smi -q -d "
     "ECC,ROW_REMAPPER`; replace the GPU if uncorrectable errors return.",
 )
@@ -158,7 +158,7 @@ def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
     "TD523",
     "xid-row-remap",
     "warning",
-    also=("info", "error", "critical"),
+    also=("error",),
     fix="Reset the GPU (drain first) to activate the remapping; a row-remapping failure (Xid 64) means the GPU "
     "is out of spare rows: take it out of service.",
 )
@@ -178,7 +178,7 @@ def xid_row_remap(ctx: Context) -> Iterator[Issue]:
     "TD524",
     "xid-gsp-error",
     "error",
-    also=("info", "warning", "critical"),
+    also=("warning",),
     fix="Drain the node and reset the GPU; if it recurs, update the driver (GSP firmware ships with it) and "
     "report it with nvidia-bug-report.sh.",
 )
@@ -198,7 +198,6 @@ def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
     "TD525",
     "xid-application-fault",
     "info",
-    also=("warning", "error", "critical"),
     fix="Nothing to do on the node: the application faulted (bad address, illegal instruction, killed). If one GPU "
     "keeps faulting under different applications, run the GPU diagnostics.",
 )
@@ -227,7 +226,7 @@ def _other(e: XidEvent) -> Severity:
     "TD526",
     "xid-other",
     "warning",
-    also=("info", "error", "critical"),
+    also=("error",),
     fix="Look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and follow its resolution; "
     "drain the node if the GPU misbehaves.",
 )

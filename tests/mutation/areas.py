@@ -1,0 +1,56 @@
+"""What each area of the mutation pass mutates, and the tests that judge it: in-process tests (a
+test that runs topodoctor in another interpreter never sees a mutant), the ones that exercise the
+area's modules. A mutant is judged only by those of them that ran its line in the baseline."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RULE_FAMILIES = sorted(
+    f"topodoctor.rules.{p.stem}" for p in (ROOT / "topodoctor" / "rules").glob("*.py") if p.stem not in ("__init__",)
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Area:
+    """An area: its name, the modules it mutates, the pytest arguments that collect its judges."""
+
+    name: str
+    modules: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+AREAS = {
+    a.name: a
+    for a in (
+        Area(
+            "rules",
+            ("topodoctor.rules", *RULE_FAMILIES),
+            ("tests/rules", "tests/topology/test_scope.py"),
+        ),
+        Area(
+            "graph",
+            ("topodoctor.topology.graph", "topodoctor.topology.hostgraph", "topodoctor.topology.topo_matrix"),
+            (
+                "tests/topology/test_graph.py",
+                "tests/topology/test_hostgraph_networkx.py",
+                "tests/probe/test_replay.py",
+                "tests/rules/test_rule_cases.py",
+                "tests/rules/test_rules.py",
+                "tests/rules/test_fault_classes.py",
+            ),
+        ),
+        Area(
+            "job",
+            ("topodoctor.job.verdict",),
+            # the gloo jobs start real ranks (a minute and a half, once): their dumps are judged by
+            # the recorded tests too
+            ("tests/job/test_job.py", "tests/job/test_job_recorded.py", "-k", "not gloo"),
+        ),
+        Area("fleet", ("topodoctor.fleet.rollup",), ("tests/fleet", "tests/report/test_prometheus.py")),
+        Area("nccllog", ("topodoctor.nccllog.explain",), ("tests/nccllog",)),
+        Area("fileio", ("topodoctor.core.fileio",), ("tests/core/test_fileio.py", "tests/cli/test_hostile_writers.py")),
+    )
+}

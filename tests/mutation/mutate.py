@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
 import dataclasses
 import importlib
@@ -38,8 +39,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
-
-import contextlib
 
 from areas import AREAS, Area  # noqa: E402
 from operators import Site, sites  # noqa: E402

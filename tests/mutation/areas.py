@@ -21,6 +21,11 @@ class Area:
     modules: tuple[str, ...]
     tests: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        # A test file this checkout lacks is left out (an earlier tree, measured for a before-and-after).
+        kept = tuple(t for t in self.tests if not t.startswith("tests/") or (ROOT / t).exists())
+        object.__setattr__(self, "tests", kept)
+
 
 AREAS = {
     a.name: a
@@ -51,6 +56,10 @@ AREAS = {
         ),
         Area("fleet", ("topodoctor.fleet.rollup",), ("tests/fleet", "tests/report/test_prometheus.py")),
         Area("nccllog", ("topodoctor.nccllog.explain",), ("tests/nccllog",)),
-        Area("fileio", ("topodoctor.core.fileio",), ("tests/core/test_fileio.py", "tests/cli/test_hostile_writers.py")),
+        Area(
+            "fileio",
+            ("topodoctor.core.fileio",),
+            ("tests/core/test_fileio.py", "tests/core/test_fileio_limits.py", "tests/cli/test_hostile_writers.py"),
+        ),
     )
 }

@@ -30,6 +30,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 import types
 from collections import Counter
@@ -216,8 +217,8 @@ class Judged:
 class MutationRun:
     """The pytest plugin that replaces the test loop: the baseline, then one child per mutant."""
 
-    def __init__(self, area: Area, only: str | None, limit_s: float, out: Path | None) -> None:
-        self.area, self.only, self.limit_s, self.out = area, only, limit_s, out
+    def __init__(self, area: Area, only: str | None, limit_s: float, out: Path | None, every: int = 1) -> None:
+        self.area, self.only, self.limit_s, self.out, self.every = area, only, limit_s, out, every
         self.files = {str(Path(importlib.import_module(m).__file__ or "").resolve()): m for m in area.modules}
 
     def pytest_runtestloop(self, session: Any) -> bool:
@@ -233,6 +234,7 @@ class MutationRun:
                 reports = runtestprotocol(item, log=False, nextitem=items[i + 1] if i + 1 < len(items) else None)
             finally:
                 sys.settrace(None)
+                threading.settrace(None)  # type: ignore[arg-type]
             here.seconds = time.perf_counter() - t0
             here.passed = all(r.passed or (r.when != "call" and not r.failed) for r in reports) and any(
                 r.when == "call" and r.passed for r in reports
@@ -240,6 +242,7 @@ class MutationRun:
         session._setupstate.teardown_exact(None)
         base = sum(j.seconds for j in judged)
         print(f"baseline: {sum(j.passed for j in judged)} of {len(items)} tests pass, {base:.0f} s", flush=True)
+        print(f"mutating: {', '.join(sorted(self.files))}", flush=True)
         self._mutate(session, items, judged)
         return True
 
@@ -255,6 +258,7 @@ class MutationRun:
             return local if frame.f_code.co_filename in files else None
 
         sys.settrace(call)
+        threading.settrace(call)  # the bounded reads run on a thread of their own
 
     def _mutate(self, session: Any, items: list[Any], judged: list[Judged]) -> None:
         kills: Counter[int] = Counter()
@@ -263,6 +267,7 @@ class MutationRun:
         every = [m for module in self.area.modules for m in mutants(module)]
         if self.only:
             every = [m for m in every if self.only in (m.function, m.module, f"{m.module}:{m.function}")]
+        every = every[:: self.every]
         for n, m in enumerate(every):
             if time.monotonic() - started > self.limit_s:
                 print(f"stopped at the limit ({self.limit_s:.0f} s): {n} of {len(every)} mutants judged", flush=True)
@@ -375,13 +380,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("area", choices=sorted(AREAS))
     ap.add_argument("--only", help="one function (Class.method, =CONSTANT) or module of the area")
     ap.add_argument("--limit-s", type=float, default=3600.0, help="stop judging new mutants after this long")
+    ap.add_argument("--every", type=int, default=1, help="judge every Nth mutant only (a sample of a large area)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     area = AREAS[args.area]
     import pytest
 
     os.chdir(ROOT)
-    plugin = MutationRun(area, args.only, args.limit_s, args.json)
+    plugin = MutationRun(area, args.only, args.limit_s, args.json, args.every)
     return int(pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *area.tests], plugins=[plugin]))
 
 

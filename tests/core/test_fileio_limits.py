@@ -213,3 +213,81 @@ def test_listing_finds_the_suffix_skips_temporaries_and_bounds_the_count(tmp_pat
         fileio.list_files(tmp_path, "results", ".json", max_files=2)
     with pytest.raises(InputError, match=r"^cannot list results .*: No such file or directory$"):
         fileio.list_files(tmp_path / "none", "results", ".json")
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_reads_and_device_writes_leave_no_descriptor_open(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("{}")
+    before = _open_fds()
+    for _ in range(20):
+        fileio.read_json(tmp_path / "f", "doc")
+        fileio.write_atomic("/dev/null", "x")  # a character device: written through, opened and closed
+        fileio.write_atomic(tmp_path / "out", "x")
+    assert _open_fds() == before
+
+
+def test_a_file_is_on_disk_before_it_replaces_the_old_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(fileio.os, "fsync", lambda fd: (calls.append("fsync"), real_fsync(fd))[1])
+    monkeypatch.setattr(fileio.os, "replace", lambda a, b: (calls.append("replace"), real_replace(a, b))[1])
+    fileio.write_atomic(tmp_path / "out", "x")
+    assert calls == ["fsync", "replace"]
+
+
+def test_a_dash_is_standard_output(capsys: pytest.CaptureFixture[str]) -> None:
+    fileio.write_atomic("-", "to stdout\n")
+    assert capsys.readouterr().out == "to stdout\n"
+
+
+class _Refusing:
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+
+    def flush(self) -> None:
+        pass
+
+    def write(self, data: str) -> int:
+        raise self.error
+
+
+def test_standard_output_a_reader_left_is_silenced_and_one_that_fails_is_output_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from topodoctor.core.errors import OutputLost
+
+    silenced: list[bool] = []
+    monkeypatch.setattr(fileio, "silence_stdout", lambda: silenced.append(True))
+    monkeypatch.setattr(fileio.sys, "stdout", _Refusing(BrokenPipeError(errno.EPIPE, "Broken pipe")))
+    fileio.write_atomic("-", "x")
+    assert silenced == [True]
+    monkeypatch.setattr(fileio.sys, "stdout", _Refusing(OSError(errno.ENOSPC, "No space left on device")))
+    with pytest.raises(OutputLost, match=r"^cannot write to standard output: No space left on device$"):
+        fileio.write_atomic("-", "x")
+
+
+@pytest.mark.parametrize(("links", "ok"), [(39, True), (40, False)])
+def test_a_chain_of_links_is_followed_as_far_as_the_kernel_would(tmp_path: Path, links: int, ok: bool) -> None:
+    (tmp_path / "l0").symlink_to(tmp_path / "target")
+    for i in range(1, links):
+        (tmp_path / f"l{i}").symlink_to(tmp_path / f"l{i - 1}")
+    head = tmp_path / f"l{links - 1}"
+    if ok:
+        fileio.write_atomic(head, "x")
+        assert (tmp_path / "target").read_text() == "x"
+    else:
+        with pytest.raises(WriteError, match=r"symbolic link loop$"):
+            fileio.write_atomic(head, "x")
+
+
+@pytest.mark.parametrize(("depth", "ok"), [(63, True), (64, False)])
+def test_json_nests_64_deep_by_default(depth: int, ok: bool) -> None:
+    text = "[" * depth + "1" + "]" * depth  # the number sits one deeper than the innermost list
+    if ok:
+        assert fileio.parse_json(text, "doc") is not None
+    else:
+        with pytest.raises(InputError, match=r"nested more than 64 deep"):
+            fileio.parse_json(text, "doc")

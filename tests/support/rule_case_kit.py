@@ -63,6 +63,20 @@ class Case:
         return f"{self.code}-{'fires' if self.fires else 'quiet'}-{self.source}-{self.change}"
 
 
+def measured(ctx: Any, name: str) -> Any:
+    """A measured input of the rules' Context (``collectives``, ``fitness``, ``collectives_expect_gbps``):
+    a field of its own, or an entry of ``extra`` where the Context keeps it there."""
+    return getattr(ctx, name) if name in getattr(ctx, "__dataclass_fields__", {}) else ctx.extra.get(name)
+
+
+def set_measured(ctx: Any, name: str, value: Any) -> None:
+    """Set a measured input of the rules' Context, where ``measured`` reads it."""
+    if name in getattr(ctx, "__dataclass_fields__", {}):
+        setattr(ctx, name, value)
+    else:
+        ctx.extra[name] = value
+
+
 # ---------------------------------------------------------------- what a case is held to
 
 # Module-level numbers that rules read but that are not thresholds of a verdict, and why.

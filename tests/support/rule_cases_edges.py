@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from rule_case_kit import BwEdit, Case, bandwidth_result, gpu
+from rule_case_kit import BwEdit, Case, bandwidth_result, gpu, measured, set_measured
 from rule_cases_edges_fitness import FITNESS_EDGE_CASES
 
 from topodoctor.core.stats import median
@@ -70,7 +70,7 @@ def _pair_0_1(r: dict[str, Any]) -> None:
 
 def _collectives(edit: Callable[[CollectivesResult], CollectivesResult]) -> Callable[[Any], None]:
     def change(ctx: Any) -> None:
-        ctx.extra["collectives"] = edit(ctx.extra["collectives"])
+        set_measured(ctx, "collectives", edit(measured(ctx, "collectives")))
 
     return change
 
@@ -90,7 +90,7 @@ def busbw(op: str, size: int, gbps: float, expect: float | None = None, copies: 
     def change(ctx: Any) -> None:
         _collectives(edit)(ctx)
         if expect is not None:
-            ctx.extra["collectives_expect_gbps"] = expect
+            set_measured(ctx, "collectives_expect_gbps", expect)
         if copies:
             ctx.bandwidth = bandwidth_result(_pair_0_1)
 

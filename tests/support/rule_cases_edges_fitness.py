@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from rule_case_kit import Case
+from rule_case_kit import Case, measured, set_measured
 from rule_cases_measured import fitness_result
 
 from topodoctor.core.stats import median
@@ -19,14 +19,14 @@ def figure(kind: str, initiator: str, src: int, value: float, dst: int | None = 
     """A context edit: the fitness figure of ``kind`` / ``initiator`` on GPU ``src`` measures ``value``."""
 
     def change(ctx: Any) -> None:
-        res = ctx.extra["fitness"]
+        res = measured(ctx, "fitness")
         figs = tuple(
             replace(f, value=Stats(value, value, value, (value,)))
             if (f.kind, f.initiator, f.src) == (kind, initiator, src) and (dst is None or f.dst == dst)
             else f
             for f in res.figures
         )
-        ctx.extra["fitness"] = replace(res, figures=figs)
+        set_measured(ctx, "fitness", replace(res, figures=figs))
 
     return change
 
@@ -35,8 +35,10 @@ def only_gpus(kind: str, *gpus: int) -> Callable[[Any], None]:
     """A context edit: the fitness figures of ``kind`` kept for ``gpus`` only."""
 
     def change(ctx: Any) -> None:
-        res = ctx.extra["fitness"]
-        ctx.extra["fitness"] = replace(res, figures=tuple(f for f in res.figures if f.kind != kind or f.src in gpus))
+        res = measured(ctx, "fitness")
+        set_measured(
+            ctx, "fitness", replace(res, figures=tuple(f for f in res.figures if f.kind != kind or f.src in gpus))
+        )
 
     return change
 

@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 from conftest import FIXTURES
-from rule_case_kit import Case
+from rule_case_kit import Case, measured, set_measured
 
 from topodoctor.model.collectives import CollectivesResult, load_result
 from topodoctor.model.snapshot import HostSnapshot
@@ -85,7 +85,7 @@ def _collectives(edit: Callable[[CollectivesResult], CollectivesResult]) -> Call
     """A context edit: its collectives result changed by ``edit``."""
 
     def change(ctx: Any) -> None:
-        ctx.extra["collectives"] = edit(ctx.extra["collectives"])
+        set_measured(ctx, "collectives", edit(measured(ctx, "collectives")))
 
     return change
 

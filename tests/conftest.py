@@ -41,7 +41,19 @@ def _no_real_nvml(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     for name in list(os.environ):
         if name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
             monkeypatch.delenv(name)
+    # pytest-xdist's workers inherit COLUMNS=80 where a plain run has none: a test that wants a
+    # terminal's width sets it, so every test sees the same width however the suite runs.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 def scenario_path(name: str) -> Path:
     return FIXTURES / "derived" / f"{name}.json"
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A set's id in sorted order: its repr follows the hash seed, which differs between
+    pytest-xdist's workers, and they must collect the same ids."""
+    if isinstance(val, (set, frozenset)):
+        return "{" + ",".join(sorted(map(str, val))) + "}" if val else "set()"
+    return None

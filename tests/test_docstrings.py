@@ -13,6 +13,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "topodoctor"
 
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
@@ -85,6 +87,7 @@ def census() -> tuple[dict[str, tuple[int, int]], list[str]]:
     return {k: (v[0], v[1]) for k, v in counts.items()}, missing
 
 
+@pytest.mark.slow
 def test_every_public_definition_has_a_docstring() -> None:
     counts, missing = census()
     summary = ", ".join(f"{kind}: {d} of {t}" for kind, (d, t) in counts.items())

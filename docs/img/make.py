@@ -48,8 +48,10 @@ def picture(source: str) -> str:
 def heatmap(source: str) -> str:
     from topodoctor.model.copies import load_result
     from topodoctor.report.heatmap import draw_heatmap
+    from topodoctor.service.copies import bandwidth_findings
 
-    return draw_heatmap(load_result(ROOT / source))
+    result = load_result(ROOT / source)
+    return draw_heatmap(result, bandwidth_findings(result))
 
 
 def main(check: bool, png: bool = True) -> int:

@@ -13,6 +13,7 @@ from tests.cli.test_cli import one_line_error
 from topodoctor.cli.commands import main
 
 
+@pytest.mark.slow
 def test_unusable_expectations_judge_without_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A missing or corrupt --expect file: the node is still judged (a fault fails, exit 1), and a
     node without one is not passed as healthy (exit 2, "misconfigured"), each saying why."""

@@ -40,6 +40,7 @@ def test_replayed_scan_imports_neither_torch_nor_pynvml() -> None:
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow
 def test_scan_json() -> None:
     r = runner.invoke(app, ["scan", "--replay", "h200-x4", "--format", "json"])
     assert r.exit_code == 0
@@ -210,6 +211,7 @@ def test_check_gpu_lost_is_critical() -> None:
     assert r.exit_code == 1 and doc["findings"][0]["code"] == "TD507" and doc["findings"][0]["severity"] == "critical"
 
 
+@pytest.mark.slow
 def test_hung_probe_is_cut_at_the_budget(capsys: pytest.CaptureFixture[str]) -> None:
     import time
 
@@ -260,6 +262,7 @@ def test_rules_and_explain() -> None:
     assert r.exit_code == 0 and "TD101" in r.stdout and "fix:" in r.stdout
 
 
+@pytest.mark.slow
 def test_could_not_check_still_answers_in_json(monkeypatch: pytest.MonkeyPatch) -> None:
     r = runner.invoke(app, ["check", "--replay", str(scenario_path("x4-nvml-hang")), "--timeout", "1", "-f", "json"])
     assert r.exit_code == 3

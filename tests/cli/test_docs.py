@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 from topodoctor.report.rule_docs import rules_markdown
@@ -16,6 +17,7 @@ def test_rules_md_is_current() -> None:
     )
 
 
+@pytest.mark.slow
 def test_derived_fixtures_are_reproducible() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "fixtures" / "derive.py"), "--check"], capture_output=True, text=True

@@ -18,10 +18,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
-CASES = [(cmd, host) for host in ("h100-x1", "h200-x2", "h200-x4") for cmd in ("scan", "check")]
+CASES = [(cmd, host) for host in ("h100-x1", "h100-x2", "h200-x2", "h200-x4") for cmd in ("scan", "check")]
 DERIVED = ROOT / "fixtures" / "derived"
 # (golden file stem, --replay, COLUMNS or None for a pipe's width)
-TEXT_CASES = [(f"scan-{h}", h, None) for h in ("h100-x1", "h200-x2", "h200-x4")] + [
+TEXT_CASES = [(f"scan-{h}", h, None) for h in ("h100-x1", "h100-x2", "h200-x2", "h200-x4")] + [
     ("scan-x4-gpu-lost-80", str(DERIVED / "x4-gpu-lost.json"), "80"),
     ("scan-hgx-8gpu-2socket", str(DERIVED / "hgx-8gpu-2socket.json"), None),
 ]

@@ -134,6 +134,7 @@ def test_export_graphml(capsys: pytest.CaptureFixture[str], snap_file: Path, tmp
     assert g.nodes["GPU0"]["name"].startswith(f"H200 {SHOWN}")
 
 
+@pytest.mark.slow
 def test_export_dot(
     capsys: pytest.CaptureFixture[str], snap_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -224,7 +225,11 @@ def evil_fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def test_fleet_text_prints_names_literally(capsys: pytest.CaptureFixture[str], evil_fleet: Path) -> None:
+@pytest.mark.slow
+def test_fleet_text_prints_names_literally(
+    capsys: pytest.CaptureFixture[str], evil_fleet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the name whole on one line, whatever terminal runs the tests
     out = run(capsys, ["fleet", str(evil_fleet)], 1)
     assert "\x1b" not in out and "node 04\\x1b[31m[bold]\\udcff" in out
 

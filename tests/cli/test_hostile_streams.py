@@ -140,6 +140,7 @@ def test_refused_input_path_is_an_input_error(
 HANG = str(scenario_path("x4-nvml-hang"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "stream"),
     [
@@ -174,6 +175,7 @@ def test_sigint_is_one_line_and_takes_the_child_along(argv: list[str], stream: s
     assert marked_processes(mark) == []
 
 
+@pytest.mark.slow
 def test_a_signal_the_caller_ignores_stays_ignored() -> None:
     """A shell's background job ignores SIGINT, nohup ignores SIGHUP: topodoctor does not take
     them back, and ends as its budget says."""

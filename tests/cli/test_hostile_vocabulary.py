@@ -157,6 +157,7 @@ def _string_constants(path: Path) -> Iterator[tuple[int, str]]:
             yield node.lineno, node.value
 
 
+@pytest.mark.slow
 def test_no_counted_noun_is_left_to_the_reader() -> None:
     """ "error(s)", "GPU(s)": every count in a message goes through text.plural instead."""
     found = [

@@ -107,6 +107,7 @@ def leftovers(directory: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------ written through, never replaced
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_regular_file_new_and_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str) -> None:
     w = WRITERS[writer]
@@ -127,6 +128,7 @@ def test_regular_file_new_and_replaced(tmp_path: Path, capsys: pytest.CaptureFix
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 @pytest.mark.parametrize("via_link", [False, True])
 def test_character_device(tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str, via_link: bool) -> None:
@@ -177,6 +179,7 @@ def fifo_reader(path: Path) -> Iterator[list[bytes]]:
         os.close(fd)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_fifo(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, writer: str) -> None:
     w = WRITERS[writer]
@@ -215,6 +218,7 @@ def test_symlink_to_a_file_writes_its_target(tmp_path: Path, capsys: pytest.Capt
     assert leftovers(tmp_path) == []  # the temporary lived beside the target, and is gone
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 @pytest.mark.parametrize("alias", ["/proc/self/fd/1", "/dev/fd/1"])
 def test_link_to_standard_output(tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str, alias: str) -> None:
@@ -227,6 +231,7 @@ def test_link_to_standard_output(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert os.readlink(link) == alias and sorted(p.name for p in tmp_path.iterdir()) == [link.name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_dangling_symlink(tmp_path: Path, capsys: pytest.CaptureFixture[str], writer: str) -> None:
     w = WRITERS[writer]
@@ -295,6 +300,7 @@ def _target(d: Path, case: str, suffix: str) -> tuple[Path, Path, str]:
     return sub / f"out{suffix}", sub, "Permission denied"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 @pytest.mark.parametrize("case", CASES)
 def test_refused(capsys: pytest.CaptureFixture[str], shared_dir: Path, writer: str, case: str) -> None:
@@ -315,6 +321,7 @@ NVLINK_DOWN = str(ROOT / "fixtures/derived/x4-nvlink-down.json")
 HANG = str(ROOT / "fixtures/derived/x4-nvml-hang.json")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "code", "first"),
     [
@@ -337,6 +344,7 @@ def test_check_keeps_its_verdict_when_metrics_fail(
         assert json.loads(out)["exit_code"] == code - (code == 2) * 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "code", "first"),
     [
@@ -361,6 +369,7 @@ def test_one_line_format_says_the_failed_write_in_its_line(
     assert out.startswith(first) and out.endswith(f"; cannot write {bad}: no such directory\n"), out
 
 
+@pytest.mark.slow
 def test_a_fifo_nobody_reads_waits_no_longer_than_the_budget(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

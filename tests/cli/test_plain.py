@@ -108,6 +108,7 @@ def _console(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_console_answers_the_same_with_and_without_it() -> None:
     early = _console("check", "--replay", "h200-x4", "-f", "json")
     late = _console("check", "--replay", "h200-x4", "-f", "json", "--level", "static")  # not probed early
@@ -161,6 +162,7 @@ def test_anything_else_goes_to_typer(argv: list[str]) -> None:
     assert plain_scan(argv) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -233,6 +235,7 @@ def _typer_path(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -251,6 +254,7 @@ def test_a_plain_check_answers_as_typer_does(args: list[str]) -> None:
     assert (plain.returncode, plain.stdout, plain.stderr) == (typed.returncode, typed.stdout, typed.stderr)
 
 
+@pytest.mark.slow
 def test_a_plain_check_json_answers_as_typer_does() -> None:
     args = ["check", "--replay", "h200-x4", "-f", "json", "--ignore", "TD1"]
     typed, plain = _typer_path(*args), _console(*args)

@@ -8,6 +8,7 @@ import os
 import time
 from typing import Any
 
+import pytest
 from process_marks import gone
 
 from topodoctor.core import budget
@@ -36,6 +37,7 @@ def test_the_answer_does_not_wait_for_the_exit_and_the_end_reaps_it() -> None:
     assert gone(child.pid, 0.3), "the kill did not end it"
 
 
+@pytest.mark.slow
 def test_a_child_that_has_exited_is_reaped_before_the_next_fork() -> None:
     first = fork_work(_slow_exit, time.monotonic() + 30)
     await_child(first, Budget.start(30))

@@ -91,6 +91,7 @@ def test_overflowing_floats_are_refused(text: str) -> None:
         fileio.parse_json(text, "doc")
 
 
+@pytest.mark.slow
 def test_slow_reader_is_waited_for_while_it_reads(tmp_path: Path) -> None:
     """The wait is for progress, not for the whole file: a reader slower than the timeout in
     total, but never stalled that long, gets everything."""
@@ -146,6 +147,7 @@ def test_a_new_file_gets_0644_under_the_umask(tmp_path: Path) -> None:
     assert (tmp_path / "new.prom").stat().st_mode & 0o777 == 0o640
 
 
+@pytest.mark.slow
 def test_the_write_deadline_ends_with_its_block_whatever_happens(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

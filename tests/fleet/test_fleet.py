@@ -33,6 +33,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return code, out, err
 
 
+@pytest.mark.slow
 def test_simulated_fleet_names_the_slow_and_the_unhealthy_node(fleet_dir: Path) -> None:
     results, bad = read_results([fleet_dir])
     report = roll_up(results, bad)
@@ -70,6 +71,7 @@ def test_simulated_fleet_names_the_slow_and_the_unhealthy_node(fleet_dir: Path) 
     assert x2.nodes == ("node07", "node08") and x2.figures_compared == 0 and x2.figures_too_few == 8
 
 
+@pytest.mark.slow
 def test_fleet_command_formats(fleet_dir: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = _run(["fleet", str(fleet_dir), "--format", "json"], capsys)
     assert code == 1
@@ -221,6 +223,7 @@ def test_list_files_is_bounded(tmp_path: Path) -> None:
         list_files(tmp_path / "missing", "results", ".json")
 
 
+@pytest.mark.slow
 def test_fleet_imports_neither_torch_nor_pynvml(fleet_dir: Path) -> None:
     import subprocess
 

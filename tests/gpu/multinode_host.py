@@ -68,9 +68,15 @@ def check(stage: str, what: str, ok: bool, evidence: Any) -> None:
 
 
 def launch(
-    stage: str, nodes: list[tuple[str, str, dict[str, str]]], args: list[str], entry: list[str], nproc: int = 1
+    stage: str,
+    nodes: list[tuple[str, str, dict[str, str]]],
+    args: list[str],
+    entry: list[str],
+    nproc: int = 1,
+    wrap: dict[str, list[str]] | None = None,
 ) -> list[int]:
-    """One torchrun per node (name, CUDA device, extra env); rank 0's stdout is the report."""
+    """One torchrun per node (name, CUDA device, extra env); rank 0's stdout is the report.
+    ``wrap``: a command to start a node's launch under (``taskset -c 30,31``), by node."""
     port = free_port()
     procs = []
     for k, (name, gpu, extra) in enumerate(nodes):
@@ -85,6 +91,7 @@ def launch(
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(nodes)), "--node-rank", str(k)]
         cmd += ["--nproc-per-node", str(nproc), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}"]
         cmd += ["--rdzv-id", f"td-{stage}", "--rdzv-conf", "timeout=60", *entry, *args]
+        cmd = [*(wrap or {}).get(name, []), *cmd]
         with open(OUT / f"{stage}.{name}.out", "wb") as out, open(OUT / f"{stage}.{name}.err", "wb") as err:
             procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, start_new_session=True))
         if k == 0 and len(nodes) > 1:

@@ -5,7 +5,7 @@ set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 python3 -m compileall -q topodoctor tests >/dev/null
 td() { python3 -m topodoctor "$@"; }
-echo "== GPU tests"; timeout 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/gpu 2>&1 | tail -6
+echo "== GPU tests"; timeout 240 python3 -m pytest -q -p no:cacheprovider -n 0 -m gpu tests/gpu 2>&1 | tail -6
 echo "== scan"; td scan > "$OUT/scan.txt" 2>&1; echo "rc=$?"; nvidia-smi topo -m > "$OUT/smi-topo.txt" 2>&1
 echo "== check"; td check -f line; echo "rc=$?"
 echo "== check --level quick"; TIMEFORMAT='wall %R s'; time td check --level quick -f line; echo "rc=$?"

@@ -11,7 +11,7 @@ bash tests/gpu/capture_host.sh "$label" > "$OUT/$label.capture.log" 2>&1
 grep -E "equal|live ==|wall|probe |NVML ms" "$OUT/$label.capture.log"
 python3 -m topodoctor check > "$OUT/$label.check.txt" 2>&1; echo "check rc=$?"; tail -4 "$OUT/$label.check.txt"
 TIMEFORMAT='check wall %R s'; for i in 1 2 3; do time python3 -m topodoctor check -f line; done
-python3 -m pytest -q -p no:cacheprovider tests/gpu -m gpu 2>&1 | tail -4
+python3 -m pytest -q -p no:cacheprovider -n 0 tests/gpu -m gpu 2>&1 | tail -4
 if [ "$bw" = bw ]; then
   TIMEFORMAT='bandwidth full wall %R s'; time python3 -m topodoctor bandwidth -o "$OUT/$label.bw-full.json" > "$OUT/$label.bw-full.txt" 2>&1
   echo "full rc=$?"; head -30 "$OUT/$label.bw-full.txt" | grep -E "GPU|method|s;" | head -12

@@ -53,9 +53,11 @@ SCENARIOS = {
     "op": ("op-mismatch", 2, "node02"),
     "size": ("size-mismatch", 1, "node01"),
     "late": ("straggler", 2, "node02"),
+    "late-once": ("late-rank", 2, "node02"),
 }
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_gloo_failure_names_rank_kind_and_host(scenario: str, gloo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,6 +109,20 @@ def test_late_rank_below_the_threshold_is_no_straggler(gloo: Path, capsys: pytes
     assert code == 0 and doc["findings"] == []
     table = {r["rank"]: r for r in doc["lateness"][0]["ranks"]}
     assert 25 <= table[2]["median_ms"] <= 60 and table[0]["median_ms"] < 5
+    assert not [f for f in doc["findings"] if f["kind"] == "late-rank"]  # 30 ms every time is no single event
+
+
+@pytest.mark.slow
+@needs_torch
+def test_a_rank_once_past_its_peers_timeout_is_named_with_its_lateness(
+    gloo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc = _job([str(gloo / "late-once")], capsys)
+    late = next(f for f in doc["findings"] if f["kind"] == "late-rank")
+    assert code == 1 and late["severity"] == "error" and late["ranks"] == [2]
+    assert "past its peers' 3 s timeout" in late["message"]
+    table = {r["rank"]: r for r in doc["lateness"][0]["ranks"]}
+    assert table[2]["median_ms"] < 5  # the median alone hides it
 
 
 @needs_torch

@@ -168,6 +168,7 @@ def test_live_ras_query_speaks_the_protocol(capsys: pytest.CaptureFixture[str]) 
     assert fake.heard[0] == "CLIENT PROTOCOL 2" and fake.heard[-1] == "VERBOSE STATUS"
 
 
+@pytest.mark.slow
 def test_wedged_ras_service_costs_the_timeout_not_a_hang(capsys: pytest.CaptureFixture[str]) -> None:
     fake = _FakeRas(None)
     t0 = time.monotonic()

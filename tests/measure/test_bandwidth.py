@@ -89,6 +89,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.slow
 def test_a_stuck_copy_is_cut_and_reported(tmp_path: Path) -> None:
     timer = tmp_path / "timer.py"
     timer.write_text(FAKE_TIMER)
@@ -184,6 +185,7 @@ def test_latency_batches_map_back_to_pairs_and_timings_add_up(tmp_path: Path, mo
     assert [t["op"] for t in tasks].count("latency") == 2 and tasks[0]["visible"].count("GPU-") == 2
 
 
+@pytest.mark.slow
 def test_the_real_copy_timer_without_cuda_says_so() -> None:
     """The torch child itself (CPU-only torch here): it starts, takes hello, answers one line."""
     pytest.importorskip("torch")

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from topodoctor.measure.collectives.init_failure import explain_init_failure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +39,7 @@ def test_an_unknown_failure_keeps_its_first_line() -> None:
     assert explain_init_failure("\nRuntimeError: store refused\nmore", None, {}) == "RuntimeError: store refused"
 
 
+@pytest.mark.slow
 def test_collectives_init_failure_is_exit_3_with_the_reason() -> None:
     fault = f"init:1:{FAILURES / 'duplicate-gpu' / 'unset' / 'rank1.txt'}"
     env = dict(os.environ, PYTHONPATH=str(ROOT), TOPODOCTOR_COLL_FAULT=fault)

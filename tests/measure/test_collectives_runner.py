@@ -49,6 +49,7 @@ def _gone(pid: int, grace_s: float = 2.0) -> bool:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_three_ranks_every_op_through_the_command(tmp_path: Path) -> None:
     out = tmp_path / "coll.json"
     args = ["collectives", "--backend", "gloo", "--nprocs", "3", "--size", "1K,64K", "--iters", "2"]
@@ -77,6 +78,7 @@ def test_three_ranks_every_op_through_the_command(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "#wrong" in shown.stdout and "(elements)" in shown.stdout
 
 
+@pytest.mark.slow
 def test_faults_wrong_data_slow_rank_and_a_hang_in_one_run() -> None:
     """Rank 1 corrupts all_reduce and lags; then it never joins all_gather: the hang is cut by
     the op timeout, named, every rank is killed, and what finished before is kept."""
@@ -105,6 +107,7 @@ def test_missing_torch_is_one_line_exit_3() -> None:
     assert err.value.exit_code == EXIT_CANNOT_CHECK
 
 
+@pytest.mark.slow
 def test_nccl_without_gpus_cannot_check() -> None:
     args = ["collectives", "--nprocs", "2", "--size", "8", "--op", "all_reduce", "--replay", "h200-x2"]
     with time_limit(60):
@@ -113,6 +116,7 @@ def test_nccl_without_gpus_cannot_check() -> None:
     assert r.stderr.startswith("topodoctor: error: collectives could not start:") and r.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_ranks_join_a_world_made_by_a_launcher(tmp_path: Path) -> None:
     """Two processes with the variables torchrun sets: each joins as one rank; rank 0 reports."""
     port = free_port()
@@ -140,6 +144,7 @@ def _tmp() -> str:
     return tempfile.mkdtemp(prefix="td-coll-test-")
 
 
+@pytest.mark.slow
 def test_quick_pass_for_check_within_its_deadline() -> None:
     """The pass `check --collectives` runs (on gloo here): started before the probe, finished
     within the check's deadline, handed to the rules through the context as plain data."""
@@ -172,6 +177,7 @@ def _findings(out: Any) -> list[Any]:
     return list(getattr(out, "findings", out))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_sigterm_takes_the_ranks_along(tmp_path: Path, sig: str) -> None:
     """A scheduler ending a prolog sends SIGTERM (a user Ctrl-C): the ranks (sessions of their
@@ -215,6 +221,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 def test_check_with_the_collectives_pass() -> None:
     """`check --collectives` end to end on gloo: the ranks start before the probe, in the check's
     budgeted child; their result reaches the TD0xx rules; a pass that cannot run is not checked."""

@@ -47,6 +47,7 @@ def test_runs_in_a_launched_world_in_the_order_the_sweeps_ask() -> None:
     assert runs[2].plan.ops == ("all_reduce",) and runs[1].plan.ops == ("all_reduce", "broadcast")
 
 
+@pytest.mark.slow
 def test_algo_under_a_launcher(tmp_path: Path) -> None:
     """Each algorithm's run is a group of the world made with NCCL_ALGO set on every rank, and
     destroyed before the variable is restored; rank 0 prints the same tables as a spawned run."""
@@ -81,6 +82,7 @@ def test_algo_under_a_launcher(tmp_path: Path) -> None:
     assert all(line.endswith("NCCL_ALGO=-") for line in lines[len(per_rank) * 2 :])  # restored after
 
 
+@pytest.mark.slow
 def test_scaling_under_a_launcher(tmp_path: Path) -> None:
     args = [*SMALL, "--op", "all_reduce", "--scaling"]
     codes = _launch(tmp_path, ["n0", "n1", "n2", "n3"], args, {})
@@ -93,6 +95,7 @@ def test_scaling_under_a_launcher(tmp_path: Path) -> None:
     assert "  4 ranks all_reduce" in text and "FAILED" not in text
 
 
+@pytest.mark.slow
 def test_a_hang_in_one_run_is_reported_and_the_runs_before_kept(tmp_path: Path) -> None:
     """Rank 2 of the three-rank group never joins its all_reduce (the test hook; the group's
     rank 2 exists in that run only): every rank stops within the op timeout and a poll, rank 0
@@ -111,6 +114,7 @@ def test_a_hang_in_one_run_is_reported_and_the_runs_before_kept(tmp_path: Path) 
     assert runs[1]["busbw"][0][2] is None
 
 
+@pytest.mark.slow
 def test_a_failure_every_member_meets_is_that_runs_and_the_next_goes_on(tmp_path: Path) -> None:
     """Both ranks refuse broadcast (as NCCL refuses a forced algorithm on every rank): the default
     and ring runs fail on it, keep their all_reduce rows, and the tree run still runs."""
@@ -126,6 +130,7 @@ def test_a_failure_every_member_meets_is_that_runs_and_the_next_goes_on(tmp_path
     assert all(bw[("all_reduce", a)] for a in ("default", "ring", "tree"))
 
 
+@pytest.mark.slow
 def test_a_failure_of_one_rank_stops_the_sweep_and_names_it(tmp_path: Path) -> None:
     args = [*SMALL, "--op", "all_reduce,broadcast", "--algo", "ring,tree", "--op-timeout", "20", "--format", "json"]
     t0 = time.monotonic()
@@ -141,6 +146,7 @@ def test_a_failure_of_one_rank_stops_the_sweep_and_names_it(tmp_path: Path) -> N
     assert bw[("all_reduce", "default")]  # the row done before the failure is kept
 
 
+@pytest.mark.slow
 def test_the_budget_holds_under_a_launcher(tmp_path: Path) -> None:
     args = [*BASE, "--op", "all_reduce", "--size", "4K:64K", "--algo", "ring,tree", "--timeout", "12"]
     args += ["--format", "json"]

@@ -134,6 +134,7 @@ def test_a_bulk_kernel_holds_its_stages_in_shared_memory() -> None:
     assert text.count("mbarrier.init") == 3 and "cp.async.bulk.wait_group.read 0;" in text
 
 
+@pytest.mark.slow
 def test_the_whole_sweep_is_ptx_the_assembler_accepts(tmp_path: Path) -> None:
     assembler = shutil.which("ptxas")
     if assembler is None:

@@ -96,6 +96,7 @@ def test_without_a_driver_the_result_says_so(monkeypatch: pytest.MonkeyPatch) ->
     assert res.limits[0].hbm_peak_gbps == pytest.approx(6016 / 8 * 3201e6 * 2 / 1e9)
 
 
+@pytest.mark.slow
 def test_a_torch_without_cuda_is_could_not_check() -> None:
     """The real GEMM child with the CPU torch the tests install: refused, naming why."""
     snap = x2()
@@ -226,6 +227,7 @@ def test_prometheus_carries_the_measured_figures_in_base_units() -> None:
     assert len(samples(fams, "topodoctor_sm_copy_bytes_per_second", initiator="pull", bidir="true")) == 6 + 4
 
 
+@pytest.mark.slow
 def test_a_gemm_past_the_deadline_is_killed_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
     import sys

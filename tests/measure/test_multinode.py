@@ -42,6 +42,7 @@ def _finish(procs: list[subprocess.Popen[bytes]], limit_s: float) -> list[int]:
                 p.wait()
 
 
+@pytest.mark.slow
 def test_pairwise_names_the_slow_node_among_four(tmp_path: Path) -> None:
     """Four one-rank nodes; nodeC's all_reduces start 25 ms late. Round 1 pairs A-B and C-D;
     C-D is slow, so C and D are paired again with A and B: C stays slow, D passes. nodeE was
@@ -103,6 +104,7 @@ def test_pairwise_names_the_slow_node_among_four(tmp_path: Path) -> None:
     assert "nodeC: slow by" in shown.stdout and "nodeE: failed to join" in shown.stdout
 
 
+@pytest.mark.slow
 def test_two_torchrun_launches_form_one_world_of_two_nodes(tmp_path: Path) -> None:
     """torchrun's own c10d rendezvous: node ranks from the launcher, nodes from NCCL_HOSTID."""
     out = tmp_path / "world.json"
@@ -141,6 +143,7 @@ def _ended(procs: list[subprocess.Popen[bytes]], limit_s: float) -> list[tuple[i
     return [got.get(i, (-9, limit_s)) for i in range(len(procs))]
 
 
+@pytest.mark.slow
 def test_four_torchrun_launches_all_end_together_with_the_worlds_code(tmp_path: Path) -> None:
     """Four torchrun launches of one node each, pairwise; rank 0 finds nodeE missing (exit 1).
     torchrun's agents wait for one another at exit only when their worker exited 0: ranks that
@@ -166,6 +169,7 @@ def test_four_torchrun_launches_all_end_together_with_the_worlds_code(tmp_path: 
     assert {v["node"]: v["verdict"] for v in doc["pairwise"]["verdicts"]}["nodeE"] == "failed_to_join"
 
 
+@pytest.mark.slow
 def test_a_peer_dead_at_the_end_does_not_keep_the_others(tmp_path: Path) -> None:
     """n2 dies after its work, before the world agrees on its code: rank 0's report is out,
     its code says a rank left early (1), n1 learns that code through the store (not through
@@ -180,6 +184,7 @@ def test_a_peer_dead_at_the_end_does_not_keep_the_others(tmp_path: Path) -> None
     assert json.loads((tmp_path / "rank0.out").read_text())["world_size"] == 3
 
 
+@pytest.mark.slow
 def test_a_rank_that_fails_mid_run_stops_the_world_and_is_named(tmp_path: Path) -> None:
     """n1 fails as all_gather begins (the test hook, standing in for an NCCL error): it says so
     on the world's store, the others stop where they wait instead of waiting out the op
@@ -200,6 +205,7 @@ def test_a_rank_that_fails_mid_run_stops_the_world_and_is_named(tmp_path: Path) 
     assert "rank 1 stopped" in (tmp_path / "rank1.err").read_text()
 
 
+@pytest.mark.slow
 def test_a_node_that_never_joins_is_named_and_the_others_finish(tmp_path: Path) -> None:
     """Elastic torchrun (--nnodes 1:2): the world starts without host1 after the last call, and
     --expect-nodes names it; host0 alone cannot be paired, so it is left undetermined."""
@@ -236,6 +242,7 @@ def _launch(tmp_path: Path, nodes: list[str], args: list[str], extra: dict[str, 
         return _finish(procs, 80)
 
 
+@pytest.mark.slow
 def test_each_node_through_its_own_nics(tmp_path: Path) -> None:
     """--nic-loopback: each node's local rank 0 runs the node alone, in processes of its own with
     NCCL's P2P and SHM off (two CPU ranks on gloo), before the world forms."""
@@ -287,6 +294,7 @@ def test_prometheus_from_a_saved_run(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.tmp*"))
 
 
+@pytest.mark.slow
 def test_ranks_report_their_nccl_settings_and_the_odd_node_is_named(tmp_path: Path) -> None:
     """Each rank's NCCL variables travel with its identity; n1 alone caps NCCL's channels (gloo
     ignores it, so the run itself is healthy) and TD013 names n1, not the per-node NCCL_HOSTID."""
@@ -300,6 +308,7 @@ def test_ranks_report_their_nccl_settings_and_the_odd_node_is_named(tmp_path: Pa
     assert td013["subject"] == "env:NCCL_MAX_NCHANNELS" and "rank 1 (node n1)" in td013["message"], td013
 
 
+@pytest.mark.slow
 def test_the_whole_run_keeps_to_its_budget_under_a_launcher(tmp_path: Path) -> None:
     """--timeout under a launcher: n1 lags 3 s in every timed loop (the test hook), the budget of
     14 s runs out mid-sweep, every rank stops and rank 0 reports the rows it has and the budget.

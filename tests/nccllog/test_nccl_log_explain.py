@@ -234,7 +234,7 @@ def test_explain_knows_the_log_codes() -> None:
     r = runner.invoke(app, ["explain", "TD041"])
     assert r.exit_code == 0 and "nccl-log-no-socket-interface" in r.stdout and "NCCL_SOCKET_IFNAME" in r.stdout
     assert runner.invoke(app, ["explain", "nccl-log-peer-lost"]).exit_code == 0
-    assert runner.invoke(app, ["explain", "TD059"]).exit_code == 2
+    assert runner.invoke(app, ["explain", "TD999"]).exit_code == 2
 
 
 def test_nccl_tests_failure_lines() -> None:

@@ -233,6 +233,7 @@ def _refusals(rec: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list
 SWEPT = [*RECORDINGS, *(scenario_path(n) for n in ("x2-direct-nvlink", "x4-visible-nvswitch"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rec", SWEPT, ids=lambda p: p.stem)
 def test_no_refused_answer_is_judged_as_bad_hardware(rec: Any) -> None:
     """Refuse every probed field of every bundled recording in turn: what the check says about

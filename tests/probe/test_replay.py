@@ -37,7 +37,7 @@ def test_matrix_diff_reports_a_changed_cell() -> None:
 
 
 def test_bundled_recordings_are_every_recording() -> None:
-    assert bundled_names() == [p.stem for p in RECORDINGS] == ["h100-x1", "h200-x1", "h200-x2", "h200-x4"]
+    assert bundled_names() == [p.stem for p in RECORDINGS] == ["h100-x1", "h100-x2", "h200-x1", "h200-x2", "h200-x4"]
     assert sorted(p.name for p in TOPO_TEXT.glob("*.json")) == []  # one copy, in the package
 
 
@@ -87,8 +87,9 @@ def test_a_call_the_recording_never_made_is_not_recorded() -> None:
     assert snap.gpus[1].name == "NVIDIA H200"
 
 
-# Recorded on 2026-11-22, before the fitness calls; h200-x1 (2026-11-25) holds them.
-OLDER = [p for p in RECORDINGS if p.stem != "h200-x1"]
+# Recorded on 2026-11-22, before the fitness calls; h200-x1 (2026-11-25) and h100-x2 (2026-11-26) hold them.
+FRESH = ("h200-x1", "h100-x2")
+OLDER = [p for p in RECORDINGS if p.stem not in FRESH]
 
 
 @pytest.mark.parametrize("rec", OLDER, ids=lambda p: p.stem)
@@ -106,7 +107,22 @@ def test_bundled_recordings_made_before_the_fitness_calls_replay(rec: Path) -> N
     unrecorded = [f for f in found if f.code == "TD901" and f.evidence.get("error") == "NOT_RECORDED"]
     assert len(unrecorded) == 1 and unrecorded[0].severity == "info" and unrecorded[0].subject == "recording"
     assert "nvmlDeviceGetViolationStatus" in unrecorded[0].evidence["calls"]
-    assert "nvmlDeviceGetCurrentClocksEventReasons" in unrecorded[0].message
+    # one line: what the recording lacks (by area, the calls in the evidence) and what that leaves unjudged
+    message = unrecorded[0].message
+    assert "clock-event reasons" in message and "nvmlDevice" not in message and len(message) < 300
+    assert message.endswith("TD207-TD209, TD211, TD530-TD534") and "not judged on GPU0" in message
+    assert unrecorded[0].evidence["names"]["TD530"] == "gpu-clock-slowdown"
+
+
+@pytest.mark.parametrize("name", FRESH)
+def test_a_recording_of_the_current_probe_needs_no_could_not_check(name: str) -> None:
+    """The README's first command on a machine without a GPU replays h100-x2: every check judged."""
+    from topodoctor.rules import Context, Environment, evaluate
+
+    found = evaluate(Context(probe_host(name).snapshot, Environment({}, {}, {}, (), None)))
+    assert [f for f in found if f.code == "TD901"] == [] and found.incomplete == ()
+    readme = (RECORDINGS[0].parents[3] / "README.md").read_text()
+    assert "--replay h100-x2" in readme.splitlines()[3]
 
 
 def test_a_field_the_recording_never_asked_is_not_recorded_field_by_field() -> None:

@@ -150,6 +150,7 @@ def test_committed_svgs_are_what_the_code_draws() -> None:
     assert _make().main(check=True, png=False) == 0, "run: python docs/img/make.py"
 
 
+@pytest.mark.slow
 @NEEDS_RESVG
 def test_committed_pngs_are_what_the_renderer_makes() -> None:
     from topodoctor.report.svg import png_renderer
@@ -170,20 +171,43 @@ def test_a_host_without_gpus_still_draws() -> None:
 # ---- heatmaps and collective plots ---------------------------------------------------------------
 
 
-def test_heatmap_has_a_cell_per_pair_on_a_fixed_scale() -> None:
+def test_heatmap_has_a_cell_per_pair_and_a_bad_pair_stands_out() -> None:
     from topodoctor.model.copies import load_result
-    from topodoctor.report.heatmap import colour, draw_heatmap
+    from topodoctor.report.heatmap import colour, draw_heatmap, shares
+    from topodoctor.service.copies import bandwidth_findings
 
     r = load_result(FIXTURES / "bandwidth" / "derived" / "slow-link.json")
-    root = ET.fromstring(draw_heatmap(r))
-    cells = {(e.get("data-pair"), e.get("data-gbps")) for e in root.iter() if e.get("data-pair")}
+    findings = bandwidth_findings(r)
+    root = ET.fromstring(draw_heatmap(r, findings))
+    rects = [e for e in root.iter() if e.get("data-pair")]
+    cells = {(e.get("data-pair"), e.get("data-gbps") or e.get("data-us")) for e in rects}
     n = len(r.gpus)
-    assert len(cells) == 2 * n * (n - 1)  # one way and both ways
+    assert len(cells) == 3 * n * (n - 1)  # one way, both ways each way, latency
     assert ("1-2", "236.5") in cells
-    assert colour(394.0) == colour(394.0) and colour(1.0) != colour(1000.0)
-    assert colour(0.01) == colour(1.0) and colour(5000.0) == colour(2000.0)  # the scale does not stretch
+    # linear in the share of the links' rate: 236 of 478 GB/s is far from its 394 GB/s peers
+    share = shares(r, "oneway")
+    assert share[(1, 2)][0] == pytest.approx(236.5 / 478.1, rel=1e-3) and share[(0, 1)][0] > 0.8
+    assert colour(share[(1, 2)][0]) not in (colour(share[(0, 1)][0]), colour(0.8), colour(0.7))
+    assert colour(0.0) == colour(-1.0) and colour(1.0) == colour(5.0)  # clipped, never stretched
+    framed = {e.get("data-pair") for e in rects if e.get("stroke") == "#dc2626" and e.get("stroke-width") == "3"}
+    assert framed == {"1-2"}  # the slow copy, in the one-way matrix only
+    texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "TD307 TD701" in texts
     hung = ET.fromstring(draw_heatmap(load_result(FIXTURES / "bandwidth" / "derived" / "hung-copy.json")))
     assert "HUNG" in [t.text for t in hung.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_heatmap_labels_fit_their_cells() -> None:
+    """Every text of a cell is narrower than the cell at DejaVu Sans' widest average advance (0.62 em)."""
+    from topodoctor.model.copies import load_result
+    from topodoctor.report.heatmap import CELL, draw_heatmap
+
+    for name in ("sm-latency-high", "pcie-fallback", "corruption", "sm-kernels-missing"):
+        r = load_result(FIXTURES / "bandwidth" / "derived" / f"{name}.json")
+        root = ET.fromstring(draw_heatmap(r))
+        for t in root.iter("{http://www.w3.org/2000/svg}text"):
+            if t.get("text-anchor") == "middle" and t.text and not t.text.startswith("GPU"):
+                assert len(t.text) * 0.62 * float(t.get("font-size") or 12) < CELL - 6, (name, t.text)
 
 
 def test_collectives_plot_draws_each_op_and_its_expectation() -> None:

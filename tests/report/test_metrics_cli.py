@@ -34,6 +34,7 @@ def test_check_writes_metrics_beside_its_line(tmp_path: Path, capsys: pytest.Cap
     assert "TD101" in codes
 
 
+@pytest.mark.slow
 def test_could_not_check_still_writes_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prom = tmp_path / "td.prom"
     prom.write_text("stale\n")

@@ -189,6 +189,21 @@ def test_bandwidth_of_a_real_result() -> None:
     assert "topodoctor_bandwidth_measurement_failed" not in fams
 
 
+def test_bandwidth_sm_modes_and_modes_not_measured() -> None:
+    text = bandwidth_metrics(load_result(BW / "derived" / "sm-latency-high.json"), [], 0)
+    lint(text)
+    fams = parse(text)
+    assert len(samples(fams, "topodoctor_bandwidth_pair_bytes_per_second", mode="sm_oneway")) == 12
+    assert len(samples(fams, "topodoctor_bandwidth_pair_bytes_per_second", mode="sm_bidir")) == 12  # each way
+    (slow,) = samples(fams, "topodoctor_bandwidth_pair_load_latency_seconds", gpu="2", peer_gpu="3")
+    assert slow.value == pytest.approx(1.035125e-6)
+    assert len(fams["topodoctor_bandwidth_pair_latency_seconds"].samples) == 12  # the copy engine's, apart
+    skipped = parse(bandwidth_metrics(load_result(BW / "derived" / "sm-kernels-missing.json"), [], 0))
+    assert "topodoctor_bandwidth_pair_load_latency_seconds" not in skipped
+    assert not samples(skipped, "topodoctor_bandwidth_pair_bytes_per_second", mode="sm_oneway")
+    assert "topodoctor_bandwidth_measurement_failed" not in skipped  # not measured is not a failure
+
+
 @pytest.mark.parametrize(
     ("name", "reason", "mode"), [("hung-copy", "timeout", "bidir"), ("corruption", "data_mismatch", "oneway")]
 )
@@ -222,6 +237,7 @@ def test_collectives_per_op_and_size() -> None:
     assert not samples(fams, "topodoctor_collective_busbw_bytes_per_second", op="all_reduce")
 
 
+@pytest.mark.slow
 def test_fleet_metrics_and_files_merge_as_node_exporter_needs(tmp_path: Path) -> None:
     import sys
 

@@ -153,6 +153,7 @@ def test_saved_result_without_a_host_needs_replay(tmp_path: Path, monkeypatch: p
     assert r.exit_code == 1 and "TD005" in r.stdout  # a hang is judged with or without the host
 
 
+@pytest.mark.slow
 def test_derived_collectives_fixtures_are_reproducible() -> None:
     import subprocess
     import sys

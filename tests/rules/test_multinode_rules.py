@@ -46,6 +46,7 @@ def test_report_gives_each_node_and_rail_apart() -> None:
     assert "nodeC: slow by 50%" in text
 
 
+@pytest.mark.slow
 def test_derived_fixtures_are_reproducible() -> None:
     script = FIXTURES / "derive_multinode.py"
     r = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=120)

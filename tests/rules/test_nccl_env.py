@@ -113,7 +113,7 @@ def test_levels_read_like_ncclGetLevel(text: str, level: str | None) -> None:
         ({"NCCL_SOCKET_FAMILY": "AF_INET6"}, "h200-x4", set(), {"TD620"}),
         ({"NCCL_PAT_ENABLE": "0"}, "h200-x4", set(), {"TD614"}),  # a variable of current NCCL
     ],
-    ids=lambda v: str(v),
+    ids=lambda v: str(sorted(v) if isinstance(v, set) else v),
 )
 def test_rule_cases(env: dict[str, str], host: str, fires: set[str], silent: set[str]) -> None:
     found = codes(env, host)

@@ -8,9 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_hanging_probe_is_cut_at_the_budget(tmp_path: Path) -> None:
     args = ["collectives", "--from", str(ROOT / "fixtures/collectives/derived/x2-healthy.json")]
     args += ["--replay", str(ROOT / "fixtures/derived/x4-nvml-hang.json"), "--timeout", "3"]

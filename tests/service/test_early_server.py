@@ -45,6 +45,7 @@ def test_a_command_that_probes_nothing_live_kills_it(source: Source | None) -> N
     end_children()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args", [["scan", "--timeout", "31.5"], ["check", "-f", "line", "--timeout", "31.5"], ["scan", "--bogus", "31.5"]]
 )

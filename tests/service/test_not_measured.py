@@ -83,6 +83,7 @@ def test_check_collectives_without_torch_cannot_check(monkeypatch: pytest.Monkey
     assert why == "collectives not measured: torch is not installed: pip install 'topodoctor[bandwidth]'"
 
 
+@pytest.mark.slow
 def test_check_collectives_when_nccl_does_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """Real ranks, real torch, NCCL on a host without CUDA: the ranks never meet. The host is
     taken for live (the pass refuses NCCL on a recording) and asked about no GPU activity."""
@@ -97,6 +98,7 @@ def test_check_collectives_when_nccl_does_not_start(monkeypatch: pytest.MonkeyPa
     assert why.startswith("collectives not measured: collectives could not start:")
 
 
+@pytest.mark.slow
 def test_check_collectives_that_ran_is_judged_as_before() -> None:
     pytest.importorskip("torch")
     out = _outcome("gloo")
@@ -121,6 +123,7 @@ def test_collectives_command_without_torch_cannot_check(monkeypatch: pytest.Monk
     assert r.stderr == "topodoctor: error: torch is not installed: pip install 'topodoctor[bandwidth]'\n"
 
 
+@pytest.mark.slow
 def test_bandwidth_without_a_gpu_cannot_check_in_check_and_in_its_command(tmp_path: Path) -> None:
     """The copy timer finds no CUDA here: both commands say so on one line, exit 3."""
     pytest.importorskip("torch")

@@ -15,6 +15,8 @@ Scenarios (the culprit is named in CULPRIT):
 - op: rank 2 runs all_gather where ranks 0 and 1 run all_reduce;
 - size: rank 1 passes a quarter of the elements to all_reduce;
 - late: rank 2 enters every collective 30 ms late (no hang);
+- late-once: rank 2 enters one collective after its peers' timeout (they time out and dump), the
+  others on time;
 - healthy: nothing wrong (the missing-dump case deletes one of its dumps).
 """
 
@@ -33,8 +35,8 @@ RUN_TIMEOUT_S = 60.0  # where nothing stalls: a loaded machine must not time an 
 WARMUP = 3
 LATE_S = 0.030
 LATE_OPS = 20
-SCENARIOS = ("sleep", "exit", "op", "size", "late", "healthy")
-CULPRIT = {"sleep": 1, "exit": 2, "op": 2, "size": 1, "late": 2, "healthy": None}
+SCENARIOS = ("sleep", "exit", "op", "size", "late", "late-once", "healthy")
+CULPRIT = {"sleep": 1, "exit": 2, "op": 2, "size": 1, "late": 2, "late-once": 2, "healthy": None}
 
 
 def _dump(out: Path, rank: int) -> None:
@@ -95,6 +97,11 @@ def _rank(scenario: str, out: Path, rank: int) -> None:
             for _ in range(LATE_OPS):
                 if culprit:
                     time.sleep(LATE_S)
+                dist.all_reduce(t)
+        elif scenario == "late-once":
+            for i in range(LATE_OPS):
+                if culprit and i == LATE_OPS // 2:
+                    time.sleep(timeout * 1.25)  # once, past the peers' timeout
                 dist.all_reduce(t)
         else:
             dist.all_reduce(t)

@@ -31,7 +31,7 @@ from rule_case_kit import (
     pair_p2p,
     pcie,
 )
-from rule_cases_edges import EDGE_CASES
+from rule_cases_data_path import DATA_PATH_CASES
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 from rule_cases_fitness import FITNESS_CASES
 from rule_cases_measured import MEASURED_CASES
@@ -335,7 +335,7 @@ CASES: list[Case] = [
     Case(
         "TD509", False, "h200-x4", "GPU2 3 retired pages, none pending", gpu(2, retired_pages=RetiredPages(2, 1, False))
     ),
-    Case("TD511", True, "x4-foreign-processes", "two processes of a previous job on GPU1", subjects=("GPU1",)),
+    Case("TD511", True, "x4-foreign-processes", "a previous job on GPU1", subjects=("GPU1",), severity="info"),
     Case("TD511", False, "h200-x4", "no compute process on any GPU"),
     Case(
         "TD511",
@@ -395,4 +395,4 @@ BW_SCENARIO_CASES = [
     for s in BW_DERIVED
     for code in s["codes"]
 ]
-ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES + MORE_CASES + FITNESS_CASES + MEASURED_CASES + EDGE_CASES
+ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES + MORE_CASES + FITNESS_CASES + MEASURED_CASES + DATA_PATH_CASES

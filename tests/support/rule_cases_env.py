@@ -21,7 +21,14 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
     Case("TD606", False, "hgx-8gpu-2socket", "NCCL_IB_HCA==mlx5_1,=mlx5_2", env={"NCCL_IB_HCA": "=mlx5_1,=mlx5_2"}),
     Case("TD607", True, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5", env={"NCCL_IB_HCA": "mlx5"}),
     Case("TD607", False, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5_1 (one device)", env={"NCCL_IB_HCA": "mlx5_1"}),
-    Case("TD608", True, "h200-x4", "NCCL_TOPO_FILE missing", env={"NCCL_TOPO_FILE": "/nonexistent/topo.xml"}),
+    Case(
+        "TD608",
+        True,
+        "h200-x4",
+        "NCCL_TOPO_FILE missing",
+        env={"NCCL_TOPO_FILE": "/nonexistent/topo.xml"},
+        severity="error",
+    ),
     Case(
         "TD608",
         False,
@@ -61,7 +68,24 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
         "with CUDA_DEVICE_ORDER=PCI_BUS_ID",
         env={"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
     ),
-    Case("TD618", True, "h200-x4", "NCCL_NVLS_ENABLE=0", env={"NCCL_NVLS_ENABLE": "0"}),
+    Case("TD618", True, "h200-x4", "NCCL_NVLS_ENABLE=0 on 4 GPUs", env={"NCCL_NVLS_ENABLE": "0"}, severity="info"),
+    Case(
+        "TD618",
+        True,
+        "h200-x4",
+        "NCCL_NVLS_ENABLE=off (read as 0)",
+        env={"NCCL_NVLS_ENABLE": "off"},
+        severity="warning",
+    ),
+    Case("TD618", True, "hgx-8gpu-2socket", "NCCL_NVLS_ENABLE=0 on 8 GPUs", env={"NCCL_NVLS_ENABLE": "0"}),
+    Case(
+        "TD618",
+        False,
+        "h200-x2",
+        "NCCL_NVLS_ENABLE=0 on 2 GPUs (NVLS would add nothing: quiet)",
+        env={"NCCL_NVLS_ENABLE": "0"},
+    ),
+    Case("TD618", False, "h200-x4", "NCCL_NVLS_ENABLE=1", env={"NCCL_NVLS_ENABLE": "1"}),
     Case("TD618", False, "h100-x1", "NCCL_NVLS_ENABLE=0 without NVSwitch", env={"NCCL_NVLS_ENABLE": "0"}),
     Case(
         "TD619",
@@ -90,8 +114,8 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
         "TD707",
         True,
         "h200-x4",
-        "GPU1 at 6% utilisation",
-        bandwidth=bw_activity(1, utilization_pct=6),
+        "GPU1 at 50% utilisation, no process listed (someone we cannot see)",
+        bandwidth=bw_activity(1, utilization_pct=50),
         subjects=("GPU1",),
     ),
     Case("TD707", True, "h200-x4", "GPU3 with one process", bandwidth=bw_activity(3, processes=1), subjects=("GPU3",)),
@@ -131,7 +155,9 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
         "one-way GPU0->GPU1 out of memory (TD708)",
         bandwidth=bw_measure("oneway", 0, 1, error="CUDA out of memory"),
     ),
-    Case("TD707", False, "h200-x4", "GPU1 at 5% utilisation, no process", bandwidth=bw_activity(1, utilization_pct=5)),
+    Case(
+        "TD707", False, "h200-x4", "GPU1 at 49% utilisation, no process", bandwidth=bw_activity(1, utilization_pct=49)
+    ),
     Case(
         "TD708",
         False,

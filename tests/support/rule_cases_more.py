@@ -18,6 +18,7 @@ from typing import Any
 
 from conftest import FIXTURES
 from rule_case_kit import Case, measured, set_measured
+from rule_cases_edges import EDGE_CASES
 
 from topodoctor.model.collectives import CollectivesResult, load_result
 from topodoctor.model.snapshot import HostSnapshot
@@ -195,6 +196,7 @@ MORE_CASES: list[Case] = [
         for code, log in _KERNEL.items()
     ),
     *KERNEL_CASES,
+    *EDGE_CASES,  # at and across each threshold (tests/support/rule_cases_edges.py)
     Case(
         "TD005",
         True,
@@ -205,6 +207,15 @@ MORE_CASES: list[Case] = [
         severity="warning",
     ),
     Case("TD005", True, "h200-x2", "x2-hang's failures as they are", collectives="x2-hang", severity="error"),
+    Case(
+        "TD010",
+        True,
+        "h200-x2",
+        "nodeC slow in both rounds",
+        collectives="hgx-4nodes-pairwise-slow",
+        severity="error",
+        subjects=("node:nodeC",),
+    ),
     Case(
         "TD010",
         True,

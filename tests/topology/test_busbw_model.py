@@ -5,6 +5,7 @@ and `collectives --predict` on a recording (no GPU, no torch)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -127,11 +128,40 @@ def test_predict_cli_runs_without_gpu_or_torch() -> None:
     assert got["all_reduce"] == pytest.approx(345.6) and set(got) >= {"all_gather", "sendrecv", "broadcast"}
 
 
-def test_predict_cli_on_one_gpu_is_could_not_check() -> None:
+def _predict(*args: str, columns: str = "") -> subprocess.CompletedProcess[str]:
     code = "import sys; from topodoctor.cli.commands import main; "
-    code += "sys.exit(main(['collectives', '--predict', '--replay', 'h100-x1']))"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert r.returncode == 3 and "does not say enough" in r.stderr
+    code += f"sys.exit(main(['collectives', '--predict', {', '.join(repr(a) for a in args)}]))"
+    env = dict(os.environ, COLUMNS=columns) if columns else None
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+
+
+def test_predict_cli_on_one_gpu_is_could_not_check() -> None:
+    r = _predict("--replay", "h100-x1")
+    assert (
+        r.returncode == 3
+        and r.stderr.strip() == "topodoctor: error: no prediction: 1 GPU on this host; a collective needs 2"
+    )
+
+
+def test_predict_across_nodes_without_an_rdma_nic_names_that_one_cause() -> None:
+    r = _predict("--nodes", "4", "--replay", "h200-x4")
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    assert "no prediction: this host has no RDMA NIC (InfiniBand or RoCE) to join 4 nodes by" in r.stderr
+    assert ", or " not in r.stderr  # one cause, not a list of guesses
+
+
+@pytest.mark.slow
+def test_predict_text_has_units_and_says_which_link_rate_it_uses() -> None:
+    r = _predict("--replay", "h200-x4", columns="100")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 100 for line in lines)
+    assert any("busbw (GB/s)" in line for line in lines)
+    text = r.stdout.replace("\n#   ", " ")
+    assert "20.6 GB/s per NVLink is NCCL's own model of the link" in text
+    assert "`scan` shows 26.56 GB/s, the link's signalling rate" in text
+    doc = json.loads(_predict("--replay", "h200-x4", "--format", "json").stdout)
+    assert doc["nvlink_per_link"] == {"nccl_model_gbps": 20.6, "signalling_gbps": 26.5625}
 
 
 def test_across_nodes_the_slowest_gpus_nic_share_bounds_the_ring() -> None:

@@ -155,6 +155,7 @@ def test_check_refuses_a_bad_file_with_one_line_exit_2(tmp_path: Path) -> None:
     assert "gpu_count must be an integer 1..64; got -1" in r.stderr
 
 
+@pytest.mark.slow
 def test_every_file_expect_writes_validates(tmp_path: Path) -> None:
     """From every bundled recording through the command, from every derived scenario through
     the same function (most scenarios carry a fault: `expect --force` would write them)."""

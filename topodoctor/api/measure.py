@@ -120,7 +120,7 @@ def predict(host: Host, *, ops: Iterable[str] | None = None, nodes: int = 1) -> 
     found, _ = probed(host)
     if nodes < 1:
         raise InputError(f"nodes must be 1 or more, not {nodes}")
-    return predict_for(found.snapshot, parse_ops(_list(ops)), nodes)
+    return predict_for(found.snapshot, parse_ops(_list(ops)), nodes).predictions
 
 
 def _list(values: Iterable[str] | None) -> list[str] | None:

@@ -44,6 +44,10 @@ def run() -> None:
     from topodoctor.core.stdio import prepare_stdio
 
     prepare_stdio()  # before any fork: a closed stdout must not become the probe's pipe
+    if argv[:1] == ["bandwidth"]:  # first of all: CUDA's start in the copy timer overlaps everything after
+        from topodoctor.service.early_copies import start_early_timer
+
+        start_early_timer(argv[1:])
     if _may_probe_live(argv):  # first of all: the driver's slow start overlaps everything after
         from topodoctor.service.server import start_nvml_server
 

@@ -26,6 +26,8 @@ from topodoctor.cli.options import (
 )
 from topodoctor.cli.options import fail_level as severity_to_fail
 
+SIZE_DEFAULT = "8:1G"
+
 
 class Backend(str, Enum):
     """The process group backends ``collectives --backend`` takes: nccl on GPUs, gloo on CPU."""
@@ -52,7 +54,7 @@ def collectives(
             metavar="SIZES",
             help="Sizes: a sweep MIN:MAX (by --step-factor), a list, or both: 8:1G, 64M,1G.",
         ),
-    ] = "8:1G",
+    ] = SIZE_DEFAULT,
     step_factor: Annotated[int, typer.Option("--step-factor", metavar="N", help="Sweep step factor.", min=2)] = 2,
     iters: Annotated[int, typer.Option("--iters", "-n", metavar="N", help="Timed iterations per row.", min=1)] = 20,
     warmup: Annotated[int, typer.Option("--warmup", "-w", metavar="N", help="Warm-up iterations per size.", min=0)] = 1,
@@ -195,6 +197,15 @@ def collectives(
             help="The ops on 2, 4, ... N GPUs (nearest GPUs grouped first); under a launcher, on groups of its ranks.",
         ),
     ] = False,
+    latency: Annotated[
+        bool,
+        typer.Option(
+            "--latency",
+            help="Small messages through each path between the GPUs: NCCL eager and in a CUDA graph, PyTorch "
+            "symmetric memory, NVSHMEM (the nvshmem extra); p2p 1K,100K and all_reduce 1K,1M,100M, each path's "
+            "speedup over eager NCCL, and the size where NCCL catches up.",
+        ),
+    ] = False,
 ) -> None:
     """Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and
     channels, judged against the topology (TD0xx)."""
@@ -244,6 +255,11 @@ def collectives(
         progress=progress if tty else None,
         fail_level=severity_to_fail(fail_level, strict),
     )
+    if latency:  # the small-message paths: cli/collectives_latency.py
+        from topodoctor.cli.collectives_latency import latency_mode
+
+        others = bool(algo or scaling or from_file or pairwise or plot)
+        latency_mode(run, size if size != SIZE_DEFAULT else None, fmt, output, budget(timeout), others)
     if algo is not None or scaling:
         _sweep(run, algo, scaling, budget(timeout), fmt)
     out = run_collectives(run, budget(timeout))
@@ -262,9 +278,12 @@ def collectives(
         outputs.write(lambda: write_atomic(output, result_to_json(res), "collectives result"))
     if plot is not None:
         from topodoctor.cli.pictures import draw_collectives
+        from topodoctor.report.collectives import model_busbw
 
-        expected = {str(row.op): expect_busbw for row in res.rows} if expect_busbw is not None else None
-        outputs.write(lambda: draw_collectives(res, plot, expected))
+        expected, source_of = model_busbw(res, snap or res.snapshot), "the topology model's busbw at 1 GiB"
+        if expect_busbw is not None:
+            expected, source_of = {str(row.op): expect_busbw for row in res.rows}, "--expect-busbw"
+        outputs.write(lambda: draw_collectives(res, plot, expected, expected_from=source_of))
     from topodoctor.report.collectives import collectives_json, text_report
 
     if metrics_file is not None or fmt is MeasureFormat.prometheus:
@@ -278,10 +297,12 @@ def collectives(
         render(lambda: emit_json(doc))
     elif fmt is MeasureFormat.text:
         from topodoctor.core.text import printable
+        from topodoctor.report.collectives import fit, text_width
         from topodoctor.report.collectives_nodes import node_lines
 
         # a host or GPU name never acts on the terminal
-        lines = [printable(line) for line in [*text_report(res, findings, snap), *node_lines(res)]]
+        width = text_width()
+        lines = [printable(line) for line in fit([*text_report(res, findings, snap, width), *node_lines(res)], width)]
         render(lambda: sys.stdout.write("".join(f"{line}\n" for line in lines)))
         if snap is None and res.snapshot is None:
             typer.echo("(no host snapshot: busbw and transports not judged; pass --replay NAME|FILE)", err=True)
@@ -291,14 +312,15 @@ def collectives(
 def _predict(ops: tuple[str, ...], where: Any, within: Any, nodes: int, fmt: MeasureFormat) -> None:
     """``--predict``: the model's busbw per op for this host (or a recording), then exit 0."""
     from topodoctor.cli.io import emit, emit_json, render
-    from topodoctor.report.collectives import prediction_doc, prediction_lines
+    from topodoctor.report.collectives import fit, prediction_doc, prediction_lines, text_width
     from topodoctor.service.collective_sweeps import predict_busbw
 
-    preds = predict_busbw(where, within, ops, nodes)
+    got = predict_busbw(where, within, ops, nodes)
+    rates = (got.nccl_link_gbps, got.signalling_gbps)
     if fmt is MeasureFormat.json:
-        render(lambda: emit_json(prediction_doc(preds)))
+        render(lambda: emit_json(prediction_doc(got.predictions, *rates)))
     else:
-        render(lambda: emit("\n".join(prediction_lines(preds))))
+        render(lambda: emit("\n".join(fit(prediction_lines(got.predictions, *rates), text_width()))))
     raise typer.Exit(0)
 
 
@@ -326,7 +348,9 @@ def _sweep(run: Any, algo: str | None, scaling: bool, within: Any, fmt: MeasureF
     if fmt is MeasureFormat.json:
         render(lambda: emit_json(doc))
     else:
-        render(lambda: emit("\n".join(lines)))
+        from topodoctor.report.collectives import fit, text_width
+
+        render(lambda: emit("\n".join(fit(lines, text_width()))))
     raise typer.Exit(out.exit_code)
 
 
@@ -343,6 +367,7 @@ OPTION_GROUPS = {
         "predict_nodes",
     ),
     "Compare algorithms and GPU counts": ("algo", "scaling"),
+    "Small messages": ("latency",),
     "Across nodes (under torchrun or srun)": (
         "spawn",
         "pairwise",

@@ -46,7 +46,10 @@ def nccl_log(
     if fmt is LogFormat.json:
         cli_io.emit_json({"summary": s, "findings": [finding_doc(f) for f in findings]})
     else:
-        for line in text(s, findings).splitlines():
+        import shutil  # only the text report asks the terminal's width
+
+        width = shutil.get_terminal_size((100, 24)).columns  # COLUMNS first, then the terminal
+        for line in text(s, findings, width).splitlines():
             cli_io.emit(printable(line))
     from topodoctor.model.findings import failing
 

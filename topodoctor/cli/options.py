@@ -155,6 +155,10 @@ class BwMode(str, Enum):
     bidir = "bidir"
     latency = "latency"
     host = "host"
+    sm = "sm"
+    sm_oneway = "sm-oneway"
+    sm_bidir = "sm-bidir"
+    sm_latency = "sm-latency"
     all = "all"
 
 

@@ -53,24 +53,32 @@ def draw_scan(
     return write_picture(draw_topology(snap, findings, graph), path)
 
 
-def draw_heatmap(result: "BandwidthResult", path: Path) -> str:
-    """``bandwidth --heatmap FILE``: the one-way and both-ways matrices on a fixed colour scale."""
+def draw_heatmap(result: "BandwidthResult", path: Path, findings: Sequence["Finding"] = ()) -> str:
+    """``bandwidth --heatmap FILE``: every pair matrix measured, coloured by each pair's share of its
+    path's rate, the pairs ``findings`` name framed."""
     from topodoctor.report.heatmap import draw_heatmap as heatmap
     from topodoctor.report.svg import write_picture
 
     check_picture_path(path)
-    return write_picture(heatmap(result), path)
+    return write_picture(heatmap(result, findings), path)
 
 
-def draw_collectives(result: Any, path: Path, expected: Mapping[str, float] | None = None, title: str = "") -> str:
-    """``collectives --plot FILE``: busbw against size per op, beside ``expected`` GB/s per op."""
+def draw_collectives(
+    result: Any,
+    path: Path,
+    expected: Mapping[str, float] | None = None,
+    title: str = "",
+    expected_from: str = "what the op should reach",
+) -> str:
+    """``collectives --plot FILE``: busbw against size per op, beside ``expected`` GB/s per op
+    (``expected_from``: where they come from, for the subtitle)."""
     from topodoctor.report.plot import draw_collectives as plot
     from topodoctor.report.plot import series_from_result
     from topodoctor.report.svg import write_picture
 
     check_picture_path(path)
     heading = title or f"{getattr(result, 'host', '')}: collectives, bus bandwidth by message size".lstrip(": ")
-    return write_picture(plot(series_from_result(result, expected), heading), path)
+    return write_picture(plot(series_from_result(result, expected), heading, expected_from), path)
 
 
 def register(app: typer.Typer) -> None:

@@ -70,6 +70,20 @@ def mark_command_start() -> None:
     _command_start = time.monotonic() - process_age_s()
 
 
+def command_start() -> float | None:
+    """When the command was exec'd, on the monotonic clock (``mark_command_start``); None where
+    the console entry point did not mark it (tests, a library user). Forked children share it."""
+    return _command_start
+
+
+_forked_at: float | None = None
+
+
+def forked_at() -> float | None:
+    """In a budgeted child (``fork_work``): when it was forked, on the monotonic clock; else None."""
+    return _forked_at
+
+
 @dataclass(frozen=True)
 class Budget:
     """A deadline on the monotonic clock; ``None`` timeout means no budget at all."""
@@ -149,8 +163,19 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+_forked_from: int | None = None  # in a budgeted child: the command that forked it
+
+
+def command_pid() -> int:
+    """The topodoctor command this process works for: the parent that forked it as a budgeted
+    child, else this process. Its other children (a copy timer started early) are topodoctor's."""
+    return _forked_from if _forked_from is not None else os.getpid()
+
+
 def _become_group_leader_child(parent: int, quiet: bool) -> None:
     """In the child: own process group, die with the parent, default signal handling."""
+    global _forked_from
+    _forked_from = parent
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     die_with_parent(parent)
@@ -192,6 +217,8 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     pid = os.fork()
     if pid == 0:  # child
+        global _forked_at
+        _forked_at = time.monotonic()
         os.close(read_fd)
         code = 0
         try:

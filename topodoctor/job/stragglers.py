@@ -12,6 +12,12 @@ measured in one of two ways:
 
 The straggler is the rank that is latest most often, named only when it is latest in at
 least half of the collectives and its median lateness is above the threshold.
+
+One very late entry hides in a median: a rank that entered one collective seconds after its
+peers (beyond their timeout, so they timed out and dumped, or far beyond the group's usual
+spread) is a ``late-rank`` culprit with its lateness, whatever its median. That is judged on the
+enqueue times of every matched collective, timed or not: the peers of a late entry often never
+finished the op, so it carries no GPU time.
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ from topodoctor.job.analysis import Finding, GroupState, label
 from topodoctor.job.dumps import Entry, RankDump
 
 Basis = Literal["gpu-time", "enqueue-time"]
+# One entry this late is never clock noise or a busy moment: NTP keeps hosts within milliseconds, and
+# a training step's usual spread is tens of ms. 20 x the group's usual latest-rank lateness (its p90)
+# where that is larger.
+LATE_ONCE_MS = 1000.0
+LATE_ONCE_SPREAD = 20.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,7 @@ class Lateness:
     collectives: int
     ranks: tuple[RankLateness, ...]
     finding: Finding | None
+    late_once: Finding | None = None  # one collective entered far later than its peers
 
 
 def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[dict[int, Entry]]:
@@ -73,11 +85,49 @@ def _p90(values: list[float]) -> float:
     return s[min(len(s) - 1, int(0.9 * len(s)))]
 
 
+def late_once(rows: Sequence[dict[int, Entry]], group: str) -> Finding | None:
+    """The latest single entry of the matched collectives, as a ``late-rank`` finding when it came
+    after the peers' timeout or LATE_ONCE_MS and LATE_ONCE_SPREAD x the usual spread."""
+    events: list[tuple[float, int, Entry, int | None]] = []
+    for row in rows:
+        if len(row) < 2 or any(e.created_ns is None for e in row.values()):
+            continue
+        late = _lateness(row, "enqueue-time")
+        r = max(late, key=lambda k: late[k])
+        peers = [e.timeout_ms for q, e in row.items() if q != r and e.timeout_ms]
+        events.append((late[r], r, row[r], min(peers) if peers else None))
+    if not events:
+        return None
+    worst = max(events, key=lambda ev: ev[0])
+    ms, rank, entry, timeout = worst
+    rest = [ev[0] for ev in events if ev is not worst]
+    usual = _p90(rest) if rest else 0.0
+    if timeout is not None and ms >= timeout:
+        why = f"past its peers' {timeout / 1000:g} s timeout"
+    elif ms >= LATE_ONCE_MS and ms >= LATE_ONCE_SPREAD * usual:
+        why = f"the group's usual spread is {usual:.1f} ms"
+    else:
+        return None
+    return Finding(
+        "late-rank",
+        "error",
+        (rank,),
+        f"rank {rank} entered {entry.op} #{entry.seq} of {group} {ms / 1000:.1f} s after the first rank ({why}; "
+        f"median over {len(events)} collectives hides it)",
+        group,
+        entry.seq,
+        entry.op,
+        (f"called from {entry.frame}",) if entry.frame else (),
+    )
+
+
 def lateness(state: GroupState, dumps: Sequence[RankDump], last: int = 200, late_ms: float = 5.0) -> Lateness | None:
-    """The group's lateness table and, when one rank stands out, a ``straggler`` finding."""
+    """The group's lateness table and, when one rank stands out, a ``straggler`` finding; a rank that
+    entered one collective very late, a ``late-rank`` finding."""
     rows = _matched(state, dumps, last)
     if not rows:
         return None
+    once = late_once(rows, label(state.name, state.desc))
     # The last op may have no duration yet (still running, or its completion not yet seen).
     timed = [row for row in rows if all(e.duration_ms is not None for e in row.values())]
     if len(timed) >= max(2, len(rows) // 2):
@@ -86,7 +136,7 @@ def lateness(state: GroupState, dumps: Sequence[RankDump], last: int = 200, late
     elif all(e.created_ns is not None for row in rows for e in row.values()):
         basis = "enqueue-time"
     else:
-        return None
+        return Lateness(label(state.name, state.desc), "enqueue-time", 0, (), None, once) if once else None
     per_rank: dict[int, list[float]] = {r: [] for r in state.members}
     latest: dict[int, int] = dict.fromkeys(state.members, 0)
     for row in rows:
@@ -115,4 +165,4 @@ def lateness(state: GroupState, dumps: Sequence[RankDump], last: int = 200, late
                 f"rank {x.rank}: last in {x.latest}, median {x.median_ms:.1f} ms, p90 {x.p90_ms:.1f} ms" for x in table
             ),
         )
-    return Lateness(gl, basis, len(rows), table, finding)
+    return Lateness(gl, basis, len(rows), table, finding, once)

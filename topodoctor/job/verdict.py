@@ -38,6 +38,7 @@ ORDER = (
     "ras-incomplete",
     "ras-error",
     "gpu-not-spinning",
+    "late-rank",
     "straggler",
     "stuck",
     "gpus-spinning",
@@ -127,8 +128,7 @@ def judge_job(job: JobInput) -> JobReport:
             got = lateness(g, job.dumps, job.last, job.late_ms)
             if got is not None:
                 late.append(got)
-                if got.finding is not None:
-                    findings.append(got.finding)
+                findings.extend(f for f in (got.finding, got.late_once) if f is not None)
     world = job.world_size or (max(len(g.members) for g in groups) if groups else (len(known) or None))
     if job.ras is not None:
         findings.extend(_ras_findings(job.ras, world))

@@ -15,6 +15,7 @@ from topodoctor.core import codec, fileio
 from topodoctor.core.errors import InputError
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
 from topodoctor.model.copies import Activity
+from topodoctor.model.during import RunSampling
 from topodoctor.model.pairwise import NodeVerdict, PairOutcome, Round
 from topodoctor.model.snapshot import HostSnapshot
 
@@ -186,6 +187,7 @@ class CollectivesResult:
     snapshot: HostSnapshot | None = None  # the host as probed: --from needs no GPU
     spans: tuple[SpanRows, ...] = ()  # intra- and inter-node figures of a world that spans nodes
     pairwise: PairwiseReport | None = None
+    during: RunSampling | None = None  # NVML while the ranks ran; None: not sampled (older results, nccl-tests)
 
     @property
     def nodes(self) -> tuple[str, ...]:

@@ -2,6 +2,13 @@
 
 GB/s means 1e9 bytes per second throughout. Rows are sources, columns destinations.
 The runner measures and never judges; verdicts come from the rules.
+
+Modes: ``oneway``, ``bidir`` and ``latency`` are the copy engine's (cuMemcpyPeerAsync; latency is
+one small copy's round, as p2pBandwidthLatencyTest times it); ``sm_oneway`` and ``sm_bidir`` are
+SM kernels copying across the link, the receiving GPU reading (nvbandwidth's
+device_to_device_memcpy_read_sm and its bidirectional form); ``sm_latency`` is the load latency a
+kernel on ``src`` sees reading memory of ``dst`` (a pointer chase, nvbandwidth's
+device_to_device_latency_sm); ``h2d`` and ``d2h`` are host copies.
 """
 
 from __future__ import annotations
@@ -12,12 +19,16 @@ from typing import Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.core.stats import median
+from topodoctor.model.during import RunSampling
 from topodoctor.model.snapshot import HostSnapshot
 
 BANDWIDTH_SCHEMA_VERSION = 1
 
 Path_ = Literal["p2p", "staged", "host", "unknown"]
-Mode = Literal["oneway", "bidir", "latency", "h2d", "d2h"]
+Mode = Literal["oneway", "bidir", "latency", "h2d", "d2h", "sm_oneway", "sm_bidir", "sm_latency"]
+PAIR_MODES: tuple[Mode, ...] = ("oneway", "bidir", "latency", "sm_oneway", "sm_bidir", "sm_latency")
+LATENCY_MODES: tuple[Mode, ...] = ("latency", "sm_latency")
+BOTH_WAYS_MODES: tuple[Mode, ...] = ("bidir", "sm_bidir")
 
 
 @dataclass(frozen=True)
@@ -49,13 +60,16 @@ class Measurement:
     src: int  # NVML index; -1 for the host
     dst: int
     size_bytes: int
-    value: Stats | None  # GB/s for bandwidth modes, microseconds for latency; None when it failed
+    value: Stats | None  # GB/s for bandwidth modes, microseconds for latency; None when it failed or was skipped
     path: Path_  # p2p: peer access on; staged: the driver copied through host memory
     nvlink_bytes: int | None  # bytes NVML's NVLink counters saw during the copies, where readable
     verified: bool | None  # data compared equal after the copies; None when not compared
     error: str | None  # "timeout after 20 s", "CUDA out of memory", ...
     reverse: Stats | None = None  # bidir: the dst -> src direction measured at the same time
     elapsed_s: float | None = None  # wall time of this measurement, set-up and checks included
+    # why it was not measured where nothing failed: the driver cannot compile the SM kernels, the
+    # pair has no peer access for a kernel to read through; never a verdict on the pair
+    skipped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,10 @@ class BandwidthResult:
     # did not hide), cuda_init, contexts_and_peers, allocation, measurement, verification,
     # task_overhead, teardown, total_since_spawn
     timings: dict[str, float] = field(default_factory=dict)
+    # when each step of the command was reached, seconds since its exec (where known): the
+    # copy timer spawned and its CUDA ready, the probe done, the copies done
+    timeline: dict[str, float] = field(default_factory=dict)
+    during: RunSampling | None = None  # NVML while the copies ran; None: not sampled (older results)
 
     def find(self, mode: Mode, src: int, dst: int) -> Measurement | None:
         """The measurement of this mode from ``src`` to ``dst``, or None when it was not taken."""

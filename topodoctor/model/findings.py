@@ -3,16 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 Severity = Literal["info", "warning", "error", "critical"]
 SEVERITY_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2, "critical": 3}
+# How sure a cause is: high (NCCL or NVML showed it and it accounts for the shortfall), medium (shown,
+# and in the direction of the symptom), low (circumstantial), none (no cause found).
+Confidence = Literal["high", "medium", "low", "none"]
+NOT_FOUND = "cause not found"
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a symptom (a slow or failed collective, a slow copy, low HBM) happened, as the evidence
+    topodoctor gathered shows it: the best candidate, how much of the shortfall it explains, what
+    else was looked at and ruled out. ``what`` is ``cause not found`` when nothing explains it."""
+
+    what: str  # "NCCL_PROTO=LL forces the LL protocol", or NOT_FOUND
+    confidence: Confidence
+    fix: str
+    evidence: dict[str, Any]  # the numbers and sources the cause rests on
+    explains: float | None = None  # share of the shortfall it accounts for (0-1); None: not quantified
+    ruled_out: tuple[str, ...] = ()  # what was examined and does not explain the symptom
+    others: tuple[str, ...] = ()  # lesser candidates, best first
+
+    @property
+    def found(self) -> bool:
+        """Whether a cause was named (not "cause not found")."""
+        return self.confidence != "none"
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing a rule found: its stable code and name, how bad, about what, and what to do."""
+    """One thing a rule found: its stable code and name, how bad, about what, and what to do; a
+    symptom also carries its cause (``diagnosis``), which its message and fix lead with."""
 
     code: str
     name: str
@@ -21,6 +46,16 @@ class Finding:
     message: str
     fix: str
     evidence: dict[str, Any]
+    cause: Cause | None = None
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    """A finding as JSON documents carry it: its fields, with ``cause`` only where the finding is a
+    symptom the diagnosis explained (or could not)."""
+    doc = asdict(f)
+    if f.cause is None:
+        doc.pop("cause")
+    return doc
 
 
 class Judged(Protocol):

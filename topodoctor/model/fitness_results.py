@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.model.copies import Activity, GpuIdentity, Stats
+from topodoctor.model.during import RunSampling
 from topodoctor.model.fitness import CLOCK_EVENT_REASONS
 
 FITNESS_SCHEMA_VERSION = 1
@@ -116,6 +117,7 @@ class FitnessResult:
     errors: tuple[str, ...] = ()  # the run as a whole could not measure: why
     settings: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    during: RunSampling | None = None  # NVML while the kernels ran; None: not sampled (older results)
 
     def of(self, kind: Kind, initiator: str | None = None, bidir: bool | None = None) -> list[Figure]:
         """The figures of one kind, narrowed to an initiator and a direction where given."""

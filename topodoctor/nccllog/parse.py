@@ -2,16 +2,16 @@
 ``Event``s. Text in, data out; nothing here reads a file or judges.
 
 A file may be one rank's ``NCCL_DEBUG_FILE``, a job's stderr holding every rank (torch prefixes
-its own lines ``[rank3]:``), or nccl-tests' output. NCCL_DEBUG decides how much NCCL says:
+its lines ``[rank3]:``, mpirun ``[1,3]<stdout>:``, Ray ``(RayWorker pid=..., ip=...)``, pdsh and
+srun ``host: `` / ``0: ``, many add a timestamp), or nccl-tests' output. NCCL's own structure is
+found wherever it sits in the line: ``host:pid:tid [dev] file.cc:line NCCL WARN msg`` (before
+2.5 without ``NCCL``), the return-code trail ``NCCL INFO file.cc:line -> N [Async thread]``
+(include/checks.h's NCCLCHECK), torch's ``NCCL error ... Last error:`` block and nccl-tests'
+``Test NCCL/CUDA failure``. What a message means is ``nccllog.classify``'s part.
 
-- unset: nothing from NCCL itself; torch's exception carries ``ncclGetLastError()`` after
-  ``Last error:`` (recent torch) or only the error class ("invalid usage (run with NCCL_DEBUG=WARN
-  for details)").
-- WARN: ``NCCL version 2.28.9+cuda13.0`` once per process and the ``NCCL WARN`` lines.
-- INFO: all of it (``measure/collectives/nccl_log.py`` reads transports and channels from it).
-
-The failure lines (NCCL 2.18 - 2.28, torch 2.x wording; NCCL's ``src/`` names where each is
-printed) are in ``PATTERNS``.
+NCCL_DEBUG decides how much NCCL says: unset, only the framework's error (and, recent torch,
+``ncclGetLastError()`` after ``Last error:``); WARN, the version banner and the WARN lines; INFO,
+all of it (transports, channels, the trail).
 """
 
 from __future__ import annotations
@@ -23,100 +23,78 @@ from typing import Literal
 from topodoctor.model.collectives import NcclAccount
 from topodoctor.nccllog.account import account
 from topodoctor.nccllog.choices import Choices, parse_choices
+from topodoctor.nccllog.classify import CONSEQUENCE, ROOT, Reading, classify
 
 Level = Literal["unset", "VERSION", "WARN", "INFO"]
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
-
-# (kind, pattern): the first pattern a line matches names its event. Order matters where two
-# could match one line (the watchdog's timeout line also names WorkNCCL).
-PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # plugin/net.cc: no network plugin (NCCL_NET=IB with no IB device, a plugin that failed)
-    ("net-plugin", re.compile(r"Failed to initialize any NET plugin|Error: network (\S+) not found")),
-    # transport/net_ib: no RDMA device; NCCL then takes sockets unless NCCL_NET insists
-    ("ib-no-device", re.compile(r"NET/IB ?: No device found")),
-    # bootstrap.cc / misc/socket.cc: NCCL_SOCKET_IFNAME matched nothing
-    ("no-socket-interface", re.compile(r"no socket interface found|No usable listening interface found")),
-    # init.cc: two ranks of one host on one GPU
-    (
-        "duplicate-gpu",
-        re.compile(
-            r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device (\w+)"
-            r"|Multiple Ranks are using the same GPU"
-        ),
-    ),
-    # misc/shmutils.cc (2.18 - 2.29; os/linux.cc after): /dev/shm full or too small (a container's 64 MB); the
-    # fallocate or mkstemp that failed comes first, then the segment's summary line
-    (
-        "shm",
-        re.compile(
-            r"Error while (creating|attaching to) shared memory segment (\S+) \(size (\d+)\)(?:, error: ([^(]*))?"
-            r"|unable to allocate shared memory"
-        ),
-    ),
-    ("shm", re.compile(r"Error: failed to (extend) (\S+) to (\d+) bytes, error: ([^(]*)")),
-    ("shm", re.compile(r"Error: failed to (create) shared memory file (\S+)(), error ([^(]*)")),
-    # CUDA: a driver older than the runtime NCCL / torch were built for
-    (
-        "cuda-driver",
-        re.compile(
-            r"CUDA driver version is insufficient for CUDA runtime version|driver on your system is too old"
-            r"|cudaErrorInsufficientDriver"
-        ),
-    ),
-    # transport/net_ib/p2p.cc (2.28) and net_ib.cc (earlier): a work completion with an error status
-    (
-        "ib-completion",
-        re.compile(r"Got completion from peer (\S+) with (?:status=([^(]*)\((\d+)\)|error (\d+))"),
-    ),
-    # torch's watchdog: a collective that did not finish within the process group's timeout
-    (
-        "watchdog-timeout",
-        re.compile(
-            r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)[^)]*?Timeout\(ms\)=(\d+)\) ran for (\d+) milliseconds "
-            r"before timing out"
-        ),
-    ),
-    # init.cc: peers that loaded different NCCL builds
-    (
-        "version-mismatch",
-        re.compile(r"Mismatched NCCL version detected : rank (\d+) version (\d+) rank (\d+) version (\d+)"),
-    ),
-    # misc/socket.cc, init.cc (ncclRemoteError): the other end went away
-    (
-        "peer-lost",
-        re.compile(
-            r"Connection closed by remote peer (\S+)|remote process exited or there was a network error"
-            r"|Connection reset by peer|Socket recv failed"
-        ),
-    ),
-    # torch's exception: the error class (init.cc's ncclGetErrorString) and the version
-    ("nccl-error", re.compile(r"NCCL error(?: in: \S+,|:) (.+?)(?:, NCCL version (\S+))?$")),
-    # nccl-tests: "Test NCCL failure common.cu:1234 'invalid usage (run with NCCL_DEBUG=WARN for details)'"
-    ("nccl-error", re.compile(r"Test NCCL failure \S+ '(.+?)'()")),
-    ("warn", re.compile(r"NCCL WARN (.*)$")),
+_SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"
+_WARN = re.compile(rf"(?:(?P<src>{_SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
+_OLD_WARN = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) WARN (?P<msg>.*)")  # NCCL before 2.5: no "NCCL"
+_OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
+_DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")
+_TRAIL = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
+# where a trail means the call failed all the way up: the init / group thread, a proxy thread
+_TOP_TAGS = ("Async thread", "Proxy Thread", "Progress Thread", "Proxy Service", "bthread")
+_TOP_SRC = re.compile(r"(?:^|/)(?:init|group|enqueue|collectives)\.(?:cc|cu)$")
+_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?P<suffix>\+cuda[\d.]+)?")
+_VERSION_TAIL = re.compile(r"NCCL version\s*$")
+_TORCH_ERROR = re.compile(
+    r"NCCL [Ee]rror(?: in: \S+,| \d+:|:) (?P<cls>[a-z][a-z ]*[a-z])(?=\s*\(run with|,|\.?\s*$)"
+    r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+\S*))?"
 )
-_ANY = re.compile("|".join(f"(?:{p.pattern})" for _, p in PATTERNS))
-_VERSION_LINE = re.compile(r"(?:NCCL INFO |^|\] )NCCL version (\d+\.\d+\.\d+\S*)")
-_TORCH_RANK = re.compile(r"^\[rank(\d+)\]:")
-_INIT_RANK = re.compile(r"ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)")
-_NCCL_PREFIX = re.compile(r"^(\S+):(\d+):(\d+) \[(-?\d+)\] NCCL (INFO|WARN)")  # host:pid:tid [dev]
+_NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
+_LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
+# any framework's words for NCCL's error class (horovod "ncclCommInitRank failed: ...", XLA "NCCL operation ...
+# failed: ...", TensorFlow "NCCL failure: ..."): a failed call even without torch's header
+_NCCL_CLASS = re.compile(
+    r"(?i)nccl.*?\b(?P<cls>unhandled cuda error|unhandled system error|internal error|invalid usage"
+    r"|remote process exited or there was a network error)"
+)
+# torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
+_STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
+# what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
+_NOT_REASON = re.compile(r"\s*(?:\[rank|\[[WEIF]\d{4}|Exception raised|frame #|Traceback|\s*File \")")
+_TEST_FAIL = re.compile(r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?\s*$")
+_TEST_ABORT = re.compile(r"Test failure \S+:\d+")
+_TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
+_INIT_RANK = re.compile(r"ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)|comm 0x[0-9a-f]+ rank (\d+) nranks")
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
-_LAST_ERROR = "Last error:"
 _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)")
 _NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
-_SET_TO = re.compile(r"NCCL INFO (NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
+_SET_TO = re.compile(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
+_IB_USING = re.compile(r"NET/IB ?: Using (.*?)(?:; OOB|$)")
+_SOCK_USING = re.compile(r"(?:Bootstrap|NET/Socket) ?: Using (.*)$")  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...
+_SOCK_IF = re.compile(r"(?:\[\d+\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
+_GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
+_IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.-]+):\d+/(?P<layer>IB|RoCE)")
+_TOPO_FILE = re.compile(r"Loading topology file (\S+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_PROGRESS = re.compile(
+    r"(?i)\b(?:epoch|step|iter(?:ation)?)\b\s*[:=\[]?\s*\d|\bloss(?: is)?\s*[:=]?\s*-?[\d.]"
+    r"|\d\s*(?:it|samples|tokens)/s\b|^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+"
+    r"|# Avg bus bandwidth"
+)
+# a line pasted without NCCL's prefix counts only when its words are NCCL's own
+_BARE_OK = re.compile(
+    r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
+    r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
+    r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
+    r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
+)
 
 
 @dataclass(frozen=True)
 class Event:
     """A line that says something went wrong (or, ``ib-no-device``, may go wrong)."""
 
-    kind: str
+    kind: str  # a ``classify`` kind, or: warn (an unread WARN), nccl-error, trail, ib-no-device, diag
     file: str
     line_no: int  # 1-based
     text: str  # the line, trimmed to 300 characters
-    groups: tuple[str | None, ...] = ()  # the pattern's groups
+    fields: dict[str, str] = field(default_factory=dict)  # what the message names (status, call, errno...)
     rank: int | None = None
+    source: str = ""  # the NCCL source file the line was printed from, where the line says
+    order: int = ROOT  # ROOT or CONSEQUENCE (``nccllog.classify``)
 
 
 @dataclass(frozen=True)
@@ -134,6 +112,13 @@ class LogFile:
     account: NcclAccount | None = None  # transports, channels, nodes (INFO)
     choices: Choices | None = None  # cost table, graphs, per-call algorithms (INFO + TUNING)
     nccl_tests: bool = False  # nccl-tests' own output (its "# nThread" header)
+    failed: bool = False  # the file shows a failed call: a trail to the top, a framework or test error
+    went_on: bool = False  # work went on after the last failure line (training steps, test rows)
+    link_layers: dict[str, str] = field(default_factory=dict)  # RDMA device -> IB or RoCE (NET/IB : Using)
+    socket_ifs: dict[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
+    gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
+    topo_file: str = ""  # the topology XML NCCL loaded, where the log says
+    trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)
 
 
 def _file_rank(name: str) -> int | None:
@@ -142,79 +127,258 @@ def _file_rank(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+class _Reader:
+    """One pass over a file's lines, gathering what ``LogFile`` holds."""
+
+    def __init__(self, name: str, lines: list[str]) -> None:
+        self.name, self.lines = name, lines
+        self.level: Level = "unset"
+        self.versions: dict[str, None] = {}
+        self.ranks: dict[int, None] = {}
+        self.hosts: dict[str, None] = {}
+        self.events: list[Event] = []
+        self.per_kind: dict[str, int] = {}
+        self.last_errors: list[str] = []
+        self.env: dict[str, str] = {}
+        self.layers: dict[str, str] = {}
+        self.socket_ifs: dict[str, str] = {}
+        self.gpus: dict[str, None] = {}
+        self.topo_file = ""
+        self.failed_at: list[int] = []
+        self.trail_src: dict[str, None] = {}
+        self.trail_path: list[str] = []  # the sources of the trail being read, from the failed call up
+        self.consumed = -1  # a line already read as the reason after "Last error:"
+        self.prefixes: set[str] = set()
+        self.progress_at: list[int] = []
+        self.file_rank = _file_rank(name)
+        if self.file_rank is not None:
+            self.ranks[self.file_rank] = None
+
+    def add(
+        self,
+        kind: str,
+        i: int,
+        text: str,
+        rank: int | None,
+        reading: Reading | None = None,
+        source: str = "",
+        fields: dict[str, str] | None = None,
+    ) -> None:
+        self.per_kind[kind] = self.per_kind.get(kind, 0) + 1
+        if self.per_kind[kind] > MAX_EVENTS_PER_KIND:
+            return
+        f = (fields or {}) | dict(reading.fields if reading else {})  # what the reading names wins
+        order = reading.rank if reading else (CONSEQUENCE if kind in ("nccl-error", "trail") else ROOT)
+        self.events.append(Event(kind, self.name, i + 1, text.strip()[:300], f, rank, source, order))
+
+    def seen(self, level: Level) -> None:
+        order = {"unset": 0, "VERSION": 1, "WARN": 2, "INFO": 3}
+        if order[level] > order[self.level]:
+            self.level = level
+
+    def line(self, i: int, raw: str) -> None:
+        # Most of a long log is NCCL INFO: substring checks guard every pattern (a 64 MiB log in seconds)
+        line = (_ANSI.sub("", raw) if "\x1b" in raw else raw).rstrip()
+        rank = self.file_rank
+        if "[rank" in line and (m := _TORCH_RANK.search(line)):
+            rank = int(m.group(1))
+            self.ranks[rank] = None
+        if "NCCL version" in line:
+            self._version(i, line)
+        if (at := line.find("NCCL INFO ")) >= 0:
+            self.seen("INFO")
+            self._host(line, at)
+            self._info(i, line, line[at + 10 :], rank)
+        elif "WARN" in line and ((m := _WARN.search(line)) or (m := _OLD_WARN.search(line))):
+            self.seen("WARN")
+            self._host(line, line.find("WARN"))
+            msg = m.group("msg").rstrip("*").strip()
+            src = m.group("src") or ""
+            reading = classify(msg, src)
+            self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg})
+        elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
+            self.seen("INFO")
+            self._info(i, line, m.group("msg"), rank)
+        elif "NCCL DIAG" in line and (
+            m := _DIAG.search(line)
+        ):  # 2.31+: NCCL's own diagnosis; a known text is its class
+            self.seen("INFO")
+            reading = classify(m.group("msg"))
+            self.add(reading.kind if reading else "diag", i, line, rank, reading, fields={"said": m.group("msg")})
+        else:
+            self._other(i, line, rank)
+            if "NCCL" not in line and _PROGRESS.search(line) and not (self.events and self.events[-1].line_no == i + 1):
+                self.progress_at.append(i)
+
+    def _host(self, line: str, end: int) -> None:
+        """The host of NCCL's ``host:pid:tid [dev]`` prefix before position ``end``."""
+        prefix = line[: line.find(" [", 0, end)]
+        if prefix in self.prefixes:  # one parse per process and thread
+            return
+        self.prefixes.add(prefix)
+        head = prefix.rsplit(" ", 1)[-1].rsplit(":", 3)
+        if len(head) >= 3 and head[-1].isdigit() and head[-2].isdigit():
+            host = head[-3].rsplit("]", 1)[-1].rsplit(">:", 1)[-1]
+            if host:
+                self.hosts[host] = None
+
+    def _version(self, i: int, line: str) -> None:
+        if m := _VERSION.search(line):
+            self.versions[m.group("v") + (m.group("suffix") or "")] = None
+            self.seen("VERSION")
+        elif (
+            _VERSION_TAIL.search(line)  # the banner wrapped after "version"
+            and i + 1 < len(self.lines)
+            and (m := re.match(r"\s*(\d+\.\d+\.\d+)(\+cuda[\d.]+)?", self.lines[i + 1]))
+        ):
+            self.versions[m.group(1) + (m.group(2) or "")] = None
+            self.seen("VERSION")
+
+    def _info(self, i: int, line: str, msg: str, rank: int | None) -> None:
+        if " -> " in msg and (".c" in msg or ".h:" in msg) and (m := _TRAIL.search(msg)):
+            tag = m.group("tag") or ""
+            self.trail_src[m.group("src").rsplit("/", 1)[-1]] = None
+            self.trail_path.append(m.group("src"))
+            if tag.startswith(_TOP_TAGS) or _TOP_SRC.search(m.group("src")):
+                self.failed_at.append(i)
+                if self.per_kind.get("trail", 0) == 0:
+                    path = " -> ".join(dict.fromkeys(self.trail_path[-6:]))
+                    self.add(
+                        "trail",
+                        i,
+                        line,
+                        rank,
+                        source=self.trail_path[0],
+                        fields={"code": m.group("code"), "tag": tag, "path": path},
+                    )
+            return
+        self.trail_path = []
+        if " set " in msg and (m := _SET_TO.search(msg)):
+            self.env[m.group(1)] = m.group(2)
+            if m.group(1) == "NCCL_TOPO_FILE":
+                self.topo_file = m.group(2)
+        if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
+            self.ranks[int(m.group(1) or m.group(3))] = None
+        if "Using" in msg and (m := _SOCK_USING.search(msg)):
+            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
+        if "NET/IB" in msg and (m := _IB_USING.search(msg)):
+            self.layers.update({d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))})
+        if "NET/IB" in msg and "No device found" in msg:
+            self.add("ib-no-device", i, line, rank)
+        if "topology file" in msg and (m := _TOPO_FILE.search(msg)):
+            self.topo_file = m.group(1)
+
+    def _other(self, i: int, line: str, rank: int | None) -> None:
+        if ("GeForce" in line or "RTX" in line or "TITAN" in line) and (m := _GPU_NAME.search(line)):
+            self.gpus[m.group(0).strip()] = None
+        if line.startswith("#"):
+            if (reading := classify(line)) and reading.kind == "wrong-results":
+                self.failed_at.append(i)
+                self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip("# ")})
+            if m := _NT_LIBRARY.search(line):
+                n = int(m.group(1))
+                self.versions[f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
+            if m := _NT_RANK.search(line):
+                self.ranks[int(m.group(1))] = None
+                self.hosts[m.group(2)] = None
+            return
+        if m := _LAST_ERROR.search(line):
+            self._last_error(i, line, m, rank)
+            return
+        if m := _TORCH_ERROR.search(line):
+            self.failed_at.append(i)
+            if m.group("v"):
+                self.versions.setdefault(m.group("v"), None)
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").strip()})
+            return
+        if m := _NCCL_RESULT.search(line):
+            self.failed_at.append(i)
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls")})
+            return
+        if m := _TEST_FAIL.search(line):
+            self._test_failure(i, line, m, rank)
+            return
+        if "ncclUniqueId" in line and (m := _STORE.search(line)):
+            self.failed_at.append(i)
+            self.add("store", i, line, rank, fields={"err": m.group("err").strip()})
+            return
+        if "Cuda failure" not in line and (m := _NCCL_CLASS.search(line)):
+            self.failed_at.append(i)
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})
+            return
+        if _TEST_ABORT.search(line):
+            self.failed_at.append(i)
+            return
+        if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line)):
+            if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
+                reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
+                self.consumed = i + 1
+            if reading.kind == "watchdog-timeout":
+                self.failed_at.append(i)
+            self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip()})
+
+    def _last_error(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
+        """torch's ``Last error:`` and the line after it, whatever prefix both carry."""
+        reason, at, text = m.group("rest").strip(), i, line
+        if not reason and i + 1 < len(self.lines):
+            prefix = line[: m.start()]
+            nxt = _ANSI.sub("", self.lines[i + 1]).rstrip()
+            said = nxt[len(prefix) :] if prefix.strip() and nxt.startswith(prefix) else nxt
+            # an empty "Last error:" is followed by torch's next message, not NCCL's reason
+            if said.strip() and not _NOT_REASON.match(said):
+                reason, at, text = said.strip(), i + 1, nxt
+                self.consumed = i + 1
+        self.failed_at.append(i)
+        self.last_errors.append(reason[:300])
+        if reading := classify(reason) if reason else None:
+            self.add(reading.kind, at, text, rank, reading, fields={"said": reason})
+
+    def _test_failure(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
+        """nccl-tests: ``host: Test NCCL failure common.cu:1005 'class / ncclGetLastError()'``,
+        ``Test CUDA failure common.cu:941 'CUDA error string'`` (older: ``Cuda failure common.cu:891``)."""
+        self.failed_at.append(i)
+        text = m.group("text").strip().rstrip("'")
+        if m.group("what") == "NCCL":
+            cls, _, reason = text.partition(" / ")
+            reading = classify(reason) if reason.strip() else None
+            if reading is None:
+                self.add("nccl-error", i, line, rank, fields={"class": cls.strip(), "reason": reason.strip()})
+                return
+        else:
+            reading = classify(f"Cuda failure '{text}'")
+        assert reading is not None  # a CUDA error string always reads as some CUDA kind
+        self.add(reading.kind, i, line, rank, reading, m.group("where"), {"said": text})
+
+
 def parse_file(name: str, text: str) -> LogFile:
     """One file's NCCL output."""
     lines = text.splitlines()
-    level: Level = "unset"
-    versions: dict[str, None] = {}
-    ranks: dict[int, None] = {}
-    hosts: dict[str, None] = {}
-    events: list[Event] = []
-    per_kind: dict[str, int] = {}
-    last_errors: list[str] = []
-    env: dict[str, str] = {}
-    order = {"unset": 0, "VERSION": 1, "WARN": 2, "INFO": 3}
-    file_rank = _file_rank(name)
-    if file_rank is not None:
-        ranks[file_rank] = None
+    r = _Reader(name, lines)
     for i, raw in enumerate(lines):
-        line = raw.rstrip()
-        seen: Level = "unset"
-        if m := _NCCL_PREFIX.search(line):
-            hosts[m.group(1)] = None
-            seen = "INFO" if m.group(5) == "INFO" else "WARN"
-        elif "NCCL WARN" in line:
-            seen = "WARN"
-        if m := _VERSION_LINE.search(line):
-            versions[m.group(1)] = None
-            if seen == "unset":
-                seen = "VERSION"
-        if order[seen] > order[level]:
-            level = seen
-        rank = file_rank
-        if m := _TORCH_RANK.search(line):
-            rank = int(m.group(1))
-            ranks[rank] = None
-        if seen != "unset":
-            if m := _INIT_RANK.search(line):
-                ranks[int(m.group(1))] = None
-            if m := _SET_TO.search(line):
-                env[m.group(1)] = m.group(2)
-        if line.startswith("#"):
-            if m := _NT_LIBRARY.search(line):
-                n = int(m.group(1))
-                versions[f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
-            if m := _NT_RANK.search(line):
-                ranks[int(m.group(1))] = None
-                hosts[m.group(2)] = None
-        if line.strip() == _LAST_ERROR:
-            nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            # an empty "Last error:" is followed by torch's next message, not NCCL's reason
-            last_errors.append("" if not nxt or nxt.startswith(("[", "Exception raised", "frame #")) else nxt[:300])
-        if not _ANY.search(line):  # one pass over the line: most of a job's log is not NCCL's
-            continue
-        for kind, pat in PATTERNS:
-            if m := pat.search(line):
-                per_kind[kind] = per_kind.get(kind, 0) + 1
-                if per_kind[kind] <= MAX_EVENTS_PER_KIND:
-                    events.append(Event(kind, name, i + 1, line.strip()[:300], m.groups(), rank))
-                if kind == "nccl-error" and m.group(2):
-                    versions.setdefault(m.group(2), None)
-                break
+        r.line(i, raw)
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
-    info = level == "INFO"
+    info = r.level == "INFO"
+    failing = [e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag")] + r.failed_at
+    last_failure = max(failing, default=-1)
     return LogFile(
         name=name,
-        level=level,
-        versions=tuple(_dedupe_versions(versions)),
-        ranks=tuple(sorted(ranks)),
-        hosts=tuple(hosts),
-        events=tuple(events),
-        last_errors=tuple(last_errors),
-        env=env,
+        level=r.level,
+        versions=tuple(_dedupe_versions(r.versions)),
+        ranks=tuple(sorted(r.ranks)),
+        hosts=tuple(r.hosts),
+        events=tuple(r.events),
+        last_errors=tuple(r.last_errors),
+        env=r.env,
         account=account(["\n".join(nccl_lines)]) if info else None,
         choices=parse_choices(nccl_lines) if info else None,
         nccl_tests=any(ln.startswith("# nThread") for ln in lines[:40]),
+        failed=bool(r.failed_at),
+        went_on=last_failure >= 0 and any(p > last_failure for p in r.progress_at),
+        link_layers=r.layers,
+        socket_ifs=r.socket_ifs,
+        gpu_names=tuple(r.gpus),
+        topo_file=r.topo_file,
+        trail_sources=tuple(r.trail_src),
     )
 
 

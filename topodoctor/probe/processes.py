@@ -24,8 +24,9 @@ MAX_PROCESSES = 256  # per GPU: far beyond what a GPU runs, a bound on what is r
 MAX_CMDLINE_BYTES = 4096  # a command line can reach ARG_MAX; its start names the program
 
 
-def _listed(raw: Any) -> tuple[tuple[int, int | None], ...]:
-    """(pid, GPU memory bytes or None) from nvmlDeviceGetComputeRunningProcesses."""
+def listed_processes(raw: Any) -> tuple[tuple[int, int | None], ...]:
+    """(pid, GPU memory bytes or None) from nvmlDeviceGetComputeRunningProcesses, at most
+    MAX_PROCESSES of them."""
     out = []
     for p in raw[:MAX_PROCESSES]:
         mem = p.get("usedGpuMemory")
@@ -78,23 +79,31 @@ def own_pid(fs: Sysfs) -> int | None:
 Me = tuple[int | None, str | None]  # the probing process: its pid, its Slurm job
 
 
+def whoami(fs: Sysfs) -> Me:
+    """The probing process's pid and Slurm job (``/proc/self``, ``/proc/self/cgroup``)."""
+    return own_pid(fs), _slurm_job(fs, "self")
+
+
+def describe(fs: Sysfs, pid: int, mem: int | None, me: Me) -> ComputeProcess:
+    """One process NVML listed, with its owner, parent, Slurm job and command line from /proc,
+    and whether it is ours: the probing process, a child of it, or a process of its Slurm job."""
+    path = f"/proc/{pid}/status"
+    status = sys_read(fs, path, str)
+    parent, uid = _status_field(status, "PPid", path), _status_field(status, "Uid", path)
+    job = _slurm_job(fs, pid)
+    my_pid, my_job = me
+    # A process of the job this check runs in (a step's other ranks) is not someone else's.
+    ours = (my_pid is not None and my_pid in (pid, parent)) or (my_job is not None and job == my_job)
+    return ComputeProcess(pid, mem, uid, parent, _cmdline(fs, pid), ours, job)
+
+
 def compute_processes(nvml: Nvml, fs: Sysfs, index: int, me: list[Me]) -> Probed[tuple[ComputeProcess, ...]]:
     """nvmlDeviceGetComputeRunningProcesses of GPU ``index``, each process with its owner,
     Slurm job and command line. ``me`` holds the probing process's pid and job once asked
     (asked only when a GPU lists a process, so an idle host costs one call per GPU)."""
-    listed = nvml.ask("nvmlDeviceGetComputeRunningProcesses", f"gpu:{index}", convert=_listed)
+    listed = nvml.ask("nvmlDeviceGetComputeRunningProcesses", f"gpu:{index}", convert=listed_processes)
     if not isinstance(listed, tuple):
         return listed
     if listed and not me:
-        me.append((own_pid(fs), _slurm_job(fs, "self")))
-    out = []
-    for pid, mem in listed:
-        path = f"/proc/{pid}/status"
-        status = sys_read(fs, path, str)
-        parent, uid = _status_field(status, "PPid", path), _status_field(status, "Uid", path)
-        job = _slurm_job(fs, pid)
-        my_pid, my_job = me[0]
-        # A process of the job this check runs in (a step's other ranks) is not someone else's.
-        ours = (my_pid is not None and my_pid in (pid, parent)) or (my_job is not None and job == my_job)
-        out.append(ComputeProcess(pid, mem, uid, parent, _cmdline(fs, pid), ours, job))
-    return tuple(out)
+        me.append(whoami(fs))
+    return tuple(describe(fs, pid, mem, me[0]) for pid, mem in listed)

@@ -1,4 +1,4 @@
-"""NVML read again and again while something else runs: the one sampler, for both of its uses.
+"""NVML read again and again while something else runs: the one sampler, for each of its uses.
 
 - Under a load (the fitness GEMM stress): clocks, power, temperature and clock-event reasons on a
   thread beside the child doing the work (``Sampler(...).start()`` ... ``stop()``), and each GPU's
@@ -6,6 +6,8 @@
 - Around a job that may be stalled (``job --live``): utilisation and power, a fixed number of
   times in the foreground (``Sampler(...).take(n)``), then who runs where (``activity``): a GPU
   spinning in a collective shows 100 % utilisation at near-idle power, the culprit does not.
+- While a measurement runs (the collectives, the copies): on a thread, with the processes on
+  each GPU and the link counters around it (``probe/during.py``'s ``RunWatch``).
 
 Built on the probe's NVML boundary, so the live binding, a recorder or a fake answer alike: a
 sampling is recorded like a probe (``live_activity(record=True)``) and replayed anywhere
@@ -116,9 +118,17 @@ class Sampler:
     """
 
     def __init__(
-        self, api: NvmlApi, indices: list[int], interval_s: float = 0.25, metrics: tuple[str, ...] = LOAD
+        self,
+        api: NvmlApi,
+        indices: list[int],
+        interval_s: float = 0.25,
+        metrics: tuple[str, ...] = LOAD,
+        on_tick: Callable[[], None] | None = None,
     ) -> None:
         self.nvml, self.interval_s, self.metrics = Nvml(api), interval_s, metrics
+        self.on_tick = on_tick  # more reads after each tick, on the same thread (``probe/during.py``)
+        self.busy_s = 0.0  # wall time spent in ticks: what sampling costs the sampling process
+        self.failure = ""  # what stopped the thread early, if anything did
         self.handles: dict[int, str] = {}
         self.errors: dict[int, str] = {}  # index -> the answer that stopped its sampling
         for i in indices:
@@ -134,7 +144,9 @@ class Sampler:
     def tick(self) -> None:
         """One reading of every GPU still answering (``nvmlDeviceGetUtilizationRates``,
         ``nvmlDeviceGetCurrentClocksEventReasons``, ``nvmlDeviceGetPowerUsage``,
-        ``nvmlDeviceGetClockInfo``, ``nvmlDeviceGetTemperature``: those of ``metrics``)."""
+        ``nvmlDeviceGetClockInfo``, ``nvmlDeviceGetTemperature``: those of ``metrics``), then
+        ``on_tick``."""
+        t0 = time.monotonic()
         for i, h in self.handles.items():
             if i in self.errors:
                 continue
@@ -152,6 +164,9 @@ class Sampler:
                 self.readings.append(
                     Reading(i, at, n["sm_mhz"], n["mem_mhz"], watts, n["temp_c"], n["reasons"], n["util"])
                 )
+        if self.on_tick is not None:
+            self.on_tick()
+        self.busy_s += time.monotonic() - t0
 
     def take(self, samples: int, sleep: Callable[[float], None] = time.sleep) -> list[Reading]:
         """``samples`` readings of every GPU, ``interval_s`` apart, here and now."""
@@ -163,7 +178,11 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.tick()
+            try:
+                self.tick()
+            except Exception as exc:  # a reading the boundary did not foresee ends the sampling, never the work
+                self.failure = f"{type(exc).__name__}: {str(exc)[:120]}"
+                return
             self._stop.wait(self.interval_s)
 
     def start(self) -> Sampler:
@@ -176,6 +195,8 @@ class Sampler:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5.0)
+            if self._thread.is_alive():  # an NVML call that does not return: leave it, say so
+                self.failure = self.failure or "the sampling thread did not stop within 5 s"
         return list(self.readings)
 
 

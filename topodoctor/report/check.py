@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
+from topodoctor.model.findings import finding_json
 from topodoctor.model.outcome import Outcome
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
@@ -97,7 +98,7 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "summary": dict(Counter(f.severity for f in outcome.findings)),
         "incomplete": len(outcome.incomplete),
         "not_measured": list(outcome.not_measured),
-        "findings": [asdict(f) for f in outcome.findings],
+        "findings": [finding_json(f) for f in outcome.findings],
         **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
     }
 

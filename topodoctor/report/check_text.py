@@ -10,6 +10,7 @@ from rich.text import Text
 
 from topodoctor.core.text import plural, printable
 from topodoctor.model.outcome import Outcome
+from topodoctor.report.causes import cause_line
 from topodoctor.report.check import counts, incomplete_tail
 from topodoctor.report.terminal import literal
 
@@ -43,6 +44,10 @@ def print_check(outcome: Outcome, console: Console) -> None:
                 seen.add(f.code)
                 # Wrapped at word boundaries, continuation lines indented under the hint.
                 console.print(Padding(literal(f"{f.code} {f.name}: {f.fix}"), (0, 0, 0, 2), expand=False))
+        for f in outcome.findings:
+            why = cause_line(f)
+            if why is not None:
+                console.print(Padding(literal(f"{f.code} {f.subject}: {why}"), (0, 0, 0, 2), expand=False))
     if outcome.fitness is not None:
         from topodoctor.report.fitness import print_fitness
 

@@ -3,24 +3,75 @@
 The table keeps nccl-tests' columns and number formatting, so the two can be read side by
 side (or diffed): size, count, type, redop, root, then time / algbw / busbw / #wrong for the
 out-of-place and in-place forms. A form torch.distributed does not offer prints ``n/a``.
+On a terminal narrower than that table (COLUMNS, or the terminal's own width) the type, redop
+and root move into each op's heading and every longer line is wrapped; a pipe gets the whole
+table, as nccl-tests prints it. JSON keeps everything either way.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import textwrap
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import plural
-from topodoctor.model.collective_ops import human_size
+from topodoctor.diagnosis.load import loads
+from topodoctor.model.collective_ops import SPECS, human_size
 from topodoctor.model.collectives import CollectivesResult, Timing
-from topodoctor.model.findings import Finding
+from topodoctor.model.findings import Finding, finding_json
 from topodoctor.model.nccl_summary import nccl_paragraph
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.report.causes import cause_line
 from topodoctor.topology.busbw import Prediction, predict
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
+_COMPACT = "# {:>10}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"  # no type, redop, root
+TABLE_WIDTH = 118  # nccl-tests' table, all columns
+MIN_WIDTH = 60  # narrower than this, wrapping helps nobody
+
+
+def text_width() -> int | None:
+    """The columns text may take: COLUMNS when set, else the terminal's; None for a pipe or a
+    file (nothing wrapped: nccl-tests' table whole, for reading side by side or diffing)."""
+    cols = os.environ.get("COLUMNS", "").strip()
+    if cols.isdigit() and int(cols) > 0:
+        return max(int(cols), MIN_WIDTH)
+    try:
+        if sys.stdout.isatty():
+            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def fit(lines: Sequence[str], width: int | None) -> list[str]:
+    """Every line no wider than ``width`` (None: as they are): a longer one wrapped at spaces, its
+    continuation indented (a comment's still a comment)."""
+    if not width:
+        return list(lines)
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        lead = "#   " if line.startswith("#") else "    "
+        first = line[: len(line) - len(line.lstrip(" #"))]
+        out += textwrap.wrap(
+            line,
+            width=width,
+            initial_indent="",
+            subsequent_indent=lead if len(first) < len(lead) else first,
+            break_on_hyphens=False,
+        ) or [line[:width]]
+    return out
+
+
+def _redop(op: str, redop: str) -> str:
+    """nccl-tests' redop column: ``none`` for an op that reduces nothing, whatever a file said."""
+    return "none" if SPECS[op].redop == "none" else redop
 
 
 def fmt_float(value: float, width: int) -> str:
@@ -39,54 +90,50 @@ def _cols(t: Timing | None) -> str:
     return f"  {fmt_float(t.time_us, 7)}  {fmt_float(t.algbw_gbps, 6)}  {fmt_float(t.busbw_gbps, 6)}  {wrong:>6}"
 
 
-def table_lines(res: CollectivesResult) -> list[str]:
-    """The results as nccl-tests prints them, one table per op."""
+def table_lines(res: CollectivesResult, width: int | None = None) -> list[str]:
+    """The results as nccl-tests prints them, one table per op; narrower than ``width`` allows,
+    without the type, redop and root columns (each op's heading says them)."""
+    compact = width is not None and width < TABLE_WIDTH
     out: list[str] = []
     for op in dict.fromkeys(r.op for r in res.rows):
+        rows = [r for r in res.rows if r.op == op]
+        if compact:
+            r0 = rows[0]
+            out.append(
+                f"# {op} ({plural(res.world_size, 'rank')}, {res.backend}; {r0.dtype}, redop "
+                f"{_redop(op, r0.redop)}, root {r0.root})"
+            )
+            out.append(f"# {'':>10}  {'':>12}  {'out-of-place':>29}  {'in-place':>29}")
+            out.append(_COMPACT.format("size", "count", *("time", "algbw", "busbw", "#wrong") * 2))
+            out.append(_COMPACT.format("(B)", "(elements)", *("(us)", "(GB/s)", "(GB/s)", "") * 2))
+            out += [f"  {r.size_bytes:>10}  {r.count:>12}" + _cols(r.out_of_place) + _cols(r.in_place) for r in rows]
+            continue
         out.append(f"# {op} ({plural(res.world_size, 'rank')}, {res.backend})")
         out.append(f"# {'':>10}  {'':>12}  {'':>8}  {'':>6}  {'':>6}  {'out-of-place':>29}  {'in-place':>29}")
-        out.append(
-            _HEAD.format(
-                "size",
-                "count",
-                "type",
-                "redop",
-                "root",
-                "time",
-                "algbw",
-                "busbw",
-                "#wrong",
-                "time",
-                "algbw",
-                "busbw",
-                "#wrong",
-            )
-        )
-        out.append(
-            _HEAD.format(
-                "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""
-            )
-        )
-        for r in (r for r in res.rows if r.op == op):
+        out.append(_HEAD.format("size", "count", "type", "redop", "root", *("time", "algbw", "busbw", "#wrong") * 2))
+        out.append(_HEAD.format("(B)", "(elements)", "", "", "", *("(us)", "(GB/s)", "(GB/s)", "") * 2))
+        for r in rows:
             out.append(
-                f"  {r.size_bytes:>10}  {r.count:>12}  {r.dtype:>8}  {r.redop:>6}  {r.root:>6}"
+                f"  {r.size_bytes:>10}  {r.count:>12}  {r.dtype:>8}  {_redop(r.op, r.redop):>6}  {r.root:>6}"
                 + _cols(r.out_of_place)
                 + _cols(r.in_place)
             )
     return [ln.rstrip() for ln in out]
 
 
-def text_report(res: CollectivesResult, findings: list[Finding], snap: HostSnapshot | None = None) -> list[str]:
-    """The whole text report: the table, NCCL's account of the run, the failures, busy GPUs and findings."""
-    lines = table_lines(res)
+def text_report(
+    res: CollectivesResult, findings: list[Finding], snap: HostSnapshot | None = None, width: int | None = None
+) -> list[str]:
+    """The whole text report: the table, NCCL's account of the run, the failures, busy GPUs and
+    findings, fitted to ``width`` columns (None: unwrapped)."""
+    lines = table_lines(res, width)
     lines += model_lines(res, snap or res.snapshot)
     for fail in res.failures:
         at = f" at {human_size(fail.size_bytes)}" if fail.size_bytes else ""
         lines.append(f"# FAILED {fail.kind}: {fail.op or 'run'}{at}: {fail.message}")
-    busy = [a for a in res.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
-    for a in busy:
-        others = plural(a.processes, "other process")
-        lines.append(f"# GPU{a.index} was busy: {a.utilization_pct}% utilisation, {others}")
+    for load in loads(snap or res.snapshot, res.activity).values():
+        if load.busy:
+            lines.append(f"# {load.describe()} when the run started")
     lines.append("")
     lines.append(nccl_paragraph(res))
     where = f"{plural(res.world_size, 'rank')} on {plural(len(res.nodes) or 1, 'node')}"
@@ -94,7 +141,10 @@ def text_report(res: CollectivesResult, findings: list[Finding], snap: HostSnaps
     lines.append(f"{res.source} on {res.host or 'unknown host'}: {where}{wall}")
     for f in findings:
         lines.append(f"{f.code} {f.severity} {f.subject}: {f.message}")
-    return lines
+        why = cause_line(f)
+        if why is not None:
+            lines.append(f"    {why}")
+    return fit(lines, width)
 
 
 def collectives_json(res: CollectivesResult, findings: list[Finding]) -> dict[str, Any]:
@@ -102,37 +152,45 @@ def collectives_json(res: CollectivesResult, findings: list[Finding]) -> dict[st
     doc: dict[str, Any] = to_jsonable(res)
     doc.pop("snapshot", None)
     doc["account"] = nccl_paragraph(res)
-    doc["findings"] = [asdict(f) for f in findings]
+    doc["findings"] = [finding_json(f) for f in findings]
     return doc
 
 
-def prediction_lines(preds: Sequence[Prediction]) -> list[str]:
-    """``collectives --predict``: the model's busbw per op, and the bottleneck it assumed."""
+def prediction_lines(
+    preds: Sequence[Prediction], nccl_link_gbps: float | None = None, signalling_gbps: float | None = None
+) -> list[str]:
+    """``collectives --predict``: the model's busbw per op (GB/s), the bottleneck it assumed, and
+    which per-link rate that is (NCCL's model of the link, not the signalling rate ``scan`` shows)."""
     if not preds:
         return []
     b = preds[0].bottleneck
     out = [
         f"# busbw the topology gives at 1 GiB: {plural(preds[0].ranks, 'rank')} on {plural(preds[0].nodes, 'node')}",
         f"# bottleneck: {b.what}; NCCL's channels fill {b.ring_gbps:g} of its {b.gbps:g} GB/s",
-        f"# {'op':<16} {'busbw':>8}  {'algorithm':<9} {'efficiency':>10}",
     ]
-    out += [f"  {p.op:<16} {p.busbw_gbps:>8.1f}  {p.algorithm:<9} {p.efficiency:>10.3f}" for p in preds]
+    if nccl_link_gbps:
+        rate = f"{nccl_link_gbps:g} GB/s per NVLink is NCCL's own model of the link (its topology code)"
+        if signalling_gbps and abs(signalling_gbps - nccl_link_gbps) > 0.05:
+            rate += f"; `scan` shows {signalling_gbps:.4g} GB/s, the link's signalling rate"
+        out.append(f"# {rate}")
+    out.append(f"# {'op':<16} {'busbw (GB/s)':>12}  {'algorithm':<9} {'efficiency':>10}")
+    out += [f"  {p.op:<16} {p.busbw_gbps:>12.1f}  {p.algorithm:<9} {p.efficiency:>10.3f}" for p in preds]
     return out
 
 
-def prediction_doc(preds: Sequence[Prediction]) -> dict[str, Any]:
-    """The same as JSON."""
-    return {"predictions": [to_jsonable(p) for p in preds]}
+def prediction_doc(
+    preds: Sequence[Prediction], nccl_link_gbps: float | None = None, signalling_gbps: float | None = None
+) -> dict[str, Any]:
+    """The same as JSON (busbw in GB/s, 1e9 bytes per second)."""
+    link = {"nccl_model_gbps": nccl_link_gbps, "signalling_gbps": signalling_gbps}
+    return {"predictions": [to_jsonable(p) for p in preds], "nvlink_per_link": link}
 
 
 def model_lines(res: CollectivesResult, snap: HostSnapshot | None) -> list[str]:
     """Per row: busbw measured, NCCL's own prediction (its TUNING log) and the topology's model.
     Rows of 64 MiB and more get the model (it is of large messages); any row NCCL logged a
     choice for gets NCCL's."""
-    ours: dict[str, float] = {}
-    if snap is not None and len(res.nodes) <= 1 and res.world_size >= 2:
-        gpus = _rank_gpus(res, snap)
-        ours = {p.op: p.busbw_gbps for p in predict(snap, gpus=gpus)} if gpus else {}
+    ours = model_busbw(res, snap)
     acc = res.nccl
     lines = []
     for r in res.rows:
@@ -150,6 +208,15 @@ def model_lines(res: CollectivesResult, snap: HostSnapshot | None) -> list[str]:
         return []
     head = f"# {'op':<16} {'size':>6} {'measured':>9} {'NCCL':>8} {'algo/proto/ch':<18} {'model':>7}"
     return ["# busbw (GB/s): measured, NCCL's own prediction and choice, the topology's model", head, *lines]
+
+
+def model_busbw(res: CollectivesResult, snap: HostSnapshot | None) -> dict[str, float]:
+    """The topology model's busbw at 1 GiB per op of a one-node run on ``snap`` ({} without a
+    snapshot, across nodes, or where the topology does not say enough): the plot's dashed lines."""
+    if snap is None or len(res.nodes) > 1 or res.world_size < 2:
+        return {}
+    gpus = _rank_gpus(res, snap)
+    return {p.op: p.busbw_gbps for p in predict(snap, gpus=gpus)} if gpus else {}
 
 
 def _rank_gpus(res: CollectivesResult, snap: HostSnapshot) -> tuple[int, ...]:

@@ -30,13 +30,45 @@ def algo_lines(s: AlgoSweep) -> list[str]:
                 v = "-" if c is None or c.busbw_gbps is None else f"{c.busbw_gbps:.2f}"
                 cols.append(f" {v + ('*' if a.lower() == chosen else ''):>12}")
             out.append(f"  {human_size(size):>8}" + "".join(cols) + f"  {choice or '(not logged)'}")
-    for x in s.crossovers:
-        out.append(
-            f"# crossover: {x.op} at {human_size(x.size_bytes)}: {x.faster} is {x.gain * 100:.0f}% faster than "
-            f"NCCL's {x.default}"
+    out += spread_lines(s)
+    for w in s.winners:
+        gains = ", ".join(f"{human_size(z)} +{g * 100:.1f}%" for z, g in zip(w.sizes, w.gains, strict=True))
+        line = (
+            f"# winner: {w.op}: {w.algorithm} beats NCCL's {w.default} by more than the {w.threshold * 100:.1f}% "
+            f"spread at {gains}; {w.variable} selects it (NCCL 2.24+; NCCL_ALGO={w.algorithm} for every op)"
         )
+        if w.lost_at:
+            line += f", at every size: at {_sizes(w.lost_at)} it did not beat NCCL's choice"
+        out.append(line)
+    if s.cells and not s.winners and not s.failures:
+        bar = "the run-to-run spread" if s.spread is not None else f"{s.fallback_gain * 100:.0f}%"
+        out.append(f"# no algorithm beat NCCL's choice by more than {bar}: leave NCCL_ALGO unset")
     out += [f"# FAILED {f}" for f in s.failures]
     return out
+
+
+def spread_lines(s: AlgoSweep) -> list[str]:
+    """The run-to-run spread a winner must beat, and which two runs measured it."""
+    if s.spread is None:
+        return [f"# run-to-run spread not measured (no two runs of one configuration): {s.fallback_gain:.0%} stands in"]
+    out = []
+    for op in dict.fromkeys(o for o, _, _ in s.spread.pairs):
+        mine = [(z, d) for o, z, d in s.spread.pairs if o == op]
+        top = max(mine, key=lambda p: p[1])
+        med = sorted(d for _, d in mine)[len(mine) // 2]
+        out.append(
+            f"# run-to-run spread, {op}: {med * 100:.1f}% (median of {len(mine)} sizes; largest {top[1] * 100:.1f}% at "
+            f"{human_size(top[0])}), {s.spread.source}"
+        )
+    return out
+
+
+def _sizes(sizes: tuple[int, ...]) -> str:
+    return (
+        ", ".join(human_size(z) for z in sizes)
+        if len(sizes) <= 3
+        else f"{human_size(sizes[0])}-{human_size(sizes[-1])}"
+    )
 
 
 def scaling_lines(s: ScalingSweep) -> list[str]:

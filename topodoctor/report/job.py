@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
-from topodoctor.core.text import printable, truncate
+from topodoctor.core.text import plural, printable, truncate
 from topodoctor.job.analysis import Finding, GroupState
 from topodoctor.job.verdict import JobReport, hosts_of, where
 
@@ -44,7 +44,7 @@ def one_line(report: JobReport) -> str:
         warn = next((f for f in report.findings if f.severity == "warning"), None)
         text = "topodoctor JOB OK: " + (
             f"{f'{warn.kind}: {warn.message}' if warn else 'no stall, mismatch or straggler found'}"
-            f" ({len(report.ranks)} rank dumps, {len(report.groups)} groups)"
+            f" ({plural(len(report.ranks), 'rank dump')}, {plural(len(report.groups), 'group')})"
         )
     else:
         text = "topodoctor JOB UNKNOWN: nothing could be judged" + (f" ({report.notes[0]})" if report.notes else "")

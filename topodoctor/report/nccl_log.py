@@ -4,6 +4,7 @@ document out."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,9 @@ from topodoctor.model.collective_ops import human_size
 from topodoctor.model.findings import Finding
 from topodoctor.nccllog.choices import Choice
 from topodoctor.nccllog.parse import LogFile
+
+DEFAULT_WIDTH = 100  # columns, where the terminal says nothing (a pipe without COLUMNS)
+MIN_WIDTH = 40
 
 
 def summary(files: Sequence[LogFile]) -> dict[str, Any]:
@@ -91,8 +95,9 @@ def finding_doc(f: Finding) -> dict[str, Any]:
     }
 
 
-def text(s: dict[str, Any], findings: Sequence[Finding]) -> str:
-    """The report for people."""
+def text(s: dict[str, Any], findings: Sequence[Finding], width: int = DEFAULT_WIDTH) -> str:
+    """The report for people, every line within ``width`` columns (the JSON keeps everything)."""
+    width = max(width, MIN_WIDTH)
     out: list[str] = []
     levels = sorted({f["nccl_debug"] for f in s["files"]})
     out.append(f"{plural(len(s['files']), 'file')}, NCCL_DEBUG as seen: {', '.join(levels)}")
@@ -101,13 +106,13 @@ def text(s: dict[str, Any], findings: Sequence[Finding]) -> str:
             out.append(f"NCCL {v}: {', '.join(str(r) if isinstance(r, int) else r for r in ranks)}")
     else:
         out.append("NCCL version: not in the logs")
-    parts = [f"{k} {s[k]}" for k in ("ranks", "nodes", "channels") if s[k] is not None]
+    parts = [plural(s[k], k[:-1]) for k in ("ranks", "nodes", "channels") if s[k] is not None]
     if parts:
         out.append(", ".join(parts))
     if s["transports"]:
         out.append(
             "transports: "
-            + "; ".join(f"{t['from']}->{t['to']} {t['via']} x{t['channels']}" for t in s["transports"][:16])
+            + "; ".join(f"{t['from']}->{t['to']} {t['via']} {t['channels']} ch" for t in s["transports"][:16])
         )
     if s["graphs"]:
         out.append(
@@ -119,16 +124,28 @@ def text(s: dict[str, Any], findings: Sequence[Finding]) -> str:
         )
     by_op: dict[str, list[str]] = {}
     for c in s["choices"]:
-        ch = f" ch{c['channels']}" if c["channels"] is not None else ""
+        ch = f" {c['channels']} ch" if c["channels"] is not None else ""
         by_op.setdefault(c["op"], []).append(f"{human_size(c['size_bytes'])} {c['algorithm']}/{c['protocol']}{ch}")
     for op, items in by_op.items():
         out.append(f"{op}: " + ", ".join(items))
+    lines = [w for line in out for w in _wrap(line, width, "  ")]
     if not findings:
-        out.append("no failure found")
+        lines.append("no failure found")
     for f in findings:
-        out.append(f"{f.code} {f.severity} {f.subject}: {f.message}")
+        lines += _wrap(f"{f.code} {f.severity} {f.subject}: {f.message}", width, "  ")
         ev = f.evidence
         if "file" in ev:
-            out.append(f"  evidence: {ev['file']}:{ev['line']}: {ev['text']}")
-        out.append(f"  fix: {f.fix}")
-    return "\n".join(out)
+            where = f"{str(ev['file']).rsplit('/', 1)[-1]}:{ev['line']}: "
+            lines.append(_shorten(f"  evidence: {where}{ev['text']}", width))
+        lines += _wrap(f"  fix: {f.fix}", width, "       ")
+    return "\n".join(lines)
+
+
+def _wrap(line: str, width: int, indent: str) -> list[str]:
+    """``line`` broken at spaces to ``width`` columns; a word longer than a line is cut."""
+    return textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
+
+
+def _shorten(line: str, width: int) -> str:
+    """``line`` cut to ``width`` columns, the cut marked."""
+    return line if len(line) <= width else line[: width - 3] + "..."

@@ -1,5 +1,6 @@
 """Collectives picture: bus bandwidth against message size, one line per op, beside what the
-op should reach (a dashed line in the same colour) where an expectation is known.
+op should reach (a dashed line in the same colour) where an expectation is known; the subtitle
+names where the expectations come from, and promises no dashed line the picture does not draw.
 
 It reads a small plain shape, ``Series`` (per op: (size_bytes, busbw_gbps) points and an
 optional expected GB/s); ``series_from_result`` builds it from a collectives result, or from
@@ -77,8 +78,13 @@ def _nice_max(v: float) -> float:
     return 10.0 * step
 
 
-def draw_collectives(series: Iterable[Series], title: str = "Collectives: bus bandwidth by message size") -> str:
-    """The plot as SVG text: log-scale sizes across, GB/s up, a line per op and its expectation."""
+def draw_collectives(
+    series: Iterable[Series],
+    title: str = "Collectives: bus bandwidth by message size",
+    expected_from: str = "what the op should reach",
+) -> str:
+    """The plot as SVG text: log-scale sizes across, GB/s up, a line per op and its expectation
+    (``expected_from`` says where the expectations come from, in the subtitle, when any is drawn)."""
     # A log axis has no place for empty messages (nccl-tests prints size 0 where a rank's share rounds down).
     data = [Series(s.op, tuple(p for p in s.points if p[0] > 0), s.expected_gbps) for s in series]
     data = [s for s in data if s.points]
@@ -87,9 +93,10 @@ def draw_collectives(series: Iterable[Series], title: str = "Collectives: bus ba
     pw, ph = width - left - right, height - top - bottom
     svg = Svg(width, height, title)
     svg.text(28, 32, title, 16, font_weight="bold", fill=INK)
-    svg.text(
-        28, 50, "busbw as nccl-tests defines it (GB/s = 1e9 bytes/s); dashed: what the op should reach", 11, fill=MUTED
-    )
+    subtitle = "busbw as nccl-tests defines it (GB/s = 1e9 bytes/s)"
+    if any(s.expected_gbps for s in data):
+        subtitle += f"; dashed: {expected_from}"
+    svg.text(28, 50, subtitle, 11, fill=MUTED)
     if not data:
         svg.text(left, top + ph / 2, "no collective measurements to plot", 13, fill=MUTED)
         return svg.render()

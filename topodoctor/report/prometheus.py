@@ -80,6 +80,10 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         "Latency of one small GPU-to-GPU copy.",
         ("Hostname", *GPU, "peer_gpu"),
     ),
+    "topodoctor_bandwidth_pair_load_latency_seconds": (
+        "Load latency a kernel on gpu sees reading peer_gpu's memory (SM pointer chase).",
+        ("Hostname", *GPU, "peer_gpu"),
+    ),
     "topodoctor_bandwidth_host_bytes_per_second": ("Host copy bandwidth (pinned memory): h2d or d2h.", HOST_COPY),
     "topodoctor_bandwidth_host_expected_ratio": ("Host copy bandwidth over the GPU's PCIe link rate.", HOST_COPY),
     "topodoctor_bandwidth_measurement_failed": (

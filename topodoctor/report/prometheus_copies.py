@@ -23,8 +23,9 @@ def _failure(error: str | None, verified: bool | None) -> str | None:
 def bandwidth_metrics(
     result: BandwidthResult, findings: Sequence[Finding], exit_code: int, run_time: float | None = None
 ) -> str:
-    """`bandwidth --format prometheus`: every measured pair and host copy in bytes/s, its ratio
-    to what the topology gives, latency in seconds, failures, and the TD7 findings."""
+    """`bandwidth --format prometheus`: every measured pair and host copy in bytes/s (copy engine
+    and SM kernels, by ``mode``), its ratio to what the topology gives, latencies in seconds (a small
+    copy's, and the load latency across the pair), failures, and the findings."""
     snap = result.snapshot
     host = snap.host.hostname if snap is not None else result.host
     labels = gpu_labels(snap)
@@ -49,14 +50,15 @@ def bandwidth_metrics(
                 m.add("topodoctor_bandwidth_measurement_failed", 1, mode=x.mode, peer_gpu="", reason=reason, **where)
             continue
         directions = [(x.src, x.dst, x.value)]
-        if x.mode == "bidir":
+        if x.mode in ("bidir", "sm_bidir"):
             directions.append((x.dst, x.src, x.reverse))
         for src, dst, stats in directions:
             where = {"Hostname": host, **m.gpu(labels, src), "peer_gpu": str(dst)}
             if stats is None:
                 continue
-            if x.mode == "latency":
-                m.add("topodoctor_bandwidth_pair_latency_seconds", stats.median * 1e-6, **where)
+            if x.mode in ("latency", "sm_latency"):
+                family = "pair_latency_seconds" if x.mode == "latency" else "pair_load_latency_seconds"
+                m.add(f"topodoctor_bandwidth_{family}", stats.median * 1e-6, **where)
                 continue
             m.add("topodoctor_bandwidth_pair_bytes_per_second", stats.median * 1e9, mode=x.mode, **where)
             nominal = expected.get((src, dst))

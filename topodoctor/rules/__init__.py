@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from topodoctor.core.probed import ProbeError
+from topodoctor.diagnosis.symptoms import SYMPTOMS
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
 from topodoctor.model.fitness import NOT_RECORDED
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
+    bandwidth_sm,
     collectives,
     collectives_model,
     collectives_nodes,
     collectives_runs,
     cuda_env,
+    data_path,
     expectations,
     fabric,
     fitness,
@@ -36,6 +40,9 @@ from topodoctor.rules.context import Context, Environment
 from topodoctor.rules.probe import probe_failures
 from topodoctor.rules.registry import REGISTRY, Evaluation, Rule, selected
 
+if TYPE_CHECKING:
+    from topodoctor.diagnosis.explain import Case
+
 __all__ = [
     "REGISTRY",
     "Context",
@@ -44,6 +51,7 @@ __all__ = [
     "Finding",
     "Rule",
     "Severity",
+    "case_of",
     "evaluate",
 ]
 
@@ -83,25 +91,51 @@ class _NotRecorded:
         if not self.rules:
             return []
         calls = sorted(self.calls)
-        checks = ", ".join(f"{code} {r.name}" for code, r in sorted(self.rules.items()))
         message = (
-            f"the recording was made before topodoctor asked these, so they are not recorded: {_short(calls)}; "
-            f"not checked on {', '.join(self.subjects)}: {checks}"
+            f"recording made before topodoctor read {_areas(calls)} ({len(calls)} reads, in the evidence); "
+            f"not judged on {_runs(list(self.subjects), 'GPU')}: {_runs(sorted(self.rules), 'TD')}"
         )
-        evidence = {"error": NOT_RECORDED, "calls": calls, "subjects": list(self.subjects), "rules": sorted(self.rules)}
+        evidence = {"error": NOT_RECORDED, "calls": calls, "subjects": list(self.subjects), "rules": sorted(self.rules),
+                    "names": {code: r.name for code, r in sorted(self.rules.items())}}  # fmt: skip
         fix = "Record the host again with this topodoctor (topodoctor record) to check what the old recording lacks."
         return [Finding(td901.code, td901.name, "info", "recording", message, fix, evidence)]
 
 
-def _short(calls: list[str]) -> str:
-    """Calls for a message, fields of one batch call together: f[1], f[2] -> f[1,2]."""
-    fields: dict[str, list[str]] = {}
-    for c in calls:
-        name, _, rest = c.partition("[")
-        fields.setdefault(name, []).extend([rest.rstrip("]")] if rest else [])
-    return ", ".join(
-        f"{n}[{','.join(sorted(ids, key=lambda i: (len(i), i)))}]" if ids else n for n, ids in fields.items()
-    )
+# What each read an old recording lacks is about, for the one line that names them; the evidence lists
+# every call. First match wins.
+_AREAS = (
+    ("EventReasons", "clock-event reasons"),
+    ("Clock", "clocks"),
+    ("Power", "power"),
+    ("Temperature", "temperatures"),
+    ("Violation", "slowdown time"),
+    ("FieldValues", "counters"),
+    ("MemoryBusWidth", "memory bus width"),
+    ("PerformanceState", "performance state"),
+    ("uptime", "uptime"),
+)
+
+
+def _areas(calls: list[str]) -> str:
+    """The areas of ``calls``, in words: ``clocks, power, counters``."""
+    out = [next((area for key, area in _AREAS if key in call), call.partition("[")[0]) for call in calls]
+    return ", ".join(dict.fromkeys(out))
+
+
+def _runs(items: list[str], prefix: str) -> str:
+    """``GPU0, GPU1, GPU2`` as ``GPU0-GPU2`` and ``TD530, TD531, TD532`` as ``TD530-TD532``: runs of
+    consecutive numbers after ``prefix`` joined; anything else listed as it is."""
+    nums = [int(x[len(prefix) :]) for x in items if x.startswith(prefix) and x[len(prefix) :].isdigit()]
+    if len(nums) != len(items):
+        return ", ".join(items)
+    width = len(items[0]) - len(prefix) if prefix == "TD" else 0
+    parts, start = [], 0
+    for k in range(1, len(nums) + 1):
+        if k == len(nums) or nums[k] != nums[k - 1] + 1:
+            lo, hi = (f"{prefix}{n:0{width}d}" for n in (nums[start], nums[k - 1]))
+            parts.append(lo if start == k - 1 else f"{lo}-{hi}" if k - start > 2 else f"{lo}, {hi}")
+            start = k
+    return ", ".join(parts)
 
 
 def evaluate(
@@ -182,10 +216,22 @@ def evaluate(
         )
     incomplete += unrecorded.findings(td901)
     incomplete.sort(key=_order)
+    if any(f.code in SYMPTOMS for f in findings):
+        # The cause engine loads only where a symptom was found: a static check has none.
+        from topodoctor.diagnosis.explain import explain
+
+        findings = list(explain(findings, case_of(ctx)))
     if td901 in rules:
         findings += incomplete
     findings.sort(key=_order)
     return Evaluation(tuple(findings), tuple(incomplete))
+
+
+def case_of(ctx: Context) -> Case:
+    """What the cause engine joins with the findings: the host and every result the check holds."""
+    from topodoctor.diagnosis.explain import Case  # with the engine, where a symptom was found
+
+    return Case(ctx.snap, ctx.extra.get("collectives"), ctx.bandwidth, ctx.extra.get("fitness"))
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from topodoctor.core.stats import median
-from topodoctor.core.text import plural
+from topodoctor.diagnosis.load import loads
+from topodoctor.rules.collectives_runs import busy_issues
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.copy_rates import host_link_gbps
@@ -20,7 +21,7 @@ SLOW_VS_PEERS = 0.85  # below this share of the median of pairs with the same co
 SLOW_VS_NOMINAL = 0.5  # below this share of the path's signalling rate, peers or not
 PCIE_SPEED_FACTOR = 1.5  # an NVLink pair at most this x its PCIe rate is running over PCIe
 HOST_LINK_FLOOR = 0.7  # host copies below this share of the PCIe link's rate
-_PAIR_MODES = ("oneway", "bidir")
+_PAIR_MODES = ("oneway", "bidir", "sm_oneway", "sm_bidir")  # copies, by the copy engine or SM kernels
 
 
 def _subject(m: Measurement) -> str:
@@ -68,7 +69,7 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
         if slow_peer or slow_nominal:
             yield Issue(
                 f"GPU{m.src}-GPU{m.dst}",
-                f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s; peers ({e.cls}) median {med:.1f}"
+                f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s; peers ({e.cls}) median {med:.1f} GB/s"
                 if med
                 else f"{m.mode} GPU{m.src}->GPU{m.dst} measures {v:.1f} GB/s, under half "
                 f"of its {e.cls} path's {nominal:.0f} GB/s",
@@ -269,7 +270,11 @@ def bw_copy_out_of_memory(ctx: Context) -> Iterator[Issue]:
 
 @rule("TD707", "bw-gpu-busy", "info", needs=("bandwidth",), fix="Measure on idle GPUs for numbers you can compare.")
 def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
-    """A GPU was busy (other processes or load) when measuring started: numbers may be low.
+    """A GPU was busy with someone else's work when measuring started or while the copies ran: numbers may be low.
+
+    Someone else's: a compute process that is not topodoctor's own, or, where no process shows at
+    all, utilisation of 50 % or more (as TD007); topodoctor's own workers never count. A process NVML
+    listed only while the copies ran (it is read a few times a second) counts too.
 
     Why it matters: copies share the GPU and its links with the other work, so low figures may be
     the load, not the hardware; findings on this GPU's pairs are less certain.
@@ -277,10 +282,5 @@ def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
     How to fix: measure on idle GPUs for numbers you can compare.
     """
     assert ctx.bandwidth is not None
-    for a in ctx.bandwidth.activity:
-        if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:
-            yield Issue(
-                f"GPU{a.index}",
-                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {plural(a.processes, 'process')}",
-                {"utilization_pct": a.utilization_pct, "processes": a.processes},
-            )
+    bw = ctx.bandwidth
+    yield from busy_issues(loads(bw.snapshot or ctx.snap, bw.activity, bw.during))

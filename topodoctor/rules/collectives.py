@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import plural
+from topodoctor.diagnosis.run import rank_gpus
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -44,22 +45,7 @@ def collectives_of(ctx: Context) -> Any:
 
 def gpu_of_rank(ctx: Context, res: Any) -> dict[int, int]:
     """rank -> NVML index, by PCI bus id (ranks on other hosts map to nothing)."""
-    here = ctx.snap.host.hostname
-    by_bus = {g.bus_id.lower(): g.index for g in ctx.snap.gpus if isinstance(g.bus_id, str)}
-    single = len(res.nodes) <= 1
-    out = {
-        r.rank: by_bus[r.bus_id.lower()]
-        for r in res.ranks
-        if r.bus_id and r.bus_id.lower() in by_bus and (single or r.host == here)
-    }
-    if single:
-        # A rank known only by its CUDA ordinal (nccl-tests -g N keeps one bus id): CUDA numbers
-        # identical GPUs in PCI order, as NVML does.
-        pci_order = [i for _, i in sorted(by_bus.items())]
-        for r in res.ranks:
-            if r.rank not in out and r.bus_id is None and r.device is not None and r.device < len(pci_order):
-                out[r.rank] = pci_order[r.device]
-    return out
+    return rank_gpus(ctx.snap, res)
 
 
 def _rank_name(gpus: dict[int, int], rank: int) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from topodoctor.core.stats import median
 from topodoctor.core.text import plural
+from topodoctor.diagnosis.load import Load, loads
 from topodoctor.rules.collectives import (
     SLOW_RANK,
     SLOW_RANK_MIN_BYTES,
@@ -154,7 +155,14 @@ def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
     tags=("prolog", "collectives"),
 )
 def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:
-    """A GPU was busy (other processes or load) when the collectives started: numbers may be low.
+    """A GPU was busy with someone else's work when the collectives started or while they ran: numbers may be low.
+
+    Someone else's: a compute process that is not topodoctor's own (the check, the ranks and workers
+    it starts, its Slurm job), named with its pid, user and command; or, where no process shows at
+    all, utilisation of 50 % or more. topodoctor's own workers hold every GPU during a check and the
+    utilisation NVML reports is often theirs, so neither counts. NVML is read a few times a second
+    while the ranks run, so a process that started and ended within the run is named too, with when
+    it was seen.
 
     Why it matters: the collectives share the GPU with the other work, so low figures may be the
     load, not the hardware; the findings on them are less certain.
@@ -164,10 +172,20 @@ def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:
     res = collectives_of(ctx)
     if res is None:
         return
-    for a in res.activity:
-        if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5:
+    yield from busy_issues(loads(res.snapshot or ctx.snap, res.activity, res.during))
+
+
+def busy_issues(found: dict[int, Load]) -> Iterator[Issue]:
+    """One issue per GPU someone else's work kept busy (TD007, TD707)."""
+    for i, load in sorted(found.items()):
+        if load.busy:
             yield Issue(
-                f"GPU{a.index}",
-                f"GPU{a.index} was busy: {a.utilization_pct}% utilisation, {plural(a.processes, 'process')}",
-                {"utilization_pct": a.utilization_pct, "processes": a.processes},
+                f"GPU{i}",
+                load.describe(" when measuring started"),
+                {
+                    "utilization_pct": load.utilization_pct,
+                    "processes": [f.pid for f in load.foreign],
+                    "unlisted_processes": load.unseen,
+                    "seen_during_run": [f.pid for f in load.foreign if f.seen is not None],
+                },
             )

@@ -22,6 +22,7 @@ from topodoctor.rules.nccl_vars import (
     strtoll,
 )
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.busbw import nvls_all_reduce_busbw, predict
 
 
 def setting(ctx: Context, name: str) -> str | None:
@@ -272,26 +273,66 @@ def nccl_unknown(ctx: Context) -> Iterator[Issue]:
 @rule(
     "TD618",
     "nccl-nvls-disabled",
-    "warning",
-    fix="NVLink SHARP (NVLS) speeds up all-reduce on NVSwitch hosts; leave NCCL_NVLS_ENABLE unset unless it "
-    "is off on purpose (shared hosts, known driver issues).",
+    "info",
+    also=("warning",),
+    fix="Nothing, where multicast is off on purpose (shared hosts, known driver issues); else leave "
+    "NCCL_NVLS_ENABLE unset, and write it as a plain 0 where it is meant.",
 )
 def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
-    """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: a warning, never a failure (it may be on purpose).
+    """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: all_reduce gives up NVLink SHARP.
 
-    NCCL reads words as 0, so ``false`` and ``off`` turn NVLS off too.
+    Information where NVLS would add something (quiet where it would not), with what it costs: the busbw
+    NVLS would add to all_reduce per the topology's model (topology/busbw.py), from the data NVLS moves:
+    each GPU sends its buffer into the switch and receives every reduced share, S (1 + 1/n) each way
+    against a ring's 2 S (n-1)/n, at NCCL's NVLS efficiency (0.85 on Hopper). On 2 or 3 GPUs that is
+    less than the ring gives (nothing is lost; NCCL turns NVLS on for 2 GPUs only from 2.28.7,
+    ``transport/nvls.cc``), on 4 a few %, on 8 about a third. Many sites and shared hosts turn NVLS off
+    on purpose (multicast objects need the fabric manager and IMEX, and hold GPU memory), so a plain 0
+    is a deliberate setting, never a fault. A warning only where the value is malformed: NCCL reads a
+    word (``false``, ``off``, even ``true``) or a number with trailing text as 0 or as its leading
+    digits, so NVLS may be off (or on) where that was not meant.
 
-    Why it matters: NVLink SHARP (NVLS) lets the NVSwitches reduce data themselves, which speeds up
-    all-reduce on NVSwitch hosts; turned off, the job gives that up.
+    Why it matters: NVLink SHARP lets the NVSwitches reduce data themselves; on many GPUs that
+    speeds up all-reduce beyond what a ring reaches, and turned off, the job gives that up.
 
-    How to fix: leave NCCL_NVLS_ENABLE unset unless it is off on purpose (shared hosts, known driver
-    issues).
+    How to fix: nothing, where multicast is off on purpose; else leave NCCL_NVLS_ENABLE unset, and
+    write it as a plain 0 where it is meant.
     """
-    v = int_is(ctx, "NCCL_NVLS_ENABLE", lambda n: n == 0)
-    if v is not None and ctx.has_nvswitch:
+    v = setting(ctx, "NCCL_NVLS_ENABLE")
+    if v is None or not ctx.has_nvswitch:
+        return
+    read = read_integer(v)
+    if read.value != 0:
+        return
+    gpus = tuple(g.index for g in ctx.live_gpus)
+    ring = next((p.busbw_gbps for p in predict(ctx.snap, ("all_reduce",), gpus)), None)
+    nvls = nvls_all_reduce_busbw(ctx.snap, gpus)
+    where = f"NCCL_NVLS_ENABLE={v} on an NVSwitch host of {len(gpus)} GPUs"
+    if ring is None or nvls is None:
+        cost = "what NVLS would add to all_reduce is not modelled here"
+    elif nvls <= ring:
+        cost = f"NVLS would add nothing to all_reduce here (about {nvls:.0f} GB/s busbw, the ring {ring:.0f})"
+    else:
+        adds = f"{nvls:.0f} against {ring:.0f}, +{(nvls - ring) / ring:.0%}"
+        cost = f"all_reduce gives up about {nvls - ring:.0f} GB/s busbw NVLS would add ({adds})"
+    extra: dict[str, Any] = {"gpus": len(gpus)}
+    if ring is not None and nvls is not None:
+        extra.update(ring_gbps=round(ring, 1), nvls_gbps=round(nvls, 1), nvls_adds_gbps=round(max(0.0, nvls - ring), 1))
+    if read.clean:
+        if ring is not None and nvls is not None and nvls <= ring:
+            return  # a deliberate 0 that costs nothing here is not worth a line
         yield Issue(
-            "env:NCCL_NVLS_ENABLE", f"NCCL_NVLS_ENABLE={v} on an NVSwitch host", evidence(ctx, "NCCL_NVLS_ENABLE", v)
+            "env:NCCL_NVLS_ENABLE",
+            f"{where}, a deliberate setting: {cost}",
+            dict(evidence(ctx, "NCCL_NVLS_ENABLE", v), **extra),
         )
+        return
+    yield Issue(
+        "env:NCCL_NVLS_ENABLE",
+        f"{where}: {read.why}; NCCL reads it as 0, which turns NVLS off (if that was meant, write 0): {cost}",
+        dict(evidence(ctx, "NCCL_NVLS_ENABLE", v), malformed=read.why, **extra),
+        severity="warning",
+    )
 
 
 CONF_EVIDENCE_LINES = 3  # a binary or garbled file has thousands of bad lines; the first few say what it is

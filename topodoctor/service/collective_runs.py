@@ -19,6 +19,7 @@ from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.findings import Finding, Severity, failing
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.during import watch
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
 
@@ -146,21 +147,24 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
     if gpu and n < 2:
         raise ProbeUnavailable(f"collectives need at least 2 GPUs; {n} visible (CUDA_VISIBLE_DEVICES?)")
     acts: tuple[Any, ...] = ()
+    nvml = None
     if gpu and run.source.live and snap is not None:
         from topodoctor.probe.sources import live_nvml
 
-        acts = gpu_activity(snap, live_nvml())
-    res = measure(
-        plan,
-        n,
-        snapshot=snap,
-        activity=acts,
-        deadline=_deadline(budget),
-        start_timeout_s=run.start_timeout_s,
-        progress=run.progress,
-        log_dir=str(_made(run.log_dir)) if run.log_dir else None,
-    )
-    return res, snap
+        nvml = live_nvml()
+        acts = gpu_activity(snap, nvml)
+    with watch(nvml, snap) as during:  # NVML on a thread while the ranks run
+        res = measure(
+            plan,
+            n,
+            snapshot=snap,
+            activity=acts,
+            deadline=_deadline(budget),
+            start_timeout_s=run.start_timeout_s,
+            progress=run.progress,
+            log_dir=str(_made(run.log_dir)) if run.log_dir else None,
+        )
+    return during.attach(res), snap
 
 
 def _join(

@@ -10,6 +10,7 @@ from typing import Any
 
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, CannotMeasure, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.text import plural
 from topodoctor.measure.collectives.guard import RankStopped
 from topodoctor.measure.collectives.sweeps import (
     ALGO_OPS,
@@ -26,24 +27,54 @@ from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service import check as doctor
 from topodoctor.service.collective_runs import CollectivesRun, RankDone, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus
-from topodoctor.topology.busbw import Prediction, predict
+from topodoctor.topology.busbw import Prediction, bottleneck, nccl_link_gbps, predict
+from topodoctor.topology.graph import nvlink_link_gbps, rdma_nics
 
 
-def predict_busbw(source: doctor.Source, budget: Budget, ops: Sequence[str], nodes: int = 1) -> tuple[Prediction, ...]:
+@dataclass(frozen=True)
+class Predicted:
+    """``--predict``'s answer: each op's busbw, and the per-link NVLink rates behind it: NCCL's
+    own model of the link (what the prediction uses) and the signalling rate (what ``scan`` shows)."""
+
+    predictions: tuple[Prediction, ...]
+    nccl_link_gbps: float | None
+    signalling_gbps: float | None
+
+
+def predict_busbw(source: doctor.Source, budget: Budget, ops: Sequence[str], nodes: int = 1) -> Predicted:
     """The busbw the topology gives each op at 1 GiB on this host (or ``nodes`` such hosts
-    joined by their NICs): no GPU and no torch, a recording will do."""
+    joined by their NICs): no GPU and no torch, a recording will do. When there is none, the
+    one reason why (CannotMeasure: exit 3)."""
     snap = _snapshot(source, budget, True)
     assert snap is not None  # required: a probe that could not run has raised
     return predict_for(snap, ops, nodes)
 
 
-def predict_for(snap: HostSnapshot, ops: Sequence[str], nodes: int = 1) -> tuple[Prediction, ...]:
-    """``predict_busbw`` of a host already probed; CannotMeasure where its topology says too little."""
+def predict_for(snap: HostSnapshot, ops: Sequence[str], nodes: int = 1) -> Predicted:
+    """``predict_busbw`` of a host already probed; CannotMeasure (exit 3) with the one reason where its
+    topology says too little."""
     preds = predict(snap, tuple(ops), nodes=nodes)
     if not preds:
-        why = "fewer than 2 GPUs, or links unread" + (", or no RDMA NIC of known rate" if nodes > 1 else "")
-        raise CannotMeasure(f"the topology does not say enough for a prediction ({why})")
-    return preds
+        raise CannotMeasure(f"no prediction: {_why_none(snap, nodes)}")
+    worst = snap.gpu(preds[0].bottleneck.gpus[0]) if preds[0].bottleneck.gpus else None
+    nccl = nccl_link_gbps(worst) if worst is not None and worst.nvlinks else None
+    signalled = nvlink_link_gbps(worst) if worst is not None else None
+    return Predicted(preds, nccl, signalled)
+
+
+def _why_none(snap: HostSnapshot, nodes: int) -> str:
+    """The one cause of an empty prediction, checked in the order the model needs its inputs."""
+    live = [g for g in snap.gpus if g.lost is None]
+    if len(live) * nodes < 2:
+        return f"{plural(len(live), 'GPU')} on this host; a collective needs 2"
+    if bottleneck(snap) is None:
+        return "the GPUs' NVLinks and PCIe links were not read (see check's TD901)"
+    if not rdma_nics(snap):
+        return (
+            f"this host has no RDMA NIC (InfiniBand or RoCE) to join {nodes} nodes by; NCCL would fall back "
+            "to sockets, which the model does not predict"
+        )
+    return "the RDMA NICs' rates or their paths to the GPUs were not read"
 
 
 @dataclass(frozen=True)
@@ -128,7 +159,8 @@ def _joined(
     got = {(r.kind, r.label): res for r, res in zip(runs, results, strict=True)}
     algos = None
     if names is not None:
-        algos = algo_sweep(run.plan, names, lambda p, env: got[("algo", env.get("NCCL_ALGO", "default"))])
+        # the runs were planned before any measured: no second default run to take the spread from
+        algos = algo_sweep(run.plan, names, lambda p, env: got[("algo", env.get("NCCL_ALGO", "default"))], repeat=False)
     grown = None
     if scaling:
         groups = [r.ranks for r in runs if r.kind == "scaling"]

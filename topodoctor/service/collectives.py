@@ -21,6 +21,7 @@ from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult
 from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.during import watch
 
 if TYPE_CHECKING:
     from topodoctor.service.passes import Pass, Source
@@ -213,13 +214,16 @@ def check_pass(
             started.stop()
             return QuickAnswer(error="collectives run on the live host only, not on a replayed one")
         acts: tuple[Activity, ...] = ()
+        nvml = None
         if source.live and backend == "nccl":
             from topodoctor.probe.sources import live_nvml
 
-            acts = gpu_activity(snap, live_nvml())
-        answer = started.answer(snap, deadline, acts)
+            nvml = live_nvml()
+            acts = gpu_activity(snap, nvml)
+        with watch(nvml, snap) as during:  # NVML on a thread while the ranks run
+            answer = started.answer(snap, deadline, acts)
         if "result" in answer:
-            return QuickAnswer(from_jsonable(CollectivesResult, answer["result"], "collectives result"))
+            return QuickAnswer(during.attach(from_jsonable(CollectivesResult, answer["result"], "collectives result")))
         return QuickAnswer(error=str(answer.get("error", "unknown")))
 
     def missed(answer: QuickAnswer | None) -> str | None:

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.budget import Budget
+from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import InputError
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
@@ -17,18 +19,37 @@ if TYPE_CHECKING:
     from topodoctor.model.findings import Finding
 
 
-def _start_worker(deadline: float) -> Any:
-    """The copy timer, started before the probe so that its start-up overlaps it."""
-    from topodoctor.measure.copies.session import Worker, default_worker_cmd
-    from topodoctor.measure.copies.tasks import Settings
+def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Callable[[float], Any]:
+    """What starts the copy timer before the probe, so that its start overlaps it: the one the
+    command's entry point started (service/early_copies.py), else a new one, told at once to open
+    every GPU where nothing narrows them (``unscoped``, and no job variable names GPUs). A timer
+    so told is also asked to make the pass's buffers while the probe runs (``prepare``) for the
+    ``chosen`` settings (None: the quick pass's)."""
 
-    worker = Worker(default_worker_cmd(), Settings().start_timeout_s)
-    worker.spawn()
-    return worker
+    def start(deadline: float) -> Any:
+        import os
+
+        from topodoctor.measure.copies.tasks import Settings
+        from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
+        from topodoctor.service import early_copies
+
+        settings = chosen or Settings.quick()
+
+        worker = early_copies.adopt()
+        if worker is None:
+            worker = Worker(default_worker_cmd(), START_TIMEOUT_S, extra=hello_extra(settings.sm_kernel))
+            worker.peers = peers
+            worker.spawn()
+            if unscoped and not any(name in os.environ for name in early_copies.SCOPE_VARIABLES):
+                worker.hello_now()
+        worker.prepare_now(settings.ahead())
+        return worker
+
+    return start
 
 
 def _stop_worker(worker: Any) -> None:
-    worker.stop()
+    worker.release()
 
 
 def bandwidth_pass(scope: str = "auto") -> Pass:
@@ -47,7 +68,7 @@ def bandwidth_pass(scope: str = "auto") -> Pass:
         nvml = live_nvml() if source.live else None
         return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where)
 
-    return Pass("bandwidth", copies, BandwidthResult, _start_worker, _stop_worker)
+    return Pass("bandwidth", copies, BandwidthResult, _starter(None, scope != "job"), _stop_worker)
 
 
 def measure(
@@ -55,28 +76,60 @@ def measure(
     source: Source,
     budget: Budget,
     progress: Callable[[int, int, str], None] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> BandwidthResult:
-    """``topodoctor bandwidth``: the copy timer starts first (torch's start-up overlaps the
-    probe), then the probe, then the copies; all in the budgeted child."""
+    """``topodoctor bandwidth``: the copy timer starts first (its CUDA start overlaps the probe),
+    then the probe, then the copies; all in the budgeted child. ``meanwhile`` is the caller's own
+    work while the child runs (loading what renders the result), after the rules' loading."""
     from topodoctor.model.copies import BandwidthResult
+
+    warm: list[Any] = []  # the live readings' binding, made while the probe runs (in the child)
 
     def timed(snap: HostSnapshot, src: Source, deadline: float, worker: Any) -> BandwidthResult:
         from topodoctor.measure.copies.session import run
         from topodoctor.probe.sources import live_nvml
 
-        return run(
-            snap,
-            settings,
-            nvml=live_nvml() if src.live else None,
-            worker=worker,
-            deadline=deadline,
-            progress=progress,
-        )
+        nvml = warm[0].api() if warm else live_nvml() if src.live else None
+        result = run(snap, settings, nvml=nvml, worker=worker, deadline=deadline, progress=progress)
+        return _marked(result, "nvml_readings_ready", warm[0].ready_at if warm else 0.0)
 
-    copies = Pass("bandwidth", timed, BandwidthResult, _start_worker, _stop_worker)
-    host = probe(source, budget, (copies,), quiet=progress is None)
+    from topodoctor.model.copies import PAIR_MODES
+    from topodoctor.service import early_copies
+
+    peers = any(m in PAIR_MODES for m in settings.modes)
+    start = _starter(settings, settings.devices is None, peers)
+
+    def begin(deadline: float) -> Any:
+        worker = start(deadline)
+        if source.live:  # after the timer's spawn: no process is forked here once a thread runs
+            from topodoctor.probe.counters import WarmReadings
+            from topodoctor.probe.sources import live_nvml
+
+            warm.append(WarmReadings(live_nvml))
+        return worker
+
+    def ready() -> None:
+        # What follows the answer: the rules bandwidth_findings runs, loaded while the child measures.
+        import topodoctor.rules  # noqa: F401
+
+        if meanwhile is not None:
+            meanwhile()
+
+    copies = Pass("bandwidth", timed, BandwidthResult, begin, _stop_worker)
+    try:
+        host = probe(source, budget, (copies,), quiet=progress is None, meanwhile=ready)
+    finally:
+        early_copies.hand_over()  # the probe's child adopted it (or it is killed at the command's end)
     result: BandwidthResult = host.measured["bandwidth"]
-    return result
+    return _marked(result, "result_back", time.monotonic())
+
+
+def _marked(result: BandwidthResult, step: str, at: float) -> BandwidthResult:
+    """``result`` with ``step`` on its timeline (seconds since the command's exec), where it has one."""
+    start = command_start()
+    if not result.timeline or start is None or at <= 0:
+        return result
+    return replace(result, timeline={**result.timeline, step: round(at - start, 4)})
 
 
 def bandwidth_settings(
@@ -87,20 +140,30 @@ def bandwidth_settings(
     samples: int | None,
     devices: str | None,
     pair_timeout_s: float,
+    sm_kernel: str | None = None,
 ) -> Settings:
     """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
-    from dataclasses import replace
-
     from topodoctor.measure.copies.session import MiB, Settings
 
     chosen = _devices(devices)
     settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
-    expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h"], "host": ["h2d", "d2h"]}
-    picked = [x for m in modes for x in expand.get(m, [m])]
+    sm = ["sm_oneway", "sm_bidir", "sm_latency"]
+    expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h", *sm], "host": ["h2d", "d2h"], "sm": sm}
+    picked = [x for m in modes for x in expand.get(m, [m.replace("-", "_")])]
     if picked:
         settings = replace(settings, modes=tuple(dict.fromkeys(picked)))  # type: ignore[arg-type]
     if size_mib is not None:
         settings = replace(settings, size_bytes=size_mib * MiB)
+    if sm_kernel is not None:
+        from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
+
+        try:
+            kernel = parse(sm_kernel)
+        except ValueError as exc:
+            raise InputError(f"--sm-kernel: {exc}") from None
+        if kernel.style == "bulk" or kernel.needs[1] > BASE_SM:
+            raise InputError(f"--sm-kernel: {sm_kernel!r} needs a newer GPU than the SM copies' module targets")
+        settings = replace(settings, sm_kernel=kernel.name)
     return replace(
         settings, iters=iters or settings.iters, samples=samples or settings.samples, pair_timeout_s=pair_timeout_s
     )
@@ -119,11 +182,13 @@ def _devices(text: str | None) -> tuple[int, ...] | None:
 
 
 def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
-    """The bandwidth rules (TD7xx) on a result, against the host it was measured on."""
+    """The bandwidth rules (TD7xx) and the data path's (TD306, TD307) on a result, against the host it
+    was measured on."""
     from topodoctor.model.consistency import validate_snapshot
 
     if result.snapshot is None:
         return ()
     validate_snapshot(result.snapshot, "bandwidth result")
     host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
-    return evaluate(make_context(host), select=["TD7"])[0]
+    # the measured rules, and the data path's verdict, which reads the copies beside the host's layers
+    return evaluate(make_context(host), select=["TD7", "TD306", "TD307"])[0]

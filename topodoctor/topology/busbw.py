@@ -219,3 +219,39 @@ def algorithm_busbw(snap: HostSnapshot, op: str, algorithm: str, gpus: tuple[int
         # tuning.cc: NVLS bus bandwidth = bwIntra x 0.85 (Hopper), x2 for all_reduce, x (n-1)/n otherwise
         return b.ring_gbps * NVLS_EFFICIENCY_SM90 * (2.0 if op == "all_reduce" else (n - 1) / n)
     return None
+
+
+# Below its plateau busbw climbs with the size: each op pays a fixed time (pipeline fill and drain,
+# the launch) besides moving its bytes. 200 us is the largest seen at 256 MiB - 1 GiB on the NVSwitch
+# hosts (sendrecv on 2 x H100: 300 GB/s at 256 MiB, 361 at 1 GiB; 50-150 us for the other ops there
+# and on 2 x H200), so a prediction at a smaller size errs high by no more than the healthy runs do.
+OP_OVERHEAD_US = 200.0
+PLATEAU_BYTES = 1 << 30  # the size the model is of (held against nccl-tests at 1 GiB)
+
+
+def at_size(busbw_gbps: float, size_bytes: int) -> float:
+    """The model's busbw (of the 1 GiB plateau) at ``size_bytes``: the share of an op's time its
+    bytes take when it also pays OP_OVERHEAD_US, relative to that share at 1 GiB. Sizes from 1 GiB
+    up keep the plateau."""
+    if size_bytes >= PLATEAU_BYTES or busbw_gbps <= 0:
+        return busbw_gbps
+    fixed = busbw_gbps * 1e3 * OP_OVERHEAD_US  # bytes the link would move in the fixed time
+
+    def share(n: float) -> float:
+        return n / (n + fixed)
+
+    return busbw_gbps * share(size_bytes) / share(PLATEAU_BYTES)
+
+
+def nvls_all_reduce_busbw(snap: HostSnapshot, gpus: tuple[int, ...] | None = None) -> float | None:
+    """busbw all_reduce would reach with NVLink SHARP on ``gpus`` of one NVSwitch host, from the
+    data it moves: each GPU sends its whole buffer into the switch and its reduced share back, then
+    receives every share (S x (1 + 1/n) each way, against a ring's 2 S (n-1)/n), at NCCL's NVLS
+    efficiency (0.85 on Hopper). 2 x (n-1)/(n+1) of the link: under a ring's on 2 or 3 GPUs, 1.2 x
+    on 4, 1.56 x on 8 (about 476 GB/s on 8 x H100, as NVIDIA's published NVLS figures). None where
+    the GPUs reach no NVSwitch."""
+    b = bottleneck(snap, gpus)
+    n = len(gpus or [g for g in snap.gpus if g.lost is None])
+    if b is None or n < 2 or "NVSwitch" not in b.what:
+        return None
+    return b.ring_gbps * NVLS_EFFICIENCY_SM90 * 2.0 * (n - 1) / (n + 1)

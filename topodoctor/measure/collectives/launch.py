@@ -293,7 +293,9 @@ def _event(r: _Rank, line: bytes, got: Collected, progress: Callable[[str], None
     if kind == "ready":
         r.ready = True
     elif kind == "meta":
-        got.meta = ev
+        got.meta = {**ev, **{k: v for k, v in got.meta.items() if k not in ev}}
+    elif kind == "note":  # what a rank learnt after its meta went out (a library's version)
+        got.meta.update({k: v for k, v in ev.items() if k != "ev"})
     elif kind == "begin":
         r.current = (str(ev["op"]), int(ev["size"]), time.monotonic())
         r.last_op = (str(ev["op"]), int(ev["size"]))

@@ -26,7 +26,16 @@ ALGO_OPS = {
     "pat": ("all_gather", "reduce_scatter"),
 }
 TUNING_SUBSYS = "INIT,GRAPH,ENV,TUNING,P2P,SHM,NET"  # the default run's log says what NCCL chose
-CROSSOVER_GAIN = 0.05  # another algorithm at least this much faster than NCCL's default is named
+CROSSOVER_GAIN = 0.05  # without a measured run-to-run spread: how much faster another algorithm must be
+# NCCL's names of the functions in NCCL_ALGO's per-function form ("allreduce:tree", NCCL 2.24+)
+NCCL_FUNCTION = {
+    "all_reduce": "allreduce",
+    "all_gather": "allgather",
+    "reduce_scatter": "reducescatter",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+}
+REPEAT = "default again"  # the label of the default run made twice, when no pair measured the spread
 SLOW_SUBSET = 0.85  # a subset under this share of its peers' median busbw is named
 
 
@@ -53,14 +62,49 @@ class Crossover:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """How much two runs of one configuration differ, per op and size: |a - b| / their mean."""
+
+    pairs: tuple[tuple[str, int, float], ...]  # (op, size, relative difference)
+    source: str  # which two runs: "the default run and the forced ring run (NCCL's own choice)"
+
+    def at(self, op: str, size: int) -> float | None:
+        """The threshold another algorithm must beat at this op and size: the spread measured
+        there, or the op's median spread where that is larger (one pair is one sample)."""
+        mine = [d for o, s, d in self.pairs if o == op]
+        if not mine:
+            return None
+        here = next((d for o, s, d in self.pairs if o == op and s == size), 0.0)
+        return max(here, median(mine))
+
+
+@dataclass(frozen=True)
+class Winner:
+    """An algorithm that beat NCCL's choice by more than the run-to-run spread: at which sizes,
+    by how much, and the variable that selects it."""
+
+    op: str
+    algorithm: str
+    default: str  # what NCCL chose there
+    sizes: tuple[int, ...]
+    gains: tuple[float, ...]  # faster / default - 1, per size
+    threshold: float  # the largest spread it had to beat at those sizes
+    variable: str  # NCCL_ALGO="allreduce:tree"
+    lost_at: tuple[int, ...] = ()  # sizes where NCCL's choice was as fast or faster (the variable applies there too)
+
+
+@dataclass(frozen=True)
 class AlgoSweep:
-    """``--algo``: each op and size under each NCCL algorithm, the sizes where another beat NCCL's choice,
-    and the algorithms whose runs failed."""
+    """``--algo``: each op and size under each NCCL algorithm, the sizes where another beat NCCL's choice
+    by more than the run-to-run spread (measured, see ``Spread``), and the algorithms whose runs failed."""
 
     algorithms: tuple[str, ...]
     cells: tuple[AlgoCell, ...]
     crossovers: tuple[Crossover, ...]
     failures: tuple[str, ...]  # "tree: NCCL refused ..." for an algorithm whose run failed
+    spread: Spread | None = None  # None: not measured (``fallback_gain`` stood in for it)
+    winners: tuple[Winner, ...] = ()
+    fallback_gain: float = CROSSOVER_GAIN
 
 
 def algo_runs(plan: Plan, algorithms: Sequence[str]) -> list[tuple[str, Plan, dict[str, str]]]:
@@ -74,15 +118,32 @@ def algo_runs(plan: Plan, algorithms: Sequence[str]) -> list[tuple[str, Plan, di
     return out
 
 
-def algo_sweep(plan: Plan, algorithms: Sequence[str], run: Run) -> AlgoSweep:
-    """Each of ``algo_runs``, measured by ``run``; NCCL's choice marked, the crossovers named."""
+def algo_sweep(plan: Plan, algorithms: Sequence[str], run: Run, repeat: bool = True) -> AlgoSweep:
+    """Each of ``algo_runs``, measured by ``run``; NCCL's choice marked, the run-to-run spread
+    measured, the crossovers and winners named. The spread comes from the default run and the
+    forced run of the algorithm NCCL chose (the same configuration twice); where NCCL's choice
+    was not among those forced, and ``repeat``, the default run is made a second time."""
     cells: list[AlgoCell] = []
     failures: list[str] = []
     for label, p, env in algo_runs(plan, algorithms):
         res = run(p, env)
         failures += [f"{label}: {f.message}" for f in res.failures]
         cells += [_cell(res, op, size, label) for op in p.ops for size in p.sizes]
-    return AlgoSweep(tuple(algorithms), tuple(cells), tuple(_crossovers(cells)), tuple(failures))
+    spread = _spread(cells)
+    if spread is None and repeat and any(c.algorithm == "default" and c.busbw_gbps for c in cells):
+        again = run(plan, {"NCCL_DEBUG_SUBSYS": TUNING_SUBSYS})
+        failures += [f"{REPEAT}: {f.message}" for f in again.failures]
+        twice = [_cell(again, op, size, REPEAT) for op in plan.ops for size in plan.sizes]
+        spread = _spread_of(cells, twice, "two runs of the default (NCCL's choice was not among those forced)")
+    crossovers = _crossovers(cells, spread)
+    return AlgoSweep(
+        tuple(algorithms),
+        tuple(cells),
+        tuple(crossovers),
+        tuple(failures),
+        spread,
+        tuple(_winners(cells, crossovers, spread)),
+    )
 
 
 def _cell(res: CollectivesResult, op: str, size: int, algo: str) -> AlgoCell:
@@ -92,7 +153,49 @@ def _cell(res: CollectivesResult, op: str, size: int, algo: str) -> AlgoCell:
     return AlgoCell(op, size, algo, bw, f"{choice.algorithm}/{choice.protocol}" if choice else "")
 
 
-def _crossovers(cells: Sequence[AlgoCell]) -> list[Crossover]:
+def _chosen(c: AlgoCell) -> str:
+    return c.nccl_choice.split("/")[0] if c.nccl_choice else "default"
+
+
+def _spread(cells: Sequence[AlgoCell]) -> Spread | None:
+    """The default run against the forced run of what NCCL chose, wherever it chose one of them."""
+    pairs: list[tuple[str, int, float]] = []
+    used: set[str] = set()
+    for d in (c for c in cells if c.algorithm == "default" and c.busbw_gbps):
+        same = next(
+            (
+                c
+                for c in cells
+                if (c.op, c.size_bytes) == (d.op, d.size_bytes) and c.algorithm.lower() == _chosen(d).lower()
+            ),
+            None,
+        )
+        if same is not None and same.busbw_gbps and d.busbw_gbps:
+            pairs.append(
+                (
+                    d.op,
+                    d.size_bytes,
+                    round(abs(same.busbw_gbps - d.busbw_gbps) * 2 / (same.busbw_gbps + d.busbw_gbps), 4),
+                )
+            )
+            used.add(same.algorithm)
+    if not pairs:
+        return None
+    names = ", ".join(sorted(used))
+    return Spread(tuple(pairs), f"the default run against the forced {names} run (NCCL's own choice)")
+
+
+def _spread_of(cells: Sequence[AlgoCell], twice: Sequence[AlgoCell], source: str) -> Spread | None:
+    first = {(c.op, c.size_bytes): c.busbw_gbps for c in cells if c.algorithm == "default" and c.busbw_gbps}
+    pairs = [
+        (c.op, c.size_bytes, round(abs(c.busbw_gbps - a) * 2 / (c.busbw_gbps + a), 4))
+        for c in twice
+        if c.busbw_gbps and (a := first.get((c.op, c.size_bytes)))
+    ]
+    return Spread(tuple(pairs), source) if pairs else None
+
+
+def _crossovers(cells: Sequence[AlgoCell], spread: Spread | None) -> list[Crossover]:
     out: list[Crossover] = []
     keys = dict.fromkeys((c.op, c.size_bytes) for c in cells)
     for op, size in keys:
@@ -103,9 +206,34 @@ def _crossovers(cells: Sequence[AlgoCell]) -> list[Crossover]:
             continue
         best = max(forced, key=lambda c: c.busbw_gbps or 0.0)
         gain = (best.busbw_gbps or 0.0) / default.busbw_gbps - 1
-        chosen = default.nccl_choice.split("/")[0] if default.nccl_choice else "default"
-        if gain >= CROSSOVER_GAIN and best.algorithm.lower() != chosen.lower():
+        chosen = _chosen(default)
+        bar = spread.at(op, size) if spread is not None else None
+        if gain > (CROSSOVER_GAIN if bar is None else bar) and best.algorithm.lower() != chosen.lower():
             out.append(Crossover(op, size, chosen, best.algorithm, round(gain, 3)))
+    return out
+
+
+def _winners(cells: Sequence[AlgoCell], crossovers: Sequence[Crossover], spread: Spread | None) -> list[Winner]:
+    """Per op and winning algorithm: the sizes it won, and the variable that selects it."""
+    out: list[Winner] = []
+    for op, algo in dict.fromkeys((x.op, x.faster) for x in crossovers):
+        won = [x for x in crossovers if x.op == op and x.faster == algo]
+        sizes = tuple(x.size_bytes for x in won)
+        every = sorted({c.size_bytes for c in cells if c.op == op})
+        bar = max((spread.at(op, s) or 0.0 for s in sizes), default=0.0) if spread is not None else CROSSOVER_GAIN
+        name = NCCL_FUNCTION.get(op, op.replace("_", ""))
+        out.append(
+            Winner(
+                op,
+                algo,
+                won[0].default,
+                sizes,
+                tuple(x.gain for x in won),
+                round(bar, 4),
+                f'NCCL_ALGO="{name}:{algo.lower()}"',
+                tuple(s for s in every if s not in sizes),
+            )
+        )
     return out
 
 

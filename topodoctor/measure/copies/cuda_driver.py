@@ -3,7 +3,10 @@ copy timer makes, with their argument types, each checked."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import threading
+import time
 from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 from typing import Any
 
@@ -60,3 +63,22 @@ class Driver:
         text = c_char_p()
         self.lib.cuGetErrorName(rc, ctypes.byref(text))
         return (text.value or b"").decode() or f"CUDA error {rc}"
+
+
+# When the driver's start in ``start_in_thread`` began and ended (CLOCK_MONOTONIC, as every clock
+# reading a timer answers); empty where it did not run or failed.
+warm_clock: dict[str, float] = {}
+
+
+def start_in_thread() -> None:
+    """Start the driver (``cuInit``) in a thread now, while the caller loads the rest of the timer:
+    the driver's start takes tenths of a second and releases the GIL. The timer's own ``cuInit``
+    then finds it started (or waits for it); any failure here is left for that call to report."""
+
+    def start() -> None:
+        t0 = time.monotonic()
+        with contextlib.suppress(Exception):
+            Driver()("cuInit", 0)
+            warm_clock.update(driver_start=t0, driver_ready=time.monotonic())
+
+    threading.Thread(target=start, name="cuInit", daemon=True).start()

@@ -28,10 +28,14 @@ from collections.abc import Callable  # noqa: E402
 from ctypes import c_float, c_int, c_uint64, c_void_p  # noqa: E402
 from typing import Any  # noqa: E402
 
+from topodoctor.measure.copies import cuda_driver  # noqa: E402
 from topodoctor.measure.copies.cuda_driver import Driver  # noqa: E402
 from topodoctor.measure.copies.protocol import Answer, Clock, see_only, serve_timer  # noqa: E402
 
 T_IMPORTS = time.monotonic()
+# When this process's timer began to load and had loaded (CLOCK_MONOTONIC); a forked timer, whose
+# parent may have loaded this module before the fork, sets its own (pair_timer.serve_forked).
+STARTED = {"module": T_MODULE, "imports": T_IMPORTS}
 
 PEER_ALREADY_ENABLED = 704  # CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
 WAIT_GEQ = 0  # CU_STREAM_WAIT_VALUE_GEQ
@@ -86,7 +90,7 @@ class Timer:
             "cuda": f"{v // 1000}.{(v % 1000) // 10}",
             "method": "cuMemcpyPeerAsync (copy engine, CUDA driver API)",
             "devices": [],
-            "clock": {"module": T_MODULE, "imports": T_IMPORTS},
+            "clock": {**STARTED, **cuda_driver.warm_clock},
         }
         if not self.gpus:
             return answer

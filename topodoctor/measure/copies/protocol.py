@@ -8,11 +8,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 Answer = dict[str, Any]
 Op = Callable[[Answer], Answer]
+PARENT_ENV = "TOPODOCTOR_TIMER_PARENT"  # the pid a spawned timer dies with (pair_timer.main reads it)
 
 
 class Clock:
@@ -29,15 +30,15 @@ class Clock:
         self.t = now
 
 
-def serve(hello: Op, ops: dict[str, Op], on_error: Callable[[BaseException], str]) -> None:
-    """Answer tasks until stdin closes. A failed hello ends the child (nothing can be measured);
-    a failed task is answered with its error and the child goes on with the next one."""
+def serve(hello: Op, ops: dict[str, Op], on_error: Callable[[BaseException], str], first: Answer | None = None) -> None:
+    """Answer tasks until stdin closes, ``first`` (a forked timer's hello, given at the fork) before
+    them. A failed hello ends the child (nothing can be measured); a failed task is answered with
+    its error and the child goes on with the next one."""
     if os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
         print(json.dumps({"error": "the copy timer must run with CUDA_DEVICE_ORDER=PCI_BUS_ID"}), flush=True)
         return
     started = False
-    for line in sys.stdin:
-        task = json.loads(line)
+    for task in _tasks(first):
         op = task.get("op")
         if op == "hello":
             try:
@@ -59,6 +60,13 @@ def serve(hello: Op, ops: dict[str, Op], on_error: Callable[[BaseException], str
         print(json.dumps(answer), flush=True)
 
 
+def _tasks(first: Answer | None) -> Iterator[Answer]:
+    if first is not None:
+        yield first
+    for line in sys.stdin:
+        yield json.loads(line)
+
+
 def see_only(task: Answer) -> None:
     """Narrow CUDA to the GPUs the parent names in the hello task (a CUDA_VISIBLE_DEVICES value,
     or null for all), before CUDA starts: a job-scoped run opens no context elsewhere."""
@@ -71,9 +79,11 @@ def see_only(task: Answer) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
 
 
-def serve_timer(make: Callable[[], Any], ops: Sequence[str], on_error: Callable[[BaseException], str]) -> None:
+def serve_timer(
+    make: Callable[[], Any], ops: Sequence[str], on_error: Callable[[BaseException], str], first: Answer | None = None
+) -> None:
     """``serve`` for a timer object: made at the hello (which it answers), each op in ``ops``
-    answered by the timer's method of the same name."""
+    answered by the timer's method of the same name; ``first`` as ``serve`` takes it."""
     state: list[Any] = []
 
     def hello(task: Answer) -> Answer:
@@ -83,4 +93,4 @@ def serve_timer(make: Callable[[], Any], ops: Sequence[str], on_error: Callable[
     def method(name: str) -> Op:
         return lambda task: getattr(state[-1], name)(task)
 
-    serve(hello, {name: method(name) for name in ops}, on_error)
+    serve(hello, {name: method(name) for name in ops}, on_error, first)

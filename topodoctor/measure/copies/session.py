@@ -1,29 +1,29 @@
-"""Driving the copy timer: one child process, one task at a time, each under its own timeout.
+"""Driving the copy timer: one child process (measure/copies/worker.py), one task at a time, each
+under its own timeout.
 
-The child (``bandwidth/runner.py``) pays torch's start-up once, and is spawned before the
-probe so that the import overlaps it. If a task outlives its timeout the child is killed,
-the task is reported as hung, and a fresh child carries on with the rest, so a wedged copy
-costs one timeout, never the node. The result carries ``timings``: where the wall time went,
-from process start to teardown.
+The child is spawned before the probe so that its start overlaps it (and told its GPUs at once
+where nothing narrows them). If a task outlives its timeout the child is killed, the task is
+reported as hung, and a fresh child carries on with the rest, so a wedged copy costs one
+timeout, never the node. The result carries ``timings`` (where the wall time went, from process
+start to teardown) and ``timeline`` (when each step was reached, from the command's exec).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import select
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
+from topodoctor.core.budget import command_start, forked_at
 from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.core.text import noun
 from topodoctor.measure.copies.tasks import MiB, Settings, Task, plan_tasks
+from topodoctor.measure.copies.worker import Worker, default_worker_cmd, hello_extra, torch_worker_cmd
 from topodoctor.model.copies import (
     BANDWIDTH_SCHEMA_VERSION,
+    PAIR_MODES,
     Activity,
     BandwidthResult,
     GpuIdentity,
@@ -32,133 +32,10 @@ from topodoctor.model.copies import (
 )
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.during import watch
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
 __all__ = ["MiB", "Settings", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
-
-
-@dataclass
-class Worker:
-    """The copy timer's process. ``spawn`` starts it (it imports torch and waits);
-    ``start`` tells it which GPUs it may see and waits until their contexts are open."""
-
-    cmd: list[str]
-    start_timeout_s: float
-    proc: subprocess.Popen[str] | None = None
-    hello: dict[str, Any] = field(default_factory=dict)
-    visible: str | None = None  # CUDA_VISIBLE_DEVICES for the child; None = every GPU
-    peers: bool = True
-    spawned_at: float = 0.0
-    hello_sent_at: float = 0.0
-    restarts: int = 0
-
-    def spawn(self) -> None:
-        """Start the child without waiting: torch's start-up overlaps the probe."""
-        if self.proc is not None:
-            return
-        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", PYTHONUNBUFFERED="1")
-        # The child sets its own CUDA_VISIBLE_DEVICES once told its GPUs; until then it
-        # must not inherit one that could mean other GPUs.
-        env.pop("CUDA_VISIBLE_DEVICES", None)
-        # NVLink multicast stays off in anything we start (it can take shared GPUs down).
-        env.setdefault("NCCL_NVLS_ENABLE", "0")
-        self.spawned_at = time.monotonic()
-        try:
-            self.proc = subprocess.Popen(
-                self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-            )
-        except OSError as exc:
-            raise BandwidthUnavailable(f"cannot start the copy timer: {exc}") from None
-
-    fallback: list[str] | None = None  # a second timer to try when this one cannot start
-
-    def __post_init__(self) -> None:
-        if self.fallback is None and self.cmd == default_worker_cmd():
-            self.fallback = torch_worker_cmd()
-
-    def start(self) -> None:
-        """Start the process (again, after a hang) and wait for its hello; where the driver-API timer
-        cannot start, try the torch timer before giving up."""
-        if self.hello:
-            self.restarts += 1
-        self.spawn()
-        self.hello_sent_at = time.monotonic()
-        try:
-            answer = self._hello()
-        except BandwidthUnavailable as first:
-            if not self.fallback:
-                raise
-            # The driver-API timer needs libcuda's stream memory operations; torch's timer
-            # needs only the runtime. Try it before giving up, and report the first reason.
-            self.stop()
-            self.cmd, self.fallback = self.fallback, None
-            self.spawn()
-            self.hello_sent_at = time.monotonic()
-            try:
-                answer = self._hello()
-            except BandwidthUnavailable as second:
-                raise BandwidthUnavailable(f"{first} (torch timer: {second})") from None
-        self.hello = answer
-
-    def _hello(self) -> dict[str, Any]:
-        answer = self.ask({"op": "hello", "visible": self.visible, "peers": self.peers}, self.start_timeout_s)
-        if answer is None:
-            raise BandwidthUnavailable(f"the copy timer did not start within {self.start_timeout_s:.0f} s")
-        if "error" in answer:
-            self.stop()
-            raise BandwidthUnavailable(str(answer["error"]))
-        return answer
-
-    def ask(self, task: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
-        """Send one task; the answer, or None when the child hung (it is then killed)."""
-        proc = self.proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
-        try:
-            proc.stdin.write(json.dumps(task) + "\n")
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return self._died()
-        ready, _, _ = select.select([proc.stdout], [], [], max(timeout_s, 0.0))
-        if not ready:
-            self.stop()
-            return None
-        line = proc.stdout.readline()
-        if not line:
-            return self._died()
-        try:
-            answer: dict[str, Any] = json.loads(line)
-        except json.JSONDecodeError:
-            return {"error": f"copy timer answered garbage: {line[:80]!r}"}
-        return answer
-
-    def _died(self) -> dict[str, Any]:
-        err = ""
-        if self.proc is not None and self.proc.stderr is not None:
-            self.proc.wait(timeout=5)
-            lines = self.proc.stderr.read().strip().splitlines()
-            err = next((ln for ln in reversed(lines) if ln.strip()), "")
-        code = self.proc.returncode if self.proc is not None else None
-        self.proc = None
-        if "No module named 'torch'" in err:
-            raise BandwidthUnavailable("torch is not installed: pip install 'topodoctor[bandwidth]'")
-        return {"error": f"copy timer died (exit {code}): {err[:160]}"}
-
-    def stop(self) -> None:
-        """Kill the process and reap it."""
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-
-def default_worker_cmd() -> list[str]:
-    """The copy timer on the CUDA driver API (no torch: starts in tens of milliseconds)."""
-    return [sys.executable, "-m", "topodoctor.measure.copies.cuda_timer"]
-
-
-def torch_worker_cmd() -> list[str]:
-    """The copy timer on torch, for drivers without stream memory operations."""
-    return [sys.executable, "-m", "topodoctor.measure.copies.runner"]
 
 
 def _measurements(
@@ -166,16 +43,20 @@ def _measurements(
 ) -> list[Measurement]:
     size = int(task.payload["size"])
 
-    def failed(dst: int, why: str) -> Measurement:
-        return Measurement(task.mode, task.src, dst, size, None, "unknown", None, None, why)
+    def failed(dst: int, why: str, skipped: str | None = None) -> Measurement:
+        return Measurement(task.mode, task.src, dst, size, None, "unknown", None, None, why, skipped=skipped)
 
     if answer is None:
         why = f"timeout: no answer after {timeout_s:g} s (copy timer killed)"
         return [failed(d, why) for d in task.dsts]
+    if "unavailable" in answer:  # the pass could not run this kind of copy here: not a fault of the pair
+        return [failed(d, None, str(answer["unavailable"])) for d in task.dsts]  # type: ignore[arg-type]
     if "error" in answer:
         return [failed(d, str(answer["error"])) for d in task.dsts]
     results = answer.get("results") or [dict(answer, dst=task.payload.get("dst"))]
     by_ordinal = dict(zip(task.payload.get("dsts", [task.payload.get("dst")]), task.dsts))
+    # the pointer chase answers nanoseconds a load; latencies are kept in microseconds
+    scale = 1e-3 if task.mode == "sm_latency" else 1.0
     out = []
     for res in results:
         rev = res.get("reverse")
@@ -186,8 +67,8 @@ def _measurements(
                 src=task.src,
                 dst=dst,
                 size_bytes=size,
-                value=Stats.of(res["samples"]),
-                path=res.get("path", "unknown"),
+                value=Stats.of([v * scale for v in res["samples"]]),
+                path=res.get("path", "p2p" if task.mode.startswith("sm_") else "unknown"),
                 nvlink_bytes=nvlink_bytes if len(task.dsts) == 1 else None,
                 verified=res.get("verified"),
                 error=None,
@@ -216,7 +97,7 @@ class Timings:
             self.add("worker_imports", clock["imports"] - clock["module"])  # torch, for the torch timer
             # the part of the child's start-up the probe did not hide
             self.add("waiting_for_imports", clock["imports"] - worker.hello_sent_at)
-        for phase, seconds in inner.items():
+        for phase, seconds in [*inner.items(), *(worker.prepared.get("timings") or {}).items()]:
             if isinstance(seconds, (int, float)):
                 self.add(phase, float(seconds))
 
@@ -263,8 +144,14 @@ def run(
             worker.stop()
         raise BandwidthUnavailable(f"no GPU {sorted(unknown)} on this host")
     worker = worker or Worker(worker_cmd or default_worker_cmd(), settings.start_timeout_s)
-    worker.visible = cuda_visible(snap, wanted)
-    worker.peers = any(m in ("oneway", "bidir", "latency") for m in settings.modes) and len(wanted) > 1
+    worker.extra = hello_extra(settings.sm_kernel)
+    early = worker.sent
+    if early is not None and early.get("visible") is None and wanted == {g.index for g in snap.gpus}:
+        # told every GPU before the probe, and every GPU is what the pass measures: keep that start
+        worker.visible, worker.peers = None, bool(early.get("peers"))
+    else:
+        worker.visible = cuda_visible(snap, wanted)
+        worker.peers = any(m in PAIR_MODES for m in settings.modes) and len(wanted) > 1
     if not worker.spawned_at:
         worker.spawn()
     timings = Timings()
@@ -288,6 +175,8 @@ def run(
     acts = tuple(Activity(i.index, *activity(nvml, i.index)) for i in ids) if nvml else ()
     tasks = plan_tasks(settings, ordinal)
     out: list[Measurement] = []
+    during = watch(nvml, snap, ordinal).start()  # NVML on a thread while the copies run
+    marks = {"copies_started": time.monotonic()}
     try:
         for n, task in enumerate(tasks):
             if deadline is not None and time.monotonic() > deadline:
@@ -296,27 +185,33 @@ def run(
                 progress(n, len(tasks), f"{task.mode} {task.src}->{','.join(map(str, task.dsts))}")
             if worker.proc is None:
                 worker.start()
-            before = nvlink_tx_bytes(nvml, task.src, links.get(task.src, 0)) if nvml and task.src >= 0 else None
+            counted = nvml is not None and task.src >= 0 and task.mode in ("oneway", "sm_oneway")
+            before = nvlink_tx_bytes(nvml, task.src, links.get(task.src, 0)) if nvml and counted else None
             timeout = settings.pair_timeout_s * len(task.dsts)
             if deadline is not None:
                 timeout = min(timeout, max(0.1, deadline - time.monotonic()))
             t_task = time.monotonic()
-            answer = worker.ask(task.payload, timeout)
+            no_sm = _no_sm_kernels(worker.hello) if task.mode.startswith("sm_") else None
+            answer = {"unavailable": no_sm} if no_sm else worker.ask(task.payload, timeout)
             elapsed = time.monotonic() - t_task
-            timings.task(answer, elapsed)
+            if answer is None or "unavailable" not in answer:
+                timings.task(answer, elapsed)
             after = nvlink_tx_bytes(nvml, task.src, links.get(task.src, 0)) if nvml and before is not None else None
             moved = after - before if (before is not None and after is not None) else None
             share = round(elapsed / len(task.dsts), 3)
             out += [replace(m, elapsed_s=share) for m in _measurements(task, answer, timeout, moved)]
         if progress:
             progress(len(tasks), len(tasks), "done")
+        marks["tasks_done"] = time.monotonic()
     finally:
+        during.stop()
         t_stop = time.monotonic()
-        worker.stop()
+        worker.release()
         timings.add("teardown", time.monotonic() - t_stop)
     timings.add("total_since_spawn", time.monotonic() - (worker.spawned_at or t0))
     if worker.restarts:
         timings.add("restarts", worker.restarts)
+    timeline = _timeline(worker, t0, time.monotonic(), marks)
     return BandwidthResult(
         kind="bandwidth",
         schema_version=BANDWIDTH_SCHEMA_VERSION,
@@ -339,4 +234,40 @@ def run(
         },
         snapshot=snap,
         timings=timings.rounded(),
+        timeline=timeline,
+        during=during.sampling,
     )
+
+
+def _no_sm_kernels(hello: dict[str, Any]) -> str | None:
+    """Why this timer runs no SM kernels (the driver could not compile them, or it is the torch
+    timer), or None when it does."""
+    if "kernels_missing" not in hello:
+        return "SM copies need the driver-API copy timer's PTX kernels; the torch timer ran this pass"
+    missing = hello["kernels_missing"]
+    return str(missing) if missing else None
+
+
+def _timeline(worker: Worker, probed: float, done: float, more: dict[str, float]) -> dict[str, float]:
+    """When each step was reached, seconds since the command's exec; empty where the command's
+    start is unknown (the console entry point marks it). The timer's own clock readings are on
+    the same monotonic clock as ours; ``more``: the pass's own steps (the first copy, the last)."""
+    start = command_start()
+    if start is None:
+        return {}
+    clock = {**(worker.hello.get("clock") or {}), **(worker.prepared.get("clock") or {})}
+    marks = {
+        "timer_spawned": worker.spawned_at,
+        "timer_hello_sent": worker.hello_sent_at,
+        "timer_driver_started": clock.get("driver_start"),  # a forked timer's cuInit, begun before its imports
+        "timer_imports_done": clock.get("imports"),
+        "timer_driver_ready": clock.get("driver_ready"),
+        "timer_cuda_ready": clock.get("ready"),
+        "timer_prepared": clock.get("prepared"),
+        "probe_forked": forked_at(),
+        "probe_done": probed,
+        "timer_answered_hello": worker.ready_at,
+        **more,
+        "copies_done": done,
+    }
+    return {k: round(v - start, 4) for k, v in marks.items() if isinstance(v, (int, float)) and v > 0}

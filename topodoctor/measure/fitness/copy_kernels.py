@@ -169,6 +169,12 @@ def parse(name: str) -> CopyKernel:
     return CopyKernel(**fields)  # type: ignore[arg-type]
 
 
+# Copies between GPUs (`bandwidth --mode sm`): nvbandwidth's grid (512 threads, one block per SM, each
+# thread striding over the buffer) with 4 loads in flight per thread where nvbandwidth keeps 12. On the
+# 2 x H100 NVSwitch host (2026-11-26) the 4 read 0.997 x device_to_device_memcpy_read_sm one way and
+# 0.996-0.997 x both ways; the 12 read 0.994 x both (docs/benchmarks.md).
+PEER = parse("stride-u4-t512-b1")
+
 # The HBM test's kernel: one 16-byte element per thread, 128 threads a block, a grid that covers the
 # buffer, no cache hints. On H200 (tests/benchmarks/hbm_kernels.py, 2026-11-25) 2128 GB/s, 1.015 x
 # nvbandwidth's device_local_copy in the same run, where the persistent grid-stride kernel above

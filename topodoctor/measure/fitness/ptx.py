@@ -18,6 +18,10 @@ the ending address proves the chain was walked (the latency test's data check).
 The HBM module (``hbm_module``): ``td_hbm``, the copy kernel the HBM test runs
 (``copy_kernels.DEFAULT`` or one the task names), alone so that a kernel needing a newer GPU or
 driver never keeps the others from loading.
+
+The check module (``same_module``): ``td_same(a, b, n16, flag)`` compares ``n16`` 16-byte units
+of two buffers on one GPU and stores 1 at ``flag`` where any differs: a copy's data checked where
+it lies, at the memory's speed, instead of read back over PCIe and compared by the CPU.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from topodoctor.measure.fitness.copy_kernels import CopyKernel
 COPY = "td_copy"
 CHASE = "td_chase"
 HBM = "td_hbm"
+SAME = "td_same"
 
 _CHASE = f"""
 .visible .entry {CHASE}(.param .u64 p_start, .param .u32 p_steps, .param .u64 p_out, .param .u32 p_target)
@@ -57,6 +62,45 @@ END:
 }}
 """
 
+_LANES = "".join(f"\tsetp.ne.u32 %p2, %a{k}, %b{k};\n\t@%p2 bra DIFF;\n" for k in range(4))
+# A grid-stride walk over 16-byte units; a thread that finds a difference flags it and stops (the
+# flag only ever goes from 0 to 1, so racing stores agree).
+_SAME = f"""
+.visible .entry {SAME}(.param .u64 p_a, .param .u64 p_b, .param .u64 p_n, .param .u64 p_flag)
+{{
+\t.reg .pred %p<3>;
+\t.reg .b32 %cta, %nthr, %thr, %ncta, %one, %a<4>, %b<4>;
+\t.reg .b64 %pa, %pb, %n, %flag, %i, %stride, %off, %at_a, %at_b, %t;
+\tld.param.u64 %pa, [p_a];
+\tld.param.u64 %pb, [p_b];
+\tld.param.u64 %n, [p_n];
+\tld.param.u64 %flag, [p_flag];
+\tmov.u32 %one, 1;
+\tmov.u32 %cta, %ctaid.x;
+\tmov.u32 %nthr, %ntid.x;
+\tmov.u32 %thr, %tid.x;
+\tmov.u32 %ncta, %nctaid.x;
+\tmul.wide.u32 %i, %cta, %nthr;
+\tcvt.u64.u32 %t, %thr;
+\tadd.u64 %i, %i, %t;
+\tmul.wide.u32 %stride, %ncta, %nthr;
+NEXT:
+\tsetp.ge.u64 %p1, %i, %n;
+\t@%p1 bra END;
+\tshl.b64 %off, %i, 4;
+\tadd.u64 %at_a, %pa, %off;
+\tadd.u64 %at_b, %pb, %off;
+\tld.global.v4.u32 {{%a0, %a1, %a2, %a3}}, [%at_a];
+\tld.global.v4.u32 {{%b0, %b1, %b2, %b3}}, [%at_b];
+{_LANES}\tadd.u64 %i, %i, %stride;
+\tbra NEXT;
+DIFF:
+\tst.global.u32 [%flag], %one;
+END:
+\tret;
+}}
+"""
+
 
 def module(copy: CopyKernel = copy_kernels.STRIDE) -> bytes:
     """The base module (``td_copy`` with ``copy``'s shape, ``td_chase``), NUL-terminated as
@@ -70,3 +114,8 @@ def module(copy: CopyKernel = copy_kernels.STRIDE) -> bytes:
 def hbm_module(kernel: CopyKernel) -> bytes:
     """The module holding ``td_hbm`` with ``kernel``'s shape."""
     return (copy_ptx.header([kernel]) + copy_ptx.entry(kernel, HBM)).encode() + b"\0"
+
+
+def same_module() -> bytes:
+    """The module holding ``td_same`` (PTX 7.0 for Volta and later)."""
+    return (copy_ptx.header([copy_kernels.PORTABLE]) + _SAME).encode() + b"\0"

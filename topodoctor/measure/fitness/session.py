@@ -34,6 +34,7 @@ from topodoctor.model.fitness_results import (
 )
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.during import watch
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
 MiB = 1 << 20
@@ -185,16 +186,19 @@ def run(
     for i, n in busy.items():
         figures += _refused(plan, i, f"GPU{i} is busy: {n} compute process(es) of another job; not measured", live)
     wanted = [i for i in live if i not in busy]
+    during = watch(nvml, snap, wanted)
     timings = Timings()
     ids: list[GpuIdentity] = []
     if wanted:
         worker = worker or start_timer(plan)
+        during.start()  # NVML on a thread while the kernels run (the GEMM stress samples its own)
         try:
             ids = _kernel_tests(snap, plan, worker, wanted, deadline, figures, timings)
         except BandwidthUnavailable as exc:
             for i in wanted:
                 figures += [f for f in _refused(plan, i, str(exc), wanted) if f.kind != "compute"]
         finally:
+            during.stop()
             worker.stop()
         if plan.gemm_seconds > 0:
             t_gemm = time.monotonic()
@@ -225,6 +229,7 @@ def run(
         errors=tuple(errors),
         settings={"plan": plan.__dict__, "scope": scope.describe()},
         timings=timings.rounded(),
+        during=during.sampling,
     )
 
 

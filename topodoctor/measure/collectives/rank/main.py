@@ -33,8 +33,11 @@ from topodoctor.measure.collectives.rank.sweeps import SweepState, run_sweep
 from topodoctor.measure.collectives.rank.worker import Rank
 from topodoctor.measure.collectives.sweeps import SweepRun
 from topodoctor.measure.collectives.world import World
+from topodoctor.model.collective_latency import PLAN_ENV, LatencyPlan
 from topodoctor.model.collective_ops import Plan
 
+# CUDA's own switches that change how NCCL's kernels run: kept beside NCCL's for the diagnosis
+CUDA_SETTINGS = ("CUDA_LAUNCH_BLOCKING", "CUDA_DEVICE_MAX_CONNECTIONS")
 IDENT_WIDTH = 4096  # bytes per rank for its identity (NCCL variables included)
 
 
@@ -47,12 +50,14 @@ def run_rank(
     keep: bool = False,
     deadline: float | None = None,
     sweep: Sequence[SweepRun] = (),
+    latency: LatencyPlan | None = None,
 ) -> dict[str, Any] | None:
     """Join the world, run the plan (then the multi-node phases, see worker_nodes.py), or with
     ``sweep`` those runs instead (rank/sweeps.py: their results under "sweep", the rows of the run a
-    stop met under "sweep_rows"); rank 0 returns the raw result, the others None. ``keep``: the group
-    outlives this (worker_exit); ``deadline`` (time.monotonic): the whole run's budget, stopped
-    and reported like a hang.
+    stop met under "sweep_rows"), or with ``latency`` the small-message paths (rank/latency_loop.py);
+    rank 0 returns the raw result, the others None. ``keep``: the group outlives this
+    (worker_exit); ``deadline`` (time.monotonic): the whole run's budget, stopped and reported
+    like a hang.
 
     A failure on any rank (an NCCL error, out of memory, a hang its watchdog cut) is announced
     on the world's store; the other ranks stop where they wait and rank 0 returns what it has,
@@ -95,7 +100,7 @@ def run_rank(
         rank = Rank(plan, world, emit, group=measured, control=dist.group.WORLD)
     alarm = Alarm(world_store(dist), world.rank)
     ours = ("NCCL_DEBUG_FILE", "NCCL_DEBUG") if log_dir else ()
-    env = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_NCCL_")) and k not in ours}
+    env = {k: v for k, v in os.environ.items() if _kept(k) and k not in ours}
     ident = {**rank.identity(), "env": env}
     while len(json.dumps(ident).encode()) > IDENT_WIDTH and ident["env"]:  # what fits goes round
         ident["env"] = dict(list(ident["env"].items())[:-1])
@@ -119,6 +124,10 @@ def run_rank(
         with torch.cuda.stream(torch.cuda.Stream(rank.device)) if rank.cuda else contextlib.nullcontext():
             if sweep:
                 return run_sweep(rank, sweep, emit, watchdog, alarm, state)
+            if latency is not None:
+                from topodoctor.measure.collectives.rank.latency_loop import run_latency  # --latency only
+
+                return run_latency(rank, latency, emit, watchdog)
             body = rank.run(watchdog)
         from topodoctor.measure.collectives.rank.nodes import run_nodes
 
@@ -173,9 +182,11 @@ def main() -> int:
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"
     nodes_doc = os.environ.get("TOPODOCTOR_COLL_NODES")
     nodes = from_jsonable(NodeSettings, json.loads(nodes_doc), "node settings") if nodes_doc else None
+    latency_doc = os.environ.get(PLAN_ENV)
+    latency = from_jsonable(LatencyPlan, json.loads(latency_doc), "latency plan") if latency_doc else None
     _emit_stdout({"ev": "imported", "rank": world.rank})  # torch loaded: the start-up's first part
     try:
-        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes)
+        run_rank(plan, world, _emit_stdout, os.environ.get("TOPODOCTOR_COLL_LOGDIR"), nodes, latency=latency)
     except RankStopped:
         return 1  # said on stdout already
     except InitFailed as exc:
@@ -188,6 +199,11 @@ def main() -> int:
         return 1
     _emit_stdout({"ev": "done", "rank": world.rank})
     return 0
+
+
+def _kept(name: str) -> bool:
+    """A variable a rank reports with its result: NCCL's, torch's NCCL ones, CUDA's launch switches."""
+    return name.startswith(("NCCL_", "TORCH_NCCL_")) or name in CUDA_SETTINGS
 
 
 if __name__ == "__main__":

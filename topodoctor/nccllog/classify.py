@@ -1,0 +1,250 @@
+"""What one NCCL message says went wrong, read from NCCL's own message structure: the call that
+failed and its errno text, the CUDA error number and string, the verbs completion status, the
+XML attribute, the socket call. The same text arrives as a WARN line, torch's ``Last error:``
+line, nccl-tests' ``Test NCCL failure ... 'class / reason'`` or a line pasted on its own, so the
+reading is the same for all. Text in, a ``Reading`` out; nothing here knows about files.
+
+The formats are those of NCCL 2.2 - 2.30 (src/include/checks.h, misc/ibvwrap.cc,
+transport/net_ib*, transport/nvls.cc, misc/shmutils.cc, misc/socket.cc, os/linux.cc,
+graph/xml.h, graph/search.cc, graph/paths.cc, bootstrap.cc, init.cc).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Cause kinds, in the order a log's root cause is chosen (earlier wins). Consequences (a peer
+# that went away, a flushed work request) come last: they follow whatever failed first.
+ROOT = 0
+CONSEQUENCE = 1
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One message read: its kind, the fields that make the fix specific, and the rank of the
+    kind (ROOT or CONSEQUENCE)."""
+
+    kind: str
+    fields: dict[str, str]
+    rank: int = ROOT
+
+
+# CUDA errors by the string cudaGetErrorString / cuGetErrorString give (and the number where
+# the message carries it): the kinds with a cause of their own.
+_CUDA_KIND = (
+    (re.compile(r"system not yet initialized|\b802\b.*not.*initiali[sz]ed", re.I), "fabric-not-ready"),
+    (re.compile(r"peer access is not supported", re.I), "p2p-unsupported"),
+    (re.compile(r"driver version is insufficient|driver on your system is too old", re.I), "cuda-driver"),
+    (re.compile(r"named symbol not found|no kernel image is available|invalid device function", re.I), "kernel-image"),
+    (re.compile(r"out of memory", re.I), "gpu-oom"),
+)
+_CUDA_FAILURE = re.compile(
+    r"Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'?|CUDA error (?P<num2>\d+) '(?P<msg2>[^']*)'"
+)
+_ON_SOURCE = re.compile(r"(?P<src>[\w./-]+\.(?:cc|cu|cpp|c|h|hpp)):\d+")
+
+_VERBS = re.compile(
+    r"Call to (?P<call>ibv_\w+) failed(?: with(?: error)?)?(?: (?P<num>\d+))? ?(?P<err>[A-Z][A-Za-z ]*[a-z])?"
+)
+_VERBS_DEV = re.compile(r"on dev (?P<dev>[\w.-]+?)(?::\d+)?,")
+_COMPLETION = re.compile(
+    r"Got completion (?:from peer (?P<peer>\S+) )?with (?:status=(?:(?P<sname>[A-Za-z_ ]+)\()?(?P<s1>\d+)\)?"
+    r"|error (?P<s2>\d+))(?P<rest>.*)"
+)
+_HCA = re.compile(r"\bhca (?P<hca>[\w.-]+)")
+
+# Sockets: the errno text a connect or a transfer ended with (misc/socket.cc, os/linux.cc)
+_CONNECT = re.compile(
+    r"(?:[Cc]onnect to (?P<addr>\S+?) (?:failed|returned)|Call to connect (?:failed|returned))"
+    r"(?:\s*:\s*|\s+with error\s+|\s+)(?:\d+\()?(?P<err>Connection refused|No route to host|Network is unreachable"
+    r"|Connection timed out|Software caused connection abort|Cannot assign requested address|Connection reset by peer"
+    r"|Operation now in progress)"
+)
+_NO_POLLOUT = re.compile(r"socketPollConnect poll\(\) (?:returned 1, no POLLOUT|failed)")
+_PEER_LOST = re.compile(
+    r"Connection closed by remote peer(?: (?P<peer>\S+))?|Connection reset by peer|Broken pipe"
+    r"|remote process exited or there was a network error|Socket recv failed|ncclRemoteError"
+)
+
+# One pattern per kind for the rest: (kind, pattern, rank)
+_SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("net-plugin", re.compile(r"Failed to initialize any NET plugin|Error: network (?P<net>\S+) not found"), ROOT),
+    (
+        "socket-ifname",
+        re.compile(
+            r"no socket interface found|No usable listening interface found|is neither AF_INET\(\d+\) nor AF_INET6"
+            r"|Socket creation failed : Address family not supported|no device found (?:matching|after excluding)"
+        ),
+        ROOT,
+    ),
+    (
+        "duplicate-gpu",
+        re.compile(
+            r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)"
+            r"|Multiple Ranks are using the same GPU"
+        ),
+        ROOT,
+    ),
+    (
+        "version-mismatch",
+        re.compile(
+            r"Mismatched NCCL version detected : rank (?P<a>\d+) version (?P<va>\d+) rank (?P<b>\d+) "
+            r"version (?P<vb>\d+)"
+        ),
+        ROOT,
+    ),
+    # misc/shmutils.cc, include/shm.h: /dev/shm ran out of room (only these texts say so)
+    (
+        "shm-full",
+        re.compile(
+            r"posix_fallocate failed\s*:?\s*(?P<err>No space left on device)?"
+            r"|failed to extend (?P<seg>\S+) to (?P<size>\d+) bytes(?:, error: (?P<err2>[^(]+))?"
+            r"|shared memory segment (?P<seg2>\S+) \(size (?P<size2>\d+)\), error: No space left on device"
+            r"|failed to create shared memory file (?P<seg3>[^\s,]+),? error:? (?P<err3>No space left on device)"
+        ),
+        ROOT,
+    ),
+    (
+        "shm-attach",
+        re.compile(
+            r"Error while attaching to shared memory segment (?P<seg>\S+)[^,]*, error: (?P<err>No such file[^(]*)"
+        ),
+        ROOT,
+    ),
+    ("rem-allocator", re.compile(r"\[Rem Allocator\] (?:Allocation failed|Poll failed)"), ROOT),
+    # what a proxy thread or the main thread says after another failure: no cause of its own
+    (
+        "secondary",
+        re.compile(r"\[Proxy Service \d+\] Failed to execute|Proxy Call to rank \d+ failed|\[Service thread\] Error"),
+        CONSEQUENCE,
+    ),
+    # the summary after a segment's creation failed: the reason is the line before it (when printed)
+    (
+        "shm-create",
+        re.compile(r"Error while creating shared memory segment (?P<seg>\S+) \(size (?P<size>\d+)\)"),
+        CONSEQUENCE,
+    ),
+    (
+        "collective-mismatch",
+        re.compile(
+            r"collective mismatch error, local size (?P<a>\d+) remote size (?P<b>\d+)"
+            r"|[Mm]essage truncated : receiv(?:ing|ed) (?P<a2>[\d,]+) bytes instead of (?P<b2>[\d,]+)"
+        ),
+        ROOT,
+    ),
+    (
+        "graph-file",
+        re.compile(
+            r"XML Import Channel : dev (?P<dev>-?\d+) not found|XML Graph has wrong version"
+            r"|Could not open XML graph file (?P<file>\S+)"
+        ),
+        ROOT,
+    ),
+    (
+        "topo-attr",
+        re.compile(
+            r"Attribute (?P<attr>\w+) of node (?P<node>\w+) not found"
+            r"|XML Topology has wrong version|XML Parse|XML Mismatch"
+        ),
+        ROOT,
+    ),
+    ("topo-reverse", re.compile(r"Failed to find reverse path from remNode (?P<rem>\S+)"), ROOT),
+    ("topo-sysfs", re.compile(r"Could not find real path of (?P<path>/sys/\S+)"), ROOT),
+    # enqueue.cc / init.cc: a setting NCCL cannot honour
+    (
+        "invalid-setting",
+        re.compile(
+            r"No algorithm/protocol available for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?"
+            r"|Detected mixed local (?P<what>Net|CollNet) device counts across ranks"
+            r"|Invalid config (?P<attr>\w+) attribute value"
+        ),
+        ROOT,
+    ),
+    # misc/strongstream.cc: a CUDA graph capture this driver or NCCL build cannot do
+    ("graph-capture", re.compile(r"NCCL cannot be captured in a graph"), ROOT),
+    # misc/nvmlwrap.cc: NVML, which NCCL asks for the topology, failed
+    ("nvml", re.compile(r"(?P<call>nvml\w+)\(\d*\) failed: (?P<err>[^.\n]+)"), ROOT),
+    # nccl-tests' check of the results
+    ("wrong-results", re.compile(r"Out of bounds values : (?P<n>[1-9]\d*) FAILED"), ROOT),
+    (
+        "watchdog-timeout",
+        re.compile(
+            r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)[^)]*?Timeout\(ms\)=(?P<timeout>\d+)\) ran for "
+            r"(?P<ran>\d+) milliseconds before timing out"
+        ),
+        CONSEQUENCE,
+    ),
+)
+
+
+def classify(text: str, source: str = "") -> Reading | None:
+    """What ``text`` (one NCCL message) says failed; ``source`` is the file:line NCCL printed
+    it from, where known (``transport/nvls.cc``). None for a message of no known kind."""
+    src = source or ((m.group("src")) if (m := _ON_SOURCE.search(text)) else "")
+    if m := _VERBS.search(text):
+        return _verbs(m, text)
+    if m := _COMPLETION.search(text):
+        status = int(m.group("s1") or m.group("s2"))
+        fields = {"status": str(status), "peer": m.group("peer") or ""}
+        if h := _HCA.search(m.group("rest")):
+            fields["hca"] = h.group("hca")
+        kind = {4: "ib-status-4", 5: "ib-status-5"}.get(
+            status, "ib-status-remote" if status in (9, 10, 11, 13) else "ib-status-12"
+        )
+        return Reading(kind, fields, CONSEQUENCE if status == 5 else ROOT)
+    nvls = "NVLS" in text or "NVLink SHARP" in text or src.endswith("nvls.cc")
+    if nvls and (m := _CUDA_FAILURE.search(text)):
+        return _cuda(m, nvls=True)
+    if "Failed to bind NVLink SHARP" in text:  # the CUDA error may follow on the next line (NCCL 2.29+)
+        return Reading("nvls", {"num": "", "msg": ""})
+    if m := _CUDA_FAILURE.search(text):
+        reading = _cuda(m, nvls=False)
+        if (
+            reading.kind == "cuda-failure"
+            and reading.fields["msg"] == "invalid argument"
+            and ("shm" in src or "shmutils" in src)
+        ):
+            return Reading("shm-register", reading.fields)
+        return reading
+    for pat, kind in _CUDA_KIND:  # a CUDA error without NCCL's "Cuda failure" wrapper (p2p.cc, torch, CUDA)
+        if m := pat.search(text):
+            return Reading(kind, {"msg": m.group(0)})
+    for kind, pat, rank in _SIMPLE:
+        if m := pat.search(text):
+            return Reading(kind, {k: v for k, v in m.groupdict().items() if v is not None}, rank)
+    if m := _CONNECT.search(text):
+        return Reading("connect", {"err": m.group("err"), "addr": (m.group("addr") or "").rstrip(",")})
+    if _NO_POLLOUT.search(text):
+        return Reading("connect", {"err": "no answer to the connection (poll without POLLOUT)", "addr": ""})
+    if m := _PEER_LOST.search(text):
+        peer = m.group("peer") or ""
+        return Reading("peer-lost", {"peer": peer, "text": m.group(0)}, CONSEQUENCE)
+    return None
+
+
+def _verbs(m: re.Match[str], text: str) -> Reading:
+    call, err = m.group("call"), re.sub(r"\s+errno$", "", (m.group("err") or "").strip())
+    dev = d.group("dev") if (d := _VERBS_DEV.search(text)) else ""
+    fields = {"call": call, "err": err, "dev": dev}
+    if call == "ibv_reg_dmabuf_mr" and "not supported" in err:
+        return Reading("ib-dmabuf", fields)
+    if "Cannot allocate memory" in err and call.startswith(
+        ("ibv_reg_mr", "ibv_create_cq", "ibv_create_qp", "ibv_alloc_pd", "ibv_create_srq")
+    ):
+        return Reading("ib-memlock", fields)
+    if "No such device" in err:
+        return Reading("ib-device", fields)
+    if call == "ibv_modify_qp" and err:
+        return Reading("ib-qp-connect", fields)
+    return Reading("ib-verbs", fields)
+
+
+def _cuda(m: re.Match[str], nvls: bool) -> Reading:
+    num = m.group("num") or m.group("num2") or ""
+    msg = (m.group("msg") if m.group("msg") is not None else m.group("msg2") or "").strip()
+    fields = {"num": num, "msg": msg}
+    for pat, kind in _CUDA_KIND:
+        if pat.search(msg) or (kind == "fabric-not-ready" and num == "802"):
+            return Reading(kind, fields)
+    return Reading("nvls" if nvls else "cuda-failure", fields)

@@ -1,0 +1,97 @@
+"""What a finding of `nccl-log` is built from: the context the logs give around a failure (the
+NCCL variables set, the versions, the RDMA link layers, the topology file, the trail) and what a
+builder returns (code, message, fix). The builders live in ``fixes_host`` and ``fixes_network``:
+each fix names the evidence (the CUDA error, the verbs call and errno, the status and HCA, the
+variable, the file), so two logs of one class with different evidence get different fixes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from topodoctor.nccllog.explanations import EXPLANATIONS
+from topodoctor.nccllog.parse import Event
+
+RESULT = {
+    1: "unhandled cuda error",
+    2: "unhandled system error",
+    3: "internal error",
+    4: "invalid argument",
+    5: "invalid usage",
+    6: "remote process exited or there was a network error",
+}
+# ibv_wc_status (rdma-core's verbs.h): the statuses an NCCL completion error names
+IBV_WC_STATUS = {
+    4: "local protection error",
+    5: "work request flushed",
+    9: "remote invalid request",
+    10: "remote access error",
+    11: "remote operation error",
+    12: "transport retry counter exceeded: the peer's NIC did not acknowledge in time",
+    13: "RNR retry counter exceeded: the peer had no receive posted",
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the logs say around the failure: the NCCL variables set, NCCL versions, RDMA link
+    layers, the topology file, and per file whether work went on after the failure."""
+
+    env: Mapping[str, str]
+    versions: tuple[str, ...] = ()
+    link_layers: Mapping[str, str] = field(default_factory=dict)
+    topo_file: str = ""
+    trail_sources: frozenset[str] = frozenset()
+    socket_ifs: Mapping[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
+    gpu_names: tuple[str, ...] = ()  # consumer GPUs the log names (GeForce, RTX workstation)
+    hosts: int = 0  # hosts the logs name in NCCL's line prefix
+    secondary: tuple[Event, ...] = ()  # the lines that follow a failure (a segment's summary, a proxy's report)
+
+
+@dataclass(frozen=True)
+class Said:
+    """A finding's code, message and fix, and what its evidence adds."""
+
+    code: str
+    message: str
+    fix: str
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+Builder = Callable[[Mapping[str, str], Sequence[Event], Context], Said]
+
+
+def _version(v: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in v.split("+")[0].split(".")[:3])
+    except ValueError:
+        return ()
+
+
+def older_than(ctx: Context, version: tuple[int, ...]) -> bool | None:
+    """Whether every NCCL version the logs name is older than ``version``; None when none is named."""
+    known = [t for t in (_version(v) for v in ctx.versions) if t]
+    return all(t < version for t in known) if known else None
+
+
+def with_general(code: str, specific: str) -> str:
+    """The fix for ``code``: what the evidence adds first, then the class's general fix."""
+    return f"{specific} {EXPLANATIONS[code].fix}" if specific else EXPLANATIONS[code].fix
+
+
+_BRIDGE = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali", "tun")
+
+
+def odd_interfaces(ctx: Context) -> str:
+    """The sockets' interfaces that do not reach other nodes (a container bridge, loopback, a
+    link-local address), as a sentence naming them and the others; "" when none is odd."""
+    odd = [
+        n
+        for n, a in ctx.socket_ifs.items()
+        if n.startswith(_BRIDGE) or a.startswith(("169.254.", "fe80:")) or (n == "lo" and ctx.hosts > 1)
+    ]  # loopback is right for ranks of one host
+    if not odd:
+        return ""
+    good = [n for n in ctx.socket_ifs if n not in odd]
+    use = f" set NCCL_SOCKET_IFNAME={good[0]}" if good else " set NCCL_SOCKET_IFNAME to the routed interface"
+    return f"NCCL's sockets use {', '.join(odd)} (a bridge, loopback or link-local address):{use}."

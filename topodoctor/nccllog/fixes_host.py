@@ -1,0 +1,250 @@
+"""Builders of `nccl-log` findings for what fails on the host: NVLS and the Fabric Manager, CUDA
+errors inside NCCL (P2P, shared memory, memory, kernels, the driver), the topology and graph
+XML, NCCL settings it cannot honour, NVML, nccl-tests' result check. Data in, text out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from topodoctor.nccllog.evidence import Builder, Context, Said, with_general
+from topodoctor.nccllog.explanations import EXPLANATIONS
+from topodoctor.nccllog.parse import Event
+
+# What a CUDA error inside NCCL usually means (the text cudaGetErrorString gives)
+CUDA_HINTS = (
+    (
+        "initialization error",
+        "the CUDA driver did not initialise in this process: a driver package updated "
+        "under a running system (reboot or reload the nvidia module), or CUDA used in a parent before fork",
+    ),
+    ("unknown error", "the GPU or its driver is in a bad state: `dmesg | grep -i xid`, reset the GPU or reboot"),
+    (
+        "operation not supported",
+        "a CUDA feature NCCL uses is not available here: under a vGPU enable unified "
+        "memory (UVM) in the VM's vGPU profile; elsewhere NCCL_CUMEM_ENABLE=0, or a driver new enough for the "
+        "NCCL build",
+    ),
+    (
+        "operation not permitted",
+        "the process may not share GPU memory this way (cuMem fabric handles need "
+        "IMEX channels on multi-node NVLink; containers may need CAP_SYS_PTRACE / --ipc=host): NCCL_CUMEM_ENABLE=0",
+    ),
+    (
+        "invalid device ordinal",
+        "a rank asked for a GPU it cannot see: CUDA_VISIBLE_DEVICES, the launcher's "
+        "GPUs per node or nccl-tests' -g exceed the GPUs this process has",
+    ),
+    ("no CUDA-capable device", "this process sees no GPU: CUDA_VISIBLE_DEVICES, the container's --gpus"),
+    (
+        "illegal memory access",
+        "a GPU kernel faulted (often a buffer freed or resized while NCCL used it); "
+        "`dmesg | grep -i xid` shows whether the GPU reported a fault",
+    ),
+    ("launch failure", "a GPU kernel failed: `dmesg | grep -i xid`; reset the GPU if it repeats"),
+    (
+        "invalid argument",
+        "CUDA refused NCCL's request at that call: in containers and VMs usually memory "
+        "sharing between processes (try NCCL_CUMEM_ENABLE=0, --ipc=host); on NVSwitch hosts the Fabric Manager "
+        "state (NCCL_NVLS_ENABLE=0 tells the two apart)",
+    ),
+)
+
+
+def _cuda_text(f: Mapping[str, str]) -> str:
+    num = f.get("num", "")
+    return f"CUDA error{f' {num}' if num else ''} '{f.get('msg', '')}'"
+
+
+def _nvls(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    where = f" in {evs[0].source}" if evs[0].source else ""
+    return Said(
+        "TD053",
+        f"NVLS multicast setup failed{where}" + (f": {_cuda_text(f)}" if f.get("msg") or f.get("num") else ""),
+        EXPLANATIONS["TD053"].fix,
+        {"cuda_error": f.get("num") or f.get("msg", "")},
+    )
+
+
+def _fabric(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD054",
+        "CUDA 802 'system not yet initialized': the Fabric Manager has not registered the GPUs",
+        EXPLANATIONS["TD054"].fix,
+    )
+
+
+def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    specific = ""
+    if ctx.env.get("NCCL_P2P_DISABLE") == "1":
+        specific = "The log shows NCCL_P2P_DISABLE=1, yet P2P was tried: the failing process did not get it."
+    return Said(
+        "TD055",
+        "CUDA 217: peer access is not supported between two GPUs NCCL connects directly",
+        with_general("TD055", specific),
+    )
+
+
+def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD056", f"cudaHostRegister of NCCL's /dev/shm segment failed ({_cuda_text(f)})", EXPLANATIONS["TD056"].fix
+    )
+
+
+def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    msg = f.get("msg", "")
+    hint = next((h for key, h in CUDA_HINTS if key.lower() in msg.lower()), "")
+    where = f" in {evs[0].source}" if evs[0].source else ""
+    fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix
+    return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, {"cuda_error": msg})
+
+
+def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said("TD058", "NCCL's GPU allocation failed: CUDA out of memory", EXPLANATIONS["TD058"].fix)
+
+
+def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD059",
+        "[Rem Allocator] Allocation failed: old NCCL's remote allocator took a stray request",
+        EXPLANATIONS["TD059"].fix,
+    )
+
+
+def _kernel(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD060", f"{_cuda_text(f)}: this NCCL has no GPU code for this GPU's architecture", EXPLANATIONS["TD060"].fix
+    )
+
+
+def _driver(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD044", "the CUDA driver is older than the CUDA runtime the program was built with", EXPLANATIONS["TD044"].fix
+    )
+
+
+def _topo(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    file = ctx.topo_file or ctx.env.get("NCCL_TOPO_FILE", "")
+    if f.get("rem") and not file:  # no file loaded: NCCL's own detection is at fault
+        return _sysfs(f, evs, ctx)
+    named = f" {file}" if file else " (NCCL_TOPO_FILE, or one a network plugin supplied)"
+    if f.get("attr"):
+        what = f"attribute '{f['attr']}' of node '{f['node']}' is missing from the topology XML{named}"
+    elif f.get("rem"):
+        what = f"the topology XML{named} has a link with no way back (remNode {f['rem']})"
+    else:
+        what = f"the topology XML{named} could not be read: {evs[0].fields.get('said', '')}"
+    return Said("TD069", what, EXPLANATIONS["TD069"].fix, {"topo_file": file})
+
+
+def _graph(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    file = ctx.env.get("NCCL_GRAPH_FILE", "")
+    named = f"NCCL_GRAPH_FILE={file}" if file else "NCCL_GRAPH_FILE"
+    dev = f" (dev {f['dev']} not found)" if f.get("dev") else ""
+    return Said(
+        "TD070",
+        f"{named} names GPUs or NICs this job does not have{dev}",
+        EXPLANATIONS["TD070"].fix,
+        {"graph_file": file},
+    )
+
+
+def _sysfs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("path"):
+        msg = f"NCCL could not resolve {f['path']}: the GPU's PCI device is not visible in /sys"
+    else:
+        msg = f"NCCL's topology has a link seen one way only (remNode {f.get('rem', '?')})"
+    return Said("TD071", msg, EXPLANATIONS["TD071"].fix)
+
+
+def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    seg = f.get("seg") or f.get("seg2") or f.get("seg3") or ""
+    size = f.get("size") or f.get("size2") or ""
+    if not seg:  # the fallocate line names no segment: the summary line after it does
+        summary = next((e.fields for e in ctx.secondary if e.fields.get("seg")), {})
+        seg, size = summary.get("seg", ""), summary.get("size", "")
+    err = (f.get("err") or f.get("err2") or f.get("err3") or "No space left on device").strip()
+    msg = (
+        f"shared memory segment {seg} of {size} bytes could not be created: {err}"
+        if seg and size
+        else (f"shared memory segment {seg} could not be created: {err}" if seg else f"/dev/shm: {err}")
+    )
+    return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
+
+
+def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """The segment's summary line alone: NCCL failed, the reason line is not in the log."""
+    seg = f" {f['seg']} of {f['size']} bytes" if f.get("seg") else ""
+    return Said(
+        "TD052",
+        f"NCCL could not create its shared-memory segment{seg}; the line that says why is not in the log: "
+        "cause not found",
+        "Check `df -h /dev/shm` where the ranks run (a container's default is 64 MiB: --shm-size or "
+        "--ipc=host, a Kubernetes emptyDir with medium Memory); NCCL_SHM_DISABLE=1 confirms SHM is the part that "
+        "fails; NCCL_DEBUG=WARN shows the reason line before this one.",
+        {"cause": "not found"},
+    )
+
+
+def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD074",
+        f"a local peer's segment {f.get('seg', '')} was missing: {f.get('err', '').strip()}",
+        EXPLANATIONS["TD074"].fix,
+    )
+
+
+def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said("TD076", f"NCCL DIAG: {f.get('said', '')[:200]}", EXPLANATIONS["TD076"].fix)
+
+
+def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("func"):
+        forced = ", ".join(f"{k}={ctx.env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in ctx.env)
+        msg = f"no algorithm/protocol NCCL may use runs {f['func']}" + (f" ({forced})" if forced else "")
+        fix = (f"Unset {forced}, or let it include Ring and Simple. " if forced else "") + EXPLANATIONS["TD077"].fix
+        return Said("TD077", msg, fix, {"forced": forced})
+    if f.get("what"):
+        return Said("TD077", f"ranks have different numbers of {f['what']} devices", EXPLANATIONS["TD077"].fix)
+    return Said("TD077", f"invalid communicator config value ({f.get('attr', '?')})", EXPLANATIONS["TD077"].fix)
+
+
+def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD077",
+        "NCCL cannot run inside a CUDA graph here: a driver older than R465 or an NCCL built with CUDA < 11.3",
+        "Update the driver (or use an NCCL built with CUDA 11.3+), or run without graph capture (vLLM "
+        "--enforce-eager, torch without CUDA graphs).",
+    )
+
+
+def _nvml(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said("TD078", f"{f.get('call')} failed: {f.get('err', '').strip()}", EXPLANATIONS["TD078"].fix)
+
+
+def _wrong(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said("TD079", f"nccl-tests found {f.get('n')} wrong values in its results", EXPLANATIONS["TD079"].fix)
+
+
+HOST: dict[str, Builder] = {
+    "nvls": _nvls,
+    "fabric-not-ready": _fabric,
+    "p2p-unsupported": _p2p,
+    "shm-register": _shm_register,
+    "cuda-failure": _cuda,
+    "gpu-oom": _oom,
+    "rem-allocator": _rem_alloc,
+    "kernel-image": _kernel,
+    "cuda-driver": _driver,
+    "topo-attr": _topo,
+    "topo-reverse": _topo,
+    "graph-file": _graph,
+    "topo-sysfs": _sysfs,
+    "shm-full": _shm_full,
+    "shm-attach": _shm_attach,
+    "shm-create": _shm_create,
+    "diag": _diag,
+    "invalid-setting": _setting,
+    "nvml": _nvml,
+    "graph-capture": _graph_capture,
+    "wrong-results": _wrong,
+}

@@ -1,0 +1,275 @@
+"""Builders of `nccl-log` findings for what fails between processes and nodes: InfiniBand / RoCE
+verbs calls and completion statuses, socket connections, peers that went away, ranks that
+disagree (sizes, versions, GPUs), torch's watchdog. Data in, text out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from topodoctor.nccllog.evidence import (
+    IBV_WC_STATUS,
+    Builder,
+    Context,
+    Said,
+    odd_interfaces,
+    older_than,
+    with_general,
+)
+from topodoctor.nccllog.explanations import EXPLANATIONS
+from topodoctor.nccllog.parse import Event
+
+_LOCAL_GID = re.compile(r"localGid (\S+)")
+
+
+def _verbs_dev(f: Mapping[str, str], ctx: Context) -> str:
+    dev = f.get("dev", "")
+    return f" on {dev}" if dev else (f" (devices in use: {', '.join(ctx.link_layers)})" if ctx.link_layers else "")
+
+
+def _memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD061",
+        f"{f['call']} failed{_verbs_dev(f, ctx)}: Cannot allocate memory (the locked-memory limit)",
+        EXPLANATIONS["TD061"].fix,
+        {"call": f["call"]},
+    )
+
+
+def _dmabuf(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD062",
+        f"ibv_reg_dmabuf_mr failed{_verbs_dev(f, ctx)}: {f.get('err') or 'not supported'}",
+        EXPLANATIONS["TD062"].fix,
+    )
+
+
+def _device(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    devs = f.get("dev") or ", ".join(ctx.link_layers)
+    hca = f" NCCL used {devs}: check each with `ibstat`, keep only the active ones in NCCL_IB_HCA." if devs else ""
+    if any(layer == "RoCE" for layer in ctx.link_layers.values()):
+        hca += " The devices are RoCE: a port without an IP address has no usable GID."
+    return Said(
+        "TD063",
+        f"{f['call']} failed{_verbs_dev(f, ctx)}: No such device",
+        with_general("TD063", hca.strip()),
+        {"call": f["call"]},
+    )
+
+
+def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    err = f.get("err", "")
+    gid = ctx.env.get("NCCL_IB_GID_INDEX")
+    if "timed out" in err:
+        specific = (
+            "The NICs never answered: on a rail-optimised fabric only NICs of the same rail reach each "
+            "other, set NCCL_CROSS_NIC=0; on RoCE check the route between the two GIDs."
+        )
+    elif "Invalid argument" in err:
+        forced = f" (the log shows NCCL_IB_GID_INDEX={gid})" if gid else ""
+        specific = f"The forced GID index is wrong{forced}: NCCL_IB_GID_INDEX=-1 lets NCCL pick the RoCE v2 GID."
+    else:
+        specific = (
+            "No route to the peer's GID: on RoCE the GID index must select an address that is routed "
+            "between the nodes (`show_gids`, NCCL_IB_GID_INDEX)."
+        )
+    specific += " `show_gids` lists each port's GIDs; `ibv_devinfo` their state."
+    return Said("TD064", f"ibv_modify_qp failed{_verbs_dev(f, ctx)}: {err}", specific, {"errno": err})
+
+
+def _verbs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    err = f.get("err") or "no errno given"
+    return Said(
+        "TD065",
+        f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}",
+        EXPLANATIONS["TD065"].fix,
+        {"call": f["call"], "errno": err},
+    )
+
+
+def _roce(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> bool:
+    hca = f.get("hca", "")
+    return (
+        ctx.link_layers.get(hca) == "RoCE"
+        or (not hca and "RoCE" in ctx.link_layers.values())
+        or any("localGid" in e.text or "::ffff:" in e.text for e in evs)
+    )
+
+
+def _roce_fix(evs: Sequence[Event], ctx: Context) -> str:
+    """Status 12 on RoCE: which GID the log shows in use says where to look."""
+    gid = ctx.env.get("NCCL_IB_GID_INDEX")
+    now = f" (now {gid})" if gid else ""
+    local = next((m.group(1) for e in evs if (m := _LOCAL_GID.search(e.text))), "")
+    if local.startswith("::ffff:"):  # an IPv4-mapped GID: RoCE v2 is in use, the GID index is not the fault
+        return (
+            f"The link is RoCE v2 (local GID {local}): the GID index is right; the route between the two IPs, "
+            "the switches' lossless class for RDMA (NCCL_IB_TC, PFC/ECN) or the link itself dropped the packets."
+        )
+    return (
+        f"The link is RoCE: set NCCL_IB_GID_INDEX{now} to the RoCE v2 GID of the IP the nodes route "
+        "(`show_gids`; 3 on most hosts) and NCCL_IB_TC to the class the switches carry losslessly."
+    )
+
+
+def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    status = int(f.get("status", "-1"))
+    hca = f" on {f['hca']}" if f.get("hca") else ""
+    peer = f" from peer {f['peer']}" if f.get("peer") else ""
+    what = IBV_WC_STATUS.get(status, "see ibv_wc_status")
+    msg = f"RDMA completion{peer}{hca} with status {status}: {what}"
+    extra: dict[str, object] = {"status": status, "peer": f.get("peer", "")}
+    if status == 4:
+        return Said("TD066", msg, EXPLANATIONS["TD066"].fix, extra)
+    if status == 5:
+        return Said("TD067", msg, EXPLANATIONS["TD067"].fix, extra)
+    if status in (9, 10, 11, 13):
+        return Said("TD068", msg, EXPLANATIONS["TD068"].fix, extra)
+    if _roce(f, evs, ctx):
+        specific = _roce_fix(evs, ctx)
+    elif ctx.link_layers:
+        specific = "The link is InfiniBand: check both ports (`ibstat`, `perfquery` error counters) and the cable."
+    else:  # the log does not say which: the common cause of each
+        specific = (
+            "On RoCE set NCCL_IB_GID_INDEX to the RoCE v2 GID the nodes route (`show_gids`; 3 on most "
+            "hosts); on InfiniBand check both ports (`ibstat`, error counters) and the cable."
+        )
+    return Said("TD045", msg, with_general("TD045", specific), extra)
+
+
+def _ifname(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    ifname = ctx.env.get("NCCL_SOCKET_IFNAME")
+    msg = "NCCL found no usable socket interface" + (f" matching NCCL_SOCKET_IFNAME={ifname}" if ifname else "")
+    return Said("TD041", msg, EXPLANATIONS["TD041"].fix, {"NCCL_SOCKET_IFNAME": ifname or ""})
+
+
+_CONNECT_WHY = {
+    "Connection refused": "nothing listened there: the peer process had not started or had died, MASTER_ADDR or "
+    "the port is wrong, or a firewall rejects the port",
+    "No route to host": "no route to that address: the interface NCCL picked is not routed between the nodes "
+    "(a docker bridge, a link-local 169.254.x address), or a firewall answers host-unreachable",
+    "Network is unreachable": "no route to that address: pick a routable interface with NCCL_SOCKET_IFNAME",
+    "Connection timed out": "the packets were dropped on the way: a firewall or security group between the nodes",
+    "Software caused connection abort": "NCCL 2.19 - 2.23 print this for a connect that failed, hiding the real "
+    "error (a bug fixed in 2.24): upgrade NCCL to see it, and check the reachability below",
+    "Cannot assign requested address": "the local address cannot be used (an interface that is down, an IPv6 "
+    "link-local address without its scope)",
+    "Connection reset by peer": "the peer closed the connection at once: its process died or a firewall resets it",
+}
+
+
+def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    err = f.get("err", "")
+    to = f" to {f['addr']}" if f.get("addr") else ""
+    why = _CONNECT_WHY.get(
+        err, "the packets to the peer got no answer: a firewall dropping the connection between the nodes"
+    )
+    specific = " ".join(x for x in (odd_interfaces(ctx), why[0].upper() + why[1:] + ".") if x)
+    return Said("TD072", f"NCCL's connection{to} failed: {err}", with_general("TD072", specific), {"errno": err})
+
+
+def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD072",
+        f"a rank could not fetch NCCL's unique id from torch's c10d store: {f.get('err', '')[:120]}",
+        "Rank 0 holds the store: read its log first (it may have died before the others asked); then check that "
+        "every node reaches MASTER_ADDR:MASTER_PORT (`nc MASTER_ADDR MASTER_PORT`) through the firewall.",
+        {"errno": f.get("err", "")},
+    )
+
+
+def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    peer = next((e.fields.get("peer") for e in evs if e.fields.get("peer")), "")
+    msg = "a peer closed its connection" + (f" ({peer})" if peer else "") + ": remote process exited or a network error"
+    fix = EXPLANATIONS["TD046"].fix
+    if "bootstrap.cc" in ctx.trail_sources and older_than(ctx, (2, 27, 3)) is not False:
+        msg += " during bootstrap"
+        fix = (
+            "During bootstrap this is either a rank that died at start or another program that connected to "
+            "NCCL's port and left (a security scanner): NCCL before 2.27.3 fails on the latter, upgrade NCCL. " + fix
+        )
+    if odd := odd_interfaces(ctx):
+        fix = f"{odd} {fix}"
+    return Said("TD046", msg, fix)
+
+
+def _mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    a, b = f.get("a") or f.get("a2", "?"), f.get("b") or f.get("b2", "?")
+    return Said(
+        "TD073", f"ranks disagree on a transfer: {a} bytes here, {b} bytes at the peer", EXPLANATIONS["TD073"].fix
+    )
+
+
+def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    extra: dict[str, object] = {
+        "seq": int(f.get("seq", 0)),
+        "op": f.get("op", ""),
+        "timeout_ms": int(f.get("timeout", 0)),
+    }
+    fix = EXPLANATIONS["TD047"].fix
+    if geforce := [g for g in ctx.gpu_names if "GeForce" in g]:
+        fix = (
+            f"The GPUs are {geforce[0]}: GeForce boards have no supported P2P, and a first collective that never "
+            f"ends is its usual sign: try NCCL_P2P_DISABLE=1. {fix}"
+        )
+    if odd := odd_interfaces(ctx):
+        fix = f"{odd} {fix}"
+    return Said(
+        "TD047",
+        f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the "
+        f"{f.get('timeout')} ms timeout: a rank did not join it",
+        fix,
+        extra,
+    )
+
+
+def _version_code(code: str) -> str:
+    n = int(code) if code.isdigit() else 0
+    return f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else code
+
+
+def _versions(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD048",
+        f"rank {f.get('a')} runs NCCL {_version_code(f.get('va', ''))}, rank {f.get('b')} NCCL "
+        f"{_version_code(f.get('vb', ''))}",
+        EXPLANATIONS["TD048"].fix,
+    )
+
+
+def _net(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    net = ctx.env.get("NCCL_NET") or f.get("net")
+    return Said(
+        "TD040", f"no NCCL network could be initialised{f' (NCCL_NET={net})' if net else ''}", EXPLANATIONS["TD040"].fix
+    )
+
+
+def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    msg = (
+        f"ranks {f['a']} and {f['b']} both use the GPU at bus {f['dev']}"
+        if f.get("a")
+        else "several ranks use the same GPU"
+    )
+    return Said("TD042", msg, EXPLANATIONS["TD042"].fix)
+
+
+NETWORK: dict[str, Builder] = {
+    "ib-memlock": _memlock,
+    "ib-dmabuf": _dmabuf,
+    "ib-device": _device,
+    "ib-qp-connect": _qp,
+    "ib-verbs": _verbs,
+    "ib-status-4": _status,
+    "ib-status-5": _status,
+    "ib-status-12": _status,
+    "ib-status-remote": _status,
+    "socket-ifname": _ifname,
+    "connect": _connect,
+    "peer-lost": _peer_lost,
+    "store": _store,
+    "collective-mismatch": _mismatch,
+    "watchdog-timeout": _watchdog,
+    "version-mismatch": _versions,
+    "net-plugin": _net,
+    "duplicate-gpu": _dup,
+}

@@ -25,6 +25,7 @@ import contextlib
 import copy
 import dataclasses
 import importlib
+import importlib.util
 import json
 import os
 import select
@@ -388,7 +389,11 @@ def main(argv: list[str]) -> int:
 
     os.chdir(ROOT)
     plugin = MutationRun(area, args.only, args.limit_s, args.json, args.every)
-    return int(pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *area.tests], plugins=[plugin]))
+    # One process (the forked children share its collected tests), and the slow tests judge too.
+    flags = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-m", "not gpu and not cluster"]
+    if importlib.util.find_spec("xdist") is not None:
+        flags += ["-n", "0"]
+    return int(pytest.main([*flags, *area.tests], plugins=[plugin]))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ AREAS = {
             (
                 "tests/topology/test_graph.py",
                 "tests/topology/test_hostgraph_networkx.py",
+                "tests/topology/test_graph_inputs.py",
                 "tests/probe/test_replay.py",
                 "tests/rules/test_rule_cases.py",
                 "tests/rules/test_rules.py",

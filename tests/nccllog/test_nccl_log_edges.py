@@ -1,0 +1,102 @@
+"""How `nccl-log` names what it explains, at the edges the recorded logs do not reach: who (eight
+ranks and a ninth, a file with no rank, a path), how sure (stated, likely, not found), which NCCL
+versions (a build suffix is no other version; three files named of four), NCCL's error class
+without its "run with" advice and with the settings shown beside it, and WARN lines no class covers
+(deduplicated, cut to 160 characters and ten lines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from topodoctor.nccllog.explain import explain
+from topodoctor.nccllog.parse import LogFile, parse_file
+
+WARN = "{host}:1234:1250 [0] NCCL WARN {text}\n"
+BANNER = "{host}:1234:1250 [0] NCCL INFO NCCL version {version}\n"
+TORCH = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+    "{cls} (run with NCCL_DEBUG=WARN for details), NCCL version 2.18.1\n"
+    "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n\n"
+)
+
+
+def _log(name: str, *lines: str) -> LogFile:
+    return parse_file(name, "".join(lines))
+
+
+def _warned(ranks: int) -> list[LogFile]:
+    return [_log(f"/job/logs/rank{r}.log", WARN.format(host="n1", text="something odd")) for r in range(ranks)]
+
+
+@pytest.mark.parametrize(("ranks", "subject"), [(8, "rank0,1,2,3,4,5,6,7"), (9, "rank0,1,2,3,4,5,6,7...")])
+def test_eight_ranks_are_named_and_a_ninth_is_an_ellipsis(ranks: int, subject: str) -> None:
+    (f,) = explain(_warned(ranks))
+    assert (f.code, f.subject) == ("TD051", subject)
+
+
+def test_a_file_with_no_rank_is_named_by_its_base_name_and_its_evidence_has_no_rank() -> None:
+    (f,) = explain([_log("/job/logs/train.out", "NCCL WARN something odd\n")])
+    assert (f.code, f.subject) == ("TD051", "train.out")
+    assert "rank" not in f.evidence and f.evidence["file"] == "/job/logs/train.out" and f.evidence["line"] == 1
+    (g,) = explain(_warned(1))
+    assert g.evidence["rank"] == 0
+
+
+def test_how_sure_each_explanation_is() -> None:
+    logs = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs" / "failures" / "duplicate-gpu" / "warn"
+    stated = explain([parse_file(str(p), p.read_text(errors="replace")) for p in sorted(logs.iterdir())])
+    assert stated[0].code == "TD042" and stated[0].evidence["cause"]["confidence"] == "stated by the log"
+    (warned,) = explain(_warned(1))
+    assert warned.evidence["cause"]["confidence"] == "likely"
+    (unset,) = explain([_log("/x/no-reason.txt", TORCH.format(cls="invalid usage"))])
+    assert unset.code == "TD049" and unset.evidence["cause"] == {"what": "not found", "confidence": "not found"}
+
+
+def test_the_error_class_is_read_without_its_advice_and_the_settings_are_shown() -> None:
+    env = {"NCCL_TOPO_FILE": "/etc/topo.xml", "NCCL_SOCKET_IFNAME": "ib0", "NCCL_ALGO": "Ring"}
+    (f,) = explain([_log("/x/no-reason.txt", TORCH.format(cls="unhandled system error"))], env)
+    assert f.evidence["error_class"] == "unhandled system error"
+    assert f.message.startswith(
+        "NCCL error 'unhandled system error' with no reason in the log (NCCL_DEBUG unset); likely: /dev/shm too small"
+    )
+    assert f.message.endswith("; the log shows NCCL_TOPO_FILE=/etc/topo.xml, NCCL_SOCKET_IFNAME=ib0")
+    (bare,) = explain([_log("/x/no-reason.txt", TORCH.format(cls="invalid usage"))])
+    assert "the log shows" not in bare.message
+
+
+@pytest.mark.parametrize(
+    ("versions", "named"),
+    [
+        (("2.21.5+cuda12.4", "2.21.5+cuda12.1"), None),  # one NCCL, two CUDA builds of it
+        (("2.21.5+cuda12.4", "2.18.1+cuda12.1"), "2.21.5 in rank0.log; 2.18.1 in rank1.log"),
+        (
+            ("2.21.5", "2.21.5", "2.21.5", "2.21.5", "2.18.1"),
+            "2.21.5 in rank0.log, rank1.log, rank2.log; 2.18.1 in rank4.log",
+        ),
+    ],
+    ids=["builds", "two", "three-named"],
+)
+def test_versions_are_nccl_s_own_and_each_names_up_to_three_files(versions: tuple[str, ...], named: str | None) -> None:
+    files = [
+        _log(f"/job/rank{r}.log", BANNER.format(host=f"n{r}", version=v), WARN.format(host=f"n{r}", text="odd"))
+        for r, v in enumerate(versions)
+    ]
+    found = [f for f in explain(files) if f.code == "TD048"]
+    if named is None:
+        assert found == []
+    else:
+        (f,) = found
+        assert f.message == f"the logs name 2 NCCL versions: {named}"
+        assert f.subject == "logs" and "file" not in f.evidence
+
+
+def test_warnings_no_class_covers_are_deduplicated_cut_and_capped() -> None:
+    long = "x" * 200
+    lines = [WARN.format(host="n1", text=f"  odd {i}  ") for i in range(12)]
+    f = _log("/job/rank0.log", WARN.format(host="n1", text=long), WARN.format(host="n1", text=long), *lines)
+    (w,) = explain([f])
+    assert w.message == "NCCL WARN: " + "x" * 160
+    assert w.evidence["warnings"] == ["x" * 160, *(f"odd {i}" for i in range(9))]
+    assert w.severity == "info"

@@ -55,7 +55,7 @@ AREAS = {
             # the recorded tests too
             ("tests/job/test_job.py", "tests/job/test_job_recorded.py", "-k", "not gloo"),
         ),
-        Area("fleet", ("topodoctor.fleet.rollup",), ("tests/fleet", "tests/report/test_prometheus.py")),  # edges too
+        Area("fleet", ("topodoctor.fleet.rollup",), ("tests/fleet", "tests/report/test_prometheus.py")),
         Area("nccllog", ("topodoctor.nccllog.explain",), ("tests/nccllog",)),
         Area(
             "fileio",

@@ -19,6 +19,7 @@ from typing import Any
 from conftest import FIXTURES
 from rule_case_kit import Case, measured, set_measured
 from rule_cases_edges import EDGE_CASES
+from rule_cases_variants import VARIANT_CASES
 
 from topodoctor.model.collectives import CollectivesResult, load_result
 from topodoctor.model.snapshot import HostSnapshot
@@ -197,6 +198,7 @@ MORE_CASES: list[Case] = [
     ),
     *KERNEL_CASES,
     *EDGE_CASES,  # at and across each threshold (tests/support/rule_cases_edges.py)
+    *VARIANT_CASES,  # the spellings of names and states (tests/support/rule_cases_variants.py)
     Case(
         "TD005",
         True,

@@ -1,0 +1,94 @@
+"""Rule cases of the text the rules match: part of the table in tests/support/rule_cases.py.
+
+Names and states reach the rules in more spellings than the recordings show: a device with its
+port (``mlx5_1:1``), an exact entry (``=mlx5_1``) and a prefix that matches several devices, a
+name in another case where NCCL compares case-sensitively and a value NCCL reads case-blind, and
+port states other than DOWN. A NIC of another kind than InfiniBand or RoCE is not judged as one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rule_case_kit import Case, SnapEdit
+from rule_cases_fitness import port
+
+from topodoctor.model.snapshot import HostSnapshot
+
+HGX = "hgx-8gpu-2socket"  # eight InfiniBand devices, mlx5_0 to mlx5_7; eth0 and eight ib interfaces up
+NIC = "hgx-nic-port-down"  # as HGX, mlx5_3's port down
+
+
+def nic_kind(name: str, kind: str) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, nics=tuple(replace(n, kind=kind) if n.name == name else n for n in s.nics))
+
+    return edit
+
+
+def both(*edits: SnapEdit) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        for e in edits:
+            s = e(s)
+        return s
+
+    return edit
+
+
+def _env(code: str, fires: bool, source: str, name: str, value: str, why: str) -> Case:
+    return Case(code, fires, source, f"{name}={value}: {why}", env={name: value})
+
+
+VARIANT_CASES = [
+    _env("TD606", False, HGX, "NCCL_IB_HCA", "=mlx5_1:1", "an exact device with its port"),
+    _env("TD606", False, HGX, "NCCL_IB_HCA", "mlx5_1:1", "a device with its port"),
+    _env("TD606", True, HGX, "NCCL_IB_HCA", "mlx5_9:1", "no such device, whatever its port"),
+    _env("TD606", True, HGX, "NCCL_IB_HCA", "=mlx5", "exact: no device is named mlx5"),
+    _env("TD606", True, HGX, "NCCL_IB_HCA", "MLX5_1", "NCCL compares device names case-sensitively"),
+    _env("TD607", True, HGX, "NCCL_IB_HCA", "mlx5_", "a prefix of all eight devices"),
+    _env("TD607", False, HGX, "NCCL_IB_HCA", "mlx5_1:1", "a prefix of one device, with its port"),
+    _env("TD605", False, HGX, "NCCL_SOCKET_IFNAME", "=eth0", "exact, and up"),
+    _env("TD605", True, HGX, "NCCL_SOCKET_IFNAME", "=eth", "exact: no interface is named eth"),
+    _env("TD605", True, HGX, "NCCL_SOCKET_IFNAME", "ETH0", "interface names are case-sensitive"),
+    _env("TD621", True, "h200-x4", "NCCL_NET", "ib", "NCCL reads the network's name case-blind"),
+    _env("TD621", True, "h200-x4", "NCCL_NET", "Ib", "NCCL reads the network's name case-blind"),
+    _env("TD621", False, "h200-x4", "NCCL_NET", "socket", "sockets need no RDMA device"),
+    _env("TD611", True, "h200-x4", "NCCL_PROTO", "ll128", "NCCL reads protocol names case-blind"),
+    _env("TD611", False, "h200-x4", "NCCL_PROTO", "^ll128", "LL128 excluded"),
+    *(
+        Case(
+            "TD420",
+            True,
+            NIC,
+            f"mlx5_2 port {state}",
+            port("mlx5_2", state=state),
+            subjects=("nic:mlx5_2/1", "nic:mlx5_3/1"),
+        )
+        for state in ("INIT", "ARMED")
+    ),
+    Case(
+        "TD420",
+        True,
+        NIC,
+        "mlx5_2 ACTIVE but Polling",
+        port("mlx5_2", phys_state="Polling"),
+        subjects=("nic:mlx5_2/1", "nic:mlx5_3/1"),
+    ),
+    Case("TD420", False, NIC, "the down port's device is Ethernet, not RDMA", nic_kind("mlx5_3", "ethernet")),
+    Case("TD420", True, NIC, "the down port's device is RoCE", nic_kind("mlx5_3", "roce"), subjects=("nic:mlx5_3/1",)),
+    Case(
+        "TD420",
+        True,
+        "hgx-nic-half-rate",
+        "RoCE mlx5_2 ACTIVE and LinkUp, its net device down",
+        both(nic_kind("mlx5_2", "roce"), port("mlx5_2", netdev_state="down")),
+        subjects=("nic:mlx5_2/1",),
+    ),
+    Case(
+        "TD420",
+        False,
+        "hgx-nic-half-rate",
+        "RoCE mlx5_2 ACTIVE and LinkUp, its net device's state unknown (as the kernel says of many)",
+        both(nic_kind("mlx5_2", "roce"), port("mlx5_2", netdev_state="unknown")),
+    ),
+]

@@ -88,6 +88,7 @@ def test_import_topodoctor_loads_nothing_else_of_it() -> None:
     assert loaded.strip() == "['topodoctor']"
 
 
+@pytest.mark.slow
 def test_the_api_runs_without_the_command_line_torch_or_the_driver() -> None:
     code = (
         "import sys, topodoctor; h = topodoctor.scan(replay='h200-x4'); h.graph; r = topodoctor.check(h); "
@@ -111,17 +112,33 @@ def _cli_check(replay: str, *args: str) -> tuple[int, dict[str, Any]]:
     return r.exit_code, json.loads(r.stdout)
 
 
+def _in_process(replay: str) -> tuple[tuple[int, dict[str, Any]], topodoctor.Report]:
+    """The command and the API on one host, both probing in this process (--timeout 0)."""
+    return _cli_check(replay, "--timeout", "0"), topodoctor.check(topodoctor.scan(replay=replay, timeout=0), timeout=0)
+
+
 def _without_elapsed(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k != "elapsed_s"}
 
 
 @pytest.mark.parametrize("replay", [h for h in HOSTS if h != HANGS], ids=lambda h: Path(h).stem)
 def test_check_judges_as_the_command_does(replay: str) -> None:
-    code, doc = _cli_check(replay)
-    report = topodoctor.check(topodoctor.scan(replay=replay))
+    (code, doc), report = _in_process(replay)
     assert (report.exit_code, report.verdict, report.reason) == (code, doc["verdict"], doc["reason"])
     assert json.loads(json.dumps([finding_json(f) for f in report.findings])) == doc["findings"]
     assert _without_elapsed(json.loads(json.dumps(report.to_json()))) == _without_elapsed(doc)
+
+
+@pytest.mark.slow
+def test_check_judges_as_the_command_does_through_the_budgeted_child() -> None:
+    replay = str(scenario_path("x4-nvlink-down"))
+    code, doc = _cli_check(replay)
+    report = topodoctor.check(topodoctor.scan(replay=replay))
+    assert (
+        (report.exit_code, [finding_json(f) for f in report.findings])
+        == (code, doc["findings"])
+        == (1, doc["findings"])
+    )
 
 
 @pytest.mark.parametrize(
@@ -150,6 +167,7 @@ def test_check_options_judge_as_the_command_s(options: dict[str, Any], args: lis
     ]
 
 
+@pytest.mark.slow
 def test_a_probe_that_hangs_ends_in_the_budget_as_the_command_does() -> None:
     code, doc = _cli_check(HANGS, "--timeout", "1")
     with pytest.raises(topodoctor.BudgetExceeded, match="1 s budget") as caught:
@@ -214,7 +232,10 @@ def test_a_live_probe_without_a_driver_is_probe_unavailable() -> None:
     [
         lambda: topodoctor.bandwidth(quick=True),
         lambda: topodoctor.collectives(ops=["all_reduce"], sizes="1M"),
-        lambda: topodoctor.collectives(ops=["all_reduce"], sizes="1M", nprocs=2, start_timeout=60),
+        pytest.param(
+            lambda: topodoctor.collectives(ops=["all_reduce"], sizes="1M", nprocs=2, start_timeout=60),
+            marks=pytest.mark.slow,
+        ),
     ],
     ids=["bandwidth", "collectives", "collectives-2-ranks"],
 )
@@ -224,6 +245,7 @@ def test_without_a_gpu_the_measurements_could_not_measure(measure: Any) -> None:
     assert caught.value.exit_code == EXIT_CANNOT_CHECK
 
 
+@pytest.mark.slow
 def test_collectives_on_gloo_return_the_result_the_command_saves() -> None:
     from topodoctor.model.collectives import result_to_json
 
@@ -239,17 +261,17 @@ def test_collectives_on_gloo_return_the_result_the_command_saves() -> None:
 def test_predict_is_collectives_predict() -> None:
     from topodoctor.report.collectives import prediction_doc
 
-    host = topodoctor.scan(replay="h200-x4")
-    out = CliRunner().invoke(app, ["collectives", "--predict", "--replay", "h200-x4", "-f", "json"])
+    host = topodoctor.scan(replay="h200-x4", timeout=0)
+    out = CliRunner().invoke(app, ["collectives", "--predict", "--replay", "h200-x4", "-f", "json", "--timeout", "0"])
     assert out.exit_code == 0
     got = json.loads(json.dumps(prediction_doc(topodoctor.predict(host))))
     assert got["predictions"] == json.loads(out.stdout)["predictions"]
     with pytest.raises(topodoctor.CannotMeasure, match="no prediction: 1 GPU on this host"):
-        topodoctor.predict(topodoctor.scan(replay="h100-x1"))  # one GPU: nothing to predict
+        topodoctor.predict(topodoctor.scan(replay="h100-x1", timeout=0))  # one GPU: nothing to predict
 
 
 def test_the_graph_is_networkx_with_every_part_of_the_host() -> None:
-    host = topodoctor.scan(replay=str(scenario_path("hgx-8gpu-2socket")))
+    host = topodoctor.scan(replay=str(scenario_path("hgx-8gpu-2socket")), timeout=0)
     g = host.graph
     assert isinstance(g, nx.Graph) and not g.is_directed()
     kinds = {k for _, k in g.nodes(data="kind")}
@@ -258,7 +280,7 @@ def test_the_graph_is_networkx_with_every_part_of_the_host() -> None:
     assert g.nodes["GPU0"]["bus_id"] == host.gpus[0].bus_id
     assert {k for _, _, k in g.edges(data="kind")} == {"nvlink", "pcie", "attach", "smp", "cpu"}
     assert nx.shortest_path(g, "GPU0", "NIC0")[0] == "GPU0"
-    switched = topodoctor.scan(replay="h200-x4").graph
+    switched = topodoctor.scan(replay="h200-x4", timeout=0).graph
     assert {k for _, k in switched.nodes(data="kind")} >= {"gpu", "nvswitch"}
     assert (
         switched.edges["GPU0", next(iter(n for n, k in switched.nodes(data="kind") if k == "nvswitch"))]["kind"]

@@ -8,6 +8,7 @@ import pytest
 from conftest import ROOT
 
 
+@pytest.mark.slow  # its collectives run gloo ranks
 def test_the_api_page_s_examples_run_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)  # the page names the repository's derived hosts by relative path
     result = doctest.testfile(

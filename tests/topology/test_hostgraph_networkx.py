@@ -44,7 +44,7 @@ def _path(g: Any, a: str, b: str) -> list[str] | None:
         return None
 
 
-@pytest.mark.parametrize("source", HOSTS, ids=lambda s: Path(s).stem)
+@pytest.mark.parametrize("source", HOSTS, ids=lambda s: Path(str(s)).stem)
 def test_the_light_graph_answers_as_networkx(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
     snap = _snapshot(source)
     g, h = build_graph(snap), _on_networkx(snap, monkeypatch)
@@ -69,7 +69,7 @@ def test_the_light_graph_answers_as_networkx(source: str, monkeypatch: pytest.Mo
     assert list(exported.edges(data=True)) == list(h.edges(data=True))
 
 
-@pytest.mark.parametrize("source", HOSTS, ids=lambda s: Path(s).stem)
+@pytest.mark.parametrize("source", HOSTS, ids=lambda s: Path(str(s)).stem)
 def test_the_pcie_subgraph_and_the_matrix_match_networkx(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
     snap = _snapshot(source)
     g, h = build_graph(snap), _on_networkx(snap, monkeypatch)

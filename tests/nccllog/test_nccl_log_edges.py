@@ -100,3 +100,55 @@ def test_warnings_no_class_covers_are_deduplicated_cut_and_capped() -> None:
     assert w.message == "NCCL WARN: " + "x" * 160
     assert w.evidence["warnings"] == ["x" * 160, *(f"odd {i}" for i in range(9))]
     assert w.severity == "info"
+
+
+PEER_LOST = (
+    "vm:1328:1639 [0] misc/socket.cc:72 NCCL WARN socketProgress: Connection closed by remote peer localhost<33438>\n"
+    "[rank{r}]:[E1125 00:25:28.817411222 ProcessGroupNCCL.cpp:612] [Rank {r}] Collective WorkNCCL(SeqNum=5, "
+    "OpType=ALLREDUCE, NumelIn=16777216, NumelOut=16777216, Timeout(ms)=60000) raised the following async exception: "
+    "NCCL error: remote process exited or there was a network error, NCCL version 2.28.9\n"
+)
+STEP = "step 120 loss 2.31\n"
+
+
+@pytest.mark.parametrize(
+    ("went_on", "code"), [((True, True), "TD075"), ((True, False), "TD046"), ((False, False), "TD046")]
+)
+def test_a_lost_peer_the_job_outlived_in_every_file_is_not_a_failure(went_on: tuple[bool, bool], code: str) -> None:
+    files = [_log(f"/job/rank{r}.log", PEER_LOST.format(r=r), *((STEP,) if on else ())) for r, on in enumerate(went_on)]
+    assert [f.went_on for f in files] == list(went_on)
+    found = {f.code: f for f in explain(files)}
+    other = "TD046" if code == "TD075" else "TD075"
+    assert code in found and other not in found and found[code].subject == "rank0,1"
+    if code == "TD075":
+        assert found[code].message == (
+            "socket closed (Connection closed by remote peer localhost<33438>) but the job went on afterwards"
+        )
+
+
+IB_NONE = "n1:649:649 [1] NCCL INFO NET/IB : No device found.\n"
+
+
+@pytest.mark.parametrize(
+    ("env", "lines", "td050"),
+    [
+        ({"NCCL_IB_HCA": "mlx5_9"}, (IB_NONE,), True),
+        ({}, (IB_NONE,), False),  # no IB asked for: sockets are expected
+        ({"NCCL_IB_HCA": "mlx5_9"}, (), False),  # IB found
+    ],
+    ids=["asked-none-found", "not-asked", "found"],
+)
+def test_ib_asked_for_and_not_found_is_named(env: dict[str, str], lines: tuple[str, ...], td050: bool) -> None:
+    found = [f for f in explain([_log("/job/rank1.log", *lines)], env) if f.code == "TD050"]
+    if td050:
+        (f,) = found
+        assert (f.subject, f.message) == ("env:NCCL_IB_HCA", "NCCL_IB_HCA=mlx5_9 but NCCL found no IB device")
+        assert f.evidence["line"] == 1 and f.severity == "warning"
+    else:
+        assert found == []
+
+
+def test_a_full_dev_shm_is_one_cause_not_two() -> None:
+    shm = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs" / "synthetic" / "shm-small.txt"
+    codes = [f.code for f in explain([parse_file(str(shm), shm.read_text())])]
+    assert codes[0] == "TD043" and codes.count("TD043") == 1

@@ -55,15 +55,46 @@ def test_how_sure_each_explanation_is() -> None:
 
 
 def test_the_error_class_is_read_without_its_advice_and_the_settings_are_shown() -> None:
-    env = {"NCCL_TOPO_FILE": "/etc/topo.xml", "NCCL_SOCKET_IFNAME": "ib0", "NCCL_ALGO": "Ring"}
+    env = {
+        "NCCL_NET": "IB",
+        "NCCL_SOCKET_IFNAME": "ib0",
+        "NCCL_IB_HCA": "mlx5_0",
+        "NCCL_SHM_DISABLE": "1",
+        "NCCL_TOPO_FILE": "/etc/topo.xml",
+        "NCCL_ALGO": "Ring",  # not one that breaks init: not shown
+    }
     (f,) = explain([_log("/x/no-reason.txt", TORCH.format(cls="unhandled system error"))], env)
     assert f.evidence["error_class"] == "unhandled system error"
     assert f.message.startswith(
         "NCCL error 'unhandled system error' with no reason in the log (NCCL_DEBUG unset); likely: /dev/shm too small"
     )
-    assert f.message.endswith("; the log shows NCCL_TOPO_FILE=/etc/topo.xml, NCCL_SOCKET_IFNAME=ib0")
+    assert f.message.endswith(
+        "; the log shows NCCL_NET=IB, NCCL_SOCKET_IFNAME=ib0, NCCL_IB_HCA=mlx5_0, NCCL_SHM_DISABLE=1, "
+        "NCCL_TOPO_FILE=/etc/topo.xml"
+    )
     (bare,) = explain([_log("/x/no-reason.txt", TORCH.format(cls="invalid usage"))])
-    assert "the log shows" not in bare.message
+    assert "the log shows" not in bare.message and bare.subject == "no-reason.txt"
+
+
+def test_an_error_class_with_more_words_is_known_by_its_start_and_a_forced_graph_is_named() -> None:
+    long = TORCH.format(cls="internal error - please report this issue to the NCCL developers")
+    (f,) = explain([_log("/x/a.txt", long)])
+    assert "likely: an NCCL bug or a mix of NCCL builds" in f.message
+    (g,) = explain([_log("/x/a.txt", TORCH.format(cls="invalid usage"))], {"NCCL_GRAPH_FILE": "/etc/graph.xml"})
+    assert "likely: NCCL_GRAPH_FILE=/etc/graph.xml is set: unset it" in g.message and "; else at init:" in g.message
+
+
+def test_nccl_s_own_reason_is_quoted_up_to_200_characters() -> None:
+    torch = TORCH.format(cls="unhandled system error").replace("Last error:\n\n", "Last error:\n" + "y" * 300 + "\n")
+    (f,) = explain([_log("/x/a.txt", torch)])
+    assert f.code == "TD052" and f.message == f"NCCL failed (unhandled system error): {'y' * 200}; cause not found"
+    assert f.evidence["reason"] == "y" * 300
+
+
+def test_one_failed_rank_among_healthy_ones_is_still_a_failure() -> None:
+    files = [_log("/x/rank0.txt", TORCH.format(cls="invalid usage")), _log("/x/rank1.txt", STEP)]
+    assert [f.code for f in explain(files)] == ["TD049"]
+    assert explain([_log("/x/rank1.txt", STEP)]) == []
 
 
 @pytest.mark.parametrize(

@@ -132,3 +132,36 @@ def test_could_not_judge_is_exit_3_only_without_a_node_to_drain() -> None:
     assert roll_up([_node("a", None, state="unknown", kind="check")]).exit_code == EXIT_CANNOT_CHECK
     assert roll_up([_node("a", 1.0)], [Unreadable("x.json", "x.json: empty")]).exit_code == EXIT_CANNOT_CHECK
     assert roll_up([_node("a", 1.0)]).exit_code == EXIT_OK
+
+
+def test_a_node_with_two_results_of_a_kind_is_compared_by_its_last_file_and_told() -> None:
+    nodes = [_node(n, 100.0) for n in "abc"] + [
+        _node("d", 100.0, path="d/2026-11-01.json"),
+        _node("d", 50.0, path="d/2026-11-02.json"),
+    ]
+    report = roll_up(nodes)
+    assert report.notes == ("d: 2 bandwidth results; the figures of d/2026-11-02.json are compared",)
+    assert [(o.node, o.gbps) for o in report.outliers] == [("d", 50.0)]
+    assert roll_up([*nodes[:3], nodes[4], nodes[3]]).outliers == report.outliers  # by file name, not by order
+
+
+def test_a_node_whose_results_describe_different_hardware_is_told_and_typed_once() -> None:
+    h100 = NodeType("NVIDIA H100", 8, "18 NVLinks/GPU to NVSwitch")
+    other = NodeResult("d", "check", "d.check.json", "healthy", "", (), (), h100)
+    report = roll_up([_node(n, 100.0) for n in "abcd"] + [other])
+    assert report.notes == (
+        "d: its results describe different hardware (8x NVIDIA H100, 18 NVLinks/GPU to NVSwitch, "
+        "8x NVIDIA H200, 18 NVLinks/GPU to NVSwitch)",
+    )
+    types = {t.node_type.split(",")[0]: t.nodes for t in report.types}
+    assert types == {"8x NVIDIA H100": ("d",), "8x NVIDIA H200": ("a", "b", "c")}
+
+
+def test_a_node_of_unknown_type_is_not_compared() -> None:
+    untyped = NodeResult(
+        "x", "bandwidth", "x.json", "measured", "", (), (Figure("bandwidth", "oneway", "GPU0->GPU1", 1.0),)
+    )
+    report = roll_up([_node(n, 100.0) for n in "ab"] + [untyped])
+    assert report.outliers == () and report.types[0].figures_too_few == 1
+    (x,) = [n for n in report.nodes if n.node == "x"]
+    assert (x.node_type, x.state, x.sources) == (None, "healthy", {"bandwidth": "measured"})

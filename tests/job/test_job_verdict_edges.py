@@ -97,3 +97,10 @@ def test_a_program_bug_is_told_before_what_it_caused() -> None:
     ras = _ras(_issue("ERROR", None, R3), _issue("MISMATCH", 8, R5), _issue("DEAD", None, R3))
     kinds = [f.kind for f in judge_job(JobInput(ras=ras, world_size=8)).findings]
     assert kinds == sorted(kinds, key=ORDER.index) == ["ras-mismatch", "ras-dead", "ras-error"]
+
+
+def test_ras_text_is_quoted_up_to_200_characters_and_20_lines() -> None:
+    issue = RasIssue("INCOMPLETE", "", None, (), "\n".join(f"line {i:03d} " + "z" * 40 for i in range(25)))
+    (f,) = judge_job(JobInput(ras=_ras(issue))).findings
+    assert f.message == f"NCCL RAS: INCOMPLETE in communicator (job): {issue.text[:200]}"
+    assert len(f.detail) == 20 and f.detail[-1].startswith("line 019 ")

@@ -34,6 +34,19 @@ X2_MODEL_ALL_REDUCE = 320.0  # the busbw model's all_reduce on the x2 host (topo
 COPY_GBPS = min(X4_ONEWAY[(0, 1)], X4_ONEWAY[(1, 0)])  # the measured reference of the pair 0-1
 
 
+def unwired(*gpus: int) -> Any:
+    """A snapshot edit: these GPUs' links down, their far ends unknown (nothing says they are wired)."""
+
+    def edit(s: Any) -> Any:
+        def cut(g: Any) -> Any:
+            links = tuple(replace(k, active=False, remote_type="unknown") for k in g.nvlinks)
+            return replace(g, nvlinks=links) if g.index in gpus else g
+
+        return replace(s, gpus=tuple(cut(g) for g in s.gpus))
+
+    return edit
+
+
 def _stats(v: float) -> dict[str, Any]:
     return {"median": v, "min": v, "max": v, "samples": [v]}
 
@@ -312,6 +325,16 @@ EDGE_CASES = [
         busbw("all_reduce", 256 * MiB - 1, 0.5 * X2_MODEL_ALL_REDUCE),
         "MODEL_MIN_BYTES",
     ),
+    # a pair off NVLink counts as a fallback when at least half its peers are on NVLink (and nothing says it is wired)
+    Case(
+        "TD201",
+        True,
+        "h200-x4",
+        "GPU3's links down and unwired: 3 of 6 pairs on NVLink, exactly half",
+        unwired(3),
+        subjects=("GPU0-GPU3", "GPU1-GPU3", "GPU2-GPU3"),
+    ),
+    Case("TD201", False, "h200-x4", "GPU2's and GPU3's links down and unwired: 1 of 6 pairs on NVLink", unwired(2, 3)),
     # retired pages: 64 is the limit
     *(
         Case(

@@ -212,6 +212,7 @@ class Judged:
 
     passed: bool = False
     seconds: float = 0.0
+    setup_s: float = 0.0  # its fixtures' set-up: the first test of a module pays the module's
     lines: set[tuple[str, int]] = dataclasses.field(default_factory=set)
 
 
@@ -237,10 +238,18 @@ class MutationRun:
                 sys.settrace(None)
                 threading.settrace(None)  # type: ignore[arg-type]
             here.seconds = time.perf_counter() - t0
+            here.setup_s = sum(r.duration for r in reports if r.when == "setup")
             here.passed = all(r.passed or (r.when != "call" and not r.failed) for r in reports) and any(
                 r.when == "call" and r.passed for r in reports
             )
         session._setupstate.teardown_exact(None)
+        # A child sets up again the module fixtures the parent had: whichever test of a module runs
+        # first there pays them, so every test is allowed its module's dearest set-up.
+        setups: dict[str, float] = {}
+        for item, j in zip(items, judged):
+            setups[str(item.fspath)] = max(setups.get(str(item.fspath), 0.0), j.setup_s)
+        for item, j in zip(items, judged):
+            j.setup_s = setups[str(item.fspath)]
         base = sum(j.seconds for j in judged)
         print(f"baseline: {sum(j.passed for j in judged)} of {len(items)} tests pass, {base:.0f} s", flush=True)
         print(f"mutating: {', '.join(sorted(self.files))}", flush=True)
@@ -345,7 +354,7 @@ class MutationRun:
             last = data.decode().strip().splitlines()[-1]
             if last.startswith("run "):
                 running = int(last.split()[1])
-                deadline = time.monotonic() + 5.0 + 3 * judged[running].seconds
+                deadline = time.monotonic() + 5.0 + 3 * (judged[running].seconds + judged[running].setup_s)
         os.close(read)
         os.waitpid(pid, 0)
         last = (data.decode().strip().splitlines() or [""])[-1]

@@ -54,6 +54,10 @@ VARIANT_CASES = [
     _env("TD621", True, "h200-x4", "NCCL_NET", "Ib", "NCCL reads the network's name case-blind"),
     _env("TD621", False, "h200-x4", "NCCL_NET", "socket", "sockets need no RDMA device"),
     _env("TD611", True, "h200-x4", "NCCL_PROTO", "ll128", "NCCL reads protocol names case-blind"),
+    _env("TD610", True, "h200-x4", "NCCL_DEBUG", "trace", "NCCL reads the level case-blind"),
+    _env("TD610", True, "h200-x4", "NCCL_DEBUG", " TRACE ", "spaces around it, as a job script may leave them"),
+    _env("TD610", False, "h200-x4", "NCCL_DEBUG", "INFO", "a level that costs little"),
+    _env("TD601", True, "h200-x4", "NCCL_P2P_DISABLE", " 1 ", "spaces around it"),
     _env("TD611", False, "h200-x4", "NCCL_PROTO", "^ll128", "LL128 excluded"),
     *(
         Case(

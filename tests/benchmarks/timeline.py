@@ -7,11 +7,10 @@ is the interpreter's own start-up.
 
 The command runs as the console entry point runs it; nothing of topodoctor loads before its own
 code asks for it (an import hook wraps the watched functions as their modules load), so the
-server's fork comes where it comes in a real run. Processes are named by their fork: P the
-command, S the NVML server, C the probe's child. Marks: the first import of the modules that
-weigh most, the server's driver (``ctypes`` calls of the warm-up, the backend ready), the
-child's round trips to the server, the parent's wait, its loading meanwhile and its drawing, and
-``os._exit``. Each mark is one ``write`` to an O_APPEND file (a few microseconds).
+child's fork comes where it comes in a real run. Processes are named by their fork: P the
+command, C the probe's child. Marks: the first import of the modules that weigh most, the
+driver's warm-up in the child (``ctypes`` calls), the parent's wait, its loading meanwhile and
+its drawing, and ``os._exit``. Each mark is one ``write`` to an O_APPEND file (a few microseconds).
 docs/benchmarks.md quotes its output (GPU host)."""
 
 from __future__ import annotations
@@ -29,13 +28,12 @@ from collections import defaultdict
 from typing import Any
 
 WATCH = {
-    "typer", "rich.console", "rich.table", "pynvml", "ctypes", "topodoctor.cli.plain", "topodoctor.cli.scan",
+    "typer", "rich.console", "rich.table", "pynvml", "ctypes", "topodoctor.cli.options", "topodoctor.cli.scan",
     "topodoctor.model.snapshot", "topodoctor.probe.nvml", "topodoctor.probe.collect", "topodoctor.report.scan",
-    "topodoctor.topology.view", "topodoctor.rules", "topodoctor.probe.nvml_server",
+    "topodoctor.topology.view", "topodoctor.rules", "typer.main",
 }  # fmt: skip
 # module -> (function or Class.method, label)
 WRAP = {
-    "topodoctor.probe.nvml_server": [("live_backend", "backend"), ("NvmlServer._ask", "ask")],
     "topodoctor.probe.warm_up": [("warm_driver", "warm-thread"), ("WarmUp.join", "warm-join")],
     "topodoctor.service.probing": [("await_child", "await"), ("gather", "gather"), ("scan_text_of", "text")],
     "topodoctor.cli.scan": [("load_scan_text", "meanwhile"), ("load_scan_report", "meanwhile")],
@@ -84,9 +82,6 @@ class _Patcher(importlib.abc.MetaPathFinder):
                 for p in parents:
                     owner = getattr(owner, p)
                 setattr(owner, attr, _wrapped(getattr(owner, attr), label))
-            if name == "topodoctor.probe.nvml_server":  # the server closes what it does not keep
-                quiet = module._quiet
-                module._quiet = lambda keep: quiet(keep=(*keep, _fd))
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
@@ -108,7 +103,7 @@ def _fork() -> int:
     forker = sys._getframe(1).f_globals.get("__name__", "")
     pid = _real_fork()
     if pid == 0:
-        _role = {"topodoctor.probe.nvml_server": "S", "topodoctor.core.budget": "C"}.get(forker, "F")
+        _role = {"topodoctor.core.budget": "C"}.get(forker, "F")
         mark("born")
     return pid
 

@@ -233,18 +233,24 @@ def test_rules_import_neither_networkx_nor_the_probe() -> None:
 
 
 def test_check_forks_the_probe_before_loading_the_rules() -> None:
-    # A short budget is kept only if the parent's own work overlaps the probe, not precedes it.
+    # A short budget is kept only if the parent's own work overlaps the probe, not precedes it:
+    # the entry point forks the probe before typer, the rules or the command's code load.
     code = (
-        "import sys; from topodoctor.service import check as doctor, probing; real = probing.fork_work; seen = []\n"
-        "def spy(*a, **k):\n"
-        "    seen.append(sorted(m for m in sys.modules if m.startswith('topodoctor.rules')))\n"
-        "    return real(*a, **k)\n"
-        "probing.fork_work = spy\n"
-        "out = doctor.check(doctor.CheckOptions(doctor.Source('h200-x4'), timeout_s=20, select=('TD7',)))\n"
-        "assert seen == [[]] and out.exit_code == 0, seen"
+        "import os, sys; real = os.fork\n"
+        "def spy():\n"
+        "    heavy = ('topodoctor.rules', 'typer', 'topodoctor.cli.check', 'topodoctor.model.snapshot')\n"
+        "    loaded = sorted(m for m in sys.modules if m.startswith(heavy))\n"
+        "    pid = real()\n"
+        "    if pid: os.write(2, f'forked with {loaded}\\n'.encode())\n"
+        "    return pid\n"
+        "os.fork = spy\n"
+        "sys.argv = ['topodoctor', 'check', '--replay', 'h200-x4', '-f', 'line', '--select', 'TD7']\n"
+        "from topodoctor.cli import run\n"
+        "run()\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 0 and out.stdout.startswith("topodoctor OK"), out.stderr
+    assert out.stderr == "forked with []\n"
 
 
 def test_a_budget_below_start_up_says_so() -> None:

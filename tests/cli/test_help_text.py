@@ -53,7 +53,7 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
 def test_a_missing_dependency_is_one_line_and_exit_3(tmp_path: Path) -> None:
     """An install without typer (a broken venv, a bare python3): one line, "could not check", never a
     traceback a prolog would paste into a drain reason."""
-    code = (  # --level: not a plain check, which runs without typer (cli/plain.py)
+    code = (
         "import sys; sys.modules['typer'] = None; sys.argv = ['topodoctor', 'check', '--level', 'static']\n"
         "from topodoctor import cli\ncli.run()\n"
     )

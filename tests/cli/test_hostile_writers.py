@@ -27,7 +27,7 @@ from conftest import ROOT
 
 from topodoctor.cli.commands import app, main
 from topodoctor.core import fileio
-from topodoctor.service import check as doctor
+from topodoctor.service import recording
 
 ROOTED = os.geteuid() == 0
 NOBODY = 65534
@@ -43,6 +43,14 @@ class Writer:
     verdict: bool  # the command prints a verdict beside the file, which a failed write must not lose
 
 
+def _history() -> str:
+    """A history database of its own for each run, in a directory anyone may write: the refused
+    cases run with nobody's ids, and what they must meet is the refused output, not the store."""
+    d = Path(tempfile.mkdtemp(prefix="topodoctor-history-"))
+    os.chmod(d, 0o777)
+    return str(d / "fleet.db")
+
+
 WRITERS = {
     "scan --export-graph": Writer(lambda f: ["scan", "--replay", "h200-x4", "--export-graph", f], ".json", True),
     "scan --draw": Writer(lambda f: ["scan", "--replay", "h200-x4", "--draw", f], ".svg", True),
@@ -56,23 +64,29 @@ WRITERS = {
     "collectives --plot": Writer(lambda f: ["collectives", "--from", COLL, "--plot", f], ".svg", True),
     "collectives --metrics": Writer(lambda f: ["collectives", "--from", COLL, "--metrics", f], ".prom", True),
     "fleet -o": Writer(lambda f: ["fleet", FLEET, "-o", f], ".txt", False),
+    "fleet --heat-strip": Writer(
+        lambda f: ["fleet", FLEET, "--history", _history(), "--heat-strip", f, "--heat-figure", "oneway GPU0->GPU1"],
+        ".svg",
+        False,
+    ),
     "nccl-topo -o": Writer(lambda f: ["nccl-topo", "--replay", "h200-x4", "-o", f], ".xml", False),
 }
 # The options that name a file we write, by command; a new one fails the walk below until listed.
-WRITER_OPTIONS = {"--output", "--metrics", "--export-graph", "--draw", "--heatmap", "--plot"}
+WRITER_OPTIONS = {"--output", "--metrics", "--export-graph", "--draw", "--heatmap", "--plot", "--heat-strip"}
 # Writers that write only beside a live GPU (job --live): through Outputs like every writer, and
 # exercised on a GPU host (tests/gpu), not here.
 LIVE_WRITER_OPTIONS = {"--record-live"}
 # Path options that are read (bounded, see fileio.read_bytes), or a directory we create (--log-dir).
 READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results", "paths"}
 READ_OPTIONS |= {"dumps", "--map", "--results", "--ras-file", "--replay-live"}
+READ_OPTIONS |= {"--history"}  # a database: only a regular file is opened (tests/fleet/test_history.py)
 
 
 @pytest.fixture(autouse=True)
 def _recorded_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """`record` probes the live host: here it records the bundled 4 x H200 recording instead."""
     doc = json.loads((ROOT / "topodoctor/probe/recordings/h200-x4.json").read_text())
-    monkeypatch.setattr(doctor, "record", lambda *a: (doc, 4))
+    monkeypatch.setattr(recording, "record", lambda *a: (doc, 4))
     monkeypatch.setattr(fileio, "WRITE_TIMEOUT_S", 0.3)  # a FIFO nobody reads: a short wait, not 5 s
 
 
@@ -409,3 +423,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.skipif(not ROOTED, reason="needs root to take nobody's ids")
+def test_a_history_database_this_user_may_not_reach_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A store in a directory nobody may search: the command says so in one line (exit 2), never
+    an internal error (exit 3), and the store is left as it was."""
+    private = Path(tempfile.mkdtemp(prefix="topodoctor-private-"))
+    db = private / "fleet.db"
+    try:
+        assert run(capsys, ["fleet", FLEET, "--history", str(db)])[0] in (0, 1)  # made by root, judged
+        before = kind(db)
+        with as_nobody():
+            code, _, err = run(capsys, ["fleet", FLEET, "--history", str(db)])
+        assert code == 2 and len(error_lines(err)) == 1 and "Permission denied" in err, err
+        assert kind(db) == before
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

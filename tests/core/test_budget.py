@@ -13,6 +13,7 @@ from process_marks import gone
 
 from topodoctor.core import budget
 from topodoctor.core.budget import Budget, await_child, end_children, fork_work
+from topodoctor.core.errors import TopodoctorError
 
 
 def _slow_exit(deadline: float) -> dict[str, Any]:
@@ -48,3 +49,46 @@ def test_a_child_that_has_exited_is_reaped_before_the_next_fork() -> None:
     time.sleep(0.2)
     end_children()
     assert gone(second.pid) and not budget._exiting
+
+
+def _part_then(then: str) -> Any:
+    def work(deadline: float) -> dict[str, Any]:
+        budget.send_part({"probed": [1, 2]})
+        if then == "hang":
+            time.sleep(30)
+        if then == "fail":
+            raise budget.BudgetExceeded("could not check: the copy timer stopped")
+        if then == "die":
+            os._exit(9)
+        return {"measured": True}
+
+    return work
+
+
+def test_a_part_sent_first_is_left_behind_by_a_final_answer() -> None:
+    assert await_child(fork_work(_part_then("answer"), time.monotonic() + 30), Budget.start(30)) == {"measured": True}
+
+
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
+@pytest.mark.parametrize(
+    ("then", "said"),
+    [
+        ("hang", "not finished within the 1 s budget"),
+        ("fail", "the copy timer stopped"),
+        ("die", "died without an answer"),
+    ],
+)
+def test_a_child_that_fails_after_a_part_hands_the_part_on_with_its_error(then: str, said: str) -> None:
+    with pytest.raises(TopodoctorError, match=said) as caught:
+        await_child(fork_work(_part_then(then), time.monotonic() + 30), Budget.start(1))
+    assert caught.value.part == {"probed": [1, 2]}
+
+
+def test_without_a_part_the_error_carries_none() -> None:
+    with pytest.raises(TopodoctorError, match="died") as caught:
+        await_child(fork_work(lambda deadline: os._exit(9), time.monotonic() + 30), Budget.start(5))
+    assert caught.value.part is None
+
+
+def test_outside_a_child_a_part_goes_nowhere() -> None:
+    budget.send_part({"x": 1})  # no pipe in the command's own process: nothing written, nothing raised

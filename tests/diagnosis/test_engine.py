@@ -221,7 +221,7 @@ def test_low_hbm_on_a_gpu_held_down_names_its_clocks() -> None:
     # Transform: the derived slow-HBM GPU2 with HW slowdown (0x8) among its clock-event reasons.
     snap = snapshot("h200-x4")
     snap = _gpu_edit(snap, 2, fitness=replace(snap.gpu(2).fitness, clock_events=0x8))
-    ctx = Context(snap, capture_environment({}), extra={"fitness": fitness_result("hbm-slow-gpu2")})
+    ctx = Context(snap, capture_environment({}), fitness=fitness_result("hbm-slow-gpu2"))
     f = next(f for f in evaluate(ctx, select=["TD711"]))
     assert f.cause is not None and "hw_slowdown" in f.cause.what and f.severity == "error"
 

@@ -130,7 +130,7 @@ def _quick_pass(name: str, largest: int = 1 << 30) -> tuple[CollectivesResult, H
 
 
 def _check(res: CollectivesResult, snap: HostSnapshot) -> Outcome:
-    ctx = Context(snap, capture_environment({"NCCL_NVLS_ENABLE": "0"}), extra={"collectives": res})
+    ctx = Context(snap, capture_environment({"NCCL_NVLS_ENABLE": "0"}), collectives=res)
     ev = evaluate(ctx)
     code = 1 if any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["error"] for f in ev.findings) else 0
     return Outcome(ev.findings, ev.incomplete, Meta("live", "vm", 2, 1.0, ("collectives",)), "error", code)

@@ -220,7 +220,7 @@ def test_low_hbm_while_protection_held_the_clocks_names_it() -> None:
     gpus = tuple(_gpu(i, reasons={"hw_slowdown": 50} if i == 2 else {}) for i in range(4))
     held = replace(fit, during=RunSampling(0.2, RUN_S, 70, gpus))
     for res, found in ((held, True), (fit, False)):
-        ctx = Context(snapshot("h200-x4"), capture_environment({}), extra={"fitness": res})
+        ctx = Context(snapshot("h200-x4"), capture_environment({}), fitness=res)
         f = next(f for f in evaluate(ctx, select=["TD711"]))
         assert f.cause is not None and f.severity == "error"
         assert ("GPU2's clocks were held down while the run went on" in f.cause.what) is found

@@ -71,12 +71,20 @@ def test_exactly_min_nodes_are_compared_and_one_fewer_are_not(nodes: int, compar
         )
 
 
-def test_a_compute_figure_is_told_in_tflops() -> None:
-    nodes = [_node(f"n{i}", 660.0, figure="compute") for i in range(3)] + [_node("slow", 500.0, figure="compute")]
+def test_a_figure_is_told_in_its_own_unit() -> None:
+    def gemm(name: str, tflops: float) -> NodeResult:
+        fig = Figure("fitness", "compute", "GPU0", tflops, unit="TFLOP/s")
+        return NodeResult(name, "check", f"{name}.json", "healthy", "", (), (fig,), H200)
+
+    nodes = [gemm(f"n{i}", 660.0) for i in range(3)] + [gemm("slow", 500.0)]
     (slow,) = [n for n in roll_up(nodes).nodes if n.node == "slow"]
-    assert slow.reasons == (
-        "compute GPU0->GPU1 500.0 TFLOP/s, 0.76x the median of 4 nodes of its type (660.0 TFLOP/s)",
-    )
+    assert slow.reasons == ("compute GPU0 500.0 TFLOP/s, 0.76x the median of 4 nodes of its type (660.0 TFLOP/s)",)
+
+
+@pytest.mark.parametrize(("ratio", "slow"), [(1.10, False), (1.1001, True), (0.5, False)])
+def test_a_latency_is_slow_above_its_tolerance_and_never_below(ratio: float, slow: bool) -> None:
+    values = {"a": 2.0, "b": 2.0, "c": 2.0, "d": 2.0 * ratio}
+    assert ("d" in robust_outliers(values, Settings(latency_tolerance=0.10), better="lower")[1]) is slow
 
 
 @pytest.mark.parametrize(("holders", "systemic"), [(2, False), (3, True)])

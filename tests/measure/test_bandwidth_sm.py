@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app, main
+from topodoctor.cli.early import early_timer_modes
 from topodoctor.measure.copies import worker as worker_module
 from topodoctor.measure.copies.session import Settings, run
 from topodoctor.measure.copies.worker import Worker, hello_extra
@@ -168,20 +169,23 @@ def test_the_pass_lets_the_timer_go_without_waiting(timer: tuple[list[str], Path
 @pytest.mark.parametrize(
     ("args", "modes"),
     [
-        ([], []),
-        (["-m", "sm", "--mode=host", "-f", "json"], ["sm", "host"]),
-        (["--quick", "--timeout", "30", "--no-matrix", "-o", "r.json"], []),
+        ([], ()),
+        (["-m", "sm", "--mode=host", "-f", "json"], ("sm", "host")),
+        (["--quick", "--timeout", "30", "--no-matrix", "-o", "r.json"], ()),
         (["--devices", "0"], None),  # narrows the GPUs: the hello waits for the probe
         (["--from", "r.json"], None),
         (["--replay", "h100-x2"], None),
         (["--timeout", "0"], None),
+        (["--timeout", "0.00"], None),
         (["-h"], None),
         (["--mode"], None),
+        (["--mode", "bogus"], None),
         (["--sm-kernel", "stride-u4"], None),
     ],
 )
-def test_which_command_lines_start_the_timer_early(args: list[str], modes: list[str] | None) -> None:
-    assert early_copies.read_modes(args) == modes
+def test_which_command_lines_start_the_timer_early(args: list[str], modes: tuple[str, ...] | None) -> None:
+    """Read by bandwidth's options spec before anything else loads (cli/early.py)."""
+    assert early_timer_modes(["bandwidth", *args]) == modes
 
 
 def test_the_scope_variables_are_the_scope_s() -> None:

@@ -162,7 +162,8 @@ def test_quick_pass_for_check_within_its_deadline() -> None:
         answer = json.loads(json.dumps(qp.answer(snap, deadline)))  # through the child's pipe
     ctx = Context(snap, capture_environment({}))
     attach(ctx, answer)
-    res = ctx.extra["collectives"]
+    res = ctx.collectives
+    assert res is not None
     assert [r.op for r in res.rows] == ["all_reduce", "sendrecv"] and res.world_size == 2
     assert res.snapshot is None and not res.failures
     assert [f.code for f in _findings(evaluate(ctx, select=["TD0", "TD901"]))] == []

@@ -137,7 +137,7 @@ def test_the_real_h200_result_round_trips_and_is_healthy() -> None:
     assert all(f.verified for f in res.figures)
     assert res.stress[0].reason_samples == {"sw_power_cap": res.stress[0].samples}  # capped all along: normal
     ctx = Context(probe_host("h200-x4").snapshot, capture_environment({}, system_conf="/nonexistent"))
-    ctx.extra["fitness"] = res
+    ctx.fitness = res
     codes = {f.code for f in evaluate(ctx)}
     assert not {c for c in codes if c.startswith("TD71")}
 

@@ -162,7 +162,7 @@ def test_bandwidth_forks_its_timer_first_and_the_timeline_says_where_the_time_we
     """The entry point's fork, told every GPU, is adopted by the probe's child, asked to prepare the
     pass's buffers and measures it: one hello (no restart), and every step on the timeline in order."""
     monkeypatch.setattr(budget, "_command_start", time.monotonic())
-    early_copies.start_early_timer(["--size", "1", "-f", "json"])
+    early_copies.start_early_timer(())  # `bandwidth --size 1 -f json`: the default modes
     early = early_copies._early
     assert early is not None and early.sent == EVERY_GPU and isinstance(early.proc, forked.TimerProcess)
     out = tmp_path / "r.json"

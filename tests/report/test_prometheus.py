@@ -54,6 +54,8 @@ UNITLESS = {
     "topodoctor_fleet_node_status",
     "topodoctor_fleet_node_drain",
     "topodoctor_fleet_unreadable_files",
+    "topodoctor_fleet_history_finding",
+    "topodoctor_fleet_history_results",
     "topodoctor_gpu_clocks_event_reasons",
     "topodoctor_gpu_clocks_event_reason",
     "topodoctor_gpu_pcie_errors_during_check",

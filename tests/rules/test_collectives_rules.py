@@ -134,14 +134,14 @@ def test_ranks_without_a_gpu_on_this_host_cannot_be_judged_on_bandwidth() -> Non
 
 
 def test_saved_result_without_a_host_needs_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import topodoctor.probe.sources
+    import topodoctor.service.gather
     from topodoctor.core.codec import dumps
     from topodoctor.core.errors import ProbeUnavailable
 
     def no_driver(*a: Any, **k: Any) -> Any:
         raise ProbeUnavailable("no NVML here")
 
-    monkeypatch.setattr(topodoctor.probe.sources, "probe_host", no_driver)
+    monkeypatch.setattr(topodoctor.service.gather, "probe_host", no_driver)
     p = tmp_path / "r.json"
     p.write_text(dumps(replace(_healthy(), snapshot=None)))
     r = runner.invoke(app, ["collectives", "--from", str(p)])

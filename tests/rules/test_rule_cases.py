@@ -33,9 +33,9 @@ def _findings(case: Case) -> list[tuple[str, str, str]]:
     ctx = Context(snap, env, expect=exp, bandwidth=bw)
     if case.collectives is not None:
         res = collectives_result(case.collectives)
-        ctx = Context(res.snapshot or snap, env, expect=exp, bandwidth=bw, extra={"collectives": res})
+        ctx = Context(res.snapshot or snap, env, expect=exp, bandwidth=bw, collectives=res)
     if case.fitness is not None:
-        ctx.extra["fitness"] = fitness_result(case.fitness)
+        ctx.fitness = fitness_result(case.fitness)
         if ctx.expect is not None:  # the file a known-good host of the type wrote: the healthy base
             ctx.expect = with_fitness(ctx.expect, fitness_result("healthy"))
     ctx.gates_job = case.gates_job

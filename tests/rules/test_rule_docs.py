@@ -8,7 +8,7 @@ import pytest
 
 from topodoctor.report.rule_docs import explain_markdown, rules_markdown
 from topodoctor.rules import REGISTRY
-from topodoctor.rules.registry import Issue, doc_sections, rule
+from topodoctor.rules.registry import Issue, doc_sections, fix_text, rule
 
 
 def test_every_rule_has_its_sections() -> None:
@@ -59,15 +59,16 @@ def test_registry_refuses_a_rule_without_its_sections(doc: str, problem: str) ->
     _body.__doc__ = doc
     before = dict(REGISTRY)
     with pytest.raises(ValueError, match=f"rule TD998's documentation has {problem}"):
-        rule("TD998", "badly-documented", "warning", fix="x")(_body)
+        rule("TD998", "badly-documented", "warning")(_body)
     assert before == REGISTRY
 
 
 def test_registry_takes_a_rule_with_its_sections() -> None:
     _body.__doc__ = "A title.\n\nWhy it matters: it does.\n\nHow to fix: do this."
     try:
-        rule("TD998", "well-documented", "warning", fix="x")(_body)
+        rule("TD998", "well-documented", "warning")(_body)
         assert REGISTRY["TD998"].sections.how == "do this."
+        assert REGISTRY["TD998"].fix == "Do this."  # written once: the findings carry the section
     finally:
         REGISTRY.pop("TD998", None)
 
@@ -78,6 +79,14 @@ def test_explain_and_the_rules_page_show_the_sections() -> None:
     assert f"**{doc.title}**" in text
     assert "\n**Why it matters:** " + doc.why.split("\n")[0] in text
     assert "\n**How to fix:** " + doc.how.split("\n")[0] in text
-    assert text.index("Why it matters") < text.index("How to fix") < text.index("fix hint in findings")
+    assert text.index("Why it matters") < text.index("How to fix") < text.index("- severity:")
     page = rules_markdown()
     assert page.count("**Why it matters:**") == page.count("**How to fix:**") == len(REGISTRY)
+
+
+def test_a_finding_carries_its_rules_how_to_fix_section_as_its_fix() -> None:
+    """The fix is written once, in the docstring: every rule's fix hint is its section on one line."""
+    for code, r in REGISTRY.items():
+        how = " ".join(r.sections.how.split())
+        assert r.fix == how[:1].upper() + how[1:], code
+    assert fix_text("reseat the\n    card;  then re-run.") == "Reseat the card; then re-run."

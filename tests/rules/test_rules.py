@@ -198,7 +198,7 @@ def test_prolog_rules_need_no_measurement() -> None:
     assert all("bandwidth" not in REGISTRY[c].needs for c in prolog)
     assert {c for c in REGISTRY if c.startswith("TD7")}.isdisjoint(prolog)
     with pytest.raises(ValueError, match="prolog"):
-        rule("TD799", "measured-prolog", "error", fix="x", tags=("prolog",), needs=("bandwidth",))(_documented)
+        rule("TD799", "measured-prolog", "error", tags=("prolog",), needs=("bandwidth",))(_documented)
 
 
 def _documented(ctx: object) -> object:
@@ -213,8 +213,8 @@ def _documented(ctx: object) -> object:
 
 def test_registry_refuses_duplicates_and_bad_codes() -> None:
     with pytest.raises(ValueError, match="twice"):
-        rule("TD101", "another", "error", fix="x")(lambda ctx: iter(()))
+        rule("TD101", "another", "error")(lambda ctx: iter(()))
     with pytest.raises(ValueError, match="TD \\+ 3 digits"):
-        rule("X1", "bad", "error", fix="x")(lambda ctx: iter(()))
+        rule("X1", "bad", "error")(lambda ctx: iter(()))
     with pytest.raises(ValueError, match="no documentation"):
-        rule("TD999", "undocumented", "error", fix="x")(lambda ctx: iter(()))
+        rule("TD999", "undocumented", "error")(lambda ctx: iter(()))

@@ -88,10 +88,10 @@ def test_check_collectives_when_nccl_does_not_start(monkeypatch: pytest.MonkeyPa
     """Real ranks, real torch, NCCL on a host without CUDA: the ranks never meet. The host is
     taken for live (the pass refuses NCCL on a recording) and asked about no GPU activity."""
     pytest.importorskip("torch")
-    import topodoctor.probe.sources
+    import topodoctor.service.collectives
 
     monkeypatch.setattr(doctor.Source, "live", property(lambda self: True))
-    monkeypatch.setattr(topodoctor.probe.sources, "live_nvml", lambda: None)
+    monkeypatch.setattr(topodoctor.service.collectives, "live_nvml", lambda: None)
     out = _outcome("nccl")
     assert out.exit_code == EXIT_CANNOT_CHECK
     (why,) = out.not_measured

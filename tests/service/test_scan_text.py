@@ -15,7 +15,7 @@ from topodoctor.probe.sources import probe_host
 from topodoctor.report.scan import print_scan
 from topodoctor.report.scan_text import print_scan_text
 from topodoctor.report.terminal import make_console
-from topodoctor.service import probing
+from topodoctor.service import early, probing
 from topodoctor.service.passes import Source
 from topodoctor.topology.view import HostView
 
@@ -43,11 +43,11 @@ def test_the_early_child_of_a_text_scan_is_the_text_scans() -> None:
     """A plain text scan's early child sets the text out; the text scan adopts it, and a probe
     that wants the Host never takes it for one."""
     source = Source("h200-x2", "/", True)
-    probing.start_early(source)
-    started = probing._early
+    early.start(source)
+    started = early._early
     assert started is not None
     text = probing.probe_scan_text(source, Budget.start(30))
-    assert probing._early is None and text["host_title"] == "Host (replay h200-x2)"
+    assert early._early is None and text["host_title"] == "Host (replay h200-x2)"
     with pytest.raises(ValueError, match="topology-only"):
         probing.probe(source, Budget.start(30))
     with pytest.raises(ValueError, match="topology-only"):
@@ -72,9 +72,9 @@ def test_the_child_sets_the_text_out_without_rich() -> None:
 
     code = (
         "import sys\n"
-        "from topodoctor.service import probing\n"
+        "from topodoctor.service import gather\n"
         "from topodoctor.service.passes import Source\n"
-        "text = probing.scan_text_of(probing.gather(Source('h200-x4', '/', True), (), 1e9))\n"
+        "text = gather.scan_text_of(gather.gather(Source('h200-x4', '/', True), (), 1e9))\n"
         "assert text['gpu_rows'], text\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))\n"
     )

@@ -19,8 +19,9 @@ from topodoctor.topology import graph as topo_graph
 from topodoctor.topology.graph import build_graph, connection_matrix, pcie_subgraph
 from topodoctor.topology.hostgraph import HostGraph, NodeNotFound, NoPath, shortest_path
 
+# The bundled recordings in every run; the derived hosts (the larger ones a second each) with the slow tests.
 HOSTS = [str(p) for p in RECORDINGS] + [
-    str(scenario_path(s["name"]))
+    pytest.param(str(scenario_path(s["name"])), marks=pytest.mark.slow)
     for s in DERIVED
     if s["name"] != "x4-nvml-hang"  # never answers
 ]

@@ -1,144 +1,101 @@
-"""The work of ``topodoctor check``, shared by its typer command (cli/commands.py) and the plain
-path (cli/plain.py) that answers a prolog's ``check`` without loading the command-line library.
-
-Nothing here imports typer: a prolog runs ``check`` before every job, and typer and click are a
-sixth of a live check's start on the GPU hosts."""
+"""``topodoctor check``: the host probed, measured as asked and judged; the verdict printed in the
+format asked for, and the metrics file written."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from topodoctor.cli import io as cli_io
-from topodoctor.cli.io import Outputs, console, emit, emit_json, fail, render
+from topodoctor.cli.args import CheckArgs
+from topodoctor.cli.io import Env, Outputs, hostname
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
+from topodoctor.core.fileio import write_atomic
 from topodoctor.model.findings import fail_from
-from topodoctor.service.passes import Source
+from topodoctor.report import check as report
+from topodoctor.service import check as doctor
+from topodoctor.service.stamping import stamp_now
 
 if TYPE_CHECKING:
     from topodoctor.model.outcome import Outcome
     from topodoctor.service.passes import Pass
 
-DEFAULT_CHECK_TIMEOUT_S = 30.0
-LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a measuring level
 
-
-def split(values: list[str] | None) -> tuple[str, ...]:
-    """Repeated and comma-separated values as one tuple: --select TD1,TD3 --select TD5."""
-    return tuple(p.strip() for v in values or [] for p in v.split(",") if p.strip())
-
-
-def run_check(
-    replay: str | None,
-    fmt: str,
-    metrics: Path | None,
-    timeout: float,
-    select: list[str] | None,
-    ignore: list[str] | None,
-    prolog: bool,
-    strict: bool,
-    level_to_fail: str,
-    expect: Path | None,
-    baseline: Path | None,
-    with_bandwidth: bool,
-    with_collectives: bool,
-    scope: str,
-    sysfs_root: str,
-    level: str,
-) -> int:
-    """Probe, judge and print the verdict in ``fmt`` (text, json, line, prometheus), writing the
+def run_check(args: CheckArgs, env: Env) -> int:
+    """Probe, judge and print the verdict in its format (text, json, line, prometheus), writing the
     metrics file asked for; the exit code: 0 healthy, 1 unhealthy, 2 misconfigured, 3 could not
     check (a file not written is told after the verdict)."""
-    from topodoctor.service import check as doctor
-
-    cli_io.line_mode = fmt == "line"
-    if level != "static" and timeout == DEFAULT_CHECK_TIMEOUT_S:
-        timeout = LEVEL_TIMEOUT_S[level]
+    fmt, metrics, scope = args.fmt, args.metrics, args.scope
+    timeout = args.budget_s
     options = doctor.CheckOptions(
-        source=Source(replay, sysfs_root),
+        source=args.source(),
         timeout_s=timeout,
-        select=split(select),
-        ignore=split(ignore),
-        tags=("prolog",) if prolog else (),
-        fail_level=fail_from(level_to_fail, strict),
-        expect=expect,
-        passes=_passes(with_bandwidth, with_collectives, scope, level),
+        select=args.select,
+        ignore=args.ignore,
+        tags=("prolog",) if args.prolog else (),
+        fail_level=fail_from(args.fail_level, args.strict),
+        expect=args.expect,
+        passes=_passes(args.bandwidth, args.collectives, scope, args.level),
         scope=scope,
-        baseline=baseline,
+        baseline=args.baseline,
     )
-    outputs = Outputs(Budget.start(timeout).deadline)  # a metrics FIFO nobody reads waits no longer than the check
+    outputs = Outputs(env, Budget.start(timeout).deadline)  # a metrics FIFO nobody reads waits no longer than the check
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
         if metrics is not None:  # a metrics file that says "could not check" instead of going stale
-            from topodoctor.report import prometheus as prom
-
-            asked = "job" if scope == "job" else "node"
-            text = prom.check_metrics([], [], exc.exit_code, None, host=cli_io.hostname(), scope=asked, scope_gpus=())
-            outputs.write(lambda: prom.write_textfile(metrics, text))
+            text = _metrics(None, exc.exit_code, scope)
+            outputs.write(lambda: write_atomic(metrics, text, "metrics file"))
         if fmt == "json":  # machines reading stdout get an answer in their format, too
-            from topodoctor.report import check as report
-
-            doc = report.could_not_check_json(str(exc), exc.exit_code)
-            render(lambda: emit_json(doc))
-        fail(str(exc) + (outputs.in_line() if cli_io.line_mode else ""), exc.exit_code)
-        return outputs.exit_code(exc.exit_code)
-
-    from topodoctor.report import check as report
-
-    def metrics_text() -> str:
-        from topodoctor.report import prometheus as prom  # only when metrics are asked for
-
-        o = outcome
-        meta = o.meta
-        return prom.check_metrics(
-            o.findings,
-            o.incomplete,
-            o.exit_code,
-            o.snapshot,
-            meta.elapsed_s,
-            scope=meta.scope_kind,
-            scope_gpus=meta.scope_gpus,
-            fitness=o.fitness,
-        )
+            doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now(args.replay is None)}
+            env.render(lambda: env.emit_json(doc))
+        env.fail(str(exc) + (outputs.in_line() if env.line else ""), exc.exit_code)
+        return outputs.error_code(exc.exit_code)
 
     if metrics is not None:
-        from topodoctor.report.prometheus import write_textfile
-
-        outputs.write(lambda: write_textfile(metrics, metrics_text()))
+        outputs.write(lambda: write_atomic(metrics, _metrics(outcome, outcome.exit_code, scope), "metrics file"))
     show = {
-        "json": lambda: emit_json(report.check_json(outcome)),
-        "line": lambda: emit(report.one_line(outcome) + outputs.in_line()),
-        "text": lambda: _print_check(outcome),
-        "prometheus": lambda: sys.stdout.write(metrics_text()),
+        "json": lambda: env.emit_json(report.check_json(outcome)),
+        "line": lambda: env.emit(report.one_line(outcome) + outputs.in_line()),
+        "text": lambda: _print_check(outcome, env),
+        "prometheus": lambda: env.stdout.write(_metrics(outcome, outcome.exit_code, scope)),
     }
     if outcome.meta.expectations_unused is not None and fmt != "line":  # the line says it itself
-        fail(f"{outcome.meta.expectations_unused}; judged without it", outcome.exit_code)
-    render(show[fmt])
-    return outputs.exit_code(outcome.exit_code)
+        env.fail(f"{outcome.meta.expectations_unused}; judged without it", outcome.exit_code)
+    env.render(show[fmt])
+    return outputs.exit_code(outcome)
 
 
-def _print_check(outcome: Outcome) -> None:
+def _metrics(outcome: Outcome | None, code: int, scope: str) -> str:
+    """The check as Prometheus text; with no outcome, the text of a check that could not run."""
+    from topodoctor.report import prometheus as prom  # Prometheus' text: only where metrics are asked for
+
+    if outcome is None:
+        asked = "job" if scope == "job" else "node"
+        return prom.check_metrics([], [], code, None, host=hostname(), scope=asked, scope_gpus=())
+    meta = outcome.meta
+    return prom.check_metrics(
+        outcome.findings,
+        outcome.incomplete,
+        code,
+        outcome.snapshot,
+        meta.elapsed_s,
+        scope=meta.scope_kind,
+        scope_gpus=meta.scope_gpus,
+        fitness=outcome.fitness,
+    )
+
+
+def _print_check(outcome: Outcome, env: Env) -> None:
     """The check as text: the one format that loads rich."""
-    from topodoctor.report.check_text import print_check
+    from topodoctor.report.check_text import print_check  # rich: only the text format draws
 
-    print_check(outcome, console())
+    print_check(outcome, env.console())
 
 
-def _passes(bandwidth: bool, collectives: bool, scope: str, level: str = "static") -> tuple[Pass, ...]:
-    """The measurements a check adds, in the order they run in its budgeted child. A level
-    above static adds copies, fitness and (with more than one GPU) collectives. A static check
-    loads none of the measuring code: it starts in every prolog."""
+def _passes(bandwidth: bool, collectives: bool, scope: str, level: str) -> tuple[Pass, ...]:
+    """The measurements a check adds (service/measuring.py); a static check adds none."""
     if level == "static" and not (bandwidth or collectives):
         return ()
-    from topodoctor.service import copies
-    from topodoctor.service.collectives import check_pass, driver_gpus
+    from topodoctor.service.measuring import check_passes  # the measuring code: no static check loads it
 
-    if level != "static":
-        from topodoctor.service.fitness import fitness_pass
-
-        bandwidth, collectives = True, collectives or driver_gpus() > 1
-    passes = ((copies.bandwidth_pass(scope),) if bandwidth else ()) + ((check_pass(),) if collectives else ())
-    return passes + ((fitness_pass(level, scope),) if level != "static" else ())
+    return check_passes(bandwidth, collectives, scope, level)

@@ -1,44 +1,40 @@
 """`topodoctor collectives --latency`: small messages through each path between this node's GPUs
-(the option is declared with the others in cli/collectives.py; this is what it does)."""
+(the option is declared with the others in cli/args_measure.py; this is what it does)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import typer
-
-from topodoctor.cli.io import Outputs, emit, emit_json, render
-from topodoctor.cli.options import MeasureFormat
+from topodoctor.cli.io import Env, Outputs
+from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
+from topodoctor.core.fileio import write_atomic
 from topodoctor.core.text import printable
+from topodoctor.report.collectives import text_width
+from topodoctor.report.collectives_latency import latency_json, latency_lines
+from topodoctor.service.collective_latency import latency_plan, run_latency, sizes_given
+from topodoctor.service.collective_runs import CollectivesRun
 
 
 def latency_mode(
-    run: Any, size: str | None, fmt: MeasureFormat, output: Path | None, within: Any, others: bool
-) -> None:
+    run: CollectivesRun, size: str | None, fmt: str, output: Path | None, within: Budget, others: bool, env: Env
+) -> int:
     """``--latency``: each path's time per small message (``size``: the sizes the user gave, None
     for the defaults); exit 1 when a run or an NCCL path failed, else 0 (a path that is not
     available here is reported, not judged)."""
-    from topodoctor.report.collectives import text_width
-    from topodoctor.report.collectives_latency import latency_json, latency_lines
-    from topodoctor.service.collective_latency import latency_plan, run_latency, sizes_given
-
     if others:
         raise InputError("--latency runs on its own: not with --algo, --scaling, --from, --pairwise or --plot")
-    if fmt is MeasureFormat.prometheus:
+    if fmt == "prometheus":
         raise InputError("--latency writes text or json (--format), not prometheus")
     out = run_latency(run, latency_plan(run, sizes_given(size)), within)
-    outputs = Outputs()
+    outputs = Outputs(env)
     if output is not None:
-        from topodoctor.core.fileio import write_atomic
-
         doc = latency_json(out.result)
         outputs.write(lambda: write_atomic(output, json.dumps(doc, indent=1) + "\n", "latency result"))
-    if fmt is MeasureFormat.json:
-        render(lambda: emit_json(latency_json(out.result)))
+    if fmt == "json":
+        env.render(lambda: env.emit_json(latency_json(out.result)))
     else:
         # a host or GPU name never acts on the terminal
-        render(lambda: emit("\n".join(printable(line) for line in latency_lines(out.result, text_width()))))
-    raise typer.Exit(outputs.exit_code(out.exit_code))
+        env.render(lambda: env.emit("\n".join(printable(line) for line in latency_lines(out.result, text_width()))))
+    return outputs.exit_code(out)

@@ -1,4 +1,6 @@
-"""The command line: parse arguments, call topodoctor.service.check, render, map outcomes to exit codes.
+"""The typer app, made from the command table (cli/table.py) and each command's options spec
+(cli/options.py): a command's typer command is built when it is named, from the fields of its
+options object, and runs its runner with that object.
 
 Every failure ends as one line ("topodoctor: error: ..." on stderr, or the one requested
 drain-reason line) and an exit code from topodoctor.core.errors: never a traceback, and never
@@ -7,61 +9,176 @@ exit 1 for a failure of topodoctor itself.
 
 from __future__ import annotations
 
+import inspect
+import os
 import sys
+from dataclasses import replace
 from enum import Enum
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any, ClassVar
 
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from topodoctor.cli import wants_line
-from topodoctor.cli.check import DEFAULT_CHECK_TIMEOUT_S, LEVEL_TIMEOUT_S
-from topodoctor.cli.io import (
-    EXITS,
-    emit,
-    emit_json,
-    fail,
-    install_signal_handlers,
-    render,
-    reports_errors,
-    say,
-)
-from topodoctor.cli.options import (
-    CheckFormat,
-    CommandGroup,
-    DrawOpt,
-    FailLevel,
-    FailLevelOpt,
-    Format,
-    FormatOpt,
-    MetricsOpt,
-    OutputOpt,
-    PlainUsage,
-    ReplayOpt,
-    RuleList,
-    Scope,
-    ScopeOpt,
-    StrictOpt,
-    SysfsOpt,
-    TimeoutOpt,
-    budget,
-    source,
-    version_callback,
-)
-from topodoctor.cli.plain import SCAN_TIMEOUT_S
+from topodoctor import __version__
+from topodoctor.cli import io as cli_io
+from topodoctor.cli.early import line_asked
+from topodoctor.cli.exit_codes import EXITS
+from topodoctor.cli.options import REQUIRED, Opt, build, headings, parsed, plain, specs
+from topodoctor.cli.table import COMMANDS, Command
+from topodoctor.core.budget import end_children
 from topodoctor.core.errors import EXIT_USAGE, InputError
-from topodoctor.core.text import plural
-
-if TYPE_CHECKING:
-    from topodoctor.service.check import Pass
+from topodoctor.service import early
 
 
-class Level(str, Enum):
-    """What ``check`` measures, by cost."""
+class CommandGroup(TyperGroup):
+    """topodoctor's commands, each built from the command table when it is named, and a
+    single-valued option may be given once.
 
-    static = "static"
-    quick = "quick"
-    long = "long"
+    Building on demand is click's lazy-group pattern: a prolog's ``check`` builds neither the
+    collectives' options nor their modules. Click keeps the last of ``--replay a --replay b``
+    and says nothing, so a check would judge the other recording: that is refused."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """Every command's name, in the table's order (help, suggestions, completion)."""
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command ``cmd_name``, built and registered the first time it is asked for."""
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.add_command(typer_command(COMMANDS[cmd_name]), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        """The command click resolves, after refusing any single-valued option given twice."""
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if cmd is not None:
+            _refuse_repeats(ctx, cmd, rest)
+        return name, cmd, rest
+
+
+def _refuse_repeats(ctx: Any, cmd: Any, args: list[str]) -> None:
+    """A usage error for an option that takes one value and was given more than once."""
+    options = {opt: p for p in cmd.params if isinstance(p, TyperOption) for opt in (*p.opts, *p.secondary_opts)}
+    seen: dict[str, int] = {}
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            break
+        flag, attached = token.split("=", 1)[0] if token.startswith("--") else token, "=" in token
+        param = options.get(flag)
+        if param is None:
+            continue
+        takes_value = not param.is_flag and not param.count
+        if takes_value and not attached:
+            next(tokens, None)  # its value, whatever it looks like
+        if takes_value and not param.multiple:
+            name = param.name or flag  # click types the name as optional; a typer option always has one
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                raise typer.BadParameter("given more than once; give it once", ctx=ctx, param=param)
+
+
+class PlainUsage(TyperCommand):
+    """Arguments in the usage line as their metavar (``CODE``), not typer's ``{CODE}``."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line's pieces: the options' placeholder, then each argument's metavar."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        return pieces + [str(p.metavar or p.name).upper() for p in self.params if isinstance(p, TyperArgument)]
+
+
+class GroupedOptions(TyperCommand):
+    """Options listed under headings (``OPTION_GROUPS``: heading -> parameter names, in order), for a
+    command whose options object has parts: the rest come last under "Options"."""
+
+    OPTION_GROUPS: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """click's options section, one section per heading of ``OPTION_GROUPS``."""
+        rows = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
+        placed: set[str | None] = set()
+        for heading, names in self.OPTION_GROUPS.items():
+            records = [rows[n] for n in names if rows.get(n)]
+            placed.update(names)
+            if records:
+                with formatter.section(heading):
+                    formatter.write_dl(records)
+        rest = [r for n, r in rows.items() if n not in placed and r]
+        if rest:
+            with formatter.section("Options"):
+                formatter.write_dl(rest)
+
+
+def _annotation(name: str, opt: Opt, default: Any) -> Any:
+    """The type and typer parameter a spec'd option is declared with."""
+    kind: Any = Enum(name, {c: c for c in opt.choices}, type=str) if opt.choices else opt.kind
+    if opt.many:
+        kind = list[kind]
+    if default is None or (opt.many and default is not REQUIRED):
+        kind = kind | None
+    extra: dict[str, Any] = {"metavar": opt.metavar, "min": opt.minimum, "max": opt.maximum}
+    if opt.parse is not None:
+        extra["callback"] = _parse_callback(opt)
+    if opt.argument:
+        return Annotated[kind, typer.Argument(metavar=opt.metavar, hidden=opt.hidden)]
+    return Annotated[kind, typer.Option(*opt.flags, help=opt.help, **extra)]
+
+
+def _parse_callback(opt: Opt) -> Any:
+    def check(value: Any) -> Any:
+        try:
+            return parsed(opt, plain(opt, value))
+        except InputError as exc:
+            raise typer.BadParameter(str(exc).removeprefix(f"{opt.flags[0]} ")) from None
+
+    return check
+
+
+def typer_command(command: Command) -> Any:
+    """The click command of a table entry: its options from the spec of its options class, and
+    a body that builds the options object and runs the command's runner with it."""
+    cls = command.options_class()
+    spec = {name: opt for name, opt, _ in specs(cls)}
+    params = []
+    for name, opt, default in specs(cls):
+        shown = None if opt.many and default is not REQUIRED else default
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if default is REQUIRED else shown,
+                annotation=_annotation(name, opt, default),
+            )
+        )
+
+    def body(ctx: typer.Context, **given: Any) -> None:
+        values = {name: plain(spec[name], value) for name, value in given.items()}
+        env = ctx.obj if isinstance(ctx.obj, cli_io.Env) else cli_io.Env(line=line_asked(sys.argv[1:]))
+        if "fmt" in values:  # parsed: the one-line format is now known for certain (check, job)
+            env = replace(env, line=values["fmt"] == "line")
+        options: Any = build(cls, values)
+        run = env.reports_errors(command.runner_function())
+        raise typer.Exit(run(options, env))
+
+    context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    body.__signature__ = inspect.Signature([context, *params])  # type: ignore[attr-defined]
+    body.__annotations__ = {"ctx": typer.Context, **{p.name: p.annotation for p in params}}
+    body.__doc__ = command.help
+    parts = headings(cls)
+    kind: type[TyperCommand] = PlainUsage if command.usage == "arguments" else TyperCommand
+    if parts:
+        kind = type("Grouped", (GroupedOptions,), {"OPTION_GROUPS": parts})
+    one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    one.command(command.name, epilog=EXITS[command.name], cls=kind)(body)
+    return typer.main.get_command(one)
+
+
+def version_callback(value: bool) -> None:
+    """``--version``: print the version and exit before anything else runs."""
+    if value:
+        env = cli_io.Env()
+        env.render(lambda: env.emit(f"topodoctor {__version__}"))
+        raise typer.Exit(0)
 
 
 app = typer.Typer(
@@ -84,219 +201,31 @@ def _main(
     ] = False,
 ) -> None:
     """GPU topology inspector and doctor."""
-    from topodoctor.cli import io as cli_io
-
-    cli_io.line_mode = cli_io.line_asked  # per invocation; check and job set it again from their --format
 
 
-@app.command(epilog=EXITS["scan"])
-@reports_errors
-def scan(
-    replay: ReplayOpt = None,
-    fmt: FormatOpt = Format.text,
-    export_graph: Annotated[
-        Path | None,
-        typer.Option("--export-graph", metavar="FILE", help="Write the topology graph: .graphml, .dot or .json."),
-    ] = None,
-    draw: DrawOpt = None,
-    sysfs_root: SysfsOpt = "/",
-    timeout: TimeoutOpt = SCAN_TIMEOUT_S,
-) -> None:
-    """Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology."""
-    from topodoctor.cli.scan import run_scan
-
-    raise typer.Exit(run_scan(replay, fmt.value, export_graph, draw, sysfs_root, timeout))
-
-
-@app.command(epilog=EXITS["record"])
-@reports_errors
-def record(
-    output: OutputOpt = None,
-    label: Annotated[str, typer.Option("--label", metavar="TEXT", help="A name for the host kind.")] = "",
-    no_scrub: Annotated[bool, typer.Option("--no-scrub", help="Keep UUIDs, serials and the host name.")] = False,
-    list_bundled: Annotated[bool, typer.Option("--list", help="List the recordings bundled with topodoctor.")] = False,
-    sysfs_root: SysfsOpt = "/",
-    timeout: TimeoutOpt = 120.0,
-) -> None:
-    """Record every NVML call and sysfs read of a live scan, for replay on any machine."""
-    from topodoctor.service.check import bundled_recordings
-
-    if list_bundled:
-        render(lambda: emit("\n".join(bundled_recordings())))
-        return
-    if output is None:
-        raise InputError("record needs --output FILE (or --list)")
-    from topodoctor.core import fileio
-    from topodoctor.service import check as doctor
-
-    doc, gpus = doctor.record(label or "unlabelled", not no_scrub, sysfs_root, budget(timeout))
-    fileio.write_atomic(output, fileio.dumps_strict(doc, separators=(",", ":")) + "\n", "recording")
-    calls, reads = plural(len(doc["nvml"]), "NVML call"), plural(len(doc["sysfs"]), "sysfs read")
-    say(f"recorded {calls} and {reads} ({plural(gpus, 'GPU')}) to {output}")
-
-
-@app.command(epilog=EXITS["check"])
-def check(
-    replay: ReplayOpt = None,
-    fmt: Annotated[
-        CheckFormat,
-        typer.Option("--format", "-f", metavar="FORMAT", help="text, json, line (a drain reason) or prometheus."),
-    ] = CheckFormat.text,
-    metrics: MetricsOpt = None,
-    timeout: TimeoutOpt = DEFAULT_CHECK_TIMEOUT_S,
-    select: RuleList = None,
-    ignore: RuleList = None,
-    prolog: Annotated[bool, typer.Option("--prolog", help="Only the rules tagged prolog (the fast subset).")] = False,
-    strict: StrictOpt = False,
-    fail_level: FailLevelOpt = FailLevel.error,
-    expect: Annotated[
-        Path | None, typer.Option("--expect", metavar="FILE", help="Expectations file for this node type.")
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            metavar="FILE",
-            help="An earlier snapshot of this node (scan --format json, or a recording): PCIe and NIC error "
-            "counters are judged by their rise since then, too.",
-        ),
-    ] = None,
-    with_bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Add a quick copy pass.")] = False,
-    with_collectives: Annotated[
-        bool, typer.Option("--collectives", help="Add a quick NCCL pass: all_reduce and sendrecv, 256 MiB.")
-    ] = False,
-    scope: ScopeOpt = Scope.auto,
-    sysfs_root: SysfsOpt = "/",
-    level: Annotated[
-        Level,
-        typer.Option(
-            "--level",
-            metavar="LEVEL",
-            help="static (the topology, ~0.3 s); quick (adds copies, HBM and a short collectives pass, ~10 s; "
-            "--timeout 60 unless given); long (adds the GEMM stress and SM copies, ~3 min; --timeout 300).",
-        ),
-    ] = Level.static,
-) -> None:
-    """Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check."""
-    from topodoctor.cli.check import run_check
-
-    code = run_check(
-        replay,
-        fmt.value,
-        metrics,
-        timeout,
-        select,
-        ignore,
-        prolog,
-        strict,
-        fail_level.value,
-        expect,
-        baseline,
-        with_bandwidth,
-        with_collectives,
-        scope.value,
-        sysfs_root,
-        level.value,
-    )
-    raise typer.Exit(code)
-
-
-@app.command("rules", epilog=EXITS["rules"])
-@reports_errors
-def list_rules(
-    fmt: FormatOpt = Format.text,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/rules.md.")] = False,
-) -> None:
-    """List every rule: code, name, default severity, tags."""
-    from topodoctor.report.rule_docs import rules_markdown
-    from topodoctor.report.rules import rules_json, rules_text
-
-    if markdown:
-        render(lambda: sys.stdout.write(rules_markdown()))
-    else:
-        render(lambda: emit_json(rules_json()) if fmt is Format.json else emit(rules_text()))
-
-
-@app.command(epilog=EXITS["explain"], cls=PlainUsage)
-@reports_errors
-def explain(code: Annotated[str, typer.Argument(metavar="CODE", hidden=True)]) -> None:
-    """Print the documentation of one rule; CODE is its code (TD101) or name (nvlink-down)."""
-    from topodoctor.report.rule_docs import explain_markdown
-
-    text = explain_markdown(code)
-    render(lambda: sys.stdout.write(text))
-
-
-@app.command("expect", epilog=EXITS["expect"])
-@reports_errors
-def write_expect(
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE", help="Where to write (JSON).")],
-    replay: ReplayOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="Write even from a host with error findings.")] = False,
-    sysfs_root: SysfsOpt = "/",
-    timeout: TimeoutOpt = 60.0,
-    level: Annotated[
-        Level,
-        typer.Option("--level", metavar="LEVEL", help="quick or long: measure, and expect the figures (TD714)."),
-    ] = Level.static,
-) -> None:
-    """Write an expectations file from a known-good host (live or replayed)."""
-    from topodoctor.core import codec, fileio
-    from topodoctor.service import check as doctor
-
-    passes: tuple[Pass, ...] = ()
-    if level is not Level.static:
-        from topodoctor.service.fitness import fitness_pass
-
-        passes = (fitness_pass(level.value, "node"),)
-        timeout = max(timeout, LEVEL_TIMEOUT_S[level.value])
-    base = doctor.baseline(source(replay, sysfs_root), budget(timeout), passes)
-    if base.blocking and not force:
-        for f in base.blocking:
-            say(f"  {f.code} {f.severity} {f.subject}: {f.message}")
-        raise fail(f"not writing {output}: this host has {plural(len(base.blocking), 'error finding')} (--force)", 1)
-    e = base.expectations
-    fileio.write_atomic(output, codec.dumps(e), "expectations")
-    measured = "".join(f", {k} {v:g}" for k, v in e.fitness.items())
-    say(f"wrote {output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
-
-
-# The commands kept in modules of their own (bandwidth, collectives, fleet, nccl-topo, nccl-log, job)
-# load when named: CommandGroup.LAZY.
-
-
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, env: cli_io.Env | None = None) -> int:
     """Run one command; every outcome becomes an exit code and at most one error line."""
-    from topodoctor.cli import io as cli_io
-
+    words = sys.argv[1:] if argv is None else argv
     # The one-line format from the first instruction: a usage error or a signal before the
     # command's body runs is that line too.
-    cli_io.line_asked = cli_io.line_mode = wants_line(sys.argv[1:] if argv is None else argv)
-    try:
-        with install_signal_handlers():
-            return cli_io.run_app(app, argv, EXIT_USAGE)
-    finally:
-        cli_io.line_asked = False
+    env = env or cli_io.Env(line=line_asked(words))
+    with cli_io.install_signal_handlers():
+        return cli_io.run_app(env, app, argv, EXIT_USAGE)
 
 
 def run() -> None:
-    """The commands, once the entry point (cli.run) has set up the streams and the early probe.
-    Ends with os._exit once the output is flushed: tearing down the interpreter can cost tenths
-    of a second, past the budget a prolog gave us, and there is nothing left to clean up."""
-    import os
-
-    from topodoctor.cli.io import flush_stdio
-    from topodoctor.core.budget import end_children
-    from topodoctor.service.probing import drop_early
-
-    code = main()
-    drop_early()
-    lost = flush_stdio()  # the report is out before the world's ending can take this process down
+    """The commands, once the entry point (cli/start.py) has set up the streams and the early
+    probe. Ends with os._exit once the output is flushed: tearing down the interpreter can cost
+    tenths of a second, past the budget a prolog gave us, and there is nothing left to clean up."""
+    env = cli_io.Env(line=line_asked(sys.argv[1:]))
+    code = main(env=env)
+    early.drop()
+    lost = env.flush()  # the report is out before the world's ending can take this process down
     end_children()
     code = code if lost is None else lost
     if "torch" in sys.modules:  # only a process that imported torch can be a rank of a launcher's world
-        from topodoctor.service.world import leave_world
+        from topodoctor.service.world import leave_world  # a launcher's world: loaded only in a rank
 
         code = leave_world(code)  # in a launcher's world every rank leaves with the world's code
-        flush_stdio()
+        env.flush()
     os._exit(code)

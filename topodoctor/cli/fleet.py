@@ -1,157 +1,152 @@
-"""`topodoctor fleet`: many nodes' results in, per-node verdicts, outliers and a drain list out."""
+"""`topodoctor fleet`: many nodes' results in, per-node verdicts, outliers and a drain list out;
+with ``--history DB``, the results kept in a database and each node judged over time too."""
 
 from __future__ import annotations
 
 import io
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Literal
 
-import typer
+from topodoctor.cli.args_cluster import FleetArgs, HistoryArgs
+from topodoctor.cli.io import Env, Outputs
+from topodoctor.cli.pictures import check_picture_path
+from topodoctor.core.budget import Budget
+from topodoctor.core.errors import InputError
+from topodoctor.core.fileio import dumps_strict, write_atomic
+from topodoctor.core.text import utf8_safe_doc
+from topodoctor.model.stamp import parse_iso
+from topodoctor.report.fleet import drain_lines, fleet_json, fleet_wide_line, print_fleet, scontrol_lines
+from topodoctor.report.fleet_heat import heat_strip_svg
+from topodoctor.report.fleet_history import history_json, print_history
+from topodoctor.report.svg import write_picture
+from topodoctor.report.terminal import make_console
+from topodoctor.service.fleet import (
+    FleetReport,
+    HistoryReport,
+    HistoryRequest,
+    HistorySettings,
+    Retention,
+    Settings,
+    history,
+    roll_up_paths,
+)
 
-from topodoctor.cli.options import FailLevel, TimeoutOpt, budget
-from topodoctor.core.text import printable
 
-if TYPE_CHECKING:
-    from topodoctor.service.fleet import FleetReport
-
-
-class FleetFormat(str, Enum):
-    """``fleet``'s output formats: text, JSON, the nodes to drain, scontrol commands, Prometheus text."""
-
-    text = "text"
-    json = "json"
-    drain = "drain"
-    scontrol = "scontrol"
-    prometheus = "prometheus"
-
-
-class NameFrom(str, Enum):
-    """Where ``fleet`` takes a node's name from: the host named in the result, or the file's name."""
-
-    host = "host"
-    file = "file"
-
-
-def fleet(
-    results: Annotated[
-        list[Path],
-        typer.Argument(metavar="RESULT...", hidden=True),
-    ],
-    fmt: Annotated[
-        FleetFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="FORMAT",
-            help="text; json; drain (NODE REASON lines); scontrol (scontrol update lines); prometheus.",
-        ),
-    ] = FleetFormat.text,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write there (atomically) instead of to stdout."),
-    ] = None,
-    tolerance: Annotated[
-        float,
-        typer.Option(
-            "--tolerance",
-            metavar="SHARE",
-            min=0.0,
-            max=0.9,
-            help="A figure this share below the fleet median may be slow.",
-        ),
-    ] = 0.05,
-    z_threshold: Annotated[
-        float,
-        typer.Option("--z", metavar="Z", min=0.0, help="... and this many robust standard deviations (MAD) below it."),
-    ] = 3.5,
-    min_nodes: Annotated[
-        int,
-        typer.Option("--min-nodes", metavar="N", min=3, help="Compare a figure only when this many nodes measured it."),
-    ] = 3,
-    fail_level: Annotated[
-        FailLevel,
-        typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity of a node's finding that drains it."),
-    ] = FailLevel.error,
-    systemic_share: Annotated[
-        float,
-        typer.Option(
-            "--systemic-share",
-            metavar="SHARE",
-            min=0.0,
-            max=1.0,
-            help="A failing finding on more than this share of the nodes is fleet-wide: reported, drains no node.",
-        ),
-    ] = 0.5,
-    name_from: Annotated[
-        NameFrom,
-        typer.Option("--name-from", metavar="FROM", help="Name nodes by the host in each result, or by the file name."),
-    ] = NameFrom.host,
-    timeout: TimeoutOpt = 60.0,
-) -> None:
-    """Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.
-
-    RESULT... are result files (check, bandwidth or collectives JSON) or directories of them;
-    --timeout bounds the reading of them all."""
-    from topodoctor.service.fleet import Settings, roll_up_paths
-
-    settings = Settings(tolerance, z_threshold, min_nodes, fail_level.value, systemic_share)
-    report = roll_up_paths(results, name_from.value, budget(timeout).left(), settings)
-
-    from topodoctor.cli.io import Outputs, render
-
-    outputs = Outputs()
-    if fmt is FleetFormat.text:
-        from topodoctor.report.fleet import print_fleet
-        from topodoctor.report.terminal import make_console
-
+def run_fleet(args: FleetArgs, env: Env) -> int:
+    """Roll up the results under the paths given (and, with --history, keep them and judge each
+    node over time); print or write the roll-up."""
+    settings = Settings(
+        args.tolerance, args.z_threshold, args.min_nodes, args.fail_level, args.systemic_share, args.latency_tolerance
+    )
+    budget = Budget.start(args.timeout)
+    past = None
+    if args.history.history_db is not None:
+        past = _history(args, settings, budget.left(), env)
+        report = past.fleet
+    elif not args.results:
+        raise InputError("give RESULT... (files or directories), or --history DB")
+    else:
+        report = roll_up_paths(args.results, args.name_from, budget.left(), settings)  # type: ignore[arg-type]
+    output, strip = args.output, args.history.heat_strip
+    outputs = Outputs(env)
+    if past is not None and strip is not None:
+        outputs.write(lambda: _heat(past, strip))
+    if args.fmt == "text":
         if output is None:
-            render(lambda: print_fleet(report, make_console()))
+            env.render(lambda: _print(report, past, env.console(), args.details))
         else:
             buf = io.StringIO()
-            print_fleet(report, make_console(buf, width=150))
+            _print(report, past, make_console(buf, width=150), args.details)
             outputs.write(lambda: _write(output, buf.getvalue()))
     else:
-        outputs.write(lambda: _write(output, _render(report, fmt)))
+        outputs.write(lambda: _write(output, _render(report, past, args.fmt)))
     for u in report.unreadable:
-        typer.echo(f"topodoctor: warning: {printable(u.error)}", err=True)
-    if report.fleet_wide and (fmt is not FleetFormat.text or output is not None):
-        from topodoctor.report.fleet import fleet_wide_line
-
+        env.say(f"topodoctor: warning: {u.error}")
+    if report.fleet_wide and (args.fmt != "text" or output is not None):
         # Beside the drain list, never in it: a fleet-wide finding drains no node.
-        typer.echo(f"topodoctor: {printable(fleet_wide_line(report))} (drains no node)", err=True)
-    raise typer.Exit(outputs.exit_code(report.exit_code))
+        env.say(f"topodoctor: {fleet_wide_line(report)} (drains no node)")
+    return outputs.exit_code(report)
 
 
-def _render(report: FleetReport, fmt: FleetFormat) -> str:
-    if fmt is FleetFormat.json:
-        from topodoctor.core.fileio import dumps_strict
-        from topodoctor.core.text import utf8_safe_doc
-        from topodoctor.report.fleet import fleet_json
+def _history(args: FleetArgs, settings: Settings, left: float, env: Env) -> HistoryReport:
+    """Add the results to the history and judge it; its warnings (a network file system) on stderr."""
+    h: HistoryArgs = args.history
+    if h.heat_strip is not None:
+        check_picture_path(h.heat_strip)
+    judged = HistorySettings(
+        window_days=h.window_days,
+        baseline=h.baseline,
+        min_baseline=h.min_baseline,
+        drift_tolerance=h.drift_tolerance,
+        lemon_k=h.lemon_k,
+        lemon_n=h.lemon_n,
+        repair_days=h.repair_days,
+        flap_results=h.flap_results,
+        flap_clears=h.flap_clears,
+        flap_level=h.flap_level,
+        counter_days=h.counter_days,
+        counter_rise_days=h.counter_rise_days,
+        counter_min_rise=_min_rises(h.counter_min_rise),
+        stale_days=h.stale_days,
+        heat_figure=h.heat_figure if h.heat_strip is not None else None,
+    )
+    kept = Retention(h.keep_days or None, h.max_mb or None)
+    assert h.history_db is not None
+    name_from: Literal["host", "file"] = "file" if args.name_from == "file" else "host"
+    request = HistoryRequest(h.history_db, args.results, name_from, left, settings, judged, kept, _time(h.as_of))
+    report, warnings = history(request)
+    for w in warnings:
+        env.say(f"topodoctor: warning: {w}")
+    return report
 
-        return dumps_strict(utf8_safe_doc(fleet_json(report)), indent=1) + "\n"
-    if fmt is FleetFormat.drain:
-        from topodoctor.report.fleet import drain_lines
 
+def _time(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_iso(text)
+    except ValueError:
+        raise InputError(f"--as-of takes an ISO 8601 time (2026-11-30T12:00:00Z); got {text!r}") from None
+
+
+def _min_rises(items: tuple[str, ...]) -> dict[str, int]:
+    out = {"nvlink_crc": 100}  # raw CRC counts tick on healthy Hopper links: tens a day is no fault
+    for item in items:
+        name, eq, n = item.partition("=")
+        if not eq or not name.strip() or not n.strip().isdigit():
+            raise InputError(f"--counter-min-rise takes NAME=N (nvlink_crc=100); got {item!r}")
+        out[name.strip()] = int(n)
+    return out
+
+
+def _print(report: FleetReport, past: HistoryReport | None, console: object, details: bool) -> None:
+    print_fleet(report, console, details)  # type: ignore[arg-type]
+    if past is not None:
+        print_history(past, console, details)  # type: ignore[arg-type]
+
+
+def _heat(past: HistoryReport, path: Path) -> None:
+    figure = past.settings.heat_figure or ""
+    if not past.heat:
+        raise InputError(f"--heat-strip: no result in the window measured {figure!r} (see the findings' figures)")
+    unit, better = past.heat_how
+    write_picture(heat_strip_svg(past.heat, figure, unit, better), path)
+
+
+def _render(report: FleetReport, past: HistoryReport | None, fmt: str) -> str:
+    if fmt == "json":
+        doc = fleet_json(report)
+        if past is not None:
+            doc["history"] = history_json(past)
+        return dumps_strict(utf8_safe_doc(doc), indent=1) + "\n"
+    if fmt == "drain":
         return drain_lines(report)
-    if fmt is FleetFormat.scontrol:
-        from topodoctor.report.fleet import scontrol_lines
-
+    if fmt == "scontrol":
         return scontrol_lines(report)
-    from topodoctor.report.prometheus import fleet_metrics
+    from topodoctor.report.prometheus import fleet_metrics  # Prometheus' text: only in its format
 
-    return fleet_metrics(report)
+    return fleet_metrics(report, history=past)
 
 
 def _write(output: Path | None, text: str) -> None:
-    from topodoctor.core.fileio import write_atomic
-
     write_atomic("-" if output is None else output, text)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``topodoctor fleet`` to the app."""
-    from topodoctor.cli.io import EXITS, reports_errors
-    from topodoctor.cli.options import PlainUsage
-
-    app.command("fleet", epilog=EXITS["fleet"], cls=PlainUsage)(reports_errors(fleet))

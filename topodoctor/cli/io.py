@@ -14,141 +14,155 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+import typer
 
 from topodoctor.cli.exit_codes import EXITS as EXITS  # the commands' epilogs, one table
-from topodoctor.core import fileio
+from topodoctor.core import fileio, signals
 from topodoctor.core.errors import (
     EXIT_CANNOT_CHECK,
-    EXIT_OK,
-    EXIT_USAGE,
     OutputLost,
     Terminated,
     TopodoctorError,
     WriteError,
 )
-from topodoctor.core.text import printable, truncate, unknown_line
+from topodoctor.core.fileio import dumps_strict
+from topodoctor.core.text import printable, truncate, unknown_line, utf8_safe_doc
+from topodoctor.model.outcome import Judgement, exit_code
 
 if TYPE_CHECKING:
-    import typer
     from rich.console import Console
 
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class Exit(Exception):  # click names it so too: run_app matches exits by name
-    """End the command with ``exit_code``; what was to be said is said. The plain path's
-    (cli/plain.py), which runs a command's work without typer; see ``ending``."""
-
-    def __init__(self, exit_code: int) -> None:
-        super().__init__(exit_code)
-        self.exit_code = exit_code
-
-
-def ending(code: int) -> Exception:
-    """The exception that ends the command with ``code``: typer's own where typer runs the
-    command (click then ends it as it documents, in a test's runner too), ours where the plain
-    path runs it and typer was never loaded."""
-    if sys.modules.get("typer") is not None:
-        import typer
-
-        return typer.Exit(code)
-    return Exit(code)
-
-
-line_mode = False  # `check --format line`: every outcome is one line on stdout, nothing on stderr
-line_asked = False  # the command line asks for it (main() reads argv before anything is parsed)
 _MESSAGE_LIMIT = 400
 
 
-def emit(text: str) -> None:
-    """One line of output on stdout, written as given (JSON is already escaped)."""
-    sys.stdout.write(text + "\n")
+@dataclass
+class Env:
+    """A command's output: its standard streams, and whether every outcome is one line on stdout
+    (``check`` / ``job --format line``: a drain reason, nothing on stderr). Made once per
+    invocation (cli/commands.py ``main``) and handed to the command's runner; nothing else
+    writes the command's output."""
 
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    line: bool = False
 
-def emit_json(doc: Any) -> None:
-    """A JSON document on stdout: strict (no NaN or Infinity), escaped, indented."""
-    from topodoctor.core.fileio import dumps_strict
-    from topodoctor.core.text import utf8_safe_doc
+    def emit(self, text: str) -> None:
+        """One line of output on stdout, written as given (JSON is already escaped)."""
+        self.stdout.write(text + "\n")
 
-    emit(dumps_strict(utf8_safe_doc(doc), indent=1))
+    def emit_json(self, doc: Any) -> None:
+        """A JSON document on stdout: strict (no NaN or Infinity), escaped, indented."""
+        self.emit(dumps_strict(utf8_safe_doc(doc), indent=1))
 
+    def say(self, text: str) -> None:
+        """A line for people on stderr, with every value shown literally (none in the one-line format)."""
+        if not self.line:
+            self.stderr.write(printable(text) + "\n")
 
-def say(text: str) -> None:
-    """A line for people on stderr, with every value shown literally."""
-    if not line_mode:
-        sys.stderr.write(printable(text) + "\n")
-
-
-def fail(message: str, code: int) -> Exception:
-    """Report a failure as one line; the caller raises the returned Exit."""
-    text = truncate(printable(message), _MESSAGE_LIMIT)
-    if line_mode:
+    def fail(self, message: str, code: int) -> Exception:
+        """Report a failure as one line (the one-line verdict, or an error on stderr); the caller
+        raises the returned exception, which ends the command with ``code``."""
+        text = truncate(printable(message), _MESSAGE_LIMIT)
         with contextlib.suppress(BrokenPipeError, OSError):
-            emit(unknown_line(message))
-    else:
-        with contextlib.suppress(BrokenPipeError, OSError):
-            sys.stderr.write(f"topodoctor: error: {text}\n")
-            sys.stderr.flush()
-    return ending(code)
+            if self.line:
+                self.emit(unknown_line(message))
+            else:
+                self.stderr.write(f"topodoctor: error: {text}\n")
+                self.stderr.flush()
+        return typer.Exit(code)
 
+    def error_line(self, message: str) -> None:
+        """``topodoctor: error: MESSAGE`` on stderr, in every format: for what goes wrong beside a
+        verdict (a file not written, standard output lost), never instead of the verdict's line."""
+        with contextlib.suppress(OSError, ValueError):
+            self.stderr.write(f"topodoctor: error: {printable(message)}\n")
+            self.stderr.flush()
 
-def reports_errors(fn: F) -> F:
-    """Turn TopodoctorError into its one-line message and exit code."""
+    def console(self) -> Console:
+        """A rich console on stdout for the text formats; loaded only by the commands that draw one
+        (a prolog's one line, JSON and metrics never load rich)."""
+        from topodoctor.report.terminal import make_console  # rich: only the text formats draw
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return make_console(self.stdout)
+
+    def render(self, draw: Callable[[], Any]) -> None:
+        """Write the output on stdout; a reader that left (``| head -1``) changes nothing about the
+        exit code, and a stdout that refuses the text (a full disk) is exit 3 with one line on stderr."""
         try:
-            return fn(*args, **kwargs)
-        except OutputLost as exc:  # on stderr in every format: stdout is what failed
-            raise stdout_lost(exc) from None
-        except TopodoctorError as exc:
-            raise fail(str(exc), exc.exit_code) from None
+            draw()
+            self.stdout.flush()
+        except BrokenPipeError:
+            fileio.silence_stdout()
+        except OSError as exc:
+            raise self.stdout_lost(exc) from None
 
-    return wrapper  # type: ignore[return-value]
+    def write(self, text: str) -> None:
+        """Text on stdout as it is (Prometheus' exposition, a generated file), rendered."""
+        self.render(lambda: self.stdout.write(text))
 
+    def stdout_lost(self, exc: OSError | OutputLost) -> Exception:
+        """Standard output refused our text: the environment failed, not topodoctor (exit 3)."""
+        fileio.silence_stdout()  # what is still buffered must not fail the final flush a second time
+        if isinstance(exc, OutputLost):
+            self.error_line(str(exc))
+        else:
+            self.error_line(f"cannot write to standard output: {exc.strerror or type(exc).__name__}")
+        return typer.Exit(EXIT_CANNOT_CHECK)
 
-def error_line(message: str) -> None:
-    """``topodoctor: error: MESSAGE`` on stderr, in every format: for what goes wrong beside a
-    verdict (a file not written, standard output lost), never instead of the verdict's line."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"topodoctor: error: {printable(message)}\n")
-        sys.stderr.flush()
+    def reports_errors(self, fn: F) -> F:
+        """``fn`` with its TopodoctorError turned into its one line and exit code."""
 
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except OutputLost as exc:  # on stderr in every format: stdout is what failed
+                raise self.stdout_lost(exc) from None
+            except TopodoctorError as exc:
+                raise self.fail(str(exc), exc.exit_code) from None
 
-def console() -> Console:
-    """A rich console on stdout for the text formats; loaded only by the commands that draw one
-    (a prolog's one line, JSON and metrics never load rich)."""
-    from topodoctor.report.terminal import make_console
+        return wrapper  # type: ignore[return-value]
 
-    return make_console()
+    def progress_bar(self) -> Callable[[int, int, str], None] | None:
+        """A transient progress bar on a terminal's stderr, drawn by the measuring child."""
+        if not self.stderr.isatty():
+            return None
+        state: dict[str, Any] = {}
 
+        def progress(n: int, total: int, what: str) -> None:
+            from rich.console import Console
+            from rich.progress import Progress
 
-def render(draw: Callable[[], Any]) -> None:
-    """Write the output on stdout; a reader that left (``| head -1``) changes nothing about the exit
-    code, and a stdout that refuses the text (a full disk) is exit 3 with one line on stderr."""
-    try:
-        draw()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-    except OSError as exc:
-        raise stdout_lost(exc) from None
+            if "bar" not in state:
+                state["bar"] = Progress(transient=True, console=Console(stderr=True, markup=False, emoji=False))
+                state["bar"].start()
+                state["job"] = state["bar"].add_task("measuring", total=None)
+            state["bar"].update(state["job"], completed=n, total=total, description=what)
+            if n >= total:
+                state["bar"].stop()
 
+        return progress
 
-def stdout_lost(exc: OSError | OutputLost) -> Exception:
-    """Standard output refused our text: the environment failed, not topodoctor (exit 3)."""
-    _silence_stdout()  # what is still buffered must not fail the final flush a second time
-    if isinstance(exc, OutputLost):
-        error_line(str(exc))
-    else:
-        error_line(f"cannot write to standard output: {exc.strerror or type(exc).__name__}")
-    return ending(EXIT_CANNOT_CHECK)
-
-
-def _silence_stdout() -> None:
-    fileio.silence_stdout()
+    def flush(self) -> int | None:
+        """Flush both streams; exit 3 when stdout refused what was left in its buffer (said on stderr)."""
+        lost = None
+        for stream in (self.stdout, self.stderr):
+            try:
+                stream.flush()
+            except BrokenPipeError:
+                if stream is self.stdout:
+                    fileio.silence_stdout()
+            except OSError as exc:
+                if stream is self.stdout:
+                    lost = _code(self.stdout_lost(exc))
+            except ValueError:
+                pass
+        return lost
 
 
 T = TypeVar("T")
@@ -159,12 +173,14 @@ class Outputs:
 
     A write that fails is told after the verdict, never instead of it: the verdict is printed
     as usual, then one line ``topodoctor: error: cannot write FILE: reason`` on stderr (in the
-    one-line format, at the end of that line: see ``in_line``); the exit code is the verdict's
-    when it is not 0 (1 unhealthy stands, and so does 3), else 2. Writes wait for a slow reader
+    one-line format, at the end of that line: see ``in_line``); a file not written counts among
+    what could not be used (``model.outcome.exit_code``): 1 unhealthy stands, and so does 3,
+    else 2. Writes wait for a slow reader
     (a FIFO) no later than ``deadline``, the command's budget.
     """
 
-    def __init__(self, deadline: float | None = None) -> None:
+    def __init__(self, env: Env, deadline: float | None = None) -> None:
+        self.env = env
         self.deadline = deadline
         self.failed: list[str] = []
         self._told = False
@@ -184,49 +200,20 @@ class Outputs:
         self._told = True
         return printable("".join(f"; {message}" for message in self.failed))
 
-    def exit_code(self, verdict: int) -> int:
-        """Tell the failed writes, after the verdict; the code the command ends with."""
+    def exit_code(self, judged: Judgement) -> int:
+        """Tell the failed writes, after the verdict; the code the command ends with, the
+        writes that failed counted among what could not be used (``model.outcome.exit_code``)."""
+        self._tell()
+        return exit_code(judged, self.failed)
+
+    def error_code(self, code: int) -> int:
+        """Tell the failed writes after an error's line; the error's own code stands."""
+        self._tell()
+        return code
+
+    def _tell(self) -> None:
         for message in [] if self._told else self.failed:
-            error_line(message)
-        return EXIT_USAGE if self.failed and verdict == EXIT_OK else verdict
-
-
-def progress_bar() -> Callable[[int, int, str], None] | None:
-    """A transient progress bar on a terminal's stderr, drawn by the measuring child."""
-    if not sys.stderr.isatty():
-        return None
-    state: dict[str, Any] = {}
-
-    def progress(n: int, total: int, what: str) -> None:
-        from rich.console import Console
-        from rich.progress import Progress
-
-        if "bar" not in state:
-            state["bar"] = Progress(transient=True, console=Console(stderr=True, markup=False, emoji=False))
-            state["bar"].start()
-            state["job"] = state["bar"].add_task("measuring", total=None)
-        state["bar"].update(state["job"], completed=n, total=total, description=what)
-        if n >= total:
-            state["bar"].stop()
-
-    return progress
-
-
-def flush_stdio() -> int | None:
-    """Flush both streams; exit 3 when stdout refused what was left in its buffer (said on stderr)."""
-    lost = None
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BrokenPipeError:
-            if stream is sys.stdout:
-                _silence_stdout()
-        except OSError as exc:
-            if stream is sys.stdout:
-                lost = _code(stdout_lost(exc))
-        except ValueError:
-            pass
-    return lost
+            self.env.error_line(message)
 
 
 @contextlib.contextmanager
@@ -234,8 +221,6 @@ def install_signal_handlers() -> Iterator[None]:
     """SIGTERM, SIGHUP and SIGINT unwind the command, so the budgeted child is killed on the way
     out, and end it with one line ("terminated by SIGINT") and exit 128 + the signal."""
     import threading
-
-    from topodoctor.core import signals
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -248,70 +233,67 @@ def install_signal_handlers() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_app(app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
-    """Run the typer app without click's standalone mode; every ending is an exit code."""
-    return run_guarded(lambda: app(args=argv, prog_name="topodoctor", standalone_mode=False), usage_code)
+def run_app(env: Env, app: typer.Typer, argv: list[str] | None, usage_code: int) -> int:
+    """Run the typer app without click's standalone mode, ``env`` handed to the command (click's
+    context object); every ending is an exit code."""
+    return run_guarded(env, lambda: app(args=argv, prog_name="topodoctor", standalone_mode=False, obj=env), usage_code)
 
 
-def run_guarded(work: Callable[[], Any], usage_code: int) -> int:
-    """Run a command (typer's app, or the plain path's body) and map every ending to an exit code.
+def run_guarded(env: Env, work: Callable[[], Any], usage_code: int) -> int:
+    """Run a command (typer's app) and map every ending to an exit code, told through ``env``.
 
     Typer ships its own copy of click, so its exceptions are matched by shape (what click
     documents: ``exit_code`` and ``format_message``), not by class.
     """
     try:
         result = work()
-    except Exit as exc:
-        return exc.exit_code
     except Terminated as exc:
-        return _code(fail(f"terminated by {exc}", exc.exit_code))
+        return _code(env.fail(f"terminated by {exc}", exc.exit_code))
     except KeyboardInterrupt:  # SIGINT before the handlers were in place
-        return _code(fail("terminated by SIGINT", 128 + signal.SIGINT))
+        return _code(env.fail("terminated by SIGINT", 128 + signal.SIGINT))
     except BrokenPipeError:
-        _silence_stdout()
+        fileio.silence_stdout()
         return 0
     except OutputLost as exc:  # `--metrics -` or `-o -` to a full stdout, in a command without reports_errors
-        return _code(stdout_lost(exc))
+        return _code(env.stdout_lost(exc))
     except SystemExit as exc:  # click's answer to a closed stdout (EPIPE) is exit 1, "unhealthy"
         if isinstance(exc.__context__, OSError) and exc.__context__.errno == errno.EPIPE:
-            _silence_stdout()
+            fileio.silence_stdout()
             return 0
         raise
     except OSError as exc:
         import traceback  # here and in internal_error only: every command's start-up would pay for it
 
         if any(f.name == "echo" and "click" in f.filename for f in traceback.extract_tb(exc.__traceback__)):
-            return _code(stdout_lost(exc))  # click printing help or usage to a full stdout
+            return _code(env.stdout_lost(exc))  # click printing help or usage to a full stdout
         if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR):  # a path the user gave
             name = fileio.shown(exc.filename) if exc.filename else "a path"
-            return _code(fail(f"cannot use {name}: {exc.strerror}", usage_code))
-        return _not_ours_or_bug(exc)
+            return _code(env.fail(f"cannot use {name}: {exc.strerror}", usage_code))
+        return _not_ours_or_bug(env, exc)
     except Exception as exc:
         name = type(exc).__name__
         if name == "Exit":
             return int(getattr(exc, "exit_code", 0))
         if name == "Abort":  # click's word for a KeyboardInterrupt it caught
-            return _code(fail("terminated by SIGINT", 128 + signal.SIGINT))
+            return _code(env.fail("terminated by SIGINT", 128 + signal.SIGINT))
         if name == "NoArgsIsHelpError":  # bare `topodoctor`: show the help, as click does
-            sys.stderr.write(exc.format_message() + "\n" if hasattr(exc, "format_message") else "")
+            env.stderr.write(exc.format_message() + "\n" if hasattr(exc, "format_message") else "")
             return usage_code
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            return _code(fail(f"{exc.format_message()}{hint}", int(exc.exit_code) or usage_code))
-        return _not_ours_or_bug(exc)
+            return _code(env.fail(f"{exc.format_message()}{hint}", int(exc.exit_code) or usage_code))
+        return _not_ours_or_bug(env, exc)
     return result if isinstance(result, int) else 0
 
 
-def _not_ours_or_bug(exc: BaseException) -> int:
+def _not_ours_or_bug(env: Env, exc: BaseException) -> int:
     """An unexpected exception: a signal's, wrapped by Python into another (a class being created
     reports ``RuntimeError: Error calling __set_name__``), or a bug of ours (exit 3)."""
-    from topodoctor.core import signals
-
     stop = signals.received()
     if stop is not None:
-        return _code(fail(f"terminated by {stop}", stop.exit_code))
-    return _code(fail(internal_error(exc), EXIT_CANNOT_CHECK))
+        return _code(env.fail(f"terminated by {stop}", stop.exit_code))
+    return _code(env.fail(internal_error(exc), EXIT_CANNOT_CHECK))
 
 
 def internal_error(exc: BaseException) -> str:

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from topodoctor.cli.io import Outputs
+from topodoctor.report.prometheus import collectives_metrics, write_textfile
 
 
-def emit_metrics(res: Any, findings: list[Any], path: Path | None, outputs: Outputs, stdout: bool = False) -> None:
+def emit_metrics(out: Any, path: Path | None, outputs: Outputs, stdout: bool = False) -> None:
     """The run's metrics in Prometheus' text format: to ``path`` (through ``outputs``, which
     keeps a failed write for after the verdict), and/or stdout."""
-    from topodoctor.cli.io import render
-    from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY
-    from topodoctor.model.findings import failing
-    from topodoctor.report.prometheus import collectives_metrics, write_textfile
-
-    code = EXIT_UNHEALTHY if failing(findings, "error") else EXIT_OK
-    text = collectives_metrics(res.host, res.rows, findings, code, elapsed_s=res.wall_s, snapshot=res.snapshot)
+    res, findings = out.result, list(out.findings)
+    text = collectives_metrics(res.host, res.rows, findings, out.exit_code, elapsed_s=res.wall_s, snapshot=res.snapshot)
     if path is not None:
         outputs.write(lambda: write_textfile(path, text))
     if stdout:
-        render(lambda: sys.stdout.write(text))
+        outputs.env.write(text)

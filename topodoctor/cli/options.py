@@ -1,63 +1,287 @@
-"""Options and argument types shared by the commands, so a new command reads like the others.
+"""The option spec: every option of every command declared once, as a field of the command's
+frozen options object (cli/args*.py), with its flags, type, default, choices, help and whether
+it changes the host the probe reads.
 
-A command module of its own (``register(app)``) imports what it needs from here: the source
-of the host (--replay, --sysfs-root), the budget (--timeout), formats, and ``reports_errors``.
+From these declarations come the typer command (cli/commands.py ``typer_command``), the early
+read of the command line that decides the early probe (``early_read``, before anything else is
+imported), and the options object the command runs with. Nothing here imports typer: the early
+read runs before it loads. A new option is one ``option(...)`` field in its command's class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from enum import Enum
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
-import typer
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
-
+from topodoctor.core.budget import parse_timeout
 from topodoctor.core.errors import InputError
-from topodoctor.model.findings import Severity, fail_from
 
-if TYPE_CHECKING:
-    from topodoctor.core.budget import Budget
-    from topodoctor.service.check import Source
-
-F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+REQUIRED: Any = MISSING  # an option or argument that has no default: the command line must give it
 
 
-def _timeout(value: float) -> float:
-    from topodoctor.core.budget import parse_timeout
+@dataclass(frozen=True)
+class Opt:
+    """One option or argument as the command line reads it."""
 
-    try:
-        return parse_timeout(value)
-    except InputError as exc:
-        raise typer.BadParameter(str(exc).removeprefix("--timeout ")) from None
+    flags: tuple[str, ...]  # "--format", "-f"; "--matrix/--no-matrix" for a flag with an off switch; () for an argument
+    help: str = ""
+    metavar: str | None = None
+    kind: type = str  # str, int, float, bool or Path: what a value is read as
+    choices: tuple[str, ...] = ()  # the values it takes (shown by its help and refused otherwise)
+    many: bool = False  # repeatable: every value given, in order (an argument: FILE...)
+    minimum: float | None = None
+    maximum: float | None = None
+    parse: Callable[[Any], Any] | None = None  # the value as the command uses it; InputError refuses it
+    probes: bool = False  # changes which host the probe reads, or what its child does (the early probe)
+    hidden: bool = False  # an argument named in the usage line only
+
+    @property
+    def argument(self) -> bool:
+        """A positional argument, not an option."""
+        return not self.flags
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every word that names it: each flag, and the off switch of a flag that has one."""
+        return tuple(n for f in self.flags for n in f.split("/"))
+
+    @property
+    def takes_value(self) -> bool:
+        """Whether it takes a value (a flag does not)."""
+        return self.kind is not bool and not self.argument
+
+    def read(self, text: str) -> Any:
+        """One value from the command line, as the command reads it: ValueError or InputError
+        when it refuses it (then typer says why, in its words)."""
+        if self.choices and text not in self.choices:
+            raise ValueError(f"{text!r} is not one of {self.choices}")
+        value: Any = self.kind(text)
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"{text} is below {self.minimum:g}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"{text} is above {self.maximum:g}")
+        return value
 
 
-class Format(str, Enum):
-    """``scan``'s output formats."""
+def option(*flags: str, default: Any, help: str = "", **spec: Any) -> Any:
+    """A field of a command's options object that the command line sets (see ``Opt`` for ``spec``);
+    ``default`` is REQUIRED for one the command line must give."""
+    opt = Opt(tuple(flags), help, **spec)
+    return field(default=default, metadata={"opt": opt})
 
-    text = "text"
-    json = "json"
+
+def argument(metavar: str, default: Any = REQUIRED, **spec: Any) -> Any:
+    """A field set by positional words (``FILE...``): hidden from the option list, named by
+    ``metavar`` in the usage line."""
+    return field(default=default, metadata={"opt": Opt((), metavar=metavar, hidden=True, **spec)})
 
 
-ReplayOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--replay",
-        metavar="FILE|NAME",
-        help="Replay a recording (or load a snapshot) instead of probing this host; "
-        "NAME picks a bundled recording (see `topodoctor record --list`).",
-    ),
-]
-SysfsOpt = Annotated[str, typer.Option("--sysfs-root", metavar="DIR", help="Read /sys and /proc under DIR.")]
-_TIMEOUT_HELP = (
+def group(cls: type[T]) -> T:
+    """A field holding a part of the command's options (its own options object): its options are
+    the command's, listed under the part's heading (``HEADING``) in the help."""
+    return field(default_factory=cls, metadata={"group": cls})
+
+
+def specs(cls: type) -> Iterator[tuple[str, Opt, Any]]:
+    """(name, Opt, default) of every option of an options class, its parts' included, in order."""
+    for f in fields(cls):
+        if "group" in f.metadata:
+            yield from specs(f.metadata["group"])
+        elif "opt" in f.metadata:
+            yield f.name, f.metadata["opt"], f.default
+
+
+def headings(cls: type) -> dict[str, tuple[str, ...]]:
+    """Each part's help heading and the names of its options, in order (a class with parts; a part
+    with no ``HEADING`` is listed with the command's other options)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for f in fields(cls):
+        part = f.metadata.get("group")
+        heading = getattr(part, "HEADING", None)
+        if part is not None and heading is not None:  # parts under one heading are listed together, in order
+            out[heading] = out.get(heading, ()) + tuple(name for name, _, _ in specs(part))
+    return out
+
+
+def build(cls: type[T], values: dict[str, Any]) -> T:
+    """The options object of ``cls`` (and its parts) from every option's value by name."""
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        part = f.metadata.get("group")
+        if part is not None:
+            kwargs[f.name] = build(part, values)
+        elif "opt" in f.metadata and f.name in values:
+            kwargs[f.name] = values[f.name]
+    return cls(**kwargs)
+
+
+def plain(opt: Opt, value: Any) -> Any:
+    """A value as typer hands it (an enum member, a list, None for a repeatable option not
+    given) as the options object holds it: plain values, tuples."""
+    if opt.many:
+        return tuple(_plain(v) for v in value or ())
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    return getattr(value, "value", value)  # an Enum member typer made for a choice
+
+
+def parsed(opt: Opt, value: Any) -> Any:
+    """``value`` as the command uses it (``Opt.parse``); InputError refuses it."""
+    return opt.parse(value) if opt.parse is not None and value is not None else value
+
+
+@dataclass(frozen=True)
+class EarlyRead:
+    """What the early read of a command line found: the options it could read, by name, and
+    whether the whole line was read (no help request, nothing unknown, refused, missing or
+    repeated). Only a clean line may start the early probe."""
+
+    values: dict[str, Any]
+    clean: bool
+
+
+def early_read(words: Sequence[str], cls: type) -> EarlyRead:
+    """Read ``words`` (the command's, after its name) by the spec of ``cls``, as typer will: a
+    value attached (``--format=json``, ``-fjson``) or following, a flag alone. Options that
+    change the probe (``probes``) are read in full, each value as the command reads it; every
+    other value is only stepped over, but for the format, which decides whether a usage error
+    is told as the one-line verdict."""
+    by_name = {n: (name, opt) for name, opt, _ in specs(cls) for n in opt.names}
+    read: dict[str, list[Any]] = {}
+    clean = True
+    it = iter(words)
+    for word in it:
+        attached: str | None = None
+        if word.startswith("--"):
+            word, eq, rest = word.partition("=")
+            attached = rest if eq else None
+        elif word.startswith("-") and len(word) > 2 and word[:2] in by_name:
+            word, attached = word[:2], word[2:]  # -fjson: the value attached (click's reading)
+        if word not in by_name:
+            clean = False  # a help request, an argument, an unknown option: typer answers it
+            continue
+        name, opt = by_name[word]
+        if not opt.takes_value:
+            clean = clean and attached is None
+            read.setdefault(name, []).append(not word.startswith("--no-") if "/" in opt.flags[0] else True)
+            continue
+        text = attached if attached is not None else next(it, None)
+        if text is None:
+            return EarlyRead(_settled(read, by_name), False)
+        if opt.probes or name == "fmt":
+            try:
+                value = opt.read(text)
+            except (ValueError, InputError):
+                clean = False
+                continue
+            read.setdefault(name, []).append(value)
+        clean = clean and (opt.many or name not in read or len(read[name]) == 1)
+    values = _settled(read, by_name)
+    return EarlyRead(values, clean and len(values) == len(read))
+
+
+def _settled(read: dict[str, list[Any]], by_name: dict[str, tuple[str, Opt]]) -> dict[str, Any]:
+    """The values read, each as the command uses it; one the command refuses is left out."""
+    opts = {name: opt for name, opt in by_name.values()}
+    out: dict[str, Any] = {}
+    for name, got in read.items():
+        opt = opts[name]
+        try:
+            out[name] = parsed(opt, tuple(got) if opt.many else got[-1])
+        except (ValueError, InputError):
+            continue
+    return out
+
+
+# ----------------------------------------------------------------------------- shared options
+
+
+TIMEOUT_HELP = (
     "Wall-clock budget in seconds, counted from the start of the command; past it the "
     "work is stopped and the command exits 3. 0 = no budget (no child process); inf = no limit; "
     "nan or a negative number is a usage error."
 )
-TimeoutOpt = Annotated[float, typer.Option("--timeout", metavar="SECONDS", callback=_timeout, help=_TIMEOUT_HELP)]
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="text or json.")]
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Where to write (JSON).")]
+
+
+def timeout(default: float) -> Any:
+    """--timeout SECONDS: the command's budget; read once, the same way everywhere (``parse_timeout``)."""
+    return option(
+        "--timeout", default=default, metavar="SECONDS", kind=float, parse=parse_timeout, probes=True, help=TIMEOUT_HELP
+    )
+
+
+def replay() -> Any:
+    """--replay FILE|NAME: a recording or a snapshot instead of this host."""
+    return option(
+        "--replay",
+        default=None,
+        metavar="FILE|NAME",
+        probes=True,
+        help="Replay a recording (or load a snapshot) instead of probing this host; "
+        "NAME picks a bundled recording (see `topodoctor record --list`).",
+    )
+
+
+def sysfs_root() -> Any:
+    """--sysfs-root DIR: read /sys and /proc under DIR."""
+    return option("--sysfs-root", default="/", metavar="DIR", probes=True, help="Read /sys and /proc under DIR.")
+
+
+def fmt(choices: tuple[str, ...], help: str, **spec: Any) -> Any:
+    """--format / -f FORMAT, its first choice the default."""
+    return option("--format", "-f", default=choices[0], metavar="FORMAT", choices=choices, help=help, **spec)
+
+
+def fail_level(help: str = "Lowest severity that makes the command exit 1.") -> Any:
+    """--fail-level LEVEL: the lowest severity that fails the command."""
+    return option("--fail-level", default="error", metavar="LEVEL", choices=("warning", "error", "critical"), help=help)
+
+
+def strict() -> Any:
+    """--strict: warnings fail too."""
+    return option("--strict", default=False, kind=bool, help="Warnings fail too (--fail-level warning).")
+
+
+def metrics() -> Any:
+    """--metrics FILE: Prometheus text beside the output."""
+    return option(
+        "--metrics",
+        default=None,
+        metavar="FILE",
+        kind=Path,
+        help="Also write Prometheus metrics to FILE, atomically (node_exporter's textfile collector).",
+    )
+
+
+def output(help: str = "Where to write (JSON).", default: Any = None) -> Any:
+    """--output / -o FILE."""
+    return option("--output", "-o", default=default, metavar="FILE", kind=Path, help=help)
+
+
+PICTURE = "Also draw {}: .svg, or .png with the draw extra (resvg)."
+
+
+def picture(flag: str, what: str, probes: bool = False) -> Any:
+    """A picture to draw beside the output (``--draw``, ``--heatmap``)."""
+    return option(flag, default=None, metavar="FILE", kind=Path, probes=probes, help=PICTURE.format(what))
+
+
+def rule_list(flag: str) -> Any:
+    """--select / --ignore CODES, repeatable and comma-separated."""
+    return option(
+        flag,
+        default=(),
+        metavar="CODES",
+        many=True,
+        parse=lambda values: tuple(p.strip() for v in values for p in v.split(",") if p.strip()),
+        help="Rule codes, prefixes or names (TD1,TD301).",
+    )
+
 
 # Every short flag of every command, and the one long option it stands for: a flag learnt in one
 # command means the same in the next (a test walks the app and holds each command to this table).
@@ -70,220 +294,3 @@ SHORT_FLAGS = {
     "-n": "--iters",
     "-w": "--warmup",
 }
-
-
-_PICTURE = "Also draw {}: .svg, or .png with the draw extra (resvg)."
-DrawOpt = Annotated[
-    Path | None, typer.Option("--draw", metavar="FILE", help=_PICTURE.format("it, with the findings marked"))
-]
-HeatmapOpt = Annotated[Path | None, typer.Option("--heatmap", metavar="FILE", help=_PICTURE.format("the matrices"))]
-
-
-class Scope(str, Enum):
-    """What ``check --scope`` judges: the job's GPUs, the whole node, or the job's where one is found."""
-
-    auto = "auto"
-    job = "job"
-    node = "node"
-
-
-ScopeOpt = Annotated[
-    Scope,
-    typer.Option(
-        "--scope",
-        metavar="SCOPE",
-        help="job: only the GPUs SLURM_STEP_GPUS / SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES name (and node-wide facts); "
-        "node: every GPU; auto: job when those name a subset.",
-    ),
-]
-
-
-class FailLevel(str, Enum):
-    """The lowest severity that makes a check fail (``--fail-level``)."""
-
-    warning = "warning"
-    error = "error"
-    critical = "critical"
-
-
-FailLevelOpt = Annotated[
-    FailLevel,
-    typer.Option("--fail-level", metavar="LEVEL", help="Lowest severity that makes the command exit 1."),
-]
-StrictOpt = Annotated[bool, typer.Option("--strict", help="Warnings fail too (--fail-level warning).")]
-
-
-def fail_level(level: FailLevel, strict: bool) -> Severity:
-    """The severity from which a finding fails the command (``model.findings.fail_from``)."""
-    return fail_from(level.value, strict)
-
-
-class CheckFormat(str, Enum):
-    """``check``'s output formats: text, JSON, one drain line, or Prometheus text."""
-
-    text = "text"
-    json = "json"
-    line = "line"
-    prometheus = "prometheus"
-
-
-class MeasureFormat(str, Enum):
-    """The measuring commands' output formats."""
-
-    text = "text"
-    json = "json"
-    prometheus = "prometheus"
-
-
-MetricsOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--metrics",
-        metavar="FILE",
-        help="Also write Prometheus metrics to FILE, atomically (node_exporter's textfile collector).",
-    ),
-]
-
-
-RuleList = Annotated[list[str] | None, typer.Option(metavar="CODES", help="Rule codes, prefixes or names (TD1,TD301).")]
-
-
-class BwMode(str, Enum):
-    """The copy modes ``bandwidth --mode`` takes; ``all`` is every one."""
-
-    oneway = "oneway"
-    bidir = "bidir"
-    latency = "latency"
-    host = "host"
-    sm = "sm"
-    sm_oneway = "sm-oneway"
-    sm_bidir = "sm-bidir"
-    sm_latency = "sm-latency"
-    all = "all"
-
-
-def source(replay: str | None, sysfs_root: str = "/") -> Source:
-    """The service's ``Source`` for --replay and --sysfs-root (imported late: the service is heavy)."""
-    from topodoctor.service.check import Source
-
-    return Source(replay, sysfs_root)
-
-
-def budget(timeout: float) -> Budget:
-    """A wall-clock budget of ``timeout`` seconds, counted from the command's start; 0 is no budget."""
-    from topodoctor.core.budget import Budget
-
-    return Budget.start(timeout)
-
-
-def deadline(timeout: float) -> float | None:
-    """A parsed --timeout as a monotonic deadline counted from the command's start; None: no budget (0)."""
-    b = budget(timeout)
-    return b.deadline if b.limited else None
-
-
-def version_callback(value: bool) -> None:
-    """``--version``: print the version and exit before anything else runs."""
-    if value:
-        from topodoctor import __version__
-        from topodoctor.cli.io import emit, render
-
-        render(lambda: emit(f"topodoctor {__version__}"))
-        raise typer.Exit(0)
-
-
-class PlainUsage(TyperCommand):
-    """Arguments in the usage line as their metavar (``CODE``), not typer's ``{CODE}``."""
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        """The usage line's pieces: the options' placeholder, then each argument's metavar."""
-        pieces = [self.options_metavar] if self.options_metavar else []
-        return pieces + [str(p.metavar or p.name).upper() for p in self.params if isinstance(p, TyperArgument)]
-
-
-class GroupedOptions(TyperCommand):
-    """Options listed under headings (``OPTION_GROUPS``: heading -> parameter names, in order), for a
-    command with many: the rest come last under "Options"."""
-
-    OPTION_GROUPS: ClassVar[dict[str, tuple[str, ...]]] = {}
-
-    def format_options(self, ctx: Any, formatter: Any) -> None:
-        """click's options section, one section per heading of ``OPTION_GROUPS``."""
-        rows = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
-        placed: set[str | None] = set()
-        for heading, names in self.OPTION_GROUPS.items():
-            records = [rows[n] for n in names if rows.get(n)]
-            placed.update(names)
-            if records:
-                with formatter.section(heading):
-                    formatter.write_dl(records)
-        rest = [r for n, r in rows.items() if n not in placed and r]
-        if rest:
-            with formatter.section("Options"):
-                formatter.write_dl(rest)
-
-
-def grouped(groups: dict[str, tuple[str, ...]]) -> type[GroupedOptions]:
-    """A command class whose help lists its options under ``groups``' headings."""
-    return type("Grouped", (GroupedOptions,), {"OPTION_GROUPS": groups})
-
-
-class CommandGroup(TyperGroup):
-    """topodoctor's commands: the ones kept in modules of their own load only when named, and a
-    single-valued option may be given once.
-
-    Loading on demand is click's lazy-group pattern: a prolog's ``check`` builds neither the
-    collectives' 27 options nor their modules. Click keeps the last of ``--replay a --replay b``
-    and says nothing, so a check would judge the other recording: that is refused."""
-
-    LAZY: ClassVar[dict[str, str]] = {
-        "bandwidth": "bandwidth",
-        "collectives": "collectives",
-        "fleet": "fleet",
-        "nccl-topo": "pictures",
-        "nccl-log": "nccl_log",
-        "job": "job",
-    }
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        """Every command's name, the ones not loaded yet included (help, suggestions, completion)."""
-        return [*self.commands, *(name for name in self.LAZY if name not in self.commands)]
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        """The command ``cmd_name``, its module imported and registered the first time it is asked for."""
-        if cmd_name not in self.commands and cmd_name in self.LAZY:
-            # The import statement's machinery (not importlib's), so -X importtime counts it too.
-            module = __import__(f"topodoctor.cli.{self.LAZY[cmd_name]}", fromlist=["register"])
-            one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
-            module.register(one)
-            self.add_command(typer.main.get_command(one), cmd_name)
-        return super().get_command(ctx, cmd_name)
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
-        """The command click resolves, after refusing any single-valued option given twice."""
-        name, cmd, rest = super().resolve_command(ctx, args)
-        if cmd is not None:
-            _refuse_repeats(ctx, cmd, rest)
-        return name, cmd, rest
-
-
-def _refuse_repeats(ctx: Any, cmd: Any, args: list[str]) -> None:
-    """A usage error for an option that takes one value and was given more than once."""
-    options = {opt: p for p in cmd.params if isinstance(p, TyperOption) for opt in (*p.opts, *p.secondary_opts)}
-    seen: dict[str, int] = {}
-    tokens = iter(args)
-    for token in tokens:
-        if token == "--":
-            break
-        flag, attached = token.split("=", 1)[0] if token.startswith("--") else token, "=" in token
-        param = options.get(flag)
-        if param is None:
-            continue
-        takes_value = not param.is_flag and not param.count
-        if takes_value and not attached:
-            next(tokens, None)  # its value, whatever it looks like
-        if takes_value and not param.multiple:
-            name = param.name or flag  # click types the name as optional; a typer option always has one
-            seen[name] = seen.get(name, 0) + 1
-            if seen[name] > 1:
-                raise typer.BadParameter("given more than once; give it once", ctx=ctx, param=param)

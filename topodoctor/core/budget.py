@@ -12,7 +12,6 @@ so a parent killed outright (SIGKILL from a prolog timeout) leaves nothing runni
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import select
@@ -23,6 +22,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from topodoctor.core import answers
+from topodoctor.core.answers import send_part as send_part  # re-exported: a budgeted child's first word
 from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError, error_class
 from topodoctor.core.signals import die_with_parent
 
@@ -221,6 +222,7 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
         _forked_at = time.monotonic()
         os.close(read_fd)
         code = 0
+        answers.opened(write_fd)
         try:
             _become_group_leader_child(parent, quiet)
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
@@ -233,8 +235,8 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
             tail = traceback.format_exc(limit=3).strip().splitlines()[-1]
             answer = {"error": f"internal error: {type(exc).__name__}: {exc} ({tail})", "exit_code": 3}
         try:
-            with os.fdopen(write_fd, "w", encoding="utf-8", errors="backslashreplace") as pipe:
-                pipe.write(json.dumps(answer, allow_nan=False))
+            answers.write_line(write_fd, answer)
+            os.close(write_fd)
         except BaseException:
             code = 1
         os._exit(code)
@@ -263,8 +265,16 @@ def await_child(child: Child, budget: Budget, meanwhile: Callable[[], None] | No
     ``meanwhile`` is the parent's own work, done before waiting. A TopodoctorError raised in
     the child is raised again here with its message and kind.
     """
-    deadline = budget.deadline
     chunks: list[bytes] = []
+    try:
+        return _final(chunks, child, budget, meanwhile)
+    except TopodoctorError as exc:
+        exc.part = answers.lines(chunks, strict=False)[0]  # what the child sent before it failed, if anything
+        raise
+
+
+def _final(chunks: list[bytes], child: Child, budget: Budget, meanwhile: Callable[[], None] | None) -> dict[str, Any]:
+    deadline = budget.deadline
     try:
         if meanwhile is not None:
             meanwhile()
@@ -285,12 +295,9 @@ def await_child(child: Child, budget: Budget, meanwhile: Callable[[], None] | No
     finally:
         os.close(child.answers)
     _reap_or_defer(child.pid)
-    if not chunks:
+    answer = answers.lines(chunks)[1]
+    if answer is None:
         raise BudgetExceeded("could not check: the check process died without an answer")
-    try:
-        answer = json.loads(b"".join(chunks))
-    except ValueError:
-        raise TopodoctorError("could not check: the check process answered garbage") from None
     if "error" in answer:
         err = error_class(str(answer.get("kind", "")))(answer["error"])
         err.exit_code = int(answer.get("exit_code", 3))

@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
+from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
+from topodoctor.core.fileio import dumps_strict
 from topodoctor.core.probed import ProbeError, Unsupported
 
 D = TypeVar("D")
@@ -176,8 +178,6 @@ def from_jsonable(cls: type[D], data: Any, what: str = "document") -> D:
 
 def read_json(path: Path | str, what: str, timeout_s: float | None = None) -> Any:
     """Load JSON from a user-named file: bounded in time and size, strict (see ``fileio``)."""
-    from topodoctor.core import fileio
-
     if timeout_s is None:
         return fileio.read_json(path, what)
     return fileio.read_json(path, what, timeout_s=min(timeout_s, fileio.DEFAULT_TIMEOUT_S))
@@ -197,6 +197,4 @@ def check_header(data: Any, kind: str, version: int, what: str) -> None:
 
 def dumps(obj: Any) -> str:
     """Strict JSON text of a dataclass tree (NaN becomes null; infinity is refused)."""
-    from topodoctor.core.fileio import dumps_strict
-
     return dumps_strict(to_jsonable(obj), indent=1) + "\n"

@@ -12,6 +12,8 @@ Exit codes (shared by every command, documented in README.md):
 
 from __future__ import annotations
 
+from typing import Any
+
 EXIT_OK = 0
 EXIT_UNHEALTHY = 1
 EXIT_USAGE = 2
@@ -22,6 +24,8 @@ class TopodoctorError(Exception):
     """Base: carries the exit code the CLI returns for it."""
 
     exit_code = EXIT_CANNOT_CHECK
+    # Raised for a budgeted child (core/budget.py): what it had sent before it failed, if anything.
+    part: dict[str, Any] | None = None
 
 
 class InputError(TopodoctorError):

@@ -1,177 +1,144 @@
-"""Reading many nodes' result files for the fleet roll-up: bounded, and one bad file is one
-line in the report, never the end of it.
+"""Reading many nodes' result files for the fleet: bounded, and one bad file is one line in the
+report, never the end of it (the documents themselves: fleet/parse.py).
 
-Accepted documents (``kind`` and ``schema_version`` in each):
-
-- ``check``: the JSON of ``topodoctor check --format json`` (its could-not-check answer too);
-- ``bandwidth``: a ``topodoctor bandwidth`` result (``-o FILE``, or ``--format json``, which
-  adds the node's TD7 findings);
-- ``collectives``: a ``topodoctor collectives`` result of one node: ``host``, ``rows`` (read as
-  ``measure.collectives.result.Row``), optional ``snapshot`` (for the node type) and
-  ``findings``.
-
-A node is named by the document's ``host``; a document without one (a check that could not
-run) is named by its file name up to the first dot, so name result files ``NODE.KIND.json``.
-``name_from="file"`` names every node so (Slurm's node names need not be host names).
+A collector reads ten thousand files at a time. ``core.fileio.read_bytes`` bounds each read with
+a thread of its own (0.1-0.4 ms a file, more than the parse); here one reader thread reads the
+files in turn and the caller waits for each within the per-file timeout: a file on a wedged
+mount costs that timeout, its reader is abandoned, and a fresh one reads on. The parse is
+strict as ``fileio.parse_json`` is (no NaN or Infinity; integers of more than 4300 digits are
+refused by Python itself; nesting by json's own guard), without a hook on every number: the
+fleet checks each number it uses.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import queue
+import stat
+import threading
 import time
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from topodoctor.core import codec, fileio
+from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
-from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, SourceState, Unreadable
-from topodoctor.model.collective_rows import columns
-from topodoctor.model.collectives import COLLECTIVES_SCHEMA_VERSION, Row
-from topodoctor.model.findings import Finding
-from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.fleet.parse import NameFrom, node_type, parse_result
+from topodoctor.fleet.results import NodeResult, Unreadable
+
+__all__ = ["MAX_RESULT_BYTES", "NameFrom", "node_type", "parse_result", "read_files", "read_results", "result_files"]
 
 MAX_RESULT_BYTES = 16 * fileio.MiB  # a bandwidth result with its snapshot is ~0.2 MB
-NameFrom = Literal["host", "file"]
+_DONE = object()
 
 
-def node_type(snap: HostSnapshot) -> NodeType:
-    """GPU model, count and NVLink fabric, from what does not change when a link fails.
-
-    Link *counts* and where links lead stand for the fabric, not link states: a node with a
-    link down is still of its type, and is compared with its peers for exactly that reason.
-    """
-    names = Counter(g.name for g in snap.gpus if isinstance(g.name, str))
-    model = names.most_common(1)[0][0] if names else "unknown GPU"
-    count = snap.gpu_count if isinstance(snap.gpu_count, int) else len(snap.gpus)
-    links = max((g.nvlink_count for g in snap.gpus if isinstance(g.nvlink_count, int)), default=0)
-    switched = bool(snap.nvswitches) or any(ln.remote_type == "switch" for g in snap.gpus for ln in g.nvlinks)
-    if links == 0:
-        fabric = "PCIe only"
-    else:
-        fabric = f"{links} NVLinks/GPU {'to NVSwitch' if switched else 'direct'}"
-    return NodeType(model, count, fabric)
-
-
-def bandwidth_figures(result: Any) -> tuple[Figure, ...]:
-    """Copy bandwidths of a BandwidthResult as figures (latency is left out: too noisy to rank)."""
-    out = []
-    for m in result.measurements:
-        if m.value is None or m.mode == "latency":
-            continue
-        if m.mode == "h2d":
-            out.append(Figure("bandwidth", "h2d", f"host->GPU{m.dst}", m.value.median))
-        elif m.mode == "d2h":
-            out.append(Figure("bandwidth", "d2h", f"GPU{m.src}->host", m.value.median))
-        else:
-            out.append(Figure("bandwidth", m.mode, f"GPU{m.src}->GPU{m.dst}", m.value.median))
-            if m.mode == "bidir" and m.reverse is not None:
-                out.append(Figure("bandwidth", m.mode, f"GPU{m.dst}->GPU{m.src}", m.reverse.median))
-    return tuple(out)
-
-
-FLEET_FITNESS = ("hbm", "compute", "sm_copy")  # higher is better; latency is left out, as for copies
-
-
-def fitness_figures(doc: Any, what: str) -> tuple[tuple[Figure, ...], NodeType | None]:
-    """The measured HBM, compute and SM-copy figures of a check's ``fitness`` section (``check
-    --level quick|long --format json``), and the node type it names."""
-    if doc is None:
-        return (), None
+def _read_one(path: str, max_bytes: int) -> tuple[bytes, float]:
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; anything but a regular file is refused.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        ntype = doc.get("node_type")
-        out = []
-        for f in doc.get("figures", []):
-            if f["kind"] in FLEET_FITNESS and f.get("value") is not None:
-                where = {-1: "host"}
-                src, dst = (where.get(int(x), f"GPU{int(x)}") for x in (f["src"], f["dst"]))
-                subject = src if f["kind"] in ("hbm", "compute") else f"{src}->{dst}"
-                label = " ".join([f["kind"], f["initiator"]] + (["bidir"] if f.get("bidir") else []))
-                out.append(Figure("fitness", label, subject, float(f["value"]["median"])))
-        node = NodeType(str(ntype["gpu_model"]), int(ntype["gpu_count"]), str(ntype["fabric"])) if ntype else None
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{what} does not match its schema: fitness: {type(exc).__name__}: {exc}") from None
-    return tuple(out), node
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            raise OSError("not a regular file of the size allowed")
+        data = os.read(fd, st.st_size + 1)
+        while len(data) <= max_bytes and (more := os.read(fd, 1 << 20)):
+            data += more
+        if len(data) > max_bytes:
+            raise OSError("grew past the size allowed")
+        return data, st.st_mtime
+    finally:
+        os.close(fd)
 
 
-def collective_figures(rows: Iterable[Row]) -> tuple[Figure, ...]:
-    """busbw per op, size and placement: what nodes of one type should all reach."""
-    return tuple(
-        Figure("collectives", f"{r.op} busbw", f"{r.size_bytes} B" + (" in-place" if r.in_place else ""), r.busbw_gbps)
-        for r in columns(rows)
-    )
+def _reader(paths: list[Path], max_bytes: int, out: queue.SimpleQueue[Any]) -> None:
+    for p in paths:
+        try:
+            out.put((p, *_read_one(str(p), max_bytes), None))
+        except BaseException as exc:  # handed to the caller, who names the file
+            out.put((p, None, None, exc))
+    out.put(_DONE)
 
 
-def _findings(data: Any, what: str) -> tuple[Finding, ...]:
-    raw = data.get("findings") if isinstance(data, dict) else None
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise InputError(f"{what} does not match its schema: findings: expected list")
-    return tuple(codec.from_jsonable(Finding, f, f"{what} finding {i}") for i, f in enumerate(raw))
+def read_files(
+    paths: list[Path], what: str, max_bytes: int, timeout_s: float, deadline: float
+) -> Iterator[tuple[Path, bytes | None, float | None, str | None]]:
+    """(path, bytes, mtime, None) per file read, or (path, None, None, one-line error): each within
+    ``timeout_s``, and none begun after ``deadline`` (time.monotonic)."""
+    todo = list(paths)
+    while todo:
+        out: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        threading.Thread(target=_reader, args=(todo, max_bytes, out), name="read results", daemon=True).start()
+        done = 0
+        while done < len(todo):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                for p in todo[done:]:
+                    yield p, None, None, f"{p}: not read, the budget for reading was spent"
+                return
+            try:
+                item = out.get(timeout=min(timeout_s, left))
+            except queue.Empty:
+                p = todo[done]
+                if deadline - time.monotonic() <= 0:
+                    continue  # the budget, not the file: said as such above
+                yield p, None, None, f"{what} {fileio.shown(p)}: not readable within {timeout_s:g} s (a hung mount?)"
+                todo, done = todo[done + 1 :], 0
+                break  # this reader is stuck in that file: a fresh one reads the rest
+            if item is _DONE:
+                return
+            p, data, mtime, exc = item
+            done += 1
+            if exc is None:
+                yield p, data, mtime, None
+                continue
+            try:  # the one place that words every read error the same way
+                fileio.read_bytes(p, what, max_bytes, timeout_s)
+            except InputError as err:
+                yield p, None, None, str(err)
+            else:
+                yield p, None, None, f"cannot read {what} {fileio.shown(p)}: {type(exc).__name__}"
+        else:
+            return
 
 
-def _name(data: dict[str, Any], path: Path, name_from: NameFrom) -> str:
-    host = data.get("host")
-    if name_from == "host" and isinstance(host, str) and host.strip():
-        return host.strip()
-    return path.name.split(".", 1)[0]
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_result(data: Any, path: Path, name_from: NameFrom = "host") -> NodeResult:
-    """One decoded document as a NodeResult; InputError naming the file when it is not one."""
-    what = f"result {path}"
-    if not isinstance(data, dict):
-        raise InputError(f"{what} is not a topodoctor result (top level is not an object)")
-    kind = data.get("kind")
-    if kind == "check":
-        codec.check_header(data, "check", 1, what)
-        verdict = data.get("verdict")
-        if verdict not in ("healthy", "unhealthy", "unknown"):
-            raise InputError(f"{what} does not match its schema: verdict: expected healthy | unhealthy | unknown")
-        state: SourceState = verdict
-        figures, ntype = fitness_figures(data.get("fitness"), what)
-        return NodeResult(
-            _name(data, path, name_from),
-            "check",
-            str(path),
-            state,
-            str(data.get("reason", "")),
-            _findings(data, what),
-            figures,
-            ntype,
-        )
-    if kind == "bandwidth":
-        from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION, BandwidthResult
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # made once: json.loads with a hook makes one a call
 
-        codec.check_header(data, "bandwidth", BANDWIDTH_SCHEMA_VERSION, what)
-        r = codec.from_jsonable(BandwidthResult, data, what)
-        findings = _findings(data, what)
-        return NodeResult(
-            _name(data, path, name_from),
-            "bandwidth",
-            str(path),
-            "healthy" if "findings" in data else "measured",
-            "",
-            findings,
-            bandwidth_figures(r),
-            node_type(r.snapshot) if r.snapshot is not None else None,
-        )
-    if kind == "collectives":
-        codec.check_header(data, "collectives", COLLECTIVES_SCHEMA_VERSION, what)
-        rows = codec.from_jsonable(tuple[Row, ...], data.get("rows"), f"{what} rows")
-        snap = data.get("snapshot")
-        return NodeResult(
-            _name(data, path, name_from),
-            "collectives",
-            str(path),
-            "healthy" if "findings" in data else "measured",
-            "",
-            _findings(data, what),
-            collective_figures(rows),
-            node_type(codec.from_jsonable(HostSnapshot, snap, f"{what} snapshot")) if snap else None,
-        )
-    raise InputError(f"{what} is not a check, bandwidth or collectives result (kind={kind!r})")
+
+def parse_document(data: bytes, what: str) -> Any:
+    """A result's JSON, strict as ``fileio.parse_json`` is, without a hook on every number."""
+    try:
+        return _DECODER.decode(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise InputError(f"{what} is not acceptable JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{what} is nested too deeply") from None
+
+
+def result_files(paths: Iterable[str | Path], timeout_s: float) -> tuple[list[Path], list[Unreadable]]:
+    """The files named and the ``*.json`` below the directories named, each once, in order; a
+    path that cannot be listed is one ``Unreadable``."""
+    files: list[Path] = []
+    bad: list[Unreadable] = []
+    for p in paths:
+        path = Path(p)
+        try:
+            if path.is_dir():
+                files.extend(fileio.list_files(path, "results directory", ".json", timeout_s=timeout_s))
+            else:
+                files.append(path)
+        except InputError as exc:
+            bad.append(Unreadable(str(path), str(exc)))
+        except OSError as exc:  # is_dir() on a path we may not stat
+            bad.append(Unreadable(str(path), f"cannot read {fileio.shown(path)}: {exc.strerror or type(exc).__name__}"))
+    return list(dict.fromkeys(files)), bad
 
 
 def read_results(
@@ -180,30 +147,16 @@ def read_results(
     """Read result files and directories (``*.json`` below them). Every failure is one
     ``Unreadable`` naming its file; past ``budget_s`` the files not yet read are listed so."""
     deadline = time.monotonic() + budget_s
-    files: list[Path] = []
-    bad: list[Unreadable] = []
-    for p in paths:
-        path = Path(p)
-        try:
-            if path.is_dir():
-                files.extend(fileio.list_files(path, "results directory", ".json"))
-            else:
-                files.append(path)
-        except InputError as exc:
-            bad.append(Unreadable(str(path), str(exc)))
-        except OSError as exc:  # is_dir() on a path we may not stat
-            bad.append(Unreadable(str(path), f"cannot read {fileio.shown(path)}: {exc.strerror or type(exc).__name__}"))
+    files, bad = result_files(paths, fileio.DEFAULT_TIMEOUT_S)
     out: list[NodeResult] = []
-    for path in dict.fromkeys(files):
-        left = deadline - time.monotonic()
+    for path, data, mtime, error in read_files(files, "result", MAX_RESULT_BYTES, fileio.DEFAULT_TIMEOUT_S, deadline):
         guess = path.name.split(".", 1)[0]
-        if left <= 0:
-            spent = f"{path}: not read, the {budget_s:g} s budget for reading was spent"
-            bad.append(Unreadable(str(path), spent, guess))
+        if error is not None:
+            bad.append(Unreadable(str(path), error.replace("the budget", f"the {budget_s:g} s budget"), guess))
             continue
         try:
-            data = fileio.read_json(path, "result", MAX_RESULT_BYTES, min(left, fileio.DEFAULT_TIMEOUT_S))
-            out.append(parse_result(data, path, name_from))
+            what = f"result {path}"
+            out.append(parse_result(parse_document(data or b"", what), path, name_from, mtime))
         except InputError as exc:
             bad.append(Unreadable(str(path), str(exc), guess))
     return out, bad

@@ -28,68 +28,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
 from topodoctor.core.stats import median
+from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
+from topodoctor.model.outcome import exit_code
+
+__all__ = ["Figure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
 
 FLEET_SCHEMA_VERSION = 1
 MAD_TO_SIGMA = 0.6745  # the MAD of a normal distribution is 0.6745 sigma
 
-Kind = Literal["check", "bandwidth", "collectives"]
-SourceState = Literal["healthy", "unhealthy", "unknown", "measured", "unreadable"]
 NodeState = Literal["healthy", "unhealthy", "slow", "unknown"]
-
-
-@dataclass(frozen=True)
-class NodeType:
-    """What makes two nodes comparable: the same GPUs, as many, on the same fabric."""
-
-    gpu_model: str
-    gpu_count: int
-    fabric: str  # "PCIe only", "18 NVLinks/GPU to NVSwitch", "4 NVLinks/GPU direct"
-
-    @property
-    def label(self) -> str:
-        """The type as a table heading: ``4x NVIDIA H200, 18 NVLinks/GPU to NVSwitch``."""
-        return f"{self.gpu_count}x {self.gpu_model}, {self.fabric}"
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One number a node measured that its peers measured too (GB/s = 1e9 bytes/s)."""
-
-    source: Literal["bandwidth", "collectives", "fitness"]
-    metric: str  # oneway, bidir, h2d, d2h; or the collective op: all_reduce, ...
-    subject: str  # GPU1->GPU2, host->GPU0; or the size: "1073741824 B", "... in-place"
-    gbps: float
-
-    @property
-    def key(self) -> str:
-        """The figure's name for comparing it across nodes: the metric and what it is about."""
-        return f"{self.metric} {self.subject}"
-
-
-@dataclass(frozen=True)
-class NodeResult:
-    """One result file, reduced to what the roll-up needs."""
-
-    node: str
-    kind: Kind
-    path: str
-    state: SourceState  # the verdict the file itself carries, or "measured" when it carries none
-    reason: str  # its one-line reason, where it has one
-    findings: tuple[Finding, ...] = ()
-    figures: tuple[Figure, ...] = ()
-    node_type: NodeType | None = None
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    """A result file that could not be read, and why."""
-
-    path: str
-    error: str  # one line that names the file
-    node: str | None = None  # the node its file name names, where that node sent other results
+SLOW_CODES = frozenset({"TD950"})  # a node's figure off its own past: the node is slow, not broken
 
 
 @dataclass(frozen=True)
@@ -102,6 +52,7 @@ class Settings:
     min_nodes: int = 3
     fail_level: str = "error"
     systemic_share: float = 0.5  # a failing finding on more than this share of the nodes is fleet-wide
+    latency_tolerance: float = 0.15  # latencies: this share above the median may be slow
 
 
 @dataclass(frozen=True)
@@ -114,9 +65,10 @@ class Outlier:
     figure: str
     gbps: float
     fleet_median_gbps: float
-    ratio: float  # gbps / fleet median
+    ratio: float  # gbps / fleet median (above 1 for a latency)
     robust_z: float | None  # None when the fleet's MAD is zero
     peers: int  # nodes that measured this figure, this node included
+    unit: str = "GB/s"
 
 
 @dataclass(frozen=True)
@@ -179,20 +131,34 @@ class FleetReport:
         return tuple(f"{s.code} on {len(s.nodes)} of {len(self.nodes)} nodes" for s in self.shared if s.systemic)
 
     @property
+    def failing(self) -> tuple[object, ...]:
+        """The nodes to drain and the findings fleet-wide (they drain no node, but the fleet is
+        not healthy)."""
+        return (*self.drain, *self.fleet_wide)
+
+    @property
+    def not_measured(self) -> tuple[str, ...]:
+        """The files and the nodes that could not be judged."""
+        unknown = tuple(f"{n.node}: could not be judged" for n in self.nodes if n.state == "unknown")
+        return tuple(u.error for u in self.unreadable) + unknown
+
+    @property
+    def unusable(self) -> tuple[str, ...]:
+        """Nothing: a result that cannot be read is a node not judged (``not_measured``)."""
+        return ()
+
+    @property
     def exit_code(self) -> int:
-        """1 when a node is to be drained or a finding is fleet-wide (it drains no node, but the
-        fleet is not healthy); else 3 when a node or a file could not be judged; else 0."""
-        if self.drain or self.fleet_wide:
-            return EXIT_UNHEALTHY
-        if self.unreadable or any(n.state == "unknown" for n in self.nodes):
-            return EXIT_CANNOT_CHECK
-        return EXIT_OK
+        """1 when a node is to be drained or a finding is fleet-wide; else 3 when a node or a file
+        could not be judged; else 0 (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
 def robust_outliers(
-    values: dict[str, float], settings: Settings
+    values: dict[str, float], settings: Settings, better: Better = "higher"
 ) -> tuple[float, dict[str, tuple[float, float | None]]]:
-    """The median of ``values`` and, for each slow outlier, (ratio to the median, robust z)."""
+    """The median of ``values`` and, for each slow outlier, (ratio to the median, robust z): a rate
+    below the median, a latency (``better="lower"``) above it."""
     med = median(values.values())
     mad = median(abs(v - med) for v in values.values())
     out: dict[str, tuple[float, float | None]] = {}
@@ -201,9 +167,17 @@ def robust_outliers(
     for name, v in values.items():
         ratio = v / med
         z = MAD_TO_SIGMA * (v - med) / mad if mad > 0 else None
-        if ratio < 1.0 - settings.tolerance and (z is None or z < -settings.z_threshold):
+        if slow_by(ratio, z, settings, better):
             out[name] = (ratio, z)
     return med, out
+
+
+def slow_by(ratio: float, z: float | None, settings: Settings, better: Better = "higher") -> bool:
+    """Whether a figure at ``ratio`` to its reference and robust z ``z`` (None: a spread of zero)
+    is slow: practically (past the tolerance) and statistically (past the z threshold)."""
+    if better == "lower":
+        return ratio > 1.0 + settings.latency_tolerance and (z is None or z > settings.z_threshold)
+    return ratio < 1.0 - settings.tolerance and (z is None or z < -settings.z_threshold)
 
 
 def _failing(findings: Iterable[Finding], level: str) -> list[Finding]:
@@ -219,10 +193,9 @@ def _line(f: Finding) -> str:
 
 
 def _outlier_line(o: Outlier) -> str:
-    unit = "TFLOP/s" if o.figure.startswith("compute") else "GB/s"
     return (
-        f"{o.figure} {o.gbps:.1f} {unit}, {o.ratio:.2f}x the median of {o.peers} nodes of its type "
-        f"({o.fleet_median_gbps:.1f} {unit})"
+        f"{o.figure} {o.gbps:.1f} {o.unit}, {o.ratio:.2f}x the median of {o.peers} nodes of its type "
+        f"({o.fleet_median_gbps:.1f} {o.unit})"
     )
 
 
@@ -248,18 +221,25 @@ def roll_up(
             types[node] = sorted(known, key=lambda t: t.label)[0]
 
     # Figures: one value per node and key; a node with two results of one kind keeps the last file's.
-    figures: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+    figures: dict[tuple[str, str, str], dict[str, float]] = {}
+    how: dict[tuple[str, str, str], tuple[str, Better]] = {}  # unit, and which way is better
     for node, rs in by_node.items():
-        kinds = Counter(r.kind for r in rs)
+        kinds = Counter(r.kind for r in rs) if len(rs) > 1 else {}
         for kind, n in kinds.items():
             if n > 1:
                 last = max(r.path for r in rs if r.kind == kind)
                 notes.append(f"{node}: {n} {kind} results; the figures of {last} are compared")
         if node not in types:
             continue
-        for r in sorted(rs, key=lambda r: r.path):
+        label = types[node].label
+        for r in sorted(rs, key=lambda r: r.path) if len(rs) > 1 else rs:
             for f in r.figures:
-                figures[(types[node].label, f.source, f.key)][node] = f.gbps
+                named = (label, f.source, f"{f.metric} {f.subject}")
+                got = figures.get(named)
+                if got is None:
+                    got = figures[named] = {}
+                    how[named] = (f.unit, f.better)
+                got[node] = f.gbps
 
     outliers: list[Outlier] = []
     compared: Counter[str] = Counter()
@@ -269,10 +249,11 @@ def roll_up(
             too_few[tlabel] += 1
             continue
         compared[tlabel] += 1
-        med, slow = robust_outliers(values, st)
+        unit, better = how[(tlabel, source, key)]
+        med, slow = robust_outliers(values, st, better)
         for node, (ratio, z) in slow.items():
-            outliers.append(Outlier(node, tlabel, source, key, values[node], med, ratio, z, len(values)))
-    outliers.sort(key=lambda o: (o.ratio, o.node, o.figure))
+            outliers.append(Outlier(node, tlabel, source, key, values[node], med, ratio, z, len(values), unit))
+    outliers.sort(key=lambda o: (-abs(o.ratio - 1.0), o.node, o.figure))
 
     shared = _shared(by_node, st)
     systemic = {s.code for s in shared if s.systemic}
@@ -324,12 +305,14 @@ def _status(
     sources: dict[str, SourceState] = {}
     reasons: list[str] = []
     drain_reasons: list[str] = []
-    rank = {"unreadable": 0, "measured": 1, "healthy": 2, "unknown": 3, "unhealthy": 4}
+    rank = {"unreadable": 0, "measured": 1, "healthy": 2, "slow": 3, "unknown": 4, "unhealthy": 5}
     for r in sorted(rs, key=lambda r: r.path):
         failing = _failing(r.findings, st.fail_level)
         state = r.state
         if state in ("healthy", "unhealthy", "measured") and r.findings:
             state = "unhealthy" if failing else "healthy"
+            if failing and all(f.code in SLOW_CODES for f in failing):
+                state = "slow"  # slower than its own past: slow, as an outlier among peers is
         elif state == "unhealthy" and not r.findings:
             reasons.append(f"{r.kind}: {r.reason}")
             drain_reasons.append(r.reason)
@@ -351,7 +334,7 @@ def _status(
     verdict: NodeState
     if "unhealthy" in values:
         verdict = "unhealthy"
-    elif slow:
+    elif slow or "slow" in values:
         verdict = "slow"
     elif values & {"unknown"} or any(u.node == node for u in unreadable):
         verdict = "unknown"

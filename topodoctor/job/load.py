@@ -11,6 +11,7 @@ from pathlib import Path
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
+from topodoctor.fleet.inputs import read_results as fleet_read
 from topodoctor.fleet.rollup import NodeResult
 from topodoctor.job import dumps as fr
 from topodoctor.job import placement, ras
@@ -74,8 +75,6 @@ def read_map(path: str | Path) -> tuple[placement.Place, ...]:
 
 def read_results(paths: Iterable[str | Path], budget_s: float = 60.0) -> tuple[tuple[NodeResult, ...], tuple[str, ...]]:
     """The nodes' topodoctor results, read as the fleet reads them."""
-    from topodoctor.fleet.inputs import read_results as fleet_read
-
     nodes, bad = fleet_read(paths, "host", budget_s)
     return tuple(nodes), tuple(u.error for u in bad)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.fileio import parse_json as strict_json
 
 RasKind = Literal["MISMATCH", "INCOMPLETE", "ERROR", "DEAD"]
 DEFAULT_PORT = 28028
@@ -179,8 +180,6 @@ def parse_json(doc: Any, what: str = "RAS answer") -> RasReport:
 def parse(text: str, what: str = "RAS answer") -> RasReport:
     """Text or JSON, whichever it is."""
     if text.lstrip().startswith("{"):
-        from topodoctor.core.fileio import parse_json as strict_json
-
         return parse_json(strict_json(text, what), what)
     if "NCCL version" not in text and "Errors" not in text and "Communicators" not in text:
         raise InputError(f"{what} is not an NCCL RAS status answer")

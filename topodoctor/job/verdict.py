@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
 from topodoctor.fleet.rollup import NodeResult
 from topodoctor.job.analysis import Finding, GroupState, analyse
 from topodoctor.job.dumps import RankDump
@@ -22,6 +21,8 @@ from topodoctor.job.ras import RasReport
 from topodoctor.job.stragglers import Lateness, lateness
 from topodoctor.model.activity import ActivitySample
 from topodoctor.model.findings import Severity, failing
+from topodoctor.model.outcome import exit_code
+from topodoctor.model.stamp import Stamped
 
 # The order in which findings explain a stall: a program bug first (it causes the rest), then
 # the rank its peers wait for, then what others saw of it.
@@ -63,7 +64,7 @@ class JobInput:
 
 
 @dataclass(frozen=True)
-class JobReport:
+class JobReport(Stamped):
     """The verdict, with what it rests on."""
 
     findings: tuple[Finding, ...]
@@ -75,12 +76,32 @@ class JobReport:
     ras: RasReport | None
     ranks: tuple[int, ...]  # ranks with a dump
     notes: tuple[str, ...]
-    exit_code: int
+    judged: bool  # dumps, a RAS answer or a node's GPUs were there to judge
     fail_level: Severity = "error"
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings at or above the fail level: a culprit named, a stall seen."""
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def not_measured(self) -> tuple[str, ...]:
+        """Nothing to judge: no dump, no RAS answer, no GPU sampled."""
+        return () if self.judged else ("nothing to judge: no dump, RAS answer or GPU reading",)
+
+    @property
+    def unusable(self) -> tuple[str, ...]:
+        """Nothing: an unreadable file or a RAS that did not answer is a note beside the verdict."""
+        return ()
+
+    @property
+    def exit_code(self) -> int:
+        """0 nothing wrong found, 1 a culprit or a stall, 3 nothing to judge (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
     def culprits(self) -> tuple[Finding, ...]:
         """Findings that fail the verdict (errors, or from ``fail_level``): where to look."""
-        return failing(self.findings, self.fail_level)
+        return self.failing
 
 
 def _ras_findings(ras: RasReport, world: int | None) -> list[Finding]:
@@ -143,12 +164,6 @@ def judge_job(job: JobInput) -> JobReport:
             for host in hosts_of(f, job.places):
                 health.setdefault(host, host_health(host, job.nodes))
     judged = bool(job.dumps) or job.ras is not None or job.activity is not None
-    if failing(findings, job.fail_level):
-        code = EXIT_UNHEALTHY
-    elif judged:
-        code = EXIT_OK
-    else:
-        code = EXIT_CANNOT_CHECK
     return JobReport(
         tuple(findings),
         groups,
@@ -159,7 +174,7 @@ def judge_job(job: JobInput) -> JobReport:
         job.ras,
         tuple(sorted(d.rank for d in job.dumps)),
         job.notes,
-        code,
+        judged,
         job.fail_level,
     )
 

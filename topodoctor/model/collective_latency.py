@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from topodoctor.core import codec
 from topodoctor.model.collectives import Failure, RankInfo
+from topodoctor.model.stamp import Stamped
 
 LATENCY_SCHEMA_VERSION = 1
 LatencyOp = Literal["p2p", "all_reduce"]
@@ -106,7 +107,7 @@ class Overtake:
 
 
 @dataclass(frozen=True)
-class LatencyResult:
+class LatencyResult(Stamped):
     """The small-message table of one run: every path at every op and size."""
 
     kind: Literal["collectives-latency"]

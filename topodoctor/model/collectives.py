@@ -18,6 +18,7 @@ from topodoctor.model.copies import Activity
 from topodoctor.model.during import RunSampling
 from topodoctor.model.pairwise import NodeVerdict, PairOutcome, Round
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.stamp import Stamped
 
 COLLECTIVES_SCHEMA_VERSION = 1
 FailureKind = Literal["hang", "error", "oom", "died", "join"]
@@ -165,7 +166,7 @@ class PairwiseReport:
 
 
 @dataclass(frozen=True)
-class CollectivesResult:
+class CollectivesResult(Stamped):
     """What a collectives run measured (ours or nccl-tests'): the ranks, the rows, what failed."""
 
     kind: Literal["collectives"]

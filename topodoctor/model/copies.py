@@ -21,6 +21,7 @@ from topodoctor.core import codec
 from topodoctor.core.stats import median
 from topodoctor.model.during import RunSampling
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.stamp import Stamped
 
 BANDWIDTH_SCHEMA_VERSION = 1
 
@@ -93,7 +94,7 @@ class Activity:
 
 
 @dataclass(frozen=True)
-class BandwidthResult:
+class BandwidthResult(Stamped):
     """What one run of the copy tester measured, with the settings, timings and the snapshot it ran on."""
 
     kind: Literal["bandwidth"]

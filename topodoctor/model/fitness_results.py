@@ -13,6 +13,7 @@ from topodoctor.core import codec
 from topodoctor.model.copies import Activity, GpuIdentity, Stats
 from topodoctor.model.during import RunSampling
 from topodoctor.model.fitness import CLOCK_EVENT_REASONS
+from topodoctor.model.stamp import Stamped
 
 FITNESS_SCHEMA_VERSION = 1
 HOST = -1  # src / dst of a figure that is host memory
@@ -100,7 +101,7 @@ class Stress:
 
 
 @dataclass(frozen=True)
-class FitnessResult:
+class FitnessResult(Stamped):
     """What one fitness run measured: per-GPU limits, the figures, the GEMM stress and what failed."""
 
     kind: Literal["fitness"]

@@ -79,25 +79,6 @@ def _pair(nvml: Nvml, ga: Gpu, gb: Gpu) -> GpuPair:
     return GpuPair(ga.index, gb.index, level, fwd, replace(back, nvlink=fwd.nvlink, atomics=fwd.atomics, pci=fwd.pci))
 
 
-def _pair_calls(gpus: list[Gpu]) -> list[tuple[str, tuple[object, ...]]]:
-    """The calls ``_pair`` makes for every pair of GPUs not lost, in its order (asked ahead: 28
-    pairs on 8 GPUs are 224 calls)."""
-    live = [f"gpu:{g.index}" for g in gpus if g.lost is None]
-    calls: list[tuple[str, tuple[object, ...]]] = []
-    for i, a in enumerate(live):
-        for b in live[i + 1 :]:
-            calls.append(("nvmlDeviceGetTopologyCommonAncestor", (a, b)))
-            calls += [("nvmlDeviceGetP2PStatus", (a, b, k)) for k in _P2P_INDEX]
-            calls += [("nvmlDeviceGetP2PStatus", (b, a, k)) for k in _BACK_INDEX]
-    return calls
-
-
-_SYSTEM_CALLS: tuple[tuple[str, tuple[object, ...]], ...] = (
-    ("nvmlSystemGetDriverVersion", ()),
-    ("nvmlSystemGetCudaDriverVersion_v2", ()),
-    ("nvmlSystemGetNVMLVersion", ()),
-)
-
 # Asked again of each GPU named by a pair call that answered GPU_IS_LOST; any single-GPU call
 # would do, this one is cheap and a recording already holds its normal answer.
 LIVENESS_CALL = "nvmlDeviceGetPciInfo"
@@ -233,12 +214,10 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool, facts: _HostFacts) -> HostSna
     online = facts.online
     ncpus = max(online) + 1 if isinstance(online, tuple) and online else 1
     cpu_words = (ncpus + 63) // 64
-    nvml.ahead(_SYSTEM_CALLS)
     # Sequential on purpose: NVML serialises calls behind one lock, and on the 4-GPU H200
     # host a thread per GPU made each call 5-8x slower and the whole probe slower too.
     gpus = [probe_gpu(nvml, fs, i, cpu_words) for i in range(count)]
     gpus = [_with_fitness(nvml, fs, g) if fitness else _unread(g) for g in gpus]
-    nvml.ahead(_pair_calls(gpus))
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
     me: list[Me] = []
     if fitness:
@@ -266,7 +245,7 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool, facts: _HostFacts) -> HostSna
         virtualization=facts.virtualization,
         virtualization_detail=facts.virtualization_detail,
         container=facts.container,
-        driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),  # _SYSTEM_CALLS
+        driver_version=nvml.ask("nvmlSystemGetDriverVersion", convert=str),
         cuda_driver_version=nvml.ask("nvmlSystemGetCudaDriverVersion_v2", convert=_cuda_version),
         nvml_version=nvml.ask("nvmlSystemGetNVMLVersion", convert=str),
         cpu_model=facts.cpu_model,

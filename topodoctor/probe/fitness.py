@@ -45,8 +45,6 @@ def counter_sample(nvml: Nvml, fs: Sysfs, h: str) -> CounterSample:
     one nvmlDeviceGetFieldValues batch, and /proc/uptime for when."""
     at = sys_read(fs, UPTIME, _uptime)
     fields = [[fid, 0] for fid in _SAMPLE_FIELDS]
-    violation_calls = [("nvmlDeviceGetViolationStatus", (h, p)) for p in _POLICIES]
-    nvml.ahead([*violation_calls, ("nvmlDeviceGetFieldValues", (h, fields))])
     violations = [nvml.ask("nvmlDeviceGetViolationStatus", h, p, convert=_violation_ns) for p in _POLICIES]
     f = field_values(nvml, h, fields)
     return CounterSample(
@@ -66,33 +64,10 @@ def _reasons(nvml: Nvml, h: str, which: str) -> Probed[int]:
     return got
 
 
-def _fitness_calls(h: str) -> list[tuple[str, tuple[object, ...]]]:
-    """The calls ``probe_fitness`` makes after its counter sample, in its order (asked ahead)."""
-    power = ("nvmlDeviceGetPowerUsage", "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementDefaultLimit")
-    return [
-        ("nvmlDeviceGetFieldValues", (h, [[FI_MEMORY_TEMP, 0]])),
-        ("nvmlDeviceGetPowerManagementLimitConstraints", (h,)),
-        ("nvmlDeviceGetCurrentClocksEventReasons", (h,)),
-        ("nvmlDeviceGetSupportedClocksEventReasons", (h,)),
-        ("nvmlDeviceGetTemperature", (h, TEMPERATURE_GPU)),
-        *(("nvmlDeviceGetTemperatureThreshold", (h, t)) for t in (_SLOWDOWN, _SHUTDOWN, _GPU_MAX, _MEM_MAX)),
-        *((fn, (h,)) for fn in power),
-        ("nvmlDeviceGetClockInfo", (h, CLOCK_SM)),
-        ("nvmlDeviceGetMaxClockInfo", (h, CLOCK_SM)),
-        ("nvmlDeviceGetClockInfo", (h, CLOCK_MEM)),
-        ("nvmlDeviceGetMaxClockInfo", (h, CLOCK_MEM)),
-        ("nvmlDeviceGetApplicationsClock", (h, CLOCK_SM)),
-        ("nvmlDeviceGetApplicationsClock", (h, CLOCK_MEM)),
-        ("nvmlDeviceGetPerformanceState", (h,)),
-        ("nvmlDeviceGetMemoryBusWidth", (h,)),
-    ]
-
-
 def probe_fitness(nvml: Nvml, fs: Sysfs, h: str) -> GpuFitness:
     """Clocks, power, temperatures (nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE,CLOCK) and
     the first counter sample; ``end`` is filled in when the probe ends (``with_end``)."""
     start = counter_sample(nvml, fs, h)
-    nvml.ahead(_fitness_calls(h))
     memory_temp = field_values(nvml, h, [[FI_MEMORY_TEMP, 0]])[(FI_MEMORY_TEMP, 0)]
     limits = nvml.ask("nvmlDeviceGetPowerManagementLimitConstraints", h, convert=lambda c: (int(c[0]), int(c[1])))
     return GpuFitness(

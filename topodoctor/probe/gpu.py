@@ -139,7 +139,6 @@ def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
     if not indices:
         return ()
     fields = [[fid, link] for link in indices for fid in _LINK_FIELDS]
-    nvml.ahead([("nvmlDeviceGetFieldValues", (h, fields)), *(c for link in indices for c in _link_calls(h, link))])
     f = field_values(nvml, h, fields)
     links = []
     for link in indices:
@@ -167,54 +166,8 @@ def nvlinks(nvml: Nvml, h: str, count: Probed[int]) -> tuple[NvLink, ...]:
     return tuple(links)
 
 
-def _link_calls(h: str, link: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """The calls ``nvlinks`` makes of each link, in its order (asked ahead: 18 links a GPU)."""
-    caps = [("nvmlDeviceGetNvLinkCapability", (h, link, i)) for i in range(len(_CAPS))]
-    return [*caps, ("nvmlDeviceGetNvLinkRemoteDeviceType", (h, link)), ("nvmlDeviceGetNvLinkRemotePciInfo", (h, link))]
-
-
 def _unread_link(link: int, err: ProbeError) -> NvLink:
     return NvLink(link, err, err, err, err, err, err, NvLinkErrors(err, err, err))
-
-
-def _gpu_calls(h: str, cpu_words: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """The calls ``probe_gpu`` makes of every GPU whatever it answers, in its order (asked ahead:
-    a test holds the list to what the probe asks)."""
-    by_handle = [
-        "nvmlDeviceGetName",
-        "nvmlDeviceGetUUID",
-        "nvmlDeviceGetSerial",
-        "nvmlDeviceGetMinorNumber",
-        "nvmlDeviceGetArchitecture",
-        "nvmlDeviceGetCudaComputeCapability",
-        "nvmlDeviceGetMemoryInfo",
-        "nvmlDeviceGetPersistenceMode",
-        "nvmlDeviceGetMigMode",
-        "nvmlDeviceGetEccMode",
-        "nvmlDeviceGetVirtualizationMode",
-        "nvmlDeviceGetCurrPcieLinkGeneration",
-        "nvmlDeviceGetMaxPcieLinkGeneration",
-        "nvmlDeviceGetGpuMaxPcieLinkGeneration",
-        "nvmlDeviceGetCurrPcieLinkWidth",
-        "nvmlDeviceGetMaxPcieLinkWidth",
-        "nvmlDeviceGetPcieReplayCounter",
-        "nvmlDeviceGetNumaNodeId",
-    ]
-    calls: list[tuple[str, tuple[Any, ...]]] = [
-        ("nvmlDeviceGetPciInfo", (h,)),
-        ("nvmlDeviceGetFieldValues", (h, [[FI_NVLINK_LINK_COUNT, 0]])),
-        *((fn, (h,)) for fn in by_handle),
-    ]
-    calls += [
-        ("nvmlDeviceGetCpuAffinityWithinScope", (h, cpu_words, AFFINITY_SCOPE_NODE)),
-        ("nvmlDeviceGetMemoryAffinity", (h, max(1, cpu_words), AFFINITY_SCOPE_NODE)),
-        ("nvmlDeviceGetRemappedRows", (h,)),
-        ("nvmlDeviceGetTotalEccErrors", (h, MEMORY_ERROR_UNCORRECTED, VOLATILE_ECC)),
-        ("nvmlDeviceGetTotalEccErrors", (h, MEMORY_ERROR_UNCORRECTED, AGGREGATE_ECC)),
-        ("nvmlDeviceGetGpuFabricInfoV", (h,)),
-        ("nvmlDeviceGetRetiredPagesPendingStatus", (h,)),
-    ]
-    return calls
 
 
 def probe_gpu(nvml: Nvml, fs: Sysfs, index: int, cpu_words: int) -> Gpu:
@@ -223,7 +176,6 @@ def probe_gpu(nvml: Nvml, fs: Sysfs, index: int, cpu_words: int) -> Gpu:
     if not isinstance(h, str):
         err = h if isinstance(h, ProbeError) else ProbeError(h.reason, "nvmlDeviceGetHandleByIndex")
         return lost_gpu(index, err)
-    nvml.ahead(_gpu_calls(h, cpu_words))
     bus = nvml.ask("nvmlDeviceGetPciInfo", h, convert=lambda p: short_bus_id(p["busId"]))
     count = link_count(nvml, h)
     gpu = Gpu(

@@ -13,6 +13,7 @@ from typing import Any
 
 from topodoctor.core.errors import ProbeUnavailable
 from topodoctor.probe.api import BINDING_FAILED, BINDING_MISSING, NvmlCallError
+from topodoctor.probe.warm_up import WarmUp
 
 # Calls whose pynvml wrapper wants a caller-allocated struct; we allocate it here so the
 # boundary stays "plain arguments in, plain data out". (struct class, pynvml function).
@@ -103,3 +104,14 @@ class LiveNvml:
         if fn == "nvmlDeviceGetFieldValues":
             return _field_values(result)
         return plain(result)
+
+
+def warmed() -> LiveNvml:
+    """The live binding for a probe: the driver's slow first answers are asked in threads
+    (probe/warm_up.py) while the binding loads here, and waited for before the probe's first call."""
+    warm = WarmUp()
+    try:
+        warm.load_binding()
+        return LiveNvml()
+    finally:
+        warm.join()

@@ -11,7 +11,7 @@ hundreds of timeouts.
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
@@ -70,14 +70,6 @@ class Nvml:
             return convert(raw)
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             return ProbeError(f"UNEXPECTED_ANSWER: {type(exc).__name__}", fn)
-
-    def ahead(self, calls: Iterable[tuple[str, tuple[Any, ...]]]) -> None:
-        """Tell a binding that answers from another process (probe/nvml_server.py ``ask_ahead``)
-        the calls that come next, so they cross in one round trip; the probe still makes each one
-        and judges its answer. Calls naming a lost GPU are left out; elsewhere nothing happens."""
-        ask_ahead = getattr(self.api, "ask_ahead", None)
-        if ask_ahead is not None:
-            ask_ahead([(fn, args) for fn, args in calls if not any(a in self.lost for a in _tokens(args))])
 
     def failed(self, code: int, call: str, tokens: list[str]) -> Unsupported | ProbeError:
         """Classify a failed answer; GPU_IS_LOST / RESET_REQUIRED marks the GPU gone.

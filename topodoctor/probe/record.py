@@ -15,7 +15,6 @@ links and the embedded snapshot still agree after scrubbing.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import re
 import time
@@ -126,7 +125,7 @@ def build_recording(nvml: RecordingNvml, fs: RecordingSysfs, snapshot: HostSnaps
         "schema_version": RECORDING_SCHEMA_VERSION,
         "meta": {
             "label": label,
-            "recorded_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "topodoctor_version": __version__,
             "scrubbed": False,
         },

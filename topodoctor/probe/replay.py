@@ -18,7 +18,6 @@ import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +206,8 @@ BUNDLED_PACKAGE = "topodoctor.probe.recordings"
 def bundled_names() -> list[str]:
     """Recordings shipped inside the package, usable as ``--replay NAME`` with no GPU."""
     try:
+        from importlib import resources  # 5 ms to load: only where a bundled recording is named
+
         files = resources.files(BUNDLED_PACKAGE).iterdir()
     except (ModuleNotFoundError, FileNotFoundError):
         return []
@@ -220,6 +221,8 @@ def resolve(source: str) -> tuple[str, Any]:
     if os.path.exists(source) or "/" in source or source.endswith(".json"):
         return path.name, codec.read_json(path, "recording")
     if source in bundled_names():
+        from importlib import resources  # 5 ms to load: only where a bundled recording is named
+
         text = resources.files(BUNDLED_PACKAGE).joinpath(f"{source}.json").read_text(encoding="utf-8")
         return source, json.loads(text)
     known = ", ".join(bundled_names()) or "none"

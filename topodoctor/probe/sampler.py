@@ -32,7 +32,10 @@ from topodoctor.core.pci import short_bus_id
 from topodoctor.core.probed import ProbeError
 from topodoctor.model.activity import ActivitySample, GpuActivity
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.nvml import LiveNvml
 from topodoctor.probe.query import Nvml
+from topodoctor.probe.record import RecordingNvml
+from topodoctor.probe.replay import FakeNvml
 
 CLOCK_SM, CLOCK_MEM = 1, 2  # nvmlClockType_t: NVML_CLOCK_SM, NVML_CLOCK_MEM
 TEMP_GPU = 0  # NVML_TEMPERATURE_GPU
@@ -261,8 +264,6 @@ def activity_recording(calls: list[dict[str, Any]], samples: int, interval_s: fl
 
 def replay_activity(doc: Any, name: str) -> ActivitySample:
     """Sample again from a recording (no waiting between samples)."""
-    from topodoctor.probe.replay import FakeNvml
-
     if not isinstance(doc, dict) or doc.get("kind") != "activity-recording" or not isinstance(doc.get("nvml"), list):
         raise InputError(f"{name} is not an activity recording (topodoctor job --live --record-live FILE)")
     samples, interval = doc.get("samples"), doc.get("interval_s")
@@ -276,9 +277,6 @@ def live_activity(
     samples: int, interval_s: float, record: bool = False
 ) -> tuple[ActivitySample, dict[str, Any] | None]:
     """Sample this node's GPUs; with ``record``, also the recording of every NVML call made."""
-    from topodoctor.probe.nvml import LiveNvml
-    from topodoctor.probe.record import RecordingNvml
-
     if not record:
         return activity(LiveNvml(), samples, interval_s), None
     recorder = RecordingNvml(LiveNvml())

@@ -13,8 +13,12 @@ from typing import TYPE_CHECKING, Any
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.errors import InputError, TopodoctorError
 from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
-from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.api import NvmlApi, NvmlCallError
 from topodoctor.probe.collect import collect
+from topodoctor.probe.environment import capture_process, replayed_process
+from topodoctor.probe.nvml import LiveNvml, warmed
+from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
+from topodoctor.probe.replay import recording_from_data, resolve
 from topodoctor.probe.sysfs import LiveSysfs
 
 if TYPE_CHECKING:
@@ -40,12 +44,9 @@ def probe_host(
     fitness = not topology_only
     if replay is None:
         if nvml is None:
-            from topodoctor.probe.nvml import LiveNvml
-
-            nvml = LiveNvml()
+            nvml = warmed()
         snap = collect(nvml, LiveSysfs(sysfs_root), fitness)
         return Probed(snap, "live", None if topology_only else _process(None))
-    from topodoctor.probe.replay import recording_from_data, resolve
 
     name, data = resolve(replay)
     if isinstance(data, dict) and data.get("kind") == "snapshot":
@@ -65,16 +66,11 @@ def probe_host(
 def _process(recording: Any, name: str = "") -> ProcessEnvironment:
     """The process to judge: this one live (``recording`` None), else the recorded one. Loaded
     here: a topology-only probe (the text scan's child) reads no process and skips its modules."""
-    from topodoctor.probe.environment import capture_process, replayed_process
-
     return capture_process() if recording is None else replayed_process(recording.get("process"), name)
 
 
 def live_nvml() -> Any:
     """An initialised live NVML binding for readings around measurements, or None."""
-    from topodoctor.probe.api import NvmlCallError
-    from topodoctor.probe.nvml import LiveNvml
-
     try:
         api = LiveNvml()
         api.call("nvmlInit")
@@ -85,9 +81,6 @@ def live_nvml() -> Any:
 
 def record_host(label: str, do_scrub: bool = True, sysfs_root: str = "/") -> tuple[dict[str, Any], HostSnapshot]:
     """Probe the live host through recorders; return the recording document and the snapshot."""
-    from topodoctor.probe.nvml import LiveNvml
-    from topodoctor.probe.record import RecordingNvml, RecordingSysfs, build_recording, scrub
-
     nvml = RecordingNvml(LiveNvml())
     fs = RecordingSysfs(LiveSysfs(sysfs_root))
     snap = collect(nvml, fs)

@@ -1,5 +1,5 @@
 """The driver's slow first answers, asked in threads straight through ctypes while the binding
-(nvidia-ml-py) loads; the live NVML server (probe/nvml_server.py) starts them first of all.
+(nvidia-ml-py) loads in the probe's child (probe/nvml.py ``warmed``).
 
 NVML keeps what its first calls in a process learn: on an H200 with driver 580 the first
 ``nvmlInit`` cost 9-14 ms, the first handle of a GPU 7 ms, its first CPU affinity 10-12 ms, and
@@ -7,7 +7,7 @@ the calls below 0.2-2 ms each (ECC mode, current PCIe generation and remapped ro
 MIG mode, PCIe replays, pending retired pages 0.2-0.5 ms), where the same calls a second time
 took 1.8 ms for all 35 of a topology probe together. The binding's own import takes 13-18 ms
 there, so these calls go to the library itself, by their C signatures (nvml.h), and overlap it
-and the rest of the server's start-up; the probe then makes the same calls through the binding
+(ctypes lets the GIL go while the driver answers); the probe then makes the same calls through the binding
 and judges their answers. Nothing is judged here and every failure is passed over: the probe
 meets it again."""
 

@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
 from topodoctor.model.findings import finding_json
 from topodoctor.model.outcome import Outcome
+from topodoctor.model.stamp import gpu_ids, readings
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
     from topodoctor.model.findings import Finding
@@ -100,17 +102,27 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
         "not_measured": list(outcome.not_measured),
         "findings": [finding_json(f) for f in outcome.findings],
         **({"fitness": fitness_json(outcome.fitness, outcome.snapshot)} if outcome.fitness is not None else {}),
+        **_stamp(outcome),
+    }
+
+
+def _stamp(outcome: Outcome) -> dict[str, Any]:
+    """measured_at, node, and the GPUs and counters of the judged snapshot (model/stamp.py)."""
+    snap = outcome.snapshot
+    return {
+        "measured_at": outcome.measured_at,
+        "node": outcome.node,
+        "gpu_ids": [asdict(g) for g in gpu_ids(snap)] if snap is not None else [],
+        "counters": [asdict(r) for r in readings(snap)] if snap is not None else [],
     }
 
 
 def fitness_json(result: Any, snapshot: Any = None) -> dict[str, Any]:
     """The fitness result as measured, with each figure's median and spread beside its samples,
     and the node type (for the fleet roll-up, which compares nodes of one type)."""
-    from topodoctor.core.codec import to_jsonable
-
     doc: dict[str, Any] = to_jsonable(result)
     if snapshot is not None:
-        from topodoctor.fleet.inputs import node_type
+        from topodoctor.fleet.parse import node_type  # the fleet's reader: only a fitness result names its type
 
         doc["node_type"] = asdict(node_type(snapshot))
     for f, raw in zip(result.figures, doc["figures"]):

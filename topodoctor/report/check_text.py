@@ -12,6 +12,7 @@ from topodoctor.core.text import plural, printable
 from topodoctor.model.outcome import Outcome
 from topodoctor.report.causes import cause_line
 from topodoctor.report.check import counts, incomplete_tail
+from topodoctor.report.fitness import print_fitness
 from topodoctor.report.terminal import literal
 
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
@@ -49,8 +50,6 @@ def print_check(outcome: Outcome, console: Console) -> None:
             if why is not None:
                 console.print(Padding(literal(f"{f.code} {f.subject}: {why}"), (0, 0, 0, 2), expand=False))
     if outcome.fitness is not None:
-        from topodoctor.report.fitness import print_fitness
-
         print_fitness(outcome.fitness, console)
     style = "bold red" if outcome.failing else "yellow" if outcome.not_measured else "green"
     summary = Text(outcome.verdict.upper(), style=style)

@@ -9,6 +9,7 @@ from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import plural, printable, truncate
 from topodoctor.job.analysis import Finding, GroupState
 from topodoctor.job.verdict import JobReport, hosts_of, where
+from topodoctor.model.stamp import stamp_json
 
 JOB_SCHEMA_VERSION = 1
 LINE_LIMIT = 400
@@ -150,4 +151,5 @@ def job_json(report: JobReport) -> dict[str, Any]:
         "gpus": to_jsonable(report.gpus),
         "health": to_jsonable(report.health),
         "notes": list(report.notes),
+        **stamp_json(report),
     }

@@ -23,7 +23,6 @@ Write the text with ``write_textfile`` (atomic: a collector never reads half a f
 from __future__ import annotations
 
 import re
-import socket
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -31,12 +30,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
+from topodoctor.core.fileio import write_atomic
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.core.text import label_safe
 from topodoctor.model.collective_rows import columns
 from topodoctor.report.prometheus_fitness import FITNESS_FAMILIES, fitness_series
+from topodoctor.report.prometheus_history import HISTORY_FAMILIES, history_series
 
 if TYPE_CHECKING:
+    from topodoctor.fleet.history import HistoryReport
     from topodoctor.fleet.rollup import FleetReport
     from topodoctor.model.collectives import Row
     from topodoctor.model.findings import Finding
@@ -131,6 +133,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "topodoctor_fleet_unreadable_files": ("Result files the roll-up could not read.", ()),
     **FITNESS_FAMILIES,
+    **HISTORY_FAMILIES,
 }
 STATUSES = ("healthy", "unhealthy", "unknown")
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -218,6 +221,8 @@ class Run:
 
     def labels(self) -> dict[str, str]:
         """The run's labels as a dict, the host filled in."""
+        import socket  # only for a run with no host named (3 modules)
+
         host = self.host or socket.gethostname() or "localhost"
         return {"command": self.command, "Hostname": host, "scope": self.scope, "gpus": self.gpus}
 
@@ -283,7 +288,7 @@ def check_metrics(
             m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
         fitness_series(m.add, hostname, lambda i: m.gpu(labels, i), snapshot)
     if fitness is not None:
-        from topodoctor.report.fitness import fitness_metrics
+        from topodoctor.report.fitness import fitness_metrics  # rich, which report.fitness draws with: only for fitness
 
         fitness_metrics(m, hostname, labels, fitness)
     return m.text()
@@ -318,8 +323,14 @@ def collectives_metrics(
     return m.text()
 
 
-def fleet_metrics(report: FleetReport, run_time: float | None = None, exit_code: int | None = None) -> str:
-    """`fleet --format prometheus`: one state series set per node, drains, outlier ratios."""
+def fleet_metrics(
+    report: FleetReport,
+    run_time: float | None = None,
+    exit_code: int | None = None,
+    history: HistoryReport | None = None,
+) -> str:
+    """`fleet --format prometheus`: one state series set per node, drains, outlier ratios; with a
+    history, its findings and drift ratios."""
     m = _Metrics()
     _run(m, Run("fleet", "", "fleet"), run_time, None, report.exit_code if exit_code is None else exit_code)
     states = ("healthy", "slow", "unhealthy", "unknown")
@@ -332,11 +343,11 @@ def fleet_metrics(report: FleetReport, run_time: float | None = None, exit_code:
     for o in report.outliers:
         m.add("topodoctor_fleet_outlier_ratio", o.ratio, Hostname=o.node, source=o.source, figure=o.figure)
     m.add("topodoctor_fleet_unreadable_files", len(report.unreadable))
+    if history is not None:
+        history_series(m.add, history)
     return m.text()
 
 
 def write_textfile(path: Path | str, text: str) -> None:
     """Write a metrics file for the textfile collector atomically (name it ``*.prom``)."""
-    from topodoctor.core.fileio import write_atomic
-
     write_atomic(path, text, "metrics file")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from topodoctor.report.prometheus import Run, _findings, _Metrics, _run, gpu_labels
+from topodoctor.topology.copy_rates import expected_pairs, host_link_gbps
 
 if TYPE_CHECKING:
     from topodoctor.model.copies import BandwidthResult
@@ -82,7 +83,6 @@ def bandwidth_metrics(
 def _expected(snap: HostSnapshot | None) -> dict[tuple[int, int], float]:
     if snap is None:
         return {}
-    from topodoctor.topology.copy_rates import expected_pairs
 
     return {k: e.nominal_gbps for k, e in expected_pairs(snap).items() if e.nominal_gbps}
 
@@ -90,7 +90,6 @@ def _expected(snap: HostSnapshot | None) -> dict[tuple[int, int], float]:
 def _host_ref(snap: HostSnapshot | None, gpu: int) -> float | None:
     if snap is None:
         return None
-    from topodoctor.topology.copy_rates import host_link_gbps
 
     # The link the GPU should have (full width), as TD704 judges it.
     return host_link_gbps(snap, gpu, full_width=True) or host_link_gbps(snap, gpu)

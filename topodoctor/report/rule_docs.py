@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import printable
+from topodoctor.fleet.codes import explanation_text as history_text
+from topodoctor.nccllog.explain import explanation_text
 from topodoctor.rules.registry import FAMILIES, HOW, REGISTRY, WHY, Rule
 
 
 def rule_markdown(r: Rule) -> str:
     """One rule's section: its title, what more it checks, why it matters, how to fix it (from its
-    docstring), then its severity, tags and the one-line fix hint its findings carry."""
+    docstring; its findings carry the same text as their fix), then its severity and tags."""
     doc = r.sections
     lines = [f"### {r.code} {r.name}", "", f"**{doc.title}**", ""]
     if doc.details:
@@ -19,7 +21,7 @@ def rule_markdown(r: Rule) -> str:
     order = ("info", "warning", "error", "critical")
     also = f" (by kind also {', '.join(s for s in order if s in r.also)})" if r.also else ""
     tags = ", ".join(sorted(r.tags)) or "-"
-    lines += [f"- severity: {r.severity}{also}; tags: {tags}{needs}", f"- fix hint in findings: {r.fix}", ""]
+    lines += [f"- severity: {r.severity}{also}; tags: {tags}{needs}", ""]
     return "\n".join(lines)
 
 
@@ -43,13 +45,12 @@ def rules_markdown() -> str:
 
 def explain_markdown(code: str) -> str:
     """One rule's documentation, found by code (TD101, any case) or name (nvlink-down); or an
-    explanation `nccl-log` gives (TD040-TD079)."""
+    explanation `nccl-log` gives (TD040-TD079), or a finding of `fleet --history` (TD950-TD956)."""
     r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
     if r is not None:
         return rule_markdown(r)
-    from topodoctor.nccllog.explain import explanation_text
 
-    doc = explanation_text(code)  # a finding of `nccl-log`, not a check rule
+    doc = explanation_text(code) or history_text(code)  # a finding of `nccl-log` or `fleet --history`
     if doc is None:
         raise InputError(f"no rule {printable(code)!r} (see `topodoctor rules`)")
     return doc

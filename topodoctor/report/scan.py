@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.cpulist import format_cpulist
 from topodoctor.core.probed import ProbeError, Unsupported, show
 from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic, NvSwitch, nvlink_generation
 from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
@@ -46,7 +47,7 @@ def scan_text(snap: HostSnapshot, origin: str, g: HostGraph) -> ScanText:
 
 def print_scan(snap: HostSnapshot, origin: str, g: HostGraph, console: Console) -> None:
     """The scan as text (``scan_text``, drawn)."""
-    from topodoctor.report.scan_text import print_scan_text
+    from topodoctor.report.scan_text import print_scan_text  # rich: only the text is drawn with it
 
     print_scan_text(scan_text(snap, origin, g), console)
 
@@ -66,7 +67,6 @@ def _host_rows(snap: HostSnapshot) -> list[list[str]]:
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:
-    from topodoctor.core.cpulist import format_cpulist
 
     return format_cpulist(cpus) or "-"
 

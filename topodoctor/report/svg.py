@@ -10,6 +10,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.fileio import write_atomic
 from topodoctor.core.text import escape_controls
 
 FONT = "DejaVu Sans"
@@ -132,8 +133,6 @@ def render_png(svg_text: str) -> bytes:
 
 def write_picture(svg_text: str, path: Path) -> str:
     """Write ``svg_text`` to ``path`` as SVG or PNG by extension; returns the format written."""
-    from topodoctor.core.fileio import write_atomic
-
     suffix = path.suffix.lower()
     if suffix == ".svg":
         write_atomic(path, svg_text, "picture")

@@ -218,7 +218,7 @@ def evaluate(
     incomplete.sort(key=_order)
     if any(f.code in SYMPTOMS for f in findings):
         # The cause engine loads only where a symptom was found: a static check has none.
-        from topodoctor.diagnosis.explain import explain
+        from topodoctor.diagnosis.explain import explain  # the cause engine: only where a symptom was found
 
         findings = list(explain(findings, case_of(ctx)))
     if td901 in rules:
@@ -231,7 +231,7 @@ def case_of(ctx: Context) -> Case:
     """What the cause engine joins with the findings: the host and every result the check holds."""
     from topodoctor.diagnosis.explain import Case  # with the engine, where a symptom was found
 
-    return Case(ctx.snap, ctx.extra.get("collectives"), ctx.bandwidth, ctx.extra.get("fitness"))
+    return Case(ctx.snap, ctx.collectives, ctx.bandwidth, ctx.fitness)
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:

@@ -38,8 +38,6 @@ def _pairs(ctx: Context):  # type: ignore[no-untyped-def]
     "bw-slow-link",
     "error",
     needs=("bandwidth",),
-    fix="Compare with `topodoctor scan` for this pair's links (TD101-TD103); re-run with the GPUs idle; a "
-    "pair that stays slow needs its links serviced.",
 )
 def bw_slow_link(ctx: Context) -> Iterator[Issue]:
     """A GPU pair measures well below its peers with the same connection, or below half its path's rate.
@@ -88,8 +86,6 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
     "bw-p2p-slower-than-host",
     "warning",
     needs=("bandwidth",),
-    fix="P2P is slower than copying through host memory: check ACS (TD304), the IOMMU (TD303) and the PCIe "
-    "path; or let NCCL stage through the host (NCCL_P2P_LEVEL) until fixed.",
 )
 def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
     """A direct P2P copy is slower than staging the same data through host memory would be.
@@ -127,8 +123,6 @@ def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
     "bw-pcie-fallback",
     "error",
     needs=("bandwidth",),
-    fix="The pair is NVLink-connected but moves data at PCIe speed: check P2P status (TD302), the fabric "
-    "manager (TD501) and peer access; a process may also have P2P disabled.",
 )
 def bw_pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """An NVLink-connected pair measures at PCIe speed: the copies did not use NVLink.
@@ -165,8 +159,6 @@ def bw_pcie_fallback(ctx: Context) -> Iterator[Issue]:
     "bw-host-link-slow",
     "warning",
     needs=("bandwidth",),
-    fix="Host copies are slow for this GPU's PCIe link: a downtrained link (TD203/TD204), a far NUMA node, "
-    "or a busy host. Reseat the card if it persists.",
 )
 def bw_host_link_slow(ctx: Context) -> Iterator[Issue]:
     """Host-to-GPU or GPU-to-host copies run below the GPU's PCIe link norm.
@@ -198,8 +190,6 @@ def bw_host_link_slow(ctx: Context) -> Iterator[Issue]:
     "bw-data-corruption",
     "critical",
     needs=("bandwidth",),
-    fix="Copies delivered wrong data: drain the node now; run the GPU vendor diagnostics (dcgmi diag -r 3) "
-    "and service the GPUs or links involved.",
 )
 def bw_data_corruption(ctx: Context) -> Iterator[Issue]:
     """Data read back after a copy differs from what was sent.
@@ -226,7 +216,6 @@ def bw_data_corruption(ctx: Context) -> Iterator[Issue]:
     "bw-copy-failed",
     "critical",
     needs=("bandwidth",),
-    fix="A copy hung or failed: check dmesg for Xid errors, the fabric manager, and GPU health; drain the node.",
 )
 def bw_copy_failed(ctx: Context) -> Iterator[Issue]:
     """A copy hung past its timeout or failed outright (out of memory is TD708).
@@ -252,7 +241,6 @@ def _out_of_memory(m: Measurement) -> bool:
     "bw-copy-out-of-memory",
     "error",
     needs=("bandwidth",),
-    fix="The GPU had no room for the copy buffers: measure on idle GPUs, or with a smaller --size.",
 )
 def bw_copy_out_of_memory(ctx: Context) -> Iterator[Issue]:
     """A copy could not allocate its buffers on the GPU (another process holds the memory).
@@ -268,7 +256,12 @@ def bw_copy_out_of_memory(ctx: Context) -> Iterator[Issue]:
             yield Issue(_subject(m), f"{m.mode} {m.src}->{m.dst}: {m.error}", {"mode": m.mode, "error": m.error})
 
 
-@rule("TD707", "bw-gpu-busy", "info", needs=("bandwidth",), fix="Measure on idle GPUs for numbers you can compare.")
+@rule(
+    "TD707",
+    "bw-gpu-busy",
+    "info",
+    needs=("bandwidth",),
+)
 def bw_gpu_busy(ctx: Context) -> Iterator[Issue]:
     """A GPU was busy with someone else's work when measuring started or while the copies ran: numbers may be low.
 

@@ -18,8 +18,6 @@ SLOW_LATENCY = 1.2  # above this x the median of pairs with the same connection
     "bw-sm-latency-high",
     "warning",
     needs=("bandwidth",),
-    fix="Compare the pair's links with `topodoctor scan` (TD101-TD103) and its data path (TD306, TD307); "
-    "re-run on idle GPUs.",
 )
 def bw_sm_latency_high(ctx: Context) -> Iterator[Issue]:
     """A GPU pair's load latency across its link is 20 % or more above its peers with the same connection.

@@ -1,7 +1,7 @@
 """Collectives rules (TD0xx): verdicts on a collectives result (``topodoctor collectives``, or
 nccl-tests' own JSON), against what the topology gives and against NCCL's own account.
 
-They run when a result is in the context (``ctx.extra["collectives"]``), and are silent
+They run when a result is in the context (``ctx.collectives``), and are silent
 otherwise. Ranks are tied to GPUs by PCI bus id, so findings name GPUs where they can.
 """
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from topodoctor.core.text import plural
 from topodoctor.diagnosis.run import rank_gpus
+from topodoctor.model.collective_ops import human_size
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 
@@ -40,7 +41,7 @@ FALLBACK_CAUSES = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_HOSTID", "NCCL_SH
 
 def collectives_of(ctx: Context) -> Any:
     """The collectives result the rules judge, or None."""
-    return getattr(ctx, "collectives", None) or ctx.extra.get("collectives")
+    return ctx.collectives
 
 
 def gpu_of_rank(ctx: Context, res: Any) -> dict[int, int]:
@@ -54,7 +55,7 @@ def _rank_name(gpus: dict[int, int], rank: int) -> str:
 
 def reference_gbps(ctx: Context, res: Any) -> tuple[float, str, float] | None:
     """(GB/s busbw should approach, where that came from, share below which it is low)."""
-    expect = ctx.extra.get("collectives_expect_gbps")
+    expect = ctx.collectives_expect_gbps
     if isinstance(expect, (int, float)) and expect > 0:
         return float(expect), "expected (--expect-busbw)", LOW_VS_EXPECTED
     if len(res.nodes) > 1:
@@ -94,7 +95,6 @@ def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, float, str]]:
 
 
 def _size(n: int) -> str:
-    from topodoctor.model.collective_ops import human_size
 
     return human_size(n)
 
@@ -103,8 +103,6 @@ def _size(n: int) -> str:
     "TD001",
     "coll-busbw-low",
     "error",
-    fix="Read the NCCL account of the run (transports, channels) and TD002/TD003; compare with `topodoctor "
-    "bandwidth` for the same GPUs; re-run on idle GPUs.",
     tags=("prolog", "collectives"),
 )
 def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
@@ -129,7 +127,7 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
         return
     if not res.rows:
         return
-    if len(res.nodes) > 1 and not ctx.extra.get("collectives_expect_gbps"):
+    if len(res.nodes) > 1 and not ctx.collectives_expect_gbps:
         return  # across nodes the network bounds the world: TD011 judges it against the NICs, TD012 each node
     if reference_gbps(ctx, res) is None and any(r.size_bytes >= JUDGED_MIN_BYTES for r in res.rows):
         why = (
@@ -167,8 +165,6 @@ def _settings(ctx: Context, res: Any) -> dict[str, tuple[str, str]]:
     "TD002",
     "coll-channels-capped",
     "error",
-    fix="Unset the variable (or raise it) unless it is there on purpose; NCCL picks its channel count from the "
-    "topology.",
     tags=("prolog", "collectives"),
 )
 def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
@@ -208,8 +204,6 @@ def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
     "TD003",
     "coll-transport-fallback",
     "error",
-    fix="NCCL would use P2P over NVLink here: look for NCCL_P2P_DISABLE / NCCL_P2P_LEVEL, a container without "
-    "--ipc=host or shared /dev/shm, and TD3xx (P2P status); `topodoctor collectives` again shows the transport.",
     tags=("prolog", "collectives"),
 )
 def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:

@@ -18,9 +18,6 @@ BELOW_MODEL = 0.85
     "TD020",
     "coll-below-model",
     "warning",
-    fix="The finding names the bottleneck the model assumed (links, switch or NIC): check those (TD1xx for "
-    "NVLink, TD2xx for PCIe, `topodoctor bandwidth` for the pairs), NCCL's account (transports, channels) and "
-    "other work on the GPUs; then run again.",
     tags=("prolog", "collectives"),
 )
 def coll_below_model(ctx: Context) -> Iterator[Issue]:

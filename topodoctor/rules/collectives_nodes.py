@@ -1,5 +1,5 @@
 """Collectives across nodes (TD0xx): the pairwise finder's verdicts, and inter-node busbw
-against what the NICs the probe found can carry. Both read ``ctx.extra["collectives"]``."""
+against what the NICs the probe found can carry. Both read ``ctx.collectives``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import noun, plural
+from topodoctor.rules.collectives import low_busbw
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
@@ -23,7 +24,7 @@ _SAYS = {
 
 
 def _result(ctx: Context) -> Any:
-    return ctx.extra.get("collectives")
+    return ctx.collectives
 
 
 @rule(
@@ -31,8 +32,6 @@ def _result(ctx: Context) -> Any:
     "coll-node-bad",
     "error",
     also=("warning",),
-    fix="Drain the node and look at its NICs (`ibstat`, link errors, `topodoctor check` on it), its GPUs "
-    "(`topodoctor collectives` alone on it) and its cabling; a node that never joined: its launcher's log.",
     tags=("collectives", "multinode"),
 )
 def coll_node_bad(ctx: Context) -> Iterator[Issue]:
@@ -79,8 +78,6 @@ def _rank_gpus(ctx: Context, res: Any) -> dict[int, int]:
     "TD011",
     "coll-internode-busbw-low",
     "error",
-    fix="Check the NICs of the rail's GPUs (`ibstat`: state, rate), NCCL's account (NET/IB or NET/Socket, "
-    "GDR), NCCL_IB_HCA / NCCL_SOCKET_IFNAME, and TD210 for GPUs without GPUDirect RDMA.",
     tags=("collectives", "multinode"),
 )
 def coll_internode_busbw_low(ctx: Context) -> Iterator[Issue]:
@@ -139,8 +136,6 @@ def coll_internode_busbw_low(ctx: Context) -> Iterator[Issue]:
     "TD012",
     "coll-intranode-busbw-low",
     "error",
-    fix="Run `topodoctor collectives` and `topodoctor check` on that node alone; read its NCCL account "
-    "(transports, channels) and TD002/TD003.",
     tags=("collectives", "multinode"),
 )
 def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
@@ -157,8 +152,6 @@ def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
     NCCL account (transports, channels) and TD002/TD003.
     """
     from dataclasses import replace
-
-    from topodoctor.rules.collectives import low_busbw
 
     res = _result(ctx)
     for span in getattr(res, "spans", ()):
@@ -200,8 +193,6 @@ PER_NODE_VARIABLES = frozenset(
     "TD013",
     "coll-env-mismatch",
     "error",
-    fix="Give every node the same NCCL settings (the job's environment, /etc/nccl.conf, ~/.nccl.conf, the "
-    "container image); the odd ones out are named.",
     tags=("collectives", "multinode"),
 )
 def coll_env_mismatch(ctx: Context) -> Iterator[Issue]:

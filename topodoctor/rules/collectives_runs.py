@@ -25,8 +25,6 @@ from topodoctor.rules.registry import Issue, rule
     "TD004",
     "coll-data-error",
     "critical",
-    fix="Re-run to see whether it repeats; a GPU that returns wrong data needs its memory and links checked "
-    "(TD5xx health, NVLink error counters) before any job runs on it.",
     tags=("prolog", "collectives"),
 )
 def coll_data_error(ctx: Context) -> Iterator[Issue]:
@@ -65,8 +63,6 @@ def coll_data_error(ctx: Context) -> Iterator[Issue]:
     "coll-op-failed",
     "error",
     also=("warning",),
-    fix="A hang names the ranks that never reached the op: check their GPUs (`topodoctor check`) and NCCL's "
-    "log; out of memory means other processes hold the GPU memory.",
     tags=("prolog", "collectives"),
 )
 def coll_op_failed(ctx: Context) -> Iterator[Issue]:
@@ -83,7 +79,7 @@ def coll_op_failed(ctx: Context) -> Iterator[Issue]:
     How to fix: a hang names the ranks that never reached the op: check their GPUs (`topodoctor
     check`) and NCCL's log; out of memory means other processes hold the GPU memory.
     """
-    error = ctx.extra.get("collectives_error")
+    error = ctx.collectives_error
     if error:
         ctx.missing("collectives", "collectives", str(error), "check --collectives")
     res = collectives_of(ctx)
@@ -105,7 +101,6 @@ def coll_op_failed(ctx: Context) -> Iterator[Issue]:
     "TD006",
     "coll-rank-slow",
     "warning",
-    fix="Look at that GPU: other processes on it, clocks and throttling (nvidia-smi -q -d PERFORMANCE), its links.",
     tags=("prolog", "collectives"),
 )
 def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
@@ -151,7 +146,6 @@ def coll_rank_slow(ctx: Context) -> Iterator[Issue]:
     "TD007",
     "coll-gpu-busy",
     "info",
-    fix="Measure on idle GPUs for numbers you can compare.",
     tags=("prolog", "collectives"),
 )
 def coll_gpu_busy(ctx: Context) -> Iterator[Issue]:

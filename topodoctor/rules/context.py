@@ -11,13 +11,16 @@ from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.environment import NCCL_SYSTEM_CONF, Environment
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.rules.registry import Unchecked
+from topodoctor.topology.copy_rates import expected_pairs
 from topodoctor.topology.view import HostView
 
 __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment"]
 
 
 if TYPE_CHECKING:
+    from topodoctor.model.collectives import CollectivesResult
     from topodoctor.model.copies import BandwidthResult
+    from topodoctor.model.fitness_results import FitnessResult
     from topodoctor.topology.copy_rates import Expected
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.graph import Connection
@@ -35,8 +38,13 @@ class Context:
     environment: Environment
     expect: Expectations | None = None
     bandwidth: BandwidthResult | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     view: HostView | None = None  # shared with the caller's renderers; made here when not given
+    # What a check measured or was given beside the snapshot; None where it was not asked for.
+    collectives: CollectivesResult | None = None
+    collectives_error: str | None = None  # why the collectives asked for have no result (TD005)
+    collectives_expect_gbps: float | None = None  # --expect-busbw: what every op should reach
+    fitness: FitnessResult | None = None  # check --level quick|long
+    baseline: HostSnapshot | None = None  # check --baseline: an earlier snapshot of this node
     # The check gates a job (`--prolog`, or a job's GPUs in scope): a few findings weigh more.
     gates_job: bool = False
     # Inputs the running rule could not read; the engine empties it before each rule.
@@ -81,8 +89,6 @@ class Context:
     @cached_property
     def expected_bandwidth(self) -> dict[tuple[int, int], Expected]:
         """What each ordered GPU pair should reach, from the graph (bandwidth rules)."""
-        from topodoctor.topology.copy_rates import expected_pairs
-
         return expected_pairs(self.snap, self.graph)
 
     @property

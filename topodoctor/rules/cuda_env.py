@@ -19,8 +19,6 @@ def _visible(ctx: Context) -> tuple[str, list[str]] | None:
     "TD615",
     "cuda-visible-devices-invalid",
     "error",
-    fix="List GPU indices (0..N-1) or UUIDs (GPU-...) that exist; CUDA ignores every entry after the first "
-    "invalid one.",
 )
 def cuda_visible_invalid(ctx: Context) -> Iterator[Issue]:
     """CUDA_VISIBLE_DEVICES holds an entry that names no GPU (CUDA drops it and all after it).
@@ -55,7 +53,6 @@ def cuda_visible_invalid(ctx: Context) -> Iterator[Issue]:
     "TD616",
     "cuda-visible-devices-duplicate",
     "error",
-    fix="List each GPU once in CUDA_VISIBLE_DEVICES; CUDA fails to initialise with duplicates.",
 )
 def cuda_visible_duplicate(ctx: Context) -> Iterator[Issue]:
     """CUDA_VISIBLE_DEVICES lists the same GPU twice.
@@ -80,7 +77,6 @@ def cuda_visible_duplicate(ctx: Context) -> Iterator[Issue]:
     "TD617",
     "cuda-device-order",
     "warning",
-    fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA numbers GPUs as nvidia-smi and NVML do, or use UUIDs.",
 )
 def cuda_device_order(ctx: Context) -> Iterator[Issue]:
     """CUDA_VISIBLE_DEVICES uses indices without CUDA_DEVICE_ORDER=PCI_BUS_ID.
@@ -108,7 +104,6 @@ def cuda_device_order(ctx: Context) -> Iterator[Issue]:
     "TD622",
     "cuda-launch-blocking",
     "warning",
-    fix="Unset CUDA_LAUNCH_BLOCKING outside debugging sessions.",
 )
 def cuda_launch_blocking(ctx: Context) -> Iterator[Issue]:
     """CUDA_LAUNCH_BLOCKING=1: every kernel launch waits for the kernel to finish.

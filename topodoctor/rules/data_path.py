@@ -153,8 +153,6 @@ def _evidence(links: int, broken: list[Broken]) -> dict[str, Any]:
     "TD306",
     "data-path-dead",
     "error",
-    fix="Fix the layer named: start the fabric manager (TD501), remove what disables P2P (TD302, TD305), "
-    "or service the pair whose copies fail (TD703, TD706); then measure again with `topodoctor bandwidth`.",
 )
 def data_path_dead(ctx: Context) -> Iterator[Issue]:
     """A GPU pair's NVLinks are up but its data path is dead: traffic cannot take them.
@@ -190,8 +188,6 @@ def data_path_dead(ctx: Context) -> Iterator[Issue]:
     "data-path-degraded",
     "error",
     also=("warning",),
-    fix="Check the fabric manager's log and the NVSwitch health (nvidia-smi -q, Fabric); re-run `topodoctor "
-    "bandwidth` on idle GPUs; service the pair if it stays slow.",
 )
 def data_path_degraded(ctx: Context) -> Iterator[Issue]:
     """A GPU pair's NVLinks are up and carry traffic, but a layer below them is degraded.
@@ -228,8 +224,6 @@ def data_path_degraded(ctx: Context) -> Iterator[Issue]:
     "pcie-uplink-narrow",
     "error",
     also=("warning",),
-    fix="Reseat the PCIe switch's board or riser and check the slot's settings in the BIOS: an uplink that "
-    "trained narrow stays narrow until the link retrains.",
 )
 def pcie_uplink_narrow(ctx: Context) -> Iterator[Issue]:
     """A PCIe switch's uplink trained narrower (error) or slower (warning) than it can, or than the

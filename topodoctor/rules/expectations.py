@@ -14,7 +14,6 @@ from topodoctor.rules.registry import Issue, rule
     "gpu-count-mismatch",
     "error",
     needs=("expect",),
-    fix="A GPU is missing from the bus or hidden: check `lspci -d 10de:`, dmesg, and the BIOS; reseat or service.",
 )
 def gpu_count_mismatch(ctx: Context) -> Iterator[Issue]:
     """The host has a different number of GPUs than its node type should.
@@ -37,7 +36,6 @@ def gpu_count_mismatch(ctx: Context) -> Iterator[Issue]:
     "gpu-model-mismatch",
     "error",
     needs=("expect",),
-    fix="The node holds a different GPU model than its type says: fix the inventory or the node.",
 )
 def gpu_model_mismatch(ctx: Context) -> Iterator[Issue]:
     """A GPU's model differs from the expected model.
@@ -64,7 +62,6 @@ def gpu_model_mismatch(ctx: Context) -> Iterator[Issue]:
     "nic-missing",
     "error",
     needs=("expect",),
-    fix="An RDMA NIC is missing: check `ibv_devinfo`, the driver (mlx5_core), cabling and the PCIe slot.",
 )
 def nic_missing(ctx: Context) -> Iterator[Issue]:
     """An RDMA NIC the node type should have is absent, or its port is not active.

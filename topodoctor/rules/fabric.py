@@ -20,8 +20,6 @@ RETIRED_PAGES_LIMIT = 64
     "TD501",
     "fabric-not-ready",
     "error",
-    fix="Start or restart nvidia-fabricmanager (systemctl status nvidia-fabricmanager) and wait for the GPUs "
-    "to register; NVSwitch P2P does not work until they have.",
 )
 def fabric_not_ready(ctx: Context) -> Iterator[Issue]:
     """A GPU that belongs to an NVSwitch fabric is not registered with the fabric manager.
@@ -58,7 +56,6 @@ def _fabric_message(index: int, state: str, status: str) -> str:
     "TD502",
     "row-remap-pending",
     "warning",
-    fix="Reset the GPU (drain the node first) so the pending row remapping takes effect.",
 )
 def row_remap_pending(ctx: Context) -> Iterator[Issue]:
     """A GPU has a row remapping pending: it needs a reset to retire the bad memory rows.
@@ -82,7 +79,6 @@ def row_remap_pending(ctx: Context) -> Iterator[Issue]:
     "TD503",
     "row-remap-failed",
     "error",
-    fix="Row remapping failed: the GPU has run out of spare rows. Take it out of service (RMA).",
 )
 def row_remap_failed(ctx: Context) -> Iterator[Issue]:
     """A GPU's row remapping failed.
@@ -102,7 +98,6 @@ def row_remap_failed(ctx: Context) -> Iterator[Issue]:
     "TD504",
     "ecc-uncorrectable",
     "error",
-    fix="Uncorrectable ECC errors since the last reset: drain the node and reset the GPU; if they return, service it.",
 )
 def ecc_uncorrectable(ctx: Context) -> Iterator[Issue]:
     """A GPU reports uncorrectable ECC errors since its last reset (volatile counter).
@@ -129,7 +124,6 @@ def ecc_uncorrectable(ctx: Context) -> Iterator[Issue]:
     "TD505",
     "persistence-off",
     "warning",
-    fix="Run nvidia-persistenced (preferred) so the driver stays loaded between jobs.",
 )
 def persistence_off(ctx: Context) -> Iterator[Issue]:
     """Persistence mode is off on a Linux host.
@@ -149,8 +143,6 @@ def persistence_off(ctx: Context) -> Iterator[Issue]:
     "TD506",
     "mig-unexpected",
     "warning",
-    fix="Disable MIG (nvidia-smi -mig 0, then reset) on nodes meant for whole-GPU jobs, or record it in the "
-    "expectations file.",
 )
 def mig_unexpected(ctx: Context) -> Iterator[Issue]:
     """MIG is enabled where it is not expected (by default, or per the expectations file).
@@ -171,8 +163,6 @@ def mig_unexpected(ctx: Context) -> Iterator[Issue]:
     "TD507",
     "gpu-lost",
     "critical",
-    fix="The GPU fell off the bus or needs a reset: drain the node, collect `nvidia-bug-report.sh`, reset or "
-    "reboot; check dmesg for Xid 79.",
 )
 def gpu_lost(ctx: Context) -> Iterator[Issue]:
     """A GPU stopped answering NVML (GPU_IS_LOST or RESET_REQUIRED, to a call or a field).
@@ -203,8 +193,6 @@ def gpu_lost(ctx: Context) -> Iterator[Issue]:
     "TD508",
     "gpu-not-counted",
     "error",
-    fix="A GPU is on the PCI bus but the driver does not count it: check dmesg (NVRM, Xid), `lspci -d 10de:` "
-    "and `nvidia-smi -L`; reset or reseat it.",
 )
 def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
     """An NVIDIA GPU is on the PCI bus (vendor 0x10de, display class 0x03xx) but NVML does not count it.
@@ -242,7 +230,6 @@ def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
     "TD509",
     "retired-pages-pending",
     "warning",
-    fix="Reset the GPU (drain the node first) so the pending page retirement takes effect.",
 )
 def retired_pages_pending(ctx: Context) -> Iterator[Issue]:
     """A pre-Ampere GPU has a memory page retirement pending: it needs a reset to retire the page.
@@ -265,7 +252,6 @@ def retired_pages_pending(ctx: Context) -> Iterator[Issue]:
     "TD510",
     "retired-pages-limit",
     "error",
-    fix="The GPU has retired as many memory pages as it can: take it out of service (RMA).",
 )
 def retired_pages_limit(ctx: Context) -> Iterator[Issue]:
     """A pre-Ampere GPU has retired the most pages it can (64): further bad memory cannot be retired.
@@ -289,9 +275,6 @@ def retired_pages_limit(ctx: Context) -> Iterator[Issue]:
     "foreign-compute-processes",
     "info",
     also=("error",),
-    fix="Another job's processes still hold the GPU: end them (`nvidia-smi --query-compute-apps=pid,"
-    "used_memory --format=csv`, then kill the pids) or drain the node until they exit; make the epilog kill "
-    "what a job leaves behind.",
     tags=("prolog",),
 )
 def foreign_compute_processes(ctx: Context) -> Iterator[Issue]:

@@ -44,9 +44,6 @@ def _subject(g: Gpu) -> str:
     "TD530",
     "gpu-clock-slowdown",
     "error",
-    fix="Find the cause the finding names: HW thermal or SW thermal slowdown means cooling (fans, airflow, "
-    "liquid loop, inlet temperature); HW power brake means the board or the PSU signalled an external power "
-    "limit (PSU failure, power shelf); HW slowdown alone can be either. Drain the node until it is fixed.",
 )
 def gpu_clock_slowdown(ctx: Context) -> Iterator[Issue]:
     """A GPU's clocks are held down by a hardware or thermal slowdown.
@@ -85,7 +82,6 @@ def _num(v: object) -> Any:
     "TD531",
     "gpu-slowdown-time-rising",
     "error",
-    fix="The GPU throttled while topodoctor checked it: check cooling and power as for TD530 and drain the node.",
 )
 def gpu_slowdown_time_rising(ctx: Context) -> Iterator[Issue]:
     """A GPU spent time in a thermal or power-brake slowdown during the check.
@@ -119,8 +115,6 @@ def gpu_slowdown_time_rising(ctx: Context) -> Iterator[Issue]:
     "TD532",
     "applications-clocks-below-max",
     "warning",
-    fix="Reset the applications clocks (nvidia-smi -rac -i N) unless the node is meant to run below its "
-    "maximum clocks; a previous job or an administrator left them set.",
 )
 def applications_clocks_below_max(ctx: Context) -> Iterator[Issue]:
     """A GPU's applications clocks are set below its maximum clocks.
@@ -156,8 +150,6 @@ def applications_clocks_below_max(ctx: Context) -> Iterator[Issue]:
     "TD533",
     "power-limit-below-default",
     "warning",
-    fix="Restore the limit (nvidia-smi -pl DEFAULT_W -i N, as root) unless the node is meant to run capped; "
-    "a capped GPU runs compute-bound jobs slower than its peers.",
 )
 def power_limit_below_default(ctx: Context) -> Iterator[Issue]:
     """A GPU's enforced power limit is below its default (or expected) limit.
@@ -194,8 +186,6 @@ def _watts(mw: int | None) -> float | None:
     "TD534",
     "idle-temperature-near-slowdown",
     "warning",
-    fix="Check the cooling of this GPU (fans, airflow, blanking panels, liquid loop) and the inlet temperature; "
-    "under load it will reach its slowdown temperature and throttle.",
 )
 def idle_temperature_near_slowdown(ctx: Context) -> Iterator[Issue]:
     """An idle GPU is within 15 C of its slowdown temperature.

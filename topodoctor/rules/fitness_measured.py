@@ -2,7 +2,7 @@
 and latency, judged three ways: against the GPU's own limit from NVML, against its peers on the
 host, and against the expectations file of the node type.
 
-They run when a fitness result is in the context (``ctx.extra["fitness"]``, from ``check
+They run when a fitness result is in the context (``ctx.fitness``, from ``check
 --level quick|long``) and are silent otherwise. A figure that was not measured (a busy GPU,
 the JIT or torch missing, the budget spent) is reported as could-not-check (TD901), never
 passed.
@@ -36,7 +36,7 @@ HW_SLOWDOWN = {
 
 def fitness_of(ctx: Context) -> Any:
     """The fitness result the rules judge, or None."""
-    return ctx.extra.get("fitness")
+    return ctx.fitness
 
 
 def _judged(ctx: Context, kind: str, initiator: str | None = None) -> list[Any]:
@@ -76,8 +76,6 @@ def _spread(f: Any) -> str:
     "hbm-below-limit",
     "error",
     tags=(),
-    fix="Re-run on the idle GPU; a GPU that stays far below its own memory limit needs its clocks (TD5xx), "
-    "row remapping and ECC checked, then service.",
 )
 def hbm_below_limit(ctx: Context) -> Iterator[Issue]:
     """A GPU's device-local copy moves far less than its memory can (NVML: bus width x max clock x 2).
@@ -118,8 +116,6 @@ def hbm_below_limit(ctx: Context) -> Iterator[Issue]:
     "hbm-slow-vs-peers",
     "error",
     tags=(),
-    fix="Compare this GPU's clocks, temperature and remapped rows with its peers'; re-run idle; a GPU that "
-    "stays slow drags every collective to its pace: drain the node and have it serviced.",
 )
 def hbm_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """A GPU's HBM bandwidth is 8 % or more below the median of the host's GPUs.
@@ -144,8 +140,6 @@ def hbm_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     "compute-slow-vs-peers",
     "error",
     tags=(),
-    fix="Compare clocks, power and temperature under load with the peers' (evidence); check cooling and the "
-    "power supply; a GPU that stays slow needs service.",
 )
 def compute_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """A GPU's sustained bf16 GEMM rate is 8 % or more below the median of the host's GPUs.
@@ -178,8 +172,6 @@ def compute_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     "slowdown-under-load",
     "error",
     tags=(),
-    fix="A hardware slowdown under load means cooling, power delivery or the GPU itself: check the GPU's "
-    "temperature against its slowdown threshold, the fans and PSUs; `nvidia-smi -q -d PERFORMANCE`.",
 )
 def slowdown_under_load(ctx: Context) -> Iterator[Issue]:
     """A GPU reported a HW slowdown, HW thermal slowdown, HW power brake or SW thermal slowdown during the stress.
@@ -217,8 +209,6 @@ def slowdown_under_load(ctx: Context) -> Iterator[Issue]:
     "error",
     tags=(),
     needs=("expect",),
-    fix="Compare with the known-good host the expectations file came from; if the node type changed "
-    "(driver, clocks, model), write the file again with `topodoctor expect --level`.",
 )
 def fitness_below_expected(ctx: Context) -> Iterator[Issue]:
     """A measured figure is 8 % or more below what the expectations file says for this node type.
@@ -248,8 +238,6 @@ def fitness_below_expected(ctx: Context) -> Iterator[Issue]:
     "fitness-data-wrong",
     "critical",
     tags=(),
-    fix="The GPU returned wrong data: drain the node; check `nvidia-smi -q -d ECC,ROW_REMAPPER` and the "
-    "kernel log for XIDs; have the GPU serviced.",
 )
 def fitness_data_wrong(ctx: Context) -> Iterator[Issue]:
     """A copy, pointer chase or GEMM gave wrong data.
@@ -274,8 +262,6 @@ def fitness_data_wrong(ctx: Context) -> Iterator[Issue]:
     "fitness-failed",
     "error",
     tags=(),
-    fix="A measurement hung or failed on the GPU (evidence): check the kernel log for XIDs (TD5xx), re-run; a "
-    "GPU that hangs a copy or a kernel is not fit for a job.",
 )
 def fitness_failed(ctx: Context) -> Iterator[Issue]:
     """A fitness measurement failed on a GPU that was free to run it (a hang, a CUDA error).
@@ -297,7 +283,6 @@ def fitness_failed(ctx: Context) -> Iterator[Issue]:
     "sm-copy-slow-vs-peers",
     "warning",
     tags=(),
-    fix="Compare the pair's links (`topodoctor scan`, TD1xx) with its peers'; re-run idle.",
 )
 def sm_copy_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """An SM-initiated copy (GPU pair or host-GPU) is 8 % or more below the median of its peers.
@@ -328,8 +313,6 @@ def sm_copy_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     "sm-latency-slow-vs-peers",
     "warning",
     tags=(),
-    fix="Compare the path's links with its peers'; latency that stays high on one path points at its link "
-    "(retraining, a slower PCIe or NVLink state) or its NUMA placement.",
 )
 def sm_latency_slow_vs_peers(ctx: Context) -> Iterator[Issue]:
     """A pointer-chase latency (GPU-GPU or host-GPU) is 20 % or more above the median of its peers.

@@ -14,8 +14,6 @@ from topodoctor.topology.nics import NCCL_GDR_DEFAULT, gdr_allowed, nearest_nics
     "TD210",
     "gpu-nic-no-gdr",
     "warning",
-    fix="Put a NIC under the same PCIe switch as the GPU (or move the GPU), or accept staged traffic; "
-    "NCCL_NET_GDR_LEVEL can raise NCCL's limit where the platform's PCIe peer traffic is known to be fast.",
     tags=("prolog", "multinode"),
 )
 def gpu_nic_no_gdr(ctx: Context) -> Iterator[Issue]:

@@ -83,8 +83,6 @@ def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade)
     "xid-fallen-off-bus",
     "critical",
     also=("warning",),
-    fix="Drain the node; collect nvidia-bug-report.sh; check the GPU's power, cooling and seating; reset the GPU or "
-    "reboot, and replace it if it falls off again.",
 )
 def xid_fallen_off_bus(ctx: Context) -> Iterator[Issue]:
     """The driver logged Xid 79: a GPU fell off the bus.
@@ -110,8 +108,6 @@ def _nvlink(e: XidEvent) -> Severity:
     "xid-nvlink-error",
     "error",
     also=("warning",),
-    fix="Drain the node and reset the GPUs (or reboot) to retrain the links; check `nvidia-smi nvlink -s` and "
-    "`nvidia-smi nvlink -e`; if the same link fails again, reseat or service the GPU / NVSwitch tray.",
 )
 def xid_nvlink_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an NVLink error: Xid 74, or 144-150 (NVLink 5 units: SAW, RLW, TLW, NETIR ...).
@@ -138,8 +134,6 @@ def _ecc(e: XidEvent) -> Severity:
     "xid-ecc-error",
     "error",
     also=("warning",),
-    fix="Drain the node and reset the GPU so the faulty memory rows are remapped; check `nvidia-smi -q -d "
-    "ECC,ROW_REMAPPER`; replace the GPU if uncorrectable errors return.",
 )
 def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an uncorrectable memory error: Xid 48 (double-bit ECC), 94 (contained), 95 (uncontained).
@@ -159,8 +153,6 @@ def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
     "xid-row-remap",
     "warning",
     also=("error",),
-    fix="Reset the GPU (drain first) to activate the remapping; a row-remapping failure (Xid 64) means the GPU "
-    "is out of spare rows: take it out of service.",
 )
 def xid_row_remap(ctx: Context) -> Iterator[Issue]:
     """The driver logged row remapping: Xid 63 (a row marked for remapping) or 64 (remapping failed).
@@ -179,8 +171,6 @@ def xid_row_remap(ctx: Context) -> Iterator[Issue]:
     "xid-gsp-error",
     "error",
     also=("warning",),
-    fix="Drain the node and reset the GPU; if it recurs, update the driver (GSP firmware ships with it) and "
-    "report it with nvidia-bug-report.sh.",
 )
 def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged a GSP error: Xid 119 (RPC timeout) or 120 (GSP exception).
@@ -198,8 +188,6 @@ def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
     "TD525",
     "xid-application-fault",
     "info",
-    fix="Nothing to do on the node: the application faulted (bad address, illegal instruction, killed). If one GPU "
-    "keeps faulting under different applications, run the GPU diagnostics.",
 )
 def xid_application_fault(ctx: Context) -> Iterator[Issue]:
     """The driver logged an application fault: Xid 13, 31, 43 or 45.
@@ -227,8 +215,6 @@ def _other(e: XidEvent) -> Severity:
     "xid-other",
     "warning",
     also=("error",),
-    fix="Look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and follow its resolution; "
-    "drain the node if the GPU misbehaves.",
 )
 def xid_other(ctx: Context) -> Iterator[Issue]:
     """The driver logged an Xid this tool does not classify.

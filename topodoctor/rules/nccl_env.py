@@ -62,7 +62,6 @@ def env_issue(ctx: Context, name: str, value: str, message: str, **extra: Any) -
     "TD601",
     "nccl-p2p-disabled",
     "error",
-    fix="Unset NCCL_P2P_DISABLE: on an NVLink host it sends all GPU traffic through host memory.",
 )
 def nccl_p2p_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_P2P_DISABLE reads as 1 (the one value that disables P2P) on a host whose GPUs have NVLink.
@@ -85,7 +84,6 @@ def nccl_p2p_disabled(ctx: Context) -> Iterator[Issue]:
     "TD602",
     "nccl-p2p-level-loc",
     "error",
-    fix="Unset NCCL_P2P_LEVEL (NCCL picks the right level) or set it to NVL or wider.",
 )
 def nccl_p2p_level_loc(ctx: Context) -> Iterator[Issue]:
     """NCCL_P2P_LEVEL reads as LOC (``LOC``, or ``0`` in the old numbering), which disables P2P, on an NVLink host.
@@ -112,7 +110,6 @@ def nccl_p2p_level_loc(ctx: Context) -> Iterator[Issue]:
     "TD603",
     "nccl-shm-disabled",
     "warning",
-    fix="Unset NCCL_SHM_DISABLE: without shared memory NCCL uses the network between GPUs of one node.",
 )
 def nccl_shm_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_SHM_DISABLE reads as 1: intra-node traffic that cannot use P2P goes over the network.
@@ -131,7 +128,6 @@ def nccl_shm_disabled(ctx: Context) -> Iterator[Issue]:
     "TD609",
     "nccl-ib-timeout-range",
     "error",
-    fix="Set NCCL_IB_TIMEOUT between 1 and 31 (the default, 20 in current NCCL, suits most fabrics), or unset it.",
 )
 def nccl_ib_timeout(ctx: Context) -> Iterator[Issue]:
     """NCCL_IB_TIMEOUT reads as 0 or 32 and above (the verbs timeout is 4.096 us x 2^value, 5 bits).
@@ -160,7 +156,6 @@ def nccl_ib_timeout(ctx: Context) -> Iterator[Issue]:
     "TD610",
     "nccl-debug-setting",
     "warning",
-    fix="Remove debugging settings from job scripts and nccl.conf once the issue they worked around is fixed.",
 )
 def nccl_debug_setting(ctx: Context) -> Iterator[Issue]:
     """A setting NCCL documents as for debugging only is left set (ALGO, PROTO, NTHREADS, ...).
@@ -186,8 +181,6 @@ def nccl_debug_setting(ctx: Context) -> Iterator[Issue]:
     "TD611",
     "nccl-ll128-forced",
     "error",
-    fix="Unset NCCL_PROTO. NCCL enables LL128 only where the platform keeps its ordering guarantees; forcing "
-    "it elsewhere can corrupt data silently.",
 )
 def nccl_ll128_forced(ctx: Context) -> Iterator[Issue]:
     """NCCL_PROTO forces the LL128 protocol.
@@ -206,7 +199,6 @@ def nccl_ll128_forced(ctx: Context) -> Iterator[Issue]:
     "TD612",
     "nccl-ignore-disabled-p2p",
     "warning",
-    fix="Unset NCCL_IGNORE_DISABLED_P2P; if P2P is disabled, find out why (TD301) instead.",
 )
 def nccl_ignore_disabled_p2p(ctx: Context) -> Iterator[Issue]:
     """NCCL_IGNORE_DISABLED_P2P reads as non-zero: NCCL will not warn when P2P is unexpectedly off.
@@ -225,7 +217,6 @@ def nccl_ignore_disabled_p2p(ctx: Context) -> Iterator[Issue]:
     "TD613",
     "nccl-deprecated-variable",
     "warning",
-    fix="Replace the variable as the message says; NCCL ignores removed ones silently.",
 )
 def nccl_deprecated(ctx: Context) -> Iterator[Issue]:
     """A removed or renamed NCCL variable is set: it has no effect (or a new name).
@@ -248,7 +239,6 @@ def nccl_deprecated(ctx: Context) -> Iterator[Issue]:
     "TD614",
     "nccl-unknown-variable",
     "warning",
-    fix="Check the spelling against the NCCL documentation; NCCL ignores names it does not know.",
 )
 def nccl_unknown(ctx: Context) -> Iterator[Issue]:
     """An NCCL_* variable NCCL does not know is set (often a typo); the closest real name is offered.
@@ -275,8 +265,6 @@ def nccl_unknown(ctx: Context) -> Iterator[Issue]:
     "nccl-nvls-disabled",
     "info",
     also=("warning",),
-    fix="Nothing, where multicast is off on purpose (shared hosts, known driver issues); else leave "
-    "NCCL_NVLS_ENABLE unset, and write it as a plain 0 where it is meant.",
 )
 def nccl_nvls_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_NVLS_ENABLE reads as 0 on an NVSwitch host: all_reduce gives up NVLink SHARP.
@@ -342,7 +330,6 @@ CONF_EVIDENCE_LINES = 3  # a binary or garbled file has thousands of bad lines; 
     "TD619",
     "nccl-conf-unreadable",
     "warning",
-    fix="Fix the file or the path: NCCL skips a file it cannot open and lines it cannot parse, silently.",
 )
 def nccl_conf_unreadable(ctx: Context) -> Iterator[Issue]:
     """An NCCL config file is unreadable, binary or has a line NCCL will not apply, or NCCL_CONF_FILE names no file.

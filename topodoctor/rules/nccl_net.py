@@ -13,7 +13,6 @@ from topodoctor.rules.registry import Issue, rule
     "TD604",
     "nccl-ib-disabled",
     "warning",
-    fix="Unset NCCL_IB_DISABLE: this host has RDMA NICs, and without them NCCL falls back to TCP sockets.",
 )
 def nccl_ib_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_IB_DISABLE reads as non-zero on a host with InfiniBand or RoCE NICs.
@@ -50,7 +49,6 @@ def _matches(name: str, exact: bool, pattern: str) -> bool:
     "TD605",
     "nccl-socket-ifname-nomatch",
     "error",
-    fix="Set NCCL_SOCKET_IFNAME to an interface that is up (see `ip -br link`), or unset it.",
 )
 def nccl_socket_ifname(ctx: Context) -> Iterator[Issue]:
     """NCCL_SOCKET_IFNAME selects no network interface that is up: NCCL fails to bootstrap.
@@ -82,7 +80,6 @@ def nccl_socket_ifname(ctx: Context) -> Iterator[Issue]:
     "TD606",
     "nccl-ib-hca-nomatch",
     "error",
-    fix="Name devices that exist (see `ls /sys/class/infiniband`), e.g. NCCL_IB_HCA==mlx5_0,=mlx5_1.",
 )
 def nccl_ib_hca_nomatch(ctx: Context) -> Iterator[Issue]:
     """An NCCL_IB_HCA entry matches no RDMA device on the host.
@@ -117,7 +114,6 @@ def _hca_entries(ctx: Context) -> Iterator[tuple[str, list[str], bool, str, list
     "TD607",
     "nccl-ib-hca-ambiguous",
     "warning",
-    fix="Prefix each entry with '=' for an exact match (NCCL_IB_HCA==mlx5_1), or list every device you mean.",
 )
 def nccl_ib_hca_ambiguous(ctx: Context) -> Iterator[Issue]:
     """A bare NCCL_IB_HCA entry is a prefix that matches several devices (mlx5_1 also picks mlx5_10..).
@@ -141,8 +137,6 @@ def nccl_ib_hca_ambiguous(ctx: Context) -> Iterator[Issue]:
     "TD621",
     "nccl-net-ib-absent",
     "error",
-    fix="Unset NCCL_NET (NCCL then uses IB where an RDMA device is up, else sockets) or set NCCL_NET=Socket; "
-    "if the host should have InfiniBand, check its driver (`ibv_devinfo`, `ls /sys/class/infiniband`).",
 )
 def nccl_net_ib_absent(ctx: Context) -> Iterator[Issue]:
     """NCCL_NET=IB on a host with no InfiniBand or RoCE device: every communicator fails to init.

@@ -16,7 +16,6 @@ _SUBJECT = "env:NCCL_TOPO_FILE"
     "nccl-topo-file-bad",
     "error",
     also=("warning",),
-    fix="Point NCCL_TOPO_FILE at a topology file written for this host (NCCL_TOPO_DUMP_FILE writes one), or unset it.",
 )
 def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
     """NCCL_TOPO_FILE is missing, unreadable, or NCCL would refuse or misread it on this host.
@@ -52,7 +51,8 @@ def nccl_topo_file_bad(ctx: Context) -> Iterator[Issue]:
     if isinstance(topo.text, ProbeError):
         yield Issue(_SUBJECT, f"NCCL_TOPO_FILE {v} could not be read: {topo.text.error}", ev)
         return
-    from topodoctor.topology.nccl_topo_lint import lint_topo_file  # only when a file is set
+
+    from topodoctor.topology.nccl_topo_lint import lint_topo_file  # NCCL's file's lint: only where one is named
 
     for p in lint_topo_file(topo.text, ctx.snap, ctx.graph):
         yield Issue(

@@ -29,8 +29,6 @@ from topodoctor.rules.registry import Issue, rule
     "TD620",
     "nccl-value-misread",
     "warning",
-    fix="Write the value NCCL expects: integer variables take plain decimal integers (0 or 1 for switches), "
-    "levels take LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB or SYS in capitals.",
 )
 def nccl_value_misread(ctx: Context) -> Iterator[Issue]:
     """NCCL reads a variable's value differently from how it is written, or ignores it.
@@ -106,7 +104,6 @@ def _misread_level(name: str, v: str) -> str | None:
     "TD623",
     "nccl-value-out-of-domain",
     "error",
-    fix="Set the variable to a value in its domain (the message names it), or unset it to get NCCL's default.",
 )
 def nccl_value_out_of_domain(ctx: Context) -> Iterator[Issue]:
     """An integer NCCL setting reads as a value outside its domain (NCCL_CROSS_NIC=7, NCCL_IB_RETRY_CNT=9).
@@ -137,9 +134,6 @@ def nccl_value_out_of_domain(ctx: Context) -> Iterator[Issue]:
     "TD624",
     "nccl-algo-proto-unknown",
     "error",
-    fix="Use NCCL's own names: NCCL_ALGO from Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; "
-    "NCCL_PROTO from LL, LL128, Simple; optionally ^ to exclude and func: prefixes (allreduce:tree;broadcast:ring). "
-    "Better, unset them: both are for debugging.",
 )
 def nccl_algo_proto_unknown(ctx: Context) -> Iterator[Issue]:
     """NCCL_ALGO or NCCL_PROTO holds a token NCCL does not know: every communicator fails to init.

@@ -50,8 +50,6 @@ def _subject(nic: Nic, port: NicPort) -> str:
     "TD420",
     "nic-port-down",
     "error",
-    fix="Check the cable, the transceiver and the switch port (ibstat, ibportstate, the switch's logs); for "
-    "InfiniBand make sure the subnet manager runs. A job that uses this rail will hang or fall back to sockets.",
 )
 def nic_port_down(ctx: Context) -> Iterator[Issue]:
     """An RDMA port is down.
@@ -89,8 +87,6 @@ def nic_port_down(ctx: Context) -> Iterator[Issue]:
     "TD421",
     "nic-port-slow",
     "error",
-    fix="The port trained below its rate: check the cable and transceiver (a damaged lane trains the link at "
-    "half or quarter width), reseat them, and check the switch port's configured speed.",
 )
 def nic_port_slow(ctx: Context) -> Iterator[Issue]:
     """An RDMA port runs below its expected rate.
@@ -139,7 +135,7 @@ def _kind(nic: Nic, p: NicPort) -> tuple[str, str]:
 def _rises(ctx: Context, nic: Nic, p: NicPort, names: tuple[str, ...]) -> dict[str, int]:
     """What ``names`` rose by during the check, or else since the baseline (check --baseline)."""
     during = _during(ctx, nic, p, names)
-    since = port_since(ctx.extra.get("baseline"), nic, p)
+    since = port_since(ctx.baseline, nic, p)
     return during or ({k: v for k, v in since.rise.items() if k in names} if since is not None else {})
 
 
@@ -160,8 +156,6 @@ def _during(ctx: Context, nic: Nic, p: NicPort, names: tuple[str, ...]) -> dict[
     "TD422",
     "nic-link-errors-rising",
     "error",
-    fix="The link dropped or took symbol errors while topodoctor watched: check the cable and transceiver and "
-    "the switch port; drain the node until the link holds.",
 )
 def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
     """An RDMA port lost its link or took symbol errors during the check or since the baseline.
@@ -187,8 +181,6 @@ def nic_link_errors_rising(ctx: Context) -> Iterator[Issue]:
     "TD423",
     "nic-port-errors-rising",
     "warning",
-    fix="Check the port's error counters over a longer window (perfquery, ethtool -S) and the fabric around it; "
-    "receive errors and discards point at the cable, the remote port or congestion.",
 )
 def nic_port_errors_rising(ctx: Context) -> Iterator[Issue]:
     """An RDMA port's traffic error counters rose on a link that stayed up.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.cpulist import format_cpulist as fmt
 from topodoctor.core.probed import Unsupported
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -26,8 +27,6 @@ def _nodes_of(ctx: Context, cpus: tuple[int, ...]) -> list[int]:
     "TD401",
     "gpu-numa-unknown",
     "warning",
-    fix="Enable NUMA reporting in BIOS (ACPI SRAT / _PXM) so the kernel knows where each GPU hangs; until "
-    "then bind processes by hand.",
 )
 def gpu_numa_unknown(ctx: Context) -> Iterator[Issue]:
     """On a multi-NUMA host, a GPU's NUMA node is unknown, or its local CPUs span several nodes.
@@ -63,7 +62,6 @@ def gpu_numa_unknown(ctx: Context) -> Iterator[Issue]:
     "TD402",
     "nic-numa-unknown",
     "warning",
-    fix="Enable NUMA reporting in BIOS so NCCL can pair each GPU with the NIC on its own socket.",
 )
 def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
     """On a multi-NUMA host, an RDMA NIC's NUMA node is unknown.
@@ -91,8 +89,6 @@ def nic_numa_unknown(ctx: Context) -> Iterator[Issue]:
     "process-affinity-far",
     "warning",
     tags=("prolog",),
-    fix="Bind the job near its GPUs (srun --cpu-bind, numactl --cpunodebind, or taskset with the GPU's CPU "
-    "Affinity from `topodoctor scan`).",
 )
 def process_affinity_far(ctx: Context) -> Iterator[Issue]:
     """This process may run only on CPUs that are not local to a GPU.
@@ -126,6 +122,4 @@ def process_affinity_far(ctx: Context) -> Iterator[Issue]:
 def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
     """CPUs as nvidia-smi lists them; the probe's formatter, loaded only when a finding needs it
     (importing the probe package costs the rules' start-up a twentieth of a second)."""
-    from topodoctor.core.cpulist import format_cpulist as fmt
-
     return fmt(cpus)

@@ -83,7 +83,6 @@ def _links_of(ctx: Context, g: Gpu) -> tuple[list[int], list[int]] | None:
     "TD101",
     "nvlink-down",
     "error",
-    fix="Reseat or replace the GPU/baseboard link; check `nvidia-smi nvlink -s` and the NVSwitch fabric logs.",
 )
 def nvlink_down(ctx: Context) -> Iterator[Issue]:
     """An NVLink that the GPU has is inactive while it should be up.
@@ -135,7 +134,6 @@ def nvlink_down(ctx: Context) -> Iterator[Issue]:
     "TD102",
     "nvlink-fewer-links",
     "error",
-    fix="Find the GPU with fewer active links (TD101) and repair its link; then re-run the check.",
 )
 def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     """A GPU pair has fewer bonded NVLinks than its peers, or than the expectations file says.
@@ -174,8 +172,6 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
     "TD103",
     "nvlink-slow-link",
     "warning",
-    fix="A link trained at a lower NVLink version or speed: reset the GPU in a maintenance window, "
-    "then replace the part if it persists.",
 )
 def nvlink_slow_link(ctx: Context) -> Iterator[Issue]:
     """An active NVLink runs at a lower version or speed than the host's norm.
@@ -232,8 +228,6 @@ def _link_errors(ctx: Context) -> Iterator[tuple[str, int, int]]:
     "TD104",
     "nvlink-replays",
     "warning",
-    fix="Watch the counter under load (`nvidia-smi nvlink -e`); a rising replay count means a marginal link: "
-    "schedule the GPU or baseboard for service.",
 )
 def nvlink_replays(ctx: Context) -> Iterator[Issue]:
     """An NVLink has data-link replay errors (retransmissions).
@@ -254,8 +248,6 @@ def nvlink_replays(ctx: Context) -> Iterator[Issue]:
     "TD105",
     "nvlink-recoveries",
     "error",
-    fix="The link had to retrain: drain the node, check `nvidia-smi nvlink -e` and dmesg (Xid 74), and service "
-    "the GPU or baseboard if it recurs.",
 )
 def nvlink_recoveries(ctx: Context) -> Iterator[Issue]:
     """An NVLink has data-link recovery events: the link dropped and retrained.

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.topology.graph import gpu_node
+from topodoctor.topology.graph import gpu_node, pcie_subgraph
+from topodoctor.topology.hostgraph import NodeNotFound, NoPath, shortest_path
 
 _REASONS = {
     "CHIPSET_NOT_SUPPORTED": "the chipset does not support P2P",
@@ -62,7 +63,6 @@ def _not_ok(ctx: Context, regkey: bool) -> Iterator[Issue]:
     "TD301",
     "p2p-unavailable",
     "warning",
-    fix="Consumer GPUs and some platforms cannot do P2P; NCCL falls back to host memory (slower but correct).",
 )
 def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
     """NVML reports P2P read or write between GPUs as not OK: a platform or GPU that cannot do it.
@@ -82,8 +82,6 @@ def p2p_unavailable(ctx: Context) -> Iterator[Issue]:
     "TD305",
     "p2p-disabled-by-driver",
     "error",
-    fix="The driver disabled P2P (DISABLED_BY_REGKEY): remove the NVreg option (modprobe.d) that does so, "
-    "then reload the driver.",
 )
 def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
     """NVML reports P2P between two GPUs as disabled by a driver setting (DISABLED_BY_REGKEY).
@@ -100,8 +98,6 @@ def p2p_disabled_by_driver(ctx: Context) -> Iterator[Issue]:
     "TD302",
     "p2p-missing-on-nvlink",
     "error",
-    fix="NVLink is up but P2P over it is not: a hardware or fabric fault. Check the fabric manager and "
-    "`nvidia-smi topo -p2p n`; reset or service the GPUs.",
 )
 def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
     """A pair connected by NVLink reports NVLink P2P as not OK.
@@ -131,8 +127,6 @@ def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
     "TD303",
     "iommu-translation",
     "warning",
-    fix="On bare metal, boot with iommu=pt (intel_iommu=on iommu=pt / amd_iommu=on iommu=pt) so GPU P2P and "
-    "RDMA are not remapped by the IOMMU.",
 )
 def iommu_translation(ctx: Context) -> Iterator[Issue]:
     """The IOMMU translates GPU DMA on a bare-metal host.
@@ -161,8 +155,6 @@ def iommu_translation(ctx: Context) -> Iterator[Issue]:
     "TD304",
     "acs-redirect",
     "error",
-    fix="Disable ACS redirection on the bridge (BIOS, or setpci at boot) for GPU P2P; it forces peer traffic "
-    "up to the root complex.",
 )
 def acs_redirect(ctx: Context) -> Iterator[Issue]:
     """ACS request or completion redirection is on in a bridge between two GPUs.
@@ -173,9 +165,6 @@ def acs_redirect(ctx: Context) -> Iterator[Issue]:
     How to fix: disable ACS redirection on the bridge for GPU P2P (in the BIOS, or with setpci at
     boot).
     """
-    from topodoctor.topology.graph import pcie_subgraph
-    from topodoctor.topology.hostgraph import NodeNotFound, NoPath, shortest_path
-
     g = pcie_subgraph(ctx.graph)
     by_bridge: dict[str, list[str]] = {}
     for (a, b), c in sorted(ctx.connections.items()):

@@ -17,8 +17,6 @@ REPLAYS_WARN, REPLAYS_SEVERE = 100, 10000  # PCIe replay counter since the drive
     "TD201",
     "pcie-fallback",
     "error",
-    fix="The pair should talk over NVLink: check its links (TD101, `nvidia-smi nvlink -s`) and the fabric "
-    "manager; until fixed, NCCL routes this pair over PCIe at a fraction of the speed.",
 )
 def pcie_fallback(ctx: Context) -> Iterator[Issue]:
     """A GPU pair that should be NVLink-connected has only a PCIe path.
@@ -78,8 +76,6 @@ def _nvlink_wired(ctx: Context) -> set[tuple[int, int]]:
     "TD202",
     "p2p-crosses-sockets",
     "warning",
-    fix="Place jobs so communicating GPUs share a socket (CUDA_VISIBLE_DEVICES), or expect NCCL to route this "
-    "pair through host memory.",
 )
 def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
     """GPU pairs whose P2P traffic would cross the inter-socket link (SYS).
@@ -107,8 +103,6 @@ def p2p_crosses_sockets(ctx: Context) -> Iterator[Issue]:
     "TD203",
     "pcie-downtrained-width",
     "error",
-    fix="Reseat the GPU or its riser/cable; check the slot in BIOS. Width does not change with load, so a "
-    "narrower link is a hardware fault.",
 )
 def pcie_downtrained_width(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link trained at fewer lanes than it supports (or than expected).
@@ -144,8 +138,6 @@ def _below(ctx: Context, now: str, most: str, want: int | None) -> Iterator[tupl
     "TD204",
     "pcie-downtrained-gen",
     "warning",
-    fix="Run the check again under load: idle GPUs drop PCIe generation to save power. If it stays low, "
-    "check BIOS slot settings and risers.",
 )
 def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link runs at a lower generation than the link supports (or than expected).
@@ -177,7 +169,6 @@ def _replays(ctx: Context) -> Iterator[tuple[Gpu, int]]:
     "TD205",
     "pcie-replays",
     "warning",
-    fix="PCIe replays mean signal problems: reseat the card or riser; watch whether the counter grows.",
 )
 def pcie_replays(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe replay counter is high (100 or more retransmitted TLPs, below 10000).
@@ -196,7 +187,6 @@ def pcie_replays(ctx: Context) -> Iterator[Issue]:
     "TD206",
     "pcie-replays-severe",
     "error",
-    fix="The link retransmits constantly: reseat or replace the card, riser or cable before it drops off the bus.",
 )
 def pcie_replays_severe(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe replay counter reads 10000 or more: the link is failing.

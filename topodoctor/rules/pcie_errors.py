@@ -39,8 +39,6 @@ def _count(ctx: Context, g: Gpu, v: Probed[int], where: str) -> int | None:
     "TD207",
     "pcie-fatal-errors",
     "error",
-    fix="Drain the node: a fatal PCIe error means the link or the device failed and the GPU may fall off the "
-    "bus. Reseat or replace the GPU or riser, and check the slot and the kernel log (AER) for the port.",
 )
 def pcie_fatal_errors(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link has counted a fatal uncorrectable error since the driver loaded.
@@ -61,8 +59,6 @@ def pcie_fatal_errors(ctx: Context) -> Iterator[Issue]:
     "TD208",
     "pcie-non-fatal-errors",
     "error",
-    fix="Drain the node and check the link: reseat or replace the GPU or riser; the kernel log (AER) names "
-    "the port. A non-fatal uncorrectable error lost or damaged a transaction.",
 )
 def pcie_non_fatal_errors(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link has counted a non-fatal uncorrectable error since the driver loaded.
@@ -103,7 +99,7 @@ def _judged(ctx: Context, g: Gpu) -> list[tuple[str, dict[str, int], float | Non
     """The rises to judge: during the check, and since the baseline when there is one."""
     rose, window = _rises(ctx, g)
     out = [("during the check", rose, window)]
-    since = gpu_pcie_since(ctx.extra.get("baseline"), g)
+    since = gpu_pcie_since(ctx.baseline, g)
     if since is not None:
         out.append((f"in the {since.window_s:.0f} s since the baseline", since.rise, since.window_s))
     return out
@@ -122,8 +118,6 @@ def _failing(rose: dict[str, int], window: float | None) -> bool:
     "TD209",
     "pcie-errors-rising",
     "warning",
-    fix="Watch the link (nvidia-smi -q -d PCIE over a minute) and reseat the GPU or riser at the next "
-    "maintenance: a link that keeps retrying loses bandwidth and may get worse.",
 )
 def pcie_errors_rising(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe retry counters rose during the check or since the baseline.
@@ -158,8 +152,6 @@ def _ev(rose: dict[str, int], window: float | None) -> dict[str, object]:
     "TD211",
     "pcie-error-rate-high",
     "error",
-    fix="Drain the node: the GPU's PCIe link is failing. Reseat or replace the GPU or riser and check the slot; "
-    "the kernel log (AER) names the port.",
 )
 def pcie_error_rate_high(ctx: Context) -> Iterator[Issue]:
     """A GPU's PCIe link retries more than 100 times per second, or its replay counter rolled over.

@@ -20,8 +20,6 @@ from topodoctor.rules.registry import Issue, rule
     "TD901",
     "check-incomplete",
     "warning",
-    fix="Run as root or fix the failing query (the evidence names it); a check that cannot read its input "
-    "cannot vouch for the host.",
 )
 def check_incomplete(ctx: Context) -> Iterator[Issue]:
     """A check could not be made because its input could not be read (NVML error, unreadable file).

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError
 from topodoctor.model.findings import Finding, Severity
 
@@ -134,7 +135,7 @@ class Rule:
     severity: Severity
     tags: frozenset[str]
     needs: frozenset[str]
-    fix: str
+    fix: str  # the docstring's "How to fix:" section on one line (``fix_text``)
     func: Callable[[Any], Iterable[Issue]]
     also: frozenset[Severity] = frozenset()  # other severities its findings may carry, documented
 
@@ -172,17 +173,24 @@ class Rule:
 REGISTRY: dict[str, Rule] = {}
 
 
+def fix_text(how: str) -> str:
+    """The fix hint a rule's findings carry: its documentation's "How to fix:" section on one
+    line, as a sentence. The text is written once, in the docstring."""
+    text = " ".join(how.split())
+    return text[:1].upper() + text[1:]
+
+
 def rule(
     code: str,
     name: str,
     severity: Severity,
-    fix: str,
     tags: tuple[str, ...] | None = None,
     needs: tuple[Need, ...] = (),
     also: tuple[Severity, ...] = (),
 ) -> Callable[[Callable[[Any], Iterable[Issue]]], Any]:
     """Register a rule. Bad or duplicate codes, missing docs or docs without their sections (see
-    ``doc_sections``) and a measuring rule tagged ``prolog`` fail at import, loudly.
+    ``doc_sections``) and a measuring rule tagged ``prolog`` fail at import, loudly. The fix its
+    findings carry is its docstring's "How to fix:" section (``fix_text``).
 
     A rule raises exactly its ``severity`` (documented in docs/rules.md): a cause that
     deserves another severity is another rule. Rules that need no measurement are tagged
@@ -202,7 +210,7 @@ def rule(
         if not (func.__doc__ or "").strip():
             raise ValueError(f"rule {code} has no documentation")
         try:
-            doc_sections(func.__doc__ or "")
+            fix = fix_text(doc_sections(func.__doc__ or "").how)
         except ValueError as e:
             raise ValueError(f"rule {code}'s documentation {e}") from None
         if measuring and "prolog" in tag_set:
@@ -231,8 +239,6 @@ def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Iterator
 
 def check_patterns(patterns: Iterable[str]) -> None:
     """Refuse a --select / --ignore pattern that matches no rule (a typo would silence nothing)."""
-    from topodoctor.core.errors import InputError
-
     for p in patterns:
         p = p.strip()
         if p and not any(c.startswith(p.upper()) or r.name == p for c, r in REGISTRY.items()):

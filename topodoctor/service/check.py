@@ -8,28 +8,34 @@ Nothing here prints.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from topodoctor.core.budget import Budget, run_with_budget
-from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY, EXIT_USAGE, InputError
+from topodoctor import rules
+from topodoctor.core.budget import Budget
+from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
-from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.model.outcome import Meta, Outcome, exit_code
+from topodoctor.model.stamp import node_name, utc_iso
+from topodoctor.rules.context import Context
+from topodoctor.rules.registry import check_patterns
+from topodoctor.service.host import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
-from topodoctor.service.probing import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.probing import probe as probe
+from topodoctor.topology.baseline import load_baseline
+from topodoctor.topology.expect import from_snapshot, load_expectations, with_fitness
+from topodoctor.topology.scope import resolve, within
 
-# Everything else is imported where it is used: what this module loads is spent before the
-# probe child is forked, and every tenth of a second of it counts against a short --timeout.
 if TYPE_CHECKING:
     from topodoctor.model.findings import Finding, Severity
-    from topodoctor.rules.context import Context
+    from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.topology.expect import Expectations
-    from topodoctor.topology.nccl_topo_lint import TopoProblem
     from topodoctor.topology.scope import Scope
 
 
@@ -53,29 +59,31 @@ class CheckOptions:
     baseline: Path | None = None  # an earlier snapshot of this node: counters judged since then too
 
 
-def make_context(host: Host, expect: Expectations | None = None) -> Context:
+def make_context(host: Host, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
     """The rules' Context: the one place it is built. With no process (a saved result) no
     process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
-    from topodoctor.model.environment import Environment
-    from topodoctor.rules.context import Context
-
-    measured = dict(host.measured)
-    collectives = measured.pop("collectives", None)
+    measured = host.measured
+    answer = measured.get("collectives")  # the quick pass's answer (service/collectives.py QuickAnswer)
+    why = host.missed.get("collectives")
+    if answer is not None and answer.result is None:
+        why = answer.error or "unknown"
     env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
-    ctx = Context(
-        host.snapshot, env, expect=expect, bandwidth=measured.pop("bandwidth", None), extra=measured, view=host.view
+    return Context(
+        host.snapshot,
+        env,
+        expect=expect,
+        bandwidth=measured.get("bandwidth"),
+        view=host.view,
+        fitness=measured.get("fitness"),
+        baseline=baseline,
+        collectives=answer.result if answer is not None else None,
+        # why there is none (TD005 says it could not check): the pass's own word, or its error
+        collectives_error=why,
     )
-    if collectives is not None:
-        from topodoctor.service.collectives import attach
-
-        attach(ctx, collectives)
-    return ctx
 
 
 def job_scope(host: Host, choice: str) -> Scope:
     """The GPUs a check judges: the job's, as the judged process's environment names them."""
-    from topodoctor.topology.scope import resolve
-
     environ = host.process.environ if host.process is not None else {}
     return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
 
@@ -84,8 +92,6 @@ def evaluate(
     ctx: Context, select: Sequence[str] = (), ignore: Sequence[str] = (), tags: Sequence[str] = ()
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """(findings, incomplete): the one place that knows the rules engine's answer shape."""
-    from topodoctor import rules
-
     ev = rules.evaluate(ctx, select, ignore, tags)
     return ev.findings, ev.incomplete
 
@@ -96,7 +102,7 @@ class Inputs:
     baseline snapshot. Read while the probe child works (``check``), or before judging (``judge``)."""
 
     expect: Expectations | None = None
-    baseline: Any = None
+    baseline: HostSnapshot | None = None
     unusable: str | None = None  # why the --expect file could not be used
 
 
@@ -104,20 +110,14 @@ def read_inputs(options: CheckOptions, budget: Budget) -> Inputs:
     """Load the rules and check ``--select`` / ``--ignore`` (a pattern matching no rule is a usage
     error), then read the expectations and the baseline. An unusable expectations file is kept as
     its reason, not raised (see ``check``)."""
-    from topodoctor.rules.registry import check_patterns
-
     inputs = Inputs()
     check_patterns(options.select + options.ignore)  # imports every rule family
     if options.expect is not None:
-        from topodoctor.topology.expect import load_expectations
-
         try:
             inputs.expect = load_expectations(options.expect, budget)
         except InputError as exc:
             inputs.unusable = str(exc)
     if options.baseline is not None:
-        from topodoctor.topology.baseline import load_baseline
-
         inputs.baseline = load_baseline(options.baseline, budget)
     return inputs
 
@@ -133,7 +133,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     judged without it (peers only), a real fault still fails (exit 1), and a host with none
     answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
-    t0 = time.monotonic()
+    started = time.monotonic(), time.time()
     budget = budget or Budget.start(options.timeout_s)
     read: list[Inputs] = []
     with budget.guard():
@@ -144,7 +144,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
             environment=True,
             meanwhile=lambda: read.append(read_inputs(options, budget)),
         )
-        return judge(host, options, budget, read[0] if read else None, t0)
+        return judge(host, options, budget, read[0] if read else None, started)
 
 
 def judge(
@@ -152,26 +152,23 @@ def judge(
     options: CheckOptions,
     budget: Budget | None = None,
     inputs: Inputs | None = None,
-    started: float | None = None,
+    started: tuple[float, float] | None = None,
 ) -> Outcome:
     """The verdict on a host already probed (by ``check``, or the Python API's ``scan``): its rules,
-    scope, fail level and exit code, decided here for both. ``inputs`` None reads them now."""
-    t0 = time.monotonic() if started is None else started
+    scope, fail level and outcome, decided here for both. ``inputs`` None reads them now;
+    ``started`` is when the check began (monotonic, wall clock), now when None."""
+    t0, started_at = started if started is not None else (time.monotonic(), time.time())
     budget = budget or Budget.start(options.timeout_s)
     with budget.guard():
         if inputs is None:
             inputs = read_inputs(options, budget)
         where = job_scope(host, options.scope)
-        ctx = make_context(host, inputs.expect)
-        if inputs.baseline is not None:
-            ctx.extra["baseline"] = inputs.baseline
+        ctx = make_context(host, inputs.expect, inputs.baseline)
         ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
-        from topodoctor.topology.scope import within
 
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
-    bad = failing(findings, options.fail_level)
     missed = not_measured(options.passes, host)
     meta = Meta(
         host.origin,
@@ -186,12 +183,13 @@ def judge(
         where.kind,
         inputs.unusable,
     )
-    # A fault found stays exit 1 (drain the node) even when a pass could not run; otherwise a
-    # measurement that was asked for and did not happen is "could not check", never a pass.
-    # An unusable expectations file with no fault found is "misconfigured" (2), never a pass.
-    code = EXIT_UNHEALTHY if bad else EXIT_CANNOT_CHECK if missed else EXIT_USAGE if inputs.unusable else EXIT_OK
+    # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
+    # when a pass could not run or the expectations file could not be used. A replay names no
+    # node: no node measured it (its host is the recording's).
+    node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
+    fitness = host.measured.get("fitness")
     return Outcome(
-        findings, incomplete, meta, options.fail_level, code, host.snapshot, missed, host.measured.get("fitness")
+        findings, incomplete, meta, options.fail_level, host.snapshot, missed, fitness, utc_iso(started_at), node
     )
 
 
@@ -199,7 +197,9 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
     """One reason ("collectives not measured: ...") per pass whose measurement did not happen."""
     out = []
     for p in passes:
-        why = p.missed(host.measured.get(p.name)) if p.missed is not None else None
+        why = host.missed.get(p.name)
+        if why is None and p.missed is not None:
+            why = p.missed(host.measured.get(p.name))
         if why is not None:
             out.append(f"{p.name} not measured: {why}")
     return tuple(out)
@@ -210,18 +210,32 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Baseline:
-    """What ``expect`` writes, and the findings on the host that would make it a bad example to follow."""
+    """What ``expect`` writes, and the findings on the host that would make it a bad example to
+    follow: unless forced, they refuse the file (they fail the command)."""
 
     expectations: Expectations
     blocking: tuple[Finding, ...]  # error-level findings: a baseline from this host would bake them in
+    forced: bool = False  # written all the same (--force)
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings that refuse the file: the blocking ones, unless forced."""
+        return () if self.forced else self.blocking
+
+    @property
+    def exit_code(self) -> int:
+        """0 written, 1 refused (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
-def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Baseline:
+def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> Baseline:
     """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
     among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
-    from topodoctor.topology.expect import from_snapshot, with_fitness
-
     host = probe(source, budget, passes, environment=True)
+    if host.missed:  # asked to measure: a file without the figures would vouch for nothing
+        raise BandwidthUnavailable("; ".join(f"{name} not measured: {why}" for name, why in host.missed.items()))
     with budget.guard():
         findings, _ = evaluate(make_context(host))
         expectations = from_snapshot(host.snapshot)
@@ -229,34 +243,6 @@ def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = ()) -> Bas
         if fit is not None:
             expectations = with_fitness(expectations, fit)
             if not expectations.fitness:  # asked to measure: a file without the figures would vouch for nothing
-                from topodoctor.core.errors import BandwidthUnavailable
-
                 why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
                 raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
-        return Baseline(expectations, failing(findings, "error"))
-
-
-def record(label: str, scrub: bool, sysfs_root: str, budget: Budget) -> tuple[dict[str, Any], int]:
-    """Record the live host under the budget; (recording document, GPU count)."""
-    from topodoctor.probe.sources import record_host
-
-    def work(deadline: float) -> dict[str, Any]:
-        doc, snap = record_host(label, do_scrub=scrub, sysfs_root=sysfs_root)
-        return {"doc": doc, "gpus": len(snap.gpus)}
-
-    data = work(budget.deadline) if not budget.limited else run_with_budget(work, budget)
-    return data["doc"], int(data["gpus"])
-
-
-def lint_nccl_topo(host: Host, text: str) -> list[TopoProblem]:
-    """An existing NCCL_TOPO_FILE's text, checked against the probed host as NCCL would read it."""
-    from topodoctor.topology.nccl_topo_lint import lint_topo_file
-
-    return lint_topo_file(text, host.snapshot, host.view.graph)
-
-
-def bundled_recordings() -> list[str]:
-    """The names of the recordings shipped with topodoctor (``--replay NAME``)."""
-    from topodoctor.probe.replay import bundled_names
-
-    return bundled_names()
+        return Baseline(expectations, failing(findings, "error"), force)

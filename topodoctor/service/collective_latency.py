@@ -3,15 +3,19 @@ can take between this node's GPUs, one rank per GPU spawned under the command's 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable
+from topodoctor.core.errors import InputError, ProbeUnavailable
+from topodoctor.measure.collectives.latency_run import measure_latency
 from topodoctor.measure.collectives.world import from_env
 from topodoctor.model.collective_latency import LatencyPlan, LatencyResult
 from topodoctor.model.collective_ops import OPS, human_size, parse_sizes
+from topodoctor.model.outcome import exit_code
 from topodoctor.service.collective_runs import CollectivesRun, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus
+from topodoctor.service.stamping import stamp
 
 # The paths a failure of which is the host's, not an optional library's: NCCL itself.
 GATING = ("nccl_eager", "nccl_graph")
@@ -19,11 +23,23 @@ GATING = ("nccl_eager", "nccl_graph")
 
 @dataclass(frozen=True)
 class LatencyOutcome:
-    """The table and the exit code: 1 when a run failed (a hang, a rank that died) or an NCCL
-    path failed; a path that is not available, or an optional one that broke, is reported only."""
+    """The table, and what failed in it: a run (a hang, a rank that died) or an NCCL path; a path
+    that is not available, or an optional one that broke, is reported only."""
 
     result: LatencyResult
-    exit_code: int
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[object, ...]:
+        """The runs that failed, and the NCCL paths that failed."""
+        res = self.result
+        return (*res.failures, *(c for c in res.cells if c.status == "failed" and c.path in GATING))
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a run or an NCCL path failed, else 0 (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
 def latency_plan(run: CollectivesRun, sizes: tuple[int, ...] | None) -> LatencyPlan:
@@ -49,11 +65,11 @@ def latency_plan(run: CollectivesRun, sizes: tuple[int, ...] | None) -> LatencyP
 
 def run_latency(run: CollectivesRun, lplan: LatencyPlan, budget: Budget) -> LatencyOutcome:
     """Spawn one rank per visible GPU (or ``--nprocs``) and time every path of ``lplan``."""
-    from topodoctor.measure.collectives.latency_run import measure_latency
 
     if not run.spawn and from_env() is not None:
         raise InputError("--latency times this node's GPUs with ranks it starts itself: run it without torchrun / srun")
     gpu = run.plan.backend == "nccl"
+    started_at = time.time()
     snap = _snapshot(run.source, budget, gpu and run.nprocs is None)
     n = run.nprocs or (visible_gpus(snap) if gpu else 2)
     if run.nprocs == 1:
@@ -70,8 +86,8 @@ def run_latency(run: CollectivesRun, lplan: LatencyPlan, budget: Budget) -> Late
         log_dir=str(_made(run.log_dir)) if run.log_dir else None,
         progress=run.progress,
     )
-    bad = bool(res.failures) or any(c.status == "failed" and c.path in GATING for c in res.cells)
-    return LatencyOutcome(res, EXIT_UNHEALTHY if bad else EXIT_OK)
+    res = stamp(res, snap, started_at)
+    return LatencyOutcome(res)
 
 
 def sizes_given(text: str | None) -> tuple[int, ...] | None:

@@ -4,24 +4,30 @@ the probe forked and killable like check's), ending in one outcome with its exit
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.measure.collectives.guard import RankStopped
+from topodoctor.measure.collectives.launch import join, measure
 from topodoctor.measure.collectives.nodes import NodeSettings, node_name
 from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan, parse_size
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
+from topodoctor.model.copies import load_result as load_bw
 from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.outcome import exit_code
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.during import watch
+from topodoctor.probe.sources import live_nvml
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
+from topodoctor.service.stamping import stamp
 
 
 class RankDone(TopodoctorError):
@@ -50,15 +56,28 @@ class CollectivesRun:
 
 @dataclass(frozen=True)
 class CollectivesOutcome:
-    """A run's result, the host it was judged against, the findings and the exit code."""
+    """A run's result, the host it was judged against, and the findings."""
 
     result: CollectivesResult
     snapshot: HostSnapshot | None
     findings: tuple[Finding, ...]
-    exit_code: int
+    fail_level: Severity = "error"
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings at or above the fail level."""
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def exit_code(self) -> int:
+        """0 fine, 1 a finding at the fail level (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
 def node_settings(
+    *,
     pairwise: bool,
     expect_nodes: str | None,
     pair_size: str,
@@ -99,14 +118,15 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
     rank 0, which reports for the world."""
     bw = None
     if run.bandwidth_file is not None:
-        from topodoctor.model.copies import load_result as load_bw
-
         bw = load_bw(run.bandwidth_file)
     if run.from_files:
         res = merge([load_result(p) for p in run.from_files])
         snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
     else:
-        nodes = run.nodes or node_settings(False, None, "64M", 0.1, 20.0, None)
+        started_at = time.time()
+        nodes = run.nodes or node_settings(
+            pairwise=False, expect_nodes=None, pair_size="64M", tolerance=0.1, timeout_s=20.0, expected_gbps=None
+        )
         world = None if run.spawn else from_env()
         check_launch(world, nodes)
         if world is not None:
@@ -116,9 +136,9 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
             res, snap = joined
         else:
             res, snap = _spawn(run, budget)
+        res = stamp(res, snap, started_at)
     findings = tuple(judge(res, snap, bw, run.expect_busbw))
-    code = EXIT_UNHEALTHY if failing(findings, run.fail_level) else EXIT_OK
-    return CollectivesOutcome(res, snap, findings, code)
+    return CollectivesOutcome(res, snap, findings, run.fail_level)
 
 
 def _snapshot(source: doctor.Source, budget: Budget, required: bool) -> HostSnapshot | None:
@@ -136,7 +156,6 @@ def _deadline(budget: Budget) -> float | None:
 
 
 def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, HostSnapshot | None]:
-    from topodoctor.measure.collectives.launch import measure
 
     plan = run.plan
     gpu = plan.backend == "nccl"
@@ -149,8 +168,6 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
     acts: tuple[Any, ...] = ()
     nvml = None
     if gpu and run.source.live and snap is not None:
-        from topodoctor.probe.sources import live_nvml
-
         nvml = live_nvml()
         acts = gpu_activity(snap, nvml)
     with watch(nvml, snap) as during:  # NVML on a thread while the ranks run
@@ -170,7 +187,6 @@ def _spawn(run: CollectivesRun, budget: Budget) -> tuple[CollectivesResult, Host
 def _join(
     run: CollectivesRun, world: World, nodes: NodeSettings, budget: Budget
 ) -> tuple[CollectivesResult, HostSnapshot | None] | None:
-    from topodoctor.measure.collectives.launch import join
 
     # Rank 0 takes the host's snapshot before it joins, not after: once the ranks are done, a
     # launcher may end the world at any moment (torchrun's agents do when a node leaves), and

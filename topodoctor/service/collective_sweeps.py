@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import EXIT_OK, EXIT_UNHEALTHY, CannotMeasure, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.core.text import plural
 from topodoctor.measure.collectives.guard import RankStopped
+from topodoctor.measure.collectives.launch import measure
+from topodoctor.measure.collectives.sweep_world import join_sweeps
 from topodoctor.measure.collectives.sweeps import (
     ALGO_OPS,
     AlgoSweep,
@@ -23,6 +25,7 @@ from topodoctor.measure.collectives.sweeps import (
 )
 from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan
+from topodoctor.model.outcome import exit_code
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service import check as doctor
 from topodoctor.service.collective_runs import CollectivesRun, RankDone, _deadline, _made, _snapshot
@@ -79,11 +82,28 @@ def _why_none(snap: HostSnapshot, nodes: int) -> str:
 
 @dataclass(frozen=True)
 class SweepOutcome:
-    """Each op under each algorithm asked for, and/or on growing sets of GPUs; the exit code."""
+    """Each op under each algorithm asked for, and/or on growing sets of GPUs."""
 
     algorithms: AlgoSweep | None
     scaling: ScalingSweep | None
-    exit_code: int  # 1 when a run failed or a group of GPUs is slow against its peers
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[object, ...]:
+        """The runs that failed, and the groups of GPUs slow against their peers."""
+        algos, grown = self.algorithms, self.scaling
+        return (
+            *(algos.failures if algos is not None else ()),
+            *(grown.slow if grown is not None else ()),
+            *(f for r in (grown.runs if grown is not None else ()) for f in r.failures),
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a run failed or a group of GPUs is slow against its peers, else 0
+        (``model.outcome.exit_code``)."""
+        return exit_code(self)
 
 
 def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Budget) -> SweepOutcome | None:
@@ -94,7 +114,6 @@ def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Bud
     world = None if run.spawn else from_env()
     if world is not None:
         return _joined(run, world, names, scaling, budget)
-    from topodoctor.measure.collectives.launch import measure
 
     plan: Plan = run.plan
     gpu = plan.backend == "nccl"
@@ -128,10 +147,7 @@ def _algorithms(algo: str) -> list[str]:
 
 
 def _outcome(algos: AlgoSweep | None, grown: ScalingSweep | None) -> SweepOutcome:
-    bad = (algos is not None and bool(algos.failures)) or (
-        grown is not None and (bool(grown.slow) or any(r.failures for r in grown.runs))
-    )
-    return SweepOutcome(algos, grown, EXIT_UNHEALTHY if bad else EXIT_OK)
+    return SweepOutcome(algos, grown)
 
 
 def _joined(
@@ -139,8 +155,6 @@ def _joined(
 ) -> SweepOutcome | None:
     """The sweeps inside a launcher's world: each run a process group of it (NCCL_ALGO set while
     its communicator is made; groups of 2, 4, ... consecutive ranks for scaling)."""
-    from topodoctor.measure.collectives.sweep_world import join_sweeps
-
     nodes = run.nodes
     if nodes is not None and (nodes.pairwise or nodes.nic_loopback):
         raise InputError("--algo and --scaling do not combine with --pairwise or --nic-loopback")

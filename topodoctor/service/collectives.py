@@ -1,7 +1,7 @@
 """Collectives inside a check: the quick pass, and the verdict of the TD0xx rules on a result.
 
 ``check --collectives`` runs ``quick_pass`` in its budgeted child (beside the probe) and puts
-the result in the rules' context as ``ctx.extra["collectives"]``; ``judge`` does the same for
+the result in the rules' context as ``ctx.collectives``; ``judge`` does the same for
 the ``collectives`` command. No torch here.
 """
 
@@ -15,16 +15,23 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core.codec import from_jsonable, to_jsonable
 from topodoctor.core.errors import TopodoctorError
+from topodoctor.core.probed import Unsupported
 from topodoctor.measure.collectives.assemble import CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.launch import start
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult
 from topodoctor.model.copies import Activity
-from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.model.snapshot import SNAPSHOT_SCHEMA_VERSION, HostInfo, HostSnapshot
+from topodoctor.probe.counters import activity
 from topodoctor.probe.during import watch
+from topodoctor.probe.environment import capture_environment
+from topodoctor.probe.sources import live_nvml
+from topodoctor.rules import Context, evaluate
+from topodoctor.service.passes import Pass
 
 if TYPE_CHECKING:
-    from topodoctor.service.passes import Pass, Source
+    from topodoctor.rules.context import Context
+    from topodoctor.service.passes import Source
 
 QUICK_SIZE_BYTES = 256 << 20
 
@@ -58,7 +65,6 @@ def gpu_activity(snap: HostSnapshot, nvml: Any) -> tuple[Activity, ...]:
     """What else runs on each GPU before our ranks start (NVML, as the bandwidth tester asks)."""
     if nvml is None:
         return ()
-    from topodoctor.probe.counters import activity
 
     return tuple(Activity(g.index, *activity(nvml, g.index)) for g in snap.gpus if g.lost is None)
 
@@ -137,29 +143,26 @@ def quick_pass(
     return QuickPass.start(visible_gpus(snap), deadline, size_bytes, backend).finish(snap, deadline, acts)
 
 
-def attach(ctx: Any, answer: QuickAnswer | dict[str, Any] | None) -> None:
+def attach(ctx: Context, answer: QuickAnswer | dict[str, Any] | None) -> None:
     """Put a quick pass's answer in the rules' context: its result, or the reason it has none
     (TD005 then reports that the collectives could not be checked)."""
     if isinstance(answer, QuickAnswer):
         if answer.result is not None:
-            ctx.extra["collectives"] = answer.result
+            ctx.collectives = answer.result
         else:
-            ctx.extra["collectives_error"] = answer.error or "unknown"
+            ctx.collectives_error = answer.error or "unknown"
         return
     if not answer:
         return
     if "result" in answer:
-        ctx.extra["collectives"] = from_jsonable(CollectivesResult, answer["result"], "collectives result")
+        ctx.collectives = from_jsonable(CollectivesResult, answer["result"], "collectives result")
     else:
-        ctx.extra["collectives_error"] = str(answer.get("error", "unknown"))
+        ctx.collectives_error = str(answer.get("error", "unknown"))
 
 
 def unknown_host(hostname: str) -> HostSnapshot:
     """A host with no GPUs known: the rules that need no topology (data errors, hangs) still run;
     those that do say they could not check."""
-    from topodoctor.core.probed import Unsupported
-    from topodoctor.model.snapshot import SNAPSHOT_SCHEMA_VERSION, HostInfo
-
     none = Unsupported("no host snapshot")
     info = HostInfo(hostname, none, "unknown", "", False, none, none, none, none, none, none, (), none)
     return HostSnapshot("snapshot", SNAPSHOT_SCHEMA_VERSION, info, none, (), (), (), (), (), (), ())
@@ -174,14 +177,14 @@ def judge(
 ) -> list[Any]:
     """The collectives rules (TD0xx) on a result, against the host it ran on (or, with none
     known, only those that need no topology)."""
-    from topodoctor.probe.environment import capture_environment
-    from topodoctor.rules import Context, evaluate
-
     snap = snap or res.snapshot or unknown_host(res.host)
-    ctx = Context(snap, capture_environment(environ or {}), bandwidth=bandwidth)
-    ctx.extra["collectives"] = res
-    if expect_gbps:
-        ctx.extra["collectives_expect_gbps"] = expect_gbps
+    ctx = Context(
+        snap,
+        capture_environment(environ or {}),
+        bandwidth=bandwidth,
+        collectives=res,
+        collectives_expect_gbps=expect_gbps or None,
+    )
     out: Any = evaluate(ctx, select=["TD0", "TD901"])
     return list(getattr(out, "findings", out))  # a list, or an Evaluation carrying one
 
@@ -194,7 +197,6 @@ def check_pass(
     spawned before the probe, so torch's import and NCCL's start overlap it. A pass that cannot
     run (no GPUs, one GPU, no torch, NCCL did not start) is handed to the rules as "not checked"
     (TD005's TD901), and the check ends "could not check" (exit 3) unless it found a fault."""
-    from topodoctor.service.passes import Pass
 
     def start(deadline: float) -> Any:
         n = nprocs or visible_gpus(None) or driver_gpus()
@@ -216,8 +218,6 @@ def check_pass(
         acts: tuple[Activity, ...] = ()
         nvml = None
         if source.live and backend == "nccl":
-            from topodoctor.probe.sources import live_nvml
-
             nvml = live_nvml()
             acts = gpu_activity(snap, nvml)
         with watch(nvml, snap) as during:  # NVML on a thread while the ranks run

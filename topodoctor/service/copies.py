@@ -5,17 +5,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, command_start
-from topodoctor.core.errors import InputError
+from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.measure.copies.session import MiB, run
+from topodoctor.measure.copies.tasks import Settings
+from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
+from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
+from topodoctor.model.consistency import validate_snapshot
+from topodoctor.model.copies import PAIR_MODES, BandwidthResult
+from topodoctor.model.findings import Severity, failing
+from topodoctor.model.outcome import exit_code
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.counters import WarmReadings
+from topodoctor.probe.environment import capture_process
+from topodoctor.probe.sources import live_nvml
+from topodoctor.service import early_copies
 from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
+from topodoctor.topology.scope import resolve
 
 if TYPE_CHECKING:
-    from topodoctor.measure.copies.tasks import Settings
-    from topodoctor.model.copies import BandwidthResult
     from topodoctor.model.findings import Finding
 
 
@@ -28,10 +39,6 @@ def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Cal
 
     def start(deadline: float) -> Any:
         import os
-
-        from topodoctor.measure.copies.tasks import Settings
-        from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
-        from topodoctor.service import early_copies
 
         settings = chosen or Settings.quick()
 
@@ -54,14 +61,8 @@ def _stop_worker(worker: Any) -> None:
 
 def bandwidth_pass(scope: str = "auto") -> Pass:
     """The quick copy pass of ``check --bandwidth``, on the GPUs of ``scope`` only."""
-    from topodoctor.model.copies import BandwidthResult
 
     def copies(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> BandwidthResult:
-        from topodoctor.measure.copies.session import run
-        from topodoctor.measure.copies.tasks import Settings
-        from topodoctor.probe.environment import capture_process
-        from topodoctor.probe.sources import live_nvml
-        from topodoctor.topology.scope import resolve
 
         # Copies only ever run live: the job's GPUs come from this process's environment.
         where = resolve(snap, capture_process().environ, scope)  # type: ignore[arg-type]
@@ -81,20 +82,14 @@ def measure(
     """``topodoctor bandwidth``: the copy timer starts first (its CUDA start overlaps the probe),
     then the probe, then the copies; all in the budgeted child. ``meanwhile`` is the caller's own
     work while the child runs (loading what renders the result), after the rules' loading."""
-    from topodoctor.model.copies import BandwidthResult
 
     warm: list[Any] = []  # the live readings' binding, made while the probe runs (in the child)
 
     def timed(snap: HostSnapshot, src: Source, deadline: float, worker: Any) -> BandwidthResult:
-        from topodoctor.measure.copies.session import run
-        from topodoctor.probe.sources import live_nvml
 
         nvml = warm[0].api() if warm else live_nvml() if src.live else None
         result = run(snap, settings, nvml=nvml, worker=worker, deadline=deadline, progress=progress)
         return _marked(result, "nvml_readings_ready", warm[0].ready_at if warm else 0.0)
-
-    from topodoctor.model.copies import PAIR_MODES
-    from topodoctor.service import early_copies
 
     peers = any(m in PAIR_MODES for m in settings.modes)
     start = _starter(settings, settings.devices is None, peers)
@@ -102,15 +97,11 @@ def measure(
     def begin(deadline: float) -> Any:
         worker = start(deadline)
         if source.live:  # after the timer's spawn: no process is forked here once a thread runs
-            from topodoctor.probe.counters import WarmReadings
-            from topodoctor.probe.sources import live_nvml
-
             warm.append(WarmReadings(live_nvml))
         return worker
 
     def ready() -> None:
         # What follows the answer: the rules bandwidth_findings runs, loaded while the child measures.
-        import topodoctor.rules  # noqa: F401
 
         if meanwhile is not None:
             meanwhile()
@@ -120,6 +111,8 @@ def measure(
         host = probe(source, budget, (copies,), quiet=progress is None, meanwhile=ready)
     finally:
         early_copies.hand_over()  # the probe's child adopted it (or it is killed at the command's end)
+    if "bandwidth" in host.missed:  # the measurement is the command: not made, it is the error
+        raise BandwidthUnavailable(host.missed["bandwidth"])
     result: BandwidthResult = host.measured["bandwidth"]
     return _marked(result, "result_back", time.monotonic())
 
@@ -143,8 +136,6 @@ def bandwidth_settings(
     sm_kernel: str | None = None,
 ) -> Settings:
     """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
-    from topodoctor.measure.copies.session import MiB, Settings
-
     chosen = _devices(devices)
     settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
     sm = ["sm_oneway", "sm_bidir", "sm_latency"]
@@ -155,8 +146,6 @@ def bandwidth_settings(
     if size_mib is not None:
         settings = replace(settings, size_bytes=size_mib * MiB)
     if sm_kernel is not None:
-        from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
-
         try:
             kernel = parse(sm_kernel)
         except ValueError as exc:
@@ -184,7 +173,6 @@ def _devices(text: str | None) -> tuple[int, ...] | None:
 def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     """The bandwidth rules (TD7xx) and the data path's (TD306, TD307) on a result, against the host it
     was measured on."""
-    from topodoctor.model.consistency import validate_snapshot
 
     if result.snapshot is None:
         return ()
@@ -192,3 +180,35 @@ def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
     # the measured rules, and the data path's verdict, which reads the copies beside the host's layers
     return evaluate(make_context(host), select=["TD7", "TD306", "TD307"])[0]
+
+
+@dataclass(frozen=True)
+class BandwidthOutcome:
+    """``bandwidth``'s answer: the result measured (or read), and what the rules found in it."""
+
+    result: BandwidthResult
+    findings: tuple[Finding, ...]
+    fail_level: Severity = "error"
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings at or above the fail level."""
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def not_measured(self) -> tuple[str, ...]:
+        """Every copy asked for that could not run here: never a pass."""
+        ms = self.result.measurements
+        return ("no copy asked for could run here",) if ms and all(m.skipped for m in ms) else ()
+
+    @property
+    def exit_code(self) -> int:
+        """0 measured and fine, 1 a finding at the fail level, 3 nothing could be measured
+        (``model.outcome.exit_code``)."""
+        return exit_code(self)
+
+
+def judged(result: BandwidthResult, fail_level: Severity = "error") -> BandwidthOutcome:
+    """A bandwidth result and what the rules find in it."""
+    return BandwidthOutcome(result, bandwidth_findings(result), fail_level)

@@ -1,31 +1,29 @@
 """Fitness inside a check: the pass ``check --level quick|long`` runs in its budgeted child.
 
 The kernel timer starts before the probe (its start-up overlaps it); the result lands in the
-rules' context as ``ctx.extra["fitness"]``."""
+rules' context as ``ctx.fitness``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.model.fitness_results import FitnessResult
+from topodoctor.measure.fitness.session import Plan, run, start_timer
+from topodoctor.model.fitness_results import FITNESS_SCHEMA_VERSION, FitnessResult
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.probe.environment import capture_process
+from topodoctor.probe.sources import live_nvml
+from topodoctor.service.check import Pass
+from topodoctor.topology.scope import resolve
 
 if TYPE_CHECKING:
-    from topodoctor.service.check import Pass, Source
+    from topodoctor.service.check import Source
 
 
 def fitness_pass(level: str, scope: str = "auto") -> Pass:
     """The fitness measurements of ``level`` (quick or long) on the GPUs of ``scope``."""
-    from topodoctor.measure.fitness.session import Plan, start_timer
-    from topodoctor.service.check import Pass
-
     plan = Plan.for_level(level)
 
     def measure(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> FitnessResult:
-        from topodoctor.measure.fitness.session import run
-        from topodoctor.probe.environment import capture_process
-        from topodoctor.probe.sources import live_nvml
-        from topodoctor.topology.scope import resolve
 
         if not source.live:
             if worker is not None:
@@ -42,8 +40,6 @@ def fitness_pass(level: str, scope: str = "auto") -> Pass:
 
 def unmeasured(snap: HostSnapshot, level: str, why: str) -> FitnessResult:
     """A result that measured nothing, and says why (the rules report could-not-check)."""
-    from topodoctor.model.fitness_results import FITNESS_SCHEMA_VERSION
-
     return FitnessResult(
         "fitness", FITNESS_SCHEMA_VERSION, snap.host.hostname, level, "", (), (), (), (), (), 0.0, (why,)
     )

@@ -1,18 +1,34 @@
 """The fleet roll-up as a command runs it: many nodes' result files read under one time budget,
-then judged together."""
+then judged together; with a history database, added to it first and judged over time."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import os
+import pickle
+import select
+import signal
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
-from topodoctor.fleet.inputs import read_results
+from topodoctor.fleet.history import HistoryReport, judge
+from topodoctor.fleet.inputs import MAX_RESULT_BYTES, parse_document, read_files, read_results, result_files
+from topodoctor.fleet.parse import parse_result
+from topodoctor.fleet.results import Unreadable
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up
+from topodoctor.fleet.store import Retention, file_digest, open_store, row_of
+from topodoctor.fleet.timeline import DAY_S, HistorySettings
 
-__all__ = ["FleetReport", "Settings", "roll_up_paths"]
+__all__ = ["FleetReport", "HistoryReport", "HistorySettings", "Retention", "Settings", "history", "roll_up_paths"]
+
+# File systems on which SQLite's locks and WAL's shared memory cannot be trusted (mountinfo's type).
+NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs", "9p", "afs")
 
 
 def roll_up_paths(
@@ -25,3 +41,165 @@ def roll_up_paths(
         first = f" ({unreadable[0].error})" if unreadable else ""
         raise InputError(f"no readable result among {plural(len(paths), 'path')}{first}")
     return roll_up(nodes, unreadable, settings)
+
+
+@dataclass(frozen=True)
+class HistoryRequest:
+    """``fleet --history``: the database, the results to add first (none: report from the store),
+    how to judge, what to keep, and as of when."""
+
+    db: Path
+    paths: tuple[Path, ...]
+    name_from: Literal["host", "file"]
+    timeout_s: float
+    settings: Settings
+    history: HistorySettings
+    retention: Retention
+    as_of: float | None = None  # None: now
+    lock_timeout_s: float = 10.0
+
+
+def _parsed(
+    files: list[Path], name_from: Literal["host", "file"], deadline: float, bad: list[Unreadable]
+) -> Iterator[tuple[Any, ...]]:
+    for path, data, mtime, error in read_files(files, "result", MAX_RESULT_BYTES, fileio.DEFAULT_TIMEOUT_S, deadline):
+        guess = path.name.split(".", 1)[0]
+        if error is not None or data is None:
+            bad.append(Unreadable(str(path), error or f"{path}: not read", guess))
+            continue
+        try:
+            r = parse_result(parse_document(data, f"result {path}"), path, name_from, mtime)
+        except InputError as exc:
+            bad.append(Unreadable(str(path), str(exc), guess))
+            continue
+        yield row_of(r, file_digest(data))
+
+
+SPLIT_FROM = 2000  # fewer files than this are parsed in one process: a fork costs more than it saves
+
+
+def parsed(
+    files: list[Path], name_from: Literal["host", "file"], deadline: float, bad: list[Unreadable]
+) -> list[tuple[Any, ...]]:
+    """Every file read and parsed; a collector's thousands on two CPUs where it has two idle:
+    a forked child parses the second half and sends its rows back (plain values, pickled, through
+    our own pipe) while this process parses the first. A child that fails or runs out of time
+    costs its half again here, never a result."""
+    cpus = len(os.sched_getaffinity(0))
+    # A second process helps only where a CPU is free: on a busy host the parent would wait for it.
+    if len(files) < SPLIT_FROM or cpus < 2 or os.getloadavg()[0] > cpus - 1:
+        return list(_parsed(files, name_from, deadline, bad))
+    half = len(files) // 2
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: parse the second half, send it, leave without running the parent's exit code
+        code = 1
+        try:
+            os.close(read_fd)
+            theirs: list[Unreadable] = []
+            done = list(_parsed(files[half:], name_from, deadline, theirs))
+            with os.fdopen(write_fd, "wb") as pipe:
+                pipe.write(pickle.dumps((done, theirs), protocol=pickle.HIGHEST_PROTOCOL))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    mine = list(_parsed(files[:half], name_from, deadline, bad))
+    answer = _collect(read_fd, pid, deadline)
+    if answer is None:
+        return mine + list(_parsed(files[half:], name_from, deadline, bad))
+    got: list[tuple[Any, ...]] = answer[0]
+    bad.extend(answer[1])
+    return mine + got
+
+
+def _collect(read_fd: int, pid: int, deadline: float) -> Any:
+    """The child's answer, or None (killed) when it fails or is still at it past the deadline."""
+    chunks = []
+    try:
+        with os.fdopen(read_fd, "rb") as pipe:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([pipe], [], [], left)[0]:
+                    raise TimeoutError
+                chunk = os.read(pipe.fileno(), 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+        return pickle.loads(b"".join(chunks)) if status == 0 and chunks else None
+    except (TimeoutError, OSError, pickle.UnpicklingError, EOFError):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        return None
+
+
+def network_fs(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the network file system ``path``'s directory is on, or None (local, or unknown)."""
+    try:
+        text = fileio.read_text(mountinfo, "mount table", 4 * fileio.MiB, 2.0)
+    except InputError:
+        return None
+    try:
+        is_dir = path.is_dir()
+    except OSError:  # a directory this user may not search: the store's open says so, in one line
+        is_dir = False
+    where = os.path.realpath(path if is_dir else path.parent)
+    best, kind = "", None
+    for line in text.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rest = left.split(), right.split()
+        if len(fields) < 5 or not rest:
+            continue
+        mount = fields[4].replace("\\040", " ")
+        if (where == mount or where.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
+            best, kind = mount, rest[0]
+    return kind if kind in NETWORK_FS or kind == "fuse.sshfs" else None
+
+
+def history(req: HistoryRequest) -> tuple[HistoryReport, list[str]]:
+    """Add ``req.paths``' results to the database (one transaction: all or none), then judge the
+    fleet over time from the database. Returns the report and warnings (one line each)."""
+    warnings = []
+    fs = network_fs(req.db)
+    if fs is not None:
+        warnings.append(
+            f"{fileio.shown(req.db)} is on {fs}, a network file system, where SQLite's locks do not hold: "
+            "keep the database on the collector's local disk (docs/fleet.md)"
+        )
+    deadline = time.monotonic() + req.timeout_s
+    bad: list[Unreadable] = []
+    store = open_store(req.db, create=bool(req.paths), timeout_s=req.lock_timeout_s)
+    try:
+        ingested = {}
+        if req.paths:
+            files, bad = result_files(req.paths, fileio.DEFAULT_TIMEOUT_S)
+            done = store.ingest(parsed(files, req.name_from, deadline, bad), req.retention)
+            ingested = {
+                "added": done.added,
+                "duplicates": done.duplicates,
+                "pruned": done.pruned,
+                "unreadable": len(bad),
+            }
+        as_of = time.time() if req.as_of is None else req.as_of
+        since = as_of - req.history.window_days * DAY_S
+        blobs = store.blobs()
+        report = judge(
+            store.rows(since, as_of),
+            blobs,
+            req.history,
+            req.settings,
+            as_of,
+            rows_of=lambda node: store.rows(since, as_of, node),
+            unreadable=bad,
+        )
+    finally:
+        store.close()
+    if report.results == 0:
+        span = f" ({plural(len(bad), 'file')} unreadable: {bad[0].error})" if bad else ""
+        raise InputError(
+            f"no result in {fileio.shown(req.db)} from the {req.history.window_days:g} days before "
+            f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(as_of))} UTC{span}"
+        )
+    return replace(report, ingested=ingested), warnings

@@ -3,7 +3,8 @@ RAS and this node's GPUs, each read or asked under the command's one budget, joi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ from topodoctor.job.ras import RasReport
 from topodoctor.job.verdict import JobInput, JobReport, judge_job
 from topodoctor.model.activity import ActivitySample
 from topodoctor.model.findings import Severity
+from topodoctor.model.stamp import GpuId
 from topodoctor.probe import sampler
+from topodoctor.service.stamping import stamp
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class JobRequest:
 
 def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any] | None]:
     """The verdict, and the live sampling's recording when one was asked for."""
+    started_at = time.time()
     if not (req.dumps or req.ras or req.ras_file or req.live or req.replay_live):
         raise InputError("nothing to judge: give dumps, --ras, --ras-file, --live or --replay-live")
     notes: list[str] = []
@@ -83,7 +87,11 @@ def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any]
         tuple(notes),
         req.fail_level,
     )
-    return judge_job(job_input), recording
+    verdict = stamp(judge_job(job_input), None, started_at)
+    if sample is not None:  # the GPUs of the node it ran on, as NVML named them while sampling
+        ids = tuple(GpuId(g.index, g.uuid or None, None, g.bus_id or None) for g in sample.gpus)
+        verdict = replace(verdict, gpu_ids=ids)
+    return verdict, recording
 
 
 def _ask_ras(address: str, as_json: bool, left: float, notes: list[str]) -> RasReport | None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
-from topodoctor.model.findings import Finding
+from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.outcome import exit_code
 from topodoctor.nccllog.explain import explain
 from topodoctor.nccllog.parse import LogFile, parse_file
 
@@ -19,11 +21,32 @@ MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one l
 MAX_FILES = 4096
 
 
-def explain_logs(paths: Sequence[Path], budget: Budget) -> tuple[list[LogFile], list[Finding]]:
+@dataclass(frozen=True)
+class LogsOutcome:
+    """``nccl-log``'s answer: the files read, and what they say went wrong."""
+
+    files: tuple[LogFile, ...]
+    findings: tuple[Finding, ...]
+    fail_level: Severity = "error"
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The failures at or above the fail level."""
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def exit_code(self) -> int:
+        """0 read and nothing failing, 1 a failure at the fail level (``model.outcome.exit_code``)."""
+        return exit_code(self)
+
+
+def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "error") -> LogsOutcome:
     """The files parsed, and what they say went wrong (``nccllog.explain``)."""
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
-    files = [parse_file(str(p), data) for p, data in _read_all(list(paths), deadline)]
-    return files, list(explain(files))
+    files = tuple(parse_file(str(p), data) for p, data in _read_all(list(paths), deadline))
+    return LogsOutcome(files, tuple(explain(list(files))), fail_level)
 
 
 def _read_all(paths: list[Path], deadline: float) -> list[tuple[Path, str]]:

@@ -31,8 +31,8 @@ class Pass:
     """A measurement run after the probe, in the budgeted child (copies, collectives...).
 
     ``run(snapshot, source, deadline, started)`` returns a plain dataclass of type ``result``;
-    it travels to the parent as JSON and lands in the rules' Context (``bandwidth`` in
-    ``Context.bandwidth``, any other name in ``Context.extra[name]``). ``start(deadline)``
+    it travels to the parent as JSON and lands in the rules' Context, in the
+    field of its name (``Context.bandwidth``, ``Context.fitness``, ``Context.collectives``). ``start(deadline)``
     (optional) runs before the probe, so a worker's start-up overlaps it; what it returns is
     ``started``, and ``stop(started)`` releases it when the probe fails. ``missed(result)``
     (optional) says why the measurement did not happen, or None when it did: a check the user

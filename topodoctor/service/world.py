@@ -12,6 +12,6 @@ def leave_world(code: int) -> int:
 
     if "torch" not in sys.modules:
         return code
-    from topodoctor.measure.collectives.rank.leave import leave_world as leave
+    from topodoctor.measure.collectives.rank.leave import leave_world as leave  # torch: only a rank leaves a world
 
     return leave(code)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from topodoctor.core import codec
 from topodoctor.model.fitness import NicPort
 from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic, snapshot_from_data
 
@@ -32,8 +33,6 @@ class Since:
 
 def load_baseline(path: Path | str, budget: Budget | None = None) -> HostSnapshot:
     """A snapshot from a file: a snapshot, a `scan --format json` document or a recording."""
-    from topodoctor.core import codec
-
     timeout = budget.left() if budget is not None and budget.limited else None
     data: Any = codec.read_json(path, "baseline", timeout)
     if isinstance(data, dict) and data.get("kind") in ("scan", "recording"):

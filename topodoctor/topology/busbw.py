@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from topodoctor.core.text import plural
 from topodoctor.model.snapshot import Gpu, HostSnapshot
+from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
 
 # topo.h: the NVLink bandwidth NCCL assumes per link, by compute capability (SM80/SM90/SM100_NVLINK_BW)
 NCCL_NVLINK_GBPS = ((100, 40.1), (90, 20.6), (86, 12.0), (80, 20.0), (70, 20.0), (60, 18.0))
@@ -130,8 +131,6 @@ def channel_fill(gbps: float, speeds: tuple[float, ...] = SPEEDS_SM90) -> float:
 def _nic_share(snap: HostSnapshot, gpus: tuple[int, ...]) -> tuple[float, str] | None:
     """Across nodes: each GPU's share of its nearest RDMA NIC (nics.py, as NCCL assigns them);
     NCCL spreads its rings over the NICs, so the node sends at the smallest share x its GPUs."""
-    from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
-
     paths = nearest_nics(snap)
     share = expected_rail_gbps(paths, list(gpus))
     if share is None:

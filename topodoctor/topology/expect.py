@@ -17,6 +17,7 @@ from topodoctor.core import codec
 from topodoctor.core.errors import InputError
 from topodoctor.core.stats import median
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.topology.graph import build_graph, gpu_node, nvlink_count
 
 if TYPE_CHECKING:
     from topodoctor.core.budget import Budget
@@ -54,8 +55,6 @@ def _mode(values: list[int]) -> int | None:
 
 def from_snapshot(snap: HostSnapshot) -> Expectations:
     """Expectations taken from a host known to be healthy: its GPUs, links, NICs and limits as they are."""
-    from topodoctor.topology.graph import build_graph, gpu_node, nvlink_count
-
     g = build_graph(snap)
     gpus = [x for x in snap.gpus if x.lost is None]
     names = [x.name for x in gpus if isinstance(x.name, str)]

@@ -6,15 +6,18 @@ so a test (or another tool) can run one.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from topodoctor.core.pci import short_bus_id
+from topodoctor.topology.graph import connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
+from topodoctor.topology.hosttree import sysfs_numa
 from topodoctor.topology.ncclxml import PCI_GEN_SPEEDS, TOPO_XML_VERSION, parse_cpumask, pci_kind, speed_per_lane
 
 if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
+
     from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.topology.hostgraph import HostGraph
 
@@ -36,6 +39,8 @@ def check_syntax(text: str) -> tuple[ET.Element | None, list[TopoProblem]]:
     elements (a tab there is a parse error at ncclCommInit). A DTD is refused before parsing,
     which also keeps entity expansion out of this process.
     """
+    import xml.etree.ElementTree as ET  # the XML parser (6 modules): only where a topology file is read
+
     problems = []
     head = text.lstrip()
     if head.startswith("<?"):
@@ -312,9 +317,6 @@ def check_gdr_distance(
 
 def lint_topo_file(text: str, snap: HostSnapshot, g: HostGraph) -> list[TopoProblem]:
     """Every check above on one file, against the probed host (``g`` is its graph)."""
-    from topodoctor.topology.graph import connection, gpu_node, nic_node, pcie_subgraph, rdma_nics
-    from topodoctor.topology.hosttree import sysfs_numa
-
     root, problems = check_syntax(text)
     if root is None:
         return problems
@@ -358,6 +360,8 @@ def topology_facts(root: ET.Element) -> dict[str, Any]:
 def topology_differences(ours: str, theirs: str) -> list[str]:
     """Where two topology files disagree on GPUs, NVLinks or CPU placement (empty: the same).
     Used to compare the file topodoctor wrote with the one NCCL dumps after loading it."""
+    import xml.etree.ElementTree as ET  # the XML parser (6 modules): only where a topology file is read
+
     a, b = topology_facts(ET.fromstring(ours)), topology_facts(ET.fromstring(theirs))
     out = []
     for bus in sorted(set(a["gpus"]) | set(b["gpus"])):

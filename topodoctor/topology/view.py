@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.topology.graph import build_graph, connection, gpu_node, pcie_subgraph
 
 if TYPE_CHECKING:
     from topodoctor.topology.graph import Connection
@@ -24,15 +25,11 @@ class HostView:
     @cached_property
     def graph(self) -> HostGraph:
         """The host as a graph (topology.graph.build_graph)."""
-        from topodoctor.topology.graph import build_graph
-
         return build_graph(self.snapshot)
 
     @cached_property
     def connections(self) -> dict[tuple[int, int], Connection]:
         """Best path for every pair of answering GPUs (a < b)."""
-        from topodoctor.topology.graph import connection, gpu_node, pcie_subgraph
-
         g = self.graph
         sub = pcie_subgraph(g)
         idx = [gpu.index for gpu in self.snapshot.gpus if gpu.lost is None]
@@ -42,7 +39,7 @@ class HostView:
         """The host as NCCL models it (topology.hosttree.build_tree), one per way of building it."""
         key = (group_flat, numa_from)
         if key not in self._trees:
-            from topodoctor.topology.hosttree import build_tree
+            from topodoctor.topology.hosttree import build_tree  # NCCL's host tree: pictures and its file only
 
             self._trees[key] = build_tree(self.snapshot, self.graph, group_flat=group_flat, numa_from=numa_from)
         return self._trees[key]

@@ -10,6 +10,9 @@ from pathlib import Path
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError, TopodoctorError
+from topodoctor.measure.collectives.guard import FAULT_ENV
+from topodoctor.nccllog.explain import explain
+from topodoctor.nccllog.parse import parse_file
 
 MAX_LOG_BYTES = 16 << 20
 
@@ -25,8 +28,6 @@ class InitFailed(TopodoctorError):
 def init_fault(environ: Mapping[str, str], rank: int) -> str | None:
     """The test hook ``init:RANK:FILE`` (guard.FAULT_ENV): RANK fails to init with FILE's text
     as its exception, as a recorded NCCL failure reads."""
-    from topodoctor.measure.collectives.guard import FAULT_ENV
-
     for f in environ.get(FAULT_ENV, "").split(","):
         parts = f.split(":", 2)
         if len(parts) == 3 and parts[0] == "init" and parts[1] == str(rank):
@@ -37,9 +38,6 @@ def init_fault(environ: Mapping[str, str], rank: int) -> str | None:
 def explain_init_failure(exc_text: str, log_path: str | None, environ: Mapping[str, str]) -> str:
     """One line: NCCL's failure class with its code and fix when the texts show one, else the
     exception's first line (a gloo or store error, which explains itself)."""
-    from topodoctor.nccllog.explain import explain
-    from topodoctor.nccllog.parse import parse_file
-
     texts = [("exception", exc_text)]
     if log_path and Path(log_path).is_file():
         with contextlib.suppress(InputError):  # the exception's own text still says what it says

@@ -12,6 +12,7 @@ from typing import Literal
 
 from topodoctor.core import codec
 from topodoctor.measure.collectives.assemble import Collected, CollectivesUnavailable
+from topodoctor.measure.collectives.launch import spawn
 from topodoctor.model.collective_latency import (
     LATENCY_SCHEMA_VERSION,
     MULTICAST_OFF,
@@ -38,7 +39,6 @@ def measure_latency(
 ) -> LatencyResult:
     """Spawn ``nprocs`` local ranks and run every path of ``lplan``; NVLink multicast forced off
     in every rank (the paths that need it are listed as skipped)."""
-    from topodoctor.measure.collectives.launch import spawn
 
     if nprocs < 2:
         raise CollectivesUnavailable(f"--latency needs at least 2 ranks; {nprocs} to run (GPUs visible, --nprocs)")

@@ -27,6 +27,7 @@ from typing import Any
 from topodoctor.core import codec
 from topodoctor.core.text import noun
 from topodoctor.measure.collectives.assemble import Collected, CollectivesUnavailable, build_result
+from topodoctor.measure.collectives.loopback import nic_loopback
 from topodoctor.measure.collectives.nodes import NodeSettings
 from topodoctor.measure.collectives.world import World, local_worlds
 from topodoctor.model.collective_ops import Plan
@@ -351,7 +352,7 @@ def join(
     """Run as one rank of a launcher's world (torchrun, srun), in this process; rank 0 gets
     the result, the others None. The launcher kills the world when a rank exits on a hang.
     The group stays up: the ranks agree on one exit code and tear it down (worker_exit)."""
-    from topodoctor.measure.collectives.rank.main import run_rank
+    from topodoctor.measure.collectives.rank.main import run_rank  # torch: this process becomes a rank
 
     die_with_parent(signal.SIGTERM)
     t0 = time.monotonic()
@@ -364,8 +365,6 @@ def join(
 
     if nodes is not None and nodes.nic_loopback and world.local_rank == 0:
         from dataclasses import replace
-
-        from topodoctor.measure.collectives.loopback import nic_loopback
 
         # Before joining: the world's ranks wait for this one up to their init timeout.
         nodes = replace(nodes, loopback=nic_loopback(plan, world, plan.op_timeout_s, measure))

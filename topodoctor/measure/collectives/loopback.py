@@ -20,8 +20,10 @@ from dataclasses import replace
 from typing import Any
 
 from topodoctor.core import codec
+from topodoctor.core.errors import TopodoctorError
 from topodoctor.measure.collectives.world import World
 from topodoctor.model.collective_ops import Plan
+from topodoctor.model.nccl_summary import nccl_paragraph
 
 LOOPBACK_ENV = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
 LAUNCHER_PREFIXES = ("TORCHELASTIC_", "SLURM_", "OMPI_", "PMI_", "PMIX_")
@@ -39,9 +41,6 @@ def nic_loopback(plan: Plan, world: World, budget_s: float, measure: Callable[..
     """The node's ops at the plan's largest size through its NICs: rows and NCCL's account,
     or why there are none. Never raises: the world run goes on either way. ``measure`` is the
     launcher's local run (``launch.measure``), handed in by the launcher that calls this."""
-    from topodoctor.core.errors import TopodoctorError
-    from topodoctor.model.nccl_summary import nccl_paragraph
-
     n = world.local_world_size if plan.backend == "nccl" else 2
     if n < 2:
         return {"rows": [], "account": "one GPU on this node: nothing to send through its NICs"}

@@ -29,7 +29,7 @@ def join_sweeps(
     """Run ``runs`` as one rank of a launcher's world; rank 0 gets one result per run (a run the
     world never reached carries the failure that stopped it), the others None. ``plan``: the
     world's own (its backend, its op timeout for the world's steps)."""
-    from topodoctor.measure.collectives.rank.main import run_rank
+    from topodoctor.measure.collectives.rank.main import run_rank  # torch: this process becomes a rank
 
     die_with_parent(signal.SIGTERM)
     t0 = time.monotonic()

@@ -32,6 +32,7 @@ from topodoctor.model.copies import (
 )
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.counters import activity, nvlink_tx_bytes
 from topodoctor.probe.during import watch
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
@@ -132,8 +133,6 @@ def run(
     """Measure the scope's GPUs (by default the job's, from the environment; see
     topodoctor.topology.scope), or ``settings.devices``. The child process sees only those GPUs.
     ``nvml`` (live) adds the idle check and NVLink byte counters."""
-    from topodoctor.probe.counters import activity, nvlink_tx_bytes
-
     t0 = time.monotonic()
     scope = scope or resolve(snap, os.environ)
     live = {g.index for g in snap.gpus if g.lost is None}

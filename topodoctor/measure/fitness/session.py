@@ -34,7 +34,9 @@ from topodoctor.model.fitness_results import (
 )
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
+from topodoctor.probe.counters import activity
 from topodoctor.probe.during import watch
+from topodoctor.probe.sampler import Sampler, limits
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
 MiB = 1 << 20
@@ -236,8 +238,6 @@ def run(
 def _readings(nvml: NvmlApi | None, live: list[int]) -> tuple[list[Activity], list[GpuLimits]]:
     if nvml is None:
         return [], []
-    from topodoctor.probe.counters import activity
-    from topodoctor.probe.sampler import limits
 
     acts = [Activity(i, *activity(nvml, i)) for i in live]
     lims = []
@@ -293,8 +293,6 @@ def _gemm(
     snap: HostSnapshot, plan: Plan, nvml: NvmlApi | None, wanted: list[int], deadline: float
 ) -> tuple[list[Stress], list[Figure]]:
     """The GEMM child on every wanted GPU at once, NVML sampled meanwhile; killed at the deadline."""
-    from topodoctor.probe.sampler import Sampler
-
     # CUDA numbers the visible GPUs in PCI order (CUDA_DEVICE_ORDER=PCI_BUS_ID), as sorted bus ids
     order = [g.index for g in sorted((g for g in snap.gpus if g.index in wanted), key=lambda g: str(g.bus_id))]
     env = dict(

@@ -15,6 +15,7 @@ import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
 from topodoctor.core import fileio
+from topodoctor.core.codec import from_jsonable
 from topodoctor.measure.collectives.guard import (
     RANK_KEY,
     Alarm,
@@ -29,10 +30,12 @@ from topodoctor.measure.collectives.guard import (
 )
 from topodoctor.measure.collectives.init_failure import InitFailed, explain_init_failure, init_fault
 from topodoctor.measure.collectives.nodes import NodeSettings
+from topodoctor.measure.collectives.rank.latency_loop import run_latency
+from topodoctor.measure.collectives.rank.nodes import run_nodes
 from topodoctor.measure.collectives.rank.sweeps import SweepState, run_sweep
 from topodoctor.measure.collectives.rank.worker import Rank
 from topodoctor.measure.collectives.sweeps import SweepRun
-from topodoctor.measure.collectives.world import World
+from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_latency import PLAN_ENV, LatencyPlan
 from topodoctor.model.collective_ops import Plan
 
@@ -125,11 +128,8 @@ def run_rank(
             if sweep:
                 return run_sweep(rank, sweep, emit, watchdog, alarm, state)
             if latency is not None:
-                from topodoctor.measure.collectives.rank.latency_loop import run_latency  # --latency only
-
                 return run_latency(rank, latency, emit, watchdog)
             body = rank.run(watchdog)
-        from topodoctor.measure.collectives.rank.nodes import run_nodes
 
         body.update(run_nodes(rank, plan, meta["ranks"], nodes or NodeSettings(), emit))
         return body
@@ -174,9 +174,6 @@ def _emit_stdout(event: dict[str, Any]) -> None:
 def main() -> int:
     """Entry point of a spawned rank: plan and world from the environment, events (rank 0's
     rows among them) on stdout, so the parent keeps what finished when a later op hangs."""
-    from topodoctor.core.codec import from_jsonable
-    from topodoctor.measure.collectives.world import from_env
-
     plan = from_jsonable(Plan, json.loads(os.environ["TOPODOCTOR_COLL_PLAN"]), "collectives plan")
     world = from_env()
     assert world is not None, "a spawned rank needs RANK and WORLD_SIZE"

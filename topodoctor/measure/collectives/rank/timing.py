@@ -28,6 +28,7 @@ import torch  # this module is a measuring process: importing torch is its job
 import torch.distributed as dist
 
 from topodoctor.core.stats import median
+from topodoctor.measure.spin import hold_cycles
 
 GRAPH_MAX_BYTES = 1 << 20
 GRAPH_REPLAYS = 3
@@ -43,7 +44,6 @@ def _event() -> torch.cuda.Event:
 
 
 def _cycles(device: torch.device, ms: float) -> int:
-    from topodoctor.measure.spin import hold_cycles
 
     return hold_cycles(int(device.index or 0), ms)
 

@@ -27,6 +27,7 @@ from topodoctor.measure.collectives.guard import FAULT_ENV, Emit, Watchdog, faul
 from topodoctor.measure.collectives.nodes import node_name, node_rank
 from topodoctor.measure.collectives.rank.timing import RowTimer
 from topodoctor.measure.collectives.world import World
+from topodoctor.measure.spin import hold_cycles
 from topodoctor.model.collective_ops import SPECS, Op, Plan, row_of, shape
 
 PATTERN_MOD = 31  # small integers: float32 sums of them stay exact for any practical world
@@ -283,8 +284,6 @@ class Rank:
         self.emit({"ev": "begin", "rank": self.me, "op": "setup", "size": 0})
         pool, top = self.allocate()
         if self.cuda:
-            from topodoctor.measure.spin import hold_cycles
-
             hold_cycles(self.device.index, 1.0)  # calibrated here, outside the first row's timing
             self.timer.probe_graphs()
         watchdog.end()

@@ -1,0 +1,253 @@
+"""The options of the commands that read what other nodes and jobs left (fleet, job, nccl-log):
+one frozen object per command, each field one option (cli/options.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from topodoctor.cli.options import argument, fail_level, fmt, group, option, output, strict, timeout
+
+
+def _history(flag: str, default: object, metavar: str, help: str, **spec: object) -> Any:
+    """An option of ``fleet --history``'s."""
+    return option(flag, default=default, metavar=metavar, help=help, **spec)
+
+
+@dataclass(frozen=True)
+class HistoryArgs:
+    """``fleet --history``: the results kept in a database, and each node judged over time."""
+
+    history_db: Path | None = _history(
+        "--history",
+        None,
+        "DB",
+        "A SQLite history on this host's disk (not a network file system): RESULT... are added to it "
+        "(made if absent), then every node is judged over time; without RESULT..., from it alone.",
+        kind=Path,
+    )
+    as_of: str | None = _history("--as-of", None, "TIME", "Judge as of this UTC time (ISO 8601); default now.")
+    window_days: float = _history(
+        "--window-days", 30.0, "DAYS", "Read the results of this many days before --as-of.", kind=float, minimum=1.0
+    )
+    baseline: int = _history(
+        "--baseline", 7, "N", "A node's own baseline: the median of its last N healthy results.", kind=int, minimum=1
+    )
+    min_baseline: int = _history(
+        "--min-baseline", 3, "N", "Judge a figure against its own past from N healthy results.", kind=int, minimum=1
+    )
+    drift_tolerance: float = _history(
+        "--drift-tolerance",
+        0.05,
+        "SHARE",
+        "A rate this share below its own baseline has drifted.",
+        kind=float,
+        minimum=0.0,
+        maximum=0.9,
+    )
+    lemon_k: int = _history("--lemon-k", 3, "K", "A node or GPU that failed K ...", kind=int, minimum=1)
+    lemon_n: int = _history("--lemon-n", 10, "N", "... of its last N checks is a lemon.", kind=int, minimum=1)
+    repair_days: float = _history(
+        "--repair-days", 7.0, "D", "Failing again within D days of a repair is a lemon too.", kind=float, minimum=0.0
+    )
+    flap_results: int = _history(
+        "--flap-results",
+        14,
+        "N",
+        "Count a finding's appearing and clearing in the last N results.",
+        kind=int,
+        minimum=2,
+    )
+    flap_clears: int = _history(
+        "--flap-clears", 2, "N", "A finding that cleared N times in them is flapping.", kind=int, minimum=1
+    )
+    flap_level: str = _history(
+        "--flap-level",
+        "warning",
+        "LEVEL",
+        "Follow the flapping of findings from this severity.",
+        choices=("info", "warning", "error", "critical"),
+    )
+    counter_days: float = _history(
+        "--counter-days", 7.0, "DAYS", "Watch health counters over the last DAYS days.", kind=float, minimum=1.0
+    )
+    counter_rise_days: int = _history(
+        "--counter-rise-days", 3, "N", "A counter that rose on N of those days is rising.", kind=int, minimum=1
+    )
+    counter_min_rise: tuple[str, ...] = _history(
+        "--counter-min-rise",
+        (),
+        "NAME=N",
+        "A day's rise of counter NAME below N does not count (repeatable; default nvlink_crc=100).",
+        many=True,
+    )
+    stale_days: float = _history(
+        "--stale-days", 3.0, "DAYS", "A node with no result for DAYS days is silent.", kind=float, minimum=0.0
+    )
+    keep_days: float = _history(
+        "--keep-days", 90.0, "DAYS", "Delete results older than DAYS days (0: keep all).", kind=float, minimum=0.0
+    )
+    max_mb: float = _history(
+        "--max-mb",
+        1024.0,
+        "MB",
+        "Delete the oldest results beyond MB megabytes (0: no bound).",
+        kind=float,
+        minimum=0.0,
+    )
+    heat_strip: Path | None = _history(
+        "--heat-strip", None, "FILE", "Draw one figure, nodes by days: .svg, or .png (draw extra).", kind=Path
+    )
+    heat_figure: str = _history(
+        "--heat-figure", "hbm ce GPU0", "FIGURE", "The heat strip's figure, as the findings name it."
+    )
+
+
+@dataclass(frozen=True)
+class FleetArgs:
+    """``fleet``: the results to roll up, how to compare nodes, the output, and the history."""
+
+    results: tuple[Path, ...] = argument("RESULT...", default=(), kind=Path, many=True)
+    fmt: str = fmt(
+        ("text", "json", "drain", "scontrol", "prometheus"),
+        "text; json; drain (NODE REASON lines); scontrol (scontrol update lines); prometheus.",
+    )
+    output: Path | None = output("Write there (atomically) instead of to stdout.")
+    details: bool = option(
+        "--details", default=False, kind=bool, help="Text: every node and every reason in full, not one line each."
+    )
+    tolerance: float = option(
+        "--tolerance",
+        default=0.05,
+        metavar="SHARE",
+        kind=float,
+        minimum=0.0,
+        maximum=0.9,
+        help="A figure this share below the fleet median may be slow.",
+    )
+    latency_tolerance: float = option(
+        "--latency-tolerance",
+        default=0.15,
+        metavar="SHARE",
+        kind=float,
+        minimum=0.0,
+        help="A latency this share above the median (its peers', or its own baseline's) may be slow.",
+    )
+    z_threshold: float = option(
+        "--z",
+        default=3.5,
+        metavar="Z",
+        kind=float,
+        minimum=0.0,
+        help="... and this many robust standard deviations (MAD) below it.",
+    )
+    min_nodes: int = option(
+        "--min-nodes",
+        default=3,
+        metavar="N",
+        kind=int,
+        minimum=3,
+        help="Compare a figure only when this many nodes measured it.",
+    )
+    fail_level: str = fail_level("Lowest severity of a node's finding that drains it.")
+    systemic_share: float = option(
+        "--systemic-share",
+        default=0.5,
+        metavar="SHARE",
+        kind=float,
+        minimum=0.0,
+        maximum=1.0,
+        help="A failing finding on more than this share of the nodes is fleet-wide: reported, drains no node.",
+    )
+    name_from: str = option(
+        "--name-from",
+        default="host",
+        metavar="FROM",
+        choices=("host", "file"),
+        help="Name nodes by the node in each result, or by the file name.",
+    )
+    timeout: float = timeout(60.0)
+    history: HistoryArgs = group(HistoryArgs)
+
+
+@dataclass(frozen=True)
+class JobArgs:
+    """``job``: what the job left, where to ask, and how to judge it."""
+
+    dumps: tuple[Path, ...] = argument("DUMP...", default=(), kind=Path, many=True)
+    rank_map: tuple[Path, ...] = option(
+        "--map",
+        default=(),
+        metavar="FILE",
+        kind=Path,
+        many=True,
+        help="Rank map: 'RANK HOST [LOCAL_RANK [GPU [NIC]]]' lines, JSON, or a collectives result.",
+    )
+    results: tuple[Path, ...] = option(
+        "--results",
+        default=(),
+        metavar="PATH",
+        kind=Path,
+        many=True,
+        help="The nodes' topodoctor results (files or directories).",
+    )
+    host_from_dir: bool = option(
+        "--host-from-dir",
+        default=False,
+        kind=bool,
+        help="A rank the map does not place ran on the host its dump's directory is named after.",
+    )
+    world_size: int | None = option(
+        "--world-size",
+        default=None,
+        metavar="N",
+        kind=int,
+        minimum=1,
+        help="Ranks the job had (finds ranks without a dump).",
+    )
+    ras: str | None = option(
+        "--ras", default=None, metavar="HOST:PORT", help="Ask a live job's NCCL RAS (localhost:28028)."
+    )
+    ras_file: Path | None = option("--ras-file", default=None, metavar="FILE", kind=Path, help="A saved RAS answer.")
+    ras_json: bool = option("--ras-json", default=False, kind=bool, help="Ask RAS for JSON (NCCL 2.28.7+).")
+    live: bool = option("--live", default=False, kind=bool, help="Sample this node's GPUs through NVML.")
+    live_seconds: float = option(
+        "--live-seconds",
+        default=3.0,
+        metavar="SECONDS",
+        kind=float,
+        minimum=0.2,
+        maximum=60.0,
+        help="How long to sample.",
+    )
+    record_live: Path | None = option(
+        "--record-live", default=None, metavar="FILE", kind=Path, help="Also write the NVML sampling to FILE."
+    )
+    replay_live: Path | None = option(
+        "--replay-live", default=None, metavar="FILE", kind=Path, help="Judge a recorded sampling instead."
+    )
+    host: str = option(
+        "--host", default="", metavar="NAME", help="The name of this node, for --live (default: hostname)."
+    )
+    last: int = option(
+        "--last", default=200, metavar="N", kind=int, minimum=2, help="Collectives the straggler ranking looks at."
+    )
+    late_ms: float = option(
+        "--late-ms", default=5.0, metavar="MS", kind=float, minimum=0.0, help="Lateness that counts, in ms."
+    )
+    fmt: str = fmt(("text", "json", "line"), "text, json or line.")
+    fail_level: str = fail_level()
+    strict: bool = strict()
+    timeout: float = timeout(60.0)
+
+
+@dataclass(frozen=True)
+class NcclLogArgs:
+    """``nccl-log``: the logs to read, and how to judge them."""
+
+    paths: tuple[Path, ...] = argument("FILE...", kind=Path, many=True)
+    fmt: str = fmt(("text", "json"), "text, or json.")
+    timeout: float = timeout(60.0)
+    fail_level: str = fail_level()
+    strict: bool = strict()

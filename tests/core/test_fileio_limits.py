@@ -200,7 +200,7 @@ def test_a_path_is_shortened_past_240_characters(length: int, whole: bool) -> No
 
 
 def test_listing_finds_the_suffix_skips_temporaries_and_bounds_the_count(tmp_path: Path) -> None:
-    for name in ("b.json", "a.json", ".a.json.1234.tmp", "c.txt", "sub/d.json"):
+    for name in ("b.json", "a.json", ".a.json.1234.tmp", ".hidden.json", "c.txt", "sub/d.json"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("{}")
     assert [p.relative_to(tmp_path).as_posix() for p in fileio.list_files(tmp_path, "results", ".json")] == [
@@ -219,23 +219,35 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_reads_and_device_writes_leave_no_descriptor_open(tmp_path: Path) -> None:
+def test_reads_and_stream_writes_leave_no_descriptor_open(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("{}")
-    before = _open_fds()
-    for _ in range(20):
-        fileio.read_json(tmp_path / "f", "doc")
-        fileio.write_atomic("/dev/null", "x")  # a character device: written through, opened and closed
-        fileio.write_atomic(tmp_path / "out", "x")
-    assert _open_fds() == before
+    fifo = tmp_path / "fifo"  # a FIFO with a reader: written through, opened and closed (never a real device:
+    os.mkfifo(fifo)  # a mutation run may turn the writer against what it writes)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        before = _open_fds()
+        for _ in range(20):
+            fileio.read_json(tmp_path / "f", "doc")
+            fileio.write_atomic(fifo, "x")
+            fileio.write_atomic(tmp_path / "out", "x")
+        assert _open_fds() == before
+        assert os.read(reader, 100) == b"x" * 20
+    finally:
+        os.close(reader)
 
 
 def test_a_file_is_on_disk_before_it_replaces_the_old_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(fileio.os, "fsync", lambda fd: (calls.append("fsync"), real_fsync(fd))[1])
+
+    def fsync(fd: int) -> None:
+        calls.append(f"fsync {os.fstat(fd).st_size} bytes")  # the data is in the file, not a buffer, by then
+        real_fsync(fd)
+
+    monkeypatch.setattr(fileio.os, "fsync", fsync)
     monkeypatch.setattr(fileio.os, "replace", lambda a, b: (calls.append("replace"), real_replace(a, b))[1])
-    fileio.write_atomic(tmp_path / "out", "x")
-    assert calls == ["fsync", "replace"]
+    fileio.write_atomic(tmp_path / "out", "x" * 100)
+    assert calls == ["fsync 100 bytes", "replace"]
 
 
 def test_a_dash_is_standard_output(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,17 +3,22 @@
 Names and states reach the rules in more spellings than the recordings show: a device with its
 port (``mlx5_1:1``), an exact entry (``=mlx5_1``) and a prefix that matches several devices, a
 name in another case where NCCL compares case-sensitively and a value NCCL reads case-blind, and
-port states other than DOWN. A NIC of another kind than InfiniBand or RoCE is not judged as one.
+port states other than DOWN. A NIC of another kind than InfiniBand or RoCE is not judged as one,
+and what the probe could not read is never judged healthy or broken: it is a could-not-check
+(TD901) on its subject.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from rule_case_kit import Case, SnapEdit
+from rule_case_kit import Case, SnapEdit, gpu, link
 from rule_cases_fitness import port
 
+from topodoctor.core.probed import ProbeError
 from topodoctor.model.snapshot import HostSnapshot
+
+UNREAD = ProbeError("NO_PERMISSION", "nvmlDeviceGetFieldValues", 4)
 
 HGX = "hgx-8gpu-2socket"  # eight InfiniBand devices, mlx5_0 to mlx5_7; eth0 and eight ib interfaces up
 NIC = "hgx-nic-port-down"  # as HGX, mlx5_3's port down
@@ -95,4 +100,25 @@ VARIANT_CASES = [
         "RoCE mlx5_2 ACTIVE and LinkUp, its net device's state unknown (as the kernel says of many)",
         both(nic_kind("mlx5_2", "roce"), port("mlx5_2", netdev_state="unknown")),
     ),
+    # what could not be read is neither up nor down
+    Case(
+        "TD102",
+        False,
+        "x4-nvlink-down",
+        "GPU1's link count unreadable: its pairs not judged short",
+        gpu(1, nvlink_count=UNREAD),
+    ),
+    Case(
+        "TD901",
+        True,
+        "x4-nvlink-down",
+        "GPU1's link count unreadable: GPU1 and its pairs could not be checked",
+        gpu(1, nvlink_count=UNREAD),
+        subjects=("GPU0-GPU1", "GPU1", "GPU1-GPU2", "GPU1-GPU3"),
+        severity="warning",
+    ),
+    Case(
+        "TD101", False, "x4-nvlink-down", "GPU1 link 5's state unreadable: not judged down", link(1, 5, active=UNREAD)
+    ),
+    Case("TD201", False, "x4-pcie-fallback", "GPU3's bus id unreadable: its pairs not judged", gpu(3, bus_id=UNREAD)),
 ]

@@ -113,6 +113,12 @@ def _module_thresholds(module: str) -> tuple[dict[str, set[str]], set[str]]:
         and isinstance(n.targets[0], ast.Name)
         and n.targets[0].id.isupper()
         and type(getattr(mod, n.targets[0].id, None)) in (int, float)
+    } | {  # a threshold another rule module declares, imported by name
+        a.asname or a.name
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("topodoctor.rules")
+        for a in n.names
+        if (a.asname or a.name).isupper() and type(getattr(mod, a.asname or a.name, None)) in (int, float)
     }
     reads = {
         n.name: {x.id for x in ast.walk(n) if isinstance(x, ast.Name)}

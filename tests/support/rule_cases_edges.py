@@ -110,6 +110,21 @@ def busbw(op: str, size: int, gbps: float, expect: float | None = None, copies: 
     return change
 
 
+def rank_times(op: str, size: int, times_us: tuple[float, ...]) -> Callable[[Any], None]:
+    """A context edit: ``op`` measured at ``size`` bytes only, each rank's time per op ``times_us`` (both
+    columns); the other ops as they are."""
+
+    def edit(r: CollectivesResult) -> CollectivesResult:
+        last = [row for row in r.rows if row.op == op][-1]
+        t = replace(last.in_place, rank_time_us=times_us) if last.in_place else None
+        o = replace(last.out_of_place, rank_time_us=times_us) if last.out_of_place else None
+        return replace(
+            r, rows=(*(x for x in r.rows if x.op != op), replace(last, size_bytes=size, in_place=t, out_of_place=o))
+        )
+
+    return _collectives(edit)
+
+
 def span_busbw(span: str, op: str, gbps: float) -> Callable[[Any], None]:
     """A context edit: ``op``'s rows in the multi-node result's span ``span`` at ``gbps`` busbw."""
 
@@ -282,6 +297,35 @@ EDGE_CASES = [
         "all_reduce at 64 MiB - 1, 0.1 of NV18: latency's range",
         busbw("all_reduce", 64 * MiB - 1, 0.1 * NV18_GBPS),
         "JUDGED_MIN_BYTES",
+    ),
+    # a rank 1.3x slower than the others' median, from 1 MiB
+    _coll(
+        "TD006",
+        False,
+        "all_reduce at 1 GiB, rank 0 at 1.3x rank 1",
+        rank_times("all_reduce", 1024 * MiB, (1300.0, 1000.0)),
+        "SLOW_RANK",
+    ),
+    _coll(
+        "TD006",
+        True,
+        "all_reduce at 1 GiB, rank 0 at 1.301x rank 1",
+        rank_times("all_reduce", 1024 * MiB, (1301.0, 1000.0)),
+        "SLOW_RANK",
+    ),
+    _coll(
+        "TD006",
+        True,
+        "all_reduce at 1 MiB, rank 0 at 2x rank 1",
+        rank_times("all_reduce", MiB, (2000.0, 1000.0)),
+        "SLOW_RANK_MIN_BYTES",
+    ),
+    _coll(
+        "TD006",
+        False,
+        "all_reduce at 1 MiB - 1, rank 0 at 2x rank 1",
+        rank_times("all_reduce", MiB - 1, (2000.0, 1000.0)),
+        "SLOW_RANK_MIN_BYTES",
     ),
     # across nodes: 0.75 of what the rail's NICs carry (50 GB/s for GPU0 of each HGX node)
     *(

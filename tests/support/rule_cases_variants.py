@@ -11,8 +11,10 @@ and what the probe could not read is never judged healthy or broken: it is a cou
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from rule_case_kit import Case, SnapEdit, gpu, link
+from rule_case_kit import Case, SnapEdit, bw_measure, gpu, link, nics
+from rule_cases_edges import bw_value
 from rule_cases_fitness import port
 
 from topodoctor.core.probed import ProbeError
@@ -38,6 +40,24 @@ def both(*edits: SnapEdit) -> SnapEdit:
         return s
 
     return edit
+
+
+def x16_at_x8(gpu_index: int, h2d_gbps: float) -> Any:
+    """A bandwidth edit: the GPU's link at x8 of x16 in the measured host, its host->GPU copy at ``h2d_gbps``."""
+
+    def edit(r: dict[str, Any]) -> None:
+        r["snapshot"]["gpus"][gpu_index]["pcie"]["width_current"] = 8
+        bw_value("h2d", -1, gpu_index, h2d_gbps)(r)
+
+    return edit
+
+
+def _h2d_failed(r: dict[str, Any]) -> None:
+    bw_value("oneway", 2, 3, 10.0)(r)
+    bw_measure("h2d", -1, 3, error="timeout: no answer after 20 s", value=None)(r)
+
+
+STAGED_2_3 = 55.26119650844938  # the slower of GPU2->host and host->GPU3 in the measured x4 result
 
 
 def _env(code: str, fires: bool, source: str, name: str, value: str, why: str) -> Case:
@@ -121,4 +141,56 @@ VARIANT_CASES = [
         "TD101", False, "x4-nvlink-down", "GPU1 link 5's state unreadable: not judged down", link(1, 5, active=UNREAD)
     ),
     Case("TD201", False, "x4-pcie-fallback", "GPU3's bus id unreadable: its pairs not judged", gpu(3, bus_id=UNREAD)),
+    # RDMA is InfiniBand or RoCE, for every rule that asks
+    Case(
+        "TD402",
+        True,
+        "hgx-numa-unsupported",
+        "RoCE NICs with no NUMA node",
+        nics(kind="roce"),
+        subjects=tuple(f"nic:mlx5_{i}" for i in range(8)),
+    ),
+    Case(
+        "TD604", True, HGX, "NCCL_IB_DISABLE=1 on a host of RoCE NICs", nics(kind="roce"), env={"NCCL_IB_DISABLE": "1"}
+    ),
+    _env("TD610", False, "h200-x4", "NCCL_PROTO", "ll128", "LL128 turned on is TD611's, not a debugging leftover"),
+    # host copies: named by their GPU, judged against the link the GPU should have
+    Case(
+        "TD706",
+        True,
+        "h200-x4",
+        "host->GPU1 copy timed out",
+        bandwidth=bw_measure("h2d", -1, 1, error="timeout: no answer after 20 s"),
+        subjects=("GPU1",),
+    ),
+    Case(
+        "TD704",
+        True,
+        "h200-x4",
+        "GPU2 at x8 of x16, host->GPU2 at 40 GB/s: below 0.7 of the x16 it should have",
+        bandwidth=x16_at_x8(2, 40.0),
+        subjects=("GPU2",),
+    ),
+    # P2P against staging through the host: 0.9 of the slower host copy
+    Case(
+        "TD702",
+        False,
+        "h200-x4",
+        "one-way GPU2->GPU3 at 0.9 of staging",
+        bandwidth=bw_value("oneway", 2, 3, 0.9 * STAGED_2_3),
+    ),
+    Case(
+        "TD702",
+        True,
+        "h200-x4",
+        "one-way GPU2->GPU3 at 0.895 of staging",
+        bandwidth=bw_value("oneway", 2, 3, 0.895 * STAGED_2_3),
+    ),
+    Case(
+        "TD702",
+        False,
+        "h200-x4",
+        "one-way GPU2->GPU3 at 10 GB/s, host->GPU3 failed: staging unknown",
+        bandwidth=_h2d_failed,
+    ),
 ]

@@ -104,3 +104,11 @@ def test_ras_text_is_quoted_up_to_200_characters_and_20_lines() -> None:
     (f,) = judge_job(JobInput(ras=_ras(issue))).findings
     assert f.message == f"NCCL RAS: INCOMPLETE in communicator (job): {issue.text[:200]}"
     assert len(f.detail) == 20 and f.detail[-1].startswith("line 019 ")
+
+
+def test_without_a_world_size_the_rank_map_gives_it() -> None:
+    places = {r: Place(r, f"node{r // 4:02d}") for r in range(8)}
+    (f,) = judge_job(JobInput(ras=_ras(_issue("MISMATCH", 8, R3, R5)), places=places)).findings
+    assert f.ranks == (3, 5)  # the map holds 8 ranks: the communicator of 8 is the whole job
+    (g,) = judge_job(JobInput(ras=_ras(_issue("MISMATCH", 8, R3, R5)), places=dict(list(places.items())[:4]))).findings
+    assert g.ranks == ()  # a map of 4: a communicator of 8 is not known to be the job's

@@ -38,8 +38,8 @@ def _no_real_nvml(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     from topodoctor.probe import warm_up
 
     monkeypatch.setattr(warm_up, "LIBRARY", "libnvidia-ml.so.1-refused-in-tests")
-    for name in list(os.environ):
-        if name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
+    for name in list(os.environ):  # a test run inside a Slurm job is no job's check either
+        if name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_", "SLURM_JOB_", "SLURM_STEP_")):
             monkeypatch.delenv(name)
     # pytest-xdist's workers inherit COLUMNS=80 where a plain run has none: a test that wants a
     # terminal's width sets it, so every test sees the same width however the suite runs.

@@ -222,7 +222,7 @@ def test_an_error_keeps_its_kind_through_the_budgeted_child() -> None:
 
 @pytest.mark.usefixtures("real_nvml_without_a_driver")
 def test_a_live_probe_without_a_driver_is_probe_unavailable() -> None:
-    with pytest.raises(topodoctor.ProbeUnavailable, match="NVML library") as caught:
+    with pytest.raises(topodoctor.ProbeUnavailable, match="no NVIDIA driver here") as caught:
         topodoctor.scan()
     assert caught.value.exit_code == EXIT_CANNOT_CHECK
 

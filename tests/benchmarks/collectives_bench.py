@@ -24,7 +24,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from topodoctor.model.collective_ops import SPECS, human_size, shape  # noqa: E402
+from topodoctor.core.text import human_size  # noqa: E402
+from topodoctor.model.collective_ops import SPECS, shape  # noqa: E402
 from topodoctor.model.collectives import CollectivesResult, load_result, merge  # noqa: E402
 
 SMALL = [8 << i for i in range(14)]  # 8 B .. 64 KiB

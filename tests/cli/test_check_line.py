@@ -60,3 +60,53 @@ def test_job_scope_line_names_the_judged_gpus(monkeypatch: pytest.MonkeyPatch, c
     monkeypatch.setenv("SLURM_JOB_GPUS", "2,3")
     assert main(["check", "--replay", str(scenario_path("x4-nvlink-down")), "-f", "line"]) == 0
     assert capsys.readouterr().out.strip() == "topodoctor OK: job's 2 of 4 GPUs (2,3), 1 info; 1 check incomplete"
+
+
+@pytest.mark.slow
+def test_a_failed_write_ends_the_line_within_its_200_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A long verdict and "; cannot write FILE: reason" after it: one line of at most 200
+    characters, the verdict's code and counts and the write's failure both kept."""
+    missing = tmp_path / ("a-directory-that-is-not-there-" * 3) / "topodoctor-check.prom"
+    down = str(scenario_path("x4-nvlink-down"))
+    assert main(["check", "--replay", down, "-f", "line", "--metrics", str(missing)]) == 1
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and len(line.strip()) <= 200, (len(line), line)
+    assert line.startswith("topodoctor FAIL TD101 GPU1/nvlink5: ") and "(+3 more: 3 errors)" in line
+    assert "; cannot write " in line and line.strip().endswith("/topodoctor-check.prom: no such directory")
+    hang = str(scenario_path("x4-nvml-hang"))
+    assert main(["check", "--replay", hang, "--timeout", "0.5", "-f", "line", "--metrics", str(missing)]) == 3
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and len(line.strip()) <= 200 and line.startswith("topodoctor UNKNOWN: ")
+    assert "; cannot write " in line and "budget" in line
+
+
+@pytest.mark.slow
+def test_a_slurm_job_given_every_gpu_is_refused_for_another_jobs_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The prolog of a job Slurm gave all four GPUs judges them as the job's: a previous job's
+    process on one of them fails it (TD511), as it does for a job given two."""
+    monkeypatch.setenv("SLURM_JOB_ID", "12")
+    monkeypatch.setenv("SLURM_JOB_GPUS", "0,1,2,3")
+    assert main(["check", "--replay", str(scenario_path("x4-foreign-processes")), "-f", "line"]) == 1
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("topodoctor FAIL TD511 ") and line.endswith("judged the job's 4 of 4 GPUs (0,1,2,3)")
+
+
+@pytest.mark.slow
+def test_a_gpu_slurm_gave_the_job_that_the_node_lacks_is_not_a_pass(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Slurm gave the job GPUs 0-3 and the node answers for two: the job's GPUs cannot all be
+    judged (exit 3, the prolog drains), where GPUs it does have pass."""
+    monkeypatch.setenv("SLURM_JOB_ID", "12")
+    monkeypatch.setenv("SLURM_JOB_GPUS", "0,1,2,3")
+    assert main(["check", "--replay", "h200-x2", "-f", "line"]) == 3
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(
+        "topodoctor UNKNOWN: the job's GPUs 2,3 (SLURM_JOB_GPUS=0,1,2,3) are not among the node's 2 GPUs"
+    )
+    monkeypatch.setenv("SLURM_JOB_GPUS", "1")
+    assert main(["check", "--replay", "h200-x2", "-f", "line"]) == 0

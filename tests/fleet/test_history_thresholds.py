@@ -10,7 +10,7 @@ from typing import Any
 from topodoctor.fleet.drift import drift_findings
 from topodoctor.fleet.episodes import Verdict, counters_rising, flapping, lemon, silent
 from topodoctor.fleet.rollup import Settings
-from topodoctor.fleet.store import Row
+from topodoctor.fleet.rows import Row
 from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past
 
 T0 = 1_796_000_000.0

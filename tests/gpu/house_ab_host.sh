@@ -26,7 +26,18 @@ mkdir -p "$res" "$work/base"
 cat "$res/host.txt"
 
 # The old code, from this repository's own history; both sides compiled as pip leaves them.
-timeout -k 5 30 git archive "$BASE" | tar -x -C "$work/base" || { echo "cannot check out $BASE"; exit 2; }
+# (or from BASE_TREE, a copy of that commit's tree made beforehand where the repository's history
+# does not travel: `git archive 87123a7 topodoctor | tar -x -C .base`)
+if [ -n "${BASE_TREE:-}" ]; then
+  cp -r "$BASE_TREE"/. "$work/base" || { echo "cannot copy $BASE_TREE"; exit 2; }
+else
+  timeout -k 5 30 git archive "$BASE" | tar -x -C "$work/base" || { echo "cannot check out $BASE"; exit 2; }
+fi
+# Bytecode as a pip install leaves it, for everything either side imports (the image sets
+# PYTHONDONTWRITEBYTECODE and may hold its packages' sources uncompiled): the runs below write into
+# one prefix the first time they import a module, and every timed run reads it from there.
+export PYTHONPYCACHEPREFIX=$work/pyc
+unset PYTHONDONTWRITEBYTECODE
 timeout -k 5 60 python3 -m compileall -q topodoctor "$work/base/topodoctor" > /dev/null
 
 # Both sides answer the same before they are timed (rc, and the whole output of a text scan).
@@ -40,6 +51,9 @@ for side in base new; do
    done) > "$res/sanity-$side.txt" 2>&1
   echo "== $side"; cat "$res/sanity-$side.txt"; head -1 "$res/check-$side.txt"
 done
+(cd "$work/base" && timeout -k 5 30 python3 -m topodoctor check --replay h200-x4 -f line > /dev/null 2>&1)
+timeout -k 5 30 python3 -m topodoctor check --replay h200-x4 -f line > /dev/null 2>&1
+timeout -k 5 30 python3 tests/benchmarks/compare.py 1 "$work/base" "$PWD" -- scan > /dev/null 2>&1  # its own imports
 if cmp -s "$res/scan-base.txt" "$res/scan-new.txt"; then echo "scan text: identical"; else echo "scan text: DIFFERS"; fi
 
 # Interleaved: each round runs nvidia-smi topo -m, the old code and the new, in that order.

@@ -2,9 +2,12 @@
 slurmctld, slurmd and prometheus-node-exporter, each on loopback, in a directory of its own, in
 the foreground as a child of the test (there is no systemd), and stopped by pid.
 
-The docs' example scripts are copied verbatim as ``Prolog=`` and ``HealthCheckProgram=``, each
-into a directory of its own beside the ``topodoctor.conf`` it reads: the settings the docs name
-are the only thing a test changes. Replayed recordings (``--replay``) stand in for the GPUs.
+The docs' example scripts are copied verbatim as ``Prolog=``, ``Epilog=`` and
+``HealthCheckProgram=`` into one directory, as docs/prolog.md lays them out, beside the
+``topodoctor.conf`` all three read and the ``topodoctor-<script>.conf`` each reads after it: the
+settings the docs name are the only thing a test changes. Replayed recordings (``--replay``) stand
+in for the GPUs. Where the machine has no syslog socket, the test listens on /dev/log itself, so
+what the scripts send to syslog is read back too.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -25,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
 NODE = "gpu01"  # the Slurm name; the host name stays what it is, as on clusters that name nodes apart
 DAEMONS = ("munged", "slurmctld", "slurmd", "scontrol", "sinfo", "srun", "sbatch", "prometheus-node-exporter")
+SCRIPTS = {"prolog": "slurm-prolog.sh", "health": "healthcheck-drain.sh", "epilog": "slurm-epilog.sh"}
+SYSLOG = Path("/dev/log")
 
 
 class Unavailable(Exception):
@@ -66,18 +72,22 @@ class Cluster:
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
         self.interval = health_interval_s
         self.exporter_port = 0
-        for d in ("state", "spool", "dev", "prolog", "health", "textfile", "jobs"):
+        self.etc = base / "etc"  # /etc/slurm of docs/prolog.md
+        for d in ("state", "spool", "dev", "etc", "textfile", "jobs"):
             (base / d).mkdir(parents=True, exist_ok=True)
         base.chmod(0o755)
-        self.prolog = self._install("slurm-prolog.sh", "prolog")
-        self.health = self._install("healthcheck-drain.sh", "health")
+        self.prolog = self._install("prolog")
+        self.health = self._install("health")
+        self.epilog = self._install("epilog")
         self.topodoctor = self._wrapper()
+        self.syslog: list[str] = []  # what the scripts sent to syslog, where we listen on /dev/log
+        self._syslog_socket: socket.socket | None = None
 
     # ------------------------------------------------------------------ set-up
 
-    def _install(self, script: str, where: str) -> Path:
-        dst = self.base / where / script
-        shutil.copyfile(EXAMPLES / script, dst)  # verbatim: the docs' script is what runs
+    def _install(self, which: str) -> Path:
+        dst = self.etc / f"topodoctor-{which}.sh"  # the names docs/prolog.md installs them under
+        shutil.copyfile(EXAMPLES / SCRIPTS[which], dst)  # verbatim: the docs' script is what runs
         dst.chmod(0o755)
         return dst
 
@@ -88,18 +98,22 @@ class Cluster:
         path.chmod(0o755)
         return path
 
-    def configure(self, which: str, **settings: str | int) -> None:
-        """Write ``topodoctor.conf`` beside the prolog (``prolog``) or the health check (``health``):
-        the documented settings, plus the ones every test shares."""
+    def configure_common(self, **settings: str | int) -> None:
+        """Write ``topodoctor.conf``, which all three scripts read: the settings every test shares."""
         common: dict[str, str | int] = {
             "TOPODOCTOR": str(self.topodoctor),
             "TOPODOCTOR_METRICS_DIR": str(self.textfile),
             "TOPODOCTOR_LOG": str(self.log),
             "TOPODOCTOR_LOCK": str(self.base / "health.lock"),
             "SLURM_CONF": str(self.conf),  # slurmd gives the health check no SLURM_CONF; ours is not in /etc
+            **settings,
         }
-        lines = [f"{k}={_shell_quote(str(v))}" for k, v in {**common, **settings}.items()]
-        (self.base / which / "topodoctor.conf").write_text("\n".join(lines) + "\n")
+        _write_conf(self.etc / "topodoctor.conf", common)
+
+    def configure(self, which: str, **settings: str | int) -> None:
+        """Write ``topodoctor-<which>.conf`` (``prolog``, ``health`` or ``epilog``): that script's own
+        settings, read after topodoctor.conf."""
+        _write_conf(self.etc / f"topodoctor-{which}.conf", settings)
 
     def set_slurm(self, **settings: int) -> None:
         """Change slurm.conf settings (``MessageTimeout=3``) and have the daemons reread it."""
@@ -139,6 +153,7 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 GresTypes=gpu
 Prolog={self.prolog}
+Epilog={self.epilog}
 PrologEpilogTimeout=60
 MessageTimeout=30
 HealthCheckProgram={self.health}
@@ -183,19 +198,17 @@ PartitionName=gpu Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         key.chmod(0o600)
         self.conf.write_text(self._slurm_conf())
         self._gres()
-        self.configure("prolog", TOPODOCTOR_ARGS="--replay h200-x4")
-        self.configure("health", TOPODOCTOR_ARGS="--replay h200-x4")
+        self._listen_to_syslog()
+        self.configure_common()
+        for which in SCRIPTS:
+            self.configure(which, TOPODOCTOR_ARGS="--replay h200-x4")
         munge = [f"--socket={b}/munge.socket", f"--key-file={key}", f"--pid-file={b}/munged.pid"]
         self._spawn("munged", ["munged", "-F", "-f", *munge, f"--log-file={b}/munged.log", f"--seed-file={b}/seed"])
         try:
             wait_for("munged's socket", lambda: (b / "munge.socket").exists(), 10)
         except AssertionError:
             raise Unavailable(f"munged did not start: {self._tail('munged')}") from None
-        self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
-        try:
-            wait_for("slurmctld", lambda: self.run(["scontrol", "ping"], check=False).returncode == 0, 20)
-        except AssertionError:
-            raise Unavailable(f"slurmctld did not answer: {self._tail('slurmctld')}") from None
+        self._start_slurmctld()
         self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
         try:
             wait_for("the node to come up", lambda: self.state() in {"IDLE", "MIXED", "ALLOCATED"}, 30)
@@ -217,8 +230,61 @@ PartitionName=gpu Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         except AssertionError:
             raise Unavailable(f"node_exporter did not answer: {self._tail('node_exporter')}") from None
 
+    def _start_slurmctld(self) -> None:
+        self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
+        try:
+            wait_for("slurmctld", lambda: self.run(["scontrol", "ping"], check=False).returncode == 0, 20)
+        except AssertionError:
+            raise Unavailable(f"slurmctld did not answer: {self._tail('slurmctld')}") from None
+
+    def stop_slurmctld(self) -> None:
+        """Stop slurmctld (by its pid), as a controller that went down: slurmd and the node stay."""
+        for name, p in list(self.procs):
+            if name == "slurmctld":
+                p.terminate()
+                p.wait(15)
+                self.procs.remove((name, p))
+
+    def ensure_slurmctld(self) -> None:
+        """Start slurmctld again where a case stopped it, and wait until the node answers through it."""
+        if any(name == "slurmctld" and p.poll() is None for name, p in self.procs):
+            return
+        self.procs = [(n, p) for n, p in self.procs if n != "slurmctld"]
+        self._start_slurmctld()
+        answers = lambda: self.state() not in {"", "UNKNOWN"} and "NOT_RESP" not in self.node()  # noqa: E731
+        wait_for("the node to answer", answers, 60)
+
+    @property
+    def listening_to_syslog(self) -> bool:
+        """Whether this test reads what the scripts send to syslog (no syslog of the machine's own)."""
+        return self._syslog_socket is not None
+
+    def _listen_to_syslog(self) -> None:
+        """Where nothing listens on /dev/log (a container), listen there ourselves for the test."""
+        if SYSLOG.exists() or not SYSLOG.parent.is_dir():
+            return
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            s.bind(str(SYSLOG))
+        except OSError:
+            return
+        self._syslog_socket = s
+
+        def read() -> None:
+            while True:
+                try:
+                    self.syslog.append(s.recv(65536).decode(errors="replace"))
+                except OSError:
+                    return
+
+        threading.Thread(target=read, daemon=True).start()
+
     def stop(self) -> None:
         """Stop what we started, by pid, newest first; SIGKILL what does not stop in 10 s."""
+        if self._syslog_socket is not None:
+            SYSLOG.unlink(missing_ok=True)
+            self._syslog_socket.close()
+            self._syslog_socket = None
         for _, p in reversed(self.procs):
             if p.poll() is None:
                 p.terminate()
@@ -239,11 +305,16 @@ PartitionName=gpu Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         return r
 
     def node(self) -> str:
-        return self.run(["scontrol", "-o", "show", "node", NODE]).stdout
+        r = self.run(["scontrol", "-o", "show", "node", NODE], check=False)
+        return r.stdout if r.returncode == 0 else ""
 
     def state(self) -> str:
         m = re.search(r"\bState=(\S+)", self.node())
         return m.group(1) if m else ""
+
+    def settled_state(self) -> str:
+        """The node's state once the jobs that ended have (their epilog included)."""
+        return str(wait_for("the node's jobs to complete", lambda: "COMPLETING" not in (st := self.state()) and st, 30))
 
     def reason(self) -> str:
         """The node's reason as ``scontrol show node`` gives it, without Slurm's ``[user@time]``."""
@@ -269,9 +340,17 @@ PartitionName=gpu Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         return marker.exists(), out
 
     def resume(self) -> None:
-        if self.drained() or self.state().startswith("DOWN"):
-            self.run(["scontrol", "update", f"nodename={NODE}", "state=resume"])
-        wait_for("the node to be idle", lambda: self.state() == "IDLE", 20)
+        """Bring the node back to idle (a health check may act between our look and our update)."""
+
+        def idle() -> bool:
+            state = self.state()
+            if state == "IDLE":
+                return True
+            if "DRAIN" in state or state.startswith("DOWN"):
+                self.run(["scontrol", "update", f"nodename={NODE}", "state=resume"], check=False)
+            return False
+
+        wait_for("the node to be idle", idle, 30, 0.5)
 
     def log_lines(self, since: int = 0) -> list[str]:
         return self.log.read_text().splitlines()[since:] if self.log.exists() else []
@@ -282,7 +361,7 @@ PartitionName=gpu Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 
         def done() -> list[str] | None:
             lines = self.log_lines(start)
-            return lines if sum(1 for x in lines if "healthcheck[" in x and " end rc=" in x) >= n else None
+            return lines if sum(1 for x in lines if "healthcheck[" in x and ": end rc=" in x) >= n else None
 
         return list(wait_for(f"{n} health check runs", done, timeout))
 
@@ -304,6 +383,10 @@ PartitionName=gpu Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         for f in files:
             r = subprocess.run(["promtool", "check", "metrics"], input=f.read_text(), capture_output=True, text=True)
             assert r.returncode == 0, f"promtool check metrics {f.name}: {r.stdout}{r.stderr}"
+
+
+def _write_conf(path: Path, settings: dict[str, str | int]) -> None:
+    path.write_text("".join(f"{k}={_shell_quote(str(v))}\n" for k, v in settings.items()))
 
 
 def _shell_quote(value: str) -> str:

@@ -7,79 +7,30 @@ Run with ``pytest -m cluster tests/integration``; where a daemon cannot start th
 skipped with the reason, never passed.
 """
 
+# ruff: noqa: F811  (the fixtures imported from slurm_fixtures come back as the tests' parameters)
+
 from __future__ import annotations
 
 import itertools
 import re
-import sys
-from collections.abc import Iterator
+import shutil
+import subprocess
 
 import pytest
-from cluster import NODE, ROOT, Cluster, Unavailable, missing_programs, wait_for
+from cluster import NODE, ROOT, Cluster, wait_for
+from slurm_cases import HANG, HEALTHY, NVLINK_DOWN, TD101, hold, lines_with
+from slurm_fixtures import cluster, corrupt, fresh  # noqa: F401  (fixtures: the suite's one cluster)
 
 pytestmark = pytest.mark.cluster
-DERIVED = ROOT / "fixtures" / "derived"
-HEALTHY = "--replay h200-x4"
-NVLINK_DOWN = f"--replay {DERIVED / 'x4-nvlink-down.json'}"  # GPU1's link 5 down: TD101 on GPU1
-HANG = f"--replay {DERIVED / 'x4-nvml-hang.json'}"  # the driver wedges in its first call
-TD101 = "topodoctor FAIL TD101 GPU1/nvlink5: GPU1 NVLink 5 is down"
-
-
-@pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    if "cluster" not in (request.config.getoption("-m") or ""):
-        pytest.skip("the real-cluster suite runs with -m cluster (it starts Slurm daemons)")
-    missing = missing_programs()
-    if missing:
-        pytest.skip(f"not installed here: {', '.join(missing)} (apt-get install slurmctld slurmd ...)")
-    c = Cluster(tmp_path_factory.mktemp("cluster"))
-    try:
-        try:
-            c.start()
-        except Unavailable as exc:
-            pytest.skip(f"a daemon cannot run on this machine: {exc}")
-        yield c
-    finally:
-        c.stop()  # by pid, whatever happened: nothing is left running
-
-
-@pytest.fixture
-def fresh(cluster: Cluster) -> Iterator[Cluster]:
-    """Every case starts from a healthy, idle node with healthy settings on both scripts."""
-    cluster.configure("prolog", TOPODOCTOR_ARGS=HEALTHY)
-    cluster.configure("health", TOPODOCTOR_ARGS=HEALTHY)
-    cluster.resume()
-    yield cluster
-    for job in cluster.run(["squeue", "-h", "-o", "%i"], check=False).stdout.split():
-        cluster.run(["scancel", job], check=False)
-
-
-@pytest.fixture(scope="module")
-def corrupt(cluster: Cluster) -> str:
-    """A recording cut in half: the check's own input is broken (exit 2), not the node."""
-    path = cluster.base / "corrupt-recording.json"
-    text = (ROOT / "topodoctor" / "probe" / "recordings" / "h200-x4.json").read_text()
-    path.write_text(text[: len(text) // 2])
-    return f"--replay {path}"
-
-
-def hold(cluster: Cluster, corrupt: str) -> None:
-    """Keep the health check from acting while a prolog case runs: a broken recording makes it
-    answer "misconfigured" (exit 2), which neither drains nor resumes."""
-    cluster.configure("health", TOPODOCTOR_ARGS=corrupt)
-    cluster.health_runs(2)  # the second one started after the change: the lock serialises them
-
-
-def lines_with(cluster: Cluster, start: int, text: str) -> list[str]:
-    return [x for x in cluster.log_lines(start) if text in x]
 
 
 def test_healthy_node_runs_the_job(fresh: Cluster) -> None:
     ran, out = fresh.job()
     assert ran, out
     fresh.health_runs(2)
-    assert fresh.state() == "IDLE" and fresh.sinfo_reasons() == ""
-    assert "healthcheck-drain.sh" in fresh.run(["scontrol", "show", "config"]).stdout
+    assert fresh.settled_state() == "IDLE" and fresh.sinfo_reasons() == ""
+    config = fresh.run(["scontrol", "show", "config"]).stdout
+    assert all(f"topodoctor-{x}.sh" in config for x in ("prolog", "health", "epilog"))
 
 
 def test_nvlink_down_in_the_prolog_drains_refuses_the_job_and_a_passing_check_resumes(
@@ -130,7 +81,7 @@ def test_corrupt_recording_is_misconfigured_not_a_drain(fresh: Cluster, corrupt:
     fresh.health_runs(2)
     ran, out = fresh.job()
     assert ran, out
-    assert fresh.state() == "IDLE" and fresh.sinfo_reasons() == ""
+    assert fresh.settled_state() == "IDLE" and fresh.sinfo_reasons() == ""
     said = lines_with(fresh, start, "misconfigured")
     assert any("prolog[" in x for x in said) and any("healthcheck[" in x for x in said)
     assert all("topodoctor UNKNOWN: " in x and "not valid JSON" in x for x in said), said
@@ -151,7 +102,7 @@ def test_missing_and_corrupt_expectations(fresh: Cluster) -> None:
         ran, out = fresh.job()
         assert ran, out
         fresh.health_runs(2)
-        assert fresh.state() == "IDLE"
+        assert fresh.settled_state() == "IDLE"
     said = lines_with(fresh, start, "misconfigured")
     assert any("not found" in x for x in said) and any("not valid JSON" in x for x in said), said
     # A real fault still drains: the file's trouble does not open the gate.
@@ -178,7 +129,7 @@ def _runs(lines: list[str]) -> list[tuple[str, str]]:
     """(start, end) times of each health check that ran, by its pid."""
     starts, ends = {}, {}
     for x in lines:
-        m = re.match(r"(\S+) healthcheck\[(\d+)\] (start|end rc=)", x)
+        m = re.match(r"(\S+) healthcheck\[(\d+)\] node=\S+ job=-: (start|end rc=)", x)
         if m:
             (starts if m.group(3) == "start" else ends)[m.group(2)] = m.group(1)
     return sorted((starts[p], ends[p]) for p in starts if p in ends)
@@ -254,50 +205,25 @@ def test_slurm_timeouts_below_the_prologs_time_are_slurms_failures(fresh: Cluste
         fresh.set_slurm(MessageTimeout=30, PrologEpilogTimeout=60)
 
 
-def test_node_exporter_scrapes_every_metrics_file_and_promtool_passes(fresh: Cluster) -> None:
-    """Every command's file in one textfile directory, as multinode.md names them."""
-    td, out = str(fresh.topodoctor), fresh.textfile
-    bw = ROOT / "fixtures/bandwidth/h200-x4.full.json"
-    coll = ROOT / "fixtures/collectives/real/x2-four-simulated-nodes.json"
-    fresh.run([td, "bandwidth", "--from", str(bw), "--metrics", str(out / "topodoctor-bandwidth.prom")])
-    fresh.run([td, "collectives", "--from", str(coll), "--metrics", str(out / "topodoctor-collectives.prom")])
-    fresh.run([td, "check", "--replay", "h200-x4", "--scope", "node", "--metrics", str(out / "topodoctor-check.prom")])
-    sys.path.insert(0, str(ROOT / "fixtures" / "fleet"))
-    import simulate  # type: ignore[import-not-found]
+def test_every_syslog_line_names_the_script_the_node_and_the_job(fresh: Cluster) -> None:
+    """What the scripts send to syslog (tag topodoctor), read from the socket itself: each line
+    names its script, the node and the job (``-`` for the health check, which has none)."""
+    if not fresh.listening_to_syslog:
+        pytest.skip("this machine has a syslog of its own on /dev/log: the lines are in its log")
+    start = len(fresh.syslog)
+    ran, out = fresh.job("--gres=gpu:1")
+    assert ran, out
+    fresh.health_runs(1)
+    mine = [m for m in fresh.syslog[start:] if " topodoctor: " in m]
+    for m in mine:
+        assert re.search(rf" topodoctor: (prolog|healthcheck|epilog)\[\d+\] node={NODE} job=(\d+|-): \S", m), m
+    assert any(re.search(rf"prolog\[\d+\] node={NODE} job=\d+: ok: topodoctor OK: ", m) for m in mine), mine
+    assert any(re.search(rf"healthcheck\[\d+\] node={NODE} job=-: end rc=0", m) for m in mine), mine
 
-    simulate.build(fresh.base / "fleet")
-    fleet = fresh.run(
-        [td, "fleet", str(fresh.base / "fleet"), "-f", "prometheus", "-o", str(out / "topodoctor-fleet.prom")],
-        check=False,
-    )
-    assert fleet.returncode in (0, 1), fleet.stderr
-    ran, _ = fresh.job("--gres=gpu:2")  # the prolog's job-scope file
-    assert ran
-    files = sorted(out.glob("*.prom"))
-    names = {f.name for f in files}
-    assert {
-        "topodoctor-check.prom",
-        "topodoctor-check-job.prom",
-        "topodoctor-bandwidth.prom",
-        "topodoctor-collectives.prom",
-        "topodoctor-fleet.prom",
-    } <= names
-    fresh.promtool(files)
-    text = fresh.scrape()
-    assert re.search(r"^node_textfile_scrape_error 0$", text, re.M), text[-2000:]
-    for f in files:
-        assert re.search(rf'^node_textfile_mtime_seconds\{{file="[^"]*{re.escape(f.name)}"\}}', text, re.M), f.name
-    status = [x for x in text.splitlines() if x.startswith("topodoctor_status{") and 'command="check"' in x]
-    assert any('scope="job"' in x for x in status) and any('scope="node"' in x for x in status)
-    assert re.search(r'^topodoctor_build_info\{[^}]*Hostname="[^"]+"', text, re.M)
-    log = fresh.base / "node_exporter.out"
-    assert "level=error" not in log.read_text(), log.read_text()[-2000:]
-    # The failure this guards against, for contrast: the same series in two files is an error
-    # node_exporter only logs, while its scrape still says node_textfile_scrape_error 0.
-    twin = out / "topodoctor-check-twin.prom"
-    twin.write_text((out / "topodoctor-check.prom").read_text())
-    try:
-        assert re.search(r"^node_textfile_scrape_error 0$", fresh.scrape(), re.M)
-        assert "was collected before with the same name and label values" in log.read_text()
-    finally:
-        twin.unlink()
+
+def test_the_scripts_pass_shellcheck() -> None:
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    scripts = sorted(str(p) for p in (ROOT / "docs" / "examples").glob("*.sh"))
+    r = subprocess.run(["shellcheck", *scripts], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout

@@ -10,12 +10,12 @@ import pytest
 from collectives_support import NCCL_TESTS
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.text import human_size
 from topodoctor.model.collective_ops import (
     OPS,
     SPECS,
     Plan,
     bandwidth_gbps,
-    human_size,
     parse_ops,
     parse_size,
     parse_sizes,

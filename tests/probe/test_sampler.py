@@ -88,3 +88,19 @@ def test_metrics_are_read_as_asked() -> None:
     assert not api.util_asks  # a metric not asked is not read
     with pytest.raises(KeyError):
         sampler.Sampler(api, [0], metrics=("fan",)).tick()
+
+
+def test_no_driver_is_said_as_every_command_says_it() -> None:
+    """`job --live` without a driver: the words a probe of any other command gives."""
+    from topodoctor.core.errors import ProbeUnavailable
+    from topodoctor.model.nvml_codes import init_failure
+    from topodoctor.probe.api import LIBRARY_NOT_FOUND
+
+    class NoDriver:
+        def call(self, fn: str, *args: Any) -> Any:
+            raise NvmlCallError(LIBRARY_NOT_FOUND)
+
+    with pytest.raises(ProbeUnavailable) as said:
+        sampler.activity(NoDriver(), samples=1, interval_s=0.0, sleep=lambda s: None)
+    assert str(said.value) == init_failure("LIBRARY_NOT_FOUND")
+    assert str(said.value) == "no NVIDIA driver here: libnvidia-ml.so.1 not found (nvmlInit: LIBRARY_NOT_FOUND)"

@@ -16,7 +16,7 @@ from topodoctor.core.probed import ProbeError
 from topodoctor.model.findings import Finding
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.sources import probe_host
-from topodoctor.topology.scope import Scope, concerns, cuda_visible, resolve, within
+from topodoctor.topology.scope import Scope, asked_label, concerns, cuda_visible, resolve, within
 
 X4 = probe_host("h200-x4").snapshot
 HGX = probe_host(str(scenario_path("hgx-8gpu-2socket"))).snapshot
@@ -66,6 +66,36 @@ def test_cuda_stops_at_the_first_entry_that_names_no_gpu() -> None:
 
 def test_every_gpu_named_is_the_node() -> None:
     assert resolve(X4, {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}).kind == "node"
+
+
+def test_a_slurm_job_given_every_gpu_is_the_jobs_check_of_them() -> None:
+    """Slurm gave the job the whole node: its prolog is still the job's (a process of another
+    job on any GPU is then someone else's, and its metrics are the job's, not the node's)."""
+    s = resolve(X4, {"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "0,1,2,3", "CUDA_VISIBLE_DEVICES": "0,1,2,3"})
+    assert (s.kind, s.gpus, s.source, s.job, s.label) == ("job", (0, 1, 2, 3), "SLURM_JOB_GPUS", "7", "job")
+    assert resolve(X4, {"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "0,1,2,3"}, "node").label == "node"
+
+
+def test_a_slurm_job_without_gpus_judges_the_node_as_the_jobs() -> None:
+    """A job without --gres: Slurm names no GPU; the whole node is judged, labelled the job's."""
+    s = resolve(X4, {"SLURM_JOB_ID": "7"})
+    assert (s.kind, s.gpus, s.job, s.label) == ("node", (0, 1, 2, 3), "7", "job")
+    assert "Slurm job 7 named no GPU" in s.describe()
+    assert resolve(X4, {}).label == "node"
+
+
+@pytest.mark.parametrize(
+    ("env", "choice", "label"),
+    [
+        ({}, "auto", "node"),
+        ({"SLURM_JOB_ID": "7"}, "auto", "job"),
+        ({"CUDA_VISIBLE_DEVICES": "1"}, "auto", "job"),
+        ({"SLURM_JOB_ID": "7"}, "node", "node"),
+        ({}, "job", "job"),
+    ],
+)
+def test_the_label_of_a_check_that_saw_no_gpu(env: dict[str, str], choice: str, label: str) -> None:
+    assert asked_label(env, choice) == label  # type: ignore[arg-type]
 
 
 def test_indices_follow_pci_bus_order() -> None:

@@ -159,6 +159,7 @@ class ExplainArgs:
     """``explain CODE``."""
 
     code: str = argument("CODE")
+    markdown: bool = option("--markdown", default=False, kind=bool, help="Print the Markdown source.")
 
 
 @dataclass(frozen=True)

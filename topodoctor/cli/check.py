@@ -3,6 +3,7 @@ format asked for, and the metrics file written."""
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from topodoctor.cli.args import CheckArgs
@@ -10,6 +11,7 @@ from topodoctor.cli.io import Env, Outputs, hostname
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
 from topodoctor.core.fileio import write_atomic
+from topodoctor.core.text import LINE_LIMIT, printable, truncate, truncate_middle
 from topodoctor.model.findings import fail_from
 from topodoctor.report import check as report
 from topodoctor.service import check as doctor
@@ -42,20 +44,28 @@ def run_check(args: CheckArgs, env: Env) -> int:
     try:
         outcome = doctor.check(options)
     except TopodoctorError as exc:
-        if metrics is not None:  # a metrics file that says "could not check" instead of going stale
+        if metrics is not None or fmt == "prometheus":  # "could not check", rather than a stale answer
             text = _metrics(None, exc.exit_code, scope)
-            outputs.write(lambda: write_atomic(metrics, text, "metrics file"))
+            if metrics is not None:
+                outputs.write(lambda: write_atomic(metrics, text, "metrics file"))
+            if fmt == "prometheus":
+                env.render(lambda: env.stdout.write(text))
         if fmt == "json":  # machines reading stdout get an answer in their format, too
             doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now(args.replay is None)}
             env.render(lambda: env.emit_json(doc))
-        env.fail(str(exc) + (outputs.in_line() if env.line else ""), exc.exit_code)
+        if env.line:  # what could not be written ends the one line, which stays within its limit
+            after = truncate_middle(outputs.in_line(), LINE_LIMIT // 2)
+            room = LINE_LIMIT - len("topodoctor UNKNOWN: ") - len(after)
+            env.fail(truncate(printable(str(exc)), room) + after, exc.exit_code)
+        else:
+            env.fail(str(exc), exc.exit_code)
         return outputs.error_code(exc.exit_code)
 
     if metrics is not None:
         outputs.write(lambda: write_atomic(metrics, _metrics(outcome, outcome.exit_code, scope), "metrics file"))
     show = {
         "json": lambda: env.emit_json(report.check_json(outcome)),
-        "line": lambda: env.emit(report.one_line(outcome) + outputs.in_line()),
+        "line": lambda: env.emit(report.one_line(outcome, after=outputs.in_line())),
         "text": lambda: _print_check(outcome, env),
         "prometheus": lambda: env.stdout.write(_metrics(outcome, outcome.exit_code, scope)),
     }
@@ -70,7 +80,7 @@ def _metrics(outcome: Outcome | None, code: int, scope: str) -> str:
     from topodoctor.report import prometheus as prom  # Prometheus' text: only where metrics are asked for
 
     if outcome is None:
-        asked = "job" if scope == "job" else "node"
+        asked = doctor.unseen_scope(scope, os.environ)
         return prom.check_metrics([], [], code, None, host=hostname(), scope=asked, scope_gpus=())
     meta = outcome.meta
     return prom.check_metrics(
@@ -79,7 +89,7 @@ def _metrics(outcome: Outcome | None, code: int, scope: str) -> str:
         code,
         outcome.snapshot,
         meta.elapsed_s,
-        scope=meta.scope_kind,
+        scope=meta.scope_label,
         scope_gpus=meta.scope_gpus,
         fitness=outcome.fitness,
     )

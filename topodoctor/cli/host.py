@@ -52,7 +52,12 @@ def run_rules(args: RulesArgs, env: Env) -> int:
 def run_explain(args: ExplainArgs, env: Env) -> int:
     """One rule's documentation."""
     text = explain_markdown(args.code)
-    env.write(text)
+    if args.markdown:
+        env.write(text)
+    else:  # rendered for a person: headings, emphasis and lists at the terminal's width
+        from topodoctor.report.terminal import print_markdown  # rich: only a rendered page draws
+
+        env.render(lambda: print_markdown(text, env.console()))
     return DONE.exit_code
 
 
@@ -73,5 +78,6 @@ def run_expect(args: ExpectArgs, env: Env) -> int:
     e = base.expectations
     fileio.write_atomic(args.output, codec.dumps(e), "expectations")
     measured = "".join(f", {k} {v:g}" for k, v in e.fitness.items())
-    env.say(f"wrote {args.output}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
+    where = "standard output" if str(args.output) == "-" else args.output
+    env.say(f"wrote {where}: {e.gpu_count} x {e.gpu_model}, {e.nvlinks_per_pair} NVLinks per pair{measured}")
     return base.exit_code

@@ -13,6 +13,7 @@ import functools
 import os
 import signal
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -60,9 +61,14 @@ class Env:
         self.emit(dumps_strict(utf8_safe_doc(doc), indent=1))
 
     def say(self, text: str) -> None:
-        """A line for people on stderr, with every value shown literally (none in the one-line format)."""
-        if not self.line:
-            self.stderr.write(printable(text) + "\n")
+        """A line for people on stderr, with every value shown literally (none in the one-line format),
+        wrapped at the terminal's width where there is one (COLUMNS, or stderr's terminal)."""
+        if self.line:
+            return
+        shown, width = printable(text), _width(self.stderr)
+        if width is not None and len(shown) > width:
+            shown = "\n".join(textwrap.wrap(shown, width, subsequent_indent="  ", break_on_hyphens=False))
+        self.stderr.write(shown + "\n")
 
     def fail(self, message: str, code: int) -> Exception:
         """Report a failure as one line (the one-line verdict, or an error on stderr); the caller
@@ -317,3 +323,15 @@ def hostname() -> str:
     import socket
 
     return socket.gethostname()
+
+
+def _width(stream: TextIO) -> int | None:
+    """The columns a person reads ``stream`` in: COLUMNS where set, else its terminal's, else None
+    (a pipe or a file: a log keeps its lines whole)."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) >= 20:
+        return int(cols)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's buffer), or not a terminal
+        return None

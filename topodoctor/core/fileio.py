@@ -286,6 +286,8 @@ def _replace(target: str, st: os.stat_result | None, data: bytes) -> None:
         why = f"{shown(directory)} is not a directory" if os.path.lexists(directory) else "no such directory"
         raise OSError(errno.ENOENT, why)
     if st is not None and not os.access(target, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:  # access() says no for a read-only filesystem too
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
         raise PermissionError(errno.EACCES, "Permission denied")  # a read-only file stays as it is
     # The temporary's name is bounded (the target's own may be near NAME_MAX); a new file's
     # mode is 0644 under the umask, as the kernel applies it (mkstemp's 0600 hides it from a

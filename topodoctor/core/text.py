@@ -99,6 +99,14 @@ def printable(value: object) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def human_size(n: int) -> str:
+    """A byte count as nccl-tests and our options write sizes: ``1G``, ``64M``, ``8B``."""
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
+
+
 LINE_LIMIT = 200  # Slurm keeps a drain reason short; the rest is in the JSON
 
 
@@ -112,6 +120,16 @@ def truncate(line: str, limit: int = LINE_LIMIT) -> str:
     # A single word longer than half the room (a path, a long bus id list) is cut where it must be.
     cut = cut[:space] if space > limit // 2 else cut[: limit - 3]
     return cut.rstrip(" ,;:") + "..."
+
+
+def truncate_middle(text: str, limit: int, keep_head: int = 15) -> str:
+    """``text`` within ``limit`` characters, its middle replaced by "...": for what ends in the
+    part that matters ("; cannot write /a/long/path/file.prom: No space left on device" keeps
+    its start, the file's name and the reason)."""
+    if len(text) <= limit:
+        return text
+    head = min(keep_head, max(0, limit - 3))
+    return text[:head] + "..." + text[len(text) - (limit - head - 3) :]
 
 
 def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from topodoctor.model.copies import Activity
-from topodoctor.model.during import RunSampling, SeenProcess
-from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
+if TYPE_CHECKING:  # annotations only: a static check's rules load this, and no result class
+    from topodoctor.model.copies import Activity
+    from topodoctor.model.during import RunSampling, SeenProcess
+    from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
 
 # Utilisation NVML reports for a GPU that shows no process: past half of the last sample period busy,
 # someone we cannot see is computing there. A few % is the tail of our own passes' last kernels (9 %

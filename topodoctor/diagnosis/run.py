@@ -5,10 +5,13 @@ for an op at a size on those GPUs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from topodoctor.model.collectives import CollectivesResult
-from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.busbw import at_size, bottleneck, predict
+
+if TYPE_CHECKING:  # annotations only: a static check's rules load this, and no result class
+    from topodoctor.model.collectives import CollectivesResult
+    from topodoctor.model.snapshot import HostSnapshot
 
 NCCL_LOG = "NCCL's log"
 RUN_ENV = "the run's environment"

@@ -21,7 +21,7 @@ from typing import Any
 from topodoctor.core.stats import median
 from topodoctor.fleet.codes import finding
 from topodoctor.fleet.rollup import MAD_TO_SIGMA, Settings, slow_by
-from topodoctor.fleet.store import unpack_floats
+from topodoctor.fleet.rows import unpack_floats
 from topodoctor.fleet.timeline import HistorySettings, Past, day
 from topodoctor.model.findings import Finding
 from topodoctor.model.stamp import utc_iso

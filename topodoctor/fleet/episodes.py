@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from topodoctor.fleet.codes import finding
-from topodoctor.fleet.store import unpack_ints
+from topodoctor.fleet.rows import unpack_ints
 from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day, gpus_of
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
 from topodoctor.model.stamp import utc_iso

@@ -28,7 +28,7 @@ from topodoctor.fleet.episodes import (
 )
 from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, Unreadable
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up, slow_by
-from topodoctor.fleet.store import Row, unpack_floats
+from topodoctor.fleet.rows import Row, unpack_floats
 from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day, forget
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.stamp import utc_iso

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from topodoctor.fleet.store import Row
+from topodoctor.fleet.rows import Row
 from topodoctor.model.findings import SEVERITY_ORDER
 
 DAY_S = 86400.0

@@ -154,14 +154,6 @@ def parse_ops(names: list[str] | None) -> tuple[Op, ...]:
     return tuple(out)
 
 
-def human_size(n: int) -> str:
-    """A byte count as nccl-tests and our options write sizes: ``1G``, ``64M``, ``8B``."""
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n >= div and n % div == 0:
-            return f"{n // div}{unit}"
-    return f"{n}B" if n < 1024 else f"{n / 1024:.1f}K"
-
-
 @dataclass(frozen=True)
 class Plan:
     """What the worker runs: every op at every size, timed as nccl-tests times it."""

@@ -45,7 +45,7 @@ CODES: dict[int, NvmlCode] = {
     11: NvmlCode("IRQ_ISSUE", hint="the kernel driver's interrupt handling failed: see the kernel log"),
     12: NvmlCode(
         "LIBRARY_NOT_FOUND",
-        hint="the NVML library (libnvidia-ml.so.1) was not found: is the NVIDIA driver installed?",
+        hint="no NVIDIA driver here: libnvidia-ml.so.1 not found",
     ),
     13: NvmlCode("FUNCTION_NOT_FOUND", "unsupported"),
     14: NvmlCode("CORRUPTED_INFOROM", hint="the GPU's InfoROM is corrupted: contact the vendor"),
@@ -79,3 +79,12 @@ def code_name(code: int) -> str:
     """NVML's name for a return code (``ERROR_<n>`` for one this table does not know)."""
     known = CODES.get(code)
     return known.name if known is not None else f"ERROR_{code}"
+
+
+def init_failure(name: str) -> str:
+    """Why NVML did not start, as a person acts on it (the table's hint where it has one), in the
+    same words whichever command asked."""
+    known = next((c for c in CODES.values() if c.name == name), None)
+    if known is not None and known.hint:
+        return f"{known.hint} (nvmlInit: {name})"
+    return f"NVML could not start (nvmlInit: {name})"

@@ -52,6 +52,26 @@ def exit_code(judged: Judgement, unwritten: Sequence[str] = ()) -> int:
     return EXIT_OK
 
 
+class Judged:
+    """A result judged by its findings at its fail level (a frozen dataclass with ``findings``,
+    ``fail_level``, ``not_measured`` and ``unusable`` derives from it): what fails, and the code."""
+
+    findings: tuple[Finding, ...]
+    fail_level: Severity
+    not_measured: tuple[str, ...]
+    unusable: tuple[str, ...]
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        """The findings at or above the fail level."""
+        return failing(self.findings, self.fail_level)
+
+    @property
+    def exit_code(self) -> int:
+        """0 fine, 1 a finding at the fail level, then 3 and 2 (``exit_code``)."""
+        return exit_code(self)
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A result that is only its judgement: a command with nothing to judge (``scan``), or one
@@ -85,6 +105,8 @@ class Meta:
     bandwidth_timings: dict[str, float] | None = None  # where the copy pass spent its time, by phase
     scope_kind: str = "node"  # "node" or "job"
     expectations_unused: str | None = None  # why a --expect file could not be used (judged without it)
+    slurm_job: str | None = None  # the Slurm job the check ran for (SLURM_JOB_ID), if any
+    scope_label: str = "node"  # whose check it was, for the metrics: "job" (a job's, whatever it judged) or "node"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from topodoctor.core.cpulist import parse_cpulist
 from topodoctor.core.errors import ProbeUnavailable
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.fitness import GpuFitness
-from topodoctor.model.nvml_codes import CODES
+from topodoctor.model.nvml_codes import init_failure
 from topodoctor.model.snapshot import (
     SNAPSHOT_SCHEMA_VERSION,
     Gpu,
@@ -145,7 +145,7 @@ def collect(api: NvmlApi, fs: Sysfs, fitness: bool = True) -> HostSnapshot:
     init = nvml.ask("nvmlInit")
     if isinstance(init, (ProbeError, Unsupported)):
         name = init.error if isinstance(init, ProbeError) else init.reason
-        raise ProbeUnavailable(_init_message(name))
+        raise ProbeUnavailable(init_failure(name))
     try:
         snap = _collect(nvml, fs, fitness, facts)
     except BaseException:
@@ -272,11 +272,3 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool, facts: _HostFacts) -> HostSna
         pci_gpus=facts.pci_gpus,
         kernel_events=facts.kernel_events,
     )
-
-
-def _init_message(name: str) -> str:
-    """Why NVML did not start, as a person acts on it: the table's hint where it has one."""
-    known = next((c for c in CODES.values() if c.name == name), None)
-    if known is not None and known.hint:
-        return f"{known.hint} (nvmlInit: {name})"
-    return f"NVML could not start (nvmlInit: {name})"

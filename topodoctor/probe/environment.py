@@ -20,8 +20,9 @@ from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.environment import NCCL_SYSTEM_CONF, ConfFile, Environment, ProcessEnvironment
 
 PREFIXES = ("NCCL_", "CUDA_", "TORCH_NCCL_")
-# What the scheduler gave the job: the GPUs a check in a prolog is about.
-JOB_SCOPE = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES")
+# What the scheduler gave the job: the GPUs a check in a prolog is about, and the job it is for
+# (topology/scope.py).
+JOB_SCOPE = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID")
 CONF_MAX_BYTES = 1 * MiB  # NCCL reads lines of < 4 kB; a config file of a megabyte is not one
 TOPO_MAX_BYTES = 16 * MiB  # NCCL's own topology dump of a large host is well under a megabyte
 READ_TIMEOUT_S = 2.0

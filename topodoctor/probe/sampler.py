@@ -31,6 +31,7 @@ from topodoctor.core.errors import InputError, ProbeUnavailable
 from topodoctor.core.pci import short_bus_id
 from topodoctor.core.probed import ProbeError
 from topodoctor.model.activity import ActivitySample, GpuActivity
+from topodoctor.model.nvml_codes import init_failure
 from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.nvml import LiveNvml
 from topodoctor.probe.query import Nvml
@@ -212,7 +213,7 @@ def activity(
     nvml = Nvml(api)
     init = nvml.ask("nvmlInit")
     if isinstance(init, ProbeError):
-        raise ProbeUnavailable(f"NVML could not start (nvmlInit: {init})")
+        raise ProbeUnavailable(init_failure(init.error))
     count = nvml.ask("nvmlDeviceGetCount", convert=int)
     if not isinstance(count, int):
         raise ProbeUnavailable(f"NVML could not count the GPUs (nvmlDeviceGetCount: {count})")

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
-from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
+from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate, truncate_middle
 from topodoctor.model.findings import finding_json
 from topodoctor.model.outcome import Outcome
 from topodoctor.model.stamp import gpu_ids, readings
@@ -44,10 +44,20 @@ def _judged(outcome: Outcome) -> str:
     return f"job's {len(meta.scope_gpus)} of {plural(meta.gpus, 'GPU')} ({ids})"
 
 
-def one_line(outcome: Outcome, limit: int = LINE_LIMIT) -> str:
+def one_line(outcome: Outcome, limit: int = LINE_LIMIT, after: str = "") -> str:
     """A single line fit for `scontrol update nodename=... reason=...`: the worst finding
     first, then how many more fail, and whether some checks could not run. Too long a line
-    loses words from the finding's message, never its code, counts or scope."""
+    loses words from the finding's message, never its code, counts or scope. ``after`` (what
+    went wrong beside the verdict: "; cannot write FILE: reason") ends the line within the same
+    ``limit``: it gets at most half of it (a long path loses its middle, never the reason), the
+    verdict the rest."""
+    if after:
+        after = truncate_middle(printable(after), limit // 2)
+        return _one_line(outcome, limit - len(after)) + after
+    return _one_line(outcome, limit)
+
+
+def _one_line(outcome: Outcome, limit: int) -> str:
     meta = outcome.meta
     if not outcome.failing and outcome.not_measured:
         judged = f"{_judged(outcome)}, {counts(outcome.findings)}"

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
-from topodoctor.core.text import plural
+from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.load import loads
-from topodoctor.model.collective_ops import SPECS, human_size
+from topodoctor.model.collective_ops import SPECS
 from topodoctor.model.collectives import CollectivesResult, Timing
 from topodoctor.model.findings import Finding, finding_json
 from topodoctor.model.nccl_summary import nccl_paragraph

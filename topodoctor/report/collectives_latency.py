@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
-from topodoctor.core.text import plural
+from topodoctor.core.text import human_size, plural
 from topodoctor.model.collective_latency import BASELINE, PATHS, LatencyResult, overtakes, speedup
-from topodoctor.model.collective_ops import human_size
 from topodoctor.report.collectives import fit
 
 _OPS = {"p2p": "p2p", "all_reduce": "all_reduce"}

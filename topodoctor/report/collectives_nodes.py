@@ -3,8 +3,7 @@ figures between nodes, and the pairwise finder's verdict per node."""
 
 from __future__ import annotations
 
-from topodoctor.core.text import plural
-from topodoctor.model.collective_ops import human_size
+from topodoctor.core.text import human_size, plural
 from topodoctor.model.collectives import CollectivesResult, SpanRows
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topodoctor.model.collective_ops import human_size
+from topodoctor.core.text import human_size
 
 if TYPE_CHECKING:  # the sweeps' results, as measure/collectives/sweeps.py makes them
     from topodoctor.measure.collectives.sweeps import AlgoSweep, ScalingSweep

@@ -10,6 +10,7 @@ from topodoctor.core.text import plural, printable, truncate
 from topodoctor.job.analysis import Finding, GroupState
 from topodoctor.job.verdict import JobReport, hosts_of, where
 from topodoctor.model.stamp import stamp_json
+from topodoctor.report.terminal import fold, text_width
 
 JOB_SCHEMA_VERSION = 1
 LINE_LIMIT = 400
@@ -74,8 +75,19 @@ def _timeline(g: GroupState) -> list[str]:
     return lines
 
 
-def text_lines(report: JobReport) -> list[str]:
-    """The report for a person."""
+def text_lines(report: JobReport, width: int | None = None) -> list[str]:
+    """The report for a person, each line folded to ``width`` columns (the terminal's by default;
+    the JSON and the one line keep everything whole)."""
+    width = width or text_width()
+    folded: list[str] = []
+    for i, line in enumerate(_text_lines(report)):
+        # The verdict, and a finding's message, continue under their own first word.
+        hang = 2 if i == 0 else 8 if line[:1].isupper() and line[:8].rstrip().isupper() else None
+        folded += fold(line.rstrip(), width, hang)
+    return folded
+
+
+def _text_lines(report: JobReport) -> list[str]:
     out = [one_line(report), ""]
     for f in report.findings:
         out.append(f"{f.severity.upper():7} {f.kind}: {f.message}")

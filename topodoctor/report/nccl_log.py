@@ -8,8 +8,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from topodoctor.core.text import plural
-from topodoctor.model.collective_ops import human_size
+from topodoctor.core.text import human_size, plural
 from topodoctor.model.findings import Finding
 from topodoctor.nccllog.choices import Choice
 from topodoctor.nccllog.parse import LogFile

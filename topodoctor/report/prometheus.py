@@ -13,9 +13,14 @@ Conventions, which tests/report/test_prometheus.py holds every family to:
 - the GPU labels are dcgm-exporter's (``gpu``, ``UUID``, ``pci_bus_id`` in NVML's
   ``00000000:BB:DD.F`` form, ``Hostname``, never empty), so a query can join our series with
   its; but ``model_name``, not ``modelName``: ``promtool check metrics`` refuses camelCase;
-- a run's series carry its ``scope`` and judged ``gpus``: a node's and a job's check file
-  never hold the same series (node_exporter would drop them); a pair finding is one series
-  per GPU, so a join by ``UUID`` finds it from either GPU.
+- a check's every series carries its ``scope`` (``job`` for a check run for a Slurm job,
+  whatever it judged; ``node`` for the node's own) and its run series the judged ``gpus``: a
+  node's and a job's check file never hold the same series (node_exporter keeps the first file's
+  and only logs the clash); a pair finding is one series per GPU, so a join by ``UUID`` finds it
+  from either GPU;
+- one file never holds a series twice: findings that share every label (one rule, two things
+  found on one subject) are one series whose value counts them; any other clash is a bug, told
+  as the file not written (promtool does not catch it; node_exporter would drop the file's series).
 
 Write the text with ``write_textfile`` (atomic: a collector never reads half a file).
 """
@@ -30,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topodoctor import __version__
+from topodoctor.core.errors import WriteError
 from topodoctor.core.fileio import write_atomic
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.core.text import label_safe
@@ -49,7 +55,7 @@ RUN = ("command", "Hostname", "scope", "gpus")
 FINDING = (*RUN, "code", "name", "severity", "subject", *GPU)
 PAIR = ("Hostname", *GPU, "peer_gpu", "mode")
 HOST_COPY = ("Hostname", *GPU, "direction")
-G = ("Hostname", *GPU)
+G = ("Hostname", "scope", *GPU)
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_build_info": ("topodoctor version that wrote this file; always 1.", (*RUN[:3], "version")),
@@ -61,9 +67,13 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         (*RUN, "status"),
     ),
     "topodoctor_findings": ("Findings of the run by severity.", (*RUN, "severity")),
-    "topodoctor_finding": ("A finding of the run; always 1 (see topodoctor explain CODE).", FINDING),
+    "topodoctor_finding": (
+        "Findings of the run with these labels: 1, or how many things one rule found on one subject "
+        "(see topodoctor explain CODE).",
+        FINDING,
+    ),
     "topodoctor_incomplete_checks": ("Rules that could not check their input in this run.", RUN),
-    "topodoctor_could_not_check": ("A rule that could not check its input; always 1.", FINDING),
+    "topodoctor_could_not_check": ("Rules with these labels that could not check their input (usually 1).", FINDING),
     "topodoctor_gpus": ("GPUs the probe found.", ("Hostname", "scope")),
     "topodoctor_gpu_info": (
         "A GPU as topodoctor saw it; always 1.",
@@ -89,7 +99,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_bandwidth_host_bytes_per_second": ("Host copy bandwidth (pinned memory): h2d or d2h.", HOST_COPY),
     "topodoctor_bandwidth_host_expected_ratio": ("Host copy bandwidth over the GPU's PCIe link rate.", HOST_COPY),
     "topodoctor_bandwidth_measurement_failed": (
-        "A copy measurement that failed; always 1. reason: timeout, error or data_mismatch.",
+        "Copy measurements that failed, with these labels (usually 1). reason: timeout, error or data_mismatch.",
         (*PAIR, "reason"),
     ),
     "topodoctor_collective_busbw_bytes_per_second": (
@@ -135,6 +145,16 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     **FITNESS_FAMILIES,
     **HISTORY_FAMILIES,
 }
+# Families whose series count things: two with the same labels add up, where any other
+# family's clash is a bug.
+COUNTED = frozenset(
+    {
+        "topodoctor_finding",
+        "topodoctor_could_not_check",
+        "topodoctor_bandwidth_measurement_failed",
+        "topodoctor_fleet_history_finding",
+    }
+)
 STATUSES = ("healthy", "unhealthy", "unknown")
 SEVERITIES = ("critical", "error", "warning", "info")
 _SUBJECT_GPU = re.compile(r"^GPU(\d+)\b")
@@ -173,18 +193,29 @@ def gpu_labels(snap: HostSnapshot | None) -> dict[int, GpuLabels]:
 
 
 class _Metrics:
-    """Gauge families in the order first used, each checked against FAMILIES."""
+    """Gauge families in the order first used, each checked against FAMILIES, each series once.
 
-    def __init__(self) -> None:
-        self._values: dict[str, list[tuple[dict[str, str], float]]] = {}
+    ``every`` holds labels every series of the file carries (a check's ``scope``): a family
+    without one of them cannot be written to this file, so a job's and the node's files stay
+    apart whatever is added to them."""
+
+    def __init__(self, every: dict[str, str] | None = None) -> None:
+        self._values: dict[str, dict[tuple[str, ...], float]] = {}
+        self._every = every or {}
 
     def add(self, family: str, value: float, /, **labels: str) -> None:
         _, names = FAMILIES[family]
         if set(labels) - set(names):
             raise ValueError(f"{family}: labels {sorted(set(labels) - set(names))} are not in its table entry")
+        if set(self._every) - set(names):
+            raise ValueError(f"{family}: has no {sorted(set(self._every) - set(names))} label to keep its file apart")
         # A label value holds what the host named (a GPU, a host, a variable's value).
-        values = {k: label_safe(labels.get(k, "")) for k in names}
-        self._values.setdefault(family, []).append((values, float(value)))
+        key = tuple(label_safe(labels.get(k, self._every.get(k, ""))) for k in names)
+        series = self._values.setdefault(family, {})
+        if key in series and family not in COUNTED:
+            # Our bug, told as the file not written (never instead of the verdict, as any failed write).
+            raise WriteError(f"cannot write the metrics: a second {family} series {dict(zip(names, key))} (a bug)")
+        series[key] = series.get(key, 0.0) + float(value)
 
     def gpu(self, labels: dict[int, GpuLabels], index: int | None) -> dict[str, str]:
         g = labels.get(index) if index is not None else None
@@ -195,11 +226,11 @@ class _Metrics:
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
 
-        for name, samples in self._values.items():
+        for name, series in self._values.items():
             help_text, names = FAMILIES[name]
             fam = GaugeMetricFamily(name, help_text, labels=list(names))
-            for labels, value in samples:
-                fam.add_metric([labels[k] for k in names], value)
+            for key, value in series.items():
+                fam.add_metric(list(key), value)
             yield fam
 
     def text(self) -> str:
@@ -241,8 +272,8 @@ def _run(m: _Metrics, run: Run, run_time: float | None, elapsed_s: float | None,
 
 
 def _findings(m: _Metrics, run: Run, labels: dict[int, GpuLabels], findings: Sequence[Finding], family: str) -> None:
-    """One series per finding (per GPU of a pair); ``topodoctor_finding`` also gets the counts
-    by severity."""
+    """One series per finding (per GPU of a pair), findings that share every label counted in
+    one; ``topodoctor_finding`` also gets the counts by severity."""
     where = run.labels()
     if family == "topodoctor_finding":
         for sev in SEVERITIES:
@@ -277,16 +308,19 @@ def check_metrics(
     judged = sorted(labels) if scope_gpus is None else list(scope_gpus)
     run = Run("check", hostname, scope, ",".join(str(i) for i in judged))
     hostname = run.labels()["Hostname"]
-    m = _Metrics()
+    m = _Metrics({"scope": scope})
     _run(m, run, run_time, elapsed_s, exit_code)
     _findings(m, run, labels, findings, "topodoctor_finding")
     m.add("topodoctor_incomplete_checks", len(incomplete), **run.labels())
     _findings(m, run, labels, incomplete, "topodoctor_could_not_check")
     if snapshot is not None:
+        # A job's file speaks of the job's GPUs; the node's own check writes every GPU's.
+        shown = set(judged) if scope == "job" else set(labels)
         m.add("topodoctor_gpus", len(snapshot.gpus), Hostname=hostname, scope=scope)
-        for g in labels.values():
-            m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
-        fitness_series(m.add, hostname, lambda i: m.gpu(labels, i), snapshot)
+        for i, g in labels.items():
+            if i in shown:
+                m.add("topodoctor_gpu_info", 1, Hostname=hostname, scope=scope, **asdict(g))
+        fitness_series(m.add, hostname, lambda i: m.gpu(labels, i), snapshot, shown)
     if fitness is not None:
         from topodoctor.report.fitness import fitness_metrics  # rich, which report.fitness draws with: only for fitness
 

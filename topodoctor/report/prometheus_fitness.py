@@ -13,7 +13,7 @@ are left out (no series), never written as 0.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from topodoctor.model.fitness import CLOCK_EVENT_REASONS
@@ -21,8 +21,9 @@ from topodoctor.model.fitness import CLOCK_EVENT_REASONS
 if TYPE_CHECKING:
     from topodoctor.model.snapshot import HostSnapshot
 
-_GPU = ("Hostname", "gpu", "UUID", "pci_bus_id")
-_PORT = ("Hostname", "nic", "port")
+# ``scope``: a job's check and the node's write files of their own, whose series must differ.
+_GPU = ("Hostname", "scope", "gpu", "UUID", "pci_bus_id")
+_PORT = ("Hostname", "scope", "nic", "port")
 
 FITNESS_FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_gpu_clocks_event_reasons": (
@@ -61,10 +62,13 @@ def _rise(a: object, b: object) -> int | None:
     return b - a if isinstance(a, int) and isinstance(b, int) and b >= a else None
 
 
-def fitness_series(add: Add, host: str, gpu: Callable[[int], dict[str, str]], snap: HostSnapshot) -> None:
-    """Add every fitness series of ``snap``; ``gpu`` gives a GPU index's dcgm labels."""
+def fitness_series(
+    add: Add, host: str, gpu: Callable[[int], dict[str, str]], snap: HostSnapshot, only: Collection[int] | None = None
+) -> None:
+    """Add every fitness series of ``snap`` (of the GPUs in ``only``, where given); ``gpu`` gives
+    a GPU index's dcgm labels. The run's ``scope`` label is the collector's to fill in."""
     for g in snap.gpus:
-        if g.lost is not None:
+        if g.lost is not None or (only is not None and g.index not in only):
             continue
         labels = {"Hostname": host, **gpu(g.index)}
         f = g.fitness

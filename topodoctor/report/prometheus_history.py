@@ -13,7 +13,8 @@ Add = Callable[..., None]
 
 HISTORY_FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "topodoctor_fleet_history_finding": (
-        "A finding of the fleet's history (TD950-TD956, see topodoctor explain CODE); always 1.",
+        "Findings of the fleet's history with these labels (TD950-TD956, see topodoctor explain CODE): 1, or how "
+        "many one code found on one node's subject.",
         ("Hostname", "code", "name", "severity", "subject"),
     ),
     "topodoctor_fleet_drift_ratio": (

@@ -14,7 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.core.text import printable
-from topodoctor.report.terminal import literal
+from topodoctor.report.terminal import fold, literal
+
+AFFINITY = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")  # topology/topo_matrix.py's columns after the matrix
 
 
 class ScanText(TypedDict):
@@ -48,7 +50,7 @@ def print_scan_text(doc: ScanText, console: Console) -> None:
         console.print(table)
     console.print()
     console.print(Text.assemble(("Connection matrix", "bold"), " (as nvidia-smi topo -m)"))
-    console.out("\n".join(printable(line) for line in doc["matrix"].splitlines()))
+    console.out("\n".join(printable(line) for line in matrix_lines(doc["matrix"], console.width)))
     if doc["nvlink_rows"]:
         console.print(_table("NVLink", NVLINK_COLUMNS, doc["nvlink_rows"]))
     for line in doc["nvswitch_lines"]:
@@ -58,6 +60,32 @@ def print_scan_text(doc: ScanText, console: Console) -> None:
         console.print(Text("Probe errors", style="bold red"))
         for line in doc["probe_errors"]:
             console.print(literal(f"  {line}"))
+
+
+def matrix_lines(matrix: str, width: int) -> list[str]:
+    """nvidia-smi topo -m's text as it prints it (tab-separated) where it fits ``width``; on a
+    narrower terminal the same cells in columns as wide as they need, the affinity columns
+    in a block of their own below, and the legend folded."""
+    lines = matrix.splitlines()
+    if max((len(line.expandtabs()) for line in lines), default=0) <= width:
+        return lines
+    end = lines.index("") if "" in lines else len(lines)
+    rows = [line.split("\t") for line in lines[:end]]
+    names = rows[0][1:]
+    gpus = [r for r in rows[1:] if r[0].startswith("GPU")]
+    n = sum(1 for x in names if x not in AFFINITY)  # the matrix's own columns, then the affinity ones
+    cell = max(len(c.strip()) for r in rows for c in r[: n + 1]) + 1
+    out = [
+        "".join(c.strip().center(cell) if i else c.ljust(cell) for i, c in enumerate(r[: n + 1])).rstrip() for r in rows
+    ]
+    if gpus and len(rows[0]) > n + 1:
+        affinity = [x for x in names[n:] if x]
+        out += ["", "".join(x.ljust(16) for x in ["", *affinity]).rstrip()]
+        for r in gpus:
+            out.append("".join(x.ljust(16) for x in [r[0], *[c for c in r[n + 1 :] if c]]).rstrip())
+    for line in lines[end:]:
+        out += fold(line, width, 9 if line.startswith("  ") and "=" in line else None)
+    return out
 
 
 def _host_table(doc: ScanText) -> Table:

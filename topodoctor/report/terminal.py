@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from typing import IO
 
 from rich.console import Console
@@ -23,6 +24,50 @@ DEFAULT_PIPE_WIDTH = 150  # a pipe has no width; wide enough that tables stay ta
 def literal(value: object, style: str = "") -> Text:
     """A rich Text of ``value``, escaped as ``printable``; styled but never parsed."""
     return Text(printable(value), style=style)
+
+
+def text_width(stream: IO[str] | None = None) -> int:
+    """The columns plain text may fill, as ``make_console`` measures them: COLUMNS where set, the
+    terminal's width on a terminal, ``DEFAULT_PIPE_WIDTH`` on a pipe."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stream = stream if stream is not None else sys.stdout
+    if _isatty(stream):
+        try:
+            return os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            pass
+    return DEFAULT_PIPE_WIDTH
+
+
+def fold(line: str, width: int, hang: int | None = None) -> list[str]:
+    """``line`` in lines of at most ``width`` columns, broken between words (a word longer than a
+    line is cut); the lines after the first are indented by ``hang`` (default: the line's own
+    indentation and two more)."""
+    if len(line) <= width:
+        return [line]
+    lead = len(line) - len(line.lstrip(" "))
+    hang = lead + 2 if hang is None else hang
+    hang = min(hang, width // 2)  # a narrow terminal keeps room for the words
+    return textwrap.wrap(
+        line.lstrip(" "),
+        width,
+        initial_indent=" " * lead,
+        subsequent_indent=" " * hang,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    ) or [line[:width]]
+
+
+def print_markdown(text: str, console: Console) -> None:
+    """Markdown rendered for a person at the console's width (headings, emphasis, lists), the
+    lines without the padding rich gives them."""
+    from rich.markdown import Markdown
+
+    with console.capture() as captured:
+        console.print(Markdown(text))
+    console.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
 def make_console(file: IO[str] | None = None, width: int | None = None) -> Console:

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from topodoctor.core.text import plural
+from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.run import rank_gpus
-from topodoctor.model.collective_ops import human_size
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 

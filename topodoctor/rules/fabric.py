@@ -291,8 +291,9 @@ def foreign_compute_processes(ctx: Context) -> Iterator[Issue]:
     holds GPU memory and compute, and the new job runs slow or out of memory.
 
     How to fix: end the processes (`nvidia-smi --query-compute-apps=pid,used_memory --format=csv`,
-    then kill the pids) or drain the node until they exit; make the epilog kill what a job leaves
-    behind.
+    then kill the pids) or drain the node until they exit; make the epilog end what a job leaves
+    behind (docs/examples/slurm-epilog.sh does, and drains the node for what it cannot end; the health
+    check keeps an idle node with such a process drained until it is gone: docs/prolog.md).
     """
     for g in ctx.live_gpus:
         procs = ctx.need(g.compute_processes, f"GPU{g.index}", "compute_processes")

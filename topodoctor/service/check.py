@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from topodoctor import rules
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.core.text import plural
 from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome, exit_code
@@ -30,7 +31,7 @@ from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import probe as probe
 from topodoctor.topology.baseline import load_baseline
 from topodoctor.topology.expect import from_snapshot, load_expectations, with_fitness
-from topodoctor.topology.scope import resolve, within
+from topodoctor.topology.scope import asked_label, resolve, within
 
 if TYPE_CHECKING:
     from topodoctor.model.findings import Finding, Severity
@@ -86,6 +87,12 @@ def job_scope(host: Host, choice: str) -> Scope:
     """The GPUs a check judges: the job's, as the judged process's environment names them."""
     environ = host.process.environ if host.process is not None else {}
     return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
+
+
+def unseen_scope(choice: str, environ: Mapping[str, str]) -> str:
+    """The metrics' ``scope`` label of a check that never saw the GPUs (it could not check):
+    the job's where the check runs for one, as a check that saw them would say."""
+    return asked_label(environ, choice)  # type: ignore[arg-type]
 
 
 def evaluate(
@@ -169,7 +176,7 @@ def judge(
 
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
-    missed = not_measured(options.passes, host)
+    missed = not_measured(options.passes, host) + gone_from_job(where, len(host.snapshot.gpus))
     meta = Meta(
         host.origin,
         host.snapshot.host.hostname,
@@ -182,6 +189,8 @@ def judge(
         getattr(host.measured.get("bandwidth"), "timings", None),
         where.kind,
         inputs.unusable,
+        where.job,
+        where.label,
     )
     # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
     # when a pass could not run or the expectations file could not be used. A replay names no
@@ -191,6 +200,17 @@ def judge(
     return Outcome(
         findings, incomplete, meta, options.fail_level, host.snapshot, missed, fitness, utc_iso(started_at), node
     )
+
+
+def gone_from_job(where: Scope, gpus: int) -> tuple[str, ...]:
+    """A GPU Slurm gave the job that the node does not have (it fell off the bus, or gres.conf
+    names a device that is not there): the job's GPUs cannot all be judged, so the check cannot
+    pass. CUDA_VISIBLE_DEVICES's entries past the first unknown one are ignored, as CUDA does."""
+    if where.kind != "job" or not where.unresolved or where.source == "CUDA_VISIBLE_DEVICES":
+        return ()
+    ids, many = ",".join(where.unresolved), len(where.unresolved) > 1
+    named = f"the job's GPU{'s' if many else ''} {ids} ({where.source}={where.value})"
+    return (f"{named} {'are' if many else 'is'} not among the node's {plural(gpus, 'GPU')}",)
 
 
 def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:

@@ -19,8 +19,8 @@ from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan, parse_size
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.copies import load_result as load_bw
-from topodoctor.model.findings import Finding, Severity, failing
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.findings import Finding, Severity
+from topodoctor.model.outcome import Judged
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.during import watch
@@ -55,7 +55,7 @@ class CollectivesRun:
 
 
 @dataclass(frozen=True)
-class CollectivesOutcome:
+class CollectivesOutcome(Judged):
     """A run's result, the host it was judged against, and the findings."""
 
     result: CollectivesResult
@@ -64,16 +64,6 @@ class CollectivesOutcome:
     fail_level: Severity = "error"
     not_measured: tuple[str, ...] = ()
     unusable: tuple[str, ...] = ()
-
-    @property
-    def failing(self) -> tuple[Finding, ...]:
-        """The findings at or above the fail level."""
-        return failing(self.findings, self.fail_level)
-
-    @property
-    def exit_code(self) -> int:
-        """0 fine, 1 a finding at the fail level (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def node_settings(

@@ -22,7 +22,8 @@ from topodoctor.fleet.inputs import MAX_RESULT_BYTES, parse_document, read_files
 from topodoctor.fleet.parse import parse_result
 from topodoctor.fleet.results import Unreadable
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up
-from topodoctor.fleet.store import Retention, file_digest, open_store, row_of
+from topodoctor.fleet.rows import file_digest, row_of
+from topodoctor.fleet.store import Retention, open_store
 from topodoctor.fleet.timeline import DAY_S, HistorySettings
 
 __all__ = ["FleetReport", "HistoryReport", "HistorySettings", "Retention", "Settings", "history", "roll_up_paths"]

@@ -12,8 +12,8 @@ from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
-from topodoctor.model.findings import Finding, Severity, failing
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.findings import Finding, Severity
+from topodoctor.model.outcome import Judged
 from topodoctor.nccllog.explain import explain
 from topodoctor.nccllog.parse import LogFile, parse_file
 
@@ -22,7 +22,7 @@ MAX_FILES = 4096
 
 
 @dataclass(frozen=True)
-class LogsOutcome:
+class LogsOutcome(Judged):
     """``nccl-log``'s answer: the files read, and what they say went wrong."""
 
     files: tuple[LogFile, ...]
@@ -30,16 +30,6 @@ class LogsOutcome:
     fail_level: Severity = "error"
     not_measured: tuple[str, ...] = ()
     unusable: tuple[str, ...] = ()
-
-    @property
-    def failing(self) -> tuple[Finding, ...]:
-        """The failures at or above the fail level."""
-        return failing(self.findings, self.fail_level)
-
-    @property
-    def exit_code(self) -> int:
-        """0 read and nothing failing, 1 a failure at the fail level (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "error") -> LogsOutcome:

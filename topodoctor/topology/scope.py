@@ -13,6 +13,13 @@ match wins:
   or ``MIG-<uuid>`` given a table of MIG devices to parent GPUs. Like CUDA, parsing stops at
   the first entry that names no GPU.
 
+A check that runs for a Slurm job (``SLURM_JOB_ID`` set: a prolog, a batch script) is the job's
+whatever it judges: Slurm's variables naming every GPU of the node still make it the job's check
+of them (a previous job's process on any of them is then someone else's), and a job Slurm gave no
+GPU list judges the whole node but is labelled the job's. Its metrics then never carry the node
+scope's labels, which the node's own health check writes (node_exporter drops a series that two
+files hold).
+
 Everything here is pure: the environment and the snapshot go in, NVML indices come out.
 """
 
@@ -29,6 +36,8 @@ from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic
 ScopeKind = Literal["node", "job"]
 ScopeChoice = Literal["auto", "job", "node"]
 SOURCES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES")
+SLURM_SOURCES = SOURCES[:2]
+JOB_ID = "SLURM_JOB_ID"  # set in a Slurm prolog and in every process of a job
 _NONE = {"", "-1", "none", "nodevfiles"}  # Slurm sets NoDevFiles for a job without GPUs
 
 
@@ -41,12 +50,19 @@ class Scope:
     source: str  # "node", or the variable that named the job's GPUs
     value: str | None = None  # that variable's value
     unresolved: tuple[str, ...] = field(default=())  # entries that named no GPU of this node
+    job: str | None = None  # the Slurm job the check runs for (SLURM_JOB_ID), whatever it judges
+
+    @property
+    def label(self) -> ScopeKind:
+        """Whose check this is, for the metrics' ``scope`` label: a job's (its GPUs, or the whole
+        node for a job that was given no GPU list) or the node's own."""
+        return "job" if self.kind == "job" or self.job is not None else "node"
 
     def describe(self) -> str:
         """The scope in one line for reports: ``node (GPUs 0,1)`` or ``job (GPUs 2,3, from VAR=value)``."""
         gpus = ",".join(str(i) for i in self.gpus) or "none"
         if self.kind == "node":
-            return f"node (GPUs {gpus})"
+            return f"node (GPUs {gpus}" + (f"; Slurm job {self.job} named no GPU)" if self.job else ")")
         return f"job (GPUs {gpus}, from {self.source}={self.value})"
 
 
@@ -62,11 +78,12 @@ def resolve(
     every = tuple(sorted(g.index for g in snap.gpus))
     if choice == "node":
         return Scope("node", every, "node")
+    job = environ.get(JOB_ID) or None
     source = next((name for name in SOURCES if name in environ), None)
     if source is None:
         if choice == "job":
             raise InputError(f"--scope job: none of {', '.join(SOURCES)} is set")
-        return Scope("node", every, "node")
+        return Scope("node", every, "node", job=job)
     value = environ[source]
     if source == "CUDA_VISIBLE_DEVICES":
         gpus, bad = _cuda_visible(snap, value, environ.get("CUDA_DEVICE_ORDER", ""), mig_parents or {})
@@ -74,9 +91,20 @@ def resolve(
         gpus, bad = _slurm_ids(snap, value)
     if bad and not gpus and choice == "job":
         raise InputError(f"--scope job: {source}={value} names no GPU of this node")
-    if choice == "auto" and set(gpus) == set(every) and not bad:
-        return Scope("node", every, "node")
-    return Scope("job", tuple(sorted(set(gpus))), source, value, tuple(bad))
+    # Every GPU named by CUDA_VISIBLE_DEVICES outside a job is a workstation's whole node; Slurm
+    # naming them all gave them to one job, whose check it is.
+    whole = set(gpus) == set(every) and not bad and source not in SLURM_SOURCES and job is None
+    if choice == "auto" and whole:
+        return Scope("node", every, "node", job=job)
+    return Scope("job", tuple(sorted(set(gpus))), source, value, tuple(bad), job)
+
+
+def asked_label(environ: Mapping[str, str], choice: ScopeChoice = "auto") -> ScopeKind:
+    """The metrics' ``scope`` label of a check that could not see the GPUs (no snapshot to resolve
+    against): a job's when it runs for one or the environment names GPUs, as ``resolve`` would."""
+    if choice != "auto":
+        return choice
+    return "job" if environ.get(JOB_ID) or any(name in environ for name in SOURCES) else "node"
 
 
 def _entries(value: str) -> list[str]:

@@ -6,12 +6,15 @@ the evidence's own, the order findings explain a stall in, and how ranks are tol
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import FIXTURES
 
+from tests.job.test_stragglers_edges import _dumps, _entry
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
 from topodoctor.job.analysis import Finding
+from topodoctor.job.dumps import GroupInfo, RankDump
 from topodoctor.job.placement import Place
 from topodoctor.job.ras import RasIssue, RasRank, RasReport
 from topodoctor.job.verdict import ORDER, JobInput, hosts_of, judge_job, ranks_seen, where
@@ -112,3 +115,44 @@ def test_without_a_world_size_the_rank_map_gives_it() -> None:
     assert f.ranks == (3, 5)  # the map holds 8 ranks: the communicator of 8 is the whole job
     (g,) = judge_job(JobInput(ras=_ras(_issue("MISMATCH", 8, R3, R5)), places=dict(list(places.items())[:4]))).findings
     assert g.ranks == ()  # a map of 4: a communicator of 8 is not known to be the job's
+
+
+def _two_groups() -> tuple[RankDump, ...]:
+    """Three ranks in the default group (four collectives), ranks 0 and 1 also in a group of two."""
+    tp = GroupInfo("1", "tp", (0, 1))
+    tp_ops = tuple(replace(_entry(s, s * 100.0), pg="1", pg_desc="tp") for s in range(3))
+    return tuple(
+        replace(
+            d,
+            groups=(tp,),
+            entries=d.entries + (tp_ops if d.rank < 2 else ()),
+        )
+        for d in _dumps(0, 4)
+    )
+
+
+@pytest.mark.parametrize(("size", "ranks"), [(3, (1,)), (2, ())])
+def test_without_a_world_size_or_map_the_largest_group_is_the_world(size: int, ranks: tuple[int, ...]) -> None:
+    ras = _ras(_issue("MISMATCH", size, RasRank(1, "node01", "", None)))
+    (f,) = (f for f in judge_job(JobInput(dumps=_two_groups(), ras=ras)).findings if f.kind == "ras-mismatch")
+    assert (f.severity, f.ranks) == ("error", ranks)  # a communicator of 2 is the subgroup's, not the job's
+
+
+def test_lateness_is_judged_only_in_a_group_that_ran_clean() -> None:
+    dumps = tuple(_dumps(10))  # rank 2 last in every collective: a straggler in a job of three
+    (late,) = judge_job(JobInput(dumps=dumps)).findings
+    assert (late.kind, late.severity, late.ranks) == ("straggler", "error", (2,))
+    # Rank 0 passed other sizes to collective 3: every rank completed it, but the group did not run clean.
+    sizes = replace(
+        dumps[0], entries=tuple(replace(e, input_sizes=((8,),)) if e.seq == 3 else e for e in dumps[0].entries)
+    )
+    report = judge_job(JobInput(dumps=(sizes, *dumps[1:])))
+    assert [(f.kind, f.severity) for f in report.findings] == [("size-mismatch", "error")]
+    report = judge_job(JobInput(dumps=dumps, world_size=4))  # rank 3 left no dump
+    assert [(f.kind, f.severity, f.ranks) for f in report.findings] == [("missing-dump", "error", (3,))]
+
+
+def test_a_job_verdict_has_nothing_unusable_and_says_why_it_judged_nothing() -> None:
+    assert judge_job(JobInput(ras=_ras())).unusable == ()
+    assert judge_job(JobInput(ras=_ras())).not_measured == ()
+    assert judge_job(JobInput()).not_measured == ("nothing to judge: no dump, RAS answer or GPU reading",)

@@ -9,6 +9,7 @@ import errno
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,59 @@ def test_a_file_whose_size_the_kernel_does_not_tell_is_bounded_as_it_is_read() -
     assert fileio.read_text(status, "status").startswith("Name:")
     with pytest.raises(InputError, match=r"^status is larger than 16 B"):
         fileio.read_bytes(status, "status", max_bytes=16)
+
+
+def _read_in_pages(monkeypatch: pytest.MonkeyPatch, path: Path, sized: bool) -> list[int]:
+    """Reads of ``path`` as procfs gives them (a page at a most per call; unsized unless ``sized``):
+    the bytes each read returned."""
+    ours: set[int] = set()
+    got: list[int] = []
+    real_open, real_fstat, real_read = os.open, os.fstat, os.read
+
+    def opened(name: Any, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(name, *args, **kwargs)
+        if str(name) == str(path):
+            ours.add(fd)
+        return fd
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real_fstat(fd)
+        return st if fd not in ours or sized else os.stat_result((*st[:6], 0, *st[7:10]))
+
+    def read(fd: int, n: int) -> bytes:
+        if fd not in ours:
+            return real_read(fd, n)
+        chunk = real_read(fd, min(n, 4096))
+        got.append(len(chunk))
+        return chunk
+
+    for name, fn in (("open", opened), ("fstat", fstat), ("read", read)):
+        monkeypatch.setattr(fileio.os, name, fn)
+    return got
+
+
+@pytest.mark.parametrize(("size", "read"), [(8192, 8192), (3 * 4096, 8193)])
+def test_a_file_the_kernel_does_not_size_is_read_one_byte_past_the_limit_at_most(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, size: int, read: int
+) -> None:
+    p = tmp_path / "f"
+    p.write_bytes(b"x" * size)
+    got = _read_in_pages(monkeypatch, p, sized=False)
+    if size <= 8192:
+        assert fileio.read_bytes(p, "doc", max_bytes=8192) == b"x" * size
+    else:
+        with pytest.raises(InputError, match=r"^doc is larger than 8192 B: "):
+            fileio.read_bytes(p, "doc", max_bytes=8192)
+    assert sum(got) == read  # the limit's pages, then one byte to tell a longer file
+
+
+def test_a_file_the_kernel_says_is_too_large_is_refused_unread(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    p = tmp_path / "f"
+    p.write_bytes(b"x" * (3 * 4096))
+    got = _read_in_pages(monkeypatch, p, sized=True)
+    with pytest.raises(InputError, match=r"^doc is larger than 8192 B: "):
+        fileio.read_bytes(p, "doc", max_bytes=8192)
+    assert got == []
 
 
 def test_a_read_that_hangs_ends_at_its_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

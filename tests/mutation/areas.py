@@ -72,7 +72,12 @@ AREAS = {
         Area(
             "fileio",
             ("topodoctor.core.fileio",),
-            ("tests/core/test_fileio.py", "tests/core/test_fileio_limits.py", "tests/cli/test_hostile_writers.py"),
+            (
+                "tests/core/test_fileio.py",
+                "tests/core/test_fileio_limits.py",
+                "tests/core/test_fileio_failures.py",
+                "tests/cli/test_hostile_writers.py",
+            ),
         ),
     )
 }

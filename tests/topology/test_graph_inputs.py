@@ -46,6 +46,7 @@ def test_a_link_whose_state_could_not_be_read_is_not_counted_up() -> None:
     for state in (UNREAD, Unsupported("NOT_SUPPORTED")):
         g = build_graph(with_link(s, 1, 5, active=state))
         assert g.edges[gpu_node(1), "nvswitch:fabric"]["links"] == 17
+        assert g.edges[gpu_node(1), "nvswitch:fabric"]["gbps"] == 451.562  # 17 x 26.5625, to a thousandth
         assert g.edges[gpu_node(0), "nvswitch:fabric"]["links"] == 18
     every = with_gpu(s, 1, nvlinks=tuple(replace(k, active=UNREAD) for k in s.gpu(1).nvlinks))
     assert not build_graph(every).has_edge(gpu_node(1), "nvswitch:fabric")
@@ -120,14 +121,25 @@ def test_a_host_bridge_takes_its_numa_node_from_what_hangs_below_it() -> None:
     }
     numa = [v for u, v, k in build_graph(s).edges(data="kind") if k == "attach" and hb in (u, v)]
     assert numa  # the bridges below say which node
+    # What hangs below the other root complexes says the other node: only what is below this one counts.
+    (node,) = {n for u, v, k in build_graph(s).edges(data="kind") if k == "attach" and hb in (u, v) for n in (u, v)} - {
+        hb
+    }
+    other = 1 - int(node.removeprefix("numa:"))
     quiet_bridges = replace(
-        s, bridges=tuple(replace(b, numa_node=UNREAD) if b.bus_id in under else b for b in s.bridges)
+        s,
+        bridges=tuple(replace(b, numa_node=UNREAD) if b.bus_id in under else b for b in s.bridges),
+        gpus=tuple(g if g.pcie_path[0] == root else replace(g, sysfs_numa_node=other) for g in s.gpus),
+        nics=tuple(
+            n if isinstance(n.pcie_path, tuple) and n.pcie_path[0] == root else replace(n, numa_node=other)
+            for n in s.nics
+        ),
     )
     by_gpu = build_graph(quiet_bridges)  # no bridge says: a GPU below it does (sysfs numa_node)
     assert [v for u, v, k in by_gpu.edges(data="kind") if k == "attach" and hb in (u, v)] == numa
     lost = replace(
         quiet_bridges,
-        gpus=tuple(replace(g, sysfs_numa_node=UNREAD) if g.pcie_path[0] == root else g for g in s.gpus),
+        gpus=tuple(replace(g, sysfs_numa_node=UNREAD) if g.pcie_path[0] == root else g for g in quiet_bridges.gpus),
     )
     nics_below = [n for n in s.nics if isinstance(n.pcie_path, tuple) and n.pcie_path[0] == root]
     got = [v for u, v, k in build_graph(lost).edges(data="kind") if k == "attach" and hb in (u, v)]

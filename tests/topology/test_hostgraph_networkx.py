@@ -59,6 +59,15 @@ def test_the_light_graph_answers_as_networkx(source: str, monkeypatch: pytest.Mo
         h.number_of_edges(),
         len(h.edges),
     )
+    # The views a user reaches for, with their defaults: plain iteration, lengths, adj, direction.
+    assert (list(g), list(g.nodes()), list(g.edges()), len(g.nodes)) == (
+        list(h),
+        list(h.nodes()),
+        list(h.edges()),
+        len(h.nodes),
+    )
+    assert {n: dict(nbrs) for n, nbrs in g.adj.items()} == {n: dict(nbrs) for n, nbrs in h.adj.items()}
+    assert g.is_directed() is h.is_directed() is False
     for n in h:
         assert (list(g.neighbors(n)), g.degree(n), dict(g[n])) == (list(h.neighbors(n)), h.degree(n), dict(h[n]))
         assert g.nodes[n] == h.nodes[n] and g.has_node(n) and n in g.nodes

@@ -86,12 +86,36 @@ def test_a_reader_that_stops_taking_data_ends_the_write(by: str) -> None:
     assert time.monotonic() - t0 < 1.0  # the sooner of the two: the stall timeout, or the command's deadline
 
 
+def test_a_stalled_reader_is_waited_for_5_s_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[int] = []
+
+    class Stalled:  # a reader that never takes data, answered at once instead of after the wait
+        def register(self, fd: int, events: int) -> None:
+            pass
+
+        def poll(self, ms: int) -> list[Any]:
+            waits.append(ms)
+            return []
+
+    monkeypatch.setattr(fileio.select, "poll", Stalled)
+    r, w = os.pipe()
+    try:
+        for timeout_s in (None, 0.25):
+            with pytest.raises(WriteError, match=r"the reader took no more data in time$"):
+                fileio.write_atomic(f"/dev/fd/{w}", "x", timeout_s=timeout_s)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert waits == [5000, 250]  # README: a reader that takes nothing costs at most 5 s
+
+
 def test_standard_output_keeps_the_order_of_what_was_printed_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8")  # type: ignore[arg-type]
     monkeypatch.setattr(fileio.sys, "stdout", out)
     print("printed first", file=out)  # held in the text layer until flushed
     fileio.write_atomic("-", b"written second\n")
-    assert out.buffer.getvalue() == b"printed first\nwritten second\n"  # type: ignore[attr-defined]
+    assert raw.getvalue() == b"printed first\nwritten second\n"  # both out of every buffer, in order
 
 
 def test_standard_output_whose_reader_left_is_pointed_at_null(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,6 +130,14 @@ def test_standard_output_whose_reader_left_is_pointed_at_null(monkeypatch: pytes
         fileio.write_atomic("-", "more")
     finally:
         out.close()
+
+
+def test_a_listing_that_hangs_ends_at_its_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(fileio.os, "walk", lambda *a, **k: time.sleep(5) or iter(()))  # a wedged mount
+    t0 = time.monotonic()
+    with pytest.raises(InputError, match=r"^results .*: not listable within 0\.2 s \(a hung mount\?\)$"):
+        fileio.list_files(tmp_path, "results", ".json", timeout_s=0.2)
+    assert time.monotonic() - t0 < 1.0
 
 
 def test_a_listing_that_fails_in_a_way_of_its_own_names_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

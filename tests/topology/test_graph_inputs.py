@@ -177,7 +177,8 @@ def test_the_matrix_reads_the_same_with_crlf_trailing_spaces_and_text_around_it(
     plain = parse_nvidia_smi(_topo_text())
     crlf = "\r\n".join(ln.rstrip() + "  " for ln in _topo_text().splitlines()) + "\r\n"
     framed = "$ nvidia-smi topo -m\n" + _topo_text() + "\nLegend:\n\n  X    = Self\n"
-    for text in (crlf, framed):
+    spaced = _topo_text().replace("\t", "\t ")  # a cell with a blank after its tab, as pasted from a terminal
+    for text in (crlf, framed, spaced):
         again = parse_nvidia_smi(text)
         assert (again.names, again.cells, again.affinity, again.nic_names) == (
             plain.names,
@@ -196,3 +197,8 @@ def test_the_matrix_stops_at_its_legend_and_skips_rows_it_does_not_know() -> Non
     assert parse_nvidia_smi(extra).cells == parse_nvidia_smi(text).cells
     legend_first = text.replace(first_row, "Legend:\n" + first_row, 1)
     assert parse_nvidia_smi(legend_first).cells == {}
+
+
+def test_the_nic_legend_is_read_whatever_its_indent() -> None:
+    legend = "\nNIC Legend:\n\n  NIC0: mlx5_0\nNIC1:mlx5_1 \n"
+    assert parse_nvidia_smi(_topo_text() + legend).nic_names == {"NIC0": "mlx5_0", "NIC1": "mlx5_1"}

@@ -1,8 +1,9 @@
-"""The fleet roll-up's orders and ties: which of a node's two results of one kind its state keeps
-(the worse, whichever file is last), which outlier is told first (the furthest from its median, a
-latency above it as a rate below it), which shared finding first (most nodes, then the worst), the
-example of a shared finding among equals (the first node's), a fleet-wide finding on exactly as
-many nodes as a comparison needs, a latency exactly at its tolerance, and figures under 1."""
+"""The fleet roll-up's states, orders and ties: which of a node's two results of one kind its state
+keeps (the worse, whichever file is last), a file's findings judged again at the fleet's fail level,
+which outlier is told first (the furthest from its median, a latency above it as a rate below it),
+which shared finding first (most nodes, then the worst), the example of a shared finding among
+equals (the first node's), a fleet-wide finding on exactly as many nodes as a comparison needs, a
+latency exactly at its tolerance, and figures under 1."""
 
 from __future__ import annotations
 
@@ -34,6 +35,41 @@ def test_a_node_s_source_keeps_the_worse_of_two_results_whichever_is_last(
     files = ("d/1.json", "d/2.json") if worse_last else ("d/2.json", "d/1.json")
     (d,) = roll_up([_result(better, files[0]), _result(worse, files[1])]).nodes
     assert d.sources == {"check": worse}
+    assert d.state == VERDICT[worse]
+
+
+VERDICT = {"measured": "healthy", "healthy": "healthy", "slow": "slow", "unknown": "unknown", "unhealthy": "unhealthy"}
+
+
+@pytest.mark.parametrize(
+    ("state", "findings", "judged"),
+    [
+        ("unhealthy", ("warning",), "healthy"),  # a file's own verdict at another fail level: judged again
+        ("measured", ("error",), "unhealthy"),
+        ("healthy", ("error",), "unhealthy"),
+        ("measured", (), "measured"),
+    ],
+)
+def test_a_file_s_findings_are_judged_again_at_the_fleet_s_fail_level(
+    state: str, findings: tuple[str, ...], judged: str
+) -> None:
+    (d,) = roll_up([_node("d", None, *(_finding("TD101", sev) for sev in findings), state=state, kind="check")]).nodes
+    assert d.sources == {"check": judged}
+
+
+def test_a_node_slower_than_its_past_and_broken_too_is_unhealthy() -> None:
+    (d,) = roll_up([_node("d", None, _finding("TD950"), _finding("TD101"), kind="check")]).nodes
+    assert (d.state, d.sources) == ("unhealthy", {"check": "unhealthy"})
+
+
+def test_a_file_that_says_unhealthy_with_no_finding_gives_its_reason() -> None:
+    bad = NodeResult("d", "check", "d.json", "unhealthy", "GPU3 fell off the bus", (), (), H200)
+    (d,) = roll_up([bad]).nodes
+    assert (d.state, d.reasons, d.drain_reason) == (
+        "unhealthy",
+        ("check: GPU3 fell off the bus",),
+        "topodoctor: GPU3 fell off the bus",
+    )
 
 
 def _latency(name: str, ms: float) -> NodeResult:

@@ -1,13 +1,19 @@
 """Every rule against its table of cases (tests/support/rule_cases.py): it fires where it must, with
 the severity it documents, and stays silent on the near misses; every threshold has a pair of cases
-at its edge that a nudge of the threshold turns around. A rule missing a firing case, a near miss,
-a case for each severity it documents, or a threshold's pair fails the registry tests."""
+at its edge that a nudge of the threshold turns around; a firing case's findings say what
+tests/golden/rule-cases.json holds (message and evidence), regenerated where a change is meant. A
+rule missing a firing case, a near miss, a case for each severity it documents, or a threshold's
+pair fails the registry tests."""
 
 from __future__ import annotations
 
+import functools
+import json
 import sys
 from collections import defaultdict
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 from rule_case_kit import Case, bandwidth_result, documented_severities, expectations, snapshot, thresholds
@@ -16,12 +22,18 @@ from rule_cases_measured import fitness_result
 from rule_cases_more import collectives_result
 from tests_support import judged
 
+from topodoctor.model.findings import Finding
 from topodoctor.probe.environment import capture_environment
 from topodoctor.rules import REGISTRY, Context, evaluate
 from topodoctor.topology.expect import with_fitness
 
 
 def _findings(case: Case) -> list[tuple[str, str, str]]:
+    return [(f.code, f.subject, f.severity) for f in _judge(case)]
+
+
+def _judge(case: Case) -> list[Finding]:
+    """What the rules find on the case's host, measurements and environment."""
     snap = snapshot(case.source)
     if case.edit is not None:
         snap = case.edit(snap)
@@ -41,7 +53,27 @@ def _findings(case: Case) -> list[tuple[str, str, str]]:
     ctx.gates_job = case.gates_job
     if case.context is not None:
         case.context(ctx)
-    return [(f.code, f.subject, f.severity) for f in judged(evaluate(ctx))]
+    return judged(evaluate(ctx))
+
+
+WORDS = Path(__file__).resolve().parents[1] / "golden" / "rule-cases.json"
+REWRITE = "PYTHONPATH=tests/support:tests python tests/rules/test_rule_cases.py --write"
+
+
+def _said(case: Case) -> list[dict[str, Any]]:
+    """The case's rule's findings as a user reads them: subject, severity, message and evidence."""
+    said = [
+        {"subject": f.subject, "severity": f.severity, "message": f.message, "evidence": f.evidence}
+        for f in _judge(case)
+        if f.code == case.code
+    ]
+    text = json.dumps(said, default=str).replace(f"{WORDS.parents[2]}/", "")  # paths under the checkout: relative
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _words() -> dict[str, Any]:
+    return json.loads(WORDS.read_text())  # type: ignore[no-any-return]
 
 
 def _graded(case: Case) -> bool:
@@ -68,6 +100,10 @@ def test_case(case: Case) -> None:
             assert got == {_severity(case)}, case.change
         if case.subjects is not None:
             assert tuple(sorted(s for c, s, _ in found if c == case.code)) == case.subjects
+        # What it says, as well as that it fires: its message and evidence (the figures, their
+        # rounding, the subject's spelling) as tests/golden/rule-cases.json holds them.
+        assert case.id in _words(), f"no words recorded for {case.id}: {REWRITE}"
+        assert _said(case) == _words()[case.id], f"{case.change} (if meant: {REWRITE})"
     else:
         assert case.code not in codes, f"{case.code} fired on a near miss: {case.change}"
     if case.severity is not None:  # a severity only where the rule documents it
@@ -155,3 +191,9 @@ def test_every_rule_has_a_firing_case_and_a_near_miss() -> None:
 
 def test_the_table_names_only_real_rules() -> None:
     assert {c.code for c in CASES} <= set(REGISTRY)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    # A change of what a rule says that is meant regenerates the file (and says why in its commit).
+    firing = [c for c in ALL_CASES if c.fires and c.source != "x4-nvml-hang"]
+    WORDS.write_text(json.dumps({c.id: _said(c) for c in firing}, indent=1, sort_keys=True) + "\n")

@@ -45,7 +45,7 @@ AREAS = {
         Area(
             "rules",
             ("topodoctor.rules", *RULE_FAMILIES),
-            ("tests/rules", "tests/topology/test_scope.py"),
+            ("tests/rules", "tests/topology/test_scope.py", "tests/probe/test_replay.py"),
         ),
         Area(
             "graph",

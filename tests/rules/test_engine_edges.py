@@ -5,12 +5,19 @@ findings, and rule patterns with spaces, lower case and names."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.probed import ProbeError
 from topodoctor.model.findings import Finding
-from topodoctor.rules import REGISTRY, _areas, _runs, worst
+from topodoctor.probe.environment import capture_environment
+from topodoctor.probe.sources import probe_host
+from topodoctor.rules import REGISTRY, Context, _areas, _runs, evaluate, worst
 from topodoctor.rules.registry import Issue, check_patterns, selected
+
+UNREAD = ProbeError("NO_PERMISSION", "nvmlDeviceGetSerial", 4)
 
 
 @pytest.mark.parametrize(
@@ -22,6 +29,7 @@ from topodoctor.rules.registry import Issue, check_patterns, selected
         (["TD005", "TD006", "TD007", "TD009"], "TD", "TD005-TD007, TD009"),
         (["TD207", "TD208", "TD209", "TD211", "TD530"], "TD", "TD207-TD209, TD211, TD530"),
         (["GPU0", "recording"], "GPU", "GPU0, recording"),  # not all numbered: listed as they are
+        (["GPU0", "GPUx"], "GPU", "GPU0, GPUx"),  # the prefix without a number after it
         (["GPU5"], "GPU", "GPU5"),
     ],
 )
@@ -75,3 +83,14 @@ def test_rule_patterns_take_spaces_lower_case_and_names_and_refuse_what_matches_
         check_patterns(["TD19"])
     with pytest.raises(InputError, match="no rule matches 'nvlink-dow'"):
         check_patterns(["nvlink-dow"])  # a name is matched whole, never as a prefix
+
+
+def test_a_field_the_probe_could_not_read_that_no_selected_check_uses_is_told_at_info() -> None:
+    snap = probe_host("h200-x4").snapshot
+    gpus = tuple(replace(g, serial=UNREAD) if g.index == 2 else g for g in snap.gpus)
+    ctx = Context(replace(snap, gpus=gpus), capture_environment({}, system_conf="/nonexistent"))
+    ev = evaluate(ctx, select=["TD701"])  # a measured rule: it reads no serial, and has nothing to judge here
+    told = [(f.code, f.severity, f.subject) for f in ev.incomplete if f.evidence.get("field") == "serial"]
+    assert told == [("TD901", "info", "GPU2")]
+    (f,) = [f for f in ev.incomplete if f.evidence.get("field") == "serial"]
+    assert f.message.endswith("no selected check uses it") and f.evidence["rules"] == []

@@ -61,9 +61,15 @@ REWRITE = "PYTHONPATH=tests/support:tests python tests/rules/test_rule_cases.py 
 
 
 def _said(case: Case) -> list[dict[str, Any]]:
-    """The case's rule's findings as a user reads them: subject, severity, message and evidence."""
+    """The case's rule's findings as a user reads them: subject, severity, message, evidence, fix."""
     said = [
-        {"subject": f.subject, "severity": f.severity, "message": f.message, "evidence": f.evidence}
+        {
+            "subject": f.subject,
+            "severity": f.severity,
+            "message": f.message,
+            "evidence": f.evidence,
+            "fix": "(the rule's)" if f.fix == REGISTRY[f.code].fix else f.fix,  # a fix of its own, or the rule's
+        }
         for f in _judge(case)
         if f.code == case.code
     ]

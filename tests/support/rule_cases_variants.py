@@ -1,6 +1,7 @@
 """Rule cases of the text the rules match: part of the table in tests/support/rule_cases.py.
 
-Names and states reach the rules in more spellings than the recordings show: a device with its
+Names and states reach the rules in more spellings than the recordings show (CUDA_VISIBLE_DEVICES
+blank, by UUID or a prefix of one; the fabric's states besides completed): a device with its
 port (``mlx5_1:1``), an exact entry (``=mlx5_1``) and a prefix that matches several devices, a
 name in another case where NCCL compares case-sensitively and a value NCCL reads case-blind, and
 port states other than DOWN. A NIC of another kind than InfiniBand or RoCE is not judged as one,
@@ -58,6 +59,17 @@ def _h2d_failed(r: dict[str, Any]) -> None:
 
 
 STAGED_2_3 = 55.26119650844938  # the slower of GPU2->host and host->GPU3 in the measured x4 result
+
+
+UUID3 = "GPU-00000000-0000-4000-8000-000000000003"  # GPU3's UUID in the h200-x4 recording (anonymised)
+
+
+def fabric(gpu_index: int, **fields: str) -> SnapEdit:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        g = s.gpu(gpu_index)
+        return gpu(gpu_index, fabric=replace(g.fabric, **fields))(s)  # type: ignore[type-var]
+
+    return edit
 
 
 def _env(code: str, fires: bool, source: str, name: str, value: str, why: str) -> Case:
@@ -193,4 +205,13 @@ VARIANT_CASES = [
         "one-way GPU2->GPU3 at 10 GB/s, host->GPU3 failed: staging unknown",
         bandwidth=_h2d_failed,
     ),
+    # CUDA_VISIBLE_DEVICES as a job script may leave it: blanks, a UUID or its prefix, an entry mid-list
+    _env("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES", "  ", "blanks only: CUDA sees no GPU"),
+    _env("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES", f"{UUID3},0", "a GPU's whole UUID, then an index"),
+    _env("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES", "GPU-00000000", "a prefix of the GPUs' UUIDs"),
+    _env("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES", "0,GPU-ffffffff,1,2", "a UUID no GPU has, mid-list"),
+    # the fabric's states in words: registered but failed, and not yet registered
+    Case("TD501", True, "h200-x4", "GPU1 registered with the fabric, status failed", fabric(1, status="NVML_ERROR")),
+    Case("TD501", True, "h200-x4", "GPU1's registration in progress", fabric(1, state="in_progress")),
+    Case("TD501", False, "h200-x4", "GPU1's fabric state not supported", fabric(1, state="not_supported")),
 ]

@@ -20,6 +20,13 @@ from topodoctor.core import fileio
 from topodoctor.core.errors import InputError, WriteError
 
 
+@pytest.fixture(autouse=True)
+def _in_own_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Relative names land in the test's own directory: under a mutation pass ``-`` may be taken
+    for a file name, and must not be written into the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_a_file_on_a_read_only_filesystem_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     target = tmp_path / "out.prom"
     target.write_text("old")

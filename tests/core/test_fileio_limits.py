@@ -19,6 +19,13 @@ from topodoctor.core.errors import InputError, WriteError
 MiB = 1 << 20
 
 
+@pytest.fixture(autouse=True)
+def _in_own_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Relative names land in the test's own directory: under a mutation pass ``-`` may be taken
+    for a file name, and must not be written into the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.mark.parametrize("limit", [1024, MiB])
 def test_a_file_of_exactly_the_limit_is_read_and_one_byte_more_is_refused(tmp_path: Path, limit: int) -> None:
     p = tmp_path / "f"

@@ -120,3 +120,10 @@ def test_figures_under_one_are_judged_too() -> None:
 def test_a_fleet_report_has_nothing_unusable() -> None:
     report = roll_up([_node("a", 1.0)])
     assert (report.unusable, report.not_measured) == ((), ())
+
+
+@pytest.mark.parametrize(("us", "slow"), [(105.0, False), (105.01, True)])
+def test_a_latency_s_robust_z_exactly_at_the_threshold_is_not_slow(us: float, slow: bool) -> None:
+    base = {"a": 100.0, "b": 101.0, "c": 99.0, "d": 100.0, "e": 102.0, "f": 98.0}  # median 100, MAD 1
+    edge = Settings(latency_tolerance=0.0, z_threshold=0.6745 * (105.0 - 100.0))  # 105 sits exactly at it
+    assert ("x" in robust_outliers({**base, "x": us}, edge, better="lower")[1]) is slow

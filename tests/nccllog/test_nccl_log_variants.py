@@ -109,3 +109,11 @@ def test_an_error_class_of_more_words_is_known_by_its_start() -> None:
     (f,) = explain([_log("/x/rank0.log", remote)])
     assert (f.code, f.severity, f.subject) == ("TD049", "error", "rank0")
     assert "likely: another rank died or its node dropped off the network" in f.message
+
+
+def test_torch_s_last_error_alone_in_one_of_the_files_is_a_failure_of_no_known_class() -> None:
+    files = [_log("/x/rank0.txt", "Last error:\nsomething odd happened\n"), _log("/x/rank1.txt", "step 1\n")]
+    (f,) = explain(files)
+    assert (f.code, f.severity, f.subject) == ("TD052", "error", "logs")  # no line of NCCL's to point at
+    assert f.message == "NCCL failed (an NCCL error): something odd happened; cause not found"
+    assert "file" not in f.evidence and f.evidence["reason"] == "something odd happened"

@@ -131,7 +131,9 @@ def test_standard_output_whose_reader_left_is_pointed_at_null(monkeypatch: pytes
     out = open(w, "w", encoding="utf-8")  # noqa: SIM115 (closed below, after the descriptor is checked)
     monkeypatch.setattr(fileio.sys, "stdout", out)
     try:
+        before = len(os.listdir("/proc/self/fd"))
         fileio.write_atomic("-", "x" * 100)  # no error: nothing more to say
+        assert len(os.listdir("/proc/self/fd")) == before  # /dev/null's own descriptor closed once copied
         st, null = os.fstat(w), os.stat(os.devnull)
         assert stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev  # later writes go nowhere, quietly
         fileio.write_atomic("-", "more")

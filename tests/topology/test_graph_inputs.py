@@ -6,6 +6,7 @@ nvidia-smi's matrix with the spacing, line endings and text around it that real 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from conftest import TOPO_TEXT, scenario_path
 
@@ -111,6 +112,11 @@ def test_two_sockets_are_joined_once() -> None:
     assert [n for n, k in g.nodes(data="kind") if k == "numa"] == ["numa:0", "numa:1"]
 
 
+def _attached(g: Any, node: str) -> list[str]:
+    """The NUMA nodes ``node`` is attached to (either end of its attach edges)."""
+    return [b if a == node else a for a, b, k in g.edges(data="kind") if k == "attach" and node in (a, b)]
+
+
 def test_a_host_bridge_takes_its_numa_node_from_what_hangs_below_it() -> None:
     s = snap("hgx-8gpu-2socket")
     gpu0 = s.gpu(0)
@@ -119,34 +125,24 @@ def test_a_host_bridge_takes_its_numa_node_from_what_hangs_below_it() -> None:
     under = {b for g in s.gpus if g.pcie_path[0] == root for b in g.pcie_path[1:-1]} | {
         b for n in s.nics if isinstance(n.pcie_path, tuple) and n.pcie_path[0] == root for b in n.pcie_path[1:-1]
     }
-    numa = [v for u, v, k in build_graph(s).edges(data="kind") if k == "attach" and hb in (u, v)]
-    assert numa  # the bridges below say which node
+    numa = _attached(build_graph(s), hb)
+    assert numa == ["numa:0"]  # the bridges below say which node
     # What hangs below the other root complexes says the other node: only what is below this one counts.
-    (node,) = {n for u, v, k in build_graph(s).edges(data="kind") if k == "attach" and hb in (u, v) for n in (u, v)} - {
-        hb
-    }
-    other = 1 - int(node.removeprefix("numa:"))
-    quiet_bridges = replace(
+    assert [n.name for n in s.nics if isinstance(n.pcie_path, tuple) and n.pcie_path[0] == root] == ["mlx5_0"]
+    quiet = replace(
         s,
         bridges=tuple(replace(b, numa_node=UNREAD) if b.bus_id in under else b for b in s.bridges),
-        gpus=tuple(g if g.pcie_path[0] == root else replace(g, sysfs_numa_node=other) for g in s.gpus),
-        nics=tuple(
-            n if isinstance(n.pcie_path, tuple) and n.pcie_path[0] == root else replace(n, numa_node=other)
-            for n in s.nics
-        ),
+        gpus=tuple(g if g.pcie_path[0] == root else replace(g, sysfs_numa_node=1) for g in s.gpus),
+        nics=tuple(replace(n, numa_node=UNREAD if n.name == "mlx5_0" else 1) for n in s.nics),
     )
-    by_gpu = build_graph(quiet_bridges)  # no bridge says: a GPU below it does (sysfs numa_node)
-    assert [v for u, v, k in by_gpu.edges(data="kind") if k == "attach" and hb in (u, v)] == numa
-    lost = replace(
-        quiet_bridges,
-        gpus=tuple(replace(g, sysfs_numa_node=UNREAD) if g.pcie_path[0] == root else g for g in quiet_bridges.gpus),
-    )
-    nics_below = [n for n in s.nics if isinstance(n.pcie_path, tuple) and n.pcie_path[0] == root]
-    got = [v for u, v, k in build_graph(lost).edges(data="kind") if k == "attach" and hb in (u, v)]
-    assert got == (numa if nics_below else [])  # a NIC below it says, else nothing is attached
+    assert _attached(build_graph(quiet), hb) == numa  # no bridge nor NIC says: the GPU below it does (sysfs)
+    gpu_quiet = with_gpu(quiet, 0, sysfs_numa_node=UNREAD)
+    nic_says = replace(gpu_quiet, nics=tuple(replace(n, numa_node=0) if n.name == "mlx5_0" else n for n in quiet.nics))
+    assert _attached(build_graph(nic_says), hb) == numa  # nor the GPU: the NIC below it does
+    assert _attached(build_graph(gpu_quiet), hb) == []  # nothing below it says: not attached, not guessed
     elsewhere = replace(s, bridges=tuple(replace(b, numa_node=7) if b.bus_id in under else b for b in s.bridges))
     g = build_graph(elsewhere)  # a node this host does not have: not invented, not attached
-    assert "numa:7" not in g and not any(hb in (u, v) and k == "attach" for u, v, k in g.edges(data="kind"))
+    assert "numa:7" not in g and _attached(g, hb) == []
 
 
 def test_a_pcie_path_is_as_fast_as_its_slowest_link() -> None:

@@ -24,6 +24,9 @@ UPWARD = [
     ("topodoctor/cli/fleet.py", "from topodoctor.fleet.inputs import read_results"),
     ("topodoctor/measure/collectives/rank/timing.py", "from topodoctor.measure.copies.runner import main"),
     ("topodoctor/rules/nvlink.py", "import torch"),
+    ("topodoctor/api/host.py", "from topodoctor.cli.io import emit"),
+    ("topodoctor/api/verdict.py", "import typer"),
+    ("topodoctor/service/check.py", "from topodoctor.api.host import scan"),
 ]
 
 

@@ -1,14 +1,30 @@
 """What the rule-case table (tests/support/rule_cases.py) is written with: the Case record, the
-cached sources, and small named edits of a snapshot, a bandwidth result or an environment."""
+cached sources, and small named edits of a snapshot, a bandwidth result or an environment.
 
+What every case must hold, checked over the whole table and the whole registry
+(tests/rules/test_rule_cases.py), so a new rule's cases are held to it without a word here:
+
+- a firing case asserts the severity its findings carry: the one docs/rules.md documents for the
+  rule unless the case names another (``severity=``, one the rule documents with ``also=``); a rule
+  that grades by kind has a firing case for each severity it documents;
+- every numeric threshold a rule module declares (a module-level ``UPPER_CASE`` number that a rule
+  reads, itself or through the module's helpers) has a boundary pair: a firing case and a near
+  miss that name it (``at="NAME"``), each so close to it that moving the threshold by 1 % (an
+  integer by 1) turns its answer around; ``NOT_THRESHOLDS`` lists the numbers that are not.
+"""
+
+import ast
 import copy
 import json
+import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from conftest import FIXTURES, scenario_path
+from conftest import FIXTURES, ROOT, scenario_path
 
 from topodoctor.core.codec import from_jsonable
 from topodoctor.core.probed import ProbeError, Unsupported
@@ -37,10 +53,94 @@ class Case:
     subjects: tuple[str, ...] | None = None  # when it fires: exactly these subjects (sorted)
     collectives: str | None = None  # a derived collectives result (fixtures/collectives/derived), judged too
     fitness: str | None = None  # a derived fitness result (fixtures/fitness/derived), judged too
+    severity: str | None = None  # when it fires: the severity of its findings, where the rule grades by kind
+    at: str | None = None  # the threshold (a constant of the rule's module) this case sits at or just across
+    gates_job: bool = False  # judged as a check that gates a job (a prolog, the job's scope)
+    context: Callable[[Any], None] | None = None  # a last edit of the rules' Context (a measured result changed)
 
     @property
     def id(self) -> str:
         return f"{self.code}-{'fires' if self.fires else 'quiet'}-{self.source}-{self.change}"
+
+
+def measured(ctx: Any, name: str) -> Any:
+    """A measured input of the rules' Context (``collectives``, ``fitness``, ``collectives_expect_gbps``):
+    a field of its own, or an entry of ``extra`` where the Context keeps it there."""
+    return getattr(ctx, name) if name in getattr(ctx, "__dataclass_fields__", {}) else ctx.extra.get(name)
+
+
+def set_measured(ctx: Any, name: str, value: Any) -> None:
+    """Set a measured input of the rules' Context, where ``measured`` reads it."""
+    if name in getattr(ctx, "__dataclass_fields__", {}):
+        setattr(ctx, name, value)
+    else:
+        ctx.extra[name] = value
+
+
+# ---------------------------------------------------------------- what a case is held to
+
+# Module-level numbers that rules read but that are not thresholds of a verdict, and why.
+NOT_THRESHOLDS = {
+    "CONF_EVIDENCE_LINES": "how many bad lines of a config file the evidence quotes",
+    "IDLE_BIT": "a bit of NVML's clock-event mask, not a limit",
+}
+_SEVERITY_LINE = re.compile(r"^- severity: (\w+)(?: \(by kind also ([\w, ]+)\))?;", re.M)
+
+
+@cache
+def documented_severities() -> dict[str, tuple[str, frozenset[str]]]:
+    """code -> (severity, the other severities it may grade by kind), as docs/rules.md documents them."""
+    text = (ROOT / "docs" / "rules.md").read_text()
+    out: dict[str, tuple[str, frozenset[str]]] = {}
+    for section in re.split(r"^### ", text, flags=re.M)[1:]:
+        m = _SEVERITY_LINE.search(section)
+        if m is not None:
+            also = frozenset(a.strip() for a in (m.group(2) or "").split(",") if a.strip())
+            out[section.split()[0]] = (m.group(1), also)
+    return out
+
+
+@cache
+def _module_thresholds(module: str) -> tuple[dict[str, set[str]], set[str]]:
+    """(function -> the names it reads, the module's numeric constants) of one rule module."""
+    mod = sys.modules[module]
+    tree = ast.parse(Path(mod.__file__ or "").read_text())
+    numbers = {
+        n.targets[0].id
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and n.targets[0].id.isupper()
+        and type(getattr(mod, n.targets[0].id, None)) in (int, float)
+    } | {  # a threshold another rule module declares, imported by name
+        a.asname or a.name
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("topodoctor.rules")
+        for a in n.names
+        if (a.asname or a.name).isupper() and type(getattr(mod, a.asname or a.name, None)) in (int, float)
+    }
+    reads = {
+        n.name: {x.id for x in ast.walk(n) if isinstance(x, ast.Name)}
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef)
+    }
+    return reads, numbers - set(NOT_THRESHOLDS)
+
+
+def thresholds(func: Callable[..., Any]) -> set[str]:
+    """The numeric thresholds a rule reads: its module's constants, read by the rule itself or by a
+    helper of the same module it calls (at any depth)."""
+    reads, numbers = _module_thresholds(func.__module__)
+    seen: set[str] = set()
+    todo = [func.__name__]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in reads:
+            continue
+        seen.add(name)
+        todo += [n for n in reads[name] if n in reads]
+    return {n for f in seen for n in reads[f] if n in numbers}
 
 
 @cache

@@ -21,7 +21,14 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
     Case("TD606", False, "hgx-8gpu-2socket", "NCCL_IB_HCA==mlx5_1,=mlx5_2", env={"NCCL_IB_HCA": "=mlx5_1,=mlx5_2"}),
     Case("TD607", True, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5", env={"NCCL_IB_HCA": "mlx5"}),
     Case("TD607", False, "hgx-8gpu-2socket", "NCCL_IB_HCA=mlx5_1 (one device)", env={"NCCL_IB_HCA": "mlx5_1"}),
-    Case("TD608", True, "h200-x4", "NCCL_TOPO_FILE missing", env={"NCCL_TOPO_FILE": "/nonexistent/topo.xml"}),
+    Case(
+        "TD608",
+        True,
+        "h200-x4",
+        "NCCL_TOPO_FILE missing",
+        env={"NCCL_TOPO_FILE": "/nonexistent/topo.xml"},
+        severity="error",
+    ),
     Case(
         "TD608",
         False,
@@ -61,7 +68,15 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
         "with CUDA_DEVICE_ORDER=PCI_BUS_ID",
         env={"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
     ),
-    Case("TD618", True, "h200-x4", "NCCL_NVLS_ENABLE=0 on 4 GPUs", env={"NCCL_NVLS_ENABLE": "0"}),
+    Case("TD618", True, "h200-x4", "NCCL_NVLS_ENABLE=0 on 4 GPUs", env={"NCCL_NVLS_ENABLE": "0"}, severity="info"),
+    Case(
+        "TD618",
+        True,
+        "h200-x4",
+        "NCCL_NVLS_ENABLE=off (read as 0)",
+        env={"NCCL_NVLS_ENABLE": "off"},
+        severity="warning",
+    ),
     Case("TD618", True, "hgx-8gpu-2socket", "NCCL_NVLS_ENABLE=0 on 8 GPUs", env={"NCCL_NVLS_ENABLE": "0"}),
     Case(
         "TD618",

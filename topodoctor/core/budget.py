@@ -24,7 +24,7 @@ from typing import Any
 
 from topodoctor.core import answers, ending
 from topodoctor.core.answers import send_part as send_part  # re-exported: a budgeted child's first word
-from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError
+from topodoctor.core.errors import BudgetExceeded, InputError, TopodoctorError, error_class
 from topodoctor.core.signals import die_with_parent
 
 # Longer than any job lives: "no limit" without infinite arithmetic in select() or deadlines.
@@ -228,7 +228,7 @@ def fork_work(work: Callable[[float], dict[str, Any]], deadline: float, quiet: b
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             answer: dict[str, Any] = {"ok": work(deadline)}
         except TopodoctorError as exc:
-            answer = {"error": str(exc), "exit_code": exc.exit_code}
+            answer = {"error": str(exc), "exit_code": exc.exit_code, "kind": type(exc).__name__}
         except BaseException as exc:  # the parent reports it; a child must never unwind into the CLI
             import traceback  # only here: it costs a few ms of every command's start-up
 
@@ -303,7 +303,7 @@ def _final(chunks: list[bytes], child: Child, budget: Budget, meanwhile: Callabl
         raise BudgetExceeded(f"could not check: the check process {said} without an answer{ending.hint(said)}")
     _reap_or_defer(child.pid)
     if "error" in answer:
-        err = TopodoctorError(answer["error"])
+        err = error_class(str(answer.get("kind", "")))(answer["error"])
         err.exit_code = int(answer.get("exit_code", 3))
         raise err
     result: dict[str, Any] = answer["ok"]

@@ -66,10 +66,26 @@ class BudgetExceeded(TopodoctorError):
     exit_code = EXIT_CANNOT_CHECK
 
 
-class BandwidthUnavailable(TopodoctorError):
-    """Copies cannot be timed: torch missing, no CUDA, out of memory."""
+class CannotMeasure(TopodoctorError):
+    """A measurement could not run here: no GPU to drive, torch or CUDA missing, too few GPUs, or a
+    topology that says too little to predict from. Exit 3, as any check that could not be made."""
 
     exit_code = EXIT_CANNOT_CHECK
+
+
+class BandwidthUnavailable(CannotMeasure):
+    """Copies cannot be timed: torch missing, no CUDA, out of memory."""
+
+
+class CollectivesUnavailable(CannotMeasure):
+    """Collectives cannot be run here: torch or NCCL missing, no GPU, ranks never met."""
+
+
+def error_class(name: str) -> type[TopodoctorError]:
+    """The error class of this module named ``name`` (as a budgeted child names what it raised),
+    else TopodoctorError itself: the kind survives the pipe, and nothing else can be named."""
+    found = globals().get(name)
+    return found if isinstance(found, type) and issubclass(found, TopodoctorError) else TopodoctorError
 
 
 class Terminated(BaseException):

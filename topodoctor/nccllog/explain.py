@@ -78,7 +78,7 @@ def _finding(code: str, subject: str, message: str, fix: str, ev: Event | None, 
         evidence.update(file=ev.file, line=ev.line_no, text=ev.text)
         if ev.rank is not None:
             evidence["rank"] = ev.rank
-    not_found = extra.pop("cause", None) == "not found" or code in ("TD049", "TD052")
+    not_found = code in ("TD049", "TD052")  # a failure no class explains: its cause is not found
     confidence = "not found" if not_found else ("stated by the log" if code in STATED else "likely")
     evidence["cause"] = {"what": e.title if not not_found else "not found", "confidence": confidence}
     evidence.update(extra)
@@ -247,7 +247,6 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
                 EXPLANATIONS["TD052"].fix,
                 ev,
                 reason=reason,
-                cause="not found",
             )
         ]
     if trails and not errors:
@@ -260,7 +259,6 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
                 f"NCCL failed ({cls}) along {path}, with no WARN saying why; cause not found",
                 EXPLANATIONS["TD052"].fix,
                 t,
-                cause="not found",
             )
         ]
     likely = next((v for k, v in LIKELY.items() if cls.startswith(k)), "see NCCL's error class")
@@ -284,7 +282,6 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
             errors[0] if errors else None,
             error_class=cls,
             debug_set="NCCL_DEBUG=WARN",
-            cause="not found",
         )
     ]
 

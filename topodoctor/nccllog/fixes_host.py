@@ -226,7 +226,6 @@ def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Sai
         "Check `df -h /dev/shm` where the ranks run (a container's default is 64 MiB: --shm-size or "
         "--ipc=host, a Kubernetes emptyDir with medium Memory); NCCL_SHM_DISABLE=1 confirms SHM is the part that "
         "fails; NCCL_DEBUG=WARN shows the reason line before this one.",
-        {"cause": "not found"},
     )
 
 

@@ -82,7 +82,7 @@ def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade)
     "TD520",
     "xid-fallen-off-bus",
     "critical",
-    also=("info", "warning", "error"),
+    also=("warning",),
 )
 def xid_fallen_off_bus(ctx: Context) -> Iterator[Issue]:
     """The driver logged Xid 79: a GPU fell off the bus.
@@ -107,7 +107,7 @@ def _nvlink(e: XidEvent) -> Severity:
     "TD521",
     "xid-nvlink-error",
     "error",
-    also=("info", "warning", "critical"),
+    also=("warning",),
 )
 def xid_nvlink_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an NVLink error: Xid 74, or 144-150 (NVLink 5 units: SAW, RLW, TLW, NETIR ...).
@@ -133,7 +133,7 @@ def _ecc(e: XidEvent) -> Severity:
     "TD522",
     "xid-ecc-error",
     "error",
-    also=("info", "warning", "critical"),
+    also=("warning",),
 )
 def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged an uncorrectable memory error: Xid 48 (double-bit ECC), 94 (contained), 95 (uncontained).
@@ -152,7 +152,7 @@ def xid_ecc_error(ctx: Context) -> Iterator[Issue]:
     "TD523",
     "xid-row-remap",
     "warning",
-    also=("info", "error", "critical"),
+    also=("error",),
 )
 def xid_row_remap(ctx: Context) -> Iterator[Issue]:
     """The driver logged row remapping: Xid 63 (a row marked for remapping) or 64 (remapping failed).
@@ -170,7 +170,7 @@ def xid_row_remap(ctx: Context) -> Iterator[Issue]:
     "TD524",
     "xid-gsp-error",
     "error",
-    also=("info", "warning", "critical"),
+    also=("warning",),
 )
 def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
     """The driver logged a GSP error: Xid 119 (RPC timeout) or 120 (GSP exception).
@@ -188,7 +188,6 @@ def xid_gsp_error(ctx: Context) -> Iterator[Issue]:
     "TD525",
     "xid-application-fault",
     "info",
-    also=("warning", "error", "critical"),
 )
 def xid_application_fault(ctx: Context) -> Iterator[Issue]:
     """The driver logged an application fault: Xid 13, 31, 43 or 45.
@@ -215,7 +214,7 @@ def _other(e: XidEvent) -> Severity:
     "TD526",
     "xid-other",
     "warning",
-    also=("info", "error", "critical"),
+    also=("error",),
 )
 def xid_other(ctx: Context) -> Iterator[Issue]:
     """The driver logged an Xid this tool does not classify.

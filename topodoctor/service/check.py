@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from topodoctor import rules
 from topodoctor.core.budget import Budget
@@ -103,6 +103,32 @@ def evaluate(
     return ev.findings, ev.incomplete
 
 
+@dataclass
+class Inputs:
+    """The files a check reads besides the host: expectations (or why they could not be used) and a
+    baseline snapshot. Read while the probe child works (``check``), or before judging (``judge``)."""
+
+    expect: Expectations | None = None
+    baseline: HostSnapshot | None = None
+    unusable: str | None = None  # why the --expect file could not be used
+
+
+def read_inputs(options: CheckOptions, budget: Budget) -> Inputs:
+    """Load the rules and check ``--select`` / ``--ignore`` (a pattern matching no rule is a usage
+    error), then read the expectations and the baseline. An unusable expectations file is kept as
+    its reason, not raised (see ``check``)."""
+    inputs = Inputs()
+    check_patterns(options.select + options.ignore)  # imports every rule family
+    if options.expect is not None:
+        try:
+            inputs.expect = load_expectations(options.expect, budget)
+        except InputError as exc:
+            inputs.unusable = str(exc)
+    if options.baseline is not None:
+        inputs.baseline = load_baseline(options.baseline, budget)
+    return inputs
+
+
 def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     """Probe, measure and judge the host within ``options.timeout_s`` (from process start).
 
@@ -114,26 +140,37 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     judged without it (peers only), a real fault still fails (exit 1), and a host with none
     answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
-    t0, started_at = time.monotonic(), time.time()
+    started = time.monotonic(), time.time()
     budget = budget or Budget.start(options.timeout_s)
-    loaded: dict[str, Any] = {}
-    unusable: list[str] = []
-
-    def prepare() -> None:
-
-        check_patterns(options.select + options.ignore)  # imports every rule family
-        if options.expect is not None:
-            try:
-                loaded["expect"] = load_expectations(options.expect, budget)
-            except InputError as exc:
-                unusable.append(str(exc))
-        if options.baseline is not None:
-            loaded["baseline"] = load_baseline(options.baseline, budget)
-
+    read: list[Inputs] = []
     with budget.guard():
-        host = probe(options.source, budget, options.passes, environment=True, meanwhile=prepare)
+        host = probe(
+            options.source,
+            budget,
+            options.passes,
+            environment=True,
+            meanwhile=lambda: read.append(read_inputs(options, budget)),
+        )
+        return judge(host, options, budget, read[0] if read else None, started)
+
+
+def judge(
+    host: Host,
+    options: CheckOptions,
+    budget: Budget | None = None,
+    inputs: Inputs | None = None,
+    started: tuple[float, float] | None = None,
+) -> Outcome:
+    """The verdict on a host already probed (by ``check``, or the Python API's ``scan``): its rules,
+    scope, fail level and outcome, decided here for both. ``inputs`` None reads them now;
+    ``started`` is when the check began (monotonic, wall clock), now when None."""
+    t0, started_at = started if started is not None else (time.monotonic(), time.time())
+    budget = budget or Budget.start(options.timeout_s)
+    with budget.guard():
+        if inputs is None:
+            inputs = read_inputs(options, budget)
         where = job_scope(host, options.scope)
-        ctx = make_context(host, loaded.get("expect"), loaded.get("baseline"))
+        ctx = make_context(host, inputs.expect, inputs.baseline)
         ctx.gates_job = where.kind == "job" or "prolog" in options.tags
         findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
 
@@ -151,7 +188,7 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
         len(others),
         getattr(host.measured.get("bandwidth"), "timings", None),
         where.kind,
-        unusable[0] if unusable else None,
+        inputs.unusable,
         where.job,
         where.label,
     )

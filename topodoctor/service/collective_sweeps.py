@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.core.text import plural
 from topodoctor.measure.collectives.guard import RankStopped
 from topodoctor.measure.collectives.launch import measure
@@ -47,12 +47,18 @@ class Predicted:
 def predict_busbw(source: doctor.Source, budget: Budget, ops: Sequence[str], nodes: int = 1) -> Predicted:
     """The busbw the topology gives each op at 1 GiB on this host (or ``nodes`` such hosts
     joined by their NICs): no GPU and no torch, a recording will do. When there is none, the
-    one reason why (ProbeUnavailable: exit 3)."""
+    one reason why (CannotMeasure: exit 3)."""
     snap = _snapshot(source, budget, True)
     assert snap is not None  # required: a probe that could not run has raised
+    return predict_for(snap, ops, nodes)
+
+
+def predict_for(snap: HostSnapshot, ops: Sequence[str], nodes: int = 1) -> Predicted:
+    """``predict_busbw`` of a host already probed; CannotMeasure (exit 3) with the one reason where its
+    topology says too little."""
     preds = predict(snap, tuple(ops), nodes=nodes)
     if not preds:
-        raise ProbeUnavailable(f"no prediction: {_why_none(snap, nodes)}")
+        raise CannotMeasure(f"no prediction: {_why_none(snap, nodes)}")
     worst = snap.gpu(preds[0].bottleneck.gpus[0]) if preds[0].bottleneck.gpus else None
     nccl = nccl_link_gbps(worst) if worst is not None and worst.nvlinks else None
     signalled = nvlink_link_gbps(worst) if worst is not None else None

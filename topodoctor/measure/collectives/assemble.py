@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topodoctor.core import codec
-from topodoctor.core.errors import TopodoctorError
+from topodoctor.core.errors import CollectivesUnavailable as CollectivesUnavailable  # raised here, kept in core
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import (
     COLLECTIVES_SCHEMA_VERSION,
@@ -20,10 +20,6 @@ from topodoctor.model.collectives import (
 from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.nccllog import account as nccl_log
-
-
-class CollectivesUnavailable(TopodoctorError):
-    """Collectives cannot be run here: torch or NCCL missing, no GPU, ranks never met."""
 
 
 @dataclass

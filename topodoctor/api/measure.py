@@ -1,0 +1,130 @@
+"""The measurements from Python: ``bandwidth`` (copies between GPUs and to the host),
+``collectives`` (NCCL collectives through torch.distributed) and ``predict`` (the busbw the
+topology gives each collective, nothing run). Each returns the plain result the command saves
+with ``-o`` (``predict``: the rows of ``collectives --predict -f json``); where nothing could be
+measured (no GPU, no torch, too few GPUs) it raises ``CannotMeasure``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from topodoctor.api.host import Host, probed
+from topodoctor.core.budget import Budget, parse_timeout
+from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
+from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
+from topodoctor.service import copies
+from topodoctor.service.collective_runs import CollectivesRun, run_collectives
+from topodoctor.service.collective_sweeps import predict_for
+from topodoctor.service.passes import Source
+
+if TYPE_CHECKING:
+    from topodoctor.model.collectives import CollectivesResult
+    from topodoctor.model.copies import BandwidthResult
+    from topodoctor.topology.busbw import Prediction
+
+MODES = ("oneway", "bidir", "latency", "h2d", "d2h", "host", "all")  # `bandwidth --mode`'s choices
+
+
+def _source(host: Host | None) -> Source:
+    return Source() if host is None else probed(host)[1]
+
+
+def _could_not(exc: ProbeUnavailable) -> CannotMeasure:
+    return CannotMeasure(f"could not measure: {exc}")
+
+
+def bandwidth(
+    host: Host | None = None,
+    *,
+    modes: Iterable[str] = (),
+    quick: bool = False,
+    devices: Sequence[int] | None = None,
+    size_mib: int | None = None,
+    iters: int | None = None,
+    samples: int | None = None,
+    pair_timeout: float = 20.0,
+    timeout: float = 900.0,
+) -> BandwidthResult:
+    """Time copies on the GPUs of ``host`` (None: this host, probed afresh) as ``topodoctor
+    bandwidth`` does with the same options: ``modes`` among oneway, bidir, latency, h2d, d2h,
+    host and all (default: the command's); ``quick`` (a prolog's short pass); ``devices`` (NVML
+    indices). The ``BandwidthResult`` holds every measurement and the snapshot it ran on.
+    Raises ``CannotMeasure`` when the copies cannot run here (no GPU, no CUDA, no torch)."""
+    picked = [modes] if isinstance(modes, str) else list(modes)
+    unknown = [m for m in picked if m not in MODES]
+    if unknown:
+        raise InputError(f"unknown bandwidth mode {unknown[0]!r}; choose from {', '.join(MODES)}")
+    chosen = None if devices is None else ",".join(str(int(d)) for d in devices)
+    settings = copies.bandwidth_settings(picked, quick, size_mib, iters, samples, chosen, pair_timeout)
+    try:
+        return copies.measure(settings, _source(host), Budget.start(parse_timeout(timeout)))
+    except ProbeUnavailable as exc:
+        raise _could_not(exc) from exc
+
+
+def collectives(
+    host: Host | None = None,
+    *,
+    ops: Iterable[str] | None = None,
+    sizes: str = "8:1G",
+    step_factor: int = 2,
+    iters: int = 20,
+    warmup: int = 1,
+    check_data: bool = True,
+    nprocs: int | None = None,
+    backend: Literal["nccl", "gloo"] = "nccl",
+    op_timeout: float = 30.0,
+    start_timeout: float = 120.0,
+    log_dir: str | os.PathLike[str] | None = None,
+    timeout: float = 0.0,
+) -> CollectivesResult:
+    """Run NCCL collectives on the GPUs of ``host`` (None: this host) as ``topodoctor collectives``
+    does, one rank per GPU spawned here: ``ops`` (default all seven), ``sizes`` (a sweep
+    ``MIN:MAX`` by ``step_factor``, or a list), ``backend="gloo"`` runs the ranks on CPU. The
+    ``CollectivesResult`` holds nccl-tests' rows, NCCL's choices and any failure. Raises
+    ``CannotMeasure`` when the ranks cannot run (no GPU, fewer than two, no torch)."""
+    if backend not in ("nccl", "gloo"):
+        raise InputError(f"backend must be nccl or gloo, not {backend!r}")
+    plan = Plan(
+        ops=parse_ops(_list(ops)),
+        sizes=parse_sizes(sizes, step_factor),
+        iters=iters,
+        warmup_iters=warmup,
+        check=check_data,
+        op_timeout_s=op_timeout,
+        backend=backend,
+    )
+    run = CollectivesRun(
+        plan,
+        _source(host),
+        nprocs=nprocs,
+        start_timeout_s=start_timeout,
+        spawn=True,  # ranks of its own, even inside a launcher's job: a library call never joins the world
+        log_dir=None if log_dir is None else Path(log_dir),
+    )
+    try:
+        out = run_collectives(run, Budget.start(parse_timeout(timeout)))
+    except ProbeUnavailable as exc:
+        raise _could_not(exc) from exc
+    assert out is not None  # spawned ranks: this process always reports
+    return out.result
+
+
+def predict(host: Host, *, ops: Iterable[str] | None = None, nodes: int = 1) -> tuple[Prediction, ...]:
+    """The busbw the topology of ``host`` gives each collective at 1 GiB (``nodes`` such hosts
+    joined by their NICs), as ``collectives --predict`` prints it: nothing runs, a recording will
+    do. Raises ``CannotMeasure`` when the topology says too little (one GPU, links unread)."""
+    found, _ = probed(host)
+    if nodes < 1:
+        raise InputError(f"nodes must be 1 or more, not {nodes}")
+    return predict_for(found.snapshot, parse_ops(_list(ops)), nodes).predictions
+
+
+def _list(values: Iterable[str] | None) -> list[str] | None:
+    """Names as the command line takes them: one string is one value (commas split later)."""
+    if values is None:
+        return None
+    return [values] if isinstance(values, str) else list(values)

@@ -348,19 +348,39 @@ EDGE_CASES = [
         busbw("all_reduce", 1024 * MiB, 0.85 * X2_MODEL_ALL_REDUCE),
         "BELOW_MODEL",
     ),
-    _coll(
-        "TD020",
-        True,
-        "all_reduce at 1 GiB, 0.846 of the model",
-        busbw("all_reduce", 1024 * MiB, 0.846 * X2_MODEL_ALL_REDUCE),
-        "BELOW_MODEL",
+    replace(
+        _coll(
+            "TD020",
+            True,
+            "all_reduce at 1 GiB, 0.846 of the model",
+            busbw("all_reduce", 1024 * MiB, 0.846 * X2_MODEL_ALL_REDUCE),
+            "BELOW_MODEL",
+        ),
+        severity="warning",
     ),
-    _coll(
-        "TD020",
-        True,
-        "all_reduce at 256 MiB, 0.5 of the model",
-        busbw("all_reduce", 256 * MiB, 0.5 * X2_MODEL_ALL_REDUCE),
-        "MODEL_MIN_BYTES",
+    # an error from 0.6 of the model down
+    *(
+        replace(
+            _coll(
+                "TD020",
+                True,
+                f"all_reduce at 1 GiB, {share:g} of the model",
+                busbw("all_reduce", 1024 * MiB, share * X2_MODEL_ALL_REDUCE),
+                "FAR_BELOW_MODEL",
+            ),
+            severity=severity,
+        )
+        for share, severity in ((0.6, "warning"), (0.594, "error"))
+    ),
+    replace(
+        _coll(
+            "TD020",
+            True,
+            "all_reduce at 256 MiB, 0.5 of the model",
+            busbw("all_reduce", 256 * MiB, 0.5 * X2_MODEL_ALL_REDUCE),
+            "MODEL_MIN_BYTES",
+        ),
+        severity="error",
     ),
     _coll(
         "TD020",

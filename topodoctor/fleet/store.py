@@ -183,13 +183,19 @@ class Store:
             cur = self.db.execute("DELETE FROM results WHERE measured_at < ?", (now - retention.keep_days * DAY_S,))
             gone += max(cur.rowcount, 0)
         if retention.max_mb is not None:
-            for _ in range(8):  # each round deletes what the average row suggests, until it fits
+            # Each round deletes the oldest rows the average row suggests; a deleted row frees a page
+            # only once its page is empty, so a round that freed little doubles the next one: the
+            # loop ends with the file's pages within the bound (or no rows left) in a few rounds.
+            drop, last = 0, None
+            while True:
                 size = self._used_bytes()
                 count = self.db.execute("SELECT count(*) FROM results").fetchone()[0]
                 limit = retention.max_mb * 1e6
                 if size <= limit or count == 0:
                     break
-                drop = max(1, int(count * (1.0 - limit / size)) + 1)
+                want = max(1, int(count * (1.0 - limit / size)) + 1)
+                stalled = last is not None and last - size < (last - limit) / 2
+                drop, last = max(want, drop * 2 if stalled else want), size
                 cur = self.db.execute(
                     "DELETE FROM results WHERE id IN (SELECT id FROM results ORDER BY measured_at LIMIT ?)", (drop,)
                 )

@@ -120,7 +120,7 @@ def test_a_pass_that_takes_its_process_down_leaves_the_probe_judged() -> None:
     out = _check(Pass("collectives", _dies, dict))
     assert out.exit_code == EXIT_UNHEALTHY
     (why,) = out.not_measured
-    assert why == "collectives not measured: the check process died without an answer"
+    assert why == "collectives not measured: the check process exited with status 9 without an answer"
 
 
 @pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores

@@ -32,6 +32,7 @@ from rule_case_kit import (
     pcie,
 )
 from rule_cases_data_path import DATA_PATH_CASES
+from rule_cases_edges_counts import COUNT_EDGE_CASES
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 from rule_cases_fitness import FITNESS_CASES
 from rule_cases_measured import MEASURED_CASES
@@ -395,4 +396,13 @@ BW_SCENARIO_CASES = [
     for s in BW_DERIVED
     for code in s["codes"]
 ]
-ALL_CASES = CASES + SCENARIO_CASES + BW_SCENARIO_CASES + MORE_CASES + FITNESS_CASES + MEASURED_CASES + DATA_PATH_CASES
+ALL_CASES = (
+    CASES
+    + SCENARIO_CASES
+    + BW_SCENARIO_CASES
+    + MORE_CASES
+    + FITNESS_CASES
+    + MEASURED_CASES
+    + DATA_PATH_CASES
+    + COUNT_EDGE_CASES
+)

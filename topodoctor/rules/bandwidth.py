@@ -21,6 +21,9 @@ SLOW_VS_PEERS = 0.85  # below this share of the median of pairs with the same co
 SLOW_VS_NOMINAL = 0.5  # below this share of the path's signalling rate, peers or not
 PCIE_SPEED_FACTOR = 1.5  # an NVLink pair at most this x its PCIe rate is running over PCIe
 HOST_LINK_FLOOR = 0.7  # host copies below this share of the PCIe link's rate
+# Pairs of one connection and mode needed for a peers' median: of two, the slow one drags the
+# median halfway down to itself, so only the nominal rate judges them.
+PEERS_FOR_MEDIAN = 3
 _PAIR_MODES = ("oneway", "bidir", "sm_oneway", "sm_bidir")  # copies, by the copy engine or SM kernels
 
 
@@ -59,7 +62,7 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
         if e is None:
             continue
         peers = by_class[(m.mode, e.cls)]
-        med = median(peers) if len(peers) >= 3 else None
+        med = median(peers) if len(peers) >= PEERS_FOR_MEDIAN else None
         v = m.value.median
         nominal = e.nominal_gbps
         slow_peer = med is not None and v < SLOW_VS_PEERS * med

@@ -1,0 +1,119 @@
+"""Rule cases at the edge of a count or a comparison: part of the table in tests/support/rule_cases.py.
+
+A rule that needs enough peers for a median, a range NCCL accepts from its first value, a prefix
+that matches exactly two devices, an age in minutes rather than seconds or hours, one process
+rather than several, a name NCCL would take in another case or with blanks: each has a case on
+the side that changes the answer (or what it says), so a ``>=`` that slips to ``>``, a count moved
+by one or a dropped ``.upper()`` is seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rule_case_kit import BwEdit, Case, gpu
+from rule_cases_edges import X4_ONEWAY, bw_value
+from rule_cases_more import _xid
+
+from fixtures.derived_data_path import with_sm
+from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
+
+HGX = "hgx-8gpu-2socket"  # eight InfiniBand devices, mlx5_0 to mlx5_7
+
+
+def oneway_only(**pairs: float) -> BwEdit:
+    """The x4 result with only these one-way copies measured (``p1_2=gbps`` for GPU1->GPU2)."""
+    wanted = {(int(k[1]), int(k[3])): v for k, v in pairs.items()}
+
+    def edit(r: dict[str, Any]) -> None:
+        for m in r["measurements"]:
+            if m["mode"] == "oneway" and (m["src"], m["dst"]) not in wanted:
+                m["value"] = None
+        for (src, dst), v in wanted.items():
+            bw_value("oneway", src, dst, v)(r)
+
+    return edit
+
+
+def sm_latency_of_one_pair(scale: float) -> BwEdit:
+    """The SM figures with the latency measured between GPU2 and GPU3 alone, GPU2->GPU3's x ``scale``."""
+
+    def edit(r: dict[str, Any]) -> None:
+        with_sm(r)
+        for m in r["measurements"]:
+            if m["mode"] == "sm_latency" and (m["src"], m["dst"]) not in ((2, 3), (3, 2)):
+                m["value"] = None
+        m = next(m for m in r["measurements"] if (m["mode"], m["src"], m["dst"]) == ("sm_latency", 2, 3))
+        m["value"] = {k: (v * scale if k != "samples" else [x * scale for x in v]) for k, v in m["value"].items()}
+
+    return edit
+
+
+def renamed_nic(old: str, new: str) -> Any:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, nics=tuple(replace(n, name=new) if n.name == old else n for n in s.nics))
+
+    return edit
+
+
+COPY = X4_ONEWAY[(0, 1)]  # about 394 GB/s: a healthy NV18 one-way copy of the x4 host
+SLOW = 0.7 * COPY  # under 0.85 of two healthy peers, above half of NV18's 478 GB/s
+ONE_FOREIGN = ComputeProcess(4242, 2 << 30, 0, 1, "python train.py", False)
+
+COUNT_EDGE_CASES = [
+    # TD701: three pairs of a connection give a median; two do not (only the nominal rate judges)
+    Case(
+        "TD701",
+        True,
+        "h200-x4",
+        "three one-way pairs measured, GPU1->GPU2 at 0.7 of the other two",
+        bandwidth=oneway_only(p0_1=COPY, p0_2=COPY, p1_2=SLOW),
+        subjects=("GPU1-GPU2",),
+        at="PEERS_FOR_MEDIAN",
+    ),
+    Case(
+        "TD701",
+        False,
+        "h200-x4",
+        "two one-way pairs measured, GPU1->GPU2 at 0.7 of the other (above half its path's rate)",
+        bandwidth=oneway_only(p0_1=COPY, p1_2=SLOW),
+        at="PEERS_FOR_MEDIAN",
+    ),
+    # TD725: two pairs of a connection are enough for a norm
+    Case(
+        "TD725",
+        True,
+        "h200-x4",
+        "SM latency of GPU2->GPU3 and GPU3->GPU2 alone, the first 3.5x the second",
+        bandwidth=sm_latency_of_one_pair(3.5),
+        subjects=("GPU2-GPU3",),
+    ),
+    # TD609: NCCL takes 1 to 31
+    Case("TD609", True, "h200-x4", "NCCL_IB_TIMEOUT=0", env={"NCCL_IB_TIMEOUT": "0"}),
+    Case("TD609", False, "h200-x4", "NCCL_IB_TIMEOUT=1", env={"NCCL_IB_TIMEOUT": "1"}),
+    # TD607: a prefix of exactly two devices is already ambiguous
+    Case(
+        "TD607",
+        True,
+        HGX,
+        "NCCL_IB_HCA=mlx5_1 with mlx5_7 named mlx5_10",
+        renamed_nic("mlx5_7", "mlx5_10"),
+        env={"NCCL_IB_HCA": "mlx5_1"},
+    ),
+    # TD52x: an Xid ten minutes old is said in minutes
+    _xid("TD520", "fallen-off-bus.log", 79, "critical", 600.0),
+    # TD511: one process of another job, said in the singular
+    Case(
+        "TD511",
+        True,
+        "h200-x4",
+        "one process of another job on GPU2",
+        gpu(2, compute_processes=(ONE_FOREIGN,)),
+        subjects=("GPU2",),
+        severity="info",
+    ),
+    # TD620: a level name in lower case or padded, and nvidia-smi's NODE in lower case
+    Case("TD620", True, "h200-x4", "NCCL_P2P_LEVEL=' nvl'", env={"NCCL_P2P_LEVEL": " nvl"}),
+    Case("TD620", True, "h200-x4", "NCCL_P2P_LEVEL=node", env={"NCCL_P2P_LEVEL": "node"}),
+]

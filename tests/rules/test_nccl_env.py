@@ -69,7 +69,7 @@ def test_integers_read_like_strtoll(text: str, value: int | None, clean: bool) -
     ("text", "level"),
     [
         *[("LOC", "LOC"), ("NVL", "NVL"), ("SYS", "SYS"), ("0", "LOC"), ("1", "PIX"), ("3", "PHB"), ("9", "SYS")],
-        *[("2abc", "PXB"), ("nvl", None), (" NVL", None), ("NODE", None), ("DIS", None), ("", None)],
+        *[("2abc", "PXB"), ("nvl", None), (" NVL", None), ("NODE", None), ("DIS", None), ("", None), ("X", None)],
     ],
 )
 def test_levels_read_like_ncclGetLevel(text: str, level: str | None) -> None:

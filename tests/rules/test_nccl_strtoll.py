@@ -11,7 +11,7 @@ import errno
 
 import pytest
 
-from topodoctor.rules.nccl_vars import read_integer, strtoll
+from topodoctor.rules.nccl_vars import list_problem, read_integer, strtoll
 
 LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 LIBC.strtoll.restype = ctypes.c_longlong
@@ -58,6 +58,7 @@ def test_a_leading_zero_is_octal_when_digits_follow(text: str, octal: bool) -> N
     [
         (" 7 ", 7, True, ""),  # blanks around it: read whole
         ("7abc", 7, False, "NCCL stops at 'abc'"),
+        ("7 abc", 7, False, "NCCL stops at 'abc'"),  # the rest quoted without the blank before it
         ("08", 0, False, "NCCL stops at '8'"),
         ("010", 8, False, "a leading 0 makes it octal"),
         ("true", 0, False, "it is not a number; NCCL parses integers only"),
@@ -68,3 +69,22 @@ def test_a_leading_zero_is_octal_when_digits_follow(text: str, octal: bool) -> N
 def test_what_nccl_makes_of_an_integer_s_text(text: str, value: int | None, clean: bool, why: str) -> None:
     r = read_integer(text)
     assert (r.value, r.clean, r.why) == (value, clean, why)
+
+
+ALGOS = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("Ring", None),
+        ("^tree,ring", None),  # case-blind, and a leading ^ excludes
+        ("allreduce:ring;broadcast:tree", None),
+        ("ring;allreduce:tree", None),  # only the first entry may omit its function
+        ("allreduce:ring;tree", "entry 'tree' has no function prefix (only the first may omit it)"),
+        ("allgatherv:ring", "'allgatherv' is not a function (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)"),
+        ("ring,ringg", "'ringg' is not one of Tree, Ring, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT"),
+    ],
+)
+def test_an_algorithm_list_as_nccl_parses_it(text: str, problem: str | None) -> None:
+    assert list_problem(text, ALGOS) == problem

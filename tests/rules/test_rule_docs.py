@@ -63,6 +63,28 @@ def test_registry_refuses_a_rule_without_its_sections(doc: str, problem: str) ->
     assert before == REGISTRY
 
 
+def test_a_docstring_with_no_text_has_no_title() -> None:
+    with pytest.raises(ValueError, match="has no title line"):
+        doc_sections("")
+
+
+@pytest.mark.parametrize("doc", [None, "", "  \n\t "])
+def test_registry_refuses_a_rule_with_no_documentation(doc: str | None) -> None:
+    _body.__doc__ = doc
+    before = dict(REGISTRY)
+    with pytest.raises(ValueError, match="rule TD998 has no documentation"):
+        rule("TD998", "undocumented", "warning")(_body)
+    assert before == REGISTRY
+
+
+def test_registry_refuses_a_name_another_rule_has() -> None:
+    _body.__doc__ = "A title.\n\nWhy it matters: it does.\n\nHow to fix: do this."
+    before = dict(REGISTRY)
+    with pytest.raises(ValueError, match="rule name 'bw-slow-link' registered twice"):
+        rule("TD998", "bw-slow-link", "warning")(_body)
+    assert before == REGISTRY
+
+
 def test_registry_takes_a_rule_with_its_sections() -> None:
     _body.__doc__ = "A title.\n\nWhy it matters: it does.\n\nHow to fix: do this."
     try:

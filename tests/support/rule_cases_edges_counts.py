@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rule_case_kit import BwEdit, Case, gpu
-from rule_cases_edges import X4_ONEWAY, bw_value
+from rule_case_kit import BwEdit, Case, both, gpu, host_error, link, nics
+from rule_cases_edges import X4_ONEWAY, bw_value, unwired
+from rule_cases_fitness import X1, at, sample
 from rule_cases_more import _xid
 
 from fixtures.derived_data_path import with_sm
@@ -116,4 +117,39 @@ COUNT_EDGE_CASES = [
     # TD620: a level name in lower case or padded, and nvidia-smi's NODE in lower case
     Case("TD620", True, "h200-x4", "NCCL_P2P_LEVEL=' nvl'", env={"NCCL_P2P_LEVEL": " nvl"}),
     Case("TD620", True, "h200-x4", "NCCL_P2P_LEVEL=node", env={"NCCL_P2P_LEVEL": "node"}),
+    # TD610: LL128 excluded is a debugging choice; LL128 named alone is TD611's
+    Case("TD610", True, "h200-x4", "NCCL_PROTO=^LL128", env={"NCCL_PROTO": "^LL128"}),
+    Case("TD610", False, "h200-x4", "NCCL_PROTO=LL128 (TD611's)", env={"NCCL_PROTO": "LL128"}),
+    # TD605: two prefixes, each selecting an interface that is up (not one matching both)
+    Case("TD605", False, HGX, "NCCL_SOCKET_IFNAME=eth,ib", env={"NCCL_SOCKET_IFNAME": "eth,ib"}),
+    # TD607: RoCE devices are matched as InfiniBand ones are
+    Case("TD607", True, HGX, "NCCL_IB_HCA=mlx5 on RoCE devices", nics(kind="roce"), env={"NCCL_IB_HCA": "mlx5"}),
+    # TD102: peers' norm over the pairs that have NVLink, not the unwired ones; none expected, none judged
+    Case(
+        "TD102",
+        True,
+        HGX,
+        "GPUs 4-7 unwired (22 pairs without NVLink), GPU3's link 0 down",
+        both(unwired(4, 5, 6, 7), link(3, 0, active=False)),
+        subjects=("GPU0-GPU3", "GPU1-GPU3", "GPU2-GPU3"),
+    ),
+    Case("TD102", False, "pcie-2socket", "no NVLink, and the node type expects none", expect_from="pcie-2socket"),
+    # TD209 / TD211: L0-to-recovery counts as a retry; a rate is reported to one decimal
+    Case("TD209", True, X1, "L0 to recovery +1 over 0.03 s", sample("end", "pcie", l0_to_recovery=136 + 1)),
+    Case(
+        "TD211",
+        True,
+        X1,
+        "NAKs sent +101 over 0.7 s: 144.29 per second",
+        both(sample("end", "pcie", naks_sent=13 + 101), at(100.0, 100.7)),
+    ),
+    # TD901: a listing below /sys/class/infiniband that failed is the RDMA devices' listing failing
+    Case(
+        "TD901",
+        True,
+        HGX,
+        "mlx5_3's ports could not be listed",
+        host_error("list /sys/class/infiniband/mlx5_3/ports"),
+        subjects=("host",),
+    ),
 ]

@@ -12,12 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rule_case_kit import BwEdit, Case, both, gpu, host_error, link, nics
+from rule_case_kit import BwEdit, Case, both, bw_measure, gpu, host_error, link, nics
 from rule_cases_edges import X4_ONEWAY, bw_value, unwired
 from rule_cases_fitness import X1, at, sample
 from rule_cases_more import _xid
 
 from fixtures.derived_data_path import with_sm
+from topodoctor.core.probed import Unsupported
 from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
 
 HGX = "hgx-8gpu-2socket"  # eight InfiniBand devices, mlx5_0 to mlx5_7
@@ -56,6 +57,23 @@ def renamed_nic(old: str, new: str) -> Any:
         return replace(s, nics=tuple(replace(n, name=new) if n.name == old else n for n in s.nics))
 
     return edit
+
+
+def kernel_log(state: Unsupported) -> Any:
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, kernel_events=state)
+
+    return edit
+
+
+def pcie_pair_2_3(r: dict[str, Any]) -> None:
+    """The x4 result with GPU2's and GPU3's NVLinks down and unwired (their pairs PCIe pairs), and
+    GPU2->GPU3 at a PCIe copy's 50 GB/s."""
+    for g in r["snapshot"]["gpus"]:
+        if g["index"] in (2, 3):
+            for k in g["nvlinks"]:
+                k.update(active=False, remote_type="unknown")
+    bw_value("oneway", 2, 3, 50.0)(r)
 
 
 COPY = X4_ONEWAY[(0, 1)]  # about 394 GB/s: a healthy NV18 one-way copy of the x4 host
@@ -152,4 +170,32 @@ COUNT_EDGE_CASES = [
         host_error("list /sys/class/infiniband/mlx5_3/ports"),
         subjects=("host",),
     ),
+    # TD901: a recording from before kernel events were read says nothing of them; a log that
+    # could not be read is a could-not-check
+    Case(
+        "TD901",
+        False,
+        "h200-x4",
+        "kernel events not probed (an older recording)",
+        kernel_log(Unsupported("NOT_PROBED")),
+    ),
+    Case(
+        "TD901",
+        True,
+        "h200-x4",
+        "no kernel log to read",
+        kernel_log(Unsupported("NO_ACCESS")),
+        subjects=("kernel-log",),
+    ),
+    # TD702: the one-way copies through peer access are judged, not the bidirectional ones
+    Case("TD702", False, "h200-x4", "bidirectional GPU2<->GPU3 at 0.1x", bandwidth=bw_measure("bidir", 2, 3, 0.1)),
+    Case(
+        "TD702",
+        False,
+        "h200-x4",
+        "one-way GPU2->GPU3 at 0.1x, staged through the host",
+        bandwidth=bw_measure("oneway", 2, 3, 0.1, path="staged"),
+    ),
+    # TD703: a pair joined over PCIe alone is not "NVLink at PCIe speed"
+    Case("TD703", False, "h200-x4", "GPU2 and GPU3 unwired, GPU2->GPU3 at 50 GB/s over PCIe", bandwidth=pcie_pair_2_3),
 ]

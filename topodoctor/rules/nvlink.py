@@ -11,6 +11,10 @@ from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.graph import gpu_node, nvlink_count
 
+# A link's speed under this share of the host's usual one: links train at a few discrete rates, so
+# a link 5 % or more below the others runs a lower rate, not the same one read with rounding.
+SLOW_LINK_SHARE = 0.95
+
 
 def _norm(values: list[int]) -> int | None:
     """The host's norm: the most common value (ties go to the larger)."""
@@ -206,7 +210,7 @@ def nvlink_slow_link(ctx: Context) -> Iterator[Issue]:
                 f"the host's links run {nvlink_generation(v_norm)}",
                 {"version": version, "norm": v_norm},
             )
-        elif speed is not None and s_norm is not None and speed < 0.95 * s_norm:
+        elif speed is not None and s_norm is not None and speed < SLOW_LINK_SHARE * s_norm:
             yield Issue(
                 where,
                 f"{gi} NVLink {li} runs at {speed} MB/s; the host's links run {s_norm}",

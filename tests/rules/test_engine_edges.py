@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from rule_case_kit import link, pcie, snapshot
 
 from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError
@@ -15,6 +16,7 @@ from topodoctor.model.findings import Finding
 from topodoctor.probe.environment import capture_environment
 from topodoctor.probe.sources import probe_host
 from topodoctor.rules import REGISTRY, Context, _areas, _runs, evaluate, worst
+from topodoctor.rules.probe import probe_failures
 from topodoctor.rules.registry import Issue, check_patterns, selected
 
 UNREAD = ProbeError("NO_PERMISSION", "nvmlDeviceGetSerial", 4)
@@ -94,3 +96,11 @@ def test_a_field_the_probe_could_not_read_that_no_selected_check_uses_is_told_at
     assert told == [("TD901", "info", "GPU2")]
     (f,) = [f for f in ev.incomplete if f.evidence.get("field") == "serial"]
     assert f.message.endswith("no selected check uses it") and f.evidence["rules"] == []
+
+
+def test_a_failed_read_is_named_by_its_path_inside_the_record() -> None:
+    """A field inside a GPU's record by its dotted path, a link's by its own name under the link."""
+    err = ProbeError("NO_PERMISSION", "nvmlDeviceGetFieldValues", 4)
+    snap = link(2, 3, active=err)(pcie(2, width_current=err)(snapshot("h200-x4")))
+    failed = [(s, w) for s, w, e in probe_failures(snap) if e is err]
+    assert failed == [("GPU2", "pcie.width_current"), ("GPU2/nvlink3", "active")]

@@ -47,7 +47,11 @@ def test_strtoll_reads_as_the_c_library_does(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "octal"), [("017", True), ("0", False), ("00", True), ("08", False), ("-017", True), ("0x17", False)]
+    ("text", "octal"),
+    [
+        *[("017", True), ("0", False), ("00", True), ("08", False), ("-017", True), ("0x17", False)],
+        *[("+0", False), ("-0", False), ("abc", False), ("", False)],  # one zero after a sign; no digits at all
+    ],
 )
 def test_a_leading_zero_is_octal_when_digits_follow(text: str, octal: bool) -> None:
     assert strtoll(text)[2] is octal
@@ -80,6 +84,7 @@ ALGOS = ("Tree", "Ring", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "P
         ("Ring", None),
         ("^tree,ring", None),  # case-blind, and a leading ^ excludes
         ("allreduce:ring;broadcast:tree", None),
+        ("AllReduce:Ring;REDUCE:TREE", None),  # function names are case-blind too
         ("ring;allreduce:tree", None),  # only the first entry may omit its function
         ("allreduce:ring;tree", "entry 'tree' has no function prefix (only the first may omit it)"),
         ("allgatherv:ring", "'allgatherv' is not a function (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)"),

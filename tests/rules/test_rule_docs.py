@@ -85,6 +85,20 @@ def test_registry_refuses_a_name_another_rule_has() -> None:
     assert before == REGISTRY
 
 
+def test_the_details_start_on_the_line_after_the_title() -> None:
+    doc = doc_sections("A title.\nIts details.\n\nWhy it matters: a.\n\nHow to fix: b.")
+    assert (doc.title, doc.details) == ("A title.", "Its details.")
+
+
+def test_a_rule_s_title_is_its_first_line_of_text() -> None:
+    _body.__doc__ = "\n    A title.\n\n    Why it matters: it does.\n\n    How to fix: do this.\n    "
+    try:
+        rule("TD998", "docstring-on-its-own-line", "warning")(_body)
+        assert REGISTRY["TD998"].title == "A title."
+    finally:
+        REGISTRY.pop("TD998", None)
+
+
 def test_registry_takes_a_rule_with_its_sections() -> None:
     _body.__doc__ = "A title.\n\nWhy it matters: it does.\n\nHow to fix: do this."
     try:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing (mypy reads the name as True)
 
-__version__ = "0.1.0"
-
 # name -> the module that defines it
 _LAZY = {
+    "__version__": "topodoctor.core.version",
     "scan": "topodoctor.api.host",
     "Host": "topodoctor.api.host",
     "check": "topodoctor.api.verdict",
@@ -82,6 +81,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         ReplayMismatch,
         TopodoctorError,
     )
+    from topodoctor.core.version import __version__
     from topodoctor.model.collectives import CollectivesResult
     from topodoctor.model.copies import BandwidthResult
     from topodoctor.model.findings import Finding

@@ -375,3 +375,14 @@ def test_scan_fits_80_columns_and_keeps_bus_ids(
     assert len(tables) > 20 and all(len(line) <= 80 for line in tables)
     for gpu in probe_host(src).snapshot.gpus:
         assert f" {gpu.bus_id} " in out
+
+
+def test_the_version_is_the_package_s() -> None:
+    """One version: pyproject.toml's, read by every stage from core/version.py."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11's
+
+    import topodoctor
+    from topodoctor.core.version import __version__
+
+    with open(Path(__file__).parents[2] / "pyproject.toml", "rb") as f:
+        assert tomllib.load(f)["project"]["version"] == __version__ == topodoctor.__version__

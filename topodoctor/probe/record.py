@@ -20,8 +20,8 @@ import re
 import time
 from typing import Any
 
-from topodoctor import __version__
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.version import __version__
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi, NvmlCallError
 from topodoctor.probe.sysfs import Sysfs, os_error_name

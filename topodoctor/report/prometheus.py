@@ -34,11 +34,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from topodoctor import __version__
 from topodoctor.core.errors import WriteError
 from topodoctor.core.fileio import write_atomic
 from topodoctor.core.pci import long_bus_id as dcgm_bus_id
 from topodoctor.core.text import label_safe
+from topodoctor.core.version import __version__
 from topodoctor.model.collective_rows import columns
 from topodoctor.report.prometheus_fitness import FITNESS_FAMILIES, fitness_series
 from topodoctor.report.prometheus_history import HISTORY_FAMILIES, history_series

@@ -155,8 +155,10 @@ def _bw(code: str, fires: bool, change: str, edit: BwEdit, at: str) -> Case:
     return Case(code, fires, "h200-x4", change, bandwidth=edit, at=at)
 
 
-def _coll(code: str, fires: bool, change: str, edit: Callable[[Any], None], at: str) -> Case:
-    return Case(code, fires, "h200-x2", change, collectives="x2-healthy", context=edit, at=at)
+def _coll(
+    code: str, fires: bool, change: str, edit: Callable[[Any], None], at: str, severity: str | None = None
+) -> Case:
+    return Case(code, fires, "h200-x2", change, collectives="x2-healthy", context=edit, at=at, severity=severity)
 
 
 MiB = 1 << 20
@@ -348,39 +350,29 @@ EDGE_CASES = [
         busbw("all_reduce", 1024 * MiB, 0.85 * X2_MODEL_ALL_REDUCE),
         "BELOW_MODEL",
     ),
-    replace(
-        _coll(
-            "TD020",
-            True,
-            "all_reduce at 1 GiB, 0.846 of the model",
-            busbw("all_reduce", 1024 * MiB, 0.846 * X2_MODEL_ALL_REDUCE),
-            "BELOW_MODEL",
-        ),
-        severity="warning",
-    ),
-    # an error from 0.6 of the model down
+    # 0.85 of the model, and an error from 0.6 of it down
     *(
-        replace(
-            _coll(
-                "TD020",
-                True,
-                f"all_reduce at 1 GiB, {share:g} of the model",
-                busbw("all_reduce", 1024 * MiB, share * X2_MODEL_ALL_REDUCE),
-                "FAR_BELOW_MODEL",
-            ),
-            severity=severity,
-        )
-        for share, severity in ((0.6, "warning"), (0.594, "error"))
-    ),
-    replace(
         _coll(
             "TD020",
             True,
-            "all_reduce at 256 MiB, 0.5 of the model",
-            busbw("all_reduce", 256 * MiB, 0.5 * X2_MODEL_ALL_REDUCE),
-            "MODEL_MIN_BYTES",
-        ),
-        severity="error",
+            f"all_reduce at 1 GiB, {share:g} of the model",
+            busbw("all_reduce", 1024 * MiB, share * X2_MODEL_ALL_REDUCE),
+            at,
+            severity,
+        )
+        for share, at, severity in (
+            (0.846, "BELOW_MODEL", "warning"),
+            (0.6, "FAR_BELOW_MODEL", "warning"),
+            (0.594, "FAR_BELOW_MODEL", "error"),
+        )
+    ),
+    _coll(
+        "TD020",
+        True,
+        "all_reduce at 256 MiB, 0.5 of the model",
+        busbw("all_reduce", 256 * MiB, 0.5 * X2_MODEL_ALL_REDUCE),
+        "MODEL_MIN_BYTES",
+        "error",
     ),
     _coll(
         "TD020",

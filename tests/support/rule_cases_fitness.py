@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rule_case_kit import Case, SnapEdit
+from rule_case_kit import Case, SnapEdit, both
 
 from topodoctor.model.fitness import CounterSample, GpuFitness
 from topodoctor.model.snapshot import HostSnapshot
@@ -47,15 +47,6 @@ def at(start_s: float, end_s: float) -> SnapEdit:
     def edit(s: HostSnapshot) -> HostSnapshot:
         f = s.gpu(0).fitness
         return fitness(start=replace(f.start, at_s=start_s), end=replace(f.end, at_s=end_s))(s)
-
-    return edit
-
-
-def both(*edits: SnapEdit) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        for e in edits:
-            s = e(s)
-        return s
 
     return edit
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rule_case_kit import Case, SnapEdit, bw_measure, gpu, link, nics
+from rule_case_kit import Case, SnapEdit, both, bw_measure, gpu, link, nics
 from rule_cases_edges import bw_value
 from rule_cases_fitness import port
 
@@ -30,15 +30,6 @@ NIC = "hgx-nic-port-down"  # as HGX, mlx5_3's port down
 def nic_kind(name: str, kind: str) -> SnapEdit:
     def edit(s: HostSnapshot) -> HostSnapshot:
         return replace(s, nics=tuple(replace(n, kind=kind) if n.name == name else n for n in s.nics))
-
-    return edit
-
-
-def both(*edits: SnapEdit) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        for e in edits:
-            s = e(s)
-        return s
 
     return edit
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from topodoctor.core.errors import InputError, OutputLost, WriteError
+from topodoctor.core.json_errors import json_errors, no_constant
 
 T = TypeVar("T")
 MiB = 1 << 20
@@ -138,10 +139,6 @@ def read_text(
         raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def _int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise ValueError(f"an integer of {len(text)} digits")
@@ -169,14 +166,8 @@ def _depth(data: Any, limit: int) -> None:
 
 def parse_json(text: str, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Strict JSON: no NaN / Infinity (nor 1e400), no integer of more than 30 digits, bounded nesting."""
-    try:
-        data = json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except ValueError as exc:
-        raise InputError(f"{what} is not acceptable JSON: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{what} is nested too deeply") from None
+    with json_errors(what):
+        data = json.loads(text, parse_constant=no_constant, parse_int=_int, parse_float=_float)
     try:
         _depth(data, max_depth)
     except ValueError as exc:

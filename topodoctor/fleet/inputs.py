@@ -12,7 +12,6 @@ fleet checks each number it uses.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import stat
@@ -24,6 +23,7 @@ from typing import Any
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
+from topodoctor.core.json_errors import STRICT_DECODER, json_errors
 from topodoctor.fleet.parse import NameFrom, node_type, parse_result
 from topodoctor.fleet.results import NodeResult, Unreadable
 
@@ -101,25 +101,10 @@ def read_files(
             return
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # made once: json.loads with a hook makes one a call
-
-
 def parse_document(data: bytes, what: str) -> Any:
     """A result's JSON, strict as ``fileio.parse_json`` is, without a hook on every number."""
-    try:
-        return _DECODER.decode(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} is not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except ValueError as exc:
-        raise InputError(f"{what} is not acceptable JSON: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{what} is nested too deeply") from None
+    with json_errors(what):
+        return STRICT_DECODER.decode(data.decode("utf-8"))
 
 
 def result_files(paths: Iterable[str | Path], timeout_s: float) -> tuple[list[Path], list[Unreadable]]:

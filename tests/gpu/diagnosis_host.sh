@@ -23,13 +23,16 @@ coll() {  # NAME OPS SIZES [VAR=VALUE ...]: measure, then judge the saved result
   local rc=$?
   local l; l=$(lead "$W/coll-$name.txt")
   echo "run  $name rc=$rc $((SECONDS - t0))s: ${l:-no finding at warning or above}"
-  if [ -s "$W/coll-$name.json" ]; then
-    timeout -k 5 30 python3 -m topodoctor collectives --from "$W/coll-$name.json" > "$W/from-$name.txt" 2>&1
-    rc=$?
-    timeout -k 5 30 python3 -m topodoctor collectives --from "$W/coll-$name.json" -f json > "$W/from-$name.json" 2>/dev/null
-    l=$(lead "$W/from-$name.txt")
-    echo "from $name rc=$rc: ${l:-no finding at warning or above}"
-  fi
+  judge_again "$name"
+}
+judge_again() {  # NAME: the saved result judged again with --from (text and JSON), its leading finding
+  local name=$1 rc l
+  [ -s "$W/coll-$name.json" ] || return 0
+  timeout -k 5 30 python3 -m topodoctor collectives --from "$W/coll-$name.json" > "$W/from-$name.txt" 2>&1
+  rc=$?
+  timeout -k 5 30 python3 -m topodoctor collectives --from "$W/coll-$name.json" -f json > "$W/from-$name.json" 2>/dev/null
+  l=$(lead "$W/from-$name.txt")
+  echo "from $name rc=$rc: ${l:-no finding at warning or above}"
 }
 check_line() {  # NAME [VAR=VALUE ...]: the quick check's one line, and its JSON for the record
   local name=$1; shift
@@ -99,13 +102,7 @@ print(f"     processes on GPU{g['index']} before the run: {before}; sampled {s['
       f"({s['tick_ms']} ms each): {', '.join(seen) or 'no other process'}; inside the run: {inside}; own {g['own']}; "
       f"reasons {g['reasons']}; counters rose {rose}")
 PY
-if [ -s "$W/coll-mid-gemm.json" ]; then
-  timeout -k 5 30 python3 -m topodoctor collectives --from "$W/coll-mid-gemm.json" > "$W/from-mid-gemm.txt" 2>&1
-  rc=$?
-  timeout -k 5 30 python3 -m topodoctor collectives --from "$W/coll-mid-gemm.json" -f json > "$W/from-mid-gemm.json" 2>/dev/null
-  l=$(lead "$W/from-mid-gemm.txt")
-  echo "from mid-gemm rc=$rc: ${l:-no finding at warning or above}"
-fi
+judge_again mid-gemm
 echo "== the sampler's cost: all_reduce 1G with it off and on"
 left=$((232 - (SECONDS - t_all)))
 if [ "$left" -ge 16 ]; then  # a pair is about 12 s (two starts of the ranks)

@@ -26,6 +26,7 @@ class FakeLib:
         self.next_id = 1
         self.waits: list[int] = []
         self.corrupt_peer_copies = False
+        self.memsets: list[int] = []  # addresses zeroed by cuMemsetD8Async
 
     def _id(self) -> int:
         self.next_id += 1
@@ -53,6 +54,7 @@ class FakeLib:
             "cuMemHostAlloc": lambda r, n, f: self._alloc(r, n),
             "cuMemHostGetDevicePointer_v2": lambda r, p, f: setattr(r._obj, "value", _v(p)) or 0,
             "cuMemsetD8_v2": lambda d, c, n: ctypes.memset(_v(d), _v(c), n) and 0,
+            "cuMemsetD8Async": lambda d, c, n, s: self._memset(_v(d), _v(c), n),
             "cuMemcpyHtoD_v2": lambda d, h, n: ctypes.memmove(_v(d), _v(h), n) and 0,
             "cuMemcpyDtoH_v2": lambda h, d, n: ctypes.memmove(_v(h), _v(d), n) and 0,
             "cuMemcpyPeerAsync": self._peer,
@@ -71,6 +73,11 @@ class FakeLib:
             "cuDeviceGetPCIBusId": lambda b, n, d: setattr(b, "value", f"0000:00:{6 + int(d):02X}.0".encode()) or 0,
         }
         return table[name]
+
+    def _memset(self, d: int, c: int, n: int) -> int:
+        self.memsets.append(d)
+        ctypes.memset(d, c, n)
+        return 0
 
     def _peer(self, d: int, dctx: Any, s: int, sctx: Any, n: int, stream: Any) -> int:
         ctypes.memmove(_v(d), _v(s), n)
@@ -140,3 +147,34 @@ def test_latency_per_destination(timer: cuda_timer.Timer) -> None:
 def test_host_copies_both_ways(timer: cuda_timer.Timer, direction: str) -> None:
     a = timer.host({"op": "host", "dev": 0, "dir": direction, "size": SIZE, "iters": 2, "samples": 3})
     assert a["verified"] is True and a["path"] == "host" and len(a["samples"]) == 3
+
+
+def test_host_copies_fill_the_pattern_once_and_zero_before_each_read_back(
+    timer: cuda_timer.Timer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """h2d after h2d finds the pattern in place (no refill); d2h zeroes the buffer first, so a
+    copy back that wrote nothing fails its check even though the buffer held the pattern."""
+    task = {"op": "host", "dev": 0, "size": SIZE, "iters": 1, "samples": 1}
+    fills: list[int] = []
+    real_fill = cuda_timer.Timer._fill
+
+    def counted(self: cuda_timer.Timer, pinned: int, size: int) -> None:
+        fills.append(pinned in self.patterned)
+        real_fill(self, pinned, size)
+
+    monkeypatch.setattr(cuda_timer.Timer, "_fill", counted)
+    assert timer.host(dict(task, dir="h2d"))["verified"] is True
+    assert timer.host(dict(task, dev=1, dir="h2d"))["verified"] is True
+    assert fills == [False, True]  # the second found it filled
+    assert timer.host(dict(task, dir="d2h"))["verified"] is True  # and it holds the pattern again
+    lib = timer.cu.lib
+    assert isinstance(lib, FakeLib)
+    table = FakeLib.__getattr__
+
+    def lost_copies(self: FakeLib, name: str) -> Any:
+        return (lambda *a: 0) if name == "cuMemcpyDtoHAsync_v2" else table(self, name)
+
+    monkeypatch.setattr(FakeLib, "__getattr__", lost_copies)
+    assert timer.host(dict(task, dir="d2h"))["verified"] is False  # nothing came back: zeroes, not the pattern
+    assert timer.host(dict(task, dir="h2d"))["verified"] is True  # refilled after that
+    assert fills[-1] is False

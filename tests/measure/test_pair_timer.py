@@ -133,6 +133,36 @@ def test_copies_are_checked_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert a["verified"] is False
 
 
+def test_host_copies_back_are_zeroed_and_checked_by_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned buffer is zeroed by cuMemsetD8Async before the copies into it and compared by
+    td_same through its mapping; a copy that wrote nothing is caught; where the driver refuses the
+    memset, the CPU zeroes it."""
+    t = _start(monkeypatch)
+    t.prepare({"op": "prepare", "modes": ["h2d", "d2h"], "size": SIZE, "host_size": SIZE})
+    pinned = t.host_buffers[(SIZE, "io")]
+    assert pinned in t.patterned  # filled while the probe ran
+    before = len(lib(t).launches)
+    a = t.host({"op": "host", "dev": 1, "dir": "d2h", "size": SIZE, "iters": 1, "samples": 1})
+    assert a["verified"] is True and lib(t).memsets == [pinned]
+    assert [k for k, _, _ in lib(t).launches[before:]] == [ptx.SAME]
+    real = PairLib.__getattr__
+
+    def lost_copies(self: PairLib, name: str) -> Any:
+        return (lambda *a: 0) if name == "cuMemcpyDtoHAsync_v2" else real(self, name)
+
+    monkeypatch.setattr(PairLib, "__getattr__", lost_copies)
+    assert t.host({"op": "host", "dev": 0, "dir": "d2h", "size": SIZE, "iters": 1, "samples": 1})["verified"] is False
+
+    def no_async_memset(self: PairLib, name: str) -> Any:
+        return (lambda *a: 1) if name == "cuMemsetD8Async" else lost_copies(self, name)  # CUDA_ERROR_INVALID_VALUE
+
+    monkeypatch.setattr(PairLib, "__getattr__", no_async_memset)
+    ctypes.memset(pinned, 0x11, SIZE)
+    t.patterned.add(pinned)  # as if it held the pattern: only the CPU's zeroing can spoil that
+    assert t.host({"op": "host", "dev": 0, "dir": "d2h", "size": SIZE, "iters": 1, "samples": 1})["verified"] is False
+    assert ctypes.string_at(pinned, 16) == bytes(16)
+
+
 @pytest.mark.slow  # subprocesses (or the PTX simulator) for 0.3 s or more
 def test_the_check_kernel_itself_runs_on_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     t = _start(monkeypatch)

@@ -24,6 +24,7 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuCtxEnablePeerAccess": [c_void_p, c_uint],
     "cuMemAlloc_v2": [POINTER(c_uint64), c_size_t],
     "cuMemsetD8_v2": [c_uint64, ctypes.c_ubyte, c_size_t],
+    "cuMemsetD8Async": [c_uint64, ctypes.c_ubyte, c_size_t, c_void_p],
     "cuMemHostAlloc": [POINTER(c_void_p), c_size_t, c_uint],
     "cuMemHostGetDevicePointer_v2": [POINTER(c_uint64), c_void_p, c_uint],
     "cuMemcpyHtoD_v2": [c_uint64, c_void_p, c_size_t],

@@ -87,7 +87,7 @@ class PairTimer(FitnessTimer):
 
         def pinned() -> None:
             try:
-                self._host(host_size, "io")
+                self._fill(self._host(host_size, "io"), host_size)  # the first h2d finds it filled
             except Exception as exc:  # raised below, after the GPUs' threads
                 failed.append(f"pinned host memory: {exc}")
 
@@ -141,6 +141,31 @@ class PairTimer(FitnessTimer):
         differs = c_uint32()
         self.cu("cuMemcpyDtoH_v2", ctypes.addressof(differs), flag, 4)
         return differs.value == 0
+
+    # --- the host copies' buffer, zeroed and checked by the GPU
+    def _mapped(self, g: Gpu, pinned: int) -> int:
+        """The address ``g``'s kernels and copies use for a pinned buffer (mapped at its allocation)."""
+        self.cu("cuCtxSetCurrent", g.ctx)
+        d = c_uint64()
+        self.cu("cuMemHostGetDevicePointer_v2", ctypes.byref(d), c_void_p(pinned), 0)
+        return int(d.value)
+
+    def _clear(self, g: Gpu, pinned: int, size: int, stream: c_void_p) -> None:
+        """Zero the buffer by the GPU, queued before the copies on their stream: over the bus at its
+        speed, where the CPU's memset of 64 MiB costs several milliseconds a task. The CPU's where
+        the driver refuses it."""
+        self.patterned.discard(pinned)
+        try:
+            self.cu("cuMemsetD8Async", self._mapped(g, pinned), 0, size, stream)
+        except RuntimeError:
+            super()._clear(g, pinned, size, stream)
+
+    def _host_same(self, g: Gpu, pinned: int, size: int) -> bool:
+        """Compare the buffer with the GPU's own copy of the pattern by the data check kernel, which
+        reads it over the bus, where the kernels loaded; else by the CPU."""
+        if self.same.get(g.ordinal) is None or size % 16:
+            return super()._host_same(g, pinned, size)
+        return self._same(g, self._mapped(g, pinned), size)
 
     # --- SM tasks, refused where they cannot run
     def _refusal(self, readers: list[tuple[int, int]]) -> Answer | None:

@@ -154,7 +154,15 @@ def run(
     if not worker.spawned_at:
         worker.spawn()
     timings = Timings()
-    worker.start()
+    # The GPUs' load and the watch's first readings (every link's error counters, the limits: tens
+    # of milliseconds of NVML) are taken while the timer still starts CUDA, not after it.
+    acts = tuple(Activity(i, *activity(nvml, i)) for i in sorted(wanted)) if nvml else ()
+    during = watch(nvml, snap, sorted(wanted)).start()  # NVML on a thread while the copies run
+    try:
+        worker.start()
+    except BaseException:
+        during.stop()
+        raise
     timings.start_up(worker)
     by_bus = {g.bus_id: g for g in snap.gpus if isinstance(g.bus_id, str)}
     ids: list[GpuIdentity] = []
@@ -164,6 +172,7 @@ def run(
             ids.append(GpuIdentity(gpu.index, int(d["ordinal"]), d["bus_id"], str(d["name"])))
     seen = {i.index for i in ids}
     if seen != wanted:
+        during.stop()
         worker.stop()
         shown = f"{noun(len(seen), 'GPU')} {sorted(seen)}"
         detail = f"CUDA shows {shown}, asked for {sorted(wanted)} (CUDA_VISIBLE_DEVICES={worker.visible})"
@@ -171,10 +180,8 @@ def run(
     ids.sort(key=lambda i: i.index)
     ordinal = {i.index: i.cuda_ordinal for i in ids}
     links = {g.index: len(g.nvlinks) for g in snap.gpus}
-    acts = tuple(Activity(i.index, *activity(nvml, i.index)) for i in ids) if nvml else ()
     tasks = plan_tasks(settings, ordinal)
     out: list[Measurement] = []
-    during = watch(nvml, snap, ordinal).start()  # NVML on a thread while the copies run
     marks = {"copies_started": time.monotonic()}
     try:
         for n, task in enumerate(tasks):

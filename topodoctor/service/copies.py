@@ -29,6 +29,11 @@ from topodoctor.topology.scope import resolve
 if TYPE_CHECKING:
     from topodoctor.model.findings import Finding
 
+# The longest a probe waits for the CUDA start of a timer forked at the entry point (worker.py
+# ``wait_started``): cuInit, the contexts and peer access took 0.45-0.75 s on the GPU hosts, from
+# 0.07 s after the command's exec; the probe's child starts about 0.25 s after it.
+START_WAIT_S = 1.0
+
 
 def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Callable[[float], Any]:
     """What starts the copy timer before the probe, so that its start overlaps it: the one the
@@ -49,7 +54,12 @@ def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Cal
             worker.spawn()
             if unscoped and not any(name in os.environ for name in early_copies.SCOPE_VARIABLES):
                 worker.hello_now()
+            worker.prepare_now(settings.ahead())
+            return worker
         worker.prepare_now(settings.ahead())
+        # A timer forked at the entry point is a few tenths of a second from its CUDA start by now:
+        # the probe's NVML readings wait for it (beside it they slowed it, and crashed the probe).
+        worker.wait_started(min(START_WAIT_S, max(0.0, deadline - time.monotonic())))
         return worker
 
     return start

@@ -81,6 +81,8 @@ class Worker:
     ready_at: float = 0.0  # when the hello's answer came
     preparing: bool = False  # a ``prepare`` sent after the hello, its answer not read yet
     prepared: dict[str, Any] = field(default_factory=dict)  # its answer
+    _lines: list[str] = field(default_factory=list)  # lines read from the child, not yet taken
+    _partial: bytes = b""  # the start of a line not yet complete
 
     def __post_init__(self) -> None:
         if self.fallback is None and self.cmd == default_worker_cmd():
@@ -99,8 +101,10 @@ class Worker:
         env.setdefault("NCCL_NVLS_ENABLE", "0")
         self.spawned_at = time.monotonic()
         try:
-            self.proc = subprocess.Popen(
-                self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            self._new_child(
+                subprocess.Popen(
+                    self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+                )
             )
         except OSError as exc:
             raise BandwidthUnavailable(f"cannot start the copy timer: {exc}") from None
@@ -108,7 +112,7 @@ class Worker:
     def took(self, proc: TimerProc, hello: dict[str, Any] | None, forked_at: float) -> None:
         """Drive a timer forked for it at ``forked_at`` (measure/copies/forked.py), which was given
         ``hello`` at the fork (None: it waits for one)."""
-        self.proc = proc
+        self._new_child(proc)
         self.spawned_at = self.hello_sent_at = forked_at
         self.sent = hello
 
@@ -200,13 +204,10 @@ class Worker:
 
     def answer(self, timeout_s: float) -> dict[str, Any] | None:
         """The next answer, or None when none came within ``timeout_s`` (the child is then killed)."""
-        proc = self.proc
-        assert proc is not None and proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], max(timeout_s, 0.0))
-        if not ready:
+        line = self._line(timeout_s)
+        if line is None:
             self.stop()
             return None
-        line = proc.stdout.readline()
         if not line:
             return self._died()
         try:
@@ -215,6 +216,44 @@ class Worker:
             return {"error": f"copy timer answered garbage: {line[:80]!r}"}
         return answer
 
+    def wait_started(self, timeout_s: float) -> None:
+        """Wait, ``timeout_s`` at most, until the hello on its way is answered (CUDA started: the
+        driver, every context, peer access), and keep that answer for ``start``. The probe's NVML
+        readings wait for it: beside cuInit they slowed it (232 ms alone, 282 and 338 ms beside a
+        scan's and a check's probe, 2 x H200), and a probe that overlapped the contexts' creation
+        died of SIGSEGV in 15 of 41 runs on three such hosts (none of 11 where it waited for the
+        whole start, none of 11 where it overlapped cuInit alone). Nothing while no hello is on its
+        way; never kills."""
+        if self.proc is None or self.sent is None or self._lines:
+            return
+        line = self._line(timeout_s)
+        if line:
+            self._lines.insert(0, line)
+
+    def _line(self, timeout_s: float) -> str | None:
+        """The child's next line; None when none came within ``timeout_s``, "" at its end. Read from
+        its descriptor by this object alone, so that a line read with another stays here and no
+        buffer hides it from ``select``."""
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
+        fd = proc.stdout.fileno()
+        end = time.monotonic() + max(timeout_s, 0.0)
+        while not self._lines:
+            ready, _, _ = select.select([fd], [], [], max(end - time.monotonic(), 0.0))
+            if not ready:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return ""
+            *complete, self._partial = (self._partial + chunk).split(b"\n")
+            self._lines += [c.decode("utf-8", "replace") for c in complete]
+        return self._lines.pop(0)
+
+    def _new_child(self, proc: TimerProc | None) -> None:
+        """Drive ``proc`` from now on (None: none): nothing read from an earlier one carries over."""
+        self.proc = proc
+        self._lines, self._partial = [], b""
+
     def _died(self) -> dict[str, Any]:
         err = ""
         if self.proc is not None and self.proc.stderr is not None:
@@ -222,7 +261,7 @@ class Worker:
             lines = self.proc.stderr.read().strip().splitlines()
             err = next((ln for ln in reversed(lines) if ln.strip()), "")
         code = self.proc.returncode if self.proc is not None else None
-        self.proc = None
+        self._new_child(None)
         if "No module named 'torch'" in err:
             raise BandwidthUnavailable("torch is not installed: pip install 'topodoctor[bandwidth]'")
         return {"error": f"copy timer died (exit {code}): {err[:160]}"}
@@ -232,7 +271,7 @@ class Worker:
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
-            self.proc = None
+            self._new_child(None)
         self.sent = None
         self.preparing = False
 
@@ -247,7 +286,7 @@ class Worker:
                     with contextlib.suppress(OSError):
                         pipe.close()
             _released.append(self.proc)
-            self.proc = None
+            self._new_child(None)
         self.sent = None
         self.preparing = False
         _released[:] = [p for p in _released if p.poll() is None]

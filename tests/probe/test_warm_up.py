@@ -160,3 +160,31 @@ def test_the_switch_interval_is_short_while_it_runs_and_given_back(monkeypatch: 
     WarmUp().join()
     assert seen and seen[0] < before / 10
     assert sys.getswitchinterval() == before
+
+
+def test_a_warm_up_begun_early_is_the_one_the_probe_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe's child begins the warm-up before its imports (service/early.py ``child_work``);
+    the binding then joins that one, once, and a later probe in the process starts its own."""
+    calls = _library(monkeypatch)
+    monkeypatch.setattr(warm_up, "_begun", None)
+    warm_up.begin()
+    warm_up.begin()  # a second begin starts nothing more
+    first = warm_up.take()
+    first.join()
+    assert calls.count("load libnvidia-ml.so.1") == 1
+    second = warm_up.take()
+    assert second is not first
+    second.join()
+    assert calls.count("load libnvidia-ml.so.1") == 2
+
+
+def test_a_live_probe_s_child_begins_the_warm_up_before_its_imports(monkeypatch: pytest.MonkeyPatch) -> None:
+    from topodoctor.service import early, gather
+    from topodoctor.service.passes import Source
+
+    order: list[str] = []
+    monkeypatch.setattr(warm_up, "begin", lambda: order.append("begin"))
+    monkeypatch.setattr(gather, "work", lambda source, passes, deadline: order.append("probe") or {})
+    early.child_work(Source())(1.0)
+    early.child_work(Source(replay="h200-x4"))(1.0)
+    assert order == ["begin", "probe", "probe"]  # a replay has no driver to warm

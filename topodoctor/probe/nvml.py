@@ -12,8 +12,8 @@ import importlib
 from typing import Any
 
 from topodoctor.core.errors import ProbeUnavailable
+from topodoctor.probe import warm_up
 from topodoctor.probe.api import BINDING_FAILED, BINDING_MISSING, NvmlCallError
-from topodoctor.probe.warm_up import WarmUp
 
 # Calls whose pynvml wrapper wants a caller-allocated struct; we allocate it here so the
 # boundary stays "plain arguments in, plain data out". (struct class, pynvml function).
@@ -109,7 +109,7 @@ class LiveNvml:
 def warmed() -> LiveNvml:
     """The live binding for a probe: the driver's slow first answers are asked in threads
     (probe/warm_up.py) while the binding loads here, and waited for before the probe's first call."""
-    warm = WarmUp()
+    warm = warm_up.take()
     try:
         warm.load_binding()
         return LiveNvml()

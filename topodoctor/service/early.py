@@ -16,7 +16,13 @@ def child_work(source: Source, passes: Sequence[Pass] = ()) -> Callable[[float],
     """What a probe's child does by its deadline (service/gather.py ``work``), loaded in the child."""
 
     def work(deadline: float) -> dict[str, Any]:
-        from topodoctor.service.gather import work as gathered  # the child's entry: loaded after the fork
+        # The driver's first answers begin before the child's imports, beside them; where a pass
+        # follows, its timer's CUDA start comes first (service/copies.py ``wait_started``).
+        if source.live and not passes:
+            from topodoctor.probe.warm_up import begin  # the child's entry: loaded after the fork
+
+            begin()
+        from topodoctor.service.gather import work as gathered  # the child's entry, as above
 
         return gathered(source, passes, deadline)
 

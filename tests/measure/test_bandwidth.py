@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import BW_DERIVED, FIXTURES
 from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app, main
-from topodoctor.core.errors import BandwidthUnavailable
+from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.measure.copies.session import Settings, plan_tasks, run
 from topodoctor.model.copies import load_result
 from topodoctor.probe.sources import probe_host
@@ -209,3 +210,55 @@ def test_a_timer_that_cannot_start_hands_over_to_the_fallback(tmp_path: Path, mo
     worker = Worker([sys.executable, str(broken)], 10.0, fallback=[sys.executable, str(broken)])
     with pytest.raises(BandwidthUnavailable, match=r"no stream memory ops \(torch timer: CUDA unavailable"):
         run(probe_host("h200-x2").snapshot, Settings.quick(), worker=worker)
+
+
+def test_the_copies_are_handed_over_before_the_watch_s_closing_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once every copy is done the pass hands its result over (``interim``) before the link
+    counters' closing read, which once took the measuring process down; a pass cut short hands
+    nothing over."""
+    from topodoctor.probe.during import CLOSING_UNREAD
+    from topodoctor.probe.replay import recording_from_data, resolve
+
+    name, data = resolve("h100-x2")
+    nvml, _ = recording_from_data(data, name).fakes()
+    snap = probe_host("h100-x2").snapshot
+    cmd, _ = _recording_timer(tmp_path, monkeypatch)
+    handed: list[Any] = []
+    result = run(snap, Settings(modes=("oneway",)), nvml=nvml, worker_cmd=cmd, interim=handed.append)
+    (early,) = handed
+    assert early.measurements == result.measurements and early.during is not None and result.during is not None
+    assert {g.counters_error for g in early.during.gpus} == {CLOSING_UNREAD}
+    assert all(g.counters_error != CLOSING_UNREAD for g in result.during.gpus)  # the closing read was made
+    handed.clear()
+    with pytest.raises(BudgetExceeded):
+        run(snap, Settings(modes=("oneway",)), nvml=nvml, worker_cmd=cmd, interim=handed.append, deadline=0.0)
+    assert handed == []
+
+
+@pytest.mark.parametrize(("ours", "shown"), [(True, False), (False, True)])
+def test_a_gpu_is_said_not_idle_for_another_s_process_never_for_the_copy_timer(ours: bool, shown: bool) -> None:
+    """By the time the load is read the copy timer holds a context on every GPU: NVML counts it,
+    the snapshot names it topodoctor's own."""
+    from dataclasses import replace
+
+    from rich.console import Console
+
+    from topodoctor.model.copies import Activity
+    from topodoctor.model.snapshot import ComputeProcess
+    from topodoctor.report.bandwidth import print_bandwidth
+
+    saved = load_result(FIXTURES / "bandwidth" / "h200-x4.quick.json")
+    assert saved.snapshot is not None
+    timer = ComputeProcess(4201, 1 << 29, 1000, 4200, "python3 -m topodoctor.measure.copies.pair_timer", ours)
+    gpus = tuple(replace(g, compute_processes=(timer,) if g.index == 0 else ()) for g in saved.snapshot.gpus)
+    r = replace(
+        saved,
+        snapshot=replace(saved.snapshot, gpus=gpus),
+        activity=(Activity(0, 0, 1, 1 << 29), Activity(1, 0, 0, 0)),
+    )
+    console = Console(record=True, width=200)
+    print_bandwidth(r, console)
+    text = console.export_text()
+    assert ("GPU0 was not idle: 0 % busy, 1 other process" in text) is shown and "GPU1 was not idle" not in text

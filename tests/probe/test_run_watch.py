@@ -242,3 +242,34 @@ def test_a_binding_that_breaks_at_once_leaves_no_watch() -> None:
     with watch(Broken(), res.snapshot) as w:
         pass
     assert w.run is None and w.sampling is None and w.attach(res) is res
+
+
+def test_what_was_seen_is_handed_over_before_the_closing_read_and_completed_by_it() -> None:
+    """The closing read of the link counters once took the measuring process down: before it, the
+    caller gets the run's sampling with every GPU's counters after unread and saying why."""
+    s = Script().counters(0, {"nvlink3_crc": 4})
+    clock = iter(0.2 * n for n in range(5))
+    w = RunWatch(FakeNvml(s.calls, "script"), [0, 1], {0: 18, 1: 18}, PROC, clock=lambda: next(clock))
+    w.start(thread=False)
+    w.sampler.tick()
+    handed: list[RunSampling] = []
+    final = w.stop(handed.append)
+    (early,) = handed
+    assert early.ticks == final.ticks == 1 and early.duration_s == final.duration_s
+    assert all(g.counters_before and not g.counters_after for g in early.gpus)
+    assert {g.counters_error for g in early.gpus} == {during.CLOSING_UNREAD}
+    g0 = final.gpus[0]
+    assert g0.counters_error == "" and g0.rose() == {"nvlink3_crc": 4}
+
+
+def test_a_sampling_without_its_closing_read_leaves_the_link_counters_unjudged() -> None:
+    from topodoctor.diagnosis.during import counters_rose
+
+    s = Script()
+    clock = iter(0.2 * n for n in range(5))
+    w = RunWatch(FakeNvml(s.calls, "script"), [0], {0: 18}, PROC, clock=lambda: next(clock))
+    w.start(thread=False)
+    handed: list[RunSampling] = []
+    w.stop(handed.append)
+    found, ruled = counters_rose(list(handed[0].gpus), handed[0].duration_s)
+    assert found == [] and ruled == [f"link counters of GPU0: not read ({during.CLOSING_UNREAD})"]

@@ -5,13 +5,15 @@ probe before it found (x4-nvlink-down: GPU1's NVLink 5 is down, TD101 at error).
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import time
 from typing import Any
 
 import pytest
-from conftest import scenario_path
+from conftest import FIXTURES, scenario_path
 from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app
@@ -134,3 +136,36 @@ def test_a_probe_that_fails_is_still_an_error_with_its_own_code() -> None:
     """Nothing was probed: there is no finding to keep, and the error's code stands."""
     r = runner.invoke(app, ["check", "--replay", "no-such-recording", "--bandwidth", "-f", "line"])
     assert r.exit_code == EXIT_USAGE and r.stdout.startswith("topodoctor UNKNOWN: ")
+
+
+def _measures_then_crashes(snap: Any, source: Any, deadline: float, started: Any, interim: Any) -> Any:
+    """The bandwidth pass as it crashed on the GPU hosts: every copy done and handed over, then
+    SIGSEGV in the closing read of the link counters."""
+    from dataclasses import replace
+
+    from topodoctor.model.copies import load_result
+    from topodoctor.model.during import GpuDuring, RunSampling
+    from topodoctor.probe.during import CLOSING_UNREAD
+
+    saved = load_result(FIXTURES / "bandwidth" / "h200-x4.quick.json")
+    seen = GpuDuring(0, 3, counters_before={"nvlink5_crc": 0}, counters_error=CLOSING_UNREAD)
+    interim(replace(saved, during=RunSampling(0.2, 0.6, 3, (seen,))))
+    faulthandler.disable()  # pytest's, inherited by the fork: no dump of this staged crash
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+@pytest.mark.slow  # processes forked or started: 0.3 s or more on 2 cores
+def test_a_pass_that_handed_its_result_over_before_crashing_is_judged_with_it() -> None:
+    from topodoctor.model.copies import BandwidthResult
+    from topodoctor.service import probing
+    from topodoctor.service.passes import Source
+
+    p = Pass("bandwidth", _measures_then_crashes, BandwidthResult, interim=True)
+    host = probing.probe(Source(DOWN), doctor.Budget.start(30), (p,))
+    assert host.missed == {} and host.snapshot.gpus  # the probe, and the copies with it
+    res = host.measured["bandwidth"]
+    assert res.measurements and res.measured_at is not None  # stamped as every result is
+    assert res.during.error.startswith("the measuring process ended before its closing read: ")
+    assert "SIGSEGV" in res.during.error
+    out = _check(p)
+    assert out.not_measured == () and out.exit_code == EXIT_UNHEALTHY and out.failing[0].code == "TD101"

@@ -45,6 +45,9 @@ WATCHED = ("util", "reasons", "power_w", "temp_c", "sm_mhz")
 FI_PCIE_REPLAY = 94  # NVML_FI_DEV_PCIE_REPLAY_COUNTER
 # NVML_FI_DEV_NVLINK_ERROR_DL_{REPLAY,RECOVERY,CRC}, per link (scopeId = link)
 LINK_COUNTERS = {161: "replay", 162: "recovery", 163: "crc"}
+# Why the counters after are missing from what a measurement sent before its closing read: the
+# process ended before that read answered (the command says how, where it knows).
+CLOSING_UNREAD = "not read: the measuring process ended before its closing read"
 
 
 @dataclass
@@ -135,14 +138,24 @@ class RunWatch:
             self.sampler.start()
         return self
 
-    def stop(self) -> RunSampling:
-        """Stop sampling, read the counters again, and return what the samples showed."""
+    def stop(self, before_closing: Callable[[RunSampling], None] | None = None) -> RunSampling:
+        """Stop sampling, read the counters again, and return what the samples showed.
+        ``before_closing`` is handed what the samples showed before that closing read (each GPU's
+        counters after: ``CLOSING_UNREAD``): NVML's answer to that read once took the process down
+        (SIGSEGV) on the GPU hosts, and the caller can send what it measured first."""
         self.sampler.stop()
         duration = self.clock() - self.t0
+        if before_closing is not None:
+            before_closing(self._sampling(duration, {i: ({}, CLOSING_UNREAD) for i in self.gpus}))
+        closing = {i: self._counters(i) if i not in self.sampler.errors else ({}, "") for i in self.gpus}
+        return self._sampling(duration, closing)
+
+    def _sampling(self, duration: float, closing: dict[int, tuple[dict[str, int], str]]) -> RunSampling:
+        """What the samples showed, with ``closing``: each GPU's counters after and why not read."""
         error = self.sampler.failure
         gpus = []
         for i, g in sorted(self.gpus.items()):
-            after, why = self._counters(i) if i not in self.sampler.errors else ({}, "")
+            after, why = closing[i]
             before, why_before = self.before.get(i, ({}, ""))
             sm_max, power_limit = self.limits.get(i, (None, None))
             foreign = tuple(
@@ -272,11 +285,11 @@ class Watch:
             self.run = None
         return self
 
-    def stop(self) -> RunSampling | None:
-        """Stop sampling; what it saw, or None."""
+    def stop(self, before_closing: Callable[[RunSampling], None] | None = None) -> RunSampling | None:
+        """Stop sampling; what it saw, or None (``before_closing``: as ``RunWatch.stop`` takes it)."""
         if self.run is not None and self.sampling is None:
             try:
-                self.sampling = self.run.stop()
+                self.sampling = self.run.stop(before_closing)
             except Exception:  # as in start: never the measurement's failure
                 self.sampling = None
         return self.sampling

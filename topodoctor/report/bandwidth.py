@@ -17,7 +17,7 @@ from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import plural, printable
-from topodoctor.model.copies import BOTH_WAYS_MODES, LATENCY_MODES, BandwidthResult, Measurement, Mode
+from topodoctor.model.copies import BOTH_WAYS_MODES, LATENCY_MODES, Activity, BandwidthResult, Measurement, Mode
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, failing
 from topodoctor.report.check import counts
 from topodoctor.report.terminal import literal
@@ -215,6 +215,14 @@ def verdict_line(r: BandwidthResult, findings: Sequence[Finding], fail_level: st
     return line
 
 
+def _others(r: BandwidthResult, a: Activity) -> int | None:
+    """The processes on a GPU at the start that are not topodoctor's own (its copy timer is there by
+    then): from the snapshot's list where it has one, else every process NVML counted."""
+    gpu = next((g for g in r.snapshot.gpus if g.index == a.index), None) if r.snapshot is not None else None
+    listed = gpu.compute_processes if gpu is not None else None
+    return sum(1 for p in listed if not p.ours) if isinstance(listed, tuple) else a.processes
+
+
 def _print_matrices(r: BandwidthResult, console: Console, findings: Sequence[Finding]) -> None:
     console.print(literal(f"{r.method}; torch {r.torch_version or '-'}, CUDA {r.cuda_version}; {r.wall_s:.1f} s"))
     console.print(
@@ -224,10 +232,11 @@ def _print_matrices(r: BandwidthResult, console: Console, findings: Sequence[Fin
             f"~ spread (max-min)/median over {NOISY_PCT:.0f} %, # named by a finding below"
         )
     )
-    busy = [a for a in r.activity if (a.processes or 0) > 0 or (a.utilization_pct or 0) > 5]
-    for a in busy:
-        busy_with = plural(a.processes, "process")
-        console.print(Text(f"GPU{a.index} was not idle: {a.utilization_pct} % busy, {busy_with}", "yellow"))
+    for a in r.activity:
+        others = _others(r, a)
+        if others or (a.utilization_pct or 0) > 5:
+            busy_with = plural(others or 0, "other process")
+            console.print(Text(f"GPU{a.index} was not idle: {a.utilization_pct} % busy, {busy_with}", "yellow"))
     seen = [m for m in r.measurements if m.mode == "oneway" and m.nvlink_bytes is not None and m.value]
     if seen:
         over = sum(1 for m in seen if m.nvlink_bytes and m.nvlink_bytes >= m.size_bytes)

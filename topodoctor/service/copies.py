@@ -72,14 +72,16 @@ def _stop_worker(worker: Any) -> None:
 def bandwidth_pass(scope: str = "auto") -> Pass:
     """The quick copy pass of ``check --bandwidth``, on the GPUs of ``scope`` only."""
 
-    def copies(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> BandwidthResult:
+    def copies(
+        snap: HostSnapshot, source: Source, deadline: float, worker: Any, interim: Callable[[Any], None] | None = None
+    ) -> BandwidthResult:
 
         # Copies only ever run live: the job's GPUs come from this process's environment.
         where = resolve(snap, capture_process().environ, scope)  # type: ignore[arg-type]
         nvml = live_nvml() if source.live else None
-        return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where)
+        return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where, interim=interim)
 
-    return Pass("bandwidth", copies, BandwidthResult, _starter(None, scope != "job"), _stop_worker)
+    return Pass("bandwidth", copies, BandwidthResult, _starter(None, scope != "job"), _stop_worker, interim=True)
 
 
 def measure(
@@ -95,10 +97,12 @@ def measure(
 
     warm: list[Any] = []  # the live readings' binding, made while the probe runs (in the child)
 
-    def timed(snap: HostSnapshot, src: Source, deadline: float, worker: Any) -> BandwidthResult:
+    def timed(
+        snap: HostSnapshot, src: Source, deadline: float, worker: Any, interim: Callable[[Any], None] | None = None
+    ) -> BandwidthResult:
 
         nvml = warm[0].api() if warm else live_nvml() if src.live else None
-        result = run(snap, settings, nvml=nvml, worker=worker, deadline=deadline, progress=progress)
+        result = run(snap, settings, nvml=nvml, worker=worker, deadline=deadline, progress=progress, interim=interim)
         return _marked(result, "nvml_readings_ready", warm[0].ready_at if warm else 0.0)
 
     peers = any(m in PAIR_MODES for m in settings.modes)
@@ -116,7 +120,7 @@ def measure(
         if meanwhile is not None:
             meanwhile()
 
-    copies = Pass("bandwidth", timed, BandwidthResult, begin, _stop_worker)
+    copies = Pass("bandwidth", timed, BandwidthResult, begin, _stop_worker, interim=True)
     try:
         host = probe(source, budget, (copies,), quiet=progress is None, meanwhile=ready)
     finally:

@@ -4,8 +4,9 @@ set out here so that the command only draws it."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import send_part
@@ -38,8 +39,9 @@ def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
         send_part(encode(host))
     for ps in passes:
         at = time.time()
+        extra = {"interim": _interim(host, ps.name, at, source.live)} if ps.interim else {}
         try:
-            result = ps.run(p.snapshot, source, deadline, started.get(ps.name))
+            result = ps.run(p.snapshot, source, deadline, started.get(ps.name), **extra)
         except InputError:  # a usage error stays one, whatever ran before it
             raise
         except TopodoctorError as exc:
@@ -60,3 +62,19 @@ def work(source: Source, passes: Sequence[Pass], deadline: float) -> dict[str, A
     if source.topology_only:
         return dict(scan_text_of(gather(source, (), deadline)))
     return encode(gather(source, passes, deadline))
+
+
+def _interim(host: Host, name: str, at: float, live: bool) -> Callable[[Any], None]:
+    """What a pass hands its result to before its last readings: sent to the parent with the probe
+    and every pass done so far, so that the parent judges it should the child die before its end
+    (service/probing.py). The Host itself keeps only final results."""
+
+    def send(result: Any) -> None:
+        host.measured[name] = stamp(result, host.snapshot, at, live)
+        try:
+            with contextlib.suppress(OSError):  # no parent to read it: the final answer fails the same way
+                send_part(encode(host))
+        finally:
+            del host.measured[name]
+
+    return send

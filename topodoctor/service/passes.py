@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from topodoctor.model.snapshot import HostSnapshot
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -30,7 +27,8 @@ class Source:
 class Pass:
     """A measurement run after the probe, in the budgeted child (copies, collectives...).
 
-    ``run(snapshot, source, deadline, started)`` returns a plain dataclass of type ``result``;
+    ``run(snapshot, source, deadline, started)`` (and ``interim=`` where ``interim`` says so)
+    returns a plain dataclass of type ``result``;
     it travels to the parent as JSON and lands in the rules' Context, in the
     field of its name (``Context.bandwidth``, ``Context.fitness``, ``Context.collectives``). ``start(deadline)``
     (optional) runs before the probe, so a worker's start-up overlaps it; what it returns is
@@ -40,8 +38,11 @@ class Pass:
     """
 
     name: str
-    run: Callable[[HostSnapshot, Source, float, Any], Any]
+    run: Callable[..., Any]
     result: type
     start: Callable[[float], Any] | None = None
     stop: Callable[[Any], None] | None = None
     missed: Callable[[Any], str | None] | None = None
+    # ``run`` also takes ``interim=``: a callable it hands its result to once measured, before the
+    # last readings that could take the child down; the parent judges that result if they do.
+    interim: bool = False

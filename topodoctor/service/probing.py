@@ -13,8 +13,8 @@ the command only draws it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from dataclasses import is_dataclass, replace
+from typing import TYPE_CHECKING, Any, cast
 
 from topodoctor.core.budget import Budget, Child, await_child, fork_work
 from topodoctor.core.errors import EXIT_USAGE, TopodoctorError
@@ -101,8 +101,19 @@ def _await_host(
     except TopodoctorError as exc:
         if exc.part is None or exc.exit_code == EXIT_USAGE:
             raise
-        probed = decode(exc.part, (), environment)
-        return replace(probed, missed={p.name: str(exc).removeprefix("could not check: ") for p in passes})
+        why = str(exc).removeprefix("could not check: ")
+        probed = decode(exc.part, passes, environment)  # with each pass that sent its result first
+        measured = {name: _cut_short(result, why) for name, result in probed.measured.items()}
+        return replace(probed, measured=measured, missed={p.name: why for p in passes if p.name not in measured})
+
+
+def _cut_short(result: Any, why: str) -> Any:
+    """A pass's result sent before its last readings, by a child that then ended (``why``): its
+    sampling of the run says so."""
+    during = getattr(result, "during", None)  # a RunSampling (model/during.py: not loaded for this)
+    if not is_dataclass(during) or isinstance(during, type) or not hasattr(during, "error"):
+        return result
+    return replace(result, during=replace(during, error=f"the measuring process ended before its closing read: {why}"))
 
 
 def _ready(passes: Sequence[Pass], environment: bool, then: Callable[[], None] | None) -> Callable[[], None]:

@@ -30,6 +30,7 @@ from topodoctor.model.copies import (
     Measurement,
     Stats,
 )
+from topodoctor.model.during import RunSampling
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.counters import activity, nvlink_tx_bytes
@@ -129,10 +130,13 @@ def run(
     deadline: float | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     scope: Scope | None = None,
+    interim: Callable[[BandwidthResult], None] | None = None,
 ) -> BandwidthResult:
     """Measure the scope's GPUs (by default the job's, from the environment; see
     topodoctor.topology.scope), or ``settings.devices``. The child process sees only those GPUs.
-    ``nvml`` (live) adds the idle check and NVLink byte counters."""
+    ``nvml`` (live) adds the idle check and NVLink byte counters. ``interim`` is handed the result
+    once every copy is done, before the watch's closing read of the link counters (which took the
+    process down on the GPU hosts): a caller that sends it on keeps the copies if that happens."""
     t0 = time.monotonic()
     scope = scope or resolve(snap, os.environ)
     live = {g.index for g in snap.gpus if g.lost is None}
@@ -183,6 +187,12 @@ def run(
     tasks = plan_tasks(settings, ordinal)
     out: list[Measurement] = []
     marks = {"copies_started": time.monotonic()}
+    where = scope.describe() if settings.devices is None else f"devices {sorted(wanted)}"
+
+    def result() -> BandwidthResult:  # what is measured so far, ``during`` not attached
+        timeline = _timeline(worker, t0, time.monotonic(), marks)
+        return _result(snap, settings, worker, ids, acts, out, t0, timings, timeline, where)
+
     try:
         for n, task in enumerate(tasks):
             if deadline is not None and time.monotonic() > deadline:
@@ -210,14 +220,36 @@ def run(
             progress(len(tasks), len(tasks), "done")
         marks["tasks_done"] = time.monotonic()
     finally:
-        during.stop()
+        done = "tasks_done" in marks and interim is not None
+
+        def send(sampling: RunSampling) -> None:
+            assert interim is not None
+            interim(replace(result(), during=sampling))
+
+        during.stop(send if done else None)
         t_stop = time.monotonic()
         worker.release()
         timings.add("teardown", time.monotonic() - t_stop)
+
     timings.add("total_since_spawn", time.monotonic() - (worker.spawned_at or t0))
     if worker.restarts:
         timings.add("restarts", worker.restarts)
-    timeline = _timeline(worker, t0, time.monotonic(), marks)
+    return replace(result(), during=during.sampling)
+
+
+def _result(
+    snap: HostSnapshot,
+    settings: Settings,
+    worker: Worker,
+    ids: list[GpuIdentity],
+    acts: tuple[Activity, ...],
+    out: list[Measurement],
+    t0: float,
+    timings: Timings,
+    timeline: dict[str, float],
+    scope: str,
+) -> BandwidthResult:
+    """The pass's result from what it measured (``during`` not yet attached)."""
     return BandwidthResult(
         kind="bandwidth",
         schema_version=BANDWIDTH_SCHEMA_VERSION,
@@ -236,12 +268,12 @@ def run(
             "iters": settings.iters,
             "samples": settings.samples,
             "pair_timeout_s": settings.pair_timeout_s,
-            "scope": scope.describe() if settings.devices is None else f"devices {sorted(wanted)}",
+            "scope": scope,
         },
         snapshot=snap,
         timings=timings.rounded(),
         timeline=timeline,
-        during=during.sampling,
+        during=None,
     )
 
 

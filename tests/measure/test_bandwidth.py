@@ -256,9 +256,14 @@ def test_a_gpu_is_said_not_idle_for_another_s_process_never_for_the_copy_timer(o
     r = replace(
         saved,
         snapshot=replace(saved.snapshot, gpus=gpus),
-        activity=(Activity(0, 0, 1, 1 << 29), Activity(1, 0, 0, 0)),
+        # GPU0 12 % busy with the timer's buffers being made; GPU1 with nobody on it
+        activity=(Activity(0, 12, 1, 1 << 29), Activity(1, 49, 0, 0)),
     )
     console = Console(record=True, width=200)
     print_bandwidth(r, console)
     text = console.export_text()
-    assert ("GPU0 was not idle: 0 % busy, 1 other process" in text) is shown and "GPU1 was not idle" not in text
+    assert ("GPU0 was not idle: 12 % busy, 1 other process" in text) is shown and "GPU1 was not idle" not in text
+    busy = replace(r, activity=(Activity(0, 0, 1, 0), Activity(1, 50, 0, 0)))  # half busy, no process seen
+    console = Console(record=True, width=200)
+    print_bandwidth(busy, console)
+    assert "GPU1 was not idle: 50 % busy, 0 other processes" in console.export_text()

@@ -273,3 +273,16 @@ def test_a_sampling_without_its_closing_read_leaves_the_link_counters_unjudged()
     w.stop(handed.append)
     found, ruled = counters_rose(list(handed[0].gpus), handed[0].duration_s)
     assert found == [] and ruled == [f"link counters of GPU0: not read ({during.CLOSING_UNREAD})"]
+
+
+def test_the_probe_counts_the_command_s_copy_timer_as_its_own_and_nobody_else() -> None:
+    """A `bandwidth` forks its copy timer before its probe's child: by the probe the timer holds a
+    context on every GPU, the child's sibling. The live probe names the command (``commands``), so
+    the timer is topodoctor's own there, as in the watch; another user's process never is."""
+    from topodoctor.probe.processes import describe
+
+    me = (ME, None)
+    assert describe(PROC, TIMER, 1 << 29, me, (COMMAND,)).ours is True
+    assert describe(PROC, COMMAND, 1 << 29, me, (COMMAND,)).ours is True
+    assert describe(PROC, TIMER, 1 << 29, me).ours is False  # a replay names no command
+    assert describe(PROC, GEMM, 1 << 29, me, (COMMAND,)).ours is False

@@ -130,12 +130,13 @@ def _with_end(nvml: Nvml, fs: Sysfs, g: Gpu) -> Gpu:
     return replace(g, fitness=replace(g.fitness, end=counter_sample(nvml, fs, f"gpu:{g.index}")))
 
 
-def collect(api: NvmlApi, fs: Sysfs, fitness: bool = True) -> HostSnapshot:
+def collect(api: NvmlApi, fs: Sysfs, fitness: bool = True, commands: tuple[int, ...] = ()) -> HostSnapshot:
     """Probe the host. Raises ProbeUnavailable when NVML cannot start or sees no GPU.
 
     ``fitness=False`` reads the topology alone: each GPU's fitness, the processes on it and the
     kernel log's XID events are left unread (``Unsupported("NOT_ASKED")``), which halves the
-    NVML calls of a picture that shows none of them (the text ``scan``).
+    NVML calls of a picture that shows none of them (the text ``scan``). A process on a GPU is
+    topodoctor's own also when it is one of ``commands`` or their child (probe/processes.py).
 
     What the host says of itself (/proc and /sys: CPUs, NICs, NUMA nodes) is read first: a live
     probe's NVML answers come from a server whose driver may still be starting (its first
@@ -147,7 +148,7 @@ def collect(api: NvmlApi, fs: Sysfs, fitness: bool = True) -> HostSnapshot:
         name = init.error if isinstance(init, ProbeError) else init.reason
         raise ProbeUnavailable(init_failure(name))
     try:
-        snap = _collect(nvml, fs, fitness, facts)
+        snap = _collect(nvml, fs, fitness, facts, commands)
     except BaseException:
         nvml.ask("nvmlShutdown")
         raise
@@ -205,7 +206,7 @@ def _host_facts(fs: Sysfs, fitness: bool) -> _HostFacts:
     )
 
 
-def _collect(nvml: Nvml, fs: Sysfs, fitness: bool, facts: _HostFacts) -> HostSnapshot:
+def _collect(nvml: Nvml, fs: Sysfs, fitness: bool, facts: _HostFacts, commands: tuple[int, ...]) -> HostSnapshot:
     count = nvml.ask("nvmlDeviceGetCount", convert=int)
     if isinstance(count, (ProbeError, Unsupported)):
         raise ProbeUnavailable(f"NVML could not count the GPUs (nvmlDeviceGetCount: {count})")
@@ -221,10 +222,10 @@ def _collect(nvml: Nvml, fs: Sysfs, fitness: bool, facts: _HostFacts) -> HostSna
     pairs = tuple(_pair(nvml, ga, gb) for i, ga in enumerate(gpus) for gb in gpus[i + 1 :])
     me: list[Me] = []
     if fitness:
-        gpus = [
-            replace(g, compute_processes=g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me))
-            for g in gpus
-        ]
+        listed = {
+            g.index: g.lost if g.lost is not None else compute_processes(nvml, fs, g.index, me, commands) for g in gpus
+        }
+        gpus = [replace(g, compute_processes=listed[g.index]) for g in gpus]
     # A pair call that answered GPU_IS_LOST does not say which GPU went: ask each one alone.
     nvml.settle(LIVENESS_CALL)
     # A GPU can fall off the bus while its pairs are probed: mark it lost after all.

@@ -84,9 +84,11 @@ def whoami(fs: Sysfs) -> Me:
     return own_pid(fs), _slurm_job(fs, "self")
 
 
-def describe(fs: Sysfs, pid: int, mem: int | None, me: Me) -> ComputeProcess:
+def describe(fs: Sysfs, pid: int, mem: int | None, me: Me, commands: tuple[int, ...] = ()) -> ComputeProcess:
     """One process NVML listed, with its owner, parent, Slurm job and command line from /proc,
-    and whether it is ours: the probing process, a child of it, or a process of its Slurm job."""
+    and whether it is ours: the probing process, a child of it, a process of its Slurm job, or one
+    of ``commands`` (the topodoctor command a probe's child works for) or their child (the copy
+    timer a ``bandwidth`` forks before its probe's child: by then it holds a context on every GPU)."""
     path = f"/proc/{pid}/status"
     status = sys_read(fs, path, str)
     parent, uid = _status_field(status, "PPid", path), _status_field(status, "Uid", path)
@@ -94,10 +96,13 @@ def describe(fs: Sysfs, pid: int, mem: int | None, me: Me) -> ComputeProcess:
     my_pid, my_job = me
     # A process of the job this check runs in (a step's other ranks) is not someone else's.
     ours = (my_pid is not None and my_pid in (pid, parent)) or (my_job is not None and job == my_job)
+    ours = ours or pid in commands or (isinstance(parent, int) and parent in commands)
     return ComputeProcess(pid, mem, uid, parent, _cmdline(fs, pid), ours, job)
 
 
-def compute_processes(nvml: Nvml, fs: Sysfs, index: int, me: list[Me]) -> Probed[tuple[ComputeProcess, ...]]:
+def compute_processes(
+    nvml: Nvml, fs: Sysfs, index: int, me: list[Me], commands: tuple[int, ...] = ()
+) -> Probed[tuple[ComputeProcess, ...]]:
     """nvmlDeviceGetComputeRunningProcesses of GPU ``index``, each process with its owner,
     Slurm job and command line. ``me`` holds the probing process's pid and job once asked
     (asked only when a GPU lists a process, so an idle host costs one call per GPU)."""
@@ -106,4 +111,4 @@ def compute_processes(nvml: Nvml, fs: Sysfs, index: int, me: list[Me]) -> Probed
         return listed
     if listed and not me:
         me.append(whoami(fs))
-    return tuple(describe(fs, pid, mem, me[0]) for pid, mem in listed)
+    return tuple(describe(fs, pid, mem, me[0], commands) for pid, mem in listed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from topodoctor.core.budget import command_pid
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.errors import InputError, TopodoctorError
 from topodoctor.model.snapshot import HostSnapshot, snapshot_from_data
@@ -45,7 +46,8 @@ def probe_host(
     if replay is None:
         if nvml is None:
             nvml = warmed()
-        snap = collect(nvml, LiveSysfs(sysfs_root), fitness)
+        # the command this process probes for: its copy timer, forked beside this child, is ours
+        snap = collect(nvml, LiveSysfs(sysfs_root), fitness, (command_pid(),))
         return Probed(snap, "live", None if topology_only else _process(None))
 
     name, data = resolve(replay)

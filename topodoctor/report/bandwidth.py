@@ -17,6 +17,7 @@ from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import plural, printable
+from topodoctor.diagnosis.load import BUSY_UTIL_PCT
 from topodoctor.model.copies import BOTH_WAYS_MODES, LATENCY_MODES, Activity, BandwidthResult, Measurement, Mode
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, failing
 from topodoctor.report.check import counts
@@ -215,12 +216,15 @@ def verdict_line(r: BandwidthResult, findings: Sequence[Finding], fail_level: st
     return line
 
 
-def _others(r: BandwidthResult, a: Activity) -> int | None:
-    """The processes on a GPU at the start that are not topodoctor's own (its copy timer is there by
-    then): from the snapshot's list where it has one, else every process NVML counted."""
+def _others(r: BandwidthResult, a: Activity) -> tuple[int | None, int]:
+    """(the processes on a GPU at the start that are not topodoctor's own, every process seen
+    there): from the snapshot's list where it has one (the copy timer is on it by then, ours),
+    else every process NVML counted, none of them known to be ours."""
     gpu = next((g for g in r.snapshot.gpus if g.index == a.index), None) if r.snapshot is not None else None
     listed = gpu.compute_processes if gpu is not None else None
-    return sum(1 for p in listed if not p.ours) if isinstance(listed, tuple) else a.processes
+    if isinstance(listed, tuple):
+        return sum(1 for p in listed if not p.ours), len(listed)
+    return a.processes, a.processes or 0
 
 
 def _print_matrices(r: BandwidthResult, console: Console, findings: Sequence[Finding]) -> None:
@@ -233,9 +237,10 @@ def _print_matrices(r: BandwidthResult, console: Console, findings: Sequence[Fin
         )
     )
     for a in r.activity:
-        others = _others(r, a)
-        if others or (a.utilization_pct or 0) > 5:
-            busy_with = plural(others or 0, "other process")
+        others, listed = _others(r, a)
+        # as TD707 judges it: someone else's process, or where none shows at all, half the GPU busy
+        if others or (not listed and (a.utilization_pct or 0) >= BUSY_UTIL_PCT):
+            busy_with = plural(others, "other process")
             console.print(Text(f"GPU{a.index} was not idle: {a.utilization_pct} % busy, {busy_with}", "yellow"))
     seen = [m for m in r.measurements if m.mode == "oneway" and m.nvlink_bytes is not None and m.value]
     if seen:

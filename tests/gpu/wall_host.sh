@@ -11,10 +11,7 @@ unset PYTHONDONTWRITEBYTECODE CUDA_VISIBLE_DEVICES  # the warm-up runs write wha
 OUT=${OUT:?set OUT}
 ROUNDS=${ROUNDS:-9}
 P2P=/tmp/p2pBandwidthLatencyTest
-ARCH=$(timeout -k 5 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-timeout -k 5 20 nvidia-smi -L
-[ -x "$P2P" ] || timeout -k 5 90 nvcc -O3 -arch="sm_$ARCH" -I.anchors/p2pBandwidthLatencyTest \
-  .anchors/p2pBandwidthLatencyTest/p2pBandwidthLatencyTest.cu -o "$P2P" || { echo "cannot build $P2P"; exit 2; }
+bash tests/gpu/p2p_build.sh || exit 2
 timed() {  # LABEL COMMAND...: exec to exit, appended to walls.txt
   local label=$1 t0 t1 rc; shift
   t0=$(date +%s.%N); timeout -k 5 60 "$@" > /dev/null 2>&1; rc=$?; t1=$(date +%s.%N)

@@ -15,10 +15,7 @@ export PYTHONPYCACHEPREFIX=/tmp/topodoctor-pyc-variants
 OUT=${OUT:?set OUT}
 ROUNDS=${ROUNDS:-11}
 P2P=/tmp/p2pBandwidthLatencyTest
-ARCH=$(timeout -k 5 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
-timeout -k 5 20 nvidia-smi -L
-[ -x "$P2P" ] || timeout -k 5 90 nvcc -O3 -arch="sm_$ARCH" -I.anchors/p2pBandwidthLatencyTest \
-  .anchors/p2pBandwidthLatencyTest/p2pBandwidthLatencyTest.cu -o "$P2P" || { echo "cannot build $P2P"; exit 2; }
+bash tests/gpu/p2p_build.sh || exit 2
 V=/tmp/variants
 rm -rf "$V" && mkdir -p "$V"
 for v in now nowait; do mkdir -p "$V/$v" && cp -r topodoctor "$V/$v/"; done

@@ -47,19 +47,18 @@ def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Cal
 
         settings = chosen or Settings.quick()
 
-        worker = early_copies.adopt()
+        worker = adopted = early_copies.adopt()
         if worker is None:
             worker = Worker(default_worker_cmd(), START_TIMEOUT_S, extra=hello_extra(settings.sm_kernel))
             worker.peers = peers
             worker.spawn()
             if unscoped and not any(name in os.environ for name in early_copies.SCOPE_VARIABLES):
                 worker.hello_now()
-            worker.prepare_now(settings.ahead())
-            return worker
         worker.prepare_now(settings.ahead())
-        # A timer forked at the entry point is a few tenths of a second from its CUDA start by now:
-        # the probe's NVML readings wait for it (beside it they slowed it, and crashed the probe).
-        worker.wait_started(min(START_WAIT_S, max(0.0, deadline - time.monotonic())))
+        if adopted is not None:
+            # A timer forked at the entry point is a few tenths of a second from its CUDA start by
+            # now: the probe's NVML readings wait for it (beside it they slowed its cuInit).
+            worker.wait_started(min(START_WAIT_S, max(0.0, deadline - time.monotonic())))
         return worker
 
     return start

@@ -193,6 +193,10 @@ def run(
         timeline = _timeline(worker, t0, time.monotonic(), marks)
         return _result(snap, settings, worker, ids, acts, out, t0, timings, timeline, where)
 
+    def handed(sampling: RunSampling) -> None:  # every copy done: the result, before the closing read
+        if interim is not None:
+            interim(replace(result(), during=sampling))
+
     try:
         for n, task in enumerate(tasks):
             if deadline is not None and time.monotonic() > deadline:
@@ -220,13 +224,7 @@ def run(
             progress(len(tasks), len(tasks), "done")
         marks["tasks_done"] = time.monotonic()
     finally:
-        done = "tasks_done" in marks and interim is not None
-
-        def send(sampling: RunSampling) -> None:
-            assert interim is not None
-            interim(replace(result(), during=sampling))
-
-        during.stop(send if done else None)
+        during.stop(handed if "tasks_done" in marks else None)
         t_stop = time.monotonic()
         worker.release()
         timings.add("teardown", time.monotonic() - t_stop)

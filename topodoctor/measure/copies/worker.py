@@ -81,8 +81,8 @@ class Worker:
     ready_at: float = 0.0  # when the hello's answer came
     preparing: bool = False  # a ``prepare`` sent after the hello, its answer not read yet
     prepared: dict[str, Any] = field(default_factory=dict)  # its answer
-    _lines: list[str] = field(default_factory=list)  # lines read from the child, not yet taken
-    _partial: bytes = b""  # the start of a line not yet complete
+    _lines: list[str] = field(default_factory=list, init=False, repr=False)  # read from the child, not yet taken
+    _partial: bytes = field(default=b"", init=False, repr=False)  # the start of a line not yet complete
 
     def __post_init__(self) -> None:
         if self.fallback is None and self.cmd == default_worker_cmd():
@@ -220,10 +220,7 @@ class Worker:
         """Wait, ``timeout_s`` at most, until the hello on its way is answered (CUDA started: the
         driver, every context, peer access), and keep that answer for ``start``. The probe's NVML
         readings wait for it: beside cuInit they slowed it (232 ms alone, 282 and 338 ms beside a
-        scan's and a check's probe, 2 x H200), and a probe that overlapped the contexts' creation
-        died of SIGSEGV in 15 of 41 runs on three such hosts (none of 11 where it waited for the
-        whole start, none of 11 where it overlapped cuInit alone). Nothing while no hello is on its
-        way; never kills."""
+        scan's and a check's probe, 2 x H200). Nothing while no hello is on its way; never kills."""
         if self.proc is None or self.sent is None or self._lines:
             return
         line = self._line(timeout_s)

@@ -32,7 +32,7 @@ COMMANDS += ["nccl-topo", "nccl-log", "job"]
 def _cases() -> list[tuple[str, list[str]]]:
     cases: list[tuple[str, list[str]]] = [("rules", ["rules"]), ("record", ["record", "--list"])]
     cases += [(f"help {c}", [c, "--help"]) for c in COMMANDS] + [("help", ["--help"])]
-    from topodoctor.nccllog.explain import EXPLANATIONS
+    from topodoctor.nccl.explain import EXPLANATIONS
 
     cases += [(f"explain {c}", ["explain", c]) for c in [*sorted(REGISTRY), *sorted(EXPLANATIONS)]]
     for host in HOSTS:

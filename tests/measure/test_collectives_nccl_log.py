@@ -9,7 +9,7 @@ import pytest
 from collectives_support import NCCL_LOGS
 
 from topodoctor.core.errors import InputError
-from topodoctor.nccllog import account as nccl_log
+from topodoctor.nccl import account as nccl_log
 
 
 def _account(variant: str):  # type: ignore[no-untyped-def]

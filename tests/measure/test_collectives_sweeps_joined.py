@@ -17,7 +17,7 @@ from tests.measure.test_multinode import _launch
 from topodoctor.measure.collectives.sweeps import joined_runs
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import load_result
-from topodoctor.nccllog.account import account
+from topodoctor.nccl.account import account
 
 pytest.importorskip("torch")
 

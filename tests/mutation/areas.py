@@ -68,7 +68,7 @@ AREAS = {
             ("tests/job", "-k", "not (" + " or ".join(GLOO_TESTS) + ")"),
         ),
         Area("fleet", ("topodoctor.fleet.rollup",), ("tests/fleet", "tests/report/test_prometheus.py")),
-        Area("nccllog", ("topodoctor.nccllog.explain",), ("tests/nccllog",)),
+        Area("nccl", ("topodoctor.nccl.explain",), ("tests/nccl",)),
         Area(
             "fileio",
             ("topodoctor.core.fileio",),

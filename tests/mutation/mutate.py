@@ -3,7 +3,7 @@ a dropped call), each judged by the tests that run the changed line; a change no
 survivor, a place where the tests would let a wrong answer through.
 
     python tests/mutation/mutate.py AREA [--only NAME] [--limit-s S] [--json OUT]
-    AREA: rules, graph, job, fleet, nccllog, fileio (tests/mutation/areas.py says what each mutates
+    AREA: rules, graph, job, fleet, nccl, fileio (tests/mutation/areas.py says what each mutates
     and which tests judge it)
 
 How: pytest collects the area's tests in this process and runs each once while a line tracer

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-$PWD/mutation-out}
 mkdir -p "$out"
 areas=("$@")
-[ ${#areas[@]} -gt 0 ] || areas=(rules graph job fleet nccllog fileio)
+[ ${#areas[@]} -gt 0 ] || areas=(rules graph job fleet nccl fileio)
 for area in "${areas[@]}"; do
   timeout -k 10 "$(( ${LIMIT_S:-3600} + 600 ))" python3 tests/mutation/mutate.py "$area" \
     --every "${EVERY:-1}" --limit-s "${LIMIT_S:-3600}" --json "$out/$area.json" \

@@ -62,7 +62,7 @@ def test_bottleneck_is_nccls_link_rate_and_channel_fill() -> None:
 
 def test_the_ring_cost_matches_nccls_own_table() -> None:
     # NCCL 2.28.9 on the x2 host printed AllReduce Ring/Simple 360.0 GB/s (fixtures/nccl-logs/subsys-all)
-    from topodoctor.nccllog.account import read_logs
+    from topodoctor.nccl.account import read_logs
 
     acc = read_logs(ROOT / "fixtures" / "nccl-logs" / "subsys-all")
     assert acc is not None and acc.graphs[0].startswith("ring 12 ch x 30/30")

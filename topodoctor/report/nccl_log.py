@@ -10,8 +10,8 @@ from typing import Any
 
 from topodoctor.core.text import human_size, plural
 from topodoctor.model.findings import Finding
-from topodoctor.nccllog.choices import Choice
-from topodoctor.nccllog.parse import LogFile
+from topodoctor.nccl.choices import Choice
+from topodoctor.nccl.parse import LogFile
 
 DEFAULT_WIDTH = 100  # columns, where the terminal says nothing (a pipe without COLUMNS)
 MIN_WIDTH = 40

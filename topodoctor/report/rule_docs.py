@@ -5,7 +5,7 @@ from __future__ import annotations
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import printable
 from topodoctor.fleet.codes import explanation_text as history_text
-from topodoctor.nccllog.explain import explanation_text
+from topodoctor.nccl.explain import explanation_text
 from topodoctor.rules.registry import FAMILIES, HOW, REGISTRY, WHY, Rule
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from topodoctor.nccllog.choices import ALGORITHMS, PROTOCOLS
+from topodoctor.nccl.choices import ALGORITHMS, PROTOCOLS
 from topodoctor.rules.context import Context
 from topodoctor.rules.nccl_env import _int, _p2p_disable, env_issue, setting
 from topodoctor.rules.nccl_vars import (

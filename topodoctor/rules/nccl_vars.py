@@ -150,7 +150,7 @@ ZERO_MEANS = {
     "NCCL_COLLNET_ENABLE": "CollNet is off",
 }
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-# NCCL_ALGO / NCCL_PROTO tokens (ALGORITHMS, PROTOCOLS: nccllog/choices.py) and their per-function
+# NCCL_ALGO / NCCL_PROTO tokens (ALGORITHMS, PROTOCOLS: nccl/choices.py) and their per-function
 # prefixes, compared case-blind by tuning.cc's parseList: ncclFuncStr in src/init.cc (2.28).
 FUNCTIONS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 # Integer settings with a closed domain: (low, high, what the value is, where NCCL reads it).

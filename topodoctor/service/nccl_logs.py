@@ -14,8 +14,8 @@ from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.model.outcome import Judged
-from topodoctor.nccllog.explain import explain
-from topodoctor.nccllog.parse import LogFile, parse_file
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import LogFile, parse_file
 
 MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
 MAX_FILES = 4096
@@ -33,7 +33,7 @@ class LogsOutcome(Judged):
 
 
 def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "error") -> LogsOutcome:
-    """The files parsed, and what they say went wrong (``nccllog.explain``)."""
+    """The files parsed, and what they say went wrong (``nccl.explain``)."""
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
     files = tuple(parse_file(str(p), data) for p, data in _read_all(list(paths), deadline))
     return LogsOutcome(files, tuple(explain(list(files))), fail_level)

@@ -19,7 +19,7 @@ from topodoctor.model.collectives import (
 )
 from topodoctor.model.copies import Activity
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.nccllog import account as nccl_log
+from topodoctor.nccl import account as nccl_log
 
 
 @dataclass

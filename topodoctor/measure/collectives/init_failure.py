@@ -11,8 +11,8 @@ from pathlib import Path
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError, TopodoctorError
 from topodoctor.measure.collectives.guard import FAULT_ENV
-from topodoctor.nccllog.explain import explain
-from topodoctor.nccllog.parse import parse_file
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
 
 MAX_LOG_BYTES = 16 << 20
 

@@ -20,7 +20,7 @@ from topodoctor.measure.collectives.sweeps import TUNING_SUBSYS, SweepRun
 from topodoctor.measure.collectives.world import World
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult, Failure
-from topodoctor.nccllog.account import MAX_LOG_BYTES, account
+from topodoctor.nccl.account import MAX_LOG_BYTES, account
 
 
 def join_sweeps(

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from topodoctor.model.findings import Finding
-from topodoctor.nccllog.explain import explain
-from topodoctor.nccllog.parse import parse_file
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
 
 H = "gpu7:4021:4090 [3]"  # host:pid:tid [cudaDev], NCCL's line prefix
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from topodoctor.nccllog.explain import explain
-from topodoctor.nccllog.parse import LogFile, parse_file
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import LogFile, parse_file
 
 WARN = "{host}:1234:1250 [0] NCCL WARN {text}\n"
 BANNER = "{host}:1234:1250 [0] NCCL INFO NCCL version {version}\n"

@@ -1,5 +1,5 @@
 """What `nccl-log` reads out of one file, as plain data: the lines that matter (``Event``) and
-what the whole file says (``LogFile``). ``nccllog.parse`` fills them; the explainer reads them."""
+what the whole file says (``LogFile``). ``nccl.parse`` fills them; the explainer reads them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from topodoctor.model.collectives import NcclAccount
-from topodoctor.nccllog.choices import Choices
-from topodoctor.nccllog.classify import ROOT
+from topodoctor.nccl.choices import Choices
+from topodoctor.nccl.classify import ROOT
 
 Level = Literal["unset", "VERSION", "WARN", "INFO"]
 
@@ -24,7 +24,7 @@ class Event:
     fields: dict[str, str] = field(default_factory=dict)  # what the message names (status, call, errno...)
     rank: int | None = None
     source: str = ""  # the NCCL source file the line was printed from, where the line says
-    order: int = ROOT  # ROOT or CONSEQUENCE (``nccllog.classify``)
+    order: int = ROOT  # ROOT or CONSEQUENCE (``nccl.classify``)
 
 
 @dataclass(frozen=True)

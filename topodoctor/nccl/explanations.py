@@ -2,13 +2,13 @@
 name, severity, what it means and the general fix (what `topodoctor explain CODE` prints). This
 module holds the classes of the host (CUDA, NVLS, shared memory, topology files, the result
 itself) and gathers those of ``explanations_network``. A finding's own fix is built from its
-evidence (``nccllog.fixes_*``): the HCA, the status, the variable, the file. Data only."""
+evidence (``nccl.fixes_*``): the HCA, the status, the variable, the file. Data only."""
 
 from __future__ import annotations
 
-from topodoctor.nccllog.explanation import Explanation
-from topodoctor.nccllog.explanation import explained as _e
-from topodoctor.nccllog.explanations_network import NETWORK_CLASSES
+from topodoctor.nccl.explanation import Explanation
+from topodoctor.nccl.explanation import explained as _e
+from topodoctor.nccl.explanations_network import NETWORK_CLASSES
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explanation_text"]
 

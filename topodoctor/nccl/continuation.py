@@ -1,13 +1,13 @@
 """Where a message goes on past its line: a message a terminal or a paste wrapped onto the next line,
 and a text that ends inside NCCL's return-code trail (the paste cut before the trail reached the top).
-Plain functions over the file's lines; ``nccllog.parse`` calls them."""
+Plain functions over the file's lines; ``nccl.parse`` calls them."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from topodoctor.nccllog.classify import Reading, classify
+from topodoctor.nccl.classify import Reading, classify
 
 # a line that is a message of its own, not the rest of a wrapped one: NCCL's or torch's prefix
 _OWN_LINE = re.compile(

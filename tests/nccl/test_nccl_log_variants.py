@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.nccllog.test_nccl_log_edges import IB_NONE, TORCH, _log
-from topodoctor.nccllog.explain import explain
-from topodoctor.nccllog.parse import parse_file
+from tests.nccl.test_nccl_log_edges import IB_NONE, TORCH, _log
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
 EXTEND = (

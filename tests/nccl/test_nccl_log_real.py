@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app
 from topodoctor.model.findings import Finding, failing
-from topodoctor.nccllog.explain import explain
-from topodoctor.nccllog.explanations import EXPLANATIONS
-from topodoctor.nccllog.parse import parse_file
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.parse import parse_file
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs" / "real"
 runner = CliRunner()

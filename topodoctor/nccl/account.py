@@ -28,7 +28,7 @@ from pathlib import Path
 from topodoctor.core import fileio
 from topodoctor.model.collective_ops import SPECS
 from topodoctor.model.collectives import Connection, NcclAccount, NcclChoice
-from topodoctor.nccllog.choices import Choices, parse_choices, predicted_busbw, traffic_bytes
+from topodoctor.nccl.choices import Choices, parse_choices, predicted_busbw, traffic_bytes
 
 MAX_LOG_BYTES = 16 << 20  # a TRACE log of a long run; INFO logs are tens of KB
 

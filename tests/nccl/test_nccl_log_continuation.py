@@ -7,8 +7,8 @@ lines follow the formats of the real logs in fixtures/nccl-logs/real/."""
 from __future__ import annotations
 
 from topodoctor.model.findings import Finding, failing
-from topodoctor.nccllog.explain import explain
-from topodoctor.nccllog.parse import parse_file
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
 
 H = "gpu7:4021:4090 [3]"
 WATCHDOG = (

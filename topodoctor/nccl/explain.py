@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
-from topodoctor.nccllog.classify import ROOT
-from topodoctor.nccllog.evidence import RESULT, Builder, Context
-from topodoctor.nccllog.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
-from topodoctor.nccllog.fixes_host import HOST
-from topodoctor.nccllog.fixes_network import NETWORK
-from topodoctor.nccllog.parse import Event, LogFile
+from topodoctor.nccl.classify import ROOT
+from topodoctor.nccl.evidence import RESULT, Builder, Context
+from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
+from topodoctor.nccl.fixes_host import HOST
+from topodoctor.nccl.fixes_network import NETWORK
+from topodoctor.nccl.parse import Event, LogFile
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
 BUILDERS: dict[str, Builder] = {**HOST, **NETWORK}  # event kind -> what its finding says

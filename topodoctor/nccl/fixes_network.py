@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccllog.evidence import (
+from topodoctor.nccl.evidence import (
     IBV_WC_STATUS,
     Builder,
     Context,
@@ -16,8 +16,8 @@ from topodoctor.nccllog.evidence import (
     older_than,
     with_general,
 )
-from topodoctor.nccllog.explanations import EXPLANATIONS
-from topodoctor.nccllog.parse import Event
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.parse import Event
 
 _LOCAL_GID = re.compile(r"localGid (\S+)")
 

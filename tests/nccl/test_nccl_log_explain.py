@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app
-from topodoctor.nccllog.explain import EXPLANATIONS, explain
-from topodoctor.nccllog.parse import LogFile, parse_file
+from topodoctor.nccl.explain import EXPLANATIONS, explain
+from topodoctor.nccl.parse import LogFile, parse_file
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
 FAILURES = LOGS / "failures"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from topodoctor.model.collectives import NcclChoice, load_result
-from topodoctor.nccllog.account import account, read_logs
-from topodoctor.nccllog.choices import Cost, predicted_busbw, traffic_bytes
+from topodoctor.nccl.account import account, read_logs
+from topodoctor.nccl.choices import Cost, predicted_busbw, traffic_bytes
 from topodoctor.report.collectives import model_lines
 
 ROOT = Path(__file__).resolve().parents[2]

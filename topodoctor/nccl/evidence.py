@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from topodoctor.nccllog.explanations import EXPLANATIONS
-from topodoctor.nccllog.parse import Event
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.parse import Event
 
 RESULT = {
     1: "unhandled cuda error",

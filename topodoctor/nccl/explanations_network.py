@@ -4,7 +4,7 @@ torch's watchdog. Data only; ``explanations`` gathers every class."""
 
 from __future__ import annotations
 
-from topodoctor.nccllog.explanation import explained as _e
+from topodoctor.nccl.explanation import explained as _e
 
 NETWORK_CLASSES = (
     _e(

@@ -7,7 +7,7 @@ srun ``host: `` / ``0: ``, many add a timestamp), or nccl-tests' output. NCCL's 
 found wherever it sits in the line: ``host:pid:tid [dev] file.cc:line NCCL WARN msg`` (before
 2.5 without ``NCCL``), the return-code trail ``NCCL INFO file.cc:line -> N [Async thread]``
 (include/checks.h's NCCLCHECK), torch's ``NCCL error ... Last error:`` block and nccl-tests'
-``Test NCCL/CUDA failure``. What a message means is ``nccllog.classify``'s part.
+``Test NCCL/CUDA failure``. What a message means is ``nccl.classify``'s part.
 
 NCCL_DEBUG decides how much NCCL says: unset, only the framework's error (and, recent torch,
 ``ncclGetLastError()`` after ``Last error:``); WARN, the version banner and the WARN lines; INFO,
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 
-from topodoctor.nccllog.account import account
-from topodoctor.nccllog.choices import parse_choices
-from topodoctor.nccllog.classify import CONSEQUENCE, ROOT, Reading, classify
-from topodoctor.nccllog.continuation import ends_in_trail, wrapped
-from topodoctor.nccllog.logfile import Event, Level, LogFile
+from topodoctor.nccl.account import account
+from topodoctor.nccl.choices import parse_choices
+from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
+from topodoctor.nccl.continuation import ends_in_trail, wrapped
+from topodoctor.nccl.logfile import Event, Level, LogFile
 
 __all__ = ["Event", "LogFile", "parse_file"]
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it

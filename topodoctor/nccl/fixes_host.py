@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccllog.evidence import Builder, Context, Said, older_than, with_general
-from topodoctor.nccllog.explanations import EXPLANATIONS
-from topodoctor.nccllog.parse import Event
+from topodoctor.nccl.evidence import Builder, Context, Said, older_than, with_general
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.parse import Event
 
 # What a CUDA error inside NCCL usually means (the text cudaGetErrorString gives)
 CUDA_HINTS = (

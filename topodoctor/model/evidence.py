@@ -1,0 +1,213 @@
+"""What the evidence a user brings says, as plain data: the readers' answer (``topodoctor/evidence/``)
+and the diagnosis' input (``topodoctor diagnose``).
+
+Each reader turns one kind of text (nccl-tests' table, ``nvidia-smi topo -m``, a copy matrix, an NCCL log,
+``lspci -vvv``, a command line ...) into the parts below, partial where the text is partial. ``Evidence``
+joins the parts of every input given; nothing here reads a file or judges. Every part says which
+``Piece`` (input and kind) it came from, so a finding can quote its source. Fields a text did not show
+stay at their "not shown" value (``None``, ``""`` or empty): not shown is never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from topodoctor.model.collectives import NcclAccount, RankInfo, Row
+
+# The kinds of text a reader recognises, detected by content (never by a file's name).
+Kind = Literal[
+    "nccl-tests",  # nccl-tests' text output of any *_perf binary (or its -J JSON)
+    "topo-matrix",  # nvidia-smi topo -m
+    "topo-p2p",  # nvidia-smi topo -p2p r|w|n|a|p
+    "nvlink-status",  # nvidia-smi nvlink -s / --status
+    "nvlink-errors",  # nvidia-smi nvlink -e
+    "smi-list",  # nvidia-smi -L
+    "smi-query",  # nvidia-smi -q (the sections that matter here)
+    "smi-summary",  # plain nvidia-smi (the table with the driver and CUDA version)
+    "p2p-bandwidth-latency",  # cuda-samples' p2pBandwidthLatencyTest
+    "nvbandwidth",  # nvbandwidth's text or -j JSON
+    "nccl-topo-xml",  # NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE
+    "nccl-graph-xml",  # NCCL_GRAPH_DUMP_FILE / NCCL_GRAPH_FILE
+    "lspci",  # lspci -vvv (ACSCtl, LnkCap, LnkSta)
+    "kernel-xid",  # kernel log lines with NVRM: Xid
+    "command-line",  # docker run -e / --gpus, mpirun -x, srun --export, export NCCL_...=, env dumps
+    "nccl-log",  # NCCL INFO / WARN output of any program
+    "nccl-inspector",  # NCCL Inspector's per-collective records (2.28+)
+]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One kind of text found in one input: where it stands and how much of it could be read."""
+
+    kind: Kind
+    source: str  # the input's path as the user named it ("-" for standard input)
+    first_line: int  # 1-based, inclusive
+    last_line: int
+    version: str = ""  # the tool's own version where it printed one (nccl-tests 2.13.9, nvbandwidth v0.8)
+    cut: str = ""  # what could not be read ("the table ends inside the row of 1 GiB"); "" when read whole
+
+
+@dataclass(frozen=True)
+class GpuSeen:
+    """One GPU as the evidence shows it. ``index`` is the index the tool printed (nvidia-smi's, or a
+    CUDA ordinal where only a CUDA program showed it: ``ordinal_kind`` says which)."""
+
+    piece: int  # index into Evidence.pieces
+    index: int
+    ordinal_kind: Literal["nvml", "cuda", "rank"] = "nvml"
+    host: str = ""  # the node it was seen on, where the text names one
+    name: str = ""  # as printed: "NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-32GB"
+    bus_id: str = ""  # as nvidia-smi prints it: 00000000:18:00.0
+    uuid: str = ""
+    cpu_affinity: str = ""  # "0-63", as printed
+    numa_affinity: str = ""
+    pcie_gen: int | None = None  # current
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    nvlinks_up: int | None = None
+    nvlinks_listed: int | None = None  # links the tool listed, up or not
+    nvlink_gbps: float | None = None  # per link, per direction, as the tool printed it
+    fabric_state: str = ""  # nvidia-smi -q's Fabric State / Status
+    virtualization: str = ""  # "Pass-Through", "VGPU", "None"
+    clock_event_reasons: tuple[str, ...] = ()  # the reasons nvidia-smi -q marks Active
+    ecc_uncorrected: int | None = None  # volatile double-bit / uncorrectable
+    remapping_pending: bool | None = None
+    remapping_failed: bool | None = None
+
+
+@dataclass(frozen=True)
+class PairSeen:
+    """How two GPUs (or a GPU and a NIC) reach each other, as topo -m or topo -p2p prints it."""
+
+    piece: int
+    a: str  # "GPU0", "NIC1" (nvidia-smi's row names)
+    b: str
+    link: str = ""  # topo -m's cell: X, NV18, NV#, PIX, PXB, PHB, NODE, SYS (SOC on old drivers)
+    p2p: dict[str, str] = field(default_factory=dict)  # topo -p2p's cells by mode: {"r": "OK", "w": "CNS"}
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class NicSeen:
+    """A NIC as the evidence names it: topo -m's legend (NIC0: mlx5_0), NCCL's NET/IB lines, lspci."""
+
+    piece: int
+    name: str  # mlx5_0, ens3f0
+    alias: str = ""  # topo -m's NIC0
+    host: str = ""
+    rate_gbps: float | None = None  # the port's rate where shown (NCCL's speed is Mb/s: converted)
+    link_layer: str = ""  # IB, RoCE, Ethernet
+
+
+@dataclass(frozen=True)
+class CopyMatrix:
+    """One matrix of copy figures between devices: p2pBandwidthLatencyTest's four, or one nvbandwidth
+    testcase. ``values[i][j]`` is from ``rows[i]`` to ``columns[j]`` (None where the tool printed none or
+    N/A); a host-to-device testcase has the single row "host"."""
+
+    piece: int
+    tool: Literal["p2pBandwidthLatencyTest", "nvbandwidth", "topodoctor"]
+    testcase: str  # nvbandwidth's name (device_to_device_memcpy_read_ce), or p2pBandwidthLatencyTest's
+    # heading in short: "unidirectional p2p=disabled", "bidirectional p2p=enabled", "latency p2p=enabled"
+    direction: Literal["unidirectional", "bidirectional", "latency"]
+    p2p: bool | None  # peer access on (True), off (False), not said (None)
+    unit: Literal["GB/s", "us"]
+    rows: tuple[str, ...]  # device labels as printed: "0", "1", ... or "host"
+    columns: tuple[str, ...]
+    values: tuple[tuple[float | None, ...], ...]
+    host: str = ""
+    sum_gbps: float | None = None  # nvbandwidth's "SUM testcase value" where printed
+
+
+@dataclass(frozen=True)
+class CollectiveRun:
+    """One nccl-tests binary's output: its header, its table and its closing lines."""
+
+    piece: int
+    op: str  # all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv, ...
+    rows: tuple[Row, ...]
+    ranks: tuple[RankInfo, ...] = ()  # the "#  Rank  N Group ... on HOST device D [BUSID] NAME" lines
+    nranks: int | None = None
+    nodes: int | None = None  # distinct hosts among the ranks
+    threads: int | None = None  # nThread
+    gpus_per_thread: int | None = None  # nGpus
+    avg_busbw_gbps: float | None = None  # "# Avg bus bandwidth"
+    out_of_bounds: int | None = None  # "# Out of bounds values : N"
+    nccl_version: str = ""  # the library nccl-tests printed, or NCCL's banner in the same output
+    test_version: str = ""  # nccl-tests' own version
+
+
+@dataclass(frozen=True)
+class PcieSeen:
+    """One PCIe function as ``lspci -vvv`` shows it."""
+
+    piece: int
+    bdf: str  # as lspci prints it (0000:18:00.0 or 18:00.0)
+    description: str = ""  # "PCI bridge: Broadcom / LSI PEX890xx", "3D controller: NVIDIA ..."
+    acs_ctl: dict[str, bool] = field(default_factory=dict)  # ACSCtl's flags: {"SrcValid": True, "ReqRedir": ...}
+    link_cap: tuple[float, int] | None = None  # (GT/s, width) the port can do
+    link_sta: tuple[float, int] | None = None  # (GT/s, width) it trained to
+    downgraded: bool | None = None  # lspci's "(downgraded)" mark
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class XidSeen:
+    """One kernel XID line."""
+
+    piece: int
+    code: int
+    bus_id: str = ""
+    text: str = ""  # the rest of the line as the driver wrote it
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A variable the job ran with, and where the evidence shows it: a command line (``docker run -e``,
+    ``mpirun -x``, ``srun --export``, ``export``), NCCL's own ``set by environment to`` line, an env dump."""
+
+    piece: int
+    name: str
+    value: str
+    how: str = ""  # "docker run -e", "mpirun -x", "NCCL INFO", "export", "env"
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a command line says of how the job was started: containers and the GPUs each sees."""
+
+    piece: int
+    launcher: str  # docker, podman, mpirun, srun, torchrun, kubectl, enroot/pyxis
+    gpus: str = ""  # --gpus / NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES as given
+    ipc_host: bool | None = None  # docker --ipc=host
+    shm_size: str = ""  # --shm-size
+    network_host: bool | None = None  # --network=host / --net=host
+    devices: tuple[str, ...] = ()  # --device /dev/infiniband ...
+    privileged: bool | None = None
+    text: str = ""  # the command line, cut to a few hundred characters
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything the inputs showed, joined: one per ``topodoctor diagnose`` run."""
+
+    pieces: tuple[Piece, ...] = ()
+    gpus: tuple[GpuSeen, ...] = ()
+    pairs: tuple[PairSeen, ...] = ()
+    nics: tuple[NicSeen, ...] = ()
+    copies: tuple[CopyMatrix, ...] = ()
+    collectives: tuple[CollectiveRun, ...] = ()
+    pcie: tuple[PcieSeen, ...] = ()
+    xids: tuple[XidSeen, ...] = ()
+    settings: tuple[Setting, ...] = ()
+    launches: tuple[Launch, ...] = ()
+    nccl: tuple[NcclAccount, ...] = ()  # one per NCCL log piece (nccl/'s account of it), in pieces' order
+    nccl_pieces: tuple[int, ...] = ()  # the piece each NcclAccount came from
+    driver_version: str = ""
+    cuda_version: str = ""
+    unreadable: tuple[str, ...] = ()  # inputs that held no kind this reads, each as "path: why"

@@ -11,7 +11,7 @@ from topodoctor.core.text import plural
 from topodoctor.diagnosis import nccl_model as nm
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.diagnosis.run import Seen
-from topodoctor.diagnosis.settings import BY_NAME
+from topodoctor.nccl.guide import BY_NAME
 from topodoctor.model.collectives import NcclAccount
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.busbw import algorithm_busbw, pcie_gbps

@@ -24,7 +24,7 @@ ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 
-# ncclAlgoStr / ncclProtoStr (src/init.cc, in nccl_vars): the numeric forms of 2.20 - 2.23 index them.
+# ncclAlgoStr / ncclProtoStr (src/init.cc, in nccl/values.py): the numeric forms of 2.20 - 2.23 index them.
 # NCCL's function names -> ours (measure/collectives/plan.py's ops)
 OP_OF = {
     "Broadcast": "broadcast",

@@ -13,7 +13,7 @@ p2p.cc, shm.cc, net.cc, net_ib*.cc, net_socket.cc, src/graph/*.cc, src/misc/para
 
     NCCL version 2.28.9+cuda13.0
     ncclCommInitRankConfig comm 0x.. rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0x.. - Init START
-    comm 0x.. rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0
+    comm 0x.. rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0    (2.20 and later)
     Channel 00/24 : 0 1                                      (a ring, and the channel count)
     Trees [0] 1/-1/-1->0->-1 [1] ...
     24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer

@@ -16,7 +16,8 @@ from conftest import ROOT
 from topodoctor.core.probed import Unsupported
 from topodoctor.model.environment import Environment
 from topodoctor.nccl import guide, variables
-from topodoctor.nccl.variables import judge_as, not_read, parse_version, read_in, releases, shown, table
+from topodoctor.nccl.names import judge_names, not_read
+from topodoctor.nccl.variables import judge_as, parse_version, read_in, releases, shown, table
 from topodoctor.probe.environment import capture_process
 from topodoctor.probe.sources import probe_host
 from topodoctor.rules import Context, evaluate
@@ -139,3 +140,19 @@ def test_a_typo_still_names_the_variable_and_says_whether_the_version_was_known(
     assert "did you mean NCCL_SOCKET_IFNAME?" in unknown and "version is not known" in unknown
     known = _codes({"NCCL_VERSION": "2.24.3-1", "NCCL_P2P_DISABL": "1"})["TD614"]
     assert "did you mean NCCL_P2P_DISABLE?" in known and "2.24.3" in known
+
+
+def test_judge_names_serves_any_reader_that_knows_the_version() -> None:
+    # a log's banner said 2.18.6: what its "set by environment" names, or a job script's, come to
+    said = judge_names(
+        ["NCCL_SOCKET_IFNAM", "NCCL_PAT_ENABLE", "NCCL_MAX_RINGS", "NCCL_VERSION"], (2, 18, 6), "a banner"
+    )
+    assert [(v.name, v.kind) for v in said] == [
+        ("NCCL_SOCKET_IFNAM", "unknown"),
+        ("NCCL_PAT_ENABLE", "not-in-version"),
+        ("NCCL_MAX_RINGS", "deprecated"),
+    ]
+    assert said[0].suggestion == "NCCL_SOCKET_IFNAME" and said[1].message.endswith("(the version from a banner)")
+    newer = judge_names(["NCCL_BRAND_NEW_KNOB"], (2, 31, 2))
+    assert "is newer, so it may be new" in newer[0].message
+    assert judge_names(["NCCL_PAT_ENABLE", "NCCL_P2P_LEVEL"], None) == []  # unknown version: every release

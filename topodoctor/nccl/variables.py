@@ -196,23 +196,3 @@ def judge_as(version: Version | None) -> Judged:
         return Judged(version, same[-1], "" if same[-1] == version else f"judged as {shown(same[-1])}")
     before = max(r for r in rel if r <= version)
     return Judged(version, before, f"not a release the table holds: judged as {shown(before)}")
-
-
-def not_read(name: str, judged: Judged, job: str = "this job's") -> str | None:
-    """Why ``judged``'s NCCL ignores a variable some release reads: added after it, removed before
-    it, or read on both sides of it; None when it reads it, when the version is not known, or for a
-    name no release reads (``nccl_env``'s TD614 speaks of those)."""
-    v = table().get(name)
-    if judged.release is None or judged.version is None:
-        return None
-    used = f"{job} NCCL {shown(judged.version)}" + (f" ({judged.note})" if judged.note else "")
-    if v is None:
-        if name in EARLIER:
-            return f"{name} was read by NCCL releases before {shown(releases()[0])} only; {used} ignores it"
-        return None
-    if v.read_by(judged.release):
-        return None
-    where = " (an example plugin NCCL ships)" if v.plugin else ""
-    if all(lo > judged.release for lo, _ in v.releases):
-        return f"{name} is read by NCCL from {shown(v.releases[0][0])} on{where}; {used} does not read it yet"
-    return f"{name} is read by NCCL {v.span}{where}; {used} ignores it"

@@ -5,21 +5,10 @@ NCCL reads but the job's does not. Names are judged against the table of what ea
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
-from topodoctor.nccl.variables import (
-    DEPRECATED,
-    NOT_SETTINGS,
-    Judged,
-    judge_as,
-    known,
-    not_read,
-    parse_version,
-    read_in,
-    releases,
-    shown,
-)
+from topodoctor.nccl.names import NameVerdict, judge_names
+from topodoctor.nccl.variables import Judged, judge_as, parse_version, shown
 from topodoctor.rules.context import Context
 from topodoctor.rules.nccl_env import evidence
 from topodoctor.rules.registry import Issue, rule
@@ -35,13 +24,23 @@ def nccl_version(ctx: Context) -> tuple[Judged, str]:
         return judge_as(v), "the NCCL the measured collectives ran"
     raw = ctx.environment.env.get(IMAGE_VERSION)
     if raw and (v := parse_version(raw)):
-        return judge_as(v), f"the image's {IMAGE_VERSION}={raw}"
+        return judge_as(v), f"the image's {IMAGE_VERSION}={raw}; a framework may bundle another NCCL"
     return judge_as(None), ""
 
 
-def _settings(ctx: Context) -> list[str]:
-    """The NCCL_* names set, in the environment or a config file, that are NCCL settings."""
-    return [n for n in ctx.environment.names() if n.startswith("NCCL_") and n not in NOT_SETTINGS]
+def _verdicts(ctx: Context, kind: str) -> Iterator[tuple[NameVerdict, dict[str, object]]]:
+    """The names set (environment or config file) the job's NCCL will not read as meant, of one kind,
+    each with its evidence."""
+    judged, came = nccl_version(ctx)
+    for v in judge_names(ctx.environment.names(), judged.version, came):
+        if v.kind != kind:
+            continue
+        ev: dict[str, object] = dict(evidence(ctx, v.name, ctx.environment.get(v.name) or ""))
+        if kind == "unknown":
+            ev["suggestion"] = v.suggestion
+        if judged.version is not None and kind != "deprecated":
+            ev.update(nccl_version=shown(judged.version), version_from=came)
+        yield v, ev
 
 
 @rule(
@@ -57,13 +56,8 @@ def nccl_deprecated(ctx: Context) -> Iterator[Issue]:
 
     How to fix: replace the variable as the message says (by its new name), or remove it.
     """
-    for name in ctx.environment.names():
-        if name in DEPRECATED:
-            yield Issue(
-                f"env:{name}",
-                f"{name} is removed or renamed: use {DEPRECATED[name]}",
-                evidence(ctx, name, ctx.environment.get(name) or ""),
-            )
+    for v, ev in _verdicts(ctx, "deprecated"):
+        yield Issue(f"env:{v.name}", v.message, ev)
 
 
 @rule(
@@ -86,28 +80,8 @@ def nccl_unknown(ctx: Context) -> Iterator[Issue]:
     How to fix: check the spelling against the NCCL documentation; the message offers the closest
     real name.
     """
-    judged, came = nccl_version(ctx)
-    names = known()
-    first, last = shown(releases()[0]), shown(releases()[-1])
-    if judged.version is None:
-        why = f"no NCCL release {first} - {last} reads it; the job's NCCL version is not known"
-    elif judged.note.startswith("newer"):
-        newer = shown(judged.version)
-        why = f"no NCCL release up to {last} reads it; the job's NCCL {newer} is newer, so it may be new"
-    else:
-        why = f"no NCCL release {first} - {last} reads it, nor does the job's NCCL {shown(judged.version)}"
-    near = sorted(read_in(judged.release) if judged.release is not None else names)
-    for name in _settings(ctx):
-        if name in names:
-            continue
-        close = difflib.get_close_matches(name, near, n=1, cutoff=0.75) or difflib.get_close_matches(
-            name, sorted(names | set(DEPRECATED)), n=1, cutoff=0.75
-        )
-        hint = f"; did you mean {close[0]}?" if close else ""
-        ev = dict(evidence(ctx, name, ctx.environment.get(name) or ""), suggestion=close[0] if close else None)
-        if judged.version is not None:
-            ev.update(nccl_version=shown(judged.version), version_from=came)
-        yield Issue(f"env:{name}", f"{name} is not an NCCL variable ({why}){hint}", ev)
+    for v, ev in _verdicts(ctx, "unknown"):
+        yield Issue(f"env:{v.name}", v.message, ev)
 
 
 @rule(
@@ -133,18 +107,5 @@ def nccl_not_in_version(ctx: Context) -> Iterator[Issue]:
     How to fix: use the variable the job's NCCL reads for the same purpose (NCCL's release notes
     name it), upgrade NCCL to a release that reads it, or remove it.
     """
-    judged, came = nccl_version(ctx)
-    if judged.release is None or judged.version is None:
-        return
-    for name in _settings(ctx):
-        if name in DEPRECATED:
-            continue  # TD613 says what replaces it
-        said = not_read(name, judged)
-        if said is None:
-            continue
-        v = ctx.environment.get(name) or ""
-        yield Issue(
-            f"env:{name}",
-            f"{said} (the version from {came})",
-            dict(evidence(ctx, name, v), nccl_version=shown(judged.version), version_from=came),
-        )
+    for v, ev in _verdicts(ctx, "not-in-version"):
+        yield Issue(f"env:{v.name}", v.message, ev)

@@ -122,13 +122,29 @@ def test_two_nodes_recorded_here_each_side_and_gdr_per_hca() -> None:
     assert [(s.rank, s.cuda_dev, s.nvml_dev, s.bus_id) for s in acc.seats] == [(0, 0, 0, "60"), (1, 1, 1, "70")]
     every = read_logs(LOGS / "subsys-all")  # NCCL_DEBUG_SUBSYS=ALL prints NET's GPUDirect lines
     assert every is not None
-    assert {(x.net, x.hca, x.name, x.enabled) for x in every.gdr_hcas} == {("Socket", 0, "eth0", False)}
+    assert {(x.net, x.hca, x.name, x.enabled) for x in every.gdr_hcas} == {("Socket", "0", "eth0", False)}
 
 
 def test_the_account_round_trips_through_json() -> None:
     acc = read_logs(LOGS / "two-nodes")
     assert acc is not None
     assert from_jsonable(NcclAccount, to_jsonable(acc)) == acc
+
+
+def test_the_graphs_gpudirect_line_of_each_wording() -> None:
+    # src/graph/paths.cc: 2.18 - 2.23 (bus id / HCA index or NET id), 2.24 - 2.28 (rank / NET id), 2.29 (ids, rank)
+    lines = [
+        "h:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 1b000 / HCA 0 (distance 5 > 3)",
+        "h:1:1 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 3 / HCA 1b000 (distance 3 <= 3), read 1 mode Default",
+        "h:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-110592 (rank 2) - NET/0-1 (distance 5 > 3)",
+    ]
+    acc = account(["\n".join(lines)])
+    assert acc is not None
+    assert [(x.gpu, x.hca, x.enabled, x.rank) for x in acc.gdr_hcas] == [
+        ("1b000", "0", False, None),
+        ("3", "1b000", True, None),
+        ("0-110592", "0-1", False, 2),
+    ]
 
 
 def test_a_paste_of_network_lines_alone_is_an_account() -> None:
@@ -148,16 +164,20 @@ def test_a_paste_of_network_lines_alone_is_an_account() -> None:
 
 # --- NCCL's own format strings, rendered, read back (where the mirror is here)
 
-_FORMATS = {  # what to look for in src/ at each tag -> (the grammar's pattern, the first release printing it)
-    r'"Channel %02d/%01d : %d\[%[lx d]+\] -> %d\[%[lx d]+\] via P2P/IPC%s%s"': (g.CONN, "v2.18.1-1"),
-    r'"Channel %02d : %d\[%[lx d]+\] -> %d\[%[lx d]+\] via SHM/': (g.CONN, "v2.18.1-1"),
-    r'"Channel %02d/%d : %d\[%[lx d]+\] -> %d\[%[lx d]+\] \[send\] via NET/%s/%d%s': (g.CONN, "v2.18.1-1"),
-    r'"NET/IB : Using%s %s; OOB %s:%s"': (g.IB_USING, "v2.18.1-1"),
-    r'"NET/Socket : Using%s"': (g.NET_SOCKET_USING, "v2.18.1-1"),
-    r'"Using network %s"': (g.NETWORK, "v2.18.1-1"),
-    r"\"NET/%s : GPU Direct RDMA %s for HCA %d '%s'\"": (g.GDR, "v2.18.1-1"),
+_ALWAYS = ("v2.18.1-1", "v2.30.7-1")
+_FORMATS = {  # what to look for in src/ at each tag -> (the grammar's pattern, first and last release printing it)
+    r'"Channel %02d/%01d : %d\[%[lx d]+\] -> %d\[%[lx d]+\] via P2P/IPC%s%s"': (g.CONN, *_ALWAYS),
+    r'"Channel %02d : %d\[%[lx d]+\] -> %d\[%[lx d]+\] via SHM/': (g.CONN, *_ALWAYS),
+    r'"Channel %02d/%d : %d\[%[lx d]+\] -> %d\[%[lx d]+\] \[send\] via NET/%s/%d%s': (g.CONN, *_ALWAYS),
+    r'"NET/IB : Using%s %s; OOB %s:%s"': (g.IB_USING, *_ALWAYS),
+    r'"NET/Socket : Using%s"': (g.NET_SOCKET_USING, *_ALWAYS),
+    r'"Using network %s"': (g.NETWORK, *_ALWAYS),
+    r"\"NET/%s : GPU Direct RDMA %s for HCA %d '%s'\"": (g.GDR, *_ALWAYS),
+    # the graph's GPUDirect decision per GPU and NIC: bus id and HCA index, then rank and NET id
+    r'"GPU Direct RDMA Disabled for GPU %lx / HCA %l?[dx]': (g.GDR, "v2.18.1-1", "v2.23.4-1"),
+    r'"GPU Direct RDMA Disabled for GPU %d / HCA %lx': (g.GDR, "v2.24.3-1", "v2.28.9-1"),
     # 2.18 and 2.19 print no nNodes / localRanks line (only at TRACE, without them)
-    r'"comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d': (g.COMM, "v2.20.3-1"),
+    r'"comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d': (g.COMM, "v2.20.3-1", "v2.30.7-1"),
 }
 _VALUES = {"%02d": "03", "%01d": "1", "%d": "2", "%lx": "1b000", "%x": "1b", "%p": "0x55d0", "%lld": "1"}
 
@@ -173,9 +193,10 @@ def _render(fmt: str) -> str:
 
 
 @pytest.mark.skipif(not (MIRROR / "HEAD").exists(), reason="no NVIDIA/nccl git mirror here")
-@pytest.mark.parametrize("tag", ["v2.18.1-1", "v2.22.3-1", "v2.26.6-1", "v2.30.7-1"])
+@pytest.mark.parametrize("tag", ["v2.18.1-1", "v2.22.3-1", "v2.24.3-1", "v2.28.9-1", "v2.29.2-1", "v2.30.7-1"])
 def test_nccls_own_format_strings_read_back(tag: str) -> None:
-    for pattern, (shape, since) in _FORMATS.items():
+    v = parse_version(tag)
+    for pattern, (shape, since, until) in _FORMATS.items():
         out = subprocess.run(
             ["git", "-C", str(MIRROR), "grep", "-h", "-o", "-E", pattern + r"[^;]*", tag, "--", "src"],
             capture_output=True,
@@ -183,7 +204,7 @@ def test_nccls_own_format_strings_read_back(tag: str) -> None:
             check=False,
         ).stdout
         fmts = [ln.split('"')[1] for ln in out.splitlines() if ln.count('"') >= 2]
-        assert bool(fmts) == (parse_version(tag) >= parse_version(since)), (tag, pattern)
+        assert bool(fmts) == (parse_version(since) <= v <= parse_version(until)), (tag, pattern)
         for fmt in fmts:
             msg = _render(fmt)
             assert shape.search(msg), (tag, fmt, msg)

@@ -48,14 +48,17 @@ class NetDevice:
 
 @dataclass(frozen=True)
 class GdrHca:
-    """NCCL's word on GPUDirect RDMA for one HCA (``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'``)."""
+    """NCCL's word on GPUDirect RDMA for one HCA (``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'``),
+    or for one GPU and NIC as its graph decided (``GPU Direct RDMA Disabled for GPU 1b000 / HCA 0``)."""
 
     host: str
-    net: str  # the network that printed it (IB, Socket, a plugin's name); "" in 2.18's per-GPU line
-    hca: int
-    name: str  # the device's name; "" where the line gives only its index
+    net: str  # the network that printed it (IB, Socket, a plugin's name); "" for the graph's line
+    hca: str  # as printed: the HCA's index, or the graph's NIC (its index to 2.20, NET id 2.21 - 2.28, 2.29 sys-local)
+    name: str  # the device's name; "" where the line gives none
     enabled: bool
-    gpu: str = ""  # the GPU's bus id, where the line names it (2.18's "for GPU 1b000 / HCA 0")
+    gpu: str = ""  # the graph's line only: the GPU as printed (2.18 - 2.23 its bus id, 2.24 - 2.28 its rank,
+    # 2.29 its sys-local id)
+    rank: int | None = None  # the rank the graph's line names (2.29)
 
 
 @dataclass(frozen=True)

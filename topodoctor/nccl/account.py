@@ -63,7 +63,7 @@ class _Log:
     choices: Choices | None = None  # rank 0 alone logs the cost table and per-call choices
     networks: dict[str, str] = field(default_factory=dict)  # host -> "Using network"
     net_devices: dict[tuple[str, str, int, str], NetDevice] = field(default_factory=dict)
-    gdr_hcas: dict[tuple[str, str, int, str], GdrHca] = field(default_factory=dict)
+    gdr_hcas: dict[tuple[str, str, str, str], GdrHca] = field(default_factory=dict)
     ib_absent: dict[str, None] = field(default_factory=dict)
 
 
@@ -151,11 +151,14 @@ def _network(log: _Log, line: str, msg: str) -> None:
     elif g.IB_NO_DEVICE.search(msg):
         log.ib_absent[host] = None
     elif m := g.GDR.search(msg):
-        hca, name = int(m["hca"]), m["name"] or ""
-        on = m["state"] == "Enabled"
-        log.gdr_hcas[(host, m["net"] or "", hca, m["gpu"] or "")] = GdrHca(
-            host, m["net"] or "", hca, name, on, m["gpu"] or ""
-        )
+        net, on = m["net"] or "", m["state"] == "Enabled"
+        if m["hca"] is not None:
+            hca, name, gpu, rank = m["hca"], m["name"], "", None
+        elif m["gpu"] is not None:  # 2.24 - 2.28 print the GPU's rank where 2.18 - 2.23 print its bus id
+            hca, name, gpu, rank = m["nic"], "", m["gpu"], None
+        else:
+            hca, name, gpu, rank = m["net_id"], "", m["gpu_id"], int(m["rank"])
+        log.gdr_hcas[(host, net, hca, gpu)] = GdrHca(host, net, hca, name, on, gpu, rank)
 
 
 def _choices(logs: list[_Log], nranks: int | None) -> tuple[tuple[NcclChoice, ...], tuple[str, ...]]:

@@ -29,7 +29,7 @@ p2p.cc, shm.cc, net.cc, net_ib*.cc, net_socket.cc, src/graph/*.cc, src/misc/para
     NET/IB : No device found.
     NET/Socket : Using [0]bond0:10.0.0.1<0> [1]eth1:fe80::1%eth1<0>
     NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'     (or Enabled)
-    GPU Direct RDMA Disabled for GPU 1b000 / HCA 0 (distance 5 > 3)     (2.18's graph/paths.cc)
+    GPU Direct RDMA Disabled for GPU 1b000 / HCA 0 (distance 5 > 3)     (graph/paths.cc; 2.27, 2.29: below)
     NVLS multicast support is not available on dev 0
 """
 
@@ -101,9 +101,15 @@ IB_NO_DEVICE = re.compile(r"NET/IB ?: No device found")
 SOCK_USING = re.compile(r"(?:Bootstrap|NET/Socket) ?: Using (.*)$")  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...
 NET_SOCKET_USING = re.compile(r"NET/Socket ?: Using (.*)$")
 SOCK_IF = re.compile(r"(?:\[(?P<index>\d+)\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
+# GPUDirect RDMA: per HCA (src/transport/net.cc, every release), and per GPU and NIC pair as the graph
+# decides it (src/graph/paths.cc): "for GPU <busId hex> / HCA <index>" 2.18 - 2.20, "... / HCA <netId hex>"
+# 2.21 - 2.23, "for GPU <rank> / HCA <netId hex>" 2.24 - 2.28, "for GPU/<sys>-<local> (rank r) - NET/<sys>-
+# <local> (" 2.29 (TRACE from 2.30)
 GDR = re.compile(
     r"(?:NET/(?P<net>[^\s:]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
-    r"(?:GPU (?P<gpu>[0-9a-fA-F]+) / )?HCA (?P<hca>\d+)(?: '(?P<name>[^']*)')?"
+    r"(?:HCA (?P<hca>\d+) '(?P<name>[^']*)'"
+    r"|GPU (?P<gpu>[0-9a-fA-F]+) / HCA (?P<nic>[0-9a-fA-F]+)\b"
+    r"|GPU/(?P<gpu_id>\d+-\d+) \(rank (?P<rank>\d+)\) - NET/(?P<net_id>\d+-\d+))"
 )
 
 # --- NCCL's choices (src/graph/tuning.cc's table, search.cc's graphs, enqueue.cc's per-call lines)

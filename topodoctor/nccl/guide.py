@@ -271,7 +271,8 @@ SETTINGS: tuple[Setting, ...] = (
         "net",
         "the network interfaces NCCL's sockets (bootstrap, and the socket transport) may use: a prefix list, "
         "^ excludes, = matches exactly",
-        "the first interface that is up, skipping docker* and lo (ib* first where present)",
+        "ib* interfaces first, then one in NCCL_COMM_ID's subnet, then any but docker*, lo and virbr*; docker* "
+        "and lo last (src/misc/socket.cc)",
         "an interface not routed between the nodes hangs or fails bootstrap; a slow one carries the socket "
         "transport's traffic",
         "Set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on (=eth0 for exactly eth0), or unset it.",

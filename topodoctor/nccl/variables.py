@@ -162,11 +162,13 @@ def read_in(release: Version) -> frozenset[str]:
     return frozenset(n for n, v in table().items() if v.read_by(release))
 
 
+@cache
 def integers() -> frozenset[str]:
     """Variables NCCL parses as integers with strtoll (NCCL_PARAM), in some release."""
     return frozenset(n for n, v in table().items() if v.type == "int64")
 
 
+@cache
 def known() -> frozenset[str]:
     """Every name NCCL reads or read: the table, the releases before it, and removed names."""
     return frozenset(table()) | EARLIER | frozenset(DEPRECATED)

@@ -50,6 +50,9 @@ ORIGIN = re.compile(r"(?P<host>[\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d
 # include/checks.h's NCCLCHECK trail: "file.cc:line -> N [Async thread]"
 TRAIL = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# a line that starts a message of its own (NCCL's prefix or level, torch's rank or glog prefix, a
+# traceback), not the rest of a message a terminal wrapped
+OWN_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\]|^\[(?:rank\d+|[EWIF]\d{4}|\d+,\d+\])|NCCL (?:INFO|WARN)|^Traceback|^File ")
 
 # --- the version banner, also wrapped after "NCCL version" or after "NCCL"
 

@@ -29,6 +29,7 @@ Kind = Literal[
     "launch",  # how kernels are launched
     "multicast",  # NVLink SHARP (NVLS)
     "identity",  # how NCCL tells nodes apart
+    "interface",  # which network interfaces NCCL's sockets use (bootstrap, the socket transport)
 ]
 
 
@@ -268,7 +269,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "NCCL_SOCKET_IFNAME",
-        "net",
+        "interface",
         "the network interfaces NCCL's sockets (bootstrap, and the socket transport) may use: a prefix list, "
         "^ excludes, = matches exactly",
         "ib* interfaces first, then one in NCCL_COMM_ID's subnet, then any but docker*, lo and virbr*; docker* "

@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT
 
 from topodoctor.core.probed import Unsupported
+from topodoctor.model.collectives import load_result
 from topodoctor.model.environment import Environment
 from topodoctor.nccl import guide, variables
 from topodoctor.nccl.names import judge_names, not_read
@@ -156,3 +157,14 @@ def test_judge_names_serves_any_reader_that_knows_the_version() -> None:
     newer = judge_names(["NCCL_BRAND_NEW_KNOB"], (2, 31, 2))
     assert "is newer, so it may be new" in newer[0].message
     assert judge_names(["NCCL_PAT_ENABLE", "NCCL_P2P_LEVEL"], None) == []  # unknown version: every release
+
+
+def test_the_measured_collectives_version_wins_over_the_images() -> None:
+    # torch 2.11's NCCL 2.28.9 ran the collectives (fixtures/collectives/real); the image says 2.30.7
+    res = load_result(ROOT / "fixtures" / "collectives" / "real" / "h100-x2-default.json")
+    env = {"NCCL_VERSION": "2.30.7-1", "NCCL_ALLGATHERV_ENABLE": "0", "NCCL_SHM_USE_CUDA_MEMCPY": "1"}
+    process = capture_process(env, system_conf="/nonexistent/nccl.conf", affinity=Unsupported())
+    ctx = Context(res.snapshot, Environment.of(process), collectives=res)
+    found = [f for f in evaluate(ctx, select=["TD625"]) if f.code == "TD625"]
+    assert [f.subject for f in found] == ["env:NCCL_ALLGATHERV_ENABLE"]  # 2.29.2 on; SHM_USE_CUDA_MEMCPY 2.28.9 reads
+    assert "NCCL 2.28.9" in found[0].message and "measured collectives" in found[0].message

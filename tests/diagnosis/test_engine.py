@@ -241,7 +241,7 @@ def test_a_fault_in_the_engine_leaves_the_finding_as_raised(monkeypatch: pytest.
 def test_docs_list_every_setting_the_engine_knows() -> None:
     from conftest import ROOT
 
-    from topodoctor.diagnosis.settings import SETTINGS
+    from topodoctor.nccl.guide import SETTINGS
 
     text = (ROOT / "docs" / "diagnosis.md").read_text()
     assert [s.name for s in SETTINGS if f"`{s.name}" not in text] == []

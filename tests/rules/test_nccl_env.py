@@ -17,10 +17,10 @@ from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError, Unsupported
 from topodoctor.model.environment import ConfFile, Environment, ProcessEnvironment, parse_conf
 from topodoctor.model.findings import Finding
+from topodoctor.nccl.values import read_integer, read_level
 from topodoctor.probe.environment import TOPO_MAX_BYTES, capture_process, conf_paths
 from topodoctor.probe.sources import probe_host
 from topodoctor.rules import Context, evaluate
-from topodoctor.rules.nccl_vars import read_integer, read_level
 
 
 def lint(env: dict[str, str], host: str = "h200-x4", system_conf: str = "/nonexistent/nccl.conf") -> list[Finding]:

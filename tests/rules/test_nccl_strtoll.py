@@ -1,5 +1,5 @@
 """How NCCL reads an integer variable is C's ``strtoll(text, &end, 0)``: the rules' own reading
-(rules/nccl_vars.py) against the C library's, on the spellings a job script may leave: signs,
+(nccl/values.py) against the C library's, on the spellings a job script may leave: signs,
 blanks before, hex in either case, a leading 0 (octal) and digits octal has not, a prefix with no
 digit after it, text after the number, and the edges of a 64-bit integer."""
 
@@ -11,7 +11,7 @@ import errno
 
 import pytest
 
-from topodoctor.rules.nccl_vars import list_problem, read_integer, strtoll
+from topodoctor.nccl.values import list_problem, read_integer, strtoll
 
 LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 LIBC.strtoll.restype = ctypes.c_longlong

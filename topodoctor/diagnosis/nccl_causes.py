@@ -11,9 +11,9 @@ from topodoctor.core.text import plural
 from topodoctor.diagnosis import nccl_model as nm
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.diagnosis.run import Seen
-from topodoctor.diagnosis.settings import BY_NAME
 from topodoctor.model.collectives import NcclAccount
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.nccl.guide import BY_NAME
 from topodoctor.topology.busbw import algorithm_busbw, pcie_gbps
 
 CHANNEL_VARS = ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_P2P_NCHANNELS")

@@ -16,6 +16,11 @@ from topodoctor.core.errors import InputError
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
 from topodoctor.model.copies import Activity
 from topodoctor.model.during import RunSampling
+
+# NCCL's account has a module of its own; its names stay importable from here, where the result carries it
+from topodoctor.model.nccl_account import Connection as Connection
+from topodoctor.model.nccl_account import NcclAccount as NcclAccount
+from topodoctor.model.nccl_account import NcclChoice as NcclChoice
 from topodoctor.model.pairwise import NodeVerdict, PairOutcome, Round
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.model.stamp import Stamped
@@ -85,56 +90,6 @@ class Failure:
     size_bytes: int | None
     message: str
     rank: int | None = None
-
-
-@dataclass(frozen=True)
-class Connection:
-    """Peer connections NCCL reported between two ranks over one transport."""
-
-    rank: int
-    peer: int
-    transport: str  # P2P/CUMEM, P2P/IPC, P2P/direct pointer, SHM, NET/IB/0, NET/Socket/0, ...
-    channels: int  # how many channel connections used it
-    kind: Literal["p2p", "shm", "net", "collnet", "other"]
-
-
-@dataclass(frozen=True)
-class NcclChoice:
-    """What NCCL chose for one op at one size (its TUNING log), and what its own model predicts."""
-
-    op: str
-    size_bytes: int  # as nccl-tests counts it (max of send and receive bytes), to match a row
-    algorithm: str  # Ring, Tree, NVLS, ... (NCCL's names)
-    protocol: str  # LL, LL128, Simple
-    channels: int | None  # channels the call used; None in the 2.20 - 2.23 forms
-    predicted_busbw_gbps: float | None  # NCCL's cost table at this size (latency included); None without it
-    calls: int = 1
-
-
-@dataclass(frozen=True)
-class NcclAccount:
-    """NCCL's own account of the run, read from its INFO log (one file per rank)."""
-
-    version: str | None
-    ranks: int | None
-    nodes: int | None
-    channels: int | None  # collective channels NCCL built
-    p2p_channels: int | None
-    nvls_channels: int | None
-    nvls: bool | None  # NVLink SHARP / multicast in use; None when the log does not say
-    gdr: bool | None  # GPUDirect RDMA on a network connection
-    connections: tuple[Connection, ...]
-    rings: tuple[str, ...]  # "0 1 2 3", per ring channel as NCCL printed it (first few)
-    trees: tuple[str, ...]
-    env: dict[str, str]  # NCCL variables NCCL reported as set
-    logs: int  # rank logs read
-    warnings: tuple[str, ...] = ()  # NCCL WARN lines
-    choices: tuple[NcclChoice, ...] = ()  # per op and size (NCCL_DEBUG_SUBSYS with TUNING)
-    graphs: tuple[str, ...] = ()  # the graph searches: "ring 12 ch x 30/30 GB/s NVL/PIX"
-
-    def choice(self, op: str, size_bytes: int) -> NcclChoice | None:
-        """NCCL's choice for a row (same op and size), if it logged one."""
-        return next((c for c in self.choices if c.op == op and c.size_bytes == size_bytes), None)
 
 
 @dataclass(frozen=True)

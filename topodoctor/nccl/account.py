@@ -1,49 +1,27 @@
 """NCCL's own account of a run, from its INFO log (``NCCL_DEBUG=INFO``, one file per rank
-through ``NCCL_DEBUG_FILE``). No torch, no NCCL: text in, ``NcclAccount`` out.
-
-Lines read (NCCL 2.18 - 2.28 wording)::
-
-    NCCL INFO NCCL version 2.28.9+cuda13.0
-    NCCL INFO ncclCommInitRankConfig comm 0x.. rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 ...
-    NCCL INFO comm 0x.. rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0
-    NCCL INFO Channel 00/24 : 0 1                                   (a ring, and the channel count)
-    NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] ...
-    NCCL INFO 24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, ...
-    NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM             (connIndex 0: rings/trees, 1: p2p)
-    NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
-    NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0   (NET/IB/0/GDRDMA with GPUDirect RDMA)
-    NCCL INFO ncclCommSplit comm 0x.. rank 0 nranks 2 ... parent 0x..  (a subgroup's communicator)
-    NCCL INFO NCCL_P2P_DISABLE set by environment to 1
-    NCCL INFO NVLS multicast support is not available on dev 0
-    NCCL WARN ...
+through ``NCCL_DEBUG_FILE``, or a job's output holding every rank). No torch, no NCCL: text in,
+``NcclAccount`` out. The lines and their shapes are ``nccl.grammar``'s (NCCL 2.18 - 2.30 wording):
+the version banner, the init and communicator lines, rings, trees, channel counts, each connection
+and its transport, ``set by environment to``, WARN; and, per host (NCCL's ``host:pid:tid`` prefix),
+``Using network``, the devices of ``NET/IB : Using`` and ``NET/Socket : Using``, ``NET/IB : No
+device found`` and ``GPU Direct RDMA Enabled / Disabled for HCA``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from topodoctor.core import fileio
 from topodoctor.model.collective_ops import SPECS
-from topodoctor.model.collectives import Connection, NcclAccount, NcclChoice
+from topodoctor.model.nccl_account import Connection, GdrHca, NcclAccount, NcclChoice, NetDevice, RankSeat, Route
+from topodoctor.nccl import grammar as g
 from topodoctor.nccl.choices import Choices, parse_choices, predicted_busbw, traffic_bytes
 
 MAX_LOG_BYTES = 16 << 20  # a TRACE log of a long run; INFO logs are tens of KB
-
-_VERSION = re.compile(r"NCCL INFO NCCL version (\S+)")
-_INIT = re.compile(r"ncclCommInit\w* comm (0x[0-9a-f]+) rank (\d+) nranks (\d+) cudaDev (-?\d+)(?: nvmlDev (-?\d+))?")
-_COMM = re.compile(r"comm (0x[0-9a-f]+) rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+)")
-_RING = re.compile(r"NCCL INFO Channel (\d+)/(\d+) : ([\d ]+)$")
-_CONN = re.compile(
-    r"NCCL INFO Channel (\d+)(?:/(\d+))? : (\d+)\[[^\]]*\] -> (\d+)\[[^\]]*\](?: \[(send|receive)\])? via (\S.*)$"
-)
-_CHANNELS = re.compile(r"NCCL INFO (\d+) coll channels, .*?(\d+) nvls channels, (\d+) p2p channels")
-_TREES = re.compile(r"NCCL INFO Trees (.*)$")
-_ENV = re.compile(r"NCCL INFO (NCCL_\w+) set by environment to (.*?)\.?\s*$")
-_NO_NVLS = re.compile(r"NVLS multicast support is not available")
-_WARN = re.compile(r"NCCL WARN (.*)$")
+_Conn = tuple[int, int, int, str, str, str, str]  # (from, to, channel, connIndex, via, side, printing host)
 
 
 def transport_of(via: str) -> tuple[str, str, bool]:
@@ -53,7 +31,7 @@ def transport_of(via: str) -> tuple[str, str, bool]:
     gdr = "GDRDMA" in via.upper()
     if head == "P2P":
         return "/".join(parts[:2]), "p2p", False
-    if head == "SHM":
+    if head == "SHM" or via.strip().startswith("direct shared memory"):  # 2.4: "via direct shared memory"
         return "SHM", "shm", False
     if head == "NET":
         return "/".join(parts[:2]), "net", gdr
@@ -67,8 +45,9 @@ class _Log:
     """What one rank's log says."""
 
     version: str | None = None
-    comms: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # ptr -> (rank, nranks, nnodes)
+    comms: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)  # ptr -> (rank, nranks, nnodes, local)
     devices: dict[int, tuple[int, int | None]] = field(default_factory=dict)  # rank -> (cudaDev, nvmlDev)
+    seats: dict[int, RankSeat] = field(default_factory=dict)
     ring_channels: int | None = None
     channels: int | None = None
     nvls_channels: int | None = None
@@ -76,11 +55,16 @@ class _Log:
     rings: list[str] = field(default_factory=list)
     trees: list[str] = field(default_factory=list)
     conns: set[tuple[int, int, int, str, str]] = field(default_factory=set)  # (from, to, channel, connIndex, via)
+    printed: set[_Conn] = field(default_factory=set)  # the same, with the side and the host that printed it
     other_conns: int = 0  # connection lines of other communicators (subgroups), not counted
     env: dict[str, str] = field(default_factory=dict)
     no_nvls: bool = False
     warnings: list[str] = field(default_factory=list)
     choices: Choices | None = None  # rank 0 alone logs the cost table and per-call choices
+    networks: dict[str, str] = field(default_factory=dict)  # host -> "Using network"
+    net_devices: dict[tuple[str, str, int, str], NetDevice] = field(default_factory=dict)
+    gdr_hcas: dict[tuple[str, str, str, str], GdrHca] = field(default_factory=dict)
+    ib_absent: dict[str, None] = field(default_factory=dict)
 
 
 def parse_log(text: str) -> _Log:
@@ -89,50 +73,92 @@ def parse_log(text: str) -> _Log:
     (a subgroup's ranks 0 and 1 may be the world's 0 and 2). Only the first, largest one (the
     world's) is counted; subgroups' connections are left out."""
     log = _Log()
-    current: str | None = None
-    world: tuple[str, int] | None = None  # (comm, nranks)
+    state: list[object] = [None, None]  # the current communicator, the world's (comm, nranks)
     for line in text.splitlines():
         if "NCCL" not in line:
             continue
         line = line.rstrip()
-        if m := _CONN.search(line):
-            if world is not None and current != world[0]:
-                log.other_conns += 1
-                continue
-            # "a -> b" is the direction data flows, whichever side logged it ([send] or [receive])
-            ch, idx, a, b, _, via = m.groups()
-            log.conns.add((int(a), int(b), int(ch), idx or "-", via.strip()))
-        elif m := _RING.search(line):
-            log.ring_channels = int(m.group(2))
-            ring = " ".join(m.group(3).split())
-            if ring not in log.rings:
-                log.rings.append(ring)
-        elif m := _CHANNELS.search(line):
-            log.channels, log.nvls_channels, log.p2p_channels = (int(g) for g in m.groups())
-        elif m := _COMM.search(line):
-            ptr, rank, nranks, nnodes, _ = m.groups()
-            log.comms[ptr] = (int(rank), int(nranks), int(nnodes))
-            current = ptr
-            if world is None or int(nranks) > world[1]:
-                world = (ptr, int(nranks))
-        elif m := _INIT.search(line):
-            _, rank, _, cuda, nvml = m.groups()
-            log.devices[int(rank)] = (int(cuda), int(nvml) if nvml is not None else None)
-        elif m := _TREES.search(line):
-            for t in re.findall(r"\[\d+\] (\S+)", m.group(1)):
-                if t not in log.trees:
-                    log.trees.append(t)
-        elif m := _ENV.search(line):
-            log.env[m.group(1)] = m.group(2)
-        elif m := _VERSION.search(line):
-            log.version = m.group(1)
-        elif _NO_NVLS.search(line):
+        if g.NO_NVLS.search(line):
             log.no_nvls = True
-        elif m := _WARN.search(line):
-            log.warnings.append(m.group(1).strip()[:200])
+        msg = g.info_message(line)
+        if msg is None:
+            if m := g.WARN.search(line):
+                log.warnings.append(m["msg"].strip()[:200])
+            continue
+        _info(log, line, msg, state)
     if "Bytes -> Algo" in text or "Algorithm" in text:
         log.choices = parse_choices(text.splitlines())
     return log
+
+
+def _info(log: _Log, line: str, msg: str, state: list[object]) -> None:
+    """One INFO message into the log's account (``state``: the current and the world's communicator)."""
+    current, world = state
+    if m := g.CONN.match(msg):
+        if isinstance(world, tuple) and current != world[0]:
+            log.other_conns += 1
+            return
+        # "a -> b" is the direction data flows, whichever side logged it ([send] or [receive])
+        a, b, ch, idx, via = int(m["src"]), int(m["dst"]), int(m["channel"]), m["conn"] or "-", m["via"].strip()
+        log.conns.add((a, b, ch, idx, via))
+        log.printed.add((a, b, ch, idx, via, m["side"] or "", g.origin_host(line)))
+    elif m := g.RING.match(msg):
+        log.ring_channels = int(m.group(2))
+        ring = " ".join(m.group(3).split())
+        if ring not in log.rings:
+            log.rings.append(ring)
+    elif m := g.CHANNELS.match(msg):
+        log.channels, log.nvls_channels, log.p2p_channels = (int(x) for x in m.groups())
+    elif m := g.COMM.search(msg):
+        nranks = int(m["nranks"])
+        log.comms[m["comm"]] = (int(m["rank"]), nranks, int(m["nnodes"]), int(m["local_ranks"]))
+        state[0] = m["comm"]
+        if not isinstance(world, tuple) or nranks > world[1]:
+            state[1] = (m["comm"], nranks)
+    elif m := g.INIT.search(msg):
+        rank, cuda, nvml = int(m["rank"]), int(m["cuda"]), int(m["nvml"]) if m["nvml"] is not None else None
+        log.devices[rank] = (cuda, nvml)
+        log.seats.setdefault(rank, RankSeat(rank, g.origin_host(line), cuda, nvml, m["bus"] or ""))
+    elif m := g.TREES.match(msg):
+        for t in g.TREE.findall(m.group(1)):
+            if t not in log.trees:
+                log.trees.append(t)
+    elif m := g.SET_BY_ENV.match(msg):
+        log.env[m.group(1)] = m.group(2)
+    elif msg.startswith("NCCL version") and (m := g.VERSION.match(msg)):
+        log.version = m["v"] + (m["suffix"] or "")
+    else:
+        _network(log, line, msg)
+
+
+def _network(log: _Log, line: str, msg: str) -> None:
+    """What a host's INFO says of its network: the one in use, its devices, GPUDirect RDMA per HCA."""
+    if "NET" not in msg and "Using network" not in msg and "GPU Direct" not in msg:
+        return
+    host = g.origin_host(line)
+    if m := g.NETWORK.match(msg):
+        log.networks[host] = m["net"]
+    elif m := g.IB_USING.search(msg):
+        for d in g.IB_DEV.finditer(m.group(1)):
+            key = (host, "IB", int(d["index"]), d["dev"])
+            log.net_devices[key] = NetDevice(host, "IB", int(d["index"]), d["dev"], int(d["port"]), d["layer"])
+    elif m := g.NET_SOCKET_USING.search(msg):
+        for n, d in enumerate(g.SOCK_IF.finditer(m.group(1))):
+            i = int(d["index"]) if d["index"] is not None else n
+            log.net_devices[(host, "Socket", i, d["name"])] = NetDevice(
+                host, "Socket", i, d["name"], None, "", d["addr"]
+            )
+    elif g.IB_NO_DEVICE.search(msg):
+        log.ib_absent[host] = None
+    elif m := g.GDR.search(msg):
+        net, on = m["net"] or "", m["state"] == "Enabled"
+        if m["hca"] is not None:
+            hca, name, gpu, rank = m["hca"], m["name"], "", None
+        elif m["gpu"] is not None:  # 2.24 - 2.28 print the GPU's rank where 2.18 - 2.23 print its bus id
+            hca, name, gpu, rank = m["nic"], "", m["gpu"], None
+        else:
+            hca, name, gpu, rank = m["net_id"], "", m["gpu_id"], int(m["rank"])
+        log.gdr_hcas[(host, net, hca, gpu)] = GdrHca(host, net, hca, name, on, gpu, rank)
 
 
 def _choices(logs: list[_Log], nranks: int | None) -> tuple[tuple[NcclChoice, ...], tuple[str, ...]]:
@@ -154,10 +180,16 @@ def _choices(logs: list[_Log], nranks: int | None) -> tuple[tuple[NcclChoice, ..
     return tuple(sorted(out, key=lambda c: (c.op, c.size_bytes))), graphs[:8]
 
 
+def _says(lg: _Log) -> bool:
+    """Whether a log says anything of a communicator; a paste of a few network lines (NET/Socket :
+    Using, GPU Direct RDMA Disabled for HCA, NET/IB : No device found) does."""
+    return bool(lg.version or lg.comms or lg.conns or lg.networks or lg.net_devices or lg.gdr_hcas or lg.ib_absent)
+
+
 def account(texts: Iterable[str]) -> NcclAccount | None:
     """One account from every rank's log; None when no log says anything about NCCL."""
     logs = [parse_log(t) for t in texts]
-    logs = [lg for lg in logs if lg.version or lg.comms or lg.conns]
+    logs = [lg for lg in logs if _says(lg)]
     if not logs:
         return None
     comms = [c for lg in logs for c in lg.comms.values()]
@@ -167,13 +199,13 @@ def account(texts: Iterable[str]) -> NcclAccount | None:
     gdr: bool | None = None
     for lg in logs:
         for a, b, ch, idx, via in lg.conns:
-            label, kind, g = transport_of(via)
+            label, kind, flag = transport_of(via)
             if (a, b, ch, idx, label) in seen:  # both ends of a network connection log it
                 continue
             seen.add((a, b, ch, idx, label))
             conn_count[(a, b, label, kind)] = conn_count.get((a, b, label, kind), 0) + 1
             if kind in ("net", "collnet"):
-                gdr = bool(gdr) or g
+                gdr = bool(gdr) or flag
     env: dict[str, str] = {}
     for lg in logs:
         env.update(lg.env)
@@ -208,7 +240,33 @@ def account(texts: Iterable[str]) -> NcclAccount | None:
         warnings=tuple(dict.fromkeys(w for lg in logs for w in lg.warnings))[:10],
         choices=choices,
         graphs=graphs,
+        local_ranks=main[3] if main else None,
+        **_hosts(logs),
     )
+
+
+def _hosts(logs: list[_Log]) -> dict[str, Any]:
+    """The account's per-host fields: where each rank ran, each host's connections as it printed them
+    (the whole transport, /GDRDMA included), its network, devices and GPUDirect RDMA per HCA."""
+    seats: dict[int, RankSeat] = {}
+    for lg in logs:
+        for rank, seat in lg.seats.items():
+            seats.setdefault(rank, seat)
+    per_route: dict[tuple[int, int, str, str, str], int] = {}
+    for a, b, _, _, via, side, host in sorted({c for lg in logs for c in lg.printed}):
+        per_route[(a, b, via, side, host)] = per_route.get((a, b, via, side, host), 0) + 1
+    routes = []
+    for (a, b, via, side, host), n in sorted(per_route.items()):
+        _, kind, flag = transport_of(via)
+        routes.append(Route(a, b, via, kind, flag, side, host, n))  # type: ignore[arg-type]
+    return {
+        "seats": tuple(seats[r] for r in sorted(seats)),
+        "routes": tuple(routes),
+        "networks": dict(sorted({h: n for lg in logs for h, n in lg.networks.items()}.items())),
+        "net_devices": tuple(dict.fromkeys(d for lg in logs for d in lg.net_devices.values())),
+        "gdr_hcas": tuple(dict.fromkeys(x for lg in logs for x in lg.gdr_hcas.values())),
+        "ib_absent": tuple(dict.fromkeys(h for lg in logs for h in lg.ib_absent)),
+    }
 
 
 def read_logs(directory: Path | str) -> NcclAccount | None:

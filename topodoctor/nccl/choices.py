@@ -14,9 +14,10 @@ Forms read (NCCL's ``src/graph/tuning.cc`` and ``src/enqueue.cc``)::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from topodoctor.nccl import grammar as g
 
 # NCCL's names for its algorithms and protocols (src/include/device.h, the order of its tables):
 # what NCCL_ALGO and NCCL_PROTO take and what its tuning log prints.
@@ -24,7 +25,7 @@ ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 
-# ncclAlgoStr / ncclProtoStr (src/init.cc, in nccl_vars): the numeric forms of 2.20 - 2.23 index them.
+# ncclAlgoStr / ncclProtoStr (src/init.cc, in nccl/values.py): the numeric forms of 2.20 - 2.23 index them.
 # NCCL's function names -> ours (measure/collectives/plan.py's ops)
 OP_OF = {
     "Broadcast": "broadcast",
@@ -34,17 +35,6 @@ OP_OF = {
     "AllReduce": "all_reduce",
 }
 
-_PREFIX = r"NCCL INFO\s+"
-_ALGO_HEAD = re.compile(_PREFIX + r"Algorithm\s*\|(.*)$")
-_PROTO_HEAD = re.compile(_PREFIX + r"Protocol\s*\|(.*)$")
-_COST_ROW = re.compile(_PREFIX + r"(\w+)\s*\|((?:\s*-?[\d.]+/\s*-?[\d.]+\s*\|)+)\s*$")
-_CELL = re.compile(r"(-?[\d.]+)/\s*(-?[\d.]+)")
-_PATTERN = re.compile(
-    _PREFIX
-    + r"Pattern (\d+), crossNic (\d+), nChannels (\d+), bw ([\d.]+)/([\d.]+), type (\w+)/(\w+), sameChannels (\d)"
-)
-_CALL_NEW = re.compile(_PREFIX + r"(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
-_CALL_OLD = re.compile(_PREFIX + r"(?:(\w+): )?(\d+) Bytes -> Algo (\d+) proto (\d+) time ([\d.]+)")
 # search.cc's patterns (NCCL_TOPO_PATTERN_*), as the graph search prints their numbers
 PATTERNS = {1: "balanced tree", 2: "split tree", 3: "tree", 4: "ring", 5: "nvls", 6: "collnet direct"}
 
@@ -141,25 +131,25 @@ def parse_choices(lines: Iterable[str]) -> Choices:
     for line in lines:
         if "NCCL INFO" not in line:
             continue
-        if m := _ALGO_HEAD.search(line):
+        if m := g.ALGO_HEAD.search(line):
             names = [a.strip() for a in m.group(1).split("|") if a.strip()]
             if names and names[0] == ALGORITHMS[0]:
                 tables += 1  # a second communicator's table: keep the first (the world's)
             algos = [_canon(a, ALGORITHMS) for a in names]
-        elif m := _PROTO_HEAD.search(line):
+        elif m := g.PROTO_HEAD.search(line):
             protos = [_canon(p.strip(), PROTOCOLS) for p in m.group(1).split("|") if p.strip()]
-        elif (m := _COST_ROW.search(line)) and m.group(1) in OP_OF and algos and tables <= 1:
-            cells = _CELL.findall(m.group(2))
+        elif (m := g.COST_ROW.search(line)) and m.group(1) in OP_OF and algos and tables <= 1:
+            cells = g.COST_CELL.findall(m.group(2))
             per = len(protos) // max(1, len(algos))
             for i, (lat, bw) in enumerate(cells):
                 if per == 0 or i // per >= len(algos) or i >= len(protos):
                     break
                 cell = (OP_OF[m.group(1)], algos[i // per], protos[i])
                 costs.setdefault(cell, Cost(*cell, float(lat), float(bw)))
-        elif m := _PATTERN.search(line):
+        elif m := g.PATTERN.search(line):
             p, cross, nch, bi, be, ti, te, _ = m.groups()
             graphs.append(GraphSearch(PATTERNS.get(int(p), p), int(cross), int(nch), float(bi), float(be), ti, te))
-        elif m := _CALL_NEW.search(line):
+        elif m := g.CALL_NEW.search(line):
             op, size, algo, proto, lo, hi = m.groups()
             call: _CallKey = (
                 OP_OF.get(op, op),
@@ -170,7 +160,7 @@ def parse_choices(lines: Iterable[str]) -> Choices:
                 int(hi),
             )
             calls[call] = calls.get(call, 0) + 1
-        elif m := _CALL_OLD.search(line):
+        elif m := g.CALL_OLD.search(line):
             op, size, algo, proto, _ = m.groups()
             old: _CallKey = (
                 OP_OF.get(op or "", op or "?"),

@@ -4,16 +4,10 @@ Plain functions over the file's lines; ``nccl.parse`` calls them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from topodoctor.nccl.classify import Reading, classify
-
-# a line that is a message of its own, not the rest of a wrapped one: NCCL's or torch's prefix
-_OWN_LINE = re.compile(
-    r"^\S+:\d+:\d+ \[\d+\]|^\[(?:rank\d+|[EWIF]\d{4}|\d+,\d+\])|NCCL (?:INFO|WARN)|^Traceback|^File "
-)
-_TRAIL_LINE = re.compile(r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp):\d+ -> \d+")
+from topodoctor.nccl.grammar import OWN_LINE, TRAIL
 
 
 def wrapped(lines: Sequence[str], i: int, text: str, src: str = "", joins: Sequence[str] = ("", " ")) -> Reading | None:
@@ -24,7 +18,7 @@ def wrapped(lines: Sequence[str], i: int, text: str, src: str = "", joins: Seque
     if i + 1 >= len(lines):
         return None
     nxt = lines[i + 1].strip()
-    if not nxt or _OWN_LINE.search(nxt):
+    if not nxt or OWN_LINE.search(nxt):
         return None
     for sep in joins:
         if reading := classify(text + sep + nxt, src):
@@ -39,4 +33,4 @@ def ends_in_trail(lines: Sequence[str], open_trail: Sequence[str]) -> int | None
     if len(open_trail) < 2:
         return None
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), -1)
-    return last if last >= 0 and _TRAIL_LINE.search(lines[last]) else None
+    return last if last >= 0 and TRAIL.search(lines[last]) else None

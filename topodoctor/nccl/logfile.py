@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from topodoctor.model.collectives import NcclAccount
+from topodoctor.model.nccl_account import NcclAccount
 from topodoctor.nccl.choices import Choices
 from topodoctor.nccl.classify import ROOT
 

@@ -22,26 +22,29 @@ from topodoctor.nccl.account import account
 from topodoctor.nccl.choices import parse_choices
 from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.continuation import ends_in_trail, wrapped
+from topodoctor.nccl.grammar import ANSI as _ANSI
+from topodoctor.nccl.grammar import DIAG as _DIAG
+from topodoctor.nccl.grammar import IB_DEV as _IB_DEV
+from topodoctor.nccl.grammar import IB_USING as _IB_USING
+from topodoctor.nccl.grammar import INIT_RANK as _INIT_RANK
+from topodoctor.nccl.grammar import OLD_INFO as _OLD_INFO
+from topodoctor.nccl.grammar import OLD_WARN as _OLD_WARN
+from topodoctor.nccl.grammar import SET_TO as _SET_TO
+from topodoctor.nccl.grammar import SOCK_IF as _SOCK_IF
+from topodoctor.nccl.grammar import SOCK_USING as _SOCK_USING
+from topodoctor.nccl.grammar import TOPO_FILE as _TOPO_FILE
+from topodoctor.nccl.grammar import TRAIL as _TRAIL
+from topodoctor.nccl.grammar import VERSION as _VERSION
+from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
+from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
+from topodoctor.nccl.grammar import WARN as _WARN
 from topodoctor.nccl.logfile import Event, Level, LogFile
 
 __all__ = ["Event", "LogFile", "parse_file"]
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
-_SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"
-_WARN = re.compile(rf"(?:(?P<src>{_SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
-_OLD_WARN = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) WARN (?P<msg>.*)")  # NCCL before 2.5: no "NCCL"
-_OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
-_DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")
-_TRAIL = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
 _TOP_TAGS = ("Async thread", "Proxy Thread", "Progress Thread", "Proxy Service", "bthread")
 _TOP_SRC = re.compile(r"(?:^|/)(?:init|group|enqueue|collectives)\.(?:cc|cu)$")
-_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?P<suffix>\+cuda[\d.]+)?")
-_VERSION_TAIL = re.compile(r"NCCL(?P<word> version)?\s*$")
-# the next line of a wrapped banner: the version alone (after "version") or "version N" (after "NCCL")
-_WRAPPED = {
-    True: re.compile(r"\s*(\d+\.\d+\.\d+)(\+cuda[\d.]+)?"),
-    False: re.compile(r"\s*version (\d+\.\d+\.\d+)(\+cuda[\d.]+)?"),
-}
 _TORCH_ERROR = re.compile(
     r"NCCL [Ee]rror(?: in: \S+,| \d+:|:) (?P<cls>[a-z][a-z ]*[a-z])(?=\s*\(run with|,|\.?\s*$)"
     r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+\S*))?"
@@ -68,18 +71,10 @@ _WATCHDOG_PG = re.compile(r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\] 
 _TEST_FAIL = re.compile(r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?\s*$")
 _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
-_INIT_RANK = re.compile(r"ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)|comm 0x[0-9a-f]+ rank (\d+) nranks")
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
 _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)")
 _NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
-_SET_TO = re.compile(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
-_IB_USING = re.compile(r"NET/IB ?: Using (.*?)(?:; OOB|$)")
-_SOCK_USING = re.compile(r"(?:Bootstrap|NET/Socket) ?: Using (.*)$")  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...
-_SOCK_IF = re.compile(r"(?:\[\d+\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
 _GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
-_IB_DEV = re.compile(r"\[\d+\](?P<dev>[\w.-]+):\d+/(?P<layer>IB|RoCE)")
-_TOPO_FILE = re.compile(r"Loading topology file (\S+)")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PROGRESS = re.compile(
     r"(?i)\b(?:epoch|step|iter(?:ation)?)\b\s*[:=\[]?\s*\d|\bloss(?: is)?\s*[:=]?\s*-?[\d.]"
     r"|\d\s*(?:it|samples|tokens)/s\b|^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+"

@@ -25,6 +25,7 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     gdr,
     kernel,
     nccl_env,
+    nccl_names,
     nccl_net,
     nccl_topo_file,
     nccl_values,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.nccl.values import read_level
 from topodoctor.rules.context import Context
-from topodoctor.rules.nccl_vars import read_level
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.nics import NCCL_GDR_DEFAULT, gdr_allowed, nearest_nics
 

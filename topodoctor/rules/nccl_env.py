@@ -1,26 +1,17 @@
 """NCCL and CUDA environment rules (TD6xx), read from the process environment and NCCL's
 config files as the probe captured them. A setting in the environment wins over a file, as in
-NCCL itself; values are read the way NCCL's own parsers read them (``nccl_vars``)."""
+NCCL itself; values are read the way NCCL's own parsers read them (``nccl.values``), and names are
+judged against the releases of NCCL that read them (``nccl.variables``)."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import plural
+from topodoctor.nccl.values import P2P_DISABLE, Reading, read_integer, read_level, strtoll
+from topodoctor.nccl.variables import DEBUG_ONLY
 from topodoctor.rules.context import Context
-from topodoctor.rules.nccl_vars import (
-    DEBUG_ONLY,
-    DEPRECATED,
-    KNOWN,
-    NOT_SETTINGS,
-    P2P_DISABLE,
-    Reading,
-    read_integer,
-    read_level,
-    strtoll,
-)
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.busbw import nvls_all_reduce_busbw, predict
 
@@ -211,53 +202,6 @@ def nccl_ignore_disabled_p2p(ctx: Context) -> Iterator[Issue]:
     v = int_is(ctx, "NCCL_IGNORE_DISABLED_P2P", lambda n: n != 0)
     if v:
         yield env_issue(ctx, "NCCL_IGNORE_DISABLED_P2P", v, f"NCCL_IGNORE_DISABLED_P2P={v}")
-
-
-@rule(
-    "TD613",
-    "nccl-deprecated-variable",
-    "warning",
-)
-def nccl_deprecated(ctx: Context) -> Iterator[Issue]:
-    """A removed or renamed NCCL variable is set: it has no effect (or a new name).
-
-    Why it matters: NCCL ignores removed variables silently, so the setting someone relied on does
-    nothing.
-
-    How to fix: replace the variable as the message says (by its new name), or remove it.
-    """
-    for name in ctx.environment.names():
-        if name in DEPRECATED:
-            yield Issue(
-                f"env:{name}",
-                f"{name} is removed or renamed: use {DEPRECATED[name]}",
-                evidence(ctx, name, ctx.environment.get(name) or ""),
-            )
-
-
-@rule(
-    "TD614",
-    "nccl-unknown-variable",
-    "warning",
-)
-def nccl_unknown(ctx: Context) -> Iterator[Issue]:
-    """An NCCL_* variable NCCL does not know is set (often a typo); the closest real name is offered.
-
-    Why it matters: NCCL ignores names it does not know, silently: the setting meant does not take
-    effect.
-
-    How to fix: check the spelling against the NCCL documentation; the message offers the closest
-    real name.
-    """
-    for name in ctx.environment.names():
-        if name.startswith("NCCL_") and name not in KNOWN | NOT_SETTINGS and name not in DEPRECATED:
-            close = difflib.get_close_matches(name, sorted(KNOWN | set(DEPRECATED)), n=1, cutoff=0.75)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            yield Issue(
-                f"env:{name}",
-                f"{name} is not an NCCL variable{hint}",
-                dict(evidence(ctx, name, ctx.environment.get(name) or ""), suggestion=close[0] if close else None),
-            )
 
 
 @rule(

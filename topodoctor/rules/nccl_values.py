@@ -7,12 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topodoctor.nccl.choices import ALGORITHMS, PROTOCOLS
-from topodoctor.rules.context import Context
-from topodoctor.rules.nccl_env import _int, _p2p_disable, env_issue, setting
-from topodoctor.rules.nccl_vars import (
+from topodoctor.nccl.values import (
     CHOICES,
     DOMAINS,
-    INTEGER,
     LEVEL,
     LEVEL_NAMES,
     OLD_LEVELS,
@@ -22,6 +19,9 @@ from topodoctor.rules.nccl_vars import (
     read_integer,
     read_level,
 )
+from topodoctor.nccl.variables import integers
+from topodoctor.rules.context import Context
+from topodoctor.rules.nccl_env import _int, _p2p_disable, env_issue, setting
 from topodoctor.rules.registry import Issue, rule
 
 
@@ -67,7 +67,7 @@ def _misread(name: str, v: str) -> str | None:
             if n != 1
             else (f"NCCL reads {name}={v!r} as 1{why}: P2P is disabled")
         )
-    if name in INTEGER:
+    if name in integers():
         r = read_integer(v)
         if r.clean:
             return None

@@ -1,15 +1,19 @@
-"""The NCCL (and CUDA) settings that can slow or break a collective: what each means in NCCL's
-documentation, its default, what part of a run it touches, and what to do about it.
+"""The NCCL (and CUDA) settings users set that can slow or break a collective: what each means in
+NCCL's documentation, what leaving it unset gives, what part of a run it touches, and what to do
+about it. The hand-written half of the variable table (``nccl.variables`` holds, for every
+variable, the releases that read it, its type and its source default).
 
-One table, read by the cause engine (which of them the run had, and whether they could have
-touched it) and by docs/diagnosis.md. Facts from NCCL's environment documentation and source
-(``src/graph/tuning.cc``, ``src/init.cc``, ``src/transport/*.cc``, NCCL 2.28).
+Read by the cause engine (which of them the run had, and whether they could have touched it),
+by ``check``'s lint and by docs/diagnosis.md. Facts from NCCL's environment documentation and
+source (``src/graph/tuning.cc``, ``src/init.cc``, ``src/transport/*.cc``, NCCL 2.28).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from topodoctor.nccl.variables import DEBUG_ONLY, Variable, table
 
 # What a setting acts on; the cause engine decides from the run's evidence whether that part was used.
 Kind = Literal[
@@ -25,6 +29,7 @@ Kind = Literal[
     "launch",  # how kernels are launched
     "multicast",  # NVLink SHARP (NVLS)
     "identity",  # how NCCL tells nodes apart
+    "interface",  # which network interfaces NCCL's sockets use (bootstrap, the socket transport)
 ]
 
 
@@ -35,10 +40,19 @@ class Setting:
     name: str
     kind: Kind
     meaning: str
-    default: str
+    default: str  # what leaving it unset gives
     harm: str  # how it can slow or break a run
     fix: str
-    debug_only: bool = False  # NCCL documents it as a debugging knob
+
+    @property
+    def debug_only(self) -> bool:
+        """NCCL documents it as a debugging knob."""
+        return self.name in DEBUG_ONLY
+
+    @property
+    def variable(self) -> Variable | None:
+        """What NCCL's source says of it (releases, type, default); None for a variable NCCL does not read."""
+        return table().get(self.name)
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -50,7 +64,6 @@ SETTINGS: tuple[Setting, ...] = (
         "LL packs 8 bytes of data with 8 of flags (half the link), LL128 keeps 120 of 128 bytes; without "
         "Simple, large messages never reach full bandwidth",
         "Unset NCCL_PROTO: NCCL picks the protocol per message size from its tuning model.",
-        True,
     ),
     Setting(
         "NCCL_ALGO",
@@ -61,7 +74,6 @@ SETTINGS: tuple[Setting, ...] = (
         "an operation none of whose algorithms is allowed fails with 'invalid usage' (all_gather has no "
         "Tree); a slower algorithm costs bandwidth",
         "Unset NCCL_ALGO (or allow Ring for every operation): NCCL picks the algorithm per operation.",
-        True,
     ),
     Setting(
         "NCCL_BUFFSIZE",
@@ -78,7 +90,6 @@ SETTINGS: tuple[Setting, ...] = (
         "512 on recent GPUs",
         "fewer threads per channel move less data per cycle; NVLink is left idle",
         "Unset NCCL_NTHREADS: NCCL uses 512 threads per block on recent GPUs.",
-        True,
     ),
     Setting(
         "NCCL_MAX_NCHANNELS",
@@ -247,7 +258,6 @@ SETTINGS: tuple[Setting, ...] = (
         "0",
         "the job's kernels and NCCL's no longer overlap; small messages pay the wait",
         "Unset CUDA_LAUNCH_BLOCKING outside debugging.",
-        True,
     ),
     Setting(
         "NCCL_NVLS_ENABLE",
@@ -256,6 +266,17 @@ SETTINGS: tuple[Setting, ...] = (
         "2 (on where the GPUs and switches support multicast)",
         "off, all_reduce on 4 or more NVSwitch-connected GPUs gives up the switch's reduction",
         "Leave NCCL_NVLS_ENABLE unset unless multicast must stay off on the host.",
+    ),
+    Setting(
+        "NCCL_SOCKET_IFNAME",
+        "interface",
+        "the network interfaces NCCL's sockets (bootstrap, and the socket transport) may use: a prefix list, "
+        "^ excludes, = matches exactly",
+        "ib* interfaces first, then one in NCCL_COMM_ID's subnet, then any but docker*, lo and virbr*; docker* "
+        "and lo last (src/misc/socket.cc)",
+        "an interface not routed between the nodes hangs or fails bootstrap; a slow one carries the socket "
+        "transport's traffic",
+        "Set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on (=eth0 for exactly eth0), or unset it.",
     ),
 )
 BY_NAME = {s.name: s for s in SETTINGS}

@@ -1,0 +1,142 @@
+"""The shapes of NCCL's own log lines, each declared once, for every reader (``parse``, ``account``,
+``choices``). Text patterns only: what a line means is its reader's part.
+
+A line is NCCL's prefix, wherever a launcher's own prefix puts it, then the level and the message::
+
+    host:pid:tid [dev] NCCL INFO message                (2.5 and later; 2.29+ may add "(function)")
+    host:pid:tid [dev] file.cc:line NCCL WARN message
+    host:pid:tid [dev] INFO message                     (before 2.5: no "NCCL")
+    host:pid:tid [dev] file.cc:line WARN message
+
+The INFO messages read, in NCCL's source wording (src/init.cc, src/transport.cc, src/transport/
+p2p.cc, shm.cc, net.cc, net_ib*.cc, net_socket.cc, src/graph/*.cc, src/misc/param.cc, 2.18 - 2.30)::
+
+    NCCL version 2.28.9+cuda13.0
+    ncclCommInitRankConfig comm 0x.. rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0x.. - Init START
+    comm 0x.. rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0    (2.20 and later)
+    Channel 00/24 : 0 1                                      (a ring, and the channel count)
+    Trees [0] 1/-1/-1->0->-1 [1] ...
+    24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer
+    Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read           (P2P/IPC, P2P/direct pointer, P2P/indirect/2[2])
+    Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
+    Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA/Shared   (the receive side: [receive])
+    Ring 00 : 0[0] -> 1[1] via P2P/IPC                       (before 2.5: "Ring" for "Channel";
+    Ring 00 : 0[0] -> 1[1] via direct shared memory           2.4's SHM and network wording)
+    Ring 00 : 0 -> 1 [send] via NET/IB/0
+    NCCL_P2P_LEVEL set by environment to LOC                 (integers: "set by environment to 1.")
+    Using network IB                                         (Socket, IBext_v8, AWS Libfabric, ...)
+    NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
+    NET/IB : No device found.
+    NET/Socket : Using [0]bond0:10.0.0.1<0> [1]eth1:fe80::1%eth1<0>
+    NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'     (or Enabled)
+    GPU Direct RDMA Disabled for GPU 1b000 / HCA 0 (distance 5 > 3)     (graph/paths.cc; 2.27, 2.29: below)
+    NVLS multicast support is not available on dev 0
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- the line: NCCL's prefix, the level, the message
+
+SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"  # an NCCL source file as its lines name it
+WARN = re.compile(rf"(?:(?P<src>{SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
+OLD_WARN = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) WARN (?P<msg>.*)")  # NCCL before 2.5: no "NCCL"
+OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
+INFO = "NCCL INFO"  # where a 2.5+ INFO message starts (the message: after it, leading spaces dropped)
+DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")  # 2.31+: NCCL's own diagnosis
+# host:pid:tid [dev] before the level; the host is what precedes the pid (a launcher's prefix before it)
+ORIGIN = re.compile(r"(?P<host>[\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] (?:NCCL )?(?:INFO|WARN)\b")
+# include/checks.h's NCCLCHECK trail: "file.cc:line -> N [Async thread]"
+TRAIL = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# a line that starts a message of its own (NCCL's prefix or level, torch's rank or glog prefix, a
+# traceback), not the rest of a message a terminal wrapped
+OWN_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\]|^\[(?:rank\d+|[EWIF]\d{4}|\d+,\d+\])|NCCL (?:INFO|WARN)|^Traceback|^File ")
+
+# --- the version banner, also wrapped after "NCCL version" or after "NCCL"
+
+VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?P<suffix>\+cuda[\d.]+)?")
+VERSION_TAIL = re.compile(r"NCCL(?P<word> version)?\s*$")
+# the next line of a wrapped banner: the version alone (after "version") or "version N" (after "NCCL")
+VERSION_WRAPPED = {
+    True: re.compile(r"\s*(\d+\.\d+\.\d+)(\+cuda[\d.]+)?"),
+    False: re.compile(r"\s*version (\d+\.\d+\.\d+)(\+cuda[\d.]+)?"),
+}
+
+# --- communicators and channels (INFO messages)
+
+INIT = re.compile(
+    r"ncclCommInit\w* comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)"
+    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?"
+)
+# the init line, or its "Init COMPLETE" twin without the function name: a rank the file speaks for
+INIT_RANK = re.compile(r"ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)|comm 0x[0-9a-f]+ rank (\d+) nranks")
+COMM = re.compile(
+    r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+)"
+    r" localRanks (?P<local_ranks>\d+)"
+)
+RING = re.compile(r"^Channel (\d+)/(\d+) : ([\d ]+)$")
+TREES = re.compile(r"^Trees (.*)$")
+TREE = re.compile(r"\[\d+\] (\S+)")
+CHANNELS = re.compile(r"^(\d+) coll channels, .*?(\d+) nvls channels, (\d+) p2p channels")
+# a connection; the bracket holds the device (busId in hex in 2.18, the NVML index from 2.19; the CUDA
+# device in 2.4's shm.cc), and 2.4's network lines have none ("Ring 00 : 0 -> 1 [send] via NET/IB/0")
+CONN = re.compile(
+    r"^(?:Channel|Ring) (?P<channel>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)(?:\[(?P<src_dev>[^\]]*)\])? -> "
+    r"(?P<dst>\d+)(?:\[(?P<dst_dev>[^\]]*)\])?(?: \[(?P<side>send|receive)\])? via (?P<via>\S.*)$"
+)
+NO_NVLS = re.compile(r"NVLS multicast support is not available")
+
+# --- the environment
+
+# "set by environment to" (INFO of NCCL_ENV); some readers also take NCCL's "set to" of a derived value
+SET_BY_ENV = re.compile(r"^(NCCL_\w+) set by environment to (.*?)\.?\s*$")
+SET_TO = re.compile(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
+TOPO_FILE = re.compile(r"Loading topology file (\S+)")
+
+# --- the network
+
+NETWORK = re.compile(r"^Using network (?P<net>\S.*?)\s*$")
+IB_USING = re.compile(r"NET/IB ?: Using (.*?)(?:; OOB|$)")
+IB_DEV = re.compile(r"\[(?P<index>\d+)\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")
+IB_NO_DEVICE = re.compile(r"NET/IB ?: No device found")
+SOCK_USING = re.compile(r"(?:Bootstrap|NET/Socket) ?: Using (.*)$")  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...
+NET_SOCKET_USING = re.compile(r"NET/Socket ?: Using (.*)$")
+SOCK_IF = re.compile(r"(?:\[(?P<index>\d+)\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
+# GPUDirect RDMA: per HCA (src/transport/net.cc, every release), and per GPU and NIC pair as the graph
+# decides it (src/graph/paths.cc): "for GPU <busId hex> / HCA <index>" 2.18 - 2.20, "... / HCA <netId hex>"
+# 2.21 - 2.23, "for GPU <rank> / HCA <netId hex>" 2.24 - 2.28, "for GPU/<sys>-<local> (rank r) - NET/<sys>-
+# <local> (" 2.29 (TRACE from 2.30)
+GDR = re.compile(
+    r"(?:NET/(?P<net>[^\s:]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
+    r"(?:HCA (?P<hca>\d+) '(?P<name>[^']*)'"
+    r"|GPU (?P<gpu>[0-9a-fA-F]+) / HCA (?P<nic>[0-9a-fA-F]+)\b"
+    r"|GPU/(?P<gpu_id>\d+-\d+) \(rank (?P<rank>\d+)\) - NET/(?P<net_id>\d+-\d+))"
+)
+
+# --- NCCL's choices (src/graph/tuning.cc's table, search.cc's graphs, enqueue.cc's per-call lines)
+
+_PREFIX = r"NCCL INFO\s+"
+ALGO_HEAD = re.compile(_PREFIX + r"Algorithm\s*\|(.*)$")
+PROTO_HEAD = re.compile(_PREFIX + r"Protocol\s*\|(.*)$")
+COST_ROW = re.compile(_PREFIX + r"(\w+)\s*\|((?:\s*-?[\d.]+/\s*-?[\d.]+\s*\|)+)\s*$")
+COST_CELL = re.compile(r"(-?[\d.]+)/\s*(-?[\d.]+)")
+PATTERN = re.compile(
+    _PREFIX
+    + r"Pattern (\d+), crossNic (\d+), nChannels (\d+), bw ([\d.]+)/([\d.]+), type (\w+)/(\w+), sameChannels (\d)"
+)
+CALL_NEW = re.compile(_PREFIX + r"(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
+CALL_OLD = re.compile(_PREFIX + r"(?:(\w+): )?(\d+) Bytes -> Algo (\d+) proto (\d+) time ([\d.]+)")
+
+
+def info_message(line: str) -> str | None:
+    """The message of a 2.5+ INFO line (after ``NCCL INFO``, leading spaces dropped); None for any other line."""
+    at = line.find(INFO)
+    return None if at < 0 else line[at + len(INFO) :].lstrip()
+
+
+def origin_host(line: str) -> str:
+    """The host of NCCL's ``host:pid:tid [dev]`` prefix; "" where the line carries none (or a scrubbed one)."""
+    m = ORIGIN.search(line)
+    return m["host"] if m else ""

@@ -34,10 +34,10 @@ _P2P_DEVICE = re.compile(r"^Device: (\d+), (.+?), pciBusID: (\w+), pciDeviceID: 
 _P2P_HEADING = re.compile(
     r"^(?:(Unidirectional|Bidirectional) )?P2P=(Disabled|Enabled) (?:Bandwidth|Latency)\b.*Matrix \((GB/s|us)\)"
 )
-_HEADER = re.compile(r"^\s*(?:D\\D|GPU|CPU)?(?:\s+\d+)+\s*$")
+_HEADER = re.compile(r"^\s*(?:(?:D\\D|GPU|CPU)\s+)?\d+(?:\s+\d+)*\s*$")
 _ROW = re.compile(r"^\s*(\d+)\s+(.*)$")
 _NVB_VERSION = re.compile(r"^nvbandwidth Version: (\S+)")
-_NVB_DEVICE = re.compile(r"^Device (\d+): (.+?) \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\)")
+_NVB_DEVICE = re.compile(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\))?\s*$")
 _NVB_RUNNING = re.compile(r"^Running (\w+)\.")
 _NVB_DESCRIPTION = re.compile(r"^(.*\((?:GB/s|ns)\))\s*$")
 _NVB_SUM = re.compile(r"^SUM (\w+) ([\d.]+)")
@@ -46,7 +46,8 @@ _CUDA = re.compile(r"^CUDA Runtime Version: (\d+)")
 
 
 def _matrix(lines: list[str], j: int) -> tuple[list[str], list[str], list[list[float | None]], int]:
-    """(row labels, column labels, values, next line) of the matrix whose column header is line ``j``."""
+    """(row labels, column labels, values, next line) of the matrix whose column header is line ``j``;
+    a row the paste cut short ends in None."""
     cols = [t for t in lines[j].split() if t.isdigit()]
     rows: list[str] = []
     values: list[list[float | None]] = []
@@ -64,7 +65,8 @@ def _matrix(lines: list[str], j: int) -> tuple[list[str], list[str], list[list[f
 
 def starts_p2p(lines: list[str], i: int) -> bool:
     """Whether p2pBandwidthLatencyTest's output begins at line ``i``."""
-    return lines[i].strip() == P2P_TITLE or (lines[i].startswith("P2P Connectivity Matrix") and i + 1 < len(lines))
+    line = lines[i]
+    return line.strip() == P2P_TITLE or line.startswith("P2P Connectivity Matrix") or bool(_P2P_HEADING.match(line))
 
 
 def read_p2p(lines: list[str], i: int, piece: int) -> Block:
@@ -72,6 +74,7 @@ def read_p2p(lines: list[str], i: int, piece: int) -> Block:
     parts = Parts()
     j = i + 1 if lines[i].strip() == P2P_TITLE else i
     heading: tuple[str, bool, str] | None = None
+    cut_start = "" if lines[i].strip() == P2P_TITLE else "the paste starts after the tool's first lines"
     seen = 0
     while j < len(lines):
         line = lines[j]
@@ -80,7 +83,8 @@ def read_p2p(lines: list[str], i: int, piece: int) -> Block:
             parts.gpus.append(GpuSeen(piece, int(m.group(1)), "cuda", name=m.group(2), bus_id=bus))
         elif m := _P2P_HEADING.match(line):
             direction = (m.group(1) or "latency").lower()
-            heading = (direction, m.group(2) == "Enabled", m.group(3))
+            reads = " reads" if "P2P Reads" in line else ""  # newer samples print the reads' matrices too
+            heading = (direction + reads, m.group(2) == "Enabled", m.group(3))
         elif line.startswith("P2P Connectivity Matrix"):
             heading = ("connectivity", False, "")
         elif _HEADER.match(line) and heading is not None:
@@ -100,6 +104,10 @@ def read_p2p(lines: list[str], i: int, piece: int) -> Block:
             break
         j += 1
     cut = "" if seen >= 6 else f"{seen} of the 6 matrices (the output is cut)" if seen else "no matrix"
+    short = [c.testcase for c in parts.copies if _short(c)]
+    if short:
+        cut = "; ".join(x for x in (cut, f"the matrix {short[-1]} is cut") if x)
+    cut = "; ".join(x for x in (cut_start, cut) if x)
     return Block("p2p-bandwidth-latency", i, j, parts, cut=cut)
 
 
@@ -160,7 +168,7 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             code = int(m.group(1))
             parts.cuda_version = f"{code // 1000}.{code % 1000 // 10}"
         elif m := _NVB_DEVICE.match(line):
-            bus = f"{m.group(3).upper()}:{m.group(4).upper()}:{m.group(5).upper()}.0"
+            bus = f"{m.group(3).upper()}:{m.group(4).upper()}:{m.group(5).upper()}.0" if m.group(3) else ""
             parts.gpus.append(GpuSeen(piece, int(m.group(1)), "cuda", name=m.group(2), bus_id=bus))
         elif m := _NVB_RUNNING.match(line):
             parts.copies += pending
@@ -193,7 +201,15 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
     cut = "" if parts.copies else "no testcase ran"
     if description:
         cut = f"the matrix of {testcase} is cut"
+    short = [c.testcase for c in parts.copies if _short(c)]
+    if short:
+        cut = "; ".join(x for x in (cut, f"the matrix of {short[-1]} is cut") if x)
     return Block("nvbandwidth", i, j, parts, version, cut)
+
+
+def _short(c: CopyMatrix) -> bool:
+    """Whether the last row of a matrix ends before its last column (or the paste ended a number)."""
+    return bool(c.values) and (c.values[-1][-1] is None and not (len(c.values) == len(c.columns) and c.rows[-1] == c.columns[-1]))
 
 
 def _with_sum(c: CopyMatrix, name: str, total: float) -> CopyMatrix:

@@ -51,7 +51,7 @@ def read_lspci(lines: list[str], i: int, piece: int) -> Block:
                     parts.pcie.append(current)
                 current = PcieSeen(piece, "")  # a grep's line: no device named
             current = _cap(current, m.group(1), m.group(2))
-        elif line.startswith(("\t", "    ")) and current is not None and current.bdf:
+        elif line.startswith(("\t", "    ")) and current is not None:
             pass  # the device's other lines
         elif line.strip():
             break

@@ -23,7 +23,7 @@ _LAUNCHER = re.compile(
     r"(?:\s+(?:run|start|exec|create))?"
 )
 _EXPORT = re.compile(rf"^\s*(?:export|setenv|set -x)\s+({_NAME})[= ](\S*)")
-_ASSIGN = re.compile(rf"^\s*({_NAME})=(.*?)\s*$")
+_ASSIGN = re.compile(rf"^\s*({_NAME})=(\"[^\"]*\"|'[^']*'|\S*)\s*$")
 _INLINE = re.compile(rf"(?:^|\s)({_NAME})=(\S+)")
 _K8S_NAME = re.compile(rf"^\s*-\s*name:\s*[\"']?({_NAME})[\"']?\s*$")
 _K8S_VALUE = re.compile(r"^\s*value:\s*(.*?)\s*$")

@@ -2,7 +2,8 @@
 
 A paste carries what the terminal and the launcher added: ANSI escapes (nvidia-smi underlines its
 headers on a terminal), carriage returns, and a per-rank tag in front of every line (Open MPI's
-``--tag-output`` ``[1,0]<stdout>:``, Slurm's ``srun -l`` ``0: ``). They are taken off once, here, so
+``--tag-output`` ``[1,0]<stdout>:``, Slurm's ``srun -l`` ``0: ``), and a markdown quote (``> ``). They
+are taken off once, here, so
 that each reader sees the tool's own text.
 """
 
@@ -27,6 +28,7 @@ from topodoctor.model.evidence import (
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_QUOTE = re.compile(r"^> ?")  # a paste quoted in markdown (or a shell's continuation prompt)
 _TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d{1,5}: (?=\S|\s+\S))")
 MAX_LINES = 400_000  # a long job's INFO log; beyond, the rest is cut and said so
 
@@ -35,7 +37,7 @@ def clean(text: str) -> list[str]:
     """The text as lines without escapes, carriage returns or launcher tags (tabs kept)."""
     out = []
     for raw in text.splitlines()[:MAX_LINES]:
-        line = _ANSI.sub("", raw).replace("\r", "").rstrip()
+        line = _QUOTE.sub("", _ANSI.sub("", raw).replace("\r", "").rstrip(), count=1)
         out.append(_TAG.sub("", line, count=1))
     return out
 

@@ -30,12 +30,13 @@ from topodoctor.model.evidence import CollectiveRun, GpuSeen
 _VERSION = re.compile(r"^# nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
 _START = re.compile(r"^# Collective test starting: (\w+)")
 _PROGRAM = re.compile(r"\b(\w+)_perf\b")
-_HEADER = re.compile(r"^# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)")
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$")
-_COLUMNS = re.compile(r"^#\s+size\s+count\s+type\b")
-_AVG = re.compile(r"^# Avg bus bandwidth\s*:\s*(\S+)")
-_BOUNDS = re.compile(r"^# Out of bounds values\s*:\s*(\d+)")
-_CONCLUDED = re.compile(r"^# Collective test concluded")
+_HEADER = re.compile(r"^#?\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)")
+_RANK = re.compile(r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$")
+_COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
+_AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
+_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
+_CONCLUDED = re.compile(r"^#?\s*Collective test concluded")
+_ROW_START = re.compile(r"^\s+\d+\s+\d+\s+[a-z]\w*\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s")
 _NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)")
 ELEMENT_BYTES = {
     "int8": 1, "uint8": 1, "char": 1, "half": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1,
@@ -46,14 +47,17 @@ ELEMENT_BYTES = {
 def starts(lines: list[str], i: int) -> bool:
     """Whether an nccl-tests output begins at line ``i``."""
     line = lines[i]
-    return bool(_VERSION.match(line) or _HEADER.match(line) or _START.match(line) or _COLUMNS.match(line))
+    if _VERSION.match(line) or _HEADER.match(line) or _START.match(line) or _COLUMNS.match(line):
+        return True
+    # a paste that begins inside the table: two rows in a row
+    return bool(_ROW_START.match(line) and i + 1 < len(lines) and _ROW_START.match(lines[i + 1]))
 
 
 class _Table:
     """The table's columns as the header line names them."""
 
     def __init__(self, header: str) -> None:
-        names = header.lstrip("#").split()
+        names = header.lstrip("#").replace("#wrong", " #wrong").split()
         self.redop = "redop" in names
         self.root = "root" in names
         self.wrong = "#wrong" in names or "error" in names
@@ -61,6 +65,21 @@ class _Table:
         width = 4 if self.wrong else 3
         self.groups = max(1, min(2, names.count("time")))
         self.fields = 3 + self.redop + self.root + width * self.groups
+
+    @staticmethod
+    def from_row(tokens: list[str]) -> _Table:
+        """The columns of a table whose header the paste left out, told from a row: 13 cells with
+        redop and root, 12 with redop (before root was printed), 11 with neither; a last cell in
+        ``0e+00`` form is the old ``error`` column."""
+        error = "e" in tokens[-1].lower() and not tokens[-1].isdigit()
+        last = "error" if error else "#wrong"
+        names = ["size", "count", "type"]
+        if len(tokens) >= 13:
+            names += ["redop", "root"]
+        elif len(tokens) == 12:
+            names += ["redop"]
+        names += ["time", "algbw", "busbw", last] * 2
+        return _Table(" ".join(names))
 
     def row(self, tokens: list[str]) -> tuple[int, int, str, str, int, list[Timing | None]] | None:
         """(size, count, type, redop, root, timings) of a row, or None when the tokens are not one."""
@@ -111,12 +130,15 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     table: _Table | None = None
     raw: list[tuple[int, int, str, str, int, list[Timing | None]]] = []
     avg = bounds = None
-    cut = ""
+    cut = guessed_layout = ""
     j = i
-    # the command line a paste often starts with names the program
-    for back in range(max(0, i - 3), i):
+    # the command line a paste often starts with names the program (back to the previous run's end)
+    for back in range(i - 1, max(-1, i - 16), -1):
+        if _AVG.match(lines[back]) or _CONCLUDED.match(lines[back]):
+            break
         if m := _PROGRAM.search(lines[back]):
             program = m.group(1)
+            break
     while j < len(lines):
         line = lines[j]
         if j > i and (table is not None or threads is not None) and (_VERSION.match(line) or _HEADER.match(line)):
@@ -150,6 +172,10 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         elif _CONCLUDED.match(line):
             j += 1
             break
+        elif table is None and _ROW_START.match(line) and not raw:
+            table = _Table.from_row(cells(line))
+            guessed_layout = "the paste starts inside the table (no header): columns told from the rows"
+            continue
         elif table is not None and not line.startswith("#") and line.strip() and not _NCCL_LINE.search(line):
             tokens = cells(line)
             got = table.row(tokens)
@@ -169,9 +195,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         elif avg is not None and line.strip() and not line.startswith("#") and not _NCCL_LINE.search(line):
             break
         j += 1
-    nranks = (threads or 1) * (gpus or 1) * max(len({r.pid for r in ranks}), 1) if threads is not None else None
-    if ranks and nranks is not None:
-        nranks = max(nranks, len(ranks))
+    # Every rank prints its line; processes started without MPI each print "Rank 0" (a world of one each).
+    nranks = max(r.rank for r in ranks) + 1 if ranks else (threads or 1) * (gpus or 1) if threads else None
     op = BINARY_TO_OP.get(program)
     guessed = ""
     if op is None:
@@ -196,8 +221,7 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             cut = "the table has no row"
         elif avg is None:
             cut = f"the table ends after the row of {raw[-1][0]} B (no Avg bus bandwidth line)"
-    if guessed:
-        cut = "; ".join(x for x in (cut, guessed) if x)
+    cut = "; ".join(x for x in (guessed_layout, cut, guessed) if x)
     hosts = {r.host for r in ranks}
     parts = Parts()
     parts.collectives.append(

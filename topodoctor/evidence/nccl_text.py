@@ -25,8 +25,9 @@ from topodoctor.model.collective_ops import SPECS, Op
 from topodoctor.model.collectives import RankInfo, Row, Timing
 from topodoctor.model.evidence import CollectiveRun, Setting
 from topodoctor.nccl.account import account
+from topodoctor.nccl.parse import parse_file
 
-_NCCL = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")
+_NCCL = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^NCCL version \d")  # the banner has no level before 2.5
 INSPECTOR_OPS: dict[str, Op] = {
     "AllReduce": "all_reduce",
     "AllGather": "all_gather",
@@ -48,14 +49,21 @@ def nccl_lines(lines: list[str]) -> list[int]:
 def read_nccl_log(lines: list[str], taken: list[int], piece: int) -> Block:
     """NCCL's account of the lines ``taken`` (and the variables it says were set)."""
     parts = Parts()
-    got = account(["\n".join(lines[taken[0] : taken[-1] + 1])])
+    text = "\n".join(lines[taken[0] : taken[-1] + 1])
+    got = account([text])
     parts.nccl = got
+    # nccl-log's reader of the same text: the versions and variables of logs the account does not take
+    # (a banner without its INFO prefix, before NCCL 2.5; a log of settings and no connection)
+    seen = parse_file("", text)
+    env = dict(seen.env)
     cut = ""
     if got is None:
-        cut = "NCCL lines, but none that says what NCCL did (NCCL_DEBUG=INFO shows it)"
+        cut = "NCCL lines, but none that says how NCCL connected the ranks (NCCL_DEBUG=INFO at init shows it)"
     else:
-        parts.settings += [Setting(piece, k, v, "NCCL INFO") for k, v in got.env.items()]
-    return Block("nccl-log", taken[0], taken[-1] + 1, parts, got.version or "" if got else "", cut, tuple(taken))
+        env.update(got.env)
+    parts.settings += [Setting(piece, k, v, "NCCL INFO") for k, v in env.items()]
+    version = (got.version if got else None) or (seen.versions[0] if seen.versions else "")
+    return Block("nccl-log", taken[0], taken[-1] + 1, parts, version, cut, tuple(taken))
 
 
 def is_inspector(doc: Any) -> bool:

@@ -21,6 +21,8 @@ from topodoctor.model.evidence import GpuSeen, Kind, NcclGraphSeen, NicSeen
 from topodoctor.topology.ncclxml import pci_kind, speed_per_lane
 
 _OPEN = re.compile(r"^\s*<(system|graphs)\b")
+# a paste that begins inside the dump: an element of NCCL's vocabulary with its attributes
+_FRAGMENT = re.compile(r'^\s*<(?:(cpu|pci|gpu|nic|net)\s+(?:numaid|busid|dev|name)="|(graph)\s+id=")')
 _TAG = re.compile(r"<(/?)(\w+)\b[^<>]*?(/?)>")
 _GEN_BY_LANE = {15: 1, 30: 2, 60: 3, 120: 4, 240: 5, 480: 6}
 MAX_XML_LINES = 20_000
@@ -28,14 +30,14 @@ MAX_XML_LINES = 20_000
 
 def starts(lines: list[str], i: int) -> bool:
     """Whether a topology or graph dump begins at line ``i``."""
-    return bool(_OPEN.match(lines[i]))
+    return bool(_OPEN.match(lines[i]) or _FRAGMENT.match(lines[i]))
 
 
 def read(lines: list[str], i: int, piece: int) -> Block:
     """The dump from its top element at line ``i`` to its closing tag (or as far as the paste goes)."""
     top = _OPEN.match(lines[i])
-    assert top is not None
-    name = top.group(1)
+    fragment = _FRAGMENT.match(lines[i]) if top is None else None
+    name = top.group(1) if top else "graphs" if fragment and fragment.group(2) else "system"
     kind: Kind = "nccl-topo-xml" if name == "system" else "nccl-graph-xml"
     j = i
     closed = False
@@ -50,8 +52,11 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         j += 1
     text = "\n".join(lines[i:j])
     cut = ""
+    if fragment is not None:
+        text, cut = f"<{name}>\n{text}", f"the paste starts inside the dump, without <{name}>"
     if not closed:
-        text, cut = _closed(text, name)
+        text, more = _closed(text, name)
+        cut = "; ".join(x for x in (cut, more) if x)
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         return Block(kind, i, j, Parts(), cut="holds a DTD, which NCCL refuses: not read")
     try:
@@ -63,20 +68,26 @@ def read(lines: list[str], i: int, piece: int) -> Block:
 
 
 def _closed(text: str, name: str) -> tuple[str, str]:
-    """A cut dump closed: its last partial tag dropped, every open element closed."""
+    """A cut dump closed: its last partial tag dropped, closing tags of elements the paste does not
+    hold dropped, every open element closed."""
     last = text.rfind("<")
     if last >= 0 and ">" not in text[last:]:
         text = text[:last]
     stack: list[str] = []
+    out: list[str] = []
+    k = 0
     for m in _TAG.finditer(text):
-        if m.group(3):
-            continue
+        out.append(text[k : m.start()])
+        k = m.end()
         if m.group(1):
-            if stack and stack[-1] == m.group(2):
-                stack.pop()
-        else:
+            if not stack or stack[-1] != m.group(2):
+                continue  # closes an element opened before the paste began
+            stack.pop()
+        elif not m.group(3):
             stack.append(m.group(2))
-    return text + "".join(f"</{t}>" for t in reversed(stack)), f"the dump ends before </{name}>"
+        out.append(m.group(0))
+    out.append(text[k:])
+    return "".join(out) + "".join(f"</{t}>" for t in reversed(stack)), f"the dump ends before </{name}>"
 
 
 def _int(text: str | None) -> int | None:

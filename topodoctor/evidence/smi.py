@@ -80,23 +80,26 @@ def read_gpu_list(lines: list[str], i: int, piece: int) -> Block:
 
 
 def starts_summary(lines: list[str], i: int) -> bool:
-    """Whether plain ``nvidia-smi``'s table begins at line ``i`` (its banner line)."""
-    return bool(_BANNER.search(lines[i]))
+    """Whether plain ``nvidia-smi``'s table begins at line ``i``: its banner line, or (a paste that
+    left out the banner) a GPU's row."""
+    return bool(_BANNER.search(lines[i]) or _ROW.match(lines[i]))
 
 
 def read_summary(lines: list[str], i: int, piece: int) -> Block:
     """The driver and CUDA versions, and each GPU's index, name and bus id."""
     m = _BANNER.search(lines[i])
-    assert m is not None
-    parts = Parts(driver_version=m.group(2), cuda_version=m.group(3) or "")
-    j = i + 1
+    parts = Parts(driver_version=m.group(2), cuda_version=m.group(3) or "") if m else Parts()
+    j = i + 1 if m else i
     while j < len(lines) and lines[j].lstrip().startswith(("|", "+")):
         if rm := _ROW.match(lines[j]):
             name = re.sub(r"\s+\.\.\.$", "", rm.group(2).strip())
             parts.gpus.append(GpuSeen(piece, int(rm.group(1)), name=name, bus_id=_bus(rm.group(3))))
         j += 1
     cut = "" if parts.gpus else "no GPU row"
-    return Block("smi-summary", max(0, i - 1) if i and lines[i - 1].startswith("+") else i, j, parts, m.group(1), cut)
+    if m is None:
+        cut = "; ".join(x for x in ("the paste starts below the banner (no driver or CUDA version)", cut) if x)
+    start = i - 1 if m and i and lines[i - 1].startswith("+") else i
+    return Block("smi-summary", start, j, parts, m.group(1) if m else "", cut)
 
 
 def _bus(text: str) -> str:

@@ -23,7 +23,7 @@ _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|ERR|N/A)$")
 _P2P = re.compile(r"^(?:X|OK|CNS|GNS|TNS|NS|U)$")
 _EXTRA = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)")
-_P2P_MODE = re.compile(r"topo\s+-p2p\s+([rwnap])\b")
+_P2P_MODE = re.compile(r"topo\s+-p2p\s*([rwnap]+)\b")
 _LEGEND_LINE = re.compile(r"^\s*(?:Legend:|NIC Legend:|[A-Z#]{1,5}\s+= )")
 
 
@@ -80,7 +80,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     if missing and not p2p and all(d.startswith("GPU") is False for d in missing):
         missing = []  # old drivers print NIC columns without NIC rows
     if missing:
-        cut = f"no row for {', '.join(missing)}"
+        shown = ", ".join(missing) if len(missing) <= 3 else f"{missing[0]} and {len(missing) - 1} more"
+        cut = f"no row for {shown} (the paste ends after {len(rows)} of {len(devices)} rows)"
     if short:
         cut = "; ".join(x for x in (cut, f"the row of {', '.join(short)} is cut") if x)
     # the legends
@@ -93,7 +94,7 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             break
         j += 1
     mode = "?"
-    for back in range(max(0, i - 2), i):
+    for back in range(max(0, i - 4), i):
         if m := _P2P_MODE.search(lines[back]):
             mode = m.group(1)
     parts = Parts()

@@ -89,10 +89,12 @@ def read_p2p(lines: list[str], i: int, piece: int) -> Block:
             heading = ("connectivity", False, "")
         elif _HEADER.match(line) and heading is not None:
             rows, cols, values, j = _matrix(lines, j)
-            direction, p2p, unit = heading
-            if direction != "connectivity":
+            label, p2p, unit = heading
+            if label != "connectivity":
+                direction, _, reads = label.partition(" ")
                 side = line.split()[0] if not line.split()[0].isdigit() else ""
-                name = f"{direction} p2p={'enabled' if p2p else 'disabled'}" + (f" {side}" if side == "CPU" else "")
+                name = f"{direction} p2p={'enabled' if p2p else 'disabled'}" + (" reads" if reads else "")
+                name += " CPU" if side == "CPU" else ""
                 parts.copies.append(
                     _copy(piece, "p2pBandwidthLatencyTest", name, direction, p2p, unit, rows, cols, values)
                 )

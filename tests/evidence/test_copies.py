@@ -19,7 +19,12 @@ def test_h200_x4_p2p_test_all_six_matrices_and_the_cpu_latencies() -> None:
     assert (one.direction, one.p2p, one.unit, one.values[0][1]) == ("unidirectional", True, "GB/s", 361.60)
     lat = part.copies[4]
     assert (lat.unit, lat.values[0][1]) == ("us", 18.62)
-    assert [g.bus_id for g in part.gpus] == ["00000000:00:06.0", "00000000:00:07.0", "00000000:00:08.0", "00000000:00:09.0"]
+    assert [g.bus_id for g in part.gpus] == [
+        "00000000:00:06.0",
+        "00000000:00:07.0",
+        "00000000:00:08.0",
+        "00000000:00:09.0",
+    ]
     assert got.pieces[0].cut == ""
 
 
@@ -48,7 +53,10 @@ def test_nvbandwidth_v0_8_every_testcase_of_h200_x8() -> None:
     assert read_ce.testcase == "device_to_device_memcpy_read_ce" and read_ce.values[0][0] is None
     assert len(read_ce.rows) == 8 and read_ce.sum_gbps is not None
     bidir = [c.testcase for c in part.copies if "bidirectional" in c.testcase and c.testcase.startswith("device")]
-    assert {"device_to_device_bidirectional_memcpy_read_ce_read1", "device_to_device_bidirectional_memcpy_read_ce_total"} <= set(bidir)
+    assert {
+        "device_to_device_bidirectional_memcpy_read_ce_read1",
+        "device_to_device_bidirectional_memcpy_read_ce_total",
+    } <= set(bidir)
 
 
 def test_nvbandwidth_v0_2_host_copies_without_bus_ids_cut_in_a_row() -> None:

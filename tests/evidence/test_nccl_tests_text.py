@@ -62,7 +62,11 @@ def test_a_paste_that_starts_inside_the_old_error_column_table() -> None:
     run = got.parts[0].collectives[0]
     assert len(run.rows) == 13 and run.avg_busbw_gbps == pytest.approx(6.6)
     last = run.rows[-1]
-    assert (last.size_bytes, last.count, last.out_of_place and last.out_of_place.busbw_gbps) == (134217728, 16777216, 20.34)
+    assert (last.size_bytes, last.count, last.out_of_place and last.out_of_place.busbw_gbps) == (
+        134217728,
+        16777216,
+        20.34,
+    )
     assert last.out_of_place is not None and last.out_of_place.wrong is None  # "0e+00" is an error, not a count
     assert "starts inside the table" in got.pieces[0].cut and "told from the columns" in got.pieces[0].cut
 

@@ -9,7 +9,8 @@ def test_h200_x4_host_capture_holds_every_short_output() -> None:
     got = read(EVIDENCE / "h200-x4" / "host.txt")
     summary = got.parts[only(got, "smi-summary")]
     assert (summary.driver_version, summary.cuda_version) == ("580.159.04", "13.0")
-    assert [(g.index, g.name, g.bus_id) for g in summary.gpus][0] == (0, "NVIDIA H200", "00000000:00:06.0")
+    first = summary.gpus[0]
+    assert (first.index, first.name, first.bus_id) == (0, "NVIDIA H200", "00000000:00:06.0")
     status = got.parts[only(got, "nvlink-status")]
     assert [(g.nvlinks_up, g.nvlinks_listed, g.nvlink_gbps) for g in status.gpus] == [(18, 18, 26.562)] * 4
     errors = got.parts[only(got, "nvlink-errors")]
@@ -62,7 +63,8 @@ def test_old_drivers_throttle_reasons_and_a_downtrained_link() -> None:
         "CUDA Version                              : 11.4\n\nAttached GPUs                             : 1\n"
         "GPU 00000000:3B:00.0\n    Product Name                          : Tesla V100-PCIE-32GB\n"
         "    PCI\n        GPU Link Info\n            PCIe Generation\n                Max                       : 3\n"
-        "                Current                   : 1\n            Link Width\n                Max                       : 16x\n"
+        "                Current                   : 1\n            Link Width\n"
+        "                Max                       : 16x\n"
         "                Current                   : 8x\n    Clocks Throttle Reasons\n"
         "        Idle                              : Not Active\n        HW Slowdown                       : Active\n"
         "        SW Thermal Slowdown               : Not Active\n"

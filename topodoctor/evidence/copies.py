@@ -211,7 +211,9 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
 
 def _short(c: CopyMatrix) -> bool:
     """Whether the last row of a matrix ends before its last column (or the paste ended a number)."""
-    return bool(c.values) and (c.values[-1][-1] is None and not (len(c.values) == len(c.columns) and c.rows[-1] == c.columns[-1]))
+    return bool(c.values) and (
+        c.values[-1][-1] is None and not (len(c.values) == len(c.columns) and c.rows[-1] == c.columns[-1])
+    )
 
 
 def _with_sum(c: CopyMatrix, name: str, total: float) -> CopyMatrix:

@@ -46,7 +46,7 @@ def read_lspci(lines: list[str], i: int, piece: int) -> Block:
                 parts.pcie.append(current)
             current = PcieSeen(piece, m.group(1), m.group(2).strip())
         elif m := _CAPS.match(line):
-            if current is None or (m.group(1) in _seen_caps(current) and not line.startswith(("\t", " "))):
+            if current is None or m.group(1) in _seen_caps(current):  # a function has one of each
                 if current is not None:
                     parts.pcie.append(current)
                 current = PcieSeen(piece, "")  # a grep's line: no device named

@@ -90,6 +90,8 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
         for starts, reads in READERS:
             if starts(lines, i):
                 block = reads(lines, i, first_piece + len(blocks))
+                while block.end > block.start + 1 and not lines[block.end - 1].strip():
+                    block.end -= 1  # the blank lines after a piece are not part of it
                 blocks.append(block)
                 i = max(block.end, i + 1)
                 break

@@ -1,0 +1,57 @@
+"""One input cut into pieces by content: several kinds in one paste, each with its line range, and
+inputs of no kind it reads."""
+
+from __future__ import annotations
+
+from evidence_support import EVIDENCE, ROOT, kinds
+
+from topodoctor.evidence.inputs import join, read_input
+
+
+def test_a_paste_of_four_tools_one_after_another() -> None:
+    parts = [
+        (EVIDENCE / "smi-summary-a100-driver535-cut.txt").read_text(),
+        "some words the reporter wrote between the outputs\n",
+        (EVIDENCE / "topo-h100-nv6-nics.txt").read_text(),
+        (EVIDENCE / "nccl-tests-2.4-v100-two-nodes.txt").read_text(),
+        (EVIDENCE / "xid-journal-h100.txt").read_text(),
+    ]
+    text = "\n".join(parts)
+    got = read_input("issue.txt", text)
+    assert kinds(got) == ["smi-summary", "topo-matrix", "command-line", "nccl-tests", "nccl-log", "kernel-xid"]
+    lines = text.splitlines()
+    topo = got.pieces[1]
+    assert lines[topo.first_line - 1].split()[:2] == ["GPU0", "GPU1"]
+    assert lines[topo.last_line - 1].strip().startswith("PXB")
+    # every part names the piece it came from
+    ev = join([got])
+    assert {g.piece for g in ev.gpus} >= {0, 1, 3}
+    assert all(ev.pieces[x.piece].kind == "kernel-xid" for x in ev.xids)
+
+
+def test_piece_indexes_run_on_across_inputs() -> None:
+    a = read_input("a", (EVIDENCE / "topo-h100-nv6-nics.txt").read_text())
+    b = read_input("b", (EVIDENCE / "xid-journal-h100.txt").read_text(), first_piece=len(a.pieces))
+    ev = join([a, b])
+    assert [p.source for p in ev.pieces] == ["a", "b"] and {x.piece for x in ev.xids} == {1}
+
+
+def test_text_of_no_known_kind_and_binary_data() -> None:
+    config = read_input("pyproject.toml", (ROOT / "pyproject.toml").read_text())
+    assert config.unreadable == "pyproject.toml: holds no kind of text diagnose reads" and not config.pieces
+    assert read_input("core", "\x00\x01ELF").unreadable == "core: binary data, not text"
+    other = read_input("x.json", '{"hello": 1}')
+    assert other.unreadable == "x.json: JSON of no kind diagnose reads"
+
+
+def test_nccl_tests_json_is_told_by_its_shape() -> None:
+    path = ROOT / "fixtures" / "nccl-tests" / "h200-x2" / "all_reduce.json"
+    got = read_input(path.name, path.read_text())
+    assert kinds(got) == ["nccl-tests"]
+    assert got.parts[0].collectives[0].op == "all_reduce" and len(got.parts[0].collectives[0].rows) == 14
+
+
+def test_launcher_tags_are_taken_off_every_line() -> None:
+    text = (EVIDENCE / "topo-h100-nv6-nics.txt").read_text()
+    tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in text.splitlines())
+    assert read_input("t", tagged).parts[0].pairs == read_input("t", text).parts[0].pairs

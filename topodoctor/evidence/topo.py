@@ -77,8 +77,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     kind: Kind = "topo-p2p" if p2p else "topo-matrix"
     missing = [d for d in devices if d not in rows]
     short = [name for name, v in rows.items() if len(v) < len(devices)]
-    if missing and not p2p and all(d.startswith("GPU") is False for d in missing):
-        missing = []  # old drivers print NIC columns without NIC rows
+    if missing and not p2p and not any(d.startswith("GPU") for d in missing) and all(r.startswith("GPU") for r in rows):
+        missing = []  # some drivers print NIC columns and no NIC rows
     if missing:
         shown = ", ".join(missing) if len(missing) <= 3 else f"{missing[0]} and {len(missing) - 1} more"
         cut = f"no row for {shown} (the paste ends after {len(rows)} of {len(devices)} rows)"

@@ -80,6 +80,9 @@ def test_nine_nics_cut_in_the_nic_rows_and_a_nic_legend() -> None:
     links = {(p.a, p.b): p.link for p in part.pairs}
     assert links[("GPU0", "NIC8")] == "PIX" and links[("GPU4", "GPU7")] == "NV18" and links[("NIC5", "GPU3")] == "PIX"
     assert got.pieces[0].cut == "no row for NIC6, NIC7, NIC8 (the paste ends after 14 of 17 rows)"
-    legend = "\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tPIX\t0-31\nNIC0\tPIX\t X \n\nLegend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n"
+    legend = (
+        "\tGPU0\tNIC0\tCPU Affinity\nGPU0\t X \tPIX\t0-31\nNIC0\tPIX\t X \n\n"
+        "Legend:\n\n  X    = Self\n\nNIC Legend:\n\n  NIC0: mlx5_0\n"
+    )
     named = read_input("legend", legend).parts[0].nics
     assert [(n.name, n.alias) for n in named] == [("mlx5_0", "NIC0")]

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import FIXTURES
 from typer.testing import CliRunner
 
 import topodoctor
-from topodoctor.cli.commands import app
+from topodoctor.cli.commands import app, main
+from topodoctor.service import diagnose as service
 
 runner = CliRunner()
 EVIDENCE = FIXTURES / "evidence"
@@ -98,3 +100,15 @@ def test_the_python_api_reads_as_the_command_does() -> None:
     d = topodoctor.diagnose([EVIDENCE / "topo-h100-nv6-nics.txt"])
     assert d.exit_code == 0 and [p.kind for p in d.evidence.pieces] == ["topo-matrix"]
     assert d.to_json()["evidence"]["pieces"][0]["source"].endswith("topo-h100-nv6-nics.txt")
+
+
+def test_an_internal_error_is_exit_3_in_one_line_never_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(ev: object) -> tuple[()]:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(service, "judge", broken)
+    code = main(["diagnose", str(EVIDENCE / "topo-h100-nv6-nics.txt")])
+    err = capsys.readouterr().err
+    assert code == 3 and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -48,7 +48,12 @@ def test_nccl_tests_json_is_told_by_its_shape() -> None:
     path = ROOT / "fixtures" / "nccl-tests" / "h200-x2" / "all_reduce.json"
     got = read_input(path.name, path.read_text())
     assert kinds(got) == ["nccl-tests"]
-    assert got.parts[0].collectives[0].op == "all_reduce" and len(got.parts[0].collectives[0].rows) == 14
+    run = got.parts[0].collectives[0]
+    assert run.op == "all_reduce" and len(run.rows) == 14
+    text = read_input("t", path.with_suffix(".txt").read_text()).parts[0].collectives[0]
+    assert (run.nccl_version, run.avg_busbw_gbps, run.out_of_bounds) == (text.nccl_version, 80.626275, 0)
+    assert text.avg_busbw_gbps == 80.6263 and run.nccl_version == "2.28.3"
+    assert ("NCCL_NVLS_ENABLE", "0") in [(s.name, s.value) for s in got.parts[0].settings]
 
 
 def test_launcher_tags_are_taken_off_every_line() -> None:

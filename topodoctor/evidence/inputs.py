@@ -17,9 +17,9 @@ from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
 from topodoctor.evidence import copies, host_lines, launch, nccl_tests, nccl_xml, smi, smi_query, topo
 from topodoctor.evidence.lines import Block, Parts, clean
+from topodoctor.evidence.nccl_tests import nccl_tests_json
 from topodoctor.evidence.nccl_text import is_inspector, json_objects, nccl_lines, read_inspector, read_nccl_log
-from topodoctor.model.collectives import from_nccl_tests
-from topodoctor.model.evidence import CollectiveRun, Evidence, GpuSeen, Piece
+from topodoctor.model.evidence import Evidence, Piece
 
 Starts = Callable[[list[str], int], bool]
 Reads = Callable[[list[str], int, int], Block]
@@ -120,19 +120,7 @@ def _json(source: str, text: str, piece: int) -> Read | None:
         parts, version, cut = copies.nvbandwidth_json(doc, piece)
         return Read((Piece("nvbandwidth", source, 1, last, version, cut),), (parts,))
     if isinstance(doc, dict) and "results" in doc and "config" in doc:
-        res = from_nccl_tests(doc, source)
-        parts = Parts()
-        parts.collectives.append(
-            CollectiveRun(
-                piece, res.rows[0].op if res.rows else str(res.settings.get("program", "")), res.rows, res.ranks,
-                res.world_size, len(res.nodes) or None, nccl_version=res.nccl_version,
-            )
-        )  # fmt: skip
-        parts.gpus += [
-            GpuSeen(piece, r.device or 0, "cuda", r.host, r.device_name, f"0000{r.bus_id.upper()}" if r.bus_id else "")
-            for r in res.ranks
-        ]
-        return Read((Piece("nccl-tests", source, 1, last, str(doc.get("version", "")), ""),), (parts,))
+        return Read((Piece("nccl-tests", source, 1, last),), (nccl_tests_json(doc, source, piece),))
     if is_inspector(doc) or (isinstance(doc, list) and any(is_inspector(d) for d in doc)):
         docs = doc if isinstance(doc, list) else [doc]
         return Read((Piece("nccl-inspector", source, 1, last),), (read_inspector(docs, piece),))

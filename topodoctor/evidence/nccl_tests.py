@@ -21,11 +21,12 @@ program's name is not printed (before 2.14) the op is told from the columns and 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from topodoctor.evidence.lines import Block, Parts, cells, number
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
-from topodoctor.model.collectives import RankInfo, Row, Timing
-from topodoctor.model.evidence import CollectiveRun, GpuSeen
+from topodoctor.model.collectives import RankInfo, Row, Timing, from_nccl_tests
+from topodoctor.model.evidence import CollectiveRun, GpuSeen, Setting
 
 _VERSION = re.compile(r"^# nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
 _START = re.compile(r"^# Collective test starting: (\w+)")
@@ -258,3 +259,31 @@ def _library(code: str) -> str:
     if n < 10000:  # before 2.9 the code was major*1000 + minor*100 + patch
         return f"{n // 1000}.{n % 1000 // 100}.{n % 100}"
     return f"{n // 10000}.{n % 10000 // 100}.{n % 100}"
+
+
+def nccl_tests_json(doc: dict[str, Any], source: str, piece: int) -> Parts:
+    """nccl-tests' ``-J`` document (read by ``model.collectives``, as ``collectives --from`` reads it),
+    with its closing figures and the variables the run had."""
+    res = from_nccl_tests(doc, source)
+    avg, bounds = doc.get("average_bus_bandwidth"), doc.get("out_of_bounds")
+    parts = Parts()
+    parts.collectives.append(
+        CollectiveRun(
+            piece,
+            res.rows[0].op if res.rows else str(res.settings.get("program", "")).removesuffix("_perf"),
+            res.rows,
+            res.ranks,
+            res.world_size,
+            len(res.nodes) or None,
+            avg_busbw_gbps=number(str(avg.get("bandwidth"))) if isinstance(avg, dict) else None,
+            out_of_bounds=bounds.get("count")
+            if isinstance(bounds, dict) and isinstance(bounds.get("count"), int)
+            else None,
+            nccl_version=_library(str(doc.get("nccl_version", ""))),
+        )
+    )
+    for r in res.ranks:
+        bus = f"0000{r.bus_id.upper()}" if r.bus_id else ""
+        parts.gpus.append(GpuSeen(piece, r.device or 0, "cuda", r.host, r.device_name, bus))
+    parts.settings += [Setting(piece, k, v, "nccl-tests -J env") for k, v in res.env.items()]
+    return parts

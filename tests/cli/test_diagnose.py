@@ -112,3 +112,13 @@ def test_an_internal_error_is_exit_3_in_one_line_never_1(
     code = main(["diagnose", str(EVIDENCE / "topo-h100-nv6-nics.txt")])
     err = capsys.readouterr().err
     assert code == 3 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_directorys_other_files_are_said_but_are_no_error(tmp_path: Path) -> None:
+    (tmp_path / "topo.txt").write_text((EVIDENCE / "topo-h100-nv6-nics.txt").read_text())
+    (tmp_path / "screenshot.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    r = runner.invoke(app, ["diagnose", str(tmp_path), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["evidence"]["unreadable"] == [f"{tmp_path / 'screenshot.png'}: binary data, not text"]
+    assert {f["severity"] for f in doc["findings"]} == {"info"}

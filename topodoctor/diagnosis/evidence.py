@@ -2,7 +2,7 @@
 ``Evidence`` and answers findings. Data in, findings out: no I/O.
 
 This form says what was read, piece by piece (TD980, info), and which inputs held nothing it reads
-(TD981, warning); the judgement against the hardware's expectation and the causes build on the
+(TD981, info: the exit code, not a finding, says that an input named could not be used); the judgement against the hardware's expectation and the causes build on the
 same signature.
 """
 
@@ -24,7 +24,7 @@ def judge(ev: Evidence) -> tuple[Finding, ...]:
             Finding(
                 UNREADABLE_CODE,
                 UNREADABLE_NAME,
-                "warning",
+                "info",
                 source,
                 f"not read: {reason}",
                 "give the tool's output as it printed it (a paste of the whole output, or the file it wrote)",

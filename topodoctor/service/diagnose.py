@@ -41,31 +41,37 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
         raise InputError(f"diagnose: no input given (it reads {KINDS_READ})")
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
     reads: list[Read] = []
+    named: list[str] = []  # the inputs of no kind it reads that the user named (not a directory's other files)
     pieces = 0
-    for source, text in _texts([str(p) for p in paths], deadline):
+    for source, text, by_name in _texts([str(p) for p in paths], deadline):
         got = read_input(source, text, pieces)
         pieces += len(got.pieces)
         reads.append(got)
+        if got.unreadable and by_name:
+            named.append(got.unreadable)
     ev = join(reads)
     if not ev.pieces:
         shown = "; ".join(ev.unreadable[:3]) + (
             f" (and {len(ev.unreadable) - 3} more)" if len(ev.unreadable) > 3 else ""
         )
         raise InputError(f"{shown}; diagnose reads {KINDS_READ}")
-    return DiagnoseOutcome(ev, judge(ev), fail_level, unusable=ev.unreadable)
+    # A directory's files of no kind it reads (a screenshot, the reporter's notes) are said, not an error.
+    return DiagnoseOutcome(ev, judge(ev), fail_level, unusable=tuple(named))
 
 
-def _texts(paths: list[str], deadline: float) -> list[tuple[str, str]]:
-    """Every input as text: standard input, the files named, every file of a directory named."""
-    out: list[tuple[str, str]] = []
+def _texts(paths: list[str], deadline: float) -> list[tuple[str, str, bool]]:
+    """Every input as text, and whether the user named it: standard input, the files named, every
+    file of a directory named."""
+    out: list[tuple[str, str, bool]] = []
     for p in paths:
         left = deadline - time.monotonic()
         if left <= 0:
             raise InputError(f"diagnose: inputs not read within the --timeout ({plural(len(out), 'input')} read)")
         if p == STDIN:
-            out.append((STDIN, _decoded(stdio.read_stdin("evidence", MAX_FILE_BYTES, left))))
+            out.append((STDIN, _decoded(stdio.read_stdin("evidence", MAX_FILE_BYTES, left)), True))
             continue
-        if Path(p).is_dir():
+        by_name = not Path(p).is_dir()
+        if not by_name:
             names = [str(f) for f in fileio.list_files(p, "evidence directory", "", MAX_FILES, left)]
             if not names:
                 raise InputError(f"evidence directory {p} holds no file")
@@ -75,7 +81,7 @@ def _texts(paths: list[str], deadline: float) -> list[tuple[str, str]]:
             left = deadline - time.monotonic()
             if left <= 0 or len(out) >= MAX_FILES:
                 raise InputError(f"diagnose: more than {plural(len(out), 'input')}, or not read within the --timeout")
-            out.append((f, _decoded(fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left))))
+            out.append((f, _decoded(fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)), by_name))
     return out
 
 

@@ -2,8 +2,8 @@
 ``Evidence`` and answers findings. Data in, findings out: no I/O.
 
 This form says what was read, piece by piece (TD980, info), and which inputs held nothing it reads
-(TD981, info: the exit code, not a finding, says that an input named could not be used); the judgement against the hardware's expectation and the causes build on the
-same signature.
+(TD981, info: the exit code, not a finding, says that an input the user named could not be used);
+the judgement against the hardware's expectation and the causes build on the same signature.
 """
 
 from __future__ import annotations

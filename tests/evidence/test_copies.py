@@ -82,3 +82,21 @@ def test_nvbandwidth_json_holds_the_same_figures_as_its_text() -> None:
     for c in text:
         assert js[c.testcase].values == c.values, c.testcase
     assert js["device_to_device_memcpy_read_ce"].sum_gbps == pytest.approx(4728.40, abs=0.1)
+
+
+def test_peer_access_answers_of_mixed_gpus_cut_before_any_matrix() -> None:
+    got = read(EVIDENCE / "p2pbw-mixed-consumer-gpus-cut.txt")
+    part = got.parts[only(got, "p2p-bandwidth-latency")]
+    access = {(p.a, p.b): p.p2p["can-access-peer"] for p in part.pairs}
+    assert (
+        access[("cuda0", "cuda1")] == "yes"
+        and access[("cuda0", "cuda2")] == "no"
+        and access[("cuda2", "cuda3")] == "yes"
+    )
+    assert len(access) == 18 and got.pieces[-1].cut == "no matrix"
+    assert [g.name for g in part.gpus][4] == "NVIDIA RTX A6000" and part.gpus[5].bus_id == "00000000:0D:00.0"
+
+
+def test_nvbandwidth_json_device_list() -> None:
+    got = read(EVIDENCE / "h200-x4" / "nvb.json")
+    assert [(g.index, g.bus_id, g.host) for g in got.parts[0].gpus][3] == (3, "00000000:00:09.0", "vm")

@@ -27,10 +27,11 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from topodoctor.evidence.lines import Block, Parts, number
-from topodoctor.model.evidence import CopyMatrix, GpuSeen
+from topodoctor.model.evidence import CopyMatrix, GpuSeen, PairSeen
 
 P2P_TITLE = "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]"
 _P2P_DEVICE = re.compile(r"^Device: (\d+), (.+?), pciBusID: (\w+), pciDeviceID: (\w+), pciDomainID:\s*(\w+)")
+_CAN_ACCESS = re.compile(r"^Device=(\d+) (CAN|CANNOT) Access Peer Device=(\d+)")
 _P2P_HEADING = re.compile(
     r"^(?:(Unidirectional|Bidirectional) )?P2P=(Disabled|Enabled) (?:Bandwidth|Latency)\b.*Matrix \((GB/s|us)\)"
 )
@@ -38,6 +39,10 @@ _HEADER = re.compile(r"^\s*(?:(?:D\\D|GPU|CPU)\s+)?\d+(?:\s+\d+)*\s*$")
 _ROW = re.compile(r"^\s*(\d+)\s+(.*)$")
 _NVB_VERSION = re.compile(r"^nvbandwidth Version: (\S+)")
 _NVB_DEVICE = re.compile(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\))?\s*$")
+# the -j document's "0: NVIDIA H200 (00000000:00:06): (vm)"
+_NVB_JSON_DEVICE = re.compile(
+    r"^(\d+): (.+?)(?: \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\))?(:\s*\((.*)\))?\s*$"
+)
 _NVB_RUNNING = re.compile(r"^Running (\w+)\.")
 _NVB_DESCRIPTION = re.compile(r"^(.*\((?:GB/s|ns)\))\s*$")
 _NVB_SUM = re.compile(r"^SUM (\w+) ([\d.]+)")
@@ -100,7 +105,10 @@ def read_p2p(lines: list[str], i: int, piece: int) -> Block:
                 )
                 seen += 1
             continue
-        elif line.startswith(("Device=", "***NOTE", "So you can see", "NOTE: The CUDA Samples")) or not line.strip():
+        elif m := _CAN_ACCESS.match(line):  # cudaDeviceCanAccessPeer's answer for the pair
+            peer = {"can-access-peer": "yes" if m.group(2) == "CAN" else "no"}
+            parts.pairs.append(PairSeen(piece, f"cuda{m.group(1)}", f"cuda{m.group(3)}", p2p=peer))
+        elif line.startswith(("***NOTE", "So you can see", "NOTE: The CUDA Samples")) or not line.strip():
             pass
         elif line.strip() and not line.startswith(" "):
             break
@@ -227,6 +235,10 @@ def nvbandwidth_json(doc: Any, piece: int) -> tuple[Parts, str, str]:
     if not isinstance(root, dict):
         return Parts(), "", "no nvbandwidth object"
     parts = Parts(driver_version=str(root.get("Driver Version", "")))
+    for entry in root.get("GPU Device list") or []:
+        if m := _NVB_JSON_DEVICE.match(str(entry)):
+            bus = f"{m.group(3).upper()}:{m.group(4).upper()}:{m.group(5).upper()}.0" if m.group(3) else ""
+            parts.gpus.append(GpuSeen(piece, int(m.group(1)), "cuda", m.group(7) or "", m.group(2), bus))
     cut = []
     for t in root.get("testcases") or []:
         if not isinstance(t, dict):

@@ -84,10 +84,11 @@ class PairSeen:
     """How two GPUs (or a GPU and a NIC) reach each other, as topo -m or topo -p2p prints it."""
 
     piece: int
-    a: str  # "GPU0", "NIC1" (nvidia-smi's row names)
+    a: str  # "GPU0", "NIC1" (nvidia-smi's row names); "cuda0" where a CUDA program named the device
     b: str
     link: str = ""  # topo -m's cell: X, NV18, NV#, PIX, PXB, PHB, NODE, SYS (SOC on old drivers)
-    p2p: dict[str, str] = field(default_factory=dict)  # topo -p2p's cells by mode: {"r": "OK", "w": "CNS"}
+    p2p: dict[str, str] = field(default_factory=dict)  # topo -p2p's cells by mode: {"r": "OK", "w": "CNS"};
+    # p2pBandwidthLatencyTest's cudaDeviceCanAccessPeer answer: {"can-access-peer": "yes" | "no"}
     host: str = ""
 
 

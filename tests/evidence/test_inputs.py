@@ -60,3 +60,15 @@ def test_launcher_tags_are_taken_off_every_line() -> None:
     text = (EVIDENCE / "topo-h100-nv6-nics.txt").read_text()
     tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in text.splitlines())
     assert read_input("t", tagged).parts[0].pairs == read_input("t", text).parts[0].pairs
+
+
+def test_a_tools_header_without_its_body_does_not_swallow_what_follows() -> None:
+    topo = (EVIDENCE / "topo-h100-nv6-nics.txt").read_text()
+    for head in (
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n",
+        "nvbandwidth Version: v0.8\n",
+        "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\n",
+    ):
+        got = read_input("paste", head + topo)
+        assert kinds(got)[-1] == "topo-matrix", head
+        assert got.pieces[-1].first_line == 2

@@ -39,6 +39,7 @@ _HEADER = re.compile(r"^\s*(?:(?:D\\D|GPU|CPU)\s+)?\d+(?:\s+\d+)*\s*$")
 _ROW = re.compile(r"^\s*(\d+)\s+(.*)$")
 _NVB_VERSION = re.compile(r"^nvbandwidth Version: (\S+)")
 _NVB_DEVICE = re.compile(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\))?\s*$")
+_NVB_PREAMBLE = re.compile(r"^(?:Built from|NOTE|Additional|Performance can|MPI version|Process |CUDA |\.\.\.|\S+\s*$)")
 # the -j document's "0: NVIDIA H200 (00000000:00:06): (vm)"
 _NVB_JSON_DEVICE = re.compile(
     r"^(\d+): (.+?)(?: \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\))?(:\s*\((.*)\))?\s*$"
@@ -110,8 +111,8 @@ def read_p2p(lines: list[str], i: int, piece: int) -> Block:
             parts.pairs.append(PairSeen(piece, f"cuda{m.group(1)}", f"cuda{m.group(3)}", p2p=peer))
         elif line.startswith(("***NOTE", "So you can see", "NOTE: The CUDA Samples")) or not line.strip():
             pass
-        elif line.strip() and not line.startswith(" "):
-            break
+        elif line.strip():
+            break  # a line that is not the tool's: its output ended
         j += 1
     cut = "" if seen >= 6 else f"{seen} of the 6 matrices (the output is cut)" if seen else "no matrix"
     short = [c.testcase for c in parts.copies if _short(c)]
@@ -204,8 +205,8 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
                 pending.append(_with_sum(last, m.group(1), float(m.group(2))))
         elif line.strip() and testcase and not line.startswith(("NOTE", "Performance can", "Waived", "Error")):
             break  # after the testcases, text that is not nvbandwidth's
-        elif line.strip() and not testcase and j - i > 60:
-            break  # the preamble (versions, host name, devices) is short
+        elif line.strip() and not testcase and not _NVB_PREAMBLE.match(line):
+            break  # text that is not nvbandwidth's before any testcase ran
         j += 1
     parts.copies += pending
     cut = "" if parts.copies else "no testcase ran"

@@ -40,7 +40,11 @@ _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
 _CONCLUDED = re.compile(r"^#?\s*Collective test concluded")
 _ROW_START = re.compile(r"^\s+\d+\s+\d+\s+[a-z]\w*\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s")
-_NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)")
+_NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)|^NCCL version \d")
+# the tool's own lines above its table, with or without the "#" a markdown paste may eat
+_OWN = re.compile(
+    r"^#|^\s*(?:Using devices|Blocking Enabled|Rank\s|out-of-place|\(B\)|Reducing maxBytes|Per-Iteration)"
+)
 ELEMENT_BYTES = {
     "int8": 1, "uint8": 1, "char": 1, "half": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1,
     "int32": 4, "uint32": 4, "int": 4, "float": 4, "int64": 8, "uint64": 8, "double": 8,
@@ -197,6 +201,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             raw.append(got)
         elif avg is not None and line.strip() and not line.startswith("#") and not _NCCL_LINE.search(line):
             break
+        elif table is None and line.strip() and not _OWN.match(line) and not _NCCL_LINE.search(line):
+            break  # the output ends before its table: what follows is something else
         j += 1
     # Every rank prints its line; processes started without MPI each print "Rank 0" (a world of one each).
     nranks = max(r.rank for r in ranks) + 1 if ranks else (threads or 1) * (gpus or 1) if threads else None
@@ -248,6 +254,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         parts.gpus.append(
             GpuSeen(piece, r.device or 0, "cuda", r.host, r.device_name, f"0000{bus}" if bus.count(":") == 2 else "")
         )
+    while j > i + 1 and (not lines[j - 1].strip() or _NCCL_LINE.search(lines[j - 1])):
+        j -= 1  # NCCL's lines after the table are the NCCL log's piece, not this one
     return Block("nccl-tests", i, j, parts, version, cut)
 
 

@@ -68,7 +68,9 @@ def test_a_tools_header_without_its_body_does_not_swallow_what_follows() -> None
         "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n",
         "nvbandwidth Version: v0.8\n",
         "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\n",
+        "GPU 00000000:3B:00.0\n    Product Name                          : Tesla V100-PCIE-32GB\n",
+        "3b:00.0 3D controller: NVIDIA Corporation GV100GL [Tesla V100 PCIe 32GB] (rev a1)\n\tSubsystem: NVIDIA\n",
     ):
         got = read_input("paste", head + topo)
         assert kinds(got)[-1] == "topo-matrix", head
-        assert got.pieces[-1].first_line == 2
+        assert got.pieces[-1].first_line == head.count("\n") + 1

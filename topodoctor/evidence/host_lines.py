@@ -22,6 +22,7 @@ _DEVICE = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7
 _CAPS = re.compile(r"^\s*(LnkCap|LnkSta|ACSCtl|ACSCap|LnkCap2|LnkSta2|LnkCtl):\s*(.*)$")
 _SPEED = re.compile(r"Speed ([\d.]+)GT/s(?: \((downgraded|ok)\))?")
 _WIDTH = re.compile(r"Width x(\d+)(?: \((downgraded|ok)\))?")
+_MORE = re.compile(r"^(?:\t|    )\s*\S.*(?::|[+-](?:\s|$))")  # a function's other lines: "Key: ..." or flags
 _FLAG = re.compile(r"(\w+)([+-])")
 
 
@@ -51,7 +52,7 @@ def read_lspci(lines: list[str], i: int, piece: int) -> Block:
                     parts.pcie.append(current)
                 current = PcieSeen(piece, "")  # a grep's line: no device named
             current = _cap(current, m.group(1), m.group(2))
-        elif line.startswith(("\t", "    ")) and current is not None:
+        elif current is not None and _MORE.match(line):
             pass  # the device's other lines
         elif line.strip():
             break

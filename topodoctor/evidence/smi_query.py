@@ -22,6 +22,7 @@ from topodoctor.model.evidence import GpuSeen
 
 _GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
 _TOP = re.compile(r"^(?:=+NVSMI LOG=+|Driver Version\s+:|Timestamp\s+:|CUDA Version\s+:|Attached GPUs\s+:)")
+_HEADING = re.compile(r"^\s+[A-Za-z][\w.()/-]*(?: [\w.()/-]+)*\s*$")  # words one space apart
 _KV = re.compile(r"^(\s*)(\S.*?)\s*:\s*(.*)$")
 
 
@@ -67,6 +68,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         if not line.startswith(" "):
             break  # the -q output ended: a line of something else at the margin
         indent = len(line) - len(line.lstrip())
+        if kv is None and not _HEADING.match(line):
+            break  # an indented line that is not -q's (the next tool's header)
         if kv and kv.group(3).strip():
             key, value = kv.group(2), kv.group(3).strip()
         else:  # a heading (a key with nothing after it, or no colon at all)

@@ -39,3 +39,9 @@ def test_inspector_records_cut_in_the_middle_of_one() -> None:
     text = (EVIDENCE / "nccl-inspector-readme-records.jsonl").read_text()
     got = read_input("cut.jsonl", text[: len(text) - 40])
     assert len(got.parts[0].collectives) == 1 and "breaks at line 2" in got.pieces[0].cut
+
+
+def test_a_frameworks_nccl_error_without_info_lines_is_an_nccl_log() -> None:
+    path = ROOT / "fixtures" / "nccl-logs" / "real" / "dekr-18-system-error-docker-ipc.log"
+    got = read_input(path.name, path.read_text())
+    assert [p.kind for p in got.pieces] == ["nccl-log"] and got.pieces[0].version.startswith("2.7.8")

@@ -39,11 +39,16 @@ INSPECTOR_OPS: dict[str, Op] = {
     "SendRecv": "sendrecv",
 }
 MAX_RECORDS = 200_000
+MAX_FAILURE_SCAN_LINES = 50_000  # nccl-log's reader on the whole input; a longer one is read by its NCCL lines
 
 
 def nccl_lines(lines: list[str]) -> list[int]:
-    """The lines NCCL wrote (its INFO, WARN and TRACE lines)."""
-    return [k for k, line in enumerate(lines) if _NCCL.search(line)]
+    """The lines NCCL wrote (its INFO, WARN and TRACE lines), and the lines nccl-log's reader takes for
+    a failure of NCCL's (a framework's "NCCL error ... NCCL version" text, a return-code trail)."""
+    own = {k for k, line in enumerate(lines) if _NCCL.search(line)}
+    if len(lines) <= MAX_FAILURE_SCAN_LINES:
+        own |= {e.line_no - 1 for e in parse_file("", "\n".join(lines)).events if 0 < e.line_no <= len(lines)}
+    return sorted(own)
 
 
 def read_nccl_log(lines: list[str], taken: list[int], piece: int) -> Block:

@@ -74,3 +74,19 @@ def test_a_tools_header_without_its_body_does_not_swallow_what_follows() -> None
         got = read_input("paste", head + topo)
         assert kinds(got)[-1] == "topo-matrix", head
         assert got.pieces[-1].first_line == head.count("\n") + 1
+
+
+def test_the_evidence_of_every_fixture_survives_a_json_round_trip() -> None:
+    import json
+
+    from topodoctor.core import codec
+    from topodoctor.model.evidence import Evidence
+
+    reads = []
+    for path in sorted(p for p in EVIDENCE.rglob("*") if p.is_file() and p.suffix != ".md"):
+        reads.append(read_input(path.name, path.read_text(), sum(len(r.pieces) for r in reads)))
+    ev = join(reads)
+    assert len(ev.pieces) > 60 and ev.copies and ev.collectives and ev.pairs and ev.pcie and ev.xids and ev.graphs
+    back = codec.from_jsonable(Evidence, json.loads(json.dumps(codec.to_jsonable(ev))), "evidence")
+    assert back == ev
+    assert all(0 <= part.piece < len(ev.pieces) for part in (*ev.gpus, *ev.pairs, *ev.copies, *ev.settings))

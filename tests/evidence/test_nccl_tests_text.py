@@ -119,3 +119,14 @@ def test_an_interleaved_ncclinfo_line_does_not_end_the_table() -> None:
     got = read_input("x", "\n".join(noisy))
     assert kinds(got) == ["nccl-tests", "nccl-log"]
     assert len(got.parts[0].collectives[0].rows) == 14
+
+
+def test_a_header_and_a_rank_line_wrapped_by_a_narrow_terminal() -> None:
+    text = (ROOT / "fixtures" / "nccl-tests" / "h200-x2" / "all_reduce.txt").read_text()
+    text = text.replace("agg iters: 1 validation", "agg\niters: 1 validation").replace(
+        "[0000:00:07] NVIDIA H200", "[0000:00:07] NVIDIA\nH200"
+    )
+    got = read_input("wrapped", text)
+    assert kinds(got) == ["nccl-tests"]
+    run = got.parts[0].collectives[0]
+    assert len(run.rows) == 14 and run.ranks[1].device_name == "NVIDIA H200" and run.threads == 1

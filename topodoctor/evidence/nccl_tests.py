@@ -21,6 +21,7 @@ program's name is not printed (before 2.14) the op is told from the columns and 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from topodoctor.evidence.lines import Block, Parts, cells, number
@@ -40,10 +41,12 @@ _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
 _CONCLUDED = re.compile(r"^#?\s*Collective test concluded")
 _ROW_START = re.compile(r"^\s+\d+\s+\d+\s+[a-z]\w*\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s")
+_WRAPPED_NAME = re.compile(r"^\s*[\w-]+(?: [\w-]+){0,3}\s*$")  # "80GB HBM3" after a cut rank line
 _NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)|^NCCL version \d")
 # the tool's own lines above its table, with or without the "#" a markdown paste may eat
 _OWN = re.compile(
     r"^#|^\s*(?:Using devices|Blocking Enabled|Rank\s|out-of-place|\(B\)|Reducing maxBytes|Per-Iteration)"
+    r"|\b(?:iters|validation|graph|unalign):"  # the header line's end, where a narrow terminal wrapped it
 )
 ELEMENT_BYTES = {
     "int8": 1, "uint8": 1, "char": 1, "half": 2, "bfloat16": 2, "fp16": 2, "bf16": 2, "f8e4m3": 1, "f8e5m2": 1,
@@ -201,6 +204,9 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             raw.append(got)
         elif avg is not None and line.strip() and not line.startswith("#") and not _NCCL_LINE.search(line):
             break
+        elif table is None and ranks and _RANK.match(lines[j - 1]) and _WRAPPED_NAME.match(line):
+            last = ranks.pop()  # a rank line a narrow terminal wrapped inside the GPU's name
+            ranks.append(replace(last, device_name=f"{last.device_name} {line.strip()}"))
         elif table is None and line.strip() and not _OWN.match(line) and not _NCCL_LINE.search(line):
             break  # the output ends before its table: what follows is something else
         j += 1

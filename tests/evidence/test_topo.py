@@ -86,3 +86,10 @@ def test_nine_nics_cut_in_the_nic_rows_and_a_nic_legend() -> None:
     )
     named = read_input("legend", legend).parts[0].nics
     assert [(n.name, n.alias) for n in named] == [("mlx5_0", "NIC0")]
+
+
+def test_underline_escapes_whose_esc_a_copy_lost() -> None:
+    text = (EVIDENCE / "h200-x4" / "host.txt").read_text().replace("\x1b", "")
+    assert "[4mGPU0" in text
+    got = read_input("copied", text)
+    assert kinds(got).count("topo-p2p") == 4 and len(got.parts[only(got, "topo-matrix")].pairs) == 12

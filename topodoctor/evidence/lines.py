@@ -28,6 +28,7 @@ from topodoctor.model.evidence import (
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_BARE_SGR = re.compile(r"(?<![\w\]\[])\[[0-9;]{1,5}m")  # the same escapes, their ESC lost in a copy: "[4mGPU0"
 _QUOTE = re.compile(r"^> ?")  # a paste quoted in markdown (or a shell's continuation prompt)
 _TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d{1,5}: (?=\S|\s+\S))")
 MAX_LINES = 400_000  # a long job's INFO log; beyond, the rest is cut and said so
@@ -37,7 +38,7 @@ def clean(text: str) -> list[str]:
     """The text as lines without escapes, carriage returns or launcher tags (tabs kept)."""
     out = []
     for raw in text.splitlines()[:MAX_LINES]:
-        line = _QUOTE.sub("", _ANSI.sub("", raw).replace("\r", "").rstrip(), count=1)
+        line = _QUOTE.sub("", _BARE_SGR.sub("", _ANSI.sub("", raw)).replace("\r", "").rstrip(), count=1)
         out.append(_TAG.sub("", line, count=1))
     return out
 

@@ -48,3 +48,9 @@ def test_docker_flags_with_equals_and_devices() -> None:
     )
     x = read_input("d", text).parts[0].launches[0]
     assert (x.gpus, x.ipc_host, x.shm_size, x.devices, x.privileged) == ("all", True, "16g", ("/dev/infiniband",), True)
+
+
+def test_compose_environment_as_a_list_and_as_a_mapping() -> None:
+    text = '    environment:\n      - NCCL_IB_DISABLE=1\n      NCCL_P2P_DISABLE: "1"\n'
+    found = [(s.name, s.value, s.how) for p in read_input("compose.yml", text).parts for s in p.settings]
+    assert found == [("NCCL_IB_DISABLE", "1", "env"), ("NCCL_P2P_DISABLE", "1", "compose environment")]

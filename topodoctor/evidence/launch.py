@@ -23,9 +23,10 @@ _LAUNCHER = re.compile(
     r"(?:\s+(?:run|start|exec|create))?"
 )
 _EXPORT = re.compile(rf"^\s*(?:export|setenv|set -x)\s+({_NAME})[= ](\S*)")
-_ASSIGN = re.compile(rf"^\s*({_NAME})=(\"[^\"]*\"|'[^']*'|\S*)\s*$")
+_ASSIGN = re.compile(rf"^\s*(?:-\s+)?({_NAME})=(\"[^\"]*\"|'[^']*'|\S*)\s*$")
 _INLINE = re.compile(rf"(?:^|\s)({_NAME})=(\S+)")
 _K8S_NAME = re.compile(rf"^\s*-\s*name:\s*[\"']?({_NAME})[\"']?\s*$")
+_YAML_MAP = re.compile(rf"^\s+({_NAME}):\s*[\"']?([^\"'\s]*)[\"']?\s*$")  # compose's environment: mapping
 _K8S_VALUE = re.compile(r"^\s*value:\s*(.*?)\s*$")
 _SBATCH = re.compile(r"^#SBATCH\s+--export=(\S+)")
 MAX_TEXT = 300
@@ -42,6 +43,7 @@ def starts(lines: list[str], i: int) -> bool:
         return True
     return bool(
         _EXPORT.match(line) or _ASSIGN.match(line) or _K8S_NAME.match(line) or _SBATCH.match(line)
+        or _YAML_MAP.match(line)
         or (_INLINE.search(line) and len(line.split()) > 1 and _INLINE.match(line))
     )  # fmt: skip
 
@@ -69,6 +71,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             parts.settings.append(Setting(piece, m.group(1), m.group(2).strip("\"'"), "export"))
         elif m := _ASSIGN.match(line):
             parts.settings.append(Setting(piece, m.group(1), m.group(2).strip("\"'"), "env"))
+        elif m := _YAML_MAP.match(line):
+            parts.settings.append(Setting(piece, m.group(1), m.group(2), "compose environment"))
         elif m := _SBATCH.match(line):
             parts.settings += _export_list(m.group(1), piece, "sbatch --export")
         elif _K8S_VALUE.match(line):

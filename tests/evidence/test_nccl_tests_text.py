@@ -130,3 +130,11 @@ def test_a_header_and_a_rank_line_wrapped_by_a_narrow_terminal() -> None:
     assert kinds(got) == ["nccl-tests"]
     run = got.parts[0].collectives[0]
     assert len(run.rows) == 14 and run.ranks[1].device_name == "NVIDIA H200" and run.threads == 1
+
+
+def test_a_binary_of_an_op_topodoctor_does_not_judge_is_read_without_rows() -> None:
+    text = (ROOT / "fixtures" / "nccl-tests" / "h200-x2" / "broadcast.txt").read_text()
+    got = read_input("gather", text.replace("broadcast_perf", "gather_perf"))
+    run = got.parts[0].collectives[0]
+    assert run.op == "gather" and run.rows == () and run.nranks == 2
+    assert got.pieces[0].cut == "gather_perf's rows are not kept (an op topodoctor does not judge)"

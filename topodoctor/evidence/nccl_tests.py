@@ -214,7 +214,10 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     nranks = max(r.rank for r in ranks) + 1 if ranks else (threads or 1) * (gpus or 1) if threads else None
     op = BINARY_TO_OP.get(program)
     guessed = ""
-    if op is None:
+    if op is None and program:
+        # gather, scatter, alltoallv, hypercube: read, but their rows are of no op the rules know
+        guessed = f"{program}_perf's rows are not kept (an op topodoctor does not judge)"
+    elif op is None:
         op, guessed = _guess_op([r[:5] for r in raw], nranks)
     rows = tuple(
         Row(
@@ -228,6 +231,7 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             timings[1] if len(timings) > 1 else None,
         )
         for size, count, dtype, redop, root, timings in raw
+        if op is not None
     )
     if not cut:
         if table is None:
@@ -242,7 +246,7 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     parts.collectives.append(
         CollectiveRun(
             piece=piece,
-            op=op,
+            op=op or program,
             rows=rows,
             ranks=tuple(ranks),
             nranks=nranks,

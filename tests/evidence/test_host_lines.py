@@ -40,3 +40,10 @@ def test_xid_lines_among_other_kernel_lines() -> None:
         (45, "0000:dc:00.0"), (45, "0000:ed:00.0"), (45, "0000:ba:00.0"), (45, "0000:97:00.0"), (79, "0000:44:00.0"),
     ]  # fmt: skip
     assert xids[-1].text == "GPU has fallen off the bus"
+
+
+def test_acs_lines_of_a_grep_with_redirect_on_some_bridges() -> None:
+    got = read(EVIDENCE / "lspci-acsctl-grep-enabled-bridges.txt")
+    funcs = got.parts[-1].pcie
+    assert len(funcs) == 12 and all(f.bdf == "" for f in funcs)
+    assert [f.acs_ctl["ReqRedir"] for f in funcs].count(True) == 5

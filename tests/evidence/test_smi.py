@@ -75,3 +75,10 @@ def test_old_drivers_throttle_reasons_and_a_downtrained_link() -> None:
     g = got.parts[0].gpus[0]
     assert (g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max) == (1, 3, 8, 16)
     assert g.clock_event_reasons == ("HW Slowdown",) and got.parts[0].driver_version == "470.82.01"
+
+
+def test_an_older_drivers_query_of_one_gpu_cut_in_its_pci_section() -> None:
+    got = read(EVIDENCE / "smi-query-v100-driver410-cut.txt")
+    g = got.parts[only(got, "smi-query")].gpus[0]
+    assert (g.name, g.bus_id, g.virtualization) == ("Tesla V100-SXM2-16GB", "00000000:8A:00.0", "None")
+    assert g.pcie_gen is None and g.ecc_uncorrected is None  # the paste ends before them: not shown

@@ -110,7 +110,7 @@ def _field(gpu: GpuSeen, path: tuple[str, ...], key: str, value: str) -> tuple[G
     if where == "Link Width" and key in ("Max", "Current"):
         got = replace(gpu, pcie_width_max=_int(value)) if key == "Max" else replace(gpu, pcie_width=_int(value))
         return got, False
-    if key == "Virtualization Mode":
+    if key.lower() == "virtualization mode":  # "Virtualization mode" before driver 450
         return replace(gpu, virtualization=value), False
     if path and path[0] in ("Clocks Event Reasons", "Clocks Throttle Reasons") and value == "Active":
         return gpu, key != "Idle"

@@ -42,6 +42,7 @@ _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
 _CONCLUDED = re.compile(r"^#?\s*Collective test concluded")
 _ROW_START = re.compile(r"^\s+\d+\s+\d+\s+[a-z]\w*\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s")
 _WRAPPED_NAME = re.compile(r"^\s*[\w-]+(?: [\w-]+){0,3}\s*$")  # "80GB HBM3" after a cut rank line
+_BANNER = re.compile(r"^NCCL version (\d+\.\d+\.\d+)")
 _NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN|TRACE)|^NCCL version \d")
 # the tool's own lines above its table, with or without the "#" a markdown paste may eat
 _OWN = re.compile(
@@ -134,7 +135,7 @@ def _guess_op(rows: list[tuple[int, int, str, str, int]], nranks: int | None) ->
 
 def read(lines: list[str], i: int, piece: int) -> Block:
     """One nccl-tests run from line ``i``: header, rank lines, table and closing lines."""
-    version = library = program = ""
+    version = library = program = banner = ""
     threads = gpus = None
     ranks: list[RankInfo] = []
     table: _Table | None = None
@@ -156,6 +157,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         if m := _VERSION.match(line):
             version = m.group(1)
             library = m.group(2) or ""
+        elif (m := _BANNER.match(line)) and not library:
+            banner = m.group(1)  # NCCL's own banner among the tool's lines (before nccl-tests printed its library)
         elif m := _START.match(line):
             program = m.group(1).removesuffix("_perf")
         elif m := _HEADER.match(line):
@@ -255,7 +258,7 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             gpus_per_thread=gpus,
             avg_busbw_gbps=avg,
             out_of_bounds=bounds,
-            nccl_version=_library(library),
+            nccl_version=_library(library) or banner,
             test_version=version,
         )
     )

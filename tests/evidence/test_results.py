@@ -29,3 +29,9 @@ def test_a_paste_without_a_table_is_an_input_error_that_points_to_diagnose() -> 
     ev = join([read_input("topo.txt", (EVIDENCE / "topo-h100-nv6-nics.txt").read_text())])
     with pytest.raises(InputError, match=r"no nccl-tests table .*topo-matrix.*topodoctor diagnose"):
         collectives_result(ev, "topo.txt")
+
+
+def test_text_of_no_kind_is_neither_json_nor_nccl_tests_output() -> None:
+    ev = join([read_input("notes.txt", "the job was slow\n")])
+    with pytest.raises(InputError, match="^notes.txt is neither JSON nor nccl-tests' output$"):
+        collectives_result(ev, "notes.txt")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from evidence_support import EVIDENCE, only, read
 
+from topodoctor.evidence.inputs import read_input
+
 
 def test_h200_x4_host_capture_holds_every_short_output() -> None:
     got = read(EVIDENCE / "h200-x4" / "host.txt")
@@ -42,3 +44,14 @@ def test_gpu_list_of_eight() -> None:
     assert [g.index for g in part.gpus] == list(range(8))
     assert part.gpus[7].uuid == "GPU-00000000-0000-0000-0000-000000000012"
     assert part.gpus[0].nvlinks_up is None  # -L says nothing of the links: not shown, not zero
+
+
+def test_gpu_list_with_mig_devices_is_one_listing() -> None:
+    text = (
+        "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77)\n"
+        "  MIG 1g.5gb      Device  0: (UUID: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f)\n"
+        "  MIG 1g.5gb      Device  1: (UUID: MIG-cba663e8-9bed-5b25-b243-5985ef7c9beb)\n"
+        "GPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-4b5b0e1c-2b4d-4d55-a6a6-28f2b6b0e4c2)\n"
+    )
+    got = read_input("mig", text)
+    assert [p.kind for p in got.pieces] == ["smi-list"] and [g.index for g in got.parts[0].gpus] == [0, 1]

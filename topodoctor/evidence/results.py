@@ -12,8 +12,10 @@ from topodoctor.model.evidence import Evidence
 def collectives_result(ev: Evidence, what: str) -> CollectivesResult:
     """Every nccl-tests run of the evidence as one result (the runs of one paste, one op each)."""
     runs = [c for c in ev.collectives if ev.pieces[c.piece].kind == "nccl-tests" and c.rows]
+    if not runs and not ev.pieces:
+        raise InputError(f"{what} is neither JSON nor nccl-tests' output")
     if not runs:
-        kinds = ", ".join(dict.fromkeys(p.kind for p in ev.pieces)) or "nothing it reads"
+        kinds = ", ".join(dict.fromkeys(p.kind for p in ev.pieces))
         raise InputError(f"{what}: no nccl-tests table (it holds {kinds}); `topodoctor diagnose` reads it")
     first = runs[0]
     env = {s.name: s.value for s in ev.settings if s.how == "NCCL INFO"}

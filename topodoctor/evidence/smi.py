@@ -18,6 +18,7 @@ from topodoctor.model.evidence import GpuSeen, Kind
 
 _GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$")
 _LINK = re.compile(r"^\s*Link (\d+): (.*)$")
+_MIG = re.compile(r"^\s+MIG \S+\s+Device\s+\d+:")  # -L's MIG devices under their GPU: read past
 _CAPABILITY = re.compile(r"^\s*Link \d+, ")  # nvlink -c: read past, not kept
 _RATE = re.compile(r"([\d.]+) GB/s")
 _ERRORS = re.compile(r"^(.*?Errors?|.*?[Cc]ounter\w*)\s*:\s*(\d+)")
@@ -43,8 +44,10 @@ def read_gpu_list(lines: list[str], i: int, piece: int) -> Block:
         up = listed = 0
         rates: list[float] = []
         errors: dict[str, int] = {}
-        while j < len(lines) and (_LINK.match(lines[j]) or _CAPABILITY.match(lines[j]) or not lines[j].strip()):
-            if not lines[j].strip() or _CAPABILITY.match(lines[j]):
+        while j < len(lines) and (
+            _LINK.match(lines[j]) or _CAPABILITY.match(lines[j]) or _MIG.match(lines[j]) or not lines[j].strip()
+        ):
+            if not lines[j].strip() or _CAPABILITY.match(lines[j]) or _MIG.match(lines[j]):
                 j += 1
                 continue
             lm = _LINK.match(lines[j])

@@ -33,5 +33,5 @@ def test_a_paste_without_a_table_is_an_input_error_that_points_to_diagnose() -> 
 
 def test_text_of_no_kind_is_neither_json_nor_nccl_tests_output() -> None:
     ev = join([read_input("notes.txt", "the job was slow\n")])
-    with pytest.raises(InputError, match="^notes.txt is neither JSON nor nccl-tests' output$"):
+    with pytest.raises(InputError, match=r"^notes\.txt is neither JSON nor nccl-tests' output$"):
         collectives_result(ev, "notes.txt")

@@ -40,6 +40,7 @@ def test_text_of_no_known_kind_and_binary_data() -> None:
     config = read_input("pyproject.toml", (ROOT / "pyproject.toml").read_text())
     assert config.unreadable == "pyproject.toml: holds no kind of text diagnose reads" and not config.pieces
     assert read_input("core", "\x00\x01ELF").unreadable == "core: binary data, not text"
+    assert read_input("-", " \n\n").unreadable == "-: empty"
     other = read_input("x.json", '{"hello": 1}')
     assert other.unreadable == "x.json: JSON of no kind diagnose reads"
 

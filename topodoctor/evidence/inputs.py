@@ -57,6 +57,8 @@ class Read:
 def read_input(source: str, text: str, first_piece: int = 0) -> Read:
     """The pieces of one input's text; ``first_piece`` is the index its first piece takes in the
     joined evidence (every part names its piece by that index)."""
+    if not text.strip():
+        return Read((), (), f"{source}: empty")
     if "\x00" in text[:8192]:
         return Read((), (), f"{source}: binary data, not text")
     head = text.lstrip()[:1]

@@ -7,6 +7,7 @@ From Python (docs/api.md)::
     host.graph                                # a networkx.Graph
     report = topodoctor.check(host)           # findings, verdict, exit_code
     topodoctor.bandwidth(host), topodoctor.collectives(host), topodoctor.predict(host)
+    topodoctor.diagnose(["nccl.txt", "topo.txt"])   # what a user brought, read and judged
 
 Every name below loads its module on first use (PEP 562): ``import topodoctor`` loads nothing else,
 and ``topodoctor --version`` and ``--help`` pay nothing for the API.
@@ -26,6 +27,8 @@ _LAZY = {
     "bandwidth": "topodoctor.api.measure",
     "collectives": "topodoctor.api.measure",
     "predict": "topodoctor.api.measure",
+    "diagnose": "topodoctor.api.diagnose",
+    "Diagnosis": "topodoctor.api.diagnose",
     "TopodoctorError": "topodoctor.core.errors",
     "InputError": "topodoctor.core.errors",
     "ReplayMismatch": "topodoctor.core.errors",
@@ -48,6 +51,7 @@ __all__ = [
     "CannotMeasure",
     "CollectivesResult",
     "CollectivesUnavailable",
+    "Diagnosis",
     "Finding",
     "Host",
     "HostSnapshot",
@@ -61,6 +65,7 @@ __all__ = [
     "bandwidth",
     "check",
     "collectives",
+    "diagnose",
     "predict",
     "scan",
 ]
@@ -68,6 +73,7 @@ __all__ = [
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ loads each on first use
     from typing import Any
 
+    from topodoctor.api.diagnose import Diagnosis, diagnose
     from topodoctor.api.host import Host, scan
     from topodoctor.api.measure import bandwidth, collectives, predict
     from topodoctor.api.verdict import Report, check

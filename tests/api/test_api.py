@@ -31,6 +31,8 @@ PUBLIC = {
     "bandwidth",
     "collectives",
     "predict",
+    "diagnose",
+    "Diagnosis",
     "TopodoctorError",
     "InputError",
     "ReplayMismatch",

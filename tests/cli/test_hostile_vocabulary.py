@@ -105,6 +105,7 @@ BUDGETED = {
     "fleet": (["fleet", str(FIXTURES / "fleet"), "-f", "json"], 0),
     "nccl-topo": (["nccl-topo", "--replay", "h200-x4", "-o", "{tmp}/t.xml"], 0),
     "nccl-log": (["nccl-log", str(FIXTURES / "nccl-logs" / "failures" / "healthy"), "-f", "json"], 0),
+    "diagnose": (["diagnose", str(FIXTURES / "nccl-tests" / "h200-x2" / "all_reduce.txt"), "-f", "json"], 0),
     "job": (["job", str(FIXTURES / "job" / "nccl" / "healthy"), "-f", "json"], 0),
 }
 

@@ -251,3 +251,14 @@ class NcclLogArgs:
     timeout: float = timeout(60.0)
     fail_level: str = fail_level()
     strict: bool = strict()
+
+
+@dataclass(frozen=True)
+class DiagnoseArgs:
+    """``diagnose``: the evidence to read (files, directories, ``-`` for standard input), and how to judge it."""
+
+    paths: tuple[Path, ...] = argument("PATH...", kind=Path, many=True)
+    fmt: str = fmt(("text", "json", "line"), "text, json or line.")
+    timeout: float = timeout(60.0)
+    fail_level: str = fail_level()
+    strict: bool = strict()

@@ -9,7 +9,7 @@ from topodoctor.cli.args_measure import BandwidthArgs
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
-from topodoctor.model.copies import load_result, result_to_json
+from topodoctor.model.copies import result_to_json
 from topodoctor.model.findings import fail_from
 from topodoctor.report import bandwidth as report
 from topodoctor.report.prometheus import write_textfile
@@ -27,7 +27,7 @@ def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
     budget = Budget.start(args.timeout)
     outputs = Outputs(env, budget.deadline)
     if args.from_file is not None:
-        result = load_result(args.from_file)
+        result = copies.load_saved(str(args.from_file))
     else:
         settings = copies.bandwidth_settings(
             args.mode,

@@ -16,6 +16,7 @@ _README_ORDER = (
     "fleet",
     "nccl-topo",
     "nccl-log",
+    "diagnose",
     "job",
     "rules",
     "explain",

@@ -22,6 +22,7 @@ TOP_LEVEL_HELP = (
     "  fleet        Roll up many nodes' results: status per node, shared...\n"
     "  nccl-topo    Write an NCCL_TOPO_FILE for this host: the PCIe tree,...\n"
     "  nccl-log     Explain NCCL's output: NCCL version per rank, ranks and...\n"
+    "  diagnose     Read the evidence users bring and say what it shows:...\n"
     "  job          Name the rank, node, GPU and collective of a hung or slow...\n"
     "\n"
     "  Exit codes: 0 ok, 1 unhealthy, 2 usage or input error, 3 could not check; each\n"

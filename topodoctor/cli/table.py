@@ -171,6 +171,25 @@ COMMANDS: dict[str, Command] = {
             usage="arguments",
         ),
         Command(
+            "diagnose",
+            "topodoctor.cli.args_cluster:DiagnoseArgs",
+            "topodoctor.cli.diagnose:run_diagnose",
+            "Read the evidence users bring and say what it shows: nccl-tests output, nvidia-smi\n"
+            "(plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), p2pBandwidthLatencyTest,\n"
+            "nvbandwidth, NCCL's topology and graph dumps, NCCL logs and Inspector records,\n"
+            "lspci -vvv, kernel XID lines, launch command lines.\n\n"
+            "PATH... are files (any name: the kind is told from the content), directories\n"
+            "(every file in them) or - for standard input; a file may hold several kinds.",
+            (
+                ("0", "read; nothing wrong at the fail level"),
+                ("1", "the evidence shows a problem (a finding at the fail level)"),
+                ("2", "input error: no input of a kind it reads; a file missing or too large"),
+                _CANNOT,
+                _SIGNAL,
+            ),
+            usage="arguments",
+        ),
+        Command(
             "job",
             "topodoctor.cli.args_cluster:JobArgs",
             "topodoctor.cli.job:run_job",

@@ -65,12 +65,12 @@ def _read(path: str, max_bytes: int) -> bytes:
         os.close(fd)
 
 
-_TIMED_OUT = TimeoutError("timed out")
+TIMED_OUT = TimeoutError("timed out")
 
 
-def _within(timeout_s: float, name: str, fn: Callable[[], T]) -> tuple[T | None, BaseException | None]:
+def within(timeout_s: float, name: str, fn: Callable[[], T]) -> tuple[T | None, BaseException | None]:
     """``fn()`` on a daemon thread: (its value, None), (None, what it raised), or (None,
-    _TIMED_OUT) when it is still running after ``timeout_s``; the thread is then abandoned
+    TIMED_OUT) when it is still running after ``timeout_s``; the thread is then abandoned
     (NFS waits are killable, so it dies with the process)."""
     box: dict[str, Any] = {}
 
@@ -84,7 +84,7 @@ def _within(timeout_s: float, name: str, fn: Callable[[], T]) -> tuple[T | None,
     t.start()
     t.join(timeout_s)
     if t.is_alive():
-        return None, _TIMED_OUT
+        return None, TIMED_OUT
     return box.get("value"), box.get("error")
 
 
@@ -105,8 +105,8 @@ def read_bytes(
     not forever: the thread is abandoned (NFS waits are killable, so it dies with the process).
     """
     p = str(path)
-    data, exc = _within(timeout_s, f"read {p}", lambda: _read(p, max_bytes))
-    if exc is _TIMED_OUT:
+    data, exc = within(timeout_s, f"read {p}", lambda: _read(p, max_bytes))
+    if exc is TIMED_OUT:
         raise InputError(f"{what} {shown(p)}: not readable within {timeout_s:g} s (a hung mount or device?)")
     if exc is None and data is not None:
         return data
@@ -375,8 +375,8 @@ def list_files(
                         raise _TooBig(p)
         return sorted(found)
 
-    files, exc = _within(timeout_s, f"list {p}", walk)
-    if exc is _TIMED_OUT:
+    files, exc = within(timeout_s, f"list {p}", walk)
+    if exc is TIMED_OUT:
         raise InputError(f"{what} {p}: not listable within {timeout_s:g} s (a hung mount?)")
     if isinstance(exc, _TooBig):
         raise InputError(f"{what} {p} holds more than {max_files} *{suffix} files")

@@ -7,6 +7,9 @@ import contextlib
 import os
 import sys
 
+from topodoctor.core import fileio
+from topodoctor.core.errors import InputError
+
 
 def prepare_stdio() -> None:
     """Make the standard streams safe to use whatever state the caller left them in.
@@ -30,3 +33,26 @@ def prepare_stdio() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
+def read_stdin(
+    what: str, max_bytes: int = fileio.DEFAULT_MAX_BYTES, timeout_s: float = fileio.DEFAULT_TIMEOUT_S
+) -> bytes:
+    """Standard input (``-`` on a command line), bounded like ``read_bytes``: a pipe whose writer never
+    closes it costs ``timeout_s``, more than ``max_bytes`` is refused."""
+
+    def read() -> bytes:
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            return (sys.stdin.read(max_bytes + 1) if sys.stdin is not None else "").encode("utf-8", "replace")
+        data = stream.read(max_bytes + 1)
+        return data if isinstance(data, bytes) else str(data).encode("utf-8", "replace")
+
+    data, exc = fileio.within(timeout_s, "read standard input", read)
+    if exc is fileio.TIMED_OUT:
+        raise InputError(f"{what} on standard input: nothing ended it within {timeout_s:g} s (no pipe or file given?)")
+    if exc is not None or data is None:
+        raise InputError(f"cannot read {what} from standard input: {type(exc).__name__}")
+    if len(data) > max_bytes:
+        raise InputError(f"{what} on standard input is larger than {max_bytes // fileio.MiB or max_bytes} fileio.MiB")
+    return data

@@ -70,6 +70,7 @@ class GpuSeen:
     nvlinks_up: int | None = None
     nvlinks_listed: int | None = None  # links the tool listed, up or not
     nvlink_gbps: float | None = None  # per link, per direction, as the tool printed it
+    nvlink_errors: dict[str, int] = field(default_factory=dict)  # nvlink -e's counters summed over links
     fabric_state: str = ""  # nvidia-smi -q's Fabric State / Status
     virtualization: str = ""  # "Pass-Through", "VGPU", "None"
     clock_event_reasons: tuple[str, ...] = ()  # the reasons nvidia-smi -q marks Active
@@ -83,10 +84,11 @@ class PairSeen:
     """How two GPUs (or a GPU and a NIC) reach each other, as topo -m or topo -p2p prints it."""
 
     piece: int
-    a: str  # "GPU0", "NIC1" (nvidia-smi's row names)
+    a: str  # "GPU0", "NIC1" (nvidia-smi's row names); "cuda0" where a CUDA program named the device
     b: str
     link: str = ""  # topo -m's cell: X, NV18, NV#, PIX, PXB, PHB, NODE, SYS (SOC on old drivers)
-    p2p: dict[str, str] = field(default_factory=dict)  # topo -p2p's cells by mode: {"r": "OK", "w": "CNS"}
+    p2p: dict[str, str] = field(default_factory=dict)  # topo -p2p's cells by mode: {"r": "OK", "w": "CNS"};
+    # p2pBandwidthLatencyTest's cudaDeviceCanAccessPeer answer: {"can-access-peer": "yes" | "no"}
     host: str = ""
 
 
@@ -100,6 +102,7 @@ class NicSeen:
     host: str = ""
     rate_gbps: float | None = None  # the port's rate where shown (NCCL's speed is Mb/s: converted)
     link_layer: str = ""  # IB, RoCE, Ethernet
+    gdr: bool | None = None  # GPUDirect RDMA as NCCL's topology dump marks it (gdr="1")
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,22 @@ class CollectiveRun:
     out_of_bounds: int | None = None  # "# Out of bounds values : N"
     nccl_version: str = ""  # the library nccl-tests printed, or NCCL's banner in the same output
     test_version: str = ""  # nccl-tests' own version
+
+
+@dataclass(frozen=True)
+class NcclGraphSeen:
+    """One graph of NCCL's graph dump (``NCCL_GRAPH_DUMP_FILE``): the pattern NCCL searched and what it
+    found. Speeds are NCCL's GB/s per channel; the link types are NCCL's (NVL, PIX, PXB, PHB, SYS, NET)."""
+
+    piece: int
+    pattern: int | None = None  # NCCL_TOPO_PATTERN_*: 1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS
+    channels: int | None = None
+    speed_intra_gbps: float | None = None
+    speed_inter_gbps: float | None = None
+    type_intra: str = ""
+    type_inter: str = ""
+    crossnic: int | None = None
+    nets: int = 0  # distinct NICs its channels use
 
 
 @dataclass(frozen=True)
@@ -206,6 +225,7 @@ class Evidence:
     xids: tuple[XidSeen, ...] = ()
     settings: tuple[Setting, ...] = ()
     launches: tuple[Launch, ...] = ()
+    graphs: tuple[NcclGraphSeen, ...] = ()  # NCCL's graph dumps
     nccl: tuple[NcclAccount, ...] = ()  # one per NCCL log piece (nccl/'s account of it), in pieces' order
     nccl_pieces: tuple[int, ...] = ()  # the piece each NcclAccount came from
     driver_version: str = ""

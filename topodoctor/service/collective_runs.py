@@ -10,8 +10,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.evidence import inputs as evidence
+from topodoctor.evidence.results import collectives_result
 from topodoctor.measure.collectives.guard import RankStopped
 from topodoctor.measure.collectives.launch import join, measure
 from topodoctor.measure.collectives.nodes import NodeSettings, node_name
@@ -28,6 +31,8 @@ from topodoctor.probe.sources import live_nvml
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
 from topodoctor.service.stamping import stamp
+
+MAX_SAVED_BYTES = 64 << 20  # nccl-tests' text of a long sweep with NCCL's INFO lines; more is refused
 
 
 class RankDone(TopodoctorError):
@@ -110,7 +115,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
     if run.bandwidth_file is not None:
         bw = load_bw(run.bandwidth_file)
     if run.from_files:
-        res = merge([load_result(p) for p in run.from_files])
+        res = merge([_saved(p) for p in run.from_files])
         snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
     else:
         started_at = time.time()
@@ -129,6 +134,16 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
         res = stamp(res, snap, started_at)
     findings = tuple(judge(res, snap, bw, run.expect_busbw))
     return CollectivesOutcome(res, snap, findings, run.fail_level)
+
+
+def _saved(path: Path) -> CollectivesResult:
+    """A saved result: topodoctor's JSON or nccl-tests' ``-J`` JSON, or nccl-tests' text output (read by
+    the evidence readers, NCCL's INFO lines in it included)."""
+    data = fileio.read_bytes(path, "collectives result", MAX_SAVED_BYTES)
+    if data.lstrip()[:1] in (b"{", b"["):
+        return load_result(path)
+    text = data.decode("utf-8", "replace")
+    return collectives_result(evidence.join([evidence.read_input(str(path), text)]), f"collectives result {path}")
 
 
 def _snapshot(source: doctor.Source, budget: Budget, required: bool) -> HostSnapshot | None:

@@ -8,14 +8,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from topodoctor.core import fileio
 from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.evidence import inputs as evidence
 from topodoctor.measure.copies.session import MiB, run
 from topodoctor.measure.copies.tasks import Settings
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
 from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
 from topodoctor.model.consistency import validate_snapshot
-from topodoctor.model.copies import PAIR_MODES, BandwidthResult
+from topodoctor.model.copies import PAIR_MODES, BandwidthResult, load_result
 from topodoctor.model.findings import Severity, failing
 from topodoctor.model.outcome import exit_code
 from topodoctor.model.snapshot import HostSnapshot
@@ -225,3 +227,24 @@ class BandwidthOutcome:
 def judged(result: BandwidthResult, fail_level: Severity = "error") -> BandwidthOutcome:
     """A bandwidth result and what the rules find in it."""
     return BandwidthOutcome(result, bandwidth_findings(result), fail_level)
+
+
+MAX_SAVED_BYTES = 64 << 20
+
+
+def load_saved(path: str) -> BandwidthResult:
+    """A saved bandwidth result (``bandwidth -o``). Another tool's copy matrices (p2pBandwidthLatencyTest,
+    nvbandwidth) carry no host to judge them against: the error points to ``diagnose``, which reads them."""
+    try:
+        return load_result(path)
+    except InputError:
+        data = fileio.read_bytes(path, "bandwidth result", MAX_SAVED_BYTES)
+        got = evidence.read_input(path, data.decode("utf-8", "replace"))
+        kinds = {p.kind for p in got.pieces} & {"p2p-bandwidth-latency", "nvbandwidth"}
+        if not kinds:
+            raise
+        tool = "p2pBandwidthLatencyTest" if "p2p-bandwidth-latency" in kinds else "nvbandwidth"
+        raise InputError(
+            f"{fileio.shown(path)} is {tool} output, not a topodoctor bandwidth result: "
+            f"`topodoctor diagnose {fileio.shown(path)}` reads it"
+        ) from None

@@ -1,0 +1,56 @@
+"""Command lines and dumps that set a job's environment."""
+
+from __future__ import annotations
+
+from evidence_support import EVIDENCE, read
+
+from topodoctor.evidence.inputs import read_input
+
+
+def test_two_docker_runs_each_with_one_gpu() -> None:
+    got = read(EVIDENCE / "docker-two-containers.txt")
+    launches = [x for p in got.parts for x in p.launches]
+    assert [(x.launcher, x.gpus, x.ipc_host, x.network_host) for x in launches] == [
+        ("docker", "device=0", True, True), ("docker", "device=1", True, True),
+    ]  # fmt: skip
+    first = [(s.name, s.value, s.how) for s in got.parts[0].settings]
+    assert first == [("NCCL_DEBUG", "INFO", "docker run -e"), ("NCCL_DEBUG_SUBSYS", "INIT,P2P,GRAPH", "docker run -e")]
+    assert [(s.name, s.how) for s in got.parts[2].settings] == [("NCCL_COMM_ID", "command prefix")]
+
+
+def test_mpirun_x_and_sbatch_exports() -> None:
+    got = read(EVIDENCE / "slurm-mpirun-env-h100.txt")
+    mpirun = {s.name: s.value for s in got.parts[0].settings}
+    assert mpirun["NCCL_IB_HCA"] == "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1"
+    assert mpirun["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and "PATH" not in mpirun  # -x PATH: the caller's value
+    exported = {s.name: s.how for p in got.parts[1:] for s in p.settings}
+    assert exported["NCCL_IB_QPS_PER_CONNECTION"] == "export"
+
+
+def test_srun_export_list_env_dump_and_kubernetes_env() -> None:
+    text = (
+        "srun --export=ALL,NCCL_IB_DISABLE=1,NCCL_SOCKET_IFNAME=eth0 -N 2 python train.py\n\n"
+        "$ env | grep NCCL\nNCCL_P2P_LEVEL=LOC\nNCCL_DEBUG=INFO\n\n"
+        '        env:\n        - name: NCCL_NET_GDR_LEVEL\n          value: "0"\n'
+    )
+    got = read_input("paste", text)
+    found = [(s.name, s.value, s.how) for p in got.parts for s in p.settings]
+    assert ("NCCL_IB_DISABLE", "1", "srun --export") in found
+    assert ("NCCL_P2P_LEVEL", "LOC", "env") in found
+    assert ("NCCL_NET_GDR_LEVEL", "0", "kubernetes env") in found
+    assert [x.launcher for p in got.parts for x in p.launches] == ["srun"]
+
+
+def test_docker_flags_with_equals_and_devices() -> None:
+    text = (
+        "docker run --gpus=all --ipc=host --shm-size=16g --device=/dev/infiniband --privileged"
+        " -e NCCL_IB_HCA=mlx5 img\n"
+    )
+    x = read_input("d", text).parts[0].launches[0]
+    assert (x.gpus, x.ipc_host, x.shm_size, x.devices, x.privileged) == ("all", True, "16g", ("/dev/infiniband",), True)
+
+
+def test_compose_environment_as_a_list_and_as_a_mapping() -> None:
+    text = '    environment:\n      - NCCL_IB_DISABLE=1\n      NCCL_P2P_DISABLE: "1"\n'
+    found = [(s.name, s.value, s.how) for p in read_input("compose.yml", text).parts for s in p.settings]
+    assert found == [("NCCL_IB_DISABLE", "1", "env"), ("NCCL_P2P_DISABLE", "1", "compose environment")]

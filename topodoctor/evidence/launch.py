@@ -1,0 +1,169 @@
+"""Command lines and dumps that set a job's environment: ``docker run --gpus ... -e NCCL_X=1
+--ipc=host --shm-size``, ``mpirun -x NCCL_X=1``, ``srun --export=...``, ``export NCCL_X=...``,
+``NCCL_X=1 torchrun ...``, ``env | grep NCCL`` dumps and Kubernetes env YAML (``- name: NCCL_X`` /
+``value: ...``). A command a paste continued with ``\\`` is joined first; a shell prompt in front
+(``$ ``, ``root@host:~# ``) is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from topodoctor.evidence.lines import Block, Parts
+from topodoctor.model.evidence import Launch, Setting
+
+# the variables that bear on a GPU job's communication
+_NAME = (
+    r"(?:NCCL|CUDA|NVIDIA|UCX|FI|TORCH_NCCL|TORCH_DISTRIBUTED|OMPI_MCA|PMIX_MCA|GLOO|MLX5|IBV|RDMAV|HCOLL|NVSHMEM)_\w+"
+)
+_PROMPT = re.compile(r"^\s*(?:\$|#|>|\(\S+\)\s*\$|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+")
+_LAUNCHER = re.compile(
+    r"(?:^|\s|/)(docker|podman|nvidia-docker|mpirun|mpiexec|srun|sbatch|torchrun|enroot|kubectl|deepspeed)\b"
+    r"(?:\s+(?:run|start|exec|create))?"
+)
+_EXPORT = re.compile(rf"^\s*(?:export|setenv|set -x)\s+({_NAME})[= ](\S*)")
+_ASSIGN = re.compile(rf"^\s*(?:-\s+)?({_NAME})=(\"[^\"]*\"|'[^']*'|\S*)\s*$")
+_INLINE = re.compile(rf"(?:^|\s)({_NAME})=(\S+)")
+_K8S_NAME = re.compile(rf"^\s*-\s*name:\s*[\"']?({_NAME})[\"']?\s*$")
+_YAML_MAP = re.compile(rf"^\s+({_NAME}):\s*[\"']?([^\"'\s]*)[\"']?\s*$")  # compose's environment: mapping
+_K8S_VALUE = re.compile(r"^\s*value:\s*(.*?)\s*$")
+_SBATCH = re.compile(r"^#SBATCH\s+--export=(\S+)")
+MAX_TEXT = 300
+
+
+def _unprompted(line: str) -> str:
+    return _PROMPT.sub("", line, count=1) if not line.startswith("#SBATCH") else line
+
+
+def starts(lines: list[str], i: int) -> bool:
+    """Whether a command line, an export, an env dump or env YAML begins at line ``i``."""
+    line = _unprompted(lines[i])
+    if _LAUNCHER.search(line) and (" -" in line or line.rstrip().endswith("\\")):
+        return True
+    return bool(
+        _EXPORT.match(line) or _ASSIGN.match(line) or _K8S_NAME.match(line) or _SBATCH.match(line)
+        or _YAML_MAP.match(line)
+        or (_INLINE.search(line) and len(line.split()) > 1 and _INLINE.match(line))
+    )  # fmt: skip
+
+
+def read(lines: list[str], i: int, piece: int) -> Block:
+    """The commands and settings from line ``i`` while lines go on being of this kind."""
+    parts = Parts()
+    j = i
+    while j < len(lines):
+        line = _unprompted(lines[j])
+        if not line.strip():
+            if j + 1 < len(lines) and starts(lines, j + 1):
+                j += 1
+                continue
+            break
+        if not starts(lines, j) and not _K8S_VALUE.match(line):
+            break
+        if m := _K8S_NAME.match(line):
+            value = ""
+            if j + 1 < len(lines) and (v := _K8S_VALUE.match(lines[j + 1])):
+                value = v.group(1).strip("\"'")
+                j += 1
+            parts.settings.append(Setting(piece, m.group(1), value, "kubernetes env"))
+        elif m := _EXPORT.match(line):
+            parts.settings.append(Setting(piece, m.group(1), m.group(2).strip("\"'"), "export"))
+        elif m := _ASSIGN.match(line):
+            parts.settings.append(Setting(piece, m.group(1), m.group(2).strip("\"'"), "env"))
+        elif m := _YAML_MAP.match(line):
+            parts.settings.append(Setting(piece, m.group(1), m.group(2), "compose environment"))
+        elif m := _SBATCH.match(line):
+            parts.settings += _export_list(m.group(1), piece, "sbatch --export")
+        elif _K8S_VALUE.match(line):
+            pass
+        else:
+            text = line.rstrip()
+            while text.endswith("\\") and j + 1 < len(lines):
+                j += 1
+                text = text[:-1] + " " + lines[j].strip()
+            _command(text, piece, parts)
+        j += 1
+    return Block("command-line", i, j, parts)
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=False)
+    except ValueError:  # an unbalanced quote in a cut paste
+        return text.split()
+
+
+def _command(text: str, piece: int, parts: Parts) -> None:
+    """One command line's settings and launch."""
+    m = _LAUNCHER.search(text)
+    words = _words(text)
+    for name, value in _INLINE.findall(text.split(m.group(1))[0] if m else text):
+        parts.settings.append(Setting(piece, name, value.strip("\"'"), "command prefix"))
+    if m is None:
+        return
+    launcher = {"nvidia-docker": "docker", "mpiexec": "mpirun"}.get(m.group(1), m.group(1))
+    gpus = ""
+    ipc = net = priv = None
+    shm = ""
+    devices: list[str] = []
+    k = 0
+    while k < len(words):
+        w = words[k]
+        flag, eq, inline = w.partition("=")
+        nxt = inline if eq else (words[k + 1] if k + 1 < len(words) else "")
+        step = 1 if eq else 2
+        if flag in ("-e", "--env") and launcher in ("docker", "podman", "enroot"):
+            _setting(nxt, piece, parts, f"{launcher} run -e")
+            k += step
+            continue
+        if flag == "-x" and launcher == "mpirun":
+            _setting(nxt, piece, parts, "mpirun -x")
+            k += step
+            continue
+        if flag in ("--export", "--container-env") and launcher in ("srun", "sbatch"):
+            parts.settings += _export_list(nxt, piece, f"{launcher} {flag}")
+            k += step
+            continue
+        if flag == "--gpus":
+            gpus = nxt.strip("\"'")
+            k += step
+            continue
+        if flag == "--ipc":
+            ipc = nxt == "host"
+        elif flag in ("--network", "--net"):
+            net = nxt == "host"
+        elif flag == "--shm-size":
+            shm = nxt
+        elif flag == "--device":
+            devices.append(nxt)
+        elif flag == "--privileged":
+            priv = True
+        elif flag in ("--ipc", "--network", "--net", "--shm-size", "--device") or not flag.startswith("-"):
+            pass
+        if flag in ("--ipc", "--network", "--net", "--shm-size", "--device") and not eq:
+            k += 2
+            continue
+        k += 1
+    for s in parts.settings:
+        if s.name in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") and not gpus:
+            gpus = s.value
+    parts.launches.append(Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT]))
+
+
+def _setting(word: str, piece: int, parts: Parts, how: str) -> None:
+    name, eq, value = word.partition("=")
+    if re.fullmatch(_NAME, name) or eq:
+        parts.settings.append(
+            Setting(piece, name, value.strip("\"'") if eq else "(from the caller's environment)", how)
+        )
+
+
+def _export_list(text: str, piece: int, how: str) -> list[Setting]:
+    """srun's ``--export=ALL,NCCL_X=1,NCCL_Y=2``."""
+    out = []
+    for item in text.strip("\"'").split(","):
+        name, eq, value = item.partition("=")
+        if eq and re.fullmatch(_NAME, name):
+            out.append(Setting(piece, name, value, how))
+    return out

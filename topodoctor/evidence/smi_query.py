@@ -1,0 +1,127 @@
+"""``nvidia-smi -q``: the sections that bear on a slow or failing run, per GPU: PCIe generation and
+width (current and max), virtualization mode, the clocks event reasons that are active (``Clocks
+Throttle Reasons`` before driver 535), volatile uncorrectable ECC errors, row remapping, and the
+fabric state (NVSwitch systems). The layout is indentation: a heading, then ``Key : Value`` lines
+under it, four spaces a level::
+
+    GPU 00000000:00:06.0
+        Product Name                          : NVIDIA H200
+        PCI
+            GPU Link Info
+                PCIe Generation
+                    Max                       : 5
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from topodoctor.evidence.lines import Block, Parts
+from topodoctor.model.evidence import GpuSeen
+
+_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+_TOP = re.compile(r"^(?:=+NVSMI LOG=+|Driver Version\s+:|Timestamp\s+:|CUDA Version\s+:|Attached GPUs\s+:)")
+_HEADING = re.compile(r"^\s+[A-Za-z][\w.()/-]*(?: [\w.()/-]+)*\s*$")  # words one space apart
+_KV = re.compile(r"^(\s*)(\S.*?)\s*:\s*(.*)$")
+
+
+def starts(lines: list[str], i: int) -> bool:
+    """Whether nvidia-smi -q begins at line ``i`` (its banner, or a GPU heading with keys under it)."""
+    if _TOP.match(lines[i]) and any(_GPU.match(x) or "NVSMI LOG" in x for x in lines[i : i + 12]):
+        return True
+    return bool(_GPU.match(lines[i]) and i + 1 < len(lines) and lines[i + 1].startswith("    ") and ":" in lines[i + 1])
+
+
+def read(lines: list[str], i: int, piece: int) -> Block:
+    """Every GPU's section from line ``i`` on, with the driver and CUDA versions above them."""
+    parts = Parts()
+    j = i
+    current: GpuSeen | None = None
+    index = 0
+    stack: list[tuple[int, str]] = []
+    active: list[str] = []
+    while j < len(lines):
+        line = lines[j]
+        if not line.strip():
+            j += 1
+            continue
+        if m := _GPU.match(line):
+            if current is not None:
+                parts.gpus.append(replace(current, clock_event_reasons=tuple(active)))
+            bus = m.group(1).upper()
+            current = GpuSeen(piece, index, bus_id=bus.zfill(16) if len(bus) < 16 else bus)
+            index += 1
+            stack, active = [], []
+            j += 1
+            continue
+        kv = _KV.match(line)
+        if current is None:
+            if kv and kv.group(2) == "Driver Version":
+                parts.driver_version = kv.group(3).strip()
+            elif kv and kv.group(2) == "CUDA Version":
+                parts.cuda_version = kv.group(3).strip()
+            elif not (_TOP.match(line) or kv):
+                break
+            j += 1
+            continue
+        if not line.startswith(" "):
+            break  # the -q output ended: a line of something else at the margin
+        indent = len(line) - len(line.lstrip())
+        if kv is None and not _HEADING.match(line):
+            break  # an indented line that is not -q's (the next tool's header)
+        if kv and kv.group(3).strip():
+            key, value = kv.group(2), kv.group(3).strip()
+        else:  # a heading (a key with nothing after it, or no colon at all)
+            key, value = (kv.group(2) if kv else line.strip().rstrip(":")), None
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = tuple(s for _, s in stack)
+        if value is None:
+            stack.append((indent, key))
+        else:
+            current, on = _field(current, path, key, value)
+            if on:
+                active.append(key)
+        j += 1
+    if current is not None:
+        parts.gpus.append(replace(current, clock_event_reasons=tuple(active)))
+    cut = "" if parts.gpus else "no GPU section"
+    return Block("smi-query", i, j, parts, cut=cut)
+
+
+def _int(value: str) -> int | None:
+    v = value.rstrip("x").strip()
+    return int(v) if v.isdigit() else None
+
+
+def _field(gpu: GpuSeen, path: tuple[str, ...], key: str, value: str) -> tuple[GpuSeen, bool]:
+    """The GPU with one ``Key : Value`` line applied, and whether it is an active clocks reason."""
+    where = path[-1] if path else ""
+    if key == "Product Name" and not path:
+        return replace(gpu, name=value), False
+    if key == "GPU UUID":
+        return replace(gpu, uuid=value), False
+    if key == "Minor Number" and value.isdigit() and not path:
+        return gpu, False
+    if where == "PCIe Generation" and key in ("Max", "Current"):
+        got = replace(gpu, pcie_gen_max=_int(value)) if key == "Max" else replace(gpu, pcie_gen=_int(value))
+        return got, False
+    if where == "Link Width" and key in ("Max", "Current"):
+        got = replace(gpu, pcie_width_max=_int(value)) if key == "Max" else replace(gpu, pcie_width=_int(value))
+        return got, False
+    if key.lower() == "virtualization mode":  # "Virtualization mode" before driver 450
+        return replace(gpu, virtualization=value), False
+    if path and path[0] in ("Clocks Event Reasons", "Clocks Throttle Reasons") and value == "Active":
+        return gpu, key != "Idle"
+    uncorrectable = "Uncorrectable" in key or key.startswith("Double Bit") or key == "Total"
+    if "Volatile" in path and uncorrectable and path[-1] != "Single Bit" and value.isdigit():
+        return replace(gpu, ecc_uncorrected=(gpu.ecc_uncorrected or 0) + int(value)), False
+    if where == "Remapped Rows" and key == "Pending":
+        return replace(gpu, remapping_pending=value.lower() == "yes"), False
+    if where == "Remapped Rows" and key == "Remapping Failure Occurred":
+        return replace(gpu, remapping_failed=value.lower() == "yes"), False
+    if where == "Fabric" and key in ("State", "Status") and value != "N/A":
+        both = f"{gpu.fabric_state} / {value}" if gpu.fabric_state else value
+        return replace(gpu, fabric_state=both), False
+    return gpu, False

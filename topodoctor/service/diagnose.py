@@ -1,0 +1,92 @@
+"""`diagnose` as the service runs it: what users bring (files, directories, standard input) read,
+bounded, into ``Evidence`` by the readers (``evidence/``), and judged (``diagnosis.evidence``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from topodoctor.core import fileio, stdio
+from topodoctor.core.budget import Budget
+from topodoctor.core.errors import InputError
+from topodoctor.core.text import plural
+from topodoctor.diagnosis.evidence import judge
+from topodoctor.evidence.inputs import KINDS_READ, Read, join, read_input
+from topodoctor.model.evidence import Evidence
+from topodoctor.model.findings import Finding, Severity
+from topodoctor.model.outcome import Judged
+
+MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
+MAX_FILES = 4096
+STDIN = "-"
+
+
+@dataclass(frozen=True)
+class DiagnoseOutcome(Judged):
+    """``diagnose``'s answer: what was read, and what it says."""
+
+    evidence: Evidence
+    findings: tuple[Finding, ...]
+    fail_level: Severity = "error"
+    not_measured: tuple[str, ...] = ()
+    unusable: tuple[str, ...] = ()
+
+
+def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity = "error") -> DiagnoseOutcome:
+    """Every input read and joined, then judged. No input of a kind it reads: ``InputError`` (exit 2)
+    naming what it reads."""
+    if not paths:
+        raise InputError(f"diagnose: no input given (it reads {KINDS_READ})")
+    deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
+    reads: list[Read] = []
+    named: list[str] = []  # the inputs of no kind it reads that the user named (not a directory's other files)
+    pieces = 0
+    for source, text, by_name in _texts([str(p) for p in paths], deadline):
+        got = read_input(source, text, pieces)
+        pieces += len(got.pieces)
+        reads.append(got)
+        if got.unreadable and by_name:
+            named.append(got.unreadable)
+    ev = join(reads)
+    if not ev.pieces:
+        shown = "; ".join(ev.unreadable[:3]) + (
+            f" (and {len(ev.unreadable) - 3} more)" if len(ev.unreadable) > 3 else ""
+        )
+        raise InputError(f"{shown}; diagnose reads {KINDS_READ}")
+    # A directory's files of no kind it reads (a screenshot, the reporter's notes) are said, not an error.
+    return DiagnoseOutcome(ev, judge(ev), fail_level, unusable=tuple(named))
+
+
+def _texts(paths: list[str], deadline: float) -> list[tuple[str, str, bool]]:
+    """Every input as text, and whether the user named it: standard input, the files named, every
+    file of a directory named."""
+    out: list[tuple[str, str, bool]] = []
+    for p in paths:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise InputError(f"diagnose: inputs not read within the --timeout ({plural(len(out), 'input')} read)")
+        if p == STDIN:
+            out.append((STDIN, _decoded(stdio.read_stdin("evidence", MAX_FILE_BYTES, left)), True))
+            continue
+        by_name = not Path(p).is_dir()
+        if not by_name:
+            names = [str(f) for f in fileio.list_files(p, "evidence directory", "", MAX_FILES, left)]
+            if not names:
+                raise InputError(f"evidence directory {p} holds no file")
+        else:
+            names = [p]
+        for f in names:
+            left = deadline - time.monotonic()
+            if left <= 0 or len(out) >= MAX_FILES:
+                raise InputError(f"diagnose: more than {plural(len(out), 'input')}, or not read within the --timeout")
+            out.append((f, _decoded(fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)), by_name))
+    return out
+
+
+def _decoded(data: bytes) -> str:
+    """A paste as text: what is not UTF-8 (a log's stray bytes, a Windows code page) is shown, not fatal."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", "replace")  # PowerShell's redirection writes UTF-16
+    return data.decode("utf-8", "replace")

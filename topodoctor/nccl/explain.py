@@ -1,4 +1,4 @@
-"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD079), each with
+"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD099), each with
 the evidence line, what it means, a fix built from the evidence and the cause as topodoctor read
 it. Data in, findings out; no I/O.
 
@@ -22,10 +22,12 @@ from topodoctor.nccl.evidence import RESULT, Builder, Context
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
+from topodoctor.nccl.fixes_runtime import RUNTIME
+from topodoctor.nccl.known_bugs import known_bug_findings
 from topodoctor.nccl.parse import Event, LogFile
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK}  # event kind -> what its finding says
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME}  # event kind -> what its finding says
 
 # What an NCCL error class usually means when NCCL left no reason (init.cc's ncclGetErrorString)
 LIKELY = {
@@ -80,6 +82,8 @@ def _finding(code: str, subject: str, message: str, fix: str, ev: Event | None, 
             evidence["rank"] = ev.rank
     not_found = code in ("TD049", "TD052")  # a failure no class explains: its cause is not found
     confidence = "not found" if not_found else ("stated by the log" if code in STATED else "likely")
+    if "candidates" in extra:  # a message of several causes: the finding ranks them
+        confidence = "candidates"
     evidence["cause"] = {"what": e.title if not not_found else "not found", "confidence": confidence}
     evidence.update(extra)
     return Finding(code, e.name, e.severity, subject, message, fix, evidence)
@@ -170,6 +174,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
     if not any(f.severity in ("error", "critical") for f in findings):
         findings = _unexplained(files, by_kind, env) + findings
+    if any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings):
+        findings = known_bug_findings(files) + findings  # the release's own bug comes first
     return findings + _other_warnings(files, by_kind, findings)
 
 
@@ -239,14 +245,18 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
     if not reason and warns:  # else NCCL's first WARN that no class covers
         reason, ev = warns[0].fields.get("said", ""), warns[0]
     if reason:
+        fields = ev.fields if ev is not None and ev.fields.get("said") == reason else {}
+        known = _from_source(fields)
+        source = {"source": {k: fields[k] for k in ("site", "returns", "span") if k in fields}} if known else {}
         return [
             _finding(
                 "TD052",
                 _subject([ev]) if ev else "logs",
-                f"NCCL failed ({cls}): {reason[:200]}; cause not found",
+                f"NCCL failed ({cls}): {reason[:200]}{known}; cause not found",
                 EXPLANATIONS["TD052"].fix,
                 ev,
                 reason=reason,
+                **source,
             )
         ]
     if trails and not errors:
@@ -284,6 +294,15 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
             debug_set="NCCL_DEBUG=WARN",
         )
     ]
+
+
+def _from_source(f: Mapping[str, str]) -> str:
+    """What NCCL's sources say of an unclassed message (the catalogue's fields of its event):
+    where it is printed and what the code does next; "" when the catalogue does not know it."""
+    if not f.get("site"):
+        return ""
+    then = f"which then returns {f['returns']}" if f.get("returns") else "which goes on after it"
+    return f" (printed by {f['site']}, {then}; NCCL {f.get('span', '')})"
 
 
 def _class(errors: Sequence[Event], trails: Sequence[Event]) -> str:

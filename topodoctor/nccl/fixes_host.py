@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from topodoctor.nccl.cuda_sites import site_of
 from topodoctor.nccl.evidence import Builder, Context, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
@@ -37,8 +38,9 @@ CUDA_HINTS = (
     ("no CUDA-capable device", "this process sees no GPU: CUDA_VISIBLE_DEVICES, the container's --gpus"),
     (
         "illegal memory access",
-        "a GPU kernel faulted (often a buffer freed or resized while NCCL used it); "
-        "`dmesg | grep -i xid` shows whether the GPU reported a fault",
+        "a GPU kernel faulted: one of the program's kernels before NCCL's call (CUDA errors are sticky), a "
+        "buffer freed or resized while NCCL used it, or a bug of the NCCL release (see the version); "
+        "`dmesg | grep -i xid` shows whether the GPU reported a fault, CUDA_LAUNCH_BLOCKING=1 which kernel",
     ),
     ("launch failure", "a GPU kernel failed: `dmesg | grep -i xid`; reset the GPU if it repeats"),
     (
@@ -106,6 +108,15 @@ def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
     )
 
 
+# CUDA errors that state their cause whatever the call: the site's candidates do not apply
+_CUDA_STATES = (
+    "launch timed out",
+    "device-side assert",
+    "invalid device ordinal",
+    "no cuda-capable device",
+    "peer mapping resources exhausted",
+    "initialization error",
+)
 # CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
 
@@ -123,9 +134,22 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
             {"cuda_error": msg},
         )
     hint = next((h for key, h in CUDA_HINTS if key.lower() in msg.lower()), "")
-    where = f" in {evs[0].source}" if evs[0].source else ""
+    source = next((e.source for e in evs if e.source), "")
+    where = f" in {source}" if source else ""
     fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix
-    return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, {"cuda_error": msg})
+    extra: dict[str, object] = {"cuda_error": msg}
+    site = site_of(source) if source and not any(k in msg.lower() for k in _CUDA_STATES) else None
+    if site is None:
+        return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(site.candidates, 1))
+    extra |= {"site": source, "candidates": list(site.candidates)}
+    return Said(
+        "TD057",
+        f"a CUDA call failed{where} ({site.does}): {_cuda_text(f)}; the error does not say which of this "
+        "site's causes it is",
+        f"Candidates at {source}, most likely first: {ranked}. Collect next: {site.collect}. {fix}",
+        extra,
+    )
 
 
 def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -242,9 +266,10 @@ def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
 
 
 def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
-    if f.get("func"):
+    if f.get("func") or not (f.get("what") or f.get("attr")):
         forced = ", ".join(f"{k}={ctx.env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in ctx.env)
-        msg = f"no algorithm/protocol NCCL may use runs {f['func']}" + (f" ({forced})" if forced else "")
+        func = f.get("func") or "the operation"
+        msg = f"no algorithm/protocol NCCL may use runs {func}" + (f" ({forced})" if forced else "")
         fix = (f"Unset {forced}, or let it include Ring and Simple. " if forced else "") + EXPLANATIONS["TD077"].fix
         return Said("TD077", msg, fix, {"forced": forced})
     if f.get("what"):

@@ -23,12 +23,14 @@ from topodoctor.nccl.choices import parse_choices
 from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.continuation import ends_in_trail, wrapped
 from topodoctor.nccl.logfile import Event, Level, LogFile
+from topodoctor.nccl.outcome import Outcome, settled
 
 __all__ = ["Event", "LogFile", "parse_file"]
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
 _SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"
 _WARN = re.compile(rf"(?:(?P<src>{_SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
 _OLD_WARN = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) WARN (?P<msg>.*)")  # NCCL before 2.5: no "NCCL"
+_V1_WARN = re.compile(rf"(?:^|\s)WARN (?P<src>{_SRC}):(?P<line>\d+) (?P<msg>.*)")  # NCCL 1.x: "WARN src/core.cu:N"
 _OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
 _DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")
 _TRAIL = re.compile(rf"(?P<src>{_SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
@@ -91,6 +93,8 @@ _BARE_OK = re.compile(
     r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
     r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
+    r"|Detected mismatch between collectives|undefined symbol: nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
+    r"|No interface found in the same subnet|does not loop back to start|NET/OFI"
 )
 
 
@@ -124,6 +128,7 @@ class _Reader:
         self.nccl_seen = False  # a line so far named NCCL
         self.prefixes: set[str] = set()
         self.progress_at: list[int] = []
+        self.outcome = Outcome()
         self.file_rank = _file_rank(name)
         if self.file_rank is not None:
             self.ranks[self.file_rank] = None
@@ -164,14 +169,14 @@ class _Reader:
             self.seen("INFO")
             self._host(line, at)
             self._info(i, line, line[at + 10 :], rank)
-        elif "WARN" in line and ((m := _WARN.search(line)) or (m := _OLD_WARN.search(line))):
+        elif "WARN" in line and ((m := _WARN.search(line)) or (m := _OLD_WARN.search(line) or _V1_WARN.search(line))):
             self.seen("WARN")
             self._host(line, line.find("WARN"))
             msg = m.group("msg").rstrip("*").strip()
             src = m.group("src") or ""
             # a WARN wrapped at a space reads whole first: its first half may read as a vaguer class
-            reading = self._wrapped(i, msg, src, (" ",)) or classify(msg, src)
-            self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg})
+            reading, known = self.outcome.warn(i, line, self._wrapped(i, msg, src, (" ",)) or classify(msg, src), msg)
+            self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg} | known)
         elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
             self.seen("INFO")
             self._info(i, line, m.group("msg"), rank)
@@ -211,6 +216,7 @@ class _Reader:
             self.seen("VERSION")
 
     def _info(self, i: int, line: str, msg: str, rank: int | None) -> None:
+        self.outcome.info(i, line, msg)
         if " -> " in msg and (".c" in msg or ".h:" in msg) and (m := _TRAIL.search(msg)):
             tag = m.group("tag") or ""
             self.trail_src[m.group("src").rsplit("/", 1)[-1]] = None
@@ -291,11 +297,13 @@ class _Reader:
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
             return
+        self.outcome.other(i, line, self.nccl_seen)
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self._wrapped(i, line)):
             if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
                 reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
                 self.consumed = i + 1
             fields = {"said": line.strip()}
+            self.failed_at += self.outcome.bare(i, line, reading)
             if reading.kind == "watchdog-timeout":
                 self.failed_at.append(i)
                 who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
@@ -358,6 +366,7 @@ def parse_file(name: str, text: str) -> LogFile:
         r.line(i, raw)
     if (end := ends_in_trail(lines, r.trail_path)) is not None:
         r.failed_at.append(end)
+    r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
     info = r.level == "INFO"
     failing = [e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag")] + r.failed_at
@@ -368,7 +377,7 @@ def parse_file(name: str, text: str) -> LogFile:
         versions=tuple(_dedupe_versions(r.versions)),
         ranks=tuple(sorted(r.ranks)),
         hosts=tuple(r.hosts),
-        events=tuple(r.events),
+        events=settled(r.events, bool(r.failed_at)),
         last_errors=tuple(r.last_errors),
         env=r.env,
         account=account(["\n".join(nccl_lines)]) if info else None,

@@ -1,0 +1,108 @@
+"""Builders of `nccl-log` findings read from NCCL's version and the programs around it: the NET
+plugin aws-ofi-nccl, torch's collective check, the libnccl the process loaded, the subnet of
+NCCL_COMM_ID, the topology search, the SHM transport's cuMem host memory, and a message the
+catalogue of NCCL's sources knows but no class covers. Data in, text out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from topodoctor.nccl.evidence import Builder, Context, Said, odd_interfaces, older_than, with_general
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.parse import Event
+
+
+def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    what = f.get("what", "").strip()
+    err = f" ({f['err'].strip()})" if f.get("err") else ""
+    if "fi_getinfo" in what or "provider" in what:
+        specific = (
+            "libfabric found no provider for the plugin: check `fi_info -p efa` in the same container (the EFA "
+            "device passed in, FI_PROVIDER not naming an absent provider, libfabric as new as the plugin needs)."
+        )
+    elif "register memory" in what:
+        specific = (
+            "The plugin could not register a buffer with the NIC: raise the locked-memory limit (`ulimit -l "
+            "unlimited`, --ulimit memlock=-1) and check GPUDirect RDMA for GPU buffers (FI_EFA_USE_DEVICE_RDMA, "
+            "the efa driver's p2p support)."
+        )
+    else:
+        specific = ""
+    return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific), {"ofi": what})
+
+
+def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("a"):
+        msg = (
+            f"rank {f['a']} runs {f.get('ca', '?')[:120]} while rank {f['b']} runs {f.get('cb', '?')[:120]}: "
+            "the ranks' collectives differ"
+        )
+    else:
+        msg = "torch found the ranks running different collectives (shapes, types or operations differ)"
+    return Said("TD085", msg, EXPLANATIONS["TD085"].fix)
+
+
+def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("sym"):
+        msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
+    else:
+        msg = f"{f.get('lib') or f.get('lib2') or 'libnccl'} could not be loaded" + (
+            f" (no version {f['ver']})" if f.get("ver") else ""
+        )
+    return Said("TD086", msg, EXPLANATIONS["TD086"].fix, {"symbol": f.get("sym", "")})
+
+
+def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    comm_id = ctx.env.get("NCCL_COMM_ID", "")
+    addr = f.get("addr", "").rstrip(".")
+    named = f" (NCCL_COMM_ID={comm_id})" if comm_id else ""
+    specific = odd_interfaces(ctx)
+    if older_than(ctx, (2, 27, 3)):
+        specific += (
+            " NCCL before 2.27.3 also stopped its subnet search early on hosts with many interfaces (fixed in "
+            "2.27.3): upgrade NCCL if an interface on that subnet does exist."
+        )
+    return Said(
+        "TD088",
+        f"no interface of this host is in the subnet of {addr or 'the remote address'}{named}",
+        with_general("TD088", specific.strip()),
+        {"address": addr},
+    )
+
+
+def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("ring"):
+        what = f"ring {f['ring']} does not {f.get('how', 'loop back to start')}"
+    else:
+        what = f"the topology search could not find {f.get('what') or evs[0].fields.get('said', '')[:120]}"
+    settings = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_CROSS_NIC", "NCCL_NET_MERGE_LEVEL")
+    forced = ", ".join(f"{k}={ctx.env[k]}" for k in settings if k in ctx.env)
+    specific = f"The log shows {forced}: try without it." if forced else ""
+    return Said("TD089", f"NCCL's topology search failed: {what}", with_general("TD089", specific))
+
+
+def _cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    where = f" in {evs[0].source}" if evs[0].source else ""
+    if f.get("msg") or f.get("num"):
+        num = f" {f['num']}" if f.get("num") else ""
+        what = f"a CUDA call of the SHM transport failed{where}: CUDA error{num} '{f.get('msg', '')}'"
+    else:
+        seg = f.get("seg", "")
+        what = f"a local peer's SHM segment reads as {seg!r} of size {f.get('size', '0')}: not a segment it made"
+    if older_than(ctx, (2, 23, 0)):
+        return Said(
+            "TD056",
+            what + " (an NCCL without cuMem host memory)",
+            "NCCL_SHM_DISABLE=1 confirms SHM is the part that fails; " + EXPLANATIONS["TD056"].fix,
+        )
+    return Said("TD090", what, EXPLANATIONS["TD090"].fix)
+
+
+RUNTIME: dict[str, Builder] = {
+    "ofi": _ofi,
+    "torch-mismatch": _torch_mismatch,
+    "nccl-library": _library,
+    "subnet": _subnet,
+    "graph-search": _graph_search,
+    "cumem-host": _cumem_host,
+}

@@ -1,0 +1,88 @@
+"""How a run ended, as its log shows it: the lines that say the run itself failed (a Python
+traceback, an abort, a launcher's non-zero exit) and the WARNs a run failed on when nothing else
+says so (NCCL's source returns an error after them and the process printed nothing more). One
+``Outcome`` per file, fed by ``nccl.parse``'s reader line by line; text in, line numbers out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from topodoctor.nccl.catalogue import FATAL_KINDS, SOFT_KINDS, from_sources, sourced
+from topodoctor.nccl.classify import Reading
+from topodoctor.nccl.logfile import Event
+
+# the run's own end, in a log that spoke of NCCL: a Python traceback, an abort, a launcher's non-zero exit
+RUN_FAILED = re.compile(
+    r"Traceback \(most recent call last\)|terminate called after throwing|Aborted \(core dumped\)"
+    r"|Segmentation fault|exited with (?:exit )?code [1-9]|\bexitcode\s*:\s*-?[1-9]|ChildFailedError"
+    r"|Fatal Python error|srun: error: .*[Ee]xit(?:ed)? (?:with exit )?code [1-9]"
+)
+_PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
+# the classes whose message is the failure itself, wherever it is printed
+FAILS = frozenset(("torch-mismatch", "nccl-library"))
+
+
+def process(line: str) -> str:
+    """The ``host:pid`` of NCCL's line prefix; "" when the line has none."""
+    m = _PROCESS.search(line)
+    return m.group(1) if m else ""
+
+
+class Outcome:
+    """What one file says of the run's end."""
+
+    def __init__(self) -> None:
+        self.fatal_warns: list[tuple[int, str]] = []  # WARNs NCCL's source fails after: (line, host:pid)
+        self.nccl_last: dict[str, int] = {}  # host:pid -> its last NCCL INFO line other than the trail
+        self.ended_at: list[int] = []  # the run's own end: a traceback, an abort, a non-zero exit
+
+    def warn(self, i: int, line: str, reading: Reading | None, msg: str) -> tuple[Reading | None, dict[str, str]]:
+        """A WARN line read as ``reading``: the reading, the catalogue's where no narrower class
+        read it, and what NCCL's sources say of it; notes whether the run fails on it."""
+        reading = reading or from_sources(msg)
+        known = sourced(msg) if reading is None or reading.kind in FATAL_KINDS else {}
+        if (reading is not None and reading.kind in FATAL_KINDS) or known.get("fatal"):
+            self.fatal_warns.append((i, process(line)))
+        return reading, known
+
+    def info(self, i: int, line: str, msg: str) -> None:
+        """An NCCL INFO line: NCCL went on, unless it is the return-code trail."""
+        if self.fatal_warns and " -> " not in msg:
+            self.nccl_last[process(line)] = i
+
+    def other(self, i: int, line: str, nccl_seen: bool) -> None:
+        """Any other line: the run's own end, in a log that spoke of NCCL."""
+        if nccl_seen and RUN_FAILED.search(line):
+            self.ended_at.append(i)
+
+    def bare(self, i: int, line: str, reading: Reading) -> list[int]:
+        """A message pasted without NCCL's prefix: the lines where the run failed on it."""
+        if reading.kind in FATAL_KINDS:
+            self.fatal_warns.append((i, process(line)))
+        return [i] if reading.kind in FAILS else []
+
+    def failed_on_warn(self, failed_at: list[int], progress_at: list[int]) -> list[int]:
+        """The WARNs the run failed on where nothing else says it failed: a WARN that NCCL's
+        source returns an error after, or of a fatal class, after which the process printed no
+        NCCL line but the trail and the work made no progress; or one followed by the run's own
+        end (a traceback, an abort, a non-zero exit)."""
+        if failed_at or not self.fatal_warns:
+            return []
+        if self.ended_at and self.ended_at[-1] > self.fatal_warns[0][0]:
+            return [self.ended_at[-1]]
+        out = []
+        for at, proc in self.fatal_warns:
+            went_on = any(i > at and (not proc or not p or p == proc) for p, i in self.nccl_last.items())
+            if not went_on and not any(p > at for p in progress_at):
+                out.append(at)
+        return out
+
+
+def settled(events: Sequence[Event], failed: bool) -> tuple[Event, ...]:
+    """The events as the run's end decides them: in a run that did not fail, a message whose class
+    is the failure only when the run ends on it (a plugin that failed and NCCL fell back) is a WARN."""
+    if failed:
+        return tuple(events)
+    return tuple(replace(e, kind="warn") if e.kind in SOFT_KINDS else e for e in events)

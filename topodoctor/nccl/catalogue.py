@@ -111,9 +111,8 @@ def _pattern(fmt: str) -> re.Pattern[str]:
     out = []
     for i, p in enumerate(parts):
         if i % 2 == 0:
-            out.append(r"\s*".join(re.escape(w) for w in p.split()) if p.strip() else (r"\s*" if p else ""))
-            if p[-1:].isspace():
-                out.append(r"\s*")
+            lead, trail = (r"\s*" if p[:1].isspace() else ""), (r"\s*" if p[-1:].isspace() else "")
+            out.append(lead + r"\s*".join(re.escape(w) for w in p.split()) + trail if p.strip() else lead)
         else:
             out.append("%" if p.endswith("%") else (r".*?" if p.endswith("s") else r"\S*?"))
     return re.compile("".join(out), re.IGNORECASE)
@@ -146,15 +145,15 @@ def entries() -> tuple[Entry, ...]:
 
 @cache
 def _index() -> tuple[tuple[str, re.Pattern[str], Entry], ...]:
-    rows = [(_literal(e.format), e) for e in entries() if e.source in ("nccl", "aws-ofi-nccl")]
+    rows = [(_literal(e.format), e) for e in entries() if e.source in ("nccl", "aws-ofi-nccl") and e.level == "WARN"]
     # the longer the fixed text, the narrower the message: it is tried first
     rows.sort(key=lambda r: -len(r[0]))
     return tuple((lit, _pattern(e.format), e) for lit, e in rows if len(lit) >= _MIN_LITERAL)
 
 
 def lookup(message: str) -> Entry | None:
-    """The catalogue's entry of one NCCL (or NET plugin) message, as printed after ``WARN``; None
-    when no message of the sources reads so."""
+    """The catalogue's WARN entry of one NCCL (or NET plugin) message, as printed after ``WARN``;
+    None when no WARN of the sources reads so."""
     low = message.lower()
     for lit, pat, e in _index():
         if lit in low and pat.search(message):

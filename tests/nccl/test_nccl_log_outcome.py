@@ -1,0 +1,207 @@
+"""Known bugs by version (TD083), severity from the run's outcome, the classes read from the
+programs around NCCL (TD084 - TD090) and the candidates of a message with several causes. The
+lines are those of public threads (named at each case) or NCCL's own format strings (the
+catalogue's), with NCCL's line prefix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from topodoctor.cli.commands import app
+from topodoctor.model.findings import Finding, failing
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
+
+H = "gpu7:4021:4090 [3]"
+runner = CliRunner()
+
+
+def _explain(text: str) -> list[Finding]:
+    return explain([parse_file("job.log", text)])
+
+
+# NVIDIA/nccl#1020: NCCL 2.19.3, rings computed differently per rank (fixed in 2.19.4)
+RING = f"{H} graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (13 != 15).\n"
+
+
+def test_known_bug_of_the_version_comes_first_with_its_fix() -> None:
+    findings = _explain(f"{H} NCCL INFO NCCL version 2.19.3+cuda12.2\n" + RING)
+    first = findings[0]
+    assert (first.code, first.severity) == ("TD083", "error")
+    assert "known bug of NCCL 2.19.3, fixed in 2.19.4: upgrade NCCL" in first.message
+    assert "NVIDIA/nccl#1020" in first.fix and "NCCL_TOPO_FILE" in first.fix
+    assert first.evidence["line"] == 2
+    assert findings[1].code == "TD089"  # the class of the message itself follows
+
+
+def test_same_message_on_a_fixed_version_is_its_class_and_still_fails() -> None:
+    """2.20.3 has the fix: no known bug; the WARN is fatal in graph/rings.cc and nothing follows it,
+    so the run failed on it: error, exit 1."""
+    findings = _explain(f"{H} NCCL INFO NCCL version 2.20.3+cuda12.2\n" + RING)
+    assert (findings[0].code, findings[0].severity) == ("TD089", "error")
+    assert not any(f.code == "TD083" for f in findings)
+
+
+def test_nic_fusion_fallback_in_a_run_that_went_on_is_no_bug() -> None:
+    """NVIDIA/nccl#1748's first WARN, in a run that completed: NCCL fell back, nothing failed."""
+    text = (
+        f"{H} NCCL INFO NCCL version 2.26.2+cuda12.8\n"
+        f"{H} graph/search.cc:1089 NCCL WARN Could not find a path for pattern 1, falling back to simple order\n"
+        f"{H} NCCL INFO comm 0x5581 rank 3 nranks 8 cudaDev 3 busId 9b000 - Init COMPLETE\n"
+    )
+    findings = _explain(text)
+    assert [f.code for f in findings] == ["TD051"] and not failing(findings, "error")
+
+
+def test_nic_fusion_fatal_path_under_2_26_is_the_known_bug() -> None:
+    """NVIDIA/nccl#1748: 2.26.2, the fallback then names NET 0, which NIC fusion removed."""
+    text = (
+        f"{H} NCCL INFO NCCL version 2.26.2+cuda12.8\n"
+        f"{H} graph/search.cc:1089 NCCL WARN Could not find a path for pattern 1, falling back to simple order\n"
+        f"{H} graph/topo.cc:580 NCCL WARN Could not find NET with id 0\n"
+        f"{H} NCCL INFO graph/search.cc:1131 -> 3\n{H} NCCL INFO init.cc:1015 -> 3\n"
+        f"{H} NCCL INFO group.cc:75 -> 3 [Async thread]\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD083" and "fixed in 2.27.3" in first.message and "NCCL_NET_MERGE_LEVEL=LOC" in first.fix
+
+
+def test_lower_case_no_algorithm_is_fatal_at_error() -> None:
+    """NCCL 2.19's enqueue.cc wording, lower case, with no trail after it in a WARN-level log."""
+    findings = _explain(f"{H} enqueue.cc:1196 NCCL WARN Error : no algorithm/protocol available\n")
+    assert (findings[0].code, findings[0].severity) == ("TD077", "error")
+
+
+def test_ofi_getinfo_failure_ends_the_run_at_error() -> None:
+    text = (
+        f"{H} NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.13.2-aws\n"
+        f"{H} nccl_net_ofi_rdma_init:7308 NCCL WARN NET/OFI OFI fi_getinfo() call failed: No data available\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD084", "error") and "fi_info -p efa" in first.fix
+
+
+def test_ofi_register_failure_names_memlock() -> None:
+    text = (
+        f"{H} nccl_ofi_sendrecv.c:582 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 0. "
+        "RC: -12, Error: Cannot allocate memory\n"
+        f"{H} NCCL INFO transport/net.cc:1054 -> 2\n{H} NCCL INFO group.cc:75 -> 2 [Async thread]\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD084" and "ulimit -l" in first.fix
+
+
+def test_ofi_plugin_failure_with_nccl_going_on_is_info() -> None:
+    """The plugin failed, NCCL went on with sockets (aws/aws-ofi-nccl#715): no failure."""
+    text = (
+        f"{H} nccl_net_ofi_create_plugin:259 NCCL WARN NET/OFI aws-ofi-nccl initialization failed\n"
+        f"{H} NCCL INFO NET/Socket : Using [0]eth0:10.0.227.37<0>\n{H} NCCL INFO Using network Socket\n"
+    )
+    findings = _explain(text)
+    assert [f.severity for f in findings] == ["info"]
+
+
+def test_torch_collective_mismatch_is_the_program() -> None:
+    text = (
+        "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE, TensorShape=[4], TensorDtypes=Float), but "
+        "Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE, "
+        "TensorShape=[8], TensorDtypes=Float).\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD085", "error") and "TensorShape=[4]" in first.message
+
+
+def test_undefined_nccl_symbol_is_the_library_loaded(tmp_path: Path) -> None:
+    text = (
+        'Traceback (most recent call last):\n  File "train.py", line 1, in <module>\n    import torch\n'
+        "ImportError: /usr/lib/python3/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclMemFree\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD086", "error") and "ncclMemFree" in first.message
+    (tmp_path / "job.log").write_text(text)
+    assert runner.invoke(app, ["nccl-log", str(tmp_path / "job.log")]).exit_code == 1  # a failed job exits 1
+
+
+def test_nccl_1x_warn_format_is_read() -> None:
+    """NCCL 1.x's WARN macro (src/core.h): ``WARN %s:%d `` then the message, no host prefix."""
+    findings = _explain("WARN src/core.cu:652 Cuda failure 'out of memory'\n")
+    assert findings[0].code == "TD058"
+
+
+def test_watchdog_timeout_of_one_ms_is_the_cause() -> None:
+    text = (
+        "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1) ran for 1044 milliseconds "
+        "before timing out.\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD087", "error") and "did not join" not in first.message
+
+
+def test_watchdog_timeout_of_ten_minutes_is_a_rank() -> None:
+    text = (
+        "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=8898, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600236 "
+        "milliseconds before timing out.\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD047" and "did not join" in first.message
+
+
+def test_cuda_217_in_the_shm_transport_is_cumem_host_not_p2p() -> None:
+    text = (
+        f"{H} NCCL INFO NCCL version 2.27.5+cuda12.9\n"
+        f"{H} transport/shm.cc:592 NCCL WARN Cuda failure 217 'peer access is not supported between these two "
+        "devices'\n" + f"{H} NCCL INFO transport/shm.cc:620 -> 1\n{H} NCCL INFO group.cc:75 -> 1 [Async thread]\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD090" and "NCCL_CUMEM_HOST_ENABLE=0" in first.fix
+    assert "NCCL_P2P_DISABLE" not in first.fix
+
+
+def test_shm_segment_of_size_zero_and_garbage_name_is_cumem_host() -> None:
+    text = (
+        f"{H} NCCL INFO NCCL version 2.24.3+cuda12.6\n"
+        f"{H} misc/shmutils.cc:88 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-\x01\ufffd "
+        "(size 0), error: No such file or directory (2)\n"
+        f"{H} NCCL INFO transport/shm.cc:381 -> 2\n{H} NCCL INFO group.cc:75 -> 2 [Async thread]\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD090" and "--ipc=host" in first.fix
+
+
+def test_generic_cuda_error_names_its_site_and_candidates() -> None:
+    """NVIDIA/nccl#1283: 'invalid argument' raised in include/alloc.h: the site's causes, ranked."""
+    text = (
+        "(train_rft pid=2657296) 2024-05-11 14:10:52.227 n176-080-198:2657296:2658232 [0] include/alloc.h:102 "
+        "NCCL WARN Cuda failure 1 'invalid argument'\n"
+        "(train_rft pid=2657296) n176-080-198:2657296:2658232 [0] NCCL INFO init.cc:1475 -> 1\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD057" and first.evidence["cause"]["confidence"] == "candidates"
+    assert "(1) cuMem" in first.fix and "(2)" in first.fix and "Collect next" in first.fix
+    assert first.evidence["candidates"]
+
+
+def test_no_interface_in_the_subnet_names_nccl_comm_id() -> None:
+    text = (
+        f"{H} NCCL INFO NCCL_COMM_ID set by environment to 10.20.0.5:29500\n"
+        f"{H} misc/socket.cc:238 NCCL WARN Net : No interface found in the same subnet as remote address "
+        "10.20.0.5<29500>\n"
+        f"{H} misc/socket.cc:451 NCCL WARN NET/Socket : no socket interface found\n"
+        f"{H} NCCL INFO bootstrap.cc:65 -> 3\n{H} NCCL INFO init.cc:1500 -> 3\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD088", "error") and "NCCL_COMM_ID=10.20.0.5:29500" in first.message
+
+
+def test_catalogued_warn_no_class_covers_says_what_the_source_does() -> None:
+    """A WARN of NCCL's source with no class of its own, then the trail: cause not found, with the
+    file, function and error the source returns after it."""
+    text = f"{H} init.cc:1102 NCCL WARN Invalid device count requested : 0\n{H} NCCL INFO init.cc:1500 -> 4\n"
+    text += f"{H} NCCL INFO group.cc:75 -> 4 [Async thread]\n"
+    first = _explain(text)[0]
+    assert first.code == "TD052" and "returns ncclInvalidArgument" in first.message

@@ -205,3 +205,23 @@ def test_catalogued_warn_no_class_covers_says_what_the_source_does() -> None:
     text += f"{H} NCCL INFO group.cc:75 -> 4 [Async thread]\n"
     first = _explain(text)[0]
     assert first.code == "TD052" and "returns ncclInvalidArgument" in first.message
+
+
+def test_sockets_on_bridges_only_are_the_cause_of_a_failure_without_reason() -> None:
+    """The interface list pasted without NCCL's prefix, then torch's error with no reason: NCCL's
+    sockets use a docker bridge and a veth, which reach no other node."""
+    text = (
+        "NET/Socket : Using [0]docker0:172.17.0.1<0> [1]veth3a2b1c:fe80::42:acff:fe11:2%veth3a2b1c<0>\n"
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.18.1\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD041", "error") and "docker0" in first.message
+    assert "NCCL_SOCKET_IFNAME" in first.fix
+
+
+def test_one_routed_interface_among_bridges_is_not_named_the_cause() -> None:
+    text = (
+        "NET/Socket : Using [0]eth0:10.0.0.5<0> [1]docker0:172.17.0.1<0>\n"
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.18.1\n"
+    )
+    assert _explain(text)[0].code == "TD049"

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.nccl.classify import ROOT
-from topodoctor.nccl.evidence import RESULT, Builder, Context
+from topodoctor.nccl.evidence import RESULT, Builder, Context, odd_interfaces, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
@@ -174,9 +174,27 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
     if not any(f.severity in ("error", "critical") for f in findings):
         findings = _unexplained(files, by_kind, env) + findings
+        if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
+            findings.insert(0, _bridges_only(ctx, findings[0]))
     if any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings):
         findings = known_bug_findings(files) + findings  # the release's own bug comes first
     return findings + _other_warnings(files, by_kind, findings)
+
+
+def _bridges_only(ctx: Context, failed: Finding) -> Finding:
+    """A failed job whose sockets use only container bridges and link-local addresses: those reach
+    no other node, which is the cause the log shows."""
+    names = ", ".join(ctx.socket_ifs)
+    return _finding(
+        "TD041",
+        "sockets",
+        f"NCCL failed and its sockets use only {names}: container bridges or link-local addresses that reach no "
+        "other node (NCCL_SOCKET_IFNAME names no routed interface)",
+        f"{odd_interfaces(ctx)} {EXPLANATIONS['TD041'].fix}",
+        None,
+        interfaces=dict(ctx.socket_ifs),
+        failure=failed.message[:200],
+    )
 
 
 def _drop_skipped_queries(by_kind: dict[str, list[Event]], skipped: Sequence[Event]) -> None:

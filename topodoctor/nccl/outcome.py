@@ -21,7 +21,7 @@ RUN_FAILED = re.compile(
 )
 _PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
 # the classes whose message is the failure itself, wherever it is printed
-FAILS = frozenset(("torch-mismatch", "nccl-library"))
+FAILS = frozenset(("torch-mismatch", "nccl-library", "watchdog-timeout"))
 
 
 def process(line: str) -> str:

@@ -5,13 +5,13 @@ A file may be one rank's ``NCCL_DEBUG_FILE``, a job's stderr holding every rank 
 its lines ``[rank3]:``, mpirun ``[1,3]<stdout>:``, Ray ``(RayWorker pid=..., ip=...)``, pdsh and
 srun ``host: `` / ``0: ``, many add a timestamp), or nccl-tests' output. NCCL's own structure is
 found wherever it sits in the line: ``host:pid:tid [dev] file.cc:line NCCL WARN msg`` (before
-2.5 without ``NCCL``), the return-code trail ``NCCL INFO file.cc:line -> N [Async thread]``
-(include/checks.h's NCCLCHECK), torch's ``NCCL error ... Last error:`` block and nccl-tests'
-``Test NCCL/CUDA failure``. What a message means is ``nccl.classify``'s part.
+2.5 without ``NCCL``, 1.x ``WARN file.cu:line msg``), the return-code trail ``NCCL INFO
+file.cc:line -> N [Async thread]`` (include/checks.h's NCCLCHECK), torch's ``NCCL error ... Last
+error:`` block and nccl-tests' ``Test NCCL/CUDA failure``. What a message means is
+``nccl.classify``'s part (then the catalogue's); how the run ended, ``nccl.outcome``'s.
 
-NCCL_DEBUG decides how much NCCL says: unset, only the framework's error (and, recent torch,
-``ncclGetLastError()`` after ``Last error:``); WARN, the version banner and the WARN lines; INFO,
-all of it (transports, channels, the trail).
+NCCL_DEBUG decides how much NCCL says: unset, only the framework's error (and ``Last error:``);
+WARN, the version banner and the WARN lines; INFO, all of it (transports, channels, the trail).
 """
 
 from __future__ import annotations
@@ -165,6 +165,8 @@ class _Reader:
             self.ranks[rank] = None
         if "NCCL version" in line or line.endswith("NCCL"):
             self._version(i, line)
+        if ": Using " in line and (m := _SOCK_USING.search(line)):  # at INFO, or the line pasted bare
+            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
         if (at := line.find("NCCL INFO ")) >= 0:
             self.seen("INFO")
             self._host(line, at)
@@ -241,8 +243,6 @@ class _Reader:
                 self.topo_file = m.group(2)
         if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
             self.ranks[int(m.group(1) or m.group(3))] = None
-        if "Using" in msg and (m := _SOCK_USING.search(msg)):
-            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
         if "NET/IB" in msg and (m := _IB_USING.search(msg)):
             self.layers.update({d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))})
         if "NET/IB" in msg and "No device found" in msg:
@@ -305,7 +305,6 @@ class _Reader:
             fields = {"said": line.strip()}
             self.failed_at += self.outcome.bare(i, line, reading)
             if reading.kind == "watchdog-timeout":
-                self.failed_at.append(i)
                 who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
                 fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
             self.add(reading.kind, i, line, rank, reading, fields=fields)

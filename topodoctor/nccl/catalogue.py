@@ -71,6 +71,8 @@ KIND_CODE = {
     "graph-search": "TD089",
     "cumem-host": "TD090",
 }
+# the sources whose messages NCCL's own logger prints (``NCCL WARN ...``)
+_PRINTED_BY_NCCL = ("nccl", "aws-ofi-nccl", "nccl-rdma-sharp-plugins")
 _MIN_LITERAL = 10  # a format of less fixed text ("%s", "Error : %s") would match any line
 
 
@@ -83,7 +85,7 @@ def code_of_kind(kind: str) -> str:
 class Entry:
     """One message of the catalogue."""
 
-    source: str  # nccl, aws-ofi-nccl, torch, ld.so
+    source: str  # nccl, aws-ofi-nccl, nccl-rdma-sharp-plugins, torch, ld.so
     level: str  # WARN, INFO, ERROR
     format: str
     files: tuple[str, ...]
@@ -145,7 +147,7 @@ def entries() -> tuple[Entry, ...]:
 
 @cache
 def _index() -> tuple[tuple[str, re.Pattern[str], Entry], ...]:
-    rows = [(_literal(e.format), e) for e in entries() if e.source in ("nccl", "aws-ofi-nccl") and e.level == "WARN"]
+    rows = [(_literal(e.format), e) for e in entries() if e.source in _PRINTED_BY_NCCL and e.level == "WARN"]
     # the longer the fixed text, the narrower the message: it is tried first
     rows.sort(key=lambda r: -len(r[0]))
     return tuple((lit, _pattern(e.format), e) for lit, e in rows if len(lit) >= _MIN_LITERAL)

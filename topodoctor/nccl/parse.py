@@ -218,7 +218,8 @@ class _Reader:
             self.seen("VERSION")
 
     def _info(self, i: int, line: str, msg: str, rank: int | None) -> None:
-        self.outcome.info(i, line, msg)
+        if self.outcome.fatal_warns:  # only after a WARN the run may have failed on
+            self.outcome.info(i, line, msg)
         if " -> " in msg and (".c" in msg or ".h:" in msg) and (m := _TRAIL.search(msg)):
             tag = m.group("tag") or ""
             self.trail_src[m.group("src").rsplit("/", 1)[-1]] = None

@@ -225,3 +225,20 @@ def test_one_routed_interface_among_bridges_is_not_named_the_cause() -> None:
         "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.18.1\n"
     )
     assert _explain(text)[0].code == "TD049"
+
+
+def test_a_warn_whose_caller_may_catch_it_alone_is_no_failure() -> None:
+    """misc/ibvwrap.cc returns an error when libibverbs is absent, and NCCL goes on with sockets: at
+    NCCL_DEBUG=WARN nothing follows, which is no sign of a failure."""
+    findings = _explain(f"{H} misc/ibvwrap.cc:106 NCCL WARN Failed to open libibverbs.so[.1]\n")
+    assert [f.severity for f in findings] == ["info"]
+
+
+def test_the_same_warn_then_the_run_ending_is_the_failure() -> None:
+    text = (
+        f"{H} misc/ibvwrap.cc:106 NCCL WARN Failed to open libibverbs.so[.1]\n"
+        'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+        "RuntimeError: the run stopped\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD052", "error") and "libibverbs" in first.message

@@ -188,7 +188,7 @@ def from_sources(message: str) -> Reading | None:
     if e is None or e.kind not in ("ofi", "graph-search"):
         return None
     what = message.split("NET/OFI", 1)[-1].strip() if e.kind == "ofi" else message.strip()
-    return Reading(e.kind, {"what": what[:160]} | sourced(message, e))
+    return Reading(e.kind, {"what": what[:160], "area": "1"} | sourced(message, e))
 
 
 def sourced(message: str, entry: Entry | None = None) -> dict[str, str]:

@@ -75,7 +75,7 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
         what = f"ring {f['ring']} does not {f.get('how', 'loop back to start')}"
     else:
         what = f"the topology search could not find {f.get('what') or evs[0].fields.get('said', '')[:120]}"
-    settings = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_CROSS_NIC", "NCCL_NET_MERGE_LEVEL")
+    settings = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_CROSS_NIC", "NCCL_NET_MERGE_LEVEL", "NCCL_HOSTID")
     forced = ", ".join(f"{k}={ctx.env[k]}" for k in settings if k in ctx.env)
     specific = f"The log shows {forced}: try without it." if forced else ""
     return Said("TD089", f"NCCL's topology search failed: {what}", with_general("TD089", specific))

@@ -34,7 +34,8 @@ class Outcome:
     """What one file says of the run's end."""
 
     def __init__(self) -> None:
-        self.fatal_warns: list[tuple[int, str]] = []  # WARNs NCCL's source fails after: (line, host:pid)
+        self.fatal_warns: list[tuple[int, str]] = []  # WARNs of a class the run fails on: (line, host:pid)
+        self.caught_warns: list[int] = []  # WARNs their source fails after, which a caller may have caught
         self.nccl_last: dict[str, int] = {}  # host:pid -> its last NCCL INFO line other than the trail
         self.ended_at: list[int] = []  # the run's own end: a traceback, an abort, a non-zero exit
 
@@ -43,8 +44,10 @@ class Outcome:
         read it, and what NCCL's sources say of it; notes whether the run fails on it."""
         reading = reading or from_sources(msg)
         known = sourced(msg) if reading is None or reading.kind in FATAL_KINDS else {}
-        if (reading is not None and reading.kind in FATAL_KINDS) or known.get("fatal"):
+        if reading is not None and reading.kind in FATAL_KINDS and not reading.fields.get("area"):
             self.fatal_warns.append((i, process(line)))
+        elif known.get("fatal"):  # the source fails after it, but a caller may catch it (a plugin NCCL drops)
+            self.caught_warns.append(i)
         return reading, known
 
     def info(self, i: int, line: str, msg: str) -> None:
@@ -64,13 +67,14 @@ class Outcome:
         return [i] if reading.kind in FAILS else []
 
     def failed_on_warn(self, failed_at: list[int], progress_at: list[int]) -> list[int]:
-        """The WARNs the run failed on where nothing else says it failed: a WARN that NCCL's
-        source returns an error after, or of a fatal class, after which the process printed no
-        NCCL line but the trail and the work made no progress; or one followed by the run's own
-        end (a traceback, an abort, a non-zero exit)."""
-        if failed_at or not self.fatal_warns:
+        """The WARNs the run failed on where nothing else says it failed: one of a fatal class
+        after which the process printed no NCCL line but the trail and the work made no progress;
+        or one its source fails after, followed by the run's own end (a traceback, an abort, a
+        non-zero exit)."""
+        first = min([at for at, _ in self.fatal_warns] + self.caught_warns, default=-1)
+        if failed_at or first < 0:
             return []
-        if self.ended_at and self.ended_at[-1] > self.fatal_warns[0][0]:
+        if self.ended_at and self.ended_at[-1] > first:
             return [self.ended_at[-1]]
         out = []
         for at, proc in self.fatal_warns:

@@ -65,11 +65,11 @@ KIND_CODE = {
     "ib-device-skipped": "TD081",
     "shm-permission": "TD082",
     "ofi": "TD084",
-    "torch-mismatch": "TD085",
-    "nccl-library": "TD086",
-    "subnet": "TD088",
-    "graph-search": "TD089",
-    "cumem-host": "TD090",
+    "torch-mismatch": "TD073",
+    "nccl-library": "TD085",
+    "subnet": "TD086",
+    "graph-search": "TD052",
+    "cumem-host": "TD087",
 }
 # the sources whose messages NCCL's own logger prints (``NCCL WARN ...``)
 _PRINTED_BY_NCCL = ("nccl", "aws-ofi-nccl", "nccl-rdma-sharp-plugins")

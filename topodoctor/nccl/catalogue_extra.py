@@ -60,7 +60,7 @@ EXTRA: tuple[dict[str, object], ...] = (
         "running collective: %s.",
         "torch 1.10+",
         "torch-mismatch",
-        "TD085",
+        "TD073",
         "error",
     ),
     _m(
@@ -70,7 +70,7 @@ EXTRA: tuple[dict[str, object], ...] = (
         "Collectives differ in the following aspects: %s",
         "torch 2.0+",
         "torch-mismatch",
-        "TD085",
+        "TD073",
         "error",
     ),
     _m(
@@ -141,7 +141,7 @@ EXTRA: tuple[dict[str, object], ...] = (
         "undefined symbol: nccl%s",
         "any",
         "nccl-library",
-        "TD086",
+        "TD085",
         "error",
     ),
     _m(
@@ -151,7 +151,7 @@ EXTRA: tuple[dict[str, object], ...] = (
         "libnccl.so.%d: cannot open shared object file: No such file or directory",
         "any",
         "nccl-library",
-        "TD086",
+        "TD085",
         "error",
     ),
 )

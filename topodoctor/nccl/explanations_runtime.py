@@ -1,7 +1,7 @@
 """The failure classes of `nccl-log` read from NCCL's version and the programs around it: known
-bugs of an NCCL release, the NET plugins (aws-ofi-nccl), torch's collective checks and timeout,
-the NCCL library the process loaded, the socket subnet NCCL_COMM_ID needs, the topology search,
-the SHM transport's cuMem host memory. Data only; ``explanations`` gathers every class."""
+bugs of an NCCL release, the NET plugins (aws-ofi-nccl), the NCCL library the process loaded,
+the socket subnet NCCL_COMM_ID needs, the SHM transport's cuMem host memory. Data only;
+``explanations`` gathers every class."""
 
 from __future__ import annotations
 
@@ -32,16 +32,6 @@ RUNTIME_CLASSES = (
     ),
     _e(
         "TD085",
-        "collectives-differ",
-        "error",
-        "torch's collective check (TORCH_DISTRIBUTED_DEBUG) found ranks calling different collectives or the "
-        "same collective with different tensor shapes or types",
-        "The program is at fault, not NCCL: the ranks must call the same collectives in the same order with the "
-        "same shapes and dtypes. Uneven data (a last batch of another size), a branch on the rank, or an "
-        "exception caught on one rank are the usual causes; the message names both ranks' calls.",
-    ),
-    _e(
-        "TD086",
         "nccl-library",
         "error",
         "The NCCL library the process loaded is not the one the program was built for (an undefined nccl* "
@@ -52,17 +42,7 @@ RUNTIME_CLASSES = (
         "or install an NCCL at least as new as the one torch was built with (`torch.cuda.nccl.version()`).",
     ),
     _e(
-        "TD087",
-        "timeout-too-short",
-        "error",
-        "The process group's timeout is so short that a collective of normal length ran past it: the timeout "
-        "is the cause, not a rank that did not join",
-        "Raise the timeout passed to init_process_group (timeout=timedelta(minutes=10); the default is 10 "
-        "minutes, 30 with some launchers) or the framework's own setting (the value in the message's "
-        "Timeout(ms)=), and remove a test value left in the configuration.",
-    ),
-    _e(
-        "TD088",
+        "TD086",
         "no-interface-in-subnet",
         "error",
         "NCCL_COMM_ID (or a bootstrap address) names an address no interface of this host shares a subnet with",
@@ -72,18 +52,7 @@ RUNTIME_CLASSES = (
         "NCCL_COMM_ID and let the launcher pass the unique id.",
     ),
     _e(
-        "TD089",
-        "topology-search",
-        "error",
-        "NCCL's topology search produced rings or paths that do not fit together (a ring that does not loop "
-        "back, a NIC it cannot find): the ranks saw different topologies",
-        "The ranks must see the same system: the same NCCL version and settings on every node (NCCL_TOPO_FILE, "
-        "NCCL_GRAPH_FILE, NCCL_CROSS_NIC, NCCL_NET_MERGE_LEVEL), GPUs and NICs visible alike in each container; "
-        "a known bug of some releases does the same (upgrade NCCL). NCCL_DEBUG_SUBSYS=GRAPH and "
-        "NCCL_TOPO_DUMP_FILE on each node show what each rank saw.",
-    ),
-    _e(
-        "TD090",
+        "TD087",
         "cumem-host-memory",
         "error",
         "The SHM transport's host memory failed: NCCL 2.23 and later allocate it with cuMem (host NUMA "

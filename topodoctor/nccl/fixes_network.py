@@ -257,7 +257,14 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     timeout_ms = int(f.get("timeout") or 0)
     ran = f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the {timeout_ms} ms timeout"
     if 0 < timeout_ms <= TIMEOUT_IS_CAUSE_MS:
-        return Said("TD087", f"{ran}: a timeout this short is the cause", EXPLANATIONS["TD087"].fix, extra)
+        return Said(
+            "TD047",
+            f"{ran}: the timeout is too short for any collective, it is the cause",
+            "Raise the timeout passed to init_process_group (timeout=timedelta(minutes=10); the default is 10 "
+            "minutes, 30 with some launchers) or the framework's own setting, and remove a test value left in the "
+            "configuration.",
+            extra,
+        )
     if 0 < timeout_ms < TIMEOUT_SHORT_MS:
         return Said(
             "TD047",

@@ -31,6 +31,15 @@ def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific), {"ofi": what})
 
 
+# torch's own check (ProcessGroupWrapper) compares each call's fingerprint across the ranks: the program
+_MISMATCH_FIX = (
+    "The program is at fault, not NCCL: the ranks must call the same collectives in the same order with the same "
+    "tensor shapes and dtypes. Uneven data (a last batch of another size, a sample count not divisible by the "
+    "ranks), a branch on the rank, or an exception caught on one rank are the usual causes; the message names "
+    "both ranks' calls (TORCH_DISTRIBUTED_DEBUG=DETAIL found it)."
+)
+
+
 def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if f.get("a"):
         msg = (
@@ -39,7 +48,7 @@ def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) ->
         )
     else:
         msg = "torch found the ranks running different collectives (shapes, types or operations differ)"
-    return Said("TD085", msg, EXPLANATIONS["TD085"].fix)
+    return Said("TD073", msg, _MISMATCH_FIX)
 
 
 def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -49,7 +58,7 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
         msg = f"{f.get('lib') or f.get('lib2') or 'libnccl'} could not be loaded" + (
             f" (no version {f['ver']})" if f.get("ver") else ""
         )
-    return Said("TD086", msg, EXPLANATIONS["TD086"].fix, {"symbol": f.get("sym", "")})
+    return Said("TD085", msg, EXPLANATIONS["TD085"].fix, {"symbol": f.get("sym", "")})
 
 
 def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -63,22 +72,37 @@ def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
             "2.27.3): upgrade NCCL if an interface on that subnet does exist."
         )
     return Said(
-        "TD088",
+        "TD086",
         f"no interface of this host is in the subnet of {addr or 'the remote address'}{named}",
-        with_general("TD088", specific.strip()),
+        with_general("TD086", specific.strip()),
         {"address": addr},
     )
 
 
 def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """NCCL's topology search failed: its own words do not say why, so the candidates, ranked."""
     if f.get("ring"):
         what = f"ring {f['ring']} does not {f.get('how', 'loop back to start')}"
     else:
-        what = f"the topology search could not find {f.get('what') or evs[0].fields.get('said', '')[:120]}"
+        what = f"could not find {f.get('what') or evs[0].fields.get('said', '')[:120]}"
     settings = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_CROSS_NIC", "NCCL_NET_MERGE_LEVEL", "NCCL_HOSTID")
     forced = ", ".join(f"{k}={ctx.env[k]}" for k in settings if k in ctx.env)
-    specific = f"The log shows {forced}: try without it." if forced else ""
-    return Said("TD089", f"NCCL's topology search failed: {what}", with_general("TD089", specific))
+    shown = f"the log shows {forced}: try without it; " if forced else ""
+    candidates = [
+        f"{shown}settings that make ranks see different systems (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, NCCL_HOSTID, "
+        "NCCL_CROSS_NIC, NCCL_NET_MERGE_LEVEL set on some nodes only)",
+        "different NCCL versions on the nodes (each rank's version banner)",
+        "a known bug of the release: NCCL 2.19.0 - 2.19.3 computed rings from unset PCI link speeds (fixed in "
+        "2.19.4; the maintainers: 2.20), NIC fusion in 2.25 - 2.26 (fixed in 2.27.3): upgrade NCCL",
+    ]
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    return Said(
+        "TD052",
+        f"NCCL's topology search failed: {what}; cause not found",
+        f"Candidates, most likely first: {ranked}. Collect next: every rank's NCCL version banner and NCCL_* "
+        "settings, NCCL_DEBUG_SUBSYS=GRAPH and NCCL_TOPO_DUMP_FILE on each node. " + EXPLANATIONS["TD052"].fix,
+        {"candidates": candidates},
+    )
 
 
 def _cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -95,7 +119,7 @@ def _cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Sai
             what + " (an NCCL without cuMem host memory)",
             "NCCL_SHM_DISABLE=1 confirms SHM is the part that fails; " + EXPLANATIONS["TD056"].fix,
         )
-    return Said("TD090", what, EXPLANATIONS["TD090"].fix)
+    return Said("TD087", what, EXPLANATIONS["TD087"].fix)
 
 
 RUNTIME: dict[str, Builder] = {

@@ -65,6 +65,8 @@ KIND_CODE = {
     "ib-device-skipped": "TD081",
     "shm-permission": "TD082",
     "ofi": "TD084",
+    "efa-memlock": "TD061",
+    "bad-address": "TD041",
     "torch-mismatch": "TD073",
     "nccl-library": "TD085",
     "subnet": "TD086",

@@ -74,7 +74,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "socket-ifname",
         re.compile(
-            r"no socket interface found|No usable listening interface found|is neither AF_INET\(\d+\) nor AF_INET6"
+            r"no socket interface found|No usable listening interface found"
             r"|Socket creation failed : Address family not supported|no device found (?:matching|after excluding)"
         ),
         ROOT,
@@ -175,12 +175,15 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "invalid-setting",
         re.compile(
-            r"(?i:no algorithm/protocol available)(?: for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?)?"
+            r"(?i:no algorithm/protocol available)(?: for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?"
+            r"\.?(?: NCCL_ALGO was set to (?P<algo>[^.]+)\.)?(?: NCCL_PROTO was set to (?P<proto>[^.]+)\.)?)?"
             r"|Detected mixed local (?P<what>Net|CollNet) device counts across ranks"
             r"|Invalid config (?P<attr>\w+) attribute value"
         ),
         ROOT,
     ),
+    # misc/socket.cc: the address NCCL was to connect to is not one (the peer's handle or a local interface)
+    ("bad-address", re.compile(r"with family (?P<family>\d+) is neither AF_INET\(\d+\) nor AF_INET6"), ROOT),
     # misc/socket.cc, os/linux.cc: NCCL_COMM_ID names an address no local interface shares a subnet with
     ("subnet", re.compile(r"No interface found in the same subnet as remote address (?P<addr>[^\s,;]+)"), ROOT),
     # graph/rings.cc, graph/search.cc: the rings or paths NCCL computed are inconsistent between ranks
@@ -192,6 +195,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         ROOT,
     ),
+    # libfabric's EFA provider aborting the process on ENOMEM: the locked-memory limit (it pins its buffers)
+    ("efa-memlock", re.compile(r"Libfabric error: \(-12\) Cannot allocate memory"), ROOT),
     # aws-ofi-nccl (NCCL_OFI_WARN prints "NET/OFI "): libfabric / EFA calls of the plugin
     (
         "ofi",

@@ -27,7 +27,9 @@ from topodoctor.nccl.known_bugs import known_bug_findings
 from topodoctor.nccl.parse import Event, LogFile
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME}  # event kind -> what its finding says
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME}
+# kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
+LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
 # What an NCCL error class usually means when NCCL left no reason (init.cc's ncclGetErrorString)
 LIKELY = {
@@ -153,7 +155,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
             continue
         said = BUILDERS[kind](evs[0].fields, evs, ctx)
         f = _finding(said.code, _subject(evs), said.message, said.fix, evs[0], events=len(evs), **said.extra)
-        out.append((evs[0].order, evs[0].line_no, f))
+        out.append((-1 if kind in LEADS else evs[0].order, evs[0].line_no, f))
     out = _drop_consequences(out)
     out += [(0, 0, f) for f in _versions(files, by_kind)]
     if (hca := env.get("NCCL_IB_HCA")) and by_kind.get("ib-no-device") and not by_kind.get("net-plugin"):

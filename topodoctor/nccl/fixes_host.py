@@ -267,7 +267,10 @@ def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
 
 def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if f.get("func") or not (f.get("what") or f.get("attr")):
-        forced = ", ".join(f"{k}={ctx.env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in ctx.env)
+        said = {"NCCL_ALGO": f.get("algo", ""), "NCCL_PROTO": f.get("proto", "")}
+        forced = ", ".join(f"{k}={said[k] or ctx.env[k]}" for k in said if said[k] or k in ctx.env)
+        if f.get("func") and not forced:  # 2.24+ names a forced NCCL_ALGO / NCCL_PROTO; none was
+            return _no_algorithm(f)
         func = f.get("func") or "the operation"
         msg = f"no algorithm/protocol NCCL may use runs {func}" + (f" ({forced})" if forced else "")
         fix = (f"Unset {forced}, or let it include Ring and Simple. " if forced else "") + EXPLANATIONS["TD077"].fix
@@ -275,6 +278,26 @@ def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if f.get("what"):
         return Said("TD077", f"ranks have different numbers of {f['what']} devices", EXPLANATIONS["TD077"].fix)
     return Said("TD077", f"invalid communicator config value ({f.get('attr', '?')})", EXPLANATIONS["TD077"].fix)
+
+
+def _no_algorithm(f: Mapping[str, str]) -> Said:
+    """enqueue.cc found no algorithm with neither NCCL_ALGO nor NCCL_PROTO set: its source returns
+    ncclInternalError, so the cause is not a setting the log shows."""
+    candidates = [
+        "a CollNet / SHARP or NVLS path chosen for an operation or datatype it cannot run (NCCL_COLLNET_ENABLE=0, "
+        "NCCL_NVLS_ENABLE=0 tell)",
+        "NCCL_ALGO / NCCL_PROTO set in a file NCCL reads (/etc/nccl.conf, ~/.nccl.conf) or a tuner plugin",
+        "a bug of the release for this operation and datatype (upgrade NCCL)",
+    ]
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    return Said(
+        "TD052",
+        f"no algorithm/protocol runs {f['func']} ({f.get('dtype', '?')}) and no NCCL_ALGO / NCCL_PROTO was set: "
+        "an internal error of NCCL's choice; cause not found",
+        f"Candidates, most likely first: {ranked}. Collect next: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,ENV "
+        "(the cost table and the variables NCCL read). " + EXPLANATIONS["TD052"].fix,
+        {"candidates": candidates},
+    )
 
 
 def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:

@@ -20,6 +20,12 @@ def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
             "libfabric found no provider for the plugin: check `fi_info -p efa` in the same container (the EFA "
             "device passed in, FI_PROVIDER not naming an absent provider, libfabric as new as the plugin needs)."
         )
+    elif "register memory" in what and ("-22" in err or "Invalid argument" in err):
+        specific = (
+            "The NIC refused the buffer as invalid (EINVAL), not for want of memory: NCCL 2.19 and later need the "
+            "libfabric of EFA installer 1.29 or later (aws/aws-ofi-nccl#584): upgrade the EFA installer, or set "
+            "FI_EFA_SET_CUDA_SYNC_MEMOPS=0 until then."
+        )
     elif "register memory" in what:
         specific = (
             "The plugin could not register a buffer with the NIC: raise the locked-memory limit (`ulimit -l "
@@ -122,7 +128,39 @@ def _cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Sai
     return Said("TD087", what, EXPLANATIONS["TD087"].fix)
 
 
+def _efa_memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD061",
+        "libfabric's EFA provider could not allocate memory (-12) and aborted the process: the locked-memory limit",
+        EXPLANATIONS["TD061"].fix,
+    )
+
+
+def _bad_address(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """NCCL was to connect to an address of no address family: which side made it, the log's settings tell."""
+    family = f.get("family", "")
+    ifname = ctx.env.get("NCCL_SOCKET_IFNAME")
+    versions = {v.split("+")[0] for v in ctx.versions}
+    candidates = [
+        "ranks on different NCCL versions: the unique id's layout differs, the peer's address reads as empty "
+        "(compare every node's NCCL version banner)",
+        "NCCL_SOCKET_IFNAME (or NCCL_COMM_ID) naming no interface of some node: the address stays unset",
+    ]
+    msg = f"NCCL was to connect to an address of no family ({family}): it is not an address"
+    if ifname or (family != "0" and len(versions) < 2):
+        named = f" (the log shows NCCL_SOCKET_IFNAME={ifname})" if ifname else ""
+        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(reversed(candidates), 1))
+        return Said(
+            "TD041", msg + named, f"Candidates: {ranked}. " + EXPLANATIONS["TD041"].fix, {"candidates": candidates}
+        )
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    shown = f"; the logs name NCCL {', '.join(sorted(versions))}" if versions else ""
+    return Said("TD048", msg + shown, f"Candidates: {ranked}. " + EXPLANATIONS["TD048"].fix, {"candidates": candidates})
+
+
 RUNTIME: dict[str, Builder] = {
+    "efa-memlock": _efa_memlock,
+    "bad-address": _bad_address,
     "ofi": _ofi,
     "torch-mismatch": _torch_mismatch,
     "nccl-library": _library,

@@ -17,11 +17,11 @@ from topodoctor.nccl.logfile import Event
 RUN_FAILED = re.compile(
     r"Traceback \(most recent call last\)|terminate called after throwing|Aborted \(core dumped\)"
     r"|Segmentation fault|exited with (?:exit )?code [1-9]|\bexitcode\s*:\s*-?[1-9]|ChildFailedError"
-    r"|Fatal Python error|srun: error: .*[Ee]xit(?:ed)? (?:with exit )?code [1-9]"
+    r"|Fatal Python error|srun: error: .*[Ee]xit(?:ed)? (?:with exit )?code [1-9]|will now abort\(\)"
 )
 _PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
 # the classes whose message is the failure itself, wherever it is printed
-FAILS = frozenset(("torch-mismatch", "nccl-library", "watchdog-timeout"))
+FAILS = frozenset(("torch-mismatch", "nccl-library", "watchdog-timeout", "efa-memlock"))
 
 
 def process(line: str) -> str:

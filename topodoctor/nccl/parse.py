@@ -94,7 +94,7 @@ _BARE_OK = re.compile(
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
     r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
     r"|Detected mismatch between collectives|undefined symbol: nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
-    r"|No interface found in the same subnet|does not loop back to start|NET/OFI"
+    r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
 )
 
 

@@ -178,8 +178,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         findings = _unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, _bridges_only(ctx, findings[0]))
-    if any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings):
-        findings = known_bug_findings(files) + findings  # the release's own bug comes first
+    failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
+    findings = known_bug_findings(files, failed) + findings  # the release's own bug comes first
     return findings + _other_warnings(files, by_kind, findings)
 
 

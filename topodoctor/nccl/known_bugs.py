@@ -32,9 +32,36 @@ class KnownBug:
     reference: str  # release notes or the thread
     workaround: str = ""
     platform: str = ""  # where the bug shows (GPUs, fabric): said with the finding
+    alone: bool = False  # the message alone shows the run fails on it (no failure need follow in the log)
 
+
+# the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
+INFO_SIGN = "exceeds device/fn maxSharedMem"
 
 KNOWN_BUGS = (
+    KnownBug(
+        "nccl-1",
+        (1, 0, 0),
+        (1, 99, 99),
+        re.compile(""),
+        "",
+        "NCCL 2",
+        "NCCL 1.x is the single-process library NCCL 2 replaced in 2017; its failures are not fixed any more",
+        "NVIDIA/nccl-tests#5 (settled by updating NCCL 1.0 to NCCL 2)",
+    ),
+    KnownBug(
+        "blackwell-shared-memory-size",
+        (2, 25, 0),
+        (2, 26, 1),
+        re.compile(re.escape(INFO_SIGN)),
+        "",
+        "2.26.2",
+        "the kernels ask more shared memory than the GPU has (sm_120), so they cannot run",
+        "NVIDIA/nccl-tests#287 (the maintainers: 2.25.1 cannot work on RTX 5090; 2.26.2 works); 2.26.2-1 release "
+        "notes: shared memory usage fixed on recent Blackwell GPUs",
+        platform="Blackwell GPUs (RTX 50xx, RTX PRO 6000: sm_120)",
+        alone=True,
+    ),
     KnownBug(
         "ring-loop-back-pci-speed",
         (2, 19, 0),
@@ -43,8 +70,8 @@ KNOWN_BUGS = (
         "",
         "2.19.4",
         "the topology read uninitialised PCI link speeds where sysfs gives none, so ranks computed different rings",
-        "NVIDIA/nccl#1020; NCCL 2.19.4-1 release notes: topology detection made deterministic when PCI speeds "
-        "are not available",
+        "NVIDIA/nccl#1020 (the maintainers: fixed in 2.20); NCCL 2.19.4-1 release notes: topology detection made "
+        "deterministic when PCI speeds are not available",
         "NCCL_TOPO_FILE with a topology dumped on one node (NCCL_TOPO_DUMP_FILE) gives every rank the same view",
     ),
     KnownBug(
@@ -111,13 +138,16 @@ def matching(versions: Iterable[str], messages: Iterable[tuple[str, str]]) -> li
     return out
 
 
-def known_bug_findings(files: Sequence[LogFile]) -> list[Finding]:
-    """TD083 for each known bug the logs show: the version, the release that fixed it, the
-    workaround and where that is said; the evidence is the first line that shows it."""
+def known_bug_findings(files: Sequence[LogFile], failed: bool) -> list[Finding]:
+    """TD083 for each known bug the logs show in a run that ``failed`` (or whose message alone says
+    it fails): the version, the release that fixed it, the workaround and where that is said; the
+    evidence is the first line that shows it."""
     events = [e for f in files for e in f.events]
     texts = [(e.fields.get("said") or e.text, e.source) for e in events]
     out = []
     for bug, running, i in matching((v for f in files for v in f.versions), texts):
+        if not (failed or bug.alone):
+            continue
         ev = events[i]
         on = f" on {bug.platform}" if bug.platform else ""
         fix = f"Upgrade NCCL to {bug.fixed_in} or later. " + (
@@ -138,7 +168,11 @@ def known_bug_findings(files: Sequence[LogFile]) -> list[Finding]:
                 EXPLANATIONS["TD083"].name,
                 EXPLANATIONS["TD083"].severity,
                 f"nccl-{running}",
-                f"a known bug of NCCL {running}{on}, fixed in {bug.fixed_in}: upgrade NCCL ({bug.what})",
+                (
+                    f"NCCL {running} is NCCL 1.x, replaced by {bug.fixed_in}: upgrade NCCL ({bug.what})"
+                    if bug.first[0] == 1
+                    else f"a known bug of NCCL {running}{on}, fixed in {bug.fixed_in}: upgrade NCCL ({bug.what})"
+                ),
                 fix + f"Source: {bug.reference}.",
                 evidence,
             )

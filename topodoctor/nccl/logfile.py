@@ -49,3 +49,9 @@ class LogFile:
     gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
     topo_file: str = ""  # the topology XML NCCL loaded, where the log says
     trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)
+
+
+def dedupe_versions(found: dict[str, None]) -> list[str]:
+    """``2.28.9`` (torch's error text) and ``2.28.9+cuda13.0`` (NCCL's banner) are one version."""
+    full = list(found)
+    return [v for v in full if not any(o != v and o.startswith(v + "+") for o in full)]

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from topodoctor.nccl.catalogue import FATAL_KINDS, SOFT_KINDS, from_sources, sourced
 from topodoctor.nccl.classify import Reading
+from topodoctor.nccl.known_bugs import INFO_SIGN
 from topodoctor.nccl.logfile import Event
 
 # the run's own end, in a log that spoke of NCCL: a Python traceback, an abort, a launcher's non-zero exit
@@ -38,6 +39,7 @@ class Outcome:
         self.caught_warns: list[int] = []  # WARNs their source fails after, which a caller may have caught
         self.nccl_last: dict[str, int] = {}  # host:pid -> its last NCCL INFO line other than the trail
         self.ended_at: list[int] = []  # the run's own end: a traceback, an abort, a non-zero exit
+        self.symptoms: list[tuple[int, str]] = []  # INFO lines that show a known bug: (line, message)
 
     def warn(self, i: int, line: str, reading: Reading | None, msg: str) -> tuple[Reading | None, dict[str, str]]:
         """A WARN line read as ``reading``: the reading, the catalogue's where no narrower class
@@ -51,9 +53,11 @@ class Outcome:
         return reading, known
 
     def info(self, i: int, line: str, msg: str) -> None:
-        """An NCCL INFO line: NCCL went on, unless it is the return-code trail."""
-        if self.fatal_warns and " -> " not in msg:
+        """An NCCL INFO line: NCCL went on, unless it is the return-code trail; or a known bug's sign."""
+        if (self.fatal_warns or self.caught_warns) and " -> " not in msg:
             self.nccl_last[process(line)] = i
+        if INFO_SIGN in msg:
+            self.symptoms.append((i, msg))
 
     def other(self, i: int, line: str, nccl_seen: bool) -> None:
         """Any other line: the run's own end, in a log that spoke of NCCL."""

@@ -22,7 +22,7 @@ from topodoctor.nccl.account import account
 from topodoctor.nccl.choices import parse_choices
 from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.continuation import ends_in_trail, wrapped
-from topodoctor.nccl.logfile import Event, Level, LogFile
+from topodoctor.nccl.logfile import Event, Level, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import Outcome, settled
 
 __all__ = ["Event", "LogFile", "parse_file"]
@@ -72,7 +72,7 @@ _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 _INIT_RANK = re.compile(r"ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)|comm 0x[0-9a-f]+ rank (\d+) nranks")
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
-_NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)")
+_NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
 _NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
 _SET_TO = re.compile(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
 _IB_USING = re.compile(r"NET/IB ?: Using (.*?)(?:; OOB|$)")
@@ -218,8 +218,7 @@ class _Reader:
             self.seen("VERSION")
 
     def _info(self, i: int, line: str, msg: str, rank: int | None) -> None:
-        if self.outcome.fatal_warns:  # only after a WARN the run may have failed on
-            self.outcome.info(i, line, msg)
+        self.outcome.info(i, line, msg)
         if " -> " in msg and (".c" in msg or ".h:" in msg) and (m := _TRAIL.search(msg)):
             tag = m.group("tag") or ""
             self.trail_src[m.group("src").rsplit("/", 1)[-1]] = None
@@ -258,9 +257,9 @@ class _Reader:
             if (reading := classify(line)) and reading.kind == "wrong-results":
                 self.failed_at.append(i)
                 self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip("# ")})
-            if m := _NT_LIBRARY.search(line):
-                n = int(m.group(1))
-                self.versions[f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
+            if m := _NT_LIBRARY.search(line):  # nccl-library=22703, or NCCL 1's "compiled with NCCL 1.0"
+                n = int(m.group(1) or 0)
+                self.versions[f"{m.group(2)}.0" if m.group(2) else f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
             if m := _NT_RANK.search(line):
                 self.ranks[int(m.group(1))] = None
                 self.hosts[m.group(2)] = None
@@ -367,14 +366,18 @@ def parse_file(name: str, text: str) -> LogFile:
     if (end := ends_in_trail(lines, r.trail_path)) is not None:
         r.failed_at.append(end)
     r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
+    for i, said in r.outcome.symptoms:  # INFO lines that show a known bug of the version (nccl.known_bugs)
+        r.add("bug-symptom", i, r.lines[i], r.file_rank, fields={"said": said})
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
     info = r.level == "INFO"
-    failing = [e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag")] + r.failed_at
+    failing = [
+        e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag", "bug-symptom")
+    ] + r.failed_at
     last_failure = max(failing, default=-1)
     return LogFile(
         name=name,
         level=r.level,
-        versions=tuple(_dedupe_versions(r.versions)),
+        versions=tuple(dedupe_versions(r.versions)),
         ranks=tuple(sorted(r.ranks)),
         hosts=tuple(r.hosts),
         events=settled(r.events, bool(r.failed_at)),
@@ -391,9 +394,3 @@ def parse_file(name: str, text: str) -> LogFile:
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
     )
-
-
-def _dedupe_versions(found: dict[str, None]) -> list[str]:
-    """``2.28.9`` (torch's error text) and ``2.28.9+cuda13.0`` (NCCL's banner) are one version."""
-    full = list(found)
-    return [v for v in full if not any(o != v and o.startswith(v + "+") for o in full)]

@@ -127,9 +127,25 @@ def _literal(fmt: str) -> str:
 
 
 @cache
+def _doc() -> dict[str, object]:
+    text = resources.files("topodoctor.nccl").joinpath("data/messages.json").read_text(encoding="utf-8")
+    doc: dict[str, object] = json.loads(text)
+    return doc
+
+
+def cuda_calls_at(site: str) -> dict[str, tuple[str, ...]]:
+    """The CUDA call NCCL checks at ``file:line`` (``transport/p2p.cc:298``), by the versions that
+    make it there: {"cudaIpcOpenMemHandle": ("2.24.3..2.26.6",)}; {} for a line no check is on."""
+    calls = _doc()["cuda_calls"]
+    assert isinstance(calls, dict)
+    return {call: tuple(runs) for call, runs in calls.get(site.removeprefix("src/"), {}).items()}
+
+
+@cache
 def entries() -> tuple[Entry, ...]:
     """Every message of the catalogue (read once)."""
-    text = resources.files("topodoctor.nccl").joinpath("data/messages.json").read_text(encoding="utf-8")
+    raw = _doc()["entries"]
+    assert isinstance(raw, list)
     return tuple(
         Entry(
             str(e["source"]),
@@ -143,7 +159,7 @@ def entries() -> tuple[Entry, ...]:
             str(e["code"]),
             str(e["severity"]),
         )
-        for e in json.loads(text)["entries"]
+        for e in raw
     )
 
 

@@ -1,12 +1,15 @@
 """Where in NCCL a CUDA call failed, and the causes that place has: a generic CUDA error ('invalid
 argument', 'unknown error', 'illegal memory access', 'operation not supported') means what the
-call meant, so the finding names the site and its candidates, ranked, with what tells them apart
-and what to collect next, instead of one cause the log cannot show. Read from NCCL's sources
-(the calls each file makes). Data and one lookup; no I/O."""
+call meant, so the finding names the call (the catalogue knows which call NCCL checks at each
+file:line of each release), its site and their candidates, ranked, with what tells them apart and
+what to collect next, instead of one cause the log cannot show. Data and lookups; no I/O."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from topodoctor.nccl.catalogue import cuda_calls_at
 
 
 @dataclass(frozen=True)
@@ -104,3 +107,157 @@ def site_of(source: str) -> Site | None:
         if any(path == f or path.endswith("/" + f) or f.endswith("/" + path) for f in site.files):
             return site
     return None
+
+
+@dataclass(frozen=True)
+class Call:
+    """CUDA calls of one kind: what NCCL does with them and their candidates (most likely first)."""
+
+    names: tuple[str, ...]  # call names, or their prefixes
+    does: str
+    candidates: tuple[str, ...]
+    collect: str
+
+
+CALLS = (
+    Call(
+        ("cudaIpcOpenMemHandle", "cudaIpcGetMemHandle", "cudaIpcCloseMemHandle"),
+        "legacy CUDA IPC between the processes of one node, which NCCL uses when cuMem is off",
+        (
+            "cuMem turned off (NCCL_CUMEM_ENABLE=0, set by the user or by a framework: vLLM does) sends NCCL down "
+            "the legacy IPC path: set NCCL_CUMEM_ENABLE=1, or unset the 0",
+            "the processes may not share GPU memory: a container needs --ipc=host",
+            "the two GPUs cannot map each other (no P2P): NCCL_P2P_DISABLE=1 makes it go away",
+        ),
+        "`env | grep NCCL_CUMEM` in every rank (and what the framework sets), the container's --ipc",
+    ),
+    Call(
+        (
+            "cuMemImportFromShareableHandle",
+            "cuMemExportToShareableHandle",
+            "cuMemCreate",
+            "cuMemMap",
+            "cuMemSetAccess",
+            "cuMemAddressReserve",
+            "cuMemRetainAllocationHandle",
+            "cuMemRelease",
+            "cuMemUnmap",
+        ),
+        "cuMem memory NCCL shares between processes",
+        (
+            "the processes may not exchange cuMem handles: a container without --ipc=host (POSIX file "
+            "descriptors), fabric handles without IMEX channels on multi-node NVLink: NCCL_CUMEM_ENABLE=0 makes "
+            "it go away",
+            "a driver too old for this NCCL's use of cuMem (`nvidia-smi`), or host NUMA memory (NCCL 2.23+: "
+            "NCCL_CUMEM_HOST_ENABLE=0)",
+        ),
+        "the driver version, the container's --ipc and capabilities, `nvidia-smi -q | grep -i imex`",
+    ),
+    Call(
+        ("cuMulticast",),
+        "NVLink SHARP multicast memory",
+        ("the Fabric Manager state: NCCL_NVLS_ENABLE=0 makes it go away", "a driver without multicast support"),
+        "`nvidia-smi -q | grep -A3 Fabric`",
+    ),
+    Call(
+        ("cudaHostRegister", "cudaHostUnregister"),
+        "pinning a /dev/shm segment for the GPU",
+        ("the driver refuses to pin shared memory here (a VM, WSL, memlock): NCCL_SHM_DISABLE=1 makes it go away",),
+        "`ulimit -l`, `df -h /dev/shm`",
+    ),
+    Call(
+        (
+            "cudaFuncSetAttribute",
+            "cudaFuncGetAttributes",
+            "cuLaunchKernel",
+            "cudaLaunchKernel",
+            "cudaLaunchCooperative",
+            "cuFuncSetAttribute",
+            "cuFuncGetAttribute",
+        ),
+        "the attributes or the launch of NCCL's kernels",
+        (
+            "a known bug of the release for this GPU (the version: 2.25 on Blackwell): upgrading NCCL fixes it",
+            "an NCCL built without code for this GPU's architecture",
+            "a kernel that faulted before (CUDA errors are sticky): CUDA_LAUNCH_BLOCKING=1 shows the first",
+        ),
+        "the NCCL version banner, the GPU model, `dmesg | grep -i xid`",
+    ),
+    Call(
+        ("cudaMalloc", "cuMemAlloc", "cudaHostAlloc", "cudaMallocHost", "cudaCalloc"),
+        "an allocation",
+        ("GPU or pinned host memory exhausted: leave room for NCCL, NCCL_BUFFSIZE", "a GPU in a bad state (Xid)"),
+        "`nvidia-smi` (memory, other processes), `dmesg | grep -i xid`",
+    ),
+    Call(
+        (
+            "cudaStreamSynchronize",
+            "cudaStreamQuery",
+            "cudaEventSynchronize",
+            "cudaEventQuery",
+            "cudaMemcpy",
+            "cudaMemset",
+            "cudaStreamWaitEvent",
+            "cudaEventRecord",
+        ),
+        "waiting on the GPU's work: the error is a kernel's that ran before (CUDA errors are sticky)",
+        (
+            "a kernel of the program that faulted before NCCL's call: CUDA_LAUNCH_BLOCKING=1 names it",
+            "a fault of NCCL's kernel or of the GPU (`dmesg | grep -i xid`; a known bug of the release)",
+        ),
+        "the run with CUDA_LAUNCH_BLOCKING=1, `dmesg | grep -i xid`",
+    ),
+    Call(
+        ("cudaDeviceCanAccessPeer", "cudaDeviceEnablePeerAccess"),
+        "peer access between two GPUs",
+        ("the two GPUs cannot map each other (no P2P): NCCL_P2P_DISABLE=1",),
+        "`nvidia-smi topo -p2p r`",
+    ),
+    Call(
+        (
+            "cudaSetDevice",
+            "cudaGetDevice",
+            "cudaStreamCreate",
+            "cudaEventCreate",
+            "cudaDeviceGetAttribute",
+            "cuCtx",
+            "cudaGetDeviceCount",
+            "cudaDriverGetVersion",
+            "cuDeviceGet",
+        ),
+        "the device and its context",
+        ("the GPU this rank uses (CUDA_VISIBLE_DEVICES) or its state (`nvidia-smi`, Xid)",),
+        "`nvidia-smi`, CUDA_VISIBLE_DEVICES of each rank",
+    ),
+)
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v.split("+")[0])[:3])
+
+
+def _holds(runs: tuple[str, ...], version: tuple[int, ...]) -> bool:
+    for run in runs:
+        lo, _, hi = run.partition("..")
+        if _version(lo) <= version <= _version(hi or lo):
+            return True
+    return False
+
+
+def call_at(source: str, line: str, versions: tuple[str, ...]) -> tuple[str, str] | None:
+    """The CUDA call NCCL checks at ``source:line`` and the versions that make it there, as the
+    log's versions narrow it: ("cudaIpcOpenMemHandle", "2.24.3..2.26.6"); None when the line holds
+    no check or the candidates disagree."""
+    calls = cuda_calls_at(f"{source}:{line}") if line else {}
+    known = [v for v in (_version(x) for x in versions) if len(v) == 3]
+    if known:
+        calls = {c: r for c, r in calls.items() if any(_holds(r, v) for v in known)}
+    if len(calls) != 1:
+        return None
+    ((call, runs),) = calls.items()
+    return call, ", ".join(runs)
+
+
+def kind_of(call: str) -> Call | None:
+    """The kind of a CUDA call, where its candidates are known."""
+    return next((c for c in CALLS if call.startswith(c.names)), None)

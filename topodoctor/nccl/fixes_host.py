@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccl.cuda_sites import site_of
+from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, Context, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
@@ -138,7 +138,20 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     where = f" in {source}" if source else ""
     fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix
     extra: dict[str, object] = {"cuda_error": msg}
-    site = site_of(source) if source and not any(k in msg.lower() for k in _CUDA_STATES) else None
+    if any(k in msg.lower() for k in _CUDA_STATES):
+        return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
+    line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
+    if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0])):
+        call, span = found
+        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(kind.candidates, 1))
+        extra |= {"site": f"{source}:{line}", "call": call, "candidates": list(kind.candidates)}
+        return Said(
+            "TD057",
+            f"{call} failed in {source}:{line} (the call NCCL {span} checks there: {kind.does}): {_cuda_text(f)}",
+            f"Candidates for {call}, most likely first: {ranked}. Collect next: {kind.collect}. {fix}",
+            extra,
+        )
+    site = site_of(source) if source else None
     if site is None:
         return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
     ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(site.candidates, 1))

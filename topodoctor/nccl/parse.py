@@ -178,7 +178,8 @@ class _Reader:
             src = m.group("src") or ""
             # a WARN wrapped at a space reads whole first: its first half may read as a vaguer class
             reading, known = self.outcome.warn(i, line, self._wrapped(i, msg, src, (" ",)) or classify(msg, src), msg)
-            self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg} | known)
+            known |= {"said": msg, "at": m.group("line") or ""}
+            self.add(reading.kind if reading else "warn", i, line, rank, reading, src, known)
         elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
             self.seen("INFO")
             self._info(i, line, m.group("msg"), rank)

@@ -244,3 +244,118 @@ def test_the_same_warn_then_the_run_ending_is_the_failure() -> None:
     )
     first = _explain(text)[0]
     assert (first.code, first.severity) == ("TD052", "error") and "libibverbs" in first.message
+
+
+def test_a_cuda_failure_names_the_call_nccl_checks_at_its_line() -> None:
+    """NeMo-RL#564: transport/p2p.cc:298 is cudaIpcOpenMemHandle in NCCL 2.24.3 - 2.26.6 (the catalogue's
+    CUDA call table): legacy CUDA IPC, the path NCCL_CUMEM_ENABLE=0 sends NCCL down."""
+    first = _explain("transport/p2p.cc:298 NCCL WARN Cuda failure 'invalid argument'\n")[0]
+    assert first.code == "TD057" and "cudaIpcOpenMemHandle" in first.message
+    assert "(1) cuMem turned off" in first.fix and "NCCL_CUMEM_ENABLE=1" in first.fix
+    assert first.evidence["call"] == "cudaIpcOpenMemHandle"
+
+
+def test_the_version_narrows_the_call_at_a_line() -> None:
+    """enqueue.cc:58 is cudaFuncSetAttribute in 2.20 - 2.21 and 2.27.7; at 2.24.3 it is not a check."""
+    text = f"{H} NCCL INFO NCCL version 2.24.3+cuda12.6\n{H} enqueue.cc:58 NCCL WARN Cuda failure 'invalid argument'\n"
+    text += f"{H} NCCL INFO init.cc:1475 -> 1\n{H} NCCL INFO group.cc:75 -> 1 [Async thread]\n"
+    first = _explain(text)[0]
+    assert first.code == "TD057" and "cudaFuncSetAttribute" not in first.message and "(1)" in first.fix
+
+
+def test_no_algorithm_with_nothing_forced_is_not_a_setting() -> None:
+    """NVIDIA/nccl#1709: 2.24+ appends "NCCL_ALGO was set to ..." when it was; nothing was, and
+    enqueue.cc returns ncclInternalError: cause not found, the candidates ranked."""
+    text = (
+        "[rank238]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3353, internal error, "
+        "NCCL version 2.26.2\n[rank238]: Last error:\n"
+        "[rank238]: Error : no algorithm/protocol available for function AllGather with datatype ncclInt8.\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD052" and "NCCL_COLLNET_ENABLE=0" in first.fix and "NCCL_DEBUG" in first.fix
+
+
+def test_no_algorithm_with_nccl_algo_named_is_the_setting() -> None:
+    text = (
+        f"{H} enqueue.cc:2063 NCCL WARN No algorithm/protocol available for function AllReduce with datatype "
+        "ncclFloat32. NCCL_ALGO was set to CollNet.\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD077" and "NCCL_ALGO=CollNet" in first.message
+
+
+def test_an_address_of_family_zero_is_ranks_on_other_versions() -> None:
+    """NVIDIA/nccl#1267: nodes ran NCCL 2.20.5, 2.19.3 and 2.17.1; the bootstrap read an empty address."""
+    text = (
+        "ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) nor AF_INET6(10)\n"
+        "NCCL version 2.19.3+cuda12.3\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD048", "error") and first.evidence["cause"]["confidence"] == "candidates"
+
+
+def test_an_address_of_no_family_with_socket_ifname_set_is_the_interface() -> None:
+    text = (
+        f"{H} NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n"
+        "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD041" and "NCCL_SOCKET_IFNAME=eth2" in first.message
+
+
+def test_no_interface_in_the_subnet_leads_the_connect_it_causes() -> None:
+    """NVIDIA/nccl#929: a peer's connect fails because the root found no interface in the subnet."""
+    text = (
+        "e57377aacbb6:1203:1227 [0] misc/socket.cc:480 NCCL WARN socketStartConnect: Connect to 172.17.0.2<38847> "
+        "failed : Software caused connection abort\n"
+        "d9beab19e6d2:1791:1791 [0] misc/socket.cc:237 NCCL WARN Net : No interface found in the same subnet as "
+        "remote address 10.1.0.5<1778>\n"
+    )
+    findings = _explain(text)
+    assert [f.code for f in findings[:2]] == ["TD086", "TD072"]
+
+
+def test_ofi_memory_registration_einval_is_the_efa_installer() -> None:
+    """aws/aws-ofi-nccl#584: RC -22 with NCCL 2.19+: libfabric of an EFA installer before 1.29."""
+    text = (
+        f"{H} nccl_net_ofi_rdma.c:1204 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 4. RC: "
+        "-22, Error: Invalid argument\n"
+        f"{H} NCCL INFO transport/net.cc:1054 -> 2\n{H} NCCL INFO group.cc:75 -> 2 [Async thread]\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD084" and first.fix.startswith("The NIC refused the buffer as invalid (EINVAL)")
+    assert "FI_EFA_SET_CUDA_SYNC_MEMOPS=0" in first.fix
+
+
+def test_libfabric_efa_abort_on_enomem_is_memlock() -> None:
+    """awslabs/awsome-distributed-ai#647: no NCCL line at all, libfabric aborts the process."""
+    text = (
+        "Libfabric EFA provider has encountered an internal error:\n\n"
+        "Libfabric error: (-12) Cannot allocate memory\n"
+        "EFA internal error: (4112) Failure to post internal receive buffers\n\n"
+        "Your application will now abort().\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD061", "error") and "ulimit -l" in first.fix
+
+
+def test_the_info_sign_of_a_known_bug_is_the_failure_alone() -> None:
+    """NVIDIA/nccl-tests#287: 2.25.1 on RTX 5090; the kernels ask more shared memory than the GPU has."""
+    text = (
+        "GENOA-06:4766:4766 [0] NCCL INFO NCCL version 2.25.1+cuda12.8\n"
+        "GENOA-06:4766:4780 [0] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856\n"
+        "GENOA-06:4766:4780 [0] NCCL INFO Using network Socket\n"
+    )
+    first = _explain(text)[0]
+    assert (first.code, first.severity) == ("TD083", "error") and "fixed in 2.26.2" in first.message
+    fixed = text.replace("2.25.1", "2.26.2")  # the same line under the release that fixed it is no failure
+    assert not failing(_explain(fixed), "error")
+
+
+def test_nccl_1_is_named_with_the_upgrade() -> None:
+    """NVIDIA/nccl-tests#5: nccl-tests built with NCCL 1.0 fails with an unhandled cuda error."""
+    text = (
+        "# NCCL Tests compiled with NCCL 1.0\n# Using devices\nNCCL failure all_reduce.cu:95 'unhandled cuda error'\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD083" and "NCCL 1.0.0 is NCCL 1.x" in first.message

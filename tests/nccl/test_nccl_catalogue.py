@@ -125,3 +125,30 @@ def test_nccl_1x_messages_are_in_it() -> None:
 def test_unknown_text_is_not_a_message() -> None:
     assert lookup("epoch 3 loss 0.25") is None
     assert sourced("some words of the program") == {}
+
+
+@needs_mirror
+def test_cuda_call_sites_of_a_release_are_the_sources() -> None:
+    """Every CUDACHECK / CUCHECK of v2.30.7-1's src/ (git grep, #define lines left out) is a site of
+    the catalogue's CUDA call table at that version, and a sample of the sites holds its call in the
+    source at that line."""
+    from topodoctor.nccl.catalogue import cuda_calls_at
+
+    tag = "v2.30.7-1"
+    listing = _git("grep", "-n", "-E", r"(^|[^A-Za-z_#])(CUDACHECK|CUCHECK)(GOTO|IGNORE|THREAD)? *\(", tag, "--", "src")
+    checks = []
+    for line in listing.splitlines():  # v2.30.7-1:src/transport/p2p.cc:298:    CUDACHECK(...)
+        _, path, n, text = line.split(":", 3)
+        if "#define" not in text and "/device/" not in path and "nvtx" not in path:
+            checks.append((path.removeprefix("src/"), n))
+    assert len(checks) > 300
+    missing = [f"{p}:{n}" for p, n in checks if not any(r.endswith("2.30.7") for r in _runs(cuda_calls_at(f"{p}:{n}")))]
+    assert missing == []
+    for path, n in checks[::40]:
+        source = _git("show", f"{tag}:src/{path}").splitlines()[int(n) - 1]
+        (call,) = [c for c, runs in cuda_calls_at(f"{path}:{n}").items() if any(r.endswith("2.30.7") for r in runs)]
+        assert call in source, (path, n, call, source)
+
+
+def _runs(calls: dict[str, tuple[str, ...]]) -> list[str]:
+    return [r for runs in calls.values() for r in runs]

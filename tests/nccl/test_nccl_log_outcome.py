@@ -359,3 +359,12 @@ def test_nccl_1_is_named_with_the_upgrade() -> None:
     )
     first = _explain(text)[0]
     assert first.code == "TD083" and "NCCL 1.0.0 is NCCL 1.x" in first.message
+
+
+def test_torch_saying_the_communicator_was_aborted_is_a_failure() -> None:
+    text = (
+        "[rank1]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 1.\n"
+        "[rank1]: Exception raised from checkForNCCLErrorsInternal at ProcessGroupNCCL.cpp:2027\n"
+    )
+    findings = _explain(text)
+    assert findings and findings[0].severity == "error" and findings[0].code in ("TD049", "TD052")

@@ -20,6 +20,11 @@ RUN_FAILED = re.compile(
     r"|Segmentation fault|exited with (?:exit )?code [1-9]|\bexitcode\s*:\s*-?[1-9]|ChildFailedError"
     r"|Fatal Python error|srun: error: .*[Ee]xit(?:ed)? (?:with exit )?code [1-9]|will now abort\(\)"
 )
+# torch's ProcessGroupNCCL saying NCCL failed, whatever the reason (catalogue_extra's torch messages)
+TORCH_FAILED = re.compile(
+    r"NCCL communicator was aborted|Some NCCL operations have failed or timed out|DistBackendError: NCCL"
+    r"|Process group watchdog thread terminated with exception"
+)
 _PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
 # the classes whose message is the failure itself, wherever it is printed
 FAILS = frozenset(("torch-mismatch", "nccl-library", "watchdog-timeout", "efa-memlock"))
@@ -59,10 +64,12 @@ class Outcome:
         if INFO_SIGN in msg:
             self.symptoms.append((i, msg))
 
-    def other(self, i: int, line: str, nccl_seen: bool) -> None:
-        """Any other line: the run's own end, in a log that spoke of NCCL."""
+    def other(self, i: int, line: str, nccl_seen: bool) -> bool:
+        """Any other line: the run's own end, in a log that spoke of NCCL; True when the line is
+        torch's own statement that NCCL failed (an aborted communicator, a failed operation)."""
         if nccl_seen and RUN_FAILED.search(line):
             self.ended_at.append(i)
+        return "NCCL" in line and bool(TORCH_FAILED.search(line))
 
     def bare(self, i: int, line: str, reading: Reading) -> list[int]:
         """A message pasted without NCCL's prefix: the lines where the run failed on it."""

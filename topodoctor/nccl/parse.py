@@ -298,7 +298,8 @@ class _Reader:
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
             return
-        self.outcome.other(i, line, self.nccl_seen)
+        if self.outcome.other(i, line, self.nccl_seen):  # torch's own words that NCCL failed
+            self.failed_at.append(i)
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self._wrapped(i, line)):
             if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
                 reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line

@@ -71,6 +71,8 @@ STATED = frozenset(
         "TD077",
         "TD078",
         "TD079",
+        "TD085",
+        "TD086",
     )
 )
 

@@ -368,3 +368,12 @@ def test_torch_saying_the_communicator_was_aborted_is_a_failure() -> None:
     )
     findings = _explain(text)
     assert findings and findings[0].severity == "error" and findings[0].code in ("TD049", "TD052")
+
+
+def test_old_torch_version_text_is_read_back() -> None:
+    """NVIDIA/nccl#577: torch before 1.10 printed NCCL 2.11.4 (version code 21104) as "21.1.4"."""
+    text = (
+        "52: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:975, internal error, NCCL version 21.1.4\n"
+        "52: ncclInternalError: Internal check failed. This is either a bug in NCCL or due to memory corruption\n"
+    )
+    assert parse_file("job.log", text).versions == ("2.11.4",)

@@ -377,3 +377,16 @@ def test_old_torch_version_text_is_read_back() -> None:
         "52: ncclInternalError: Internal check failed. This is either a bug in NCCL or due to memory corruption\n"
     )
     assert parse_file("job.log", text).versions == ("2.11.4",)
+
+
+_FALLBACK = f"{H} graph/search.cc:1089 NCCL WARN Could not find a path for pattern 4, falling back to simple order\n"
+
+
+def test_a_fallback_under_a_buggy_release_is_the_bug_only_where_nothing_else_explains_the_run() -> None:
+    banner = f"{H} NCCL INFO NCCL version 2.25.1+cuda12.8\n"
+    oom = f"{H} include/alloc.h:102 NCCL WARN Cuda failure 'out of memory'\n{H} NCCL INFO init.cc:1475 -> 1\n"
+    oom += f"{H} NCCL INFO group.cc:75 -> 1 [Async thread]\n"
+    findings = _explain(banner + _FALLBACK + oom)
+    assert findings[0].code == "TD058" and not any(f.code == "TD083" for f in findings)
+    torch = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, internal error, NCCL version 2.25.1\n"
+    assert _explain(banner + _FALLBACK + torch)[0].code == "TD083"

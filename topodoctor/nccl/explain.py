@@ -28,6 +28,8 @@ from topodoctor.nccl.parse import Event, LogFile
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
 BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME}
+# findings that name no cause of their own: not found, or what follows a failure elsewhere
+NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
 LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
@@ -181,7 +183,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, _bridges_only(ctx, findings[0]))
     failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
-    findings = known_bug_findings(files, failed) + findings  # the release's own bug comes first
+    unexplained = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)
+    findings = known_bug_findings(files, failed, unexplained) + findings  # the release's own bug comes first
     return findings + _other_warnings(files, by_kind, findings)
 
 

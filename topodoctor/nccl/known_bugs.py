@@ -33,6 +33,7 @@ class KnownBug:
     workaround: str = ""
     platform: str = ""  # where the bug shows (GPUs, fabric): said with the finding
     alone: bool = False  # the message alone shows the run fails on it (no failure need follow in the log)
+    weak: re.Pattern[str] | None = None  # a message that shows it only when no other cause is found (a fallback)
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -90,7 +91,7 @@ KNOWN_BUGS = (
         "nic-fusion-path",
         (2, 25, 0),
         (2, 26, 6),
-        re.compile(r"Could not find (?:a path for pattern \d+|NET with id \S+)"),
+        re.compile(r"Could not find NET with id \S+"),
         "",
         "2.27.3",
         "NIC fusion merged the NICs so that the topology search found no path, and its fallback named a NIC "
@@ -98,6 +99,7 @@ KNOWN_BUGS = (
         "NVIDIA/nccl#1748 (works with NCCL 2.27); NCCL 2.26.2-1 release notes: NIC fusion auto-merge failures "
         "made non-fatal",
         "NCCL_NET_MERGE_LEVEL=LOC turns NIC fusion off (it did not help every reporter: upgrading did)",
+        weak=re.compile(r"Could not find a path for pattern \d+"),
     ),
     KnownBug(
         "illegal-address-large-collectives",
@@ -119,11 +121,13 @@ def _parse(v: str) -> Version | None:
     return (int(m[1]), int(m[2]), int(m[3])) if m else None
 
 
-def matching(versions: Iterable[str], messages: Iterable[tuple[str, str]]) -> list[tuple[KnownBug, str, int]]:
+def matching(
+    versions: Iterable[str], messages: Iterable[tuple[str, str]], unexplained: bool = True
+) -> list[tuple[KnownBug, str, int]]:
     """The known bugs a log shows: (bug, the version it runs, the index of the first message
     that shows it) for each bug whose range holds a version of ``versions`` and whose symptom one
-    of ``messages`` ((text, NCCL source file)) prints. A log naming two NCCL versions is matched
-    on each."""
+    of ``messages`` ((text, NCCL source file)) prints; its weak symptom counts only where the log is
+    otherwise ``unexplained``. A log naming two NCCL versions is matched on each."""
     parsed = {v.split("+")[0]: p for v in versions if (p := _parse(v))}
     msgs = list(messages)
     out = []
@@ -131,21 +135,27 @@ def matching(versions: Iterable[str], messages: Iterable[tuple[str, str]]) -> li
         running = next((v for v, p in parsed.items() if bug.first <= p <= bug.last), None)
         if running is None:
             continue
-        for i, (text, src) in enumerate(msgs):
-            if bug.symptom.search(text) and (not bug.source or src.endswith(bug.source) or bug.source in text):
-                out.append((bug, running, i))
-                break
+        shows = [i for i, (t, src) in enumerate(msgs) if _shows(bug, bug.symptom, t, src)]
+        if not shows and bug.weak is not None and unexplained:
+            shows = [i for i, (t, src) in enumerate(msgs) if _shows(bug, bug.weak, t, src)]
+        if shows:
+            out.append((bug, running, shows[0]))
     return out
 
 
-def known_bug_findings(files: Sequence[LogFile], failed: bool) -> list[Finding]:
+def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str) -> bool:
+    return bool(symptom.search(text)) and (not bug.source or src.endswith(bug.source) or bug.source in text)
+
+
+def known_bug_findings(files: Sequence[LogFile], failed: bool, unexplained: bool = True) -> list[Finding]:
     """TD083 for each known bug the logs show in a run that ``failed`` (or whose message alone says
-    it fails): the version, the release that fixed it, the workaround and where that is said; the
-    evidence is the first line that shows it."""
+    it fails; a weak sign only where the log is otherwise ``unexplained``): the version, the
+    release that fixed it, the workaround and where that is said; the evidence is the first line
+    that shows it."""
     events = [e for f in files for e in f.events]
     texts = [(e.fields.get("said") or e.text, e.source) for e in events]
     out = []
-    for bug, running, i in matching((v for f in files for v in f.versions), texts):
+    for bug, running, i in matching((v for f in files for v in f.versions), texts, unexplained):
         if not (failed or bug.alone):
             continue
         ev = events[i]

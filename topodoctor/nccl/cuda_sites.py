@@ -255,7 +255,7 @@ def call_at(source: str, line: str, versions: tuple[str, ...]) -> tuple[str, str
     if len(calls) != 1:
         return None
     ((call, runs),) = calls.items()
-    return call, ", ".join(runs)
+    return call, ", ".join(r.replace("..", " - ") for r in runs)
 
 
 def kind_of(call: str) -> Call | None:

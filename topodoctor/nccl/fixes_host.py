@@ -141,6 +141,8 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if any(k in msg.lower() for k in _CUDA_STATES):
         return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
     line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
+    if msg.lower() in _CALL_SPECIFIC:  # the error means what the call meant: the call's candidates say it
+        fix = EXPLANATIONS["TD057"].fix
     if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0])):
         call, span = found
         ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(kind.candidates, 1))

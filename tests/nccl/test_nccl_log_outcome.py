@@ -390,3 +390,13 @@ def test_a_fallback_under_a_buggy_release_is_the_bug_only_where_nothing_else_exp
     assert findings[0].code == "TD058" and not any(f.code == "TD083" for f in findings)
     torch = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, internal error, NCCL version 2.25.1\n"
     assert _explain(banner + _FALLBACK + torch)[0].code == "TD083"
+
+
+def test_old_no_algorithm_at_info_without_a_forced_variable_is_not_a_setting() -> None:
+    """Before 2.24 the message names no setting; at INFO NCCL lists every variable it read."""
+    text = f"{H} NCCL INFO NCCL_DEBUG set by environment to INFO\n"
+    text += f"{H} enqueue.cc:422 NCCL WARN Error : no algorithm/protocol available\n"
+    assert _explain(text)[0].code == "TD052"
+    forced = text.replace("NCCL_DEBUG set by environment to INFO", "NCCL_ALGO set by environment to Tree")
+    first = _explain(forced)[0]
+    assert first.code == "TD077" and "NCCL_ALGO=Tree" in first.message

@@ -46,6 +46,7 @@ class Context:
     gpu_names: tuple[str, ...] = ()  # consumer GPUs the log names (GeForce, RTX workstation)
     hosts: int = 0  # hosts the logs name in NCCL's line prefix
     secondary: tuple[Event, ...] = ()  # the lines that follow a failure (a segment's summary, a proxy's report)
+    info: bool = False  # a log at NCCL_DEBUG=INFO: NCCL printed the variables it read (NCCL_ALGO set by ...)
 
 
 @dataclass(frozen=True)

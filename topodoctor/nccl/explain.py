@@ -116,6 +116,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> Context:
         tuple(dict.fromkeys(g for f in files for g in f.gpu_names)),
         len({h for f in files for h in f.hosts}),
         tuple(e for f in files for e in f.events if e.kind in ("secondary", "shm-create")),
+        any(f.level == "INFO" for f in files),
     )
 
 

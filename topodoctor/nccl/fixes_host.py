@@ -284,7 +284,9 @@ def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if f.get("func") or not (f.get("what") or f.get("attr")):
         said = {"NCCL_ALGO": f.get("algo", ""), "NCCL_PROTO": f.get("proto", "")}
         forced = ", ".join(f"{k}={said[k] or ctx.env[k]}" for k in said if said[k] or k in ctx.env)
-        if f.get("func") and not forced:  # 2.24+ names a forced NCCL_ALGO / NCCL_PROTO; none was
+        # 2.24+ names a forced NCCL_ALGO / NCCL_PROTO in the message, and at INFO NCCL lists what it read:
+        # none was forced, so enqueue.cc's ncclInternalError is not a setting's
+        if not forced and (f.get("func") or ctx.info):
             return _no_algorithm(f)
         func = f.get("func") or "the operation"
         msg = f"no algorithm/protocol NCCL may use runs {func}" + (f" ({forced})" if forced else "")
@@ -307,7 +309,8 @@ def _no_algorithm(f: Mapping[str, str]) -> Said:
     ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
     return Said(
         "TD052",
-        f"no algorithm/protocol runs {f['func']} ({f.get('dtype', '?')}) and no NCCL_ALGO / NCCL_PROTO was set: "
+        f"no algorithm/protocol runs {f.get('func', 'the operation')} ({f.get('dtype', '?')}) and no NCCL_ALGO / "
+        "NCCL_PROTO was set: "
         "an internal error of NCCL's choice; cause not found",
         f"Candidates, most likely first: {ranked}. Collect next: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,ENV "
         "(the cost table and the variables NCCL read). " + EXPLANATIONS["TD052"].fix,

@@ -400,3 +400,14 @@ def test_old_no_algorithm_at_info_without_a_forced_variable_is_not_a_setting() -
     forced = text.replace("NCCL_DEBUG set by environment to INFO", "NCCL_ALGO set by environment to Tree")
     first = _explain(forced)[0]
     assert first.code == "TD077" and "NCCL_ALGO=Tree" in first.message
+
+
+def test_a_cuda_failure_in_the_allocator_on_the_shm_transport_path_is_cumem_host() -> None:
+    """include/alloc.h's ncclCuMemHostAlloc, called by transport/shm.cc (NCCL 2.23+)."""
+    text = (
+        f"{H} NCCL INFO NCCL version 2.27.5+cuda12.9\n"
+        f"{H} include/alloc.h:62 NCCL WARN Cuda failure 1 'invalid argument'\n"
+        f"{H} NCCL INFO transport/shm.cc:536 -> 1\n{H} NCCL INFO group.cc:75 -> 1 [Async thread]\n"
+    )
+    first = _explain(text)[0]
+    assert first.code == "TD087" and "NCCL_CUMEM_HOST_ENABLE=0" in first.fix

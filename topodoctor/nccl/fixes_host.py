@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, Context, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.fixes_runtime import cumem_host
 from topodoctor.nccl.parse import Event
 
 # What a CUDA error inside NCCL usually means (the text cudaGetErrorString gives)
@@ -140,6 +141,8 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     extra: dict[str, object] = {"cuda_error": msg}
     if any(k in msg.lower() for k in _CUDA_STATES):
         return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
+    if "shm.cc" in ctx.trail_sources and source.endswith(("alloc.h", "cudawrap.cc", "cudawrap.h")):
+        return cumem_host(f, evs, ctx)  # an allocation of the SHM transport: its cuMem host memory
     line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
     if msg.lower() in _CALL_SPECIFIC:  # the error means what the call meant: the call's candidates say it
         fix = EXPLANATIONS["TD057"].fix

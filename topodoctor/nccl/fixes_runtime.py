@@ -111,7 +111,7 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
     )
 
 
-def _cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     where = f" in {evs[0].source}" if evs[0].source else ""
     if f.get("msg") or f.get("num"):
         num = f" {f['num']}" if f.get("num") else ""
@@ -166,5 +166,5 @@ RUNTIME: dict[str, Builder] = {
     "nccl-library": _library,
     "subnet": _subnet,
     "graph-search": _graph_search,
-    "cumem-host": _cumem_host,
+    "cumem-host": cumem_host,
 }

@@ -163,22 +163,30 @@ def entries() -> tuple[Entry, ...]:
     )
 
 
+_WORD = re.compile(r"[a-z][a-z_]{3,}")
+
+
 @cache
-def _index() -> tuple[tuple[str, re.Pattern[str], Entry], ...]:
+def _index() -> dict[str, tuple[tuple[int, str, re.Pattern[str], Entry], ...]]:
+    """The WARN entries by the longest word of their fixed text (a message holds that word), each
+    with its order: the longer the fixed text, the narrower the message, the earlier it is tried."""
     rows = [(_literal(e.format), e) for e in entries() if e.source in _PRINTED_BY_NCCL and e.level == "WARN"]
-    # the longer the fixed text, the narrower the message: it is tried first
     rows.sort(key=lambda r: -len(r[0]))
-    return tuple((lit, _pattern(e.format), e) for lit, e in rows if len(lit) >= _MIN_LITERAL)
+    index: dict[str, list[tuple[int, str, re.Pattern[str], Entry]]] = {}
+    for order, (lit, e) in enumerate(rows):
+        words = _WORD.findall(lit)
+        if len(lit) >= _MIN_LITERAL and words:
+            index.setdefault(max(words, key=len), []).append((order, lit, _pattern(e.format), e))
+    return {w: tuple(v) for w, v in index.items()}
 
 
 def lookup(message: str) -> Entry | None:
     """The catalogue's WARN entry of one NCCL (or NET plugin) message, as printed after ``WARN``;
     None when no WARN of the sources reads so."""
     low = message.lower()
-    for lit, pat, e in _index():
-        if lit in low and pat.search(message):
-            return e
-    return None
+    index = _index()
+    found = sorted(r for w in set(_WORD.findall(low)) for r in index.get(w, ()))
+    return next((e for _, lit, pat, e in found if lit in low and pat.search(message)), None)
 
 
 # The classes whose message is the failure when nothing after it shows the run went on; in a run

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 from topodoctor.nccl.classify import Reading
@@ -180,6 +180,7 @@ def _index() -> dict[str, tuple[tuple[int, str, re.Pattern[str], Entry], ...]]:
     return {w: tuple(v) for w, v in index.items()}
 
 
+@lru_cache(maxsize=4096)  # a failing job repeats its message per rank and per retry
 def lookup(message: str) -> Entry | None:
     """The catalogue's WARN entry of one NCCL (or NET plugin) message, as printed after ``WARN``;
     None when no WARN of the sources reads so."""

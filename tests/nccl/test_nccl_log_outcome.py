@@ -411,3 +411,10 @@ def test_a_cuda_failure_in_the_allocator_on_the_shm_transport_path_is_cumem_host
     )
     first = _explain(text)[0]
     assert first.code == "TD087" and "NCCL_CUMEM_HOST_ENABLE=0" in first.fix
+
+
+def test_cuda_217_without_nccl_file_names_p2p_first_and_cumem_host_second() -> None:
+    text = "Last error:\nCuda failure 217 'peer access is not supported between these two devices'\n"
+    first = _explain(text)[0]
+    assert first.code == "TD055" and first.evidence["cause"]["confidence"] == "candidates"
+    assert first.fix.index("NCCL_P2P_DISABLE=1") < first.fix.index("NCCL_CUMEM_HOST_ENABLE=0")

@@ -96,10 +96,20 @@ def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     specific = ""
     if ctx.env.get("NCCL_P2P_DISABLE") == "1":
         specific = "The log shows NCCL_P2P_DISABLE=1, yet P2P was tried: the failing process did not get it."
+    extra: dict[str, object] = {}
+    also = ""
+    if not any(e.source for e in evs) and older_than(ctx, (2, 23, 0)) is not True:
+        # without NCCL's file the SHM transport's cuMem host memory (2.23+) raises the same error
+        extra["candidates"] = ["P2P between the two GPUs: NCCL_P2P_DISABLE=1", "SHM's cuMem host memory"]
+        also = (
+            " The log does not name NCCL's file: if NCCL_P2P_DISABLE=1 does not help, the SHM transport's cuMem host "
+            "memory (NCCL 2.23+) raises the same error: NCCL_CUMEM_HOST_ENABLE=0."
+        )
     return Said(
         "TD055",
         "CUDA 217: peer access is not supported between two GPUs NCCL connects directly",
-        with_general("TD055", specific),
+        with_general("TD055", specific) + also,
+        extra,
     )
 
 

@@ -1,4 +1,4 @@
-"""The table of NCCL's variables (topodoctor/nccl/variables.json, written by
+"""The table of NCCL's variables (topodoctor/nccl/data/variables.json, written by
 fixtures/nccl_variables_extract.py from NCCL's source at every release 2.18.1 - 2.30.7): the
 committed file is what NCCL's source says, its counts per release are sane against an independent
 count of NCCL's own sites, and ``check``'s lint judges names against the job's release."""
@@ -39,7 +39,9 @@ def _extractor():  # type: ignore[no-untyped-def]
 @needs_mirror
 def test_the_committed_table_is_what_nccls_source_says() -> None:
     x = _extractor()
-    assert x.dump(x.build(MIRROR)) == (ROOT / "topodoctor" / "nccl" / "variables.json").read_text(encoding="utf-8")
+    assert x.dump(x.build(MIRROR)) == (ROOT / "topodoctor" / "nccl" / "data" / "variables.json").read_text(
+        encoding="utf-8"
+    )
 
 
 @needs_mirror

@@ -42,6 +42,7 @@ _CUDA_KIND = (
 _CUDA_FAILURE = re.compile(
     r"Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'?|CUDA error (?P<num2>\d+) '(?P<msg2>[^']*)'"
 )
+_SHM_TRANSPORT = ("transport/shm.cc", "/shm.cc")  # the SHM transport (2.23+: cuMem host memory), not shmutils
 _ON_SOURCE = re.compile(r"(?P<src>[\w./-]+\.(?:cc|cu|cpp|c|h|hpp)):\d+")
 
 _VERBS = re.compile(
@@ -73,7 +74,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "socket-ifname",
         re.compile(
-            r"no socket interface found|No usable listening interface found|is neither AF_INET\(\d+\) nor AF_INET6"
+            r"no socket interface found|No usable listening interface found"
             r"|Socket creation failed : Address family not supported|no device found (?:matching|after excluding)"
         ),
         ROOT,
@@ -112,6 +113,14 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"Call to shm_open failed ?: ?(?P<err>Permission denied)"
             r"|shared memory (?:segment|file) (?P<seg>[^\s,]+),?(?: \(size \d+\))?,? error:? "
             r"(?P<err2>Permission denied)"
+        ),
+        ROOT,
+    ),
+    # a peer's segment of size 0 or a name of garbage: not a /dev/shm segment NCCL made (cuMem host memory)
+    (
+        "cumem-host",
+        re.compile(
+            r"shared memory segment (?P<seg>/dev/shm/nccl-[^\s(]*[^\w\s/.(-][^\s(]*|[^\s(]*) \(size (?P<size>0)\)"
         ),
         ROOT,
     ),
@@ -166,9 +175,53 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "invalid-setting",
         re.compile(
-            r"No algorithm/protocol available for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?"
+            r"(?i:no algorithm/protocol available)(?: for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?"
+            r"\.?(?: NCCL_ALGO was set to (?P<algo>[^.]+)\.)?(?: NCCL_PROTO was set to (?P<proto>[^.]+)\.)?)?"
             r"|Detected mixed local (?P<what>Net|CollNet) device counts across ranks"
             r"|Invalid config (?P<attr>\w+) attribute value"
+        ),
+        ROOT,
+    ),
+    # misc/socket.cc: the address NCCL was to connect to is not one (the peer's handle or a local interface)
+    ("bad-address", re.compile(r"with family (?P<family>\d+) is neither AF_INET\(\d+\) nor AF_INET6"), ROOT),
+    # misc/socket.cc, os/linux.cc: NCCL_COMM_ID names an address no local interface shares a subnet with
+    ("subnet", re.compile(r"No interface found in the same subnet as remote address (?P<addr>[^\s,;]+)"), ROOT),
+    # graph/rings.cc, graph/search.cc: the rings or paths NCCL computed are inconsistent between ranks
+    (
+        "graph-search",
+        re.compile(
+            r"ring (?P<ring>\d+) does not (?P<how>loop back to start|contain rank \d+)"
+            r"|Could not find (?P<what>NET with id \S+|net id \S+|NIC for rank \d+|any local path from gpu \d+ to net)"
+        ),
+        ROOT,
+    ),
+    # libfabric's EFA provider aborting the process on ENOMEM: the locked-memory limit (it pins its buffers)
+    ("efa-memlock", re.compile(r"Libfabric error: \(-12\) Cannot allocate memory"), ROOT),
+    # aws-ofi-nccl (NCCL_OFI_WARN prints "NET/OFI "): libfabric / EFA calls of the plugin
+    (
+        "ofi",
+        re.compile(
+            r"NET/OFI (?P<what>OFI fi_getinfo\(\) call failed|Couldn't find any optimal provider"
+            r"|Unable to register memory|[\w ]*?fi_\w+ failed|Unable to (?:create|open|allocate|find|get)[^.:]*)"
+            r"(?:[^:]*: (?P<err>.*))?"
+        ),
+        ROOT,
+    ),
+    # torch's ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL / INFO): the ranks called different collectives
+    (
+        "torch-mismatch",
+        re.compile(
+            r"Detected mismatch between collectives on ranks\.?(?:\s*Rank (?P<a>\d+) is running(?: collective:)? "
+            r"(?P<ca>.*?),? but Rank (?P<b>\d+) is running(?: collective:)? (?P<cb>.*?)\.?\s*$)?"
+        ),
+        ROOT,
+    ),
+    # the dynamic linker: the libnccl loaded is not the one the program was built against
+    (
+        "nccl-library",
+        re.compile(
+            r"undefined symbol: (?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
+            r"|(?P<lib2>libnccl\.so[.\d]*): version `(?P<ver>[^']+)' not found"
         ),
         ROOT,
     ),
@@ -221,6 +274,8 @@ def classify(text: str, source: str = "") -> Reading | None:
         return Reading("nvls", {"num": "", "msg": ""})
     if m := _CUDA_FAILURE.search(text):
         reading = _cuda(m, nvls=False)
+        if reading.kind in ("cuda-failure", "p2p-unsupported") and src.split(":")[0].endswith(_SHM_TRANSPORT):
+            return Reading("cumem-host", reading.fields)  # the SHM transport's host memory, not P2P
         if (
             reading.kind == "cuda-failure"
             and reading.fields["msg"] == "invalid argument"

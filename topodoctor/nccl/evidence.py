@@ -46,6 +46,7 @@ class Context:
     gpu_names: tuple[str, ...] = ()  # consumer GPUs the log names (GeForce, RTX workstation)
     hosts: int = 0  # hosts the logs name in NCCL's line prefix
     secondary: tuple[Event, ...] = ()  # the lines that follow a failure (a segment's summary, a proxy's report)
+    info: bool = False  # a log at NCCL_DEBUG=INFO: NCCL printed the variables it read (NCCL_ALGO set by ...)
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,26 @@ def with_general(code: str, specific: str) -> str:
 _BRIDGE = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali", "tun")
 
 
-def odd_interfaces(ctx: Context) -> str:
-    """The sockets' interfaces that do not reach other nodes (a container bridge, loopback, a
-    link-local address), as a sentence naming them and the others; "" when none is odd."""
-    odd = [
+def _odd(ctx: Context) -> list[str]:
+    """The sockets' interfaces that do not reach other nodes: a container bridge, a link-local
+    address, loopback when the ranks are on several hosts (it is right for ranks of one host)."""
+    return [
         n
         for n, a in ctx.socket_ifs.items()
         if n.startswith(_BRIDGE) or a.startswith(("169.254.", "fe80:")) or (n == "lo" and ctx.hosts > 1)
-    ]  # loopback is right for ranks of one host
+    ]
+
+
+def only_odd_interfaces(ctx: Context) -> bool:
+    """Every interface NCCL's sockets use is a bridge or link-local one (loopback alone does not count)."""
+    odd = _odd(ctx)
+    return bool(odd) and len(odd) == len(ctx.socket_ifs) and any(n != "lo" for n in odd)
+
+
+def odd_interfaces(ctx: Context) -> str:
+    """The sockets' interfaces that do not reach other nodes, as a sentence naming them and the
+    others; "" when none is odd."""
+    odd = _odd(ctx)
     if not odd:
         return ""
     good = [n for n in ctx.socket_ifs if n not in odd]

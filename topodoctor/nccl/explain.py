@@ -1,4 +1,4 @@
-"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD079), each with
+"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD099), each with
 the evidence line, what it means, a fix built from the evidence and the cause as topodoctor read
 it. Data in, findings out; no I/O.
 
@@ -18,14 +18,20 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.nccl.classify import ROOT
-from topodoctor.nccl.evidence import RESULT, Builder, Context
+from topodoctor.nccl.evidence import RESULT, Builder, Context, odd_interfaces, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
+from topodoctor.nccl.fixes_runtime import RUNTIME
+from topodoctor.nccl.known_bugs import known_bug_findings
 from topodoctor.nccl.parse import Event, LogFile
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK}  # event kind -> what its finding says
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME}
+# findings that name no cause of their own: not found, or what follows a failure elsewhere
+NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067"))
+# kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
+LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
 # What an NCCL error class usually means when NCCL left no reason (init.cc's ncclGetErrorString)
 LIKELY = {
@@ -67,6 +73,8 @@ STATED = frozenset(
         "TD077",
         "TD078",
         "TD079",
+        "TD085",
+        "TD086",
     )
 )
 
@@ -80,6 +88,8 @@ def _finding(code: str, subject: str, message: str, fix: str, ev: Event | None, 
             evidence["rank"] = ev.rank
     not_found = code in ("TD049", "TD052")  # a failure no class explains: its cause is not found
     confidence = "not found" if not_found else ("stated by the log" if code in STATED else "likely")
+    if "candidates" in extra:  # a message of several causes: the finding ranks them
+        confidence = "candidates"
     evidence["cause"] = {"what": e.title if not not_found else "not found", "confidence": confidence}
     evidence.update(extra)
     return Finding(code, e.name, e.severity, subject, message, fix, evidence)
@@ -106,6 +116,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> Context:
         tuple(dict.fromkeys(g for f in files for g in f.gpu_names)),
         len({h for f in files for h in f.hosts}),
         tuple(e for f in files for e in f.events if e.kind in ("secondary", "shm-create")),
+        any(f.level == "INFO" for f in files),
     )
 
 
@@ -149,7 +160,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
             continue
         said = BUILDERS[kind](evs[0].fields, evs, ctx)
         f = _finding(said.code, _subject(evs), said.message, said.fix, evs[0], events=len(evs), **said.extra)
-        out.append((evs[0].order, evs[0].line_no, f))
+        out.append((-1 if kind in LEADS else evs[0].order, evs[0].line_no, f))
     out = _drop_consequences(out)
     out += [(0, 0, f) for f in _versions(files, by_kind)]
     if (hca := env.get("NCCL_IB_HCA")) and by_kind.get("ib-no-device") and not by_kind.get("net-plugin"):
@@ -170,7 +181,28 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
     if not any(f.severity in ("error", "critical") for f in findings):
         findings = _unexplained(files, by_kind, env) + findings
+        if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
+            findings.insert(0, _bridges_only(ctx, findings[0]))
+    failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
+    unexplained = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)
+    findings = known_bug_findings(files, failed, unexplained) + findings  # the release's own bug comes first
     return findings + _other_warnings(files, by_kind, findings)
+
+
+def _bridges_only(ctx: Context, failed: Finding) -> Finding:
+    """A failed job whose sockets use only container bridges and link-local addresses: those reach
+    no other node, which is the cause the log shows."""
+    names = ", ".join(ctx.socket_ifs)
+    return _finding(
+        "TD041",
+        "sockets",
+        f"NCCL failed and its sockets use only {names}: container bridges or link-local addresses that reach no "
+        "other node (NCCL_SOCKET_IFNAME names no routed interface)",
+        f"{odd_interfaces(ctx)} {EXPLANATIONS['TD041'].fix}",
+        None,
+        interfaces=dict(ctx.socket_ifs),
+        failure=failed.message[:200],
+    )
 
 
 def _drop_skipped_queries(by_kind: dict[str, list[Event]], skipped: Sequence[Event]) -> None:
@@ -239,14 +271,18 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
     if not reason and warns:  # else NCCL's first WARN that no class covers
         reason, ev = warns[0].fields.get("said", ""), warns[0]
     if reason:
+        fields = ev.fields if ev is not None and ev.fields.get("said") == reason else {}
+        known = _from_source(fields)
+        source = {"source": {k: fields[k] for k in ("site", "returns", "span") if k in fields}} if known else {}
         return [
             _finding(
                 "TD052",
                 _subject([ev]) if ev else "logs",
-                f"NCCL failed ({cls}): {reason[:200]}; cause not found",
+                f"NCCL failed ({cls}): {reason[:200]}{known}; cause not found",
                 EXPLANATIONS["TD052"].fix,
                 ev,
                 reason=reason,
+                **source,
             )
         ]
     if trails and not errors:
@@ -284,6 +320,15 @@ def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env:
             debug_set="NCCL_DEBUG=WARN",
         )
     ]
+
+
+def _from_source(f: Mapping[str, str]) -> str:
+    """What NCCL's sources say of an unclassed message (the catalogue's fields of its event):
+    where it is printed and what the code does next; "" when the catalogue does not know it."""
+    if not f.get("site"):
+        return ""
+    then = f"which then returns {f['returns']}" if f.get("returns") else "which goes on after it"
+    return f" (printed by {f['site']}, {then}; NCCL {f.get('span', '')})"
 
 
 def _class(errors: Sequence[Event], trails: Sequence[Event]) -> str:

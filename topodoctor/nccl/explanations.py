@@ -1,4 +1,4 @@
-"""The failure classes `topodoctor nccl-log` names (codes TD040 - TD089): each with its stable
+"""The failure classes `topodoctor nccl-log` names (codes TD040 - TD099): each with its stable
 name, severity, what it means and the general fix (what `topodoctor explain CODE` prints). This
 module holds the classes of the host (CUDA, NVLS, shared memory, topology files, the result
 itself) and gathers those of ``explanations_network``. A finding's own fix is built from its
@@ -9,6 +9,7 @@ from __future__ import annotations
 from topodoctor.nccl.explanation import Explanation
 from topodoctor.nccl.explanation import explained as _e
 from topodoctor.nccl.explanations_network import NETWORK_CLASSES
+from topodoctor.nccl.explanations_runtime import RUNTIME_CLASSES
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explanation_text"]
 
@@ -209,7 +210,9 @@ _HOST = (
         "at a cost in speed.",
     ),
 )
-EXPLANATIONS: dict[str, Explanation] = {e.code: e for e in sorted((*_HOST, *NETWORK_CLASSES), key=lambda e: e.code)}
+EXPLANATIONS: dict[str, Explanation] = {
+    e.code: e for e in sorted((*_HOST, *NETWORK_CLASSES, *RUNTIME_CLASSES), key=lambda e: e.code)
+}
 CODE_OF = {e.name: e.code for e in EXPLANATIONS.values()}
 
 

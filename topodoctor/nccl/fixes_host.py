@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, Context, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.fixes_runtime import cumem_host
 from topodoctor.nccl.parse import Event
 
 # What a CUDA error inside NCCL usually means (the text cudaGetErrorString gives)
@@ -37,8 +39,9 @@ CUDA_HINTS = (
     ("no CUDA-capable device", "this process sees no GPU: CUDA_VISIBLE_DEVICES, the container's --gpus"),
     (
         "illegal memory access",
-        "a GPU kernel faulted (often a buffer freed or resized while NCCL used it); "
-        "`dmesg | grep -i xid` shows whether the GPU reported a fault",
+        "a GPU kernel faulted: one of the program's kernels before NCCL's call (CUDA errors are sticky), a "
+        "buffer freed or resized while NCCL used it, or a bug of the NCCL release (see the version); "
+        "`dmesg | grep -i xid` shows whether the GPU reported a fault, CUDA_LAUNCH_BLOCKING=1 which kernel",
     ),
     ("launch failure", "a GPU kernel failed: `dmesg | grep -i xid`; reset the GPU if it repeats"),
     (
@@ -93,10 +96,20 @@ def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     specific = ""
     if ctx.env.get("NCCL_P2P_DISABLE") == "1":
         specific = "The log shows NCCL_P2P_DISABLE=1, yet P2P was tried: the failing process did not get it."
+    extra: dict[str, object] = {}
+    also = ""
+    if not any(e.source for e in evs) and older_than(ctx, (2, 23, 0)) is not True:
+        # without NCCL's file the SHM transport's cuMem host memory (2.23+) raises the same error
+        extra["candidates"] = ["P2P between the two GPUs: NCCL_P2P_DISABLE=1", "SHM's cuMem host memory"]
+        also = (
+            " The log does not name NCCL's file: if NCCL_P2P_DISABLE=1 does not help, the SHM transport's cuMem host "
+            "memory (NCCL 2.23+) raises the same error: NCCL_CUMEM_HOST_ENABLE=0."
+        )
     return Said(
         "TD055",
         "CUDA 217: peer access is not supported between two GPUs NCCL connects directly",
-        with_general("TD055", specific),
+        with_general("TD055", specific) + also,
+        extra,
     )
 
 
@@ -106,6 +119,15 @@ def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
     )
 
 
+# CUDA errors that state their cause whatever the call: the site's candidates do not apply
+_CUDA_STATES = (
+    "launch timed out",
+    "device-side assert",
+    "invalid device ordinal",
+    "no cuda-capable device",
+    "peer mapping resources exhausted",
+    "initialization error",
+)
 # CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
 
@@ -123,9 +145,39 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
             {"cuda_error": msg},
         )
     hint = next((h for key, h in CUDA_HINTS if key.lower() in msg.lower()), "")
-    where = f" in {evs[0].source}" if evs[0].source else ""
+    source = next((e.source for e in evs if e.source), "")
+    where = f" in {source}" if source else ""
     fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix
-    return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, {"cuda_error": msg})
+    extra: dict[str, object] = {"cuda_error": msg}
+    if any(k in msg.lower() for k in _CUDA_STATES):
+        return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
+    if "shm.cc" in ctx.trail_sources and source.endswith(("alloc.h", "cudawrap.cc", "cudawrap.h")):
+        return cumem_host(f, evs, ctx)  # an allocation of the SHM transport: its cuMem host memory
+    line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
+    if msg.lower() in _CALL_SPECIFIC:  # the error means what the call meant: the call's candidates say it
+        fix = EXPLANATIONS["TD057"].fix
+    if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0])):
+        call, span = found
+        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(kind.candidates, 1))
+        extra |= {"site": f"{source}:{line}", "call": call, "candidates": list(kind.candidates)}
+        return Said(
+            "TD057",
+            f"{call} failed in {source}:{line} (the call NCCL {span} checks there: {kind.does}): {_cuda_text(f)}",
+            f"Candidates for {call}, most likely first: {ranked}. Collect next: {kind.collect}. {fix}",
+            extra,
+        )
+    site = site_of(source) if source else None
+    if site is None:
+        return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(site.candidates, 1))
+    extra |= {"site": source, "candidates": list(site.candidates)}
+    return Said(
+        "TD057",
+        f"a CUDA call failed{where} ({site.does}): {_cuda_text(f)}; the error does not say which of this "
+        "site's causes it is",
+        f"Candidates at {source}, most likely first: {ranked}. Collect next: {site.collect}. {fix}",
+        extra,
+    )
 
 
 def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -242,14 +294,41 @@ def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
 
 
 def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
-    if f.get("func"):
-        forced = ", ".join(f"{k}={ctx.env[k]}" for k in ("NCCL_ALGO", "NCCL_PROTO") if k in ctx.env)
-        msg = f"no algorithm/protocol NCCL may use runs {f['func']}" + (f" ({forced})" if forced else "")
+    if f.get("func") or not (f.get("what") or f.get("attr")):
+        said = {"NCCL_ALGO": f.get("algo", ""), "NCCL_PROTO": f.get("proto", "")}
+        forced = ", ".join(f"{k}={said[k] or ctx.env[k]}" for k in said if said[k] or k in ctx.env)
+        # 2.24+ names a forced NCCL_ALGO / NCCL_PROTO in the message, and at INFO NCCL lists what it read:
+        # none was forced, so enqueue.cc's ncclInternalError is not a setting's
+        if not forced and (f.get("func") or ctx.info):
+            return _no_algorithm(f)
+        func = f.get("func") or "the operation"
+        msg = f"no algorithm/protocol NCCL may use runs {func}" + (f" ({forced})" if forced else "")
         fix = (f"Unset {forced}, or let it include Ring and Simple. " if forced else "") + EXPLANATIONS["TD077"].fix
         return Said("TD077", msg, fix, {"forced": forced})
     if f.get("what"):
         return Said("TD077", f"ranks have different numbers of {f['what']} devices", EXPLANATIONS["TD077"].fix)
     return Said("TD077", f"invalid communicator config value ({f.get('attr', '?')})", EXPLANATIONS["TD077"].fix)
+
+
+def _no_algorithm(f: Mapping[str, str]) -> Said:
+    """enqueue.cc found no algorithm with neither NCCL_ALGO nor NCCL_PROTO set: its source returns
+    ncclInternalError, so the cause is not a setting the log shows."""
+    candidates = [
+        "a CollNet / SHARP or NVLS path chosen for an operation or datatype it cannot run (NCCL_COLLNET_ENABLE=0, "
+        "NCCL_NVLS_ENABLE=0 tell)",
+        "NCCL_ALGO / NCCL_PROTO set in a file NCCL reads (/etc/nccl.conf, ~/.nccl.conf) or a tuner plugin",
+        "a bug of the release for this operation and datatype (upgrade NCCL)",
+    ]
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    return Said(
+        "TD052",
+        f"no algorithm/protocol runs {f.get('func', 'the operation')} ({f.get('dtype', '?')}) and no NCCL_ALGO / "
+        "NCCL_PROTO was set: "
+        "an internal error of NCCL's choice; cause not found",
+        f"Candidates, most likely first: {ranked}. Collect next: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,ENV "
+        "(the cost table and the variables NCCL read). " + EXPLANATIONS["TD052"].fix,
+        {"candidates": candidates},
+    )
 
 
 def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:

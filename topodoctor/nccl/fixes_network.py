@@ -20,6 +20,10 @@ from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
 
 _LOCAL_GID = re.compile(r"localGid (\S+)")
+# torch's watchdog timeout: at or below this no collective can be expected to finish (the timeout is the
+# cause); below the short one either the timeout or a rank that did not join (the default is 10 minutes)
+TIMEOUT_IS_CAUSE_MS = 100
+TIMEOUT_SHORT_MS = 5_000
 
 
 def _verbs_dev(f: Mapping[str, str], ctx: Context) -> str:
@@ -250,13 +254,26 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
             "flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) show each rank's calls. " + fix,
             extra,
         )
-    return Said(
-        "TD047",
-        f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the "
-        f"{f.get('timeout')} ms timeout: a rank did not join it",
-        fix,
-        extra,
-    )
+    timeout_ms = int(f.get("timeout") or 0)
+    ran = f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the {timeout_ms} ms timeout"
+    if 0 < timeout_ms <= TIMEOUT_IS_CAUSE_MS:
+        return Said(
+            "TD047",
+            f"{ran}: the timeout is too short for any collective, it is the cause",
+            "Raise the timeout passed to init_process_group (timeout=timedelta(minutes=10); the default is 10 "
+            "minutes, 30 with some launchers) or the framework's own setting, and remove a test value left in the "
+            "configuration.",
+            extra,
+        )
+    if 0 < timeout_ms < TIMEOUT_SHORT_MS:
+        return Said(
+            "TD047",
+            f"{ran}: either the timeout is too short for this operation or a rank did not join it",
+            f"The timeout of {timeout_ms} ms is far below the default of 10 minutes: raise it first (the "
+            "timeout passed to init_process_group); if it still times out, a rank did not join. " + fix,
+            extra,
+        )
+    return Said("TD047", f"{ran}: a rank did not join it", fix, extra)
 
 
 def _version_code(code: str) -> str:

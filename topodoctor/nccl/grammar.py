@@ -42,6 +42,7 @@ import re
 SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"  # an NCCL source file as its lines name it
 WARN = re.compile(rf"(?:(?P<src>{SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
 OLD_WARN = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) WARN (?P<msg>.*)")  # NCCL before 2.5: no "NCCL"
+V1_WARN = re.compile(rf"(?:^|\s)WARN (?P<src>{SRC}):(?P<line>\d+) (?P<msg>.*)")  # NCCL 1.x: "WARN src/core.cu:N"
 OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
 INFO = "NCCL INFO"  # where a 2.5+ INFO message starts (the message: after it, leading spaces dropped)
 DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")  # 2.31+: NCCL's own diagnosis

@@ -49,3 +49,20 @@ class LogFile:
     gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
     topo_file: str = ""  # the topology XML NCCL loaded, where the log says
     trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)
+
+
+def dedupe_versions(found: dict[str, None]) -> list[str]:
+    """``2.28.9`` (torch's error text) and ``2.28.9+cuda13.0`` (NCCL's banner) are one version; old
+    torch's ``21.1.4`` is 2.11.4."""
+    full = list(dict.fromkeys(torch_version(v) for v in found))
+    return [v for v in full if not any(o != v and o.startswith(v + "+") for o in full)]
+
+
+def torch_version(v: str) -> str:
+    """The NCCL version torch's error names: torch before 1.10 split NCCL's version code 21104 (2.11.4) as
+    if it were 2104, printing ``21.1.4``; read back, that is 2.11.4."""
+    parts = v.split("+")[0].split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts) or int(parts[0]) < 10:
+        return v
+    code = int(parts[0]) * 1000 + int(parts[1]) * 100 + int(parts[2])
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"

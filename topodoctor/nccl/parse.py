@@ -5,13 +5,13 @@ A file may be one rank's ``NCCL_DEBUG_FILE``, a job's stderr holding every rank 
 its lines ``[rank3]:``, mpirun ``[1,3]<stdout>:``, Ray ``(RayWorker pid=..., ip=...)``, pdsh and
 srun ``host: `` / ``0: ``, many add a timestamp), or nccl-tests' output. NCCL's own structure is
 found wherever it sits in the line: ``host:pid:tid [dev] file.cc:line NCCL WARN msg`` (before
-2.5 without ``NCCL``), the return-code trail ``NCCL INFO file.cc:line -> N [Async thread]``
-(include/checks.h's NCCLCHECK), torch's ``NCCL error ... Last error:`` block and nccl-tests'
-``Test NCCL/CUDA failure``. What a message means is ``nccl.classify``'s part.
+2.5 without ``NCCL``, 1.x ``WARN file.cu:line msg``), the return-code trail ``NCCL INFO
+file.cc:line -> N [Async thread]`` (include/checks.h's NCCLCHECK), torch's ``NCCL error ... Last
+error:`` block and nccl-tests' ``Test NCCL/CUDA failure``. What a message means is
+``nccl.classify``'s part (then the catalogue's); how the run ended, ``nccl.outcome``'s.
 
-NCCL_DEBUG decides how much NCCL says: unset, only the framework's error (and, recent torch,
-``ncclGetLastError()`` after ``Last error:``); WARN, the version banner and the WARN lines; INFO,
-all of it (transports, channels, the trail).
+NCCL_DEBUG decides how much NCCL says: unset, only the framework's error (and ``Last error:``);
+WARN, the version banner and the WARN lines; INFO, all of it (transports, channels, the trail).
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ from topodoctor.nccl.grammar import SOCK_IF as _SOCK_IF
 from topodoctor.nccl.grammar import SOCK_USING as _SOCK_USING
 from topodoctor.nccl.grammar import TOPO_FILE as _TOPO_FILE
 from topodoctor.nccl.grammar import TRAIL as _TRAIL
+from topodoctor.nccl.grammar import V1_WARN as _V1_WARN
 from topodoctor.nccl.grammar import VERSION as _VERSION
 from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
-from topodoctor.nccl.logfile import Event, Level, LogFile
+from topodoctor.nccl.logfile import Event, Level, LogFile, dedupe_versions
+from topodoctor.nccl.outcome import Outcome, settled
 
 __all__ = ["Event", "LogFile", "parse_file"]
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
@@ -72,7 +74,7 @@ _TEST_FAIL = re.compile(r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\
 _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
-_NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)")
+_NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
 _NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
 _GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
 _PROGRESS = re.compile(
@@ -86,6 +88,8 @@ _BARE_OK = re.compile(
     r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
     r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
+    r"|Detected mismatch between collectives|undefined symbol: nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
+    r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
 )
 
 
@@ -119,6 +123,7 @@ class _Reader:
         self.nccl_seen = False  # a line so far named NCCL
         self.prefixes: set[str] = set()
         self.progress_at: list[int] = []
+        self.outcome = Outcome()
         self.file_rank = _file_rank(name)
         if self.file_rank is not None:
             self.ranks[self.file_rank] = None
@@ -155,18 +160,21 @@ class _Reader:
             self.ranks[rank] = None
         if "NCCL version" in line or line.endswith("NCCL"):
             self._version(i, line)
+        if ": Using " in line and (m := _SOCK_USING.search(line)):  # at INFO, or the line pasted bare
+            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
         if (at := line.find("NCCL INFO ")) >= 0:
             self.seen("INFO")
             self._host(line, at)
             self._info(i, line, line[at + 10 :], rank)
-        elif "WARN" in line and ((m := _WARN.search(line)) or (m := _OLD_WARN.search(line))):
+        elif "WARN" in line and ((m := _WARN.search(line)) or (m := _OLD_WARN.search(line) or _V1_WARN.search(line))):
             self.seen("WARN")
             self._host(line, line.find("WARN"))
             msg = m.group("msg").rstrip("*").strip()
             src = m.group("src") or ""
             # a WARN wrapped at a space reads whole first: its first half may read as a vaguer class
-            reading = self._wrapped(i, msg, src, (" ",)) or classify(msg, src)
-            self.add(reading.kind if reading else "warn", i, line, rank, reading, src, {"said": msg})
+            reading, known = self.outcome.warn(i, line, self._wrapped(i, msg, src, (" ",)) or classify(msg, src), msg)
+            known |= {"said": msg, "at": m.group("line") or ""}
+            self.add(reading.kind if reading else "warn", i, line, rank, reading, src, known)
         elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
             self.seen("INFO")
             self._info(i, line, m.group("msg"), rank)
@@ -206,6 +214,7 @@ class _Reader:
             self.seen("VERSION")
 
     def _info(self, i: int, line: str, msg: str, rank: int | None) -> None:
+        self.outcome.info(i, line, msg)
         if " -> " in msg and (".c" in msg or ".h:" in msg) and (m := _TRAIL.search(msg)):
             tag = m.group("tag") or ""
             self.trail_src[m.group("src").rsplit("/", 1)[-1]] = None
@@ -230,8 +239,6 @@ class _Reader:
                 self.topo_file = m.group(2)
         if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
             self.ranks[int(m.group(1) or m.group(3))] = None
-        if "Using" in msg and (m := _SOCK_USING.search(msg)):
-            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
         if "NET/IB" in msg and (m := _IB_USING.search(msg)):
             self.layers.update({d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))})
         if "NET/IB" in msg and "No device found" in msg:
@@ -246,9 +253,9 @@ class _Reader:
             if (reading := classify(line)) and reading.kind == "wrong-results":
                 self.failed_at.append(i)
                 self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip("# ")})
-            if m := _NT_LIBRARY.search(line):
-                n = int(m.group(1))
-                self.versions[f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
+            if m := _NT_LIBRARY.search(line):  # nccl-library=22703, or NCCL 1's "compiled with NCCL 1.0"
+                n = int(m.group(1) or 0)
+                self.versions[f"{m.group(2)}.0" if m.group(2) else f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
             if m := _NT_RANK.search(line):
                 self.ranks[int(m.group(1))] = None
                 self.hosts[m.group(2)] = None
@@ -286,13 +293,15 @@ class _Reader:
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
             return
+        if self.outcome.other(i, line, self.nccl_seen):  # torch's own words that NCCL failed
+            self.failed_at.append(i)
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self._wrapped(i, line)):
             if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
                 reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
                 self.consumed = i + 1
             fields = {"said": line.strip()}
+            self.failed_at += self.outcome.bare(i, line, reading)
             if reading.kind == "watchdog-timeout":
-                self.failed_at.append(i)
                 who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
                 fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
             self.add(reading.kind, i, line, rank, reading, fields=fields)
@@ -353,17 +362,22 @@ def parse_file(name: str, text: str) -> LogFile:
         r.line(i, raw)
     if (end := ends_in_trail(lines, r.trail_path)) is not None:
         r.failed_at.append(end)
+    r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
+    for i, said in r.outcome.symptoms:  # INFO lines that show a known bug of the version (nccl.known_bugs)
+        r.add("bug-symptom", i, r.lines[i], r.file_rank, fields={"said": said})
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
     info = r.level == "INFO"
-    failing = [e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag")] + r.failed_at
+    failing = [
+        e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag", "bug-symptom")
+    ] + r.failed_at
     last_failure = max(failing, default=-1)
     return LogFile(
         name=name,
         level=r.level,
-        versions=tuple(_dedupe_versions(r.versions)),
+        versions=tuple(dedupe_versions(r.versions)),
         ranks=tuple(sorted(r.ranks)),
         hosts=tuple(r.hosts),
-        events=tuple(r.events),
+        events=settled(r.events, bool(r.failed_at)),
         last_errors=tuple(r.last_errors),
         env=r.env,
         account=account(["\n".join(nccl_lines)]) if info else None,
@@ -377,9 +391,3 @@ def parse_file(name: str, text: str) -> LogFile:
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
     )
-
-
-def _dedupe_versions(found: dict[str, None]) -> list[str]:
-    """``2.28.9`` (torch's error text) and ``2.28.9+cuda13.0`` (NCCL's banner) are one version."""
-    full = list(found)
-    return [v for v in full if not any(o != v and o.startswith(v + "+") for o in full)]

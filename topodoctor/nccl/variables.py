@@ -3,7 +3,7 @@ spells them, what leaving it unset means, and (``nccl.guide``) for the ones user
 and fix.
 
 The releases come from NCCL's own source at every release tag 2.18.1 - 2.30.7
-(``variables.json``, written by ``fixtures/nccl_variables_extract.py``: NCCL_PARAM, the 2.30 param
+(``data/variables.json``, written by ``fixtures/nccl_variables_extract.py``: NCCL_PARAM, the 2.30 param
 registry, ``ncclGetEnv`` / ``getenv``, ``ncclGetLevel``); the file is read once, on first use,
 never the source at run time. ``check``'s lint (rules/nccl_env.py), the cause engine and the log
 reader read this module.
@@ -127,7 +127,7 @@ def _version_of_tag(tag: str) -> Version:
 
 @cache
 def _data() -> dict[str, Any]:
-    text = resources.files("topodoctor.nccl").joinpath("variables.json").read_text(encoding="utf-8")
+    text = resources.files("topodoctor.nccl").joinpath("data").joinpath("variables.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -45,7 +45,7 @@ def rules_markdown() -> str:
 
 def explain_markdown(code: str) -> str:
     """One rule's documentation, found by code (TD101, any case) or name (nvlink-down); or an
-    explanation `nccl-log` gives (TD040-TD079), or a finding of `fleet --history` (TD950-TD956)."""
+    explanation `nccl-log` gives (TD040-TD099), or a finding of `fleet --history` (TD950-TD956)."""
     r = REGISTRY.get(code.upper()) or next((x for x in REGISTRY.values() if x.name == code), None)
     if r is not None:
         return rule_markdown(r)

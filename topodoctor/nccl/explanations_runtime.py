@@ -1,0 +1,65 @@
+"""The failure classes of `nccl-log` read from NCCL's version and the programs around it: known
+bugs of an NCCL release, the NET plugins (aws-ofi-nccl), the NCCL library the process loaded,
+the socket subnet NCCL_COMM_ID needs, the SHM transport's cuMem host memory. Data only;
+``explanations`` gathers every class."""
+
+from __future__ import annotations
+
+from topodoctor.nccl.explanation import explained as _e
+
+RUNTIME_CLASSES = (
+    _e(
+        "TD083",
+        "known-bug",
+        "error",
+        "A known bug of the NCCL version in use: its release notes or its maintainers' answer name this message "
+        "under this version, fixed in a later release",
+        "Upgrade NCCL to the release the finding names (torch ships its own: a newer torch, or the "
+        "nvidia-nccl-cu* wheel it depends on; `python -c 'import torch; print(torch.cuda.nccl.version())'` "
+        "shows the one torch loads); "
+        "the finding gives the workaround where the thread found one.",
+    ),
+    _e(
+        "TD084",
+        "ofi-plugin",
+        "error",
+        "The aws-ofi-nccl network plugin (NET/OFI, libfabric: EFA and other providers) failed",
+        "fi_getinfo failed: libfabric found no provider for the request: the EFA device is not in the "
+        "container (`fi_info -p efa`, the EFA device plugin, /dev/infiniband/uverbs*), or FI_PROVIDER names an "
+        "absent one. Unable to register memory: the locked-memory limit (`ulimit -l unlimited`) or GPUDirect "
+        "RDMA (the efa driver's p2p support, `cat /sys/module/efa/parameters/*`, FI_EFA_USE_DEVICE_RDMA); keep "
+        "aws-ofi-nccl, libfabric and NCCL at versions released together.",
+    ),
+    _e(
+        "TD085",
+        "nccl-library",
+        "error",
+        "The NCCL library the process loaded is not the one the program was built for (an undefined nccl* "
+        "symbol, or no libnccl at all)",
+        "A libnccl older than the program needs is found first: LD_LIBRARY_PATH or LD_PRELOAD pointing at a "
+        "system or conda libnccl, or two NCCL wheels installed (`pip list | grep nccl`); let torch load the "
+        "nvidia-nccl-cu* wheel it depends on (unset LD_LIBRARY_PATH entries for NCCL, uninstall the extra copy), "
+        "or install an NCCL at least as new as the one torch was built with (`torch.cuda.nccl.version()`).",
+    ),
+    _e(
+        "TD086",
+        "no-interface-in-subnet",
+        "error",
+        "NCCL_COMM_ID (or a bootstrap address) names an address no interface of this host shares a subnet with",
+        "NCCL_COMM_ID must be an address of the root rank's host reachable from every node, and each node needs "
+        "an interface on that subnet: in a container use the host's network (--net=host, hostNetwork: true) or "
+        "an address of the pod network; set NCCL_SOCKET_IFNAME to the interface of that subnet, or unset "
+        "NCCL_COMM_ID and let the launcher pass the unique id.",
+    ),
+    _e(
+        "TD087",
+        "cumem-host-memory",
+        "error",
+        "The SHM transport's host memory failed: NCCL 2.23 and later allocate it with cuMem (host NUMA "
+        "memory shared between local ranks), which this host, driver or container does not allow",
+        "NCCL_CUMEM_HOST_ENABLE=0 in every rank goes back to /dev/shm segments and confirms it; give the "
+        "container the host's NUMA view and IPC (--ipc=host, no restrictive seccomp on the memory calls); use one "
+        "NCCL version on every rank (a segment of size 0 or a name of garbage is a peer that speaks the other "
+        "format); NCCL_SHM_DISABLE=1 avoids SHM at a cost in speed.",
+    ),
+)

@@ -1,0 +1,170 @@
+"""Builders of `nccl-log` findings read from NCCL's version and the programs around it: the NET
+plugin aws-ofi-nccl, torch's collective check, the libnccl the process loaded, the subnet of
+NCCL_COMM_ID, the topology search, the SHM transport's cuMem host memory, and a message the
+catalogue of NCCL's sources knows but no class covers. Data in, text out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from topodoctor.nccl.evidence import Builder, Context, Said, odd_interfaces, older_than, with_general
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.parse import Event
+
+
+def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    what = f.get("what", "").strip()
+    err = f" ({f['err'].strip()})" if f.get("err") else ""
+    if "fi_getinfo" in what or "provider" in what:
+        specific = (
+            "libfabric found no provider for the plugin: check `fi_info -p efa` in the same container (the EFA "
+            "device passed in, FI_PROVIDER not naming an absent provider, libfabric as new as the plugin needs)."
+        )
+    elif "register memory" in what and ("-22" in err or "Invalid argument" in err):
+        specific = (
+            "The NIC refused the buffer as invalid (EINVAL), not for want of memory: NCCL 2.19 and later need the "
+            "libfabric of EFA installer 1.29 or later (aws/aws-ofi-nccl#584): upgrade the EFA installer, or set "
+            "FI_EFA_SET_CUDA_SYNC_MEMOPS=0 until then."
+        )
+    elif "register memory" in what:
+        specific = (
+            "The plugin could not register a buffer with the NIC: raise the locked-memory limit (`ulimit -l "
+            "unlimited`, --ulimit memlock=-1) and check GPUDirect RDMA for GPU buffers (FI_EFA_USE_DEVICE_RDMA, "
+            "the efa driver's p2p support)."
+        )
+    else:
+        specific = ""
+    return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific), {"ofi": what})
+
+
+# torch's own check (ProcessGroupWrapper) compares each call's fingerprint across the ranks: the program
+_MISMATCH_FIX = (
+    "The program is at fault, not NCCL: the ranks must call the same collectives in the same order with the same "
+    "tensor shapes and dtypes. Uneven data (a last batch of another size, a sample count not divisible by the "
+    "ranks), a branch on the rank, or an exception caught on one rank are the usual causes; the message names "
+    "both ranks' calls (TORCH_DISTRIBUTED_DEBUG=DETAIL found it)."
+)
+
+
+def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("a"):
+        msg = (
+            f"rank {f['a']} runs {f.get('ca', '?')[:120]} while rank {f['b']} runs {f.get('cb', '?')[:120]}: "
+            "the ranks' collectives differ"
+        )
+    else:
+        msg = "torch found the ranks running different collectives (shapes, types or operations differ)"
+    return Said("TD073", msg, _MISMATCH_FIX)
+
+
+def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if f.get("sym"):
+        msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
+    else:
+        msg = f"{f.get('lib') or f.get('lib2') or 'libnccl'} could not be loaded" + (
+            f" (no version {f['ver']})" if f.get("ver") else ""
+        )
+    return Said("TD085", msg, EXPLANATIONS["TD085"].fix, {"symbol": f.get("sym", "")})
+
+
+def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    comm_id = ctx.env.get("NCCL_COMM_ID", "")
+    addr = f.get("addr", "").rstrip(".")
+    named = f" (NCCL_COMM_ID={comm_id})" if comm_id else ""
+    specific = odd_interfaces(ctx)
+    if older_than(ctx, (2, 27, 3)):
+        specific += (
+            " NCCL before 2.27.3 also stopped its subnet search early on hosts with many interfaces (fixed in "
+            "2.27.3): upgrade NCCL if an interface on that subnet does exist."
+        )
+    return Said(
+        "TD086",
+        f"no interface of this host is in the subnet of {addr or 'the remote address'}{named}",
+        with_general("TD086", specific.strip()),
+        {"address": addr},
+    )
+
+
+def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """NCCL's topology search failed: its own words do not say why, so the candidates, ranked."""
+    if f.get("ring"):
+        what = f"ring {f['ring']} does not {f.get('how', 'loop back to start')}"
+    else:
+        what = f"could not find {f.get('what') or evs[0].fields.get('said', '')[:120]}"
+    settings = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_CROSS_NIC", "NCCL_NET_MERGE_LEVEL", "NCCL_HOSTID")
+    forced = ", ".join(f"{k}={ctx.env[k]}" for k in settings if k in ctx.env)
+    shown = f"the log shows {forced}: try without it; " if forced else ""
+    candidates = [
+        f"{shown}settings that make ranks see different systems (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, NCCL_HOSTID, "
+        "NCCL_CROSS_NIC, NCCL_NET_MERGE_LEVEL set on some nodes only)",
+        "different NCCL versions on the nodes (each rank's version banner)",
+        "a known bug of the release: NCCL 2.19.0 - 2.19.3 computed rings from unset PCI link speeds (fixed in "
+        "2.19.4; the maintainers: 2.20), NIC fusion in 2.25 - 2.26 (fixed in 2.27.3): upgrade NCCL",
+    ]
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    return Said(
+        "TD052",
+        f"NCCL's topology search failed: {what}; cause not found",
+        f"Candidates, most likely first: {ranked}. Collect next: every rank's NCCL version banner and NCCL_* "
+        "settings, NCCL_DEBUG_SUBSYS=GRAPH and NCCL_TOPO_DUMP_FILE on each node. " + EXPLANATIONS["TD052"].fix,
+        {"candidates": candidates},
+    )
+
+
+def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    where = f" in {evs[0].source}" if evs[0].source else ""
+    if f.get("msg") or f.get("num"):
+        num = f" {f['num']}" if f.get("num") else ""
+        what = f"a CUDA call of the SHM transport failed{where}: CUDA error{num} '{f.get('msg', '')}'"
+    else:
+        seg = f.get("seg", "")
+        what = f"a local peer's SHM segment reads as {seg!r} of size {f.get('size', '0')}: not a segment it made"
+    if older_than(ctx, (2, 23, 0)):
+        return Said(
+            "TD056",
+            what + " (an NCCL without cuMem host memory)",
+            "NCCL_SHM_DISABLE=1 confirms SHM is the part that fails; " + EXPLANATIONS["TD056"].fix,
+        )
+    return Said("TD087", what, EXPLANATIONS["TD087"].fix)
+
+
+def _efa_memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    return Said(
+        "TD061",
+        "libfabric's EFA provider could not allocate memory (-12) and aborted the process: the locked-memory limit",
+        EXPLANATIONS["TD061"].fix,
+    )
+
+
+def _bad_address(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """NCCL was to connect to an address of no address family: which side made it, the log's settings tell."""
+    family = f.get("family", "")
+    ifname = ctx.env.get("NCCL_SOCKET_IFNAME")
+    versions = {v.split("+")[0] for v in ctx.versions}
+    candidates = [
+        "ranks on different NCCL versions: the unique id's layout differs, the peer's address reads as empty "
+        "(compare every node's NCCL version banner)",
+        "NCCL_SOCKET_IFNAME (or NCCL_COMM_ID) naming no interface of some node: the address stays unset",
+    ]
+    msg = f"NCCL was to connect to an address of no family ({family}): it is not an address"
+    if ifname or (family != "0" and len(versions) < 2):
+        named = f" (the log shows NCCL_SOCKET_IFNAME={ifname})" if ifname else ""
+        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(reversed(candidates), 1))
+        return Said(
+            "TD041", msg + named, f"Candidates: {ranked}. " + EXPLANATIONS["TD041"].fix, {"candidates": candidates}
+        )
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    shown = f"; the logs name NCCL {', '.join(sorted(versions))}" if versions else ""
+    return Said("TD048", msg + shown, f"Candidates: {ranked}. " + EXPLANATIONS["TD048"].fix, {"candidates": candidates})
+
+
+RUNTIME: dict[str, Builder] = {
+    "efa-memlock": _efa_memlock,
+    "bad-address": _bad_address,
+    "ofi": _ofi,
+    "torch-mismatch": _torch_mismatch,
+    "nccl-library": _library,
+    "subnet": _subnet,
+    "graph-search": _graph_search,
+    "cumem-host": cumem_host,
+}

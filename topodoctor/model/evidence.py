@@ -194,15 +194,15 @@ class Launch:
 
 @dataclass(frozen=True)
 class NcclLine:
-    """One NCCL INFO / WARN line as it stood, with the host and rank its prefix names (``host:pid:tid
-    [rank] NCCL INFO ...``): what the account leaves out the diagnosis reads here (which network NCCL
-    chose, GPUDirect RDMA per host and direction, an HCA it refused), quoting the line."""
+    """One NCCL INFO / WARN line as it stood, with the host and CUDA device its prefix names
+    (``host:pid:tid [dev] NCCL INFO ...``): what the account leaves out the diagnosis reads here (which
+    network NCCL chose, GPUDirect RDMA per host and direction, an HCA it refused), quoting the line."""
 
     piece: int
     line: int  # 1-based, in the piece's input
     text: str  # from "NCCL" on
     host: str = ""
-    rank: int | None = None
+    device: int | None = None  # the [N] of the prefix: the logging process's CUDA device
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,265 @@
+"""The facts the causes weigh, in one shape whether they came from a user's evidence (``facts_of``) or
+from topodoctor's own probe and run (``facts_of_run``): GPU pairs and their paths, NCCL's peer
+connections, the settings, the network NCCL chose, the figures measured. Each fact keeps a ``Quote``
+(input and line) so a finding can show where it stands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from topodoctor.model.collectives import NcclAccount
+from topodoctor.model.evidence import CopyMatrix, Evidence, GpuSeen, Launch, NcclLine, NicSeen, PcieSeen
+from topodoctor.nccl.lines import NetLine, net_line, peer_line
+from topodoctor.topology.gpu_models import GpuModel, model_of
+
+KINDS = {"P2P": "p2p", "SHM": "shm", "NET": "net"}  # a connection's transport by the head of NCCL's "via"
+
+
+@dataclass(frozen=True)
+class Quote:
+    """Where a fact stands: the input and line (``nccl.log:123``) and the text as it stood."""
+
+    where: str
+    text: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.text}" if self.text else self.where
+
+
+@dataclass(frozen=True)
+class Conn:
+    """A peer connection NCCL reported: both ranks, their GPUs where known, the transport."""
+
+    ranks: tuple[int, int]
+    kind: str  # p2p, shm, net, collnet, other
+    transport: str  # P2P/CUMEM, SHM, NET/IB, NET/Socket
+    channels: int = 1
+    gpus: tuple[int, int] | None = None  # NVML index (or CUDA device) of each rank's GPU on one host
+    same_node: bool | None = None
+    host: str = ""  # the host that logged it
+    gdr: bool = False
+    side: str = ""  # send, receive, "" (P2P and SHM lines)
+    quote: Quote | None = None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One collective's figure at one size, as nccl-tests (or topodoctor) printed it."""
+
+    op: str
+    size_bytes: int
+    busbw_gbps: float
+    nranks: int | None
+    nodes: int | None
+    quote: Quote
+    rank_hosts: tuple[str, ...] = ()  # the host of each rank, where the header listed them
+
+
+@dataclass(frozen=True)
+class NetSeen:
+    """A line about the network: which, with the host that logged it."""
+
+    host: str
+    line: NetLine
+    quote: Quote
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the causes weigh. Empty or None where the evidence did not show it."""
+
+    names: tuple[str, ...] = ()  # GPU names as printed
+    model: GpuModel | None = None
+    hosts: tuple[str, ...] = ()
+    gpus_per_node: int | None = None
+    links: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (a < b) -> NV18, PIX, SYS ...
+    links_quote: Quote | None = None
+    nic_paths: Mapping[tuple[int, str], str] = field(default_factory=dict)  # (GPU, NIC name) -> PIX, SYS ...
+    gpus: tuple[GpuSeen, ...] = ()
+    pcie: tuple[PcieSeen, ...] = ()
+    nics: tuple[NicSeen, ...] = ()
+    settings: Mapping[str, tuple[str, Quote]] = field(default_factory=dict)
+    conns: tuple[Conn, ...] = ()
+    net: tuple[NetSeen, ...] = ()
+    channels: int | None = None
+    nvls_channels: int | None = None
+    nccl_version: str = ""
+    nccl_logged: bool = False  # an NCCL INFO log was among the inputs
+    measured: tuple[Measured, ...] = ()
+    copies: tuple[CopyMatrix, ...] = ()
+    launches: tuple[Launch, ...] = ()
+    where: Mapping[int, str] = field(default_factory=dict)  # piece -> "path:first-last"
+
+    def link(self, a: int, b: int) -> str | None:
+        """The path class between two GPUs as topo -m prints it, or None where not shown."""
+        return self.links.get((min(a, b), max(a, b)))
+
+
+def path_class(label: str) -> str:
+    """NV18 -> NV; PIX, PXB, PHB, NODE, SYS (SOC on old drivers) as they are."""
+    up = label.strip().upper()
+    return "NV" if up.startswith("NV") else ("SYS" if up == "SOC" else up)
+
+
+def _where(ev: Evidence, piece: int, line: int | None = None) -> str:
+    if not 0 <= piece < len(ev.pieces):
+        return "the evidence"
+    p = ev.pieces[piece]
+    if line is not None:
+        return f"{p.source}:{line}"
+    return f"{p.source}:{p.first_line}-{p.last_line}"
+
+
+def _gpu_index(name: str) -> int | None:
+    return int(name[3:]) if name.upper().startswith("GPU") and name[3:].isdigit() else None
+
+
+def _links(ev: Evidence) -> tuple[dict[tuple[int, int], str], dict[tuple[int, str], str], Quote | None]:
+    links: dict[tuple[int, int], str] = {}
+    nic_paths: dict[tuple[int, str], str] = {}
+    quote = None
+    alias = {n.alias: n.name for n in ev.nics if n.alias}
+    first_host = ev.pairs[0].host if ev.pairs else ""
+    for p in ev.pairs:
+        if not p.link or p.link.strip().upper() == "X" or p.host != first_host:
+            continue
+        a, b = _gpu_index(p.a), _gpu_index(p.b)
+        quote = quote or Quote(_where(ev, p.piece), "nvidia-smi topo -m")
+        if a is not None and b is not None:
+            links[(min(a, b), max(a, b))] = p.link.strip()
+        elif a is not None or b is not None:
+            gpu, nic = (a, p.b) if a is not None else (b, p.a)
+            assert gpu is not None
+            nic_paths[(gpu, alias.get(nic, nic))] = p.link.strip()
+    return links, nic_paths, quote
+
+
+def _settings(ev: Evidence) -> dict[str, tuple[str, Quote]]:
+    out: dict[str, tuple[str, Quote]] = {}
+    for acc in ev.nccl:
+        for k, v in acc.env.items():
+            out.setdefault(k, (v, Quote("NCCL's log", f"{k} set by environment to {v}")))
+    for s in ev.settings:
+        out[s.name] = (s.value, Quote(_where(ev, s.piece), f"{s.how or 'set'} {s.name}={s.value}".strip()))
+    for line in ev.nccl_lines:  # NCCL's own word on what it read wins: it names the line
+        if " set by environment to " in line.text and (name := line.text.split(" INFO ", 1)[-1].split(" ")[0]):
+            value = line.text.split(" set by environment to ", 1)[1].strip().rstrip(".")
+            out[name] = (value, Quote(_where(ev, line.piece, line.line), line.text))
+    return out
+
+
+def _rank_hosts(ev: Evidence, lines: Iterable[NcclLine]) -> dict[int, str]:
+    hosts: dict[int, str] = {}
+    for run in ev.collectives:
+        for r in run.ranks:
+            hosts.setdefault(r.rank, r.node or r.host)
+    for ln in lines:
+        pl = peer_line(ln.text)
+        if pl is not None and ln.host:
+            hosts.setdefault(pl.peer if pl.side == "receive" else pl.rank, ln.host)
+    return hosts
+
+
+def _conns(ev: Evidence) -> tuple[Conn, ...]:
+    hosts = _rank_hosts(ev, ev.nccl_lines)
+    out: list[Conn] = []
+    for ln in ev.nccl_lines:
+        pl = peer_line(ln.text)
+        if pl is None:
+            continue
+        head = pl.via.split("/")[0].upper()
+        kind = KINDS.get(head, "collnet" if head.startswith("COLLNET") else "other")
+        transport = "/".join(pl.via.split("/")[:2]) if kind in ("p2p", "net") else head
+        ha, hb = hosts.get(pl.rank), hosts.get(pl.peer)
+        same = (ha == hb) if ha and hb else (True if kind in ("p2p", "shm") else None)
+        out.append(
+            Conn(
+                (pl.rank, pl.peer),
+                kind,
+                transport,
+                1,
+                (pl.rank_dev, pl.peer_dev),
+                same,
+                ln.host,
+                "GDRDMA" in pl.via.upper(),
+                pl.side,
+                Quote(_where(ev, ln.piece, ln.line), ln.text),
+            )
+        )
+    if out:
+        return tuple(out)
+    for acc, piece in zip(ev.nccl, ev.nccl_pieces or range(len(ev.nccl))):
+        out += _account_conns(acc, hosts, Quote(_where(ev, piece), "NCCL's channel connections"))
+    return tuple(out)
+
+
+def _account_conns(acc: NcclAccount, hosts: Mapping[int, str], quote: Quote) -> list[Conn]:
+    one_node = acc.nodes == 1
+    out = []
+    for c in acc.connections:
+        ha, hb = hosts.get(c.rank), hosts.get(c.peer)
+        same = True if one_node else ((ha == hb) if ha and hb else None)
+        out.append(Conn((c.rank, c.peer), c.kind, c.transport, c.channels, None, same, "", False, "", quote))
+    return out
+
+
+def _measured(ev: Evidence) -> tuple[Measured, ...]:
+    out = []
+    for run in ev.collectives:
+        hosts = tuple(r.host for r in sorted(run.ranks, key=lambda r: r.rank))
+        for row in run.rows:
+            best = row.best
+            if best is None:
+                continue
+            q = Quote(_where(ev, run.piece), f"{row.op} at {row.size_bytes} B: busbw {best.busbw_gbps:g} GB/s")
+            out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts))
+    return tuple(out)
+
+
+def facts_of(ev: Evidence) -> Facts:
+    """The facts a user's evidence shows."""
+    names = tuple(dict.fromkeys([g.name for g in ev.gpus if g.name] + [
+        r.device_name for run in ev.collectives for r in run.ranks if r.device_name
+    ]))  # fmt: skip
+    model = next((m for n in names if (m := model_of(n)) is not None), None)
+    hosts = tuple(dict.fromkeys(r.host for run in ev.collectives for r in run.ranks if r.host))
+    per_node: int | None = None
+    if ev.collectives and ev.collectives[0].ranks:
+        run = ev.collectives[0]
+        per_node = max(sum(1 for r in run.ranks if r.host == h) for h in {r.host for r in run.ranks})
+    elif ev.gpus:
+        per_node = len({g.index for g in ev.gpus if g.host == ev.gpus[0].host})
+    links, nic_paths, links_quote = _links(ev)
+    accounts = ev.nccl
+    net = tuple(
+        NetSeen(ln.host, meaning, Quote(_where(ev, ln.piece, ln.line), ln.text))
+        for ln in ev.nccl_lines
+        if (meaning := net_line(ln.text)) is not None
+    )
+    version = next((a.version for a in accounts if a.version), "") or next(
+        (r.nccl_version for r in ev.collectives if r.nccl_version), ""
+    )
+    return Facts(
+        names=names,
+        model=model,
+        hosts=hosts,
+        gpus_per_node=per_node,
+        links=links,
+        links_quote=links_quote,
+        nic_paths=nic_paths,
+        gpus=ev.gpus,
+        pcie=ev.pcie,
+        nics=ev.nics,
+        settings=_settings(ev),
+        conns=_conns(ev),
+        net=net,
+        channels=next((a.channels for a in accounts if a.channels is not None), None),
+        nvls_channels=next((a.nvls_channels for a in accounts if a.nvls_channels is not None), None),
+        nccl_version=version,
+        nccl_logged=bool(accounts or ev.nccl_lines),
+        measured=_measured(ev),
+        copies=ev.copies,
+        launches=ev.launches,
+        where={i: _where(ev, i) for i in range(len(ev.pieces))},
+    )

@@ -86,6 +86,7 @@ class Facts:
     nvls_channels: int | None = None
     nccl_version: str = ""
     nccl_logged: bool = False  # an NCCL INFO log was among the inputs
+    nccl_nodes: int | None = None  # the most nodes NCCL counted (nNodes)
     measured: tuple[Measured, ...] = ()
     copies: tuple[CopyMatrix, ...] = ()
     launches: tuple[Launch, ...] = ()
@@ -258,6 +259,7 @@ def facts_of(ev: Evidence) -> Facts:
         nvls_channels=next((a.nvls_channels for a in accounts if a.nvls_channels is not None), None),
         nccl_version=version,
         nccl_logged=bool(accounts or ev.nccl_lines),
+        nccl_nodes=max((a.nodes for a in accounts if a.nodes), default=None),
         measured=_measured(ev),
         copies=ev.copies,
         launches=ev.launches,

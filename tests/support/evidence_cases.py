@@ -28,7 +28,7 @@ def rows(op: str, text: str) -> tuple[Row, ...]:
     for line in text.strip().splitlines():
         f = line.split()
         if len(f) == 12:  # no root column
-            f = f[:4] + ["-1"] + f[4:]
+            f = [*f[:4], "-1", *f[4:]]
         size, count, dtype, redop, root = int(f[0]), int(f[1]), f[2], f[3], int(f[4])
         oop = Timing(float(f[5]), float(f[6]), float(f[7]), None)
         ip = Timing(float(f[9]), float(f[10]), float(f[11]), None)

@@ -180,7 +180,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     explained = [_explain(f, s) for s in coll + copy_syms]
     out += explained
     measured = bool(coll or normal or copy_syms or copy_normal)
-    if not measured or not explained:
+    if not measured:  # a figure at what the hardware gives needs no cause; a short one got its own
         codes = {x.code for x in out}
         for ld in _causes(f, None).leads:
             if ld.code in STANDING and ld.code not in codes:

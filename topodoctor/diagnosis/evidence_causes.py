@@ -54,7 +54,7 @@ def _split_devices(f: Facts) -> list[Quote]:
     out = []
     for c in f.conns:
         split = c.gpus is not None and c.gpus[0] == c.gpus[1] and c.ranks[0] != c.ranks[1]
-        if split and c.same_node is not False and c.kind in ("shm", "net") and c.quote is not None:
+        if split and c.same_node is True and c.kind in ("shm", "net") and c.quote is not None:
             out.append(c.quote)
     return out
 

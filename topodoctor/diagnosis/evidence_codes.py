@@ -79,16 +79,14 @@ CODES: tuple[Code, ...] = (
         "loses most of the NICs' rate. One host without it slows every ring that crosses it.",
         "Load nvidia_peermem (or use DMA-BUF, NCCL 2.19+ with a 5.12+ kernel) on the host the finding names; "
         "check NCCL_NET_GDR_LEVEL; place the NIC under the GPU's PCIe switch.",
-        also=("error",),
     ),
     Code(
-        "TD027", "diag-across-sockets", "warning",
+        "TD027", "diag-across-sockets", "info",
         "The GPUs' traffic crosses the CPU sockets' interconnect (SYS).",
         "A pair that topo -m shows as SYS has no peer path NCCL uses by default: its traffic goes through host "
         "memory over the inter-socket link, at a fraction of a PCIe switch's rate.",
         "Choose GPUs under one socket (CUDA_VISIBLE_DEVICES by topo -m's NUMA affinity), or accept the figure: it "
         "is what the host gives across sockets.",
-        also=("info",),
     ),
     Code(
         "TD028", "diag-vm-flat-topology", "warning",
@@ -122,22 +120,20 @@ CODES: tuple[Code, ...] = (
         "link down on a baseboard needs the vendor.",
     ),
     Code(
-        "TD032", "diag-ring-crosses-pcie", "warning",
+        "TD032", "diag-ring-crosses-pcie", "info",
         "Only some GPU pairs are NVLinked: a ring over all the GPUs must cross PCIe.",
         "NVLink bridges join pairs (or quads) of cards; a collective over more GPUs runs at the PCIe hop's rate, "
         "whatever the bridges carry.",
         "Run the job's tensor-parallel groups within the bridged pairs, or accept the PCIe figure: it is what "
         "these GPUs give together.",
-        also=("info",),
     ),
     Code(
-        "TD033", "diag-no-p2p-gpus", "warning",
+        "TD033", "diag-no-p2p-gpus", "info",
         "These GPUs have no peer-to-peer path: NCCL stages every transfer through host memory.",
         "GeForce cards (RTX 4090, 5090) are not allowed peer access over PCIe by the driver; NCCL uses SHM, "
         "bounded by each GPU's PCIe link and the host's memory.",
         "Nothing NCCL can change: that is what these GPUs give. For faster collectives use GPUs with NVLink or "
         "PCIe peer access.",
-        also=("info",),
     ),
     Code(
         "TD034", "diag-container-split", "error",
@@ -161,7 +157,6 @@ CODES: tuple[Code, ...] = (
         "NCCL under what the links carry (one channel: a twentieth of NVSwitch).",
         "Unset the variable unless it is there on purpose: NCCL picks channels, protocol and algorithm from "
         "the topology and the size.",
-        also=("warning",),
     ),
     Code(
         "TD037", "diag-nccl-regression", "warning",

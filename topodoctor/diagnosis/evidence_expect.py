@@ -102,7 +102,8 @@ def expect_collective(f: Facts, run: Measured) -> Expectation | None:
     where = "the NICs' rate" if nodes > 1 and "NICs" in p.bottleneck.what else "the topology's model"
     basis = f"{where}: {p.bottleneck.what}"
     plateau = p.busbw_gbps
-    staged = nodes == 1 and any(path_class(lb) in STAGED for lb in f.links.values()) and not lay.nvlinks
+    no_p2p = f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links  # GeForce: SHM only
+    staged = nodes == 1 and not lay.nvlinks and (no_p2p or any(path_class(lb) in STAGED for lb in f.links.values()))
     if staged:
         plateau = round(plateau * SHM_SHARE, 1)
         basis += f"; through host memory (SHM: {SHM_SHARE:g} of it, as measured on H100 / H200)"

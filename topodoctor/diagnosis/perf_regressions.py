@@ -47,12 +47,15 @@ _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
 def version_of(text: str) -> tuple[int, int, int] | None:
-    """2.28.9+cuda13.0 -> (2, 28, 9); nccl-tests' "nccl-library=23005" form -> (2, 30, 5)."""
-    if m := _VERSION.search(text or ""):
-        return int(m.group(1)), int(m.group(2)), int(m.group(3))
-    if (digits := re.search(r"\b(\d{5})\b", text or "")) is not None:
+    """2.28.9+cuda13.0 -> (2, 28, 9); nccl-tests' "nccl-library=23005" form -> (2, 30, 5) (the library
+    that ran, not the headers it was built with)."""
+    text = text or ""
+    digits = re.search(r"nccl-library=(\d{5})\b", text) or re.search(r"^\s*(\d{5})\s*$", text)
+    if digits is not None:
         n = int(digits.group(1))
         return n // 10000, (n // 100) % 100, n % 100
+    if m := _VERSION.search(text):
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))
     return None
 
 

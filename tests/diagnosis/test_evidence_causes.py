@@ -201,3 +201,33 @@ def test_common_node_of_a_pairwise_sweep() -> None:
     )
     found = judge(ev)
     assert found[0].code == "TD038" and found[0].subject == "host:node-c"
+
+
+def test_gdr_one_sided_in_the_older_wording_names_the_receiving_rank() -> None:
+    """NCCL before 2.12 prints each rank's bus id in brackets, and a paste often keeps the lines without
+    their host prefix: `[send] via NET/IB/0/GDRDMA` against `[receive] via NET/IB/1` for one pair of
+    ranks still shows GPUDirect RDMA missing where rank 2 receives (transport.cc: "peer -> me [receive]")."""
+    from topodoctor.model.evidence import NcclLine
+
+    lines = (
+        NcclLine(0, 1, "NCCL INFO Channel 00 : 9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"),
+        NcclLine(0, 2, "NCCL INFO Channel 00 : 9[1a000] -> 2[6b000] [receive] via NET/IB/1"),
+    )
+    found = judge(evidence(lines))
+    f = next(x for x in found if x.code == "TD026")
+    assert "but not on the node of rank 2 (receive side)" in f.message and f.subject == "rank 2"
+    assert not any(x.code == "TD034" for x in found)  # bus ids, not CUDA devices: no split containers
+
+
+def test_an_rdma_device_nccl_could_not_open_is_why_sockets_ran() -> None:
+    """NCCL's own lines when the container cannot open the RDMA device (net_ib.cc, ibvwrap.cc wording):
+    sockets with the device named, an error."""
+    log = """
+h:1:1 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed
+h:1:1 [0] transport/net_ib.cc:148 NCCL WARN NET/IB : Unable to open device mlx5_bond_0
+h:1:1 [0] NCCL INFO NET/IB : No device found.
+h:1:1 [0] NCCL INFO NET/Socket : Using [0]bond0:200.1.93.2<0>
+h:1:1 [0] NCCL INFO Using network Socket
+"""
+    f = next(x for x in judge(evidence(nccl_lines(log))) if x.code == "TD025")
+    assert f.severity == "error" and "NCCL could not open mlx5_bond_0" in f.message and f.subject == "network"

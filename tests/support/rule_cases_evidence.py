@@ -60,6 +60,8 @@ ONE_SIDED = (
     "node-b:3:4 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0"
 )
 BOTH_SIDES = ONE_SIDED.replace("[receive] via NET/IB/0", "[receive] via NET/IB/0/GDRDMA")
+SOCKETS = "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0|"  # nccl-tests#284's lines
+SOCKETS += "b:3:4 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0"
 SPLIT = "node:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[0] via SHM/direct/direct"
 ACS_OFF = "D\\D 0 1 2\n0 911 22.1 22.2\n1 22.3 920 22.2\n2 22.2 22.4 920"  # nccl#814's staged copies
 ACS_ON = "D\\D 0 1 2\n0 912 9.9 9.9\n1 9.9 922 9.9\n2 10.0 10.0 922"  # and its peer copies
@@ -134,7 +136,9 @@ EVIDENCE_CASES: list[Case] = [
     _case("TD025", True, "two nodes, no libibverbs, NCCL_IB_DISABLE=1", lambda: evidence(
         run("broadcast", _row(1.0, 2, 1024), "#  Rank  0 Pid 1 on a device 0 [0x00] Tesla V100-PCIE-16GB\n"
             "#  Rank  1 Pid 2 on b device 0 [0x00] Tesla V100-PCIE-16GB"),
-        nccl_lines(VERBS), Setting(1, "NCCL_IB_DISABLE", "1", "mpirun -x"))),
+        nccl_lines(VERBS), Setting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="error"),
+    _case("TD025", True, "two nodes over NET/Socket, no RDMA NIC shown", lambda: evidence(_log(SOCKETS)),
+          severity="warning"),
     _case("TD025", False, "two nodes on IB", lambda: evidence(_log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,))),
     _case("TD026", True, "GDR disabled for the HCA", lambda: evidence(_log(GDR_OFF))),
     _case("TD026", True, "GDR on node-a only", lambda: evidence(_log(ONE_SIDED), nccl=(account(nodes=2),),

@@ -36,6 +36,9 @@ COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
 STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD039")
 FALLBACK_FIX = BY_CODE["TD022"].how
+# What a cause standing on its own is about, where its lead names no GPU or host of its own.
+SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "TD025": "network", "TD026": "network",
+            "TD035": "network", "TD028": "topology", "TD029": "p2p", "TD036": "settings"}  # fmt: skip
 
 
 def judge(ev: Evidence) -> tuple[Finding, ...]:
@@ -86,7 +89,7 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     lead = next(ld for ld in leads.leads if ld.candidate.what == cause.what)
     cause.evidence["lines"] = [str(q) for q in lead.lines]
     cause.evidence["post"] = leads.decide[:2]
-    return _finding(lead.code, sym.subject, f"{cause.what}: {head}", cause.fix, symptom, cause=cause)
+    return _finding(lead.code, sym.subject, f"{cause.what}: {head}", cause.fix, symptom, lead.severity, cause)
 
 
 def _groups(f: Facts) -> list[Measured]:
@@ -186,7 +189,10 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             if ld.code in STANDING and ld.code not in codes:
                 c = ld.candidate
                 lines = [str(q) for q in ld.lines]
-                out.append(_finding(ld.code, ld.subject or ld.code, c.what, c.fix, {**c.evidence, "lines": lines}))
+                ev = {**c.evidence, "lines": lines}
+                out.append(
+                    _finding(ld.code, ld.subject or SUBJECTS.get(ld.code, ld.code), c.what, c.fix, ev, ld.severity)
+                )
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)
     return _dedupe(out)

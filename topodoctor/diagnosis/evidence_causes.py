@@ -15,6 +15,7 @@ from topodoctor.topology.busbw import NCCL_PCI_LANE
 # NCCL_P2P_LEVEL's words, nearest first (paths.cc): P2P runs where the pair's path is at or under it.
 P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 _CLASS_LEVEL = {"NV": "NVL", "PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
+FLAT_PAIRS = 6  # the pairs of four GPUs
 STAGED_BEATS_P2P = 1.0  # P2P enabled below the staged copy of the same pair: peer traffic is redirected
 
 
@@ -53,6 +54,7 @@ def _split_devices(f: Facts) -> list[Quote]:
     own GPU (one container per GPU, or CUDA_VISIBLE_DEVICES per rank)."""
     out = []
     for c in f.conns:
+        # equal CUDA devices (not bus ids: one bus id twice is one GPU shared, not a split)
         split = c.gpus is not None and c.gpus[0] == c.gpus[1] and c.ranks[0] != c.ranks[1]
         if split and c.same_node is True and c.kind in ("shm", "net") and c.quote is not None:
             out.append(c.quote)
@@ -68,7 +70,8 @@ def fallback_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     variables = _p2p_settings(f, cls)
     one_node = sym is None or sym.nodes == 1
     if split and one_node:
-        what = f"each rank sees one GPU (both ends on CUDA device {f.conns[0].gpus[0] if f.conns[0].gpus else 0}): "
+        dev = next((c.gpus[0] for c in f.conns if c.gpus and c.gpus[0] == c.gpus[1]), 0)
+        what = f"each rank sees one GPU (both ends on CUDA device {dev}): "
         what += "NCCL joins them through " + ("SHM" if "SHM" in split[0].text else "the network")
         out.add(
             "TD034",
@@ -137,8 +140,9 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                 q,
             )
         for g in f.gpus:
-            if g.nvlinks_up is not None and g.nvlinks_up < (g.nvlinks_listed or m.nvlink_links) and g.nvlinks_up >= 0:
-                total = g.nvlinks_listed or m.nvlink_links
+            # against the links the model has by design (H100 PCIe / NVL: 12 of the 18 nvidia-smi lists)
+            if g.nvlinks_up is not None and 0 <= g.nvlinks_up < m.nvlink_links:
+                total = m.nvlink_links
                 what = f"GPU{g.index}: {g.nvlinks_up} of {total} NVLinks up"
                 exp = ref * g.nvlinks_up / total if ref and m.fabric == "nvswitch" else None
                 out.add(
@@ -225,7 +229,9 @@ def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     classes = {path_class(lb) for lb in f.links.values()}
     shm = any(c.kind == "shm" for c in f.conns)
     virt = any(g.virtualization.lower().startswith("pass") for g in f.gpus)
-    if classes == {"PHB"} and len(f.links) >= 1 and (virt or shm):
+    # a bare-metal host shows its switches (PIX, PXB) and sockets (NODE, SYS); four or more GPUs all PHB,
+    # or PHB inside a VM, is a hypervisor hiding the PCIe tree
+    if classes == {"PHB"} and len(f.links) >= 1 and (virt or shm or len(f.links) >= FLAT_PAIRS):
         what = "every GPU pair shows as PHB" + (" inside a VM" if virt else "") + ": NCCL sees no PCIe switch"
         out.add(
             "TD028",

@@ -28,16 +28,22 @@ SLOW_GPU = 0.7  # a GPU whose copies run under this share of the others' median
 def _rdma_present(f: Facts) -> list[str]:
     names = [n.name for n in f.nics if n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES)]
     names += [d for s in f.net if s.line.what == "ib-devices" for d in s.line.value.split()]
+    names += [s.line.value for s in f.net if s.line.what == "ib-open-failed" and s.line.value]
     return list(dict.fromkeys(names))
 
 
-def _nodes(f: Facts, sym: Symptom | None) -> int:
-    """How many nodes the run spans, as the figure, NCCL's count, the ranks' hosts or the connections say."""
+def _nodes(f: Facts, sym: Symptom | None) -> int | None:
+    """How many nodes the run spans, as the figure, NCCL's count, the ranks' hosts or the connections say;
+    None where nothing says (a log of NCCL's init lines alone)."""
     if sym is not None:
         return sym.nodes
-    across = any(c.kind == "net" and c.same_node is False for c in f.conns)
+    net = [c for c in f.conns if c.kind == "net"]
     gdr = any(s.line.what in ("gdr-off", "gdr-on") for s in f.net)  # NCCL weighs GPUDirect only for a network
-    return max(f.nccl_nodes or 1, len(f.hosts) or 1, 2 if across or gdr else 1)
+    if net or gdr or (f.nccl_nodes or 0) > 1 or len(f.hosts) > 1:
+        return max(f.nccl_nodes or 1, len(f.hosts) or 1, 2)
+    if f.conns or f.nccl_nodes == 1 or len(f.hosts) == 1:
+        return 1
+    return None
 
 
 def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
@@ -50,6 +56,10 @@ def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
         if s.line.what == "no-verbs" and "libibverbs could not be loaded" not in why:
             why.append("libibverbs could not be loaded")
             lines.append(s.quote)
+        elif s.line.what == "ib-open-failed" and not any(w.startswith("NCCL could not open") for w in why):
+            named = next((x for x in f.net if x.line.what == "ib-open-failed" and x.line.value), s)
+            why.append(f"NCCL could not open {named.line.value or 'the RDMA device'} (no /dev/infiniband access?)")
+            lines.append(named.quote)
         elif s.line.what == "ib-none" and "NCCL found no IB device" not in why:
             why.append("NCCL found no IB device")
             lines.append(s.quote)
@@ -69,7 +79,7 @@ def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         socket = [s for s in chosen if s.line.value.lower() == "socket"]
         socket = socket or [s for s in f.net if s.line.what == "socket"]
     net_conns = [c for c in f.conns if c.kind == "net"]
-    if nodes <= 1:
+    if nodes == 1:
         if socket and not net_conns:
             out.rule_out(f"the network ({socket[0].line.value or 'Socket'}): one node, its channels via P2P / SHM")
         return
@@ -83,36 +93,48 @@ def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         lines = list(reasons)
         first = socket[0].quote if socket else (over_socket[0].quote if over_socket else None)
         lines = ([first] if first is not None else []) + lines
-        if not rdma and not why:
-            # Sockets are all an Ethernet-only cluster has: not a cause until RDMA NICs are shown
-            out.ask("`ibv_devinfo` or `nvidia-smi topo -m` of a node (whether it has RDMA NICs at all)")
-        else:
-            what = "NCCL's network between nodes is TCP sockets" + (f" ({'; '.join(why)})" if why else "")
-            what += f" though the nodes have RDMA NICs ({', '.join(rdma[:4])})" if rdma else ""
-            fix = (
-                "Give NCCL the RDMA devices: libibverbs in the image, --device=/dev/infiniband, NCCL_IB_DISABLE unset."
-            )
+        what = "NCCL's network " + ("between nodes " if nodes else "") + "is TCP sockets"
+        what += f" ({'; '.join(why)})" if why else ""
+        what += f" though the nodes have RDMA NICs ({', '.join(rdma[:4])})" if rdma else ""
+        fix = "Give NCCL the RDMA devices: libibverbs in the image, --device=/dev/infiniband, NCCL_IB_DISABLE unset."
+        if rdma or why:
             out.add("TD025", Candidate(what, fix, {"rdma": rdma, "why": why}), tuple(lines[:3]))
             return
+        # sockets are all an Ethernet-only cluster has: a warning, until the nodes' RDMA NICs are shown
+        out.ask("`ibv_devinfo` of a node (whether it has RDMA NICs NCCL could use)")
+        what += " (no NET/IB line: if the nodes have RDMA NICs, NCCL could not use them)"
+        cand = Candidate(what, fix, {"rdma": [], "why": []}, None, direct=False)
+        out.add("TD025", cand, tuple(lines[:3]), severity="warning")
+        return
     _gdr(f, net_conns, out)
     _fewer_nics(f, sym, out, rdma)
+
+
+def _where_logged(c: Conn) -> str:
+    """The node a connection line speaks for: the host that logged it, else the local rank's node (NCCL
+    logs "me -> peer [send]" and "peer -> me [receive]", transport.cc)."""
+    if c.host:
+        return c.host
+    return f"the node of rank {c.ranks[1] if c.side == 'receive' else c.ranks[0]}"
 
 
 def _gdr(f: Facts, net_conns: list[Conn], out: Leads) -> None:
     ib = [c for c in net_conns if c.transport.upper().startswith("NET/IB")]
     gdr_off = [s for s in f.net if s.line.what == "gdr-off"]
     gdr_on = [s for s in f.net if s.line.what == "gdr-on"]
-    hosts_with = {c.host for c in ib if c.gdr and c.host} | {s.host for s in gdr_on if s.host}
-    hosts_without = ({c.host for c in ib if not c.gdr and c.host} | {s.host for s in gdr_off if s.host}) - hosts_with
-    if hosts_with and hosts_without:
-        host = sorted(hosts_without)[0]
-        quotes = [c.quote for c in ib if c.host == host and c.quote is not None]
-        quotes += [s.quote for s in gdr_off if s.host == host]
-        sides = sorted({c.side for c in ib if c.host == host and c.side}) or ["every"]
-        what = f"GPUDirect RDMA on {', '.join(sorted(hosts_with))} but not on {host} ({'/'.join(sides)} side)"
-        cand = Candidate(what, f"Load nvidia_peermem (or use DMA-BUF) on {host}.", {"host": host}, None)
-        out.add("TD026", cand, tuple(quotes[:2]), f"host:{host}")
-    elif not hosts_with and (gdr_off or (ib and not any(c.gdr for c in ib))):
+    with_ = {_where_logged(c) for c in ib if c.gdr} | {s.host for s in gdr_on if s.host}
+    without = ({_where_logged(c) for c in ib if not c.gdr} | {s.host for s in gdr_off if s.host}) - with_
+    if with_ and without:
+        node = sorted(without)[0]
+        quotes = [c.quote for c in ib if _where_logged(c) == node and c.quote is not None]
+        quotes += [c.quote for c in ib if c.gdr and c.quote is not None][:1]
+        quotes += [s.quote for s in gdr_off if s.host == node]
+        sides = sorted({c.side for c in ib if _where_logged(c) == node and c.side}) or ["every"]
+        what = f"GPUDirect RDMA on {', '.join(sorted(with_))} but not on {node} ({'/'.join(sides)} side)"
+        fix = f"Load nvidia_peermem (or use DMA-BUF) on {node}: `lsmod | grep peermem` there."
+        subject = f"host:{node}" if not node.startswith("the node of") else node.replace("the node of ", "")
+        out.add("TD026", Candidate(what, fix, {"node": node, "with": sorted(with_)}, None), tuple(quotes[:3]), subject)
+    elif not with_ and (gdr_off or (ib and not any(c.gdr for c in ib))):
         reason = gdr_off[0].line.detail if gdr_off and gdr_off[0].line.detail else ""
         reason = reason or ("NCCL refused it for every HCA" if gdr_off else "no connection via NET/IB/.../GDRDMA")
         lines = tuple(s.quote for s in gdr_off[:2]) or tuple(c.quote for c in ib[:1] if c.quote)

@@ -71,6 +71,7 @@ CODES: tuple[Code, ...] = (
         "when libibverbs cannot be loaded, when the container has no /dev/infiniband, or when NCCL_IB_DISABLE=1.",
         "Install rdma-core / libibverbs in the image, run the container with --device=/dev/infiniband (and "
         "--cap-add=IPC_LOCK, --ulimit memlock=-1), unset NCCL_IB_DISABLE; NCCL then logs `NET/IB : Using`.",
+        also=("warning",),  # sockets with no RDMA NIC or reason shown: the nodes may have none
     ),
     Code(
         "TD026", "diag-gdr-off", "warning",
@@ -128,7 +129,7 @@ CODES: tuple[Code, ...] = (
         "these GPUs give together.",
     ),
     Code(
-        "TD033", "diag-no-p2p-gpus", "info",
+        "TD033", "diag-no-p2p-gpus", "warning",
         "These GPUs have no peer-to-peer path: NCCL stages every transfer through host memory.",
         "GeForce cards (RTX 4090, 5090) are not allowed peer access over PCIe by the driver; NCCL uses SHM, "
         "bounded by each GPU's PCIe link and the host's memory.",

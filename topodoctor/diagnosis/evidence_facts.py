@@ -36,6 +36,7 @@ class Conn:
     transport: str  # P2P/CUMEM, SHM, NET/IB, NET/Socket
     channels: int = 1
     gpus: tuple[int, int] | None = None  # NVML index (or CUDA device) of each rank's GPU on one host
+    devices: tuple[str, str] = ("", "")  # what NCCL printed in brackets: CUDA device, or bus id before 2.12
     same_node: bool | None = None
     host: str = ""  # the host that logged it
     gdr: bool = False
@@ -174,13 +175,16 @@ def _conns(ev: Evidence) -> tuple[Conn, ...]:
         transport = "/".join(pl.via.split("/")[:2]) if kind in ("p2p", "net") else head
         ha, hb = hosts.get(pl.rank), hosts.get(pl.peer)
         same = (ha == hb) if ha and hb else (True if kind in ("p2p", "shm") else None)
+        devs = (pl.rank_dev, pl.peer_dev)
+        gpus = (int(devs[0]), int(devs[1])) if all(d.isdigit() and len(d) <= 2 for d in devs) else None
         out.append(
             Conn(
                 (pl.rank, pl.peer),
                 kind,
                 transport,
                 1,
-                (pl.rank_dev, pl.peer_dev),
+                gpus,
+                devs,
                 same,
                 ln.host,
                 "GDRDMA" in pl.via.upper(),
@@ -201,7 +205,7 @@ def _account_conns(acc: NcclAccount, hosts: Mapping[int, str], quote: Quote) -> 
     for c in acc.connections:
         ha, hb = hosts.get(c.rank), hosts.get(c.peer)
         same = True if one_node else ((ha == hb) if ha and hb else None)
-        out.append(Conn((c.rank, c.peer), c.kind, c.transport, c.channels, None, same, "", False, "", quote))
+        out.append(Conn((c.rank, c.peer), c.kind, c.transport, c.channels, None, ("", ""), same, "", False, "", quote))
     return out
 
 

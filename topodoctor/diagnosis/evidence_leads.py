@@ -9,6 +9,7 @@ from typing import Literal
 
 from topodoctor.diagnosis.evidence_facts import Quote
 from topodoctor.diagnosis.rank import Candidate
+from topodoctor.model.findings import Severity
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Lead:
     candidate: Candidate
     lines: tuple[Quote, ...] = ()
     subject: str = ""  # where it stands on its own (a log without figures): GPU0-GPU1, host:node2
+    severity: Severity | None = None  # one of the code's documented severities other than its own
 
 
 @dataclass
@@ -44,9 +46,16 @@ class Leads:
     ruled_out: list[str] = field(default_factory=list)
     decide: list[str] = field(default_factory=list)  # outputs that would tell the candidates apart
 
-    def add(self, code: str, cand: Candidate, lines: tuple[Quote, ...] = (), subject: str = "") -> None:
+    def add(
+        self,
+        code: str,
+        cand: Candidate,
+        lines: tuple[Quote, ...] = (),
+        subject: str = "",
+        severity: Severity | None = None,
+    ) -> None:
         """One more candidate."""
-        self.leads.append(Lead(code, cand, lines, subject))
+        self.leads.append(Lead(code, cand, lines, subject, severity))
 
     def rule_out(self, why: str) -> None:
         """Something examined that does not explain the symptom."""

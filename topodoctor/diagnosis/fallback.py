@@ -67,5 +67,5 @@ def facts_of_run(res: CollectivesResult, gpus: Mapping[int, int], links: Mapping
         for c in res.nccl.connections:
             pair = (gpus[c.rank], gpus[c.peer]) if c.rank in gpus and c.peer in gpus else None
             same = node.get(c.rank) == node.get(c.peer)
-            conns.append(Conn((c.rank, c.peer), c.kind, c.transport, c.channels, pair, same))
+            conns.append(Conn((c.rank, c.peer), c.kind, c.transport, c.channels, gpus=pair, same_node=same))
     return Facts(links=dict(links), settings=settings, conns=tuple(conns), nccl_logged=res.nccl is not None)

@@ -20,21 +20,26 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
+_NETWORK = re.compile(r"(?:^|INFO )Using network (\S+)")
 _IB_USING = re.compile(r"NET/IB ?: Using((?: \[\d+\][^ ;]+)+)")
 _IB_DEV = re.compile(r"\[\d+\]([^:\s]+):\d+/(\w+)")
 _IB_NONE = re.compile(r"NET/IB ?: No device found")
 _SOCKET_USING = re.compile(r"NET/Socket ?: Using((?: \[\d+\][^ ]+)+)")
 _NO_VERBS = re.compile(r"Failed to open libibverbs")
+_IB_OPEN = re.compile(r"NET/IB ?: Unable to open device (\S+)|Call to ibv_open_device failed")
 _GDR = re.compile(r"GPU Direct RDMA (Disabled|Enabled) for (?:GPU (\S+) / )?HCA (\S+)(?: '([^']+)')?(?: \(([^)]*)\))?")
-_CONN = re.compile(r"Channel (\d+)(?:/\d+)? : (\d+)\[(\d+)\] -> (\d+)\[(\d+)\](?: \[(send|receive)\])? via (\S+)")
+# the bracket holds the CUDA device (2.12+) or, in older releases, the GPU's bus id (1a000)
+_CONN = re.compile(
+    r"(?:Channel (\d+)(?:/\d+)? : )?(\d+)\[([0-9a-fA-F]+)\] -> (\d+)\[([0-9a-fA-F]+)\]"
+    r"(?: \[(send|receive)\])? via (\S+)"
+)
 
 
 @dataclass(frozen=True)
 class NetLine:
     """One line's meaning: ``what`` is network, ib-devices, ib-none, socket, no-verbs, gdr-off, gdr-on."""
 
-    what: str
+    what: str  # also ib-open-failed (NCCL found the device and could not open it)
     value: str  # the network's name, the devices ("mlx5_0/IB mlx5_1/RoCE"), the HCA, ""
     detail: str = ""  # GDR's reason ("distance 7 > 5", "no module or not supported by GPU")
 
@@ -43,17 +48,19 @@ class NetLine:
 class PeerLine:
     """One channel connection as NCCL printed it: both ranks and their CUDA devices, the side, the transport."""
 
-    channel: int
+    channel: int | None  # None where the paste kept only "0[0] -> 1[1] ... via"
     rank: int
-    rank_dev: int
+    rank_dev: str  # the CUDA device ("0") or, before 2.12, the bus id ("1a000")
     peer: int
-    peer_dev: int
+    peer_dev: str
     side: str  # send, receive, or "" where NCCL printed neither (P2P and SHM lines)
     via: str  # P2P/CUMEM/read, SHM/direct/direct, NET/IB/0/GDRDMA
 
 
 def net_line(text: str) -> NetLine | None:
     """What a line says of the network, or None when it says nothing of it."""
+    if m := _IB_OPEN.search(text):
+        return NetLine("ib-open-failed", m.group(1) or "")
     if m := _NETWORK.search(text):
         return NetLine("network", m.group(1))
     if m := _IB_USING.search(text):
@@ -77,4 +84,4 @@ def peer_line(text: str) -> PeerLine | None:
     if m is None or " via " not in text:
         return None
     ch, r, rd, p, pd, side, via = m.groups()
-    return PeerLine(int(ch), int(r), int(rd), int(p), int(pd), side or "", via)
+    return PeerLine(int(ch) if ch else None, int(r), rd, int(p), pd, side or "", via)

@@ -81,7 +81,9 @@ _A_BRIDGE = 14.0625  # GA102's NVLink: 4 links x 14.0625 = 56.25 GB/s per direct
 
 # Order matters: the first whose pattern matches names the model (H200 NVL before H200, GH200 apart).
 MODELS: tuple[GpuModel, ...] = (
-    GpuModel("GH200", r"\bGH200\b", "Hopper", "9.0", 4.0, 18, _NV4, "nvswitch", 5, 16, True, True,
+    # one superchip per node as most sites have it: its 18 links reach other nodes only through an NVLink
+    # Switch system (NVL32), which this table does not assume
+    GpuModel("GH200", r"\bGH200\b", "Hopper", "9.0", 4.0, 18, _NV4, "none", 5, 16, True, False,
              "96 GB HBM3", 4.0, "gh200"),
     GpuModel("H200 NVL", r"\bH200 NVL\b", "Hopper", "9.0", 4.0, 18, _NV4, "bridge", 5, 16, True, False,
              "141 GB HBM3e", 4.8, "h200"),

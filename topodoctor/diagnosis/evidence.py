@@ -35,6 +35,7 @@ from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding,
 COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0.82 NVLink, 0.88 PCIe on H200)
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
 STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD039")
+SETTINGS_ONLY = ("TD036",)
 FALLBACK_FIX = BY_CODE["TD022"].how
 # What a cause standing on its own is about, where its lead names no GPU or host of its own.
 SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "TD025": "network", "TD026": "network",
@@ -183,16 +184,16 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     explained = [_explain(f, s) for s in coll + copy_syms]
     out += explained
     measured = bool(coll or normal or copy_syms or copy_normal)
-    if not measured:  # a figure at what the hardware gives needs no cause; a short one got its own
-        codes = {x.code for x in out}
-        for ld in _causes(f, None).leads:
-            if ld.code in STANDING and ld.code not in codes:
-                c = ld.candidate
-                lines = [str(q) for q in ld.lines]
-                ev = {**c.evidence, "lines": lines}
-                out.append(
-                    _finding(ld.code, ld.subject or SUBJECTS.get(ld.code, ld.code), c.what, c.fix, ev, ld.severity)
-                )
+    codes = {x.code for x in out}
+    for ld in _causes(f, None).leads:
+        # a misconfiguration the evidence shows is said even beside a figure; a setting that caps NCCL only
+        # where no figure shows it did no harm
+        if ld.code in STANDING and ld.code not in codes and not (measured and ld.code in SETTINGS_ONLY):
+            c = ld.candidate
+            ev = {**c.evidence, "lines": [str(q) for q in ld.lines]}
+            subject = ld.subject or SUBJECTS.get(ld.code, ld.code)
+            out.append(_finding(ld.code, subject, c.what, c.fix, ev, ld.severity))
+            codes.add(ld.code)
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
-    out += reasons(f, normal)
+    out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
     return _dedupe(out)

@@ -193,7 +193,7 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                 cand = Candidate(f"NCCL_PROTO={value} keeps NCCL off Simple", "Unset NCCL_PROTO.",
                                  {"variable": "NCCL_PROTO", "value": value}, exp)  # fmt: skip
                 out.add("TD036", cand, (s["NCCL_PROTO"][1],))
-    if "NCCL_ALGO" in s:
+    if "NCCL_ALGO" in s and sym is not None:  # a forced algorithm is a cause only of a figure short of its model
         value = s["NCCL_ALGO"][0]
         out.add(
             "TD036",

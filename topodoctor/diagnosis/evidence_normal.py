@@ -82,7 +82,8 @@ def reasons(f: Facts, runs: list[tuple[Measured, Expectation]]) -> list[Finding]
         if e.staged and any(path_class(lb) == "SYS" for lb in f.links.values()):
             out.append(_info("TD027", m.op, f"{m.op}: the ring crosses the CPU sockets (SYS) through host memory",
                              {"basis": e.basis}))  # fmt: skip
-    if runs and f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links:
+    multi_gpu = bool(f.measured or f.copies or f.links or len(f.gpus) > 1)
+    if multi_gpu and f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links:
         msg = f"{f.model.name} (GeForce) has no P2P: the driver allows no peer access over PCIe, so NCCL stages "
         msg += "every transfer through host memory (SHM), as measured; GPUs under one PCIe switch gain nothing"
         out.append(_info("TD033", "p2p", msg, {"model": f.model.name, "source": SOURCES[f.model.source]}, "warning"))

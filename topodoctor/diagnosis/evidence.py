@@ -194,6 +194,10 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             subject = ld.subject or SUBJECTS.get(ld.code, ld.code)
             out.append(_finding(ld.code, subject, c.what, c.fix, ev, ld.severity))
             codes.add(ld.code)
+    if f.hosts and not f.measured and not any(x.severity != "info" for x in out):
+        msg = "the run's header names its GPUs but no figures follow: nothing to judge (post the whole table, with "
+        msg += "`nvidia-smi topo -m` and NCCL_DEBUG=INFO output)"
+        out.append(_finding("TD022", "figures", msg, BY_CODE["TD022"].how, {"hosts": list(f.hosts)}, "info"))
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
     return _dedupe(out)

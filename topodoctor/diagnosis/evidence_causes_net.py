@@ -5,8 +5,7 @@ peers."""
 
 from __future__ import annotations
 
-from statistics import median
-
+from topodoctor.core.stats import median
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, Measured, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.nccl_model import (

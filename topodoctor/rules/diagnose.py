@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from topodoctor.diagnosis.evidence import judge
 from topodoctor.diagnosis.evidence_codes import CODES, Code
 from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import Finding
@@ -20,6 +19,8 @@ _last: list[tuple[Evidence, tuple[Finding, ...]]] = []  # one judgement per evid
 def judged(ev: Evidence) -> tuple[Finding, ...]:
     """The judgement of ``ev``, made once for all the codes that read it."""
     if not _last or _last[0][0] is not ev:
+        from topodoctor.diagnosis.evidence import judge  # the judgement loads only where evidence was given
+
         _last[:] = [(ev, judge(ev))]
     return _last[0][1]
 

@@ -145,8 +145,11 @@ EVIDENCE_CASES: list[Case] = [
                                                                 nccl_pieces=(2,))),
     _case("TD026", False, "GDR on both sides", lambda: evidence(_log(BOTH_SIDES), nccl=(account(nodes=2),),
                                                                 nccl_pieces=(2,))),
-    _case("TD027", True, "4 x A40 across sockets at 11 GB/s", lambda: evidence(
+    _case("TD027", True, "4 x A40 across sockets at 11 GB/s", severity="info", ev=lambda: evidence(
         run("all_reduce", _row(11.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "SYS"), 4), 1))),
+    _case("TD027", True, "4 x A40 across sockets, NCCL_P2P_LEVEL=SYS, 6 GB/s", lambda: evidence(
+        run("all_reduce", _row(6.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "SYS"), 4), 1),
+        Setting(2, "NCCL_P2P_LEVEL", "SYS", "export")), severity="warning"),
     _case("TD027", False, "4 x A40 under one switch", lambda: evidence(
         run("all_reduce", _row(21.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "PXB"), 4), 1))),
     _case("TD028", True, "every pair PHB in a VM, SHM", lambda: _vm("PHB")),

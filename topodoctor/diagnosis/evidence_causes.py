@@ -244,10 +244,19 @@ def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         sys_pairs = sorted(p for p, lb in f.links.items() if path_class(lb) == "SYS")
         a, b = sys_pairs[0]
         what = f"GPU{a}-GPU{b} (and {len(sys_pairs) - 1} more pairs) cross the CPU sockets (SYS)"
-        out.add(
-            "TD027",
-            Candidate(what, "Choose GPUs under one socket.", {"pairs": len(sys_pairs)}, shm_gbps(f)),
-            (f.links_quote,) if f.links_quote else (),
-        )
+        quote = (f.links_quote,) if f.links_quote else ()
+        level = f.settings.get("NCCL_P2P_LEVEL")
+        over = [c for c in f.conns if c.kind == "p2p" and c.gpus and path_class(f.link(*c.gpus) or "") == "SYS"]
+        if sym is not None and (over or (level is not None and level[0].strip().upper() in ("SYS", "5", "4"))):
+            # NCCL keeps P2P off SYS pairs by default: peer writes across the sockets lose to staging on
+            # many hosts; told to use them, the ring runs at the inter-socket link's peer rate
+            why = f"NCCL_P2P_LEVEL={level[0]}" if level is not None else "P2P"
+            what += f", and {why} sends peer traffic across them (NCCL stages it through host memory by default)"
+            lines = quote + ((level[1],) if level is not None else ()) + tuple(c.quote for c in over[:1] if c.quote)
+            cand = Candidate(what, "Unset NCCL_P2P_LEVEL, or choose GPUs under one socket.", {"pairs": len(sys_pairs)})
+            out.add("TD027", cand, lines, severity="warning")
+        else:
+            out.add("TD027", Candidate(what, "Choose GPUs under one socket.", {"pairs": len(sys_pairs)}, shm_gbps(f)),
+                    quote)  # fmt: skip
     if sym is not None and not f.links:
         out.ask("`nvidia-smi topo -m` (each pair's path: NV#, PIX, PXB, PHB, SYS)")

@@ -88,6 +88,7 @@ CODES: tuple[Code, ...] = (
         "memory over the inter-socket link, at a fraction of a PCIe switch's rate.",
         "Choose GPUs under one socket (CUDA_VISIBLE_DEVICES by topo -m's NUMA affinity), or accept the figure: it "
         "is what the host gives across sockets.",
+        also=("warning",),  # where P2P was pushed across the sockets (NCCL_P2P_LEVEL=SYS)
     ),
     Code(
         "TD028", "diag-vm-flat-topology", "warning",

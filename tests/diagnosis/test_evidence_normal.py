@@ -121,3 +121,35 @@ def test_odd_evidence_is_judged_without_a_fault() -> None:
     )
     assert all(f.severity in ("info", "warning", "error") for f in judge(ev))
     assert judge(Evidence()) == ()
+
+
+NV12_PAIRS = """
+        GPU0    GPU1    GPU2    GPU3    GPU4    GPU5    GPU6    GPU7    CPU Affinity    NUMA Affinity
+GPU0     X      NV12    NODE    NODE    SYS     SYS     SYS     SYS     0-31,64-95      0
+GPU1    NV12     X      NODE    NODE    SYS     SYS     SYS     SYS     0-31,64-95      0
+GPU2    NODE    NODE     X      NV12    SYS     SYS     SYS     SYS     0-31,64-95      0
+GPU3    NODE    NODE    NV12     X      SYS     SYS     SYS     SYS     0-31,64-95      0
+GPU4    SYS     SYS     SYS     SYS      X      NV12    NODE    NODE    32-63,96-127    1
+GPU5    SYS     SYS     SYS     SYS     NV12     X      NODE    NODE    32-63,96-127    1
+GPU6    SYS     SYS     SYS     SYS     NODE    NODE     X      NV12    32-63,96-127    1
+GPU7    SYS     SYS     SYS     SYS     NODE    NODE    NV12     X      32-63,96-127    1
+"""
+
+
+def test_bridged_pairs_are_fast_and_a_third_gpu_crosses_pcie() -> None:
+    """nccl-tests#178 (https://github.com/NVIDIA/nccl-tests/issues/178): A100 cards bridged in pairs (NV12),
+    NODE / SYS between the pairs. On two GPUs (-t 2) busbw 208 GB/s; on three (-t 3) 20 GB/s: both what the
+    hardware gives, the second because the ring must cross PCIe (the model name is the PCIe card's, inferred
+    from NV12 pairs under NODE)."""
+    name = "NVIDIA A100 80GB PCIe"
+
+    def ranks(n: int) -> str:
+        return "\n".join(f"#  Rank  {i} Group  0 Pid 1 on a100 device  {i} [0x{i + 1:02x}] {name}" for i in range(n))
+
+    two = "  1073741824 268435456 float sum -1 5162 208.0 208.0 0 5162 208.0 208.0 0"
+    found = judge(evidence(run("all_reduce", two, ranks(2)), topo(NV12_PAIRS, piece=1)))
+    assert _codes(found) == [("TD021", "info")] and "12 NVLinks to its peers" in found[0].evidence["basis"]
+    three = "  1073741824 268435456 float sum -1 71582 15.0 20.0 0 71582 15.0 20.0 0"
+    found = judge(evidence(run("all_reduce", three, ranks(3)), topo(NV12_PAIRS, piece=1)))
+    assert sorted(_codes(found)) == [("TD021", "info"), ("TD032", "info")]
+    assert not any(f.severity != "info" for f in found)

@@ -31,6 +31,7 @@ class Expectation:
     basis: str  # "the topology's model: 18 NVLinks to NVSwitch x 20.6 GB/s (topo -m: NV18 between every pair)"
     ring_crosses_pcie: bool = False  # only some pairs NVLinked: the ring runs at the PCIe hop
     staged: bool = False  # a pair of the ring is one NCCL joins through host memory (PHB, NODE, SYS)
+    crosses_sockets: bool = False  # ... and one of them is SYS
     layout: Layout | None = None
 
 
@@ -70,6 +71,12 @@ def layout_of(f: Facts, per_node: int) -> tuple[Layout, bool] | None:
             what = f"topo -m: {least if len(set(nv)) > 1 else nv[0]} between every pair"
             return Layout(per_node, least, switch, cc or "9.0", gen, width, nic_gbps, what), False
         what = "topo -m: " + ", ".join(sorted(set(shown)))
+        if m is not None and m.fabric == "mesh" and nv:
+            # a hybrid cube mesh (V100 SXM2): NCCL's rings stay on NVLink, each GPU's links shared among them
+            per_gpu = [sum(_nv_count(f.link(g, o) or "") for o in range(per_node)
+                           if o != g and path_class(f.link(g, o) or "") == "NV") for g in range(per_node)]  # fmt: skip
+            if min(per_gpu) >= 2:
+                return Layout(per_node, min(per_gpu), False, cc, gen, width, nic_gbps, what + ": a mesh"), False
         return Layout(per_node, 0, False, cc or "9.0", gen, width, nic_gbps, what), bool(nv)
     if m is None:
         return None
@@ -103,12 +110,14 @@ def expect_collective(f: Facts, run: Measured) -> Expectation | None:
     basis = f"{where}: {p.bottleneck.what}"
     plateau = p.busbw_gbps
     no_p2p = f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links  # GeForce: SHM only
-    staged = nodes == 1 and not lay.nvlinks and (no_p2p or any(path_class(lb) in STAGED for lb in f.links.values()))
+    ring = [lb for (a, b), lb in f.links.items() if a < lay.gpus and b < lay.gpus]  # the run's GPUs: 0..n-1
+    staged = nodes == 1 and not lay.nvlinks and (no_p2p or any(path_class(lb) in STAGED for lb in ring))
     if staged:
         plateau = round(plateau * SHM_SHARE, 1)
         basis += f"; through host memory (SHM: {SHM_SHARE:g} of it, as measured on H100 / H200)"
+    sockets = staged and any(path_class(lb) == "SYS" for lb in ring)
     return Expectation(run.op, run.size_bytes, round(at_size(plateau, run.size_bytes), 1), plateau, basis,
-                       crosses, staged, lay)  # fmt: skip
+                       crosses, staged, sockets, lay)  # fmt: skip
 
 
 def copy_nominal(f: Facts, a: int, b: int) -> tuple[float, str] | None:

@@ -79,7 +79,7 @@ def reasons(f: Facts, runs: list[tuple[Measured, Expectation]]) -> list[Finding]
             msg = f"{m.op}: only some GPU pairs are NVLinked ({e.layout.what if e.layout else ''}), so the ring "
             msg += "runs at the PCIe hop"
             out.append(_info("TD032", m.op, msg, {"basis": e.basis}))
-        if e.staged and any(path_class(lb) == "SYS" for lb in f.links.values()):
+        if e.crosses_sockets:
             out.append(_info("TD027", m.op, f"{m.op}: the ring crosses the CPU sockets (SYS) through host memory",
                              {"basis": e.basis}))  # fmt: skip
     multi_gpu = bool(f.measured or f.copies or f.links or len(f.gpus) > 1)

@@ -283,7 +283,7 @@ def layout_bottleneck(lay: Layout, nodes: int = 1) -> Bottleneck | None:
     rate = next((bw for least, bw in NCCL_NVLINK_GBPS if cc >= least), None)
     if lay.nvlinks > 0 and rate:
         gbps = lay.nvlinks * rate
-        to = "NVSwitch" if lay.switch else "its thinnest peer"
+        to = "NVSwitch" if lay.switch else "its peers"
         what = f"{lay.nvlinks} NVLinks to {to} x {rate:g} GB/s"
     elif lay.pcie_gen in NCCL_PCI_LANE and lay.pcie_width:
         gbps = lay.pcie_width * NCCL_PCI_LANE[lay.pcie_gen] / 80.0

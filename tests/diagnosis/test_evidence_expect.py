@@ -103,3 +103,31 @@ def test_the_run_adapter_gives_td003_its_pairs() -> None:
     assert fb.gpus == (0, 1) and fb.by == {"SHM": 2} and fb.path == "NV18"
     assert fallbacks(f, P2P_BY_DEFAULT) == [fb]
     assert fallbacks(facts_of_run(res, {0: 0, 1: 1}, {(0, 1): "PHB"}), P2P_BY_DEFAULT) == []  # type: ignore[arg-type]
+
+
+def test_nvbandwidth_bidirectional_read1_is_one_direction() -> None:
+    """reference-outputs/h200-x4/nvb.txt: device_to_device_bidirectional_memcpy_read_ce prints Read1 and
+    Read2 (389 GB/s each, one direction while the other runs) and Total (779): all three are healthy."""
+    from evidence_cases import evidence, topo
+
+    from topodoctor.diagnosis.evidence import judge
+    from topodoctor.model.evidence import CopyMatrix, GpuSeen
+
+    cells = "      GPU0 GPU1\nGPU0 X NV18\nGPU1 NV18 X"
+    case = "device_to_device_bidirectional_memcpy_read_ce"
+    mats = tuple(
+        CopyMatrix(
+            0,
+            "nvbandwidth",
+            f"{case}_{part}",
+            "bidirectional",
+            None,
+            "GB/s",
+            ("0", "1"),
+            ("0", "1"),
+            ((None, v), (v, None)),
+        )  # fmt: skip
+        for part, v in (("read1", 389.41), ("read2", 389.41), ("total", 778.81))
+    )
+    found = judge(evidence(topo(cells), GpuSeen(0, 0, name="NVIDIA H200"), mats))
+    assert {f.code for f in found} == {"TD021"} and len(found) == 3

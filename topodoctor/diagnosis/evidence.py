@@ -6,6 +6,7 @@ without a figure (a log alone) are findings of their own."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from topodoctor.core.text import human_size
@@ -29,7 +30,7 @@ from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.rank import best_cause
-from topodoctor.model.evidence import Evidence
+from topodoctor.model.evidence import CopyMatrix, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
 
 COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0.82 NVLink, 0.88 PCIe on H200)
@@ -151,7 +152,7 @@ def _copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, str]
                 nom = copy_nominal(f, int(r), int(col))
                 if nom is None:
                     continue
-                rate = nom[0] * (2 if c.direction == "bidirectional" else 1)
+                rate = nom[0] * (2 if both_ways(c) else 1)
                 if worst is None or v / rate < worst[0]:
                     worst = (v / rate, f"GPU{r}-GPU{col}", v, rate, nom[1])
         if worst is None:
@@ -165,6 +166,15 @@ def _copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, str]
         else:
             normal.append((label, v, rate, basis))
     return symptoms, normal
+
+
+def both_ways(c: CopyMatrix) -> bool:
+    """Whether a matrix's figures count both directions together: p2pBandwidthLatencyTest's bidirectional
+    ones and nvbandwidth's "Total"; nvbandwidth's Read1 / Read2 (Write1 / 2) of a bidirectional testcase are
+    one direction each, while the other runs (389 GB/s each, 779 total, on the H200 hosts)."""
+    if c.direction != "bidirectional":
+        return False
+    return not (c.tool == "nvbandwidth" and re.search(r"(read|write)[12]\b|(read|write)[12]$", c.testcase.lower()))
 
 
 def _dedupe(findings: Iterable[Finding]) -> tuple[Finding, ...]:

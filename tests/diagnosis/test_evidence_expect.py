@@ -126,7 +126,7 @@ def test_nvbandwidth_bidirectional_read1_is_one_direction() -> None:
             ("0", "1"),
             ("0", "1"),
             ((None, v), (v, None)),
-        )  # fmt: skip
+        )
         for part, v in (("read1", 389.41), ("read2", 389.41), ("total", 778.81))
     )
     found = judge(evidence(topo(cells), GpuSeen(0, 0, name="NVIDIA H200"), mats))

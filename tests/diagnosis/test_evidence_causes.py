@@ -231,3 +231,16 @@ h:1:1 [0] NCCL INFO Using network Socket
 """
     f = next(x for x in judge(evidence(nccl_lines(log))) if x.code == "TD025")
     assert f.severity == "error" and "NCCL could not open mlx5_bond_0" in f.message and f.subject == "network"
+
+
+def test_nccl_using_fewer_hcas_than_the_node_has() -> None:
+    """topo -m's legend names four mlx5 NICs; NCCL's `NET/IB : Using` (net_ib.cc) lists one: the others are
+    down or hidden from the container."""
+    from topodoctor.model.evidence import NicSeen
+
+    nics = tuple(NicSeen(0, f"mlx5_{i}", alias=f"NIC{i}") for i in range(4))
+    log = "n1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+    log += "n1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
+    found = judge(evidence(nics, nccl_lines(log, 1), nccl=(account(nodes=2),), nccl_pieces=(1,)))
+    f = next(x for x in found if x.code == "TD035")
+    assert "NCCL found 1 of the node's 4 RDMA NICs (mlx5_0)" in f.message

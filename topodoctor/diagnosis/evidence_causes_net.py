@@ -145,7 +145,19 @@ def _gdr(f: Facts, net_conns: list[Conn], out: Leads) -> None:
 
 def _fewer_nics(f: Facts, sym: Symptom | None, out: Leads, rdma: list[str]) -> None:
     hca = f.settings.get("NCCL_IB_HCA")
-    present = [n.name for n in f.nics if n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES)]
+    present = list(
+        dict.fromkeys(n.name for n in f.nics if n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES))
+    )
+    using = next((s for s in f.net if s.line.what == "ib-devices"), None)
+    if hca is None and using is not None and present:
+        found = {d.split("/")[0] for d in using.line.value.split()}
+        if 0 < len(found) < len(present):
+            ref = sym.expected_gbps if sym is not None else None
+            what = f"NCCL found {len(found)} of the node's {len(present)} RDMA NICs ({', '.join(sorted(found))})"
+            exp = ref * len(found) / len(present) if ref else None
+            fix = "Check the missing ports are up (`ibstat`) and visible in the container (/dev/infiniband)."
+            out.add("TD035", Candidate(what, fix, {"used": sorted(found), "present": present}, exp), (using.quote,))
+        return
     if hca is None or not present:
         return
     value = hca[0].strip()

@@ -153,3 +153,22 @@ def test_bridged_pairs_are_fast_and_a_third_gpu_crosses_pcie() -> None:
     found = judge(evidence(run("all_reduce", three, ranks(3)), topo(NV12_PAIRS, piece=1)))
     assert sorted(_codes(found)) == [("TD021", "info"), ("TD032", "info")]
     assert not any(f.severity != "info" for f in found)
+
+
+def test_the_run_s_gpus_are_found_by_bus_id() -> None:
+    """A two-rank run on the bridged-pairs host of nccl-tests#178: on GPUs 0 and 2 (CUDA_VISIBLE_DEVICES=0,2,
+    nccl-tests printing each rank's bus as [0x..]) 20 GB/s is the NODE pair's figure; on GPUs 0 and 1 the
+    same 20 GB/s is a tenth of their NV12 bridge."""
+    name = "NVIDIA A100 80GB PCIe"
+    gpus = tuple(GpuSeen(2, i, name=name, bus_id=f"00000000:{0x10 + i:02X}:00.0") for i in range(8))
+    row = "  1073741824 268435456 float sum -1 53687 20.0 20.0 0 53687 20.0 20.0 0"
+
+    def on(a: int, b: int) -> tuple[object, ...]:
+        ranks = f"#  Rank  0 Group  0 Pid 1 on a100 device  0 [0x{0x10 + a:02x}] {name}\n"
+        ranks += f"#  Rank  1 Group  0 Pid 2 on a100 device  1 [0x{0x10 + b:02x}] {name}"
+        return judge(evidence(run("all_reduce", row, ranks), topo(NV12_PAIRS, piece=1), gpus))
+
+    across = on(0, 2)
+    assert [f.code for f in across] == ["TD021"] and "topo -m: NODE" in across[0].evidence["basis"]
+    bridged = on(0, 1)
+    assert bridged[0].severity == "warning" and bridged[0].evidence["expected_gbps"] > 200

@@ -91,7 +91,11 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     lead = next(ld for ld in leads.leads if ld.candidate.what == cause.what)
     cause.evidence["lines"] = [str(q) for q in lead.lines]
     cause.evidence["post"] = leads.decide[:2]
-    return _finding(lead.code, sym.subject, f"{cause.what}: {head}", cause.fix, symptom, lead.severity, cause)
+    code = BY_CODE[lead.code]
+    # a cause of a shortfall is never only information: a code that is info when it explains a normal
+    # figure (the topology's reason) is a warning when it explains a short one
+    severity = lead.severity or ("warning" if code.severity == "info" and "warning" in code.also else None)
+    return _finding(lead.code, sym.subject, f"{cause.what}: {head}", cause.fix, symptom, severity, cause)
 
 
 def _groups(f: Facts) -> list[Measured]:
@@ -133,8 +137,9 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectat
             normal.append((m, exp))
         else:
             nodes = m.nodes or len(set(m.rank_hosts)) or 1
+            gpus = m.run_gpus or (tuple(range(exp.layout.gpus)) if exp.layout is not None and nodes == 1 else ())
             symptoms.append(Symptom("collective", m.op, m.busbw_gbps, exp.busbw_gbps, exp.basis, m.size_bytes,
-                                    nodes, m.quote, m.nranks or 0))  # fmt: skip
+                                    nodes, m.quote, m.nranks or 0, gpus))  # fmt: skip
     return symptoms, normal, other
 
 

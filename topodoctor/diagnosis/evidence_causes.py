@@ -226,22 +226,21 @@ def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         )
     elif any(c.p2p is True for c in f.copies) and any(c.p2p is False for c in f.copies):
         out.rule_out("ACS / IOMMU: peer copies beat the staged ones on every pair")
-    classes = {path_class(lb) for lb in f.links.values()}
+    links = {p: lb for p, lb in f.links.items() if sym is None or not sym.gpus or set(p) <= set(sym.gpus)}
+    classes = {path_class(lb) for lb in links.values()}
     shm = any(c.kind == "shm" for c in f.conns)
     virt = any(g.virtualization.lower().startswith("pass") for g in f.gpus)
     # a bare-metal host shows its switches (PIX, PXB) and sockets (NODE, SYS); four or more GPUs all PHB,
     # or PHB inside a VM, is a hypervisor hiding the PCIe tree
-    if classes == {"PHB"} and len(f.links) >= 1 and (virt or shm or len(f.links) >= FLAT_PAIRS):
+    if classes == {"PHB"} and len(links) >= 1 and (virt or shm or len(links) >= FLAT_PAIRS):
         what = "every GPU pair shows as PHB" + (" inside a VM" if virt else "") + ": NCCL sees no PCIe switch"
         out.add(
             "TD028",
-            Candidate(
-                what, "Set NCCL_TOPO_FILE to the host's real topology XML.", {"pairs": len(f.links)}, shm_gbps(f)
-            ),
+            Candidate(what, "Set NCCL_TOPO_FILE to the host's real topology XML.", {"pairs": len(links)}, shm_gbps(f)),
             (f.links_quote,) if f.links_quote else (),
         )
     if "SYS" in classes:
-        sys_pairs = sorted(p for p, lb in f.links.items() if path_class(lb) == "SYS")
+        sys_pairs = sorted(p for p, lb in links.items() if path_class(lb) == "SYS")
         a, b = sys_pairs[0]
         what = f"GPU{a}-GPU{b} (and {len(sys_pairs) - 1} more pairs) cross the CPU sockets (SYS)"
         quote = (f.links_quote,) if f.links_quote else ()

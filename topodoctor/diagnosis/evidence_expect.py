@@ -53,14 +53,16 @@ def _pcie_of(f: Facts, m: GpuModel | None) -> tuple[int | None, int | None, str]
     return None, None, ""
 
 
-def layout_of(f: Facts, per_node: int) -> tuple[Layout, bool] | None:
-    """The node the evidence shows, as the model needs it, and whether a ring must cross PCIe."""
+def layout_of(f: Facts, per_node: int, gpus: tuple[int, ...] = ()) -> tuple[Layout, bool] | None:
+    """The node the evidence shows, as the model needs it, and whether a ring must cross PCIe; ``gpus`` are
+    the run's GPUs by nvidia-smi's index (default: the first ``per_node``)."""
+    idx = gpus if len(gpus) == per_node else tuple(range(per_node))
     m = f.model
     cc = m.compute_capability if m is not None else ""
     gen, width, pcie_src = _pcie_of(f, m)
     nic = sum(n.rate_gbps / 8 for n in f.nics if n.rate_gbps and (not f.hosts or n.host in ("", f.hosts[0])))
     nic_gbps = nic or None
-    pairs = [(a, b) for a in range(per_node) for b in range(a + 1, per_node)]
+    pairs = [(a, b) for i, a in enumerate(idx) for b in idx[i + 1 :]]
     labels = [f.link(a, b) for a, b in pairs]
     if pairs and all(lb is not None for lb in labels):
         shown = [lb for lb in labels if lb is not None]
@@ -73,8 +75,8 @@ def layout_of(f: Facts, per_node: int) -> tuple[Layout, bool] | None:
         what = "topo -m: " + ", ".join(sorted(set(shown)))
         if m is not None and m.fabric == "mesh" and nv:
             # a hybrid cube mesh (V100 SXM2): NCCL's rings stay on NVLink, each GPU's links shared among them
-            per_gpu = [sum(_nv_count(f.link(g, o) or "") for o in range(per_node)
-                           if o != g and path_class(f.link(g, o) or "") == "NV") for g in range(per_node)]  # fmt: skip
+            per_gpu = [sum(_nv_count(f.link(g, o) or "") for o in idx
+                           if o != g and path_class(f.link(g, o) or "") == "NV") for g in idx]  # fmt: skip
             if min(per_gpu) >= 2:
                 return Layout(per_node, min(per_gpu), False, cc, gen, width, nic_gbps, what + ": a mesh"), False
         return Layout(per_node, 0, False, cc or "9.0", gen, width, nic_gbps, what), bool(nv)
@@ -98,7 +100,7 @@ def expect_collective(f: Facts, run: Measured) -> Expectation | None:
         per_node = ranks
     if per_node < 1 or (per_node * nodes) < 2:
         return None
-    got = layout_of(f, per_node)
+    got = layout_of(f, per_node, run.run_gpus)
     if got is None:
         return None
     lay, crosses = got
@@ -110,7 +112,8 @@ def expect_collective(f: Facts, run: Measured) -> Expectation | None:
     basis = f"{where}: {p.bottleneck.what}"
     plateau = p.busbw_gbps
     no_p2p = f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links  # GeForce: SHM only
-    ring = [lb for (a, b), lb in f.links.items() if a < lay.gpus and b < lay.gpus]  # the run's GPUs: 0..n-1
+    idx = set(run.run_gpus) if len(run.run_gpus) == lay.gpus else set(range(lay.gpus))
+    ring = [lb for (a, b), lb in f.links.items() if a in idx and b in idx]  # the run's GPUs' pairs
     staged = nodes == 1 and not lay.nvlinks and (no_p2p or any(path_class(lb) in STAGED for lb in ring))
     if staged:
         plateau = round(plateau * SHM_SHARE, 1)

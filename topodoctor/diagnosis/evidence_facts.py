@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from topodoctor.model.collectives import NcclAccount
-from topodoctor.model.evidence import CopyMatrix, Evidence, GpuSeen, Launch, NcclLine, NicSeen, PcieSeen
+from topodoctor.model.evidence import CollectiveRun, CopyMatrix, Evidence, GpuSeen, Launch, NcclLine, NicSeen, PcieSeen
 from topodoctor.nccl.lines import NetLine, net_line, peer_line
 from topodoctor.topology.gpu_models import GpuModel, model_of
 
@@ -55,6 +55,7 @@ class Measured:
     nodes: int | None
     quote: Quote
     rank_hosts: tuple[str, ...] = ()  # the host of each rank, where the header listed them
+    run_gpus: tuple[int, ...] = ()  # the GPUs of its first host by nvidia-smi's index, where the bus ids tell
 
 
 @dataclass(frozen=True)
@@ -209,16 +210,42 @@ def _account_conns(acc: NcclAccount, hosts: Mapping[int, str], quote: Quote) -> 
     return out
 
 
+def bus_key(bus_id: str) -> tuple[int, int] | None:
+    """(bus, device) of a PCI address however it is printed: nvidia-smi's 00000000:18:00.0, nccl-tests'
+    [0000:18:00] or, in older releases, the bus alone [0x18] (device 0)."""
+    text = bus_id.strip().strip("[]").lower()
+    try:
+        if text.startswith("0x"):
+            return int(text, 16), 0
+        parts = text.split(".")[0].split(":")
+        return (int(parts[-2], 16), int(parts[-1], 16)) if len(parts) >= 3 else None
+    except ValueError:
+        return None
+
+
+def _run_gpus(ev: Evidence, run: CollectiveRun) -> tuple[int, ...]:
+    """The run's GPUs of its first host as nvidia-smi numbers them (a run under CUDA_VISIBLE_DEVICES=0,1,4,6
+    is GPUs 0, 1, 4, 6 of topo -m), by bus id; empty where the evidence cannot tell."""
+    first = run.ranks[0].host if run.ranks else ""
+    index = {k: g.index for g in ev.gpus if (k := bus_key(g.bus_id)) is not None}
+    keys = [bus_key(r.bus_id or "") for r in run.ranks if r.host == first]
+    got = [index.get(k) for k in keys if k is not None]
+    if not got or len(got) != len(keys) or None in got or len(set(got)) != len(got):
+        return ()
+    return tuple(sorted(g for g in got if g is not None))
+
+
 def _measured(ev: Evidence) -> tuple[Measured, ...]:
     out = []
     for run in ev.collectives:
         hosts = tuple(r.host for r in sorted(run.ranks, key=lambda r: r.rank))
+        gpus = _run_gpus(ev, run)
         for row in run.rows:
             best = row.best
             if best is None:
                 continue
             q = Quote(_where(ev, run.piece), f"{row.op} at {row.size_bytes} B: busbw {best.busbw_gbps:g} GB/s")
-            out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts))
+            out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts, gpus))
     return tuple(out)
 
 

@@ -25,6 +25,7 @@ class Symptom:
     nodes: int
     quote: Quote
     ranks: int = 0
+    gpus: tuple[int, ...] = ()  # the run's GPUs by nvidia-smi's index (one node), where known
 
 
 @dataclass(frozen=True)

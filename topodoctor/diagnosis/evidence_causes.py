@@ -233,7 +233,8 @@ def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     # a bare-metal host shows its switches (PIX, PXB) and sockets (NODE, SYS); four or more GPUs all PHB,
     # or PHB inside a VM, is a hypervisor hiding the PCIe tree
     if classes == {"PHB"} and len(links) >= 1 and (virt or shm or len(links) >= FLAT_PAIRS):
-        what = "every GPU pair shows as PHB" + (" inside a VM" if virt else "") + ": NCCL sees no PCIe switch"
+        what = "every GPU pair shows as PHB" + (" inside a VM" if virt else " (as a VM's hypervisor shows them)")
+        what += ": NCCL sees no PCIe switch and cannot place P2P or the NICs"
         out.add(
             "TD028",
             Candidate(what, "Set NCCL_TOPO_FILE to the host's real topology XML.", {"pairs": len(links)}, shm_gbps(f)),

@@ -4,8 +4,8 @@ they were posted (the thread in its docstring) or measured on the lent hosts (do
 from __future__ import annotations
 
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
+from tests_support_evidence import judge
 
-from topodoctor.diagnosis.evidence import judge
 from topodoctor.model.evidence import Setting
 
 H100_X2_RANKS = """

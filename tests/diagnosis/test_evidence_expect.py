@@ -109,8 +109,8 @@ def test_nvbandwidth_bidirectional_read1_is_one_direction() -> None:
     """reference-outputs/h200-x4/nvb.txt: device_to_device_bidirectional_memcpy_read_ce prints Read1 and
     Read2 (389 GB/s each, one direction while the other runs) and Total (779): all three are healthy."""
     from evidence_cases import evidence, topo
+    from tests_support_evidence import judge
 
-    from topodoctor.diagnosis.evidence import judge
     from topodoctor.model.evidence import CopyMatrix, GpuSeen
 
     cells = "      GPU0 GPU1\nGPU0 X NV18\nGPU1 NV18 X"

@@ -4,8 +4,8 @@ expected, and no cause."""
 from __future__ import annotations
 
 from evidence_cases import account, evidence, nccl_lines, run, topo
+from tests_support_evidence import judge
 
-from topodoctor.diagnosis.evidence import judge
 from topodoctor.model.evidence import GpuSeen
 
 # /work/shared/reference-outputs/h200-x4/nccl.txt: nccl-tests 2.19.6, NCCL 2.28.9, 4 x H200, NV18 (2026-11-22)

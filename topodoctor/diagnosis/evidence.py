@@ -29,6 +29,7 @@ from topodoctor.diagnosis.evidence_expect import (
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
+from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import CopyMatrix, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
@@ -44,9 +45,9 @@ SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "T
 
 
 def judge(ev: Evidence) -> tuple[Finding, ...]:
-    """Findings on everything the evidence shows: causes (warning, error), "normal for this hardware"
-    (info), and what could not be judged; worst first."""
-    return judge_facts(facts_of(ev))
+    """Findings on everything the evidence shows: what each piece showed (TD980, TD981), then causes
+    (warning, error), "normal for this hardware" (info) and what could not be judged, worst first."""
+    return read_findings(ev) + judge_facts(facts_of(ev))
 
 
 def _finding(code: str, subject: str, message: str, fix: str, evidence: Mapping[str, object],

@@ -16,7 +16,7 @@ from topodoctor.topology.busbw import NCCL_PCI_LANE
 P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 _CLASS_LEVEL = {"NV": "NVL", "PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
 FLAT_PAIRS = 6  # the pairs of four GPUs
-STAGED_BEATS_P2P = 1.0  # P2P enabled below the staged copy of the same pair: peer traffic is redirected
+STAGED_BEATS_P2P = 0.9  # P2P under 0.9 of the staged copy of the same pair: peer traffic is redirected
 
 
 def shm_gbps(f: Facts) -> float | None:
@@ -204,9 +204,15 @@ def _pairs_p2p_below_staged(copies: tuple[CopyMatrix, ...]) -> list[tuple[str, s
     return out
 
 
+def _pair(a: str, b: str) -> tuple[int, int] | None:
+    return (min(int(a), int(b)), max(int(a), int(b))) if a.isdigit() and b.isdigit() else None
+
+
 def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     """ACS / IOMMU (TD029), a flat topology in a VM (TD028), pairs across sockets (TD027)."""
-    slow = _pairs_p2p_below_staged(f.copies)
+    no_peer = f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links  # GeForce: "P2P" is staged
+    slow = [] if no_peer else _pairs_p2p_below_staged(f.copies)
+    slow = [x for x in slow if _pair(x[0], x[1]) not in f.peer_denied]
     if slow:
         r, c, a, b, d = slow[0]
         what = f"peer copies GPU{r}->GPU{c} at {a:g} GB/s, under the {b:g} GB/s staged through the host ({d})"

@@ -78,6 +78,7 @@ class Facts:
     links: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (a < b) -> NV18, PIX, SYS ...
     links_quote: Quote | None = None
     nic_paths: Mapping[tuple[int, str], str] = field(default_factory=dict)  # (GPU, NIC name) -> PIX, SYS ...
+    peer_denied: frozenset[tuple[int, int]] = frozenset()  # (a < b) pairs shown without peer access
     gpus: tuple[GpuSeen, ...] = ()
     pcie: tuple[PcieSeen, ...] = ()
     nics: tuple[NicSeen, ...] = ()
@@ -116,6 +117,11 @@ def _where(ev: Evidence, piece: int, line: int | None = None) -> str:
 
 def _gpu_index(name: str) -> int | None:
     return int(name[3:]) if name.upper().startswith("GPU") and name[3:].isdigit() else None
+
+
+def _cuda(name: str) -> int | None:
+    """cuda0 -> 0: a device as a CUDA program (p2pBandwidthLatencyTest) names it."""
+    return int(name[4:]) if name.lower().startswith("cuda") and name[4:].isdigit() else None
 
 
 def _links(ev: Evidence) -> tuple[dict[tuple[int, int], str], dict[tuple[int, str], str], Quote | None]:
@@ -263,6 +269,15 @@ def facts_of(ev: Evidence) -> Facts:
     elif ev.gpus:
         per_node = len({g.index for g in ev.gpus if g.host == ev.gpus[0].host})
     links, nic_paths, links_quote = _links(ev)
+    denied = set()
+    for p in ev.pairs:
+        a, b = (
+            _gpu_index(p.a) if p.a.upper().startswith("GPU") else _cuda(p.a),
+            (_gpu_index(p.b) if p.b.upper().startswith("GPU") else _cuda(p.b)),
+        )
+        said = [v.strip().upper() for k, v in p.p2p.items() if k in ("r", "w", "can-access-peer")]
+        if a is not None and b is not None and a != b and any(v not in ("OK", "YES") for v in said):
+            denied.add((min(a, b), max(a, b)))
     accounts = ev.nccl
     net = tuple(
         NetSeen(ln.host, meaning, Quote(_where(ev, ln.piece, ln.line), ln.text))
@@ -280,6 +295,7 @@ def facts_of(ev: Evidence) -> Facts:
         links=links,
         links_quote=links_quote,
         nic_paths=nic_paths,
+        peer_denied=frozenset(denied),
         gpus=ev.gpus,
         pcie=ev.pcie,
         nics=ev.nics,

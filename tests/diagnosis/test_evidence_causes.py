@@ -6,7 +6,7 @@ from __future__ import annotations
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from tests_support_evidence import judge
 
-from topodoctor.model.evidence import Setting
+from topodoctor.model.evidence import GpuSeen, Setting
 
 H100_X2_RANKS = """
 #  Rank  0 Group  0 Pid   2972 on   h100 device  0 [0000:00:06] NVIDIA H100 80GB HBM3
@@ -244,3 +244,42 @@ def test_nccl_using_fewer_hcas_than_the_node_has() -> None:
     found = judge(evidence(nics, nccl_lines(log, 1), nccl=(account(nodes=2),), nccl_pieces=(1,)))
     f = next(x for x in found if x.code == "TD035")
     assert "NCCL found 1 of the node's 4 RDMA NICs (mlx5_0)" in f.message
+
+
+def test_geforce_with_p2p_shown_working_is_not_called_p2p_less() -> None:
+    """A patched open kernel module gives RTX 5090s peer access (github.com/aikitoria/open-gpu-kernel-modules,
+    its sample output: P2P writes 55.6-56.6 GB/s against 43 staged, all_reduce 45 GB/s on 8 GPUs): with
+    the peer copies well above the staged ones, no TD033 and no ACS finding."""
+    names = "NVIDIA GeForce RTX 5090"
+    off = "   D\\D 0 1 2\n 0 1500 43.0 43.1\n 1 43.2 1500 43.0\n 2 43.1 43.0 1500"
+    on = "   D\\D 0 1 2\n 0 1500 55.6 56.1\n 1 56.6 1500 55.9\n 2 56.0 55.8 1500"
+    ranks = "\n".join(f"#  Rank  {i} Group  0 Pid 1 on turin device  {i} [0x{i + 1:02x}] {names}" for i in range(8))
+    row = "   134217728      33554432     float     sum      -1   5200  25.8  45.2  0   5200  25.8  45.2  0"
+    ev = evidence(
+        run("all_reduce", row, ranks),
+        matrix(off, "unidirectional p2p=disabled", "unidirectional", False),
+        matrix(on, "unidirectional p2p=enabled", "unidirectional", True),
+    )
+    found = judge(ev)
+    assert not any(f.code in ("TD033", "TD029") for f in found)
+    assert not any(f.severity in ("warning", "error") for f in found)
+
+
+def test_a_cut_nvlink_listing_is_not_links_down() -> None:
+    """`nvidia-smi nvlink -s` lists every link, down ones as inactive; a paste that stops after one link of
+    an A100 (12 by design) says nothing of the other eleven."""
+    cut = GpuSeen(0, 2, name="NVIDIA A100-SXM4-80GB", nvlinks_up=1, nvlinks_listed=1, nvlink_gbps=25.0)
+    down = GpuSeen(0, 3, name="NVIDIA A100-SXM4-80GB", nvlinks_up=11, nvlinks_listed=12, nvlink_gbps=25.0)
+    found = judge(evidence(cut, down))
+    assert [f.subject for f in found if f.code == "TD031"] == ["GPU3"]
+
+
+def test_a_table_without_its_header_is_not_judged() -> None:
+    """nccl-tests' rows pasted apart from the `Using devices` lines (nccl-tests#119 posted its 3-node table
+    so): without the ranks and nodes the figure is not held to one node's NVLink."""
+    from topodoctor.model.evidence import CollectiveRun
+
+    rows = run("all_reduce", "   134217728  33554432  float  sum  -1  2638  50.88  95.93  0  2640  50.84  95.86  0", "")
+    bare = CollectiveRun(0, "all_reduce", rows.rows)
+    found = judge(evidence(bare, GpuSeen(1, 0, name="NVIDIA A100-SXM4-40GB")))
+    assert [(f.code, f.severity) for f in found] == [("TD022", "info")] and "Using devices" in found[0].message

@@ -129,6 +129,13 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectat
                 msg += f"(bandwidth decides from {human_size(BANDWIDTH_BOUND_BYTES)}: run up to 1G, -e 1G)"
                 other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"size_bytes": m.size_bytes}, "info"))
             continue
+        if not m.nranks and not m.rank_hosts:
+            # a table without its header: how many ranks on how many nodes is not shown, and a guess of one
+            # node would hold a multi-node run to NVLink
+            msg = f"{m.op} busbw {m.busbw_gbps:.1f} GB/s not judged: the table comes without its `Using devices` "
+            msg += "lines (how many ranks on how many nodes); post the whole output"
+            other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"measured_gbps": m.busbw_gbps}, "info"))
+            continue
         exp = expect_collective(f, m)
         if exp is None:
             msg = f"{m.op} busbw {m.busbw_gbps:.1f} GB/s not judged: the evidence does not show the GPUs' model "

@@ -5,7 +5,7 @@ peer traffic. Each adds leads (with what it would leave of the expectation) or s
 
 from __future__ import annotations
 
-from topodoctor.diagnosis.evidence_facts import Facts, Quote, path_class
+from topodoctor.diagnosis.evidence_facts import Facts, Quote, no_peer_access, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.fallback import P2P_BY_DEFAULT, fallbacks
 from topodoctor.diagnosis.rank import Candidate
@@ -110,7 +110,7 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     """GPUs without peer access (TD033), NVLinks missing against the model (TD031), PCIe downtrained (TD030)."""
     m = f.model
     ref = sym.expected_gbps if sym is not None else None
-    if m is not None and not m.p2p_pcie and not m.nvlink_links and len(f.names) >= 1:
+    if m is not None and no_peer_access(f) and len(f.names) >= 1:
         what = f"{m.name} has no peer-to-peer access (the GeForce driver allows none over PCIe)"
         out.add(
             "TD033",
@@ -141,7 +141,9 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             )
         for g in f.gpus:
             # against the links the model has by design (H100 PCIe / NVL: 12 of the 18 nvidia-smi lists)
-            if g.nvlinks_up is not None and 0 <= g.nvlinks_up < m.nvlink_links:
+            # nvidia-smi lists a link that is down as inactive: fewer listed than up-and-down means a cut paste
+            listed = g.nvlinks_listed
+            if g.nvlinks_up is not None and listed is not None and 0 <= g.nvlinks_up < min(listed, m.nvlink_links):
                 total = m.nvlink_links
                 what = f"GPU{g.index}: {g.nvlinks_up} of {total} NVLinks up"
                 exp = ref * g.nvlinks_up / total if ref and m.fabric == "nvswitch" else None
@@ -210,8 +212,7 @@ def _pair(a: str, b: str) -> tuple[int, int] | None:
 
 def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     """ACS / IOMMU (TD029), a flat topology in a VM (TD028), pairs across sockets (TD027)."""
-    no_peer = f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links  # GeForce: "P2P" is staged
-    slow = [] if no_peer else _pairs_p2p_below_staged(f.copies)
+    slow = [] if no_peer_access(f) else _pairs_p2p_below_staged(f.copies)  # GeForce: its "P2P" is staged
     slow = [x for x in slow if _pair(x[0], x[1]) not in f.peer_denied]
     if slow:
         r, c, a, b, d = slow[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topodoctor.diagnosis.evidence_facts import Facts, Measured, path_class
+from topodoctor.diagnosis.evidence_facts import Facts, Measured, no_peer_access, path_class
 from topodoctor.topology.busbw import Layout, at_size, predict_layout
 from topodoctor.topology.gpu_models import GpuModel
 from topodoctor.topology.graph import NVLINK_LINK_GBPS, pcie_gbps
@@ -111,7 +111,7 @@ def expect_collective(f: Facts, run: Measured) -> Expectation | None:
     where = "the NICs' rate" if nodes > 1 and "NICs" in p.bottleneck.what else "the topology's model"
     basis = f"{where}: {p.bottleneck.what}"
     plateau = p.busbw_gbps
-    no_p2p = f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links  # GeForce: SHM only
+    no_p2p = no_peer_access(f)  # GeForce: SHM only
     idx = set(run.run_gpus) if len(run.run_gpus) == lay.gpus else set(range(lay.gpus))
     ring = [lb for (a, b), lb in f.links.items() if a in idx and b in idx]  # the run's GPUs' pairs
     staged = nodes == 1 and not lay.nvlinks and (no_p2p or any(path_class(lb) in STAGED for lb in ring))

@@ -79,6 +79,7 @@ class Facts:
     links_quote: Quote | None = None
     nic_paths: Mapping[tuple[int, str], str] = field(default_factory=dict)  # (GPU, NIC name) -> PIX, SYS ...
     peer_denied: frozenset[tuple[int, int]] = frozenset()  # (a < b) pairs shown without peer access
+    peer_allowed: frozenset[tuple[int, int]] = frozenset()  # ... and with it (topo -p2p OK, CAN Access Peer)
     gpus: tuple[GpuSeen, ...] = ()
     pcie: tuple[PcieSeen, ...] = ()
     nics: tuple[NicSeen, ...] = ()
@@ -269,7 +270,7 @@ def facts_of(ev: Evidence) -> Facts:
     elif ev.gpus:
         per_node = len({g.index for g in ev.gpus if g.host == ev.gpus[0].host})
     links, nic_paths, links_quote = _links(ev)
-    denied = set()
+    denied, allowed = set(), set()
     for p in ev.pairs:
         a, b = (
             _gpu_index(p.a) if p.a.upper().startswith("GPU") else _cuda(p.a),
@@ -278,6 +279,8 @@ def facts_of(ev: Evidence) -> Facts:
         said = [v.strip().upper() for k, v in p.p2p.items() if k in ("r", "w", "can-access-peer")]
         if a is not None and b is not None and a != b and any(v not in ("OK", "YES") for v in said):
             denied.add((min(a, b), max(a, b)))
+        elif a is not None and b is not None and a != b and said:
+            allowed.add((min(a, b), max(a, b)))
     accounts = ev.nccl
     net = tuple(
         NetSeen(ln.host, meaning, Quote(_where(ev, ln.piece, ln.line), ln.text))
@@ -296,6 +299,7 @@ def facts_of(ev: Evidence) -> Facts:
         links_quote=links_quote,
         nic_paths=nic_paths,
         peer_denied=frozenset(denied),
+        peer_allowed=frozenset(allowed),
         gpus=ev.gpus,
         pcie=ev.pcie,
         nics=ev.nics,
@@ -312,3 +316,24 @@ def facts_of(ev: Evidence) -> Facts:
         launches=ev.launches,
         where={i: _where(ev, i) for i in range(len(ev.pieces))},
     )
+
+
+P2P_SHOWN = 1.2  # peer copies this far above the staged ones: P2P works here
+
+
+def no_peer_access(f: Facts) -> bool:
+    """Whether the GPUs have no peer access: a model without it (GeForce), unless the evidence shows
+    it working (a patched driver: cudaDeviceCanAccessPeer yes, peer copies well above staged ones)."""
+    m = f.model
+    if m is None or m.p2p_pcie or m.nvlink_links:
+        return False
+    if f.peer_allowed:
+        return False
+    on = [c for c in f.copies if c.p2p is True and c.unit == "GB/s"]
+    off = [c for c in f.copies if c.p2p is False and c.unit == "GB/s"]
+
+    def off_diagonal(cs: list[CopyMatrix]) -> list[float]:
+        return [v for c in cs for i, row in enumerate(c.values) for j, v in enumerate(row) if i != j and v]
+
+    a, b = off_diagonal(on), off_diagonal(off)
+    return not (a and b and min(a) >= P2P_SHOWN * max(b))

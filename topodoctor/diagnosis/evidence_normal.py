@@ -8,7 +8,7 @@ from __future__ import annotations
 from topodoctor.core.text import human_size
 from topodoctor.diagnosis.evidence_codes import BY_CODE
 from topodoctor.diagnosis.evidence_expect import STAGED, Expectation
-from topodoctor.diagnosis.evidence_facts import Facts, Measured, path_class
+from topodoctor.diagnosis.evidence_facts import P2P_SHOWN, Facts, Measured, no_peer_access, path_class
 from topodoctor.diagnosis.fallback import causes_set
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.topology.gpu_models import SOURCES
@@ -82,8 +82,9 @@ def reasons(f: Facts, runs: list[tuple[Measured, Expectation]]) -> list[Finding]
         if e.crosses_sockets:
             out.append(_info("TD027", m.op, f"{m.op}: the ring crosses the CPU sockets (SYS) through host memory",
                              {"basis": e.basis}))  # fmt: skip
-    multi_gpu = bool(f.measured or f.copies or f.links or len(f.gpus) > 1)
-    if multi_gpu and f.model is not None and not f.model.p2p_pcie and not f.model.nvlink_links:
+    # a figure far above the staged one shows P2P at work (a patched driver): then there is nothing to say
+    staged_beaten = any(m.busbw_gbps >= P2P_SHOWN * e.busbw_gbps for m, e in runs if e.staged)
+    if (f.measured or f.copies) and f.model is not None and no_peer_access(f) and not staged_beaten:
         msg = f"{f.model.name} (GeForce) has no P2P: the driver allows no peer access over PCIe, so NCCL stages "
         msg += "every transfer through host memory (SHM), as measured; GPUs under one PCIe switch gain nothing"
         out.append(_info("TD033", "p2p", msg, {"model": f.model.name, "source": SOURCES[f.model.source]}, "warning"))

@@ -283,3 +283,23 @@ def test_a_table_without_its_header_is_not_judged() -> None:
     bare = CollectiveRun(0, "all_reduce", rows.rows)
     found = judge(evidence(bare, GpuSeen(1, 0, name="NVIDIA A100-SXM4-40GB")))
     assert [(f.code, f.severity) for f in found] == [("TD022", "info")] and "Using devices" in found[0].message
+
+
+def test_topo_p2p_cns_is_no_p2p() -> None:
+    """`nvidia-smi topo -p2p r` answering CNS (chipset not supported) between two L4s: no P2P between
+    them, whatever the GPU allows (nvidia-smi's legend)."""
+    from topodoctor.model.evidence import PairSeen
+
+    pairs = (PairSeen(0, "GPU0", "GPU1", p2p={"r": "CNS"}), PairSeen(0, "GPU1", "GPU0", p2p={"r": "CNS"}))
+    found = judge(evidence(pairs, GpuSeen(0, 0, name="NVIDIA L4")))
+    f = next(x for x in found if x.code == "TD033")
+    assert f.severity == "warning" and "no P2P (CNS: chipset not supported)" in f.message
+
+
+def test_rtx_3090_pairs_without_their_bridge_have_no_p2p() -> None:
+    """NVIDIA/nccl#1127 (https://github.com/NVIDIA/nccl/issues/1127): eight RTX 3090s, P2P=Enabled copies at
+    6.1 GB/s between GPUs 0-3, the staged figure: GeForce without a bridge has no peer access."""
+    on = "   D\\D 0 1 2\n 0 838.25 6.11 6.13\n 1 6.11 838.25 6.12\n 2 6.13 6.12 839.15"
+    ev = evidence(tuple(GpuSeen(0, i, name="NVIDIA GeForce RTX 3090") for i in range(3)),
+                  matrix(on, "bidirectional p2p=enabled", "bidirectional", True))  # fmt: skip
+    assert any(f.code == "TD033" and f.severity == "warning" for f in judge(ev))

@@ -80,6 +80,8 @@ class Facts:
     nic_paths: Mapping[tuple[int, str], str] = field(default_factory=dict)  # (GPU, NIC name) -> PIX, SYS ...
     peer_denied: frozenset[tuple[int, int]] = frozenset()  # (a < b) pairs shown without peer access
     peer_allowed: frozenset[tuple[int, int]] = frozenset()  # ... and with it (topo -p2p OK, CAN Access Peer)
+    peer_said: Mapping[tuple[int, int], str] = field(default_factory=dict)  # a denied pair's answer: CNS, no
+    cut: tuple[tuple[str, str], ...] = ()  # (kind, what was cut) of each piece read partly
     gpus: tuple[GpuSeen, ...] = ()
     pcie: tuple[PcieSeen, ...] = ()
     nics: tuple[NicSeen, ...] = ()
@@ -271,6 +273,7 @@ def facts_of(ev: Evidence) -> Facts:
         per_node = len({g.index for g in ev.gpus if g.host == ev.gpus[0].host})
     links, nic_paths, links_quote = _links(ev)
     denied, allowed = set(), set()
+    words: dict[tuple[int, int], str] = {}
     for p in ev.pairs:
         a, b = (
             _gpu_index(p.a) if p.a.upper().startswith("GPU") else _cuda(p.a),
@@ -279,6 +282,7 @@ def facts_of(ev: Evidence) -> Facts:
         said = [v.strip().upper() for k, v in p.p2p.items() if k in ("r", "w", "can-access-peer")]
         if a is not None and b is not None and a != b and any(v not in ("OK", "YES") for v in said):
             denied.add((min(a, b), max(a, b)))
+            words.setdefault((min(a, b), max(a, b)), next(v for v in said if v not in ("OK", "YES")))
         elif a is not None and b is not None and a != b and said:
             allowed.add((min(a, b), max(a, b)))
     accounts = ev.nccl
@@ -300,6 +304,8 @@ def facts_of(ev: Evidence) -> Facts:
         nic_paths=nic_paths,
         peer_denied=frozenset(denied),
         peer_allowed=frozenset(allowed),
+        peer_said=words,
+        cut=tuple((p.kind, p.cut) for p in ev.pieces if p.cut),
         gpus=ev.gpus,
         pcie=ev.pcie,
         nics=ev.nics,
@@ -325,9 +331,9 @@ def no_peer_access(f: Facts) -> bool:
     """Whether the GPUs have no peer access: a model without it (GeForce), unless the evidence shows
     it working (a patched driver: cudaDeviceCanAccessPeer yes, peer copies well above staged ones)."""
     m = f.model
-    if m is None or m.p2p_pcie or m.nvlink_links:
+    if m is None or m.p2p_pcie:
         return False
-    if f.peer_allowed:
+    if f.peer_allowed or any(path_class(lb) == "NV" for lb in f.links.values()):  # a bridge carries P2P (3090)
         return False
     on = [c for c in f.copies if c.p2p is True and c.unit == "GB/s"]
     off = [c for c in f.copies if c.p2p is False and c.unit == "GB/s"]

@@ -14,6 +14,9 @@ from topodoctor.model.findings import Finding, Severity
 from topodoctor.topology.gpu_models import SOURCES
 
 NOTHING = BY_CODE["TD021"].how
+# nvidia-smi topo -p2p's answers other than OK, and cudaDeviceCanAccessPeer's no
+NO_PEER = {"CNS": "CNS: chipset not supported", "GNS": "GNS: GPU not supported", "TNS": "TNS: topology not supported",
+           "NS": "NS: not supported", "U": "U: unknown", "NO": "cudaDeviceCanAccessPeer: no"}  # fmt: skip
 
 
 def _info(code: str, subject: str, message: str, evidence: dict[str, object], severity: Severity = "info") -> Finding:
@@ -68,6 +71,17 @@ def normal_findings(
         msg = f"SHM between GPU{c.gpus[0]} and GPU{c.gpus[1]} ({label}) is NCCL's default: it runs P2P only up to "
         msg += "PXB (through PCIe switches, not the host bridge)"
         out.append(_info("TD021", f"GPU{c.gpus[0]}-GPU{c.gpus[1]}", msg, {"path": label}))
+    if f.peer_denied and not any(x.code == "TD033" for x in out):
+        (a, b), said = sorted(f.peer_said.items())[0] if f.peer_said else (sorted(f.peer_denied)[0], "")
+        why = NO_PEER.get(said, said)
+        msg = f"GPU{a}-GPU{b}" + (f" and {len(f.peer_denied) - 1} more pairs" if len(f.peer_denied) > 1 else "")
+        msg += f": no P2P ({why}): NCCL and every copy between them go through host memory"
+        out.append(_info("TD033", f"GPU{a}-GPU{b}", msg, {"pairs": len(f.peer_denied), "said": said}, "warning"))
+    for kind, cut in f.cut:
+        if kind == "p2p-bandwidth-latency" and not f.copies:
+            msg = f"p2pBandwidthLatencyTest cut before its figures ({cut}): post its Bandwidth Matrix lines, and "
+            msg += "`lspci -vvv` (ACSCtl) where peer copies look slow"
+            out.append(_info("TD022", "p2p-bandwidth-latency", msg, {"cut": cut}))
     return out
 
 
@@ -84,7 +98,8 @@ def reasons(f: Facts, runs: list[tuple[Measured, Expectation]]) -> list[Finding]
                              {"basis": e.basis}))  # fmt: skip
     # a figure far above the staged one shows P2P at work (a patched driver): then there is nothing to say
     staged_beaten = any(m.busbw_gbps >= P2P_SHOWN * e.busbw_gbps for m, e in runs if e.staged)
-    if (f.measured or f.copies) and f.model is not None and no_peer_access(f) and not staged_beaten:
+    shown = f.measured or f.copies or f.links or len(f.gpus) > 1 or len(f.hosts) >= 1  # several of its GPUs
+    if shown and f.model is not None and no_peer_access(f) and not staged_beaten:
         msg = f"{f.model.name} (GeForce) has no P2P: the driver allows no peer access over PCIe, so NCCL stages "
         msg += "every transfer through host memory (SHM), as measured; GPUs under one PCIe switch gain nothing"
         out.append(_info("TD033", "p2p", msg, {"model": f.model.name, "source": SOURCES[f.model.source]}, "warning"))

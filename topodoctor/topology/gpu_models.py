@@ -39,9 +39,10 @@ SOURCES = {
     "48 GB GDDR6 at 696 GB/s",
     "a6000": "NVIDIA RTX A6000 datasheet: PCIe Gen4 x16, NVLink bridge 112.5 GB/s bidirectional (2 cards), "
     "48 GB GDDR6 at 768 GB/s",
-    "geforce": "GeForce RTX 4090 / 5090 specifications (nvidia.com/en-us/geforce): PCIe Gen4 x16 / Gen5 x16, no "
-    "NVLink, 24 GB GDDR6X at 1008 GB/s / 32 GB GDDR7 at 1792 GB/s; peer-to-peer over PCIe is not enabled "
-    "by the GeForce driver (cudaDeviceCanAccessPeer answers 0; NVIDIA/nccl-tests and cuda-samples threads)",
+    "geforce": "GeForce RTX 3090 / 4090 / 5090 specifications (nvidia.com/en-us/geforce): PCIe Gen4 x16 / Gen4 x16 / "
+    "Gen5 x16; NVLink only on the 3090 (a 2-card bridge, 112.5 GB/s both ways); 24 GB GDDR6X at 936 / 1008 GB/s, "
+    "32 GB GDDR7 at 1792 GB/s; peer-to-peer over PCIe is not enabled by the GeForce driver "
+    "(cudaDeviceCanAccessPeer answers 0; NVIDIA/nccl#1127, nccl-tests#117)",
     "v100": "NVIDIA Tesla V100 datasheet: SXM2 300 GB/s NVLink (6 second-generation links, hybrid cube mesh on "
     "8 GPUs), PCIe 32 GB/s, 900 GB/s HBM2",
     "t4": "NVIDIA T4 datasheet: PCIe Gen3 x16, no NVLink, 16 GB GDDR6 at 320 GB/s",
@@ -115,6 +116,8 @@ MODELS: tuple[GpuModel, ...] = (
              "48 GB GDDR6", 0.768, "a6000"),
     GpuModel("RTX 5090", r"\bRTX 5090\b", "Blackwell", "12.0", None, 0, None, "none", 5, 16, False, False,
              "32 GB GDDR7", 1.792, "geforce"),
+    GpuModel("RTX 3090", r"\bRTX 3090\b", "Ampere", "8.6", 3.0, 4, _A_BRIDGE, "bridge", 4, 16, False, False,
+             "24 GB GDDR6X", 0.936, "geforce"),
     GpuModel("RTX 4090", r"\bRTX 4090\b", "Ada", "8.9", None, 0, None, "none", 4, 16, False, False,
              "24 GB GDDR6X", 1.008, "geforce"),
     GpuModel("V100 SXM2", r"\bV100\b.*SXM2", "Volta", "7.0", 2.0, 6, _NV3, "mesh", 3, 16, True, False,

@@ -165,7 +165,12 @@ EVIDENCE_CASES: list[Case] = [
     _case("TD032", False, "2 x A40 on their bridge", lambda: evidence(
         run("all_reduce", _row(44.0), _ranks("NVIDIA A40", 2)), topo(_topo({(0, 1): "NV4"}, 2), 1))),
     _case("TD033", True, "2 x RTX 4090 at 11 GB/s", lambda: evidence(
-        run("all_reduce", _row(11.0), _ranks("NVIDIA GeForce RTX 4090", 2)))),
+        run("all_reduce", _row(11.0), _ranks("NVIDIA GeForce RTX 4090", 2))), severity="warning"),
+    _case("TD033", True, "2 x RTX 4090 copies at 3 GB/s, far under PCIe", lambda: evidence(
+        GpuSeen(0, 0, name="NVIDIA GeForce RTX 4090"), GpuSeen(0, 1, name="NVIDIA GeForce RTX 4090"),
+        topo(_topo({(0, 1): "PHB"}, 2), 1),
+        matrix("D\\D 0 1\n0 900 3.2\n1 3.2 900", "unidirectional p2p=enabled", "unidirectional", True)),
+        severity="info"),
     _case("TD033", False, "2 x RTX A6000 at 11 GB/s", lambda: evidence(
         run("all_reduce", _row(11.0), _ranks("NVIDIA RTX A6000", 2)))),
     _case("TD034", True, "both ranks on CUDA device 0", lambda: evidence(_log(SPLIT))),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from topodoctor.core.text import human_size
 from topodoctor.diagnosis.evidence_causes import fallback_causes, gpu_causes, path_causes
@@ -223,4 +224,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
         out.append(_finding("TD022", "figures", msg, BY_CODE["TD022"].how, {"hosts": list(f.hosts)}, "info"))
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
+    if any(x.code == "TD022" and x.severity == "warning" for x in out):
+        # a shortfall the missing P2P does not explain: it stays said, as information, not as the cause
+        out = [replace(x, severity="info") if x.code == "TD033" and x.cause is None else x for x in out]
     return _dedupe(out)

@@ -176,6 +176,10 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                 (Quote(f.where.get(g.piece, "the evidence"), "nvidia-smi -q"),),
                 f"GPU{g.index}",
             )
+    if sym is not None and not any(g.pcie_width for g in f.gpus) and not f.pcie:
+        out.ask(
+            "`nvidia-smi -q` (each GPU's PCIe link: generation and width, current and max) or `lspci -vvv` (LnkSta)"
+        )
     for p in f.pcie:
         if p.link_sta and p.link_cap and (p.downgraded or p.link_sta[1] < p.link_cap[1]):
             what = f"{p.bdf} ({p.description or 'PCIe device'}) trained x{p.link_sta[1]} {p.link_sta[0]:g} GT/s of "

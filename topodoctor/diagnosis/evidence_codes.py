@@ -132,10 +132,12 @@ CODES: tuple[Code, ...] = (
     Code(
         "TD033", "diag-no-p2p-gpus", "warning",
         "These GPUs have no peer-to-peer path: NCCL stages every transfer through host memory.",
-        "GeForce cards (RTX 4090, 5090) are not allowed peer access over PCIe by the driver; NCCL uses SHM, "
-        "bounded by each GPU's PCIe link and the host's memory.",
+        "GeForce cards (RTX 3090 without its bridge, 4090, 5090) are not allowed peer access over PCIe by the "
+        "driver, and some chipsets refuse it (topo -p2p: CNS); NCCL uses SHM, bounded by each GPU's PCIe link and "
+        "the host's memory.",
         "Nothing NCCL can change: that is what these GPUs give. For faster collectives use GPUs with NVLink or "
         "PCIe peer access.",
+        also=("info",),  # beside a shortfall it does not explain: said, not blamed
     ),
     Code(
         "TD034", "diag-container-split", "error",

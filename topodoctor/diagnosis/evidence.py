@@ -34,7 +34,11 @@ from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import CopyMatrix, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
+from topodoctor.topology.graph import pcie_gbps
 
+# Where the evidence shows neither the pair's links nor the GPU's model: the slowest link a GPU trains to at
+# full width (Gen3 x16), so only a copy no healthy x16 GPU gives is a symptom (staged copies reach it too).
+FLOOR_LINK = (pcie_gbps(3, 16) or 15.76, "the link rate: PCIe Gen3 x16 at least (the GPUs' model and link not shown)")
 COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0.82 NVLink, 0.88 PCIe on H200)
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
 STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD039")
@@ -163,9 +167,7 @@ def _copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, str]
                 v = c.values[i][j] if i < len(c.values) and j < len(c.values[i]) else None
                 if r == col or v is None or not (r.isdigit() and col.isdigit()):
                     continue
-                nom = copy_nominal(f, int(r), int(col))
-                if nom is None:
-                    continue
+                nom = copy_nominal(f, int(r), int(col)) or FLOOR_LINK
                 rate = nom[0] * (2 if both_ways(c) else 1)
                 if worst is None or v / rate < worst[0]:
                     worst = (v / rate, f"GPU{r}-GPU{col}", v, rate, nom[1])
@@ -177,7 +179,7 @@ def _copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, str]
             q = f"{f.where.get(c.piece, c.tool)}: {label}"
             symptoms.append(Symptom("copy", subject, v, rate * 0.82, basis + "; copies reach about 0.82 of it", 0, 1,
                                     Quote(q)))  # fmt: skip
-        else:
+        elif basis != FLOOR_LINK[1]:  # above the floor says only that no x16 link is broken, not that all is well
             normal.append((label, v, rate, basis))
     return symptoms, normal
 

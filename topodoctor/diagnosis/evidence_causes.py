@@ -102,7 +102,7 @@ def fallback_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         return
     if f.conns and one_node and not any(c.kind in ("shm", "net") and c.same_node for c in f.conns):
         out.rule_out("transports: every channel connection of the node via P2P")
-    elif not f.conns and one_node and sym is not None:
+    elif not f.conns and one_node and sym is not None and sym.kind == "collective":
         out.ask("NCCL_DEBUG=INFO output of the run (its `via P2P` / `via SHM` lines say which transport ran)")
 
 

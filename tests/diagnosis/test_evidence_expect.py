@@ -131,3 +131,20 @@ def test_nvbandwidth_bidirectional_read1_is_one_direction() -> None:
     )
     found = judge(evidence(topo(cells), GpuSeen(0, 0, name="NVIDIA H200"), mats))
     assert {f.code for f in found} == {"TD021"} and len(found) == 3
+
+
+def test_a_copy_under_any_x16_link_is_a_symptom_without_the_model() -> None:
+    """No GPU names, no topo -m: a pair's copies at 3.6 GB/s are under what any GPU at full width gives
+    (PCIe Gen3 x16, 15.8 GB/s one way), so the judgement asks for the PCIe link; 12 GB/s says nothing."""
+    from evidence_cases import evidence, matrix
+    from tests_support_evidence import judge
+
+    slow = judge(
+        evidence(matrix("D\\D 0 1\n0 580 3.6\n1 3.6 580", "unidirectional p2p=enabled", "unidirectional", True))
+    )
+    assert [(f.code, f.severity) for f in slow] == [("TD022", "warning")]
+    assert "`nvidia-smi -q`" in slow[0].message and "NCCL_DEBUG" not in slow[0].message
+    fine = judge(
+        evidence(matrix("D\\D 0 1\n0 580 12.0\n1 12.0 580", "unidirectional p2p=enabled", "unidirectional", True))
+    )
+    assert fine == ()

@@ -34,6 +34,7 @@ from rule_case_kit import (
 from rule_cases_data_path import DATA_PATH_CASES
 from rule_cases_edges_counts import COUNT_EDGE_CASES
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
+from rule_cases_evidence import EVIDENCE_CASES
 from rule_cases_fitness import FITNESS_CASES
 from rule_cases_measured import MEASURED_CASES
 from rule_cases_more import MORE_CASES
@@ -405,4 +406,5 @@ ALL_CASES = (
     + MEASURED_CASES
     + DATA_PATH_CASES
     + COUNT_EDGE_CASES
+    + EVIDENCE_CASES
 )

@@ -147,6 +147,7 @@ def join(reads: Sequence[Read]) -> Evidence:
         graphs=tuple(x for p in parts for x in p.graphs),
         nccl=tuple(p.nccl for p in parts if p.nccl is not None),
         nccl_pieces=tuple(k for k, p in enumerate(parts) if p.nccl is not None),
+        nccl_lines=tuple(x for p in parts for x in p.nccl_lines),
         driver_version=next((p.driver_version for p in parts if p.driver_version), ""),
         cuda_version=next((p.cuda_version for p in parts if p.cuda_version), ""),
         unreadable=tuple(r.unreadable for r in reads if r.unreadable),

@@ -20,6 +20,7 @@ from topodoctor.model.evidence import (
     Kind,
     Launch,
     NcclGraphSeen,
+    NcclLine,
     NicSeen,
     PairSeen,
     PcieSeen,
@@ -58,6 +59,7 @@ class Parts:
     launches: list[Launch] = field(default_factory=list)
     graphs: list[NcclGraphSeen] = field(default_factory=list)
     nccl: NcclAccount | None = None
+    nccl_lines: list[NcclLine] = field(default_factory=list)
     driver_version: str = ""
     cuda_version: str = ""
 

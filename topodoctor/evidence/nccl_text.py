@@ -23,11 +23,18 @@ from typing import Any
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.model.collective_ops import SPECS, Op
 from topodoctor.model.collectives import RankInfo, Row, Timing
-from topodoctor.model.evidence import CollectiveRun, Setting
+from topodoctor.model.evidence import CollectiveRun, NcclLine, Setting
 from topodoctor.nccl.account import account
+from topodoctor.nccl.grammar import ORIGIN
 from topodoctor.nccl.parse import parse_file
 
 _NCCL = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^NCCL version \d")  # the banner has no level before 2.5
+# NCCL's INFO messages pasted without their prefix (a quote in a thread): the ones that say how NCCL
+# connected the ranks and what it read, in the words of init.cc, transport.cc and net_*.cc
+_BARE = re.compile(
+    r"^\s*NCCL_\w+ set by environment to |\d+\[[\w.:]+\] -> \d+\[[\w.:]+\] (?:\[(?:send|receive)\] )?via "
+    r"|^\s*(?:NET/(?:IB|Socket|Plugin) ?: |Using network \w|GPU Direct RDMA (?:Dis|En)abled for )"
+)
 INSPECTOR_OPS: dict[str, Op] = {
     "AllReduce": "all_reduce",
     "AllGather": "all_gather",
@@ -45,7 +52,7 @@ MAX_FAILURE_SCAN_LINES = 50_000  # nccl-log's reader on the whole input; a longe
 def nccl_lines(lines: list[str]) -> list[int]:
     """The lines NCCL wrote (its INFO, WARN and TRACE lines), and the lines nccl-log's reader takes for
     a failure of NCCL's (a framework's "NCCL error ... NCCL version" text, a return-code trail)."""
-    own = {k for k, line in enumerate(lines) if _NCCL.search(line)}
+    own = {k for k, line in enumerate(lines) if _NCCL.search(line) or _BARE.search(line)}
     if len(lines) <= MAX_FAILURE_SCAN_LINES:
         own |= {e.line_no - 1 for e in parse_file("", "\n".join(lines)).events if 0 < e.line_no <= len(lines)}
     return sorted(own)
@@ -67,8 +74,24 @@ def read_nccl_log(lines: list[str], taken: list[int], piece: int) -> Block:
     else:
         env.update(got.env)
     parts.settings += [Setting(piece, k, v, "NCCL INFO") for k, v in env.items()]
+    parts.nccl_lines = [_line(lines[k], k, piece) for k in taken]
     version = (got.version if got else None) or (seen.versions[0] if seen.versions else "")
     return Block("nccl-log", taken[0], taken[-1] + 1, parts, version, cut, tuple(taken))
+
+
+def _line(text: str, k: int, piece: int) -> NcclLine:
+    """One of NCCL's lines as the diagnosis quotes it: from "NCCL" on where NCCL's level stands in it (the
+    launcher's and NCCL's prefixes dropped), else the whole line; the host and device of NCCL's prefix."""
+    at = text.find("NCCL ")
+    m = ORIGIN.search(text)
+    own = m is not None or _NCCL.search(text) is not None
+    return NcclLine(
+        piece,
+        k + 1,
+        (text[at:] if own and at >= 0 else text).strip(),
+        m["host"] if m else "",
+        int(m["dev"]) if m else None,
+    )
 
 
 def is_inspector(doc: Any) -> bool:

@@ -212,6 +212,19 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class NcclLine:
+    """One NCCL INFO / WARN line as it stood, with the host and CUDA device its prefix names
+    (``host:pid:tid [dev] NCCL INFO ...``): what the account leaves out the diagnosis reads here (which
+    network NCCL chose, GPUDirect RDMA per host and direction, an HCA it refused), quoting the line."""
+
+    piece: int
+    line: int  # 1-based, in the piece's input
+    text: str  # from "NCCL" on
+    host: str = ""
+    device: int | None = None  # the [N] of the prefix: the logging process's CUDA device
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything the inputs showed, joined: one per ``topodoctor diagnose`` run."""
 
@@ -228,6 +241,7 @@ class Evidence:
     graphs: tuple[NcclGraphSeen, ...] = ()  # NCCL's graph dumps
     nccl: tuple[NcclAccount, ...] = ()  # one per NCCL log piece (nccl/'s account of it), in pieces' order
     nccl_pieces: tuple[int, ...] = ()  # the piece each NcclAccount came from
+    nccl_lines: tuple[NcclLine, ...] = ()  # every NCCL INFO / WARN line of the NCCL log pieces, in order
     driver_version: str = ""
     cuda_version: str = ""
     unreadable: tuple[str, ...] = ()  # inputs that held no kind this reads, each as "path: why"

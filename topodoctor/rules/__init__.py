@@ -18,6 +18,7 @@ from topodoctor.rules import (  # noqa: F401  (importing a family registers its 
     collectives_runs,
     cuda_env,
     data_path,
+    diagnose,
     expectations,
     fabric,
     fitness,

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import human_size, plural
+from topodoctor.diagnosis.fallback import NVLINK_ONLY, causes_set, facts_of_run, fallbacks
 from topodoctor.diagnosis.run import rank_gpus
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -35,7 +36,6 @@ CHANNEL_CAPS = (
     "NCCL_NCHANNELS_PER_PEER",
     "NCCL_MIN_NCHANNELS",
 )
-FALLBACK_CAUSES = ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_HOSTID", "NCCL_SHM_DISABLE", "NCCL_CUMEM_ENABLE")
 
 
 def collectives_of(ctx: Context) -> Any:
@@ -222,32 +222,15 @@ def coll_transport_fallback(ctx: Context) -> Iterator[Issue]:
     res = collectives_of(ctx)
     if res is None or res.nccl is None:
         return
-    gpus = gpu_of_rank(ctx, res)
-    conns = ctx.connections
-    settings = _settings(ctx, res)
-    causes = [f"{k}={settings[k][0]}" for k in FALLBACK_CAUSES if k in settings]
-    seen: dict[tuple[int, int], dict[str, int]] = {}  # GPU pair -> transport -> channel connections
-    ranks_of: dict[tuple[int, int], tuple[int, int]] = {}
-    node = {r.rank: r.node or r.host for r in res.ranks}
-    for c in res.nccl.connections:
-        if c.kind not in ("shm", "net") or c.rank not in gpus or c.peer not in gpus:
-            continue
-        if node.get(c.rank) != node.get(c.peer):
-            continue
-        a, b = sorted((gpus[c.rank], gpus[c.peer]))
-        link = conns.get((a, b))
-        if link is None or link.cls != "NV":
-            continue
-        by = seen.setdefault((a, b), {})
-        by[c.transport] = by.get(c.transport, 0) + c.channels
-        ranks_of[(a, b)] = (min(c.rank, c.peer), max(c.rank, c.peer))
-    for (a, b), by in sorted(seen.items()):
-        link = conns[(a, b)]
-        ra, rb = ranks_of[(a, b)]
-        how = ", ".join(f"{plural(n, 'channel connection')} via {t}" for t, n in sorted(by.items()))
+    links = {pair: c.label for pair, c in ctx.connections.items()}
+    facts = facts_of_run(res, gpu_of_rank(ctx, res), links)
+    causes = causes_set(facts)
+    for fb in fallbacks(facts, NVLINK_ONLY):
+        (a, b), (ra, rb) = fb.gpus, fb.ranks
+        how = ", ".join(f"{plural(n, 'channel connection')} via {t}" for t, n in sorted(fb.by.items()))
         why = f"; set: {', '.join(causes)}" if causes else ""
         yield Issue(
             f"GPU{a}-GPU{b}",
-            f"ranks {ra} and {rb}: {how}, but the GPUs are joined by {link.label}{why}",
-            {"ranks": [ra, rb], "transports": by, "path": link.label, "settings": causes},
+            f"ranks {ra} and {rb}: {how}, but the GPUs are joined by {fb.path}{why}",
+            {"ranks": [ra, rb], "transports": fb.by, "path": fb.path, "settings": causes},
         )

@@ -20,6 +20,7 @@ __all__ = ["NCCL_SYSTEM_CONF", "Context", "Environment"]
 if TYPE_CHECKING:
     from topodoctor.model.collectives import CollectivesResult
     from topodoctor.model.copies import BandwidthResult
+    from topodoctor.model.evidence import Evidence
     from topodoctor.model.fitness_results import FitnessResult
     from topodoctor.topology.copy_rates import Expected
     from topodoctor.topology.expect import Expectations
@@ -45,6 +46,7 @@ class Context:
     collectives_expect_gbps: float | None = None  # --expect-busbw: what every op should reach
     fitness: FitnessResult | None = None  # check --level quick|long
     baseline: HostSnapshot | None = None  # check --baseline: an earlier snapshot of this node
+    evidence: Evidence | None = None  # `diagnose`: what a user's outputs show (TD021-TD039 judge it)
     # The check gates a job (`--prolog`, or a job's GPUs in scope): a few findings weigh more.
     gates_job: bool = False
     # Inputs the running rule could not read; the engine empties it before each rule.

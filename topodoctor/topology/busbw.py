@@ -181,7 +181,12 @@ def predict(
     b = bottleneck(snap, gpus, nodes)
     if b is None:
         return ()
-    per_node = len(gpus or [g for g in snap.gpus if g.lost is None])
+    return predict_from(b, len(gpus or [g for g in snap.gpus if g.lost is None]), nodes, ops)
+
+
+def predict_from(b: Bottleneck, per_node: int, nodes: int = 1, ops: tuple[str, ...] = OPS) -> tuple[Prediction, ...]:
+    """Expected busbw at 1 GiB of each op, given the bottleneck of ``per_node`` GPUs on each of
+    ``nodes`` nodes: the one model of a probed host (``predict``) and of a user's evidence (``layout``)."""
     n = per_node * nodes
     if n < 2:
         return ()
@@ -254,3 +259,48 @@ def nvls_all_reduce_busbw(snap: HostSnapshot, gpus: tuple[int, ...] | None = Non
     if b is None or n < 2 or "NVSwitch" not in b.what:
         return None
     return b.ring_gbps * NVLS_EFFICIENCY_SM90 * 2.0 * (n - 1) / (n + 1)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A node as far as the model needs it where no snapshot exists (a user's ``topo -m``, nccl-tests'
+    device lines, a GPU model's design): how each GPU reaches the others and the network."""
+
+    gpus: int  # GPUs of one node in the run
+    nvlinks: int  # NVLinks of the slowest GPU towards the others (the whole bundle to a switch, else its thinnest peer)
+    switch: bool  # the links go to an NVSwitch (a bundle every peer shares)
+    compute_capability: str  # for NCCL's per-link credit ("9.0")
+    pcie_gen: int | None = None  # the slowest GPU's link where no NVLink joins the ring
+    pcie_width: int | None = None
+    nic_gbps: float | None = None  # a node's network rate, all NICs the run uses, GB/s
+    what: str = ""  # where the description came from ("topo -m: NV18 between every pair")
+
+
+def layout_bottleneck(lay: Layout, nodes: int = 1) -> Bottleneck | None:
+    """The bottleneck of ``lay``, credited as NCCL credits a probed host (``bottleneck``)."""
+    major, _, minor = lay.compute_capability.partition(".")
+    cc = int(major) * 10 + int(minor or 0) if major.isdigit() and (minor or "0").isdigit() else 0
+    rate = next((bw for least, bw in NCCL_NVLINK_GBPS if cc >= least), None)
+    if lay.nvlinks > 0 and rate:
+        gbps = lay.nvlinks * rate
+        to = "NVSwitch" if lay.switch else "its peers"
+        what = f"{lay.nvlinks} NVLinks to {to} x {rate:g} GB/s"
+    elif lay.pcie_gen in NCCL_PCI_LANE and lay.pcie_width:
+        gbps = lay.pcie_width * NCCL_PCI_LANE[lay.pcie_gen] / 80.0
+        what = f"PCIe Gen{lay.pcie_gen} x{lay.pcie_width} ({gbps:g} GB/s as NCCL rates it)"
+    else:
+        return None
+    ring = channel_fill(gbps)
+    if nodes > 1:
+        if not lay.nic_gbps:
+            return None
+        net_ring = channel_fill(lay.nic_gbps, SPEEDS_INTER_SM90)
+        if net_ring < ring:
+            return Bottleneck(lay.nic_gbps, net_ring, f"the node's NICs: {lay.nic_gbps:g} GB/s", ())
+    return Bottleneck(gbps, ring, what + (f" ({lay.what})" if lay.what else ""), ())
+
+
+def predict_layout(lay: Layout, nodes: int = 1, ops: tuple[str, ...] = OPS) -> tuple[Prediction, ...]:
+    """Expected busbw at 1 GiB of each op on ``nodes`` nodes like ``lay``; empty where it says too little."""
+    b = layout_bottleneck(lay, nodes)
+    return () if b is None else predict_from(b, lay.gpus, nodes, ops)

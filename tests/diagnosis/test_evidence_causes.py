@@ -1,0 +1,305 @@
+"""The causes of a slow run, joined from a user's evidence: each test holds real figures or lines as
+they were posted (the thread in its docstring) or measured on the lent hosts (docs/diagnosis.md)."""
+
+from __future__ import annotations
+
+from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
+from tests_support_evidence import judge
+
+from topodoctor.model.evidence import GpuSeen, Setting
+
+H100_X2_RANKS = """
+#  Rank  0 Group  0 Pid   2972 on   h100 device  0 [0000:00:06] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   2973 on   h100 device  1 [0000:00:07] NVIDIA H100 80GB HBM3
+"""
+H100_X2_TOPO = """
+        GPU0    GPU1    CPU Affinity    NUMA Affinity
+GPU0     X      NV18    0-31    0
+GPU1    NV18     X      0-31    0
+"""
+
+
+def _row(busbw: float) -> str:
+    """nccl-tests' all_reduce row at 1 GiB on two ranks (busbw = algbw there)."""
+    t = 1073741824 / busbw / 1e3
+    return f"  1073741824     268435456     float     sum      -1  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0"  # noqa: E501
+
+
+def _lead(found: tuple[object, ...]) -> object:
+    return found[0]
+
+
+def test_p2p_level_loc_on_nvlink_is_named_with_its_line() -> None:
+    """NCCL_P2P_LEVEL=LOC on 2 x H100 NVSwitch: all_reduce 24.9 GB/s at 1 GiB via SHM (docs/diagnosis.md,
+    nvidia-h100-x2, 2026-11-26; the default run gave 330). NCCL's own lines in its 2.28 wording."""
+    log = """
+h100:2972:3001 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC
+h100:2972:3001 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
+h100:2973:3002 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct
+"""
+    ev = evidence(run("all_reduce", _row(24.9), H100_X2_RANKS), topo(H100_X2_TOPO, piece=1), nccl_lines(log, 2))
+    f = _lead(judge(ev))
+    assert (f.code, f.severity) == ("TD023", "error")  # type: ignore[attr-defined]
+    cause = f.cause  # type: ignore[attr-defined]
+    assert cause.what.startswith("NCCL_P2P_LEVEL=LOC sends this node's traffic through SHM")
+    assert cause.confidence == "high" and cause.explains >= 0.9
+    assert any("set by environment to LOC" in line for line in cause.evidence["lines"])
+    assert cause.evidence["expected_gbps"] > 300 and cause.evidence["measured_gbps"] == 24.9
+
+
+def test_p2p_level_nvl_on_an_nvlink_pair_is_not_blamed() -> None:
+    """NCCL_P2P_LEVEL=NVL keeps P2P on NVLink pairs (paths.cc): at the healthy 330 GB/s of the same host
+    nothing is wrong, and the variable is not named."""
+    log = "h100:2972:3001 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to NVL\n"
+    log += "h100:2972:3001 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+    ev = evidence(run("all_reduce", _row(330.0), H100_X2_RANKS), topo(H100_X2_TOPO, piece=1), nccl_lines(log, 2))
+    assert [f.code for f in judge(ev)] == ["TD021"]
+
+
+def test_one_channel_is_named_as_the_cap() -> None:
+    """NCCL_MAX_NCHANNELS=1 on 2 x H100: 21.2 GB/s at 1 GiB (docs/diagnosis.md, nvidia-h100-x2)."""
+    log = "h100:2972:3001 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1\n"
+    log += "h100:2972:3001 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+    ev = evidence(run("all_reduce", _row(21.2), H100_X2_RANKS), topo(H100_X2_TOPO, piece=1), nccl_lines(log, 2))
+    f = _lead(judge(ev))
+    assert f.code == "TD036"  # type: ignore[attr-defined]
+    assert "NCCL_MAX_NCHANNELS=1 holds NCCL to 1 channel" in f.message  # type: ignore[attr-defined]
+    assert "transports: every channel connection of the node via P2P" in f.cause.ruled_out  # type: ignore[attr-defined]
+
+
+def test_ll_protocol_explains_most_of_the_shortfall() -> None:
+    """NCCL_PROTO=LL on 2 x H100: 120.5 GB/s at 1 GiB (docs/diagnosis.md, nvidia-h100-x2)."""
+    ev = evidence(
+        run("all_reduce", _row(120.5), H100_X2_RANKS),
+        topo(H100_X2_TOPO, piece=1),
+        Setting(2, "NCCL_PROTO", "LL", "export"),
+    )
+    f = _lead(judge(ev))
+    assert f.code == "TD036" and "NCCL_PROTO=LL" in f.cause.what  # type: ignore[attr-defined]
+    assert f.cause.explains > 0.8  # type: ignore[attr-defined]
+
+
+def test_slow_without_evidence_of_why_asks_for_the_log() -> None:
+    """A third of the healthy figure and nothing else: the cause is not guessed, the log is asked for."""
+    ev = evidence(run("all_reduce", _row(110.0), H100_X2_RANKS), topo(H100_X2_TOPO, piece=1))
+    f = _lead(judge(ev))
+    assert (f.code, f.severity) == ("TD022", "warning")  # type: ignore[attr-defined]
+    assert "NCCL_DEBUG=INFO" in f.message  # type: ignore[attr-defined]
+
+
+def test_sockets_when_verbs_are_missing_and_ib_disabled() -> None:
+    """nccl-tests#82 (https://github.com/NVIDIA/nccl-tests/issues/82): two V100-PCIE nodes, NCCL 2.9.6,
+    `Failed to open libibverbs.so[.1]` on both and -x NCCL_IB_DISABLE=1: the network is TCP sockets."""
+    ranks = """
+#   Rank  0 Pid  14926 on v100-gpu-1 device  0 [0x00] Tesla V100-PCIE-16GB
+#   Rank  1 Pid   9210 on v100-gpu-5 device  0 [0x00] Tesla V100-PCIE-16GB
+"""
+    table = "           8             2   float       0    45.82    0.00    0.00    0    38.17    0.00    0.00    0"
+    log = """
+v100-gpu-1:14926:14926 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]
+v100-gpu-5:9210:9210 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]
+"""
+    ev = evidence(run("broadcast", table, ranks), nccl_lines(log, 1), Setting(2, "NCCL_IB_DISABLE", "1", "mpirun -x"))
+    found = judge(ev)
+    f = next(x for x in found if x.code == "TD025")
+    assert f.severity == "error"
+    assert "NCCL_IB_DISABLE=1" in f.message and "libibverbs could not be loaded" in f.message
+    assert any("Failed to open libibverbs" in line for line in f.evidence["lines"])
+
+
+def test_gdr_disabled_for_every_hca() -> None:
+    """NVIDIA/nccl#1537 (https://github.com/NVIDIA/nccl/issues/1537): RoCE NICs in use, and NCCL's
+    `GPU Direct RDMA Disabled for HCA` for both: GPUDirect RDMA is off."""
+    log = """
+hostname1:25668:27396 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB primaryip:10.10.10.10<0>
+hostname1:25668:27396 [0] NCCL INFO Using network IB
+hostname1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'
+hostname1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1'
+"""
+    found = judge(evidence(nccl_lines(log)))
+    f = next(x for x in found if x.code == "TD026")
+    assert f.severity == "warning" and "GPUDirect RDMA off on every host" in f.message
+    assert not any(x.code == "TD025" for x in found)  # IB is in use: not a socket fallback
+
+
+def test_gdr_on_one_side_names_the_host() -> None:
+    """GPUDirect RDMA on one node's connections and not the other's, in NCCL's transport.cc wording
+    (`[send] via NET/IB/0/GDRDMA` against `[receive] via NET/IB/0`)."""
+    log = """
+node-a:100:200 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA
+node-a:100:200 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA
+node-b:300:400 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0
+node-b:300:400 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0
+"""
+    found = judge(evidence(nccl_lines(log), nccl=(account(nodes=2),), nccl_pieces=(0,)))
+    f = next(x for x in found if x.code == "TD026")
+    assert f.subject == "host:node-b" and "but not on node-b" in f.message
+
+
+def test_p2p_slower_than_staged_copies_is_acs() -> None:
+    """NVIDIA/nccl#814 (https://github.com/NVIDIA/nccl/issues/814): p2pBandwidthLatencyTest on six GPUs,
+    P2P writes at 9.9 GB/s against 22 GB/s staged through the host: ACS / IOMMU redirects peer traffic."""
+    off = """
+   D\\D     0      1      2      3      4      5
+     0 911.08  20.10  22.16  22.14  22.33  22.37
+     1  20.39 920.20  22.26  22.24  22.34  22.22
+     2  22.18  22.37 920.74  22.09  22.40  22.24
+     3  22.24  22.42  22.25 922.37  20.46  22.24
+     4  22.19  22.39  22.25  20.43 920.62  22.23
+     5  22.09  22.30  22.22  22.32  22.38 921.96
+"""
+    on = """
+   D\\D     0      1      2      3      4      5
+     0 912.68   9.90   9.90   9.90   9.90   9.90
+     1   9.90 922.37   9.90   9.90   9.90   9.90
+     2  10.01  10.01 922.24  10.01  10.01  10.01
+     3  10.23  10.23  10.23 921.83  10.23  10.23
+     4   9.65   9.64   9.65   9.65 921.29   9.65
+     5  10.22  10.22  10.22  10.22  10.22 922.37
+"""
+    ev = evidence(
+        matrix(off, "unidirectional p2p=disabled", "unidirectional", False),
+        matrix(on, "unidirectional p2p=enabled", "unidirectional", True, piece=0),
+    )
+    f = next(x for x in judge(ev) if x.code == "TD029")
+    assert f.severity == "error" and "9.9 GB/s, under the 20.1 GB/s staged" in f.message
+
+
+def test_h200_p2p_beats_staged_copies() -> None:
+    """The lent 4 x H200 host's p2pBandwidthLatencyTest (reference-outputs/h200-x4/p2pbw.txt): P2P 362-393
+    GB/s against 38 staged: no ACS finding."""
+    off = "   D\\D 0 1\n 0 3941.97 37.59\n 1 38.60 4006.09"
+    on = "   D\\D 0 1\n 0 3985.97 361.60\n 1 391.77 4000.96"
+    ev = evidence(
+        matrix(off, "unidirectional p2p=disabled", "unidirectional", False),
+        matrix(on, "unidirectional p2p=enabled", "unidirectional", True),
+    )
+    assert not any(f.code == "TD029" for f in judge(ev))
+
+
+def test_ranks_each_on_device_zero_are_split_containers() -> None:
+    """Two ranks of one host that both run on CUDA device 0 and meet via SHM: each sees one GPU (a
+    container per GPU), in NCCL's connection wording."""
+    log = """
+gpu-node:10:20 [0] NCCL INFO Channel 00 : 0[0] -> 1[0] via SHM/direct/direct
+gpu-node:11:21 [0] NCCL INFO Channel 00 : 1[0] -> 0[0] via SHM/direct/direct
+"""
+    found = judge(evidence(nccl_lines(log)))
+    assert found[0].code == "TD034" and found[0].severity == "error"
+
+
+def test_common_node_of_a_pairwise_sweep() -> None:
+    """A pair sweep of three nodes where both pairs with node-c are a third of the healthy one."""
+
+    def pair(a: str, b: str, busbw: float, piece: int) -> object:
+        ranks = f"#  Rank  0 Group  0 Pid 1 on {a} device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+        ranks += f"#  Rank  1 Group  0 Pid 2 on {b} device  0 [0x1b] NVIDIA H100 80GB HBM3\n"
+        return run("all_reduce", _row(busbw), ranks, piece)
+
+    ev = evidence(
+        pair("node-a", "node-b", 45.0, 0), pair("node-a", "node-c", 14.0, 1), pair("node-b", "node-c", 15.0, 2)
+    )
+    found = judge(ev)
+    assert found[0].code == "TD038" and found[0].subject == "host:node-c"
+
+
+def test_gdr_one_sided_in_the_older_wording_names_the_receiving_rank() -> None:
+    """NCCL before 2.12 prints each rank's bus id in brackets, and a paste often keeps the lines without
+    their host prefix: `[send] via NET/IB/0/GDRDMA` against `[receive] via NET/IB/1` for one pair of
+    ranks still shows GPUDirect RDMA missing where rank 2 receives (transport.cc: "peer -> me [receive]")."""
+    from topodoctor.model.evidence import NcclLine
+
+    lines = (
+        NcclLine(0, 1, "NCCL INFO Channel 00 : 9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"),
+        NcclLine(0, 2, "NCCL INFO Channel 00 : 9[1a000] -> 2[6b000] [receive] via NET/IB/1"),
+    )
+    found = judge(evidence(lines))
+    f = next(x for x in found if x.code == "TD026")
+    assert "but not on the node of rank 2 (receive side)" in f.message and f.subject == "rank 2"
+    assert not any(x.code == "TD034" for x in found)  # bus ids, not CUDA devices: no split containers
+
+
+def test_an_rdma_device_nccl_could_not_open_is_why_sockets_ran() -> None:
+    """NCCL's own lines when the container cannot open the RDMA device (net_ib.cc, ibvwrap.cc wording):
+    sockets with the device named, an error."""
+    log = """
+h:1:1 [0] misc/ibvwrap.cc:212 NCCL WARN Call to ibv_open_device failed
+h:1:1 [0] transport/net_ib.cc:148 NCCL WARN NET/IB : Unable to open device mlx5_bond_0
+h:1:1 [0] NCCL INFO NET/IB : No device found.
+h:1:1 [0] NCCL INFO NET/Socket : Using [0]bond0:200.1.93.2<0>
+h:1:1 [0] NCCL INFO Using network Socket
+"""
+    f = next(x for x in judge(evidence(nccl_lines(log))) if x.code == "TD025")
+    assert f.severity == "error" and "NCCL could not open mlx5_bond_0" in f.message and f.subject == "network"
+
+
+def test_nccl_using_fewer_hcas_than_the_node_has() -> None:
+    """topo -m's legend names four mlx5 NICs; NCCL's `NET/IB : Using` (net_ib.cc) lists one: the others are
+    down or hidden from the container."""
+    from topodoctor.model.evidence import NicSeen
+
+    nics = tuple(NicSeen(0, f"mlx5_{i}", alias=f"NIC{i}") for i in range(4))
+    log = "n1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+    log += "n1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
+    found = judge(evidence(nics, nccl_lines(log, 1), nccl=(account(nodes=2),), nccl_pieces=(1,)))
+    f = next(x for x in found if x.code == "TD035")
+    assert "NCCL found 1 of the node's 4 RDMA NICs (mlx5_0)" in f.message
+
+
+def test_geforce_with_p2p_shown_working_is_not_called_p2p_less() -> None:
+    """A patched open kernel module gives RTX 5090s peer access (github.com/aikitoria/open-gpu-kernel-modules,
+    its sample output: P2P writes 55.6-56.6 GB/s against 43 staged, all_reduce 45 GB/s on 8 GPUs): with
+    the peer copies well above the staged ones, no TD033 and no ACS finding."""
+    names = "NVIDIA GeForce RTX 5090"
+    off = "   D\\D 0 1 2\n 0 1500 43.0 43.1\n 1 43.2 1500 43.0\n 2 43.1 43.0 1500"
+    on = "   D\\D 0 1 2\n 0 1500 55.6 56.1\n 1 56.6 1500 55.9\n 2 56.0 55.8 1500"
+    ranks = "\n".join(f"#  Rank  {i} Group  0 Pid 1 on turin device  {i} [0x{i + 1:02x}] {names}" for i in range(8))
+    row = "   134217728      33554432     float     sum      -1   5200  25.8  45.2  0   5200  25.8  45.2  0"
+    ev = evidence(
+        run("all_reduce", row, ranks),
+        matrix(off, "unidirectional p2p=disabled", "unidirectional", False),
+        matrix(on, "unidirectional p2p=enabled", "unidirectional", True),
+    )
+    found = judge(ev)
+    assert not any(f.code in ("TD033", "TD029") for f in found)
+    assert not any(f.severity in ("warning", "error") for f in found)
+
+
+def test_a_cut_nvlink_listing_is_not_links_down() -> None:
+    """`nvidia-smi nvlink -s` lists every link, down ones as inactive; a paste that stops after one link of
+    an A100 (12 by design) says nothing of the other eleven."""
+    cut = GpuSeen(0, 2, name="NVIDIA A100-SXM4-80GB", nvlinks_up=1, nvlinks_listed=1, nvlink_gbps=25.0)
+    down = GpuSeen(0, 3, name="NVIDIA A100-SXM4-80GB", nvlinks_up=11, nvlinks_listed=12, nvlink_gbps=25.0)
+    found = judge(evidence(cut, down))
+    assert [f.subject for f in found if f.code == "TD031"] == ["GPU3"]
+
+
+def test_a_table_without_its_header_is_not_judged() -> None:
+    """nccl-tests' rows pasted apart from the `Using devices` lines (nccl-tests#119 posted its 3-node table
+    so): without the ranks and nodes the figure is not held to one node's NVLink."""
+    from topodoctor.model.evidence import CollectiveRun
+
+    rows = run("all_reduce", "   134217728  33554432  float  sum  -1  2638  50.88  95.93  0  2640  50.84  95.86  0", "")
+    bare = CollectiveRun(0, "all_reduce", rows.rows)
+    found = judge(evidence(bare, GpuSeen(1, 0, name="NVIDIA A100-SXM4-40GB")))
+    assert [(f.code, f.severity) for f in found] == [("TD022", "info")] and "Using devices" in found[0].message
+
+
+def test_topo_p2p_cns_is_no_p2p() -> None:
+    """`nvidia-smi topo -p2p r` answering CNS (chipset not supported) between two L4s: no P2P between
+    them, whatever the GPU allows (nvidia-smi's legend)."""
+    from topodoctor.model.evidence import PairSeen
+
+    pairs = (PairSeen(0, "GPU0", "GPU1", p2p={"r": "CNS"}), PairSeen(0, "GPU1", "GPU0", p2p={"r": "CNS"}))
+    found = judge(evidence(pairs, GpuSeen(0, 0, name="NVIDIA L4")))
+    f = next(x for x in found if x.code == "TD033")
+    assert f.severity == "warning" and "no P2P (CNS: chipset not supported)" in f.message
+
+
+def test_rtx_3090_pairs_without_their_bridge_have_no_p2p() -> None:
+    """NVIDIA/nccl#1127 (https://github.com/NVIDIA/nccl/issues/1127): eight RTX 3090s, P2P=Enabled copies at
+    6.1 GB/s between GPUs 0-3, the staged figure: GeForce without a bridge has no peer access."""
+    on = "   D\\D 0 1 2\n 0 838.25 6.11 6.13\n 1 6.11 838.25 6.12\n 2 6.13 6.12 839.15"
+    ev = evidence(tuple(GpuSeen(0, i, name="NVIDIA GeForce RTX 3090") for i in range(3)),
+                  matrix(on, "bidirectional p2p=enabled", "bidirectional", True))  # fmt: skip
+    assert any(f.code == "TD033" and f.severity == "warning" for f in judge(ev))

@@ -1,0 +1,21 @@
+"""What was read of the evidence comes first in the judgement: a TD980 per piece, a TD981 per input
+that held nothing it reads."""
+
+from __future__ import annotations
+
+from evidence_cases import evidence, topo
+
+from topodoctor.diagnosis.evidence import judge
+from topodoctor.model.evidence import Evidence, Piece
+
+
+def test_each_piece_read_and_each_unreadable_input_is_said_first() -> None:
+    cells = "      GPU0 GPU1\nGPU0 X NV18\nGPU1 NV18 X"
+    ev = evidence(topo(cells, piece=1), pieces=2)
+    ev = Evidence(pieces=(*ev.pieces[:1], Piece("topo-matrix", "topo.txt", 3, 9, cut="the matrix ends at GPU1")),
+                  pairs=ev.pairs, unreadable=("notes.txt: holds no kind of text diagnose reads",))  # fmt: skip
+    found = judge(ev)
+    assert [f.code for f in found[:3]] == ["TD980", "TD980", "TD981"]
+    assert found[1].subject == "topo.txt:3" and found[1].evidence["pairs"] == 4
+    assert "cut: the matrix ends at GPU1" in found[1].message
+    assert found[2].subject == "notes.txt" and found[2].message == "not read: holds no kind of text diagnose reads"

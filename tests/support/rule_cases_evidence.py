@@ -1,0 +1,192 @@
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039; part of the table in
+tests/support/rule_cases.py): each a firing case and a near miss, the evidence set on the rules'
+Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
+/work/shared/reference-outputs) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
+are in NCCL's own wording."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
+from rule_case_kit import Case
+
+from topodoctor.model.evidence import Evidence, GpuSeen, NicSeen, Setting
+
+
+def _ranks(name: str, n: int, host: str = "node") -> str:
+    return "\n".join(
+        f"#  Rank  {i} Group  0 Pid {100 + i} on {host} device  {i} [0x{i + 1:02x}] {name}" for i in range(n)
+    )
+
+
+def _row(busbw: float, n: int = 2, size: int = 1 << 30) -> str:
+    algbw = busbw * n / (2 * (n - 1))
+    t = size / algbw / 1e3
+    return f"{size} {size // 4} float sum -1 {t:.1f} {algbw:.2f} {busbw:.2f} 0 {t:.1f} {algbw:.2f} {busbw:.2f} 0"
+
+
+def _topo(cells: dict[tuple[int, int], str], n: int) -> str:
+    head = "      " + " ".join(f"GPU{i}" for i in range(n))
+    body = [f"GPU{a} " + " ".join("X" if a == b else cells.get((min(a, b), max(a, b)), "NV18") for b in range(n))
+            for a in range(n)]  # fmt: skip
+    return "\n".join([head, *body])
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+NV18_2 = _topo({}, 2)
+
+
+def _h100(busbw: float, *more: object, cells: dict[tuple[int, int], str] | None = None, **kw: Any) -> Evidence:
+    return evidence(run("all_reduce", _row(busbw), _ranks(H100, 2)), topo(_topo(cells or {}, 2), 1), *more, **kw)
+
+
+def _log(text: str) -> tuple[object, ...]:
+    return nccl_lines(text.replace("|", "\n"), 2)
+
+
+SHM = "node:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct|node:1:3 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct"  # noqa: E501
+P2P = "node:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read"
+LOC = "node:1:2 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC|" + SHM
+NVL = "node:1:2 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to NVL|" + P2P
+VERBS = "a:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]"
+IB = "a:1:1 [0] NCCL INFO Using network IB|a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA"
+GDR_OFF = (
+    "h:1:2 [0] NCCL INFO Using network IB|h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"
+)
+ONE_SIDED = (
+    "node-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA|"
+    "node-b:3:4 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0"
+)
+BOTH_SIDES = ONE_SIDED.replace("[receive] via NET/IB/0", "[receive] via NET/IB/0/GDRDMA")
+SOCKETS = "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0|"  # nccl-tests#284's lines
+SOCKETS += "b:3:4 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/Socket/0"
+SPLIT = "node:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[0] via SHM/direct/direct"
+ACS_OFF = "D\\D 0 1 2\n0 911 22.1 22.2\n1 22.3 920 22.2\n2 22.2 22.4 920"  # nccl#814's staged copies
+ACS_ON = "D\\D 0 1 2\n0 912 9.9 9.9\n1 9.9 922 9.9\n2 10.0 10.0 922"  # and its peer copies
+OK_ON = "D\\D 0 1 2\n0 912 25.1 25.0\n1 25.2 922 25.1\n2 25.0 25.1 922"
+SLOW3 = "D\\D 0 1 2 3\n0 0 392 391 120\n1 392 0 392 118\n2 391 392 0 121\n3 119 120 118 0"  # GPU3 a third
+EVEN4 = "D\\D 0 1 2 3\n0 0 392 391 390\n1 392 0 392 391\n2 391 392 0 392\n3 390 391 392 0"
+A40_CELLS = {(0, 1): "NV4", (2, 3): "NV4", (0, 2): "SYS", (0, 3): "SYS", (1, 2): "SYS", (1, 3): "SYS"}
+
+
+def _p2p(enabled: str) -> Evidence:
+    off = matrix(ACS_OFF, "unidirectional p2p=disabled", "unidirectional", False)
+    return evidence(off, matrix(enabled, "unidirectional p2p=enabled", "unidirectional", True))
+
+
+def _pcie(width: int) -> Evidence:
+    g = (GpuSeen(0, 0, name=H100, pcie_gen=5, pcie_width=width, pcie_gen_max=5, pcie_width_max=16),)
+    return evidence(g)
+
+
+def _nics(hca: str) -> Evidence:
+    nics = tuple(NicSeen(0, f"mlx5_{i}", link_layer="IB", rate_gbps=400.0) for i in range(4))
+    return evidence(
+        nics, Setting(1, "NCCL_IB_HCA", hca, "export"), _log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,)
+    )
+
+
+def _vm(link: str) -> Evidence:
+    g = tuple(GpuSeen(0, i, name="NVIDIA A100-PCIE-40GB", virtualization="Pass-Through") for i in range(2))
+    return evidence(g, topo(_topo({(0, 1): link}, 2), 1), _log(SHM))
+
+
+def _a40(busbw: float, version: str) -> Evidence:
+    r = run("all_reduce", _row(busbw, 4), _ranks("NVIDIA A40", 4), version=version)
+    return evidence(r, topo(_topo(A40_CELLS, 4), 1))
+
+
+def _sweep(c_gbps: float) -> Evidence:
+    def pair(a: str, b: str, gbps: float, piece: int) -> object:
+        ranks = f"#  Rank  0 Group  0 Pid 1 on {a} device  0 [0x1b] {H100}\n#  Rank  1 Group  0 Pid 2 on {b} device  0 [0x1b] {H100}"  # noqa: E501
+        return run("all_reduce", _row(gbps), ranks, piece)
+
+    return evidence(
+        pair("node-a", "node-b", 45.0, 0), pair("node-a", "node-c", c_gbps, 1), pair("node-b", "node-c", c_gbps, 2)
+    )
+
+
+def _on(ev: Callable[[], Evidence]) -> Callable[[Any], None]:
+    def put(ctx: Any) -> None:
+        ctx.evidence = ev()
+
+    return put
+
+
+def _case(code: str, fires: bool, change: str, ev: Callable[[], Evidence], severity: str | None = None) -> Case:
+    return Case(code, fires, "h200-x4", change, context=_on(ev), severity=severity)
+
+
+_X4 = _ranks("NVIDIA H200", 4)
+EVIDENCE_CASES: list[Case] = [
+    _case("TD021", True, "4 x H200 all_reduce 359 GB/s at 2 GiB", lambda: evidence(
+        run("all_reduce", _row(359.1, 4, 2 << 30), _X4), topo(_topo({}, 4), 1))),
+    _case("TD021", False, "4 x H200 all_reduce 120 GB/s", lambda: evidence(
+        run("all_reduce", _row(120.0, 4, 2 << 30), _X4), topo(_topo({}, 4), 1))),
+    _case("TD022", True, "2 x H100 at 110 GB/s, no log", lambda: _h100(110.0), severity="warning"),
+    _case("TD022", True, "largest size 1 KiB", lambda: evidence(
+        run("all_reduce", _row(0.05, 2, 1024), _ranks(H100, 2))), severity="info"),
+    _case("TD022", False, "2 x H100 at 330 GB/s", lambda: _h100(330.0)),
+    _case("TD023", True, "NCCL_P2P_LEVEL=LOC, 24.9 GB/s via SHM", lambda: _h100(24.9, _log(LOC))),
+    _case("TD023", False, "NCCL_P2P_LEVEL=NVL, 330 GB/s via P2P", lambda: _h100(330.0, _log(NVL))),
+    _case("TD024", True, "SHM on NV18, no variable", lambda: evidence(topo(NV18_2, 1), _log(SHM))),
+    _case("TD024", False, "P2P on NV18", lambda: evidence(topo(NV18_2, 1), _log(P2P))),
+    _case("TD025", True, "two nodes, no libibverbs, NCCL_IB_DISABLE=1", lambda: evidence(
+        run("broadcast", _row(1.0, 2, 1024), "#  Rank  0 Pid 1 on a device 0 [0x00] Tesla V100-PCIE-16GB\n"
+            "#  Rank  1 Pid 2 on b device 0 [0x00] Tesla V100-PCIE-16GB"),
+        nccl_lines(VERBS), Setting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="error"),
+    _case("TD025", True, "two nodes over NET/Socket, no RDMA NIC shown", lambda: evidence(_log(SOCKETS)),
+          severity="warning"),
+    _case("TD025", False, "two nodes on IB", lambda: evidence(_log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,))),
+    _case("TD026", True, "GDR disabled for the HCA", lambda: evidence(_log(GDR_OFF))),
+    _case("TD026", True, "GDR on node-a only", lambda: evidence(_log(ONE_SIDED), nccl=(account(nodes=2),),
+                                                                nccl_pieces=(2,))),
+    _case("TD026", False, "GDR on both sides", lambda: evidence(_log(BOTH_SIDES), nccl=(account(nodes=2),),
+                                                                nccl_pieces=(2,))),
+    _case("TD027", True, "4 x A40 across sockets at 11 GB/s", severity="info", ev=lambda: evidence(
+        run("all_reduce", _row(11.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "SYS"), 4), 1))),
+    _case("TD027", True, "4 x A40 across sockets, NCCL_P2P_LEVEL=SYS, 6 GB/s", lambda: evidence(
+        run("all_reduce", _row(6.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "SYS"), 4), 1),
+        Setting(2, "NCCL_P2P_LEVEL", "SYS", "export")), severity="warning"),
+    _case("TD027", False, "4 x A40 under one switch", lambda: evidence(
+        run("all_reduce", _row(21.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "PXB"), 4), 1))),
+    _case("TD028", True, "every pair PHB in a VM, SHM", lambda: _vm("PHB")),
+    _case("TD028", False, "a PIX pair in a VM", lambda: _vm("PIX")),
+    _case("TD029", True, "P2P 9.9 GB/s against 22 staged", lambda: _p2p(ACS_ON)),
+    _case("TD029", False, "P2P 25 GB/s against 22 staged", lambda: _p2p(OK_ON)),
+    _case("TD030", True, "GPU0 at x8 of x16", lambda: _pcie(8)),
+    _case("TD030", False, "GPU0 at x16", lambda: _pcie(16)),
+    _case("TD031", True, "H100 SXM pair at NV12", lambda: evidence(topo(_topo({(0, 1): "NV12"}, 2), 1),
+                                                                   GpuSeen(0, 0, name=H100))),
+    _case("TD031", False, "H100 SXM pair at NV18", lambda: evidence(topo(NV18_2, 1), GpuSeen(0, 0, name=H100))),
+    _case("TD032", True, "4 x A40 in bridged pairs, 2.15.5", lambda: _a40(11.0, "2.15.5")),
+    _case("TD032", False, "2 x A40 on their bridge", lambda: evidence(
+        run("all_reduce", _row(44.0), _ranks("NVIDIA A40", 2)), topo(_topo({(0, 1): "NV4"}, 2), 1))),
+    _case("TD033", True, "2 x RTX 4090 at 11 GB/s", lambda: evidence(
+        run("all_reduce", _row(11.0), _ranks("NVIDIA GeForce RTX 4090", 2))), severity="warning"),
+    _case("TD033", True, "2 x RTX 4090 copies at 3 GB/s, far under PCIe", lambda: evidence(
+        GpuSeen(0, 0, name="NVIDIA GeForce RTX 4090"), GpuSeen(0, 1, name="NVIDIA GeForce RTX 4090"),
+        topo(_topo({(0, 1): "PHB"}, 2), 1),
+        matrix("D\\D 0 1\n0 900 3.2\n1 3.2 900", "unidirectional p2p=enabled", "unidirectional", True)),
+        severity="info"),
+    _case("TD033", False, "2 x RTX A6000 at 11 GB/s", lambda: evidence(
+        run("all_reduce", _row(11.0), _ranks("NVIDIA RTX A6000", 2)))),
+    _case("TD034", True, "both ranks on CUDA device 0", lambda: evidence(_log(SPLIT))),
+    _case("TD034", False, "ranks on devices 0 and 1", lambda: evidence(topo(NV18_2, 1), _log(P2P))),
+    _case("TD035", True, "NCCL_IB_HCA=mlx5_0 of four", lambda: _nics("mlx5_0")),
+    _case("TD035", False, "NCCL_IB_HCA=mlx5 (every one)", lambda: _nics("mlx5")),
+    _case("TD036", True, "NCCL_MAX_NCHANNELS=1, 21.2 GB/s", lambda: _h100(
+        21.2, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P))),
+    _case("TD036", False, "NCCL_MAX_NCHANNELS=32, 330 GB/s", lambda: _h100(
+        330.0, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 32|" + P2P))),
+    _case("TD037", True, "4 x A40 at 1 GB/s on NCCL 2.16.2", lambda: _a40(1.0, "2.16.2")),
+    _case("TD037", False, "4 x A40 at 1 GB/s on NCCL 2.15.5", lambda: _a40(1.0, "2.15.5")),
+    _case("TD038", True, "node-c in every slow pair", lambda: _sweep(14.0)),
+    _case("TD038", False, "every pair at 45 GB/s", lambda: _sweep(45.0)),
+    _case("TD039", True, "GPU3's copies a third of the others'", lambda: evidence(
+        matrix(SLOW3, "device_to_device_memcpy_write_ce", "unidirectional", True))),
+    _case("TD039", False, "every GPU's copies alike", lambda: evidence(
+        matrix(EVEN4, "device_to_device_memcpy_write_ce", "unidirectional", True))),
+]  # fmt: skip

@@ -1,0 +1,317 @@
+"""The causes between nodes and in NCCL's settings that a user's evidence can show: sockets where RDMA
+NICs exist, GPUDirect RDMA off or one-sided, fewer NICs used than present, a setting that caps NCCL,
+a release with a known regression, the node common to a sweep's slow pairs, one GPU slower than its
+peers."""
+
+from __future__ import annotations
+
+from topodoctor.core.stats import median
+from topodoctor.diagnosis.evidence_facts import Conn, Facts, Measured, NetSeen, Quote
+from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.nccl_model import (
+    DEFAULT_BUFFSIZE,
+    DEFAULT_NTHREADS,
+    LL128_SHARE,
+    LL_MAX_GBPS,
+    LL_SHARE,
+    SEARCH_CHANNEL_GBPS,
+)
+from topodoctor.diagnosis.perf_regressions import regressions_of
+from topodoctor.diagnosis.rank import Candidate
+
+RDMA_NAMES = ("mlx5_", "mlx4_", "ibp", "bnxt_re", "irdma", "efa", "rdma")
+PROTO_SHARE = {"LL": LL_SHARE, "LL128": LL128_SHARE}
+SLOW_GPU = 0.7  # a GPU whose copies run under this share of the others' median
+
+
+def _rdma_present(f: Facts) -> list[str]:
+    names = [n.name for n in f.nics if n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES)]
+    names += [d for s in f.net if s.line.what == "ib-devices" for d in s.line.value.split()]
+    names += [s.line.value for s in f.net if s.line.what == "ib-open-failed" and s.line.value]
+    return list(dict.fromkeys(names))
+
+
+def _nodes(f: Facts, sym: Symptom | None) -> int | None:
+    """How many nodes the run spans, as the figure, NCCL's count, the ranks' hosts or the connections say;
+    None where nothing says (a log of NCCL's init lines alone)."""
+    if sym is not None:
+        return sym.nodes
+    net = [c for c in f.conns if c.kind == "net"]
+    gdr = any(s.line.what in ("gdr-off", "gdr-on") for s in f.net)  # NCCL weighs GPUDirect only for a network
+    if net or gdr or (f.nccl_nodes or 0) > 1 or len(f.hosts) > 1:
+        return max(f.nccl_nodes or 1, len(f.hosts) or 1, 2)
+    if f.conns or f.nccl_nodes == 1 or len(f.hosts) == 1:
+        return 1
+    return None
+
+
+def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
+    why: list[str] = []
+    lines: list[Quote] = []
+    if (d := f.settings.get("NCCL_IB_DISABLE")) is not None and d[0].strip() not in ("", "0"):
+        why.append(f"NCCL_IB_DISABLE={d[0]}")
+        lines.append(d[1])
+    for s in f.net:
+        if s.line.what == "no-verbs" and "libibverbs could not be loaded" not in why:
+            why.append("libibverbs could not be loaded")
+            lines.append(s.quote)
+        elif s.line.what == "ib-open-failed" and not any(w.startswith("NCCL could not open") for w in why):
+            named = next((x for x in f.net if x.line.what == "ib-open-failed" and x.line.value), s)
+            why.append(f"NCCL could not open {named.line.value or 'the RDMA device'} (no /dev/infiniband access?)")
+            lines.append(named.quote)
+        elif s.line.what == "ib-none" and "NCCL found no IB device" not in why:
+            why.append("NCCL found no IB device")
+            lines.append(s.quote)
+    bare = [ln for ln in f.launches if ln.launcher in ("docker", "podman") and ln.privileged is not True
+            and not any("infiniband" in d for d in ln.devices)]  # fmt: skip
+    if bare:
+        why.append("the container was started without /dev/infiniband")
+    return why, lines
+
+
+def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
+    """Sockets where RDMA exists (TD025), GPUDirect RDMA off or one-sided (TD026), fewer NICs (TD035)."""
+    nodes = _nodes(f, sym)
+    chosen = [s for s in f.net if s.line.what == "network"]
+    socket: list[NetSeen] = []
+    if not any(s.line.value.upper().startswith("IB") for s in chosen):
+        socket = [s for s in chosen if s.line.value.lower() == "socket"]
+        socket = socket or [s for s in f.net if s.line.what == "socket"]
+    net_conns = [c for c in f.conns if c.kind == "net"]
+    if nodes == 1:
+        if socket and not net_conns:
+            out.rule_out(f"the network ({socket[0].line.value or 'Socket'}): one node, its channels via P2P / SHM")
+        return
+    rdma = _rdma_present(f)
+    over_socket = [c for c in net_conns if "SOCKET" in c.transport.upper()]
+    on_ib = any(c.transport.upper().startswith("NET/IB") for c in net_conns)
+    why, reasons = _socket_reasons(f)
+    said_ib = on_ib or any(s.line.value.upper().startswith("IB") for s in chosen)
+    # with IB refused (no verbs, NCCL_IB_DISABLE) and no plugin, sockets are the only network NCCL has left
+    if (socket and not on_ib) or over_socket or (why and not said_ib and not net_conns):
+        lines = list(reasons)
+        first = socket[0].quote if socket else (over_socket[0].quote if over_socket else None)
+        lines = ([first] if first is not None else []) + lines
+        what = "NCCL's network " + ("between nodes " if nodes else "") + "is TCP sockets"
+        what += f" ({'; '.join(why)})" if why else ""
+        what += f" though the nodes have RDMA NICs ({', '.join(rdma[:4])})" if rdma else ""
+        fix = "Give NCCL the RDMA devices: libibverbs in the image, --device=/dev/infiniband, NCCL_IB_DISABLE unset."
+        if rdma or why:
+            out.add("TD025", Candidate(what, fix, {"rdma": rdma, "why": why}), tuple(lines[:3]))
+            return
+        # sockets are all an Ethernet-only cluster has: a warning, until the nodes' RDMA NICs are shown
+        out.ask("`ibv_devinfo` of a node (whether it has RDMA NICs NCCL could use)")
+        what += " (no NET/IB line: if the nodes have RDMA NICs, NCCL could not use them)"
+        cand = Candidate(what, fix, {"rdma": [], "why": []}, None, direct=False)
+        out.add("TD025", cand, tuple(lines[:3]), severity="warning")
+        return
+    _gdr(f, net_conns, out)
+    _fewer_nics(f, sym, out, rdma)
+
+
+def _where_logged(c: Conn) -> str:
+    """The node a connection line speaks for: the host that logged it, else the local rank's node (NCCL
+    logs "me -> peer [send]" and "peer -> me [receive]", transport.cc)."""
+    if c.host:
+        return c.host
+    return f"the node of rank {c.ranks[1] if c.side == 'receive' else c.ranks[0]}"
+
+
+def _gdr(f: Facts, net_conns: list[Conn], out: Leads) -> None:
+    ib = [c for c in net_conns if c.transport.upper().startswith("NET/IB")]
+    gdr_off = [s for s in f.net if s.line.what == "gdr-off"]
+    gdr_on = [s for s in f.net if s.line.what == "gdr-on"]
+    with_ = {_where_logged(c) for c in ib if c.gdr} | {s.host for s in gdr_on if s.host}
+    without = ({_where_logged(c) for c in ib if not c.gdr} | {s.host for s in gdr_off if s.host}) - with_
+    if with_ and without:
+        node = sorted(without)[0]
+        quotes = [c.quote for c in ib if _where_logged(c) == node and c.quote is not None]
+        quotes += [c.quote for c in ib if c.gdr and c.quote is not None][:1]
+        quotes += [s.quote for s in gdr_off if s.host == node]
+        sides = sorted({c.side for c in ib if _where_logged(c) == node and c.side}) or ["every"]
+        what = f"GPUDirect RDMA on {', '.join(sorted(with_))} but not on {node} ({'/'.join(sides)} side)"
+        fix = f"Load nvidia_peermem (or use DMA-BUF) on {node}: `lsmod | grep peermem` there."
+        subject = f"host:{node}" if not node.startswith("the node of") else node.replace("the node of ", "")
+        out.add("TD026", Candidate(what, fix, {"node": node, "with": sorted(with_)}, None), tuple(quotes[:3]), subject)
+    elif not with_ and (gdr_off or (ib and not any(c.gdr for c in ib))):
+        reason = gdr_off[0].line.detail if gdr_off and gdr_off[0].line.detail else ""
+        reason = reason or ("NCCL refused it for every HCA" if gdr_off else "no connection via NET/IB/.../GDRDMA")
+        lines = tuple(s.quote for s in gdr_off[:2]) or tuple(c.quote for c in ib[:1] if c.quote)
+        fix = "Load nvidia_peermem (or use DMA-BUF); check NCCL_NET_GDR_LEVEL."
+        out.add("TD026", Candidate(f"GPUDirect RDMA off on every host ({reason})", fix, {"reason": reason}), lines)
+    elif ib:
+        out.rule_out("GPUDirect RDMA: on for every network connection")
+
+
+def _fewer_nics(f: Facts, sym: Symptom | None, out: Leads, rdma: list[str]) -> None:
+    hca = f.settings.get("NCCL_IB_HCA")
+    present = list(
+        dict.fromkeys(n.name for n in f.nics if n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES))
+    )
+    using = next((s for s in f.net if s.line.what == "ib-devices"), None)
+    if hca is None and using is not None and present:
+        found = {d.split("/")[0] for d in using.line.value.split()}
+        if 0 < len(found) < len(present):
+            ref = sym.expected_gbps if sym is not None else None
+            what = f"NCCL found {len(found)} of the node's {len(present)} RDMA NICs ({', '.join(sorted(found))})"
+            exp = ref * len(found) / len(present) if ref else None
+            fix = "Check the missing ports are up (`ibstat`) and visible in the container (/dev/infiniband)."
+            out.add("TD035", Candidate(what, fix, {"used": sorted(found), "present": present}, exp), (using.quote,))
+        return
+    if hca is None or not present:
+        return
+    value = hca[0].strip()
+    if value.startswith("^"):
+        return
+    named = [v.split(":")[0].lstrip("=") for v in value.split(",") if v.strip()]
+    used = [n for n in present if any(n.startswith(x) for x in named)]
+    if 0 < len(used) < len(present):
+        ref = sym.expected_gbps if sym is not None else None
+        what = f"NCCL_IB_HCA={value} leaves NCCL {len(used)} of the node's {len(present)} RDMA NICs"
+        exp = ref * len(used) / len(present) if ref else None
+        out.add(
+            "TD035",
+            Candidate(what, "List every NIC in NCCL_IB_HCA, or unset it.", {"used": used, "present": present}, exp),
+            (hca[1],),
+        )
+
+
+def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
+    """A setting that caps NCCL: channels, protocol, algorithm, threads, buffers (TD036)."""
+    ref = sym.expected_gbps if sym is not None else None
+    op = sym.subject if sym is not None and sym.kind == "collective" else ""
+    s = f.settings
+    default = max(2, round(2 * ref / SEARCH_CHANNEL_GBPS)) if ref else None
+    for name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MAX_P2P_NCHANNELS"):
+        if name in s and s[name][0].strip().isdigit():
+            cap = int(s[name][0])
+            if default is None or cap < default:
+                exp = ref * cap / default if ref and default else None
+                what = f"{name}={cap} holds NCCL to {cap} channel(s)" + (f" (about {default} here)" if default else "")
+                out.add(
+                    "TD036", Candidate(what, f"Unset {name}.", {"variable": name, "value": cap}, exp), (s[name][1],)
+                )
+    if "NCCL_PROTO" in s:
+        value = s["NCCL_PROTO"][0].strip()
+        allowed = {p.strip().upper() for p in value.lstrip("^").split(",")}
+        if not value.startswith("^") and "SIMPLE" not in allowed and op not in ("sendrecv", "alltoall", "all_to_all"):
+            share = max((PROTO_SHARE[p] for p in PROTO_SHARE if p in allowed), default=1.0)
+            exp = ref * share if ref else None
+            arch = f.model.arch.lower() if f.model is not None else ""
+            if exp is not None and allowed == {"LL"} and arch in LL_MAX_GBPS and (sym is None or sym.nodes == 1):
+                exp = min(exp, LL_MAX_GBPS[arch])  # tuning.cc llMaxBws: what NCCL credits LL with on one node
+            if share < 1.0:
+                cand = Candidate(f"NCCL_PROTO={value} keeps NCCL off Simple", "Unset NCCL_PROTO.",
+                                 {"variable": "NCCL_PROTO", "value": value}, exp)  # fmt: skip
+                out.add("TD036", cand, (s["NCCL_PROTO"][1],))
+    if "NCCL_ALGO" in s and sym is not None:  # a forced algorithm is a cause only of a figure short of its model
+        value = s["NCCL_ALGO"][0]
+        out.add(
+            "TD036",
+            Candidate(
+                f"NCCL_ALGO={value} forces NCCL's algorithm",
+                "Unset NCCL_ALGO.",
+                {"variable": "NCCL_ALGO", "value": value},
+                ref if "RING" in value.upper() else None,
+                direct=True,
+            ),
+            (s["NCCL_ALGO"][1],),
+        )
+    if "NCCL_NTHREADS" in s and s["NCCL_NTHREADS"][0].strip().isdigit():
+        t = int(s["NCCL_NTHREADS"][0])
+        if t < DEFAULT_NTHREADS:
+            exp = ref * t / DEFAULT_NTHREADS if ref else None
+            out.add(
+                "TD036",
+                Candidate(
+                    f"NCCL_NTHREADS={t} runs NCCL's kernels with {t} threads (512 by default)",
+                    "Unset NCCL_NTHREADS.",
+                    {"variable": "NCCL_NTHREADS", "value": t},
+                    exp,
+                ),
+                (s["NCCL_NTHREADS"][1],),
+            )
+    if "NCCL_BUFFSIZE" in s and s["NCCL_BUFFSIZE"][0].strip().isdigit():
+        b = int(s["NCCL_BUFFSIZE"][0])
+        if b < DEFAULT_BUFFSIZE:
+            out.add(
+                "TD036",
+                Candidate(
+                    f"NCCL_BUFFSIZE={b} stages data in small buffers (4 MiB by default)",
+                    "Unset NCCL_BUFFSIZE.",
+                    {"variable": "NCCL_BUFFSIZE", "value": b},
+                ),
+                (s["NCCL_BUFFSIZE"][1],),
+            )
+
+
+def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
+    """A release with a known regression at the sizes judged (TD037)."""
+    if not f.nccl_version:
+        if sym is not None:
+            out.ask("the NCCL version (NCCL_DEBUG=VERSION, or nccl-tests' header)")
+        return
+    arch = f.model.arch if f.model is not None else ""
+    for r in regressions_of(f.nccl_version, arch, sym.nodes > 1 if sym is not None else None):
+        if r.sizes != "large":
+            continue
+        what = f"NCCL {f.nccl_version} has a known regression on {r.where}: {r.what}"
+        out.add(
+            "TD037",
+            Candidate(
+                what,
+                f"Compare with NCCL {r.unaffected} ({r.source}).",
+                {"source": r.source, "unaffected": r.unaffected},
+                None,
+                direct=False,
+            ),
+        )
+
+
+def sweep_cause(runs: list[tuple[Measured, float]], expected: float | None) -> tuple[str, list[Measured]] | None:
+    """In a sweep of two-node runs (each (run, busbw)), the node every slow pair has and no healthy pair
+    has: (node, its slow runs), or None."""
+    if len(runs) < 3:
+        return None
+    best = expected or max(b for _, b in runs)
+    slow = [m for m, b in runs if b < 0.8 * best]
+    fast = [m for m, b in runs if b >= 0.8 * best]
+    if not slow or not fast:
+        return None
+    common = set.intersection(*(set(m.rank_hosts) for m in slow))
+    common -= set().union(*(set(m.rank_hosts) for m in fast))
+    return (sorted(common)[0], slow) if len(common) == 1 else None
+
+
+def one_gpu_slow(f: Facts, out: Leads) -> None:
+    """One GPU whose copies to and from every peer run well under the others' (TD039)."""
+    for c in f.copies:
+        if c.unit != "GB/s" or c.p2p is False or len(c.rows) < 3 or c.rows != c.columns:
+            continue
+        per: dict[str, list[float]] = {}
+        for i, r in enumerate(c.rows):
+            for j, col in enumerate(c.columns):
+                v = c.values[i][j] if i < len(c.values) and j < len(c.values[i]) else None
+                if r != col and v is not None:
+                    per.setdefault(r, []).append(v)
+                    per.setdefault(col, []).append(v)
+        typical = {g: median(vs) for g, vs in per.items() if vs}
+        if len(typical) < 3:
+            continue
+        worst = min(typical, key=lambda g: typical[g])
+        others = median([v for g, v in typical.items() if g != worst])
+        if typical[worst] < SLOW_GPU * others:
+            what = f"GPU{worst}'s copies run at {typical[worst]:.0f} GB/s against {others:.0f} for the others"
+            out.add(
+                "TD039",
+                Candidate(
+                    what,
+                    f"Look for another process on GPU{worst} (nvidia-smi).",
+                    {"gpu": worst, "gbps": typical[worst], "others_gbps": others},
+                    None,
+                    direct=False,
+                ),
+                (Quote(f.where.get(c.piece, c.tool), c.testcase),),
+                f"GPU{worst}",
+            )
+            return

@@ -1,0 +1,186 @@
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039): each code's name,
+severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
+judge (evidence.py) raises them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topodoctor.model.findings import Severity
+
+
+@dataclass(frozen=True)
+class Code:
+    """One diagnosis: its code, name, severity (``also``: the others it may raise) and its documentation."""
+
+    code: str
+    name: str
+    severity: Severity
+    title: str
+    why: str
+    how: str
+    also: tuple[Severity, ...] = ()
+
+    @property
+    def doc(self) -> str:
+        """As a rule's docstring: the title, then the sections the registry reads."""
+        return f"{self.title}\n\nWhy it matters: {self.why}\n\nHow to fix: {self.how}\n"
+
+
+CODES: tuple[Code, ...] = (
+    Code(
+        "TD021", "diag-normal", "info",
+        "The figures are what this hardware gives: nothing is wrong with the run.",
+        "Half of the slow runs people ask about are not slow: 0 nvls channels on a GPU without NVLink SHARP, "
+        "about 360 GB/s all_reduce busbw on eight H100 or H200 behind NVSwitch, under 30 GB/s on PCIe GPUs, "
+        "NCCL's socket network on one node whose channels all go through P2P. The finding states the figure "
+        "expected and its basis.",
+        "Nothing to fix. To go faster, change the hardware or the GPUs chosen (NVLink-connected pairs, GPUs under "
+        "one PCIe switch, a faster network).",
+    ),
+    Code(
+        "TD022", "diag-cause-not-found", "warning",
+        "A run is short of what this hardware gives, and the evidence does not say why.",
+        "A confident wrong cause costs more than none: the finding names the candidates the evidence could not "
+        "tell apart and the output that would.",
+        "Post the outputs the finding names (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV, "
+        "`nvidia-smi topo -m`, `nvidia-smi -q`) and run `topodoctor diagnose` again with them.",
+        also=("info",),
+    ),
+    Code(
+        "TD023", "diag-p2p-variable", "error",
+        "A variable turned NCCL's P2P off or limited it, and the traffic went through host memory.",
+        "NCCL_P2P_DISABLE=1, or NCCL_P2P_LEVEL below the pair's path (LOC, or PIX on GPUs joined by NVLink "
+        "through a bridge), sends what NVLink or PCIe peer copies would carry through SHM: a tenth of NVLink.",
+        "Unset NCCL_P2P_DISABLE and NCCL_P2P_LEVEL (NCCL picks P2P wherever the path allows); where they were "
+        "set to avoid a hang, fix what hung (ACS, IOMMU) instead.",
+    ),
+    Code(
+        "TD024", "diag-transport-fallback", "error",
+        "NCCL carried traffic through SHM or the network between GPUs it would join by P2P.",
+        "With no variable asking for it, the ranks could not open each other's memory: separate containers "
+        "without a shared IPC namespace, P2P not supported by the driver, NCCL_HOSTID set apart. It costs "
+        "most of the bandwidth NVLink or PCIe peer copies give.",
+        "Run the ranks in one container, or with --ipc=host (and --pid=host) on every container of the node; "
+        "check `nvidia-smi topo -p2p r` for the pair; unset NCCL_HOSTID.",
+    ),
+    Code(
+        "TD025", "diag-socket-not-ib", "error",
+        "NCCL used its socket network between nodes whose RDMA NICs it did not use.",
+        "TCP sockets carry a few GB/s where InfiniBand or RoCE carry 25-50 per NIC. NCCL falls back to sockets "
+        "when libibverbs cannot be loaded, when the container has no /dev/infiniband, or when NCCL_IB_DISABLE=1.",
+        "Install rdma-core / libibverbs in the image, run the container with --device=/dev/infiniband (and "
+        "--cap-add=IPC_LOCK, --ulimit memlock=-1), unset NCCL_IB_DISABLE; NCCL then logs `NET/IB : Using`.",
+        also=("warning",),  # sockets with no RDMA NIC or reason shown: the nodes may have none
+    ),
+    Code(
+        "TD026", "diag-gdr-off", "warning",
+        "GPUDirect RDMA is off, or on for only one side, between nodes.",
+        "Without GPUDirect RDMA every network transfer is staged through host memory: a multi-node all_reduce "
+        "loses most of the NICs' rate. One host without it slows every ring that crosses it.",
+        "Load nvidia_peermem (or use DMA-BUF, NCCL 2.19+ with a 5.12+ kernel) on the host the finding names; "
+        "check NCCL_NET_GDR_LEVEL; place the NIC under the GPU's PCIe switch.",
+    ),
+    Code(
+        "TD027", "diag-across-sockets", "info",
+        "The GPUs' traffic crosses the CPU sockets' interconnect (SYS).",
+        "A pair that topo -m shows as SYS has no peer path NCCL uses by default: its traffic goes through host "
+        "memory over the inter-socket link, at a fraction of a PCIe switch's rate.",
+        "Choose GPUs under one socket (CUDA_VISIBLE_DEVICES by topo -m's NUMA affinity), or accept the figure: it "
+        "is what the host gives across sockets.",
+        also=("warning",),  # where P2P was pushed across the sockets (NCCL_P2P_LEVEL=SYS)
+    ),
+    Code(
+        "TD028", "diag-vm-flat-topology", "warning",
+        "Inside a VM every GPU pair shows as PHB: the PCIe switches the GPUs share are hidden.",
+        "A hypervisor that passes GPUs through without their PCIe tree shows NCCL a flat topology: NCCL then "
+        "sees no peer path and uses SHM, though the GPUs sit under one switch.",
+        "Give NCCL the real topology: NCCL_TOPO_FILE with the XML of the host (the cloud's published file, or "
+        "NCCL_TOPO_DUMP_FILE on the bare-metal host); or ask the provider for a VM that shows the switches.",
+    ),
+    Code(
+        "TD029", "diag-acs-iommu", "error",
+        "Peer copies are slower than copies staged through the host: ACS or the IOMMU redirects them.",
+        "With ACS request redirection on the PCIe switches (or the IOMMU translating peer traffic) every peer "
+        "write goes up to the root complex and back: P2P then runs below the staged rate, and NCCL can hang.",
+        "Disable ACS on the switches the GPUs share (`setpci` on each bridge, or the BIOS), or run the IOMMU in "
+        "passthrough (iommu=pt); NCCL_P2P_DISABLE=1 is only a workaround.",
+    ),
+    Code(
+        "TD030", "diag-pcie-downtrained", "error",
+        "A GPU's PCIe link trained below what it and its slot can do.",
+        "A link at x8 or Gen3 halves or quarters every host copy and every PCIe peer path through it.",
+        "Reseat the card or riser, check the slot's BIOS setting; an idle GPU drops its generation to save "
+        "power, so judge the width, or the generation under load.",
+    ),
+    Code(
+        "TD031", "diag-nvlinks-missing", "error",
+        "Fewer NVLinks are up than this GPU model has.",
+        "Each missing link takes its share of the bandwidth NCCL's rings get (H100 SXM: 1/18 per link); a pair "
+        "shown as NV12 where the model has 18 lost a third.",
+        "Run `nvidia-smi nvlink -s` and `-e` on the host; check the fabric manager and the NVSwitch state; a "
+        "link down on a baseboard needs the vendor.",
+    ),
+    Code(
+        "TD032", "diag-ring-crosses-pcie", "info",
+        "Only some GPU pairs are NVLinked: a ring over all the GPUs must cross PCIe.",
+        "NVLink bridges join pairs (or quads) of cards; a collective over more GPUs runs at the PCIe hop's rate, "
+        "whatever the bridges carry.",
+        "Run the job's tensor-parallel groups within the bridged pairs, or accept the PCIe figure: it is what "
+        "these GPUs give together.",
+    ),
+    Code(
+        "TD033", "diag-no-p2p-gpus", "warning",
+        "These GPUs have no peer-to-peer path: NCCL stages every transfer through host memory.",
+        "GeForce cards (RTX 3090 without its bridge, 4090, 5090) are not allowed peer access over PCIe by the "
+        "driver, and some chipsets refuse it (topo -p2p: CNS); NCCL uses SHM, bounded by each GPU's PCIe link and "
+        "the host's memory.",
+        "Nothing NCCL can change: that is what these GPUs give. For faster collectives use GPUs with NVLink or "
+        "PCIe peer access.",
+        also=("info",),  # beside a shortfall it does not explain: said, not blamed
+    ),
+    Code(
+        "TD034", "diag-container-split", "error",
+        "The ranks of one node run in containers that each see one GPU, so NCCL cannot join them by P2P.",
+        "A container started with one GPU (--gpus device=N) shows it as CUDA device 0 and hides its peers: "
+        "NCCL connects the ranks through SHM or the network instead of NVLink.",
+        "Start one container per node with all its GPUs (--gpus all) and one rank per GPU inside, or share the "
+        "IPC and PID namespaces between the containers (--ipc=host --pid=host).",
+    ),
+    Code(
+        "TD035", "diag-fewer-nics", "warning",
+        "NCCL used fewer of the node's RDMA NICs than it has.",
+        "Each NIC carries its share of a node's traffic; NCCL_IB_HCA naming one of four caps the run at a quarter.",
+        "List every NIC in NCCL_IB_HCA (or unset it: NCCL uses every active HCA), and check the ports are up "
+        "(`ibstat`).",
+    ),
+    Code(
+        "TD036", "diag-nccl-setting", "error",
+        "A setting caps NCCL: channels, protocol, algorithm, threads or buffers.",
+        "NCCL_MAX_NCHANNELS, NCCL_PROTO, NCCL_ALGO, NCCL_NTHREADS and NCCL_BUFFSIZE below their defaults hold "
+        "NCCL under what the links carry (one channel: a twentieth of NVSwitch).",
+        "Unset the variable unless it is there on purpose: NCCL picks channels, protocol and algorithm from "
+        "the topology and the size.",
+    ),
+    Code(
+        "TD037", "diag-nccl-regression", "warning",
+        "The NCCL version has a known performance regression on this kind of host.",
+        "Some releases were slower than their neighbours on some hardware; the table (diagnosis/"
+        "perf_regressions.py) names each with the thread that showed it.",
+        "Run the same test with the release the finding names as unaffected, and report the difference.",
+    ),
+    Code(
+        "TD038", "diag-common-node", "error",
+        "In a sweep of node pairs, every slow pair has one node in common.",
+        "A node with a bad NIC, cable or switch port slows every pair it joins; the others pass.",
+        "Drain the node and check its NICs (`ibstat`, port counters, cables); run the pair sweep again without it.",
+    ),
+    Code(
+        "TD039", "diag-one-gpu-slow", "warning",
+        "One GPU's copies (or one rank) are much slower than the others': something else runs on it.",
+        "A foreign process or GEMM on one GPU time-slices it; every collective waits for the slowest rank.",
+        "Look at `nvidia-smi` on that GPU during the run (processes, utilisation, clocks event reasons) and "
+        "stop what else runs there.",
+    ),
+)  # fmt: skip
+BY_CODE = {c.code: c for c in CODES}

@@ -1,0 +1,52 @@
+"""What was read of a user's evidence, piece by piece (TD980, info), and the inputs that held nothing
+``diagnose`` reads (TD981, info: the exit code, not a finding, says an input could not be used). Data in,
+findings out; the judgement (evidence.py) puts these first."""
+
+from __future__ import annotations
+
+from topodoctor.model.evidence import Evidence, Piece
+from topodoctor.model.findings import Finding
+
+READ_CODE, READ_NAME = "TD980", "evidence-read"
+UNREADABLE_CODE, UNREADABLE_NAME = "TD981", "evidence-unreadable"
+
+
+def _count(items: object, k: int, rows: bool = False) -> int:
+    seq = items if isinstance(items, tuple) else ()
+    return sum((len(x.rows) if rows else 1) for x in seq if getattr(x, "piece", None) == k)
+
+
+def _read(ev: Evidence, k: int, p: Piece) -> Finding:
+    """One piece's finding: its kind, its lines, and what it showed, in counts."""
+    shown = {
+        "gpus": _count(ev.gpus, k),
+        "pairs": _count(ev.pairs, k),
+        "nics": _count(ev.nics, k),
+        "copy_matrices": _count(ev.copies, k),
+        "collective_rows": _count(ev.collectives, k, rows=True),
+        "pcie_functions": _count(ev.pcie, k),
+        "xids": _count(ev.xids, k),
+        "settings": _count(ev.settings, k),
+        "launches": _count(ev.launches, k),
+        "graphs": _count(getattr(ev, "graphs", ()), k),  # NCCL's graph dumps, where the readers give them
+    }
+    counts = {name: n for name, n in shown.items() if n}
+    what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) or "nothing it reads"
+    where = f"lines {p.first_line}-{p.last_line}" if p.last_line > p.first_line else f"line {p.first_line}"
+    version = f" {p.version}" if p.version else ""
+    cut = f"; cut: {p.cut}" if p.cut else ""
+    evidence = {"kind": p.kind, "source": p.source, "first_line": p.first_line, "last_line": p.last_line,
+                "version": p.version, "cut": p.cut, **counts}  # fmt: skip
+    return Finding(READ_CODE, READ_NAME, "info", f"{p.source}:{p.first_line}", f"{p.kind}{version} ({where}): "
+                   f"{what}{cut}", "", evidence)  # fmt: skip
+
+
+def read_findings(ev: Evidence) -> tuple[Finding, ...]:
+    """A TD980 per piece read, a TD981 per input that showed nothing this reads."""
+    out = [_read(ev, k, p) for k, p in enumerate(ev.pieces)]
+    for why in ev.unreadable:
+        source, _, reason = why.partition(": ")
+        fix = "give the tool's output as it printed it (a paste of the whole output, or the file it wrote)"
+        out.append(Finding(UNREADABLE_CODE, UNREADABLE_NAME, "info", source, f"not read: {reason}", fix,
+                           {"input": source}))  # fmt: skip
+    return tuple(out)

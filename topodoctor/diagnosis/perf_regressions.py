@@ -1,0 +1,71 @@
+"""NCCL releases with a performance regression users reported and NCCL's maintainers confirmed or
+fixed: data only, each with its source. (Failures, crashes and hangs tied to a version are another
+table: nccl/known_bugs.py.) A regression is a candidate, never proof: the finding says to compare
+with the release named as unaffected."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A range of NCCL releases slower than their neighbours on some hardware, at some sizes."""
+
+    first: tuple[int, int, int]  # the first release affected
+    last: tuple[int, int, int]  # the last release affected
+    where: str  # the hardware or setting it showed on
+    sizes: str  # "large" (the bandwidth-bound sizes this judges), "small" (latency-bound)
+    what: str
+    unaffected: str
+    source: str
+    arch: tuple[str, ...] = ()  # GPU architectures it showed on; empty: any
+    multinode: bool | None = None  # True: only across nodes
+
+
+REGRESSIONS: tuple[Regression, ...] = (
+    Regression(
+        (2, 16, 2), (2, 16, 5), "PCIe GPUs in pairs joined by NVLink bridges on AMD hosts", "large",
+        "all_reduce, all_gather and reduce_scatter about 10x slower than with 2.14.3 / 2.15.5 on 8 x A40 with "
+        "4 NVLink bridges (2.16.2's release notes: 'Reduce inter-socket bandwidth on AMD CPUs')",
+        "2.15.5", "https://github.com/NVIDIA/nccl/issues/770", ("Ampere",),
+    ),
+    Regression(
+        (2, 29, 0), (2, 29, 9), "8 x H100 on one node", "small",
+        "small all_reduce sizes slower than 2.28 (latency-bound sizes only)",
+        "2.28.9", "https://github.com/NVIDIA/nccl/issues/2094", ("Hopper",),
+    ),
+    Regression(
+        (2, 30, 5), (2, 30, 5), "H100 NVL on AMD hosts, across nodes", "small",
+        "all_reduce around 1 MB about 60 % slower than the release before",
+        "2.29.7", "https://github.com/NVIDIA/nccl/issues/2441", ("Hopper",), True,
+    ),
+)  # fmt: skip
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def version_of(text: str) -> tuple[int, int, int] | None:
+    """2.28.9+cuda13.0 -> (2, 28, 9); nccl-tests' "nccl-library=23005" form -> (2, 30, 5) (the library
+    that ran, not the headers it was built with)."""
+    text = text or ""
+    digits = re.search(r"nccl-library=(\d{5})\b", text) or re.search(r"^\s*(\d{5})\s*$", text)
+    if digits is not None:
+        n = int(digits.group(1))
+        return n // 10000, (n // 100) % 100, n % 100
+    if m := _VERSION.search(text):
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return None
+
+
+def regressions_of(version: str, arch: str = "", multinode: bool | None = None) -> list[Regression]:
+    """The regressions a release is in, filtered by what the evidence shows of the hardware."""
+    v = version_of(version)
+    if v is None:
+        return []
+    return [
+        r for r in REGRESSIONS
+        if r.first <= v <= r.last and (not r.arch or not arch or arch in r.arch)
+        and (r.multinode is None or multinode is None or r.multinode == multinode)
+    ]  # fmt: skip

@@ -13,7 +13,7 @@ from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.measure.copies.session import MiB, run
 from topodoctor.measure.copies.tasks import Settings
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
-from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
+from topodoctor.measure.timer.copy_kernels import BASE_SM, parse
 from topodoctor.model.consistency import validate_snapshot
 from topodoctor.model.copies import PAIR_MODES, BandwidthResult
 from topodoctor.model.findings import Severity, failing

@@ -1,5 +1,5 @@
 """The options of the commands that read one host (scan, record, check, expect, rules, explain,
-nccl-topo): one frozen object per command, each field one option (cli/options.py). Light on
+nccl-topo) and of ``config``: one frozen object per command, each field one option (cli/options.py). Light on
 purpose: the console entry point reads a ``check`` or ``scan`` command line with these before
 anything else loads."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from topodoctor.cli.options import (
     REQUIRED,
     argument,
+    config_file,
     fail_level,
     fmt,
     metrics,
@@ -80,15 +81,16 @@ class CheckArgs:
     replay: str | None = replay()
     fmt: str = fmt(("text", "json", "line", "prometheus"), "text, json, line (a drain reason) or prometheus.")
     metrics: Path | None = metrics()
-    timeout: float = timeout(DEFAULT_CHECK_TIMEOUT_S)
+    timeout: float = timeout(DEFAULT_CHECK_TIMEOUT_S, setting=True)
     select: tuple[str, ...] = rule_list("--select")
     ignore: tuple[str, ...] = rule_list("--ignore")
     prolog: bool = option("--prolog", default=False, kind=bool, help="Only the rules tagged prolog (the fast subset).")
     strict: bool = strict()
-    fail_level: str = fail_level()
+    fail_level: str = fail_level(setting=True)
     expect: Path | None = option(
-        "--expect", default=None, metavar="FILE", kind=Path, help="Expectations file for this node type."
+        "--expect", default=None, metavar="FILE", kind=Path, setting=True, help="Expectations file for this node type."
     )
+    config: Path | None = config_file()
     baseline: Path | None = option(
         "--baseline",
         default=None,
@@ -202,3 +204,12 @@ class NcclTopoArgs:
     )
     sysfs_root: str = sysfs_root()
     timeout: float = timeout(60.0)
+
+
+@dataclass(frozen=True)
+class ConfigArgs:
+    """``config``: which settings to show, from which file, and how."""
+
+    command: str | None = argument("COMMAND", default=None)
+    fmt: str = fmt(("text", "json"), "text or json.")
+    config: Path | None = config_file()

@@ -16,6 +16,7 @@ TOP_LEVEL_HELP = (
     "  check        Pre-job health check: probe, run the rules, exit 0 healthy /...\n"
     "  rules        List every code by what raises it (rules of a host,...\n"
     "  explain      Print the documentation of one code; CODE is a code (TD101,...\n"
+    "  config       Show every setting a site may keep in its config file:...\n"
     "  expect       Write an expectations file from a known-good host (live or...\n"
     "  bandwidth    Measure GPU-to-GPU and host copies: bandwidth one way and...\n"
     "  collectives  Time NCCL collectives as nccl-tests does (busbw, #wrong) and...\n"

@@ -89,6 +89,19 @@ COMMANDS: dict[str, Command] = {
             usage="arguments",
         ),
         Command(
+            "config",
+            "topodoctor.cli.args:ConfigArgs",
+            "topodoctor.cli.settings:run_config",
+            "Show every setting a site may keep in its config file: value, and where it came from.\n\n"
+            "Settings are read from --config FILE, else the file $TOPODOCTOR_CONFIG names, else\n"
+            "/etc/topodoctor/config.toml: a TOML table per command ([check], [fleet], [fleet.history]).\n"
+            "Precedence: a flag, then the environment (TOPODOCTOR_FLEET_HISTORY_DRIFT_TOLERANCE for\n"
+            "drift-tolerance in [fleet.history]), then the file, then the default. COMMAND shows one\n"
+            "command's settings.",
+            (("0", "shown"), _USAGE),
+            usage="arguments",
+        ),
+        Command(
             "expect",
             "topodoctor.cli.args:ExpectArgs",
             "topodoctor.cli.host:run_expect",

@@ -1,6 +1,6 @@
 """Real gloo process groups that fail the ways jobs fail, each rank dumping its own flight recorder.
 
-    python tests/job_ranks.py OUTDIR [SCENARIO...]
+    python tests/support/job_ranks.py OUTDIR [SCENARIO...]
 
 writes, per scenario, OUTDIR/SCENARIO/nccl_trace_rank_<rank> (torch's pickle, as
 TORCH_FR_DUMP_TEMP_FILE names it), OUTDIR/SCENARIO/json/rank<rank>.json (the JSON form of the

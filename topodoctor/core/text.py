@@ -138,7 +138,7 @@ def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:
 
 
 # XML text and attribute values, as xml.sax.saxutils writes them: that module imports urllib.request
-# (and with it http.client, email and ssl), 30-40 ms of every start of a command that can draw.
+# (and with it http.client, email and ssl) at every start of a command that can draw.
 _XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _XML_ATTR = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
 

@@ -30,8 +30,9 @@ if TYPE_CHECKING:
     from topodoctor.model.findings import Finding
 
 # The longest a probe waits for the CUDA start of a timer forked at the entry point (worker.py
-# ``wait_started``): cuInit, the contexts and peer access took 0.45-0.75 s on the GPU hosts, from
-# 0.07 s after the command's exec; the probe's child starts about 0.25 s after it.
+# ``wait_started``): above what cuInit, the contexts and peer access took on the GPU hosts, counted
+# from the command's exec, less the probe child's own later start (docs/benchmarks.md, "The figures
+# behind constants").
 START_WAIT_S = 1.0
 
 

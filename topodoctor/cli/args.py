@@ -24,6 +24,7 @@ from topodoctor.cli.options import (
     sysfs_root,
     timeout,
 )
+from topodoctor.cli.run_times import took
 from topodoctor.service.passes import Source
 
 DEFAULT_CHECK_TIMEOUT_S = 30.0
@@ -99,7 +100,13 @@ class CheckArgs:
         help="An earlier snapshot of this node (scan --format json, or a recording): PCIe and NIC error "
         "counters are judged by their rise since then, too.",
     )
-    bandwidth: bool = option("--bandwidth", default=False, kind=bool, probes=True, help="Add a quick copy pass.")
+    bandwidth: bool = option(
+        "--bandwidth",
+        default=False,
+        kind=bool,
+        probes=True,
+        help=f"Add a quick copy pass ({took('check --bandwidth')}).",
+    )
     collectives: bool = option(
         "--collectives",
         default=False,
@@ -122,8 +129,9 @@ class CheckArgs:
         metavar="LEVEL",
         choices=LEVELS,
         probes=True,
-        help="static (the topology, ~0.3 s); quick (adds copies, HBM and a short collectives pass, ~10 s; "
-        "--timeout 60 unless given); long (adds the GEMM stress and SM copies, ~3 min; --timeout 300).",
+        help=f"static (the topology, {took('check')}); quick (adds copies, HBM and a short collectives pass, "
+        f"{took('check --level quick')}; --timeout 60 unless given); long (adds the GEMM stress and SM copies, "
+        f"{took('check --level long')}; --timeout 300).",
     )
 
     @property

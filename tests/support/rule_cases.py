@@ -32,6 +32,7 @@ from rule_case_kit import (
     pcie,
 )
 from rule_cases_data_path import DATA_PATH_CASES
+from rule_cases_disagreeing import DISAGREEING_CASES
 from rule_cases_edges_counts import COUNT_EDGE_CASES
 from rule_cases_env import ENV_AND_BANDWIDTH_CASES
 from rule_cases_fitness import FITNESS_CASES
@@ -380,6 +381,7 @@ CASES: list[Case] = [
     Case("TD901", True, "h200-x4", "GPU2 persistence mode: NO_PERMISSION", gpu(2, persistence_mode=FAILED)),
     Case("TD901", False, "h200-x4", "GPU2 persistence mode: NOT_SUPPORTED", gpu(2, persistence_mode=NA)),
     *ENV_AND_BANDWIDTH_CASES,
+    *DISAGREEING_CASES,
 ]
 
 # Each derived scenario raises exactly the codes its index lists: those are firing cases too.

@@ -1,4 +1,4 @@
-"""What the rule-case table (tests/support/rule_cases.py) is written with: the Case record, the
+"""What the rule-case table (tests/rules/cases/) is written with: the Case record, the
 cached sources, and small named edits of a snapshot, a bandwidth result or an environment.
 
 What every case must hold, checked over the whole table and the whole registry

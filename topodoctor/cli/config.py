@@ -169,12 +169,19 @@ def _from_toml(s: Setting, value: Any, where: str) -> Any:
 
 
 def resolve(
-    command: str, given: Mapping[str, Any], config: Path | None, environ: Mapping[str, str], cls: type | None = None
+    command: str,
+    given: Mapping[str, Any],
+    config: Path | None,
+    environ: Mapping[str, str],
+    cls: type | None = None,
+    doc: Mapping[str, Any] | None = None,
 ) -> list[Value]:
     """Every setting of ``command`` for this run: the command line's value (``given``, by field
-    name), else the environment's, else the file's, else the default."""
+    name), else the environment's, else the file's (``doc``, the file read already; else read
+    here), else the default."""
     path, _ = config_path(config, environ)
-    doc = load(path) if path is not None else {}
+    if doc is None:
+        doc = load(path) if path is not None else {}
     out = []
     for s in settings(command, cls):
         table = _table(doc, s.table)

@@ -33,7 +33,9 @@ def run_config(args: ConfigArgs, env: Env) -> int:
     if args.command is not None and args.command not in names:
         raise InputError(f"no settings for {printable(args.command)!r} (commands with settings: {', '.join(names)})")
     path, named_by = config.config_path(args.config, os.environ)
-    values = [v for n in names if args.command in (None, n) for v in config.resolve(n, {}, args.config, os.environ)]
+    doc = config.load(path) if path is not None else {}  # read once for every command's settings
+    shown = [n for n in names if args.command in (None, n)]
+    values = [v for n in shown for v in config.resolve(n, {}, args.config, os.environ, doc=doc)]
     if args.fmt == "json":
         doc = {
             "file": None if path is None else str(path),

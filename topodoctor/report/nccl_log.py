@@ -81,19 +81,6 @@ def _count_ranks(files: Sequence[LogFile]) -> int | None:
     return len(ranks) or None
 
 
-def finding_doc(f: Finding) -> dict[str, Any]:
-    """A finding as a JSON object."""
-    return {
-        "code": f.code,
-        "name": f.name,
-        "severity": f.severity,
-        "subject": f.subject,
-        "message": f.message,
-        "fix": f.fix,
-        "evidence": f.evidence,
-    }
-
-
 def text(s: dict[str, Any], findings: Sequence[Finding], width: int = DEFAULT_WIDTH) -> str:
     """The report for people, every line within ``width`` columns (the JSON keeps everything)."""
     width = max(width, MIN_WIDTH)

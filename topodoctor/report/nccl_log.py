@@ -8,12 +8,12 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from topodoctor.core.text import human_size, plural
+from topodoctor.core.text import PIPE_WIDTH, human_size, plural
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.choices import Choice
 from topodoctor.nccl.parse import LogFile
 
-DEFAULT_WIDTH = 100  # columns, where the terminal says nothing (a pipe without COLUMNS)
+DEFAULT_WIDTH = PIPE_WIDTH  # a caller that names no width: the width of a pipe (core/text.py)
 MIN_WIDTH = 40
 
 

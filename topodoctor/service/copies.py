@@ -16,6 +16,7 @@ from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_wo
 from topodoctor.measure.timer.copy_kernels import BASE_SM, parse
 from topodoctor.model.consistency import validate_snapshot
 from topodoctor.model.copies import PAIR_MODES, BandwidthResult
+from topodoctor.model.copy_modes import expand_modes
 from topodoctor.model.findings import Severity, failing
 from topodoctor.model.outcome import exit_code
 from topodoctor.model.snapshot import HostSnapshot
@@ -149,14 +150,16 @@ def bandwidth_settings(
     pair_timeout_s: float,
     sm_kernel: str | None = None,
 ) -> Settings:
-    """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
+    """Settings from the command's options; ``modes`` as ``model.copy_modes`` names them (``host``
+    means both host directions, ``sm`` the SM kernels' three, ``all`` everything)."""
     chosen = _devices(devices)
     settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
-    sm = ["sm_oneway", "sm_bidir", "sm_latency"]
-    expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h", *sm], "host": ["h2d", "d2h"], "sm": sm}
-    picked = [x for m in modes for x in expand.get(m, [m.replace("-", "_")])]
+    try:
+        picked = expand_modes(modes)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     if picked:
-        settings = replace(settings, modes=tuple(dict.fromkeys(picked)))  # type: ignore[arg-type]
+        settings = replace(settings, modes=picked)  # type: ignore[arg-type]
     if size_mib is not None:
         settings = replace(settings, size_bytes=size_mib * MiB)
     if sm_kernel is not None:

@@ -47,6 +47,16 @@ def _no_real_nvml(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("LINES", raising=False)
 
 
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """pyproject's addopts ask pytest-xdist for every core (``-n auto``): where xdist is not loaded
+    (not installed, or ``-p no:xdist``) the option is taken and the run is one process, not a
+    usage error."""
+    if not pluginmanager.has_plugin("xdist"):
+        # the short flag as xdist declares it (a conftest's public addoption refuses lowercase ones)
+        group = parser.getgroup("xdist", "distributed and subprocess testing (not loaded)")
+        group._addoption("-n", "--numprocesses", dest="numprocesses", default=None, help="ignored: one process")
+
+
 def scenario_path(name: str) -> Path:
     return FIXTURES / "derived" / f"{name}.json"
 

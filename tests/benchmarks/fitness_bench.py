@@ -77,7 +77,7 @@ class Timer:
     def __init__(self, copy_kernel: str = "") -> None:
         env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", PYTHONUNBUFFERED="1")
         self.p = subprocess.Popen(
-            [sys.executable, "-m", "topodoctor.measure.fitness.sm_timer"],
+            [sys.executable, "-m", "topodoctor.measure.timer.kernels"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -5,7 +5,7 @@
 
 Part 1, HBM (one timer process, about a minute): nvbandwidth's ``device_local_copy`` (copy engine,
 its default 512 MiB buffer) runs before and after; between them the timer measures its own copy
-engine copy and then SM copy kernels (``topodoctor/measure/fitness/copy_kernels.py``) in stages,
+engine copy and then SM copy kernels (``topodoctor/measure/timer/copy_kernels.py``) in stages,
 each stage starting from the best of the last: grid structure (persistent grid-stride against
 one-shot grids, threads per block, blocks per SM, loads in flight), cache hints, element width,
 the destination's offset from the source, Hopper's bulk copies; the leaders are measured again
@@ -15,7 +15,7 @@ copy read back and compared byte for byte.
 
 Part 2, latency (``--latency-rounds`` fresh processes of each): nvbandwidth's
 ``host_device_latency_sm`` and the timer's pointer chase into host memory (the same method:
-sm_timer.py), one after the other, alternating which goes first.
+kernels.py), one after the other, alternating which goes first.
 
 Prints one JSON document on stdout (progress on stderr); ``verdict`` says what to read first.
 """
@@ -35,8 +35,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from the checkout
 
 from tests.benchmarks.fitness_bench import Timer, nvbandwidth
-from topodoctor.measure.fitness import copy_kernels
-from topodoctor.measure.fitness.copy_kernels import CopyKernel
+from topodoctor.measure.timer import copy_kernels
+from topodoctor.measure.timer.copy_kernels import CopyKernel
 
 MiB = 1 << 20
 TARGET = 0.98  # SM kernel over device_local_copy
@@ -330,7 +330,7 @@ def verdict(part1: dict[str, Any], part2: dict[str, Any] | None) -> list[str]:
         out.append(f"best SM kernel {top['name']}: {top['gbps']} GB/s = {ratio:.4f} x nvbandwidth {where}")
         out.append(f"target: >= {TARGET}: {met}")
         if top["name"] != copy_kernels.DEFAULT.name:
-            home = "topodoctor/measure/fitness/copy_kernels.py"
+            home = "topodoctor/measure/timer/copy_kernels.py"
             out.append(f"to make it the HBM default: DEFAULT = parse({top['name']!r}) in {home}")
     else:
         why = part1.get("error") or part1.get("nvbandwidth_before", {}).get("error") or "no kernel verified"

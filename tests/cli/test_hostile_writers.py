@@ -80,6 +80,7 @@ LIVE_WRITER_OPTIONS = {"--record-live"}
 READ_OPTIONS = {"--expect", "--from", "--bandwidth", "--lint", "--log-dir", "--baseline", "results", "paths"}
 READ_OPTIONS |= {"dumps", "--map", "--results", "--ras-file", "--replay-live"}
 READ_OPTIONS |= {"--history"}  # a database: only a regular file is opened (tests/fleet/test_history.py)
+READ_OPTIONS |= {"--config"}  # the settings file, read through core/fileio (tests/cli/test_config.py)
 
 
 @pytest.fixture(autouse=True)

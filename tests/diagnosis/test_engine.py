@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from conftest import FIXTURES
 from rule_case_kit import bandwidth_result, bw_measure, snapshot
-from rule_cases_measured import fitness_result
+from rule_case_kit_measured import fitness_result
 
 from topodoctor.diagnosis import nccl_model as nm
 from topodoctor.diagnosis.load import BUSY_UTIL_PCT, loads

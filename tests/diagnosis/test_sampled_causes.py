@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 from rule_case_kit import bandwidth_result, bw_measure, snapshot
-from rule_cases_measured import fitness_result
+from rule_case_kit_measured import fitness_result
 
 from topodoctor.diagnosis import during as judged
 from topodoctor.diagnosis.devices import DeviceSymptom, device_cause

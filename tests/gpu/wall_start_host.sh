@@ -24,15 +24,16 @@ builder=$!
 say "== the host buffer zeroed by the GPU through its mapping"
 PYTHONPATH=$PWD timeout -k 5 60 python3 - <<'EOF' 2>&1 | tee -a "$OUT/log.txt"
 import ctypes
-from topodoctor.measure.copies import cuda_timer, pair_timer
-t = pair_timer.PairTimer()
+from topodoctor.measure.timer import engine as copy_engine
+from topodoctor.measure.timer import kernels, on_gpu, plans
+t = plans.timer(plans.BANDWIDTH)
 t.hello({"op": "hello", "visible": None, "peers": True, "kernels": True})
 n = 64 << 20
 t.prepare({"op": "prepare", "modes": ["h2d", "d2h"], "size": n, "host_size": n})
 pinned = t.host_buffers[(n, "io")]
 fell_back = []
-real = cuda_timer.Timer._clear
-cuda_timer.Timer._clear = lambda self, *a: fell_back.append(1) or real(self, *a)
+real = copy_engine.Timer._clear
+copy_engine.Timer._clear = lambda self, *a: fell_back.append(1) or real(self, *a)
 for g in t.gpus:
     ctypes.memset(pinned, 0x5A, n)
     stream = t._stream(g, 0)

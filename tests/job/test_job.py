@@ -25,7 +25,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reas
 
 @pytest.fixture(scope="module")
 def gloo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every scenario of tests/support/job_ranks.py, run once for the module (about 20 s)."""
+    """Every scenario of tests/support/job_ranks.py, run once for the module (about 20 s: its tests are slow)."""
     out = tmp_path_factory.mktemp("gloo-jobs")
     env = {**os.environ, "TORCH_FR_BUFFER_SIZE": "2000", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
@@ -71,6 +71,7 @@ def test_gloo_failure_names_rank_kind_and_host(scenario: str, gloo: Path, capsys
     assert [f for f in doc["findings"] if f["severity"] == "error"] == [first], "one culprit, not its echoes"
 
 
+@pytest.mark.slow
 @needs_torch
 def test_missing_dump_of_a_healthy_job_is_named(gloo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Transform: the healthy run's dumps without rank 1's file (a rank whose dump never arrived).
@@ -83,6 +84,7 @@ def test_missing_dump_of_a_healthy_job_is_named(gloo: Path, tmp_path: Path, caps
     assert [(f["kind"], f["ranks"], f["hosts"]) for f in doc["findings"]] == [("missing-dump", [1], ["node01"])]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_missing_dump_is_found_from_the_world_size_without_a_map(
     gloo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -95,6 +97,7 @@ def test_missing_dump_is_found_from_the_world_size_without_a_map(
     assert code == 1 and doc["findings"][0]["ranks"] == [2]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_healthy_job_is_ok(gloo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = gloo / "healthy"
@@ -103,6 +106,7 @@ def test_healthy_job_is_ok(gloo: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert doc["ranks"] == [0, 1, 2]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_late_rank_below_the_threshold_is_no_straggler(gloo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _job([str(gloo / "late"), "--late-ms", "60"], capsys)  # rank 2 is 30 ms late
@@ -125,6 +129,7 @@ def test_a_rank_once_past_its_peers_timeout_is_named_with_its_lateness(
     assert table[2]["median_ms"] < 5  # the median alone hides it
 
 
+@pytest.mark.slow
 @needs_torch
 def test_json_form_of_the_dumps_reads_like_the_pickle(gloo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = gloo / "sleep"
@@ -134,6 +139,7 @@ def test_json_form_of_the_dumps_reads_like_the_pickle(gloo: Path, capsys: pytest
     assert from_json["groups"][0]["enqueued"] == from_pickle["groups"][0]["enqueued"]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_culprit_joined_with_its_hosts_check_result(
     gloo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -251,7 +251,7 @@ def test_a_gpu_is_said_not_idle_for_another_s_process_never_for_the_copy_timer(o
 
     saved = load_result(FIXTURES / "bandwidth" / "h200-x4.quick.json")
     assert saved.snapshot is not None
-    timer = ComputeProcess(4201, 1 << 29, 1000, 4200, "python3 -m topodoctor.measure.copies.pair_timer", ours)
+    timer = ComputeProcess(4201, 1 << 29, 1000, 4200, "python3 -m topodoctor.measure.timer.on_gpu", ours)
     gpus = tuple(replace(g, compute_processes=(timer,) if g.index == 0 else ()) for g in saved.snapshot.gpus)
     r = replace(
         saved,

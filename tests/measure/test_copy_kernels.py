@@ -15,8 +15,8 @@ import pytest
 
 from tests.benchmarks import hbm_kernels
 from tests.support import ptxsim
-from topodoctor.measure.fitness import copy_kernels, copy_ptx, ptx
-from topodoctor.measure.fitness.copy_kernels import CopyKernel, for_gpu, geometry, parse
+from topodoctor.measure.timer import copy_kernels, copy_ptx, ptx
+from topodoctor.measure.timer.copy_kernels import CopyKernel, for_gpu, geometry, parse
 
 CATALOGUE = [
     *hbm_kernels.structure(),

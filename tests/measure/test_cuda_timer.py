@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from topodoctor.measure.copies import cuda_timer
+from topodoctor.measure.timer import engine as copy_engine
 
 
 def _v(x: Any) -> Any:
@@ -86,7 +86,7 @@ class FakeLib:
         return 0
 
 
-class FakeDriver(cuda_timer.Driver):
+class FakeDriver(copy_engine.Driver):
     def __init__(self) -> None:
         self.lib = FakeLib(2)
         self.libc = ctypes.CDLL(None)
@@ -94,11 +94,11 @@ class FakeDriver(cuda_timer.Driver):
 
 
 @pytest.fixture
-def timer(monkeypatch: pytest.MonkeyPatch) -> cuda_timer.Timer:
-    monkeypatch.setattr(cuda_timer, "Driver", FakeDriver)
-    monkeypatch.setattr(cuda_timer, "CHUNK", 1 << 16)  # several chunks per buffer
+def timer(monkeypatch: pytest.MonkeyPatch) -> copy_engine.Timer:
+    monkeypatch.setattr(copy_engine, "Driver", FakeDriver)
+    monkeypatch.setattr(copy_engine, "CHUNK", 1 << 16)  # several chunks per buffer
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # hello sets it in this process: undone after the test
-    t = cuda_timer.Timer()
+    t = copy_engine.Timer()
     hello = t.hello({"op": "hello", "visible": "GPU-a,GPU-b", "peers": True})
     assert [d["bus_id"] for d in hello["devices"]] == ["0000:00:06.0", "0000:00:07.0"]
     assert hello["cuda"] == "13.0" and set(hello["timings"]) == {"cuda_init", "contexts_and_peers", "allocation"}
@@ -108,7 +108,7 @@ def timer(monkeypatch: pytest.MonkeyPatch) -> cuda_timer.Timer:
 SIZE = 300_000  # not a multiple of the chunk: the last chunk is partial
 
 
-def test_oneway_and_bidir_answers(timer: cuda_timer.Timer) -> None:
+def test_oneway_and_bidir_answers(timer: copy_engine.Timer) -> None:
     for mode in ("oneway", "bidir"):
         a = timer.p2p({"op": "p2p", "src": 0, "dst": 1, "size": SIZE, "iters": 3, "samples": 4, "mode": mode})
         assert len(a["samples"]) == 4 and min(a["samples"]) > 0
@@ -117,7 +117,7 @@ def test_oneway_and_bidir_answers(timer: cuda_timer.Timer) -> None:
         assert {"allocation", "measurement", "verification"} <= set(a["timings"])
 
 
-def test_every_sample_waits_on_a_new_flag_value(timer: cuda_timer.Timer) -> None:
+def test_every_sample_waits_on_a_new_flag_value(timer: copy_engine.Timer) -> None:
     lib = timer.cu.lib
     assert isinstance(lib, FakeLib)
     before = len(lib.waits)
@@ -129,7 +129,7 @@ def test_every_sample_waits_on_a_new_flag_value(timer: cuda_timer.Timer) -> None
     assert flag == waits[-1]  # released
 
 
-def test_a_corrupted_copy_is_caught(timer: cuda_timer.Timer) -> None:
+def test_a_corrupted_copy_is_caught(timer: copy_engine.Timer) -> None:
     lib = timer.cu.lib
     assert isinstance(lib, FakeLib)
     lib.corrupt_peer_copies = True
@@ -137,32 +137,32 @@ def test_a_corrupted_copy_is_caught(timer: cuda_timer.Timer) -> None:
     assert a["verified"] is False
 
 
-def test_latency_per_destination(timer: cuda_timer.Timer) -> None:
+def test_latency_per_destination(timer: copy_engine.Timer) -> None:
     a = timer.latency({"op": "latency", "src": 1, "dsts": [0], "size": 4, "iters": 10, "samples": 3})
     (r,) = a["results"]
     assert r["dst"] == 0 and len(r["samples"]) == 3 and r["verified"] is None and r["held"] is True
 
 
 @pytest.mark.parametrize("direction", ["h2d", "d2h"])
-def test_host_copies_both_ways(timer: cuda_timer.Timer, direction: str) -> None:
+def test_host_copies_both_ways(timer: copy_engine.Timer, direction: str) -> None:
     a = timer.host({"op": "host", "dev": 0, "dir": direction, "size": SIZE, "iters": 2, "samples": 3})
     assert a["verified"] is True and a["path"] == "host" and len(a["samples"]) == 3
 
 
 def test_host_copies_fill_the_pattern_once_and_zero_before_each_read_back(
-    timer: cuda_timer.Timer, monkeypatch: pytest.MonkeyPatch
+    timer: copy_engine.Timer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """h2d after h2d finds the pattern in place (no refill); d2h zeroes the buffer first, so a
     copy back that wrote nothing fails its check even though the buffer held the pattern."""
     task = {"op": "host", "dev": 0, "size": SIZE, "iters": 1, "samples": 1}
     fills: list[int] = []
-    real_fill = cuda_timer.Timer._fill
+    real_fill = copy_engine.Timer._fill
 
-    def counted(self: cuda_timer.Timer, pinned: int, size: int) -> None:
+    def counted(self: copy_engine.Timer, pinned: int, size: int) -> None:
         fills.append(pinned in self.patterned)
         real_fill(self, pinned, size)
 
-    monkeypatch.setattr(cuda_timer.Timer, "_fill", counted)
+    monkeypatch.setattr(copy_engine.Timer, "_fill", counted)
     assert timer.host(dict(task, dir="h2d"))["verified"] is True
     assert timer.host(dict(task, dev=1, dir="h2d"))["verified"] is True
     assert fills == [False, True]  # the second found it filled

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES
-from rule_cases_measured import fitness_result
+from rule_case_kit_measured import fitness_result
 from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app

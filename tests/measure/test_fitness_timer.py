@@ -19,13 +19,13 @@ import pytest
 
 from tests.measure.test_cuda_timer import FakeDriver, FakeLib, _v
 from tests.support import ptxsim
-from topodoctor.measure.copies import cuda_timer
-from topodoctor.measure.fitness import copy_kernels, ptx, sm_timer
+from topodoctor.measure.timer import copy_kernels, kernels, plans, ptx
+from topodoctor.measure.timer import engine as copy_engine
 
 JIT_COMPILER_NOT_FOUND = 221
 UNSUPPORTED_PTX_VERSION = 222
-ATTRIBUTES = {sm_timer.ATTR_SM_COUNT: 4, sm_timer.ATTR_CC_MAJOR: 9, sm_timer.ATTR_CC_MINOR: 0,
-              sm_timer.ATTR_UNIFIED_ADDRESSING: 1}  # fmt: skip
+ATTRIBUTES = {kernels.ATTR_SM_COUNT: 4, kernels.ATTR_CC_MAJOR: 9, kernels.ATTR_CC_MINOR: 0,
+              kernels.ATTR_UNIFIED_ADDRESSING: 1}  # fmt: skip
 
 
 class KernelLib(FakeLib):
@@ -115,23 +115,23 @@ class KernelDriver(FakeDriver):
         self.lib = KernelLib(2)
 
 
-def start(monkeypatch: pytest.MonkeyPatch, **attributes: int) -> sm_timer.FitnessTimer:
-    monkeypatch.setattr(cuda_timer, "Driver", KernelDriver)
-    monkeypatch.setattr(cuda_timer, "CHUNK", 1 << 16)
+def start(monkeypatch: pytest.MonkeyPatch, **attributes: int) -> kernels.KernelTimer:
+    monkeypatch.setattr(copy_engine, "Driver", KernelDriver)
+    monkeypatch.setattr(copy_engine, "CHUNK", 1 << 16)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    t = sm_timer.FitnessTimer()
-    lib(t).attributes.update({getattr(sm_timer, k): v for k, v in attributes.items()})
+    t = plans.timer(plans.FITNESS)
+    lib(t).attributes.update({getattr(kernels, k): v for k, v in attributes.items()})
     hello = t.hello({"op": "hello", "visible": None, "peers": True})
     assert "kernels_jit" in hello["timings"] and "PTX" in hello["method"]
     return t
 
 
 @pytest.fixture
-def timer(monkeypatch: pytest.MonkeyPatch) -> sm_timer.FitnessTimer:
+def timer(monkeypatch: pytest.MonkeyPatch) -> kernels.KernelTimer:
     return start(monkeypatch)
 
 
-def lib(t: sm_timer.FitnessTimer) -> KernelLib:
+def lib(t: kernels.KernelTimer) -> KernelLib:
     assert isinstance(t.cu.lib, KernelLib)
     return t.cu.lib
 
@@ -140,7 +140,7 @@ SIZE = 300_000 // 16 * 16
 
 
 @pytest.mark.parametrize("engine", ["ce", "sm"])
-def test_hbm_copies_are_verified(timer: sm_timer.FitnessTimer, engine: str) -> None:
+def test_hbm_copies_are_verified(timer: kernels.KernelTimer, engine: str) -> None:
     a = timer.hbm({"op": "hbm", "dev": 1, "engine": engine, "size": SIZE, "iters": 3, "samples": 4})
     assert a["verified"] is True and a["held"] is True and len(a["samples"]) == 4 and min(a["samples"]) > 0
     kernels = [k for k, _, _ in lib(timer).launches]
@@ -161,7 +161,7 @@ def test_hbm_copies_are_verified(timer: sm_timer.FitnessTimer, engine: str) -> N
         "bulk-s2-c1k-b2-o512",
     ],
 )
-def test_hbm_kernels_copy_what_their_ptx_says(timer: sm_timer.FitnessTimer, name: str) -> None:
+def test_hbm_kernels_copy_what_their_ptx_says(timer: kernels.KernelTimer, name: str) -> None:
     """Each shape's own PTX, run by the simulator on a buffer that leaves a tail, ``iters`` times."""
     lib(timer).simulate = True
     before = len(lib(timer).launches)
@@ -182,13 +182,13 @@ def test_a_kernel_the_gpu_lacks_falls_back_to_the_portable_one(monkeypatch: pyte
     assert a["verified"] is True and a["kernel"] == copy_kernels.PORTABLE.name and "sm_90" in a["fallback"]
 
 
-def test_a_kernel_the_driver_cannot_load_falls_back_to_the_portable_one(timer: sm_timer.FitnessTimer) -> None:
+def test_a_kernel_the_driver_cannot_load_falls_back_to_the_portable_one(timer: kernels.KernelTimer) -> None:
     lib(timer).refuse = b"cp.async.bulk"
     a = timer.hbm({"op": "hbm", "dev": 0, "engine": "sm", "kernel": "bulk", "size": SIZE, "iters": 1, "samples": 1})
     assert a["kernel"] == copy_kernels.PORTABLE.name and "UNSUPPORTED_PTX_VERSION" in a["fallback"]
 
 
-def test_a_wrong_kernel_copy_is_caught(timer: sm_timer.FitnessTimer) -> None:
+def test_a_wrong_kernel_copy_is_caught(timer: kernels.KernelTimer) -> None:
     lib(timer).corrupt_kernel_copies = True
     a = timer.hbm({"op": "hbm", "dev": 0, "engine": "sm", "size": SIZE, "iters": 1, "samples": 1})
     assert a["verified"] is False
@@ -206,7 +206,7 @@ def test_a_wrong_kernel_copy_is_caught(timer: sm_timer.FitnessTimer) -> None:
     ],
 )
 def test_sm_copies_run_where_they_should_and_are_verified(
-    timer: sm_timer.FitnessTimer, src: int, dst: int, initiator: str, bidir: bool, runs_on: list[int]
+    timer: kernels.KernelTimer, src: int, dst: int, initiator: str, bidir: bool, runs_on: list[int]
 ) -> None:
     task = {"src": src, "dst": dst, "initiator": initiator, "bidir": bidir, "size": SIZE, "iters": 2, "samples": 3}
     before = len(lib(timer).launches)
@@ -220,7 +220,7 @@ def test_sm_copies_run_where_they_should_and_are_verified(
 
 
 @pytest.mark.parametrize("target", [-1, 0, 1])
-def test_pointer_chase_sweeps_every_sm_as_nvbandwidth(timer: sm_timer.FitnessTimer, target: int) -> None:
+def test_pointer_chase_sweeps_every_sm_as_nvbandwidth(timer: kernels.KernelTimer, target: int) -> None:
     before = len(lib(timer).launches)
     a = timer.chase({"op": "chase", "dev": 0, "target": target, "accesses": 5000, "samples": 2})
     assert a["verified"] is True and len(a["samples"]) == 2 and min(a["samples"]) > 0
@@ -230,7 +230,7 @@ def test_pointer_chase_sweeps_every_sm_as_nvbandwidth(timer: sm_timer.FitnessTim
     assert bool(lib(timer).freed) is (target == -1)  # host memory is allocated for the test and freed
 
 
-def test_host_chain_memory_is_allocated_near_the_gpu(timer: sm_timer.FitnessTimer) -> None:
+def test_host_chain_memory_is_allocated_near_the_gpu(timer: kernels.KernelTimer) -> None:
     """As nvbandwidth: PORTABLE pinned memory (used through its unified address), allocated by a
     thread on the GPU's CPUs; the thread gets its CPUs back afterwards."""
     if not hasattr(os, "sched_setaffinity"):
@@ -239,20 +239,20 @@ def test_host_chain_memory_is_allocated_near_the_gpu(timer: sm_timer.FitnessTime
     one = min(allowed)
     before = len(lib(timer).host_allocs)
     timer.chase({"op": "chase", "dev": 0, "target": -1, "accesses": 400, "samples": 1, "cpus": [one, 10**6]})
-    assert lib(timer).host_allocs[before:] == [(sm_timer.LATENCY_BUFFER, sm_timer.HOST_PORTABLE, {one})]
+    assert lib(timer).host_allocs[before:] == [(kernels.LATENCY_BUFFER, kernels.HOST_PORTABLE, {one})]
     assert os.sched_getaffinity(0) == allowed
 
 
-def test_a_walk_that_ends_elsewhere_is_caught(timer: sm_timer.FitnessTimer) -> None:
+def test_a_walk_that_ends_elsewhere_is_caught(timer: kernels.KernelTimer) -> None:
     lib(timer).short_walk = True
     a = timer.chase({"op": "chase", "dev": 0, "target": 1, "accesses": 1200, "samples": 1})
     assert a["verified"] is False
 
 
 def test_missing_jit_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cuda_timer, "Driver", KernelDriver)
+    monkeypatch.setattr(copy_engine, "Driver", KernelDriver)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    t = sm_timer.FitnessTimer()
+    t = plans.timer(plans.FITNESS)
     lib(t).module_rc = JIT_COMPILER_NOT_FOUND
     with pytest.raises(RuntimeError, match="libnvidia-ptxjitcompiler"):
         t.hello({"op": "hello", "visible": None, "peers": False})

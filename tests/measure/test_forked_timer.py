@@ -17,9 +17,10 @@ import pytest
 from tests.measure.test_pair_timer import SIZE, PairDriver, _start, lib
 from topodoctor.cli.commands import main
 from topodoctor.core import budget
-from topodoctor.measure.copies import cuda_timer, forked
+from topodoctor.measure.copies import forked
 from topodoctor.measure.copies.hello import hello_extra, hello_task
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd
+from topodoctor.measure.timer import engine as copy_engine
 from topodoctor.service import early_copies
 from topodoctor.topology.scope import SOURCES
 
@@ -29,8 +30,8 @@ MIB = 1 << 20
 
 @pytest.fixture
 def stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cuda_timer, "Driver", PairDriver)  # inherited by the fork
-    monkeypatch.setattr(cuda_timer, "CHUNK", 1 << 16)
+    monkeypatch.setattr(copy_engine, "Driver", PairDriver)  # inherited by the fork
+    monkeypatch.setattr(copy_engine, "CHUNK", 1 << 16)
     for name in SOURCES:
         monkeypatch.delenv(name, raising=False)
 
@@ -60,7 +61,7 @@ def test_the_forked_timer_answers_its_first_hello_prepares_and_measures(stand_in
 def test_prepared_buffers_are_the_ones_the_tasks_use(monkeypatch: pytest.MonkeyPatch) -> None:
     t = _start(monkeypatch)
     modes = ["oneway", "bidir", "h2d", "d2h", "sm_oneway", "sm_bidir"]
-    answer = t.prepare({"modes": modes, "size": SIZE, "host_size": SIZE // 2})
+    answer = t.checks.prepare({"modes": modes, "size": SIZE, "host_size": SIZE // 2})
     assert answer["timings"]["allocation"] >= 0 and answer["clock"]["prepared"] > 0
     made = len(lib(t).keep)
     pair = {"src": 0, "dst": 1, "iters": 1, "samples": 1}
@@ -78,7 +79,7 @@ def test_prepared_buffers_are_the_ones_the_tasks_use(monkeypatch: pytest.MonkeyP
 def test_nothing_is_made_for_modes_that_use_no_buffer_of_the_pass_s_size(monkeypatch: pytest.MonkeyPatch) -> None:
     t = _start(monkeypatch)
     made = len(lib(t).keep)
-    t.prepare({"modes": ["latency", "sm_latency"], "size": SIZE, "host_size": SIZE})
+    t.checks.prepare({"modes": ["latency", "sm_latency"], "size": SIZE, "host_size": SIZE})
     assert len(lib(t).keep) == made
 
 
@@ -147,7 +148,7 @@ def test_a_hello_it_cannot_answer_ends_the_forked_timer(monkeypatch: pytest.Monk
         raise OSError("no libcuda")
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.setattr(cuda_timer.Driver, "__init__", no_driver)
+    monkeypatch.setattr(copy_engine.Driver, "__init__", no_driver)
     w = _worker(EVERY_GPU)
     w.fallback = None
     with pytest.raises(Exception, match="CUDA unavailable: OSError: no libcuda"):

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import pytest
 
 from tests.benchmarks import fitness_bench, hbm_kernels
-from topodoctor.measure.fitness import copy_kernels
-from topodoctor.measure.fitness.copy_kernels import CopyKernel, parse
+from topodoctor.measure.timer import copy_kernels
+from topodoctor.measure.timer.copy_kernels import CopyKernel, parse
 
 ANCHOR = 2000.0
 

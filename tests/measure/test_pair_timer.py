@@ -13,9 +13,9 @@ import pytest
 from tests.measure.test_cuda_timer import _v
 from tests.measure.test_fitness_timer import JIT_COMPILER_NOT_FOUND, KernelDriver, KernelLib
 from tests.support import ptxsim
-from topodoctor.measure.copies import cuda_timer, pair_timer
 from topodoctor.measure.copies.tasks import Settings, plan_tasks
-from topodoctor.measure.fitness import copy_kernels, ptx
+from topodoctor.measure.timer import copy_kernels, kernels, on_gpu, plans, ptx
+from topodoctor.measure.timer import engine as copy_engine
 
 
 # ---- td_same, as the simulator runs its PTX
@@ -95,17 +95,17 @@ class PairDriver(KernelDriver):
         self.lib = PairLib(2)
 
 
-def _start(monkeypatch: pytest.MonkeyPatch, module_rc: int = 0, **hello: Any) -> pair_timer.PairTimer:
-    monkeypatch.setattr(cuda_timer, "Driver", PairDriver)
-    monkeypatch.setattr(cuda_timer, "CHUNK", 1 << 16)
+def _start(monkeypatch: pytest.MonkeyPatch, module_rc: int = 0, **hello: Any) -> kernels.KernelTimer:
+    monkeypatch.setattr(copy_engine, "Driver", PairDriver)
+    monkeypatch.setattr(copy_engine, "CHUNK", 1 << 16)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    t = pair_timer.PairTimer()
+    t = plans.timer(plans.BANDWIDTH)
     lib(t).module_rc = module_rc
     t.answer = t.hello({"op": "hello", "visible": None, "peers": True, "kernels": True, **hello})  # type: ignore[attr-defined]
     return t
 
 
-def lib(t: pair_timer.PairTimer) -> PairLib:
+def lib(t: kernels.KernelTimer) -> PairLib:
     assert isinstance(t.cu.lib, PairLib)
     return t.cu.lib
 
@@ -118,7 +118,7 @@ def test_hello_loads_the_kernels_and_says_when_cuda_was_ready(monkeypatch: pytes
     answer = t.answer  # type: ignore[attr-defined]
     assert answer["kernels_missing"] is None and "stride-u4-t512-b1" in answer["method"]
     assert answer["clock"]["ready"] > 0 and "kernels_jit" in answer["timings"]
-    assert set(t.same) == {0, 1}
+    assert t.checks is not None and set(t.checks.same_fn) == {0, 1}
 
 
 def test_copies_are_checked_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,7 +127,7 @@ def test_copies_are_checked_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     a = t.p2p({"op": "p2p", "src": 0, "dst": 1, "size": SIZE, "iters": 2, "samples": 2, "mode": "bidir"})
     assert a["verified"] is True
     checks = [(k, g, b) for k, g, b in lib(t).launches[before:] if k == ptx.SAME]
-    assert checks == [(ptx.SAME, 4 * pair_timer.SAME_BLOCKS_PER_SM, pair_timer.SAME_BLOCK)] * 2  # each destination
+    assert checks == [(ptx.SAME, 4 * on_gpu.SAME_BLOCKS_PER_SM, on_gpu.SAME_BLOCK)] * 2  # each destination
     lib(t).corrupt_peer_copies = True
     a = t.p2p({"op": "p2p", "src": 1, "dst": 0, "size": SIZE, "iters": 1, "samples": 1, "mode": "oneway"})
     assert a["verified"] is False
@@ -138,7 +138,7 @@ def test_host_copies_back_are_zeroed_and_checked_by_the_gpu(monkeypatch: pytest.
     td_same through its mapping; a copy that wrote nothing is caught; where the driver refuses the
     memset, the CPU zeroes it."""
     t = _start(monkeypatch)
-    t.prepare({"op": "prepare", "modes": ["h2d", "d2h"], "size": SIZE, "host_size": SIZE})
+    t.checks.prepare({"op": "prepare", "modes": ["h2d", "d2h"], "size": SIZE, "host_size": SIZE})
     pinned = t.host_buffers[(SIZE, "io")]
     assert pinned in t.patterned  # filled while the probe ran
     before = len(lib(t).launches)

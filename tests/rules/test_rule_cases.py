@@ -1,4 +1,4 @@
-"""Every rule against its table of cases (tests/support/rule_cases.py): it fires where it must, with
+"""Every rule against its table of cases (tests/rules/cases/, by family): it fires where it must, with
 the severity it documents, and stays silent on the near misses; every threshold has a pair of cases
 at its edge that a nudge of the threshold turns around; a firing case's findings say what
 tests/golden/rule-cases.json holds (message and evidence), regenerated where a change is meant. A
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 from rule_case_kit import Case, bandwidth_result, documented_severities, expectations, snapshot, thresholds
-from rule_cases import ALL_CASES, CASES
-from rule_cases_measured import fitness_result
-from rule_cases_more import collectives_result
+from rule_case_kit_measured import fitness_result
+from rule_case_kit_more import collectives_result
 from tests_support import judged
 
+from tests.rules.cases import ALL_CASES, CASES
 from topodoctor.model.findings import Finding
 from topodoctor.probe.environment import capture_environment
 from topodoctor.rules import REGISTRY, Context, evaluate
@@ -57,7 +57,7 @@ def _judge(case: Case) -> list[Finding]:
 
 
 WORDS = Path(__file__).resolve().parents[1] / "golden" / "rule-cases.json"
-REWRITE = "PYTHONPATH=tests/support:tests python tests/rules/test_rule_cases.py --write"
+REWRITE = "PYTHONPATH=.:tests/support:tests python tests/rules/test_rule_cases.py --write"
 
 
 def _said(case: Case) -> list[dict[str, Any]]:
@@ -192,7 +192,7 @@ def test_every_rule_has_a_firing_case_and_a_near_miss() -> None:
         for code, r in sorted(REGISTRY.items())
         if code not in fires or code not in quiet
     ]
-    assert lacking == [], "rules without cases in tests/support/rule_cases.py"
+    assert lacking == [], "rules without cases in tests/rules/cases/"
 
 
 def test_the_table_names_only_real_rules() -> None:

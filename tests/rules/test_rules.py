@@ -184,7 +184,7 @@ def test_nccl_conf_files(tmp_path: Path) -> None:
     assert "TD601" not in {f.code for f in run("h200-x4", env=env)}
 
 
-# --- the registry itself (cases per rule: tests/support/rule_cases.py)
+# --- the registry itself (cases per rule: tests/rules/cases/)
 
 
 def test_every_rule_is_documented() -> None:

@@ -1,6 +1,6 @@
 """Real gloo process groups that fail the ways jobs fail, each rank dumping its own flight recorder.
 
-    python tests/job_ranks.py OUTDIR [SCENARIO...]
+    python tests/support/job_ranks.py OUTDIR [SCENARIO...]
 
 writes, per scenario, OUTDIR/SCENARIO/nccl_trace_rank_<rank> (torch's pickle, as
 TORCH_FR_DUMP_TEMP_FILE names it), OUTDIR/SCENARIO/json/rank<rank>.json (the JSON form of the
@@ -31,7 +31,10 @@ from pathlib import Path
 
 WORLD = 3
 TIMEOUT_S = 3.0  # the group's timeout where a rank stalls: peers give up and dump after it
-RUN_TIMEOUT_S = 60.0  # where nothing stalls: a loaded machine must not time an op out
+# Where nothing stalls, and for the rendezvous and the warm-up of every scenario: a loaded machine
+# may take seconds to bring three ranks together, which must not time the group out before the
+# part a scenario stages (the short timeout is set only once every rank has been in the group).
+RUN_TIMEOUT_S = 60.0
 WARMUP = 3
 LATE_S = 0.030
 LATE_OPS = 20
@@ -61,7 +64,7 @@ def _rank(scenario: str, out: Path, rank: int) -> None:
     import torch.distributed as dist
 
     timeout = _timeout(scenario)
-    signal.alarm(int(timeout * 4) + 5)  # nothing here may outlive the scenario
+    signal.alarm(int(RUN_TIMEOUT_S + timeout * 4) + 5)  # nothing here may outlive the scenario
     # The map line a job writes (docs/job.md): rank, host, local rank, GPU; hosts are made up,
     # one per rank, as on a real multi-node job.
     (out / f"map.{rank}").write_text(f"{rank} node{rank:02d} 0 -\n")
@@ -70,11 +73,13 @@ def _rank(scenario: str, out: Path, rank: int) -> None:
         init_method=f"file://{out}/store",
         rank=rank,
         world_size=WORLD,
-        timeout=timedelta(seconds=timeout),
+        timeout=timedelta(seconds=RUN_TIMEOUT_S),
     )
     t = torch.ones(4)
     for _ in range(WARMUP):
         dist.all_reduce(t)
+    # Every rank has reached the warm-up's last collective: from here the scenario's own timeout.
+    dist.distributed_c10d._set_pg_timeout(timedelta(seconds=timeout))
     culprit = CULPRIT[scenario] == rank
     try:
         if scenario == "sleep" and culprit:
@@ -132,7 +137,7 @@ def run(outdir: Path, scenarios: tuple[str, ...] = SCENARIOS) -> None:
                 finally:
                     os._exit(code)
             pids.append(pid)
-        deadline = time.monotonic() + _timeout(scenario) * 5 + 10
+        deadline = time.monotonic() + RUN_TIMEOUT_S + _timeout(scenario) * 5 + 10
         for pid in pids:
             while time.monotonic() < deadline:
                 done, _ = os.waitpid(pid, os.WNOHANG)

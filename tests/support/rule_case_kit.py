@@ -1,4 +1,4 @@
-"""What the rule-case table (tests/support/rule_cases.py) is written with: the Case record, the
+"""What the rule-case table (tests/rules/cases/) is written with: the Case record, the
 cached sources, and small named edits of a snapshot, a bandwidth result or an environment.
 
 What every case must hold, checked over the whole table and the whole registry
@@ -84,12 +84,13 @@ NOT_THRESHOLDS = {
     "CONF_EVIDENCE_LINES": "how many bad lines of a config file the evidence quotes",
     "IDLE_BIT": "a bit of NVML's clock-event mask, not a limit",
 }
-_SEVERITY_LINE = re.compile(r"^- severity: (\w+)(?: \(by kind also ([\w, ]+)\))?;", re.M)
+# a rule's line (the other codes of the page, nccl-log's and the history's, have no tags)
+_SEVERITY_LINE = re.compile(r"^- severity: (\w+)(?: \(by kind also ([\w, ]+)\))?; tags:", re.M)
 
 
 @cache
 def documented_severities() -> dict[str, tuple[str, frozenset[str]]]:
-    """code -> (severity, the other severities it may grade by kind), as docs/rules.md documents them."""
+    """rule code -> (severity, the other severities it may grade by kind), as docs/rules.md documents them."""
     text = (ROOT / "docs" / "rules.md").read_text()
     out: dict[str, tuple[str, frozenset[str]]] = {}
     for section in re.split(r"^### ", text, flags=re.M)[1:]:

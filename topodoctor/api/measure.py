@@ -15,6 +15,7 @@ from topodoctor.api.host import Host, probed
 from topodoctor.core.budget import Budget, parse_timeout
 from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
 from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
+from topodoctor.model.copy_modes import COPY_MODES
 from topodoctor.service import copies
 from topodoctor.service.collective_runs import CollectivesRun, run_collectives
 from topodoctor.service.collective_sweeps import predict_for
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from topodoctor.model.copies import BandwidthResult
     from topodoctor.topology.busbw import Prediction
 
-MODES = ("oneway", "bidir", "latency", "h2d", "d2h", "host", "all")  # `bandwidth --mode`'s choices
+MODES = COPY_MODES  # `bandwidth --mode`'s choices, the same list
 
 
 def _source(host: Host | None) -> Source:
@@ -49,14 +50,12 @@ def bandwidth(
     timeout: float = 900.0,
 ) -> BandwidthResult:
     """Time copies on the GPUs of ``host`` (None: this host, probed afresh) as ``topodoctor
-    bandwidth`` does with the same options: ``modes`` among oneway, bidir, latency, h2d, d2h,
-    host and all (default: the command's); ``quick`` (a prolog's short pass); ``devices`` (NVML
+    bandwidth`` does with the same options: ``modes`` among the command's (``MODES``: oneway,
+    bidir, latency, h2d, d2h, host, sm, sm-oneway, sm-bidir, sm-latency, all; default: the
+    command's); ``quick`` (a prolog's short pass); ``devices`` (NVML
     indices). The ``BandwidthResult`` holds every measurement and the snapshot it ran on.
     Raises ``CannotMeasure`` when the copies cannot run here (no GPU, no CUDA, no torch)."""
     picked = [modes] if isinstance(modes, str) else list(modes)
-    unknown = [m for m in picked if m not in MODES]
-    if unknown:
-        raise InputError(f"unknown bandwidth mode {unknown[0]!r}; choose from {', '.join(MODES)}")
     chosen = None if devices is None else ",".join(str(int(d)) for d in devices)
     settings = copies.bandwidth_settings(picked, quick, size_mib, iters, samples, chosen, pair_timeout)
     try:

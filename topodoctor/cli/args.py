@@ -1,5 +1,5 @@
 """The options of the commands that read one host (scan, record, check, expect, rules, explain,
-nccl-topo): one frozen object per command, each field one option (cli/options.py). Light on
+nccl-topo) and of ``config``: one frozen object per command, each field one option (cli/options.py). Light on
 purpose: the console entry point reads a ``check`` or ``scan`` command line with these before
 anything else loads."""
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from topodoctor.cli.options import (
     REQUIRED,
     argument,
+    config_file,
     fail_level,
     fmt,
     metrics,
@@ -23,6 +24,7 @@ from topodoctor.cli.options import (
     sysfs_root,
     timeout,
 )
+from topodoctor.cli.run_times import took
 from topodoctor.service.passes import Source
 
 DEFAULT_CHECK_TIMEOUT_S = 30.0
@@ -80,15 +82,16 @@ class CheckArgs:
     replay: str | None = replay()
     fmt: str = fmt(("text", "json", "line", "prometheus"), "text, json, line (a drain reason) or prometheus.")
     metrics: Path | None = metrics()
-    timeout: float = timeout(DEFAULT_CHECK_TIMEOUT_S)
+    timeout: float = timeout(DEFAULT_CHECK_TIMEOUT_S, setting=True)
     select: tuple[str, ...] = rule_list("--select")
     ignore: tuple[str, ...] = rule_list("--ignore")
     prolog: bool = option("--prolog", default=False, kind=bool, help="Only the rules tagged prolog (the fast subset).")
     strict: bool = strict()
-    fail_level: str = fail_level()
+    fail_level: str = fail_level(setting=True)
     expect: Path | None = option(
-        "--expect", default=None, metavar="FILE", kind=Path, help="Expectations file for this node type."
+        "--expect", default=None, metavar="FILE", kind=Path, setting=True, help="Expectations file for this node type."
     )
+    config: Path | None = config_file()
     baseline: Path | None = option(
         "--baseline",
         default=None,
@@ -97,7 +100,13 @@ class CheckArgs:
         help="An earlier snapshot of this node (scan --format json, or a recording): PCIe and NIC error "
         "counters are judged by their rise since then, too.",
     )
-    bandwidth: bool = option("--bandwidth", default=False, kind=bool, probes=True, help="Add a quick copy pass.")
+    bandwidth: bool = option(
+        "--bandwidth",
+        default=False,
+        kind=bool,
+        probes=True,
+        help=f"Add a quick copy pass ({took('check --bandwidth')}).",
+    )
     collectives: bool = option(
         "--collectives",
         default=False,
@@ -120,8 +129,9 @@ class CheckArgs:
         metavar="LEVEL",
         choices=LEVELS,
         probes=True,
-        help="static (the topology, ~0.3 s); quick (adds copies, HBM and a short collectives pass, ~10 s; "
-        "--timeout 60 unless given); long (adds the GEMM stress and SM copies, ~3 min; --timeout 300).",
+        help=f"static (the topology, {took('check')}); quick (adds copies, HBM and a short collectives pass, "
+        f"{took('check --level quick')}; --timeout 60 unless given); long (adds the GEMM stress and SM copies, "
+        f"{took('check --level long')}; --timeout 300).",
     )
 
     @property
@@ -202,3 +212,12 @@ class NcclTopoArgs:
     )
     sysfs_root: str = sysfs_root()
     timeout: float = timeout(60.0)
+
+
+@dataclass(frozen=True)
+class ConfigArgs:
+    """``config``: which settings to show, from which file, and how."""
+
+    command: str | None = argument("COMMAND", default=None)
+    fmt: str = fmt(("text", "json"), "text or json.")
+    config: Path | None = config_file()

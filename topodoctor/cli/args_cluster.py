@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from topodoctor.cli.options import argument, fail_level, fmt, group, option, output, strict, timeout
+from topodoctor.cli.options import argument, config_file, fail_level, fmt, group, option, output, strict, timeout
 
 
 def _history(flag: str, default: object, metavar: str, help: str, **spec: object) -> Any:
@@ -15,9 +15,17 @@ def _history(flag: str, default: object, metavar: str, help: str, **spec: object
     return option(flag, default=default, metavar=metavar, help=help, **spec)
 
 
+def _threshold(flag: str, default: object, metavar: str, help: str, **spec: object) -> Any:
+    """A threshold of ``fleet``: a setting of the config file's table (``topodoctor config``); its
+    flag still sets it for one run, and is left out of the help."""
+    return option(flag, default=default, metavar=metavar, help=help, setting=True, hidden=True, **spec)
+
+
 @dataclass(frozen=True)
 class HistoryArgs:
     """``fleet --history``: the results kept in a database, and each node judged over time."""
+
+    CONFIG_TABLE: ClassVar[str] = "history"  # its settings' table: [fleet.history]
 
     history_db: Path | None = _history(
         "--history",
@@ -28,16 +36,16 @@ class HistoryArgs:
         kind=Path,
     )
     as_of: str | None = _history("--as-of", None, "TIME", "Judge as of this UTC time (ISO 8601); default now.")
-    window_days: float = _history(
+    window_days: float = _threshold(
         "--window-days", 30.0, "DAYS", "Read the results of this many days before --as-of.", kind=float, minimum=1.0
     )
-    baseline: int = _history(
+    baseline: int = _threshold(
         "--baseline", 7, "N", "A node's own baseline: the median of its last N healthy results.", kind=int, minimum=1
     )
-    min_baseline: int = _history(
+    min_baseline: int = _threshold(
         "--min-baseline", 3, "N", "Judge a figure against its own past from N healthy results.", kind=int, minimum=1
     )
-    drift_tolerance: float = _history(
+    drift_tolerance: float = _threshold(
         "--drift-tolerance",
         0.05,
         "SHARE",
@@ -46,12 +54,12 @@ class HistoryArgs:
         minimum=0.0,
         maximum=0.9,
     )
-    lemon_k: int = _history("--lemon-k", 3, "K", "A node or GPU that failed K ...", kind=int, minimum=1)
-    lemon_n: int = _history("--lemon-n", 10, "N", "... of its last N checks is a lemon.", kind=int, minimum=1)
-    repair_days: float = _history(
+    lemon_k: int = _threshold("--lemon-k", 3, "K", "A node or GPU that failed K ...", kind=int, minimum=1)
+    lemon_n: int = _threshold("--lemon-n", 10, "N", "... of its last N checks is a lemon.", kind=int, minimum=1)
+    repair_days: float = _threshold(
         "--repair-days", 7.0, "D", "Failing again within D days of a repair is a lemon too.", kind=float, minimum=0.0
     )
-    flap_results: int = _history(
+    flap_results: int = _threshold(
         "--flap-results",
         14,
         "N",
@@ -59,36 +67,36 @@ class HistoryArgs:
         kind=int,
         minimum=2,
     )
-    flap_clears: int = _history(
+    flap_clears: int = _threshold(
         "--flap-clears", 2, "N", "A finding that cleared N times in them is flapping.", kind=int, minimum=1
     )
-    flap_level: str = _history(
+    flap_level: str = _threshold(
         "--flap-level",
         "warning",
         "LEVEL",
         "Follow the flapping of findings from this severity.",
         choices=("info", "warning", "error", "critical"),
     )
-    counter_days: float = _history(
+    counter_days: float = _threshold(
         "--counter-days", 7.0, "DAYS", "Watch health counters over the last DAYS days.", kind=float, minimum=1.0
     )
-    counter_rise_days: int = _history(
+    counter_rise_days: int = _threshold(
         "--counter-rise-days", 3, "N", "A counter that rose on N of those days is rising.", kind=int, minimum=1
     )
-    counter_min_rise: tuple[str, ...] = _history(
+    counter_min_rise: tuple[str, ...] = _threshold(
         "--counter-min-rise",
         (),
         "NAME=N",
         "A day's rise of counter NAME below N does not count (repeatable; default nvlink_crc=100).",
         many=True,
     )
-    stale_days: float = _history(
+    stale_days: float = _threshold(
         "--stale-days", 3.0, "DAYS", "A node with no result for DAYS days is silent.", kind=float, minimum=0.0
     )
-    keep_days: float = _history(
+    keep_days: float = _threshold(
         "--keep-days", 90.0, "DAYS", "Delete results older than DAYS days (0: keep all).", kind=float, minimum=0.0
     )
-    max_mb: float = _history(
+    max_mb: float = _threshold(
         "--max-mb",
         1024.0,
         "MB",
@@ -119,6 +127,8 @@ class FleetArgs:
     )
     tolerance: float = option(
         "--tolerance",
+        setting=True,
+        hidden=True,
         default=0.05,
         metavar="SHARE",
         kind=float,
@@ -128,6 +138,8 @@ class FleetArgs:
     )
     latency_tolerance: float = option(
         "--latency-tolerance",
+        setting=True,
+        hidden=True,
         default=0.15,
         metavar="SHARE",
         kind=float,
@@ -136,6 +148,8 @@ class FleetArgs:
     )
     z_threshold: float = option(
         "--z",
+        setting=True,
+        hidden=True,
         default=3.5,
         metavar="Z",
         kind=float,
@@ -144,15 +158,19 @@ class FleetArgs:
     )
     min_nodes: int = option(
         "--min-nodes",
+        setting=True,
+        hidden=True,
         default=3,
         metavar="N",
         kind=int,
         minimum=3,
         help="Compare a figure only when this many nodes measured it.",
     )
-    fail_level: str = fail_level("Lowest severity of a node's finding that drains it.")
+    fail_level: str = fail_level("Lowest severity of a node's finding that drains it.", setting=True)
     systemic_share: float = option(
         "--systemic-share",
+        setting=True,
+        hidden=True,
         default=0.5,
         metavar="SHARE",
         kind=float,
@@ -167,7 +185,8 @@ class FleetArgs:
         choices=("host", "file"),
         help="Name nodes by the node in each result, or by the file name.",
     )
-    timeout: float = timeout(60.0)
+    timeout: float = timeout(60.0, setting=True)
+    config: Path | None = config_file()
     history: HistoryArgs = group(HistoryArgs)
 
 
@@ -231,15 +250,28 @@ class JobArgs:
         "--host", default="", metavar="NAME", help="The name of this node, for --live (default: hostname)."
     )
     last: int = option(
-        "--last", default=200, metavar="N", kind=int, minimum=2, help="Collectives the straggler ranking looks at."
+        "--last",
+        default=200,
+        metavar="N",
+        kind=int,
+        minimum=2,
+        setting=True,
+        help="Collectives the straggler ranking looks at.",
     )
     late_ms: float = option(
-        "--late-ms", default=5.0, metavar="MS", kind=float, minimum=0.0, help="Lateness that counts, in ms."
+        "--late-ms",
+        default=5.0,
+        metavar="MS",
+        kind=float,
+        minimum=0.0,
+        setting=True,
+        help="Lateness that counts, in ms.",
     )
     fmt: str = fmt(("text", "json", "line"), "text, json or line.")
-    fail_level: str = fail_level()
+    fail_level: str = fail_level(setting=True)
     strict: bool = strict()
-    timeout: float = timeout(60.0)
+    timeout: float = timeout(60.0, setting=True)
+    config: Path | None = config_file()
 
 
 @dataclass(frozen=True)

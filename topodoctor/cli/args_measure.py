@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from topodoctor.cli.options import fail_level, fmt, group, metrics, option, output, picture, replay, strict, timeout
+from topodoctor.model.copy_modes import COPY_MODES
 
 MEASURE_FORMATS = ("text", "json", "prometheus")
 SIZE_DEFAULT = "8:1G"  # collectives --size
@@ -27,10 +28,10 @@ class BandwidthArgs:
         default=(),
         metavar="MODE",
         probes=True,
-        choices=("oneway", "bidir", "latency", "host", "sm", "sm-oneway", "sm-bidir", "sm-latency", "all"),
+        choices=COPY_MODES,
         many=True,
-        help="oneway, bidir, latency (copy engine), host, sm (SM kernels: sm-oneway, sm-bidir, sm-latency) "
-        "or all (repeatable). Default: the copy engine's and the host's.",
+        help="oneway, bidir, latency (copy engine), h2d, d2h or host (both), sm (SM kernels: sm-oneway, "
+        "sm-bidir, sm-latency) or all (repeatable). Default: the copy engine's and the host's.",
     )
     quick: bool = option("--quick", default=False, kind=bool, help="A short pass sized for a prolog.")
     size_mib: int | None = option("--size", default=None, metavar="MIB", kind=int, minimum=1, help="Buffer per copy.")

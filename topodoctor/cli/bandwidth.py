@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from topodoctor.cli import pictures as cli_pictures
 from topodoctor.cli.args_measure import BandwidthArgs
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.model.copies import result_to_json
-from topodoctor.model.findings import fail_from
+from topodoctor.model.findings import fail_from, finding_json
 from topodoctor.report import bandwidth as report
 from topodoctor.report.prometheus import write_textfile
 from topodoctor.report.prometheus_copies import bandwidth_metrics
@@ -55,7 +53,7 @@ def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
         if args.fmt == "prometheus":
             env.write(text)
     if args.fmt == "json":
-        doc = {**report.bandwidth_json(result), "findings": [asdict(f) for f in findings]}
+        doc = {**report.bandwidth_json(result), "findings": [finding_json(f) for f in findings]}
         env.render(lambda: env.emit_json(doc))
     elif args.fmt == "text":
         fails = outcome.fail_level

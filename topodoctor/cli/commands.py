@@ -10,6 +10,7 @@ exit 1 for a failure of topodoctor itself.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 from dataclasses import replace
 from enum import Enum
@@ -19,6 +20,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from topodoctor import __version__
+from topodoctor.cli import config
 from topodoctor.cli import io as cli_io
 from topodoctor.cli.early import line_asked
 from topodoctor.cli.exit_codes import EXITS
@@ -118,7 +120,7 @@ def _annotation(name: str, opt: Opt, default: Any) -> Any:
         extra["callback"] = _parse_callback(opt)
     if opt.argument:
         return Annotated[kind, typer.Argument(metavar=opt.metavar, hidden=opt.hidden)]
-    return Annotated[kind, typer.Option(*opt.flags, help=opt.help, **extra)]
+    return Annotated[kind, typer.Option(*opt.flags, help=opt.help, hidden=opt.hidden, **extra)]
 
 
 def _parse_callback(opt: Opt) -> Any:
@@ -149,14 +151,23 @@ def typer_command(command: Command) -> Any:
         )
 
     def body(ctx: typer.Context, **given: Any) -> None:
-        values = {name: plain(spec[name], value) for name, value in given.items()}
+        # a setting the command line left at its default is the environment's or the file's
+        values = {
+            name: plain(spec[name], value)
+            for name, value in given.items()
+            if not spec[name].setting or getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+        }
         env = ctx.obj if isinstance(ctx.obj, cli_io.Env) else cli_io.Env(line=line_asked(sys.argv[1:]))
         if "fmt" in values:  # parsed: the one-line format is now known for certain (check, job)
             env = replace(env, line=values["fmt"] == "line")
-        options: Any = build(cls, values)
-        run = env.reports_errors(command.runner_function())
+
+        def start(values: dict[str, Any], env: cli_io.Env) -> int:
+            options: Any = build(cls, config.settle(command.name, cls, values, os.environ))
+            return command.runner_function()(options, env)  # type: ignore[no-any-return]
+
+        run = env.reports_errors(start)
         try:
-            code = run(options, env)
+            code = run(values, env)
         except cli_io.Exit as exc:  # ours, as click's own: whoever runs the app (a test's runner too) knows it
             raise typer.Exit(exc.exit_code) from None
         raise typer.Exit(code)

@@ -8,8 +8,10 @@ is built from the same spec and says what is wrong in its words."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from topodoctor.cli import config
 from topodoctor.cli.options import EarlyRead, build, early_read
 from topodoctor.cli.table import COMMANDS, Command
 from topodoctor.service.passes import Source
@@ -34,10 +36,11 @@ def _options(argv: list[str], hook: str, full: bool = False) -> tuple[Command, A
     if command is None or not hasattr(command.options_class(), hook):
         return None
     try:
-        read = early_read(argv[1:], command.options_class(), full=full)
+        cls = command.options_class()
+        read = early_read(argv[1:], cls, full=full)
         if not read.clean:
             return None
-        return command, build(command.options_class(), read.values), read
+        return command, build(cls, config.settle(command.name, cls, read.values, os.environ)), read
     except Exception:  # only a head start: typer reads the command line in full, and says what is wrong
         return None
 

@@ -20,6 +20,7 @@ _README_ORDER = (
     "job",
     "rules",
     "explain",
+    "config",
 )
 EXIT_TABLE: dict[str, tuple[tuple[str, str], ...]] = {name: COMMANDS[name].exits for name in _README_ORDER}
 

@@ -39,7 +39,7 @@ def run_record(args: RecordArgs, env: Env) -> int:
 
 
 def run_rules(args: RulesArgs, env: Env) -> int:
-    """Every rule listed (text, JSON), or docs/rules.md."""
+    """Every code listed (text, JSON), or docs/rules.md."""
     # The rule documentation loads every rule family: only for this command.
 
     if args.markdown:
@@ -50,7 +50,7 @@ def run_rules(args: RulesArgs, env: Env) -> int:
 
 
 def run_explain(args: ExplainArgs, env: Env) -> int:
-    """One rule's documentation."""
+    """One code's documentation."""
     text = explain_markdown(args.code)
     if args.markdown:
         env.write(text)

@@ -29,7 +29,7 @@ from topodoctor.core.errors import (
     WriteError,
 )
 from topodoctor.core.fileio import dumps_strict
-from topodoctor.core.text import printable, truncate, unknown_line, utf8_safe_doc
+from topodoctor.core.text import printable, text_width, truncate, unknown_line, utf8_safe_doc
 from topodoctor.model.outcome import Judgement, exit_code
 from topodoctor.service import early
 
@@ -72,11 +72,11 @@ class Env:
 
     def say(self, text: str) -> None:
         """A line for people on stderr, with every value shown literally (none in the one-line format),
-        wrapped at the terminal's width where there is one (COLUMNS, or stderr's terminal)."""
+        wrapped at the width of text (COLUMNS, stderr's terminal, else the fixed width of a pipe)."""
         if self.line:
             return
-        shown, width = printable(text), _width(self.stderr)
-        if width is not None and len(shown) > width:
+        shown, width = printable(text), text_width(self.stderr)
+        if len(shown) > width:
             shown = "\n".join(textwrap.wrap(shown, width, subsequent_indent="  ", break_on_hyphens=False))
         self.stderr.write(shown + "\n")
 
@@ -333,18 +333,6 @@ def hostname() -> str:
     import socket
 
     return socket.gethostname()
-
-
-def _width(stream: TextIO) -> int | None:
-    """The columns a person reads ``stream`` in: COLUMNS where set, else its terminal's, else None
-    (a pipe or a file: a log keeps its lines whole)."""
-    cols = os.environ.get("COLUMNS", "")
-    if cols.isdigit() and int(cols) >= 20:
-        return int(cols)
-    try:
-        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
-    except (OSError, ValueError, AttributeError):  # no descriptor (a test's buffer), or not a terminal
-        return None
 
 
 def finish(env: Env, code: int) -> None:

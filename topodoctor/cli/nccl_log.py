@@ -3,14 +3,12 @@ NCCL's choices, and why it failed)."""
 
 from __future__ import annotations
 
-import shutil
-
 from topodoctor.cli.args_cluster import NcclLogArgs
 from topodoctor.cli.io import Env
 from topodoctor.core.budget import Budget
-from topodoctor.core.text import printable
-from topodoctor.model.findings import fail_from
-from topodoctor.report.nccl_log import finding_doc, summary, text
+from topodoctor.core.text import printable, text_width
+from topodoctor.model.findings import fail_from, finding_json
+from topodoctor.report.nccl_log import summary, text
 from topodoctor.service.nccl_logs import explain_logs
 
 
@@ -20,9 +18,8 @@ def run_nccl_log(args: NcclLogArgs, env: Env) -> int:
     s = summary(list(outcome.files))
     findings = list(outcome.findings)
     if args.fmt == "json":
-        env.emit_json({"summary": s, "findings": [finding_doc(f) for f in findings]})
+        env.emit_json({"summary": s, "findings": [finding_json(f) for f in findings]})
     else:
-        width = shutil.get_terminal_size((100, 24)).columns  # COLUMNS first, then the terminal
-        for line in text(s, findings, width).splitlines():
+        for line in text(s, findings, text_width()).splitlines():
             env.emit(printable(line))
     return outcome.exit_code

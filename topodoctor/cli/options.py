@@ -36,7 +36,10 @@ class Opt:
     maximum: float | None = None
     parse: Callable[[Any], Any] | None = None  # the value as the command uses it; InputError refuses it
     probes: bool = False  # changes which host the probe reads, or what its child does (the early probe)
-    hidden: bool = False  # an argument named in the usage line only
+    hidden: bool = False  # an argument named in the usage line only; an option left out of the help
+    # a default a site tunes: read from the config file's table for the command, or the environment,
+    # where the command line does not give it (cli/config.py; shown by `topodoctor config`)
+    setting: bool = False
 
     @property
     def argument(self) -> bool:
@@ -209,10 +212,17 @@ TIMEOUT_HELP = (
 )
 
 
-def timeout(default: float) -> Any:
+def timeout(default: float, setting: bool = False) -> Any:
     """--timeout SECONDS: the command's budget; read once, the same way everywhere (``parse_timeout``)."""
     return option(
-        "--timeout", default=default, metavar="SECONDS", kind=float, parse=parse_timeout, probes=True, help=TIMEOUT_HELP
+        "--timeout",
+        default=default,
+        metavar="SECONDS",
+        kind=float,
+        parse=parse_timeout,
+        probes=True,
+        help=TIMEOUT_HELP,
+        setting=setting,
     )
 
 
@@ -233,14 +243,33 @@ def sysfs_root() -> Any:
     return option("--sysfs-root", default="/", metavar="DIR", probes=True, help="Read /sys and /proc under DIR.")
 
 
+def config_file() -> Any:
+    """--config FILE: the settings file (else TOPODOCTOR_CONFIG, else /etc/topodoctor/config.toml)."""
+    return option(
+        "--config",
+        default=None,
+        metavar="FILE",
+        kind=Path,
+        help="Read settings from this TOML file (default: $TOPODOCTOR_CONFIG, else /etc/topodoctor/config.toml; "
+        "see `topodoctor config`).",
+    )
+
+
 def fmt(choices: tuple[str, ...], help: str, **spec: Any) -> Any:
     """--format / -f FORMAT, its first choice the default."""
     return option("--format", "-f", default=choices[0], metavar="FORMAT", choices=choices, help=help, **spec)
 
 
-def fail_level(help: str = "Lowest severity that makes the command exit 1.") -> Any:
+def fail_level(help: str = "Lowest severity that makes the command exit 1.", setting: bool = False) -> Any:
     """--fail-level LEVEL: the lowest severity that fails the command."""
-    return option("--fail-level", default="error", metavar="LEVEL", choices=("warning", "error", "critical"), help=help)
+    return option(
+        "--fail-level",
+        default="error",
+        metavar="LEVEL",
+        choices=("warning", "error", "critical"),
+        help=help,
+        setting=setting,
+    )
 
 
 def strict() -> Any:

@@ -77,14 +77,27 @@ COMMANDS: dict[str, Command] = {
             "rules",
             "topodoctor.cli.args:RulesArgs",
             "topodoctor.cli.host:run_rules",
-            "List every rule: code, name, default severity, tags.",
+            "List every code by what raises it (rules of a host, nccl-log, fleet --history): code, name, severity.",
             (("0", "listed"), _USAGE),
         ),
         Command(
             "explain",
             "topodoctor.cli.args:ExplainArgs",
             "topodoctor.cli.host:run_explain",
-            "Print the documentation of one rule; CODE is its code (TD101) or name (nvlink-down).",
+            "Print the documentation of one code; CODE is a code (TD101, TD040, TD950) or its name (nvlink-down).",
+            (("0", "shown"), _USAGE),
+            usage="arguments",
+        ),
+        Command(
+            "config",
+            "topodoctor.cli.args:ConfigArgs",
+            "topodoctor.cli.settings:run_config",
+            "Show every setting a site may keep in its config file: value, and where it came from.\n\n"
+            "Settings are read from --config FILE, else the file $TOPODOCTOR_CONFIG names, else\n"
+            "/etc/topodoctor/config.toml: a TOML table per command ([check], [fleet], [fleet.history]).\n"
+            "Precedence: a flag, then the environment (TOPODOCTOR_FLEET_HISTORY_DRIFT_TOLERANCE for\n"
+            "drift-tolerance in [fleet.history]), then the file, then the default. COMMAND shows one\n"
+            "command's settings.",
             (("0", "shown"), _USAGE),
             usage="arguments",
         ),

@@ -11,8 +11,10 @@ value reads the same in every output.
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+import sys
+from typing import IO, Any
 
 _ES_ENDINGS = ("s", "x", "z", "ch", "sh")
 
@@ -138,7 +140,7 @@ def unknown_line(reason: str, limit: int = LINE_LIMIT) -> str:
 
 
 # XML text and attribute values, as xml.sax.saxutils writes them: that module imports urllib.request
-# (and with it http.client, email and ssl), 30-40 ms of every start of a command that can draw.
+# (and with it http.client, email and ssl) at every start of a command that can draw.
 _XML_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _XML_ATTR = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
 
@@ -157,3 +159,23 @@ def xml_quoteattr(text: str) -> str:
     if "'" not in value:
         return f"'{value}'"
     return '"{}"'.format(value.replace('"', "&quot;"))
+
+
+# The one width policy of text for people, every command alike: COLUMNS where set, the terminal's
+# width on a terminal, and in a pipe or a file this fixed width (wide enough that tables stay tables).
+PIPE_WIDTH = 150
+
+
+def text_width(stream: IO[str] | None = None) -> int:
+    """The columns text for people may fill on ``stream`` (standard output by default): COLUMNS
+    where set, the terminal's width on a terminal, ``PIPE_WIDTH`` in a pipe or a file."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    stream = stream if stream is not None else sys.stdout
+    try:
+        if stream.isatty():
+            return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's buffer), or not a terminal
+        pass
+    return PIPE_WIDTH

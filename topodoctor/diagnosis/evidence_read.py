@@ -4,11 +4,28 @@ findings out; the judgement (evidence.py) puts these first."""
 
 from __future__ import annotations
 
+from topodoctor.model import codes
 from topodoctor.model.evidence import Evidence, Piece
 from topodoctor.model.findings import Finding
 
 READ_CODE, READ_NAME = "TD980", "evidence-read"
 UNREADABLE_CODE, UNREADABLE_NAME = "TD981", "evidence-unreadable"
+UNREADABLE_FIX = "give the tool's output as it printed it (a paste of the whole output, or the file it wrote)"
+# what `explain` and docs/rules.md say to do about each (the findings carry UNREADABLE_FIX themselves)
+FIXES = {
+    READ_CODE: "Nothing: it says what was read, so a cut paste or a kind read as another shows before the verdict.",
+    UNREADABLE_CODE: UNREADABLE_FIX[0].upper() + UNREADABLE_FIX[1:] + "; diagnose names the kinds it reads.",
+}
+codes.register(
+    codes.Code(
+        READ_CODE, "diagnose", READ_NAME, "info", "One piece of the evidence read: its kind, lines and what it showed"
+    )
+)
+codes.register(
+    codes.Code(
+        UNREADABLE_CODE, "diagnose", UNREADABLE_NAME, "info", "An input that held no kind of text diagnose reads"
+    )
+)
 
 
 def _count(items: object, k: int, rows: bool = False) -> int:
@@ -46,7 +63,6 @@ def read_findings(ev: Evidence) -> tuple[Finding, ...]:
     out = [_read(ev, k, p) for k, p in enumerate(ev.pieces)]
     for why in ev.unreadable:
         source, _, reason = why.partition(": ")
-        fix = "give the tool's output as it printed it (a paste of the whole output, or the file it wrote)"
-        out.append(Finding(UNREADABLE_CODE, UNREADABLE_NAME, "info", source, f"not read: {reason}", fix,
+        out.append(Finding(UNREADABLE_CODE, UNREADABLE_NAME, "info", source, f"not read: {reason}", UNREADABLE_FIX,
                            {"input": source}))  # fmt: skip
     return tuple(out)

@@ -45,9 +45,9 @@ NCCL_STEPS = 8
 STEP_LATENCY_US = 3.4
 # device.h NCCL_SIMPLE_MAX_NTHREADS: the threads per block NCCL uses for Simple on NVLink-class bandwidth
 DEFAULT_NTHREADS = 512
-# NCCL's ring search on the NVSwitch hosts settles on channels of 30 GB/s (GRAPH log: "Pattern 4,
-# nChannels 12, bw 30" on 2 x H100 and 2 x H200), and connect.cc doubles the channels after the
-# search: the default channel count is about twice the ring bandwidth over 30 GB/s.
+# The bandwidth per channel NCCL's ring search settles on for the NVSwitch hosts (its GRAPH log line,
+# docs/benchmarks.md, "The figures behind constants"); connect.cc doubles the channels after the
+# search: the default channel count is about twice the ring bandwidth over this.
 SEARCH_CHANNEL_GBPS = 30.0
 
 

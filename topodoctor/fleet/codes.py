@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topodoctor.model import codes as table
 from topodoctor.model.findings import Finding, Severity
 
 
@@ -104,6 +105,11 @@ CODES: dict[str, Code] = {
         ),
     )
 }
+for _c in CODES.values():  # each in the one table of codes
+    table.register(
+        table.Code(_c.code, "fleet-history", _c.name, _c.severity, _c.title, frozenset([_c.also] if _c.also else []))
+    )
+del _c
 
 
 def finding(

@@ -1,5 +1,5 @@
 """Collectives figures as the fleet roll-up and the metrics read them: one per op, size and
-placement. The result's ``Row`` (measure/collectives/result.py, one line of nccl-tests' table
+placement. The result's ``Row`` (model/collectives.py, one line of nccl-tests' table
 with its out-of-place and in-place columns) is the schema; this is a flat view of it, never
 decoded from a file on its own. GB/s means 1e9 bytes per second.
 """

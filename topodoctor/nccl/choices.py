@@ -26,7 +26,7 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 
 
 # ncclAlgoStr / ncclProtoStr (src/init.cc, in nccl/values.py): the numeric forms of 2.20 - 2.23 index them.
-# NCCL's function names -> ours (measure/collectives/plan.py's ops)
+# NCCL's function names -> ours (model/collective_ops.py's OPS)
 OP_OF = {
     "Broadcast": "broadcast",
     "Reduce": "reduce",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topodoctor.model import codes
 from topodoctor.model.findings import Severity
 
 
@@ -21,5 +22,8 @@ class Explanation:
 
 
 def explained(code: str, name: str, severity: Severity, title: str, fix: str) -> Explanation:
-    """A class of ours: ``name`` gets the ``nccl-log-`` prefix every class name carries."""
-    return Explanation(code, f"nccl-log-{name}", severity, title, fix)
+    """A class of ours: ``name`` gets the ``nccl-log-`` prefix every class name carries. Its code
+    goes into the one table of codes (``model.codes``) as it is declared."""
+    e = Explanation(code, f"nccl-log-{name}", severity, title, fix)
+    codes.register(codes.Code(code, "nccl-log", e.name, severity, title))
+    return e

@@ -41,8 +41,8 @@ _ARCH = {
 }
 _VIRT = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 _REMOTE: dict[int, NvLinkRemote] = {0: "gpu", 1: "ibmnpu", 2: "switch"}
-# nvmlDeviceGetNvLinkCapability bits read per link. Only P2P support: each bit is one call
-# (0.2 ms; 6 bits x 18 links x 8 GPUs would be 0.2 s of a scan) and no check uses the rest.
+# nvmlDeviceGetNvLinkCapability bits read per link. Only P2P support: each bit is one call per link
+# and GPU (all six would cost a scan a noticeable share of its time) and no check uses the rest.
 _CAPS = ("p2p",)
 _FABRIC_STATE = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
 MEMORY_ERROR_UNCORRECTED = 1

@@ -206,7 +206,7 @@ BUNDLED_PACKAGE = "topodoctor.probe.recordings"
 def bundled_names() -> list[str]:
     """Recordings shipped inside the package, usable as ``--replay NAME`` with no GPU."""
     try:
-        from importlib import resources  # 5 ms to load: only where a bundled recording is named
+        from importlib import resources  # costly to load: only where a bundled recording is named
 
         files = resources.files(BUNDLED_PACKAGE).iterdir()
     except (ModuleNotFoundError, FileNotFoundError):
@@ -221,7 +221,7 @@ def resolve(source: str) -> tuple[str, Any]:
     if os.path.exists(source) or "/" in source or source.endswith(".json"):
         return path.name, codec.read_json(path, "recording")
     if source in bundled_names():
-        from importlib import resources  # 5 ms to load: only where a bundled recording is named
+        from importlib import resources  # costly to load: only where a bundled recording is named
 
         text = resources.files(BUNDLED_PACKAGE).joinpath(f"{source}.json").read_text(encoding="utf-8")
         return source, json.loads(text)

@@ -10,14 +10,13 @@ table, as nccl-tests prints it. JSON keeps everything either way.
 
 from __future__ import annotations
 
-import os
-import sys
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import human_size, plural
+from topodoctor.core.text import text_width as core_width
 from topodoctor.diagnosis.load import loads
 from topodoctor.model.collective_ops import SPECS
 from topodoctor.model.collectives import CollectivesResult, Timing
@@ -33,18 +32,10 @@ TABLE_WIDTH = 118  # nccl-tests' table, all columns
 MIN_WIDTH = 60  # narrower than this, wrapping helps nobody
 
 
-def text_width() -> int | None:
-    """The columns text may take: COLUMNS when set, else the terminal's; None for a pipe or a
-    file (nothing wrapped: nccl-tests' table whole, for reading side by side or diffing)."""
-    cols = os.environ.get("COLUMNS", "").strip()
-    if cols.isdigit() and int(cols) > 0:
-        return max(int(cols), MIN_WIDTH)
-    try:
-        if sys.stdout.isatty():
-            return max(os.get_terminal_size(sys.stdout.fileno()).columns, MIN_WIDTH)
-    except (OSError, ValueError, AttributeError):
-        pass
-    return None
+def text_width() -> int:
+    """The columns text may take (the one width policy, ``core.text.text_width``), never fewer
+    than ``MIN_WIDTH``: in a pipe or a file nccl-tests' table stays whole."""
+    return max(core_width(), MIN_WIDTH)
 
 
 def fit(lines: Sequence[str], width: int | None) -> list[str]:

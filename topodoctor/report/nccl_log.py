@@ -8,12 +8,12 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from topodoctor.core.text import human_size, plural
+from topodoctor.core.text import PIPE_WIDTH, human_size, plural
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.choices import Choice
 from topodoctor.nccl.parse import LogFile
 
-DEFAULT_WIDTH = 100  # columns, where the terminal says nothing (a pipe without COLUMNS)
+DEFAULT_WIDTH = PIPE_WIDTH  # a caller that names no width: the width of a pipe (core/text.py)
 MIN_WIDTH = 40
 
 
@@ -79,19 +79,6 @@ def summary(files: Sequence[LogFile]) -> dict[str, Any]:
 def _count_ranks(files: Sequence[LogFile]) -> int | None:
     ranks = {r for f in files for r in f.ranks}
     return len(ranks) or None
-
-
-def finding_doc(f: Finding) -> dict[str, Any]:
-    """A finding as a JSON object."""
-    return {
-        "code": f.code,
-        "name": f.name,
-        "severity": f.severity,
-        "subject": f.subject,
-        "message": f.message,
-        "fix": f.fix,
-        "evidence": f.evidence,
-    }
 
 
 def text(s: dict[str, Any], findings: Sequence[Finding], width: int = DEFAULT_WIDTH) -> str:

@@ -16,29 +16,16 @@ from typing import IO
 from rich.console import Console
 from rich.text import Text
 
-from topodoctor.core.text import printable
+from topodoctor.core.text import PIPE_WIDTH, printable, text_width
 
-DEFAULT_PIPE_WIDTH = 150  # a pipe has no width; wide enough that tables stay tables
+__all__ = ["text_width"]  # the one width policy, for the renderers that import it from here
+
+DEFAULT_PIPE_WIDTH = PIPE_WIDTH  # the one width policy (core/text.py)
 
 
 def literal(value: object, style: str = "") -> Text:
     """A rich Text of ``value``, escaped as ``printable``; styled but never parsed."""
     return Text(printable(value), style=style)
-
-
-def text_width(stream: IO[str] | None = None) -> int:
-    """The columns plain text may fill, as ``make_console`` measures them: COLUMNS where set, the
-    terminal's width on a terminal, ``DEFAULT_PIPE_WIDTH`` on a pipe."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    stream = stream if stream is not None else sys.stdout
-    if _isatty(stream):
-        try:
-            return os.get_terminal_size(stream.fileno()).columns
-        except (OSError, ValueError, AttributeError):
-            pass
-    return DEFAULT_PIPE_WIDTH
 
 
 def fold(line: str, width: int, hang: int | None = None) -> list[str]:

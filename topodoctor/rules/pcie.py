@@ -151,9 +151,12 @@ def pcie_downtrained_gen(ctx: Context) -> Iterator[Issue]:
     """
     want = ctx.expect.pcie_gen if ctx.expect else None
     for g, cur, mx, limit in _below(ctx, "gen_current", "gen_max", want):
+        # an expectation above what the link itself can run is the node type's, not the link's
+        beyond = want is not None and (mx is None or want > mx)
+        short = f"the node type expects Gen{want}" + (f" (the link runs Gen{mx} at most)" if mx else "")
         yield Issue(
             f"GPU{g.index}",
-            f"GPU{g.index} PCIe link runs Gen{cur}, can run Gen{limit}",
+            f"GPU{g.index} PCIe link runs Gen{cur}, " + (short if beyond else f"can run Gen{limit}"),
             {"gen": cur, "gen_max": mx, "expected": want},
         )
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError
+from topodoctor.model import codes
 from topodoctor.model.findings import Finding, Severity
 
 Need = Literal["bandwidth", "expect"]
@@ -205,6 +206,9 @@ def rule(
             raise ValueError(f"rule code {code!r} is not TD + 3 digits")
         if code in REGISTRY:
             raise ValueError(f"rule code {code} registered twice ({REGISTRY[code].name} and {name})")
+        held = codes.TABLE.get(code)
+        if held is not None and held.origin == "rule":  # a rule taken out of the registry (a test's)
+            codes.unregister(code)
         if any(r.name == name for r in REGISTRY.values()):
             raise ValueError(f"rule name {name!r} registered twice")
         if not (func.__doc__ or "").strip():
@@ -215,7 +219,8 @@ def rule(
             raise ValueError(f"rule {code}'s documentation {e}") from None
         if measuring and "prolog" in tag_set:
             raise ValueError(f"rule {code} needs a measurement and cannot be a prolog rule")
-        REGISTRY[code] = Rule(code, name, severity, tag_set, frozenset(needs), fix, func, frozenset(also))
+        REGISTRY[code] = r = Rule(code, name, severity, tag_set, frozenset(needs), fix, func, frozenset(also))
+        codes.register(codes.Code(code, "rule", name, severity, r.title, r.also))
         return func
 
     return register

@@ -15,9 +15,10 @@ from topodoctor.evidence import inputs as evidence
 from topodoctor.measure.copies.session import MiB, run
 from topodoctor.measure.copies.tasks import Settings
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
-from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
+from topodoctor.measure.timer.copy_kernels import BASE_SM, parse
 from topodoctor.model.consistency import validate_snapshot
 from topodoctor.model.copies import PAIR_MODES, BandwidthResult, load_result
+from topodoctor.model.copy_modes import expand_modes
 from topodoctor.model.findings import Severity, failing
 from topodoctor.model.outcome import exit_code
 from topodoctor.model.snapshot import HostSnapshot
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
     from topodoctor.model.findings import Finding
 
 # The longest a probe waits for the CUDA start of a timer forked at the entry point (worker.py
-# ``wait_started``): cuInit, the contexts and peer access took 0.45-0.75 s on the GPU hosts, from
-# 0.07 s after the command's exec; the probe's child starts about 0.25 s after it.
+# ``wait_started``): above what cuInit, the contexts and peer access took on the GPU hosts, counted
+# from the command's exec, less the probe child's own later start (docs/benchmarks.md, "The figures
+# behind constants").
 START_WAIT_S = 1.0
 
 
@@ -150,14 +152,16 @@ def bandwidth_settings(
     pair_timeout_s: float,
     sm_kernel: str | None = None,
 ) -> Settings:
-    """Settings from the command's options; ``host`` means both host directions, ``all`` everything."""
+    """Settings from the command's options; ``modes`` as ``model.copy_modes`` names them (``host``
+    means both host directions, ``sm`` the SM kernels' three, ``all`` everything)."""
     chosen = _devices(devices)
     settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
-    sm = ["sm_oneway", "sm_bidir", "sm_latency"]
-    expand = {"all": ["oneway", "bidir", "latency", "h2d", "d2h", *sm], "host": ["h2d", "d2h"], "sm": sm}
-    picked = [x for m in modes for x in expand.get(m, [m.replace("-", "_")])]
+    try:
+        picked = expand_modes(modes)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     if picked:
-        settings = replace(settings, modes=tuple(dict.fromkeys(picked)))  # type: ignore[arg-type]
+        settings = replace(settings, modes=picked)  # type: ignore[arg-type]
     if size_mib is not None:
         settings = replace(settings, size_bytes=size_mib * MiB)
     if sm_kernel is not None:

@@ -41,11 +41,11 @@ MAX_CHANNELS = 32  # device.h MAXCHANNELS (64) / 2: the search's channel cap bef
 TREE_ALLREDUCE = 0.92
 NVLS_EFFICIENCY_SM90 = 0.85
 # A ring pass pays about a quarter of one step for filling and draining its pipeline: fitted to
-# nccl-tests at 1 GiB on the H200 NVSwitch hosts (x2: all_gather 0.79 and all_reduce 0.92 of the
-# ring's 360 GB/s; x4: 0.90 and 0.98; x8: all_reduce 1.0); none of NCCL's constants models it.
+# nccl-tests at 1 GiB on the H200 NVSwitch hosts (docs/benchmarks.md, "The figures behind
+# constants"); none of NCCL's constants models it.
 FILL_STEPS = 0.25
-# all_to_all is point-to-point to every peer at once: 332-353 GB/s on x2, 337 on x4 against the
-# 360 a GPU's links carry (nccl-tests, 1 GiB), one factor for both.
+# all_to_all is point-to-point to every peer at once: a share of what a GPU's links carry, one factor
+# for every GPU count (nccl-tests at 1 GiB; docs/benchmarks.md, "The figures behind constants").
 ALL_TO_ALL_EFFICIENCY = 0.94
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "sendrecv")
 
@@ -226,9 +226,9 @@ def algorithm_busbw(snap: HostSnapshot, op: str, algorithm: str, gpus: tuple[int
 
 
 # Below its plateau busbw climbs with the size: each op pays a fixed time (pipeline fill and drain,
-# the launch) besides moving its bytes. 200 us is the largest seen at 256 MiB - 1 GiB on the NVSwitch
-# hosts (sendrecv on 2 x H100: 300 GB/s at 256 MiB, 361 at 1 GiB; 50-150 us for the other ops there
-# and on 2 x H200), so a prediction at a smaller size errs high by no more than the healthy runs do.
+# the launch) besides moving its bytes. The largest such time the healthy NVSwitch hosts showed from
+# 256 MiB to 1 GiB (docs/benchmarks.md, "The figures behind constants"), so that a prediction at a
+# smaller size errs high by no more than the healthy runs do.
 OP_OVERHEAD_US = 200.0
 PLATEAU_BYTES = 1 << 30  # the size the model is of (held against nccl-tests at 1 GiB)
 

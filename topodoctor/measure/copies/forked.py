@@ -136,12 +136,12 @@ def _child(parent: int, stdin: int, stdout: int, stderr: int, held: Any, first: 
 
         die_with_parent(parent)
         if warms_driver(first):
-            from topodoctor.measure.copies import cuda_driver  # the child's entry, as above
+            from topodoctor.measure.timer import driver  # the child's entry, as above
 
-            cuda_driver.start_in_thread()
-        from topodoctor.measure.copies import pair_timer  # the child's entry, as above
+            driver.start_in_thread()
+        from topodoctor.measure.timer import plans  # the child's entry, as above
 
-        pair_timer.serve_forked(first, began)
+        plans.serve_forked(first, began)
         code = 0
     except BaseException as exc:  # the parent reads the last line of stderr when the timer dies
         with contextlib.suppress(Exception):

@@ -32,8 +32,8 @@ from typing import Any  # noqa: E402
 
 import torch  # noqa: E402  (this module is the child process: importing torch is its job)
 
-from topodoctor.measure.copies.protocol import Answer, Clock, Op, see_only, serve  # noqa: E402
 from topodoctor.measure.spin import hold_cycles  # noqa: E402
+from topodoctor.measure.timer.protocol import Answer, Clock, Op, see_only, serve  # noqa: E402
 
 T_TORCH = time.monotonic()
 

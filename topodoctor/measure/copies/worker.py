@@ -23,7 +23,7 @@ from typing import IO, Any, Protocol
 from topodoctor.core.errors import BandwidthUnavailable
 from topodoctor.measure.copies.forked import TIMER_ENV
 from topodoctor.measure.copies.hello import hello_extra, hello_task
-from topodoctor.measure.copies.protocol import PARENT_ENV
+from topodoctor.measure.timer.protocol import PARENT_ENV
 
 __all__ = [
     "PARENT_ENV",
@@ -292,7 +292,7 @@ class Worker:
 def default_worker_cmd() -> list[str]:
     """The copy timer on the CUDA driver API with its PTX kernels (no torch: starts in tens of
     milliseconds)."""
-    return [sys.executable, "-m", "topodoctor.measure.copies.pair_timer"]
+    return [sys.executable, "-m", "topodoctor.measure.timer", "bandwidth"]
 
 
 def torch_worker_cmd() -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any
 from topodoctor.core.errors import BandwidthUnavailable
 from topodoctor.core.stats import median
 from topodoctor.measure.copies.session import Timings, Worker
-from topodoctor.measure.fitness import copy_kernels
+from topodoctor.measure.timer import copy_kernels
 from topodoctor.model.copies import Activity, GpuIdentity, Stats
 from topodoctor.model.fitness_results import (
     FITNESS_SCHEMA_VERSION,
@@ -75,7 +75,7 @@ class Plan:
 
 def timer_cmd() -> list[str]:
     """The command line of the fitness timer child."""
-    return [sys.executable, "-m", "topodoctor.measure.fitness.sm_timer"]
+    return [sys.executable, "-m", "topodoctor.measure.timer", "fitness"]
 
 
 def gemm_cmd() -> list[str]:

@@ -8,12 +8,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 Answer = dict[str, Any]
 Op = Callable[[Answer], Answer]
-PARENT_ENV = "TOPODOCTOR_TIMER_PARENT"  # the pid a spawned timer dies with (pair_timer.main reads it)
+PARENT_ENV = "TOPODOCTOR_TIMER_PARENT"  # the pid a spawned timer dies with (plans.main reads it)
 
 
 class Clock:
@@ -80,17 +80,20 @@ def see_only(task: Answer) -> None:
 
 
 def serve_timer(
-    make: Callable[[], Any], ops: Sequence[str], on_error: Callable[[BaseException], str], first: Answer | None = None
+    make: Callable[[], Mapping[str, Op]],
+    ops: Sequence[str],
+    on_error: Callable[[BaseException], str],
+    first: Answer | None = None,
 ) -> None:
-    """``serve`` for a timer object: made at the hello (which it answers), each op in ``ops``
-    answered by the timer's method of the same name; ``first`` as ``serve`` takes it."""
-    state: list[Any] = []
+    """``serve`` for a timer made at the hello: ``make`` makes it and gives its tasks by name
+    ("hello", which it answers, and each of ``ops``); ``first`` as ``serve`` takes it."""
+    state: list[Mapping[str, Op]] = []
 
     def hello(task: Answer) -> Answer:
         state.append(make())
-        return state[-1].hello(task)  # type: ignore[no-any-return]
+        return state[-1]["hello"](task)
 
     def method(name: str) -> Op:
-        return lambda task: getattr(state[-1], name)(task)
+        return lambda task: state[-1][name](task)
 
     serve(hello, {name: method(name) for name in ops}, on_error, first)

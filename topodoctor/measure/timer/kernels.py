@@ -1,12 +1,11 @@
-"""The fitness timer: HBM copies (copy engine and SM kernel), SM-initiated copies between GPUs
-and with the host, and pointer-chase latency, on the CUDA driver API through ctypes (no torch).
-Run as a child process (``python -m topodoctor.measure.fitness.sm_timer``) speaking the copy
-timer's protocol (topodoctor.measure.copies.protocol).
+"""The one CUDA timer: the copy engine's timer (``engine.Timer``) with the PTX kernels of ``ptx``
+loaded into each context: HBM copies (copy engine and SM kernel), SM-initiated copies between
+GPUs and with the host, and pointer-chase latency, on the CUDA driver API through ctypes (no
+torch). What a process serves with it is a plan (``plans``: the fitness tests, a bandwidth pass);
+a plan that checks data on the GPU adds its ``OnGpu`` part (``on_gpu``), held by the timer.
 
-It is the copy timer (contexts, the host flag that holds every stream until all is queued,
-pinned pattern buffers, the byte-for-byte check) with the kernels of ``ptx.py`` loaded into
-each context. The kernels need the driver's PTX JIT; where it is missing, loading fails with
-the driver's own error name and the answer says what to install.
+The kernels need the driver's PTX JIT; where it is missing, loading fails with the driver's own
+error name and the answer says what to install (a bandwidth pass goes on without them).
 """
 
 from __future__ import annotations
@@ -18,11 +17,11 @@ from contextlib import contextmanager
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_uint64, c_void_p
 from typing import Any
 
-from topodoctor.measure.copies import cuda_timer
-from topodoctor.measure.copies.cuda_timer import Gpu, Timer
-from topodoctor.measure.copies.protocol import Answer, Clock, serve_timer
-from topodoctor.measure.fitness import copy_kernels, ptx
-from topodoctor.measure.fitness.copy_kernels import CopyKernel
+from topodoctor.measure.timer import copy_kernels, engine, ptx
+from topodoctor.measure.timer.checks import Checks
+from topodoctor.measure.timer.copy_kernels import CopyKernel
+from topodoctor.measure.timer.engine import Gpu, Timer
+from topodoctor.measure.timer.protocol import Answer, Clock
 
 ATTR_SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 ATTR_UNIFIED_ADDRESSING = 41  # CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING
@@ -91,11 +90,12 @@ class KernelsUnavailable(RuntimeError):
     """The kernels could not be loaded: the message names what is missing."""
 
 
-class FitnessTimer(Timer):
-    """The copy timer plus the SM kernels, per context."""
+class KernelTimer(Timer):
+    """The copy engine's timer plus the SM kernels, per context; ``checks`` the plan's part, if any."""
 
-    def __init__(self) -> None:
+    def __init__(self, copy_kernel: CopyKernel = copy_kernels.STRIDE) -> None:
         super().__init__()
+        self.checks: Checks | None = None
         if isinstance(self.cu.lib, ctypes.CDLL):  # a stand-in library (tests) has no signatures to set
             for name, args in _EXTRA.items():
                 fn = getattr(self.cu.lib, name)
@@ -104,15 +104,18 @@ class FitnessTimer(Timer):
         self.sms: dict[int, int] = {}
         self.cc: dict[int, tuple[int, int]] = {}
         self.uva: dict[int, bool] = {}
-        self.copy_kernel = copy_kernels.STRIDE
+        self.copy_kernel = copy_kernel
         self.hbm_kernels: dict[tuple[int, str], tuple[c_void_p, CopyKernel, Answer]] = {}
 
     def hello(self, task: Answer) -> Answer:
         """Start CUDA as the copy timer does, then load the PTX kernels on every GPU (``cuModuleLoadData``);
-        ``copy_kernel`` names the SM copies' kernel (``copy_kernels.parse``)."""
+        ``copy_kernel`` names the SM copies' kernel (``copy_kernels.parse``). A plan's ``checks``
+        loads them its own way."""
         answer = super().hello(task)
         if task.get("copy_kernel"):
             self.copy_kernel = copy_kernels.parse(str(task["copy_kernel"]))
+        if self.checks is not None:
+            return self.checks.hello(answer, task)
         clock = Clock()
         self._each(self._load)
         clock.lap("kernels_jit")
@@ -216,6 +219,22 @@ class FitnessTimer(Timer):
         self.cu("cuMemHostGetDevicePointer_v2", ctypes.byref(d), c_void_p(host_ptr), 0)
         return int(d.value)
 
+    # --- the data checks: the plan's on the GPU where it has them, else the copy engine timer's
+    def _same(self, g: Gpu, dptr: int, size: int) -> bool:
+        done = self.checks.same(g, dptr, size) if self.checks is not None else None
+        return super()._same(g, dptr, size) if done is None else done
+
+    def _clear(self, g: Gpu, pinned: int, size: int, stream: c_void_p) -> None:
+        if self.checks is None or not self.checks.clear(g, pinned, size, stream):
+            super()._clear(g, pinned, size, stream)
+
+    def _host_same(self, g: Gpu, pinned: int, size: int) -> bool:
+        done = self.checks.host_same(g, pinned, size) if self.checks is not None else None
+        return super()._host_same(g, pinned, size) if done is None else done
+
+    def _refused(self, readers: list[tuple[int, int]]) -> Answer | None:
+        return self.checks.refusal(readers) if self.checks is not None else None
+
     def _buffer(self, where: int, size: int, role: str, by: Gpu) -> tuple[int, Callable[[], bool]]:
         """A buffer on GPU ``where`` (or pinned host memory for -1) as ``by`` addresses it, and
         how to check it holds the pattern."""
@@ -292,11 +311,13 @@ class FitnessTimer(Timer):
         the sending GPU and writes (the host runs no kernel: its side is always the GPU's).
         ``bidir`` runs the reverse direction at the same time; each GPU's SMs are then split
         between its two kernels when one GPU runs both (host copies)."""
-        clock = Clock()
-        a, b = int(task["src"]), int(task["dst"])
-        size, iters, samples = int(task["size"]) // 16 * 16, int(task["iters"]), int(task["samples"])
-        pull, bidir = task["initiator"] == "pull", bool(task.get("bidir"))
+        a, b, pull, bidir = int(task["src"]), int(task["dst"]), task["initiator"] == "pull", bool(task.get("bidir"))
         routes = [(a, b)] + ([(b, a)] if bidir else [])
+        refused = self._refused([(d, s) if pull else (s, d) for s, d in routes])
+        if refused is not None:
+            return refused
+        clock = Clock()
+        size, iters, samples = int(task["size"]) // 16 * 16, int(task["iters"]), int(task["samples"])
         runners = [self.gpus[(d if (pull and d >= 0) or s < 0 else s)] for s, d in routes]
         share = 2 if len(runners) == 2 and runners[0] is runners[1] else 1
         jobs, checks = [], []
@@ -325,6 +346,9 @@ class FitnessTimer(Timer):
         memory, allocated near ``cpus``), nvbandwidth's method (LATENCY_BUFFER above): each sample
         is one sweep of ``accesses`` reads over every SM, ns per read. Verified when every SM's walk
         ended on the node the chain's arithmetic says."""
+        refused = self._refused([(int(task["dev"]), int(task["target"]))])
+        if refused is not None:
+            return refused
         clock = Clock()
         g = self.gpus[int(task["dev"])]
         target, samples = int(task["target"]), int(task["samples"])
@@ -337,7 +361,7 @@ class FitnessTimer(Timer):
             chain_at = self._host(LATENCY_BUFFER, "chain")
         else:
             self.cu("cuCtxSetCurrent", g.ctx)
-            flags = HOST_PORTABLE if self.uva[g.ordinal] else cuda_timer.HOST_PORTABLE_DEVICEMAP
+            flags = HOST_PORTABLE if self.uva[g.ordinal] else engine.HOST_PORTABLE_DEVICEMAP
             with near(task.get("cpus")):
                 self.cu("cuMemHostAlloc", ctypes.byref(host), LATENCY_BUFFER, flags)
             chain_at = self._addr(host)
@@ -372,12 +396,3 @@ class FitnessTimer(Timer):
         clock.lap("verification")
         return {"samples": ns, "verified": same, "held": held, "steps_per_sm": steps, "sms": sms,
                 "timings": clock.spent}  # fmt: skip
-
-
-def main() -> None:
-    """The child's entry point: serve the fitness tasks on stdin."""
-    serve_timer(FitnessTimer, ("hbm", "sm_copy", "chase", "host"), cuda_timer._error)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,7 @@
-"""The copy timer on the CUDA driver API: libcuda.so.1 (installed with the driver) through
-ctypes, no torch. Run as a child process (``python -m topodoctor.measure.copies.cuda_timer``)
-speaking topodoctor.measure.copies.protocol.
+"""The copy engine's timer on the CUDA driver API: libcuda.so.1 (installed with the driver) through
+ctypes, no torch. The base of the one CUDA timer (``kernels.KernelTimer`` adds the PTX kernels;
+``plans`` says what a bandwidth pass and the fitness tests run on it), in a child process
+speaking topodoctor.measure.timer.protocol.
 
 Why not torch: importing it takes 1.2-3 s on the test hosts, longer than the whole
 measurement a prolog needs; copies, events and pinned memory are a few driver calls.
@@ -28,13 +29,13 @@ from collections.abc import Callable  # noqa: E402
 from ctypes import c_float, c_int, c_uint64, c_void_p  # noqa: E402
 from typing import Any  # noqa: E402
 
-from topodoctor.measure.copies import cuda_driver  # noqa: E402
-from topodoctor.measure.copies.cuda_driver import Driver  # noqa: E402
-from topodoctor.measure.copies.protocol import Answer, Clock, see_only, serve_timer  # noqa: E402
+from topodoctor.measure.timer import driver  # noqa: E402
+from topodoctor.measure.timer.driver import Driver  # noqa: E402
+from topodoctor.measure.timer.protocol import Answer, Clock, see_only  # noqa: E402
 
 T_IMPORTS = time.monotonic()
 # When this process's timer began to load and had loaded (CLOCK_MONOTONIC); a forked timer, whose
-# parent may have loaded this module before the fork, sets its own (pair_timer.serve_forked).
+# parent may have loaded this module before the fork, sets its own (plans.serve_forked).
 STARTED = {"module": T_MODULE, "imports": T_IMPORTS}
 
 PEER_ALREADY_ENABLED = 704  # CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
@@ -91,7 +92,7 @@ class Timer:
             "cuda": f"{v // 1000}.{(v % 1000) // 10}",
             "method": "cuMemcpyPeerAsync (copy engine, CUDA driver API)",
             "devices": [],
-            "clock": {**STARTED, **cuda_driver.warm_clock},
+            "clock": {**STARTED, **driver.warm_clock},
         }
         if not self.gpus:
             return answer
@@ -377,15 +378,7 @@ class Timer:
                 "timings": clock.spent}  # fmt: skip
 
 
-def _error(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
+    """A task's failure as the parent reads it (out of memory named as such)."""
     text = str(exc)
     return "CUDA out of memory" if "OUT_OF_MEMORY" in text else f"{type(exc).__name__}: {text}"
-
-
-def main() -> None:
-    """The child's entry point: serve the copy tasks on stdin."""
-    serve_timer(Timer, ("p2p", "latency", "host"), _error)
-
-
-if __name__ == "__main__":
-    main()

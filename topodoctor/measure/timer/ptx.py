@@ -26,8 +26,8 @@ it lies, at the memory's speed, instead of read back over PCIe and compared by t
 
 from __future__ import annotations
 
-from topodoctor.measure.fitness import copy_kernels, copy_ptx
-from topodoctor.measure.fitness.copy_kernels import CopyKernel
+from topodoctor.measure.timer import copy_kernels, copy_ptx
+from topodoctor.measure.timer.copy_kernels import CopyKernel
 
 COPY = "td_copy"
 CHASE = "td_chase"

@@ -1,11 +1,58 @@
-"""Rule cases of the NCCL / CUDA environment and bandwidth families (part of the table in
-tests/support/rule_cases.py)."""
+"""The rule cases of the NCCL and CUDA environment (TD6xx):
+for every rule of the family, cases where it must fire and near misses where it must stay silent,
+thresholds and spellings included (tests/rules/test_rule_cases.py holds the table to the registry)."""
 
 from __future__ import annotations
 
-from rule_case_kit import NCCL_FILES, Case, bw_activity, bw_measure
+from conftest import FIXTURES
+from rule_case_kit import NCCL_FILES, Case, nics
+from rule_case_kit_edges_counts import HGX, renamed_nic
+from rule_case_kit_variants import UUID3, _env
 
-ENV_AND_BANDWIDTH_CASES: list[Case] = [
+CASES = [
+    # TD609: NCCL takes 1 to 31
+    Case("TD609", True, "h200-x4", "NCCL_IB_TIMEOUT=0", env={"NCCL_IB_TIMEOUT": "0"}),
+    Case("TD609", False, "h200-x4", "NCCL_IB_TIMEOUT=1", env={"NCCL_IB_TIMEOUT": "1"}),
+    # TD607: a prefix of exactly two devices is already ambiguous
+    Case(
+        "TD607",
+        True,
+        HGX,
+        "NCCL_IB_HCA=mlx5_1 with mlx5_7 named mlx5_10",
+        renamed_nic("mlx5_7", "mlx5_10"),
+        env={"NCCL_IB_HCA": "mlx5_1"},
+    ),
+    # TD620: a level name in lower case or padded, and nvidia-smi's NODE in lower case
+    Case("TD620", True, "h200-x4", "NCCL_P2P_LEVEL=' nvl'", env={"NCCL_P2P_LEVEL": " nvl"}),
+    Case("TD620", True, "h200-x4", "NCCL_P2P_LEVEL=node", env={"NCCL_P2P_LEVEL": "node"}),
+    # TD610: LL128 excluded is a debugging choice; LL128 named alone is TD611's
+    Case("TD610", True, "h200-x4", "NCCL_PROTO=^LL128", env={"NCCL_PROTO": "^LL128"}),
+    Case("TD610", False, "h200-x4", "NCCL_PROTO=LL128 (TD611's)", env={"NCCL_PROTO": "LL128"}),
+    # TD605: two prefixes, each selecting an interface that is up (not one matching both)
+    Case("TD605", False, HGX, "NCCL_SOCKET_IFNAME=eth,ib", env={"NCCL_SOCKET_IFNAME": "eth,ib"}),
+    Case("TD605", False, HGX, "NCCL_SOCKET_IFNAME=^eth0: the ib interfaces left", env={"NCCL_SOCKET_IFNAME": "^eth0"}),
+    Case(
+        "TD605",
+        True,
+        HGX,
+        "NCCL_SOCKET_IFNAME=^eth,ib: every interface excluded",
+        env={"NCCL_SOCKET_IFNAME": "^eth,ib"},
+    ),
+    # TD607: RoCE devices are matched as InfiniBand ones are
+    Case("TD607", True, HGX, "NCCL_IB_HCA=mlx5 on RoCE devices", nics(kind="roce"), env={"NCCL_IB_HCA": "mlx5"}),
+    # TD620: a reading of 0 says what 0 does; padding around a name is reported with it
+    Case("TD620", True, "h200-x4", "NCCL_IB_DISABLE=false (strtoll reads 0)", env={"NCCL_IB_DISABLE": "false"}),
+    Case("TD620", True, "h200-x4", "NCCL_P2P_LEVEL=' NODE'", env={"NCCL_P2P_LEVEL": " NODE"}),
+    # TD616 / TD617 / TD622: CUDA's variables with blanks, and indices among UUIDs
+    Case("TD616", True, "h200-x4", "CUDA_VISIBLE_DEVICES='1, 1'", env={"CUDA_VISIBLE_DEVICES": "1, 1"}),
+    Case(
+        "TD617",
+        True,
+        "h200-x4",
+        "CUDA_VISIBLE_DEVICES=a UUID, then an index",
+        env={"CUDA_VISIBLE_DEVICES": "GPU-00000000-0000-4000-8000-000000000003,1"},
+    ),
+    Case("TD622", True, "h200-x4", "CUDA_LAUNCH_BLOCKING=' 1'", env={"CUDA_LAUNCH_BLOCKING": " 1"}),
     # nccl and cuda environment
     Case("TD601", True, "h200-x4", "NCCL_P2P_DISABLE=1", env={"NCCL_P2P_DISABLE": "1"}),
     Case("TD601", False, "consumer-no-p2p", "NCCL_P2P_DISABLE=1 without NVLink", env={"NCCL_P2P_DISABLE": "1"}),
@@ -127,72 +174,42 @@ ENV_AND_BANDWIDTH_CASES: list[Case] = [
     Case(
         "TD619", False, "h200-x4", "NCCL_CONF_FILE well formed", env={"NCCL_CONF_FILE": str(NCCL_FILES / "good.conf")}
     ),
-    # bandwidth (the measured x4 result, one measurement changed)
-    Case("TD701", False, "h200-x4", "one-way GPU1->GPU2 at 0.9x", bandwidth=bw_measure("oneway", 1, 2, 0.9)),
     Case(
-        "TD701",
+        "TD608",
         True,
         "h200-x4",
-        "one-way GPU1->GPU2 at 0.8x",
-        bandwidth=bw_measure("oneway", 1, 2, 0.8),
-        subjects=("GPU1-GPU2",),
+        "NCCL_TOPO_FILE with a link speed NCCL does not know (30.0 GT/s)",
+        env={"NCCL_TOPO_FILE": str(FIXTURES / "nccl" / "topo-x4-speed.xml")},
+        severity="warning",
     ),
-    Case("TD702", True, "h200-x4", "one-way GPU2->GPU3 at 0.1x", bandwidth=bw_measure("oneway", 2, 3, 0.1)),
-    Case("TD704", True, "h200-x4", "GPU2->host at 0.6x", bandwidth=bw_measure("d2h", 2, -1, 0.6), subjects=("GPU2",)),
-    Case("TD704", True, "h200-x4", "host->GPU1 at 0.6x", bandwidth=bw_measure("h2d", -1, 1, 0.6), subjects=("GPU1",)),
+    Case("TD620", True, "h200-x4", "NCCL_P2P_DISABLE=true (strtoll reads 0)", env={"NCCL_P2P_DISABLE": "true"}),
+    Case("TD620", False, "h200-x4", "NCCL_P2P_DISABLE=1", env={"NCCL_P2P_DISABLE": "1"}),
+    _env("TD606", False, HGX, "NCCL_IB_HCA", "=mlx5_1:1", "an exact device with its port"),
+    _env("TD606", False, HGX, "NCCL_IB_HCA", "mlx5_1:1", "a device with its port"),
+    _env("TD606", True, HGX, "NCCL_IB_HCA", "mlx5_9:1", "no such device, whatever its port"),
+    _env("TD606", True, HGX, "NCCL_IB_HCA", "=mlx5", "exact: no device is named mlx5"),
+    _env("TD606", True, HGX, "NCCL_IB_HCA", "MLX5_1", "NCCL compares device names case-sensitively"),
+    _env("TD607", True, HGX, "NCCL_IB_HCA", "mlx5_", "a prefix of all eight devices"),
+    _env("TD607", False, HGX, "NCCL_IB_HCA", "mlx5_1:1", "a prefix of one device, with its port"),
+    _env("TD605", False, HGX, "NCCL_SOCKET_IFNAME", "=eth0", "exact, and up"),
+    _env("TD605", True, HGX, "NCCL_SOCKET_IFNAME", "=eth", "exact: no interface is named eth"),
+    _env("TD605", True, HGX, "NCCL_SOCKET_IFNAME", "ETH0", "interface names are case-sensitive"),
+    _env("TD621", True, "h200-x4", "NCCL_NET", "ib", "NCCL reads the network's name case-blind"),
+    _env("TD621", True, "h200-x4", "NCCL_NET", "Ib", "NCCL reads the network's name case-blind"),
+    _env("TD621", False, "h200-x4", "NCCL_NET", "socket", "sockets need no RDMA device"),
+    _env("TD611", True, "h200-x4", "NCCL_PROTO", "ll128", "NCCL reads protocol names case-blind"),
+    _env("TD610", True, "h200-x4", "NCCL_DEBUG", "trace", "NCCL reads the level case-blind"),
+    _env("TD610", True, "h200-x4", "NCCL_DEBUG", " TRACE ", "spaces around it, as a job script may leave them"),
+    _env("TD610", False, "h200-x4", "NCCL_DEBUG", "INFO", "a level that costs little"),
+    _env("TD601", True, "h200-x4", "NCCL_P2P_DISABLE", " 1 ", "spaces around it"),
+    _env("TD611", False, "h200-x4", "NCCL_PROTO", "^ll128", "LL128 excluded"),
     Case(
-        "TD707",
-        True,
-        "h200-x4",
-        "GPU1 at 50% utilisation, no process listed (someone we cannot see)",
-        bandwidth=bw_activity(1, utilization_pct=50),
-        subjects=("GPU1",),
+        "TD604", True, HGX, "NCCL_IB_DISABLE=1 on a host of RoCE NICs", nics(kind="roce"), env={"NCCL_IB_DISABLE": "1"}
     ),
-    Case("TD707", True, "h200-x4", "GPU3 with one process", bandwidth=bw_activity(3, processes=1), subjects=("GPU3",)),
-    Case(
-        "TD707",
-        False,
-        "h200-x4",
-        "GPU1 utilisation and processes unknown",
-        bandwidth=bw_activity(1, utilization_pct=None, processes=None),
-    ),
-    Case(
-        "TD702",
-        False,
-        "h200-x4",
-        "one-way GPU2->GPU3 at 0.2x, above host staging",
-        bandwidth=bw_measure("oneway", 2, 3, 0.2),
-    ),
-    Case(
-        "TD703",
-        False,
-        "h200-x4",
-        "one-way GPU0->GPU3 at 0.25x, above 1.5x its PCIe rate",
-        bandwidth=bw_measure("oneway", 0, 3, 0.25),
-    ),
-    Case("TD704", False, "h200-x4", "host->GPU2 at 0.85x", bandwidth=bw_measure("h2d", -1, 2, 0.85)),
-    Case(
-        "TD705",
-        False,
-        "h200-x4",
-        "one-way GPU3->GPU0 not verified",
-        bandwidth=bw_measure("oneway", 3, 0, verified=None),
-    ),
-    Case(
-        "TD706",
-        False,
-        "h200-x4",
-        "one-way GPU0->GPU1 out of memory (TD708)",
-        bandwidth=bw_measure("oneway", 0, 1, error="CUDA out of memory"),
-    ),
-    Case(
-        "TD707", False, "h200-x4", "GPU1 at 49% utilisation, no process", bandwidth=bw_activity(1, utilization_pct=49)
-    ),
-    Case(
-        "TD708",
-        False,
-        "h200-x4",
-        "one-way GPU0->GPU1 timed out (TD706)",
-        bandwidth=bw_measure("oneway", 0, 1, error="timeout: no answer after 20 s"),
-    ),
+    _env("TD610", False, "h200-x4", "NCCL_PROTO", "ll128", "LL128 turned on is TD611's, not a debugging leftover"),
+    # CUDA_VISIBLE_DEVICES as a job script may leave it: blanks, a UUID or its prefix, an entry mid-list
+    _env("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES", "  ", "blanks only: CUDA sees no GPU"),
+    _env("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES", f"{UUID3},0", "a GPU's whole UUID, then an index"),
+    _env("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES", "GPU-00000000", "a prefix of the GPUs' UUIDs"),
+    _env("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES", "0,GPU-ffffffff,1,2", "a UUID no GPU has, mid-list"),
 ]

@@ -1,7 +1,7 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039; part of the table in
-tests/support/rule_cases.py): each a firing case and a near miss, the evidence set on the rules'
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039; a family of the table in
+tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
-/work/shared/reference-outputs) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
+the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
 are in NCCL's own wording."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _case(code: str, fires: bool, change: str, ev: Callable[[], Evidence], sever
 
 
 _X4 = _ranks("NVIDIA H200", 4)
-EVIDENCE_CASES: list[Case] = [
+CASES: list[Case] = [
     _case("TD021", True, "4 x H200 all_reduce 359 GB/s at 2 GiB", lambda: evidence(
         run("all_reduce", _row(359.1, 4, 2 << 30), _X4), topo(_topo({}, 4), 1))),
     _case("TD021", False, "4 x H200 all_reduce 120 GB/s", lambda: evidence(

@@ -7,7 +7,7 @@ Registers are named for what they hold: the PTX is read when a shape misbehaves 
 
 from __future__ import annotations
 
-from topodoctor.measure.fitness.copy_kernels import LOAD_HINTS, STORE_HINTS, CopyKernel
+from topodoctor.measure.timer.copy_kernels import LOAD_HINTS, STORE_HINTS, CopyKernel
 
 PARAMS = "(.param .u64 p_dst, .param .u64 p_src, .param .u64 p_n, .param .u32 p_loops)"
 

@@ -170,15 +170,14 @@ def parse(name: str) -> CopyKernel:
 
 
 # Copies between GPUs (`bandwidth --mode sm`): nvbandwidth's grid (512 threads, one block per SM, each
-# thread striding over the buffer) with 4 loads in flight per thread where nvbandwidth keeps 12. On the
-# 2 x H100 NVSwitch host (2026-11-26) the 4 read 0.997 x device_to_device_memcpy_read_sm one way and
-# 0.996-0.997 x both ways; the 12 read 0.994 x both (docs/benchmarks.md).
+# thread striding over the buffer) with 4 loads in flight per thread where nvbandwidth keeps 12: the 4
+# came closer to nvbandwidth's own figure (docs/benchmarks.md, "The figures behind constants").
 PEER = parse("stride-u4-t512-b1")
 
 # The HBM test's kernel: one 16-byte element per thread, 128 threads a block, a grid that covers the
-# buffer, no cache hints. On H200 (tests/benchmarks/hbm_kernels.py, 2026-11-25) 2128 GB/s, 1.015 x
-# nvbandwidth's device_local_copy in the same run, where the persistent grid-stride kernel above
-# reached 0.956; the best of 130 shapes (a 256-byte skew) was 0.1 % faster, within the spread.
+# buffer, no cache hints: at nvbandwidth's device_local_copy where the persistent grid-stride kernel
+# above fell short, and no other of the shapes tried beyond the spread (tests/benchmarks/hbm_kernels.py;
+# docs/benchmarks.md, "The figures behind constants").
 DEFAULT = parse("oneshot-u1-t128-v4u32-ld:def-st:def")
 
 

@@ -1,49 +1,79 @@
-"""Rule cases of the data path (TD306-TD308) and the SM measurements (TD725): part of the table in
-tests/support/rule_cases.py. The derived scenarios of fixtures/derived_data_path.py are their firing
-cases through the scenario index; these are the near misses, and the thresholds at and across."""
+"""The rule cases of P2P (TD3xx):
+for every rule of the family, cases where it must fire and near misses where it must stay silent,
+thresholds and spellings included (tests/rules/test_rule_cases.py holds the table to the registry)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
-from rule_case_kit import BwEdit, Case, SnapEdit, bw_measure, pair_p2p
+from rule_case_kit import Case, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p
+from rule_case_kit_data_path import CRAWL_AT, PCIE_AT, bridge, fabric_mask, sm
 
-from fixtures.derived_data_path import with_sm
-from topodoctor.model.snapshot import HostSnapshot
-
-
-def sm(mode: str, src: int, dst: int, scale: float = 1.0, **fields: Any) -> BwEdit:
-    """The measured x4 result given the SM figures, then one SM measurement changed."""
-
-    def edit(r: dict[str, Any]) -> None:
-        with_sm(r)
-        bw_measure(mode, src, dst, scale, **fields)(r)
-
-    return edit
-
-
-def bridge(bdf: str, **fields: Any) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        return replace(s, bridges=tuple(replace(b, **fields) if b.bus_id == bdf else b for b in s.bridges))
-
-    return edit
-
-
-def fabric_mask(i: int, mask: int) -> SnapEdit:
-    def edit(s: HostSnapshot) -> HostSnapshot:
-        g = s.gpu(i)
-        return replace(s, gpus=tuple(replace(x, fabric=replace(g.fabric, health_mask=mask)) if x.index == i else x
-                                     for x in s.gpus))  # fmt: skip
-
-    return edit
-
-
-# one-way x4 pairs: 394 GB/s over links of 478.1 GB/s, PCIe (Gen5 x16) at 63.0 GB/s
-CRAWL_AT = 0.5 * 478.125 / 394.0  # the share of its rate at which a pair's copy is under half the links'
-PCIE_AT = 1.5 * 63.008 / 394.0  # ... and at which it runs at PCIe speed
-
-DATA_PATH_CASES = [
+CASES = [
+    # p2p
+    Case("TD301", False, "x4-p2p-disabled", "P2P off by a driver setting (TD305)"),
+    Case(
+        "TD301",
+        True,
+        "h200-x4",
+        "GPU0-GPU1 read and write: CHIPSET_NOT_SUPPORTED",
+        pair_p2p(0, 1, read="CHIPSET_NOT_SUPPORTED", write="CHIPSET_NOT_SUPPORTED"),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case("TD302", False, "x4-p2p-disabled", "NVLink P2P off because the driver disabled P2P (TD305)"),
+    Case(
+        "TD302",
+        False,
+        "h200-x4",
+        "P2P read disabled by the driver, NVLink P2P not supported",
+        every_pair_p2p(read="DISABLED_BY_REGKEY", nvlink="NOT_SUPPORTED"),
+    ),
+    Case(
+        "TD302",
+        True,
+        "h200-x4",
+        "GPU0-GPU2 NVLink P2P not supported",
+        pair_p2p(0, 2, nvlink="NOT_SUPPORTED"),
+        subjects=("GPU0-GPU2",),
+    ),
+    Case(
+        "TD303",
+        False,
+        "hgx-iommu-translated",
+        "the same host as a VM",
+        lambda s: replace(s, host=replace(s.host, virtualization="vm")),
+    ),
+    Case(
+        "TD303",
+        False,
+        "hgx-iommu-translated",
+        "IOMMU groups in identity mode",
+        every_gpu(lambda g: replace(g, iommu_group_type="identity")),
+    ),
+    Case(
+        "TD304",
+        False,
+        "pcie-2socket",
+        "ACS source validation and upstream forwarding, no redirect",
+        bridge_acs("0000:04:00.0", 0x11),
+    ),
+    Case(
+        "TD304",
+        True,
+        "pcie-2socket",
+        "ACS request redirect alone",
+        bridge_acs("0000:04:00.0", 0x4),
+        subjects=("bridge:0000:04:00.0",),
+    ),
+    Case("TD304", True, "pcie-2socket", "ACS completion redirect alone", bridge_acs("0000:04:00.0", 0x8)),
+    Case(
+        "TD304",
+        False,
+        "hgx-8gpu-2socket",
+        "ACS redirect above GPU0, whose pairs all use NVLink",
+        bridge_acs("0000:15:01.0", 0x1D),
+    ),
+    Case("TD305", False, "pcie-2socket", "P2P off by the platform, not the driver"),
     Case("TD306", False, "x2-p2p-atomics-refused", "only P2P atomics refused: traffic flows (TD307)"),
     Case("TD306", False, "pcie-2socket", "P2P refused between PCIe-only GPUs: no links up (TD301)"),
     Case("TD306", False, "h100-x2", "NVML answers every P2P capability OK"),
@@ -128,23 +158,5 @@ DATA_PATH_CASES = [
         bridge("0000:01:00.0", link_speed="8.0 GT/s PCIe"),
         subjects=("bridge:0000:01:00.0",),
         severity="warning",
-    ),
-    Case("TD725", False, "h200-x4", "every pair's SM latency as measured", bandwidth=sm("sm_latency", 0, 1)),
-    Case(
-        "TD725",
-        False,
-        "h200-x4",
-        "GPU2 reading GPU3 at 1.19x",
-        bandwidth=sm("sm_latency", 2, 3, 1.19),
-        at="SLOW_LATENCY",
-    ),
-    Case(
-        "TD725",
-        True,
-        "h200-x4",
-        "GPU2 reading GPU3 at 1.2x",
-        bandwidth=sm("sm_latency", 2, 3, 1.2),
-        subjects=("GPU2-GPU3",),
-        at="SLOW_LATENCY",
     ),
 ]

@@ -3,10 +3,14 @@ they were posted (the thread in its docstring) or measured on the lent hosts (do
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from tests_support_evidence import judge
 
 from topodoctor.model.evidence import GpuSeen, Setting
+
+ROOT = Path(__file__).resolve().parents[2]
 
 H100_X2_RANKS = """
 #  Rank  0 Group  0 Pid   2972 on   h100 device  0 [0000:00:06] NVIDIA H100 80GB HBM3
@@ -303,3 +307,30 @@ def test_rtx_3090_pairs_without_their_bridge_have_no_p2p() -> None:
     ev = evidence(tuple(GpuSeen(0, i, name="NVIDIA GeForce RTX 3090") for i in range(3)),
                   matrix(on, "bidirectional p2p=enabled", "bidirectional", True))  # fmt: skip
     assert any(f.code == "TD033" and f.severity == "warning" for f in judge(ev))
+
+
+def test_a_kernel_link_limit_at_the_port_above_names_that_port_and_the_gpu() -> None:
+    """The kernel's report of Gen5 GPUs behind Gen4 switches (fixtures/diagnose/real/
+    h100-behind-gen4-switch-dmesg, stas00/ml-engineering): the limit is at the port above, so the fix is
+    that port, not a reseat; joined by bus id to the GPU nvidia-smi showed there."""
+    from dataclasses import replace
+
+    from topodoctor.evidence.inputs import join, read_input
+
+    text = (ROOT / "fixtures/diagnose/real/h100-behind-gen4-switch-dmesg/evidence-1.txt").read_text()
+    ev = join([read_input("dmesg.txt", text)])
+    found = judge(ev)
+    assert [f.code for f in found] == ["TD030"] and found[0].severity == "error"
+    assert "limited by the 16.0 GT/s (Gen4) x16 link at 0000:01:00.0" in found[0].message
+    assert "lspci -vvv -s 0000:01:00.0" in found[0].fix
+    gpu = GpuSeen(0, 3, name="NVIDIA H100 80GB HBM3", bus_id="00000000:04:00.0")
+    named = judge(replace(ev, gpus=(gpu,)))
+    assert named[0].subject == "GPU3" and named[0].message.startswith("GPU3 (0000:04:00.0)")
+
+
+def test_a_kernel_link_report_at_full_bandwidth_is_no_cause() -> None:
+    """The plain form (a NIC at Gen3 x16 as capable, a linux-rdma thread) says the link is whole."""
+    from topodoctor.evidence.inputs import join, read_input
+
+    line = "[    9.843126] mlx5_core 0000:02:00.0: 126.016 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x16 link)\n"
+    assert not [f for f in judge(join([read_input("dmesg.txt", line)])) if f.severity != "info"]

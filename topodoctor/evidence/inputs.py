@@ -3,8 +3,8 @@ joined into one ``Evidence``. No I/O: the service reads the files (bounded) and 
 
 A paste holds several kinds one after another (``nvidia-smi``, then ``topo -m``, then an nccl-tests
 table): each reader says whether its kind begins at a line and reads it as far as it goes; the next
-line no reader takes is skipped. NCCL's lines and the kernel's XID lines come one by one among a
-program's other lines, so they are gathered from the whole input, wherever they stand. A JSON input
+line no reader takes is skipped. NCCL's lines and the kernel's XID and PCIe link lines come one by one
+among a program's other lines, so they are gathered from the whole input, wherever they stand. A JSON input
 is told apart by its shape: nccl-tests' ``-J``, nvbandwidth's ``-j``, or NCCL Inspector's records.
 """
 
@@ -41,7 +41,7 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
 KINDS_READ = (
     "nccl-tests output (text or -J JSON), nvidia-smi (plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), "
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
-    "kernel XID lines, launch command lines and env dumps, NCCL INFO/WARN logs, NCCL Inspector records"
+    "kernel XID and PCIe link lines, launch command lines and env dumps, NCCL INFO/WARN logs, NCCL Inspector records"
 )
 
 
@@ -82,7 +82,8 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
     """Every piece of the lines: the contiguous kinds in order, then NCCL's and the XID lines."""
     nccl = nccl_lines(lines)
     xids = host_lines.xid_lines(lines)
-    scattered = set(nccl) | set(xids)
+    links = host_lines.pcie_link_lines(lines)
+    scattered = set(nccl) | set(xids) | set(links)
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -103,6 +104,8 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
         blocks.append(read_nccl_log(lines, nccl, first_piece + len(blocks)))
     if xids:
         blocks.append(host_lines.read_xids(lines, xids, first_piece + len(blocks)))
+    if links:
+        blocks.append(host_lines.read_pcie_links(lines, links, first_piece + len(blocks)))
     return blocks
 
 

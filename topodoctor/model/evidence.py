@@ -31,6 +31,7 @@ Kind = Literal[
     "nccl-graph-xml",  # NCCL_GRAPH_DUMP_FILE / NCCL_GRAPH_FILE
     "lspci",  # lspci -vvv (ACSCtl, LnkCap, LnkSta)
     "kernel-xid",  # kernel log lines with NVRM: Xid
+    "kernel-pcie-link",  # the kernel's "Gb/s available PCIe bandwidth" lines (dmesg, journalctl)
     "command-line",  # docker run -e / --gpus, mpirun -x, srun --export, export NCCL_...=, env dumps
     "nccl-log",  # NCCL INFO / WARN output of any program
     "nccl-inspector",  # NCCL Inspector's per-collective records (2.28+)
@@ -161,7 +162,9 @@ class NcclGraphSeen:
 
 @dataclass(frozen=True)
 class PcieSeen:
-    """One PCIe function as ``lspci -vvv`` shows it."""
+    """One PCIe function as ``lspci -vvv`` shows it, or as the kernel reports its link at boot ("252.048 Gb/s
+    available PCIe bandwidth, limited by 16.0 GT/s PCIe x16 link at 0000:01:00.0 (capable of ...)"): there
+    ``link_sta`` is the narrowest link on the path to the root port, ``link_cap`` the function's own."""
 
     piece: int
     bdf: str  # as lspci prints it (0000:18:00.0 or 18:00.0)
@@ -169,8 +172,11 @@ class PcieSeen:
     acs_ctl: dict[str, bool] = field(default_factory=dict)  # ACSCtl's flags: {"SrcValid": True, "ReqRedir": ...}
     link_cap: tuple[float, int] | None = None  # (GT/s, width) the port can do
     link_sta: tuple[float, int] | None = None  # (GT/s, width) it trained to
-    downgraded: bool | None = None  # lspci's "(downgraded)" mark
+    downgraded: bool | None = None  # lspci's "(downgraded)" mark; the kernel's "limited by"
     host: str = ""
+    limited_at: str = ""  # the kernel's limiting device: the function itself, or a port above it
+    available_gbit_s: float | None = None  # the kernel's figures, Gb/s as it prints them
+    capable_gbit_s: float | None = None
 
 
 @dataclass(frozen=True)

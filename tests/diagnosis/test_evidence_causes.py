@@ -334,3 +334,28 @@ def test_a_kernel_link_report_at_full_bandwidth_is_no_cause() -> None:
 
     line = "[    9.843126] mlx5_core 0000:02:00.0: 126.016 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x16 link)\n"
     assert not [f for f in judge(join([read_input("dmesg.txt", line)])) if f.severity != "info"]
+
+
+def _read(*paths: str) -> object:
+    from topodoctor.evidence.inputs import join, read_input
+
+    return join([read_input(p, (ROOT / p).read_text()) for p in paths])
+
+
+def test_p2p_disable_on_a_launch_line_is_the_cause() -> None:
+    """Two DDP launches, the slower with NCCL_P2P_DISABLE=1 (titan-nvlink-p2p-disable-ddp)."""
+    found = judge(_read("fixtures/diagnose/real/titan-nvlink-p2p-disable-ddp/evidence-1.txt"))  # type: ignore[arg-type]
+    assert found[0].code == "TD023" and "NCCL_P2P_DISABLE=1" in found[0].message and found[0].severity == "error"
+
+
+def test_fewer_threads_without_a_figure_is_said_not_blamed() -> None:
+    """NCCL_NTHREADS=256 on an all_reduce_perf line and nothing else (normal-8x5090-pcie-28, whose
+    figure was normal): information; beside a short figure it stays a candidate."""
+    found = judge(_read("fixtures/diagnose/real/normal-8x5090-pcie-28/evidence-1.txt"))  # type: ignore[arg-type]
+    assert [(f.code, f.severity) for f in found] == [("TD036", "info")]
+    short = evidence(
+        run("all_reduce", _row(100.0), H100_X2_RANKS), topo(H100_X2_TOPO, piece=1),
+        (Setting(2, "NCCL_NTHREADS", "256", "command prefix"),),
+    )  # fmt: skip
+    blamed = [f for f in judge(short) if f.code == "TD036"]
+    assert blamed and blamed[0].severity != "info" and "NCCL_NTHREADS=256" in blamed[0].message

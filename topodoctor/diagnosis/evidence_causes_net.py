@@ -230,6 +230,9 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                     exp,
                 ),
                 (s["NCCL_NTHREADS"][1],),
+                # fewer threads cost bandwidth where the links are fast (the guide: NVLink left idle); with no
+                # figure to hold it against it is said, not blamed
+                severity=None if sym is not None else "info",
             )
     if "NCCL_BUFFSIZE" in s and s["NCCL_BUFFSIZE"][0].strip().isdigit():
         b = int(s["NCCL_BUFFSIZE"][0])

@@ -359,3 +359,21 @@ def test_fewer_threads_without_a_figure_is_said_not_blamed() -> None:
     )  # fmt: skip
     blamed = [f for f in judge(short) if f.code == "TD036"]
     assert blamed and blamed[0].severity != "info" and "NCCL_NTHREADS=256" in blamed[0].message
+
+
+def test_a_sweep_table_names_the_node_whose_every_pair_is_slow() -> None:
+    """NVIDIA/nccl-tests#106 (pair-sweep-one-slow-node): both pairs with se02gn644 run at 49 GB/s while its
+    partners reach 87-88 with other nodes; 284/678 is slow too but neither node is seen elsewhere, so it
+    is said apart, not blamed on 644."""
+    found = judge(_read("fixtures/diagnose/real/pair-sweep-one-slow-node/evidence-1.txt"))  # type: ignore[arg-type]
+    assert [(f.code, f.subject) for f in found if f.severity != "info"] == [("TD038", "host:se02gn644")]
+    assert "se02gn284/se02gn678 (49.28) is slow apart" in found[0].message
+    assert len(found[0].evidence["slow_runs"]) == 2  # type: ignore[arg-type]
+
+
+def test_a_sweep_of_unrelated_slow_pairs_names_no_node() -> None:
+    """Two slow pairs that share no node, and no node exonerated twice: no one node is to blame."""
+    from topodoctor.evidence.inputs import join, read_input
+
+    text = "n1,n2 49.1\nn3,n4 49.0\nn5,n6 88.2\nn1,n5 87.9\n"
+    assert not [f for f in judge(join([read_input("sweep.txt", text)])) if f.code == "TD038"]

@@ -5,8 +5,11 @@ peers."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from topodoctor.core.stats import median
-from topodoctor.diagnosis.evidence_facts import Conn, Facts, Measured, NetSeen, Quote
+from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.nccl_model import (
     DEFAULT_BUFFSIZE,
@@ -22,6 +25,7 @@ from topodoctor.diagnosis.rank import Candidate
 RDMA_NAMES = ("mlx5_", "mlx4_", "ibp", "bnxt_re", "irdma", "efa", "rdma")
 PROTO_SHARE = {"LL": LL_SHARE, "LL128": LL128_SHARE}
 SLOW_GPU = 0.7  # a GPU whose copies run under this share of the others' median
+SLOW_PAIR = 0.8  # a sweep's pair under this share of its best pair is slow
 
 
 def _rdma_present(f: Facts) -> list[str]:
@@ -271,19 +275,41 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         )
 
 
-def sweep_cause(runs: list[tuple[Measured, float]], expected: float | None) -> tuple[str, list[Measured]] | None:
-    """In a sweep of two-node runs (each (run, busbw)), the node every slow pair has and no healthy pair
-    has: (node, its slow runs), or None."""
+@dataclass(frozen=True)
+class Swept:
+    """The node a sweep's slow pairs point to: the runs (by index) that have it, all slow; the slow runs
+    without it; and how it was found ("common": in every slow pair; "partners": every pair it joins is
+    slow while each partner runs at full rate with another node)."""
+
+    node: str
+    slow: tuple[int, ...]
+    apart: tuple[int, ...]
+    how: str
+    partners: tuple[str, ...] = ()
+
+
+def sweep_cause(runs: Sequence[tuple[frozenset[str], float]]) -> Swept | None:
+    """In a sweep of two-node runs (each its two hosts and busbw), the node every slow pair has and no
+    healthy pair has, or else the one node whose every pair (two at least) is slow while each of its
+    partners is healthy with another node; None where the sweep names no one node."""
     if len(runs) < 3:
         return None
-    best = expected or max(b for _, b in runs)
-    slow = [m for m, b in runs if b < 0.8 * best]
-    fast = [m for m, b in runs if b >= 0.8 * best]
-    if not slow or not fast:
+    best = max(b for _, b in runs)
+    slow = [k for k, (_, b) in enumerate(runs) if b < SLOW_PAIR * best]
+    fast_hosts: set[str] = set().union(*(h for h, b in runs if b >= SLOW_PAIR * best))
+    if not slow or not fast_hosts:
         return None
-    common = set.intersection(*(set(m.rank_hosts) for m in slow))
-    common -= set().union(*(set(m.rank_hosts) for m in fast))
-    return (sorted(common)[0], slow) if len(common) == 1 else None
+    common = set.intersection(*(set(runs[k][0]) for k in slow)) - fast_hosts
+    if len(common) == 1:
+        return Swept(common.pop(), tuple(slow), (), "common")
+    found = []
+    for node in sorted(set().union(*(runs[k][0] for k in slow)) - fast_hosts):
+        mine = [k for k in slow if node in runs[k][0]]
+        partners = set().union(*(runs[k][0] for k in mine)) - {node}
+        if len(mine) >= 2 and partners <= fast_hosts:
+            found.append(Swept(node, tuple(mine), tuple(k for k in slow if k not in mine), "partners",
+                               tuple(sorted(partners))))  # fmt: skip
+    return found[0] if len(found) == 1 else None
 
 
 def one_gpu_slow(f: Facts, out: Leads) -> None:

@@ -35,6 +35,7 @@ Kind = Literal[
     "command-line",  # docker run -e / --gpus, mpirun -x, srun --export, export NCCL_...=, env dumps
     "nccl-log",  # NCCL INFO / WARN output of any program
     "nccl-inspector",  # NCCL Inspector's per-collective records (2.28+)
+    "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
 ]
 
 
@@ -231,6 +232,19 @@ class NcclLine:
 
 
 @dataclass(frozen=True)
+class SweepPair:
+    """One pair of nodes of a two-node sweep and its figure, as a sweep script prints it: the pair's
+    busbw in GB/s (the figure carries no unit; a sweep prints bandwidth, so it is read as that)."""
+
+    piece: int
+    a: str
+    b: str
+    busbw_gbps: float
+    note: str = ""  # what followed the figure ("# crossing TOR")
+    line: int = 0  # 1-based, in the piece's input
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything the inputs showed, joined: one per ``topodoctor diagnose`` run."""
 
@@ -248,6 +262,7 @@ class Evidence:
     nccl: tuple[NcclAccount, ...] = ()  # one per NCCL log piece (nccl/'s account of it), in pieces' order
     nccl_pieces: tuple[int, ...] = ()  # the piece each NcclAccount came from
     nccl_lines: tuple[NcclLine, ...] = ()  # every NCCL INFO / WARN line of the NCCL log pieces, in order
+    sweeps: tuple[SweepPair, ...] = ()  # two-node sweeps' pairs
     driver_version: str = ""
     cuda_version: str = ""
     unreadable: tuple[str, ...] = ()  # inputs that held no kind this reads, each as "path: why"

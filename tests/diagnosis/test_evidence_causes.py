@@ -377,3 +377,23 @@ def test_a_sweep_of_unrelated_slow_pairs_names_no_node() -> None:
 
     text = "n1,n2 49.1\nn3,n4 49.0\nn5,n6 88.2\nn1,n5 87.9\n"
     assert not [f for f in judge(join([read_input("sweep.txt", text)])) if f.code == "TD038"]
+
+
+def test_a_release_with_a_small_size_regression_beside_a_small_size_run() -> None:
+    """NVIDIA/nccl#2058 (nccl-2297-symmem-regression): NCCL 2.29.7 and an all_reduce_perf run of 1K-4M
+    only; the regression is a lead to compare against, said as a warning. The same line sweeping to 1G,
+    or an unaffected release, says nothing of it."""
+    found = judge(
+        _read(  # type: ignore[arg-type]
+            "fixtures/diagnose/real/nccl-2297-symmem-regression/evidence-1.txt",
+            "fixtures/diagnose/real/nccl-2297-symmem-regression/evidence-2.txt",
+        )
+    )
+    assert [(f.code, f.severity) for f in found] == [("TD037", "warning")]
+    assert "NCCL 2.29.7" in found[0].message and "https://github.com/NVIDIA/nccl/issues/2058" in found[0].fix
+    from topodoctor.evidence.inputs import join, read_input
+
+    big = "NCCL 2.29.7\n\nall_reduce_perf -b 1k -e 1G -g 1 -f 2\n"
+    assert not [f for f in judge(join([read_input("v", big)])) if f.code == "TD037"]
+    other = "NCCL 2.28.9\n\nall_reduce_perf -b 1k -e 4m -g 1 -f 2\n"
+    assert not [f for f in judge(join([read_input("v", other)])) if f.code == "TD037"]

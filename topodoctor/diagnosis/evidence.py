@@ -42,12 +42,14 @@ from topodoctor.topology.graph import pcie_gbps
 FLOOR_LINK = (pcie_gbps(3, 16) or 15.76, "the link rate: PCIe Gen3 x16 at least (the GPUs' model and link not shown)")
 COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0.82 NVLink, 0.88 PCIe on H200)
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
-STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD039")
+STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD037",
+            "TD039")  # fmt: skip
 SETTINGS_ONLY = ("TD036",)
 FALLBACK_FIX = BY_CODE["TD022"].how
 # What a cause standing on its own is about, where its lead names no GPU or host of its own.
 SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "TD025": "network", "TD026": "network",
-            "TD035": "network", "TD028": "topology", "TD029": "p2p", "TD036": "settings"}  # fmt: skip
+            "TD035": "network", "TD028": "topology", "TD029": "p2p", "TD036": "settings",
+            "TD037": "nccl-version"}  # fmt: skip
 
 
 def judge(ev: Evidence) -> tuple[Finding, ...]:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from topodoctor.core.stats import median
+from topodoctor.core.text import human_size
+from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.nccl_model import (
@@ -252,15 +254,22 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             )
 
 
+def _sizes_shown(f: Facts) -> list[int]:
+    """The sizes the evidence shows measured: nccl-tests' rows, or the -e of its command line."""
+    return [m.size_bytes for m in f.measured] + [x.max_bytes for x in f.launches if x.program and x.max_bytes]
+
+
 def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
-    """A release with a known regression at the sizes judged (TD037)."""
+    """A release with a known regression at the sizes judged (TD037): the bandwidth-bound sizes of a
+    short figure, or, with no figure to judge, a run whose sizes are all latency-bound."""
     if not f.nccl_version:
         if sym is not None:
             out.ask("the NCCL version (NCCL_DEBUG=VERSION, or nccl-tests' header)")
         return
     arch = f.model.arch if f.model is not None else ""
-    for r in regressions_of(f.nccl_version, arch, sym.nodes > 1 if sym is not None else None):
-        if r.sizes != "large":
+    found = regressions_of(f.nccl_version, arch, sym.nodes > 1 if sym is not None else None)
+    for r in found:
+        if r.sizes != "large" or sym is None:
             continue
         what = f"NCCL {f.nccl_version} has a known regression on {r.where}: {r.what}"
         out.add(
@@ -273,6 +282,14 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                 direct=False,
             ),
         )
+    sizes = _sizes_shown(f)
+    small = [r for r in found if r.sizes == "small"]
+    if sym is None and small and sizes and max(sizes) < BANDWIDTH_BOUND_BYTES:
+        what = f"NCCL {f.nccl_version} has a known regression at the latency-bound sizes this run measures "
+        what += f"(up to {human_size(max(sizes))}): " + "; ".join(f"on {r.where}, {r.what}" for r in small)
+        fix = "Compare with NCCL " + "; ".join(f"{r.unaffected} ({r.source})" for r in small) + "."
+        ev = {"sources": [r.source for r in small], "unaffected": [r.unaffected for r in small]}
+        out.add("TD037", Candidate(what, fix, ev, None, direct=False), severity="warning")
 
 
 @dataclass(frozen=True)

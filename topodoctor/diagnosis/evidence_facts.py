@@ -304,7 +304,7 @@ def facts_of(ev: Evidence) -> Facts:
     )
     version = next((a.version for a in accounts if a.version), "") or next(
         (r.nccl_version for r in ev.collectives if r.nccl_version), ""
-    )
+    ) or ev.nccl_version  # fmt: skip
     return Facts(
         names=names,
         model=model,

@@ -15,7 +15,18 @@ from dataclasses import dataclass
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
-from topodoctor.evidence import copies, host_lines, launch, nccl_tests, nccl_xml, smi, smi_query, sweeps, topo
+from topodoctor.evidence import (
+    copies,
+    host_lines,
+    launch,
+    nccl_tests,
+    nccl_xml,
+    smi,
+    smi_query,
+    sweeps,
+    topo,
+    versions,
+)
 from topodoctor.evidence.lines import Block, Parts, clean
 from topodoctor.evidence.nccl_tests import nccl_tests_json
 from topodoctor.evidence.nccl_text import is_inspector, json_objects, nccl_lines, read_inspector, read_nccl_log
@@ -37,13 +48,14 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
     (nccl_tests.starts, nccl_tests.read),
     (host_lines.starts_lspci, host_lines.read_lspci),
     (launch.starts, launch.read),
+    (versions.starts, versions.read),
     (sweeps.starts, sweeps.read),  # last: two names and a figure is the loosest shape
 )
 KINDS_READ = (
     "nccl-tests output (text or -J JSON), nvidia-smi (plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), "
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
     "kernel XID and PCIe link lines, launch command lines and env dumps, NCCL INFO/WARN logs, NCCL Inspector records, "
-    "two-node sweep tables (hostA,hostB busbw)"
+    "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw)"
 )
 
 
@@ -156,5 +168,6 @@ def join(reads: Sequence[Read]) -> Evidence:
         sweeps=tuple(x for p in parts for x in p.sweeps),
         driver_version=next((p.driver_version for p in parts if p.driver_version), ""),
         cuda_version=next((p.cuda_version for p in parts if p.cuda_version), ""),
+        nccl_version=next((p.nccl_version for p in parts if p.nccl_version), ""),
         unreadable=tuple(r.unreadable for r in reads if r.unreadable),
     )

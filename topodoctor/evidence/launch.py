@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from contextlib import suppress
+from dataclasses import replace
 
+from topodoctor.core.errors import InputError
 from topodoctor.evidence.lines import Block, Parts
+from topodoctor.model.collective_ops import parse_size
 from topodoctor.model.evidence import Launch, Setting
 from topodoctor.nccl.variables import known
 
@@ -27,6 +31,7 @@ _LAUNCHER = re.compile(
     r"|torch\.distributed\.(?:launch|run))\b"
     r"(?:\s+(?:run|start|exec|create))?"
 )
+_PERF = re.compile(r"(?:^|\s|/)([a-z_]+_perf)(?:_mpi)?(?=\s)")  # an nccl-tests binary (all_reduce_perf)
 _LIST = re.compile(r"\s*(?:;|&&|\|\|)\s*")  # a shell list: each command's own prefix
 _EATEN = re.compile(r"(?:^|\s)(NCCL(?: [A-Z0-9]+)+)=(\S+)")  # NCCL_MIN_NCHANNELS with its underscores lost
 _EXPORT = re.compile(rf"^\s*(?:export|setenv|set -x)\s+({_NAME})[= ](\S*)")
@@ -71,7 +76,7 @@ def starts(lines: list[str], i: int) -> bool:
     line = _unprompted(lines[i])
     if _LAUNCHER.search(line) and (" -" in line or line.rstrip().endswith("\\")):
         return True
-    if _prefixed(line):
+    if _prefixed(line) or (_PERF.search(line) and " -" in line):
         return True
     return bool(
         _EXPORT.match(line) or _ASSIGN.match(line) or _K8S_NAME.match(line) or _SBATCH.match(line)
@@ -142,7 +147,11 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     if not _INLINE.search(head):
         for name, value in _eaten(head):
             parts.settings.append(Setting(piece, name, value.strip("\"'"), "command prefix (underscores lost)"))
+    perf = _PERF.search(text)
+    if m is None and perf is None:
+        return
     if m is None:
+        parts.launches.append(_nccl_tests(text, words, piece, "nccl-tests"))
         return
     launcher = {"nvidia-docker": "docker", "mpiexec": "mpirun"}.get(m.group(1), m.group(1))
     launcher = "torchrun" if launcher.startswith("torch.distributed") else launcher
@@ -191,7 +200,28 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     for s in parts.settings:
         if s.name in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") and not gpus:
             gpus = s.value
-    parts.launches.append(Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT]))
+    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT])
+    if perf is not None:
+        program = _nccl_tests(text, words, piece, launcher)
+        launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes)
+    parts.launches.append(launch)
+
+
+def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launch:
+    """An nccl-tests binary's run: the binary and its -b / -e sizes (K, M, G binary, as it reads them)."""
+    perf = _PERF.search(text)
+    program = perf.group(1) if perf else ""
+    after = words[next((k for k, w in enumerate(words) if w.rsplit("/", 1)[-1].startswith(program)), 0) :]
+    sizes: dict[str, int | None] = {"min": None, "max": None}
+    for k, w in enumerate(after):
+        flag, eq, inline = w.partition("=")
+        key = {"-b": "min", "--minbytes": "min", "-e": "max", "--maxbytes": "max"}.get(flag)
+        value = inline if eq else (after[k + 1] if k + 1 < len(after) else "")
+        if key is not None and value:
+            with suppress(InputError):  # a size nccl-tests would refuse too: not shown
+                sizes[key] = parse_size(value)
+    return Launch(piece, launcher, text=text[:MAX_TEXT], program=program, min_bytes=sizes["min"],
+                  max_bytes=sizes["max"])  # fmt: skip
 
 
 def _setting(word: str, piece: int, parts: Parts, how: str) -> None:

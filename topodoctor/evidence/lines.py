@@ -64,6 +64,7 @@ class Parts:
     sweeps: list[SweepPair] = field(default_factory=list)
     driver_version: str = ""
     cuda_version: str = ""
+    nccl_version: str = ""
 
 
 @dataclass

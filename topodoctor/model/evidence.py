@@ -35,6 +35,7 @@ Kind = Literal[
     "command-line",  # docker run -e / --gpus, mpirun -x, srun --export, export NCCL_...=, env dumps
     "nccl-log",  # NCCL INFO / WARN output of any program
     "nccl-inspector",  # NCCL Inspector's per-collective records (2.28+)
+    "version-line",  # a version stated on its own line: "NCCL 2.29.7", pip's nvidia-nccl-cu12==2.21.5
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
 ]
 
@@ -216,6 +217,9 @@ class Launch:
     devices: tuple[str, ...] = ()  # --device /dev/infiniband ...
     privileged: bool | None = None
     text: str = ""  # the command line, cut to a few hundred characters
+    program: str = ""  # the nccl-tests binary it runs (all_reduce_perf), where it runs one
+    min_bytes: int | None = None  # nccl-tests' -b / --minbytes
+    max_bytes: int | None = None  # nccl-tests' -e / --maxbytes
 
 
 @dataclass(frozen=True)
@@ -265,4 +269,5 @@ class Evidence:
     sweeps: tuple[SweepPair, ...] = ()  # two-node sweeps' pairs
     driver_version: str = ""
     cuda_version: str = ""
+    nccl_version: str = ""  # as a version line stated it (NCCL's own lines and nccl-tests' header win)
     unreadable: tuple[str, ...] = ()  # inputs that held no kind this reads, each as "path: why"

@@ -397,3 +397,16 @@ def test_a_release_with_a_small_size_regression_beside_a_small_size_run() -> Non
     assert not [f for f in judge(join([read_input("v", big)])) if f.code == "TD037"]
     other = "NCCL 2.28.9\n\nall_reduce_perf -b 1k -e 4m -g 1 -f 2\n"
     assert not [f for f in judge(join([read_input("v", other)])) if f.code == "TD037"]
+
+
+def test_a_health_check_threshold_is_not_the_hardware_rate() -> None:
+    """Azure/azurehpc-health-checks#162 (normal-h100pcie-12-links): NHC fails a 256.63 GB/s pair against a
+    335 threshold the maintainers later lowered; with no model or links shown the figure is above any
+    PCIe floor and no cause is named."""
+    found = judge(_read("fixtures/diagnose/real/normal-h100pcie-12-links/evidence-1.txt"))  # type: ignore[arg-type]
+    assert not [f for f in found if f.severity != "info"]
+    from topodoctor.evidence.inputs import join, read_input
+
+    slow = "ERROR:  nhc:  Health check failed:  check_gpu_bw: P2P test on GPU 1 to GPU 0 failed. Bandwidth 5.2 is less "
+    slow += "than 335. FaultCode: NHC2020\n"  # the same line with a figure no healthy x16 link gives
+    assert [f.code for f in judge(join([read_input("nhc.log", slow)])) if f.severity == "warning"] == ["TD022"]

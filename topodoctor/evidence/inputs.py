@@ -17,6 +17,7 @@ from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
 from topodoctor.evidence import (
     copies,
+    health_checks,
     host_lines,
     launch,
     nccl_tests,
@@ -55,7 +56,8 @@ KINDS_READ = (
     "nccl-tests output (text or -J JSON), nvidia-smi (plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), "
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
     "kernel XID and PCIe link lines, launch command lines and env dumps, NCCL INFO/WARN logs, NCCL Inspector records, "
-    "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw)"
+    "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw), "
+    "Azure NHC's check_gpu_bw lines"
 )
 
 
@@ -97,7 +99,8 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
     nccl = nccl_lines(lines)
     xids = host_lines.xid_lines(lines)
     links = host_lines.pcie_link_lines(lines)
-    scattered = set(nccl) | set(xids) | set(links)
+    nhc = health_checks.nhc_lines(lines)
+    scattered = set(nccl) | set(xids) | set(links) | set(nhc)
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -120,6 +123,8 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
         blocks.append(host_lines.read_xids(lines, xids, first_piece + len(blocks)))
     if links:
         blocks.append(host_lines.read_pcie_links(lines, links, first_piece + len(blocks)))
+    if nhc:
+        blocks.append(health_checks.read_nhc(lines, nhc, first_piece + len(blocks)))
     return blocks
 
 

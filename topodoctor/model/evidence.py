@@ -35,6 +35,7 @@ Kind = Literal[
     "command-line",  # docker run -e / --gpus, mpirun -x, srun --export, export NCCL_...=, env dumps
     "nccl-log",  # NCCL INFO / WARN output of any program
     "nccl-inspector",  # NCCL Inspector's per-collective records (2.28+)
+    "health-check",  # health-check tools' lines quoting a measured copy (Azure NHC's check_gpu_bw)
     "version-line",  # a version stated on its own line: "NCCL 2.29.7", pip's nvidia-nccl-cu12==2.21.5
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
 ]

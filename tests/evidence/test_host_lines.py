@@ -100,3 +100,10 @@ def test_kernel_link_report_of_older_kernels_and_an_unknown_limit() -> None:
     assert (f.bdf, f.description, f.limited_at, f.link_sta, f.link_cap) == (
         "0000:04:00.0", "driver nvidia", "", (8.0, 4), (8.0, 16)
     )  # fmt: skip
+
+
+def test_a_kernel_link_line_past_any_kernel_length_is_not_read() -> None:
+    """A line of the kernel's shape padded past 1000 characters is not the kernel's (bounded work per line)."""
+    line = "[    9.8] mlx5_core 0000:02:00.0: 126.016 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x16 link)"
+    assert kinds(read_input("k", line + "\n")) == ["kernel-pcie-link"]
+    assert not read_input("k", line + " " * 1000 + "x\n").pieces

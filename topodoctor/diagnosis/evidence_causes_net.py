@@ -286,7 +286,7 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     small = [r for r in found if r.sizes == "small"]
     if sym is None and small and sizes and max(sizes) < BANDWIDTH_BOUND_BYTES:
         what = f"NCCL {f.nccl_version} has a known regression at the latency-bound sizes this run measures "
-        what += f"(up to {human_size(max(sizes))}): " + "; ".join(f"on {r.where}, {r.what}" for r in small)
+        what += f"(up to {human_size(max(sizes))}): " + "; ".join(f"{r.what} (seen on {r.where})" for r in small)
         fix = "Compare with NCCL " + "; ".join(f"{r.unaffected} ({r.source})" for r in small) + "."
         ev = {"sources": [r.source for r in small], "unaffected": [r.unaffected for r in small]}
         out.add("TD037", Candidate(what, fix, ev, None, direct=False), severity="warning")

@@ -410,3 +410,16 @@ def test_a_health_check_threshold_is_not_the_hardware_rate() -> None:
     slow = "ERROR:  nhc:  Health check failed:  check_gpu_bw: P2P test on GPU 1 to GPU 0 failed. Bandwidth 5.2 is less "
     slow += "than 335. FaultCode: NHC2020\n"  # the same line with a figure no healthy x16 link gives
     assert [f.code for f in judge(join([read_input("nhc.log", slow)])) if f.severity == "warning"] == ["TD022"]
+
+
+def test_a_kernel_link_limit_of_the_function_itself_at_full_width_may_be_idle() -> None:
+    """A line in the kernel's format (drivers/pci/pci.c, the figure as it computes it: 2.5 GT/s x16 after
+    8b/10b is 32 Gb/s) for a function limited by its own link, at full width but Gen1: the fix says a GPU
+    idles at a lower generation."""
+    from topodoctor.evidence.inputs import join, read_input
+
+    line = "[    3.6] pci 0000:07:00.0: 32.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s PCIe x16 link at "
+    line += "0000:07:00.0 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)\n"
+    (f,) = judge(join([read_input("dmesg.txt", line)]))
+    assert f.code == "TD030" and "limited by its own link at 2.5 GT/s (Gen1) x16" in f.message
+    assert "under load" in f.fix

@@ -217,6 +217,9 @@ def _kernel_limit(f: Facts, p: PcieSeen, out: Leads) -> None:
     what += "link can do"
     if own:
         fix = "Reseat the card or riser; check the slot's BIOS setting (a link trained down)."
+        if p.link_sta and p.link_cap and p.link_sta[1] >= p.link_cap[1]:
+            # the width is whole: a slower speed alone is also what an idle GPU's power saving gives
+            fix += " Only the speed is lower: an idle GPU drops its generation, so check it under load (nvidia-smi -q)."
     else:
         fix = f"Check the port at {p.limited_at} (`lspci -vvv -s {p.limited_at}`, LnkCap and LnkSta): a switch or "
         fix += "slot slower than the device caps every host copy through it; one trained down needs reseating."

@@ -210,7 +210,7 @@ class Launch:
     """What a command line says of how the job was started: containers and the GPUs each sees."""
 
     piece: int
-    launcher: str  # docker, podman, mpirun, srun, torchrun, kubectl, enroot/pyxis
+    launcher: str  # docker, podman, mpirun, srun, torchrun, kubectl, enroot/pyxis; nccl-tests: a binary run bare
     gpus: str = ""  # --gpus / NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES as given
     ipc_host: bool | None = None  # docker --ipc=host
     shm_size: str = ""  # --shm-size

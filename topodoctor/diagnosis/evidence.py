@@ -146,7 +146,7 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectat
     found = sweep_cause([(h, b) for h, b, _ in swept])
     if found is not None:
         other.append(_sweep_finding(found, swept))
-        taken = {str(swept[k][2]) for k in found.slow + found.apart}
+        taken = {str(swept[k][2]) for k in found.slow}  # a slow pair apart from the node is judged on its own
         runs = [m for m in runs if str(m.quote) not in taken]
     for m in runs:
         if m.size_bytes < BANDWIDTH_BOUND_BYTES:

@@ -19,3 +19,15 @@ def test_each_piece_read_and_each_unreadable_input_is_said_first() -> None:
     assert found[1].subject == "topo.txt:3" and found[1].evidence["pairs"] == 4
     assert "cut: the matrix ends at GPU1" in found[1].message
     assert found[2].subject == "notes.txt" and found[2].message == "not read: holds no kind of text diagnose reads"
+
+
+def test_a_sweep_table_and_a_version_line_say_what_they_showed() -> None:
+    """A pair-sweep piece counts its pairs; a version line, which shows no part, says its version."""
+    from topodoctor.evidence.inputs import join, read_input
+
+    ev = join([read_input("sweep.txt", "n1,n2 49.1\nn2,n3 88.0\n"), read_input("v.txt", "NCCL 2.29.7\n")])
+    read = [f.message for f in judge(ev) if f.code == "TD980"]
+    assert read == [
+        "pair-sweep (lines 1-2): 2 sweep pairs",
+        "version-line NCCL 2.29.7 (line 1): the version it states",
+    ]

@@ -1,8 +1,8 @@
-"""lspci -vvv (links, ACS) and kernel XID lines."""
+"""lspci -vvv (links, ACS), kernel XID lines and the kernel's PCIe link reports."""
 
 from __future__ import annotations
 
-from evidence_support import EVIDENCE, read
+from evidence_support import EVIDENCE, ROOT, kinds, read
 
 from topodoctor.evidence.inputs import read_input
 
@@ -47,3 +47,63 @@ def test_acs_lines_of_a_grep_with_redirect_on_some_bridges() -> None:
     funcs = got.parts[-1].pcie
     assert len(funcs) == 12 and all(f.bdf == "" for f in funcs)
     assert [f.acs_ctl["ReqRedir"] for f in funcs].count(True) == 5
+
+
+def test_kernel_link_report_limited_by_a_gen4_port_above_gen5_gpus() -> None:
+    """The boot messages of a node whose Gen5 GPUs sit behind Gen4 switches (fixtures/diagnose/real/
+    h100-behind-gen4-switch-dmesg, from stas00/ml-engineering compute/accelerator/nvidia/debug.md), as
+    `dmesg | grep 'limited by'` leaves them with a `[...]` between."""
+    got = read(ROOT / "fixtures/diagnose/real/h100-behind-gen4-switch-dmesg/evidence-1.txt")
+    assert kinds(got) == ["kernel-pcie-link"]
+    funcs = got.parts[0].pcie
+    assert [(f.bdf, f.limited_at) for f in funcs] == [
+        ("0000:04:00.0", "0000:01:00.0"),
+        ("0000:8b:00.0", "0000:87:00.0"),
+    ]
+    f = funcs[0]
+    assert (f.link_sta, f.link_cap, f.downgraded) == ((16.0, 16), (32.0, 16), True)
+    assert (f.available_gbit_s, f.capable_gbit_s) == (252.048, 504.112)
+
+
+def test_kernel_link_reports_in_syslog_and_among_other_boot_lines() -> None:
+    """A syslog line with the kernel's own time inside (openwrt/openwrt#24642) and a GPU's upstream
+    bridge on a Raspberry Pi among enumeration lines (geerlingguy/raspberry-pi-pcie-devices#712); the
+    plain form of a NIC driver at probe (a linux-rdma thread: mlx5_core, Gen3 x16)."""
+    text = (
+        "Wed Aug 12 17:30:58 2026 kern.info kernel: [    3.027370] pci 0003:01:00.0: 7.876 Gb/s available PCIe "
+        "bandwidth, limited by 8.0 GT/s PCIe x1 link at 0003:00:00.0 (capable of 15.752 Gb/s with 8.0 GT/s PCIe x2 "
+        "link)\n"
+        "[    0.499735] pci 0000:01:00.0: PME# supported from D0 D3hot D3cold\n"
+        "[    0.499779] pci 0000:01:00.0: 7.876 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x1 link at "
+        "0000:00:00.0 (capable of 126.016 Gb/s with 8.0 GT/s PCIe x16 link)\n"
+        "[    0.511598] pci 0000:01:00.0: bridge configuration invalid ([bus 00-00]), reconfiguring\n"
+        "[    9.843126] mlx5_core 0000:02:00.0: 126.016 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x16 link)\n"
+    )
+    got = read_input("boot.log", text)
+    assert kinds(got) == ["kernel-pcie-link"] and got.pieces[0].first_line == 1 and got.pieces[0].last_line == 5
+    a, b, nic = got.parts[0].pcie
+    assert (a.bdf, a.link_sta, a.link_cap) == ("0003:01:00.0", (8.0, 1), (8.0, 2))
+    assert (b.limited_at, b.link_sta, b.link_cap) == ("0000:00:00.0", (8.0, 1), (8.0, 16))
+    assert (nic.description, nic.link_sta, nic.downgraded, nic.limited_at) == ("driver mlx5_core", (8.0, 16), False, "")
+
+
+def test_kernel_link_report_of_older_kernels_and_an_unknown_limit() -> None:
+    """Kernels 4.17-4.x print the speed without ".0" and "PCIe" (PCIE_SPEED2STR: "8 GT/s"), and
+    "<unknown>" where no limiting device was found; a line cut before its close is not read."""
+    text = (
+        "nvidia 0000:04:00.0: 31.504 Gb/s available PCIe bandwidth, limited by 8 GT/s x4 link at <unknown> "
+        "(capable of 126.016 Gb/s with 8 GT/s x16 link)\n"
+        "pci 0000:05:00.0: 31.504 Gb/s available PCIe bandwidth, limited by 8 GT/s x4 link at 0000:00:01.0 (capab\n"
+    )
+    got = read_input("old.log", text)
+    (f,) = got.parts[0].pcie
+    assert (f.bdf, f.description, f.limited_at, f.link_sta, f.link_cap) == (
+        "0000:04:00.0", "driver nvidia", "", (8.0, 4), (8.0, 16)
+    )  # fmt: skip
+
+
+def test_a_kernel_link_line_past_any_kernel_length_is_not_read() -> None:
+    """A line of the kernel's shape padded past 1000 characters is not the kernel's (bounded work per line)."""
+    line = "[    9.8] mlx5_core 0000:02:00.0: 126.016 Gb/s available PCIe bandwidth (8.0 GT/s PCIe x16 link)"
+    assert kinds(read_input("k", line + "\n")) == ["kernel-pcie-link"]
+    assert not read_input("k", line + " " * 1000 + "x\n").pieces

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evidence_support import EVIDENCE, read
+from evidence_support import EVIDENCE, ROOT, kinds, read
 
 from topodoctor.evidence.inputs import read_input
 
@@ -54,3 +54,37 @@ def test_compose_environment_as_a_list_and_as_a_mapping() -> None:
     text = '    environment:\n      - NCCL_IB_DISABLE=1\n      NCCL_P2P_DISABLE: "1"\n'
     found = [(s.name, s.value, s.how) for p in read_input("compose.yml", text).parts for s in p.settings]
     assert found == [("NCCL_IB_DISABLE", "1", "env"), ("NCCL_P2P_DISABLE", "1", "compose environment")]
+
+
+def test_a_prefix_after_a_shell_list_and_torch_distributed_launch() -> None:
+    """Two DDP launches, the second with NCCL_P2P_DISABLE=1, each after `rm -r ...;` and continued with
+    `\\` (fixtures/diagnose/real/titan-nvlink-p2p-disable-ddp, stas00/ml-engineering's disable-nvlink.md)."""
+    got = read(ROOT / "fixtures/diagnose/real/titan-nvlink-p2p-disable-ddp/evidence-1.txt")
+    assert kinds(got) == ["command-line", "command-line"]
+    first, second = ([(s.name, s.value, s.how) for s in p.settings] for p in got.parts)
+    assert first == [("CUDA_VISIBLE_DEVICES", "0,1", "command prefix")]
+    assert ("NCCL_P2P_DISABLE", "1", "command prefix") in second
+    assert [(x.launcher, x.gpus) for p in got.parts for x in p.launches] == [("torchrun", "0,1"), ("torchrun", "0,1")]
+    assert "--nproc_per_node 2" in got.parts[0].launches[0].text
+
+
+def test_names_whose_underscores_markdown_ate_are_read_only_as_nccl_names() -> None:
+    """`NCCL_NTHREADS=256 NCCL_MIN_NCHANNELS=8 ./build/all_reduce_perf` as an issue's Markdown left it
+    (fixtures/diagnose/real/normal-8x5090-pcie-28, NVIDIA/nccl#1639); words that name no variable NCCL
+    reads stay unread."""
+    got = read(ROOT / "fixtures/diagnose/real/normal-8x5090-pcie-28/evidence-1.txt")
+    assert [(s.name, s.value) for s in got.parts[0].settings] == [("NCCL_NTHREADS", "256"), ("NCCL_MIN_NCHANNELS", "8")]
+    assert got.parts[0].settings[0].how == "command prefix (underscores lost)"
+    assert not read_input("p", "NCCL FOO BAR=1 ./build/all reduce perf -g 8\n").pieces
+    assert not read_input("p", "NCCL MIN NCHANNELS=8\n").pieces  # a bare assignment in prose: no command
+
+
+def test_a_prefix_before_an_nccl_tests_binary_after_cd_and() -> None:
+    """A notebook cell from a public NCCL study note (Kaggle, 2 x T4): `!cd DIR && VARS ./build/...` with
+    the output piped on; the `cd` names nothing."""
+    text = (
+        "!cd /kaggle/working/nccl-tests && NCCL_DEBUG=INFO NCCL_ALGO=RING ./build/all_reduce_perf -b 1M -e 1M -g 2 "
+        "2>&1 | head -60\n"
+    )
+    got = read_input("p", text)
+    assert [(s.name, s.value) for s in got.parts[0].settings] == [("NCCL_DEBUG", "INFO"), ("NCCL_ALGO", "RING")]

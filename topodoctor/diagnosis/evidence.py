@@ -13,6 +13,7 @@ from dataclasses import replace
 from topodoctor.core.text import human_size
 from topodoctor.diagnosis.evidence_causes import fallback_causes, gpu_causes, path_causes
 from topodoctor.diagnosis.evidence_causes_net import (
+    Swept,
     network_causes,
     one_gpu_slow,
     setting_causes,
@@ -41,12 +42,14 @@ from topodoctor.topology.graph import pcie_gbps
 FLOOR_LINK = (pcie_gbps(3, 16) or 15.76, "the link rate: PCIe Gen3 x16 at least (the GPUs' model and link not shown)")
 COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0.82 NVLink, 0.88 PCIe on H200)
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
-STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD039")
+STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD037",
+            "TD039")  # fmt: skip
 SETTINGS_ONLY = ("TD036",)
 FALLBACK_FIX = BY_CODE["TD022"].how
 # What a cause standing on its own is about, where its lead names no GPU or host of its own.
 SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "TD025": "network", "TD026": "network",
-            "TD035": "network", "TD028": "topology", "TD029": "p2p", "TD036": "settings"}  # fmt: skip
+            "TD035": "network", "TD028": "topology", "TD029": "p2p", "TD036": "settings",
+            "TD037": "nccl-version"}  # fmt: skip
 
 
 def judge(ev: Evidence) -> tuple[Finding, ...]:
@@ -114,19 +117,37 @@ def _groups(f: Facts) -> list[Measured]:
     return list(best.values())
 
 
+def _sweep_finding(found: Swept, runs: list[tuple[frozenset[str], float, Quote]]) -> Finding:
+    """TD038: the node a sweep's slow pairs point to, with the figures and the slow pairs it leaves."""
+    best = max(b for _, b, _ in runs)
+    mine = [runs[k][1] for k in found.slow]
+    figures = f"{min(mine):g}-{max(mine):g}" if min(mine) != max(mine) else f"{mine[0]:g}"
+    if found.how == "common":
+        msg = f"node {found.node} is in every slow pair of the sweep ({len(found.slow)} of {len(runs)} runs"
+    else:
+        msg = f"every pair with node {found.node} is slow ({len(found.slow)} of {len(runs)} runs"
+    msg += f", busbw {figures} GB/s against {best:g})"
+    if found.partners:
+        msg += f", while {', '.join(found.partners)} run at full rate with other nodes"
+    for k in found.apart:
+        hosts, b, _ = runs[k]
+        msg += f"; {'/'.join(sorted(hosts))} ({b:g}) is slow apart from it (neither node in another run)"
+    ev = {"node": found.node, "slow_runs": [str(runs[k][2]) for k in found.slow],
+          "other_slow_runs": [str(runs[k][2]) for k in found.apart]}  # fmt: skip
+    return _finding("TD038", f"host:{found.node}", msg, BY_CODE["TD038"].how, ev)
+
+
 def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectation]], list[Finding]]:
     symptoms, normal, other = [], [], []
     runs = _groups(f)
-    two_node = [
-        (m, m.busbw_gbps) for m in runs if len(set(m.rank_hosts)) == 2 and m.size_bytes >= BANDWIDTH_BOUND_BYTES
-    ]
-    swept = sweep_cause(two_node, None)
-    if swept is not None:
-        node, slow = swept
-        msg = f"node {node} is in every slow pair of the sweep ({len(slow)} of {len(two_node)} runs)"
-        ev = {"node": node, "slow_runs": [str(m.quote) for m in slow]}
-        other.append(_finding("TD038", f"host:{node}", msg, BY_CODE["TD038"].how, ev))
-        runs = [m for m in runs if m not in slow]
+    two_node = [m for m in runs if len(set(m.rank_hosts)) == 2 and m.size_bytes >= BANDWIDTH_BOUND_BYTES]
+    swept = [(frozenset(m.rank_hosts), m.busbw_gbps, m.quote) for m in two_node]
+    swept += [(frozenset((p.a, p.b)), p.busbw_gbps, q) for p, q in f.sweeps]
+    found = sweep_cause([(h, b) for h, b, _ in swept])
+    if found is not None:
+        other.append(_sweep_finding(found, swept))
+        taken = {str(swept[k][2]) for k in found.slow}  # a slow pair apart from the node is judged on its own
+        runs = [m for m in runs if str(m.quote) not in taken]
     for m in runs:
         if m.size_bytes < BANDWIDTH_BOUND_BYTES:
             if not any(r.op == m.op and r.size_bytes >= BANDWIDTH_BOUND_BYTES for r in runs):

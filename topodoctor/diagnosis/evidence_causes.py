@@ -5,12 +5,13 @@ peer traffic. Each adds leads (with what it would leave of the expectation) or s
 
 from __future__ import annotations
 
-from topodoctor.diagnosis.evidence_facts import Facts, Quote, no_peer_access, path_class
+from topodoctor.diagnosis.evidence_facts import Facts, Quote, bus_key, no_peer_access, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.fallback import P2P_BY_DEFAULT, fallbacks
 from topodoctor.diagnosis.rank import Candidate
-from topodoctor.model.evidence import CopyMatrix
+from topodoctor.model.evidence import CopyMatrix, PcieSeen
 from topodoctor.topology.busbw import NCCL_PCI_LANE
+from topodoctor.topology.graph import pcie_gen_of
 
 # NCCL_P2P_LEVEL's words, nearest first (paths.cc): P2P runs where the pair's path is at or under it.
 P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
@@ -181,7 +182,10 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             "`nvidia-smi -q` (each GPU's PCIe link: generation and width, current and max) or `lspci -vvv` (LnkSta)"
         )
     for p in f.pcie:
-        if p.link_sta and p.link_cap and (p.downgraded or p.link_sta[1] < p.link_cap[1]):
+        if p.limited_at or p.available_gbit_s is not None:
+            if p.downgraded:
+                _kernel_limit(f, p, out)
+        elif p.link_sta and p.link_cap and (p.downgraded or p.link_sta[1] < p.link_cap[1]):
             what = f"{p.bdf} ({p.description or 'PCIe device'}) trained x{p.link_sta[1]} {p.link_sta[0]:g} GT/s of "
             what += f"x{p.link_cap[1]} {p.link_cap[0]:g} GT/s"
             out.add(
@@ -190,6 +194,40 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                 (Quote(f.where.get(p.piece, "lspci"), "LnkSta"),),
                 p.bdf,
             )
+
+
+def _link(link: tuple[float, int] | None) -> str:
+    if link is None:
+        return "a link of unknown speed"
+    gen = pcie_gen_of(f"{link[0]} GT/s")
+    return f"{link[0]:.1f} GT/s" + (f" (Gen{gen})" if gen else "") + f" x{link[1]}"
+
+
+def _kernel_limit(f: Facts, p: PcieSeen, out: Leads) -> None:
+    """The kernel's word that a function gets less PCIe bandwidth than it can use, and where the limit is:
+    its own link (trained down) or a port above it (a slower switch or slot, or that link trained down)."""
+    key = bus_key(p.bdf)
+    gpu = next((g for g in f.gpus if key is not None and bus_key(g.bus_id) == key), None)
+    who = f"GPU{gpu.index} ({p.bdf})" if gpu is not None else p.bdf
+    own = not p.limited_at or bus_key(p.limited_at) == key
+    where = "" if own else f"the {_link(p.link_sta)} link at {p.limited_at} above it"
+    where = f"its own link at {_link(p.link_sta)}" if own else where
+    what = f"{who}: {p.available_gbit_s:g} Gb/s available PCIe bandwidth, limited by {where} "
+    what += f"(the kernel's report), of the {p.capable_gbit_s:g} Gb/s its {_link(p.link_cap)} "
+    what += "link can do"
+    if own:
+        fix = "Reseat the card or riser; check the slot's BIOS setting (a link trained down)."
+        if p.link_sta and p.link_cap and p.link_sta[1] >= p.link_cap[1]:
+            # the width is whole: a slower speed alone is also what an idle GPU's power saving gives
+            fix += " Only the speed is lower: an idle GPU drops its generation, so check it under load (nvidia-smi -q)."
+    else:
+        fix = f"Check the port at {p.limited_at} (`lspci -vvv -s {p.limited_at}`, LnkCap and LnkSta): a switch or "
+        fix += "slot slower than the device caps every host copy through it; one trained down needs reseating."
+    ev = {"bdf": p.bdf, "limited_at": p.limited_at, "available_gbit_s": p.available_gbit_s,
+          "capable_gbit_s": p.capable_gbit_s}  # fmt: skip
+    subject = f"GPU{gpu.index}" if gpu is not None else p.bdf
+    out.add("TD030", Candidate(what, fix, ev, None), (Quote(f.where.get(p.piece, "the kernel log"), "limited by"),),
+            subject)  # fmt: skip
 
 
 def _pairs_p2p_below_staged(copies: tuple[CopyMatrix, ...]) -> list[tuple[str, str, float, float, str]]:

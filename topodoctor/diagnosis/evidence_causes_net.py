@@ -5,8 +5,13 @@ peers."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from topodoctor.core.stats import median
-from topodoctor.diagnosis.evidence_facts import Conn, Facts, Measured, NetSeen, Quote
+from topodoctor.core.text import human_size
+from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
+from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.nccl_model import (
     DEFAULT_BUFFSIZE,
@@ -22,6 +27,7 @@ from topodoctor.diagnosis.rank import Candidate
 RDMA_NAMES = ("mlx5_", "mlx4_", "ibp", "bnxt_re", "irdma", "efa", "rdma")
 PROTO_SHARE = {"LL": LL_SHARE, "LL128": LL128_SHARE}
 SLOW_GPU = 0.7  # a GPU whose copies run under this share of the others' median
+SLOW_PAIR = 0.8  # a sweep's pair under this share of its best pair is slow
 
 
 def _rdma_present(f: Facts) -> list[str]:
@@ -230,6 +236,9 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                     exp,
                 ),
                 (s["NCCL_NTHREADS"][1],),
+                # fewer threads cost bandwidth where the links are fast (the guide: NVLink left idle); with no
+                # figure to hold it against it is said, not blamed
+                severity=None if sym is not None else "info",
             )
     if "NCCL_BUFFSIZE" in s and s["NCCL_BUFFSIZE"][0].strip().isdigit():
         b = int(s["NCCL_BUFFSIZE"][0])
@@ -245,15 +254,22 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             )
 
 
+def _sizes_shown(f: Facts) -> list[int]:
+    """The sizes the evidence shows measured: nccl-tests' rows, or the -e of its command line."""
+    return [m.size_bytes for m in f.measured] + [x.max_bytes for x in f.launches if x.program and x.max_bytes]
+
+
 def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
-    """A release with a known regression at the sizes judged (TD037)."""
+    """A release with a known regression at the sizes judged (TD037): the bandwidth-bound sizes of a
+    short figure, or, with no figure to judge, a run whose sizes are all latency-bound."""
     if not f.nccl_version:
         if sym is not None:
             out.ask("the NCCL version (NCCL_DEBUG=VERSION, or nccl-tests' header)")
         return
     arch = f.model.arch if f.model is not None else ""
-    for r in regressions_of(f.nccl_version, arch, sym.nodes > 1 if sym is not None else None):
-        if r.sizes != "large":
+    found = regressions_of(f.nccl_version, arch, sym.nodes > 1 if sym is not None else None)
+    for r in found:
+        if r.sizes != "large" or sym is None:
             continue
         what = f"NCCL {f.nccl_version} has a known regression on {r.where}: {r.what}"
         out.add(
@@ -266,21 +282,51 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                 direct=False,
             ),
         )
+    sizes = _sizes_shown(f)
+    small = [r for r in found if r.sizes == "small"]
+    if sym is None and small and sizes and max(sizes) < BANDWIDTH_BOUND_BYTES:
+        what = f"NCCL {f.nccl_version} has a known regression at the latency-bound sizes this run measures "
+        what += f"(up to {human_size(max(sizes))}): " + "; ".join(f"{r.what} (seen on {r.where})" for r in small)
+        fix = "Compare with NCCL " + "; ".join(f"{r.unaffected} ({r.source})" for r in small) + "."
+        ev = {"sources": [r.source for r in small], "unaffected": [r.unaffected for r in small]}
+        out.add("TD037", Candidate(what, fix, ev, None, direct=False), severity="warning")
 
 
-def sweep_cause(runs: list[tuple[Measured, float]], expected: float | None) -> tuple[str, list[Measured]] | None:
-    """In a sweep of two-node runs (each (run, busbw)), the node every slow pair has and no healthy pair
-    has: (node, its slow runs), or None."""
+@dataclass(frozen=True)
+class Swept:
+    """The node a sweep's slow pairs point to: the runs (by index) that have it, all slow; the slow runs
+    without it; and how it was found ("common": in every slow pair; "partners": every pair it joins is
+    slow while each partner runs at full rate with another node)."""
+
+    node: str
+    slow: tuple[int, ...]
+    apart: tuple[int, ...]
+    how: str
+    partners: tuple[str, ...] = ()
+
+
+def sweep_cause(runs: Sequence[tuple[frozenset[str], float]]) -> Swept | None:
+    """In a sweep of two-node runs (each its two hosts and busbw), the node every slow pair has and no
+    healthy pair has, or else the one node whose every pair (two at least) is slow while each of its
+    partners is healthy with another node; None where the sweep names no one node."""
     if len(runs) < 3:
         return None
-    best = expected or max(b for _, b in runs)
-    slow = [m for m, b in runs if b < 0.8 * best]
-    fast = [m for m, b in runs if b >= 0.8 * best]
-    if not slow or not fast:
+    best = max(b for _, b in runs)
+    slow = [k for k, (_, b) in enumerate(runs) if b < SLOW_PAIR * best]
+    fast_hosts: set[str] = set().union(*(h for h, b in runs if b >= SLOW_PAIR * best))
+    if not slow or not fast_hosts:
         return None
-    common = set.intersection(*(set(m.rank_hosts) for m in slow))
-    common -= set().union(*(set(m.rank_hosts) for m in fast))
-    return (sorted(common)[0], slow) if len(common) == 1 else None
+    common = set.intersection(*(set(runs[k][0]) for k in slow)) - fast_hosts
+    if len(common) == 1:
+        return Swept(common.pop(), tuple(slow), (), "common")
+    found = []
+    for node in sorted(set().union(*(runs[k][0] for k in slow)) - fast_hosts):
+        mine = [k for k in slow if node in runs[k][0]]
+        partners = set().union(*(runs[k][0] for k in mine)) - {node}
+        if len(mine) >= 2 and partners <= fast_hosts:
+            found.append(Swept(node, tuple(mine), tuple(k for k in slow if k not in mine), "partners",
+                               tuple(sorted(partners))))  # fmt: skip
+    return found[0] if len(found) == 1 else None
 
 
 def one_gpu_slow(f: Facts, out: Leads) -> None:

@@ -9,7 +9,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from topodoctor.model.collectives import NcclAccount
-from topodoctor.model.evidence import CollectiveRun, CopyMatrix, Evidence, GpuSeen, Launch, NcclLine, NicSeen, PcieSeen
+from topodoctor.model.evidence import (
+    CollectiveRun,
+    CopyMatrix,
+    Evidence,
+    GpuSeen,
+    Launch,
+    NcclLine,
+    NicSeen,
+    PcieSeen,
+    SweepPair,
+)
 from topodoctor.nccl.lines import NetLine, net_line, peer_line
 from topodoctor.topology.gpu_models import GpuModel, model_of
 
@@ -96,6 +106,7 @@ class Facts:
     measured: tuple[Measured, ...] = ()
     copies: tuple[CopyMatrix, ...] = ()
     launches: tuple[Launch, ...] = ()
+    sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
     where: Mapping[int, str] = field(default_factory=dict)  # piece -> "path:first-last"
 
     def link(self, a: int, b: int) -> str | None:
@@ -293,7 +304,7 @@ def facts_of(ev: Evidence) -> Facts:
     )
     version = next((a.version for a in accounts if a.version), "") or next(
         (r.nccl_version for r in ev.collectives if r.nccl_version), ""
-    )
+    ) or ev.nccl_version  # fmt: skip
     return Facts(
         names=names,
         model=model,
@@ -320,6 +331,9 @@ def facts_of(ev: Evidence) -> Facts:
         measured=_measured(ev),
         copies=ev.copies,
         launches=ev.launches,
+        sweeps=tuple(
+            (p, Quote(_where(ev, p.piece, p.line or None), f"{p.a},{p.b} {p.busbw_gbps:g}")) for p in ev.sweeps
+        ),
         where={i: _where(ev, i) for i in range(len(ev.pieces))},
     )
 

@@ -46,9 +46,11 @@ def _read(ev: Evidence, k: int, p: Piece) -> Finding:
         "settings": _count(ev.settings, k),
         "launches": _count(ev.launches, k),
         "graphs": _count(getattr(ev, "graphs", ()), k),  # NCCL's graph dumps, where the readers give them
+        "sweep_pairs": _count(ev.sweeps, k),
     }
     counts = {name: n for name, n in shown.items() if n}
-    what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) or "nothing it reads"
+    what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
+    what = what or ("the version it states" if p.version else "nothing it reads")
     where = f"lines {p.first_line}-{p.last_line}" if p.last_line > p.first_line else f"line {p.first_line}"
     version = f" {p.version}" if p.version else ""
     cut = f"; cut: {p.cut}" if p.cut else ""

@@ -37,6 +37,12 @@ REGRESSIONS: tuple[Regression, ...] = (
         "2.28.9", "https://github.com/NVIDIA/nccl/issues/2094", ("Hopper",),
     ),
     Regression(
+        (2, 29, 7), (2, 30, 4), "Hopper GPUs, symmetric-memory kernels (registered windows: nccl-tests -R 2)", "small",
+        "all_reduce, all_gather and reduce_scatter slower at small and medium sizes than 2.29.2: the receive loads "
+        "of the LL all-to-all became ld.acquire.sys (ll_a2a__funcs.h recvUnrolled; ld.relaxed.sys from 2.30.7)",
+        "2.29.3 or 2.30.7", "https://github.com/NVIDIA/nccl/issues/2058", ("Hopper",),
+    ),
+    Regression(
         (2, 30, 5), (2, 30, 5), "H100 NVL on AMD hosts, across nodes", "small",
         "all_reduce around 1 MB about 60 % slower than the release before",
         "2.29.7", "https://github.com/NVIDIA/nccl/issues/2441", ("Hopper",), True,

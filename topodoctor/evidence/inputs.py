@@ -3,8 +3,8 @@ joined into one ``Evidence``. No I/O: the service reads the files (bounded) and 
 
 A paste holds several kinds one after another (``nvidia-smi``, then ``topo -m``, then an nccl-tests
 table): each reader says whether its kind begins at a line and reads it as far as it goes; the next
-line no reader takes is skipped. NCCL's lines and the kernel's XID lines come one by one among a
-program's other lines, so they are gathered from the whole input, wherever they stand. A JSON input
+line no reader takes is skipped. NCCL's lines and the kernel's XID and PCIe link lines come one by one
+among a program's other lines, so they are gathered from the whole input, wherever they stand. A JSON input
 is told apart by its shape: nccl-tests' ``-J``, nvbandwidth's ``-j``, or NCCL Inspector's records.
 """
 
@@ -15,7 +15,19 @@ from dataclasses import dataclass
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
-from topodoctor.evidence import copies, host_lines, launch, nccl_tests, nccl_xml, smi, smi_query, topo
+from topodoctor.evidence import (
+    copies,
+    health_checks,
+    host_lines,
+    launch,
+    nccl_tests,
+    nccl_xml,
+    smi,
+    smi_query,
+    sweeps,
+    topo,
+    versions,
+)
 from topodoctor.evidence.lines import Block, Parts, clean
 from topodoctor.evidence.nccl_tests import nccl_tests_json
 from topodoctor.evidence.nccl_text import is_inspector, json_objects, nccl_lines, read_inspector, read_nccl_log
@@ -37,11 +49,15 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
     (nccl_tests.starts, nccl_tests.read),
     (host_lines.starts_lspci, host_lines.read_lspci),
     (launch.starts, launch.read),
+    (versions.starts, versions.read),
+    (sweeps.starts, sweeps.read),  # last: two names and a figure is the loosest shape
 )
 KINDS_READ = (
     "nccl-tests output (text or -J JSON), nvidia-smi (plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), "
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
-    "kernel XID lines, launch command lines and env dumps, NCCL INFO/WARN logs, NCCL Inspector records"
+    "kernel XID and PCIe link lines, launch command lines and env dumps, NCCL INFO/WARN logs, NCCL Inspector records, "
+    "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw), "
+    "Azure NHC's check_gpu_bw lines"
 )
 
 
@@ -82,7 +98,9 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
     """Every piece of the lines: the contiguous kinds in order, then NCCL's and the XID lines."""
     nccl = nccl_lines(lines)
     xids = host_lines.xid_lines(lines)
-    scattered = set(nccl) | set(xids)
+    links = host_lines.pcie_link_lines(lines)
+    nhc = health_checks.nhc_lines(lines)
+    scattered = set(nccl) | set(xids) | set(links) | set(nhc)
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -103,6 +121,10 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
         blocks.append(read_nccl_log(lines, nccl, first_piece + len(blocks)))
     if xids:
         blocks.append(host_lines.read_xids(lines, xids, first_piece + len(blocks)))
+    if links:
+        blocks.append(host_lines.read_pcie_links(lines, links, first_piece + len(blocks)))
+    if nhc:
+        blocks.append(health_checks.read_nhc(lines, nhc, first_piece + len(blocks)))
     return blocks
 
 
@@ -148,7 +170,9 @@ def join(reads: Sequence[Read]) -> Evidence:
         nccl=tuple(p.nccl for p in parts if p.nccl is not None),
         nccl_pieces=tuple(k for k, p in enumerate(parts) if p.nccl is not None),
         nccl_lines=tuple(x for p in parts for x in p.nccl_lines),
+        sweeps=tuple(x for p in parts for x in p.sweeps),
         driver_version=next((p.driver_version for p in parts if p.driver_version), ""),
         cuda_version=next((p.cuda_version for p in parts if p.cuda_version), ""),
+        nccl_version=next((p.nccl_version for p in parts if p.nccl_version), ""),
         unreadable=tuple(r.unreadable for r in reads if r.unreadable),
     )

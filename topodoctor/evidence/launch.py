@@ -2,16 +2,24 @@
 --ipc=host --shm-size``, ``mpirun -x NCCL_X=1``, ``srun --export=...``, ``export NCCL_X=...``,
 ``NCCL_X=1 torchrun ...``, ``env | grep NCCL`` dumps and Kubernetes env YAML (``- name: NCCL_X`` /
 ``value: ...``). A command a paste continued with ``\\`` is joined first; a shell prompt in front
-(``$ ``, ``root@host:~# ``) is dropped.
+(``$ ``, ``root@host:~# ``) is dropped; each command of a ``;`` / ``&&`` list is read on its own
+(``rm -r out; NCCL_P2P_DISABLE=1 python -m torch.distributed.launch ...``). A name whose underscores a
+Markdown paste ate (``NCCL MIN NCHANNELS=8 ./build/all reduce perf``) is read only where the words
+joined by ``_`` are a variable NCCL reads (``nccl.variables``).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from contextlib import suppress
+from dataclasses import replace
 
+from topodoctor.core.errors import InputError
 from topodoctor.evidence.lines import Block, Parts
+from topodoctor.model.collective_ops import parse_size
 from topodoctor.model.evidence import Launch, Setting
+from topodoctor.nccl.variables import known
 
 # the variables that bear on a GPU job's communication
 _NAME = (
@@ -19,9 +27,13 @@ _NAME = (
 )
 _PROMPT = re.compile(r"^\s*(?:\$|#|>|\(\S+\)\s*\$|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+")
 _LAUNCHER = re.compile(
-    r"(?:^|\s|/)(docker|podman|nvidia-docker|mpirun|mpiexec|srun|sbatch|torchrun|enroot|kubectl|deepspeed)\b"
+    r"(?:^|\s|/)(docker|podman|nvidia-docker|mpirun|mpiexec|srun|sbatch|torchrun|enroot|kubectl|deepspeed"
+    r"|torch\.distributed\.(?:launch|run))\b"
     r"(?:\s+(?:run|start|exec|create))?"
 )
+_PERF = re.compile(r"(?:^|\s|/)([a-z_]+_perf)(?:_mpi)?(?=\s)")  # an nccl-tests binary (all_reduce_perf)
+_LIST = re.compile(r"\s*(?:;|&&|\|\|)\s*")  # a shell list: each command's own prefix
+_EATEN = re.compile(r"(?:^|\s)(NCCL(?: [A-Z0-9]+)+)=(\S+)")  # NCCL_MIN_NCHANNELS with its underscores lost
 _EXPORT = re.compile(rf"^\s*(?:export|setenv|set -x)\s+({_NAME})[= ](\S*)")
 _ASSIGN = re.compile(rf"^\s*(?:-\s+)?({_NAME})=(\"[^\"]*\"|'[^']*'|\S*)\s*$")
 _INLINE = re.compile(rf"(?:^|\s)({_NAME})=(\S+)")
@@ -36,10 +48,35 @@ def _unprompted(line: str) -> str:
     return _PROMPT.sub("", line, count=1) if not line.startswith("#SBATCH") else line
 
 
+def _eaten(text: str) -> list[tuple[str, str]]:
+    """(name, value) of each ``NCCL MIN NCHANNELS=8`` that names a variable NCCL reads."""
+    out = []
+    for words, value in _EATEN.findall(text):
+        parts = words.split()
+        # the last run of words from an "NCCL" that names a variable ("ran NCCL MIN NCHANNELS=8" is read too)
+        names = ["_".join(parts[k:]) for k, w in enumerate(parts) if w == "NCCL"]
+        name = next((n for n in reversed(names) if n in known()), "")
+        if name:
+            out.append((name, value))
+    return out
+
+
+def _prefixed(line: str) -> bool:
+    """A command with variables in front: ``NCCL_X=1 prog``, also as one command of a ``;`` list."""
+    for cmd in _LIST.split(line):
+        if _INLINE.match(cmd) and len(cmd.split()) > 1:
+            return True
+        if (m := _EATEN.match(cmd)) and _eaten(cmd) and len(cmd[m.end() :].split()) > 0:
+            return True
+    return False
+
+
 def starts(lines: list[str], i: int) -> bool:
     """Whether a command line, an export, an env dump or env YAML begins at line ``i``."""
     line = _unprompted(lines[i])
     if _LAUNCHER.search(line) and (" -" in line or line.rstrip().endswith("\\")):
+        return True
+    if _prefixed(line) or (_PERF.search(line) and " -" in line):
         return True
     return bool(
         _EXPORT.match(line) or _ASSIGN.match(line) or _K8S_NAME.match(line) or _SBATCH.match(line)
@@ -95,14 +132,29 @@ def _words(text: str) -> list[str]:
 
 
 def _command(text: str, piece: int, parts: Parts) -> None:
-    """One command line's settings and launch."""
+    """One command line's settings and launch (each command of a ``;`` / ``&&`` list on its own)."""
+    cmds = _LIST.split(text)
+    if len(cmds) > 1:
+        for cmd in cmds:
+            if cmd.strip():
+                _command(cmd, piece, parts)
+        return
     m = _LAUNCHER.search(text)
     words = _words(text)
-    for name, value in _INLINE.findall(text.split(m.group(1))[0] if m else text):
+    head = text.split(m.group(1))[0] if m else text
+    for name, value in _INLINE.findall(head):
         parts.settings.append(Setting(piece, name, value.strip("\"'"), "command prefix"))
+    if not _INLINE.search(head):
+        for name, value in _eaten(head):
+            parts.settings.append(Setting(piece, name, value.strip("\"'"), "command prefix (underscores lost)"))
+    perf = _PERF.search(text)
+    if m is None and perf is None:
+        return
     if m is None:
+        parts.launches.append(_nccl_tests(text, words, piece, "nccl-tests"))
         return
     launcher = {"nvidia-docker": "docker", "mpiexec": "mpirun"}.get(m.group(1), m.group(1))
+    launcher = "torchrun" if launcher.startswith("torch.distributed") else launcher
     gpus = ""
     ipc = net = priv = None
     shm = ""
@@ -148,7 +200,28 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     for s in parts.settings:
         if s.name in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") and not gpus:
             gpus = s.value
-    parts.launches.append(Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT]))
+    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT])
+    if perf is not None:
+        program = _nccl_tests(text, words, piece, launcher)
+        launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes)
+    parts.launches.append(launch)
+
+
+def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launch:
+    """An nccl-tests binary's run: the binary and its -b / -e sizes (K, M, G binary, as it reads them)."""
+    perf = _PERF.search(text)
+    program = perf.group(1) if perf else ""
+    after = words[next((k for k, w in enumerate(words) if w.rsplit("/", 1)[-1].startswith(program)), 0) :]
+    sizes: dict[str, int | None] = {"min": None, "max": None}
+    for k, w in enumerate(after):
+        flag, eq, inline = w.partition("=")
+        key = {"-b": "min", "--minbytes": "min", "-e": "max", "--maxbytes": "max"}.get(flag)
+        value = inline if eq else (after[k + 1] if k + 1 < len(after) else "")
+        if key is not None and value:
+            with suppress(InputError):  # a size nccl-tests would refuse too: not shown
+                sizes[key] = parse_size(value)
+    return Launch(piece, launcher, text=text[:MAX_TEXT], program=program, min_bytes=sizes["min"],
+                  max_bytes=sizes["max"])  # fmt: skip
 
 
 def _setting(word: str, piece: int, parts: Parts, how: str) -> None:

@@ -25,6 +25,7 @@ from topodoctor.model.evidence import (
     PairSeen,
     PcieSeen,
     Setting,
+    SweepPair,
     XidSeen,
 )
 
@@ -60,8 +61,10 @@ class Parts:
     graphs: list[NcclGraphSeen] = field(default_factory=list)
     nccl: NcclAccount | None = None
     nccl_lines: list[NcclLine] = field(default_factory=list)
+    sweeps: list[SweepPair] = field(default_factory=list)
     driver_version: str = ""
     cuda_version: str = ""
+    nccl_version: str = ""
 
 
 @dataclass

@@ -32,7 +32,7 @@ _NCCL = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^NCCL version \d")  # the bann
 # NCCL's INFO messages pasted without their prefix (a quote in a thread): the ones that say how NCCL
 # connected the ranks and what it read, in the words of init.cc, transport.cc and net_*.cc
 _BARE = re.compile(
-    r"^\s*NCCL_\w+ set by environment to |\d+\[[\w.:]+\] -> \d+\[[\w.:]+\] (?:\[(?:send|receive)\] )?via "
+    r"^\s*NCCL_\w+ set by environment to |(?<!\d)\d+\[[\w.:]+\] -> \d+\[[\w.:]+\] (?:\[(?:send|receive)\] )?via "
     r"|^\s*(?:NET/(?:IB|Socket|Plugin) ?: |Using network \w|GPU Direct RDMA (?:Dis|En)abled for )"
 )
 INSPECTOR_OPS: dict[str, Op] = {

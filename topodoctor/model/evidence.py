@@ -31,9 +31,13 @@ Kind = Literal[
     "nccl-graph-xml",  # NCCL_GRAPH_DUMP_FILE / NCCL_GRAPH_FILE
     "lspci",  # lspci -vvv (ACSCtl, LnkCap, LnkSta)
     "kernel-xid",  # kernel log lines with NVRM: Xid
+    "kernel-pcie-link",  # the kernel's "Gb/s available PCIe bandwidth" lines (dmesg, journalctl)
     "command-line",  # docker run -e / --gpus, mpirun -x, srun --export, export NCCL_...=, env dumps
     "nccl-log",  # NCCL INFO / WARN output of any program
     "nccl-inspector",  # NCCL Inspector's per-collective records (2.28+)
+    "health-check",  # health-check tools' lines quoting a measured copy (Azure NHC's check_gpu_bw)
+    "version-line",  # a version stated on its own line: "NCCL 2.29.7", pip's nvidia-nccl-cu12==2.21.5
+    "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
 ]
 
 
@@ -161,7 +165,9 @@ class NcclGraphSeen:
 
 @dataclass(frozen=True)
 class PcieSeen:
-    """One PCIe function as ``lspci -vvv`` shows it."""
+    """One PCIe function as ``lspci -vvv`` shows it, or as the kernel reports its link at boot ("252.048 Gb/s
+    available PCIe bandwidth, limited by 16.0 GT/s PCIe x16 link at 0000:01:00.0 (capable of ...)"): there
+    ``link_sta`` is the narrowest link on the path to the root port, ``link_cap`` the function's own."""
 
     piece: int
     bdf: str  # as lspci prints it (0000:18:00.0 or 18:00.0)
@@ -169,8 +175,11 @@ class PcieSeen:
     acs_ctl: dict[str, bool] = field(default_factory=dict)  # ACSCtl's flags: {"SrcValid": True, "ReqRedir": ...}
     link_cap: tuple[float, int] | None = None  # (GT/s, width) the port can do
     link_sta: tuple[float, int] | None = None  # (GT/s, width) it trained to
-    downgraded: bool | None = None  # lspci's "(downgraded)" mark
+    downgraded: bool | None = None  # lspci's "(downgraded)" mark; the kernel's "limited by"
     host: str = ""
+    limited_at: str = ""  # the kernel's limiting device: the function itself, or a port above it
+    available_gbit_s: float | None = None  # the kernel's figures, Gb/s as it prints them
+    capable_gbit_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -201,7 +210,7 @@ class Launch:
     """What a command line says of how the job was started: containers and the GPUs each sees."""
 
     piece: int
-    launcher: str  # docker, podman, mpirun, srun, torchrun, kubectl, enroot/pyxis
+    launcher: str  # docker, podman, mpirun, srun, torchrun, kubectl, enroot/pyxis; nccl-tests: a binary run bare
     gpus: str = ""  # --gpus / NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES as given
     ipc_host: bool | None = None  # docker --ipc=host
     shm_size: str = ""  # --shm-size
@@ -209,6 +218,9 @@ class Launch:
     devices: tuple[str, ...] = ()  # --device /dev/infiniband ...
     privileged: bool | None = None
     text: str = ""  # the command line, cut to a few hundred characters
+    program: str = ""  # the nccl-tests binary it runs (all_reduce_perf), where it runs one
+    min_bytes: int | None = None  # nccl-tests' -b / --minbytes
+    max_bytes: int | None = None  # nccl-tests' -e / --maxbytes
 
 
 @dataclass(frozen=True)
@@ -222,6 +234,19 @@ class NcclLine:
     text: str  # from "NCCL" on
     host: str = ""
     device: int | None = None  # the [N] of the prefix: the logging process's CUDA device
+
+
+@dataclass(frozen=True)
+class SweepPair:
+    """One pair of nodes of a two-node sweep and its figure, as a sweep script prints it: the pair's
+    busbw in GB/s (the figure carries no unit; a sweep prints bandwidth, so it is read as that)."""
+
+    piece: int
+    a: str
+    b: str
+    busbw_gbps: float
+    note: str = ""  # what followed the figure ("# crossing TOR")
+    line: int = 0  # 1-based, in the piece's input
 
 
 @dataclass(frozen=True)
@@ -242,6 +267,8 @@ class Evidence:
     nccl: tuple[NcclAccount, ...] = ()  # one per NCCL log piece (nccl/'s account of it), in pieces' order
     nccl_pieces: tuple[int, ...] = ()  # the piece each NcclAccount came from
     nccl_lines: tuple[NcclLine, ...] = ()  # every NCCL INFO / WARN line of the NCCL log pieces, in order
+    sweeps: tuple[SweepPair, ...] = ()  # two-node sweeps' pairs
     driver_version: str = ""
     cuda_version: str = ""
+    nccl_version: str = ""  # as a version line stated it (NCCL's own lines and nccl-tests' header win)
     unreadable: tuple[str, ...] = ()  # inputs that held no kind this reads, each as "path: why"

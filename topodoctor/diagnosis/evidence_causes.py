@@ -5,6 +5,7 @@ peer traffic. Each adds leads (with what it would leave of the expectation) or s
 
 from __future__ import annotations
 
+from topodoctor.core.text import plural
 from topodoctor.diagnosis.evidence_facts import Facts, Quote, bus_key, no_peer_access, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.fallback import P2P_BY_DEFAULT, fallbacks
@@ -94,7 +95,7 @@ def fallback_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         return
     if pairs and not split:
         fb = pairs[0]
-        how = ", ".join(f"{n} channel connection(s) via {t}" for t, n in sorted(fb.by.items()))
+        how = ", ".join(f"{plural(n, 'channel connection')} via {t}" for t, n in sorted(fb.by.items()))
         hostid = f.settings.get("NCCL_HOSTID")
         what = f"ranks {fb.ranks[0]} and {fb.ranks[1]} on GPUs joined by {fb.path}: {how}"
         what += f" (NCCL_HOSTID={hostid[0]} tells them apart)" if hostid else ""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from topodoctor.core.stats import median
-from topodoctor.core.text import human_size
+from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
@@ -193,7 +193,9 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             cap = int(s[name][0])
             if default is None or cap < default:
                 exp = ref * cap / default if ref and default else None
-                what = f"{name}={cap} holds NCCL to {cap} channel(s)" + (f" (about {default} here)" if default else "")
+                what = f"{name}={cap} holds NCCL to {plural(cap, 'channel')}" + (
+                    f" (about {default} here)" if default else ""
+                )
                 out.add(
                     "TD036", Candidate(what, f"Unset {name}.", {"variable": name, "value": cap}, exp), (s[name][1],)
                 )

@@ -112,6 +112,8 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
 
 
 def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """The SHM transport's cuMem host memory (NCCL 2.23+): a CUDA call of transport/shm.cc that failed, or a
+    peer's segment of size 0 or with a garbage name; NCCL_CUMEM_HOST_ENABLE=0 is the way around it."""
     where = f" in {evs[0].source}" if evs[0].source else ""
     if f.get("msg") or f.get("num"):
         num = f" {f['num']}" if f.get("num") else ""

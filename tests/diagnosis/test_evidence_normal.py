@@ -172,3 +172,18 @@ def test_the_run_s_gpus_are_found_by_bus_id() -> None:
     assert [f.code for f in across] == ["TD021"] and "topo -m: NODE" in across[0].evidence["basis"]
     bridged = on(0, 1)
     assert bridged[0].severity == "warning" and bridged[0].evidence["expected_gbps"] > 200
+
+
+def test_one_rank_is_not_judged_and_asks_for_more_than_one_gpu() -> None:
+    """fixtures/evidence/h200-x1: nccl-tests on one H200 prints busbw 0 by definition (one rank moves no data
+    between GPUs): not a shortfall, not a request for topo -m, but the run that would say something."""
+    from pathlib import Path
+
+    import topodoctor
+
+    here = Path(__file__).resolve().parents[2] / "fixtures" / "evidence" / "h200-x1"
+    got = topodoctor.diagnose([here / "nt-all_reduce.txt", here / "smi-topo-m.txt"])
+    leads = [f for f in got.findings if f.code not in ("TD980", "TD981")]
+    assert [(f.code, f.severity) for f in leads] == [("TD022", "info")]
+    assert "one rank moves no data" in leads[0].message and "topo -m" not in leads[0].message
+    assert got.exit_code == 0

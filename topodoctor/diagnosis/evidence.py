@@ -162,6 +162,12 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectat
             msg += "lines (how many ranks on how many nodes); post the whole output"
             other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"measured_gbps": m.busbw_gbps}, "info"))
             continue
+        if (m.nranks or len(m.rank_hosts)) == 1:
+            # nccl-tests' busbw of one rank is 0 by definition: nothing crosses a link
+            msg = f"{m.op} not judged: one rank moves no data between GPUs (busbw is 0 by definition); "
+            msg += "run it on two GPUs or more (-g N, or one process per GPU)"
+            other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"ranks": 1}, "info"))
+            continue
         exp = expect_collective(f, m)
         if exp is None:
             msg = f"{m.op} busbw {m.busbw_gbps:.1f} GB/s not judged: the evidence does not show the GPUs' model "

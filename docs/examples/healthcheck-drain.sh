@@ -114,7 +114,7 @@ case $rc in
         scontrol update nodename="$node" state=resume && log "resumed: $verdict"
       fi
     elif [ $drained -eq 1 ] && [ $ours -eq 1 ]; then
-      if [[ "$reason" == "topodoctor FAIL TD511 "* ]]; then
+      if [[ "$reason" == "topodoctor FAIL TD511"[:\ ]* ]]; then
         log "kept drained until its jobs end and no process is left on its GPUs ($state): $reason"
       else
         scontrol update nodename="$node" state=resume && log "resumed: $verdict"

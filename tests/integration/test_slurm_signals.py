@@ -151,7 +151,7 @@ def test_a_gpu_missing(fresh: Cluster, corrupt: str) -> None:
     GPUs on a node that answers for two is refused by its prolog, which says which are missing."""
     fresh.configure("health", TOPODOCTOR_ARGS=f"--replay {DERIVED / 'x4-gpu-lost.json'}")
     wait_for("the health check to drain the node", fresh.drained, 30)
-    assert fresh.reason().startswith("topodoctor FAIL TD507 GPU3: GPU3 is lost"), fresh.reason()
+    assert fresh.reason().startswith("topodoctor FAIL TD507: GPU3 is lost"), fresh.reason()
     hold(fresh, corrupt)
     fresh.resume()
     fresh.configure("prolog", TOPODOCTOR_ARGS="--replay h200-x2")

@@ -47,15 +47,55 @@ class Finding:
     fix: str
     evidence: dict[str, Any]
     cause: Cause | None = None
+    # The findings of the layer below that this one follows from, as ``ref`` names them
+    # ("TD501 GPU0"): a pair's dead data path is the consequence of its GPU's fabric registration.
+    caused_by: tuple[str, ...] = ()
+
+
+def ref(f: Finding) -> str:
+    """How one finding names another in ``caused_by``: its code and subject, ``TD501 GPU0``."""
+    return f"{f.code} {f.subject}"
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
     """A finding as JSON documents carry it: its fields, with ``cause`` only where the finding is a
-    symptom the diagnosis explained (or could not)."""
+    symptom the diagnosis explained (or could not), ``caused_by`` only where it follows from another."""
     doc = asdict(f)
     if f.cause is None:
         doc.pop("cause")
+    if not f.caused_by:
+        doc.pop("caused_by")
     return doc
+
+
+def grouped(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """``findings`` (worst first) with each consequence moved under its first cause: a cause is
+    never behind what follows from it, whatever their severities. A consequence whose causes are
+    not among ``findings`` keeps its place."""
+    present = {ref(f) for f in findings}
+    under: dict[str, list[Finding]] = {}
+    top: list[Finding] = []
+    for f in findings:
+        first = next((c for c in f.caused_by if c in present and c != ref(f)), None)
+        (under.setdefault(first, []) if first is not None else top).append(f)
+    out: list[Finding] = []
+
+    def place(f: Finding) -> None:
+        out.append(f)
+        for g in under.pop(ref(f), ()):
+            place(g)
+
+    for f in top:
+        place(f)
+    for rest in under.values():  # a cycle of causes: nothing is dropped
+        out.extend(rest)
+    return tuple(out)
+
+
+def consequences(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """The findings that follow from another finding among ``findings``."""
+    present = {ref(f) for f in findings}
+    return tuple(f for f in findings if any(c in present and c != ref(f) for c in f.caused_by))
 
 
 class Judged(Protocol):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate, truncate_middle
-from topodoctor.model.findings import finding_json
+from topodoctor.model.findings import consequences, finding_json
 from topodoctor.model.outcome import Outcome
 from topodoctor.model.stamp import gpu_ids, readings
 
@@ -76,12 +76,33 @@ def _one_line(outcome: Outcome, limit: int) -> str:
         head, why = "topodoctor UNKNOWN: expectations not used: ", printable(meta.expectations_unused)
         return head + truncate(why, max(20, limit - len(head) - len(verdict) - 14)) + f"; without it: {verdict}"
     first, rest = outcome.failing[0], outcome.failing[1:]
-    tail = (f" (+{len(rest)} more: {counts(rest)})" if rest else "") + tail
-    head = printable(f"topodoctor FAIL {first.code} {first.subject}: ")
+    tail = (f" (+{len(rest)} more: {counts(rest)}{following(outcome.failing)})" if rest else "") + tail
+    message, named = subject_once(first.message, first.subject)
+    head = printable(f"topodoctor FAIL {first.code}: " if named else f"topodoctor FAIL {first.code} {first.subject}: ")
     room = limit - len(head) - len(printable(tail))
     if room < 20:  # a subject or tail so long the message has no room: shorten the whole line
-        return truncate(printable(f"{head}{first.message}{tail}"), limit)
-    return head + truncate(printable(first.message), room) + printable(tail)
+        return truncate(printable(f"{head}{message}{tail}"), limit)
+    return head + truncate(printable(message), room) + printable(tail)
+
+
+def subject_once(message: str, subject: str) -> tuple[str, bool]:
+    """The message a line carries after its code, and whether it names the subject itself: a
+    message that starts ``GPU0-GPU1: ...`` loses that lead (the line's head names the pair); one
+    that starts with its subject (``GPU3 is lost``) keeps it and the head leaves it out."""
+    lead = f"{subject}: "
+    if message.startswith(lead) and len(message) > len(lead):
+        return message[len(lead) :], False
+    return message, bool(subject) and message.startswith(f"{subject} ")
+
+
+def following(failing: Sequence[Finding]) -> str:
+    """``; 6 follow from TD501``: how many of the failing findings after the first are consequences
+    of another (findings/grouped puts every consequence after its cause, so never the first)."""
+    after = [f for f in consequences(failing) if f is not failing[0]] if failing else []
+    if not after:
+        return ""
+    codes = ", ".join(dict.fromkeys(c.split(" ", 1)[0] for f in after for c in f.caused_by))
+    return f"; {len(after)} {'follows' if len(after) == 1 else 'follow'} from {codes}"
 
 
 def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:

@@ -47,9 +47,12 @@ def fabric_not_ready(ctx: Context) -> Iterator[Issue]:
 def _fabric_message(index: int, state: str, status: str) -> str:
     """The fabric state in words: NVML's state names and a status of SUCCESS say little to a reader."""
     if state == "completed":
-        return f"GPU{index} failed to register with the NVSwitch fabric: {status}"
+        return f"GPU{index}: fabric manager failed to register the GPU with the NVSwitch fabric: {status}"
     failed = f", {status}" if status != "SUCCESS" else ""
-    return f"GPU{index} is not registered with the NVSwitch fabric (registration {state.replace('_', ' ')}{failed})"
+    return (
+        f"GPU{index}: fabric manager not ready, the GPU is not registered with the NVSwitch fabric "
+        f"(registration {state.replace('_', ' ')}{failed})"
+    )
 
 
 @rule(

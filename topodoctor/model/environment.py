@@ -15,10 +15,17 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.core.text import plural
 
 NCCL_SYSTEM_CONF = "/etc/nccl.conf"
 # NCCL copies at most 1023 bytes of a name or value from a config line.
 _NCCL_FIELD_MAX = 1023
+# The variables NCCL (and the CUDA it runs on) reads: the settings a config file is for, the only
+# lines of one that topodoctor shows or records. Any other line of a file a variable names (a
+# password file behind NCCL_CONF_FILE) stays on the host: it is counted, never quoted.
+SETTING_PREFIXES = ("NCCL_", "CUDA_", "TORCH_NCCL_")
+# What a recording holds in place of a line of a config file that is not an NCCL setting.
+WITHHELD = "<a line that is not an NCCL setting, not kept>"
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
     """
     pairs: list[tuple[str, str]] = []
     problems: list[ConfProblem] = []
+    foreign: list[int] = []  # the numbers of lines that are not NCCL settings: never quoted
     # A text file never holds NUL: this one is binary (a path mix-up). NCCL still applies what
     # looks like NAME=VALUE in it, so it is parsed, but named once, not line by line.
     binary = "\x00" in text
@@ -65,9 +73,13 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
         if line.startswith("#") or not line.strip():
             continue
         name, eq, value = line.partition("=")
+        if not eq and line.lstrip().startswith("#"):  # an indented comment: NCCL skips it too
+            continue
+        if not name.strip().startswith(SETTING_PREFIXES):  # not an NCCL setting: named by its number only
+            foreign.append(n)
+            continue
         if not eq:
-            if not line.lstrip().startswith("#"):
-                problems.append(ConfProblem(path, f"{path}:{n}: not NAME=VALUE, NCCL skips it: {line[:60]!r}"))
+            problems.append(ConfProblem(path, f"{path}:{n}: not NAME=VALUE, NCCL skips it: {line[:60]!r}"))
             continue
         name, value = name[:_NCCL_FIELD_MAX], value[:_NCCL_FIELD_MAX]
         if not name.strip():
@@ -82,7 +94,38 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
             )
         else:
             pairs.append((name, value))
+    if foreign and not pairs and not problems:
+        lines = plural(len(foreign), "line")
+        problems.append(ConfProblem(path, f"{path} holds no NCCL setting: {lines}, none NCCL_...=value (not shown)"))
+    elif foreign:
+        problems += [ConfProblem(path, f"{path}:{n}: not an NCCL setting (NCCL_...=value); not shown") for n in foreign]
+        problems.sort(key=_line_of)
     return pairs, problems[:1] if binary else problems
+
+
+def _line_of(p: ConfProblem) -> int:
+    """The line a problem is at (0: the whole file), for problems in file order."""
+    rest = p.message[len(p.path) :]
+    head = rest[1:].partition(":")[0] if rest.startswith(":") else ""
+    return int(head) if head.isdigit() else 0
+
+
+def kept_conf(text: str) -> str:
+    """What a recording keeps of a config file: its NCCL settings' lines as they are, every other
+    line replaced by ``WITHHELD`` (so the lint counts it at its line), comments by an empty line;
+    a binary file stays marked binary. ``parse_conf`` reads it as it reads the file."""
+    out = []
+    for line in text.split("\n"):
+        bare = line.removesuffix("\r")
+        if bare.startswith("#") or not bare.strip() or ("=" not in bare and bare.lstrip().startswith("#")):
+            out.append("")
+        elif bare.partition("=")[0].strip().startswith(SETTING_PREFIXES):
+            out.append(bare.replace("\x00", ""))
+        else:
+            out.append(WITHHELD)
+    if "\x00" in text:
+        out.append("\x00")  # after the last line: the lines keep their numbers
+    return "\n".join(out)
 
 
 @dataclass(frozen=True)

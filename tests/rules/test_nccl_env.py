@@ -146,7 +146,7 @@ def test_conf_parsing_follows_setEnvFile() -> None:
     assert [p.message.split(": ")[0] for p in problems] == ["/f:4", "/f:6"]
     assert "NCCL_B is not set" in problems[0].message
     # a line that is not an NCCL setting is counted at its number, never quoted
-    assert problems[1].message == "/f:6: not an NCCL setting (NCCL_...=value); not shown"
+    assert problems[1].message == "/f:6: not NAME=value, not an NCCL setting (not shown)"
     # what a recording keeps parses the same, line for line
     assert parse_conf("/f", kept_conf(text)) == (pairs, problems) and "junk" not in kept_conf(text)
 
@@ -200,7 +200,7 @@ def test_bad_lines_of_a_conf_file_are_one_finding_with_capped_evidence(tmp_path:
     conf = tmp_path / "c.conf"
     conf.write_text("NCCL_DEBUG=INFO\n" + "".join(f"line {i} without an equals sign\n" for i in range(50)))
     f = only("TD619", lint({"NCCL_CONF_FILE": str(conf)}))
-    assert f.message.startswith(f"{conf}:2: not an NCCL setting") and "(and 49 more problems in this file)" in f.message
+    assert f.message.startswith(f"{conf}:2: not NAME=value") and "(and 49 more problems in this file)" in f.message
     assert len(f.evidence["errors"]) == 3 and f.evidence["more"] == 47
 
 

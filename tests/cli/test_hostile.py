@@ -101,7 +101,7 @@ def test_values_print_literally(tmp_path: Path, capsys: pytest.CaptureFixture[st
     data["host"]["hostname"] = "node:ab:[/]"
     code, out, err = cli(capsys, ["scan", "--replay", snapshot_file(tmp_path, data)])
     assert code == 0, err
-    assert "0000:ab:00.0" in out and "🆎" not in out
+    assert "00000000:AB:00.0" in out and "🆎" not in out
     assert "H[/]\\x1b[1m\\udcff" in out and "\x1b" not in out
 
 

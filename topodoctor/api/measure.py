@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Literal
 from topodoctor.api.host import Host, probed
 from topodoctor.core.budget import Budget, parse_timeout
 from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
-from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
+from topodoctor.core.sizes import MiB, parse_sizes
+from topodoctor.model.collective_ops import Plan, parse_ops
 from topodoctor.service import copies
 from topodoctor.service.collective_runs import CollectivesRun, run_collectives
 from topodoctor.service.collective_sweeps import predict_for
@@ -58,7 +59,8 @@ def bandwidth(
     if unknown:
         raise InputError(f"unknown bandwidth mode {unknown[0]!r}; choose from {', '.join(MODES)}")
     chosen = None if devices is None else ",".join(str(int(d)) for d in devices)
-    settings = copies.bandwidth_settings(picked, quick, size_mib, iters, samples, chosen, pair_timeout)
+    size = None if size_mib is None else size_mib * MiB
+    settings = copies.bandwidth_settings(picked, quick, size, iters, samples, chosen, pair_timeout)
     try:
         return copies.measure(settings, _source(host), Budget.start(parse_timeout(timeout)))
     except ProbeUnavailable as exc:

@@ -78,21 +78,40 @@ def _one_line(outcome: Outcome, limit: int) -> str:
     first, rest = outcome.failing[0], outcome.failing[1:]
     tail = (f" (+{len(rest)} more: {counts(rest)}{following(outcome.failing)})" if rest else "") + tail
     message, named = subject_once(first.message, first.subject)
-    head = printable(f"topodoctor FAIL {first.code}: " if named else f"topodoctor FAIL {first.code} {first.subject}: ")
+    if named:  # the message names the subject: the head leaves it out, unless the cut would lose it
+        line = _fail_line(f"topodoctor FAIL {first.code}: ", message, tail, limit)
+        if _ident(first.subject) in line:
+            return line
+    return _fail_line(f"topodoctor FAIL {first.code} {first.subject}: ", message, tail, limit)
+
+
+def _fail_line(head: str, message: str, tail: str, limit: int) -> str:
+    head = printable(head)
     room = limit - len(head) - len(printable(tail))
     if room < 20:  # a subject or tail so long the message has no room: shorten the whole line
         return truncate(printable(f"{head}{message}{tail}"), limit)
     return head + truncate(printable(message), room) + printable(tail)
 
 
+def _ident(subject: str) -> str:
+    """What names a subject in words: ``bridge:0000:04:00.0`` is ``0000:04:00.0``, ``GPU3`` itself."""
+    kind, colon, rest = subject.partition(":")
+    return rest if colon and kind.isalpha() and kind.islower() and rest else subject
+
+
 def subject_once(message: str, subject: str) -> tuple[str, bool]:
     """The message a line carries after its code, and whether it names the subject itself: a
     message that starts ``GPU0-GPU1: ...`` loses that lead (the line's head names the pair); one
-    that starts with its subject (``GPU3 is lost``) keeps it and the head leaves it out."""
+    that starts with its subject (``GPU3 is lost``) or names what it is about (``bridge:X`` in
+    "ACS is on in bridge X", ``env:NCCL_P2P_DISABLE`` in "NCCL_P2P_DISABLE=1: ...") keeps it, and
+    the head leaves it out."""
     lead = f"{subject}: "
     if message.startswith(lead) and len(message) > len(lead):
         return message[len(lead) :], False
-    return message, bool(subject) and message.startswith(f"{subject} ")
+    if not subject:
+        return message, False
+    ident = _ident(subject)
+    return message, message.startswith(f"{subject} ") or (ident != subject and ident in message)
 
 
 def following(failing: Sequence[Finding]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.text import human_size
 from topodoctor.rules.collectives import collectives_of, gpu_of_rank
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -59,7 +60,7 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
         if got < BELOW_MODEL * model:
             yield Issue(
                 op,
-                f"{op} busbw {got:.1f} GB/s at {row.size_bytes >> 20} MiB is {got / model:.2f} of the "
+                f"{op} busbw {got:.1f} GB/s at {human_size(row.size_bytes)} is {got / model:.2f} of the "
                 f"{model:.1f} GB/s the topology gives at that size ({p.algorithm}; bottleneck {p.bottleneck.what})",
                 {
                     "op": op,

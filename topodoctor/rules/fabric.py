@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.pci import long_bus_id
 from topodoctor.core.text import plural
 from topodoctor.model.nvml_codes import GPU_GONE_CODES
 from topodoctor.model.snapshot import ComputeProcess
@@ -222,9 +223,10 @@ def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
         )
     elif not unknown:
         for bus in missing:
+            shown = long_bus_id(bus)  # as nvidia-smi and lspci -D name a GPU
             yield Issue(
-                f"pci:{bus}",
-                f"GPU at {bus} is on the PCI bus but NVML counts {plural(len(ctx.snap.gpus), 'GPU')} without it",
+                f"pci:{shown}",
+                f"GPU at {shown} is on the PCI bus but NVML counts {plural(len(ctx.snap.gpus), 'GPU')} without it",
                 {"bus_id": bus, "on_bus": len(on_bus), "nvml_count": len(ctx.snap.gpus)},
             )
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import BandwidthUnavailable, InputError
-from topodoctor.measure.copies.session import MiB, run
+from topodoctor.measure.copies.session import run
 from topodoctor.measure.copies.tasks import Settings
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
 from topodoctor.measure.fitness.copy_kernels import BASE_SM, parse
@@ -141,7 +141,7 @@ def _marked(result: BandwidthResult, step: str, at: float) -> BandwidthResult:
 def bandwidth_settings(
     modes: Sequence[str],
     quick: bool,
-    size_mib: int | None,
+    size_bytes: int | None,
     iters: int | None,
     samples: int | None,
     devices: str | None,
@@ -156,8 +156,8 @@ def bandwidth_settings(
     picked = [x for m in modes for x in expand.get(m, [m.replace("-", "_")])]
     if picked:
         settings = replace(settings, modes=tuple(dict.fromkeys(picked)))  # type: ignore[arg-type]
-    if size_mib is not None:
-        settings = replace(settings, size_bytes=size_mib * MiB)
+    if size_bytes is not None:
+        settings = replace(settings, size_bytes=size_bytes)
     if sm_kernel is not None:
         try:
             kernel = parse(sm_kernel)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate, truncate_middle
-from topodoctor.model.findings import consequences, finding_json
+from topodoctor.model.findings import consequences, finding_json, ident, subject_once
 from topodoctor.model.outcome import Outcome
 from topodoctor.model.stamp import gpu_ids, readings
 
@@ -80,7 +80,7 @@ def _one_line(outcome: Outcome, limit: int) -> str:
     message, named = subject_once(first.message, first.subject)
     if named:  # the message names the subject: the head leaves it out, unless the cut would lose it
         line = _fail_line(f"topodoctor FAIL {first.code}: ", message, tail, limit)
-        if _ident(first.subject) in line:
+        if ident(first.subject) in line:
             return line
     return _fail_line(f"topodoctor FAIL {first.code} {first.subject}: ", message, tail, limit)
 
@@ -91,27 +91,6 @@ def _fail_line(head: str, message: str, tail: str, limit: int) -> str:
     if room < 20:  # a subject or tail so long the message has no room: shorten the whole line
         return truncate(printable(f"{head}{message}{tail}"), limit)
     return head + truncate(printable(message), room) + printable(tail)
-
-
-def _ident(subject: str) -> str:
-    """What names a subject in words: ``bridge:0000:04:00.0`` is ``0000:04:00.0``, ``GPU3`` itself."""
-    kind, colon, rest = subject.partition(":")
-    return rest if colon and kind.isalpha() and kind.islower() and rest else subject
-
-
-def subject_once(message: str, subject: str) -> tuple[str, bool]:
-    """The message a line carries after its code, and whether it names the subject itself: a
-    message that starts ``GPU0-GPU1: ...`` loses that lead (the line's head names the pair); one
-    that starts with its subject (``GPU3 is lost``) or names what it is about (``bridge:X`` in
-    "ACS is on in bridge X", ``env:NCCL_P2P_DISABLE`` in "NCCL_P2P_DISABLE=1: ...") keeps it, and
-    the head leaves it out."""
-    lead = f"{subject}: "
-    if message.startswith(lead) and len(message) > len(lead):
-        return message[len(lead) :], False
-    if not subject:
-        return message, False
-    ident = _ident(subject)
-    return message, message.startswith(f"{subject} ") or (ident != subject and ident in message)
 
 
 def following(failing: Sequence[Finding]) -> str:

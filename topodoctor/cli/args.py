@@ -23,6 +23,7 @@ from topodoctor.cli.options import (
     sysfs_root,
     timeout,
 )
+from topodoctor.core.text import LINE_LIMIT
 from topodoctor.service.passes import Source
 
 DEFAULT_CHECK_TIMEOUT_S = 30.0
@@ -79,6 +80,15 @@ class CheckArgs:
 
     replay: str | None = replay()
     fmt: str = fmt(("text", "json", "line", "prometheus"), "text, json, line (a drain reason) or prometheus.")
+    line_limit: int = option(
+        "--line-limit",
+        default=LINE_LIMIT,
+        metavar="N",
+        kind=int,
+        minimum=40,
+        maximum=1000,
+        help="With --format line, the most characters of the line (node-problem-detector keeps 80).",
+    )
     metrics: Path | None = metrics()
     timeout: float = timeout(DEFAULT_CHECK_TIMEOUT_S)
     select: tuple[str, ...] = rule_list("--select")

@@ -27,9 +27,10 @@ from topodoctor.model.environment import (
 )
 
 PREFIXES = SETTING_PREFIXES
-# What the scheduler gave the job: the GPUs a check in a prolog is about, and the job it is for
-# (topology/scope.py).
-JOB_SCOPE = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID")
+# What the scheduler gave the job: the GPUs a check in a prolog is about, the job it is for
+# (topology/scope.py), and which of Slurm's scripts runs the check (SLURM_SCRIPT_CONTEXT:
+# prolog_slurmd, epilog_slurmd).
+JOB_SCOPE = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID", "SLURM_SCRIPT_CONTEXT")
 CONF_MAX_BYTES = 1 * MiB  # NCCL reads lines of < 4 kB; a config file of a megabyte is not one
 TOPO_MAX_BYTES = 16 * MiB  # NCCL's own topology dump of a large host is well under a megabyte
 READ_TIMEOUT_S = 2.0

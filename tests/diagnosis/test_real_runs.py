@@ -107,7 +107,7 @@ def test_collectives_from_leads_with_the_cause_in_text_and_json(capsys: pytest.C
     path = str(RUNS / "coll-nthreads.json")
     assert main(["collectives", "--from", path]) == 1
     out = capsys.readouterr().out
-    assert "TD001 error all_reduce: NCCL_NTHREADS=64 runs NCCL's kernels with 64 threads" in out
+    assert "TD001 error env:NCCL_NTHREADS: NCCL_NTHREADS=64 runs NCCL's kernels with 64 threads" in out
     assert main(["collectives", "--from", path, "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     td001 = next(f for f in doc["findings"] if f["code"] == "TD001")

@@ -9,7 +9,7 @@ from topodoctor.core.text import human_size
 from topodoctor.rules.collectives import collectives_of, gpu_of_rank
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.topology.busbw import at_size, predict
+from topodoctor.topology.busbw import model_at, predict
 
 MODEL_MIN_BYTES = 256 << 20  # the model is of large messages: from here busbw is within a few % of its plateau
 BELOW_MODEL = 0.85
@@ -56,7 +56,7 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
         if p is None or row is None or row.size_bytes < MODEL_MIN_BYTES or row.best is None:
             continue
         got = row.best.busbw_gbps
-        model = round(at_size(p.busbw_gbps, row.size_bytes), 1)
+        model = model_at(p.busbw_gbps, row.size_bytes)
         if got < BELOW_MODEL * model:
             yield Issue(
                 op,
@@ -66,6 +66,7 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
                     "op": op,
                     "measured_gbps": round(got, 1),
                     "model_gbps": model,
+                    "basis": "the topology's model",  # TD001's is the link rate, a measured copy or an expectation
                     "plateau_gbps": p.busbw_gbps,
                     "bottleneck": p.bottleneck.what,
                     "bottleneck_gpus": list(p.bottleneck.gpus),

@@ -45,19 +45,22 @@ def _op(f: Finding) -> dict[str, Any]:
 
 
 def _measured(ops: list[dict[str, Any]]) -> str:
-    """``all_gather 22.4 of 274.0 GB/s, all_reduce 25.8 GB/s``: each op once, at its lowest figure,
-    against the topology's model where TD020 judged it (the expectation that knows the op)."""
-    low: dict[str, float] = {}
-    model: dict[str, float] = {}
+    """``all_gather 22.4 of 274.0 GB/s, all_reduce 25.8 GB/s``: each op once, as TD020 judged it
+    against the topology's model (the expectation that knows the op and its size), else as the
+    other rules measured it, at its lowest figure."""
+    got: dict[str, tuple[float, float | None]] = {}
     for o in ops:
-        v = o.get("busbw_gbps", o.get("measured_gbps"))
-        if isinstance(v, (int, float)):
-            low[o["op"]] = min(float(v), low.get(o["op"], float(v)))
-        if isinstance(o.get("model_gbps"), (int, float)):
-            model[o["op"]] = float(o["model_gbps"])
-    return ", ".join(
-        f"{op} {v:.1f}" + (f" of {model[op]:.1f}" if op in model else "") + " GB/s" for op, v in low.items()
-    )
+        model = o.get("model_gbps")
+        v = o.get("measured_gbps") if isinstance(model, (int, float)) else o.get("busbw_gbps")
+        if not isinstance(v, (int, float)):
+            continue
+        seen = got.get(o["op"])
+        if isinstance(model, (int, float)):
+            if seen is None or seen[1] is None or v < seen[0]:
+                got[o["op"]] = (float(v), float(model))
+        elif seen is None or (seen[1] is None and v < seen[0]):
+            got[o["op"]] = (float(v), None)
+    return ", ".join(f"{op} {v:.1f}{'' if m is None else f' of {m:.1f}'} GB/s" for op, (v, m) in got.items())
 
 
 def one_per_setting(findings: Sequence[Finding]) -> list[Finding]:

@@ -14,8 +14,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = json.loads((ROOT / "docs/examples/npd-topodoctor.json").read_text())
 RULE = next(r for r in CONFIG["rules"] if r["type"] == "permanent")
@@ -119,7 +117,8 @@ def test_healthy_faulty_unreadable_and_healthy_again() -> None:
 
     again = npd_runs(_args("h200-x4"))
     cond.update(again)
-    assert (cond.status, cond.reason, cond.message) == ("False", "TopodoctorHealthy", CONFIG["conditions"][0]["message"])
+    healthy_again = ("False", "TopodoctorHealthy", CONFIG["conditions"][0]["message"])
+    assert (cond.status, cond.reason, cond.message) == healthy_again
 
 
 def test_a_check_that_could_not_finish_is_unknown() -> None:

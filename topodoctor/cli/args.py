@@ -86,7 +86,6 @@ class CheckArgs:
         metavar="N",
         kind=int,
         minimum=40,
-        maximum=1000,
         help="With --format line, the most characters of the line (node-problem-detector keeps 80).",
     )
     metrics: Path | None = metrics()

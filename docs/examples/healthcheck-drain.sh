@@ -9,7 +9,8 @@
 # A process on a GPU of a node that runs no job is a previous job's leftover (TD511), as the prolog
 # judges it: such a node is drained, and a node drained by topodoctor is resumed only once its jobs
 # have ended and no process is left on its GPUs.
-# A drain someone else made (its reason does not start with "topodoctor") is never replaced or resumed.
+# A drain someone else made (its reason is not a check's "topodoctor FAIL/UNKNOWN") is never replaced or
+# resumed; the fleet's ("topodoctor: TD95x ...", a lemon or a flapping fault) waits for a person.
 # Settings: topodoctor.conf, then topodoctor-health.conf, beside this script (shell variables; see
 # docs/prolog.md). slurmd runs this with no PATH and nothing else but SLURMD_NODENAME, so nothing is
 # taken from the environment.
@@ -60,7 +61,9 @@ check() {
 
 # Drain with $1, unless someone else drained the node (their reason is kept) or it already says $1.
 drain() {
-  if [ -n "$reason" ] && [ "$ours" -eq 0 ]; then
+  if [ "$held" -eq 1 ]; then
+    log "kept drained by the fleet ($reason); a person resumes it; this check says: $1"
+  elif [ -n "$reason" ] && [ "$ours" -eq 0 ]; then
     log "already drained by someone else ($reason); not replacing it with: $1"
   elif [ "$drained" -eq 0 ] || [ "$1" != "$reason" ]; then
     scontrol update nodename="$node" state=drain reason="$1" && log "drained: $1"
@@ -86,8 +89,13 @@ state=$(sed -n 's/.*[[:space:]]State=\([^[:space:]]*\).*/\1/p' <<<"$info" | head
 reason=$(sed -n 's/^[[:space:]]*Reason=\(.*\) \[[^]]*\][[:space:]]*$/\1/p' <<<"$info" | head -n1)
 drained=0
 [[ "$state" == *DRAIN* || "$state" == DOWN* ]] && drained=1
+# Ours to resume: the reasons a check writes ("topodoctor FAIL ...", "topodoctor UNKNOWN: ...").
+# The fleet's ("topodoctor: TD951 lemon-node ...", its judgement over time: a lemon, a flapping
+# fault) needs a person: it is kept, never replaced by a check's line nor resumed by a passing one.
 ours=0
-[[ "$reason" == topodoctor* ]] && ours=1
+[[ "$reason" == "topodoctor FAIL"* || "$reason" == "topodoctor UNKNOWN"* ]] && ours=1
+held=0
+[[ "$reason" == "topodoctor: "* ]] && held=1
 idle=0  # no job on the node, none ending: any process on a GPU is a leftover
 [[ "${state%%+*}" == IDLE || "${state%%+*}" == DOWN ]] && [[ "$state" != *COMPLETING* ]] && idle=1
 
@@ -112,9 +120,13 @@ case $rc in
         drain "$line"
       elif [ $drained -eq 1 ] && [ $ours -eq 1 ]; then
         scontrol update nodename="$node" state=resume && log "resumed: $verdict"
+      elif [ $drained -eq 1 ] && [ $held -eq 1 ]; then
+        log "kept drained by the fleet ($reason); a person resumes it once its cause is found: $verdict"
       fi
+    elif [ $drained -eq 1 ] && [ $held -eq 1 ]; then
+      log "kept drained by the fleet ($reason); a person resumes it once its cause is found: $verdict"
     elif [ $drained -eq 1 ] && [ $ours -eq 1 ]; then
-      if [[ "$reason" == "topodoctor FAIL TD511 "* ]]; then
+      if [[ "$reason" == "topodoctor FAIL TD511"[:\ ]* ]]; then
         log "kept drained until its jobs end and no process is left on its GPUs ($state): $reason"
       else
         scontrol update nodename="$node" state=resume && log "resumed: $verdict"

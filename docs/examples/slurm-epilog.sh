@@ -61,13 +61,17 @@ if [ -n "$left" ]; then
   done
   # shellcheck disable=SC2086  # one pid a word
   kill -TERM $left 2>/dev/null
-  for _ in $(seq $((TOPODOCTOR_EPILOG_GRACE * 10))); do
+  # The grace is wall time: a look at /proc takes longer on a node with many processes, and a count
+  # of rounds would stretch with it.
+  end=$(($(date +%s%N) + TOPODOCTOR_EPILOG_GRACE * 1000000000))
+  while :; do
     left=$(leftovers)
     [ -z "$left" ] && break
+    [ "$(date +%s%N)" -ge "$end" ] && break
     sleep 0.1
   done
   # shellcheck disable=SC2086
-  [ -n "$left" ] && kill -KILL $left 2>/dev/null && sleep 1
+  [ -n "$left" ] && kill -KILL $left 2>/dev/null && sleep 0.2
   log "ended what the job left running: $shown${left:+ (SIGKILL for ${left//$'\n'/ })}"
 fi
 
@@ -98,7 +102,8 @@ if ! info=$(scontrol show node "$node" 2>&1); then
   exit 0
 fi
 reason=$(sed -n 's/^[[:space:]]*Reason=\(.*\) \[[^]]*\][[:space:]]*$/\1/p' <<<"$info" | head -n1)
-if [ -n "$reason" ] && [[ "$reason" != topodoctor* ]]; then
+# A check's own reason may be replaced; anyone else's, the fleet's ("topodoctor: TD951 ...") too, is kept.
+if [ -n "$reason" ] && [[ "$reason" != "topodoctor FAIL"* && "$reason" != "topodoctor UNKNOWN"* ]]; then
   log "already drained by someone else ($reason); not replacing it with: $line"
 else
   scontrol update nodename="$node" state=drain reason="$line" && log "drained: $line"

@@ -73,7 +73,8 @@ if ! info=$(scontrol show node "$node" 2>&1); then
   exit 1
 fi
 reason=$(sed -n 's/^[[:space:]]*Reason=\(.*\) \[[^]]*\][[:space:]]*$/\1/p' <<<"$info" | head -n1)
-if [ -n "$reason" ] && [[ "$reason" != topodoctor* ]]; then
+# A check's own reason may be replaced; anyone else's, the fleet's ("topodoctor: TD951 ...") too, is kept.
+if [ -n "$reason" ] && [[ "$reason" != "topodoctor FAIL"* && "$reason" != "topodoctor UNKNOWN"* ]]; then
   log "already drained by someone else ($reason); not replacing it with: $line"
 else
   scontrol update nodename="$node" state=drain reason="$line" && log "drained: $line"

@@ -92,7 +92,8 @@ def test_a_slurm_job_given_every_gpu_is_refused_for_another_jobs_process(
     monkeypatch.setenv("SLURM_JOB_GPUS", "0,1,2,3")
     assert main(["check", "--replay", str(scenario_path("x4-foreign-processes")), "-f", "line"]) == 1
     line = capsys.readouterr().out.strip()
-    assert line.startswith("topodoctor FAIL TD511 ") and line.endswith("judged the job's 4 of 4 GPUs (0,1,2,3)")
+    assert line.startswith("topodoctor FAIL TD511: GPU1 runs 2 compute processes")
+    assert line.endswith("judged the job's 4 of 4 GPUs (0,1,2,3)")
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from tests_support import judged
 from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app, main
+from topodoctor.core.pci import long_bus_id
 
 runner = CliRunner()
 
@@ -373,8 +374,8 @@ def test_scan_fits_80_columns_and_keeps_bus_ids(
     # Tables fit; the connection matrix and its legend are nvidia-smi's text, kept as it prints them.
     tables = [line for line in out.splitlines() if any(c in line for c in "│┃┏└")]
     assert len(tables) > 20 and all(len(line) <= 80 for line in tables)
-    for gpu in probe_host(src).snapshot.gpus:
-        assert f" {gpu.bus_id} " in out
+    for gpu in probe_host(src).snapshot.gpus:  # as nvidia-smi prints them
+        assert isinstance(gpu.bus_id, str) and f" {long_bus_id(gpu.bus_id)} " in out
 
 
 def test_the_version_is_the_package_s() -> None:

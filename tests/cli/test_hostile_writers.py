@@ -63,7 +63,7 @@ WRITERS = {
     "collectives -o": Writer(lambda f: ["collectives", "--from", COLL, "-o", f], ".json", True),
     "collectives --plot": Writer(lambda f: ["collectives", "--from", COLL, "--plot", f], ".svg", True),
     "collectives --metrics": Writer(lambda f: ["collectives", "--from", COLL, "--metrics", f], ".prom", True),
-    "fleet -o": Writer(lambda f: ["fleet", FLEET, "-o", f], ".txt", False),
+    "fleet -o": Writer(lambda f: ["fleet", FLEET, "-o", f], ".txt", True),
     "fleet --heat-strip": Writer(
         lambda f: ["fleet", FLEET, "--history", _history(), "--heat-strip", f, "--heat-figure", "oneway GPU0->GPU1"],
         ".svg",

@@ -17,7 +17,8 @@ from topodoctor.model.outcome import Meta, Outcome
 from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
 from topodoctor.probe.environment import capture_environment
 from topodoctor.report.check import one_line
-from topodoctor.rules import Context, evaluate
+from topodoctor.rules import Context
+from topodoctor.service.check import evaluate as check_findings
 from topodoctor.service.collectives import judge
 
 RUNS = FIXTURES / "diagnosis" / "h100-x2"
@@ -106,7 +107,7 @@ def test_collectives_from_leads_with_the_cause_in_text_and_json(capsys: pytest.C
     path = str(RUNS / "coll-nthreads.json")
     assert main(["collectives", "--from", path]) == 1
     out = capsys.readouterr().out
-    assert "TD001 error all_reduce: NCCL_NTHREADS=64 runs NCCL's kernels with 64 threads" in out
+    assert "TD001 error env:NCCL_NTHREADS: NCCL_NTHREADS=64 runs NCCL's kernels with 64 threads" in out
     assert main(["collectives", "--from", path, "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     td001 = next(f for f in doc["findings"] if f["code"] == "TD001")
@@ -131,9 +132,9 @@ def _quick_pass(name: str, largest: int = 1 << 30) -> tuple[CollectivesResult, H
 
 def _check(res: CollectivesResult, snap: HostSnapshot) -> Outcome:
     ctx = Context(snap, capture_environment({"NCCL_NVLS_ENABLE": "0"}), collectives=res)
-    ev = evaluate(ctx)
-    code = 1 if any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["error"] for f in ev.findings) else 0
-    return Outcome(ev.findings, ev.incomplete, Meta("live", "vm", 2, 1.0, ("collectives",)), "error", code)
+    findings, incomplete = check_findings(ctx)  # as `check` judges: one finding for one setting
+    code = 1 if any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["error"] for f in findings) else 0
+    return Outcome(findings, incomplete, Meta("live", "vm", 2, 1.0, ("collectives",)), "error", code)
 
 
 def test_a_quick_check_of_the_healthy_host_warns_of_nothing() -> None:
@@ -157,4 +158,5 @@ def test_the_quick_checks_one_line_reason_leads_with_the_foreign_process() -> No
 def test_the_quick_checks_one_line_reason_leads_with_a_setting() -> None:
     res, snap = _quick_pass("nthreads")
     line = one_line(_check(res, snap))
-    assert line.startswith("topodoctor FAIL TD001 all_reduce: NCCL_NTHREADS=64") and len(line) <= 200
+    assert line.startswith("topodoctor FAIL TD001: NCCL_NTHREADS=64") and len(line) <= 200
+    assert "1 op below what the GPUs carry: all_reduce 116.0 of 320.0 GB/s" in line and "more:" not in line

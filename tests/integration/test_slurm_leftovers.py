@@ -14,7 +14,7 @@ from slurm_cases import FOREIGN, HEALTHY, hold, lines_with
 from slurm_fixtures import cluster, corrupt, fresh  # noqa: F401  (fixtures: the suite's one cluster)
 
 pytestmark = pytest.mark.cluster
-TD511 = "topodoctor FAIL TD511 GPU1: GPU1 runs 2 compute processes of another job"
+TD511 = "topodoctor FAIL TD511: GPU1 runs 2 compute processes of another job"
 
 
 def _resumes(cluster: Cluster, start: int) -> list[str]:

@@ -10,17 +10,9 @@ import pytest
 from collectives_support import NCCL_TESTS
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.sizes import parse_size, parse_sizes
 from topodoctor.core.text import human_size
-from topodoctor.model.collective_ops import (
-    OPS,
-    SPECS,
-    Plan,
-    bandwidth_gbps,
-    parse_ops,
-    parse_size,
-    parse_sizes,
-    shape,
-)
+from topodoctor.model.collective_ops import OPS, SPECS, Plan, bandwidth_gbps, parse_ops, shape
 from topodoctor.model.collectives import load_result
 
 RUNS = sorted(NCCL_TESTS.glob("*.json"))

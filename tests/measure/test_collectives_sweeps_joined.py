@@ -110,7 +110,7 @@ def test_a_hang_in_one_run_is_reported_and_the_runs_before_kept(tmp_path: Path) 
     assert [r["gpus"] for r in runs] == [[0, 1], [0, 1, 2]]
     assert runs[0]["failures"] == [] and runs[0]["busbw"][0][2] > 0
     (hang,) = runs[1]["failures"]
-    assert "all_reduce at 65536 B did not finish within 3 s" in hang, hang
+    assert "all_reduce at 64K did not finish within 3 s" in hang, hang
     assert runs[1]["busbw"][0][2] is None
 
 

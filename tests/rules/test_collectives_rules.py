@@ -27,6 +27,11 @@ def _codes(res: CollectivesResult, **kw: Any) -> set[str]:
     return {f.code for f in judge(res, None, **kw)}
 
 
+def _raised(findings: list[dict[str, Any]]) -> set[str]:
+    """The codes the rules raised: a finding one NCCL setting explains holds the others it joined."""
+    return {f["code"] for f in findings} | {c for f in findings for c in f["evidence"].get("codes", ())}
+
+
 def _healthy() -> CollectivesResult:
     return load_result(DERIVED / "x2-healthy.json")
 
@@ -45,7 +50,7 @@ def _scaled(res: CollectivesResult, k: float) -> CollectivesResult:
 def test_derived_scenario_raises_exactly_its_codes(case: dict[str, Any]) -> None:
     r = runner.invoke(app, ["collectives", "--from", str(DERIVED / case["file"]), "--format", "json"])
     doc = json.loads(r.stdout)
-    assert {f["code"] for f in doc["findings"]} == set(case["codes"])
+    assert _raised(doc["findings"]) == set(case["codes"])
     severe = any(f["severity"] in ("error", "critical") for f in doc["findings"])
     assert r.exit_code == (1 if severe else 0)
 
@@ -61,10 +66,12 @@ def test_real_nccl_tests_runs_are_healthy() -> None:
 
 def test_channel_cap_names_the_variable() -> None:
     res = load_result(DERIVED / "x2-max-nchannels-1.json")
-    (f,) = [f for f in judge(res, None) if f.code == "TD002"]
-    assert f.subject == "env:NCCL_MAX_NCHANNELS" and f.evidence["channels"] == 1
-    low = [f for f in judge(res, None) if f.code == "TD001"]
-    assert {f.subject for f in low} == {
+    (f,) = judge(res, None)  # one variable, one finding: every op and TD002 in its evidence
+    assert f.subject == "env:NCCL_MAX_NCHANNELS" and f.severity == "error"
+    (capped,) = [a for a in f.evidence["also"] if a["code"] == "TD002"]
+    assert capped["evidence"]["channels"] == 1
+    low = [o for o in f.evidence["ops"] if o["code"] == "TD001"]
+    assert {o["op"] for o in low} == {
         "all_reduce",
         "all_gather",
         "reduce_scatter",
@@ -73,12 +80,17 @@ def test_channel_cap_names_the_variable() -> None:
         "reduce",
         "sendrecv",
     }
-    assert all(f.evidence["ratio"] < 0.1 for f in low)
+    assert all(o["ratio"] < 0.1 for o in low)
+    assert {o["code"] for o in f.evidence["ops"]} == {"TD001", "TD020"} and len(f.evidence["ops"]) == 14
 
 
 def test_fallback_names_the_pair_and_the_cause() -> None:
-    (f,) = [f for f in judge(load_result(DERIVED / "x2-p2p-disabled.json"), None) if f.code == "TD003"]
-    assert f.subject == "GPU0-GPU1" and "SHM" in f.message and "NCCL_P2P_DISABLE=1" in f.message
+    (f,) = judge(load_result(DERIVED / "x2-p2p-disabled.json"), None)
+    assert f.subject == "env:NCCL_P2P_DISABLE" and f.message.startswith("NCCL_P2P_DISABLE=1: ")
+    (fell,) = [a for a in f.evidence["also"] if a["code"] == "TD003"]
+    assert fell["subject"] == "GPU0-GPU1" and "SHM" in fell["message"] and "NCCL_P2P_DISABLE=1" in fell["message"]
+    # each op once in the message, against the topology's model where TD020 judged it
+    assert "7 ops below what the GPUs carry: all_gather 22.4 of 274.0 GB/s, all_reduce 25.8 of 303.0 GB/s" in f.message
 
 
 def test_near_miss_busbw_just_above_the_floor() -> None:
@@ -92,7 +104,7 @@ def test_busbw_against_a_measured_bandwidth_and_an_expectation() -> None:
     bw = load_bw(FIXTURES / "bandwidth" / "h200-x4.full.json")  # pair 0->1 one-way 394 GB/s
     assert _codes(_healthy(), bandwidth=bw) == set()
     (f, *_) = [f for f in judge(load_result(DERIVED / "x2-max-nchannels-1.json"), None, bandwidth=bw)]
-    assert f.evidence["reference"] == "measured one-way copy bandwidth"
+    assert f.evidence["ops"][0]["reference"] == "measured one-way copy bandwidth"
     flagged = {f.subject for f in judge(_healthy(), None, expect_gbps=330) if f.code == "TD001"}
     assert "all_gather" in flagged and "broadcast" not in flagged  # 256 vs 367 GB/s at 512 MiB
 

@@ -31,7 +31,7 @@ def _subjects(name: str, code: str) -> list[str]:
         ("x4-fabric-in-progress", "TD501", ["GPU0", "GPU1", "GPU2", "GPU3"]),
         ("x4-gpu-lost", "TD507", ["GPU3"]),
         ("x4-gpu-lost-in-pairs", "TD507", ["GPU3"]),  # not GPU0, the other GPU of the pair call
-        ("x4-gpu-not-counted", "TD508", ["pci:0000:00:09.0"]),
+        ("x4-gpu-not-counted", "TD508", ["pci:00000000:00:09.0"]),
         ("x4-retired-pages", "TD509", ["GPU2"]),
         ("x4-retired-pages", "TD510", ["GPU1"]),
         ("x4-nvlink-errors", "TD104", ["GPU0/nvlink3"]),

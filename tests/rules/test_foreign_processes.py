@@ -54,7 +54,7 @@ def test_in_a_prolog_they_fail_the_check_naming_each_process() -> None:
     assert "pid 48290 (user unknown, 1.0 GiB, command unknown)" in f["message"]
     assert [p["pid"] for p in f["evidence"]["processes"]] == [48213, 48290]
     line = runner.invoke(app, ["check", "--replay", SCENARIO, "--prolog", "-f", "line"]).stdout
-    assert line.startswith("topodoctor FAIL TD511 GPU1: GPU1 runs 2 compute processes of another job: pid 48213")
+    assert line.startswith("topodoctor FAIL TD511: GPU1 runs 2 compute processes of another job: pid 48213")
 
 
 def test_in_a_job_scope_on_its_gpus_they_fail_the_check() -> None:

@@ -15,7 +15,7 @@ from conftest import FIXTURES, ROOT, scenario_path
 from topodoctor.core.codec import from_jsonable, to_jsonable
 from topodoctor.core.errors import InputError
 from topodoctor.core.probed import ProbeError, Unsupported
-from topodoctor.model.environment import ConfFile, Environment, ProcessEnvironment, parse_conf
+from topodoctor.model.environment import ConfFile, Environment, ProcessEnvironment, kept_conf, parse_conf
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.values import read_integer, read_level
 from topodoctor.probe.environment import TOPO_MAX_BYTES, capture_process, conf_paths
@@ -145,6 +145,10 @@ def test_conf_parsing_follows_setEnvFile() -> None:
     assert pairs == [("NCCL_A", "1"), ("NCCL_A", "2"), ("NCCL_C", " x ")]
     assert [p.message.split(": ")[0] for p in problems] == ["/f:4", "/f:6"]
     assert "NCCL_B is not set" in problems[0].message
+    # a line that is not an NCCL setting is counted at its number, never quoted
+    assert problems[1].message == "/f:6: not NAME=value, not an NCCL setting (not shown)"
+    # what a recording keeps parses the same, line for line
+    assert parse_conf("/f", kept_conf(text)) == (pairs, problems) and "junk" not in kept_conf(text)
 
 
 def test_first_file_and_first_line_win_and_the_environment_wins_over_all(tmp_path: Path) -> None:
@@ -196,7 +200,7 @@ def test_bad_lines_of_a_conf_file_are_one_finding_with_capped_evidence(tmp_path:
     conf = tmp_path / "c.conf"
     conf.write_text("NCCL_DEBUG=INFO\n" + "".join(f"line {i} without an equals sign\n" for i in range(50)))
     f = only("TD619", lint({"NCCL_CONF_FILE": str(conf)}))
-    assert f.message.startswith(f"{conf}:2: not NAME=VALUE") and "(and 49 more problems in this file)" in f.message
+    assert f.message.startswith(f"{conf}:2: not NAME=value") and "(and 49 more problems in this file)" in f.message
     assert len(f.evidence["errors"]) == 3 and f.evidence["more"] == 47
 
 
@@ -248,10 +252,14 @@ def test_topo_file_checks_bus_ids_of_the_captured_text(tmp_path: Path) -> None:
 
 def test_topo_file_named_in_a_conf_file_is_captured(tmp_path: Path) -> None:
     xml, conf = tmp_path / "topo.xml", tmp_path / "c.conf"
-    xml.write_text("<system>")
+    xml.write_text("<system></system>")
     conf.write_text(f"NCCL_TOPO_FILE={xml}\n")
     process = capture_process({"NCCL_CONF_FILE": str(conf)}, "/nonexistent/nccl.conf")
-    assert process.topo_file == ConfFile(str(xml), "<system>")
+    assert process.topo_file == ConfFile(str(xml), "<system></system>")
+    xml.write_text("<system>")  # cut short: not NCCL's XML, so not kept; TD608 says why
+    topo = capture_process({"NCCL_CONF_FILE": str(conf)}, "/nonexistent/nccl.conf").topo_file
+    assert topo is not None and isinstance(topo.text, ProbeError)
+    assert topo.text.error.startswith("not an NCCL topology file: is not well-formed XML (no element found")
 
 
 # --- recorded and replayed

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Literal
 from topodoctor.api.host import Host, probed
 from topodoctor.core.budget import Budget, parse_timeout
 from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
-from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
+from topodoctor.core.sizes import parse_mib, parse_sizes
+from topodoctor.model.collective_ops import Plan, parse_ops
 from topodoctor.model.copy_modes import COPY_MODES
 from topodoctor.service import copies
 from topodoctor.service.collective_runs import CollectivesRun, run_collectives
@@ -43,7 +44,7 @@ def bandwidth(
     modes: Iterable[str] = (),
     quick: bool = False,
     devices: Sequence[int] | None = None,
-    size_mib: int | None = None,
+    size_bytes: int | str | None = None,
     iters: int | None = None,
     samples: int | None = None,
     pair_timeout: float = 20.0,
@@ -53,11 +54,13 @@ def bandwidth(
     bandwidth`` does with the same options: ``modes`` among the command's (``MODES``: oneway,
     bidir, latency, h2d, d2h, host, sm, sm-oneway, sm-bidir, sm-latency, all; default: the
     command's); ``quick`` (a prolog's short pass); ``devices`` (NVML
-    indices). The ``BandwidthResult`` holds every measurement and the snapshot it ran on.
+    indices); ``size_bytes`` (bytes, or a size as ``--size`` reads it: "256M", a bare number MiB).
+    The ``BandwidthResult`` holds every measurement and the snapshot it ran on.
     Raises ``CannotMeasure`` when the copies cannot run here (no GPU, no CUDA, no torch)."""
     picked = [modes] if isinstance(modes, str) else list(modes)
     chosen = None if devices is None else ",".join(str(int(d)) for d in devices)
-    settings = copies.bandwidth_settings(picked, quick, size_mib, iters, samples, chosen, pair_timeout)
+    size = parse_mib(size_bytes) if isinstance(size_bytes, str) else size_bytes
+    settings = copies.bandwidth_settings(picked, quick, size, iters, samples, chosen, pair_timeout)
     try:
         return copies.measure(settings, _source(host), Budget.start(parse_timeout(timeout)))
     except ProbeUnavailable as exc:

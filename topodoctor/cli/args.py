@@ -25,6 +25,7 @@ from topodoctor.cli.options import (
     timeout,
 )
 from topodoctor.cli.run_times import took
+from topodoctor.core.text import LINE_LIMIT
 from topodoctor.service.passes import Source
 
 DEFAULT_CHECK_TIMEOUT_S = 30.0
@@ -81,6 +82,14 @@ class CheckArgs:
 
     replay: str | None = replay()
     fmt: str = fmt(("text", "json", "line", "prometheus"), "text, json, line (a drain reason) or prometheus.")
+    line_limit: int = option(
+        "--line-limit",
+        default=LINE_LIMIT,
+        metavar="N",
+        kind=int,
+        minimum=40,
+        help="With --format line, the most characters of the line (node-problem-detector keeps 80).",
+    )
     metrics: Path | None = metrics()
     timeout: float = timeout(DEFAULT_CHECK_TIMEOUT_S, setting=True)
     select: tuple[str, ...] = rule_list("--select")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from topodoctor.cli.options import fail_level, fmt, group, metrics, option, output, picture, replay, strict, timeout
+from topodoctor.core.sizes import parse_mib
 from topodoctor.model.copy_modes import COPY_MODES
 
 MEASURE_FORMATS = ("text", "json", "prometheus")
@@ -34,7 +35,13 @@ class BandwidthArgs:
         "sm-bidir, sm-latency) or all (repeatable). Default: the copy engine's and the host's.",
     )
     quick: bool = option("--quick", default=False, kind=bool, help="A short pass sized for a prolog.")
-    size_mib: int | None = option("--size", default=None, metavar="MIB", kind=int, minimum=1, help="Buffer per copy.")
+    size_bytes: int | None = option(
+        "--size",
+        default=None,
+        metavar="SIZE",
+        parse=parse_mib,
+        help="Buffer per copy: 256M, 1G, 64KiB (a bare number is MiB).",
+    )
     iters: int | None = option("--iters", default=None, metavar="N", kind=int, minimum=1, help="Copies per sample.")
     samples: int | None = option("--samples", default=None, metavar="N", kind=int, minimum=1, help="Samples each.")
     devices: str | None = option("--devices", default=None, metavar="LIST", probes=True, help="NVML indices, e.g. 0,1.")

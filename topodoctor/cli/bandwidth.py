@@ -30,7 +30,7 @@ def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
         settings = copies.bandwidth_settings(
             args.mode,
             args.quick,
-            args.size_mib,
+            args.size_bytes,
             args.iters,
             args.samples,
             args.devices,

@@ -11,7 +11,7 @@ from topodoctor.cli.io import Env, Outputs, hostname
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
 from topodoctor.core.fileio import write_atomic
-from topodoctor.core.text import LINE_LIMIT, printable, truncate, truncate_middle
+from topodoctor.core.text import printable, truncate, truncate_middle
 from topodoctor.model.findings import fail_from
 from topodoctor.report import check as report
 from topodoctor.service import check as doctor
@@ -54,8 +54,8 @@ def run_check(args: CheckArgs, env: Env) -> int:
             doc = {**report.could_not_check_json(str(exc), exc.exit_code), **stamp_now(args.replay is None)}
             env.render(lambda: env.emit_json(doc))
         if env.line:  # what could not be written ends the one line, which stays within its limit
-            after = truncate_middle(outputs.in_line(), LINE_LIMIT // 2)
-            room = LINE_LIMIT - len("topodoctor UNKNOWN: ") - len(after)
+            after = truncate_middle(outputs.in_line(), args.line_limit // 2)
+            room = args.line_limit - len("topodoctor UNKNOWN: ") - len(after)
             env.fail(truncate(printable(str(exc)), room) + after, exc.exit_code)
         else:
             env.fail(str(exc), exc.exit_code)
@@ -65,7 +65,7 @@ def run_check(args: CheckArgs, env: Env) -> int:
         outputs.write(lambda: write_atomic(metrics, _metrics(outcome, outcome.exit_code, scope), "metrics file"))
     show = {
         "json": lambda: env.emit_json(report.check_json(outcome)),
-        "line": lambda: env.emit(report.one_line(outcome, after=outputs.in_line())),
+        "line": lambda: env.emit(report.one_line(outcome, args.line_limit, after=outputs.in_line())),
         "text": lambda: _print_check(outcome, env),
         "prometheus": lambda: env.stdout.write(_metrics(outcome, outcome.exit_code, scope)),
     }

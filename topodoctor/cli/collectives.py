@@ -30,8 +30,9 @@ from topodoctor.cli.pictures import check_picture_path, draw_collectives
 from topodoctor.core.budget import Budget
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.fileio import write_atomic
+from topodoctor.core.sizes import parse_sizes
 from topodoctor.core.text import printable
-from topodoctor.model.collective_ops import Plan, parse_ops, parse_sizes
+from topodoctor.model.collective_ops import Plan, parse_ops
 from topodoctor.model.collectives import result_to_json
 from topodoctor.model.findings import fail_from
 from topodoctor.model.outcome import DONE

@@ -51,15 +51,18 @@ def run_fleet(args: FleetArgs, env: Env) -> int:
     outputs = Outputs(env)
     if past is not None and strip is not None:
         outputs.write(lambda: _heat(past, strip))
-    if args.fmt == "text":
-        if output is None:
+    if args.fmt == "text" and output is None:
+        env.render(lambda: _print(report, past, env.console(), args.details))
+    elif args.fmt == "text":
+        buf = io.StringIO()
+        _print(report, past, make_console(buf, width=150), args.details)
+        if not outputs.wrote(lambda: _write(output, buf.getvalue())):
+            # The verdicts and the drain list are not lost with the file: they go to the terminal.
             env.render(lambda: _print(report, past, env.console(), args.details))
-        else:
-            buf = io.StringIO()
-            _print(report, past, make_console(buf, width=150), args.details)
-            outputs.write(lambda: _write(output, buf.getvalue()))
     else:
-        outputs.write(lambda: _write(output, _render(report, past, args.fmt)))
+        text = _render(report, past, args.fmt)
+        if not outputs.wrote(lambda: _write(output, text)) and output is not None:
+            env.write(text)
     for u in report.unreadable:
         env.say(f"topodoctor: warning: {u.error}")
     if report.fleet_wide and (args.fmt != "text" or output is not None):

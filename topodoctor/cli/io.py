@@ -210,6 +210,13 @@ class Outputs:
                 self.failed.append(str(exc))
                 return None
 
+    def wrote(self, fn: Callable[[], object]) -> bool:
+        """Whether ``fn()`` wrote its file (``write``): a command whose file was its output shows
+        what it held on the terminal instead, so no verdict is lost with the file."""
+        before = len(self.failed)
+        self.write(fn)
+        return len(self.failed) == before
+
     def in_line(self) -> str:
         """The failed writes as the end of a one-line verdict ("; cannot write ..."), told there
         instead of on stderr: a drain reason captured with 2>&1 stays one line."""

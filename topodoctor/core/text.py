@@ -114,14 +114,33 @@ LINE_LIMIT = 200  # Slurm keeps a drain reason short; the rest is in the JSON
 
 def truncate(line: str, limit: int = LINE_LIMIT) -> str:
     """``line`` within ``limit`` characters, shortened at a word boundary with "...": a reason
-    read by people loses its last words, never half of one."""
+    read by people loses its last words, never half of one, and a parenthesis is kept whole or
+    left out (a cut inside one leaves an aside without its end)."""
     if len(line) <= limit:
         return line
     cut = line[: limit - 2]  # one more than fits, so a word ending exactly at the limit stays whole
+    outside = _outside_spaces(cut)
+    if outside and outside[-1] > limit // 3:
+        return cut[: outside[-1]].rstrip(" ,;:") + "..."
     space = cut.rfind(" ")
     # A single word longer than half the room (a path, a long bus id list) is cut where it must be.
     cut = cut[:space] if space > limit // 2 else cut[: limit - 3]
     return cut.rstrip(" ,;:") + "..."
+
+
+def _outside_spaces(text: str) -> list[int]:
+    """Where ``text`` has a space outside every parenthesis, or right before one opens."""
+    out, depth = [], 0
+    for i, c in enumerate(text):
+        if c == "(":
+            if depth == 0 and i and text[i - 1] == " ":
+                out.append(i - 1)
+            depth += 1
+        elif c == ")":
+            depth = max(0, depth - 1)
+        elif c == " " and depth == 0:
+            out.append(i)
+    return out
 
 
 def truncate_middle(text: str, limit: int, keep_head: int = 15) -> str:

@@ -16,8 +16,8 @@ from contextlib import suppress
 from dataclasses import replace
 
 from topodoctor.core.errors import InputError
+from topodoctor.core.sizes import parse_size
 from topodoctor.evidence.lines import Block, Parts
-from topodoctor.model.collective_ops import parse_size
 from topodoctor.model.evidence import Launch, Setting
 from topodoctor.nccl.variables import known
 

@@ -17,7 +17,7 @@ import queue
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +127,14 @@ def result_files(paths: Iterable[str | Path], timeout_s: float) -> tuple[list[Pa
 
 
 def read_results(
-    paths: Iterable[str | Path], name_from: NameFrom = "host", budget_s: float = 60.0
+    paths: Iterable[str | Path],
+    name_from: NameFrom = "host",
+    budget_s: float = 60.0,
+    judge: Callable[[Any, NodeResult], NodeResult] | None = None,
 ) -> tuple[list[NodeResult], list[Unreadable]]:
     """Read result files and directories (``*.json`` below them). Every failure is one
-    ``Unreadable`` naming its file; past ``budget_s`` the files not yet read are listed so."""
+    ``Unreadable`` naming its file; past ``budget_s`` the files not yet read are listed so.
+    ``judge`` (the decoded document, its result) judges a result saved without its findings."""
     deadline = time.monotonic() + budget_s
     files, bad = result_files(paths, fileio.DEFAULT_TIMEOUT_S)
     out: list[NodeResult] = []
@@ -141,7 +145,9 @@ def read_results(
             continue
         try:
             what = f"result {path}"
-            out.append(parse_result(parse_document(data or b"", what), path, name_from, mtime))
+            doc = parse_document(data or b"", what)
+            got = parse_result(doc, path, name_from, mtime)
+            out.append(judge(doc, got) if judge is not None else got)
         except InputError as exc:
             bad.append(Unreadable(str(path), str(exc), guess))
     return out, bad

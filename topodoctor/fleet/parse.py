@@ -207,6 +207,7 @@ def _findings(data: dict[str, Any]) -> tuple[Finding, ...]:
         evidence = f.get("evidence", {})
         if not isinstance(evidence, dict):
             raise _Bad(f"{at}.evidence: expected an object")
+        by = tuple(_str(c, f"{at}.caused_by[]") for c in _list(f.get("caused_by", []), f"{at}.caused_by"))
         out.append(
             Finding(
                 _str(_get(f, "code", at), f"{at}.code"),
@@ -216,6 +217,7 @@ def _findings(data: dict[str, Any]) -> tuple[Finding, ...]:
                 _str(_get(f, "message", at), f"{at}.message"),
                 _str(f.get("fix", ""), f"{at}.fix"),
                 evidence,
+                caused_by=by,
             )
         )
     return tuple(out)
@@ -264,7 +266,11 @@ def _fast_findings(raw: Any) -> tuple[Finding, ...]:
     out = []
     for f in raw:
         sev, fix, ev = f["severity"], f.get("fix", ""), f.get("evidence", {})
-        got = Finding(f["code"], f["name"], sev, f["subject"], f["message"], fix, ev)
+        raw_by = f.get("caused_by", [])
+        if type(raw_by) is not list:
+            raise _Bad("")
+        by = tuple(raw_by)
+        got = Finding(f["code"], f["name"], sev, f["subject"], f["message"], fix, ev, caused_by=by)
         if (
             sev not in SEVERITY_ORDER
             or type(got.code) is not _STR
@@ -273,6 +279,7 @@ def _fast_findings(raw: Any) -> tuple[Finding, ...]:
             or type(got.message) is not _STR
             or type(fix) is not _STR
             or type(ev) is not dict
+            or any(type(c) is not _STR for c in by)
         ):
             raise _Bad("")
         out.append(got)

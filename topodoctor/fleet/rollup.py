@@ -30,7 +30,7 @@ from typing import Literal
 
 from topodoctor.core.stats import median
 from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, SourceState, Unreadable
-from topodoctor.model.findings import SEVERITY_ORDER, Finding
+from topodoctor.model.findings import SEVERITY_ORDER, Finding, headed
 from topodoctor.model.outcome import exit_code
 
 __all__ = ["Figure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
@@ -189,7 +189,7 @@ def _failing(findings: Iterable[Finding], level: str) -> list[Finding]:
 
 
 def _line(f: Finding) -> str:
-    return f"{f.code} {f.subject}: {f.message}"
+    return headed(f)
 
 
 def _outlier_line(o: Outlier) -> str:

@@ -123,7 +123,7 @@ def _timed_out(d: RankDump, entries: Sequence[Entry], done: int) -> bool:
 
 def _ranks_text(ranks: Iterable[int]) -> str:
     r = sorted(ranks)
-    return ("rank " if len(r) == 1 else "ranks ") + ",".join(str(x) for x in r)
+    return ("rank " if len(r) == 1 else "ranks ") + ", ".join(str(x) for x in r)
 
 
 def _signature(e: Entry, shapes: bool) -> tuple[str, tuple[str, ...], tuple[tuple[int, ...], ...]]:

@@ -16,7 +16,6 @@ row of ours and a row of theirs compare one to one:
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -95,48 +94,6 @@ def bandwidth_gbps(op: Op, count: int, seconds: float, nranks: int, elt: int = E
     moved = count * elt * (nranks if spec.chunked else 1)
     alg = moved / 1e9 / seconds
     return alg, alg * spec.bus_factor(nranks)
-
-
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20}
-_UNITS.update({"G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30})
-_SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
-
-
-def parse_size(text: str) -> int:
-    """``8``, ``64K``, ``1M``, ``1G`` (binary units, as nccl-tests reads -b/-e)."""
-    m = _SIZE.match(text)
-    unit = m.group(2).upper() if m else ""
-    if not m or unit not in _UNITS:
-        raise InputError(f"not a size: {text!r} (use bytes or K/M/G, e.g. 8, 64K, 1G)")
-    value = int(m.group(1)) * _UNITS[unit]
-    if value <= 0:
-        raise InputError(f"size must be positive: {text!r}")
-    return value
-
-
-def parse_sizes(text: str, step_factor: int = 2) -> tuple[int, ...]:
-    """``8:1G`` sweeps from 8 B to 1 GiB by ``step_factor``; ``64M,1G`` lists sizes; both mix."""
-    if step_factor < 2:
-        raise InputError("--step-factor must be at least 2")
-    out: list[int] = []
-    for part in text.split(","):
-        if not part.strip():
-            continue
-        lo_s, colon, hi_s = part.partition(":")
-        lo = parse_size(lo_s)
-        if not colon:
-            out.append(lo)
-            continue
-        hi = parse_size(hi_s)
-        if hi < lo:
-            raise InputError(f"size range {part!r} runs backwards")
-        s = lo
-        while s <= hi:
-            out.append(s)
-            s *= step_factor
-    if not out:
-        raise InputError(f"no sizes in {text!r}")
-    return tuple(sorted(set(out)))
 
 
 def parse_ops(names: list[str] | None) -> tuple[Op, ...]:

@@ -11,14 +11,25 @@ file that sets a name (NCCL_CONF_FILE, or ``$HOME/.nccl.conf`` when it is unset,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
+from topodoctor.core.text import plural
 
 NCCL_SYSTEM_CONF = "/etc/nccl.conf"
 # NCCL copies at most 1023 bytes of a name or value from a config line.
 _NCCL_FIELD_MAX = 1023
+# The variables NCCL (and the CUDA it runs on) reads: the settings a config file is for, the only
+# lines of one that topodoctor shows or records. Any other line of a file a variable names (a
+# password file behind NCCL_CONF_FILE) stays on the host: it is counted, never quoted.
+SETTING_PREFIXES = ("NCCL_", "CUDA_", "TORCH_NCCL_")
+# What a recording holds in place of a config file's line that is not NAME=value, and of the
+# value of a variable that is not a setting (NVSHMEM_..., or a password file's "password=...").
+WITHHELD = "<a line that is not NAME=value, not kept>"
+VALUE_WITHHELD = "<not kept>"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a variable's name as a shell writes one
 
 
 @dataclass(frozen=True)
@@ -51,10 +62,13 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
 
     NCCL keeps names and values verbatim (no trimming): ``NCCL_DEBUG = INFO`` sets a variable
     called ``"NCCL_DEBUG "`` that nothing reads. Such lines, and lines NCCL skips because they
-    hold no ``=``, are problems; only lines that set a real name are returned.
+    hold no ``=``, are problems; only lines that set a real name are returned. A line of a
+    setting (``SETTING_PREFIXES``) is quoted where it is wrong; any other line that is not
+    ``NAME=value`` (a password file's) is named by its number alone.
     """
     pairs: list[tuple[str, str]] = []
     problems: list[ConfProblem] = []
+    foreign: list[int] = []  # the numbers of lines that are not settings: never quoted
     # A text file never holds NUL: this one is binary (a path mix-up). NCCL still applies what
     # looks like NAME=VALUE in it, so it is parsed, but named once, not line by line.
     binary = "\x00" in text
@@ -65,14 +79,17 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
         if line.startswith("#") or not line.strip():
             continue
         name, eq, value = line.partition("=")
+        if not eq and line.lstrip().startswith("#"):  # an indented comment: NCCL skips it too
+            continue
+        known = name.strip().startswith(SETTING_PREFIXES)
+        if not known and not (eq and _NAME.fullmatch(name)):
+            foreign.append(n)
+            continue
         if not eq:
-            if not line.lstrip().startswith("#"):
-                problems.append(ConfProblem(path, f"{path}:{n}: not NAME=VALUE, NCCL skips it: {line[:60]!r}"))
+            problems.append(ConfProblem(path, f"{path}:{n}: not NAME=VALUE, NCCL skips it: {line[:60]!r}"))
             continue
         name, value = name[:_NCCL_FIELD_MAX], value[:_NCCL_FIELD_MAX]
-        if not name.strip():
-            problems.append(ConfProblem(path, f"{path}:{n}: no name before '=': {line[:60]!r}"))
-        elif name != name.strip() or any(c.isspace() for c in name):
+        if name != name.strip() or any(c.isspace() for c in name):
             problems.append(
                 ConfProblem(
                     path,
@@ -82,7 +99,43 @@ def parse_conf(path: str, text: str) -> tuple[list[tuple[str, str]], list[ConfPr
             )
         else:
             pairs.append((name, value))
+    settings = any(name.startswith(SETTING_PREFIXES) for name, _ in pairs)
+    if foreign and not settings and not problems:
+        lines = plural(len(foreign), "line")
+        problems.append(ConfProblem(path, f"{path} holds no NCCL setting: {lines} not NAME=value (not shown)"))
+    elif foreign:
+        problems += [ConfProblem(path, f"{path}:{n}: not NAME=value, not an NCCL setting (not shown)") for n in foreign]
+        problems.sort(key=_line_of)
     return pairs, problems[:1] if binary else problems
+
+
+def _line_of(p: ConfProblem) -> int:
+    """The line a problem is at (0: the whole file), for problems in file order."""
+    rest = p.message[len(p.path) :]
+    head = rest[1:].partition(":")[0] if rest.startswith(":") else ""
+    return int(head) if head.isdigit() else 0
+
+
+def kept_conf(text: str) -> str:
+    """What a recording keeps of a config file, line for line: a setting's line
+    (``SETTING_PREFIXES``) as it is; another variable NCCL would set, its name with its value
+    withheld (``NAME=<not kept>``); any other line ``WITHHELD``; a comment an empty line. A
+    binary file stays marked binary. ``parse_conf`` judges it as it judges the file."""
+    out = []
+    for line in text.split("\n"):
+        bare = line.removesuffix("\r")
+        name, eq, _ = bare.partition("=")
+        if bare.startswith("#") or not bare.strip() or (not eq and bare.lstrip().startswith("#")):
+            out.append("")
+        elif name.strip().startswith(SETTING_PREFIXES):
+            out.append(bare.replace("\x00", ""))
+        elif eq and _NAME.fullmatch(name):
+            out.append(f"{name}={VALUE_WITHHELD}")
+        else:
+            out.append(WITHHELD)
+    if "\x00" in text:
+        out.append("\x00")  # after the last line: the lines keep their numbers
+    return "\n".join(out)
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,20 @@ from topodoctor.core import codec
 from topodoctor.core.errors import InputError
 from topodoctor.core.fileio import MiB, read_bytes
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
-from topodoctor.model.environment import NCCL_SYSTEM_CONF, ConfFile, Environment, ProcessEnvironment
+from topodoctor.model.environment import (
+    NCCL_SYSTEM_CONF,
+    SETTING_PREFIXES,
+    ConfFile,
+    Environment,
+    ProcessEnvironment,
+    kept_conf,
+)
 
-PREFIXES = ("NCCL_", "CUDA_", "TORCH_NCCL_")
-# What the scheduler gave the job: the GPUs a check in a prolog is about, and the job it is for
-# (topology/scope.py).
-JOB_SCOPE = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID")
+PREFIXES = SETTING_PREFIXES
+# What the scheduler gave the job: the GPUs a check in a prolog is about, the job it is for
+# (topology/scope.py), and which of Slurm's scripts runs the check (SLURM_SCRIPT_CONTEXT:
+# prolog_slurmd, epilog_slurmd).
+JOB_SCOPE = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID", "SLURM_SCRIPT_CONTEXT")
 CONF_MAX_BYTES = 1 * MiB  # NCCL reads lines of < 4 kB; a config file of a megabyte is not one
 TOPO_MAX_BYTES = 16 * MiB  # NCCL's own topology dump of a large host is well under a megabyte
 READ_TIMEOUT_S = 2.0
@@ -41,6 +49,28 @@ def read_setting_file(path: str, max_bytes: int) -> Probed[str]:
     return data.decode("utf-8", errors="replace")
 
 
+def kept_topology(text: Probed[str]) -> Probed[str]:
+    """What is kept of the file NCCL_TOPO_FILE names: its text where it is NCCL's topology XML (a
+    top element ``<system>``), else why NCCL cannot use it, without a word of the file: a file of
+    anything else (a password file) never reaches a finding or a recording."""
+    if not isinstance(text, str):
+        return text
+    import xml.etree.ElementTree as ET  # the XML parser (6 modules): only where a topology file is named
+
+    why = None
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:  # refused before parsing: no entity is expanded here
+        why = "holds a DTD, which NCCL's parser refuses"
+    else:
+        try:
+            if ET.fromstring(text).tag != "system":
+                why = "is XML, but its top element is not NCCL's <system>"
+        except ET.ParseError as exc:
+            why = f"is not well-formed XML ({exc})"
+    if why is None:
+        return text
+    return ProbeError(f"not an NCCL topology file: {why}; its text is not kept", "read NCCL_TOPO_FILE")
+
+
 def conf_paths(environ: Mapping[str, str], system_conf: str = NCCL_SYSTEM_CONF) -> list[str]:
     """The config files NCCL reads, in the order it applies them (``initEnvFunc``)."""
     if environ.get("NCCL_CONF_FILE"):
@@ -50,6 +80,10 @@ def conf_paths(environ: Mapping[str, str], system_conf: str = NCCL_SYSTEM_CONF) 
     else:
         return [system_conf]
     return [first, system_conf]
+
+
+def _kept(text: Probed[str]) -> Probed[str]:
+    return kept_conf(text) if isinstance(text, str) else text
 
 
 def cpu_affinity() -> Probed[tuple[int, ...]]:
@@ -70,12 +104,12 @@ def capture_process(
     """The process environment as NCCL in this process would see it."""
     env = dict(os.environ if environ is None else environ)
     kept = {k: v for k, v in env.items() if k.startswith(PREFIXES) or k in JOB_SCOPE}
-    files = tuple(ConfFile(p, read_setting_file(p, CONF_MAX_BYTES)) for p in conf_paths(env, system_conf))
+    files = tuple(ConfFile(p, _kept(read_setting_file(p, CONF_MAX_BYTES))) for p in conf_paths(env, system_conf))
     # The topology file may be set in a config file too: NCCL reads it after applying them.
     topo_path = env.get("NCCL_TOPO_FILE") or Environment.of(ProcessEnvironment(kept, files, None, ())).get(
         "NCCL_TOPO_FILE"
     )
-    topo = ConfFile(topo_path, read_setting_file(topo_path, TOPO_MAX_BYTES)) if topo_path else None
+    topo = ConfFile(topo_path, kept_topology(read_setting_file(topo_path, TOPO_MAX_BYTES))) if topo_path else None
     return ProcessEnvironment(kept, files, topo, cpu_affinity() if affinity is None else affinity)
 
 

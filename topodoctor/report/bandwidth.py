@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.pci import long_bus_id
 from topodoctor.core.text import plural, printable
 from topodoctor.diagnosis.load import BUSY_UTIL_PCT
 from topodoctor.model.copies import BOTH_WAYS_MODES, LATENCY_MODES, Activity, BandwidthResult, Measurement, Mode
@@ -167,7 +168,7 @@ def _host_table(r: BandwidthResult) -> Table:
     for g in r.gpus:
         t.add_row(
             f"GPU{g.index}",
-            printable(g.bus_id),
+            printable(long_bus_id(g.bus_id)),
             _host_cell(r.find("h2d", -1, g.index)),
             _host_cell(r.find("d2h", g.index, -1)),
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate, truncate_middle
-from topodoctor.model.findings import finding_json
+from topodoctor.model.findings import consequences, finding_json, ident, subject_once
 from topodoctor.model.outcome import Outcome
 from topodoctor.model.stamp import gpu_ids, readings
 
@@ -76,12 +76,31 @@ def _one_line(outcome: Outcome, limit: int) -> str:
         head, why = "topodoctor UNKNOWN: expectations not used: ", printable(meta.expectations_unused)
         return head + truncate(why, max(20, limit - len(head) - len(verdict) - 14)) + f"; without it: {verdict}"
     first, rest = outcome.failing[0], outcome.failing[1:]
-    tail = (f" (+{len(rest)} more: {counts(rest)})" if rest else "") + tail
-    head = printable(f"topodoctor FAIL {first.code} {first.subject}: ")
+    tail = (f" (+{len(rest)} more: {counts(rest)}{following(outcome.failing)})" if rest else "") + tail
+    message, named = subject_once(first.message, first.subject)
+    if named:  # the message names the subject: the head leaves it out, unless the cut would lose it
+        line = _fail_line(f"topodoctor FAIL {first.code}: ", message, tail, limit)
+        if ident(first.subject) in line:
+            return line
+    return _fail_line(f"topodoctor FAIL {first.code} {first.subject}: ", message, tail, limit)
+
+
+def _fail_line(head: str, message: str, tail: str, limit: int) -> str:
+    head = printable(head)
     room = limit - len(head) - len(printable(tail))
     if room < 20:  # a subject or tail so long the message has no room: shorten the whole line
-        return truncate(printable(f"{head}{first.message}{tail}"), limit)
-    return head + truncate(printable(first.message), room) + printable(tail)
+        return truncate(printable(f"{head}{message}{tail}"), limit)
+    return head + truncate(printable(message), room) + printable(tail)
+
+
+def following(failing: Sequence[Finding]) -> str:
+    """``; 6 follow from TD501``: how many of the failing findings after the first are consequences
+    of another (findings/grouped puts every consequence after its cause, so never the first)."""
+    after = [f for f in consequences(failing) if f is not failing[0]] if failing else []
+    if not after:
+        return ""
+    codes = ", ".join(dict.fromkeys(c.split(" ", 1)[0] for f in after for c in f.caused_by))
+    return f"; {len(after)} {'follows' if len(after) == 1 else 'follow'} from {codes}"
 
 
 def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:

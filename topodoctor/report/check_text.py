@@ -9,9 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.core.text import plural, printable
+from topodoctor.model.findings import consequences
 from topodoctor.model.outcome import Outcome
 from topodoctor.report.causes import cause_line
-from topodoctor.report.check import counts, incomplete_tail
+from topodoctor.report.check import counts, following, incomplete_tail
 from topodoctor.report.fitness import print_fitness
 from topodoctor.report.terminal import literal
 
@@ -36,8 +37,12 @@ def print_check(outcome: Outcome, console: Console) -> None:
         t.add_column("severity", no_wrap=True)
         t.add_column("subject", no_wrap=True)  # bus ids and link names are never cut
         t.add_column("finding", ratio=1, overflow="fold")
+        after = {id(f) for f in consequences(outcome.findings)}
         for f in outcome.findings:
-            t.add_row(f.code, literal(f.severity, _STYLE[f.severity]), literal(f.subject), literal(f.message))
+            # A consequence sits under its cause (findings/grouped) and says which it follows from.
+            message = f"follows from {', '.join(f.caused_by)}: {f.message}" if id(f) in after else f.message
+            code = f"  {f.code}" if id(f) in after else f.code
+            t.add_row(code, literal(f.severity, _STYLE[f.severity]), literal(f.subject), literal(message))
         console.print(t)
         seen = set()
         for f in outcome.findings:
@@ -55,6 +60,9 @@ def print_check(outcome: Outcome, console: Console) -> None:
     summary = Text(outcome.verdict.upper(), style=style)
     missed = "".join(f"; {why}" for why in outcome.not_measured)
     summary.append(
-        printable(f": {counts(outcome.findings)}{incomplete_tail(outcome)}{missed} (fail level: {outcome.fail_level})")
+        printable(
+            f": {counts(outcome.findings)}{following(outcome.findings)}{incomplete_tail(outcome)}{missed}"
+            f" (fail level: {outcome.fail_level})"
+        )
     )
     console.print(summary)

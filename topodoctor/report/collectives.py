@@ -24,7 +24,7 @@ from topodoctor.model.findings import Finding, finding_json
 from topodoctor.model.nccl_summary import nccl_paragraph
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.report.causes import cause_line
-from topodoctor.topology.busbw import Prediction, predict
+from topodoctor.topology.busbw import Prediction, model_at, predict
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 _COMPACT = "# {:>10}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"  # no type, redop, root
@@ -186,7 +186,8 @@ def model_lines(res: CollectivesResult, snap: HostSnapshot | None) -> list[str]:
     lines = []
     for r in res.rows:
         ch = acc.choice(r.op, r.size_bytes) if acc is not None else None
-        model = ours.get(r.op) if r.size_bytes >= 64 << 20 else None
+        plateau = ours.get(r.op) if r.size_bytes >= 64 << 20 else None
+        model = None if plateau is None else model_at(plateau, r.size_bytes)  # what TD020 judges this row by
         if r.best is None or (ch is None and model is None):
             continue
         nccl = "-" if ch is None or ch.predicted_busbw_gbps is None else f"{ch.predicted_busbw_gbps:.1f}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.pci import long_bus_id
 from topodoctor.core.text import plural, printable, truncate
 from topodoctor.job.analysis import Finding, GroupState
 from topodoctor.job.verdict import JobReport, hosts_of, where
@@ -109,7 +110,8 @@ def _text_lines(report: JobReport) -> list[str]:
     if report.gpus:
         out += ["", "GPUs on this node:"]
         out += [
-            f"  GPU {s.index} {s.bus_id}: {s.state} ({s.why}) pids {','.join(map(str, s.pids)) or '-'}"
+            f"  GPU {s.index} {long_bus_id(s.bus_id) if s.bus_id else '-'}: {s.state} ({s.why}) "
+            f"pids {','.join(map(str, s.pids)) or '-'}"
             for s in report.gpus
         ]
     for host, h in report.health.items():

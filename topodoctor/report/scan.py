@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.cpulist import format_cpulist
+from topodoctor.core.pci import long_bus_id
 from topodoctor.core.probed import ProbeError, Unsupported, show
 from topodoctor.model.snapshot import Gpu, HostSnapshot, Nic, NvSwitch, nvlink_generation
 from topodoctor.topology.graph import connection_matrix, nvlink_link_gbps
@@ -71,16 +72,21 @@ def _cpus(cpus: tuple[int, ...]) -> str:
     return format_cpulist(cpus) or "-"
 
 
+def _bus(bus_id: object) -> str:
+    """A GPU's bus id as nvidia-smi prints it (``00000000:18:00.0``), or why it is not known."""
+    return long_bus_id(bus_id) if isinstance(bus_id, str) else show(bus_id)
+
+
 def _gpu_cells(g: Gpu) -> list[str]:
     if g.lost is not None:
-        return [str(g.index), f"LOST: {g.lost.error}", show(g.bus_id), *[""] * 9]
+        return [str(g.index), f"LOST: {g.lost.error}", _bus(g.bus_id), *[""] * 9]
     p = g.pcie
     active = sum(1 for link in g.nvlinks if link.is_up is True)
     fabric = g.fabric.state if not isinstance(g.fabric, (Unsupported, ProbeError)) else show(g.fabric)
     return [
         str(g.index),
         show(g.name),
-        show(g.bus_id),
+        _bus(g.bus_id),
         f"{show(g.architecture)} / {show(g.compute_capability)}",
         _gib(g.memory_total_bytes),
         show(g.sysfs_numa_node),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from topodoctor.core.probed import ProbeError
 from topodoctor.diagnosis.symptoms import SYMPTOMS
-from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
+from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity, grouped, ref
 from topodoctor.model.fitness import NOT_RECORDED
 from topodoctor.rules import (  # noqa: F401  (importing a family registers its rules)
     bandwidth,
@@ -170,6 +172,7 @@ def evaluate(
                     item.message,
                     item.fix or r.fix,
                     item.evidence,
+                    caused_by=item.caused_by,
                 )
             )
         for u in ctx.unchecked:
@@ -226,7 +229,27 @@ def evaluate(
     if td901 in rules:
         findings += incomplete
     findings.sort(key=_order)
-    return Evaluation(tuple(findings), tuple(incomplete))
+    return Evaluation(grouped(_linked(findings)), tuple(incomplete))
+
+
+_GPUS = re.compile(r"GPU(\d+)")
+
+
+def _linked(findings: list[Finding]) -> list[Finding]:
+    """Each finding's candidate cause codes (``Issue.caused_by``) resolved to the findings of
+    those codes about its GPUs, some of them, or the whole host (a subject naming no GPU):
+    TD306 GPU0-GPU1 follows from TD501 GPU0, and from TD305 host."""
+    out = []
+    for f in findings:
+        if not f.caused_by:
+            out.append(f)
+            continue
+        mine = set(_GPUS.findall(f.subject))
+        by = tuple(
+            ref(c) for c in findings if c.code in f.caused_by and c is not f and set(_GPUS.findall(c.subject)) <= mine
+        )
+        out.append(replace(f, caused_by=by))
+    return out
 
 
 def case_of(ctx: Context) -> Case:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.text import human_size
 from topodoctor.rules.collectives import collectives_of, gpu_of_rank
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.topology.busbw import at_size, predict
+from topodoctor.topology.busbw import model_at, predict
 
 MODEL_MIN_BYTES = 256 << 20  # the model is of large messages: from here busbw is within a few % of its plateau
 BELOW_MODEL = 0.85
@@ -55,16 +56,17 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
         if p is None or row is None or row.size_bytes < MODEL_MIN_BYTES or row.best is None:
             continue
         got = row.best.busbw_gbps
-        model = round(at_size(p.busbw_gbps, row.size_bytes), 1)
+        model = model_at(p.busbw_gbps, row.size_bytes)
         if got < BELOW_MODEL * model:
             yield Issue(
                 op,
-                f"{op} busbw {got:.1f} GB/s at {row.size_bytes >> 20} MiB is {got / model:.2f} of the "
+                f"{op} busbw {got:.1f} GB/s at {human_size(row.size_bytes)} is {got / model:.2f} of the "
                 f"{model:.1f} GB/s the topology gives at that size ({p.algorithm}; bottleneck {p.bottleneck.what})",
                 {
                     "op": op,
                     "measured_gbps": round(got, 1),
                     "model_gbps": model,
+                    "basis": "the topology's model",  # TD001's is the link rate, a measured copy or an expectation
                     "plateau_gbps": p.busbw_gbps,
                     "bottleneck": p.bottleneck.what,
                     "bottleneck_gpus": list(p.bottleneck.gpus),

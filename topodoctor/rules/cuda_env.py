@@ -73,6 +73,9 @@ def cuda_visible_duplicate(ctx: Context) -> Iterator[Issue]:
         seen.add(e)
 
 
+SLURM_SCRIPTS = ("prolog", "epilog")  # SLURM_SCRIPT_CONTEXT of slurmd's and slurmctld's scripts
+
+
 @rule(
     "TD617",
     "cuda-device-order",
@@ -81,6 +84,10 @@ def cuda_visible_duplicate(ctx: Context) -> Iterator[Issue]:
 def cuda_device_order(ctx: Context) -> Iterator[Issue]:
     """CUDA_VISIBLE_DEVICES uses indices without CUDA_DEVICE_ORDER=PCI_BUS_ID.
 
+    Not in Slurm's prolog or epilog (SLURM_SCRIPT_CONTEXT): slurmd sets CUDA_VISIBLE_DEVICES there
+    to name the job's GPUs, without CUDA_DEVICE_ORDER, for the script alone; no CUDA program of the
+    job reads it, and the check judges those GPUs by their NVML indices.
+
     Why it matters: CUDA's default order is fastest-first, which can differ from the PCI order
     nvidia-smi, NVML and schedulers use: index 0 may not be the GPU the scheduler meant.
 
@@ -88,7 +95,7 @@ def cuda_device_order(ctx: Context) -> Iterator[Issue]:
     or use UUIDs.
     """
     got = _visible(ctx)
-    if got is None:
+    if got is None or (ctx.environment.get("SLURM_SCRIPT_CONTEXT") or "").startswith(SLURM_SCRIPTS):
         return
     v, entries = got
     order = ctx.environment.get("CUDA_DEVICE_ORDER")

@@ -52,6 +52,15 @@ class Broken:
     copy: tuple[str, int, int] | None = None  # the measured copy: mode, source, destination
 
 
+# The rules that judge each layer's own fact: a pair's verdict follows from their findings.
+LAYER_RULES = {"fabric": ("TD501",), "p2p": ("TD302", "TD305"), "measured": ("TD703", "TD706")}
+
+
+def _causes(broken: list[Broken]) -> tuple[str, ...]:
+    """The codes of the layer rules whose findings ``broken`` follows from."""
+    return tuple(dict.fromkeys(code for x in broken for code in LAYER_RULES[x.layer]))
+
+
 def _fabric(ctx: Context, gpus: tuple[int, int]) -> list[Broken]:
     out = []
     for i in gpus:
@@ -59,8 +68,8 @@ def _fabric(ctx: Context, gpus: tuple[int, int]) -> list[Broken]:
         if f is None or f.state == "not_supported":
             continue
         if f.state != "completed" or f.status != "SUCCESS":
-            state = f.state.replace("_", " ")
-            what = f"GPU{i} is not registered with the fabric ({state}, {f.status})"
+            state = f.state.replace("_", " ") + (f", {f.status}" if f.status != "SUCCESS" else "")
+            what = f"fabric manager not ready on GPU{i}: registration {state}"
             out.append(Broken("fabric", what, "error", True))
             continue
         for _, (shift, what, severity) in HEALTH.items():
@@ -180,6 +189,7 @@ def data_path_dead(ctx: Context) -> Iterator[Issue]:
             f"GPU{a}-GPU{b}",
             f"GPU{a}-GPU{b}: {links} NVLinks up, data path dead at the {dead[0].layer} layer ({dead[0].what}): {cost}",
             {**_evidence(links, dead + [x for x in broken if not x.dead]), **money},
+            caused_by=_causes(dead),
         )
 
 
@@ -216,6 +226,7 @@ def data_path_degraded(ctx: Context) -> Iterator[Issue]:
             f"GPU{a}-GPU{b}: {links} NVLinks up, data path degraded at the {first.layer} layer ({first.what}): {cost}",
             {**_evidence(links, [first, *(x for x in broken if x is not first)]), **money},
             severity=worst,  # type: ignore[arg-type]
+            caused_by=_causes(broken),
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from topodoctor.core.pci import long_bus_id
 from topodoctor.core.text import plural
 from topodoctor.model.nvml_codes import GPU_GONE_CODES
 from topodoctor.model.snapshot import ComputeProcess
@@ -47,9 +48,12 @@ def fabric_not_ready(ctx: Context) -> Iterator[Issue]:
 def _fabric_message(index: int, state: str, status: str) -> str:
     """The fabric state in words: NVML's state names and a status of SUCCESS say little to a reader."""
     if state == "completed":
-        return f"GPU{index} failed to register with the NVSwitch fabric: {status}"
+        return f"GPU{index}: fabric manager failed to register the GPU with the NVSwitch fabric: {status}"
     failed = f", {status}" if status != "SUCCESS" else ""
-    return f"GPU{index} is not registered with the NVSwitch fabric (registration {state.replace('_', ' ')}{failed})"
+    return (
+        f"GPU{index}: fabric manager not ready, the GPU is not registered with the NVSwitch fabric "
+        f"(registration {state.replace('_', ' ')}{failed})"
+    )
 
 
 @rule(
@@ -219,9 +223,10 @@ def gpu_not_counted(ctx: Context) -> Iterator[Issue]:
         )
     elif not unknown:
         for bus in missing:
+            shown = long_bus_id(bus)  # as nvidia-smi and lspci -D name a GPU
             yield Issue(
-                f"pci:{bus}",
-                f"GPU at {bus} is on the PCI bus but NVML counts {plural(len(ctx.snap.gpus), 'GPU')} without it",
+                f"pci:{shown}",
+                f"GPU at {shown} is on the PCI bus but NVML counts {plural(len(ctx.snap.gpus), 'GPU')} without it",
                 {"bus_id": bus, "on_bus": len(on_bus), "nvml_count": len(ctx.snap.gpus)},
             )
 

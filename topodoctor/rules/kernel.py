@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from topodoctor.core.pci import long_bus_id
 from topodoctor.core.probed import Unsupported
 from topodoctor.model.findings import SEVERITY_ORDER, Severity
 from topodoctor.model.snapshot import KernelEvents, XidEvent
@@ -55,7 +56,7 @@ def _report(ctx: Context, codes: Callable[[int], bool], what: str, grade: Grade)
     groups: dict[str, list[XidEvent]] = {}
     for e in log.xids:
         if codes(e.code):
-            who = f"GPU{index[e.bus_id]}" if e.bus_id in index else f"pci:{e.bus_id}"
+            who = f"GPU{index[e.bus_id]}" if e.bus_id in index else f"pci:{long_bus_id(e.bus_id)}"
             groups.setdefault(who, []).append(e)
     for who, events in sorted(groups.items()):
         last = max(events, key=lambda e: -1.0 if e.boot_s is None else e.boot_s)

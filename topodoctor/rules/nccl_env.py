@@ -279,7 +279,10 @@ def nccl_conf_unreadable(ctx: Context) -> Iterator[Issue]:
     """An NCCL config file is unreadable, binary or has a line NCCL will not apply, or NCCL_CONF_FILE names no file.
 
     NCCL reads NCCL_CONF_FILE (or ``~/.nccl.conf`` when it is unset), then /etc/nccl.conf. One
-    finding per file: the first problems as evidence, and how many more there are.
+    finding per file: the first problems as evidence, and how many more there are. A line that is
+    not an NCCL setting (``NCCL_...=value``) is named by its number and never quoted: the variable
+    may name any file (a password file, read by a prolog running as root), and a finding becomes a
+    drain reason everyone reads; a recording keeps only the settings' lines.
 
     Why it matters: NCCL skips a missing file and lines without ``=`` without a word, and keeps
     spaces around ``=`` as part of the name: the settings in them silently do nothing. A file the

@@ -95,6 +95,9 @@ class Issue:
     # Only one of the severities the rule declares (``also``): a rule whose findings grade by
     # kind (an XID code, a lint check) documents every severity it can raise.
     severity: Severity | None = None
+    # The codes of the layer rules this finding may follow from: the engine names, as the
+    # finding's ``caused_by``, the findings of those codes about this finding's GPUs or a part of them.
+    caused_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

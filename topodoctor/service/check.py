@@ -24,6 +24,7 @@ from topodoctor.model.findings import failing
 from topodoctor.model.outcome import Meta, Outcome, exit_code
 from topodoctor.model.stamp import node_name, utc_iso
 from topodoctor.rules.context import Context
+from topodoctor.rules.one_cause import one_per_setting
 from topodoctor.rules.registry import check_patterns
 from topodoctor.service.host import Host as Host  # re-exported, as the probe every command runs
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
@@ -98,9 +99,10 @@ def unseen_scope(choice: str, environ: Mapping[str, str]) -> str:
 def evaluate(
     ctx: Context, select: Sequence[str] = (), ignore: Sequence[str] = (), tags: Sequence[str] = ()
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
-    """(findings, incomplete): the one place that knows the rules engine's answer shape."""
+    """(findings, incomplete): the one place that knows the rules engine's answer shape; the
+    findings one NCCL setting explains are one (rules/one_cause.py)."""
     ev = rules.evaluate(ctx, select, ignore, tags)
-    return ev.findings, ev.incomplete
+    return tuple(one_per_setting(ev.findings)), ev.incomplete
 
 
 @dataclass

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError, ProbeUnavailable
+from topodoctor.core.sizes import parse_sizes
 from topodoctor.core.text import human_size
 from topodoctor.measure.collectives.latency_run import measure_latency
 from topodoctor.measure.collectives.world import from_env
 from topodoctor.model.collective_latency import LatencyPlan, LatencyResult
-from topodoctor.model.collective_ops import OPS, parse_sizes
+from topodoctor.model.collective_ops import OPS
 from topodoctor.model.outcome import exit_code
 from topodoctor.service.collective_runs import CollectivesRun, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus

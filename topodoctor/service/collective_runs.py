@@ -13,13 +13,14 @@ from typing import Any
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.sizes import parse_size
 from topodoctor.evidence import inputs as evidence
 from topodoctor.evidence.results import collectives_result
 from topodoctor.measure.collectives.guard import RankStopped
 from topodoctor.measure.collectives.launch import join, measure
 from topodoctor.measure.collectives.nodes import NodeSettings, node_name
 from topodoctor.measure.collectives.world import World, from_env
-from topodoctor.model.collective_ops import Plan, parse_size
+from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.copies import load_result as load_bw
 from topodoctor.model.findings import Finding, Severity

@@ -27,6 +27,7 @@ from topodoctor.probe.during import watch
 from topodoctor.probe.environment import capture_environment
 from topodoctor.probe.sources import live_nvml
 from topodoctor.rules import Context, evaluate
+from topodoctor.rules.one_cause import one_per_setting
 from topodoctor.service.passes import Pass
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ def judge(
         collectives_expect_gbps=expect_gbps or None,
     )
     out: Any = evaluate(ctx, select=["TD0", "TD901"])
-    return list(getattr(out, "findings", out))  # a list, or an Evaluation carrying one
+    return one_per_setting(getattr(out, "findings", out))  # a list, or an Evaluation carrying one
 
 
 def check_pass(

@@ -12,7 +12,7 @@ from topodoctor.core import fileio
 from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.evidence import inputs as evidence
-from topodoctor.measure.copies.session import MiB, run
+from topodoctor.measure.copies.session import run
 from topodoctor.measure.copies.tasks import Settings
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
 from topodoctor.measure.timer.copy_kernels import BASE_SM, parse
@@ -145,7 +145,7 @@ def _marked(result: BandwidthResult, step: str, at: float) -> BandwidthResult:
 def bandwidth_settings(
     modes: Sequence[str],
     quick: bool,
-    size_mib: int | None,
+    size_bytes: int | None,
     iters: int | None,
     samples: int | None,
     devices: str | None,
@@ -162,8 +162,8 @@ def bandwidth_settings(
         raise InputError(str(exc)) from None
     if picked:
         settings = replace(settings, modes=picked)  # type: ignore[arg-type]
-    if size_mib is not None:
-        settings = replace(settings, size_bytes=size_mib * MiB)
+    if size_bytes is not None:
+        settings = replace(settings, size_bytes=size_bytes)
     if sm_kernel is not None:
         try:
             kernel = parse(sm_kernel)

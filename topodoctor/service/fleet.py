@@ -14,17 +14,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from topodoctor.core import fileio
+from topodoctor.core import codec, fileio
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
 from topodoctor.fleet.history import HistoryReport, judge
 from topodoctor.fleet.inputs import MAX_RESULT_BYTES, parse_document, read_files, read_results, result_files
 from topodoctor.fleet.parse import parse_result
-from topodoctor.fleet.results import Unreadable
+from topodoctor.fleet.results import NodeResult, Unreadable
 from topodoctor.fleet.rollup import FleetReport, Settings, roll_up
 from topodoctor.fleet.rows import file_digest, row_of
 from topodoctor.fleet.store import Retention, open_store
 from topodoctor.fleet.timeline import DAY_S, HistorySettings
+from topodoctor.model.copies import BandwidthResult
+from topodoctor.service import copies
 
 __all__ = ["FleetReport", "HistoryReport", "HistorySettings", "Retention", "Settings", "history", "roll_up_paths"]
 
@@ -37,11 +39,25 @@ def roll_up_paths(
 ) -> FleetReport:
     """Read every result under ``paths`` (bounded; a bad file is one line of the report) and roll
     them up; no readable result at all is an input error."""
-    nodes, unreadable = read_results(paths, name_from, timeout_s)
+    nodes, unreadable = read_results(paths, name_from, timeout_s, judged)
     if not nodes:
         first = f" ({unreadable[0].error})" if unreadable else ""
         raise InputError(f"no readable result among {plural(len(paths), 'path')}{first}")
     return roll_up(nodes, unreadable, settings)
+
+
+def judged(doc: Any, r: NodeResult) -> NodeResult:
+    """A bandwidth result saved without its findings (``bandwidth -o``) judged by the bandwidth
+    rules, as ``bandwidth --from`` judges it (service/copies.py): the fleet never calls "ok" what
+    the command calls unhealthy. Any other result as it is."""
+    if r.kind != "bandwidth" or r.state != "measured" or r.findings:
+        return r
+    try:
+        result = codec.from_jsonable(BandwidthResult, doc, f"bandwidth result {r.path}")
+        findings = copies.bandwidth_findings(result)
+    except InputError:
+        return r  # read as figures only, as before: the roll-up still compares them
+    return replace(r, findings=findings) if findings else r
 
 
 @dataclass(frozen=True)
@@ -69,7 +85,8 @@ def _parsed(
             bad.append(Unreadable(str(path), error or f"{path}: not read", guess))
             continue
         try:
-            r = parse_result(parse_document(data, f"result {path}"), path, name_from, mtime)
+            doc = parse_document(data, f"result {path}")
+            r = judged(doc, parse_result(doc, path, name_from, mtime))
         except InputError as exc:
             bad.append(Unreadable(str(path), str(exc), guess))
             continue

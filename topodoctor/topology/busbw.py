@@ -247,6 +247,13 @@ def at_size(busbw_gbps: float, size_bytes: int) -> float:
     return busbw_gbps * share(size_bytes) / share(PLATEAU_BYTES)
 
 
+def model_at(busbw_gbps: float, size_bytes: int) -> float:
+    """The topology model's busbw at ``size_bytes`` as every output states it (GB/s, one decimal):
+    the figure TD020 judges against, the collectives table's model column and ``predict`` at 1 GiB
+    are this one number."""
+    return round(at_size(busbw_gbps, size_bytes), 1)
+
+
 def nvls_all_reduce_busbw(snap: HostSnapshot, gpus: tuple[int, ...] | None = None) -> float | None:
     """busbw all_reduce would reach with NVLink SHARP on ``gpus`` of one NVSwitch host, from the
     data it moves: each GPU sends its whole buffer into the switch and its reduced share back, then

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from topodoctor.core.text import human_size
+
 Emit = Callable[[dict[str, Any]], None]
 # Test hook, for exercising the runner and the rules without broken hardware; comma-separated:
 #   hang:RANK:OP:SIZE   RANK never joins OP at SIZE (its peers wait inside the op)
@@ -196,7 +198,7 @@ class Watchdog:
         or the run its ``deadline`` (time.monotonic)."""
         cur, now = self.current, time.monotonic()
         op, size = (cur[0], cur[1]) if cur else (None, 0)
-        where = f"{op} at {size} B" if size else str(op or "the run")
+        where = f"{op} at {human_size(size)}" if size else str(op or "the run")
         if cur is not None and now - cur[2] > self.timeout_s + grace_s:
             msg = f"{where} did not finish within {self.timeout_s:g} s on rank {self.rank}"
         elif deadline is not None and now >= deadline:

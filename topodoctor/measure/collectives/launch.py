@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from topodoctor.core import codec
-from topodoctor.core.text import noun
+from topodoctor.core.text import human_size, noun
 from topodoctor.measure.collectives.assemble import Collected, CollectivesUnavailable, build_result
 from topodoctor.measure.collectives.loopback import nic_loopback
 from topodoctor.measure.collectives.nodes import NodeSettings
@@ -275,7 +275,7 @@ def _at(r: _Rank) -> tuple[str | None, int | None]:
 def _hang(got: Collected, ranks: list[_Rank], op: str | None, size: int | None, timeout_s: float) -> None:
     """One failure for a hung op, naming the ranks that never reached it."""
     absent = [r.world.rank for r in ranks if op is not None and r.last_op != (op, size)]
-    what = "setting up the buffers" if op == "setup" else f"{op} at {size} B"
+    what = "setting up the buffers" if op == "setup" else f"{op} at {human_size(size or 0)}"
     msg = f"{what} did not finish within {timeout_s:g} s"
     if absent:
         msg += f"; {noun(len(absent), 'rank')} {_ranks(absent)} never reached it"
@@ -301,7 +301,7 @@ def _event(r: _Rank, line: bytes, got: Collected, progress: Callable[[str], None
         r.current = (str(ev["op"]), int(ev["size"]), time.monotonic())
         r.last_op = (str(ev["op"]), int(ev["size"]))
         if progress and r.world.rank == 0:
-            progress(f"{ev['op']} {ev['size']} B")
+            progress(f"{ev['op']} {human_size(int(ev['size']))}")
     elif kind == "end":
         r.current = None
     elif kind == "row":

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from topodoctor.core.stats import median
+from topodoctor.core.text import human_size
 from topodoctor.model.collective_ops import Plan
 from topodoctor.model.collectives import CollectivesResult
 from topodoctor.model.snapshot import HostSnapshot
@@ -330,7 +331,9 @@ def _slow(runs: Sequence[SubsetRun], plan: Plan, unit: str) -> list[str]:
             med = _median(peers, len(r.gpus), op, size)
             if med and bw < SLOW_SUBSET * med:
                 gpus = ",".join(map(str, r.gpus))
-                out.append(f"{unit} {gpus}: {op} at {size} B {bw:.1f} GB/s, {bw / med:.2f} of its peers' {med:.1f}")
+                out.append(
+                    f"{unit} {gpus}: {op} at {human_size(size)} {bw:.1f} GB/s, {bw / med:.2f} of its peers' {med:.1f}"
+                )
     return out
 
 

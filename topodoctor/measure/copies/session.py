@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -145,7 +145,7 @@ def run(
     if unknown:
         if worker is not None:
             worker.stop()
-        raise BandwidthUnavailable(f"no GPU {sorted(unknown)} on this host")
+        raise BandwidthUnavailable(f"no {noun(len(unknown), 'GPU')} {_ids(unknown)} on this host")
     worker = worker or Worker(worker_cmd or default_worker_cmd(), settings.start_timeout_s)
     worker.extra = hello_extra(settings.sm_kernel)
     early = worker.sent
@@ -178,8 +178,8 @@ def run(
     if seen != wanted:
         during.stop()
         worker.stop()
-        shown = f"{noun(len(seen), 'GPU')} {sorted(seen)}"
-        detail = f"CUDA shows {shown}, asked for {sorted(wanted)} (CUDA_VISIBLE_DEVICES={worker.visible})"
+        shown = f"{noun(len(seen), 'GPU')} {_ids(seen)}"
+        detail = f"CUDA shows {shown}, asked for {_ids(wanted)} (CUDA_VISIBLE_DEVICES={worker.visible})"
         raise BandwidthUnavailable(f"the copy timer does not see the GPUs to measure: {detail}")
     ids.sort(key=lambda i: i.index)
     ordinal = {i.index: i.cuda_ordinal for i in ids}
@@ -187,7 +187,7 @@ def run(
     tasks = plan_tasks(settings, ordinal)
     out: list[Measurement] = []
     marks = {"copies_started": time.monotonic()}
-    where = scope.describe() if settings.devices is None else f"devices {sorted(wanted)}"
+    where = scope.describe() if settings.devices is None else f"{noun(len(wanted), 'device')} {_ids(wanted)}"
 
     def result() -> BandwidthResult:  # what is measured so far, ``during`` not attached
         timeline = _timeline(worker, t0, time.monotonic(), marks)
@@ -307,3 +307,8 @@ def _timeline(worker: Worker, probed: float, done: float, more: dict[str, float]
         "copies_done": done,
     }
     return {k: round(v - start, 4) for k, v in marks.items() if isinstance(v, (int, float)) and v > 0}
+
+
+def _ids(ids: Iterable[int]) -> str:
+    """``0, 2``: indices as every message writes them, never a Python list."""
+    return ", ".join(map(str, sorted(ids)))

@@ -253,3 +253,41 @@ def test_a_gemm_past_the_deadline_is_killed_and_leaves_nothing(monkeypatch: pyte
             return False
 
     assert not [p for p in os.listdir("/proc") if p.isdigit() and ours(p)]
+
+
+def test_the_command_s_own_timer_on_a_gpu_does_not_make_it_busy() -> None:
+    """`check --level quick` starts the copy timer beside the fitness timer; by the fitness pass the copy
+    timer holds a context on the GPU (seen on a one-GPU H200, 2026-12-02: every quick check refused its own
+    fitness pass as "GPU0 is busy"). A process of the command's tree is its own; anyone else's is not."""
+    import os
+
+    from topodoctor.probe.processes import foreign_processes
+    from topodoctor.probe.replay import ReplaySysfs
+
+    me, starter, timer, stranger = os.getpid(), 70001, 70002, 70003
+
+    def status(pid: int, parent: int) -> dict[str, Any]:
+        text = f"Name:\tpython3\nPid:\t{pid}\nPPid:\t{parent}\nUid:\t1000\t1000\t1000\t1000\n"
+        return {"op": "read", "path": f"/proc/{pid}/status", "result": text}
+
+    procfs = ReplaySysfs(
+        [
+            {"op": "realpath", "path": "/proc/self", "result": f"/proc/{me}"},
+            status(starter, me),
+            status(timer, starter),
+            status(stranger, 1),
+        ],
+        "proc",
+    )
+
+    class Listing(Nvml):
+        def __init__(self, pids: dict[int, list[int]]) -> None:
+            super().__init__()
+            self.pids = pids
+
+        def call(self, fn: str, *args: Any) -> Any:
+            if fn == "nvmlDeviceGetComputeRunningProcesses":
+                return [{"pid": p, "usedGpuMemory": 1 << 29} for p in self.pids[int(str(args[0])[4:])]]
+            return super().call(fn, *args)
+
+    assert foreign_processes(Listing({0: [timer], 1: [timer, stranger]}), [0, 1], procfs) == {1: 1}

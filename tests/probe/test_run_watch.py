@@ -28,6 +28,7 @@ _, H100 = resolve("h100-x2")
 RUNS = FIXTURES / "diagnosis" / "h100-x2"
 ME, RANK0, RANK1, GEMM = 4242, 4243, 4244, 5150
 COMMAND, TIMER = 4200, 4201  # the command that forked the sampling process, and its early copy timer
+STARTER, PASS_TIMER = 4202, 4203  # a check's child that starts the measurement passes, and a timer it spawned
 GEMM_CMD = "python3 tests/gpu/foreign_gemm.py 1 6"
 
 
@@ -50,6 +51,8 @@ PROC = ReplaySysfs(
         *_proc(RANK1, ME, 1000, ["python3", "-m", "topodoctor.measure.collectives.rank.main"]),
         *_proc(GEMM, 5100, 0, GEMM_CMD.split()),
         *_proc(TIMER, COMMAND, 1000, ["python3", "-m", "topodoctor.measure.copies.runner"]),
+        *_proc(STARTER, COMMAND, 1000, ["python3", "-m", "topodoctor", "check", "--level", "quick"]),
+        *_proc(PASS_TIMER, STARTER, 1000, ["python3", "-m", "topodoctor.measure.timer", "bandwidth"]),
     ],
     "proc",
 )
@@ -286,3 +289,18 @@ def test_the_probe_counts_the_command_s_copy_timer_as_its_own_and_nobody_else() 
     assert describe(PROC, COMMAND, 1 << 29, me, (COMMAND,)).ours is True
     assert describe(PROC, TIMER, 1 << 29, me).ours is False  # a replay names no command
     assert describe(PROC, GEMM, 1 << 29, me, (COMMAND,)).ours is False
+
+
+def test_the_timer_a_check_s_passes_spawn_is_its_own_and_a_stranger_s_grandchild_is_not() -> None:
+    """`check --level quick` starts its passes in a child before it probes, and that child spawns the copy
+    and fitness timers: by the probe, a timer holds a context on the GPU as the command's grandchild. Seen on
+    a one-GPU H200 host (2026-12-02): counted as another job's, it kept the check's own fitness pass off the
+    GPU ("GPU0 is busy")."""
+    from topodoctor.probe.processes import describe
+
+    me = (ME, None)
+    assert describe(PROC, PASS_TIMER, 1 << 29, me, (COMMAND,)).ours is True
+    assert describe(PROC, PASS_TIMER, 1 << 29, me).ours is False  # a replay names no command
+    assert describe(PROC, PASS_TIMER, 1 << 29, me, (ME,)).ours is False  # another command's grandchild
+    assert describe(PROC, GEMM, 1 << 29, me, (5100,)).ours is True  # a child of the command
+    assert describe(PROC, GEMM, 1 << 29, me, (4999,)).ours is False  # its parent's /proc unrecorded: not ours

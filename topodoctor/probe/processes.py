@@ -12,11 +12,14 @@ the job, so there every process on the GPUs is someone else's.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
+from topodoctor.core.budget import command_pid
 from topodoctor.core.probed import Probed, ProbeError, Unsupported
 from topodoctor.model.snapshot import ComputeProcess
+from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.query import Nvml, classify, sys_read, sys_realpath
 from topodoctor.probe.sysfs import Sysfs
 
@@ -87,8 +90,9 @@ def whoami(fs: Sysfs) -> Me:
 def describe(fs: Sysfs, pid: int, mem: int | None, me: Me, commands: tuple[int, ...] = ()) -> ComputeProcess:
     """One process NVML listed, with its owner, parent, Slurm job and command line from /proc,
     and whether it is ours: the probing process, a child of it, a process of its Slurm job, or one
-    of ``commands`` (the topodoctor command a probe's child works for) or their child (the copy
-    timer a ``bandwidth`` forks before its probe's child: by then it holds a context on every GPU)."""
+    of ``commands`` (the topodoctor command a probe's child works for), their child (the copy
+    timer a ``bandwidth`` forks before its probe's child: by then it holds a context on every GPU) or
+    their grandchild (the timers a check's measurement passes spawn from the child that starts them)."""
     path = f"/proc/{pid}/status"
     status = sys_read(fs, path, str)
     parent, uid = _status_field(status, "PPid", path), _status_field(status, "Uid", path)
@@ -97,6 +101,10 @@ def describe(fs: Sysfs, pid: int, mem: int | None, me: Me, commands: tuple[int, 
     # A process of the job this check runs in (a step's other ranks) is not someone else's.
     ours = (my_pid is not None and my_pid in (pid, parent)) or (my_job is not None and job == my_job)
     ours = ours or pid in commands or (isinstance(parent, int) and parent in commands)
+    if not ours and commands and isinstance(parent, int) and parent > 1:
+        # a measurement's timer is the grandchild: the command forks the passes' starter, which spawns it
+        grand = _status_field(sys_read(fs, f"/proc/{parent}/status", str), "PPid", f"/proc/{parent}/status")
+        ours = isinstance(grand, int) and grand in commands
     return ComputeProcess(pid, mem, uid, parent, _cmdline(fs, pid), ours, job)
 
 
@@ -112,3 +120,19 @@ def compute_processes(
     if listed and not me:
         me.append(whoami(fs))
     return tuple(describe(fs, pid, mem, me[0], commands) for pid, mem in listed)
+
+
+def foreign_processes(nvml: NvmlApi | None, gpus: list[int], procfs: Sysfs) -> dict[int, int]:
+    """GPU -> how many compute processes of someone else it runs: those NVML lists, less topodoctor's own
+    (this process, the command it works for, their children and grandchildren: the copy timer a check's
+    passes started beside this one holds a context on the GPU by now). A process whose owner cannot be
+    read counts as someone else's."""
+    if nvml is None:
+        return {}
+    ask, out = Nvml(nvml), {}
+    for i in gpus:
+        got = compute_processes(ask, procfs, i, [], (command_pid(), os.getpid()))
+        n = sum(1 for p in got if not p.ours) if isinstance(got, tuple) else 1
+        if n:
+            out[i] = n
+    return out

@@ -20,6 +20,7 @@ from typing import Any
 
 from topodoctor.core.errors import BandwidthUnavailable
 from topodoctor.core.stats import median
+from topodoctor.core.text import plural
 from topodoctor.measure.copies.session import Timings, Worker
 from topodoctor.measure.timer import copy_kernels
 from topodoctor.model.copies import Activity, GpuIdentity, Stats
@@ -36,7 +37,9 @@ from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.counters import activity
 from topodoctor.probe.during import watch
+from topodoctor.probe.processes import foreign_processes
 from topodoctor.probe.sampler import Sampler, limits
+from topodoctor.probe.sysfs import LiveSysfs, Sysfs
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
 MiB = 1 << 20
@@ -176,17 +179,20 @@ def run(
     deadline: float,
     worker: Worker | None = None,
     scope: Scope | None = None,
+    procfs: Sysfs | None = None,
 ) -> FitnessResult:
-    """Measure the scope's idle GPUs (the job's, from the environment, by default)."""
+    """Measure the scope's idle GPUs (the job's, from the environment, by default); ``procfs``: where
+    the owners of a GPU's processes are read (the live /proc by default)."""
     t0 = time.monotonic()
     scope = scope or resolve(snap, os.environ)
     live = sorted(g.index for g in snap.gpus if g.lost is None and g.index in scope.gpus)
     figures: list[Figure] = []
     errors: list[str] = []
     acts, lims = _readings(nvml, live)
-    busy = {a.index: a.processes for a in acts if (a.processes or 0) > 0}
+    busy = foreign_processes(nvml, [a.index for a in acts if (a.processes or 0) > 0], procfs or LiveSysfs())
     for i, n in busy.items():
-        figures += _refused(plan, i, f"GPU{i} is busy: {n} compute process(es) of another job; not measured", live)
+        why = f"GPU{i} is busy: {plural(n, 'compute process')} of another job; not measured"
+        figures += _refused(plan, i, why, live)
     wanted = [i for i in live if i not in busy]
     during = watch(nvml, snap, wanted)
     timings = Timings()

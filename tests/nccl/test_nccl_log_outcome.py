@@ -75,6 +75,18 @@ def test_lower_case_no_algorithm_is_fatal_at_error() -> None:
     assert (findings[0].code, findings[0].severity) == ("TD077", "error")
 
 
+def test_no_algorithm_pasted_without_nccl_s_prefix_is_the_same_failure() -> None:
+    """enqueue.cc's message as 2.24+ prints it (the function, the datatype and the variable that was set),
+    pasted alone from a framework's error: NCCL's own words, so the same class at error, not nothing."""
+    line = (
+        "Error : no algorithm/protocol available for function AllGather with datatype ncclBfloat16. "
+        "NCCL_PROTO was set to LL128.\n"
+    )
+    first = _explain(line)[0]
+    assert (first.code, first.severity) == ("TD077", "error") and "NCCL_PROTO" in first.fix
+    assert _explain("the docs say: no algorithm/protocol available is rare\n") == []  # not NCCL's message
+
+
 def test_ofi_getinfo_failure_ends_the_run_at_error() -> None:
     text = (
         f"{H} NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.13.2-aws\n"

@@ -147,7 +147,9 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             listed = g.nvlinks_listed
             if g.nvlinks_up is not None and listed is not None and 0 <= g.nvlinks_up < min(listed, m.nvlink_links):
                 total = m.nvlink_links
-                what = f"GPU{g.index}: {g.nvlinks_up} of {total} NVLinks up"
+                down = total - g.nvlinks_up
+                what = f"GPU{g.index}: {g.nvlinks_up} of {total} NVLinks up, {plural(down, 'NVLink')} down or inactive "
+                what += f"against the {total} a {m.name} has"
                 exp = ref * g.nvlinks_up / total if ref and m.fabric == "nvswitch" else None
                 out.add(
                     "TD031",

@@ -90,6 +90,7 @@ _BARE_OK = re.compile(
     r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
     r"|Detected mismatch between collectives|undefined symbol: nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
+    r"|[Nn]o algorithm/protocol available for function"
 )
 
 

@@ -177,7 +177,8 @@ def test_job_scope_judges_the_jobs_gpus_and_keeps_its_own_metrics_file(fresh: Cl
     ran, out = fresh.job("--gres=gpu:2")
     assert not ran, out
     assert fresh.reason().startswith(TD101) and fresh.reason().endswith("judged the job's 2 of 4 GPUs (0,1)")
-    assert 'gpus="0,1"' in job_file.read_text()
+    # srun reports the refused job as slurmd ends its prolog; the file is the check's, written before its line
+    wait_for("the refused job's metrics", lambda: 'gpus="0,1"' in job_file.read_text(), 15)
     node_file = (fresh.textfile / "topodoctor-check.prom").read_text()
     assert 'scope="node"' in node_file and 'scope="job"' not in node_file
 

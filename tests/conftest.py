@@ -61,6 +61,17 @@ def scenario_path(name: str) -> Path:
     return FIXTURES / "derived" / f"{name}.json"
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The plain test command (pyproject's addopts: `not cluster`) does not even import tests/integration,
+    the real-cluster suite: it reaches the system. An explicit marker (`-m cluster`, `-m slow`) or the
+    folder named on the command line collects it as before."""
+    if collection_path.name != "integration" or collection_path.parent != Path(__file__).parent:
+        return None
+    excluded = "not cluster" in (config.option.markexpr or "")
+    named = any("integration" in str(a) for a in config.args)
+    return True if excluded and not named else None
+
+
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
     """A set's id in sorted order: its repr follows the hash seed, which differs between
     pytest-xdist's workers, and they must collect the same ids."""

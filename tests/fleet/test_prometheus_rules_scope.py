@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from test_prometheus_rules import _without_annotations
+from test_prometheus_rules import GROUP_ORDER, _without_annotations
 
 RULES = ROOT / "docs" / "examples" / "prometheus-rules.yml"
 GPU2_DOWN = str(ROOT / "fixtures/derived/x4-two-gpus-links-down.json")
@@ -54,6 +54,7 @@ def _tests(job: str, node: str) -> dict[str, Any]:
     return {
         "rule_files": ["rules.yml"],
         "evaluation_interval": "1h",
+        "group_eval_order": GROUP_ORDER,
         "tests": [
             {
                 "interval": "1h",
@@ -129,6 +130,7 @@ def test_the_lemon_alert_says_the_window_it_had(tmp_path: Path) -> None:
     test = {
         "rule_files": ["rules.yml"],
         "evaluation_interval": "1h",
+        "group_eval_order": GROUP_ORDER,
         "tests": [{
             "interval": "1h",
             "input_series": [{"series": node, "values": "1+0x23"}],

@@ -184,7 +184,7 @@ class PredictArgs:
         "--predict",
         default=False,
         kind=bool,
-        help="Run nothing: the busbw the topology gives each op at 1 GiB (no GPU, no torch).",
+        help="Run nothing: the busbw the topology gives each op at 1 GiB, and at each --size given (no GPU, no torch).",
     )
     predict_nodes: int = option(
         "--nodes",

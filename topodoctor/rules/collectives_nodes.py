@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import noun, plural
-from topodoctor.rules.collectives import low_busbw
+from topodoctor.rules.collectives import judged_against, low_busbw
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
@@ -158,17 +158,12 @@ def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
         if span.scope != "intra":
             continue
         view = replace(res, rows=span.rows, ranks=tuple(r for r in res.ranks if r.rank in span.ranks))
-        for row, t, gbps, source in low_busbw(ctx, view):
+        for row, t, e in low_busbw(ctx, view):
             yield Issue(
                 f"node:{span.name}",
                 f"{row.op} on node {span.name} alone reaches {t.busbw_gbps:.1f} GB/s busbw, "
-                f"{t.busbw_gbps / gbps:.0%} of the {source} ({gbps:.0f} GB/s)",
-                {
-                    "op": row.op,
-                    "size_bytes": row.size_bytes,
-                    "busbw_gbps": round(t.busbw_gbps, 2),
-                    "reference_gbps": round(gbps, 2),
-                },
+                f"{t.busbw_gbps / e.gbps:.0%} of {judged_against(e)}",
+                {"op": row.op, "size_bytes": row.size_bytes, "measured_gbps": round(t.busbw_gbps, 1), **e.evidence()},
             )
 
 

@@ -31,6 +31,7 @@ from topodoctor.topology.busbw_expect import Expectation, model_expectation
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 _COMPACT = "# {:>10}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"  # no type, redop, root
 TABLE_WIDTH = 118  # nccl-tests' table, all columns
+MODEL_MIN_BYTES = 64 << 20  # the model is of large messages: the table and --predict state it from here
 MIN_WIDTH = 60  # narrower than this, wrapping helps nobody
 
 
@@ -183,10 +184,13 @@ def prediction_lines(
         f"  {p.op:<16} {model_expectation(p, PLATEAU_BYTES).gbps:>12.1f}  {p.algorithm:<9} {p.efficiency:>10.3f}"
         for p in preds
     ]
-    if sizes:
-        out.append(f"# busbw (GB/s) the topology's model gives at each size: {', '.join(map(human_size, sizes))}")
-        out.append(f"# {'op':<16} " + " ".join(f"{human_size(n):>7}" for n in sizes))
-        out += [f"  {p.op:<16} " + " ".join(f"{model_expectation(p, n).gbps:>7.1f}" for n in sizes) for p in preds]
+    judged = [n for n in sizes if n >= MODEL_MIN_BYTES]
+    if len(judged) < len(sizes):
+        out.append(f"# under {human_size(MODEL_MIN_BYTES)} latency decides busbw: the model states no figure there")
+    if judged:
+        out.append(f"# busbw (GB/s) the topology's model gives at each size: {', '.join(map(human_size, judged))}")
+        out.append(f"# {'op':<16} " + " ".join(f"{human_size(n):>7}" for n in judged))
+        out += [f"  {p.op:<16} " + " ".join(f"{model_expectation(p, n).gbps:>7.1f}" for n in judged) for p in preds]
     return out
 
 
@@ -200,14 +204,14 @@ def prediction_doc(
     ``sizes``, with its basis, as a finding on a run of that size carries it."""
     link = {"nccl_model_gbps": nccl_link_gbps, "signalling_gbps": signalling_gbps}
     doc: dict[str, Any] = {"predictions": [to_jsonable(p) for p in preds], "nvlink_per_link": link}
-    if sizes:
+    if sizes:  # from 64 MiB, where busbw is bandwidth's (the table and the rules state it from there)
         doc["at_sizes"] = [
-            {"op": p.op, "size_bytes": n, **model_expectation(p, n).evidence()} for p in preds for n in sizes
+            {"op": p.op, "size_bytes": n, **model_expectation(p, n).evidence()}
+            for p in preds
+            for n in sizes
+            if n >= MODEL_MIN_BYTES
         ]
     return doc
-
-
-MODEL_MIN_BYTES = 64 << 20  # the model is of large messages: the table states it from here
 
 
 def expected_rows(res: CollectivesResult, snap: HostSnapshot | None) -> dict[tuple[str, int], Expectation]:

@@ -37,7 +37,9 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
     Why it matters: a run under 0.85 of the model lost a sixth of what the hardware gives: a slow
     link, a fallback transport, fewer channels or a busy GPU, and a job's collectives lose as much.
     Under 0.6 of the model it is an error: a job's collectives take two thirds longer or more (a
-    foreign GEMM on one GPU of four H200 gave 0.49), whatever the nominal rate says (TD001).
+    foreign GEMM on one GPU of four H200 gave 0.49). TD001 judges the same row by the same figure
+    (topology/busbw_expect.py) from 0.6 down: where both fire they are one finding, TD001 with this
+    one under it (``also``).
 
     How to fix: the finding names the bottleneck the model assumed (links, switch or NIC): check
     those (TD1xx for NVLink, TD2xx for PCIe, `topodoctor bandwidth` for the pairs), NCCL's account

@@ -73,3 +73,18 @@ def test_without_the_host_it_ran_on_one_line_says_what_is_missing() -> None:
     # a host that is not the one the matrix was measured on: its GPUs' bus ids say so
     r = runner.invoke(app, ["bandwidth", "--from", str(POSTED / "nvb.txt"), "--replay", "h200-x2"])
     assert r.exit_code == 2 and "GPUs 2, 3" in r.stderr and "not GPUs of the host given" in r.stderr
+
+
+def test_a_peer_copy_slower_than_the_same_copy_staged_is_named(tmp_path: Path) -> None:
+    """p2pBandwidthLatencyTest's P2P=Disabled matrix is what TD702 weighs a peer copy by: GPU1->GPU2 at
+    30 GB/s with peer access, 38.9 staged (the real figure), as NVIDIA/nccl#814's ACS case reads."""
+    text = (POSTED / "p2pbw.txt").read_text()
+    slow = tmp_path / "p2pbw-p2p-below-staged.txt"
+    slow.write_text(text.replace("     1 391.77 4000.96 392.41 392.08 ", "     1 391.77 4000.96  30.10 392.08 "))
+    code, doc = _judge(slow, "--replay", "h200-x4")
+    assert code == 1
+    (td702,) = [f for f in doc["findings"] if f["code"] == "TD702"]
+    assert td702["subject"] == "GPU1-GPU2" and td702["evidence"] == {"p2p_gbps": 30.1, "staged_gbps": 38.93}
+    assert "the same copy staged through host memory (P2P=Disabled)" in td702["message"]
+    _, healthy = _judge(POSTED / "p2pbw.txt", "--replay", "h200-x4")
+    assert "TD702" not in {f["code"] for f in healthy["findings"]}

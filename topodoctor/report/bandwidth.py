@@ -231,6 +231,9 @@ def _others(r: BandwidthResult, a: Activity) -> tuple[int | None, int]:
 def _print_matrices(r: BandwidthResult, console: Console, findings: Sequence[Finding]) -> None:
     if r.settings.get("posted"):  # another tool's matrices: neither torch nor a wall time of ours
         console.print(literal(f"{r.method}, judged against {r.host}'s topology"))
+        left = r.settings.get("left_out")
+        if isinstance(left, list) and left:
+            console.print(literal(f"not judged: {'; '.join(map(str, left))}"))
     else:
         console.print(literal(f"{r.method}; torch {r.torch_version or '-'}, CUDA {r.cuda_version}; {r.wall_s:.1f} s"))
     console.print(

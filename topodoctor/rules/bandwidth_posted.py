@@ -7,9 +7,10 @@ P2P writes copy from the row's GPU to the column's (``performP2PCopy(buffers[j],
 its reads and nvbandwidth's ``*_read_*`` testcases pull the column's data into the row's GPU,
 nvbandwidth's writes push the row's into the column's. Only what topodoctor's own modes mean is taken:
 one-way device copies with peer access (the copy engine's, or the SM's), host-to-device and
-device-to-host copies. A bidirectional figure is left out (the tools print the sum of both directions
-or one of them, topodoctor's ``bidir`` each direction as measured at once), and so is a P2P=Disabled
-matrix (a copy staged through host memory, not a mode of topodoctor's).
+device-to-host copies. A P2P=Disabled matrix (the same copies staged through host memory) is kept
+beside them, as what TD702 weighs a peer copy against. A bidirectional figure is left out (the tools
+print the sum of both directions or one of them, topodoctor's ``bidir`` each direction as measured at
+once), and so is latency.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topodoctor.core.pci import short_bus_id
-from topodoctor.core.version import __version__
 from topodoctor.model.copies import (
     BANDWIDTH_SCHEMA_VERSION,
     BandwidthResult,
@@ -31,6 +31,7 @@ from topodoctor.model.evidence import CopyMatrix, Evidence
 from topodoctor.model.snapshot import HostSnapshot
 
 TOOLS = {"p2pBandwidthLatencyTest", "nvbandwidth"}
+STAGED_KEY = "staged_oneway_gbps"  # settings: [[src, dst, GB/s], ...] of a posted P2P=Disabled matrix
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,23 @@ def _why_left_out(m: CopyMatrix) -> str:
     return f"{m.testcase}: not a copy topodoctor measures"
 
 
+def _staged(m: CopyMatrix) -> bool:
+    """p2pBandwidthLatencyTest's one-way copies with peer access off: staged through host memory."""
+    return (
+        m.tool == "p2pBandwidthLatencyTest" and m.unit == "GB/s" and m.direction == "unidirectional" and m.p2p is False
+    )
+
+
+def _cells(m: CopyMatrix) -> list[tuple[str, str, float]]:
+    """(source label, destination label, GB/s) of every figure the matrix printed, row to column."""
+    return [
+        (row, col, v)
+        for i, row in enumerate(m.rows)
+        for j, col in enumerate(m.columns)
+        if i < len(m.values) and j < len(m.values[i]) and (v := m.values[i][j]) is not None and v > 0
+    ]
+
+
 def _pulls(m: CopyMatrix) -> bool:
     """Whether the row's GPU reads the column's data (the copy goes column -> row)."""
     return "read" in m.testcase
@@ -98,16 +116,20 @@ def posted_result(ev: Evidence, snap: HostSnapshot, source: str) -> Posted:
     if not mats:
         return Posted(None, f"{source}: no copy matrix of p2pBandwidthLatencyTest or nvbandwidth")
     taken: dict[tuple[Mode, int, int], Measurement] = {}
+    staged: list[list[float]] = []
     left: list[str] = []
     tools: list[str] = []
     for m in mats:
         how = _mode(m)
-        if how is None:
+        if how is None and not _staged(m):
             left.append(_why_left_out(m))
             continue
         gpus = device_map(ev, m.piece, snap)
         if isinstance(gpus, str):
             return Posted(None, f"{source}: {gpus}")
+        if how is None:  # P2P=Disabled: the same copies staged through host memory, what TD702 weighs P2P by
+            staged += [[gpus[r], gpus[c], v] for r, c, v in _cells(m) if r in gpus and c in gpus and r != c]
+            continue
         mode, path = how
         for i, row in enumerate(m.rows):
             for j, col in enumerate(m.columns):
@@ -142,7 +164,7 @@ def posted_result(ev: Evidence, snap: HostSnapshot, source: str) -> Posted:
         (),
         tuple(taken.values()),
         0.0,
-        {"posted": source, "left_out": left, "topodoctor": __version__},
+        {"posted": source, "left_out": left, STAGED_KEY: staged},
         snap,
     )
     return Posted(result, left_out=tuple(left))

@@ -15,9 +15,10 @@ once), and so is latency.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topodoctor.core.pci import short_bus_id
+from topodoctor.core.probed import Unsupported
 from topodoctor.model.copies import (
     BANDWIDTH_SCHEMA_VERSION,
     BandwidthResult,
@@ -146,6 +147,9 @@ def posted_result(ev: Evidence, snap: HostSnapshot, source: str) -> Posted:
         tools.append(m.tool)
     if not taken:
         return Posted(None, f"{source}: none of its matrices is a copy the bandwidth rules judge", tuple(left))
+    # the processes the host's snapshot lists were on its GPUs when it was probed, not when the tool ran
+    unknown = Unsupported("not known when the posted tool ran")
+    snap = replace(snap, gpus=tuple(replace(g, compute_processes=unknown) for g in snap.gpus))
     used = {i for _, a, b in taken for i in (a, b) if i >= 0}
     ids = tuple(
         GpuIdentity(

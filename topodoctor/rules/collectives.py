@@ -155,8 +155,8 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
 
 
 def judged_against(e: Expectation) -> str:
-    """``the 320.0 GB/s of the topology's model at that size``: the figure and its basis, in the words
-    every finding judged by it uses."""
+    """``the 320.0 GB/s the topology's model gives at that size``: the figure and its basis, in the
+    words every finding judged by it uses."""
     if e.basis == "model":
         return f"the {e.gbps:.1f} GB/s the topology's model gives at that size"
     return f"the {e.gbps:.1f} GB/s of {e.source}"

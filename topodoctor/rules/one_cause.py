@@ -60,6 +60,8 @@ def _measured(ops: list[dict[str, Any]]) -> str:
         if seen is None or (model and not was_model) or (model == was_model and v < seen[0]):
             got[o["op"]] = (float(v), float(e), basis)
     bases = {b for _, _, b in got.values()}
+    if not got:  # symptoms judged by another figure (TD011: the NICs' rate): their messages say it
+        return "below what the GPUs carry"
     if len(bases) == 1:
         return f"below {bases.pop()}: " + ", ".join(f"{op} {v:.1f} of {e:.1f} GB/s" for op, (v, e, _) in got.items())
     return "below what the GPUs carry: " + ", ".join(

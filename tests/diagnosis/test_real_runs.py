@@ -159,4 +159,4 @@ def test_the_quick_checks_one_line_reason_leads_with_a_setting() -> None:
     res, snap = _quick_pass("nthreads")
     line = one_line(_check(res, snap))
     assert line.startswith("topodoctor FAIL TD001: NCCL_NTHREADS=64") and len(line) <= 200
-    assert "1 op below what the GPUs carry: all_reduce 116.0 of 320.0 GB/s" in line and "more:" not in line
+    assert "1 op below the topology's model: all_reduce 116.0 of 320.0 GB/s" in line and "more:" not in line

@@ -15,6 +15,7 @@ from typing import Any
 
 from rule_case_kit import BwEdit, Case, bandwidth_result, measured, set_measured
 
+from topodoctor.core.probed import Unsupported
 from topodoctor.core.stats import median
 from topodoctor.model.collectives import CollectivesResult
 
@@ -28,7 +29,7 @@ PEER_MEDIAN = median([0.0, *(v for k, v in X4_ONEWAY.items() if k != (1, 2))])
 NV18_GBPS = 478.125  # the NV18 path's signalling rate per direction (both H200 hosts)
 X4_PCIE_GBPS = 63.008  # each x4 GPU's Gen5 x16 link
 X2_MODEL_ALL_REDUCE = 320.0  # the busbw model's all_reduce on the x2 host (topology/busbw.py)
-COPY_GBPS = min(X4_ONEWAY[(0, 1)], X4_ONEWAY[(1, 0)])  # the measured reference of the pair 0-1
+COPY_GBPS = round(min(X4_ONEWAY[(0, 1)], X4_ONEWAY[(1, 0)]), 1)  # the pair 0-1 as every output states it
 
 
 def unwired(*gpus: int) -> Any:
@@ -85,9 +86,13 @@ def _collectives(edit: Callable[[CollectivesResult], CollectivesResult]) -> Call
     return change
 
 
-def busbw(op: str, size: int, gbps: float, expect: float | None = None, copies: bool = False) -> Callable[[Any], None]:
+def busbw(
+    op: str, size: int, gbps: float, expect: float | None = None, copies: bool = False, model: bool = True
+) -> Callable[[Any], None]:
     """A context edit: ``op``'s largest row measured at ``size`` bytes and ``gbps`` busbw (both
-    columns); ``expect`` as --expect-busbw; ``copies`` puts the x4 host's copy result beside it."""
+    columns); ``expect`` as --expect-busbw; ``copies`` puts the x4 host's copy result beside it;
+    ``model`` False takes from the snapshot what the topology's model needs (the GPUs' compute
+    capability and current PCIe generation), so that a measured copy or the link rate is the basis."""
 
     def edit(r: CollectivesResult) -> CollectivesResult:
         rows = [row for row in r.rows if row.op == op]
@@ -103,8 +108,20 @@ def busbw(op: str, size: int, gbps: float, expect: float | None = None, copies: 
             set_measured(ctx, "collectives_expect_gbps", expect)
         if copies:
             ctx.bandwidth = bandwidth_result(_pair_0_1)
+        if not model:
+            ctx.snap = without_model(ctx.snap)
 
     return change
+
+
+def without_model(snap: Any) -> Any:
+    """``snap`` with the GPUs' compute capability and current PCIe generation not read: the
+    topology's model has no link credit to start from, the link rates stay."""
+    gone = Unsupported("not read in this case")
+    return replace(
+        snap,
+        gpus=tuple(replace(g, compute_capability=gone, pcie=replace(g.pcie, gen_current=gone)) for g in snap.gpus),
+    )
 
 
 def rank_times(op: str, size: int, times_us: tuple[float, ...]) -> Callable[[Any], None]:

@@ -56,7 +56,13 @@ class BandwidthArgs:
         "--pair-timeout", default=20.0, metavar="SECONDS", kind=float, minimum=0.1, help="When a copy counts as hung."
     )
     from_file: Path | None = option(
-        "--from", default=None, metavar="FILE", kind=Path, probes=True, help="Show a saved result instead of measuring."
+        "--from",
+        default=None,
+        metavar="FILE",
+        kind=Path,
+        probes=True,
+        help="Judge a saved result instead of measuring, or p2pBandwidthLatencyTest / nvbandwidth output "
+        "with --replay of the host it ran on.",
     )
     output: Path | None = output()
     heatmap: Path | None = picture("--heatmap", "the matrices")
@@ -184,7 +190,7 @@ class PredictArgs:
         "--predict",
         default=False,
         kind=bool,
-        help="Run nothing: the busbw the topology gives each op at 1 GiB (no GPU, no torch).",
+        help="Run nothing: the busbw the topology gives each op at 1 GiB, and at each --size given (no GPU, no torch).",
     )
     predict_nodes: int = option(
         "--nodes",

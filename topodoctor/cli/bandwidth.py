@@ -25,7 +25,7 @@ def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
     budget = Budget.start(args.timeout)
     outputs = Outputs(env, budget.deadline)
     if args.from_file is not None:
-        result = copies.load_saved(str(args.from_file))
+        result = copies.load_saved(str(args.from_file), Source(args.replay) if args.replay else None, budget)
     else:
         settings = copies.bandwidth_settings(
             args.mode,

@@ -137,7 +137,7 @@ def measure(what: CollectivesRun, judge: JudgeArgs, out: CollectivesOutput, budg
     if out.metrics_file is not None or out.fmt == "prometheus":
         emit_metrics(got, out.metrics_file, outputs, stdout=out.fmt == "prometheus")
     if out.fmt == "json":
-        doc = collectives_json(res, findings)
+        doc = collectives_json(res, findings, snap)
         env.render(lambda: env.emit_json(doc))
     elif out.fmt == "text":
         width = text_width()
@@ -155,10 +155,11 @@ def predict(
     """``--predict``: the model's busbw per op for this host (or a recording); runs nothing."""
     got = predict_busbw(Source(judge.replay), budget, parse_ops(list(run_args.op) or None), pred.predict_nodes)
     rates = (got.nccl_link_gbps, got.signalling_gbps)
+    sizes = parse_sizes(run_args.size, run_args.step_factor) if run_args.size != SIZE_DEFAULT else ()
     if out.fmt == "json":
-        env.render(lambda: env.emit_json(prediction_doc(got.predictions, *rates)))
+        env.render(lambda: env.emit_json(prediction_doc(got.predictions, *rates, sizes)))
     else:
-        env.render(lambda: env.emit("\n".join(fit(prediction_lines(got.predictions, *rates), text_width()))))
+        env.render(lambda: env.emit("\n".join(fit(prediction_lines(got.predictions, *rates, sizes), text_width()))))
     return DONE.exit_code
 
 

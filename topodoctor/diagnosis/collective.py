@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topodoctor.diagnosis import during, gpu_state
+from topodoctor.diagnosis.fallback import facts_of_run, fallback_transports
 from topodoctor.diagnosis.load import loads
 from topodoctor.diagnosis.nccl_causes import OpRun, failure_candidates, slow_candidates
 from topodoctor.diagnosis.rank import Candidate, best_cause
@@ -17,6 +18,7 @@ from topodoctor.model.copies import BandwidthResult
 from topodoctor.model.findings import Cause
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.copy_rates import expected_pairs
+from topodoctor.topology.view import HostView
 
 COPY_HEALTHY = 0.8  # a one-way copy at this share of its path's nominal rate or more: the link is fine
 
@@ -33,7 +35,16 @@ class CollectiveSymptom:
 
 
 def _op_run(snap: HostSnapshot, res: CollectivesResult, op: str, size: int, gpus: tuple[int, ...]) -> OpRun:
-    return OpRun(op, size, snap, res.nccl, gpus, len(res.nodes), model_busbw(snap, res, op, size), ring_gbps(snap, res))
+    model, ring = model_busbw(snap, res, op, size), ring_gbps(snap, res)
+    return OpRun(op, size, snap, res.nccl, gpus, len(res.nodes), model, ring, _fell(snap, res))
+
+
+def _fell(snap: HostSnapshot, res: CollectivesResult) -> dict[str, int]:
+    """The connections NCCL sent off P2P on one node, by the join TD003 and diagnose read (fallback.py)."""
+    if res.nccl is None:
+        return {}
+    links = {pair: c.label for pair, c in HostView(snap).connections.items()}
+    return fallback_transports(facts_of_run(res, rank_gpus(snap, res), links))
 
 
 def _copies(

@@ -1,5 +1,6 @@
 """Where NCCL carried traffic through SHM or the network between GPUs of one node it would join by P2P:
-the one join behind TD003 (a probed host and its run, ``facts_of_run``) and the diagnosis of a user's
+the one join behind TD003 and the cause engine's transport fallback (a probed host and its run,
+``facts_of_run``: ``collectives`` and ``check``'s collectives pass) and the diagnosis of a user's
 evidence (``facts_of``)."""
 
 from __future__ import annotations
@@ -69,3 +70,18 @@ def facts_of_run(res: CollectivesResult, gpus: Mapping[int, int], links: Mapping
             same = node.get(c.rank) == node.get(c.peer)
             conns.append(Conn((c.rank, c.peer), c.kind, c.transport, c.channels, gpus=pair, same_node=same))
     return Facts(links=dict(links), settings=settings, conns=tuple(conns), nccl_logged=res.nccl is not None)
+
+
+def fallback_transports(f: Facts, classes: tuple[str, ...] = P2P_BY_DEFAULT) -> dict[str, int]:
+    """Channel connections by transport that NCCL sent off P2P between ranks of one node: those of the
+    pairs ``fallbacks`` finds, and those between ranks whose GPUs are not known (their path cannot
+    clear them). SHM between GPUs NCCL joins through host memory by default (PHB, NODE, SYS) is not
+    a fallback."""
+    by: dict[str, int] = {}
+    for fb in fallbacks(f, classes):
+        for t, n in fb.by.items():
+            by[t] = by.get(t, 0) + n
+    for c in f.conns:
+        if c.kind in ("shm", "net") and c.same_node is True and c.gpus is None:
+            by[c.transport] = by.get(c.transport, 0) + c.channels
+    return by

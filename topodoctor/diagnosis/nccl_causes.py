@@ -5,7 +5,7 @@ model leaves under it. Yields candidates for a slow op, and for a failed one."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from topodoctor.core.text import plural
 from topodoctor.diagnosis import nccl_model as nm
@@ -34,6 +34,9 @@ class OpRun:
     nodes: int
     model: float | None  # the topology's busbw at this size
     ring: float | None  # the ring bandwidth NCCL's search fills
+    # channel connections by transport NCCL sent off P2P between ranks of this node (fallback.py's
+    # join, the one TD003 and diagnose read)
+    fell: dict[str, int] = field(default_factory=dict)
 
 
 def _int(v: str) -> int | None:
@@ -41,17 +44,6 @@ def _int(v: str) -> int | None:
         return int(v.strip(), 0)
     except ValueError:
         return None
-
-
-def _fallback_links(run: OpRun) -> dict[str, int]:
-    """Channel connections between ranks of this node that went through host memory or the network."""
-    by: dict[str, int] = {}
-    if run.account is None or run.nodes > 1:
-        return by
-    for c in run.account.connections:
-        if c.kind in ("shm", "net"):
-            by[c.transport] = by.get(c.transport, 0) + c.channels
-    return by
 
 
 def _pcie_bound(run: OpRun) -> float | None:
@@ -149,7 +141,7 @@ def _transport(seen: dict[str, Seen], run: OpRun) -> Found:
     memcpy = seen.get("NCCL_P2P_USE_CUDA_MEMCPY")
     out: list[Candidate] = []
     ruled: list[str] = []
-    fell = _fallback_links(run)
+    fell = run.fell
     if memcpy is not None and _int(memcpy.value):
         what = f"{_named(memcpy)} moves P2P data with copy engines driven by NCCL's proxy thread"
         out.append(Candidate(what, BY_NAME[memcpy.name].fix, _ev(memcpy)))
@@ -162,8 +154,14 @@ def _transport(seen: dict[str, Seen], run: OpRun) -> Found:
         ev = {"transports": fell, "variables": [_named(s) for s in why]}
         out.append(Candidate(what, fix, ev, _pcie_bound(run), direct=True))
     elif run.account is not None and run.account.connections:
+        staged = any(c.kind in ("shm", "net") for c in run.account.connections)
+        note = (
+            "NCCL joins these GPUs through host memory by default"
+            if staged
+            else "NCCL still connected the ranks over P2P"
+        )
         for s in [*p2p_vars, *([shm] if shm is not None else [])]:
-            ruled.append(f"{_named(s)}: no effect, NCCL still connected the ranks over P2P")
+            ruled.append(f"{_named(s)}: no effect, {note}")
     else:  # no account of the transports: a setting that turns P2P off may have
         for s in p2p_vars:
             if s.name == "NCCL_P2P_LEVEL" or (s.name == "NCCL_P2P_DISABLE" and _int(s.value) == 1):

@@ -5,12 +5,16 @@ for an op at a size on those GPUs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from topodoctor.topology.busbw import at_size, bottleneck, predict
+from topodoctor.topology.busbw import bottleneck
+from topodoctor.topology.busbw_expect import Expectation, expected_busbw
 
 if TYPE_CHECKING:  # annotations only: a static check's rules load this, and no result class
+    from collections.abc import Mapping
+
     from topodoctor.model.collectives import CollectivesResult
+    from topodoctor.model.copies import BandwidthResult
     from topodoctor.model.snapshot import HostSnapshot
 
 NCCL_LOG = "NCCL's log"
@@ -61,15 +65,37 @@ def settings(res: CollectivesResult) -> dict[str, Seen]:
     return out
 
 
-def model_busbw(snap: HostSnapshot, res: CollectivesResult, op: str, size_bytes: int) -> float | None:
-    """What the topology gives ``op`` at ``size_bytes`` on the run's GPUs (one node), or None."""
-    if len(res.nodes) > 1:
-        return None
+def run_expectation(
+    snap: HostSnapshot,
+    res: CollectivesResult,
+    op: str,
+    size_bytes: int,
+    *,
+    expect_gbps: float | None = None,
+    copies: BandwidthResult | None = None,
+    links: Mapping[tuple[int, int], Any] | None = None,
+) -> Expectation | None:
+    """What ``op`` should reach at ``size_bytes`` in this run (busbw_expect.py's one figure and its
+    basis), on the GPUs its ranks ran on; the model only where every rank is placed on a GPU."""
     gpus = tuple(sorted(set(rank_gpus(snap, res).values())))
-    if len(gpus) < 2 or len(gpus) != res.world_size:
-        return None
-    found = next((p for p in predict(snap, (op,), gpus) if p.op == op), None)
-    return None if found is None else at_size(found.busbw_gbps, size_bytes)
+    return expected_busbw(
+        snap,
+        op,
+        size_bytes,
+        gpus,
+        len(res.nodes) or 1,
+        expect_gbps=expect_gbps,
+        copies=copies,
+        links=links,
+        model=len(gpus) == res.world_size,
+    )
+
+
+def model_busbw(snap: HostSnapshot, res: CollectivesResult, op: str, size_bytes: int) -> float | None:
+    """What the topology's model gives ``op`` at ``size_bytes`` on the run's GPUs (one node), or None:
+    the figure TD020 and the collectives table state."""
+    e = run_expectation(snap, res, op, size_bytes)
+    return e.gbps if e is not None and e.basis == "model" else None
 
 
 def ring_gbps(snap: HostSnapshot, res: CollectivesResult) -> float | None:

@@ -229,7 +229,13 @@ def _others(r: BandwidthResult, a: Activity) -> tuple[int | None, int]:
 
 
 def _print_matrices(r: BandwidthResult, console: Console, findings: Sequence[Finding]) -> None:
-    console.print(literal(f"{r.method}; torch {r.torch_version or '-'}, CUDA {r.cuda_version}; {r.wall_s:.1f} s"))
+    if r.settings.get("posted"):  # another tool's matrices: neither torch nor a wall time of ours
+        console.print(literal(f"{r.method}, judged against {r.host}'s topology"))
+        left = r.settings.get("left_out")
+        if isinstance(left, list) and left:
+            console.print(literal(f"not judged: {'; '.join(map(str, left))}"))
+    else:
+        console.print(literal(f"{r.method}; torch {r.torch_version or '-'}, CUDA {r.cuda_version}; {r.wall_s:.1f} s"))
     console.print(
         literal(
             "rows: source GPU, columns: destination GPU; GB/s = 1e9 bytes/s; * staged through host memory "

@@ -18,17 +18,20 @@ from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import human_size, plural
 from topodoctor.core.text import text_width as core_width
 from topodoctor.diagnosis.load import loads
+from topodoctor.diagnosis.run import run_expectation
 from topodoctor.model.collective_ops import SPECS
 from topodoctor.model.collectives import CollectivesResult, Timing
 from topodoctor.model.findings import Finding, finding_json
 from topodoctor.model.nccl_summary import nccl_paragraph
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.report.causes import cause_line
-from topodoctor.topology.busbw import Prediction, model_at, predict
+from topodoctor.topology.busbw import PLATEAU_BYTES, Prediction
+from topodoctor.topology.busbw_expect import Expectation, model_expectation
 
 _HEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"
 _COMPACT = "# {:>10}  {:>12}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}"  # no type, redop, root
 TABLE_WIDTH = 118  # nccl-tests' table, all columns
+MODEL_MIN_BYTES = 64 << 20  # the model is of large messages: the table and --predict state it from here
 MIN_WIDTH = 60  # narrower than this, wrapping helps nobody
 
 
@@ -138,20 +141,32 @@ def text_report(
     return fit(lines, width)
 
 
-def collectives_json(res: CollectivesResult, findings: list[Finding]) -> dict[str, Any]:
-    """The result as numbers (schema ``collectives`` v1, without the host snapshot) plus findings."""
+def collectives_json(
+    res: CollectivesResult, findings: list[Finding], snap: HostSnapshot | None = None
+) -> dict[str, Any]:
+    """The result as numbers (schema ``collectives`` v1, without the host snapshot) plus the
+    topology's model per row (the table's model column) and the findings."""
     doc: dict[str, Any] = to_jsonable(res)
     doc.pop("snapshot", None)
     doc["account"] = nccl_paragraph(res)
+    doc["expected"] = [
+        {"op": e.op, "size_bytes": e.size_bytes, **e.evidence()}
+        for e in expected_rows(res, snap or res.snapshot).values()
+    ]
     doc["findings"] = [finding_json(f) for f in findings]
     return doc
 
 
 def prediction_lines(
-    preds: Sequence[Prediction], nccl_link_gbps: float | None = None, signalling_gbps: float | None = None
+    preds: Sequence[Prediction],
+    nccl_link_gbps: float | None = None,
+    signalling_gbps: float | None = None,
+    sizes: Sequence[int] = (),
 ) -> list[str]:
     """``collectives --predict``: the model's busbw per op (GB/s), the bottleneck it assumed, and
-    which per-link rate that is (NCCL's model of the link, not the signalling rate ``scan`` shows)."""
+    which per-link rate that is (NCCL's model of the link, not the signalling rate ``scan`` shows);
+    with ``sizes``, the model at each of them (busbw_expect.py: what TD001 and TD020 judge a run
+    of that size by)."""
     if not preds:
         return []
     b = preds[0].bottleneck
@@ -165,36 +180,72 @@ def prediction_lines(
             rate += f"; `scan` shows {signalling_gbps:.4g} GB/s, the link's signalling rate"
         out.append(f"# {rate}")
     out.append(f"# {'op':<16} {'busbw (GB/s)':>12}  {'algorithm':<9} {'efficiency':>10}")
-    out += [f"  {p.op:<16} {p.busbw_gbps:>12.1f}  {p.algorithm:<9} {p.efficiency:>10.3f}" for p in preds]
+    out += [
+        f"  {p.op:<16} {model_expectation(p, PLATEAU_BYTES).gbps:>12.1f}  {p.algorithm:<9} {p.efficiency:>10.3f}"
+        for p in preds
+    ]
+    judged = [n for n in sizes if n >= MODEL_MIN_BYTES]
+    if len(judged) < len(sizes):
+        out.append(f"# under {human_size(MODEL_MIN_BYTES)} latency decides busbw: the model states no figure there")
+    if judged:
+        out.append(f"# busbw (GB/s) the topology's model gives at each size: {', '.join(map(human_size, judged))}")
+        out.append(f"# {'op':<16} " + " ".join(f"{human_size(n):>7}" for n in judged))
+        out += [f"  {p.op:<16} " + " ".join(f"{model_expectation(p, n).gbps:>7.1f}" for n in judged) for p in preds]
     return out
 
 
 def prediction_doc(
-    preds: Sequence[Prediction], nccl_link_gbps: float | None = None, signalling_gbps: float | None = None
+    preds: Sequence[Prediction],
+    nccl_link_gbps: float | None = None,
+    signalling_gbps: float | None = None,
+    sizes: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The same as JSON (busbw in GB/s, 1e9 bytes per second)."""
+    """The same as JSON (busbw in GB/s, 1e9 bytes per second); ``at_sizes``: the model at each of
+    ``sizes``, with its basis, as a finding on a run of that size carries it."""
     link = {"nccl_model_gbps": nccl_link_gbps, "signalling_gbps": signalling_gbps}
-    return {"predictions": [to_jsonable(p) for p in preds], "nvlink_per_link": link}
+    doc: dict[str, Any] = {"predictions": [to_jsonable(p) for p in preds], "nvlink_per_link": link}
+    if sizes:  # from 64 MiB, where busbw is bandwidth's (the table and the rules state it from there)
+        doc["at_sizes"] = [
+            {"op": p.op, "size_bytes": n, **model_expectation(p, n).evidence()}
+            for p in preds
+            for n in sizes
+            if n >= MODEL_MIN_BYTES
+        ]
+    return doc
+
+
+def expected_rows(res: CollectivesResult, snap: HostSnapshot | None) -> dict[tuple[str, int], Expectation]:
+    """The topology's model for each row of 64 MiB and more (busbw_expect.py: the one figure TD001
+    and TD020 judge the row by and ``--predict`` states), keyed by (op, size); {} without a snapshot,
+    across nodes, or where the topology does not say enough."""
+    if snap is None:
+        return {}
+    out: dict[tuple[str, int], Expectation] = {}
+    for r in res.rows:
+        if r.size_bytes >= MODEL_MIN_BYTES and (r.op, r.size_bytes) not in out:
+            e = run_expectation(snap, res, r.op, r.size_bytes)
+            if e is not None and e.basis == "model":
+                out[(r.op, r.size_bytes)] = e
+    return out
 
 
 def model_lines(res: CollectivesResult, snap: HostSnapshot | None) -> list[str]:
     """Per row: busbw measured, NCCL's own prediction (its TUNING log) and the topology's model.
     Rows of 64 MiB and more get the model (it is of large messages); any row NCCL logged a
     choice for gets NCCL's."""
-    ours = model_busbw(res, snap)
+    ours = expected_rows(res, snap)
     acc = res.nccl
     lines = []
     for r in res.rows:
         ch = acc.choice(r.op, r.size_bytes) if acc is not None else None
-        plateau = ours.get(r.op) if r.size_bytes >= 64 << 20 else None
-        model = None if plateau is None else model_at(plateau, r.size_bytes)  # what TD020 judges this row by
-        if r.best is None or (ch is None and model is None):
+        e = ours.get((r.op, r.size_bytes))
+        if r.best is None or (ch is None and e is None):
             continue
         nccl = "-" if ch is None or ch.predicted_busbw_gbps is None else f"{ch.predicted_busbw_gbps:.1f}"
         how = "-" if ch is None else f"{ch.algorithm}/{ch.protocol}/{ch.channels if ch.channels else '?'}"
         lines.append(
             f"  {r.op:<16} {human_size(r.size_bytes):>6} {r.best.busbw_gbps:>9.1f} {nccl:>8} {how:<18}"
-            f" {'-' if model is None else f'{model:.1f}':>7}"
+            f" {'-' if e is None else f'{e.gbps:.1f}':>7}"
         )
     if not lines:
         return []
@@ -205,16 +256,7 @@ def model_lines(res: CollectivesResult, snap: HostSnapshot | None) -> list[str]:
 def model_busbw(res: CollectivesResult, snap: HostSnapshot | None) -> dict[str, float]:
     """The topology model's busbw at 1 GiB per op of a one-node run on ``snap`` ({} without a
     snapshot, across nodes, or where the topology does not say enough): the plot's dashed lines."""
-    if snap is None or len(res.nodes) > 1 or res.world_size < 2:
+    if snap is None:
         return {}
-    gpus = _rank_gpus(res, snap)
-    return {p.op: p.busbw_gbps for p in predict(snap, gpus=gpus)} if gpus else {}
-
-
-def _rank_gpus(res: CollectivesResult, snap: HostSnapshot) -> tuple[int, ...]:
-    by_bus = {g.bus_id.lower(): g.index for g in snap.gpus if isinstance(g.bus_id, str)}
-    gpus = tuple(sorted({by_bus[r.bus_id.lower()] for r in res.ranks if r.bus_id and r.bus_id.lower() in by_bus}))
-    if len(gpus) == res.world_size:
-        return gpus
-    live = tuple(g.index for g in snap.gpus if g.lost is None)
-    return live if len(live) == res.world_size else ()
+    got = {op: run_expectation(snap, res, op, PLATEAU_BYTES) for op in dict.fromkeys(r.op for r in res.rows)}
+    return {op: e.gbps for op, e in got.items() if e is not None and e.basis == "model"}

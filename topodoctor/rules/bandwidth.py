@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from topodoctor.core.stats import median
 from topodoctor.diagnosis.load import loads
+from topodoctor.rules.bandwidth_posted import STAGED_KEY
 from topodoctor.rules.collectives_runs import busy_issues
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -93,8 +94,10 @@ def bw_slow_link(ctx: Context) -> Iterator[Issue]:
 def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
     """A direct P2P copy is slower than staging the same data through host memory would be.
 
-    The one-way P2P copy is judged against the slower of its source's copy to the host and the
-    host's copy to its destination, and found when under 0.9 of it.
+    The one-way P2P copy is judged against the same copy staged through host memory where that was
+    measured (p2pBandwidthLatencyTest's P2P=Disabled matrix, given to ``bandwidth --from``), else the
+    slower of its source's copy to the host and the host's copy to its destination, and found when
+    under 0.9 of it.
 
     Why it matters: NCCL uses P2P wherever its P2P level allows it, taking it for the faster path;
     here it is the slower one, so every collective between these GPUs runs slower than staging
@@ -104,21 +107,32 @@ def bw_p2p_slower_than_host(ctx: Context) -> Iterator[Issue]:
     the host (NCCL_P2P_LEVEL) until fixed.
     """
     assert ctx.bandwidth is not None
+    copied = _staged_copies(ctx.bandwidth.settings)
     for m in _pairs(ctx):
         if m.mode != "oneway" or m.path != "p2p":
             continue
-        d2h = ctx.bandwidth.find("d2h", m.src, -1)
-        h2d = ctx.bandwidth.find("h2d", -1, m.dst)
-        if d2h is None or h2d is None or d2h.value is None or h2d.value is None:
-            continue
-        staged = min(d2h.value.median, h2d.value.median)
+        staged = copied.get((m.src, m.dst))
+        how = "the same copy staged through host memory (P2P=Disabled)"
+        if staged is None:
+            d2h = ctx.bandwidth.find("d2h", m.src, -1)
+            h2d = ctx.bandwidth.find("h2d", -1, m.dst)
+            if d2h is None or h2d is None or d2h.value is None or h2d.value is None:
+                continue
+            staged, how = min(d2h.value.median, h2d.value.median), "staging through host memory"
         if m.value.median < 0.9 * staged:
             yield Issue(
                 f"GPU{m.src}-GPU{m.dst}",
-                f"P2P GPU{m.src}->GPU{m.dst} at {m.value.median:.1f} GB/s is slower "
-                f"than staging through host memory ({staged:.1f} GB/s)",
+                f"P2P GPU{m.src}->GPU{m.dst} at {m.value.median:.1f} GB/s is slower than {how} ({staged:.1f} GB/s)",
                 {"p2p_gbps": round(m.value.median, 2), "staged_gbps": round(staged, 2)},
             )
+
+
+def _staged_copies(settings: dict[str, object]) -> dict[tuple[int, int], float]:
+    """A posted P2P=Disabled matrix's copies (bandwidth_posted.py), by (source, destination)."""
+    got = settings.get(STAGED_KEY)
+    if not isinstance(got, list):
+        return {}
+    return {(int(a), int(b)): float(v) for a, b, v in (x for x in got if isinstance(x, list) and len(x) == 3)}
 
 
 @rule(

@@ -12,9 +12,10 @@ from typing import Any
 
 from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.fallback import NVLINK_ONLY, causes_set, facts_of_run, fallbacks
-from topodoctor.diagnosis.run import rank_gpus
+from topodoctor.diagnosis.run import rank_gpus, run_expectation
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
+from topodoctor.topology.busbw_expect import Expectation
 
 JUDGED_MIN_BYTES = 64 << 20  # below this, latency decides busbw: no verdict on bandwidth
 # Shares of the reference a healthy run clears with room: on the H200 hosts nccl-tests' busbw
@@ -23,6 +24,9 @@ JUDGED_MIN_BYTES = 64 << 20  # below this, latency decides busbw: no verdict on 
 LOW_VS_NOMINAL = 0.35
 LOW_VS_MEASURED = 0.40
 LOW_VS_EXPECTED = 0.90  # the user's own number for this node type
+# The model knows the op and its size: a run under 0.6 of it lost two fifths of what the hardware
+# gives (TD020 warns from 0.85 of the same figure).
+LOW_VS_MODEL = 0.6
 # From 64 MiB to 256 MiB busbw still climbs (more so with more ranks): the floor there is lower.
 FULL_RATE_BYTES = 256 << 20
 SMALLER_SIZE_SHARE = 0.7
@@ -52,44 +56,40 @@ def _rank_name(gpus: dict[int, int], rank: int) -> str:
     return f"GPU{gpus[rank]}" if rank in gpus else f"rank{rank}"
 
 
-def reference_gbps(ctx: Context, res: Any) -> tuple[float, str, float] | None:
-    """(GB/s busbw should approach, where that came from, share below which it is low)."""
-    expect = ctx.collectives_expect_gbps
-    if isinstance(expect, (int, float)) and expect > 0:
-        return float(expect), "expected (--expect-busbw)", LOW_VS_EXPECTED
-    if len(res.nodes) > 1:
-        return None  # the network bounds a run across nodes: the NVLink pairs here say nothing
-    gpus = sorted(set(gpu_of_rank(ctx, res).values()))
-    if len(gpus) < 2:
-        return None
-    pairs = [(a, b) for a in gpus for b in gpus if a != b]
-    bw = ctx.bandwidth
-    if bw is not None:
-        got = [m.value.median for a, b in pairs if (m := bw.find("oneway", a, b)) is not None and m.value is not None]
-        if len(got) == len(pairs):
-            return min(got), "measured one-way copy bandwidth", LOW_VS_MEASURED
-    exp = ctx.expected_bandwidth
-    rates = [e.nominal_gbps for p in pairs if (e := exp.get(p)) is not None and e.nominal_gbps]
-    if len(rates) == len(pairs):
-        cls = exp[pairs[0]].cls
-        return min(rates), f"nominal {cls} rate per direction", LOW_VS_NOMINAL
-    return None
+def expectation(ctx: Context, res: Any, op: str, size_bytes: int) -> Expectation | None:
+    """What ``op`` should reach at ``size_bytes`` in ``res`` (busbw_expect.py: the one figure TD001,
+    TD020, the table and ``--predict`` state, with its basis)."""
+    return run_expectation(
+        ctx.snap,
+        res,
+        op,
+        size_bytes,
+        expect_gbps=ctx.collectives_expect_gbps,
+        copies=ctx.bandwidth,
+        links=ctx.expected_bandwidth,
+    )
 
 
-def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, float, str]]:
-    """(row, timing, reference, source) for each op whose busbw at its largest judged size is low."""
-    ref = reference_gbps(ctx, res)
-    if ref is None:
-        return []
-    gbps, source, share = ref
+def floor_share(basis: str) -> float:
+    """The share of the expectation under which TD001 calls busbw low, by the expectation's basis."""
+    floors = {"expectation": LOW_VS_EXPECTED, "model": LOW_VS_MODEL, "copy": LOW_VS_MEASURED, "link": LOW_VS_NOMINAL}
+    return floors[basis]
+
+
+def low_busbw(ctx: Context, res: Any) -> list[tuple[Any, Any, Expectation]]:
+    """(row, timing, expectation) for each op whose busbw at its largest judged size is low."""
     out = []
     for op in dict.fromkeys(r.op for r in res.rows):
         row = res.largest(op)
         if row is None or row.size_bytes < JUDGED_MIN_BYTES or row.best is None:
             continue
+        e = expectation(ctx, res, op, row.size_bytes)
+        if e is None:
+            continue
+        share = floor_share(e.basis)
         floor = share if row.size_bytes >= FULL_RATE_BYTES else share * SMALLER_SIZE_SHARE
-        if row.best.busbw_gbps < floor * gbps:
-            out.append((row, row.best, gbps, source))
+        if row.best.busbw_gbps < floor * e.gbps:
+            out.append((row, row.best, e))
     return out
 
 
@@ -107,16 +107,18 @@ def _size(n: int) -> str:
 def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
     """A collective's bus bandwidth is far below what the topology gives.
 
-    busbw (nccl-tests' definition) at the largest size measured, from 64 MiB up, is compared with
-    the slowest GPU pair's reference: the one-way copy bandwidth when a bandwidth result of the same
-    host is at hand, else the nominal rate of the pair's path in the topology graph, or the number
-    given with ``--expect-busbw``. The floor is 0.35 of the nominal rate (0.40 of a measured copy,
-    0.90 of an expectation) from 256 MiB, and 0.7 of that between 64 and 256 MiB, where busbw is
-    still climbing.
+    busbw (nccl-tests' definition) at the largest size measured, from 64 MiB up, is compared with the
+    one expectation of that op at that size (topology/busbw_expect.py), on the first basis that
+    applies: the number given with ``--expect-busbw``; the topology's model at that size (the figure
+    TD020, the table's model column and ``collectives --predict`` state); a measured one-way copy
+    between the run's GPUs; the nominal rate of the slowest pair's path. The finding names the basis
+    (``basis`` in its JSON). The floor is 0.6 of the model (0.90 of an expectation, 0.40 of a
+    measured copy, 0.35 of the nominal rate) from 256 MiB, and 0.7 of that between 64 and 256 MiB,
+    where busbw is still climbing. Where TD020 judged the same row by the same figure, its finding
+    is folded under this one.
 
-    Why it matters: healthy NVLink hosts reach 0.44-0.77 of the nominal NVLink rate; NCCL falling
-    back to shared memory or held to one channel reaches under 0.1. A job's gradient exchange runs
-    at this rate.
+    Why it matters: healthy NVLink hosts reach 0.85 of the model or more; NCCL falling back to shared
+    memory or held to one channel reaches under 0.1. A job's gradient exchange runs at this rate.
 
     How to fix: read the NCCL account of the run (transports, channels) and TD002/TD003; compare
     with `topodoctor bandwidth` for the same GPUs; re-run on idle GPUs.
@@ -128,7 +130,8 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
         return
     if len(res.nodes) > 1 and not ctx.collectives_expect_gbps:
         return  # across nodes the network bounds the world: TD011 judges it against the NICs, TD012 each node
-    if reference_gbps(ctx, res) is None and any(r.size_bytes >= JUDGED_MIN_BYTES for r in res.rows):
+    judged = [r for r in res.rows if r.size_bytes >= JUDGED_MIN_BYTES]
+    if judged and all(expectation(ctx, res, r.op, r.size_bytes) is None for r in judged):
         why = (
             f"the run spans {plural(len(res.nodes), 'node')}: give --expect-busbw"
             if len(res.nodes) > 1
@@ -136,20 +139,27 @@ def coll_busbw_low(ctx: Context) -> Iterator[Issue]:
         )
         ctx.missing("collectives", "reference bandwidth", why, "collectives")
         return
-    for row, t, gbps, source in low_busbw(ctx, res):
+    for row, t, e in low_busbw(ctx, res):
         yield Issue(
             row.op,
-            f"{row.op} busbw {t.busbw_gbps:.1f} GB/s at {_size(row.size_bytes)} is {t.busbw_gbps / gbps:.0%} of "
-            f"the {source} ({gbps:.0f} GB/s)",
+            f"{row.op} busbw {t.busbw_gbps:.1f} GB/s at {_size(row.size_bytes)} is {t.busbw_gbps / e.gbps:.0%} of "
+            f"{judged_against(e)}",
             {
                 "op": row.op,
                 "size_bytes": row.size_bytes,
-                "busbw_gbps": round(t.busbw_gbps, 2),
-                "reference_gbps": round(gbps, 2),
-                "reference": source,
-                "ratio": round(t.busbw_gbps / gbps, 3),
+                "measured_gbps": round(t.busbw_gbps, 1),
+                **e.evidence(),
+                "ratio": round(t.busbw_gbps / e.gbps, 3),
             },
         )
+
+
+def judged_against(e: Expectation) -> str:
+    """``the 320.0 GB/s the topology's model gives at that size``: the figure and its basis, in the
+    words every finding judged by it uses."""
+    if e.basis == "model":
+        return f"the {e.gbps:.1f} GB/s the topology's model gives at that size"
+    return f"the {e.gbps:.1f} GB/s of {e.source}"
 
 
 def _settings(ctx: Context, res: Any) -> dict[str, tuple[str, str]]:
@@ -187,7 +197,7 @@ def coll_channels_capped(ctx: Context) -> Iterator[Issue]:
         return
     settings = _settings(ctx, res)
     channels = res.nccl.channels if res.nccl is not None else None
-    ops = ", ".join(f"{row.op} {t.busbw_gbps:.0f} GB/s" for row, t, _, _ in low)
+    ops = ", ".join(f"{row.op} {t.busbw_gbps:.0f} GB/s" for row, t, _ in low)
     for name in CHANNEL_CAPS:
         if name in settings:
             value, where = settings[name]

@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from topodoctor.core.text import human_size
-from topodoctor.rules.collectives import collectives_of, gpu_of_rank
+from topodoctor.diagnosis.run import run_expectation
+from topodoctor.rules.collectives import LOW_VS_MODEL, collectives_of, judged_against
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
-from topodoctor.topology.busbw import model_at, predict
 
 MODEL_MIN_BYTES = 256 << 20  # the model is of large messages: from here busbw is within a few % of its plateau
 BELOW_MODEL = 0.85
-FAR_BELOW_MODEL = 0.6  # an error from here: the run lost two fifths of what the hardware gives
+FAR_BELOW_MODEL = LOW_VS_MODEL  # an error from here, as TD001 (one finding: rules/one_cause.py folds them)
 
 
 @rule(
@@ -37,7 +37,9 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
     Why it matters: a run under 0.85 of the model lost a sixth of what the hardware gives: a slow
     link, a fallback transport, fewer channels or a busy GPU, and a job's collectives lose as much.
     Under 0.6 of the model it is an error: a job's collectives take two thirds longer or more (a
-    foreign GEMM on one GPU of four H200 gave 0.49), whatever the nominal rate says (TD001).
+    foreign GEMM on one GPU of four H200 gave 0.49). TD001 judges the same row by the same figure
+    (topology/busbw_expect.py) from 0.6 down: where both fire they are one finding, TD001 with this
+    one under it (``also``).
 
     How to fix: the finding names the bottleneck the model assumed (links, switch or NIC): check
     those (TD1xx for NVLink, TD2xx for PCIe, `topodoctor bandwidth` for the pairs), NCCL's account
@@ -46,31 +48,26 @@ def coll_below_model(ctx: Context) -> Iterator[Issue]:
     res = collectives_of(ctx)
     if res is None or len(res.nodes) > 1:
         return
-    gpus = tuple(sorted(set(gpu_of_rank(ctx, res).values())))
-    if len(gpus) < 2 or len(gpus) != res.world_size:
-        return
-    expected = {p.op: p for p in predict(ctx.snap, gpus=gpus)}
     for op in dict.fromkeys(r.op for r in res.rows):
         row = res.largest(op)
-        p = expected.get(op)
-        if p is None or row is None or row.size_bytes < MODEL_MIN_BYTES or row.best is None:
+        if row is None or row.size_bytes < MODEL_MIN_BYTES or row.best is None:
             continue
-        got = row.best.busbw_gbps
-        model = model_at(p.busbw_gbps, row.size_bytes)
-        if got < BELOW_MODEL * model:
+        # the model whatever else TD001 was given: --expect-busbw is the site's number, not the hardware's
+        e = run_expectation(ctx.snap, res, op, row.size_bytes, links=ctx.expected_bandwidth)
+        if e is None or e.basis != "model" or e.prediction is None:
+            continue
+        got, p = row.best.busbw_gbps, e.prediction
+        if got < BELOW_MODEL * e.gbps:
             yield Issue(
                 op,
-                f"{op} busbw {got:.1f} GB/s at {human_size(row.size_bytes)} is {got / model:.2f} of the "
-                f"{model:.1f} GB/s the topology gives at that size ({p.algorithm}; bottleneck {p.bottleneck.what})",
+                f"{op} busbw {got:.1f} GB/s at {human_size(row.size_bytes)} is {got / e.gbps:.2f} of "
+                f"{judged_against(e)} ({p.algorithm}; bottleneck {p.bottleneck.what})",
                 {
                     "op": op,
-                    "measured_gbps": round(got, 1),
-                    "model_gbps": model,
-                    "basis": "the topology's model",  # TD001's is the link rate, a measured copy or an expectation
-                    "plateau_gbps": p.busbw_gbps,
-                    "bottleneck": p.bottleneck.what,
-                    "bottleneck_gpus": list(p.bottleneck.gpus),
                     "size_bytes": row.size_bytes,
+                    "measured_gbps": round(got, 1),
+                    **e.evidence(),
+                    "ratio": round(got / e.gbps, 3),
                 },
-                severity="error" if got < FAR_BELOW_MODEL * model else None,
+                severity="error" if got < FAR_BELOW_MODEL * e.gbps else None,
             )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import noun, plural
-from topodoctor.rules.collectives import low_busbw
+from topodoctor.rules.collectives import judged_against, low_busbw
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
@@ -142,8 +142,9 @@ def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
     """A node's own collectives (its ranks as one subgroup, all nodes at once) are far below what its topology gives.
 
     The same judgement as TD001, node by node: the world's own figures cross the network and are
-    judged by TD011 instead. The reference is this host's (the nodes are taken to be of one type);
-    ``--expect-busbw`` and a bandwidth result work as for TD001.
+    judged by TD011 instead. The expectation is this host's (the nodes are taken to be of one type),
+    on TD001's bases: ``--expect-busbw``, the topology's model for the node's ranks, a bandwidth
+    result, the link rate.
 
     Why it matters: a node slow inside itself slows every collective of a multi-node job, whose
     intra-node steps wait for it.
@@ -157,18 +158,14 @@ def coll_intranode_busbw_low(ctx: Context) -> Iterator[Issue]:
     for span in getattr(res, "spans", ()):
         if span.scope != "intra":
             continue
-        view = replace(res, rows=span.rows, ranks=tuple(r for r in res.ranks if r.rank in span.ranks))
-        for row, t, gbps, source in low_busbw(ctx, view):
+        ranks = tuple(r for r in res.ranks if r.rank in span.ranks)
+        view = replace(res, rows=span.rows, ranks=ranks, world_size=len(ranks))  # the node as a world of its own
+        for row, t, e in low_busbw(ctx, view):
             yield Issue(
                 f"node:{span.name}",
                 f"{row.op} on node {span.name} alone reaches {t.busbw_gbps:.1f} GB/s busbw, "
-                f"{t.busbw_gbps / gbps:.0%} of the {source} ({gbps:.0f} GB/s)",
-                {
-                    "op": row.op,
-                    "size_bytes": row.size_bytes,
-                    "busbw_gbps": round(t.busbw_gbps, 2),
-                    "reference_gbps": round(gbps, 2),
-                },
+                f"{t.busbw_gbps / e.gbps:.0%} of {judged_against(e)}",
+                {"op": row.op, "size_bytes": row.size_bytes, "measured_gbps": round(t.busbw_gbps, 1), **e.evidence()},
             )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from topodoctor.core.text import plural
 from topodoctor.diagnosis.symptoms import SYMPTOMS
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, finding_json
+from topodoctor.topology.busbw_expect import BASES
 
 
 def _setting(f: Finding) -> tuple[str, ...] | None:
@@ -45,28 +46,71 @@ def _op(f: Finding) -> dict[str, Any]:
 
 
 def _measured(ops: list[dict[str, Any]]) -> str:
-    """``all_gather 22.4 of 274.0 GB/s, all_reduce 25.8 GB/s``: each op once, as TD020 judged it
-    against the topology's model (the expectation that knows the op and its size), else as the
-    other rules measured it, at its lowest figure."""
-    got: dict[str, tuple[float, float | None]] = {}
+    """``below the topology's model: all_gather 22.4 of 274.0 GB/s, all_reduce 25.8 of 303.0 GB/s``:
+    each op once, against the figure it was judged by and its basis (busbw_expect.py), the topology's
+    model where a finding had it (the expectation that knows the op and its size), at its lowest figure."""
+    got: dict[str, tuple[float, float, str]] = {}
     for o in ops:
-        model = o.get("model_gbps")
-        v = o.get("measured_gbps") if isinstance(model, (int, float)) else o.get("busbw_gbps")
-        if not isinstance(v, (int, float)):
+        v, e, basis = o.get("measured_gbps"), o.get("expected_gbps"), o.get("basis_source")
+        if not isinstance(v, (int, float)) or not isinstance(e, (int, float)) or not isinstance(basis, str):
             continue
+        model = o.get("basis") == "model"
         seen = got.get(o["op"])
-        if isinstance(model, (int, float)):
-            if seen is None or seen[1] is None or v < seen[0]:
-                got[o["op"]] = (float(v), float(model))
-        elif seen is None or (seen[1] is None and v < seen[0]):
-            got[o["op"]] = (float(v), None)
-    return ", ".join(f"{op} {v:.1f}{'' if m is None else f' of {m:.1f}'} GB/s" for op, (v, m) in got.items())
+        was_model = seen is not None and seen[2] == BASES["model"]
+        if seen is None or (model and not was_model) or (model == was_model and v < seen[0]):
+            got[o["op"]] = (float(v), float(e), basis)
+    bases = {b for _, _, b in got.values()}
+    if not got:  # symptoms judged by another figure (TD011: the NICs' rate): their messages say it
+        return "below what the GPUs carry"
+    if len(bases) == 1:
+        return f"below {bases.pop()}: " + ", ".join(f"{op} {v:.1f} of {e:.1f} GB/s" for op, (v, e, _) in got.items())
+    return "below what the GPUs carry: " + ", ".join(
+        f"{op} {v:.1f} of {e:.1f} GB/s ({b})" for op, (v, e, b) in got.items()
+    )
+
+
+def fold_same_row(findings: Sequence[Finding]) -> list[Finding]:
+    """TD020 folded under TD001 where both judged one op at one size against the one figure (the
+    topology's model, busbw_expect.py): one finding, the worst severity, TD020 whole under ``also``."""
+    out = list(findings)
+    for f in findings:
+        if f.code != "TD001" or f.evidence.get("basis") != "model":
+            continue
+        key = (f.subject, f.evidence.get("size_bytes"), f.evidence.get("expected_gbps"))
+        twin = next(
+            (
+                g
+                for g in out
+                if g.code == "TD020"
+                and (g.subject, g.evidence.get("size_bytes"), g.evidence.get("expected_gbps")) == key
+            ),
+            None,
+        )
+        if twin is None:
+            continue
+        worst = max(f, twin, key=lambda x: SEVERITY_ORDER[x.severity]).severity
+        merged = replace(f, severity=worst, evidence={**f.evidence, "also": [finding_json(twin)]})
+        out = [merged if g is f else g for g in out if g is not twin]
+    return out
+
+
+def _codes(f: Finding) -> set[str]:
+    """``f``'s code and those of the findings folded under it."""
+    also = f.evidence.get("also")
+    nested = (
+        {a["code"] for a in also if isinstance(a, dict) and isinstance(a.get("code"), str)}
+        if isinstance(also, list)
+        else set()
+    )
+    return {f.code, *nested}
 
 
 def one_per_setting(findings: Sequence[Finding]) -> list[Finding]:
     """``findings`` with those one NCCL setting explains made one finding (the first symptom's
-    code and cause, the worst severity, the variable as subject); unchanged where no setting
-    explains more than one finding."""
+    code and cause, the worst severity, the variable as subject, even where it explains one op:
+    the setting is what to change); unchanged where no setting explains a finding. TD020 is first
+    folded under TD001 of the same row (``fold_same_row``)."""
+    findings = fold_same_row(findings)
     groups: dict[tuple[str, ...], list[Finding]] = {}
     for f in findings:
         key = _setting(f)
@@ -82,15 +126,13 @@ def one_per_setting(findings: Sequence[Finding]) -> list[Finding]:
             and SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["warning"]
             and _names(f, settings, names)
         ]
-        if len(symptoms) + len(kin) < 2:
-            continue
         first = symptoms[0]
         assert first.cause is not None  # _setting holds only symptoms with a cause
         worst = max((*symptoms, *kin), key=lambda f: SEVERITY_ORDER[f.severity]).severity
         ops = [_op(f) for f in symptoms]
         n_ops = len(dict.fromkeys(f.subject for f in symptoms))
-        message = f"{first.cause.what}: {plural(n_ops, 'op')} below what the GPUs carry: {_measured(ops)}"
-        codes = sorted({f.code for f in (*symptoms, *kin)})
+        message = f"{first.cause.what}: {plural(n_ops, 'op')} {_measured(ops)}"
+        codes = sorted(set().union(*(_codes(f) for f in (*symptoms, *kin))))
         evidence = {"variables": list(settings), "codes": codes, "ops": ops, "also": [finding_json(f) for f in kin]}
         merged = replace(
             first,

@@ -25,6 +25,7 @@ from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.counters import WarmReadings
 from topodoctor.probe.environment import capture_process
 from topodoctor.probe.sources import live_nvml
+from topodoctor.rules.bandwidth_posted import posted_result
 from topodoctor.service import early_copies
 from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
 from topodoctor.topology.scope import resolve
@@ -236,9 +237,10 @@ def judged(result: BandwidthResult, fail_level: Severity = "error") -> Bandwidth
 MAX_SAVED_BYTES = 64 << 20
 
 
-def load_saved(path: str) -> BandwidthResult:
-    """A saved bandwidth result (``bandwidth -o``). Another tool's copy matrices (p2pBandwidthLatencyTest,
-    nvbandwidth) carry no host to judge them against: the error points to ``diagnose``, which reads them."""
+def load_saved(path: str, host: Source | None = None, budget: Budget | None = None) -> BandwidthResult:
+    """A saved bandwidth result (``bandwidth -o``), or another tool's copy matrices
+    (p2pBandwidthLatencyTest, nvbandwidth) judged against ``host``, the host they were measured on
+    (``--replay``): they carry no topology of their own, and without one the error says so."""
     try:
         return load_result(path)
     except InputError:
@@ -248,7 +250,14 @@ def load_saved(path: str) -> BandwidthResult:
         if not kinds:
             raise
         tool = "p2pBandwidthLatencyTest" if "p2p-bandwidth-latency" in kinds else "nvbandwidth"
-        raise InputError(
-            f"{fileio.shown(path)} is {tool} output, not a topodoctor bandwidth result: "
-            f"`topodoctor diagnose {fileio.shown(path)}` reads it"
-        ) from None
+        if host is None:
+            raise InputError(
+                f"{fileio.shown(path)} is {tool} output, which carries no topology to judge a pair by: give the "
+                f"host it ran on with --replay NAME|FILE, or `topodoctor diagnose {fileio.shown(path)}` with its "
+                "`nvidia-smi topo -m`"
+            ) from None
+        snap = probe(host, budget or Budget.start(0)).snapshot
+        posted = posted_result(evidence.join([got]), snap, fileio.shown(path))
+        if posted.result is None:
+            raise InputError(posted.why_not) from None
+        return posted.result

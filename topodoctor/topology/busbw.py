@@ -21,10 +21,12 @@ Held against nccl-tests at 1 GiB on the H200 hosts (tests/topology/test_busbw_mo
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from topodoctor.core.text import plural
 from topodoctor.model.snapshot import Gpu, HostSnapshot
+from topodoctor.topology.graph import build_graph, connection, gpu_node, pcie_subgraph
 from topodoctor.topology.nics import expected_rail_gbps, nearest_nics
 
 # topo.h: the NVLink bandwidth NCCL assumes per link, by compute capability (SM80/SM90/SM100_NVLINK_BW)
@@ -48,6 +50,11 @@ FILL_STEPS = 0.25
 # for every GPU count (nccl-tests at 1 GiB; docs/benchmarks.md, "The figures behind constants").
 ALL_TO_ALL_EFFICIENCY = 0.94
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all", "sendrecv")
+# NCCL's SHM transport stages through host memory: 24-27 GB/s busbw on the H100 / H200 hosts whose PCIe
+# link NCCL credits 48 (docs/diagnosis.md), about half; it carries every pair NCCL does not join by P2P
+# by default.
+SHM_SHARE = 0.5
+STAGED_CLASSES = ("PHB", "NODE", "SYS")
 
 
 @dataclass(frozen=True)
@@ -158,6 +165,11 @@ def bottleneck(snap: HostSnapshot, gpus: tuple[int, ...] | None = None, nodes: i
     worst = [(w, i) for b, w, i in found if b == low]
     ring = channel_fill(low)
     what = worst[0][0] + (f" (and {len(worst) - 1} more)" if len(worst) > 1 else "")
+    staged = staged_pairs(snap, chosen) if nodes == 1 and "PCIe" in what else []
+    if staged:
+        ring = round(ring * SHM_SHARE, 1)
+        (a, b), cls = staged[0]
+        what += f"; GPU{a}-GPU{b} ({cls}) through host memory (NCCL's SHM: {SHM_SHARE:g} of it, as measured)"
     if nodes > 1:
         net = _nic_share(snap, chosen)
         if net is None:
@@ -166,6 +178,20 @@ def bottleneck(snap: HostSnapshot, gpus: tuple[int, ...] | None = None, nodes: i
         if net_ring < ring:
             return Bottleneck(net[0], net_ring, net[1], tuple(chosen))
     return Bottleneck(low, ring, what, tuple(i for _, i in worst))
+
+
+def staged_pairs(snap: HostSnapshot, gpus: tuple[int, ...]) -> list[tuple[tuple[int, int], str]]:
+    """The pairs of ``gpus`` NCCL joins through host memory by default (its SHM transport): their
+    path crosses the host bridge (PHB), the NUMA node (NODE) or the sockets (SYS), beyond the PCIe
+    switches NCCL runs P2P through (``paths.cc``: P2P up to PATH_PXB)."""
+    g = build_graph(snap)
+    sub = pcie_subgraph(g)
+    out = []
+    for a, b in itertools.combinations(sorted(gpus), 2):
+        label = connection(snap, g, gpu_node(a), gpu_node(b), sub).label
+        if label in STAGED_CLASSES:
+            out.append(((a, b), label))
+    return out
 
 
 def _steps(op: str, n: int) -> int:

@@ -19,33 +19,49 @@ from rule_case_kit_edges import (
 from rule_case_kit_more import _COLLECTIVE_CODES, _MULTINODE_CODES, _failures_are, _verdict_of
 
 CASES = [
-    # collectives: busbw floors (0.35 nominal, 0.40 measured, 0.90 expected; x0.7 below 256 MiB from 64 MiB)
+    # collectives: busbw floors, by the basis of the expectation (busbw_expect.py): 0.6 of the
+    # topology's model; where the model cannot be made, 0.40 of a measured copy, else 0.35 of the
+    # nominal rate; 0.90 of --expect-busbw; x0.7 below 256 MiB from 64 MiB
     _coll(
         "TD001",
         False,
-        "all_reduce at 1 GiB, 0.35 of NV18",
-        busbw("all_reduce", 1024 * MiB, NOMINAL_FLOOR),
+        "all_reduce at 1 GiB, 0.6 of the model",
+        busbw("all_reduce", 1024 * MiB, 0.6 * X2_MODEL_ALL_REDUCE),
+        "LOW_VS_MODEL",
+    ),
+    _coll(
+        "TD001",
+        True,
+        "all_reduce at 1 GiB, 0.594 of the model",
+        busbw("all_reduce", 1024 * MiB, 0.594 * X2_MODEL_ALL_REDUCE),
+        "LOW_VS_MODEL",
+    ),
+    _coll(
+        "TD001",
+        False,
+        "all_reduce at 1 GiB, 0.35 of NV18, no model",
+        busbw("all_reduce", 1024 * MiB, NOMINAL_FLOOR, model=False),
         "LOW_VS_NOMINAL",
     ),
     _coll(
         "TD001",
         True,
-        "all_reduce at 1 GiB, 0.348 of NV18",
-        busbw("all_reduce", 1024 * MiB, 0.348 * NV18_GBPS),
+        "all_reduce at 1 GiB, 0.348 of NV18, no model",
+        busbw("all_reduce", 1024 * MiB, 0.348 * NV18_GBPS, model=False),
         "LOW_VS_NOMINAL",
     ),
     _coll(
         "TD001",
         False,
-        "all_reduce at 1 GiB, 0.40 of the measured copy",
-        busbw("all_reduce", 1024 * MiB, 0.40 * COPY_GBPS, copies=True),
+        "all_reduce at 1 GiB, 0.40 of the measured copy, no model",
+        busbw("all_reduce", 1024 * MiB, 0.40 * COPY_GBPS, copies=True, model=False),
         "LOW_VS_MEASURED",
     ),
     _coll(
         "TD001",
         True,
-        "all_reduce at 1 GiB, 0.398 of the measured copy",
-        busbw("all_reduce", 1024 * MiB, 0.398 * COPY_GBPS, copies=True),
+        "all_reduce at 1 GiB, 0.398 of the measured copy, no model",
+        busbw("all_reduce", 1024 * MiB, 0.398 * COPY_GBPS, copies=True, model=False),
         "LOW_VS_MEASURED",
     ),
     _coll(
@@ -65,29 +81,29 @@ CASES = [
     _coll(
         "TD001",
         True,
-        "all_reduce at 256 MiB, 0.3 of NV18: the full floor",
-        busbw("all_reduce", 256 * MiB, 0.3 * NV18_GBPS),
+        "all_reduce at 256 MiB, 0.3 of NV18, no model: the full floor",
+        busbw("all_reduce", 256 * MiB, 0.3 * NV18_GBPS, model=False),
         "FULL_RATE_BYTES",
     ),
     _coll(
         "TD001",
         False,
-        "all_reduce at 256 MiB - 1, 0.3 of NV18: the climbing floor",
-        busbw("all_reduce", 256 * MiB - 1, 0.3 * NV18_GBPS),
+        "all_reduce at 256 MiB - 1, 0.3 of NV18, no model: the climbing floor",
+        busbw("all_reduce", 256 * MiB - 1, 0.3 * NV18_GBPS, model=False),
         "FULL_RATE_BYTES",
     ),
     _coll(
         "TD001",
         False,
-        "all_reduce at 128 MiB, 0.35 x 0.7 of NV18",
-        busbw("all_reduce", 128 * MiB, 0.35 * 0.7 * NV18_GBPS),
+        "all_reduce at 128 MiB, 0.35 x 0.7 of NV18, no model",
+        busbw("all_reduce", 128 * MiB, 0.35 * 0.7 * NV18_GBPS, model=False),
         "SMALLER_SIZE_SHARE",
     ),
     _coll(
         "TD001",
         True,
-        "all_reduce at 128 MiB, 0.35 x 0.697 of NV18",
-        busbw("all_reduce", 128 * MiB, 0.35 * 0.697 * NV18_GBPS),
+        "all_reduce at 128 MiB, 0.35 x 0.697 of NV18, no model",
+        busbw("all_reduce", 128 * MiB, 0.35 * 0.697 * NV18_GBPS, model=False),
         "SMALLER_SIZE_SHARE",
     ),
     _coll(

@@ -325,7 +325,24 @@ def _skipped(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD081", f"NCCL could not open {which} and skipped it{used}", EXPLANATIONS["TD081"].fix)
 
 
+def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """torch's heartbeat monitor killed the process: its NCCL watchdog thread, not a collective, stopped."""
+    secs = f.get("secs", "?")
+    return Said(
+        "TD047",
+        f"torch's NCCL watchdog thread made no progress for {secs} s (its heartbeat monitor, "
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): a CUDA or NCCL call hung inside the watchdog, not a collective past "
+        "its timeout",
+        "Find the call the watchdog is blocked in: dump the process's stacks (`py-spy dump --native --pid`, or "
+        "the flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE with TORCH_NCCL_DUMP_ON_TIMEOUT=1); a hung GPU shows "
+        "an Xid in `dmesg`; another thread holding the GIL inside a CUDA call, or a rank stuck in NCCL's abort, "
+        "blocks it too. Raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is slow, not stuck.",
+        {"stuck_s": secs},
+    )
+
+
 NETWORK: dict[str, Builder] = {
+    "watchdog-stuck": _watchdog_stuck,
     "ib-memlock": _memlock,
     "ib-dmabuf": _dmabuf,
     "ib-device": _device,

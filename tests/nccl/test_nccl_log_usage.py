@@ -191,3 +191,8 @@ def test_a_known_bug_sign_without_a_banner_is_a_candidate_not_a_verdict() -> Non
     assert lead.evidence["bug_candidates"]
     with_banner = _errors("NCCL version 2.21.5+cuda12.4\n" + text)[0]
     assert with_banner.code == "TD052" and "bug_candidates" not in with_banner.evidence
+
+
+def test_a_variable_of_the_ib_sharp_plugin_is_a_real_name() -> None:
+    text = f"mpirun -x NCCL_IBEXT_DISABLE=1 -x NCCL_IB_DISABLE=1 ./a.out\n{H} NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+    assert _variables(text) == []

@@ -196,3 +196,8 @@ def test_a_known_bug_sign_without_a_banner_is_a_candidate_not_a_verdict() -> Non
 def test_a_variable_of_the_ib_sharp_plugin_is_a_real_name() -> None:
     text = f"mpirun -x NCCL_IBEXT_DISABLE=1 -x NCCL_IB_DISABLE=1 ./a.out\n{H} NCCL INFO NCCL version 2.21.5+cuda12.4\n"
     assert _variables(text) == []
+
+
+def test_a_null_handle_is_not_called_a_buffer() -> None:
+    lead = _errors(f"{H} misc/argcheck.cc:32 NCCL WARN CommInitRank : newcomm argument is NULL\n" + TRAIL)[0]
+    assert lead.code == "TD089" and "newcomm" in lead.message and "buffer" not in lead.message

@@ -52,8 +52,10 @@ def invalid_argument(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -
         msg = f"{op}'s {f['buf']} lives on GPU {f['dev']} but the communicator is on GPU {f['ncdev']}"
         specific = "Create the rank's tensors on its own GPU: torch.cuda.set_device(LOCAL_RANK) before allocating."
         arg = f["buf"]
-    elif f.get("ptr") or f.get("null"):
-        arg = f.get("ptr") or f.get("null") or ""
+    elif (arg := f.get("ptr") or f.get("null") or "") and not arg.endswith("buff"):
+        msg = f"{op} was given no {arg} (a NULL pointer where NCCL writes or reads its result)"
+        specific = f"Pass {op} a valid {arg}: the program's call is wrong (a handle not yet created, or freed)."
+    elif arg:
         msg = f"{op}'s {arg} is not a device buffer NCCL can use (NULL, host memory or freed)"
         specific = "Pass CUDA device memory of the communicator's GPU; NCCL_CHECK_POINTERS=1 made NCCL check it."
     elif f.get("corrupt"):

@@ -201,3 +201,28 @@ def test_a_variable_of_the_ib_sharp_plugin_is_a_real_name() -> None:
 def test_a_null_handle_is_not_called_a_buffer() -> None:
     lead = _errors(f"{H} misc/argcheck.cc:32 NCCL WARN CommInitRank : newcomm argument is NULL\n" + TRAIL)[0]
     assert lead.code == "TD089" and "newcomm" in lead.message and "buffer" not in lead.message
+
+
+def test_a_symbol_in_quotes_is_the_linker_s_error() -> None:
+    lead = _errors('undefined symbol: "ncclCommWindowRegister"\n')[0]
+    assert lead.code == "TD085" and "ncclCommWindowRegister" in lead.message
+
+
+def test_a_segment_of_an_empty_suffix_is_no_name_nccl_makes() -> None:
+    text = (
+        "NCCL version 2.26.2+cuda12.2\n"
+        f"{H} misc/shmutils.cc:132 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl- "
+        "(size 192814336), error: No such file or directory (2)\n" + TRAIL
+    )
+    assert _errors(text)[0].code == "TD087"
+
+
+def test_a_qp_timeout_over_the_ibext_plugin_names_its_own_switch() -> None:
+    text = (
+        f"{H} NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        f"{H} NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n"
+        f"{H} NCCL INFO Using network IBext_v8\n"
+        f"{H} ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out\n" + TRAIL
+    )
+    lead = _errors(text)[0]
+    assert lead.code == "TD064" and "NCCL_IBEXT_DISABLE" in lead.fix and "NCCL_IB_GID_INDEX" in lead.fix

@@ -121,6 +121,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "cumem-host",
         re.compile(
             r"shared memory segment (?P<seg>/dev/shm/nccl-[^\s(]*[^\w\s/.(-][^\s(]*|[^\s(]*) \(size (?P<size>0)\)"
+            # NCCL names its segments /dev/shm/nccl-XXXXXX (mkstemp): an empty suffix is none of its names
+            r"|shared memory segment (?P<seg2>/dev/shm/nccl-) \(size (?P<size2>\d+)\)"
         ),
         ROOT,
     ),
@@ -220,7 +222,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "nccl-library",
         re.compile(
-            r"undefined symbol: (?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
+            r"undefined symbol: [\"'`]?(?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
             r"|(?P<lib2>libnccl\.so[.\d]*): version `(?P<ver>[^']+)' not found"
         ),
         ROOT,

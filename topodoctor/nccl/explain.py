@@ -122,6 +122,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> Context:
         len({h for f in files for h in f.hosts}),
         tuple(e for f in files for e in f.events if e.kind in ("secondary", "shm-create")),
         any(f.level == "INFO" for f in files),
+        tuple(dict.fromkeys(n for f in files if f.account for n in f.account.networks.values())),
     )
 
 

@@ -67,7 +67,8 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if "timed out" in err:
         specific = (
             "The NICs never answered: on a rail-optimised fabric only NICs of the same rail reach each "
-            "other, set NCCL_CROSS_NIC=0; on RoCE check the route between the two GIDs."
+            "other, set NCCL_CROSS_NIC=0; on RoCE the GID in use must be routed between the nodes: a link-local "
+            "(fe80::) or RoCE v1 GID is not, set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routed IP."
         )
     elif "Invalid argument" in err:
         forced = f" (the log shows NCCL_IB_GID_INDEX={gid})" if gid else ""
@@ -78,6 +79,11 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
             "between the nodes (`show_gids`, NCCL_IB_GID_INDEX)."
         )
     specific += " `show_gids` lists each port's GIDs; `ibv_devinfo` their state."
+    if any("IBext" in n for n in ctx.networks):  # the HPC-X / SHARP plugin's IB, not NCCL's own
+        specific += (
+            " The IB in use is the external plugin (IBext, nccl-rdma-sharp-plugins): it reads NCCL_IBEXT_DISABLE "
+            "(NCCL_IB_DISABLE turns off only NCCL's own IB), and its own copies of the NCCL_IB_* settings."
+        )
     return Said("TD064", f"ibv_modify_qp failed{_verbs_dev(f, ctx)}: {err}", specific, {"errno": err})
 
 

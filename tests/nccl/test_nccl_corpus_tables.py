@@ -1,4 +1,4 @@
-"""The development (fixtures/nccl-logs/real2/) and blind (fixtures/nccl-logs/holdout/) sets of real
+"""The development (fixtures/nccl-logs/real2/) and blind (fixtures/nccl-logs/holdout/, holdout2/) sets of real
 NCCL output: each README's table and the folder's files agree, every row is well formed, no thread
 is used twice across the corpus, and the scoring script's verdicts mean what its docstring says.
 Nothing here runs `nccl-log` on the blind set: it is scored once, by tests/nccl/score_corpus.py."""
@@ -14,7 +14,7 @@ from score_corpus import NOT_FOUND, Expected, expected, judge, readme_rows
 from topodoctor.nccl.explanations import EXPLANATIONS
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
-SETS = ("real2", "holdout")
+SETS = ("real2", "holdout", "holdout2")
 
 
 def _sources(folder: str) -> set[str]:
@@ -49,6 +49,13 @@ def test_the_blind_set_is_a_third_under_neutral_names() -> None:
     assert len(blind) >= 15 and len(blind) * 3 >= len(blind) + len(dev)
     kinds = {("healthy" if expected(r).code is None else r["settled"]) for r in blind.values()}
     assert {"healthy", "no", "thread", "log"} <= kinds  # drawn across kinds, not one class
+
+
+def test_the_second_blind_set_is_neutral_and_drawn_across_kinds() -> None:
+    blind = readme_rows(LOGS / "holdout2")
+    assert all(re.fullmatch(r"h-\d{3}\.log", name) for name in blind) and len(blind) >= 15
+    kinds = {("healthy" if expected(r).code is None else r["settled"]) for r in blind.values()}
+    assert {"healthy", "no", "thread", "log"} <= kinds
 
 
 def test_no_thread_is_used_twice() -> None:

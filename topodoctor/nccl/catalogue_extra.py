@@ -43,6 +43,17 @@ EXTRA: tuple[dict[str, object], ...] = (
     ),
     _m(
         "torch",
+        _TORCH_PG,
+        "ProcessGroupNCCL::heartbeatMonitor",
+        "ProcessGroupNCCL's watchdog got stuck for %d seconds without making progress in monitoring enqueued "
+        "collectives.",
+        "torch 2.2+",
+        "watchdog-stuck",
+        "TD047",
+        "error",
+    ),
+    _m(
+        "torch",
         _TORCH_UTILS,
         "C10D_NCCL_CHECK",
         "NCCL error in: %s:%d, %s, NCCL version %s",
@@ -107,7 +118,7 @@ EXTRA: tuple[dict[str, object], ...] = (
     _m(
         "torch",
         _TORCH_PG,
-        "ProcessGroupNCCL::HeartbeatMonitor::runLoop",
+        "ProcessGroupNCCL::heartbeatMonitor",
         "Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=%d",
         "torch 2.2+",
         "",

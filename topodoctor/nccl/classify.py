@@ -121,6 +121,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "cumem-host",
         re.compile(
             r"shared memory segment (?P<seg>/dev/shm/nccl-[^\s(]*[^\w\s/.(-][^\s(]*|[^\s(]*) \(size (?P<size>0)\)"
+            # NCCL names its segments /dev/shm/nccl-XXXXXX (mkstemp): an empty suffix is none of its names
+            r"|shared memory segment (?P<seg2>/dev/shm/nccl-) \(size (?P<size2>\d+)\)"
         ),
         ROOT,
     ),
@@ -220,13 +222,27 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "nccl-library",
         re.compile(
-            r"undefined symbol: (?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
+            r"undefined symbol: [\"'`]?(?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
             r"|(?P<lib2>libnccl\.so[.\d]*): version `(?P<ver>[^']+)' not found"
         ),
         ROOT,
     ),
     # init.cc: a rank outside the communicator (ncclInvalidArgument): the launch's world size is off
     ("invalid-rank", re.compile(r"Invalid rank requested : (?P<rank>-?\d+)/(?P<nranks>-?\d+)"), ROOT),
+    # misc/argcheck.cc: an argument of a call NCCL rejects before running it (ncclInvalidArgument);
+    # the range it prints ends at the communicator's nRanks, not nRanks - 1
+    (
+        "invalid-argument",
+        re.compile(
+            r"(?:(?P<op>\w+) : )?(?:invalid root (?P<root>-?\d+) \(root should be in the 0\.\.(?P<n>-?\d+) range\)"
+            r"|(?P<ptr>\w+) \S+ is not a valid pointer|(?P<null>\w+) argument is NULL"
+            r"|(?P<buf>\w+) allocated on device (?P<dev>-?\d+) mismatchs with NCCL device (?P<ncdev>-?\d+)"
+            r"|invalid type (?P<type>-?\d+)|invalid reduction operation (?P<redop>-?\d+)"
+            r"|reduction operation (?P<userop>-?\d+) unknown to this communicator)"
+            r"|(?P<corrupt>corrupted comm object detected)"
+        ),
+        ROOT,
+    ),
     # transport/net_ib: a device NCCL could not open or query at init is skipped, the others are used
     (
         "ib-device-skipped",
@@ -239,6 +255,12 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ("nvml", re.compile(r"(?P<call>nvml\w+)\(\d*\) failed: (?P<err>[^.\n]+)"), ROOT),
     # nccl-tests' check of the results
     ("wrong-results", re.compile(r"Out of bounds values : (?P<n>[1-9]\d*) FAILED"), ROOT),
+    # torch's heartbeat monitor (2.2+): the NCCL watchdog thread itself made no progress, so the process is killed
+    (
+        "watchdog-stuck",
+        re.compile(r"watchdog got stuck for (?P<secs>\d+) seconds without making progress"),
+        CONSEQUENCE,
+    ),
     (
         "watchdog-timeout",
         re.compile(

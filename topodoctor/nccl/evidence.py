@@ -47,6 +47,7 @@ class Context:
     hosts: int = 0  # hosts the logs name in NCCL's line prefix
     secondary: tuple[Event, ...] = ()  # the lines that follow a failure (a segment's summary, a proxy's report)
     info: bool = False  # a log at NCCL_DEBUG=INFO: NCCL printed the variables it read (NCCL_ALGO set by ...)
+    networks: tuple[str, ...] = ()  # the networks NCCL said it uses ("Using network IBext_v8"), at INFO
 
 
 @dataclass(frozen=True)

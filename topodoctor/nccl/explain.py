@@ -23,11 +23,13 @@ from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, exp
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_runtime import RUNTIME
-from topodoctor.nccl.known_bugs import known_bug_findings
+from topodoctor.nccl.fixes_usage import USAGE
+from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
+from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.parse import Event, LogFile
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME}
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
@@ -41,7 +43,9 @@ LIKELY = {
     "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, the Fabric Manager on an "
     "NVSwitch host, or a GPU fault (see dmesg)",
     "remote process exited": "another rank died or its node dropped off the network",
-    "internal error": "an NCCL bug or a mix of NCCL builds",
+    "internal error": "NCCL 2.18 reports a failure of its proxy thread as 'internal error' (fixed in 2.19.1: the "
+    "proxy's own WARN before 'Socket recv failed while polling' names it; upgrade to 2.19 or later), an NCCL bug, "
+    "or a mix of NCCL builds",
 }
 _CLASS_OF = {
     "UnhandledCuda": "unhandled cuda error",
@@ -75,6 +79,7 @@ STATED = frozenset(
         "TD079",
         "TD085",
         "TD086",
+        "TD089",
     )
 )
 
@@ -117,6 +122,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> Context:
         len({h for f in files for h in f.hosts}),
         tuple(e for f in files for e in f.events if e.kind in ("secondary", "shm-create")),
         any(f.level == "INFO" for f in files),
+        tuple(dict.fromkeys(n for f in files if f.account for n in f.account.networks.values())),
     )
 
 
@@ -179,14 +185,46 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
             )
         )
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
+    if findings and findings[0].code == "TD067":  # a flushed request follows a failure this log does not show
+        findings.insert(0, _flushed_only(findings[0]))
     if not any(f.severity in ("error", "critical") for f in findings):
         findings = _unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, _bridges_only(ctx, findings[0]))
+    if findings and findings[0].code in ("TD049", "TD052"):  # no banner: the known bugs its message may be
+        findings[0] = with_bug_candidates(findings[0], files)
     failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
     unexplained = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)
     findings = known_bug_findings(files, failed, unexplained) + findings  # the release's own bug comes first
-    return findings + _other_warnings(files, by_kind, findings)
+    return findings + variable_findings(files) + _other_warnings(files, by_kind, findings)
+
+
+# What ends an RDMA queue pair before its requests are flushed (status 5), when the log shows no first failure
+_FLUSHED = (
+    "the peer's process or node failed first: its own log's last lines",
+    "an earlier completion error or NIC event on this queue pair (an async event, a local access or protection "
+    "error: GPUDirect RDMA or the memory registration the NIC refused)",
+    "NICs that cannot reach each other (routing, GID index, a link down)",
+)
+
+
+def _flushed_only(flushed: Finding) -> Finding:
+    """A failure whose only IB completion is a flushed request (status 5): the request was cancelled
+    because its queue pair had already failed, and what failed first is not in the log: cause not
+    found, with the candidates."""
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(_FLUSHED, 1))
+    where = {k: flushed.evidence[k] for k in ("file", "line", "text", "rank") if k in flushed.evidence}
+    return _finding(
+        "TD052",
+        flushed.subject,
+        f"NCCL failed on a flushed RDMA request ({flushed.message}): it follows a failure this log does not show; "
+        "cause not found",
+        f"Candidates: {ranked}. Collect every rank's log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and the "
+        "first completion error or WARN of the job; `ibstat` and the port counters of both NICs.",
+        None,
+        candidates=list(_FLUSHED),
+        **where,
+    )
 
 
 def _bridges_only(ctx: Context, failed: Finding) -> Finding:

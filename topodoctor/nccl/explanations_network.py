@@ -60,7 +60,8 @@ NETWORK_CLASSES = (
         "TD047",
         "watchdog-timeout",
         "error",
-        "A collective did not finish within the process group's timeout (torch's watchdog)",
+        "A collective did not finish within the process group's timeout, or the watchdog thread that checks "
+        "them hung (torch's watchdog and its heartbeat monitor)",
         "A rank never joined the collective (a hang, a different code path, a dead process) or the network "
         "stalled: compare each rank's last completed sequence number; TORCH_NCCL_TRACE_BUFFER_SIZE and "
         "the flight recorder show where each rank stood. Raise the timeout only for known-slow first steps.",

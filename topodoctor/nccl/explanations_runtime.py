@@ -1,6 +1,7 @@
 """The failure classes of `nccl-log` read from NCCL's version and the programs around it: known
 bugs of an NCCL release, the NET plugins (aws-ofi-nccl), the NCCL library the process loaded,
-the socket subnet NCCL_COMM_ID needs, the SHM transport's cuMem host memory. Data only;
+the socket subnet NCCL_COMM_ID needs, the SHM transport's cuMem host memory, the arguments NCCL's
+own checks reject, and the variables a log shows that its NCCL does not read. Data only;
 ``explanations`` gathers every class."""
 
 from __future__ import annotations
@@ -61,5 +62,30 @@ RUNTIME_CLASSES = (
         "container the host's NUMA view and IPC (--ipc=host, no restrictive seccomp on the memory calls); use one "
         "NCCL version on every rank (a segment of size 0 or a name of garbage is a peer that speaks the other "
         "format); NCCL_SHM_DISABLE=1 avoids SHM at a cost in speed.",
+    ),
+    _e(
+        "TD088",
+        "variable-not-read",
+        "warning",
+        "A variable the log shows set (NCCL's `set by environment to` line, or a command line or export in the log) "
+        "is not one the log's NCCL version reads: removed or renamed, read only by other releases, or no NCCL "
+        "variable at all",
+        "Use the variable the log's NCCL reads for the same purpose (the finding names the releases that read it, "
+        "or the closest real name of a typo), upgrade NCCL to a release that reads it, or drop it: NCCL ignores "
+        "names it does not read, silently. `topodoctor check` lints the host's environment the same way against "
+        "the NCCL installed there.",
+    ),
+    _e(
+        "TD089",
+        "invalid-argument",
+        "error",
+        "NCCL rejected an argument of a call before running it (misc/argcheck.cc, ncclInvalidArgument): a root "
+        "or peer outside the communicator, a buffer NCCL cannot use, or a datatype or reduction it does not know",
+        "The finding names the call and the argument. A root or send/receive peer must be a rank of this "
+        "communicator, 0 .. nranks-1 (NCCL prints the range up to nranks): a global rank passed to a smaller "
+        "communicator is the usual mistake, and a range of 0..0 (nranks 0) is a communicator not initialised, "
+        "or already destroyed, when the call was made. A buffer must be device memory of the communicator's GPU "
+        "(torch.cuda.set_device before creating tensors). An unknown datatype or reduction is a program built "
+        "against a newer nccl.h than the libnccl it loaded, or a user reduction of another communicator.",
     ),
 )

@@ -10,6 +10,7 @@ from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, Context, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.fixes_runtime import cumem_host
+from topodoctor.nccl.fixes_usage import own_p2p
 from topodoctor.nccl.parse import Event
 
 # What a CUDA error inside NCCL usually means (the text cudaGetErrorString gives)
@@ -93,6 +94,8 @@ def _fabric(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
 
 
 def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    if (own := own_p2p(f, evs, ctx)) is not None:  # a program's own P2P kernels, not NCCL's transport
+        return own
     specific = ""
     if ctx.env.get("NCCL_P2P_DISABLE") == "1":
         specific = "The log shows NCCL_P2P_DISABLE=1, yet P2P was tried: the failing process did not get it."

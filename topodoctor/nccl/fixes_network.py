@@ -67,7 +67,8 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     if "timed out" in err:
         specific = (
             "The NICs never answered: on a rail-optimised fabric only NICs of the same rail reach each "
-            "other, set NCCL_CROSS_NIC=0; on RoCE check the route between the two GIDs."
+            "other, set NCCL_CROSS_NIC=0; on RoCE the GID in use must be routed between the nodes: a link-local "
+            "(fe80::) or RoCE v1 GID is not, set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routed IP."
         )
     elif "Invalid argument" in err:
         forced = f" (the log shows NCCL_IB_GID_INDEX={gid})" if gid else ""
@@ -78,6 +79,11 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
             "between the nodes (`show_gids`, NCCL_IB_GID_INDEX)."
         )
     specific += " `show_gids` lists each port's GIDs; `ibv_devinfo` their state."
+    if any("IBext" in n for n in ctx.networks):  # the HPC-X / SHARP plugin's IB, not NCCL's own
+        specific += (
+            " The IB in use is the external plugin (IBext, nccl-rdma-sharp-plugins): it reads NCCL_IBEXT_DISABLE "
+            "(NCCL_IB_DISABLE turns off only NCCL's own IB), and its own copies of the NCCL_IB_* settings."
+        )
     return Said("TD064", f"ibv_modify_qp failed{_verbs_dev(f, ctx)}: {err}", specific, {"errno": err})
 
 
@@ -325,7 +331,24 @@ def _skipped(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD081", f"NCCL could not open {which} and skipped it{used}", EXPLANATIONS["TD081"].fix)
 
 
+def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+    """torch's heartbeat monitor killed the process: its NCCL watchdog thread, not a collective, stopped."""
+    secs = f.get("secs", "?")
+    return Said(
+        "TD047",
+        f"torch's NCCL watchdog thread made no progress for {secs} s (its heartbeat monitor, "
+        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): a CUDA or NCCL call hung inside the watchdog, not a collective past "
+        "its timeout",
+        "Find the call the watchdog is blocked in: dump the process's stacks (`py-spy dump --native --pid`, or "
+        "the flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE with TORCH_NCCL_DUMP_ON_TIMEOUT=1); a hung GPU shows "
+        "an Xid in `dmesg`; another thread holding the GIL inside a CUDA call, or a rank stuck in NCCL's abort, "
+        "blocks it too. Raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is slow, not stuck.",
+        {"stuck_s": secs},
+    )
+
+
 NETWORK: dict[str, Builder] = {
+    "watchdog-stuck": _watchdog_stuck,
     "ib-memlock": _memlock,
     "ib-dmabuf": _dmabuf,
     "ib-device": _device,

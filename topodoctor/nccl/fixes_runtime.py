@@ -119,8 +119,8 @@ def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said
         num = f" {f['num']}" if f.get("num") else ""
         what = f"a CUDA call of the SHM transport failed{where}: CUDA error{num} '{f.get('msg', '')}'"
     else:
-        seg = f.get("seg", "")
-        what = f"a local peer's SHM segment reads as {seg!r} of size {f.get('size', '0')}: not a segment it made"
+        seg, size = f.get("seg") or f.get("seg2", ""), f.get("size") or f.get("size2", "0")
+        what = f"a local peer's SHM segment reads as {seg!r} of size {size}: not a segment it made"
     if older_than(ctx, (2, 23, 0)):
         return Said(
             "TD056",

@@ -95,6 +95,8 @@ NO_NVLS = re.compile(r"NVLS multicast support is not available")
 SET_BY_ENV = re.compile(r"^(NCCL_\w+) set by environment to (.*?)\.?\s*$")
 SET_TO = re.compile(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
 TOPO_FILE = re.compile(r"Loading topology file (\S+)")
+# a variable given on a command line or in an environment dump the log holds (mpirun -x NCCL_X=v, export, env)
+ASSIGNED = re.compile(r"(?<![\w$/.-])(NCCL_[A-Z][A-Z0-9_]*)=([^\s'\",;]*)")
 
 # --- the network
 
@@ -141,3 +143,16 @@ def origin_host(line: str) -> str:
     """The host of NCCL's ``host:pid:tid [dev]`` prefix; "" where the line carries none (or a scrubbed one)."""
     m = ORIGIN.search(line)
     return m["host"] if m else ""
+
+
+# a line pasted without NCCL's prefix counts only when its words are NCCL's own
+BARE_OK = re.compile(
+    r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
+    r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
+    r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
+    r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
+    r"|Detected mismatch between collectives|undefined symbol: [\"'`]?nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
+    r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
+    r"|[Nn]o algorithm/protocol available for function|peer access is not supported between"
+    r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds"
+)

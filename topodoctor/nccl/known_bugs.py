@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.explanations import EXPLANATIONS
@@ -62,6 +62,20 @@ KNOWN_BUGS = (
         "notes: shared memory usage fixed on recent Blackwell GPUs",
         platform="Blackwell GPUs (RTX 50xx, RTX PRO 6000: sm_120)",
         alone=True,
+    ),
+    KnownBug(
+        "proxy-error-as-internal",
+        (2, 18, 0),
+        (2, 18, 6),
+        re.compile(r"(?!)"),  # the sign is weak: 2.18 says "internal error" for the proxy's failure, whatever it was
+        "",
+        "2.19.1",
+        "a failure of NCCL's proxy thread (a /dev/shm segment, a socket, a registration) comes back as 'internal "
+        "error': the main thread read the proxy's closed socket, not the proxy's result",
+        "NCCL's source: in 2.18 proxy.cc's ncclPollProxyResponse returns ncclInternalError when the proxy's "
+        "socket closes ('Socket recv failed while polling'); 2.19.1-1 returns the proxy's own result",
+        "rerun with NCCL_DEBUG=WARN: the proxy's own WARN before 'Socket recv failed while polling' names the error",
+        weak=re.compile(r"internal error", re.I),
     ),
     KnownBug(
         "ring-loop-back-pci-speed",
@@ -188,3 +202,34 @@ def known_bug_findings(files: Sequence[LogFile], failed: bool, unexplained: bool
             )
         )
     return out
+
+
+def version_candidates(files: Sequence[LogFile]) -> list[str]:
+    """For logs that name no NCCL version: the known bugs whose message they show, each as a candidate
+    in words ("NCCL 2.19.0 - 2.19.3: ..., fixed in 2.19.4"); [] when a version is known (then
+    ``known_bug_findings`` decides) or no bug's message is shown. NCCL 1.x's entry needs a version."""
+    if any(f.versions for f in files):
+        return []
+    texts = [(e.fields.get("said") or e.text, e.source) for f in files for e in f.events]
+    out = []
+    for bug in KNOWN_BUGS:
+        if bug.first[0] == 1:
+            continue
+        signs = [bug.symptom] + ([bug.weak] if bug.weak is not None else [])
+        if any(_shows(bug, sign, t, s) for sign in signs for t, s in texts):
+            span = ".".join(map(str, bug.first)) + " - " + ".".join(map(str, bug.last))
+            out.append(f"if the job runs NCCL {span}: a known bug ({bug.what}), fixed in {bug.fixed_in}")
+    return out
+
+
+def with_bug_candidates(lead: Finding, files: Sequence[LogFile]) -> Finding:
+    """A cause-not-found finding of logs without a version banner, with the known bugs its message is
+    the sign of: which applies depends on the version the job runs, which the logs do not say."""
+    new = [b for b in version_candidates(files) if b.rsplit("fixed in ", 1)[-1] not in lead.message]
+    if not new:
+        return lead
+    fix = (
+        f"The log names no NCCL version; {'; '.join(new)}: check it (`python -c 'import torch; "
+        f"print(torch.cuda.nccl.version())'`, the banner at NCCL_DEBUG=VERSION) and upgrade if so. {lead.fix}"
+    )
+    return replace(lead, fix=fix, evidence={**lead.evidence, "bug_candidates": new})

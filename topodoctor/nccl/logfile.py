@@ -49,6 +49,8 @@ class LogFile:
     gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
     topo_file: str = ""  # the topology XML NCCL loaded, where the log says
     trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)
+    # NCCL_* the log shows set (NCCL's "set by environment to", a command line, an export): name, value, line
+    variables: tuple[tuple[str, str, int], ...] = ()
 
 
 def dedupe_versions(found: dict[str, None]) -> list[str]:

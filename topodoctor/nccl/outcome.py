@@ -27,7 +27,7 @@ TORCH_FAILED = re.compile(
 )
 _PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
 # the classes whose message is the failure itself, wherever it is printed
-FAILS = frozenset(("torch-mismatch", "nccl-library", "watchdog-timeout", "efa-memlock"))
+FAILS = frozenset(("torch-mismatch", "nccl-library", "watchdog-timeout", "watchdog-stuck", "efa-memlock"))
 
 
 def process(line: str) -> str:

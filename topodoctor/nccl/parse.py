@@ -23,6 +23,8 @@ from topodoctor.nccl.choices import parse_choices
 from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.continuation import ends_in_trail, wrapped
 from topodoctor.nccl.grammar import ANSI as _ANSI
+from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
+from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
 from topodoctor.nccl.grammar import DIAG as _DIAG
 from topodoctor.nccl.grammar import IB_DEV as _IB_DEV
 from topodoctor.nccl.grammar import IB_USING as _IB_USING
@@ -70,7 +72,11 @@ _TORCH_CUDA = re.compile(
 )
 # the watchdog's next line names the process group of the work that timed out
 _WATCHDOG_PG = re.compile(r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\] Exception .*? at work: (?P<seq>\d+)")
-_TEST_FAIL = re.compile(r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?\s*$")
+# (the next line " .. host pid N: Test failure common.cu:891" may be pasted onto it)
+_TEST_FAIL = re.compile(
+    r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?"
+    r"(?:\s+\.\. \S+ pid \d+: .*)?\s*$"
+)
 _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
@@ -81,16 +87,6 @@ _PROGRESS = re.compile(
     r"(?i)\b(?:epoch|step|iter(?:ation)?)\b\s*[:=\[]?\s*\d|\bloss(?: is)?\s*[:=]?\s*-?[\d.]"
     r"|\d\s*(?:it|samples|tokens)/s\b|^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+"
     r"|# Avg bus bandwidth"
-)
-# a line pasted without NCCL's prefix counts only when its words are NCCL's own
-_BARE_OK = re.compile(
-    r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
-    r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
-    r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
-    r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
-    r"|Detected mismatch between collectives|undefined symbol: nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
-    r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
-    r"|[Nn]o algorithm/protocol available for function"
 )
 
 
@@ -113,6 +109,7 @@ class _Reader:
         self.per_kind: dict[str, int] = {}
         self.last_errors: list[str] = []
         self.env: dict[str, str] = {}
+        self.shown: dict[str, tuple[str, int]] = {}  # NCCL_* the log shows set: name -> (value, 1-based line)
         self.layers: dict[str, str] = {}
         self.socket_ifs: dict[str, str] = {}
         self.gpus: dict[str, None] = {}
@@ -236,6 +233,8 @@ class _Reader:
         self.trail_path = []
         if " set " in msg and (m := _SET_TO.search(msg)):
             self.env[m.group(1)] = m.group(2)
+            if "set by environment" in msg:
+                self.shown.setdefault(m.group(1), (m.group(2), i + 1))
             if m.group(1) == "NCCL_TOPO_FILE":
                 self.topo_file = m.group(2)
         if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
@@ -248,6 +247,9 @@ class _Reader:
             self.topo_file = m.group(1)
 
     def _other(self, i: int, line: str, rank: int | None) -> None:
+        if "NCCL_" in line and "=" in line:  # a command line or an environment dump: the variables it sets
+            for a in _ASSIGNED.finditer(line):
+                self.shown.setdefault(a.group(1), (a.group(2), i + 1))
         if ("GeForce" in line or "RTX" in line or "TITAN" in line) and (m := _GPU_NAME.search(line)):
             self.gpus[m.group(0).strip()] = None
         if line.startswith("#"):
@@ -344,7 +346,7 @@ class _Reader:
         self.failed_at.append(i)
         text = m.group("text").strip().rstrip("'")
         if m.group("what") == "NCCL":
-            cls, _, reason = text.partition(" / ")
+            cls, _, reason = text.removesuffix(" /").partition(" / ")  # "'class / '": no last error
             reading = classify(reason) if reason.strip() else None
             if reading is None:
                 self.add("nccl-error", i, line, rank, fields={"class": cls.strip(), "reason": reason.strip()})
@@ -391,4 +393,5 @@ def parse_file(name: str, text: str) -> LogFile:
         gpu_names=tuple(r.gpus),
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
+        variables=tuple((n, v, at) for n, (v, at) in r.shown.items()),
     )

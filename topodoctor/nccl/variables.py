@@ -37,6 +37,24 @@ NOT_SETTINGS = frozenset(
         "NCCL_PKG_VERSION",
     ]
 )
+# Read by the IB / SHARP network plugin NVIDIA ships beside NCCL (Mellanox/nccl-rdma-sharp-plugins v1.0 -
+# v2.1.0, its NCCL_PARAM and getenv sites), not by the library: real names (a log or a host sets them for
+# the plugin), which no NCCL release's table holds.
+NET_PLUGIN = frozenset(
+    {
+        "NCCL_GDR_FLUSH_DISABLE",
+        "NCCL_IBEXT_DISABLE",
+        "NCCL_IB_AR_THRESHOLD",
+        "NCCL_IB_IS_GLOBAL",
+        "NCCL_IB_USE_INLINE",
+        "NCCL_PLUGIN_P2P",
+        "NCCL_SHARP_MAX_COMMS",
+        "NCCL_UCX_DISABLE",
+        "NCCL_UCX_RMA_DISABLE",
+        "NCCL_UCX_TLS",
+        "NCCL_UCX_ZCOPY_THRESH",
+    }
+)
 # Removed or renamed: what to use instead.
 DEPRECATED = {
     "NCCL_MAX_RINGS": "NCCL_MAX_NCHANNELS",
@@ -170,8 +188,9 @@ def integers() -> frozenset[str]:
 
 @cache
 def known() -> frozenset[str]:
-    """Every name NCCL reads or read: the table, the releases before it, and removed names."""
-    return frozenset(table()) | EARLIER | frozenset(DEPRECATED)
+    """Every name NCCL reads or read: the table, the releases before it, removed names, and the names its
+    IB / SHARP network plugin reads."""
+    return frozenset(table()) | EARLIER | frozenset(DEPRECATED) | NET_PLUGIN
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from topodoctor.nccl.parse import Event
 
 Shows = Callable[[Sequence[Event], Context], str]  # the log's own line for a cause, "" when absent
 
-_LOCAL_GID = re.compile(r"localGid (\S+)", re.I)
+# the GID in use: net_ib's completion WARN ("localGid ::ffff:a.b.c.d"), ibvwrap's modify_qp WARN ("local GID fe80::")
+_LOCAL_GID = re.compile(r"local ?GID (?!index)(\S+?),?(?:\s|$)", re.I)
 
 
 def _never(evs: Sequence[Event], ctx: Context) -> str:
@@ -70,6 +71,11 @@ def _ib_timeout(evs: Sequence[Event], ctx: Context) -> str:
         if value.isdigit() and int(value) < 18
         else ""
     )
+
+
+def _ofi(evs: Sequence[Event], ctx: Context) -> bool:
+    """aws-ofi-nccl is the network: on AWS instance types it hands NCCL a topology file of its own."""
+    return any("Libfabric" in n or "OFI" in n for n in ctx.networks)
 
 
 def _plugin_topo(evs: Sequence[Event], ctx: Context) -> str:
@@ -179,7 +185,7 @@ _NET_COLLECT = "every rank's log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
 TABLE: tuple[Causes, ...] = (
     Causes(
         "TD064",
-        (_GID, _RAIL, _ROUTE, _IBEXT),
+        (_GID, _RAIL, replace(_ROUTE, first=lambda evs, ctx: False), _IBEXT),
         f"`show_gids` and `ibv_devinfo -v` on both nodes, {_NET_COLLECT}",
         lambda evs: "Invalid argument" not in evs[0].text,
     ),
@@ -245,6 +251,7 @@ TABLE: tuple[Causes, ...] = (
                 "that lacks CPU attributes or GPUs the job leaves out): upgrade aws-ofi-nccl",
                 "the `NET/OFI ... Setting NCCL_TOPO_FILE` line of NCCL_DEBUG=INFO",
                 _plugin_topo,
+                first=_ofi,
             ),
             Cause(
                 "a file set by NCCL_TOPO_FILE (an image's or a hand-written one) missing what NCCL needs: regenerate "

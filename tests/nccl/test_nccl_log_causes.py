@@ -133,3 +133,32 @@ def test_a_remote_error_between_two_nccl_versions_is_the_versions() -> None:
     )
     f = next(f for f in explain([parse_file("job.log", text)]) if f.code == "TD068")
     assert f.evidence["cause"]["confidence"] == "shown by the log" and "2.18.1 and 2.21.5" in f.fix
+
+
+def test_an_nvls_failure_names_the_fabric_manager_first_among_its_causes() -> None:
+    """NVIDIA/nccl#1338 and nccl-tests#276: transport/nvls.cc's CUDA call failed; FM state, versions, teardown."""
+    for path in ("real/nccl-1338-nvls-fm-not-restarted.log", "real/nccl-tests-276-nvls-999.log"):
+        f = _lead(path)
+        listed = _ranked(f)
+        assert f.code == "TD053" and "Fabric Manager" in listed[0], path
+        assert any("versions" in c for c in listed) and "nvidia-smi -q" in f.fix, path
+
+
+def test_a_roce_device_without_its_gid_ranks_the_missing_address_first() -> None:
+    """NVIDIA/nccl#799: ibv_modify_qp 'No such device' on a RoCE device (an open thread)."""
+    f = _lead("real/nccl-799-modify-qp-no-such-device-roce.log")
+    listed = _ranked(f)
+    assert f.code == "TD063" and "no IP address" in listed[0] and "NCCL_IB_HCA" in f.fix
+
+
+def test_a_connect_that_timed_out_names_the_firewall_first_unless_the_interface_shows() -> None:
+    """nccl-tests#15 (NCCL 2.2, settled: a firewall); a socket list of docker bridges singles out the interface."""
+    listed = _ranked(_lead("real/nccl-tests-15-pre25-connect-timed-out.log"))
+    assert "firewall" in listed[0] and any("not routed" in c for c in listed)
+    text = (
+        f"{H} NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0> [1]veth1a2b:fe80::1%veth1a2b<0>\n"
+        f"{H} misc/socket.cc:484 NCCL WARN Net : Connect to 10.0.0.2<43211> failed : Connection timed out\n" + TRAIL
+    )
+    f = _lead_of(text)
+    assert f.code == "TD072" and f.evidence["cause"]["confidence"] == "shown by the log", f.evidence
+    assert "docker0" in str(f.evidence["narrowed_by"])

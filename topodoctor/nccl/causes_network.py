@@ -96,14 +96,14 @@ NETWORK_CAUSES: tuple[Causes, ...] = (
         "TD072",
         (
             Cause(
+                "a firewall or security group dropping NCCL's ports between the nodes",
+                "`nc -zv <peer IP> <port>` from one node to the other, the security group's rules",
+            ),
+            Cause(
                 "the interface NCCL's sockets use is not routed between the nodes: NCCL_SOCKET_IFNAME to the routed "
                 "one",
                 "`ip route get <peer IP>` from each node, the Bootstrap / NET/Socket lines of NCCL_DEBUG=INFO",
                 odd_ifs,
-            ),
-            Cause(
-                "a firewall or security group dropping NCCL's ports between the nodes",
-                "`nc -zv <peer IP> <port>` from one node to the other, the security group's rules",
             ),
             Cause("the peer's node is down or unreachable", "`ping <peer IP>`, the peer's own log"),
         ),

@@ -162,3 +162,15 @@ def test_a_connect_that_timed_out_names_the_firewall_first_unless_the_interface_
     f = _lead_of(text)
     assert f.code == "TD072" and f.evidence["cause"]["confidence"] == "shown by the log", f.evidence
     assert "docker0" in str(f.evidence["narrowed_by"])
+
+
+def test_a_qp_timeout_with_a_gid_index_forced_by_the_environment_is_that_index() -> None:
+    """NVIDIA/nccl#769's case at NCCL_DEBUG=INFO: NCCL prints the variable it read, then the QP times out."""
+    text = (
+        f"{H} NCCL INFO NCCL_IB_GID_INDEX set by environment to 1.\n"
+        f"{H} misc/ibvwrap.cc:376 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev "
+        "mlx5_0:1, curr state INIT, next state RTR\n" + TRAIL
+    )
+    f = _lead_of(text)
+    assert f.code == "TD064" and f.evidence["narrowed_by"] == "NCCL_IB_GID_INDEX=1 is set by the environment"
+    assert "NCCL_CROSS_NIC=0" in f.fix.split("If not that")[1]  # the other causes stay named after it

@@ -14,6 +14,7 @@ from topodoctor.nccl.log_signs import (
     gid_forced,
     gid_link_local,
     gid_routable,
+    gid_set_by_env,
     ib_only,
     ib_timeout,
     ibext,
@@ -112,7 +113,12 @@ NETWORK_CAUSES: tuple[Causes, ...] = (
     ),
     Causes(
         "TD064",
-        (_GID, _RAIL, replace(_ROUTE, first=lambda evs, ctx: False), _IBEXT),
+        (  # a QP that never reached RTR: a GID index the environment forced is the line that singles it out
+            replace(_GID, shows=lambda evs, ctx: gid_link_local(evs, ctx) or gid_set_by_env(evs, ctx)),
+            _RAIL,
+            replace(_ROUTE, first=lambda evs, ctx: False),
+            _IBEXT,
+        ),
         f"`show_gids` and `ibv_devinfo -v` on both nodes, {NET_COLLECT}",
         lambda evs: "Invalid argument" not in evs[0].text,
     ),

@@ -25,11 +25,18 @@ def never(evs: Sequence[Event], ctx: Context) -> str:
 GID_INDEX = re.compile(r"local GID index (\d+)", re.I)  # ibvwrap.cc's modify_qp WARN names the index in use
 
 
-def gid_forced(evs: Sequence[Event], ctx: Context) -> str:
+def gid_set_by_env(evs: Sequence[Event], ctx: Context) -> str:
+    """A GID index forced by the environment (-1 is NCCL's own choice)."""
     gid = ctx.env.get("NCCL_IB_GID_INDEX", "")
-    if not gid or gid == "-1":
-        gid = next((m.group(1) for e in evs if (m := GID_INDEX.search(e.text))), "")
-    return f"NCCL_IB_GID_INDEX={gid} is set" if gid and gid != "-1" else ""
+    return f"NCCL_IB_GID_INDEX={gid} is set by the environment" if gid and gid != "-1" else ""
+
+
+def gid_forced(evs: Sequence[Event], ctx: Context) -> str:
+    """A GID index the log shows in use: forced by the environment, or named by ibvwrap's WARN."""
+    if forced := gid_set_by_env(evs, ctx):
+        return forced
+    gid = next((m.group(1) for e in evs if (m := GID_INDEX.search(e.text))), "")
+    return f"the WARN names local GID index {gid}" if gid else ""
 
 
 def local_gid(evs: Sequence[Event]) -> str:

@@ -174,3 +174,18 @@ def test_a_qp_timeout_with_a_gid_index_forced_by_the_environment_is_that_index()
     f = _lead_of(text)
     assert f.code == "TD064" and f.evidence["narrowed_by"] == "NCCL_IB_GID_INDEX=1 is set by the environment"
     assert "NCCL_CROSS_NIC=0" in f.fix.split("If not that")[1]  # the other causes stay named after it
+
+
+def test_a_call_that_failed_in_the_teardown_of_a_run_that_completed_is_not_the_jobs_failure() -> None:
+    """NVIDIA/nccl-tests#365: nvls.cc's Cuda failure, then `commReclaim: cleanup comm ... failed in
+    destroy/abort`, which init.cc prints before returning ncclSuccess; the tests all completed."""
+    findings = explain([parse_file("h3-006.log", (LOGS / "holdout3/h3-006.log").read_text())])
+    assert findings and all(f.severity not in ("error", "critical") for f in findings), findings
+    failed = f"{H} transport/nvls.cc:130 NCCL WARN Cuda failure 1 'invalid argument'\n" + TRAIL
+    assert _lead_of(failed).code == "TD053"  # the same WARN at set-up, with the trail to the top: the failure
+
+
+def test_a_communicator_destroyed_twice_is_the_programs_second_destroy() -> None:
+    """NVIDIA/nccl#1482: init.cc's guard against a double free of the comm, then the program's error line."""
+    f = _lead("holdout3/h3-007.log")
+    assert f.code == "TD089" and "ncclCommDestroy" in f.message and "twice" in f.fix

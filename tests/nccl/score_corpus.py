@@ -11,6 +11,9 @@ that has no code yet) and its ``names`` cell (what the fix must name). Each file
 - named-right: the lead error finding is the expected class (any class for ``new``) and its fix or
   message names what the thread settled; a healthy log exits 0 with no error finding;
 - confidently-wrong: an error finding that gives another cause (a cause-not-found finding is not one);
+  a finding that ranks candidates (``cause.confidence`` is ``candidates``) gives a cause only through its
+  first candidate: the settled cause first is named-right, later in the list cause-not-found, absent from
+  the fix confidently-wrong; where the thread settles nothing it counts as cause not found;
 - missed: no error finding (or not exit 1) on a failed job, or an error finding on a healthy log;
 - cause-not-found-correct: a thread that settles nothing answered with cause not found (TD052/TD049);
 - cause-not-found: a settled failure answered with cause not found: honest, but not named.
@@ -91,6 +94,18 @@ def run_nccl_log(path: Path) -> tuple[int, list[dict[str, object]], str]:
     return done.returncode, [f for f in findings if isinstance(f, dict)], ""
 
 
+def candidates(finding: dict[str, object]) -> list[str]:
+    """The candidates a finding ranks, most likely first; [] for a finding that names one cause."""
+    evidence = finding.get("evidence")
+    if not isinstance(evidence, dict):
+        return []
+    cause = evidence.get("cause")
+    if not isinstance(cause, dict) or cause.get("confidence") != "candidates":
+        return []
+    listed = evidence.get("candidates")
+    return [str(c) for c in listed] if isinstance(listed, list) else []
+
+
 def judge(exp: Expected, rc: int, findings: list[dict[str, object]]) -> str:
     """The verdict for one file (see the module docstring)."""
     errors = [f for f in findings if f.get("severity") == "error"]
@@ -101,11 +116,16 @@ def judge(exp: Expected, rc: int, findings: list[dict[str, object]]) -> str:
         return "missed"
     lead = errors[0]
     code = str(lead.get("code", ""))
+    ranked = candidates(lead)
     if exp.code in NOT_FOUND:
-        return "cause-not-found-correct" if code in NOT_FOUND else "confidently-wrong"
+        return "cause-not-found-correct" if code in NOT_FOUND or ranked else "confidently-wrong"
     if code in NOT_FOUND:
         return "cause-not-found"
     said = f"{lead.get('fix', '')} {lead.get('message', '')}".lower()
+    if ranked:
+        if exp.code in ("new", code) and exp.names.lower() in f"{ranked[0]} {lead.get('message', '')}".lower():
+            return "named-right"
+        return "cause-not-found" if exp.names.lower() in said else "confidently-wrong"
     if exp.names.lower() in said and exp.code in ("new", code):
         return "named-right"
     return "confidently-wrong"

@@ -1,5 +1,5 @@
-"""The development (fixtures/nccl-logs/real2/) and blind (fixtures/nccl-logs/holdout/, holdout2/) sets of real
-NCCL output: each README's table and the folder's files agree, every row is well formed, no thread
+"""The development (fixtures/nccl-logs/real2/) and blind (fixtures/nccl-logs/holdout/, holdout2/, holdout3/) sets
+of real NCCL output: each README's table and the folder's files agree, every row is well formed, no thread
 is used twice across the corpus, and the scoring script's verdicts mean what its docstring says.
 Nothing here runs `nccl-log` on the blind set: it is scored once, by tests/nccl/score_corpus.py."""
 
@@ -14,7 +14,7 @@ from score_corpus import NOT_FOUND, Expected, expected, judge, readme_rows
 from topodoctor.nccl.explanations import EXPLANATIONS
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
-SETS = ("real2", "holdout", "holdout2")
+SETS = ("real2", "holdout", "holdout2", "holdout3")
 
 
 def _sources(folder: str) -> set[str]:
@@ -58,6 +58,13 @@ def test_the_second_blind_set_is_neutral_and_drawn_across_kinds() -> None:
     assert {"healthy", "no", "thread", "log"} <= kinds
 
 
+def test_the_third_blind_set_is_neutral_and_drawn_across_kinds() -> None:
+    blind = readme_rows(LOGS / "holdout3")
+    assert all(re.fullmatch(r"h3-\d{3}\.log", name) for name in blind) and len(blind) >= 6
+    kinds = {("healthy" if expected(r).code is None else r["settled"]) for r in blind.values()}
+    assert {"healthy", "no", "thread", "log"} <= kinds
+
+
 def test_no_thread_is_used_twice() -> None:
     seen = [_sources(folder) for folder in ("real", *SETS)]
     for i, a in enumerate(seen):
@@ -69,6 +76,24 @@ def test_no_thread_is_used_twice() -> None:
 
 def _finding(code: str, severity: str = "error", fix: str = "", message: str = "") -> dict[str, object]:
     return {"code": code, "severity": severity, "fix": fix, "message": message}
+
+
+def _ranking(code: str, *listed: str) -> dict[str, object]:
+    """A finding that ranks candidates, as `nccl-log -f json` writes one."""
+    evidence = {"cause": {"what": "", "confidence": "candidates"}, "candidates": list(listed)}
+    return {**_finding(code, fix="; ".join(listed)), "evidence": evidence}
+
+
+def test_a_ranked_answer_is_judged_by_its_first_candidate() -> None:
+    settled = Expected("TD064", "error", 1, "NCCL_IB_GID_INDEX", "thread")
+    gid_first = _ranking("TD064", "set NCCL_IB_GID_INDEX to the RoCE v2 GID", "NCCL_CROSS_NIC=0")
+    assert judge(settled, 1, [gid_first]) == "named-right"
+    rail_first = _ranking("TD064", "NCCL_CROSS_NIC=0", "set NCCL_IB_GID_INDEX to the RoCE v2 GID")
+    assert judge(settled, 1, [rail_first]) == "cause-not-found"  # honest, but the settled cause is not first
+    assert judge(settled, 1, [_ranking("TD064", "NCCL_CROSS_NIC=0", "a link down")]) == "confidently-wrong"
+    assert judge(settled, 1, [_ranking("TD045", "set NCCL_IB_GID_INDEX", "a link down")]) == "cause-not-found"
+    open_thread = Expected("TD052", "error", 1, "NCCL_DEBUG", "no")  # a ranked answer does not claim a cause
+    assert judge(open_thread, 1, [rail_first]) == "cause-not-found-correct"
 
 
 def test_verdicts() -> None:

@@ -240,6 +240,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"|invalid type (?P<type>-?\d+)|invalid reduction operation (?P<redop>-?\d+)"
             r"|reduction operation (?P<userop>-?\d+) unknown to this communicator)"
             r"|(?P<corrupt>corrupted comm object detected)"
+            r"|comm (?P<destroyed>\S+) has already been destroyed"  # init.cc's guard against a second ncclCommDestroy
         ),
         ROOT,
     ),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
+from topodoctor.nccl.causes import ranked
 from topodoctor.nccl.classify import ROOT
 from topodoctor.nccl.evidence import RESULT, Builder, Context, odd_interfaces, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
@@ -95,6 +96,8 @@ def _finding(code: str, subject: str, message: str, fix: str, ev: Event | None, 
     confidence = "not found" if not_found else ("stated by the log" if code in STATED else "likely")
     if "candidates" in extra:  # a message of several causes: the finding ranks them
         confidence = "candidates"
+    elif "narrowed_by" in extra:  # a class of several causes, and the log holds the line that singles one out
+        confidence = "shown by the log"
     evidence["cause"] = {"what": e.title if not not_found else "not found", "confidence": confidence}
     evidence.update(extra)
     return Finding(code, e.name, e.severity, subject, message, fix, evidence)
@@ -164,7 +167,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
                 )
             )
             continue
-        said = BUILDERS[kind](evs[0].fields, evs, ctx)
+        said = ranked(BUILDERS[kind](evs[0].fields, evs, ctx), evs, ctx)
         f = _finding(said.code, _subject(evs), said.message, said.fix, evs[0], events=len(evs), **said.extra)
         out.append((-1 if kind in LEADS else evs[0].order, evs[0].line_no, f))
     out = _drop_consequences(out)

@@ -133,6 +133,8 @@ _CUDA_STATES = (
 )
 # CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
+# CUDA errors that report the GPU's or driver's state first, whatever the call: their own meaning leads the call's
+_STATE_FIRST = ("unknown error",)
 
 
 def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
@@ -161,8 +163,9 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
         fix = EXPLANATIONS["TD057"].fix
     if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0])):
         call, span = found
-        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(kind.candidates, 1))
-        extra |= {"site": f"{source}:{line}", "call": call, "candidates": list(kind.candidates)}
+        listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(kind.candidates)
+        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))
+        extra |= {"site": f"{source}:{line}", "call": call, "candidates": listed}
         return Said(
             "TD057",
             f"{call} failed in {source}:{line} (the call NCCL {span} checks there: {kind.does}): {_cuda_text(f)}",
@@ -172,8 +175,9 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     site = site_of(source) if source else None
     if site is None:
         return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(site.candidates, 1))
-    extra |= {"site": source, "candidates": list(site.candidates)}
+    listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(site.candidates)
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))
+    extra |= {"site": source, "candidates": listed}
     return Said(
         "TD057",
         f"a CUDA call failed{where} ({site.does}): {_cuda_text(f)}; the error does not say which of this "

@@ -58,6 +58,12 @@ def invalid_argument(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -
     elif arg:
         msg = f"{op}'s {arg} is not a device buffer NCCL can use (NULL, host memory or freed)"
         specific = "Pass CUDA device memory of the communicator's GPU; NCCL_CHECK_POINTERS=1 made NCCL check it."
+    elif f.get("destroyed"):  # init.cc: ncclCommDestroy on a communicator already destroyed (a double free)
+        arg, msg = "comm", f"ncclCommDestroy was called again on communicator {f['destroyed']}, already destroyed"
+        specific = (
+            "The program destroys the communicator twice (two destructors or finalisers, an explicit destroy and "
+            "torch's own, a retry after an error): call ncclCommDestroy or ncclCommAbort once per communicator."
+        )
     elif f.get("corrupt"):
         arg, msg = "comm", "the communicator passed is not a live communicator (destroyed, or never initialised)"
         specific = "Use a communicator only between its init and its destroy or abort."

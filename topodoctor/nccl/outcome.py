@@ -26,6 +26,9 @@ TORCH_FAILED = re.compile(
     r"|Process group watchdog thread terminated with exception"
 )
 _PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
+# init.cc's commReclaim: the communicator's teardown failed; it prints this and returns ncclSuccess all the same
+TEARDOWN = re.compile(r"commReclaim: cleanup comm \S+ rank -?\d+ failed in destroy/abort")
+TEARDOWN_LINES = 3  # the WARN of the call that failed comes right before commReclaim's
 # the classes whose message is the failure itself, wherever it is printed
 FAILS = frozenset(("torch-mismatch", "nccl-library", "watchdog-timeout", "watchdog-stuck", "efa-memlock"))
 
@@ -45,10 +48,13 @@ class Outcome:
         self.nccl_last: dict[str, int] = {}  # host:pid -> its last NCCL INFO line other than the trail
         self.ended_at: list[int] = []  # the run's own end: a traceback, an abort, a non-zero exit
         self.symptoms: list[tuple[int, str]] = []  # INFO lines that show a known bug: (line, message)
+        self.teardown: list[tuple[int, str]] = []  # commReclaim's WARNs of a teardown that failed: (line, host:pid)
 
     def warn(self, i: int, line: str, reading: Reading | None, msg: str) -> tuple[Reading | None, dict[str, str]]:
         """A WARN line read as ``reading``: the reading, the catalogue's where no narrower class
         read it, and what NCCL's sources say of it; notes whether the run fails on it."""
+        if TEARDOWN.search(msg):
+            self.teardown.append((i, process(line)))
         reading = reading or from_sources(msg)
         known = sourced(msg) if reading is None or reading.kind in FATAL_KINDS else {}
         if reading is not None and reading.kind in FATAL_KINDS and not reading.fields.get("area"):
@@ -89,15 +95,25 @@ class Outcome:
             return [self.ended_at[-1]]
         out = []
         for at, proc in self.fatal_warns:
+            if self.at_teardown(at, proc):  # commReclaim reported it and returned success: the work was done
+                continue
             went_on = any(i > at and (not proc or not p or p == proc) for p, i in self.nccl_last.items())
             if not went_on and not any(p > at for p in progress_at):
                 out.append(at)
         return out
 
+    def at_teardown(self, at: int, proc: str) -> bool:
+        """Whether the line ``at`` is the call that failed in a communicator's teardown: commReclaim's
+        WARN follows it in the same process (init.cc prints it and returns ncclSuccess)."""
+        return any(0 < t - at <= TEARDOWN_LINES and (not p or not proc or p == proc) for t, p in self.teardown)
 
-def settled(events: Sequence[Event], failed: bool) -> tuple[Event, ...]:
-    """The events as the run's end decides them: in a run that did not fail, a message whose class
-    is the failure only when the run ends on it (a plugin that failed and NCCL fell back) is a WARN."""
-    if failed:
-        return tuple(events)
-    return tuple(replace(e, kind="warn") if e.kind in SOFT_KINDS else e for e in events)
+    def settled(self, events: Sequence[Event], failed: bool) -> tuple[Event, ...]:
+        """The events as the run's end decides them: in a run that did not fail, a message whose class
+        is the failure only when the run ends on it (a plugin that failed and NCCL fell back) is a WARN,
+        and so is a call that failed in a communicator's teardown, which commReclaim reports and goes on."""
+        if failed:
+            return tuple(events)
+        return tuple(
+            replace(e, kind="warn") if e.kind in SOFT_KINDS or self.at_teardown(e.line_no - 1, process(e.text)) else e
+            for e in events
+        )

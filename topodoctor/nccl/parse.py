@@ -42,7 +42,7 @@ from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
 from topodoctor.nccl.logfile import Event, Level, LogFile, dedupe_versions
-from topodoctor.nccl.outcome import Outcome, settled
+from topodoctor.nccl.outcome import Outcome
 
 __all__ = ["Event", "LogFile", "parse_file"]
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
@@ -380,7 +380,7 @@ def parse_file(name: str, text: str) -> LogFile:
         versions=tuple(dedupe_versions(r.versions)),
         ranks=tuple(sorted(r.ranks)),
         hosts=tuple(r.hosts),
-        events=settled(r.events, bool(r.failed_at)),
+        events=r.outcome.settled(r.events, bool(r.failed_at)),
         last_errors=tuple(r.last_errors),
         env=r.env,
         account=account(["\n".join(nccl_lines)]) if info else None,

@@ -5,14 +5,17 @@ its default is the option's, and a mode one accepts the other accepts too."""
 from __future__ import annotations
 
 import inspect
+from typing import Literal, get_args, get_origin, get_type_hints
 
 import pytest
 
-from topodoctor.api import measure
+import topodoctor
+from topodoctor.api import measure, verdict
 from topodoctor.cli.args_measure import BandwidthArgs, CollectivesArgs
-from topodoctor.cli.options import specs
 from topodoctor.core.errors import InputError
+from topodoctor.core.options import specs
 from topodoctor.service.copies import bandwidth_settings
+from topodoctor.service.request_check import CheckRequest
 
 # the API's keyword -> the command's option (by field name) where the names differ
 BANDWIDTH_NAMES = {"modes": "mode"}
@@ -60,3 +63,48 @@ def test_collectives_takes_the_command_s_defaults() -> None:
             assert default == options[name], keyword
         compared += [keyword] if name in options else []
     assert len(compared) >= 9, compared  # sizes, step_factor, iters, warmup, backend, nprocs, the timeouts...
+
+
+def _hints(fn: object) -> dict[str, object]:
+    return get_type_hints(fn)  # type: ignore[arg-type]
+
+
+def _choices(annotation: object) -> tuple[object, ...]:
+    """The values a Literal annotation (or an optional one) names; () for another type."""
+    if get_origin(annotation) is Literal:
+        return get_args(annotation)
+    return tuple(c for a in get_args(annotation) for c in _choices(a))
+
+
+def _held_to(fn: object, cls: type, names: dict[str, str], skip: set[str]) -> list[str]:
+    """Each keyword of ``fn`` that an option of ``cls`` sets: the same default, and a Literal of
+    the same choices where the option has choices. The keywords compared."""
+    options = {name: (opt, default) for name, opt, default in specs(cls)}
+    hints = _hints(fn)
+    compared = []
+    for keyword, default in _defaults(fn).items():
+        name = names.get(keyword, keyword)
+        if keyword in skip:
+            continue
+        assert name in options, f"{keyword}: no option of {cls.__name__} sets it"
+        opt, want = options[name]
+        assert (tuple(default) if opt.many and default is not None else default) == want, keyword
+        assert set(_choices(hints[keyword])) == set(opt.choices), keyword
+        compared.append(keyword)
+    return compared
+
+
+def test_check_takes_the_command_s_defaults_and_choices() -> None:
+    # every keyword but the rule lists' (strings or lists of them) names the option of the same name
+    compared = _held_to(verdict.check, CheckRequest, {}, set())
+    assert {"fail_level", "scope", "timeout", "prolog", "select"} <= set(compared)
+
+
+def test_check_refuses_what_the_command_refuses() -> None:
+    host = topodoctor.scan(replay="h100-x1", timeout=0)
+    with pytest.raises(InputError, match="fail_level must be one of warning, error, critical, not 'info'"):
+        topodoctor.check(host, fail_level="info")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="timeout must be a number"):
+        topodoctor.check(host, timeout="soon")  # type: ignore[arg-type]
+    report = topodoctor.check(host, select="TD1,TD3", timeout=0)  # commas split, as --select reads them
+    assert report.exit_code == topodoctor.check(host, select=["TD1", "TD3"], timeout=0).exit_code

@@ -143,8 +143,7 @@ def test_the_real_h200_result_round_trips_and_is_healthy() -> None:
 
 
 def test_check_on_a_recording_reports_what_it_could_not_measure() -> None:
-    options = doctor.CheckOptions(source=doctor.Source("h200-x4"), timeout_s=60.0, passes=(fitness_pass("quick"),))
-    outcome = doctor.check(options)
+    outcome = doctor.check(doctor.CheckRequest(replay="h200-x4", timeout=60.0), passes=(fitness_pass("quick"),))
     assert outcome.fitness is not None and outcome.fitness.errors and outcome.fitness.figures == ()
     incomplete = [f for f in outcome.incomplete if f.evidence.get("call") == "fitness"]
     assert incomplete and "live host only" in incomplete[0].message

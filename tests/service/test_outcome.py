@@ -84,8 +84,7 @@ def test_on_a_healthy_host_the_same_measurement_not_made_cannot_check() -> None:
 
 
 def _check(p: Pass, timeout_s: float = 30.0, replay: str = DOWN) -> doctor.Outcome:
-    options = doctor.CheckOptions(doctor.Source(replay), timeout_s=timeout_s, passes=(p,))
-    return doctor.check(options)
+    return doctor.check(doctor.CheckRequest(replay=replay, timeout=timeout_s), passes=(p,))
 
 
 def _raises(snap: Any, source: Any, deadline: float, started: Any) -> Any:

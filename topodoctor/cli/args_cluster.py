@@ -1,5 +1,5 @@
 """The options of the commands that read what other nodes and jobs left (fleet, job, nccl-log):
-one frozen object per command, each field one option (cli/options.py)."""
+one frozen object per command, each field one option (core/options.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from topodoctor.cli.options import argument, config_file, fail_level, fmt, group, option, output, strict, timeout
+from topodoctor.core.options import argument, group, option
+from topodoctor.service.shared_options import config_file, fail_level, fmt, output, strict, timeout
 
 
 def _history(flag: str, default: object, metavar: str, help: str, **spec: object) -> Any:

@@ -1,5 +1,5 @@
 """The options of the measuring commands (bandwidth, collectives): one frozen object per command,
-each field one option (cli/options.py). ``collectives`` does several things, and its options are
+each field one option (core/options.py). ``collectives`` does several things, and its options are
 one object for each (what to run and its limits; judge saved results; predict; compare
 algorithms and GPU counts; small messages; across nodes) beside its outputs: each part is a
 heading of its help, and each of cli/collectives.py's parts reads its own."""
@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from topodoctor.cli.options import fail_level, fmt, group, metrics, option, output, picture, replay, strict, timeout
+from topodoctor.core.options import group, option
 from topodoctor.core.sizes import parse_mib
 from topodoctor.model.copy_modes import COPY_MODES
+from topodoctor.service.shared_options import fail_level, fmt, metrics, output, picture, replay, strict, timeout
 
 MEASURE_FORMATS = ("text", "json", "prometheus")
 SIZE_DEFAULT = "8:1G"  # collectives --size

@@ -3,7 +3,7 @@ TOML file's table for each command, or from the environment, where the command l
 give them.
 
 Which options are settings, their keys, types, limits and defaults come from the option spec
-(cli/options.py, ``setting=True``): the file feeds the same spec, there is no second list. A
+(core/options.py, ``setting=True``): the file feeds the same spec, there is no second list. A
 command's table is named for it (``[check]``, ``[fleet]``), a part of its options for the part
 (``[fleet.history]``); a key is the option's long flag without its dashes (``drift-tolerance``).
 Precedence, highest first: the command line, the environment (``TOPODOCTOR_FLEET_HISTORY_DRIFT_
@@ -21,10 +21,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from topodoctor.cli.options import Opt, parsed
 from topodoctor.cli.table import COMMANDS
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
+from topodoctor.core.options import Opt, parsed
 
 SYSTEM_FILE = Path("/etc/topodoctor/config.toml")
 FILE_ENV = "TOPODOCTOR_CONFIG"

@@ -19,7 +19,7 @@ class Command:
     """One command: its options class and runner (``module:name``), its help and exit codes."""
 
     name: str
-    options: str  # "topodoctor.cli.args:CheckArgs": the frozen object of its options
+    options: str  # "topodoctor.service.request_check:CheckRequest": its options, the service's request
     runner: str  # "topodoctor.cli.check:run_check": runner(options) -> exit code
     help: str  # the first paragraph is the summary the command list shows
     exits: tuple[tuple[str, str], ...]
@@ -61,7 +61,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "check",
-            "topodoctor.cli.args:CheckArgs",
+            "topodoctor.service.request_check:CheckRequest",
             "topodoctor.cli.check:run_check",
             "Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check.",
             (

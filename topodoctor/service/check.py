@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topodoctor import rules
@@ -30,35 +29,19 @@ from topodoctor.service.host import Host as Host  # re-exported, as the probe ev
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import probe as probe
+from topodoctor.service.request_check import CheckRequest as CheckRequest  # re-exported: what a check runs
 from topodoctor.topology.baseline import load_baseline
 from topodoctor.topology.expect import from_snapshot, load_expectations, with_fitness
 from topodoctor.topology.scope import asked_label, resolve, within
 
 if TYPE_CHECKING:
-    from topodoctor.model.findings import Finding, Severity
+    from topodoctor.model.findings import Finding
     from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.scope import Scope
 
 
 # ----------------------------------------------------------------------------- check
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """Everything ``check`` needs besides the budget: where the host comes from, which rules, the fail
-    level, expectations, measurement passes, scope and baseline."""
-
-    source: Source = field(default_factory=Source)
-    timeout_s: float = 30.0
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()  # ("prolog",) for the fast subset
-    fail_level: Severity = "error"
-    expect: Path | None = None
-    passes: tuple[Pass, ...] = ()  # measurements run after the probe: bandwidth_pass() and others
-    scope: str = "auto"  # job | node | auto: the GPUs judged and measured (topodoctor.topology.scope)
-    baseline: Path | None = None  # an earlier snapshot of this node: counters judged since then too
 
 
 def make_context(host: Host, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
@@ -115,24 +98,34 @@ class Inputs:
     unusable: str | None = None  # why the --expect file could not be used
 
 
-def read_inputs(options: CheckOptions, budget: Budget) -> Inputs:
+def read_inputs(request: CheckRequest, budget: Budget) -> Inputs:
     """Load the rules and check ``--select`` / ``--ignore`` (a pattern matching no rule is a usage
     error), then read the expectations and the baseline. An unusable expectations file is kept as
     its reason, not raised (see ``check``)."""
     inputs = Inputs()
-    check_patterns(options.select + options.ignore)  # imports every rule family
-    if options.expect is not None:
+    check_patterns(request.select + request.ignore)  # imports every rule family
+    if request.expect is not None:
         try:
-            inputs.expect = load_expectations(options.expect, budget)
+            inputs.expect = load_expectations(request.expect, budget)
         except InputError as exc:
             inputs.unusable = str(exc)
-    if options.baseline is not None:
-        inputs.baseline = load_baseline(options.baseline, budget)
+    if request.baseline is not None:
+        inputs.baseline = load_baseline(request.baseline, budget)
     return inputs
 
 
-def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
-    """Probe, measure and judge the host within ``options.timeout_s`` (from process start).
+def check_passes(request: CheckRequest) -> tuple[Pass, ...]:
+    """The measurements a check adds (service/measuring.py); a static check adds none."""
+    if not request.measures:
+        return ()
+    from topodoctor.service.measuring import check_passes as passes  # the measuring code: no static check loads it
+
+    return passes(request.bandwidth, request.collectives, request.scope, request.level)
+
+
+def check(request: CheckRequest, budget: Budget | None = None, passes: Sequence[Pass] | None = None) -> Outcome:
+    """Probe, measure and judge the host within the request's budget (from process start), with
+    the measurements it asks for (``passes`` None; else these).
 
     The probe child is forked first; the parent's own work (loading the rules, checking the
     patterns, reading --expect) runs while the child probes, so a short budget is not spent
@@ -143,42 +136,44 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
     started = time.monotonic(), time.time()
-    budget = budget or Budget.start(options.timeout_s)
+    budget = budget or Budget.start(request.budget_s)
+    asked = check_passes(request) if passes is None else tuple(passes)
     read: list[Inputs] = []
     with budget.guard():
         host = probe(
-            options.source,
+            request.source(),
             budget,
-            options.passes,
+            asked,
             environment=True,
-            meanwhile=lambda: read.append(read_inputs(options, budget)),
+            meanwhile=lambda: read.append(read_inputs(request, budget)),
         )
-        return judge(host, options, budget, read[0] if read else None, started)
+        return judge(host, request, budget, read[0] if read else None, started, asked)
 
 
 def judge(
     host: Host,
-    options: CheckOptions,
+    request: CheckRequest,
     budget: Budget | None = None,
     inputs: Inputs | None = None,
     started: tuple[float, float] | None = None,
+    passes: Sequence[Pass] = (),
 ) -> Outcome:
-    """The verdict on a host already probed (by ``check``, or the Python API's ``scan``): its rules,
-    scope, fail level and outcome, decided here for both. ``inputs`` None reads them now;
-    ``started`` is when the check began (monotonic, wall clock), now when None."""
+    """The verdict on a host already probed (by ``check`` with ``passes``, or the Python API's
+    ``scan``): its rules, scope, fail level and outcome, decided here for both. ``inputs`` None
+    reads them now; ``started`` is when the check began (monotonic, wall clock), now when None."""
     t0, started_at = started if started is not None else (time.monotonic(), time.time())
-    budget = budget or Budget.start(options.timeout_s)
+    budget = budget or Budget.start(request.budget_s)
     with budget.guard():
         if inputs is None:
-            inputs = read_inputs(options, budget)
-        where = job_scope(host, options.scope)
+            inputs = read_inputs(request, budget)
+        where = job_scope(host, request.scope)
         ctx = make_context(host, inputs.expect, inputs.baseline)
-        ctx.gates_job = where.kind == "job" or "prolog" in options.tags
-        findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
+        ctx.gates_job = where.kind == "job" or "prolog" in request.tags
+        findings, incomplete = evaluate(ctx, request.select, request.ignore, request.tags)
 
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
-    missed = not_measured(options.passes, host) + gone_from_job(where, len(host.snapshot.gpus))
+    missed = not_measured(passes, host) + gone_from_job(where, len(host.snapshot.gpus))
     meta = Meta(
         host.origin,
         host.snapshot.host.hostname,
@@ -197,10 +192,10 @@ def judge(
     # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
     # when a pass could not run or the expectations file could not be used. A replay names no
     # node: no node measured it (its host is the recording's).
-    node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
+    node = node_name(os.environ, host.snapshot.host.hostname) if request.replay is None else None
     fitness = host.measured.get("fitness")
     return Outcome(
-        findings, incomplete, meta, options.fail_level, host.snapshot, missed, fitness, utc_iso(started_at), node
+        findings, incomplete, meta, request.fails_from, host.snapshot, missed, fitness, utc_iso(started_at), node
     )
 
 

@@ -5,16 +5,18 @@ its default is the option's, and a mode one accepts the other accepts too."""
 from __future__ import annotations
 
 import inspect
-from typing import Literal, get_args, get_origin, get_type_hints
+import sys
+from typing import Any, Literal, get_args, get_origin
 
 import pytest
 
 import topodoctor
 from topodoctor.api import measure, verdict
-from topodoctor.cli.args_measure import BandwidthArgs, CollectivesArgs
+from topodoctor.cli.args_measure import CollectivesArgs
 from topodoctor.core.errors import InputError
-from topodoctor.core.options import specs
-from topodoctor.service.copies import bandwidth_settings
+from topodoctor.core.options import from_keywords, specs
+from topodoctor.service.copies import settings_for
+from topodoctor.service.request_bandwidth import BandwidthRequest
 from topodoctor.service.request_check import CheckRequest
 
 # the API's keyword -> the command's option (by field name) where the names differ
@@ -27,29 +29,30 @@ def _defaults(fn: object) -> dict[str, object]:
 
 
 def test_bandwidth_takes_the_command_s_modes_and_defaults() -> None:
-    options = {name: (opt, default) for name, opt, default in specs(BandwidthArgs)}
-    assert options["mode"][0].choices == measure.MODES
-    compared = []
-    for keyword, default in _defaults(measure.bandwidth).items():
-        name = BANDWIDTH_NAMES.get(keyword, keyword)
-        if name in options:
-            want = options[name][1]
-            assert (tuple(default) if keyword == "modes" else default) == want, keyword
-            compared.append(keyword)
-    assert len(compared) >= 7, compared
-    assert set(_defaults(measure.bandwidth)) - {"devices"} <= {BANDWIDTH_NAMES.get(n, n) for n in options} | set(
-        BANDWIDTH_NAMES
-    )
+    compared = _held_to(measure.bandwidth, BandwidthRequest, BANDWIDTH_NAMES, set())
+    assert {"modes", "quick", "devices", "size_bytes", "iters", "samples", "sm_kernel", "pair_timeout"} <= set(compared)
+    assert next(o.choices for n, o, _ in specs(BandwidthRequest) if n == "mode") == measure.MODES
 
 
 @pytest.mark.parametrize("mode", measure.MODES)
-def test_every_mode_the_command_takes_the_api_s_settings_take(mode: str) -> None:
-    assert bandwidth_settings([mode], False, None, None, None, None, 20.0).modes
+def test_every_mode_the_command_takes_the_api_s_request_takes(mode: str) -> None:
+    request = from_keywords(BandwidthRequest, {"mode": [mode]}, {"mode": "modes"})
+    assert request.mode == (mode,) and settings_for(request).modes
 
 
 def test_a_mode_neither_takes_is_refused_alike() -> None:
-    with pytest.raises(InputError, match=r"unknown bandwidth mode 'sideways'; choose from oneway"):
-        bandwidth_settings(["sideways"], False, None, None, None, None, 20.0)
+    with pytest.raises(InputError, match=r"modes must be one of oneway, .*, not 'sideways'"):
+        from_keywords(BandwidthRequest, {"mode": "sideways"}, {"mode": "modes"})
+    with pytest.raises(InputError, match="unknown bandwidth mode 'sideways'; choose from oneway"):
+        settings_for(BandwidthRequest(mode=("sideways",)))  # a request made by hand is held by the service
+
+
+def test_the_api_reads_a_size_and_the_limits_as_the_command_does() -> None:
+    got = from_keywords(BandwidthRequest, {"size_bytes": "1G", "iters": 3}, {})
+    assert (got.size_bytes, settings_for(got).iters) == (1 << 30, 3)
+    assert from_keywords(BandwidthRequest, {"size_bytes": 4096}, {}).size_bytes == 4096  # bytes, as given
+    with pytest.raises(InputError, match="iters must be at least 1, not 0"):
+        from_keywords(BandwidthRequest, {"iters": 0}, {})
 
 
 def test_collectives_takes_the_command_s_defaults() -> None:
@@ -65,8 +68,17 @@ def test_collectives_takes_the_command_s_defaults() -> None:
     assert len(compared) >= 9, compared  # sizes, step_factor, iters, warmup, backend, nprocs, the timeouts...
 
 
-def _hints(fn: object) -> dict[str, object]:
-    return get_type_hints(fn)  # type: ignore[arg-type]
+def _hints(fn: Any) -> dict[str, object]:
+    """Each keyword's annotation, evaluated in its module (None: a name only a type checker sees)."""
+    out: dict[str, object] = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        try:
+            out[name] = (
+                eval(p.annotation, vars(sys.modules[fn.__module__])) if isinstance(p.annotation, str) else p.annotation
+            )
+        except NameError:
+            out[name] = None
+    return out
 
 
 def _choices(annotation: object) -> tuple[object, ...]:
@@ -89,7 +101,10 @@ def _held_to(fn: object, cls: type, names: dict[str, str], skip: set[str]) -> li
         assert name in options, f"{keyword}: no option of {cls.__name__} sets it"
         opt, want = options[name]
         assert (tuple(default) if opt.many and default is not None else default) == want, keyword
-        assert set(_choices(hints[keyword])) == set(opt.choices), keyword
+        if opt.many:  # a list of choices: the API names the same list (MODES), and refuses another
+            assert not _choices(hints[keyword]) or set(_choices(hints[keyword])) == set(opt.choices), keyword
+        else:
+            assert set(_choices(hints[keyword])) == set(opt.choices), keyword
         compared.append(keyword)
     return compared
 

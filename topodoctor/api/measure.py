@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Literal
 from topodoctor.api.host import Host, probed
 from topodoctor.core.budget import Budget, parse_timeout
 from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
-from topodoctor.core.sizes import parse_mib, parse_sizes
+from topodoctor.core.options import from_keywords
+from topodoctor.core.sizes import parse_sizes
 from topodoctor.model.collective_ops import Plan, parse_ops
 from topodoctor.model.copy_modes import COPY_MODES
 from topodoctor.service import copies
 from topodoctor.service.collective_runs import CollectivesRun, run_collectives
 from topodoctor.service.collective_sweeps import predict_for
 from topodoctor.service.passes import Source
+from topodoctor.service.request_bandwidth import BandwidthRequest
 
 if TYPE_CHECKING:
     from topodoctor.model.collectives import CollectivesResult
@@ -47,6 +49,7 @@ def bandwidth(
     size_bytes: int | str | None = None,
     iters: int | None = None,
     samples: int | None = None,
+    sm_kernel: str | None = None,
     pair_timeout: float = 20.0,
     timeout: float = 900.0,
 ) -> BandwidthResult:
@@ -54,15 +57,25 @@ def bandwidth(
     bandwidth`` does with the same options: ``modes`` among the command's (``MODES``: oneway,
     bidir, latency, h2d, d2h, host, sm, sm-oneway, sm-bidir, sm-latency, all; default: the
     command's); ``quick`` (a prolog's short pass); ``devices`` (NVML
-    indices); ``size_bytes`` (bytes, or a size as ``--size`` reads it: "256M", a bare number MiB).
+    indices); ``size_bytes`` (bytes, or a size as ``--size`` reads it: "256M", a bare number MiB);
+    ``sm_kernel`` (``--sm-kernel``). Every keyword is the command's option, read by its spec.
     The ``BandwidthResult`` holds every measurement and the snapshot it ran on.
     Raises ``CannotMeasure`` when the copies cannot run here (no GPU, no CUDA, no torch)."""
-    picked = [modes] if isinstance(modes, str) else list(modes)
     chosen = None if devices is None else ",".join(str(int(d)) for d in devices)
-    size = parse_mib(size_bytes) if isinstance(size_bytes, str) else size_bytes
-    settings = copies.bandwidth_settings(picked, quick, size, iters, samples, chosen, pair_timeout)
+    given = {
+        "mode": modes,
+        "quick": quick,
+        "devices": chosen,
+        "size_bytes": size_bytes,
+        "iters": iters,
+        "samples": samples,
+        "sm_kernel": sm_kernel,
+        "pair_timeout": pair_timeout,
+        "timeout": timeout,
+    }
+    request = from_keywords(BandwidthRequest, given, {"mode": "modes"})
     try:
-        return copies.measure(settings, _source(host), Budget.start(parse_timeout(timeout)))
+        return copies.measure(request, Budget.start(request.timeout), source=_source(host))
     except ProbeUnavailable as exc:
         raise _could_not(exc) from exc
 

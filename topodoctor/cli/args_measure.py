@@ -1,4 +1,4 @@
-"""The options of the measuring commands (bandwidth, collectives): one frozen object per command,
+"""The options of ``collectives`` (``bandwidth``'s are its request, service/request_bandwidth.py),
 each field one option (core/options.py). ``collectives`` does several things, and its options are
 one object for each (what to run and its limits; judge saved results; predict; compare
 algorithms and GPU counts; small messages; across nodes) beside its outputs: each part is a
@@ -11,71 +11,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from topodoctor.core.options import group, option
-from topodoctor.core.sizes import parse_mib
-from topodoctor.model.copy_modes import COPY_MODES
-from topodoctor.service.shared_options import fail_level, fmt, metrics, output, picture, replay, strict, timeout
+from topodoctor.service.shared_options import MEASURE_FORMATS, fail_level, fmt, metrics, output, replay, strict, timeout
 
-MEASURE_FORMATS = ("text", "json", "prometheus")
 SIZE_DEFAULT = "8:1G"  # collectives --size
-
-
-@dataclass(frozen=True)
-class BandwidthArgs:
-    """``bandwidth``: what to copy and how long, a saved result instead, and the outputs."""
-
-    matrix: bool = option("--matrix/--no-matrix", default=True, kind=bool, help="Print the pair matrices.")
-    mode: tuple[str, ...] = option(
-        "--mode",
-        "-m",
-        default=(),
-        metavar="MODE",
-        probes=True,
-        choices=COPY_MODES,
-        many=True,
-        help="oneway, bidir, latency (copy engine), h2d, d2h or host (both), sm (SM kernels: sm-oneway, "
-        "sm-bidir, sm-latency) or all (repeatable). Default: the copy engine's and the host's.",
-    )
-    quick: bool = option("--quick", default=False, kind=bool, help="A short pass sized for a prolog.")
-    size_bytes: int | None = option(
-        "--size",
-        default=None,
-        metavar="SIZE",
-        parse=parse_mib,
-        help="Buffer per copy: 256M, 1G, 64KiB (a bare number is MiB).",
-    )
-    iters: int | None = option("--iters", default=None, metavar="N", kind=int, minimum=1, help="Copies per sample.")
-    samples: int | None = option("--samples", default=None, metavar="N", kind=int, minimum=1, help="Samples each.")
-    devices: str | None = option("--devices", default=None, metavar="LIST", probes=True, help="NVML indices, e.g. 0,1.")
-    sm_kernel: str | None = option(
-        "--sm-kernel",
-        default=None,
-        metavar="NAME",
-        probes=True,
-        help="The SM copies' kernel (default stride-u4; nvbandwidth's: stride-u12).",
-    )
-    pair_timeout: float = option(
-        "--pair-timeout", default=20.0, metavar="SECONDS", kind=float, minimum=0.1, help="When a copy counts as hung."
-    )
-    from_file: Path | None = option(
-        "--from", default=None, metavar="FILE", kind=Path, probes=True, help="Show a saved result instead of measuring."
-    )
-    output: Path | None = output()
-    heatmap: Path | None = picture("--heatmap", "the matrices")
-    replay: str | None = replay()
-    fmt: str = fmt(MEASURE_FORMATS, "text, json or prometheus.")
-    metrics: Path | None = metrics()
-    fail_level: str = fail_level()
-    strict: bool = strict()
-    timeout: float = timeout(900.0)
-
-    def early_timer(self) -> tuple[str, ...] | None:
-        """The modes of the copy timer the entry point forks first of all (service/early_copies.py):
-        its CUDA start then overlaps everything after. None where the command line narrows the GPUs
-        or the kernel (the timer's hello waits for the probe), reads a saved result or a recording,
-        or has no budget (no child at all)."""
-        if self.devices is not None or self.sm_kernel is not None or self.timeout <= 0:
-            return None
-        return None if self.from_file is not None or self.replay is not None else self.mode
 
 
 @dataclass(frozen=True)

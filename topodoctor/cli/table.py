@@ -110,7 +110,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "bandwidth",
-            "topodoctor.cli.args_measure:BandwidthArgs",
+            "topodoctor.service.request_bandwidth:BandwidthRequest",
             "topodoctor.cli.bandwidth:run_bandwidth",
             "Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity.",
             (

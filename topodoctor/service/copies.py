@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from topodoctor.probe.environment import capture_process
 from topodoctor.probe.sources import live_nvml
 from topodoctor.service import early_copies
 from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
+from topodoctor.service.request_bandwidth import BandwidthRequest
 from topodoctor.topology.scope import resolve
 
 if TYPE_CHECKING:
@@ -88,15 +89,18 @@ def bandwidth_pass(scope: str = "auto") -> Pass:
 
 
 def measure(
-    settings: Settings,
-    source: Source,
+    request: BandwidthRequest,
     budget: Budget,
     progress: Callable[[int, int, str], None] | None = None,
     meanwhile: Callable[[], None] | None = None,
+    source: Source | None = None,
 ) -> BandwidthResult:
     """``topodoctor bandwidth``: the copy timer starts first (its CUDA start overlaps the probe),
     then the probe, then the copies; all in the budgeted child. ``meanwhile`` is the caller's own
-    work while the child runs (loading what renders the result), after the rules' loading."""
+    work while the child runs (loading what renders the result), after the rules' loading;
+    ``source`` the host where it is not the request's (the Python API's scanned host)."""
+    settings = settings_for(request)
+    source = source or Source(request.replay)
 
     warm: list[Any] = []  # the live readings' binding, made while the probe runs (in the child)
 
@@ -142,38 +146,32 @@ def _marked(result: BandwidthResult, step: str, at: float) -> BandwidthResult:
     return replace(result, timeline={**result.timeline, step: round(at - start, 4)})
 
 
-def bandwidth_settings(
-    modes: Sequence[str],
-    quick: bool,
-    size_bytes: int | None,
-    iters: int | None,
-    samples: int | None,
-    devices: str | None,
-    pair_timeout_s: float,
-    sm_kernel: str | None = None,
-) -> Settings:
-    """Settings from the command's options; ``modes`` as ``model.copy_modes`` names them (``host``
-    means both host directions, ``sm`` the SM kernels' three, ``all`` everything)."""
-    chosen = _devices(devices)
-    settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
+def settings_for(request: BandwidthRequest) -> Settings:
+    """What the copy timer measures for ``request``; its modes as ``model.copy_modes`` names them
+    (``host`` means both host directions, ``sm`` the SM kernels' three, ``all`` everything)."""
+    chosen = _devices(request.devices)
+    settings = Settings.quick(chosen) if request.quick else Settings(devices=chosen)
     try:
-        picked = expand_modes(modes)
+        picked = expand_modes(request.mode)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     if picked:
         settings = replace(settings, modes=picked)  # type: ignore[arg-type]
-    if size_bytes is not None:
-        settings = replace(settings, size_bytes=size_bytes)
-    if sm_kernel is not None:
+    if request.size_bytes is not None:
+        settings = replace(settings, size_bytes=request.size_bytes)
+    if request.sm_kernel is not None:
         try:
-            kernel = parse(sm_kernel)
+            kernel = parse(request.sm_kernel)
         except ValueError as exc:
             raise InputError(f"--sm-kernel: {exc}") from None
         if kernel.style == "bulk" or kernel.needs[1] > BASE_SM:
-            raise InputError(f"--sm-kernel: {sm_kernel!r} needs a newer GPU than the SM copies' module targets")
+            raise InputError(f"--sm-kernel: {request.sm_kernel!r} needs a newer GPU than the SM copies' module targets")
         settings = replace(settings, sm_kernel=kernel.name)
     return replace(
-        settings, iters=iters or settings.iters, samples=samples or settings.samples, pair_timeout_s=pair_timeout_s
+        settings,
+        iters=request.iters or settings.iters,
+        samples=request.samples or settings.samples,
+        pair_timeout_s=request.pair_timeout,
     )
 
 

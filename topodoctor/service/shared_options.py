@@ -9,6 +9,8 @@ from typing import Any
 from topodoctor.core.budget import parse_timeout
 from topodoctor.core.options import option
 
+MEASURE_FORMATS = ("text", "json", "prometheus")  # what the measuring commands print
+
 TIMEOUT_HELP = (
     "Wall-clock budget in seconds, counted from the start of the command; past it the "
     "work is stopped and the command exits 3. 0 = no budget (no child process); inf = no limit; "

@@ -204,7 +204,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "job",
-            "topodoctor.cli.args_cluster:JobArgs",
+            "topodoctor.service.request_job:JobRequest",
             "topodoctor.cli.job:run_job",
             "Name the rank, node, GPU and collective of a hung or slow job, and the likely cause.\n\n"
             "DUMP... are flight-recorder dumps (one file per rank, named by a prefix and the rank: pickle or\n"

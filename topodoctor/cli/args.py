@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topodoctor.core.options import REQUIRED, argument, option
+from topodoctor.core.shared_options import config_file, fmt, output, picture, replay, sysfs_root, timeout
 from topodoctor.service.passes import Source
 from topodoctor.service.request_check import LEVELS
-from topodoctor.service.shared_options import config_file, fmt, output, picture, replay, sysfs_root, timeout
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from topodoctor.core.options import group, option
-from topodoctor.service.shared_options import MEASURE_FORMATS, fail_level, fmt, metrics, output, replay, strict, timeout
+from topodoctor.core.shared_options import MEASURE_FORMATS, fail_level, fmt, metrics, output, replay, strict, timeout
 
 SIZE_DEFAULT = "8:1G"  # collectives --size
 

@@ -66,7 +66,8 @@ def _walk(table: str, cls: type) -> Iterator[Setting]:
     for f in fields(cls):
         part = f.metadata.get("group")
         if part is not None:
-            yield from _walk(f"{table}.{getattr(part, 'CONFIG_TABLE', f.name)}", part)
+            sub = getattr(part, "CONFIG_TABLE", f.name)  # "": a part whose settings are its command's
+            yield from _walk(f"{table}.{sub}" if sub else table, part)
         elif "opt" in f.metadata and f.metadata["opt"].setting:
             opt: Opt = f.metadata["opt"]
             yield Setting(table, opt.flags[0].removeprefix("--"), f.name, opt, f.default)

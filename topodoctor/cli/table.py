@@ -137,7 +137,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "fleet",
-            "topodoctor.cli.args_cluster:FleetArgs",
+            "topodoctor.fleet.request:FleetRequest",
             "topodoctor.cli.fleet:run_fleet",
             "Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.\n\n"
             "RESULT... are result files (check, bandwidth, collectives or fitness JSON) or directories of\n"

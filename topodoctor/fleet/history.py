@@ -26,10 +26,11 @@ from topodoctor.fleet.episodes import (
     replaced,
     silent,
 )
+from topodoctor.fleet.request import FleetThresholds, HistoryRequest
 from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, Unreadable
-from topodoctor.fleet.rollup import FleetReport, Settings, roll_up, slow_by
+from topodoctor.fleet.rollup import FleetReport, roll_up, slow_by
 from topodoctor.fleet.rows import Row, unpack_floats
-from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day, forget
+from topodoctor.fleet.timeline import DAY_S, Past, day, forget
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.stamp import utc_iso
 
@@ -60,7 +61,7 @@ class HistoryReport:
     the findings by node, since when the peers' outliers are off, and the heat strip's cells."""
 
     fleet: FleetReport
-    settings: HistorySettings
+    settings: HistoryRequest
     as_of: float
     results: int  # results judged (those of the window)
     first: float | None
@@ -105,8 +106,8 @@ def _latest(r: Past, blobs: dict[int, Any]) -> NodeResult:
 def judge(
     rows: Iterable[Row],
     blobs: dict[int, Any],
-    st: HistorySettings,
-    fleet: Settings,
+    st: HistoryRequest,
+    fleet: FleetThresholds,
     as_of: float,
     rows_of: Callable[[str], Iterable[Row]] | None = None,
     unreadable: Iterable[Unreadable] = (),
@@ -146,8 +147,8 @@ def judge(
         quiet = silent(recs, st, as_of)
         mine += [quiet] if quiet else []
         _segments(node, judged, segments)
-        if st.heat_figure is not None:
-            heat += _heat(node, recs, blobs, st.heat_figure, how)
+        if st.heat_key is not None:
+            heat += _heat(node, recs, blobs, st.heat_key, how)
     for uuid, segs in segments.items():
         segs.sort(key=lambda s: s.first)
         seq = [v for s in segs for v in s.verdicts]
@@ -223,7 +224,7 @@ def _heat(
 
 
 def _peers_since(
-    report: FleetReport, fleet: Settings, rows_of: Callable[[str], Iterable[Row]], blobs: dict[int, Any]
+    report: FleetReport, fleet: FleetThresholds, rows_of: Callable[[str], Iterable[Row]], blobs: dict[int, Any]
 ) -> Iterable[PeerSince]:
     """For each outlier among peers, since when the node's figure has been that far off their median."""
     index: dict[int, dict[str, int]] = {}

@@ -33,7 +33,7 @@ def fleet_json(report: FleetReport) -> dict[str, Any]:
     return {
         "kind": "fleet",
         "schema_version": FLEET_SCHEMA_VERSION,
-        "settings": asdict(report.settings),
+        "settings": report.settings.judged_by(),
         "summary": {
             "nodes": len(report.nodes),
             **counts,

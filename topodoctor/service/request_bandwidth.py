@@ -9,10 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topodoctor.core.options import option
-from topodoctor.core.sizes import parse_mib
-from topodoctor.model.copy_modes import COPY_MODES
-from topodoctor.model.findings import Severity, fail_from
-from topodoctor.service.shared_options import (
+from topodoctor.core.shared_options import (
     MEASURE_FORMATS,
     fail_level,
     fmt,
@@ -23,6 +20,9 @@ from topodoctor.service.shared_options import (
     strict,
     timeout,
 )
+from topodoctor.core.sizes import parse_mib
+from topodoctor.model.copy_modes import COPY_MODES
+from topodoctor.model.findings import Severity, fail_from
 
 
 @dataclass(frozen=True)

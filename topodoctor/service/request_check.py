@@ -8,11 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topodoctor.core.options import option
-from topodoctor.core.text import LINE_LIMIT
-from topodoctor.model.findings import Severity, fail_from
-from topodoctor.service.passes import Source
-from topodoctor.service.run_times import took
-from topodoctor.service.shared_options import (
+from topodoctor.core.shared_options import (
     config_file,
     fail_level,
     fmt,
@@ -23,6 +19,10 @@ from topodoctor.service.shared_options import (
     sysfs_root,
     timeout,
 )
+from topodoctor.core.text import LINE_LIMIT
+from topodoctor.model.findings import Severity, fail_from
+from topodoctor.service.passes import Source
+from topodoctor.service.run_times import took
 
 DEFAULT_CHECK_TIMEOUT_S = 30.0
 LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a measuring level

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topodoctor.core.options import argument, option
+from topodoctor.core.shared_options import config_file, fail_level, fmt, strict, timeout
 from topodoctor.model.findings import Severity, fail_from
-from topodoctor.service.shared_options import config_file, fail_level, fmt, strict, timeout
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,17 @@ import pytest
 
 import topodoctor
 from topodoctor.api import measure, verdict
-from topodoctor.cli.args_measure import CollectivesArgs
 from topodoctor.core.errors import InputError
 from topodoctor.core.options import from_keywords, specs
+from topodoctor.service.collective_runs import run_of
 from topodoctor.service.copies import settings_for
 from topodoctor.service.request_bandwidth import BandwidthRequest
 from topodoctor.service.request_check import CheckRequest
+from topodoctor.service.request_collectives import CollectivesRequest
 
 # the API's keyword -> the command's option (by field name) where the names differ
 BANDWIDTH_NAMES = {"modes": "mode"}
-COLLECTIVES_NAMES = {"sizes": "size", "check_data": "no_check"}
+COLLECTIVES_NAMES = {"ops": "op", "sizes": "size", "check_data": "no_check"}
 
 
 def _defaults(fn: object) -> dict[str, object]:
@@ -55,17 +56,23 @@ def test_the_api_reads_a_size_and_the_limits_as_the_command_does() -> None:
         from_keywords(BandwidthRequest, {"iters": 0}, {})
 
 
-def test_collectives_takes_the_command_s_defaults() -> None:
-    options = {name: default for name, _, default in specs(CollectivesArgs)}
-    compared = []
-    for keyword, default in _defaults(measure.collectives).items():
-        name = COLLECTIVES_NAMES.get(keyword, keyword)
-        if name == "no_check":
-            assert default is not options[name], keyword  # check_data=True is --no-check's absence
-        elif name in options:
-            assert default == options[name], keyword
-        compared += [keyword] if name in options else []
-    assert len(compared) >= 9, compared  # sizes, step_factor, iters, warmup, backend, nprocs, the timeouts...
+def test_collectives_takes_the_command_s_defaults_and_choices() -> None:
+    compared = _held_to(measure.collectives, CollectivesRequest, COLLECTIVES_NAMES, {"check_data"})
+    assert len(compared) >= 11, compared  # ops, sizes, step_factor, iters, warmup, backend, nprocs, the timeouts...
+    (no_check,) = [default for name, _, default in specs(CollectivesRequest) if name == "no_check"]
+    assert _defaults(measure.collectives)["check_data"] is not no_check  # check_data=True is --no-check's absence
+
+
+def test_collectives_refuses_what_the_command_refuses() -> None:
+    said = {"op": "ops", "size": "sizes"}
+    with pytest.raises(InputError, match="backend must be one of nccl, gloo, not 'mpi'"):
+        from_keywords(CollectivesRequest, {"backend": "mpi"}, said)
+    with pytest.raises(InputError, match="step_factor must be at least 2, not 1"):
+        from_keywords(CollectivesRequest, {"step_factor": 1}, said)
+    request = from_keywords(CollectivesRequest, {"op": "all_reduce,sendrecv", "size": "1M", "spawn": True}, said)
+    run = run_of(request)
+    assert [str(op) for op in run.plan.ops] == ["all_reduce", "sendrecv"] and run.plan.sizes == (1 << 20,)
+    assert run.spawn and run.nodes is not None and run.fail_level == "error"
 
 
 def _hints(fn: Any) -> dict[str, object]:

@@ -8,21 +8,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from topodoctor.api.host import Host, probed
-from topodoctor.core.budget import Budget, parse_timeout
+from topodoctor.core.budget import Budget
 from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
 from topodoctor.core.options import from_keywords
-from topodoctor.core.sizes import parse_sizes
-from topodoctor.model.collective_ops import Plan, parse_ops
+from topodoctor.model.collective_ops import parse_ops
 from topodoctor.model.copy_modes import COPY_MODES
 from topodoctor.service import copies
-from topodoctor.service.collective_runs import CollectivesRun, run_collectives
+from topodoctor.service.collective_runs import run_collectives, run_of
 from topodoctor.service.collective_sweeps import predict_for
 from topodoctor.service.passes import Source
 from topodoctor.service.request_bandwidth import BandwidthRequest
+from topodoctor.service.request_collectives import CollectivesRequest
 
 if TYPE_CHECKING:
     from topodoctor.model.collectives import CollectivesResult
@@ -83,7 +82,7 @@ def bandwidth(
 def collectives(
     host: Host | None = None,
     *,
-    ops: Iterable[str] | None = None,
+    ops: Iterable[str] = (),
     sizes: str = "8:1G",
     step_factor: int = 2,
     iters: int = 20,
@@ -101,27 +100,26 @@ def collectives(
     ``MIN:MAX`` by ``step_factor``, or a list), ``backend="gloo"`` runs the ranks on CPU. The
     ``CollectivesResult`` holds nccl-tests' rows, NCCL's choices and any failure. Raises
     ``CannotMeasure`` when the ranks cannot run (no GPU, fewer than two, no torch)."""
-    if backend not in ("nccl", "gloo"):
-        raise InputError(f"backend must be nccl or gloo, not {backend!r}")
-    plan = Plan(
-        ops=parse_ops(_list(ops)),
-        sizes=parse_sizes(sizes, step_factor),
-        iters=iters,
-        warmup_iters=warmup,
-        check=check_data,
-        op_timeout_s=op_timeout,
-        backend=backend,
-    )
-    run = CollectivesRun(
-        plan,
-        _source(host),
-        nprocs=nprocs,
-        start_timeout_s=start_timeout,
-        spawn=True,  # ranks of its own, even inside a launcher's job: a library call never joins the world
-        log_dir=None if log_dir is None else Path(log_dir),
-    )
+    given = {
+        "op": ops,
+        "size": sizes,
+        "step_factor": step_factor,
+        "iters": iters,
+        "warmup": warmup,
+        "no_check": not check_data,
+        "nprocs": nprocs,
+        "backend": backend,
+        "op_timeout": op_timeout,
+        "start_timeout": start_timeout,
+        "log_dir": log_dir,
+        "timeout": timeout,
+        "spawn": True,  # ranks of its own, even inside a launcher's job: a library call never joins the world
+    }
+    said = {"op": "ops", "size": "sizes", "no_check": "check_data"}
+    request = from_keywords(CollectivesRequest, given, said)
+    run = run_of(request, _source(host))
     try:
-        out = run_collectives(run, Budget.start(parse_timeout(timeout)))
+        out = run_collectives(run, Budget.start(request.limits.timeout))
     except ProbeUnavailable as exc:
         raise _could_not(exc) from exc
     assert out is not None  # spawned ranks: this process always reports

@@ -123,7 +123,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "collectives",
-            "topodoctor.cli.args_measure:CollectivesArgs",
+            "topodoctor.service.request_collectives:CollectivesRequest",
             "topodoctor.cli.collectives:run",
             "Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and "
             "channels, judged against the topology (TD0xx).",

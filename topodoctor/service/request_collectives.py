@@ -1,8 +1,10 @@
-"""The options of ``collectives`` (``bandwidth``'s are its request, service/request_bandwidth.py),
-each field one option (core/options.py). ``collectives`` does several things, and its options are
-one object for each (what to run and its limits; judge saved results; predict; compare
-algorithms and GPU counts; small messages; across nodes) beside its outputs: each part is a
-heading of its help, and each of cli/collectives.py's parts reads its own."""
+"""``collectives``'s request: every option of the command, declared once by the spec
+(core/options.py). ``collectives`` does several things, and its request is one part for each
+(what to run and its limits; judge saved results; predict; compare algorithms and GPU counts;
+small messages; across nodes) beside its outputs: each part is a heading of its help, and each of
+cli/collectives.py's parts reads its own. The command line's options and the Python API's keywords
+(``topodoctor.collectives``) both build it; the service makes the run it asks for
+(service/collective_runs.py ``run_of``)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ from typing import ClassVar
 
 from topodoctor.core.options import group, option
 from topodoctor.core.shared_options import MEASURE_FORMATS, fail_level, fmt, metrics, output, replay, strict, timeout
+from topodoctor.model.findings import Severity, fail_from
 
 SIZE_DEFAULT = "8:1G"  # collectives --size
 
 
 @dataclass(frozen=True)
-class RunArgs:
+class RunOptions:
     """What each rank runs: the ops, sizes and iterations, on which backend and how many ranks."""
 
     HEADING: ClassVar[str] = "What to run"
@@ -60,7 +63,7 @@ class RunArgs:
 
 
 @dataclass(frozen=True)
-class LimitArgs:
+class LimitOptions:
     """How long an op, the start and the whole command may take."""
 
     HEADING: ClassVar[str] = "Time limits"
@@ -84,7 +87,7 @@ class LimitArgs:
 
 
 @dataclass(frozen=True)
-class JudgeArgs:
+class JudgeOptions:
     """Judge saved results (ours, or nccl-tests'), against a host and what it should reach."""
 
     HEADING: ClassVar[str] = "Judge saved results, or predict"
@@ -115,7 +118,7 @@ class JudgeArgs:
 
 
 @dataclass(frozen=True)
-class PredictArgs:
+class PredictOptions:
     """Predict the busbw the topology gives, running nothing."""
 
     HEADING: ClassVar[str] = "Judge saved results, or predict"
@@ -136,7 +139,7 @@ class PredictArgs:
 
 
 @dataclass(frozen=True)
-class SweepArgs:
+class SweepOptions:
     """Compare NCCL's algorithms, or the ops on growing sets of GPUs."""
 
     HEADING: ClassVar[str] = "Compare algorithms and GPU counts"
@@ -156,7 +159,7 @@ class SweepArgs:
 
 
 @dataclass(frozen=True)
-class LatencyArgs:
+class LatencyOptions:
     """Small messages through each path between the GPUs."""
 
     HEADING: ClassVar[str] = "Small messages"
@@ -171,7 +174,7 @@ class LatencyArgs:
 
 
 @dataclass(frozen=True)
-class NodesArgs:
+class NodesOptions:
     """Across nodes, under torchrun or srun: the pairs, the nodes expected, the NIC loopback."""
 
     HEADING: ClassVar[str] = "Across nodes (under torchrun or srun)"
@@ -249,14 +252,19 @@ class CollectivesOutput:
 
 
 @dataclass(frozen=True)
-class CollectivesArgs:
+class CollectivesRequest:
     """``collectives``: one part for each thing it does, and its outputs."""
 
-    run: RunArgs = group(RunArgs)
-    limits: LimitArgs = group(LimitArgs)
-    judge: JudgeArgs = group(JudgeArgs)
-    predict: PredictArgs = group(PredictArgs)
-    sweep: SweepArgs = group(SweepArgs)
-    latency: LatencyArgs = group(LatencyArgs)
-    nodes: NodesArgs = group(NodesArgs)
+    run: RunOptions = group(RunOptions)
+    limits: LimitOptions = group(LimitOptions)
+    judge: JudgeOptions = group(JudgeOptions)
+    predict: PredictOptions = group(PredictOptions)
+    sweep: SweepOptions = group(SweepOptions)
+    latency: LatencyOptions = group(LatencyOptions)
+    nodes: NodesOptions = group(NodesOptions)
     out: CollectivesOutput = group(CollectivesOutput)
+
+    @property
+    def fails_from(self) -> Severity:
+        """The lowest severity that fails the command (--fail-level, or warning with --strict)."""
+        return fail_from(self.out.fail_level, self.out.strict)

@@ -13,7 +13,7 @@ from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.options import from_keywords
 from topodoctor.model.findings import Finding, Severity, failing
-from topodoctor.model.outcome import Outcome
+from topodoctor.model.outcome import CheckOutcome
 from topodoctor.report.check import check_json, one_line
 from topodoctor.service.check import CheckRequest, judge
 from topodoctor.service.request_check import DEFAULT_CHECK_TIMEOUT_S
@@ -38,7 +38,7 @@ class Report:
     not_measured: tuple[str, ...]
     origin: str
     hostname: str
-    _outcome: Outcome
+    _outcome: CheckOutcome
 
     @property
     def failing(self) -> tuple[Finding, ...]:

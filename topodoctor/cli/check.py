@@ -17,7 +17,7 @@ from topodoctor.service.request_check import CheckRequest
 from topodoctor.service.stamping import stamp_now
 
 if TYPE_CHECKING:
-    from topodoctor.model.outcome import Outcome
+    from topodoctor.model.outcome import CheckOutcome
 
 
 def run_check(args: CheckRequest, env: Env) -> int:
@@ -61,7 +61,7 @@ def run_check(args: CheckRequest, env: Env) -> int:
     return outputs.exit_code(outcome)
 
 
-def _metrics(outcome: Outcome | None, code: int, scope: str) -> str:
+def _metrics(outcome: CheckOutcome | None, code: int, scope: str) -> str:
     """The check as Prometheus text; with no outcome, the text of a check that could not run."""
     from topodoctor.report import prometheus as prom  # Prometheus' text: only where metrics are asked for
 
@@ -81,7 +81,7 @@ def _metrics(outcome: Outcome | None, code: int, scope: str) -> str:
     )
 
 
-def _print_check(outcome: Outcome, env: Env) -> None:
+def _print_check(outcome: CheckOutcome, env: Env) -> None:
     """The check as text: the one format that loads rich."""
     from topodoctor.report.check_text import print_check  # rich: only the text format draws
 

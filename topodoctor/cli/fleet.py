@@ -17,7 +17,7 @@ from topodoctor.report.fleet_heat import heat_strip_svg
 from topodoctor.report.fleet_history import history_json, print_history
 from topodoctor.report.svg import write_picture
 from topodoctor.report.terminal import make_console
-from topodoctor.service.fleet import FleetReport, FleetRequest, HistoryReport, history, roll_up_paths
+from topodoctor.service.fleet import FleetOutcome, FleetRequest, HistoryReport, history, roll_up_paths
 
 
 def run_fleet(args: FleetRequest, env: Env) -> int:
@@ -66,7 +66,7 @@ def _history(args: FleetRequest, left: float, env: Env) -> HistoryReport:
     return report
 
 
-def _print(report: FleetReport, past: HistoryReport | None, console: object, details: bool) -> None:
+def _print(report: FleetOutcome, past: HistoryReport | None, console: object, details: bool) -> None:
     print_fleet(report, console, details)  # type: ignore[arg-type]
     if past is not None:
         print_history(past, console, details)  # type: ignore[arg-type]
@@ -80,7 +80,7 @@ def _heat(past: HistoryReport, path: Path) -> None:
     write_picture(heat_strip_svg(past.heat, figure, unit, better), path)
 
 
-def _render(report: FleetReport, past: HistoryReport | None, fmt: str) -> str:
+def _render(report: FleetOutcome, past: HistoryReport | None, fmt: str) -> str:
     if fmt == "json":
         doc = fleet_json(report)
         if past is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
-from topodoctor.job.verdict import JobReport
+from topodoctor.job.verdict import JobOutcome
 from topodoctor.report import job as out
 from topodoctor.service.job import JobRequest, diagnose
 
@@ -22,7 +22,7 @@ def run_job(args: JobRequest, env: Env) -> int:
     return outputs.exit_code(verdict)
 
 
-def _show(report: JobReport, fmt: str, env: Env) -> None:
+def _show(report: JobOutcome, fmt: str, env: Env) -> None:
     if fmt == "json":
         env.render(lambda: env.emit_json(out.job_json(report)))
     elif fmt == "line":

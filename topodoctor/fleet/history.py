@@ -28,7 +28,7 @@ from topodoctor.fleet.episodes import (
 )
 from topodoctor.fleet.request import FleetThresholds, HistoryRequest
 from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, Unreadable
-from topodoctor.fleet.rollup import FleetReport, roll_up, slow_by
+from topodoctor.fleet.rollup import FleetOutcome, roll_up, slow_by
 from topodoctor.fleet.rows import Row, unpack_floats
 from topodoctor.fleet.timeline import DAY_S, Past, day, forget
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
@@ -60,7 +60,7 @@ class HistoryReport:
     """The fleet over time: the roll-up of the latest results with the history's findings joined,
     the findings by node, since when the peers' outliers are off, and the heat strip's cells."""
 
-    fleet: FleetReport
+    fleet: FleetOutcome
     settings: HistoryRequest
     as_of: float
     results: int  # results judged (those of the window)
@@ -224,7 +224,7 @@ def _heat(
 
 
 def _peers_since(
-    report: FleetReport, fleet: FleetThresholds, rows_of: Callable[[str], Iterable[Row]], blobs: dict[int, Any]
+    report: FleetOutcome, fleet: FleetThresholds, rows_of: Callable[[str], Iterable[Row]], blobs: dict[int, Any]
 ) -> Iterable[PeerSince]:
     """For each outlier among peers, since when the node's figure has been that far off their median."""
     index: dict[int, dict[str, int]] = {}

@@ -32,7 +32,7 @@ from topodoctor.core.stats import median
 from topodoctor.fleet.request import FleetThresholds
 from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, headed
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.outcome import CommandOutcome
 
 __all__ = ["Figure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
 
@@ -97,7 +97,7 @@ class TypeSummary:
 
 
 @dataclass(frozen=True)
-class FleetReport:
+class FleetOutcome(CommandOutcome):
     """The fleet's verdict: per node, the shared findings, the outliers, files that could not be read."""
 
     nodes: tuple[NodeStatus, ...]
@@ -125,21 +125,15 @@ class FleetReport:
         return (*self.drain, *self.fleet_wide)
 
     @property
-    def not_measured(self) -> tuple[str, ...]:
+    def not_measured(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """The files and the nodes that could not be judged."""
         unknown = tuple(f"{n.node}: could not be judged" for n in self.nodes if n.state == "unknown")
         return tuple(u.error for u in self.unreadable) + unknown
 
     @property
-    def unusable(self) -> tuple[str, ...]:
+    def unusable(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """Nothing: a result that cannot be read is a node not judged (``not_measured``)."""
         return ()
-
-    @property
-    def exit_code(self) -> int:
-        """1 when a node is to be drained or a finding is fleet-wide; else 3 when a node or a file
-        could not be judged; else 0 (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def robust_outliers(
@@ -189,7 +183,7 @@ def _outlier_line(o: Outlier) -> str:
 
 def roll_up(
     results: Iterable[NodeResult], unreadable: Iterable[Unreadable] = (), settings: FleetThresholds | None = None
-) -> FleetReport:
+) -> FleetOutcome:
     """Per-node status, shared findings and outliers from the results of many nodes."""
     st = settings or FleetThresholds()
     by_node: dict[str, list[NodeResult]] = defaultdict(list)
@@ -255,7 +249,7 @@ def roll_up(
         TypeSummary(t, tuple(sorted(n for n, nt in types.items() if nt.label == t)), compared[t], too_few[t])
         for t in sorted({nt.label for nt in types.values()})
     )
-    return FleetReport(nodes, shared, tuple(outliers), summaries, tuple(bad), st, tuple(notes))
+    return FleetOutcome(nodes, shared, tuple(outliers), summaries, tuple(bad), st, tuple(notes))
 
 
 def _shared(by_node: dict[str, list[NodeResult]], st: FleetThresholds) -> tuple[SharedFinding, ...]:

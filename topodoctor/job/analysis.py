@@ -46,7 +46,7 @@ TIMEOUT_SHARE = 1.0  # an op still unfinished when its timeout had passed at dum
 
 
 @dataclass(frozen=True)
-class Finding:
+class JobFinding:
     """One thing the job's evidence shows. ``kind`` is a stable name (docs/job.md lists them)."""
 
     kind: str
@@ -73,7 +73,7 @@ class GroupState:
     stall_seq: int | None = None
     stall_op: str = ""
     timed_out: tuple[int, ...] = ()  # ranks whose oldest unfinished op had run past its timeout
-    findings: tuple[Finding, ...] = field(default=())
+    findings: tuple[JobFinding, ...] = field(default=())
 
 
 def label(name: str, desc: str) -> str:
@@ -138,7 +138,7 @@ def _outliers(by_rank: Mapping[int, Entry], key: Mapping[int, object]) -> tuple[
     return best, tuple(sorted(r for r in by_rank if key[r] != best))
 
 
-def _mismatch(name: str, desc: str, seqs: Mapping[int, Mapping[int, Entry]]) -> Finding | None:
+def _mismatch(name: str, desc: str, seqs: Mapping[int, Mapping[int, Entry]]) -> JobFinding | None:
     """The first sequence number at which some rank ran something else than its peers."""
     for seq in sorted(seqs):
         by_rank = seqs[seq]
@@ -169,7 +169,7 @@ def _mismatch(name: str, desc: str, seqs: Mapping[int, Mapping[int, Entry]]) -> 
         )
         theirs = "; ".join((f"rank {r}: " if len(odd) > 1 else "") + _shown(key[r]) for r in odd)
         message = f"{_ranks_text(odd)} {what.format(theirs=theirs, op=op, best=_shown(best))} at {op} #{seq}"
-        return Finding(kind, "error", odd, message + f" of {label(name, desc)}", label(name, desc), seq, op, lines)
+        return JobFinding(kind, "error", odd, message + f" of {label(name, desc)}", label(name, desc), seq, op, lines)
     return None
 
 
@@ -202,7 +202,7 @@ def analyse_group(name: str, desc: str, dumps: Sequence[RankDump], world: tuple[
         for e in es:
             seqs.setdefault(e.seq, {})[r] = e
     gl = label(name, desc)
-    findings: list[Finding] = []
+    findings: list[JobFinding] = []
     timed_out = tuple(r for r in have if _timed_out(have[r], entries[r], done[r]))
     stall, stall_op = _stall_findings(have, enq, done, seqs, entries, gl, timed_out, bool(missing), findings)
     if missing:
@@ -210,7 +210,7 @@ def analyse_group(name: str, desc: str, dumps: Sequence[RankDump], world: tuple[
         op = next((e.op for e in seqs.get(top, {}).values()), "collective")
         why = f"; {_ranks_text(have)} last enqueued {op} #{top}" if have and top >= 0 else ""
         findings.append(
-            Finding(
+            JobFinding(
                 "missing-dump",
                 "error",
                 missing,
@@ -238,7 +238,7 @@ def _stall_findings(
     gl: str,
     timed_out: tuple[int, ...],
     missing: bool,
-    findings: list[Finding],
+    findings: list[JobFinding],
 ) -> tuple[int | None, str]:
     """The first sequence number some rank did not get past, and who is to blame for it.
 
@@ -257,7 +257,7 @@ def _stall_findings(
         op = next((e.op for e in seqs.get(stall, {}).values()), "")
         frames = tuple(f"rank {r} last enqueued #{enq[r]} at {_last_frame(entries[r]) or '?'}" for r in behind)
         findings.append(
-            Finding(
+            JobFinding(
                 "not-enqueued",
                 "error",
                 behind,
@@ -281,7 +281,7 @@ def _stall_findings(
     finished = tuple(r for r in have if done[r] >= stall)
     if finished and not missing:  # a dead peer explains an unfinished op (its peers' errors differ in timing)
         findings.append(
-            Finding(
+            JobFinding(
                 "not-completed",
                 "error",
                 unfinished,
@@ -301,13 +301,13 @@ def _last_frame(entries: Sequence[Entry]) -> str:
     return max(entries, key=lambda e: e.seq).frame if entries else ""
 
 
-def _stuck(waiting: tuple[int, ...], at: Mapping[int, Entry], where: str, gl: str, seq: int, op: str) -> Finding:
+def _stuck(waiting: tuple[int, ...], at: Mapping[int, Entry], where: str, gl: str, seq: int, op: str) -> JobFinding:
     """Every rank enqueued the op and none finished it. With timing on, a rank whose kernel
     never started while its peers' did is the one whose GPU was still busy before it."""
     started = tuple(r for r in waiting if r in at and at[r].state == "started")
     scheduled = tuple(r for r in waiting if r in at and at[r].state == "scheduled")
     if started and scheduled:
-        return Finding(
+        return JobFinding(
             "not-started",
             "error",
             scheduled,
@@ -317,7 +317,7 @@ def _stuck(waiting: tuple[int, ...], at: Mapping[int, Entry], where: str, gl: st
             seq,
             op,
         )
-    return Finding(
+    return JobFinding(
         "stuck",
         "warning",
         (),
@@ -349,6 +349,6 @@ def analyse(
     if not states and dumps:  # dumps with no collective at all: only missing ranks can be said
         missing = tuple(r for r in world if r not in {d.rank for d in dumps})
         if missing:
-            f = Finding("missing-dump", "error", missing, f"{_ranks_text(missing)} left no flight-recorder dump")
+            f = JobFinding("missing-dump", "error", missing, f"{_ranks_text(missing)} left no flight-recorder dump")
             states.append(GroupState("0", "default_pg", world, {}, {}, missing, findings=(f,)))
     return tuple(states)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topodoctor.core.stats import median
-from topodoctor.job.analysis import Finding, GroupState, label
+from topodoctor.job.analysis import GroupState, JobFinding, label
 from topodoctor.job.dumps import Entry, RankDump
 
 Basis = Literal["gpu-time", "enqueue-time"]
@@ -56,8 +56,8 @@ class Lateness:
     basis: Basis
     collectives: int
     ranks: tuple[RankLateness, ...]
-    finding: Finding | None
-    late_once: Finding | None = None  # one collective entered far later than its peers
+    finding: JobFinding | None
+    late_once: JobFinding | None = None  # one collective entered far later than its peers
 
 
 def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[dict[int, Entry]]:
@@ -85,7 +85,7 @@ def _p90(values: list[float]) -> float:
     return s[min(len(s) - 1, int(0.9 * len(s)))]
 
 
-def late_once(rows: Sequence[dict[int, Entry]], group: str) -> Finding | None:
+def late_once(rows: Sequence[dict[int, Entry]], group: str) -> JobFinding | None:
     """The latest single entry of the matched collectives, as a ``late-rank`` finding when it came
     after the peers' timeout or LATE_ONCE_MS and LATE_ONCE_SPREAD x the usual spread."""
     events: list[tuple[float, int, Entry, int | None]] = []
@@ -108,7 +108,7 @@ def late_once(rows: Sequence[dict[int, Entry]], group: str) -> Finding | None:
         why = f"the group's usual spread is {usual:.1f} ms"
     else:
         return None
-    return Finding(
+    return JobFinding(
         "late-rank",
         "error",
         (rank,),
@@ -153,7 +153,7 @@ def lateness(state: GroupState, dumps: Sequence[RankDump], last: int = 200, late
     if worst.latest * 2 >= len(rows) and worst.median_ms >= late_ms:
         others = [x.median_ms for x in table if x.rank != worst.rank]
         lead = worst.median_ms - (median(others) if others else 0.0)
-        finding = Finding(
+        finding = JobFinding(
             "straggler",
             "error",
             (worst.rank,),

@@ -20,7 +20,7 @@ from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.core.text import plural
 from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
-from topodoctor.model.outcome import Meta, Outcome, exit_code
+from topodoctor.model.outcome import CheckOutcome, CommandOutcome, Meta
 from topodoctor.model.stamp import node_name, utc_iso
 from topodoctor.rules.context import Context
 from topodoctor.rules.one_cause import one_per_setting
@@ -123,7 +123,7 @@ def check_passes(request: CheckRequest) -> tuple[Pass, ...]:
     return passes(request.bandwidth, request.collectives, request.scope, request.level)
 
 
-def check(request: CheckRequest, budget: Budget | None = None, passes: Sequence[Pass] | None = None) -> Outcome:
+def check(request: CheckRequest, budget: Budget | None = None, passes: Sequence[Pass] | None = None) -> CheckOutcome:
     """Probe, measure and judge the host within the request's budget (from process start), with
     the measurements it asks for (``passes`` None; else these).
 
@@ -157,7 +157,7 @@ def judge(
     inputs: Inputs | None = None,
     started: tuple[float, float] | None = None,
     passes: Sequence[Pass] = (),
-) -> Outcome:
+) -> CheckOutcome:
     """The verdict on a host already probed (by ``check`` with ``passes``, or the Python API's
     ``scan``): its rules, scope, fail level and outcome, decided here for both. ``inputs`` None
     reads them now; ``started`` is when the check began (monotonic, wall clock), now when None."""
@@ -189,12 +189,12 @@ def judge(
         where.job,
         where.label,
     )
-    # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
+    # The exit code is the CheckOutcome's (model.outcome.exit_code): a fault found stays exit 1 even
     # when a pass could not run or the expectations file could not be used. A replay names no
     # node: no node measured it (its host is the recording's).
     node = node_name(os.environ, host.snapshot.host.hostname) if request.replay is None else None
     fitness = host.measured.get("fitness")
-    return Outcome(
+    return CheckOutcome(
         findings, incomplete, meta, request.fails_from, host.snapshot, missed, fitness, utc_iso(started_at), node
     )
 
@@ -226,7 +226,7 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Baseline:
+class ExpectOutcome(CommandOutcome):
     """What ``expect`` writes, and the findings on the host that would make it a bad example to
     follow: unless forced, they refuse the file (they fail the command)."""
 
@@ -241,13 +241,8 @@ class Baseline:
         """The findings that refuse the file: the blocking ones, unless forced."""
         return () if self.forced else self.blocking
 
-    @property
-    def exit_code(self) -> int:
-        """0 written, 1 refused (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
-
-def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> Baseline:
+def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> ExpectOutcome:
     """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
     among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
     host = probe(source, budget, passes, environment=True)
@@ -262,4 +257,4 @@ def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force:
             if not expectations.fitness:  # asked to measure: a file without the figures would vouch for nothing
                 why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
                 raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
-        return Baseline(expectations, failing(findings, "error"), force)
+        return ExpectOutcome(expectations, failing(findings, "error"), force)

@@ -24,7 +24,7 @@ from topodoctor.model.collective_ops import Plan, parse_ops
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.copies import load_result as load_bw
 from topodoctor.model.findings import Finding, Severity
-from topodoctor.model.outcome import Judged
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.during import watch
@@ -63,7 +63,7 @@ class CollectivesRun:
 
 
 @dataclass(frozen=True)
-class CollectivesOutcome(Judged):
+class CollectivesOutcome(CommandOutcome):
     """A run's result, the host it was judged against, and the findings."""
 
     result: CollectivesResult

@@ -19,8 +19,8 @@ from topodoctor.measure.timer.copy_kernels import BASE_SM, parse
 from topodoctor.model.consistency import validate_snapshot
 from topodoctor.model.copies import PAIR_MODES, BandwidthResult, load_result
 from topodoctor.model.copy_modes import expand_modes
-from topodoctor.model.findings import Severity, failing
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.findings import Severity
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.counters import WarmReadings
 from topodoctor.probe.environment import capture_process
@@ -200,7 +200,7 @@ def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
 
 
 @dataclass(frozen=True)
-class BandwidthOutcome:
+class BandwidthOutcome(CommandOutcome):
     """``bandwidth``'s answer: the result measured (or read), and what the rules found in it."""
 
     result: BandwidthResult
@@ -209,21 +209,10 @@ class BandwidthOutcome:
     unusable: tuple[str, ...] = ()
 
     @property
-    def failing(self) -> tuple[Finding, ...]:
-        """The findings at or above the fail level."""
-        return failing(self.findings, self.fail_level)
-
-    @property
-    def not_measured(self) -> tuple[str, ...]:
+    def not_measured(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """Every copy asked for that could not run here: never a pass."""
         ms = self.result.measurements
         return ("no copy asked for could run here",) if ms and all(m.skipped for m in ms) else ()
-
-    @property
-    def exit_code(self) -> int:
-        """0 measured and fine, 1 a finding at the fail level, 3 nothing could be measured
-        (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def judged(result: BandwidthResult, fail_level: Severity = "error") -> BandwidthOutcome:

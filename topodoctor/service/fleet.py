@@ -22,7 +22,7 @@ from topodoctor.fleet.inputs import MAX_RESULT_BYTES, parse_document, read_files
 from topodoctor.fleet.parse import parse_result
 from topodoctor.fleet.request import FleetRequest, FleetThresholds, HistoryRequest
 from topodoctor.fleet.results import NodeResult, Unreadable
-from topodoctor.fleet.rollup import FleetReport, roll_up
+from topodoctor.fleet.rollup import FleetOutcome, roll_up
 from topodoctor.fleet.rows import file_digest, row_of
 from topodoctor.fleet.store import Retention, open_store
 from topodoctor.fleet.timeline import DAY_S
@@ -30,7 +30,7 @@ from topodoctor.model.copies import BandwidthResult
 from topodoctor.model.stamp import parse_iso
 from topodoctor.service import copies
 
-__all__ = ["FleetReport", "FleetRequest", "HistoryReport", "HistoryRequest", "Retention", "history", "roll_up_paths"]
+__all__ = ["FleetOutcome", "FleetRequest", "HistoryReport", "HistoryRequest", "Retention", "history", "roll_up_paths"]
 
 # File systems on which SQLite's locks and WAL's shared memory cannot be trusted (mountinfo's type).
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs", "9p", "afs")
@@ -38,7 +38,7 @@ NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", 
 
 def roll_up_paths(
     paths: Sequence[Path], name_from: Literal["host", "file"], timeout_s: float, settings: FleetThresholds
-) -> FleetReport:
+) -> FleetOutcome:
     """Read every result under ``paths`` (bounded; a bad file is one line of the report) and roll
     them up; no readable result at all is an input error."""
     nodes, unreadable = read_results(paths, name_from, timeout_s, judged)

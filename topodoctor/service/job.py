@@ -15,7 +15,7 @@ from topodoctor.core.errors import InputError, TopodoctorError
 from topodoctor.job import load, ras
 from topodoctor.job.placement import Place, by_rank
 from topodoctor.job.ras import RasReport
-from topodoctor.job.verdict import JobInput, JobReport, judge_job
+from topodoctor.job.verdict import JobInput, JobOutcome, judge_job
 from topodoctor.model.activity import ActivitySample
 from topodoctor.model.stamp import GpuId
 from topodoctor.probe import sampler
@@ -23,7 +23,7 @@ from topodoctor.service.request_job import JobRequest as JobRequest  # re-export
 from topodoctor.service.stamping import stamp
 
 
-def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any] | None]:
+def diagnose(req: JobRequest, budget: Budget) -> tuple[JobOutcome, dict[str, Any] | None]:
     """The verdict, and the live sampling's recording when one was asked for."""
     started_at = time.time()
     if not (req.dumps or req.ras or req.ras_file or req.live or req.replay_live):

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topodoctor.model.findings import failing
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.service.host import Host
 from topodoctor.topology.nccl_topo_lint import TopoProblem, lint_topo_file
 
 
 @dataclass(frozen=True)
-class LintOutcome:
+class LintOutcome(CommandOutcome):
     """``nccl-topo --lint``'s answer: what NCCL would get wrong in the file, on this host."""
 
     problems: tuple[TopoProblem, ...]
@@ -23,11 +23,6 @@ class LintOutcome:
     def failing(self) -> tuple[TopoProblem, ...]:
         """The errors (a warning does not fail the file)."""
         return failing(self.problems, "error")
-
-    @property
-    def exit_code(self) -> int:
-        """0 no error, 1 an error for this host (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def lint_nccl_topo(host: Host, text: str) -> LintOutcome:

@@ -9,7 +9,7 @@ import pytest
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
 from topodoctor.fleet.request import FleetThresholds
-from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, Unreadable, robust_outliers, roll_up
+from topodoctor.fleet.rollup import NodeFigure, NodeResult, NodeType, Unreadable, robust_outliers, roll_up
 from topodoctor.model.findings import Finding
 
 H200 = NodeType("NVIDIA H200", 8, "18 NVLinks/GPU to NVSwitch")
@@ -17,7 +17,7 @@ H200 = NodeType("NVIDIA H200", 8, "18 NVLinks/GPU to NVSwitch")
 
 def _node(name: str, gbps: float | None = None, *findings: Finding, state: str = "healthy", kind: str = "bandwidth",
           path: str | None = None, figure: str = "oneway") -> NodeResult:  # fmt: skip
-    figs = (Figure("bandwidth", figure, "GPU0->GPU1", gbps),) if gbps is not None else ()
+    figs = (NodeFigure("bandwidth", figure, "GPU0->GPU1", gbps),) if gbps is not None else ()
     return NodeResult(name, kind, path or f"{name}.{kind}.json", state, "", findings, figs, H200)  # type: ignore[arg-type]
 
 
@@ -66,7 +66,7 @@ def test_exactly_min_nodes_are_compared_and_one_fewer_are_not(nodes: int, compar
 
 def test_a_figure_is_told_in_its_own_unit() -> None:
     def gemm(name: str, tflops: float) -> NodeResult:
-        fig = Figure("fitness", "compute", "GPU0", tflops, unit="TFLOP/s")
+        fig = NodeFigure("fitness", "compute", "GPU0", tflops, unit="TFLOP/s")
         return NodeResult(name, "check", f"{name}.json", "healthy", "", (), (fig,), H200)
 
     nodes = [gemm(f"n{i}", 660.0) for i in range(3)] + [gemm("slow", 500.0)]
@@ -160,7 +160,7 @@ def test_a_node_whose_results_describe_different_hardware_is_told_and_typed_once
 
 def test_a_node_of_unknown_type_is_not_compared() -> None:
     untyped = NodeResult(
-        "x", "bandwidth", "x.json", "measured", "", (), (Figure("bandwidth", "oneway", "GPU0->GPU1", 1.0),)
+        "x", "bandwidth", "x.json", "measured", "", (), (NodeFigure("bandwidth", "oneway", "GPU0->GPU1", 1.0),)
     )
     report = roll_up([_node(n, 100.0) for n in "ab"] + [untyped])
     assert report.outliers == () and report.types[0].figures_too_few == 1

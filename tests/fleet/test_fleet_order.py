@@ -13,7 +13,7 @@ import pytest
 
 from tests.fleet.test_fleet_edges import H200, _finding, _node
 from topodoctor.fleet.request import FleetThresholds
-from topodoctor.fleet.rollup import Figure, NodeResult, robust_outliers, roll_up
+from topodoctor.fleet.rollup import NodeFigure, NodeResult, robust_outliers, roll_up
 
 # Each state a node's source can have, from the least to the most telling: a file that only
 # measured, one that judged healthy, one slower than its own past (TD950), could not check, unhealthy.
@@ -74,7 +74,7 @@ def test_a_file_that_says_unhealthy_with_no_finding_gives_its_reason() -> None:
 
 
 def _latency(name: str, ms: float) -> NodeResult:
-    fig = Figure("collectives", "latency", "all_reduce 8B", ms, unit="us", better="lower")
+    fig = NodeFigure("collectives", "latency", "all_reduce 8B", ms, unit="us", better="lower")
     return NodeResult(name, "collectives", f"{name}.c.json", "measured", "", (), (fig,), H200)
 
 

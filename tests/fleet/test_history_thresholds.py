@@ -10,7 +10,7 @@ from typing import Any
 from topodoctor.fleet.drift import drift_findings
 from topodoctor.fleet.episodes import Verdict, counters_rising, flapping, lemon, silent
 from topodoctor.fleet.request import FleetThresholds, HistoryRequest
-from topodoctor.fleet.rows import Row
+from topodoctor.fleet.rows import StoredRow
 from topodoctor.fleet.timeline import DAY_S, Past
 
 T0 = 1_796_000_000.0
@@ -42,7 +42,7 @@ def _row(day: float, keys: int | None = None, values: list[float] | None = None,
         "counter_values": None,
     }
     fields.update(kw)
-    return Past(Row(**fields), BLOBS, 2)
+    return Past(StoredRow(**fields), BLOBS, 2)
 
 
 def _drift(baseline: list[float], latest: float, keys: int = 1, st: HistoryRequest = ST) -> list[Any]:

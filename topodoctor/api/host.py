@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from topodoctor.core.budget import Budget, parse_timeout
-from topodoctor.service.host import Host as Probed
+from topodoctor.service.host import ProbedHost as Probed
 from topodoctor.service.passes import Source
 from topodoctor.service.probing import probe
 

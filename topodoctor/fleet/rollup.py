@@ -30,11 +30,11 @@ from typing import Literal
 
 from topodoctor.core.stats import median
 from topodoctor.fleet.request import FleetThresholds
-from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, SourceState, Unreadable
+from topodoctor.fleet.results import Better, NodeFigure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, headed
 from topodoctor.model.outcome import CommandOutcome
 
-__all__ = ["Figure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
+__all__ = ["NodeFigure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
 
 FLEET_SCHEMA_VERSION = 1
 MAD_TO_SIGMA = 0.6745  # the MAD of a normal distribution is 0.6745 sigma

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from topodoctor.fleet.rows import Row
+from topodoctor.fleet.rows import StoredRow
 from topodoctor.model.findings import SEVERITY_ORDER
 
 DAY_S = 86400.0
@@ -56,7 +56,7 @@ class Past:
 
     __slots__ = ("failing", "gpus", "keys", "kind", "row", "t", "verdict")
 
-    def __init__(self, row: Row, blobs: dict[int, Any], fail_bar: int) -> None:
+    def __init__(self, row: StoredRow, blobs: dict[int, Any], fail_bar: int) -> None:
         self.row, self.t, self.kind = row, row.measured_at, row.kind
         # A node's findings and GPUs are mostly the same day after day: each list is read once.
         keys = _KEYS.get((row.finding_keys, fail_bar))

@@ -28,7 +28,7 @@ from typing import Literal
 
 from topodoctor.core.stats import median
 from topodoctor.job.analysis import GroupState, JobFinding, label
-from topodoctor.job.dumps import Entry, RankDump
+from topodoctor.job.dumps import DumpEntry, RankDump
 
 Basis = Literal["gpu-time", "enqueue-time"]
 # One entry this late is never clock noise or a busy moment: NTP keeps hosts within milliseconds, and
@@ -60,8 +60,8 @@ class Lateness:
     late_once: JobFinding | None = None  # one collective entered far later than its peers
 
 
-def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[dict[int, Entry]]:
-    by_seq: dict[int, dict[int, Entry]] = {}
+def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[dict[int, DumpEntry]]:
+    by_seq: dict[int, dict[int, DumpEntry]] = {}
     for d in dumps:
         if d.rank not in state.members:
             continue
@@ -72,7 +72,7 @@ def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[di
     return full[-last:] if last > 0 else full
 
 
-def _lateness(row: dict[int, Entry], basis: Basis) -> dict[int, float]:
+def _lateness(row: dict[int, DumpEntry], basis: Basis) -> dict[int, float]:
     if basis == "gpu-time":
         longest = max(e.duration_ms or 0.0 for e in row.values())
         return {r: longest - (e.duration_ms or 0.0) for r, e in row.items()}
@@ -85,10 +85,10 @@ def _p90(values: list[float]) -> float:
     return s[min(len(s) - 1, int(0.9 * len(s)))]
 
 
-def late_once(rows: Sequence[dict[int, Entry]], group: str) -> JobFinding | None:
+def late_once(rows: Sequence[dict[int, DumpEntry]], group: str) -> JobFinding | None:
     """The latest single entry of the matched collectives, as a ``late-rank`` finding when it came
     after the peers' timeout or LATE_ONCE_MS and LATE_ONCE_SPREAD x the usual spread."""
-    events: list[tuple[float, int, Entry, int | None]] = []
+    events: list[tuple[float, int, DumpEntry, int | None]] = []
     for row in rows:
         if len(row) < 2 or any(e.created_ns is None for e in row.values()):
             continue

@@ -25,7 +25,7 @@ from topodoctor.model.stamp import node_name, utc_iso
 from topodoctor.rules.context import Context
 from topodoctor.rules.one_cause import one_per_setting
 from topodoctor.rules.registry import check_patterns
-from topodoctor.service.host import Host as Host  # re-exported, as the probe every command runs
+from topodoctor.service.host import ProbedHost as ProbedHost  # re-exported, as the probe every command runs
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import probe as probe
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------- check
 
 
-def make_context(host: Host, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
+def make_context(host: ProbedHost, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
     """The rules' Context: the one place it is built. With no process (a saved result) no
     process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
     measured = host.measured
@@ -67,7 +67,7 @@ def make_context(host: Host, expect: Expectations | None = None, baseline: HostS
     )
 
 
-def job_scope(host: Host, choice: str) -> Scope:
+def job_scope(host: ProbedHost, choice: str) -> Scope:
     """The GPUs a check judges: the job's, as the judged process's environment names them."""
     environ = host.process.environ if host.process is not None else {}
     return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
@@ -151,7 +151,7 @@ def check(request: CheckRequest, budget: Budget | None = None, passes: Sequence[
 
 
 def judge(
-    host: Host,
+    host: ProbedHost,
     request: CheckRequest,
     budget: Budget | None = None,
     inputs: Inputs | None = None,
@@ -210,7 +210,7 @@ def gone_from_job(where: Scope, gpus: int) -> tuple[str, ...]:
     return (f"{named} {'are' if many else 'is'} not among the node's {plural(gpus, 'GPU')}",)
 
 
-def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
+def not_measured(passes: Sequence[Pass], host: ProbedHost) -> tuple[str, ...]:
     """One reason ("collectives not measured: ...") per pass whose measurement did not happen."""
     out = []
     for p in passes:

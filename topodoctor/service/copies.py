@@ -26,7 +26,7 @@ from topodoctor.probe.counters import WarmReadings
 from topodoctor.probe.environment import capture_process
 from topodoctor.probe.sources import live_nvml
 from topodoctor.service import early_copies
-from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
+from topodoctor.service.check import Pass, ProbedHost, Source, evaluate, make_context, probe
 from topodoctor.service.request_bandwidth import BandwidthRequest
 from topodoctor.topology.scope import resolve
 
@@ -194,7 +194,7 @@ def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     if result.snapshot is None:
         return ()
     validate_snapshot(result.snapshot, "bandwidth result")
-    host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
+    host = ProbedHost(result.snapshot, "bandwidth result", measured={"bandwidth": result})
     # the measured rules, and the data path's verdict, which reads the copies beside the host's layers
     return evaluate(make_context(host), select=["TD7", "TD306", "TD307"])[0]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import CommandOutcome
-from topodoctor.service.host import Host
+from topodoctor.service.host import ProbedHost
 from topodoctor.topology.nccl_topo_lint import TopoProblem, lint_topo_file
 
 
@@ -25,6 +25,6 @@ class LintOutcome(CommandOutcome):
         return failing(self.problems, "error")
 
 
-def lint_nccl_topo(host: Host, text: str) -> LintOutcome:
+def lint_nccl_topo(host: ProbedHost, text: str) -> LintOutcome:
     """An existing NCCL_TOPO_FILE's text, checked against the probed host as NCCL would read it."""
     return LintOutcome(tuple(lint_topo_file(text, host.snapshot, host.view.graph)))

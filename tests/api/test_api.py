@@ -202,7 +202,7 @@ def test_bad_options_are_input_errors_before_anything_runs() -> None:
         topodoctor.bandwidth(host, modes=["sideways"])
     with pytest.raises(topodoctor.InputError, match="unknown op 'all_sum'"):
         topodoctor.collectives(host, ops=["all_sum"])
-    with pytest.raises(topodoctor.InputError, match="nodes must be 1 or more"):
+    with pytest.raises(topodoctor.InputError, match="nodes must be at least 1, not 0"):
         topodoctor.predict(host, nodes=0)
 
 

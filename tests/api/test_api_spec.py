@@ -1,6 +1,8 @@
-"""The Python API and the command take the same choices and the same defaults: for every keyword
-of ``topodoctor.bandwidth`` and ``topodoctor.collectives`` that an option of the command sets,
-its default is the option's, and a mode one accepts the other accepts too."""
+"""The Python API and the command take the same choices and the same defaults: every keyword of
+every function of the API (``scan``, ``check``, ``bandwidth``, ``collectives``, ``predict``,
+``diagnose``) is an option of its command's request, with the option's default and, where the
+option has choices, a Literal of the same choices; the API builds the request from its keywords
+through the same spec (core/options.py ``from_keywords``), so what the command refuses it refuses."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any, Literal, get_args, get_origin
 import pytest
 
 import topodoctor
-from topodoctor.api import measure, verdict
+from topodoctor.api import diagnose, host, measure, verdict
 from topodoctor.core.errors import InputError
 from topodoctor.core.options import from_keywords, specs
 from topodoctor.service.collective_runs import run_of
@@ -19,10 +21,23 @@ from topodoctor.service.copies import settings_for
 from topodoctor.service.request_bandwidth import BandwidthRequest
 from topodoctor.service.request_check import CheckRequest
 from topodoctor.service.request_collectives import CollectivesRequest
+from topodoctor.service.request_diagnose import DiagnoseRequest
+from topodoctor.service.request_scan import ScanRequest
 
 # the API's keyword -> the command's option (by field name) where the names differ
 BANDWIDTH_NAMES = {"modes": "mode"}
 COLLECTIVES_NAMES = {"ops": "op", "sizes": "size", "check_data": "no_check"}
+
+# every function of the API, its command's request, its keywords' names there, and the keywords no
+# option sets as the API takes them (check_data is --no-check's absence, held below)
+EVERY = [
+    (host.scan, ScanRequest, {}, set()),
+    (verdict.check, CheckRequest, {}, set()),
+    (measure.bandwidth, BandwidthRequest, BANDWIDTH_NAMES, set()),
+    (measure.collectives, CollectivesRequest, COLLECTIVES_NAMES, {"check_data"}),
+    (measure.predict, CollectivesRequest, {"ops": "op", "nodes": "predict_nodes"}, set()),
+    (diagnose.diagnose, DiagnoseRequest, {}, set()),
+]
 
 
 def _defaults(fn: object) -> dict[str, object]:
@@ -130,3 +145,28 @@ def test_check_refuses_what_the_command_refuses() -> None:
         topodoctor.check(host, timeout="soon")  # type: ignore[arg-type]
     report = topodoctor.check(host, select="TD1,TD3", timeout=0)  # commas split, as --select reads them
     assert report.exit_code == topodoctor.check(host, select=["TD1", "TD3"], timeout=0).exit_code
+
+
+@pytest.mark.parametrize(("fn", "cls", "names", "skip"), EVERY, ids=lambda x: getattr(x, "__name__", ""))
+def test_every_keyword_of_the_api_is_its_command_s_option(
+    fn: Any, cls: type, names: dict[str, str], skip: set[str]
+) -> None:
+    compared = _held_to(fn, cls, names, skip)
+    assert set(compared) | skip == set(_defaults(fn)) and compared
+
+
+def test_every_function_of_the_api_is_held() -> None:
+    held = {fn.__name__ for fn, _, _, _ in EVERY}
+    assert held == {"scan", "check", "bandwidth", "collectives", "predict", "diagnose"}
+    assert all(callable(getattr(topodoctor, name)) for name in held)
+
+
+def test_predict_and_diagnose_refuse_what_their_commands_refuse() -> None:
+    found = topodoctor.scan(replay="h100-x2", timeout=0)
+    with pytest.raises(InputError, match="nodes must be at least 1, not 0"):
+        topodoctor.predict(found, nodes=0)
+    assert topodoctor.predict(found, ops="all_reduce") == topodoctor.predict(found, ops=["all_reduce"])
+    with pytest.raises(InputError, match="fail_level must be one of warning, error, critical, not 'info'"):
+        topodoctor.diagnose("-", fail_level="info")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="timeout must be 0"):
+        topodoctor.scan(replay="h100-x1", timeout=-1)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from topodoctor.api.host import Host, probed
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
+from topodoctor.core.errors import CannotMeasure, ProbeUnavailable
 from topodoctor.core.options import from_keywords
 from topodoctor.model.collective_ops import parse_ops
 from topodoctor.model.copy_modes import COPY_MODES
@@ -21,7 +21,7 @@ from topodoctor.service.collective_runs import run_collectives, run_of
 from topodoctor.service.collective_sweeps import predict_for
 from topodoctor.service.passes import Source
 from topodoctor.service.request_bandwidth import BandwidthRequest
-from topodoctor.service.request_collectives import CollectivesRequest
+from topodoctor.service.request_collectives import Backend, CollectivesRequest
 
 if TYPE_CHECKING:
     from topodoctor.model.collectives import CollectivesResult
@@ -89,7 +89,7 @@ def collectives(
     warmup: int = 1,
     check_data: bool = True,
     nprocs: int | None = None,
-    backend: Literal["nccl", "gloo"] = "nccl",
+    backend: Backend = "nccl",
     op_timeout: float = 30.0,
     start_timeout: float = 120.0,
     log_dir: str | os.PathLike[str] | None = None,
@@ -126,18 +126,13 @@ def collectives(
     return out.result
 
 
-def predict(host: Host, *, ops: Iterable[str] | None = None, nodes: int = 1) -> tuple[Prediction, ...]:
+def predict(host: Host, *, ops: Iterable[str] = (), nodes: int = 1) -> tuple[Prediction, ...]:
     """The busbw the topology of ``host`` gives each collective at 1 GiB (``nodes`` such hosts
     joined by their NICs), as ``collectives --predict`` prints it: nothing runs, a recording will
     do. Raises ``CannotMeasure`` when the topology says too little (one GPU, links unread)."""
     found, _ = probed(host)
-    if nodes < 1:
-        raise InputError(f"nodes must be 1 or more, not {nodes}")
-    return predict_for(found.snapshot, parse_ops(_list(ops)), nodes).predictions
-
-
-def _list(values: Iterable[str] | None) -> list[str] | None:
-    """Names as the command line takes them: one string is one value (commas split later)."""
-    if values is None:
-        return None
-    return [values] if isinstance(values, str) else list(values)
+    asked = {"op": ops, "predict": True, "predict_nodes": nodes}
+    request = from_keywords(CollectivesRequest, asked, {"op": "ops", "predict_nodes": "nodes"})
+    return predict_for(
+        found.snapshot, parse_ops(list(request.run.op) or None), request.predict.predict_nodes
+    ).predictions

@@ -12,15 +12,12 @@ from topodoctor.api.host import Host, probed
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.options import from_keywords
+from topodoctor.core.shared_options import FailLevel
 from topodoctor.model.findings import Finding, Severity, failing
 from topodoctor.model.outcome import CheckOutcome
 from topodoctor.report.check import check_json, one_line
 from topodoctor.service.check import CheckRequest, judge
-from topodoctor.service.request_check import DEFAULT_CHECK_TIMEOUT_S
-
-# the command's choices (service/request_check.py; tests/api/test_api_spec.py holds them equal)
-Scope = Literal["auto", "job", "node"]
-FailLevel = Literal["warning", "error", "critical"]
+from topodoctor.service.request_check import DEFAULT_CHECK_TIMEOUT_S, Scope
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
-"""The options of the commands that read one host (scan, record, expect, rules, explain, nccl-topo)
-and of ``config``: one frozen object per command, each field one option (core/options.py); ``check``'s
-is its service's request (service/request_check.py). Light on purpose: the console entry point
-reads a ``scan`` command line with these before anything else loads."""
+"""The options of the commands that read one host (record, expect, rules, explain, nccl-topo) and of
+``config``: one frozen object per command, each field one option (core/options.py); ``check``'s and
+``scan``'s are their services' requests (service/request_check.py, service/request_scan.py)."""
 
 from __future__ import annotations
 
@@ -9,40 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topodoctor.core.options import REQUIRED, argument, option
-from topodoctor.core.shared_options import config_file, fmt, output, picture, replay, sysfs_root, timeout
-from topodoctor.service.passes import Source
+from topodoctor.core.shared_options import config_file, fmt, output, replay, sysfs_root, timeout
 from topodoctor.service.request_check import LEVELS
-
-
-@dataclass(frozen=True)
-class ScanArgs:
-    """``scan``: the host, how to print it, and the files to write."""
-
-    replay: str | None = replay()
-    fmt: str = fmt(("text", "json"), "text or json.", probes=True)
-    export_graph: Path | None = option(
-        "--export-graph",
-        default=None,
-        metavar="FILE",
-        kind=Path,
-        probes=True,
-        help="Write the topology graph: .graphml, .dot or .json.",
-    )
-    draw: Path | None = picture("--draw", "it, with the findings marked", probes=True)
-    sysfs_root: str = sysfs_root()
-    timeout: float = timeout(60.0)
-
-    def source(self) -> Source:
-        """The host to probe. The text shows no fitness reading, so a text scan with no file to
-        write reads the topology alone (half the NVML calls)."""
-        return Source(
-            self.replay, self.sysfs_root, self.fmt == "text" and self.draw is None and self.export_graph is None
-        )
-
-    def early_source(self) -> Source | None:
-        """What the early probe reads for this command line: its host, or None with no budget
-        (``--timeout 0`` promises no child process)."""
-        return self.source() if self.timeout > 0 else None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ COMMANDS: dict[str, Command] = {
     for c in (
         Command(
             "scan",
-            "topodoctor.cli.args:ScanArgs",
+            "topodoctor.service.request_scan:ScanRequest",
             "topodoctor.cli.scan:run_scan",
             "Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology.",
             (("0", "printed"), _USAGE, _CANNOT, _SIGNAL),
@@ -185,7 +185,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "diagnose",
-            "topodoctor.cli.args_cluster:DiagnoseArgs",
+            "topodoctor.service.request_diagnose:DiagnoseRequest",
             "topodoctor.cli.diagnose:run_diagnose",
             "Read the evidence users bring and say what it shows: nccl-tests output, nvidia-smi\n"
             "(plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), p2pBandwidthLatencyTest,\n"

@@ -4,11 +4,12 @@ outputs), declared once by the spec (core/options.py) for every command's reques
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from topodoctor.core.budget import parse_timeout
 from topodoctor.core.options import option
 
+FailLevel = Literal["warning", "error", "critical"]  # --fail-level's choices, and the Python API's type
 MEASURE_FORMATS = ("text", "json", "prometheus")  # what the measuring commands print
 
 TIMEOUT_HELP = (
@@ -72,7 +73,7 @@ def fail_level(help: str = "Lowest severity that makes the command exit 1.", set
         "--fail-level",
         default="error",
         metavar="LEVEL",
-        choices=("warning", "error", "critical"),
+        choices=get_args(FailLevel),
         help=help,
         setting=setting,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from topodoctor.core.options import option
 from topodoctor.core.shared_options import (
@@ -27,7 +28,8 @@ from topodoctor.service.run_times import took
 DEFAULT_CHECK_TIMEOUT_S = 30.0
 LEVEL_TIMEOUT_S = {"quick": 60.0, "long": 300.0}  # the default budget of a measuring level
 LEVELS = ("static", "quick", "long")
-SCOPES = ("auto", "job", "node")
+Scope = Literal["auto", "job", "node"]  # --scope's choices, and the Python API's type
+SCOPES = get_args(Scope)
 
 
 @dataclass(frozen=True)

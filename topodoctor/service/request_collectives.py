@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from topodoctor.core.options import group, option
 from topodoctor.core.shared_options import MEASURE_FORMATS, fail_level, fmt, metrics, output, replay, strict, timeout
 from topodoctor.model.findings import Severity, fail_from
 
-SIZE_DEFAULT = "8:1G"  # collectives --size
+SIZE_DEFAULT = "8:1G"
+Backend = Literal["nccl", "gloo"]  # --backend's choices, and the Python API's type  # collectives --size
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class RunOptions:
         "--backend",
         default="nccl",
         metavar="BACKEND",
-        choices=("nccl", "gloo"),
+        choices=get_args(Backend),
         help="nccl on GPUs; gloo runs the ranks on CPU.",
     )
     nprocs: int | None = option(

@@ -166,14 +166,14 @@ def history(request: FleetRequest, timeout_s: float, lock_timeout_s: float = 10.
     """Add the request's results to its history database (one transaction: all or none), then
     judge the fleet over time from the database, within ``timeout_s``. Returns the report and
     warnings (one line each)."""
-    req = request.history
-    if req.history_db is None:
+    st = request.history
+    if st.history_db is None:
         raise InputError("no history database named (--history DB)")
-    db, paths, st = req.history_db, request.results, req
+    db, paths = st.history_db, request.results
     name_from: Literal["host", "file"] = "file" if request.name_from == "file" else "host"
-    st.min_rises  # noqa: B018 -- read now: a bad --counter-min-rise is refused before the database is touched
-    as_of = time.time() if req.as_of is None else _time(req.as_of)
-    retention = Retention(req.keep_days or None, req.max_mb or None)
+    _ = st.min_rises  # read now: a bad --counter-min-rise is refused before the database is touched
+    as_of = time.time() if st.as_of is None else _time(st.as_of)
+    retention = Retention(st.keep_days or None, st.max_mb or None)
     warnings = []
     fs = network_fs(db)
     if fs is not None:

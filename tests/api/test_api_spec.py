@@ -6,6 +6,7 @@ through the same spec (core/options.py ``from_keywords``), so what the command r
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
 from typing import Any, Literal, get_args, get_origin
@@ -14,8 +15,11 @@ import pytest
 
 import topodoctor
 from topodoctor.api import diagnose, host, measure, verdict
+from topodoctor.cli.commands import main
+from topodoctor.cli.table import COMMANDS
 from topodoctor.core.errors import InputError
 from topodoctor.core.options import from_keywords, specs
+from topodoctor.service.check import judge
 from topodoctor.service.collective_runs import run_of
 from topodoctor.service.copies import settings_for
 from topodoctor.service.request_bandwidth import BandwidthRequest
@@ -170,3 +174,35 @@ def test_predict_and_diagnose_refuse_what_their_commands_refuse() -> None:
         topodoctor.diagnose("-", fail_level="info")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="timeout must be 0"):
         topodoctor.scan(replay="h100-x1", timeout=-1)
+
+
+def _command_request(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> Any:
+    """The request the command line builds for ``argv``, caught where its runner would run it."""
+    got: list[Any] = []
+    module, _, name = COMMANDS[argv[0]].runner.partition(":")
+    monkeypatch.setattr(importlib.import_module(module), name, lambda request, env: got.append(request) or 0)
+    assert main(argv) == 0
+    return got[0]
+
+
+def test_the_api_and_the_command_line_build_one_check_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOPODOCTOR_CONFIG", raising=False)
+    argv = ["check", "--replay", "h100-x1", "--select", "TD1,TD3", "--scope", "node", "--fail-level", "critical"]
+    typed = _command_request(monkeypatch, [*argv, "--prolog", "--timeout", "12"])
+    found = topodoctor.scan(replay="h100-x1", timeout=0)
+    outcome = judge(host.probed(found)[0], typed)  # what the API wraps: the service's answer to the request
+    judged: list[Any] = []
+    monkeypatch.setattr(verdict, "judge", lambda probed, request, budget: judged.append(request) or outcome)
+    topodoctor.check(found, select="TD1,TD3", scope="node", fail_level="critical", prolog=True, timeout=12)
+    assert judged == [typed] and typed.tags == ("prolog",) and typed.select == ("TD1", "TD3")
+
+
+def test_the_api_and_the_command_line_build_one_bandwidth_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["bandwidth", "--mode", "sm", "--mode", "host", "--size", "1G", "--iters", "3", "--quick"]
+    typed = _command_request(monkeypatch, [*argv, "--devices", "0,1", "--pair-timeout", "5", "--timeout", "30"])
+    measured: list[Any] = []
+    monkeypatch.setattr(measure.copies, "measure", lambda request, budget, source: measured.append(request))
+    measure.bandwidth(
+        modes=["sm", "host"], size_bytes="1G", iters=3, quick=True, devices=[0, 1], pair_timeout=5, timeout=30
+    )
+    assert measured == [typed] and typed.mode == ("sm", "host") and typed.size_bytes == 1 << 30

@@ -13,7 +13,7 @@ from topodoctor.core.errors import InputError
 from topodoctor.core.options import from_keywords
 from topodoctor.core.shared_options import FailLevel
 from topodoctor.model.evidence import Evidence
-from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.findings import Finding, Severity
 from topodoctor.report.diagnose import json_doc, one_line
 from topodoctor.service.diagnose import DiagnoseOutcome
 from topodoctor.service.diagnose import diagnose as read_and_judge
@@ -35,7 +35,7 @@ class Diagnosis:
     @property
     def failing(self) -> tuple[Finding, ...]:
         """The findings at or above the fail level."""
-        return failing(self.findings, self.fail_level)
+        return self._outcome.failing
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as ``diagnose -f json`` prints it (a JSON-able dict)."""

@@ -13,7 +13,7 @@ from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.options import from_keywords
 from topodoctor.core.shared_options import FailLevel
-from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.findings import Finding, Severity
 from topodoctor.model.outcome import CheckOutcome
 from topodoctor.report.check import check_json, one_line
 from topodoctor.service.check import CheckRequest, judge
@@ -40,7 +40,7 @@ class Report:
     @property
     def failing(self) -> tuple[Finding, ...]:
         """The findings at or above the fail level: the ones that make the host unhealthy."""
-        return failing(self.findings, self.fail_level)
+        return self._outcome.failing
 
     def to_json(self) -> dict[str, Any]:
         """The report as ``check -f json`` prints it (a JSON-able dict)."""

@@ -13,7 +13,7 @@ from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.evidence import inputs as evidence
 from topodoctor.measure.copies.session import run
-from topodoctor.measure.copies.tasks import Settings
+from topodoctor.measure.copies.tasks import CopySettings
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
 from topodoctor.measure.timer.copy_kernels import BASE_SM, parse
 from topodoctor.model.consistency import validate_snapshot
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 START_WAIT_S = 1.0
 
 
-def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Callable[[float], Any]:
+def _starter(chosen: CopySettings | None, unscoped: bool, peers: bool = True) -> Callable[[float], Any]:
     """What starts the copy timer before the probe, so that its start overlaps it: the one the
     command's entry point started (service/early_copies.py), else a new one, told at once to open
     every GPU where nothing narrows them (``unscoped``, and no job variable names GPUs). A timer
@@ -50,7 +50,7 @@ def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Cal
     def start(deadline: float) -> Any:
         import os
 
-        settings = chosen or Settings.quick()
+        settings = chosen or CopySettings.quick()
 
         worker = adopted = early_copies.adopt()
         if worker is None:
@@ -83,7 +83,9 @@ def bandwidth_pass(scope: str = "auto") -> Pass:
         # Copies only ever run live: the job's GPUs come from this process's environment.
         where = resolve(snap, capture_process().environ, scope)  # type: ignore[arg-type]
         nvml = live_nvml() if source.live else None
-        return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where, interim=interim)
+        return run(
+            snap, CopySettings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where, interim=interim
+        )
 
     return Pass("bandwidth", copies, BandwidthResult, _starter(None, scope != "job"), _stop_worker, interim=True)
 
@@ -146,11 +148,11 @@ def _marked(result: BandwidthResult, step: str, at: float) -> BandwidthResult:
     return replace(result, timeline={**result.timeline, step: round(at - start, 4)})
 
 
-def settings_for(request: BandwidthRequest) -> Settings:
+def settings_for(request: BandwidthRequest) -> CopySettings:
     """What the copy timer measures for ``request``; its modes as ``model.copy_modes`` names them
     (``host`` means both host directions, ``sm`` the SM kernels' three, ``all`` everything)."""
     chosen = _devices(request.devices)
-    settings = Settings.quick(chosen) if request.quick else Settings(devices=chosen)
+    settings = CopySettings.quick(chosen) if request.quick else CopySettings(devices=chosen)
     try:
         picked = expand_modes(request.mode)
     except ValueError as exc:

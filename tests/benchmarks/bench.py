@@ -150,10 +150,10 @@ def torch_timer_quick() -> dict[str, Any]:
     """The same quick pass on the torch timer (the fallback), for the start-up comparison."""
     code = (
         "import json,time; t0=time.monotonic()\n"
-        "from topodoctor.measure.copies.session import Settings, Worker, run, torch_worker_cmd\n"
+        "from topodoctor.measure.copies.session import CopySettings, Worker, run, torch_worker_cmd\n"
         "from topodoctor.probe.sources import probe_host\n"
         "w = Worker(torch_worker_cmd(), 90.0); w.spawn(); snap = probe_host().snapshot\n"
-        "r = run(snap, Settings.quick(), worker=w)\n"
+        "r = run(snap, CopySettings.quick(), worker=w)\n"
         "print(json.dumps({'wall_s': time.monotonic()-t0, 'timings': r.timings, 'method': r.method}))\n"
     )
     _, rc, stdout, stderr = sh([sys.executable, "-c", code], timeout=120)

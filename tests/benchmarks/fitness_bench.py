@@ -129,13 +129,17 @@ def results(folder: Path) -> None:
     from dataclasses import replace
 
     from topodoctor.core import codec
-    from topodoctor.measure.fitness.session import Plan, run
+    from topodoctor.measure.fitness.session import FitnessPlan, run
     from topodoctor.probe.sources import live_nvml, probe_host
 
     snap = probe_host().snapshot
     folder.mkdir(parents=True, exist_ok=True)
     for level in ("quick", "long"):
-        plan = replace(Plan.for_level(level), gemm_seconds=20.0) if level == "long" else Plan.for_level(level)
+        plan = (
+            replace(FitnessPlan.for_level(level), gemm_seconds=20.0)
+            if level == "long"
+            else FitnessPlan.for_level(level)
+        )
         res = run(snap, plan, live_nvml(), time.monotonic() + 200)
         (folder / f"fitness-{level}.json").write_text(codec.dumps(res))
         print(level, res.wall_s, res.timings, flush=True)

@@ -42,11 +42,11 @@ print(json.dumps({"files": len(files), "added": done.added, "unreadable": len(ba
 REPORT = """
 import json, resource, sys, time
 from pathlib import Path
-from topodoctor.service.fleet import HistoryRequest, HistorySettings, Retention, Settings, history
+from topodoctor.model.stamp import utc_iso
+from topodoctor.service.fleet import FleetRequest, HistoryRequest, history
 t0, c0 = time.perf_counter(), time.process_time()
-req = HistoryRequest(Path(sys.argv[1]), (), "host", 600.0, Settings(), HistorySettings(), Retention(None, None),
-    float(sys.argv[2]))
-report, _ = history(req)
+kept = HistoryRequest(history_db=Path(sys.argv[1]), as_of=utc_iso(float(sys.argv[2])), keep_days=0, max_mb=0)
+report, _ = history(FleetRequest(history=kept), 600.0)
 print(json.dumps({"results": report.results, "nodes": len(report.fleet.nodes), "findings": len(report.findings),
     "drain": len(report.fleet.drain), "wall_s": round(time.perf_counter() - t0, 3),
     "cpu_s": round(time.process_time() - c0, 3),

@@ -28,7 +28,7 @@ from collections import defaultdict
 from typing import Any
 
 WATCH = {
-    "typer", "rich.console", "rich.table", "pynvml", "ctypes", "topodoctor.cli.options", "topodoctor.cli.scan",
+    "typer", "rich.console", "rich.table", "pynvml", "ctypes", "topodoctor.core.options", "topodoctor.cli.scan",
     "topodoctor.model.snapshot", "topodoctor.probe.nvml", "topodoctor.probe.collect", "topodoctor.report.scan",
     "topodoctor.topology.view", "topodoctor.rules", "typer.main",
 }  # fmt: skip

@@ -42,13 +42,13 @@ def test_repeated_single_value_option_is_a_usage_error(capsys: pytest.CaptureFix
 
 def test_drain_reason_is_shortened_by_words_and_keeps_its_counts() -> None:
     from topodoctor.model.findings import Finding
-    from topodoctor.model.outcome import Meta, Outcome
+    from topodoctor.model.outcome import CheckOutcome, Meta
     from topodoctor.report.check import could_not_check_json, one_line
 
     words = " ".join(f"word{i}" for i in range(60))
     bad = tuple(Finding("TD101", "nvlink-down", "error", f"GPU{i}/nvlink5", words, "fix", {}) for i in range(3))
     meta = Meta("replay", "h", 4, 0.1, (), "job", (0, 1), 0, None, "job")
-    line = one_line(Outcome(bad, (), meta, "error", 1))
+    line = one_line(CheckOutcome(bad, (), meta, "error", 1))
     assert len(line) <= 200 and line.startswith("topodoctor FAIL TD101 GPU0/nvlink5: word0 word1")
     assert line.endswith("... (+2 more: 2 errors); judged the job's 2 of 4 GPUs (0,1)")
     cut = line.split("...")[0].split(": ", 1)[1].split()

@@ -356,7 +356,7 @@ def test_latency_table_says_microseconds(capsys: pytest.CaptureFixture[str]) -> 
 def test_service_layer_returns_outcomes() -> None:
     from topodoctor.service import check as doctor
 
-    outcome = doctor.check(doctor.CheckOptions(doctor.Source(str(scenario_path("x4-nvlink-down"))), timeout_s=10))
+    outcome = doctor.check(doctor.CheckRequest(replay=str(scenario_path("x4-nvlink-down")), timeout=10))
     assert outcome.exit_code == 1 and outcome.verdict == "unhealthy"
     assert outcome.findings[0].code == "TD101" and outcome.meta.gpus == 4 and judged(outcome.incomplete) == []
     assert all(type(f).__name__ == "Finding" for f in outcome.findings)

@@ -15,8 +15,8 @@ from conftest import ROOT
 
 from topodoctor.cli import config
 from topodoctor.cli.commands import main
-from topodoctor.cli.options import specs
 from topodoctor.cli.table import COMMANDS
+from topodoctor.core.options import specs
 
 FILE = """[check]
 fail-level = "warning"

@@ -78,9 +78,9 @@ def test_readme_s_rule_count_is_true() -> None:
 
 
 def test_the_run_times_are_one_table_that_readme_prolog_and_check_help_quote() -> None:
-    from topodoctor.cli.run_times import RUN_TIMES, run_times_markdown, took
+    from topodoctor.service.run_times import RUN_TIMES, run_times_markdown, took
 
-    assert run_times_markdown() in README.read_text(), "paste topodoctor.cli.run_times.run_times_markdown()"
+    assert run_times_markdown() in README.read_text(), "paste topodoctor.service.run_times.run_times_markdown()"
     prolog = " ".join((ROOT / "docs" / "prolog.md").read_text().split())
     bench = (ROOT / "docs" / "benchmarks.md").read_text()
     shown = subprocess.run(

@@ -1,5 +1,5 @@
 """The early probe: a `check` or `scan` command line is read by its options spec before anything
-else loads (cli/options.py ``early_read``), and its probe child forked (service/probing.py). It is
+else loads (core/options.py ``early_read``), and its probe child forked (service/probing.py). It is
 adopted only for the host the command then asks for, and killed otherwise; the answer is the one
 a probe forked later gives. The early read and typer read the same declarations, so they agree."""
 
@@ -18,9 +18,9 @@ from process_marks import gone
 
 from topodoctor.cli.commands import main, typer_command
 from topodoctor.cli.early import early_source, line_asked
-from topodoctor.cli.options import REQUIRED, build, early_read, specs
 from topodoctor.cli.table import COMMANDS
 from topodoctor.core.budget import Budget, end_children
+from topodoctor.core.options import REQUIRED, build, early_read, specs
 from topodoctor.service import early, probing
 from topodoctor.service.passes import Source
 

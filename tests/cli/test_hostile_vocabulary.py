@@ -15,7 +15,7 @@ from conftest import FIXTURES, ROOT
 
 from topodoctor.cli.commands import app, main
 from topodoctor.cli.exit_codes import EXIT_TABLE, exit_codes_markdown
-from topodoctor.cli.options import SHORT_FLAGS
+from topodoctor.core.shared_options import SHORT_FLAGS
 
 
 def _commands() -> Iterator[tuple[tuple[str, ...], Any]]:

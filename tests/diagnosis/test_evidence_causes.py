@@ -8,7 +8,7 @@ from pathlib import Path
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from tests_support_evidence import judge
 
-from topodoctor.model.evidence import GpuSeen, Setting
+from topodoctor.model.evidence import EvidenceSetting, GpuSeen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ def test_ll_protocol_explains_most_of_the_shortfall() -> None:
     ev = evidence(
         run("all_reduce", _row(120.5), H100_X2_RANKS),
         topo(H100_X2_TOPO, piece=1),
-        Setting(2, "NCCL_PROTO", "LL", "export"),
+        EvidenceSetting(2, "NCCL_PROTO", "LL", "export"),
     )
     f = _lead(judge(ev))
     assert f.code == "TD036" and "NCCL_PROTO=LL" in f.cause.what  # type: ignore[attr-defined]
@@ -103,7 +103,9 @@ def test_sockets_when_verbs_are_missing_and_ib_disabled() -> None:
 v100-gpu-1:14926:14926 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]
 v100-gpu-5:9210:9210 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]
 """
-    ev = evidence(run("broadcast", table, ranks), nccl_lines(log, 1), Setting(2, "NCCL_IB_DISABLE", "1", "mpirun -x"))
+    ev = evidence(
+        run("broadcast", table, ranks), nccl_lines(log, 1), EvidenceSetting(2, "NCCL_IB_DISABLE", "1", "mpirun -x")
+    )
     found = judge(ev)
     f = next(x for x in found if x.code == "TD025")
     assert f.severity == "error"
@@ -355,7 +357,7 @@ def test_fewer_threads_without_a_figure_is_said_not_blamed() -> None:
     assert [(f.code, f.severity) for f in found] == [("TD036", "info")]
     short = evidence(
         run("all_reduce", _row(100.0), H100_X2_RANKS), topo(H100_X2_TOPO, piece=1),
-        (Setting(2, "NCCL_NTHREADS", "256", "command prefix"),),
+        (EvidenceSetting(2, "NCCL_NTHREADS", "256", "command prefix"),),
     )  # fmt: skip
     blamed = [f for f in judge(short) if f.code == "TD036"]
     assert blamed and blamed[0].severity != "info" and "NCCL_NTHREADS=256" in blamed[0].message

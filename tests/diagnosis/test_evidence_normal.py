@@ -107,7 +107,7 @@ sh9-m27xf:3884994:3885023 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/dire
 def test_odd_evidence_is_judged_without_a_fault() -> None:
     """Partial and odd pastes: ragged matrices, zero figures, words where numbers go, a GPU with zero lanes.
     The judgement says less, never fails."""
-    from topodoctor.model.evidence import CopyMatrix, Evidence, Setting
+    from topodoctor.model.evidence import CopyMatrix, Evidence, EvidenceSetting
 
     ragged = CopyMatrix(0, "nvbandwidth", "x", "unidirectional", True, "GB/s", ("0", "1", "a"), ("0", "1"),
                         ((None, 0.0), (5.0,), ()))  # fmt: skip
@@ -115,9 +115,9 @@ def test_odd_evidence_is_judged_without_a_fault() -> None:
         run("all_reduce", "  1073741824 268435456 float sum -1 0.0 0.00 0.00 0 0.0 0.00 0.00 0", H200_X4_RANKS),
         ragged,
         GpuSeen(0, 0, name="NVIDIA H200", pcie_gen=0, pcie_width=0, pcie_width_max=16, nvlinks_up=-1),
-        Setting(0, "NCCL_MAX_NCHANNELS", "abc"),
-        Setting(0, "NCCL_P2P_LEVEL", "7"),
-        Setting(0, "NCCL_PROTO", "^LL,,"),
+        EvidenceSetting(0, "NCCL_MAX_NCHANNELS", "abc"),
+        EvidenceSetting(0, "NCCL_P2P_LEVEL", "7"),
+        EvidenceSetting(0, "NCCL_PROTO", "^LL,,"),
     )
     assert all(f.severity in ("info", "warning", "error") for f in judge(ev))
     assert judge(Evidence()) == ()

@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from topodoctor.model.collectives import CollectivesResult, load_result
 from topodoctor.model.copies import Activity
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
-from topodoctor.model.outcome import Meta, Outcome
+from topodoctor.model.outcome import CheckOutcome, Meta
 from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
 from topodoctor.probe.environment import capture_environment
 from topodoctor.report.check import one_line
@@ -130,11 +130,11 @@ def _quick_pass(name: str, largest: int = 1 << 30) -> tuple[CollectivesResult, H
     return replace(res, rows=rows, snapshot=None), replace(res.snapshot, gpus=gpus)
 
 
-def _check(res: CollectivesResult, snap: HostSnapshot) -> Outcome:
+def _check(res: CollectivesResult, snap: HostSnapshot) -> CheckOutcome:
     ctx = Context(snap, capture_environment({"NCCL_NVLS_ENABLE": "0"}), collectives=res)
     findings, incomplete = check_findings(ctx)  # as `check` judges: one finding for one setting
     code = 1 if any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER["error"] for f in findings) else 0
-    return Outcome(findings, incomplete, Meta("live", "vm", 2, 1.0, ("collectives",)), "error", code)
+    return CheckOutcome(findings, incomplete, Meta("live", "vm", 2, 1.0, ("collectives",)), "error", code)
 
 
 def test_a_quick_check_of_the_healthy_host_warns_of_nothing() -> None:

@@ -13,7 +13,8 @@ from conftest import FIXTURES, ROOT
 
 from topodoctor.cli.commands import main
 from topodoctor.fleet.inputs import parse_result, read_results
-from topodoctor.fleet.rollup import Figure, NodeResult, NodeType, Settings, robust_outliers, roll_up
+from topodoctor.fleet.request import FleetThresholds
+from topodoctor.fleet.rollup import NodeFigure, NodeResult, NodeType, robust_outliers, roll_up
 from topodoctor.model.findings import Finding
 
 sys.path.insert(0, str(ROOT / "fixtures" / "fleet"))
@@ -132,7 +133,7 @@ def test_reading_budget_names_the_files_left(fleet_dir: Path) -> None:
 
 
 def test_robust_outliers_near_misses() -> None:
-    st = Settings()
+    st = FleetThresholds()
     base = {f"n{i}": 394.0 + d for i, d in enumerate((0.0, 0.4, -0.3, 0.2, -0.1))}
     _, slow = robust_outliers({**base, "x": 394.0 * 0.97}, st)  # 3 % slow, far out in MADs: within tolerance
     assert slow == {}
@@ -149,7 +150,7 @@ def test_robust_outliers_near_misses() -> None:
 
 def _bw_node(name: str, gbps: float, findings: tuple[Finding, ...] = (), ty: NodeType | None = None) -> NodeResult:
     t = ty or NodeType("NVIDIA H200", 8, "18 NVLinks/GPU to NVSwitch")
-    fig = Figure("bandwidth", "oneway", "GPU0->GPU1", gbps)
+    fig = NodeFigure("bandwidth", "oneway", "GPU0->GPU1", gbps)
     return NodeResult(name, "bandwidth", f"{name}.json", "healthy", "", findings, (fig,), t)
 
 

@@ -8,15 +8,8 @@ from __future__ import annotations
 import pytest
 
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
-from topodoctor.fleet.rollup import (
-    Figure,
-    NodeResult,
-    NodeType,
-    Settings,
-    Unreadable,
-    robust_outliers,
-    roll_up,
-)
+from topodoctor.fleet.request import FleetThresholds
+from topodoctor.fleet.rollup import NodeFigure, NodeResult, NodeType, Unreadable, robust_outliers, roll_up
 from topodoctor.model.findings import Finding
 
 H200 = NodeType("NVIDIA H200", 8, "18 NVLinks/GPU to NVSwitch")
@@ -24,7 +17,7 @@ H200 = NodeType("NVIDIA H200", 8, "18 NVLinks/GPU to NVSwitch")
 
 def _node(name: str, gbps: float | None = None, *findings: Finding, state: str = "healthy", kind: str = "bandwidth",
           path: str | None = None, figure: str = "oneway") -> NodeResult:  # fmt: skip
-    figs = (Figure("bandwidth", figure, "GPU0->GPU1", gbps),) if gbps is not None else ()
+    figs = (NodeFigure("bandwidth", figure, "GPU0->GPU1", gbps),) if gbps is not None else ()
     return NodeResult(name, kind, path or f"{name}.{kind}.json", state, "", findings, figs, H200)  # type: ignore[arg-type]
 
 
@@ -35,24 +28,24 @@ def _finding(code: str, severity: str = "error", subject: str = "GPU1") -> Findi
 @pytest.mark.parametrize(("ratio", "slow"), [(0.95, False), (0.9499, True)])
 def test_a_figure_exactly_at_the_tolerance_is_not_an_outlier(ratio: float, slow: bool) -> None:
     values = {"a": 100.0, "b": 100.0, "c": 100.0, "d": 100.0 * ratio}  # MAD 0: the ratio alone decides
-    med, out = robust_outliers(values, Settings(tolerance=0.05))
+    med, out = robust_outliers(values, FleetThresholds(tolerance=0.05))
     assert med == 100.0 and (("d" in out) is slow)
 
 
 def test_a_robust_z_exactly_at_the_threshold_is_not_an_outlier() -> None:
     base = {"a": 100.0, "b": 101.0, "c": 99.0, "d": 100.0, "e": 102.0, "f": 98.0}  # median 100, MAD 1
-    edge = Settings(tolerance=0.0, z_threshold=-(0.6745 * (95.0 - 100.0)))  # x = 95 sits exactly at it
+    edge = FleetThresholds(tolerance=0.0, z_threshold=-(0.6745 * (95.0 - 100.0)))  # x = 95 sits exactly at it
     assert "x" not in robust_outliers({**base, "x": 95.0}, edge)[1]
     ratio, z = robust_outliers({**base, "x": 94.99}, edge)[1]["x"]
     assert z is not None and z < -edge.z_threshold and ratio == pytest.approx(0.9499)
-    assert robust_outliers({**base, "x": 95.0}, Settings(tolerance=0.0, z_threshold=3.0))[1]["x"][1] == pytest.approx(
-        -3.3725
-    )
+    assert robust_outliers({**base, "x": 95.0}, FleetThresholds(tolerance=0.0, z_threshold=3.0))[1]["x"][
+        1
+    ] == pytest.approx(-3.3725)
 
 
 def test_a_fast_figure_is_never_an_outlier_and_a_zero_median_judges_nothing() -> None:
-    assert robust_outliers({"a": 100.0, "b": 100.0, "c": 200.0}, Settings())[1] == {}
-    assert robust_outliers({"a": 0.0, "b": 0.0, "c": 0.0}, Settings()) == (0.0, {})
+    assert robust_outliers({"a": 100.0, "b": 100.0, "c": 200.0}, FleetThresholds())[1] == {}
+    assert robust_outliers({"a": 0.0, "b": 0.0, "c": 0.0}, FleetThresholds()) == (0.0, {})
 
 
 @pytest.mark.parametrize(("nodes", "compared"), [(3, True), (2, False)])
@@ -73,7 +66,7 @@ def test_exactly_min_nodes_are_compared_and_one_fewer_are_not(nodes: int, compar
 
 def test_a_figure_is_told_in_its_own_unit() -> None:
     def gemm(name: str, tflops: float) -> NodeResult:
-        fig = Figure("fitness", "compute", "GPU0", tflops, unit="TFLOP/s")
+        fig = NodeFigure("fitness", "compute", "GPU0", tflops, unit="TFLOP/s")
         return NodeResult(name, "check", f"{name}.json", "healthy", "", (), (fig,), H200)
 
     nodes = [gemm(f"n{i}", 660.0) for i in range(3)] + [gemm("slow", 500.0)]
@@ -84,7 +77,7 @@ def test_a_figure_is_told_in_its_own_unit() -> None:
 @pytest.mark.parametrize(("ratio", "slow"), [(1.10, False), (1.1001, True), (0.5, False)])
 def test_a_latency_is_slow_above_its_tolerance_and_never_below(ratio: float, slow: bool) -> None:
     values = {"a": 2.0, "b": 2.0, "c": 2.0, "d": 2.0 * ratio}
-    assert ("d" in robust_outliers(values, Settings(latency_tolerance=0.10), better="lower")[1]) is slow
+    assert ("d" in robust_outliers(values, FleetThresholds(latency_tolerance=0.10), better="lower")[1]) is slow
 
 
 @pytest.mark.parametrize(("holders", "systemic"), [(2, False), (3, True)])
@@ -167,7 +160,7 @@ def test_a_node_whose_results_describe_different_hardware_is_told_and_typed_once
 
 def test_a_node_of_unknown_type_is_not_compared() -> None:
     untyped = NodeResult(
-        "x", "bandwidth", "x.json", "measured", "", (), (Figure("bandwidth", "oneway", "GPU0->GPU1", 1.0),)
+        "x", "bandwidth", "x.json", "measured", "", (), (NodeFigure("bandwidth", "oneway", "GPU0->GPU1", 1.0),)
     )
     report = roll_up([_node(n, 100.0) for n in "ab"] + [untyped])
     assert report.outliers == () and report.types[0].figures_too_few == 1

@@ -12,7 +12,8 @@ import itertools
 import pytest
 
 from tests.fleet.test_fleet_edges import H200, _finding, _node
-from topodoctor.fleet.rollup import Figure, NodeResult, Settings, robust_outliers, roll_up
+from topodoctor.fleet.request import FleetThresholds
+from topodoctor.fleet.rollup import NodeFigure, NodeResult, robust_outliers, roll_up
 
 # Each state a node's source can have, from the least to the most telling: a file that only
 # measured, one that judged healthy, one slower than its own past (TD950), could not check, unhealthy.
@@ -73,14 +74,14 @@ def test_a_file_that_says_unhealthy_with_no_finding_gives_its_reason() -> None:
 
 
 def _latency(name: str, ms: float) -> NodeResult:
-    fig = Figure("collectives", "latency", "all_reduce 8B", ms, unit="us", better="lower")
+    fig = NodeFigure("collectives", "latency", "all_reduce 8B", ms, unit="us", better="lower")
     return NodeResult(name, "collectives", f"{name}.c.json", "measured", "", (), (fig,), H200)
 
 
 def test_the_outlier_furthest_from_its_median_is_told_first() -> None:
     nodes = [_node(n, 100.0) for n in "pqrs"] + [_node("a", 88.0), _node("c", 50.0)]
     nodes += [_latency(n, 10.0) for n in "pqrs"] + [_latency("b", 11.5)]
-    report = roll_up(nodes, settings=Settings(latency_tolerance=0.10))
+    report = roll_up(nodes, settings=FleetThresholds(latency_tolerance=0.10))
     assert [(o.node, o.ratio) for o in report.outliers] == [("c", 0.5), ("b", 1.15), ("a", 0.88)]
 
 
@@ -109,11 +110,11 @@ def test_a_finding_on_every_node_is_fleet_wide_from_exactly_min_nodes(nodes: int
 @pytest.mark.parametrize(("ms", "slow"), [(5.0, False), (5.0005, True)])
 def test_a_latency_exactly_at_its_tolerance_is_not_slow(ms: float, slow: bool) -> None:
     values = {"a": 4.0, "b": 4.0, "c": 4.0, "d": ms}  # 5.0 / 4.0 is 1.25 exactly: at the tolerance
-    assert ("d" in robust_outliers(values, Settings(latency_tolerance=0.25), better="lower")[1]) is slow
+    assert ("d" in robust_outliers(values, FleetThresholds(latency_tolerance=0.25), better="lower")[1]) is slow
 
 
 def test_figures_under_one_are_judged_too() -> None:
-    med, out = robust_outliers({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.2}, Settings())
+    med, out = robust_outliers({"a": 0.5, "b": 0.5, "c": 0.5, "d": 0.2}, FleetThresholds())
     assert med == 0.5 and list(out) == ["d"]
 
 
@@ -125,5 +126,5 @@ def test_a_fleet_report_has_nothing_unusable() -> None:
 @pytest.mark.parametrize(("us", "slow"), [(105.0, False), (105.01, True)])
 def test_a_latency_s_robust_z_exactly_at_the_threshold_is_not_slow(us: float, slow: bool) -> None:
     base = {"a": 100.0, "b": 101.0, "c": 99.0, "d": 100.0, "e": 102.0, "f": 98.0}  # median 100, MAD 1
-    edge = Settings(latency_tolerance=0.0, z_threshold=0.6745 * (105.0 - 100.0))  # 105 sits exactly at it
+    edge = FleetThresholds(latency_tolerance=0.0, z_threshold=0.6745 * (105.0 - 100.0))  # 105 sits exactly at it
     assert ("x" in robust_outliers({**base, "x": us}, edge, better="lower")[1]) is slow

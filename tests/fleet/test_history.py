@@ -246,11 +246,12 @@ def test_a_result_without_measured_at_is_timed_by_its_file(staged: Path, tmp_pat
 def test_retention_bounds_age_and_size(staged: Path, tmp_path: Path) -> None:
     from topodoctor.fleet.rows import file_digest
     from topodoctor.fleet.store import Retention, open_store
-    from topodoctor.service.fleet import HistoryRequest, HistorySettings, Settings, history
+    from topodoctor.model.stamp import utc_iso
+    from topodoctor.service.fleet import FleetRequest, HistoryRequest, history
 
     db = tmp_path / "f.db"
-    req = HistoryRequest(db, (staged,), "host", 60.0, Settings(), HistorySettings(), Retention(None, None), gen.AS_OF)
-    history(req)
+    kept = HistoryRequest(history_db=db, as_of=utc_iso(gen.AS_OF), keep_days=0, max_mb=0)  # 0: no bound
+    history(FleetRequest(results=(staged,), history=kept), 60.0)
     s = open_store(db, False)
     total, nodes, first, _ = s.span()
     assert (total, nodes) == (945, 28)

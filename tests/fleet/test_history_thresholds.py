@@ -9,9 +9,9 @@ from typing import Any
 
 from topodoctor.fleet.drift import drift_findings
 from topodoctor.fleet.episodes import Verdict, counters_rising, flapping, lemon, silent
-from topodoctor.fleet.rollup import Settings
-from topodoctor.fleet.rows import Row
-from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past
+from topodoctor.fleet.request import FleetThresholds, HistoryRequest
+from topodoctor.fleet.rows import StoredRow
+from topodoctor.fleet.timeline import DAY_S, Past
 
 T0 = 1_796_000_000.0
 BLOBS: dict[int, Any] = {
@@ -20,7 +20,7 @@ BLOBS: dict[int, Any] = {
     3: [["GPU1", "pcie_replay"], ["GPU1", "nvlink_crc"]],
     4: [[0, "GPU-a", "S0", "0000:00:06.0"], [1, "GPU-b", "S1", "0000:00:07.0"]],
 }
-ST = HistorySettings()
+ST = HistoryRequest()
 
 
 def _row(day: float, keys: int | None = None, values: list[float] | None = None, **kw: Any) -> Past:
@@ -42,12 +42,12 @@ def _row(day: float, keys: int | None = None, values: list[float] | None = None,
         "counter_values": None,
     }
     fields.update(kw)
-    return Past(Row(**fields), BLOBS, 2)
+    return Past(StoredRow(**fields), BLOBS, 2)
 
 
-def _drift(baseline: list[float], latest: float, keys: int = 1, st: HistorySettings = ST) -> list[Any]:
+def _drift(baseline: list[float], latest: float, keys: int = 1, st: HistoryRequest = ST) -> list[Any]:
     recs = [_row(i, keys, [v]) for i, v in enumerate(baseline)] + [_row(len(baseline), keys, [latest])]
-    return drift_findings(recs, BLOBS, st, Settings())
+    return drift_findings(recs, BLOBS, st, FleetThresholds())
 
 
 def test_drift_at_and_across_the_tolerance() -> None:
@@ -55,7 +55,7 @@ def test_drift_at_and_across_the_tolerance() -> None:
     assert _drift(flat, 95.0) == []  # exactly 5 % below: not past the tolerance
     (f,) = _drift(flat, 94.99)
     assert (f.code, f.severity, f.subject, f.evidence["baseline"]) == ("TD950", "error", "GPU0", 100.0)
-    assert _drift(flat, 94.99, st=HistorySettings(drift_tolerance=0.06)) == []
+    assert _drift(flat, 94.99, st=HistoryRequest(drift_tolerance=0.06)) == []
 
 
 def test_latency_drift_is_a_rise_past_the_latency_tolerance() -> None:
@@ -75,21 +75,21 @@ def test_drift_within_the_baselines_own_spread_is_no_drift() -> None:
 def test_too_small_a_baseline_is_not_judged() -> None:
     assert _drift([100.0, 100.0], 50.0) == []
     assert len(_drift([100.0] * 3, 50.0)) == 1
-    assert _drift([100.0] * 3, 50.0, st=HistorySettings(min_baseline=4)) == []
+    assert _drift([100.0] * 3, 50.0, st=HistoryRequest(min_baseline=4)) == []
 
 
 def test_a_failed_latest_or_a_failed_past_is_no_baseline() -> None:
     failed = {"state": "unhealthy", "finding_keys": "error TD101 GPU1/nvlink5"}
     recs = [_row(i, 1, [100.0], **failed) for i in range(7)] + [_row(7, 1, [50.0])]
-    assert drift_findings(recs, BLOBS, ST, Settings()) == []
+    assert drift_findings(recs, BLOBS, ST, FleetThresholds()) == []
     recs = [_row(i, 1, [100.0]) for i in range(7)] + [_row(7, 1, [50.0], **failed)]
-    assert drift_findings(recs, BLOBS, ST, Settings()) == []
+    assert drift_findings(recs, BLOBS, ST, FleetThresholds()) == []
 
 
 def test_a_replaced_gpu_starts_the_baseline_afresh() -> None:
     BLOBS[5] = [[0, "GPU-new", "S9", "0000:00:06.0"], [1, "GPU-b", "S1", "0000:00:07.0"]]
     recs = [_row(i, 1, [100.0]) for i in range(7)] + [_row(7, 1, [80.0], gpus=5)]
-    assert drift_findings(recs, BLOBS, ST, Settings()) == []  # no healthy result of this GPU yet
+    assert drift_findings(recs, BLOBS, ST, FleetThresholds()) == []  # no healthy result of this GPU yet
 
 
 def _seq(fail_days: list[float], days: int = 10) -> list[Verdict]:
@@ -100,9 +100,9 @@ def _seq(fail_days: list[float], days: int = 10) -> list[Verdict]:
 
 def test_lemon_k_of_n() -> None:
     assert lemon("node", "TD951", _seq([1, 4, 8]), [], ST, "the node") is not None
-    assert lemon("node", "TD951", _seq([4, 8]), [], HistorySettings(repair_days=0), "the node") is None
+    assert lemon("node", "TD951", _seq([4, 8]), [], HistoryRequest(repair_days=0), "the node") is None
     # The oldest of three failures just out of the last n checks.
-    assert lemon("node", "TD951", _seq([0, 5, 8], days=11), [], HistorySettings(repair_days=0), "the node") is None
+    assert lemon("node", "TD951", _seq([0, 5, 8], days=11), [], HistoryRequest(repair_days=0), "the node") is None
 
 
 def test_lemon_again_within_d_days_of_a_repair() -> None:
@@ -117,7 +117,7 @@ def test_lemon_again_within_d_days_of_a_repair() -> None:
     assert lemon("node", "TD951", seq, [], ST, "the node") is None
 
 
-def _flaps(present: list[bool], severity: str = "error", st: HistorySettings = ST) -> list[Any]:
+def _flaps(present: list[bool], severity: str = "error", st: HistoryRequest = ST) -> list[Any]:
     key = f"{severity} TD101 GPU1/nvlink5"
     recs = [_row(i, finding_keys=key if p else "") for i, p in enumerate(present)]
     return flapping(recs, st, "error")
@@ -129,7 +129,7 @@ def test_flapping_at_and_across_its_count() -> None:
     assert _flaps([True, False, True]) == []  # cleared once: it may be fixed
     assert _flaps([True, True, True, True]) == []  # there all along: no flapping, a fault (its own finding)
     # The first clear out of the window.
-    assert _flaps([True, False] + [True, False] + [False] * 11, st=HistorySettings(flap_results=12)) == []
+    assert _flaps([True, False] + [True, False] + [False] * 11, st=HistoryRequest(flap_results=12)) == []
     (w,) = _flaps([True, False, True, False], severity="warning")
     assert w.severity == "warning"
     assert _flaps([True, False, True, False], severity="info") == []  # below --flap-level

@@ -13,7 +13,7 @@ from conftest import FIXTURES
 
 from tests.job.test_stragglers_edges import _dumps, _entry
 from topodoctor.core.errors import EXIT_CANNOT_CHECK, EXIT_OK, EXIT_UNHEALTHY
-from topodoctor.job.analysis import Finding
+from topodoctor.job.analysis import JobFinding
 from topodoctor.job.dumps import GroupInfo, RankDump
 from topodoctor.job.placement import Place
 from topodoctor.job.ras import RasIssue, RasRank, RasReport
@@ -70,23 +70,23 @@ def test_a_warning_fails_the_job_only_from_the_warning_level(level: str, code: i
 
 
 def test_hosts_come_from_the_rank_map_before_the_evidence() -> None:
-    f = Finding("ras-mismatch", "error", (3, 5, 9), "m", hosts=("10.0.0.2",))
+    f = JobFinding("ras-mismatch", "error", (3, 5, 9), "m", hosts=("10.0.0.2",))
     places = {3: Place(3, "node02"), 5: Place(5, "node02"), 9: Place(9, "")}
     assert hosts_of(f, places) == ("node02",)  # mapped, once; a rank with no host adds none
     assert hosts_of(f, {}) == ("10.0.0.2",)
-    assert hosts_of(Finding("stuck", "error", (), "m"), places) == ()
+    assert hosts_of(JobFinding("stuck", "error", (), "m"), places) == ()
 
 
 def test_ranks_are_told_four_at_a_time_and_a_rank_with_no_map_says_so() -> None:
     places = {r: Place(r, f"node{r:02d}", r % 2, "0000:19:00.0") for r in range(6)}
-    five = Finding("not-started", "error", (0, 1, 2, 3, 4), "m")
+    five = JobFinding("not-started", "error", (0, 1, 2, 3, 4), "m")
     told = where(five, places)
     assert told.startswith("rank 0 (node00, local rank 0, GPU 0000:19:00.0), rank 1 (node01") and told.endswith(
         "rank 3 (node03, local rank 1, GPU 0000:19:00.0) +1 more"
     )
-    assert where(Finding("stuck", "error", (7,), "m"), places) == "rank 7 (no rank map)"
-    assert where(Finding("ras-dead", "error", (), "m", hosts=("a", "b")), places) == "a, b"
-    four = Finding("stuck", "error", (0, 1, 2, 3), "m")
+    assert where(JobFinding("stuck", "error", (7,), "m"), places) == "rank 7 (no rank map)"
+    assert where(JobFinding("ras-dead", "error", (), "m", hosts=("a", "b")), places) == "a, b"
+    four = JobFinding("stuck", "error", (0, 1, 2, 3), "m")
     assert not where(four, places).endswith("more")
 
 

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from topodoctor.job.dumps import Entry
+from topodoctor.job.dumps import DumpEntry
 from topodoctor.job.stragglers import LATE_ONCE_MS, LATE_ONCE_SPREAD, late_once
 
 
-def _entry(seq: int, created_ms: float, timeout_ms: int | None = None) -> Entry:
-    return Entry(
+def _entry(seq: int, created_ms: float, timeout_ms: int | None = None) -> DumpEntry:
+    return DumpEntry(
         "0", "default_pg", seq, False, "all_reduce", "nccl", ((4,),), ((4,),), ("Float",), ("Float",),
         "completed", True, int(created_ms * 1e6), None, timeout_ms, "train.py:88 step",
     )  # fmt: skip
 
 
-def _rows(late_ms: float, spread_ms: float = 2.0, timeout_ms: int | None = None, n: int = 40) -> list[dict[int, Entry]]:
+def _rows(
+    late_ms: float, spread_ms: float = 2.0, timeout_ms: int | None = None, n: int = 40
+) -> list[dict[int, DumpEntry]]:
     """n collectives of three ranks, 100 ms apart: rank 1 trails by ``spread_ms``; at #20 rank 2 by ``late_ms``."""
     rows = []
     for seq in range(n):

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from topodoctor.job.analysis import analyse_group
-from topodoctor.job.dumps import Entry, RankDump
+from topodoctor.job.dumps import DumpEntry, RankDump
 
 
-def _entry(seq: int, op: str, elements: int) -> Entry:
-    return Entry(
+def _entry(seq: int, op: str, elements: int) -> DumpEntry:
+    return DumpEntry(
         "0", "default_pg", seq, False, op, "nccl", ((elements,),), ((elements,),), ("Float",), ("Float",),
         "completed", True, seq * 1_000_000, None, 600_000, "train.py:88 step",
     )  # fmt: skip

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from topodoctor.job.analysis import GroupState
-from topodoctor.job.dumps import Entry, RankDump
+from topodoctor.job.dumps import DumpEntry, RankDump
 from topodoctor.job.stragglers import lateness
 
 
-def _entry(seq: int, created_ms: float) -> Entry:
-    return Entry(
+def _entry(seq: int, created_ms: float) -> DumpEntry:
+    return DumpEntry(
         "0", "default_pg", seq, False, "all_reduce", "nccl", ((4,),), ((4,),), ("Float",), ("Float",),
         "completed", True, int(created_ms * 1e6), None, None, "train.py:88 step",
     )  # fmt: skip

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from topodoctor.cli.commands import app, main
 from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
-from topodoctor.measure.copies.session import Settings, plan_tasks, run
+from topodoctor.measure.copies.session import CopySettings, plan_tasks, run
 from topodoctor.model.copies import load_result
 from topodoctor.probe.sources import probe_host
 
@@ -67,7 +67,7 @@ def test_text_matrix_header() -> None:
 
 
 def test_plan_covers_every_ordered_pair() -> None:
-    tasks = plan_tasks(Settings(), {0: 0, 1: 1, 2: 2})
+    tasks = plan_tasks(CopySettings(), {0: 0, 1: 1, 2: 2})
     pairs = [(t.mode, t.src, d) for t in tasks for d in t.dsts]
     modes = [m for m, _, _ in pairs]
     assert modes.count("oneway") == 6 and modes.count("latency") == 6 and modes.count("bidir") == 3
@@ -95,7 +95,7 @@ def test_a_stuck_copy_is_cut_and_reported(tmp_path: Path) -> None:
     timer = tmp_path / "timer.py"
     timer.write_text(FAKE_TIMER)
     snap = probe_host("h200-x2").snapshot
-    settings = Settings(modes=("oneway",), pair_timeout_s=0.5, devices=(0, 1))
+    settings = CopySettings(modes=("oneway",), pair_timeout_s=0.5, devices=(0, 1))
     result = run(snap, settings, worker_cmd=[sys.executable, str(timer)])
     by = {(m.src, m.dst): m for m in result.measurements}
     assert by[(0, 1)].value is not None and by[(0, 1)].value.median == 100.0
@@ -107,14 +107,14 @@ def test_missing_torch_is_a_clear_error(tmp_path: Path) -> None:
     timer = tmp_path / "t.py"
     timer.write_text("import torch_that_is_not_there\n")
     with pytest.raises(BandwidthUnavailable, match=r"did not start|died|torch"):
-        run(probe_host("h200-x2").snapshot, Settings(start_timeout_s=10), worker_cmd=[sys.executable, str(timer)])
+        run(probe_host("h200-x2").snapshot, CopySettings(start_timeout_s=10), worker_cmd=[sys.executable, str(timer)])
 
 
 def test_no_cuda_is_a_clear_error(tmp_path: Path) -> None:
     timer = tmp_path / "t.py"
     timer.write_text('import json; print(json.dumps({"error": "CUDA unavailable: no driver"}), flush=True)\n')
     with pytest.raises(BandwidthUnavailable, match="CUDA unavailable"):
-        run(probe_host("h200-x2").snapshot, Settings(), worker_cmd=[sys.executable, str(timer)])
+        run(probe_host("h200-x2").snapshot, CopySettings(), worker_cmd=[sys.executable, str(timer)])
 
 
 def test_bad_result_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -160,7 +160,7 @@ def _recording_timer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[l
 def test_the_child_is_shown_only_the_job_s_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cmd, log = _recording_timer(tmp_path, monkeypatch)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    result = run(probe_host("h200-x2").snapshot, Settings.quick(), worker_cmd=cmd)
+    result = run(probe_host("h200-x2").snapshot, CopySettings.quick(), worker_cmd=cmd)
     hello = json.loads(log.read_text().splitlines()[0])
     assert hello["visible"] == "GPU-00000000-0000-4000-8000-000000000001" and hello["peers"] is False
     assert [g.index for g in result.gpus] == [1]
@@ -170,7 +170,7 @@ def test_the_child_is_shown_only_the_job_s_gpu(tmp_path: Path, monkeypatch: pyte
 
 def test_latency_batches_map_back_to_pairs_and_timings_add_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cmd, log = _recording_timer(tmp_path, monkeypatch)
-    result = run(probe_host("h200-x2").snapshot, Settings(modes=("latency", "oneway")), worker_cmd=cmd)
+    result = run(probe_host("h200-x2").snapshot, CopySettings(modes=("latency", "oneway")), worker_cmd=cmd)
     lat = result.matrix("latency")
     assert set(lat) == {(0, 1), (1, 0)}
     # the fake answers 2.0 + destination ordinal: each pair got its own destination's samples
@@ -193,7 +193,7 @@ def test_the_real_copy_timer_without_cuda_says_so() -> None:
     from topodoctor.measure.copies.session import default_worker_cmd
 
     with pytest.raises(BandwidthUnavailable, match="CUDA unavailable"):
-        run(probe_host("h200-x2").snapshot, Settings.quick(), worker_cmd=default_worker_cmd())
+        run(probe_host("h200-x2").snapshot, CopySettings.quick(), worker_cmd=default_worker_cmd())
 
 
 def test_a_timer_that_cannot_start_hands_over_to_the_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,11 +205,11 @@ def test_a_timer_that_cannot_start_hands_over_to_the_fallback(tmp_path: Path, mo
     )
     good, _ = _recording_timer(tmp_path, monkeypatch)
     worker = Worker([sys.executable, str(broken)], 10.0, fallback=good)
-    result = run(probe_host("h200-x2").snapshot, Settings.quick(), worker=worker)
+    result = run(probe_host("h200-x2").snapshot, CopySettings.quick(), worker=worker)
     assert result.method == "fake" and len(result.measurements) == 6
     worker = Worker([sys.executable, str(broken)], 10.0, fallback=[sys.executable, str(broken)])
     with pytest.raises(BandwidthUnavailable, match=r"no stream memory ops \(torch timer: CUDA unavailable"):
-        run(probe_host("h200-x2").snapshot, Settings.quick(), worker=worker)
+        run(probe_host("h200-x2").snapshot, CopySettings.quick(), worker=worker)
 
 
 def test_the_copies_are_handed_over_before_the_watch_s_closing_read(
@@ -226,14 +226,14 @@ def test_the_copies_are_handed_over_before_the_watch_s_closing_read(
     snap = probe_host("h100-x2").snapshot
     cmd, _ = _recording_timer(tmp_path, monkeypatch)
     handed: list[Any] = []
-    result = run(snap, Settings(modes=("oneway",)), nvml=nvml, worker_cmd=cmd, interim=handed.append)
+    result = run(snap, CopySettings(modes=("oneway",)), nvml=nvml, worker_cmd=cmd, interim=handed.append)
     (early,) = handed
     assert early.measurements == result.measurements and early.during is not None and result.during is not None
     assert {g.counters_error for g in early.during.gpus} == {CLOSING_UNREAD}
     assert all(g.counters_error != CLOSING_UNREAD for g in result.during.gpus)  # the closing read was made
     handed.clear()
     with pytest.raises(BudgetExceeded):
-        run(snap, Settings(modes=("oneway",)), nvml=nvml, worker_cmd=cmd, interim=handed.append, deadline=0.0)
+        run(snap, CopySettings(modes=("oneway",)), nvml=nvml, worker_cmd=cmd, interim=handed.append, deadline=0.0)
     assert handed == []
 
 

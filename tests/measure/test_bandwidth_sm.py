@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from topodoctor.cli.commands import app, main
 from topodoctor.cli.early import early_timer_modes
 from topodoctor.measure.copies import worker as worker_module
-from topodoctor.measure.copies.session import Settings, run
+from topodoctor.measure.copies.session import CopySettings, run
 from topodoctor.measure.copies.worker import Worker, hello_extra
 from topodoctor.probe.sources import probe_host
 from topodoctor.service import early_copies
@@ -78,7 +78,7 @@ def _tasks(log: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(x) for x in log.read_text().splitlines()]
 
 
-SM = Settings(modes=("sm_oneway", "sm_bidir", "sm_latency"))
+SM = CopySettings(modes=("sm_oneway", "sm_bidir", "sm_latency"))
 
 
 def test_the_sm_modes_measure_every_pair(timer: tuple[list[str], Path]) -> None:
@@ -101,7 +101,7 @@ def test_a_timer_without_kernels_leaves_the_sm_modes_not_measured(
 ) -> None:
     cmd, log = timer
     monkeypatch.setenv("TIMER_NO_KERNELS", "SM kernels unavailable: the driver's PTX JIT is missing")
-    settings = Settings(modes=("oneway", "sm_oneway", "sm_latency"))
+    settings = CopySettings(modes=("oneway", "sm_oneway", "sm_latency"))
     result = run(probe_host("h100-x2").snapshot, settings, worker_cmd=cmd)
     sm = [m for m in result.measurements if m.mode.startswith("sm_")]
     assert len(sm) == 4 and all(m.skipped and "PTX JIT" in m.skipped and m.error is None for m in sm)
@@ -126,7 +126,7 @@ def test_an_early_hello_for_every_gpu_is_kept(timer: tuple[list[str], Path]) -> 
     cmd, log = timer
     w = Worker(cmd, 20.0, peers=True, extra=hello_extra())
     w.hello_now()
-    result = run(probe_host("h100-x2").snapshot, Settings(modes=("oneway",)), worker=w)
+    result = run(probe_host("h100-x2").snapshot, CopySettings(modes=("oneway",)), worker=w)
     tasks = _tasks(log)
     assert [t["op"] for t in tasks] == ["hello", "p2p", "p2p"] and tasks[0]["visible"] is None
     assert w.restarts == 0 and [g.index for g in result.gpus] == [0, 1]
@@ -139,7 +139,7 @@ def test_an_early_hello_for_other_gpus_starts_the_timer_again(
     w = Worker(cmd, 20.0, peers=True, extra=hello_extra())
     w.hello_now()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # the job's GPU, known only once probed
-    result = run(probe_host("h100-x2").snapshot, Settings(modes=("h2d",)), worker=w)
+    result = run(probe_host("h100-x2").snapshot, CopySettings(modes=("h2d",)), worker=w)
     # the first child may be killed before it logs its hello: the one that measured was told GPU1 alone
     hellos = [t for t in _tasks(log) if t["op"] == "hello"]
     assert hellos[-1]["visible"] == "GPU-00000000-0000-4000-8000-000000000001" and len(hellos) <= 2
@@ -149,7 +149,7 @@ def test_an_early_hello_for_other_gpus_starts_the_timer_again(
 def test_the_pass_lets_the_timer_go_without_waiting(timer: tuple[list[str], Path]) -> None:
     cmd, _ = timer
     w = Worker(cmd, 20.0)
-    run(probe_host("h100-x2").snapshot, Settings(modes=("h2d",)), worker=w)
+    run(probe_host("h100-x2").snapshot, CopySettings(modes=("h2d",)), worker=w)
     assert w.proc is None
     # a child that would take its time to end: released at once, killed all the same
     slow = Worker(

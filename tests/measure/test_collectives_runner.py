@@ -230,11 +230,11 @@ def test_check_with_the_collectives_pass() -> None:
     from topodoctor.service import check as doctor
     from topodoctor.service.collectives import check_pass
 
-    def run(nprocs: int) -> doctor.Outcome:
+    def run(nprocs: int) -> doctor.CheckOutcome:
         passes = (check_pass("gloo", nprocs, size_bytes=1 << 20),)
-        opts = doctor.CheckOptions(doctor.Source("h200-x2"), timeout_s=50, passes=passes, select=("TD0", "TD901"))
+        opts = doctor.CheckRequest(replay="h200-x2", timeout=50, select=("TD0", "TD901"))
         with time_limit(60):
-            return doctor.check(opts)
+            return doctor.check(opts, passes=passes)
 
     out = run(2)
     assert out.meta.measured == ("collectives",) and out.exit_code == 0

@@ -62,7 +62,7 @@ def x2() -> Any:
 
 
 def test_levels_plan_what_they_promise() -> None:
-    quick, long = session.Plan.for_level("quick"), session.Plan.for_level("long")
+    quick, long = session.FitnessPlan.for_level("quick"), session.FitnessPlan.for_level("long")
     assert quick.gemm_seconds == 0 and not quick.sm_copies and long.gemm_seconds > 0 and long.sm_copies
     ops = [
         (t["op"], t.get("initiator"), t.get("bidir"), t.get("src"), t.get("dst")) for t in session._tasks(long, [0, 1])
@@ -77,7 +77,7 @@ def test_levels_plan_what_they_promise() -> None:
 
 def test_a_busy_gpu_is_refused_and_nothing_starts() -> None:
     snap = x2()
-    plan = session.Plan.for_level("long")
+    plan = session.FitnessPlan.for_level("long")
     res = session.run(snap, plan, Nvml(busy={0, 1}), time.monotonic() + 30, scope=resolve(snap, {}, "node"))
     assert res.figures and all(f.refused and f.value is None for f in res.figures)
     assert {f.src for f in res.figures if f.kind == "hbm"} == {0, 1}
@@ -88,7 +88,7 @@ def test_without_a_driver_the_result_says_so(monkeypatch: pytest.MonkeyPatch) ->
     """The real kernel timer child, on a machine with no libcuda: the idle GPU's figures are
     refused with the driver's absence as the reason; the busy one's with its business."""
     snap = x2()
-    plan = replace(session.Plan.for_level("quick"), start_timeout_s=20.0)
+    plan = replace(session.FitnessPlan.for_level("quick"), start_timeout_s=20.0)
     res = session.run(snap, plan, Nvml(busy={1}), time.monotonic() + 60, scope=resolve(snap, {}, "node"))
     why = {f.src: f.error for f in res.figures if f.kind == "hbm"}
     assert "busy" in str(why[1]) and "libcuda" in str(why[0])
@@ -100,7 +100,7 @@ def test_without_a_driver_the_result_says_so(monkeypatch: pytest.MonkeyPatch) ->
 def test_a_torch_without_cuda_is_could_not_check() -> None:
     """The real GEMM child with the CPU torch the tests install: refused, naming why."""
     snap = x2()
-    plan = replace(session.Plan.for_level("long"), gemm_seconds=2.0, start_timeout_s=1.0)
+    plan = replace(session.FitnessPlan.for_level("long"), gemm_seconds=2.0, start_timeout_s=1.0)
     stress, figures = session._gemm(snap, plan, Nvml(), [0, 1], time.monotonic() + 120)
     assert stress == [] and [f.src for f in figures] == [0, 1]
     assert all(f.refused and f.value is None and "CUDA" in (f.error or "") for f in figures)
@@ -122,9 +122,9 @@ def test_sampler_reads_until_stopped() -> None:
 
 
 def test_stress_counts_reasons_per_sample() -> None:
-    from topodoctor.probe.sampler import Reading
+    from topodoctor.probe.sampler import GpuSample
 
-    rs = [Reading(0, float(t), 1400 + t, 3201, 690.0, 50 + t, 0x4 | (0x40 if t > 7 else 0)) for t in range(10)]
+    rs = [GpuSample(0, float(t), 1400 + t, 3201, 690.0, 50 + t, 0x4 | (0x40 if t > 7 else 0)) for t in range(10)]
     s = session._stress(0, rs)
     assert s.reason_samples == {"sw_power_cap": 10, "hw_thermal_slowdown": 2} and s.temp_c_max == 59
     assert s.sm_mhz_median == 1404.5 and s.samples == 10
@@ -143,8 +143,7 @@ def test_the_real_h200_result_round_trips_and_is_healthy() -> None:
 
 
 def test_check_on_a_recording_reports_what_it_could_not_measure() -> None:
-    options = doctor.CheckOptions(source=doctor.Source("h200-x4"), timeout_s=60.0, passes=(fitness_pass("quick"),))
-    outcome = doctor.check(options)
+    outcome = doctor.check(doctor.CheckRequest(replay="h200-x4", timeout=60.0), passes=(fitness_pass("quick"),))
     assert outcome.fitness is not None and outcome.fitness.errors and outcome.fitness.figures == ()
     incomplete = [f for f in outcome.incomplete if f.evidence.get("call") == "fitness"]
     assert incomplete and "live host only" in incomplete[0].message
@@ -236,7 +235,7 @@ def test_a_gemm_past_the_deadline_is_killed_and_leaves_nothing(monkeypatch: pyte
     hang = "import time; time.sleep(60)  # worker_gemm stand-in: a GPU that never answers"
     monkeypatch.setattr(session, "gemm_cmd", lambda: [sys.executable, "-c", hang])
     snap = x2()
-    plan = replace(session.Plan.for_level("long"), gemm_seconds=30.0, start_timeout_s=0.1)
+    plan = replace(session.FitnessPlan.for_level("long"), gemm_seconds=30.0, start_timeout_s=0.1)
     t0 = time.monotonic()
     _, figures = session._gemm(snap, plan, Nvml(), [0], t0 + 1.2)
     assert time.monotonic() - t0 < 5

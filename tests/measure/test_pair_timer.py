@@ -13,7 +13,7 @@ import pytest
 from tests.measure.test_cuda_timer import _v
 from tests.measure.test_fitness_timer import JIT_COMPILER_NOT_FOUND, KernelDriver, KernelLib
 from tests.support import ptxsim
-from topodoctor.measure.copies.tasks import Settings, plan_tasks
+from topodoctor.measure.copies.tasks import CopySettings, plan_tasks
 from topodoctor.measure.timer import copy_kernels, kernels, on_gpu, plans, ptx
 from topodoctor.measure.timer import engine as copy_engine
 
@@ -213,7 +213,7 @@ def test_another_kernel_can_be_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # ---- the plan
 def test_the_sm_modes_plan_a_task_per_pair() -> None:
-    s = Settings(modes=("sm_oneway", "sm_bidir", "sm_latency"), latency_accesses=5000, latency_samples=2)
+    s = CopySettings(modes=("sm_oneway", "sm_bidir", "sm_latency"), latency_accesses=5000, latency_samples=2)
     tasks = plan_tasks(s, {0: 1, 1: 0, 2: 2})  # NVML index -> CUDA ordinal
     by = {m: [t for t in tasks if t.mode == m] for m in s.modes}
     assert len(by["sm_oneway"]) == 6 and len(by["sm_bidir"]) == 3 and len(by["sm_latency"]) == 6

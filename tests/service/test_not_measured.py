@@ -67,12 +67,10 @@ def test_a_fault_found_stays_unhealthy_when_collectives_could_not_run(monkeypatc
     assert doc["not_measured"] and doc["reason"].startswith("topodoctor FAIL TD")
 
 
-def _outcome(backend: str) -> doctor.Outcome:
-    opts = doctor.CheckOptions(
-        doctor.Source("h200-x2"), timeout_s=50, passes=(check_pass(backend, 2, 1 << 20),), select=("TD0", "TD901")
-    )
+def _outcome(backend: str) -> doctor.CheckOutcome:
+    opts = doctor.CheckRequest(replay="h200-x2", timeout=50, select=("TD0", "TD901"))
     with time_limit(60):
-        return doctor.check(opts)
+        return doctor.check(opts, passes=(check_pass(backend, 2, 1 << 20),))
 
 
 def test_check_collectives_without_torch_cannot_check(monkeypatch: pytest.MonkeyPatch) -> None:

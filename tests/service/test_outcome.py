@@ -24,7 +24,7 @@ from topodoctor.core.errors import (
     EXIT_USAGE,
     BandwidthUnavailable,
 )
-from topodoctor.model.outcome import DONE, Verdict, exit_code
+from topodoctor.model.outcome import DONE, PlainOutcome, exit_code
 from topodoctor.service import check as doctor
 from topodoctor.service.passes import Pass
 
@@ -35,17 +35,17 @@ DOWN = str(scenario_path("x4-nvlink-down"))
 @pytest.mark.parametrize(
     ("verdict", "unwritten", "code"),
     [
-        (Verdict(), (), EXIT_OK),
-        (Verdict(failing=("x",)), (), EXIT_UNHEALTHY),
-        (Verdict(failing=("x",), not_measured=("y",), unusable=("z",)), ("w",), EXIT_UNHEALTHY),
-        (Verdict(not_measured=("y",)), (), EXIT_CANNOT_CHECK),
-        (Verdict(not_measured=("y",), unusable=("z",)), ("w",), EXIT_CANNOT_CHECK),
-        (Verdict(unusable=("z",)), (), EXIT_USAGE),
-        (Verdict(), ("cannot write m.prom",), EXIT_USAGE),
+        (PlainOutcome(), (), EXIT_OK),
+        (PlainOutcome(failing=("x",)), (), EXIT_UNHEALTHY),
+        (PlainOutcome(failing=("x",), not_measured=("y",), unusable=("z",)), ("w",), EXIT_UNHEALTHY),
+        (PlainOutcome(not_measured=("y",)), (), EXIT_CANNOT_CHECK),
+        (PlainOutcome(not_measured=("y",), unusable=("z",)), ("w",), EXIT_CANNOT_CHECK),
+        (PlainOutcome(unusable=("z",)), (), EXIT_USAGE),
+        (PlainOutcome(), ("cannot write m.prom",), EXIT_USAGE),
     ],
 )
 def test_the_one_exit_code_is_the_worst_of_what_was_found_missed_and_unused(
-    verdict: Verdict, unwritten: tuple[str, ...], code: int
+    verdict: PlainOutcome, unwritten: tuple[str, ...], code: int
 ) -> None:
     assert exit_code(verdict, unwritten) == code
     assert verdict.exit_code == exit_code(verdict)
@@ -83,9 +83,8 @@ def test_on_a_healthy_host_the_same_measurement_not_made_cannot_check() -> None:
     assert r.exit_code == EXIT_CANNOT_CHECK and r.stdout.startswith("topodoctor UNKNOWN: ")
 
 
-def _check(p: Pass, timeout_s: float = 30.0, replay: str = DOWN) -> doctor.Outcome:
-    options = doctor.CheckOptions(doctor.Source(replay), timeout_s=timeout_s, passes=(p,))
-    return doctor.check(options)
+def _check(p: Pass, timeout_s: float = 30.0, replay: str = DOWN) -> doctor.CheckOutcome:
+    return doctor.check(doctor.CheckRequest(replay=replay, timeout=timeout_s), passes=(p,))
 
 
 def _raises(snap: Any, source: Any, deadline: float, started: Any) -> Any:

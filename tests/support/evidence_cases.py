@@ -10,12 +10,12 @@ from topodoctor.model.evidence import (
     CollectiveRun,
     CopyMatrix,
     Evidence,
+    EvidenceSetting,
     GpuSeen,
     NcclLine,
     NicSeen,
     PairSeen,
     Piece,
-    Setting,
 )
 
 _PREFIX = re.compile(r"^(?P<host>[\w.-]+):\d+:\d+ \[(?P<dev>\d+)\] (?:\S+ )?(?P<text>NCCL .*)$")
@@ -102,7 +102,7 @@ def evidence(*parts: object, pieces: int = 3, **more: object) -> Evidence:
                 CopyMatrix: "copies",
                 GpuSeen: "gpus",
                 NicSeen: "nics",
-                Setting: "settings",
+                EvidenceSetting: "settings",
             }[type(it)]
             kinds.setdefault(key, []).append(it)
     ps = tuple(Piece("nccl-log", f"input{i}.txt", 1, 100) for i in range(pieces))

@@ -10,7 +10,7 @@ from topodoctor.core.probed import Unsupported
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.sources import probe_host
 from topodoctor.topology.graph import (
-    Connection,
+    BestPath,
     build_graph,
     connection,
     connection_matrix,
@@ -98,7 +98,7 @@ def test_direct_gpu_links_are_counted_once() -> None:
     g = build_graph(s)
     e = g.edges[gpu_node(0), gpu_node(1)]
     assert (e["kind"], e["links"], e["gbps"]) == ("nvlink", 18, round(18 * NV4_LINK, 3))
-    assert connection(s, g, gpu_node(1), gpu_node(0)) == Connection("NV", 18, round(18 * NV4_LINK, 3), "PHB")
+    assert connection(s, g, gpu_node(1), gpu_node(0)) == BestPath("NV", 18, round(18 * NV4_LINK, 3), "PHB")
 
 
 def test_a_down_link_leaves_its_pairs_one_short() -> None:
@@ -135,7 +135,7 @@ def test_pcie_classes_follow_the_tree() -> None:
     assert {b: cells[("NIC0", b)].cls for b in names if b != "NIC0"} == NIC0_ROW
     assert cells[("NIC1", "GPU6")].cls == cells[("NIC1", "GPU7")].cls == "PIX"
     assert cells[("NIC0", "GPU2")].gbps == 31.504  # Gen4 x16 is the narrowest hop
-    assert cells[("GPU0", "GPU0")] == Connection("X", 0, None, None)
+    assert cells[("GPU0", "GPU0")] == BestPath("X", 0, None, None)
     g = build_graph(s)
     assert pcie_class(g, gpu_node(0), gpu_node(1)) == ("PIX", 31.504)
     assert pcie_class(g, gpu_node(0), gpu_node(2))[0] == "PXB"
@@ -272,7 +272,7 @@ def test_nvml_level_names_the_pcie_class_of_an_nvlink_pair() -> None:
     g = build_graph(s)
     assert connection(s, g, gpu_node(0), gpu_node(1)).pcie_cls == "PHB"
     system = replace(s, pairs=(replace(s.pairs[0], common_ancestor="SYSTEM"), *s.pairs[1:]))
-    assert connection(system, g, gpu_node(0), gpu_node(1)) == Connection("NV", 18, round(18 * NV4_LINK, 3), "SYS")
+    assert connection(system, g, gpu_node(0), gpu_node(1)) == BestPath("NV", 18, round(18 * NV4_LINK, 3), "SYS")
     failed = replace(s, pairs=(replace(s.pairs[0], common_ancestor=ProbeError("NO_PERMISSION", "x", 4)), *s.pairs[1:]))
     assert connection(failed, g, gpu_node(0), gpu_node(1)).pcie_cls == "PHB"  # the graph's own answer
     unknown = replace(s, pairs=(replace(s.pairs[0], common_ancestor="level_99"), *s.pairs[1:]))
@@ -282,7 +282,7 @@ def test_nvml_level_names_the_pcie_class_of_an_nvlink_pair() -> None:
 def test_pcie_path_connections_are_exact() -> None:
     s = snap("x4-pcie-fallback")
     g = build_graph(s)
-    assert connection(s, g, gpu_node(0), gpu_node(3)) == Connection("PHB", 0, 63.008, "PHB")
+    assert connection(s, g, gpu_node(0), gpu_node(3)) == BestPath("PHB", 0, 63.008, "PHB")
     assert pcie_class(g, gpu_node(0), gpu_node(3)) == ("PHB", 63.008)
 
 
@@ -292,7 +292,7 @@ def test_an_endpoint_without_a_pcie_path_is_sys() -> None:
     s = snap("hgx-8gpu-2socket")
     s = replace(s, nics=(replace(s.nics[0], pcie_path=Unsupported("ABSENT")), *s.nics[1:]))
     g = build_graph(s)
-    assert connection(s, g, gpu_node(0), nic_node(0)) == Connection("SYS", 0, None, None)
+    assert connection(s, g, gpu_node(0), nic_node(0)) == BestPath("SYS", 0, None, None)
 
 
 def test_one_link_through_a_switch_is_nv1() -> None:

@@ -6,17 +6,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any
 
-from topodoctor.core.budget import Budget, parse_timeout
+from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
+from topodoctor.core.options import from_keywords
+from topodoctor.core.shared_options import FailLevel
 from topodoctor.model.evidence import Evidence
-from topodoctor.model.findings import Finding, Severity, failing
+from topodoctor.model.findings import Finding, Severity
 from topodoctor.report.diagnose import json_doc, one_line
 from topodoctor.service.diagnose import DiagnoseOutcome
 from topodoctor.service.diagnose import diagnose as read_and_judge
-
-DEFAULT_TIMEOUT_S = 60.0
+from topodoctor.service.request_diagnose import DiagnoseRequest
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Diagnosis:
     @property
     def failing(self) -> tuple[Finding, ...]:
         """The findings at or above the fail level."""
-        return failing(self.findings, self.fail_level)
+        return self._outcome.failing
 
     def to_json(self) -> dict[str, Any]:
         """The diagnosis as ``diagnose -f json`` prints it (a JSON-able dict)."""
@@ -47,8 +48,8 @@ class Diagnosis:
 def diagnose(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
-    fail_level: Severity = "error",
-    timeout: float = DEFAULT_TIMEOUT_S,
+    fail_level: FailLevel = "error",
+    timeout: float = 60.0,
 ) -> Diagnosis:
     """Read ``paths`` (files, directories, ``"-"`` for standard input; one path or several) as
     ``topodoctor diagnose`` reads them, and judge what they show. Raises ``InputError`` (exit 2) when no
@@ -56,14 +57,13 @@ def diagnose(
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     if not all(isinstance(p, (str, os.PathLike)) for p in items):
         raise InputError("diagnose takes paths (strings or path objects)")
-    if fail_level not in get_args(Severity):
-        raise InputError(f"fail_level must be one of {', '.join(get_args(Severity))}, not {fail_level!r}")
-    outcome = read_and_judge([os.fspath(p) for p in items], Budget.start(parse_timeout(timeout)), fail_level)
+    request = from_keywords(DiagnoseRequest, {"paths": items, "fail_level": fail_level, "timeout": timeout})
+    outcome = read_and_judge(request.paths, Budget.start(request.timeout), request.fails_from)
     return Diagnosis(
         outcome.evidence,
         outcome.findings,
         outcome.exit_code,
-        fail_level,
+        request.fails_from,
         one_line(outcome.evidence, outcome),
         outcome,
     )

@@ -7,15 +7,15 @@ import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core.budget import Budget, parse_timeout
-from topodoctor.service.host import Host as Probed
+from topodoctor.core.budget import Budget
+from topodoctor.core.options import from_keywords
+from topodoctor.service.host import ProbedHost as Probed
 from topodoctor.service.passes import Source
 from topodoctor.service.probing import probe
+from topodoctor.service.request_scan import ScanRequest
 
 if TYPE_CHECKING:
     from topodoctor.model.snapshot import Gpu, HostSnapshot
-
-DEFAULT_TIMEOUT_S = 30.0  # as `topodoctor check`'s
 
 
 class Host:
@@ -58,9 +58,7 @@ class Host:
         return f"<Host {self.hostname!r} ({self.origin}): {len(self.gpus)} GPUs>"
 
 
-def scan(
-    replay: str | os.PathLike[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT_S, sysfs_root: str = "/"
-) -> Host:
+def scan(replay: str | os.PathLike[str] | None = None, *, timeout: float = 60.0, sysfs_root: str = "/") -> Host:
     """Probe a host: this one (``replay`` None), a bundled recording by name (``"h200-x4"``) or a
     recording or saved snapshot by path. The probe runs in a child process that is killed at
     ``timeout`` seconds (0: in this process, no limit); this process's NCCL/CUDA environment is
@@ -70,8 +68,10 @@ def scan(
     ``ProbeUnavailable`` (no NVML library, no driver, no GPU), ``BudgetExceeded`` (not done in
     ``timeout``), ``ReplayMismatch`` (a recording that lacks what the probe asks), ``InputError``
     (no such recording, a file that is not one, a snapshot that contradicts itself)."""
-    source = Source(None if replay is None else os.fspath(replay), sysfs_root)
-    budget = Budget.start(parse_timeout(timeout))
+    given = {"replay": None if replay is None else os.fspath(replay), "timeout": timeout, "sysfs_root": sysfs_root}
+    request = from_keywords(ScanRequest, given)
+    source = Source(request.replay, request.sysfs_root)  # every reading: the API's host is judged and measured too
+    budget = Budget.start(request.timeout)
     return Host(probe(source, budget, environment=True), source)
 
 

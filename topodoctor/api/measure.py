@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from topodoctor.api.host import Host, probed
-from topodoctor.core.budget import Budget, parse_timeout
-from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
-from topodoctor.core.sizes import parse_mib, parse_sizes
-from topodoctor.model.collective_ops import Plan, parse_ops
+from topodoctor.core.budget import Budget
+from topodoctor.core.errors import CannotMeasure, ProbeUnavailable
+from topodoctor.core.options import from_keywords
+from topodoctor.model.collective_ops import parse_ops
 from topodoctor.model.copy_modes import COPY_MODES
 from topodoctor.service import copies
-from topodoctor.service.collective_runs import CollectivesRun, run_collectives
+from topodoctor.service.collective_runs import run_collectives, run_of
 from topodoctor.service.collective_sweeps import predict_for
 from topodoctor.service.passes import Source
+from topodoctor.service.request_bandwidth import BandwidthRequest
+from topodoctor.service.request_collectives import Backend, CollectivesRequest
 
 if TYPE_CHECKING:
     from topodoctor.model.collectives import CollectivesResult
@@ -47,6 +48,7 @@ def bandwidth(
     size_bytes: int | str | None = None,
     iters: int | None = None,
     samples: int | None = None,
+    sm_kernel: str | None = None,
     pair_timeout: float = 20.0,
     timeout: float = 900.0,
 ) -> BandwidthResult:
@@ -54,15 +56,25 @@ def bandwidth(
     bandwidth`` does with the same options: ``modes`` among the command's (``MODES``: oneway,
     bidir, latency, h2d, d2h, host, sm, sm-oneway, sm-bidir, sm-latency, all; default: the
     command's); ``quick`` (a prolog's short pass); ``devices`` (NVML
-    indices); ``size_bytes`` (bytes, or a size as ``--size`` reads it: "256M", a bare number MiB).
+    indices); ``size_bytes`` (bytes, or a size as ``--size`` reads it: "256M", a bare number MiB);
+    ``sm_kernel`` (``--sm-kernel``). Every keyword is the command's option, read by its spec.
     The ``BandwidthResult`` holds every measurement and the snapshot it ran on.
     Raises ``CannotMeasure`` when the copies cannot run here (no GPU, no CUDA, no torch)."""
-    picked = [modes] if isinstance(modes, str) else list(modes)
     chosen = None if devices is None else ",".join(str(int(d)) for d in devices)
-    size = parse_mib(size_bytes) if isinstance(size_bytes, str) else size_bytes
-    settings = copies.bandwidth_settings(picked, quick, size, iters, samples, chosen, pair_timeout)
+    given = {
+        "mode": modes,
+        "quick": quick,
+        "devices": chosen,
+        "size_bytes": size_bytes,
+        "iters": iters,
+        "samples": samples,
+        "sm_kernel": sm_kernel,
+        "pair_timeout": pair_timeout,
+        "timeout": timeout,
+    }
+    request = from_keywords(BandwidthRequest, given, {"mode": "modes"})
     try:
-        return copies.measure(settings, _source(host), Budget.start(parse_timeout(timeout)))
+        return copies.measure(request, Budget.start(request.timeout), source=_source(host))
     except ProbeUnavailable as exc:
         raise _could_not(exc) from exc
 
@@ -70,14 +82,14 @@ def bandwidth(
 def collectives(
     host: Host | None = None,
     *,
-    ops: Iterable[str] | None = None,
+    ops: Iterable[str] = (),
     sizes: str = "8:1G",
     step_factor: int = 2,
     iters: int = 20,
     warmup: int = 1,
     check_data: bool = True,
     nprocs: int | None = None,
-    backend: Literal["nccl", "gloo"] = "nccl",
+    backend: Backend = "nccl",
     op_timeout: float = 30.0,
     start_timeout: float = 120.0,
     log_dir: str | os.PathLike[str] | None = None,
@@ -88,45 +100,39 @@ def collectives(
     ``MIN:MAX`` by ``step_factor``, or a list), ``backend="gloo"`` runs the ranks on CPU. The
     ``CollectivesResult`` holds nccl-tests' rows, NCCL's choices and any failure. Raises
     ``CannotMeasure`` when the ranks cannot run (no GPU, fewer than two, no torch)."""
-    if backend not in ("nccl", "gloo"):
-        raise InputError(f"backend must be nccl or gloo, not {backend!r}")
-    plan = Plan(
-        ops=parse_ops(_list(ops)),
-        sizes=parse_sizes(sizes, step_factor),
-        iters=iters,
-        warmup_iters=warmup,
-        check=check_data,
-        op_timeout_s=op_timeout,
-        backend=backend,
-    )
-    run = CollectivesRun(
-        plan,
-        _source(host),
-        nprocs=nprocs,
-        start_timeout_s=start_timeout,
-        spawn=True,  # ranks of its own, even inside a launcher's job: a library call never joins the world
-        log_dir=None if log_dir is None else Path(log_dir),
-    )
+    given = {
+        "op": ops,
+        "size": sizes,
+        "step_factor": step_factor,
+        "iters": iters,
+        "warmup": warmup,
+        "no_check": not check_data,
+        "nprocs": nprocs,
+        "backend": backend,
+        "op_timeout": op_timeout,
+        "start_timeout": start_timeout,
+        "log_dir": log_dir,
+        "timeout": timeout,
+        "spawn": True,  # ranks of its own, even inside a launcher's job: a library call never joins the world
+    }
+    said = {"op": "ops", "size": "sizes", "no_check": "check_data"}
+    request = from_keywords(CollectivesRequest, given, said)
+    run = run_of(request, _source(host))
     try:
-        out = run_collectives(run, Budget.start(parse_timeout(timeout)))
+        out = run_collectives(run, Budget.start(request.limits.timeout))
     except ProbeUnavailable as exc:
         raise _could_not(exc) from exc
     assert out is not None  # spawned ranks: this process always reports
     return out.result
 
 
-def predict(host: Host, *, ops: Iterable[str] | None = None, nodes: int = 1) -> tuple[Prediction, ...]:
+def predict(host: Host, *, ops: Iterable[str] = (), nodes: int = 1) -> tuple[Prediction, ...]:
     """The busbw the topology of ``host`` gives each collective at 1 GiB (``nodes`` such hosts
     joined by their NICs), as ``collectives --predict`` prints it: nothing runs, a recording will
     do. Raises ``CannotMeasure`` when the topology says too little (one GPU, links unread)."""
     found, _ = probed(host)
-    if nodes < 1:
-        raise InputError(f"nodes must be 1 or more, not {nodes}")
-    return predict_for(found.snapshot, parse_ops(_list(ops)), nodes).predictions
-
-
-def _list(values: Iterable[str] | None) -> list[str] | None:
-    """Names as the command line takes them: one string is one value (commas split later)."""
-    if values is None:
-        return None
-    return [values] if isinstance(values, str) else list(values)
+    asked = {"op": ops, "predict": True, "predict_nodes": nodes}
+    request = from_keywords(CollectivesRequest, asked, {"op": "ops", "predict_nodes": "nodes"})
+    return predict_for(
+        found.snapshot, parse_ops(list(request.run.op) or None), request.predict.predict_nodes
+    ).predictions

@@ -6,18 +6,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from topodoctor.api.host import DEFAULT_TIMEOUT_S, Host, probed
-from topodoctor.core.budget import Budget, parse_timeout
+from topodoctor.api.host import Host, probed
+from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
-from topodoctor.model.findings import Finding, Severity, failing
-from topodoctor.model.outcome import Outcome
+from topodoctor.core.options import from_keywords
+from topodoctor.core.shared_options import FailLevel
+from topodoctor.model.findings import Finding, Severity
+from topodoctor.model.outcome import CheckOutcome
 from topodoctor.report.check import check_json, one_line
-from topodoctor.service.check import CheckOptions, judge
-
-Scope = Literal["auto", "job", "node"]
+from topodoctor.service.check import CheckRequest, judge
+from topodoctor.service.request_check import DEFAULT_CHECK_TIMEOUT_S, Scope
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,12 @@ class Report:
     not_measured: tuple[str, ...]
     origin: str
     hostname: str
-    _outcome: Outcome
+    _outcome: CheckOutcome
 
     @property
     def failing(self) -> tuple[Finding, ...]:
         """The findings at or above the fail level: the ones that make the host unhealthy."""
-        return failing(self.findings, self.fail_level)
+        return self._outcome.failing
 
     def to_json(self) -> dict[str, Any]:
         """The report as ``check -f json`` prints it (a JSON-able dict)."""
@@ -55,12 +55,12 @@ def check(
     *,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
-    fail_level: Severity = "error",
+    fail_level: FailLevel = "error",
     prolog: bool = False,
     scope: Scope = "auto",
     expect: str | os.PathLike[str] | None = None,
     baseline: str | os.PathLike[str] | None = None,
-    timeout: float = DEFAULT_TIMEOUT_S,
+    timeout: float = DEFAULT_CHECK_TIMEOUT_S,
 ) -> Report:
     """Judge ``host`` (from ``scan``) as ``topodoctor check`` would with the same options:
     ``select`` / ``ignore`` rule codes, prefixes or names; ``fail_level`` (``"warning"`` is
@@ -69,22 +69,22 @@ def check(
     earlier snapshot of this node). Raises ``InputError`` for a bad option or an unreadable
     baseline; an unusable expectations file is judged without, exit 2, as the command does."""
     found, source = probed(host)
-    if fail_level not in get_args(Severity):
-        raise InputError(f"fail_level must be one of {', '.join(get_args(Severity))}, not {fail_level!r}")
-    if scope not in get_args(Scope):
-        raise InputError(f"scope must be one of {', '.join(get_args(Scope))}, not {scope!r}")
-    options = CheckOptions(
-        source=source,
-        timeout_s=parse_timeout(timeout),
-        select=_names(select, "select"),
-        ignore=_names(ignore, "ignore"),
-        tags=("prolog",) if prolog else (),
-        fail_level=fail_level,
-        expect=None if expect is None else Path(expect),
-        scope=scope,
-        baseline=None if baseline is None else Path(baseline),
+    request = from_keywords(
+        CheckRequest,
+        {
+            "replay": source.replay,
+            "sysfs_root": source.sysfs_root,
+            "select": _names(select, "select"),
+            "ignore": _names(ignore, "ignore"),
+            "fail_level": fail_level,
+            "prolog": prolog,
+            "scope": scope,
+            "expect": expect,
+            "baseline": baseline,
+            "timeout": timeout,
+        },
     )
-    outcome = judge(found, options, Budget.start(options.timeout_s))
+    outcome = judge(found, request, Budget.start(request.budget_s))
     return Report(
         outcome.findings,
         outcome.incomplete,
@@ -100,9 +100,9 @@ def check(
 
 
 def _names(values: Iterable[str], what: str) -> tuple[str, ...]:
-    """Rule patterns as the command line reads them: each value, split at commas (``"TD1,TD3"``);
-    one string is one value, never its letters."""
+    """Rule patterns, each a string: one string is one value, never its letters (the spec splits
+    them at commas, as the command line's ``--select TD1,TD3``)."""
     items = [values] if isinstance(values, str) else list(values)
     if not all(isinstance(v, str) for v in items):
         raise InputError(f"{what} takes rule codes, prefixes or names (strings)")
-    return tuple(p.strip() for v in items for p in v.split(",") if p.strip())
+    return tuple(items)

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from topodoctor.cli import pictures as cli_pictures
-from topodoctor.cli.args_measure import BandwidthArgs
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.model.copies import result_to_json
-from topodoctor.model.findings import fail_from, finding_json
+from topodoctor.model.findings import finding_json
 from topodoctor.report import bandwidth as report
 from topodoctor.report.prometheus import write_textfile
 from topodoctor.report.prometheus_copies import bandwidth_metrics
 from topodoctor.service import copies
 from topodoctor.service.passes import Source
+from topodoctor.service.request_bandwidth import BandwidthRequest
 
 
-def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
+def run_bandwidth(args: BandwidthRequest, env: Env) -> int:
     """Measure GPU-to-GPU and host copies (or read a saved result), judge them (TD7xx) and print
     them; the pictures, result and metrics files written."""
     heatmap, output, metrics = args.heatmap, args.output, args.metrics
@@ -27,26 +27,14 @@ def run_bandwidth(args: BandwidthArgs, env: Env) -> int:
     if args.from_file is not None:
         result = copies.load_saved(str(args.from_file), Source(args.replay) if args.replay else None, budget)
     else:
-        settings = copies.bandwidth_settings(
-            args.mode,
-            args.quick,
-            args.size_bytes,
-            args.iters,
-            args.samples,
-            args.devices,
-            args.pair_timeout,
-            args.sm_kernel,
-        )
-        result = copies.measure(settings, Source(args.replay), budget, env.progress_bar())
+        result = copies.measure(args, budget, env.progress_bar())
     if output is not None:
         outputs.write(lambda: fileio.write_atomic(output, result_to_json(result), "bandwidth result"))
-    outcome = copies.judged(result, fail_from(args.fail_level, args.strict))
+    outcome = copies.judged(result, args.fails_from)
     findings = outcome.findings
     if heatmap is not None:
         outputs.write(lambda: cli_pictures.draw_heatmap(result, heatmap, findings))
     if metrics is not None or args.fmt == "prometheus":
-        # Prometheus' client: only for the metrics.
-
         text = bandwidth_metrics(result, findings, outcome.exit_code)
         if metrics is not None:
             outputs.write(lambda: write_textfile(metrics, text))

@@ -6,43 +6,29 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from topodoctor.cli.args import CheckArgs
 from topodoctor.cli.io import Env, Outputs, hostname
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import TopodoctorError
 from topodoctor.core.fileio import write_atomic
 from topodoctor.core.text import printable, truncate, truncate_middle
-from topodoctor.model.findings import fail_from
 from topodoctor.report import check as report
 from topodoctor.service import check as doctor
+from topodoctor.service.request_check import CheckRequest
 from topodoctor.service.stamping import stamp_now
 
 if TYPE_CHECKING:
-    from topodoctor.model.outcome import Outcome
-    from topodoctor.service.passes import Pass
+    from topodoctor.model.outcome import CheckOutcome
 
 
-def run_check(args: CheckArgs, env: Env) -> int:
+def run_check(args: CheckRequest, env: Env) -> int:
     """Probe, judge and print the verdict in its format (text, json, line, prometheus), writing the
     metrics file asked for; the exit code: 0 healthy, 1 unhealthy, 2 misconfigured, 3 could not
     check (a file not written is told after the verdict)."""
     fmt, metrics, scope = args.fmt, args.metrics, args.scope
     timeout = args.budget_s
-    options = doctor.CheckOptions(
-        source=args.source(),
-        timeout_s=timeout,
-        select=args.select,
-        ignore=args.ignore,
-        tags=("prolog",) if args.prolog else (),
-        fail_level=fail_from(args.fail_level, args.strict),
-        expect=args.expect,
-        passes=_passes(args.bandwidth, args.collectives, scope, args.level),
-        scope=scope,
-        baseline=args.baseline,
-    )
     outputs = Outputs(env, Budget.start(timeout).deadline)  # a metrics FIFO nobody reads waits no longer than the check
     try:
-        outcome = doctor.check(options)
+        outcome = doctor.check(args)
     except TopodoctorError as exc:
         if metrics is not None or fmt == "prometheus":  # "could not check", rather than a stale answer
             text = _metrics(None, exc.exit_code, scope)
@@ -75,7 +61,7 @@ def run_check(args: CheckArgs, env: Env) -> int:
     return outputs.exit_code(outcome)
 
 
-def _metrics(outcome: Outcome | None, code: int, scope: str) -> str:
+def _metrics(outcome: CheckOutcome | None, code: int, scope: str) -> str:
     """The check as Prometheus text; with no outcome, the text of a check that could not run."""
     from topodoctor.report import prometheus as prom  # Prometheus' text: only where metrics are asked for
 
@@ -95,17 +81,8 @@ def _metrics(outcome: Outcome | None, code: int, scope: str) -> str:
     )
 
 
-def _print_check(outcome: Outcome, env: Env) -> None:
+def _print_check(outcome: CheckOutcome, env: Env) -> None:
     """The check as text: the one format that loads rich."""
     from topodoctor.report.check_text import print_check  # rich: only the text format draws
 
     print_check(outcome, env.console())
-
-
-def _passes(bandwidth: bool, collectives: bool, scope: str, level: str) -> tuple[Pass, ...]:
-    """The measurements a check adds (service/measuring.py); a static check adds none."""
-    if level == "static" and not (bandwidth or collectives):
-        return ()
-    from topodoctor.service.measuring import check_passes  # the measuring code: no static check loads it
-
-    return check_passes(bandwidth, collectives, scope, level)

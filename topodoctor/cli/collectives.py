@@ -2,7 +2,7 @@
 measures them and judged against the topology.
 
 One command that does one of several things, each a function here that reads its own part of
-the options (cli/args_measure.py): predict the busbw the topology gives (``predict``), time small
+the request (service/request_collectives.py): predict the busbw the topology gives (``predict``), time small
 messages through each path (``--latency``: cli/collectives_latency.py), compare algorithms or
 GPU counts (``sweep``), or measure and judge (``measure``: spawned ranks, a launcher's world, or
 saved results). Started by torchrun or srun (RANK / WORLD_SIZE or SLURM_PROCID / SLURM_NTASKS in
@@ -13,16 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from topodoctor.cli.args_measure import (
-    SIZE_DEFAULT,
-    CollectivesArgs,
-    CollectivesOutput,
-    JudgeArgs,
-    LimitArgs,
-    NodesArgs,
-    PredictArgs,
-    RunArgs,
-)
 from topodoctor.cli.collectives_latency import latency_mode
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.cli.nodes import emit_metrics
@@ -32,9 +22,8 @@ from topodoctor.core.codec import to_jsonable
 from topodoctor.core.fileio import write_atomic
 from topodoctor.core.sizes import parse_sizes
 from topodoctor.core.text import printable
-from topodoctor.model.collective_ops import Plan, parse_ops
+from topodoctor.model.collective_ops import parse_ops
 from topodoctor.model.collectives import result_to_json
-from topodoctor.model.findings import fail_from
 from topodoctor.model.outcome import DONE
 from topodoctor.report.collectives import (
     collectives_json,
@@ -47,19 +36,27 @@ from topodoctor.report.collectives import (
 )
 from topodoctor.report.collectives_nodes import node_lines
 from topodoctor.report.collectives_sweeps import algo_lines, scaling_lines
-from topodoctor.service.collective_runs import CollectivesRun, node_settings, run_collectives
+from topodoctor.service.collective_runs import CollectivesRun, run_collectives, run_of
 from topodoctor.service.collective_sweeps import predict_busbw, run_sweeps
 from topodoctor.service.passes import Source
+from topodoctor.service.request_collectives import (
+    SIZE_DEFAULT,
+    CollectivesOutput,
+    CollectivesRequest,
+    JudgeOptions,
+    PredictOptions,
+    RunOptions,
+)
 
 
-def run(args: CollectivesArgs, env: Env) -> int:
+def run(args: CollectivesRequest, env: Env) -> int:
     """``collectives``: what the options ask for, under one budget from the command's start."""
     budget = Budget.start(args.limits.timeout)
     if args.predict.predict:
         return predict(args.predict, args.run, args.judge, args.out, budget, env)
     if args.out.plot is not None:  # a bad picture path is refused before anything is measured
         check_picture_path(args.out.plot)
-    what = collectives_run(args.run, args.limits, args.judge, args.nodes, args.out, env)
+    what = collectives_run(args, env)
     if args.latency.latency:
         sweep_, judge = args.sweep, args.judge
         others = bool(sweep_.algo or sweep_.scaling or judge.from_file or args.nodes.pairwise or args.out.plot)
@@ -70,53 +67,17 @@ def run(args: CollectivesArgs, env: Env) -> int:
     return measure(what, args.judge, args.out, budget, env)
 
 
-def collectives_run(
-    run_args: RunArgs, limits: LimitArgs, judge: JudgeArgs, nodes: NodesArgs, out: CollectivesOutput, env: Env
-) -> CollectivesRun:
-    """What to run (or judge) and against which host, as the service takes it."""
-    plan = Plan(
-        ops=parse_ops(list(run_args.op) or None),
-        sizes=parse_sizes(run_args.size, run_args.step_factor),
-        iters=run_args.iters,
-        warmup_iters=run_args.warmup,
-        check=not run_args.no_check,
-        op_timeout_s=limits.op_timeout,
-        backend=run_args.backend,  # type: ignore[arg-type]
-    )
+def collectives_run(args: CollectivesRequest, env: Env) -> CollectivesRun:
+    """What to run (or judge) and against which host, as the service makes it from the request."""
 
     def progress(what: str) -> None:
         env.stderr.write(f"\r\033[K{what}")
         env.stderr.flush()
 
-    return CollectivesRun(
-        plan,
-        Source(judge.replay),
-        nprocs=run_args.nprocs,
-        start_timeout_s=limits.start_timeout,
-        spawn=nodes.spawn,
-        log_dir=out.log_dir,
-        nodes=None if judge.from_file else node_settings(**_node_options(nodes)),
-        from_files=judge.from_file,
-        bandwidth_file=judge.bandwidth_file,
-        expect_busbw=judge.expect_busbw,
-        progress=progress if env.stderr.isatty() else None,
-        fail_level=fail_from(out.fail_level, out.strict),
-    )
+    return run_of(args, progress=progress if env.stderr.isatty() else None)
 
 
-def _node_options(nodes: NodesArgs) -> dict[str, Any]:
-    return {
-        "pairwise": nodes.pairwise,
-        "expect_nodes": nodes.expect_nodes,
-        "pair_size": nodes.pair_size,
-        "tolerance": nodes.pair_tolerance,
-        "timeout_s": nodes.pair_timeout,
-        "expected_gbps": nodes.expect_pair_busbw,
-        "nic_loopback": nodes.nic_loopback,
-    }
-
-
-def measure(what: CollectivesRun, judge: JudgeArgs, out: CollectivesOutput, budget: Budget, env: Env) -> int:
+def measure(what: CollectivesRun, judge: JudgeOptions, out: CollectivesOutput, budget: Budget, env: Env) -> int:
     """Measure (spawned ranks, or a launcher's world) or judge saved results; print the table and
     the findings, write the result, the plot and the metrics asked for."""
     got = run_collectives(what, budget)
@@ -150,7 +111,7 @@ def measure(what: CollectivesRun, judge: JudgeArgs, out: CollectivesOutput, budg
 
 
 def predict(
-    pred: PredictArgs, run_args: RunArgs, judge: JudgeArgs, out: CollectivesOutput, budget: Budget, env: Env
+    pred: PredictOptions, run_args: RunOptions, judge: JudgeOptions, out: CollectivesOutput, budget: Budget, env: Env
 ) -> int:
     """``--predict``: the model's busbw per op for this host (or a recording); runs nothing."""
     got = predict_busbw(Source(judge.replay), budget, parse_ops(list(run_args.op) or None), pred.predict_nodes)

@@ -1,5 +1,5 @@
 """`topodoctor collectives --latency`: small messages through each path between this node's GPUs
-(the option is declared with the others in cli/args_measure.py; this is what it does)."""
+(the option is declared with the others in service/request_collectives.py; this is what it does)."""
 
 from __future__ import annotations
 

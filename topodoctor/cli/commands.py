@@ -1,5 +1,5 @@
 """The typer app, made from the command table (cli/table.py) and each command's options spec
-(cli/options.py): a command's typer command is built when it is named, from the fields of its
+(core/options.py): a command's typer command is built when it is named, from the fields of its
 options object, and runs its runner with that object.
 
 Every failure ends as one line ("topodoctor: error: ..." on stderr, or the one requested
@@ -24,9 +24,9 @@ from topodoctor.cli import config
 from topodoctor.cli import io as cli_io
 from topodoctor.cli.early import line_asked
 from topodoctor.cli.exit_codes import EXITS
-from topodoctor.cli.options import REQUIRED, Opt, build, headings, parsed, plain, specs
 from topodoctor.cli.table import COMMANDS, Command
 from topodoctor.core.errors import EXIT_USAGE, InputError
+from topodoctor.core.options import REQUIRED, Opt, build, headings, parsed, plain, specs
 
 
 class CommandGroup(TyperGroup):

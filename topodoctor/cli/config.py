@@ -3,7 +3,7 @@ TOML file's table for each command, or from the environment, where the command l
 give them.
 
 Which options are settings, their keys, types, limits and defaults come from the option spec
-(cli/options.py, ``setting=True``): the file feeds the same spec, there is no second list. A
+(core/options.py, ``setting=True``): the file feeds the same spec, there is no second list. A
 command's table is named for it (``[check]``, ``[fleet]``), a part of its options for the part
 (``[fleet.history]``); a key is the option's long flag without its dashes (``drift-tolerance``).
 Precedence, highest first: the command line, the environment (``TOPODOCTOR_FLEET_HISTORY_DRIFT_
@@ -21,10 +21,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from topodoctor.cli.options import Opt, parsed
 from topodoctor.cli.table import COMMANDS
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
+from topodoctor.core.options import Opt, parsed
 
 SYSTEM_FILE = Path("/etc/topodoctor/config.toml")
 FILE_ENV = "TOPODOCTOR_CONFIG"
@@ -32,7 +32,7 @@ MAX_BYTES = 1 << 20  # a settings file is a page of text
 
 
 @dataclass(frozen=True)
-class Setting:
+class ConfigSetting:
     """One option a site may set: its table and key in the file, its field name, and its spec."""
 
     table: str
@@ -52,27 +52,28 @@ class Value:
     """A setting's value for this run, and where it came from (``flag``, ``environment NAME``,
     ``file PATH`` or ``default``)."""
 
-    setting: Setting
+    setting: ConfigSetting
     value: Any
     source: str
 
 
-def settings(command: str, cls: type | None = None) -> Iterator[Setting]:
+def settings(command: str, cls: type | None = None) -> Iterator[ConfigSetting]:
     """Every setting of ``command`` (its options class ``cls``), in the spec's order."""
     yield from _walk(command, cls or COMMANDS[command].options_class())
 
 
-def _walk(table: str, cls: type) -> Iterator[Setting]:
+def _walk(table: str, cls: type) -> Iterator[ConfigSetting]:
     for f in fields(cls):
         part = f.metadata.get("group")
         if part is not None:
-            yield from _walk(f"{table}.{getattr(part, 'CONFIG_TABLE', f.name)}", part)
+            sub = getattr(part, "CONFIG_TABLE", f.name)  # "": a part whose settings are its command's
+            yield from _walk(f"{table}.{sub}" if sub else table, part)
         elif "opt" in f.metadata and f.metadata["opt"].setting:
             opt: Opt = f.metadata["opt"]
-            yield Setting(table, opt.flags[0].removeprefix("--"), f.name, opt, f.default)
+            yield ConfigSetting(table, opt.flags[0].removeprefix("--"), f.name, opt, f.default)
 
 
-def every_setting() -> Iterator[Setting]:
+def every_setting() -> Iterator[ConfigSetting]:
     """The settings of every command that has any, in the command table's order."""
     for name in COMMANDS:
         yield from settings(name)
@@ -138,7 +139,7 @@ def _table(doc: Mapping[str, Any], table: str) -> Mapping[str, Any]:
     return doc
 
 
-def _from_text(s: Setting, text: str, where: str) -> Any:
+def _from_text(s: ConfigSetting, text: str, where: str) -> Any:
     """A value the environment gives, read as the command line reads it (a list: comma-separated)."""
     try:
         if s.opt.many:
@@ -152,7 +153,7 @@ def _from_text(s: Setting, text: str, where: str) -> Any:
         raise InputError(f"{where}: {exc}") from None
 
 
-def _from_toml(s: Setting, value: Any, where: str) -> Any:
+def _from_toml(s: ConfigSetting, value: Any, where: str) -> Any:
     """A value the file gives: of the option's type (a list for a repeatable one), then read as
     the command line reads it (its choices and limits)."""
     wanted: tuple[type, ...] = {bool: (bool,), int: (int,), float: (int, float)}.get(s.opt.kind, (str,))

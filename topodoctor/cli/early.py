@@ -12,8 +12,8 @@ import os
 from typing import Any
 
 from topodoctor.cli import config
-from topodoctor.cli.options import EarlyRead, build, early_read
 from topodoctor.cli.table import COMMANDS, Command
+from topodoctor.core.options import EarlyRead, build, early_read
 from topodoctor.service.passes import Source
 
 

@@ -5,48 +5,33 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Literal
 
-from topodoctor.cli.args_cluster import FleetArgs, HistoryArgs
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.cli.pictures import check_picture_path
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.fileio import dumps_strict, write_atomic
 from topodoctor.core.text import utf8_safe_doc
-from topodoctor.model.stamp import parse_iso
 from topodoctor.report.fleet import drain_lines, fleet_json, fleet_wide_line, print_fleet, scontrol_lines
 from topodoctor.report.fleet_heat import heat_strip_svg
 from topodoctor.report.fleet_history import history_json, print_history
 from topodoctor.report.svg import write_picture
 from topodoctor.report.terminal import make_console
-from topodoctor.service.fleet import (
-    FleetReport,
-    HistoryReport,
-    HistoryRequest,
-    HistorySettings,
-    Retention,
-    Settings,
-    history,
-    roll_up_paths,
-)
+from topodoctor.service.fleet import FleetOutcome, FleetRequest, HistoryReport, history, roll_up_paths
 
 
-def run_fleet(args: FleetArgs, env: Env) -> int:
+def run_fleet(args: FleetRequest, env: Env) -> int:
     """Roll up the results under the paths given (and, with --history, keep them and judge each
     node over time); print or write the roll-up."""
-    settings = Settings(
-        args.tolerance, args.z_threshold, args.min_nodes, args.fail_level, args.systemic_share, args.latency_tolerance
-    )
     budget = Budget.start(args.timeout)
     past = None
     if args.history.history_db is not None:
-        past = _history(args, settings, budget.left(), env)
+        past = _history(args, budget.left(), env)
         report = past.fleet
     elif not args.results:
         raise InputError("give RESULT... (files or directories), or --history DB")
     else:
-        report = roll_up_paths(args.results, args.name_from, budget.left(), settings)  # type: ignore[arg-type]
+        report = roll_up_paths(args.results, args.name_from, budget.left(), args.thresholds)  # type: ignore[arg-type]
     output, strip = args.output, args.history.heat_strip
     outputs = Outputs(env)
     if past is not None and strip is not None:
@@ -71,72 +56,31 @@ def run_fleet(args: FleetArgs, env: Env) -> int:
     return outputs.exit_code(report)
 
 
-def _history(args: FleetArgs, settings: Settings, left: float, env: Env) -> HistoryReport:
+def _history(args: FleetRequest, left: float, env: Env) -> HistoryReport:
     """Add the results to the history and judge it; its warnings (a network file system) on stderr."""
-    h: HistoryArgs = args.history
-    if h.heat_strip is not None:
-        check_picture_path(h.heat_strip)
-    judged = HistorySettings(
-        window_days=h.window_days,
-        baseline=h.baseline,
-        min_baseline=h.min_baseline,
-        drift_tolerance=h.drift_tolerance,
-        lemon_k=h.lemon_k,
-        lemon_n=h.lemon_n,
-        repair_days=h.repair_days,
-        flap_results=h.flap_results,
-        flap_clears=h.flap_clears,
-        flap_level=h.flap_level,
-        counter_days=h.counter_days,
-        counter_rise_days=h.counter_rise_days,
-        counter_min_rise=_min_rises(h.counter_min_rise),
-        stale_days=h.stale_days,
-        heat_figure=h.heat_figure if h.heat_strip is not None else None,
-    )
-    kept = Retention(h.keep_days or None, h.max_mb or None)
-    assert h.history_db is not None
-    name_from: Literal["host", "file"] = "file" if args.name_from == "file" else "host"
-    request = HistoryRequest(h.history_db, args.results, name_from, left, settings, judged, kept, _time(h.as_of))
-    report, warnings = history(request)
+    if args.history.heat_strip is not None:
+        check_picture_path(args.history.heat_strip)
+    report, warnings = history(args, left)
     for w in warnings:
         env.say(f"topodoctor: warning: {w}")
     return report
 
 
-def _time(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return parse_iso(text)
-    except ValueError:
-        raise InputError(f"--as-of takes an ISO 8601 time (2026-11-30T12:00:00Z); got {text!r}") from None
-
-
-def _min_rises(items: tuple[str, ...]) -> dict[str, int]:
-    out = {"nvlink_crc": 100}  # raw CRC counts tick on healthy Hopper links: tens a day is no fault
-    for item in items:
-        name, eq, n = item.partition("=")
-        if not eq or not name.strip() or not n.strip().isdigit():
-            raise InputError(f"--counter-min-rise takes NAME=N (nvlink_crc=100); got {item!r}")
-        out[name.strip()] = int(n)
-    return out
-
-
-def _print(report: FleetReport, past: HistoryReport | None, console: object, details: bool) -> None:
+def _print(report: FleetOutcome, past: HistoryReport | None, console: object, details: bool) -> None:
     print_fleet(report, console, details)  # type: ignore[arg-type]
     if past is not None:
         print_history(past, console, details)  # type: ignore[arg-type]
 
 
 def _heat(past: HistoryReport, path: Path) -> None:
-    figure = past.settings.heat_figure or ""
+    figure = past.settings.heat_key or ""
     if not past.heat:
         raise InputError(f"--heat-strip: no result in the window measured {figure!r} (see the findings' figures)")
     unit, better = past.heat_how
     write_picture(heat_strip_svg(past.heat, figure, unit, better), path)
 
 
-def _render(report: FleetReport, past: HistoryReport | None, fmt: str) -> str:
+def _render(report: FleetOutcome, past: HistoryReport | None, fmt: str) -> str:
     if fmt == "json":
         doc = fleet_json(report)
         if past is not None:

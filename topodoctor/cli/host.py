@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topodoctor.cli.args import LEVEL_TIMEOUT_S, ExpectArgs, ExplainArgs, RecordArgs, RulesArgs
+from topodoctor.cli.args import ExpectArgs, ExplainArgs, RecordArgs, RulesArgs
 from topodoctor.cli.io import Env
 from topodoctor.core import codec, fileio
 from topodoctor.core.budget import Budget
@@ -17,6 +17,7 @@ from topodoctor.report.rules import rules_json, rules_text
 from topodoctor.service import check as doctor
 from topodoctor.service import recording
 from topodoctor.service.fitness import fitness_pass
+from topodoctor.service.request_check import LEVEL_TIMEOUT_S
 
 if TYPE_CHECKING:
     from topodoctor.service.passes import Pass

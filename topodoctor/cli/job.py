@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
-from topodoctor.cli.args_cluster import JobArgs
-from topodoctor.cli.io import Env, Outputs, hostname
+from topodoctor.cli.io import Env, Outputs
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
-from topodoctor.job.verdict import JobReport
-from topodoctor.model.findings import fail_from
+from topodoctor.job.verdict import JobOutcome
 from topodoctor.report import job as out
 from topodoctor.service.job import JobRequest, diagnose
 
 
-def run_job(args: JobArgs, env: Env) -> int:
+def run_job(args: JobRequest, env: Env) -> int:
     """Judge what the job left (dumps, RAS, the nodes' results, this node's GPUs) and print the verdict."""
-    request = JobRequest(
-        dumps=args.dumps,
-        maps=args.rank_map,
-        results=args.results,
-        host_from_dir=args.host_from_dir,
-        world_size=args.world_size,
-        ras=args.ras,
-        ras_file=args.ras_file,
-        ras_json=args.ras_json,
-        live=args.live,
-        live_seconds=args.live_seconds,
-        record_live=args.record_live is not None,
-        replay_live=args.replay_live,
-        host=args.host or (hostname() if args.live else ""),
-        last=args.last,
-        late_ms=args.late_ms,
-        fail_level=fail_from(args.fail_level, args.strict),
-    )
-    verdict, recording = diagnose(request, Budget.start(args.timeout))
+    verdict, recording = diagnose(args, Budget.start(args.timeout))
     outputs = Outputs(env)
     record_live = args.record_live
     if record_live is not None and recording is not None:
@@ -42,7 +22,7 @@ def run_job(args: JobArgs, env: Env) -> int:
     return outputs.exit_code(verdict)
 
 
-def _show(report: JobReport, fmt: str, env: Env) -> None:
+def _show(report: JobOutcome, fmt: str, env: Env) -> None:
     if fmt == "json":
         env.render(lambda: env.emit_json(out.job_json(report)))
     elif fmt == "line":

@@ -19,7 +19,7 @@ from topodoctor.report.svg import png_renderer, write_picture
 if TYPE_CHECKING:
     from topodoctor.model.copies import BandwidthResult
     from topodoctor.model.findings import Finding
-    from topodoctor.service.host import Host
+    from topodoctor.service.host import ProbedHost
     from topodoctor.topology.hostgraph import HostGraph
 
 
@@ -34,7 +34,7 @@ def check_picture_path(path: Path) -> None:
         )
 
 
-def draw_host(host: Host, path: Path) -> str:
+def draw_host(host: ProbedHost, path: Path) -> str:
     """``scan --draw FILE``: the topology picture with what the rules find drawn in place; the
     picture computes no verdict of its own."""
     from topodoctor.service import check as doctor  # the rules, every family: only a drawn scan judges

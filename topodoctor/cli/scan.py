@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from topodoctor.cli.args import ScanArgs
 from topodoctor.cli.io import Env, Outputs
 from topodoctor.core.budget import Budget
 from topodoctor.model.outcome import DONE
 from topodoctor.report import scan as report
 from topodoctor.report import scan_text
 from topodoctor.service.probing import probe, probe_scan_text
+from topodoctor.service.request_scan import ScanRequest
 
 
-def run_scan(args: ScanArgs, env: Env) -> int:
+def run_scan(args: ScanRequest, env: Env) -> int:
     """Probe, then print the topology (text or json) and write the graph and the picture asked
     for; the exit code (a file not written is told after the output). The text shows no fitness
     reading, so a text scan with no file to write reads the topology alone (half the NVML calls),

@@ -1,5 +1,5 @@
 """A command line from its first instruction: the streams made safe, the budget's clock started,
-the signals taken, the command line read by its options spec (cli/options.py ``early_read``)
+the signals taken, the command line read by its options spec (core/options.py ``early_read``)
 and the probe it asks for forked (service/early.py), all before typer and the command load.
 Then the command runs: a ``check`` or ``scan`` whose every word the spec reads runs with that
 options object at once (cli/early.py ``direct_options``), anything else through typer's app

@@ -19,7 +19,7 @@ class Command:
     """One command: its options class and runner (``module:name``), its help and exit codes."""
 
     name: str
-    options: str  # "topodoctor.cli.args:CheckArgs": the frozen object of its options
+    options: str  # "topodoctor.service.request_check:CheckRequest": its options, the service's request
     runner: str  # "topodoctor.cli.check:run_check": runner(options) -> exit code
     help: str  # the first paragraph is the summary the command list shows
     exits: tuple[tuple[str, str], ...]
@@ -47,7 +47,7 @@ COMMANDS: dict[str, Command] = {
     for c in (
         Command(
             "scan",
-            "topodoctor.cli.args:ScanArgs",
+            "topodoctor.service.request_scan:ScanRequest",
             "topodoctor.cli.scan:run_scan",
             "Discover GPUs, NVLink/NVSwitch/PCIe links, NICs and NUMA affinity; print the topology.",
             (("0", "printed"), _USAGE, _CANNOT, _SIGNAL),
@@ -61,7 +61,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "check",
-            "topodoctor.cli.args:CheckArgs",
+            "topodoctor.service.request_check:CheckRequest",
             "topodoctor.cli.check:run_check",
             "Pre-job health check: probe, run the rules, exit 0 healthy / 1 unhealthy / 3 could not check.",
             (
@@ -110,7 +110,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "bandwidth",
-            "topodoctor.cli.args_measure:BandwidthArgs",
+            "topodoctor.service.request_bandwidth:BandwidthRequest",
             "topodoctor.cli.bandwidth:run_bandwidth",
             "Measure GPU-to-GPU and host copies: bandwidth one way and both ways, latency, data integrity.",
             (
@@ -123,7 +123,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "collectives",
-            "topodoctor.cli.args_measure:CollectivesArgs",
+            "topodoctor.service.request_collectives:CollectivesRequest",
             "topodoctor.cli.collectives:run",
             "Time NCCL collectives as nccl-tests does (busbw, #wrong) and explain them: NCCL's transports and "
             "channels, judged against the topology (TD0xx).",
@@ -137,7 +137,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "fleet",
-            "topodoctor.cli.args_cluster:FleetArgs",
+            "topodoctor.fleet.request:FleetRequest",
             "topodoctor.cli.fleet:run_fleet",
             "Roll up many nodes' results: status per node, shared findings, outliers among nodes of one type.\n\n"
             "RESULT... are result files (check, bandwidth, collectives or fitness JSON) or directories of\n"
@@ -185,7 +185,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "diagnose",
-            "topodoctor.cli.args_cluster:DiagnoseArgs",
+            "topodoctor.service.request_diagnose:DiagnoseRequest",
             "topodoctor.cli.diagnose:run_diagnose",
             "Read the evidence users bring and say what it shows: nccl-tests output, nvidia-smi\n"
             "(plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), p2pBandwidthLatencyTest,\n"
@@ -204,7 +204,7 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "job",
-            "topodoctor.cli.args_cluster:JobArgs",
+            "topodoctor.service.request_job:JobRequest",
             "topodoctor.cli.job:run_job",
             "Name the rank, node, GPU and collective of a hung or slow job, and the likely cause.\n\n"
             "DUMP... are flight-recorder dumps (one file per rank, named by a prefix and the rank: pickle or\n"

@@ -10,7 +10,7 @@ from topodoctor.model.findings import Severity
 
 
 @dataclass(frozen=True)
-class Code:
+class DiagnosisCode:
     """One diagnosis: its code, name, severity (``also``: the others it may raise) and its documentation."""
 
     code: str
@@ -27,8 +27,8 @@ class Code:
         return f"{self.title}\n\nWhy it matters: {self.why}\n\nHow to fix: {self.how}\n"
 
 
-CODES: tuple[Code, ...] = (
-    Code(
+CODES: tuple[DiagnosisCode, ...] = (
+    DiagnosisCode(
         "TD021", "diag-normal", "info",
         "The figures are what this hardware gives: nothing is wrong with the run.",
         "Half of the slow runs people ask about are not slow: 0 nvls channels on a GPU without NVLink SHARP, "
@@ -38,7 +38,7 @@ CODES: tuple[Code, ...] = (
         "Nothing to fix. To go faster, change the hardware or the GPUs chosen (NVLink-connected pairs, GPUs under "
         "one PCIe switch, a faster network).",
     ),
-    Code(
+    DiagnosisCode(
         "TD022", "diag-cause-not-found", "warning",
         "A run is short of what this hardware gives, and the evidence does not say why.",
         "A confident wrong cause costs more than none: the finding names the candidates the evidence could not "
@@ -47,7 +47,7 @@ CODES: tuple[Code, ...] = (
         "`nvidia-smi topo -m`, `nvidia-smi -q`) and run `topodoctor diagnose` again with them.",
         also=("info",),
     ),
-    Code(
+    DiagnosisCode(
         "TD023", "diag-p2p-variable", "error",
         "A variable turned NCCL's P2P off or limited it, and the traffic went through host memory.",
         "NCCL_P2P_DISABLE=1, or NCCL_P2P_LEVEL below the pair's path (LOC, or PIX on GPUs joined by NVLink "
@@ -55,7 +55,7 @@ CODES: tuple[Code, ...] = (
         "Unset NCCL_P2P_DISABLE and NCCL_P2P_LEVEL (NCCL picks P2P wherever the path allows); where they were "
         "set to avoid a hang, fix what hung (ACS, IOMMU) instead.",
     ),
-    Code(
+    DiagnosisCode(
         "TD024", "diag-transport-fallback", "error",
         "NCCL carried traffic through SHM or the network between GPUs it would join by P2P.",
         "With no variable asking for it, the ranks could not open each other's memory: separate containers "
@@ -64,7 +64,7 @@ CODES: tuple[Code, ...] = (
         "Run the ranks in one container, or with --ipc=host (and --pid=host) on every container of the node; "
         "check `nvidia-smi topo -p2p r` for the pair; unset NCCL_HOSTID.",
     ),
-    Code(
+    DiagnosisCode(
         "TD025", "diag-socket-not-ib", "error",
         "NCCL used its socket network between nodes whose RDMA NICs it did not use.",
         "TCP sockets carry a few GB/s where InfiniBand or RoCE carry 25-50 per NIC. NCCL falls back to sockets "
@@ -73,7 +73,7 @@ CODES: tuple[Code, ...] = (
         "--cap-add=IPC_LOCK, --ulimit memlock=-1), unset NCCL_IB_DISABLE; NCCL then logs `NET/IB : Using`.",
         also=("warning",),  # sockets with no RDMA NIC or reason shown: the nodes may have none
     ),
-    Code(
+    DiagnosisCode(
         "TD026", "diag-gdr-off", "warning",
         "GPUDirect RDMA is off, or on for only one side, between nodes.",
         "Without GPUDirect RDMA every network transfer is staged through host memory: a multi-node all_reduce "
@@ -81,7 +81,7 @@ CODES: tuple[Code, ...] = (
         "Load nvidia_peermem (or use DMA-BUF, NCCL 2.19+ with a 5.12+ kernel) on the host the finding names; "
         "check NCCL_NET_GDR_LEVEL; place the NIC under the GPU's PCIe switch.",
     ),
-    Code(
+    DiagnosisCode(
         "TD027", "diag-across-sockets", "info",
         "The GPUs' traffic crosses the CPU sockets' interconnect (SYS).",
         "A pair that topo -m shows as SYS has no peer path NCCL uses by default: its traffic goes through host "
@@ -90,7 +90,7 @@ CODES: tuple[Code, ...] = (
         "is what the host gives across sockets.",
         also=("warning",),  # where P2P was pushed across the sockets (NCCL_P2P_LEVEL=SYS)
     ),
-    Code(
+    DiagnosisCode(
         "TD028", "diag-vm-flat-topology", "warning",
         "Inside a VM every GPU pair shows as PHB: the PCIe switches the GPUs share are hidden.",
         "A hypervisor that passes GPUs through without their PCIe tree shows NCCL a flat topology: NCCL then "
@@ -98,7 +98,7 @@ CODES: tuple[Code, ...] = (
         "Give NCCL the real topology: NCCL_TOPO_FILE with the XML of the host (the cloud's published file, or "
         "NCCL_TOPO_DUMP_FILE on the bare-metal host); or ask the provider for a VM that shows the switches.",
     ),
-    Code(
+    DiagnosisCode(
         "TD029", "diag-acs-iommu", "error",
         "Peer copies are slower than copies staged through the host: ACS or the IOMMU redirects them.",
         "With ACS request redirection on the PCIe switches (or the IOMMU translating peer traffic) every peer "
@@ -106,14 +106,14 @@ CODES: tuple[Code, ...] = (
         "Disable ACS on the switches the GPUs share (`setpci` on each bridge, or the BIOS), or run the IOMMU in "
         "passthrough (iommu=pt); NCCL_P2P_DISABLE=1 is only a workaround.",
     ),
-    Code(
+    DiagnosisCode(
         "TD030", "diag-pcie-downtrained", "error",
         "A GPU's PCIe link trained below what it and its slot can do.",
         "A link at x8 or Gen3 halves or quarters every host copy and every PCIe peer path through it.",
         "Reseat the card or riser, check the slot's BIOS setting; an idle GPU drops its generation to save "
         "power, so judge the width, or the generation under load.",
     ),
-    Code(
+    DiagnosisCode(
         "TD031", "diag-nvlinks-missing", "error",
         "Fewer NVLinks are up than this GPU model has.",
         "Each missing link takes its share of the bandwidth NCCL's rings get (H100 SXM: 1/18 per link); a pair "
@@ -121,7 +121,7 @@ CODES: tuple[Code, ...] = (
         "Run `nvidia-smi nvlink -s` and `-e` on the host; check the fabric manager and the NVSwitch state; a "
         "link down on a baseboard needs the vendor.",
     ),
-    Code(
+    DiagnosisCode(
         "TD032", "diag-ring-crosses-pcie", "info",
         "Only some GPU pairs are NVLinked: a ring over all the GPUs must cross PCIe.",
         "NVLink bridges join pairs (or quads) of cards; a collective over more GPUs runs at the PCIe hop's rate, "
@@ -129,7 +129,7 @@ CODES: tuple[Code, ...] = (
         "Run the job's tensor-parallel groups within the bridged pairs, or accept the PCIe figure: it is what "
         "these GPUs give together.",
     ),
-    Code(
+    DiagnosisCode(
         "TD033", "diag-no-p2p-gpus", "warning",
         "These GPUs have no peer-to-peer path: NCCL stages every transfer through host memory.",
         "GeForce cards (RTX 3090 without its bridge, 4090, 5090) are not allowed peer access over PCIe by the "
@@ -139,7 +139,7 @@ CODES: tuple[Code, ...] = (
         "PCIe peer access.",
         also=("info",),  # beside a shortfall it does not explain: said, not blamed
     ),
-    Code(
+    DiagnosisCode(
         "TD034", "diag-container-split", "error",
         "The ranks of one node run in containers that each see one GPU, so NCCL cannot join them by P2P.",
         "A container started with one GPU (--gpus device=N) shows it as CUDA device 0 and hides its peers: "
@@ -147,14 +147,14 @@ CODES: tuple[Code, ...] = (
         "Start one container per node with all its GPUs (--gpus all) and one rank per GPU inside, or share the "
         "IPC and PID namespaces between the containers (--ipc=host --pid=host).",
     ),
-    Code(
+    DiagnosisCode(
         "TD035", "diag-fewer-nics", "warning",
         "NCCL used fewer of the node's RDMA NICs than it has.",
         "Each NIC carries its share of a node's traffic; NCCL_IB_HCA naming one of four caps the run at a quarter.",
         "List every NIC in NCCL_IB_HCA (or unset it: NCCL uses every active HCA), and check the ports are up "
         "(`ibstat`).",
     ),
-    Code(
+    DiagnosisCode(
         "TD036", "diag-nccl-setting", "error",
         "A setting caps NCCL: channels, protocol, algorithm, threads or buffers.",
         "NCCL_MAX_NCHANNELS, NCCL_PROTO, NCCL_ALGO, NCCL_NTHREADS and NCCL_BUFFSIZE below their defaults hold "
@@ -162,20 +162,20 @@ CODES: tuple[Code, ...] = (
         "Unset the variable unless it is there on purpose: NCCL picks channels, protocol and algorithm from "
         "the topology and the size.",
     ),
-    Code(
+    DiagnosisCode(
         "TD037", "diag-nccl-regression", "warning",
         "The NCCL version has a known performance regression on this kind of host.",
         "Some releases were slower than their neighbours on some hardware; the table (diagnosis/"
         "perf_regressions.py) names each with the thread that showed it.",
         "Run the same test with the release the finding names as unaffected, and report the difference.",
     ),
-    Code(
+    DiagnosisCode(
         "TD038", "diag-common-node", "error",
         "In a sweep of node pairs, every slow pair has one node in common.",
         "A node with a bad NIC, cable or switch port slows every pair it joins; the others pass.",
         "Drain the node and check its NICs (`ibstat`, port counters, cables); run the pair sweep again without it.",
     ),
-    Code(
+    DiagnosisCode(
         "TD039", "diag-one-gpu-slow", "warning",
         "One GPU's copies (or one rank) are much slower than the others': something else runs on it.",
         "A foreign process or GEMM on one GPU time-slices it; every collective waits for the slowest rank.",

@@ -18,7 +18,7 @@ from dataclasses import replace
 from topodoctor.core.errors import InputError
 from topodoctor.core.sizes import parse_size
 from topodoctor.evidence.lines import Block, Parts
-from topodoctor.model.evidence import Launch, Setting
+from topodoctor.model.evidence import EvidenceSetting, Launch
 from topodoctor.nccl.variables import known
 
 # the variables that bear on a GPU job's communication
@@ -103,13 +103,13 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             if j + 1 < len(lines) and (v := _K8S_VALUE.match(lines[j + 1])):
                 value = v.group(1).strip("\"'")
                 j += 1
-            parts.settings.append(Setting(piece, m.group(1), value, "kubernetes env"))
+            parts.settings.append(EvidenceSetting(piece, m.group(1), value, "kubernetes env"))
         elif m := _EXPORT.match(line):
-            parts.settings.append(Setting(piece, m.group(1), m.group(2).strip("\"'"), "export"))
+            parts.settings.append(EvidenceSetting(piece, m.group(1), m.group(2).strip("\"'"), "export"))
         elif m := _ASSIGN.match(line):
-            parts.settings.append(Setting(piece, m.group(1), m.group(2).strip("\"'"), "env"))
+            parts.settings.append(EvidenceSetting(piece, m.group(1), m.group(2).strip("\"'"), "env"))
         elif m := _YAML_MAP.match(line):
-            parts.settings.append(Setting(piece, m.group(1), m.group(2), "compose environment"))
+            parts.settings.append(EvidenceSetting(piece, m.group(1), m.group(2), "compose environment"))
         elif m := _SBATCH.match(line):
             parts.settings += _export_list(m.group(1), piece, "sbatch --export")
         elif _K8S_VALUE.match(line):
@@ -143,10 +143,10 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     words = _words(text)
     head = text.split(m.group(1))[0] if m else text
     for name, value in _INLINE.findall(head):
-        parts.settings.append(Setting(piece, name, value.strip("\"'"), "command prefix"))
+        parts.settings.append(EvidenceSetting(piece, name, value.strip("\"'"), "command prefix"))
     if not _INLINE.search(head):
         for name, value in _eaten(head):
-            parts.settings.append(Setting(piece, name, value.strip("\"'"), "command prefix (underscores lost)"))
+            parts.settings.append(EvidenceSetting(piece, name, value.strip("\"'"), "command prefix (underscores lost)"))
     perf = _PERF.search(text)
     if m is None and perf is None:
         return
@@ -228,15 +228,15 @@ def _setting(word: str, piece: int, parts: Parts, how: str) -> None:
     name, eq, value = word.partition("=")
     if re.fullmatch(_NAME, name) or eq:
         parts.settings.append(
-            Setting(piece, name, value.strip("\"'") if eq else "(from the caller's environment)", how)
+            EvidenceSetting(piece, name, value.strip("\"'") if eq else "(from the caller's environment)", how)
         )
 
 
-def _export_list(text: str, piece: int, how: str) -> list[Setting]:
+def _export_list(text: str, piece: int, how: str) -> list[EvidenceSetting]:
     """srun's ``--export=ALL,NCCL_X=1,NCCL_Y=2``."""
     out = []
     for item in text.strip("\"'").split(","):
         name, eq, value = item.partition("=")
         if eq and re.fullmatch(_NAME, name):
-            out.append(Setting(piece, name, value, how))
+            out.append(EvidenceSetting(piece, name, value, how))
     return out

@@ -16,6 +16,7 @@ from topodoctor.model.collectives import NcclAccount
 from topodoctor.model.evidence import (
     CollectiveRun,
     CopyMatrix,
+    EvidenceSetting,
     GpuSeen,
     Kind,
     Launch,
@@ -24,7 +25,6 @@ from topodoctor.model.evidence import (
     NicSeen,
     PairSeen,
     PcieSeen,
-    Setting,
     SweepPair,
     XidSeen,
 )
@@ -56,7 +56,7 @@ class Parts:
     collectives: list[CollectiveRun] = field(default_factory=list)
     pcie: list[PcieSeen] = field(default_factory=list)
     xids: list[XidSeen] = field(default_factory=list)
-    settings: list[Setting] = field(default_factory=list)
+    settings: list[EvidenceSetting] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     graphs: list[NcclGraphSeen] = field(default_factory=list)
     nccl: NcclAccount | None = None

@@ -27,7 +27,7 @@ from typing import Any
 from topodoctor.evidence.lines import Block, Parts, cells, number
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
 from topodoctor.model.collectives import RankInfo, Row, Timing, from_nccl_tests
-from topodoctor.model.evidence import CollectiveRun, GpuSeen, Setting
+from topodoctor.model.evidence import CollectiveRun, EvidenceSetting, GpuSeen
 
 _VERSION = re.compile(r"^# nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
 _START = re.compile(r"^# Collective test starting: (\w+)")
@@ -306,5 +306,5 @@ def nccl_tests_json(doc: dict[str, Any], source: str, piece: int) -> Parts:
     for r in res.ranks:
         bus = f"0000{r.bus_id.upper()}" if r.bus_id else ""
         parts.gpus.append(GpuSeen(piece, r.device or 0, "cuda", r.host, r.device_name, bus))
-    parts.settings += [Setting(piece, k, v, "nccl-tests -J env") for k, v in res.env.items()]
+    parts.settings += [EvidenceSetting(piece, k, v, "nccl-tests -J env") for k, v in res.env.items()]
     return parts

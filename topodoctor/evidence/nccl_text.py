@@ -23,7 +23,7 @@ from typing import Any
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.model.collective_ops import SPECS, Op
 from topodoctor.model.collectives import RankInfo, Row, Timing
-from topodoctor.model.evidence import CollectiveRun, NcclLine, Setting
+from topodoctor.model.evidence import CollectiveRun, EvidenceSetting, NcclLine
 from topodoctor.nccl.account import account
 from topodoctor.nccl.grammar import ORIGIN
 from topodoctor.nccl.parse import parse_file
@@ -73,7 +73,7 @@ def read_nccl_log(lines: list[str], taken: list[int], piece: int) -> Block:
         cut = "NCCL lines, but none that says how NCCL connected the ranks (NCCL_DEBUG=INFO at init shows it)"
     else:
         env.update(got.env)
-    parts.settings += [Setting(piece, k, v, "NCCL INFO") for k, v in env.items()]
+    parts.settings += [EvidenceSetting(piece, k, v, "NCCL INFO") for k, v in env.items()]
     parts.nccl_lines = [_line(lines[k], k, piece) for k in taken]
     version = (got.version if got else None) or (seen.versions[0] if seen.versions else "")
     return Block("nccl-log", taken[0], taken[-1] + 1, parts, version, cut, tuple(taken))

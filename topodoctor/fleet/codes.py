@@ -15,7 +15,7 @@ from topodoctor.model.findings import Finding, Severity
 
 
 @dataclass(frozen=True)
-class Code:
+class HistoryCode:
     """One history finding: code, name, severity (and the other one it may carry), and its documentation."""
 
     code: str
@@ -27,10 +27,10 @@ class Code:
     also: Severity | None = None  # the other severity its findings may carry, and when (in ``title``)
 
 
-CODES: dict[str, Code] = {
+CODES: dict[str, HistoryCode] = {
     c.code: c
     for c in (
-        Code(
+        HistoryCode(
             "TD950",
             "history-drift",
             "error",
@@ -43,7 +43,7 @@ CODES: dict[str, Code] = {
             "a firmware update, a noisy neighbour); `topodoctor check --level long` on it; drain it until "
             "its figures return.",
         ),
-        Code(
+        HistoryCode(
             "TD951",
             "lemon-node",
             "error",
@@ -54,7 +54,7 @@ CODES: dict[str, Code] = {
             "Keep the node out until the cause is found (the failures' codes and dates are in the evidence); "
             "escalate to the vendor with that history rather than repairing the same symptom again.",
         ),
-        Code(
+        HistoryCode(
             "TD952",
             "lemon-gpu",
             "error",
@@ -63,7 +63,7 @@ CODES: dict[str, Code] = {
             "it is put into will fail the same way.",
             "Take the GPU (the serial in the evidence) out of service and return it to the vendor with its history.",
         ),
-        Code(
+        HistoryCode(
             "TD953",
             "finding-flapping",
             "error",
@@ -75,7 +75,7 @@ CODES: dict[str, Code] = {
             "intermittent link or riser is replaced, not reseated again.",
             also="warning",
         ),
-        Code(
+        HistoryCode(
             "TD954",
             "counter-rising",
             "warning",
@@ -86,7 +86,7 @@ CODES: dict[str, Code] = {
             "Schedule the part the counter names (GPU, NVLink, riser, cable, transceiver) for service at the "
             "next drain; watch whether the daily rise grows.",
         ),
-        Code(
+        HistoryCode(
             "TD955",
             "gpu-replaced",
             "info",
@@ -95,7 +95,7 @@ CODES: dict[str, Code] = {
             "not notice would compare a new part with an old one.",
             "Nothing to do when the replacement was planned; otherwise find out who changed the node.",
         ),
-        Code(
+        HistoryCode(
             "TD956",
             "node-silent",
             "warning",

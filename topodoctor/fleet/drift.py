@@ -20,9 +20,10 @@ from typing import Any
 
 from topodoctor.core.stats import median
 from topodoctor.fleet.codes import finding
-from topodoctor.fleet.rollup import MAD_TO_SIGMA, Settings, slow_by
+from topodoctor.fleet.request import FleetThresholds, HistoryRequest
+from topodoctor.fleet.rollup import MAD_TO_SIGMA, slow_by
 from topodoctor.fleet.rows import unpack_floats
-from topodoctor.fleet.timeline import HistorySettings, Past, day
+from topodoctor.fleet.timeline import Past, day
 from topodoctor.model.findings import Finding
 from topodoctor.model.stamp import utc_iso
 
@@ -55,7 +56,9 @@ def _by_key(rs: Sequence[Past], blobs: dict[int, Any], keys: list[Any]) -> list[
     return out
 
 
-def drift_findings(recs: Sequence[Past], blobs: dict[int, Any], st: HistorySettings, fleet: Settings) -> list[Finding]:
+def drift_findings(
+    recs: Sequence[Past], blobs: dict[int, Any], st: HistoryRequest, fleet: FleetThresholds
+) -> list[Finding]:
     """TD950 for each figure of the latest of ``recs`` (one node's results of one kind, oldest
     first) that drifted from the node's own baseline."""
     latest = recs[-1]
@@ -70,7 +73,9 @@ def drift_findings(recs: Sequence[Past], blobs: dict[int, Any], st: HistorySetti
     keys = blobs[latest.row.figure_keys]
     x = unpack_floats(latest.row.figure_values)
     rows = _columns(recent + older, latest.row.figure_keys, keys) or _by_key(recent + older, blobs, keys)
-    own = Settings(st.drift_tolerance, fleet.z_threshold, latency_tolerance=fleet.latency_tolerance)
+    own = FleetThresholds(
+        tolerance=st.drift_tolerance, z_threshold=fleet.z_threshold, latency_tolerance=fleet.latency_tolerance
+    )
     out = []
     for j, key in enumerate(keys):
         source, metric, subject, unit, better = key
@@ -121,7 +126,7 @@ def drift_findings(recs: Sequence[Past], blobs: dict[int, Any], st: HistorySetti
 
 
 def _since(
-    recs: Sequence[Past], blobs: dict[int, Any], key: tuple[Any, ...], base: float, own: Settings, better: Any
+    recs: Sequence[Past], blobs: dict[int, Any], key: tuple[Any, ...], base: float, own: FleetThresholds, better: Any
 ) -> float:
     """The time of the first result of the latest run of results whose figure is off the baseline."""
     since = recs[-1].t

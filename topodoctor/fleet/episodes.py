@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from topodoctor.fleet.codes import finding
+from topodoctor.fleet.request import HistoryRequest
 from topodoctor.fleet.rows import unpack_ints
-from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day, gpus_of
+from topodoctor.fleet.timeline import DAY_S, Past, day, gpus_of
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, Severity
 from topodoctor.model.stamp import utc_iso
 
@@ -39,7 +40,7 @@ def checks(recs: Sequence[Past]) -> list[Past]:
 
 
 def lemon(
-    subject: str, code: str, seq: Sequence[Verdict], repairs: Sequence[float], st: HistorySettings, who: str
+    subject: str, code: str, seq: Sequence[Verdict], repairs: Sequence[float], st: HistoryRequest, who: str
 ) -> Finding | None:
     """TD951 / TD952 when ``seq`` (oldest first) failed k of its last n checks, or failed within D
     days after a repair (``repairs``: times of other repairs, a GPU replaced after a failure).
@@ -82,7 +83,7 @@ def _repairs(seq: Sequence[Verdict]) -> list[float]:
     return out
 
 
-def flapping(recs: Sequence[Past], st: HistorySettings, fail_level: str) -> list[Finding]:
+def flapping(recs: Sequence[Past], st: HistoryRequest, fail_level: str) -> list[Finding]:
     """TD953 for each finding (code and subject) at or above the flap level that cleared
     ``flap_clears`` times within the last ``flap_results`` results of its kind."""
     out = []
@@ -150,7 +151,7 @@ def replaced(recs: Sequence[Past]) -> tuple[list[Finding], list[float]]:
     return out, times
 
 
-def counters_rising(recs: Sequence[Past], blobs: dict[int, object], st: HistorySettings, now: float) -> list[Finding]:
+def counters_rising(recs: Sequence[Past], blobs: dict[int, object], st: HistoryRequest, now: float) -> list[Finding]:
     """TD954 for each counter that rose by its minimum on ``counter_rise_days`` days of the last
     ``counter_days``. A drop is a reset (a reboot, a driver reload): the count starts again from zero.
     A GPU's series is broken where its UUID changes (another GPU, another count)."""
@@ -175,7 +176,7 @@ def counters_rising(recs: Sequence[Past], blobs: dict[int, object], st: HistoryS
                 continue
             first.setdefault(key, (r.t, before))
             rise = value - before if value >= before else value
-            if rise >= st.counter_min_rise.get(counter, 1):
+            if rise >= st.min_rises.get(counter, 1):
                 d = day(r.t)
                 rises[key][d] = rises[key].get(d, 0) + rise
     out = []
@@ -192,7 +193,7 @@ def counters_rising(recs: Sequence[Past], blobs: dict[int, object], st: HistoryS
     return out
 
 
-def silent(recs: Sequence[Past], st: HistorySettings, now: float) -> Finding | None:
+def silent(recs: Sequence[Past], st: HistoryRequest, now: float) -> Finding | None:
     """TD956 when the node's latest result is older than ``stale_days``."""
     t = recs[-1].t
     if now - t <= st.stale_days * DAY_S:

@@ -26,10 +26,11 @@ from topodoctor.fleet.episodes import (
     replaced,
     silent,
 )
-from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, Unreadable
-from topodoctor.fleet.rollup import FleetReport, Settings, roll_up, slow_by
-from topodoctor.fleet.rows import Row, unpack_floats
-from topodoctor.fleet.timeline import DAY_S, HistorySettings, Past, day, forget
+from topodoctor.fleet.request import FleetThresholds, HistoryRequest
+from topodoctor.fleet.results import Better, NodeFigure, NodeResult, NodeType, Unreadable
+from topodoctor.fleet.rollup import FleetOutcome, roll_up, slow_by
+from topodoctor.fleet.rows import StoredRow, unpack_floats
+from topodoctor.fleet.timeline import DAY_S, Past, day, forget
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.stamp import utc_iso
 
@@ -59,8 +60,8 @@ class HistoryReport:
     """The fleet over time: the roll-up of the latest results with the history's findings joined,
     the findings by node, since when the peers' outliers are off, and the heat strip's cells."""
 
-    fleet: FleetReport
-    settings: HistorySettings
+    fleet: FleetOutcome
+    settings: HistoryRequest
     as_of: float
     results: int  # results judged (those of the window)
     first: float | None
@@ -88,10 +89,12 @@ def _latest(r: Past, blobs: dict[int, Any]) -> NodeResult:
     """The roll-up's view of a stored result."""
     row = r.row
     findings = tuple(Finding(c, n, sev, s, m, "", {}) for c, n, sev, s, m in json.loads(row.findings or "[]"))
-    figures: tuple[Figure, ...] = ()
+    figures: tuple[NodeFigure, ...] = ()
     if row.figure_keys is not None:
         keys = blobs[row.figure_keys]
-        figures = tuple(Figure(k[0], k[1], k[2], v, k[3], k[4]) for k, v in zip(keys, unpack_floats(row.figure_values)))
+        figures = tuple(
+            NodeFigure(k[0], k[1], k[2], v, k[3], k[4]) for k, v in zip(keys, unpack_floats(row.figure_values))
+        )
     ntype = NodeType(*blobs[row.node_type]) if row.node_type is not None else None
     gpus = tuple(tuple(g) for g in blobs[row.gpus]) if row.gpus is not None else ()
     state: Any = row.state
@@ -103,12 +106,12 @@ def _latest(r: Past, blobs: dict[int, Any]) -> NodeResult:
 
 
 def judge(
-    rows: Iterable[Row],
+    rows: Iterable[StoredRow],
     blobs: dict[int, Any],
-    st: HistorySettings,
-    fleet: Settings,
+    st: HistoryRequest,
+    fleet: FleetThresholds,
     as_of: float,
-    rows_of: Callable[[str], Iterable[Row]] | None = None,
+    rows_of: Callable[[str], Iterable[StoredRow]] | None = None,
     unreadable: Iterable[Unreadable] = (),
 ) -> HistoryReport:
     """Judge every node of ``rows`` (ordered by node, then time) as of ``as_of``; ``rows_of``
@@ -146,8 +149,8 @@ def judge(
         quiet = silent(recs, st, as_of)
         mine += [quiet] if quiet else []
         _segments(node, judged, segments)
-        if st.heat_figure is not None:
-            heat += _heat(node, recs, blobs, st.heat_figure, how)
+        if st.heat_key is not None:
+            heat += _heat(node, recs, blobs, st.heat_key, how)
     for uuid, segs in segments.items():
         segs.sort(key=lambda s: s.first)
         seq = [v for s in segs for v in s.verdicts]
@@ -223,7 +226,7 @@ def _heat(
 
 
 def _peers_since(
-    report: FleetReport, fleet: Settings, rows_of: Callable[[str], Iterable[Row]], blobs: dict[int, Any]
+    report: FleetOutcome, fleet: FleetThresholds, rows_of: Callable[[str], Iterable[StoredRow]], blobs: dict[int, Any]
 ) -> Iterable[PeerSince]:
     """For each outlier among peers, since when the node's figure has been that far off their median."""
     index: dict[int, dict[str, int]] = {}

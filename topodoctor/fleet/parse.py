@@ -29,7 +29,7 @@ from typing import Any, Literal, get_args
 
 from topodoctor.core import codec
 from topodoctor.core.errors import InputError
-from topodoctor.fleet.results import Figure, NodeResult, NodeType, SourceState
+from topodoctor.fleet.results import NodeFigure, NodeResult, NodeType, SourceState
 from topodoctor.model.collective_rows import columns
 from topodoctor.model.collectives import COLLECTIVES_SCHEMA_VERSION, Row
 from topodoctor.model.copies import BANDWIDTH_SCHEMA_VERSION, Mode
@@ -123,7 +123,7 @@ def _stats(v: Any, where: str) -> float | None:
     return None if v is None else _num(_get(v, "median", where), f"{where}.median")
 
 
-def bandwidth_figures(measurements: Any, where: str = "measurements") -> tuple[Figure, ...]:
+def bandwidth_figures(measurements: Any, where: str = "measurements") -> tuple[NodeFigure, ...]:
     """Copy bandwidths and latencies of a bandwidth result's measurements (as JSON holds them)."""
     out = []
     for i, m in enumerate(_list(measurements, where)):
@@ -136,20 +136,20 @@ def bandwidth_figures(measurements: Any, where: str = "measurements") -> tuple[F
         if value is None:
             continue
         if mode in ("latency", "sm_latency"):
-            out.append(Figure("bandwidth", mode, f"GPU{src}->GPU{dst}", value, "us", "lower"))
+            out.append(NodeFigure("bandwidth", mode, f"GPU{src}->GPU{dst}", value, "us", "lower"))
         elif mode == "h2d":
-            out.append(Figure("bandwidth", "h2d", f"host->GPU{dst}", value))
+            out.append(NodeFigure("bandwidth", "h2d", f"host->GPU{dst}", value))
         elif mode == "d2h":
-            out.append(Figure("bandwidth", "d2h", f"GPU{src}->host", value))
+            out.append(NodeFigure("bandwidth", "d2h", f"GPU{src}->host", value))
         else:
-            out.append(Figure("bandwidth", mode, f"GPU{src}->GPU{dst}", value))
+            out.append(NodeFigure("bandwidth", mode, f"GPU{src}->GPU{dst}", value))
             reverse = _stats(m.get("reverse"), f"{at}.reverse") if mode in ("bidir", "sm_bidir") else None
             if reverse is not None:
-                out.append(Figure("bandwidth", mode, f"GPU{dst}->GPU{src}", reverse))
+                out.append(NodeFigure("bandwidth", mode, f"GPU{dst}->GPU{src}", reverse))
     return tuple(out)
 
 
-def fitness_figures(doc: Any, where: str = "fitness") -> tuple[tuple[Figure, ...], NodeType | None]:
+def fitness_figures(doc: Any, where: str = "fitness") -> tuple[tuple[NodeFigure, ...], NodeType | None]:
     """The measured HBM, compute, SM-copy and latency figures of a fitness result or a check's
     ``fitness`` section, and the node type it names."""
     if doc is None:
@@ -170,7 +170,7 @@ def fitness_figures(doc: Any, where: str = "fitness") -> tuple[tuple[Figure, ...
         )
         median = _num(_get(value, "median", f"{at}.value"), f"{at}.value.median")
         unit = str(f.get("unit") or ("ns" if kind == "latency" else "GB/s"))
-        out.append(Figure("fitness", label, subject, median, unit, "lower" if kind == "latency" else "higher"))
+        out.append(NodeFigure("fitness", label, subject, median, unit, "lower" if kind == "latency" else "higher"))
     node = None
     if ntype is not None:
         w = f"{where}.node_type"
@@ -182,10 +182,12 @@ def fitness_figures(doc: Any, where: str = "fitness") -> tuple[tuple[Figure, ...
     return tuple(out), node
 
 
-def collective_figures(rows: Any) -> tuple[Figure, ...]:
+def collective_figures(rows: Any) -> tuple[NodeFigure, ...]:
     """busbw per op, size and placement: what nodes of one type should all reach."""
     return tuple(
-        Figure("collectives", f"{r.op} busbw", f"{r.size_bytes} B" + (" in-place" if r.in_place else ""), r.busbw_gbps)
+        NodeFigure(
+            "collectives", f"{r.op} busbw", f"{r.size_bytes} B" + (" in-place" if r.in_place else ""), r.busbw_gbps
+        )
         for r in columns(rows)
     )
 
@@ -286,7 +288,7 @@ def _fast_findings(raw: Any) -> tuple[Finding, ...]:
     return tuple(out)
 
 
-def _fast_fitness(doc: Any) -> tuple[tuple[Figure, ...], NodeType | None]:
+def _fast_fitness(doc: Any) -> tuple[tuple[NodeFigure, ...], NodeType | None]:
     out = []
     for f in doc["figures"]:
         kind, value = f["kind"], f.get("value")
@@ -300,7 +302,7 @@ def _fast_fitness(doc: Any) -> tuple[tuple[Figure, ...], NodeType | None]:
         median = value["median"]
         if (type(median) is not float and type(median) is not _INT) or median != median or median in (_INF, -_INF):
             raise _Bad("")
-        out.append(Figure("fitness", shape[0], shape[1], float(median), shape[2], shape[3]))  # type: ignore[arg-type]
+        out.append(NodeFigure("fitness", shape[0], shape[1], float(median), shape[2], shape[3]))  # type: ignore[arg-type]
     ntype = doc.get("node_type")
     node = None
     if ntype is not None:

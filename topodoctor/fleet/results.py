@@ -34,7 +34,7 @@ class NodeType:
 
 
 @dataclass(frozen=True)
-class Figure:
+class NodeFigure:
     """One number a node measured that its peers measured too: a rate (GB/s = 1e9 bytes/s, or
     TFLOP/s), where higher is better, or a latency (us, ns), where lower is."""
 
@@ -61,7 +61,7 @@ class NodeResult:
     state: SourceState  # the verdict the file itself carries, or "measured" when it carries none
     reason: str  # its one-line reason, where it has one
     findings: tuple[Finding, ...] = ()
-    figures: tuple[Figure, ...] = ()
+    figures: tuple[NodeFigure, ...] = ()
     node_type: NodeType | None = None
     measured_at: float | None = None  # seconds since the epoch (UTC); None: not known
     time_from: Literal["result", "file"] = "result"  # "file": an older result, timed by the file's mtime

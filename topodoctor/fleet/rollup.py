@@ -29,30 +29,18 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from topodoctor.core.stats import median
-from topodoctor.fleet.results import Better, Figure, NodeResult, NodeType, SourceState, Unreadable
+from topodoctor.fleet.request import FleetThresholds
+from topodoctor.fleet.results import Better, NodeFigure, NodeResult, NodeType, SourceState, Unreadable
 from topodoctor.model.findings import SEVERITY_ORDER, Finding, headed
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.outcome import CommandOutcome
 
-__all__ = ["Figure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
+__all__ = ["NodeFigure", "NodeResult", "NodeType", "Unreadable"]  # re-exported: where the roll-up's callers find them
 
 FLEET_SCHEMA_VERSION = 1
 MAD_TO_SIGMA = 0.6745  # the MAD of a normal distribution is 0.6745 sigma
 
 NodeState = Literal["healthy", "unhealthy", "slow", "unknown"]
 SLOW_CODES = frozenset({"TD950"})  # a node's figure off its own past: the node is slow, not broken
-
-
-@dataclass(frozen=True)
-class Settings:
-    """How the fleet is judged: the tolerance and robust-z threshold for outliers, how many peers a
-    figure needs, and when a shared finding is fleet-wide."""
-
-    tolerance: float = 0.05
-    z_threshold: float = 3.5
-    min_nodes: int = 3
-    fail_level: str = "error"
-    systemic_share: float = 0.5  # a failing finding on more than this share of the nodes is fleet-wide
-    latency_tolerance: float = 0.15  # latencies: this share above the median may be slow
 
 
 @dataclass(frozen=True)
@@ -80,7 +68,7 @@ class SharedFinding:
     severity: str
     nodes: tuple[str, ...]
     share: float  # of the nodes with readable results
-    systemic: bool  # failing, and on more than Settings.systemic_share of the nodes
+    systemic: bool  # failing, and on more than FleetThresholds.systemic_share of the nodes
     example: str
 
 
@@ -109,7 +97,7 @@ class TypeSummary:
 
 
 @dataclass(frozen=True)
-class FleetReport:
+class FleetOutcome(CommandOutcome):
     """The fleet's verdict: per node, the shared findings, the outliers, files that could not be read."""
 
     nodes: tuple[NodeStatus, ...]
@@ -117,7 +105,7 @@ class FleetReport:
     outliers: tuple[Outlier, ...]
     types: tuple[TypeSummary, ...]
     unreadable: tuple[Unreadable, ...]
-    settings: Settings
+    settings: FleetThresholds
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -137,25 +125,19 @@ class FleetReport:
         return (*self.drain, *self.fleet_wide)
 
     @property
-    def not_measured(self) -> tuple[str, ...]:
+    def not_measured(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """The files and the nodes that could not be judged."""
         unknown = tuple(f"{n.node}: could not be judged" for n in self.nodes if n.state == "unknown")
         return tuple(u.error for u in self.unreadable) + unknown
 
     @property
-    def unusable(self) -> tuple[str, ...]:
+    def unusable(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """Nothing: a result that cannot be read is a node not judged (``not_measured``)."""
         return ()
 
-    @property
-    def exit_code(self) -> int:
-        """1 when a node is to be drained or a finding is fleet-wide; else 3 when a node or a file
-        could not be judged; else 0 (``model.outcome.exit_code``)."""
-        return exit_code(self)
-
 
 def robust_outliers(
-    values: dict[str, float], settings: Settings, better: Better = "higher"
+    values: dict[str, float], settings: FleetThresholds, better: Better = "higher"
 ) -> tuple[float, dict[str, tuple[float, float | None]]]:
     """The median of ``values`` and, for each slow outlier, (ratio to the median, robust z): a rate
     below the median, a latency (``better="lower"``) above it."""
@@ -172,7 +154,7 @@ def robust_outliers(
     return med, out
 
 
-def slow_by(ratio: float, z: float | None, settings: Settings, better: Better = "higher") -> bool:
+def slow_by(ratio: float, z: float | None, settings: FleetThresholds, better: Better = "higher") -> bool:
     """Whether a figure at ``ratio`` to its reference and robust z ``z`` (None: a spread of zero)
     is slow: practically (past the tolerance) and statistically (past the z threshold)."""
     if better == "lower":
@@ -200,10 +182,10 @@ def _outlier_line(o: Outlier) -> str:
 
 
 def roll_up(
-    results: Iterable[NodeResult], unreadable: Iterable[Unreadable] = (), settings: Settings | None = None
-) -> FleetReport:
+    results: Iterable[NodeResult], unreadable: Iterable[Unreadable] = (), settings: FleetThresholds | None = None
+) -> FleetOutcome:
     """Per-node status, shared findings and outliers from the results of many nodes."""
-    st = settings or Settings()
+    st = settings or FleetThresholds()
     by_node: dict[str, list[NodeResult]] = defaultdict(list)
     for r in results:
         by_node[r.node].append(r)
@@ -267,10 +249,10 @@ def roll_up(
         TypeSummary(t, tuple(sorted(n for n, nt in types.items() if nt.label == t)), compared[t], too_few[t])
         for t in sorted({nt.label for nt in types.values()})
     )
-    return FleetReport(nodes, shared, tuple(outliers), summaries, tuple(bad), st, tuple(notes))
+    return FleetOutcome(nodes, shared, tuple(outliers), summaries, tuple(bad), st, tuple(notes))
 
 
-def _shared(by_node: dict[str, list[NodeResult]], st: Settings) -> tuple[SharedFinding, ...]:
+def _shared(by_node: dict[str, list[NodeResult]], st: FleetThresholds) -> tuple[SharedFinding, ...]:
     total = len(by_node)
     holders: dict[str, set[str]] = defaultdict(set)
     first: dict[str, Finding] = {}
@@ -300,7 +282,7 @@ def _status(
     slow: list[Outlier],
     unreadable: list[Unreadable],
     systemic: set[str],
-    st: Settings,
+    st: FleetThresholds,
 ) -> NodeStatus:
     sources: dict[str, SourceState] = {}
     reasons: list[str] = []

@@ -14,7 +14,7 @@ from topodoctor.fleet.results import NodeResult
 
 
 @dataclass(frozen=True)
-class Row:
+class StoredRow:
     """One stored result as the history reads it (figures and counters still packed)."""
 
     node: str

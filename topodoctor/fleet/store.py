@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
-from topodoctor.fleet.rows import Row
+from topodoctor.fleet.rows import StoredRow
 
 APP_ID = 0x54444648  # "TDFH": a topodoctor fleet history
 SCHEMA_VERSION = 1
@@ -226,7 +226,7 @@ class Store:
         with self._sqlite("reading"):
             return {i: json.loads(body) for i, body in self.db.execute("SELECT id, body FROM blobs")}
 
-    def rows(self, since: float, until: float, node: str | None = None) -> Iterator[Row]:
+    def rows(self, since: float, until: float, node: str | None = None) -> Iterator[StoredRow]:
         """Every result measured from ``since`` to ``until`` (of one node, where given), by node,
         oldest first (streamed)."""
         where = "measured_at >= ? AND measured_at <= ?" + (" AND node = ?" if node is not None else "")
@@ -239,7 +239,7 @@ class Store:
                 args,
             )
             for row in cur:
-                yield Row(*row)
+                yield StoredRow(*row)
 
     def span(self) -> tuple[int, int, float | None, float | None]:
         """(results, nodes, first time, last time) in the store."""

@@ -1,44 +1,20 @@
-"""One node's stored results as the history judges them, and the settings it judges them by.
-
-``HistorySettings`` holds every threshold of the history (each a flag of ``fleet``; docs/fleet.md
-says why each default is what it is). ``Past`` is one stored result, decoded as far as the
-judgement needs: its verdict, the findings that fail it, its GPUs by index.
+"""One node's stored results as the history judges them (by the thresholds of fleet/request.py
+``HistoryRequest``). ``Past`` is one stored result, decoded as far as the judgement needs: its
+verdict, the findings that fail it, its GPUs by index.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from topodoctor.fleet.rows import Row
+from topodoctor.fleet.rows import StoredRow
 from topodoctor.model.findings import SEVERITY_ORDER
 
 DAY_S = 86400.0
 _GPU_SUBJECT = re.compile(r"^GPU(\d+)(?:(?:-|->)GPU(\d+))?")
-
-
-@dataclass(frozen=True)
-class HistorySettings:
-    """How a node's history is judged. ``window_days``: how far back the report reads."""
-
-    window_days: float = 30.0
-    baseline: int = 7  # N: the node's own baseline is the median of its last N healthy results
-    min_baseline: int = 3  # fewer healthy results before the latest: the figure is not judged
-    drift_tolerance: float = 0.05  # a rate this share below its own baseline (latency: --latency-tolerance)
-    lemon_k: int = 3  # a node or GPU that failed k ...
-    lemon_n: int = 10  # ... of its last n checks is a lemon
-    repair_days: float = 7.0  # D: failing again within D days of a repair makes a lemon too
-    flap_results: int = 14  # the last results of a kind in which a finding's flapping is counted
-    flap_clears: int = 2  # a finding that cleared this many times within them is flapping
-    flap_level: str = "warning"  # findings below this severity are not followed
-    counter_days: float = 7.0  # the days in which counters are watched
-    counter_rise_days: int = 3  # a counter that rose on this many of them is rising
-    counter_min_rise: dict[str, int] = field(default_factory=lambda: {"nvlink_crc": 100})  # a day's rise below: none
-    stale_days: float = 3.0  # a node whose latest result is older is silent
-    heat_figure: str | None = None  # the figure of the heat strip (its key: "hbm ce GPU0")
 
 
 def day(t: float) -> str:
@@ -80,7 +56,7 @@ class Past:
 
     __slots__ = ("failing", "gpus", "keys", "kind", "row", "t", "verdict")
 
-    def __init__(self, row: Row, blobs: dict[int, Any], fail_bar: int) -> None:
+    def __init__(self, row: StoredRow, blobs: dict[int, Any], fail_bar: int) -> None:
         self.row, self.t, self.kind = row, row.measured_at, row.kind
         # A node's findings and GPUs are mostly the same day after day: each list is read once.
         keys = _KEYS.get((row.finding_keys, fail_bar))

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from topodoctor.job.dumps import Entry, RankDump
+from topodoctor.job.dumps import DumpEntry, RankDump
 
 Severity = Literal["error", "warning", "info"]
 # Ops whose tensors must have the same shape on every rank (gather / scatter roots, the *_v
@@ -46,7 +46,7 @@ TIMEOUT_SHARE = 1.0  # an op still unfinished when its timeout had passed at dum
 
 
 @dataclass(frozen=True)
-class Finding:
+class JobFinding:
     """One thing the job's evidence shows. ``kind`` is a stable name (docs/job.md lists them)."""
 
     kind: str
@@ -73,7 +73,7 @@ class GroupState:
     stall_seq: int | None = None
     stall_op: str = ""
     timed_out: tuple[int, ...] = ()  # ranks whose oldest unfinished op had run past its timeout
-    findings: tuple[Finding, ...] = field(default=())
+    findings: tuple[JobFinding, ...] = field(default=())
 
 
 def label(name: str, desc: str) -> str:
@@ -102,7 +102,7 @@ def _members(name: str, desc: str, dumps: Sequence[RankDump], world: tuple[int, 
     return tuple(sorted(d.rank for d in dumps if any(e.pg == name and not e.p2p for e in d.entries)))
 
 
-def _counters(d: RankDump, name: str, entries: Sequence[Entry]) -> tuple[int, int]:
+def _counters(d: RankDump, name: str, entries: Sequence[DumpEntry]) -> tuple[int, int]:
     enq = max((e.seq for e in entries), default=-1)
     done = max((e.seq for e in entries if e.state == "completed" or e.retired), default=-1)
     for p in d.progress:
@@ -111,7 +111,7 @@ def _counters(d: RankDump, name: str, entries: Sequence[Entry]) -> tuple[int, in
     return enq, done
 
 
-def _timed_out(d: RankDump, entries: Sequence[Entry], done: int) -> bool:
+def _timed_out(d: RankDump, entries: Sequence[DumpEntry], done: int) -> bool:
     """Whether the rank's oldest unfinished op had run for its timeout when the dump was written."""
     if d.written_ns is None:
         return False
@@ -126,11 +126,11 @@ def _ranks_text(ranks: Iterable[int]) -> str:
     return ("rank " if len(r) == 1 else "ranks ") + ", ".join(str(x) for x in r)
 
 
-def _signature(e: Entry, shapes: bool) -> tuple[str, tuple[str, ...], tuple[tuple[int, ...], ...]]:
+def _signature(e: DumpEntry, shapes: bool) -> tuple[str, tuple[str, ...], tuple[tuple[int, ...], ...]]:
     return (e.op, e.input_dtypes + e.output_dtypes, (e.input_sizes + e.output_sizes) if shapes else ())
 
 
-def _outliers(by_rank: Mapping[int, Entry], key: Mapping[int, object]) -> tuple[object, tuple[int, ...]]:
+def _outliers(by_rank: Mapping[int, DumpEntry], key: Mapping[int, object]) -> tuple[object, tuple[int, ...]]:
     """The majority's value and the ranks that differ; on a tie, the group of the lowest rank
     stands for the majority (nothing better is known)."""
     counts = Counter(key.values())
@@ -138,7 +138,7 @@ def _outliers(by_rank: Mapping[int, Entry], key: Mapping[int, object]) -> tuple[
     return best, tuple(sorted(r for r in by_rank if key[r] != best))
 
 
-def _mismatch(name: str, desc: str, seqs: Mapping[int, Mapping[int, Entry]]) -> Finding | None:
+def _mismatch(name: str, desc: str, seqs: Mapping[int, Mapping[int, DumpEntry]]) -> JobFinding | None:
     """The first sequence number at which some rank ran something else than its peers."""
     for seq in sorted(seqs):
         by_rank = seqs[seq]
@@ -169,7 +169,7 @@ def _mismatch(name: str, desc: str, seqs: Mapping[int, Mapping[int, Entry]]) -> 
         )
         theirs = "; ".join((f"rank {r}: " if len(odd) > 1 else "") + _shown(key[r]) for r in odd)
         message = f"{_ranks_text(odd)} {what.format(theirs=theirs, op=op, best=_shown(best))} at {op} #{seq}"
-        return Finding(kind, "error", odd, message + f" of {label(name, desc)}", label(name, desc), seq, op, lines)
+        return JobFinding(kind, "error", odd, message + f" of {label(name, desc)}", label(name, desc), seq, op, lines)
     return None
 
 
@@ -197,12 +197,12 @@ def analyse_group(name: str, desc: str, dumps: Sequence[RankDump], world: tuple[
     counters = {r: _counters(have[r], name, entries[r]) for r in have}
     enq = {r: c[0] for r, c in counters.items()}
     done = {r: c[1] for r, c in counters.items()}
-    seqs: dict[int, dict[int, Entry]] = {}
+    seqs: dict[int, dict[int, DumpEntry]] = {}
     for r, es in entries.items():
         for e in es:
             seqs.setdefault(e.seq, {})[r] = e
     gl = label(name, desc)
-    findings: list[Finding] = []
+    findings: list[JobFinding] = []
     timed_out = tuple(r for r in have if _timed_out(have[r], entries[r], done[r]))
     stall, stall_op = _stall_findings(have, enq, done, seqs, entries, gl, timed_out, bool(missing), findings)
     if missing:
@@ -210,7 +210,7 @@ def analyse_group(name: str, desc: str, dumps: Sequence[RankDump], world: tuple[
         op = next((e.op for e in seqs.get(top, {}).values()), "collective")
         why = f"; {_ranks_text(have)} last enqueued {op} #{top}" if have and top >= 0 else ""
         findings.append(
-            Finding(
+            JobFinding(
                 "missing-dump",
                 "error",
                 missing,
@@ -233,12 +233,12 @@ def _stall_findings(
     have: Mapping[int, RankDump],
     enq: Mapping[int, int],
     done: Mapping[int, int],
-    seqs: Mapping[int, Mapping[int, Entry]],
-    entries: Mapping[int, Sequence[Entry]],
+    seqs: Mapping[int, Mapping[int, DumpEntry]],
+    entries: Mapping[int, Sequence[DumpEntry]],
     gl: str,
     timed_out: tuple[int, ...],
     missing: bool,
-    findings: list[Finding],
+    findings: list[JobFinding],
 ) -> tuple[int | None, str]:
     """The first sequence number some rank did not get past, and who is to blame for it.
 
@@ -257,7 +257,7 @@ def _stall_findings(
         op = next((e.op for e in seqs.get(stall, {}).values()), "")
         frames = tuple(f"rank {r} last enqueued #{enq[r]} at {_last_frame(entries[r]) or '?'}" for r in behind)
         findings.append(
-            Finding(
+            JobFinding(
                 "not-enqueued",
                 "error",
                 behind,
@@ -281,7 +281,7 @@ def _stall_findings(
     finished = tuple(r for r in have if done[r] >= stall)
     if finished and not missing:  # a dead peer explains an unfinished op (its peers' errors differ in timing)
         findings.append(
-            Finding(
+            JobFinding(
                 "not-completed",
                 "error",
                 unfinished,
@@ -297,17 +297,17 @@ def _stall_findings(
     return stall, op
 
 
-def _last_frame(entries: Sequence[Entry]) -> str:
+def _last_frame(entries: Sequence[DumpEntry]) -> str:
     return max(entries, key=lambda e: e.seq).frame if entries else ""
 
 
-def _stuck(waiting: tuple[int, ...], at: Mapping[int, Entry], where: str, gl: str, seq: int, op: str) -> Finding:
+def _stuck(waiting: tuple[int, ...], at: Mapping[int, DumpEntry], where: str, gl: str, seq: int, op: str) -> JobFinding:
     """Every rank enqueued the op and none finished it. With timing on, a rank whose kernel
     never started while its peers' did is the one whose GPU was still busy before it."""
     started = tuple(r for r in waiting if r in at and at[r].state == "started")
     scheduled = tuple(r for r in waiting if r in at and at[r].state == "scheduled")
     if started and scheduled:
-        return Finding(
+        return JobFinding(
             "not-started",
             "error",
             scheduled,
@@ -317,7 +317,7 @@ def _stuck(waiting: tuple[int, ...], at: Mapping[int, Entry], where: str, gl: st
             seq,
             op,
         )
-    return Finding(
+    return JobFinding(
         "stuck",
         "warning",
         (),
@@ -349,6 +349,6 @@ def analyse(
     if not states and dumps:  # dumps with no collective at all: only missing ranks can be said
         missing = tuple(r for r in world if r not in {d.rank for d in dumps})
         if missing:
-            f = Finding("missing-dump", "error", missing, f"{_ranks_text(missing)} left no flight-recorder dump")
+            f = JobFinding("missing-dump", "error", missing, f"{_ranks_text(missing)} left no flight-recorder dump")
             states.append(GroupState("0", "default_pg", world, {}, {}, missing, findings=(f,)))
     return tuple(states)

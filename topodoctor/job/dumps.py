@@ -74,7 +74,7 @@ def loads(data: bytes, what: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Entry:
+class DumpEntry:
     """One collective or point-to-point call as one rank recorded it."""
 
     pg: str  # the process group's name (torch's hashed name; "0" is the default group)
@@ -124,7 +124,7 @@ class RankDump:
     version: str
     groups: tuple[GroupInfo, ...]
     progress: tuple[Progress, ...]
-    entries: tuple[Entry, ...]
+    entries: tuple[DumpEntry, ...]
     written_ns: int | None = None  # when the file was written (its mtime): how old an unfinished op was
 
 
@@ -167,7 +167,7 @@ def _frame(frames: Any) -> str:
     return ""
 
 
-def _entry(e: Any) -> Entry | None:
+def _entry(e: Any) -> DumpEntry | None:
     if not isinstance(e, dict):
         return None
     name = str(e.get("profiling_name", ""))
@@ -181,7 +181,7 @@ def _entry(e: Any) -> Entry | None:
     coll = _int(e.get("collective_seq_id"), _int(e.get("seq_id"), -1))
     seq = _int(e.get("p2p_seq_id"), -1) if p2p else coll
     duration = e.get("duration_ms")
-    return Entry(
+    return DumpEntry(
         pg=pg_name,
         pg_desc=pg_desc,
         seq=seq if seq is not None else -1,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from topodoctor.job.analysis import Finding
+from topodoctor.job.analysis import JobFinding
 from topodoctor.model.activity import ActivitySample, GpuActivity
 
 State = Literal["spinning", "computing", "busy", "idle", "lost", "unknown"]
@@ -55,7 +55,7 @@ def classify(g: GpuActivity) -> GpuState:
     return GpuState(g.index, g.bus_id, state, drawn, pids)
 
 
-def judge(sampled: ActivitySample, host: str) -> tuple[tuple[GpuState, ...], tuple[Finding, ...]]:
+def judge(sampled: ActivitySample, host: str) -> tuple[tuple[GpuState, ...], tuple[JobFinding, ...]]:
     """Each GPU's state, and a finding when the job's GPUs (those with processes) disagree."""
     states = tuple(classify(g) for g in sampled.gpus)
     job = [s for s in states if s.pids or s.state == "lost"]
@@ -67,7 +67,7 @@ def judge(sampled: ActivitySample, host: str) -> tuple[tuple[GpuState, ...], tup
             f"GPU {s.index} {s.state} ({s.why}; pids {','.join(map(str, s.pids)) or 'none'})" for s in odd
         )
         return states, (
-            Finding(
+            JobFinding(
                 "gpu-not-spinning",
                 "error",
                 (),
@@ -79,7 +79,7 @@ def judge(sampled: ActivitySample, host: str) -> tuple[tuple[GpuState, ...], tup
         )
     if spinning:
         return states, (
-            Finding(
+            JobFinding(
                 "gpus-spinning",
                 "warning",
                 (),

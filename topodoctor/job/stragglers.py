@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topodoctor.core.stats import median
-from topodoctor.job.analysis import Finding, GroupState, label
-from topodoctor.job.dumps import Entry, RankDump
+from topodoctor.job.analysis import GroupState, JobFinding, label
+from topodoctor.job.dumps import DumpEntry, RankDump
 
 Basis = Literal["gpu-time", "enqueue-time"]
 # One entry this late is never clock noise or a busy moment: NTP keeps hosts within milliseconds, and
@@ -56,12 +56,12 @@ class Lateness:
     basis: Basis
     collectives: int
     ranks: tuple[RankLateness, ...]
-    finding: Finding | None
-    late_once: Finding | None = None  # one collective entered far later than its peers
+    finding: JobFinding | None
+    late_once: JobFinding | None = None  # one collective entered far later than its peers
 
 
-def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[dict[int, Entry]]:
-    by_seq: dict[int, dict[int, Entry]] = {}
+def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[dict[int, DumpEntry]]:
+    by_seq: dict[int, dict[int, DumpEntry]] = {}
     for d in dumps:
         if d.rank not in state.members:
             continue
@@ -72,7 +72,7 @@ def _matched(state: GroupState, dumps: Sequence[RankDump], last: int) -> list[di
     return full[-last:] if last > 0 else full
 
 
-def _lateness(row: dict[int, Entry], basis: Basis) -> dict[int, float]:
+def _lateness(row: dict[int, DumpEntry], basis: Basis) -> dict[int, float]:
     if basis == "gpu-time":
         longest = max(e.duration_ms or 0.0 for e in row.values())
         return {r: longest - (e.duration_ms or 0.0) for r, e in row.items()}
@@ -85,10 +85,10 @@ def _p90(values: list[float]) -> float:
     return s[min(len(s) - 1, int(0.9 * len(s)))]
 
 
-def late_once(rows: Sequence[dict[int, Entry]], group: str) -> Finding | None:
+def late_once(rows: Sequence[dict[int, DumpEntry]], group: str) -> JobFinding | None:
     """The latest single entry of the matched collectives, as a ``late-rank`` finding when it came
     after the peers' timeout or LATE_ONCE_MS and LATE_ONCE_SPREAD x the usual spread."""
-    events: list[tuple[float, int, Entry, int | None]] = []
+    events: list[tuple[float, int, DumpEntry, int | None]] = []
     for row in rows:
         if len(row) < 2 or any(e.created_ns is None for e in row.values()):
             continue
@@ -108,7 +108,7 @@ def late_once(rows: Sequence[dict[int, Entry]], group: str) -> Finding | None:
         why = f"the group's usual spread is {usual:.1f} ms"
     else:
         return None
-    return Finding(
+    return JobFinding(
         "late-rank",
         "error",
         (rank,),
@@ -153,7 +153,7 @@ def lateness(state: GroupState, dumps: Sequence[RankDump], last: int = 200, late
     if worst.latest * 2 >= len(rows) and worst.median_ms >= late_ms:
         others = [x.median_ms for x in table if x.rank != worst.rank]
         lead = worst.median_ms - (median(others) if others else 0.0)
-        finding = Finding(
+        finding = JobFinding(
             "straggler",
             "error",
             (worst.rank,),

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from topodoctor.fleet.rollup import NodeResult
-from topodoctor.job.analysis import Finding, GroupState, analyse
+from topodoctor.job.analysis import GroupState, JobFinding, analyse
 from topodoctor.job.dumps import RankDump
 from topodoctor.job.gpus import GpuState, judge
 from topodoctor.job.health import HostHealth, host_health
@@ -20,8 +20,8 @@ from topodoctor.job.placement import Place
 from topodoctor.job.ras import RasReport
 from topodoctor.job.stragglers import Lateness, lateness
 from topodoctor.model.activity import ActivitySample
-from topodoctor.model.findings import Severity, failing
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.findings import Severity
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.model.stamp import Stamped
 
 # The order in which findings explain a stall: a program bug first (it causes the rest), then
@@ -64,10 +64,10 @@ class JobInput:
 
 
 @dataclass(frozen=True)
-class JobReport(Stamped):
+class JobOutcome(Stamped, CommandOutcome):
     """The verdict, with what it rests on."""
 
-    findings: tuple[Finding, ...]
+    findings: tuple[JobFinding, ...]  # type: ignore[assignment]  # a job's own kind of finding
     groups: tuple[GroupState, ...]
     lateness: tuple[Lateness, ...]
     places: Mapping[int, Place]
@@ -80,31 +80,21 @@ class JobReport(Stamped):
     fail_level: Severity = "error"
 
     @property
-    def failing(self) -> tuple[Finding, ...]:
-        """The findings at or above the fail level: a culprit named, a stall seen."""
-        return failing(self.findings, self.fail_level)
-
-    @property
-    def not_measured(self) -> tuple[str, ...]:
+    def not_measured(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """Nothing to judge: no dump, no RAS answer, no GPU sampled."""
         return () if self.judged else ("nothing to judge: no dump, RAS answer or GPU reading",)
 
     @property
-    def unusable(self) -> tuple[str, ...]:
+    def unusable(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """Nothing: an unreadable file or a RAS that did not answer is a note beside the verdict."""
         return ()
 
-    @property
-    def exit_code(self) -> int:
-        """0 nothing wrong found, 1 a culprit or a stall, 3 nothing to judge (``model.outcome.exit_code``)."""
-        return exit_code(self)
-
-    def culprits(self) -> tuple[Finding, ...]:
+    def culprits(self) -> tuple[JobFinding, ...]:
         """Findings that fail the verdict (errors, or from ``fail_level``): where to look."""
         return self.failing
 
 
-def _ras_findings(ras: RasReport, world: int | None) -> list[Finding]:
+def _ras_findings(ras: RasReport, world: int | None) -> list[JobFinding]:
     out = []
     for issue in ras.issues:
         global_ranks = issue.comm_size is not None and world is not None and issue.comm_size == world
@@ -118,7 +108,7 @@ def _ras_findings(ras: RasReport, world: int | None) -> list[Finding]:
         size = f" of {issue.comm_size} ranks" if issue.comm_size else ""
         message = f"NCCL RAS: {issue.kind} in communicator {issue.comm or '(job)'}{size}: {who or issue.text[:200]}"
         out.append(
-            Finding(
+            JobFinding(
                 f"ras-{issue.kind.lower()}",
                 "error",
                 ranks,
@@ -131,18 +121,18 @@ def _ras_findings(ras: RasReport, world: int | None) -> list[Finding]:
     return out
 
 
-def hosts_of(f: Finding, places: Mapping[int, Place]) -> tuple[str, ...]:
+def hosts_of(f: JobFinding, places: Mapping[int, Place]) -> tuple[str, ...]:
     """The hosts a finding points at: its ranks' from the map (the names the results use), else
     the ones the evidence names itself (RAS gives addresses)."""
     mapped = tuple(dict.fromkeys(places[r].host for r in f.ranks if r in places and places[r].host))
     return mapped or f.hosts
 
 
-def judge_job(job: JobInput) -> JobReport:
+def judge_job(job: JobInput) -> JobOutcome:
     """The job's verdict from everything read."""
     known = set(job.places)
     groups = analyse(job.dumps, known, job.world_size)
-    findings: list[Finding] = [f for g in groups for f in g.findings]
+    findings: list[JobFinding] = [f for g in groups for f in g.findings]
     late: list[Lateness] = []
     for g in groups:
         if g.stall_seq is None and not g.findings:  # lateness means something only in a job that ran
@@ -164,7 +154,7 @@ def judge_job(job: JobInput) -> JobReport:
             for host in hosts_of(f, job.places):
                 health.setdefault(host, host_health(host, job.nodes))
     judged = bool(job.dumps) or job.ras is not None or job.activity is not None
-    return JobReport(
+    return JobOutcome(
         tuple(findings),
         groups,
         tuple(late),
@@ -179,7 +169,7 @@ def judge_job(job: JobInput) -> JobReport:
     )
 
 
-def where(f: Finding, places: Mapping[int, Place]) -> str:
+def where(f: JobFinding, places: Mapping[int, Place]) -> str:
     """``rank 2 (node02, local rank 0, GPU 0000:19:00.0)``; hosts alone when no rank is known."""
     if f.ranks:
         parts = []

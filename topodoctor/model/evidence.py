@@ -194,7 +194,7 @@ class XidSeen:
 
 
 @dataclass(frozen=True)
-class Setting:
+class EvidenceSetting:
     """A variable the job ran with, and where the evidence shows it: a command line (``docker run -e``,
     ``mpirun -x``, ``srun --export``, ``export``), NCCL's own ``set by environment to`` line, an env dump."""
 
@@ -261,7 +261,7 @@ class Evidence:
     collectives: tuple[CollectiveRun, ...] = ()
     pcie: tuple[PcieSeen, ...] = ()
     xids: tuple[XidSeen, ...] = ()
-    settings: tuple[Setting, ...] = ()
+    settings: tuple[EvidenceSetting, ...] = ()
     launches: tuple[Launch, ...] = ()
     graphs: tuple[NcclGraphSeen, ...] = ()  # NCCL's graph dumps
     nccl: tuple[NcclAccount, ...] = ()  # one per NCCL log piece (nccl/'s account of it), in pieces' order

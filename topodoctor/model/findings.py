@@ -126,7 +126,7 @@ def consequences(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     return tuple(f for f in findings if any(c in present and c != ref(f) for c in f.caused_by))
 
 
-class Judged(Protocol):
+class HasSeverity(Protocol):
     """Anything with a severity: a rule's finding, a job's, an NCCL log's."""
 
     @property
@@ -135,7 +135,7 @@ class Judged(Protocol):
         ...
 
 
-J = TypeVar("J", bound=Judged)
+J = TypeVar("J", bound=HasSeverity)
 
 
 def fail_from(level: str, strict: bool) -> Severity:

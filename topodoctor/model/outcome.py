@@ -52,9 +52,12 @@ def exit_code(judged: Judgement, unwritten: Sequence[str] = ()) -> int:
     return EXIT_OK
 
 
-class Judged:
-    """A result judged by its findings at its fail level (a frozen dataclass with ``findings``,
-    ``fail_level``, ``not_measured`` and ``unusable`` derives from it): what fails, and the code."""
+class CommandOutcome:
+    """What every command's service answers: each ``<Command>Outcome`` derives from it (a frozen
+    dataclass of its own fields). By default what fails is ``findings`` at ``fail_level``; an
+    outcome whose failures are not findings (a sweep's failed runs, a topology file's problems)
+    says what fails itself (``failing``). The exit code is always the one function's. (Annotations
+    only: a dataclass would take a default here as its own.)"""
 
     findings: tuple[Finding, ...]
     fail_level: Severity
@@ -62,32 +65,27 @@ class Judged:
     unusable: tuple[str, ...]
 
     @property
-    def failing(self) -> tuple[Finding, ...]:
-        """The findings at or above the fail level."""
+    def failing(self) -> tuple[Any, ...]:
+        """What fails the command: the findings at or above the fail level."""
         return failing(self.findings, self.fail_level)
 
     @property
     def exit_code(self) -> int:
-        """0 fine, 1 a finding at the fail level, then 3 and 2 (``exit_code``)."""
+        """0 fine, 1 something failed, then 3 and 2 (``exit_code``)."""
         return exit_code(self)
 
 
 @dataclass(frozen=True)
-class Verdict:
+class PlainOutcome(CommandOutcome):
     """A result that is only its judgement: a command with nothing to judge (``scan``), or one
-    whose failures are not findings (the sweeps' failed runs)."""
+    whose failures are not findings."""
 
     failing: tuple[object, ...] = ()
     not_measured: tuple[str, ...] = ()
     unusable: tuple[str, ...] = ()
 
-    @property
-    def exit_code(self) -> int:
-        """The command's exit code (``exit_code``)."""
-        return exit_code(self)
 
-
-DONE = Verdict()  # nothing judged, nothing missing: exit 0 unless a file could not be written
+DONE = PlainOutcome()  # nothing judged, nothing missing: exit 0 unless a file could not be written
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ class Meta:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CheckOutcome(CommandOutcome):
     """``check``'s answer: its findings, what it could not check, and what it judged."""
 
     findings: tuple[Finding, ...]  # worst first
@@ -127,20 +125,10 @@ class Outcome:
     node: str | None = None
 
     @property
-    def failing(self) -> tuple[Finding, ...]:
-        """The findings at or above the fail level: the ones that made the check unhealthy."""
-        return failing(self.findings, self.fail_level)
-
-    @property
-    def unusable(self) -> tuple[str, ...]:
+    def unusable(self) -> tuple[str, ...]:  # type: ignore[override]
         """An expectations file that could not be used (the host was judged without it)."""
         unused = self.meta.expectations_unused
         return () if unused is None else (unused,)
-
-    @property
-    def exit_code(self) -> int:
-        """0 healthy, 1 unhealthy, 2 misconfigured, 3 could not check (``exit_code``)."""
-        return exit_code(self)
 
     @property
     def verdict(self) -> Literal["healthy", "unhealthy", "unknown"]:

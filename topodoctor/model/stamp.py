@@ -37,7 +37,7 @@ class GpuId:
 
 
 @dataclass(frozen=True)
-class Reading:
+class CounterReading:
     """One health counter when the result was measured: ``subject`` GPU3 or mlx5_0/1, ``counter`` one of
     GPU_COUNTERS or a port's error counter (model.fitness.NIC_PORT_COUNTERS)."""
 
@@ -54,7 +54,7 @@ class Stamped:
     measured_at: str | None = field(default=None, kw_only=True)
     node: str | None = field(default=None, kw_only=True)
     gpu_ids: tuple[GpuId, ...] = field(default=(), kw_only=True)
-    counters: tuple[Reading, ...] = field(default=(), kw_only=True)
+    counters: tuple[CounterReading, ...] = field(default=(), kw_only=True)
 
 
 S = TypeVar("S", bound=Stamped)
@@ -102,11 +102,11 @@ def gpu_ids(snap: HostSnapshot) -> tuple[GpuId, ...]:
     return tuple(GpuId(g.index, _str(g.uuid), _str(g.serial), _str(g.bus_id)) for g in snap.gpus)
 
 
-def readings(snap: HostSnapshot) -> tuple[Reading, ...]:
+def readings(snap: HostSnapshot) -> tuple[CounterReading, ...]:
     """The counters a history follows, where the probe read them: the GPUs' PCIe replays (the
     later of the fitness readings where taken), NVLink replay / recovery / CRC summed over each
     GPU's links, remapped HBM rows, and every error counter of every RDMA port."""
-    out: list[Reading] = []
+    out: list[CounterReading] = []
     for g in snap.gpus:
         if g.lost is not None:
             continue
@@ -120,13 +120,13 @@ def readings(snap: HostSnapshot) -> tuple[Reading, ...]:
             "nvlink_crc": _sum([ln.errors.crc for ln in g.nvlinks]),
             "remapped_rows": _sum([getattr(rows, "correctable", None), getattr(rows, "uncorrectable", None)]),
         }
-        out += [Reading(where, name, v) for name, v in values.items() if v is not None]
+        out += [CounterReading(where, name, v) for name, v in values.items() if v is not None]
     for nic in snap.nics:
         for p in nic.ports:
             for name, start in p.counters_start.items():
                 v = _int(p.counters_end.get(name, start))
                 if v is not None:
-                    out.append(Reading(f"{nic.name}/{p.port}", name, v))
+                    out.append(CounterReading(f"{nic.name}/{p.port}", name, v))
     return tuple(out)
 
 

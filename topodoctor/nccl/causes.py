@@ -13,14 +13,14 @@ from dataclasses import replace
 
 from topodoctor.nccl.causes_host import HOST_CAUSES
 from topodoctor.nccl.causes_network import NETWORK_CAUSES
-from topodoctor.nccl.evidence import Context, Said
+from topodoctor.nccl.evidence import LogContext, Said
 from topodoctor.nccl.log_signs import local_gid
 from topodoctor.nccl.parse import Event
 
 TABLE = NETWORK_CAUSES + HOST_CAUSES
 
 
-def _seen(evs: Sequence[Event], ctx: Context) -> str:
+def _seen(evs: Sequence[Event], ctx: LogContext) -> str:
     """What the log shows of the link, before the causes: its layer and the GID in use."""
     gid = local_gid(evs)
     devices = ", ".join(ctx.link_layers)
@@ -33,7 +33,7 @@ def _seen(evs: Sequence[Event], ctx: Context) -> str:
     return ""
 
 
-def ranked(said: Said, evs: Sequence[Event], ctx: Context) -> Said:
+def ranked(said: Said, evs: Sequence[Event], ctx: LogContext) -> Said:
     """``said`` with its causes weighed: one cause when the log shows the line that singles it out,
     else the candidates, ranked, with what tells them apart and what to collect. A finding that
     ranks its candidates already (a CUDA call's site) stays as it is."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 from topodoctor.nccl.evidence import older_than
 from topodoctor.nccl.log_signs import (
     VERSIONS,
-    Cause,
-    Causes,
+    ClassCause,
+    ClassCauses,
     before_2_8,
     ofi,
     plugin_topo,
@@ -16,22 +16,22 @@ from topodoctor.nccl.log_signs import (
     versions_differ,
 )
 
-HOST_CAUSES: tuple[Causes, ...] = (
-    Causes(
+HOST_CAUSES: tuple[ClassCauses, ...] = (
+    ClassCauses(
         "TD053",
         (
-            Cause(
+            ClassCause(
                 "the Fabric Manager was restarted (or is not ready) while the GPUs held fabric state: reset the GPUs "
                 "or reboot; NCCL_NVLS_ENABLE=0 runs without NVLS until then",
                 "`nvidia-smi -q | grep -A3 Fabric` (State Completed, Status Success), `systemctl status "
                 "nvidia-fabricmanager`",
             ),
-            Cause(
+            ClassCause(
                 "nvidia-fabricmanager and the driver are different versions, or the driver lacks multicast for this "
                 "NCCL",
                 "`nvidia-smi` against `nv-fabricmanager --version`",
             ),
-            Cause(
+            ClassCause(
                 "another component released NCCL's multicast memory first (an external memory plugin, the program "
                 "at teardown), so NCCL's own release fails",
                 "whether it comes at the communicator's destroy (`commReclaim` lines) after the work completed",
@@ -39,23 +39,23 @@ HOST_CAUSES: tuple[Causes, ...] = (
         ),
         "`nvidia-smi -q | grep -A3 Fabric`, the Fabric Manager's log, whether the failure is at init or at destroy",
     ),
-    Causes(
+    ClassCauses(
         "TD069",
         (
-            Cause(
+            ClassCause(
                 "the network plugin's own static topology file (aws-ofi-nccl before 1.11 ships one per instance type "
                 "that lacks CPU attributes or GPUs the job leaves out): upgrade aws-ofi-nccl",
                 "the `NET/OFI ... Setting NCCL_TOPO_FILE` line of NCCL_DEBUG=INFO",
                 plugin_topo,
                 first=ofi,
             ),
-            Cause(
+            ClassCause(
                 "a file set by NCCL_TOPO_FILE (an image's or a hand-written one) missing what NCCL needs: regenerate "
                 "it on the host with NCCL_TOPO_DUMP_FILE, or unset NCCL_TOPO_FILE",
                 "`echo $NCCL_TOPO_FILE`, /etc/nccl.conf, the file itself",
                 user_topo,
             ),
-            Cause(
+            ClassCause(
                 "NCCL before 2.8 failed on an injected topology whose CPUs the job did not use: upgrade NCCL to 2.8 "
                 "or later",
                 "the NCCL version banner",
@@ -66,32 +66,32 @@ HOST_CAUSES: tuple[Causes, ...] = (
         "NCCL_DEBUG=INFO (the NCCL_TOPO_FILE line: which file, set by whom) and the NCCL and plugin versions",
         lambda evs: bool(evs[0].fields.get("attr")),
     ),
-    Causes(
+    ClassCauses(
         "TD074",
         (
-            Cause(
+            ClassCause(
                 "the local ranks do not share /dev/shm (a container per rank without --ipc=host, a pod without a "
                 "shared emptyDir)",
                 "`ls /dev/shm` in each rank's container while the job runs",
             ),
-            Cause(
+            ClassCause(
                 "systemd-logind's RemoveIPC=yes deleted the segments of a user that logged out",
                 "RemoveIPC in /etc/systemd/logind.conf",
             ),
-            Cause(
+            ClassCause(
                 "the local ranks run different NCCL versions, or a release with a regression here (one report was "
                 "fixed by going back to 2.21.5)",
                 "every local rank's NCCL version banner",
                 versions_differ,
             ),
-            Cause("the peer's process exited first and removed its segments", "the peer's log: its last lines"),
+            ClassCause("the peer's process exited first and removed its segments", "the peer's log: its last lines"),
         ),
         "every local rank's NCCL version banner, where each rank runs (container, pod), `df -h /dev/shm`",
     ),
-    Causes(
+    ClassCauses(
         "TD087",
         (
-            Cause(
+            ClassCause(
                 "cuMem host memory works on some local ranks and not others (NUMA hidden in the container): a rank "
                 "that fell back to /dev/shm reads a peer's cuMem descriptor as a segment name; "
                 "NCCL_CUMEM_HOST_ENABLE=0 in every rank, or give the container the host's NUMA view and IPC "

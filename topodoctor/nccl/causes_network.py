@@ -9,8 +9,8 @@ from dataclasses import replace
 from topodoctor.nccl.log_signs import (
     NET_COLLECT,
     VERSIONS,
-    Cause,
-    Causes,
+    ClassCause,
+    ClassCauses,
     gid_forced,
     gid_link_local,
     gid_routable,
@@ -23,7 +23,7 @@ from topodoctor.nccl.log_signs import (
     several_nics,
 )
 
-_GID = Cause(
+_GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
     "NCCL_IB_GID_INDEX to the RoCE v2 GID of the IP the nodes route (often 3), or unset it",
     "`show_gids`: the type and address of the index in use on both nodes",
@@ -31,7 +31,7 @@ _GID = Cause(
     first=lambda evs, ctx: roce(evs, ctx) or bool(gid_forced(evs, ctx)),
     ruled_out=lambda evs, ctx: ib_only(evs, ctx) or gid_routable(evs, ctx),
 )
-_IBEXT = Cause(
+_IBEXT = ClassCause(
     "the IB in use is the external HPC-X / SHARP plugin (IBext), not NCCL's own: it reads NCCL_IBEXT_DISABLE "
     "(NCCL_IB_DISABLE turns off only NCCL's IB) and its own copies of the NCCL_IB_* settings; to leave IB, set "
     "NCCL_IBEXT_DISABLE=1 or NCCL_NET=Socket",
@@ -39,79 +39,79 @@ _IBEXT = Cause(
     ibext,
     ruled_out=lambda evs, ctx: bool(ctx.networks) and not ibext(evs, ctx),
 )
-_RAIL = Cause(
+_RAIL = ClassCause(
     "a rail-optimised fabric where only NICs of the same rail reach each other: NCCL_CROSS_NIC=0",
     "whether NIC i of one node reaches every NIC of the other (`ib_write_bw` between rails)",
     first=several_nics,
 )
-_ROUTE = Cause(
+_ROUTE = ClassCause(
     "the two RoCE IPs are not routed to each other (different subnets, no neighbour entry, an ACL)",
     "`ping -I <RoCE interface> <peer RoCE IP>` and `ip route` on both nodes",
     first=gid_routable,
     ruled_out=ib_only,
 )
-_LINK = Cause(
+_LINK = ClassCause(
     "a link that is down or flapping (cable, port, switch)",
     "`ibstat` (State Active, LinkUp), the port error counters (`perfquery`), `dmesg` for link down",
 )
-_LOSSLESS = Cause(
+_LOSSLESS = ClassCause(
     "the switches do not carry RDMA losslessly (PFC/ECN, the traffic class): NCCL_IB_TC to the class they "
     "carry without loss",
     "the switch's PFC/ECN configuration, the NIC's pause and ECN counters (`ethtool -S`)",
     first=gid_routable,
     ruled_out=ib_only,
 )
-_PEER = Cause(
+_PEER = ClassCause(
     "the peer's process or node failed first, so its NIC stopped answering",
     "the other ranks' logs: the first failure of the job",
 )
-_TIMEOUT = Cause(
+_TIMEOUT = ClassCause(
     "NCCL_IB_TIMEOUT too low for the fabric's size or load",
     "the NCCL_IB_TIMEOUT the ranks run with; a large or congested fabric needs the default or more",
     ib_timeout,
 )
 
-NETWORK_CAUSES: tuple[Causes, ...] = (
-    Causes(
+NETWORK_CAUSES: tuple[ClassCauses, ...] = (
+    ClassCauses(
         "TD063",
         (
-            Cause(
+            ClassCause(
                 "a RoCE port whose interface has no IP address has no usable GID: give it the address, or leave it "
                 "out with NCCL_IB_HCA",
                 "`show_gids` (an empty GID list for the port), `ip -br addr` of its netdev",
                 first=roce,
                 ruled_out=ib_only,
             ),
-            Cause(
+            ClassCause(
                 "a port that is down or not Active: keep only the active ones in NCCL_IB_HCA",
                 "`ibstat` / `ibv_devinfo` (State Active, LinkUp) on every node",
             ),
-            Cause(
+            ClassCause(
                 "the device went away under NCCL (a VF removed, a driver reload, a NIC reset)",
                 "`dmesg` for mlx5 resets, `ls /sys/class/infiniband` before and after",
             ),
         ),
         f"`ibv_devinfo -v` and `show_gids` on the node, {NET_COLLECT}",
     ),
-    Causes(
+    ClassCauses(
         "TD072",
         (
-            Cause(
+            ClassCause(
                 "a firewall or security group dropping NCCL's ports between the nodes",
                 "`nc -zv <peer IP> <port>` from one node to the other, the security group's rules",
             ),
-            Cause(
+            ClassCause(
                 "the interface NCCL's sockets use is not routed between the nodes: NCCL_SOCKET_IFNAME to the routed "
                 "one",
                 "`ip route get <peer IP>` from each node, the Bootstrap / NET/Socket lines of NCCL_DEBUG=INFO",
                 odd_ifs,
             ),
-            Cause("the peer's node is down or unreachable", "`ping <peer IP>`, the peer's own log"),
+            ClassCause("the peer's node is down or unreachable", "`ping <peer IP>`, the peer's own log"),
         ),
         "the Bootstrap / NET/Socket lines of NCCL_DEBUG=INFO on both nodes (the interface and address each uses)",
         lambda evs: "timed out" in evs[0].fields.get("err", ""),
     ),
-    Causes(
+    ClassCauses(
         "TD064",
         (  # a QP that never reached RTR: a GID index the environment forced is the line that singles it out
             replace(_GID, shows=lambda evs, ctx: gid_link_local(evs, ctx) or gid_set_by_env(evs, ctx)),
@@ -122,10 +122,10 @@ NETWORK_CAUSES: tuple[Causes, ...] = (
         f"`show_gids` and `ibv_devinfo -v` on both nodes, {NET_COLLECT}",
         lambda evs: "Invalid argument" not in evs[0].text,
     ),
-    Causes(
+    ClassCauses(
         "TD064",
         (
-            Cause(
+            ClassCause(
                 "the forced GID index does not exist on this port or is not a usable RoCE GID: NCCL_IB_GID_INDEX=-1 "
                 "lets NCCL pick the RoCE v2 GID",
                 "`show_gids`: the indexes the port has",
@@ -136,27 +136,27 @@ NETWORK_CAUSES: tuple[Causes, ...] = (
         f"`show_gids` and `ibv_devinfo -v`, {NET_COLLECT}",
         lambda evs: "Invalid argument" in evs[0].text,
     ),
-    Causes(
+    ClassCauses(
         "TD045",
         (_GID, _ROUTE, _LOSSLESS, _LINK, _PEER, _RAIL, _TIMEOUT),
         f"`show_gids`, `ibstat` and the port counters on both nodes, {NET_COLLECT}; whether it fails at the first "
         "transfer (configuration) or after hours (the link, the peer)",
         lambda evs: evs[0].fields.get("status", "12") == "12",
     ),
-    Causes(
+    ClassCauses(
         "TD066",
         (
-            Cause(
+            ClassCause(
                 "PCIe ACS (or an IOMMU in translation mode) on the path between the NIC and the GPU breaks GPUDirect "
                 "RDMA: disable ACS on the switches, iommu=pt",
                 "NCCL_NET_GDR_LEVEL=0 makes it go away (slower); `lspci -vvv | grep ACSCtl` shows SrcValid+ / "
                 "ReqRedir+ on the bridges",
             ),
-            Cause(
+            ClassCause(
                 "the NIC cannot use the GPU memory it registered (nvidia-peermem or DMA-BUF, a VM without ATS)",
                 "`lsmod | grep peermem`, NCCL_DMABUF_ENABLE=0 against the default, the driver and OFED versions",
             ),
-            Cause(
+            ClassCause(
                 "a buffer freed or re-registered while a transfer used it (user buffer registration)",
                 "NCCL_LOCAL_REGISTER=0 / NCCL_GRAPH_REGISTER=0 make it go away if so",
             ),
@@ -164,15 +164,15 @@ NETWORK_CAUSES: tuple[Causes, ...] = (
         "`lspci -vvv | grep ACSCtl` on every bridge between NIC and GPU, `dmesg | grep -i -e DMAR -e iommu`, the run "
         "with NCCL_NET_GDR_LEVEL=0",
     ),
-    Causes(
+    ClassCauses(
         "TD068",
         (
             VERSIONS,
-            Cause(
+            ClassCause(
                 "the peer's GPU memory registration (GPUDirect RDMA on the peer: ACS, nvidia-peermem)",
                 "the peer with NCCL_NET_GDR_LEVEL=0",
             ),
-            Cause("a peer that hung or had no receive posted (status 13)", "the peer's log and stack"),
+            ClassCause("a peer that hung or had no receive posted (status 13)", "the peer's log and stack"),
         ),
         f"every rank's NCCL version banner, {NET_COLLECT}",
     ),

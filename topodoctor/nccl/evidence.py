@@ -33,7 +33,7 @@ IBV_WC_STATUS = {
 
 
 @dataclass(frozen=True)
-class Context:
+class LogContext:
     """What the logs say around the failure: the NCCL variables set, NCCL versions, RDMA link
     layers, the topology file, and per file whether work went on after the failure."""
 
@@ -60,7 +60,7 @@ class Said:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-Builder = Callable[[Mapping[str, str], Sequence[Event], Context], Said]
+Builder = Callable[[Mapping[str, str], Sequence[Event], LogContext], Said]
 
 
 def _version(v: str) -> tuple[int, ...]:
@@ -70,7 +70,7 @@ def _version(v: str) -> tuple[int, ...]:
         return ()
 
 
-def older_than(ctx: Context, version: tuple[int, ...]) -> bool | None:
+def older_than(ctx: LogContext, version: tuple[int, ...]) -> bool | None:
     """Whether every NCCL version the logs name is older than ``version``; None when none is named."""
     known = [t for t in (_version(v) for v in ctx.versions) if t]
     return all(t < version for t in known) if known else None
@@ -84,7 +84,7 @@ def with_general(code: str, specific: str) -> str:
 _BRIDGE = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali", "tun")
 
 
-def _odd(ctx: Context) -> list[str]:
+def _odd(ctx: LogContext) -> list[str]:
     """The sockets' interfaces that do not reach other nodes: a container bridge, a link-local
     address, loopback when the ranks are on several hosts (it is right for ranks of one host)."""
     return [
@@ -94,13 +94,13 @@ def _odd(ctx: Context) -> list[str]:
     ]
 
 
-def only_odd_interfaces(ctx: Context) -> bool:
+def only_odd_interfaces(ctx: LogContext) -> bool:
     """Every interface NCCL's sockets use is a bridge or link-local one (loopback alone does not count)."""
     odd = _odd(ctx)
     return bool(odd) and len(odd) == len(ctx.socket_ifs) and any(n != "lo" for n in odd)
 
 
-def odd_interfaces(ctx: Context) -> str:
+def odd_interfaces(ctx: LogContext) -> str:
     """The sockets' interfaces that do not reach other nodes, as a sentence naming them and the
     others; "" when none is odd."""
     odd = _odd(ctx)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.nccl.causes import ranked
 from topodoctor.nccl.classify import ROOT
-from topodoctor.nccl.evidence import RESULT, Builder, Context, odd_interfaces, only_odd_interfaces
+from topodoctor.nccl.evidence import RESULT, Builder, LogContext, odd_interfaces, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
@@ -110,11 +110,11 @@ def _subject(evs: Sequence[Event]) -> str:
     return evs[0].file.rsplit("/", 1)[-1]
 
 
-def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> Context:
+def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
     layers: dict[str, str] = {}
     for f in files:
         layers.update(f.link_layers)
-    return Context(
+    return LogContext(
         env,
         tuple(v for f in files for v in f.versions),
         layers,
@@ -230,7 +230,7 @@ def _flushed_only(flushed: Finding) -> Finding:
     )
 
 
-def _bridges_only(ctx: Context, failed: Finding) -> Finding:
+def _bridges_only(ctx: LogContext, failed: Finding) -> Finding:
     """A failed job whose sockets use only container bridges and link-local addresses: those reach
     no other node, which is the cause the log shows."""
     names = ", ".join(ctx.socket_ifs)

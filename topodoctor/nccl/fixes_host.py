@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
-from topodoctor.nccl.evidence import Builder, Context, Said, older_than, with_general
+from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.fixes_runtime import cumem_host
 from topodoctor.nccl.fixes_usage import own_p2p
@@ -75,7 +75,7 @@ def _cuda_text(f: Mapping[str, str]) -> str:
     return f"CUDA error{f' {num}' if num else ''} '{f.get('msg', '')}'"
 
 
-def _nvls(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _nvls(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     where = f" in {evs[0].source}" if evs[0].source else ""
     return Said(
         "TD053",
@@ -85,7 +85,7 @@ def _nvls(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _fabric(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _fabric(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD054",
         "CUDA 802 'system not yet initialized': the Fabric Manager has not registered the GPUs",
@@ -93,7 +93,7 @@ def _fabric(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if (own := own_p2p(f, evs, ctx)) is not None:  # a program's own P2P kernels, not NCCL's transport
         return own
     specific = ""
@@ -116,7 +116,7 @@ def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD056", f"cudaHostRegister of NCCL's /dev/shm segment failed ({_cuda_text(f)})", EXPLANATIONS["TD056"].fix
     )
@@ -137,7 +137,7 @@ _CALL_SPECIFIC = ("invalid argument", "invalid value")
 _STATE_FIRST = ("unknown error",)
 
 
-def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     msg = f.get("msg", "")
     if msg.lower() in _CALL_SPECIFIC and not any(e.source for e in evs):
         return Said(
@@ -187,13 +187,13 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if "CUDA error:" in f.get("said", ""):  # torch's own CUDA check, in a rank or in the watchdog
         return Said("TD058", "a CUDA call in a rank failed: out of memory", EXPLANATIONS["TD058"].fix)
     return Said("TD058", "NCCL's GPU allocation failed: CUDA out of memory", EXPLANATIONS["TD058"].fix)
 
 
-def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD059",
         "[Rem Allocator] Allocation failed: old NCCL's remote allocator took a stray request",
@@ -201,19 +201,19 @@ def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said
     )
 
 
-def _kernel(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _kernel(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD060", f"{_cuda_text(f)}: this NCCL has no GPU code for this GPU's architecture", EXPLANATIONS["TD060"].fix
     )
 
 
-def _driver(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _driver(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD044", "the CUDA driver is older than the CUDA runtime the program was built with", EXPLANATIONS["TD044"].fix
     )
 
 
-def _topo(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _topo(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     file = ctx.topo_file or ctx.env.get("NCCL_TOPO_FILE", "")
     if f.get("rem") and not file:  # no file loaded: NCCL's own detection is at fault
         return _sysfs(f, evs, ctx)
@@ -227,7 +227,7 @@ def _topo(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD069", what, EXPLANATIONS["TD069"].fix, {"topo_file": file})
 
 
-def _graph(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _graph(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     file = ctx.env.get("NCCL_GRAPH_FILE", "")
     named = f"NCCL_GRAPH_FILE={file}" if file else "NCCL_GRAPH_FILE"
     dev = f" (dev {f['dev']} not found)" if f.get("dev") else ""
@@ -239,7 +239,7 @@ def _graph(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _sysfs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _sysfs(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("path"):
         msg = f"NCCL could not resolve {f['path']}: the GPU's PCI device is not visible in /sys"
     else:
@@ -254,13 +254,13 @@ def _sysfs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD071", msg, EXPLANATIONS["TD071"].fix)
 
 
-def _shm_permission(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _shm_permission(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     seg = f.get("seg") or next((e.fields["seg"] for e in ctx.secondary if e.fields.get("seg")), "")
     what = f"its segment {seg}" if seg else "its segment"
     return Said("TD082", f"/dev/shm refused NCCL {what}: Permission denied", EXPLANATIONS["TD082"].fix)
 
 
-def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     seg = f.get("seg") or f.get("seg2") or f.get("seg3") or ""
     size = f.get("size") or f.get("size2") or ""
     if not seg:  # the fallocate line names no segment: the summary line after it does
@@ -275,7 +275,7 @@ def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
 
 
-def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """The segment's summary line alone: NCCL failed, the reason line is not in the log."""
     seg = f" {f['seg']} of {f['size']} bytes" if f.get("seg") else ""
     return Said(
@@ -288,7 +288,7 @@ def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Sai
     )
 
 
-def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD074",
         f"a local peer's segment {f.get('seg', '')} was missing: {f.get('err', '').strip()}",
@@ -296,11 +296,11 @@ def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Sai
     )
 
 
-def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said("TD076", f"NCCL DIAG: {f.get('said', '')[:200]}", EXPLANATIONS["TD076"].fix)
 
 
-def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("func") or not (f.get("what") or f.get("attr")):
         said = {"NCCL_ALGO": f.get("algo", ""), "NCCL_PROTO": f.get("proto", "")}
         forced = ", ".join(f"{k}={said[k] or ctx.env[k]}" for k in said if said[k] or k in ctx.env)
@@ -338,7 +338,7 @@ def _no_algorithm(f: Mapping[str, str]) -> Said:
     )
 
 
-def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD077",
         "NCCL cannot run inside a CUDA graph here: a driver older than R465 or an NCCL built with CUDA < 11.3",
@@ -347,11 +347,11 @@ def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> 
     )
 
 
-def _nvml(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _nvml(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said("TD078", f"{f.get('call')} failed: {f.get('err', '').strip()}", EXPLANATIONS["TD078"].fix)
 
 
-def _wrong(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _wrong(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said("TD079", f"nccl-tests found {f.get('n')} wrong values in its results", EXPLANATIONS["TD079"].fix)
 
 

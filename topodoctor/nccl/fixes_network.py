@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from topodoctor.nccl.evidence import (
     IBV_WC_STATUS,
     Builder,
-    Context,
+    LogContext,
     Said,
     odd_interfaces,
     older_than,
@@ -26,12 +26,12 @@ TIMEOUT_IS_CAUSE_MS = 100
 TIMEOUT_SHORT_MS = 5_000
 
 
-def _verbs_dev(f: Mapping[str, str], ctx: Context) -> str:
+def _verbs_dev(f: Mapping[str, str], ctx: LogContext) -> str:
     dev = f.get("dev", "")
     return f" on {dev}" if dev else (f" (devices in use: {', '.join(ctx.link_layers)})" if ctx.link_layers else "")
 
 
-def _memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD061",
         f"{f['call']} failed{_verbs_dev(f, ctx)}: Cannot allocate memory (the locked-memory limit)",
@@ -40,7 +40,7 @@ def _memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _dmabuf(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _dmabuf(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD062",
         f"ibv_reg_dmabuf_mr failed{_verbs_dev(f, ctx)}: {f.get('err') or 'not supported'}",
@@ -48,7 +48,7 @@ def _dmabuf(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _device(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _device(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     devs = f.get("dev") or ", ".join(ctx.link_layers)
     hca = f" NCCL used {devs}: check each with `ibstat`, keep only the active ones in NCCL_IB_HCA." if devs else ""
     if any(layer == "RoCE" for layer in ctx.link_layers.values()):
@@ -61,7 +61,7 @@ def _device(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     err = f.get("err", "")
     gid = ctx.env.get("NCCL_IB_GID_INDEX")
     if "timed out" in err:
@@ -87,7 +87,7 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD064", f"ibv_modify_qp failed{_verbs_dev(f, ctx)}: {err}", specific, {"errno": err})
 
 
-def _verbs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _verbs(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     err = f.get("err") or "no errno given"
     return Said(
         "TD065",
@@ -97,7 +97,7 @@ def _verbs(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _roce(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> bool:
+def _roce(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> bool:
     hca = f.get("hca", "")
     return (
         ctx.link_layers.get(hca) == "RoCE"
@@ -106,7 +106,7 @@ def _roce(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> bool:
     )
 
 
-def _roce_fix(evs: Sequence[Event], ctx: Context) -> str:
+def _roce_fix(evs: Sequence[Event], ctx: LogContext) -> str:
     """Status 12 on RoCE: which GID the log shows in use says where to look."""
     gid = ctx.env.get("NCCL_IB_GID_INDEX")
     now = f" (now {gid})" if gid else ""
@@ -122,7 +122,7 @@ def _roce_fix(evs: Sequence[Event], ctx: Context) -> str:
     )
 
 
-def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     status = int(f.get("status", "-1"))
     hca = f" on {f['hca']}" if f.get("hca") else ""
     peer = f" from peer {f['peer']}" if f.get("peer") else ""
@@ -147,7 +147,7 @@ def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD045", msg, with_general("TD045", specific), extra)
 
 
-def _ifname(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _ifname(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     ifname = ctx.env.get("NCCL_SOCKET_IFNAME")
     msg = "NCCL found no usable socket interface" + (f" matching NCCL_SOCKET_IFNAME={ifname}" if ifname else "")
     return Said("TD041", msg, EXPLANATIONS["TD041"].fix, {"NCCL_SOCKET_IFNAME": ifname or ""})
@@ -168,7 +168,7 @@ _CONNECT_WHY = {
 }
 
 
-def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     err = f.get("err", "")
     to = f" to {f['addr']}" if f.get("addr") else ""
     why = _CONNECT_WHY.get(
@@ -178,7 +178,7 @@ def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD072", f"NCCL's connection{to} failed: {err}", with_general("TD072", specific), {"errno": err})
 
 
-def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD072",
         f"a rank could not fetch NCCL's unique id from torch's c10d store: {f.get('err', '')[:120]}",
@@ -188,7 +188,7 @@ def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     peer = next((e.fields.get("peer") for e in evs if e.fields.get("peer")), "")
     msg = "a peer closed its connection" + (f" ({peer})" if peer else "") + ": remote process exited or a network error"
     fix = EXPLANATIONS["TD046"].fix
@@ -203,7 +203,7 @@ def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said
     return Said("TD046", msg, fix)
 
 
-def _mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("around"):  # NCCL 2.4's kernel check: the collectives themselves differ between ranks
         return Said(
             "TD073",
@@ -235,7 +235,7 @@ def _ops_differ(evs: Sequence[Event]) -> str:
     return ""
 
 
-def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     extra: dict[str, object] = {
         "seq": int(f.get("seq", 0)),
         "op": f.get("op", ""),
@@ -287,7 +287,7 @@ def _version_code(code: str) -> str:
     return f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else code
 
 
-def _versions(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _versions(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD048",
         f"rank {f.get('a')} runs NCCL {_version_code(f.get('va', ''))}, rank {f.get('b')} NCCL "
@@ -296,14 +296,14 @@ def _versions(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _net(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _net(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     net = ctx.env.get("NCCL_NET") or f.get("net")
     return Said(
         "TD040", f"no NCCL network could be initialised{f' (NCCL_NET={net})' if net else ''}", EXPLANATIONS["TD040"].fix
     )
 
 
-def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     msg = (
         f"ranks {f['a']} and {f['b']} both use the GPU at bus {f['dev']}"
         if f.get("a")
@@ -312,7 +312,7 @@ def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD042", msg, EXPLANATIONS["TD042"].fix)
 
 
-def _invalid_rank(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _invalid_rank(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     ranks = sorted({int(e.fields["rank"]) for e in evs if e.fields.get("rank", "").lstrip("-").isdigit()})
     shown = ", ".join(str(r) for r in ranks[:6]) + ("..." if len(ranks) > 6 else "")
     n = f.get("nranks", "?")
@@ -324,14 +324,14 @@ def _invalid_rank(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
     )
 
 
-def _skipped(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _skipped(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     devs = list(dict.fromkeys(e.fields["dev"] for e in evs if e.fields.get("dev")))
     which = ", ".join(devs) if devs else "an RDMA device"
     used = f"; NCCL went on with {', '.join(ctx.link_layers)}" if ctx.link_layers else ""
     return Said("TD081", f"NCCL could not open {which} and skipped it{used}", EXPLANATIONS["TD081"].fix)
 
 
-def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """torch's heartbeat monitor killed the process: its NCCL watchdog thread, not a collective, stopped."""
     secs = f.get("secs", "?")
     return Said(

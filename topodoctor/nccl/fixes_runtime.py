@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccl.evidence import Builder, Context, Said, odd_interfaces, older_than, with_general
+from topodoctor.nccl.evidence import Builder, LogContext, Said, odd_interfaces, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
 
 
-def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     what = f.get("what", "").strip()
     err = f" ({f['err'].strip()})" if f.get("err") else ""
     if "fi_getinfo" in what or "provider" in what:
@@ -46,7 +46,7 @@ _MISMATCH_FIX = (
 )
 
 
-def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("a"):
         msg = (
             f"rank {f['a']} runs {f.get('ca', '?')[:120]} while rank {f['b']} runs {f.get('cb', '?')[:120]}: "
@@ -57,7 +57,7 @@ def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) ->
     return Said("TD073", msg, _MISMATCH_FIX)
 
 
-def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("sym"):
         msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
     else:
@@ -67,7 +67,7 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     return Said("TD085", msg, EXPLANATIONS["TD085"].fix, {"symbol": f.get("sym", "")})
 
 
-def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     comm_id = ctx.env.get("NCCL_COMM_ID", "")
     addr = f.get("addr", "").rstrip(".")
     named = f" (NCCL_COMM_ID={comm_id})" if comm_id else ""
@@ -85,7 +85,7 @@ def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
     )
 
 
-def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """NCCL's topology search failed: its own words do not say why, so the candidates, ranked."""
     if f.get("ring"):
         what = f"ring {f['ring']} does not {f.get('how', 'loop back to start')}"
@@ -111,7 +111,7 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> S
     )
 
 
-def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """The SHM transport's cuMem host memory (NCCL 2.23+): a CUDA call of transport/shm.cc that failed, or a
     peer's segment of size 0 or with a garbage name; NCCL_CUMEM_HOST_ENABLE=0 is the way around it."""
     where = f" in {evs[0].source}" if evs[0].source else ""
@@ -130,7 +130,7 @@ def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said
     return Said("TD087", what, EXPLANATIONS["TD087"].fix)
 
 
-def _efa_memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _efa_memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD061",
         "libfabric's EFA provider could not allocate memory (-12) and aborted the process: the locked-memory limit",
@@ -138,7 +138,7 @@ def _efa_memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Sa
     )
 
 
-def _bad_address(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def _bad_address(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """NCCL was to connect to an address of no address family: which side made it, the log's settings tell."""
     family = f.get("family", "")
     ifname = ctx.env.get("NCCL_SOCKET_IFNAME")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from topodoctor.nccl.evidence import Builder, Context, Said, with_general
+from topodoctor.nccl.evidence import Builder, LogContext, Said, with_general
 from topodoctor.nccl.parse import Event
 
 # a program's own CUDA IPC / peer code, not NCCL's transport: its line names the program or the feature
@@ -43,7 +43,7 @@ def _root(f: Mapping[str, str], op: str) -> Said:
     return Said("TD089", msg, with_general("TD089", specific), {"argument": "root", "nranks": str(n)})
 
 
-def invalid_argument(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said:
+def invalid_argument(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """argcheck.cc's verdict on one argument of the call, by which check refused it."""
     op = f.get("op") or "the call"
     if f.get("root"):
@@ -79,7 +79,7 @@ def invalid_argument(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -
     return Said("TD089", msg, with_general("TD089", specific), {"argument": arg})
 
 
-def own_p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: Context) -> Said | None:
+def own_p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said | None:
     """CUDA's 'peer access is not supported' printed by a program's own peer code (TensorRT-LLM's custom
     all-reduce and its IpcMemory, vLLM's custom all-reduce, ggml), not by NCCL: NCCL_P2P_DISABLE does
     not reach it. None when the line is NCCL's."""

@@ -80,7 +80,7 @@ def list_problem(text: str, tokens: tuple[str, ...]) -> str | None:
 
 
 @dataclass(frozen=True)
-class Reading:
+class IntegerReading:
     """How NCCL reads an integer variable's text."""
 
     value: int | None  # None: NCCL keeps its default (empty, or out of range)
@@ -109,20 +109,20 @@ def strtoll(text: str) -> tuple[int | None, str, bool]:
     return (n if INT64_MIN <= n <= INT64_MAX else None), s[j:], octal
 
 
-def read_integer(text: str) -> Reading:
+def read_integer(text: str) -> IntegerReading:
     """An NCCL_PARAM value as ``ncclLoadParam`` reads it."""
     if text == "":
-        return Reading(None, False, "it is empty, so NCCL keeps its default")
+        return IntegerReading(None, False, "it is empty, so NCCL keeps its default")
     n, rest, octal = strtoll(text)
     if n is None:
-        return Reading(None, False, "it is out of range, so NCCL keeps its default")
+        return IntegerReading(None, False, "it is out of range, so NCCL keeps its default")
     if rest.strip() == text.strip():
-        return Reading(n, False, "it is not a number; NCCL parses integers only")
+        return IntegerReading(n, False, "it is not a number; NCCL parses integers only")
     if rest.strip():
-        return Reading(n, False, f"NCCL stops at {rest.strip()[:20]!r}")
+        return IntegerReading(n, False, f"NCCL stops at {rest.strip()[:20]!r}")
     if octal:
-        return Reading(n, False, "a leading 0 makes it octal")
-    return Reading(n, True)
+        return IntegerReading(n, False, "a leading 0 makes it octal")
+    return IntegerReading(n, True)
 
 
 def read_level(text: str) -> str | None:

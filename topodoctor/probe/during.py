@@ -36,7 +36,7 @@ from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
 from topodoctor.probe.api import NvmlApi
 from topodoctor.probe.gpu import field_values
 from topodoctor.probe.processes import Me, describe, listed_processes, whoami
-from topodoctor.probe.sampler import Reading, Sampler, limits
+from topodoctor.probe.sampler import GpuSample, Sampler, limits
 from topodoctor.probe.sysfs import LiveSysfs, Sysfs
 
 INTERVAL_S = 0.2
@@ -74,7 +74,7 @@ class _Gpu:
     own: set[int] = field(default_factory=set)
     util_stamp: int = 0  # the newest per-process utilisation sample read (NVML's microseconds)
 
-    def fold(self, r: Reading) -> None:
+    def fold(self, r: GpuSample) -> None:
         self.n += 1
         if r.util is not None:
             self.utils.append(r.util)

@@ -44,7 +44,7 @@ ACTIVITY_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
-class Reading:
+class GpuSample:
     """One GPU at one moment (CLOCK_MONOTONIC seconds); a metric not asked or not answered is None."""
 
     index: int
@@ -141,7 +141,7 @@ class Sampler:
                 self.handles[i] = h
             else:
                 self.errors[i] = str(h)
-        self.readings: list[Reading] = []
+        self.readings: list[GpuSample] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -166,13 +166,13 @@ class Sampler:
                 watts = power if isinstance(power, float) else None
                 at = time.monotonic()
                 self.readings.append(
-                    Reading(i, at, n["sm_mhz"], n["mem_mhz"], watts, n["temp_c"], n["reasons"], n["util"])
+                    GpuSample(i, at, n["sm_mhz"], n["mem_mhz"], watts, n["temp_c"], n["reasons"], n["util"])
                 )
         if self.on_tick is not None:
             self.on_tick()
         self.busy_s += time.monotonic() - t0
 
-    def take(self, samples: int, sleep: Callable[[float], None] = time.sleep) -> list[Reading]:
+    def take(self, samples: int, sleep: Callable[[float], None] = time.sleep) -> list[GpuSample]:
         """``samples`` readings of every GPU, ``interval_s`` apart, here and now."""
         for n in range(samples):
             if n:
@@ -194,7 +194,7 @@ class Sampler:
         self._thread.start()
         return self
 
-    def stop(self) -> list[Reading]:
+    def stop(self) -> list[GpuSample]:
         """Stop sampling and return the readings taken."""
         self._stop.set()
         if self._thread.is_alive():

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate, truncate_middle
 from topodoctor.model.findings import consequences, finding_json, ident, subject_once
-from topodoctor.model.outcome import Outcome
+from topodoctor.model.outcome import CheckOutcome
 from topodoctor.model.stamp import gpu_ids, readings
 
 if TYPE_CHECKING:  # the rules package loads every rule family: not on the path of a could-not-check line
@@ -29,13 +29,13 @@ def counts(findings: Sequence[Finding]) -> str:
     return ", ".join(parts) or "no findings"
 
 
-def incomplete_tail(outcome: Outcome) -> str:
+def incomplete_tail(outcome: CheckOutcome) -> str:
     """``; 2 checks incomplete`` when rules could not read their input, else nothing."""
     n = len(outcome.incomplete)
     return f"; {plural(n, 'check')} incomplete" if n else ""
 
 
-def _judged(outcome: Outcome) -> str:
+def _judged(outcome: CheckOutcome) -> str:
     """The GPUs judged: all of them, or the job's few out of the node's."""
     meta = outcome.meta
     if meta.scope_kind != "job":
@@ -44,7 +44,7 @@ def _judged(outcome: Outcome) -> str:
     return f"job's {len(meta.scope_gpus)} of {plural(meta.gpus, 'GPU')} ({ids})"
 
 
-def one_line(outcome: Outcome, limit: int = LINE_LIMIT, after: str = "") -> str:
+def one_line(outcome: CheckOutcome, limit: int = LINE_LIMIT, after: str = "") -> str:
     """A single line fit for `scontrol update nodename=... reason=...`: the worst finding
     first, then how many more fail, and whether some checks could not run. Too long a line
     loses words from the finding's message, never its code, counts or scope. ``after`` (what
@@ -57,7 +57,7 @@ def one_line(outcome: Outcome, limit: int = LINE_LIMIT, after: str = "") -> str:
     return _one_line(outcome, limit)
 
 
-def _one_line(outcome: Outcome, limit: int) -> str:
+def _one_line(outcome: CheckOutcome, limit: int) -> str:
     meta = outcome.meta
     if not outcome.failing and outcome.not_measured:
         judged = f"{_judged(outcome)}, {counts(outcome.findings)}"
@@ -115,7 +115,7 @@ def could_not_check_json(reason: str, exit_code: int) -> dict[str, Any]:
     }
 
 
-def check_json(outcome: Outcome) -> dict[str, Any]:
+def check_json(outcome: CheckOutcome) -> dict[str, Any]:
     """The check as ``--format json`` prints it: verdict, exit code, reason, run metadata and findings."""
     return {
         "kind": "check",
@@ -135,7 +135,7 @@ def check_json(outcome: Outcome) -> dict[str, Any]:
     }
 
 
-def _stamp(outcome: Outcome) -> dict[str, Any]:
+def _stamp(outcome: CheckOutcome) -> dict[str, Any]:
     """measured_at, node, and the GPUs and counters of the judged snapshot (model/stamp.py)."""
     snap = outcome.snapshot
     return {

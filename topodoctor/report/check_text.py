@@ -10,7 +10,7 @@ from rich.text import Text
 
 from topodoctor.core.text import plural, printable
 from topodoctor.model.findings import consequences
-from topodoctor.model.outcome import Outcome
+from topodoctor.model.outcome import CheckOutcome
 from topodoctor.report.causes import cause_line
 from topodoctor.report.check import counts, following, incomplete_tail
 from topodoctor.report.fitness import print_fitness
@@ -19,7 +19,7 @@ from topodoctor.report.terminal import literal
 _STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "info": "cyan"}
 
 
-def print_check(outcome: Outcome, console: Console) -> None:
+def print_check(outcome: CheckOutcome, console: Console) -> None:
     """The check as text: what was judged, the findings and their fixes, the fitness figures where
     measured, and the verdict line."""
     meta = outcome.meta

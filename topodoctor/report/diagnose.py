@@ -10,14 +10,14 @@ from topodoctor.core.codec import to_jsonable
 from topodoctor.core.text import LINE_LIMIT, plural, printable, truncate
 from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import SEVERITY_ORDER, finding_json
-from topodoctor.model.outcome import Judged
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.report.check import counts
 
 DIAGNOSE_SCHEMA_VERSION = 1
 READ_CODE = "TD980"  # the finding that says what a piece showed: the text lists pieces itself
 
 
-def text(ev: Evidence, outcome: Judged) -> str:
+def text(ev: Evidence, outcome: CommandOutcome) -> str:
     """For people: each piece read (kind, source and lines, version, what was cut), then the findings
     worst first."""
     out = [f"Read {plural(len(ev.pieces), 'piece')} of evidence:"]
@@ -42,7 +42,7 @@ def text(ev: Evidence, outcome: Judged) -> str:
     return "\n".join(printable(line) for line in out) + "\n"
 
 
-def json_doc(ev: Evidence, outcome: Judged) -> dict[str, Any]:
+def json_doc(ev: Evidence, outcome: CommandOutcome) -> dict[str, Any]:
     """For machines: the evidence as read, the findings, and the exit code."""
     return {
         "kind": "diagnose",
@@ -53,7 +53,7 @@ def json_doc(ev: Evidence, outcome: Judged) -> dict[str, Any]:
     }
 
 
-def one_line(ev: Evidence, outcome: Judged, limit: int = LINE_LIMIT) -> str:
+def one_line(ev: Evidence, outcome: CommandOutcome, limit: int = LINE_LIMIT) -> str:
     """One line: OK / FAIL / UNKNOWN, the worst finding first, what was read."""
     kinds = Counter(p.kind for p in ev.pieces)
     read = ", ".join(f"{n} {k}" if n > 1 else k for k, n in kinds.items())

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from topodoctor.core.text import plural
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.report.layout import LEAF_H, MARGIN, Box, Layout, layout
+from topodoctor.report.layout import LEAF_H, MARGIN, Box, PictureLayout, layout
 from topodoctor.report.svg import Svg, fit
 from topodoctor.topology.graph import build_graph, gpu_node
 from topodoctor.topology.hostgraph import HostGraph
@@ -156,7 +156,7 @@ def _cpus_text(snap: HostSnapshot, numa: int | None) -> str:
     return f"CPUs {span}"
 
 
-def _draw_pcie(svg: Svg, lay: Layout, marks: Marks) -> None:
+def _draw_pcie(svg: Svg, lay: PictureLayout, marks: Marks) -> None:
     for child, par in lay.parent.items():
         a, b = lay.boxes.get(child), lay.boxes.get(par)
         if a is None or b is None or b.node.kind == "numa":
@@ -192,7 +192,7 @@ def _draw_pcie(svg: Svg, lay: Layout, marks: Marks) -> None:
 
 
 def _draw_nvlink(
-    svg: Svg, snap: HostSnapshot, g: HostGraph, lay: Layout, marks: Marks, band: tuple[float, float] | None
+    svg: Svg, snap: HostSnapshot, g: HostGraph, lay: PictureLayout, marks: Marks, band: tuple[float, float] | None
 ) -> None:
     gpus = [b for b in lay.boxes.values() if b.node.kind == "gpu"]
     if band is not None:
@@ -251,7 +251,7 @@ def _draw_nvlink(
     _arcs(svg, lay, arcs)
 
 
-def _arcs(svg: Svg, lay: Layout, arcs: list[tuple[str, str, str, str, bool]]) -> None:
+def _arcs(svg: Svg, lay: PictureLayout, arcs: list[tuple[str, str, str, str, bool]]) -> None:
     """Each arc ends at its own point on a GPU's top edge; a label is written once, on the widest
     arc that carries it (NV# labels, which differ per pair, on every arc)."""
     arcs = [a for a in arcs if a[0] in lay.boxes and a[1] in lay.boxes]

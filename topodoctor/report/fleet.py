@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topodoctor.core.text import plural, printable
-from topodoctor.fleet.rollup import FLEET_SCHEMA_VERSION, FleetReport
+from topodoctor.fleet.rollup import FLEET_SCHEMA_VERSION, FleetOutcome
 from topodoctor.report.terminal import literal
 
 _STYLE = {"healthy": "green", "slow": "yellow", "unhealthy": "bold red", "unknown": "magenta"}
@@ -24,7 +24,7 @@ def _clean(text: str, limit: int = REASON_LIMIT) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def fleet_json(report: FleetReport) -> dict[str, Any]:
+def fleet_json(report: FleetOutcome) -> dict[str, Any]:
     """The fleet's verdict as ``fleet --format json`` prints it: counts by state, then every node,
     shared finding, outlier, node type and unreadable file, and the nodes to drain."""
     counts: dict[str, int] = {}
@@ -33,7 +33,7 @@ def fleet_json(report: FleetReport) -> dict[str, Any]:
     return {
         "kind": "fleet",
         "schema_version": FLEET_SCHEMA_VERSION,
-        "settings": asdict(report.settings),
+        "settings": report.settings.judged_by(),
         "summary": {
             "nodes": len(report.nodes),
             **counts,
@@ -58,13 +58,13 @@ def _node(name: str) -> str:
     return shlex.quote(printable(name))
 
 
-def drain_lines(report: FleetReport) -> str:
+def drain_lines(report: FleetOutcome) -> str:
     """``NODE REASON`` per node to drain: for scripts that call scontrol themselves. NODE is
     one shell word (quoted where it needs it); REASON is the rest of the line."""
     return "".join(f"{_node(n.node)} {_clean(n.drain_reason or '')}\n" for n in report.drain)
 
 
-def scontrol_lines(report: FleetReport) -> str:
+def scontrol_lines(report: FleetOutcome) -> str:
     """Ready-to-run ``scontrol update`` commands, quoted for a POSIX shell."""
     return "".join(
         f"scontrol update nodename={_node(n.node)} state=drain reason={shlex.quote(_clean(reason))}\n"
@@ -77,7 +77,7 @@ ALL_NODES_UP_TO = 20  # a larger fleet's text lists the nodes that are not healt
 SOURCES = (("check", "check"), ("bandwidth", "bw"), ("collectives", "coll"), ("fitness", "fit"), ("history", "hist"))
 
 
-def _type_keys(report: FleetReport) -> dict[str, str]:
+def _type_keys(report: FleetOutcome) -> dict[str, str]:
     """A short key per node type (A, B, ...): the table's column, the legend below names them."""
     return {t.node_type: chr(ord("A") + i) if i < 26 else str(i) for i, t in enumerate(report.types)}
 
@@ -91,7 +91,7 @@ def _line(console: Console, text: Text) -> None:
     console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
 
 
-def print_fleet(report: FleetReport, console: Console, details: bool = False) -> None:
+def print_fleet(report: FleetOutcome, console: Console, details: bool = False) -> None:
     """The fleet's verdict as text: one line per node (a larger fleet: the nodes that are not
     healthy), the node types, outliers and shared findings one line each, then the summary.
     ``details``: every node and every reason, the outliers and shared findings in full."""
@@ -140,7 +140,7 @@ def _short(state: str) -> str:
     return {"unhealthy": "FAIL", "healthy": "ok", "measured": "ok"}.get(state, state)
 
 
-def _outliers(report: FleetReport, console: Console, details: bool) -> None:
+def _outliers(report: FleetOutcome, console: Console, details: bool) -> None:
     if not report.outliers:
         return
     if not details:
@@ -165,7 +165,7 @@ def _outliers(report: FleetReport, console: Console, details: bool) -> None:
     console.print(o_t)
 
 
-def _shared(report: FleetReport, console: Console, details: bool) -> None:
+def _shared(report: FleetOutcome, console: Console, details: bool) -> None:
     if not report.shared:
         return
     total = len(report.nodes)
@@ -193,7 +193,7 @@ def _shared(report: FleetReport, console: Console, details: bool) -> None:
         )
 
 
-def summary_line(report: FleetReport) -> str:
+def summary_line(report: FleetOutcome) -> str:
     """``4 healthy, 1 slow, ...; 2 to drain: node03, node04``, and what is fleet-wide."""
     drains = report.drain
     counts = ", ".join(
@@ -208,6 +208,6 @@ def summary_line(report: FleetReport) -> str:
     return f"{counts}; {len(drains)} to drain{listed}{wide}"
 
 
-def fleet_wide_line(report: FleetReport) -> str:
+def fleet_wide_line(report: FleetOutcome) -> str:
     """``fleet-wide: TD101 on 7 of 7 nodes``: why a fleet that drains nobody is still unhealthy."""
     return "fleet-wide: " + ", ".join(report.fleet_wide)

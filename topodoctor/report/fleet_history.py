@@ -73,7 +73,7 @@ def history_json(h: HistoryReport) -> dict[str, Any]:
         "last": _iso(h.last),
         "timed_by_file": h.timed_by_file,
         "ingested": dict(h.ingested),
-        "settings": asdict(h.settings),
+        "settings": h.settings.judged_by(),
         "findings": [{"node": nf.node, **asdict(nf.finding)} for nf in h.findings],
         "peers_since": [asdict(p) for p in h.peers_since],
     }

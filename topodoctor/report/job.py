@@ -8,8 +8,8 @@ from typing import Any
 from topodoctor.core.codec import to_jsonable
 from topodoctor.core.pci import long_bus_id
 from topodoctor.core.text import plural, printable, truncate
-from topodoctor.job.analysis import Finding, GroupState
-from topodoctor.job.verdict import JobReport, hosts_of, where
+from topodoctor.job.analysis import GroupState, JobFinding
+from topodoctor.job.verdict import JobOutcome, hosts_of, where
 from topodoctor.model.stamp import stamp_json
 from topodoctor.report.terminal import fold, text_width
 
@@ -18,7 +18,7 @@ LINE_LIMIT = 400
 TIMELINE_SEQS = 6
 
 
-def _why(report: JobReport, f: Finding) -> str:
+def _why(report: JobOutcome, f: JobFinding) -> str:
     hosts = hosts_of(f, report.places)
     said = [report.health[h].summary() for h in hosts if h in report.health]
     if said:
@@ -28,7 +28,7 @@ def _why(report: JobReport, f: Finding) -> str:
     return ""
 
 
-def one_line(report: JobReport) -> str:
+def one_line(report: JobOutcome) -> str:
     """``topodoctor JOB FAIL not-enqueued rank 2 (node02, ...): ...; no health evidence on node02``."""
     culprits = report.culprits()
     if culprits:
@@ -76,7 +76,7 @@ def _timeline(g: GroupState) -> list[str]:
     return lines
 
 
-def text_lines(report: JobReport, width: int | None = None) -> list[str]:
+def text_lines(report: JobOutcome, width: int | None = None) -> list[str]:
     """The report for a person, each line folded to ``width`` columns (the terminal's by default;
     the JSON and the one line keep everything whole)."""
     width = width or text_width()
@@ -88,7 +88,7 @@ def text_lines(report: JobReport, width: int | None = None) -> list[str]:
     return folded
 
 
-def _text_lines(report: JobReport) -> list[str]:
+def _text_lines(report: JobOutcome) -> list[str]:
     out = [one_line(report), ""]
     for f in report.findings:
         out.append(f"{f.severity.upper():7} {f.kind}: {f.message}")
@@ -121,7 +121,7 @@ def _text_lines(report: JobReport) -> list[str]:
     return [printable(line) for line in out]
 
 
-def _finding(report: JobReport, f: Finding) -> dict[str, Any]:
+def _finding(report: JobOutcome, f: JobFinding) -> dict[str, Any]:
     return {
         "kind": f.kind,
         "severity": f.severity,
@@ -137,7 +137,7 @@ def _finding(report: JobReport, f: Finding) -> dict[str, Any]:
     }
 
 
-def job_json(report: JobReport) -> dict[str, Any]:
+def job_json(report: JobOutcome) -> dict[str, Any]:
     """The report for machines."""
     verdict = {0: "ok", 1: "culprit"}.get(report.exit_code, "unknown")
     return {

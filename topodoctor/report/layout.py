@@ -38,7 +38,7 @@ class Box:
 
 
 @dataclass
-class Layout:
+class PictureLayout:
     """The placed boxes of a picture, each with its parent, and the picture's width and bottom."""
 
     boxes: dict[str, Box]  # by TreeNode.key
@@ -54,7 +54,7 @@ def _depth(node: TreeNode) -> int:
     return below + (1 if node.kind == "switch" else 0)
 
 
-def layout(tree: HostTree, leaf_row_y: float) -> Layout:
+def layout(tree: HostTree, leaf_row_y: float) -> PictureLayout:
     """Place every node of the tree: leaves in one row at ``leaf_row_y``, switches, host bridges and
     NUMA nodes below them, each centred over its leaves."""
     boxes: dict[str, Box] = {}
@@ -114,4 +114,4 @@ def layout(tree: HostTree, leaf_row_y: float) -> Layout:
     shift = MARGIN - min((b.x for b in boxes.values()), default=MARGIN)
     for b in boxes.values():
         b.x += shift
-    return Layout(boxes, parent, leaf_row_y, x + shift + MARGIN, bottom)
+    return PictureLayout(boxes, parent, leaf_row_y, x + shift + MARGIN, bottom)

@@ -45,7 +45,7 @@ from topodoctor.report.prometheus_history import HISTORY_FAMILIES, history_serie
 
 if TYPE_CHECKING:
     from topodoctor.fleet.history import HistoryReport
-    from topodoctor.fleet.rollup import FleetReport
+    from topodoctor.fleet.rollup import FleetOutcome
     from topodoctor.model.collectives import Row
     from topodoctor.model.findings import Finding
     from topodoctor.model.snapshot import HostSnapshot
@@ -358,7 +358,7 @@ def collectives_metrics(
 
 
 def fleet_metrics(
-    report: FleetReport,
+    report: FleetOutcome,
     run_time: float | None = None,
     exit_code: int | None = None,
     history: HistoryReport | None = None,

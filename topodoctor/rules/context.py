@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from topodoctor.model.fitness_results import FitnessResult
     from topodoctor.topology.copy_rates import Expected
     from topodoctor.topology.expect import Expectations
-    from topodoctor.topology.graph import Connection
+    from topodoctor.topology.graph import BestPath
     from topodoctor.topology.hostgraph import HostGraph
 
 T = TypeVar("T")
@@ -83,7 +83,7 @@ class Context:
         return self.view.graph
 
     @property
-    def connections(self) -> dict[tuple[int, int], Connection]:
+    def connections(self) -> dict[tuple[int, int], BestPath]:
         """Best path for every GPU pair (a < b), from the graph."""
         assert self.view is not None
         return self.view.connections

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from topodoctor.diagnosis.evidence_codes import CODES, Code
+from topodoctor.diagnosis.evidence_codes import CODES, DiagnosisCode
 from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import Finding
 from topodoctor.rules.context import Context
@@ -25,7 +25,7 @@ def judged(ev: Evidence) -> tuple[Finding, ...]:
     return _last[0][1]
 
 
-def _rule_of(code: Code) -> Callable[[Context], Iterator[Issue]]:
+def _rule_of(code: DiagnosisCode) -> Callable[[Context], Iterator[Issue]]:
     def body(ctx: Context) -> Iterator[Issue]:
         if ctx.evidence is None:
             return

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from topodoctor.core.text import plural
-from topodoctor.nccl.values import P2P_DISABLE, Reading, read_integer, read_level, strtoll
+from topodoctor.nccl.values import P2P_DISABLE, IntegerReading, read_integer, read_level, strtoll
 from topodoctor.nccl.variables import DEBUG_ONLY
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
@@ -27,7 +27,7 @@ def evidence(ctx: Context, name: str, value: str) -> dict[str, str]:
     return {"variable": name, "value": value, "from": ctx.environment.where(name)}
 
 
-def _int(ctx: Context, name: str) -> tuple[str, Reading] | None:
+def _int(ctx: Context, name: str) -> tuple[str, IntegerReading] | None:
     """An integer variable's text and how NCCL reads it; None when it is not set."""
     v = ctx.environment.get(name)
     return None if v is None else (v, read_integer(v))

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topodoctor import rules
@@ -21,21 +20,22 @@ from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.core.text import plural
 from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
-from topodoctor.model.outcome import Meta, Outcome, exit_code
+from topodoctor.model.outcome import CheckOutcome, CommandOutcome, Meta
 from topodoctor.model.stamp import node_name, utc_iso
 from topodoctor.rules.context import Context
 from topodoctor.rules.one_cause import one_per_setting
 from topodoctor.rules.registry import check_patterns
-from topodoctor.service.host import Host as Host  # re-exported, as the probe every command runs
+from topodoctor.service.host import ProbedHost as ProbedHost  # re-exported, as the probe every command runs
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import probe as probe
+from topodoctor.service.request_check import CheckRequest as CheckRequest  # re-exported: what a check runs
 from topodoctor.topology.baseline import load_baseline
 from topodoctor.topology.expect import from_snapshot, load_expectations, with_fitness
 from topodoctor.topology.scope import asked_label, resolve, within
 
 if TYPE_CHECKING:
-    from topodoctor.model.findings import Finding, Severity
+    from topodoctor.model.findings import Finding
     from topodoctor.model.snapshot import HostSnapshot
     from topodoctor.topology.expect import Expectations
     from topodoctor.topology.scope import Scope
@@ -44,24 +44,7 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------- check
 
 
-@dataclass(frozen=True)
-class CheckOptions:
-    """Everything ``check`` needs besides the budget: where the host comes from, which rules, the fail
-    level, expectations, measurement passes, scope and baseline."""
-
-    source: Source = field(default_factory=Source)
-    timeout_s: float = 30.0
-    select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()  # ("prolog",) for the fast subset
-    fail_level: Severity = "error"
-    expect: Path | None = None
-    passes: tuple[Pass, ...] = ()  # measurements run after the probe: bandwidth_pass() and others
-    scope: str = "auto"  # job | node | auto: the GPUs judged and measured (topodoctor.topology.scope)
-    baseline: Path | None = None  # an earlier snapshot of this node: counters judged since then too
-
-
-def make_context(host: Host, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
+def make_context(host: ProbedHost, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
     """The rules' Context: the one place it is built. With no process (a saved result) no
     process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
     measured = host.measured
@@ -84,7 +67,7 @@ def make_context(host: Host, expect: Expectations | None = None, baseline: HostS
     )
 
 
-def job_scope(host: Host, choice: str) -> Scope:
+def job_scope(host: ProbedHost, choice: str) -> Scope:
     """The GPUs a check judges: the job's, as the judged process's environment names them."""
     environ = host.process.environ if host.process is not None else {}
     return resolve(host.snapshot, environ, choice)  # type: ignore[arg-type]
@@ -115,24 +98,34 @@ class Inputs:
     unusable: str | None = None  # why the --expect file could not be used
 
 
-def read_inputs(options: CheckOptions, budget: Budget) -> Inputs:
+def read_inputs(request: CheckRequest, budget: Budget) -> Inputs:
     """Load the rules and check ``--select`` / ``--ignore`` (a pattern matching no rule is a usage
     error), then read the expectations and the baseline. An unusable expectations file is kept as
     its reason, not raised (see ``check``)."""
     inputs = Inputs()
-    check_patterns(options.select + options.ignore)  # imports every rule family
-    if options.expect is not None:
+    check_patterns(request.select + request.ignore)  # imports every rule family
+    if request.expect is not None:
         try:
-            inputs.expect = load_expectations(options.expect, budget)
+            inputs.expect = load_expectations(request.expect, budget)
         except InputError as exc:
             inputs.unusable = str(exc)
-    if options.baseline is not None:
-        inputs.baseline = load_baseline(options.baseline, budget)
+    if request.baseline is not None:
+        inputs.baseline = load_baseline(request.baseline, budget)
     return inputs
 
 
-def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
-    """Probe, measure and judge the host within ``options.timeout_s`` (from process start).
+def check_passes(request: CheckRequest) -> tuple[Pass, ...]:
+    """The measurements a check adds (service/measuring.py); a static check adds none."""
+    if not request.measures:
+        return ()
+    from topodoctor.service.measuring import check_passes as passes  # the measuring code: no static check loads it
+
+    return passes(request.bandwidth, request.collectives, request.scope, request.level)
+
+
+def check(request: CheckRequest, budget: Budget | None = None, passes: Sequence[Pass] | None = None) -> CheckOutcome:
+    """Probe, measure and judge the host within the request's budget (from process start), with
+    the measurements it asks for (``passes`` None; else these).
 
     The probe child is forked first; the parent's own work (loading the rules, checking the
     patterns, reading --expect) runs while the child probes, so a short budget is not spent
@@ -143,42 +136,44 @@ def check(options: CheckOptions, budget: Budget | None = None) -> Outcome:
     answers exit 2, "misconfigured", with the reason, instead of a plain healthy. One bad file
     pushed to every node must neither open the gate on faulty nodes nor drain healthy ones."""
     started = time.monotonic(), time.time()
-    budget = budget or Budget.start(options.timeout_s)
+    budget = budget or Budget.start(request.budget_s)
+    asked = check_passes(request) if passes is None else tuple(passes)
     read: list[Inputs] = []
     with budget.guard():
         host = probe(
-            options.source,
+            request.source(),
             budget,
-            options.passes,
+            asked,
             environment=True,
-            meanwhile=lambda: read.append(read_inputs(options, budget)),
+            meanwhile=lambda: read.append(read_inputs(request, budget)),
         )
-        return judge(host, options, budget, read[0] if read else None, started)
+        return judge(host, request, budget, read[0] if read else None, started, asked)
 
 
 def judge(
-    host: Host,
-    options: CheckOptions,
+    host: ProbedHost,
+    request: CheckRequest,
     budget: Budget | None = None,
     inputs: Inputs | None = None,
     started: tuple[float, float] | None = None,
-) -> Outcome:
-    """The verdict on a host already probed (by ``check``, or the Python API's ``scan``): its rules,
-    scope, fail level and outcome, decided here for both. ``inputs`` None reads them now;
-    ``started`` is when the check began (monotonic, wall clock), now when None."""
+    passes: Sequence[Pass] = (),
+) -> CheckOutcome:
+    """The verdict on a host already probed (by ``check`` with ``passes``, or the Python API's
+    ``scan``): its rules, scope, fail level and outcome, decided here for both. ``inputs`` None
+    reads them now; ``started`` is when the check began (monotonic, wall clock), now when None."""
     t0, started_at = started if started is not None else (time.monotonic(), time.time())
-    budget = budget or Budget.start(options.timeout_s)
+    budget = budget or Budget.start(request.budget_s)
     with budget.guard():
         if inputs is None:
-            inputs = read_inputs(options, budget)
-        where = job_scope(host, options.scope)
+            inputs = read_inputs(request, budget)
+        where = job_scope(host, request.scope)
         ctx = make_context(host, inputs.expect, inputs.baseline)
-        ctx.gates_job = where.kind == "job" or "prolog" in options.tags
-        findings, incomplete = evaluate(ctx, options.select, options.ignore, options.tags)
+        ctx.gates_job = where.kind == "job" or "prolog" in request.tags
+        findings, incomplete = evaluate(ctx, request.select, request.ignore, request.tags)
 
         mine, others = within(findings, where, host.snapshot)
         findings, incomplete = tuple(mine), tuple(within(incomplete, where, host.snapshot)[0])
-    missed = not_measured(options.passes, host) + gone_from_job(where, len(host.snapshot.gpus))
+    missed = not_measured(passes, host) + gone_from_job(where, len(host.snapshot.gpus))
     meta = Meta(
         host.origin,
         host.snapshot.host.hostname,
@@ -194,13 +189,13 @@ def judge(
         where.job,
         where.label,
     )
-    # The exit code is the Outcome's (model.outcome.exit_code): a fault found stays exit 1 even
+    # The exit code is the CheckOutcome's (model.outcome.exit_code): a fault found stays exit 1 even
     # when a pass could not run or the expectations file could not be used. A replay names no
     # node: no node measured it (its host is the recording's).
-    node = node_name(os.environ, host.snapshot.host.hostname) if options.source.live else None
+    node = node_name(os.environ, host.snapshot.host.hostname) if request.replay is None else None
     fitness = host.measured.get("fitness")
-    return Outcome(
-        findings, incomplete, meta, options.fail_level, host.snapshot, missed, fitness, utc_iso(started_at), node
+    return CheckOutcome(
+        findings, incomplete, meta, request.fails_from, host.snapshot, missed, fitness, utc_iso(started_at), node
     )
 
 
@@ -215,7 +210,7 @@ def gone_from_job(where: Scope, gpus: int) -> tuple[str, ...]:
     return (f"{named} {'are' if many else 'is'} not among the node's {plural(gpus, 'GPU')}",)
 
 
-def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
+def not_measured(passes: Sequence[Pass], host: ProbedHost) -> tuple[str, ...]:
     """One reason ("collectives not measured: ...") per pass whose measurement did not happen."""
     out = []
     for p in passes:
@@ -231,7 +226,7 @@ def not_measured(passes: Sequence[Pass], host: Host) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class Baseline:
+class ExpectOutcome(CommandOutcome):
     """What ``expect`` writes, and the findings on the host that would make it a bad example to
     follow: unless forced, they refuse the file (they fail the command)."""
 
@@ -246,13 +241,8 @@ class Baseline:
         """The findings that refuse the file: the blocking ones, unless forced."""
         return () if self.forced else self.blocking
 
-    @property
-    def exit_code(self) -> int:
-        """0 written, 1 refused (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
-
-def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> Baseline:
+def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force: bool = False) -> ExpectOutcome:
     """Expectations from a host, with the findings that make it a bad baseline. A fitness pass
     among ``passes`` adds the measured figures (what TD714 holds other hosts of the type to)."""
     host = probe(source, budget, passes, environment=True)
@@ -267,4 +257,4 @@ def baseline(source: Source, budget: Budget, passes: Sequence[Pass] = (), force:
             if not expectations.fitness:  # asked to measure: a file without the figures would vouch for nothing
                 why = "; ".join(fit.errors) or "; ".join(sorted({f.error for f in fit.figures if f.error}))
                 raise BandwidthUnavailable(f"no fitness figure measured ({why or 'nothing to measure'})")
-        return Baseline(expectations, failing(findings, "error"), force)
+        return ExpectOutcome(expectations, failing(findings, "error"), force)

@@ -14,7 +14,7 @@ from topodoctor.measure.collectives.latency_run import measure_latency
 from topodoctor.measure.collectives.world import from_env
 from topodoctor.model.collective_latency import LatencyPlan, LatencyResult
 from topodoctor.model.collective_ops import OPS
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.service.collective_runs import CollectivesRun, _deadline, _made, _snapshot
 from topodoctor.service.collectives import visible_gpus
 from topodoctor.service.stamping import stamp
@@ -24,7 +24,7 @@ GATING = ("nccl_eager", "nccl_graph")
 
 
 @dataclass(frozen=True)
-class LatencyOutcome:
+class LatencyOutcome(CommandOutcome):
     """The table, and what failed in it: a run (a hang, a rank that died) or an NCCL path; a path
     that is not available, or an optional one that broke, is reported only."""
 
@@ -37,11 +37,6 @@ class LatencyOutcome:
         """The runs that failed, and the NCCL paths that failed."""
         res = self.result
         return (*res.failures, *(c for c in res.cells if c.status == "failed" and c.path in GATING))
-
-    @property
-    def exit_code(self) -> int:
-        """1 when a run or an NCCL path failed, else 0 (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def latency_plan(run: CollectivesRun, sizes: tuple[int, ...] | None) -> LatencyPlan:

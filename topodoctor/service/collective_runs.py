@@ -13,24 +13,25 @@ from typing import Any
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
-from topodoctor.core.sizes import parse_size
+from topodoctor.core.sizes import parse_size, parse_sizes
 from topodoctor.evidence import inputs as evidence
 from topodoctor.evidence.results import collectives_result
 from topodoctor.measure.collectives.guard import RankStopped
 from topodoctor.measure.collectives.launch import join, measure
 from topodoctor.measure.collectives.nodes import NodeSettings, node_name
 from topodoctor.measure.collectives.world import World, from_env
-from topodoctor.model.collective_ops import Plan
+from topodoctor.model.collective_ops import Plan, parse_ops
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.copies import load_result as load_bw
 from topodoctor.model.findings import Finding, Severity
-from topodoctor.model.outcome import Judged
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.model.pairwise import check_launch as judge_launch
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.during import watch
 from topodoctor.probe.sources import live_nvml
 from topodoctor.service import check as doctor
 from topodoctor.service.collectives import gpu_activity, judge, visible_gpus
+from topodoctor.service.request_collectives import CollectivesRequest
 from topodoctor.service.stamping import stamp
 
 MAX_SAVED_BYTES = 64 << 20  # nccl-tests' text of a long sweep with NCCL's INFO lines; more is refused
@@ -44,7 +45,8 @@ class RankDone(TopodoctorError):
 
 @dataclass(frozen=True)
 class CollectivesRun:
-    """What to run (or judge) and against which host."""
+    """What to run (or judge) and against which host: what a request asks for (``run_of``), made
+    into the plan the ranks run and the settings every rank of a multi-node run reads."""
 
     plan: Plan
     source: doctor.Source = field(default_factory=doctor.Source)
@@ -61,7 +63,7 @@ class CollectivesRun:
 
 
 @dataclass(frozen=True)
-class CollectivesOutcome(Judged):
+class CollectivesOutcome(CommandOutcome):
     """A run's result, the host it was judged against, and the findings."""
 
     result: CollectivesResult
@@ -92,6 +94,48 @@ def node_settings(
         tolerance=tolerance,
         expected_gbps=expected_gbps,
         nic_loopback=nic_loopback,
+    )
+
+
+def run_of(
+    request: CollectivesRequest,
+    source: doctor.Source | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CollectivesRun:
+    """What ``request`` runs (or judges) and against which host: its own (``--replay``), or
+    ``source`` (the Python API's scanned host); ``progress`` told of each step, where it shows."""
+    what, limits, judged, nodes = request.run, request.limits, request.judge, request.nodes
+    plan = Plan(
+        ops=parse_ops(list(what.op) or None),
+        sizes=parse_sizes(what.size, what.step_factor),
+        iters=what.iters,
+        warmup_iters=what.warmup,
+        check=not what.no_check,
+        op_timeout_s=limits.op_timeout,
+        backend=what.backend,  # type: ignore[arg-type]
+    )
+    across = node_settings(
+        pairwise=nodes.pairwise,
+        expect_nodes=nodes.expect_nodes,
+        pair_size=nodes.pair_size,
+        tolerance=nodes.pair_tolerance,
+        timeout_s=nodes.pair_timeout,
+        expected_gbps=nodes.expect_pair_busbw,
+        nic_loopback=nodes.nic_loopback,
+    )
+    return CollectivesRun(
+        plan,
+        source or doctor.Source(judged.replay),
+        nprocs=what.nprocs,
+        start_timeout_s=limits.start_timeout,
+        spawn=nodes.spawn,
+        log_dir=request.out.log_dir,
+        nodes=None if judged.from_file else across,
+        from_files=judged.from_file,
+        bandwidth_file=judged.bandwidth_file,
+        expect_busbw=judged.expect_busbw,
+        progress=progress,
+        fail_level=request.fails_from,
     )
 
 

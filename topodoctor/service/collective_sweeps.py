@@ -25,7 +25,7 @@ from topodoctor.measure.collectives.sweeps import (
 )
 from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.service import check as doctor
 from topodoctor.service.collective_runs import CollectivesRun, RankDone, _deadline, _made, _snapshot
@@ -81,7 +81,7 @@ def _why_none(snap: HostSnapshot, nodes: int) -> str:
 
 
 @dataclass(frozen=True)
-class SweepOutcome:
+class SweepOutcome(CommandOutcome):
     """Each op under each algorithm asked for, and/or on growing sets of GPUs."""
 
     algorithms: AlgoSweep | None
@@ -98,12 +98,6 @@ class SweepOutcome:
             *(grown.slow if grown is not None else ()),
             *(f for r in (grown.runs if grown is not None else ()) for f in r.failures),
         )
-
-    @property
-    def exit_code(self) -> int:
-        """1 when a run failed or a group of GPUs is slow against its peers, else 0
-        (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def run_sweeps(run: CollectivesRun, algo: str | None, scaling: bool, budget: Budget) -> SweepOutcome | None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -13,21 +13,22 @@ from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.evidence import inputs as evidence
 from topodoctor.measure.copies.session import run
-from topodoctor.measure.copies.tasks import Settings
+from topodoctor.measure.copies.tasks import CopySettings
 from topodoctor.measure.copies.worker import START_TIMEOUT_S, Worker, default_worker_cmd, hello_extra
 from topodoctor.measure.timer.copy_kernels import BASE_SM, parse
 from topodoctor.model.consistency import validate_snapshot
 from topodoctor.model.copies import PAIR_MODES, BandwidthResult, load_result
 from topodoctor.model.copy_modes import expand_modes
-from topodoctor.model.findings import Severity, failing
-from topodoctor.model.outcome import exit_code
+from topodoctor.model.findings import Severity
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.counters import WarmReadings
 from topodoctor.probe.environment import capture_process
 from topodoctor.probe.sources import live_nvml
 from topodoctor.rules.bandwidth_posted import posted_result
 from topodoctor.service import early_copies
-from topodoctor.service.check import Host, Pass, Source, evaluate, make_context, probe
+from topodoctor.service.check import Pass, ProbedHost, Source, evaluate, make_context, probe
+from topodoctor.service.request_bandwidth import BandwidthRequest
 from topodoctor.topology.scope import resolve
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 START_WAIT_S = 1.0
 
 
-def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Callable[[float], Any]:
+def _starter(chosen: CopySettings | None, unscoped: bool, peers: bool = True) -> Callable[[float], Any]:
     """What starts the copy timer before the probe, so that its start overlaps it: the one the
     command's entry point started (service/early_copies.py), else a new one, told at once to open
     every GPU where nothing narrows them (``unscoped``, and no job variable names GPUs). A timer
@@ -50,7 +51,7 @@ def _starter(chosen: Settings | None, unscoped: bool, peers: bool = True) -> Cal
     def start(deadline: float) -> Any:
         import os
 
-        settings = chosen or Settings.quick()
+        settings = chosen or CopySettings.quick()
 
         worker = adopted = early_copies.adopt()
         if worker is None:
@@ -83,21 +84,26 @@ def bandwidth_pass(scope: str = "auto") -> Pass:
         # Copies only ever run live: the job's GPUs come from this process's environment.
         where = resolve(snap, capture_process().environ, scope)  # type: ignore[arg-type]
         nvml = live_nvml() if source.live else None
-        return run(snap, Settings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where, interim=interim)
+        return run(
+            snap, CopySettings.quick(), nvml=nvml, deadline=deadline, worker=worker, scope=where, interim=interim
+        )
 
     return Pass("bandwidth", copies, BandwidthResult, _starter(None, scope != "job"), _stop_worker, interim=True)
 
 
 def measure(
-    settings: Settings,
-    source: Source,
+    request: BandwidthRequest,
     budget: Budget,
     progress: Callable[[int, int, str], None] | None = None,
     meanwhile: Callable[[], None] | None = None,
+    source: Source | None = None,
 ) -> BandwidthResult:
     """``topodoctor bandwidth``: the copy timer starts first (its CUDA start overlaps the probe),
     then the probe, then the copies; all in the budgeted child. ``meanwhile`` is the caller's own
-    work while the child runs (loading what renders the result), after the rules' loading."""
+    work while the child runs (loading what renders the result), after the rules' loading;
+    ``source`` the host where it is not the request's (the Python API's scanned host)."""
+    settings = settings_for(request)
+    source = source or Source(request.replay)
 
     warm: list[Any] = []  # the live readings' binding, made while the probe runs (in the child)
 
@@ -143,38 +149,32 @@ def _marked(result: BandwidthResult, step: str, at: float) -> BandwidthResult:
     return replace(result, timeline={**result.timeline, step: round(at - start, 4)})
 
 
-def bandwidth_settings(
-    modes: Sequence[str],
-    quick: bool,
-    size_bytes: int | None,
-    iters: int | None,
-    samples: int | None,
-    devices: str | None,
-    pair_timeout_s: float,
-    sm_kernel: str | None = None,
-) -> Settings:
-    """Settings from the command's options; ``modes`` as ``model.copy_modes`` names them (``host``
-    means both host directions, ``sm`` the SM kernels' three, ``all`` everything)."""
-    chosen = _devices(devices)
-    settings = Settings.quick(chosen) if quick else Settings(devices=chosen)
+def settings_for(request: BandwidthRequest) -> CopySettings:
+    """What the copy timer measures for ``request``; its modes as ``model.copy_modes`` names them
+    (``host`` means both host directions, ``sm`` the SM kernels' three, ``all`` everything)."""
+    chosen = _devices(request.devices)
+    settings = CopySettings.quick(chosen) if request.quick else CopySettings(devices=chosen)
     try:
-        picked = expand_modes(modes)
+        picked = expand_modes(request.mode)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     if picked:
         settings = replace(settings, modes=picked)  # type: ignore[arg-type]
-    if size_bytes is not None:
-        settings = replace(settings, size_bytes=size_bytes)
-    if sm_kernel is not None:
+    if request.size_bytes is not None:
+        settings = replace(settings, size_bytes=request.size_bytes)
+    if request.sm_kernel is not None:
         try:
-            kernel = parse(sm_kernel)
+            kernel = parse(request.sm_kernel)
         except ValueError as exc:
             raise InputError(f"--sm-kernel: {exc}") from None
         if kernel.style == "bulk" or kernel.needs[1] > BASE_SM:
-            raise InputError(f"--sm-kernel: {sm_kernel!r} needs a newer GPU than the SM copies' module targets")
+            raise InputError(f"--sm-kernel: {request.sm_kernel!r} needs a newer GPU than the SM copies' module targets")
         settings = replace(settings, sm_kernel=kernel.name)
     return replace(
-        settings, iters=iters or settings.iters, samples=samples or settings.samples, pair_timeout_s=pair_timeout_s
+        settings,
+        iters=request.iters or settings.iters,
+        samples=request.samples or settings.samples,
+        pair_timeout_s=request.pair_timeout,
     )
 
 
@@ -197,13 +197,13 @@ def bandwidth_findings(result: BandwidthResult) -> tuple[Finding, ...]:
     if result.snapshot is None:
         return ()
     validate_snapshot(result.snapshot, "bandwidth result")
-    host = Host(result.snapshot, "bandwidth result", measured={"bandwidth": result})
+    host = ProbedHost(result.snapshot, "bandwidth result", measured={"bandwidth": result})
     # the measured rules, and the data path's verdict, which reads the copies beside the host's layers
     return evaluate(make_context(host), select=["TD7", "TD306", "TD307"])[0]
 
 
 @dataclass(frozen=True)
-class BandwidthOutcome:
+class BandwidthOutcome(CommandOutcome):
     """``bandwidth``'s answer: the result measured (or read), and what the rules found in it."""
 
     result: BandwidthResult
@@ -212,21 +212,10 @@ class BandwidthOutcome:
     unusable: tuple[str, ...] = ()
 
     @property
-    def failing(self) -> tuple[Finding, ...]:
-        """The findings at or above the fail level."""
-        return failing(self.findings, self.fail_level)
-
-    @property
-    def not_measured(self) -> tuple[str, ...]:
+    def not_measured(self) -> tuple[str, ...]:  # type: ignore[override]  # a property over the base's field
         """Every copy asked for that could not run here: never a pass."""
         ms = self.result.measurements
         return ("no copy asked for could run here",) if ms and all(m.skipped for m in ms) else ()
-
-    @property
-    def exit_code(self) -> int:
-        """0 measured and fine, 1 a finding at the fail level, 3 nothing could be measured
-        (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
 
 def judged(result: BandwidthResult, fail_level: Severity = "error") -> BandwidthOutcome:

@@ -16,7 +16,7 @@ from topodoctor.diagnosis.evidence import judge
 from topodoctor.evidence.inputs import KINDS_READ, Read, join, read_input
 from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import Finding, Severity
-from topodoctor.model.outcome import Judged
+from topodoctor.model.outcome import CommandOutcome
 
 MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
 MAX_FILES = 4096
@@ -24,7 +24,7 @@ STDIN = "-"
 
 
 @dataclass(frozen=True)
-class DiagnoseOutcome(Judged):
+class DiagnoseOutcome(CommandOutcome):
     """``diagnose``'s answer: what was read, and what it says."""
 
     evidence: Evidence

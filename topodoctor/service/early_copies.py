@@ -11,7 +11,7 @@ timer there to make the pass's buffers ahead (``prepare``), then lets it go when
 the command kills and reaps whatever is left at its end (core/budget.py ``end_children``), and the
 timer dies with the command in any case. Only a command line read for sure starts it: a saved
 result (``--from``), a replay, a help request, ``--timeout 0`` (no child at all) or an option read
-otherwise start nothing (cli/args_measure.py ``BandwidthArgs.early_timer``, from the options' spec),
+otherwise start nothing (service/request_bandwidth.py ``BandwidthRequest.early_timer``, from the options' spec),
 and the pass spawns its timer as before.
 
 Before the fork this module loads only what the entry point has loaded already: what loads before
@@ -41,7 +41,7 @@ _handed: list[Any] = []
 def start_early_timer(modes: Sequence[str]) -> None:
     """Fork the copy timer for a ``bandwidth`` of ``modes`` (empty: the default ones) now, given its
     hello where nothing narrows the GPUs (the entry point reads which command lines may:
-    cli/args_measure.py ``BandwidthArgs.early_timer``)."""
+    service/request_bandwidth.py ``BandwidthRequest.early_timer``)."""
     global _early
     if _early is not None:
         return

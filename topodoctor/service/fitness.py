@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.measure.fitness.session import Plan, run, start_timer
+from topodoctor.measure.fitness.session import FitnessPlan, run, start_timer
 from topodoctor.model.fitness_results import FITNESS_SCHEMA_VERSION, FitnessResult
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.environment import capture_process
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def fitness_pass(level: str, scope: str = "auto") -> Pass:
     """The fitness measurements of ``level`` (quick or long) on the GPUs of ``scope``."""
-    plan = Plan.for_level(level)
+    plan = FitnessPlan.for_level(level)
 
     def measure(snap: HostSnapshot, source: Source, deadline: float, worker: Any) -> FitnessResult:
 

@@ -10,7 +10,7 @@ import select
 import signal
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,23 +20,25 @@ from topodoctor.core.text import plural
 from topodoctor.fleet.history import HistoryReport, judge
 from topodoctor.fleet.inputs import MAX_RESULT_BYTES, parse_document, read_files, read_results, result_files
 from topodoctor.fleet.parse import parse_result
+from topodoctor.fleet.request import FleetRequest, FleetThresholds, HistoryRequest
 from topodoctor.fleet.results import NodeResult, Unreadable
-from topodoctor.fleet.rollup import FleetReport, Settings, roll_up
+from topodoctor.fleet.rollup import FleetOutcome, roll_up
 from topodoctor.fleet.rows import file_digest, row_of
 from topodoctor.fleet.store import Retention, open_store
-from topodoctor.fleet.timeline import DAY_S, HistorySettings
+from topodoctor.fleet.timeline import DAY_S
 from topodoctor.model.copies import BandwidthResult
+from topodoctor.model.stamp import parse_iso
 from topodoctor.service import copies
 
-__all__ = ["FleetReport", "HistoryReport", "HistorySettings", "Retention", "Settings", "history", "roll_up_paths"]
+__all__ = ["FleetOutcome", "FleetRequest", "HistoryReport", "HistoryRequest", "Retention", "history", "roll_up_paths"]
 
 # File systems on which SQLite's locks and WAL's shared memory cannot be trusted (mountinfo's type).
 NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs", "9p", "afs")
 
 
 def roll_up_paths(
-    paths: Sequence[Path], name_from: Literal["host", "file"], timeout_s: float, settings: Settings
-) -> FleetReport:
+    paths: Sequence[Path], name_from: Literal["host", "file"], timeout_s: float, settings: FleetThresholds
+) -> FleetOutcome:
     """Read every result under ``paths`` (bounded; a bad file is one line of the report) and roll
     them up; no readable result at all is an input error."""
     nodes, unreadable = read_results(paths, name_from, timeout_s, judged)
@@ -58,22 +60,6 @@ def judged(doc: Any, r: NodeResult) -> NodeResult:
     except InputError:
         return r  # read as figures only, as before: the roll-up still compares them
     return replace(r, findings=findings) if findings else r
-
-
-@dataclass(frozen=True)
-class HistoryRequest:
-    """``fleet --history``: the database, the results to add first (none: report from the store),
-    how to judge, what to keep, and as of when."""
-
-    db: Path
-    paths: tuple[Path, ...]
-    name_from: Literal["host", "file"]
-    timeout_s: float
-    settings: Settings
-    history: HistorySettings
-    retention: Retention
-    as_of: float | None = None  # None: now
-    lock_timeout_s: float = 10.0
 
 
 def _parsed(
@@ -176,38 +162,46 @@ def network_fs(path: Path, mountinfo: str = "/proc/self/mountinfo") -> str | Non
     return kind if kind in NETWORK_FS or kind == "fuse.sshfs" else None
 
 
-def history(req: HistoryRequest) -> tuple[HistoryReport, list[str]]:
-    """Add ``req.paths``' results to the database (one transaction: all or none), then judge the
-    fleet over time from the database. Returns the report and warnings (one line each)."""
+def history(request: FleetRequest, timeout_s: float, lock_timeout_s: float = 10.0) -> tuple[HistoryReport, list[str]]:
+    """Add the request's results to its history database (one transaction: all or none), then
+    judge the fleet over time from the database, within ``timeout_s``. Returns the report and
+    warnings (one line each)."""
+    st = request.history
+    if st.history_db is None:
+        raise InputError("no history database named (--history DB)")
+    db, paths = st.history_db, request.results
+    name_from: Literal["host", "file"] = "file" if request.name_from == "file" else "host"
+    _ = st.min_rises  # read now: a bad --counter-min-rise is refused before the database is touched
+    as_of = time.time() if st.as_of is None else _time(st.as_of)
+    retention = Retention(st.keep_days or None, st.max_mb or None)
     warnings = []
-    fs = network_fs(req.db)
+    fs = network_fs(db)
     if fs is not None:
         warnings.append(
-            f"{fileio.shown(req.db)} is on {fs}, a network file system, where SQLite's locks do not hold: "
+            f"{fileio.shown(db)} is on {fs}, a network file system, where SQLite's locks do not hold: "
             "keep the database on the collector's local disk (docs/fleet.md)"
         )
-    deadline = time.monotonic() + req.timeout_s
+    deadline = time.monotonic() + timeout_s
     bad: list[Unreadable] = []
-    store = open_store(req.db, create=bool(req.paths), timeout_s=req.lock_timeout_s)
+    store = open_store(db, create=bool(paths), timeout_s=lock_timeout_s)
     try:
         ingested = {}
-        if req.paths:
-            files, bad = result_files(req.paths, fileio.DEFAULT_TIMEOUT_S)
-            done = store.ingest(parsed(files, req.name_from, deadline, bad), req.retention)
+        if paths:
+            files, bad = result_files(paths, fileio.DEFAULT_TIMEOUT_S)
+            done = store.ingest(parsed(files, name_from, deadline, bad), retention)
             ingested = {
                 "added": done.added,
                 "duplicates": done.duplicates,
                 "pruned": done.pruned,
                 "unreadable": len(bad),
             }
-        as_of = time.time() if req.as_of is None else req.as_of
-        since = as_of - req.history.window_days * DAY_S
+        since = as_of - st.window_days * DAY_S
         blobs = store.blobs()
         report = judge(
             store.rows(since, as_of),
             blobs,
-            req.history,
-            req.settings,
+            st,
+            request.thresholds,
             as_of,
             rows_of=lambda node: store.rows(since, as_of, node),
             unreadable=bad,
@@ -217,7 +211,14 @@ def history(req: HistoryRequest) -> tuple[HistoryReport, list[str]]:
     if report.results == 0:
         span = f" ({plural(len(bad), 'file')} unreadable: {bad[0].error})" if bad else ""
         raise InputError(
-            f"no result in {fileio.shown(req.db)} from the {req.history.window_days:g} days before "
+            f"no result in {fileio.shown(db)} from the {st.window_days:g} days before "
             f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(as_of))} UTC{span}"
         )
     return replace(report, ingested=ingested), warnings
+
+
+def _time(text: str) -> float:
+    try:
+        return parse_iso(text)
+    except ValueError:
+        raise InputError(f"--as-of takes an ISO 8601 time (2026-11-30T12:00:00Z); got {text!r}") from None

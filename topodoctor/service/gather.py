@@ -14,7 +14,7 @@ from topodoctor.core.errors import InputError, TopodoctorError
 from topodoctor.model.consistency import validate_snapshot
 from topodoctor.probe.sources import probe_host
 from topodoctor.report.scan import scan_text
-from topodoctor.service.host import Host, encode
+from topodoctor.service.host import ProbedHost, encode
 from topodoctor.service.passes import Pass, Source
 from topodoctor.service.stamping import stamp
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from topodoctor.report.scan_text import ScanText
 
 
-def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
+def gather(source: Source, passes: Sequence[Pass], deadline: float) -> ProbedHost:
     """Probe ``source`` and run ``passes``. The probe goes to the parent first (``send_part``) when
     passes follow, so that a pass that fails or overruns leaves what the probe found judged; each
     pass that raises is not measured, and why, while the others run."""
@@ -34,7 +34,7 @@ def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
             if ps.stop is not None and ps.name in started:
                 ps.stop(started[ps.name])
         raise
-    host = Host(p.snapshot, p.origin, p.process)
+    host = ProbedHost(p.snapshot, p.origin, p.process)
     if passes:
         send_part(encode(host))
     for ps in passes:
@@ -51,23 +51,23 @@ def gather(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
     return host
 
 
-def scan_text_of(host: Host) -> ScanText:
+def scan_text_of(host: ProbedHost) -> ScanText:
     """What the text scan of ``host`` shows, its snapshot checked first as every probe's is."""
     validate_snapshot(host.snapshot, host.origin)
     return scan_text(host.snapshot, host.origin, host.view.graph)
 
 
 def work(source: Source, passes: Sequence[Pass], deadline: float) -> dict[str, Any]:
-    """What the child sends: the Host, encoded; for a topology-only source, the text scan."""
+    """What the child sends: the ProbedHost, encoded; for a topology-only source, the text scan."""
     if source.topology_only:
         return dict(scan_text_of(gather(source, (), deadline)))
     return encode(gather(source, passes, deadline))
 
 
-def _interim(host: Host, name: str, at: float, live: bool) -> Callable[[Any], None]:
+def _interim(host: ProbedHost, name: str, at: float, live: bool) -> Callable[[Any], None]:
     """What a pass hands its result to before its last readings: sent to the parent with the probe
     and every pass done so far, so that the parent judges it should the child die before its end
-    (service/probing.py). The Host itself keeps only final results."""
+    (service/probing.py). The ProbedHost itself keeps only final results."""
 
     def send(result: Any) -> None:
         host.measured[name] = stamp(result, host.snapshot, at, live)

@@ -16,7 +16,7 @@ from topodoctor.topology.view import HostView
 
 
 @dataclass(frozen=True)
-class Host:
+class ProbedHost:
     """What the probe child brought back: the snapshot, the process judged, measurements."""
 
     snapshot: HostSnapshot
@@ -31,8 +31,8 @@ class Host:
         return HostView(self.snapshot)
 
 
-def encode(host: Host) -> dict[str, Any]:
-    """A Host as the child sends it through its pipe (JSON-able)."""
+def encode(host: ProbedHost) -> dict[str, Any]:
+    """A ProbedHost as the child sends it through its pipe (JSON-able)."""
     return {
         "snapshot": codec.to_jsonable(host.snapshot),
         "origin": host.origin,
@@ -42,13 +42,13 @@ def encode(host: Host) -> dict[str, Any]:
     }
 
 
-def decode(data: dict[str, Any], passes: Sequence[Pass], environment: bool = True) -> Host:
-    """The Host a child sent, its snapshot and each pass's result checked as they are decoded;
+def decode(data: dict[str, Any], passes: Sequence[Pass], environment: bool = True) -> ProbedHost:
+    """The ProbedHost a child sent, its snapshot and each pass's result checked as they are decoded;
     its process only where ``environment`` asks for it (else None, and not read)."""
     proc = data["process"] if environment else None
     if proc is not None:
         proc = codec.from_jsonable(ProcessEnvironment, proc, "process environment")
-    return Host(
+    return ProbedHost(
         snapshot_from_data(data["snapshot"], f"snapshot from {data['origin']}"),
         data["origin"],
         proc,

@@ -3,8 +3,9 @@ RAS and this node's GPUs, each read or asked under the command's one budget, joi
 
 from __future__ import annotations
 
+import socket
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,37 +15,15 @@ from topodoctor.core.errors import InputError, TopodoctorError
 from topodoctor.job import load, ras
 from topodoctor.job.placement import Place, by_rank
 from topodoctor.job.ras import RasReport
-from topodoctor.job.verdict import JobInput, JobReport, judge_job
+from topodoctor.job.verdict import JobInput, JobOutcome, judge_job
 from topodoctor.model.activity import ActivitySample
-from topodoctor.model.findings import Severity
 from topodoctor.model.stamp import GpuId
 from topodoctor.probe import sampler
+from topodoctor.service.request_job import JobRequest as JobRequest  # re-exported: what a job verdict runs
 from topodoctor.service.stamping import stamp
 
 
-@dataclass(frozen=True)
-class JobRequest:
-    """What to read, where to ask, and how to judge."""
-
-    dumps: tuple[Path, ...] = ()
-    maps: tuple[Path, ...] = ()
-    results: tuple[Path, ...] = ()
-    host_from_dir: bool = False
-    world_size: int | None = None
-    ras: str | None = None  # HOST:PORT of a live job's NCCL RAS
-    ras_file: Path | None = None
-    ras_json: bool = False
-    live: bool = False
-    live_seconds: float = 3.0
-    record_live: bool = False  # keep the NVML sampling, to be written by the caller
-    replay_live: Path | None = None
-    host: str = ""
-    last: int = 200
-    late_ms: float = 5.0
-    fail_level: Severity = "error"
-
-
-def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any] | None]:
+def diagnose(req: JobRequest, budget: Budget) -> tuple[JobOutcome, dict[str, Any] | None]:
     """The verdict, and the live sampling's recording when one was asked for."""
     started_at = time.time()
     if not (req.dumps or req.ras or req.ras_file or req.live or req.replay_live):
@@ -56,7 +35,7 @@ def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any]
         raise InputError(
             f"no readable flight-recorder dump ({dump_notes[0] if dump_notes else 'no file named <prefix><rank>'})"
         )
-    places = by_rank(tuple(p for m in req.maps for p in load.read_map(m)))
+    places = by_rank(tuple(p for m in req.rank_map for p in load.read_map(m)))
     if req.host_from_dir:  # dumps collected per node: DIR/node07/nccl_trace_rank_12
         places = {**{d.rank: Place(d.rank, Path(d.source).parent.name) for d in got}, **places}
     nodes, bad = load.read_results(list(req.results), max(budget.left(), 1.0)) if req.results else ((), ())
@@ -80,12 +59,12 @@ def diagnose(req: JobRequest, budget: Budget) -> tuple[JobReport, dict[str, Any]
         req.world_size,
         report,
         sample,
-        req.host,
+        req.host or (socket.gethostname() if req.live else ""),  # the node sampled, named
         nodes,
         req.last,
         req.late_ms,
         tuple(notes),
-        req.fail_level,
+        req.fails_from,
     )
     verdict = stamp(judge_job(job_input), None, started_at)
     if sample is not None:  # the GPUs of the node it ran on, as NVML named them while sampling
@@ -111,7 +90,7 @@ def _activity(req: JobRequest, budget: Budget) -> tuple[ActivitySample, dict[str
     samples = max(2, int(req.live_seconds / interval) + 1)
 
     def work(deadline: float) -> dict[str, object]:
-        got, doc = sampler.live_activity(samples, interval, req.record_live)
+        got, doc = sampler.live_activity(samples, interval, req.record_live is not None)
         return {"sample": codec.to_jsonable(got), "recording": doc}
 
     answer = run_with_budget(work, budget)

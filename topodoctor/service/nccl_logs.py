@@ -13,7 +13,7 @@ from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
 from topodoctor.model.findings import Finding, Severity
-from topodoctor.model.outcome import Judged
+from topodoctor.model.outcome import CommandOutcome
 from topodoctor.nccl.explain import explain
 from topodoctor.nccl.parse import LogFile, parse_file
 
@@ -22,7 +22,7 @@ MAX_FILES = 4096
 
 
 @dataclass(frozen=True)
-class LogsOutcome(Judged):
+class NcclLogOutcome(CommandOutcome):
     """``nccl-log``'s answer: the files read, and what they say went wrong."""
 
     files: tuple[LogFile, ...]
@@ -32,11 +32,11 @@ class LogsOutcome(Judged):
     unusable: tuple[str, ...] = ()
 
 
-def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "error") -> LogsOutcome:
+def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "error") -> NcclLogOutcome:
     """The files parsed, and what they say went wrong (``nccl.explain``)."""
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
     files = tuple(parse_file(str(p), data) for p, data in _read_all(list(paths), deadline))
-    return LogsOutcome(files, tuple(explain(list(files))), fail_level)
+    return NcclLogOutcome(files, tuple(explain(list(files))), fail_level)
 
 
 def _read_all(paths: list[Path], deadline: float) -> list[tuple[Path, str]]:

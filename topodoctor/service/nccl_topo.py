@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topodoctor.model.findings import failing
-from topodoctor.model.outcome import exit_code
-from topodoctor.service.host import Host
+from topodoctor.model.outcome import CommandOutcome
+from topodoctor.service.host import ProbedHost
 from topodoctor.topology.nccl_topo_lint import TopoProblem, lint_topo_file
 
 
 @dataclass(frozen=True)
-class LintOutcome:
+class LintOutcome(CommandOutcome):
     """``nccl-topo --lint``'s answer: what NCCL would get wrong in the file, on this host."""
 
     problems: tuple[TopoProblem, ...]
@@ -24,12 +24,7 @@ class LintOutcome:
         """The errors (a warning does not fail the file)."""
         return failing(self.problems, "error")
 
-    @property
-    def exit_code(self) -> int:
-        """0 no error, 1 an error for this host (``model.outcome.exit_code``)."""
-        return exit_code(self)
 
-
-def lint_nccl_topo(host: Host, text: str) -> LintOutcome:
+def lint_nccl_topo(host: ProbedHost, text: str) -> LintOutcome:
     """An existing NCCL_TOPO_FILE's text, checked against the probed host as NCCL would read it."""
     return LintOutcome(tuple(lint_topo_file(text, host.snapshot, host.view.graph)))

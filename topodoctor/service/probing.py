@@ -1,5 +1,5 @@
 """The probe every command runs: the host (live, a recording or a snapshot) and the measurement
-passes, in a killable child under the command's budget, brought back as a validated ``Host``.
+passes, in a killable child under the command's budget, brought back as a validated ``ProbedHost``.
 
 A ``check`` or ``scan`` has its child forked by the console entry point before anything else
 is imported (service/early.py; the entry point reads the command line by its options spec);
@@ -7,7 +7,7 @@ is imported (service/early.py; the entry point reads the command line by its opt
 start-up. Two processes: the command and its one budgeted probe child.
 
 A topology-only source is the text scan's (``probe_scan_text``): its child also checks the snapshot
-and sets out what the text shows (report.scan.scan_text), and sends that instead of the Host;
+and sets out what the text shows (report.scan.scan_text), and sends that instead of the ProbedHost;
 the command only draws it."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from topodoctor.core.errors import EXIT_USAGE, TopodoctorError
 from topodoctor.model.consistency import validate_snapshot
 from topodoctor.service import early
 from topodoctor.service.early import child_work
-from topodoctor.service.host import Host, decode, resolve_types
+from topodoctor.service.host import ProbedHost, decode, resolve_types
 from topodoctor.service.passes import Pass, Source
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ def probe(
     environment: bool = False,
     quiet: bool = True,
     meanwhile: Callable[[], None] | None = None,
-) -> Host:
-    """Probe the host (and run ``passes``) in a child under ``budget``; a validated Host.
+) -> ProbedHost:
+    """Probe the host (and run ``passes``) in a child under ``budget``; a validated ProbedHost.
 
     A budget without a limit runs everything in this process (no fork), as ``--timeout 0``
     promises. ``quiet`` silences the child's stdout/stderr (a progress bar needs them).
@@ -46,7 +46,7 @@ def probe(
     A topology-only source is ``probe_scan_text``'s.
     """
     if source.topology_only:
-        raise ValueError("a topology-only source is the text scan's (probe_scan_text), not a Host's")
+        raise ValueError("a topology-only source is the text scan's (probe_scan_text), not a ProbedHost's")
     adopted = early.take(source) if budget.limited and not passes and quiet else None
     if adopted is None:
         early.drop()
@@ -66,7 +66,7 @@ def probe(
     return host
 
 
-def _gathered(source: Source, passes: Sequence[Pass], deadline: float) -> Host:
+def _gathered(source: Source, passes: Sequence[Pass], deadline: float) -> ProbedHost:
     """The probe's work in this process (no budget: ``--timeout 0`` promises no child)."""
     from topodoctor.service.gather import gather  # the probe child's work (probe/, the binding): loaded where it runs
 
@@ -87,8 +87,8 @@ def _await_host(
     environment: bool,
     quiet: bool,
     meanwhile: Callable[[], None],
-) -> Host:
-    """The child's Host by the deadline. With measurement passes the child stops them a little
+) -> ProbedHost:
+    """The child's ProbedHost by the deadline. With measurement passes the child stops them a little
     before it (``judging_reserve_s``), and should they fail, overrun or take the child down, the
     probe it sent first is judged with each unfinished pass not measured, and why."""
     if not passes:

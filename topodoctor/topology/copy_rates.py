@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from topodoctor.model.snapshot import HostSnapshot
-from topodoctor.topology.graph import Connection, build_graph, connection, gpu_node, pcie_gbps, pcie_subgraph
+from topodoctor.topology.graph import BestPath, build_graph, connection, gpu_node, pcie_gbps, pcie_subgraph
 
 if TYPE_CHECKING:
     from topodoctor.topology.hostgraph import HostGraph
@@ -30,7 +30,7 @@ def expected_pairs(snap: HostSnapshot, g: HostGraph | None = None) -> dict[tuple
     for a in idx:
         for b in idx:
             if a != b:
-                c: Connection = connection(snap, g, gpu_node(a), gpu_node(b), sub)
+                c: BestPath = connection(snap, g, gpu_node(a), gpu_node(b), sub)
                 pcie = min(filter(None, (host_link_gbps(snap, a), host_link_gbps(snap, b))), default=None)
                 out[(a, b)] = Expected(c.label, c.gbps, pcie)
     return out

@@ -216,7 +216,7 @@ def _root_complex_numa(snap: HostSnapshot, root: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class Connection:
+class BestPath:
     """The best path between two endpoints, as nvidia-smi topo -m would name it."""
 
     cls: PathClass
@@ -281,10 +281,10 @@ def pcie_class(g: HostGraph, a: str, b: str, sub: HostGraph | None = None) -> tu
     return ("PXB" if switches > 1 else "PIX"), gbps
 
 
-def connection(snap: HostSnapshot, g: HostGraph, a: str, b: str, sub: HostGraph | None = None) -> Connection:
+def connection(snap: HostSnapshot, g: HostGraph, a: str, b: str, sub: HostGraph | None = None) -> BestPath:
     """Best path between two endpoints (GPU or NIC node names)."""
     if a == b:
-        return Connection("X", 0, None, None)
+        return BestPath("X", 0, None, None)
     pcls, pgbps = pcie_class(g, a, b, sub)
     na, nb = g.nodes[a], g.nodes[b]
     if na["kind"] == nb["kind"] == "gpu":
@@ -293,8 +293,8 @@ def connection(snap: HostSnapshot, g: HostGraph, a: str, b: str, sub: HostGraph 
             pcls = pair_level
         links, ngbps = nvlink_count(g, a, b)
         if links:
-            return Connection("NV", links, ngbps, pcls)
-    return Connection(pcls or "SYS", 0, pgbps, pcls)
+            return BestPath("NV", links, ngbps, pcls)
+    return BestPath(pcls or "SYS", 0, pgbps, pcls)
 
 
 def _nvml_level(snap: HostSnapshot, ia: int, ib: int) -> PathClass | None:
@@ -308,7 +308,7 @@ def _nvml_level(snap: HostSnapshot, ia: int, ib: int) -> PathClass | None:
 
 def connection_matrix(
     snap: HostSnapshot, g: HostGraph | None = None
-) -> tuple[list[str], dict[tuple[str, str], Connection]]:
+) -> tuple[list[str], dict[tuple[str, str], BestPath]]:
     """Every GPU and RDMA NIC against every other, nvidia-smi topo -m's rows and columns."""
     g = g if g is not None else build_graph(snap)
     sub = pcie_subgraph(g)

@@ -10,7 +10,7 @@ from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.topology.graph import build_graph, connection, gpu_node, pcie_subgraph
 
 if TYPE_CHECKING:
-    from topodoctor.topology.graph import Connection
+    from topodoctor.topology.graph import BestPath
     from topodoctor.topology.hostgraph import HostGraph
     from topodoctor.topology.hosttree import HostTree, NumaSource
 
@@ -28,7 +28,7 @@ class HostView:
         return build_graph(self.snapshot)
 
     @cached_property
-    def connections(self) -> dict[tuple[int, int], Connection]:
+    def connections(self) -> dict[tuple[int, int], BestPath]:
         """Best path for every pair of answering GPUs (a < b)."""
         g = self.graph
         sub = pcie_subgraph(g)

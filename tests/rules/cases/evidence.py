@@ -12,7 +12,7 @@ from typing import Any
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from rule_case_kit import Case
 
-from topodoctor.model.evidence import Evidence, GpuSeen, NicSeen, Setting
+from topodoctor.model.evidence import Evidence, EvidenceSetting, GpuSeen, NicSeen
 
 
 def _ranks(name: str, n: int, host: str = "node") -> str:
@@ -84,7 +84,7 @@ def _pcie(width: int) -> Evidence:
 def _nics(hca: str) -> Evidence:
     nics = tuple(NicSeen(0, f"mlx5_{i}", link_layer="IB", rate_gbps=400.0) for i in range(4))
     return evidence(
-        nics, Setting(1, "NCCL_IB_HCA", hca, "export"), _log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,)
+        nics, EvidenceSetting(1, "NCCL_IB_HCA", hca, "export"), _log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,)
     )
 
 
@@ -136,7 +136,7 @@ CASES: list[Case] = [
     _case("TD025", True, "two nodes, no libibverbs, NCCL_IB_DISABLE=1", lambda: evidence(
         run("broadcast", _row(1.0, 2, 1024), "#  Rank  0 Pid 1 on a device 0 [0x00] Tesla V100-PCIE-16GB\n"
             "#  Rank  1 Pid 2 on b device 0 [0x00] Tesla V100-PCIE-16GB"),
-        nccl_lines(VERBS), Setting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="error"),
+        nccl_lines(VERBS), EvidenceSetting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="error"),
     _case("TD025", True, "two nodes over NET/Socket, no RDMA NIC shown", lambda: evidence(_log(SOCKETS)),
           severity="warning"),
     _case("TD025", False, "two nodes on IB", lambda: evidence(_log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,))),
@@ -149,7 +149,7 @@ CASES: list[Case] = [
         run("all_reduce", _row(11.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "SYS"), 4), 1))),
     _case("TD027", True, "4 x A40 across sockets, NCCL_P2P_LEVEL=SYS, 6 GB/s", lambda: evidence(
         run("all_reduce", _row(6.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "SYS"), 4), 1),
-        Setting(2, "NCCL_P2P_LEVEL", "SYS", "export")), severity="warning"),
+        EvidenceSetting(2, "NCCL_P2P_LEVEL", "SYS", "export")), severity="warning"),
     _case("TD027", False, "4 x A40 under one switch", lambda: evidence(
         run("all_reduce", _row(21.0, 4), _ranks("NVIDIA A40", 4)), topo(_topo(dict.fromkeys(A40_CELLS, "PXB"), 4), 1))),
     _case("TD028", True, "every pair PHB in a VM, SHM", lambda: _vm("PHB")),

@@ -19,7 +19,7 @@ from typing import Any
 from topodoctor.core.budget import command_start, forked_at
 from topodoctor.core.errors import BandwidthUnavailable, BudgetExceeded
 from topodoctor.core.text import noun
-from topodoctor.measure.copies.tasks import MiB, Settings, Task, plan_tasks
+from topodoctor.measure.copies.tasks import CopySettings, MiB, Task, plan_tasks
 from topodoctor.measure.copies.worker import Worker, default_worker_cmd, hello_extra, torch_worker_cmd
 from topodoctor.model.copies import (
     BANDWIDTH_SCHEMA_VERSION,
@@ -37,7 +37,7 @@ from topodoctor.probe.counters import activity, nvlink_tx_bytes
 from topodoctor.probe.during import watch
 from topodoctor.topology.scope import Scope, cuda_visible, resolve
 
-__all__ = ["MiB", "Settings", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
+__all__ = ["CopySettings", "MiB", "Task", "Worker", "default_worker_cmd", "plan_tasks", "run", "torch_worker_cmd"]
 
 
 def _measurements(
@@ -123,7 +123,7 @@ class Timings:
 
 def run(
     snap: HostSnapshot,
-    settings: Settings,
+    settings: CopySettings,
     nvml: NvmlApi | None = None,
     worker_cmd: list[str] | None = None,
     worker: Worker | None = None,
@@ -237,7 +237,7 @@ def run(
 
 def _result(
     snap: HostSnapshot,
-    settings: Settings,
+    settings: CopySettings,
     worker: Worker,
     ids: list[GpuIdentity],
     acts: tuple[Activity, ...],

@@ -13,7 +13,7 @@ MiB = 1 << 20
 
 
 @dataclass(frozen=True)
-class Settings:
+class CopySettings:
     """What a copy run measures and how: modes, buffer sizes, iterations, samples, timeouts, devices."""
 
     modes: tuple[Mode, ...] = ("oneway", "bidir", "latency", "h2d", "d2h")
@@ -40,9 +40,9 @@ class Settings:
         return {"modes": list(self.modes), "size": self.size_bytes, "host_size": self.host_size_bytes}
 
     @staticmethod
-    def quick(devices: tuple[int, ...] | None = None) -> Settings:
+    def quick(devices: tuple[int, ...] | None = None) -> CopySettings:
         """Sized for a prolog: one-way pairs and host links, small buffers, three samples."""
-        return Settings(
+        return CopySettings(
             modes=("oneway", "h2d", "d2h"),
             size_bytes=64 * MiB,
             iters=4,
@@ -62,7 +62,7 @@ class Task:
     payload: dict[str, Any]
 
 
-def plan_tasks(settings: Settings, ordinal: dict[int, int]) -> list[Task]:
+def plan_tasks(settings: CopySettings, ordinal: dict[int, int]) -> list[Task]:
     """Every ordered pair for one-way and latency (latency batched per source GPU), every
     unordered pair for both-ways, each GPU's host link both ways; the SM modes likewise, a task
     per pair (one kernel's pointer chase at a time)."""

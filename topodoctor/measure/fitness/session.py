@@ -46,7 +46,7 @@ MiB = 1 << 20
 
 
 @dataclass(frozen=True)
-class Plan:
+class FitnessPlan:
     """What a level measures. ``quick``: HBM (copy engine and kernel) and host latency per GPU,
     a few seconds in all. ``long``: adds the GEMM stress on every GPU at once, SM copies (pull
     and push, one way and both ways) for every GPU pair and host-GPU, and latency to every peer."""
@@ -69,11 +69,13 @@ class Plan:
     start_timeout_s: float = 20.0
 
     @staticmethod
-    def for_level(level: str) -> Plan:
+    def for_level(level: str) -> FitnessPlan:
         """The plan of ``check --level quick`` or ``long``."""
         if level == "long":
-            return Plan("long", hbm_iters=8, samples=7, latency_accesses=200_000, sm_copies=True, gemm_seconds=60.0)
-        return Plan("quick")
+            return FitnessPlan(
+                "long", hbm_iters=8, samples=7, latency_accesses=200_000, sm_copies=True, gemm_seconds=60.0
+            )
+        return FitnessPlan("quick")
 
 
 def timer_cmd() -> list[str]:
@@ -86,14 +88,14 @@ def gemm_cmd() -> list[str]:
     return [sys.executable, "-m", "topodoctor.measure.fitness.worker_gemm"]
 
 
-def start_timer(plan: Plan) -> Worker:
+def start_timer(plan: FitnessPlan) -> Worker:
     """The kernel timer, spawned before the probe so that its start-up overlaps it."""
     worker = Worker(timer_cmd(), plan.start_timeout_s)
     worker.spawn()
     return worker
 
 
-def _tasks(plan: Plan, ordinals: list[int], cpus: dict[int, list[int]] | None = None) -> list[dict[str, Any]]:
+def _tasks(plan: FitnessPlan, ordinals: list[int], cpus: dict[int, list[int]] | None = None) -> list[dict[str, Any]]:
     """The timer's tasks for the GPUs of CUDA ``ordinals``; ``cpus``: each one's CPUs, where its
     host memory is allocated."""
     common = {"samples": plan.samples}
@@ -156,7 +158,7 @@ def _with(f: Figure, **changes: Any) -> Figure:
     return replace(f, **changes)
 
 
-def _refused(plan: Plan, index: int, why: str, others: list[int]) -> list[Figure]:
+def _refused(plan: FitnessPlan, index: int, why: str, others: list[int]) -> list[Figure]:
     """The figures a plan would have measured on GPU ``index``, each refused with ``why``."""
     kinds: list[tuple[str, int, int, str]] = [
         ("hbm", index, index, "ce"),
@@ -174,7 +176,7 @@ def _refused(plan: Plan, index: int, why: str, others: list[int]) -> list[Figure
 
 def run(
     snap: HostSnapshot,
-    plan: Plan,
+    plan: FitnessPlan,
     nvml: NvmlApi | None,
     deadline: float,
     worker: Worker | None = None,
@@ -257,7 +259,7 @@ def _readings(nvml: NvmlApi | None, live: list[int]) -> tuple[list[Activity], li
 
 def _kernel_tests(
     snap: HostSnapshot,
-    plan: Plan,
+    plan: FitnessPlan,
     worker: Worker,
     wanted: list[int],
     deadline: float,
@@ -296,7 +298,7 @@ def _kernel_tests(
 
 
 def _gemm(
-    snap: HostSnapshot, plan: Plan, nvml: NvmlApi | None, wanted: list[int], deadline: float
+    snap: HostSnapshot, plan: FitnessPlan, nvml: NvmlApi | None, wanted: list[int], deadline: float
 ) -> tuple[list[Stress], list[Figure]]:
     """The GEMM child on every wanted GPU at once, NVML sampled meanwhile; killed at the deadline."""
     # CUDA numbers the visible GPUs in PCI order (CUDA_DEVICE_ORDER=PCI_BUS_ID), as sorted bus ids

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ctypes import c_void_p
 from typing import Protocol
 
-from topodoctor.measure.timer.engine import Gpu
+from topodoctor.measure.timer.engine import TimerGpu
 from topodoctor.measure.timer.protocol import Answer
 
 
@@ -17,13 +17,13 @@ class Checks(Protocol):
     def hello(self, answer: Answer, task: Answer) -> Answer:
         """The hello's answer, once the copy engine's timer has started CUDA."""
 
-    def same(self, g: Gpu, dptr: int, size: int) -> bool | None:
+    def same(self, g: TimerGpu, dptr: int, size: int) -> bool | None:
         """Whether a device buffer holds the pattern, checked on the GPU; None: not here."""
 
-    def clear(self, g: Gpu, pinned: int, size: int, stream: c_void_p) -> bool:
+    def clear(self, g: TimerGpu, pinned: int, size: int, stream: c_void_p) -> bool:
         """Whether the pinned buffer's zeroing was queued on the GPU."""
 
-    def host_same(self, g: Gpu, pinned: int, size: int) -> bool | None:
+    def host_same(self, g: TimerGpu, pinned: int, size: int) -> bool | None:
         """Whether a pinned buffer holds the pattern, checked by the GPU; None: not here."""
 
     def refusal(self, readers: list[tuple[int, int]]) -> Answer | None:

@@ -46,7 +46,7 @@ CHUNK = 16 << 20  # pattern and read-back buffers (pinned)
 WATCHDOG_S = 1.0
 
 
-class Gpu:
+class TimerGpu:
     """One GPU as the timer holds it: its ordinal, its context, and the host flag as it addresses it."""
 
     def __init__(self, ordinal: int) -> None:
@@ -60,7 +60,7 @@ class Timer:
 
     def __init__(self) -> None:
         self.cu = Driver()
-        self.gpus: list[Gpu] = []
+        self.gpus: list[TimerGpu] = []
         self.reach: dict[tuple[int, int], bool] = {}
         self.epoch = 0
         self.flag_host = c_void_p()
@@ -80,7 +80,7 @@ class Timer:
         count, version = c_int(), c_int()
         cu("cuDeviceGetCount", ctypes.byref(count))
         cu("cuDriverGetVersion", ctypes.byref(version))
-        self.gpus = [Gpu(i) for i in range(count.value)]
+        self.gpus = [TimerGpu(i) for i in range(count.value)]
         t1 = time.monotonic()
         self._each(self._open)  # contexts: one thread per GPU
         if task.get("peers", True):
@@ -114,10 +114,10 @@ class Timer:
         phases = {"cuda_init": t1 - t0, "contexts_and_peers": t2 - t1, "allocation": t3 - t2}
         return dict(answer, devices=devices, timings={k: round(v, 6) for k, v in phases.items()})
 
-    def _each(self, work: Callable[[Gpu], None]) -> None:
+    def _each(self, work: Callable[[TimerGpu], None]) -> None:
         errors: list[str] = []
 
-        def run(g: Gpu) -> None:
+        def run(g: TimerGpu) -> None:
             try:
                 work(g)
             except Exception as exc:  # gathered and raised below as one error
@@ -131,12 +131,12 @@ class Timer:
         if errors:
             raise RuntimeError("; ".join(errors))
 
-    def _open(self, g: Gpu) -> None:
+    def _open(self, g: TimerGpu) -> None:
         dev = c_int()
         self.cu("cuDeviceGet", ctypes.byref(dev), g.ordinal)
         self.cu("cuDevicePrimaryCtxRetain", ctypes.byref(g.ctx), dev)  # creates the context
 
-    def _peers(self, g: Gpu) -> None:
+    def _peers(self, g: TimerGpu) -> None:
         self.cu("cuCtxSetCurrent", g.ctx)
         for q in self.gpus:
             if q is g:
@@ -184,13 +184,13 @@ class Timer:
             ctypes.memmove(pinned + off, pattern, min(chunk, size - off))
         self.patterned.add(pinned)
 
-    def _clear(self, g: Gpu, pinned: int, size: int, stream: c_void_p) -> None:
+    def _clear(self, g: TimerGpu, pinned: int, size: int, stream: c_void_p) -> None:
         """Zero a pinned buffer before copies into it, so that only they can have written the
         pattern there (here by the CPU; queued on ``stream`` where a GPU can do it)."""
         self.patterned.discard(pinned)
         ctypes.memset(pinned, 0, size)
 
-    def _host_same(self, g: Gpu, pinned: int, size: int) -> bool:
+    def _host_same(self, g: TimerGpu, pinned: int, size: int) -> bool:
         """Whether a pinned buffer holds the pattern (compared by the CPU here)."""
         pattern, chunk = self._pattern(size)
         return all(
@@ -201,7 +201,7 @@ class Timer:
         chunk = min(size, CHUNK)
         return self._host(chunk, "pattern"), chunk
 
-    def _device(self, g: Gpu, size: int, role: str) -> int:
+    def _device(self, g: TimerGpu, size: int, role: str) -> int:
         """Device buffers kept across tasks. Sources hold the pattern; others are zeroed before
         each use."""
         key = (g.ordinal, size, role)
@@ -219,7 +219,7 @@ class Timer:
         self.cu("cuCtxSynchronize")
         return self.buffers[key]
 
-    def _same(self, g: Gpu, dptr: int, size: int) -> bool:
+    def _same(self, g: TimerGpu, dptr: int, size: int) -> bool:
         """Read a device buffer back and compare it with the pattern, chunk by chunk."""
         pattern, chunk = self._pattern(size)
         scratch = self._host(chunk, "scratch")
@@ -231,7 +231,7 @@ class Timer:
                 return False
         return True
 
-    def _stream(self, g: Gpu, k: int) -> c_void_p:
+    def _stream(self, g: TimerGpu, k: int) -> c_void_p:
         pool = self.streams.setdefault(g.ordinal, [])
         while len(pool) <= k:
             s = c_void_p()
@@ -242,7 +242,7 @@ class Timer:
 
     # --- timing
     def _sample(
-        self, jobs: list[tuple[Gpu, c_void_p, list[list[Callable[[], None]]]]]
+        self, jobs: list[tuple[TimerGpu, c_void_p, list[list[Callable[[], None]]]]]
     ) -> tuple[list[list[float]], bool]:
         """Every stream waits on the flag, then its batches of copies, an event after each;
         the flag is set when all is queued. ms per batch per stream, and whether the
@@ -285,7 +285,7 @@ class Timer:
             out.append(ms)
         return out, held
 
-    def _peer_copy(self, dst: Gpu, d: int, src: Gpu, s: int, n: int, stream: c_void_p) -> Callable[[], None]:
+    def _peer_copy(self, dst: TimerGpu, d: int, src: TimerGpu, s: int, n: int, stream: c_void_p) -> Callable[[], None]:
         return lambda: self.cu("cuMemcpyPeerAsync", d, dst.ctx, s, src.ctx, n, stream)
 
     # --- tasks
@@ -300,7 +300,7 @@ class Timer:
             copies.append((a, self._device(a, size, "dst"), b, self._device(b, size, "src"), self._stream(b, 1)))
         clock.lap("allocation")
 
-        def jobs(n: int) -> list[tuple[Gpu, c_void_p, list[list[Callable[[], None]]]]]:
+        def jobs(n: int) -> list[tuple[TimerGpu, c_void_p, list[list[Callable[[], None]]]]]:
             return [(sg, st, [[self._peer_copy(dg, d, sg, s, size, st)] * n]) for dg, d, sg, s, st in copies]
 
         self._sample(jobs(1))  # warm-up: first touch, peer mappings, clocks

@@ -20,7 +20,7 @@ from typing import Any
 from topodoctor.measure.timer import copy_kernels, engine, ptx
 from topodoctor.measure.timer.checks import Checks
 from topodoctor.measure.timer.copy_kernels import CopyKernel
-from topodoctor.measure.timer.engine import Gpu, Timer
+from topodoctor.measure.timer.engine import Timer, TimerGpu
 from topodoctor.measure.timer.protocol import Answer, Clock
 
 ATTR_SM_COUNT = 16  # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
@@ -141,7 +141,7 @@ class KernelTimer(Timer):
         self.cu("cuModuleGetFunction", ctypes.byref(fn), mod, name.encode())
         return fn
 
-    def _load(self, g: Gpu) -> None:
+    def _load(self, g: TimerGpu) -> None:
         self.cu("cuCtxSetCurrent", g.ctx)
         mod = self._module(ptx.module(self.copy_kernel))
         self.kernels[g.ordinal] = (self._function(mod, ptx.COPY), self._function(mod, ptx.CHASE))
@@ -149,7 +149,7 @@ class KernelTimer(Timer):
         self.cc[g.ordinal] = (self._attr(ATTR_CC_MAJOR, g.ordinal), self._attr(ATTR_CC_MINOR, g.ordinal))
         self.uva[g.ordinal] = bool(self._attr(ATTR_UNIFIED_ADDRESSING, g.ordinal))
 
-    def _hbm_kernel(self, g: Gpu, name: str) -> tuple[c_void_p, CopyKernel, Answer]:
+    def _hbm_kernel(self, g: TimerGpu, name: str) -> tuple[c_void_p, CopyKernel, Answer]:
         """The HBM test's kernel ``name`` on ``g``, loaded at its first use: the portable one where
         this GPU lacks its instructions or the driver cannot load it, the answer then says why."""
         key = (g.ordinal, name)
@@ -182,7 +182,7 @@ class KernelTimer(Timer):
 
     # --- launches
     def _launch(
-        self, g: Gpu, fn: c_void_p, grid: int, block: int, stream: c_void_p, *args: Any, times: int = 1
+        self, g: TimerGpu, fn: c_void_p, grid: int, block: int, stream: c_void_p, *args: Any, times: int = 1
     ) -> Launch:
         params = (c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), c_void_p) for a in args])
 
@@ -195,7 +195,7 @@ class KernelTimer(Timer):
 
     def _copy(
         self,
-        g: Gpu,
+        g: TimerGpu,
         dst: int,
         src: int,
         size: int,
@@ -213,29 +213,29 @@ class KernelTimer(Timer):
         args = (c_uint64(dst), c_uint64(src), c_uint64(size // 16), c_uint32(inside))
         return self._launch(g, fn, geo.grid, geo.block, stream, *args, times=times)
 
-    def _mapped(self, g: Gpu, host_ptr: int) -> int:
+    def _mapped(self, g: TimerGpu, host_ptr: int) -> int:
         d = c_uint64()
         self.cu("cuCtxSetCurrent", g.ctx)
         self.cu("cuMemHostGetDevicePointer_v2", ctypes.byref(d), c_void_p(host_ptr), 0)
         return int(d.value)
 
     # --- the data checks: the plan's on the GPU where it has them, else the copy engine timer's
-    def _same(self, g: Gpu, dptr: int, size: int) -> bool:
+    def _same(self, g: TimerGpu, dptr: int, size: int) -> bool:
         done = self.checks.same(g, dptr, size) if self.checks is not None else None
         return super()._same(g, dptr, size) if done is None else done
 
-    def _clear(self, g: Gpu, pinned: int, size: int, stream: c_void_p) -> None:
+    def _clear(self, g: TimerGpu, pinned: int, size: int, stream: c_void_p) -> None:
         if self.checks is None or not self.checks.clear(g, pinned, size, stream):
             super()._clear(g, pinned, size, stream)
 
-    def _host_same(self, g: Gpu, pinned: int, size: int) -> bool:
+    def _host_same(self, g: TimerGpu, pinned: int, size: int) -> bool:
         done = self.checks.host_same(g, pinned, size) if self.checks is not None else None
         return super()._host_same(g, pinned, size) if done is None else done
 
     def _refused(self, readers: list[tuple[int, int]]) -> Answer | None:
         return self.checks.refusal(readers) if self.checks is not None else None
 
-    def _buffer(self, where: int, size: int, role: str, by: Gpu) -> tuple[int, Callable[[], bool]]:
+    def _buffer(self, where: int, size: int, role: str, by: TimerGpu) -> tuple[int, Callable[[], bool]]:
         """A buffer on GPU ``where`` (or pinned host memory for -1) as ``by`` addresses it, and
         how to check it holds the pattern."""
         if where >= 0:
@@ -256,7 +256,7 @@ class KernelTimer(Timer):
         return self._mapped(by, h), same
 
     def _timed(
-        self, jobs: list[tuple[Gpu, c_void_p, Launch]], samples: int, nbytes: int
+        self, jobs: list[tuple[TimerGpu, c_void_p, Launch]], samples: int, nbytes: int
     ) -> tuple[list[list[float]], bool]:
         """GB/s per job per sample, all jobs at once behind the host flag; whether they ran held."""
         self._sample([(g, s, [[launch]]) for g, s, launch in jobs])  # warm-up: JIT'd code, first touch, clocks

@@ -20,7 +20,7 @@ import time
 from ctypes import c_uint32, c_uint64, c_void_p
 
 from topodoctor.measure.timer import ptx
-from topodoctor.measure.timer.engine import Gpu
+from topodoctor.measure.timer.engine import TimerGpu
 from topodoctor.measure.timer.kernels import KernelTimer
 from topodoctor.measure.timer.protocol import Answer, Clock
 
@@ -59,7 +59,7 @@ class OnGpu:
         clock_marks = dict(answer.get("clock") or {}, ready=time.monotonic())
         return dict(answer, method=method, timings=timings, kernels_missing=self.kernels_missing, clock=clock_marks)
 
-    def _load_all(self, g: Gpu) -> None:
+    def _load_all(self, g: TimerGpu) -> None:
         t = self.t
         t._load(g)
         self.same_fn[g.ordinal] = t._function(t._module(ptx.same_module()), ptx.SAME)
@@ -90,7 +90,7 @@ class OnGpu:
         if beside is not None:
             beside.start()
 
-        def one(g: Gpu) -> None:
+        def one(g: TimerGpu) -> None:
             for role in roles:
                 t._device(g, size, role)
             if host:
@@ -120,7 +120,7 @@ class OnGpu:
         return [*roles, "dst2"] if "sm_bidir" in modes and self.t.kernels else roles
 
     # --- the data check, on the GPU
-    def same(self, g: Gpu, dptr: int, size: int) -> bool | None:
+    def same(self, g: TimerGpu, dptr: int, size: int) -> bool | None:
         """Whether ``size`` bytes at ``dptr`` on ``g`` hold the pattern: compared on the GPU with
         a buffer of its own that holds it (every source buffer does), where the kernels loaded."""
         t = self.t
@@ -139,7 +139,7 @@ class OnGpu:
         return differs.value == 0
 
     # --- the host copies' buffer, zeroed and checked by the GPU
-    def clear(self, g: Gpu, pinned: int, size: int, stream: c_void_p) -> bool:
+    def clear(self, g: TimerGpu, pinned: int, size: int, stream: c_void_p) -> bool:
         """Zero the buffer by the GPU, queued before the copies on their stream: over the bus at its
         speed, where the CPU's memset of 64 MiB costs several milliseconds a task. False (the CPU's
         then) where the driver refuses it."""
@@ -150,7 +150,7 @@ class OnGpu:
             return False
         return True
 
-    def host_same(self, g: Gpu, pinned: int, size: int) -> bool | None:
+    def host_same(self, g: TimerGpu, pinned: int, size: int) -> bool | None:
         """Compare the buffer with the GPU's own copy of the pattern by the data check kernel, which
         reads it over the bus, where the kernels loaded; else None (the CPU's)."""
         if self.same_fn.get(g.ordinal) is None or size % 16:

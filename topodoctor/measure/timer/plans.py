@@ -26,7 +26,7 @@ from topodoctor.measure.timer.protocol import PARENT_ENV, Answer, Op, serve_time
 
 
 @dataclass(frozen=True)
-class Plan:
+class TimerPlan:
     """A timer process's tasks, the SM copies' kernel it starts with, and whether the bandwidth
     pass's part (``on_gpu.OnGpu``) checks the data on the GPU."""
 
@@ -36,12 +36,14 @@ class Plan:
     on_gpu: bool
 
 
-FITNESS = Plan("fitness", ("hbm", "sm_copy", "chase", "host"), copy_kernels.STRIDE, on_gpu=False)
-BANDWIDTH = Plan("bandwidth", ("p2p", "latency", "host", "sm_copy", "chase", "prepare"), copy_kernels.PEER, on_gpu=True)
+FITNESS = TimerPlan("fitness", ("hbm", "sm_copy", "chase", "host"), copy_kernels.STRIDE, on_gpu=False)
+BANDWIDTH = TimerPlan(
+    "bandwidth", ("p2p", "latency", "host", "sm_copy", "chase", "prepare"), copy_kernels.PEER, on_gpu=True
+)
 PLANS = {p.name: p for p in (FITNESS, BANDWIDTH)}
 
 
-def timer(plan: Plan) -> KernelTimer:
+def timer(plan: TimerPlan) -> KernelTimer:
     """A new timer for ``plan``, with its part where the plan has one."""
     t = KernelTimer(plan.copy_kernel)
     if plan.on_gpu:
@@ -49,14 +51,14 @@ def timer(plan: Plan) -> KernelTimer:
     return t
 
 
-def tasks(plan: Plan) -> Mapping[str, Op]:
+def tasks(plan: TimerPlan) -> Mapping[str, Op]:
     """A new timer's tasks by name: the hello and each of the plan's ops (``prepare`` is the part's)."""
     t = timer(plan)
     owners = {"prepare": t.checks} if t.checks is not None else {}
     return {name: getattr(owners.get(name, t), name) for name in ("hello", *plan.ops)}
 
 
-def serve(plan: Plan, first: Answer | None = None) -> None:
+def serve(plan: TimerPlan, first: Answer | None = None) -> None:
     """Serve ``plan``'s tasks on stdin (``first`` before them), a new timer at each hello."""
     serve_timer(lambda: tasks(plan), plan.ops, engine.error_text, first)
 
@@ -68,7 +70,7 @@ def serve_forked(first: Answer | None, began: float) -> None:
     serve(BANDWIDTH, first)
 
 
-def main(plan: Plan) -> None:
+def main(plan: TimerPlan) -> None:
     """A spawned timer's entry point: die with whoever spawned it, then serve ``plan``'s tasks."""
     parent = os.environ.get(PARENT_ENV, "")
     if parent.isdigit():

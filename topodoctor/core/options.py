@@ -1,21 +1,23 @@
 """The option spec: every option of every command declared once, as a field of the command's
-frozen options object (cli/args*.py), with its flags, type, default, choices, help and whether
-it changes the host the probe reads.
+frozen request (its service's input: service/request_check.py and the others; the commands
+without a service keep theirs in cli/args*.py), with its flags, type, default, choices, help
+and whether it changes the host the probe reads.
 
 From these declarations come the typer command (cli/commands.py ``typer_command``), the early
 read of the command line that decides the early probe (``early_read``, before anything else is
-imported), and the options object the command runs with. Nothing here imports typer: the early
-read runs before it loads. A new option is one ``option(...)`` field in its command's class.
+imported), the request the command runs with, and the same request built from the Python API's
+keywords (``from_keywords``). Nothing here imports typer: the early read runs before it loads. A
+new option is one ``option(...)`` field in its command's class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
+from os import PathLike
 from pathlib import Path
 from typing import Any, TypeVar
 
-from topodoctor.core.budget import parse_timeout
 from topodoctor.core.errors import InputError
 
 T = TypeVar("T")
@@ -202,125 +204,46 @@ def _settled(read: dict[str, list[Any]], by_name: dict[str, tuple[str, Opt]]) ->
     return out
 
 
-# ----------------------------------------------------------------------------- shared options
+def from_keywords(cls: type[T], given: Mapping[str, Any], said: Mapping[str, str] | None = None) -> T:
+    """The options object of ``cls`` from Python's keywords (by field name), each value read by the
+    same spec as the command line's: held to its choices and limits, then made what the command
+    uses (``Opt.parse``); a string is read as the command line reads it, one string given to a
+    repeatable option is one value. An option not given keeps the spec's default. ``said`` names
+    the keyword a caller calls a field by, for the error; InputError refuses a value."""
+    spec = {name: opt for name, opt, _ in specs(cls)}
+    values: dict[str, Any] = {}
+    for name, value in given.items():
+        opt = spec.get(name)
+        if opt is None:
+            raise TypeError(f"{cls.__name__} has no option {name!r}")
+        values[name] = _keyword(opt, value, (said or {}).get(name, name))
+    return build(cls, values)
 
 
-TIMEOUT_HELP = (
-    "Wall-clock budget in seconds, counted from the start of the command; past it the "
-    "work is stopped and the command exits 3. 0 = no budget (no child process); inf = no limit; "
-    "nan or a negative number is a usage error."
-)
+def _keyword(opt: Opt, value: Any, shown: str) -> Any:
+    """One keyword's value as the command uses it (``from_keywords``)."""
+    if value is None:
+        return None
+    if opt.many:
+        items = (value,) if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) else tuple(value)
+        return parsed(opt, tuple(_one(opt, v, shown) for v in items))
+    if opt.parse is not None and opt.kind is str and not isinstance(value, str):
+        return value  # already what the command uses (a size in bytes where the command reads "256M")
+    return parsed(opt, _one(opt, value, shown))
 
 
-def timeout(default: float, setting: bool = False) -> Any:
-    """--timeout SECONDS: the command's budget; read once, the same way everywhere (``parse_timeout``)."""
-    return option(
-        "--timeout",
-        default=default,
-        metavar="SECONDS",
-        kind=float,
-        parse=parse_timeout,
-        probes=True,
-        help=TIMEOUT_HELP,
-        setting=setting,
-    )
-
-
-def replay() -> Any:
-    """--replay FILE|NAME: a recording or a snapshot instead of this host."""
-    return option(
-        "--replay",
-        default=None,
-        metavar="FILE|NAME",
-        probes=True,
-        help="Replay a recording (or load a snapshot) instead of probing this host; "
-        "NAME picks a bundled recording (see `topodoctor record --list`).",
-    )
-
-
-def sysfs_root() -> Any:
-    """--sysfs-root DIR: read /sys and /proc under DIR."""
-    return option("--sysfs-root", default="/", metavar="DIR", probes=True, help="Read /sys and /proc under DIR.")
-
-
-def config_file() -> Any:
-    """--config FILE: the settings file (else TOPODOCTOR_CONFIG, else /etc/topodoctor/config.toml)."""
-    return option(
-        "--config",
-        default=None,
-        metavar="FILE",
-        kind=Path,
-        help="Read settings from this TOML file (default: $TOPODOCTOR_CONFIG, else /etc/topodoctor/config.toml; "
-        "see `topodoctor config`).",
-    )
-
-
-def fmt(choices: tuple[str, ...], help: str, **spec: Any) -> Any:
-    """--format / -f FORMAT, its first choice the default."""
-    return option("--format", "-f", default=choices[0], metavar="FORMAT", choices=choices, help=help, **spec)
-
-
-def fail_level(help: str = "Lowest severity that makes the command exit 1.", setting: bool = False) -> Any:
-    """--fail-level LEVEL: the lowest severity that fails the command."""
-    return option(
-        "--fail-level",
-        default="error",
-        metavar="LEVEL",
-        choices=("warning", "error", "critical"),
-        help=help,
-        setting=setting,
-    )
-
-
-def strict() -> Any:
-    """--strict: warnings fail too."""
-    return option("--strict", default=False, kind=bool, help="Warnings fail too (--fail-level warning).")
-
-
-def metrics() -> Any:
-    """--metrics FILE: Prometheus text beside the output."""
-    return option(
-        "--metrics",
-        default=None,
-        metavar="FILE",
-        kind=Path,
-        help="Also write Prometheus metrics to FILE, atomically (node_exporter's textfile collector).",
-    )
-
-
-def output(help: str = "Where to write (JSON).", default: Any = None) -> Any:
-    """--output / -o FILE."""
-    return option("--output", "-o", default=default, metavar="FILE", kind=Path, help=help)
-
-
-PICTURE = "Also draw {}: .svg, or .png with the draw extra (resvg)."
-
-
-def picture(flag: str, what: str, probes: bool = False) -> Any:
-    """A picture to draw beside the output (``--draw``, ``--heatmap``)."""
-    return option(flag, default=None, metavar="FILE", kind=Path, probes=probes, help=PICTURE.format(what))
-
-
-def rule_list(flag: str) -> Any:
-    """--select / --ignore CODES, repeatable and comma-separated."""
-    return option(
-        flag,
-        default=(),
-        metavar="CODES",
-        many=True,
-        parse=lambda values: tuple(p.strip() for v in values for p in v.split(",") if p.strip()),
-        help="Rule codes, prefixes or names (TD1,TD301).",
-    )
-
-
-# Every short flag of every command, and the one long option it stands for: a flag learnt in one
-# command means the same in the next (a test walks the app and holds each command to this table).
-SHORT_FLAGS = {
-    "-f": "--format",
-    "-o": "--output",
-    "-h": "--help",
-    "-m": "--mode",
-    "-s": "--size",
-    "-n": "--iters",
-    "-w": "--warmup",
-}
+def _one(opt: Opt, value: Any, shown: str) -> Any:
+    """One value of the option's kind, within its choices and limits."""
+    kinds = {bool: (bool,), int: (int,), float: (int, float), Path: (str, PathLike)}.get(opt.kind, (str,))
+    if isinstance(value, bool) is not (opt.kind is bool) or not isinstance(value, kinds):
+        names = {bool: "True or False", int: "an integer", float: "a number", Path: "a path"}
+        raise InputError(f"{shown} must be {names.get(opt.kind, 'a string')}, not {value!r}")
+    if opt.choices and value not in opt.choices:
+        raise InputError(f"{shown} must be one of {', '.join(opt.choices)}, not {value!r}")
+    given: Any = value
+    out: Any = Path(given) if opt.kind is Path else float(given) if opt.kind is float else given
+    if opt.minimum is not None and out < opt.minimum:
+        raise InputError(f"{shown} must be at least {opt.minimum:g}, not {out!r}")
+    if opt.maximum is not None and out > opt.maximum:
+        raise InputError(f"{shown} must be at most {opt.maximum:g}, not {out!r}")
+    return out

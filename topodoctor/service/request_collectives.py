@@ -1,90 +1,27 @@
-"""The options of the measuring commands (bandwidth, collectives): one frozen object per command,
-each field one option (cli/options.py). ``collectives`` does several things, and its options are
-one object for each (what to run and its limits; judge saved results; predict; compare
-algorithms and GPU counts; small messages; across nodes) beside its outputs: each part is a
-heading of its help, and each of cli/collectives.py's parts reads its own."""
+"""``collectives``'s request: every option of the command, declared once by the spec
+(core/options.py). ``collectives`` does several things, and its request is one part for each
+(what to run and its limits; judge saved results; predict; compare algorithms and GPU counts;
+small messages; across nodes) beside its outputs: each part is a heading of its help, and each of
+cli/collectives.py's parts reads its own. The command line's options and the Python API's keywords
+(``topodoctor.collectives``) both build it; the service makes the run it asks for
+(service/collective_runs.py ``run_of``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
-from topodoctor.cli.options import fail_level, fmt, group, metrics, option, output, picture, replay, strict, timeout
-from topodoctor.core.sizes import parse_mib
-from topodoctor.model.copy_modes import COPY_MODES
+from topodoctor.core.options import group, option
+from topodoctor.core.shared_options import MEASURE_FORMATS, fail_level, fmt, metrics, output, replay, strict, timeout
+from topodoctor.model.findings import Severity, fail_from
 
-MEASURE_FORMATS = ("text", "json", "prometheus")
-SIZE_DEFAULT = "8:1G"  # collectives --size
-
-
-@dataclass(frozen=True)
-class BandwidthArgs:
-    """``bandwidth``: what to copy and how long, a saved result instead, and the outputs."""
-
-    matrix: bool = option("--matrix/--no-matrix", default=True, kind=bool, help="Print the pair matrices.")
-    mode: tuple[str, ...] = option(
-        "--mode",
-        "-m",
-        default=(),
-        metavar="MODE",
-        probes=True,
-        choices=COPY_MODES,
-        many=True,
-        help="oneway, bidir, latency (copy engine), h2d, d2h or host (both), sm (SM kernels: sm-oneway, "
-        "sm-bidir, sm-latency) or all (repeatable). Default: the copy engine's and the host's.",
-    )
-    quick: bool = option("--quick", default=False, kind=bool, help="A short pass sized for a prolog.")
-    size_bytes: int | None = option(
-        "--size",
-        default=None,
-        metavar="SIZE",
-        parse=parse_mib,
-        help="Buffer per copy: 256M, 1G, 64KiB (a bare number is MiB).",
-    )
-    iters: int | None = option("--iters", default=None, metavar="N", kind=int, minimum=1, help="Copies per sample.")
-    samples: int | None = option("--samples", default=None, metavar="N", kind=int, minimum=1, help="Samples each.")
-    devices: str | None = option("--devices", default=None, metavar="LIST", probes=True, help="NVML indices, e.g. 0,1.")
-    sm_kernel: str | None = option(
-        "--sm-kernel",
-        default=None,
-        metavar="NAME",
-        probes=True,
-        help="The SM copies' kernel (default stride-u4; nvbandwidth's: stride-u12).",
-    )
-    pair_timeout: float = option(
-        "--pair-timeout", default=20.0, metavar="SECONDS", kind=float, minimum=0.1, help="When a copy counts as hung."
-    )
-    from_file: Path | None = option(
-        "--from",
-        default=None,
-        metavar="FILE",
-        kind=Path,
-        probes=True,
-        help="Judge a saved result instead of measuring, or p2pBandwidthLatencyTest / nvbandwidth output "
-        "with --replay of the host it ran on.",
-    )
-    output: Path | None = output()
-    heatmap: Path | None = picture("--heatmap", "the matrices")
-    replay: str | None = replay()
-    fmt: str = fmt(MEASURE_FORMATS, "text, json or prometheus.")
-    metrics: Path | None = metrics()
-    fail_level: str = fail_level()
-    strict: bool = strict()
-    timeout: float = timeout(900.0)
-
-    def early_timer(self) -> tuple[str, ...] | None:
-        """The modes of the copy timer the entry point forks first of all (service/early_copies.py):
-        its CUDA start then overlaps everything after. None where the command line narrows the GPUs
-        or the kernel (the timer's hello waits for the probe), reads a saved result or a recording,
-        or has no budget (no child at all)."""
-        if self.devices is not None or self.sm_kernel is not None or self.timeout <= 0:
-            return None
-        return None if self.from_file is not None or self.replay is not None else self.mode
+SIZE_DEFAULT = "8:1G"
+Backend = Literal["nccl", "gloo"]  # --backend's choices, and the Python API's type  # collectives --size
 
 
 @dataclass(frozen=True)
-class RunArgs:
+class RunOptions:
     """What each rank runs: the ops, sizes and iterations, on which backend and how many ranks."""
 
     HEADING: ClassVar[str] = "What to run"
@@ -113,7 +50,7 @@ class RunArgs:
         "--backend",
         default="nccl",
         metavar="BACKEND",
-        choices=("nccl", "gloo"),
+        choices=get_args(Backend),
         help="nccl on GPUs; gloo runs the ranks on CPU.",
     )
     nprocs: int | None = option(
@@ -127,7 +64,7 @@ class RunArgs:
 
 
 @dataclass(frozen=True)
-class LimitArgs:
+class LimitOptions:
     """How long an op, the start and the whole command may take."""
 
     HEADING: ClassVar[str] = "Time limits"
@@ -151,7 +88,7 @@ class LimitArgs:
 
 
 @dataclass(frozen=True)
-class JudgeArgs:
+class JudgeOptions:
     """Judge saved results (ours, or nccl-tests'), against a host and what it should reach."""
 
     HEADING: ClassVar[str] = "Judge saved results, or predict"
@@ -182,7 +119,7 @@ class JudgeArgs:
 
 
 @dataclass(frozen=True)
-class PredictArgs:
+class PredictOptions:
     """Predict the busbw the topology gives, running nothing."""
 
     HEADING: ClassVar[str] = "Judge saved results, or predict"
@@ -203,7 +140,7 @@ class PredictArgs:
 
 
 @dataclass(frozen=True)
-class SweepArgs:
+class SweepOptions:
     """Compare NCCL's algorithms, or the ops on growing sets of GPUs."""
 
     HEADING: ClassVar[str] = "Compare algorithms and GPU counts"
@@ -223,7 +160,7 @@ class SweepArgs:
 
 
 @dataclass(frozen=True)
-class LatencyArgs:
+class LatencyOptions:
     """Small messages through each path between the GPUs."""
 
     HEADING: ClassVar[str] = "Small messages"
@@ -238,7 +175,7 @@ class LatencyArgs:
 
 
 @dataclass(frozen=True)
-class NodesArgs:
+class NodesOptions:
     """Across nodes, under torchrun or srun: the pairs, the nodes expected, the NIC loopback."""
 
     HEADING: ClassVar[str] = "Across nodes (under torchrun or srun)"
@@ -316,14 +253,19 @@ class CollectivesOutput:
 
 
 @dataclass(frozen=True)
-class CollectivesArgs:
+class CollectivesRequest:
     """``collectives``: one part for each thing it does, and its outputs."""
 
-    run: RunArgs = group(RunArgs)
-    limits: LimitArgs = group(LimitArgs)
-    judge: JudgeArgs = group(JudgeArgs)
-    predict: PredictArgs = group(PredictArgs)
-    sweep: SweepArgs = group(SweepArgs)
-    latency: LatencyArgs = group(LatencyArgs)
-    nodes: NodesArgs = group(NodesArgs)
+    run: RunOptions = group(RunOptions)
+    limits: LimitOptions = group(LimitOptions)
+    judge: JudgeOptions = group(JudgeOptions)
+    predict: PredictOptions = group(PredictOptions)
+    sweep: SweepOptions = group(SweepOptions)
+    latency: LatencyOptions = group(LatencyOptions)
+    nodes: NodesOptions = group(NodesOptions)
     out: CollectivesOutput = group(CollectivesOutput)
+
+    @property
+    def fails_from(self) -> Severity:
+        """The lowest severity that fails the command (--fail-level, or warning with --strict)."""
+        return fail_from(self.out.fail_level, self.out.strict)

@@ -152,3 +152,29 @@ def test_cuda_call_sites_of_a_release_are_the_sources() -> None:
 
 def _runs(calls: dict[str, tuple[str, ...]]) -> list[str]:
     return [r for runs in calls.values() for r in runs]
+
+
+def test_the_counts_docs_give_are_the_catalogues() -> None:
+    """docs/nccl-log.md says how many messages each source has; the sentence follows the file."""
+    text = " ".join((Path(__file__).parents[2] / "docs" / "nccl-log.md").read_text().split())
+    said = re.search(
+        r"([\d,]+) messages: NCCL ([\d,]+) WARN and ([\d,]+) INFO, aws-ofi-nccl ([\d,]+) WARN and ([\d,]+) INFO, "
+        r"the SHARP plugin ([\d,]+) WARN and ([\d,]+) INFO, torch ([\d,]+), the linker ([\d,]+)\.",
+        text,
+    )
+    assert said is not None, "docs/nccl-log.md no longer states the catalogue's counts"
+    every = list(entries())
+    by = {(e.source, e.level) for e in every}
+    count = {k: sum(1 for e in every if (e.source, e.level) == k) for k in by}
+    want = [
+        len(every),
+        count[("nccl", "WARN")],
+        count[("nccl", "INFO")],
+        count[("aws-ofi-nccl", "WARN")],
+        count[("aws-ofi-nccl", "INFO")],
+        count[("nccl-rdma-sharp-plugins", "WARN")],
+        count[("nccl-rdma-sharp-plugins", "INFO")],
+        sum(n for (source, _), n in count.items() if source == "torch"),
+        sum(n for (source, _), n in count.items() if source == "ld.so"),
+    ]
+    assert [int(g.replace(",", "")) for g in said.groups()] == want

@@ -10,6 +10,8 @@ from topodoctor.nccl.log_signs import (
     ClassCause,
     ClassCauses,
     before_2_8,
+    cumem_host_off,
+    cumem_mixed,
     ofi,
     plugin_topo,
     user_topo,
@@ -98,6 +100,8 @@ HOST_CAUSES: tuple[ClassCauses, ...] = (
                 "(--ipc=host)",
                 "NCCL_DEBUG=INFO: 'CUMEM imported' beside 'MMAP imported' lines, or 'cuMem host allocations do not "
                 "appear to be working'",
+                cumem_mixed,
+                ruled_out=cumem_host_off,
             ),
             VERSIONS,
         ),

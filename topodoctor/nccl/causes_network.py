@@ -18,26 +18,30 @@ from topodoctor.nccl.log_signs import (
     ib_only,
     ib_timeout,
     ibext,
+    no_gdrdma,
+    not_ibext,
     odd_ifs,
     roce,
+    roce_v1,
     several_nics,
 )
 
 _GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
     "NCCL_IB_GID_INDEX to the RoCE v2 GID of the IP the nodes route (often 3), or unset it",
-    "`show_gids`: the type and address of the index in use on both nodes",
+    "`show_gids`: the type and address of the index in use on both nodes; NCCL_DEBUG_SUBSYS=NET prints the index "
+    "and GID of each queue pair (`NET/IB: ... GID 3 (0/...)`)",
     gid_link_local,
-    first=lambda evs, ctx: roce(evs, ctx) or bool(gid_forced(evs, ctx)),
+    first=lambda evs, ctx: roce(evs, ctx) or bool(gid_forced(evs, ctx)) or roce_v1(evs, ctx),
     ruled_out=lambda evs, ctx: ib_only(evs, ctx) or gid_routable(evs, ctx),
 )
 _IBEXT = ClassCause(
     "the IB in use is the external HPC-X / SHARP plugin (IBext), not NCCL's own: it reads NCCL_IBEXT_DISABLE "
     "(NCCL_IB_DISABLE turns off only NCCL's IB) and its own copies of the NCCL_IB_* settings; to leave IB, set "
     "NCCL_IBEXT_DISABLE=1 or NCCL_NET=Socket",
-    "the `Using network IBext` line of NCCL_DEBUG=INFO",
+    "the `Using network IBext` or `NET/Plugin: Loaded net plugin IBext` line of NCCL_DEBUG=INFO",
     ibext,
-    ruled_out=lambda evs, ctx: bool(ctx.networks) and not ibext(evs, ctx),
+    ruled_out=not_ibext,
 )
 _RAIL = ClassCause(
     "a rail-optimised fabric where only NICs of the same rail reach each other: NCCL_CROSS_NIC=0",
@@ -151,10 +155,12 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
                 "RDMA: disable ACS on the switches, iommu=pt",
                 "NCCL_NET_GDR_LEVEL=0 makes it go away (slower); `lspci -vvv | grep ACSCtl` shows SrcValid+ / "
                 "ReqRedir+ on the bridges",
+                ruled_out=no_gdrdma,  # connections without /GDRDMA: the NIC never touches GPU memory
             ),
             ClassCause(
                 "the NIC cannot use the GPU memory it registered (nvidia-peermem or DMA-BUF, a VM without ATS)",
                 "`lsmod | grep peermem`, NCCL_DMABUF_ENABLE=0 against the default, the driver and OFED versions",
+                ruled_out=no_gdrdma,
             ),
             ClassCause(
                 "a buffer freed or re-registered while a transfer used it (user buffer registration)",

@@ -135,3 +135,69 @@ def test_status_4_without_gpudirect_rdma_rules_out_the_gpu_memory_causes() -> No
     gdr = _lead(conn + "/GDRDMA\n" + warn)
     listed = gdr.evidence["candidates"]
     assert isinstance(listed, list) and "ACS" in listed[0]
+
+
+def test_nccl_cross_nic_0_set_by_environment_rules_the_rail_out() -> None:
+    kept = _lead(f"{A} NCCL INFO NCCL_CROSS_NIC set by environment to 0.\n" + QP_TIMEOUT + TRAIL)
+    listed = kept.evidence["candidates"]
+    assert isinstance(listed, list) and not any("NCCL_CROSS_NIC=0" in c for c in listed)
+    crossing = _lead(f"{A} NCCL INFO NCCL_CROSS_NIC set by environment to 1.\n" + QP_TIMEOUT + TRAIL)
+    listed = crossing.evidence["candidates"]
+    assert isinstance(listed, list) and any("NCCL_CROSS_NIC=0" in c for c in listed)
+
+
+def test_status_4_with_gdr_level_0_or_no_user_registration_rules_those_causes_out() -> None:
+    warn = (LOGS / "real/nccl-928-completion-4-acs.log").read_text(errors="replace")
+    no_gdr = _lead(f"{A} NCCL INFO NCCL_NET_GDR_LEVEL set by environment to LOC\n" + warn)
+    listed = no_gdr.evidence["candidates"]
+    assert isinstance(listed, list) and len(listed) == 1 and "freed or re-registered" in listed[0]
+    unregistered = (
+        f"{A} NCCL INFO NCCL_LOCAL_REGISTER set by environment to 0.\n"
+        f"{A} NCCL INFO NCCL_GRAPH_REGISTER set by environment to 0.\n"
+    )
+    listed = _lead(unregistered + warn).evidence["candidates"]
+    assert isinstance(listed, list) and "ACS" in listed[0] and not any("freed" in c for c in listed)
+    one_off = _lead(f"{A} NCCL INFO NCCL_LOCAL_REGISTER set by environment to 0.\n" + warn).evidence["candidates"]
+    assert isinstance(one_off, list) and any("freed" in c for c in one_off)  # graph registration still on
+
+
+def test_error_13_rules_out_the_peers_gpu_memory_only_when_both_nodes_show_no_gdrdma() -> None:
+    """v2.21.5-1 transport/net_ib.cc's completion error 13; both nodes' connection lines without /GDRDMA."""
+    b = "node-b:5021:5090 [0]"
+    warn = (
+        f"{A} transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 13, "
+        "opcode 0, len 0, vendor err 136\n"
+    )
+    conns = (
+        f"{A} NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
+        f"{b} NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0\n"
+    )
+    both = next(f for f in explain([parse_file("job.log", conns + warn)]) if f.code == "TD068")
+    listed = both.evidence["candidates"]
+    assert isinstance(listed, list) and not any("registration" in c for c in listed)
+    one = next(f for f in explain([parse_file("job.log", conns.splitlines()[0] + "\n" + warn)]) if f.code == "TD068")
+    listed = one.evidence["candidates"]
+    assert isinstance(listed, list) and any("registration" in c for c in listed)
+
+
+def test_an_nvls_failure_at_destroy_ranks_the_early_release_first() -> None:
+    """v2.27.3-1 init.cc's `commReclaim: cleanup comm %p rank %d failed in destroy/abort, error %d` after nvls.cc's
+    failure: the communicator's teardown, where another component may have released the memory first."""
+    nvls = f"{A} transport/nvls.cc:130 NCCL WARN Cuda failure 1 'invalid argument'\n"
+    reclaim = f"{A} init.cc:2149 NCCL WARN commReclaim: cleanup comm 0x55 rank 0 failed in destroy/abort, error 1\n"
+    at_end = _lead(nvls + TRAIL + reclaim).evidence["candidates"]
+    assert isinstance(at_end, list) and "released NCCL's multicast memory first" in at_end[0]
+    at_init = _lead(nvls + TRAIL).evidence["candidates"]
+    assert isinstance(at_init, list) and "Fabric Manager" in at_init[0]
+
+
+def test_status_4_where_nccl_disabled_gpudirect_rdma_for_every_hca_rules_out_the_gpu_memory_causes() -> None:
+    """v2.21.5-1 graph/topo.cc: "NET/%s : GPU Direct RDMA %s for HCA %d '%s'" (the corpus holds it for
+    sockets: `NET/Socket : GPU Direct RDMA Disabled for HCA 0 'lo'`), and no connection line."""
+    warn = (LOGS / "real/nccl-928-completion-4-acs.log").read_text(errors="replace")
+    off = f"{A} NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+    listed = _lead(off + warn).evidence["candidates"]
+    assert isinstance(listed, list) and len(listed) == 1 and "freed" in listed[0]
+    on = off + f"{A} NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 1 'mlx5_1'\n"
+    listed = _lead(on + warn).evidence["candidates"]
+    assert isinstance(listed, list) and "ACS" in listed[0]

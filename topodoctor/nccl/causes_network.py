@@ -19,8 +19,10 @@ from topodoctor.nccl.log_signs import (
     ib_timeout,
     ibext,
     no_gdrdma,
+    no_user_registration,
     not_ibext,
     odd_ifs,
+    rails_kept,
     roce,
     roce_v1,
     several_nics,
@@ -47,6 +49,7 @@ _RAIL = ClassCause(
     "a rail-optimised fabric where only NICs of the same rail reach each other: NCCL_CROSS_NIC=0",
     "whether NIC i of one node reaches every NIC of the other (`ib_write_bw` between rails)",
     first=several_nics,
+    ruled_out=rails_kept,
 )
 _ROUTE = ClassCause(
     "the two RoCE IPs are not routed to each other (different subnets, no neighbour entry, an ACL)",
@@ -165,6 +168,7 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             ClassCause(
                 "a buffer freed or re-registered while a transfer used it (user buffer registration)",
                 "NCCL_LOCAL_REGISTER=0 / NCCL_GRAPH_REGISTER=0 make it go away if so",
+                ruled_out=no_user_registration,
             ),
         ),
         "`lspci -vvv | grep ACSCtl` on every bridge between NIC and GPU, `dmesg | grep -i -e DMAR -e iommu`, the run "
@@ -177,6 +181,8 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             ClassCause(
                 "the peer's GPU memory registration (GPUDirect RDMA on the peer: ACS, nvidia-peermem)",
                 "the peer with NCCL_NET_GDR_LEVEL=0",
+                # the logs of both nodes show every connection without /GDRDMA: the peer's NIC reads host memory
+                ruled_out=lambda evs, ctx: ctx.hosts > 1 and no_gdrdma(evs, ctx),
             ),
             ClassCause("a peer that hung or had no receive posted (status 13)", "the peer's log and stack"),
         ),

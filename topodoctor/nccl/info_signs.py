@@ -2,8 +2,8 @@
 as ``Sign``s (the shapes are ``nccl.grammar``'s): the GID index and GID each RoCE queue pair uses
 (net_ib), the SHM transport's host buffers a local peer imported through cuMem or as a /dev/shm file,
 cuMem host memory NCCL found not working, the network plugin loaded (or none, NCCL's own), the
-aws-ofi-nccl provider, one process that drives several GPUs, and network connections that run without
-GPUDirect RDMA. Text in, plain data
+aws-ofi-nccl provider, one process that drives several GPUs, a failure in a communicator's destroy
+(``commReclaim``, a WARN), and network connections that run without GPUDirect RDMA. Text in, plain data
 out; ``nccl.log_signs`` judges them."""
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ def read_signs(lines: Iterable[str]) -> tuple[Sign, ...]:
     for line in lines:
         msg = g.info_message(line)
         if msg is None:
+            if "commReclaim" in line and (w := g.WARN.search(line)):  # init.cc: a failure in destroy / abort
+                out.setdefault(("at-destroy", "", ""), Sign("at-destroy", g.origin_host(line), "", w["msg"][:200]))
             continue
         if (o := g.ORIGIN.search(line)) and len(devices.setdefault((o["host"], o["pid"]), set())) < 2:
             devices[(o["host"], o["pid"])].add(o["dev"])
@@ -71,9 +73,12 @@ def read_signs(lines: Iterable[str]) -> tuple[Sign, ...]:
 
 def context_signs(files: Sequence[LogFile]) -> tuple[Sign, ...]:
     """The signs of every file, and ``no-gdrdma`` where the files show network connections and none
-    of them runs GPUDirect RDMA (no ``/GDRDMA`` in any ``via NET/...``)."""
+    of them runs GPUDirect RDMA (no ``/GDRDMA`` in any ``via NET/...``), or, without connections, NCCL's
+    ``GPU Direct RDMA Disabled for ...`` for every HCA and GPU it names and Enabled for none."""
     signs = tuple(dict.fromkeys(s for f in files for s in f.signs))
     gdr = [f.account.gdr for f in files if f.account and f.account.gdr is not None]
+    if not gdr:
+        gdr = [h.enabled for f in files if f.account for h in f.account.gdr_hcas]
     if gdr and not any(gdr):
         signs += (Sign("no-gdrdma", "", "", "every network connection runs without GDRDMA"),)
     return signs

@@ -111,8 +111,24 @@ def cumem_host_off(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 
 def no_gdrdma(evs: Sequence[Event], ctx: LogContext) -> bool:
-    """No network connection runs GPUDirect RDMA: the NIC never reads or writes GPU memory."""
-    return any(s.kind == "no-gdrdma" for s in ctx.signs)
+    """No network connection runs GPUDirect RDMA (none shows /GDRDMA, or NCCL_NET_GDR_LEVEL=0 / LOC): the NIC
+    never reads or writes GPU memory."""
+    return ctx.env.get("NCCL_NET_GDR_LEVEL") in ("0", "LOC") or any(s.kind == "no-gdrdma" for s in ctx.signs)
+
+
+def no_user_registration(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """User buffer registration turned off, both kinds (NCCL_LOCAL_REGISTER=0, NCCL_GRAPH_REGISTER=0)."""
+    return ctx.env.get("NCCL_LOCAL_REGISTER") == "0" and ctx.env.get("NCCL_GRAPH_REGISTER") == "0"
+
+
+def rails_kept(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """NCCL_CROSS_NIC=0 already keeps each ring on one rail."""
+    return ctx.env.get("NCCL_CROSS_NIC") == "0"
+
+
+def at_destroy(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """The logs show a failure in a communicator's destroy or abort (init.cc's commReclaim WARN)."""
+    return any(s.kind == "at-destroy" for s in ctx.signs)
 
 
 def versions_differ(evs: Sequence[Event], ctx: LogContext) -> str:

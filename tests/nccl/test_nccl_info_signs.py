@@ -53,8 +53,19 @@ def test_the_gid_of_net_ibs_queue_pair_line_reads_as_an_address() -> None:
         ("gid", "node-a", "3 ::ffff:10.232.212.185"),
         ("gid", "node-a", "0 fe80::aad6:3afe:ffdf:9f54"),
     ]
+    # an IB port: v2.22.3-1 "... mtu %d LID %d subnet-prefix %lu FLID %d", v2.18.1-1 "Dev %d Port %d qpn %d mtu %d
+    # LID %d"
     ib_port = f"{A} NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 77 mtu 5 LID 12 subnet-prefix 33022 FLID 0"
-    assert read_signs([ib_port]) == ()
+    ib_218 = f"{A} NCCL INFO NET/IB: Dev 0 Port 1 qpn 77 mtu 5 LID 12"
+    assert [s.kind for s in read_signs([ib_port, ib_218])] == ["ib-lid"]
+
+
+def test_status_12_on_an_infiniband_port_rules_out_the_roce_causes() -> None:
+    ib_port = f"{A} NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 77 mtu 5 LID 12 subnet-prefix 33022 FLID 0\n"
+    listed = _lead(ib_port + STATUS_12 + TRAIL).evidence["candidates"]
+    assert isinstance(listed, list) and not any("GID index" in c or "RoCE IPs" in c for c in listed)
+    listed = _lead(STATUS_12 + TRAIL).evidence["candidates"]
+    assert isinstance(listed, list) and any("RoCE IPs" in c for c in listed)
 
 
 def test_a_qp_timeout_on_a_link_local_gid_is_narrowed_to_the_gid_index() -> None:

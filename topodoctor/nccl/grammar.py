@@ -124,12 +124,12 @@ GDR = re.compile(
 # prefix / interface id, the network-order bytes printed as the host's words). "NET/IB: Dev %d Port %d qpn %d
 # mtu %d GID %ld (%lX/%lX)" 2.18; "... mtu %d query_ece={...} GID ..." 2.19 - 2.26; "NET/IB: NCCL Dev %d IbDev
 # %d Port %d qpn %d mtu %d ... GID" (or "NCCL MergedDev") 2.20 - 2.29; "NET/IB: <function>: NCCL Dev %d IbDev
-# %d Port %d qp_num %d mtu %d GID ..." 2.30. An IB port prints "LID %d subnet-prefix" there instead.
-GID_IN_USE = re.compile(
-    r"NET/IB: (?:\w+: )?(?:NCCL (?:Merged)?Dev|Dev) (?P<dev>\d+) (?:IbDev (?P<ibdev>\d+) )?Port (?P<port>\d+) "
-    r"qp(?:n|_num) \d+ mtu \d+ .*?GID (?P<index>-?\d+) \((?P<prefix>[0-9A-F]{1,16})/(?P<iid>[0-9A-F]{1,16})\)",
-    re.I,
-)
+# %d Port %d qp_num %d mtu %d GID ..." 2.30. An IB port prints "LID %d" there instead (2.22+ "LID %d subnet-prefix
+# %lu FLID %d"): the link is InfiniBand.
+_QP = r"NET/IB: (?:\w+: )?(?:NCCL (?:Merged)?Dev|Dev) (?P<dev>\d+) (?:IbDev (?P<ibdev>\d+) )?Port (?P<port>\d+) "
+_QP += r"qp(?:n|_num) \d+ mtu \d+ (?:.*?\} )?"
+GID_IN_USE = re.compile(_QP + r"GID (?P<index>-?\d+) \((?P<prefix>[0-9A-F]{1,16})/(?P<iid>[0-9A-F]{1,16})\)", re.I)
+QP_LID = re.compile(_QP + r"LID (?P<lid>\d+)", re.I)
 # the SHM transport's host buffers of a local peer (transport/shm.cc, 2.19+): imported through cuMem, or as a
 # /dev/shm file; "from tpProxyRank %d" 2.19 - 2.26, "from proxyRank %d" 2.27+
 CUMEM_IMPORT = re.compile(r"CUMEM imported shareable host buffer from (?:tp)?[Pp]roxyRank (?P<rank>\d+)")

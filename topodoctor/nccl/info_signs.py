@@ -1,10 +1,10 @@
 """The INFO lines that tell one cause of a failure class from another, read out of a file's NCCL lines
 as ``Sign``s (the shapes are ``nccl.grammar``'s): the GID index and GID each RoCE queue pair uses
-(net_ib), the SHM transport's host buffers a local peer imported through cuMem or as a /dev/shm file,
-cuMem host memory NCCL found not working, the network plugin loaded (or none, NCCL's own), the
-aws-ofi-nccl provider, one process that drives several GPUs, a failure in a communicator's destroy
-(``commReclaim``, a WARN), and network connections that run without GPUDirect RDMA. Text in, plain data
-out; ``nccl.log_signs`` judges them."""
+(net_ib; an InfiniBand port's LID instead), the SHM transport's host buffers a local peer imported
+through cuMem or as a /dev/shm file, cuMem host memory NCCL found not working, the network plugin
+loaded (or none, NCCL's own), the aws-ofi-nccl provider, one process that drives several GPUs, a
+failure in a communicator's destroy (``commReclaim``, a WARN), and network connections that run
+without GPUDirect RDMA. Text in, plain data out; ``nccl.log_signs`` judges them."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def _sign(msg: str) -> tuple[str, str] | None:
     """(kind, value) of one INFO message that is a sign; None for any other."""
     if "GID" in msg and (m := g.GID_IN_USE.search(msg)):
         return "gid", f"{m['index']} {gid_address(m['prefix'], m['iid'])}"
+    if "LID" in msg and (m := g.QP_LID.search(msg)):
+        return "ib-lid", ""  # once per host: an InfiniBand port, no GID to choose
     if "imported shareable" in msg:
         if m := g.CUMEM_IMPORT.search(msg):
             return "cumem-import", ""  # once per host: the first line is the one quoted

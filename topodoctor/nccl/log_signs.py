@@ -176,7 +176,9 @@ def roce(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 
 def ib_only(evs: Sequence[Event], ctx: LogContext) -> bool:
-    return bool(ctx.link_layers) and not roce(evs, ctx)
+    """The link is InfiniBand: every device NCCL lists is IB, or net_ib's queue-pair lines name LIDs, not GIDs."""
+    lids = any(s.kind == "ib-lid" for s in ctx.signs)
+    return (bool(ctx.link_layers) or lids) and not roce(evs, ctx)
 
 
 def several_nics(evs: Sequence[Event], ctx: LogContext) -> bool:

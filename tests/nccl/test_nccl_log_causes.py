@@ -116,12 +116,41 @@ def test_a_missing_peer_segment_names_the_candidates() -> None:
 
 
 def test_a_peer_segment_without_a_name_ranks_cumem_host_first_and_does_not_claim_it() -> None:
-    """NVIDIA/nccl#2190 (settled: cuMem host on some ranks) and vllm#18831 (settles nothing): the same
-    empty name; neither log holds the line that tells, so both rank cuMem host first."""
-    for path in ("holdout2/h-005.log", "holdout2/h-006.log"):
-        f = _lead(path)
-        listed = _ranked(f)
-        assert f.code == "TD087" and "cuMem host" in listed[0] and "NCCL_CUMEM_HOST_ENABLE=0" in f.fix, path
+    """vllm#18831 (settles nothing): the empty name alone; no import line tells, so cuMem host ranks first."""
+    f = _lead("holdout2/h-006.log")
+    listed = _ranked(f)
+    assert f.code == "TD087" and "cuMem host" in listed[0] and "NCCL_CUMEM_HOST_ENABLE=0" in f.fix
+
+
+def test_a_peer_segment_without_a_name_beside_cumem_and_mmap_imports_is_cumem_host_on_some_ranks() -> None:
+    """NVIDIA/nccl#2190 (settled: cuMem host works on some local ranks only): the log holds 'CUMEM imported'
+    beside 'MMAP imported' lines of processes of one GPU each, the line that singles the cause out."""
+    f = _lead("holdout2/h-005.log")
+    assert f.code == "TD087" and f.evidence["cause"]["confidence"] == "shown by the log"
+    assert "CUMEM imported" in str(f.evidence["narrowed_by"]) and "MMAP imported" in str(f.evidence["narrowed_by"])
+    assert f.fix.index("NCCL_CUMEM_HOST_ENABLE=0") < f.fix.index("NCCL versions")
+
+
+def test_cumem_and_mmap_imports_in_one_process_of_several_gpus_do_not_narrow() -> None:
+    """shm.cc shares a buffer between two GPUs of one process as a /dev/shm file by design ("legacy"): the same
+    import lines from a process that drives two GPUs are no sign of cuMem failing on some ranks."""
+    text = (LOGS / "holdout2/h-005.log").read_text(errors="replace")
+    one_process = text.replace("d4fde3314201:13739:13739 [6]", "d4fde3314201:13736:13739 [6]")
+    assert one_process != text
+    f = _lead_of(one_process, "h-005.log")
+    assert f.code == "TD087" and "cuMem host" in _ranked(f)[0]
+
+
+def test_cumem_host_turned_off_by_environment_rules_it_out() -> None:
+    """NCCL_CUMEM_HOST_ENABLE=0 set by environment and no CUMEM import: cuMem host memory is not in use."""
+    text = (LOGS / "holdout2/h-006.log").read_text(errors="replace")
+    head = f"{H} NCCL INFO NCCL_CUMEM_HOST_ENABLE set by environment to 0.\n"
+    f = _lead_of(head + text, "h-006.log")
+    assert f.code == "TD087"
+    assert (
+        not any("cuMem host memory works" in c for c in f.evidence.get("candidates", []))
+        and "cuMem host memory works" not in f.fix
+    )
 
 
 def test_a_remote_error_between_two_nccl_versions_is_the_versions() -> None:

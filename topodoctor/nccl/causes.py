@@ -14,7 +14,7 @@ from dataclasses import replace
 from topodoctor.nccl.causes_host import HOST_CAUSES
 from topodoctor.nccl.causes_network import NETWORK_CAUSES
 from topodoctor.nccl.evidence import LogContext, Said
-from topodoctor.nccl.log_signs import local_gid
+from topodoctor.nccl.log_signs import gids_in_use, local_gid
 from topodoctor.nccl.parse import Event
 
 TABLE = NETWORK_CAUSES + HOST_CAUSES
@@ -27,6 +27,9 @@ def _seen(evs: Sequence[Event], ctx: LogContext) -> str:
     if gid:
         kind = "RoCE v2" if gid.lower().startswith("::ffff:") else "RoCE"
         return f"The link is {kind} (local GID {gid}). "
+    if in_use := gids_in_use(ctx):
+        shown = ", ".join(dict.fromkeys(f"index {i} {a}" + (f" on {h}" if h else "") for h, i, a in in_use[:4]))
+        return f"The link is RoCE (GIDs in use: {shown}). "
     if ctx.link_layers:
         kind = "RoCE" if "RoCE" in ctx.link_layers.values() else "InfiniBand"
         return f"The link is {kind} ({devices}). "

@@ -9,7 +9,10 @@ from topodoctor.nccl.log_signs import (
     VERSIONS,
     ClassCause,
     ClassCauses,
+    at_destroy,
     before_2_8,
+    cumem_host_off,
+    cumem_mixed,
     ofi,
     plugin_topo,
     user_topo,
@@ -35,6 +38,7 @@ HOST_CAUSES: tuple[ClassCauses, ...] = (
                 "another component released NCCL's multicast memory first (an external memory plugin, the program "
                 "at teardown), so NCCL's own release fails",
                 "whether it comes at the communicator's destroy (`commReclaim` lines) after the work completed",
+                first=at_destroy,
             ),
         ),
         "`nvidia-smi -q | grep -A3 Fabric`, the Fabric Manager's log, whether the failure is at init or at destroy",
@@ -98,6 +102,8 @@ HOST_CAUSES: tuple[ClassCauses, ...] = (
                 "(--ipc=host)",
                 "NCCL_DEBUG=INFO: 'CUMEM imported' beside 'MMAP imported' lines, or 'cuMem host allocations do not "
                 "appear to be working'",
+                cumem_mixed,
+                ruled_out=cumem_host_off,
             ),
             VERSIONS,
         ),

@@ -18,31 +18,38 @@ from topodoctor.nccl.log_signs import (
     ib_only,
     ib_timeout,
     ibext,
+    no_gdrdma,
+    no_user_registration,
+    not_ibext,
     odd_ifs,
+    rails_kept,
     roce,
+    roce_v1,
     several_nics,
 )
 
 _GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
     "NCCL_IB_GID_INDEX to the RoCE v2 GID of the IP the nodes route (often 3), or unset it",
-    "`show_gids`: the type and address of the index in use on both nodes",
+    "`show_gids`: the type and address of the index in use on both nodes; NCCL_DEBUG_SUBSYS=NET prints the index "
+    "and GID of each queue pair (`NET/IB: ... GID 3 (0/...)`)",
     gid_link_local,
-    first=lambda evs, ctx: roce(evs, ctx) or bool(gid_forced(evs, ctx)),
+    first=lambda evs, ctx: roce(evs, ctx) or bool(gid_forced(evs, ctx)) or roce_v1(evs, ctx),
     ruled_out=lambda evs, ctx: ib_only(evs, ctx) or gid_routable(evs, ctx),
 )
 _IBEXT = ClassCause(
     "the IB in use is the external HPC-X / SHARP plugin (IBext), not NCCL's own: it reads NCCL_IBEXT_DISABLE "
     "(NCCL_IB_DISABLE turns off only NCCL's IB) and its own copies of the NCCL_IB_* settings; to leave IB, set "
     "NCCL_IBEXT_DISABLE=1 or NCCL_NET=Socket",
-    "the `Using network IBext` line of NCCL_DEBUG=INFO",
+    "the `Using network IBext` or `NET/Plugin: Loaded net plugin IBext` line of NCCL_DEBUG=INFO",
     ibext,
-    ruled_out=lambda evs, ctx: bool(ctx.networks) and not ibext(evs, ctx),
+    ruled_out=not_ibext,
 )
 _RAIL = ClassCause(
     "a rail-optimised fabric where only NICs of the same rail reach each other: NCCL_CROSS_NIC=0",
     "whether NIC i of one node reaches every NIC of the other (`ib_write_bw` between rails)",
     first=several_nics,
+    ruled_out=rails_kept,
 )
 _ROUTE = ClassCause(
     "the two RoCE IPs are not routed to each other (different subnets, no neighbour entry, an ACL)",
@@ -151,14 +158,17 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
                 "RDMA: disable ACS on the switches, iommu=pt",
                 "NCCL_NET_GDR_LEVEL=0 makes it go away (slower); `lspci -vvv | grep ACSCtl` shows SrcValid+ / "
                 "ReqRedir+ on the bridges",
+                ruled_out=no_gdrdma,  # connections without /GDRDMA: the NIC never touches GPU memory
             ),
             ClassCause(
                 "the NIC cannot use the GPU memory it registered (nvidia-peermem or DMA-BUF, a VM without ATS)",
                 "`lsmod | grep peermem`, NCCL_DMABUF_ENABLE=0 against the default, the driver and OFED versions",
+                ruled_out=no_gdrdma,
             ),
             ClassCause(
                 "a buffer freed or re-registered while a transfer used it (user buffer registration)",
                 "NCCL_LOCAL_REGISTER=0 / NCCL_GRAPH_REGISTER=0 make it go away if so",
+                ruled_out=no_user_registration,
             ),
         ),
         "`lspci -vvv | grep ACSCtl` on every bridge between NIC and GPU, `dmesg | grep -i -e DMAR -e iommu`, the run "
@@ -171,6 +181,8 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             ClassCause(
                 "the peer's GPU memory registration (GPUDirect RDMA on the peer: ACS, nvidia-peermem)",
                 "the peer with NCCL_NET_GDR_LEVEL=0",
+                # the logs of both nodes show every connection without /GDRDMA: the peer's NIC reads host memory
+                ruled_out=lambda evs, ctx: ctx.hosts > 1 and no_gdrdma(evs, ctx),
             ),
             ClassCause("a peer that hung or had no receive posted (status 13)", "the peer's log and stack"),
         ),

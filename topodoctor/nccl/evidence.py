@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.logfile import Sign
 from topodoctor.nccl.parse import Event
 
 RESULT = {
@@ -48,6 +49,7 @@ class LogContext:
     secondary: tuple[Event, ...] = ()  # the lines that follow a failure (a segment's summary, a proxy's report)
     info: bool = False  # a log at NCCL_DEBUG=INFO: NCCL printed the variables it read (NCCL_ALGO set by ...)
     networks: tuple[str, ...] = ()  # the networks NCCL said it uses ("Using network IBext_v8"), at INFO
+    signs: tuple[Sign, ...] = ()  # INFO lines that tell a class's causes apart (``nccl.info_signs``)
 
 
 @dataclass(frozen=True)

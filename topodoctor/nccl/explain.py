@@ -25,6 +25,7 @@ from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_runtime import RUNTIME
 from topodoctor.nccl.fixes_usage import USAGE
+from topodoctor.nccl.info_signs import context_signs
 from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
 from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.parse import Event, LogFile
@@ -126,6 +127,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         tuple(e for f in files for e in f.events if e.kind in ("secondary", "shm-create")),
         any(f.level == "INFO" for f in files),
         tuple(dict.fromkeys(n for f in files if f.account for n in f.account.networks.values())),
+        context_signs(files),
     )
 
 

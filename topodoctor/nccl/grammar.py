@@ -107,7 +107,7 @@ IB_NO_DEVICE = re.compile(r"NET/IB ?: No device found")
 SOCK_USING = re.compile(r"(?:Bootstrap|NET/Socket) ?: Using (.*)$")  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...
 NET_SOCKET_USING = re.compile(r"NET/Socket ?: Using (.*)$")
 SOCK_IF = re.compile(r"(?:\[(?P<index>\d+)\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
-# GPUDirect RDMA: per HCA (src/transport/net.cc, every release), and per GPU and NIC pair as the graph
+# GPUDirect RDMA: per HCA (src/graph/topo.cc, every release), and per GPU and NIC pair as the graph
 # decides it (src/graph/paths.cc): "for GPU <busId hex> / HCA <index>" 2.18 - 2.20, "... / HCA <netId hex>"
 # 2.21 - 2.23, "for GPU <rank> / HCA <netId hex>" 2.24 - 2.28, "for GPU/<sys>-<local> (rank r) - NET/<sys>-
 # <local> (" 2.29 (TRACE from 2.30)
@@ -117,6 +117,30 @@ GDR = re.compile(
     r"|GPU (?P<gpu>[0-9a-fA-F]+) / HCA (?P<nic>[0-9a-fA-F]+)\b"
     r"|GPU/(?P<gpu_id>\d+-\d+) \(rank (?P<rank>\d+)\) - NET/(?P<net_id>\d+-\d+))"
 )
+
+# --- what tells one cause of a failure class from another (read by ``nccl.info_signs``)
+
+# net_ib's line for each RoCE queue pair: the GID index in use and the GID, as its two 64-bit halves (subnet
+# prefix / interface id, the network-order bytes printed as the host's words). "NET/IB: Dev %d Port %d qpn %d
+# mtu %d GID %ld (%lX/%lX)" 2.18; "... mtu %d query_ece={...} GID ..." 2.19 - 2.26; "NET/IB: NCCL Dev %d IbDev
+# %d Port %d qpn %d mtu %d ... GID" (or "NCCL MergedDev") 2.20 - 2.29; "NET/IB: <function>: NCCL Dev %d IbDev
+# %d Port %d qp_num %d mtu %d GID ..." 2.30. An IB port prints "LID %d" there instead (2.22+ "LID %d subnet-prefix
+# %lu FLID %d"): the link is InfiniBand.
+_QP = r"NET/IB: (?:\w+: )?(?:NCCL (?:Merged)?Dev|Dev) (?P<dev>\d+) (?:IbDev (?P<ibdev>\d+) )?Port (?P<port>\d+) "
+_QP += r"qp(?:n|_num) \d+ mtu \d+ (?:.*?\} )?"
+GID_IN_USE = re.compile(_QP + r"GID (?P<index>-?\d+) \((?P<prefix>[0-9A-F]{1,16})/(?P<iid>[0-9A-F]{1,16})\)", re.I)
+QP_LID = re.compile(_QP + r"LID (?P<lid>\d+)", re.I)
+# the SHM transport's host buffers of a local peer (transport/shm.cc, 2.19+): imported through cuMem, or as a
+# /dev/shm file; "from tpProxyRank %d" 2.19 - 2.26, "from proxyRank %d" 2.27+
+CUMEM_IMPORT = re.compile(r"CUMEM imported shareable host buffer from (?:tp)?[Pp]roxyRank (?P<rank>\d+)")
+MMAP_IMPORT = re.compile(r"MMAP imported shareable host buffer (?P<path>\S+)")
+CUMEM_HOST_FAILS = re.compile(r"cuMem host allocations do not appear to be working")  # init.cc, 2.27+
+# the network plugin (src/net.cc 2.18 - 2.26, src/plugin/net.cc 2.27+): loaded, or none and NCCL's own
+NET_PLUGIN = re.compile(r"NET/Plugin ?: Loaded net plugin (?P<name>.+?) \(v\d+\)")
+NO_NET_PLUGIN = re.compile(r"NET/Plugin ?: (?:.*No plugin found|Could not find:|Using internal network plugin)")
+# aws-ofi-nccl: "Selected Provider is %s" (1.0 - 1.5), "... is %s (found %d nics)", "Selected provider is %s,
+# fabric is %s (found %d nics)" (1.14+)
+OFI_PROVIDER = re.compile(r"NET/OFI:? Selected [Pp]rovider is (?P<provider>[\w;-]+)")
 
 # --- NCCL's choices (src/graph/tuning.cc's table, search.cc's graphs, enqueue.cc's per-call lines)
 

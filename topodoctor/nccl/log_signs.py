@@ -1,7 +1,9 @@
 """What a log shows that tells one cause of a failure class from another: the records of a class's
 causes (``ClassCause``, ``ClassCauses``) and the tests on the log's lines and context each cause is singled out,
-ranked up or ruled out by (the plugin's network, a GID index set by environment, the GID in use, the
-NCCL versions, the topology file NCCL loaded). Data and pure functions; no I/O."""
+ranked up or ruled out by (the plugin's network or the plugin loaded, a GID index or RoCE version set by
+environment, the GID in use as a WARN or net_ib's queue-pair line names it, the NCCL versions, the topology
+file NCCL loaded, cuMem and /dev/shm imports of host buffers, connections without GPUDirect RDMA: the signs
+``nccl.info_signs`` reads). Data and pure functions; no I/O."""
 
 from __future__ import annotations
 
@@ -43,24 +45,90 @@ def local_gid(evs: Sequence[Event]) -> str:
     return next((m.group(1) for e in evs if (m := LOCAL_GID.search(e.text))), "")
 
 
+def _on(host: str) -> str:
+    return f" on {host}" if host else ""
+
+
+def gids_in_use(ctx: LogContext) -> list[tuple[str, str, str]]:
+    """(host, GID index, GID) of every RoCE queue pair net_ib's INFO line names."""
+    return [(s.host, *s.value.split(" ", 1)) for s in ctx.signs if s.kind == "gid"]  # type: ignore[misc]
+
+
 def gid_link_local(evs: Sequence[Event], ctx: LogContext) -> str:
     gid = local_gid(evs)
-    return (
-        f"the local GID in use is {gid}, a link-local address no router forwards"
-        if gid.lower().startswith("fe80")
-        else ""
-    )
+    if gid.lower().startswith("fe80"):
+        return f"the local GID in use is {gid}, a link-local address no router forwards"
+    host, index, addr = next(((h, i, a) for h, i, a in gids_in_use(ctx) if a.startswith("fe80")), ("", "", ""))
+    return f"NET/IB{_on(host)} uses GID index {index}, {addr}, a link-local address no router forwards" if addr else ""
+
+
+def roce_v1(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """The environment asks for RoCE v1 GIDs, which no router forwards, or IPv6 ones (a link-local may match)."""
+    return ctx.env.get("NCCL_IB_ROCE_VERSION_NUM", "") == "1" or ctx.env.get("NCCL_IB_ADDR_FAMILY", "") == "AF_INET6"
 
 
 def gid_routable(evs: Sequence[Event], ctx: LogContext) -> bool:
-    """The GID in use is RoCE v2 (IPv4-mapped) or a global IPv6 one: the GID index is not the fault."""
+    """The GID in use is RoCE v2 (IPv4-mapped) or a global IPv6 one: the GID index is not the fault. net_ib's
+    line gives the address, not its RoCE version: it counts only where NCCL chose the GID itself, as v2."""
     gid = local_gid(evs).lower()
-    return bool(gid) and not gid.startswith("fe80")
+    if gid:
+        return not gid.startswith("fe80")
+    seen = [a for _, _, a in gids_in_use(ctx)]
+    chosen = not gid_set_by_env(evs, ctx) and not roce_v1(evs, ctx)
+    return chosen and bool(seen) and all(a != "::" and not a.startswith("fe80") for a in seen)
 
 
 def ibext(evs: Sequence[Event], ctx: LogContext) -> str:
     net = next((n for n in ctx.networks if "IBext" in n), "")
-    return f"the network in use is {net}, the HPC-X / SHARP plugin's IB" if net else ""
+    if net:
+        return f"the network in use is {net}, the HPC-X / SHARP plugin's IB"
+    s = next((s for s in ctx.signs if s.kind == "net-plugin" and "IBext" in s.value), None)
+    return f"NCCL loaded the net plugin {s.value}{_on(s.host)}, the HPC-X / SHARP plugin's IB" if s else ""
+
+
+def not_ibext(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """The log shows the network or the plugin NCCL used, and it is not IBext: NCCL's own IB, or another plugin."""
+    if ibext(evs, ctx):
+        return False
+    return bool(ctx.networks) or any(s.kind in ("net-plugin", "no-net-plugin") for s in ctx.signs)
+
+
+def cumem_mixed(evs: Sequence[Event], ctx: LogContext) -> str:
+    """cuMem host memory that works on some local ranks only: NCCL's own line, or both kinds of import."""
+    if s := next((s for s in ctx.signs if s.kind == "cumem-host-fails"), None):
+        return f"NCCL said{_on(s.host)}: {s.said}"
+    cu = next((s for s in ctx.signs if s.kind == "cumem-import"), None)
+    mm = next((s for s in ctx.signs if s.kind == "mmap-import"), None)
+    if cu and mm and not any(s.kind == "multi-gpu-process" for s in ctx.signs):  # one rank per process
+        return f"local peers' host buffers came through cuMem ('{cu.said}') and as /dev/shm files ('{mm.said}')"
+    return ""
+
+
+def cumem_host_off(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """cuMem host memory turned off by the environment, and no rank imported a buffer through it."""
+    off = "0" in (ctx.env.get("NCCL_CUMEM_HOST_ENABLE"), ctx.env.get("NCCL_CUMEM_ENABLE"))
+    return off and not any(s.kind == "cumem-import" for s in ctx.signs)
+
+
+def no_gdrdma(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """No network connection runs GPUDirect RDMA (none shows /GDRDMA, or NCCL_NET_GDR_LEVEL=0 / LOC): the NIC
+    never reads or writes GPU memory."""
+    return ctx.env.get("NCCL_NET_GDR_LEVEL") in ("0", "LOC") or any(s.kind == "no-gdrdma" for s in ctx.signs)
+
+
+def no_user_registration(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """User buffer registration turned off, both kinds (NCCL_LOCAL_REGISTER=0, NCCL_GRAPH_REGISTER=0)."""
+    return ctx.env.get("NCCL_LOCAL_REGISTER") == "0" and ctx.env.get("NCCL_GRAPH_REGISTER") == "0"
+
+
+def rails_kept(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """NCCL_CROSS_NIC=0 already keeps each ring on one rail."""
+    return ctx.env.get("NCCL_CROSS_NIC") == "0"
+
+
+def at_destroy(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """The logs show a failure in a communicator's destroy or abort (init.cc's commReclaim WARN)."""
+    return any(s.kind == "at-destroy" for s in ctx.signs)
 
 
 def versions_differ(evs: Sequence[Event], ctx: LogContext) -> str:
@@ -79,7 +147,10 @@ def ib_timeout(evs: Sequence[Event], ctx: LogContext) -> str:
 
 def ofi(evs: Sequence[Event], ctx: LogContext) -> bool:
     """aws-ofi-nccl is the network: on AWS instance types it hands NCCL a topology file of its own."""
-    return any("Libfabric" in n or "OFI" in n for n in ctx.networks)
+    plugins = [s.value for s in ctx.signs if s.kind == "net-plugin"]
+    return any("Libfabric" in n or "OFI" in n for n in (*ctx.networks, *plugins)) or any(
+        s.kind == "ofi-provider" for s in ctx.signs
+    )
 
 
 def plugin_topo(evs: Sequence[Event], ctx: LogContext) -> str:
@@ -101,11 +172,13 @@ def odd_ifs(evs: Sequence[Event], ctx: LogContext) -> str:
 
 
 def roce(evs: Sequence[Event], ctx: LogContext) -> bool:
-    return "RoCE" in ctx.link_layers.values() or bool(local_gid(evs))
+    return "RoCE" in ctx.link_layers.values() or bool(local_gid(evs)) or bool(gids_in_use(ctx))
 
 
 def ib_only(evs: Sequence[Event], ctx: LogContext) -> bool:
-    return bool(ctx.link_layers) and "RoCE" not in ctx.link_layers.values() and not local_gid(evs)
+    """The link is InfiniBand: every device NCCL lists is IB, or net_ib's queue-pair lines name LIDs, not GIDs."""
+    lids = any(s.kind == "ib-lid" for s in ctx.signs)
+    return (bool(ctx.link_layers) or lids) and not roce(evs, ctx)
 
 
 def several_nics(evs: Sequence[Event], ctx: LogContext) -> bool:

@@ -28,6 +28,18 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Sign:
+    """An INFO line that tells one cause of a failure class from another (``nccl.info_signs`` reads them)."""
+
+    # gid, ib-lid, cumem-import, mmap-import, cumem-host-fails, net-plugin, no-net-plugin, ofi-provider,
+    # multi-gpu-process, at-destroy, no-gdrdma
+    kind: str
+    host: str  # the host of NCCL's line prefix ("" where the line carries none)
+    value: str  # what it names: "3 ::ffff:10.0.0.1" (GID index and GID), the plugin, the provider
+    said: str  # the message, trimmed: what a fix quotes
+
+
+@dataclass(frozen=True)
 class LogFile:
     """What one file says."""
 
@@ -51,6 +63,7 @@ class LogFile:
     trail_sources: tuple[str, ...] = ()  # NCCL source files of the return-code trail (bootstrap.cc, ...)
     # NCCL_* the log shows set (NCCL's "set by environment to", a command line, an export): name, value, line
     variables: tuple[tuple[str, str, int], ...] = ()
+    signs: tuple[Sign, ...] = ()  # INFO lines that tell a class's causes apart (GIDs, cuMem imports, the plugin)
 
 
 def dedupe_versions(found: dict[str, None]) -> list[str]:

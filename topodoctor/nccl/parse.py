@@ -41,6 +41,7 @@ from topodoctor.nccl.grammar import VERSION as _VERSION
 from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
+from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.logfile import Event, Level, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import Outcome
 
@@ -394,4 +395,5 @@ def parse_file(name: str, text: str) -> LogFile:
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
         variables=tuple((n, v, at) for n, (v, at) in r.shown.items()),
+        signs=read_signs(nccl_lines) if info else (),
     )

@@ -37,6 +37,7 @@ _P2P_HEADING = re.compile(
 )
 _HEADER = re.compile(r"^\s*(?:(?:D\\D|GPU|CPU)\s+)?\d+(?:\s+\d+)*\s*$")
 _ROW = re.compile(r"^\s*(\d+)\s+(.*)$")
+_PART_FIGURE = re.compile(r"^\d+(?:\.\d?)?$")  # both tools print two decimals: fewer is a number the paste cut
 _NVB_VERSION = re.compile(r"^nvbandwidth Version: (\S+)")
 _NVB_DEVICE = re.compile(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\))?\s*$")
 _NVB_PREAMBLE = re.compile(r"^(?:Built from|NOTE|Additional|Performance can|MPI version|Process |CUDA |\.\.\.|\S+\s*$)")
@@ -64,6 +65,8 @@ def _matrix(lines: list[str], j: int) -> tuple[list[str], list[str], list[list[f
             cells += lines[j + 1].split()  # a wrapped row
             j += 1
         rows.append(m.group(1))
+        if cells and _PART_FIGURE.match(cells[-1]):
+            cells = cells[:-1]
         values.append([number(c) for c in cells[: len(cols)]] + [None] * max(0, len(cols) - len(cells)))
         j += 1
     return rows, cols, values, j

@@ -95,7 +95,7 @@ def read_summary(lines: list[str], i: int, piece: int) -> Block:
     j = i + 1 if m else i
     while j < len(lines) and lines[j].lstrip().startswith(("|", "+")):
         if rm := _ROW.match(lines[j]):
-            name = re.sub(r"\s+\.\.\.$", "", rm.group(2).strip())
+            name = re.sub(r"\s*\.\.\.$", "", rm.group(2).strip())  # a name too long for its box ends in "..."
             parts.gpus.append(GpuSeen(piece, int(rm.group(1)), name=name, bus_id=_bus(rm.group(3))))
         j += 1
     cut = "" if parts.gpus else "no GPU row"

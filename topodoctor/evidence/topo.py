@@ -21,7 +21,9 @@ from topodoctor.model.evidence import GpuSeen, Kind, NicSeen, PairSeen
 _DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|mlx\d+_\d+|mlx5_\w+|ib\w+|hfi\d+_\d+|bnxt_re\d+|eth\d+|efa_\d+)$")
 _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|ERR|N/A)$")
 _P2P = re.compile(r"^(?:X|OK|CNS|GNS|TNS|NS|DR|U)$")
-_CELL = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|ERR|N/A|OK|CNS|GNS|TNS|NS|DR|U|[\d,-]+)$")  # a wrapped row's rest
+_CELL = re.compile(
+    r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|ERR|N/A|OK|CNS|GNS|TNS|NS|DR|U|[\d,-]+)$"
+)  # a wrapped row's rest
 _EXTRA = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)")
 _P2P_MODE = re.compile(r"topo\s+-p2p\s*([rwnap]+)\b")

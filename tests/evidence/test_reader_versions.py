@@ -50,6 +50,10 @@ EXPECTED: dict[str, tuple[list[str], int, str]] = {
     "nccl-tests-rows-wide-wrong-column-cut.txt": (["nccl-tests"], 0, "inside the row of 67108864 B"),
     "nccl-tests-rows-max-min-ops-cut.txt": (["nccl-tests"], 0, "inside the row of 201728 B"),
     "rccl-tests-tail-avg-bus-bandwidth-concluded.txt": (["nccl-tests"], 0, "the paste starts inside the table"),
+    "nvlink-status-a100-integer-rates-elided.txt": (["nvlink-status"], 3, "GPU 2 lists 1 of the 12 links"),
+    "nvlink-remote-h100-cut.txt": (["smi-list"], 2, ""),  # -R's lines are read past, not taken for links
+    "nccl-topo-dump-v100-version1-cut.xml": (["nccl-topo-xml"], 2, "inside the element of GPU dev 1"),
+    "nccl-topo-dump-h100-host-hash-cut.xml": (["nccl-topo-xml"], 1, "the dump ends before </system>"),
 }
 MAIN = {"command-line", "nccl-log"}  # pieces around the main one
 
@@ -63,7 +67,7 @@ def _links(got: Read, k: int = 0) -> dict[tuple[str, str], str]:
 
 
 def test_every_file_is_listed_with_its_source_and_expected_here() -> None:
-    files = sorted(p.name for p in VERSIONS.glob("*.txt"))
+    files = sorted(p.name for p in VERSIONS.iterdir() if p.name != "README.md")
     readme = (VERSIONS / "README.md").read_text()
     assert len(files) >= 15 and sorted(EXPECTED) == files
     assert all(f"`{f}` | https://github.com/" in readme for f in files)
@@ -295,3 +299,40 @@ def test_closing_lines_of_the_table() -> None:
     got, k = _run("rccl-tests-tail-avg-bus-bandwidth-concluded.txt")
     run = got.parts[k].collectives[0]
     assert (run.avg_busbw_gbps, run.out_of_bounds) == (142.652, 0)
+
+
+# --- nvidia-smi nvlink and NCCL's topology dump -------------------------------------------------------
+
+
+def test_nvlink_status_with_whole_number_rates_and_an_elided_listing() -> None:
+    got = read(VERSIONS / "nvlink-status-a100-integer-rates-elided.txt")
+    shown = [(g.index, g.name, g.nvlinks_up, g.nvlinks_listed, g.nvlink_gbps) for g in got.parts[0].gpus]
+    assert shown[:2] == [(0, "NVIDIA A100-SXM4-80GB", 12, 12, 25.0), (1, "NVIDIA A100-SXM4-80GB", 12, 12, 25.0)]
+    assert shown[2][2:] == (1, 1, 25.0)  # as shown: the cut says the rest was left out
+    assert got.parts[0].gpus[1].uuid == "GPU-0c512562-871f-8257-6187-b5ae1b986d5e"
+    assert got.pieces[0].cut.endswith("the paste leaves lines out after GPU 2 (......)")
+
+
+def test_nvlink_remote_lines_are_not_links_down() -> None:
+    got = read(VERSIONS / "nvlink-remote-h100-cut.txt")
+    assert [(g.index, g.nvlinks_up, g.nvlinks_listed) for g in got.parts[0].gpus] == [(0, None, None), (1, None, None)]
+
+
+def test_whole_nvlink_listings_are_not_said_cut() -> None:
+    for path in (EVIDENCE / "h200-x4" / "host.txt", EVIDENCE / "nvlink-status-v100-inactive.txt"):
+        got = read(path)
+        assert got.pieces[only(got, "nvlink-status")].cut == ""
+
+
+def test_older_topology_dump_cut_inside_a_gpu() -> None:
+    got = read(VERSIONS / "nccl-topo-dump-v100-version1-cut.xml")
+    assert got.pieces[0].version == "1"
+    gpus = [(g.index, g.bus_id, g.pcie_gen, g.pcie_width, g.nvlinks_up) for g in got.parts[0].gpus]
+    assert gpus == [(0, "00000000:39:00.0", 3, 16, 6), (1, "00000000:3B:00.0", 3, 16, None)]
+
+
+def test_recent_topology_dump_with_host_hash_and_a_nic() -> None:
+    got = read(VERSIONS / "nccl-topo-dump-h100-host-hash-cut.xml")
+    gpu = got.parts[0].gpus[0]
+    assert (gpu.bus_id, gpu.pcie_gen, gpu.pcie_width, gpu.nvlinks_up) == ("00000000:18:00.0", 5, 16, 18)
+    assert [(n.name, n.rate_gbps, n.gdr) for n in got.parts[0].nics] == [("mlx5_0", 400.0, False)]

@@ -34,6 +34,7 @@ EXPECTED: dict[str, tuple[list[str], int, str]] = {
     "p2pbw-a100x8-cuda11.5-samples-cut.txt": (["p2p-bandwidth-latency"], 8, "no matrix"),
     "p2pbw-h100x8-from-the-connectivity-matrix-cut.txt": (["p2p-bandwidth-latency"], 0, "2 of the 6 matrices"),
     "nvbandwidth-v0.7-a100x8-assert-before-any-matrix.txt": (["nvbandwidth"], 8, "no testcase ran"),
+    "nvbandwidth-v0.2-rtx2080ti-waived.txt": (["nvbandwidth"], 2, "(device_to_device_memcpy_write_ce waived)"),
     "nccl-tests-error-column-v100-sxm3-backtick-cut.txt": (["nccl-tests"], 0, "the table ends after the row of 128 B"),
     "nccl-tests-nccl2.5.6-v100-azure-info-lines-cut.txt": (
         ["command-line", "nccl-tests", "nccl-log"],
@@ -228,6 +229,14 @@ def test_nvbandwidth_v0_7_devices_and_versions_before_its_assert() -> None:
     assert got.pieces[0].version == "v0.7" and part.copies == []
     assert (part.driver_version, part.cuda_version) == ("550.127.08", "12.4")
     assert [g.bus_id for g in part.gpus][::7] == ["00000000:34:00.0", "00000000:9E:00.0"]
+
+
+def test_nvbandwidth_v0_2_waives_a_testcase_without_peer_access() -> None:
+    got = read(VERSIONS / "nvbandwidth-v0.2-rtx2080ti-waived.txt")
+    part = got.parts[0]
+    assert (got.pieces[0].version, part.driver_version, part.cuda_version) == ("v0.2", "525.125.06", "12.1")
+    assert [(g.index, g.name, g.bus_id) for g in part.gpus] == [(n, "NVIDIA GeForce RTX 2080 Ti", "") for n in (0, 1)]
+    assert part.copies == []
 
 
 # --- nccl-tests ---------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ _NVB_JSON_DEVICE = re.compile(
 _NVB_RUNNING = re.compile(r"^Running (\w+)\.")
 _NVB_DESCRIPTION = re.compile(r"^(.*\((?:GB/s|ns)\))\s*$")
 _NVB_SUM = re.compile(r"^SUM (\w+) ([\d.]+)")
+_NVB_WAIVED = re.compile(r"^Waiving (\w+)\.")  # v0.2..0.6; later versions print "Waived:" after Running
 _DRIVER = re.compile(r"^Driver Version: (\S+)")
 _CUDA = re.compile(r"^CUDA Runtime Version: (\d+)")
 
@@ -169,6 +170,7 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
     version = ""
     testcase = description = ""
     pending: list[CopyMatrix] = []
+    waived: list[str] = []
     j = i
     while j < len(lines):
         line = lines[j]
@@ -202,6 +204,8 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             )
             description = ""
             continue
+        elif m := _NVB_WAIVED.match(line):
+            waived.append(m.group(1))
         elif m := _NVB_SUM.match(line):
             if pending:
                 last = pending.pop()
@@ -212,7 +216,7 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             break  # text that is not nvbandwidth's before any testcase ran
         j += 1
     parts.copies += pending
-    cut = "" if parts.copies else "no testcase ran"
+    cut = "" if parts.copies else "no testcase ran" + (f" ({', '.join(waived)} waived)" if waived else "")
     if description:
         cut = f"the matrix of {testcase} is cut"
     short = [c.testcase for c in parts.copies if _short(c)]

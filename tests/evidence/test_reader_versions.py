@@ -304,10 +304,11 @@ def test_max_then_min_rows_keep_their_reduction() -> None:
     assert [r.redop for r in got.parts[k].collectives[0].rows] == ["max"] * 6 + ["min"] * 5
 
 
-def test_closing_lines_of_the_table() -> None:
+def test_closing_lines_of_the_table_name_the_program() -> None:
     got, k = _run("rccl-tests-tail-avg-bus-bandwidth-concluded.txt")
     run = got.parts[k].collectives[0]
-    assert (run.avg_busbw_gbps, run.out_of_bounds) == (142.652, 0)
+    assert (run.op, run.avg_busbw_gbps, run.out_of_bounds) == ("all_reduce", 142.652, 0)
+    assert "not named" not in got.pieces[k].cut  # "Collective test concluded: all_reduce_perf" names it
 
 
 # --- nvidia-smi nvlink and NCCL's topology dump -------------------------------------------------------

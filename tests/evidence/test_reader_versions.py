@@ -28,6 +28,7 @@ EXPECTED: dict[str, tuple[list[str], int, str]] = {
     "smi-query-quadro-p2000-driver418-cut.txt": (["smi-query"], 1, "(at 'OEM Object')"),
     "smi-query-v100-pass-through-driver418-cut.txt": (["smi-query"], 1, "(at 'Host VGPU Mode')"),
     "smi-query-rtx3070ti-laptop-driver555-cut.txt": (["smi-query"], 1, "(at 'Board Part Number')"),
+    "smi-query-d-memory-performance-driver580-cut.txt": (["smi-query"], 1, "(at 'Spars')"),
     "smi-summary-titanxp-driver450.txt": (["smi-summary"], 1, ""),
     "smi-summary-v100-driver470-cut.txt": (["smi-summary"], 1, ""),  # cut in the processes box, not read
     "p2pbw-v100x4-samples-2018-cut.txt": (["p2p-bandwidth-latency"], 4, "no matrix"),
@@ -179,6 +180,14 @@ def test_query_of_old_and_new_drivers() -> None:
     assert (passthrough.name, passthrough.virtualization) == ("Tesla V100-PCIE-16GB", "Pass-Through")
     gtx = read(VERSIONS / "smi-query-gtx1080-driver396-cut.txt").parts[0].gpus[0]
     assert gtx.virtualization == ""  # the line is there, its value is not: not shown, not "None"
+
+
+def test_query_of_driver_580_filtered_with_d_and_a_heading_above_the_gpus() -> None:
+    got = read(VERSIONS / "smi-query-d-memory-performance-driver580-cut.txt")
+    part = got.parts[0]
+    assert (part.driver_version, part.cuda_version) == ("580.105.06", "")  # "Not Found": not shown
+    gpu = part.gpus[0]
+    assert (gpu.bus_id, gpu.name, gpu.clock_event_reasons) == ("00000000:42:00.0", "", ())  # all Not Active
 
 
 def test_whole_query_outputs_are_not_said_cut() -> None:

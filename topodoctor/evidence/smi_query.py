@@ -64,8 +64,9 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             if kv and kv.group(2) == "Driver Version":
                 parts.driver_version = kv.group(3).strip()
             elif kv and kv.group(2) == "CUDA Version":
-                parts.cuda_version = kv.group(3).strip()
-            elif not (_TOP.match(line) or kv):
+                version = kv.group(3).strip()  # "Not Found" where no CUDA driver is installed (580+)
+                parts.cuda_version = version if version[:1].isdigit() else ""
+            elif not (_TOP.match(line) or kv or _top_heading(lines, j)):
                 break
             j += 1
             continue
@@ -100,6 +101,12 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         # a whole -q names the product and ends each GPU with Processes (-d's filtered view names neither)
         cut = f"the paste ends inside the section of GPU {parts.gpus[-1].bus_id} (before its Processes line)"
     return Block("smi-query", i, j, parts, cut=cut)
+
+
+def _top_heading(lines: list[str], j: int) -> bool:
+    """Whether line ``j`` is a heading above the GPUs with keys under it (580's ``vGPU Driver Capability``)."""
+    below = lines[j + 1] if j + 1 < len(lines) else ""
+    return bool(_HEADING.match(" " + lines[j]) and below.startswith("    ") and _KV.match(below))
 
 
 def _int(value: str) -> int | None:

@@ -30,6 +30,7 @@ EXPECTED: dict[str, tuple[list[str], int, str]] = {
     "smi-query-rtx3070ti-laptop-driver555-cut.txt": (["smi-query"], 1, "(at 'Board Part Number')"),
     "smi-query-d-memory-performance-driver580-cut.txt": (["smi-query"], 1, "(at 'Spars')"),
     "smi-summary-titanxp-driver450.txt": (["smi-summary"], 1, ""),
+    "smi-summary-h100-driver550-cut.txt": (["smi-summary"], 2, "the table ends inside the rows of GPU 1"),
     "smi-summary-v100-driver470-cut.txt": (["smi-summary"], 1, ""),  # cut in the processes box, not read
     "p2pbw-v100x4-samples-2018-cut.txt": (["p2p-bandwidth-latency"], 4, "no matrix"),
     "p2pbw-a100x8-cuda11.5-samples-cut.txt": (["p2p-bandwidth-latency"], 8, "no matrix"),
@@ -197,11 +198,16 @@ def test_whole_query_outputs_are_not_said_cut() -> None:
     assert "before its Processes line" in older.pieces[0].cut
 
 
-def test_plain_tables_of_drivers_450_and_470() -> None:
+def test_plain_tables_of_drivers_450_470_and_550() -> None:
     titan = read(VERSIONS / "smi-summary-titanxp-driver450.txt")
     part = titan.parts[0]
     assert (part.driver_version, part.cuda_version, titan.pieces[0].version) == ("450.57", "11.0", "450.57")
     assert [(g.index, g.name, g.bus_id) for g in part.gpus] == [(0, "TITAN Xp", "00000000:17:00.0")]
+    h100 = read(VERSIONS / "smi-summary-h100-driver550-cut.txt").parts[0]
+    assert (h100.driver_version, h100.cuda_version) == ("550.54.15", "12.4")
+    assert [(g.index, g.name, g.bus_id) for g in h100.gpus] == [
+        (0, "NVIDIA H100 80GB HBM3", "00000000:18:00.0"), (1, "NVIDIA H100 80GB HBM3", "00000000:2A:00.0"),
+    ]  # fmt: skip
     v100 = read(VERSIONS / "smi-summary-v100-driver470-cut.txt").parts[0]
     assert (v100.driver_version, v100.cuda_version) == ("470.182.03", "11.4")
     assert [(g.name, g.bus_id) for g in v100.gpus] == [("Tesla V100-SXM2", "00000000:00:04.0")]

@@ -40,6 +40,7 @@ def test_plain_table_pasted_without_its_banner() -> None:
     got = read(EVIDENCE / "smi-summary-a100-driver535-cut.txt")
     assert [g.bus_id for g in got.parts[0].gpus] == ["00000000:2A:00.0", "00000000:51:00.0", "00000000:57:00.0"]
     assert "below the banner" in got.pieces[0].cut
+    assert got.pieces[0].cut.endswith("the table ends inside the rows of GPU 4")  # its first row is cut
 
 
 def test_gpu_list_of_eight() -> None:

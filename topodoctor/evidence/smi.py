@@ -111,6 +111,10 @@ def read_summary(lines: list[str], i: int, piece: int) -> Block:
             parts.gpus.append(GpuSeen(piece, int(rm.group(1)), name=name, bus_id=_bus(rm.group(3))))
         j += 1
     cut = "" if parts.gpus else "no GPU row"
+    if parts.gpus and not lines[j - 1].lstrip().startswith("+"):  # each GPU's rows end in a +---+ line
+        first = re.match(r"^\|\s+(\d+)\s", lines[j - 1])  # the first row of a GPU, cut before its bus id
+        index = int(first.group(1)) if first and not _ROW.match(lines[j - 1]) else parts.gpus[-1].index
+        cut = f"the table ends inside the rows of GPU {index}"
     if m is None:
         cut = "; ".join(x for x in ("the paste starts below the banner (no driver or CUDA version)", cut) if x)
     start = i - 1 if m and i and lines[i - 1].startswith("+") else i

@@ -14,7 +14,11 @@ VERSIONS = EVIDENCE / "versions"
 # file -> (the kinds read in order, the GPUs the main piece shows, a part of its cut or "" when whole)
 EXPECTED: dict[str, tuple[list[str], int, str]] = {
     "topo-m-p100-soc-2017.txt": (["topo-matrix"], 2, ""),
-    "topo-m-8gpu-mlx4-cpu-affinity-only-2017-cut.txt": (["topo-matrix"], 5, "no row for GPU5"),
+    "topo-m-8gpu-mlx4-cpu-affinity-only-2017-cut.txt": (
+        ["topo-matrix"],
+        5,
+        "GPU5, GPU6, GPU7 (the paste ends after 5 of 8 rows)",
+    ),
     "topo-m-l4-pair-sys.txt": (["topo-matrix"], 2, ""),
     "topo-m-rtx4090x8-nic-rows-no-legend-gpu-numa-id.txt": (["topo-matrix"], 8, ""),
     "topo-m-dgx-a100-nv12-twelve-nics-cut.txt": (["topo-matrix"], 5, "the row of GPU4 is cut"),

@@ -91,12 +91,13 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         c != "X" and _LINK.match(c) for v in matrix for c in v
     )
     kind: Kind = "topo-p2p" if p2p else "topo-matrix"
-    missing = [d for d in devices if d not in rows]
-    if missing and not p2p and not short and not any(d.startswith(("GPU", "NIC")) for d in missing):
-        missing = []  # old drivers name NICs by device in the header and print no row for them
+    # old drivers name NICs by device in the header (mlx5_0) and print no row for them
+    named = [d for d in devices if not d.startswith(("GPU", "NIC"))]
+    expected = [d for d in devices if p2p or d not in named or any(n in rows for n in named)]
+    missing = [d for d in expected if d not in rows]
     if missing:
         shown = ", ".join(missing) if len(missing) <= 3 else f"{missing[0]} and {len(missing) - 1} more"
-        cut = f"no row for {shown} (the paste ends after {len(rows)} of {len(devices)} rows)"
+        cut = f"no row for {shown} (the paste ends after {len(rows)} of {len(expected)} rows)"
     if short:
         cut = "; ".join(x for x in (cut, f"the row of {', '.join(short)} is cut") if x)
     # the legends

@@ -30,12 +30,17 @@ def test_inactive_links_are_listed_but_not_up() -> None:
 def test_gb200_listing_cut_after_two_links_of_the_second_gpu() -> None:
     got = read(EVIDENCE / "nvlink-status-gb200.txt")
     assert [(g.nvlinks_up, g.nvlink_gbps) for g in got.parts[0].gpus] == [(18, 53.125), (2, 53.125)]
+    assert (
+        got.pieces[0].cut
+        == "GPU 1 lists 2 of the 18 links the others list; the paste leaves lines out after GPU 1 (...)"
+    )
 
 
 def test_plain_table_pasted_without_its_banner() -> None:
     got = read(EVIDENCE / "smi-summary-a100-driver535-cut.txt")
     assert [g.bus_id for g in got.parts[0].gpus] == ["00000000:2A:00.0", "00000000:51:00.0", "00000000:57:00.0"]
     assert "below the banner" in got.pieces[0].cut
+    assert got.pieces[0].cut.endswith("the table ends inside the rows of GPU 4")  # its first row is cut
 
 
 def test_gpu_list_of_eight() -> None:

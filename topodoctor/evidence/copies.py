@@ -37,6 +37,7 @@ _P2P_HEADING = re.compile(
 )
 _HEADER = re.compile(r"^\s*(?:(?:D\\D|GPU|CPU)\s+)?\d+(?:\s+\d+)*\s*$")
 _ROW = re.compile(r"^\s*(\d+)\s+(.*)$")
+_PART_FIGURE = re.compile(r"^\d+(?:\.\d?)?$")  # both tools print two decimals: fewer is a number the paste cut
 _NVB_VERSION = re.compile(r"^nvbandwidth Version: (\S+)")
 _NVB_DEVICE = re.compile(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\))?\s*$")
 _NVB_PREAMBLE = re.compile(r"^(?:Built from|NOTE|Additional|Performance can|MPI version|Process |CUDA |\.\.\.|\S+\s*$)")
@@ -47,6 +48,7 @@ _NVB_JSON_DEVICE = re.compile(
 _NVB_RUNNING = re.compile(r"^Running (\w+)\.")
 _NVB_DESCRIPTION = re.compile(r"^(.*\((?:GB/s|ns)\))\s*$")
 _NVB_SUM = re.compile(r"^SUM (\w+) ([\d.]+)")
+_NVB_WAIVED = re.compile(r"^Waiving (\w+)\.")  # v0.2..0.6; later versions print "Waived:" after Running
 _DRIVER = re.compile(r"^Driver Version: (\S+)")
 _CUDA = re.compile(r"^CUDA Runtime Version: (\d+)")
 
@@ -64,6 +66,8 @@ def _matrix(lines: list[str], j: int) -> tuple[list[str], list[str], list[list[f
             cells += lines[j + 1].split()  # a wrapped row
             j += 1
         rows.append(m.group(1))
+        if cells and _PART_FIGURE.match(cells[-1]):
+            cells = cells[:-1]
         values.append([number(c) for c in cells[: len(cols)]] + [None] * max(0, len(cols) - len(cells)))
         j += 1
     return rows, cols, values, j
@@ -166,6 +170,7 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
     version = ""
     testcase = description = ""
     pending: list[CopyMatrix] = []
+    waived: list[str] = []
     j = i
     while j < len(lines):
         line = lines[j]
@@ -199,6 +204,8 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             )
             description = ""
             continue
+        elif m := _NVB_WAIVED.match(line):
+            waived.append(m.group(1))
         elif m := _NVB_SUM.match(line):
             if pending:
                 last = pending.pop()
@@ -209,7 +216,7 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             break  # text that is not nvbandwidth's before any testcase ran
         j += 1
     parts.copies += pending
-    cut = "" if parts.copies else "no testcase ran"
+    cut = "" if parts.copies else "no testcase ran" + (f" ({', '.join(waived)} waived)" if waived else "")
     if description:
         cut = f"the matrix of {testcase} is cut"
     short = [c.testcase for c in parts.copies if _short(c)]

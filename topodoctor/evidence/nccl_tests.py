@@ -39,7 +39,7 @@ _RANK = re.compile(
 _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
-_CONCLUDED = re.compile(r"^#?\s*Collective test concluded")
+_CONCLUDED = re.compile(r"^#?\s*Collective test concluded(?::\s*(\w+))?")
 _ROW_START = re.compile(r"^\s+\d+\s+\d+\s+[a-z]\w*\s+(?:\w+\s+)?(?:-?\d+\s+)?[\d.]+\s+[\d.]+\s+[\d.]+\s")
 _WRAPPED_NAME = re.compile(r"^\s*[\w-]+(?: [\w-]+){0,3}\s*$")  # "80GB HBM3" after a cut rank line
 _BANNER = re.compile(r"^NCCL version (\d+\.\d+\.\d+)")
@@ -182,7 +182,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             bounds = int(m.group(1))
         elif m := _AVG.match(line):
             avg = number(m.group(1))
-        elif _CONCLUDED.match(line):
+        elif m := _CONCLUDED.match(line):
+            program = program or (m.group(1) or "").removesuffix("_perf")  # 2.14+ names it here too
             j += 1
             break
         elif table is None and _ROW_START.match(line) and not raw:

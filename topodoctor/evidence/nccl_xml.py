@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET  # the XML parser: NCCL's dumps are XML
+from dataclasses import replace
 
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.model.evidence import GpuSeen, Kind, NcclGraphSeen, NicSeen
@@ -54,8 +55,9 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     cut = ""
     if fragment is not None:
         text, cut = f"<{name}>\n{text}", f"the paste starts inside the dump, without <{name}>"
+    inside: list[str] = []
     if not closed:
-        text, more = _closed(text, name)
+        text, more, inside = _closed(text, name)
         cut = "; ".join(x for x in (cut, more) if x)
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         return Block(kind, i, j, Parts(), cut="holds a DTD, which NCCL refuses: not read")
@@ -64,12 +66,17 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     except ET.ParseError as exc:
         return Block(kind, i, j, Parts(), cut=f"not well-formed XML: {exc}")
     parts = _system(root, piece) if kind == "nccl-topo-xml" else _graphs(root, piece)
+    if "gpu" in inside and parts.gpus:
+        # the paste ended inside the last GPU's element: its NVLinks are not all shown (not shown, not fewer)
+        last = parts.gpus[-1]
+        parts.gpus[-1] = replace(last, nvlinks_up=None)
+        cut += f"; it ends inside the element of GPU dev {last.index} (its NVLinks not all shown)"
     return Block(kind, i, j, parts, root.get("version", ""), cut)
 
 
-def _closed(text: str, name: str) -> tuple[str, str]:
+def _closed(text: str, name: str) -> tuple[str, str, list[str]]:
     """A cut dump closed: its last partial tag dropped, closing tags of elements the paste does not
-    hold dropped, every open element closed."""
+    hold dropped, every open element closed; with the elements the paste ended inside."""
     last = text.rfind("<")
     if last >= 0 and ">" not in text[last:]:
         text = text[:last]
@@ -87,7 +94,8 @@ def _closed(text: str, name: str) -> tuple[str, str]:
             stack.append(m.group(2))
         out.append(m.group(0))
     out.append(text[k:])
-    return "".join(out) + "".join(f"</{t}>" for t in reversed(stack)), f"the dump ends before </{name}>"
+    closing = "".join(f"</{t}>" for t in reversed(stack))
+    return "".join(out) + closing, f"the dump ends before </{name}>", stack
 
 
 def _int(text: str | None) -> int | None:

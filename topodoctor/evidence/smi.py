@@ -19,7 +19,8 @@ from topodoctor.model.evidence import GpuSeen, Kind
 _GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$")
 _LINK = re.compile(r"^\s*Link (\d+): (.*)$")
 _MIG = re.compile(r"^\s+MIG \S+\s+Device\s+\d+:")  # -L's MIG devices under their GPU: read past
-_CAPABILITY = re.compile(r"^\s*Link \d+, ")  # nvlink -c: read past, not kept
+_CAPABILITY = re.compile(r"^\s*Link \d+(?:, |: Remote Device )")  # nvlink -c and -R: read past, not kept
+_ELIDED = re.compile(r"^\s*(?:\.{3,}|…)\s*$")  # "..." where the poster left lines out
 _RATE = re.compile(r"([\d.]+) GB/s")
 _ERRORS = re.compile(r"^(.*?Errors?|.*?[Cc]ounter\w*)\s*:\s*(\d+)")
 _BANNER = re.compile(r"NVIDIA-SMI (\S+)\s+Driver Version: (\S+)(?:\s+CUDA Version: (\S+))?")
@@ -79,7 +80,18 @@ def read_gpu_list(lines: list[str], i: int, piece: int) -> Block:
     parts = Parts(gpus=gpus)
     while j > i + 1 and not lines[j - 1].strip():
         j -= 1
-    return Block(kind, i, j, parts)
+    cut = ""
+    listed_by = [g.nvlinks_listed for g in gpus if g.nvlinks_listed is not None]
+    last = gpus[-1]
+    # nvidia-smi lists every link of every GPU, up or not: a last GPU with fewer is a listing the paste ended
+    short = kind == "nvlink-status" and len(listed_by) > 1 and listed_by[-1] < max(listed_by[:-1])
+    if j < len(lines) and _ELIDED.match(lines[j]):
+        cut = f"the paste leaves lines out after GPU {last.index} ({lines[j].strip()})"
+        j += 1
+    if short:
+        shown = f"GPU {last.index} lists {listed_by[-1]} of the {max(listed_by[:-1])} links the others list"
+        cut = "; ".join(x for x in (shown, cut) if x)
+    return Block(kind, i, j, parts, cut=cut)
 
 
 def starts_summary(lines: list[str], i: int) -> bool:
@@ -95,10 +107,14 @@ def read_summary(lines: list[str], i: int, piece: int) -> Block:
     j = i + 1 if m else i
     while j < len(lines) and lines[j].lstrip().startswith(("|", "+")):
         if rm := _ROW.match(lines[j]):
-            name = re.sub(r"\s+\.\.\.$", "", rm.group(2).strip())
+            name = re.sub(r"\s*\.\.\.$", "", rm.group(2).strip())  # a name too long for its box ends in "..."
             parts.gpus.append(GpuSeen(piece, int(rm.group(1)), name=name, bus_id=_bus(rm.group(3))))
         j += 1
     cut = "" if parts.gpus else "no GPU row"
+    if parts.gpus and not lines[j - 1].lstrip().startswith("+"):  # each GPU's rows end in a +---+ line
+        first = re.match(r"^\|\s+(\d+)\s", lines[j - 1])  # the first row of a GPU, cut before its bus id
+        index = int(first.group(1)) if first and not _ROW.match(lines[j - 1]) else parts.gpus[-1].index
+        cut = f"the table ends inside the rows of GPU {index}"
     if m is None:
         cut = "; ".join(x for x in ("the paste starts below the banner (no driver or CUDA version)", cut) if x)
     start = i - 1 if m and i and lines[i - 1].startswith("+") else i

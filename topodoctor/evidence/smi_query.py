@@ -41,6 +41,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     index = 0
     stack: list[tuple[int, str]] = []
     active: list[str] = []
+    open_heading = ""  # a heading with nothing under it yet: where the paste ended, if it ends here
+    ended: list[bool] = []  # per GPU: whether its section reached Processes, the last of every section
     while j < len(lines):
         line = lines[j]
         if not line.strip():
@@ -53,6 +55,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             current = GpuSeen(piece, index, bus_id=bus.zfill(16) if len(bus) < 16 else bus)
             index += 1
             stack, active = [], []
+            ended.append(False)
+            open_heading = line.strip()
             j += 1
             continue
         kv = _KV.match(line)
@@ -60,8 +64,9 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             if kv and kv.group(2) == "Driver Version":
                 parts.driver_version = kv.group(3).strip()
             elif kv and kv.group(2) == "CUDA Version":
-                parts.cuda_version = kv.group(3).strip()
-            elif not (_TOP.match(line) or kv):
+                version = kv.group(3).strip()  # "Not Found" where no CUDA driver is installed (580+)
+                parts.cuda_version = version if version[:1].isdigit() else ""
+            elif not (_TOP.match(line) or kv or _top_heading(lines, j)):
                 break
             j += 1
             continue
@@ -77,6 +82,9 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         while stack and stack[-1][0] >= indent:
             stack.pop()
         path = tuple(s for _, s in stack)
+        open_heading = key if value is None else ""
+        if key == "Processes" and not path:
+            ended[-1] = True
         if value is None:
             stack.append((indent, key))
         else:
@@ -87,7 +95,18 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     if current is not None:
         parts.gpus.append(replace(current, clock_event_reasons=tuple(active)))
     cut = "" if parts.gpus else "no GPU section"
+    if parts.gpus and open_heading:  # every section ends in a value: one ending in a heading was cut
+        cut = f"the paste ends inside the section of GPU {parts.gpus[-1].bus_id} (at {open_heading!r})"
+    elif parts.gpus and not ended[-1] and (any(ended) or parts.gpus[-1].name):
+        # a whole -q names the product and ends each GPU with Processes (-d's filtered view names neither)
+        cut = f"the paste ends inside the section of GPU {parts.gpus[-1].bus_id} (before its Processes line)"
     return Block("smi-query", i, j, parts, cut=cut)
+
+
+def _top_heading(lines: list[str], j: int) -> bool:
+    """Whether line ``j`` is a heading above the GPUs with keys under it (580's ``vGPU Driver Capability``)."""
+    below = lines[j + 1] if j + 1 < len(lines) else ""
+    return bool(_HEADING.match(" " + lines[j]) and below.startswith("    ") and _KV.match(below))
 
 
 def _int(value: str) -> int | None:

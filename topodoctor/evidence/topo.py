@@ -20,7 +20,10 @@ from topodoctor.model.evidence import GpuSeen, Kind, NicSeen, PairSeen
 
 _DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|mlx\d+_\d+|mlx5_\w+|ib\w+|hfi\d+_\d+|bnxt_re\d+|eth\d+|efa_\d+)$")
 _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|ERR|N/A)$")
-_P2P = re.compile(r"^(?:X|OK|CNS|GNS|TNS|NS|U)$")
+_P2P = re.compile(r"^(?:X|OK|CNS|GNS|TNS|NS|DR|U)$")
+_CELL = re.compile(
+    r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|ERR|N/A|OK|CNS|GNS|TNS|NS|DR|U|[\d,-]+)$"
+)  # a wrapped row's rest
 _EXTRA = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)")
 _P2P_MODE = re.compile(r"topo\s+-p2p\s*([rwnap]+)\b")
@@ -28,8 +31,11 @@ _LEGEND_LINE = re.compile(r"^\s*(?:Legend:|NIC Legend:|[A-Z#]{1,5}\s+= )")
 
 
 def _header(line: str) -> tuple[list[str], list[str]] | None:
-    """(device columns, extra columns) of a header line, or None when it is not one."""
+    """(device columns, extra columns) of a header line, or None when it is not one. The header may
+    stand on the command's own line, where a paste lost the newline after the prompt."""
     tokens = line.split()
+    if "GPU0" in tokens[1:] and "topo" in tokens[: tokens.index("GPU0")]:
+        tokens = tokens[tokens.index("GPU0") :]
     if not tokens or tokens[0] != "GPU0":
         return None
     devices: list[str] = []
@@ -62,26 +68,36 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             break
         name, values = tokens[0], tokens[1:]
         # a row a narrow terminal wrapped: its cells go on on the next line, which names no device
-        while len(values) < len(devices) and j + 1 < len(lines):
+        need = len(devices) + (len(extra) if name.startswith("GPU") else 0)
+        while len(values) < need and j + 1 < len(lines):
             more = lines[j + 1].split()
-            if not more or more[0] in devices or _LEGEND_LINE.match(lines[j + 1]):
+            if not more or more[0] in devices or not all(_CELL.match(c) for c in more):
                 break
             values += more
             j += 1
         rows[name] = values
         j += 1
+    # a row that ends before its last column (or, for a GPU, before its affinity columns) is cut, and
+    # so may be its last cell ("SY", "NV1" of NV12, "240-25"): that cell is not read
+    short = [
+        name
+        for name, v in rows.items()
+        if len(v) < len(devices) or (name.startswith("GPU") and len(v) < len(devices) + len(extra))
+    ]
+    for name in short:
+        rows[name] = rows[name][:-1]
     matrix = [v[: len(devices)] for v in rows.values()]
     p2p = any(_P2P.match(c) and c != "X" for v in matrix for c in v) and not any(
         c != "X" and _LINK.match(c) for v in matrix for c in v
     )
     kind: Kind = "topo-p2p" if p2p else "topo-matrix"
-    missing = [d for d in devices if d not in rows]
-    short = [name for name, v in rows.items() if len(v) < len(devices)]
-    if missing and not p2p and not any(d.startswith("GPU") for d in missing) and all(r.startswith("GPU") for r in rows):
-        missing = []  # some drivers print NIC columns and no NIC rows
+    # old drivers name NICs by device in the header (mlx5_0) and print no row for them
+    named = [d for d in devices if not d.startswith(("GPU", "NIC"))]
+    expected = [d for d in devices if p2p or d not in named or any(n in rows for n in named)]
+    missing = [d for d in expected if d not in rows]
     if missing:
         shown = ", ".join(missing) if len(missing) <= 3 else f"{missing[0]} and {len(missing) - 1} more"
-        cut = f"no row for {shown} (the paste ends after {len(rows)} of {len(devices)} rows)"
+        cut = f"no row for {shown} (the paste ends after {len(rows)} of {len(expected)} rows)"
     if short:
         cut = "; ".join(x for x in (cut, f"the row of {', '.join(short)} is cut") if x)
     # the legends
@@ -94,13 +110,13 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             break
         j += 1
     mode = "?"
-    for back in range(max(0, i - 4), i):
+    for back in range(max(0, i - 4), i + 1):
         if m := _P2P_MODE.search(lines[back]):
             mode = m.group(1)
     parts = Parts()
     for name, values in rows.items():
         for b, cell in zip(devices, values):
-            if b == name:
+            if b == name or not (_P2P if p2p else _LINK).match(cell):
                 continue
             if p2p:
                 parts.pairs.append(PairSeen(piece, name, b, p2p={mode: cell}))

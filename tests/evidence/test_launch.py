@@ -88,3 +88,21 @@ def test_a_prefix_before_an_nccl_tests_binary_after_cd_and() -> None:
     )
     got = read_input("p", text)
     assert [(s.name, s.value) for s in got.parts[0].settings] == [("NCCL_DEBUG", "INFO"), ("NCCL_ALGO", "RING")]
+
+
+def test_horovodrun_s_host_list_and_its_slots() -> None:
+    """horovodrun -H over two hosts (nccl-tests#93, fixtures/diagnose/holdout/s-09): each host with its slots."""
+    from topodoctor.evidence.inputs import read_input
+
+    text = "NCCL_DEBUG=info horovodrun -np 4 -H node1:2,node2:2 ./build/all_reduce_perf -b 18M -e 600M -f 2 -g 2"
+    (launch,) = read_input("x", text).parts[0].launches
+    assert launch.hosts == (("node1", 2), ("node2", 2)) and launch.program == "all_reduce_perf"
+
+
+def test_a_prefixed_cuda_visible_devices_is_the_bare_run_s_gpus() -> None:
+    """nccl#428's run on two of four T4s (fixtures/diagnose/holdout/s-02)."""
+    from topodoctor.evidence.inputs import read_input
+
+    text = "# LD_LIBRARY_PATH=/usr/local/lib CUDA_VISIBLE_DEVICES=0,1 ./build/all_reduce_perf  -b 8 -e 128M -f 2 -g 2"
+    launches = read_input("x", text).parts[0].launches
+    assert [(x.launcher, x.gpus) for x in launches] == [("nccl-tests", "0,1")]

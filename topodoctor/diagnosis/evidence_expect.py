@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, no_peer_access, path_class
+from topodoctor.diagnosis.evidence_nics import expected_nic_gbps
 from topodoctor.topology.busbw import Layout, at_size, predict_layout
 from topodoctor.topology.gpu_models import GpuModel
 from topodoctor.topology.graph import NVLINK_LINK_GBPS, pcie_gbps
@@ -60,8 +61,9 @@ def layout_of(f: Facts, per_node: int, gpus: tuple[int, ...] = ()) -> tuple[Layo
     m = f.model
     cc = m.compute_capability if m is not None else ""
     gen, width, pcie_src = _pcie_of(f, m)
+    listed = expected_nic_gbps(f, f.hosts[0] if f.hosts else "")  # ibstat's ports: each at its siblings' rate
     nic = sum(n.rate_gbps / 8 for n in f.nics if n.rate_gbps and (not f.hosts or n.host in ("", f.hosts[0])))
-    nic_gbps = nic or None
+    nic_gbps = listed or nic or None
     pairs = [(a, b) for i, a in enumerate(idx) for b in idx[i + 1 :]]
     labels = [f.link(a, b) for a, b in pairs]
     if pairs and all(lb is not None for lb in labels):

@@ -104,6 +104,7 @@ class Facts:
     nccl_logged: bool = False  # an NCCL INFO log was among the inputs
     nccl_nodes: int | None = None  # the most nodes NCCL counted (nNodes)
     measured: tuple[Measured, ...] = ()
+    averages: tuple[tuple[str, float, Quote], ...] = ()  # (op, busbw) of runs shown by their average line alone
     copies: tuple[CopyMatrix, ...] = ()
     launches: tuple[Launch, ...] = ()
     sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
@@ -329,6 +330,11 @@ def facts_of(ev: Evidence) -> Facts:
         nccl_logged=bool(accounts or ev.nccl_lines),
         nccl_nodes=max((a.nodes for a in accounts if a.nodes), default=None),
         measured=_measured(ev),
+        averages=tuple(
+            (r.op, r.avg_busbw_gbps, Quote(_where(ev, r.piece), f"Avg bus bandwidth {r.avg_busbw_gbps:g}"))
+            for r in ev.collectives
+            if r.avg_busbw_gbps is not None and not r.rows
+        ),
         copies=ev.copies,
         launches=ev.launches,
         sweeps=tuple(

@@ -46,7 +46,8 @@ def normal_findings(
               "basis": e.basis, "size_bytes": m.size_bytes, "seen_in": str(m.quote)}  # fmt: skip
         out.append(_info("TD021", m.op, msg, ev))
     for label, v, rate, basis in copies:
-        msg = f"{label}: the slowest pair's {v:.0f} GB/s is {v / rate:.2f} of the {rate:.0f} GB/s nominal ({basis}), "
+        who = "GPU" if "host" in label else "pair"
+        msg = f"{label}: the slowest {who}'s {v:.0f} GB/s is {v / rate:.2f} of the {rate:.0f} GB/s nominal ({basis}), "
         msg += "as healthy copies reach"
         out.append(_info("TD021", label, msg, {"measured_gbps": v, "nominal_gbps": rate, "basis": basis}))
     gm = f.model

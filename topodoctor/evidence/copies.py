@@ -47,6 +47,10 @@ _NVB_JSON_DEVICE = re.compile(
 _NVB_RUNNING = re.compile(r"^Running (\w+)\.")
 _NVB_DESCRIPTION = re.compile(r"^(.*\((?:GB/s|ns)\))\s*$")
 _NVB_SUM = re.compile(r"^SUM (\w+) ([\d.]+)")
+_NVB_WAIVING = re.compile(r"^Waiving (\w+)\.")  # nvbandwidth up to v0.4; later ones print "Waived: " alone
+# testcase.h: the testcases whose filter() is filterHasAccessiblePeerPairs(): nvbandwidth waives them when
+# no GPU can access any other (cuDeviceCanAccessPeer), so a waived one says no pair has peer access
+PEER_TESTCASES = ("device_to_device_", "all_to_one_", "one_to_all_")
 _DRIVER = re.compile(r"^Driver Version: (\S+)")
 _CUDA = re.compile(r"^CUDA Runtime Version: (\d+)")
 
@@ -166,6 +170,7 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
     version = ""
     testcase = description = ""
     pending: list[CopyMatrix] = []
+    waived: list[str] = []
     j = i
     while j < len(lines):
         line = lines[j]
@@ -185,6 +190,8 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             parts.copies += pending
             pending = []
             testcase = m.group(1)
+        elif (m := _NVB_WAIVING.match(line)) and m.group(1).startswith(PEER_TESTCASES):
+            waived.append(m.group(1))
         elif m := _NVB_DESCRIPTION.match(line):
             description = m.group(1)
         elif _HEADER.match(line) and description:
@@ -209,13 +216,22 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             break  # text that is not nvbandwidth's before any testcase ran
         j += 1
     parts.copies += pending
-    cut = "" if parts.copies else "no testcase ran"
+    parts.pairs += _no_peer_pairs(piece, parts.gpus, waived)
+    cut = "" if parts.copies else ("no testcase ran" + (f" ({waived[0]} waived)" if waived else ""))
     if description:
         cut = f"the matrix of {testcase} is cut"
     short = [c.testcase for c in parts.copies if _short(c)]
     if short:
         cut = "; ".join(x for x in (cut, f"the matrix of {short[-1]} is cut") if x)
     return Block("nvbandwidth", i, j, parts, version, cut)
+
+
+def _no_peer_pairs(piece: int, gpus: list[GpuSeen], waived: list[str]) -> list[PairSeen]:
+    """Every pair of the devices listed, without peer access, where a peer testcase was waived."""
+    if not waived or len(gpus) < 2:
+        return []
+    idx = sorted({g.index for g in gpus})
+    return [PairSeen(piece, f"cuda{a}", f"cuda{b}", p2p={"can-access-peer": "no"}) for a in idx for b in idx if a < b]
 
 
 def _short(c: CopyMatrix) -> bool:
@@ -241,11 +257,14 @@ def nvbandwidth_json(doc: Any, piece: int) -> tuple[Parts, str, str]:
             bus = f"{m.group(3).upper()}:{m.group(4).upper()}:{m.group(5).upper()}.0" if m.group(3) else ""
             parts.gpus.append(GpuSeen(piece, int(m.group(1)), "cuda", m.group(7) or "", m.group(2), bus))
     cut = []
+    waived: list[str] = []
     for t in root.get("testcases") or []:
         if not isinstance(t, dict):
             continue
         name, status = str(t.get("name", "")), str(t.get("status", ""))
         matrix = t.get("bandwidth_matrix")
+        if status == "Waived" and name.startswith(PEER_TESTCASES):
+            waived.append(name)
         if status != "Passed" or not isinstance(matrix, list) or not matrix:
             if status not in ("Waived", "Passed"):
                 cut.append(f"{name}: {status or 'no status'}")
@@ -266,4 +285,5 @@ def nvbandwidth_json(doc: Any, piece: int) -> tuple[Parts, str, str]:
             parts.copies.append(
                 _copy(piece, "nvbandwidth", tc, _nvb_direction(description), None, unit, labels, cols, values, total)
             )
+    parts.pairs += _no_peer_pairs(piece, parts.gpus, waived)
     return parts, str(root.get("version", "")), "; ".join(cut)

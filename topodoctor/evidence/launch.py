@@ -41,6 +41,8 @@ _K8S_NAME = re.compile(rf"^\s*-\s*name:\s*[\"']?({_NAME})[\"']?\s*$")
 _YAML_MAP = re.compile(rf"^\s+({_NAME}):\s*[\"']?([^\"'\s]*)[\"']?\s*$")  # compose's environment: mapping
 _K8S_VALUE = re.compile(r"^\s*value:\s*(.*?)\s*$")
 _SBATCH = re.compile(r"^#SBATCH\s+--export=(\S+)")
+# mpirun's / horovodrun's host list: -H node1:2,node2:2 (or --host, --hosts); a name, then its slots
+_HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|--hosts)[ =]([\w.-]+(?::\d+)?(?:,[\w.-]+(?::\d+)?)*)(?=\s|$)")
 MAX_TEXT = 300
 
 
@@ -151,7 +153,9 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     if m is None and perf is None:
         return
     if m is None:
-        parts.launches.append(_nccl_tests(text, words, piece, "nccl-tests"))
+        bare = _nccl_tests(text, words, piece, "nccl-tests")
+        visible = next((x.value for x in parts.settings if x.name == "CUDA_VISIBLE_DEVICES" and x.piece == piece), "")
+        parts.launches.append(replace(bare, gpus=visible))
         return
     launcher = {"nvidia-docker": "docker", "mpiexec": "mpirun"}.get(m.group(1), m.group(1))
     launcher = "torchrun" if launcher.startswith("torch.distributed") else launcher
@@ -200,7 +204,7 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     for s in parts.settings:
         if s.name in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") and not gpus:
             gpus = s.value
-    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT])
+    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT], hosts=_hosts(text))
     if perf is not None:
         program = _nccl_tests(text, words, piece, launcher)
         launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes)
@@ -221,7 +225,19 @@ def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launc
             with suppress(InputError):  # a size nccl-tests would refuse too: not shown
                 sizes[key] = parse_size(value)
     return Launch(piece, launcher, text=text[:MAX_TEXT], program=program, min_bytes=sizes["min"],
-                  max_bytes=sizes["max"])  # fmt: skip
+                  max_bytes=sizes["max"], hosts=_hosts(text))  # fmt: skip
+
+
+def _hosts(text: str) -> tuple[tuple[str, int | None], ...]:
+    """The hosts a launcher's -H list names, each with its slots where given."""
+    m = _HOSTS.search(text)
+    if m is None:
+        return ()
+    out = []
+    for item in m.group(1).split(","):
+        name, _, slots = item.partition(":")
+        out.append((name, int(slots) if slots.isdigit() else None))
+    return tuple(out)
 
 
 def _setting(word: str, piece: int, parts: Parts, how: str) -> None:

@@ -1,0 +1,71 @@
+"""What a user's evidence leaves undecided, said as such: the candidates and the output that would tell
+them apart, where a guess would be a confident wrong cause (TD022). Two runs of one test whose averages
+differ while nothing else was posted (a warning: one is short of the other); a run split over hosts beside
+the topology of one host that holds all its GPUs (machines, or containers of that host)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topodoctor.diagnosis.evidence_facts import Facts
+from topodoctor.model.findings import Severity
+
+APART = 0.87  # two runs of one test whose averages differ more than this: one is short of the other
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A "cannot tell" the evidence leaves: severity, subject, message and evidence."""
+
+    severity: Severity
+    subject: str
+    message: str
+    evidence: dict[str, object]
+
+
+def differing_averages(f: Facts) -> list[Ask]:
+    """Runs shown only by their Avg bus bandwidth lines, one well below another."""
+    runs = f.averages
+    if len(runs) < 2 or f.measured:
+        return []
+    low = min(runs, key=lambda r: r[1])
+    high = max(runs, key=lambda r: r[1])
+    if high[1] <= 0 or low[1] >= APART * high[1]:
+        return []
+    programs = {ln.program for ln in f.launches if ln.program}
+    op = low[0] or high[0] or (programs.pop() if len(programs) == 1 else "the test")
+    msg = f"cannot tell why {op} averages {low[1]:g} GB/s busbw in one run ({low[2].where}) and {high[1]:g} in "
+    msg += f"another ({high[2].where}): {low[1] / high[1]:.2f} of it, and the pastes show only the averages. "
+    msg += "Candidates, most likely first: a different NCCL version (a release's regression or changed tuning, "
+    msg += "such as fewer channels per peer), different settings (NCCL_ALGO, NCCL_PROTO, channels), a different "
+    msg += "transport or network path. To decide, post the NCCL_DEBUG=INFO output of both runs (the NCCL version "
+    msg += "line, `channels per peer`, the `via` lines) and each run's whole table"
+    ev = {"low_gbps": low[1], "high_gbps": high[1], "lines": [str(low[2]), str(high[2])],
+          "post": ["NCCL_DEBUG=INFO output of both runs", "the NCCL version of each"]}  # fmt: skip
+    return [Ask("warning", op, msg, ev)]
+
+
+def split_launch(f: Facts) -> list[Ask]:
+    """A launch over several hosts whose GPUs one host of the evidence holds, with no NCCL log to say
+    how NCCL joined them."""
+    if f.nccl_logged or not f.links:
+        return []
+    gpus = len({g for pair in f.links for g in pair})
+    out = []
+    for ln in f.launches:
+        hosts = [h for h, _ in ln.hosts]
+        slots = [n for _, n in ln.hosts if n]
+        if len(set(hosts)) < 2 or not slots or max(slots) > gpus or any(x.launcher == "docker" for x in f.launches):
+            continue
+        named = ", ".join(f"{h} ({n} slots)" if n else h for h, n in ln.hosts)
+        msg = f"cannot tell how the run over {named} joins its GPUs: the topology shown is one host's with "
+        msg += f"{gpus} GPUs. If those hosts are separate machines, the network between them carries the ring; "
+        msg += "if they are containers of this host, NCCL joins their GPUs through SHM or sockets instead of "
+        msg += "NVLink, unless every container sees all the GPUs and shares the IPC namespace. To decide, post "
+        msg += "NCCL_DEBUG=INFO output of the run (its `via P2P`, `via SHM`, `via NET` lines and nNodes) and the "
+        msg += "`docker run` lines of the containers"
+        ev = {"hosts": hosts, "gpus_shown": gpus,
+              "post": ["NCCL_DEBUG=INFO output of the run", "the `docker run` lines"]}  # fmt: skip
+        out.append(Ask("info", "launch", msg, ev))
+        break
+    return out

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from topodoctor.core.text import human_size
-from topodoctor.diagnosis.evidence_asks import differing_averages, split_launch
+from topodoctor.diagnosis.evidence_asks import candidates, differing_averages, split_launch
 from topodoctor.diagnosis.evidence_causes import fallback_causes, gpu_causes, nvlink_islands, path_causes
 from topodoctor.diagnosis.evidence_causes_net import (
     Swept,
@@ -94,9 +94,13 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     head += f" is {sym.measured_gbps / sym.expected_gbps:.2f} of the {sym.expected_gbps:.0f} GB/s this hardware gives"
     head += f" ({sym.basis})"
     if not cause.found:
-        post = leads.decide[:2]
+        ranked = candidates(f, sym)
+        post = leads.decide[:2] or [p for _, p in ranked[:2]]
         cause.evidence["post"] = post
+        cause.evidence["candidates"] = [f"{w} ({p})" for w, p in ranked]
         tail = f" ({NOT_FOUND}; to decide, post {' and '.join(post)})" if post else f" ({NOT_FOUND})"
+        if ranked:
+            tail += "; cannot tell among: " + "; ".join(f"{w} (post {p})" for w, p in ranked)
         return _finding("TD022", sym.subject, head + tail, FALLBACK_FIX, symptom, cause=cause)
     lead = next(ld for ld in leads.leads if ld.candidate.what == cause.what)
     cause.evidence["lines"] = [str(q) for q in lead.lines]

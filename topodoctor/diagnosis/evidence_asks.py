@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topodoctor.diagnosis.evidence_facts import Facts
+from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.model.findings import Severity
 
 APART = 0.87  # two runs of one test whose averages differ more than this: one is short of the other
@@ -68,4 +69,49 @@ def split_launch(f: Facts) -> list[Ask]:
               "post": ["NCCL_DEBUG=INFO output of the run", "the `docker run` lines"]}  # fmt: skip
         out.append(Ask("info", "launch", msg, ev))
         break
+    return out
+
+
+def candidates(f: Facts, sym: Symptom) -> list[tuple[str, str]]:
+    """The causes a shortfall the evidence does not explain could have, most common first for its kind of
+    run, each with the output that would show it; those the evidence already rules out are left out."""
+    logged = f.nccl_logged
+    via = {c.kind for c in f.conns}
+    out: list[tuple[str, str]] = []
+    if sym.subject.startswith("host-"):
+        if not any(g.pcie_width for g in f.gpus) and not f.pcie:
+            out.append(
+                ("the GPU's PCIe link trained down (width or generation)", "`nvidia-smi -q` or `lspci -vvv` LnkSta")
+            )
+        out.append(
+            ("another process on that GPU, or a CPU far from it (NUMA)", "`nvidia-smi` during the copy, `topo -m`")
+        )
+        return out
+    if sym.kind == "collective" and sym.nodes > 1:
+        if not (logged and any(s.line.what in ("network", "socket", "ib-devices") for s in f.net)):
+            out.append(
+                ("NCCL on TCP sockets instead of the RDMA NICs", "NCCL_DEBUG=INFO (`NET/IB : Using` or `NET/Socket`)")
+            )
+        if "net" not in via:
+            out.append(
+                ("GPUDirect RDMA off, or on one node only", "NCCL_DEBUG=INFO (`via NET/IB/N/GDRDMA` on both sides)")
+            )
+        if not any(n.state or n.port is not None for n in f.nics):
+            out.append(("NIC ports down, below their rate, or fewer used than present", "`ibstat` of each node"))
+        if not any(p.acs_ctl for p in f.pcie):
+            out.append(("ACS redirecting the NIC-GPU traffic (ATS/ACS settings in a VM)", "`lspci -vvv` ACSCtl lines"))
+        return out
+    if sym.kind == "collective" and "p2p" not in via and "shm" not in via:
+        out.append(
+            ("P2P off: a variable, or containers that split the GPUs", "NCCL_DEBUG=INFO (`via P2P` or `via SHM`)")
+        )
+    if not f.links:
+        out.append(("the GPUs' path (PCIe switch, host bridge, the sockets)", "`nvidia-smi topo -m`"))
+    if not any(g.pcie_width for g in f.gpus) and not f.pcie:
+        out.append(("a PCIe link trained down", "`nvidia-smi -q` or `lspci -vvv` LnkSta"))
+    copies = {c.p2p for c in f.copies}
+    if not (True in copies and False in copies) and not any(p.acs_ctl for p in f.pcie):
+        out.append(("ACS or the IOMMU redirecting peer traffic", "p2pBandwidthLatencyTest and `lspci -vvv` ACSCtl"))
+    if f.model is not None and f.model.nvlink_links and not any(g.nvlinks_up is not None for g in f.gpus):
+        out.append(("NVLinks down against the model", "`nvidia-smi nvlink -s`"))
     return out

@@ -265,7 +265,7 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     """A release with a known regression at the sizes judged (TD037): the bandwidth-bound sizes of a
     short figure, or, with no figure to judge, a run whose sizes are all latency-bound."""
     if not f.nccl_version:
-        if sym is not None:
+        if sym is not None and sym.kind == "collective":  # a copy test runs no NCCL
             out.ask("the NCCL version (NCCL_DEBUG=VERSION, or nccl-tests' header)")
         return
     arch = f.model.arch if f.model is not None else ""

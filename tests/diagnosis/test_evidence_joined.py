@@ -153,3 +153,33 @@ def test_a_latency_bound_table_on_a_pair_across_sockets_says_so() -> None:
     )
     (f,) = found
     assert f.severity == "info" and "latency-bound" in f.message and "GPU0 and GPU1 cross the CPU sockets" in f.message
+
+
+def _two_nodes(busbw: float) -> str:
+    """16 x A100-SXM4-80GB on two nodes, all_reduce at 1 GiB (nccl-tests' layout; sjeaugey in nccl-tests#119:
+    24 GB/s per 200G NIC, 96 for four)."""
+    ranks = "\n".join(
+        f"#  Rank {r:2d} Group  0 Pid {1000 + r} on {'pod01' if r < 8 else 'pod02'} device  {r % 8} "
+        f"[0x{16 * (r % 8) + 7:02x}] NVIDIA A100-SXM4-80GB"
+        for r in range(16)
+    )
+    algbw = busbw * 16 / 30
+    t = (1 << 30) / algbw / 1e3
+    row = f"  1073741824     268435456     float     sum      -1  {t:.1f}  {algbw:.2f}  {busbw:.2f}    0"
+    row += f"  {t:.1f}  {algbw:.2f}  {busbw:.2f}    0"
+    head = "# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20\n"
+    cols = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+    cols += "     time   algbw   busbw #wrong\n"
+    return head + "#\n# Using devices\n" + ranks + "\n#\n" + cols + row + "\n# Avg bus bandwidth    : " + f"{busbw}\n"
+
+
+def test_cross_node_busbw_is_held_to_the_ports_and_a_port_trained_down_is_its_cause() -> None:
+    """The four HDR ports of nccl#1412's ibstatus, one at 100 Gb/s: the run at 48 GB/s is short of the four
+    ports' 96, and the port below its siblings is named."""
+    ports = (ROOT / "fixtures/evidence/ibstatus-hdr-ports-cut.txt").read_text()
+    slow = ports.replace("rate:            200 Gb/sec (4X HDR)", "rate:            100 Gb/sec (4X EDR)", 1)
+    found = judge(_text(_two_nodes(48.0), slow))
+    lead = next(f for f in found if f.subject == "all_reduce")
+    assert (lead.code, lead.severity) == ("TD982", "warning") and "mlx5_0 port 1 negotiated 100" in lead.message
+    healthy = judge(_text(_two_nodes(70.0), ports))
+    assert _serious(healthy) == [] and any(f.code == "TD021" for f in healthy)

@@ -95,7 +95,7 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     head += f" ({sym.basis})"
     if not cause.found:
         ranked = candidates(f, sym)
-        post = leads.decide[:2] or [p for _, p in ranked[:2]]
+        post = list(dict.fromkeys([p for _, p in ranked] + leads.decide))[:2]  # what tells the likeliest apart
         cause.evidence["post"] = post
         cause.evidence["candidates"] = [f"{w} ({p})" for w, p in ranked]
         tail = f" ({NOT_FOUND}; to decide, post {' and '.join(post)})" if post else f" ({NOT_FOUND})"

@@ -183,3 +183,10 @@ def test_cross_node_busbw_is_held_to_the_ports_and_a_port_trained_down_is_its_ca
     assert (lead.code, lead.severity) == ("TD982", "warning") and "mlx5_0 port 1 negotiated 100" in lead.message
     healthy = judge(_text(_two_nodes(70.0), ports))
     assert _serious(healthy) == [] and any(f.code == "TD021" for f in healthy)
+
+
+def test_nccl_ib_hca_naming_every_port_that_is_up_leaves_none_out() -> None:
+    """The DGX Spark's ibstat (one port Down) with NCCL_IB_HCA naming the ports that are up: no TD035."""
+    ports = (ROOT / "fixtures/evidence/ibstat-roce-gb10-port-down.txt").read_text()
+    found = judge(_text(ports, "export NCCL_IB_HCA=roceP2p1s0f0,rocep1s0f0\n"))
+    assert not any(f.code == "TD035" for f in found)

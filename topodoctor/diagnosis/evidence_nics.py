@@ -53,13 +53,16 @@ def ports(f: Facts) -> tuple[list[Port], list[NicSeen]]:
     listed = [n for n in f.nics if n.state or n.port is not None]  # a NIC tool's ports, not topo -m's names
     down = [n for n in listed if n.state == "DOWN" and (n.link_layer in RDMA_LAYERS or not n.link_layer)]
     up = [n for n in listed if n.state != "DOWN" and n.rate_gbps and n.link_layer in RDMA_LAYERS]
-    best: dict[tuple[str, str], float] = {}
+    best: dict[tuple[str, str, str], float] = {}
     for n in up:
-        key = (n.host, n.ca_type or n.link_layer)
-        best[key] = max(best.get(key, 0.0), n.rate_gbps or 0.0)
-    out = [Port(n, n.rate_gbps or 0.0, best[(n.host, n.ca_type or n.link_layer)], ADAPTERS.get(n.ca_type),
-                _quote(f, n)) for n in up]  # fmt: skip
+        best[_kin(n)] = max(best.get(_kin(n), 0.0), n.rate_gbps or 0.0)
+    out = [Port(n, n.rate_gbps or 0.0, best[_kin(n)], ADAPTERS.get(n.ca_type), _quote(f, n)) for n in up]
     return out, down
+
+
+def _kin(n: NicSeen) -> tuple[str, str, str]:
+    """The ports a port is held against: the same host, adapter type and link layer."""
+    return (n.host, n.ca_type, n.link_layer)
 
 
 def expected_nic_gbps(f: Facts, host: str) -> float | None:

@@ -190,3 +190,18 @@ def test_nccl_ib_hca_naming_every_port_that_is_up_leaves_none_out() -> None:
     ports = (ROOT / "fixtures/evidence/ibstat-roce-gb10-port-down.txt").read_text()
     found = judge(_text(ports, "export NCCL_IB_HCA=roceP2p1s0f0,rocep1s0f0\n"))
     assert not any(f.code == "TD035" for f in found)
+
+
+def test_a_two_node_launch_alone_lists_what_would_show_how_nccl_ran() -> None:
+    """An mpirun line over host1:8,host2:8 and nothing else (nccl-tests#112): information, candidates only."""
+    line = "mpirun -np 16 -H host1:8,host2:8 -bind-to none -x NCCL_IB_GID_INDEX=3 -x NCCL_IB_HCA=mlx5_0 "
+    found = judge(_text(line + "./build/all_reduce_perf -b 1G -e 8G -f 2\n"))
+    (f,) = found
+    assert (f.code, f.severity, f.subject) == ("TD022", "info", "network")
+    assert "a launch over 2 nodes" in f.message and "`ibstat`" in f.message and "ACSCtl" in f.message
+
+
+def test_a_version_alone_asks_for_the_run_s_log() -> None:
+    found = judge(_text("INFO 07-20 17:27:20 pynccl.py:63] vLLM is using nccl==2.21.5\n"))
+    (f,) = found
+    assert (f.code, f.severity) == ("TD022", "info") and "NCCL_DEBUG=INFO" in f.message

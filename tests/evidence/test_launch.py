@@ -106,3 +106,19 @@ def test_a_prefixed_cuda_visible_devices_is_the_bare_run_s_gpus() -> None:
     text = "# LD_LIBRARY_PATH=/usr/local/lib CUDA_VISIBLE_DEVICES=0,1 ./build/all_reduce_perf  -b 8 -e 128M -f 2 -g 2"
     launches = read_input("x", text).parts[0].launches
     assert [(x.launcher, x.gpus) for x in launches] == [("nccl-tests", "0,1")]
+
+
+def test_the_nodes_a_launch_spans_as_its_line_says() -> None:
+    """composer's --node_rank (llm-foundry#336), torchrun's --nnodes, srun -N, mpirun's -H list (nccl-tests#112)."""
+    from topodoctor.evidence.inputs import read_input
+
+    lines = {
+        "composer --world_size 16 --node_rank 1 --master_addr 10.0.0.1 --master_port 29500 train.py x.yaml": 2,
+        "torchrun --nnodes 4 --nproc_per_node 8 --rdzv_endpoint h1:29500 train.py": 4,
+        "srun -N 3 --ntasks-per-node 8 ./build/all_reduce_perf -b 8 -e 1G": 3,
+        "mpirun -np 16 -H host1:8,host2:8 -x NCCL_IB_HCA=mlx5_0 ./build/all_reduce_perf -b 1G -e 8G -f 2": 2,
+        "torchrun --nproc_per_node 8 train.py": None,
+    }
+    for text, nodes in lines.items():
+        (launch,) = read_input("x", text).parts[0].launches
+        assert launch.nodes == nodes, text

@@ -10,7 +10,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from topodoctor.core.text import human_size
-from topodoctor.diagnosis.evidence_asks import candidates, differing_averages, split_launch
+from topodoctor.diagnosis.evidence_asks import (
+    candidates,
+    differing_averages,
+    split_launch,
+    unshown_network,
+    version_only,
+)
 from topodoctor.diagnosis.evidence_causes import fallback_causes, gpu_causes, nvlink_islands, path_causes
 from topodoctor.diagnosis.evidence_causes_net import (
     Swept,
@@ -258,7 +264,8 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             fix = BY_CODE["TD982"].how if severity == "warning" else CEILING_FIX
             out.append(_finding("TD982", subject, message, fix, ev, severity))
     out += _islands(f, measured)
-    for ask in differing_averages(f) + split_launch(f):
+    split = split_launch(f)
+    for ask in differing_averages(f) + split + ([] if split else unshown_network(f)) + version_only(f):
         out.append(_finding("TD022", ask.subject, ask.message, FALLBACK_FIX, ask.evidence, ask.severity))
     header_only = f.hosts or any(k == "nccl-tests" and cut.startswith("no table") for k, cut in f.cut)
     if header_only and not f.measured and not any(x.severity != "info" for x in out):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topodoctor.diagnosis.evidence_facts import Facts
+from topodoctor.diagnosis.evidence_facts import Facts, Quote
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.model.findings import Severity
 
@@ -115,3 +115,34 @@ def candidates(f: Facts, sym: Symptom) -> list[tuple[str, str]]:
     if f.model is not None and f.model.nvlink_links and not any(g.nvlinks_up is not None for g in f.gpus):
         out.append(("NVLinks down against the model", "`nvidia-smi nvlink -s`"))
     return out
+
+
+def unshown_network(f: Facts) -> list[Ask]:
+    """A multi-node run shown only by its launch line or its NICs' listing: nothing says how NCCL ran
+    between the nodes, so the candidates of a slow multi-node run are what to rule out."""
+    if f.nccl_logged or f.measured or f.averages:
+        return []
+    spans = max((ln.nodes or 0 for ln in f.launches), default=0)
+    listed = any(n.state or n.port is not None for n in f.nics)
+    if spans < 2 and not listed:
+        return []
+    shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' ports"
+    probe = Symptom("collective", "network", 0.0, 0.0, "", 0, 2, Quote("the evidence"))
+    ranked = candidates(f, probe)
+    msg = f"cannot tell how NCCL ran between the nodes: {shown}, but no figure and no NCCL log. A slow "
+    msg += "multi-node run's candidates, most common first: "
+    msg += "; ".join(f"{w} (post {p})" for w, p in ranked)
+    ev: dict[str, object] = {"post": [p for _, p in ranked[:2]], "candidates": [w for w, _ in ranked]}
+    return [Ask("info", "network", msg, ev)]
+
+
+def version_only(f: Facts) -> list[Ask]:
+    """An NCCL version with nothing of the run: which output would show how it ran."""
+    if not f.nccl_version or f.nccl_logged or f.measured or f.averages or f.copies or f.links or f.nics:
+        return []
+    if f.launches or f.gpus or f.pcie:
+        return []
+    msg = f"only the NCCL version ({f.nccl_version}) is shown: nothing says how the run went. Post the run's "
+    msg += "NCCL_DEBUG=INFO output (its network, transports and channels) and its figures (nccl-tests' table)"
+    ev: dict[str, object] = {"post": ["NCCL_DEBUG=INFO output of the run"]}
+    return [Ask("info", "nccl-version", msg, ev)]

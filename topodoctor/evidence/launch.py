@@ -27,7 +27,7 @@ _NAME = (
 )
 _PROMPT = re.compile(r"^\s*(?:\$|#|>|\(\S+\)\s*\$|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+")
 _LAUNCHER = re.compile(
-    r"(?:^|\s|/)(docker|podman|nvidia-docker|mpirun|mpiexec|srun|sbatch|torchrun|enroot|kubectl|deepspeed"
+    r"(?:^|\s|/)(docker|podman|nvidia-docker|mpirun|mpiexec|srun|sbatch|torchrun|enroot|kubectl|deepspeed|composer"
     r"|torch\.distributed\.(?:launch|run))\b"
     r"(?:\s+(?:run|start|exec|create))?"
 )
@@ -204,7 +204,9 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     for s in parts.settings:
         if s.name in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") and not gpus:
             gpus = s.value
-    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT], hosts=_hosts(text))
+    hosts = _hosts(text)
+    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT], hosts=hosts,
+                    nodes=_nodes(text, launcher, hosts))  # fmt: skip
     if perf is not None:
         program = _nccl_tests(text, words, piece, launcher)
         launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes)
@@ -225,7 +227,7 @@ def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launc
             with suppress(InputError):  # a size nccl-tests would refuse too: not shown
                 sizes[key] = parse_size(value)
     return Launch(piece, launcher, text=text[:MAX_TEXT], program=program, min_bytes=sizes["min"],
-                  max_bytes=sizes["max"], hosts=_hosts(text))  # fmt: skip
+                  max_bytes=sizes["max"], hosts=_hosts(text), nodes=_nodes(text, launcher, _hosts(text)))  # fmt: skip
 
 
 def _hosts(text: str) -> tuple[tuple[str, int | None], ...]:
@@ -238,6 +240,24 @@ def _hosts(text: str) -> tuple[tuple[str, int | None], ...]:
         name, _, slots = item.partition(":")
         out.append((name, int(slots) if slots.isdigit() else None))
     return tuple(out)
+
+
+_NNODES = re.compile(r"(?:^|\s)--nnodes[ =](\d+)(?::\d+)?(?=\s|$)")  # torchrun's --nnodes 2 (or 1:4 elastic)
+_SRUN_NODES = re.compile(r"(?:^|\s)(?:-N|--nodes)[ =]?(\d+)(?=\s|$)")
+_NODE_RANK = re.compile(r"(?:^|\s)--node[_-]rank[ =](\d+)(?=\s|$)")  # composer, torchrun, deepspeed
+
+
+def _nodes(text: str, launcher: str, hosts: tuple[tuple[str, int | None], ...]) -> int | None:
+    """The nodes a launch spans as its line says, or None where it says nothing of them."""
+    if len({h for h, _ in hosts}) > 1:
+        return len({h for h, _ in hosts})
+    if m := _NNODES.search(text):
+        return int(m.group(1))
+    if launcher in ("srun", "sbatch") and (m := _SRUN_NODES.search(text)):
+        return int(m.group(1))
+    if _NODE_RANK.search(text):
+        return 2  # a node rank is given where a run spans two nodes at least
+    return None
 
 
 def _setting(word: str, piece: int, parts: Parts, how: str) -> None:

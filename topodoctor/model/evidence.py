@@ -227,6 +227,7 @@ class Launch:
     min_bytes: int | None = None  # nccl-tests' -b / --minbytes
     max_bytes: int | None = None  # nccl-tests' -e / --maxbytes
     hosts: tuple[tuple[str, int | None], ...] = ()  # -H / --host node1:2,node2:2: each host and its slots
+    nodes: int | None = None  # the nodes it spans as it says: -H's hosts, --nnodes N, srun -N N, a --node_rank given
 
 
 @dataclass(frozen=True)

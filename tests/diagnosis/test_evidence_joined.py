@@ -205,3 +205,11 @@ def test_a_version_alone_asks_for_the_run_s_log() -> None:
     found = judge(_text("INFO 07-20 17:27:20 pynccl.py:63] vLLM is using nccl==2.21.5\n"))
     (f,) = found
     assert (f.code, f.severity) == ("TD022", "info") and "NCCL_DEBUG=INFO" in f.message
+
+
+def test_an_rdma_test_alone_says_what_the_link_carries_and_what_would_show_nccl_s_path() -> None:
+    """ib_write_bw at 184.94 Gb/s over a RoCE bond (nccl-tests#191, where nccl-tests got less)."""
+    found = judge(_read("fixtures/evidence/ib-write-bw-roce-bond-gbits.txt"))
+    assert _serious(found) == []
+    assert any(f.code == "TD982" and "184.94 Gb/s average" in f.message for f in found)
+    assert any(f.code == "TD022" and "NCCL_DEBUG=INFO" in f.message for f in found)

@@ -60,3 +60,26 @@ def test_ethtool_speed_in_mb_s_and_link_detected() -> None:
 def test_a_ca_line_without_ibstat_s_fields_is_not_ibstat() -> None:
     got = read_input("x", "CA 'mlx5_0'\nsomething else\n")
     assert got.unreadable
+
+
+def test_ibv_devinfo_verbose_rate_from_width_and_speed_and_a_port_down() -> None:
+    """As ibv_devinfo -v prints each device (hca_id, then tab-indented port blocks with active_width and
+    active_speed, the speed as Gbps with its code): 4X x 50 Gbps is HDR's 200."""
+    text = (
+        "hca_id:\tmlx5_0\n\ttransport:\t\t\tInfiniBand (0)\n\tvendor_part_id:\t\t\t4123\n\tphys_port_cnt:\t\t\t1\n"
+        "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tactive_width:\t\t4X (2)\n"
+        "\t\t\tactive_speed:\t\t50.0 Gbps (64)\n\t\t\tlink_layer:\t\tInfiniBand\n\n"
+        "hca_id:\tmlx5_1\n\tvendor_part_id:\t\t\t4123\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n"
+        "\t\t\tactive_width:\t\t4X (2)\n\t\t\tactive_speed:\t\t2.5 Gbps (1)\n\t\t\tlink_layer:\t\tInfiniBand\n"
+    )
+    got = read_input("x", text)
+    assert [(n.name, n.ca_type, n.state, n.rate_gbps, n.link_layer) for n in got.parts[0].nics] == [
+        ("mlx5_0", "MT4123", "ACTIVE", 200.0, "IB"),
+        ("mlx5_1", "MT4123", "DOWN", 10.0, "IB"),
+    ]
+
+
+def test_perftest_s_average_over_its_device() -> None:
+    got = read(EVIDENCE / "ib-write-bw-roce-bond-gbits.txt")
+    (n,) = got.parts[only(got, "nic-status")].nics
+    assert (n.name, n.link_layer, n.measured_gbps, n.rate_gbps) == ("mlx5_bond_1", "RoCE", 184.94, None)

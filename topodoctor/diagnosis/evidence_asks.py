@@ -123,10 +123,10 @@ def unshown_network(f: Facts) -> list[Ask]:
     if f.nccl_logged or f.measured or f.averages:
         return []
     spans = max((ln.nodes or 0 for ln in f.launches), default=0)
-    listed = any(n.state or n.port is not None for n in f.nics)
+    listed = any(n.state or n.port is not None or n.measured_gbps is not None for n in f.nics)
     if spans < 2 and not listed:
         return []
-    shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' ports"
+    shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' listing or an RDMA test"
     probe = Symptom("collective", "network", 0.0, 0.0, "", 0, 2, Quote("the evidence"))
     ranked = candidates(f, probe)
     msg = f"cannot tell how NCCL ran between the nodes: {shown}, but no figure and no NCCL log. A slow "

@@ -104,6 +104,13 @@ def port_notes(f: Facts) -> list[tuple[Severity, str, str, dict[str, object]]]:
     siblings (warning), and the network's ceiling with the ports down or below their adapter (information)."""
     got, down = ports(f)
     out: list[tuple[Severity, str, str, dict[str, object]]] = []
+    for n in f.nics:
+        if n.measured_gbps is not None:
+            msg = f"{n.rate_text.split(':')[0]} over {n.name}: {n.measured_gbps:g} Gb/s average, the RDMA path "
+            msg += f"itself (about {n.measured_gbps / 8:.0f} GB/s one way); NCCL's busbw between nodes reaches about "
+            msg += f"{NIC_SHARE:g} of each NIC's line rate, so a figure far under that per NIC is NCCL's path "
+            msg += "(GPUDirect RDMA, the transport, ACS), not the link"
+            out.append(("info", f"nic:{n.name}", msg, {"measured_gbit_s": n.measured_gbps}))
     for p in got:
         if p.rate_gbps < p.sibling_gbps:
             msg = f"{p.label} negotiated {p.rate_gbps:g} Gb/s where the host's other "

@@ -17,7 +17,9 @@ multi-node run::
                     link_layer:     Ethernet
 
 An RDMA port whose link layer is Ethernet is RoCE; ethtool's interface is plain Ethernet (what NCCL's
-socket transport runs on)."""
+socket transport runs on). perftest's ``ib_write_bw`` / ``ib_read_bw`` / ``ib_send_bw`` report the device
+they ran on and, under their ``#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec]`` header (MB/sec
+without ``--report_gbits``), the bandwidth measured: kept as the port's ``measured_gbps``."""
 
 from __future__ import annotations
 
@@ -40,6 +42,11 @@ _MBPS = re.compile(r"(\d+)\s*Mb/s")
 _SPEED_CODE = {1: 2.5, 2: 5.0, 4: 10.0, 8: 10.0, 16: 14.0, 32: 25.0, 64: 50.0, 128: 100.0, 256: 200.0}
 _ACTIVE = {"active", "4: active", "port_active (4)", "port_active"}
 MAX_PORT_LINES = 80  # a port's or device's block; a longer one is something else
+_PERF_TITLE = re.compile(r"^\s+(?:RDMA_(?:Write|Read)|Send) BW Test\s*$")
+_PERF_DEVICE = re.compile(r"Device\s+:\s*([\w.-]+)")
+_PERF_LINK = re.compile(r"Link type\s+:\s*(\w+)")
+_PERF_HEAD = re.compile(r"^\s*#bytes\s+#iterations\s+BW peak\[(Gb|MB)/sec\]\s+BW average\[(?:Gb|MB)/sec\]")
+_PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)")
 
 
 def starts(lines: list[str], i: int) -> bool:
@@ -54,7 +61,7 @@ def starts(lines: list[str], i: int) -> bool:
         return bool(_KEY.match(nxt))
     if _ETHTOOL.match(line):
         return bool(_KEY.match(nxt))
-    return False
+    return bool(_PERF_TITLE.match(line))
 
 
 def _layer(text: str, rdma: bool) -> str:
@@ -111,6 +118,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             j = _read_devinfo(lines, j + 1, piece, m.group(1), parts)
         elif m := _ETHTOOL.match(line):
             j = _read_ethtool(lines, j + 1, piece, m.group(1), parts)
+        elif _PERF_TITLE.match(line):
+            j = _read_perftest(lines, j + 1, piece, line.strip(), parts)
         elif not line.strip():
             j += 1
         else:
@@ -208,4 +217,31 @@ def _read_ethtool(lines: list[str], j: int, piece: int, name: str, parts: Parts)
             rate_text=speed,
         )
     )
+    return j
+
+
+def _read_perftest(lines: list[str], j: int, piece: int, title: str, parts: Parts) -> int:
+    """One perftest run: its device and link type, and the largest message's average (Gb/s)."""
+    device = link = ""
+    unit = ""
+    best: float | None = None
+    start = j
+    while j < len(lines) and j - start < MAX_PORT_LINES * 4:
+        line = lines[j]
+        if (m := _PERF_DEVICE.search(line)) and not device:
+            device = m.group(1)
+        if (m := _PERF_LINK.search(line)) and not link:
+            link = m.group(1)
+        if m := _PERF_HEAD.match(line):
+            unit = m.group(1)
+        elif unit and (m := _PERF_ROW.match(line)):
+            avg = float(m.group(4))
+            best = avg if unit == "Gb" else avg * 8 / 1000  # MB/sec: 10^6 bytes a second
+        elif line.strip() and not line.startswith((" ", "-", "#", "\t")) and not _KEY.match(line):
+            break
+        j += 1
+    layer = "IB" if link.upper() == "IB" else ("RoCE" if link.lower() == "ethernet" else "")
+    shown = f"{title}: {best:g} Gb/s" if best is not None else title
+    parts.nics.append(NicSeen(piece, device or "the perftest device", link_layer=layer, measured_gbps=best,
+                              rate_text=shown))  # fmt: skip
     return j

@@ -38,7 +38,7 @@ Kind = Literal[
     "health-check",  # health-check tools' lines quoting a measured copy (Azure NHC's check_gpu_bw)
     "version-line",  # a version stated on its own line: "NCCL 2.29.7", pip's nvidia-nccl-cu12==2.21.5
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
-    "nic-status",  # ibstat, ibstatus, ibv_devinfo (-v), ethtool: each port's state and negotiated rate
+    "nic-status",  # ibstat, ibstatus, ibv_devinfo (-v), ethtool: each port's state and rate; perftest's ib_*_bw
 ]
 
 
@@ -112,6 +112,7 @@ class NicSeen:
     state: str = ""  # ACTIVE, DOWN (ibstat's State, ibstatus' state, ethtool's Link detected)
     ca_type: str = ""  # ibstat's CA type (MT4123), ibv_devinfo's vendor_part_id as MT<id>
     rate_text: str = ""  # the rate as printed: "100 Gb/sec (4X EDR)", "200", "100000Mb/s"
+    measured_gbps: float | None = None  # perftest's (ib_write_bw ...) average over this device, Gb/s
 
 
 @dataclass(frozen=True)

@@ -213,3 +213,25 @@ def test_an_rdma_test_alone_says_what_the_link_carries_and_what_would_show_nccl_
     assert _serious(found) == []
     assert any(f.code == "TD982" and "184.94 Gb/s average" in f.message for f in found)
     assert any(f.code == "TD022" and "NCCL_DEBUG=INFO" in f.message for f in found)
+
+
+def test_a_multi_host_launch_that_printed_a_result_per_process_never_joined() -> None:
+    """nccl-tests#27 (fixtures/diagnose/holdout3/d-01): mpirun -H a,b -np 2 printed two averages, each a
+    one-host figure; the maintainer's answer was a build without MPI=1 (`make clean`, then MPI=1)."""
+    found = judge(_read("fixtures/diagnose/holdout3/d-01/evidence-1.txt"))
+    (f,) = _serious(found)
+    assert (f.code, f.severity, f.subject) == ("TD983", "error", "launch")
+    assert "2 separate all_reduce results (Avg bus bandwidth 3.94145, 3.94156 GB/s)" in f.message
+    assert "MPI=1" in f.fix and not any(x.code == "TD022" and "between the nodes" in x.message for x in found)
+
+
+def test_one_result_whose_ranks_span_the_hosts_joined() -> None:
+    """The near miss: an MPI build prints one header (every rank, both hosts) and one result."""
+    text = "mpirun -np 2 -H a,b ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 1\n"
+    text += "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20\n"
+    text += "#\n# Using devices\n"
+    text += "#  Rank  0 Group  0 Pid   1 on          a device  0 [0x07] NVIDIA A100-SXM4-80GB\n"
+    text += "#  Rank  1 Group  0 Pid   2 on          b device  0 [0x07] NVIDIA A100-SXM4-80GB\n"
+    text += "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 3.94145 \n"
+    found = judge(_text(text))
+    assert not any(f.code == "TD983" for f in found)

@@ -122,3 +122,19 @@ def test_the_nodes_a_launch_spans_as_its_line_says() -> None:
     for text, nodes in lines.items():
         (launch,) = read_input("x", text).parts[0].launches
         assert launch.nodes == nodes, text
+
+
+def test_the_processes_an_mpi_launcher_starts() -> None:
+    """mpirun -np, srun -n, srun -N x --ntasks-per-node; nccl-tests' own -n (iterations) is not one."""
+    from topodoctor.evidence.inputs import read_input
+
+    lines = {
+        "mpirun -H 10.251.154.148,10.251.154.143 -np 2 ./all_reduce_perf -b 8 -e 128M -f 128 -g 2": 2,
+        "srun -N 2 --ntasks-per-node 8 ./build/all_reduce_perf -b 8 -e 1G": 16,
+        "srun --ntasks 4 ./build/all_gather_perf -b 8 -e 1G": 4,
+        "mpirun -H a,b ./build/all_reduce_perf -b 8 -e 1G -n 20": None,
+        "torchrun --nproc_per_node 8 train.py": None,
+    }
+    for text, processes in lines.items():
+        (launch,) = read_input("x", text).parts[0].launches
+        assert launch.processes == processes, text

@@ -35,6 +35,7 @@ from topodoctor.diagnosis.evidence_expect import (
     expect_collective,
 )
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of, path_class
+from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
@@ -264,8 +265,12 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             fix = BY_CODE["TD982"].how if severity == "warning" else CEILING_FIX
             out.append(_finding("TD982", subject, message, fix, ev, severity))
     out += _islands(f, measured)
-    split = split_launch(f)
-    for ask in differing_averages(f) + split + ([] if split else unshown_network(f)) + version_only(f):
+    separate = separate_runs(f)
+    for sep in separate:
+        out.append(_finding("TD983", "launch", sep.message, BY_CODE["TD983"].how, sep.evidence))
+    split = [] if separate else split_launch(f)
+    asks = [] if separate else differing_averages(f) + split + ([] if split else unshown_network(f))
+    for ask in asks + version_only(f):
         out.append(_finding("TD022", ask.subject, ask.message, FALLBACK_FIX, ask.evidence, ask.severity))
     header_only = f.hosts or any(k == "nccl-tests" and cut.startswith("no table") for k, cut in f.cut)
     if header_only and not f.measured and not any(x.severity != "info" for x in out):

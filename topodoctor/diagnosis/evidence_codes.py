@@ -1,4 +1,4 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982): each code's name,
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982, TD983): each code's name,
 severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
@@ -192,6 +192,15 @@ CODES: tuple[Code, ...] = (
         "Check the port's cable, transceiver and switch port (`ibstat`, `mlxlink -d <dev> -m`); reseat or swap "
         "them until it negotiates its siblings' rate.",
         also=("info",),  # the ports' ceiling, down ports, an adapter on a slower fabric: said, not blamed
+    ),
+    Code(
+        "TD983", "diag-separate-runs", "error",
+        "The processes of a multi-host launch never joined one test: each printed a result of its own.",
+        "nccl-tests prints its header and results from world rank 0 only when built with MPI (MPI=1); built "
+        "without it, each process mpirun or srun starts runs alone on its host's GPUs, so several results "
+        "follow one launch and nothing crosses the network.",
+        "Rebuild nccl-tests with MPI: `make clean`, then `make MPI=1 MPI_HOME=/path/to/mpi`, and run again: one "
+        "header listing every rank, one result.",
     ),
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CODES}

@@ -206,7 +206,7 @@ def _command(text: str, piece: int, parts: Parts) -> None:
             gpus = s.value
     hosts = _hosts(text)
     launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT], hosts=hosts,
-                    nodes=_nodes(text, launcher, hosts))  # fmt: skip
+                    nodes=_nodes(text, launcher, hosts), processes=_processes(text, launcher))  # fmt: skip
     if perf is not None:
         program = _nccl_tests(text, words, piece, launcher)
         launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes)
@@ -240,6 +240,27 @@ def _hosts(text: str) -> tuple[tuple[str, int | None], ...]:
         name, _, slots = item.partition(":")
         out.append((name, int(slots) if slots.isdigit() else None))
     return tuple(out)
+
+
+# mpirun -np 16 (-n, --np, -c), srun -n 16 / --ntasks 16; srun -N 2 --ntasks-per-node 8
+_NP = re.compile(r"(?:^|\s)(?:-np|--np|-n|-c|--ntasks)[ =](\d+)(?=\s|$)")
+_PER_NODE = re.compile(r"(?:^|\s)--ntasks-per-node[ =](\d+)(?=\s|$)")
+
+
+def _processes(text: str, launcher: str) -> int | None:
+    """The processes an MPI launcher starts as its own flags say (before the program: nccl-tests' -n is
+    its iterations), or None where they say nothing of them."""
+    if launcher not in ("mpirun", "srun"):
+        return None
+    perf = _PERF.search(text)
+    head = text[: perf.start()] if perf else text
+    if m := _NP.search(head):
+        return int(m.group(1))
+    per = _PER_NODE.search(head)
+    nodes = _SRUN_NODES.search(head) if launcher == "srun" else None
+    if per and nodes:
+        return int(per.group(1)) * int(nodes.group(1))
+    return None
 
 
 _NNODES = re.compile(r"(?:^|\s)--nnodes[ =](\d+)(?::\d+)?(?=\s|$)")  # torchrun's --nnodes 2 (or 1:4 elastic)

@@ -180,6 +180,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             )
         elif _COLUMNS.match(line):
             table = _Table(line)
+        elif (_BOUNDS.match(line) or _AVG.match(line)) and avg is not None:
+            break  # a second closing: the ends of several runs pasted together (each process printed its own)
         elif m := _BOUNDS.match(line):
             bounds = int(m.group(1))
         elif m := _AVG.match(line):

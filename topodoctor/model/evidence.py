@@ -229,6 +229,7 @@ class Launch:
     max_bytes: int | None = None  # nccl-tests' -e / --maxbytes
     hosts: tuple[tuple[str, int | None], ...] = ()  # -H / --host node1:2,node2:2: each host and its slots
     nodes: int | None = None  # the nodes it spans as it says: -H's hosts, --nnodes N, srun -N N, a --node_rank given
+    processes: int | None = None  # the processes an MPI launcher starts (mpirun -np N, srun -n N), where it says
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982; a family of the table in
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982, TD983; a family of the table in
 tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
 the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
@@ -12,7 +12,7 @@ from typing import Any
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from rule_case_kit import Case
 
-from topodoctor.model.evidence import Evidence, GpuSeen, NicSeen, Setting
+from topodoctor.model.evidence import CollectiveRun, Evidence, GpuSeen, Launch, NicSeen, Setting
 
 
 def _ranks(name: str, n: int, host: str = "node") -> str:
@@ -40,6 +40,14 @@ NV18_2 = _topo({}, 2)
 
 def _h100(busbw: float, *more: object, cells: dict[tuple[int, int], str] | None = None, **kw: Any) -> Evidence:
     return evidence(run("all_reduce", _row(busbw), _ranks(H100, 2)), topo(_topo(cells or {}, 2), 1), *more, **kw)
+
+
+def _separate(results: int) -> Evidence:
+    """nccl-tests#27's launch, and the averages its processes printed after it (piece 0: the same input)."""
+    launch = Launch(0, "mpirun", text="mpirun -H h1,h2 -np 2 ./all_reduce_perf -b 8 -e 128M -g 2",
+                    program="all_reduce_perf", hosts=(("h1", None), ("h2", None)), nodes=2, processes=2)  # fmt: skip
+    runs = [CollectiveRun(0, "", (), avg_busbw_gbps=3.94145 + k / 1e5) for k in range(results)]
+    return evidence(*runs, launches=(launch,))
 
 
 def _log(text: str) -> tuple[object, ...]:
@@ -200,6 +208,8 @@ CASES: list[Case] = [
           severity="info"),
     _case("TD982", False, "NICs named by topo -m only, no port listed", lambda: evidence(
         (NicSeen(0, "mlx5_0", alias="NIC0"), NicSeen(0, "mlx5_1", alias="NIC1")))),
+    _case("TD983", True, "mpirun -np 2 on two hosts, two averages after it", lambda: _separate(2)),
+    _case("TD983", False, "mpirun -np 2 on two hosts, one average after it", lambda: _separate(1)),
     _case("TD039", True, "GPU3's copies a third of the others'", lambda: evidence(
         matrix(SLOW3, "device_to_device_memcpy_write_ce", "unidirectional", True))),
     _case("TD039", False, "every GPU's copies alike", lambda: evidence(

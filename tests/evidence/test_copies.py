@@ -100,3 +100,30 @@ def test_peer_access_answers_of_mixed_gpus_cut_before_any_matrix() -> None:
 def test_nvbandwidth_json_device_list() -> None:
     got = read(EVIDENCE / "h200-x4" / "nvb.json")
     assert [(g.index, g.bus_id, g.host) for g in got.parts[0].gpus][3] == (3, "00000000:00:09.0", "vm")
+
+
+def test_nvbandwidth_waiving_a_peer_testcase_says_no_pair_has_peer_access() -> None:
+    # nvbandwidth v0.2 on two GeForce RTX 2080 Ti (https://github.com/NVIDIA/nvbandwidth/issues/13): testcase.h
+    # waives device_to_device_* when filterHasAccessiblePeerPairs() finds no pair cuDeviceCanAccessPeer allows
+    text = """$ ./nvbandwidth -t device_to_device_memcpy_write_ce
+nvbandwidth Version: v0.2
+Built from Git version: 6cefdda
+
+NOTE: This tool reports current measured bandwidth on your system.
+Additional system-specific tuning may be required to achieve maximal peak bandwidth.
+
+CUDA Runtime Version: 12010
+CUDA Driver Version: 12000
+Driver Version: 525.125.06
+
+Device 0: NVIDIA GeForce RTX 2080 Ti
+Device 1: NVIDIA GeForce RTX 2080 Ti
+
+Waiving device_to_device_memcpy_write_ce.
+"""
+    from topodoctor.evidence.inputs import read_input
+
+    got = read_input("x", text)
+    k = [p.kind for p in got.pieces].index("nvbandwidth")
+    assert [(p.a, p.b, p.p2p) for p in got.parts[k].pairs] == [("cuda0", "cuda1", {"can-access-peer": "no"})]
+    assert got.pieces[k].cut == "no testcase ran (device_to_device_memcpy_write_ce waived)"

@@ -88,3 +88,53 @@ def test_a_prefix_before_an_nccl_tests_binary_after_cd_and() -> None:
     )
     got = read_input("p", text)
     assert [(s.name, s.value) for s in got.parts[0].settings] == [("NCCL_DEBUG", "INFO"), ("NCCL_ALGO", "RING")]
+
+
+def test_horovodrun_s_host_list_and_its_slots() -> None:
+    """horovodrun -H over two hosts (nccl-tests#93, fixtures/diagnose/holdout/s-09): each host with its slots."""
+    from topodoctor.evidence.inputs import read_input
+
+    text = "NCCL_DEBUG=info horovodrun -np 4 -H node1:2,node2:2 ./build/all_reduce_perf -b 18M -e 600M -f 2 -g 2"
+    (launch,) = read_input("x", text).parts[0].launches
+    assert launch.hosts == (("node1", 2), ("node2", 2)) and launch.program == "all_reduce_perf"
+
+
+def test_a_prefixed_cuda_visible_devices_is_the_bare_run_s_gpus() -> None:
+    """nccl#428's run on two of four T4s (fixtures/diagnose/holdout/s-02)."""
+    from topodoctor.evidence.inputs import read_input
+
+    text = "# LD_LIBRARY_PATH=/usr/local/lib CUDA_VISIBLE_DEVICES=0,1 ./build/all_reduce_perf  -b 8 -e 128M -f 2 -g 2"
+    launches = read_input("x", text).parts[0].launches
+    assert [(x.launcher, x.gpus) for x in launches] == [("nccl-tests", "0,1")]
+
+
+def test_the_nodes_a_launch_spans_as_its_line_says() -> None:
+    """composer's --node_rank (llm-foundry#336), torchrun's --nnodes, srun -N, mpirun's -H list (nccl-tests#112)."""
+    from topodoctor.evidence.inputs import read_input
+
+    lines = {
+        "composer --world_size 16 --node_rank 1 --master_addr 10.0.0.1 --master_port 29500 train.py x.yaml": 2,
+        "torchrun --nnodes 4 --nproc_per_node 8 --rdzv_endpoint h1:29500 train.py": 4,
+        "srun -N 3 --ntasks-per-node 8 ./build/all_reduce_perf -b 8 -e 1G": 3,
+        "mpirun -np 16 -H host1:8,host2:8 -x NCCL_IB_HCA=mlx5_0 ./build/all_reduce_perf -b 1G -e 8G -f 2": 2,
+        "torchrun --nproc_per_node 8 train.py": None,
+    }
+    for text, nodes in lines.items():
+        (launch,) = read_input("x", text).parts[0].launches
+        assert launch.nodes == nodes, text
+
+
+def test_the_processes_an_mpi_launcher_starts() -> None:
+    """mpirun -np, srun -n, srun -N x --ntasks-per-node; nccl-tests' own -n (iterations) is not one."""
+    from topodoctor.evidence.inputs import read_input
+
+    lines = {
+        "mpirun -H 10.251.154.148,10.251.154.143 -np 2 ./all_reduce_perf -b 8 -e 128M -f 128 -g 2": 2,
+        "srun -N 2 --ntasks-per-node 8 ./build/all_reduce_perf -b 8 -e 1G": 16,
+        "srun --ntasks 4 ./build/all_gather_perf -b 8 -e 1G": 4,
+        "mpirun -H a,b ./build/all_reduce_perf -b 8 -e 1G -n 20": None,
+        "torchrun --nproc_per_node 8 train.py": None,
+    }
+    for text, processes in lines.items():
+        (launch,) = read_input("x", text).parts[0].launches
+        assert launch.processes == processes, text

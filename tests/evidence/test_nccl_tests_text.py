@@ -138,3 +138,25 @@ def test_a_binary_of_an_op_topodoctor_does_not_judge_is_read_without_rows() -> N
     run = got.parts[0].collectives[0]
     assert run.op == "gather" and run.rows == () and run.nranks == 2
     assert got.pieces[0].cut == "gather_perf's rows are not kept (an op topodoctor does not judge)"
+
+
+def test_the_avg_bus_bandwidth_line_alone_is_a_run_without_a_table() -> None:
+    """sendrecv_perf's average quoted on its own to compare two releases (nccl#1272)."""
+    from topodoctor.evidence.inputs import read_input
+
+    got = read_input("x", "# Avg bus bandwidth    : 24.2382 \n")
+    (run,) = got.parts[0].collectives
+    assert (got.pieces[0].kind, run.avg_busbw_gbps, run.rows, run.op) == ("nccl-tests", 24.2382, (), "")
+    assert got.pieces[0].cut == "the Avg bus bandwidth line alone (no table)"
+
+
+def test_two_closings_in_a_row_are_two_runs() -> None:
+    """Each process of an nccl-tests build without MPI prints its own closing lines (nccl-tests#27): the
+    second Out of bounds / Avg bus bandwidth after an average is the next run's, not a correction."""
+    from topodoctor.evidence.inputs import read_input
+
+    text = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 3.94145 \n#\n"
+    text += "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 3.94156 \n"
+    got = read_input("x", text)
+    runs = [r for p in got.parts for r in p.collectives]
+    assert [r.avg_busbw_gbps for r in runs] == [3.94145, 3.94156]

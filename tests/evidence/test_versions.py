@@ -41,3 +41,16 @@ def test_a_version_inside_a_sentence_or_another_library_is_not_read() -> None:
     """A sentence may name the release compared with; torch's own version is not NCCL's."""
     for text in ("with NCCL 2.29.7 it is slower than with 2.29.2\n", "torch 2.3.0+cu121\n", "2.3.0+cu121\n"):
         assert not read_input("v", text).pieces, text
+
+
+def test_vllm_s_line_of_the_nccl_its_pynccl_loaded() -> None:
+    """vLLM's PyNccl log line, from a Ray worker too (vllm#6610)."""
+    from topodoctor.evidence.inputs import read_input
+
+    text = "(RayWorkerWrapper pid=593, ip=10.5.6.103) INFO 07-20 17:27:20 pynccl.py:63] vLLM is using nccl==2.21.5\n"
+    got = read_input("x", text)
+    assert (got.pieces[0].kind, got.pieces[0].version, got.parts[0].nccl_version) == (
+        "version-line",
+        "NCCL 2.21.5",
+        "2.21.5",
+    )

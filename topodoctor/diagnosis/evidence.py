@@ -6,12 +6,18 @@ without a figure (a log alone) are findings of their own."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from topodoctor.core.text import human_size
-from topodoctor.diagnosis.evidence_causes import fallback_causes, gpu_causes, path_causes
+from topodoctor.diagnosis.evidence_asks import (
+    candidates,
+    differing_averages,
+    split_launch,
+    unshown_network,
+    version_only,
+)
+from topodoctor.diagnosis.evidence_causes import fallback_causes, gpu_causes, nvlink_islands, path_causes
 from topodoctor.diagnosis.evidence_causes_net import (
     Swept,
     network_causes,
@@ -21,31 +27,32 @@ from topodoctor.diagnosis.evidence_causes_net import (
     version_causes,
 )
 from topodoctor.diagnosis.evidence_codes import BY_CODE
+from topodoctor.diagnosis.evidence_copies import host_copies, peer_copies
 from topodoctor.diagnosis.evidence_expect import (
     BANDWIDTH_BOUND_BYTES,
     NORMAL_SHARE,
-    Expectation,
-    copy_nominal,
+    PostedExpectation,
     expect_collective,
 )
-from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of
+from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of, path_class
+from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.rank import best_cause
-from topodoctor.model.evidence import CopyMatrix, Evidence
+from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
-from topodoctor.topology.graph import pcie_gbps
 
-# Where the evidence shows neither the pair's links nor the GPU's model: the slowest link a GPU trains to at
-# full width (Gen3 x16), so only a copy no healthy x16 GPU gives is a symptom (staged copies reach it too).
-FLOOR_LINK = (pcie_gbps(3, 16) or 15.76, "the link rate: PCIe Gen3 x16 at least (the GPUs' model and link not shown)")
-COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0.82 NVLink, 0.88 PCIe on H200)
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
 STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD037",
             "TD039")  # fmt: skip
 SETTINGS_ONLY = ("TD036",)
 FALLBACK_FIX = BY_CODE["TD022"].how
+CEILING_FIX = (
+    "Nothing to fix in NCCL: between nodes a run tops out at the active ports' rate; more ports, or faster links, "
+    "raise it."
+)
 # What a cause standing on its own is about, where its lead names no GPU or host of its own.
 SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "TD025": "network", "TD026": "network",
             "TD035": "network", "TD028": "topology", "TD029": "p2p", "TD036": "settings",
@@ -70,6 +77,7 @@ def _causes(f: Facts, sym: Symptom | None) -> Leads:
     gpu_causes(f, sym, out)
     path_causes(f, sym, out)
     network_causes(f, sym, out)
+    nic_causes(f, sym, out)
     setting_causes(f, sym, out)
     version_causes(f, sym, out)
     one_gpu_slow(f, out)
@@ -93,9 +101,13 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     head += f" is {sym.measured_gbps / sym.expected_gbps:.2f} of the {sym.expected_gbps:.0f} GB/s this hardware gives"
     head += f" ({sym.basis})"
     if not cause.found:
-        post = leads.decide[:2]
+        ranked = candidates(f, sym)
+        post = list(dict.fromkeys([p for _, p in ranked] + leads.decide))[:2]  # what tells the likeliest apart
         cause.evidence["post"] = post
+        cause.evidence["candidates"] = [f"{w} ({p})" for w, p in ranked]
         tail = f" ({NOT_FOUND}; to decide, post {' and '.join(post)})" if post else f" ({NOT_FOUND})"
+        if ranked:
+            tail += "; cannot tell among: " + "; ".join(f"{w} (post {p})" for w, p in ranked)
         return _finding("TD022", sym.subject, head + tail, FALLBACK_FIX, symptom, cause=cause)
     lead = next(ld for ld in leads.leads if ld.candidate.what == cause.what)
     cause.evidence["lines"] = [str(q) for q in lead.lines]
@@ -137,7 +149,7 @@ def _sweep_finding(found: Swept, runs: list[tuple[frozenset[str], float, Quote]]
     return _finding("TD038", f"host:{found.node}", msg, BY_CODE["TD038"].how, ev)
 
 
-def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectation]], list[Finding]]:
+def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, PostedExpectation]], list[Finding]]:
     symptoms, normal, other = [], [], []
     runs = _groups(f)
     two_node = [m for m in runs if len(set(m.rank_hosts)) == 2 and m.size_bytes >= BANDWIDTH_BOUND_BYTES]
@@ -153,6 +165,7 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectat
             if not any(r.op == m.op and r.size_bytes >= BANDWIDTH_BOUND_BYTES for r in runs):
                 msg = f"{m.op} not judged: its largest size, {human_size(m.size_bytes)}, is latency-bound "
                 msg += f"(bandwidth decides from {human_size(BANDWIDTH_BOUND_BYTES)}: run up to 1G, -e 1G)"
+                msg += _run_path(f, m)
                 other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"size_bytes": m.size_bytes}, "info"))
             continue
         if not m.nranks and not m.rank_hosts:
@@ -183,41 +196,38 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, Expectat
     return symptoms, normal, other
 
 
-def _copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, str]]]:
-    symptoms, normal = [], []
-    for c in f.copies:
-        if c.unit != "GB/s" or c.p2p is False or c.direction == "latency" or "host" in c.rows:
-            continue
-        worst: tuple[float, str, float, float, str] | None = None
-        for i, r in enumerate(c.rows):
-            for j, col in enumerate(c.columns):
-                v = c.values[i][j] if i < len(c.values) and j < len(c.values[i]) else None
-                if r == col or v is None or not (r.isdigit() and col.isdigit()):
-                    continue
-                nom = copy_nominal(f, int(r), int(col)) or FLOOR_LINK
-                rate = nom[0] * (2 if both_ways(c) else 1)
-                if worst is None or v / rate < worst[0]:
-                    worst = (v / rate, f"GPU{r}-GPU{col}", v, rate, nom[1])
-        if worst is None:
-            continue
-        share, subject, v, rate, basis = worst
-        label = f"{c.tool} {c.testcase}"
-        if share < COPY_LOW:
-            q = f"{f.where.get(c.piece, c.tool)}: {label}"
-            symptoms.append(Symptom("copy", subject, v, rate * 0.82, basis + "; copies reach about 0.82 of it", 0, 1,
-                                    Quote(q)))  # fmt: skip
-        elif basis != FLOOR_LINK[1]:  # above the floor says only that no x16 link is broken, not that all is well
-            normal.append((label, v, rate, basis))
-    return symptoms, normal
+def _run_path(f: Facts, m: Measured) -> str:
+    """What topo -m says of the run's GPUs (by the bus ids of its header, or CUDA_VISIBLE_DEVICES of its
+    one launch line), where their pairs cross the sockets or go through the host bridge."""
+    gpus = m.run_gpus
+    visible = {ln.gpus for ln in f.launches if ln.gpus and ln.program}
+    if not gpus and len(visible) == 1:
+        given = visible.pop().split(",")
+        gpus = tuple(int(g) for g in given) if all(g.strip().isdigit() for g in given) else ()
+    pairs = [(a, b, lb) for (a, b), lb in f.links.items() if a in gpus and b in gpus]
+    far = [(a, b, lb) for a, b, lb in pairs if path_class(lb) in ("SYS", "NODE", "PHB")]
+    if not far:
+        return ""
+    a, b, lb = far[0]
+    where = "cross the CPU sockets (SYS)" if path_class(lb) == "SYS" else f"meet only through the host ({lb})"
+    return f"; the run's GPU{a} and GPU{b} {where}: NCCL stages their traffic through host memory (SHM) by default"
 
 
-def both_ways(c: CopyMatrix) -> bool:
-    """Whether a matrix's figures count both directions together: p2pBandwidthLatencyTest's bidirectional
-    ones and nvbandwidth's "Total"; nvbandwidth's Read1 / Read2 (Write1 / 2) of a bidirectional testcase are
-    one direction each, while the other runs (389 GB/s each, 779 total, on the H200 hosts)."""
-    if c.direction != "bidirectional":
-        return False
-    return not (c.tool == "nvbandwidth" and re.search(r"(read|write)[12]\b|(read|write)[12]$", c.testcase.lower()))
+def _islands(f: Facts, measured: bool) -> list[Finding]:
+    """TD032 on its own, where no figure was measured: NVLink joins the GPUs in groups only, so a job over
+    more than one group runs at the PCIe hop; which GPUs make a group is what placing a job needs."""
+    groups = nvlink_islands(f)
+    if not groups or measured:
+        return []
+    named = ", ".join("-".join(f"GPU{g}" for g in grp) for grp in groups)
+    others = sorted({path_class(lb) for lb in f.links.values() if path_class(lb) != "NV"})
+    kind = "pairs" if all(len(g) == 2 for g in groups) else "groups"
+    msg = f"NVLink joins the GPUs in {kind} only ({named}); every other pair goes over PCIe ({', '.join(others)}): "
+    msg += "a job on GPUs of two NVLink pairs, or a ring over all of them, runs at the PCIe hop's rate. Give a "
+    msg += "2-GPU job an NVLinked pair (CUDA_VISIBLE_DEVICES, or the scheduler's NVLink-aware GPU binding)"
+    lines = [str(f.links_quote)] if f.links_quote else []
+    return [_finding("TD032", "nvlink", msg, BY_CODE["TD032"].how, {"groups": [list(g) for g in groups],
+                     "lines": lines}, "warning")]  # fmt: skip
 
 
 def _dedupe(findings: Iterable[Finding]) -> tuple[Finding, ...]:
@@ -233,7 +243,10 @@ def _dedupe(findings: Iterable[Finding]) -> tuple[Finding, ...]:
 def judge_facts(f: Facts) -> tuple[Finding, ...]:
     """The judgement of facts however they were gathered (``judge`` for a user's evidence)."""
     coll, normal, out = _collectives(f)
-    copy_syms, copy_normal = _copies(f)
+    copy_syms, copy_normal = peer_copies(f)
+    host_syms, host_normal = host_copies(f)
+    copy_syms += host_syms
+    copy_normal += host_normal
     explained = [_explain(f, s) for s in coll + copy_syms]
     out += explained
     measured = bool(coll or normal or copy_syms or copy_normal)
@@ -247,7 +260,20 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             subject = ld.subject or SUBJECTS.get(ld.code, ld.code)
             out.append(_finding(ld.code, subject, c.what, c.fix, ev, ld.severity))
             codes.add(ld.code)
-    if f.hosts and not f.measured and not any(x.severity != "info" for x in out):
+    for severity, subject, message, ev in port_notes(f):
+        if not (severity == "warning" and any(x.code == "TD982" and x.subject == subject for x in out)):
+            fix = BY_CODE["TD982"].how if severity == "warning" else CEILING_FIX
+            out.append(_finding("TD982", subject, message, fix, ev, severity))
+    out += _islands(f, measured)
+    separate = separate_runs(f)
+    for sep in separate:
+        out.append(_finding("TD983", "launch", sep.message, BY_CODE["TD983"].how, sep.evidence))
+    split = [] if separate else split_launch(f)
+    asks = [] if separate else differing_averages(f) + split + ([] if split else unshown_network(f))
+    for ask in asks + version_only(f):
+        out.append(_finding("TD022", ask.subject, ask.message, FALLBACK_FIX, ask.evidence, ask.severity))
+    header_only = f.hosts or any(k == "nccl-tests" and cut.startswith("no table") for k, cut in f.cut)
+    if header_only and not f.measured and not any(x.severity != "info" for x in out):
         msg = "the run's header names its GPUs but no figures follow: nothing to judge (post the whole table, with "
         msg += "`nvidia-smi topo -m` and NCCL_DEBUG=INFO output)"
         out.append(_finding("TD022", "figures", msg, BY_CODE["TD022"].how, {"hosts": list(f.hosts)}, "info"))

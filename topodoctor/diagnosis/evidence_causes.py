@@ -310,5 +310,21 @@ def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         else:
             out.add("TD027", Candidate(what, "Choose GPUs under one socket.", {"pairs": len(sys_pairs)}, shm_gbps(f)),
                     quote)  # fmt: skip
-    if sym is not None and not f.links:
+    if sym is not None and not f.links and not sym.subject.startswith("host-"):  # a host copy has no GPU pair
         out.ask("`nvidia-smi topo -m` (each pair's path: NV#, PIX, PXB, PHB, SYS)")
+
+
+def nvlink_islands(f: Facts) -> list[tuple[int, ...]]:
+    """The groups of GPUs NVLink joins where topo -m shows it joining only some pairs (bridged pairs or
+    quads): each group's GPUs, more than one group; empty where every pair is NVLinked or none is."""
+    gpus = sorted({g for pair in f.links for g in pair})
+    nv = {p for p, lb in f.links.items() if path_class(lb) == "NV"}
+    if not nv or len(nv) == len(f.links):
+        return []
+    group = {g: {g} for g in gpus}
+    for a, b in sorted(nv):
+        merged = group[a] | group[b]
+        for g in merged:
+            group[g] = merged
+    islands = sorted({tuple(sorted(m)) for m in group.values() if len(m) > 1})
+    return islands if len(islands) > 1 else []

@@ -31,7 +31,9 @@ SLOW_PAIR = 0.8  # a sweep's pair under this share of its best pair is slow
 
 
 def _rdma_present(f: Facts) -> list[str]:
-    names = [n.name for n in f.nics if n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES)]
+    # a port ibstat lists as down is no NIC NCCL could use
+    names = [n.name for n in f.nics if (n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES))
+             and n.state != "DOWN"]  # fmt: skip
     names += [d for s in f.net if s.line.what == "ib-devices" for d in s.line.value.split()]
     names += [s.line.value for s in f.net if s.line.what == "ib-open-failed" and s.line.value]
     return list(dict.fromkeys(names))
@@ -152,7 +154,11 @@ def _gdr(f: Facts, net_conns: list[Conn], out: Leads) -> None:
 def _fewer_nics(f: Facts, sym: Symptom | None, out: Leads, rdma: list[str]) -> None:
     hca = f.settings.get("NCCL_IB_HCA")
     present = list(
-        dict.fromkeys(n.name for n in f.nics if n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES))
+        dict.fromkeys(
+            n.name
+            for n in f.nics
+            if (n.link_layer in ("IB", "RoCE") or n.name.startswith(RDMA_NAMES)) and n.state != "DOWN"
+        )
     )
     using = next((s for s in f.net if s.line.what == "ib-devices"), None)
     if hca is None and using is not None and present:
@@ -265,7 +271,7 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     """A release with a known regression at the sizes judged (TD037): the bandwidth-bound sizes of a
     short figure, or, with no figure to judge, a run whose sizes are all latency-bound."""
     if not f.nccl_version:
-        if sym is not None:
+        if sym is not None and sym.kind == "collective":  # a copy test runs no NCCL
             out.ask("the NCCL version (NCCL_DEBUG=VERSION, or nccl-tests' header)")
         return
     arch = f.model.arch if f.model is not None else ""

@@ -1,4 +1,4 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039): each code's name,
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982, TD983): each code's name,
 severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
@@ -128,6 +128,7 @@ CODES: tuple[DiagnosisCode, ...] = (
         "whatever the bridges carry.",
         "Run the job's tensor-parallel groups within the bridged pairs, or accept the PCIe figure: it is what "
         "these GPUs give together.",
+        also=("warning",),  # the topology shown without a figure: where to place a job is the question
     ),
     DiagnosisCode(
         "TD033", "diag-no-p2p-gpus", "warning",
@@ -181,6 +182,25 @@ CODES: tuple[DiagnosisCode, ...] = (
         "A foreign process or GEMM on one GPU time-slices it; every collective waits for the slowest rank.",
         "Look at `nvidia-smi` on that GPU during the run (processes, utilisation, clocks event reasons) and "
         "stop what else runs there.",
+    ),
+    DiagnosisCode(
+        "TD982", "diag-nic-port-rate", "warning",
+        "A NIC port negotiated a lower rate than its sibling ports: the network runs at that port's rate.",
+        "A port that trained down (a cable, a transceiver or a switch port) carries its share of every ring at "
+        "its rate; the listing also gives the network's ceiling: NCCL's busbw between nodes reaches about 0.95 "
+        "of the active ports' line rate (24 GB/s per 200 Gb/s port).",
+        "Check the port's cable, transceiver and switch port (`ibstat`, `mlxlink -d <dev> -m`); reseat or swap "
+        "them until it negotiates its siblings' rate.",
+        also=("info",),  # the ports' ceiling, down ports, an adapter on a slower fabric: said, not blamed
+    ),
+    DiagnosisCode(
+        "TD983", "diag-separate-runs", "error",
+        "The processes of a multi-host launch never joined one test: each printed a result of its own.",
+        "nccl-tests prints its header and results from world rank 0 only when built with MPI (MPI=1); built "
+        "without it, each process mpirun or srun starts runs alone on its host's GPUs, so several results "
+        "follow one launch and nothing crosses the network.",
+        "Rebuild nccl-tests with MPI: `make clean`, then `make MPI=1 MPI_HOME=/path/to/mpi`, and run again: one "
+        "header listing every rank, one result.",
     ),
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CODES}

@@ -7,22 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, no_peer_access, path_class
-from topodoctor.topology.busbw import Layout, at_size, predict_layout
+from topodoctor.diagnosis.evidence_nics import expected_nic_gbps
+from topodoctor.topology.busbw import SHM_SHARE, STAGED_CLASSES, Layout, model_at, predict_layout
 from topodoctor.topology.gpu_models import GpuModel
 from topodoctor.topology.graph import NVLINK_LINK_GBPS, pcie_gbps
 
 # Below this, busbw is latency-bound (each op's fixed time is most of it): no verdict on bandwidth.
 BANDWIDTH_BOUND_BYTES = 64 << 20
 NORMAL_SHARE = 0.85  # at this share of the expectation or more a run is what the hardware gives (TD020's)
-# NCCL's SHM transport stages through host memory: 24-27 GB/s busbw on H100 / H200 whose PCIe link NCCL
-# credits 48 (docs/diagnosis.md), about half; pairs NCCL does not join by P2P by default (PHB, NODE, SYS) run it.
-SHM_SHARE = 0.5
-STAGED = ("PHB", "NODE", "SYS")
 
 
 @dataclass(frozen=True)
-class Expectation:
-    """What one op at one size should reach here, and why."""
+class PostedExpectation:
+    """What the op of a posted run should reach at its size on the hardware the evidence shows, and
+    why: the topology's model (busbw.py's, through a ``Layout`` where a probed host's expectation,
+    busbw_expect.py, goes through its snapshot), its figure as ``model_at`` states every model figure."""
 
     op: str
     size_bytes: int
@@ -60,8 +59,9 @@ def layout_of(f: Facts, per_node: int, gpus: tuple[int, ...] = ()) -> tuple[Layo
     m = f.model
     cc = m.compute_capability if m is not None else ""
     gen, width, pcie_src = _pcie_of(f, m)
+    listed = expected_nic_gbps(f, f.hosts[0] if f.hosts else "")  # ibstat's ports: each at its siblings' rate
     nic = sum(n.rate_gbps / 8 for n in f.nics if n.rate_gbps and (not f.hosts or n.host in ("", f.hosts[0])))
-    nic_gbps = nic or None
+    nic_gbps = listed or nic or None
     pairs = [(a, b) for i, a in enumerate(idx) for b in idx[i + 1 :]]
     labels = [f.link(a, b) for a, b in pairs]
     if pairs and all(lb is not None for lb in labels):
@@ -91,7 +91,7 @@ def layout_of(f: Facts, per_node: int, gpus: tuple[int, ...] = ()) -> tuple[Layo
     return Layout(per_node, 0, False, cc, gen, width, nic_gbps, src), False
 
 
-def expect_collective(f: Facts, run: Measured) -> Expectation | None:
+def expect_collective(f: Facts, run: Measured) -> PostedExpectation | None:
     """What ``run``'s op at its size should reach on the hardware the facts show; None where they say too little."""
     nodes = run.nodes or (len(set(run.rank_hosts)) if run.rank_hosts else 1) or 1
     ranks = run.nranks or len(run.rank_hosts)
@@ -114,12 +114,12 @@ def expect_collective(f: Facts, run: Measured) -> Expectation | None:
     no_p2p = no_peer_access(f)  # GeForce: SHM only
     idx = set(run.run_gpus) if len(run.run_gpus) == lay.gpus else set(range(lay.gpus))
     ring = [lb for (a, b), lb in f.links.items() if a in idx and b in idx]  # the run's GPUs' pairs
-    staged = nodes == 1 and not lay.nvlinks and (no_p2p or any(path_class(lb) in STAGED for lb in ring))
+    staged = nodes == 1 and not lay.nvlinks and (no_p2p or any(path_class(lb) in STAGED_CLASSES for lb in ring))
     if staged:
         plateau = round(plateau * SHM_SHARE, 1)
         basis += f"; through host memory (SHM: {SHM_SHARE:g} of it, as measured on H100 / H200)"
     sockets = staged and any(path_class(lb) == "SYS" for lb in ring)
-    return Expectation(run.op, run.size_bytes, round(at_size(plateau, run.size_bytes), 1), plateau, basis,
+    return PostedExpectation(run.op, run.size_bytes, model_at(plateau, run.size_bytes), plateau, basis,
                        crosses, staged, sockets, lay)  # fmt: skip
 
 

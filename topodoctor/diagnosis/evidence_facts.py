@@ -104,8 +104,12 @@ class Facts:
     nccl_logged: bool = False  # an NCCL INFO log was among the inputs
     nccl_nodes: int | None = None  # the most nodes NCCL counted (nNodes)
     measured: tuple[Measured, ...] = ()
+    averages: tuple[tuple[str, float, Quote], ...] = ()  # (op, busbw) of runs shown by their average line alone
     copies: tuple[CopyMatrix, ...] = ()
     launches: tuple[Launch, ...] = ()
+    # each launch with the nccl-tests results its output holds (the runs after it in the same input, up to
+    # the next launch): (launch, [(op, busbw average or None, hosts its ranks name, quote)])
+    results: tuple[tuple[Launch, tuple[tuple[str, float | None, frozenset[str], Quote], ...]], ...] = ()
     sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
     where: Mapping[int, str] = field(default_factory=dict)  # piece -> "path:first-last"
 
@@ -269,6 +273,27 @@ def _measured(ev: Evidence) -> tuple[Measured, ...]:
     return tuple(out)
 
 
+def _results(ev: Evidence) -> tuple[tuple[Launch, tuple[tuple[str, float | None, frozenset[str], Quote], ...]], ...]:
+    """Each launch with the nccl-tests runs that follow it in its input, before the next launch there."""
+
+    def at(piece: int) -> tuple[str, int]:
+        p = ev.pieces[piece] if 0 <= piece < len(ev.pieces) else None
+        return (p.source, p.first_line) if p else ("", 0)
+
+    out = []
+    for ln in ev.launches:
+        source, first = at(ln.piece)
+        later = [at(x.piece)[1] for x in ev.launches if x is not ln and at(x.piece)[0] == source]
+        end = min((x for x in later if x > first), default=None)
+        runs = tuple(
+            (r.op, r.avg_busbw_gbps, frozenset(k.host for k in r.ranks if k.host), Quote(_where(ev, r.piece)))
+            for r in ev.collectives
+            if at(r.piece)[0] == source and at(r.piece)[1] >= first and (end is None or at(r.piece)[1] < end)
+        )
+        out.append((ln, runs))
+    return tuple(out)
+
+
 def facts_of(ev: Evidence) -> Facts:
     """The facts a user's evidence shows."""
     names = tuple(dict.fromkeys([g.name for g in ev.gpus if g.name] + [
@@ -329,8 +354,14 @@ def facts_of(ev: Evidence) -> Facts:
         nccl_logged=bool(accounts or ev.nccl_lines),
         nccl_nodes=max((a.nodes for a in accounts if a.nodes), default=None),
         measured=_measured(ev),
+        averages=tuple(
+            (r.op, r.avg_busbw_gbps, Quote(_where(ev, r.piece), f"Avg bus bandwidth {r.avg_busbw_gbps:g}"))
+            for r in ev.collectives
+            if r.avg_busbw_gbps is not None and not r.rows
+        ),
         copies=ev.copies,
         launches=ev.launches,
+        results=_results(ev),
         sweeps=tuple(
             (p, Quote(_where(ev, p.piece, p.line or None), f"{p.a},{p.b} {p.busbw_gbps:g}")) for p in ev.sweeps
         ),

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from topodoctor.core.text import human_size
 from topodoctor.diagnosis.evidence_codes import BY_CODE
-from topodoctor.diagnosis.evidence_expect import STAGED, Expectation
+from topodoctor.diagnosis.evidence_expect import PostedExpectation
 from topodoctor.diagnosis.evidence_facts import P2P_SHOWN, Facts, Measured, no_peer_access, path_class
 from topodoctor.diagnosis.fallback import causes_set
 from topodoctor.model.findings import Finding, Severity
+from topodoctor.topology.busbw import STAGED_CLASSES
 from topodoctor.topology.gpu_models import SOURCES
 
 NOTHING = BY_CODE["TD021"].how
@@ -31,7 +32,7 @@ def _hardware(f: Facts, per_node: int | None) -> str:
 
 def normal_findings(
     f: Facts,
-    runs: list[tuple[Measured, Expectation]],
+    runs: list[tuple[Measured, PostedExpectation]],
     copies: list[tuple[str, float, float, str]],
     has_cause: bool,
 ) -> list[Finding]:
@@ -46,7 +47,8 @@ def normal_findings(
               "basis": e.basis, "size_bytes": m.size_bytes, "seen_in": str(m.quote)}  # fmt: skip
         out.append(_info("TD021", m.op, msg, ev))
     for label, v, rate, basis in copies:
-        msg = f"{label}: the slowest pair's {v:.0f} GB/s is {v / rate:.2f} of the {rate:.0f} GB/s nominal ({basis}), "
+        who = "GPU" if "host" in label else "pair"
+        msg = f"{label}: the slowest {who}'s {v:.0f} GB/s is {v / rate:.2f} of the {rate:.0f} GB/s nominal ({basis}), "
         msg += "as healthy copies reach"
         out.append(_info("TD021", label, msg, {"measured_gbps": v, "nominal_gbps": rate, "basis": basis}))
     gm = f.model
@@ -63,7 +65,11 @@ def normal_findings(
         msg = f"`{said}` is normal here: one "
         msg += f"node, every channel connection via {', '.join(kinds)} (the network carries nothing)"
         out.append(_info("TD021", "network", msg, {"lines": [str(socket[0].quote)]}))
-    staged = [c for c in f.conns if c.kind == "shm" and c.gpus and (lb := f.link(*c.gpus)) and path_class(lb) in STAGED]
+    staged = [
+        c
+        for c in f.conns
+        if c.kind == "shm" and c.gpus and (lb := f.link(*c.gpus)) and path_class(lb) in STAGED_CLASSES
+    ]
     if staged and not causes_set(f) and not has_cause:
         c = staged[0]
         assert c.gpus is not None
@@ -85,7 +91,7 @@ def normal_findings(
     return out
 
 
-def reasons(f: Facts, runs: list[tuple[Measured, Expectation]]) -> list[Finding]:
+def reasons(f: Facts, runs: list[tuple[Measured, PostedExpectation]]) -> list[Finding]:
     """Where a normal figure is low, the topology's reason (info)."""
     out = []
     for m, e in runs:

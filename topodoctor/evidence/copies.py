@@ -49,6 +49,9 @@ _NVB_RUNNING = re.compile(r"^Running (\w+)\.")
 _NVB_DESCRIPTION = re.compile(r"^(.*\((?:GB/s|ns)\))\s*$")
 _NVB_SUM = re.compile(r"^SUM (\w+) ([\d.]+)")
 _NVB_WAIVED = re.compile(r"^Waiving (\w+)\.")  # v0.2..0.6; later versions print "Waived:" after Running
+# testcase.h: the testcases whose filter() is filterHasAccessiblePeerPairs(): nvbandwidth waives them when
+# no GPU can access any other (cuDeviceCanAccessPeer), so a waived one says no pair has peer access
+PEER_TESTCASES = ("device_to_device_", "all_to_one_", "one_to_all_")
 _DRIVER = re.compile(r"^Driver Version: (\S+)")
 _CUDA = re.compile(r"^CUDA Runtime Version: (\d+)")
 
@@ -216,6 +219,7 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
             break  # text that is not nvbandwidth's before any testcase ran
         j += 1
     parts.copies += pending
+    parts.pairs += _no_peer_pairs(piece, parts.gpus, [w for w in waived if w.startswith(PEER_TESTCASES)])
     cut = "" if parts.copies else "no testcase ran" + (f" ({', '.join(waived)} waived)" if waived else "")
     if description:
         cut = f"the matrix of {testcase} is cut"
@@ -223,6 +227,14 @@ def read_nvbandwidth(lines: list[str], i: int, piece: int) -> Block:
     if short:
         cut = "; ".join(x for x in (cut, f"the matrix of {short[-1]} is cut") if x)
     return Block("nvbandwidth", i, j, parts, version, cut)
+
+
+def _no_peer_pairs(piece: int, gpus: list[GpuSeen], waived: list[str]) -> list[PairSeen]:
+    """Every pair of the devices listed, without peer access, where a peer testcase was waived."""
+    if not waived or len(gpus) < 2:
+        return []
+    idx = sorted({g.index for g in gpus})
+    return [PairSeen(piece, f"cuda{a}", f"cuda{b}", p2p={"can-access-peer": "no"}) for a in idx for b in idx if a < b]
 
 
 def _short(c: CopyMatrix) -> bool:
@@ -248,11 +260,14 @@ def nvbandwidth_json(doc: Any, piece: int) -> tuple[Parts, str, str]:
             bus = f"{m.group(3).upper()}:{m.group(4).upper()}:{m.group(5).upper()}.0" if m.group(3) else ""
             parts.gpus.append(GpuSeen(piece, int(m.group(1)), "cuda", m.group(7) or "", m.group(2), bus))
     cut = []
+    waived: list[str] = []
     for t in root.get("testcases") or []:
         if not isinstance(t, dict):
             continue
         name, status = str(t.get("name", "")), str(t.get("status", ""))
         matrix = t.get("bandwidth_matrix")
+        if status == "Waived" and name.startswith(PEER_TESTCASES):
+            waived.append(name)
         if status != "Passed" or not isinstance(matrix, list) or not matrix:
             if status not in ("Waived", "Passed"):
                 cut.append(f"{name}: {status or 'no status'}")
@@ -273,4 +288,5 @@ def nvbandwidth_json(doc: Any, piece: int) -> tuple[Parts, str, str]:
             parts.copies.append(
                 _copy(piece, "nvbandwidth", tc, _nvb_direction(description), None, unit, labels, cols, values, total)
             )
+    parts.pairs += _no_peer_pairs(piece, parts.gpus, waived)
     return parts, str(root.get("version", "")), "; ".join(cut)

@@ -22,6 +22,7 @@ from topodoctor.evidence import (
     launch,
     nccl_tests,
     nccl_xml,
+    nics,
     smi,
     smi_query,
     sweeps,
@@ -48,6 +49,7 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
     (nccl_xml.starts, nccl_xml.read),
     (nccl_tests.starts, nccl_tests.read),
     (host_lines.starts_lspci, host_lines.read_lspci),
+    (nics.starts, nics.read),
     (launch.starts, launch.read),
     (versions.starts, versions.read),
     (sweeps.starts, sweeps.read),  # last: two names and a figure is the loosest shape
@@ -55,7 +57,8 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
 KINDS_READ = (
     "nccl-tests output (text or -J JSON), nvidia-smi (plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), "
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
-    "kernel XID and PCIe link lines, launch command lines and env dumps, NCCL INFO/WARN logs, NCCL Inspector records, "
+    "kernel XID and PCIe link lines, ibstat / ibstatus / ibv_devinfo / ethtool, launch command lines and env dumps, "
+    "NCCL INFO/WARN logs, NCCL Inspector records, "
     "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw), "
     "Azure NHC's check_gpu_bw lines"
 )

@@ -27,7 +27,7 @@ _NAME = (
 )
 _PROMPT = re.compile(r"^\s*(?:\$|#|>|\(\S+\)\s*\$|[\w.-]+@[\w.-]+:[^$#]*[$#])\s+")
 _LAUNCHER = re.compile(
-    r"(?:^|\s|/)(docker|podman|nvidia-docker|mpirun|mpiexec|srun|sbatch|torchrun|enroot|kubectl|deepspeed"
+    r"(?:^|\s|/)(docker|podman|nvidia-docker|mpirun|mpiexec|srun|sbatch|torchrun|enroot|kubectl|deepspeed|composer"
     r"|torch\.distributed\.(?:launch|run))\b"
     r"(?:\s+(?:run|start|exec|create))?"
 )
@@ -41,6 +41,8 @@ _K8S_NAME = re.compile(rf"^\s*-\s*name:\s*[\"']?({_NAME})[\"']?\s*$")
 _YAML_MAP = re.compile(rf"^\s+({_NAME}):\s*[\"']?([^\"'\s]*)[\"']?\s*$")  # compose's environment: mapping
 _K8S_VALUE = re.compile(r"^\s*value:\s*(.*?)\s*$")
 _SBATCH = re.compile(r"^#SBATCH\s+--export=(\S+)")
+# mpirun's / horovodrun's host list: -H node1:2,node2:2 (or --host, --hosts); a name, then its slots
+_HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|--hosts)[ =]([\w.-]+(?::\d+)?(?:,[\w.-]+(?::\d+)?)*)(?=\s|$)")
 MAX_TEXT = 300
 
 
@@ -151,7 +153,9 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     if m is None and perf is None:
         return
     if m is None:
-        parts.launches.append(_nccl_tests(text, words, piece, "nccl-tests"))
+        bare = _nccl_tests(text, words, piece, "nccl-tests")
+        visible = next((x.value for x in parts.settings if x.name == "CUDA_VISIBLE_DEVICES" and x.piece == piece), "")
+        parts.launches.append(replace(bare, gpus=visible))
         return
     launcher = {"nvidia-docker": "docker", "mpiexec": "mpirun"}.get(m.group(1), m.group(1))
     launcher = "torchrun" if launcher.startswith("torch.distributed") else launcher
@@ -200,7 +204,9 @@ def _command(text: str, piece: int, parts: Parts) -> None:
     for s in parts.settings:
         if s.name in ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES") and not gpus:
             gpus = s.value
-    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT])
+    hosts = _hosts(text)
+    launch = Launch(piece, launcher, gpus, ipc, shm, net, tuple(devices), priv, text[:MAX_TEXT], hosts=hosts,
+                    nodes=_nodes(text, launcher, hosts), processes=_processes(text, launcher))  # fmt: skip
     if perf is not None:
         program = _nccl_tests(text, words, piece, launcher)
         launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes)
@@ -221,7 +227,58 @@ def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launc
             with suppress(InputError):  # a size nccl-tests would refuse too: not shown
                 sizes[key] = parse_size(value)
     return Launch(piece, launcher, text=text[:MAX_TEXT], program=program, min_bytes=sizes["min"],
-                  max_bytes=sizes["max"])  # fmt: skip
+                  max_bytes=sizes["max"], hosts=_hosts(text), nodes=_nodes(text, launcher, _hosts(text)))  # fmt: skip
+
+
+def _hosts(text: str) -> tuple[tuple[str, int | None], ...]:
+    """The hosts a launcher's -H list names, each with its slots where given."""
+    m = _HOSTS.search(text)
+    if m is None:
+        return ()
+    out = []
+    for item in m.group(1).split(","):
+        name, _, slots = item.partition(":")
+        out.append((name, int(slots) if slots.isdigit() else None))
+    return tuple(out)
+
+
+# mpirun -np 16 (-n, --np, -c), srun -n 16 / --ntasks 16; srun -N 2 --ntasks-per-node 8
+_NP = re.compile(r"(?:^|\s)(?:-np|--np|-n|-c|--ntasks)[ =](\d+)(?=\s|$)")
+_PER_NODE = re.compile(r"(?:^|\s)--ntasks-per-node[ =](\d+)(?=\s|$)")
+
+
+def _processes(text: str, launcher: str) -> int | None:
+    """The processes an MPI launcher starts as its own flags say (before the program: nccl-tests' -n is
+    its iterations), or None where they say nothing of them."""
+    if launcher not in ("mpirun", "srun"):
+        return None
+    perf = _PERF.search(text)
+    head = text[: perf.start()] if perf else text
+    if m := _NP.search(head):
+        return int(m.group(1))
+    per = _PER_NODE.search(head)
+    nodes = _SRUN_NODES.search(head) if launcher == "srun" else None
+    if per and nodes:
+        return int(per.group(1)) * int(nodes.group(1))
+    return None
+
+
+_NNODES = re.compile(r"(?:^|\s)--nnodes[ =](\d+)(?::\d+)?(?=\s|$)")  # torchrun's --nnodes 2 (or 1:4 elastic)
+_SRUN_NODES = re.compile(r"(?:^|\s)(?:-N|--nodes)[ =]?(\d+)(?=\s|$)")
+_NODE_RANK = re.compile(r"(?:^|\s)--node[_-]rank[ =](\d+)(?=\s|$)")  # composer, torchrun, deepspeed
+
+
+def _nodes(text: str, launcher: str, hosts: tuple[tuple[str, int | None], ...]) -> int | None:
+    """The nodes a launch spans as its line says, or None where it says nothing of them."""
+    if len({h for h, _ in hosts}) > 1:
+        return len({h for h, _ in hosts})
+    if m := _NNODES.search(text):
+        return int(m.group(1))
+    if launcher in ("srun", "sbatch") and (m := _SRUN_NODES.search(text)):
+        return int(m.group(1))
+    if _NODE_RANK.search(text):
+        return 2  # a node rank is given where a run spans two nodes at least
+    return None
 
 
 def _setting(word: str, piece: int, parts: Parts, how: str) -> None:

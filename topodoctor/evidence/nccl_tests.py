@@ -60,6 +60,8 @@ def starts(lines: list[str], i: int) -> bool:
     line = lines[i]
     if _VERSION.match(line) or _HEADER.match(line) or _START.match(line) or _COLUMNS.match(line):
         return True
+    if line.startswith("#") and _AVG.match(line):
+        return True  # the closing average alone, as people quote it to compare two runs
     # a paste that begins inside the table: two rows in a row
     return bool(_ROW_START.match(line) and i + 1 < len(lines) and _ROW_START.match(lines[i + 1]))
 
@@ -178,6 +180,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             )
         elif _COLUMNS.match(line):
             table = _Table(line)
+        elif (_BOUNDS.match(line) or _AVG.match(line)) and avg is not None:
+            break  # a second closing: the ends of several runs pasted together (each process printed its own)
         elif m := _BOUNDS.match(line):
             bounds = int(m.group(1))
         elif m := _AVG.match(line):
@@ -221,7 +225,7 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     if op is None and program:
         # gather, scatter, alltoallv, hypercube: read, but their rows are of no op the rules know
         guessed = f"{program}_perf's rows are not kept (an op topodoctor does not judge)"
-    elif op is None:
+    elif op is None and raw:
         op, guessed = _guess_op([r[:5] for r in raw], nranks)
     rows = tuple(
         Row(
@@ -238,7 +242,9 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         if op is not None
     )
     if not cut:
-        if table is None:
+        if table is None and avg is not None:
+            cut = "the Avg bus bandwidth line alone (no table)"
+        elif table is None:
             cut = "no table: the output ends before the column header"
         elif not raw:
             cut = "the table has no row"

@@ -18,12 +18,14 @@ _PIP = re.compile(r"^\s*nvidia-nccl-cu\d+\s*(?:==|\s)\s*(\d+\.\d+\.\d+)\b")
 _TORCH_CALL = re.compile(r"nccl\.version\(\)")
 _TUPLE = re.compile(r"\((\d+),\s*(\d+),\s*(\d+)\)")
 _TESTS = re.compile(rf"^\s*nccl-tests(?:\s+version)?\s*[:=]?\s*{_V}\s*$")
+# vLLM's log of the library its PyNccl wrapper loaded: "INFO 07-20 17:27:20 pynccl.py:63] vLLM is using nccl==2.21.5"
+_VLLM = re.compile(r"^[^\]]{0,200}\] vLLM is using nccl==(\d+\.\d+\.\d+)\s*$")
 
 
 def _nccl(lines: list[str], i: int) -> tuple[str, int] | None:
     """(the NCCL version, lines taken) stated at line ``i``."""
     line = lines[i]
-    for rx in (_NCCL, _STRING, _PIP):
+    for rx in (_NCCL, _STRING, _PIP, _VLLM):
         if m := rx.match(line):
             return m.group(1), 1
     if _TORCH_CALL.search(line):

@@ -38,6 +38,7 @@ Kind = Literal[
     "health-check",  # health-check tools' lines quoting a measured copy (Azure NHC's check_gpu_bw)
     "version-line",  # a version stated on its own line: "NCCL 2.29.7", pip's nvidia-nccl-cu12==2.21.5
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
+    "nic-status",  # ibstat, ibstatus, ibv_devinfo (-v), ethtool: each port's state and rate; perftest's ib_*_bw
 ]
 
 
@@ -107,6 +108,11 @@ class NicSeen:
     rate_gbps: float | None = None  # the port's rate where shown (NCCL's speed is Mb/s: converted)
     link_layer: str = ""  # IB, RoCE, Ethernet
     gdr: bool | None = None  # GPUDirect RDMA as NCCL's topology dump marks it (gdr="1")
+    port: int | None = None  # the port number, where the tool prints one per port (ibstat, ibstatus)
+    state: str = ""  # ACTIVE, DOWN (ibstat's State, ibstatus' state, ethtool's Link detected)
+    ca_type: str = ""  # ibstat's CA type (MT4123), ibv_devinfo's vendor_part_id as MT<id>
+    rate_text: str = ""  # the rate as printed: "100 Gb/sec (4X EDR)", "200", "100000Mb/s"
+    measured_gbps: float | None = None  # perftest's (ib_write_bw ...) average over this device, Gb/s
 
 
 @dataclass(frozen=True)
@@ -221,6 +227,9 @@ class Launch:
     program: str = ""  # the nccl-tests binary it runs (all_reduce_perf), where it runs one
     min_bytes: int | None = None  # nccl-tests' -b / --minbytes
     max_bytes: int | None = None  # nccl-tests' -e / --maxbytes
+    hosts: tuple[tuple[str, int | None], ...] = ()  # -H / --host node1:2,node2:2: each host and its slots
+    nodes: int | None = None  # the nodes it spans as it says: -H's hosts, --nnodes N, srun -N N, a --node_rank given
+    processes: int | None = None  # the processes an MPI launcher starts (mpirun -np N, srun -n N), where it says
 
 
 @dataclass(frozen=True)

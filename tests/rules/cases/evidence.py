@@ -1,4 +1,4 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039; a family of the table in
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982, TD983; a family of the table in
 tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
 the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
@@ -12,7 +12,7 @@ from typing import Any
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from rule_case_kit import Case
 
-from topodoctor.model.evidence import Evidence, EvidenceSetting, GpuSeen, NicSeen
+from topodoctor.model.evidence import CollectiveRun, Evidence, EvidenceSetting, GpuSeen, Launch, NicSeen
 
 
 def _ranks(name: str, n: int, host: str = "node") -> str:
@@ -40,6 +40,14 @@ NV18_2 = _topo({}, 2)
 
 def _h100(busbw: float, *more: object, cells: dict[tuple[int, int], str] | None = None, **kw: Any) -> Evidence:
     return evidence(run("all_reduce", _row(busbw), _ranks(H100, 2)), topo(_topo(cells or {}, 2), 1), *more, **kw)
+
+
+def _separate(results: int) -> Evidence:
+    """nccl-tests#27's launch, and the averages its processes printed after it (piece 0: the same input)."""
+    launch = Launch(0, "mpirun", text="mpirun -H h1,h2 -np 2 ./all_reduce_perf -b 8 -e 128M -g 2",
+                    program="all_reduce_perf", hosts=(("h1", None), ("h2", None)), nodes=2, processes=2)  # fmt: skip
+    runs = [CollectiveRun(0, "", (), avg_busbw_gbps=3.94145 + k / 1e5) for k in range(results)]
+    return evidence(*runs, launches=(launch,))
 
 
 def _log(text: str) -> tuple[object, ...]:
@@ -86,6 +94,12 @@ def _nics(hca: str) -> Evidence:
     return evidence(
         nics, EvidenceSetting(1, "NCCL_IB_HCA", hca, "export"), _log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,)
     )
+
+
+def _ports(first_gbit_s: float) -> Evidence:
+    """ibstat's two ConnectX-6 (MT4123) ports, the first at ``first_gbit_s``, the second at 200 Gb/s."""
+    return evidence(tuple(NicSeen(0, f"mlx5_{i}", rate_gbps=r, link_layer="IB", port=1, state="ACTIVE",
+                                  ca_type="MT4123") for i, r in enumerate((first_gbit_s, 200.0))))  # fmt: skip
 
 
 def _vm(link: str) -> Evidence:
@@ -161,9 +175,12 @@ CASES: list[Case] = [
     _case("TD031", True, "H100 SXM pair at NV12", lambda: evidence(topo(_topo({(0, 1): "NV12"}, 2), 1),
                                                                    GpuSeen(0, 0, name=H100))),
     _case("TD031", False, "H100 SXM pair at NV18", lambda: evidence(topo(NV18_2, 1), GpuSeen(0, 0, name=H100))),
-    _case("TD032", True, "4 x A40 in bridged pairs, 2.15.5", lambda: _a40(11.0, "2.15.5")),
+    _case("TD032", True, "4 x A40 in bridged pairs, 2.15.5", lambda: _a40(11.0, "2.15.5"), severity="info"),
     _case("TD032", False, "2 x A40 on their bridge", lambda: evidence(
         run("all_reduce", _row(44.0), _ranks("NVIDIA A40", 2)), topo(_topo({(0, 1): "NV4"}, 2), 1))),
+    _case("TD032", True, "8 x RTX A6000 NVLinked in pairs, no figure", lambda: evidence(
+        topo(_topo({(a, b): ("NV4" if b == a + 1 and a % 2 == 0 else "SYS") for a in range(8) for b in range(a + 1, 8)},
+                   8), 1)), severity="warning"),
     _case("TD033", True, "2 x RTX 4090 at 11 GB/s", lambda: evidence(
         run("all_reduce", _row(11.0), _ranks("NVIDIA GeForce RTX 4090", 2))), severity="warning"),
     _case("TD033", True, "2 x RTX 4090 copies at 3 GB/s, far under PCIe", lambda: evidence(
@@ -185,6 +202,14 @@ CASES: list[Case] = [
     _case("TD037", False, "4 x A40 at 1 GB/s on NCCL 2.15.5", lambda: _a40(1.0, "2.15.5")),
     _case("TD038", True, "node-c in every slow pair", lambda: _sweep(14.0)),
     _case("TD038", False, "every pair at 45 GB/s", lambda: _sweep(45.0)),
+    _case("TD982", True, "mlx5_0 at 100 Gb/s beside a ConnectX-6 sibling at 200", lambda: _ports(100.0),
+          severity="warning"),
+    _case("TD982", True, "two ConnectX-6 ports at 200 Gb/s: the network's ceiling", lambda: _ports(200.0),
+          severity="info"),
+    _case("TD982", False, "NICs named by topo -m only, no port listed", lambda: evidence(
+        (NicSeen(0, "mlx5_0", alias="NIC0"), NicSeen(0, "mlx5_1", alias="NIC1")))),
+    _case("TD983", True, "mpirun -np 2 on two hosts, two averages after it", lambda: _separate(2)),
+    _case("TD983", False, "mpirun -np 2 on two hosts, one average after it", lambda: _separate(1)),
     _case("TD039", True, "GPU3's copies a third of the others'", lambda: evidence(
         matrix(SLOW3, "device_to_device_memcpy_write_ce", "unidirectional", True))),
     _case("TD039", False, "every GPU's copies alike", lambda: evidence(

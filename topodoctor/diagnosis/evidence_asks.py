@@ -1,0 +1,148 @@
+"""What a user's evidence leaves undecided, said as such: the candidates and the output that would tell
+them apart, where a guess would be a confident wrong cause (TD022). Two runs of one test whose averages
+differ while nothing else was posted (a warning: one is short of the other); a run split over hosts beside
+the topology of one host that holds all its GPUs (machines, or containers of that host)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from topodoctor.diagnosis.evidence_facts import Facts, Quote
+from topodoctor.diagnosis.evidence_leads import Symptom
+from topodoctor.model.findings import Severity
+
+APART = 0.87  # two runs of one test whose averages differ more than this: one is short of the other
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A "cannot tell" the evidence leaves: severity, subject, message and evidence."""
+
+    severity: Severity
+    subject: str
+    message: str
+    evidence: dict[str, object]
+
+
+def differing_averages(f: Facts) -> list[Ask]:
+    """Runs shown only by their Avg bus bandwidth lines, one well below another."""
+    runs = f.averages
+    if len(runs) < 2 or f.measured:
+        return []
+    low = min(runs, key=lambda r: r[1])
+    high = max(runs, key=lambda r: r[1])
+    if high[1] <= 0 or low[1] >= APART * high[1]:
+        return []
+    programs = {ln.program for ln in f.launches if ln.program}
+    op = low[0] or high[0] or (programs.pop() if len(programs) == 1 else "the test")
+    msg = f"cannot tell why {op} averages {low[1]:g} GB/s busbw in one run ({low[2].where}) and {high[1]:g} in "
+    msg += f"another ({high[2].where}): {low[1] / high[1]:.2f} of it, and the pastes show only the averages. "
+    msg += "Candidates, most likely first: a different NCCL version (a release's regression or changed tuning, "
+    msg += "such as fewer channels per peer), different settings (NCCL_ALGO, NCCL_PROTO, channels), a different "
+    msg += "transport or network path. To decide, post the NCCL_DEBUG=INFO output of both runs (the NCCL version "
+    msg += "line, `channels per peer`, the `via` lines) and each run's whole table"
+    ev = {"low_gbps": low[1], "high_gbps": high[1], "lines": [str(low[2]), str(high[2])],
+          "post": ["NCCL_DEBUG=INFO output of both runs", "the NCCL version of each"]}  # fmt: skip
+    return [Ask("warning", op, msg, ev)]
+
+
+def split_launch(f: Facts) -> list[Ask]:
+    """A launch over several hosts whose GPUs one host of the evidence holds, with no NCCL log to say
+    how NCCL joined them."""
+    if f.nccl_logged or not f.links:
+        return []
+    gpus = len({g for pair in f.links for g in pair})
+    out = []
+    for ln in f.launches:
+        hosts = [h for h, _ in ln.hosts]
+        slots = [n for _, n in ln.hosts if n]
+        if len(set(hosts)) < 2 or not slots or max(slots) > gpus or any(x.launcher == "docker" for x in f.launches):
+            continue
+        named = ", ".join(f"{h} ({n} slots)" if n else h for h, n in ln.hosts)
+        msg = f"cannot tell how the run over {named} joins its GPUs: the topology shown is one host's with "
+        msg += f"{gpus} GPUs. If those hosts are separate machines, the network between them carries the ring; "
+        msg += "if they are containers of this host, NCCL joins their GPUs through SHM or sockets instead of "
+        msg += "NVLink, unless every container sees all the GPUs and shares the IPC namespace. To decide, post "
+        msg += "NCCL_DEBUG=INFO output of the run (its `via P2P`, `via SHM`, `via NET` lines and nNodes) and the "
+        msg += "`docker run` lines of the containers"
+        ev = {"hosts": hosts, "gpus_shown": gpus,
+              "post": ["NCCL_DEBUG=INFO output of the run", "the `docker run` lines"]}  # fmt: skip
+        out.append(Ask("info", "launch", msg, ev))
+        break
+    return out
+
+
+def candidates(f: Facts, sym: Symptom) -> list[tuple[str, str]]:
+    """The causes a shortfall the evidence does not explain could have, most common first for its kind of
+    run, each with the output that would show it; those the evidence already rules out are left out."""
+    logged = f.nccl_logged
+    via = {c.kind for c in f.conns}
+    out: list[tuple[str, str]] = []
+    if sym.subject.startswith("host-"):
+        if not any(g.pcie_width for g in f.gpus) and not f.pcie:
+            out.append(
+                ("the GPU's PCIe link trained down (width or generation)", "`nvidia-smi -q` or `lspci -vvv` LnkSta")
+            )
+        out.append(
+            ("another process on that GPU, or a CPU far from it (NUMA)", "`nvidia-smi` during the copy, `topo -m`")
+        )
+        return out
+    if sym.kind == "collective" and sym.nodes > 1:
+        if not (logged and any(s.line.what in ("network", "socket", "ib-devices") for s in f.net)):
+            out.append(
+                ("NCCL on TCP sockets instead of the RDMA NICs", "NCCL_DEBUG=INFO (`NET/IB : Using` or `NET/Socket`)")
+            )
+        if "net" not in via:
+            out.append(
+                ("GPUDirect RDMA off, or on one node only", "NCCL_DEBUG=INFO (`via NET/IB/N/GDRDMA` on both sides)")
+            )
+        if not any(n.state or n.port is not None for n in f.nics):
+            out.append(("NIC ports down, below their rate, or fewer used than present", "`ibstat` of each node"))
+        if not any(p.acs_ctl for p in f.pcie):
+            out.append(("ACS redirecting the NIC-GPU traffic (ATS/ACS settings in a VM)", "`lspci -vvv` ACSCtl lines"))
+        return out
+    if sym.kind == "collective" and "p2p" not in via and "shm" not in via:
+        out.append(
+            ("P2P off: a variable, or containers that split the GPUs", "NCCL_DEBUG=INFO (`via P2P` or `via SHM`)")
+        )
+    if not f.links:
+        out.append(("the GPUs' path (PCIe switch, host bridge, the sockets)", "`nvidia-smi topo -m`"))
+    if not any(g.pcie_width for g in f.gpus) and not f.pcie:
+        out.append(("a PCIe link trained down", "`nvidia-smi -q` or `lspci -vvv` LnkSta"))
+    copies = {c.p2p for c in f.copies}
+    if not (True in copies and False in copies) and not any(p.acs_ctl for p in f.pcie):
+        out.append(("ACS or the IOMMU redirecting peer traffic", "p2pBandwidthLatencyTest and `lspci -vvv` ACSCtl"))
+    if f.model is not None and f.model.nvlink_links and not any(g.nvlinks_up is not None for g in f.gpus):
+        out.append(("NVLinks down against the model", "`nvidia-smi nvlink -s`"))
+    return out
+
+
+def unshown_network(f: Facts) -> list[Ask]:
+    """A multi-node run shown only by its launch line or its NICs' listing: nothing says how NCCL ran
+    between the nodes, so the candidates of a slow multi-node run are what to rule out."""
+    if f.nccl_logged or f.measured or f.averages:
+        return []
+    spans = max((ln.nodes or 0 for ln in f.launches), default=0)
+    listed = any(n.state or n.port is not None or n.measured_gbps is not None for n in f.nics)
+    if spans < 2 and not listed:
+        return []
+    shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' listing or an RDMA test"
+    probe = Symptom("collective", "network", 0.0, 0.0, "", 0, 2, Quote("the evidence"))
+    ranked = candidates(f, probe)
+    msg = f"cannot tell how NCCL ran between the nodes: {shown}, but no figure and no NCCL log. A slow "
+    msg += "multi-node run's candidates, most common first: "
+    msg += "; ".join(f"{w} (post {p})" for w, p in ranked)
+    ev: dict[str, object] = {"post": [p for _, p in ranked[:2]], "candidates": [w for w, _ in ranked]}
+    return [Ask("info", "network", msg, ev)]
+
+
+def version_only(f: Facts) -> list[Ask]:
+    """An NCCL version with nothing of the run: which output would show how it ran."""
+    if not f.nccl_version or f.nccl_logged or f.measured or f.averages or f.copies or f.links or f.nics:
+        return []
+    if f.launches or f.gpus or f.pcie:
+        return []
+    msg = f"only the NCCL version ({f.nccl_version}) is shown: nothing says how the run went. Post the run's "
+    msg += "NCCL_DEBUG=INFO output (its network, transports and channels) and its figures (nccl-tests' table)"
+    ev: dict[str, object] = {"post": ["NCCL_DEBUG=INFO output of the run"]}
+    return [Ask("info", "nccl-version", msg, ev)]

@@ -1,0 +1,41 @@
+"""Helpers of the rule cases on rare shapes of a host: a pair joined by exactly one NVLink (NV1), a
+GPU with a single link, and a direct GPU-to-GPU link whose two ends answer differently (one end up,
+the other down; one end at a lower version or speed). They start from the bridged pair
+(``x2-direct-nvlink``: eighteen direct links between two GPUs, no NVSwitch)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rule_case_kit import SnapEdit, both, gpu, link
+
+from topodoctor.model.snapshot import HostSnapshot
+
+DIRECT = "x2-direct-nvlink"  # two GPUs joined by 18 direct NVLinks
+
+
+def first_links(i: int, n: int) -> SnapEdit:
+    """GPU ``i`` has ``n`` NVLinks (NVML's link count ``n``): links 0 to n-1 alone, as on a board with
+    fewer bridge lanes."""
+
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        g = s.gpu(i)
+        return gpu(i, nvlink_count=n, nvlinks=tuple(k for k in g.nvlinks if k.link < n))(s)
+
+    return edit
+
+
+def every_link_at(speed_mbps: int) -> SnapEdit:
+    """Every NVLink of the host reads ``speed_mbps`` (a round rate, so a share of it is exact)."""
+
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(
+            s,
+            gpus=tuple(replace(g, nvlinks=tuple(replace(k, speed_mbps=speed_mbps) for k in g.nvlinks)) for g in s.gpus),
+        )
+
+    return edit
+
+
+NV1 = both(first_links(0, 1), first_links(1, 1))  # the bridged pair joined by one link, each GPU with one
+NV1_DOWN = both(NV1, link(0, 0, active=False), link(1, 0, active=False))  # and that link down, at both ends

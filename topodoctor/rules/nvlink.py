@@ -13,7 +13,7 @@ from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.graph import gpu_node, nvlink_count
 
 # A link's speed under this share of the host's usual one: links train at a few discrete rates, so
-# a link 5 % or more below the others runs a lower rate, not the same one read with rounding.
+# a link more than 5 % below the others runs a lower rate, not the same one read with rounding.
 SLOW_LINK_SHARE = 0.95
 
 

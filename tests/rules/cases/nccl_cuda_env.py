@@ -4,10 +4,12 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conftest import FIXTURES
-from rule_case_kit import NCCL_FILES, Case, nics
+from rule_case_kit import NCCL_FILES, Case, both, every_gpu, gpu, nics
 from rule_case_kit_edges_counts import HGX, renamed_nic
-from rule_case_kit_variants import UUID3, _env
+from rule_case_kit_variants import UNREAD, UUID3, _env
 
 CASES = [
     # TD609: NCCL takes 1 to 31
@@ -212,4 +214,35 @@ CASES = [
     _env("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES", f"{UUID3},0", "a GPU's whole UUID, then an index"),
     _env("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES", "GPU-00000000", "a prefix of the GPUs' UUIDs"),
     _env("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES", "0,GPU-ffffffff,1,2", "a UUID no GPU has, mid-list"),
+]
+
+# TD601 / TD602 where the GPUs' NVLinks are listed but none is up (the third value between NVLink up
+# and none): the setting keeps NCCL off the links once they are repaired; a link past NVML's count is none
+ALL_DOWN = "x2-nvlinks-all-down"
+CASES += [
+    Case("TD601", True, ALL_DOWN, "NCCL_P2P_DISABLE=1, every NVLink listed but down", env={"NCCL_P2P_DISABLE": "1"}),
+    Case("TD602", True, ALL_DOWN, "NCCL_P2P_LEVEL=LOC, every NVLink listed but down", env={"NCCL_P2P_LEVEL": "LOC"}),
+    Case(
+        "TD601",
+        False,
+        ALL_DOWN,
+        "NCCL_P2P_DISABLE=1, NVML counting no link of the ones listed",
+        both(gpu(0, nvlink_count=0), gpu(1, nvlink_count=0)),
+        env={"NCCL_P2P_DISABLE": "1"},
+    ),
+    Case(
+        "TD601",
+        False,
+        ALL_DOWN,
+        "NCCL_P2P_DISABLE=1, every link's state unreadable: not judged (TD901)",
+        every_gpu(lambda g: replace(g, nvlinks=tuple(replace(k, active=UNREAD) for k in g.nvlinks))),
+        env={"NCCL_P2P_DISABLE": "1"},
+    ),
+    Case(
+        "TD602",
+        False,
+        ALL_DOWN,
+        "NCCL_P2P_LEVEL=LOC beside NCCL_P2P_DISABLE=1 (TD601 says it)",
+        env={"NCCL_P2P_LEVEL": "LOC", "NCCL_P2P_DISABLE": "1"},
+    ),
 ]

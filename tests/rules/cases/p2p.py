@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rule_case_kit import Case, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p
+from rule_case_kit import Case, both, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p
 from rule_case_kit_data_path import CRAWL_AT, PCIE_AT, bridge, fabric_mask, sm
+from rule_case_kit_disagreeing import unknown_virtualization
 
 CASES = [
     # p2p
@@ -158,5 +159,32 @@ CASES = [
         bridge("0000:01:00.0", link_speed="8.0 GT/s PCIe"),
         subjects=("bridge:0000:01:00.0",),
         severity="warning",
+    ),
+]
+
+# TD303 where the probe could not tell a VM from bare metal: a GPU in translation mode is
+# could-not-check, named once for the host; with none in translation there is nothing to tell apart
+CASES += [
+    Case(
+        "TD303",
+        False,
+        "hgx-iommu-translated",
+        "VM or bare metal unknown (cpuinfo unreadable): not judged",
+        unknown_virtualization,
+    ),
+    Case(
+        "TD901",
+        True,
+        "hgx-iommu-translated",
+        "VM or bare metal unknown, IOMMU groups translating: TD303 could not check",
+        unknown_virtualization,
+        subjects=("host",),
+    ),
+    Case(
+        "TD901",
+        False,
+        "hgx-iommu-translated",
+        "VM or bare metal unknown, IOMMU groups in identity mode",
+        both(unknown_virtualization, every_gpu(lambda g: replace(g, iommu_group_type="identity"))),
     ),
 ]

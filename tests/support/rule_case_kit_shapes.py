@@ -6,6 +6,7 @@ the other down; one end at a lower version or speed). They start from the bridge
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from rule_case_kit import SnapEdit, both, gpu, link
 
@@ -27,15 +28,22 @@ def first_links(i: int, n: int) -> SnapEdit:
 
 def every_link_at(speed_mbps: int) -> SnapEdit:
     """Every NVLink of the host reads ``speed_mbps`` (a round rate, so a share of it is exact)."""
+    return every_link(speed_mbps=speed_mbps)
+
+
+NV1 = both(first_links(0, 1), first_links(1, 1))  # the bridged pair joined by one link, each GPU with one
+NV1_DOWN = both(NV1, link(0, 0, active=False), link(1, 0, active=False))  # and that link down, at both ends
+
+
+def every_link(**fields: Any) -> SnapEdit:
+    """Every NVLink of every GPU with ``fields`` (down, another far end)."""
 
     def edit(s: HostSnapshot) -> HostSnapshot:
         return replace(
-            s,
-            gpus=tuple(replace(g, nvlinks=tuple(replace(k, speed_mbps=speed_mbps) for k in g.nvlinks)) for g in s.gpus),
+            s, gpus=tuple(replace(g, nvlinks=tuple(replace(k, **fields) for k in g.nvlinks)) for g in s.gpus)
         )
 
     return edit
 
 
-NV1 = both(first_links(0, 1), first_links(1, 1))  # the bridged pair joined by one link, each GPU with one
-NV1_DOWN = both(NV1, link(0, 0, active=False), link(1, 0, active=False))  # and that link down, at both ends
+BRIDGE_DOWN = every_link(active=False)  # the bridged pair with every link down at both ends

@@ -199,6 +199,22 @@ CASES += [
         both(first_links(0, 2), link(0, 1, active=False)),
         subjects=("GPU0/nvlink1",),
     ),
+    Case(
+        "TD101",
+        True,
+        DIRECT,
+        "GPU0 with three NVLinks, link 2 down",
+        both(first_links(0, 3), link(0, 2, active=False)),
+        subjects=("GPU0/nvlink2",),
+    ),
+    Case(
+        "TD101",
+        True,
+        DIRECT,
+        "GPU0 with two NVLinks, both down; GPU1's up",
+        both(first_links(0, 2), link(0, 0, active=False), link(0, 1, active=False)),
+        subjects=("GPU0",),
+    ),
     # the peers' norm is what most pairs have, NV1 included: two GPUs of four on one link leave
     # five pairs at 1 and one at 18, none fewer than the norm
     Case(

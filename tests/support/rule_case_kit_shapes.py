@@ -47,3 +47,12 @@ def every_link(**fields: Any) -> SnapEdit:
 
 
 BRIDGE_DOWN = every_link(active=False)  # the bridged pair with every link down at both ends
+
+
+def one_nic(name: str, **fields: Any) -> SnapEdit:
+    """The NIC ``name`` with ``fields`` (its state, its ports), the others as they are."""
+
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        return replace(s, nics=tuple(replace(n, **fields) if n.name == name else n for n in s.nics))
+
+    return edit

@@ -4,8 +4,11 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rule_case_kit import NA, Case, both, gpu, nics
 from rule_case_kit_fitness import NIC, counters, every_port, port
+from rule_case_kit_shapes import one_nic
 from rule_case_kit_variants import nic_kind
 
 from topodoctor.core.probed import ProbeError
@@ -157,5 +160,25 @@ CASES = [
         "RoCE NICs with no NUMA node",
         nics(kind="roce"),
         subjects=tuple(f"nic:mlx5_{i}" for i in range(8)),
+    ),
+]
+
+# the rarer shapes of a NIC: a recording from before ports were probed (the device's own state and
+# rate stand for port 1), and a host of one NUMA node, where there is nothing to pair a NIC by
+CASES += [
+    Case(
+        "TD420",
+        True,
+        "hgx-8gpu-2socket",
+        "a snapshot without ports, mlx5_3 DOWN on the device itself: its port 1",
+        both(nics(ports=()), one_nic("mlx5_3", state="DOWN")),
+        subjects=("nic:mlx5_3/1",),
+    ),
+    Case(
+        "TD402",
+        False,
+        "hgx-numa-unsupported",
+        "the NICs' NUMA node unknown on a host of one NUMA node",
+        lambda s: replace(s, host=replace(s.host, numa_nodes=s.host.numa_nodes[:1])),
     ),
 ]

@@ -188,3 +188,14 @@ CASES += [
         both(unknown_virtualization, every_gpu(lambda g: replace(g, iommu_group_type="identity"))),
     ),
 ]
+
+# a pair through a lost GPU is the lost GPU's finding (TD507), whatever its P2P status reads
+CASES.append(
+    Case(
+        "TD301",
+        False,
+        "x4-gpu-lost",
+        "GPU0-GPU3 read and write CHIPSET_NOT_SUPPORTED, GPU3 lost",
+        pair_p2p(0, 3, read="CHIPSET_NOT_SUPPORTED", write="CHIPSET_NOT_SUPPORTED"),
+    )
+)

@@ -56,3 +56,36 @@ def one_nic(name: str, **fields: Any) -> SnapEdit:
         return replace(s, nics=tuple(replace(n, **fields) if n.name == name else n for n in s.nics))
 
     return edit
+
+
+def baseline_port(nic: str, at_end_s: float, **counters_end: int) -> Any:
+    """A last edit of the Context: ``check --baseline`` with a snapshot of the same host taken earlier,
+    at uptime ``at_end_s``, whose NIC ``nic`` port 1 then read ``counters_end`` (the rest as now)."""
+
+    def edit(ctx: Any) -> None:
+        def then(n: Any) -> Any:
+            if n.name != nic:
+                return n
+            p = n.ports[0]
+            return replace(n, ports=(replace(p, at_end_s=at_end_s, counters_end=p.counters_end | counters_end),))
+
+        ctx.baseline = replace(ctx.snap, nics=tuple(then(n) for n in ctx.snap.nics))
+
+    return edit
+
+
+def standing(nic: str, **counts: int) -> SnapEdit:
+    """NIC ``nic`` port 1's counters at ``counts`` at both readings of the check (no rise during it)."""
+
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        def now(n: Any) -> Any:
+            if n.name != nic:
+                return n
+            p = n.ports[0]
+            return replace(
+                n, ports=(replace(p, counters_start=p.counters_start | counts, counters_end=p.counters_end | counts),)
+            )
+
+        return replace(s, nics=tuple(now(n) for n in s.nics))
+
+    return edit

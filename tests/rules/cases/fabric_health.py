@@ -296,3 +296,6 @@ CASES.append(
         severity="critical",
     )
 )
+
+# Xid 74 is an NVLink error whatever its text says; 144-150 name their own fatality
+CASES.append(_xid("TD521", "nvlink.log", 74, "error", sub=("fatal error", "Nonfatal error")))

@@ -240,6 +240,13 @@ CASES += [
     ),
     Case(
         "TD602",
+        True,
+        "h200-x4",
+        "NCCL_P2P_LEVEL=LOC beside NCCL_P2P_DISABLE=0 (P2P left on, the level turns it off)",
+        env={"NCCL_P2P_LEVEL": "LOC", "NCCL_P2P_DISABLE": "0"},
+    ),
+    Case(
+        "TD602",
         False,
         ALL_DOWN,
         "NCCL_P2P_LEVEL=LOC beside NCCL_P2P_DISABLE=1 (TD601 says it)",

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from rule_case_kit import NA, Case, both, gpu, nics
 from rule_case_kit_fitness import NIC, counters, every_port, port
-from rule_case_kit_shapes import one_nic
+from rule_case_kit_shapes import baseline_port, one_nic, standing
 from rule_case_kit_variants import nic_kind
 
 from topodoctor.core.probed import ProbeError
@@ -181,4 +181,38 @@ CASES += [
         "the NICs' NUMA node unknown on a host of one NUMA node",
         lambda s: replace(s, host=replace(s.host, numa_nodes=s.host.numa_nodes[:1])),
     ),
+]
+
+# check --baseline: a NIC port's counters that stood still during the check but rose since an earlier
+# snapshot of the node, each rule taking its own counters; a baseline from another boot is no evidence
+_ROSE = standing("mlx5_2", link_downed=2, port_rcv_errors=4)
+_BEFORE = baseline_port("mlx5_2", 5.0, link_downed=0, port_rcv_errors=1)
+CASES += [
+    Case(
+        "TD422",
+        True,
+        "hgx-nic-half-rate",
+        "mlx5_2 link_downed 0 at the baseline, 2 now (standing during the check)",
+        _ROSE,
+        context=_BEFORE,
+        subjects=("nic:mlx5_2/1",),
+    ),
+    Case(
+        "TD423",
+        True,
+        "hgx-nic-half-rate",
+        "mlx5_2 port_rcv_errors 1 at the baseline, 4 now (standing during the check)",
+        _ROSE,
+        context=_BEFORE,
+        subjects=("nic:mlx5_2/1",),
+    ),
+    Case(
+        "TD422",
+        False,
+        "hgx-nic-half-rate",
+        "the baseline taken later in uptime than now (another boot)",
+        _ROSE,
+        context=baseline_port("mlx5_2", 9999.0, link_downed=0, port_rcv_errors=1),
+    ),
+    Case("TD422", False, "hgx-nic-half-rate", "link_downed 2 standing during the check, no baseline", _ROSE),
 ]

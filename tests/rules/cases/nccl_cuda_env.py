@@ -253,3 +253,19 @@ CASES += [
         env={"NCCL_P2P_LEVEL": "LOC", "NCCL_P2P_DISABLE": "1"},
     ),
 ]
+
+# TD620 / TD623 at the values NCCL reads as written: the two clean readings of NCCL_P2P_DISABLE, a
+# level by name or by its old number, a choice NCCL upper-cases first, a domain's lowest value; and a
+# 1 with trailing text (still 1), a 0-meaning variable read as 1
+CASES += [
+    Case("TD620", False, "h200-x4", "NCCL_P2P_DISABLE=0", env={"NCCL_P2P_DISABLE": "0"}),
+    Case("TD620", True, "h200-x4", "NCCL_P2P_DISABLE=1abc (strtoll reads 1)", env={"NCCL_P2P_DISABLE": "1abc"}),
+    Case("TD620", True, "h200-x4", "NCCL_SHM_DISABLE=1x (strtoll reads 1)", env={"NCCL_SHM_DISABLE": "1x"}),
+    Case("TD620", False, "h200-x4", "NCCL_P2P_LEVEL=NVL", env={"NCCL_P2P_LEVEL": "NVL"}),
+    Case("TD620", False, "h200-x4", "NCCL_P2P_LEVEL=2 (the old numbering)", env={"NCCL_P2P_LEVEL": "2"}),
+    Case("TD620", False, "h200-x4", "NCCL_LAUNCH_MODE=group (NCCL upper-cases it)", env={"NCCL_LAUNCH_MODE": "group"}),
+    Case(
+        "TD620", True, "h200-x4", "NCCL_SOCKET_FAMILY=af_inet (read as written)", env={"NCCL_SOCKET_FAMILY": "af_inet"}
+    ),
+    Case("TD623", False, "h200-x4", "NCCL_CROSS_NIC=0", env={"NCCL_CROSS_NIC": "0"}),
+]

@@ -269,3 +269,15 @@ CASES += [
     ),
     Case("TD623", False, "h200-x4", "NCCL_CROSS_NIC=0", env={"NCCL_CROSS_NIC": "0"}),
 ]
+
+# TD625 judges by the NCCL the measured collectives ran (torch's) before the image's NCCL_VERSION
+CASES.append(
+    Case(
+        "TD625",
+        False,
+        "h200-x4",
+        "NCCL_PAT_ENABLE=0, the image saying 2.18.6, the collectives run on NCCL 2.28.9",
+        env={"NCCL_VERSION": "2.18.6-1", "NCCL_PAT_ENABLE": "0"},
+        collectives="h200-x4-healthy",
+    )
+)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rule_case_kit import Case, both, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p
+from rule_case_kit import NA, Case, both, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p, pcie
 from rule_case_kit_data_path import CRAWL_AT, PCIE_AT, bridge, fabric_mask, sm
 from rule_case_kit_disagreeing import unknown_virtualization
+from rule_case_kit_shapes import first_links
 
 CASES = [
     # p2p
@@ -199,3 +200,32 @@ CASES.append(
         pair_p2p(0, 3, read="CHIPSET_NOT_SUPPORTED", write="CHIPSET_NOT_SUPPORTED"),
     )
 )
+
+# TD306 on the rarer shapes: one NVLink (slower than the host's PCIe link), three (faster, not by
+# twice), and a host link whose rate NVML does not report
+CASES += [
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "each GPU with one NVLink (NV1), P2P dead: the link carries less than PCIe",
+        both(first_links(0, 1), first_links(1, 1)),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "each GPU with three NVLinks (NV3), P2P dead: 80 GB/s of links against 63 of PCIe",
+        both(first_links(0, 3), first_links(1, 3)),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "P2P dead, the GPUs' PCIe generation not reported",
+        both(pcie(0, gen_current=NA, gen_max=NA), pcie(1, gen_current=NA, gen_max=NA)),
+        subjects=("GPU0-GPU1",),
+    ),
+]

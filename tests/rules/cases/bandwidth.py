@@ -4,7 +4,9 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
-from rule_case_kit import Case, bw_activity, bw_measure
+from dataclasses import replace
+
+from rule_case_kit import Case, bw_activity, bw_measure, measured, set_measured
 from rule_case_kit_data_path import sm
 from rule_case_kit_edges import NV18_GBPS, PEER_MEDIAN, X4_PCIE_GBPS, _bw, bw_alone, bw_value
 from rule_case_kit_edges_counts import COPY, SLOW, oneway_only, pcie_pair_2_3, sm_latency_of_one_pair
@@ -332,3 +334,18 @@ CASES = [
         bandwidth=_h2d_failed,
     ),
 ]
+
+# a fitness run that measured its figures and also says what it could not: the figures are judged
+CASES.append(
+    Case(
+        "TD711",
+        True,
+        "h200-x4",
+        "fitness result hbm-slow-gpu2, the run also reporting an error of its own",
+        fitness="hbm-slow-gpu2",
+        context=lambda ctx: set_measured(
+            ctx, "fitness", replace(measured(ctx, "fitness"), errors=("GPU3: the compute pass timed out",))
+        ),
+        subjects=("GPU2", "GPU2"),
+    )
+)

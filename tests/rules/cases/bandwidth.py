@@ -349,3 +349,25 @@ CASES.append(
         subjects=("GPU2", "GPU2"),
     )
 )
+
+# a slowdown reason listed with no sample active in it (as a reader that lists every reason writes it)
+CASES.append(
+    Case(
+        "TD713",
+        False,
+        "h200-x4",
+        "fitness result healthy, GPU0's HW thermal slowdown listed at 0 samples",
+        fitness="healthy",
+        context=lambda ctx: set_measured(
+            ctx,
+            "fitness",
+            replace(
+                measured(ctx, "fitness"),
+                stress=tuple(
+                    replace(s, reason_samples={**s.reason_samples, "hw_thermal_slowdown": 0}) if s.index == 0 else s
+                    for s in measured(ctx, "fitness").stress
+                ),
+            ),
+        ),
+    )
+)

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from rule_case_kit import Case, bw_activity, bw_measure, measured, set_measured
 from rule_case_kit_data_path import sm
+from rule_case_kit_disagreeing import _expecting
 from rule_case_kit_edges import NV18_GBPS, PEER_MEDIAN, X4_PCIE_GBPS, _bw, bw_alone, bw_value
 from rule_case_kit_edges_counts import COPY, SLOW, oneway_only, pcie_pair_2_3, sm_latency_of_one_pair
 from rule_case_kit_edges_fitness import (
@@ -369,5 +370,18 @@ CASES.append(
                 ),
             ),
         ),
+    )
+)
+
+# an expectations file that holds a latency (lower is better): TD714 judges rates only
+CASES.append(
+    Case(
+        "TD714",
+        False,
+        "h200-x4",
+        "fitness result healthy, the file expecting 2000 ns of SM latency (measured 830)",
+        fitness="healthy",
+        expect_from="h200-x4",
+        context=_expecting(fitness={"latency sm": 2000.0}),
     )
 )

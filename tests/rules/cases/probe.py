@@ -81,4 +81,13 @@ CASES += [
         severity="info",
     ),
     Case("TD901", False, "x4-gpu-lost", "GPU3 lost: its fields and its pairs' unreadable"),
+    Case(
+        "TD901",
+        True,
+        "h200-x4",
+        "GPU2's serial number unreadable, read by no check",
+        gpu(2, serial=UNREAD),
+        subjects=("GPU2",),
+        severity="info",
+    ),
 ]

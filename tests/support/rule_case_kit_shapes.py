@@ -11,6 +11,7 @@ from typing import Any
 from rule_case_kit import SnapEdit, both, gpu, link
 
 from topodoctor.model.snapshot import HostSnapshot
+from topodoctor.topology.view import HostView
 
 DIRECT = "x2-direct-nvlink"  # two GPUs joined by 18 direct NVLinks
 
@@ -89,3 +90,14 @@ def standing(nic: str, **counts: int) -> SnapEdit:
         return replace(s, nics=tuple(now(n) for n in s.nics))
 
     return edit
+
+
+def host_as(edit: SnapEdit) -> Any:
+    """A last edit of the Context: the host the measured result carries changed by ``edit`` (a measured
+    result brings its own snapshot, which a snapshot edit of the case does not reach)."""
+
+    def change(ctx: Any) -> None:
+        ctx.snap = edit(ctx.snap)
+        ctx.view = HostView(ctx.snap)
+
+    return change

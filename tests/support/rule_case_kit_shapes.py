@@ -101,3 +101,16 @@ def host_as(edit: SnapEdit) -> Any:
         ctx.view = HostView(ctx.snap)
 
     return change
+
+
+def p2p_one_way(a: int, b: int, **fields: Any) -> SnapEdit:
+    """The pair (a, b)'s P2P status from GPU ``b`` to GPU ``a`` only (the reverse direction) with
+    ``fields``: the two directions of one pair answering differently."""
+
+    def edit(s: HostSnapshot) -> HostSnapshot:
+        pairs = tuple(
+            replace(p, p2p_reverse=replace(p.p2p_reverse, **fields)) if (p.a, p.b) == (a, b) else p for p in s.pairs
+        )
+        return replace(s, pairs=pairs)
+
+    return edit

@@ -9,7 +9,8 @@ from dataclasses import replace
 from rule_case_kit import NA, Case, both, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p, pcie
 from rule_case_kit_data_path import CRAWL_AT, PCIE_AT, bridge, fabric_mask, sm
 from rule_case_kit_disagreeing import unknown_virtualization
-from rule_case_kit_shapes import first_links
+from rule_case_kit_shapes import first_links, p2p_one_way
+from rule_case_kit_variants import UNREAD
 
 CASES = [
     # p2p
@@ -227,5 +228,34 @@ CASES += [
         "P2P dead, the GPUs' PCIe generation not reported",
         both(pcie(0, gen_current=NA, gen_max=NA), pcie(1, gen_current=NA, gen_max=NA)),
         subjects=("GPU0-GPU1",),
+    ),
+]
+
+# a pair whose two directions answer differently: the direction that fails is the one named
+CASES += [
+    Case(
+        "TD301",
+        True,
+        "h200-x4",
+        "GPU1->GPU0 read and write CHIPSET_NOT_SUPPORTED, GPU0->GPU1 OK",
+        p2p_one_way(0, 1, read="CHIPSET_NOT_SUPPORTED", write="CHIPSET_NOT_SUPPORTED"),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "h200-x4",
+        "GPU1->GPU0 P2P read NOT_SUPPORTED, GPU0->GPU1 OK",
+        p2p_one_way(0, 1, read="NOT_SUPPORTED"),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD901",
+        True,
+        "h200-x4",
+        "GPU1->GPU0 P2P read unreadable, GPU0->GPU1 read",
+        p2p_one_way(0, 1, read=UNREAD),
+        subjects=("GPU0-GPU1",),
+        severity="warning",
     ),
 ]

@@ -9,7 +9,7 @@ from dataclasses import replace
 from rule_case_kit import NA, Case, all_links_down, both, every_gpu, gpu, only_gpus, pcie
 from rule_case_kit_disagreeing import GEN4_GPU, X8_GPU, _expecting
 from rule_case_kit_edges import unwired
-from rule_case_kit_fitness import X1, at, sample
+from rule_case_kit_fitness import X1, at, fitness, sample
 from rule_case_kit_shapes import BRIDGE_DOWN, DIRECT, NV1_DOWN, every_link
 from rule_case_kit_variants import UNREAD
 
@@ -254,4 +254,13 @@ CASES += [
         expect_from="h200-x4",
         subjects=("GPU1",),
     ),
+]
+
+# the time of the check's second reading unreadable: a rise is a rise (TD209), with no rate to judge (TD211)
+_NO_END_TIME = both(
+    sample("end", "pcie", bad_dllp=1000), lambda s: fitness(end=replace(s.gpu(0).fitness.end, at_s=UNREAD))(s)
+)
+CASES += [
+    Case("TD209", True, X1, "bad DLLP +1000, the second reading's time unreadable", _NO_END_TIME),
+    Case("TD211", False, X1, "bad DLLP +1000, the second reading's time unreadable: no rate", _NO_END_TIME),
 ]

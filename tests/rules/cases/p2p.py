@@ -186,6 +186,13 @@ CASES += [
         "TD901",
         False,
         "hgx-iommu-translated",
+        "the same host as a VM: its IOMMU groups are the hypervisor's, nothing left unchecked",
+        lambda s: replace(s, host=replace(s.host, virtualization="vm")),
+    ),
+    Case(
+        "TD901",
+        False,
+        "hgx-iommu-translated",
         "VM or bare metal unknown, IOMMU groups in identity mode",
         both(unknown_virtualization, every_gpu(lambda g: replace(g, iommu_group_type="identity"))),
     ),

@@ -301,3 +301,26 @@ CASES += [
         link(1, 0, remote_bus_id=UNREAD),
     ),
 ]
+
+# a direct pair whose ends count their links differently (NVML's link count 17 at one end, 18 at the
+# other): the end short of links is named
+CASES += [
+    Case(
+        "TD101",
+        True,
+        DIRECT,
+        "GPU1 counts 17 links, GPU0 18; the node type gives 18",
+        first_links(1, 17),
+        expect_from=DIRECT,
+        subjects=("GPU1",),
+    ),
+    Case(
+        "TD102",
+        True,
+        DIRECT,
+        "GPU0 counts 17 links, GPU1 18; the node type has 18 a pair",
+        first_links(0, 17),
+        expect_from=DIRECT,
+        subjects=("GPU0-GPU1",),
+    ),
+]

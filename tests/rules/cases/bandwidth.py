@@ -385,3 +385,26 @@ CASES.append(
         context=_expecting(fitness={"latency sm": 2000.0}),
     )
 )
+
+# a slowdown reason active in a single sample of the load is a slowdown under load
+CASES.append(
+    Case(
+        "TD713",
+        True,
+        "h200-x4",
+        "fitness result healthy, GPU0 in HW thermal slowdown in 1 sample",
+        fitness="healthy",
+        context=lambda ctx: set_measured(
+            ctx,
+            "fitness",
+            replace(
+                measured(ctx, "fitness"),
+                stress=tuple(
+                    replace(s, reason_samples={**s.reason_samples, "hw_thermal_slowdown": 1}) if s.index == 0 else s
+                    for s in measured(ctx, "fitness").stress
+                ),
+            ),
+        ),
+        subjects=("GPU0",),
+    )
+)

@@ -10,7 +10,7 @@ from rule_case_kit import NA, Case, both, bridge_acs, bw_measure, every_gpu, eve
 from rule_case_kit_data_path import CRAWL_AT, PCIE_AT, bridge, fabric_mask, sm
 from rule_case_kit_disagreeing import unknown_virtualization
 from rule_case_kit_shapes import first_links, p2p_one_way
-from rule_case_kit_variants import UNREAD
+from rule_case_kit_variants import UNREAD, fabric
 
 CASES = [
     # p2p
@@ -234,6 +234,14 @@ CASES += [
         "x2-links-up-p2p-dead",
         "each GPU with five NVLinks (NV5), P2P dead: 133 GB/s of links against 63 of PCIe, twice",
         both(first_links(0, 5), first_links(1, 5)),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "P2P dead, GPU0's fabric state not supported (no fabric manager to wait for)",
+        fabric(0, state="not_supported"),
         subjects=("GPU0-GPU1",),
     ),
     Case(

@@ -22,3 +22,8 @@ def _expecting(**fields: Any) -> Any:
 
 X8_GPU = pcie(1, width_current=8, width_max=8)  # a GPU whose link can train at x8 at most
 GEN4_GPU = pcie(1, gen_current=4, gen_max=4, gpu_gen_max=4)  # and one whose link tops out at Gen4
+
+
+def unknown_virtualization(s: Any) -> Any:
+    """The probe could not tell a VM from bare metal: /proc/cpuinfo unreadable (the third value)."""
+    return replace(s, host=replace(s.host, virtualization="unknown", virtualization_detail="cpuinfo unreadable"))

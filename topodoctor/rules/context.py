@@ -103,10 +103,21 @@ class Context:
         """Whether the probe found NVSwitches."""
         return bool(self.snap.nvswitches)
 
-    @property
-    def has_nvlink(self) -> bool:
-        """Whether any GPU has an NVLink up."""
-        return any(link.is_up is True for g in self.live_gpus for link in g.nvlinks)
+    def has_nvlinks(self) -> bool:
+        """Whether the GPUs have NVLinks, up or down (a link past NVML's link count is none): a
+        setting that keeps NCCL off NVLink matters while the links are down too, once they are
+        repaired. With no link's state read and some unreadable, the running rule could not check."""
+        states = [
+            (f"GPU{g.index}/nvlink{link.link}", link.active)
+            for g in self.live_gpus
+            for link in g.nvlinks
+            if not (isinstance(g.nvlink_count, int) and link.link >= g.nvlink_count)
+        ]
+        if any(isinstance(state, bool) for _, state in states):
+            return True
+        for where, state in states:
+            self.need(state, where, "active")
+        return False
 
     def host_errors(self, prefix: str) -> list[ProbeError]:
         """Host-level probe failures (listings, host files) whose call starts with ``prefix``."""

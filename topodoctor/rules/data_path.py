@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from topodoctor.core.text import plural
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.copy_rates import host_link_gbps
@@ -138,10 +139,17 @@ def _cost(ctx: Context, a: int, b: int, dead: bool) -> tuple[str, dict[str, Any]
     evidence = {"links_gbps": links, "host_link_gbps": host}
     if not dead:
         return "collectives across these GPUs run below what the links carry", evidence
-    if links and host:
+    if links and host and links > host:
+        times = f" ({links / host:.0f}x slower)" if round(links / host) > 1 else ""
         return (
             f"NCCL stages their traffic through host memory: at most {host:.0f} GB/s a direction over PCIe "
-            f"instead of {links:.0f} GB/s over the links ({links / host:.0f}x slower), or copies fail",
+            f"instead of {links:.0f} GB/s over the links{times}, or copies fail",
+            evidence,
+        )
+    if links and host:  # one or two links carry less than the host's PCIe link: the loss is P2P, not the rate
+        return (
+            f"NCCL stages their traffic through host memory (PCIe, {host:.0f} GB/s a direction; the links carry "
+            f"{links:.0f}), or copies fail",
             evidence,
         )
     return "NCCL stages their traffic through host memory (PCIe), or copies fail", evidence
@@ -187,7 +195,8 @@ def data_path_dead(ctx: Context) -> Iterator[Issue]:
         cost, money = _cost(ctx, a, b, dead=True)
         yield Issue(
             f"GPU{a}-GPU{b}",
-            f"GPU{a}-GPU{b}: {links} NVLinks up, data path dead at the {dead[0].layer} layer ({dead[0].what}): {cost}",
+            f"GPU{a}-GPU{b}: {plural(links, 'NVLink')} up, data path dead at the {dead[0].layer} layer "
+            f"({dead[0].what}): {cost}",
             {**_evidence(links, dead + [x for x in broken if not x.dead]), **money},
             caused_by=_causes(dead),
         )
@@ -223,7 +232,8 @@ def data_path_degraded(ctx: Context) -> Iterator[Issue]:
         cost, money = _cost(ctx, a, b, dead=False)
         yield Issue(
             f"GPU{a}-GPU{b}",
-            f"GPU{a}-GPU{b}: {links} NVLinks up, data path degraded at the {first.layer} layer ({first.what}): {cost}",
+            f"GPU{a}-GPU{b}: {plural(links, 'NVLink')} up, data path degraded at the {first.layer} layer "
+            f"({first.what}): {cost}",
             {**_evidence(links, [first, *(x for x in broken if x is not first)]), **money},
             severity=worst,  # type: ignore[arg-type]
             caused_by=_causes(broken),

@@ -57,6 +57,8 @@ def env_issue(ctx: Context, name: str, value: str, message: str, **extra: Any) -
 def nccl_p2p_disabled(ctx: Context) -> Iterator[Issue]:
     """NCCL_P2P_DISABLE reads as 1 (the one value that disables P2P) on a host whose GPUs have NVLink.
 
+    Links that are down count too: the setting keeps NCCL off them once they are repaired.
+
     NCCL reads the value with ``strtol``: ``1``, ``01`` and ``1abc`` disable P2P; ``true``, ``yes``
     and ``2`` do not (TD620 says so).
 
@@ -67,7 +69,7 @@ def nccl_p2p_disabled(ctx: Context) -> Iterator[Issue]:
     it).
     """
     v = ctx.environment.get(P2P_DISABLE)
-    if v is not None and _p2p_disable(v) == 1 and ctx.has_nvlink:
+    if v is not None and _p2p_disable(v) == 1 and ctx.has_nvlinks():
         yield env_issue(ctx, P2P_DISABLE, v, f"NCCL_P2P_DISABLE={v} disables P2P on an NVLink host")
 
 
@@ -89,7 +91,7 @@ def nccl_p2p_level_loc(ctx: Context) -> Iterator[Issue]:
     """
     v = ctx.environment.get("NCCL_P2P_LEVEL")
     dis = ctx.environment.get(P2P_DISABLE)
-    if v is not None and read_level(v) == "LOC" and (dis is None or _p2p_disable(dis) != 1) and ctx.has_nvlink:
+    if v is not None and read_level(v) == "LOC" and (dis is None or _p2p_disable(dis) != 1) and ctx.has_nvlinks():
         yield Issue(
             "env:NCCL_P2P_LEVEL",
             f"NCCL_P2P_LEVEL={v} disables P2P on an NVLink host",

@@ -6,13 +6,14 @@ from collections import Counter
 from collections.abc import Iterator
 
 from topodoctor.core.probed import ProbeError
+from topodoctor.core.text import plural
 from topodoctor.model.snapshot import Gpu, nvlink_generation
 from topodoctor.rules.context import Context
 from topodoctor.rules.registry import Issue, rule
 from topodoctor.topology.graph import gpu_node, nvlink_count
 
 # A link's speed under this share of the host's usual one: links train at a few discrete rates, so
-# a link 5 % or more below the others runs a lower rate, not the same one read with rounding.
+# a link more than 5 % below the others runs a lower rate, not the same one read with rounding.
 SLOW_LINK_SHARE = 0.95
 
 
@@ -113,23 +114,29 @@ def nvlink_down(ctx: Context) -> Iterator[Issue]:
     for i, (up, down) in sorted(links.items()):
         evidence = {"active_links": len(up), "links": len(up) + len(down), "expected_active": expected}
         if up and down:
+            others = f"{len(up)} of its other links are" if len(up) > 1 else "its one other link is"
             for li in down:
                 yield Issue(
                     f"GPU{i}/nvlink{li}",
-                    f"GPU{i} NVLink {li} is down while {len(up)} of its other links are up",
+                    f"GPU{i} NVLink {li} is down while {others} up",
                     {**evidence, "down": down},
                 )
         elif down and (host_uses_nvlink or all_down_everywhere or expected):
             why = "other GPUs of the host use NVLink" if host_uses_nvlink else "no GPU of the host has a link up"
             yield Issue(
                 f"GPU{i}",
-                f"all {len(down)} NVLinks of GPU{i} are down ({why})",
+                (
+                    f"all {len(down)} NVLinks of GPU{i} are down"
+                    if len(down) > 1
+                    else f"the one NVLink of GPU{i} is down"
+                )
+                + f" ({why})",
                 {**evidence, "down": down},
             )
         elif expected is not None and len(up) < expected:
             yield Issue(
                 f"GPU{i}",
-                f"GPU{i} has {len(up)} active NVLinks; the expectations file gives {expected}",
+                f"GPU{i} has {plural(len(up), 'active NVLink')}; the expectations file gives {expected}",
                 evidence,
             )
 
@@ -166,7 +173,7 @@ def nvlink_fewer_links(ctx: Context) -> Iterator[Issue]:
         if (0 < n < norm or (n == 0 and basis == "expectations file")) and not pair_unread(ctx, a, b):
             yield Issue(
                 f"GPU{a}-GPU{b}",
-                f"GPU{a}-GPU{b} has {n} NVLinks; "
+                f"GPU{a}-GPU{b} has {plural(n, 'NVLink')}; "
                 + (f"the expectations file says {norm}" if basis == "expectations file" else f"its peers have {norm}"),
                 {"links": n, "expected": norm, "basis": basis},
             )

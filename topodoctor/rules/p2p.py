@@ -131,7 +131,9 @@ def p2p_missing_on_nvlink(ctx: Context) -> Iterator[Issue]:
 def iommu_translation(ctx: Context) -> Iterator[Issue]:
     """The IOMMU translates GPU DMA on a bare-metal host.
 
-    In a VM the hypervisor's IOMMU is expected, so VMs are not flagged.
+    In a VM the hypervisor's IOMMU is expected, so VMs are not flagged; where the probe could not
+    tell a VM from bare metal (/proc/cpuinfo unreadable), a GPU in translation mode is could-not-check
+    (TD901), neither flagged nor passed.
 
     Why it matters: in translation mode every P2P and GPUDirect RDMA transfer goes through the
     IOMMU, which can block P2P or cut its bandwidth; pass-through (identity) mode avoids it.
@@ -139,16 +141,18 @@ def iommu_translation(ctx: Context) -> Iterator[Issue]:
     How to fix: on bare metal, boot with iommu=pt (intel_iommu=on iommu=pt, or amd_iommu=on
     iommu=pt) so GPU P2P and RDMA are not remapped by the IOMMU.
     """
-    if ctx.snap.host.virtualization != "bare-metal" or ctx.need(ctx.snap.host.iommu, "host", "host.iommu") != "on":
+    virtualization = ctx.snap.host.virtualization
+    if virtualization == "vm" or ctx.need(ctx.snap.host.iommu, "host", "host.iommu") != "on":
         return
-    for g in ctx.live_gpus:
-        kind = ctx.need(g.iommu_group_type, f"GPU{g.index}", "iommu_group_type")
-        if kind is not None and kind.startswith("DMA"):
-            yield Issue(
-                f"GPU{g.index}",
-                f"GPU{g.index} sits in an IOMMU group in translation mode ({kind})",
-                {"iommu_group_type": kind},
-            )
+    kinds = {g.index: ctx.need(g.iommu_group_type, f"GPU{g.index}", "iommu_group_type") for g in ctx.live_gpus}
+    translated = {i: kind for i, kind in kinds.items() if kind is not None and kind.startswith("DMA")}
+    if translated and virtualization != "bare-metal":
+        ctx.missing("host", "host.virtualization", ctx.snap.host.virtualization_detail, "read /proc/cpuinfo")
+        return
+    for i, kind in translated.items():
+        yield Issue(
+            f"GPU{i}", f"GPU{i} sits in an IOMMU group in translation mode ({kind})", {"iommu_group_type": kind}
+        )
 
 
 @rule(

@@ -20,6 +20,7 @@ from topodoctor.rules.registry import Issue, rule
     "TD901",
     "check-incomplete",
     "warning",
+    also=("info",),
 )
 def check_incomplete(ctx: Context) -> Iterator[Issue]:
     """A check could not be made because its input could not be read (NVML error, unreadable file).

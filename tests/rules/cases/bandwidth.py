@@ -4,8 +4,11 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
-from rule_case_kit import Case, bw_activity, bw_measure
+from dataclasses import replace
+
+from rule_case_kit import Case, bw_activity, bw_measure, measured, set_measured
 from rule_case_kit_data_path import sm
+from rule_case_kit_disagreeing import _expecting
 from rule_case_kit_edges import NV18_GBPS, PEER_MEDIAN, X4_PCIE_GBPS, _bw, bw_alone, bw_value
 from rule_case_kit_edges_counts import COPY, SLOW, oneway_only, pcie_pair_2_3, sm_latency_of_one_pair
 from rule_case_kit_edges_fitness import (
@@ -332,3 +335,76 @@ CASES = [
         bandwidth=_h2d_failed,
     ),
 ]
+
+# a fitness run that measured its figures and also says what it could not: the figures are judged
+CASES.append(
+    Case(
+        "TD711",
+        True,
+        "h200-x4",
+        "fitness result hbm-slow-gpu2, the run also reporting an error of its own",
+        fitness="hbm-slow-gpu2",
+        context=lambda ctx: set_measured(
+            ctx, "fitness", replace(measured(ctx, "fitness"), errors=("GPU3: the compute pass timed out",))
+        ),
+        subjects=("GPU2", "GPU2"),
+    )
+)
+
+# a slowdown reason listed with no sample active in it (as a reader that lists every reason writes it)
+CASES.append(
+    Case(
+        "TD713",
+        False,
+        "h200-x4",
+        "fitness result healthy, GPU0's HW thermal slowdown listed at 0 samples",
+        fitness="healthy",
+        context=lambda ctx: set_measured(
+            ctx,
+            "fitness",
+            replace(
+                measured(ctx, "fitness"),
+                stress=tuple(
+                    replace(s, reason_samples={**s.reason_samples, "hw_thermal_slowdown": 0}) if s.index == 0 else s
+                    for s in measured(ctx, "fitness").stress
+                ),
+            ),
+        ),
+    )
+)
+
+# an expectations file that holds a latency (lower is better): TD714 judges rates only
+CASES.append(
+    Case(
+        "TD714",
+        False,
+        "h200-x4",
+        "fitness result healthy, the file expecting 2000 ns of SM latency (measured 830)",
+        fitness="healthy",
+        expect_from="h200-x4",
+        context=_expecting(fitness={"latency sm": 2000.0}),
+    )
+)
+
+# a slowdown reason active in a single sample of the load is a slowdown under load
+CASES.append(
+    Case(
+        "TD713",
+        True,
+        "h200-x4",
+        "fitness result healthy, GPU0 in HW thermal slowdown in 1 sample",
+        fitness="healthy",
+        context=lambda ctx: set_measured(
+            ctx,
+            "fitness",
+            replace(
+                measured(ctx, "fitness"),
+                stress=tuple(
+                    replace(s, reason_samples={**s.reason_samples, "hw_thermal_slowdown": 1}) if s.index == 0 else s
+                    for s in measured(ctx, "fitness").stress
+                ),
+            ),
+        ),
+        subjects=("GPU0",),
+    )
+)

@@ -4,7 +4,7 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
-from rule_case_kit import Case
+from rule_case_kit import Case, all_links_down
 from rule_case_kit_edges import (
     COPY_GBPS,
     NOMINAL_FLOOR,
@@ -17,6 +17,7 @@ from rule_case_kit_edges import (
     span_busbw,
 )
 from rule_case_kit_more import _COLLECTIVE_CODES, _MULTINODE_CODES, _failures_are, _verdict_of
+from rule_case_kit_shapes import host_as
 
 CASES = [
     # collectives: busbw floors, by the basis of the expectation (busbw_expect.py): 0.6 of the
@@ -262,5 +263,38 @@ CASES = [
         context=_verdict_of("nodeC", "undetermined"),
         severity="warning",
         subjects=("node:nodeC",),
+    ),
+]
+
+# NVLinks listed but all down, NCCL_P2P_DISABLE=1 (the third value between NVLink up and none): SHM
+# between GPUs the graph no longer joins by NVLink is no NVLink fallback; the setting is still named
+_ALL_DOWN = host_as(all_links_down(0, 1))
+CASES += [
+    Case(
+        "TD003",
+        False,
+        "h200-x2",
+        "x2-p2p-disabled's SHM, NCCL_P2P_DISABLE=1, every NVLink listed but down",
+        env={"NCCL_P2P_DISABLE": "1"},
+        collectives="x2-p2p-disabled",
+        context=_ALL_DOWN,
+    ),
+    Case(
+        "TD601",
+        True,
+        "h200-x2",
+        "NCCL_P2P_DISABLE=1 beside x2-p2p-disabled's run, every NVLink listed but down",
+        env={"NCCL_P2P_DISABLE": "1"},
+        collectives="x2-p2p-disabled",
+        context=_ALL_DOWN,
+    ),
+    Case(
+        "TD003",
+        True,
+        "h200-x2",
+        "x2-p2p-disabled's SHM, NCCL_P2P_DISABLE=1, the NVLinks up",
+        env={"NCCL_P2P_DISABLE": "1"},
+        collectives="x2-p2p-disabled",
+        subjects=("GPU0-GPU1",),
     ),
 ]

@@ -5,6 +5,7 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 from __future__ import annotations
 
 from rule_case_kit import Case, host_error, nics
+from rule_case_kit_disagreeing import _expecting
 
 from topodoctor.core.probed import ProbeError
 
@@ -49,5 +50,49 @@ CASES = [
         "every port 'active', as a lower-case reader writes it",
         nics(state="active"),
         expect_from="hgx-8gpu-2socket",
+    ),
+]
+
+# the file asking for less than the host has, or naming nothing: no shortfall
+CASES += [
+    Case(
+        "TD802",
+        False,
+        "h100-x1",
+        "an H100 where the node type's file names no model",
+        expect_from="h200-x4",
+        context=_expecting(gpu_model=""),
+    ),
+    Case(
+        "TD101",
+        False,
+        "h200-x4",
+        "18 links up where the file asks 17 a GPU",
+        expect_from="h200-x4",
+        context=_expecting(nvlinks_per_gpu=17),
+    ),
+    Case(
+        "TD102",
+        False,
+        "h200-x4",
+        "18 links a pair where the file asks 17",
+        expect_from="h200-x4",
+        context=_expecting(nvlinks_per_pair=17),
+    ),
+    Case(
+        "TD203",
+        False,
+        "h200-x4",
+        "x16 links where the file asks x8",
+        expect_from="h200-x4",
+        context=_expecting(pcie_width=8),
+    ),
+    Case(
+        "TD204",
+        False,
+        "h200-x4",
+        "Gen5 links where the file asks Gen4",
+        expect_from="h200-x4",
+        context=_expecting(pcie_gen=4),
     ),
 ]

@@ -281,3 +281,21 @@ CASES = [
     Case("TD501", True, "h200-x4", "GPU1's registration in progress", fabric(1, state="in_progress")),
     Case("TD501", False, "h200-x4", "GPU1's fabric state not supported", fabric(1, state="not_supported")),
 ]
+
+# an Xid whose age cannot be told (the host's uptime unreadable): said so, and kept at its severity
+CASES.append(
+    Case(
+        "TD520",
+        True,
+        "h200-x4",
+        "kernel log: Xid 79, the host's uptime unknown",
+        both(
+            _kernel_log("fallen-off-bus.log", only="): 79,", age_s=60.0),
+            lambda s: replace(s, kernel_events=replace(s.kernel_events, uptime_s=None)),
+        ),
+        severity="critical",
+    )
+)
+
+# Xid 74 is an NVLink error whatever its text says; 144-150 name their own fatality
+CASES.append(_xid("TD521", "nvlink.log", 74, "error", sub=("fatal error", "Nonfatal error")))

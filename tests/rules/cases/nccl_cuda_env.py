@@ -4,10 +4,12 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conftest import FIXTURES
-from rule_case_kit import NCCL_FILES, Case, nics
+from rule_case_kit import NCCL_FILES, Case, both, every_gpu, gpu, nics
 from rule_case_kit_edges_counts import HGX, renamed_nic
-from rule_case_kit_variants import UUID3, _env
+from rule_case_kit_variants import UNREAD, UUID3, _env
 
 CASES = [
     # TD609: NCCL takes 1 to 31
@@ -213,3 +215,69 @@ CASES = [
     _env("TD615", False, "h200-x4", "CUDA_VISIBLE_DEVICES", "GPU-00000000", "a prefix of the GPUs' UUIDs"),
     _env("TD615", True, "h200-x4", "CUDA_VISIBLE_DEVICES", "0,GPU-ffffffff,1,2", "a UUID no GPU has, mid-list"),
 ]
+
+# TD601 / TD602 where the GPUs' NVLinks are listed but none is up (the third value between NVLink up
+# and none): the setting keeps NCCL off the links once they are repaired; a link past NVML's count is none
+ALL_DOWN = "x2-nvlinks-all-down"
+CASES += [
+    Case("TD601", True, ALL_DOWN, "NCCL_P2P_DISABLE=1, every NVLink listed but down", env={"NCCL_P2P_DISABLE": "1"}),
+    Case("TD602", True, ALL_DOWN, "NCCL_P2P_LEVEL=LOC, every NVLink listed but down", env={"NCCL_P2P_LEVEL": "LOC"}),
+    Case(
+        "TD601",
+        False,
+        ALL_DOWN,
+        "NCCL_P2P_DISABLE=1, NVML counting no link of the ones listed",
+        both(gpu(0, nvlink_count=0), gpu(1, nvlink_count=0)),
+        env={"NCCL_P2P_DISABLE": "1"},
+    ),
+    Case(
+        "TD601",
+        False,
+        ALL_DOWN,
+        "NCCL_P2P_DISABLE=1, every link's state unreadable: not judged (TD901)",
+        every_gpu(lambda g: replace(g, nvlinks=tuple(replace(k, active=UNREAD) for k in g.nvlinks))),
+        env={"NCCL_P2P_DISABLE": "1"},
+    ),
+    Case(
+        "TD602",
+        True,
+        "h200-x4",
+        "NCCL_P2P_LEVEL=LOC beside NCCL_P2P_DISABLE=0 (P2P left on, the level turns it off)",
+        env={"NCCL_P2P_LEVEL": "LOC", "NCCL_P2P_DISABLE": "0"},
+    ),
+    Case(
+        "TD602",
+        False,
+        ALL_DOWN,
+        "NCCL_P2P_LEVEL=LOC beside NCCL_P2P_DISABLE=1 (TD601 says it)",
+        env={"NCCL_P2P_LEVEL": "LOC", "NCCL_P2P_DISABLE": "1"},
+    ),
+]
+
+# TD620 / TD623 at the values NCCL reads as written: the two clean readings of NCCL_P2P_DISABLE, a
+# level by name or by its old number, a choice NCCL upper-cases first, a domain's lowest value; and a
+# 1 with trailing text (still 1), a 0-meaning variable read as 1
+CASES += [
+    Case("TD620", False, "h200-x4", "NCCL_P2P_DISABLE=0", env={"NCCL_P2P_DISABLE": "0"}),
+    Case("TD620", True, "h200-x4", "NCCL_P2P_DISABLE=1abc (strtoll reads 1)", env={"NCCL_P2P_DISABLE": "1abc"}),
+    Case("TD620", True, "h200-x4", "NCCL_SHM_DISABLE=1x (strtoll reads 1)", env={"NCCL_SHM_DISABLE": "1x"}),
+    Case("TD620", False, "h200-x4", "NCCL_P2P_LEVEL=NVL", env={"NCCL_P2P_LEVEL": "NVL"}),
+    Case("TD620", False, "h200-x4", "NCCL_P2P_LEVEL=2 (the old numbering)", env={"NCCL_P2P_LEVEL": "2"}),
+    Case("TD620", False, "h200-x4", "NCCL_LAUNCH_MODE=group (NCCL upper-cases it)", env={"NCCL_LAUNCH_MODE": "group"}),
+    Case(
+        "TD620", True, "h200-x4", "NCCL_SOCKET_FAMILY=af_inet (read as written)", env={"NCCL_SOCKET_FAMILY": "af_inet"}
+    ),
+    Case("TD623", False, "h200-x4", "NCCL_CROSS_NIC=0", env={"NCCL_CROSS_NIC": "0"}),
+]
+
+# TD625 judges by the NCCL the measured collectives ran (torch's) before the image's NCCL_VERSION
+CASES.append(
+    Case(
+        "TD625",
+        False,
+        "h200-x4",
+        "NCCL_PAT_ENABLE=0, the image saying 2.18.6, the collectives run on NCCL 2.28.9",
+        env={"NCCL_VERSION": "2.18.6-1", "NCCL_PAT_ENABLE": "0"},
+        collectives="h200-x4-healthy",
+    )
+)

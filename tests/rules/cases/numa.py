@@ -4,8 +4,11 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rule_case_kit import NA, Case, both, gpu, nics
 from rule_case_kit_fitness import NIC, counters, every_port, port
+from rule_case_kit_shapes import baseline_port, one_nic, standing
 from rule_case_kit_variants import nic_kind
 
 from topodoctor.core.probed import ProbeError
@@ -158,4 +161,58 @@ CASES = [
         nics(kind="roce"),
         subjects=tuple(f"nic:mlx5_{i}" for i in range(8)),
     ),
+]
+
+# the rarer shapes of a NIC: a recording from before ports were probed (the device's own state and
+# rate stand for port 1), and a host of one NUMA node, where there is nothing to pair a NIC by
+CASES += [
+    Case(
+        "TD420",
+        True,
+        "hgx-8gpu-2socket",
+        "a snapshot without ports, mlx5_3 DOWN on the device itself: its port 1",
+        both(nics(ports=()), one_nic("mlx5_3", state="DOWN")),
+        subjects=("nic:mlx5_3/1",),
+    ),
+    Case(
+        "TD402",
+        False,
+        "hgx-numa-unsupported",
+        "the NICs' NUMA node unknown on a host of one NUMA node",
+        lambda s: replace(s, host=replace(s.host, numa_nodes=s.host.numa_nodes[:1])),
+    ),
+]
+
+# check --baseline: a NIC port's counters that stood still during the check but rose since an earlier
+# snapshot of the node, each rule taking its own counters; a baseline from another boot is no evidence
+_ROSE = standing("mlx5_2", link_downed=2, port_rcv_errors=4)
+_BEFORE = baseline_port("mlx5_2", 5.0, link_downed=0, port_rcv_errors=1)
+CASES += [
+    Case(
+        "TD422",
+        True,
+        "hgx-nic-half-rate",
+        "mlx5_2 link_downed 0 at the baseline, 2 now (standing during the check)",
+        _ROSE,
+        context=_BEFORE,
+        subjects=("nic:mlx5_2/1",),
+    ),
+    Case(
+        "TD423",
+        True,
+        "hgx-nic-half-rate",
+        "mlx5_2 port_rcv_errors 1 at the baseline, 4 now (standing during the check)",
+        _ROSE,
+        context=_BEFORE,
+        subjects=("nic:mlx5_2/1",),
+    ),
+    Case(
+        "TD422",
+        False,
+        "hgx-nic-half-rate",
+        "the baseline taken later in uptime than now (another boot)",
+        _ROSE,
+        context=baseline_port("mlx5_2", 9999.0, link_downed=0, port_rcv_errors=1),
+    ),
+    Case("TD422", False, "hgx-nic-half-rate", "link_downed 2 standing during the check, no baseline", _ROSE),
 ]

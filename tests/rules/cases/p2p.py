@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rule_case_kit import Case, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p
+from rule_case_kit import NA, Case, both, bridge_acs, bw_measure, every_gpu, every_pair_p2p, pair_p2p, pcie
 from rule_case_kit_data_path import CRAWL_AT, PCIE_AT, bridge, fabric_mask, sm
+from rule_case_kit_disagreeing import unknown_virtualization
+from rule_case_kit_shapes import first_links, p2p_one_way
+from rule_case_kit_variants import UNREAD, fabric
 
 CASES = [
     # p2p
@@ -157,6 +160,125 @@ CASES = [
         "the outer switch's uplink above GPUs 0-3 at Gen3 of Gen4, full width",
         bridge("0000:01:00.0", link_speed="8.0 GT/s PCIe"),
         subjects=("bridge:0000:01:00.0",),
+        severity="warning",
+    ),
+]
+
+# TD303 where the probe could not tell a VM from bare metal: a GPU in translation mode is
+# could-not-check, named once for the host; with none in translation there is nothing to tell apart
+CASES += [
+    Case(
+        "TD303",
+        False,
+        "hgx-iommu-translated",
+        "VM or bare metal unknown (cpuinfo unreadable): not judged",
+        unknown_virtualization,
+    ),
+    Case(
+        "TD901",
+        True,
+        "hgx-iommu-translated",
+        "VM or bare metal unknown, IOMMU groups translating: TD303 could not check",
+        unknown_virtualization,
+        subjects=("host",),
+    ),
+    Case(
+        "TD901",
+        False,
+        "hgx-iommu-translated",
+        "the same host as a VM: its IOMMU groups are the hypervisor's, nothing left unchecked",
+        lambda s: replace(s, host=replace(s.host, virtualization="vm")),
+    ),
+    Case(
+        "TD901",
+        False,
+        "hgx-iommu-translated",
+        "VM or bare metal unknown, IOMMU groups in identity mode",
+        both(unknown_virtualization, every_gpu(lambda g: replace(g, iommu_group_type="identity"))),
+    ),
+]
+
+# a pair through a lost GPU is the lost GPU's finding (TD507), whatever its P2P status reads
+CASES.append(
+    Case(
+        "TD301",
+        False,
+        "x4-gpu-lost",
+        "GPU0-GPU3 read and write CHIPSET_NOT_SUPPORTED, GPU3 lost",
+        pair_p2p(0, 3, read="CHIPSET_NOT_SUPPORTED", write="CHIPSET_NOT_SUPPORTED"),
+    )
+)
+
+# TD306 on the rarer shapes: one NVLink (slower than the host's PCIe link), three (faster, not by
+# twice), and a host link whose rate NVML does not report
+CASES += [
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "each GPU with one NVLink (NV1), P2P dead: the link carries less than PCIe",
+        both(first_links(0, 1), first_links(1, 1)),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "each GPU with three NVLinks (NV3), P2P dead: 80 GB/s of links against 63 of PCIe",
+        both(first_links(0, 3), first_links(1, 3)),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "each GPU with five NVLinks (NV5), P2P dead: 133 GB/s of links against 63 of PCIe, twice",
+        both(first_links(0, 5), first_links(1, 5)),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "P2P dead, GPU0's fabric state not supported (no fabric manager to wait for)",
+        fabric(0, state="not_supported"),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "x2-links-up-p2p-dead",
+        "P2P dead, the GPUs' PCIe generation not reported",
+        both(pcie(0, gen_current=NA, gen_max=NA), pcie(1, gen_current=NA, gen_max=NA)),
+        subjects=("GPU0-GPU1",),
+    ),
+]
+
+# a pair whose two directions answer differently: the direction that fails is the one named
+CASES += [
+    Case(
+        "TD301",
+        True,
+        "h200-x4",
+        "GPU1->GPU0 read and write CHIPSET_NOT_SUPPORTED, GPU0->GPU1 OK",
+        p2p_one_way(0, 1, read="CHIPSET_NOT_SUPPORTED", write="CHIPSET_NOT_SUPPORTED"),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD306",
+        True,
+        "h200-x4",
+        "GPU1->GPU0 P2P read NOT_SUPPORTED, GPU0->GPU1 OK",
+        p2p_one_way(0, 1, read="NOT_SUPPORTED"),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD901",
+        True,
+        "h200-x4",
+        "GPU1->GPU0 P2P read unreadable, GPU0->GPU1 read",
+        p2p_one_way(0, 1, read=UNREAD),
+        subjects=("GPU0-GPU1",),
         severity="warning",
     ),
 ]

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rule_case_kit import Case, all_links_down, both, every_gpu, gpu, pcie
+from rule_case_kit import NA, Case, all_links_down, both, every_gpu, gpu, only_gpus, pcie
 from rule_case_kit_disagreeing import GEN4_GPU, X8_GPU, _expecting
 from rule_case_kit_edges import unwired
-from rule_case_kit_fitness import X1, at, sample
+from rule_case_kit_fitness import X1, at, fitness, sample
+from rule_case_kit_shapes import BRIDGE_DOWN, DIRECT, NV1_DOWN, every_link
 from rule_case_kit_variants import UNREAD
 
 CASES = [
@@ -174,4 +175,92 @@ CASES = [
     Case("TD210", True, "pcie-2socket", "GPU4/GPU5: nearest RDMA NIC across the socket link"),
     Case("TD210", False, "hgx-8gpu-2socket", "every GPU with a NIC under its own PCIe switch"),
     Case("TD201", False, "x4-pcie-fallback", "GPU3's bus id unreadable: its pairs not judged", gpu(3, bus_id=UNREAD)),
+]
+
+# TD201 where the wiring decides (no peer pairs on NVLink to go by), on the rarer shapes: a bridged
+# pair with every link down, its far ends named, unknown or off the host; links NVML does not count
+# or that cannot carry P2P wire nothing; an NV1 node type's pair down; one pair of three on NVLink
+CASES += [
+    Case(
+        "TD201",
+        True,
+        DIRECT,
+        "the bridged pair with every link down: wired by its links' far ends",
+        BRIDGE_DOWN,
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD201",
+        False,
+        DIRECT,
+        "every link down, its far end's type unknown (the bus ids kept)",
+        both(BRIDGE_DOWN, every_link(remote_type="unknown")),
+    ),
+    Case(
+        "TD201",
+        False,
+        DIRECT,
+        "every link down, its far end a GPU on a bus not on this host",
+        both(BRIDGE_DOWN, every_link(remote_bus_id="00000000:00:09.0")),
+    ),
+    Case(
+        "TD201",
+        False,
+        "x2-nvlinks-all-down",
+        "NVML counts no link: the switch links listed wire nothing",
+        both(gpu(0, nvlink_count=0), gpu(1, nvlink_count=0)),
+    ),
+    Case(
+        "TD201",
+        False,
+        "x2-nvlinks-all-down",
+        "every link's capability says no P2P: they wire nothing",
+        every_link(capabilities=()),
+    ),
+    Case(
+        "TD201",
+        True,
+        DIRECT,
+        "the NV1 pair's one link down at both ends, where the file says 1 per pair",
+        NV1_DOWN,
+        expect_from=DIRECT,
+        context=_expecting(nvlinks_per_pair=1, nvlinks_per_gpu=1),
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
+        "TD201",
+        False,
+        "h200-x4",
+        "three GPUs, GPU2 unwired: one pair of three on NVLink, under half",
+        both(only_gpus(0, 1, 2), unwired(2)),
+    ),
+    # TD204 against an expectation the link can reach (Gen5 of a Gen5 link), and one whose link's
+    # maximum NVML does not report
+    Case(
+        "TD204",
+        True,
+        "h200-x4",
+        "GPU1 at Gen4 of a Gen5 link, the node type expects Gen5",
+        pcie(1, gen_current=4),
+        expect_from="h200-x4",
+        subjects=("GPU1",),
+    ),
+    Case(
+        "TD204",
+        True,
+        "h200-x4",
+        "GPU1 at Gen4, its link's maximum not reported, the node type expects Gen5",
+        pcie(1, gen_current=4, gen_max=NA),
+        expect_from="h200-x4",
+        subjects=("GPU1",),
+    ),
+]
+
+# the time of the check's second reading unreadable: a rise is a rise (TD209), with no rate to judge (TD211)
+_NO_END_TIME = both(
+    sample("end", "pcie", bad_dllp=1000), lambda s: fitness(end=replace(s.gpu(0).fitness.end, at_s=UNREAD))(s)
+)
+CASES += [
+    Case("TD209", True, X1, "bad DLLP +1000, the second reading's time unreadable", _NO_END_TIME),
+    Case("TD211", False, X1, "bad DLLP +1000, the second reading's time unreadable: no rate", _NO_END_TIME),
 ]

@@ -4,7 +4,7 @@ thresholds and spellings included (tests/rules/test_rule_cases.py holds the tabl
 
 from __future__ import annotations
 
-from rule_case_kit import FAILED, NA, Case, gpu, host_error, link, pcie
+from rule_case_kit import FAILED, NA, Case, gpu, host_error, link, pair_p2p, pcie
 from rule_case_kit_edges_counts import HGX, UNREAD, kernel_log
 from rule_case_kit_measured import _case
 
@@ -65,5 +65,29 @@ CASES = [
         gpu(1, nvlink_count=UNREAD),
         subjects=("GPU0-GPU1", "GPU1", "GPU1-GPU2", "GPU1-GPU3"),
         severity="warning",
+    ),
+]
+
+# TD901 on a pair: a field no check reads is told at info, under the pair's name; a lost GPU's
+# pairs are the lost GPU's (TD507), not a could-not-check
+CASES += [
+    Case(
+        "TD901",
+        True,
+        "h200-x4",
+        "GPU0-GPU1's PCI P2P status unreadable, read by no check",
+        pair_p2p(0, 1, pci=UNREAD),
+        subjects=("GPU0-GPU1",),
+        severity="info",
+    ),
+    Case("TD901", False, "x4-gpu-lost", "GPU3 lost: its fields and its pairs' unreadable"),
+    Case(
+        "TD901",
+        True,
+        "h200-x4",
+        "GPU2's serial number unreadable, read by no check",
+        gpu(2, serial=UNREAD),
+        subjects=("GPU2",),
+        severity="info",
     ),
 ]

@@ -114,6 +114,17 @@ def build_graph(snap: HostSnapshot) -> HostGraph:
 def _add_nvlinks(g: HostGraph, snap: HostSnapshot) -> None:
     by_bus = {gpu.bus_id: gpu.index for gpu in snap.gpus if isinstance(gpu.bus_id, str)}
     switch_of_link = {(gi, li): sw.id for sw in snap.nvswitches for gi, li in sw.gpu_links}
+    # A direct link carries traffic only where both of its ends are up: each end counts its own up
+    # links to the other, and the pair has the fewer (an end whose GPU lists no links at all, not
+    # read, leaves the other end's count standing).
+    ends: dict[tuple[int, int], int] = {}
+    for gpu in snap.gpus:
+        for link in gpu.nvlinks:
+            if link.is_up is True and link.remote_type == "gpu" and isinstance(link.remote_bus_id, str):
+                peer = by_bus.get(link.remote_bus_id)
+                if peer is not None and peer != gpu.index:
+                    ends[(gpu.index, peer)] = ends.get((gpu.index, peer), 0) + 1
+    listed = {gpu.index for gpu in snap.gpus if gpu.nvlinks}
     for gpu in snap.gpus:
         rate = nvlink_link_gbps(gpu)
         for link in gpu.nvlinks:
@@ -121,9 +132,16 @@ def _add_nvlinks(g: HostGraph, snap: HostSnapshot) -> None:
                 continue
             if link.remote_type == "gpu" and isinstance(link.remote_bus_id, str):
                 peer = by_bus.get(link.remote_bus_id)
-                if peer is None or peer < gpu.index:  # count each GPU-GPU link once, from the lower index
+                if peer is None or peer <= gpu.index:  # each GPU-GPU pair once, from the lower index
                     continue
-                other = gpu_node(peer)
+                a, other = gpu_node(gpu.index), gpu_node(peer)
+                mine = ends.get((gpu.index, peer), 0)
+                n = min(mine, ends.get((peer, gpu.index), 0)) if peer in listed else mine
+                if n and not g.has_edge(a, other):
+                    g.add_edge(
+                        a, other, kind="nvlink", links=n, link_gbps=rate, gbps=round(n * rate, 3) if rate else None
+                    )
+                continue
             elif (gpu.index, link.link) in switch_of_link:
                 other = switch_of_link[(gpu.index, link.link)]
             else:

@@ -251,6 +251,15 @@ CASES += [
         subjects=("GPU0-GPU1",),
     ),
     Case(
+        "TD102",
+        True,
+        DIRECT,
+        "link 5 down at GPU1's end: the pair has 17 links whichever end says so",
+        link(1, 5, active=False),
+        expect_from=DIRECT,
+        subjects=("GPU0-GPU1",),
+    ),
+    Case(
         "TD103",
         True,
         DIRECT,

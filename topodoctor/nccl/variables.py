@@ -20,6 +20,9 @@ from typing import Any
 
 Version = tuple[int, int, int]
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+# NCCL_VERSION_CODE as ncclGetVersion and an older torch.cuda.nccl.version() give it: X*10000 + Y*100 + Z
+# from 2.9 (22803), X*1000 + Y*100 + Z before (2708)
+_VERSION_CODE = re.compile(r"^\s*(\d{4,5})\s*$")
 
 # Read by NCCL releases before 2.18 (the table's first), gone since: no "unknown" warning for them.
 EARLIER = frozenset({"NCCL_NCHANNELS_PER_PEER"})
@@ -90,9 +93,14 @@ DEBUG_ONLY = (
 
 def parse_version(text: str) -> Version | None:
     """``2.28.9``, ``2.28.9+cuda12.4``, ``2.28.3-1`` (NVIDIA images' NCCL_VERSION), ``v2.28.9-1``
-    (a tag), ``2.28`` -> (2, 28, 9) ...; None when the text holds no version."""
+    (a tag), ``2.28``, ``22809`` (NCCL's version code) -> (2, 28, 9) ...; None when the text holds no version."""
     m = _VERSION.match(text)
-    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+    if m:
+        return (int(m[1]), int(m[2]), int(m[3] or 0))
+    if code := _VERSION_CODE.match(text):
+        n = int(code[1])
+        return (n // 10000, n // 100 % 100, n % 100) if n >= 10000 else (n // 1000, n // 100 % 10, n % 100)
+    return None
 
 
 def shown(v: Version) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from tests_support_evidence import judge
 
-from topodoctor.model.evidence import EvidenceSetting, GpuSeen
+from topodoctor.model.evidence import EvidenceSetting, GpuSeen, NicSeen
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -449,3 +449,23 @@ def test_a_slow_pair_apart_from_the_node_is_still_judged_on_its_own() -> None:
     _, _, said = _collectives(facts_of(ev))
     left = sorted(f.evidence["measured_gbps"] for f in said if f.code == "TD022")  # type: ignore[type-var]
     assert left == [49.28, 86.81, 88.36]
+
+
+def test_sockets_between_nodes_are_held_against_the_ethernet_line_ethtool_shows() -> None:
+    """nccl-tests#82's two V100-PCIE nodes over sockets (libibverbs missing), with `ethtool`'s 25000Mb/s:
+    under the line the figure is one TCP stream's rate times the streams (net_socket.cc), which the
+    evidence does not show, so the finding says the share and asks for the per-stream rate; at the line
+    the line is the ceiling."""
+    ranks = """
+#   Rank  0 Pid  14926 on v100-gpu-1 device  0 [0x00] Tesla V100-PCIE-16GB
+#   Rank  1 Pid   9210 on v100-gpu-5 device  0 [0x00] Tesla V100-PCIE-16GB
+"""
+    log = "v100-gpu-1:14926:14926 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+    eth = NicSeen(3, "eth0", rate_gbps=25.0, link_layer="Ethernet", state="ACTIVE", rate_text="25000Mb/s")
+    for busbw, said in ((1.5, "0.48 of the 25 Gb/s Ethernet line"), (3.0, "the line itself is the ceiling")):
+        table = f"  1073741824     268435456   float     sum    1000.0   {busbw:.2f}   {busbw:.2f}  0e+00"
+        table += f"    1000.0   {busbw:.2f}   {busbw:.2f}  0e+00"
+        found = judge(evidence(run("all_reduce", table, ranks), nccl_lines(log, 1), eth))
+        f = next(x for x in found if x.code == "TD025")
+        assert said in f.message, f.message
+        assert ("iperf3" in f.message) == (busbw < 2.5)

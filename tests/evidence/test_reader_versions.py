@@ -41,7 +41,7 @@ EXPECTED: dict[str, tuple[list[str], int, str]] = {
     "p2pbw-h100x8-from-the-connectivity-matrix-cut.txt": (["p2p-bandwidth-latency"], 0, "2 of the 6 matrices"),
     "nvbandwidth-v0.7-a100x8-assert-before-any-matrix.txt": (["nvbandwidth"], 8, "no testcase ran"),
     "nvbandwidth-v0.2-rtx2080ti-waived.txt": (["nvbandwidth"], 2, "(device_to_device_memcpy_write_ce waived)"),
-    "nccl-tests-error-column-v100-sxm3-backtick-cut.txt": (["nccl-tests"], 0, "the table ends after the row of 128 B"),
+    "nccl-tests-error-column-v100-sxm3-backtick-cut.txt": (["nccl-tests"], 4, "the table ends after the row of 128 B"),
     "nccl-tests-nccl2.5.6-v100-azure-info-lines-cut.txt": (
         ["command-line", "nccl-tests", "nccl-log"],
         2,

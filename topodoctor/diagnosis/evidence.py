@@ -11,9 +11,11 @@ from dataclasses import replace
 
 from topodoctor.core.text import human_size
 from topodoctor.diagnosis.evidence_asks import (
+    asks_first,
     candidates,
     differing_averages,
     split_launch,
+    unmeasured_host,
     unshown_network,
     version_only,
 )
@@ -102,12 +104,12 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     head += f" ({sym.basis})"
     if not cause.found:
         ranked = candidates(f, sym)
-        post = list(dict.fromkeys([p for _, p in ranked] + leads.decide))[:2]  # what tells the likeliest apart
+        post = list(dict.fromkeys(asks_first(ranked) + leads.decide))[:2]  # first: what tells the likeliest apart
         cause.evidence["post"] = post
-        cause.evidence["candidates"] = [f"{w} ({p})" for w, p in ranked]
-        tail = f" ({NOT_FOUND}; to decide, post {' and '.join(post)})" if post else f" ({NOT_FOUND})"
+        cause.evidence["candidates"] = [f"{w} ({p})" for _, w, p in ranked]
+        tail = f" ({NOT_FOUND}; to decide, post first {' and then '.join(post)})" if post else f" ({NOT_FOUND})"
         if ranked:
-            tail += "; cannot tell among: " + "; ".join(f"{w} (post {p})" for w, p in ranked)
+            tail += "; cannot tell among: " + "; ".join(f"{w} (post {p})" for _, w, p in ranked)
         return _finding("TD022", sym.subject, head + tail, FALLBACK_FIX, symptom, cause=cause)
     lead = next(ld for ld in leads.leads if ld.candidate.what == cause.what)
     cause.evidence["lines"] = [str(q) for q in lead.lines]
@@ -277,6 +279,9 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
         msg = "the run's header names its GPUs but no figures follow: nothing to judge (post the whole table, with "
         msg += "`nvidia-smi topo -m` and NCCL_DEBUG=INFO output)"
         out.append(_finding("TD022", "figures", msg, BY_CODE["TD022"].how, {"hosts": list(f.hosts)}, "info"))
+    elif not measured and not f.averages and not any(x.severity != "info" for x in out):
+        for ask in unmeasured_host(f):
+            out.append(_finding("TD022", ask.subject, ask.message, FALLBACK_FIX, ask.evidence, ask.severity))
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
     if any(x.code == "TD022" and x.severity == "warning" for x in out):

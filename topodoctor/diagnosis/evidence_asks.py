@@ -7,6 +7,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topodoctor.diagnosis.evidence_decide import (
+    ACS_IOMMU,
+    ACS_NIC,
+    FEW_NICS,
+    GDR,
+    HOST_OTHER,
+    IBSTAT,
+    LSPCI,
+    NCCL_LOG,
+    NCCL_TESTS,
+    NVLINK,
+    NVLINK_DOWN,
+    P2P_OFF,
+    P2P_TEST,
+    PATH,
+    PCIE_DOWN,
+    PORTS,
+    SMI_Q,
+    SMI_RUN,
+    SOCKETS,
+    TOPO,
+    first_ask,
+)
 from topodoctor.diagnosis.evidence_facts import Facts, Quote
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.model.findings import Severity
@@ -72,49 +95,55 @@ def split_launch(f: Facts) -> list[Ask]:
     return out
 
 
-def candidates(f: Facts, sym: Symptom) -> list[tuple[str, str]]:
+def candidates(f: Facts, sym: Symptom) -> list[tuple[str, str, str]]:
     """The causes a shortfall the evidence does not explain could have, most common first for its kind of
-    run, each with the output that would show it; those the evidence already rules out are left out."""
+    run, each as (key, what, the output that would show it); those the evidence already rules out are left
+    out. `evidence_decide.first_ask` picks which output tells the first two apart."""
     logged = f.nccl_logged
     via = {c.kind for c in f.conns}
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, str]] = []
     if sym.subject.startswith("host-"):
         if not any(g.pcie_width for g in f.gpus) and not f.pcie:
-            out.append(
-                ("the GPU's PCIe link trained down (width or generation)", "`nvidia-smi -q` or `lspci -vvv` LnkSta")
-            )
-        out.append(
-            ("another process on that GPU, or a CPU far from it (NUMA)", "`nvidia-smi` during the copy, `topo -m`")
-        )
+            out.append((PCIE_DOWN, "the GPU's PCIe link trained down (width or generation)", SMI_Q))
+        out.append((HOST_OTHER, "another process on that GPU, or a CPU far from it (NUMA)", SMI_RUN))
         return out
     if sym.kind == "collective" and sym.nodes > 1:
         if not (logged and any(s.line.what in ("network", "socket", "ib-devices") for s in f.net)):
-            out.append(
-                ("NCCL on TCP sockets instead of the RDMA NICs", "NCCL_DEBUG=INFO (`NET/IB : Using` or `NET/Socket`)")
-            )
+            out.append((SOCKETS, "NCCL on TCP sockets instead of the RDMA NICs", NCCL_LOG))
         if "net" not in via:
-            out.append(
-                ("GPUDirect RDMA off, or on one node only", "NCCL_DEBUG=INFO (`via NET/IB/N/GDRDMA` on both sides)")
-            )
+            out.append((GDR, "GPUDirect RDMA off, or on one node only", NCCL_LOG))
+        hca = f.settings.get("NCCL_IB_HCA")
+        named = [n for n in (hca[0].lstrip("=^").split(",") if hca else []) if n]
+        if hca and not hca[0].startswith("^") and len(named) == 1:
+            what = f"one NIC used of several (NCCL_IB_HCA={hca[0]}), or GPUs far from it (no GPUDirect RDMA)"
+            out.append((FEW_NICS, what, TOPO))
+        elif not f.nics and not f.nic_paths:
+            what = "fewer NICs used than the host has, or GPUs far from the NIC used (no GPUDirect RDMA)"
+            out.append((FEW_NICS, what, TOPO))
         if not any(n.state or n.port is not None for n in f.nics):
-            out.append(("NIC ports down, below their rate, or fewer used than present", "`ibstat` of each node"))
+            out.append((PORTS, "NIC ports down, or below their rate", IBSTAT))
         if not any(p.acs_ctl for p in f.pcie):
-            out.append(("ACS redirecting the NIC-GPU traffic (ATS/ACS settings in a VM)", "`lspci -vvv` ACSCtl lines"))
+            out.append((ACS_NIC, "ACS redirecting the NIC-GPU traffic (ATS/ACS settings in a VM)", LSPCI))
         return out
     if sym.kind == "collective" and "p2p" not in via and "shm" not in via:
-        out.append(
-            ("P2P off: a variable, or containers that split the GPUs", "NCCL_DEBUG=INFO (`via P2P` or `via SHM`)")
-        )
+        out.append((P2P_OFF, "P2P off: a variable, or containers that split the GPUs", NCCL_LOG))
     if not f.links:
-        out.append(("the GPUs' path (PCIe switch, host bridge, the sockets)", "`nvidia-smi topo -m`"))
+        out.append((PATH, "the GPUs' path (PCIe switch, host bridge, the sockets)", TOPO))
     if not any(g.pcie_width for g in f.gpus) and not f.pcie:
-        out.append(("a PCIe link trained down", "`nvidia-smi -q` or `lspci -vvv` LnkSta"))
+        out.append((PCIE_DOWN, "a PCIe link trained down", SMI_Q))
     copies = {c.p2p for c in f.copies}
+    # P2P and staged copies both shown: TD029 weighed them, and names ACS / IOMMU where P2P is slower
     if not (True in copies and False in copies) and not any(p.acs_ctl for p in f.pcie):
-        out.append(("ACS or the IOMMU redirecting peer traffic", "p2pBandwidthLatencyTest and `lspci -vvv` ACSCtl"))
+        out.append((ACS_IOMMU, "ACS or the IOMMU redirecting peer traffic", P2P_TEST))
     if f.model is not None and f.model.nvlink_links and not any(g.nvlinks_up is not None for g in f.gpus):
-        out.append(("NVLinks down against the model", "`nvidia-smi nvlink -s`"))
+        out.append((NVLINK_DOWN, "NVLinks down against the model", NVLINK))
     return out
+
+
+def asks_first(ranked: list[tuple[str, str, str]]) -> list[str]:
+    """The outputs to post, the one that tells the two likeliest candidates apart first."""
+    first = first_ask([k for k, _, _ in ranked])
+    return list(dict.fromkeys(([first] if first else []) + [p for _, _, p in ranked]))
 
 
 def unshown_network(f: Facts) -> list[Ask]:
@@ -129,10 +158,11 @@ def unshown_network(f: Facts) -> list[Ask]:
     shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' listing or an RDMA test"
     probe = Symptom("collective", "network", 0.0, 0.0, "", 0, 2, Quote("the evidence"))
     ranked = candidates(f, probe)
-    msg = f"cannot tell how NCCL ran between the nodes: {shown}, but no figure and no NCCL log. A slow "
-    msg += "multi-node run's candidates, most common first: "
-    msg += "; ".join(f"{w} (post {p})" for w, p in ranked)
-    ev: dict[str, object] = {"post": [p for _, p in ranked[:2]], "candidates": [w for w, _ in ranked]}
+    post = asks_first(ranked)
+    msg = f"cannot tell how NCCL ran between the nodes: {shown}, but no figure and no NCCL log. First post "
+    msg += f"{post[0]}: it tells the two likeliest causes apart. A slow multi-node run's candidates, most "
+    msg += "common first: " + "; ".join(f"{w} (post {p})" for _, w, p in ranked)
+    ev: dict[str, object] = {"post": post[:2], "candidates": [w for _, w, _ in ranked]}
     return [Ask("info", "network", msg, ev)]
 
 
@@ -146,3 +176,16 @@ def version_only(f: Facts) -> list[Ask]:
     msg += "NCCL_DEBUG=INFO output (its network, transports and channels) and its figures (nccl-tests' table)"
     ev: dict[str, object] = {"post": ["NCCL_DEBUG=INFO output of the run"]}
     return [Ask("info", "nccl-version", msg, ev)]
+
+
+def unmeasured_host(f: Facts) -> list[Ask]:
+    """A host's topology or GPUs shown with no figure of the run: whether anything is slow at all is what
+    the figure says, so it is what to post first."""
+    if f.measured or f.averages or f.copies or f.nccl_logged or not (f.links or f.gpus):
+        return []
+    if any((ln.nodes or 0) >= 2 for ln in f.launches):
+        return []  # a multi-node launch: unshown_network asks for what shows the network
+    shown = "the GPUs' topology" if f.links else "the GPUs"
+    msg = f"{shown} shown, but no figure of the run: nothing to judge against this hardware. First post "
+    msg += f"{NCCL_TESTS}, then, if it falls short, {NCCL_LOG}"
+    return [Ask("info", "figures", msg, {"post": [NCCL_TESTS, NCCL_LOG]})]

@@ -6,6 +6,7 @@ peer traffic. Each adds leads (with what it would leave of the expectation) or s
 from __future__ import annotations
 
 from topodoctor.core.text import plural
+from topodoctor.diagnosis.evidence_decide import LSPCI
 from topodoctor.diagnosis.evidence_facts import Facts, Quote, bus_key, no_peer_access, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.fallback import P2P_BY_DEFAULT, fallbacks
@@ -265,6 +266,10 @@ def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         acs = [p for p in f.pcie if any(p.acs_ctl.get(k) for k in ("ReqRedir", "CmpltRedir", "SrcValid"))]
         if acs:
             what += f"; ACSCtl on {acs[0].bdf} redirects requests"
+        elif not any(p.acs_ctl for p in f.pcie):
+            # lspci -vvv shows both what tells ACS from the IOMMU and the links' trained width
+            what += "; `lspci -vvv | grep ACSCtl` tells ACS (a + on ReqRedir, CmpltRedir or SrcValid) from the IOMMU"
+            out.ask(LSPCI)
         lines = tuple(Quote(f.where.get(p.piece, "lspci"), f"{p.bdf} ACSCtl") for p in acs[:2])
         out.add(
             "TD029",

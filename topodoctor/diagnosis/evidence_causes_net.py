@@ -13,6 +13,7 @@ from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_sockets import socket_share
 from topodoctor.diagnosis.nccl_model import (
     DEFAULT_BUFFSIZE,
     DEFAULT_NTHREADS,
@@ -104,6 +105,10 @@ def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         what += f" ({'; '.join(why)})" if why else ""
         what += f" though the nodes have RDMA NICs ({', '.join(rdma[:4])})" if rdma else ""
         fix = "Give NCCL the RDMA devices: libibverbs in the image, --device=/dev/infiniband, NCCL_IB_DISABLE unset."
+        share, asks = socket_share(f, sym)  # the Ethernet line's rate, where ethtool shows it
+        what += share
+        for ask in asks:
+            out.ask(ask)
         if rdma or why:
             out.add("TD025", Candidate(what, fix, {"rdma": rdma, "why": why}), tuple(lines[:3]))
             return

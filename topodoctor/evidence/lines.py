@@ -33,15 +33,37 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _BARE_SGR = re.compile(r"(?<![\w\]\[])\[[0-9;]{1,5}m")  # the same escapes, their ESC lost in a copy: "[4mGPU0"
 _QUOTE = re.compile(r"^> ?")  # a paste quoted in markdown (or a shell's continuation prompt)
 _TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d{1,5}: (?=\S|\s+\S))")
+# "  12  text", "12: text", "12| text": a number, then a colon, a bar or spaces (a blank numbered line too)
+_NUMBERED = re.compile(r"^\s*(\d{1,6})(?::\s?|\|\s?|\t|\s{1,8}|$)")
+_FIGURES = re.compile(r"^[\s\d.eE+-]*$")
+MIN_NUMBERED = 3  # fewer lines than this are too few to tell numbering from content
 MAX_LINES = 400_000  # a long job's INFO log; beyond, the rest is cut and said so
 
 
 def clean(text: str) -> list[str]:
-    """The text as lines without escapes, carriage returns or launcher tags (tabs kept)."""
+    """The text as lines without escapes, carriage returns, an editor's line numbers or launcher tags
+    (tabs kept)."""
     out = []
-    for raw in text.splitlines()[:MAX_LINES]:
+    for raw in _unnumbered(text.splitlines()[:MAX_LINES]):
         line = _QUOTE.sub("", _BARE_SGR.sub("", _ANSI.sub("", raw)).replace("\r", "").rstrip(), count=1)
         out.append(_TAG.sub("", line, count=1))
+    return out
+
+
+def _unnumbered(lines: list[str]) -> list[str]:
+    """The lines without the numbers an editor or a pager (`cat -n`, `nl`, a gist's view) put in front of
+    each: taken off only where every non-blank line has one and they count up by one from 1 or more, so
+    a table's own first column (sizes, a matrix's row numbers from 0) is never taken for them."""
+    found = [(k, _NUMBERED.match(ln)) for k, ln in enumerate(lines) if ln.strip()]
+    if len(found) < MIN_NUMBERED or any(m is None for _, m in found):
+        return lines
+    numbers = [int(m.group(1)) for _, m in found if m is not None]
+    first = numbers[0]
+    if first < 1 or any(n != first + k - found[0][0] for (k, _), n in zip(found, numbers, strict=True)):
+        return lines
+    out = [_NUMBERED.sub("", ln, count=1) if ln.strip() else ln for ln in lines]
+    if all(_FIGURES.match(ln) for ln in out if ln.strip()):
+        return lines  # rows of figures from the middle of a matrix: their first column is the row's GPU
     return out
 
 

@@ -36,6 +36,7 @@ _HEADER = re.compile(r"^#?\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (
 _RANK = re.compile(
     r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$"
 )
+_USING = re.compile(r"^#?\s*Using devices\s*$")
 _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
@@ -62,6 +63,9 @@ def starts(lines: list[str], i: int) -> bool:
         return True
     if line.startswith("#") and _AVG.match(line):
         return True  # the closing average alone, as people quote it to compare two runs
+    if _RANK.match(line) or (_USING.match(line) and i + 1 < len(lines) and _RANK.match(lines[i + 1])):
+        # the rank lines pasted without the "# nThread" header above them (a header read takes its own)
+        return i == 0 or not (_RANK.match(lines[i - 1]) or _USING.match(lines[i - 1]))
     # a paste that begins inside the table: two rows in a row
     return bool(_ROW_START.match(line) and i + 1 < len(lines) and _ROW_START.match(lines[i + 1]))
 

@@ -24,17 +24,24 @@ _GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*
 _TOP = re.compile(r"^(?:=+NVSMI LOG=+|Driver Version\s+:|Timestamp\s+:|CUDA Version\s+:|Attached GPUs\s+:)")
 _HEADING = re.compile(r"^\s+[A-Za-z][\w.()/-]*(?: [\w.()/-]+)*\s*$")  # words one space apart
 _KV = re.compile(r"^(\s*)(\S.*?)\s*:\s*(.*)$")
+_REASONS = re.compile(r"^\s*Clocks (?:Event|Throttle) Reasons\s*:?\s*$")
+_GREP_GAP = "--"  # grep's line between the matches of two GPUs' sections
 
 
 def starts(lines: list[str], i: int) -> bool:
-    """Whether nvidia-smi -q begins at line ``i`` (its banner, or a GPU heading with keys under it)."""
+    """Whether nvidia-smi -q begins at line ``i`` (its banner, a GPU heading with keys under it, or the
+    clocks reasons section alone, as `grep -A8 'Clocks Throttle'` leaves it)."""
     if _TOP.match(lines[i]) and any(_GPU.match(x) or "NVSMI LOG" in x for x in lines[i : i + 12]):
         return True
+    if _REASONS.match(lines[i]) and i + 1 < len(lines) and _KV.match(lines[i + 1]):
+        return i == 0 or not lines[i - 1].startswith(" ") or not lines[i - 1].strip()
     return bool(_GPU.match(lines[i]) and i + 1 < len(lines) and lines[i + 1].startswith("    ") and ":" in lines[i + 1])
 
 
 def read(lines: list[str], i: int, piece: int) -> Block:
     """Every GPU's section from line ``i`` on, with the driver and CUDA versions above them."""
+    if _REASONS.match(lines[i]):
+        return _reasons_alone(lines, i, piece)
     parts = Parts()
     j = i
     current: GpuSeen | None = None
@@ -144,3 +151,32 @@ def _field(gpu: GpuSeen, path: tuple[str, ...], key: str, value: str) -> tuple[G
         both = f"{gpu.fabric_state} / {value}" if gpu.fabric_state else value
         return replace(gpu, fabric_state=both), False
     return gpu, False
+
+
+def _reasons_alone(lines: list[str], i: int, piece: int) -> Block:
+    """The clocks reasons sections without the GPU line above them (`grep -A8 'Clocks Throttle'`): one
+    section is the host's GPU, its index unknown (taken as its one GPU); several cannot be tied to GPUs,
+    and the cut says which reasons were active."""
+    sections: list[list[str]] = []
+    j = i
+    while j < len(lines):
+        line = lines[j]
+        if _REASONS.match(line):
+            sections.append([])
+        elif line.strip() == _GREP_GAP or not line.strip():
+            pass
+        elif (kv := _KV.match(line)) and sections:
+            if kv.group(3).strip() == "Active" and kv.group(2) != "Idle":
+                sections[-1].append(kv.group(2))
+        else:
+            break
+        j += 1
+    parts = Parts()
+    if len(sections) == 1:
+        parts.gpus.append(GpuSeen(piece, 0, clock_event_reasons=tuple(sections[0])))
+        cut = "the clocks reasons without their GPU line: a GPU of the host, its index unknown (taken as GPU0)"
+    else:
+        active = sorted({r for sec in sections for r in sec})
+        cut = f"{len(sections)} clocks reasons sections without their GPU lines: not tied to GPUs"
+        cut += f" (active: {', '.join(active)})" if active else " (none active)"
+    return Block("smi-query", i, j, parts, cut=cut)

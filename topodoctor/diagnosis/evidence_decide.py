@@ -1,0 +1,88 @@
+"""Which one output to ask for first when the evidence leaves several causes open: the one that tells the
+two likeliest apart. Built from what each output shows (NCCL's source and the tools' own formats), never
+from the threads it was tried on:
+
+- NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=INIT,NET: `Using network IB|Socket` and `NET/IB : Using [0]mlx5_0:1/IB`
+  (init.cc, net_ib.cc: only the devices NCCL_IB_HCA lets through and whose port is ACTIVE), `GPU Direct RDMA
+  Disabled for HCA` (net.cc), each channel's `via P2P/IPC`, `via SHM`, `via NET/IB/0/GDRDMA` (transport.cc,
+  INIT). It shows the network NCCL took, GPUDirect RDMA on each side, the NICs it uses, P2P against SHM; it
+  prints no port's rate.
+- `ibstat`: every port of every adapter, its state and rate; not what NCCL chose.
+- `lspci -vvv`: each bridge's ACSCtl flags and each function's LnkCap / LnkSta (trained width and speed).
+- `nvidia-smi -q`: each GPU's PCIe generation and width, current and max.
+- `nvidia-smi topo -m`: the path class of each GPU pair and GPU-NIC pair, and every NIC of the host.
+- p2pBandwidthLatencyTest: each pair's copy with P2P and staged through host memory (P2P slower than
+  staged: ACS or the IOMMU redirecting peer traffic).
+- `nvidia-smi nvlink -s`: each link up or down, and its rate.
+- nccl-tests' output: the figure itself, per size, and the ranks' GPUs and hosts.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+NCCL_LOG = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET output of the run"
+IBSTAT = "`ibstat` of each node"
+LSPCI = "`lspci -vvv` (its ACSCtl and LnkSta lines)"
+SMI_Q = "`nvidia-smi -q` (PCIe generation and width)"
+TOPO = "`nvidia-smi topo -m`"
+P2P_TEST = "p2pBandwidthLatencyTest's output"
+NVLINK = "`nvidia-smi nvlink -s`"
+NCCL_TESTS = "nccl-tests' output (all_reduce_perf -b 8 -e 8G -f 2)"
+SMI_RUN = "`nvidia-smi` during the copy"
+
+# the candidates of a shortfall the evidence does not explain, by key
+SOCKETS = "sockets"  # NCCL on TCP sockets instead of the RDMA NICs
+GDR = "gdr"  # GPUDirect RDMA off, or on one side only
+PORTS = "ports"  # NIC ports down or below their rate
+FEW_NICS = "few-nics"  # fewer NICs used than present (NCCL_IB_HCA), or GPUs far from the one NIC used
+ACS_NIC = "acs-nic"  # ACS redirecting NIC-GPU traffic
+P2P_OFF = "p2p-off"  # P2P off by a variable, or containers splitting the GPUs
+PATH = "path"  # the GPUs' path (PCIe switch, host bridge, sockets)
+PCIE_DOWN = "pcie-down"  # a PCIe link trained down
+ACS_IOMMU = "acs-iommu"  # ACS or the IOMMU redirecting peer traffic
+NVLINK_DOWN = "nvlink-down"  # NVLinks down against the model
+HOST_OTHER = "host-other"  # another process on the GPU, or a far CPU
+NO_FIGURE = "no-figure"  # nothing measured: whether anything is slow at all
+
+# what each output rules in or out, in the order of preference when several would do (cheapest, most
+# telling first); from the module's docstring
+SHOWS: tuple[tuple[str, frozenset[str]], ...] = (
+    (NCCL_LOG, frozenset({SOCKETS, GDR, FEW_NICS, P2P_OFF})),
+    (LSPCI, frozenset({ACS_NIC, ACS_IOMMU, PCIE_DOWN})),
+    (TOPO, frozenset({PATH, FEW_NICS})),
+    (IBSTAT, frozenset({PORTS, FEW_NICS})),
+    (SMI_Q, frozenset({PCIE_DOWN})),
+    (P2P_TEST, frozenset({ACS_IOMMU})),
+    (NVLINK, frozenset({NVLINK_DOWN})),
+    (SMI_RUN, frozenset({HOST_OTHER})),
+    (NCCL_TESTS, frozenset({NO_FIGURE})),
+)
+
+
+def _decides(a: str, b: str) -> str | None:
+    """The first output that shows both candidates (so one run of it rules one in and the other out)."""
+    return next((out for out, shown in SHOWS if a in shown and b in shown), None)
+
+
+# candidate pair -> the output that tells them apart, where one output shows both
+DECIDES: dict[frozenset[str], str] = {
+    frozenset((a, b)): out
+    for a, b in combinations(sorted({k for _, s in SHOWS for k in s}), 2)
+    if (out := _decides(a, b)) is not None
+}
+
+
+def shows(key: str) -> str:
+    """The first output that shows one candidate."""
+    return next(out for out, shown in SHOWS if key in shown)
+
+
+def first_ask(keys: list[str]) -> str | None:
+    """The one output to post first for candidates ranked most likely first: the one that tells the top
+    two apart, else what shows the likeliest."""
+    if not keys:
+        return None
+    if len(keys) >= 2 and (out := DECIDES.get(frozenset(keys[:2]))) is not None:
+        return out
+    return shows(keys[0])

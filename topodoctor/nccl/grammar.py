@@ -47,7 +47,9 @@ OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
 INFO = "NCCL INFO"  # where a 2.5+ INFO message starts (the message: after it, leading spaces dropped)
 DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")  # 2.31+: NCCL's own diagnosis
 # host:pid:tid [dev] before the level; the host is what precedes the pid (a launcher's prefix before it)
-ORIGIN = re.compile(r"(?P<host>[\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] (?:NCCL )?(?:INFO|WARN)\b")
+ORIGIN = re.compile(
+    rf"(?P<host>[\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] (?:{SRC}:\d+\]? )?(?:NCCL )?(?:INFO|WARN)\b"
+)
 # include/checks.h's NCCLCHECK trail: "file.cc:line -> N [Async thread]"
 TRAIL = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

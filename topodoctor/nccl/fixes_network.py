@@ -225,6 +225,8 @@ def _ops_differ(evs: Sequence[Event]) -> str:
     pgs: dict[str, set[str]] = {}
     for e in evs:
         seq, op = e.fields.get("seq", ""), e.fields.get("op", "")
+        if not seq:  # torch before 1.10 numbers no work: two works are not one point of the program
+            continue
         who = e.fields.get("wrank") or ("" if e.rank is None else str(e.rank))
         by_seq.setdefault(seq, {}).setdefault(op, who)
         if e.fields.get("pg"):
@@ -241,6 +243,8 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
         "op": f.get("op", ""),
         "timeout_ms": int(f.get("timeout", 0)),
     }
+    if f.get("ran"):
+        extra["ran_ms"] = int(f["ran"])
     fix = EXPLANATIONS["TD047"].fix
     if geforce := [g for g in ctx.gpu_names if "GeForce" in g]:
         fix = (
@@ -261,7 +265,11 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
             extra,
         )
     timeout_ms = int(f.get("timeout") or 0)
-    ran = f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the {timeout_ms} ms timeout"
+    work = f"{f.get('op')} (sequence {f['seq']})" if f.get("seq") else str(f.get("op"))
+    if f.get("ran"):
+        ran = f"{work} ran {f['ran']} ms, past the {timeout_ms} ms timeout"
+    else:  # the blocking wait (TORCH_NCCL_BLOCKING_WAIT=1) names the timeout, not the time it ran
+        ran = f"{work} timed out in torch's blocking wait, its timeout {timeout_ms} ms"
     if 0 < timeout_ms <= TIMEOUT_IS_CAUSE_MS:
         return Said(
             "TD047",

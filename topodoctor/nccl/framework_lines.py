@@ -35,7 +35,12 @@ _TORCH_CUDA = re.compile(
     r"(?:[Ee]xception|Error|what\(\)):\s+CUDA error: (?P<msg>.+?)\.?(?=\s*(?:CUDA kernel errors|Compile with|$))"
 )
 # the watchdog's next line names the process group of the work that timed out
-_WATCHDOG_PG = re.compile(r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\] Exception .*? at work: (?P<seq>\d+)")
+# (2.2-2.4 "Exception (either an error or timeout) detected by watchdog at work: N", 2.5+ " failure detected by
+# watchdog at work sequence id: N")
+_WATCHDOG_PG = re.compile(
+    r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\]\s+(?:Exception .*? at work: |failure detected by watchdog "
+    r"at work sequence id: )(?P<seq>\d+)"
+)
 # (the next line " .. host pid N: Test failure common.cu:891" may be pasted onto it)
 _TEST_FAIL = re.compile(
     r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?"
@@ -118,7 +123,7 @@ class FrameworkLines(ReadState):
         """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception
         ... at work: 1580``), where printed."""
         for nxt in self.lines[i + 1 : i + 4]:
-            if "at work:" in nxt and (m := _WATCHDOG_PG.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
+            if " at work" in nxt and (m := _WATCHDOG_PG.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
                 return {"pg": m.group("pg")}
         return {}
 

@@ -176,9 +176,9 @@ BARE_OK = re.compile(
     r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
     r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
-    r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
+    r"|Attribute \w+ of node|WorkNCCL\((?:SeqNum|OpType)|Out of bounds values : [1-9]|^CUDA error \d+ '"
     r"|Detected mismatch between collectives|undefined symbol: [\"'`]?nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
     r"|[Nn]o algorithm/protocol available for function|peer access is not supported between"
-    r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds"
+    r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds|Error type: \w+_MISMATCH"
 )

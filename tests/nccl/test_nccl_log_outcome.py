@@ -163,7 +163,8 @@ def test_watchdog_timeout_of_ten_minutes_is_a_rank() -> None:
         "milliseconds before timing out.\n"
     )
     first = _explain(text)[0]
-    assert first.code == "TD047" and "did not join" in first.message
+    assert first.code == "TD047" and "a rank never joined it or the collective stalled" in first.message
+    assert first.evidence["candidates"][0].startswith("a rank never joined this collective")
 
 
 def test_cuda_217_in_the_shm_transport_is_cumem_host_not_p2p() -> None:

@@ -8,6 +8,8 @@ here shows, torch's own format for that release with its numbers filled in."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from topodoctor.nccl.explain import explain
 from topodoctor.nccl.parse import parse_file
 
@@ -105,3 +107,14 @@ def test_a_work_named_in_another_error_is_no_timeout() -> None:
         "exception: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"
     )
     assert not [e for e in parse_file("job.log", line).events if e.kind == "watchdog-timeout"]
+
+
+def test_a_timeout_past_the_default_names_the_candidates_not_one_cause() -> None:
+    # fixtures/nccl-logs/holdout4/h4-006.log (NVIDIA/Megatron-LM#1207): the thread settles nothing
+    text = (Path(__file__).resolve().parents[2] / "fixtures/nccl-logs/holdout4/h4-006.log").read_text()
+    code, severity, said, ev = _lead(text)
+    assert (code, severity) == ("TD047", "error")
+    assert "ALLREDUCE (sequence 5) ran 600013 ms, past the 600000 ms timeout" in said
+    candidates = ev["candidates"]
+    assert isinstance(candidates, list) and candidates[0].startswith("a rank never joined this collective")
+    assert any("calls differ" in c for c in candidates) and "the watchdog does not say which" in said

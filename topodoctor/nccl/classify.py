@@ -236,6 +236,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"undefined symbol: [\"'`]?(?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
             r"|(?P<lib2>libnccl\.so[.\d]*): version `(?P<ver>[^']+)' not found"
+            # XLA's NCCL stub (JAX, TensorFlow): its dlopen of libnccl found none
+            r"|(?P<noload>Unable to load NCCL library)"
         ),
         ROOT,
     ),

@@ -26,6 +26,7 @@ from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_runtime import RUNTIME
 from topodoctor.nccl.fixes_usage import USAGE
+from topodoctor.nccl.fixes_watchdog import WATCHDOG
 from topodoctor.nccl.info_signs import context_signs
 from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
 from topodoctor.nccl.log_variables import variable_findings
@@ -33,7 +34,7 @@ from topodoctor.nccl.parse import Event, LogFile
 from topodoctor.nccl.unexplained import bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE}
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect

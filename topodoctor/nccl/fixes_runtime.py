@@ -93,6 +93,16 @@ def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext)
 
 
 def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if f.get("noload"):  # XLA loads libnccl at run time and says only that it found none
+        return Said(
+            "TD085",
+            "the program found no NCCL library to load (XLA's NCCL stub: 'Unable to load NCCL library')",
+            "Install NCCL where the program loads it: JAX builds from 0.4.18 no longer bundle it, so a "
+            "cuda12_local install needs the nvidia-nccl-cu12 wheel (or the system libnccl2) beside it; the cuda12 "
+            "pip extra installs it. `ldconfig -p | grep libnccl` and LD_LIBRARY_PATH show which libnccl.so.2 the "
+            "process can find.",
+            {"symbol": ""},
+        )
     if f.get("sym"):
         msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
     else:

@@ -1,10 +1,10 @@
 """torch's watchdog timeout in every torch's words (c10d ProcessGroupNCCL.cpp): the work as 1.8-1.9 print it
 (``WorkNCCL(OpType=.., TensorShape=[..], Timeout(ms)=..)``), 1.10-2.0 (``SeqNum=`` first) and 2.1+ (``NumelIn``,
-``NumelOut``); said by the watchdog, by 1.x's blocking wait ("Caught collective operation timeout"), after 2.3's
-``[PG ID 0 PG GUID 0(default_pg) Rank N]`` prefix, and by the blocking wait that names no duration. Each is
-read with its own timeout and the time the work ran; a timeout too short for any collective is the cause.
-The lines are as posted in public threads (their source beside them), or, for the torch releases no thread
-here shows, torch's own format for that release with its numbers filled in."""
+``NumelOut``); said by the watchdog, by 1.x's blocking wait ("Caught collective operation timeout"), after
+later releases' ``[PG ID 0 PG GUID 0(default_pg) Rank N]`` prefix, and by the blocking wait that names no
+duration. Each is read with its own timeout and the time the work ran; a timeout too short for any
+collective is the cause. The lines are as posted in public threads (their source beside them), or, for the
+torch releases no thread here shows, torch's own format for that release with its numbers filled in."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ TORCH_1X_BLOCKING = (
     "RuntimeError: [Rank 1] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, Timeout(ms)=1) ran for "
     "2 milliseconds before timing out."
 )
-# torch 2.3+'s prefix names the process group before the rank
+# later torch's prefix (logPrefix) names the process group before the rank
 PG_PREFIX = (
     "[rank0]:[E ProcessGroupNCCL.cpp:616] [PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught collective "
     "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1) ran for 15 "

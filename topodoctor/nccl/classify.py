@@ -279,9 +279,9 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # torch's WorkNCCL past its timeout, in every torch's words (ProcessGroupNCCL.cpp): the work printed as
     # 1.8-1.9 "WorkNCCL(OpType=X, TensorShape=[..], Timeout(ms)=N)", 1.10-2.0 with "SeqNum=N, " first, 2.1+
     # with ", NumelIn=N, NumelOut=N"; said by the watchdog ("[Rank N] Watchdog caught collective operation
-    # timeout: ... ran for N milliseconds before timing out", 2.3+ after "[PG ID 0 PG GUID 0(default_pg) Rank
-    # N] "), by 1.x's blocking wait ("[Rank N] Caught collective operation timeout: ..."), or by the blocking
-    # wait that names no duration ("[Rank N] Work WorkNCCL(...) timed out in blocking wait (NCCL_BLOCKING_WAIT=1)")
+    # timeout: ... ran for N milliseconds before timing out", in later releases after "[PG ID 0 PG GUID
+    # 0(default_pg) Rank N] "), by 1.x's blocking wait ("[Rank N] Caught collective operation timeout: ..."),
+    # or by the blocking wait that names no duration ("[Rank N] Work WorkNCCL(...) timed out in blocking wait")
     (
         "watchdog-timeout",
         re.compile(

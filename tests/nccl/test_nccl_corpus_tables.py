@@ -1,6 +1,6 @@
-"""The development (fixtures/nccl-logs/real2/) and blind (fixtures/nccl-logs/holdout/, holdout2/, holdout3/) sets
-of real NCCL output: each README's table and the folder's files agree, every row is well formed, no thread
-is used twice across the corpus, and the scoring script's verdicts mean what its docstring says.
+"""The development (fixtures/nccl-logs/real2/) and blind (fixtures/nccl-logs/holdout/ .. holdout4/) sets of real
+NCCL output: each README's table and the folder's files agree, every row is well formed, no thread is used twice
+across the corpus, and the scoring script's verdicts mean what its docstring says.
 Nothing here runs `nccl-log` on the blind set: it is scored once, by tests/nccl/score_corpus.py."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from score_corpus import NOT_FOUND, Expected, expected, judge, readme_rows
 from topodoctor.nccl.explanations import EXPLANATIONS
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
-SETS = ("real2", "holdout", "holdout2", "holdout3")
+SETS = ("real2", "holdout", "holdout2", "holdout3", "holdout4")
 
 
 def _sources(folder: str) -> set[str]:
@@ -61,6 +61,13 @@ def test_the_second_blind_set_is_neutral_and_drawn_across_kinds() -> None:
 def test_the_third_blind_set_is_neutral_and_drawn_across_kinds() -> None:
     blind = readme_rows(LOGS / "holdout3")
     assert all(re.fullmatch(r"h3-\d{3}\.log", name) for name in blind) and len(blind) >= 6
+    kinds = {("healthy" if expected(r).code is None else r["settled"]) for r in blind.values()}
+    assert {"healthy", "no", "thread", "log"} <= kinds
+
+
+def test_the_fourth_blind_set_is_neutral_and_drawn_across_kinds() -> None:
+    blind = readme_rows(LOGS / "holdout4")
+    assert all(re.fullmatch(r"h4-\d{3}\.log", name) for name in blind) and len(blind) >= 8
     kinds = {("healthy" if expected(r).code is None else r["settled"]) for r in blind.values()}
     assert {"healthy", "no", "thread", "log"} <= kinds
 

@@ -218,3 +218,10 @@ def test_a_communicator_destroyed_twice_is_the_programs_second_destroy() -> None
     """NVIDIA/nccl#1482: init.cc's guard against a double free of the comm, then the program's error line."""
     f = _lead("holdout3/h3-007.log")
     assert f.code == "TD089" and "ncclCommDestroy" in f.message and "twice" in f.fix
+
+
+def test_xla_finding_no_nccl_library_is_the_library_to_install() -> None:
+    # fixtures/nccl-logs/holdout4/h4-003.log (jax-ml/jax#18391): XLA's NCCL stub found no libnccl to load
+    f = _lead("holdout4/h4-003.log")
+    assert (f.code, f.severity) == ("TD085", "error") and "Unable to load NCCL library" in f.message
+    assert "Install NCCL" in f.fix and "nvidia-nccl-cu12" in f.fix

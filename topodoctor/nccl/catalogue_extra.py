@@ -44,6 +44,28 @@ EXTRA: tuple[dict[str, object], ...] = (
     _m(
         "torch",
         _TORCH_PG,
+        "WorkNCCL::synchronizeInternal",
+        "Caught collective operation timeout: WorkNCCL(OpType=%s, TensorShape=%s, Timeout(ms)=%d) ran for %d "
+        "milliseconds before timing out.",
+        "torch 1.8-1.9",
+        "watchdog-timeout",
+        "TD047",
+        "error",
+    ),
+    _m(
+        "torch",
+        _TORCH_PG,
+        "WorkNCCL::synchronizeInternal",
+        "Work WorkNCCL(SeqNum=%d, OpType=%s, NumelIn=%d, NumelOut=%d, Timeout(ms)=%d) timed out in blocking wait "
+        "(TORCH_NCCL_BLOCKING_WAIT=1).",
+        "torch 2.2+",
+        "watchdog-timeout",
+        "TD047",
+        "error",
+    ),
+    _m(
+        "torch",
+        _TORCH_PG,
         "ProcessGroupNCCL::heartbeatMonitor",
         "ProcessGroupNCCL's watchdog got stuck for %d seconds without making progress in monitoring enqueued "
         "collectives.",
@@ -70,6 +92,26 @@ EXTRA: tuple[dict[str, object], ...] = (
         "Detected mismatch between collectives on ranks. Rank %d is running collective: %s, but Rank %d is "
         "running collective: %s.",
         "torch 1.10+",
+        "torch-mismatch",
+        "TD073",
+        "error",
+    ),
+    _m(
+        "torch",
+        _TORCH_WRAP,
+        "CollectiveFingerPrint::verify",
+        "Detected mismatch between collectives on ranks. Rank %d is running inconsistent collective: %s",
+        "torch 1.10-1.12",
+        "torch-mismatch",
+        "TD073",
+        "error",
+    ),
+    _m(
+        "torch",
+        "tools/flight_recorder/components/types.py",
+        "MatchInfo.__str__",
+        "Error type: %s, %s",
+        "torch 2.5+ (torchfrtrace; COLLECTIVE_TYPE_MISMATCH, SIZE_OR_SYNTAX_MISMATCH, COLLECTIVE_DTYPE_MISMATCH)",
         "torch-mismatch",
         "TD073",
         "error",

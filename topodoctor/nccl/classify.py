@@ -209,12 +209,24 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         ROOT,
     ),
-    # torch's ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL / INFO): the ranks called different collectives
+    # torch's ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL / INFO): the ranks called different collectives.
+    # 1.10-1.12 name one rank ("Rank 0 is running inconsistent collective: CollectiveFingerPrint(...)"), 1.13+
+    # both, 2.1+ add "Collectives differ in the following aspects: ..." (ProcessGroupWrapper.cpp)
     (
         "torch-mismatch",
         re.compile(
-            r"Detected mismatch between collectives on ranks\.?(?:\s*Rank (?P<a>\d+) is running(?: collective:)? "
-            r"(?P<ca>.*?),? but Rank (?P<b>\d+) is running(?: collective:)? (?P<cb>.*?)\.?\s*$)?"
+            r"Detected mismatch between collectives on ranks\.?(?:\s*Rank (?P<a>\d+) is running(?: inconsistent)?"
+            r"(?: collective:)? (?P<ca>.*?)(?:,? but Rank (?P<b>\d+) is running(?: collective:)? (?P<cb>.*?))?\.?\s*$)?"
+        ),
+        ROOT,
+    ),
+    # torch's flight recorder analyser (torchfrtrace, tools/flight_recorder): the dumps of the ranks disagree on
+    # one collective's type, sizes or dtype ("Error type: SIZE_OR_SYNTAX_MISMATCH, Expected input sizes ...")
+    (
+        "torch-mismatch",
+        re.compile(
+            r"Error type: (?P<fr>COLLECTIVE_TYPE_MISMATCH|SIZE_OR_SYNTAX_MISMATCH|COLLECTIVE_DTYPE_MISMATCH)"
+            r"(?:,\s*(?P<culprit>.*?))?\.?\s*$"
         ),
         ROOT,
     ),
@@ -224,6 +236,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"undefined symbol: [\"'`]?(?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
             r"|(?P<lib2>libnccl\.so[.\d]*): version `(?P<ver>[^']+)' not found"
+            # XLA's NCCL stub (JAX, TensorFlow): its dlopen of libnccl found none
+            r"|(?P<noload>Unable to load NCCL library)"
         ),
         ROOT,
     ),
@@ -262,13 +276,21 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(r"watchdog got stuck for (?P<secs>\d+) seconds without making progress"),
         CONSEQUENCE,
     ),
+    # torch's WorkNCCL past its timeout, in every torch's words (ProcessGroupNCCL.cpp): the work printed as
+    # 1.8-1.9 "WorkNCCL(OpType=X, TensorShape=[..], Timeout(ms)=N)", 1.10-2.0 with "SeqNum=N, " first, 2.1+
+    # with ", NumelIn=N, NumelOut=N"; said by the watchdog ("[Rank N] Watchdog caught collective operation
+    # timeout: ... ran for N milliseconds before timing out", in later releases after "[PG ID 0 PG GUID
+    # 0(default_pg) Rank N] "), by 1.x's blocking wait ("[Rank N] Caught collective operation timeout: ..."),
+    # or by the blocking wait that names no duration ("[Rank N] Work WorkNCCL(...) timed out in blocking wait")
     (
         "watchdog-timeout",
         re.compile(
-            r"(?:\[Rank (?P<wrank>\d+)\] Watchdog caught collective operation timeout: )?"
-            r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel>\d+))?[^)]*?"
-            r"Timeout\(ms\)=(?P<timeout>\d+)\) ran for "
-            r"(?P<ran>\d+) milliseconds before timing out"
+            r"(?=.*?(?:collective operation timeout|milliseconds before timing out|timed out in blocking wait))"
+            r"(?:(?:\[(?:PG [^\]]*?)?Rank (?P<wrank>\d+)\]\s*)?"
+            r"(?:(?:Watchdog caught|Caught) collective operation timeout: |Work ))?"
+            r"WorkNCCL\((?:SeqNum=(?P<seq>\d+),\s*)?OpType=(?P<op>\w+)(?:,\s*NumelIn=(?P<numel>\d+))?[^)]*?"
+            r"Timeout\(ms\)=(?P<timeout>\d+)\)"
+            r"(?: ran for (?P<ran>\d+) milliseconds before timing out| (?P<blocking>timed out in blocking wait))?"
         ),
         CONSEQUENCE,
     ),

@@ -7,7 +7,7 @@ variable, the file), so two logs of one class with different evidence get differ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.logfile import Sign
@@ -36,7 +36,8 @@ IBV_WC_STATUS = {
 @dataclass(frozen=True)
 class LogContext:
     """What the logs say around the failure: the NCCL variables set, NCCL versions, RDMA link
-    layers, the topology file, and per file whether work went on after the failure."""
+    layers (the failing host's where its line names it; else the devices every host names alike),
+    the topology file, and per file whether work went on after the failure."""
 
     env: Mapping[str, str]
     versions: tuple[str, ...] = ()
@@ -50,6 +51,8 @@ class LogContext:
     info: bool = False  # a log at NCCL_DEBUG=INFO: NCCL printed the variables it read (NCCL_ALGO set by ...)
     networks: tuple[str, ...] = ()  # the networks NCCL said it uses ("Using network IBext_v8"), at INFO
     signs: tuple[Sign, ...] = ()  # INFO lines that tell a class's causes apart (``nccl.info_signs``)
+    # host -> RDMA device -> IB or RoCE; ``link_layers`` is the failing host's (``on_host``)
+    host_layers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -111,3 +114,20 @@ def odd_interfaces(ctx: LogContext) -> str:
     good = [n for n in ctx.socket_ifs if n not in odd]
     use = f" set NCCL_SOCKET_IFNAME={good[0]}" if good else " set NCCL_SOCKET_IFNAME to the routed interface"
     return f"NCCL's sockets use {', '.join(odd)} (a bridge, loopback or link-local address):{use}."
+
+
+def agreed_layers(host_layers: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The link layer of each RDMA device that every host naming it names alike: a merged log of an
+    InfiniBand host and a RoCE host holds no one layer for their common device name."""
+    seen: dict[str, set[str]] = {}
+    for layers in host_layers.values():
+        for dev, layer in layers.items():
+            seen.setdefault(dev, set()).add(layer)
+    return {dev: next(iter(layers)) for dev, layers in seen.items() if len(layers) == 1}
+
+
+def on_host(ctx: LogContext, host: str) -> LogContext:
+    """The context of a failure printed on ``host``: that host's link layers where the logs show them."""
+    if host and (layers := ctx.host_layers.get(host)):
+        return replace(ctx, link_layers=dict(layers))
+    return ctx

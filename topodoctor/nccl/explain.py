@@ -19,106 +19,37 @@ from collections.abc import Iterable, Mapping, Sequence
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.nccl.causes import ranked
 from topodoctor.nccl.classify import ROOT
-from topodoctor.nccl.evidence import RESULT, Builder, LogContext, odd_interfaces, only_odd_interfaces
+from topodoctor.nccl.evidence import Builder, LogContext, agreed_layers, on_host, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
+from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_runtime import RUNTIME
 from topodoctor.nccl.fixes_usage import USAGE
+from topodoctor.nccl.fixes_watchdog import WATCHDOG
 from topodoctor.nccl.info_signs import context_signs
 from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
 from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.parse import Event, LogFile
+from topodoctor.nccl.unexplained import bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE}
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
 LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
-# What an NCCL error class usually means when NCCL left no reason (init.cc's ncclGetErrorString)
-LIKELY = {
-    "invalid usage": "at init: NCCL_NET naming an absent network, NCCL_SOCKET_IFNAME matching nothing, or two "
-    "ranks on one GPU",
-    "unhandled system error": "/dev/shm too small in a container, sockets refused or unreachable, or IB verbs failing",
-    "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, the Fabric Manager on an "
-    "NVSwitch host, or a GPU fault (see dmesg)",
-    "remote process exited": "another rank died or its node dropped off the network",
-    "internal error": "NCCL 2.18 reports a failure of its proxy thread as 'internal error' (fixed in 2.19.1: the "
-    "proxy's own WARN before 'Socket recv failed while polling' names it; upgrade to 2.19 or later), an NCCL bug, "
-    "or a mix of NCCL builds",
-}
-_CLASS_OF = {
-    "UnhandledCuda": "unhandled cuda error",
-    "System": "unhandled system error",
-    "Internal": "internal error",
-    "InvalidArgument": "invalid argument",
-    "InvalidUsage": "invalid usage",
-    "Remote": "remote process exited or there was a network error",
-}
-
-
-# How sure the cause is: NCCL or CUDA states it in so many words, or it is the usual cause of that message
-STATED = frozenset(
-    (
-        "TD040",
-        "TD041",
-        "TD042",
-        "TD043",
-        "TD044",
-        "TD048",
-        "TD054",
-        "TD055",
-        "TD058",
-        "TD060",
-        "TD061",
-        "TD062",
-        "TD070",
-        "TD073",
-        "TD077",
-        "TD078",
-        "TD079",
-        "TD085",
-        "TD086",
-        "TD089",
-    )
-)
-
-
-def _finding(code: str, subject: str, message: str, fix: str, ev: Event | None, **extra: object) -> Finding:
-    e = EXPLANATIONS[code]
-    evidence: dict[str, object] = {}
-    if ev is not None:
-        evidence.update(file=ev.file, line=ev.line_no, text=ev.text)
-        if ev.rank is not None:
-            evidence["rank"] = ev.rank
-    not_found = code in ("TD049", "TD052")  # a failure no class explains: its cause is not found
-    confidence = "not found" if not_found else ("stated by the log" if code in STATED else "likely")
-    if "candidates" in extra:  # a message of several causes: the finding ranks them
-        confidence = "candidates"
-    elif "narrowed_by" in extra:  # a class of several causes, and the log holds the line that singles one out
-        confidence = "shown by the log"
-    evidence["cause"] = {"what": e.title if not not_found else "not found", "confidence": confidence}
-    evidence.update(extra)
-    return Finding(code, e.name, e.severity, subject, message, fix, evidence)
-
-
-def _subject(evs: Sequence[Event]) -> str:
-    ranks = sorted({e.rank for e in evs if e.rank is not None})
-    if ranks:
-        return "rank" + ",".join(str(r) for r in ranks[:8]) + ("..." if len(ranks) > 8 else "")
-    return evs[0].file.rsplit("/", 1)[-1]
-
 
 def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
-    layers: dict[str, str] = {}
+    layers: dict[str, dict[str, str]] = {}
     for f in files:
-        layers.update(f.link_layers)
+        for host, devices in f.link_layers.items():
+            layers.setdefault(host, {}).update(devices)
     return LogContext(
         env,
         tuple(v for f in files for v in f.versions),
-        layers,
+        agreed_layers(layers),
         next((f.topo_file for f in files if f.topo_file), ""),
         frozenset(s for f in files for s in f.trail_sources),
         {k: v for f in files for k, v in f.socket_ifs.items()},
@@ -128,6 +59,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         any(f.level == "INFO" for f in files),
         tuple(dict.fromkeys(n for f in files if f.account for n in f.account.networks.values())),
         context_signs(files),
+        layers,
     )
 
 
@@ -159,9 +91,9 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
                 (
                     1,
                     ev.line_no,
-                    _finding(
+                    finding(
                         "TD075",
-                        _subject(evs),
+                        subject(evs),
                         f"socket closed ({ev.fields.get('text', '')}) but the job went on afterwards",
                         EXPLANATIONS["TD075"].fix,
                         ev,
@@ -169,8 +101,9 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
                 )
             )
             continue
-        said = ranked(BUILDERS[kind](evs[0].fields, evs, ctx), evs, ctx)
-        f = _finding(said.code, _subject(evs), said.message, said.fix, evs[0], events=len(evs), **said.extra)
+        at = on_host(ctx, evs[0].host)  # the failing host's link layers, not another host's
+        said = ranked(BUILDERS[kind](evs[0].fields, evs, at), evs, at)
+        f = finding(said.code, subject(evs), said.message, said.fix, evs[0], events=len(evs), **said.extra)
         out.append((-1 if kind in LEADS else evs[0].order, evs[0].line_no, f))
     out = _drop_consequences(out)
     out += [(0, 0, f) for f in _versions(files, by_kind)]
@@ -180,7 +113,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
             (
                 1,
                 ev.line_no,
-                _finding(
+                finding(
                     "TD050",
                     "env:NCCL_IB_HCA",
                     f"NCCL_IB_HCA={hca} but NCCL found no IB device",
@@ -191,61 +124,17 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         )
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
     if findings and findings[0].code == "TD067":  # a flushed request follows a failure this log does not show
-        findings.insert(0, _flushed_only(findings[0]))
+        findings.insert(0, flushed_only(findings[0]))
     if not any(f.severity in ("error", "critical") for f in findings):
-        findings = _unexplained(files, by_kind, env) + findings
+        findings = unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
-            findings.insert(0, _bridges_only(ctx, findings[0]))
+            findings.insert(0, bridges_only(ctx, findings[0]))
     if findings and findings[0].code in ("TD049", "TD052"):  # no banner: the known bugs its message may be
         findings[0] = with_bug_candidates(findings[0], files)
     failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
-    unexplained = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)
-    findings = known_bug_findings(files, failed, unexplained) + findings  # the release's own bug comes first
+    no_cause = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)
+    findings = known_bug_findings(files, failed, no_cause) + findings  # the release's own bug comes first
     return findings + variable_findings(files) + _other_warnings(files, by_kind, findings)
-
-
-# What ends an RDMA queue pair before its requests are flushed (status 5), when the log shows no first failure
-_FLUSHED = (
-    "the peer's process or node failed first: its own log's last lines",
-    "an earlier completion error or NIC event on this queue pair (an async event, a local access or protection "
-    "error: GPUDirect RDMA or the memory registration the NIC refused)",
-    "NICs that cannot reach each other (routing, GID index, a link down)",
-)
-
-
-def _flushed_only(flushed: Finding) -> Finding:
-    """A failure whose only IB completion is a flushed request (status 5): the request was cancelled
-    because its queue pair had already failed, and what failed first is not in the log: cause not
-    found, with the candidates."""
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(_FLUSHED, 1))
-    where = {k: flushed.evidence[k] for k in ("file", "line", "text", "rank") if k in flushed.evidence}
-    return _finding(
-        "TD052",
-        flushed.subject,
-        f"NCCL failed on a flushed RDMA request ({flushed.message}): it follows a failure this log does not show; "
-        "cause not found",
-        f"Candidates: {ranked}. Collect every rank's log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and the "
-        "first completion error or WARN of the job; `ibstat` and the port counters of both NICs.",
-        None,
-        candidates=list(_FLUSHED),
-        **where,
-    )
-
-
-def _bridges_only(ctx: LogContext, failed: Finding) -> Finding:
-    """A failed job whose sockets use only container bridges and link-local addresses: those reach
-    no other node, which is the cause the log shows."""
-    names = ", ".join(ctx.socket_ifs)
-    return _finding(
-        "TD041",
-        "sockets",
-        f"NCCL failed and its sockets use only {names}: container bridges or link-local addresses that reach no "
-        "other node (NCCL_SOCKET_IFNAME names no routed interface)",
-        f"{odd_interfaces(ctx)} {EXPLANATIONS['TD041'].fix}",
-        None,
-        interfaces=dict(ctx.socket_ifs),
-        failure=failed.message[:200],
-    )
 
 
 def _drop_skipped_queries(by_kind: dict[str, list[Event]], skipped: Sequence[Event]) -> None:
@@ -289,7 +178,7 @@ def _versions(files: Sequence[LogFile], by_kind: dict[str, list[Event]]) -> list
         return []
     parts = "; ".join(f"{v} in {', '.join(n.rsplit('/', 1)[-1] for n in names[:3])}" for v, names in seen.items())
     return [
-        _finding(
+        finding(
             "TD048",
             "logs",
             f"the logs name {len(seen)} NCCL versions: {parts}",
@@ -300,92 +189,6 @@ def _versions(files: Sequence[LogFile], by_kind: dict[str, list[Event]]) -> list
     ]
 
 
-def _unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: Mapping[str, str]) -> list[Finding]:
-    """A failed job whose cause no class covers: NCCL's own words (TD052), or none at all (TD049)."""
-    errors = by_kind.get("nccl-error", [])
-    trails = by_kind.get("trail", [])
-    if not errors and not trails and not any(f.failed for f in files):
-        return []
-    warns = sorted(by_kind.get("warn", []) + by_kind.get("secondary", []), key=lambda e: (e.file, e.line_no))
-    cls = _class(errors, trails)
-    reasons = [e.fields.get("reason", "") for e in errors] + [r for f in files for r in f.last_errors]
-    reason = next((r for r in reasons if r), "")  # torch's "Last error:" or nccl-tests' text
-    ev: Event | None = next(iter(errors or trails or warns), None)
-    if not reason and warns:  # else NCCL's first WARN that no class covers
-        reason, ev = warns[0].fields.get("said", ""), warns[0]
-    if reason:
-        fields = ev.fields if ev is not None and ev.fields.get("said") == reason else {}
-        known = _from_source(fields)
-        source = {"source": {k: fields[k] for k in ("site", "returns", "span") if k in fields}} if known else {}
-        return [
-            _finding(
-                "TD052",
-                _subject([ev]) if ev else "logs",
-                f"NCCL failed ({cls}): {reason[:200]}{known}; cause not found",
-                EXPLANATIONS["TD052"].fix,
-                ev,
-                reason=reason,
-                **source,
-            )
-        ]
-    if trails and not errors:
-        t = trails[0]
-        path = t.fields.get("path") or t.source
-        return [
-            _finding(
-                "TD052",
-                _subject([t]),
-                f"NCCL failed ({cls}) along {path}, with no WARN saying why; cause not found",
-                EXPLANATIONS["TD052"].fix,
-                t,
-            )
-        ]
-    likely = next((v for k, v in LIKELY.items() if cls.startswith(k)), "see NCCL's error class")
-    if graph := env.get("NCCL_GRAPH_FILE"):  # a forced graph breaks init on any other GPU set
-        likely = f"NCCL_GRAPH_FILE={graph} is set: unset it (environment, /etc/nccl.conf, ~/.nccl.conf); else {likely}"
-    shown = {
-        k: v
-        for k, v in env.items()
-        if k in ("NCCL_NET", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SHM_DISABLE", "NCCL_TOPO_FILE")
-    }
-    msg = f"NCCL error '{cls}' with no reason in the log (NCCL_DEBUG unset); likely: {likely}"
-    if shown:
-        msg += "; the log shows " + ", ".join(f"{k}={v}" for k, v in shown.items())
-    subject = _subject(errors) if errors else "logs"
-    return [
-        _finding(
-            "TD049",
-            subject,
-            msg,
-            EXPLANATIONS["TD049"].fix,
-            errors[0] if errors else None,
-            error_class=cls,
-            debug_set="NCCL_DEBUG=WARN",
-        )
-    ]
-
-
-def _from_source(f: Mapping[str, str]) -> str:
-    """What NCCL's sources say of an unclassed message (the catalogue's fields of its event):
-    where it is printed and what the code does next; "" when the catalogue does not know it."""
-    if not f.get("site"):
-        return ""
-    then = f"which then returns {f['returns']}" if f.get("returns") else "which goes on after it"
-    return f" (printed by {f['site']}, {then}; NCCL {f.get('span', '')})"
-
-
-def _class(errors: Sequence[Event], trails: Sequence[Event]) -> str:
-    for e in errors:
-        c = e.fields.get("class", "")
-        c = _CLASS_OF.get(c, c).split(" (run with")[0].strip().replace("unhanled", "unhandled")  # torch 1.0's typo
-        if c:
-            return c
-    if trails:
-        code = int(trails[0].fields.get("code", "0") or 0)
-        return f"{RESULT.get(code, 'error')} ({code})"
-    return "an NCCL error"
-
-
 def _other_warnings(files: Sequence[LogFile], by_kind: dict[str, list[Event]], found: list[Finding]) -> list[Finding]:
     """WARN lines no class covers, in a run that did not fail on them (info)."""
     rest = by_kind.get("warn", [])
@@ -393,7 +196,7 @@ def _other_warnings(files: Sequence[LogFile], by_kind: dict[str, list[Event]], f
         return []
     texts = list(dict.fromkeys(w.fields.get("said", "").strip()[:160] for w in rest))
     return [
-        _finding(
-            "TD051", _subject(rest), f"NCCL WARN: {texts[0]}", EXPLANATIONS["TD051"].fix, rest[0], warnings=texts[:10]
+        finding(
+            "TD051", subject(rest), f"NCCL WARN: {texts[0]}", EXPLANATIONS["TD051"].fix, rest[0], warnings=texts[:10]
         )
     ]

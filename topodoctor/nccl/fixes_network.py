@@ -1,6 +1,6 @@
 """Builders of `nccl-log` findings for what fails between processes and nodes: InfiniBand / RoCE
 verbs calls and completion statuses, socket connections, peers that went away, ranks that
-disagree (sizes, versions, GPUs), torch's watchdog. Data in, text out."""
+disagree (sizes, versions, GPUs). Data in, text out."""
 
 from __future__ import annotations
 
@@ -20,10 +20,6 @@ from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
 
 _LOCAL_GID = re.compile(r"localGid (\S+)")
-# torch's watchdog timeout: at or below this no collective can be expected to finish (the timeout is the
-# cause); below the short one either the timeout or a rank that did not join (the default is 10 minutes)
-TIMEOUT_IS_CAUSE_MS = 100
-TIMEOUT_SHORT_MS = 5_000
 
 
 def _verbs_dev(f: Mapping[str, str], ctx: LogContext) -> str:
@@ -218,70 +214,6 @@ def _mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
     )
 
 
-def _ops_differ(evs: Sequence[Event]) -> str:
-    """Ranks whose timed-out work has one sequence number but another operation (and no process
-    group that tells them apart): "BROADCAST on rank 7, ALLREDUCE on rank 3"; "" when none."""
-    by_seq: dict[str, dict[str, str]] = {}  # seq -> op -> a rank
-    pgs: dict[str, set[str]] = {}
-    for e in evs:
-        seq, op = e.fields.get("seq", ""), e.fields.get("op", "")
-        who = e.fields.get("wrank") or ("" if e.rank is None else str(e.rank))
-        by_seq.setdefault(seq, {}).setdefault(op, who)
-        if e.fields.get("pg"):
-            pgs.setdefault(seq, set()).add(e.fields["pg"])
-    for seq, ops in by_seq.items():
-        if len(ops) > 1 and len(pgs.get(seq, ())) <= 1:
-            return f"sequence {seq}: " + ", ".join(f"{op} on rank {r}" if r else op for op, r in ops.items())
-    return ""
-
-
-def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    extra: dict[str, object] = {
-        "seq": int(f.get("seq", 0)),
-        "op": f.get("op", ""),
-        "timeout_ms": int(f.get("timeout", 0)),
-    }
-    fix = EXPLANATIONS["TD047"].fix
-    if geforce := [g for g in ctx.gpu_names if "GeForce" in g]:
-        fix = (
-            f"The GPUs are {geforce[0]}: GeForce boards have no supported P2P, and a first collective that never "
-            f"ends is its usual sign: try NCCL_P2P_DISABLE=1. {fix}"
-        )
-    if odd := odd_interfaces(ctx):
-        fix = f"{odd} {fix}"
-    if differ := _ops_differ(evs):
-        extra["ops_differ"] = differ
-        return Said(
-            "TD047",
-            f"the ranks timed out in different collectives at one point ({differ}): they did not call the same "
-            "operations",
-            "The program's collectives differ between ranks: a branch on the rank, a rank that left a loop "
-            "early (uneven data), or an exception caught on one rank; TORCH_DISTRIBUTED_DEBUG=DETAIL and the "
-            "flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) show each rank's calls. " + fix,
-            extra,
-        )
-    timeout_ms = int(f.get("timeout") or 0)
-    ran = f"{f.get('op')} (sequence {f.get('seq')}) ran {f.get('ran')} ms, past the {timeout_ms} ms timeout"
-    if 0 < timeout_ms <= TIMEOUT_IS_CAUSE_MS:
-        return Said(
-            "TD047",
-            f"{ran}: the timeout is too short for any collective, it is the cause",
-            "Raise the timeout passed to init_process_group (timeout=timedelta(minutes=10); the default is 10 "
-            "minutes, 30 with some launchers) or the framework's own setting, and remove a test value left in the "
-            "configuration.",
-            extra,
-        )
-    if 0 < timeout_ms < TIMEOUT_SHORT_MS:
-        return Said(
-            "TD047",
-            f"{ran}: either the timeout is too short for this operation or a rank did not join it",
-            f"The timeout of {timeout_ms} ms is far below the default of 10 minutes: raise it first (the "
-            "timeout passed to init_process_group); if it still times out, a rank did not join. " + fix,
-            extra,
-        )
-    return Said("TD047", f"{ran}: a rank did not join it", fix, extra)
-
-
 def _version_code(code: str) -> str:
     n = int(code) if code.isdigit() else 0
     return f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else code
@@ -331,24 +263,7 @@ def _skipped(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
     return Said("TD081", f"NCCL could not open {which} and skipped it{used}", EXPLANATIONS["TD081"].fix)
 
 
-def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    """torch's heartbeat monitor killed the process: its NCCL watchdog thread, not a collective, stopped."""
-    secs = f.get("secs", "?")
-    return Said(
-        "TD047",
-        f"torch's NCCL watchdog thread made no progress for {secs} s (its heartbeat monitor, "
-        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): a CUDA or NCCL call hung inside the watchdog, not a collective past "
-        "its timeout",
-        "Find the call the watchdog is blocked in: dump the process's stacks (`py-spy dump --native --pid`, or "
-        "the flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE with TORCH_NCCL_DUMP_ON_TIMEOUT=1); a hung GPU shows "
-        "an Xid in `dmesg`; another thread holding the GIL inside a CUDA call, or a rank stuck in NCCL's abort, "
-        "blocks it too. Raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is slow, not stuck.",
-        {"stuck_s": secs},
-    )
-
-
 NETWORK: dict[str, Builder] = {
-    "watchdog-stuck": _watchdog_stuck,
     "ib-memlock": _memlock,
     "ib-dmabuf": _dmabuf,
     "ib-device": _device,
@@ -363,7 +278,6 @@ NETWORK: dict[str, Builder] = {
     "peer-lost": _peer_lost,
     "store": _store,
     "collective-mismatch": _mismatch,
-    "watchdog-timeout": _watchdog,
     "version-mismatch": _versions,
     "net-plugin": _net,
     "duplicate-gpu": _dup,

@@ -5,6 +5,7 @@ catalogue of NCCL's sources knows but no class covers. Data in, text out."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.nccl.evidence import Builder, LogContext, Said, odd_interfaces, older_than, with_general
@@ -46,18 +47,62 @@ _MISMATCH_FIX = (
 )
 
 
+_FP_OP = re.compile(r"OpType=(\w+)")
+_FP_SHAPE = re.compile(r"TensorShape=\[([^\]]*)\]")
+_FP_DTYPE = re.compile(r"TensorDtypes=(\w+)")
+_FP_SEQ = re.compile(r"SequenceNumber=(\d+)")
+_DIFF = re.compile(r"\.?\s*Collectives differ in the following aspects:\s*(.*)$")
+
+
+def _call(fingerprint: str) -> str:
+    """One rank's call from torch's CollectiveFingerPrint: "ALLREDUCE of [195812480] BFloat16" (1.13's short
+    form names the operation alone: "REDUCE")."""
+    text = _DIFF.sub("", fingerprint).strip().rstrip(".")
+    op = m.group(1) if (m := _FP_OP.search(text)) else (text if re.fullmatch(r"\w+", text) else "")
+    if not op:
+        return text[:120] or "?"
+    shape = f" of [{m.group(1)}]" if (m := _FP_SHAPE.search(text)) else ""
+    dtype = f" {m.group(1)}" if (m := _FP_DTYPE.search(text)) else ""
+    return f"{op}{shape}{dtype}"
+
+
 def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    if f.get("a"):
-        msg = (
-            f"rank {f['a']} runs {f.get('ca', '?')[:120]} while rank {f['b']} runs {f.get('cb', '?')[:120]}: "
-            "the ranks' collectives differ"
-        )
+    """torch's check of each call's fingerprint across the ranks, or its flight recorder's: the ranks, their
+    calls (operation, shape, dtype) and what differs, as torch says it."""
+    extra: dict[str, object] = {}
+    if f.get("fr"):  # the flight recorder's analyser
+        culprit = f": {f['culprit'][:200]}" if f.get("culprit") else ""
+        msg = f"torch's flight recorder found the ranks' collectives differ ({f['fr']}{culprit})"
+        extra["flight_recorder"] = f["fr"]
+    elif f.get("a"):
+        ca, cb = f.get("ca", ""), f.get("cb", "")
+        seq = m.group(1) if (m := _FP_SEQ.search(ca)) else ""
+        diff = m.group(1).strip() if (m := _DIFF.search(cb or ca)) else ""
+        at = f" at sequence {seq}" if seq else ""
+        if f.get("b"):
+            msg = f"rank {f['a']} runs {_call(ca)} while rank {f['b']} runs {_call(cb)}{at}"
+            extra["ranks"] = [int(f["a"]), int(f["b"])]
+        else:  # torch 1.10-1.12 name the inconsistent rank alone
+            msg = f"rank {f['a']} runs {_call(ca)}{at}, which the other ranks do not"
+            extra["ranks"] = [int(f["a"])]
+        differ = " ".join(diff.split())[:160]
+        msg += f": the ranks' collectives differ ({differ})" if differ else ": the ranks' collectives differ"
     else:
         msg = "torch found the ranks running different collectives (shapes, types or operations differ)"
-    return Said("TD073", msg, _MISMATCH_FIX)
+    return Said("TD073", msg, _MISMATCH_FIX, extra)
 
 
 def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if f.get("noload"):  # XLA loads libnccl at run time and says only that it found none
+        return Said(
+            "TD085",
+            "the program found no NCCL library to load (XLA's NCCL stub: 'Unable to load NCCL library')",
+            "Install NCCL where the program loads it: JAX builds from 0.4.18 no longer bundle it, so a "
+            "cuda12_local install needs the nvidia-nccl-cu12 wheel (or the system libnccl2) beside it; the cuda12 "
+            "pip extra installs it. `ldconfig -p | grep libnccl` and LD_LIBRARY_PATH show which libnccl.so.2 the "
+            "process can find.",
+            {"symbol": ""},
+        )
     if f.get("sym"):
         msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
     else:

@@ -47,7 +47,9 @@ OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
 INFO = "NCCL INFO"  # where a 2.5+ INFO message starts (the message: after it, leading spaces dropped)
 DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")  # 2.31+: NCCL's own diagnosis
 # host:pid:tid [dev] before the level; the host is what precedes the pid (a launcher's prefix before it)
-ORIGIN = re.compile(r"(?P<host>[\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] (?:NCCL )?(?:INFO|WARN)\b")
+ORIGIN = re.compile(
+    rf"(?P<host>[\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] (?:{SRC}:\d+\]? )?(?:NCCL )?(?:INFO|WARN)\b"
+)
 # include/checks.h's NCCLCHECK trail: "file.cc:line -> N [Async thread]"
 TRAIL = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -174,9 +176,10 @@ BARE_OK = re.compile(
     r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
     r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
-    r"|Attribute \w+ of node|WorkNCCL\(SeqNum|Out of bounds values : [1-9]|^CUDA error \d+ '"
+    r"|Attribute \w+ of node|WorkNCCL\((?:SeqNum|OpType)|Out of bounds values : [1-9]|^CUDA error \d+ '"
     r"|Detected mismatch between collectives|undefined symbol: [\"'`]?nccl|libnccl\.so[.\d]*: (?:cannot open|version)"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
     r"|[Nn]o algorithm/protocol available for function|peer access is not supported between"
-    r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds"
+    r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds|Error type: \w+_MISMATCH"
+    r"|Unable to load NCCL library"
 )

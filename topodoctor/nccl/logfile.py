@@ -25,6 +25,7 @@ class Event:
     rank: int | None = None
     source: str = ""  # the NCCL source file the line was printed from, where the line says
     order: int = ROOT  # ROOT or CONSEQUENCE (``nccl.classify``)
+    host: str = ""  # the host of NCCL's line prefix ("" where the line carries none)
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class LogFile:
     nccl_tests: bool = False  # nccl-tests' own output (its "# nThread" header)
     failed: bool = False  # the file shows a failed call: a trail to the top, a framework or test error
     went_on: bool = False  # work went on after the last failure line (training steps, test rows)
-    link_layers: dict[str, str] = field(default_factory=dict)  # RDMA device -> IB or RoCE (NET/IB : Using)
+    # host -> RDMA device -> IB or RoCE (NET/IB : Using); host "" for a line without NCCL's prefix
+    link_layers: dict[str, dict[str, str]] = field(default_factory=dict)
     socket_ifs: dict[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use
     gpu_names: tuple[str, ...] = ()  # consumer GPU names the log shows (nccl-tests' device list, torch)
     topo_file: str = ""  # the topology XML NCCL loaded, where the log says

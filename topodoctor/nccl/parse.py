@@ -20,11 +20,10 @@ import re
 
 from topodoctor.nccl.account import account
 from topodoctor.nccl.choices import parse_choices
-from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
-from topodoctor.nccl.continuation import ends_in_trail, wrapped
+from topodoctor.nccl.classify import classify
+from topodoctor.nccl.continuation import ends_in_trail
+from topodoctor.nccl.framework_lines import FrameworkLines
 from topodoctor.nccl.grammar import ANSI as _ANSI
-from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
-from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
 from topodoctor.nccl.grammar import DIAG as _DIAG
 from topodoctor.nccl.grammar import IB_DEV as _IB_DEV
 from topodoctor.nccl.grammar import IB_USING as _IB_USING
@@ -41,49 +40,15 @@ from topodoctor.nccl.grammar import VERSION as _VERSION
 from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
+from topodoctor.nccl.grammar import origin_host
 from topodoctor.nccl.info_signs import read_signs
-from topodoctor.nccl.logfile import Event, Level, LogFile, dedupe_versions
-from topodoctor.nccl.outcome import Outcome
+from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
 
 __all__ = ["Event", "LogFile", "parse_file"]
-MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
 _TOP_TAGS = ("Async thread", "Proxy Thread", "Progress Thread", "Proxy Service", "bthread")
 _TOP_SRC = re.compile(r"(?:^|/)(?:init|group|enqueue|collectives)\.(?:cc|cu)$")
-_TORCH_ERROR = re.compile(
-    r"NCCL [Ee]rror(?: in: \S+,| \d+:|:) (?P<cls>[a-z][a-z ]*[a-z])(?=\s*\(run with|,|\.?\s*$)"
-    r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+\S*))?"
-)
-_NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
-_LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
-# any framework's words for NCCL's error class (horovod "ncclCommInitRank failed: ...", XLA "NCCL operation ...
-# failed: ...", TensorFlow "NCCL failure: ..."): a failed call even without torch's header
-_NCCL_CLASS = re.compile(
-    r"(?i)nccl.*?\b(?P<cls>unhandled cuda error|unhandled system error|internal error|invalid usage"
-    r"|remote process exited or there was a network error)"
-)
-# torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
-_STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
-# what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
-_NOT_REASON = re.compile(r"\s*(?:\[rank|\[[WEIF]\d{4}|Exception raised|frame #|Traceback|\s*File \")")
-# torch's own CUDA check (c10_cuda_check_implementation) raised in a rank or in the NCCL watchdog:
-# "RuntimeError: CUDA error: ...", "what():  CUDA error: ...", "terminated with exception: CUDA error: ..."
-_TORCH_CUDA = re.compile(
-    r"(?:[Ee]xception|Error|what\(\)):\s+CUDA error: (?P<msg>.+?)\.?(?=\s*(?:CUDA kernel errors|Compile with|$))"
-)
-# the watchdog's next line names the process group of the work that timed out
-_WATCHDOG_PG = re.compile(r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\] Exception .*? at work: (?P<seq>\d+)")
-# (the next line " .. host pid N: Test failure common.cu:891" may be pasted onto it)
-_TEST_FAIL = re.compile(
-    r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?"
-    r"(?:\s+\.\. \S+ pid \d+: .*)?\s*$"
-)
-_TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
-_FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
-_NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
-_NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
-_GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
 _PROGRESS = re.compile(
     r"(?i)\b(?:epoch|step|iter(?:ation)?)\b\s*[:=\[]?\s*\d|\bloss(?: is)?\s*[:=]?\s*-?[\d.]"
     r"|\d\s*(?:it|samples|tokens)/s\b|^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+"
@@ -91,63 +56,8 @@ _PROGRESS = re.compile(
 )
 
 
-def _file_rank(name: str) -> int | None:
-    stem = name.rsplit("/", 1)[-1]
-    m = _FILE_RANK.search(stem.rsplit(".", 1)[0] if stem.count(".") > 1 else stem)
-    return int(m.group(1)) if m else None
-
-
-class _Reader:
-    """One pass over a file's lines, gathering what ``LogFile`` holds."""
-
-    def __init__(self, name: str, lines: list[str]) -> None:
-        self.name, self.lines = name, lines
-        self.level: Level = "unset"
-        self.versions: dict[str, None] = {}
-        self.ranks: dict[int, None] = {}
-        self.hosts: dict[str, None] = {}
-        self.events: list[Event] = []
-        self.per_kind: dict[str, int] = {}
-        self.last_errors: list[str] = []
-        self.env: dict[str, str] = {}
-        self.shown: dict[str, tuple[str, int]] = {}  # NCCL_* the log shows set: name -> (value, 1-based line)
-        self.layers: dict[str, str] = {}
-        self.socket_ifs: dict[str, str] = {}
-        self.gpus: dict[str, None] = {}
-        self.topo_file = ""
-        self.failed_at: list[int] = []
-        self.trail_src: dict[str, None] = {}
-        self.trail_path: list[str] = []  # the sources of the trail being read, from the failed call up
-        self.consumed = -1  # a line already read as the reason after "Last error:"
-        self.nccl_seen = False  # a line so far named NCCL
-        self.prefixes: set[str] = set()
-        self.progress_at: list[int] = []
-        self.outcome = Outcome()
-        self.file_rank = _file_rank(name)
-        if self.file_rank is not None:
-            self.ranks[self.file_rank] = None
-
-    def add(
-        self,
-        kind: str,
-        i: int,
-        text: str,
-        rank: int | None,
-        reading: Reading | None = None,
-        source: str = "",
-        fields: dict[str, str] | None = None,
-    ) -> None:
-        self.per_kind[kind] = self.per_kind.get(kind, 0) + 1
-        if self.per_kind[kind] > MAX_EVENTS_PER_KIND:
-            return
-        f = (fields or {}) | dict(reading.fields if reading else {})  # what the reading names wins
-        order = reading.rank if reading else (CONSEQUENCE if kind in ("nccl-error", "trail") else ROOT)
-        self.events.append(Event(kind, self.name, i + 1, text.strip()[:300], f, rank, source, order))
-
-    def seen(self, level: Level) -> None:
-        order = {"unset": 0, "VERSION": 1, "WARN": 2, "INFO": 3}
-        if order[level] > order[self.level]:
-            self.level = level
+class _Reader(FrameworkLines):
+    """NCCL's own lines; every other line goes to ``FrameworkLines.other``."""
 
     def line(self, i: int, raw: str) -> None:
         # Most of a long log is NCCL INFO: substring checks guard every pattern (a 64 MiB log in seconds)
@@ -171,7 +81,7 @@ class _Reader:
             msg = m.group("msg").rstrip("*").strip()
             src = m.group("src") or ""
             # a WARN wrapped at a space reads whole first: its first half may read as a vaguer class
-            reading, known = self.outcome.warn(i, line, self._wrapped(i, msg, src, (" ",)) or classify(msg, src), msg)
+            reading, known = self.outcome.warn(i, line, self.wrapped(i, msg, src, (" ",)) or classify(msg, src), msg)
             known |= {"said": msg, "at": m.group("line") or ""}
             self.add(reading.kind if reading else "warn", i, line, rank, reading, src, known)
         elif " INFO " in line and (m := _OLD_INFO.search(line)):  # NCCL before 2.5: "INFO" without "NCCL"
@@ -184,7 +94,7 @@ class _Reader:
             reading = classify(m.group("msg"))
             self.add(reading.kind if reading else "diag", i, line, rank, reading, fields={"said": m.group("msg")})
         else:
-            self._other(i, line, rank)
+            self.other(i, line, rank)
             if "NCCL" not in line and _PROGRESS.search(line) and not (self.events and self.events[-1].line_no == i + 1):
                 self.progress_at.append(i)
 
@@ -240,122 +150,13 @@ class _Reader:
                 self.topo_file = m.group(2)
         if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
             self.ranks[int(m.group(1) or m.group(3))] = None
-        if "NET/IB" in msg and (m := _IB_USING.search(msg)):
-            self.layers.update({d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))})
+        if "NET/IB" in msg and (m := _IB_USING.search(msg)):  # per host: two hosts may name one device apart
+            found = {d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))}
+            self.layers.setdefault(origin_host(line), {}).update(found)
         if "NET/IB" in msg and "No device found" in msg:
             self.add("ib-no-device", i, line, rank)
         if "topology file" in msg and (m := _TOPO_FILE.search(msg)):
             self.topo_file = m.group(1)
-
-    def _other(self, i: int, line: str, rank: int | None) -> None:
-        if "NCCL_" in line and "=" in line:  # a command line or an environment dump: the variables it sets
-            for a in _ASSIGNED.finditer(line):
-                self.shown.setdefault(a.group(1), (a.group(2), i + 1))
-        if ("GeForce" in line or "RTX" in line or "TITAN" in line) and (m := _GPU_NAME.search(line)):
-            self.gpus[m.group(0).strip()] = None
-        if line.startswith("#"):
-            if (reading := classify(line)) and reading.kind == "wrong-results":
-                self.failed_at.append(i)
-                self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip("# ")})
-            if m := _NT_LIBRARY.search(line):  # nccl-library=22703, or NCCL 1's "compiled with NCCL 1.0"
-                n = int(m.group(1) or 0)
-                self.versions[f"{m.group(2)}.0" if m.group(2) else f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
-            if m := _NT_RANK.search(line):
-                self.ranks[int(m.group(1))] = None
-                self.hosts[m.group(2)] = None
-            return
-        if m := _LAST_ERROR.search(line):
-            self._last_error(i, line, m, rank)
-            return
-        if m := _TORCH_ERROR.search(line):
-            self.failed_at.append(i)
-            if m.group("v"):
-                self.versions.setdefault(m.group("v"), None)
-            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").strip()})
-            return
-        if m := _NCCL_RESULT.search(line):
-            self.failed_at.append(i)
-            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls")})
-            return
-        if m := _TEST_FAIL.search(line):
-            self._test_failure(i, line, m, rank)
-            return
-        # torch's CUDA error counts in its NCCL watchdog, or in a log that already spoke of NCCL
-        if "CUDA error: " in line and (self.nccl_seen or "watchdog" in line) and (m := _TORCH_CUDA.search(line)):
-            self.failed_at.append(i)
-            reading = classify(f"Cuda failure '{m.group('msg')}'")
-            self.add(reading.kind if reading else "cuda-failure", i, line, rank, reading, fields={"said": m.group(0)})
-            return
-        if "ncclUniqueId" in line and (m := _STORE.search(line)):
-            self.failed_at.append(i)
-            self.add("store", i, line, rank, fields={"err": m.group("err").strip()})
-            return
-        if "Cuda failure" not in line and (m := _NCCL_CLASS.search(line)):
-            self.failed_at.append(i)
-            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})
-            return
-        if _TEST_ABORT.search(line):
-            self.failed_at.append(i)
-            return
-        if self.outcome.other(i, line, self.nccl_seen):  # torch's own words that NCCL failed
-            self.failed_at.append(i)
-        if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self._wrapped(i, line)):
-            if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
-                reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
-                self.consumed = i + 1
-            fields = {"said": line.strip()}
-            self.failed_at += self.outcome.bare(i, line, reading)
-            if reading.kind == "watchdog-timeout":
-                who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
-                fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
-            self.add(reading.kind, i, line, rank, reading, fields=fields)
-
-    def _wrapped(self, i: int, text: str, src: str = "", joins: tuple[str, ...] = ("", " ")) -> Reading | None:
-        """``continuation.wrapped``, the next line then read."""
-        reading = wrapped(self.lines, i, text, src, joins) if i + 1 != self.consumed else None
-        if reading:
-            self.consumed = i + 1
-        return reading
-
-    def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
-        """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception
-        ... at work: 1580``), where printed."""
-        for nxt in self.lines[i + 1 : i + 4]:
-            if "at work:" in nxt and (m := _WATCHDOG_PG.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
-                return {"pg": m.group("pg")}
-        return {}
-
-    def _last_error(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
-        """torch's ``Last error:`` and the line after it, whatever prefix both carry."""
-        reason, at, text = m.group("rest").strip(), i, line
-        if not reason and i + 1 < len(self.lines):
-            prefix = line[: m.start()]
-            nxt = _ANSI.sub("", self.lines[i + 1]).rstrip()
-            said = nxt[len(prefix) :] if prefix.strip() and nxt.startswith(prefix) else nxt
-            # an empty "Last error:" is followed by torch's next message, not NCCL's reason
-            if said.strip() and not _NOT_REASON.match(said):
-                reason, at, text = said.strip(), i + 1, nxt
-                self.consumed = i + 1
-        self.failed_at.append(i)
-        self.last_errors.append(reason[:300])
-        if reading := classify(reason) if reason else None:
-            self.add(reading.kind, at, text, rank, reading, fields={"said": reason})
-
-    def _test_failure(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
-        """nccl-tests: ``host: Test NCCL failure common.cu:1005 'class / ncclGetLastError()'``,
-        ``Test CUDA failure common.cu:941 'CUDA error string'`` (older: ``Cuda failure common.cu:891``)."""
-        self.failed_at.append(i)
-        text = m.group("text").strip().rstrip("'")
-        if m.group("what") == "NCCL":
-            cls, _, reason = text.removesuffix(" /").partition(" / ")  # "'class / '": no last error
-            reading = classify(reason) if reason.strip() else None
-            if reading is None:
-                self.add("nccl-error", i, line, rank, fields={"class": cls.strip(), "reason": reason.strip()})
-                return
-        else:
-            reading = classify(f"Cuda failure '{text}'")
-        assert reading is not None  # a CUDA error string always reads as some CUDA kind
-        self.add(reading.kind, i, line, rank, reading, m.group("where"), {"said": text})
 
 
 def parse_file(name: str, text: str) -> LogFile:

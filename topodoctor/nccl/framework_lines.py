@@ -1,0 +1,160 @@
+"""The lines of a log that are not NCCL's own prefix: torch's error and its ``Last error:``, torch's CUDA
+check, its store and watchdog, nccl-tests' header and failures, a command line's NCCL variables, and
+NCCL's messages pasted without their prefix. ``nccl.parse`` reads NCCL's own lines and hands every
+other line here. Text in, data out."""
+
+from __future__ import annotations
+
+import re
+
+from topodoctor.nccl.classify import classify
+from topodoctor.nccl.grammar import ANSI as _ANSI
+from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
+from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
+from topodoctor.nccl.read_state import ReadState
+
+_TORCH_ERROR = re.compile(
+    r"NCCL [Ee]rror(?: in: \S+,| \d+:|:) (?P<cls>[a-z][a-z ]*[a-z])(?=\s*\(run with|,|\.?\s*$)"
+    r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+\S*))?"
+)
+_NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
+_LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
+# any framework's words for NCCL's error class (horovod "ncclCommInitRank failed: ...", XLA "NCCL operation ...
+# failed: ...", TensorFlow "NCCL failure: ..."): a failed call even without torch's header
+_NCCL_CLASS = re.compile(
+    r"(?i)nccl.*?\b(?P<cls>unhandled cuda error|unhandled system error|internal error|invalid usage"
+    r"|remote process exited or there was a network error)"
+)
+# torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
+_STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
+# what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
+_NOT_REASON = re.compile(r"\s*(?:\[rank|\[[WEIF]\d{4}|Exception raised|frame #|Traceback|\s*File \")")
+# torch's own CUDA check (c10_cuda_check_implementation) raised in a rank or in the NCCL watchdog:
+# "RuntimeError: CUDA error: ...", "what():  CUDA error: ...", "terminated with exception: CUDA error: ..."
+_TORCH_CUDA = re.compile(
+    r"(?:[Ee]xception|Error|what\(\)):\s+CUDA error: (?P<msg>.+?)\.?(?=\s*(?:CUDA kernel errors|Compile with|$))"
+)
+# the watchdog's next line names the process group of the work that timed out
+# (2.2-2.4 "Exception (either an error or timeout) detected by watchdog at work: N", 2.5+ " failure detected by
+# watchdog at work sequence id: N")
+_WATCHDOG_PG = re.compile(
+    r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\]\s+(?:Exception .*? at work: |failure detected by watchdog "
+    r"at work sequence id: )(?P<seq>\d+)"
+)
+# (the next line " .. host pid N: Test failure common.cu:891" may be pasted onto it)
+_TEST_FAIL = re.compile(
+    r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?"
+    r"(?:\s+\.\. \S+ pid \d+: .*)?\s*$"
+)
+_TEST_ABORT = re.compile(r"Test failure \S+:\d+")
+_NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
+_NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
+_GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
+_GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
+
+
+class FrameworkLines(ReadState):
+    """The reader of the lines no NCCL prefix carries."""
+
+    def other(self, i: int, line: str, rank: int | None) -> None:
+        if "NCCL_" in line and "=" in line:  # a command line or an environment dump: the variables it sets
+            for a in _ASSIGNED.finditer(line):
+                self.shown.setdefault(a.group(1), (a.group(2), i + 1))
+        if ("GeForce" in line or "RTX" in line or "TITAN" in line) and (m := _GPU_NAME.search(line)):
+            self.gpus[m.group(0).strip()] = None
+        if line.startswith("#"):
+            if (reading := classify(line)) and reading.kind == "wrong-results":
+                self.failed_at.append(i)
+                self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip("# ")})
+            if m := _NT_LIBRARY.search(line):  # nccl-library=22703, or NCCL 1's "compiled with NCCL 1.0"
+                n = int(m.group(1) or 0)
+                self.versions[f"{m.group(2)}.0" if m.group(2) else f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
+            if m := _NT_RANK.search(line):
+                self.ranks[int(m.group(1))] = None
+                self.hosts[m.group(2)] = None
+            return
+        if m := _LAST_ERROR.search(line):
+            self._last_error(i, line, m, rank)
+            return
+        if m := _TORCH_ERROR.search(line):
+            self.failed_at.append(i)
+            if m.group("v"):
+                self.versions.setdefault(m.group("v"), None)
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").strip()})
+            return
+        if m := _NCCL_RESULT.search(line):
+            self.failed_at.append(i)
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls")})
+            return
+        if m := _TEST_FAIL.search(line):
+            self._test_failure(i, line, m, rank)
+            return
+        # torch's CUDA error counts in its NCCL watchdog, or in a log that already spoke of NCCL
+        if "CUDA error: " in line and (self.nccl_seen or "watchdog" in line) and (m := _TORCH_CUDA.search(line)):
+            self.failed_at.append(i)
+            reading = classify(f"Cuda failure '{m.group('msg')}'")
+            self.add(reading.kind if reading else "cuda-failure", i, line, rank, reading, fields={"said": m.group(0)})
+            return
+        if "ncclUniqueId" in line and (m := _STORE.search(line)):
+            self.failed_at.append(i)
+            self.add("store", i, line, rank, fields={"err": m.group("err").strip()})
+            return
+        if "Cuda failure" not in line and (m := _NCCL_CLASS.search(line)):
+            self.failed_at.append(i)
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})
+            return
+        if _TEST_ABORT.search(line):
+            self.failed_at.append(i)
+            return
+        if self.outcome.other(i, line, self.nccl_seen):  # torch's own words that NCCL failed
+            self.failed_at.append(i)
+        if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self.wrapped(i, line)):
+            if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
+                reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
+                self.consumed = i + 1
+            fields = {"said": line.strip()}
+            self.failed_at += self.outcome.bare(i, line, reading)
+            if reading.kind == "watchdog-timeout":
+                who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
+                fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
+            self.add(reading.kind, i, line, rank, reading, fields=fields)
+
+    def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
+        """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception
+        ... at work: 1580``), where printed."""
+        for nxt in self.lines[i + 1 : i + 4]:
+            if " at work" in nxt and (m := _WATCHDOG_PG.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
+                return {"pg": m.group("pg")}
+        return {}
+
+    def _last_error(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
+        """torch's ``Last error:`` and the line after it, whatever prefix both carry."""
+        reason, at, text = m.group("rest").strip(), i, line
+        if not reason and i + 1 < len(self.lines):
+            prefix = line[: m.start()]
+            nxt = _ANSI.sub("", self.lines[i + 1]).rstrip()
+            said = nxt[len(prefix) :] if prefix.strip() and nxt.startswith(prefix) else nxt
+            # an empty "Last error:" is followed by torch's next message, not NCCL's reason
+            if said.strip() and not _NOT_REASON.match(said):
+                reason, at, text = said.strip(), i + 1, nxt
+                self.consumed = i + 1
+        self.failed_at.append(i)
+        self.last_errors.append(reason[:300])
+        if reading := classify(reason) if reason else None:
+            self.add(reading.kind, at, text, rank, reading, fields={"said": reason})
+
+    def _test_failure(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
+        """nccl-tests: ``host: Test NCCL failure common.cu:1005 'class / ncclGetLastError()'``,
+        ``Test CUDA failure common.cu:941 'CUDA error string'`` (older: ``Cuda failure common.cu:891``)."""
+        self.failed_at.append(i)
+        text = m.group("text").strip().rstrip("'")
+        if m.group("what") == "NCCL":
+            cls, _, reason = text.removesuffix(" /").partition(" / ")  # "'class / '": no last error
+            reading = classify(reason) if reason.strip() else None
+            if reading is None:
+                self.add("nccl-error", i, line, rank, fields={"class": cls.strip(), "reason": reason.strip()})
+                return
+        else:
+            reading = classify(f"Cuda failure '{text}'")
+        assert reading is not None  # a CUDA error string always reads as some CUDA kind
+        self.add(reading.kind, i, line, rank, reading, m.group("where"), {"said": text})

@@ -1,0 +1,83 @@
+"""What one pass over a file's lines gathers for ``LogFile``, and how a line becomes an ``Event``: the
+state ``nccl.parse`` (NCCL's own lines) and ``nccl.framework_lines`` (the framework's and the tests'
+lines) fill. Text in, data out."""
+
+from __future__ import annotations
+
+import re
+
+from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading
+from topodoctor.nccl.continuation import wrapped
+from topodoctor.nccl.grammar import origin_host
+from topodoctor.nccl.logfile import Event, Level
+from topodoctor.nccl.outcome import Outcome
+
+MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
+_FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
+
+
+def _file_rank(name: str) -> int | None:
+    stem = name.rsplit("/", 1)[-1]
+    m = _FILE_RANK.search(stem.rsplit(".", 1)[0] if stem.count(".") > 1 else stem)
+    return int(m.group(1)) if m else None
+
+
+class ReadState:
+    """One pass over a file's lines: what ``LogFile`` holds, gathered."""
+
+    def __init__(self, name: str, lines: list[str]) -> None:
+        self.name, self.lines = name, lines
+        self.level: Level = "unset"
+        self.versions: dict[str, None] = {}
+        self.ranks: dict[int, None] = {}
+        self.hosts: dict[str, None] = {}
+        self.events: list[Event] = []
+        self.per_kind: dict[str, int] = {}
+        self.last_errors: list[str] = []
+        self.env: dict[str, str] = {}
+        self.shown: dict[str, tuple[str, int]] = {}  # NCCL_* the log shows set: name -> (value, 1-based line)
+        self.layers: dict[str, dict[str, str]] = {}  # host -> RDMA device -> IB or RoCE
+        self.socket_ifs: dict[str, str] = {}
+        self.gpus: dict[str, None] = {}
+        self.topo_file = ""
+        self.failed_at: list[int] = []
+        self.trail_src: dict[str, None] = {}
+        self.trail_path: list[str] = []  # the sources of the trail being read, from the failed call up
+        self.consumed = -1  # a line already read as the reason after "Last error:"
+        self.nccl_seen = False  # a line so far named NCCL
+        self.prefixes: set[str] = set()
+        self.progress_at: list[int] = []
+        self.outcome = Outcome()
+        self.file_rank = _file_rank(name)
+        if self.file_rank is not None:
+            self.ranks[self.file_rank] = None
+
+    def add(
+        self,
+        kind: str,
+        i: int,
+        text: str,
+        rank: int | None,
+        reading: Reading | None = None,
+        source: str = "",
+        fields: dict[str, str] | None = None,
+    ) -> None:
+        self.per_kind[kind] = self.per_kind.get(kind, 0) + 1
+        if self.per_kind[kind] > MAX_EVENTS_PER_KIND:
+            return
+        f = (fields or {}) | dict(reading.fields if reading else {})  # what the reading names wins
+        order = reading.rank if reading else (CONSEQUENCE if kind in ("nccl-error", "trail") else ROOT)
+        host = origin_host(text)
+        self.events.append(Event(kind, self.name, i + 1, text.strip()[:300], f, rank, source, order, host))
+
+    def seen(self, level: Level) -> None:
+        order = {"unset": 0, "VERSION": 1, "WARN": 2, "INFO": 3}
+        if order[level] > order[self.level]:
+            self.level = level
+
+    def wrapped(self, i: int, text: str, src: str = "", joins: tuple[str, ...] = ("", " ")) -> Reading | None:
+        """``continuation.wrapped``, the next line then read (and not read again)."""
+        reading = wrapped(self.lines, i, text, src, joins) if i + 1 != self.consumed else None
+        if reading:
+            self.consumed = i + 1
+        return reading

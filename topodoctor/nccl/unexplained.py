@@ -1,0 +1,165 @@
+"""A failed job that no class explains, and the two failures whose first cause the log does not hold:
+cause not found with NCCL's own words (TD052) or with none (TD049, the error class's usual causes),
+a flushed RDMA request alone (its candidates), and sockets on container bridges alone (TD041). Data
+in, findings out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from topodoctor.model.findings import Finding
+from topodoctor.nccl.evidence import RESULT, LogContext, odd_interfaces
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.finding import finding, subject
+from topodoctor.nccl.logfile import Event, LogFile
+
+# What an NCCL error class usually means when NCCL left no reason (init.cc's ncclGetErrorString)
+LIKELY = {
+    "invalid usage": "at init: NCCL_NET naming an absent network, NCCL_SOCKET_IFNAME matching nothing, or two "
+    "ranks on one GPU",
+    "unhandled system error": "/dev/shm too small in a container, sockets refused or unreachable, or IB verbs failing",
+    "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, the Fabric Manager on an "
+    "NVSwitch host, or a GPU fault (see dmesg)",
+    "remote process exited": "another rank died or its node dropped off the network",
+    "internal error": "NCCL 2.18 reports a failure of its proxy thread as 'internal error' (fixed in 2.19.1: the "
+    "proxy's own WARN before 'Socket recv failed while polling' names it; upgrade to 2.19 or later), an NCCL bug, "
+    "or a mix of NCCL builds",
+}
+_CLASS_OF = {
+    "UnhandledCuda": "unhandled cuda error",
+    "System": "unhandled system error",
+    "Internal": "internal error",
+    "InvalidArgument": "invalid argument",
+    "InvalidUsage": "invalid usage",
+    "Remote": "remote process exited or there was a network error",
+}
+
+
+# What ends an RDMA queue pair before its requests are flushed (status 5), when the log shows no first failure
+_FLUSHED = (
+    "the peer's process or node failed first: its own log's last lines",
+    "an earlier completion error or NIC event on this queue pair (an async event, a local access or protection "
+    "error: GPUDirect RDMA or the memory registration the NIC refused)",
+    "NICs that cannot reach each other (routing, GID index, a link down)",
+)
+
+
+def flushed_only(flushed: Finding) -> Finding:
+    """A failure whose only IB completion is a flushed request (status 5): the request was cancelled
+    because its queue pair had already failed, and what failed first is not in the log: cause not
+    found, with the candidates."""
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(_FLUSHED, 1))
+    where = {k: flushed.evidence[k] for k in ("file", "line", "text", "rank") if k in flushed.evidence}
+    return finding(
+        "TD052",
+        flushed.subject,
+        f"NCCL failed on a flushed RDMA request ({flushed.message}): it follows a failure this log does not show; "
+        "cause not found",
+        f"Candidates: {ranked}. Collect every rank's log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and the "
+        "first completion error or WARN of the job; `ibstat` and the port counters of both NICs.",
+        None,
+        candidates=list(_FLUSHED),
+        **where,
+    )
+
+
+def bridges_only(ctx: LogContext, failed: Finding) -> Finding:
+    """A failed job whose sockets use only container bridges and link-local addresses: those reach
+    no other node, which is the cause the log shows."""
+    names = ", ".join(ctx.socket_ifs)
+    return finding(
+        "TD041",
+        "sockets",
+        f"NCCL failed and its sockets use only {names}: container bridges or link-local addresses that reach no "
+        "other node (NCCL_SOCKET_IFNAME names no routed interface)",
+        f"{odd_interfaces(ctx)} {EXPLANATIONS['TD041'].fix}",
+        None,
+        interfaces=dict(ctx.socket_ifs),
+        failure=failed.message[:200],
+    )
+
+
+def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: Mapping[str, str]) -> list[Finding]:
+    """A failed job whose cause no class covers: NCCL's own words (TD052), or none at all (TD049)."""
+    errors = by_kind.get("nccl-error", [])
+    trails = by_kind.get("trail", [])
+    if not errors and not trails and not any(f.failed for f in files):
+        return []
+    warns = sorted(by_kind.get("warn", []) + by_kind.get("secondary", []), key=lambda e: (e.file, e.line_no))
+    cls = _class(errors, trails)
+    reasons = [e.fields.get("reason", "") for e in errors] + [r for f in files for r in f.last_errors]
+    reason = next((r for r in reasons if r), "")  # torch's "Last error:" or nccl-tests' text
+    ev: Event | None = next(iter(errors or trails or warns), None)
+    if not reason and warns:  # else NCCL's first WARN that no class covers
+        reason, ev = warns[0].fields.get("said", ""), warns[0]
+    if reason:
+        fields = ev.fields if ev is not None and ev.fields.get("said") == reason else {}
+        known = _from_source(fields)
+        source = {"source": {k: fields[k] for k in ("site", "returns", "span") if k in fields}} if known else {}
+        return [
+            finding(
+                "TD052",
+                subject([ev]) if ev else "logs",
+                f"NCCL failed ({cls}): {reason[:200]}{known}; cause not found",
+                EXPLANATIONS["TD052"].fix,
+                ev,
+                reason=reason,
+                **source,
+            )
+        ]
+    if trails and not errors:
+        t = trails[0]
+        path = t.fields.get("path") or t.source
+        return [
+            finding(
+                "TD052",
+                subject([t]),
+                f"NCCL failed ({cls}) along {path}, with no WARN saying why; cause not found",
+                EXPLANATIONS["TD052"].fix,
+                t,
+            )
+        ]
+    likely = next((v for k, v in LIKELY.items() if cls.startswith(k)), "see NCCL's error class")
+    if graph := env.get("NCCL_GRAPH_FILE"):  # a forced graph breaks init on any other GPU set
+        likely = f"NCCL_GRAPH_FILE={graph} is set: unset it (environment, /etc/nccl.conf, ~/.nccl.conf); else {likely}"
+    shown = {
+        k: v
+        for k, v in env.items()
+        if k in ("NCCL_NET", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SHM_DISABLE", "NCCL_TOPO_FILE")
+    }
+    msg = f"NCCL error '{cls}' with no reason in the log (NCCL_DEBUG unset); likely: {likely}"
+    if shown:
+        msg += "; the log shows " + ", ".join(f"{k}={v}" for k, v in shown.items())
+    who = subject(errors) if errors else "logs"
+    return [
+        finding(
+            "TD049",
+            who,
+            msg,
+            EXPLANATIONS["TD049"].fix,
+            errors[0] if errors else None,
+            error_class=cls,
+            debug_set="NCCL_DEBUG=WARN",
+        )
+    ]
+
+
+def _from_source(f: Mapping[str, str]) -> str:
+    """What NCCL's sources say of an unclassed message (the catalogue's fields of its event):
+    where it is printed and what the code does next; "" when the catalogue does not know it."""
+    if not f.get("site"):
+        return ""
+    then = f"which then returns {f['returns']}" if f.get("returns") else "which goes on after it"
+    return f" (printed by {f['site']}, {then}; NCCL {f.get('span', '')})"
+
+
+def _class(errors: Sequence[Event], trails: Sequence[Event]) -> str:
+    for e in errors:
+        c = e.fields.get("class", "")
+        c = _CLASS_OF.get(c, c).split(" (run with")[0].strip().replace("unhanled", "unhandled")  # torch 1.0's typo
+        if c:
+            return c
+    if trails:
+        code = int(trails[0].fields.get("code", "0") or 0)
+        return f"{RESULT.get(code, 'error')} ({code})"
+    return "an NCCL error"

@@ -190,3 +190,18 @@ def test_api_keywords_refused_as_input_errors(host: topodoctor.Host, call: Any, 
 
 def test_api_keeps_none_where_the_default_is_none(host: topodoctor.Host) -> None:
     assert topodoctor.check(host, expect=None, baseline=None).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["collectives", "--from", str(ROOT / "fixtures/collectives/derived/x2-healthy.json"), "--expect-busbw", "nan"],
+        ["collectives", "--predict", "--replay", "h200-x2", "--op-timeout", "nan"],
+        ["job", "--ras-file", str(ROOT / "fixtures/fleet/h200-x2.bandwidth.1.json"), "--late-ms", "nan"],
+    ],
+)
+def test_nan_for_a_number_option_is_refused(argv: list[str]) -> None:
+    """NaN passed typer's range (it compares false with both ends): --expect-busbw nan judged every op
+    as reaching it, exit 0."""
+    code, out, err = run(argv)
+    assert code == 2 and not out and "nan is not a number" in one_error_line(err)

@@ -65,6 +65,8 @@ class Opt:
         if self.choices and text not in self.choices:
             raise ValueError(f"{text!r} is not one of {self.choices}")
         value: Any = self.kind(text)
+        if self.kind is float and math.isnan(value):  # NaN compares false with every limit
+            raise ValueError(f"{text} is not a number")
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{text} is below {self.minimum:g}")
         if self.maximum is not None and value > self.maximum:

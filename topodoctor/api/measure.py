@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from topodoctor.api.host import Host, probed
 from topodoctor.core.budget import Budget
-from topodoctor.core.errors import CannotMeasure, ProbeUnavailable
+from topodoctor.core.errors import CannotMeasure, InputError, ProbeUnavailable
 from topodoctor.core.options import from_keywords
 from topodoctor.model.collective_ops import parse_ops
 from topodoctor.model.copy_modes import COPY_MODES
@@ -60,7 +60,13 @@ def bandwidth(
     ``sm_kernel`` (``--sm-kernel``). Every keyword is the command's option, read by its spec.
     The ``BandwidthResult`` holds every measurement and the snapshot it ran on.
     Raises ``CannotMeasure`` when the copies cannot run here (no GPU, no CUDA, no torch)."""
-    chosen = None if devices is None else ",".join(str(int(d)) for d in devices)
+    if devices is not None and (
+        isinstance(devices, (str, bytes))
+        or not isinstance(devices, Iterable)
+        or not all(isinstance(d, int) and not isinstance(d, bool) for d in devices)
+    ):
+        raise InputError(f"devices takes NVML indices (a sequence of integers), not {devices!r}")
+    chosen = None if devices is None else ",".join(str(d) for d in devices)
     given = {
         "mode": modes,
         "quick": quick,

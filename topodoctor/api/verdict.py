@@ -102,7 +102,7 @@ def check(
 def _names(values: Iterable[str], what: str) -> tuple[str, ...]:
     """Rule patterns, each a string: one string is one value, never its letters (the spec splits
     them at commas, as the command line's ``--select TD1,TD3``)."""
-    items = [values] if isinstance(values, str) else list(values)
+    items = [values] if isinstance(values, str) else list(values) if isinstance(values, Iterable) else [values]
     if not all(isinstance(v, str) for v in items):
         raise InputError(f"{what} takes rule codes, prefixes or names (strings)")
     return tuple(items)

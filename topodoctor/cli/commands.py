@@ -10,6 +10,7 @@ exit 1 for a failure of topodoctor itself.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import sys
 from dataclasses import replace
@@ -118,9 +119,18 @@ def _annotation(name: str, opt: Opt, default: Any) -> Any:
     extra: dict[str, Any] = {"metavar": opt.metavar, "min": opt.minimum, "max": opt.maximum}
     if opt.parse is not None:
         extra["callback"] = _parse_callback(opt)
+    elif opt.kind is float and not opt.many:
+        extra["callback"] = _refuse_nan
     if opt.argument:
         return Annotated[kind, typer.Argument(metavar=opt.metavar, hidden=opt.hidden)]
     return Annotated[kind, typer.Option(*opt.flags, help=opt.help, hidden=opt.hidden, **extra)]
+
+
+def _refuse_nan(value: float | None) -> float | None:
+    """NaN compares false with every limit: typer's range lets it through to the command."""
+    if value is not None and math.isnan(value):
+        raise typer.BadParameter("nan is not a number")
+    return value
 
 
 def _parse_callback(opt: Opt) -> Any:

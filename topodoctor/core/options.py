@@ -12,6 +12,7 @@ new option is one ``option(...)`` field in its command's class.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from os import PathLike
@@ -64,6 +65,8 @@ class Opt:
         if self.choices and text not in self.choices:
             raise ValueError(f"{text!r} is not one of {self.choices}")
         value: Any = self.kind(text)
+        if self.kind is float and math.isnan(value):  # NaN compares false with every limit
+            raise ValueError(f"{text} is not a number")
         if self.minimum is not None and value < self.minimum:
             raise ValueError(f"{text} is below {self.minimum:g}")
         if self.maximum is not None and value > self.maximum:
@@ -210,13 +213,16 @@ def from_keywords(cls: type[T], given: Mapping[str, Any], said: Mapping[str, str
     uses (``Opt.parse``); a string is read as the command line reads it, one string given to a
     repeatable option is one value. An option not given keeps the spec's default. ``said`` names
     the keyword a caller calls a field by, for the error; InputError refuses a value."""
-    spec = {name: opt for name, opt, _ in specs(cls)}
+    spec = {name: (opt, default) for name, opt, default in specs(cls)}
     values: dict[str, Any] = {}
     for name, value in given.items():
-        opt = spec.get(name)
-        if opt is None:
+        if name not in spec:
             raise TypeError(f"{cls.__name__} has no option {name!r}")
-        values[name] = _keyword(opt, value, (said or {}).get(name, name))
+        opt, default = spec[name]
+        shown = (said or {}).get(name, name)
+        if value is None and default is not None:  # None is "not given" only where the default is
+            raise InputError(f"{shown} must be given a value, not None (leave it out for its default)")
+        values[name] = _keyword(opt, value, shown)
     return build(cls, values)
 
 
@@ -228,6 +234,8 @@ def _keyword(opt: Opt, value: Any, shown: str) -> Any:
         items = (value,) if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) else tuple(value)
         return parsed(opt, tuple(_one(opt, v, shown) for v in items))
     if opt.parse is not None and opt.kind is str and not isinstance(value, str):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InputError(f"{shown} must be a string as the command line reads it, or a positive whole number")
         return value  # already what the command uses (a size in bytes where the command reads "256M")
     return parsed(opt, _one(opt, value, shown))
 
@@ -241,7 +249,12 @@ def _one(opt: Opt, value: Any, shown: str) -> Any:
     if opt.choices and value not in opt.choices:
         raise InputError(f"{shown} must be one of {', '.join(opt.choices)}, not {value!r}")
     given: Any = value
-    out: Any = Path(given) if opt.kind is Path else float(given) if opt.kind is float else given
+    try:
+        out: Any = Path(given) if opt.kind is Path else float(given) if opt.kind is float else given
+    except OverflowError:  # an int past float's range
+        raise InputError(f"{shown} is out of range: an integer too large for a number") from None
+    if opt.kind is float and math.isnan(out):  # NaN compares false with every limit
+        raise InputError(f"{shown} must be a number, not nan")
     if opt.minimum is not None and out < opt.minimum:
         raise InputError(f"{shown} must be at least {opt.minimum:g}, not {out!r}")
     if opt.maximum is not None and out > opt.maximum:

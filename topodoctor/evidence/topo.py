@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import re
 
+from topodoctor.core.errors import InputError
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.model.evidence import GpuSeen, Kind, NicSeen, PairSeen
 
+MAX_DEVICES = 1024  # GPUs and NICs of one host's matrix; its pairs grow as the square
 _DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|mlx\d+_\d+|mlx5_\w+|ib\w+|hfi\d+_\d+|bnxt_re\d+|eth\d+|efa_\d+)$")
 _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|ERR|N/A)$")
 _P2P = re.compile(r"^(?:X|OK|CNS|GNS|TNS|NS|DR|U)$")
@@ -59,6 +61,10 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     got = _header(lines[i])
     assert got is not None  # starts() said so
     devices, extra = got
+    if len(devices) > MAX_DEVICES:
+        raise InputError(
+            f"a topo matrix of {len(devices)} devices at line {i + 1}: more than a host has ({MAX_DEVICES})"
+        )
     rows: dict[str, list[str]] = {}
     j = i + 1
     cut = ""

@@ -128,6 +128,10 @@ def posted_result(ev: Evidence, snap: HostSnapshot, source: str) -> Posted:
         gpus = device_map(ev, m.piece, snap)
         if isinstance(gpus, str):
             return Posted(None, f"{source}: {gpus}")
+        beyond = sorted({x for x in (*m.rows, *m.columns) if x.isdigit()} - gpus.keys(), key=int)
+        if beyond:  # judged on the GPUs it shares with the host, the rest of the matrix would pass unsaid
+            shown = ", ".join(beyond[:3]) + (f" and {len(beyond) - 3} more" if len(beyond) > 3 else "")
+            return Posted(None, f"{source}: the matrix names GPUs {shown}; the host given has {len(gpus)} GPUs")
         if how is None:  # P2P=Disabled: the same copies staged through host memory, what TD702 weighs P2P by
             staged += [[gpus[r], gpus[c], v] for r, c, v in _cells(m) if r in gpus and c in gpus and r != c]
             continue

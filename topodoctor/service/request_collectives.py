@@ -17,6 +17,8 @@ from topodoctor.core.shared_options import MEASURE_FORMATS, fail_level, fmt, met
 from topodoctor.model.findings import Severity, fail_from
 
 SIZE_DEFAULT = "8:1G"
+# every rank is a process of its own that loads torch: a count past any host's GPUs is a typo, never a fork of thousands
+MAX_LOCAL_RANKS = 64
 Backend = Literal["nccl", "gloo"]  # --backend's choices, and the Python API's type  # collectives --size
 
 
@@ -59,6 +61,7 @@ class RunOptions:
         metavar="N",
         kind=int,
         minimum=1,
+        maximum=MAX_LOCAL_RANKS,
         help="Local ranks to start (default: every visible GPU; 2 on gloo).",
     )
 

@@ -205,3 +205,16 @@ def test_nan_for_a_number_option_is_refused(argv: list[str]) -> None:
     as reaching it, exit 0."""
     code, out, err = run(argv)
     assert code == 2 and not out and "nan is not a number" in one_error_line(err)
+
+
+def test_bandwidth_from_a_text_of_no_known_kind_says_what_it_takes(tmp_path: Path) -> None:
+    """Not "is not valid JSON": the file was never meant to be JSON; the line names what --from takes."""
+    paste = tmp_path / "paste.txt"
+    paste.write_text("some text a user pasted\nthat no reader knows\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "topodoctor", "bandwidth", "--from", str(paste)],
+        capture_output=True, text=True, env=ENV, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert "neither a bandwidth result" in run.stderr and "nvbandwidth" in run.stderr

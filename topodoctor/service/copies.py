@@ -237,7 +237,14 @@ def load_saved(path: str, host: Source | None = None, budget: Budget | None = No
         got = evidence.read_input(path, data.decode("utf-8", "replace"))
         kinds = {p.kind for p in got.pieces} & {"p2p-bandwidth-latency", "nvbandwidth"}
         if not kinds:
-            raise
+            if data.lstrip()[:1] in (b"{", b"["):
+                raise  # JSON, but not a result: the reader's own words say what is wrong with it
+            other = sorted({p.kind for p in got.pieces})
+            read_as = f" (it reads as {', '.join(other)}: `topodoctor diagnose {fileio.shown(path)}`)" if other else ""
+            raise InputError(
+                f"{fileio.shown(path)} is neither a bandwidth result (bandwidth -o) nor p2pBandwidthLatencyTest "
+                f"or nvbandwidth output{read_as}"
+            ) from None
         tool = "p2pBandwidthLatencyTest" if "p2p-bandwidth-latency" in kinds else "nvbandwidth"
         if host is None:
             raise InputError(

@@ -218,3 +218,14 @@ def test_bandwidth_from_a_text_of_no_known_kind_says_what_it_takes(tmp_path: Pat
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
     assert "neither a bandwidth result" in run.stderr and "nvbandwidth" in run.stderr
+
+
+def test_predict_refuses_the_files_that_judge_a_run() -> None:
+    """--predict runs nothing: a --bandwidth or --from beside it was read by no one, silently."""
+    for extra in (["--bandwidth", "/dev/zero"], ["--from", "/dev/null"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "topodoctor", "collectives", "--predict", "--replay", "h200-x4", *extra],
+            capture_output=True, text=True, env=ENV, timeout=60,
+        )  # fmt: skip
+        assert run.returncode == 2, extra
+        assert run.stderr.count("\n") == 1 and extra[0] in run.stderr and "--predict" in run.stderr

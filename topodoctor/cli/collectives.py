@@ -19,6 +19,7 @@ from topodoctor.cli.nodes import emit_metrics
 from topodoctor.cli.pictures import check_picture_path, draw_collectives
 from topodoctor.core.budget import Budget
 from topodoctor.core.codec import to_jsonable
+from topodoctor.core.errors import InputError
 from topodoctor.core.fileio import write_atomic
 from topodoctor.core.sizes import parse_sizes
 from topodoctor.core.text import printable
@@ -114,6 +115,9 @@ def predict(
     pred: PredictOptions, run_args: RunOptions, judge: JudgeOptions, out: CollectivesOutput, budget: Budget, env: Env
 ) -> int:
     """``--predict``: the model's busbw per op for this host (or a recording); runs nothing."""
+    judged = [flag for flag, given in (("--from", judge.from_file), ("--bandwidth", judge.bandwidth_file)) if given]
+    if judged:  # they judge a run, and --predict runs and reads none: taking them silently would mislead
+        raise InputError(f"--predict runs nothing, so {' and '.join(judged)} would judge nothing: leave it out")
     got = predict_busbw(Source(judge.replay), budget, parse_ops(list(run_args.op) or None), pred.predict_nodes)
     rates = (got.nccl_link_gbps, got.signalling_gbps)
     sizes = parse_sizes(run_args.size, run_args.step_factor) if run_args.size != SIZE_DEFAULT else ()

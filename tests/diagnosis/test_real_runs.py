@@ -18,7 +18,7 @@ from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
 from topodoctor.probe.environment import capture_environment
 from topodoctor.report.check import one_line
 from topodoctor.rules import Context
-from topodoctor.service.check import evaluate as check_findings
+from topodoctor.service.judging import evaluate as check_findings
 from topodoctor.service.collectives import judge
 
 RUNS = FIXTURES / "diagnosis" / "h100-x2"

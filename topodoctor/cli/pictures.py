@@ -37,7 +37,7 @@ def check_picture_path(path: Path) -> None:
 def draw_host(host: ProbedHost, path: Path) -> str:
     """``scan --draw FILE``: the topology picture with what the rules find drawn in place; the
     picture computes no verdict of its own."""
-    from topodoctor.service import check as doctor  # the rules, every family: only a drawn scan judges
+    from topodoctor.service import judging as doctor  # the rules, every family: only a drawn scan judges
 
     check_picture_path(path)
     findings = doctor.evaluate(doctor.make_context(host))[0]

@@ -14,18 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from topodoctor import rules
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.core.text import plural
-from topodoctor.model.environment import Environment
 from topodoctor.model.findings import failing
 from topodoctor.model.outcome import CheckOutcome, CommandOutcome, Meta
 from topodoctor.model.stamp import node_name, utc_iso
-from topodoctor.rules.context import Context
-from topodoctor.rules.one_cause import one_per_setting
 from topodoctor.rules.registry import check_patterns
 from topodoctor.service.host import ProbedHost as ProbedHost  # re-exported, as the probe every command runs
+from topodoctor.service.judging import evaluate, make_context
 from topodoctor.service.passes import Pass as Pass  # re-exported: every command builds its passes from here
 from topodoctor.service.passes import Source as Source
 from topodoctor.service.probing import probe as probe
@@ -44,29 +41,6 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------- check
 
 
-def make_context(host: ProbedHost, expect: Expectations | None = None, baseline: HostSnapshot | None = None) -> Context:
-    """The rules' Context: the one place it is built. With no process (a saved result) no
-    process is judged: no variables, and no affinity for TD403 to hold against the GPUs."""
-    measured = host.measured
-    answer = measured.get("collectives")  # the quick pass's answer (service/collectives.py QuickAnswer)
-    why = host.missed.get("collectives")
-    if answer is not None and answer.result is None:
-        why = answer.error or "unknown"
-    env = Environment.of(host.process) if host.process is not None else Environment({}, {}, {}, ())
-    return Context(
-        host.snapshot,
-        env,
-        expect=expect,
-        bandwidth=measured.get("bandwidth"),
-        view=host.view,
-        fitness=measured.get("fitness"),
-        baseline=baseline,
-        collectives=answer.result if answer is not None else None,
-        # why there is none (TD005 says it could not check): the pass's own word, or its error
-        collectives_error=why,
-    )
-
-
 def job_scope(host: ProbedHost, choice: str) -> Scope:
     """The GPUs a check judges: the job's, as the judged process's environment names them."""
     environ = host.process.environ if host.process is not None else {}
@@ -77,15 +51,6 @@ def unseen_scope(choice: str, environ: Mapping[str, str]) -> str:
     """The metrics' ``scope`` label of a check that never saw the GPUs (it could not check):
     the job's where the check runs for one, as a check that saw them would say."""
     return asked_label(environ, choice)  # type: ignore[arg-type]
-
-
-def evaluate(
-    ctx: Context, select: Sequence[str] = (), ignore: Sequence[str] = (), tags: Sequence[str] = ()
-) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
-    """(findings, incomplete): the one place that knows the rules engine's answer shape; the
-    findings one NCCL setting explains are one (rules/one_cause.py)."""
-    ev = rules.evaluate(ctx, select, ignore, tags)
-    return tuple(one_per_setting(ev.findings)), ev.incomplete
 
 
 @dataclass

@@ -27,7 +27,10 @@ from topodoctor.probe.environment import capture_process
 from topodoctor.probe.sources import live_nvml
 from topodoctor.rules.bandwidth_posted import posted_result
 from topodoctor.service import early_copies
-from topodoctor.service.check import Pass, ProbedHost, Source, evaluate, make_context, probe
+from topodoctor.service.host import ProbedHost
+from topodoctor.service.judging import evaluate, make_context
+from topodoctor.service.passes import Pass, Source
+from topodoctor.service.probing import probe
 from topodoctor.service.request_bandwidth import BandwidthRequest
 from topodoctor.topology.scope import resolve
 

@@ -12,11 +12,11 @@ from topodoctor.model.fitness_results import FITNESS_SCHEMA_VERSION, FitnessResu
 from topodoctor.model.snapshot import HostSnapshot
 from topodoctor.probe.environment import capture_process
 from topodoctor.probe.sources import live_nvml
-from topodoctor.service.check import Pass
+from topodoctor.service.passes import Pass
 from topodoctor.topology.scope import resolve
 
 if TYPE_CHECKING:
-    from topodoctor.service.check import Source
+    from topodoctor.service.passes import Source
 
 
 def fitness_pass(level: str, scope: str = "auto") -> Pass:

@@ -21,6 +21,8 @@ COPY_LOW = 0.6  # a copy under this share of its path's nominal rate (healthy: 0
 
 
 def peer_copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, str]]]:
+    """The posted GPU-to-GPU copy matrices against each pair's nominal rate: the symptoms of the pairs short of
+    it, and the figures of the matrices that are normal (for the "normal" answer)."""
     symptoms, normal = [], []
     for c in f.copies:
         if c.unit != "GB/s" or c.p2p is False or c.direction == "latency" or "host" in c.rows:

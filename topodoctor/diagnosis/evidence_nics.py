@@ -40,6 +40,7 @@ class Port:
 
     @property
     def label(self) -> str:
+        """The port as a person names it: ``mlx5_0 port 1``."""
         return self.nic.name + (f" port {self.nic.port}" if self.nic.port is not None else "")
 
 

@@ -1,7 +1,7 @@
 """A run between nodes over NCCL's socket transport, held against the Ethernet line rate `ethtool` shows.
 
 What the socket transport makes of a line (src/transport/net_socket.cc): each connection of a channel
-sends over its own TCP stream(s), split evenly, so the rate is the slowest stream's times the streams.
+sends over its own TCP streams (one or more), split evenly, so the rate is the slowest stream's times the streams.
 The streams per connection are NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD; left unset, NCCL picks by the
 NIC's PCI vendor: 2 threads x 8 sockets on AWS (0x1d0f), 4 x 1 on GCP (0x1ae0), and otherwise no helper
 thread (0 sockets: the proxy sends on the connection's one stream). How fast one TCP stream runs on a

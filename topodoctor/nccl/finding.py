@@ -38,6 +38,8 @@ STATED = frozenset(
 
 
 def finding(code: str, subject: str, message: str, fix: str, ev: Event | None, **extra: object) -> Finding:
+    """A finding of class ``code`` with its explanation, quoting the line ``ev`` (file, line, text, rank) as its
+    evidence."""
     e = EXPLANATIONS[code]
     evidence: dict[str, object] = {}
     if ev is not None:
@@ -56,6 +58,7 @@ def finding(code: str, subject: str, message: str, fix: str, ev: Event | None, *
 
 
 def subject(evs: Sequence[Event]) -> str:
+    """What a finding is about: the ranks of ``evs`` (the first eight), else the file they came from."""
     ranks = sorted({e.rank for e in evs if e.rank is not None})
     if ranks:
         return "rank" + ",".join(str(r) for r in ranks[:8]) + ("..." if len(ranks) > 8 else "")

@@ -57,6 +57,8 @@ class FrameworkLines(ReadState):
     """The reader of the lines no NCCL prefix carries."""
 
     def other(self, i: int, line: str, rank: int | None) -> None:
+        """A line of no known message: what it still shows (the variables a command line or an environment dump
+        sets, a GeForce GPU's name, a test's header)."""
         if "NCCL_" in line and "=" in line:  # a command line or an environment dump: the variables it sets
             for a in _ASSIGNED.finditer(line):
                 self.shown.setdefault(a.group(1), (a.group(2), i + 1))

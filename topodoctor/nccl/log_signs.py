@@ -21,6 +21,7 @@ LOCAL_GID = re.compile(r"local ?GID (?!index)(\S+?),?(?:\s|$)", re.I)
 
 
 def never(evs: Sequence[Event], ctx: LogContext) -> str:
+    """No line of any log singles this cause out: it stays a candidate."""
     return ""
 
 
@@ -42,6 +43,7 @@ def gid_forced(evs: Sequence[Event], ctx: LogContext) -> str:
 
 
 def local_gid(evs: Sequence[Event]) -> str:
+    """The local GID a failing line of ``evs`` names, or ""."""
     return next((m.group(1) for e in evs if (m := LOCAL_GID.search(e.text))), "")
 
 
@@ -55,6 +57,7 @@ def gids_in_use(ctx: LogContext) -> list[tuple[str, str, str]]:
 
 
 def gid_link_local(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words when the GID in use is link-local (fe80::), which no router forwards."""
     gid = local_gid(evs)
     if gid.lower().startswith("fe80"):
         return f"the local GID in use is {gid}, a link-local address no router forwards"
@@ -79,6 +82,7 @@ def gid_routable(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 
 def ibext(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words when the network in use is the HPC-X / SHARP plugin's IB (IBext)."""
     net = next((n for n in ctx.networks if "IBext" in n), "")
     if net:
         return f"the network in use is {net}, the HPC-X / SHARP plugin's IB"
@@ -132,11 +136,13 @@ def at_destroy(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 
 def versions_differ(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words when its ranks name more than one NCCL version."""
     seen = sorted({v.split("+")[0] for v in ctx.versions})
     return f"the logs name NCCL {' and '.join(seen)}" if len(seen) > 1 else ""
 
 
 def ib_timeout(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words when NCCL_IB_TIMEOUT is set."""
     value = ctx.env.get("NCCL_IB_TIMEOUT", "")
     return (
         f"NCCL_IB_TIMEOUT={value} is set (the default is 20 from 2.14, 18 before)"
@@ -154,24 +160,29 @@ def ofi(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 
 def plugin_topo(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words when the topology file NCCL loaded is the network plugin's own."""
     f = ctx.topo_file
     return f"the file is the network plugin's own, {f}" if "aws-ofi-nccl" in f or "/proc/self/fd" in f else ""
 
 
 def user_topo(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words when NCCL loaded a topology file of the user's (NCCL_TOPO_FILE)."""
     f = ctx.topo_file or ctx.env.get("NCCL_TOPO_FILE", "")
     return f"NCCL loaded {f}" if f and not plugin_topo(evs, ctx) else ""
 
 
 def before_2_8(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words when its NCCL is older than 2.8."""
     return f"the log's NCCL is {ctx.versions[0]}, before 2.8" if older_than(ctx, (2, 8, 0)) else ""
 
 
 def odd_ifs(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words for interfaces NCCL should not use (docker bridges, veths), or ""."""
     return odd_interfaces(ctx).rstrip(".")
 
 
 def roce(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """Whether the log shows RoCE: a RoCE link layer, a local GID, or GIDs in use."""
     return "RoCE" in ctx.link_layers.values() or bool(local_gid(evs)) or bool(gids_in_use(ctx))
 
 
@@ -182,6 +193,7 @@ def ib_only(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 
 def several_nics(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """Whether the log shows more than one RDMA device."""
     return len(ctx.link_layers) > 1
 
 

@@ -62,6 +62,8 @@ class ReadState:
         source: str = "",
         fields: dict[str, str] | None = None,
     ) -> None:
+        """One event of ``kind`` read at line ``i`` (the first few of each kind kept: a hung job repeats its
+        error per rank and retry)."""
         self.per_kind[kind] = self.per_kind.get(kind, 0) + 1
         if self.per_kind[kind] > MAX_EVENTS_PER_KIND:
             return
@@ -71,6 +73,7 @@ class ReadState:
         self.events.append(Event(kind, self.name, i + 1, text.strip()[:300], f, rank, source, order, host))
 
     def seen(self, level: Level) -> None:
+        """Note that a line of ``level`` was read; the log's level is the most detailed seen."""
         order = {"unset": 0, "VERSION": 1, "WARN": 2, "INFO": 3}
         if order[level] > order[self.level]:
             self.level = level

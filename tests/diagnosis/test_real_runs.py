@@ -18,8 +18,8 @@ from topodoctor.model.snapshot import ComputeProcess, HostSnapshot
 from topodoctor.probe.environment import capture_environment
 from topodoctor.report.check import one_line
 from topodoctor.rules import Context
-from topodoctor.service.judging import evaluate as check_findings
 from topodoctor.service.collectives import judge
+from topodoctor.service.judging import evaluate as check_findings
 
 RUNS = FIXTURES / "diagnosis" / "h100-x2"
 # run -> (the code at error level, what its cause must name)

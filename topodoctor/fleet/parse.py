@@ -5,8 +5,7 @@ Accepted documents (``kind`` and ``schema_version`` in each):
 
 - ``check``: the JSON of ``topodoctor check --format json`` (its could-not-check answer too);
   a quick or long check's ``fitness`` section gives HBM, compute, SM copies and latency;
-- ``bandwidth``: a ``topodoctor bandwidth`` result (``-o FILE``, or ``--format json``, which
-  adds the node's TD7 findings);
+- ``bandwidth``: a ``topodoctor bandwidth`` result (``-o FILE``, or ``--format json`` with its TD7 findings);
 - ``collectives``: a ``topodoctor collectives`` result of one node: ``host``, ``rows``, optional
   ``snapshot`` (for the node type) and ``findings``;
 - ``fitness``: a fitness result on its own.
@@ -15,9 +14,8 @@ A node is named by the document's ``node`` (SLURMD_NODENAME where the result was
 its ``host``; a document with neither (an old check that could not run) by its file name up to
 the first dot, so name result files ``NODE.KIND.json``. ``name_from="file"`` names every node so.
 
-The documents are read field by field, each checked as it is read (a mismatch is one line that
-names the file and the field): a collector ingests ten thousand of them a day, and decoding a
-bandwidth result's whole snapshot to learn its node type would cost more than everything else.
+Read field by field, each checked as read (a mismatch: one line naming file and field): decoding a
+bandwidth result's snapshot for its node type would cost a collector more than all else.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from topodoctor.nccl.parse import parse_file
 from topodoctor.nccl.variables import parse_version
 
 
@@ -26,3 +27,11 @@ def test_a_version_code_is_its_version(text: str, version: tuple[int, int, int])
 @pytest.mark.parametrize("text", ["123", "1234567", "22803x", ""])
 def test_other_numbers_are_no_version(text: str) -> None:
     assert parse_version(text) is None
+
+
+@pytest.mark.parametrize(("library", "version"), [("22703", "2.27.3"), ("2708", "2.7.8")])
+def test_nccl_tests_header_names_the_library_by_its_code(library: str, version: str) -> None:
+    """nccl-tests prints the library's code (``nccl-library=22703``); the log's NCCL is read from it in either
+    scheme, by the one reader of version codes."""
+    text = f"# nccl-tests version 2.13.9 nccl-headers={library} nccl-library={library}\n# nThread 1 nGpus 1\n"
+    assert version in parse_file("all_reduce.out", text).versions

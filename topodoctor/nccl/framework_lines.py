@@ -12,6 +12,7 @@ from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
 from topodoctor.nccl.read_state import ReadState
+from topodoctor.nccl.variables import parse_version, shown
 
 _TORCH_ERROR = re.compile(
     r"NCCL [Ee]rror(?: in: \S+,| \d+:|:) (?P<cls>[a-z][a-z ]*[a-z])(?=\s*\(run with|,|\.?\s*$)"
@@ -50,7 +51,6 @@ _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
 _NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
 _GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
-_GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
 
 
 class FrameworkLines(ReadState):
@@ -69,8 +69,8 @@ class FrameworkLines(ReadState):
                 self.failed_at.append(i)
                 self.add(reading.kind, i, line, rank, reading, fields={"said": line.strip("# ")})
             if m := _NT_LIBRARY.search(line):  # nccl-library=22703, or NCCL 1's "compiled with NCCL 1.0"
-                n = int(m.group(1) or 0)
-                self.versions[f"{m.group(2)}.0" if m.group(2) else f"{n // 10000}.{n // 100 % 100}.{n % 100}"] = None
+                code = parse_version(m.group(1)) if m.group(1) else None  # NCCL's version code, either scheme
+                self.versions[f"{m.group(2)}.0" if m.group(2) else shown(code) if code else m.group(1)] = None
             if m := _NT_RANK.search(line):
                 self.ranks[int(m.group(1))] = None
                 self.hosts[m.group(2)] = None

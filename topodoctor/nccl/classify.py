@@ -83,7 +83,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "duplicate-gpu",
         re.compile(
             r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)"
-            r"|Multiple Ranks are using the same GPU"
+            r"|Multiple Ranks are using the same GPU|Multiple ranks detected using the same GPU on this node"
         ),
         ROOT,
     ),

@@ -66,6 +66,8 @@ class LogFile:
     # NCCL_* the log shows set (NCCL's "set by environment to", a command line, an export): name, value, line
     variables: tuple[tuple[str, str, int], ...] = ()
     signs: tuple[Sign, ...] = ()  # INFO lines that tell a class's causes apart (GIDs, cuMem imports, the plugin)
+    # a line of NCCL, torch.distributed, the linker on libnccl or XLA's NCCL of any kind: NCCL output at all
+    speaks: bool = True
 
 
 def dedupe_versions(found: dict[str, None]) -> list[str]:

@@ -147,3 +147,18 @@ def test_a_file_of_no_nccl_line_is_not_an_nccl_log(tmp_path: Path) -> None:
 def test_nccl_tests_rows_torch_ranks_and_nccl_lines_are_nccl_output(text: str) -> None:
     assert parse_file("x.log", text).speaks
     assert not parse_file("x.log", "hello\nworld\n").speaks
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "bug"),
+    [
+        ("enqueue.cc:1500 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'", "TD057", "2.26.2:"),
+        ("enqueue.cc:1200 NCCL WARN Cuda failure 1 'invalid argument'", "TD057", "2.25.0 - 2.26.1"),
+    ],
+)
+def test_a_known_bugs_sign_without_a_version_is_a_candidate_beside_any_class(line: str, code: str, bug: str) -> None:
+    (lead, *_) = _errors(f"{H} {line}\n{TRAIL}")
+    assert lead.code == code and bug in str(lead.evidence["bug_candidates"])
+    assert "The log names no NCCL version" in lead.fix
+    (banner, *_) = _errors(f"{H} NCCL INFO NCCL version 2.21.5+cuda12.4\n{H} {line}\n{TRAIL}")
+    assert "bug_candidates" not in banner.evidence  # a version outside the bug's range: not that bug

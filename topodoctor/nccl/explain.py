@@ -129,7 +129,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         findings = unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, bridges_only(ctx, findings[0]))
-    if findings and findings[0].code in ("TD049", "TD052"):  # no banner: the known bugs its message may be
+    if findings and findings[0].severity in ("error", "critical"):  # no banner: the known bugs its message may be
         findings[0] = with_bug_candidates(findings[0], files)
     failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
     no_cause = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)

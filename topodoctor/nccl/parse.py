@@ -23,6 +23,7 @@ from topodoctor.nccl.choices import parse_choices
 from topodoctor.nccl.classify import classify
 from topodoctor.nccl.continuation import ends_in_trail
 from topodoctor.nccl.framework_lines import FrameworkLines
+from topodoctor.nccl.gid_lines import listed_gids
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import DIAG as _DIAG
 from topodoctor.nccl.grammar import IB_DEV as _IB_DEV
@@ -204,7 +205,7 @@ def parse_file(name: str, text: str) -> LogFile:
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
         variables=tuple((n, v, at) for n, (v, at) in r.shown.items()),
-        signs=read_signs(nccl_lines) if info else (),
+        signs=(read_signs(nccl_lines) if info else ()) + listed_gids(lines),
         speaks=bool(r.events or r.versions or r.failed_at or r.level != "unset")
         or "nccl" in text.lower()
         or any(_DISTRIBUTED.search(ln) for ln in lines),

@@ -194,6 +194,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"ring (?P<ring>\d+) does not (?P<how>loop back to start|contain rank \d+)"
             r"|Could not find (?P<what>NET with id \S+|net id \S+|NIC for rank \d+|any local path from gpu \d+ to net)"
+            r"|P2P is disabled between NVLINK connected GPUs \d+ and \d+"
         ),
         ROOT,
     ),

@@ -196,7 +196,8 @@ def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD059",
-        "[Rem Allocator] Allocation failed: old NCCL's remote allocator took a stray request",
+        f"{evs[0].fields.get('said', '[Rem Allocator] Allocation failed').strip()[:80]}: old NCCL's remote allocator "
+        "took a stray request",
         EXPLANATIONS["TD059"].fix,
     )
 

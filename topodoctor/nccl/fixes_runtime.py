@@ -134,8 +134,10 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     """NCCL's topology search failed: its own words do not say why, so the candidates, ranked."""
     if f.get("ring"):
         what = f"ring {f['ring']} does not {f.get('how', 'loop back to start')}"
+    elif f.get("what") or evs[0].fields.get("said", "").lower().startswith("could not find"):
+        what = f"could not find {f.get('what') or evs[0].fields.get('said', '')[15:135]}"
     else:
-        what = f"could not find {f.get('what') or evs[0].fields.get('said', '')[:120]}"
+        what = evs[0].fields.get("said", "")[:120]
     settings = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_CROSS_NIC", "NCCL_NET_MERGE_LEVEL", "NCCL_HOSTID")
     forced = ", ".join(f"{k}={ctx.env[k]}" for k in settings if k in ctx.env)
     shown = f"the log shows {forced}: try without it; " if forced else ""

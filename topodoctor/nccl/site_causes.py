@@ -26,8 +26,39 @@ _TWO_NCCLS = (
     "each rank's version banner; `ldd` / LD_LIBRARY_PATH for a second libnccl.so.2",
 )
 
+_STRAY = (
+    (
+        "a program that is not NCCL connected to NCCL's port: a port scanner, a metrics scraper, a health check",
+        "the first bytes it sent, read as text (misc/socket.cc prints them as the wrong magic); `ss -tnp` on the "
+        "port; NCCL ignores the connection and accepts again (2.26 and earlier warn; NVIDIA/nccl#1808: the proxy "
+        "thread could hang on one)",
+    ),
+    (
+        "a rank of another job or of an earlier run reached this port (stale processes, two jobs sharing "
+        "NCCL_COMM_ID / MASTER_ADDR and port)",
+        "`ps` on the node for processes of an earlier run; the job's rendezvous settings",
+    ),
+    (
+        "ranks on different NCCL versions, whose handshake differs",
+        "each rank's version banner",
+    ),
+)
+_MAGIC = re.compile(r"wrong magic (?P<got>[0-9a-fA-F]{1,16}) != [0-9a-fA-F]+")
+
+
+def stray_bytes(message: str) -> str:
+    """The bytes a stray connection sent, as text, where misc/socket.cc's ``wrong magic`` WARN (NCCL 2.26 and
+    earlier) shows them and they are printable ('GET /met': an HTTP client); "" otherwise."""
+    m = _MAGIC.search(message)
+    if m is None:
+        return ""
+    raw = int(m["got"], 16).to_bytes(8, "little").rstrip(b"\0")  # the 8 bytes as received, x86 order
+    return raw.decode("ascii") if raw and all(32 <= b < 127 for b in raw) else ""
+
+
 # What the words of a message say of its kind, tried in order before the site's part of NCCL
 FAMILIES: tuple[tuple[str, re.Pattern[str], tuple[Candidate, ...]], ...] = (
+    ("a connection that was not the peer's", re.compile(r"socketFinalizeAccept.*wrong (?:magic|type)"), _STRAY),
     (
         "an allocation that returned nothing",
         re.compile(
@@ -320,7 +351,10 @@ def site_candidates(message: str, files: tuple[str, ...]) -> tuple[str, list[str
     as the catalogue names them); ("", []) for a message of no known site and no telling words."""
     for kind, words, causes in FAMILIES:
         if words.search(message):
-            return kind, [f"{what} [tells: {tells}]" for what, tells in causes]
+            listed = [f"{what} [tells: {tells}]" for what, tells in causes]
+            if text := stray_bytes(message):  # printable bytes: no NCCL peer sent them
+                listed[0] = f"{causes[0][0]}: its first bytes read {text!r} [tells: {causes[0][1]}]"
+            return kind, listed
     for kind, where, causes in AREAS:
         if any(where.search(f) for f in files):
             return kind, [f"{what} [tells: {tells}]" for what, tells in causes]

@@ -108,7 +108,10 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         if known:
             source["source"] = {k: fields[k] for k in ("site", "returns", "span") if k in fields}
         entry = lookup(reason)
-        area, causes = site_candidates(reason, entry.files if entry else ())
+        # the catalogue's files, else the file NCCL's own WARN prefix names (a format the catalogue cannot match)
+        printed = next((w.source for w in warns if w.fields.get("said") == reason and w.source), "")
+        files = entry.files if entry else tuple(f for f in (printed,) if f.endswith((".cc", ".cu", ".h")))
+        area, causes = site_candidates(reason, files)
         fix = EXPLANATIONS["TD052"].fix
         if causes:  # the site's own candidates: what can make that code path fail, ranked
             listed = "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1))

@@ -162,3 +162,14 @@ def test_a_known_bugs_sign_without_a_version_is_a_candidate_beside_any_class(lin
     assert "The log names no NCCL version" in lead.fix
     (banner, *_) = _errors(f"{H} NCCL INFO NCCL version 2.21.5+cuda12.4\n{H} {line}\n{TRAIL}")
     assert "bug_candidates" not in banner.evidence  # a version outside the bug's range: not that bug
+
+
+def test_a_copy_refused_with_invalid_argument_is_its_arguments_not_an_earlier_fault() -> None:
+    """transport.cc:154 is a cudaMemcpyAsync in 2.18.1 - 2.18.5: 'invalid argument' is the copy's own argument
+    (a sticky fault of an earlier kernel comes back as its own code), an illegal address there stays sticky."""
+    (lead, *_) = _errors(f"{H} transport.cc:154 NCCL WARN Cuda failure 'invalid argument'\n{TRAIL}")
+    assert lead.code == "TD057" and str(lead.evidence["candidates"][0]).startswith("an address this process cannot")
+    (sticky, *_) = _errors(
+        f"{H} transport.cc:154 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n{TRAIL}"
+    )
+    assert "sticky" in sticky.message

@@ -161,7 +161,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
     if msg.lower() in _CALL_SPECIFIC:  # the error means what the call meant: the call's candidates say it
         fix = EXPLANATIONS["TD057"].fix
-    if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0])):
+    if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0], msg)):
         call, span = found
         listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(kind.candidates)
         ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))

@@ -110,8 +110,8 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         entry = lookup(reason)
         # the catalogue's files, else the file NCCL's own WARN prefix names (a format the catalogue cannot match)
         printed = next((w.source for w in warns if w.fields.get("said") == reason and w.source), "")
-        files = entry.files if entry else tuple(f for f in (printed,) if f.endswith((".cc", ".cu", ".h")))
-        area, causes = site_candidates(reason, files)
+        site_files = entry.files if entry else tuple(f for f in (printed,) if f.endswith((".cc", ".cu", ".h")))
+        area, causes = site_candidates(reason, site_files)
         fix = EXPLANATIONS["TD052"].fix
         if causes:  # the site's own candidates: what can make that code path fail, ranked
             listed = "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1))

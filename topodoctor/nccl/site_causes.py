@@ -103,6 +103,22 @@ FAMILIES: tuple[tuple[str, re.Pattern[str], tuple[Candidate, ...]], ...] = (
         ),
     ),
     (
+        "the CUDA driver's library",
+        re.compile(r"(?i)cuda library|missing symbol|driver version|pfn functions|cuDriverGetVersion|Retrieve \w+ "),
+        (
+            (
+                "a CUDA driver older than this NCCL needs, or a container's compat libcuda that does not match the "
+                "host's kernel module",
+                "`nvidia-smi` (the driver) against the CUDA the NCCL build names in its banner (+cudaX.Y)",
+            ),
+            (
+                "no usable libcuda in the process: NCCL_CUDA_PATH or LD_LIBRARY_PATH pointing elsewhere, no GPU "
+                "visible",
+                "`ldconfig -p | grep libcuda`, CUDA_VISIBLE_DEVICES, NCCL_CUDA_PATH",
+            ),
+        ),
+    ),
+    (
         "a setting or feature NCCL refused",
         re.compile(
             r"(?i)invalid config|NCCL_[A-Z0-9_]{3,}|please (?:specify|set)|not supported (?:with|on|by|prior)|"
@@ -119,22 +135,6 @@ FAMILIES: tuple[tuple[str, re.Pattern[str], tuple[Candidate, ...]], ...] = (
                 "the driver and CUDA versions (`nvidia-smi`), the GPU model, the NIC's firmware",
             ),
             _TWO_NCCLS,
-        ),
-    ),
-    (
-        "the CUDA driver's library",
-        re.compile(r"(?i)cuda library|missing symbol|driver version|pfn functions|cuDriverGetVersion|Retrieve \w+ "),
-        (
-            (
-                "a CUDA driver older than this NCCL needs, or a container's compat libcuda that does not match the "
-                "host's kernel module",
-                "`nvidia-smi` (the driver) against the CUDA the NCCL build names in its banner (+cudaX.Y)",
-            ),
-            (
-                "no usable libcuda in the process: NCCL_CUDA_PATH or LD_LIBRARY_PATH pointing elsewhere, no GPU "
-                "visible",
-                "`ldconfig -p | grep libcuda`, CUDA_VISIBLE_DEVICES, NCCL_CUDA_PATH",
-            ),
         ),
     ),
 )
@@ -355,9 +355,10 @@ def site_candidates(message: str, files: tuple[str, ...]) -> tuple[str, list[str
             if text := stray_bytes(message):  # printable bytes: no NCCL peer sent them
                 listed[0] = f"{causes[0][0]}: its first bytes read {text!r} [tells: {causes[0][1]}]"
             return kind, listed
-    for kind, where, causes in AREAS:
-        if any(where.search(f) for f in files):
-            return kind, [f"{what} [tells: {tells}]" for what, tells in causes]
+    for f in files:  # the first file is its site (the one the WARN names, first); others print the same words
+        for kind, where, causes in AREAS:
+            if where.search(f):
+                return kind, [f"{what} [tells: {tells}]" for what, tells in causes]
     if files:
         return "NCCL", [f"{what} [tells: {tells}]" for what, tells in _OTHER]
     return "", []

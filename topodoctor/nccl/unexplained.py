@@ -110,7 +110,9 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         entry = lookup(reason)
         # the catalogue's files, else the file NCCL's own WARN prefix names (a format the catalogue cannot match)
         printed = next((w.source for w in warns if w.fields.get("said") == reason and w.source), "")
-        site_files = entry.files if entry else tuple(f for f in (printed,) if f.endswith((".cc", ".cu", ".h")))
+        site_files = tuple(f for f in (printed,) if f.endswith((".cc", ".cu", ".h")))
+        if entry:  # the file the WARN names first: the catalogue lists every file that prints the words
+            site_files = (*(f for f in entry.files if printed.endswith(f)), *entry.files)
         area, causes = site_candidates(reason, site_files)
         fix = EXPLANATIONS["TD052"].fix
         if causes:  # the site's own candidates: what can make that code path fail, ranked

@@ -12,15 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from measure_sites import codes_by_file, logs, verdict
 
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.catalogue import entries
 from topodoctor.nccl.explain import explain
 from topodoctor.nccl.parse import parse_file
 from topodoctor.nccl.site_causes import site_candidates
-
-sys.path.insert(0, str(Path(__file__).parent))
-from measure_sites import codes_by_file, logs, verdict
 
 H = "gpu3:5120:5188 [0]"
 TRAIL = f"{H} NCCL INFO init.cc:1753 -> 2\n{H} NCCL INFO init.cc:1802 -> 2 [Async thread]\n"

@@ -1,5 +1,5 @@
-"""The development (fixtures/nccl-logs/real2/) and blind (fixtures/nccl-logs/holdout/ .. holdout4/) sets of real
-NCCL output: each README's table and the folder's files agree, every row is well formed, no thread is used twice
+"""The development (fixtures/nccl-logs/real2/, real3/) and blind (fixtures/nccl-logs/holdout/ .. holdout4/) sets
+of real NCCL output: each README's table and the folder's files agree, every row is well formed, no thread is used twice
 across the corpus, and the scoring script's verdicts mean what its docstring says.
 Nothing here runs `nccl-log` on the blind set: it is scored once, by tests/nccl/score_corpus.py."""
 
@@ -14,7 +14,7 @@ from score_corpus import NOT_FOUND, Expected, expected, judge, readme_rows
 from topodoctor.nccl.explanations import EXPLANATIONS
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
-SETS = ("real2", "holdout", "holdout2", "holdout3", "holdout4")
+SETS = ("real2", "real3", "holdout", "holdout2", "holdout3", "holdout4")
 
 
 def _sources(folder: str) -> set[str]:

@@ -364,7 +364,10 @@ def test_watchdog_on_geforce_gpus_points_at_p2p() -> None:
 
 def test_every_finding_says_how_sure_its_cause_is() -> None:
     by_code = {code: _explain(text)[0] for code, _, text, _ in FIRING}
-    assert by_code["TD052"].evidence["cause"] == {"what": "not found", "confidence": "not found"}
+    # a message never seen, printed by transport.cc: cause not found, with that part of NCCL's candidates
+    assert by_code["TD052"].evidence["cause"] == {"what": "not found", "confidence": "candidates"}
+    (bare,) = _explain("NCCL WARN something NCCL has never said before\nNCCL INFO init.cc:1462 -> 1 [Async thread]\n")
+    assert bare.evidence["cause"] == {"what": "not found", "confidence": "not found"}  # no site, no telling words
     assert by_code["TD061"].evidence["cause"]["confidence"] == "stated by the log"
     assert by_code["TD066"].evidence["cause"]["confidence"] == "candidates"  # status 4 alone: ACS, peermem, a buffer
     assert all("cause" in f.evidence for f in by_code.values())

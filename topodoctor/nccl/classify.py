@@ -83,7 +83,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         "duplicate-gpu",
         re.compile(
             r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)"
-            r"|Multiple Ranks are using the same GPU"
+            r"|Multiple Ranks are using the same GPU|Multiple ranks detected using the same GPU on this node"
         ),
         ROOT,
     ),
@@ -194,6 +194,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(
             r"ring (?P<ring>\d+) does not (?P<how>loop back to start|contain rank \d+)"
             r"|Could not find (?P<what>NET with id \S+|net id \S+|NIC for rank \d+|any local path from gpu \d+ to net)"
+            r"|P2P is disabled between NVLINK connected GPUs \d+ and \d+"
         ),
         ROOT,
     ),

@@ -258,6 +258,25 @@ def call_at(source: str, line: str, versions: tuple[str, ...]) -> tuple[str, str
     return call, ", ".join(r.replace("..", " - ") for r in runs)
 
 
-def kind_of(call: str) -> Call | None:
-    """The kind of a CUDA call, where its candidates are known."""
-    return next((c for c in CALLS if call.startswith(c.names)), None)
+# A copy or a wait that CUDA refused with 'invalid argument': the call's own arguments, not an earlier kernel's
+# fault (a sticky error comes back as that fault's own code, an illegal address, a launch failure)
+REFUSED_ARGUMENT = Call(
+    (),
+    "a copy or wait whose own arguments CUDA refused",
+    (
+        "an address this process cannot use there: a pointer of another device or context, a buffer freed or not "
+        "mapped yet (a peer's cuMem or IPC mapping); NCCL_CUMEM_ENABLE=0 tells whether cuMem's mappings are it",
+        "a bug of this NCCL release (the version banner; a newer release)",
+        "two NCCL builds in the job (each rank's banner; a second libnccl.so.2)",
+    ),
+    "every rank's version banner, the run with NCCL_CUMEM_ENABLE=0, `dmesg | grep -i xid`",
+)
+
+
+def kind_of(call: str, error: str = "") -> Call | None:
+    """The kind of a CUDA call, where its candidates are known; a copy or wait refused with
+    'invalid argument' / 'invalid value' (``error``) is its arguments' (``REFUSED_ARGUMENT``)."""
+    kind = next((c for c in CALLS if call.startswith(c.names)), None)
+    if kind is not None and kind.does.startswith("waiting") and error.lower() in ("invalid argument", "invalid value"):
+        return REFUSED_ARGUMENT
+    return kind

@@ -31,6 +31,7 @@ from topodoctor.nccl.info_signs import context_signs
 from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
 from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.parse import Event, LogFile
+from topodoctor.nccl.site_causes import stray_bytes
 from topodoctor.nccl.unexplained import bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
@@ -129,7 +130,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         findings = unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, bridges_only(ctx, findings[0]))
-    if findings and findings[0].code in ("TD049", "TD052"):  # no banner: the known bugs its message may be
+    if findings and findings[0].severity in ("error", "critical"):  # no banner: the known bugs its message may be
         findings[0] = with_bug_candidates(findings[0], files)
     failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
     no_cause = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)
@@ -195,8 +196,11 @@ def _other_warnings(files: Sequence[LogFile], by_kind: dict[str, list[Event]], f
     if not rest or any(f.code == "TD052" for f in found):
         return []
     texts = list(dict.fromkeys(w.fields.get("said", "").strip()[:160] for w in rest))
-    return [
-        finding(
-            "TD051", subject(rest), f"NCCL WARN: {texts[0]}", EXPLANATIONS["TD051"].fix, rest[0], warnings=texts[:10]
+    fix = EXPLANATIONS["TD051"].fix
+    if text := next((t for w in rest if (t := stray_bytes(w.fields.get("said", "")))), ""):
+        fix = (
+            f"A connection to NCCL's port sent {text!r}, which no NCCL peer sends: a program that is not NCCL (a "
+            "port scanner, a metrics scraper, a health check) reached it. NCCL ignored it and accepted again; keep "
+            "such clients off the job's ports. " + fix
         )
-    ]
+    return [finding("TD051", subject(rest), f"NCCL WARN: {texts[0]}", fix, rest[0], warnings=texts[:10])]

@@ -161,7 +161,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
     if msg.lower() in _CALL_SPECIFIC:  # the error means what the call meant: the call's candidates say it
         fix = EXPLANATIONS["TD057"].fix
-    if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0])):
+    if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0], msg)):
         call, span = found
         listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(kind.candidates)
         ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))
@@ -196,7 +196,8 @@ def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD059",
-        "[Rem Allocator] Allocation failed: old NCCL's remote allocator took a stray request",
+        f"{evs[0].fields.get('said', '[Rem Allocator] Allocation failed').strip()[:80]}: old NCCL's remote allocator "
+        "took a stray request",
         EXPLANATIONS["TD059"].fix,
     )
 

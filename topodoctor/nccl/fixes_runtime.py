@@ -134,12 +134,14 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     """NCCL's topology search failed: its own words do not say why, so the candidates, ranked."""
     if f.get("ring"):
         what = f"ring {f['ring']} does not {f.get('how', 'loop back to start')}"
+    elif f.get("what") or evs[0].fields.get("said", "").lower().startswith("could not find"):
+        what = f"could not find {f.get('what') or evs[0].fields.get('said', '')[15:135]}"
     else:
-        what = f"could not find {f.get('what') or evs[0].fields.get('said', '')[:120]}"
+        what = evs[0].fields.get("said", "")[:120]
     settings = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_CROSS_NIC", "NCCL_NET_MERGE_LEVEL", "NCCL_HOSTID")
     forced = ", ".join(f"{k}={ctx.env[k]}" for k in settings if k in ctx.env)
     shown = f"the log shows {forced}: try without it; " if forced else ""
-    candidates = [
+    candidates = _search_candidates(f"{what} {evs[0].fields.get('said', '')}", shown, ctx) or [
         f"{shown}settings that make ranks see different systems (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, NCCL_HOSTID, "
         "NCCL_CROSS_NIC, NCCL_NET_MERGE_LEVEL set on some nodes only)",
         "different NCCL versions on the nodes (each rank's version banner)",
@@ -154,6 +156,40 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
         "settings, NCCL_DEBUG_SUBSYS=GRAPH and NCCL_TOPO_DUMP_FILE on each node. " + EXPLANATIONS["TD052"].fix,
         {"candidates": candidates},
     )
+
+
+def _search_candidates(said: str, shown: str, ctx: LogContext) -> list[str]:
+    """The candidates of the topology search's messages whose site says more than the search failed; [] for
+    the others. ``Could not find NET with id`` (graph/topo.h ncclTopoIdToNetDev, 2.21 - 2.28): a channel of the
+    graph names a NIC this rank's system does not hold. ``P2P is disabled between NVLINK connected GPUs``
+    (graph/paths.cc ncclTopoCheckP2p): NVML reports no P2P between GPUs an NVLink joins."""
+    if "NET with id" in said or "net id" in said:
+        fusion = (
+            "NIC fusion's bug of NCCL 2.25.0 - 2.26.6 (NICs merged into one virtual NIC the graph then names; "
+            "fixed in 2.27.3) [tells: the version banner; `NET/IB : Made virtual device` or `TOPO/NET : Tried "
+            "merging multiple devices together and failed` at NCCL_DEBUG=INFO; NCCL_NET_MERGE_LEVEL=LOC makes it "
+            "go away]"
+        )
+        files = (
+            f"{shown}a graph or topology file (NCCL_GRAPH_FILE, NCCL_TOPO_FILE) that names a NIC this node lacks "
+            "[tells: their `set by environment` lines, /etc/nccl.conf; run once without them]"
+        )
+        nics = (
+            "ranks that see different NICs: NCCL_IB_HCA, NCCL_NET_MERGE_LEVEL or NCCL_CROSS_NIC set on some nodes "
+            "only, a NIC down or missing in one container [tells: each node's `NET/IB : Using` line]"
+        )
+        versions = "different NCCL versions on the nodes [tells: each rank's version banner]"
+        in_range = older_than(ctx, (2, 27, 3)) is not False and older_than(ctx, (2, 25, 0)) is not True
+        first = [files] if shown else []
+        return [*first, *([fusion] if in_range else []), *([] if shown else [files]), nics, versions]
+    if "P2P is disabled between NVLINK" in said:
+        return [
+            "the NVLink fabric not up: on NVSwitch systems the Fabric Manager not running or not ready [tells: "
+            "`nvidia-smi -q | grep -A3 Fabric`, `systemctl status nvidia-fabricmanager`]",
+            "a GPU or NVLink fault [tells: `nvidia-smi nvlink -s` (links inactive), Xid in the kernel log]",
+            "a VM or container that restricts P2P between the GPUs [tells: `nvidia-smi topo -p2p r` on the host]",
+        ]
+    return []
 
 
 def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:

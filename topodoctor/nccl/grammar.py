@@ -181,5 +181,5 @@ BARE_OK = re.compile(
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
     r"|[Nn]o algorithm/protocol available for function|peer access is not supported between"
     r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds|Error type: \w+_MISMATCH"
-    r"|Unable to load NCCL library"
+    r"|Unable to load NCCL library|P2P is disabled between NVLINK connected GPUs|Could not find NET with id"
 )

@@ -217,7 +217,8 @@ def version_candidates(files: Sequence[LogFile]) -> list[str]:
             continue
         signs = [bug.symptom] + ([bug.weak] if bug.weak is not None else [])
         if any(_shows(bug, sign, t, s) for sign in signs for t, s in texts):
-            span = ".".join(map(str, bug.first)) + " - " + ".".join(map(str, bug.last))
+            first, last = ".".join(map(str, bug.first)), ".".join(map(str, bug.last))
+            span = first if first == last else f"{first} - {last}"
             out.append(f"if the job runs NCCL {span}: a known bug ({bug.what}), fixed in {bug.fixed_in}")
     return out
 

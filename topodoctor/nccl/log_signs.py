@@ -56,13 +56,28 @@ def gids_in_use(ctx: LogContext) -> list[tuple[str, str, str]]:
     return [(s.host, *s.value.split(" ", 1)) for s in ctx.signs if s.kind == "gid"]  # type: ignore[misc]
 
 
+def listed_gid(evs: Sequence[Event], ctx: LogContext) -> tuple[str, str, str]:
+    """(index, GID, RoCE version) of the GID index the log shows forced (NCCL_IB_GID_INDEX, or the WARN's
+    ``local GID index N``) as the pasted GID table or a sentence lists it; ("", "", "") when not listed."""
+    forced = ctx.env.get("NCCL_IB_GID_INDEX", "")
+    index = forced if forced and forced != "-1" else next((m[1] for e in evs if (m := GID_INDEX.search(e.text))), "")
+    listed = [s.value.split(" ") for s in ctx.signs if s.kind == "gid-listed"]
+    return next(((i, gid, ver) for i, gid, ver in listed if i == index), ("", "", ""))
+
+
 def gid_link_local(evs: Sequence[Event], ctx: LogContext) -> str:
-    """The log's words when the GID in use is link-local (fe80::), which no router forwards."""
+    """The log's words when the GID in use is link-local (fe80::) or RoCE v1, which no router forwards."""
     gid = local_gid(evs)
     if gid.lower().startswith("fe80"):
         return f"the local GID in use is {gid}, a link-local address no router forwards"
     host, index, addr = next(((h, i, a) for h, i, a in gids_in_use(ctx) if a.startswith("fe80")), ("", "", ""))
-    return f"NET/IB{_on(host)} uses GID index {index}, {addr}, a link-local address no router forwards" if addr else ""
+    if addr:
+        return f"NET/IB{_on(host)} uses GID index {index}, {addr}, a link-local address no router forwards"
+    index, addr, ver = listed_gid(evs, ctx)
+    if addr.startswith(("fe80", "link-local")) or ver == "v1":
+        what = ", ".join(p for p in (addr if addr != "-" else "", f"RoCE {ver}" if ver != "-" else "") if p)
+        return f"the GID index in use, {index}, is listed as {what}: a GID no router forwards"
+    return ""
 
 
 def roce_v1(evs: Sequence[Event], ctx: LogContext) -> bool:
@@ -76,6 +91,9 @@ def gid_routable(evs: Sequence[Event], ctx: LogContext) -> bool:
     gid = local_gid(evs).lower()
     if gid:
         return not gid.startswith("fe80")
+    _, addr, ver = listed_gid(evs, ctx)
+    if ver == "v2" and not addr.startswith(("fe80", "link-local")):
+        return True  # the forced index is listed as a RoCE v2 GID
     seen = [a for _, _, a in gids_in_use(ctx)]
     chosen = not gid_set_by_env(evs, ctx) and not roce_v1(evs, ctx)
     return chosen and bool(seen) and all(a != "::" and not a.startswith("fe80") for a in seen)

@@ -33,7 +33,7 @@ class Sign:
     """An INFO line that tells one cause of a failure class from another (``nccl.info_signs`` reads them)."""
 
     # gid, ib-lid, cumem-import, mmap-import, cumem-host-fails, net-plugin, no-net-plugin, ofi-provider,
-    # multi-gpu-process, at-destroy, no-gdrdma
+    # multi-gpu-process, at-destroy, no-gdrdma, gid-listed (a pasted GID table or sentence: nccl.gid_lines)
     kind: str
     host: str  # the host of NCCL's line prefix ("" where the line carries none)
     value: str  # what it names: "3 ::ffff:10.0.0.1" (GID index and GID), the plugin, the provider
@@ -66,6 +66,8 @@ class LogFile:
     # NCCL_* the log shows set (NCCL's "set by environment to", a command line, an export): name, value, line
     variables: tuple[tuple[str, str, int], ...] = ()
     signs: tuple[Sign, ...] = ()  # INFO lines that tell a class's causes apart (GIDs, cuMem imports, the plugin)
+    # a line of NCCL, torch.distributed, the linker on libnccl or XLA's NCCL of any kind: NCCL output at all
+    speaks: bool = True
 
 
 def dedupe_versions(found: dict[str, None]) -> list[str]:

@@ -25,6 +25,12 @@ TORCH_FAILED = re.compile(
     r"NCCL communicator was aborted|Some NCCL operations have failed or timed out|DistBackendError: NCCL"
     r"|Process group watchdog thread terminated with exception"
 )
+# ProcessGroupNCCL's own words, which need no "NCCL" in the line: its watchdog thread died, its heartbeat monitor
+# gave up on it, or it takes the process down after a failed work (c10d ProcessGroupNCCL.cpp)
+TORCH_PG_FAILED = re.compile(
+    r"Process group watchdog thread terminated with exception|Heartbeat monitor timed out! Process will be terminated"
+    r"|To avoid data inconsistency, we are taking the entire process down"
+)
 _PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
 # init.cc's commReclaim: the communicator's teardown failed; it prints this and returns ncclSuccess all the same
 TEARDOWN = re.compile(r"commReclaim: cleanup comm \S+ rank -?\d+ failed in destroy/abort")
@@ -75,7 +81,7 @@ class Outcome:
         torch's own statement that NCCL failed (an aborted communicator, a failed operation)."""
         if nccl_seen and RUN_FAILED.search(line):
             self.ended_at.append(i)
-        return "NCCL" in line and bool(TORCH_FAILED.search(line))
+        return ("NCCL" in line and bool(TORCH_FAILED.search(line))) or bool(TORCH_PG_FAILED.search(line))
 
     def bare(self, i: int, line: str, reading: Reading) -> list[int]:
         """A message pasted without NCCL's prefix: the lines where the run failed on it."""

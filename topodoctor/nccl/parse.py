@@ -23,6 +23,7 @@ from topodoctor.nccl.choices import parse_choices
 from topodoctor.nccl.classify import classify
 from topodoctor.nccl.continuation import ends_in_trail
 from topodoctor.nccl.framework_lines import FrameworkLines
+from topodoctor.nccl.gid_lines import listed_gids
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import DIAG as _DIAG
 from topodoctor.nccl.grammar import IB_DEV as _IB_DEV
@@ -49,6 +50,14 @@ __all__ = ["Event", "LogFile", "parse_file"]
 _TOP_TAGS = ("Async thread", "Proxy Thread", "Progress Thread", "Proxy Service", "bthread")
 _TOP_SRC = re.compile(r"(?:^|/)(?:init|group|enqueue|collectives)\.(?:cc|cu)$")
 _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
+# output of NCCL's world where no line names NCCL: torch.distributed's own words (its store, process groups,
+# launcher, rank prefix) and nccl-tests' (its rows: size, count, type, redop; its rank lines; its summary)
+_DISTRIBUTED = re.compile(
+    r"torch\.distributed|c10d|ProcessGroup|DistBackendError|TCPStore|ChildFailedError|Watchdog caught collective"
+    r"|collective operation timeout|Detected mismatch between collectives|^\[rank\d+\]:|TORCH_DISTRIBUTED"
+    r"|\d\s+\d+\s+(?:float|double|half|bfloat16|u?int(?:8|32|64)|fp8_e4m3|fp8_e5m2)\s+(?:sum|prod|min|max|avg|none)\s"
+    r"|Avg bus bandwidth|algbw\s+[\d.]+\s+busbw|Out of bounds values|\bRank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on "
+)
 _PROGRESS = re.compile(
     r"(?i)\b(?:epoch|step|iter(?:ation)?)\b\s*[:=\[]?\s*\d|\bloss(?: is)?\s*[:=]?\s*-?[\d.]"
     r"|\d\s*(?:it|samples|tokens)/s\b|^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+"
@@ -196,5 +205,8 @@ def parse_file(name: str, text: str) -> LogFile:
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
         variables=tuple((n, v, at) for n, (v, at) in r.shown.items()),
-        signs=read_signs(nccl_lines) if info else (),
+        signs=(read_signs(nccl_lines) if info else ()) + listed_gids(lines),
+        speaks=bool(r.events or r.versions or r.failed_at or r.level != "unset")
+        or "nccl" in text.lower()
+        or any(_DISTRIBUTED.search(ln) for ln in lines),
     )

@@ -5,13 +5,16 @@ in, findings out."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.model.findings import Finding
+from topodoctor.nccl.catalogue import lookup
 from topodoctor.nccl.evidence import RESULT, LogContext, odd_interfaces
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.logfile import Event, LogFile
+from topodoctor.nccl.site_causes import site_candidates
 
 # What an NCCL error class usually means when NCCL left no reason (init.cc's ncclGetErrorString)
 LIKELY = {
@@ -25,6 +28,12 @@ LIKELY = {
     "proxy's own WARN before 'Socket recv failed while polling' names it; upgrade to 2.19 or later), an NCCL bug, "
     "or a mix of NCCL builds",
 }
+# A failure whose class the log does not name either (torch's "communicator was aborted", its watchdog's end)
+_ANY_CLASS = (
+    "another rank failed first (its log's first error; a node that dropped off)",
+    "a GPU fault (an Xid in the kernel log, `nvidia-smi -q -d ECC`)",
+    "the network between the nodes (NCCL_DEBUG=WARN names the failing call)",
+)
 _CLASS_OF = {
     "UnhandledCuda": "unhandled cuda error",
     "System": "unhandled system error",
@@ -95,13 +104,27 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
     if reason:
         fields = ev.fields if ev is not None and ev.fields.get("said") == reason else {}
         known = _from_source(fields)
-        source = {"source": {k: fields[k] for k in ("site", "returns", "span") if k in fields}} if known else {}
+        source: dict[str, object] = {}
+        if known:
+            source["source"] = {k: fields[k] for k in ("site", "returns", "span") if k in fields}
+        entry = lookup(reason)
+        # the catalogue's files, else the file NCCL's own WARN prefix names (a format the catalogue cannot match)
+        printed = next((w.source for w in warns if w.fields.get("said") == reason and w.source), "")
+        site_files = tuple(f for f in (printed,) if f.endswith((".cc", ".cu", ".h")))
+        if entry:  # the file the WARN names first: the catalogue lists every file that prints the words
+            site_files = (*(f for f in entry.files if printed.endswith(f)), *entry.files)
+        area, causes = site_candidates(reason, site_files)
+        fix = EXPLANATIONS["TD052"].fix
+        if causes:  # the site's own candidates: what can make that code path fail, ranked
+            listed = "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1))
+            fix = f"The message is {area}'s; candidates, most likely first: {listed}. {fix}"
+            source |= {"candidates": causes, "site_kind": area}
         return [
             finding(
                 "TD052",
                 subject([ev]) if ev else "logs",
                 f"NCCL failed ({cls}): {reason[:200]}{known}; cause not found",
-                EXPLANATIONS["TD052"].fix,
+                fix,
                 ev,
                 reason=reason,
                 **source,
@@ -119,7 +142,9 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
                 t,
             )
         ]
-    likely = next((v for k, v in LIKELY.items() if cls.startswith(k)), "see NCCL's error class")
+    likely = next((v for k, v in LIKELY.items() if cls.startswith(k)), "")
+    candidates = [c.strip() for c in re.split(r", or |, ", likely)] if likely else list(_ANY_CLASS)
+    likely = likely or "; ".join(f"({i}) {c}" for i, c in enumerate(_ANY_CLASS, 1))
     if graph := env.get("NCCL_GRAPH_FILE"):  # a forced graph breaks init on any other GPU set
         likely = f"NCCL_GRAPH_FILE={graph} is set: unset it (environment, /etc/nccl.conf, ~/.nccl.conf); else {likely}"
     shown = {
@@ -140,6 +165,7 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
             errors[0] if errors else None,
             error_class=cls,
             debug_set="NCCL_DEBUG=WARN",
+            likely_causes=candidates,
         )
     ]
 

@@ -36,6 +36,12 @@ def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "
     """The files parsed, and what they say went wrong (``nccl.explain``)."""
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
     files = tuple(parse_file(str(p), data) for p, data in _read_all(list(paths), deadline))
+    if files and not any(f.speaks for f in files):
+        named = ", ".join(f.name for f in files[:3]) + (" ..." if len(files) > 3 else "")
+        raise InputError(
+            f"not an NCCL log: no line of NCCL, torch.distributed, the dynamic linker on libnccl or XLA's NCCL "
+            f"found in {named}"
+        )
     return NcclLogOutcome(files, tuple(explain(list(files))), fail_level)
 
 

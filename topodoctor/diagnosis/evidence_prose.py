@@ -55,7 +55,7 @@ def _info(
     code: str, subject: str, message: str, evidence: Mapping[str, object], severity: Severity = "info"
 ) -> Finding:
     c = BY_CODE[code]
-    return Finding(code, c.name, severity, subject, message, c.how, dict(evidence))
+    return Finding(code, c.name, severity, subject, message, c.how, {**evidence, "from": "the reporter's words"})
 
 
 def _factor(op: str, n: int) -> float:
@@ -109,11 +109,10 @@ def judge_prose(f: Facts, tool_figures: bool) -> ProseJudged:
     if s is None or tool_figures:
         return ProseJudged()
     if s.figure is None:
-        if s.images:
-            msg = "the figures were posted as images: nothing to judge (post nccl-tests' output as text, with its "
-            msg += "header: the ranks, nodes and GPUs)"
-            return ProseJudged(findings=(_info("TD022", "figures", msg, {"seen_in": str(s.quote)}),))
-        return ProseJudged()
+        what = "the figures were posted as images" if s.images else "the sentences state the hardware but no figure"
+        msg = f"{what}: nothing to judge (post nccl-tests' output as text, with its header: the ranks, nodes and "
+        msg += "GPUs)"
+        return ProseJudged(findings=(_info("TD022", "figures", msg, {"seen_in": str(s.quote)}),))
     if s.across:
         return _across(f, s)
     return _one_node(f, s)
@@ -170,13 +169,13 @@ def _one_node(f: Facts, s: Said) -> ProseJudged:
     hardware = f"{per_node} x {m.name}"
     expected = f"the {ring:.0f} GB/s busbw NCCL's ring gives ({exp.basis}{assumed})"
     if nvls and nvls > ring:
-        expected += f", and the about {nvls:.0f} of NVLink SHARP (NVLS), NCCL's default for all_reduce here"
+        expected += f"; about {nvls:.0f} with NVLink SHARP (NVLS), NCCL's default for all_reduce here"
     notes = spec_notes(s, top)
     ev = {"measured_gbps": round(v, 1), "expected_gbps": ring, "nvls_gbps": round(nvls, 1) if nvls else None,
           "basis": exp.basis, "read_as": how, "seen_in": str(s.quote), "from": "the reporter's words"}  # fmt: skip
     if v >= NORMAL_SHARE * ring and v <= ABOVE * top:
-        share = f"{v / ring:.2f} of" if v <= ring or not nvls else f"above the ring's {ring:.0f} and {v / nvls:.2f} of"
-        msg = f"{_header(s, hardware)}: normal for this hardware: {how}, {share} {expected}"
+        share = f"{v / ring:.2f} of the ring's figure" if v <= ring or not nvls else f"{v / nvls:.2f} of NVLS's"
+        msg = f"{_header(s, hardware)}: normal for this hardware: {how}, {share}: {expected}"
         msg += "".join(f"; {n}" for n in notes)
         return ProseJudged(findings=(_info("TD021", op, msg, ev),))
     if v > ABOVE * top:
@@ -194,7 +193,7 @@ def _one_node(f: Facts, s: Said) -> ProseJudged:
 
 
 def _across(f: Facts, s: Said) -> ProseJudged:
-    op = s.op or "all_reduce"
+    op = s.op or "all_reduce"  # the model's op where none is said: busbw of the ring ops is one figure
     nodes = s.nodes
     if s.nic_kind in ("TCP", "Ethernet"):
         msg = f"{_header(s, 'TCP')}: over TCP, NCCL's socket transport gives the slowest stream's rate times its "
@@ -203,10 +202,13 @@ def _across(f: Facts, s: Said) -> ProseJudged:
         return ProseJudged(findings=(_info("TD022", op, msg, {"seen_in": str(s.quote)}),))
     node_gbps = s.node_gbps
     if node_gbps is None:
-        msg = f"{op} at {s.figure.text if s.figure else ''} across nodes not judged: the NICs are not stated "
+        said = "posted as images" if s.images else "not stated"
+        msg = (
+            f"{s.op or 'the run'} at {s.figure.text if s.figure else ''} across nodes not judged: the NICs are {said} "
+        )
         msg += f"({WEAKER}); post `ibstat` and `nvidia-smi topo -m` of a node"
         return ProseJudged(findings=(_info("TD022", op, msg, {"seen_in": str(s.quote)}),))
-    per_node = s.per_node or f.gpus_per_node or 1
+    per_node = s.per_node or f.gpus_per_node or 8  # unsaid: an 8-GPU node, for the ring's steps only
     n_nodes = nodes or 2
     pred = None
     if s.model is not None and s.per_node:
@@ -242,6 +244,12 @@ def _across(f: Facts, s: Said) -> ProseJudged:
         msg = f"{_header(s, hardware)}: {how}, above what {nic} carry ({expected}): cannot tell (more NICs than "
         msg += "stated, or in-network reduction: SHARP / CollNet); post `ibstat` and NCCL_DEBUG=INFO "
         msg += "NCCL_DEBUG_SUBSYS=INIT,NET,TUNING output"
+        return ProseJudged(findings=(_info("TD022", op, msg, ev),))
+    if v >= NORMAL_SHARE * ring and s.dual_port and v < NORMAL_SHARE * 2 * ring:
+        msg = f"{_header(s, hardware)}: {how}, {v / ring:.2f} of {expected}, but the NICs are said to have two ports: "
+        msg += f"with both ports in use a node carries twice that, and {v / (2 * ring):.2f} of it is short: cannot "
+        msg += "tell which; post `ibstat` (each port, its state and rate), NCCL's topology dump (NCCL_TOPO_DUMP_FILE="
+        msg += "system.xml: each NIC's speed as NCCL takes it) and NCCL_DEBUG=INFO output (`NET/IB : Using`)"
         return ProseJudged(findings=(_info("TD022", op, msg, ev),))
     if v >= NORMAL_SHARE * ring:
         msg = f"{_header(s, hardware)}: normal for this hardware: {how}, {v / ring:.2f} of {expected}"

@@ -36,6 +36,7 @@ class Said:
     node_gbps: float | None  # a node's NICs, GB/s
     images: bool
     shared: bool
+    dual_port: bool
 
 
 def _tier(fig: FigureSaid) -> int:
@@ -44,6 +45,12 @@ def _tier(fig: FigureSaid) -> int:
     if fig.kind != "unspecified":
         return 0
     return 1 if _NCCL.search(fig.sentence) else 2
+
+
+def _op(program: str) -> str:
+    """The op an nccl-tests binary runs, as the model names it (all_reduce_perf: all_reduce)."""
+    op = program.removesuffix("_perf")
+    return {"alltoall": "all_to_all"}.get(op, op)
 
 
 def _first(claims: tuple[ProseSaid, ...], name: str) -> object:
@@ -100,11 +107,12 @@ def said_of(f: Facts) -> Said | None:
         per_node=per_node if isinstance(per_node, int) else None,
         nodes=nodes if isinstance(nodes, int) else None,
         across=across,
-        op=str(_first(claims, "op") or ""),
+        op=str(_first(claims, "op") or next((_op(ln.program) for ln in f.launches if ln.program), "")),
         size_bytes=size if isinstance(size, int) else None,
         nic_kind=kind,
         nic_text=nic_text,
         node_gbps=node_gbps,
         images=any(c.images for c in claims),
         shared=any(c.shared for c in claims),
+        dual_port=any(c.dual_port for c in claims),
     )

@@ -18,6 +18,8 @@ from topodoctor.evidence.lines import Block, Parts
 from topodoctor.evidence.prose_words import (
     ALGBW,
     BUSBW,
+    COMPARED,
+    DUAL_PORT,
     EXPECTED,
     IMAGES,
     MEASURED,
@@ -25,6 +27,7 @@ from topodoctor.evidence.prose_words import (
     NVLINK,
     NVLS,
     OTHER_TOOLS,
+    QUOTED,
     SHARED_NIC,
     clauses,
     instance_of,
@@ -54,7 +57,8 @@ _GPU = re.compile(
     re.IGNORECASE,
 )
 _COUNT_BEFORE = re.compile(r"(\d{1,3})\s*(?:x|×|\*)?\s*(?:NVLink(?:ed)?\s+|SXM\d?\s+|NVIDIA\s+)?$", re.I)
-_COUNT_AFTER = re.compile(r"^\s*(?:GPUs?\s*)?(?:x|×|\*)\s*(\d{1,3})\b", re.I)
+# "H100 x 8", "H800 * 8 node" (an 8-GPU node), but not "A100 * 2 nodes"
+_COUNT_AFTER = re.compile(r"^\s*(?:GPUs?\s*)?(?:x|×|\*)\s*(\d{1,3})\b(?!\s*(?:nodes|machines|servers|hosts))", re.I)
 _COUNT_GPUS = re.compile(r"\b(\d{1,3})\s*(?:x\s*)?(?:-\s*)?GPUs?\b", re.I)
 # code, tables and settings are not sentences
 _CODE = re.compile(
@@ -72,7 +76,8 @@ _PYTHON = re.compile(r"(?:import \w|from [\w.]+ import |def \w|class \w|@\w|if _
 _WORD = re.compile(r"[A-Za-z]{2,}")
 # a line of a hardware list: "GPU: 5090 *8", "NIC : 1 x HDR 200G", "Nodes: 12"
 _SPEC = re.compile(r"(?:GPUs?|GPU model|NICs?|HCAs?|Network|Interconnect|Nodes?|Machines?|Servers?)\s*[:：]\s*\S", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])")  # "... 480 GB/s. However ..." (not "15.3 GB/s")
+# "... 480 GB/s. However ..." (not "15.3 GB/s"), and the ideographic full stop
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])|(?<=。)")
 MAX_SENTENCE = 300
 MAX_LINE = 4000  # a paragraph of a post; a longer line is a program's output, not a sentence
 
@@ -119,11 +124,12 @@ def _role(clause: str, sentence: str, bits: bool, beside: str) -> tuple[FigureRo
     return "measured", nvlink
 
 
-def _kind(clause: str) -> FigureKind:
-    if BUSBW.search(clause):
-        return "busbw"
-    if ALGBW.search(clause):
-        return "algbw"
+def _kind(clause: str, sentence: str) -> FigureKind:
+    """busbw or algbw as the clause names it, else as the sentence does where it names one only."""
+    for text in (clause, sentence):
+        bus, alg = bool(BUSBW.search(text)), bool(ALGBW.search(text))
+        if bus != alg:
+            return "busbw" if bus else "algbw"
     return "unspecified"
 
 
@@ -136,13 +142,16 @@ def figures(sentence: str, line: int) -> list[FigureSaid]:
             tail = clause[m.end(3) : m.end()].strip()
             bits = byte_or_bit.startswith("b") or (not byte_or_bit and tail.lower().startswith("ps"))
             bits = bits and not tail.startswith("PS")  # GB/S, GBPS: bytes written loud
-            value = float(high or low) * _UNIT_GBPS[scale] / (8.0 if bits else 1.0)
+            binary = (1 << {"K": 10, "M": 20, "G": 30, "T": 40}[scale]) / 1e9  # KiB/s .. TiB/s in GB/s
+            value = float(high or low) * (binary if m.group(4) else _UNIT_GBPS[scale]) / (8.0 if bits else 1.0)
             before = clause[: m.start()]
             bound: Bound = "above" if _BOUND_ABOVE.search(before) else ("below" if _BOUND_BELOW.search(before) else "")
             beside = " ".join(clause[: m.start()].split()[-2:] + clause[m.end() :].split()[:2])
             if EXPECTED.search(clause) and NIC_WORDS.search(clause):
                 beside = clause  # the NIC's advertised rate
             role, nvlink = _role(clause, sentence, bits, beside)
+            if QUOTED.search(sentence) or COMPARED.search(clause) or re.search(r"=\s*$", before):
+                role = "nic" if role == "nic" else "expected"  # a figure quoted from a talk, or computed
             named = OTHER_TOOLS.search(clause) or (None if op_of(clause) else OTHER_TOOLS.search(sentence))
             role = "measured" if named and role == "nic" else role  # another tool's measurement of the network
             out.append(
@@ -151,7 +160,7 @@ def figures(sentence: str, line: int) -> list[FigureSaid]:
                     round(value, 4),
                     m.group(0).strip(),
                     _unit(m.group(0)),
-                    _kind(clause),
+                    _kind(clause, sentence),
                     role,
                     bound,
                     nvlink,
@@ -221,13 +230,14 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     inst = instance_of(text)
     if inst is not None:
         nic_kind, nic_rate, nics = nic_kind or inst.nic, nic_rate or inst.nic_gbit_s, nics or inst.nics
-    if not figs and not count and not nic_rate:
+    nodes, across = nodes_of(text)
+    if not figs and not count and not nic_rate and not (gpu and nodes):
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
     used = [k for k, t in said if _FIGURE.search(t) or _GPU.search(t) or NIC_WORDS.search(t) or IMAGES.search(t)]
-    nodes, across = nodes_of(text)
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
-                      bool(SHARED_NIC.search(text)), tuple(k + 1 for k in used))  # fmt: skip
+                      bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)),
+                      tuple(k + 1 for k in used))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     return Block("prose", first, last + 1, Parts(prose=[claim]), lines=tuple(used))
 

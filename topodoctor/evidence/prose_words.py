@@ -25,7 +25,7 @@ ALGBW = re.compile(r"\balg(?:o|orithm)?[ _-]?(?:bw|bandwidth)\b|\balgbw\b", re.I
 EXPECTED = re.compile(
     r"\b(?:specs?|specifications?|advertised|advertises|claims?|claimed|officials?|official|theoretical(?:ly)?|"
     r"in theory|peak (?:for|of) |datasheet|data sheet|expected|expecting|expect|should|supposed|rated|"
-    r"marketing|nominal|promised|quoted?)\b",
+    r"marketing|nominal|promised|quoted?|according to|GTC|whitepaper|white paper)\b",
     re.I,
 )
 MEASURED = re.compile(
@@ -46,6 +46,10 @@ IMAGES = re.compile(
     r"|\.(?:png|jpe?g)\b",
     re.I,
 )
+# a sentence that quotes a figure from elsewhere: its figures are what someone said, not measured
+QUOTED = re.compile(r"\baccording to\b|\bGTC\b|\bwhite ?paper\b|\bdata ?sheet\b", re.I)
+COMPARED = re.compile(r"^\s*(?:instead of|rather than)\b", re.I)  # "480 GB/s instead of 555": the 555 is not measured
+DUAL_PORT = re.compile(r"\bdual[ -]port\b|\btwo ports\b|\b2 ports\b", re.I)
 OTHER_TOOLS = re.compile(
     r"\b(?:iperf3?|NTTTCP|ib_(?:write|read|send)_(?:bw|lat)|perftest|nvbandwidth|p2pBandwidthLatencyTest|"
     r"bandwidthTest|nvloom|memcpy|qperf|sockperf|netperf|PCIe|PCI-E)\b",
@@ -64,7 +68,8 @@ _OPS = (
 )
 _OP_BLIND = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _OPS if name != "all_reduce"), re.I)
 _AR = re.compile(r"\ball[ _-]?reduce\w*|ncclAllReduce", re.I)
-_CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|however|whereas|while|which|because|although|though|since|and then)\s+",
+_CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|however|whereas|while|which|because|although|though|since|and then)\s+"
+                     r"|\s+(?=instead of\b|rather than\b)",
                      re.I)  # fmt: skip
 _NODES = re.compile(
     _NUM + r"[ -](?:(?:compute|gpu|GPU|physical|identical|AWS|Azure|DGX|HGX|\w*\d\w*)[ -]){0,2}"
@@ -92,6 +97,10 @@ _NIC_KIND = re.compile(
 # a generation's rate per port (Gb/s): IBTA's 4x rates
 KIND_GBIT_S = {"HDR100": 100.0, "HDR": 200.0, "NDR200": 200.0, "NDR": 400.0, "EDR": 100.0, "FDR": 56.0, "XDR": 800.0}
 _NIC_G = re.compile(r"(?<![\w.])(\d{2,3})\s*G(?:b|bit|bps|bE)?\b(?!\s*/|\s*[Bb]ytes)")
+_NIC_COUNT_AFTER = re.compile(
+    r"\b(?:IB|InfiniBand|RoCE|HDR|NDR|EDR|EFA|NICs?|HCAs?)\s*\d{2,3}\s*G(?:b|bps|bit)?(?:/s)?\s*(?:x|×|\*)\s*(\d{1,2})\b",
+    re.I,
+)
 _NIC_COUNT = re.compile(
     _NUM + r"\s*(?:x|×|\*)?\s*(?:(?!GPU|gpu|\band\b|,)[\w./*-]+\s*){0,4}?"
     r"(?:NICs?|HCAs?|(?:IB|InfiniBand|network|NIC|RoCE|HDR|NDR|EDR|EFA|Ethernet)\s+(?:cards?|nics?|adapters?|ports?))\b",
@@ -124,6 +133,8 @@ def nodes_of(text: str) -> tuple[int | None, bool]:
         before = text[max(0, m.start() - 12) : m.start()].lower()
         if re.search(r"\b(?:per|each|in a|every)\s*$", before):
             continue
+        if re.search(r"[x×*]\s*$", before) and re.match(r"\S+\s+(?:node|machine|server|host)\b", m.group(0)):
+            continue  # "H800 * 8 node": an 8-GPU node
         n = number(m.group(1))
         if n:
             return n, n > 1
@@ -164,6 +175,8 @@ def nic_of(text: str, said_gbit_s: list[float]) -> tuple[str, float | None, int 
     if rate is None and kind in KIND_GBIT_S:
         rate = KIND_GBIT_S[kind]
     count = next((n for m in _NIC_COUNT.finditer(text) if (n := number(m.group(1)))), None)
+    if count is None and (after := _NIC_COUNT_AFTER.search(text)):
+        count = int(after.group(1))  # "IB 200Gb * 4"
     return kind, rate, count
 
 

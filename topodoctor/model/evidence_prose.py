@@ -57,4 +57,5 @@ class ProseSaid:
     nvls: bool = False  # NVLink SHARP (NVLS) named
     images: bool = False  # the figures were posted as images (a screenshot, ![...](...))
     shared: bool = False  # the sentences say other traffic shares the network ("storage traffic is on this IB card")
+    dual_port: bool = False  # the NICs said to have two ports ("IB 200Gb * 4 (dual port)"): one rate or twice it
     lines: tuple[int, ...] = ()  # the lines the claims come from, 1-based

@@ -3,12 +3,15 @@ fixtures/diagnose/prose: each README names its thread), and what is not prose le
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from evidence_support import ROOT, kinds
 
-from topodoctor.evidence.inputs import read_input
+from topodoctor.core import codec
+from topodoctor.evidence.inputs import join, read_input
 from topodoctor.evidence.prose import figures, is_sentence
+from topodoctor.model.evidence import Evidence
 from topodoctor.model.evidence_prose import FigureSaid, ProseSaid
 
 DIAGNOSE = ROOT / "fixtures" / "diagnose"
@@ -140,3 +143,10 @@ def test_units_as_people_write_them() -> None:
     got = figures("we get 1.7GBps, then 25 Gb/s, 3200 MB/s and 2 TB/s, algbw 250 GiB/s, 1000 MiB/s", 3)
     assert [f.gbps for f in got] == [1.7, 3.125, 3.2, 2000.0, 268.4355, 1.0486]  # GiB/s is 2^30 bytes a second
     assert [f.unit for f in got] == ["GBps", "Gb/s", "MB/s", "TB/s", "GiB/s", "MiB/s"]
+
+
+def test_the_claims_round_trip_through_json() -> None:
+    for case in ("holdout4/e-07", "prose/p-05"):
+        path = DIAGNOSE / case / "evidence-1.txt"
+        ev = join([read_input(path.name, path.read_text())])
+        assert ev.prose and codec.from_jsonable(Evidence, json.loads(json.dumps(codec.to_jsonable(ev)))) == ev

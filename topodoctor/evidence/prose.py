@@ -79,6 +79,8 @@ _SPEC = re.compile(r"(?:GPUs?|GPU model|NICs?|HCAs?|Network|Interconnect|Nodes?|
 # "... 480 GB/s. However ..." (not "15.3 GB/s"), and the ideographic full stop
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])|(?<=。)")
 MAX_SENTENCE = 300
+MAX_SAID = 400  # sentences read from one input
+MAX_FREE = 4000  # lines looked at to tell a program's source from a post
 MAX_LINE = 4000  # a paragraph of a post; a longer line is a program's output, not a sentence
 
 
@@ -218,9 +220,15 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     nothing (no bandwidth figure, no GPU, no NIC)."""
     skip = set(taken)
     free = [(k, ln) for k, ln in enumerate(lines) if k not in skip and ln.strip()]
-    if _code_input([ln for _, ln in free]):
+    if _code_input([ln for _, ln in free[:MAX_FREE]]):
         return None
-    said = [(k, _plain(ln)) for k, ln in free if is_sentence(_plain(ln), _plain(ln) != ln.strip()) or IMAGES.search(ln)]
+    said: list[tuple[int, str]] = []
+    for k, ln in free:
+        plain = _plain(ln)
+        if is_sentence(plain, plain != ln.strip()) or IMAGES.search(ln):
+            said.append((k, plain))
+            if len(said) == MAX_SAID:
+                break  # a post's words are a few paragraphs: past this, a program's output, and bounded work
     if not said:
         return None
     text = " ".join(t for _, t in said)
@@ -239,7 +247,8 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)),
                       tuple(k + 1 for k in used))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
-    return Block("prose", first, last + 1, Parts(prose=[claim]), lines=tuple(used))
+    cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
+    return Block("prose", first, last + 1, Parts(prose=[claim]), cut=cut, lines=tuple(used))
 
 
 def _plain(line: str) -> str:

@@ -70,6 +70,12 @@ def test_two_port_nics_cannot_tell() -> None:
     assert f.severity == "info" and "cannot tell" in f.message and "NCCL_TOPO_DUMP_FILE" in f.message
 
 
+def test_a_figure_called_high_and_found_short_is_a_misreading_not_a_fault() -> None:
+    """nccl-tests#153: "the busbw can reach as high as 161Gbps" on two nodes of 8 x 100 Gbps NICs."""
+    f = one(DIAGNOSE / "prose" / "p-07", "TD022")
+    assert f.severity == "info" and "0.20 of" in f.message and "calls it high: cannot tell" in f.message
+
+
 def test_nothing_judged_without_the_nics_or_without_a_figure() -> None:
     """nccl-tests#160 (the hardware as screenshots) and nccl#946 (A100 x 2 nodes, no figure)."""
     assert "the NICs are posted as images" in one(DIAGNOSE / "prose" / "p-03", "TD022").message
@@ -80,7 +86,7 @@ def test_the_words_alone_never_give_an_error_or_a_warning_on_a_normal_case() -> 
     for case in sorted((DIAGNOSE / "prose").glob("p-*")) + sorted((DIAGNOSE / "holdout4").glob("e-0[3-7]")):
         got = findings(case)
         assert not any(f.severity in ("error", "critical") for f in got), case.name
-        if case.name in ("p-01", "p-03", "p-04", "p-06", "e-03", "e-04", "e-05", "e-06"):
+        if case.name not in ("p-02", "e-07"):
             assert not any(f.severity == "warning" for f in got), case.name
 
 

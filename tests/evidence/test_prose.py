@@ -150,3 +150,20 @@ def test_the_claims_round_trip_through_json() -> None:
         path = DIAGNOSE / case / "evidence-1.txt"
         ev = join([read_input(path.name, path.read_text())])
         assert ev.prose and codec.from_jsonable(Evidence, json.loads(json.dumps(codec.to_jsonable(ev)))) == ev
+
+
+def test_nics_named_by_their_make_and_a_size_is_no_count() -> None:
+    """nccl-tests#153: "8 H800 GPU and 8 100Gbps Mellanox CX-6"; nccl#1168: "The message size used is 256MB.
+    thought the NIC has capability of ~200GB/s of theoretical bandwidth"."""
+    c = said(DIAGNOSE / "prose" / "p-07" / "evidence-1.txt")
+    assert (c.gpu, c.gpu_model, c.gpu_count, c.nodes, c.nics, c.nic_gbit_s) == ("H800", "", 8, 2, 8, 100.0)
+    text = (
+        "NCCL Allreduce results reports ~45GB/s with 4 GPUs per node  and ~90GB/s on 8 GPUs per node configured "
+        "cluster when run on 4 nodes. THe message size used is 256MB. thought the NIC has capability of ~200GB/s "
+        "of theoretical bandwidth.\n"
+    )
+    got = read_input("issue.txt", text).parts[0].prose[0]
+    assert got.nics is None and got.nodes == 4 and got.size_bytes == 256 << 20
+    assert [(f.gpus, f.gbps, f.role) for f in got.figures] == [
+        (4, 45.0, "measured"), (8, 90.0, "measured"), (None, 200.0, "expected")
+    ]  # fmt: skip

@@ -187,9 +187,22 @@ def _one_node(f: Facts, s: Said) -> ProseJudged:
         msg = f"{_header(s, hardware)}: normal if it is algbw (busbw {v * _factor(op, per_node):.0f} GB/s against "
         msg += f"{expected}), short if it is busbw: cannot tell which; post nccl-tests' output"
         return ProseJudged(findings=(_info("TD022", op, msg, ev),))
+    if s.called_high:
+        return ProseJudged(findings=(_misread(s, hardware, how, v, ring, expected, ev),))
     basis = f"{exp.basis}{assumed}; {how}, {WEAKER}" + "".join(f"; {n}" for n in notes)
     sym = Symptom("collective", op, v, ring, basis, s.size_bytes or 0, 1, s.quote, per_node, tuple(range(per_node)))
     return ProseJudged(symptoms=(sym,))
+
+
+def _misread(
+    s: Said, hardware: str, how: str, v: float, ring: float, expected: str, ev: Mapping[str, object]
+) -> Finding:
+    """A figure the reporter calls high that the expectation finds short: one of the two readings is wrong
+    (a count of GPUs or NICs, what the figure is), so nothing is said of a cause."""
+    msg = f"{_header(s, hardware)}: {how}, {v / ring:.2f} of {expected}, where the reporter calls it high: cannot "
+    msg += "tell (the sentences may not say how many GPUs or NICs the run used, or what the figure is); post "
+    msg += "nccl-tests' output with its header and NCCL_DEBUG=INFO output"
+    return _info("TD022", s.op or "all_reduce", msg, ev)
 
 
 def _across(f: Facts, s: Said) -> ProseJudged:
@@ -255,6 +268,8 @@ def _across(f: Facts, s: Said) -> ProseJudged:
         msg = f"{_header(s, hardware)}: normal for this hardware: {how}, {v / ring:.2f} of {expected}"
         msg += "".join(f"; {n}" for n in notes)
         return ProseJudged(findings=(_info("TD021", op, msg, ev),))
+    if s.called_high:
+        return ProseJudged(findings=(_misread(s, hardware, how, v, ring, expected, ev),))
     basis = f"NCCL's ring over {nic}, at its inter-node channel speeds; {how}, {WEAKER}"
     basis += "".join(f"; {n}" for n in notes)
     if s.shared:

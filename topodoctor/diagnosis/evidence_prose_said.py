@@ -12,6 +12,8 @@ from topodoctor.diagnosis.evidence_nics import expected_nic_gbps
 from topodoctor.model.evidence_prose import FigureKind, FigureSaid, ProseSaid
 from topodoctor.topology.gpu_models import MODELS, GpuModel
 
+# the reporter calls the figure high: were it below the expectation, one of the two readings is wrong
+_HIGH = re.compile(r"\bas high as\b|\bhigher than\b|\bexceed\w*|\bbigger than\b|\bsurpris\w*|\bbeyond\b", re.I)
 _NCCL = re.compile(r"\bnccl|_perf\b|\ball[ _-]?reduce|\ball[ _-]?gather|\breduce[ _-]?scatter|\bAR\b", re.I)
 
 
@@ -22,6 +24,7 @@ class Said:
     figure: FigureSaid | None  # the measured figure judged
     kind: FigureKind
     bound: str  # "above": the run measured more than the figure ("busbw exceeds 100Gbps")
+    called_high: bool  # the reporter's sentence calls the figure high ("can reach as high as 161Gbps")
     expected: tuple[FigureSaid, ...]  # figures the reporter compares with
     quote: Quote
     model: GpuModel | None
@@ -100,6 +103,7 @@ def said_of(f: Facts) -> Said | None:
         figure=figure,
         kind=figure.kind if figure else "unspecified",
         bound=figure.bound if figure else "",
+        called_high=bool(figure and _HIGH.search(figure.sentence)),
         expected=tuple(x for x in figs if x.role == "expected"),
         quote=quote,
         model=model,

@@ -167,7 +167,7 @@ def figures(sentence: str, line: int) -> list[FigureSaid]:
                     bound,
                     nvlink,
                     scope_of(sentence),
-                    _figure_gpus(clause, sentence),
+                    _figure_gpus(clause, m.start(), m.end(), sentence),
                     named.group(0) if named else "",
                     sentence[:MAX_SENTENCE],
                 )
@@ -175,8 +175,16 @@ def figures(sentence: str, line: int) -> list[FigureSaid]:
     return out
 
 
-def _figure_gpus(clause: str, sentence: str) -> int | None:
-    """The GPUs a figure's clause (else its sentence, where it names one count only) says it was measured on."""
+def _figure_gpus(clause: str, start: int, end: int, sentence: str) -> int | None:
+    """The GPUs a figure (``clause[start:end]``) was measured on: a count right after it ("45GB/s with 4
+    GPUs") or right before it ("8 GPU max performance: 28GB/s"), else the one count its clause or sentence
+    names."""
+    after = _COUNT_GPUS.match(clause[end : end + 30].lstrip(" ,(").removeprefix("with ").removeprefix("on "))
+    if after:
+        return int(after.group(1))
+    before = list(_COUNT_GPUS.finditer(clause[max(0, start - 40) : start]))
+    if before:
+        return int(before[-1].group(1))
     for text in (clause, sentence):
         counts = {int(g) for g in _COUNT_GPUS.findall(text)}
         if len(counts) == 1:

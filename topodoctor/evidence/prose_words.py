@@ -85,7 +85,7 @@ _MULTI_NODE = re.compile(
     re.I,
 )
 _SIZE = re.compile(
-    r"(?:\bat|\bsizes? (?:of |up to )?|message size (?:of )?|messages? of|up to|with)\s*"
+    r"(?:\bat|\bsizes?(?: used)?(?: (?:of|is|was|up to))?:?|messages? of|up to|with)\s*"
     r"(\d+(?:\.\d+)?)\s*([KMG])i?B?\b(?!\s*/|\s*ps)"
     r"|(?<![\w.])(\d+(?:\.\d+)?)\s*([KMG])i?B?\s+(?:messages?|sizes?|buffers?|packages?|packets?|payloads?)\b",
     re.I,
@@ -102,8 +102,9 @@ _NIC_COUNT_AFTER = re.compile(
     re.I,
 )
 _NIC_COUNT = re.compile(
-    _NUM + r"\s*(?:x|×|\*)?\s*(?:(?!GPU|gpu|\band\b|,)[\w./*-]+\s*){0,4}?"
-    r"(?:NICs?|HCAs?|(?:IB|InfiniBand|network|NIC|RoCE|HDR|NDR|EDR|EFA|Ethernet)\s+(?:cards?|nics?|adapters?|ports?))\b",
+    r"\b" + _NUM + r"(?![\w.])\s*(?:x|×|\*)?\s*(?:(?!GPU|gpu|\band\b|\bthe\b)[\w/*-]+\s*){0,4}?"
+    r"(?:NICs?|HCAs?|Mellanox|ConnectX[-\w]*|CX-?\d\w*"
+    r"|(?:IB|InfiniBand|network|NIC|RoCE|HDR|NDR|EDR|EFA|Ethernet)\s+(?:cards?|nics?|adapters?|ports?))\b",
     re.I,
 )
 

@@ -23,7 +23,7 @@ from topodoctor.diagnosis.evidence_codes import BY_CODE
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES, NORMAL_SHARE, expect_collective
 from topodoctor.diagnosis.evidence_facts import Facts, Measured
 from topodoctor.diagnosis.evidence_leads import Symptom
-from topodoctor.diagnosis.evidence_prose_said import Said, said_of
+from topodoctor.diagnosis.evidence_prose_said import StatedRun, said_of
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.topology.busbw import (
     NCCL_NVLINK_GBPS,
@@ -75,7 +75,7 @@ def _nvlink_credit(m: GpuModel) -> float | None:
     return rate * m.nvlink_links if rate and m.nvlink_links else None
 
 
-def spec_notes(s: Said, expected_gbps: float) -> list[str]:
+def spec_notes(s: StatedRun, expected_gbps: float) -> list[str]:
     """Why each figure the reporter compares with (a datasheet's, one they were told) differs from what NCCL
     reaches here, in a few words each."""
     out: list[str] = []
@@ -118,7 +118,7 @@ def judge_prose(f: Facts, tool_figures: bool) -> ProseJudged:
     return _one_node(f, s)
 
 
-def _busbw(s: Said, n: int) -> tuple[float, str]:
+def _busbw(s: StatedRun, n: int) -> tuple[float, str]:
     """The stated figure as busbw, and how it was read."""
     fig = s.figure
     assert fig is not None
@@ -129,13 +129,13 @@ def _busbw(s: Said, n: int) -> tuple[float, str]:
     return fig.gbps, f"{fig.text}, {how}"
 
 
-def _header(s: Said, hardware: str) -> str:
+def _header(s: StatedRun, hardware: str) -> str:
     op = s.op or "the op"
     at = "above" if s.bound == "above" else "at"
     return f"{op} {at} {s.figure.text if s.figure else ''} on {hardware} ({WEAKER})"
 
 
-def _one_node(f: Facts, s: Said) -> ProseJudged:
+def _one_node(f: Facts, s: StatedRun) -> ProseJudged:
     m = f.model or s.model
     if m is None:
         named = f"{s.gpu}: not in the GPU model table" if s.gpu else "the GPUs not named"
@@ -195,7 +195,7 @@ def _one_node(f: Facts, s: Said) -> ProseJudged:
 
 
 def _misread(
-    s: Said, hardware: str, how: str, v: float, ring: float, expected: str, ev: Mapping[str, object]
+    s: StatedRun, hardware: str, how: str, v: float, ring: float, expected: str, ev: Mapping[str, object]
 ) -> Finding:
     """A figure the reporter calls high that the expectation finds short: one of the two readings is wrong
     (a count of GPUs or NICs, what the figure is), so nothing is said of a cause."""
@@ -205,7 +205,7 @@ def _misread(
     return _info("TD022", s.op or "all_reduce", msg, ev)
 
 
-def _across(f: Facts, s: Said) -> ProseJudged:
+def _across(f: Facts, s: StatedRun) -> ProseJudged:
     op = s.op or "all_reduce"  # the model's op where none is said: busbw of the ring ops is one figure
     nodes = s.nodes
     if s.nic_kind in ("TCP", "Ethernet"):

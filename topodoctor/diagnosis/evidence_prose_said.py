@@ -18,7 +18,7 @@ _NCCL = re.compile(r"\bnccl|_perf\b|\ball[ _-]?reduce|\ball[ _-]?gather|\breduce
 
 
 @dataclass(frozen=True)
-class Said:
+class StatedRun:
     """What the sentences (and the tools beside them) say of the run whose figure they state."""
 
     figure: FigureSaid | None  # the measured figure judged
@@ -60,7 +60,7 @@ def _first(claims: tuple[ProseSaid, ...], name: str) -> object:
     return next((v for c in claims if (v := getattr(c, name))), None)
 
 
-def said_of(f: Facts) -> Said | None:
+def said_of(f: Facts) -> StatedRun | None:
     """The joined claims, or None where the evidence holds no prose."""
     claims = f.prose
     if not claims:
@@ -99,7 +99,7 @@ def said_of(f: Facts) -> Said | None:
         node_gbps, nic_text = listed, "the ports listed"
     per_node = (figure.gpus if figure is not None and figure.gpus else None) or counted
     size = _first(claims, "size_bytes")
-    return Said(
+    return StatedRun(
         figure=figure,
         kind=figure.kind if figure else "unspecified",
         bound=figure.bound if figure else "",

@@ -167,3 +167,11 @@ def test_nics_named_by_their_make_and_a_size_is_no_count() -> None:
     assert [(f.gpus, f.gbps, f.role) for f in got.figures] == [
         (4, 45.0, "measured"), (8, 90.0, "measured"), (None, 200.0, "expected")
     ]  # fmt: skip
+
+
+def test_a_long_input_is_read_up_to_its_first_sentences_and_says_so() -> None:
+    """A program's chatter that reads like sentences (e-04's line, repeated) is bounded work: the first 400."""
+    line = (DIAGNOSE / "holdout4" / "e-04" / "evidence-1.txt").read_text().strip()
+    got = read_input("long.txt", "\n".join([line] * 1000) + "\n")
+    assert kinds(got) == ["prose"] and got.pieces[0].cut == "the sentences read up to line 400 (the first 400)"
+    assert len(got.parts[0].prose[0].figures) == 400 * 2

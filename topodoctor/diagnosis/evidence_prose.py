@@ -130,7 +130,7 @@ def _busbw(s: StatedRun, n: int) -> tuple[float, str]:
 
 
 def _header(s: StatedRun, hardware: str) -> str:
-    op = s.op or "the op"
+    op = s.op or "the op (not stated: taken as all_reduce)"
     at = "above" if s.bound == "above" else "at"
     return f"{op} {at} {s.figure.text if s.figure else ''} on {hardware} ({WEAKER})"
 

@@ -64,6 +64,16 @@ def test_no_input_of_a_known_kind_is_exit_2_naming_what_it_reads(tmp_path: Path)
     assert "nccl-tests output" in lines[0] and "nvidia-smi" in lines[0] and "Traceback" not in r.output
 
 
+def test_a_question_asked_in_sentences_is_read_and_judged(tmp_path: Path) -> None:
+    """nccl#1442 as its reporter wrote it (fixtures/diagnose/holdout4/e-04): exit 0, normal, on their words."""
+    r = runner.invoke(app, ["diagnose", str(FIXTURES / "diagnose" / "holdout4" / "e-04"), "-f", "line"])
+    assert r.exit_code == 0 and r.output.strip() == "topodoctor OK: 1 info; read prose", r.output
+    words = tmp_path / "question.txt"
+    words.write_text("Our all_reduce on the cluster is slower than it should be. Is this expected? Any advice?\n")
+    r = runner.invoke(app, ["diagnose", str(words)])  # sentences with no figure and no hardware: nothing read
+    assert r.exit_code == 2 and "holds no kind of text diagnose reads" in r.output.strip().splitlines()[0]
+
+
 def test_one_unreadable_input_beside_readable_ones_is_exit_2_and_says_which(tmp_path: Path) -> None:
     other = tmp_path / "notes.txt"
     other.write_text("nothing here\n")

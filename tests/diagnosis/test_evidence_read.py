@@ -4,8 +4,10 @@ that held nothing it reads."""
 from __future__ import annotations
 
 from evidence_cases import evidence, topo
+from evidence_support import ROOT
 
 from topodoctor.diagnosis.evidence import judge
+from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.evidence import Evidence, Piece
 
 
@@ -23,11 +25,19 @@ def test_each_piece_read_and_each_unreadable_input_is_said_first() -> None:
 
 def test_a_sweep_table_and_a_version_line_say_what_they_showed() -> None:
     """A pair-sweep piece counts its pairs; a version line, which shows no part, says its version."""
-    from topodoctor.evidence.inputs import join, read_input
-
     ev = join([read_input("sweep.txt", "n1,n2 49.1\nn2,n3 88.0\n"), read_input("v.txt", "NCCL 2.29.7\n")])
     read = [f.message for f in judge(ev) if f.code == "TD980"]
     assert read == [
         "pair-sweep (lines 1-2): 2 sweep pairs",
         "version-line NCCL 2.29.7 (line 1): the version it states",
     ]
+
+
+def test_the_reporters_sentences_say_what_they_claim() -> None:
+    """nccl#412's sentences (fixtures/diagnose/holdout4/e-07) as read: the claims in the reporter's own words."""
+    path = ROOT / "fixtures" / "diagnose" / "holdout4" / "e-07" / "evidence-1.txt"
+    read = [f for f in judge(join([read_input(path.name, path.read_text())])) if f.code == "TD980"]
+    assert [f.message for f in read] == [
+        "prose (lines 2-6): 3 stated figures, 8 x a800, 12 nodes, all_reduce, HDR 200 Gb/s (the reporter's words)"
+    ]
+    assert read[0].evidence["stated_figures"] == 3

@@ -41,6 +41,7 @@ from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
+from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import Evidence
@@ -249,9 +250,10 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     host_syms, host_normal = host_copies(f)
     copy_syms += host_syms
     copy_normal += host_normal
-    explained = [_explain(f, s) for s in coll + copy_syms]
-    out += explained
-    measured = bool(coll or normal or copy_syms or copy_normal)
+    stated = judge_prose(f, bool(f.measured or f.averages or f.copies or f.sweeps))  # the reporter's own figure
+    explained = [_explain(f, s) for s in coll + copy_syms + list(stated.symptoms)]
+    out += explained + list(stated.findings)
+    measured = bool(coll or normal or copy_syms or copy_normal or stated.symptoms)
     codes = {x.code for x in out}
     for ld in _causes(f, None).leads:
         # a misconfiguration the evidence shows is said even beside a figure; a setting that caps NCCL only

@@ -20,6 +20,7 @@ from topodoctor.model.evidence import (
     PcieSeen,
     SweepPair,
 )
+from topodoctor.model.evidence_prose import ProseSaid
 from topodoctor.nccl.lines import NetLine, net_line, peer_line
 from topodoctor.topology.gpu_models import GpuModel, model_of
 
@@ -111,6 +112,7 @@ class Facts:
     # the next launch): (launch, [(op, busbw average or None, hosts its ranks name, quote)])
     results: tuple[tuple[Launch, tuple[tuple[str, float | None, frozenset[str], Quote], ...]], ...] = ()
     sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
+    prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim (diagnosis/evidence_prose.py)
     where: Mapping[int, str] = field(default_factory=dict)  # piece -> "path:first-last"
 
     def link(self, a: int, b: int) -> str | None:
@@ -366,6 +368,7 @@ def facts_of(ev: Evidence) -> Facts:
             (p, Quote(_where(ev, p.piece, p.line or None), f"{p.a},{p.b} {p.busbw_gbps:g}")) for p in ev.sweeps
         ),
         where={i: _where(ev, i) for i in range(len(ev.pieces))},
+        prose=ev.prose,
     )
 
 

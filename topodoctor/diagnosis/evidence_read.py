@@ -47,10 +47,18 @@ def _read(ev: Evidence, k: int, p: Piece) -> Finding:
         "launches": _count(ev.launches, k),
         "graphs": _count(getattr(ev, "graphs", ()), k),  # NCCL's graph dumps, where the readers give them
         "sweep_pairs": _count(ev.sweeps, k),
+        "stated_figures": sum(len(c.figures) for c in ev.prose if c.piece == k),
     }
     counts = {name: n for name, n in shown.items() if n}
     what = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items())
     what = what or ("the version it states" if p.version else "nothing it reads")
+    said = next((c for c in ev.prose if c.piece == k), None)
+    if said is not None:  # the reporter's sentences: what they claim, in their own words
+        gpus = f"{said.gpu_count} x " if said.gpu_count else ""
+        claims = [f"{gpus}{said.gpu}" if said.gpu else "", f"{said.nodes} nodes" if said.nodes else "", said.op,
+                  f"{said.nic_kind or 'NIC'} {said.nic_gbit_s:g} Gb/s" if said.nic_gbit_s else "",
+                  "figures posted as images" if said.images else ""]  # fmt: skip
+        what += "".join(f", {c}" for c in claims if c) + " (the reporter's words)"
     where = f"lines {p.first_line}-{p.last_line}" if p.last_line > p.first_line else f"line {p.first_line}"
     version = f" {p.version}" if p.version else ""
     cut = f"; cut: {p.cut}" if p.cut else ""

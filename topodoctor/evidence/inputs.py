@@ -23,6 +23,7 @@ from topodoctor.evidence import (
     nccl_tests,
     nccl_xml,
     nics,
+    prose,
     smi,
     smi_query,
     sweeps,
@@ -60,7 +61,8 @@ KINDS_READ = (
     "kernel XID and PCIe link lines, ibstat / ibstatus / ibv_devinfo / ethtool, launch command lines and env dumps, "
     "NCCL INFO/WARN logs, NCCL Inspector records, "
     "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw), "
-    "Azure NHC's check_gpu_bw lines"
+    "Azure NHC's check_gpu_bw lines, "
+    "and the sentences around them that state the GPUs, the nodes, the NIC and a bandwidth figure with its unit"
 )
 
 
@@ -128,7 +130,10 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
         blocks.append(host_lines.read_pcie_links(lines, links, first_piece + len(blocks)))
     if nhc:
         blocks.append(health_checks.read_nhc(lines, nhc, first_piece + len(blocks)))
-    return blocks
+    # last: the sentences around the tools' output, only among the lines no reader took
+    taken = {k for b in blocks for k in (b.lines or range(b.start, b.end))}
+    said = prose.read(lines, taken, first_piece + len(blocks))
+    return blocks + ([said] if said is not None else [])
 
 
 def _json(source: str, text: str, piece: int) -> Read | None:
@@ -174,6 +179,7 @@ def join(reads: Sequence[Read]) -> Evidence:
         nccl_pieces=tuple(k for k, p in enumerate(parts) if p.nccl is not None),
         nccl_lines=tuple(x for p in parts for x in p.nccl_lines),
         sweeps=tuple(x for p in parts for x in p.sweeps),
+        prose=tuple(x for p in parts for x in p.prose),
         driver_version=next((p.driver_version for p in parts if p.driver_version), ""),
         cuda_version=next((p.cuda_version for p in parts if p.cuda_version), ""),
         nccl_version=next((p.nccl_version for p in parts if p.nccl_version), ""),

@@ -28,6 +28,7 @@ from topodoctor.model.evidence import (
     SweepPair,
     XidSeen,
 )
+from topodoctor.model.evidence_prose import ProseSaid
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _BARE_SGR = re.compile(r"(?<![\w\]\[])\[[0-9;]{1,5}m")  # the same escapes, their ESC lost in a copy: "[4mGPU0"
@@ -84,6 +85,7 @@ class Parts:
     nccl: NcclAccount | None = None
     nccl_lines: list[NcclLine] = field(default_factory=list)
     sweeps: list[SweepPair] = field(default_factory=list)
+    prose: list[ProseSaid] = field(default_factory=list)
     driver_version: str = ""
     cuda_version: str = ""
     nccl_version: str = ""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from topodoctor.model.collectives import NcclAccount, RankInfo, Row
+from topodoctor.model.evidence_prose import ProseSaid
 
 # The kinds of text a reader recognises, detected by content (never by a file's name).
 Kind = Literal[
@@ -39,6 +40,7 @@ Kind = Literal[
     "version-line",  # a version stated on its own line: "NCCL 2.29.7", pip's nvidia-nccl-cu12==2.21.5
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
     "nic-status",  # ibstat, ibstatus, ibv_devinfo (-v), ethtool: each port's state and rate; perftest's ib_*_bw
+    "prose",  # the reporter's sentences: the hardware, the op and the figures they state (evidence_prose.py)
 ]
 
 
@@ -277,6 +279,7 @@ class Evidence:
     nccl_pieces: tuple[int, ...] = ()  # the piece each NcclAccount came from
     nccl_lines: tuple[NcclLine, ...] = ()  # every NCCL INFO / WARN line of the NCCL log pieces, in order
     sweeps: tuple[SweepPair, ...] = ()  # two-node sweeps' pairs
+    prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim, one per input that states any
     driver_version: str = ""
     cuda_version: str = ""
     nccl_version: str = ""  # as a version line stated it (NCCL's own lines and nccl-tests' header win)

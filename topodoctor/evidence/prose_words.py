@@ -1,0 +1,214 @@
+"""The words the prose reader (prose.py) knows: what names a figure's kind and role, the ops, nodes,
+sizes, NICs and the cloud instances and NVIDIA systems whose GPUs and NICs their names fix.
+
+Instances and systems, as their makers list them: AWS EC2 accelerated computing instances (p4d.24xlarge,
+p4de.24xlarge: 8 x A100 SXM, EFA 4 x 100 Gb/s; p5.48xlarge, p5e.48xlarge: 8 x H100 / H200 SXM, EFA 3200
+Gb/s in 32 x 100; p5en.48xlarge: 8 x H200, 16 x 200), NVIDIA DGX A100 (8 x A100 SXM, 8 x ConnectX-6 HDR
+200 Gb/s for compute), DGX H100 / H200 (8 x H100 / H200 SXM, 8 x ConnectX-7 NDR 400 Gb/s), DGX B200
+(8 x B200, 8 x 400 Gb/s), Azure ND A100 v4 (ND96asr_v4, ND96amsr_A100_v4: 8 x A100, 8 x HDR 200) and ND
+H100 v5 (ND96isr_H100_v5: 8 x H100, 8 x NDR 400).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from topodoctor.model.evidence_prose import Scope
+
+WORD_NUMBERS = {"one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                "eight": 8, "ten": 10, "twelve": 12, "sixteen": 16, "both": 2}  # fmt: skip
+_NUM = r"(\d{1,4}|one|single|two|three|four|five|six|seven|eight|ten|twelve|sixteen)"
+
+BUSBW = re.compile(r"\bbus[ _-]?(?:bw|bandwidths?)\b|\bbusbw\b|\bwire[ _-]?(?:bw|bandwidth|speed)\b", re.I)
+ALGBW = re.compile(r"\balg(?:o|orithm)?[ _-]?(?:bw|bandwidth)\b|\balgbw\b", re.I)
+EXPECTED = re.compile(
+    r"\b(?:specs?|specifications?|advertised|advertises|claims?|claimed|officials?|official|theoretical(?:ly)?|"
+    r"in theory|peak (?:for|of) |datasheet|data sheet|expected|expecting|expect|should|supposed|rated|"
+    r"marketing|nominal|promised|quoted?|according to|GTC|whitepaper|white paper)\b",
+    re.I,
+)
+MEASURED = re.compile(
+    r"\b(?:observed?|get|got|getting|gets|see|saw|seeing|seen|measured?|measuring|achieved?|achieving|"
+    r"reached|reaching|reports?|reported|shows?|showed|maxed|average|result|results|only|obtained?|"
+    r"is about|around|approximately|tops? out|saturat\w*)\b",
+    re.I,
+)
+NIC_WORDS = re.compile(
+    r"\b(?:HDR|NDR|EDR|FDR|XDR|EFA|RoCE(?:v2)?|InfiniBand|IB|NICs?|HCAs?|net|network|networks|ethernet|TCP(?:/IP)?|"
+    r"ConnectX[-\w]*|CX-?\d|Mellanox|adapters?|uplinks?|ports?)\b",
+    re.I,
+)
+NVLINK = re.compile(r"\bNVLink\w*\b|\bNVSwitch\w*\b", re.I)
+NVLS = re.compile(r"\bNVLS\b|\bNVLink[ -]?SHARP\b|\bNVLS[ -]?SHARP\b", re.I)
+IMAGES = re.compile(
+    r"!\[[^\]]*\]\([^)]*\)|\bscreen ?shots?\b|\b(?:attached|following|below|the) (?:image|picture|figure|graph)s?\b"
+    r"|\.(?:png|jpe?g)\b",
+    re.I,
+)
+# a sentence that quotes a figure from elsewhere: its figures are what someone said, not measured
+QUOTED = re.compile(r"\baccording to\b|\bGTC\b|\bwhite ?paper\b|\bdata ?sheet\b", re.I)
+COMPARED = re.compile(r"^\s*(?:instead of|rather than)\b", re.I)  # "480 GB/s instead of 555": the 555 is not measured
+DUAL_PORT = re.compile(r"\bdual[ -]port\b|\btwo ports\b|\b2 ports\b", re.I)
+OTHER_TOOLS = re.compile(
+    r"\b(?:iperf3?|NTTTCP|ib_(?:write|read|send)_(?:bw|lat)|perftest|nvbandwidth|p2pBandwidthLatencyTest|"
+    r"bandwidthTest|nvloom|memcpy|qperf|sockperf|netperf|PCIe|PCI-E)\b",
+    re.I,
+)
+SHARED_NIC = re.compile(
+    r"\bother (?:computing |compute )?(?:workloads?|jobs?|traffic)\b|\bstorage traffic\b|\bshared\b", re.I
+)
+_OPS = (
+    ("all_reduce", r"\ball[ _-]?reduce\w*|\bAR\b|ncclAllReduce"),
+    ("all_gather", r"\ball[ _-]?gather\w*|\b(?-i:AG)\b|ncclAllGather"),
+    ("reduce_scatter", r"\breduce[ _-]?scatter\w*|ncclReduceScatter"),
+    ("all_to_all", r"\ball[ _-]?to[ _-]?all\w*|\balltoall\w*|\b(?-i:A2A)\b"),
+    ("broadcast", r"\bbroadcast\w*|ncclBroadcast"),
+    ("sendrecv", r"\bsend[ _-]?recv\w*|\bp2p_perf\b"),
+)
+_OP_BLIND = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _OPS if name != "all_reduce"), re.I)
+_AR = re.compile(r"\ball[ _-]?reduce\w*|ncclAllReduce", re.I)
+_CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|however|whereas|while|which|because|although|though|since|and then)\s+"
+                     r"|\s+(?=instead of\b|rather than\b)",
+                     re.I)  # fmt: skip
+_NODES = re.compile(
+    _NUM + r"[ -](?:(?:compute|gpu|GPU|physical|identical|AWS|Azure|DGX|HGX|\w*\d\w*)[ -]){0,2}"
+    r"(?:nodes?|machines?|servers?|hosts?|instances?|boxes)\b",
+    re.I,
+)
+_ONE_NODE = re.compile(
+    r"\b(?:single|one)[ -]?(?:node|machine|server|host|box)\b|\bintra[ -]?node\b|\bwithin (?:a|one) node\b", re.I
+)
+_MULTI_NODE = re.compile(
+    r"\bmulti[ -]?(?:node|host|machine)s?\b|\binter[ -]?node\b|\bacross (?:the )?(?:nodes|machines|servers)\b|"
+    r"\bbetween (?:the )?(?:nodes|machines|servers)\b|\bcluster\b",
+    re.I,
+)
+_SIZE = re.compile(
+    r"(?:\bat|\bsizes?(?: used)?(?: (?:of|is|was|up to))?:?|messages? of|up to|with)\s*"
+    r"(\d+(?:\.\d+)?)\s*([KMG])i?B?\b(?!\s*/|\s*ps)"
+    r"|(?<![\w.])(\d+(?:\.\d+)?)\s*([KMG])i?B?\s+(?:messages?|sizes?|buffers?|packages?|packets?|payloads?)\b",
+    re.I,
+)
+_SIZE_SCALE = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_NIC_KIND = re.compile(
+    r"\b(HDR100|HDR|NDR200|NDR|EDR|FDR|XDR|EFA|RoCE(?:v2)?|InfiniBand|IB|TCP(?:/IP)?|Ethernet)\b", re.I
+)
+# a generation's rate per port (Gb/s): IBTA's 4x rates
+KIND_GBIT_S = {"HDR100": 100.0, "HDR": 200.0, "NDR200": 200.0, "NDR": 400.0, "EDR": 100.0, "FDR": 56.0, "XDR": 800.0}
+_NIC_G = re.compile(r"(?<![\w.])(\d{2,3})\s*G(?:b|bit|bps|bE)?\b(?!\s*/|\s*[Bb]ytes)")
+_NIC_COUNT_AFTER = re.compile(
+    r"\b(?:IB|InfiniBand|RoCE|HDR|NDR|EDR|EFA|NICs?|HCAs?)\s*\d{2,3}\s*G(?:b|bps|bit)?(?:/s)?\s*(?:x|×|\*)\s*(\d{1,2})\b",
+    re.I,
+)
+_NIC_COUNT = re.compile(
+    r"\b" + _NUM + r"(?![\w.])\s*(?:x|×|\*)?\s*(?:(?!GPU|gpu|\band\b|\bthe\b)[\w/*-]+\s*){0,4}?"
+    r"(?:NICs?|HCAs?|Mellanox|ConnectX[-\w]*|CX-?\d\w*"
+    r"|(?:IB|InfiniBand|network|NIC|RoCE|HDR|NDR|EDR|EFA|Ethernet)\s+(?:cards?|nics?|adapters?|ports?))\b",
+    re.I,
+)
+
+
+def number(word: str) -> int | None:
+    """A count as written: digits, or the small number words."""
+    return int(word) if word.isdigit() else WORD_NUMBERS.get(word.lower())
+
+
+def clauses(sentence: str) -> list[str]:
+    """A sentence's clauses: what a figure's words belong to ("I expected 2.5 GB/s, but it maxed out at 1.7")."""
+    return [c for c in _CLAUSE.split(sentence) if c.strip()]
+
+
+def op_of(text: str) -> str:
+    """The first collective the text names, as nccl-tests names it ("AR" only in capitals)."""
+    m = _OP_BLIND.search(text)
+    ar = _AR.search(text) or re.search(r"\bAR\b", text)  # "AR" in capitals only: "ar" is a word
+    if ar is not None and (m is None or ar.start() < m.start()):
+        return "all_reduce"
+    return next((k for k, v in m.groupdict().items() if v), "") if m is not None else ""
+
+
+def nodes_of(text: str) -> tuple[int | None, bool]:
+    """The nodes the text says the run spans, and whether it says the run is across nodes at all."""
+    for m in _NODES.finditer(text):
+        before = text[max(0, m.start() - 12) : m.start()].lower()
+        if re.search(r"\b(?:per|each|in a|every)\s*$", before):
+            continue
+        if re.search(r"[x×*]\s*$", before) and re.match(r"\S+\s+(?:node|machine|server|host)\b", m.group(0)):
+            continue  # "H800 * 8 node": an 8-GPU node
+        n = number(m.group(1))
+        if n:
+            return n, n > 1
+    if _ONE_NODE.search(text):
+        return 1, False
+    return None, bool(_MULTI_NODE.search(text))
+
+
+def scope_of(sentence: str) -> Scope:
+    """Where one sentence places its figures: on one node, across nodes, or neither said."""
+    n, across = nodes_of(sentence)
+    return "nodes" if across else ("one-node" if n == 1 else "")
+
+
+def size_of(text: str) -> int | None:
+    """The largest message size the text states (nccl-tests' -e, "at 1GB", "8M~128M packages")."""
+    sizes = []
+    for m in _SIZE.finditer(text):
+        value, scale = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        sizes.append(int(float(value) * _SIZE_SCALE[scale.upper()]))
+    return max(sizes) if sizes else None
+
+
+def nic_of(text: str, said_gbit_s: list[float]) -> tuple[str, float | None, int | None]:
+    """The NIC's kind, one NIC's rate (Gb/s) and how many a node has, as far as the text says."""
+    kinds = [m.group(1) for m in _NIC_KIND.finditer(text)]
+    kind = next((k for k in kinds if k.upper() in KIND_GBIT_S), kinds[0] if kinds else "")
+    norm = {"INFINIBAND": "InfiniBand", "ETHERNET": "Ethernet", "ROCE": "RoCE", "ROCEV2": "RoCE", "TCP/IP": "TCP"}
+    kind = norm.get(kind.upper(), kind.upper() if kind.upper() in KIND_GBIT_S or kind.upper() in ("EFA", "IB", "TCP")
+                    else kind)  # fmt: skip
+    rate = said_gbit_s[0] if said_gbit_s else None
+    if rate is None:
+        for m in _NIC_G.finditer(text):
+            near = text[max(0, m.start() - 30) : m.end() + 30]
+            if _NIC_KIND.search(near) or re.search(r"\b(?:NICs?|HCAs?|cards?|adapters?|network)\b", near, re.I):
+                rate = float(m.group(1))
+                break
+    if rate is None and kind in KIND_GBIT_S:
+        rate = KIND_GBIT_S[kind]
+    count = next((n for m in _NIC_COUNT.finditer(text) if (n := number(m.group(1)))), None)
+    if count is None and (after := _NIC_COUNT_AFTER.search(text)):
+        count = int(after.group(1))  # "IB 200Gb * 4"
+    return kind, rate, count
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A cloud instance or NVIDIA system: the GPUs and NICs its name fixes."""
+
+    pattern: str
+    gpu: str  # as the GPU model table reads it
+    gpus: int
+    nic: str
+    nic_gbit_s: float
+    nics: int
+
+
+INSTANCES = (
+    Instance(r"\bp4de\.24x(?:large)?\b", "A100 SXM4 80GB", 8, "EFA", 100.0, 4),
+    Instance(r"\bp4d\.24x(?:large)?\b", "A100 SXM4 40GB", 8, "EFA", 100.0, 4),
+    Instance(r"\bp5en\.48x(?:large)?\b", "H200", 8, "EFA", 200.0, 16),
+    Instance(r"\bp5e\.48x(?:large)?\b", "H200", 8, "EFA", 100.0, 32),
+    Instance(r"\bp5\.48x(?:large)?\b", "H100 SXM", 8, "EFA", 100.0, 32),
+    Instance(r"\bDGX[ -]?A100\b", "A100 SXM", 8, "HDR", 200.0, 8),
+    Instance(r"\bDGX[ -]?H100\b", "H100 SXM", 8, "NDR", 400.0, 8),
+    Instance(r"\bDGX[ -]?H200\b", "H200", 8, "NDR", 400.0, 8),
+    Instance(r"\bDGX[ -]?B200\b", "B200", 8, "NDR", 400.0, 8),
+    Instance(r"\bND96a(?:m)?sr(?:_A100)?_v4\b|\bND A100 v4\b", "A100 SXM", 8, "HDR", 200.0, 8),
+    Instance(r"\bND96isr_H100_v5\b|\bND H100 v5\b", "H100 SXM", 8, "NDR", 400.0, 8),
+)
+_INSTANCES = tuple((re.compile(i.pattern, re.I), i) for i in INSTANCES)
+
+
+def instance_of(text: str) -> Instance | None:
+    """The first instance or system the text names."""
+    return next((i for rx, i in _INSTANCES if rx.search(text)), None)

@@ -1,0 +1,61 @@
+"""What a reporter's sentences say, as plain data: the claims the prose reader (``evidence/prose.py``)
+takes from the text around the tools' output ("8x H100 ... the algbw is about 250 GB/s ... the spec says
+900 GB/s"). A claim is weaker evidence than a tool's own output: it is what someone wrote, not what a tool
+printed, and every finding built on it says so. Fields the sentences did not state stay empty (``None``,
+``""``): not stated is never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# What a figure is, as the sentence names it: nccl-tests' bus bandwidth ("busbw", "bus bandwidth", "wire
+# bw"), its algorithm bandwidth ("algbw"), or a bandwidth the sentence does not qualify.
+FigureKind = Literal["busbw", "algbw", "unspecified"]
+# What the figure stands for in the sentence: what the reporter measured, what they expected or were told
+# ("should reach", "the spec says", "NVIDIA claims"), or a NIC's line rate ("HDR 200G", "100 Gbps network").
+FigureRole = Literal["measured", "expected", "nic"]
+Bound = Literal["", "above", "below"]  # "exceeds 100Gbps": the run measured more than the figure says
+Scope = Literal["", "one-node", "nodes"]  # where its sentence places the figure: one node, across nodes
+
+
+@dataclass(frozen=True)
+class FigureSaid:
+    """One bandwidth figure with its unit, as a sentence states it."""
+
+    line: int  # 1-based, in the piece's input
+    gbps: float  # in GB/s (bytes): 125 Gbps is 15.625
+    text: str  # the figure as written: "125 Gbps", "4~6GB/s"
+    unit: str  # as written: "GB/s", "Gbps", "GiB/s", "MB/s"
+    kind: FigureKind = "unspecified"
+    role: FigureRole = "measured"
+    bound: Bound = ""
+    nvlink: bool = False  # the sentence ties it to NVLink ("the NVLink bw is 900 GB/s")
+    scope: Scope = ""
+    gpus: int | None = None  # the GPUs its sentence says it was measured on ("8 GPU max performance: 28GB/s")
+    tool: str = ""  # another tool the sentence names it by (iperf3, NTTTCP, ib_write_bw): not NCCL's figure
+    sentence: str = ""  # the sentence it stands in, cut to a few hundred characters
+
+
+@dataclass(frozen=True)
+class ProseSaid:
+    """What one input's sentences claim about the run and its hardware."""
+
+    piece: int
+    figures: tuple[FigureSaid, ...] = ()
+    gpu: str = ""  # the GPU as written ("H100 PCIe", "a800", "p5.48xlarge")
+    gpu_model: str = ""  # its name in the GPU model table (topology/gpu_models.py), where it is there
+    gpu_count: int | None = None  # GPUs per node, where stated ("8x H100", "8 NVLink a800 GPU")
+    nodes: int | None = None  # nodes, where stated ("2 nodes", "12 compute nodes", "two machines")
+    across_nodes: bool = False  # a run across nodes said, with or without their number ("multi-node")
+    op: str = ""  # nccl-tests' name of the op: all_reduce, all_gather, ...
+    size_bytes: int | None = None  # the message size the figure was measured at, where stated
+    nic_kind: str = ""  # HDR, NDR, EDR, EFA, RoCE, TCP, InfiniBand
+    nic_gbit_s: float | None = None  # one NIC's line rate, Gb/s, where stated
+    nics: int | None = None  # NICs per node, where stated ("1 HDR 200G IB card", "8 x 100 Gbps")
+    nvls: bool = False  # NVLink SHARP (NVLS) named
+    images: bool = False  # the figures were posted as images (a screenshot, ![...](...))
+    shared: bool = False  # the sentences say other traffic shares the network ("storage traffic is on this IB card")
+    dual_port: bool = False  # the NICs said to have two ports ("IB 200Gb * 4 (dual port)"): one rate or twice it
+    lines: tuple[int, ...] = ()  # the lines the claims come from, 1-based

@@ -5,6 +5,7 @@ peers."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
-from topodoctor.diagnosis.evidence_sockets import socket_share
+from topodoctor.diagnosis.evidence_sockets import setting_value, socket_cause
 from topodoctor.diagnosis.nccl_model import (
     DEFAULT_BUFFSIZE,
     DEFAULT_NTHREADS,
@@ -25,6 +26,7 @@ from topodoctor.diagnosis.nccl_model import (
 from topodoctor.diagnosis.perf_regressions import regressions_of
 from topodoctor.diagnosis.rank import Candidate
 
+_IPOIB = re.compile(r"\](ib[a-z]?\d[\w.]*):")  # NET/Socket : Using [0]ibp12s0:10.1.0.2<0>
 RDMA_NAMES = ("mlx5_", "mlx4_", "ibp", "bnxt_re", "irdma", "efa", "rdma")
 PROTO_SHARE = {"LL": LL_SHARE, "LL128": LL128_SHARE}
 SLOW_GPU = 0.7  # a GPU whose copies run under this share of the others' median
@@ -37,6 +39,8 @@ def _rdma_present(f: Facts) -> list[str]:
              and n.state != "DOWN"]  # fmt: skip
     names += [d for s in f.net if s.line.what == "ib-devices" for d in s.line.value.split()]
     names += [s.line.value for s in f.net if s.line.what == "ib-open-failed" and s.line.value]
+    # an interface NCCL's sockets use named ib* is IP over InfiniBand: the InfiniBand HCA is there
+    names += [f"{m} (IPoIB)" for s in f.net if s.line.what == "socket" for m in _IPOIB.findall(s.line.value)]
     return list(dict.fromkeys(names))
 
 
@@ -57,9 +61,9 @@ def _nodes(f: Facts, sym: Symptom | None) -> int | None:
 def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
     why: list[str] = []
     lines: list[Quote] = []
-    if (d := f.settings.get("NCCL_IB_DISABLE")) is not None and d[0].strip() not in ("", "0"):
-        why.append(f"NCCL_IB_DISABLE={d[0]}")
-        lines.append(d[1])
+    if (d := setting_value(f, "NCCL_IB_DISABLE")) not in (None, "", "0"):
+        why.append(f"NCCL_IB_DISABLE={d}")
+        lines.append(f.settings["NCCL_IB_DISABLE"][1])
     for s in f.net:
         if s.line.what == "no-verbs" and "libibverbs could not be loaded" not in why:
             why.append("libibverbs could not be loaded")
@@ -98,25 +102,12 @@ def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     said_ib = on_ib or any(s.line.value.upper().startswith("IB") for s in chosen)
     # with IB refused (no verbs, NCCL_IB_DISABLE) and no plugin, sockets are the only network NCCL has left
     if (socket and not on_ib) or over_socket or (why and not said_ib and not net_conns):
-        lines = list(reasons)
         first = socket[0].quote if socket else (over_socket[0].quote if over_socket else None)
-        lines = ([first] if first is not None else []) + lines
-        what = "NCCL's network " + ("between nodes " if nodes else "") + "is TCP sockets"
-        what += f" ({'; '.join(why)})" if why else ""
-        what += f" though the nodes have RDMA NICs ({', '.join(rdma[:4])})" if rdma else ""
-        fix = "Give NCCL the RDMA devices: libibverbs in the image, --device=/dev/infiniband, NCCL_IB_DISABLE unset."
-        share, asks = socket_share(f, sym)  # the Ethernet line's rate, where ethtool shows it
-        what += share
-        for ask in asks:
+        lines = ([first] if first is not None else []) + list(reasons)
+        found = socket_cause(f, sym, nodes, rdma, why)
+        for ask in found.asks:
             out.ask(ask)
-        if rdma or why:
-            out.add("TD025", Candidate(what, fix, {"rdma": rdma, "why": why}), tuple(lines[:3]))
-            return
-        # sockets are all an Ethernet-only cluster has: a warning, until the nodes' RDMA NICs are shown
-        out.ask("`ibv_devinfo` of a node (whether it has RDMA NICs NCCL could use)")
-        what += " (no NET/IB line: if the nodes have RDMA NICs, NCCL could not use them)"
-        cand = Candidate(what, fix, {"rdma": [], "why": []}, None, direct=False)
-        out.add("TD025", cand, tuple(lines[:3]), severity="warning")
+        out.add("TD025", found.candidate, tuple(lines[:3]), severity=found.severity)
         return
     _gdr(f, net_conns, out)
     _fewer_nics(f, sym, out, rdma)

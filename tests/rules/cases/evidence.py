@@ -150,7 +150,12 @@ CASES: list[Case] = [
     _case("TD025", True, "two nodes, no libibverbs, NCCL_IB_DISABLE=1", lambda: evidence(
         run("broadcast", _row(1.0, 2, 1024), "#  Rank  0 Pid 1 on a device 0 [0x00] Tesla V100-PCIE-16GB\n"
             "#  Rank  1 Pid 2 on b device 0 [0x00] Tesla V100-PCIE-16GB"),
-        nccl_lines(VERBS), EvidenceSetting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="error"),
+        nccl_lines(VERBS), EvidenceSetting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="warning"),
+    _case("TD025", True, "two nodes, NCCL_IB_DISABLE=1, ibstat lists mlx5_0", lambda: evidence(
+        run("broadcast", _row(1.0, 2, 1024), "#  Rank  0 Pid 1 on a device 0 [0x00] Tesla V100-PCIE-16GB\n"
+            "#  Rank  1 Pid 2 on b device 0 [0x00] Tesla V100-PCIE-16GB"),
+        EvidenceSetting(1, "NCCL_IB_DISABLE", "1", "mpirun -x"),
+        NicSeen(2, "mlx5_0", rate_gbps=200.0, link_layer="IB", port=1, state="ACTIVE")), severity="error"),
     _case("TD025", True, "two nodes over NET/Socket, no RDMA NIC shown", lambda: evidence(_log(SOCKETS)),
           severity="warning"),
     _case("TD025", False, "two nodes on IB", lambda: evidence(_log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,))),

@@ -190,17 +190,19 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     op = sym.subject if sym is not None and sym.kind == "collective" else ""
     s = f.settings
     default = max(2, round(2 * ref / SEARCH_CHANNEL_GBPS)) if ref else None
+    # a cap is a cause only of a figure it explains: with none judged short it may cap, and is said so
+    said = None if sym is not None else "info"
     for name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MAX_P2P_NCHANNELS"):
         if name in s and s[name][0].strip().isdigit():
             cap = int(s[name][0])
             if default is None or cap < default:
                 exp = ref * cap / default if ref and default else None
-                what = f"{name}={cap} holds NCCL to {plural(cap, 'channel')}" + (
-                    f" (about {default} here)" if default else ""
-                )
-                out.add(
-                    "TD036", Candidate(what, f"Unset {name}.", {"variable": name, "value": cap}, exp), (s[name][1],)
-                )
+                held = "holds NCCL to" if sym is not None else "may cap NCCL at"
+                what = f"{name}={cap} {held} {plural(cap, 'channel')}" + (f" (about {default} here)" if default else "")
+                if sym is None:
+                    what += "; no figure shows it did (a bandwidth-bound size, 128M or more, would)"
+                cand = Candidate(what, f"Unset {name}.", {"variable": name, "value": cap}, exp)
+                out.add("TD036", cand, (s[name][1],), severity=said)
     if "NCCL_PROTO" in s:
         value = s["NCCL_PROTO"][0].strip()
         allowed = {p.strip().upper() for p in value.lstrip("^").split(",")}

@@ -200,7 +200,9 @@ CASES: list[Case] = [
     _case("TD035", True, "NCCL_IB_HCA=mlx5_0 of four", lambda: _nics("mlx5_0")),
     _case("TD035", False, "NCCL_IB_HCA=mlx5 (every one)", lambda: _nics("mlx5")),
     _case("TD036", True, "NCCL_MAX_NCHANNELS=1, 21.2 GB/s", lambda: _h100(
-        21.2, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P))),
+        21.2, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P)), severity="error"),
+    _case("TD036", True, "NCCL_MAX_NCHANNELS=1 and no figure", lambda: evidence(
+        _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P)), severity="info"),
     _case("TD036", False, "NCCL_MAX_NCHANNELS=32, 330 GB/s", lambda: _h100(
         330.0, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 32|" + P2P))),
     _case("TD037", True, "4 x A40 at 1 GB/s on NCCL 2.16.2", lambda: _a40(1.0, "2.16.2")),

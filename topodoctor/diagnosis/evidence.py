@@ -37,6 +37,7 @@ from topodoctor.diagnosis.evidence_expect import (
     expect_collective,
 )
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of, path_class
+from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
@@ -165,9 +166,7 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, PostedEx
     for m in runs:
         if m.size_bytes < BANDWIDTH_BOUND_BYTES:
             if not any(r.op == m.op and r.size_bytes >= BANDWIDTH_BOUND_BYTES for r in runs):
-                msg = f"{m.op} not judged: its largest size, {human_size(m.size_bytes)}, is latency-bound "
-                msg += f"(bandwidth decides from {human_size(BANDWIDTH_BOUND_BYTES)}: run up to 1G, -e 1G)"
-                msg += _run_path(f, m)
+                msg = latency_bound_message(f, m) + _run_path(f, m)
                 other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"size_bytes": m.size_bytes}, "info"))
             continue
         if not m.nranks and not m.rank_hosts:

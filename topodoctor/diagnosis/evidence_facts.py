@@ -66,6 +66,7 @@ class Measured:
     quote: Quote
     rank_hosts: tuple[str, ...] = ()  # the host of each rank, where the header listed them
     run_gpus: tuple[int, ...] = ()  # the GPUs of its first host by nvidia-smi's index, where the bus ids tell
+    time_us: float | None = None  # nccl-tests' time column of the figure's side (out-of-place or in-place)
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,8 @@ def _measured(ev: Evidence) -> tuple[Measured, ...]:
             if best is None:
                 continue
             q = Quote(_where(ev, run.piece), f"{row.op} at {row.size_bytes} B: busbw {best.busbw_gbps:g} GB/s")
-            out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts, gpus))
+            out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts, gpus,
+                                best.time_us))  # fmt: skip
     return tuple(out)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.diagnosis.rank import Candidate
@@ -124,7 +125,11 @@ def socket_share(f: Facts, sym: Symptom | None) -> tuple[str, list[str]]:
     if sym is not None and sym.kind == "collective":
         busbw = sym.measured_gbps
     else:  # no shortfall judged: the largest size measured between nodes
-        across = [m for m in f.measured if (m.nodes or 0) > 1 or len(set(m.rank_hosts)) > 1]
+        across = [
+            m
+            for m in f.measured
+            if ((m.nodes or 0) > 1 or len(set(m.rank_hosts)) > 1) and m.size_bytes >= BANDWIDTH_BOUND_BYTES
+        ]  # a latency-bound size says nothing of the line
         busbw = max(across, key=lambda m: m.size_bytes).busbw_gbps if across else 0.0
     if not rates or busbw <= 0:
         return "", []

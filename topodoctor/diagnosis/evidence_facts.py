@@ -104,6 +104,7 @@ class Facts:
     nccl_version: str = ""
     nccl_logged: bool = False  # an NCCL INFO log was among the inputs
     nccl_nodes: int | None = None  # the most nodes NCCL counted (nNodes)
+    nccl_ranks: int | None = None  # the most ranks NCCL counted (nRanks)
     measured: tuple[Measured, ...] = ()
     averages: tuple[tuple[str, float, Quote], ...] = ()  # (op, busbw) of runs shown by their average line alone
     copies: tuple[CopyMatrix, ...] = ()
@@ -355,6 +356,7 @@ def facts_of(ev: Evidence) -> Facts:
         nccl_version=version,
         nccl_logged=bool(accounts or ev.nccl_lines),
         nccl_nodes=max((a.nodes for a in accounts if a.nodes), default=None),
+        nccl_ranks=max((a.ranks for a in accounts if a.ranks), default=None),
         measured=_measured(ev),
         averages=tuple(
             (r.op, r.avg_busbw_gbps, Quote(_where(ev, r.piece), f"Avg bus bandwidth {r.avg_busbw_gbps:g}"))

@@ -37,5 +37,6 @@ def test_the_log_reader_takes_ranks_and_hosts_from_both_layouts() -> None:
 
 def test_the_nccl_tests_reader_takes_every_field() -> None:
     ev = join([read_input("old.txt", OLD)])
-    assert [(r.rank, r.pid, r.host, r.device, r.device_name) for c in ev.collectives for r in c.ranks] == [
-        (0, 14926, "v100-gpu-1", 0, "Tesla V100-PCIE-16GB"), (1, 9210, "v100-gpu-5", 0, "Tesla V100-PCIE-16GB")]  # fmt: skip
+    got = [(r.rank, r.pid, r.host, r.device, r.device_name) for c in ev.collectives for r in c.ranks]
+    name = "Tesla V100-PCIE-16GB"
+    assert got == [(0, 14926, "v100-gpu-1", 0, name), (1, 9210, "v100-gpu-5", 0, name)]

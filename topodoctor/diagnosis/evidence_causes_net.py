@@ -25,6 +25,7 @@ from topodoctor.diagnosis.nccl_model import (
 )
 from topodoctor.diagnosis.perf_regressions import regressions_of
 from topodoctor.diagnosis.rank import Candidate
+from topodoctor.model.findings import Severity
 
 _IPOIB = re.compile(r"\](ib[a-z]?\d[\w.]*):")  # NET/Socket : Using [0]ibp12s0:10.1.0.2<0>
 RDMA_NAMES = ("mlx5_", "mlx4_", "ibp", "bnxt_re", "irdma", "efa", "rdma")
@@ -191,7 +192,7 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     s = f.settings
     default = max(2, round(2 * ref / SEARCH_CHANNEL_GBPS)) if ref else None
     # a cap is a cause only of a figure it explains: with none judged short it may cap, and is said so
-    said = None if sym is not None else "info"
+    said: Severity | None = None if sym is not None else "info"
     for name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MAX_P2P_NCHANNELS"):
         if name in s and s[name][0].strip().isdigit():
             cap = int(s[name][0])

@@ -84,7 +84,9 @@ def network_of(f: Facts, rdma: list[str]) -> tuple[Network, str]:
     ethernet = sorted({n.name for n in f.nics if n.link_layer == "Ethernet"})
     tuned = [n for n in SOCKET_TUNING if n in f.settings]
     if ethernet:
-        return "tcp", f"the interfaces listed ({', '.join(ethernet[:3])}) are Ethernet and no RDMA device is listed"
+        # a RoCE NIC's netdev is Ethernet to ethtool too: only the absence of any RDMA listing makes it TCP
+        return "tcp", (f"the interfaces listed ({', '.join(ethernet[:3])}) are Ethernet and no RDMA device is "
+                       "listed (`ibv_devinfo` would list a RoCE NIC's)")  # fmt: skip
     if tuned:
         return "tcp", f"the socket transport is tuned by hand ({', '.join(tuned)}) and no RDMA device is listed"
     return "unknown", "no NIC listing shows whether the nodes have RDMA NICs"

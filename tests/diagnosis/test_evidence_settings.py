@@ -77,3 +77,14 @@ def test_a_cap_on_a_launch_line_with_no_figure_is_information() -> None:
     )
     caps = [f for f in judge(join([read_input("cmd.txt", line)])) if f.code == "TD036"]
     assert [(f.severity, "may cap" in f.message) for f in caps] == [("info", True)]
+
+
+def test_a_protocol_or_buffer_setting_with_no_figure_is_warned_or_said_not_blamed() -> None:
+    """NCCL's own lines for NCCL_PROTO=LL and NCCL_BUFFSIZE=65536 (the settings measured on 2 x H100,
+    docs/diagnosis.md: 120 and 101 GB/s against 328) with no table: LL halves every large size, so a
+    warning; a small buffer's cost depends on the link, so information; neither at error."""
+    proto = "h100:2972:3001 [0] NCCL INFO NCCL_PROTO set by environment to LL\n"
+    buffsize = "h100:2972:3001 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 65536\n"
+    for line, severity in ((proto, "warning"), (buffsize, "info")):
+        found = [f for f in judge(evidence(nccl_lines(line))) if f.code == "TD036"]
+        assert [f.severity for f in found] == [severity], line

@@ -216,7 +216,8 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             if share < 1.0:
                 cand = Candidate(f"NCCL_PROTO={value} keeps NCCL off Simple", "Unset NCCL_PROTO.",
                                  {"variable": "NCCL_PROTO", "value": value}, exp)  # fmt: skip
-                out.add("TD036", cand, (s["NCCL_PROTO"][1],))
+                # without a figure: what the protocol costs large sizes is certain, that it cost this run is not
+                out.add("TD036", cand, (s["NCCL_PROTO"][1],), severity=None if sym is not None else "warning")
     if "NCCL_ALGO" in s and sym is not None:  # a forced algorithm is a cause only of a figure short of its model
         value = s["NCCL_ALGO"][0]
         out.add(
@@ -258,6 +259,7 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                     {"variable": "NCCL_BUFFSIZE", "value": b},
                 ),
                 (s["NCCL_BUFFSIZE"][1],),
+                severity=said,
             )
 
 

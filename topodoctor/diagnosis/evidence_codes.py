@@ -168,7 +168,7 @@ CODES: tuple[DiagnosisCode, ...] = (
         "NCCL under what the links carry (one channel: a twentieth of NVSwitch).",
         "Unset the variable unless it is there on purpose: NCCL picks channels, protocol and algorithm from "
         "the topology and the size.",
-        also=("info",),  # a cap no figure shows did harm: it may cap, and is said, never blamed
+        also=("info", "warning"),  # no figure shows it did harm: said (a cap, a buffer), or warned (a protocol)
     ),
     DiagnosisCode(
         "TD037", "diag-nccl-regression", "warning",

@@ -203,6 +203,8 @@ CASES: list[Case] = [
         21.2, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P)), severity="error"),
     _case("TD036", True, "NCCL_MAX_NCHANNELS=1 and no figure", lambda: evidence(
         _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P)), severity="info"),
+    _case("TD036", True, "NCCL_PROTO=LL and no figure", lambda: evidence(
+        _log("node:1:2 [0] NCCL INFO NCCL_PROTO set by environment to LL|" + P2P)), severity="warning"),
     _case("TD036", False, "NCCL_MAX_NCHANNELS=32, 330 GB/s", lambda: _h100(
         330.0, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 32|" + P2P))),
     _case("TD037", True, "4 x A40 at 1 GB/s on NCCL 2.16.2", lambda: _a40(1.0, "2.16.2")),

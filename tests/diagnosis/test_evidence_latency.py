@@ -78,3 +78,15 @@ def test_healthy_h200_small_rows_stay_information() -> None:
     small = next(f for f in found if "latency-bound" in f.message)
     assert "79.51 us at 8B" in small.message and "about 15 us" in small.message
     assert "8 ranks over NVLink" in small.message or "8 ranks over PCIe" in small.message
+
+
+def test_a_point_to_point_run_is_not_held_to_the_collectives_model() -> None:
+    """nccl-tests#82's header with a sendrecv row in the same columns: tuning.cc models collectives only, so
+    the time is stated without a model figure."""
+    text = TWO_NODES_8B.replace("8             2   float       0", "8             2   float     sum      -1")
+    text = text.replace("root     time", "redop    root     time")
+    found = judge(join([read_input("sendrecv_perf.txt", "# Collective test starting: sendrecv_perf\n" + text)]))
+    small = next(f for f in found if "latency-bound" in f.message)
+    assert (
+        small.severity == "info" and "not point-to-point" in small.message and "model (tuning.cc" not in small.message
+    )

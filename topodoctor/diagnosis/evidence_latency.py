@@ -18,6 +18,7 @@ import math
 from topodoctor.core.text import human_size
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, path_class
+from topodoctor.diagnosis.nccl_model import COLLECTIVES
 
 # tuning.cc baseLatencies (us), LL: the protocol NCCL picks at the smallest sizes
 BASE_LL_US = {"ring": 6.6, "tree": 6.8}
@@ -61,7 +62,10 @@ def latency_bound_message(f: Facts, m: Measured) -> str:
     small = min((x for x in f.measured if x.op == m.op and x.quote.where == m.quote.where),
                 key=lambda x: x.size_bytes, default=m)  # fmt: skip
     ranks = m.nranks or len(m.rank_hosts)
-    if small.time_us and ranks and ranks > 1:
+    if small.time_us and m.op not in COLLECTIVES:
+        msg += f"; nor by time ({small.time_us:g} us at {human_size(small.size_bytes)}): NCCL's tuning model covers "
+        msg += "the collectives, not point-to-point"
+    elif small.time_us and ranks and ranks > 1:
         nodes = m.nodes or len(set(m.rank_hosts)) or 1
         intra = _intra(f, m)
         model_us, algo = model_latency_us(m.op, ranks, nodes, intra)

@@ -100,3 +100,13 @@ def test_rdma_nics_listed_give_the_rdma_fix_with_them_named() -> None:
     case = ROOT / "fixtures/diagnose/real/container-ib-open-fails-socket"
     f = _td025(*(p.read_text() for p in sorted(case.glob("evidence-*.txt"))))
     assert f.severity == "error" and "mlx5_bond_0" in f.fix and "NSOCKS" not in f.fix
+
+
+def test_nics_named_by_nccl_ib_hca_but_not_listed_are_said_and_the_listing_asked_for() -> None:
+    """LlamaFactory#6111's log (fixtures/diagnose/holdout2/c-02): NCCL_IB_HCA names eight mlx5 ports, NCCL
+    found no IB device and ran on sockets; a setting names NICs, it does not show them, so the listing that
+    would is asked for, with both fixes."""
+    case = ROOT / "fixtures/diagnose/holdout2/c-02"
+    f = _td025(*(p.read_text() for p in sorted(case.glob("evidence-*.txt"))))
+    assert f.severity == "warning" and "the RDMA NICs NCCL_IB_HCA names (mlx5_0," in f.message
+    assert "`ibv_devinfo`" in f.message and "If `ibv_devinfo` lists RDMA devices" in f.fix

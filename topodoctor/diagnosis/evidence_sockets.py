@@ -89,6 +89,9 @@ def network_of(f: Facts, rdma: list[str]) -> tuple[Network, str]:
                        "listed (`ibv_devinfo` would list a RoCE NIC's)")  # fmt: skip
     if tuned:
         return "tcp", f"the socket transport is tuned by hand ({', '.join(tuned)}) and no RDMA device is listed"
+    hca = setting_value(f, "NCCL_IB_HCA")
+    if hca and not hca.startswith("^"):  # the user named the NICs: whether they exist is still not shown
+        return "unknown", f"no NIC listing shows the RDMA NICs NCCL_IB_HCA names ({hca[:60]})"
     return "unknown", "no NIC listing shows whether the nodes have RDMA NICs"
 
 

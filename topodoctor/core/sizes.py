@@ -10,19 +10,27 @@ from topodoctor.core.errors import InputError
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _UNITS = {"B": 1, "K": KiB, "KB": KiB, "KIB": KiB, "M": MiB, "MB": MiB, "MIB": MiB, "G": GiB, "GB": GiB, "GIB": GiB}
-_SIZE = re.compile(r"^\s*(\d+)\s*([A-Za-z]*)\s*$")
+_SIZE = re.compile(r"^\s*(\d{1,20})\s*([A-Za-z]*)\s*$")  # 20 digits: past MAX_BYTES in any unit
+# The largest buffer a size may ask for: more than any GPU's memory, where a copy or a collective also
+# needs the buffer it receives into; past it the size is a typo (1000G for 100G), refused at once.
+MAX_BYTES = 256 * GiB
 
 
-def parse_size(text: str, bare: int = 1) -> int:
+def parse_size(text: str, bare: int = 1, limit: int | None = MAX_BYTES) -> int:
     """``8``, ``64K``, ``256M``, ``1GiB``: bytes; a number without a unit counts ``bare`` bytes
-    (1: bytes, as nccl-tests reads them; ``MiB`` where an option has always taken MiB)."""
+    (1: bytes, as nccl-tests reads them; ``MiB`` where an option has always taken MiB). Above ``limit``
+    an input error (None: a size read from another tool's command line, held to no bound of ours)."""
     m = _SIZE.match(text)
     unit = m.group(2).upper() if m else ""
+    if m is None and re.match(r"^\s*\d{21,}", text):
+        raise InputError(f"size too large: {text[:24]!r}... (at most {MAX_BYTES // GiB}G)")
     if not m or (unit and unit not in _UNITS):
         raise InputError(f"not a size: {text!r} (use a number and K/M/G or KiB/MiB/GiB, e.g. 64K, 256M, 1G)")
     value = int(m.group(1)) * (_UNITS[unit] if unit else bare)
     if value <= 0:
         raise InputError(f"size must be positive: {text!r}")
+    if limit is not None and value > limit:
+        raise InputError(f"size too large: {text.strip()!r} (at most {limit // GiB}G, more than a GPU's memory holds)")
     return value
 
 

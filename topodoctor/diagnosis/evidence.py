@@ -37,6 +37,8 @@ from topodoctor.diagnosis.evidence_expect import (
     expect_collective,
 )
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of, path_class
+from topodoctor.diagnosis.evidence_header import HEADER, place
+from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
@@ -166,18 +168,17 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, PostedEx
     for m in runs:
         if m.size_bytes < BANDWIDTH_BOUND_BYTES:
             if not any(r.op == m.op and r.size_bytes >= BANDWIDTH_BOUND_BYTES for r in runs):
-                msg = f"{m.op} not judged: its largest size, {human_size(m.size_bytes)}, is latency-bound "
-                msg += f"(bandwidth decides from {human_size(BANDWIDTH_BOUND_BYTES)}: run up to 1G, -e 1G)"
-                msg += _run_path(f, m)
+                msg = latency_bound_message(f, m) + _run_path(f, m)
                 other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"size_bytes": m.size_bytes}, "info"))
             continue
         if not m.nranks and not m.rank_hosts:
-            # a table without its header: how many ranks on how many nodes is not shown, and a guess of one
-            # node would hold a multi-node run to NVLink
-            msg = f"{m.op} busbw {m.busbw_gbps:.1f} GB/s not judged: the table comes without its `Using devices` "
-            msg += "lines (how many ranks on how many nodes); post the whole output"
-            other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"measured_gbps": m.busbw_gbps}, "info"))
-            continue
+            # a table without its header: placed by what else the evidence shows, else its header asked for
+            placed, msg = place(f, m)
+            if placed is None:
+                ev = {"measured_gbps": m.busbw_gbps, "post": [HEADER]}
+                other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, ev, "info"))
+                continue
+            m = placed
         if (m.nranks or len(m.rank_hosts)) == 1:
             # nccl-tests' busbw of one rank is 0 by definition: nothing crosses a link
             msg = f"{m.op} not judged: one rank moves no data between GPUs (busbw is 0 by definition); "

@@ -5,6 +5,7 @@ peers."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
-from topodoctor.diagnosis.evidence_sockets import socket_share
+from topodoctor.diagnosis.evidence_sockets import setting_value, socket_cause
 from topodoctor.diagnosis.nccl_model import (
     DEFAULT_BUFFSIZE,
     DEFAULT_NTHREADS,
@@ -24,7 +25,9 @@ from topodoctor.diagnosis.nccl_model import (
 )
 from topodoctor.diagnosis.perf_regressions import regressions_of
 from topodoctor.diagnosis.rank import Candidate
+from topodoctor.model.findings import Severity
 
+_IPOIB = re.compile(r"\](ib[a-z]?\d[\w.]*):")  # NET/Socket : Using [0]ibp12s0:10.1.0.2<0>
 RDMA_NAMES = ("mlx5_", "mlx4_", "ibp", "bnxt_re", "irdma", "efa", "rdma")
 PROTO_SHARE = {"LL": LL_SHARE, "LL128": LL128_SHARE}
 SLOW_GPU = 0.7  # a GPU whose copies run under this share of the others' median
@@ -37,6 +40,8 @@ def _rdma_present(f: Facts) -> list[str]:
              and n.state != "DOWN"]  # fmt: skip
     names += [d for s in f.net if s.line.what == "ib-devices" for d in s.line.value.split()]
     names += [s.line.value for s in f.net if s.line.what == "ib-open-failed" and s.line.value]
+    # an interface NCCL's sockets use named ib* is IP over InfiniBand: the InfiniBand HCA is there
+    names += [f"{m} (IPoIB)" for s in f.net if s.line.what == "socket" for m in _IPOIB.findall(s.line.value)]
     return list(dict.fromkeys(names))
 
 
@@ -57,9 +62,9 @@ def _nodes(f: Facts, sym: Symptom | None) -> int | None:
 def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
     why: list[str] = []
     lines: list[Quote] = []
-    if (d := f.settings.get("NCCL_IB_DISABLE")) is not None and d[0].strip() not in ("", "0"):
-        why.append(f"NCCL_IB_DISABLE={d[0]}")
-        lines.append(d[1])
+    if (d := setting_value(f, "NCCL_IB_DISABLE")) not in (None, "", "0"):
+        why.append(f"NCCL_IB_DISABLE={d}")
+        lines.append(f.settings["NCCL_IB_DISABLE"][1])
     for s in f.net:
         if s.line.what == "no-verbs" and "libibverbs could not be loaded" not in why:
             why.append("libibverbs could not be loaded")
@@ -98,25 +103,12 @@ def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     said_ib = on_ib or any(s.line.value.upper().startswith("IB") for s in chosen)
     # with IB refused (no verbs, NCCL_IB_DISABLE) and no plugin, sockets are the only network NCCL has left
     if (socket and not on_ib) or over_socket or (why and not said_ib and not net_conns):
-        lines = list(reasons)
         first = socket[0].quote if socket else (over_socket[0].quote if over_socket else None)
-        lines = ([first] if first is not None else []) + lines
-        what = "NCCL's network " + ("between nodes " if nodes else "") + "is TCP sockets"
-        what += f" ({'; '.join(why)})" if why else ""
-        what += f" though the nodes have RDMA NICs ({', '.join(rdma[:4])})" if rdma else ""
-        fix = "Give NCCL the RDMA devices: libibverbs in the image, --device=/dev/infiniband, NCCL_IB_DISABLE unset."
-        share, asks = socket_share(f, sym)  # the Ethernet line's rate, where ethtool shows it
-        what += share
-        for ask in asks:
+        lines = ([first] if first is not None else []) + list(reasons)
+        found = socket_cause(f, sym, nodes, rdma, why)
+        for ask in found.asks:
             out.ask(ask)
-        if rdma or why:
-            out.add("TD025", Candidate(what, fix, {"rdma": rdma, "why": why}), tuple(lines[:3]))
-            return
-        # sockets are all an Ethernet-only cluster has: a warning, until the nodes' RDMA NICs are shown
-        out.ask("`ibv_devinfo` of a node (whether it has RDMA NICs NCCL could use)")
-        what += " (no NET/IB line: if the nodes have RDMA NICs, NCCL could not use them)"
-        cand = Candidate(what, fix, {"rdma": [], "why": []}, None, direct=False)
-        out.add("TD025", cand, tuple(lines[:3]), severity="warning")
+        out.add("TD025", found.candidate, tuple(lines[:3]), severity=found.severity)
         return
     _gdr(f, net_conns, out)
     _fewer_nics(f, sym, out, rdma)
@@ -199,17 +191,19 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     op = sym.subject if sym is not None and sym.kind == "collective" else ""
     s = f.settings
     default = max(2, round(2 * ref / SEARCH_CHANNEL_GBPS)) if ref else None
+    # a cap is a cause only of a figure it explains: with none judged short it may cap, and is said so
+    said: Severity | None = None if sym is not None else "info"
     for name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_MAX_P2P_NCHANNELS"):
         if name in s and s[name][0].strip().isdigit():
             cap = int(s[name][0])
             if default is None or cap < default:
                 exp = ref * cap / default if ref and default else None
-                what = f"{name}={cap} holds NCCL to {plural(cap, 'channel')}" + (
-                    f" (about {default} here)" if default else ""
-                )
-                out.add(
-                    "TD036", Candidate(what, f"Unset {name}.", {"variable": name, "value": cap}, exp), (s[name][1],)
-                )
+                held = "holds NCCL to" if sym is not None else "may cap NCCL at"
+                what = f"{name}={cap} {held} {plural(cap, 'channel')}" + (f" (about {default} here)" if default else "")
+                if sym is None:
+                    what += "; no figure shows it did (a bandwidth-bound size, 128M or more, would)"
+                cand = Candidate(what, f"Unset {name}.", {"variable": name, "value": cap}, exp)
+                out.add("TD036", cand, (s[name][1],), severity=said)
     if "NCCL_PROTO" in s:
         value = s["NCCL_PROTO"][0].strip()
         allowed = {p.strip().upper() for p in value.lstrip("^").split(",")}
@@ -222,7 +216,8 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             if share < 1.0:
                 cand = Candidate(f"NCCL_PROTO={value} keeps NCCL off Simple", "Unset NCCL_PROTO.",
                                  {"variable": "NCCL_PROTO", "value": value}, exp)  # fmt: skip
-                out.add("TD036", cand, (s["NCCL_PROTO"][1],))
+                # without a figure: what the protocol costs large sizes is certain, that it cost this run is not
+                out.add("TD036", cand, (s["NCCL_PROTO"][1],), severity=None if sym is not None else "warning")
     if "NCCL_ALGO" in s and sym is not None:  # a forced algorithm is a cause only of a figure short of its model
         value = s["NCCL_ALGO"][0]
         out.add(
@@ -264,6 +259,7 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                     {"variable": "NCCL_BUFFSIZE", "value": b},
                 ),
                 (s["NCCL_BUFFSIZE"][1],),
+                severity=said,
             )
 
 

@@ -66,12 +66,18 @@ CODES: tuple[DiagnosisCode, ...] = (
     ),
     DiagnosisCode(
         "TD025", "diag-socket-not-ib", "error",
-        "NCCL used its socket network between nodes whose RDMA NICs it did not use.",
-        "TCP sockets carry a few GB/s where InfiniBand or RoCE carry 25-50 per NIC. NCCL falls back to sockets "
-        "when libibverbs cannot be loaded, when the container has no /dev/infiniband, or when NCCL_IB_DISABLE=1.",
-        "Install rdma-core / libibverbs in the image, run the container with --device=/dev/infiniband (and "
-        "--cap-add=IPC_LOCK, --ulimit memlock=-1), unset NCCL_IB_DISABLE; NCCL then logs `NET/IB : Using`.",
-        also=("warning",),  # sockets with no RDMA NIC or reason shown: the nodes may have none
+        "NCCL ran between nodes over its TCP socket transport.",
+        "Where the nodes have RDMA NICs NCCL did not use, TCP sockets carry a few GB/s where InfiniBand or RoCE "
+        "carry 25-50 per NIC: NCCL falls back to sockets when libibverbs cannot be loaded, when the container has "
+        "no /dev/infiniband, or when NCCL_IB_DISABLE=1. Where the network is TCP alone, the socket transport is "
+        "the ceiling: each connection's data is split evenly over its TCP streams, so the slowest stream's rate "
+        "times the streams is what NCCL gets, whatever the streams' sum an iperf run reports.",
+        "The finding's fix follows the network the evidence shows. RDMA NICs listed: rdma-core / libibverbs in the "
+        "image, --device=/dev/infiniband (and --cap-add=IPC_LOCK) on the container, NCCL_IB_DISABLE unset, "
+        "NCCL_IB_HCA naming the NICs; NCCL then logs `NET/IB : Using`. TCP only: one stream's rate (`iperf3 -P N`) "
+        "and NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (at most 16 threads, 64 sockets). Not shown: post "
+        "`ibv_devinfo` of a node.",
+        also=("warning",),  # a TCP-only network, or one whose NICs are not shown: the fix depends on which
     ),
     DiagnosisCode(
         "TD026", "diag-gdr-off", "warning",
@@ -162,6 +168,7 @@ CODES: tuple[DiagnosisCode, ...] = (
         "NCCL under what the links carry (one channel: a twentieth of NVSwitch).",
         "Unset the variable unless it is there on purpose: NCCL picks channels, protocol and algorithm from "
         "the topology and the size.",
+        also=("info", "warning"),  # no figure shows it did harm: said (a cap, a buffer), or warned (a protocol)
     ),
     DiagnosisCode(
         "TD037", "diag-nccl-regression", "warning",

@@ -67,6 +67,7 @@ class Measured:
     quote: Quote
     rank_hosts: tuple[str, ...] = ()  # the host of each rank, where the header listed them
     run_gpus: tuple[int, ...] = ()  # the GPUs of its first host by nvidia-smi's index, where the bus ids tell
+    time_us: float | None = None  # nccl-tests' time column of the figure's side (out-of-place or in-place)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class Facts:
     nccl_version: str = ""
     nccl_logged: bool = False  # an NCCL INFO log was among the inputs
     nccl_nodes: int | None = None  # the most nodes NCCL counted (nNodes)
+    nccl_ranks: int | None = None  # the most ranks NCCL counted (nRanks)
     measured: tuple[Measured, ...] = ()
     averages: tuple[tuple[str, float, Quote], ...] = ()  # (op, busbw) of runs shown by their average line alone
     copies: tuple[CopyMatrix, ...] = ()
@@ -271,7 +273,8 @@ def _measured(ev: Evidence) -> tuple[Measured, ...]:
             if best is None:
                 continue
             q = Quote(_where(ev, run.piece), f"{row.op} at {row.size_bytes} B: busbw {best.busbw_gbps:g} GB/s")
-            out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts, gpus))
+            out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts, gpus,
+                                best.time_us))  # fmt: skip
     return tuple(out)
 
 
@@ -355,6 +358,7 @@ def facts_of(ev: Evidence) -> Facts:
         nccl_version=version,
         nccl_logged=bool(accounts or ev.nccl_lines),
         nccl_nodes=max((a.nodes for a in accounts if a.nodes), default=None),
+        nccl_ranks=max((a.ranks for a in accounts if a.ranks), default=None),
         measured=_measured(ev),
         averages=tuple(
             (r.op, r.avg_busbw_gbps, Quote(_where(ev, r.piece), f"Avg bus bandwidth {r.avg_busbw_gbps:g}"))

@@ -225,7 +225,7 @@ def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launc
         value = inline if eq else (after[k + 1] if k + 1 < len(after) else "")
         if key is not None and value:
             with suppress(InputError):  # a size nccl-tests would refuse too: not shown
-                sizes[key] = parse_size(value)
+                sizes[key] = parse_size(value, limit=None)
     return Launch(piece, launcher, text=text[:MAX_TEXT], program=program, min_bytes=sizes["min"],
                   max_bytes=sizes["max"], hosts=_hosts(text), nodes=_nodes(text, launcher, _hosts(text)))  # fmt: skip
 

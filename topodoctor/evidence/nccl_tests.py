@@ -28,14 +28,12 @@ from topodoctor.evidence.lines import Block, Parts, cells, number
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
 from topodoctor.model.collectives import RankInfo, Row, Timing, from_nccl_tests
 from topodoctor.model.evidence import CollectiveRun, EvidenceSetting, GpuSeen
+from topodoctor.nccl.framework_lines import NT_RANK as _RANK
 
 _VERSION = re.compile(r"^# nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
 _START = re.compile(r"^# Collective test starting: (\w+)")
 _PROGRAM = re.compile(r"\b(\w+)_perf\b")
 _HEADER = re.compile(r"^#?\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)")
-_RANK = re.compile(
-    r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$"
-)
 _USING = re.compile(r"^#?\s*Using devices\s*$")
 _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")

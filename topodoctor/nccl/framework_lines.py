@@ -49,7 +49,11 @@ _TEST_FAIL = re.compile(
 )
 _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
-_NT_RANK = re.compile(r"^#\s+Rank\s+(\d+) Group\s+\d+ Pid\s+\d+ on\s+(\S+) device")
+# nccl-tests' rank line (rank, pid, host, device, bus id, GPU name), with or without its group (2.x before
+# rank groups), its "#" lost to Markdown; the one declaration, evidence/nccl_tests.py reads it too
+NT_RANK = re.compile(
+    r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$"
+)
 _GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
 
 
@@ -71,9 +75,9 @@ class FrameworkLines(ReadState):
             if m := _NT_LIBRARY.search(line):  # nccl-library=22703, or NCCL 1's "compiled with NCCL 1.0"
                 code = parse_version(m.group(1)) if m.group(1) else None  # NCCL's version code, either scheme
                 self.versions[f"{m.group(2)}.0" if m.group(2) else shown(code) if code else m.group(1)] = None
-            if m := _NT_RANK.search(line):
+            if m := NT_RANK.match(line):
                 self.ranks[int(m.group(1))] = None
-                self.hosts[m.group(2)] = None
+                self.hosts[m.group(3)] = None
             return
         if m := _LAST_ERROR.search(line):
             self._last_error(i, line, m, rank)

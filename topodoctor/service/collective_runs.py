@@ -13,6 +13,7 @@ from typing import Any
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
+from topodoctor.core.guarded import bounded
 from topodoctor.core.sizes import parse_size, parse_sizes
 from topodoctor.evidence import inputs as evidence
 from topodoctor.evidence.results import collectives_result
@@ -160,7 +161,7 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
     if run.bandwidth_file is not None:
         bw = load_bw(run.bandwidth_file)
     if run.from_files:
-        res = merge([_saved(p) for p in run.from_files])
+        res = merge([_saved(p, budget) for p in run.from_files])
         snap = res.snapshot if run.source.live and res.snapshot is not None else _snapshot(run.source, budget, False)
     else:
         started_at = time.time()
@@ -181,14 +182,16 @@ def run_collectives(run: CollectivesRun, budget: Budget) -> CollectivesOutcome |
     return CollectivesOutcome(res, snap, findings, run.fail_level)
 
 
-def _saved(path: Path) -> CollectivesResult:
+def _saved(path: Path, budget: Budget) -> CollectivesResult:
     """A saved result: topodoctor's JSON or nccl-tests' ``-J`` JSON, or nccl-tests' text output (read by
-    the evidence readers, NCCL's INFO lines in it included)."""
-    data = fileio.read_bytes(path, "collectives result", MAX_SAVED_BYTES)
+    the evidence readers, NCCL's INFO lines in it included), the reading bounded by the budget."""
+    left = budget.left() if budget.limited else fileio.DEFAULT_TIMEOUT_S
+    data = fileio.read_bytes(path, "collectives result", MAX_SAVED_BYTES, left)
     if data.lstrip()[:1] in (b"{", b"["):
         return load_result(path)
     text = data.decode("utf-8", "replace")
-    return collectives_result(evidence.join([evidence.read_input(str(path), text)]), f"collectives result {path}")
+    ev = bounded(budget, f"reading {fileio.shown(path)}", lambda: evidence.join([evidence.read_input(str(path), text)]))
+    return collectives_result(ev, f"collectives result {path}")
 
 
 def _snapshot(source: doctor.Source, budget: Budget, required: bool) -> HostSnapshot | None:

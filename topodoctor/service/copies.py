@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import BandwidthUnavailable, InputError
+from topodoctor.core.guarded import bounded
 from topodoctor.evidence import inputs as evidence
 from topodoctor.measure.copies.session import run
 from topodoctor.measure.copies.tasks import CopySettings
@@ -236,8 +237,11 @@ def load_saved(path: str, host: Source | None = None, budget: Budget | None = No
     try:
         return load_result(path)
     except InputError:
-        data = fileio.read_bytes(path, "bandwidth result", MAX_SAVED_BYTES)
-        got = evidence.read_input(path, data.decode("utf-8", "replace"))
+        limit = budget if budget is not None else Budget.start(0)
+        left = limit.left() if limit.limited else fileio.DEFAULT_TIMEOUT_S
+        data = fileio.read_bytes(path, "bandwidth result", MAX_SAVED_BYTES, left)
+        text = data.decode("utf-8", "replace")
+        got = bounded(limit, f"reading {fileio.shown(path)}", lambda: evidence.read_input(path, text))
         kinds = {p.kind for p in got.pieces} & {"p2p-bandwidth-latency", "nvbandwidth"}
         if not kinds:
             if data.lstrip()[:1] in (b"{", b"["):

@@ -11,6 +11,7 @@ from pathlib import Path
 from topodoctor.core import fileio, stdio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
+from topodoctor.core.guarded import bounded
 from topodoctor.core.text import plural
 from topodoctor.diagnosis.evidence import judge
 from topodoctor.evidence.inputs import KINDS_READ, Read, join, read_input
@@ -40,23 +41,39 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
     if not paths:
         raise InputError(f"diagnose: no input given (it reads {KINDS_READ})")
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
-    reads: list[Read] = []
-    named: list[str] = []  # the inputs of no kind it reads that the user named (not a directory's other files)
-    pieces = 0
-    for source, text, by_name in _texts([str(p) for p in paths], deadline):
-        got = read_input(source, text, pieces)
-        pieces += len(got.pieces)
-        reads.append(got)
-        if got.unreadable and by_name:
-            named.append(got.unreadable)
-    ev = join(reads)
+    texts = _texts([str(p) for p in paths], deadline)
+    size = sum(len(t) for _, t, _ in texts)
+    # the readers' work is bounded by the same --timeout as the reads: a 64 MiB log takes a while
+    what = f"reading the evidence ({_mib(size)} in {plural(len(texts), 'input')})"
+    reads, named = bounded(budget, what, lambda: _read_all(texts))
+    ev = bounded(budget, "joining the evidence", lambda: join(reads))
     if not ev.pieces:
         shown = "; ".join(ev.unreadable[:3]) + (
             f" (and {len(ev.unreadable) - 3} more)" if len(ev.unreadable) > 3 else ""
         )
         raise InputError(f"{shown}; diagnose reads {KINDS_READ}")
     # A directory's files of no kind it reads (a screenshot, the reporter's notes) are said, not an error.
-    return DiagnoseOutcome(ev, judge(ev), fail_level, unusable=tuple(named))
+    findings = bounded(budget, "judging the evidence", lambda: judge(ev))
+    return DiagnoseOutcome(ev, findings, fail_level, unusable=tuple(named))
+
+
+def _read_all(texts: list[tuple[str, str, bool]]) -> tuple[list[Read], list[str]]:
+    """Each input read into its pieces, and the inputs of no kind it reads that the user named (not a
+    directory's other files)."""
+    reads: list[Read] = []
+    named: list[str] = []
+    pieces = 0
+    for source, text, by_name in texts:
+        got = read_input(source, text, pieces)
+        pieces += len(got.pieces)
+        reads.append(got)
+        if got.unreadable and by_name:
+            named.append(got.unreadable)
+    return reads, named
+
+
+def _mib(chars: int) -> str:
+    return f"{chars / (1 << 20):.1f} MiB" if chars >= 1 << 20 else f"{chars} characters"
 
 
 def _texts(paths: list[str], deadline: float) -> list[tuple[str, str, bool]]:

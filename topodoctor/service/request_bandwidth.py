@@ -20,7 +20,8 @@ from topodoctor.core.shared_options import (
     strict,
     timeout,
 )
-from topodoctor.core.sizes import parse_mib
+from topodoctor.core.sizes import MAX_BYTES, parse_mib
+from topodoctor.core.text import human_size
 from topodoctor.model.copy_modes import COPY_MODES
 from topodoctor.model.findings import Severity, fail_from
 
@@ -49,7 +50,7 @@ class BandwidthRequest:
         default=None,
         metavar="SIZE",
         parse=parse_mib,
-        help="Buffer per copy: 256M, 1G, 64KiB (a bare number is MiB).",
+        help=f"Buffer per copy: 256M, 1G, 64KiB (a bare number is MiB; at most {human_size(MAX_BYTES)}).",
     )
     iters: int | None = option("--iters", default=None, metavar="N", kind=int, minimum=1, help="Copies per sample.")
     samples: int | None = option("--samples", default=None, metavar="N", kind=int, minimum=1, help="Samples each.")

@@ -14,6 +14,8 @@ from typing import ClassVar, Literal, get_args
 
 from topodoctor.core.options import group, option
 from topodoctor.core.shared_options import MEASURE_FORMATS, fail_level, fmt, metrics, output, replay, strict, timeout
+from topodoctor.core.sizes import MAX_BYTES
+from topodoctor.core.text import human_size
 from topodoctor.model.findings import Severity, fail_from
 
 SIZE_DEFAULT = "8:1G"
@@ -40,7 +42,8 @@ class RunOptions:
         "-s",
         default=SIZE_DEFAULT,
         metavar="SIZES",
-        help="Sizes: a sweep MIN:MAX (by --step-factor), a list, or both: 8:1G, 64M,1G.",
+        help="Sizes: a sweep MIN:MAX (by --step-factor), a list, or both: 8:1G, 64M,1G "
+        f"(each at most {human_size(MAX_BYTES)}).",
     )
     step_factor: int = option("--step-factor", default=2, metavar="N", kind=int, minimum=2, help="Sweep step factor.")
     iters: int = option("--iters", "-n", default=20, metavar="N", kind=int, minimum=1, help="Timed iterations per row.")

@@ -150,7 +150,12 @@ CASES: list[Case] = [
     _case("TD025", True, "two nodes, no libibverbs, NCCL_IB_DISABLE=1", lambda: evidence(
         run("broadcast", _row(1.0, 2, 1024), "#  Rank  0 Pid 1 on a device 0 [0x00] Tesla V100-PCIE-16GB\n"
             "#  Rank  1 Pid 2 on b device 0 [0x00] Tesla V100-PCIE-16GB"),
-        nccl_lines(VERBS), EvidenceSetting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="error"),
+        nccl_lines(VERBS), EvidenceSetting(1, "NCCL_IB_DISABLE", "1", "mpirun -x")), severity="warning"),
+    _case("TD025", True, "two nodes, NCCL_IB_DISABLE=1, ibstat lists mlx5_0", lambda: evidence(
+        run("broadcast", _row(1.0, 2, 1024), "#  Rank  0 Pid 1 on a device 0 [0x00] Tesla V100-PCIE-16GB\n"
+            "#  Rank  1 Pid 2 on b device 0 [0x00] Tesla V100-PCIE-16GB"),
+        EvidenceSetting(1, "NCCL_IB_DISABLE", "1", "mpirun -x"),
+        NicSeen(2, "mlx5_0", rate_gbps=200.0, link_layer="IB", port=1, state="ACTIVE")), severity="error"),
     _case("TD025", True, "two nodes over NET/Socket, no RDMA NIC shown", lambda: evidence(_log(SOCKETS)),
           severity="warning"),
     _case("TD025", False, "two nodes on IB", lambda: evidence(_log(IB), nccl=(account(nodes=2),), nccl_pieces=(2,))),
@@ -195,7 +200,11 @@ CASES: list[Case] = [
     _case("TD035", True, "NCCL_IB_HCA=mlx5_0 of four", lambda: _nics("mlx5_0")),
     _case("TD035", False, "NCCL_IB_HCA=mlx5 (every one)", lambda: _nics("mlx5")),
     _case("TD036", True, "NCCL_MAX_NCHANNELS=1, 21.2 GB/s", lambda: _h100(
-        21.2, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P))),
+        21.2, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P)), severity="error"),
+    _case("TD036", True, "NCCL_MAX_NCHANNELS=1 and no figure", lambda: evidence(
+        _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 1|" + P2P)), severity="info"),
+    _case("TD036", True, "NCCL_PROTO=LL and no figure", lambda: evidence(
+        _log("node:1:2 [0] NCCL INFO NCCL_PROTO set by environment to LL|" + P2P)), severity="warning"),
     _case("TD036", False, "NCCL_MAX_NCHANNELS=32, 330 GB/s", lambda: _h100(
         330.0, _log("node:1:2 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 32|" + P2P))),
     _case("TD037", True, "4 x A40 at 1 GB/s on NCCL 2.16.2", lambda: _a40(1.0, "2.16.2")),

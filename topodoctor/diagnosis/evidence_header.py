@@ -1,0 +1,62 @@
+"""An nccl-tests table posted without its header (`# nThread ... nGpus ...` and the `#  Rank N ... on HOST
+device D` lines): the table alone says neither how many ranks ran nor on how many nodes, and a guess of
+one node would hold a multi-node run to NVLink. What the rest of the evidence says (NCCL's own count of
+nodes, the hosts its log lines come from, a launch's nodes and processes, the GPUs one host lists) places
+the run where it says enough; otherwise the header lines are what decides, and they are asked for."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote
+
+HEADER = ("the run's header: its `# nThread N nGpus N` line and the `#  Rank N ... on HOST device D` lines under "
+          "`# Using devices` (how many ranks on how many nodes)")  # fmt: skip
+
+
+def _nodes_elsewhere(f: Facts) -> tuple[int | None, str]:
+    """The nodes the rest of the evidence says the run spans, and what says it."""
+    if f.nccl_nodes:
+        return f.nccl_nodes, f"NCCL's log: nNodes {f.nccl_nodes}"
+    logged = sorted({c.host for c in f.conns if c.host} | {s.host for s in f.net if s.host})
+    if len(logged) > 1:
+        return len(logged), f"NCCL's log lines from {len(logged)} hosts"
+    spans = {ln.nodes for ln in f.launches if ln.nodes}
+    if len(spans) == 1:
+        n = spans.pop()
+        return n, f"the launch line: {n} node{'s' if n > 1 else ''}"
+    return None, ""
+
+
+def _ranks_elsewhere(f: Facts, nodes: int) -> tuple[int | None, str]:
+    """The ranks the rest of the evidence says the run has: a launch's processes, else one host's GPUs
+    per node (nvidia-smi's listing)."""
+    if f.nccl_ranks:
+        return f.nccl_ranks, f"NCCL's log: nRanks {f.nccl_ranks}"
+    procs = {ln.processes for ln in f.launches if ln.processes}
+    if len(procs) == 1:
+        n = procs.pop()
+        return n, f"{n} processes launched"
+    if f.gpus_per_node:
+        return f.gpus_per_node * nodes, f"{f.gpus_per_node} GPUs listed per node"
+    return None, ""
+
+
+def place(f: Facts, m: Measured) -> tuple[Measured | None, str]:
+    """A header-less run placed by the rest of the evidence (its nodes and ranks filled, the quote saying
+    where they come from), or None and the message that asks for the header lines."""
+    nodes, said_nodes = _nodes_elsewhere(f)
+    ranks, said_ranks = _ranks_elsewhere(f, nodes or 1)
+    rates = [n for n in f.nics if n.rate_gbps]
+    if nodes and ranks and (nodes == 1 or rates):
+        note = f" (no header lines: {said_nodes}, {said_ranks})"
+        return replace(m, nodes=nodes, nranks=ranks, quote=Quote(m.quote.where, m.quote.text + note)), ""
+    msg = f"{m.op} busbw {m.busbw_gbps:.1f} GB/s not judged: the table comes without its header, so how many ranks "
+    msg += "ran on how many nodes is not shown"
+    known = [s for s in (said_nodes, said_ranks) if s]
+    if known:
+        msg += f" ({'; '.join(known)}"
+        msg += "; between nodes the NICs' rate is not shown either: post `ibstat` or `ethtool` of a node too)" if (
+            nodes and nodes > 1 and not rates) else ")"  # fmt: skip
+    msg += f"; to decide, post {HEADER}"
+    return None, msg

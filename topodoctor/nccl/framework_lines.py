@@ -11,6 +11,8 @@ from topodoctor.nccl.classify import classify
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
+from topodoctor.nccl.launcher_lines import ROOT_CAUSE, root_cause, root_cause_said
+from topodoctor.nccl.launcher_lines import reading as launcher_reading
 from topodoctor.nccl.read_state import ReadState
 from topodoctor.nccl.variables import parse_version, shown
 
@@ -108,6 +110,8 @@ class FrameworkLines(ReadState):
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
             return
+        if self._launcher(i, line, rank):  # a launcher's or the job's own words for how the run ended
+            return
         if self.outcome.other(i, line, self.nccl_seen):  # torch's own words that NCCL failed
             self.failed_at.append(i)
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self.wrapped(i, line)):
@@ -120,6 +124,26 @@ class FrameworkLines(ReadState):
                 who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
                 fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
             self.add(reading.kind, i, line, rank, reading, fields=fields)
+
+    def _launcher(self, i: int, line: str, rank: int | None) -> bool:
+        """A launcher's end of a run (``nccl.launcher_lines``): a killed rank, the memory that killed it, the
+        store's port or timeout; the elastic agent's failure table and its first observed failure. True when
+        the line is read."""
+        if "ChildFailedError" in line:  # the elastic agent: a worker failed, whatever NCCL said
+            self.failed_at.append(i)
+            return False  # the run's own end too (``Outcome``)
+        if ROOT_CAUSE in line:
+            self.failed_at.append(i)
+            fields = root_cause(self.lines, i)
+            killed = fields.get("exitcode") == "-9" or "SIGKILL" in fields.get("traceback", "")
+            said = f"{line.strip()} {root_cause_said(fields)}"
+            self.add("process-killed" if killed else "root-cause", i, said, rank, fields=fields | {"root": "1"})
+            return True
+        if (read := launcher_reading(line)) is None:
+            return False
+        self.failed_at.append(i)
+        self.add(read[0], i, line, rank, fields=read[1])
+        return True
 
     def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
         """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception

@@ -60,3 +60,25 @@ def test_a_store_on_the_loopback_address_has_no_firewall_candidate() -> None:
 def test_the_port_in_use_is_named() -> None:
     (f,) = _findings("torchtune-392-store-port-29500-in-use.log")
     assert f.code == "TD091" and f.evidence["port"] == "29500"
+
+
+def test_the_store_that_waited_for_clients_counts_them() -> None:
+    (f,) = _findings("visual-rft-123-store-clients-joined.log")
+    assert f.code == "TD072" and "1/3 joined" in f.message
+    assert "missing ranks" in f.evidence["candidates"][0]  # type: ignore[index]
+
+
+def test_torchs_allocator_in_a_rank_is_the_gpu_memory() -> None:
+    (f,) = _findings("qwen3-coder-174-rank3-torch-cuda-oom.log")
+    assert f.code == "TD058" and f.subject == "rank3" and "132.00 MiB" in f.message
+
+
+def test_the_same_allocator_words_outside_a_distributed_run_are_no_nccl_log() -> None:
+    text = (SET / "qwen3-coder-174-rank3-torch-cuda-oom.log").read_text().replace("[rank3]: ", "")
+    log = parse_file("oom.log", text)
+    assert not log.events and not log.speaks
+
+
+def test_the_agents_first_failure_names_its_signal() -> None:
+    (f,) = _findings("accelerate-3861-agent-first-failure-sigabrt.log")
+    assert f.code == "TD049" and "rank 3, exitcode -6 (pid 3139623)" in f.message and "SIGABRT" in f.message

@@ -67,9 +67,10 @@ LAUNCHER_CAUSES = (
         "TD072",
         (
             ClassCause(
-                "the rank that holds the store (rank 0, on MASTER_ADDR) never reached the rendezvous, or died "
-                "before the others asked: a crash at start, a long step before init_process_group on some ranks",
-                "rank 0's own output and the time each rank called init_process_group",
+                "a rank never reached the rendezvous in time: the store's own rank (rank 0, on MASTER_ADDR) where a "
+                "client timed out, the missing ranks where the store waited for clients (a crash at start, a node "
+                "that never started, a long step before init_process_group on some ranks)",
+                "each rank's own output and the time it called init_process_group",
                 first=lambda evs, ctx: _loopback(evs, ctx) or _joined(evs, ctx),
             ),
             ClassCause(

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 
-from topodoctor.nccl.classify import classify
+from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
-from topodoctor.nccl.launcher_lines import ROOT_CAUSE, root_cause, root_cause_said
+from topodoctor.nccl.launcher_lines import CONSEQUENCES, ROOT_CAUSE, root_cause, root_cause_said
 from topodoctor.nccl.launcher_lines import reading as launcher_reading
 from topodoctor.nccl.read_state import ReadState
 from topodoctor.nccl.variables import parse_version, shown
@@ -94,7 +94,8 @@ class FrameworkLines(ReadState):
             self._test_failure(i, line, m, rank)
             return
         # torch's CUDA error counts in its NCCL watchdog, or in a log that already spoke of NCCL
-        if "CUDA error: " in line and (self.nccl_seen or "watchdog" in line) and (m := _TORCH_CUDA.search(line)):
+        distributed = self.nccl_seen or "watchdog" in line or "[rank" in line  # torch's rank prefix: a distributed run
+        if "CUDA error: " in line and distributed and (m := _TORCH_CUDA.search(line)):
             self.failed_at.append(i)
             reading = classify(f"Cuda failure '{m.group('msg')}'")
             self.add(reading.kind if reading else "cuda-failure", i, line, rank, reading, fields={"said": m.group(0)})
@@ -141,8 +142,14 @@ class FrameworkLines(ReadState):
             return True
         if (read := launcher_reading(line)) is None:
             return False
+        if read[0] == "gpu-oom" and not (
+            self.nccl_seen or self.ranks
+        ):  # a GPU's memory full, outside a distributed run
+            return False
         self.failed_at.append(i)
-        self.add(read[0], i, line, rank, fields=read[1])
+        self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well
+        kind, fields = read
+        self.add(kind, i, line, rank, Reading(kind, fields, CONSEQUENCE if kind in CONSEQUENCES else ROOT))
         return True
 
     def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:

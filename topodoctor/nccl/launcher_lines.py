@@ -29,6 +29,11 @@ _KILLED = (
         re.compile(r"failed \(exitcode: -9\) local_rank: (?P<rank>\d+) \(pid: (?P<pid>\d+)\)"),
         "torch's elastic agent: its first failed worker was killed by SIGKILL",
     ),
+    LauncherLine(  # any other exit code of the first failed worker: its own output holds the cause
+        "root-cause",
+        re.compile(r"failed \(exitcode: (?P<exitcode>-?[1-9]\d*)\) local_rank: (?P<rank>\d+) \(pid: (?P<pid>\d+)\)"),
+        "torch's elastic agent: its first failed worker",
+    ),
     LauncherLine(
         "process-killed",
         re.compile(r"sigkill_handler\].*(?P<said>exits with return code = -9)\b"),
@@ -82,16 +87,44 @@ _STORE = (
     ),
     LauncherLine(
         "store-timeout",
-        re.compile(r"DistStoreError: Timed out after (?P<after>\d+) seconds waiting for clients\. (?P<joined>\d+/\d+)"),
+        re.compile(
+            r"DistStoreError: Timed out after (?P<after>\d+) seconds waiting for (?:clients|workers)\. "
+            r"(?P<joined>\d+/\d+)"
+        ),
         "the store's server waited for ranks that never came",
     ),
+    LauncherLine(
+        "store-timeout",
+        re.compile(r"DistStoreError: wait timeout after (?P<after>\d+\w*), keys: (?P<keys>\S+)"),
+        "a rank waited for a key of torch's c10d store no rank set",
+    ),
+    # the store's server went away under a client: a consequence of the process that held it (rank 0) ending
+    LauncherLine(
+        "peer-lost",
+        re.compile(
+            r"TCPStore\S* server has shut down too early|\[c10d\] recvValue failed on SocketImpl\(.*?"
+            r"remote=\[?(?P<peer>[^\]\s)]+)\]?:?\d*\): Connection reset by peer"
+        ),
+        "torch's c10d store closed the connection: the process that held it (rank 0) ended",
+    ),
 )
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE
+# torch's caching allocator in a rank of a distributed run ("Tried to allocate"): the GPU's memory is full
+_GPU = (
+    LauncherLine(
+        "gpu-oom",
+        re.compile(
+            r"(?:OutOfMemoryError|RuntimeError): CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [KMGT]i?B)"
+        ),
+        "torch's allocator in a rank ran out of GPU memory",
+    ),
+)
+CONSEQUENCES = frozenset(("peer-lost",))  # kinds that follow a failure elsewhere: a known root cause leads
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _GPU
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
-    r"exitcode: -9|return code = -9|srun: error|actor|oom|OOM|Out Of Memory|Out of memory|server socket|client socket"
-    r"|DistStoreError"
+    r"exitcode: |return code = -9|srun: error|actor|oom|OOM|Out Of Memory|Out of memory|server socket|client socket"
+    r"|DistStoreError|TCPStore|recvValue|CUDA out of memory"
 )
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(
@@ -144,3 +177,19 @@ def root_cause_said(fields: dict[str, str]) -> str:
     if fields.get("time"):
         parts.append(f"at {fields['time']}")
     return ", ".join(p for p in parts if p)
+
+
+# what a signal that ended the first failed rank says of it (the elastic table's negative exit code)
+_SIGNALS = {
+    "-6": "SIGABRT: the rank aborted itself (torch's NCCL watchdog ends the process after a collective failed or "
+    "timed out; an uncaught C++ exception, `terminate called`)",
+    "-7": "SIGBUS: most often a /dev/shm too small for the dataloader's or NCCL's shared memory (a container's "
+    "64 MiB default: --shm-size, --ipc=host), or a mapped file truncated under the process",
+    "-11": "SIGSEGV: the rank crashed in native code (a library, a driver, an extension)",
+    "-15": "SIGTERM: something ended the rank from outside (the launcher after another rank failed, the scheduler)",
+}
+
+
+def signal_said(exitcode: str) -> str:
+    """What the signal of a negative exit code says of the rank's end; "" for any other code."""
+    return _SIGNALS.get(exitcode, "")

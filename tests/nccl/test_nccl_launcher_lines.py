@@ -90,3 +90,10 @@ def test_the_root_cause_block_gives_its_fields() -> None:
     assert (f["rank"], f["exitcode"], f["pid"]) == ("0 (local_rank: 0)", "-9", "14750")
     assert f["host"].startswith("mlxlab115") and "SIGKILL" in f["traceback"]
     assert signal_said("-9") == "" and "shm" in signal_said("-7")
+
+
+def test_words_any_program_prints_count_only_in_a_distributed_run() -> None:
+    # c10d's own message (https://github.com/pytorch/pytorch/issues/55571), and torch's allocator's
+    for line in ("RuntimeError: Socket Timeout", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 MiB"):
+        assert reading(line, in_run=False) is None
+        assert reading(line, in_run=True) is not None

@@ -140,11 +140,8 @@ class FrameworkLines(ReadState):
             said = f"{line.strip()} {root_cause_said(fields)}"
             self.add("process-killed" if killed else "root-cause", i, said, rank, fields=fields | {"root": "1"})
             return True
-        if (read := launcher_reading(line)) is None:
-            return False
-        if read[0] == "gpu-oom" and not (
-            self.nccl_seen or self.ranks
-        ):  # a GPU's memory full, outside a distributed run
+        # words any program prints (a GPU's memory full, a socket's timeout) count only in a distributed run
+        if (read := launcher_reading(line, self.nccl_seen or bool(self.ranks))) is None:
             return False
         self.failed_at.append(i)
         self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well

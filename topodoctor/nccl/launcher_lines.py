@@ -20,6 +20,9 @@ class LauncherLine:
     kind: str
     pattern: re.Pattern[str]
     what: str
+    needs_run: bool = (
+        False  # read only in a distributed run (NCCL's lines, torch's rank prefix): words any program says
+    )
 
 
 # the kill's own words: who died, and the signal; what sent it is not in them
@@ -93,6 +96,12 @@ _STORE = (
         ),
         "the store's server waited for ranks that never came",
     ),
+    LauncherLine(  # c10d's own words for a store call that got no answer in time (TCPStore, its socket)
+        "store-timeout",
+        re.compile(r"(?:^|[Ee]rror: |\]: )Socket Timeout\b"),
+        "torch's c10d store did not answer in time",
+        needs_run=True,
+    ),
     LauncherLine(
         "store-timeout",
         re.compile(r"DistStoreError: wait timeout after (?P<after>\d+\w*), keys: (?P<keys>\S+)"),
@@ -116,6 +125,7 @@ _GPU = (
             r"(?:OutOfMemoryError|RuntimeError): CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [KMGT]i?B)"
         ),
         "torch's allocator in a rank ran out of GPU memory",
+        needs_run=True,
     ),
 )
 CONSEQUENCES = frozenset(("peer-lost",))  # kinds that follow a failure elsewhere: a known root cause leads
@@ -124,7 +134,7 @@ OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
     r"exitcode: |return code = -9|srun: error|actor|oom|OOM|Out Of Memory|Out of memory|server socket|client socket"
-    r"|DistStoreError|TCPStore|recvValue|CUDA out of memory"
+    r"|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout"
 )
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(
@@ -139,12 +149,13 @@ _EXITCODE = re.compile(r"(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?")
 ROOT_CAUSE_LINES = 8  # [0]: then time, host, rank, exitcode, error_file, traceback
 
 
-def reading(line: str) -> tuple[str, dict[str, str]] | None:
-    """The kind and fields of a launcher's line (``what`` its words settle, ``said`` the words), or None."""
+def reading(line: str, in_run: bool = True) -> tuple[str, dict[str, str]] | None:
+    """The kind and fields of a launcher's line (``what`` its words settle, ``said`` the words), or None;
+    ``in_run``: the log is of a distributed run, so words any program may print count too."""
     if not _GUARD.search(line):
         return None
     for entry in TABLE:
-        if m := entry.pattern.search(line):
+        if (in_run or not entry.needs_run) and (m := entry.pattern.search(line)):
             fields = {k: v for k, v in m.groupdict().items() if v}
             return entry.kind, {"said": m.group(0)} | fields | {"what": entry.what}
     return None

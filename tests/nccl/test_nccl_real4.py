@@ -82,3 +82,9 @@ def test_the_same_allocator_words_outside_a_distributed_run_are_no_nccl_log() ->
 def test_the_agents_first_failure_names_its_signal() -> None:
     (f,) = _findings("accelerate-3861-agent-first-failure-sigabrt.log")
     assert f.code == "TD049" and "rank 3, exitcode -6 (pid 3139623)" in f.message and "SIGABRT" in f.message
+
+
+def test_the_unique_ids_store_timeout_ranks_its_candidates() -> None:
+    (f,) = _findings("llamafactory-3698-nccl-unique-id-socket-timeout.log")
+    assert f.code == "TD072" and f.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+    assert "root rank that puts NCCL's unique id" in f.evidence["candidates"][0]  # type: ignore[index]

@@ -68,10 +68,11 @@ LAUNCHER_CAUSES = (
         (
             ClassCause(
                 "a rank never reached the rendezvous in time: the store's own rank (rank 0, on MASTER_ADDR) where a "
-                "client timed out, the missing ranks where the store waited for clients (a crash at start, a node "
-                "that never started, a long step before init_process_group on some ranks)",
-                "each rank's own output and the time it called init_process_group",
-                first=lambda evs, ctx: _loopback(evs, ctx) or _joined(evs, ctx),
+                "client timed out, the communicator's root rank that puts NCCL's unique id, the missing ranks where "
+                "the store waited for clients (a crash at start, a node that never started, a long step before "
+                "init_process_group or the first collective on some ranks)",
+                "each rank's own output and the time it called init_process_group and its first collective",
+                first=lambda evs, ctx: _loopback(evs, ctx) or _joined(evs, ctx) or evs[0].kind == "store",
             ),
             ClassCause(
                 "MASTER_ADDR / MASTER_PORT do not name the store from this node: another address or port than the "
@@ -85,6 +86,9 @@ LAUNCHER_CAUSES = (
             ),
         ),
         "rank 0's output, each node's MASTER_ADDR and MASTER_PORT, `nc -zv MASTER_ADDR MASTER_PORT` from each node",
-        lambda evs: evs[0].kind == "store-timeout",
+        # the store's timeout, and torch's fetch of NCCL's unique id that timed out ("got error: Socket Timeout")
+        lambda evs: (
+            evs[0].kind == "store-timeout" or (evs[0].kind == "store" and "Timeout" in evs[0].fields.get("err", ""))
+        ),
     ),
 )

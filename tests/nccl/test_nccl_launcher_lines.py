@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from topodoctor.nccl.launcher_lines import OOM_WHATS, reading, root_cause, signal_said
+from topodoctor.nccl.launcher_lines import OOM_WHATS, SRUN_OTHER_END, reading, root_cause, signal_said
 
 # (line, kind, the memory settles it, source)
 LINES = [
@@ -97,3 +97,9 @@ def test_words_any_program_prints_count_only_in_a_distributed_run() -> None:
     for line in ("RuntimeError: Socket Timeout", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 MiB"):
         assert reading(line, in_run=False) is None
         assert reading(line, in_run=True) is not None
+
+
+def test_srun_names_the_other_ends_of_a_step() -> None:
+    # https://github.com/hafs-community/HAFS/issues/101, as posted
+    assert SRUN_OTHER_END.search("srun: error: Orion-18-69: task 289: Bus error")
+    assert not SRUN_OTHER_END.search("srun: error: Orion-01-01: task 4: Out Of Memory")

@@ -88,3 +88,9 @@ def test_the_unique_ids_store_timeout_ranks_its_candidates() -> None:
     (f,) = _findings("llamafactory-3698-nccl-unique-id-socket-timeout.log")
     assert f.code == "TD072" and f.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
     assert "root rank that puts NCCL's unique id" in f.evidence["candidates"][0]  # type: ignore[index]
+
+
+def test_a_worker_that_died_leads_the_remote_error_after_it() -> None:
+    findings = _findings("openrlhf-621-ray-worker-died-then-remote-error.log")
+    assert findings[0].code == "TD090"
+    assert any("crash of the worker" in c for c in findings[0].evidence["candidates"])  # type: ignore[union-attr]

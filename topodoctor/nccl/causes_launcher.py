@@ -23,7 +23,7 @@ def oom_said(evs: Sequence[Event], ctx: LogContext) -> str:
 
 def _signal_known(evs: Sequence[Event], ctx: LogContext) -> bool:
     """A line names the signal (SIGKILL, -9) or the memory: no crash of the process's own."""
-    return any(not e.fields.get("what", "").startswith("Ray: an actor") for e in evs)
+    return any(not e.fields.get("what", "").startswith("Ray: a worker") for e in evs)
 
 
 def _loopback(evs: Sequence[Event], ctx: LogContext) -> bool:

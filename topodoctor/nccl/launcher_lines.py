@@ -49,8 +49,11 @@ _KILLED = (
     ),
     LauncherLine(
         "process-killed",
-        re.compile(r"The actor is dead because its worker process has died|The actor died unexpectedly"),
-        "Ray: an actor's worker process died without a word of its own",
+        re.compile(
+            r"The actor is dead because its worker process has died|The actor died unexpectedly"
+            r"|A worker died or was killed while executing a task by an unexpected system error"
+        ),
+        "Ray: a worker process died without a word of its own",
     ),
 )
 # the kill's cause in so many words: the memory (the kernel's or the cgroup's OOM killer, Ray's memory monitor)
@@ -128,19 +131,23 @@ _GPU = (
         needs_run=True,
     ),
 )
+# srun's end of another task of the step: a task killed beside it is what srun did after it, not the cause
+SRUN_OTHER_END = re.compile(
+    r"srun: error: [\w.-]+: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Bus error|Segmentation fault)"
+)
 CONSEQUENCES = frozenset(("peer-lost",))  # kinds that follow a failure elsewhere: a known root cause leads
 TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _GPU
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
-    r"exitcode: |return code = -9|srun: error|actor|oom|OOM|Out Of Memory|Out of memory|server socket|client socket"
-    r"|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout"
+    r"exitcode: |return code = -9|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
+    r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout"
 )
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(
     r"sigkill_handler\].*exits with return code|server socket has failed to listen on any local network address"
     r"|client socket has timed out after|The actor is dead because its worker process has died"
-    r"|Workers \(tasks / actors\) killed due to memory pressure"
+    r"|Workers \(tasks / actors\) killed due to memory pressure|A worker died or was killed while executing a task"
 )
 # torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"
 ROOT_CAUSE = "Root Cause (first observed failure)"

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from topodoctor.nccl.explain import explain
 from topodoctor.nccl.launcher_lines import OOM_WHATS, SRUN_OTHER_END, reading, root_cause, signal_said
+from topodoctor.nccl.parse import parse_file
 
 # (line, kind, the memory settles it, source)
 LINES = [
@@ -103,3 +105,18 @@ def test_srun_names_the_other_ends_of_a_step() -> None:
     # https://github.com/hafs-community/HAFS/issues/101, as posted
     assert SRUN_OTHER_END.search("srun: error: Orion-18-69: task 289: Bus error")
     assert not SRUN_OTHER_END.search("srun: error: Orion-01-01: task 4: Out Of Memory")
+
+
+def test_the_stores_closed_connection_alone_is_no_failure() -> None:
+    # https://github.com/sgl-project/sglang/issues/20859, as posted: rank 0 ending closes the store as well
+    text = (
+        "[rank12]:[W318 10:00:41.929037914 ProcessGroupNCCL.cpp:1771] [PG ID 0 PG GUID 0 Rank 8] Failed to check the "
+        '"should dump" flag on TCPStore, (maybe TCPStore server has shut down too early), with error: Connection '
+        "reset by peer\n"
+        "[rank12]:[W318 10:00:41.915284135 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=135, "
+        "addr=[sglang-0-1.sglang.default.svc.transwarp.local]:48750, remote=[sglang-0.default.pod.transwarp.local]:"
+        "20000): Connection reset by peer\n"
+    )
+    log = parse_file("store.log", text)
+    assert not log.failed and {e.kind for e in log.events} == {"warn"}
+    assert all(f.severity == "info" for f in explain([log]))

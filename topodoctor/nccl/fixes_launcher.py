@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from topodoctor.nccl.evidence import Builder, LogContext, Said, with_general
+from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.launcher_lines import root_cause_said
 from topodoctor.nccl.parse import Event
 
@@ -57,8 +58,18 @@ def _store_timeout(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) 
     return Said("TD072", msg, "", {"store": where})
 
 
+def _store_closed(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    peer = next((e.fields["peer"] for e in evs if e.fields.get("peer")), "")
+    msg = (
+        "torch's c10d store closed its connection" + (f" ({peer})" if peer else "") + ": the process that held it ended"
+    )
+    fix = "The store lives in rank 0's process (MASTER_ADDR): read rank 0's output for why it ended first. "
+    return Said("TD046", msg, fix + EXPLANATIONS["TD046"].fix)
+
+
 LAUNCHER: dict[str, Builder] = {
     "process-killed": _killed,
     "store-port-in-use": _port_in_use,
     "store-timeout": _store_timeout,
+    "store-closed": _store_closed,
 }

@@ -11,7 +11,14 @@ from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
-from topodoctor.nccl.launcher_lines import CONSEQUENCES, ROOT_CAUSE, SRUN_OTHER_END, root_cause, root_cause_said
+from topodoctor.nccl.launcher_lines import (
+    AFTER_FAILURE,
+    CONSEQUENCES,
+    ROOT_CAUSE,
+    SRUN_OTHER_END,
+    root_cause,
+    root_cause_said,
+)
 from topodoctor.nccl.launcher_lines import reading as launcher_reading
 from topodoctor.nccl.read_state import ReadState
 from topodoctor.nccl.variables import parse_version, shown
@@ -143,9 +150,10 @@ class FrameworkLines(ReadState):
         # words any program prints (a GPU's memory full, a socket's timeout) count only in a distributed run
         if (read := launcher_reading(line, self.nccl_seen or bool(self.ranks))) is None:
             return False
-        self.failed_at.append(i)
-        self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well
         kind, fields = read
+        if kind not in AFTER_FAILURE:
+            self.failed_at.append(i)
+        self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well
         if "srun: error" in line and any(SRUN_OTHER_END.search(ln) for ln in self.lines if "srun: error" in ln):
             return True  # a task srun killed after another task of the step ended: a consequence
         self.add(kind, i, line, rank, Reading(kind, fields, CONSEQUENCE if kind in CONSEQUENCES else ROOT))

@@ -112,7 +112,7 @@ _STORE = (
     ),
     # the store's server went away under a client: a consequence of the process that held it (rank 0) ending
     LauncherLine(
-        "peer-lost",
+        "store-closed",
         re.compile(
             r"TCPStore\S* server has shut down too early|\[c10d\] recvValue failed on SocketImpl\(.*?"
             r"remote=\[?(?P<peer>[^\]\s)]+)\]?:?\d*\): Connection reset by peer"
@@ -135,7 +135,9 @@ _GPU = (
 SRUN_OTHER_END = re.compile(
     r"srun: error: [\w.-]+: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Bus error|Segmentation fault)"
 )
-CONSEQUENCES = frozenset(("peer-lost",))  # kinds that follow a failure elsewhere: a known root cause leads
+CONSEQUENCES = frozenset(("store-closed",))  # kinds that follow a failure elsewhere: a known root cause leads
+# kinds that are no failure by themselves: the store's server also closes when rank 0 ends a run that went well
+AFTER_FAILURE = frozenset(("store-closed",))
 TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _GPU
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)

@@ -20,21 +20,22 @@ class LauncherLine:
     kind: str
     pattern: re.Pattern[str]
     what: str
-    needs_run: bool = (
-        False  # read only in a distributed run (NCCL's lines, torch's rank prefix): words any program says
-    )
+    # read only in a distributed run (NCCL's lines, torch's rank prefix): words any program may print
+    needs_run: bool = False
 
 
 # the kill's own words: who died, and the signal; what sent it is not in them
 _KILLED = (
     LauncherLine(
         "process-killed",
-        re.compile(r"failed \(exitcode: -9\) local_rank: (?P<rank>\d+) \(pid: (?P<pid>\d+)\)"),
+        re.compile(r"failed \(exitcode: -9\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
         "torch's elastic agent: its first failed worker was killed by SIGKILL",
     ),
     LauncherLine(  # any other exit code of the first failed worker: its own output holds the cause
         "root-cause",
-        re.compile(r"failed \(exitcode: (?P<exitcode>-?[1-9]\d*)\) local_rank: (?P<rank>\d+) \(pid: (?P<pid>\d+)\)"),
+        re.compile(
+            r"failed \(exitcode: (?P<exitcode>-?[1-9]\d*)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"
+        ),
         "torch's elastic agent: its first failed worker",
     ),
     LauncherLine(
@@ -188,10 +189,9 @@ def root_cause(lines: Sequence[str], at: int) -> dict[str, str]:
 
 def root_cause_said(fields: dict[str, str]) -> str:
     """The root cause as the table states it: ``rank 0 (local_rank: 0) on host, exitcode -9 (pid 14750)``."""
-    parts = [
-        f"rank {fields['rank']}" if fields.get("rank") else "",
-        f"on {fields['host']}" if fields.get("host") else "",
-    ]
+    rank = f"rank {fields['rank']}" if fields.get("rank") else ""
+    rank = rank or (f"local_rank {fields['local_rank']}" if fields.get("local_rank") else "")
+    parts = [rank, f"on {fields['host']}" if fields.get("host") else ""]
     if fields.get("exitcode"):
         parts.append(f"exitcode {fields['exitcode']}" + (f" (pid {fields['pid']})" if fields.get("pid") else ""))
     if fields.get("time"):

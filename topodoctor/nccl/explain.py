@@ -23,6 +23,7 @@ from topodoctor.nccl.evidence import Builder, LogContext, agreed_layers, on_host
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.fixes_host import HOST
+from topodoctor.nccl.fixes_launcher import LAUNCHER
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_runtime import RUNTIME
 from topodoctor.nccl.fixes_usage import USAGE
@@ -35,7 +36,7 @@ from topodoctor.nccl.site_causes import stray_bytes
 from topodoctor.nccl.unexplained import bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG}
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect

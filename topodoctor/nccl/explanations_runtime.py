@@ -88,4 +88,28 @@ RUNTIME_CLASSES = (
         "(torch.cuda.set_device before creating tensors). An unknown datatype or reduction is a program built "
         "against a newer nccl.h than the libnccl it loaded, or a user reduction of another communicator.",
     ),
+    _e(
+        "TD090",
+        "process-killed",
+        "error",
+        "A rank's process was killed (SIGKILL, a launcher's return code -9, a Ray actor whose worker died) or "
+        "the job's memory limit killed it: the signal is in the log, who sent it only where the log says so",
+        "The kernel's or the job's OOM killer is the usual sender: `dmesg -T | grep -i -e oom -e killed` (or "
+        "`journalctl -k`) on the rank's host at that time, the job's memory use (`sacct -j JOB -o "
+        "State,ExitCode,MaxRSS,ReqMem,Timelimit,Elapsed`, `kubectl describe pod` Last State), then the "
+        "scheduler's limits and who else could kill it (`ray stop --force`, a health check, a user). Less host "
+        "memory per rank: fewer dataloader workers, load the checkpoint on one rank or memory-mapped, no CPU "
+        "offload of optimizer states.",
+    ),
+    _e(
+        "TD091",
+        "store-port-in-use",
+        "error",
+        "torch's c10d store could not listen on MASTER_PORT: another process on this host holds the port "
+        "(errno 98, EADDRINUSE)",
+        "`ss -ltnp 'sport = :PORT'` (or `lsof -i :PORT`) on MASTER_ADDR's host names the holder: another job, a "
+        "leftover process of an earlier run, or the program starting a second store on its default port (29500). "
+        "Give each job its own MASTER_PORT (torchrun --master-port, --rdzv-endpoint=localhost:0 or --standalone "
+        "for one node picks a free one); end the leftover process.",
+    ),
 )

@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import re
 
-from topodoctor.nccl.classify import classify
+from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
+from topodoctor.nccl.launcher_lines import (
+    AFTER_FAILURE,
+    CONSEQUENCES,
+    ROOT_CAUSE,
+    SRUN_OTHER_END,
+    root_cause,
+    root_cause_said,
+)
+from topodoctor.nccl.launcher_lines import reading as launcher_reading
 from topodoctor.nccl.read_state import ReadState
 from topodoctor.nccl.variables import parse_version, shown
 
@@ -96,7 +105,8 @@ class FrameworkLines(ReadState):
             self._test_failure(i, line, m, rank)
             return
         # torch's CUDA error counts in its NCCL watchdog, or in a log that already spoke of NCCL
-        if "CUDA error: " in line and (self.nccl_seen or "watchdog" in line) and (m := _TORCH_CUDA.search(line)):
+        distributed = self.nccl_seen or "watchdog" in line or "[rank" in line  # torch's rank prefix: a distributed run
+        if "CUDA error: " in line and distributed and (m := _TORCH_CUDA.search(line)):
             self.failed_at.append(i)
             reading = classify(f"Cuda failure '{m.group('msg')}'")
             self.add(reading.kind if reading else "cuda-failure", i, line, rank, reading, fields={"said": m.group(0)})
@@ -112,6 +122,8 @@ class FrameworkLines(ReadState):
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
             return
+        if self._launcher(i, line, rank):  # a launcher's or the job's own words for how the run ended
+            return
         if self.outcome.other(i, line, self.nccl_seen):  # torch's own words that NCCL failed
             self.failed_at.append(i)
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self.wrapped(i, line)):
@@ -124,6 +136,32 @@ class FrameworkLines(ReadState):
                 who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
                 fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
             self.add(reading.kind, i, line, rank, reading, fields=fields)
+
+    def _launcher(self, i: int, line: str, rank: int | None) -> bool:
+        """A launcher's end of a run (``nccl.launcher_lines``): a killed rank, the memory that killed it, the
+        store's port or timeout; the elastic agent's failure table and its first observed failure. True when
+        the line is read."""
+        if "ChildFailedError" in line:  # the elastic agent: a worker failed, whatever NCCL said
+            self.failed_at.append(i)
+            return False  # the run's own end too (``Outcome``)
+        if ROOT_CAUSE in line:
+            self.failed_at.append(i)
+            fields = root_cause(self.lines, i)
+            killed = fields.get("exitcode") == "-9" or "SIGKILL" in fields.get("traceback", "")
+            said = f"{line.strip()} {root_cause_said(fields)}"
+            self.add("process-killed" if killed else "root-cause", i, said, rank, fields=fields | {"root": "1"})
+            return True
+        # words any program prints (a GPU's memory full, a socket's timeout) count only in a distributed run
+        if (read := launcher_reading(line, self.nccl_seen or bool(self.ranks))) is None:
+            return False
+        kind, fields = read
+        if kind not in AFTER_FAILURE:
+            self.failed_at.append(i)
+        self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well
+        if "srun: error" in line and any(SRUN_OTHER_END.search(ln) for ln in self.lines if "srun: error" in ln):
+            return True  # a task srun killed after another task of the step ended: a consequence
+        self.add(kind, i, line, rank, Reading(kind, fields, CONSEQUENCE if kind in CONSEQUENCES else ROOT))
+        return True
 
     def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
         """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception

@@ -12,6 +12,7 @@ from dataclasses import replace
 from topodoctor.nccl.catalogue import FATAL_KINDS, SOFT_KINDS, from_sources, sourced
 from topodoctor.nccl.classify import Reading
 from topodoctor.nccl.known_bugs import INFO_SIGN
+from topodoctor.nccl.launcher_lines import AFTER_FAILURE
 from topodoctor.nccl.logfile import Event
 
 # the run's own end, in a log that spoke of NCCL: a Python traceback, an abort, a launcher's non-zero exit
@@ -120,6 +121,8 @@ class Outcome:
         if failed:
             return tuple(events)
         return tuple(
-            replace(e, kind="warn") if e.kind in SOFT_KINDS or self.at_teardown(e.line_no - 1, process(e.text)) else e
+            replace(e, kind="warn")
+            if e.kind in SOFT_KINDS or e.kind in AFTER_FAILURE or self.at_teardown(e.line_no - 1, process(e.text))
+            else e
             for e in events
         )

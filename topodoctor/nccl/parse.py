@@ -43,6 +43,7 @@ from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
 from topodoctor.nccl.grammar import origin_host
 from topodoctor.nccl.info_signs import read_signs
+from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
 
 __all__ = ["Event", "LogFile", "parse_file"]
@@ -208,5 +209,5 @@ def parse_file(name: str, text: str) -> LogFile:
         signs=(read_signs(nccl_lines) if info else ()) + listed_gids(lines),
         speaks=bool(r.events or r.versions or r.failed_at or r.level != "unset")
         or "nccl" in text.lower()
-        or any(_DISTRIBUTED.search(ln) for ln in lines),
+        or any(_DISTRIBUTED.search(ln) or DISTRIBUTED_WORDS.search(ln) for ln in lines),
     )

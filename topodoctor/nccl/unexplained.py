@@ -13,6 +13,7 @@ from topodoctor.nccl.catalogue import lookup
 from topodoctor.nccl.evidence import RESULT, LogContext, odd_interfaces
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.finding import finding, subject
+from topodoctor.nccl.launcher_lines import root_cause_said, signal_said
 from topodoctor.nccl.logfile import Event, LogFile
 from topodoctor.nccl.site_causes import site_candidates
 
@@ -153,6 +154,15 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         if k in ("NCCL_NET", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SHM_DISABLE", "NCCL_TOPO_FILE")
     }
     msg = f"NCCL error '{cls}' with no reason in the log (NCCL_DEBUG unset); likely: {likely}"
+    roots = by_kind.get("root-cause", [])
+    root = next((e for e in roots if e.fields.get("root")), roots[0] if roots else None)  # the table's, with its host
+    if root is not None:  # the launcher names the rank that failed first: its own output has the cause
+        signal = signal_said(root.fields.get("exitcode", ""))
+        msg = (
+            f"the launcher's first observed failure: {root_cause_said(dict(root.fields))}"
+            + (f" ({signal})" if signal else "")
+            + f"; its own output (traceback, NCCL's words) holds the cause, not in this log; else likely: {likely}"
+        )
     if shown:
         msg += "; the log shows " + ", ".join(f"{k}={v}" for k, v in shown.items())
     who = subject(errors) if errors else "logs"
@@ -162,7 +172,7 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
             who,
             msg,
             EXPLANATIONS["TD049"].fix,
-            errors[0] if errors else None,
+            errors[0] if errors else root,
             error_class=cls,
             debug_set="NCCL_DEBUG=WARN",
             likely_causes=candidates,

@@ -1,0 +1,75 @@
+"""The findings of the launchers' and the job's own words (``nccl.launcher_lines``): a rank killed (TD090),
+the store's port in use (TD091), a rank that could not reach torch's c10d store (TD072). The killed rank
+is the one the launcher names as the first observed failure where its table says so; the cause is the
+memory only where a line of the log says so (``causes_launcher`` ranks the candidates otherwise). Data in,
+a ``Said`` out; no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from topodoctor.nccl.evidence import Builder, LogContext, Said, with_general
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.launcher_lines import root_cause_said
+from topodoctor.nccl.parse import Event
+
+
+def _killed(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    root = next((e for e in evs if e.fields.get("root")), None)  # the elastic table's first observed failure
+    ev = root or next((e for e in evs if not e.fields.get("oom")), evs[0])
+    if root is not None:
+        msg = f"the launcher's first observed failure: {root_cause_said(dict(root.fields))}, killed by SIGKILL"
+    elif ev.fields.get("oom"):
+        msg = f"a rank's process was killed: {ev.fields.get('what', '')}"
+    else:
+        msg = f"{ev.fields.get('what', 'a rank was killed')}: {ev.fields.get('said', '')[:120]}"
+    return Said("TD090", msg, with_general("TD090", ""), {"signal": "SIGKILL"})
+
+
+def _port_in_use(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    said = f.get("said", "")
+    port = next((p for p in _ports(evs) if p), "")
+    msg = "torch's c10d store could not listen: address already in use" + (f" (port {port})" if port else "")
+    specific = f"Port {port} is held on this host; {port} is torch's default MASTER_PORT." if port == "29500" else ""
+    return Said("TD091", msg, with_general("TD091", specific), {"port": port, "said": said})
+
+
+def _ports(evs: Sequence[Event]) -> list[str]:
+    """The port each line names (``port: 29500``, ``0.0.0.0:29500 (errno: 98``)."""
+    out = []
+    for e in evs:
+        text = e.text
+        at = text.find("port: ")
+        if at >= 0:
+            out.append(text[at + 6 :].split(",")[0].strip())
+        elif "(errno: 98" in text:
+            out.append(text.split("(errno: 98")[0].rstrip().rsplit(":", 1)[-1])
+    return [p for p in out if p.isdigit()]
+
+
+def _store_timeout(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    where = f"{f['addr']}:{f['port']}" if f.get("addr") and f.get("port") else "MASTER_ADDR:MASTER_PORT"
+    if f.get("joined"):
+        msg = f"torch's c10d store waited {f.get('after', '')} s for its ranks: only {f['joined']} joined"
+    else:
+        msg = f"a rank could not reach torch's c10d store at {where}" + (
+            f" within {f['after']}" if f.get("after") else ""
+        )
+    return Said("TD072", msg, "", {"store": where})
+
+
+def _store_closed(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    peer = next((e.fields["peer"] for e in evs if e.fields.get("peer")), "")
+    msg = (
+        "torch's c10d store closed its connection" + (f" ({peer})" if peer else "") + ": the process that held it ended"
+    )
+    fix = "The store lives in rank 0's process (MASTER_ADDR): read rank 0's output for why it ended first. "
+    return Said("TD046", msg, fix + EXPLANATIONS["TD046"].fix)
+
+
+LAUNCHER: dict[str, Builder] = {
+    "process-killed": _killed,
+    "store-port-in-use": _port_in_use,
+    "store-timeout": _store_timeout,
+    "store-closed": _store_closed,
+}

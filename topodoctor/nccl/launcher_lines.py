@@ -1,0 +1,215 @@
+"""The launchers' and the job's own words for how a distributed run ended, where NCCL said nothing: the
+elastic agent's failure table (torch/distributed/elastic: ``Root Cause (first observed failure)`` with its
+host, rank and ``exitcode : -9 (pid: N)``), its ``failed (exitcode: -9) local_rank: N`` line, the
+deepspeed launcher's ``exits with return code = -9``, Slurm's ``srun: error: host: task N: Killed`` and
+``Detected N oom_kill event``, Kubernetes' ``OOMKilled``, Ray's dead actor and its memory monitor, and torch's
+c10d store (TCPStore: the client's timeout, the server waiting for clients, the port already in use). One
+table of shapes, read by ``FrameworkLines`` for the lines no NCCL prefix carries. Text in, data out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LauncherLine:
+    """One shape: the event kind it reads as and what its words settle (``what``: a short phrase)."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    what: str
+    # read only in a distributed run (NCCL's lines, torch's rank prefix): words any program may print
+    needs_run: bool = False
+
+
+# the kill's own words: who died, and the signal; what sent it is not in them
+_KILLED = (
+    LauncherLine(
+        "process-killed",
+        re.compile(r"failed \(exitcode: -9\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"),
+        "torch's elastic agent: its first failed worker was killed by SIGKILL",
+    ),
+    LauncherLine(  # any other exit code of the first failed worker: its own output holds the cause
+        "root-cause",
+        re.compile(
+            r"failed \(exitcode: (?P<exitcode>-?[1-9]\d*)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)"
+        ),
+        "torch's elastic agent: its first failed worker",
+    ),
+    LauncherLine(
+        "process-killed",
+        re.compile(r"sigkill_handler\].*(?P<said>exits with return code = -9)\b"),
+        "the deepspeed launcher: a rank's process was killed by SIGKILL",
+    ),
+    LauncherLine(
+        "process-killed",
+        re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>[\d,-]+): Killed\b"),
+        "srun: a task was killed",
+    ),
+    LauncherLine(
+        "process-killed",
+        re.compile(
+            r"The actor is dead because its worker process has died|The actor died unexpectedly"
+            r"|A worker died or was killed while executing a task by an unexpected system error"
+        ),
+        "Ray: a worker process died without a word of its own",
+    ),
+)
+# the kill's cause in so many words: the memory (the kernel's or the cgroup's OOM killer, Ray's memory monitor)
+_OOM = (
+    LauncherLine(
+        "process-killed",
+        re.compile(r"Detected \d+ oom[-_]kill events?|task \d+: Out Of Memory|\bOOMKilled\b"),
+        "the memory: the job's cgroup OOM killer (Slurm, Kubernetes)",
+    ),
+    LauncherLine(
+        "process-killed",
+        re.compile(r"killed due to memory pressure \(OOM\)|which exceeds the memory usage threshold"),
+        "the memory: Ray's memory monitor killed workers",
+    ),
+    LauncherLine(
+        "process-killed",
+        re.compile(r"Out of memory: Killed process \d+|oom-kill:constraint="),
+        "the memory: the kernel's OOM killer",
+    ),
+)
+# torch's c10d store (TCPStore over MASTER_ADDR:MASTER_PORT)
+_STORE = (
+    LauncherLine(
+        "store-port-in-use",
+        re.compile(
+            r"server socket has failed to (?:listen|bind)[^\n]*?(?:errno: 98|EADDRINUSE|[Aa]ddress already in use)"
+        ),
+        "the port the store listens on is held by another process on this host",
+    ),
+    LauncherLine(
+        "store-timeout",
+        re.compile(
+            r"client socket has timed out after (?P<after>\d+\w*) while trying to connect to "
+            r"\(?(?P<addr>[\w.:\[\]-]+?), ?(?P<port>\d+)\)?"
+        ),
+        "a rank could not reach torch's c10d store",
+    ),
+    LauncherLine(
+        "store-timeout",
+        re.compile(
+            r"DistStoreError: Timed out after (?P<after>\d+) seconds waiting for (?:clients|workers)\. "
+            r"(?P<joined>\d+/\d+)"
+        ),
+        "the store's server waited for ranks that never came",
+    ),
+    LauncherLine(  # c10d's own words for a store call that got no answer in time (TCPStore, its socket)
+        "store-timeout",
+        re.compile(r"(?:^|[Ee]rror: |\]: )Socket Timeout\b"),
+        "torch's c10d store did not answer in time",
+        needs_run=True,
+    ),
+    LauncherLine(
+        "store-timeout",
+        re.compile(r"DistStoreError: wait timeout after (?P<after>\d+\w*), keys: (?P<keys>\S+)"),
+        "a rank waited for a key of torch's c10d store no rank set",
+    ),
+    # the store's server went away under a client: a consequence of the process that held it (rank 0) ending
+    LauncherLine(
+        "store-closed",
+        re.compile(
+            r"TCPStore\S* server has shut down too early|\[c10d\] recvValue failed on SocketImpl\(.*?"
+            r"remote=\[?(?P<peer>[^\]\s)]+)\]?:?\d*\): Connection reset by peer"
+        ),
+        "torch's c10d store closed the connection: the process that held it (rank 0) ended",
+    ),
+)
+# torch's caching allocator in a rank of a distributed run ("Tried to allocate"): the GPU's memory is full
+_GPU = (
+    LauncherLine(
+        "gpu-oom",
+        re.compile(
+            r"(?:OutOfMemoryError|RuntimeError): CUDA out of memory\. Tried to allocate (?P<size>[\d.]+ [KMGT]i?B)"
+        ),
+        "torch's allocator in a rank ran out of GPU memory",
+        needs_run=True,
+    ),
+)
+# srun's end of another task of the step: a task killed beside it is what srun did after it, not the cause
+SRUN_OTHER_END = re.compile(
+    r"srun: error: [\w.-]+: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Bus error|Segmentation fault)"
+)
+CONSEQUENCES = frozenset(("store-closed",))  # kinds that follow a failure elsewhere: a known root cause leads
+# kinds that are no failure by themselves: the store's server also closes when rank 0 ends a run that went well
+AFTER_FAILURE = frozenset(("store-closed",))
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _GPU
+OOM_WHATS = frozenset(e.what for e in _OOM)
+# a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
+_GUARD = re.compile(
+    r"exitcode: |return code = -9|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
+    r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout"
+)
+# the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
+DISTRIBUTED_WORDS = re.compile(
+    r"sigkill_handler\].*exits with return code|server socket has failed to listen on any local network address"
+    r"|client socket has timed out after|The actor is dead because its worker process has died"
+    r"|Workers \(tasks / actors\) killed due to memory pressure|A worker died or was killed while executing a task"
+)
+# torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"
+ROOT_CAUSE = "Root Cause (first observed failure)"
+_FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<value>.*?)\s*$")
+_EXITCODE = re.compile(r"(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?")
+ROOT_CAUSE_LINES = 8  # [0]: then time, host, rank, exitcode, error_file, traceback
+
+
+def reading(line: str, in_run: bool = True) -> tuple[str, dict[str, str]] | None:
+    """The kind and fields of a launcher's line (``what`` its words settle, ``said`` the words), or None;
+    ``in_run``: the log is of a distributed run, so words any program may print count too."""
+    if not _GUARD.search(line):
+        return None
+    for entry in TABLE:
+        if (in_run or not entry.needs_run) and (m := entry.pattern.search(line)):
+            fields = {k: v for k, v in m.groupdict().items() if v}
+            return entry.kind, {"said": m.group(0)} | fields | {"what": entry.what}
+    return None
+
+
+def root_cause(lines: Sequence[str], at: int) -> dict[str, str]:
+    """The fields of the elastic agent's root cause, from the lines after ``ROOT_CAUSE`` at ``at``:
+    time, host, rank, exitcode, pid, traceback (those printed; a paste may cut the block)."""
+    out: dict[str, str] = {}
+    for line in lines[at + 1 : at + 1 + ROOT_CAUSE_LINES]:
+        if line.strip().startswith("==="):
+            break
+        if m := _FIELD.match(line):
+            out[m["key"]] = m["value"]
+    if m := _EXITCODE.match(out.get("exitcode", "")):
+        out["exitcode"] = m["code"]
+        if m["pid"]:
+            out["pid"] = m["pid"]
+    return out
+
+
+def root_cause_said(fields: dict[str, str]) -> str:
+    """The root cause as the table states it: ``rank 0 (local_rank: 0) on host, exitcode -9 (pid 14750)``."""
+    rank = f"rank {fields['rank']}" if fields.get("rank") else ""
+    rank = rank or (f"local_rank {fields['local_rank']}" if fields.get("local_rank") else "")
+    parts = [rank, f"on {fields['host']}" if fields.get("host") else ""]
+    if fields.get("exitcode"):
+        parts.append(f"exitcode {fields['exitcode']}" + (f" (pid {fields['pid']})" if fields.get("pid") else ""))
+    if fields.get("time"):
+        parts.append(f"at {fields['time']}")
+    return ", ".join(p for p in parts if p)
+
+
+# what a signal that ended the first failed rank says of it (the elastic table's negative exit code)
+_SIGNALS = {
+    "-6": "SIGABRT: the rank aborted itself (torch's NCCL watchdog ends the process after a collective failed or "
+    "timed out; an uncaught C++ exception, `terminate called`)",
+    "-7": "SIGBUS: most often a /dev/shm too small for the dataloader's or NCCL's shared memory (a container's "
+    "64 MiB default: --shm-size, --ipc=host), or a mapped file truncated under the process",
+    "-11": "SIGSEGV: the rank crashed in native code (a library, a driver, an extension)",
+    "-15": "SIGTERM: something ended the rank from outside (the launcher after another rank failed, the scheduler)",
+}
+
+
+def signal_said(exitcode: str) -> str:
+    """What the signal of a negative exit code says of the rank's end; "" for any other code."""
+    return _SIGNALS.get(exitcode, "")

@@ -34,11 +34,25 @@ from topodoctor.topology.gpu_models import MODELS, SOURCES, model_of
         ("Tesla T4", "T4"),
         ("NVIDIA H20", "H20"),
         ("NVIDIA B200", "B200"),
+        ("NVIDIA A800-SXM4-80GB", "A800 SXM"),  # the China-market A100: 8 NVLinks, not 12
+        ("NVIDIA A800 80GB PCIe", "A800 PCIe"),
+        ("NVIDIA H800", "H800 SXM"),  # the China-market H100: 8 NVLinks, not 18
+        ("NVIDIA H800 PCIe", "H800 PCIe"),
     ],
 )
 def test_gpu_names_as_printed_find_their_model(printed: str, model: str) -> None:
     found = model_of(printed)
     assert found is not None and found.name == model
+
+
+def test_a800_and_h800_carry_two_thirds_and_less_than_half_of_their_twins_nvlink() -> None:
+    a800, a100 = model_of("NVIDIA A800-SXM4-80GB"), model_of("NVIDIA A100-SXM4-80GB")
+    h800, h100 = model_of("NVIDIA H800"), model_of("NVIDIA H100 80GB HBM3")
+    assert a800 and a100 and h800 and h100
+    assert a800.nvlink_total_gbps and a100.nvlink_total_gbps and h800.nvlink_total_gbps and h100.nvlink_total_gbps
+    assert a800.nvlink_total_gbps / a100.nvlink_total_gbps == pytest.approx(8 / 12)
+    assert h800.nvlink_total_gbps / h100.nvlink_total_gbps == pytest.approx(8 / 18)
+    assert (a800.fabric, h800.fabric, h800.nvls, a800.nvls) == ("nvswitch", "nvswitch", True, False)
 
 
 def test_the_model_table_is_sourced_and_consistent() -> None:

@@ -41,7 +41,7 @@ def test_gpus_from_an_instance_and_a_count_nvls_and_a_spec_figure() -> None:
 def test_a_list_of_hardware_the_nic_its_count_and_other_traffic() -> None:
     """nccl#412: "* 8 NVLink a800 GPU * 1 HDR 200G IB card ... 12 compute nodes ... 15.3 GB/s"."""
     c = said(DIAGNOSE / "holdout4" / "e-07" / "evidence-1.txt")
-    assert (c.gpu, c.gpu_model, c.gpu_count) == ("a800", "", 8)  # A800 is not in the GPU model table
+    assert (c.gpu, c.gpu_model, c.gpu_count) == ("a800", "A800 SXM", 8)  # the SXM board: NVLink across 8 GPUs
     assert (c.nodes, c.nic_kind, c.nic_gbit_s, c.nics, c.shared) == (12, "HDR", 200.0, 1, True)
     assert max(measured(c), key=lambda f: f.kind == "busbw").gbps == 15.3
     assert [f.gbps for f in c.figures if f.role == "expected"] == [24.0]  # "the peak for 200G HDR is 24GB/s"
@@ -156,7 +156,7 @@ def test_nics_named_by_their_make_and_a_size_is_no_count() -> None:
     """nccl-tests#153: "8 H800 GPU and 8 100Gbps Mellanox CX-6"; nccl#1168: "The message size used is 256MB.
     thought the NIC has capability of ~200GB/s of theoretical bandwidth"."""
     c = said(DIAGNOSE / "prose" / "p-07" / "evidence-1.txt")
-    assert (c.gpu, c.gpu_model, c.gpu_count, c.nodes, c.nics, c.nic_gbit_s) == ("H800", "", 8, 2, 8, 100.0)
+    assert (c.gpu, c.gpu_model, c.gpu_count, c.nodes, c.nics, c.nic_gbit_s) == ("H800", "H800 SXM", 8, 2, 8, 100.0)
     text = (
         "NCCL Allreduce results reports ~45GB/s with 4 GPUs per node  and ~90GB/s on 8 GPUs per node configured "
         "cluster when run on 4 nodes. THe message size used is 256MB. thought the NIC has capability of ~200GB/s "

@@ -25,6 +25,9 @@ SOURCES = {
     "h100": "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100): SXM 900 GB/s NVLink, "
     "PCIe 600 GB/s NVLink bridge, H100 NVL 600 GB/s bridge; the NVIDIA H100 Tensor Core GPU Architecture "
     "whitepaper (18 fourth-generation NVLinks per SXM5 GPU); H100 PCIe Product Brief PB-11133-001",
+    "x800": "NVIDIA A800 and H800 product specifications (nvidia.cn data-center pages, NVIDIA's statement of "
+    "2022-11-07): the A100 and H100 with NVLink held to 400 GB/s both ways per GPU (8 links where A100 has 12 "
+    "and H100 SXM 18), memory and PCIe unchanged",
     "h200": "NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200): SXM 900 GB/s NVLink, "
     "141 GB HBM3e at 4.8 TB/s; H200 NVL 2- or 4-way NVLink bridge at 900 GB/s",
     "h20": "NVIDIA H20 product specifications (HGX H20): 96 GB HBM3, 4.0 TB/s, NVLink 900 GB/s, PCIe Gen5 x16",
@@ -96,6 +99,10 @@ MODELS: tuple[GpuModel, ...] = (
              "80 GB HBM2e", 2.0, "h100"),
     GpuModel("H100 SXM", r"\bH100\b", "Hopper", "9.0", 4.0, 18, _NV4, "nvswitch", 5, 16, True, True,
              "80 GB HBM3", 3.35, "h100"),
+    GpuModel("H800 PCIe", r"\bH800\b.*PCIe", "Hopper", "9.0", 4.0, 8, _NV4, "bridge", 5, 16, True, False,
+             "80 GB HBM2e", 2.0, "x800"),
+    GpuModel("H800 SXM", r"\bH800\b", "Hopper", "9.0", 4.0, 8, _NV4, "nvswitch", 5, 16, True, True,
+             "80 GB HBM3", 3.35, "x800"),
     GpuModel("H20", r"\bH20\b", "Hopper", "9.0", 4.0, 18, _NV4, "nvswitch", 5, 16, True, True,
              "96 GB HBM3", 4.0, "h20"),
     GpuModel("B200", r"\bB200\b", "Blackwell", "10.0", 5.0, 18, _NV5, "nvswitch", 5, 16, True, True,
@@ -104,6 +111,10 @@ MODELS: tuple[GpuModel, ...] = (
              "80 GB HBM2e", 1.935, "a100"),
     GpuModel("A100 SXM", r"\bA100\b", "Ampere", "8.0", 3.0, 12, _NV3, "nvswitch", 4, 16, True, False,
              "80 GB HBM2e", 2.039, "a100"),
+    GpuModel("A800 PCIe", r"\bA800\b.*PCIE", "Ampere", "8.0", 3.0, 8, _NV3, "bridge", 4, 16, True, False,
+             "80 GB HBM2e", 1.935, "x800"),
+    GpuModel("A800 SXM", r"\bA800\b", "Ampere", "8.0", 3.0, 8, _NV3, "nvswitch", 4, 16, True, False,
+             "80 GB HBM2e", 2.039, "x800"),
     GpuModel("L40S", r"\bL40S\b", "Ada", "8.9", None, 0, None, "none", 4, 16, True, False,
              "48 GB GDDR6", 0.864, "l40s"),
     GpuModel("L4", r"\bL4\b", "Ada", "8.9", None, 0, None, "none", 4, 16, True, False,

@@ -183,7 +183,8 @@ def _collectives(f: Facts) -> tuple[list[Symptom], list[tuple[Measured, PostedEx
             # nccl-tests' busbw of one rank is 0 by definition: nothing crosses a link
             msg = f"{m.op} not judged: one rank moves no data between GPUs (busbw is 0 by definition); "
             msg += "run it on two GPUs or more (-g N, or one process per GPU)"
-            other.append(_finding("TD022", m.op, msg, BY_CODE["TD022"].how, {"ranks": 1}, "info"))
+            fix = "Run the test again on two GPUs or more (`-g 2`, or `mpirun -np 2` with `-g 1`) and post that."
+            other.append(_finding("TD022", m.op, msg, fix, {"ranks": 1}, "info"))
             continue
         exp = expect_collective(f, m)
         if exp is None:

@@ -186,4 +186,5 @@ def test_one_rank_is_not_judged_and_asks_for_more_than_one_gpu() -> None:
     leads = [f for f in got.findings if f.code not in ("TD980", "TD981")]
     assert [(f.code, f.severity) for f in leads] == [("TD022", "info")]
     assert "one rank moves no data" in leads[0].message and "topo -m" not in leads[0].message
+    assert "-g 2" in leads[0].fix and "NCCL_DEBUG" not in leads[0].fix
     assert got.exit_code == 0

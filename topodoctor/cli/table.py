@@ -182,6 +182,8 @@ COMMANDS: dict[str, Command] = {
                 _SIGNAL,
             ),
             usage="arguments",
+            note="Exit 2 too when no file holds a line of NCCL, torch.distributed, the linker on\n"
+            "libnccl, XLA's NCCL or nccl-tests.",
         ),
         Command(
             "diagnose",

@@ -11,6 +11,7 @@ from pathlib import Path
 from topodoctor.core import fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
+from topodoctor.core.guarded import bounded
 from topodoctor.core.text import plural
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.model.outcome import CommandOutcome
@@ -35,14 +36,17 @@ class NcclLogOutcome(CommandOutcome):
 def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "error") -> NcclLogOutcome:
     """The files parsed, and what they say went wrong (``nccl.explain``)."""
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
-    files = tuple(parse_file(str(p), data) for p, data in _read_all(list(paths), deadline))
+    texts = _read_all(list(paths), deadline)
+    what = f"reading {plural(len(texts), 'NCCL log')}"
+    files = bounded(budget, what, lambda: tuple(parse_file(str(p), data) for p, data in texts))
     if files and not any(f.speaks for f in files):
         named = ", ".join(f.name for f in files[:3]) + (" ..." if len(files) > 3 else "")
         raise InputError(
             f"not an NCCL log: no line of NCCL, torch.distributed, the dynamic linker on libnccl or XLA's NCCL "
             f"found in {named}"
         )
-    return NcclLogOutcome(files, tuple(explain(list(files))), fail_level)
+    findings = bounded(budget, "explaining the logs", lambda: tuple(explain(list(files))))
+    return NcclLogOutcome(files, findings, fail_level)
 
 
 def _read_all(paths: list[Path], deadline: float) -> list[tuple[Path, str]]:

@@ -6,27 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
-from tests_support_evidence import judge
+from tests_support_evidence import H100_X2_RANKS, H100_X2_TOPO, judge
+from tests_support_evidence import all_reduce_row as _row
 
 from topodoctor.model.evidence import EvidenceSetting, GpuSeen, NicSeen
 
 ROOT = Path(__file__).resolve().parents[2]
-
-H100_X2_RANKS = """
-#  Rank  0 Group  0 Pid   2972 on   h100 device  0 [0000:00:06] NVIDIA H100 80GB HBM3
-#  Rank  1 Group  0 Pid   2973 on   h100 device  1 [0000:00:07] NVIDIA H100 80GB HBM3
-"""
-H100_X2_TOPO = """
-        GPU0    GPU1    CPU Affinity    NUMA Affinity
-GPU0     X      NV18    0-31    0
-GPU1    NV18     X      0-31    0
-"""
-
-
-def _row(busbw: float) -> str:
-    """nccl-tests' all_reduce row at 1 GiB on two ranks (busbw = algbw there)."""
-    t = 1073741824 / busbw / 1e3
-    return f"  1073741824     268435456     float     sum      -1  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0"  # noqa: E501
 
 
 def _lead(found: tuple[object, ...]) -> object:

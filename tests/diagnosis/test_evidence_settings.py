@@ -7,25 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from evidence_cases import evidence, nccl_lines, run, topo
-from tests_support_evidence import judge
+from tests_support_evidence import H100_X2_RANKS, H100_X2_TOPO, judge
+from tests_support_evidence import all_reduce_row as _row
 
 from topodoctor.evidence.inputs import join, read_input
 
 ROOT = Path(__file__).resolve().parents[2]
-H100_X2_RANKS = """
-#  Rank  0 Group  0 Pid   2972 on   h100 device  0 [0000:00:06] NVIDIA H100 80GB HBM3
-#  Rank  1 Group  0 Pid   2973 on   h100 device  1 [0000:00:07] NVIDIA H100 80GB HBM3
-"""
-H100_X2_TOPO = """
-        GPU0    GPU1    CPU Affinity    NUMA Affinity
-GPU0     X      NV18    0-31    0
-GPU1    NV18     X      0-31    0
-"""
-
-
-def _row(busbw: float) -> str:
-    t = 1073741824 / busbw / 1e3
-    return f"  1073741824     268435456     float     sum      -1  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0"  # noqa: E501
 
 
 def _cap(value: str) -> str:

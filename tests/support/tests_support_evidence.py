@@ -13,3 +13,22 @@ READ = ("TD980", "TD981")
 def judge(ev: Evidence) -> tuple[Finding, ...]:
     """``evidence.judge`` less what was read."""
     return tuple(f for f in evidence.judge(ev) if f.code not in READ)
+
+
+# nccl-tests' rank lines and `topo -m` of two H100 SXM on one host: the pair the cause and settings tests hold
+# their tables against
+H100_X2_RANKS = """
+#  Rank  0 Group  0 Pid   2972 on   h100 device  0 [0000:00:06] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   2973 on   h100 device  1 [0000:00:07] NVIDIA H100 80GB HBM3
+"""
+H100_X2_TOPO = """
+        GPU0    GPU1    CPU Affinity    NUMA Affinity
+GPU0     X      NV18    0-31    0
+GPU1    NV18     X      0-31    0
+"""
+
+
+def all_reduce_row(busbw: float) -> str:
+    """nccl-tests' all_reduce row at 1 GiB on two ranks (busbw = algbw there)."""
+    t = 1073741824 / busbw / 1e3
+    return f"  1073741824     268435456     float     sum      -1  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0"  # noqa: E501

@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
+from topodoctor.core import decode
 from topodoctor.core.errors import InputError, OutputLost, WriteError
 from topodoctor.core.json_errors import json_errors, no_constant
 
@@ -131,12 +132,9 @@ def read_bytes(
 def read_text(
     path: Path | str, what: str, max_bytes: int = DEFAULT_MAX_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> str:
-    """A regular file as UTF-8 text (see ``read_bytes``); undecodable bytes are an input error."""
-    data = read_bytes(path, what, max_bytes, timeout_s)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+    """A regular file as text (see ``read_bytes``): UTF-8, or UTF-16/32 by its byte-order mark, and
+    decompressed where it is compressed (``decode.document``); undecodable bytes are an input error."""
+    return decode.document(read_bytes(path, what, max_bytes, timeout_s), what, shown(path), max_bytes)
 
 
 def _int(text: str) -> int:

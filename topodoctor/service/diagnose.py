@@ -3,12 +3,13 @@ bounded, into ``Evidence`` by the readers (``evidence/``), and judged (``diagnos
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from topodoctor.core import fileio, stdio
+from topodoctor.core import decode, fileio, stdio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
@@ -43,8 +44,8 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
     reads: list[Read] = []
     named: list[str] = []  # the inputs of no kind it reads that the user named (not a directory's other files)
     pieces = 0
-    for source, text, by_name in _texts([str(p) for p in paths], deadline):
-        got = read_input(source, text, pieces)
+    for item, by_name in _texts([str(p) for p in paths], deadline):
+        got = Read((), (), f"{item.name}: {item.why}") if item.why else read_input(item.name, item.text, pieces)
         pieces += len(got.pieces)
         reads.append(got)
         if got.unreadable and by_name:
@@ -59,16 +60,21 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
     return DiagnoseOutcome(ev, judge(ev), fail_level, unusable=tuple(named))
 
 
-def _texts(paths: list[str], deadline: float) -> list[tuple[str, str, bool]]:
+def _texts(paths: list[str], deadline: float) -> list[tuple[decode.Text, bool]]:
     """Every input as text, and whether the user named it: standard input, the files named, every
-    file of a directory named."""
-    out: list[tuple[str, str, bool]] = []
+    file of a directory named, each member of an archive; a file named twice (or named and in a
+    directory named) is read once."""
+    out: list[tuple[decode.Text, bool]] = []
+    seen: set[str] = set()
     for p in paths:
         left = deadline - time.monotonic()
         if left <= 0:
             raise InputError(f"diagnose: inputs not read within the --timeout ({plural(len(out), 'input')} read)")
         if p == STDIN:
-            out.append((STDIN, _decoded(stdio.read_stdin("evidence", MAX_FILE_BYTES, left)), True))
+            out.extend(
+                (t, True)
+                for t in decode.texts(stdio.read_stdin("evidence", MAX_FILE_BYTES, left), STDIN, MAX_FILE_BYTES)
+            )
             continue
         by_name = not Path(p).is_dir()
         if not by_name:
@@ -78,15 +84,12 @@ def _texts(paths: list[str], deadline: float) -> list[tuple[str, str, bool]]:
         else:
             names = [p]
         for f in names:
+            if (key := os.path.realpath(f)) in seen:
+                continue
+            seen.add(key)
             left = deadline - time.monotonic()
             if left <= 0 or len(out) >= MAX_FILES:
                 raise InputError(f"diagnose: more than {plural(len(out), 'input')}, or not read within the --timeout")
-            out.append((f, _decoded(fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)), by_name))
+            data = fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)
+            out.extend((t, by_name) for t in decode.texts(data, f, MAX_FILE_BYTES))
     return out
-
-
-def _decoded(data: bytes) -> str:
-    """A paste as text: what is not UTF-8 (a log's stray bytes, a Windows code page) is shown, not fatal."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", "replace")  # PowerShell's redirection writes UTF-16
-    return data.decode("utf-8", "replace")

@@ -3,12 +3,13 @@ budget) and explained."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from topodoctor.core import fileio
+from topodoctor.core import decode, fileio, stdio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.text import plural
@@ -19,6 +20,7 @@ from topodoctor.nccl.parse import LogFile, parse_file
 
 MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
 MAX_FILES = 4096
+STDIN = "-"
 
 
 @dataclass(frozen=True)
@@ -39,14 +41,21 @@ def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "
     return NcclLogOutcome(files, tuple(explain(list(files))), fail_level)
 
 
-def _read_all(paths: list[Path], deadline: float) -> list[tuple[Path, str]]:
-    """Every file named, and the log files of every directory named, as text (bounded reads)."""
-    out: list[tuple[Path, str]] = []
+def _read_all(paths: list[Path], deadline: float) -> list[tuple[str, str]]:
+    """Every file named (``-`` standard input), and the log files of every directory named, as text
+    (bounded reads; each archive member a file of its own; a file named twice read once). A file named
+    that holds no text is an input error; one in a directory is passed over; all of them empty is one."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for p in paths:
         left = deadline - time.monotonic()
         if left <= 0:
             raise InputError(f"NCCL logs: not read within the --timeout ({plural(len(out), 'file')} read)")
-        if p.is_dir():
+        if str(p) == STDIN:
+            out.extend(_usable(decode.texts(stdio.read_stdin("NCCL log", MAX_FILE_BYTES, left), STDIN, MAX_FILE_BYTES)))
+            continue
+        by_name = not p.is_dir()
+        if not by_name:
             found = [
                 f
                 for suffix in (".log", ".txt", ".out", ".err")
@@ -58,10 +67,26 @@ def _read_all(paths: list[Path], deadline: float) -> list[tuple[Path, str]]:
         else:
             names = [p]
         for f in names:
+            if (key := os.path.realpath(f)) in seen:
+                continue
+            seen.add(key)
             left = deadline - time.monotonic()
             if left <= 0 or len(out) >= MAX_FILES:
                 raise InputError(f"NCCL logs: more than {plural(len(out), 'file')}, or not read within the --timeout")
             data = fileio.read_bytes(f, "NCCL log", MAX_FILE_BYTES, left)
             # a job's log mixes whatever its processes wrote: undecodable bytes are shown, not fatal
-            out.append((f, data.decode("utf-8", "replace")))
+            out.extend(_usable(decode.texts(data, str(f), MAX_FILE_BYTES), by_name))
+    if not out:
+        raise InputError("NCCL logs: no file given holds text")
+    if not any(text.strip() for _, text in out):
+        raise InputError(
+            f"NCCL logs: {'every file given is' if len(out) > 1 else f'{fileio.shown(out[0][0])} is'} empty"
+        )
     return out
+
+
+def _usable(found: list[decode.Text], by_name: bool = True) -> list[tuple[str, str]]:
+    for t in found:
+        if t.why and by_name:
+            raise InputError(f"NCCL log {fileio.shown(t.name)} is {t.why}")
+    return [(t.name, t.text) for t in found if not t.why]

@@ -83,20 +83,25 @@ def texts(data: bytes, name: str, max_bytes: int) -> list[Text]:
 
 def document(data: bytes, what: str, name: str, max_bytes: int) -> str:
     """The text of a document (JSON, TOML): unpacked and decoded as ``texts`` does, but strict:
-    one member, UTF-8 (a byte-order mark allowed) or UTF-16/32 with one, else ``InputError``."""
+    one member, UTF-8 (a byte-order mark allowed) or UTF-16/32 with one, else ``InputError``
+    ("WHAT NAME is why"; ``name`` may be "" where ``what`` names the file)."""
     try:
         members = _unpacked(data, name, max_bytes, MAX_DEPTH, [0])
     except _Refused as why:
-        raise InputError(f"{what} {name} is {why}") from None
+        raise InputError(f"{_label(what, name)} is {why}") from None
     if len(members) != 1:
-        raise InputError(f"{what} {name} is an archive of {len(members)} files, where one document was expected")
+        raise InputError(f"{_label(what, name)} is an archive of {len(members)} files, where one document was expected")
     inner, raw = members[0]
     codec, skip = _bom(raw)
     try:
         return raw[skip:].decode(codec or "utf-8")
     except UnicodeDecodeError as exc:
-        kind = _not_text(raw)
-        raise InputError(f"{what} {inner} is {kind or f'not UTF-8 text (byte {exc.start + skip})'}") from None
+        kind = _not_text(raw) or f"not UTF-8 text (byte {exc.start + skip})"
+        raise InputError(f"{_label(what, inner)} is {kind}") from None
+
+
+def _label(what: str, name: str) -> str:
+    return f"{what} {name}" if name else what
 
 
 def _unpacked(data: bytes, name: str, max_bytes: int, depth: int, total: list[int]) -> list[tuple[str, bytes]]:
@@ -113,7 +118,7 @@ def _unpacked(data: bytes, name: str, max_bytes: int, depth: int, total: list[in
     return [(name, data)]
 
 
-def _opened(kind: str, raw: IO[bytes]) -> IO[bytes]:
+def _opened(kind: str, raw: IO[bytes]) -> io.BufferedIOBase:
     """A decompressing reader of ``raw`` (``_decompressed`` closes it)."""
     # The compression modules load only for a compressed input: a check's start-up never pays for them.
     if kind == "gzip":
@@ -129,7 +134,7 @@ def _opened(kind: str, raw: IO[bytes]) -> IO[bytes]:
     return lzma.LZMAFile(raw)
 
 
-def _decompressed(kind: str, stream: IO[bytes], max_bytes: int, total: list[int]) -> bytes:
+def _decompressed(kind: str, stream: IO[bytes] | io.BufferedIOBase, max_bytes: int, total: list[int]) -> bytes:
     """A compressed stream's content, read a chunk at a time: never more than the cap in memory.
     A stream cut short (an attachment whose download stopped) gives what it holds."""
     import lzma  # only for a compressed input: its error class

@@ -177,7 +177,9 @@ def read_json(
     path: Path | str, what: str, max_bytes: int = DEFAULT_MAX_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> Any:
     """Load a JSON document from a user-named file, bounded and strict (see ``parse_json``)."""
-    return parse_json(read_text(path, what, max_bytes, timeout_s), f"{what} {path}")
+    if not (text := read_text(path, what, max_bytes, timeout_s)).strip():
+        raise InputError(f"{what} {shown(path)} is empty")
+    return parse_json(text, f"{what} {path}")
 
 
 def dumps_strict(data: Any, **kwargs: Any) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from topodoctor.core import fileio
+from topodoctor.core import decode, fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.core.sizes import parse_size, parse_sizes
@@ -185,10 +185,16 @@ def _saved(path: Path) -> CollectivesResult:
     """A saved result: topodoctor's JSON or nccl-tests' ``-J`` JSON, or nccl-tests' text output (read by
     the evidence readers, NCCL's INFO lines in it included)."""
     data = fileio.read_bytes(path, "collectives result", MAX_SAVED_BYTES)
-    if data.lstrip()[:1] in (b"{", b"["):
-        return load_result(path)
-    text = data.decode("utf-8", "replace")
-    return collectives_result(evidence.join([evidence.read_input(str(path), text)]), f"collectives result {path}")
+    found = decode.texts(data, fileio.shown(path), MAX_SAVED_BYTES)
+    if len(found) == 1 and found[0].text.lstrip()[:1] in ("{", "["):
+        return load_result(path)  # JSON: the strict reader's words say what is wrong with it
+    for t in found:
+        if t.why or not t.text.strip():
+            raise InputError(f"collectives result {t.name} is {t.why or 'empty'}")
+    reads: list[evidence.Read] = []
+    for t in found:  # each member's pieces numbered after the ones before
+        reads.append(evidence.read_input(t.name, t.text, sum(len(r.pieces) for r in reads)))
+    return collectives_result(evidence.join(reads), f"collectives result {path}")
 
 
 def _snapshot(source: doctor.Source, budget: Budget, required: bool) -> HostSnapshot | None:

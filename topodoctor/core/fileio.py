@@ -388,4 +388,5 @@ def list_files(
 
 
 def _raise(exc: OSError) -> None:
-    raise exc
+    if not isinstance(exc, FileNotFoundError):  # a directory removed while it is walked holds nothing
+        raise exc

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from topodoctor.core import decode, fileio, stdio
@@ -46,6 +46,8 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
     pieces = 0
     for item, by_name in _texts([str(p) for p in paths], deadline):
         got = Read((), (), f"{item.name}: {item.why}") if item.why else read_input(item.name, item.text, pieces)
+        if item.cut:
+            got = Read(tuple(replace(p, cut="; ".join(filter(None, (p.cut, item.cut)))) for p in got.pieces), got.parts)
         pieces += len(got.pieces)
         reads.append(got)
         if got.unreadable and by_name:
@@ -90,6 +92,15 @@ def _texts(paths: list[str], deadline: float) -> list[tuple[decode.Text, bool]]:
             left = deadline - time.monotonic()
             if left <= 0 or len(out) >= MAX_FILES:
                 raise InputError(f"diagnose: more than {plural(len(out), 'input')}, or not read within the --timeout")
-            data = fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)
+            try:
+                data = fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)
+            except InputError as exc:
+                if by_name:
+                    raise
+                # a directory's file gone since it was listed, or one no file at all: said, not fatal
+                named = fileio.shown(f)  # said as "PATH: why", as every input not read is
+                why = str(exc).replace(f": {named}", "").replace(f" {named}", "")
+                out.append((decode.Text(f, why=why), False))
+                continue
             out.extend((t, by_name) for t in decode.texts(data, f, MAX_FILE_BYTES))
     return out

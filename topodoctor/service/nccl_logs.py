@@ -32,19 +32,22 @@ class NcclLogOutcome(CommandOutcome):
     fail_level: Severity = "error"
     not_measured: tuple[str, ...] = ()
     unusable: tuple[str, ...] = ()
+    passed_over: tuple[str, ...] = ()  # a directory's files not read, lines cut: said beside the answer
 
 
 def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "error") -> NcclLogOutcome:
     """The files parsed, and what they say went wrong (``nccl.explain``)."""
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
-    files = tuple(parse_file(str(p), data) for p, data in _read_all(list(paths), deadline))
-    return NcclLogOutcome(files, tuple(explain(list(files))), fail_level)
+    said: list[str] = []
+    files = tuple(parse_file(str(p), data) for p, data in _read_all(list(paths), deadline, said))
+    return NcclLogOutcome(files, tuple(explain(list(files))), fail_level, passed_over=tuple(said))
 
 
-def _read_all(paths: list[Path], deadline: float) -> list[tuple[str, str]]:
+def _read_all(paths: list[Path], deadline: float, said: list[str]) -> list[tuple[str, str]]:
     """Every file named (``-`` standard input), and the log files of every directory named, as text
     (bounded reads; each archive member a file of its own; a file named twice read once). A file named
-    that holds no text is an input error; one in a directory is passed over; all of them empty is one."""
+    that holds no text is an input error; one in a directory is passed over (in ``said``); all of them
+    empty is an input error."""
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for p in paths:
@@ -52,7 +55,8 @@ def _read_all(paths: list[Path], deadline: float) -> list[tuple[str, str]]:
         if left <= 0:
             raise InputError(f"NCCL logs: not read within the --timeout ({plural(len(out), 'file')} read)")
         if str(p) == STDIN:
-            out.extend(_usable(decode.texts(stdio.read_stdin("NCCL log", MAX_FILE_BYTES, left), STDIN, MAX_FILE_BYTES)))
+            data = stdio.read_stdin("NCCL log", MAX_FILE_BYTES, left)
+            out.extend(_usable(decode.texts(data, STDIN, MAX_FILE_BYTES), True, said))
             continue
         by_name = not p.is_dir()
         if not by_name:
@@ -73,9 +77,15 @@ def _read_all(paths: list[Path], deadline: float) -> list[tuple[str, str]]:
             left = deadline - time.monotonic()
             if left <= 0 or len(out) >= MAX_FILES:
                 raise InputError(f"NCCL logs: more than {plural(len(out), 'file')}, or not read within the --timeout")
-            data = fileio.read_bytes(f, "NCCL log", MAX_FILE_BYTES, left)
+            try:
+                data = fileio.read_bytes(f, "NCCL log", MAX_FILE_BYTES, left)
+            except InputError as exc:
+                if by_name:
+                    raise
+                said.append(f"not read: {exc}")  # a directory's file gone since it was listed, or no file at all
+                continue
             # a job's log mixes whatever its processes wrote: undecodable bytes are shown, not fatal
-            out.extend(_usable(decode.texts(data, str(f), MAX_FILE_BYTES), by_name))
+            out.extend(_usable(decode.texts(data, str(f), MAX_FILE_BYTES), by_name, said))
     if not out:
         raise InputError("NCCL logs: no file given holds text")
     if not any(text.strip() for _, text in out):
@@ -85,8 +95,11 @@ def _read_all(paths: list[Path], deadline: float) -> list[tuple[str, str]]:
     return out
 
 
-def _usable(found: list[decode.Text], by_name: bool = True) -> list[tuple[str, str]]:
+def _usable(found: list[decode.Text], by_name: bool, said: list[str]) -> list[tuple[str, str]]:
+    """The texts of one file; one that is not text is an error when named, said when in a directory."""
     for t in found:
         if t.why and by_name:
             raise InputError(f"NCCL log {fileio.shown(t.name)} is {t.why}")
+        if t.why or t.cut:
+            said.append(f"not read: {fileio.shown(t.name)}: {t.why}" if t.why else f"{fileio.shown(t.name)}: {t.cut}")
     return [(t.name, t.text) for t in found if not t.why]

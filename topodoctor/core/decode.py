@@ -28,9 +28,10 @@ MAX_MEMBERS = 4096
 _CHUNK = 1 << 20
 _SNIFF = 1 << 16  # how much of a decoded text is looked at to tell text from binary data
 _BINARY_SHARE = 0.10  # controls and undecodable bytes above this share: not text
-# No reader takes a line this long (NCCL's are under 4 KiB): the rest of such a line is cut, so a
-# 60 MB line with no newline costs the readers' patterns 64 KiB, not minutes. JSON is kept whole.
-MAX_LINE_CHARS = 64 * 1024
+# No reader takes a line this long (NCCL's are under 4 KiB, the header of a topo -m matrix of 10,000
+# devices under 100 KiB): the rest of such a line is cut, so a 60 MB line with no newline costs the
+# readers' patterns 256 KiB, not minutes. JSON is kept whole.
+MAX_LINE_CHARS = 256 * 1024
 
 _STREAMS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
     ("gzip", lambda d: d[:2] == b"\x1f\x8b"),

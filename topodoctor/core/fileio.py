@@ -366,7 +366,7 @@ def list_files(
 
     def walk() -> list[Path]:
         found: list[Path] = []
-        for root, _dirs, files in os.walk(p, onerror=_raise):
+        for root, _dirs, files in os.walk(p, onerror=lambda exc: _raise(exc, p)):
             for name in files:
                 # Dot-files are skipped: write_atomic's temporaries are named ".NAME.*.tmp".
                 if name.endswith(suffix) and not name.startswith("."):
@@ -387,6 +387,6 @@ def list_files(
     return files or []
 
 
-def _raise(exc: OSError) -> None:
-    if not isinstance(exc, FileNotFoundError):  # a directory removed while it is walked holds nothing
+def _raise(exc: OSError, top: str) -> None:
+    if not isinstance(exc, FileNotFoundError) or exc.filename == top:  # a subdirectory removed mid-walk: empty
         raise exc

@@ -25,13 +25,16 @@ from topodoctor.core.text import plural
 MiB = 1 << 20
 MAX_DEPTH = 3  # a .tar.gz is two layers; a .gz of a .zip of .gz logs three
 MAX_MEMBERS = 4096
-_CHUNK = 1 << 20
+_CHUNK = 64 * 1024  # a stream cut short loses at most its last chunk
 _SNIFF = 1 << 16  # how much of a decoded text is looked at to tell text from binary data
 _BINARY_SHARE = 0.10  # controls and undecodable bytes above this share: not text
 # No reader takes a line this long (NCCL's are under 4 KiB, the header of a topo -m matrix of 10,000
-# devices under 100 KiB): the rest of such a line is cut, so a 60 MB line with no newline costs the
-# readers' patterns 256 KiB, not minutes. JSON is kept whole.
+# devices under 100 KiB), nor a word: the readers' patterns cost the square of a run without a space
+# (a 16 KiB one took seconds). A line longer than MAX_LINE_CHARS, or longer than MAX_WORD_LINE with a
+# word longer than MAX_WORD_CHARS (a blob, a progress bar of '#'), is cut there. JSON is kept whole.
 MAX_LINE_CHARS = 256 * 1024
+MAX_WORD_LINE = 8 * 1024
+MAX_WORD_CHARS = 1024
 
 _STREAMS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
     ("gzip", lambda d: d[:2] == b"\x1f\x8b"),
@@ -240,6 +243,13 @@ def _utf16_without_bom(head: bytes) -> str | None:
     return None
 
 
+def _ascii_in_utf16(sample: bytes, codec: str) -> bool:
+    """Whether ``sample`` reads as a log in UTF-16 does: mostly ASCII, so a NUL in a quarter or more
+    of the characters' high bytes."""
+    high = sample[1::2] if codec == "utf-16-le" else sample[0::2]
+    return not high or high.count(0) >= 0.25 * len(high)
+
+
 def _not_text(data: bytes) -> str:
     """The kind of a file that is no text, by its first bytes ("" when none of those)."""
     for magic, kind in _NOT_TEXT:
@@ -257,6 +267,8 @@ def _text(name: str, data: bytes) -> Text:
     if kind := _not_text(data):
         return Text(name, why=kind)
     codec, skip = _bom(data)
+    if codec in ("utf-16-le", "utf-16-be") and not _ascii_in_utf16(data[skip : skip + 4096], codec):
+        codec, skip = None, 0  # "\xff\xfe" opening a UTF-8 log's stray bytes: no UTF-16 follows
     codec = codec or _utf16_without_bom(data[:4096]) or "utf-8"
     text = data[skip:].decode(codec, "replace")
     if "\x00" in text:
@@ -268,18 +280,23 @@ def _text(name: str, data: bytes) -> Text:
     sniff = text[:_SNIFF]
     if sniff and len(_CONTROLS.findall(sniff)) > _BINARY_SHARE * len(sniff):
         return Text(name, why="binary data, not text")
-    if len(text) > MAX_LINE_CHARS and text.lstrip()[:1] not in ("{", "["):
+    if len(text) > MAX_WORD_LINE and text.lstrip()[:1] not in ("{", "["):
         return _short_lines(name, text)
     return Text(name, text)
 
 
 def _short_lines(name: str, text: str) -> Text:
-    """``text`` with every line longer than ``MAX_LINE_CHARS`` cut to that length, and said."""
+    """``text`` with every line too long for the readers cut (``MAX_LINE_CHARS``), and said."""
     lines = text.splitlines(keepends=True)
-    long = [k for k, line in enumerate(lines) if len(line) > MAX_LINE_CHARS]
-    if not long:
+    cut = 0
+    for k, line in enumerate(lines):
+        if len(line) <= MAX_WORD_LINE:
+            continue
+        if max(map(len, line[:MAX_LINE_CHARS].split()), default=0) > MAX_WORD_CHARS:
+            lines[k], cut = line[:MAX_WORD_LINE] + "\n", cut + 1
+        elif len(line) > MAX_LINE_CHARS:
+            lines[k], cut = line[:MAX_LINE_CHARS] + "\n", cut + 1
+    if not cut:
         return Text(name, text)
-    for k in long:
-        lines[k] = lines[k][:MAX_LINE_CHARS] + "\n"
-    kib = MAX_LINE_CHARS // 1024
-    return Text(name, "".join(lines), cut=f"{plural(len(long), 'line')} longer than {kib} KiB cut to {kib} KiB")
+    kib = MAX_WORD_LINE // 1024
+    return Text(name, "".join(lines), cut=f"{plural(cut, 'line')} too long to read cut to {kib} KiB or more")

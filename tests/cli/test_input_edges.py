@@ -31,7 +31,7 @@ from conftest import FIXTURES, ROOT
 
 import topodoctor
 from topodoctor.cli.commands import main
-from topodoctor.core import decode, fileio
+from topodoctor.core import decode, fileio, stdio
 from topodoctor.core.errors import InputError
 
 TABLE = FIXTURES / "nccl-tests" / "h200-x2" / "all_reduce.txt"
@@ -242,6 +242,12 @@ def test_a_zero_byte_standard_input_is_said(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
     code, _, err = run(capsys, [command, "-"])
     assert code == 2 and "empty" in one_error_line(err)
+
+
+def test_standard_input_over_the_cap_says_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * (2 * 1024 * 1024 + 1))))
+    with pytest.raises(InputError, match=r"^evidence on standard input is larger than 2 MiB$"):
+        stdio.read_stdin("evidence", 2 * 1024 * 1024)
 
 
 @pytest.mark.parametrize("command", ["diagnose", "nccl-log"])

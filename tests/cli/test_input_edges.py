@@ -354,6 +354,17 @@ def test_a_file_given_twice_or_with_its_directory_is_read_once(
         assert again_code == code and again == once, argv
 
 
+@pytest.mark.parametrize("command", ["diagnose", "nccl-log"])
+def test_standard_input_given_twice_is_read_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    answers = []
+    for argv in (["-"], ["-", "-"]):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(LOG.read_bytes())))
+        answers.append(run(capsys, [command, *argv, "-f", "json"])[:2])
+    assert answers[0] == answers[1] and answers[0][0] == 1
+
+
 def test_the_python_api_reads_what_the_command_reads(tmp_path: Path) -> None:
     gz = tmp_path / "all_reduce.txt.gz"
     gz.write_bytes(gzip.compress(TABLE.read_bytes()))

@@ -73,6 +73,9 @@ def _texts(paths: list[str], deadline: float) -> list[tuple[decode.Text, bool]]:
         if left <= 0:
             raise InputError(f"diagnose: inputs not read within the --timeout ({plural(len(out), 'input')} read)")
         if p == STDIN:
+            if STDIN in seen:  # given twice: read once, as a file named twice is
+                continue
+            seen.add(STDIN)
             out.extend(
                 (t, True)
                 for t in decode.texts(stdio.read_stdin("evidence", MAX_FILE_BYTES, left), STDIN, MAX_FILE_BYTES)

@@ -55,6 +55,9 @@ def _read_all(paths: list[Path], deadline: float, said: list[str]) -> list[tuple
         if left <= 0:
             raise InputError(f"NCCL logs: not read within the --timeout ({plural(len(out), 'file')} read)")
         if str(p) == STDIN:
+            if STDIN in seen:  # given twice: read once, as a file named twice is
+                continue
+            seen.add(STDIN)
             data = stdio.read_stdin("NCCL log", MAX_FILE_BYTES, left)
             out.extend(_usable(decode.texts(data, STDIN, MAX_FILE_BYTES), True, said))
             continue

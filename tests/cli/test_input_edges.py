@@ -294,6 +294,15 @@ def test_a_directory_of_thousands_of_files_and_its_odd_ones(capsys: pytest.Captu
     assert any("pipe.log: evidence file is not a regular file" in u for u in doc["evidence"]["unreadable"])
 
 
+def test_a_directory_of_compressed_logs_is_read(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    (tmp_path / "rank0.log.gz").write_bytes(gzip.compress(LOG.read_bytes()))
+    (tmp_path / "job.tar.gz").write_bytes(_tar_gz(LOG.read_bytes()))
+    (tmp_path / "notes.md").write_text("not a log")  # passed over by its name, as before
+    code, out, _ = run(capsys, ["nccl-log", str(tmp_path), "-f", "json"])
+    doc = json.loads(out)
+    assert code == 1 and len(doc["summary"]["files"]) == 2 and "TD040" in [f["code"] for f in doc["findings"]]
+
+
 @pytest.mark.slow  # four thousand files
 def test_a_directory_over_the_file_count_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for k in range(4097):

@@ -354,9 +354,13 @@ def silence_stdout() -> None:
 
 
 def list_files(
-    directory: Path | str, what: str, suffix: str, max_files: int = 100_000, timeout_s: float = DEFAULT_TIMEOUT_S
+    directory: Path | str,
+    what: str,
+    suffix: str | tuple[str, ...],
+    max_files: int = 100_000,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[Path]:
-    """Regular files under ``directory`` (recursively) whose names end in ``suffix``, sorted.
+    """Regular files under ``directory`` (recursively) whose names end in ``suffix`` (or one of them), sorted.
 
     Bounded like ``read_bytes``: a directory on a wedged mount costs ``timeout_s``, a tree of
     more than ``max_files`` matches is refused, and symbolic links to directories are not
@@ -379,7 +383,9 @@ def list_files(
     if exc is TIMED_OUT:
         raise InputError(f"{what} {p}: not listable within {timeout_s:g} s (a hung mount?)")
     if isinstance(exc, _TooBig):
-        raise InputError(f"{what} {p} holds more than {max_files} *{suffix} files")
+        raise InputError(
+            f"{what} {p} holds more than {max_files} {'*' + suffix if isinstance(suffix, str) else ''} files"
+        )
     if isinstance(exc, OSError):
         raise InputError(f"cannot list {what} {p}: {exc.strerror or type(exc).__name__}")
     if exc is not None:

@@ -21,6 +21,9 @@ from topodoctor.nccl.parse import LogFile, parse_file
 MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
 MAX_FILES = 4096
 STDIN = "-"
+_LOGS = (".log", ".txt", ".out", ".err")
+# A directory's logs, and the same compressed or archived (core/decode reads them by their bytes).
+LOG_SUFFIXES = _LOGS + tuple(s + z for s in _LOGS for z in (".gz", ".bz2", ".xz")) + (".zip", ".tgz", ".tar.gz")
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,11 @@ def _read_all(paths: list[Path], deadline: float, said: list[str]) -> list[tuple
             continue
         by_name = not p.is_dir()
         if not by_name:
-            found = [
-                f
-                for suffix in (".log", ".txt", ".out", ".err")
-                for f in fileio.list_files(p, "NCCL log directory", suffix, MAX_FILES, left)
-            ]
+            found = fileio.list_files(p, "NCCL log directory", LOG_SUFFIXES, MAX_FILES, left)
             if not found:
-                raise InputError(f"NCCL log directory {p} holds no *.log, *.txt, *.out or *.err file")
+                raise InputError(
+                    f"NCCL log directory {p} holds no *.log, *.txt, *.out or *.err file (nor one of them compressed)"
+                )
             names = sorted(set(found))
         else:
             names = [p]

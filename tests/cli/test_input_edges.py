@@ -31,7 +31,7 @@ from conftest import FIXTURES, ROOT
 
 import topodoctor
 from topodoctor.cli.commands import main
-from topodoctor.core import decode, fileio, stdio
+from topodoctor.core import fileio, stdio
 from topodoctor.core.errors import InputError
 
 TABLE = FIXTURES / "nccl-tests" / "h200-x2" / "all_reduce.txt"
@@ -383,25 +383,3 @@ def test_the_python_api_reads_what_the_command_reads(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(InputError, match="not a regular file"):
         topodoctor.diagnose(tmp_path / "fifo")
-
-
-def test_decode_bounds_and_names() -> None:
-    """The decoder alone: its refusals name the kind; what it reads never outgrows the cap."""
-    assert decode.texts(b"", "f", 100) == [decode.Text("f", "")]
-    assert decode.texts(b"\x28\xb5\x2f\xfd....", "f", 100)[0].why.startswith("zstd-compressed")
-    assert "flight-recorder" in decode.texts(b"\x80\x04\x95...", "f", 100)[0].why
-    assert decode.texts(b"\x00" * 100, "f", 1000)[0].why.startswith("nothing but NUL bytes")
-    assert decode.texts(bytes(range(1, 32)) * 40, "f", 10_000)[0].why == "binary data, not text"
-    lines = b"".join(b"NCCL WARN line %d\n" % k for k in range(100_000))
-    cut = gzip.compress(lines)[:-4000]  # a download that stopped: what it holds is read
-    got = decode.texts(cut, "f", 4 << 20)[0].text
-    assert got.startswith("NCCL WARN line 0\n") and 0 < len(got) < len(lines)
-    assert "larger than 100 B" in decode.texts(gzip.compress(b"a" * 101), "f", 100)[0].why
-    with pytest.raises(InputError, match="archive of 2 files"):
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w") as z:
-            z.writestr("a.json", "{}")
-            z.writestr("b.json", "{}")
-        decode.document(out.getvalue(), "result", "r.zip", 1000)
-    with pytest.raises(InputError, match=r"is not UTF-8 text \(byte 3\)"):
-        decode.document(b"\xef\xbb\xbf\xff{}", "result", "r.json", 1000)

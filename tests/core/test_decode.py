@@ -60,3 +60,21 @@ def test_an_archive_header_that_lies_is_refused_not_read_past() -> None:
         z.writestr("big.log", b"a" * 5000)
     assert "larger than 1000 B" in decode.texts(big.getvalue(), "f", 1000)[0].why  # the declared size, first
     assert decode.texts(gzip.compress(b"ok\n"), "f", 1000) == [decode.Text("f", "ok\n")]
+
+
+@pytest.mark.parametrize(
+    ("opening", "json"),
+    [
+        ('{"results": []}', True),
+        ('[{"header": {}}]', True),
+        ("[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]", False),  # p2pBandwidthLatencyTest's first line
+        ("[2026-11-25 00:25:00] vm:456:456 [0] NCCL INFO", False),  # a launcher's time stamp
+        ("[1,0]<stderr>: NCCL INFO", False),  # mpirun --tag-output
+    ],
+)
+def test_a_text_opening_with_a_bracket_is_not_taken_for_json(opening: str, json: bool) -> None:
+    """A JSON document is kept whole; any other text has its overlong lines cut (the readers' patterns
+    cost the square of a word's length)."""
+    got = decode.texts((opening + "\n" + "#" * 100_000 + "\n").encode(), "f", 1 << 20)[0]
+    assert decode.json_like(opening) is json
+    assert (got.cut == "") is json and (len(got.text) > 100_000) is json

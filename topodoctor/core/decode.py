@@ -62,6 +62,9 @@ _BOMS = (
     (b"\xfe\xff", "utf-16-be"),
 )
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")  # colours, titles, links
+# How a JSON document of a kind we read opens: an object, or an array of them ("[2026-11-25 00:25:00]
+# host:...", "[1,0]<stderr>:" and "[P2P (Peer-to-Peer)..." open lines of text).
+_JSON_START = re.compile(r'\{\s*["}]|\[\s*[{\["\]]')
 _CONTROLS = re.compile("[\x01-\x08\x0e-\x1a\x1c-\x1f\ufffd]")  # not tab, LF, VT, FF, CR or ESC
 
 
@@ -280,9 +283,14 @@ def _text(name: str, data: bytes) -> Text:
     sniff = text[:_SNIFF]
     if sniff and len(_CONTROLS.findall(sniff)) > _BINARY_SHARE * len(sniff):
         return Text(name, why="binary data, not text")
-    if len(text) > MAX_WORD_LINE and text.lstrip()[:1] not in ("{", "["):
+    if len(text) > MAX_WORD_LINE and not json_like(text):
         return _short_lines(name, text)
     return Text(name, text)
+
+
+def json_like(text: str) -> bool:
+    """Whether ``text`` opens as a JSON document we read does (an object, or an array of them)."""
+    return _JSON_START.match(text.lstrip()[:64]) is not None
 
 
 def _short_lines(name: str, text: str) -> Text:

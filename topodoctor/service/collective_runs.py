@@ -186,7 +186,7 @@ def _saved(path: Path) -> CollectivesResult:
     the evidence readers, NCCL's INFO lines in it included)."""
     data = fileio.read_bytes(path, "collectives result", MAX_SAVED_BYTES)
     found = decode.texts(data, fileio.shown(path), MAX_SAVED_BYTES)
-    if len(found) == 1 and found[0].text.lstrip()[:1] in ("{", "["):
+    if len(found) == 1 and decode.json_like(found[0].text):
         return load_result(path)  # JSON: the strict reader's words say what is wrong with it
     for t in found:
         if t.why or not t.text.strip():

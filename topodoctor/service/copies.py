@@ -241,11 +241,11 @@ def load_saved(path: str, host: Source | None = None, budget: Budget | None = No
         if len(found) != 1 or found[0].why or not found[0].text.strip():
             why = found[0].why or "empty" if len(found) == 1 else f"an archive of {len(found)} files, not one result"
             raise InputError(f"bandwidth result {fileio.shown(path)} is {why}") from None
+        if decode.json_like(found[0].text):
+            raise  # JSON, but not a result: the reader's own words say what is wrong with it
         got = evidence.read_input(path, found[0].text)
         kinds = {p.kind for p in got.pieces} & {"p2p-bandwidth-latency", "nvbandwidth"}
         if not kinds:
-            if found[0].text.lstrip()[:1] in ("{", "["):
-                raise  # JSON, but not a result: the reader's own words say what is wrong with it
             other = sorted({p.kind for p in got.pieces})
             read_as = f" (it reads as {', '.join(other)}: `topodoctor diagnose {fileio.shown(path)}`)" if other else ""
             raise InputError(

@@ -78,3 +78,11 @@ def test_a_text_opening_with_a_bracket_is_not_taken_for_json(opening: str, json:
     got = decode.texts((opening + "\n" + "#" * 100_000 + "\n").encode(), "f", 1 << 20)[0]
     assert decode.json_like(opening) is json
     assert (got.cut == "") is json and (len(got.text) > 100_000) is json
+
+
+def test_a_log_in_a_windows_code_page_is_read_and_random_bytes_are_not() -> None:
+    log = "训练开始 第一步\nnode:1:1 [0] misc/socket.cc:72 NCCL WARN socketProgress: Connection closed\n"
+    got = decode.texts(log.encode("gbk"), "f", 1 << 20)[0]
+    assert not got.why and got.text.endswith("NCCL WARN socketProgress: Connection closed\n")
+    noise = bytes((k * 7919 + 13) % 256 for k in range(65536))  # every byte value, evenly
+    assert decode.texts(noise, "f", 1 << 20)[0].why == "binary data, not text"

@@ -27,7 +27,9 @@ MAX_DEPTH = 3  # a .tar.gz is two layers; a .gz of a .zip of .gz logs three
 MAX_MEMBERS = 4096
 _CHUNK = 64 * 1024  # a stream cut short loses at most its last chunk
 _SNIFF = 1 << 16  # how much of a decoded text is looked at to tell text from binary data
-_BINARY_SHARE = 0.10  # controls and undecodable bytes above this share: not text
+# C0 controls above this share: not text (random bytes hold 10 %). Undecodable bytes do not count: a
+# log in a Windows code page (GBK, Shift-JIS) is mostly those, and its NCCL lines still read.
+_BINARY_SHARE = 0.05
 # No reader takes a line this long (NCCL's are under 4 KiB, the header of a topo -m matrix of 10,000
 # devices under 100 KiB), nor a word: the readers' patterns cost the square of a run without a space
 # (a 16 KiB one took seconds). A line longer than MAX_LINE_CHARS, or longer than MAX_WORD_LINE with a
@@ -65,7 +67,7 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 # How a JSON document of a kind we read opens: an object, or an array of them ("[2026-11-25 00:25:00]
 # host:...", "[1,0]<stderr>:" and "[P2P (Peer-to-Peer)..." open lines of text).
 _JSON_START = re.compile(r'\{\s*["}]|\[\s*[{\["\]]')
-_CONTROLS = re.compile("[\x01-\x08\x0e-\x1a\x1c-\x1f\ufffd]")  # not tab, LF, VT, FF, CR or ESC
+_CONTROLS = re.compile("[\x01-\x08\x0e-\x1a\x1c-\x1f]")  # not tab, LF, VT, FF, CR or ESC
 
 
 @dataclass(frozen=True)

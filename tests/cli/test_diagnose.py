@@ -130,5 +130,5 @@ def test_a_directorys_other_files_are_said_but_are_no_error(tmp_path: Path) -> N
     r = runner.invoke(app, ["diagnose", str(tmp_path), "-f", "json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert doc["evidence"]["unreadable"] == [f"{tmp_path / 'screenshot.png'}: binary data, not text"]
+    assert doc["evidence"]["unreadable"] == [f"{tmp_path / 'screenshot.png'}: a PNG image, not text"]
     assert {f["severity"] for f in doc["findings"]} == {"info"}

@@ -15,6 +15,8 @@ from topodoctor.service.nccl_logs import explain_logs
 def run_nccl_log(args: NcclLogArgs, env: Env) -> int:
     """Read the logs (bounded, under the budget), explain them and print the explanation."""
     outcome = explain_logs(args.paths, Budget.start(args.timeout), fail_from(args.fail_level, args.strict))
+    for note in outcome.passed_over:
+        env.say(note)
     s = summary(list(outcome.files))
     findings = list(outcome.findings)
     if args.fmt == "json":

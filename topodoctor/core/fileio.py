@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
+from topodoctor.core import decode
 from topodoctor.core.errors import InputError, OutputLost, WriteError
 from topodoctor.core.json_errors import json_errors, no_constant
 
@@ -131,12 +132,9 @@ def read_bytes(
 def read_text(
     path: Path | str, what: str, max_bytes: int = DEFAULT_MAX_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> str:
-    """A regular file as UTF-8 text (see ``read_bytes``); undecodable bytes are an input error."""
-    data = read_bytes(path, what, max_bytes, timeout_s)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+    """A regular file as text (see ``read_bytes``): UTF-8, or UTF-16/32 by its byte-order mark, and
+    decompressed where it is compressed (``decode.document``); undecodable bytes are an input error."""
+    return decode.document(read_bytes(path, what, max_bytes, timeout_s), what, shown(path), max_bytes)
 
 
 def _int(text: str) -> int:
@@ -179,7 +177,9 @@ def read_json(
     path: Path | str, what: str, max_bytes: int = DEFAULT_MAX_BYTES, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> Any:
     """Load a JSON document from a user-named file, bounded and strict (see ``parse_json``)."""
-    return parse_json(read_text(path, what, max_bytes, timeout_s), f"{what} {path}")
+    if not (text := read_text(path, what, max_bytes, timeout_s)).strip():
+        raise InputError(f"{what} {shown(path)} is empty")
+    return parse_json(text, f"{what} {path}")
 
 
 def dumps_strict(data: Any, **kwargs: Any) -> str:
@@ -354,9 +354,13 @@ def silence_stdout() -> None:
 
 
 def list_files(
-    directory: Path | str, what: str, suffix: str, max_files: int = 100_000, timeout_s: float = DEFAULT_TIMEOUT_S
+    directory: Path | str,
+    what: str,
+    suffix: str | tuple[str, ...],
+    max_files: int = 100_000,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[Path]:
-    """Regular files under ``directory`` (recursively) whose names end in ``suffix``, sorted.
+    """Regular files under ``directory`` (recursively) whose names end in ``suffix`` (or one of them), sorted.
 
     Bounded like ``read_bytes``: a directory on a wedged mount costs ``timeout_s``, a tree of
     more than ``max_files`` matches is refused, and symbolic links to directories are not
@@ -366,7 +370,7 @@ def list_files(
 
     def walk() -> list[Path]:
         found: list[Path] = []
-        for root, _dirs, files in os.walk(p, onerror=_raise):
+        for root, _dirs, files in os.walk(p, onerror=lambda exc: _raise(exc, p)):
             for name in files:
                 # Dot-files are skipped: write_atomic's temporaries are named ".NAME.*.tmp".
                 if name.endswith(suffix) and not name.startswith("."):
@@ -379,7 +383,9 @@ def list_files(
     if exc is TIMED_OUT:
         raise InputError(f"{what} {p}: not listable within {timeout_s:g} s (a hung mount?)")
     if isinstance(exc, _TooBig):
-        raise InputError(f"{what} {p} holds more than {max_files} *{suffix} files")
+        raise InputError(
+            f"{what} {p} holds more than {max_files} {'*' + suffix if isinstance(suffix, str) else ''} files"
+        )
     if isinstance(exc, OSError):
         raise InputError(f"cannot list {what} {p}: {exc.strerror or type(exc).__name__}")
     if exc is not None:
@@ -387,5 +393,6 @@ def list_files(
     return files or []
 
 
-def _raise(exc: OSError) -> None:
-    raise exc
+def _raise(exc: OSError, top: str) -> None:
+    if not isinstance(exc, FileNotFoundError) or exc.filename == top:  # a subdirectory removed mid-walk: empty
+        raise exc

@@ -54,5 +54,6 @@ def read_stdin(
     if exc is not None or data is None:
         raise InputError(f"cannot read {what} from standard input: {type(exc).__name__}")
     if len(data) > max_bytes:
-        raise InputError(f"{what} on standard input is larger than {max_bytes // fileio.MiB or max_bytes} fileio.MiB")
+        cap = f"{max_bytes // fileio.MiB} MiB" if max_bytes >= fileio.MiB else f"{max_bytes} B"
+        raise InputError(f"{what} on standard input is larger than {cap}")
     return data

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from topodoctor.core import fileio
+from topodoctor.core import decode, fileio
 from topodoctor.core.errors import InputError
 from topodoctor.core.json_errors import STRICT_DECODER, json_errors
 from topodoctor.fleet.parse import NameFrom, node_type, parse_result
@@ -104,7 +104,9 @@ def read_files(
 def parse_document(data: bytes, what: str) -> Any:
     """A result's JSON, strict as ``fileio.parse_json`` is, without a hook on every number."""
     with json_errors(what):
-        return STRICT_DECODER.decode(data.decode("utf-8"))
+        if not (text := decode.document(data, what, "", MAX_RESULT_BYTES)).strip():
+            raise InputError(f"{what} is empty")
+        return STRICT_DECODER.decode(text)
 
 
 def result_files(paths: Iterable[str | Path], timeout_s: float) -> tuple[list[Path], list[Unreadable]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from topodoctor.core import fileio
+from topodoctor.core import decode, fileio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import EXIT_UNHEALTHY, InputError, ProbeUnavailable, TopodoctorError
 from topodoctor.core.guarded import bounded
@@ -24,6 +24,7 @@ from topodoctor.measure.collectives.world import World, from_env
 from topodoctor.model.collective_ops import Plan, parse_ops
 from topodoctor.model.collectives import CollectivesResult, load_result, merge
 from topodoctor.model.copies import load_result as load_bw
+from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.model.outcome import CommandOutcome
 from topodoctor.model.pairwise import check_launch as judge_launch
@@ -187,10 +188,20 @@ def _saved(path: Path, budget: Budget) -> CollectivesResult:
     the evidence readers, NCCL's INFO lines in it included), the reading bounded by the budget."""
     left = budget.left() if budget.limited else fileio.DEFAULT_TIMEOUT_S
     data = fileio.read_bytes(path, "collectives result", MAX_SAVED_BYTES, left)
-    if data.lstrip()[:1] in (b"{", b"["):
-        return load_result(path)
-    text = data.decode("utf-8", "replace")
-    ev = bounded(budget, f"reading {fileio.shown(path)}", lambda: evidence.join([evidence.read_input(str(path), text)]))
+    found = decode.texts(data, fileio.shown(path), MAX_SAVED_BYTES)
+    if len(found) == 1 and decode.json_like(found[0].text):
+        return load_result(path)  # JSON: the strict reader's words say what is wrong with it
+    for t in found:
+        if t.why or not t.text.strip():
+            raise InputError(f"collectives result {t.name} is {t.why or 'empty'}")
+
+    def read_all() -> Evidence:
+        reads: list[evidence.Read] = []
+        for t in found:  # each member's pieces numbered after the ones before
+            reads.append(evidence.read_input(t.name, t.text, sum(len(r.pieces) for r in reads)))
+        return evidence.join(reads)
+
+    ev = bounded(budget, f"reading {fileio.shown(path)}", read_all)
     return collectives_result(ev, f"collectives result {path}")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from topodoctor.core import fileio
+from topodoctor.core import decode, fileio
 from topodoctor.core.budget import Budget, command_start
 from topodoctor.core.errors import BandwidthUnavailable, InputError
 from topodoctor.core.guarded import bounded
@@ -240,12 +240,16 @@ def load_saved(path: str, host: Source | None = None, budget: Budget | None = No
         limit = budget if budget is not None else Budget.start(0)
         left = limit.left() if limit.limited else fileio.DEFAULT_TIMEOUT_S
         data = fileio.read_bytes(path, "bandwidth result", MAX_SAVED_BYTES, left)
-        text = data.decode("utf-8", "replace")
+        found = decode.texts(data, fileio.shown(path), MAX_SAVED_BYTES)
+        if len(found) != 1 or found[0].why or not found[0].text.strip():
+            why = found[0].why or "empty" if len(found) == 1 else f"an archive of {len(found)} files, not one result"
+            raise InputError(f"bandwidth result {fileio.shown(path)} is {why}") from None
+        if decode.json_like(found[0].text):
+            raise  # JSON, but not a result: the reader's own words say what is wrong with it
+        text = found[0].text
         got = bounded(limit, f"reading {fileio.shown(path)}", lambda: evidence.read_input(path, text))
         kinds = {p.kind for p in got.pieces} & {"p2p-bandwidth-latency", "nvbandwidth"}
         if not kinds:
-            if data.lstrip()[:1] in (b"{", b"["):
-                raise  # JSON, but not a result: the reader's own words say what is wrong with it
             other = sorted({p.kind for p in got.pieces})
             read_as = f" (it reads as {', '.join(other)}: `topodoctor diagnose {fileio.shown(path)}`)" if other else ""
             raise InputError(

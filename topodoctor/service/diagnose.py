@@ -3,12 +3,13 @@ bounded, into ``Evidence`` by the readers (``evidence/``), and judged (``diagnos
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from topodoctor.core import fileio, stdio
+from topodoctor.core import decode, fileio, stdio
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.guarded import bounded
@@ -42,7 +43,7 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
         raise InputError(f"diagnose: no input given (it reads {KINDS_READ})")
     deadline = budget.deadline if budget.limited else time.monotonic() + 3600.0
     texts = _texts([str(p) for p in paths], deadline)
-    size = sum(len(t) for _, t, _ in texts)
+    size = sum(len(t.text) for t, _ in texts)
     # the readers' work is bounded by the same --timeout as the reads: a 64 MiB log takes a while
     what = f"reading the evidence ({_mib(size)} in {plural(len(texts), 'input')})"
     reads, named = bounded(budget, what, lambda: _read_all(texts))
@@ -57,14 +58,16 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
     return DiagnoseOutcome(ev, findings, fail_level, unusable=tuple(named))
 
 
-def _read_all(texts: list[tuple[str, str, bool]]) -> tuple[list[Read], list[str]]:
+def _read_all(texts: list[tuple[decode.Text, bool]]) -> tuple[list[Read], list[str]]:
     """Each input read into its pieces, and the inputs of no kind it reads that the user named (not a
     directory's other files)."""
     reads: list[Read] = []
     named: list[str] = []
     pieces = 0
-    for source, text, by_name in texts:
-        got = read_input(source, text, pieces)
+    for item, by_name in texts:
+        got = Read((), (), f"{item.name}: {item.why}") if item.why else read_input(item.name, item.text, pieces)
+        if item.cut:
+            got = Read(tuple(replace(p, cut="; ".join(filter(None, (p.cut, item.cut)))) for p in got.pieces), got.parts)
         pieces += len(got.pieces)
         reads.append(got)
         if got.unreadable and by_name:
@@ -76,16 +79,24 @@ def _mib(chars: int) -> str:
     return f"{chars / (1 << 20):.1f} MiB" if chars >= 1 << 20 else f"{chars} characters"
 
 
-def _texts(paths: list[str], deadline: float) -> list[tuple[str, str, bool]]:
+def _texts(paths: list[str], deadline: float) -> list[tuple[decode.Text, bool]]:
     """Every input as text, and whether the user named it: standard input, the files named, every
-    file of a directory named."""
-    out: list[tuple[str, str, bool]] = []
+    file of a directory named, each member of an archive; a file named twice (or named and in a
+    directory named) is read once."""
+    out: list[tuple[decode.Text, bool]] = []
+    seen: set[str] = set()
     for p in paths:
         left = deadline - time.monotonic()
         if left <= 0:
             raise InputError(f"diagnose: inputs not read within the --timeout ({plural(len(out), 'input')} read)")
         if p == STDIN:
-            out.append((STDIN, _decoded(stdio.read_stdin("evidence", MAX_FILE_BYTES, left)), True))
+            if STDIN in seen:  # given twice: read once, as a file named twice is
+                continue
+            seen.add(STDIN)
+            out.extend(
+                (t, True)
+                for t in decode.texts(stdio.read_stdin("evidence", MAX_FILE_BYTES, left), STDIN, MAX_FILE_BYTES)
+            )
             continue
         by_name = not Path(p).is_dir()
         if not by_name:
@@ -95,15 +106,21 @@ def _texts(paths: list[str], deadline: float) -> list[tuple[str, str, bool]]:
         else:
             names = [p]
         for f in names:
+            if (key := os.path.realpath(f)) in seen:
+                continue
+            seen.add(key)
             left = deadline - time.monotonic()
             if left <= 0 or len(out) >= MAX_FILES:
                 raise InputError(f"diagnose: more than {plural(len(out), 'input')}, or not read within the --timeout")
-            out.append((f, _decoded(fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)), by_name))
+            try:
+                data = fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)
+            except InputError as exc:
+                if by_name:
+                    raise
+                # a directory's file gone since it was listed, or one no file at all: said, not fatal
+                named = fileio.shown(f)  # said as "PATH: why", as every input not read is
+                why = str(exc).replace(f": {named}", "").replace(f" {named}", "")
+                out.append((decode.Text(f, why=why), False))
+                continue
+            out.extend((t, by_name) for t in decode.texts(data, f, MAX_FILE_BYTES))
     return out
-
-
-def _decoded(data: bytes) -> str:
-    """A paste as text: what is not UTF-8 (a log's stray bytes, a Windows code page) is shown, not fatal."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", "replace")  # PowerShell's redirection writes UTF-16
-    return data.decode("utf-8", "replace")

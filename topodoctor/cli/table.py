@@ -173,7 +173,7 @@ COMMANDS: dict[str, Command] = {
             "Explain NCCL's output: NCCL version per rank, ranks and nodes, transports, channels, the\n"
             "algorithm NCCL chose per op and size, and every failure with a code, the evidence line and a fix.\n\n"
             "FILE... is NCCL output: a job's stderr, NCCL_DEBUG_FILE files, nccl-tests output; a directory\n"
-            "adds its *.log, *.txt, *.out and *.err files.",
+            "adds its *.log, *.txt, *.out and *.err files (compressed ones too); - reads standard input.",
             (
                 ("0", "read; no failure at error level"),
                 ("1", "the logs show a failure (a finding at error level)"),

@@ -86,3 +86,16 @@ def test_a_log_in_a_windows_code_page_is_read_and_random_bytes_are_not() -> None
     assert not got.why and got.text.endswith("NCCL WARN socketProgress: Connection closed\n")
     noise = bytes((k * 7919 + 13) % 256 for k in range(65536))  # every byte value, evenly
     assert decode.texts(noise, "f", 1 << 20)[0].why == "binary data, not text"
+
+
+def test_a_long_word_is_shortened_in_a_line_of_any_length() -> None:
+    """The readers' patterns cost the square of a run without a space, so every word past the limit keeps
+    its first MAX_WORD_CHARS, in a short line too; the words around it and the other lines are kept."""
+    blob = "A" * (decode.MAX_WORD_CHARS + 100)
+    text = f"host:1:2 [0] NCCL INFO key {blob} end\nhost:1:2 [0] NCCL INFO Init COMPLETE\n"
+    got = decode.texts(text.encode(), "f", 1 << 20)[0]
+    assert got.text.splitlines()[0] == f"host:1:2 [0] NCCL INFO key {'A' * decode.MAX_WORD_CHARS} end"
+    assert got.text.splitlines()[1] == "host:1:2 [0] NCCL INFO Init COMPLETE"
+    assert got.cut == "1 word too long to read cut to 512 characters"
+    short = "host:1:2 [0] NCCL INFO " + "B" * decode.MAX_WORD_CHARS + "\n"
+    assert decode.texts(short.encode(), "f", 1 << 20)[0].cut == ""

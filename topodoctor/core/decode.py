@@ -31,12 +31,13 @@ _SNIFF = 1 << 16  # how much of a decoded text is looked at to tell text from bi
 # log in a Windows code page (GBK, Shift-JIS) is mostly those, and its NCCL lines still read.
 _BINARY_SHARE = 0.05
 # No reader takes a line this long (NCCL's are under 4 KiB, the header of a topo -m matrix of 10,000
-# devices under 100 KiB), nor a word: the readers' patterns cost the square of a run without a space
-# (a 16 KiB one took seconds). A line longer than MAX_LINE_CHARS, or longer than MAX_WORD_LINE with a
-# word longer than MAX_WORD_CHARS (a blob, a progress bar of '#'), is cut there. JSON is kept whole.
+# devices under 100 KiB), nor a word this long: the readers' patterns, tried at every position of a run
+# without a space, cost the square of its length (an 8 KiB run took most of a second per pattern). A line
+# longer than MAX_LINE_CHARS is cut there, and in every line a word longer than MAX_WORD_CHARS (a blob, a
+# progress bar of '#', a long PATH) keeps its first MAX_WORD_CHARS. JSON is kept whole.
 MAX_LINE_CHARS = 256 * 1024
-MAX_WORD_LINE = 8 * 1024
-MAX_WORD_CHARS = 1024
+MAX_WORD_CHARS = 512
+_LONG_WORD = re.compile(rf"\S{{{MAX_WORD_CHARS + 1},}}")
 
 _STREAMS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
     ("gzip", lambda d: d[:2] == b"\x1f\x8b"),
@@ -285,7 +286,7 @@ def _text(name: str, data: bytes) -> Text:
     sniff = text[:_SNIFF]
     if sniff and len(_CONTROLS.findall(sniff)) > _BINARY_SHARE * len(sniff):
         return Text(name, why="binary data, not text")
-    if len(text) > MAX_WORD_LINE and not json_like(text):
+    if len(text) > MAX_WORD_CHARS and not json_like(text):
         return _short_lines(name, text)
     return Text(name, text)
 
@@ -296,17 +297,22 @@ def json_like(text: str) -> bool:
 
 
 def _short_lines(name: str, text: str) -> Text:
-    """``text`` with every line too long for the readers cut (``MAX_LINE_CHARS``), and said."""
-    lines = text.splitlines(keepends=True)
-    cut = 0
-    for k, line in enumerate(lines):
-        if len(line) <= MAX_WORD_LINE:
-            continue
-        if max(map(len, line[:MAX_LINE_CHARS].split()), default=0) > MAX_WORD_CHARS:
-            lines[k], cut = line[:MAX_WORD_LINE] + "\n", cut + 1
-        elif len(line) > MAX_LINE_CHARS:
-            lines[k], cut = line[:MAX_LINE_CHARS] + "\n", cut + 1
-    if not cut:
+    """``text`` with every line too long for the readers cut (``MAX_LINE_CHARS``) and every word too
+    long for them shortened (``MAX_WORD_CHARS``), and that said."""
+    if not _LONG_WORD.search(text) and len(text) <= MAX_LINE_CHARS:
         return Text(name, text)
-    kib = MAX_WORD_LINE // 1024
-    return Text(name, "".join(lines), cut=f"{plural(cut, 'line')} too long to read cut to {kib} KiB or more")
+    lines = text.splitlines(keepends=True)
+    long_lines = words = 0
+    for k, line in enumerate(lines):
+        if len(line) > MAX_LINE_CHARS:
+            line, long_lines = line[:MAX_LINE_CHARS] + "\n", long_lines + 1
+        line, n = _LONG_WORD.subn(lambda m: m.group()[:MAX_WORD_CHARS], line)
+        lines[k], words = line, words + n
+    said = []
+    if long_lines:
+        said.append(f"{plural(long_lines, 'line')} too long to read cut to {MAX_LINE_CHARS // 1024} KiB")
+    if words:
+        said.append(f"{plural(words, 'word')} too long to read cut to {MAX_WORD_CHARS} characters")
+    if not said:
+        return Text(name, text)
+    return Text(name, "".join(lines), cut="; ".join(said))

@@ -43,7 +43,9 @@ _CUDA_FAILURE = re.compile(
     r"Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'?|CUDA error (?P<num2>\d+) '(?P<msg2>[^']*)'"
 )
 _SHM_TRANSPORT = ("transport/shm.cc", "/shm.cc")  # the SHM transport (2.23+: cuMem host memory), not shmutils
-_ON_SOURCE = re.compile(r"(?P<src>[\w./-]+\.(?:cc|cu|cpp|c|h|hpp)):\d+")
+# each pattern below starts only where its first token can (a lookbehind or a literal first): tried at every
+# position of a long run of word characters, an unanchored `\w+` or `.*?` would cost the square of its length
+_ON_SOURCE = re.compile(r"(?<![\w./-])(?P<src>[\w./-]+\.(?:cc|cu|cpp|c|h|hpp)):\d+")
 
 _VERBS = re.compile(
     r"Call to (?P<call>ibv_\w+) failed(?: with(?: error)?)?(?: (?P<num>\d+))? ?(?P<err>[A-Z][A-Za-z ]*[a-z])?"
@@ -249,9 +251,10 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "invalid-argument",
         re.compile(
-            r"(?:(?P<op>\w+) : )?(?:invalid root (?P<root>-?\d+) \(root should be in the 0\.\.(?P<n>-?\d+) range\)"
-            r"|(?P<ptr>\w+) \S+ is not a valid pointer|(?P<null>\w+) argument is NULL"
-            r"|(?P<buf>\w+) allocated on device (?P<dev>-?\d+) mismatchs with NCCL device (?P<ncdev>-?\d+)"
+            r"(?:(?<!\w)(?P<op>\w+) : )?"
+            r"(?:invalid root (?P<root>-?\d+) \(root should be in the 0\.\.(?P<n>-?\d+) range\)"
+            r"|(?<!\w)(?P<ptr>\w+) \S+ is not a valid pointer|(?<!\w)(?P<null>\w+) argument is NULL"
+            r"|(?<!\w)(?P<buf>\w+) allocated on device (?P<dev>-?\d+) mismatchs with NCCL device (?P<ncdev>-?\d+)"
             r"|invalid type (?P<type>-?\d+)|invalid reduction operation (?P<redop>-?\d+)"
             r"|reduction operation (?P<userop>-?\d+) unknown to this communicator)"
             r"|(?P<corrupt>corrupted comm object detected)"
@@ -286,6 +289,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "watchdog-timeout",
         re.compile(
+            r"(?=[\[WC])"
             r"(?=.*?(?:collective operation timeout|milliseconds before timing out|timed out in blocking wait))"
             r"(?:(?:\[(?:PG [^\]]*?)?Rank (?P<wrank>\d+)\]\s*)?"
             r"(?:(?:Watchdog caught|Caught) collective operation timeout: |Work ))?"

@@ -151,7 +151,7 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "collective-mismatch",
         re.compile(
-            r"collective mismatch error, local size (?P<a>\d+) remote size (?P<b>\d+)"
+            r"collective mismatch error,? local size (?P<a>\d+) remote(?: size)? (?P<b>\d+)"  # 2.10+; 2.3.7 - 2.9.9
             r"|[Mm]essage truncated : receiv(?:ing|ed) (?P<a2>[\d,]+) bytes instead of (?P<b2>[\d,]+)"
             r"|Mismatched collective detected, please check your collective calls at and around rank (?P<around>\d+)"
         ),

@@ -29,7 +29,7 @@ from topodoctor.diagnosis.evidence_causes_net import (
     version_causes,
 )
 from topodoctor.diagnosis.evidence_codes import BY_CODE
-from topodoctor.diagnosis.evidence_copies import host_copies, peer_copies
+from topodoctor.diagnosis.evidence_copies import host_copies, local_copies, peer_copies
 from topodoctor.diagnosis.evidence_expect import (
     BANDWIDTH_BOUND_BYTES,
     NORMAL_SHARE,
@@ -255,6 +255,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     stated = judge_prose(f, bool(f.measured or f.averages or f.copies or f.sweeps))  # the reporter's own figure
     explained = [_explain(f, s) for s in coll + copy_syms + list(stated.symptoms)]
     out += explained + list(stated.findings)
+    out += [_finding("TD022", subject, msg, fix, ev, "info") for subject, msg, fix, ev in local_copies(f)]
     measured = bool(coll or normal or copy_syms or copy_normal or stated.symptoms)
     codes = {x.code for x in out}
     for ld in _causes(f, None).leads:

@@ -25,7 +25,7 @@ def peer_copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, 
     it, and the figures of the matrices that are normal (for the "normal" answer)."""
     symptoms, normal = [], []
     for c in f.copies:
-        if c.unit != "GB/s" or c.p2p is False or c.direction == "latency" or "host" in c.rows:
+        if c.unit != "GB/s" or c.p2p is False or c.direction == "latency" or "host" in c.rows or is_local(c):
             continue
         worst: tuple[float, str, float, float, str] | None = None
         for i, r in enumerate(c.rows):
@@ -48,6 +48,37 @@ def peer_copies(f: Facts) -> tuple[list[Symptom], list[tuple[str, float, float, 
         elif basis != FLOOR_LINK[1]:  # above the floor says only that no x16 link is broken, not that all is well
             normal.append((label, v, rate, basis))
     return symptoms, normal
+
+
+def is_local(c: CopyMatrix) -> bool:
+    """nvbandwidth's device_local_copy: each GPU copies within its own memory, one row of GPUs; no pair."""
+    return "local" in c.testcase.lower()
+
+
+def local_copies(f: Facts) -> list[tuple[str, str, str, dict[str, object]]]:
+    """Copies within each GPU's memory: (subject, message, fix, evidence) for information only. A copy reads
+    and writes each byte, so half the memory's rate is its ceiling; how near it comes depends on the clocks
+    and the buffer size as much as on the memory, which the figure alone cannot tell apart."""
+    out = []
+    for c in f.copies:
+        if c.unit != "GB/s" or not is_local(c):
+            continue
+        got = [v for row in c.values for v in row if v is not None]
+        if not got:
+            continue
+        v, label = min(got), f"{c.tool} {c.testcase}"
+        msg = f"{label}: the slowest GPU copies {v:.0f} GB/s within its memory"
+        ev: dict[str, object] = {"measured_gbps": v}
+        if f.model is not None:
+            ceiling = f.model.memory_tbps * 1000 / 2
+            msg += (f", {v / ceiling:.2f} of half the {f.model.name}'s {f.model.memory_tbps:g} TB/s ({f.model.memory}; "
+                    "a copy reads and writes each byte)")  # fmt: skip
+            ev |= {"ceiling_gbps": ceiling, "model": f.model.name}
+        msg += "; not judged: the clocks and the buffer size move it as much as the memory does"
+        fix = ("Post `nvidia-smi -q -d CLOCK,PERFORMANCE` taken during the run (clocks and their event reasons) and "
+               "the same testcase at other buffer sizes (nvbandwidth -b 1024, -b 4096).")  # fmt: skip
+        out.append((label, msg, fix, ev))
+    return out
 
 
 def both_ways(c: CopyMatrix) -> bool:

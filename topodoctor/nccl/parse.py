@@ -175,6 +175,7 @@ def parse_file(name: str, text: str) -> LogFile:
     r = _Reader(name, lines)
     for i, raw in enumerate(lines):
         r.line(i, raw)
+    r.stack_end()
     if (end := ends_in_trail(lines, r.trail_path)) is not None:
         r.failed_at.append(end)
     r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)

@@ -47,6 +47,7 @@ class ReadState:
         self.nccl_seen = False  # a line so far named NCCL
         self.prefixes: set[str] = set()
         self.progress_at: list[int] = []
+        self.stack: dict[str, int] = {}  # what a ProcessGroupNCCL stack's frames say raised -> its first line
         self.outcome = Outcome()
         self.file_rank = _file_rank(name)
         if self.file_rank is not None:

@@ -92,6 +92,9 @@ class FrameworkLines(ReadState):
         if m := _LAST_ERROR.search(line):
             self._last_error(i, line, m, rank)
             return
+        if "retrying" in line and (f := self.retries.last(line, "")):  # NCCL's connect retry pasted bare
+            self.retry_end(i, line, rank, f)
+            return
         if kind := frame_kind(line):  # a frame of torch's stack: which function raised
             self.stack.setdefault(kind, i)
             return

@@ -69,6 +69,12 @@ def test_with_the_message_pasted_the_message_is_read_and_the_stack_adds_nothing(
     assert "ran 600005 ms" in out[0][2]
 
 
+def test_the_message_in_another_rank_s_file_is_the_one_read() -> None:
+    files = [parse_file("rank0.log", TIMEOUT_STACK), parse_file("rank3.log", MESSAGE)]
+    out = explain(files)
+    assert [f.code for f in out].count("TD047") == 1 and "ran 600005 ms" in out[0].message
+
+
 def test_checkandsetexception_frames_are_an_async_nccl_error_not_a_timeout() -> None:
     # torch 2.x's watchdog raising on an NCCL error the work carries (ProcessGroupNCCL.cpp's checkAndSetException,
     # frames in the form of jpata/particleflow#390's)

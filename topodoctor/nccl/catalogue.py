@@ -29,6 +29,7 @@ KIND_CODE = {
     "peer-lost": "TD046",
     "watchdog-timeout": "TD047",
     "watchdog-stuck": "TD047",
+    "watchdog-stack": "TD047",
     "version-mismatch": "TD048",
     "nccl-error": "TD052",
     "shm-create": "TD052",

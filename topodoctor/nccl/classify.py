@@ -59,11 +59,14 @@ _HCA = re.compile(r"\bhca (?P<hca>[\w.-]+)")
 
 # Sockets: the errno text a connect or a transfer ended with (misc/socket.cc, os/linux.cc)
 _CONNECT = re.compile(
-    r"(?:[Cc]onnect to (?P<addr>\S+?) (?:failed|returned)|Call to connect (?:failed|returned))"
+    r"(?:[Cc]onnect to (?P<addr>\S+?) (?:failed|returned)|Call to connect (?:failed|returned)"
+    r"|(?<![\w/.-])\w+: connect returned)"
     r"(?:\s*:\s*|\s+with error\s+|\s+)(?:\d+\()?(?P<err>Connection refused|No route to host|Network is unreachable"
     r"|Connection timed out|Software caused connection abort|Cannot assign requested address|Connection reset by peer"
-    r"|Operation now in progress)"
+    r"|Operation now in progress)(?!,? retrying)"  # a retry is not the failure (nccl.connect_retries)
 )
+# socket.cc before 2.24: the refused (ECONNREFUSED) or timed-out (ETIMEDOUT) connects ran out of retries
+_EXCEEDED = re.compile(r"socket(?:Start|Poll)Connect: exceeded (?P<what>retries|timeouts) \(\d+\)")
 _NO_POLLOUT = re.compile(r"socketPollConnect poll\(\) (?:returned 1, no POLLOUT|failed)")
 _PEER_LOST = re.compile(
     r"Connection closed by remote peer(?: (?P<peer>\S+))?|Connection reset by peer|Broken pipe"
@@ -341,6 +344,9 @@ def classify(text: str, source: str = "") -> Reading | None:
             return Reading(kind, {k: v for k, v in m.groupdict().items() if v is not None}, rank)
     if m := _CONNECT.search(text):
         return Reading("connect", {"err": m.group("err"), "addr": (m.group("addr") or "").rstrip(",")})
+    if m := _EXCEEDED.search(text):
+        err = "Connection refused" if m["what"] == "retries" else "Connection timed out"
+        return Reading("connect", {"err": err, "addr": ""})
     if _NO_POLLOUT.search(text):
         return Reading("connect", {"err": "no answer to the connection (poll without POLLOUT)", "addr": ""})
     if m := _PEER_LOST.search(text):

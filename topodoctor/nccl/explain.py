@@ -81,6 +81,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         by_kind.pop("ib-status-5", None)  # flushed requests follow the first completion error
     if skipped := by_kind.get("ib-device-skipped"):  # the query that failed before "Unable to query device"
         _drop_skipped_queries(by_kind, skipped)
+    if by_kind.get("watchdog-timeout") or by_kind.get("watchdog-stuck"):  # another file holds the message
+        by_kind.pop("watchdog-stack", None)
     if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach", "shm-permission")):
         by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read
     out: list[tuple[int, int, Finding]] = []

@@ -150,12 +150,15 @@ def _ifname(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
 
 
 _CONNECT_WHY = {
-    "Connection refused": "nothing listened there: the peer process had not started or had died, MASTER_ADDR or "
-    "the port is wrong, or a firewall rejects the port",
-    "No route to host": "no route to that address: the interface NCCL picked is not routed between the nodes "
-    "(a docker bridge, a link-local 169.254.x address), or a firewall answers host-unreachable",
+    "Connection refused": "nothing listened on the peer's port: the peer rank had not started yet or had crashed "
+    "(its own log), MASTER_ADDR or the port is wrong, or a firewall rejects the port",
+    # firewalld's and iptables' REJECT answer icmp-host-prohibited, which the kernel reports as EHOSTUNREACH
+    "No route to host": "a firewall rejecting the connection (firewalld or an iptables REJECT rule answers "
+    "host-prohibited), no route to that address (the interface NCCL picked is not routed between the nodes: a "
+    "docker bridge, a link-local 169.254.x address; set NCCL_SOCKET_IFNAME), or the peer host is down",
     "Network is unreachable": "no route to that address: pick a routable interface with NCCL_SOCKET_IFNAME",
-    "Connection timed out": "the packets were dropped on the way: a firewall or security group between the nodes",
+    "Connection timed out": "the packets got no answer: a firewall or security group dropping them between the "
+    "nodes, or an address that is not reachable from here (NCCL_SOCKET_IFNAME names the interface to use)",
     "Software caused connection abort": "NCCL 2.19 - 2.23 print this for a connect that failed, hiding the real "
     "error (a bug fixed in 2.24): upgrade NCCL to see it, and check the reachability below",
     "Cannot assign requested address": "the local address cannot be used (an interface that is down, an IPv6 "
@@ -170,8 +173,21 @@ def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
     why = _CONNECT_WHY.get(
         err, "the packets to the peer got no answer: a firewall dropping the connection between the nodes"
     )
-    specific = " ".join(x for x in (odd_interfaces(ctx), why[0].upper() + why[1:] + ".") if x)
-    return Said("TD072", f"NCCL's connection{to} failed: {err}", with_general("TD072", specific), {"errno": err})
+    check = _FIREWALL_CHECK if err in _FIREWALL_ERRNO else ""
+    specific = " ".join(x for x in (odd_interfaces(ctx), why[0].upper() + why[1:] + ".", check) if x)
+    extra: dict[str, object] = {"errno": err}
+    msg = f"NCCL's connection{to} failed: {err}"
+    if retries := f.get("retries"):  # socket.cc's last retry: its failure ends the connection (ncclRemoteError)
+        msg += f" on its last retry ({retries}); the WARN it ends in (exceeded error retry count) is not in the paste"
+        extra["retries"] = retries
+    return Said("TD072", msg, with_general("TD072", specific), extra)
+
+
+_FIREWALL_ERRNO = ("No route to host", "Connection refused", "Connection timed out")
+_FIREWALL_CHECK = (
+    "From this node try the peer's address and port (`nc -zv HOST PORT`); on the peer list the firewall "
+    "(`firewall-cmd --list-all`, `iptables -L -n`) and check the interface NCCL uses (NCCL_SOCKET_IFNAME)."
+)
 
 
 def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:

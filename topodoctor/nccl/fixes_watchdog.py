@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from topodoctor.nccl.evidence import Builder, LogContext, Said, odd_interfaces
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
+from topodoctor.nccl.torch_stack import ASYNC_ERROR, TIMEOUT
 
 # torch's watchdog timeout: at or below this no collective can be expected to finish (the timeout is the
 # cause); below the short one either the timeout or a rank that did not join (the default is 10 minutes)
@@ -135,4 +136,50 @@ def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext)
     )
 
 
-WATCHDOG: dict[str, Builder] = {"watchdog-timeout": _watchdog, "watchdog-stuck": _watchdog_stuck}
+# what makes the watchdog raise on an NCCL error it found on a work (checkAndSetException), most likely first
+_ASYNC_ERROR = (
+    "a peer rank died or failed first (its own log's last lines: an exception, out of memory, a killed process)",
+    "the network between the nodes failed (NCCL_DEBUG=WARN's lines name the connection)",
+    "a GPU fault on this or a peer's node (`dmesg` for an Xid)",
+)
+_ASK = (
+    "The message is not in the paste: send the lines above the stack, where torch prints what the watchdog caught "
+    "(`Watchdog caught collective operation timeout: WorkNCCL(...)` with the work, its timeout and the time it "
+    "ran, or `NCCL error: ...` with NCCL's reason)."
+)
+
+
+def _watchdog_stack(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """torch's ProcessGroupNCCL stack without its message: its frames say what raised (``nccl.torch_stack``)."""
+    if f.get("stack") == TIMEOUT:  # WorkNCCL::checkTimeout raised: a work outlived its timeout
+        listed = "; ".join(f"({i}) {c}" for i, c in enumerate(_LONG_TIMEOUT, 1))
+        return Said(
+            "TD047",
+            "torch's watchdog timed out a collective (WorkNCCL::checkTimeout in the stack); the operation, its "
+            "timeout and how long it ran are in the message above the stack, not in the paste",
+            f"{_ASK} Candidates, most likely first: {listed}. Collect: each rank's last completed sequence "
+            "number and its log's last lines, the flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE, "
+            "TORCH_NCCL_DUMP_ON_TIMEOUT=1), NCCL_DEBUG=WARN.",
+            {"stack": TIMEOUT, "message_pasted": False, "candidates": list(_LONG_TIMEOUT)},
+        )
+    found = f.get("stack") == ASYNC_ERROR
+    candidates = list(_ASYNC_ERROR) if found else [f"a collective past its timeout: {_LONG_TIMEOUT[0]}", *_ASYNC_ERROR]
+    listed = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    what = (
+        "torch's watchdog found an NCCL error on a work (WorkNCCL::checkAndSetException in the stack), not a timeout"
+        if found
+        else "torch's NCCL watchdog thread raised (its stack names no check: a timeout or an NCCL error)"
+    )
+    return Said(
+        "TD052",
+        f"{what}; its message is not in the paste; cause not found",
+        f"{_ASK} Candidates, most likely first: {listed}.",
+        {"stack": f.get("stack", ""), "message_pasted": False, "candidates": candidates},
+    )
+
+
+WATCHDOG: dict[str, Builder] = {
+    "watchdog-timeout": _watchdog,
+    "watchdog-stuck": _watchdog_stuck,
+    "watchdog-stack": _watchdog_stack,
+}

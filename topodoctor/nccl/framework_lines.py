@@ -21,6 +21,7 @@ from topodoctor.nccl.launcher_lines import (
 )
 from topodoctor.nccl.launcher_lines import reading as launcher_reading
 from topodoctor.nccl.read_state import ReadState
+from topodoctor.nccl.torch_stack import TIMEOUT, frame_kind, stack_kind
 from topodoctor.nccl.variables import parse_version, shown
 
 _TORCH_ERROR = re.compile(
@@ -91,6 +92,12 @@ class FrameworkLines(ReadState):
         if m := _LAST_ERROR.search(line):
             self._last_error(i, line, m, rank)
             return
+        if "retrying" in line and (f := self.retries.last(line, "")):  # NCCL's connect retry pasted bare
+            self.retry_end(i, line, rank, f)
+            return
+        if kind := frame_kind(line):  # a frame of torch's stack: which function raised
+            self.stack.setdefault(kind, i)
+            return
         if m := _TORCH_ERROR.search(line):
             self.failed_at.append(i)
             if m.group("v"):
@@ -136,6 +143,18 @@ class FrameworkLines(ReadState):
                 who = reading.fields.get("wrank") or ("" if rank is None else str(rank))
                 fields |= self._watchdog_pg(i, reading.fields.get("seq", ""), who)
             self.add(reading.kind, i, line, rank, reading, fields=fields)
+
+    def stack_end(self) -> None:
+        """A ProcessGroupNCCL stack pasted without its message: what its frames say raised, as the failure.
+        Quiet where the message itself was read (the watchdog's words, NCCL's error)."""
+        kind = stack_kind(self.stack)
+        if not kind or any(e.kind in ("watchdog-timeout", "watchdog-stuck") for e in self.events):
+            return
+        if kind != TIMEOUT and any(e.kind != "warn" for e in self.events):
+            return
+        i = self.stack[kind]
+        self.failed_at.append(i)
+        self.add("watchdog-stack", i, self.lines[i], self.file_rank, fields={"stack": kind})
 
     def _launcher(self, i: int, line: str, rank: int | None) -> bool:
         """A launcher's end of a run (``nccl.launcher_lines``): a killed rank, the memory that killed it, the

@@ -104,10 +104,17 @@ class Outcome:
         for at, proc in self.fatal_warns:
             if self.at_teardown(at, proc):  # commReclaim reported it and returned success: the work was done
                 continue
-            went_on = any(i > at and (not proc or not p or p == proc) for p, i in self.nccl_last.items())
-            if not went_on and not any(p > at for p in progress_at):
+            if not self.went_on(at, proc) and not any(p > at for p in progress_at):
                 out.append(at)
         return out
+
+    def went_on(self, at: int, proc: str) -> bool:
+        """Whether the process ``proc`` (host:pid; "" for any) printed an NCCL line past ``at`` other than the trail."""
+        return any(i > at and (not proc or not p or p == proc) for p, i in self.nccl_last.items())
+
+    def last_retry(self, i: int, line: str) -> None:
+        """A connect retry that reached its count: its next failure is NCCL's error (socket.cc), as a fatal WARN."""
+        self.fatal_warns.append((i, process(line)))
 
     def at_teardown(self, at: int, proc: str) -> bool:
         """Whether the line ``at`` is the call that failed in a communicator's teardown: commReclaim's

@@ -45,6 +45,7 @@ from topodoctor.nccl.grammar import origin_host
 from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
+from topodoctor.nccl.outcome import process
 
 __all__ = ["Event", "LogFile", "parse_file"]
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
@@ -152,6 +153,8 @@ class _Reader(FrameworkLines):
                     )
             return
         self.trail_path = []
+        if "retrying" in msg and (f := self.retries.last(msg, process(line))):
+            self.retry_end(i, line, rank, f)
         if " set " in msg and (m := _SET_TO.search(msg)):
             self.env[m.group(1)] = m.group(2)
             if "set by environment" in msg:
@@ -175,9 +178,11 @@ def parse_file(name: str, text: str) -> LogFile:
     r = _Reader(name, lines)
     for i, raw in enumerate(lines):
         r.line(i, raw)
+    r.stack_end()
     if (end := ends_in_trail(lines, r.trail_path)) is not None:
         r.failed_at.append(end)
     r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
+    r.retries_end()
     for i, said in r.outcome.symptoms:  # INFO lines that show a known bug of the version (nccl.known_bugs)
         r.add("bug-symptom", i, r.lines[i], r.file_rank, fields={"said": said})
     nccl_lines = [ln for ln in lines if "NCCL" in ln]

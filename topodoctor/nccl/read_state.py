@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading
+from topodoctor.nccl.connect_retries import Retries
 from topodoctor.nccl.continuation import wrapped
 from topodoctor.nccl.grammar import origin_host
 from topodoctor.nccl.logfile import Event, Level
-from topodoctor.nccl.outcome import Outcome
+from topodoctor.nccl.outcome import Outcome, process
 
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
@@ -47,7 +48,10 @@ class ReadState:
         self.nccl_seen = False  # a line so far named NCCL
         self.prefixes: set[str] = set()
         self.progress_at: list[int] = []
+        self.stack: dict[str, int] = {}  # what a ProcessGroupNCCL stack's frames say raised -> its first line
         self.outcome = Outcome()
+        self.retries = Retries()
+        self.retry_ends: list[tuple[int, str, int | None, dict[str, str]]] = []  # connect retries out of count
         self.file_rank = _file_rank(name)
         if self.file_rank is not None:
             self.ranks[self.file_rank] = None
@@ -71,6 +75,19 @@ class ReadState:
         order = reading.rank if reading else (CONSEQUENCE if kind in ("nccl-error", "trail") else ROOT)
         host = origin_host(text)
         self.events.append(Event(kind, self.name, i + 1, text.strip()[:300], f, rank, source, order, host))
+
+    def retry_end(self, i: int, line: str, rank: int | None, fields: dict[str, str]) -> None:
+        """A connect retry that reached its count at line ``i``: the run fails there unless its process went on."""
+        self.outcome.last_retry(i, line)
+        self.retry_ends.append((i, line, rank, fields))
+
+    def retries_end(self) -> None:
+        """The connections whose last retry ended the process's NCCL output: each a failed connection."""
+        for i, line, rank, fields in self.retry_ends:
+            if any(e.kind == "connect" and e.line_no > i for e in self.events):  # NCCL's own WARN was pasted
+                continue
+            if not self.outcome.went_on(i, process(line)) and not any(p > i for p in self.progress_at):
+                self.add("connect", i, line, rank, fields=fields)
 
     def seen(self, level: Level) -> None:
         """Note that a line of ``level`` was read; the log's level is the most detailed seen."""

@@ -46,7 +46,7 @@ from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.rank import best_cause
-from topodoctor.model.evidence import Evidence
+from topodoctor.model.evidence import SAID_SETTING, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
 
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
@@ -74,6 +74,13 @@ def _finding(code: str, subject: str, message: str, fix: str, evidence: Mapping[
              severity: Severity | None = None, cause: Cause | None = None) -> Finding:  # fmt: skip
     c = BY_CODE[code]
     return Finding(code, c.name, severity or c.severity, subject, message, fix, dict(evidence), cause)
+
+
+def _said_only(code: str, lines: tuple[Quote, ...], severity: Severity | None) -> Severity | None:
+    """A setting's harm with no figure to show it, on the reporter's word alone: a warning at most."""
+    if not lines or not all(q.text.startswith(SAID_SETTING) for q in lines):
+        return severity
+    return "warning" if (severity or BY_CODE[code].severity) == "error" else severity
 
 
 def _causes(f: Facts, sym: Symptom | None) -> Leads:
@@ -264,7 +271,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             c = ld.candidate
             ev = {**c.evidence, "lines": [str(q) for q in ld.lines]}
             subject = ld.subject or SUBJECTS.get(ld.code, ld.code)
-            out.append(_finding(ld.code, subject, c.what, c.fix, ev, ld.severity))
+            out.append(_finding(ld.code, subject, c.what, c.fix, ev, _said_only(ld.code, ld.lines, ld.severity)))
             codes.add(ld.code)
     for severity, subject, message, ev in port_notes(f):
         if not (severity == "warning" and any(x.code == "TD982" and x.subject == subject for x in out)):

@@ -24,6 +24,7 @@ from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES, NORMAL_S
 from topodoctor.diagnosis.evidence_facts import Facts, Measured
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.diagnosis.evidence_prose_said import StatedRun, said_of
+from topodoctor.model.evidence import SAID_SETTING
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.topology.busbw import (
     NCCL_NVLINK_GBPS,
@@ -109,7 +110,12 @@ def judge_prose(f: Facts, tool_figures: bool) -> ProseJudged:
     if s is None or tool_figures:
         return ProseJudged()
     if s.figure is None:
-        what = "the figures were posted as images" if s.images else "the sentences state the hardware but no figure"
+        named = [f"{k}={v}" for k, (v, q) in f.settings.items() if q.text.startswith(SAID_SETTING)]
+        hardware = s.gpu or s.nic_kind or s.nic_text or s.nodes
+        what = "the sentences state the hardware but no figure"
+        if named and not hardware:
+            what = f"the sentences name {', '.join(named)} but no figure"
+        what = "the figures were posted as images" if s.images else what
         msg = f"{what}: nothing to judge (post nccl-tests' output as text, with its header: the ranks, nodes and "
         msg += "GPUs)"
         return ProseJudged(findings=(_info("TD022", "figures", msg, {"seen_in": str(s.quote)}),))

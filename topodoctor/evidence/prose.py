@@ -40,7 +40,7 @@ from topodoctor.evidence.prose_words import (
 from topodoctor.model.evidence import SAID_SETTING, EvidenceSetting
 from topodoctor.model.evidence_prose import Bound, FigureKind, FigureRole, FigureSaid, ProseSaid
 from topodoctor.nccl.variables import table
-from topodoctor.topology.gpu_models import model_of
+from topodoctor.topology.gpu_models import MODELS, model_of
 
 # a figure, or a range of them ("4~6GB/s", "365-370 GBps"), and its unit: B is bytes, b (or bps, bit) bits
 _FIGURE = re.compile(
@@ -54,7 +54,7 @@ _BOUND_BELOW = re.compile(r"(?:below|under|less than|lower than)\s*$", re.I)
 _GPU = re.compile(
     r"(?<![\w.])(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"
     r"((?:RTX\s*)?(?:GH200|GB200|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A10G|A10|A6000|L40S|L40|L4|V100S?|"
-    r"T4|P100)|RTX\s*(?:3090|4090|5090)|(?<=GPU: )(?:3090|4090|5090))"
+    r"T4|P100)|RTX\s*(?:3090|4090|5090)|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx ))(?:3090|4090|5090))"
     r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![\w])",
     re.IGNORECASE,
 )
@@ -211,7 +211,7 @@ def _gpus(text: str) -> tuple[str, str, int | None]:
     found: list[tuple[str, int | None]] = []
     for hit in _GPU.finditer(text):
         name = (hit.group(1) + hit.group(2)).strip(" _-").replace("_", " ")
-        name = f"RTX {name}" if name[:1].isdigit() else name  # "GPU: 5090 *8"
+        name = f"RTX {name}" if name[:1].isdigit() else name  # "GPU: 5090 *8", "Dual 4090"
         before, after = text[max(0, hit.start() - 24) : hit.start()], text[hit.end() : hit.end() + 16]
         counted = _COUNT_BEFORE.search(before) or _COUNT_AFTER.search(after)
         found.append((name, int(counted.group(1)) if counted else None))
@@ -255,7 +255,8 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
         nic_kind, nic_rate, nics = nic_kind or inst.nic, nic_rate or inst.nic_gbit_s, nics or inst.nics
     nodes, across = nodes_of(text)
     settings = said_settings(said, piece)
-    if not figs and not count and not nic_rate and not (gpu and nodes) and not settings:
+    no_p2p = bool(model) and not next(m for m in MODELS if m.name == model).p2p_pcie  # "Dual 4090 ... slower"
+    if not figs and not count and not nic_rate and not (gpu and nodes) and not settings and not no_p2p:
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
     used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))]
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,

@@ -33,3 +33,12 @@ def test_shm_disabled_with_no_figure_is_said_with_nothing_to_judge() -> None:
     got = findings("I noticed when setting `NCCL_SHM_DISABLE=1` I see a large drop in performance.\n")
     assert all(f.severity == "info" for f in got)
     assert any(f.code == "TD022" and "NCCL_SHM_DISABLE=1 but no figure" in f.message for f in got)
+
+
+def test_a_stated_figure_and_a_stated_setting_make_no_error() -> None:
+    """nccl#428's sentence beside a figure stated in words: the cause is named, at warning, since no tool's
+    output shows either."""
+    text = "I follow your suggestion setting NCCL_P2P_DISABLE=1 and got better result.\n"
+    text += "On 8x H100 SXM the all_reduce busbw is only 20 GB/s.\n"
+    got = [f for f in findings(text) if f.code == "TD023"]
+    assert [(f.severity, f.cause is not None) for f in got] == [("warning", True)], got

@@ -96,7 +96,8 @@ def _causes(f: Facts, sym: Symptom | None) -> Leads:
     return out
 
 
-def _explain(f: Facts, sym: Symptom) -> Finding:
+def _explain(f: Facts, sym: Symptom, said: bool = False) -> Finding:
+    """The symptom with its cause, or the candidates; ``said``: the figure is the reporter's words."""
     leads = _causes(f, sym)
     symptom = {
         "measured_gbps": round(sym.measured_gbps, 1),
@@ -128,6 +129,8 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     # a cause of a shortfall is never only information: a code that is info when it explains a normal
     # figure (the topology's reason) is a warning when it explains a short one
     severity = lead.severity or ("warning" if code.severity == "info" and "warning" in code.also else None)
+    if said:  # the figure and the setting both on the reporter's word: no tool's output shows the harm
+        severity = _said_only(lead.code, lead.lines, severity)
     return _finding(lead.code, sym.subject, f"{cause.what}: {head}", cause.fix, symptom, severity, cause)
 
 
@@ -260,7 +263,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     copy_syms += host_syms
     copy_normal += host_normal
     stated = judge_prose(f, bool(f.measured or f.averages or f.copies or f.sweeps))  # the reporter's own figure
-    explained = [_explain(f, s) for s in coll + copy_syms + list(stated.symptoms)]
+    explained = [_explain(f, s) for s in coll + copy_syms] + [_explain(f, s, True) for s in stated.symptoms]
     out += explained + list(stated.findings)
     measured = bool(coll or normal or copy_syms or copy_normal or stated.symptoms)
     codes = {x.code for x in out}

@@ -115,9 +115,16 @@ def test_another_tools_figure_is_not_ncclss() -> None:
 
 
 def test_a_table_of_figures_is_not_prose() -> None:
-    """nccl#450's nccl-tests table and its iperf3 table (markdown rows) claim nothing as sentences."""
+    """nccl#450's nccl-tests table and its iperf3 table (markdown rows) claim nothing as sentences; the
+    table's title ("performance with `NCCL_MIN_NCHANNELS=4 NCCL_SOCKET_NTHREADS=2`") names its settings."""
     table = DIAGNOSE / "holdout4" / "e-02" / "evidence-2.txt"
-    assert kinds(read_input(table.name, table.read_text())) == ["nccl-tests"]
+    got = read_input(table.name, table.read_text())
+    assert kinds(got) == ["nccl-tests", "prose"]
+    assert [c.figures for p in got.parts for c in p.prose] == [()]
+    assert [(s.name, s.value) for p in got.parts for s in p.settings] == [
+        ("NCCL_MIN_NCHANNELS", "4"),
+        ("NCCL_SOCKET_NTHREADS", "2"),
+    ]
     flows = DIAGNOSE / "holdout4" / "e-02" / "evidence-3.txt"
     assert read_input(flows.name, flows.read_text()).unreadable.endswith("holds no kind of text diagnose reads")
 

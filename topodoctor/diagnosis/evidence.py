@@ -46,7 +46,7 @@ from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.rank import best_cause
-from topodoctor.model.evidence import Evidence
+from topodoctor.model.evidence import SAID_SETTING, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
 
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
@@ -76,6 +76,13 @@ def _finding(code: str, subject: str, message: str, fix: str, evidence: Mapping[
     return Finding(code, c.name, severity or c.severity, subject, message, fix, dict(evidence), cause)
 
 
+def _said_only(code: str, lines: tuple[Quote, ...], severity: Severity | None) -> Severity | None:
+    """A setting's harm with no figure to show it, on the reporter's word alone: a warning at most."""
+    if not lines or not all(q.text.startswith(SAID_SETTING) for q in lines):
+        return severity
+    return "warning" if (severity or BY_CODE[code].severity) == "error" else severity
+
+
 def _causes(f: Facts, sym: Symptom | None) -> Leads:
     out = Leads()
     fallback_causes(f, sym, out)
@@ -89,7 +96,8 @@ def _causes(f: Facts, sym: Symptom | None) -> Leads:
     return out
 
 
-def _explain(f: Facts, sym: Symptom) -> Finding:
+def _explain(f: Facts, sym: Symptom, said: bool = False) -> Finding:
+    """The symptom with its cause, or the candidates; ``said``: the figure is the reporter's words."""
     leads = _causes(f, sym)
     symptom = {
         "measured_gbps": round(sym.measured_gbps, 1),
@@ -121,6 +129,8 @@ def _explain(f: Facts, sym: Symptom) -> Finding:
     # a cause of a shortfall is never only information: a code that is info when it explains a normal
     # figure (the topology's reason) is a warning when it explains a short one
     severity = lead.severity or ("warning" if code.severity == "info" and "warning" in code.also else None)
+    if said:  # the figure and the setting both on the reporter's word: no tool's output shows the harm
+        severity = _said_only(lead.code, lead.lines, severity)
     return _finding(lead.code, sym.subject, f"{cause.what}: {head}", cause.fix, symptom, severity, cause)
 
 
@@ -253,7 +263,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     copy_syms += host_syms
     copy_normal += host_normal
     stated = judge_prose(f, bool(f.measured or f.averages or f.copies or f.sweeps))  # the reporter's own figure
-    explained = [_explain(f, s) for s in coll + copy_syms + list(stated.symptoms)]
+    explained = [_explain(f, s) for s in coll + copy_syms] + [_explain(f, s, True) for s in stated.symptoms]
     out += explained + list(stated.findings)
     out += [_finding("TD022", subject, msg, fix, ev, "info") for subject, msg, fix, ev in local_copies(f)]
     measured = bool(coll or normal or copy_syms or copy_normal or stated.symptoms)
@@ -265,7 +275,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             c = ld.candidate
             ev = {**c.evidence, "lines": [str(q) for q in ld.lines]}
             subject = ld.subject or SUBJECTS.get(ld.code, ld.code)
-            out.append(_finding(ld.code, subject, c.what, c.fix, ev, ld.severity))
+            out.append(_finding(ld.code, subject, c.what, c.fix, ev, _said_only(ld.code, ld.lines, ld.severity)))
             codes.add(ld.code)
     for severity, subject, message, ev in port_notes(f):
         if not (severity == "warning" and any(x.code == "TD982" and x.subject == subject for x in out)):

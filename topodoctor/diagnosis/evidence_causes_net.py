@@ -14,7 +14,7 @@ from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
-from topodoctor.diagnosis.evidence_sockets import setting_value, socket_cause
+from topodoctor.diagnosis.evidence_sockets import NO_PROVIDER, setting_value, socket_cause
 from topodoctor.diagnosis.nccl_model import (
     DEFAULT_BUFFSIZE,
     DEFAULT_NTHREADS,
@@ -40,6 +40,9 @@ def _rdma_present(f: Facts) -> list[str]:
              and n.state != "DOWN"]  # fmt: skip
     names += [d for s in f.net if s.line.what == "ib-devices" for d in s.line.value.split()]
     names += [s.line.value for s in f.net if s.line.what == "ib-open-failed" and s.line.value]
+    names += [
+        f"{s.line.value} without its provider" for s in f.net if s.line.what == "no-provider"
+    ]  # the device exists
     # an interface NCCL's sockets use named ib* is IP over InfiniBand: the InfiniBand HCA is there
     names += [f"{m} (IPoIB)" for s in f.net if s.line.what == "socket" for m in _IPOIB.findall(s.line.value)]
     return list(dict.fromkeys(names))
@@ -73,6 +76,9 @@ def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
             named = next((x for x in f.net if x.line.what == "ib-open-failed" and x.line.value), s)
             why.append(f"NCCL could not open {named.line.value or 'the RDMA device'} (no /dev/infiniband access?)")
             lines.append(named.quote)
+        elif s.line.what == "no-provider" and not any(w.startswith(NO_PROVIDER) for w in why):
+            why.append(f"{NO_PROVIDER} for {s.line.value or 'the verbs device'}")
+            lines.append(s.quote)
         elif s.line.what == "ib-none" and "NCCL found no IB device" not in why:
             why.append("NCCL found no IB device")
             lines.append(s.quote)

@@ -24,6 +24,7 @@ from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES, NORMAL_S
 from topodoctor.diagnosis.evidence_facts import Facts, Measured
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.diagnosis.evidence_prose_said import StatedRun, said_of
+from topodoctor.model.evidence import SAID_SETTING
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.topology.busbw import (
     NCCL_NVLINK_GBPS,
@@ -109,13 +110,37 @@ def judge_prose(f: Facts, tool_figures: bool) -> ProseJudged:
     if s is None or tool_figures:
         return ProseJudged()
     if s.figure is None:
-        what = "the figures were posted as images" if s.images else "the sentences state the hardware but no figure"
+        named = [f"{k}={v}" for k, (v, q) in f.settings.items() if q.text.startswith(SAID_SETTING)]
+        hardware = s.gpu or s.nic_kind or s.nic_text or s.nodes
+        what = "the sentences state the hardware but no figure"
+        if named and not hardware:
+            what = f"the sentences name {', '.join(named)} but no figure"
+        what = "the figures were posted as images" if s.images else what
         msg = f"{what}: nothing to judge (post nccl-tests' output as text, with its header: the ranks, nodes and "
         msg += "GPUs)"
-        return ProseJudged(findings=(_info("TD022", "figures", msg, {"seen_in": str(s.quote)}),))
+        told = (_info("TD022", "figures", msg, {"seen_in": str(s.quote)}),)
+        return ProseJudged(findings=told + _no_p2p(s))
     if s.across:
         return _across(f, s)
     return _one_node(f, s)
+
+
+def _no_p2p(s: StatedRun) -> tuple[Finding, ...]:
+    """A GPU the driver gives no peer-to-peer over PCIe (GeForce), named with no figure: its copies between
+    GPUs go through host memory by design, which is what it does, not a fault."""
+    if s.model is None or s.model.p2p_pcie:
+        return ()
+    msg = (f"{s.gpu or s.model.name}: the driver gives this GPU no peer-to-peer over PCIe, so copies between "
+           "its GPUs go through host memory (NCCL's SHM transport, CUDA staging through the host): normal for "
+           "it. Expected: every pair runs at about what host memory over each GPU's PCIe link gives, and a pair "
+           "under one PCIe switch (PIX, PXB) is no faster than one across the CPUs (SYS), often slower, since "
+           "both GPUs' traffic climbs the switch's one link to the CPU and back")  # fmt: skip
+    ev = {"gpu_model": s.model.name, "p2p_pcie": False, "seen_in": str(s.quote)}
+    fix = (
+        "Nothing to fix: no setting gives this GPU peer-to-peer. To go faster, GPUs that have it over PCIe "
+        "or NVLink (NVIDIA's data-centre parts), or an NVLink bridge where the GPU takes one (RTX 3090)."
+    )
+    return (replace(_info("TD021", "p2p", msg, ev), fix=fix),)
 
 
 def _busbw(s: StatedRun, n: int) -> tuple[float, str]:

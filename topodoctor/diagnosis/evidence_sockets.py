@@ -31,6 +31,9 @@ SOCKET_TUNING = ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD")
 IPERF = "`iperf3 -c NODE -P N` between two nodes (each stream's rate, N the streams NCCL opens)"
 ASK_NICS = "`ibv_devinfo` of a node, or `nvidia-smi topo -m` with its NIC legend (whether the nodes have RDMA NICs)"
 
+# libibverbs' warning in words: the verbs library loaded, the device's provider library (libmlx5, ...) did not
+NO_PROVIDER = "libibverbs has no provider library (userspace device-specific driver)"
+
 Network = Literal["rdma", "tcp", "unknown"]
 
 
@@ -114,7 +117,14 @@ def socket_cause(f: Facts, sym: Symptom | None, nodes: int | None, rdma: list[st
     share, asks = socket_share(f, sym)
     ev: dict[str, object] = {"rdma": rdma, "why": why, "network": kind}
     if kind == "rdma":
-        cand = Candidate(what + f" though {basis}" + share, rdma_fix(rdma), ev)
+        fix = rdma_fix(rdma)
+        if any(w.startswith(NO_PROVIDER) for w in why):
+            fix = (
+                "Install the verbs provider in the image (Debian/Ubuntu: ibverbs-providers, which holds libmlx5; "
+                "RHEL and its kin: libibverbs, built from rdma-core): libibverbs finds the device but cannot "
+                f"open it without its driver library, so NCCL has no IB device and falls back to sockets. {fix}"
+            )
+        cand = Candidate(what + f" though {basis}" + share, fix, ev)
         return SocketCause(cand, None, tuple(asks))
     if kind == "tcp":
         what += f"; {basis}: a TCP-only network, where the socket transport's streams set the rate" + share

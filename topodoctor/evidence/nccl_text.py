@@ -34,6 +34,7 @@ _NCCL = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|^NCCL version \d")  # the bann
 _BARE = re.compile(
     r"^\s*NCCL_\w+ set by environment to |(?<!\d)\d+\[[\w.:]+\] -> \d+\[[\w.:]+\] (?:\[(?:send|receive)\] )?via "
     r"|^\s*(?:NET/(?:IB|Socket|Plugin) ?: |Using network \w|GPU Direct RDMA (?:Dis|En)abled for )"
+    r"|^\s*(?:libibverbs: )?Warning: no userspace device-specific driver found for "  # on the same stderr
 )
 INSPECTOR_OPS: dict[str, Op] = {
     "AllReduce": "all_reduce",

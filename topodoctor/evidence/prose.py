@@ -37,8 +37,10 @@ from topodoctor.evidence.prose_words import (
     scope_of,
     size_of,
 )
+from topodoctor.model.evidence import SAID_SETTING, EvidenceSetting
 from topodoctor.model.evidence_prose import Bound, FigureKind, FigureRole, FigureSaid, ProseSaid
-from topodoctor.topology.gpu_models import model_of
+from topodoctor.nccl.variables import table
+from topodoctor.topology.gpu_models import MODELS, model_of
 
 # a figure, or a range of them ("4~6GB/s", "365-370 GBps"), and its unit: B is bytes, b (or bps, bit) bits
 _FIGURE = re.compile(
@@ -52,7 +54,7 @@ _BOUND_BELOW = re.compile(r"(?:below|under|less than|lower than)\s*$", re.I)
 _GPU = re.compile(
     r"(?<![\w.])(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"
     r"((?:RTX\s*)?(?:GH200|GB200|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A10G|A10|A6000|L40S|L40|L4|V100S?|"
-    r"T4|P100)|RTX\s*(?:3090|4090|5090)|(?<=GPU: )(?:3090|4090|5090))"
+    r"T4|P100)|RTX\s*(?:3090|4090|5090)|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx ))(?:3090|4090|5090))"
     r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![\w])",
     re.IGNORECASE,
 )
@@ -78,6 +80,9 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _SPEC = re.compile(r"(?:GPUs?|GPU model|NICs?|HCAs?|Network|Interconnect|Nodes?|Machines?|Servers?)\s*[:：]\s*\S", re.I)
 # "... 480 GB/s. However ..." (not "15.3 GB/s"), and the ideographic full stop
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])|(?<=。)")
+# an NCCL setting a sentence names, backticked or not ("when setting `NCCL_SHM_DISABLE=1` I see a large
+# drop", "with NCCL_P2P_DISABLE=1 it is faster"): the value ends on a word character ("=1." is 1)
+_SETTING = re.compile(r"(?<![\w$])`?(NCCL_[A-Z0-9_]+) ?= ?([\w^:/,.+-]*[\w^])`?")
 MAX_SENTENCE = 300
 MAX_SAID = 400  # sentences read from one input
 MAX_FREE = 4000  # lines looked at to tell a program's source from a post
@@ -88,6 +93,8 @@ def is_sentence(line: str, item: bool = False) -> bool:
     """Whether a line reads as a sentence of a reporter (or, ``item``, a list item: "* 8 NVLink a800 GPU"):
     words, not code, a table row or a setting."""
     text = re.sub(r"`[^`]*`", "x", line.strip())  # what stands in backticks is quoted, not the line's syntax
+    named = _SETTING.search(line)
+    text = _SETTING.sub("setting", text)  # a setting named in a sentence is a word of it, not an assignment
     if (
         not text
         or text.startswith("#")
@@ -97,7 +104,7 @@ def is_sentence(line: str, item: bool = False) -> bool:
         or _LOG.search(text)
     ):
         return False
-    return bool(_SPEC.match(text)) or len(_WORD.findall(text)) >= (2 if item else 3)
+    return bool(_SPEC.match(text)) or len(_WORD.findall(text)) >= (2 if item or named else 3)
 
 
 def _code_input(lines: list[str]) -> bool:
@@ -204,7 +211,7 @@ def _gpus(text: str) -> tuple[str, str, int | None]:
     found: list[tuple[str, int | None]] = []
     for hit in _GPU.finditer(text):
         name = (hit.group(1) + hit.group(2)).strip(" _-").replace("_", " ")
-        name = f"RTX {name}" if name[:1].isdigit() else name  # "GPU: 5090 *8"
+        name = f"RTX {name}" if name[:1].isdigit() else name  # "GPU: 5090 *8", "Dual 4090"
         before, after = text[max(0, hit.start() - 24) : hit.start()], text[hit.end() : hit.end() + 16]
         counted = _COUNT_BEFORE.search(before) or _COUNT_AFTER.search(after)
         found.append((name, int(counted.group(1)) if counted else None))
@@ -247,16 +254,30 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     if inst is not None:
         nic_kind, nic_rate, nics = nic_kind or inst.nic, nic_rate or inst.nic_gbit_s, nics or inst.nics
     nodes, across = nodes_of(text)
-    if not figs and not count and not nic_rate and not (gpu and nodes):
+    settings = said_settings(said, piece)
+    no_p2p = bool(model) and not next(m for m in MODELS if m.name == model).p2p_pcie  # "Dual 4090 ... slower"
+    if not figs and not count and not nic_rate and not (gpu and nodes) and not settings and not no_p2p:
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
-    used = [k for k, t in said if _FIGURE.search(t) or _GPU.search(t) or NIC_WORDS.search(t) or IMAGES.search(t)]
+    used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))]
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)),
                       tuple(k + 1 for k in used))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
-    return Block("prose", first, last + 1, Parts(prose=[claim]), cut=cut, lines=tuple(used))
+    return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))
+
+
+def said_settings(said: list[tuple[int, str]], piece: int) -> list[EvidenceSetting]:
+    """The NCCL variables of the table that the sentences name with a value: settings the run used, on
+    the reporter's word (a sentence comparing a run with and without one names the slow run's setting)."""
+    known = table()
+    out: dict[str, EvidenceSetting] = {}
+    for _, text in said:
+        for m in _SETTING.finditer(text):
+            if m.group(1) in known:
+                out.setdefault(m.group(1), EvidenceSetting(piece, m.group(1), m.group(2), SAID_SETTING))
+    return list(out.values())
 
 
 def _plain(line: str) -> str:

@@ -201,6 +201,11 @@ class XidSeen:
     host: str = ""
 
 
+# how a setting is quoted that only the reporter's sentences state ("I set NCCL_IB_DISABLE=1"): the run used
+# it on their word, and no tool's output shows it
+SAID_SETTING = "in the reporter's words"
+
+
 @dataclass(frozen=True)
 class EvidenceSetting:
     """A variable the job ran with, and where the evidence shows it: a command line (``docker run -e``,

@@ -26,6 +26,8 @@ _IB_DEV = re.compile(r"\[\d+\]([^:\s]+):\d+/(\w+)")
 _IB_NONE = re.compile(r"NET/IB ?: No device found")
 _SOCKET_USING = re.compile(r"NET/Socket ?: Using((?: \[\d+\][^ ]+)+)")
 _NO_VERBS = re.compile(r"Failed to open libibverbs")
+# rdma-core's libibverbs (init.c) on a verbs device whose provider library (libmlx5, ...) is not installed
+NO_PROVIDER = re.compile(r"(?:libibverbs: )?Warning: no userspace device-specific driver found for (\S+)")
 _IB_OPEN = re.compile(r"NET/IB ?: Unable to open device (\S+)|Call to ibv_open_device failed")
 _GDR = re.compile(r"GPU Direct RDMA (Disabled|Enabled) for (?:GPU (\S+) / )?HCA (\S+)(?: '([^']+)')?(?: \(([^)]*)\))?")
 # the bracket holds the CUDA device (2.12+) or, in older releases, the GPU's bus id (1a000)
@@ -39,7 +41,8 @@ _CONN = re.compile(
 class NetLine:
     """One line's meaning: ``what`` is network, ib-devices, ib-none, socket, no-verbs, gdr-off, gdr-on."""
 
-    what: str  # also ib-open-failed (NCCL found the device and could not open it)
+    what: str  # also ib-open-failed (NCCL found the device and could not open it), no-provider (libibverbs'
+    # own warning: a verbs device whose provider library is missing)
     value: str  # the network's name, the devices ("mlx5_0/IB mlx5_1/RoCE"), the HCA, ""
     detail: str = ""  # GDR's reason ("distance 7 > 5", "no module or not supported by GPU")
 
@@ -72,6 +75,8 @@ def net_line(text: str) -> NetLine | None:
         return NetLine("socket", m.group(1).strip())
     if _NO_VERBS.search(text):
         return NetLine("no-verbs", "")
+    if m := NO_PROVIDER.search(text):
+        return NetLine("no-provider", m.group(1).rstrip("/").rsplit("/", 1)[-1])  # the uverbs device
     if m := _GDR.search(text):
         hca = m.group(4) or m.group(3)
         return NetLine("gdr-off" if m.group(1) == "Disabled" else "gdr-on", hca, m.group(5) or "")

@@ -47,6 +47,16 @@ def test_a_job_stderr_names_the_provider_fix() -> None:
     assert "no provider library" in f.message and "uverbs0" in f.message
     assert "ibverbs-providers" in f.fix and "libmlx5" in f.fix and "rdma-core" in f.fix
     assert "uverbs0" in str(f.evidence["lines"])
+    assert f.severity == "warning"  # no node count shown: on one node the network may carry nothing
+
+
+def test_between_nodes_the_missing_provider_is_the_error() -> None:
+    two_nodes = "".join(
+        f"#  Rank {r} Group  0 Pid   {4000 + r} on {host} device  0 [0x07] NVIDIA H100 80GB HBM3\n"
+        for r, host in enumerate(("node1", "node2"))
+    )
+    f = td025(PYTORCH + two_nodes)
+    assert f.severity == "error" and "ibverbs-providers" in f.fix
 
 
 def test_every_device_of_a_container_listing_is_an_rdma_nic_without_its_provider() -> None:

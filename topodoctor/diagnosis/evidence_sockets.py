@@ -118,14 +118,18 @@ def socket_cause(f: Facts, sym: Symptom | None, nodes: int | None, rdma: list[st
     ev: dict[str, object] = {"rdma": rdma, "why": why, "network": kind}
     if kind == "rdma":
         fix = rdma_fix(rdma)
+        severity: Severity | None = None
         if any(w.startswith(NO_PROVIDER) for w in why):
+            # the warning shows a device without its provider; on one node (or nodes not shown) NCCL's
+            # network may carry nothing, so the missing provider is said at warning, not blamed
+            severity = None if nodes and nodes > 1 else "warning"
             fix = (
                 "Install the verbs provider in the image (Debian/Ubuntu: ibverbs-providers, which holds libmlx5; "
                 "RHEL and its kin: libibverbs, built from rdma-core): libibverbs finds the device but cannot "
                 f"open it without its driver library, so NCCL has no IB device and falls back to sockets. {fix}"
             )
         cand = Candidate(what + f" though {basis}" + share, fix, ev)
-        return SocketCause(cand, None, tuple(asks))
+        return SocketCause(cand, severity, tuple(asks))
     if kind == "tcp":
         what += f"; {basis}: a TCP-only network, where the socket transport's streams set the rate" + share
         return SocketCause(Candidate(what, tcp_fix(f), ev, None, direct=False), "warning", tuple(asks))

@@ -76,10 +76,13 @@ def _finding(code: str, subject: str, message: str, fix: str, evidence: Mapping[
     return Finding(code, c.name, severity or c.severity, subject, message, fix, dict(evidence), cause)
 
 
-def _said_only(code: str, lines: tuple[Quote, ...], severity: Severity | None) -> Severity | None:
-    """A setting's harm with no figure to show it, on the reporter's word alone: a warning at most."""
+def _said_only(code: str, lines: tuple[Quote, ...], severity: Severity | None, alone: bool = False) -> Severity | None:
+    """A setting on the reporter's word alone: beside a figure it shows, a warning at most; with no figure
+    (``alone``), information: reporters list the settings they tried as often as the ones the slow run had."""
     if not lines or not all(q.text.startswith(SAID_SETTING) for q in lines):
         return severity
+    if alone:
+        return "info"
     return "warning" if (severity or BY_CODE[code].severity) == "error" else severity
 
 
@@ -275,7 +278,9 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             c = ld.candidate
             ev = {**c.evidence, "lines": [str(q) for q in ld.lines]}
             subject = ld.subject or SUBJECTS.get(ld.code, ld.code)
-            out.append(_finding(ld.code, subject, c.what, c.fix, ev, _said_only(ld.code, ld.lines, ld.severity)))
+            out.append(
+                _finding(ld.code, subject, c.what, c.fix, ev, _said_only(ld.code, ld.lines, ld.severity, alone=True))
+            )
             codes.add(ld.code)
     for severity, subject, message, ev in port_notes(f):
         if not (severity == "warning" and any(x.code == "TD982" and x.subject == subject for x in out)):

@@ -279,17 +279,26 @@ def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
     return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
 
 
+CONTAINER_SHM_BYTES = 64 * 1024 * 1024  # docker's default /dev/shm size (--shm-size)
+
+
 def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    """The segment's summary line alone: NCCL failed, the reason line is not in the log."""
-    seg = f" {f['seg']} of {f['size']} bytes" if f.get("seg") else ""
-    return Said(
-        "TD052",
-        f"NCCL could not create its shared-memory segment{seg}; the line that says why is not in the log: "
-        "cause not found",
-        "Check `df -h /dev/shm` where the ranks run (a container's default is 64 MiB: --shm-size or "
-        "--ipc=host, a Kubernetes emptyDir with medium Memory); NCCL_SHM_DISABLE=1 confirms SHM is the part that "
-        "fails; NCCL_DEBUG=WARN shows the reason line before this one.",
+    """The segment's summary line alone: NCCL failed to create (or attach to) it, and the line before
+    it that says why is not in the log. Its candidates are the class's (nccl.causes_host)."""
+    seg, size = f.get("seg", ""), int(f.get("size") or 0)
+    err = f" (errno {f['errno']}: {f['err'].strip()})" if f.get("errno") else ""
+    why = "; the line that says why is not in the log"
+    if f.get("how") == "attaching to":
+        msg = f"NCCL could not attach to a local peer's shared-memory segment {seg}{err}{why}"
+        return Said("TD074", msg, EXPLANATIONS["TD074"].fix)
+    room = (
+        f" ({size / 2**20:.1f} MiB: NCCL makes one per connection to a local peer, so a container's default 64 MiB "
+        f"/dev/shm holds {CONTAINER_SHM_BYTES // size} of them)"
+        if size
+        else ""
     )
+    msg = f"NCCL could not create its shared-memory segment {seg} of {size} bytes{room}{err}{why}"
+    return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
 
 
 def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:

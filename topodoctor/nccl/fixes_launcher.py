@@ -67,7 +67,15 @@ def _store_closed(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     return Said("TD046", msg, fix + EXPLANATIONS["TD046"].fix)
 
 
+def _bus_error(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """A SIGBUS: memory mapped from a file was touched where the file has no page to give (tmpfs full, the file
+    truncated); NCCL's /dev/shm segments are such files. Its candidates are the class's (nccl.causes_launcher)."""
+    msg = f"a process of the run died of SIGBUS ({f.get('said', 'Bus error')[:80]}): a mapped page had no memory"
+    return Said("TD043", msg, EXPLANATIONS["TD043"].fix, {"signal": "SIGBUS"})
+
+
 LAUNCHER: dict[str, Builder] = {
+    "bus-error": _bus_error,
     "process-killed": _killed,
     "store-port-in-use": _port_in_use,
     "store-timeout": _store_timeout,

@@ -96,6 +96,19 @@ KNOWN_BUGS = (
         "under 2.18 NCCL_DEBUG=WARN shows the proxy's WARN before 'Socket recv failed while polling'",
     ),
     KnownBug(
+        "connector-copy-before-sync",
+        (2, 18, 0),
+        (2, 18, 5),
+        re.compile(r"transport\.cc:1[57]4 NCCL WARN Cuda failure (?:\d+ )?'invalid argument'"),
+        "",
+        "2.18.6",
+        "connecting a channel copied a connector to a device address read by a copy that had not completed yet, so "
+        "CUDA refused the address",
+        "NCCL's git log: 'Fix cudaMemcpyAsync bug' (4365458, fixes NVIDIA/nccl#957) in 2.18.6-1, the second "
+        "cudaMemcpyAsync of transport.cc (lines 154 and 174 in 2.18.1 - 2.18.5) used the first one's result without "
+        "a sync; NVIDIA/nccl#1024 (the maintainers: the bug fixed in 2.18.6)",
+    ),
+    KnownBug(
         "ring-loop-back-pci-speed",
         (2, 19, 0),
         (2, 19, 3),
@@ -106,6 +119,21 @@ KNOWN_BUGS = (
         "NVIDIA/nccl#1020 (the maintainers: fixed in 2.20); NCCL 2.19.4-1 release notes: topology detection made "
         "deterministic when PCI speeds are not available",
         "NCCL_TOPO_FILE with a topology dumped on one node (NCCL_TOPO_DUMP_FILE) gives every rank the same view",
+    ),
+    KnownBug(
+        "pci-sort-nic-without-busid",
+        (2, 18, 5),
+        (2, 20, 2),
+        re.compile(r"Attribute busid of node nic not found"),
+        "",
+        "2.20.3",
+        "the topology's sort of PCI devices by bus id read a bus id from every device under the CPU, and a NIC "
+        "that has none (a virtual or non-PCI NIC) failed it as an internal error",
+        "NCCL's source: 2.18.5-1 keeps PCI devices ordered by bus id (graph/xml.cc, issue #820) with "
+        "xmlGetAttrStr on each sibling, which fails on a node without one; 2.20.3-1 reads it with xmlGetAttr and "
+        "skips those",
+        "NCCL_TOPO_FILE with a topology whose NICs sit under a PCI node, or leave the NIC without a PCI path out "
+        "(NCCL_SOCKET_IFNAME / NCCL_IB_HCA)",
     ),
     KnownBug(
         "blackwell-shared-memory",

@@ -22,6 +22,11 @@ CUDA_HINTS = (
     ),
     ("unknown error", "the GPU or its driver is in a bad state: `dmesg | grep -i xid`, reset the GPU or reboot"),
     (
+        "invalid resource handle",
+        "a stream or event CUDA does not know in the current context: created on another device than the caller's "
+        "current one (torch.cuda.set_device(local_rank) before the first collective), or already destroyed",
+    ),
+    (
         "operation not supported",
         "a CUDA feature NCCL uses is not available here: under a vGPU enable unified "
         "memory (UVM) in the VM's vGPU profile; elsewhere NCCL_CUMEM_ENABLE=0, or a driver new enough for the "
@@ -134,7 +139,7 @@ _CUDA_STATES = (
 # CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
 # CUDA errors that report the GPU's or driver's state first, whatever the call: their own meaning leads the call's
-_STATE_FIRST = ("unknown error",)
+_STATE_FIRST = ("unknown error", "invalid resource handle")
 
 
 def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:

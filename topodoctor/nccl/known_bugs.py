@@ -42,6 +42,7 @@ class KnownBug:
     # a weak symptom is always generic
     others: tuple[str, ...] = ()
     tells: str = ""  # what tells the bug from the others (the fixed release, a line of the log)
+    lines: tuple[str, ...] = ()  # the lines of ``source`` that print it, where the file prints it elsewhere too
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -99,14 +100,15 @@ KNOWN_BUGS = (
         "connector-copy-before-sync",
         (2, 18, 0),
         (2, 18, 5),
-        re.compile(r"transport\.cc:1[57]4 NCCL WARN Cuda failure (?:\d+ )?'invalid argument'"),
-        "",
+        re.compile(r"Cuda failure (?:\d+ )?'invalid argument'"),
+        "transport.cc",
         "2.18.6",
         "connecting a channel copied a connector to a device address read by a copy that had not completed yet, so "
         "CUDA refused the address",
         "NCCL's git log: 'Fix cudaMemcpyAsync bug' (4365458, fixes NVIDIA/nccl#957) in 2.18.6-1, the second "
         "cudaMemcpyAsync of transport.cc (lines 154 and 174 in 2.18.1 - 2.18.5) used the first one's result without "
         "a sync; NVIDIA/nccl#1024 (the maintainers: the bug fixed in 2.18.6)",
+        lines=("154", "174"),
     ),
     KnownBug(
         "ring-loop-back-pci-speed",
@@ -201,11 +203,11 @@ def _parse(v: str) -> Version | None:
 
 
 def matching(
-    versions: Iterable[str], messages: Iterable[tuple[str, str]], unexplained: bool = True
+    versions: Iterable[str], messages: Iterable[tuple[str, str, str]], unexplained: bool = True
 ) -> list[tuple[KnownBug, str, int, bool]]:
     """The known bugs a log shows: (bug, the version it runs, the index of the first message
     that shows it, whether that message is generic) for each bug whose range holds a version of
-    ``versions`` and whose symptom one of ``messages`` ((text, NCCL source file)) prints; its weak
+    ``versions`` and whose symptom one of ``messages`` ((text, NCCL source file, its line)) prints; its weak
     symptom counts only where the log is otherwise ``unexplained``, and is always generic. A log
     naming two NCCL versions is matched on each."""
     parsed = {v.split("+")[0]: p for v in versions if (p := _parse(v))}
@@ -215,18 +217,22 @@ def matching(
         running = next((v for v, p in parsed.items() if bug.first <= p <= bug.last), None)
         if running is None:
             continue
-        shows = [i for i, (t, src) in enumerate(msgs) if _shows(bug, bug.symptom, t, src)]
+        shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.symptom, t, src, at)]
         generic = bool(bug.others)
         if not shows and bug.weak is not None and unexplained:
-            shows = [i for i, (t, src) in enumerate(msgs) if _shows(bug, bug.weak, t, src)]
+            shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.weak, t, src, at)]
             generic = True
         if shows:
             out.append((bug, running, shows[0], generic))
     return out
 
 
-def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str) -> bool:
-    return bool(symptom.search(text)) and (not bug.source or src.endswith(bug.source) or bug.source in text)
+def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str, at: str = "") -> bool:
+    """The symptom in ``text``, printed by the bug's file (at its lines); a generic bug's symptom pasted without any
+    file (torch's Last error) may be it too, as a candidate."""
+    if not symptom.search(text) or (bug.lines and at not in bug.lines):
+        return False
+    return not bug.source or src.endswith(bug.source) or bug.source in text or bool(bug.others and not src)
 
 
 def _named(bug: KnownBug, running: str) -> str:
@@ -243,7 +249,11 @@ def _lead_causes(lead: Finding | None, bug: KnownBug) -> list[str]:
         return []
     ev = lead.evidence
     listed = ev.get("candidates") or ev.get("likely_causes")
-    said = [str(c) for c in listed] if isinstance(listed, list) else [f"the message's own class: {lead.message}"]
+    said = (
+        [str(c) for c in listed]
+        if isinstance(listed, list)
+        else [f"another cause of the message, which the log does not single out ({lead.code}: {lead.message[:120]})"]
+    )
     return [c for c in said if bug.fixed_in not in c and not _said_already(c, bug.others)]
 
 
@@ -262,7 +272,7 @@ def known_bug_findings(
     that shows it. Where the message is generic the bug is the first candidate, then the bug's
     other causes and those of ``lead`` (the message's own finding), with what tells them apart."""
     events = [e for f in files for e in f.events]
-    texts = [(e.fields.get("said") or e.text, e.source) for e in events]
+    texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for e in events]
     out = []
     for bug, running, i, generic in matching((v for f in files for v in f.versions), texts, unexplained):
         if not (failed or bug.alone):
@@ -303,13 +313,13 @@ def version_candidates(files: Sequence[LogFile]) -> list[str]:
     ``known_bug_findings`` decides) or no bug's message is shown. NCCL 1.x's entry needs a version."""
     if any(f.versions for f in files):
         return []
-    texts = [(e.fields.get("said") or e.text, e.source) for f in files for e in f.events]
+    texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for f in files for e in f.events]
     out = []
     for bug in KNOWN_BUGS:
         if bug.first[0] == 1:
             continue
         signs = [bug.symptom] + ([bug.weak] if bug.weak is not None else [])
-        if any(_shows(bug, sign, t, s) for sign in signs for t, s in texts):
+        if any(_shows(bug, sign, t, s, at) for sign in signs for t, s, at in texts):
             first, last = ".".join(map(str, bug.first)), ".".join(map(str, bug.last))
             span = first if first == last else f"{first} - {last}"
             out.append(f"if the job runs NCCL {span}: a known bug ({bug.what}), fixed in {bug.fixed_in}")

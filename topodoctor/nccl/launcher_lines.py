@@ -133,6 +133,11 @@ _BUS = (
         "the process died of SIGBUS (Bus error)",
         needs_run=True,
     ),
+    LauncherLine(  # the deepspeed launcher's words for a rank that died of signal 7: distributed by themselves
+        "bus-error",
+        re.compile(r"sigkill_handler\].*(?P<said>exits with return code = -7)\b"),
+        "the deepspeed launcher: a rank's process died of SIGBUS",
+    ),
 )
 # torch's caching allocator in a rank of a distributed run ("Tried to allocate"): the GPU's memory is full
 _GPU = (
@@ -156,7 +161,7 @@ TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _GPU
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
-    r"exitcode: |return code = -9|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
+    r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error"
 )
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch

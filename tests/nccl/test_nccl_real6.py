@@ -1,8 +1,8 @@
 """The sixth development set (fixtures/nccl-logs/real6/, its README): classes met for the first time. Every log
 holds its verdict by the scorer's own rules; a known bug is named as the cause only at its own site and version,
 and is the first of the candidates where its message is generic; the shared-memory segment's summary line alone is
-the /dev/shm class with candidates ranked by what its name, errno and version tell; a SIGBUS in a run with NCCL is
-the same class. The lines beside the real logs follow NCCL's format strings at the tags named."""
+the /dev/shm class with candidates ranked by what its name, errno and version tell; a SIGBUS in a run with NCCL
+names /dev/shm first. The lines beside the real logs follow NCCL's format strings at the tags named."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_the_attach_summary_alone_is_a_local_peer_s_segment() -> None:
 
 def test_a_sigbus_in_a_run_with_nccl_is_dev_shm_first() -> None:
     (f,) = _findings("pipedream-76-bus-error-in-nccl-docker-shm.log")
-    assert f.code == "TD043" and f.evidence["signal"] == "SIGBUS"
+    assert f.code == "TD094" and f.evidence["signal"] == "SIGBUS"
     assert "--shm-size" in _candidates(f)[0] and "2.12 - 2.18" in _candidates(f)[0]
 
 
@@ -140,7 +140,7 @@ def test_the_deepspeed_launcher_s_return_code_minus_7_is_a_sigbus() -> None:
         "'--local_rank=3'] exits with return code = -7\n"
     )
     (f,) = _explain(line)
-    assert f.code == "TD043" and "/dev/shm" in _candidates(f)[0]
+    assert f.code == "TD094" and "/dev/shm" in _candidates(f)[0]
 
 
 def test_a_bus_error_outside_any_nccl_run_is_no_nccl_log() -> None:

@@ -36,7 +36,7 @@ def _joined(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 LAUNCHER_CAUSES = (
     ClassCauses(
-        "TD043",
+        "TD094",
         (
             ClassCause(
                 "/dev/shm too small or full where the rank runs (a container's default 64 MB: --shm-size=1g or "
@@ -58,7 +58,6 @@ LAUNCHER_CAUSES = (
             ),
         ),
         "`df -h /dev/shm` in the container, the NCCL version banner (NCCL_DEBUG=VERSION) and the rank's last lines",
-        lambda evs: evs[0].kind == "bus-error",
     ),
     ClassCauses(
         "TD090",

@@ -151,3 +151,17 @@ def test_a_bus_error_outside_any_nccl_run_is_no_nccl_log() -> None:
 def test_an_invalid_resource_handle_names_the_stream_s_device_first() -> None:
     f = _findings("pytorch-130414-enqueue-invalid-resource-handle-2-12.log")[0]
     assert f.code == "TD057" and "set_device" in _candidates(f)[0]
+
+
+def test_nic_fusion_s_message_is_its_bug_unless_the_log_sets_a_graph_or_topology_file() -> None:
+    """graph/topo.h's `Could not find NET with id N` in 2.25 - 2.26.6 is NIC fusion's bug; a file naming a NIC the
+    node lacks prints the same id, so with NCCL_GRAPH_FILE set the bug is a candidate beside the file."""
+    banner = f"{H} NCCL INFO NCCL version 2.26.2+cuda12.8\n"
+    warn = (
+        f"{H} graph/topo.h:220 NCCL WARN Could not find NET with id 0\n{H} NCCL INFO group.cc:75 -> 3 [Async thread]\n"
+    )
+    bug = _explain(banner + warn)[0]
+    assert bug.code == "TD083" and bug.evidence["cause"]["confidence"] == "known bug of the version"  # type: ignore[index]
+    graph = f"{H} NCCL INFO NCCL_GRAPH_FILE set by environment to /etc/graph.xml\n"
+    cands = _candidates(_explain(banner + graph + warn)[0])
+    assert "fixed in 2.27.3" in cands[0] and "NCCL_GRAPH_FILE=/etc/graph.xml" in cands[1]

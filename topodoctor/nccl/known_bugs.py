@@ -38,11 +38,12 @@ class KnownBug:
     platform: str = ""  # where the bug shows (GPUs, fabric): said with the finding
     alone: bool = False  # the message alone shows the run fails on it (no failure need follow in the log)
     weak: re.Pattern[str] | None = None  # a message that shows it only when no other cause is found (a fallback)
-    # the other causes of a generic symptom (the site's, the maintainers'): the bug is then a candidate, not the cause;
-    # a weak symptom is always generic
+    generic: bool = False  # the symptom is a message many causes print: the bug is then a candidate, not the cause
+    # the other causes of the symptom where it is generic (the site's, the maintainers'); a weak symptom always is
     others: tuple[str, ...] = ()
     tells: str = ""  # what tells the bug from the others (the fixed release, a line of the log)
     lines: tuple[str, ...] = ()  # the lines of ``source`` that print it, where the file prints it elsewhere too
+    settings: tuple[str, ...] = ()  # variables whose setting, shown in the log, makes the bug's own message generic
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -58,6 +59,7 @@ KNOWN_BUGS = (
         "NCCL 2",
         "NCCL 1.x is the single-process library NCCL 2 replaced in 2017; its failures are not fixed any more",
         "NVIDIA/nccl-tests#5 (settled by updating NCCL 1.0 to NCCL 2)",
+        generic=True,
         others=("the failure's own cause, which the message names whatever the release (see the next finding)",),
         tells="the same program built against NCCL 2: a failure that stays is the message's own cause",
     ),
@@ -148,6 +150,7 @@ KNOWN_BUGS = (
         "NCCL 2.26.2-1 release notes: shared memory usage fixed on recent Blackwell GPUs (NVIDIA/nccl-tests#287, "
         "#291, NVIDIA/nccl#1637)",
         platform="Blackwell GPUs (B200, GB200, RTX 50xx / RTX PRO 6000)",
+        generic=True,
         others=(
             "the launch's own arguments: a kernel NCCL built for another architecture, or two NCCL builds in one "
             "process",
@@ -174,6 +177,7 @@ KNOWN_BUGS = (
             "ranks on different NCCL versions",
         ),
         tells="NCCL_NET_MERGE_LEVEL=LOC (NIC fusion off) or NCCL 2.27.3: a failure that stays is not the bug",
+        settings=("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE"),  # a file naming a NIC the node lacks prints the same id
     ),
     KnownBug(
         "illegal-address-large-collectives",
@@ -186,6 +190,7 @@ KNOWN_BUGS = (
         "NVIDIA/nccl#2418",
         "NCCL_PROTO=Simple or NCCL_P2P_DISABLE=1 narrows it down until NCCL is upgraded",
         platform="Blackwell workstation GPUs (RTX PRO 6000) over PCIe",
+        generic=True,
         others=(
             "a kernel of the program that faulted earlier (CUDA reports it at NCCL's next call: CUDA_LAUNCH_BLOCKING=1 "
             "shows the kernel)",
@@ -218,7 +223,7 @@ def matching(
         if running is None:
             continue
         shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.symptom, t, src, at)]
-        generic = bool(bug.others)
+        generic = bug.generic
         if not shows and bug.weak is not None and unexplained:
             shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.weak, t, src, at)]
             generic = True
@@ -232,7 +237,7 @@ def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str, at: str
     file (torch's Last error) may be it too, as a candidate."""
     if not symptom.search(text) or (bug.lines and at not in bug.lines):
         return False
-    return not bug.source or src.endswith(bug.source) or bug.source in text or bool(bug.others and not src)
+    return not bug.source or src.endswith(bug.source) or bug.source in text or (bug.generic and not src)
 
 
 def _named(bug: KnownBug, running: str) -> str:
@@ -273,18 +278,21 @@ def known_bug_findings(
     other causes and those of ``lead`` (the message's own finding), with what tells them apart."""
     events = [e for f in files for e in f.events]
     texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for e in events]
+    env = {k for f in files for k in f.env} | {"NCCL_TOPO_FILE" for f in files if f.topo_file}
     out = []
     for bug, running, i, generic in matching((v for f in files for v in f.versions), texts, unexplained):
         if not (failed or bug.alone):
             continue
+        shown = any(v in env for v in bug.settings)  # the log's own setting: its causes before the bug's others
         ev = events[i]
         named = _named(bug, running)
         until = f"Until then: {bug.workaround}. " if bug.workaround else ""
         evidence: dict[str, object] = {"file": ev.file, "line": ev.line_no, "text": ev.text}
         if ev.rank is not None:
             evidence["rank"] = ev.rank
-        if generic:
-            cands = list(dict.fromkeys([named, *bug.others, *_lead_causes(lead, bug)]))
+        if generic or shown:
+            rest = [*_lead_causes(lead, bug), *bug.others] if shown else [*bug.others, *_lead_causes(lead, bug)]
+            cands = list(dict.fromkeys([named, *rest]))
             listed = "; ".join(f"({n}) {c}" for n, c in enumerate(cands, 1))
             message = f"{named}; or another cause of the same message: candidates"
             fix = (

@@ -30,7 +30,9 @@ LIKELY = {
     "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, the Fabric Manager on an "
     "NVSwitch host, or a GPU fault (see dmesg)",
     "remote process exited": "another rank died or its node dropped off the network",
-    "internal error": f"{_INTERNAL_218}, an NCCL bug, or a mix of NCCL builds",
+    "internal error": f"{_INTERNAL_218}, a topology XML without an attribute NCCL reads (NCCL_TOPO_FILE or the "
+    "file a network plugin sets such as aws-ofi-nccl's per-instance ones; graph/xml.h returns ncclInternalError for "
+    "'Attribute X of node Y not found'), an NCCL bug, or a mix of NCCL builds",
 }
 # A failure whose class the log does not name either (torch's "communicator was aborted", its watchdog's end)
 _ANY_CLASS = (

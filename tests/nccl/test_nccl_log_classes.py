@@ -272,8 +272,8 @@ NEAR = [
     (
         "TD043",
         f"{H} misc/shmutils.cc:114 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-a (size "
-        "9637888)\n" + TRAIL,
-    ),  # the summary line alone says nothing of space
+        "0)\n" + TRAIL,
+    ),  # a size of 0 is no segment NCCL sizes: a peer's cuMem descriptor read as a path
     ("TD043", f"{H} misc/shmutils.cc:93 NCCL WARN Call to open failed: No such file or directory\n"),
     ("TD077", f"{H} NCCL INFO NCCL_ALGO set by environment to Tree\n"),
     ("TD079", "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 91.2\n"),
@@ -300,8 +300,8 @@ def test_near_misses_land_where_they_belong() -> None:
     (flushed_after_12, *_) = _explain(NEAR[8][1])
     assert flushed_after_12.code == "TD045"  # status 5 follows the first error, it is not the cause
     assert _explain(NEAR[11][1])[0].code == "TD069"  # a reverse path with a topology file set: the file
-    summary_alone = _explain(NEAR[15][1])
-    assert (summary_alone[0].code, summary_alone[0].severity) == ("TD052", "error")  # failed, cause not found
+    size_0 = _explain(NEAR[15][1])
+    assert (size_0[0].code, size_0[0].severity) == ("TD087", "error")  # failed, the SHM transport's cuMem class
 
 
 def test_status_12_fix_follows_the_link_layer_the_log_names() -> None:

@@ -52,10 +52,11 @@ def test_a_fallocate_line_naming_no_segment_takes_it_from_the_summary_after_it()
     )
 
 
-def test_the_summary_line_alone_is_a_failure_whose_cause_was_not_found() -> None:
+def test_the_summary_line_alone_is_the_dev_shm_class_with_its_candidates() -> None:
     (f,) = explain([_log("/x/rank0.log", SUMMARY)])
-    assert (f.code, f.severity, f.subject) == ("TD052", "error", "rank0")
-    assert f.evidence["cause"] == {"what": "not found", "confidence": "not found"}
+    assert (f.code, f.severity, f.subject) == ("TD043", "error", "rank0")
+    assert f.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+    assert f.evidence["candidates"][0].startswith("/dev/shm too small")  # type: ignore[index]
 
 
 def test_a_lost_peer_is_the_cause_alone_and_a_consequence_beside_a_root_cause() -> None:

@@ -32,7 +32,7 @@ KIND_CODE = {
     "watchdog-stack": "TD047",
     "version-mismatch": "TD048",
     "nccl-error": "TD052",
-    "shm-create": "TD052",
+    "shm-create": "TD043",
     "secondary": "",
     "nvls": "TD053",
     "fabric-not-ready": "TD054",

@@ -11,10 +11,15 @@ from topodoctor.nccl.log_signs import (
     ClassCauses,
     at_destroy,
     before_2_8,
+    before_cumem_host,
+    before_shm_register_summary,
     cumem_host_off,
     cumem_mixed,
+    mapping_refused,
+    mkstemp_names,
     ofi,
     plugin_topo,
+    shm_open_names,
     user_topo,
     versions_differ,
 )
@@ -69,6 +74,53 @@ HOST_CAUSES: tuple[ClassCauses, ...] = (
         ),
         "NCCL_DEBUG=INFO (the NCCL_TOPO_FILE line: which file, set by whom) and the NCCL and plugin versions",
         lambda evs: bool(evs[0].fields.get("attr")),
+    ),
+    ClassCauses(
+        "TD043",
+        (
+            ClassCause(
+                "/dev/shm too small or full where the ranks run: a container's default is 64 MB (docker: "
+                "--shm-size=1g or --ipc=host), a Kubernetes pod needs an emptyDir with medium: Memory on /dev/shm "
+                "(its sizeLimit and the pod's memory limit both count the segments)",
+                "`df -h /dev/shm` in the ranks' container while the job starts",
+                first=lambda evs, ctx: not mapping_refused(evs, ctx),
+            ),
+            ClassCause(
+                "a segment of the same name left by an earlier job (NCCL before 2.12 names its segments by host and "
+                "ranks, and shm_open refuses another user's), or a /dev/shm this user may not write",
+                "`ls -l /dev/shm/nccl-shm-*` (a file of no running job, another owner), `ls -ld /dev/shm` (drwxrwxrwt)",
+                ruled_out=mkstemp_names,
+            ),
+            ClassCause(
+                "segments left by jobs that died before removing them take the room, or /dev/shm is not writable by "
+                "this user (mkstemp failed: NCCL's 'failed to extend' line just before this one)",
+                "`ls -l /dev/shm/nccl-*` (files of no running job), `ls -ld /dev/shm` (drwxrwxrwt)",
+                ruled_out=shm_open_names,
+            ),
+            ClassCause(
+                "the process's memory limits refused the mapping (mmap: `ulimit -v`, vm.overcommit_memory, a cgroup "
+                "memory limit)",
+                "the errno of the line before (Cannot allocate memory), `ulimit -a` in the job",
+                first=mapping_refused,
+            ),
+            ClassCause(
+                "the CUDA driver refused to pin the segment (cudaHostRegister; from 2.16 the summary follows its "
+                "`Cuda failure` line): TD056",
+                "a `Cuda failure` WARN of shmutils.cc just before this line (NCCL_DEBUG=WARN)",
+                ruled_out=before_shm_register_summary,
+            ),
+            ClassCause(
+                "cuMem host memory, which keeps the SHM transport's buffers out of /dev/shm, is off on this rank: "
+                "NCCL 2.23 uses it only with NCCL_CUMEM_HOST_ENABLE=1, 2.24+ by itself from a CUDA 12.6 driver unless "
+                "NCCL_CUMEM_HOST_ENABLE=0 or NCCL_CUMEM_ENABLE=0 is set",
+                "NCCL_DEBUG=INFO: 'cuMem host allocations do not appear to be working', the NCCL_CUMEM_* variables "
+                "set, the driver's CUDA version (`nvidia-smi`)",
+                ruled_out=before_cumem_host,
+            ),
+        ),
+        "`df -h /dev/shm` and `ls -l /dev/shm` in the ranks' container, and NCCL_DEBUG=WARN: the line before the "
+        "summary names the call that failed and its errno",
+        lambda evs: evs[0].kind == "shm-create",
     ),
     ClassCauses(
         "TD074",

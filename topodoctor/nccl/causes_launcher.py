@@ -36,6 +36,30 @@ def _joined(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 LAUNCHER_CAUSES = (
     ClassCauses(
+        "TD094",
+        (
+            ClassCause(
+                "/dev/shm too small or full where the rank runs (a container's default 64 MB: --shm-size=1g or "
+                "--ipc=host; a Kubernetes emptyDir with medium: Memory): NCCL 2.12 - 2.18 size their segments without "
+                "reserving them, so a full /dev/shm is a Bus error at the first write rather than a WARN (2.19.1's "
+                "release notes: SHM allocation failures detected to avoid the Bus Error); torch's DataLoader workers' "
+                "shared memory ends the same way",
+                "`df -h /dev/shm` in the rank's container while the job starts; NCCL_SHM_DISABLE=1 (NCCL's segments) "
+                "or num_workers=0 (the DataLoader's) making it go away",
+            ),
+            ClassCause(
+                "a mapped file truncated or removed under the process (a cleanup of /dev/shm while the job ran, a "
+                "file on a network file system that changed)",
+                "what else touched /dev/shm or the mapped file at that time",
+            ),
+            ClassCause(
+                "a memory error of the host",
+                "`dmesg -T | grep -i -E 'mce|memory error|bus error'` on that host",
+            ),
+        ),
+        "`df -h /dev/shm` in the container, the NCCL version banner (NCCL_DEBUG=VERSION) and the rank's last lines",
+    ),
+    ClassCauses(
         "TD090",
         (
             ClassCause(

@@ -145,10 +145,14 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(r"\[Proxy Service \d+\] Failed to execute|Proxy Call to rank \d+ failed|\[Service thread\] Error"),
         CONSEQUENCE,
     ),
-    # the summary after a segment's creation failed: the reason is the line before it (when printed)
+    # the summary after a segment's creation or attachment failed (shm.h 2.4 - 2.11, shmutils.cc / os/linux.cc
+    # 2.12+; the errno from 2.22): the reason is the line before it, when printed
     (
         "shm-create",
-        re.compile(r"Error while creating shared memory segment (?P<seg>\S+) \(size (?P<size>\d+)\)"),
+        re.compile(
+            r"Error while (?P<how>creating|attaching to) shared memory segment (?P<seg>\S+) \(size (?P<size>\d+)\)"
+            r"(?:, error: (?P<err>[^(]+?) \((?P<errno>\d+)\))?"
+        ),
         CONSEQUENCE,
     ),
     (

@@ -137,7 +137,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         findings[0] = with_bug_candidates(findings[0], files)
     failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)
     no_cause = not any(f.severity == "error" and f.code not in NOT_A_CAUSE for f in findings)
-    findings = known_bug_findings(files, failed, no_cause) + findings  # the release's own bug comes first
+    lead = next((f for f in findings if f.severity in ("error", "critical")), None)
+    findings = known_bug_findings(files, failed, no_cause, lead) + findings  # the release's own bug comes first
     return findings + variable_findings(files) + _other_warnings(files, by_kind, findings)
 
 

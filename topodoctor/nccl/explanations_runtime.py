@@ -112,4 +112,15 @@ RUNTIME_CLASSES = (
         "Give each job its own MASTER_PORT (torchrun --master-port, --rdzv-endpoint=localhost:0 or --standalone "
         "for one node picks a free one); end the leftover process.",
     ),
+    _e(
+        "TD094",
+        "process-bus-error",
+        "error",
+        "A process of the run died of SIGBUS (a Bus error, a launcher's return code -7): it touched memory mapped "
+        "from a file that had no page to give, most often shared memory past what /dev/shm holds",
+        "`df -h /dev/shm` where the rank ran, while the job starts: in a container give /dev/shm room "
+        "(`docker run --shm-size=1g` or `--ipc=host`, a Kubernetes emptyDir with medium: Memory on /dev/shm); "
+        "NCCL_SHM_DISABLE=1 (NCCL's segments) or a DataLoader with num_workers=0 (its workers' shared memory) "
+        "confirms which; NCCL 2.19 and later report a full /dev/shm as an error instead of the signal.",
+    ),
 )

@@ -22,6 +22,11 @@ CUDA_HINTS = (
     ),
     ("unknown error", "the GPU or its driver is in a bad state: `dmesg | grep -i xid`, reset the GPU or reboot"),
     (
+        "invalid resource handle",
+        "a stream or event CUDA does not know in the current context: created on another device than the caller's "
+        "current one (torch.cuda.set_device(local_rank) before the first collective), or already destroyed",
+    ),
+    (
         "operation not supported",
         "a CUDA feature NCCL uses is not available here: under a vGPU enable unified "
         "memory (UVM) in the VM's vGPU profile; elsewhere NCCL_CUMEM_ENABLE=0, or a driver new enough for the "
@@ -134,7 +139,7 @@ _CUDA_STATES = (
 # CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
 # CUDA errors that report the GPU's or driver's state first, whatever the call: their own meaning leads the call's
-_STATE_FIRST = ("unknown error",)
+_STATE_FIRST = ("unknown error", "invalid resource handle")
 
 
 def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
@@ -279,17 +284,26 @@ def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
     return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
 
 
+CONTAINER_SHM_BYTES = 64 * 1024 * 1024  # docker's default /dev/shm size (--shm-size)
+
+
 def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    """The segment's summary line alone: NCCL failed, the reason line is not in the log."""
-    seg = f" {f['seg']} of {f['size']} bytes" if f.get("seg") else ""
-    return Said(
-        "TD052",
-        f"NCCL could not create its shared-memory segment{seg}; the line that says why is not in the log: "
-        "cause not found",
-        "Check `df -h /dev/shm` where the ranks run (a container's default is 64 MiB: --shm-size or "
-        "--ipc=host, a Kubernetes emptyDir with medium Memory); NCCL_SHM_DISABLE=1 confirms SHM is the part that "
-        "fails; NCCL_DEBUG=WARN shows the reason line before this one.",
+    """The segment's summary line alone: NCCL failed to create (or attach to) it, and the line before
+    it that says why is not in the log. Its candidates are the class's (nccl.causes_host)."""
+    seg, size = f.get("seg", ""), int(f.get("size") or 0)
+    err = f" (errno {f['errno']}: {f['err'].strip()})" if f.get("errno") else ""
+    why = "; the line that says why is not in the log"
+    if f.get("how") == "attaching to":
+        msg = f"NCCL could not attach to a local peer's shared-memory segment {seg}{err}{why}"
+        return Said("TD074", msg, EXPLANATIONS["TD074"].fix)
+    room = (
+        f" ({size / 2**20:.1f} MiB: NCCL makes one per connection to a local peer, so a container's default 64 MiB "
+        f"/dev/shm holds {CONTAINER_SHM_BYTES // size} of them)"
+        if size
+        else ""
     )
+    msg = f"NCCL could not create its shared-memory segment {seg} of {size} bytes{room}{err}{why}"
+    return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
 
 
 def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:

@@ -1,8 +1,8 @@
 """The findings of the launchers' and the job's own words (``nccl.launcher_lines``): a rank killed (TD090),
-the store's port in use (TD091), a rank that could not reach torch's c10d store (TD072). The killed rank
-is the one the launcher names as the first observed failure where its table says so; the cause is the
-memory only where a line of the log says so (``causes_launcher`` ranks the candidates otherwise). Data in,
-a ``Said`` out; no I/O."""
+the store's port in use (TD091), a rank that died of SIGBUS (TD094), a rank that could not reach torch's c10d
+store (TD072). The killed rank is the one the launcher names as the first observed failure where its table says
+so; the cause is the memory only where a line of the log says so (``causes_launcher`` ranks the candidates
+otherwise). Data in, a ``Said`` out; no I/O."""
 
 from __future__ import annotations
 
@@ -67,7 +67,15 @@ def _store_closed(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     return Said("TD046", msg, fix + EXPLANATIONS["TD046"].fix)
 
 
+def _bus_error(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """A SIGBUS: memory mapped from a file was touched where the file has no page to give (tmpfs full, the file
+    truncated); NCCL's /dev/shm segments are such files. Its candidates are the class's (nccl.causes_launcher)."""
+    msg = f"a process of the run died of SIGBUS ({f.get('said', 'Bus error')[:80]}): a mapped page had no memory"
+    return Said("TD094", msg, EXPLANATIONS["TD094"].fix, {"signal": "SIGBUS"})
+
+
 LAUNCHER: dict[str, Builder] = {
+    "bus-error": _bus_error,
     "process-killed": _killed,
     "store-port-in-use": _port_in_use,
     "store-timeout": _store_timeout,

@@ -171,7 +171,10 @@ class FrameworkLines(ReadState):
             self.add("process-killed" if killed else "root-cause", i, said, rank, fields=fields | {"root": "1"})
             return True
         # words any program prints (a GPU's memory full, a socket's timeout) count only in a distributed run
-        if (read := launcher_reading(line, self.nccl_seen or bool(self.ranks))) is None:
+        in_run = self.nccl_seen or bool(self.ranks)
+        if not in_run and "Bus error" in line:  # a crash's backtrace names libnccl after the signal's line
+            in_run = any("nccl" in ln.lower() for ln in self.lines)
+        if (read := launcher_reading(line, in_run)) is None:
             return False
         kind, fields = read
         if kind not in AFTER_FAILURE:

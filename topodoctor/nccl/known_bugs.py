@@ -2,7 +2,11 @@
 fixed it, where that is said (NCCL's release notes, the commit of the release tag, the issue
 thread where a maintainer settled it) and the workaround where one is known. A log whose NCCL
 version falls in a bug's range and that shows its message gets "a known bug of 2.x.y, fixed in
-2.x.z: upgrade NCCL" first (TD083). Data and one matcher; no I/O."""
+2.x.z: upgrade NCCL" first (TD083), named as the cause only where the message is the bug's own (its
+site, its words). Where the message is one many causes print (an internal error, a CUDA failure, the
+topology search's fallback, any failure of NCCL 1.x), the bug is the first of the candidates, beside
+the other causes of that message and what tells them apart: the release that fixed it. Data and one
+matcher; no I/O."""
 
 from __future__ import annotations
 
@@ -34,6 +38,12 @@ class KnownBug:
     platform: str = ""  # where the bug shows (GPUs, fabric): said with the finding
     alone: bool = False  # the message alone shows the run fails on it (no failure need follow in the log)
     weak: re.Pattern[str] | None = None  # a message that shows it only when no other cause is found (a fallback)
+    generic: bool = False  # the symptom is a message many causes print: the bug is then a candidate, not the cause
+    # the other causes of the symptom where it is generic (the site's, the maintainers'); a weak symptom always is
+    others: tuple[str, ...] = ()
+    tells: str = ""  # what tells the bug from the others (the fixed release, a line of the log)
+    lines: tuple[str, ...] = ()  # the lines of ``source`` that print it, where the file prints it elsewhere too
+    settings: tuple[str, ...] = ()  # variables whose setting, shown in the log, makes the bug's own message generic
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -49,6 +59,9 @@ KNOWN_BUGS = (
         "NCCL 2",
         "NCCL 1.x is the single-process library NCCL 2 replaced in 2017; its failures are not fixed any more",
         "NVIDIA/nccl-tests#5 (settled by updating NCCL 1.0 to NCCL 2)",
+        generic=True,
+        others=("the failure's own cause, which the message names whatever the release (see the next finding)",),
+        tells="the same program built against NCCL 2: a failure that stays is the message's own cause",
     ),
     KnownBug(
         "blackwell-shared-memory-size",
@@ -76,6 +89,28 @@ KNOWN_BUGS = (
         "socket closes ('Socket recv failed while polling'); 2.19.1-1 returns the proxy's own result",
         "rerun with NCCL_DEBUG=WARN: the proxy's own WARN before 'Socket recv failed while polling' names the error",
         weak=re.compile(r"internal error", re.I),
+        others=(
+            "a real internal error: NCCL's own consistency check failed (a bug of the release, or the program using "
+            "NCCL out of its contract)",
+            "a mix of NCCL builds in one job (a framework's bundled NCCL beside the system's, ranks on different "
+            "releases)",
+        ),
+        tells="NCCL 2.19.1 or later returns the proxy's own result (a system or remote error, not an internal one); "
+        "under 2.18 NCCL_DEBUG=WARN shows the proxy's WARN before 'Socket recv failed while polling'",
+    ),
+    KnownBug(
+        "connector-copy-before-sync",
+        (2, 18, 0),
+        (2, 18, 5),
+        re.compile(r"Cuda failure (?:\d+ )?'invalid argument'"),
+        "transport.cc",
+        "2.18.6",
+        "connecting a channel copied a connector to a device address read by a copy that had not completed yet, so "
+        "CUDA refused the address",
+        "NCCL's git log: 'Fix cudaMemcpyAsync bug' (4365458, fixes NVIDIA/nccl#957) in 2.18.6-1, the second "
+        "cudaMemcpyAsync of transport.cc (lines 154 and 174 in 2.18.1 - 2.18.5) used the first one's result without "
+        "a sync; NVIDIA/nccl#1024 (the maintainers: the bug fixed in 2.18.6)",
+        lines=("154", "174"),
     ),
     KnownBug(
         "ring-loop-back-pci-speed",
@@ -90,6 +125,21 @@ KNOWN_BUGS = (
         "NCCL_TOPO_FILE with a topology dumped on one node (NCCL_TOPO_DUMP_FILE) gives every rank the same view",
     ),
     KnownBug(
+        "pci-sort-nic-without-busid",
+        (2, 18, 5),
+        (2, 20, 2),
+        re.compile(r"Attribute busid of node nic not found"),
+        "",
+        "2.20.3",
+        "the topology's sort of PCI devices by bus id read a bus id from every device under the CPU, and a NIC "
+        "that has none (a virtual or non-PCI NIC) failed it as an internal error",
+        "NCCL's source: 2.18.5-1 keeps PCI devices ordered by bus id (graph/xml.cc, issue #820) with "
+        "xmlGetAttrStr on each sibling, which fails on a node without one; 2.20.3-1 reads it with xmlGetAttr and "
+        "skips those",
+        "NCCL_TOPO_FILE with a topology whose NICs sit under a PCI node, or leave the NIC without a PCI path out "
+        "(NCCL_SOCKET_IFNAME / NCCL_IB_HCA)",
+    ),
+    KnownBug(
         "blackwell-shared-memory",
         (2, 25, 0),
         (2, 26, 1),
@@ -100,6 +150,13 @@ KNOWN_BUGS = (
         "NCCL 2.26.2-1 release notes: shared memory usage fixed on recent Blackwell GPUs (NVIDIA/nccl-tests#287, "
         "#291, NVIDIA/nccl#1637)",
         platform="Blackwell GPUs (B200, GB200, RTX 50xx / RTX PRO 6000)",
+        generic=True,
+        others=(
+            "the launch's own arguments: a kernel NCCL built for another architecture, or two NCCL builds in one "
+            "process",
+        ),
+        tells="the GPU (the bug needs a Blackwell GPU) and NCCL 2.26.2, which fixed it: a failure that stays there is "
+        "not the bug",
     ),
     KnownBug(
         "nic-fusion-path",
@@ -114,6 +171,13 @@ KNOWN_BUGS = (
         "made non-fatal",
         "NCCL_NET_MERGE_LEVEL=LOC turns NIC fusion off (it did not help every reporter: upgrading did)",
         weak=re.compile(r"Could not find a path for pattern \d+"),
+        others=(
+            "ranks that see different systems (different NICs, GPUs or settings such as NCCL_TOPO_FILE), so the "
+            "topology search finds no common pattern",
+            "ranks on different NCCL versions",
+        ),
+        tells="NCCL_NET_MERGE_LEVEL=LOC (NIC fusion off) or NCCL 2.27.3: a failure that stays is not the bug",
+        settings=("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE"),  # a file naming a NIC the node lacks prints the same id
     ),
     KnownBug(
         "illegal-address-large-collectives",
@@ -126,6 +190,14 @@ KNOWN_BUGS = (
         "NVIDIA/nccl#2418",
         "NCCL_PROTO=Simple or NCCL_P2P_DISABLE=1 narrows it down until NCCL is upgraded",
         platform="Blackwell workstation GPUs (RTX PRO 6000) over PCIe",
+        generic=True,
+        others=(
+            "a kernel of the program that faulted earlier (CUDA reports it at NCCL's next call: CUDA_LAUNCH_BLOCKING=1 "
+            "shows the kernel)",
+            "a buffer freed or reused while NCCL still worked on it (user buffer registration, a CUDA graph)",
+        ),
+        tells="the GPU (the bug needs Blackwell workstation GPUs over PCIe), NCCL_PROTO=Simple making it go away, and "
+        "an upgrade: a fault that stays is not the bug",
     ),
 )
 
@@ -136,12 +208,13 @@ def _parse(v: str) -> Version | None:
 
 
 def matching(
-    versions: Iterable[str], messages: Iterable[tuple[str, str]], unexplained: bool = True
-) -> list[tuple[KnownBug, str, int]]:
+    versions: Iterable[str], messages: Iterable[tuple[str, str, str]], unexplained: bool = True
+) -> list[tuple[KnownBug, str, int, bool]]:
     """The known bugs a log shows: (bug, the version it runs, the index of the first message
-    that shows it) for each bug whose range holds a version of ``versions`` and whose symptom one
-    of ``messages`` ((text, NCCL source file)) prints; its weak symptom counts only where the log is
-    otherwise ``unexplained``. A log naming two NCCL versions is matched on each."""
+    that shows it, whether that message is generic) for each bug whose range holds a version of
+    ``versions`` and whose symptom one of ``messages`` ((text, NCCL source file, its line)) prints; its weak
+    symptom counts only where the log is otherwise ``unexplained``, and is always generic. A log
+    naming two NCCL versions is matched on each."""
     parsed = {v.split("+")[0]: p for v in versions if (p := _parse(v))}
     msgs = list(messages)
     out = []
@@ -149,56 +222,94 @@ def matching(
         running = next((v for v, p in parsed.items() if bug.first <= p <= bug.last), None)
         if running is None:
             continue
-        shows = [i for i, (t, src) in enumerate(msgs) if _shows(bug, bug.symptom, t, src)]
+        shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.symptom, t, src, at)]
+        generic = bug.generic
         if not shows and bug.weak is not None and unexplained:
-            shows = [i for i, (t, src) in enumerate(msgs) if _shows(bug, bug.weak, t, src)]
+            shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.weak, t, src, at)]
+            generic = True
         if shows:
-            out.append((bug, running, shows[0]))
+            out.append((bug, running, shows[0], generic))
     return out
 
 
-def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str) -> bool:
-    return bool(symptom.search(text)) and (not bug.source or src.endswith(bug.source) or bug.source in text)
+def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str, at: str = "") -> bool:
+    """The symptom in ``text``, printed by the bug's file (at its lines); a generic bug's symptom pasted without any
+    file (torch's Last error) may be it too, as a candidate."""
+    if not symptom.search(text) or (bug.lines and at not in bug.lines):
+        return False
+    return not bug.source or src.endswith(bug.source) or bug.source in text or (bug.generic and not src)
 
 
-def known_bug_findings(files: Sequence[LogFile], failed: bool, unexplained: bool = True) -> list[Finding]:
+def _named(bug: KnownBug, running: str) -> str:
+    on = f" on {bug.platform}" if bug.platform else ""
+    if bug.first[0] == 1:
+        return f"NCCL {running} is NCCL 1.x, replaced by {bug.fixed_in}: upgrade NCCL ({bug.what})"
+    return f"a known bug of NCCL {running}{on}, fixed in {bug.fixed_in}: upgrade NCCL ({bug.what})"
+
+
+def _lead_causes(lead: Finding | None, bug: KnownBug) -> list[str]:
+    """The causes the message's own finding names (its candidates, its likely causes, else its
+    message), without the bug itself."""
+    if lead is None or lead.code == "TD083":
+        return []
+    ev = lead.evidence
+    listed = ev.get("candidates") or ev.get("likely_causes")
+    said = (
+        [str(c) for c in listed]
+        if isinstance(listed, list)
+        else [f"another cause of the message, which the log does not single out ({lead.code}: {lead.message[:120]})"]
+    )
+    return [c for c in said if bug.fixed_in not in c and not _said_already(c, bug.others)]
+
+
+def _said_already(cause: str, others: Sequence[str]) -> bool:
+    """Whether one of ``others`` holds every word of ``cause`` (the lead's short form of the same cause)."""
+    words = [w for w in re.findall(r"[a-z0-9_]{3,}", cause.lower())]
+    return any(all(w in o.lower() for w in words) for o in others)
+
+
+def known_bug_findings(
+    files: Sequence[LogFile], failed: bool, unexplained: bool = True, lead: Finding | None = None
+) -> list[Finding]:
     """TD083 for each known bug the logs show in a run that ``failed`` (or whose message alone says
     it fails; a weak sign only where the log is otherwise ``unexplained``): the version, the
     release that fixed it, the workaround and where that is said; the evidence is the first line
-    that shows it."""
+    that shows it. Where the message is generic the bug is the first candidate, then the bug's
+    other causes and those of ``lead`` (the message's own finding), with what tells them apart."""
     events = [e for f in files for e in f.events]
-    texts = [(e.fields.get("said") or e.text, e.source) for e in events]
+    texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for e in events]
+    env = {k for f in files for k in f.env} | {"NCCL_TOPO_FILE" for f in files if f.topo_file}
     out = []
-    for bug, running, i in matching((v for f in files for v in f.versions), texts, unexplained):
+    for bug, running, i, generic in matching((v for f in files for v in f.versions), texts, unexplained):
         if not (failed or bug.alone):
             continue
+        shown = any(v in env for v in bug.settings)  # the log's own setting: its causes before the bug's others
         ev = events[i]
-        on = f" on {bug.platform}" if bug.platform else ""
-        fix = f"Upgrade NCCL to {bug.fixed_in} or later. " + (
-            f"Until then: {bug.workaround}. " if bug.workaround else ""
-        )
+        named = _named(bug, running)
+        until = f"Until then: {bug.workaround}. " if bug.workaround else ""
         evidence: dict[str, object] = {"file": ev.file, "line": ev.line_no, "text": ev.text}
         if ev.rank is not None:
             evidence["rank"] = ev.rank
-        evidence |= {
-            "cause": {"what": bug.what, "confidence": "known bug of the version"},
-            "nccl_version": running,
-            "fixed_in": bug.fixed_in,
-            "reference": bug.reference,
-        }
+        if generic or shown:
+            rest = [*_lead_causes(lead, bug), *bug.others] if shown else [*bug.others, *_lead_causes(lead, bug)]
+            cands = list(dict.fromkeys([named, *rest]))
+            listed = "; ".join(f"({n}) {c}" for n, c in enumerate(cands, 1))
+            message = f"{named}; or another cause of the same message: candidates"
+            fix = (
+                f"The message is not the bug's alone; candidates, most likely first: {listed}. To tell them apart: "
+                f"{bug.tells}; upgrade NCCL to {bug.fixed_in} or later. {until}"
+            )
+            evidence["cause"] = {"what": bug.what, "confidence": "candidates"}
+            evidence["candidates"] = cands
+        else:
+            message = named
+            fix = f"Upgrade NCCL to {bug.fixed_in} or later. {until}"
+            evidence["cause"] = {"what": bug.what, "confidence": "known bug of the version"}
+        evidence |= {"nccl_version": running, "fixed_in": bug.fixed_in, "reference": bug.reference}
+        e = EXPLANATIONS["TD083"]
         out.append(
             Finding(
-                "TD083",
-                EXPLANATIONS["TD083"].name,
-                EXPLANATIONS["TD083"].severity,
-                f"nccl-{running}",
-                (
-                    f"NCCL {running} is NCCL 1.x, replaced by {bug.fixed_in}: upgrade NCCL ({bug.what})"
-                    if bug.first[0] == 1
-                    else f"a known bug of NCCL {running}{on}, fixed in {bug.fixed_in}: upgrade NCCL ({bug.what})"
-                ),
-                fix + f"Source: {bug.reference}.",
-                evidence,
+                "TD083", e.name, e.severity, f"nccl-{running}", message, fix + f"Source: {bug.reference}.", evidence
             )
         )
     return out
@@ -210,13 +321,13 @@ def version_candidates(files: Sequence[LogFile]) -> list[str]:
     ``known_bug_findings`` decides) or no bug's message is shown. NCCL 1.x's entry needs a version."""
     if any(f.versions for f in files):
         return []
-    texts = [(e.fields.get("said") or e.text, e.source) for f in files for e in f.events]
+    texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for f in files for e in f.events]
     out = []
     for bug in KNOWN_BUGS:
         if bug.first[0] == 1:
             continue
         signs = [bug.symptom] + ([bug.weak] if bug.weak is not None else [])
-        if any(_shows(bug, sign, t, s) for sign in signs for t, s in texts):
+        if any(_shows(bug, sign, t, s, at) for sign in signs for t, s, at in texts):
             first, last = ".".join(map(str, bug.first)), ".".join(map(str, bug.last))
             span = first if first == last else f"{first} - {last}"
             out.append(f"if the job runs NCCL {span}: a known bug ({bug.what}), fixed in {bug.fixed_in}")

@@ -121,6 +121,24 @@ _STORE = (
         "torch's c10d store closed the connection: the process that held it (rank 0) ended",
     ),
 )
+# a rank's SIGBUS in the words of the program that caught it (UCX's backtrace, Open MPI's, Python's faulthandler,
+# the shell, srun): in a run with NCCL most often shared memory touched past what /dev/shm holds
+_BUS = (
+    LauncherLine(
+        "bus-error",
+        re.compile(
+            r"Caught signal 7 \(Bus error[^)]*\)|Signal: Bus error \(7\)|Fatal Python error: Bus error"
+            r"|\bBus error \(core dumped\)|srun: error: [\w.-]+: tasks? [\d,-]+: Bus error"
+        ),
+        "the process died of SIGBUS (Bus error)",
+        needs_run=True,
+    ),
+    LauncherLine(  # the deepspeed launcher's words for a rank that died of signal 7: distributed by themselves
+        "bus-error",
+        re.compile(r"sigkill_handler\].*(?P<said>exits with return code = -7)\b"),
+        "the deepspeed launcher: a rank's process died of SIGBUS",
+    ),
+)
 # torch's caching allocator in a rank of a distributed run ("Tried to allocate"): the GPU's memory is full
 _GPU = (
     LauncherLine(
@@ -139,12 +157,12 @@ SRUN_OTHER_END = re.compile(
 CONSEQUENCES = frozenset(("store-closed",))  # kinds that follow a failure elsewhere: a known root cause leads
 # kinds that are no failure by themselves: the store's server also closes when rank 0 ends a run that went well
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _GPU
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _GPU
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
-    r"exitcode: |return code = -9|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
-    r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout"
+    r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
+    r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error"
 )
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(

@@ -132,6 +132,33 @@ def cumem_host_off(evs: Sequence[Event], ctx: LogContext) -> bool:
     return off and not any(s.kind == "cumem-import" for s in ctx.signs)
 
 
+def shm_open_names(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """A segment named as NCCL before 2.12 names it (include/shm.h's shm_open of nccl-shm-<hash>-...: the same
+    name again for the same ranks), not 2.12+'s mkstemp file /dev/shm/nccl-XXXXXX."""
+    seg = evs[0].fields.get("seg", "")
+    return seg.startswith("nccl-shm-") or older_than(ctx, (2, 12, 0)) is True
+
+
+def mkstemp_names(evs: Sequence[Event], ctx: LogContext) -> bool:
+    return not shm_open_names(evs, ctx)
+
+
+def before_shm_register_summary(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """Before 2.16 a refused cudaHostRegister of the segment skips the summary line (shm.h's and
+    shmutils.cc's cudaError label): the summary alone is no CUDA failure there."""
+    return shm_open_names(evs, ctx) or older_than(ctx, (2, 16, 0)) is True
+
+
+def before_cumem_host(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """cuMem host memory for the SHM transport came with 2.23 (NCCL_CUMEM_HOST_ENABLE)."""
+    return shm_open_names(evs, ctx) or older_than(ctx, (2, 23, 0)) is True
+
+
+def mapping_refused(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """The summary's errno (2.22+) says the memory was refused, not the room in /dev/shm."""
+    return evs[0].fields.get("errno") == "12"
+
+
 def no_gdrdma(evs: Sequence[Event], ctx: LogContext) -> bool:
     """No network connection runs GPUDirect RDMA (none shows /GDRDMA, or NCCL_NET_GDR_LEVEL=0 / LOC): the NIC
     never reads or writes GPU memory."""

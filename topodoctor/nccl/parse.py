@@ -67,6 +67,9 @@ _PROGRESS = re.compile(
 )
 
 
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'"})
+
+
 class _Reader(FrameworkLines):
     """NCCL's own lines; every other line goes to ``FrameworkLines.other``."""
 
@@ -174,6 +177,8 @@ class _Reader(FrameworkLines):
 
 def parse_file(name: str, text: str) -> LogFile:
     """One file's NCCL output."""
+    if "\u2018" in text or "\u2019" in text:  # an editor's typographic quotes; NCCL and CUDA print straight ones
+        text = text.translate(_QUOTES)
     lines = text.splitlines()
     r = _Reader(name, lines)
     for i, raw in enumerate(lines):

@@ -17,6 +17,11 @@ from topodoctor.nccl.launcher_lines import root_cause_said, signal_said
 from topodoctor.nccl.logfile import Event, LogFile
 from topodoctor.nccl.site_causes import site_candidates
 
+# 2.18's proxy errors read back as internal errors (nccl.known_bugs): a likely cause only under 2.18 or no version
+_INTERNAL_218 = (
+    "NCCL 2.18 reports a failure of its proxy thread as 'internal error' (fixed in 2.19.1: the proxy's own WARN "
+    "before 'Socket recv failed while polling' names it; upgrade to 2.19 or later)"
+)
 # What an NCCL error class usually means when NCCL left no reason (init.cc's ncclGetErrorString)
 LIKELY = {
     "invalid usage": "at init: NCCL_NET naming an absent network, NCCL_SOCKET_IFNAME matching nothing, or two "
@@ -25,9 +30,9 @@ LIKELY = {
     "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, the Fabric Manager on an "
     "NVSwitch host, or a GPU fault (see dmesg)",
     "remote process exited": "another rank died or its node dropped off the network",
-    "internal error": "NCCL 2.18 reports a failure of its proxy thread as 'internal error' (fixed in 2.19.1: the "
-    "proxy's own WARN before 'Socket recv failed while polling' names it; upgrade to 2.19 or later), an NCCL bug, "
-    "or a mix of NCCL builds",
+    "internal error": f"{_INTERNAL_218}, a topology XML without an attribute NCCL reads (NCCL_TOPO_FILE or the "
+    "file a network plugin sets such as aws-ofi-nccl's per-instance ones; graph/xml.h returns ncclInternalError for "
+    "'Attribute X of node Y not found'), an NCCL bug, or a mix of NCCL builds",
 }
 # A failure whose class the log does not name either (torch's "communicator was aborted", its watchdog's end)
 _ANY_CLASS = (
@@ -144,6 +149,9 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
             )
         ]
     likely = next((v for k, v in LIKELY.items() if cls.startswith(k)), "")
+    versions = [v for f in files for v in f.versions]
+    if cls.startswith("internal error") and versions and not any(v.startswith("2.18.") for v in versions):
+        likely = likely.removeprefix(f"{_INTERNAL_218}, ")
     candidates = [c.strip() for c in re.split(r", or |, ", likely)] if likely else list(_ANY_CLASS)
     likely = likely or "; ".join(f"({i}) {c}" for i, c in enumerate(_ANY_CLASS, 1))
     if graph := env.get("NCCL_GRAPH_FILE"):  # a forced graph breaks init on any other GPU set

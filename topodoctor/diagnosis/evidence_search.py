@@ -174,7 +174,7 @@ def _candidates(
             what = f"if the job runs NCCL {span}: its known regression on {r.where} (unaffected: {r.unaffected})"
             signed.append((what, f"the NCCL version (NCCL_DEBUG=VERSION), then a run with {r.unaffected}", False))
         elif r in regressions_of(f.nccl_version, arch, nodes):
-            what = f"NCCL {f.nccl_version}'s known regression on {r.where} ({span}, unaffected: {r.unaffected})"
+            what = f"NCCL {f.nccl_version.split('+')[0]}'s known regression on {r.where} ({span}, unaffected: {r.unaffected})"
             shown.append((what, f"the same run with NCCL {r.unaffected} ({r.source})", True))
     for name, does in PATH_SETTINGS.items():
         if name in f.settings:

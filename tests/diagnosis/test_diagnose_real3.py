@@ -157,3 +157,11 @@ def test_the_channel_line_of_releases_before_2_17_gives_the_channels() -> None:
     text += "node:1:2 [0] NCCL INFO 2 coll channels, 2 p2p channels, 1 p2p channels per peer\n"
     acc = account([text])
     assert acc is not None and acc.channels == 2 and acc.p2p_channels == 2 and acc.nvls_channels is None
+
+
+def test_across_nodes_the_ring_s_channels_are_not_held_to_the_nvlinks() -> None:
+    """nccl#1189's search (2 nodes of 2 H20, 4 channels x 24 GB/s over NVL): the NICs set the channels."""
+    found = _judged(_H200, _log("2.21.5", _ring(4, "24.000000", "NVL"), ranks=4, nodes=2))
+    assert [x.severity for x in found if x.code == "TD984"] == ["info"]
+    worse = _judged(_H200, _log("2.21.5", _ring(4, "24.000000", "SYS"), ranks=4, nodes=2))
+    assert [x.severity for x in worse if x.code == "TD984"] == ["warning"]

@@ -143,6 +143,14 @@ def _nccl_paths(f: Facts) -> Allowed | None:
     return Allowed(ring, worst, f"NCCL's own paths between the GPUs: the slowest {slowest:g} GB/s, over {worst}")
 
 
+def _one_node(f: Facts) -> bool:
+    """Whether the run is of one node: NCCL's own count, else no network connection and one host named (a
+    single node logs `Using network` too, so that line does not tell)."""
+    if f.nccl_nodes is not None:
+        return f.nccl_nodes == 1
+    return not any(c.kind in ("net", "collnet") for c in f.conns) and len(f.hosts) <= 1
+
+
 def _ring(found: list[tuple[NcclGraphSeen, Quote]]) -> tuple[NcclGraphSeen, Quote] | None:
     """The ring graph most lines show (every rank prints its communicator's), fallbacks apart."""
     rings = [(gs, q) for gs, q in found if gs.pattern == RING and not gs.fallback and gs.channels]
@@ -174,7 +182,8 @@ def _candidates(
             what = f"if the job runs NCCL {span}: its known regression on {r.where} (unaffected: {r.unaffected})"
             signed.append((what, f"the NCCL version (NCCL_DEBUG=VERSION), then a run with {r.unaffected}", False))
         elif r in regressions_of(f.nccl_version, arch, nodes):
-            what = f"NCCL {f.nccl_version.split('+')[0]}'s known regression on {r.where} ({span}, unaffected: {r.unaffected})"
+            release = f.nccl_version.split("+")[0]
+            what = f"NCCL {release}'s known regression on {r.where} ({span}, unaffected: {r.unaffected})"
             shown.append((what, f"the same run with NCCL {r.unaffected} ({r.source})", True))
     for name, does in PATH_SETTINGS.items():
         if name in f.settings:
@@ -243,6 +252,10 @@ def search_findings(f: Facts, normal: bool) -> list[SearchFinding]:
                   "candidates": [w for w, _, _ in cands], "post": [p for _, p, _ in cands][:2]}  # fmt: skip
             out.append(("TD984", "warning", "nccl-search", msg, ev2))
         return out
+    if not _one_node(f):  # across nodes the ring's channels are the NICs' to fill: only the path type inside is held
+        hw = Allowed(None, hw.type_intra, hw.basis)
+        if not hw.type_intra:
+            return out
     short = hw.ring_gbps is not None and total < NORMAL_SHARE * hw.ring_gbps
     worse = bool(hw.type_intra) and PATH_TYPES.get(gs.type_intra, 99) > PATH_TYPES.get(hw.type_intra, 99)
     allows = (f"about {hw.ring_gbps:g} GB/s" if hw.ring_gbps is not None else "") + (

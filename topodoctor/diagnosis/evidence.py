@@ -45,6 +45,7 @@ from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
+from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import SAID_SETTING, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
@@ -67,7 +68,7 @@ SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "T
 def judge(ev: Evidence) -> tuple[Finding, ...]:
     """Findings on everything the evidence shows: what each piece showed (TD980, TD981), then causes
     (warning, error), "normal for this hardware" (info) and what could not be judged, worst first."""
-    return read_findings(ev) + judge_facts(facts_of(ev))
+    return read_findings(ev) + judge_facts(replace(facts_of(ev), searched=searched_of(ev)))
 
 
 def _finding(code: str, subject: str, message: str, fix: str, evidence: Mapping[str, object],
@@ -95,6 +96,7 @@ def _causes(f: Facts, sym: Symptom | None) -> Leads:
     nic_causes(f, sym, out)
     setting_causes(f, sym, out)
     version_causes(f, sym, out)
+    search_causes(f, sym, out)
     one_gpu_slow(f, out)
     return out
 
@@ -302,6 +304,9 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     elif not measured and not f.averages and not any(x.severity != "info" for x in out):
         for ask in unmeasured_host(f):
             out.append(_finding("TD022", ask.subject, ask.message, FALLBACK_FIX, ask.evidence, ask.severity))
+    for code, severity, subject, message, ev in search_findings(f, bool(normal) and not coll):
+        if not any(x.code == code for x in out):  # a short run's cause already says it
+            out.append(_finding(code, subject, message, BY_CODE[code].how, ev, severity))
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
     if any(x.code == "TD022" and x.severity == "warning" for x in out):

@@ -284,7 +284,7 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     arch = f.model.arch if f.model is not None else ""
     found = regressions_of(f.nccl_version, arch, sym.nodes > 1 if sym is not None else None)
     for r in found:
-        if r.sizes != "large" or sym is None:
+        if r.sizes != "large" or sym is None or r.sign:  # one with a sign: evidence_search.py, where the log shows it
             continue
         what = f"NCCL {f.nccl_version} has a known regression on {r.where}: {r.what}"
         out.add(

@@ -1,4 +1,4 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982, TD983): each code's name,
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD985): each code's name,
 severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
@@ -208,6 +208,31 @@ CODES: tuple[DiagnosisCode, ...] = (
         "follow one launch and nothing crosses the network.",
         "Rebuild nccl-tests with MPI: `make clean`, then `make MPI=1 MPI_HOME=/path/to/mpi`, and run again: one "
         "header listing every rank, one result.",
+    ),
+    DiagnosisCode(
+        "TD984", "diag-nccl-search-short", "warning",
+        "NCCL's graph search found fewer channels, a lower speed or a worse path than this hardware allows.",
+        "NCCL's INFO log prints what its search found (`Pattern 4, ..., nChannels 12, bw 30.000000/30.000000, "
+        "type NVL/PIX`): the channels a ring uses, the GB/s NCCL credits each, and the worst path inside the node. "
+        "Their product is what NCCL expects of the links; the topology's model fills the same links with the same "
+        "channel speeds, so a search that found less, or a path through PHB or SYS where NVLink joins the GPUs, "
+        "caps every collective before a byte moves. The same line on a healthy run is the evidence that NCCL saw "
+        "the hardware whole (information).",
+        "Find what NCCL saw: post NCCL_TOPO_DUMP_FILE's output beside `nvidia-smi topo -m`. A virtual machine's "
+        "flat PCI tree needs NCCL_TOPO_FILE; NCCL_P2P_LEVEL, NCCL_P2P_DISABLE, NCCL_CROSS_NIC, NCCL_PXN_DISABLE or "
+        "NCCL_NET_GDR_LEVEL set for the job narrow the paths: unset them and compare.",
+        also=("info",),  # the search as the hardware allows: the evidence of a normal run
+    ),
+    DiagnosisCode(
+        "TD985", "diag-nccl-search-failed", "warning",
+        "NCCL's graph search found no path for a pattern and fell back to its simple order: one channel.",
+        "`Could not find a path for pattern N, falling back to simple order` (search.cc) means the search "
+        "gave up: NCCL builds one channel in rank order at 0.1 GB/s over SYS, and because every collective gets "
+        "the fewer of the tree's and the ring's channels, a tree that fell back leaves the rings one channel too. "
+        "The causes the source gives: the topology NCCL saw (a VM's flat PCI tree, a NIC or GPU it did not see), a "
+        "setting that narrows the paths, or a release whose search fails on the node's layout.",
+        "Post NCCL_TOPO_DUMP_FILE's output and the job's NCCL_* settings; where a release with a known search "
+        "regression is named, run the release the finding names as unaffected.",
     ),
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CODES}

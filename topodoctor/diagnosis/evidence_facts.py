@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from topodoctor.model.collectives import NcclAccount
 from topodoctor.model.evidence import (
     SAID_SETTING,
     CollectiveRun,
@@ -22,9 +22,12 @@ from topodoctor.model.evidence import (
     SweepPair,
 )
 from topodoctor.model.evidence_prose import ProseSaid
+from topodoctor.model.nccl_account import NcclAccount
 from topodoctor.nccl.lines import NetLine, net_line, peer_line
 from topodoctor.topology.gpu_models import GpuModel, model_of
 
+if TYPE_CHECKING:  # evidence_search.py, which reads these facts, gives the search's
+    from topodoctor.diagnosis.evidence_search import Searched
 KINDS = {"P2P": "p2p", "SHM": "shm", "NET": "net"}  # a connection's transport by the head of NCCL's "via"
 
 
@@ -111,11 +114,11 @@ class Facts:
     averages: tuple[tuple[str, float, Quote], ...] = ()  # (op, busbw) of runs shown by their average line alone
     copies: tuple[CopyMatrix, ...] = ()
     launches: tuple[Launch, ...] = ()
-    # each launch with the nccl-tests results its output holds (the runs after it in the same input, up to
-    # the next launch): (launch, [(op, busbw average or None, hosts its ranks name, quote)])
+    # each launch with the nccl-tests results of the runs after it in its input: (launch, [(op, avg, hosts, quote)])
     results: tuple[tuple[Launch, tuple[tuple[str, float | None, frozenset[str], Quote], ...]], ...] = ()
     sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
     prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim (diagnosis/evidence_prose.py)
+    searched: Searched | None = None  # what NCCL's log says of its graph search (evidence_search.py)
     where: Mapping[int, str] = field(default_factory=dict)  # piece -> "path:first-last"
 
     def link(self, a: int, b: int) -> str | None:
@@ -241,8 +244,7 @@ def _account_conns(acc: NcclAccount, hosts: Mapping[int, str], quote: Quote) -> 
 
 
 def bus_key(bus_id: str) -> tuple[int, int] | None:
-    """(bus, device) of a PCI address however it is printed: nvidia-smi's 00000000:18:00.0, nccl-tests'
-    [0000:18:00] or, in older releases, the bus alone [0x18] (device 0)."""
+    """(bus, device) of a PCI address as printed: 00000000:18:00.0, [0000:18:00], [0x18] (device 0)."""
     text = bus_id.strip().strip("[]").lower()
     try:
         if text.startswith("0x"):
@@ -303,9 +305,8 @@ def _results(ev: Evidence) -> tuple[tuple[Launch, tuple[tuple[str, float | None,
 
 def facts_of(ev: Evidence) -> Facts:
     """The facts a user's evidence shows."""
-    names = tuple(dict.fromkeys([g.name for g in ev.gpus if g.name] + [
-        r.device_name for run in ev.collectives for r in run.ranks if r.device_name
-    ]))  # fmt: skip
+    ranked = [r.device_name for c in ev.collectives for r in c.ranks if r.device_name]
+    names = tuple(dict.fromkeys([g.name for g in ev.gpus if g.name] + ranked))
     model = next((m for n in names if (m := model_of(n)) is not None), None)
     hosts = tuple(dict.fromkeys(r.host for run in ev.collectives for r in run.ranks if r.host))
     per_node: int | None = None
@@ -334,9 +335,8 @@ def facts_of(ev: Evidence) -> Facts:
         for ln in ev.nccl_lines
         if (meaning := net_line(ln.text)) is not None
     )
-    version = next((a.version for a in accounts if a.version), "") or next(
-        (r.nccl_version for r in ev.collectives if r.nccl_version), ""
-    ) or ev.nccl_version  # fmt: skip
+    version = next((v for v in [a.version for a in accounts] + [r.nccl_version for r in ev.collectives] if v),
+                   ev.nccl_version)  # fmt: skip
     return Facts(
         names=names,
         model=model,

@@ -46,6 +46,9 @@ def _read(ev: Evidence, k: int, p: Piece) -> Finding:
         "settings": _count(ev.settings, k),
         "launches": _count(ev.launches, k),
         "graphs": _count(getattr(ev, "graphs", ()), k),  # NCCL's graph dumps, where the readers give them
+        "graph_searches": sum(
+            len(a.searches) + len(a.search_failed) for a, i in zip(ev.nccl, ev.nccl_pieces, strict=False) if i == k
+        ),  # NCCL's own lines of its search
         "sweep_pairs": _count(ev.sweeps, k),
         "stated_figures": sum(len(c.figures) for c in ev.prose if c.piece == k),
     }

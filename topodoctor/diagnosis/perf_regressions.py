@@ -22,9 +22,22 @@ class Regression:
     source: str
     arch: tuple[str, ...] = ()  # GPU architectures it showed on; empty: any
     multinode: bool | None = None  # True: only across nodes
+    sign: str = ""  # what NCCL's log shows of it; a regression with a sign is named only where the log shows it
 
+
+# NCCL's log line for a graph search that found no path (grammar.SEARCH_FAILED), for pattern 1: the balanced tree
+TREE_SEARCH_FAILED = "Could not find a path for pattern 1"
 
 REGRESSIONS: tuple[Regression, ...] = (
+    Regression(
+        (2, 25, 1), (2, 28, 9), "GPUs before Hopper across nodes", "large",
+        "the tree search finds no path (pattern 1, the balanced tree) and NCCL falls back to one channel for every "
+        "collective: 2.25.1 bounds the search's GPU-NIC path type by the GPUs' farthest NIC (search.cc "
+        "ncclTopoGetGpuMaxPath), which a balanced tree coming back through PHB or SYS exceeds; 2.29.2 lifts the "
+        "bound before Hopper ('Ampere relies on BALANCED_TREE which sometimes needs to come back through SYS or PHB')",
+        "2.24.3 or 2.29.2", "NCCL's source, src/graph/search.cc at v2.25.1-1 and v2.29.2-1",
+        ("Volta", "Turing", "Ampere", "Ada"), True, TREE_SEARCH_FAILED,
+    ),
     Regression(
         (2, 16, 2), (2, 16, 5), "PCIe GPUs in pairs joined by NVLink bridges on AMD hosts", "large",
         "all_reduce, all_gather and reduce_scatter about 10x slower than with 2.14.3 / 2.15.5 on 8 x A40 with "

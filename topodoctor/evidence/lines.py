@@ -20,7 +20,6 @@ from topodoctor.model.evidence import (
     GpuSeen,
     Kind,
     Launch,
-    NcclGraphSeen,
     NcclLine,
     NicSeen,
     PairSeen,
@@ -29,6 +28,7 @@ from topodoctor.model.evidence import (
     XidSeen,
 )
 from topodoctor.model.evidence_prose import ProseSaid
+from topodoctor.model.nccl_account import NcclGraphSeen
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _BARE_SGR = re.compile(r"(?<![\w\]\[])\[[0-9;]{1,5}m")  # the same escapes, their ESC lost in a copy: "[4mGPU0"

@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET  # the XML parser: NCCL's dumps are XML
 from dataclasses import replace
 
 from topodoctor.evidence.lines import Block, Parts
-from topodoctor.model.evidence import GpuSeen, Kind, NcclGraphSeen, NicSeen
+from topodoctor.model.evidence import GpuSeen, Kind, NicSeen
+from topodoctor.model.nccl_account import NcclGraphSeen
 from topodoctor.topology.ncclxml import pci_kind, speed_per_lane
 
 _OPEN = re.compile(r"^\s*<(system|graphs)\b")

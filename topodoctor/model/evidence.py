@@ -15,6 +15,7 @@ from typing import Literal
 
 from topodoctor.model.collectives import NcclAccount, RankInfo, Row
 from topodoctor.model.evidence_prose import ProseSaid
+from topodoctor.model.nccl_account import NcclGraphSeen
 
 # The kinds of text a reader recognises, detected by content (never by a file's name).
 Kind = Literal[
@@ -153,22 +154,6 @@ class CollectiveRun:
     out_of_bounds: int | None = None  # "# Out of bounds values : N"
     nccl_version: str = ""  # the library nccl-tests printed, or NCCL's banner in the same output
     test_version: str = ""  # nccl-tests' own version
-
-
-@dataclass(frozen=True)
-class NcclGraphSeen:
-    """One graph of NCCL's graph dump (``NCCL_GRAPH_DUMP_FILE``): the pattern NCCL searched and what it
-    found. Speeds are NCCL's GB/s per channel; the link types are NCCL's (NVL, PIX, PXB, PHB, SYS, NET)."""
-
-    piece: int
-    pattern: int | None = None  # NCCL_TOPO_PATTERN_*: 1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS
-    channels: int | None = None
-    speed_intra_gbps: float | None = None
-    speed_inter_gbps: float | None = None
-    type_intra: str = ""
-    type_inter: str = ""
-    crossnic: int | None = None
-    nets: int = 0  # distinct NICs its channels use
 
 
 @dataclass(frozen=True)

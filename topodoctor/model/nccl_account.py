@@ -62,6 +62,24 @@ class GdrHca:
 
 
 @dataclass(frozen=True)
+class NcclGraphSeen:
+    """One graph NCCL's search found, from its graph dump (``NCCL_GRAPH_DUMP_FILE``) or its INFO line
+    (``Pattern 4, crossNic 0, nChannels 12, bw 30.000000/30.000000, type NVL/PIX, sameChannels 1``). Speeds
+    are NCCL's GB/s per channel; the link types are NCCL's (NVL, PIX, PXB, PHB, SYS, NET)."""
+
+    piece: int = 0  # the evidence piece (a graph dump's); 0 in an account, which is of one piece
+    pattern: int | None = None  # NCCL_TOPO_PATTERN_*: 1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS
+    channels: int | None = None
+    speed_intra_gbps: float | None = None
+    speed_inter_gbps: float | None = None
+    type_intra: str = ""
+    type_inter: str = ""
+    crossnic: int | None = None
+    nets: int = 0  # distinct NICs its channels use
+    fallback: bool = False  # the search found no path and NCCL put in its simple order (search.cc)
+
+
+@dataclass(frozen=True)
 class RankSeat:
     """Where a rank ran, as its init line printed it."""
 
@@ -105,6 +123,9 @@ class NcclAccount:
     warnings: tuple[str, ...] = ()  # NCCL WARN lines
     choices: tuple[NcclChoice, ...] = ()  # per op and size (NCCL_DEBUG_SUBSYS with TUNING)
     graphs: tuple[str, ...] = ()  # the graph searches: "ring 12 ch x 30/30 GB/s NVL/PIX"
+    searches: tuple[NcclGraphSeen, ...] = ()  # the same, as data, each distinct line once (INFO with GRAPH)
+    search_failed: tuple[int, ...] = ()  # the patterns whose search found no path ("falling back to simple order")
+    gpu_paths: tuple[tuple[str, float], ...] = ()  # NCCL's paths between the GPUs of a node: (NVL/PIX/SYS..., GB/s)
     # What each host's INFO lines said of itself and its network; empty where the log does not say
     local_ranks: int | None = None  # ranks on the first rank's node (the world communicator's localRanks)
     seats: tuple[RankSeat, ...] = ()  # rank -> host and device, from the init lines

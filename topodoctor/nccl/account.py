@@ -16,9 +16,18 @@ from typing import Any
 
 from topodoctor.core import fileio
 from topodoctor.model.collective_ops import SPECS
-from topodoctor.model.nccl_account import Connection, GdrHca, NcclAccount, NcclChoice, NetDevice, RankSeat, Route
+from topodoctor.model.nccl_account import (
+    Connection,
+    GdrHca,
+    NcclAccount,
+    NcclChoice,
+    NcclGraphSeen,
+    NetDevice,
+    RankSeat,
+    Route,
+)
 from topodoctor.nccl import grammar as g
-from topodoctor.nccl.choices import Choices, parse_choices, predicted_busbw, traffic_bytes
+from topodoctor.nccl.choices import Choices, GraphSearch, parse_choices, predicted_busbw, traffic_bytes
 
 MAX_LOG_BYTES = 16 << 20  # a TRACE log of a long run; INFO logs are tens of KB
 _Conn = tuple[int, int, int, str, str, str, str]  # (from, to, channel, connIndex, via, side, printing host)
@@ -86,7 +95,7 @@ def parse_log(text: str) -> _Log:
                 log.warnings.append(m["msg"].strip()[:200])
             continue
         _info(log, line, msg, state)
-    if "Bytes -> Algo" in text or "Algorithm" in text:
+    if any(w in text for w in ("Bytes -> Algo", "Algorithm", "Pattern ", "Could not find a path", " :GPU/")):
         log.choices = parse_choices(text.splitlines())
     return log
 
@@ -108,7 +117,9 @@ def _info(log: _Log, line: str, msg: str, state: list[object]) -> None:
         if ring not in log.rings:
             log.rings.append(ring)
     elif m := g.CHANNELS.match(msg):
-        log.channels, log.nvls_channels, log.p2p_channels = (int(x) for x in m.groups())
+        coll, nvls, p2p = m.groups()
+        log.channels, log.p2p_channels = int(coll), int(p2p)
+        log.nvls_channels = int(nvls) if nvls is not None else log.nvls_channels
     elif m := g.COMM.search(msg):
         nranks = int(m["nranks"])
         log.comms[m["comm"]] = (int(m["rank"]), nranks, int(m["nnodes"]), int(m["local_ranks"]))
@@ -173,17 +184,54 @@ def _choices(logs: list[_Log], nranks: int | None) -> tuple[tuple[NcclChoice, ..
         cost = found.cost(c.op, c.algorithm, c.protocol)
         pred = predicted_busbw(cost, size, spec.bus_factor(nranks)) if cost and spec else None
         out.append(NcclChoice(c.op, size, c.algorithm, c.protocol, c.channels, pred, c.calls))
-    graphs = tuple(
+    return tuple(sorted(out, key=lambda c: (c.op, c.size_bytes))), _graph_words(found.graphs)
+
+
+def _graph_words(graphs: Iterable[GraphSearch]) -> tuple[str, ...]:
+    """The graph searches in a few words each ("ring 12 ch x 30/30 GB/s NVL/PIX"), the first eight."""
+    return tuple(
         f"{g.pattern} {g.channels} ch x {g.bw_intra_gbps:g}/{g.bw_inter_gbps:g} GB/s {g.type_intra}/{g.type_inter}"
-        for g in found.graphs
+        + (" (no path found: simple order)" if g.fallback else "")
+        for g in graphs
+    )[:8]
+
+
+def _searches(logs: list[_Log]) -> dict[str, Any]:
+    """Each distinct graph line of the logs (every rank prints its own) as data, and the patterns whose
+    search found no path; read whether or not the log has NCCL's TUNING lines."""
+    seen: dict[GraphSearch, None] = {}
+    failed: dict[int, None] = {}
+    paths: dict[tuple[str, float], None] = {}
+    for lg in logs:
+        if lg.choices is None:
+            continue
+        seen.update(dict.fromkeys(lg.choices.graphs))
+        failed.update(dict.fromkeys(lg.choices.failed))
+        paths.update(dict.fromkeys(lg.choices.paths))
+    searches = tuple(
+        NcclGraphSeen(
+            0,
+            gs.number or None,
+            gs.channels,
+            gs.bw_intra_gbps,
+            gs.bw_inter_gbps,
+            gs.type_intra,
+            gs.type_inter,
+            gs.cross_nic,
+            fallback=gs.fallback,
+        )
+        for gs in seen
     )
-    return tuple(sorted(out, key=lambda c: (c.op, c.size_bytes))), graphs[:8]
+    return {"searches": searches[:16], "search_failed": tuple(failed), "gpu_paths": tuple(paths)[:32]}
 
 
 def _says(lg: _Log) -> bool:
     """Whether a log says anything of a communicator; a paste of a few network lines (NET/Socket :
     Using, GPU Direct RDMA Disabled for HCA, NET/IB : No device found) does."""
-    return bool(lg.version or lg.comms or lg.conns or lg.networks or lg.net_devices or lg.gdr_hcas or lg.ib_absent)
+    searched = lg.choices is not None and bool(lg.choices.graphs or lg.choices.failed or lg.choices.paths)
+    return bool(
+        lg.version or lg.comms or lg.conns or lg.networks or lg.net_devices or lg.gdr_hcas or lg.ib_absent or searched
+    )
 
 
 def account(texts: Iterable[str]) -> NcclAccount | None:
@@ -220,6 +268,8 @@ def account(texts: Iterable[str]) -> NcclAccount | None:
     else:
         nvls = None
     choices, graphs = _choices(logs, main[1] if main else None)
+    found = _searches(logs)
+    graphs = graphs or _graph_words(g for lg in logs if lg.choices for g in lg.choices.graphs)
     return NcclAccount(
         version=next((lg.version for lg in logs if lg.version), None),
         ranks=main[1] if main else None,
@@ -241,6 +291,7 @@ def account(texts: Iterable[str]) -> NcclAccount | None:
         choices=choices,
         graphs=graphs,
         local_ranks=main[3] if main else None,
+        **found,
         **_hosts(logs),
     )
 

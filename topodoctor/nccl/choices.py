@@ -1,12 +1,13 @@
 """What NCCL chose, in its own words: the TUNING cost table, the graph search and the per-call
 algorithm lines (``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING``). Text in, plain data out.
 
-Forms read (NCCL's ``src/graph/tuning.cc`` and ``src/enqueue.cc``)::
+Forms read (NCCL's ``src/graph/tuning.cc``, ``search.cc`` and ``src/enqueue.cc``)::
 
       Algorithm   |      Tree      ...      |      Ring    ...  |          (one block per 3 algorithms)
       Protocol    |   LL |  LL128 | Simple |   LL |  LL128 | Simple | ...
       AllReduce   |  16.8/ 0.2 | 31.0/ 0.0 | 36.4/ 0.9 | ...        (latency us / bandwidth GB/s)
     Pattern 4, crossNic 0, nChannels 12, bw 30.000000/30.000000, type NVL/PIX, sameChannels 1
+    Could not find a path for pattern 1, falling back to simple order                (search.cc)
     AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}      (2.24 and later)
     AllReduce: 1048576 Bytes -> Algo 1 proto 2 time 36.4                           (2.21 - 2.23)
     1048576 Bytes -> Algo 1 proto 2 time 36.4                                      (2.20: no op name)
@@ -37,6 +38,12 @@ OP_OF = {
 
 # search.cc's patterns (NCCL_TOPO_PATTERN_*), as the graph search prints their numbers
 PATTERNS = {1: "balanced tree", 2: "split tree", 3: "tree", 4: "ring", 5: "nvls", 6: "collnet direct"}
+# topo.cc topoPathTypeStr, nearest first, as the graph line's types print (C2C and P2C from 2.27, NET from
+# 2.19; P2C and PXN changed places in 2.28 and count as one rank here)
+PATH_TYPES = {"LOC": 0, "NVL": 1, "NVB": 2, "C2C": 3, "PIX": 4, "PXB": 5, "PXN": 6, "P2C": 6, "PHB": 7, "SYS": 8,
+              "NET": 9, "DIS": 10}  # fmt: skip
+# search.cc: what the simple order it falls back to is credited with (GB/s per channel, over SYS)
+FALLBACK_GBPS = 0.1
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,13 @@ class GraphSearch:
     bw_inter_gbps: float
     type_intra: str  # NVL, PCI/PIX/PXB/PHB/SYS, LOC
     type_inter: str
+    number: int = 0  # the pattern's number as printed
+    same_channels: int = 1
+
+    @property
+    def fallback(self) -> bool:
+        """Whether this is the simple order search.cc falls back to: one channel at 0.1 GB/s over SYS."""
+        return self.channels == 1 and self.bw_intra_gbps == FALLBACK_GBPS and self.type_intra == "SYS"
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,8 @@ class Choices:
     costs: tuple[Cost, ...]
     graphs: tuple[GraphSearch, ...]
     calls: tuple[Choice, ...]
+    failed: tuple[int, ...] = ()  # the patterns whose search found no path, as NCCL said it, each once
+    paths: tuple[tuple[str, float], ...] = ()  # NCCL's paths between the GPUs of a node: (type, GB/s), each once
 
     def cost(self, op: str, algorithm: str, protocol: str) -> Cost | None:
         """The table's cell for one op, algorithm and protocol (names compared case-blind)."""
@@ -124,11 +140,16 @@ def parse_choices(lines: Iterable[str]) -> Choices:
     """The cost table (first one printed), graph searches and per-call choices of one log."""
     costs: dict[tuple[str, str, str], Cost] = {}
     graphs: list[GraphSearch] = []
+    failed: list[int] = []
+    paths: dict[tuple[str, float], None] = {}
     calls: dict[_CallKey, int] = {}
     algos: list[str] = []
     protos: list[str] = []
     tables = 0
     for line in lines:
+        if m := g.SEARCH_FAILED.search(line):  # a WARN to 2.26
+            failed.append(int(m.group(1)))
+            continue
         if "NCCL INFO" not in line:
             continue
         if m := g.ALGO_HEAD.search(line):
@@ -146,9 +167,14 @@ def parse_choices(lines: Iterable[str]) -> Choices:
                     break
                 cell = (OP_OF[m.group(1)], algos[i // per], protos[i])
                 costs.setdefault(cell, Cost(*cell, float(lat), float(bw)))
+        elif m := g.GPU_PATHS.search(line):
+            for _, bw, kind in g.PATH_TO_GPU.findall(m["rest"]):
+                if kind != "LOC":  # the GPU itself
+                    paths[(kind, float(bw))] = None
         elif m := g.PATTERN.search(line):
-            p, cross, nch, bi, be, ti, te, _ = m.groups()
-            graphs.append(GraphSearch(PATTERNS.get(int(p), p), int(cross), int(nch), float(bi), float(be), ti, te))
+            p, cross, nch, bi, be, ti, te, same = m.groups()
+            name = PATTERNS.get(int(p), p)
+            graphs.append(GraphSearch(name, int(cross), int(nch), float(bi), float(be), ti, te, int(p), int(same)))
         elif m := g.CALL_NEW.search(line):
             op, size, algo, proto, lo, hi = m.groups()
             call: _CallKey = (
@@ -175,6 +201,8 @@ def parse_choices(lines: Iterable[str]) -> Choices:
         costs=tuple(costs.values()),
         graphs=tuple(graphs),
         calls=tuple(Choice(*k, calls=n) for k, n in calls.items()),
+        failed=tuple(dict.fromkeys(failed)),
+        paths=tuple(paths),
     )
 
 

@@ -16,6 +16,8 @@ p2p.cc, shm.cc, net.cc, net_ib*.cc, net_socket.cc, src/graph/*.cc, src/misc/para
     comm 0x.. rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0    (2.20 and later)
     Channel 00/24 : 0 1                                      (a ring, and the channel count)
     Trees [0] 1/-1/-1->0->-1 [1] ...
+    Pattern 4, crossNic 0, nChannels 12, bw 30.000000/30.000000, type NVL/PIX, sameChannels 1   (the search)
+    Could not find a path for pattern 1, falling back to simple order       (a WARN to 2.26, INFO from 2.27)
     24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer
     Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read           (P2P/IPC, P2P/direct pointer, P2P/indirect/2[2])
     Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
@@ -82,7 +84,8 @@ COMM = re.compile(
 RING = re.compile(r"^Channel (\d+)/(\d+) : ([\d ]+)$")
 TREES = re.compile(r"^Trees (.*)$")
 TREE = re.compile(r"\[\d+\] (\S+)")
-CHANNELS = re.compile(r"^(\d+) coll channels, .*?(\d+) nvls channels, (\d+) p2p channels")
+# (2.12 - 2.16 print no nvls channels, and before 2.12 no collnet channels either)
+CHANNELS = re.compile(r"^(\d+) coll channels, (?:\d+ collnet channels, )?(?:(\d+) nvls channels, )?(\d+) p2p channels")
 # a connection; the bracket holds the device (busId in hex in 2.18, the NVML index from 2.19; the CUDA
 # device in 2.4's shm.cc), and 2.4's network lines have none ("Ring 00 : 0 -> 1 [send] via NET/IB/0")
 CONN = re.compile(
@@ -151,10 +154,22 @@ ALGO_HEAD = re.compile(_PREFIX + r"Algorithm\s*\|(.*)$")
 PROTO_HEAD = re.compile(_PREFIX + r"Protocol\s*\|(.*)$")
 COST_ROW = re.compile(_PREFIX + r"(\w+)\s*\|((?:\s*-?[\d.]+/\s*-?[\d.]+\s*\|)+)\s*$")
 COST_CELL = re.compile(r"(-?[\d.]+)/\s*(-?[\d.]+)")
+# "speed" where 2.12 and later print "bw"
 PATTERN = re.compile(
     _PREFIX
-    + r"Pattern (\d+), crossNic (\d+), nChannels (\d+), bw ([\d.]+)/([\d.]+), type (\w+)/(\w+), sameChannels (\d)"
+    + r"Pattern (\d+), crossNic (\d+), nChannels (\d+), (?:bw|speed) ([\d.]+)/([\d.]+), "
+    + r"type (\w+)/(\w+), sameChannels (\d)"
 )
+# search.cc: the search found no graph; NCCL then builds one channel in rank order at 0.1 GB/s over SYS (a
+# WARN to 2.26, INFO with GRAPH from 2.27)
+SEARCH_FAILED = re.compile(r"Could not find a path for pattern (\d+), falling back to simple order")
+# paths.cc printNodePaths (GRAPH): each GPU's paths, "GPU/2A000 :GPU/2A000 (0/5000.000000/LOC) GPU/AB000
+# (3/10.000000/SYS) CPU/0 (1/24.000000/PHB) ..." (2.19+: "GPU/0-2a000", one decimal): hops/GB/s/type per node
+GPU_PATHS = re.compile(_PREFIX + r"GPU/[\w-]+ :(?P<rest>.*)$")
+PATH_TO_GPU = re.compile(r"GPU/[\w-]+ \((\d+)/([\d.]+)/(\w+)\)")
+# xml.cc getPciPath, net_ib.cc: a device's sysfs path does not resolve (a bus id the host or VM does not have,
+# /sys hidden), so the topology NCCL searches lacks where that device sits
+NO_REAL_PATH = re.compile(r"Could not find real path of (\S+)")
 CALL_NEW = re.compile(_PREFIX + r"(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
 CALL_OLD = re.compile(_PREFIX + r"(?:(\w+): )?(\d+) Bytes -> Algo (\d+) proto (\d+) time ([\d.]+)")
 

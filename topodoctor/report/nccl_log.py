@@ -10,7 +10,7 @@ from typing import Any
 
 from topodoctor.core.text import PIPE_WIDTH, human_size, plural
 from topodoctor.model.findings import Finding
-from topodoctor.nccl.choices import Choice
+from topodoctor.nccl.choices import PATTERNS, Choice
 from topodoctor.nccl.parse import LogFile
 
 DEFAULT_WIDTH = PIPE_WIDTH  # a caller that names no width: the width of a pipe (core/text.py)
@@ -35,6 +35,7 @@ def summary(files: Sequence[LogFile]) -> dict[str, Any]:
         for call in f.choices.calls if f.choices else ():
             calls.setdefault((call.op, call.size_bytes), call)
     graphs = next((f.choices.graphs for f in files if f.choices and f.choices.graphs), ())
+    failed = dict.fromkeys(n for f in files if f.choices for n in f.choices.failed)
     return {
         "files": [
             {
@@ -69,9 +70,11 @@ def summary(files: Sequence[LogFile]) -> dict[str, Any]:
                 "bw_intra_gbps": g.bw_intra_gbps,
                 "bw_inter_gbps": g.bw_inter_gbps,
                 "type": f"{g.type_intra}/{g.type_inter}",
+                "fallback": g.fallback,
             }
             for g in graphs
         ],
+        "search_failed": list(failed),  # patterns whose graph search found no path (search.cc's simple order)
         "env": {k: v for f in files for k, v in f.env.items()},
     }
 
@@ -108,6 +111,9 @@ def text(s: dict[str, Any], findings: Sequence[Finding], width: int = DEFAULT_WI
                 for g in s["graphs"]
             )
         )
+    if s["search_failed"]:
+        names = ", ".join(f"{n} ({PATTERNS.get(n, '?')})" for n in s["search_failed"])
+        out.append(f"graph search: no path for pattern {names}; NCCL fell back to one channel in rank order")
     by_op: dict[str, list[str]] = {}
     for c in s["choices"]:
         ch = f" {c['channels']} ch" if c["channels"] is not None else ""

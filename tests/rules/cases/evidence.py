@@ -1,4 +1,4 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982, TD983; a family of the table in
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD985; a family of the table in
 tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
 the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
@@ -12,6 +12,7 @@ from typing import Any
 from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from rule_case_kit import Case
 
+from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.evidence import CollectiveRun, Evidence, EvidenceSetting, GpuSeen, Launch, NicSeen
 
 
@@ -133,6 +134,23 @@ def _case(code: str, fires: bool, change: str, ev: Callable[[], Evidence], sever
     return Case(code, fires, "h200-x4", change, context=_on(ev), severity=severity)
 
 
+def _read(*texts: str) -> Evidence:
+    """The evidence the real readers make of ``texts`` (one input each)."""
+    return join([read_input(f"evidence-{k}.txt", t) for k, t in enumerate(texts)])
+
+
+# 4 x H200 (nvidia-smi -L) and the world communicator of one node, with the ring NCCL's search found
+_SMI_X4 = "\n".join(f"GPU {i}: NVIDIA H200 (UUID: GPU-{i:08d}-0000-0000-0000-000000000000)" for i in range(4))
+_COMM = "vm:2333:2333 [0] NCCL INFO comm 0x2ad45a80 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0\n"
+
+
+def _searched(line: str) -> Evidence:
+    return _read(_SMI_X4, "vm:2333:2333 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n" + _COMM + line)
+
+
+_RING = "vm:2333:2333 [0] NCCL INFO Pattern 4, crossNic 0, nChannels {n}, bw {bw}/{bw}, type {t}/PIX, sameChannels 1\n"
+_FAILED = "vm:2333:2340 [0] graph/search.cc:1127 NCCL WARN Could not find a path for pattern 4, falling back to " \
+    "simple order"
 _X4 = _ranks("NVIDIA H200", 4)
 CASES: list[Case] = [
     _case("TD021", True, "4 x H200 all_reduce 359 GB/s at 2 GiB", lambda: evidence(
@@ -219,6 +237,14 @@ CASES: list[Case] = [
         (NicSeen(0, "mlx5_0", alias="NIC0"), NicSeen(0, "mlx5_1", alias="NIC1")))),
     _case("TD983", True, "mpirun -np 2 on two hosts, two averages after it", lambda: _separate(2)),
     _case("TD983", False, "mpirun -np 2 on two hosts, one average after it", lambda: _separate(1)),
+    _case("TD984", True, "4 x H200, ring search of 2 channels x 12 GB/s over PHB", lambda: _searched(
+        _RING.format(n=2, bw="12.000000", t="PHB")), severity="warning"),
+    _case("TD984", True, "4 x H200, ring search of 12 channels x 30 GB/s over NVL", lambda: _searched(
+        _RING.format(n=12, bw="30.000000", t="NVL")), severity="info"),
+    _case("TD984", False, "4 x H200, no graph line", lambda: _searched("")),
+    _case("TD985", True, "the ring's search fell back to the simple order", lambda: _searched(_FAILED)),
+    _case("TD985", False, "the ring's search found 12 channels", lambda: _searched(
+        _RING.format(n=12, bw="30.000000", t="NVL"))),
     _case("TD039", True, "GPU3's copies a third of the others'", lambda: evidence(
         matrix(SLOW3, "device_to_device_memcpy_write_ce", "unidirectional", True))),
     _case("TD039", False, "every GPU's copies alike", lambda: evidence(

@@ -56,7 +56,7 @@ _BOUND_ABOVE = re.compile(r"(?:exceed\w*|above|over|more than|higher than|greate
 _BOUND_BELOW = re.compile(r"(?:below|under|less than|lower than)\s*$", re.I)
 # GPU names as people write them: NVIDIA's names and the usual short forms, with the part's qualifiers
 _GPU = re.compile(
-    r"(?<![\w.])(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"
+    r"(?:(?<![\w.])|(?<=\d[x×]))(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"  # "4xRTX 4090" too
     r"((?:RTX\s*)?(?:GH200|GB200|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A10G|A10|A6000|L40S|L40|L4|V100S?|"
     r"T4|P100)|RTX\s*(?:3090|4090|5090)|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx ))(?:3090|4090|5090))"
     r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![\w])",
@@ -87,6 +87,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])|(?<=。)")
 # an NCCL setting a sentence names, backticked or not ("when setting `NCCL_SHM_DISABLE=1` I see a large
 # drop", "with NCCL_P2P_DISABLE=1 it is faster"): the value ends on a word character ("=1." is 1)
 _SETTING = re.compile(r"(?<![\w$])`?(NCCL_[A-Z0-9_]+) ?= ?([\w^:/,.+-]*[\w^])`?")
+# a kernel or BIOS setting a sentence names: the words of a host's description, not code
+_BOOT_SETTING = re.compile(r"(?<![\w$])`?(?:amd_iommu|intel_iommu|iommu|pci|NPS)=\w+`?", re.I)
 _NCCL_NAMED = re.compile(r"\bnccl|_perf\b|\bbus ?bw\b|\balg ?bw\b|\bbus bandwidth\b", re.I)
 MAX_SENTENCE = 300
 MAX_SAID = 400  # sentences read from one input
@@ -100,6 +102,7 @@ def is_sentence(line: str, item: bool = False) -> bool:
     text = re.sub(r"`[^`]*`", "x", line.strip())  # what stands in backticks is quoted, not the line's syntax
     named = _SETTING.search(line)
     text = _SETTING.sub("setting", text)  # a setting named in a sentence is a word of it, not an assignment
+    text = _BOOT_SETTING.sub("setting", text)  # "through amd_iommu=off and iommu=pt in grub", "NPS=4"
     if (
         not text
         or text.startswith("#")

@@ -220,7 +220,7 @@ def instance_of(text: str) -> Instance | None:
 # The kinds of host a description names, each a class of known causes of a slow run (diagnosis/evidence_hosts.py).
 # "passthrough" is a VM's only where it is not the IOMMU's own pass-through mode (iommu=pt), which is bare metal.
 _HOSTS: tuple[tuple[HostKind, re.Pattern[str]], ...] = (
-    ("epyc", re.compile(r"\bEPYC\b|\bAMD\s+(?:CPUs?|processors?)\b", re.I)),
+    ("epyc", re.compile(r"\bEPYC\b|\bAMD\s+(?:CPUs?|processors?|systems?|servers?|platforms?)\b", re.I)),
     (
         "vm",
         re.compile(

@@ -135,7 +135,7 @@ def _expected_only(f: Facts, s: StatedRun) -> Finding | None:
         got = None if s.nic_kind in ("TCP", "Ethernet") else _across_ring(f, s, "all_reduce")  # TCP: a ceiling only
         if got is None:
             return None
-        ring, nic, n_nodes, per_node = got
+        ring, nic, n_nodes, _ = got
         where = f"{n_nodes} nodes" if s.nodes else "nodes (how many is not stated: taken as 2)"
         msg = f"no figure is stated ({WEAKER}): all_reduce between {where} should reach about {ring:.1f} GB/s busbw "
         msg += f"at 1 GiB and above over {nic} (NCCL's ring at its inter-node channel speeds). To know whether this "
@@ -145,11 +145,12 @@ def _expected_only(f: Facts, s: StatedRun) -> Finding | None:
     m = f.model or s.model
     if m is None:
         return None
-    per_node, assumed = s.per_node or f.gpus_per_node, ""
-    if not per_node and m.fabric == "nvswitch":
-        per_node, assumed = 8, "; the GPU count is not stated: taken as 8, an HGX board"
-    if not per_node or per_node < 2:
+    counted, assumed = s.per_node or f.gpus_per_node, ""
+    if not counted and m.fabric == "nvswitch":
+        counted, assumed = 8, "; the GPU count is not stated: taken as 8, an HGX board"
+    if not counted or counted < 2:
         return None
+    per_node = counted
     exp = expect_collective(replace(f, model=m, gpus_per_node=per_node),
                             Measured("all_reduce", PLATEAU_BYTES, 0.0, per_node, 1, s.quote))  # fmt: skip
     if exp is None:

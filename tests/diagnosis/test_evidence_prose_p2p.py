@@ -34,7 +34,11 @@ def test_a_geforce_pair_copies_through_host_memory_and_that_is_normal() -> None:
     assert "GPUs under one PCIe switch" not in f.fix
 
 
-def test_a_gpu_with_peer_to_peer_named_alone_claims_nothing() -> None:
-    text = POST.replace("Dual 4090", "Dual A100")
-    got = read_input("post.txt", text)
-    assert got.unreadable.endswith("holds no kind of text diagnose reads")
+def test_a_gpu_with_peer_to_peer_asked_about_gets_what_it_should_reach() -> None:
+    """The same question of two GPUs that have peer-to-peer: no figure to judge, so the answer is what the
+    hardware gives and the run that measures it (TD987, information), never a warning on the words."""
+    got = findings(POST.replace("Dual 4090", "Dual A100"))
+    assert all(f.severity == "info" for f in got), [(f.code, f.severity) for f in got]
+    (f,) = [f for f in got if f.code == "TD987"]
+    assert "2 x A100" in f.message and "all_reduce_perf -b 8 -e 8G -f 2 -g 2" in f.message
+    assert not any(f.code == "TD021" and f.subject == "p2p" for f in got)

@@ -38,6 +38,7 @@ def test_the_reporters_sentences_say_what_they_claim() -> None:
     path = ROOT / "fixtures" / "diagnose" / "holdout4" / "e-07" / "evidence-1.txt"
     read = [f for f in judge(join([read_input(path.name, path.read_text())])) if f.code == "TD980"]
     assert [f.message for f in read] == [
-        "prose (lines 2-6): 3 stated figures, 8 x a800, 12 nodes, all_reduce, HDR 200 Gb/s (the reporter's words)"
+        "prose (lines 2-6): 3 stated figures, 8 x a800, 12 nodes, all_reduce, HDR 200 Gb/s, a question of speed "
+        "(the reporter's words)"
     ]
     assert read[0].evidence["stated_figures"] == 3

@@ -13,6 +13,7 @@ from topodoctor.core.text import human_size
 from topodoctor.diagnosis.evidence_asks import (
     asks_first,
     candidates,
+    described_host,
     differing_averages,
     split_launch,
     unmeasured_host,
@@ -250,6 +251,13 @@ def _islands(f: Facts, measured: bool) -> list[Finding]:
                      "lines": lines}, "warning")]  # fmt: skip
 
 
+def _stated_judged(findings: Iterable[Finding]) -> bool:
+    """A stated figure judged (normal, or not telling busbw from algbw): its own finding answers the question,
+    so the host described adds no warning."""
+    return any((x.code == "TD021" and x.subject != "p2p") or (x.code == "TD022" and "measured_gbps" in x.evidence)
+               for x in findings)  # fmt: skip
+
+
 def _dedupe(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     seen: set[tuple[str, str]] = set()
     out = []
@@ -293,9 +301,11 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     for sep in separate:
         out.append(_finding("TD983", "launch", sep.message, BY_CODE["TD983"].how, sep.evidence))
     split = [] if separate else split_launch(f)
-    asks = [] if separate else differing_averages(f) + split + ([] if split else unshown_network(f))
-    for ask in asks + version_only(f):
-        out.append(_finding("TD022", ask.subject, ask.message, FALLBACK_FIX, ask.evidence, ask.severity))
+    host = described_host(f, measured or bool(f.averages) or _stated_judged(stated.findings))
+    asks = [] if separate else differing_averages(f) + split + ([] if split or host else unshown_network(f))
+    for ask in asks + version_only(f) + host:
+        fix = BY_CODE[ask.code].how if ask.code != "TD022" else FALLBACK_FIX
+        out.append(_finding(ask.code, ask.subject, ask.message, fix, ask.evidence, ask.severity))
     header_only = f.hosts or any(k == "nccl-tests" and cut.startswith("no table") for k, cut in f.cut)
     if header_only and not f.measured and not any(x.severity != "info" for x in out):
         msg = "the run's header names its GPUs but no figures follow: nothing to judge (post the whole table, with "

@@ -31,6 +31,7 @@ from topodoctor.diagnosis.evidence_decide import (
     first_ask,
 )
 from topodoctor.diagnosis.evidence_facts import Facts, Quote
+from topodoctor.diagnosis.evidence_hosts import candidate_line, described, host_causes, host_kinds
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.model.findings import Severity
 
@@ -45,6 +46,7 @@ class Ask:
     subject: str
     message: str
     evidence: dict[str, object]
+    code: str = "TD022"
 
 
 def differing_averages(f: Facts) -> list[Ask]:
@@ -101,6 +103,14 @@ def candidates(f: Facts, sym: Symptom) -> list[tuple[str, str, str]]:
     out. `evidence_decide.first_ask` picks which output tells the first two apart."""
     logged = f.nccl_logged
     via = {c.kind for c in f.conns}
+    # the causes the host's description points to come first: the words name the kind of host, not the cause
+    out: list[tuple[str, str, str]] = [(c.key, c.what, c.post) for _, c, _ in host_causes(f, sym.nodes > 1)]
+    taken = {k for k, _, _ in out}
+    return out + [c for c in _generic(f, sym, logged, via) if c[0] not in taken]
+
+
+def _generic(f: Facts, sym: Symptom, logged: bool, via: set[str]) -> list[tuple[str, str, str]]:
+    """The candidates of a run of the symptom's kind, whatever the host."""
     out: list[tuple[str, str, str]] = []
     if sym.subject.startswith("host-"):
         if not any(g.pcie_width for g in f.gpus) and not f.pcie:
@@ -147,15 +157,18 @@ def asks_first(ranked: list[tuple[str, str, str]]) -> list[str]:
 
 
 def unshown_network(f: Facts) -> list[Ask]:
-    """A multi-node run shown only by its launch line or its NICs' listing: nothing says how NCCL ran
-    between the nodes, so the candidates of a slow multi-node run are what to rule out."""
+    """A multi-node run shown only by its launch line, its NICs' listing or the reporter's words that it is
+    slow: nothing says how NCCL ran between the nodes, so the candidates of a slow multi-node run are what to
+    rule out."""
     if f.nccl_logged or f.measured or f.averages:
         return []
     spans = max((ln.nodes or 0 for ln in f.launches), default=0)
     listed = any(n.state or n.port is not None or n.measured_gbps is not None for n in f.nics)
-    if spans < 2 and not listed:
+    said = any(c.slow and (c.across_nodes or (c.nodes or 0) > 1) for c in f.prose)
+    if spans < 2 and not listed and not said:
         return []
     shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' listing or an RDMA test"
+    shown = "the reporter's words of a slow multi-node run" if spans < 2 and not listed else shown
     probe = Symptom("collective", "network", 0.0, 0.0, "", 0, 2, Quote("the evidence"))
     ranked = candidates(f, probe)
     post = asks_first(ranked)
@@ -163,7 +176,8 @@ def unshown_network(f: Facts) -> list[Ask]:
     msg += f"{post[0]}: it tells the two likeliest causes apart. A slow multi-node run's candidates, most "
     msg += "common first: " + "; ".join(f"{w} (post {p})" for _, w, p in ranked)
     ev: dict[str, object] = {"post": post[:2], "candidates": [w for _, w, _ in ranked]}
-    return [Ask("info", "network", msg, ev)]
+    # the reporter says it is slow: a shortfall on their word, cause not found (warning, as for a short figure)
+    return [Ask("warning" if spans < 2 and not listed else "info", "network", msg, ev)]
 
 
 def version_only(f: Facts) -> list[Ask]:
@@ -189,3 +203,23 @@ def unmeasured_host(f: Facts) -> list[Ask]:
     msg = f"{shown} shown, but no figure of the run: nothing to judge against this hardware. First post "
     msg += f"{NCCL_TESTS}, then, if it falls short, {NCCL_LOG}"
     return [Ask("info", "figures", msg, {"post": [NCCL_TESTS, NCCL_LOG]})]
+
+
+def described_host(f: Facts, judged: bool) -> list[Ask]:
+    """The reporter says the run is slow on a host whose kind is known for some causes, and no figure was
+    judged (``judged``: a figure was, normal or short, and its own finding answers): cannot tell which, so the
+    candidates ranked, with what tells them apart, and the one output to post first (TD986, warning)."""
+    if judged or not any(c.slow for c in f.prose):
+        return []
+    across = any(c.across_nodes or (c.nodes or 0) > 1 for c in f.prose) or (f.nccl_nodes or 0) > 1
+    causes = host_causes(f, across)
+    if not causes:
+        return []
+    post = asks_first([(c.key, c.what, c.post) for _, c, _ in causes])
+    kinds = tuple(dict.fromkeys(k for k, _, _ in causes))
+    msg = f"cannot tell why the run is slow: the sentences describe {described(kinds)} and say it is slow, and "
+    msg += "the words alone decide nothing. First post " + post[0] + ". What such a host is known for, most "
+    msg += "telling first: " + "; ".join(candidate_line(c, said) for _, c, said in causes)
+    ev: dict[str, object] = {"hosts": list(host_kinds(f)), "post": post[:2],
+                             "candidates": [c.what for _, c, _ in causes]}  # fmt: skip
+    return [Ask("warning", "host", msg, ev, "TD986")]

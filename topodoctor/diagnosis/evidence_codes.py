@@ -1,4 +1,4 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD985): each code's name,
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD987): each code's name,
 severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
@@ -189,6 +189,24 @@ CODES: tuple[DiagnosisCode, ...] = (
         "A foreign process or GEMM on one GPU time-slices it; every collective waits for the slowest rank.",
         "Look at `nvidia-smi` on that GPU during the run (processes, utilisation, clocks event reasons) and "
         "stop what else runs there.",
+    ),
+    DiagnosisCode(
+        "TD986", "diag-host-candidates", "warning",
+        "The run is said to be slow on a kind of host known for some causes, and nothing shown decides which.",
+        "An AMD EPYC host (the IOMMU, ACS, the NPS setting), a virtual machine (ATS and ACS, a flat PCI tree, "
+        "GPUDirect RDMA in the guest), a bonded RoCE NIC (one queue pair drives one port), RoCE without flow "
+        "control, an NVSwitch host without its fabric manager: each is a known cause of slow NCCL or peer "
+        "traffic, and the words that name the host name none of them. A guess would be a confident wrong cause.",
+        "Post the output the finding asks for first (it tells the two likeliest apart), then the others it "
+        "lists, and run `topodoctor diagnose` again with them.",
+    ),
+    DiagnosisCode(
+        "TD987", "diag-expected-unmeasured", "info",
+        "A question about speed with no figure: what this hardware should reach, and how to measure it.",
+        "Many slow-run questions post the hardware and no figure (or the figure as an image): the answer is the "
+        "figure this hardware gives in NCCL's model, so a run can be held against it.",
+        "Run nccl-tests (`all_reduce_perf -b 8 -e 8G -f 2 -g N`, or one process per GPU) and post its output as "
+        "text, with its header.",
     ),
     DiagnosisCode(
         "TD982", "diag-nic-port-rate", "warning",

@@ -15,6 +15,17 @@ from the threads it was tried on:
   staged: ACS or the IOMMU redirecting peer traffic).
 - `nvidia-smi nvlink -s`: each link up or down, and its rate.
 - nccl-tests' output: the figure itself, per size, and the ranks' GPUs and hosts.
+- `dmesg | grep -i iommu` with /proc/cmdline: whether the IOMMU translates DMA (AMD-Vi / DMAR, the default
+  domain type Translated or Passthrough, iommu=pt on the command line).
+- `numactl -H`: the NUMA nodes a socket is split into (an EPYC host's NPS setting: NPS1 one node a socket).
+- `lspci -vvv` on a VM's devices: ATSCtl (Enable+ on the NICs and GPUs) beside each bridge's ACSCtl, which
+  NVIDIA's VM guide needs set together for GPUDirect in a guest.
+- NCCL's topology dump (NCCL_TOPO_DUMP_FILE=system.xml): the PCI tree and NIC speeds NCCL built its graph
+  on; in a VM, the guest's flat tree against the host's.
+- `ib_write_bw` between two nodes, with one queue pair and with two (`-q 1`, `-q 2`): one QP rides one port
+  of a bonded RoCE device (mlx5's LAG gives each QP one port), so only more QPs reach both ports.
+- `ethtool -S` of a RoCE interface: its pause and discard counters, and the switch's PFC / ECN setup.
+- `nvidia-smi -q`'s Fabric section: the fabric manager's state on an NVSwitch host (Completed, Success).
 """
 
 from __future__ import annotations
@@ -30,6 +41,13 @@ P2P_TEST = "p2pBandwidthLatencyTest's output"
 NVLINK = "`nvidia-smi nvlink -s`"
 NCCL_TESTS = "nccl-tests' output (all_reduce_perf -b 8 -e 8G -f 2)"
 SMI_RUN = "`nvidia-smi` during the copy"
+DMESG_IOMMU = "`dmesg | grep -i iommu` and /proc/cmdline"
+NUMA = "`numactl -H` (the NUMA nodes per socket)"
+LSPCI_ATS = "`lspci -vvv` in the VM (ATSCtl on the NICs and GPUs, ACSCtl on the bridges)"
+TOPO_DUMP = "NCCL's topology dump (NCCL_TOPO_DUMP_FILE=system.xml) of a node"
+IB_QPS = "`ib_write_bw` between two nodes with `-q 1` and `-q 2` on the bond"
+ETHTOOL_S = "`ethtool -S` of the RoCE interfaces (pause and discard counters)"
+SMI_FABRIC = "`nvidia-smi -q` (its Fabric section: State and Status)"
 
 # the candidates of a shortfall the evidence does not explain, by key
 SOCKETS = "sockets"  # NCCL on TCP sockets instead of the RDMA NICs
@@ -44,6 +62,13 @@ ACS_IOMMU = "acs-iommu"  # ACS or the IOMMU redirecting peer traffic
 NVLINK_DOWN = "nvlink-down"  # NVLinks down against the model
 HOST_OTHER = "host-other"  # another process on the GPU, or a far CPU
 NO_FIGURE = "no-figure"  # nothing measured: whether anything is slow at all
+IOMMU = "iommu"  # the IOMMU translating peer and host traffic (an EPYC host not in pass-through)
+NPS = "nps"  # an EPYC socket kept one NUMA node (NPS1), slowing GPU traffic through host memory
+ATS_VM = "ats-vm"  # in a VM, ATS off on the NICs or GPUs while ACS sends peer traffic to the root
+VM_TOPO = "vm-topo"  # in a VM, a flat PCI tree: NCCL cannot see which GPU shares a switch with which NIC
+BOND_QP = "bond-qp"  # a bonded RoCE NIC driven by one QP per connection: one port carries it
+ROCE_FLOW = "roce-flow"  # RoCE without flow control (PFC / ECN): drops and retransmits under load
+FABRIC = "fabric"  # an NVSwitch host whose fabric manager is not running or not done
 
 # what each output rules in or out, in the order of preference when several would do (cheapest, most
 # telling first); from the module's docstring
@@ -57,6 +82,13 @@ SHOWS: tuple[tuple[str, frozenset[str]], ...] = (
     (NVLINK, frozenset({NVLINK_DOWN})),
     (SMI_RUN, frozenset({HOST_OTHER})),
     (NCCL_TESTS, frozenset({NO_FIGURE})),
+    (DMESG_IOMMU, frozenset({IOMMU})),
+    (NUMA, frozenset({NPS})),
+    (LSPCI_ATS, frozenset({ATS_VM, ACS_NIC, ACS_IOMMU})),
+    (TOPO_DUMP, frozenset({VM_TOPO, PATH, FEW_NICS})),
+    (IB_QPS, frozenset({BOND_QP})),
+    (ETHTOOL_S, frozenset({ROCE_FLOW})),
+    (SMI_FABRIC, frozenset({FABRIC, NVLINK_DOWN})),
 )
 
 

@@ -106,7 +106,11 @@ def reasons(f: Facts, runs: list[tuple[Measured, PostedExpectation]]) -> list[Fi
     staged_beaten = any(m.busbw_gbps >= P2P_SHOWN * e.busbw_gbps for m, e in runs if e.staged)
     shown = f.measured or f.copies or f.links or len(f.gpus) > 1 or len(f.hosts) >= 1  # several of its GPUs
     if shown and f.model is not None and no_peer_access(f) and not staged_beaten:
+        figures = bool(f.measured or f.copies)
         msg = f"{f.model.name} (GeForce) has no P2P: the driver allows no peer access over PCIe, so NCCL stages "
-        msg += "every transfer through host memory (SHM), as measured; GPUs under one PCIe switch gain nothing"
+        msg += "every transfer through host memory (SHM)" + (", as measured" if figures else "")
+        msg += "; GPUs under one PCIe switch gain nothing"
+        # no figure shows it: say what does (NCCL's connections, the GPUs' paths)
+        msg += "" if figures else " (NCCL_DEBUG=INFO shows each connection `via SHM`; `nvidia-smi topo -m` the paths)"
         out.append(_info("TD033", "p2p", msg, {"model": f.model.name, "source": SOURCES[f.model.source]}, "warning"))
     return out

@@ -117,12 +117,49 @@ def judge_prose(f: Facts, tool_figures: bool) -> ProseJudged:
             what = f"the sentences name {', '.join(named)} but no figure"
         what = "the figures were posted as images" if s.images else what
         msg = f"{what}: nothing to judge (post nccl-tests' output as text, with its header: the ranks, nodes and "
-        msg += "GPUs)"
-        told = (_info("TD022", "figures", msg, {"seen_in": str(s.quote)}),)
+        msg += "GPUs; and, if it falls short, NCCL_DEBUG=INFO output of the run)"
+        expected = _expected_only(f, s)
+        told = (expected,) if expected is not None else (_info("TD022", "figures", msg, {"seen_in": str(s.quote)}),)
         return ProseJudged(findings=told + _no_p2p(s))
     if s.across:
         return _across(f, s)
     return _one_node(f, s)
+
+
+def _expected_only(f: Facts, s: StatedRun) -> Finding | None:
+    """The hardware named with no figure: what all_reduce should reach on it (busbw at 1 GiB and above, NCCL's
+    ring as the topology's model gives it), and the run that measures it (TD987); None where the words do not
+    fix the hardware (the model and the GPUs a node on one node, the NICs' rate across nodes)."""
+    quote = {"seen_in": str(s.quote)}
+    if s.across:
+        got = None if s.nic_kind in ("TCP", "Ethernet") else _across_ring(f, s, "all_reduce")  # TCP: a ceiling only
+        if got is None:
+            return None
+        ring, nic, n_nodes, _ = got
+        where = f"{n_nodes} nodes" if s.nodes else "nodes (how many is not stated: taken as 2)"
+        msg = f"no figure is stated ({WEAKER}): all_reduce between {where} should reach about {ring:.1f} GB/s busbw "
+        msg += f"at 1 GiB and above over {nic} (NCCL's ring at its inter-node channel speeds). To know whether this "
+        msg += "run falls short, measure it: `all_reduce_perf -b 8 -e 8G -f 2 -g 1` with one process per GPU on "
+        msg += "every node (nccl-tests built with MPI=1), and post the output with NCCL_DEBUG=INFO"
+        return _info("TD987", "expected", msg, {**quote, "expected_gbps": round(ring, 1), "nodes": n_nodes})
+    m = f.model or s.model
+    if m is None:
+        return None
+    counted, assumed = s.per_node or f.gpus_per_node, ""
+    if not counted and m.fabric == "nvswitch":
+        counted, assumed = 8, "; the GPU count is not stated: taken as 8, an HGX board"
+    if not counted or counted < 2:
+        return None
+    per_node = counted
+    exp = expect_collective(replace(f, model=m, gpus_per_node=per_node),
+                            Measured("all_reduce", PLATEAU_BYTES, 0.0, per_node, 1, s.quote))  # fmt: skip
+    if exp is None:
+        return None
+    msg = f"no figure is stated ({WEAKER}): all_reduce on {per_node} x {m.name} should reach about "
+    msg += f"{exp.busbw_gbps:.0f} GB/s busbw at 1 GiB and above ({exp.basis}{assumed}). To know whether this run "
+    msg += f"falls short, measure it: `all_reduce_perf -b 8 -e 8G -f 2 -g {per_node}` and post the output as text, "
+    msg += "with `nvidia-smi topo -m` (and, if it falls short, NCCL_DEBUG=INFO output of the run)"
+    return _info("TD987", "expected", msg, {**quote, "expected_gbps": round(exp.busbw_gbps, 1), "basis": exp.basis})
 
 
 def _no_p2p(s: StatedRun) -> tuple[Finding, ...]:
@@ -230,6 +267,30 @@ def _misread(
     return _info("TD022", s.op or "all_reduce", msg, ev)
 
 
+def _across_ring(f: Facts, s: StatedRun, op: str) -> tuple[float, str, int, int] | None:
+    """NCCL's ring busbw for ``op`` across the nodes the sentences state, over the NICs they name: (busbw, the
+    NICs as said, nodes, GPUs a node); None where the NICs' rate is not stated."""
+    node_gbps = s.node_gbps
+    if node_gbps is None:
+        return None
+    per_node = s.per_node or f.gpus_per_node or 8  # unsaid: an 8-GPU node, for the ring's steps only
+    n_nodes = s.nodes or 2
+    pred = None
+    if s.model is not None and s.per_node:
+        got = expect_collective(replace(f, model=s.model, gpus_per_node=per_node),
+                                Measured(op, PLATEAU_BYTES, 0.0, per_node, 1, s.quote))  # fmt: skip
+        if got is not None and got.layout is not None:
+            lay = replace(got.layout, nic_gbps=node_gbps)
+            pred = next(iter(predict_layout(lay, n_nodes, (op,))), None)
+    if pred is None:
+        fill = channel_fill(node_gbps, SPEEDS_INTER_SM90)
+        b = Bottleneck(node_gbps, fill, f"the node's NICs: {node_gbps:g} GB/s", ())
+        pred = next(iter(predict_from(b, per_node, n_nodes, (op,))), None)
+    if pred is None:
+        return None
+    return pred.busbw_gbps, f"{s.nic_text}: {node_gbps:g} GB/s a node", n_nodes, per_node
+
+
 def _across(f: Facts, s: StatedRun) -> ProseJudged:
     op = s.op or "all_reduce"  # the model's op where none is said: busbw of the ring ops is one figure
     nodes = s.nodes
@@ -246,24 +307,11 @@ def _across(f: Facts, s: StatedRun) -> ProseJudged:
         )
         msg += f"({WEAKER}); post `ibstat` and `nvidia-smi topo -m` of a node"
         return ProseJudged(findings=(_info("TD022", op, msg, {"seen_in": str(s.quote)}),))
-    per_node = s.per_node or f.gpus_per_node or 8  # unsaid: an 8-GPU node, for the ring's steps only
-    n_nodes = nodes or 2
-    pred = None
-    if s.model is not None and s.per_node:
-        got = expect_collective(replace(f, model=s.model, gpus_per_node=per_node),
-                                Measured(op, PLATEAU_BYTES, 0.0, per_node, 1, s.quote))  # fmt: skip
-        if got is not None and got.layout is not None:
-            lay = replace(got.layout, nic_gbps=node_gbps)
-            pred = next(iter(predict_layout(lay, n_nodes, (op,))), None)
-    if pred is None:
-        fill = channel_fill(node_gbps, SPEEDS_INTER_SM90)
-        b = Bottleneck(node_gbps, fill, f"the node's NICs: {node_gbps:g} GB/s", ())
-        pred = next(iter(predict_from(b, per_node, n_nodes, (op,))), None)
-    if pred is None:
+    got_ring = _across_ring(f, s, op)
+    if got_ring is None:
         return ProseJudged()
-    ring = pred.busbw_gbps
+    ring, nic, n_nodes, per_node = got_ring
     v, how = _busbw(s, per_node * n_nodes)
-    nic = f"{s.nic_text}: {node_gbps:g} GB/s a node"
     expected = f"the {ring:.1f} GB/s busbw NCCL's ring reaches over {nic} (NCCL's inter-node channel speeds)"
     where = f"{n_nodes} nodes" if nodes else "nodes (how many is not stated)"
     hardware = f"{where} x {per_node} GPUs" if s.per_node else where

@@ -58,9 +58,11 @@ def _read(ev: Evidence, k: int, p: Piece) -> Finding:
     said = next((c for c in ev.prose if c.piece == k), None)
     if said is not None:  # the reporter's sentences: what they claim, in their own words
         gpus = f"{said.gpu_count} x " if said.gpu_count else ""
+        speed = "said to be slow" if said.slow else ("a question of speed" if said.asks else "")
         claims = [f"{gpus}{said.gpu}" if said.gpu else "", f"{said.nodes} nodes" if said.nodes else "", said.op,
                   f"{said.nic_kind or 'NIC'} {said.nic_gbit_s:g} Gb/s" if said.nic_gbit_s else "",
-                  "figures posted as images" if said.images else ""]  # fmt: skip
+                  "figures posted as images" if said.images else "",
+                  " and ".join(said.hosts) + " host" if said.hosts else "", speed]  # fmt: skip
         what += "".join(f", {c}" for c in claims if c) + " (the reporter's words)"
     where = f"lines {p.first_line}-{p.last_line}" if p.last_line > p.first_line else f"line {p.first_line}"
     version = f" {p.version}" if p.version else ""

@@ -29,13 +29,17 @@ from topodoctor.evidence.prose_words import (
     OTHER_TOOLS,
     QUOTED,
     SHARED_NIC,
+    asks_of,
+    checked_of,
     clauses,
+    hosts_of,
     instance_of,
     nic_of,
     nodes_of,
     op_of,
     scope_of,
     size_of,
+    slow_of,
 )
 from topodoctor.model.evidence import SAID_SETTING, EvidenceSetting
 from topodoctor.model.evidence_prose import Bound, FigureKind, FigureRole, FigureSaid, ProseSaid
@@ -52,7 +56,7 @@ _BOUND_ABOVE = re.compile(r"(?:exceed\w*|above|over|more than|higher than|greate
 _BOUND_BELOW = re.compile(r"(?:below|under|less than|lower than)\s*$", re.I)
 # GPU names as people write them: NVIDIA's names and the usual short forms, with the part's qualifiers
 _GPU = re.compile(
-    r"(?<![\w.])(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"
+    r"(?:(?<![\w.])|(?<=\d[x×]))(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"  # "4xRTX 4090" too
     r"((?:RTX\s*)?(?:GH200|GB200|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A10G|A10|A6000|L40S|L40|L4|V100S?|"
     r"T4|P100)|RTX\s*(?:3090|4090|5090)|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx ))(?:3090|4090|5090))"
     r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![\w])",
@@ -83,6 +87,9 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])|(?<=。)")
 # an NCCL setting a sentence names, backticked or not ("when setting `NCCL_SHM_DISABLE=1` I see a large
 # drop", "with NCCL_P2P_DISABLE=1 it is faster"): the value ends on a word character ("=1." is 1)
 _SETTING = re.compile(r"(?<![\w$])`?(NCCL_[A-Z0-9_]+) ?= ?([\w^:/,.+-]*[\w^])`?")
+# a kernel or BIOS setting a sentence names: the words of a host's description, not code
+_BOOT_SETTING = re.compile(r"(?<![\w$])`?(?:amd_iommu|intel_iommu|iommu|pci|NPS)=\w+`?", re.I)
+_NCCL_NAMED = re.compile(r"\bnccl|_perf\b|\bbus ?bw\b|\balg ?bw\b|\bbus bandwidth\b", re.I)
 MAX_SENTENCE = 300
 MAX_SAID = 400  # sentences read from one input
 MAX_FREE = 4000  # lines looked at to tell a program's source from a post
@@ -95,6 +102,7 @@ def is_sentence(line: str, item: bool = False) -> bool:
     text = re.sub(r"`[^`]*`", "x", line.strip())  # what stands in backticks is quoted, not the line's syntax
     named = _SETTING.search(line)
     text = _SETTING.sub("setting", text)  # a setting named in a sentence is a word of it, not an assignment
+    text = _BOOT_SETTING.sub("setting", text)  # "through amd_iommu=off and iommu=pt in grub", "NPS=4"
     if (
         not text
         or text.startswith("#")
@@ -142,9 +150,12 @@ def _kind(clause: str, sentence: str) -> FigureKind:
     return "unspecified"
 
 
-def figures(sentence: str, line: int) -> list[FigureSaid]:
-    """Every bandwidth figure of one sentence, each with what its clause says it is."""
+def figures(sentence: str, line: int, paragraph: str = "") -> list[FigureSaid]:
+    """Every bandwidth figure of one sentence, each with what its clause says it is; a sentence that names
+    neither NCCL nor an op takes another tool named in its ``paragraph`` ("The ib_write_bw has been done ...
+    the performance we got is around 85 Gb/s": perftest's figure, not NCCL's)."""
     out = []
+    beside_tool = None if _NCCL_NAMED.search(sentence) or op_of(sentence) else OTHER_TOOLS.search(paragraph)
     for clause in clauses(sentence):
         for m in _FIGURE.finditer(clause):
             low, high, scale, _, byte_or_bit = m.group(1), m.group(2), m.group(3).upper(), m.group(4), m.group(5) or ""
@@ -161,7 +172,9 @@ def figures(sentence: str, line: int) -> list[FigureSaid]:
             role, nvlink = _role(clause, sentence, bits, beside)
             if QUOTED.search(sentence) or COMPARED.search(clause) or re.search(r"=\s*$", before):
                 role = "nic" if role == "nic" else "expected"  # a figure quoted from a talk, or computed
-            named = OTHER_TOOLS.search(clause) or (None if op_of(clause) else OTHER_TOOLS.search(sentence))
+            named = (
+                OTHER_TOOLS.search(clause) or (None if op_of(clause) else OTHER_TOOLS.search(sentence)) or beside_tool
+            )
             role = "measured" if named and role == "nic" else role  # another tool's measurement of the network
             out.append(
                 FigureSaid(
@@ -214,7 +227,8 @@ def _gpus(text: str) -> tuple[str, str, int | None]:
         name = f"RTX {name}" if name[:1].isdigit() else name  # "GPU: 5090 *8", "Dual 4090"
         before, after = text[max(0, hit.start() - 24) : hit.start()], text[hit.end() : hit.end() + 16]
         counted = _COUNT_BEFORE.search(before) or _COUNT_AFTER.search(after)
-        found.append((name, int(counted.group(1)) if counted else None))
+        dual = 2 if re.search(r"\b[Dd]ual\s+(?:NVIDIA\s+)?$", before) else None  # "Dual A100 bandwidth slower"
+        found.append((name, int(counted.group(1)) if counted else dual))
     inst = instance_of(text)
     if inst is not None:
         found.insert(0, (inst.gpu, inst.gpus))
@@ -247,7 +261,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     if not said:
         return None
     text = " ".join(t for _, t in said)
-    figs = [f for k, t in said for sentence in _SENTENCE.split(t) for f in figures(sentence, k + 1)]
+    figs = [f for k, t in said for sentence in _SENTENCE.split(t) for f in figures(sentence, k + 1, t)]
     gpu, model, count = _gpus(text)
     nic_kind, nic_rate, nics = nic_of(text, [f.gbps * 8 for f in figs if f.role == "nic"])
     inst = instance_of(text)
@@ -256,13 +270,17 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     nodes, across = nodes_of(text)
     settings = said_settings(said, piece)
     no_p2p = bool(model) and not next(m for m in MODELS if m.name == model).p2p_pcie  # "Dual 4090 ... slower"
-    if not figs and not count and not nic_rate and not (gpu and nodes) and not settings and not no_p2p:
+    hosts = hosts_of(text)
+    slow, asks = slow_of(text), asks_of([s for _, t in said for s in _SENTENCE.split(t)])
+    about_speed = bool(gpu or hosts) and (slow or asks)  # "AMD EPYC ... Why is p2p performance so slow?"
+    if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed):
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
-    used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))]
+    used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))
+            or hosts_of(t)]  # fmt: skip
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
-                      bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)),
-                      tuple(k + 1 for k in used))  # fmt: skip
+                      bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
+                      checked_of(text), slow, asks, tuple(k + 1 for k in used))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

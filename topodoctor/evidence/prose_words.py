@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from topodoctor.model.evidence_prose import Scope
+from topodoctor.model.evidence_prose import Checked, HostKind, Scope
 
 WORD_NUMBERS = {"one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                 "eight": 8, "ten": 10, "twelve": 12, "sixteen": 16, "both": 2}  # fmt: skip
@@ -51,7 +51,7 @@ QUOTED = re.compile(r"\baccording to\b|\bGTC\b|\bwhite ?paper\b|\bdata ?sheet\b"
 COMPARED = re.compile(r"^\s*(?:instead of|rather than)\b", re.I)  # "480 GB/s instead of 555": the 555 is not measured
 DUAL_PORT = re.compile(r"\bdual[ -]port\b|\btwo ports\b|\b2 ports\b", re.I)
 OTHER_TOOLS = re.compile(
-    r"\b(?:iperf3?|NTTTCP|ib_(?:write|read|send)_(?:bw|lat)|perftest|nvbandwidth|p2pBandwidthLatencyTest|"
+    r"\b(?:iperf3?|NTTTCP|ib_(?:write|read|send)_(?:bw|lat)|perftest|ibdump|nvbandwidth|p2pBandwidthLatencyTest|"
     r"bandwidthTest|nvloom|memcpy|qperf|sockperf|netperf|PCIe|PCI-E)\b",
     re.I,
 )
@@ -72,10 +72,11 @@ _CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|however|whereas|while|which|because|alt
                      r"|\s+(?=instead of\b|rather than\b)",
                      re.I)  # fmt: skip
 _NODES = re.compile(
-    _NUM + r"[ -](?:(?:compute|gpu|GPU|physical|identical|AWS|Azure|DGX|HGX|\w*\d\w*)[ -]){0,2}"
+    r"(?<![\w.])" + _NUM + r"[ -](?:(?:compute|gpu|GPU|physical|identical|AWS|Azure|DGX|HGX|\w*\d\w*)[ -]){0,2}"
     r"(?:nodes?|machines?|servers?|hosts?|instances?|boxes)\b",
     re.I,
 )
+_DUAL_NODE = re.compile(r"\bdual[ -](?:nodes?|machines?|servers?|hosts?)\b", re.I)
 _ONE_NODE = re.compile(
     r"\b(?:single|one)[ -]?(?:node|machine|server|host|box)\b|\bintra[ -]?node\b|\bwithin (?:a|one) node\b", re.I
 )
@@ -139,6 +140,8 @@ def nodes_of(text: str) -> tuple[int | None, bool]:
         n = number(m.group(1))
         if n:
             return n, n > 1
+    if _DUAL_NODE.search(text):
+        return 2, True  # "in the KVM environment on dual-node"
     if _ONE_NODE.search(text):
         return 1, False
     return None, bool(_MULTI_NODE.search(text))
@@ -212,3 +215,86 @@ _INSTANCES = tuple((re.compile(i.pattern, re.I), i) for i in INSTANCES)
 def instance_of(text: str) -> Instance | None:
     """The first instance or system the text names."""
     return next((i for rx, i in _INSTANCES if rx.search(text)), None)
+
+
+# The kinds of host a description names, each a class of known causes of a slow run (diagnosis/evidence_hosts.py).
+# "passthrough" is a VM's only where it is not the IOMMU's own pass-through mode (iommu=pt), which is bare metal.
+_HOSTS: tuple[tuple[HostKind, re.Pattern[str]], ...] = (
+    ("epyc", re.compile(r"\bEPYC\b|\bAMD\s+(?:CPUs?|processors?|systems?|servers?|platforms?)\b", re.I)),
+    (
+        "vm",
+        re.compile(
+            r"\bVMs?\b|\bvirtual machines?\b|\bKVM\b|\bQEMU\b|\bhypervisors?\b|\bSR-?IOV\b|\bvGPU\b"
+            r"|\bVMware\b|\bESXi\b|\bvfio\b|\bguests?\b(?= (?:VM|OS|kernel))|(?<!iommu )(?<!iommu=)"
+            r"\bpass[- ]?through(?:ed)?\b(?! mode)",
+            re.I,
+        ),
+    ),
+    (
+        "bond",
+        re.compile(
+            r"\bmlx5_bond\w*|\bbond(?:ed|ing)? (?:RoCE|NICs?|network|ports?|interfaces?|mode)\b"
+            r"|\bRoCE (?:LAG|bond\w*)\b|\bbond nics?\b",
+            re.I,
+        ),
+    ),
+    ("roce", re.compile(r"\bRoCE(?:v2)?\b", re.I)),
+    # named, not inferred from a model: "A100" alone is a card as often as a board
+    ("nvswitch", re.compile(r"\bNVSwitch\w*\b|\bHGX\b|\bDGX\b|SXM\d?\b", re.I)),
+)
+_CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
+    (
+        "flow-control",
+        re.compile(r"\bPFC\b|\bECN\b|\bDCQCN\b|\bpause[ -]?frames?\b|\bflow[ -]control\b|\blossless\b", re.I),
+    ),
+    ("fabric-manager", re.compile(r"\bfabric[ -]?manager\b|\bfabricmanager\b", re.I)),
+    ("iommu", re.compile(r"\bIOMMU\b|\biommu=|\bamd_iommu\b|\bintel_iommu\b|\bVT-d\b", re.I)),
+    ("acs", re.compile(r"\bACS(?:Ctl)?\b|\bnoacs\b")),
+    ("ats", re.compile(r"\bATS\b")),
+    ("nps", re.compile(r"\bNPS ?[124]?\b|\bNUMA nodes? per socket\b", re.I)),
+    (
+        "gdr",
+        re.compile(r"\bnvidia[-_]peermem\b|\bnv_peer_mem(?:ory)?\b|\bGPU ?Direct(?: RDMA)?\b|\bGDR(?:DMA)?\b", re.I),
+    ),
+)
+# the run said to be short of what it should give: words that say so by themselves ("much slower", "did not
+# perform as expected", "25% of baremetal speed"), or a shortfall's words with a word of speed in the text
+SLOW_ITSELF = re.compile(
+    r"\bslow(?:er|ly|s|down|ness)?\b|\bnot perform\w* as expected\b|\bunder-?perform\w*"
+    r"|\bperformance (?:drop|loss|degrad)|\d+ ?% of (?:bare[ -]?metal|the (?:link|line|expected|theoretical))",
+    re.I,
+)
+SLOW = re.compile(
+    r"\blow(?:er)?\b(?![ -](?:latency|level|power))|\bpoor(?:ly)?\b|\bdrops?\b|\bdropped\b|\bdegrad\w*|\bworse\b"
+    r"|\black\b|\bnot (?:even )?as (?:good|fast|high)\b|\bnot (?:reach\w*|meet\w*|achiev\w*)\b|\bcan(?:no|')t reach\b"
+    r"|\bfar (?:from|below|away)\b|\bregress\w*|\bbut only (?:about |around |~)?\d",
+    re.I,
+)
+SPEED = re.compile(r"\bbandwidths?\b|\bbusbw\b|\balgbw\b|\bperformance\b|\bperf\b|\bspeeds?\b|\bthroughput\b"
+                   r"|\brates?\b|\bfast\w*|\bslow\w*|[GM]B/s|[GM]bps|\bGb/s", re.I)  # fmt: skip
+# asks whether what it gets is what it should ("Is this normal?", "Does this bandwidth value meet the expectation?")
+ASKS = re.compile(
+    r"\bis (?:it|this|that) (?:normal|expected|reasonable|right|correct|ok)\b|\breasonable\b|\bmeet\w* (?:the |our )?"
+    r"expectations?\b|\bas expected\b|\bwhat (?:bandwidth|speed|performance)\b|\bshould (?:I|we) (?:expect|get|see)\b",
+    re.I,
+)
+
+
+def hosts_of(text: str) -> tuple[HostKind, ...]:
+    """The kinds of host the text names, in the table's order."""
+    return tuple(kind for kind, rx in _HOSTS if rx.search(text))
+
+
+def checked_of(text: str) -> tuple[Checked, ...]:
+    """What the text says was looked at or set already (flow control, the fabric manager, the IOMMU ...)."""
+    return tuple(kind for kind, rx in _CHECKED if rx.search(text))
+
+
+def slow_of(text: str) -> bool:
+    """Whether the text says the run is short or slow."""
+    return bool(SLOW_ITSELF.search(text) or (SLOW.search(text) and SPEED.search(text)))
+
+
+def asks_of(sentences: list[str]) -> bool:
+    """Whether a sentence asks about a speed: a question that names one, or the words of asking whether it is right."""
+    return any(ASKS.search(s) or ("?" in s and SPEED.search(s)) for s in sentences)

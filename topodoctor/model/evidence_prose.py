@@ -18,6 +18,12 @@ FigureKind = Literal["busbw", "algbw", "unspecified"]
 FigureRole = Literal["measured", "expected", "nic"]
 Bound = Literal["", "above", "below"]  # "exceeds 100Gbps": the run measured more than the figure says
 Scope = Literal["", "one-node", "nodes"]  # where its sentence places the figure: one node, across nodes
+# The kinds of host whose descriptions point to known causes of a slow run (diagnosis/evidence_hosts.py): an AMD
+# EPYC host, a virtual machine (passthrough, SR-IOV), a bonded RoCE NIC, RoCE itself, an NVSwitch host.
+HostKind = Literal["epyc", "vm", "bond", "roce", "nvswitch"]
+# What the sentences say was looked at or set already: flow control on RoCE (PFC, ECN, pause frames), the
+# fabric manager, the IOMMU, ACS, ATS, the NPS setting, GPUDirect RDMA's module.
+Checked = Literal["flow-control", "fabric-manager", "iommu", "acs", "ats", "nps", "gdr"]
 
 
 @dataclass(frozen=True)
@@ -58,4 +64,8 @@ class ProseSaid:
     images: bool = False  # the figures were posted as images (a screenshot, ![...](...))
     shared: bool = False  # the sentences say other traffic shares the network ("storage traffic is on this IB card")
     dual_port: bool = False  # the NICs said to have two ports ("IB 200Gb * 4 (dual port)"): one rate or twice it
+    hosts: tuple[HostKind, ...] = ()  # the kinds of host the sentences name ("AMD EPYC 7K62", "passthrough VM")
+    checked: tuple[Checked, ...] = ()  # what they say was looked at or set ("I turned off IOMMU and ACS")
+    slow: bool = False  # they say the run is short or slow ("much slower", "did not perform as expected")
+    asks: bool = False  # they ask whether a speed is what it should be ("is this normal?", "reasonable?")
     lines: tuple[int, ...] = ()  # the lines the claims come from, 1-based

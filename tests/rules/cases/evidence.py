@@ -1,4 +1,4 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD985; a family of the table in
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD987; a family of the table in
 tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
 the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
@@ -14,6 +14,7 @@ from rule_case_kit import Case
 
 from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.evidence import CollectiveRun, Evidence, EvidenceSetting, GpuSeen, Launch, NicSeen
+from topodoctor.model.evidence_prose import ProseSaid
 
 
 def _ranks(name: str, n: int, host: str = "node") -> str:
@@ -235,6 +236,15 @@ CASES: list[Case] = [
           severity="info"),
     _case("TD982", False, "NICs named by topo -m only, no port listed", lambda: evidence(
         (NicSeen(0, "mlx5_0", alias="NIC0"), NicSeen(0, "mlx5_1", alias="NIC1")))),
+    # the reporter's words as the prose reader gives them (nccl-tests#117's AMD host of RTX 4090, nccl#1455's board)
+    _case("TD986", True, "an AMD EPYC host of 8 x RTX 4090 said to be slow", lambda: evidence(prose=(ProseSaid(
+        0, gpu="RTX 4090", gpu_model="RTX 4090", gpu_count=8, hosts=("epyc",), slow=True),)), severity="warning"),
+    _case("TD986", False, "the same host asked about, not said to be slow", lambda: evidence(prose=(ProseSaid(
+        0, gpu="RTX 4090", gpu_model="RTX 4090", gpu_count=8, hosts=("epyc",), asks=True),))),
+    _case("TD987", True, "8 x H100 SXM named with a question and no figure", lambda: evidence(prose=(ProseSaid(
+        0, gpu="H100 SXM", gpu_model="H100 SXM", gpu_count=8, asks=True),)), severity="info"),
+    _case("TD987", False, "two nodes named, no GPU and no NIC", lambda: evidence(prose=(ProseSaid(
+        0, nodes=2, across_nodes=True, asks=True),))),
     _case("TD983", True, "mpirun -np 2 on two hosts, two averages after it", lambda: _separate(2)),
     _case("TD983", False, "mpirun -np 2 on two hosts, one average after it", lambda: _separate(1)),
     _case("TD984", True, "4 x H200, ring search of 2 channels x 12 GB/s over PHB", lambda: _searched(

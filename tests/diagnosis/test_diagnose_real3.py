@@ -6,12 +6,10 @@ the candidates, and the same line on a healthy host is information."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tests_support_evidence import SCORER
 from tests_support_evidence import judge as judge_hardware
 
 from topodoctor.diagnosis.evidence import judge
@@ -23,11 +21,7 @@ from topodoctor.nccl.choices import parse_choices
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "real3"
-_spec = importlib.util.spec_from_file_location("diagnose_score_corpus", Path(__file__).with_name("score_corpus.py"))
-assert _spec is not None and _spec.loader is not None
-scorer: Any = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = scorer  # tests/nccl holds a scorer of the same file name; this one is diagnose's
-_spec.loader.exec_module(scorer)
+scorer = SCORER
 CASES = {c.name: c for c in scorer.read_cases(SET / "README.md")}
 
 

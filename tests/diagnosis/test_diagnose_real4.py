@@ -9,9 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from score_corpus import judge as verdict
-from score_corpus import read_cases
-from tests_support_evidence import judge
+from tests_support_evidence import SCORER, judge
 
 from topodoctor.diagnosis.evidence_decide import LSPCI_ATS, TOPO_DUMP
 from topodoctor.evidence.inputs import join, read_input
@@ -20,7 +18,8 @@ from topodoctor.model.findings import Finding, finding_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "real4"
-CASES = {c.name: c for c in read_cases(SET / "README.md")}
+verdict = SCORER.judge
+CASES = {c.name: c for c in SCORER.read_cases(SET / "README.md")}
 
 
 def _evidence(*paths: Path) -> Evidence:

@@ -3,11 +3,31 @@ the per-piece account of what was read (TD980, TD981; test_evidence_read.py hold
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
 from topodoctor.diagnosis import evidence
 from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import Finding
 
 READ = ("TD980", "TD981")
+
+
+def _diagnose_scorer() -> Any:
+    """tests/diagnosis/score_corpus.py as a module of its own name: tests/nccl holds a scorer of the same file
+    name, and whichever a run imports first would shadow the other."""
+    path = Path(__file__).resolve().parents[1] / "diagnosis" / "score_corpus.py"
+    spec = importlib.util.spec_from_file_location("diagnose_score_corpus", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+SCORER: Any = sys.modules.get("diagnose_score_corpus") or _diagnose_scorer()
 
 
 def judge(ev: Evidence) -> tuple[Finding, ...]:

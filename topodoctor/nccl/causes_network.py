@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from topodoctor.nccl.evidence import older_than
 from topodoctor.nccl.log_signs import (
     NET_COLLECT,
     VERSIONS,
@@ -76,6 +77,70 @@ _TIMEOUT = ClassCause(
     "NCCL_IB_TIMEOUT too low for the fabric's size or load",
     "the NCCL_IB_TIMEOUT the ranks run with; a large or congested fabric needs the default or more",
     ib_timeout,
+)
+# the survivor's side of a peer that went away (TD092 the EFA provider's statuses, TD046 NCCL's sockets)
+_PEER_PROCESS = ClassCause(
+    "the peer's process failed first and is gone: killed for memory (the kernel's OOM killer, the container's or "
+    "the job's memory limit), a crash, or an exit on an error of its own",
+    "the peer rank's own log and its last lines; on its host `dmesg -T | grep -i -e oom -e 'killed process'`, "
+    "`kubectl describe pod` (OOMKilled) or `sacct -j JOB -o State,MaxRSS` (OUT_OF_MEMORY); the launcher's exit codes",
+)
+_PEER_ENDED = ClassCause(
+    "the peer was ended by its launcher after a third rank failed: the job's first error is on another rank",
+    "every rank's first error, by time; the launcher's table of failures (its first observed failure)",
+)
+_PEER_HARDWARE = ClassCause(
+    "the peer's EFA device or instance failed (a hardware event)",
+    "the peer instance's status checks and its kernel log for the EFA driver (`dmesg | grep -i efa`)",
+)
+_SECURITY_GROUP = ClassCause(
+    "the security group does not let all traffic between the instances, or the instances are in different subnets "
+    "(EFA reaches only its own subnet)",
+    "the security group's inbound and outbound rules (all traffic to and from the group itself), each instance's "
+    "subnet; `fi_pingpong -p efa` between the two hosts",
+)
+_PEER_NODE = ClassCause(
+    "the peer's node went down or rebooted", "the node's uptime, the scheduler's node state, its kernel log"
+)
+_SOCKET_PATH = ClassCause(
+    "the network between the nodes dropped the connection: the interface the sockets use (NCCL_SOCKET_IFNAME), a "
+    "firewall or a connection-tracking timeout, a link that went down",
+    "`ip route get <peer IP>` from each node, the Bootstrap / NET/Socket lines of NCCL_DEBUG=INFO, the link's counters",
+    odd_ifs,
+    first=lambda evs, ctx: bool(odd_ifs(evs, ctx)),
+)
+_STRAY_CONNECTION = ClassCause(
+    "during bootstrap, a program that is not NCCL (a security scanner, a health check) connected to NCCL's port and "
+    "closed: NCCL before 2.27.3 fails on it, upgrade NCCL",
+    "the bootstrap.cc lines of the trail; the version banner; the same job on NCCL 2.27.3 or later",
+    first=lambda evs, ctx: "bootstrap.cc" in ctx.trail_sources and older_than(ctx, (2, 27, 3)) is not False,
+    ruled_out=lambda evs, ctx: "bootstrap.cc" not in ctx.trail_sources or older_than(ctx, (2, 27, 3)) is False,
+)
+PEER_CAUSES = (
+    ClassCauses(
+        "TD092",
+        (_PEER_PROCESS, _PEER_ENDED, _PEER_HARDWARE),
+        "the peer host's log (its host id in the line) and every rank's first error",
+        lambda evs: evs[0].fields.get("group") == "gone",
+    ),
+    ClassCauses(
+        "TD092",
+        (_PEER_PROCESS, _PEER_HARDWARE, _PEER_ENDED, _SECURITY_GROUP),
+        "the peer host's log (its host id in the line), the peer instance's health and every rank's first error",
+        lambda evs: evs[0].fields.get("group") == "unresponsive",
+    ),
+    ClassCauses(
+        "TD092",
+        (_SECURITY_GROUP, _PEER_PROCESS, _PEER_HARDWARE),
+        "the security group's rules and the subnets of both instances; the peer host's log",
+        lambda evs: evs[0].fields.get("group") == "unreachable",
+    ),
+    ClassCauses(
+        "TD046",
+        (_STRAY_CONNECTION, _PEER_PROCESS, _SOCKET_PATH, _PEER_NODE),
+        "the peer rank's log (its first error) and every rank's first error, by time; the Bootstrap / NET/Socket lines "
+        "of NCCL_DEBUG=INFO on both nodes",
+    ),
 )
 
 NETWORK_CAUSES: tuple[ClassCauses, ...] = (

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from topodoctor.nccl.net_peer import peer_gone
+
 # Cause kinds, in the order a log's root cause is chosen (earlier wins). Consequences (a peer
 # that went away, a flushed work request) come last: they follow whatever failed first.
 ROOT = 0
@@ -339,6 +341,8 @@ def classify(text: str, source: str = "") -> Reading | None:
     for pat, kind in _CUDA_KIND:  # a CUDA error without NCCL's "Cuda failure" wrapper (p2p.cc, torch, CUDA)
         if m := pat.search(text):
             return Reading(kind, {"msg": m.group(0)})
+    if gone := peer_gone(text):  # a NET plugin's provider: the remote end went away (libfabric's EFA statuses)
+        return Reading("net-peer-gone", gone, CONSEQUENCE)
     for kind, pat, rank in _SIMPLE:
         if m := pat.search(text):
             return Reading(kind, {k: v for k, v in m.groupdict().items() if v is not None}, rank)

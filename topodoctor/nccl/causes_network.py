@@ -136,6 +136,19 @@ PEER_CAUSES = (
         lambda evs: evs[0].fields.get("group") == "unreachable",
     ),
     ClassCauses(
+        "TD092",
+        (
+            _PEER_PROCESS,
+            _PEER_HARDWARE,
+            ClassCause(
+                "the two hosts run different aws-ofi-nccl or libfabric releases, or a release's own registration bug",
+                "`fi_info --version` and the plugin's `NET/OFI Initializing aws-ofi-nccl` line on both hosts",
+            ),
+        ),
+        "the peer host's log (its host id in the line), the peer instance's health and both hosts' EFA software",
+        lambda evs: evs[0].fields.get("group") == "refused",
+    ),
+    ClassCauses(
         "TD046",
         (_STRAY_CONNECTION, _PEER_PROCESS, _SOCKET_PATH, _PEER_NODE),
         "the peer rank's log (its first error) and every rank's first error, by time; the Bootstrap / NET/Socket lines "

@@ -221,6 +221,8 @@ _GROUP_SAID = {
     "unresponsive": "the receiver stopped answering: its process, its EFA device or its host is gone",
     "unreachable": "the EFA device never reached the remote: the security group or the subnet, or a peer no longer "
     "present",
+    "refused": "the remote rejected the request's address or memory key: the peer's registrations or its EFA "
+    "device went away, or the two sides disagree",
 }
 
 
@@ -229,7 +231,8 @@ def _peer_gone(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> S
     where = f" (peer host {f['peer_host']})" if f.get("peer_host") else ""
     msg = (
         f"the EFA provider reported '{f.get('said', '')}' (status {status}){where}: "
-        f"{_GROUP_SAID.get(f.get('group', ''), 'the remote end went away')}; this rank saw it go"
+        f"{_GROUP_SAID.get(f.get('group', ''), 'the remote end went away')}; the cause is on the peer or between "
+        "the two"
     )
     extra: dict[str, object] = {"status": status, "group": f.get("group", "")}
     if f.get("peer_host"):

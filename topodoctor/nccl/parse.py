@@ -57,6 +57,7 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 _DISTRIBUTED = re.compile(
     r"torch\.distributed|c10d|ProcessGroup|DistBackendError|TCPStore|ChildFailedError|Watchdog caught collective"
     r"|collective operation timeout|Detected mismatch between collectives|^\[rank\d+\]:|TORCH_DISTRIBUTED"
+    r"|gloo/transport/"
     r"|\d\s+\d+\s+(?:float|double|half|bfloat16|u?int(?:8|32|64)|fp8_e4m3|fp8_e5m2)\s+(?:sum|prod|min|max|avg|none)\s"
     r"|Avg bus bandwidth|algbw\s+[\d.]+\s+busbw|Out of bounds values|\bRank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on "
 )

@@ -63,7 +63,9 @@ def test_an_efa_status_of_the_remote_end_is_read_by_its_meaning(num: str, said: 
 
 def test_the_job_memory_kill_in_the_log_leads_the_efa_error() -> None:
     text = EFA_WARN.format(num="9", said="Invalid receiver queue pair number (QPN)")
-    text += "slurmstepd: error: Detected 1 oom_kill event in StepId=123.0. Some of the step tasks have been OOM Killed.\n"
+    text += (
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=123.0. Some of the step tasks have been OOM Killed.\n"
+    )
     lead, second = _read(text)
     assert lead.code == "TD090" and lead.evidence["cause"]["confidence"] == "shown by the log"  # type: ignore[index]
     assert second.code == "TD092"
@@ -124,3 +126,16 @@ def test_some_operations_failed_alone_puts_the_timeout_first() -> None:
 def test_the_plugins_close_of_a_connection_never_made_is_no_cause() -> None:
     (f,) = _findings("nccl-1597-efa-ofi-invalid-communicator-two-nodes.log")
     assert f.code == "TD052" and f.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+
+
+def test_a_completion_error_after_the_job_ran_puts_the_peer_first() -> None:
+    # net_ib's completion WARN (2.19+ format); the queue pair of a peer whose process died drops what arrives
+    warn = (
+        f"{H} transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<43522> with status=12 "
+        "opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.0.1 remoteGids::ffff:10.0.0.2 hca mlx5_0\n"
+        f"{H} NCCL INFO transport/net.cc:1306 -> 6\n{H} NCCL INFO proxy.cc:878 -> 6 [Progress Thread]\n"
+    )
+    (at_start,) = _read(warn)
+    assert "routed" in str(at_start.evidence["candidates"][0])  # type: ignore[index]
+    (mid_run,) = _read("[rank0]: step 100 loss 2.31\n[rank0]: step 200 loss 2.10\n" + warn)
+    assert mid_run.code == "TD045" and "peer's process" in str(mid_run.evidence["candidates"][0])  # type: ignore[index]

@@ -4,9 +4,10 @@ Data; ``nccl.causes`` weighs them against a log."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from topodoctor.nccl.evidence import older_than
+from topodoctor.nccl.evidence import LogContext, older_than
 from topodoctor.nccl.log_signs import (
     NET_COLLECT,
     VERSIONS,
@@ -27,7 +28,9 @@ from topodoctor.nccl.log_signs import (
     roce,
     roce_v1,
     several_nics,
+    worked_first,
 )
+from topodoctor.nccl.parse import Event
 
 _GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
@@ -70,14 +73,24 @@ _LOSSLESS = ClassCause(
     ruled_out=ib_only,
 )
 _PEER = ClassCause(
-    "the peer's process or node failed first, so its NIC stopped answering",
-    "the other ranks' logs: the first failure of the job",
+    "the peer's process or node failed first, so its NIC stopped answering (a queue pair destroyed with its process "
+    "drops what arrives, and the sender's retries run out)",
+    "the other ranks' logs: the first failure of the job; on the peer's host `dmesg -T | grep -i -e oom -e 'killed "
+    "process'`",
+    first=worked_first,
 )
 _TIMEOUT = ClassCause(
     "NCCL_IB_TIMEOUT too low for the fabric's size or load",
     "the NCCL_IB_TIMEOUT the ranks run with; a large or congested fabric needs the default or more",
     ib_timeout,
 )
+
+
+def _before_work(cause: ClassCause) -> Callable[[Sequence[Event], LogContext], bool]:
+    """``cause``'s own ranking, dropped where the job ran before the failure: no configuration waits for hours."""
+    return lambda evs, ctx: cause.first(evs, ctx) and not ctx.worked_first
+
+
 # the survivor's side of a peer that went away (TD092 the EFA provider's statuses, TD046 NCCL's sockets)
 _PEER_PROCESS = ClassCause(
     "the peer's process failed first and is gone: killed for memory (the kernel's OOM killer, the container's or "
@@ -223,7 +236,14 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
     ),
     ClassCauses(
         "TD045",
-        (_GID, _ROUTE, _LOSSLESS, _LINK, _PEER, _RAIL, _TIMEOUT),
+        # a configuration fails the first transfer; a failure after the job ran puts the peer and the link first
+        (
+            *(replace(c, first=_before_work(c)) for c in (_GID, _ROUTE, _LOSSLESS)),
+            _PEER,
+            replace(_LINK, first=worked_first),
+            _RAIL,
+            _TIMEOUT,
+        ),
         f"`show_gids`, `ibstat` and the port counters on both nodes, {NET_COLLECT}; whether it fails at the first "
         "transfer (configuration) or after hours (the link, the peer)",
         lambda evs: evs[0].fields.get("status", "12") == "12",

@@ -62,6 +62,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         tuple(dict.fromkeys(n for f in files if f.account for n in f.account.networks.values())),
         context_signs(files),
         layers,
+        any(f.worked_first for f in files),
     )
 
 

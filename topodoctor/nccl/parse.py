@@ -206,6 +206,7 @@ def parse_file(name: str, text: str) -> LogFile:
         nccl_tests=any(ln.startswith("# nThread") for ln in lines[:40]),
         failed=bool(r.failed_at),
         went_on=last_failure >= 0 and any(p > last_failure for p in r.progress_at),
+        worked_first=bool(failing) and any(p < min(failing) for p in r.progress_at),
         link_layers=r.layers,
         socket_ifs=r.socket_ifs,
         gpu_names=tuple(r.gpus),

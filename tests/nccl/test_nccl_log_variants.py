@@ -109,7 +109,8 @@ def test_an_error_class_of_more_words_is_known_by_its_start() -> None:
     )
     (f,) = explain([_log("/x/rank0.log", remote)])
     assert (f.code, f.severity, f.subject) == ("TD049", "error", "rank0")
-    assert "likely: another rank died or its node dropped off the network" in f.message
+    assert "likely: another rank's process ended first" in f.message
+    assert f.evidence["likely_causes"][1] == "the network between the nodes (the socket interface or a firewall)"
 
 
 def test_torch_s_last_error_alone_in_one_of_the_files_is_a_failure_of_no_known_class() -> None:

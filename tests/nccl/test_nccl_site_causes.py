@@ -88,8 +88,6 @@ def test_every_error_site_of_the_catalogue_is_named_or_gets_candidates() -> None
     "line",
     [
         "[PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: boom",
-        "[rank1]:[E1202 10:01:02.000 ProcessGroupNCCL.cpp:1595] [PG 0 Rank 1] Heartbeat monitor timed out! Process "
-        "will be terminated after dumping debug info. workMetaList_.size()=1",
         "[rank1]:[E1202 10:01:02.000 ProcessGroupNCCL.cpp:577] To avoid data inconsistency, we are taking the entire "
         "process down.",
     ],
@@ -97,6 +95,16 @@ def test_every_error_site_of_the_catalogue_is_named_or_gets_candidates() -> None
 def test_process_group_nccls_own_end_is_a_failure(line: str) -> None:
     (lead, *_) = _errors(f"{line}\n")
     assert lead.code in ("TD049", "TD052") and lead.evidence.get("likely_causes")
+
+
+def test_the_heartbeat_monitors_own_end_is_the_watchdog_stuck() -> None:
+    # ProcessGroupNCCL's heartbeatMonitor prints this only when the watchdog's heartbeat did not move
+    line = (
+        "[rank1]:[E1202 10:01:02.000 ProcessGroupNCCL.cpp:1595] [PG 0 Rank 1] Heartbeat monitor timed out! Process "
+        "will be terminated after dumping debug info. workMetaList_.size()=1"
+    )
+    (lead, *_) = _errors(f"{line}\n")
+    assert lead.code == "TD047" and "within its heartbeat timeout" in lead.message
 
 
 def test_could_not_find_net_without_a_version_ranks_nic_fusion_first_with_what_tells() -> None:

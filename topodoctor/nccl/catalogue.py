@@ -68,6 +68,7 @@ KIND_CODE = {
     "ib-device-skipped": "TD081",
     "shm-permission": "TD082",
     "ofi": "TD084",
+    "net-peer-gone": "TD092",
     "efa-memlock": "TD061",
     "bad-address": "TD041",
     "torch-mismatch": "TD073",
@@ -195,7 +196,7 @@ def lookup(message: str) -> Entry | None:
 
 # The classes whose message is the failure when nothing after it shows the run went on; in a run
 # that went on they are an info finding like any WARN (a plugin that failed and NCCL fell back)
-FATAL_KINDS = frozenset(("graph-search", "invalid-setting", "ofi", "subnet", "cumem-host"))
+FATAL_KINDS = frozenset(("graph-search", "invalid-setting", "ofi", "subnet", "cumem-host", "net-peer-gone"))
 SOFT_KINDS = frozenset(("graph-search", "ofi", "subnet"))
 
 

@@ -4,8 +4,10 @@ Data; ``nccl.causes`` weighs them against a log."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from topodoctor.nccl.evidence import LogContext, older_than
 from topodoctor.nccl.log_signs import (
     NET_COLLECT,
     VERSIONS,
@@ -26,7 +28,9 @@ from topodoctor.nccl.log_signs import (
     roce,
     roce_v1,
     several_nics,
+    worked_first,
 )
+from topodoctor.nccl.parse import Event
 
 _GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
@@ -69,13 +73,100 @@ _LOSSLESS = ClassCause(
     ruled_out=ib_only,
 )
 _PEER = ClassCause(
-    "the peer's process or node failed first, so its NIC stopped answering",
-    "the other ranks' logs: the first failure of the job",
+    "the peer's process or node failed first, so its NIC stopped answering (a queue pair destroyed with its process "
+    "drops what arrives, and the sender's retries run out)",
+    "the other ranks' logs: the first failure of the job; on the peer's host `dmesg -T | grep -i -e oom -e 'killed "
+    "process'`",
+    first=worked_first,
 )
 _TIMEOUT = ClassCause(
     "NCCL_IB_TIMEOUT too low for the fabric's size or load",
     "the NCCL_IB_TIMEOUT the ranks run with; a large or congested fabric needs the default or more",
     ib_timeout,
+)
+
+
+def _before_work(cause: ClassCause) -> Callable[[Sequence[Event], LogContext], bool]:
+    """``cause``'s own ranking, dropped where the job ran before the failure: no configuration waits for hours."""
+    return lambda evs, ctx: cause.first(evs, ctx) and not ctx.worked_first
+
+
+# the survivor's side of a peer that went away (TD092 the EFA provider's statuses, TD046 NCCL's sockets)
+_PEER_PROCESS = ClassCause(
+    "the peer's process failed first and is gone: killed for memory (the kernel's OOM killer, the container's or "
+    "the job's memory limit), a crash, or an exit on an error of its own",
+    "the peer rank's own log and its last lines; on its host `dmesg -T | grep -i -e oom -e 'killed process'`, "
+    "`kubectl describe pod` (OOMKilled) or `sacct -j JOB -o State,MaxRSS` (OUT_OF_MEMORY); the launcher's exit codes",
+)
+_PEER_ENDED = ClassCause(
+    "the peer was ended by its launcher after a third rank failed: the job's first error is on another rank",
+    "every rank's first error, by time; the launcher's table of failures (its first observed failure)",
+)
+_PEER_HARDWARE = ClassCause(
+    "the peer's EFA device or instance failed (a hardware event)",
+    "the peer instance's status checks and its kernel log for the EFA driver (`dmesg | grep -i efa`)",
+)
+_SECURITY_GROUP = ClassCause(
+    "the security group does not let all traffic between the instances, or the instances are in different subnets "
+    "(EFA reaches only its own subnet)",
+    "the security group's inbound and outbound rules (all traffic to and from the group itself), each instance's "
+    "subnet; `fi_pingpong -p efa` between the two hosts",
+)
+_PEER_NODE = ClassCause(
+    "the peer's node went down or rebooted", "the node's uptime, the scheduler's node state, its kernel log"
+)
+_SOCKET_PATH = ClassCause(
+    "the network between the nodes dropped the connection: the interface the sockets use (NCCL_SOCKET_IFNAME), a "
+    "firewall or a connection-tracking timeout, a link that went down",
+    "`ip route get <peer IP>` from each node, the Bootstrap / NET/Socket lines of NCCL_DEBUG=INFO, the link's counters",
+    odd_ifs,
+    first=lambda evs, ctx: bool(odd_ifs(evs, ctx)),
+)
+_STRAY_CONNECTION = ClassCause(
+    "during bootstrap, a program that is not NCCL (a security scanner, a health check) connected to NCCL's port and "
+    "closed: NCCL before 2.27.3 fails on it, upgrade NCCL",
+    "the bootstrap.cc lines of the trail; the version banner; the same job on NCCL 2.27.3 or later",
+    first=lambda evs, ctx: "bootstrap.cc" in ctx.trail_sources and older_than(ctx, (2, 27, 3)) is not False,
+    ruled_out=lambda evs, ctx: "bootstrap.cc" not in ctx.trail_sources or older_than(ctx, (2, 27, 3)) is False,
+)
+PEER_CAUSES = (
+    ClassCauses(
+        "TD092",
+        (_PEER_PROCESS, _PEER_ENDED, _PEER_HARDWARE),
+        "the peer host's log (its host id in the line) and every rank's first error",
+        lambda evs: evs[0].fields.get("group") == "gone",
+    ),
+    ClassCauses(
+        "TD092",
+        (_PEER_PROCESS, _PEER_HARDWARE, _PEER_ENDED, _SECURITY_GROUP),
+        "the peer host's log (its host id in the line), the peer instance's health and every rank's first error",
+        lambda evs: evs[0].fields.get("group") == "unresponsive",
+    ),
+    ClassCauses(
+        "TD092",
+        (_SECURITY_GROUP, _PEER_PROCESS, _PEER_HARDWARE),
+        "the security group's rules and the subnets of both instances; the peer host's log",
+        lambda evs: evs[0].fields.get("group") == "unreachable",
+    ),
+    ClassCauses(
+        "TD092",
+        (
+            _PEER_PROCESS,
+            _PEER_HARDWARE,
+            ClassCause(
+                "the two hosts run different aws-ofi-nccl or libfabric releases, or a release's own registration bug",
+                "`fi_info --version` and the plugin's `NET/OFI Initializing aws-ofi-nccl` line on both hosts",
+            ),
+        ),
+        "the peer host's log (its host id in the line), the peer instance's health and both hosts' EFA software",
+        lambda evs: evs[0].fields.get("group") == "refused",
+    ),
+    ClassCauses(
+        "TD046",
+        (_STRAY_CONNECTION, _PEER_PROCESS, _SOCKET_PATH, _PEER_NODE),
+        "the peer rank's log (its first error) and every rank's first error, by time; the Bootstrap / NET/Socket lines "
+        "of NCCL_DEBUG=INFO on both nodes",
+    ),
 )
 
 NETWORK_CAUSES: tuple[ClassCauses, ...] = (
@@ -145,7 +236,14 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
     ),
     ClassCauses(
         "TD045",
-        (_GID, _ROUTE, _LOSSLESS, _LINK, _PEER, _RAIL, _TIMEOUT),
+        # a configuration fails the first transfer; a failure after the job ran puts the peer and the link first
+        (
+            *(replace(c, first=_before_work(c)) for c in (_GID, _ROUTE, _LOSSLESS)),
+            _PEER,
+            replace(_LINK, first=worked_first),
+            _RAIL,
+            _TIMEOUT,
+        ),
         f"`show_gids`, `ibstat` and the port counters on both nodes, {NET_COLLECT}; whether it fails at the first "
         "transfer (configuration) or after hours (the link, the peer)",
         lambda evs: evs[0].fields.get("status", "12") == "12",

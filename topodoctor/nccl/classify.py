@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from topodoctor.nccl.net_peer import peer_gone
+from topodoctor.nccl.torch_reasons import HEARTBEAT, TIMEOUT_AT
+
 # Cause kinds, in the order a log's root cause is chosen (earlier wins). Consequences (a peer
 # that went away, a flushed work request) come last: they follow whatever failed first.
 ROOT = 0
@@ -71,6 +74,7 @@ _NO_POLLOUT = re.compile(r"socketPollConnect poll\(\) (?:returned 1, no POLLOUT|
 _PEER_LOST = re.compile(
     r"Connection closed by remote peer(?: (?P<peer>\S+))?|Connection reset by peer|Broken pipe"
     r"|remote process exited or there was a network error|Socket recv failed|ncclRemoteError"
+    r"|gloo/transport/tcp/pair\.cc:\d+\] Connection closed by peer (?P<gpeer>\S+)"  # torch's gloo: the peer closed
 )
 
 # One pattern per kind for the rest: (kind, pattern, rank)
@@ -142,7 +146,11 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # what a proxy thread or the main thread says after another failure: no cause of its own
     (
         "secondary",
-        re.compile(r"\[Proxy Service \d+\] Failed to execute|Proxy Call to rank \d+ failed|\[Service thread\] Error"),
+        re.compile(
+            r"\[Proxy Service \d+\] Failed to execute|Proxy Call to rank \d+ failed|\[Service thread\] Error"
+            # aws-ofi-nccl's API wrappers on a NULL communicator: NCCL closing a connection that was never made
+            r"|NET/OFI Invalid communicator object provided"
+        ),
         CONSEQUENCE,
     ),
     # the summary after a segment's creation or attachment failed (shm.h 2.4 - 2.11, shmutils.cc / os/linux.cc
@@ -306,6 +314,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         CONSEQUENCE,
     ),
+    ("watchdog-timeout", TIMEOUT_AT, CONSEQUENCE),  # the watchdog's own line for the work it timed out
+    ("watchdog-stuck", HEARTBEAT, CONSEQUENCE),  # the heartbeat monitor: the watchdog thread made no progress
 )
 
 
@@ -343,6 +353,8 @@ def classify(text: str, source: str = "") -> Reading | None:
     for pat, kind in _CUDA_KIND:  # a CUDA error without NCCL's "Cuda failure" wrapper (p2p.cc, torch, CUDA)
         if m := pat.search(text):
             return Reading(kind, {"msg": m.group(0)})
+    if gone := peer_gone(text):  # a NET plugin's provider: the remote end went away (libfabric's EFA statuses)
+        return Reading("net-peer-gone", gone, CONSEQUENCE)
     for kind, pat, rank in _SIMPLE:
         if m := pat.search(text):
             return Reading(kind, {k: v for k, v in m.groupdict().items() if v is not None}, rank)
@@ -354,7 +366,7 @@ def classify(text: str, source: str = "") -> Reading | None:
     if _NO_POLLOUT.search(text):
         return Reading("connect", {"err": "no answer to the connection (poll without POLLOUT)", "addr": ""})
     if m := _PEER_LOST.search(text):
-        peer = m.group("peer") or ""
+        peer = m.group("peer") or m.group("gpeer") or ""
         return Reading("peer-lost", {"peer": peer, "text": m.group(0)}, CONSEQUENCE)
     return None
 

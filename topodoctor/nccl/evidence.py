@@ -53,6 +53,7 @@ class LogContext:
     signs: tuple[Sign, ...] = ()  # INFO lines that tell a class's causes apart (``nccl.info_signs``)
     # host -> RDMA device -> IB or RoCE; ``link_layers`` is the failing host's (``on_host``)
     host_layers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    worked_first: bool = False  # a file shows work that progressed before its first failure line
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from topodoctor.nccl.unexplained import bridges_only, flushed_only, unexplained
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
 BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
-NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067"))
+NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067", "TD092"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
 LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
@@ -62,6 +62,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         tuple(dict.fromkeys(n for f in files if f.account for n in f.account.networks.values())),
         context_signs(files),
         layers,
+        any(f.worked_first for f in files),
     )
 
 

@@ -57,6 +57,18 @@ NETWORK_CLASSES = (
         "out of memory, an XID in `dmesg`, a killed process) and fix that; then the network between the nodes.",
     ),
     _e(
+        "TD092",
+        "net-peer-gone",
+        "error",
+        "A NET plugin's provider reported that the other end of a connection went away or never answered (libfabric "
+        "EFA: the remote queue pair is gone, the receiver stopped answering, the remote is unreachable)",
+        "This rank saw its peer go; the cause is on the peer or between the two. Read the peer host's log first (the "
+        "host id the line names): a process killed for memory (`dmesg -T | grep -i -e oom -e 'killed process'`, "
+        "`kubectl describe pod` OOMKilled, `sacct` OUT_OF_MEMORY), a crash or an exit on its own error; then the "
+        "peer instance's health; for an unreachable remote, the security group (all traffic to and from itself) "
+        "and the instances' subnets.",
+    ),
+    _e(
         "TD047",
         "watchdog-timeout",
         "error",

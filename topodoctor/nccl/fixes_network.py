@@ -215,6 +215,31 @@ def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> S
     return Said("TD046", msg, fix)
 
 
+_GROUP_SAID = {
+    "gone": "the remote queue pair no longer exists (detected at the peer): the peer's process is usually no longer "
+    "present",
+    "unresponsive": "the receiver stopped answering: its process, its EFA device or its host is gone",
+    "unreachable": "the EFA device never reached the remote: the security group or the subnet, or a peer no longer "
+    "present",
+    "refused": "the remote rejected the request's address or memory key: the peer's registrations or its EFA "
+    "device went away, or the two sides disagree",
+}
+
+
+def _peer_gone(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    status = f.get("status", "")
+    where = f" (peer host {f['peer_host']})" if f.get("peer_host") else ""
+    msg = (
+        f"the EFA provider reported '{f.get('said', '')}' (status {status}){where}: "
+        f"{_GROUP_SAID.get(f.get('group', ''), 'the remote end went away')}; the cause is on the peer or between "
+        "the two"
+    )
+    extra: dict[str, object] = {"status": status, "group": f.get("group", "")}
+    if f.get("peer_host"):
+        extra["peer_host"] = f["peer_host"]
+    return Said("TD092", msg, EXPLANATIONS["TD092"].fix, extra)
+
+
 def _mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("around"):  # NCCL 2.4's kernel check: the collectives themselves differ between ranks
         return Said(
@@ -292,6 +317,7 @@ NETWORK: dict[str, Builder] = {
     "socket-ifname": _ifname,
     "connect": _connect,
     "peer-lost": _peer_lost,
+    "net-peer-gone": _peer_gone,
     "store": _store,
     "collective-mismatch": _mismatch,
     "version-mismatch": _versions,

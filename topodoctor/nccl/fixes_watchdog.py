@@ -39,7 +39,7 @@ def _ops_differ(evs: Sequence[Event]) -> str:
     pgs: dict[str, set[str]] = {}
     for e in evs:
         seq, op = e.fields.get("seq", ""), e.fields.get("op", "")
-        if not seq:  # torch before 1.10 numbers no work: two works are not one point of the program
+        if not seq or not op:  # torch before 1.10 numbers no work; the watchdog's "Timeout at NCCL work" names no op
             continue
         who = e.fields.get("wrank") or ("" if e.rank is None else str(e.rank))
         by_seq.setdefault(seq, {}).setdefault(op, who)
@@ -52,6 +52,7 @@ def _ops_differ(evs: Sequence[Event]) -> str:
 
 
 def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    f = next((e.fields for e in evs if e.fields.get("op")), f)  # the work as torch printed it, where it did
     extra: dict[str, object] = {
         "seq": int(f.get("seq", 0)),
         "op": f.get("op", ""),
@@ -80,7 +81,16 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
         )
     timeout_ms = int(f.get("timeout") or 0)
     work = f"{f.get('op')} (sequence {f['seq']})" if f.get("seq") else str(f.get("op"))
-    if f.get("ran"):
+    if not f.get("op"):  # only the watchdog's "Timeout at NCCL work: N, last enqueued ..., last completed ..."
+        extra |= {k: f[k] for k in ("pg", "enqueued", "completed") if f.get(k)}
+        where = f" of process group {f['pg']}" if f.get("pg") else ""
+        rank = f" on rank {f['wrank']}" if f.get("wrank") else ""
+        ran = (
+            f"torch's watchdog timed out work {f.get('seq', '?')}{where}{rank} (last enqueued "
+            f"{f.get('enqueued', '?')}, last completed {f.get('completed', '?')}); the operation and its timeout are "
+            "in the watchdog's line before it, not in the paste"
+        )
+    elif f.get("ran"):
         ran = f"{work} ran {f['ran']} ms, past the {timeout_ms} ms timeout"
     else:  # the blocking wait (TORCH_NCCL_BLOCKING_WAIT=1) names the timeout, not the time it ran
         ran = f"{work} timed out in torch's blocking wait, its timeout {timeout_ms} ms"
@@ -122,17 +132,18 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
 
 def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """torch's heartbeat monitor killed the process: its NCCL watchdog thread, not a collective, stopped."""
-    secs = f.get("secs", "?")
+    secs = next((e.fields["secs"] for e in evs if e.fields.get("secs")), "")
+    took = f"for {secs} s" if secs else "within its heartbeat timeout"
     return Said(
         "TD047",
-        f"torch's NCCL watchdog thread made no progress for {secs} s (its heartbeat monitor, "
+        f"torch's NCCL watchdog thread made no progress {took} (its heartbeat monitor, "
         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): a CUDA or NCCL call hung inside the watchdog, not a collective past "
         "its timeout",
         "Find the call the watchdog is blocked in: dump the process's stacks (`py-spy dump --native --pid`, or "
         "the flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE with TORCH_NCCL_DUMP_ON_TIMEOUT=1); a hung GPU shows "
         "an Xid in `dmesg`; another thread holding the GIL inside a CUDA call, or a rank stuck in NCCL's abort, "
         "blocks it too. Raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is slow, not stuck.",
-        {"stuck_s": secs},
+        {"stuck_s": secs or "?"},
     )
 
 

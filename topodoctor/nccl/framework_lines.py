@@ -21,6 +21,7 @@ from topodoctor.nccl.launcher_lines import (
 )
 from topodoctor.nccl.launcher_lines import reading as launcher_reading
 from topodoctor.nccl.read_state import ReadState
+from topodoctor.nccl.torch_reasons import torch_failed
 from topodoctor.nccl.torch_stack import TIMEOUT, frame_kind, stack_kind
 from topodoctor.nccl.variables import parse_version, shown
 
@@ -133,6 +134,8 @@ class FrameworkLines(ReadState):
             return
         if self.outcome.other(i, line, self.nccl_seen):  # torch's own words that NCCL failed
             self.failed_at.append(i)
+            if said := torch_failed(line):  # what they say of the failure, for a log that holds no other reason
+                self.add("torch-failed", i, line, rank, fields=said)
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self.wrapped(i, line)):
             if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
                 reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
@@ -150,7 +153,7 @@ class FrameworkLines(ReadState):
         kind = stack_kind(self.stack)
         if not kind or any(e.kind in ("watchdog-timeout", "watchdog-stuck") for e in self.events):
             return
-        if kind != TIMEOUT and any(e.kind != "warn" for e in self.events):
+        if kind != TIMEOUT and any(e.kind not in ("warn", "torch-failed") for e in self.events):
             return
         i = self.stack[kind]
         self.failed_at.append(i)

@@ -197,4 +197,6 @@ BARE_OK = re.compile(
     r"|[Nn]o algorithm/protocol available for function|peer access is not supported between"
     r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds|Error type: \w+_MISMATCH"
     r"|Unable to load NCCL library|P2P is disabled between NVLINK connected GPUs|Could not find NET with id"
+    r"|Timeout at NCCL work: \d+|Heartbeat monitor timed out!|gloo/transport/tcp/pair\.cc:\d+\] Connection closed"
+    r"|libfabric:\d+:\d+::efa:"
 )

@@ -237,6 +237,11 @@ def ib_only(evs: Sequence[Event], ctx: LogContext) -> bool:
     return (bool(ctx.link_layers) or lids) and not roce(evs, ctx)
 
 
+def worked_first(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """Whether the job made progress (steps, test rows) before it failed: a path that carried traffic, then broke."""
+    return ctx.worked_first
+
+
 def several_nics(evs: Sequence[Event], ctx: LogContext) -> bool:
     """Whether the log shows more than one RDMA device."""
     return len(ctx.link_layers) > 1

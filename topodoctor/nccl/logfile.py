@@ -57,6 +57,7 @@ class LogFile:
     nccl_tests: bool = False  # nccl-tests' own output (its "# nThread" header)
     failed: bool = False  # the file shows a failed call: a trail to the top, a framework or test error
     went_on: bool = False  # work went on after the last failure line (training steps, test rows)
+    worked_first: bool = False  # work made progress before the first failure line: the failure came mid-run
     # host -> RDMA device -> IB or RoCE (NET/IB : Using); host "" for a line without NCCL's prefix
     link_layers: dict[str, dict[str, str]] = field(default_factory=dict)
     socket_ifs: dict[str, str] = field(default_factory=dict)  # interface -> address NCCL's sockets use

@@ -57,6 +57,7 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:")
 _DISTRIBUTED = re.compile(
     r"torch\.distributed|c10d|ProcessGroup|DistBackendError|TCPStore|ChildFailedError|Watchdog caught collective"
     r"|collective operation timeout|Detected mismatch between collectives|^\[rank\d+\]:|TORCH_DISTRIBUTED"
+    r"|gloo/transport/"
     r"|\d\s+\d+\s+(?:float|double|half|bfloat16|u?int(?:8|32|64)|fp8_e4m3|fp8_e5m2)\s+(?:sum|prod|min|max|avg|none)\s"
     r"|Avg bus bandwidth|algbw\s+[\d.]+\s+busbw|Out of bounds values|\bRank\s+\d+ (?:Group\s+\d+ )?Pid\s+\d+ on "
 )
@@ -210,6 +211,7 @@ def parse_file(name: str, text: str) -> LogFile:
         nccl_tests=any(ln.startswith("# nThread") for ln in lines[:40]),
         failed=bool(r.failed_at),
         went_on=last_failure >= 0 and any(p > last_failure for p in r.progress_at),
+        worked_first=bool(failing) and any(p < min(failing) for p in r.progress_at),
         link_layers=r.layers,
         socket_ifs=r.socket_ifs,
         gpu_names=tuple(r.gpus),

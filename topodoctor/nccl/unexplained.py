@@ -16,6 +16,7 @@ from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.launcher_lines import root_cause_said, signal_said
 from topodoctor.nccl.logfile import Event, LogFile
 from topodoctor.nccl.site_causes import site_candidates
+from topodoctor.nccl.torch_reasons import CANDIDATES, COLLECT, SAID
 
 # 2.18's proxy errors read back as internal errors (nccl.known_bugs): a likely cause only under 2.18 or no version
 _INTERNAL_218 = (
@@ -29,7 +30,8 @@ LIKELY = {
     "unhandled system error": "/dev/shm too small in a container, sockets refused or unreachable, or IB verbs failing",
     "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, the Fabric Manager on an "
     "NVSwitch host, or a GPU fault (see dmesg)",
-    "remote process exited": "another rank died or its node dropped off the network",
+    "remote process exited": "another rank's process ended first (killed for memory or crashed; its log and `dmesg` "
+    "tell), or the network between the nodes (the socket interface or a firewall), or a node that dropped off",
     "internal error": f"{_INTERNAL_218}, a topology XML without an attribute NCCL reads (NCCL_TOPO_FILE or the "
     "file a network plugin sets such as aws-ofi-nccl's per-instance ones; graph/xml.h returns ncclInternalError for "
     "'Attribute X of node Y not found'), an NCCL bug, or a mix of NCCL builds",
@@ -162,6 +164,14 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         if k in ("NCCL_NET", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SHM_DISABLE", "NCCL_TOPO_FILE")
     }
     msg = f"NCCL error '{cls}' with no reason in the log (NCCL_DEBUG unset); likely: {likely}"
+    torch_said = by_kind.get("torch-failed", [])
+    fix_049 = EXPLANATIONS["TD049"].fix
+    if torch_said and not errors:  # torch's own words that NCCL failed, which carry no reason: what they mean
+        said = torch_said[0].fields
+        candidates = list(CANDIDATES[said["what"]])
+        likely = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+        on = f"rank {said['rank']}: " if said.get("rank") else ""
+        msg = f"{on}{SAID[said['what']]}; no reason in the log; candidates, most likely first: {likely}"
     roots = by_kind.get("root-cause", [])
     root = next((e for e in roots if e.fields.get("root")), roots[0] if roots else None)  # the table's, with its host
     if root is not None:  # the launcher names the rank that failed first: its own output has the cause
@@ -179,8 +189,8 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
             "TD049",
             who,
             msg,
-            EXPLANATIONS["TD049"].fix,
-            errors[0] if errors else root,
+            f"Collect: {COLLECT}. {EXPLANATIONS['TD049'].fix}" if torch_said and not errors else fix_049,
+            errors[0] if errors else (root or next(iter(torch_said), None)),
             error_class=cls,
             debug_set="NCCL_DEBUG=WARN",
             likely_causes=candidates,

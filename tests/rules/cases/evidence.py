@@ -150,8 +150,9 @@ def _searched(line: str) -> Evidence:
 
 
 _RING = "vm:2333:2333 [0] NCCL INFO Pattern 4, crossNic 0, nChannels {n}, bw {bw}/{bw}, type {t}/PIX, sameChannels 1\n"
-_FAILED = "vm:2333:2340 [0] graph/search.cc:1127 NCCL WARN Could not find a path for pattern 4, falling back to " \
-    "simple order"
+_FAILED = (
+    "vm:2333:2340 [0] graph/search.cc:1127 NCCL WARN Could not find a path for pattern 4, falling back to simple order"
+)
 _X4 = _ranks("NVIDIA H200", 4)
 CASES: list[Case] = [
     _case("TD021", True, "4 x H200 all_reduce 359 GB/s at 2 GiB", lambda: evidence(

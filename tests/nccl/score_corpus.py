@@ -33,6 +33,9 @@ from pathlib import Path
 
 from topodoctor.core.errors import InputError
 from topodoctor.core.fileio import read_text
+from topodoctor.model.findings import Finding, finding_json
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
 
 NOT_FOUND = ("TD052", "TD049")  # the cause-not-found codes: no reason in the log, or no known class
 RUN_TIMEOUT_S = 300  # one log; the largest real log reads in seconds
@@ -129,6 +132,18 @@ def judge(exp: Expected, rc: int, findings: list[dict[str, object]]) -> str:
     if exp.names.lower() in said and exp.code in ("new", code):
         return "named-right"
     return "confidently-wrong"
+
+
+def findings_of(folder: Path, name: str) -> list[Finding]:
+    """One file of a set read in this process, as `nccl-log` reads it (the sets' tests hold their verdicts by it)."""
+    return explain([parse_file(name, (folder / name).read_text(errors="replace"))])
+
+
+def verdict_of(folder: Path, row: dict[str, str], name: str) -> str:
+    """The verdict of one file of a set by the rules above, read in this process."""
+    findings = findings_of(folder, name)
+    rc = 1 if any(f.severity in ("error", "critical") for f in findings) else 0
+    return judge(expected(row), rc, [finding_json(f) for f in findings])
 
 
 def answer(rc: int, findings: list[dict[str, object]], note: str) -> str:

@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from score_corpus import expected, judge, readme_rows
+from score_corpus import findings_of, readme_rows, verdict_of
 
-from topodoctor.model.findings import Finding, finding_json
-from topodoctor.nccl.explain import explain
+from topodoctor.model.findings import Finding
 from topodoctor.nccl.parse import parse_file
 
 SET = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs" / "real4"
@@ -19,14 +18,12 @@ ROWS = readme_rows(SET)
 
 
 def _findings(name: str) -> list[Finding]:
-    return explain([parse_file(name, (SET / name).read_text(errors="replace"))])
+    return findings_of(SET, name)
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_each_log_holds_its_verdict(name: str) -> None:
-    findings = _findings(name)
-    rc = 1 if any(f.severity in ("error", "critical") for f in findings) else 0
-    verdict = judge(expected(ROWS[name]), rc, [finding_json(f) for f in findings])
+    verdict = verdict_of(SET, ROWS[name], name)
     assert verdict in ("named-right", "cause-not-found-correct"), (name, verdict)
 
 

@@ -37,7 +37,7 @@ from topodoctor.diagnosis.evidence_expect import (
     PostedExpectation,
     expect_collective,
 )
-from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote, facts_of, path_class
+from topodoctor.diagnosis.evidence_facts import Facts, Measured, facts_of, path_class
 from topodoctor.diagnosis.evidence_header import HEADER, place
 from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
@@ -47,6 +47,7 @@ from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import SAID_SETTING, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity

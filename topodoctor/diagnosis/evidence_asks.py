@@ -30,9 +30,10 @@ from topodoctor.diagnosis.evidence_decide import (
     TOPO,
     first_ask,
 )
-from topodoctor.diagnosis.evidence_facts import Facts, Quote
+from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.diagnosis.evidence_hosts import candidate_line, described, host_causes, host_kinds
 from topodoctor.diagnosis.evidence_leads import Symptom
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.model.findings import Severity
 
 APART = 0.87  # two runs of one test whose averages differ more than this: one is short of the other

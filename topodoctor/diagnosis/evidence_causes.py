@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from topodoctor.core.text import plural
 from topodoctor.diagnosis.evidence_decide import LSPCI
-from topodoctor.diagnosis.evidence_facts import Facts, Quote, bus_key, no_peer_access, path_class
+from topodoctor.diagnosis.evidence_facts import Facts, bus_key, no_peer_access, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.fallback import P2P_BY_DEFAULT, fallbacks
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.model.evidence import CopyMatrix, PcieSeen

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from topodoctor.core.stats import median
 from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
-from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen, Quote
+from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.evidence_sockets import NO_PROVIDER, setting_value, socket_cause
 from topodoctor.diagnosis.nccl_model import (
     DEFAULT_BUFFSIZE,

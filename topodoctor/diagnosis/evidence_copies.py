@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 
 from topodoctor.diagnosis.evidence_expect import copy_nominal
-from topodoctor.diagnosis.evidence_facts import Facts, Quote
+from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.diagnosis.evidence_leads import Symptom
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.model.evidence import CopyMatrix
 from topodoctor.topology.graph import pcie_gbps
 

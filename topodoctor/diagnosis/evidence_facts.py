@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from topodoctor.diagnosis.evidence_seen import Quote, Searched
 from topodoctor.model.evidence import (
     SAID_SETTING,
     CollectiveRun,
@@ -26,20 +26,7 @@ from topodoctor.model.nccl_account import NcclAccount
 from topodoctor.nccl.lines import NetLine, net_line, peer_line
 from topodoctor.topology.gpu_models import GpuModel, model_of
 
-if TYPE_CHECKING:  # evidence_search.py, which reads these facts, gives the search's
-    from topodoctor.diagnosis.evidence_search import Searched
 KINDS = {"P2P": "p2p", "SHM": "shm", "NET": "net"}  # a connection's transport by the head of NCCL's "via"
-
-
-@dataclass(frozen=True)
-class Quote:
-    """Where a fact stands: the input and line (``nccl.log:123``) and the text as it stood."""
-
-    where: str
-    text: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.text}" if self.text else self.where
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from topodoctor.diagnosis.evidence_facts import Facts, Measured, Quote
+from topodoctor.diagnosis.evidence_facts import Facts, Measured
+from topodoctor.diagnosis.evidence_seen import Quote
 
 HEADER = ("the run's header: its `# nThread N nGpus N` line and the `#  Rank N ... on HOST device D` lines under "
           "`# Using devices` (how many ranks on how many nodes)")  # fmt: skip

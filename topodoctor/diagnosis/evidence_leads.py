@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from topodoctor.diagnosis.evidence_facts import Quote
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.model.findings import Severity
 

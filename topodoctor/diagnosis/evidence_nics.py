@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topodoctor.diagnosis.evidence_facts import Facts, Quote
+from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.model.evidence import NicSeen
 from topodoctor.model.findings import Severity

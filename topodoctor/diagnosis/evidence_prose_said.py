@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from topodoctor.diagnosis.evidence_facts import Facts, Quote
+from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.diagnosis.evidence_nics import expected_nic_gbps
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.model.evidence_prose import FigureKind, FigureSaid, ProseSaid
 from topodoctor.topology.gpu_models import MODELS, GpuModel
 

@@ -18,8 +18,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from topodoctor.diagnosis.evidence_expect import NORMAL_SHARE, layout_of
-from topodoctor.diagnosis.evidence_facts import Facts, Quote, path_class
+from topodoctor.diagnosis.evidence_facts import Facts, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_seen import Quote, Searched
 from topodoctor.diagnosis.perf_regressions import REGRESSIONS, regressions_of
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.model.evidence import Evidence
@@ -54,15 +55,6 @@ class Allowed:
     ring_gbps: float | None  # None where the links are not known well enough to fill (a mesh, PCIe classes)
     type_intra: str  # NVL, PIX, PXB, PHB, SYS; "" where the evidence does not show it
     basis: str
-
-
-@dataclass(frozen=True)
-class Searched:
-    """What NCCL's logs and graph dumps say of its graph search, each fact with the line that shows it."""
-
-    graphs: tuple[tuple[NcclGraphSeen, Quote], ...] = ()  # each graph found, and each pattern that found none
-    unplaced: Quote | None = None  # the first line saying NCCL could not place a device in its PCI tree
-    paths: tuple[tuple[str, float], ...] = ()  # NCCL's own paths between the GPUs of a node: (type, GB/s)
 
 
 def searched_of(ev: Evidence) -> Searched:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from topodoctor.diagnosis.evidence_facts import Conn, Facts, Quote, path_class
+from topodoctor.diagnosis.evidence_facts import Conn, Facts, path_class
+from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.model.collectives import CollectivesResult
 
 # paths.cc: NCCL runs P2P up to PATH_PXB by default (through PCIe switches, not the host bridge), and

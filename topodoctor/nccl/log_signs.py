@@ -140,6 +140,7 @@ def shm_open_names(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 
 def mkstemp_names(evs: Sequence[Event], ctx: LogContext) -> bool:
+    """The segment is 2.12+'s mkstemp file, whose name differs every time: the negation of shm_open_names."""
     return not shm_open_names(evs, ctx)
 
 

@@ -75,8 +75,9 @@ def _gathered(source: Source, passes: Sequence[Pass], deadline: float) -> Probed
 
 def judging_reserve_s(budget: Budget) -> float:
     """What the parent keeps of the budget to judge what the probe found when the measurements
-    after it overrun: a tenth of it, at most half a second (the rules take tens of ms)."""
-    return min(0.5, 0.1 * (budget.timeout_s or 0.0))
+    after it overrun: a fifth of it, at most a second. The rules take tens of ms, but decoding the probe's
+    answer on a loaded machine (a node's other jobs, a CI runner) can take several times that."""
+    return min(1.0, 0.2 * (budget.timeout_s or 0.0))
 
 
 def _await_host(

@@ -31,6 +31,7 @@ NODE = "gpu01"  # the Slurm name; the host name stays what it is, as on clusters
 DAEMONS = ("munged", "slurmctld", "slurmd", "scontrol", "sinfo", "srun", "sbatch", "prometheus-node-exporter")
 SCRIPTS = {"prolog": "slurm-prolog.sh", "health": "healthcheck-drain.sh", "epilog": "slurm-epilog.sh"}
 SYSLOG = Path("/dev/log")
+SUITE_MARK = "TOPODOCTOR_CLUSTER_SUITE"  # set by the suite's topodoctor command to the pid of the run that wrote it
 
 
 class Unavailable(Exception):
@@ -94,7 +95,10 @@ class Cluster:
     def _wrapper(self) -> Path:
         """The topodoctor command of this checkout, as an installed console script would be."""
         path = self.base / "topodoctor"
-        path.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m topodoctor "$@"\n')
+        # SUITE_MARK in its environment tells this suite's checks from other topodoctor processes of the
+        # same interpreter on the machine (another test run, a developer's own command)
+        run = f'{SUITE_MARK}={os.getpid()} PYTHONPATH={ROOT} exec {sys.executable} -m topodoctor "$@"'
+        path.write_text(f"#!/bin/sh\n{run}\n")
         path.chmod(0o755)
         return path
 

@@ -4,6 +4,7 @@ still, reading the log, the metrics files and the processes, and starting a scri
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster import NODE, ROOT, Cluster
+from cluster import NODE, ROOT, SUITE_MARK, Cluster
 from prometheus_client.parser import text_string_to_metric_families
 
 DERIVED = ROOT / "fixtures" / "derived"
@@ -55,17 +56,20 @@ def assert_each_series_once(files: list[Path]) -> None:
 
 
 def our_processes() -> list[str]:
-    """Processes running this checkout's topodoctor (the scripts' checks and their probe and NVML
-    children, which keep their parent's command line), as ``pid command`` lines."""
+    """Processes running this suite's topodoctor command (the scripts' checks and their probe and NVML
+    children, which keep their parent's command line and environment), as ``pid command`` lines. The
+    suite's mark in the environment leaves out other topodoctor processes of the same interpreter."""
     mine = f"{sys.executable} -m topodoctor"  # cluster.py's wrapper runs exactly this
+    mark = f"{SUITE_MARK}={os.getpid()}".encode()
     out = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
             argv = (d / "cmdline").read_bytes().split(b"\0")
+            environ = (d / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
         text = " ".join(a.decode(errors="replace") for a in argv if a)
-        if text.startswith(mine):
+        if text.startswith(mine) and mark in environ:
             out.append(f"{d.name} {text}")
     return out
 

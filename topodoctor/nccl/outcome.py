@@ -56,6 +56,8 @@ class Outcome:
         self.ended_at: list[int] = []  # the run's own end: a traceback, an abort, a non-zero exit
         self.symptoms: list[tuple[int, str]] = []  # INFO lines that show a known bug: (line, message)
         self.teardown: list[tuple[int, str]] = []  # commReclaim's WARNs of a teardown that failed: (line, host:pid)
+        self.plugin_warns: list[tuple[int, str]] = []  # a NET plugin's WARNs its source fails after: (line, host:pid)
+        self.info_at: list[int] = []  # the NCCL INFO lines, first few: a plugin NCCL dropped is followed by more
 
     def warn(self, i: int, line: str, reading: Reading | None, msg: str) -> tuple[Reading | None, dict[str, str]]:
         """A WARN line read as ``reading``: the reading, the catalogue's where no narrower class
@@ -68,10 +70,14 @@ class Outcome:
             self.fatal_warns.append((i, process(line)))
         elif known.get("fatal"):  # the source fails after it, but a caller may catch it (a plugin NCCL drops)
             self.caught_warns.append(i)
+            if reading is not None and reading.kind == "ofi":
+                self.plugin_warns.append((i, process(line)))
         return reading, known
 
     def info(self, i: int, line: str, msg: str) -> None:
         """An NCCL INFO line: NCCL went on, unless it is the return-code trail; or a known bug's sign."""
+        if len(self.info_at) < 2:
+            self.info_at.append(i)
         if (self.fatal_warns or self.caught_warns) and " -> " not in msg:
             self.nccl_last[process(line)] = i
         if INFO_SIGN in msg:
@@ -101,7 +107,10 @@ class Outcome:
         if self.ended_at and self.ended_at[-1] > first:
             return [self.ended_at[-1]]
         out = []
-        for at, proc in self.fatal_warns:
+        # a plugin that fails at INFO level is dropped with NCCL's INFO lines after it (net.cc, the next
+        # network); a log at INFO that ends on the plugin's failure shows no such fallback: the run ended there
+        plugin = [(at, p) for at, p in self.plugin_warns if self.info_at and self.info_at[0] < at]
+        for at, proc in self.fatal_warns + plugin:
             if self.at_teardown(at, proc):  # commReclaim reported it and returned success: the work was done
                 continue
             if not self.went_on(at, proc) and not any(p > at for p in progress_at):

@@ -4,6 +4,7 @@ Data; ``nccl.causes`` weighs them against a log."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -32,6 +33,10 @@ from topodoctor.nccl.log_signs import (
     worked_first,
 )
 from topodoctor.nccl.parse import Event
+
+# ibv_modify_qp at RTR with a GID index the port's table does not hold: EINVAL (out of range, a bad attribute) or
+# ENODATA (the kernel's rdma_get_gid_attr on an empty entry)
+_BAD_GID_ERRNO = re.compile(r"Invalid argument|No data available")
 
 _GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
@@ -293,7 +298,7 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             _IBEXT,
         ),
         f"`show_gids` and `ibv_devinfo -v` on both nodes, {NET_COLLECT}",
-        lambda evs: "Invalid argument" not in evs[0].text,
+        lambda evs: not _BAD_GID_ERRNO.search(evs[0].text),
     ),
     ClassCauses(
         "TD064",
@@ -307,7 +312,7 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             _IBEXT,
         ),
         f"`show_gids` and `ibv_devinfo -v`, {NET_COLLECT}",
-        lambda evs: "Invalid argument" in evs[0].text,
+        lambda evs: bool(_BAD_GID_ERRNO.search(evs[0].text)),
     ),
     ClassCauses(
         "TD045",

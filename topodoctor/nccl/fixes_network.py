@@ -67,7 +67,7 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "other, set NCCL_CROSS_NIC=0; on RoCE the GID in use must be routed between the nodes: a link-local "
             "(fe80::) or RoCE v1 GID is not, set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routed IP."
         )
-    elif "Invalid argument" in err:
+    elif "Invalid argument" in err or "No data available" in err:  # EINVAL / ENODATA: no GID at that index
         forced = f" (the log shows NCCL_IB_GID_INDEX={gid})" if gid else ""
         specific = f"The forced GID index is wrong{forced}: NCCL_IB_GID_INDEX=-1 lets NCCL pick the RoCE v2 GID."
     else:

@@ -223,14 +223,14 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
         ),
         f"`ibv_devinfo -v` and `show_gids` on the node, {NET_COLLECT}",
     ),
-    ClassCauses(  # a connect to a link-local address: reached only on its own link, often each node's own service
+    ClassCauses(  # a connect to loopback or a link-local address: this host's own, or only its own link's
         "TD072",
         (
             ClassCause(
-                "the interface NCCL's sockets chose has a link-local address (a node-local agent's 169.254 address, "
-                "the same on every node, or an fe80:: one): the peer advertised it and the connect reaches this "
-                "node's own service or nothing; set NCCL_SOCKET_IFNAME to the interface the nodes route (or exclude "
-                "that one: NCCL_SOCKET_IFNAME=^name)",
+                "the interface NCCL's sockets chose has an address other nodes do not reach: loopback (127.x, this "
+                "host itself) or link-local (a node-local agent's 169.254 address, the same on every node, or an "
+                "fe80:: one): the peer advertised it and the connect reaches this node's own service or nothing; set "
+                "NCCL_SOCKET_IFNAME to the interface the nodes route (or exclude that one: NCCL_SOCKET_IFNAME=^name)",
                 "the NET/Socket / Bootstrap lines of NCCL_DEBUG=INFO on both nodes (the interfaces and addresses), "
                 "`ip -br addr` on each node",
                 odd_ifs,  # the sockets' own list names that interface: it is the one chosen
@@ -242,7 +242,9 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             ClassCause("a firewall rejecting or dropping the port", "`nc -zv <peer IP> <port>`, the firewall's rules"),
         ),
         "the NET/Socket and Bootstrap lines of NCCL_DEBUG=INFO on every node, and the peer rank's log",
-        lambda evs: link_local(evs[0].fields.get("addr", "")),
+        lambda evs: (
+            evs[0].kind == "connect" and (link_local(addr := evs[0].fields.get("addr", "")) or addr.startswith("127."))
+        ),
     ),
     ClassCauses(  # a refused connect retried, pasted alone: nothing listened at the peer's address and port
         "TD072",

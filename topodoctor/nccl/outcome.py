@@ -57,7 +57,6 @@ class Outcome:
         self.symptoms: list[tuple[int, str]] = []  # INFO lines that show a known bug: (line, message)
         self.teardown: list[tuple[int, str]] = []  # commReclaim's WARNs of a teardown that failed: (line, host:pid)
         self.plugin_warns: list[tuple[int, str]] = []  # a NET plugin's WARNs its source fails after: (line, host:pid)
-        self.info_at: list[int] = []  # the NCCL INFO lines, first few: a plugin NCCL dropped is followed by more
 
     def warn(self, i: int, line: str, reading: Reading | None, msg: str) -> tuple[Reading | None, dict[str, str]]:
         """A WARN line read as ``reading``: the reading, the catalogue's where no narrower class
@@ -76,8 +75,6 @@ class Outcome:
 
     def info(self, i: int, line: str, msg: str) -> None:
         """An NCCL INFO line: NCCL went on, unless it is the return-code trail; or a known bug's sign."""
-        if len(self.info_at) < 2:
-            self.info_at.append(i)
         if (self.fatal_warns or self.caught_warns) and " -> " not in msg:
             self.nccl_last[process(line)] = i
         if INFO_SIGN in msg:
@@ -107,10 +104,9 @@ class Outcome:
         if self.ended_at and self.ended_at[-1] > first:
             return [self.ended_at[-1]]
         out = []
-        # a plugin that fails at INFO level is dropped with NCCL's INFO lines after it (net.cc, the next
-        # network); a log at INFO that ends on the plugin's failure shows no such fallback: the run ended there
-        plugin = [(at, p) for at, p in self.plugin_warns if self.info_at and self.info_at[0] < at]
-        for at, proc in self.fatal_warns + plugin:
+        # a plugin NCCL drops is followed by NCCL's lines of the next network (net.cc): a log that ends on the
+        # plugin's failure, with no such line, ended there (as the plugin's own classes do, ``FATAL_KINDS``)
+        for at, proc in self.fatal_warns + self.plugin_warns:
             if self.at_teardown(at, proc):  # commReclaim reported it and returned success: the work was done
                 continue
             if not self.went_on(at, proc) and not any(p > at for p in progress_at):

@@ -227,10 +227,11 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
         "TD072",
         (
             ClassCause(
-                "the interface NCCL's sockets chose has an address other nodes do not reach: loopback (127.x, this "
-                "host itself) or link-local (a node-local agent's 169.254 address, the same on every node, or an "
-                "fe80:: one): the peer advertised it and the connect reaches this node's own service or nothing; set "
-                "NCCL_SOCKET_IFNAME to the interface the nodes route (or exclude that one: NCCL_SOCKET_IFNAME=^name)",
+                "the interface NCCL's sockets chose has an address the nodes do not route: loopback (127.x, this "
+                "host itself) or link-local (169.254.x or fe80::, reached only on its own link; a node-local agent's "
+                "169.254 address is the same on every node): the peer advertised it and the connect reaches this "
+                "node's own service or nothing; set NCCL_SOCKET_IFNAME to the interface the nodes route (or exclude "
+                "that one: NCCL_SOCKET_IFNAME=^name)",
                 "the NET/Socket / Bootstrap lines of NCCL_DEBUG=INFO on both nodes (the interfaces and addresses), "
                 "`ip -br addr` on each node",
                 odd_ifs,  # the sockets' own list names that interface: it is the one chosen

@@ -107,3 +107,15 @@ def test_the_stores_two_line_wording_of_2_2_is_the_port_in_use() -> None:
         "port: 2333, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n"
     )
     assert _lead(text).code == "TD091"
+
+
+def test_the_plugins_failing_warn_after_the_work_progressed_is_no_failure() -> None:
+    """nccl-tests' rows before it: the run worked; a plugin's WARN at its end is its teardown."""
+    rows = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+        "   busbw #wrong\n"
+        "     8388608       2097152     float     sum      -1    125.3   66.96  125.55      0    124.9   67.16"
+        "  125.93      0\n"
+    )
+    text = OFI.replace(f"{P} NCCL WARN", rows + f"{P} NCCL WARN")
+    assert not any(f.severity == "error" for f in explain([parse_file("rank0.log", text)]))

@@ -105,8 +105,10 @@ class Outcome:
             return [self.ended_at[-1]]
         out = []
         # a plugin NCCL drops is followed by NCCL's lines of the next network (net.cc): a log that ends on the
-        # plugin's failure, with no such line, ended there (as the plugin's own classes do, ``FATAL_KINDS``)
-        for at, proc in self.fatal_warns + self.plugin_warns:
+        # plugin's failure, with no such line, ended there (as the plugin's own classes do, ``FATAL_KINDS``);
+        # after work that progressed it is the plugin's teardown, not the run's end
+        plugin = self.plugin_warns if not progress_at else []
+        for at, proc in self.fatal_warns + plugin:
             if self.at_teardown(at, proc):  # commReclaim reported it and returned success: the work was done
                 continue
             if not self.went_on(at, proc) and not any(p > at for p in progress_at):

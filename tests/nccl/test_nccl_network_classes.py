@@ -119,3 +119,14 @@ def test_the_plugins_failing_warn_after_the_work_progressed_is_no_failure() -> N
     )
     text = OFI.replace(f"{P} NCCL WARN", rows + f"{P} NCCL WARN")
     assert not any(f.severity == "error" for f in explain([parse_file("rank0.log", text)]))
+
+
+def test_a_connect_to_loopback_in_one_hosts_log_puts_the_peer_first() -> None:
+    """Ranks of one node reach each other on loopback: a refused connect there is a peer not listening."""
+    warn = (
+        "{h} misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 127.0.0.1<45069> failed : Connection refused\n"
+    )
+    one = _candidates(_lead(warn.format(h=H) + f"{H} NCCL INFO bootstrap.cc:270 -> 2\n"))
+    assert "not listening" in one[0] and "NCCL_SOCKET_IFNAME" in one[1]
+    two = warn.format(h=H) + warn.format(h="node4:6120:6188 [0]")
+    assert "NCCL_SOCKET_IFNAME" in _candidates(_lead(two))[0]

@@ -239,6 +239,8 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             ClassCause(
                 "the peer's process was not listening (not started yet, or failed first: its own log)",
                 "the peer rank's own log and first error",
+                # loopback in a log of one host: ranks of one node reach each other there
+                first=lambda evs, ctx: ctx.hosts == 1 and evs[0].fields.get("addr", "").startswith("127."),
             ),
             ClassCause("a firewall rejecting or dropping the port", "`nc -zv <peer IP> <port>`, the firewall's rules"),
         ),

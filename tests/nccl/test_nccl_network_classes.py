@@ -130,3 +130,25 @@ def test_a_connect_to_loopback_in_one_hosts_log_puts_the_peer_first() -> None:
     assert "not listening" in one[0] and "NCCL_SOCKET_IFNAME" in one[1]
     two = warn.format(h=H) + warn.format(h="node4:6120:6188 [0]")
     assert "NCCL_SOCKET_IFNAME" in _candidates(_lead(two))[0]
+
+
+# https://github.com/aws/aws-k8s-tester/pull/454 (as posted): the plugin's init fails, NCCL goes on to its own sockets
+K8S = """\
+[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] NCCL INFO NET/OFI Using transport protocol SENDRECV
+[1,0]<stdout>:
+[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] nccl_net_ofi_create_plugin:204 NCCL WARN NET/OFI Failed to \
+initialize sendrecv protocol
+[1,0]<stdout>:
+[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] nccl_net_ofi_create_plugin:257 NCCL WARN NET/OFI aws-ofi-nccl \
+initialization failed
+[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] NCCL INFO NET/IB : No device found.
+[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] NCCL INFO NET/Socket : Using [0]eth0:192.168.29.226<0>
+[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] NCCL INFO Using network Socket
+"""
+
+
+def test_a_plugin_nccl_dropped_for_its_own_sockets_is_information_and_cut_before_it_the_failure() -> None:
+    went_on = explain([parse_file("worker-0.log", K8S)])
+    assert [(f.code, f.severity) for f in went_on] == [("TD051", "info")]
+    cut = K8S.split("[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] NCCL INFO NET/IB")[0]
+    assert (_lead(cut).code, _lead(cut).severity) == ("TD084", "error")

@@ -152,3 +152,11 @@ def test_a_plugin_nccl_dropped_for_its_own_sockets_is_information_and_cut_before
     assert [(f.code, f.severity) for f in went_on] == [("TD051", "info")]
     cut = K8S.split("[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] NCCL INFO NET/IB")[0]
     assert (_lead(cut).code, _lead(cut).severity) == ("TD084", "error")
+
+
+def test_the_tcpx_plugins_connect_warn_names_its_address() -> None:
+    """nccl-plugin-gpudirecttcpx socket_utils.cc: "Connect to %s from %s failed : %s" after its retries."""
+    f = _lead(
+        "a3-node1:1234:1300 [0] NCCL WARN Connect to 10.128.0.5<43210> from 10.128.0.4<0> failed : Connection refused\n"
+    )
+    assert f.code == "TD072" and "10.128.0.5<43210>" in f.message and "Connection refused" in f.message

@@ -84,9 +84,38 @@ def test_a_process_that_went_on_after_its_last_retry_is_no_finding() -> None:
 
 
 def test_old_releases_fail_at_the_nineteenth_print_of_one_process() -> None:
-    assert _codes(OLD * 18) == []
-    code, _, said, _ = _codes(OLD * 19)[0]
+    start = "n1:4242:4300 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0\n"
+    assert _codes(start + OLD * 18) == []
+    code, _, said, _ = _codes(start + OLD * 19)[0]
     assert code == "TD072" and "19000/20000" in said
+
+
+def test_a_paste_of_old_retries_alone_is_the_failure_with_candidates() -> None:
+    """The old form has no count: the poster's quote is the connection that failed, its cause not settled."""
+    for text in (OLD, OLD.split("] ", 1)[1], "Call to connect returned Connection refused, retrying\n"):
+        (f,) = explain([parse_file("j.log", text)])
+        assert (f.code, f.severity) == ("TD072", "error")
+        assert f.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+        assert "never reached its listen" in f.evidence["candidates"][0]  # type: ignore[index]
+    assert _codes(_retries("Connection refused", 20)) == []  # 2.24's count shows the attempts left
+
+
+def test_a_retry_to_a_link_local_address_then_a_failure_names_the_interface() -> None:
+    """2.27+ name the address; a link-local one is each node's own, so the peer was never reached."""
+    sock = f"{H} NCCL INFO NET/Socket : Using [0]enp73s0:10.1.216.156<0> [1]pod-id-link0:169.254.170.23<0>\n"
+    retry = V229.replace("10.99.91.49<58525>", "169.254.170.23<40313>").replace(
+        "(34/34) after sleep for 3400", "(13/34) after sleep for 1300"
+    )
+    end = "RuntimeError: NCCL error: remote process exited or there was a network error\n"
+    (f,) = explain([parse_file("j.log", sock + retry + end)])
+    assert f.code == "TD072" and "(retry 13/34), then the run failed" in f.message
+    assert "NCCL_SOCKET_IFNAME=enp73s0" in f.fix and f.fix.startswith("The log shows it: NCCL's sockets use pod-id")
+    (bare,) = explain([parse_file("j.log", retry + end)])  # without the sockets' list: the interface first of three
+    assert bare.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+    assert "NCCL_SOCKET_IFNAME" in bare.evidence["candidates"][0]  # type: ignore[index]
+    routed = retry.replace("169.254.170.23", "10.1.216.157")
+    assert [g.code for g in explain([parse_file("j.log", sock + routed + end)])] != ["TD072"]
+    assert _codes(sock + retry) == []  # no failure after it: a retry with attempts left
 
 
 def test_a_retry_pasted_without_nccl_prefix_reads_the_same() -> None:

@@ -4,9 +4,11 @@ Data; ``nccl.causes`` weighs them against a log."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from topodoctor.nccl.connect_retries import link_local
 from topodoctor.nccl.evidence import LogContext, older_than
 from topodoctor.nccl.log_signs import (
     NET_COLLECT,
@@ -31,6 +33,10 @@ from topodoctor.nccl.log_signs import (
     worked_first,
 )
 from topodoctor.nccl.parse import Event
+
+# ibv_modify_qp at RTR with a GID index the port's table does not hold: EINVAL (out of range, a bad attribute) or
+# ENODATA (the kernel's rdma_get_gid_attr on an empty entry)
+_BAD_GID_ERRNO = re.compile(r"Invalid argument|No data available")
 
 _GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
@@ -170,6 +176,32 @@ PEER_CAUSES = (
 )
 
 NETWORK_CAUSES: tuple[ClassCauses, ...] = (
+    ClassCauses(  # ibv_modify_qp's ENODEV: the kernel finds no network device behind the GID the QP's path names
+        "TD063",
+        (
+            ClassCause(
+                "the GID index the queue pair uses (NCCL_IB_GID_INDEX; NCCL before 2.21 uses 0 unless it is set) "
+                "has no network device behind it in this host or container: a forced index that is another node's or "
+                "another pod's (GID tables differ per node and per pod), or a RoCE port whose interface has no IP "
+                "address: set NCCL_IB_GID_INDEX per node from `show_gids` (/etc/nccl.conf), unset it on NCCL 2.21 "
+                "and later (NCCL picks the RoCE v2 GID itself), or leave the port out with NCCL_IB_HCA",
+                "`show_gids` on each node and in each pod: the index of the RoCE v2 GID of the IP in use, beside the "
+                "NCCL_IB_GID_INDEX the rank runs with (NCCL_DEBUG_SUBSYS=NET prints `GID <index>` per queue pair)",
+                gid_set_by_env,
+                ruled_out=ib_only,
+            ),
+            ClassCause(
+                "a port that is down or not Active: keep only the active ones in NCCL_IB_HCA",
+                "`ibstat` / `ibv_devinfo` (State Active, LinkUp) on every node",
+            ),
+            ClassCause(
+                "the device went away under NCCL (a VF removed, a driver reload, a NIC reset)",
+                "`dmesg` for mlx5 resets, `ls /sys/class/infiniband` before and after",
+            ),
+        ),
+        f"`show_gids` and `ibv_devinfo -v` on the node (in the pod where the rank runs), {NET_COLLECT}",
+        lambda evs: "ibv_modify_qp" in evs[0].text and "No such device" in evs[0].text,
+    ),
     ClassCauses(
         "TD063",
         (
@@ -190,6 +222,59 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             ),
         ),
         f"`ibv_devinfo -v` and `show_gids` on the node, {NET_COLLECT}",
+    ),
+    ClassCauses(  # a connect to loopback or a link-local address: this host's own, or only its own link's
+        "TD072",
+        (
+            ClassCause(
+                "the interface NCCL's sockets chose has an address the nodes do not route: loopback (127.x, this "
+                "host itself) or link-local (169.254.x or fe80::, reached only on its own link; a node-local agent's "
+                "169.254 address is the same on every node): the peer advertised it and the connect reaches this "
+                "node's own service or nothing; set NCCL_SOCKET_IFNAME to the interface the nodes route (or exclude "
+                "that one: NCCL_SOCKET_IFNAME=^name)",
+                "the NET/Socket / Bootstrap lines of NCCL_DEBUG=INFO on both nodes (the interfaces and addresses), "
+                "`ip -br addr` on each node",
+                odd_ifs,  # the sockets' own list names that interface: it is the one chosen
+            ),
+            ClassCause(
+                "the peer's process was not listening (not started yet, or failed first: its own log)",
+                "the peer rank's own log and first error",
+                # loopback in a log of one host: ranks of one node reach each other there
+                first=lambda evs, ctx: ctx.hosts == 1 and evs[0].fields.get("addr", "").startswith("127."),
+            ),
+            ClassCause("a firewall rejecting or dropping the port", "`nc -zv <peer IP> <port>`, the firewall's rules"),
+        ),
+        "the NET/Socket and Bootstrap lines of NCCL_DEBUG=INFO on every node, and the peer rank's log",
+        lambda evs: (
+            evs[0].kind == "connect" and (link_local(addr := evs[0].fields.get("addr", "")) or addr.startswith("127."))
+        ),
+    ),
+    ClassCauses(  # a refused connect retried, pasted alone: nothing listened at the peer's address and port
+        "TD072",
+        (
+            ClassCause(
+                "the peer's process never reached its listen: it failed or hung at start (its own log: a GPU driver, "
+                "a network plugin or its daemon that fails there, such as GPUDirect-TCPX's receive-datapath manager "
+                "on a driver or CUDA newer than the image supports), or it is not started yet",
+                "the peer rank's own log from its start; the driver and CUDA versions against the image's "
+                "(`nvidia-smi`), the plugin's daemon's log",
+                ruled_out=lambda evs, ctx: ctx.worked_first,
+            ),
+            ClassCause(
+                "the address or port is not the peer's: the interface NCCL's sockets chose (NCCL_SOCKET_IFNAME; for "
+                "GPUDirect-TCPX NCCL_GPUDIRECTTCPX_SOCKET_IFNAME), or MASTER_ADDR / NCCL_COMM_ID",
+                "the Bootstrap / NET/Socket lines of NCCL_DEBUG=INFO on both nodes, `ip route get <peer IP>`",
+                odd_ifs,
+                first=lambda evs, ctx: bool(odd_ifs(evs, ctx)),
+            ),
+            ClassCause(
+                "a firewall rejecting the port (an iptables REJECT with tcp-reset)",
+                "`nc -zv <peer IP> <port>`, `iptables -L -n` on the peer",
+            ),
+        ),
+        "the peer rank's log from its start and the first error of every rank; NCCL_DEBUG=INFO "
+        "NCCL_DEBUG_SUBSYS=INIT,NET (the interfaces and addresses each side uses)",
+        lambda evs: evs[0].fields.get("lone") == "1" and "refused" in evs[0].fields.get("err", ""),
     ),
     ClassCauses(
         "TD072",
@@ -218,7 +303,7 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             _IBEXT,
         ),
         f"`show_gids` and `ibv_devinfo -v` on both nodes, {NET_COLLECT}",
-        lambda evs: "Invalid argument" not in evs[0].text,
+        lambda evs: not _BAD_GID_ERRNO.search(evs[0].text),
     ),
     ClassCauses(
         "TD064",
@@ -232,7 +317,7 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
             _IBEXT,
         ),
         f"`show_gids` and `ibv_devinfo -v`, {NET_COLLECT}",
-        lambda evs: "Invalid argument" in evs[0].text,
+        lambda evs: bool(_BAD_GID_ERRNO.search(evs[0].text)),
     ),
     ClassCauses(
         "TD045",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from topodoctor.nccl.connect_retries import BRIDGES
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.logfile import Sign
 from topodoctor.nccl.parse import Event
@@ -87,16 +88,13 @@ def with_general(code: str, specific: str) -> str:
     return f"{specific} {EXPLANATIONS[code].fix}" if specific else EXPLANATIONS[code].fix
 
 
-_BRIDGE = ("veth", "docker", "virbr", "br-", "cni", "flannel", "cali", "tun")
-
-
 def _odd(ctx: LogContext) -> list[str]:
     """The sockets' interfaces that do not reach other nodes: a container bridge, a link-local
     address, loopback when the ranks are on several hosts (it is right for ranks of one host)."""
     return [
         n
         for n, a in ctx.socket_ifs.items()
-        if n.startswith(_BRIDGE) or a.startswith(("169.254.", "fe80:")) or (n == "lo" and ctx.hosts > 1)
+        if n.startswith(BRIDGES) or a.startswith(("169.254.", "fe80:")) or (n == "lo" and ctx.hosts > 1)
     ]
 
 

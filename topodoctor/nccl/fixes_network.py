@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from topodoctor.nccl.connect_retries import unroutable
 from topodoctor.nccl.evidence import (
     IBV_WC_STATUS,
     Builder,
@@ -66,7 +67,7 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "other, set NCCL_CROSS_NIC=0; on RoCE the GID in use must be routed between the nodes: a link-local "
             "(fe80::) or RoCE v1 GID is not, set NCCL_IB_GID_INDEX to the RoCE v2 GID of the routed IP."
         )
-    elif "Invalid argument" in err:
+    elif "Invalid argument" in err or "No data available" in err:  # EINVAL / ENODATA: no GID at that index
         forced = f" (the log shows NCCL_IB_GID_INDEX={gid})" if gid else ""
         specific = f"The forced GID index is wrong{forced}: NCCL_IB_GID_INDEX=-1 lets NCCL pick the RoCE v2 GID."
     else:
@@ -174,10 +175,23 @@ def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
         err, "the packets to the peer got no answer: a firewall dropping the connection between the nodes"
     )
     check = _FIREWALL_CHECK if err in _FIREWALL_ERRNO else ""
-    specific = " ".join(x for x in (odd_interfaces(ctx), why[0].upper() + why[1:] + ".", check) if x)
+    odd = odd_interfaces(ctx)
+    if f.get("addr") and unroutable(f["addr"], ctx.socket_ifs, ctx.hosts):  # the address itself settles it
+        odd = (
+            f"The address connected to, {f['addr']}, is not one the nodes route (link-local, a bridge's or "
+            "loopback): the peer advertised the address of an interface its NCCL sockets should not use. "
+            f"{odd or 'Set NCCL_SOCKET_IFNAME to the interface the nodes route between them.'}"
+        )
+        why, check = "the refusal or timeout is that address answering from somewhere else, not the peer rank", ""
+    specific = " ".join(x for x in (odd, why[0].upper() + why[1:] + ".", check) if x)
     extra: dict[str, object] = {"errno": err}
     msg = f"NCCL's connection{to} failed: {err}"
-    if retries := f.get("retries"):  # socket.cc's last retry: its failure ends the connection (ncclRemoteError)
+    if f.get("lone"):  # the paste holds the retries alone: the connection its poster saw fail
+        msg += ", retried (the paste holds only the retries)"
+    elif f.get("open"):  # a retry with attempts left, then the run failed: the connection never came
+        msg += f" (retry {f['retries']}), then the run failed"
+        extra["retries"] = f["retries"]
+    elif retries := f.get("retries"):  # socket.cc's last retry: its failure ends the connection (ncclRemoteError)
         msg += f" on its last retry ({retries}); the WARN it ends in (exceeded error retry count) is not in the paste"
         extra["retries"] = retries
     return Said("TD072", msg, with_general("TD072", specific), extra)

@@ -35,7 +35,20 @@ def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         )
     else:
         specific = ""
-    return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific), {"ofi": what})
+    if "Disabling shared memory" in what and "Protocol not available" in what:  # fi_setopt's -FI_ENOPROTOOPT
+        specific = (
+            "The libfabric provider in use does not know FI_OPT_SHARED_MEMORY_PERMITTED, an option of the EFA "
+            "provider: the plugin then fails to create its endpoint (nccl_ofi_ofiutils.c)."
+        )
+    providers = [s.value for s in ctx.signs if s.kind == "ofi-provider" and not s.value.startswith("efa")]
+    if providers:  # the plugin is built for EFA; another provider means the EFA devices are not visible here
+        specific += (
+            f" The plugin selected libfabric's {providers[0]} provider, not efa: this process sees no EFA device. "
+            "In a container pass them in (`--device /dev/infiniband/uverbs0` for each, the EFA device plugin on "
+            "Kubernetes; `ls /dev/infiniband/uverbs*` inside); on a host without EFA leave aws-ofi-nccl out "
+            "(NCCL_NET=Socket)."
+        )
+    return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific.strip()), {"ofi": what})
 
 
 # torch's own check (ProcessGroupWrapper) compares each call's fingerprint across the ranks: the program

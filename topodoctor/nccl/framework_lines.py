@@ -93,8 +93,7 @@ class FrameworkLines(ReadState):
         if m := _LAST_ERROR.search(line):
             self._last_error(i, line, m, rank)
             return
-        if "retrying" in line and (f := self.retries.last(line, "")):  # NCCL's connect retry pasted bare
-            self.retry_end(i, line, rank, f)
+        if "retrying" in line and self.retry(i, line, rank, line, ""):  # NCCL's connect retry pasted bare
             return
         if kind := frame_kind(line):  # a frame of torch's stack: which function raised
             self.stack.setdefault(kind, i)
@@ -177,6 +176,8 @@ class FrameworkLines(ReadState):
         in_run = self.nccl_seen or bool(self.ranks)
         if not in_run and "Bus error" in line:  # a crash's backtrace names libnccl after the signal's line
             in_run = any("nccl" in ln.lower() for ln in self.lines)
+        if not in_run and "Address already in use" in line:  # a bind's bare errno: torch's store in the traceback
+            in_run = any("TCPStore" in ln or "init_process_group" in ln for ln in self.lines[max(0, i - 12) : i])
         if (read := launcher_reading(line, in_run)) is None:
             return False
         kind, fields = read

@@ -84,6 +84,13 @@ _STORE = (
         ),
         "the port the store listens on is held by another process on this host",
     ),
+    LauncherLine(  # the same bind's errno in c10d's other wordings: before 1.10 (tcputils) std::system_error's text
+        # alone as the RuntimeError; from 2.2 the reason on the line after "failed to listen" (code, name, message)
+        "store-port-in-use",
+        re.compile(r"(?:RuntimeError|DistNetworkError): Address already in use\s*$|code: -98, name: EADDRINUSE"),
+        "the port the store listens on is held by another process on this host",
+        needs_run=True,
+    ),
     LauncherLine(
         "store-timeout",
         re.compile(
@@ -162,7 +169,8 @@ OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
-    r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error"
+    r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
+    r"|Address already in use"
 )
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(

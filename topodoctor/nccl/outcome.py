@@ -56,6 +56,7 @@ class Outcome:
         self.ended_at: list[int] = []  # the run's own end: a traceback, an abort, a non-zero exit
         self.symptoms: list[tuple[int, str]] = []  # INFO lines that show a known bug: (line, message)
         self.teardown: list[tuple[int, str]] = []  # commReclaim's WARNs of a teardown that failed: (line, host:pid)
+        self.plugin_warns: list[tuple[int, str]] = []  # a NET plugin's WARNs its source fails after: (line, host:pid)
 
     def warn(self, i: int, line: str, reading: Reading | None, msg: str) -> tuple[Reading | None, dict[str, str]]:
         """A WARN line read as ``reading``: the reading, the catalogue's where no narrower class
@@ -68,6 +69,8 @@ class Outcome:
             self.fatal_warns.append((i, process(line)))
         elif known.get("fatal"):  # the source fails after it, but a caller may catch it (a plugin NCCL drops)
             self.caught_warns.append(i)
+            if reading is not None and reading.kind == "ofi":
+                self.plugin_warns.append((i, process(line)))
         return reading, known
 
     def info(self, i: int, line: str, msg: str) -> None:
@@ -101,7 +104,11 @@ class Outcome:
         if self.ended_at and self.ended_at[-1] > first:
             return [self.ended_at[-1]]
         out = []
-        for at, proc in self.fatal_warns:
+        # a plugin NCCL drops is followed by NCCL's lines of the next network (net.cc): a log that ends on the
+        # plugin's failure, with no such line, ended there (as the plugin's own classes do, ``FATAL_KINDS``);
+        # after work that progressed it is the plugin's teardown, not the run's end
+        plugin = self.plugin_warns if not progress_at else []
+        for at, proc in self.fatal_warns + plugin:
             if self.at_teardown(at, proc):  # commReclaim reported it and returned success: the work was done
                 continue
             if not self.went_on(at, proc) and not any(p > at for p in progress_at):

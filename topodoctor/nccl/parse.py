@@ -157,8 +157,8 @@ class _Reader(FrameworkLines):
                     )
             return
         self.trail_path = []
-        if "retrying" in msg and (f := self.retries.last(msg, process(line))):
-            self.retry_end(i, line, rank, f)
+        if "retrying" in msg:
+            self.retry(i, line, rank, msg, process(line))
         if " set " in msg and (m := _SET_TO.search(msg)):
             self.env[m.group(1)] = m.group(2)
             if "set by environment" in msg:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading
-from topodoctor.nccl.connect_retries import Retries
+from topodoctor.nccl.connect_retries import Retries, unroutable, with_attempts_left
 from topodoctor.nccl.continuation import wrapped
 from topodoctor.nccl.grammar import origin_host
 from topodoctor.nccl.logfile import Event, Level
@@ -52,6 +52,7 @@ class ReadState:
         self.outcome = Outcome()
         self.retries = Retries()
         self.retry_ends: list[tuple[int, str, int | None, dict[str, str]]] = []  # connect retries out of count
+        self.retry_open: list[tuple[int, str, int | None, dict[str, str]]] = []  # retries with attempts left
         self.file_rank = _file_rank(name)
         if self.file_rank is not None:
             self.ranks[self.file_rank] = None
@@ -81,13 +82,37 @@ class ReadState:
         self.outcome.last_retry(i, line)
         self.retry_ends.append((i, line, rank, fields))
 
+    def retry(self, i: int, line: str, rank: int | None, msg: str, proc: str) -> bool:
+        """A connect retry: the one that reached its count (True), or one with attempts left (kept, a few)."""
+        if f := self.retries.last(msg, proc):
+            self.retry_end(i, line, rank, f)
+            return True
+        if (f := with_attempts_left(msg)) and len(self.retry_open) < MAX_EVENTS_PER_KIND:
+            self.retry_open.append((i, line, rank, f))
+        return False
+
     def retries_end(self) -> None:
-        """The connections whose last retry ended the process's NCCL output: each a failed connection."""
+        """The connections whose last retry ended the process's NCCL output: each a failed connection; where
+        none did, the last retry to an address no other node reaches, when the run failed after it."""
         for i, line, rank, fields in self.retry_ends:
             if any(e.kind == "connect" and e.line_no > i for e in self.events):  # NCCL's own WARN was pasted
                 continue
             if not self.outcome.went_on(i, process(line)) and not any(p > i for p in self.progress_at):
                 self.add("connect", i, line, rank, fields=fields)
+        if self.per_kind.get("connect"):
+            return
+        odd = [r for r in self.retry_open if unroutable(r[3]["addr"], self.socket_ifs, len(self.hosts))]
+        if odd and (i := odd[-1][0]) < max(self.failed_at, default=-1) and not any(p > i for p in self.progress_at):
+            _, line, rank, fields = odd[-1]
+            self.add("connect", i, line, rank, fields=fields | {"open": "1"})
+        elif (
+            self.retry_open
+            and not self.retry_open[-1][3]["retries"]  # the old form: no count tells how many attempts were left
+            and len(self.retry_open) == sum(1 for ln in self.lines if ln.strip())
+        ):
+            i, line, rank, fields = self.retry_open[-1]  # the paste is the retries alone
+            self.failed_at.append(i)
+            self.add("connect", i, line, rank, fields=fields | {"lone": "1"})
 
     def seen(self, level: Level) -> None:
         """Note that a line of ``level`` was read; the log's level is the most detailed seen."""

@@ -66,6 +66,21 @@ def nic_link_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         return
     shared = _shared(f)
     rings = _rings(f)
+    logged = f.searched.pci_shared if f.searched is not None else ()
+    if not shared and logged:
+        node, link, under, line = logged[0]
+        names = ", ".join(n for n, _ in under)
+        total = sum(b for _, b in under)
+        what = f"NCCL's topology (its log) puts {names} behind one PCI link ({node}, {link:g} GB/s) that no GPU sits "
+        what += f"under, where the NICs give {total:g} GB/s: every ring to them crosses that link, so the search fits "
+        what += "fewer rings than NICs"
+        if rings is not None:
+            what += f" (the log: {rings[0]} ring channel{'s' if rings[0] != 1 else ''} at {rings[1]:g} GB/s)"
+        exp = sym.expected_gbps * link / total if sym is not None and total else None
+        lines = (line,) + ((rings[2],) if rings is not None else ())
+        ev = {"node": node, "link_gbps": link, "nets": [n for n, _ in under], "post": POST}
+        out.add("TD993", Candidate(what, FIX, ev, exp), lines, "nccl-topology", "warning")
+        return
     if shared:
         busid, link, nets = shared[0]
         names = ", ".join(n.name for n in nets)

@@ -222,7 +222,7 @@ CODES: tuple[DiagnosisCode, ...] = (
         "TD993", "diag-nics-one-pci-link", "warning",
         "NCCL's topology puts several NICs behind one PCI link, so its search builds fewer rings than NICs.",
         "NCCL rates each PCI link (width x lane rate / 80: Gen4 x16 is 24 GB/s) and takes every ring channel's "
-        "bandwidth off each link of its path; NICs whose nets sit under one <pci> of its topology share that "
+        "bandwidth off each link of its path; NICs whose nets sit under one pci element of its topology share that "
         "link, so two HDR NICs behind one Gen4 x16 link fit one ring of 24 GB/s where they carry 48.",
         "Post NCCL_TOPO_DUMP_FILE's dump with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH and `lspci -tv`. Where "
         "each NIC has its own link (under a PCIe switch), give NCCL the real tree with NCCL_TOPO_FILE; one "

@@ -29,8 +29,9 @@ POST = (
 )
 FIX = (
     "Where each NIC has its own link (two cards under a PCIe switch), give NCCL the host's real topology: write the "
-    "dump NCCL_TOPO_DUMP_FILE gives, put each NIC's <pci> under the switch with its own link_width and link_speed, "
-    "and set NCCL_TOPO_FILE to it; one dual-port card shares its one link by design (then the link is the limit)."
+    "dump NCCL_TOPO_DUMP_FILE gives, put each NIC's pci element under the switch with its own link_width and "
+    "link_speed, and set NCCL_TOPO_FILE to it; one dual-port card shares its one link by design (then the link is "
+    "the limit)."
 )
 
 

@@ -119,6 +119,8 @@ def regression_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             continue
         if v is None and (not r.specific or r.fixed):
             continue  # no version: only a regression every release since its first still has is likely
+        if sym is None and not r.specific:
+            continue  # one of a model or an op alone is a cause of a short figure only, as version_causes' are
         what = _what(r, s, v is not None)
         fix = f"Upgrade NCCL to {r.fixed} or later." if r.fixed else f"Compare with NCCL {r.unaffected}."
         if r.workaround:

@@ -13,6 +13,8 @@ host memory (SHM for PHB, NODE and SYS: paths.cc's default P2P level), a tenth o
 
 from __future__ import annotations
 
+import re
+
 from topodoctor.diagnosis.evidence_causes import shm_gbps
 from topodoctor.diagnosis.evidence_facts import Facts, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
@@ -33,12 +35,19 @@ FIX = (
 )
 
 
+# the words that name the NVSwitch part itself: "H100" alone is the model table's SXM part by default, which a PCIe
+# card's owner writes too, so a model known only from the words must be named as the board's
+_BOARD = re.compile(r"SXM|HGX|DGX|NVSwitch|H200|H20\b|B200|B100|GB200|p4d|p5\.|p5e|ND\w*v[45]|a3-", re.I)
+
+
 def _model(f: Facts) -> tuple[GpuModel | None, bool]:
-    """The GPU model, and whether only the reporter's words name it."""
+    """The GPU model, and whether only the reporter's words name it (then only where they name the board)."""
     if f.model is not None:
         return f.model, False
-    said = next((m for c in f.prose for m in MODELS if m.name == c.gpu_model), None)
-    return said, said is not None
+    said = next(((m, c.gpu) for c in f.prose for m in MODELS if m.name == c.gpu_model), None)
+    if said is None or not _BOARD.search(said[1]):
+        return None, False
+    return said[0], True
 
 
 def _gpus_said(f: Facts) -> int:

@@ -3,6 +3,8 @@ behind one PCI link (TD993), on NCCL's own lines (topo.cc's printed tree, NCCL's
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests_support_evidence import judge
 
 from topodoctor.diagnosis.perf_regressions import REGRESSIONS
@@ -54,6 +56,15 @@ def test_two_nics_behind_one_link_no_gpu_under_it_is_td993() -> None:
 
 def test_ports_whose_total_fits_their_link_are_not() -> None:
     assert not _codes(_ev(ETHERNET), "TD993")
+
+
+def test_a_dgx_a100_dump_gives_each_nic_its_own_link() -> None:
+    """NVIDIA/nccl#1505's NCCL_TOPO_DUMP_FILE of a DGX A100: mlx5_0 under its own Gen4 x16 link (24 GB/s as NCCL
+    rates it), no other net beside it: no TD993."""
+    p = Path(__file__).resolve().parents[2] / "fixtures" / "evidence" / "nccl-topo-dump-dgx-a100-cut.xml"
+    ev = _ev(p.read_text())
+    assert [(n.name, n.pci_busid, n.pci_link_gbps) for n in ev.nics] == [("mlx5_0", "0000:0c:00.0", 24.0)]
+    assert not _codes(ev, "TD993")
 
 
 def test_a_gpu_under_the_same_link_keeps_its_traffic_below_it() -> None:

@@ -42,10 +42,13 @@ from topodoctor.diagnosis.evidence_header import HEADER, place
 from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_nic_links import nic_link_causes
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
+from topodoctor.diagnosis.evidence_nvlink_absent import nvlink_absent
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
+from topodoctor.diagnosis.evidence_regressions import nvls_across_nodes
 from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
 from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.rank import best_cause
@@ -54,7 +57,7 @@ from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding,
 
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
 STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD037",
-            "TD039")  # fmt: skip
+            "TD039", "TD991", "TD993")  # fmt: skip
 SETTINGS_ONLY = ("TD036",)
 FALLBACK_FIX = BY_CODE["TD022"].how
 CEILING_FIX = (
@@ -100,6 +103,9 @@ def _causes(f: Facts, sym: Symptom | None) -> Leads:
     version_causes(f, sym, out)
     search_causes(f, sym, out)
     one_gpu_slow(f, out)
+    nvlink_absent(f, sym, out)
+    nic_link_causes(f, sym, out)
+    nvls_across_nodes(f, sym, out)
     return out
 
 

@@ -14,6 +14,7 @@ from topodoctor.core.text import human_size, plural
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES
 from topodoctor.diagnosis.evidence_facts import Conn, Facts, NetSeen
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_regressions import regression_causes
 from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.evidence_sockets import NO_PROVIDER, setting_value, socket_cause
 from topodoctor.diagnosis.nccl_model import (
@@ -277,7 +278,9 @@ def _sizes_shown(f: Facts) -> list[int]:
 
 def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     """A release with a known regression at the sizes judged (TD037): the bandwidth-bound sizes of a
-    short figure, or, with no figure to judge, a run whose sizes are all latency-bound."""
+    short figure, or, with no figure to judge, a run whose sizes are all latency-bound; a regression with a
+    symptom of its own (an algorithm, a setting, a model, the scale) where the evidence shows it."""
+    regression_causes(f, sym, out)
     if not f.nccl_version:
         if sym is not None and sym.kind == "collective":  # a copy test runs no NCCL
             out.ask("the NCCL version (NCCL_DEBUG=VERSION, or nccl-tests' header)")
@@ -287,6 +290,8 @@ def version_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     for r in found:
         if r.sizes != "large" or sym is None or r.sign:  # one with a sign: evidence_search.py, where the log shows it
             continue
+        if r.algo or r.setting[0] or r.models or r.ops or r.min_nodes:
+            continue  # a symptom of its own: evidence_regressions.py, where the evidence shows it
         what = f"NCCL {f.nccl_version} has a known regression on {r.where}: {r.what}"
         out.add(
             "TD037",

@@ -1,5 +1,5 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD987): each code's name,
-severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD987, TD991, TD993):
+each code's name, severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ CODES: tuple[DiagnosisCode, ...] = (
         "shown as NV12 where the model has 18 lost a third.",
         "Run `nvidia-smi nvlink -s` and `-e` on the host; check the fabric manager and the NVSwitch state; a "
         "link down on a baseboard needs the vendor.",
+        also=("warning",),  # a PCIe path between NVSwitch GPUs without a figure, or in the reporter's words
     ),
     DiagnosisCode(
         "TD032", "diag-ring-crosses-pcie", "info",
@@ -207,6 +208,25 @@ CODES: tuple[DiagnosisCode, ...] = (
         "figure this hardware gives in NCCL's model, so a run can be held against it.",
         "Run nccl-tests (`all_reduce_perf -b 8 -e 8G -f 2 -g N`, or one process per GPU) and post its output as "
         "text, with its header.",
+    ),
+    DiagnosisCode(
+        "TD991", "diag-nvls-node-counts", "warning",
+        "NVLS figures compared across node counts: NCCL's own model does not hold them to one rate.",
+        "Across nodes NCCL runs NVLS as NVLSTree, and its tuning model (tuning.cc) credits NVLSTree on two nodes "
+        "with twice the inter-node bandwidth it gives more; from 2.19.3 NVLSTree also moves 64 KiB chunks on 4 "
+        "nodes or more. A drop from two nodes to four is then no fault by itself, nor proof of none.",
+        "Run the same sizes with NCCL_ALGO=RING on each node count and post them with NCCL_DEBUG=INFO "
+        "NCCL_DEBUG_SUBSYS=INIT,TUNING: the rings hold the network to one rate.",
+    ),
+    DiagnosisCode(
+        "TD993", "diag-nics-one-pci-link", "warning",
+        "NCCL's topology puts several NICs behind one PCI link, so its search builds fewer rings than NICs.",
+        "NCCL rates each PCI link (width x lane rate / 80: Gen4 x16 is 24 GB/s) and takes every ring channel's "
+        "bandwidth off each link of its path; NICs whose nets sit under one pci element of its topology share that "
+        "link, so two HDR NICs behind one Gen4 x16 link fit one ring of 24 GB/s where they carry 48.",
+        "Post NCCL_TOPO_DUMP_FILE's dump with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH and `lspci -tv`. Where "
+        "each NIC has its own link (under a PCIe switch), give NCCL the real tree with NCCL_TOPO_FILE; one "
+        "dual-port card shares its link by design.",
     ),
     DiagnosisCode(
         "TD982", "diag-nic-port-rate", "warning",

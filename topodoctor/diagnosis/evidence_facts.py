@@ -17,6 +17,7 @@ from topodoctor.model.evidence import (
     GpuSeen,
     Launch,
     NcclLine,
+    NcclSaid,
     NicSeen,
     PcieSeen,
     SweepPair,
@@ -105,6 +106,7 @@ class Facts:
     results: tuple[tuple[Launch, tuple[tuple[str, float | None, frozenset[str], Quote], ...]], ...] = ()
     sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
     prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim (diagnosis/evidence_prose.py)
+    said: tuple[NcclSaid, ...] = ()  # what they name by NCCL's and nvidia-smi's words (an algorithm, a release)
     searched: Searched | None = None  # what NCCL's log says of its graph search (evidence_search.py)
     where: Mapping[int, str] = field(default_factory=dict)  # piece -> "path:first-last"
 
@@ -362,6 +364,7 @@ def facts_of(ev: Evidence) -> Facts:
         ),
         where={i: _where(ev, i) for i in range(len(ev.pieces))},
         prose=ev.prose,
+        said=ev.nccl_said,
     )
 
 

@@ -81,7 +81,52 @@ def searched_of(ev: Evidence) -> Searched:
         tuple(out),
         Quote(f"{source(unplaced.piece)}:{unplaced.line}", unplaced.text) if unplaced is not None else None,
         tuple(dict.fromkeys(p for acc in ev.nccl for p in acc.gpu_paths)),
+        shared_pci_links(ev),
     )
+
+
+SHARED = 0.85  # a link under this share of the nets below it cannot carry a ring per NIC
+
+
+def shared_pci_links(ev: Evidence) -> tuple[tuple[str, float, tuple[tuple[str, float], ...], Quote], ...]:
+    """The PCI links of NCCL's printed topology (topo.cc ncclTopoPrintRec: each node's links indented under it)
+    with two nets or more below them, no GPU, and a rate under the nets' total: every GPU's traffic to those
+    NICs crosses the link, and the search (paths.cc followPath) takes each ring's bandwidth off it."""
+    found: dict[tuple[str, str], tuple[str, float, tuple[tuple[str, float], ...], Quote]] = {}
+
+    def source(piece: int) -> str:
+        return ev.pieces[piece].source if 0 <= piece < len(ev.pieces) else "the evidence"
+
+    stacks: dict[str, list[tuple[int, str, str, float, list[tuple[str, float]], list[bool], Quote]]] = {}
+
+    def close(who: str, down_to: int) -> None:
+        stack = stacks.get(who, [])
+        while stack and stack[-1][0] >= down_to:
+            _, kind, node, bw, nets, gpu, q = stack.pop()
+            total = sum(b for _, b in nets)
+            if kind == "PCI" and len(nets) >= 2 and not gpu and bw < SHARED * total:
+                found.setdefault((who.split(":")[0], node), (node, bw, tuple(nets), q))
+
+    for ln in ev.nccl_lines:
+        who = f"{ln.host}:{ln.piece}:{ln.device}"  # each process prints its own tree
+        m = g.TOPO_LINK.search(ln.text)
+        if m is None:
+            close(who, -1)
+            continue
+        depth = len(m.group("indent"))
+        close(who, depth)
+        node = f"{m.group('node')}/{m.group('id')}"
+        bw = float(m.group("bw"))
+        for entry in stacks.get(who, []):
+            if m.group("node") == "NET":
+                entry[4].append((node, bw))
+            elif m.group("node") == "GPU":
+                entry[5].append(True)
+        q = Quote(f"{source(ln.piece)}:{ln.line}", ln.text)
+        stacks.setdefault(who, []).append((depth, m.group("type"), node, bw, [], [], q))
+    for who in list(stacks):
+        close(who, -1)
+    return tuple(found.values())
 
 
 def _same(gs: NcclGraphSeen, groups: tuple[str | None, ...]) -> bool:

@@ -26,3 +26,6 @@ class Searched:
     graphs: tuple[tuple[NcclGraphSeen, Quote], ...] = ()  # each graph found, and each pattern that found none
     unplaced: Quote | None = None  # the first line saying NCCL could not place a device in its PCI tree
     paths: tuple[tuple[str, float], ...] = ()  # NCCL's own paths between the GPUs of a node: (type, GB/s)
+    # PCI links of NCCL's topology (its GRAPH tree) that carry several NICs' nets and no GPU, under the nets' total:
+    # (the node below the link, the link's GB/s, each net's (id, GB/s)), with the line of the link
+    pci_shared: tuple[tuple[str, float, tuple[tuple[str, float], ...], Quote], ...] = ()

@@ -11,7 +11,7 @@ is told apart by its shape: nccl-tests' ``-J``, nvbandwidth's ``-j``, or NCCL In
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topodoctor.core import fileio
 from topodoctor.core.errors import InputError
@@ -20,6 +20,7 @@ from topodoctor.evidence import (
     health_checks,
     host_lines,
     launch,
+    nccl_said,
     nccl_tests,
     nccl_xml,
     nics,
@@ -133,7 +134,16 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
     # last: the sentences around the tools' output, only among the lines no reader took
     taken = {k for b in blocks for k in (b.lines or range(b.start, b.end))}
     said = prose.read(lines, taken, first_piece + len(blocks))
-    return blocks + ([said] if said is not None else [])
+    blocks += [said] if said is not None else []
+    # NCCL's names in the same sentences (the prose reader keeps its lines: both read them), part of the input's
+    # last piece (its sentences', where it has them); a piece of their own only where they name something to judge
+    named = nccl_said.read(lines, taken, first_piece + len(blocks))
+    if named is not None and blocks:
+        last = first_piece + len(blocks) - 1
+        blocks[-1].parts.nccl_said += [replace(s, piece=last) for s in named.parts.nccl_said]
+    elif named is not None and nccl_said.stands_alone(named):
+        blocks.append(named)
+    return blocks
 
 
 def _json(source: str, text: str, piece: int) -> Read | None:
@@ -180,6 +190,7 @@ def join(reads: Sequence[Read]) -> Evidence:
         nccl_lines=tuple(x for p in parts for x in p.nccl_lines),
         sweeps=tuple(x for p in parts for x in p.sweeps),
         prose=tuple(x for p in parts for x in p.prose),
+        nccl_said=tuple(x for p in parts for x in p.nccl_said),
         driver_version=next((p.driver_version for p in parts if p.driver_version), ""),
         cuda_version=next((p.cuda_version for p in parts if p.cuda_version), ""),
         nccl_version=next((p.nccl_version for p in parts if p.nccl_version), ""),

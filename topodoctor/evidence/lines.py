@@ -21,6 +21,7 @@ from topodoctor.model.evidence import (
     Kind,
     Launch,
     NcclLine,
+    NcclSaid,
     NicSeen,
     PairSeen,
     PcieSeen,
@@ -86,6 +87,7 @@ class Parts:
     nccl_lines: list[NcclLine] = field(default_factory=list)
     sweeps: list[SweepPair] = field(default_factory=list)
     prose: list[ProseSaid] = field(default_factory=list)
+    nccl_said: list[NcclSaid] = field(default_factory=list)
     driver_version: str = ""
     cuda_version: str = ""
     nccl_version: str = ""

@@ -36,6 +36,8 @@ _PROGRAM = re.compile(r"\b(\w+)_perf\b")
 _HEADER = re.compile(r"^#?\s*nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)")
 _USING = re.compile(r"^#?\s*Using devices\s*$")
 _COLUMNS = re.compile(r"^#?\s+size\s+count\s+type\b")
+# the units line under the column header, its "#" eaten by a markdown paste: "(B)    (elements)   (us)  (GB/s) ..."
+_UNITS = re.compile(r"^#?\s*\(B\)\s+\(elements\)")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)")
 _CONCLUDED = re.compile(r"^#?\s*Collective test concluded(?::\s*(\w+))?")
@@ -196,6 +198,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             table = _Table.from_row(cells(line))
             guessed_layout = "the paste starts inside the table (no header): columns told from the rows"
             continue
+        elif table is not None and not raw and _UNITS.match(line):
+            pass
         elif table is not None and not line.startswith("#") and line.strip() and not _NCCL_LINE.search(line):
             tokens = cells(line)
             got = table.row(tokens)

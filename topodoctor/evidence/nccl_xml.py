@@ -124,14 +124,20 @@ def _system(root: ET.Element, piece: int) -> Parts:
                 nvlinks_up=links if gpu.findall("nvlink") else None,
             )
         )
+    parent = {child: up for up in root.iter() for child in up}
     for net in root.iter("net"):
         speed = _int(net.get("speed"))
+        pci = parent.get(parent.get(net, net), net)  # <pci><nic><net/></nic></pci>: the link the net is behind
+        lane = speed_per_lane(pci.get("link_speed", "")) if pci.tag == "pci" else None
+        width = _int(pci.get("link_width")) if pci.tag == "pci" else None
         parts.nics.append(
             NicSeen(
                 piece,
                 net.get("name", ""),
                 rate_gbps=speed / 1000 if speed else None,  # NCCL's speed is Mb/s
                 gdr=None if net.get("gdr") is None else net.get("gdr") == "1",
+                pci_busid=pci.get("busid", "") if pci.tag == "pci" else "",
+                pci_link_gbps=width * lane / 80.0 if lane and width else None,  # topo.cc: width*speed/80.0
             )
         )
     return parts

@@ -42,6 +42,7 @@ Kind = Literal[
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
     "nic-status",  # ibstat, ibstatus, ibv_devinfo (-v), ethtool: each port's state and rate; perftest's ib_*_bw
     "prose",  # the reporter's sentences: the hardware, the op and the figures they state (evidence_prose.py)
+    "nccl-words",  # NCCL's and nvidia-smi's names in the sentences: an algorithm, a release, a path class (NcclSaid)
 ]
 
 
@@ -116,6 +117,8 @@ class NicSeen:
     ca_type: str = ""  # ibstat's CA type (MT4123), ibv_devinfo's vendor_part_id as MT<id>
     rate_text: str = ""  # the rate as printed: "100 Gb/sec (4X EDR)", "200", "100000Mb/s"
     measured_gbps: float | None = None  # perftest's (ib_write_bw ...) average over this device, Gb/s
+    pci_busid: str = ""  # NCCL's topology dump: the PCI device the NIC's net sits under (several nets: one link)
+    pci_link_gbps: float | None = None  # ... and that link as NCCL rates it (width x lane rate / 80, GB/s)
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,25 @@ class SweepPair:
 
 
 @dataclass(frozen=True)
+class NcclSaid:
+    """What one sentence names by NCCL's and nvidia-smi's own words (evidence/nccl_said.py): names, not figures."""
+
+    piece: int
+    line: int  # 1-based, in the piece's input
+    text: str  # the sentence, cut to a few hundred characters
+    algorithms: tuple[str, ...] = ()  # NCCL_ALGO's names: NVLSTree, NVLS, Tree, Ring, CollNetDirect, PAT
+    versions: tuple[str, ...] = ()  # NCCL releases named ("NCCL 2.19.3"): the run's, or one compared with
+    paths: tuple[str, ...] = ()  # nvidia-smi's path classes said beside NVLink or PCIe (PHB, SYS, ...)
+    nvlink: bool = False  # NVLink (or an SXM part) named
+    nvlink_absent: bool = False  # ... said not to carry the traffic ("not using NVLink", "no nv links")
+    rented: bool = False  # a rented or cloud instance, a provider
+    pcie_switch: bool = False  # a PCIe switch named
+    nics_used: int | None = None  # "only used 1 HCA": the NICs the sentence says NCCL used
+    nics_named: tuple[str, ...] = ()  # RDMA devices the sentence names (mlx5_0, mlx5_1)
+    rings: tuple[int, ...] = ()  # ring or channel counts stated ("1 ring", "both 2 rings")
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything the inputs showed, joined: one per ``topodoctor diagnose`` run."""
 
@@ -270,6 +292,7 @@ class Evidence:
     nccl_lines: tuple[NcclLine, ...] = ()  # every NCCL INFO / WARN line of the NCCL log pieces, in order
     sweeps: tuple[SweepPair, ...] = ()  # two-node sweeps' pairs
     prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim, one per input that states any
+    nccl_said: tuple[NcclSaid, ...] = ()  # what the sentences name by NCCL's and nvidia-smi's words
     driver_version: str = ""
     cuda_version: str = ""
     nccl_version: str = ""  # as a version line stated it (NCCL's own lines and nccl-tests' header win)

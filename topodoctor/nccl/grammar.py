@@ -170,6 +170,12 @@ PATH_TO_GPU = re.compile(r"GPU/[\w-]+ \((\d+)/([\d.]+)/(\w+)\)")
 # xml.cc getPciPath, net_ib.cc: a device's sysfs path does not resolve (a bus id the host or VM does not have,
 # /sys hidden), so the topology NCCL searches lacks where that device sits
 NO_REAL_PATH = re.compile(r"Could not find real path of (\S+)")
+# topo.cc ncclTopoPrintRec (GRAPH): the topology as a tree, each link "+ TYPE[GB/s] - NODE/id", a node's links
+# indented under it: "+ PCI[24.0] - NIC/52000", "+ NET[25.0] - NET/0 (asic/port/bw)" (2.28: "NET/0-0 (coll/...)")
+TOPO_LINK = re.compile(
+    r"NCCL INFO (?P<indent>\s*)\+ (?P<type>[A-Z]+)\[\s*(?P<bw>[\d.]+)\] - (?P<node>[A-Z]+)/(?P<id>[\w-]+)"
+    r"(?: \((?P<attrs>[^)]*)\))?"
+)
 CALL_NEW = re.compile(_PREFIX + r"(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
 CALL_OLD = re.compile(_PREFIX + r"(?:(\w+): )?(\d+) Bytes -> Algo (\d+) proto (\d+) time ([\d.]+)")
 

@@ -1,5 +1,5 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD987; a family of the table in
-tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD987, TD991, TD993; a family of the
+table in tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
 the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
 are in NCCL's own wording."""
@@ -13,8 +13,8 @@ from evidence_cases import account, evidence, matrix, nccl_lines, run, topo
 from rule_case_kit import Case
 
 from topodoctor.evidence.inputs import join, read_input
-from topodoctor.model.evidence import CollectiveRun, Evidence, EvidenceSetting, GpuSeen, Launch, NicSeen
-from topodoctor.model.evidence_prose import ProseSaid
+from topodoctor.model.evidence import CollectiveRun, Evidence, EvidenceSetting, GpuSeen, Launch, NcclSaid, NicSeen
+from topodoctor.model.evidence_prose import FigureSaid, ProseSaid
 
 
 def _ranks(name: str, n: int, host: str = "node") -> str:
@@ -149,6 +149,29 @@ def _searched(line: str) -> Evidence:
     return _read(_SMI_X4, "vm:2333:2333 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n" + _COMM + line)
 
 
+def _nvls_nodes(four: float | None) -> Evidence:
+    figures = [FigureSaid(2, 310.0, "310GB/s", "GB/s", sentence="I tested the NVLS on 2 servers, busBw is 310GB/s.")]
+    if four is not None:
+        figures.insert(0, FigureSaid(1, four, f"{four:g}GB/s", "GB/s", sentence=f"on 4 servers busBw is {four:g}GB/s."))
+    said = ProseSaid(0, tuple(figures), gpu="H100", gpu_model="H100 SXM", gpu_count=8, nodes=4 if four else 2,
+                     across_nodes=True, op="all_reduce", nvls=True)  # fmt: skip
+    return evidence(prose=(said,), nccl_said=(NcclSaid(0, 1, "I enabled NVLS on 4 H100 servers", ("NVLS",)),))
+
+
+def _nics_on_link(width: int, speed: str = "16.0") -> Evidence:
+    dump = f"""<system version="1">
+  <cpu numaid="0" affinity="ffff" arch="x86_64" vendor="AuthenticAMD" familyid="23" modelid="49">
+    <pci busid="0000:41:00.0" class="0x060400" link_speed="{speed} GT/s PCIe" link_width="{width}">
+      <pci busid="0000:52:00.0" class="0x020700" link_speed="{speed} GT/s PCIe" link_width="{width}">
+        <nic><net name="mlx5_0" dev="0" speed="200000" port="1" gdr="1"/><net name="mlx5_1" dev="1" speed="200000"
+        port="1" gdr="1"/></nic>
+      </pci>
+    </pci>
+  </cpu>
+</system>"""
+    return join([read_input("topo.xml", dump)])
+
+
 _RING = "vm:2333:2333 [0] NCCL INFO Pattern 4, crossNic 0, nChannels {n}, bw {bw}/{bw}, type {t}/PIX, sameChannels 1\n"
 _FAILED = (
     "vm:2333:2340 [0] graph/search.cc:1127 NCCL WARN Could not find a path for pattern 4, falling back to simple order"
@@ -198,7 +221,10 @@ CASES: list[Case] = [
     _case("TD030", True, "GPU0 at x8 of x16", lambda: _pcie(8)),
     _case("TD030", False, "GPU0 at x16", lambda: _pcie(16)),
     _case("TD031", True, "H100 SXM pair at NV12", lambda: evidence(topo(_topo({(0, 1): "NV12"}, 2), 1),
-                                                                   GpuSeen(0, 0, name=H100))),
+                                                                   GpuSeen(0, 0, name=H100)), severity="error"),
+    # stanford_alpaca#32's fix in topo -m's words: PHB between the GPUs of an NVSwitch model, no figure
+    _case("TD031", True, "H100 SXM pair at PHB (NVLinks absent against the model)", lambda: evidence(
+        topo(_topo({(0, 1): "PHB"}, 2), 1), GpuSeen(0, 0, name=H100)), severity="warning"),
     _case("TD031", False, "H100 SXM pair at NV18", lambda: evidence(topo(NV18_2, 1), GpuSeen(0, 0, name=H100))),
     _case("TD032", True, "4 x A40 in bridged pairs, 2.15.5", lambda: _a40(11.0, "2.15.5"), severity="info"),
     _case("TD032", False, "2 x A40 on their bridge", lambda: evidence(
@@ -256,6 +282,12 @@ CASES: list[Case] = [
     _case("TD985", True, "the ring's search fell back to the simple order", lambda: _searched(_FAILED)),
     _case("TD985", False, "the ring's search found 12 channels", lambda: _searched(
         _RING.format(n=12, bw="30.000000", t="NVL"))),
+    # NVIDIA/nccl#1031's posts: NVLS all_reduce at 310 GB/s on two nodes, 180 on four
+    _case("TD991", True, "NVLS all_reduce at 310 GB/s on 2 nodes and 180 on 4", lambda: _nvls_nodes(180.0)),
+    _case("TD991", False, "NVLS all_reduce at 310 GB/s on 2 nodes only", lambda: _nvls_nodes(None)),
+    # NVIDIA/nccl#439: two HDR NICs under one PCI link in NCCL's topology dump
+    _case("TD993", True, "mlx5_0 and mlx5_1 behind one Gen4 x16 link in NCCL's dump", lambda: _nics_on_link(16)),
+    _case("TD993", False, "the same NICs behind one Gen5 x16 link (48 GB/s)", lambda: _nics_on_link(16, "32.0")),
     _case("TD039", True, "GPU3's copies a third of the others'", lambda: evidence(
         matrix(SLOW3, "device_to_device_memcpy_write_ce", "unidirectional", True))),
     _case("TD039", False, "every GPU's copies alike", lambda: evidence(

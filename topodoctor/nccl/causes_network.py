@@ -38,6 +38,14 @@ from topodoctor.nccl.parse import Event
 # ENODATA (the kernel's rdma_get_gid_attr on an empty entry)
 _BAD_GID_ERRNO = re.compile(r"Invalid argument|No data available")
 
+_PORT_NOT_ACTIVE = ClassCause(
+    "a port that is down or not Active: keep only the active ones in NCCL_IB_HCA",
+    "`ibstat` / `ibv_devinfo` (State Active, LinkUp) on every node",
+)
+_DEVICE_GONE = ClassCause(
+    "the device went away under NCCL (a VF removed, a driver reload, a NIC reset)",
+    "`dmesg` for mlx5 resets, `ls /sys/class/infiniband` before and after",
+)
 _GID = ClassCause(
     "the GID index selects a GID the peer cannot reach: a link-local (fe80::) or RoCE v1 GID is not routed; set "
     "NCCL_IB_GID_INDEX to the RoCE v2 GID of the IP the nodes route (often 3), or unset it",
@@ -190,14 +198,8 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
                 gid_set_by_env,
                 ruled_out=ib_only,
             ),
-            ClassCause(
-                "a port that is down or not Active: keep only the active ones in NCCL_IB_HCA",
-                "`ibstat` / `ibv_devinfo` (State Active, LinkUp) on every node",
-            ),
-            ClassCause(
-                "the device went away under NCCL (a VF removed, a driver reload, a NIC reset)",
-                "`dmesg` for mlx5 resets, `ls /sys/class/infiniband` before and after",
-            ),
+            _PORT_NOT_ACTIVE,
+            _DEVICE_GONE,
         ),
         f"`show_gids` and `ibv_devinfo -v` on the node (in the pod where the rank runs), {NET_COLLECT}",
         lambda evs: "ibv_modify_qp" in evs[0].text and "No such device" in evs[0].text,
@@ -212,14 +214,8 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
                 first=roce,
                 ruled_out=ib_only,
             ),
-            ClassCause(
-                "a port that is down or not Active: keep only the active ones in NCCL_IB_HCA",
-                "`ibstat` / `ibv_devinfo` (State Active, LinkUp) on every node",
-            ),
-            ClassCause(
-                "the device went away under NCCL (a VF removed, a driver reload, a NIC reset)",
-                "`dmesg` for mlx5 resets, `ls /sys/class/infiniband` before and after",
-            ),
+            _PORT_NOT_ACTIVE,
+            _DEVICE_GONE,
         ),
         f"`ibv_devinfo -v` and `show_gids` on the node, {NET_COLLECT}",
     ),

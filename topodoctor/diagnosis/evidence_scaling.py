@@ -115,6 +115,14 @@ def _nodes_finding(f: Facts, s: ScalingSaid, how: str) -> Finding:
         msg += _gb_step(slow.gbit_s, sharded) + f", against {2 * FP16_BYTES_PER_BILLION * 8 / 200e9:.2f} s over "
         msg += "a 200 Gb/s InfiniBand or EFA NIC"
         return _finding("TD988", "warning", "network", msg, {**ev, "gbit_s": slow.gbit_s})
+    ethernet = next((x for x in net if x.kind == "ethernet"), None)
+    if slow is None and ethernet is not None:
+        msg = f"{how}, over Ethernet ({ethernet.text!r}, its rate not stated): the inter-node network first, since "
+        msg += "Ethernet below 100 Gb/s is slower than every link inside a node (NCCL rates 100 Gb/s and PCIe Gen3 "
+        msg += f"x16 at 12 GB/s; {_gb_step(10.0, sharded)} at 10 Gb/s): cause not found; then NCCL on sockets where "
+        msg += "InfiniBand exists (NCCL_IB_DISABLE=1, or no verbs device found: `NET/Socket`); to decide, post "
+        msg += ASK_NET
+        return _finding("TD988", "warning", "network", msg, {**ev, "post": [ASK_NET]})
     fast = slow or (LinkSaid(0, "infiniband", said_nic.nic_gbit_s, False, said_nic.nic_kind) if said_nic else None)
     if fast is not None or sockets:
         rate = f"{fast.text} ({fast.gbit_s:g} Gb/s)" if fast is not None and fast.gbit_s else "the network named"

@@ -60,8 +60,9 @@ _GPU = re.compile(
     r"(?:(?<![A-Za-z0-9_.])|(?<=\d[x×]))(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"  # "4xRTX 4090", "8卡A800" too
     r"((?:RTX\s*)?(?:GH200|GB200|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A10G|A10|A6000|L40S|L40|L4|V100S?|"
     r"T4|P100)|RTX\s*(?:2080\s*Ti|3090|4090|5090)|(?<![\w.])2080\s*Ti\b"
-    r"|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx )|(?<=\d )|(?<=two ))(?:3090|4090|5090))"
-    r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![\w])",
+    r"|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx )|(?<=\d )|(?<=two ))(?:3090|4090|5090)"
+    r"|(?:3090|4090|5090)(?=[单双两\d]*卡))"  # "3090单卡": a card of the model, in Chinese
+    r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![A-Za-z0-9_])",
     re.IGNORECASE,
 )
 _COUNT_BEFORE = re.compile(r"(\d{1,3})\s*(?:x|×|\*)?\s*(?:NVLink(?:ed)?\s+|SXM\d?\s+|NVIDIA\s+)?$", re.I)

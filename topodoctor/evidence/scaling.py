@@ -30,11 +30,11 @@ _UNITS: tuple[tuple[str, SpeedKind, str], ...] = (
     ("TFLOPS", "rate", r"T(?:FLOP|flop)s?(?:/s)?\b"),
     ("samples/s", "rate", r"/\s*s\s*/\s*gpu\b"),  # "30/s/gpu": the unit's noun stands earlier in the sentence
 )
-_SPEED = re.compile(r"(?<![\w.])" + _N + "(?:" + "|".join(f"(?P<u{k}>{p})" for k, (_, _, p) in enumerate(_UNITS)) + ")",
+_ASCII_EDGE = r"(?<![A-Za-z0-9_.])"  # a figure may follow CJK text directly ("3090单卡是51.82s/it")
+_SPEED = re.compile(_ASCII_EDGE + _N + "(?:" + "|".join(f"(?P<u{k}>{p})" for k, (_, _, p) in enumerate(_UNITS)) + ")",
                     re.I)  # fmt: skip
-_TIME = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?)"
-                   r"\b"
-                   r"(?!\s*/)", re.I)  # fmt: skip
+_TIME = re.compile(_ASCII_EDGE + r"(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?"
+                   r"|days?)\b(?!\s*/)", re.I)  # fmt: skip
 _TO_S = {"ms": 1e-3, "mi": 1e-3, "s": 1.0, "se": 1.0, "mn": 60.0, "h": 3600.0, "hr": 3600.0, "ho": 3600.0, "d": 86400.0,
          "da": 86400.0}  # fmt: skip
 _STEP_WORDS = re.compile(r"\b(?:per|each|every|one|a)\s+(?:iteration|step|batch|it)\b"
@@ -48,7 +48,8 @@ _NUM = r"(\d{1,4}|" + "|".join(WORD_NUMBERS) + r")"
 _GPU_COUNT = re.compile(
     r"(?<![\w.])" + _NUM + r"(?:\s*(?:or|and|to|-)\s*" + _NUM + r")?\s*(?:[x×*]\s*)?(?:(?:NVIDIA|Tesla|GeForce|"
     r"(?:RTX\s*)?[A-Z]{0,4}\d{2,4}\w*(?:\s*Ti)?|Titan\s*\w+|V100|[\w-]*\d[\w-]*)\s+){0,2}(?:GPUs?|cards?|devices?)\b"
-    r"|\bnGPUs?\s*=\s*(\d+)|(?<![\d])(\d{1,3})\s*卡|(?<![\w.])(\d{1,3})\s*[x×*]?\s*(?:NVIDIA\s+)?(?=(?:A|H|B|V|L)\d{2,3}\b)",
+    r"|\bnGPUs?\s*=\s*(\d+)|((?<!\d)\d{1,3}|单|双|两)\s*卡|(?<![\w.])" + _NUM + r"\s*[x×*]?\s*(?:NVIDIA\s+)?"
+    r"(?=(?:A|H|B|V|L)\d{2,3}s?\b)",
     re.I,
 )
 _NODE_COUNT = re.compile(
@@ -60,13 +61,15 @@ _ONE_NODE = re.compile(r"\b(?:a |one )?(?:single|one)[ -](?:node|machine|server|
 _SEGMENT = re.compile(r"[;；。]|(?<=[.!?])\s+|,?\s+(?:but|while|whereas|however)\s+|,\s+and\s+", re.I)
 # links between nodes said in words: "10Gbps interconnect", "10 gigabit interface", "100G Ethernet", "25GbE"
 _NET_RATE = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:gigabits?(?:/s)?|G(?:bps|bits?|bE|b)?(?:/s)?)[ -]?(?:\(\w+\)\s*)?"
+    r"(?<![\w.])(\d+(?:\.\d+)?)[\s-]*(?:gigabits?(?:/s)?|G(?:bps|bits?|bE|b)?(?:/s)?)[ -]?(?:\(\w+\)\s*)?"
     r"(ethernet|ether|interconnect|network|links?|interfaces?|NICs?|TCP|connections?|switch(?:es)?|RoCE|"
     r"InfiniBand|IB|EFA)\b",
     re.I,
 )
+_GIGABIT = re.compile(r"(?<![\w.-])(?<!\d )gigabit ethernet\b|(?<![\w.])GbE\b", re.I)  # 1 Gb/s, no figure before it
 _NET_KIND = re.compile(
-    r"\b(?:(HDR100|HDR|NDR200|NDR|EDR|FDR)\s*)?(InfiniBand|IB\b|EFA|RoCE(?:v2)?|Ethernet)|\b(HDR100|HDR|NDR|EDR)\b"
+    r"\b(?:(HDR100|HDR|NDR200|NDR|EDR|FDR)\s*)?(InfiniBand|(?-i:IB)\b|EFA|RoCE(?:v2)?|Ethernet)|\b(HDR100|HDR|NDR|EDR)\b",
+    re.I,
 )
 _NO_NVLINK = re.compile(
     r"\b(?:no|without|not (?:linked|connected) (?:with|by|through) (?:an? )?)\s*NVLink\w*|\bNVLink\w*\b[^.]{0,40}?"
@@ -78,11 +81,13 @@ _WORSE_NODES = re.compile(
     r"\b(?:increas\w*|more|add\w*)\s+(?:the\s+)?(?:number of\s+)?(?:machines|nodes|servers|hosts)\b[^.]{0,80}?"
     r"\b(?:eta|time|slower|longer|increase[sd]?|drops?|grows?|worse)\b"
     r"|\b(?:between|across)\s+(?:the\s+)?(?:machines|nodes|servers)\b[^.]{0,40}\bbottleneck"
+    r"|\bslower than (?:on |with |using |in )?(?:a |the )?(?:single|one|1)[ -]?(?:machine|node|server|host)\b"
     r"|机器越多[^。，,]{0,10}(?:耗时|时间|越慢|越大|越长)|(?:\d+\s*机\s*>\s*){2,}\d+\s*机",
     re.I,
 )
 _WORSE_GPUS = re.compile(
-    r"\bslower than (?:on |with )?(?:a |one )?(?:single|one)\b|\b(?:is|it's|was) not (?:any )?faster\b"
+    r"\bslower than (?:on |with )?(?:a |one )?(?:single|one)\b(?![ -](?:machine|node|server|host))"
+    r"|\b(?:is|it's|was) not (?:any )?faster\b"
     r"|\bno faster\b|\bdoesn'?t (?:speed|scale)\b"
     r"|\bslower (?:with|on|using) (?:more|\d+|two|multiple) (?:GPUs|cards)\b",
     re.I,
@@ -111,14 +116,17 @@ _PARALLEL: tuple[tuple[Parallel, re.Pattern[str]], ...] = (
     ),
 )
 _DISTRIBUTED = re.compile(r"\bmulti[ -]?(?:gpu|node|machine)s?\b|\bdistributed\b|\btorchrun\b|\bdeepspeed\b|"
-                          r"\baccelerate\b|\bhorovod\b|\bNCCL\b|多机|多卡|分布式", re.I)  # fmt: skip
+                          r"\baccelerate\b|\bhorovod\b|多机|多卡|分布式", re.I)  # fmt: skip
 MAX_SENTENCE = 300
+
+
+_CJK_COUNTS = {"单": 1, "双": 2, "两": 2}
 
 
 def _count(m: re.Match[str], groups: Iterable[int]) -> list[int]:
     out = []
     for g in groups:
-        if m.group(g) and (n := number(m.group(g))):
+        if m.group(g) and (n := _CJK_COUNTS.get(m.group(g)) or number(m.group(g))):
             out.append(n)
     return out
 
@@ -183,6 +191,7 @@ def speeds(sentence: str, line: int, before: SpeedKind | None = None) -> list[Sp
             seconds = float(m.group(1)) * _TO_S.get(unit[:2] if unit[:2] in _TO_S else unit[:1], 1.0)
             found.append((m.start(), seconds, "s/it" if kind == "step" else "s", kind, m.group(0).strip()))
         found.sort()
+        before = next((x[3] for x in reversed(found) if x[3] != "rate"), before)
         for k, (at, value, unit, kind, text) in enumerate(found):
             gpus = _place(_GPU_COUNT, (1, 2, 3, 4, 5), seg, at, sentence, at_s + at, k, len(found))
             nodes = _nodes(seg, at, sentence, at_s + at, k, len(found))
@@ -207,6 +216,8 @@ def links(text: str, line: int) -> list[LinkSaid]:
             else kind
         )
         out.append(LinkSaid(line, kind, float(m.group(1)), False, m.group(0).strip()))
+    if (giga := _GIGABIT.search(text)) is not None:
+        out.append(LinkSaid(line, "ethernet", 1.0, False, giga.group(0)))
     for m in _NET_KIND.finditer(text):
         gen, name = (m.group(1) or m.group(3) or "").upper(), (m.group(2) or "").lower()
         kind = (
@@ -280,7 +291,11 @@ def read(said: list[tuple[int, str]], piece: int) -> ScalingSaid | None:
 
 
 def timed(line: str) -> bool:
-    """Whether a line that is not a sentence by the prose reader's test (``nGPU=4`` reads as code) still states a
-    speed in words: a speed or a time that something takes, among five words or more."""
-    words = len(re.findall(r"[A-Za-z]{2,}", line))
-    return words >= 5 and bool(_SPEED.search(line) or (_TIME.search(line) and _TAKES.search(line)))
+    """Whether a line that is not a sentence by the prose reader's test (``nGPU=4`` or ``init_method='env://'``
+    reads as code) still states, in words, a speed or a time that something takes, or a job slower with more
+    nodes or GPUs: five words or more (a Chinese line: four, a character a word)."""
+    latin, cjk = len(re.findall(r"[A-Za-z]{2,}", line)), len(re.findall(r"[\u4e00-\u9fff]", line))
+    if not (latin >= 5 or (cjk and latin + cjk >= 4)):
+        return False
+    return bool(_SPEED.search(line) or (_TIME.search(line) and _TAKES.search(line)) or _WORSE_NODES.search(line)
+                or _WORSE_GPUS.search(line))  # fmt: skip

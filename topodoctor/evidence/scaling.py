@@ -151,6 +151,18 @@ def _place(rx: re.Pattern[str], groups: tuple[int, ...], segment: str, at: int, 
     return got if got is not None else _nearest(rx, sentence, at_s, groups, k, of)
 
 
+_AFTER = re.compile(r"\s*,?\s*(?:on|with|using|for|in|across|over)\s+(?:a |the |all )?", re.I)
+
+
+def _right_after(rx: re.Pattern[str], groups: tuple[int, ...], rest: str) -> int | None:
+    """A count that follows the speed at once ("60 samples/s on 2 nodes"): it is that speed's, whatever stands
+    nearer before it."""
+    lead = _AFTER.match(rest)
+    m = rx.match(rest, lead.end()) if lead else None
+    counts = _count(m, groups) if m else []
+    return counts[0] if counts else None
+
+
 def _nodes(segment: str, at: int, sentence: str, at_s: int, k: int, of: int) -> int | None:
     got = _place(_NODE_COUNT, (1, 2, 3), segment, at, sentence, at_s, k, of)
     if got is None and (_ONE_NODE.search(segment) or _ONE_NODE.search(sentence)):
@@ -193,8 +205,10 @@ def speeds(sentence: str, line: int, before: SpeedKind | None = None) -> list[Sp
         found.sort()
         before = next((x[3] for x in reversed(found) if x[3] != "rate"), before)
         for k, (at, value, unit, kind, text) in enumerate(found):
-            gpus = _place(_GPU_COUNT, (1, 2, 3, 4, 5), seg, at, sentence, at_s + at, k, len(found))
-            nodes = _nodes(seg, at, sentence, at_s + at, k, len(found))
+            rest = seg[at + len(text) :]
+            gpus = _right_after(_GPU_COUNT, (1, 2, 3, 4, 5), rest)
+            gpus = gpus or _place(_GPU_COUNT, (1, 2, 3, 4, 5), seg, at, sentence, at_s + at, k, len(found))
+            nodes = _right_after(_NODE_COUNT, (1, 2, 3), rest) or _nodes(seg, at, sentence, at_s + at, k, len(found))
             per_gpu = bool(_PER_GPU.search(text) or _PER_GPU.search(seg[max(0, at - 40) : at + len(text) + 12]))
             out.append(SpeedSaid(line, value, unit, kind, text, per_gpu, gpus, nodes, sentence[:MAX_SENTENCE]))
     return out

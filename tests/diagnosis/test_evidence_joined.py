@@ -46,10 +46,12 @@ def test_every_pair_nvlinked_is_no_island() -> None:
 
 def test_nvbandwidth_waived_on_geforce_is_no_p2p() -> None:
     """nvbandwidth v0.2 waives device_to_device_memcpy_write_ce on two RTX 2080 Ti (nvbandwidth#13): no pair has
-    peer access, which the maintainer confirmed (fixtures/diagnose/holdout/s-05)."""
+    peer access, which the maintainer confirmed (fixtures/diagnose/holdout/s-05); the GPU model table says the same
+    of the RTX 2080 Ti (GeForce), in a finding of its own."""
     found = judge(_read("fixtures/diagnose/holdout/s-05/evidence-1.txt"))
-    (f,) = _serious(found)
-    assert f.code == "TD033" and "no P2P" in f.message
+    serious = _serious(found)
+    assert [f.code for f in serious] == ["TD033", "TD033"] and all("no P2P" in f.message for f in serious)
+    assert any(f.message.startswith("RTX 2080 Ti (GeForce) has no P2P") for f in serious)
 
 
 def test_a_run_header_without_its_table_asks_for_the_table_and_the_log() -> None:

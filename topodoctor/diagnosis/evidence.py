@@ -49,6 +49,7 @@ from topodoctor.diagnosis.evidence_nvlink_absent import nvlink_absent
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.evidence_regressions import nvls_across_nodes
+from topodoctor.diagnosis.evidence_scaling import scaling_findings
 from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
 from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.rank import best_cause
@@ -324,6 +325,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     for code, severity, subject, message, ev in search_findings(f, bool(normal) and not coll):
         if not any(x.code == code for x in out):  # a short run's cause already says it
             out.append(_finding(code, subject, message, BY_CODE[code].how, ev, severity))
+    out += scaling_findings(f)  # how the job scales, as the reporter's words state it
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
     if any(x.code == "TD022" and x.severity == "warning" for x in out):

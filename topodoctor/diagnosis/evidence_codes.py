@@ -1,5 +1,5 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD987, TD991, TD993):
-each code's name, severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD991, TD993): each code's
+name, severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
 from __future__ import annotations
@@ -271,6 +271,44 @@ CODES: tuple[DiagnosisCode, ...] = (
         "setting that narrows the paths, or a release whose search fails on the node's layout.",
         "Post NCCL_TOPO_DUMP_FILE's output and the job's NCCL_* settings; where a release with a known search "
         "regression is named, run the release the finding names as unaffected.",
+    ),
+    DiagnosisCode(
+        "TD988", "diag-scaling-nodes", "warning",
+        "The job is said to run slower per GPU across nodes than on one: the network between the nodes is the "
+        "first suspect.",
+        "Data-parallel training all-reduces the gradients every step; across nodes that traffic crosses the node's "
+        "NICs, at 2 (n - 1) / n of the gradients' bytes per step (a billion fp16 parameters: about 4 GB). NCCL's own "
+        "model rates a 100 Gb/s NIC and a PCIe Gen3 x16 link alike at 12 GB/s (topo.h NET_BW, PCI_BW): a network "
+        "slower than that is slower than every link inside a node, and the step waits for it. NCCL on sockets where "
+        "InfiniBand exists (NCCL_IB_DISABLE=1, or no verbs device found: `NET/Socket` in its INFO log) does the "
+        "same on a fast fabric.",
+        "Run across nodes over InfiniBand or EFA (100 Gb/s a node at the least; NVIDIA's reference designs give each "
+        "GPU its own 200-400 Gb/s NIC), and check with NCCL_DEBUG=INFO that NCCL uses it (`NET/IB`, not "
+        "`NET/Socket`); on a slow network, fewer and larger all-reduces (gradient accumulation) hide part of it.",
+    ),
+    DiagnosisCode(
+        "TD989", "diag-scaling-node", "info",
+        "More GPUs of one node are said to be no faster (or slower) than fewer: normal without peer-to-peer, a "
+        "fault to find with it.",
+        "GPUs without peer-to-peer (GeForce, NVLink absent or inactive on a card whose driver gives no PCIe P2P) "
+        "exchange every tensor through host memory: tensor parallelism exchanges activations every layer and data "
+        "parallelism the gradients every step, so a small model gains less from another card than the exchange "
+        "costs. On P2P-capable GPUs on PCIe, a step slower together than alone points at P2P redirected or refused "
+        "(PCIe ACS on the switch or root ports, the IOMMU, a VM).",
+        "Without P2P nothing is to fix (NVLink, or GPUs with PCIe P2P, go faster; a larger batch per GPU hides the "
+        "exchange). With P2P: post `lspci -vvv | grep ACSCtl` and p2pBandwidthLatencyTest, and disable ACS "
+        "redirection (BIOS, or setpci) where it is on.",
+        ("warning",),
+    ),
+    DiagnosisCode(
+        "TD990", "diag-faulty-gpu", "warning",
+        "The job is slow only when one particular GPU takes part: that GPU is faulty.",
+        "A collective runs at its slowest rank: one GPU held down (clocks, a PCIe link trained narrow, memory "
+        "errors, a failing board) slows every step of every job it joins, while the same job on the others runs "
+        "normally.",
+        "Run without it (CUDA_VISIBLE_DEVICES of the others) to confirm, then post `nvidia-smi -q -i N` (clocks "
+        "event reasons, PCIe link width, ECC and remapped rows) and `dcgmi diag -r 3`; a GPU that fails them is "
+        "for its vendor.",
     ),
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CODES}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from topodoctor.evidence import scaling
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.evidence.prose_words import (
     ALGBW,
@@ -56,10 +57,12 @@ _BOUND_ABOVE = re.compile(r"(?:exceed\w*|above|over|more than|higher than|greate
 _BOUND_BELOW = re.compile(r"(?:below|under|less than|lower than)\s*$", re.I)
 # GPU names as people write them: NVIDIA's names and the usual short forms, with the part's qualifiers
 _GPU = re.compile(
-    r"(?:(?<![\w.])|(?<=\d[x×]))(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"  # "4xRTX 4090" too
+    r"(?:(?<![A-Za-z0-9_.])|(?<=\d[x×]))(?:NVIDIA\s+|Tesla\s+|GeForce\s+)?"  # "4xRTX 4090", "8卡A800" too
     r"((?:RTX\s*)?(?:GH200|GB200|B200|B100|H200|H100|H800|H20|A100|A800|A40|A30|A10G|A10|A6000|L40S|L40|L4|V100S?|"
-    r"T4|P100)|RTX\s*(?:3090|4090|5090)|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx ))(?:3090|4090|5090))"
-    r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![\w])",
+    r"T4|P100)|RTX\s*(?:2080\s*Ti|3090|4090|5090)|(?<![\w.])2080\s*Ti\b"
+    r"|(?:(?<=GPU: )|(?<=[Dd]ual )|(?<=GeForce )|(?<=\dx )|(?<=\d )|(?<=two ))(?:3090|4090|5090)"
+    r"|(?:3090|4090|5090)(?=[单双两\d]*卡))"  # "3090单卡": a card of the model, in Chinese
+    r"((?:[ _-]?(?:SXM\d?|PCIe|NVL|HBM\d?e?|\d+\s?G(?:B)?))*)s?(?![A-Za-z0-9_])",
     re.IGNORECASE,
 )
 _COUNT_BEFORE = re.compile(r"(\d{1,3})\s*(?:x|×|\*)?\s*(?:NVLink(?:ed)?\s+|SXM\d?\s+|NVIDIA\s+)?$", re.I)
@@ -254,7 +257,8 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     said: list[tuple[int, str]] = []
     for k, ln in free:
         plain = _plain(ln)
-        if is_sentence(plain, plain != ln.strip()) or IMAGES.search(ln):
+        timed = not _LOG.search(plain) and scaling.timed(plain)  # "with nGPU=4, one batch takes 2.3s"
+        if is_sentence(plain, plain != ln.strip()) or IMAGES.search(ln) or timed:
             said.append((k, plain))
             if len(said) == MAX_SAID:
                 break  # a post's words are a few paragraphs: past this, a program's output, and bounded work
@@ -273,14 +277,15 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     hosts = hosts_of(text)
     slow, asks = slow_of(text), asks_of([s for _, t in said for s in _SENTENCE.split(t)])
     about_speed = bool(gpu or hosts) and (slow or asks)  # "AMD EPYC ... Why is p2p performance so slow?"
-    if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed):
+    scaled = scaling.read(said, piece)
+    if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled):
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
     used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))
-            or hosts_of(t)]  # fmt: skip
+            or hosts_of(t) or (scaled and k + 1 in scaled.lines)]  # fmt: skip
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
-                      checked_of(text), slow, asks, tuple(k + 1 for k in used))  # fmt: skip
+                      checked_of(text), slow, asks, tuple(k + 1 for k in used), scaled)  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

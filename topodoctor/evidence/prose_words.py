@@ -36,7 +36,7 @@ MEASURED = re.compile(
 )
 NIC_WORDS = re.compile(
     r"\b(?:HDR|NDR|EDR|FDR|XDR|EFA|RoCE(?:v2)?|InfiniBand|IB|NICs?|HCAs?|net|network|networks|ethernet|TCP(?:/IP)?|"
-    r"ConnectX[-\w]*|CX-?\d|Mellanox|adapters?|uplinks?|ports?)\b",
+    r"ConnectX[-\w]*|CX-?\d|Mellanox|adapters?|uplinks?|ports?|interconnects?)\b",
     re.I,
 )
 NVLINK = re.compile(r"\bNVLink\w*\b|\bNVSwitch\w*\b", re.I)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from topodoctor.model.evidence_scaling import ScalingSaid
+
 # What a figure is, as the sentence names it: nccl-tests' bus bandwidth ("busbw", "bus bandwidth", "wire
 # bw"), its algorithm bandwidth ("algbw"), or a bandwidth the sentence does not qualify.
 FigureKind = Literal["busbw", "algbw", "unspecified"]
@@ -69,3 +71,4 @@ class ProseSaid:
     slow: bool = False  # they say the run is short or slow ("much slower", "did not perform as expected")
     asks: bool = False  # they ask whether a speed is what it should be ("is this normal?", "reasonable?")
     lines: tuple[int, ...] = ()  # the lines the claims come from, 1-based
+    scaling: ScalingSaid | None = None  # what they say of how the job scales (evidence/scaling.py)

@@ -44,7 +44,8 @@ SOURCES = {
     "48 GB GDDR6 at 768 GB/s",
     "geforce": "GeForce RTX 3090 / 4090 / 5090 specifications (nvidia.com/en-us/geforce): PCIe Gen4 x16 / Gen4 x16 / "
     "Gen5 x16; NVLink only on the 3090 (a 2-card bridge, 112.5 GB/s both ways); 24 GB GDDR6X at 936 / 1008 GB/s, "
-    "32 GB GDDR7 at 1792 GB/s; peer-to-peer over PCIe is not enabled by the GeForce driver "
+    "32 GB GDDR7 at 1792 GB/s; RTX 2080 Ti: PCIe Gen3 x16, a 2-card NVLink bridge (2 links, 100 GB/s both ways), "
+    "11 GB GDDR6 at 616 GB/s; peer-to-peer over PCIe is not enabled by the GeForce driver "
     "(cudaDeviceCanAccessPeer answers 0; NVIDIA/nccl#1127, nccl-tests#117)",
     "v100": "NVIDIA Tesla V100 datasheet: SXM2 300 GB/s NVLink (6 second-generation links, hybrid cube mesh on "
     "8 GPUs), PCIe 32 GB/s, 900 GB/s HBM2",
@@ -131,6 +132,8 @@ MODELS: tuple[GpuModel, ...] = (
              "24 GB GDDR6X", 0.936, "geforce"),
     GpuModel("RTX 4090", r"\bRTX 4090\b", "Ada", "8.9", None, 0, None, "none", 4, 16, False, False,
              "24 GB GDDR6X", 1.008, "geforce"),
+    GpuModel("RTX 2080 Ti", r"\bRTX 2080 ?Ti\b", "Turing", "7.5", 2.0, 2, _NV3, "bridge", 3, 16, False, False,
+             "11 GB GDDR6", 0.616, "geforce"),
     GpuModel("V100 SXM2", r"\bV100\b.*SXM2", "Volta", "7.0", 2.0, 6, _NV3, "mesh", 3, 16, True, False,
              "32 GB HBM2", 0.9, "v100"),
     GpuModel("V100 PCIe", r"\bV100S?\b.*PCIE", "Volta", "7.0", None, 0, None, "none", 3, 16, True, False,

@@ -1,5 +1,5 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD987, TD991, TD993; a family of the
-table in tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD991, TD993; a family of the table in
+tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
 the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
 are in NCCL's own wording."""
@@ -15,6 +15,21 @@ from rule_case_kit import Case
 from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.evidence import CollectiveRun, Evidence, EvidenceSetting, GpuSeen, Launch, NcclSaid, NicSeen
 from topodoctor.model.evidence_prose import FigureSaid, ProseSaid
+from topodoctor.model.evidence_scaling import LinkSaid, ScalingSaid, SpeedSaid
+
+
+def _per_gpu(value: float, nodes: int) -> SpeedSaid:
+    return SpeedSaid(1, value, "samples/s", "rate", f"{value:g}/s/gpu", True, 8, nodes)
+
+
+def _step(seconds: float, gpus: int) -> SpeedSaid:
+    return SpeedSaid(1, seconds, "s/it", "step", f"{seconds:g}s", gpus=gpus)
+
+
+def _scaled(*speeds: SpeedSaid, gpu: str = "", **said: Any) -> Evidence:
+    """The reporter's words on scaling as the prose reader gives them."""
+    scaled = ScalingSaid(0, speeds, distributed=True, **said)
+    return evidence(prose=(ProseSaid(0, gpu=gpu, gpu_model=gpu, scaling=scaled),))
 
 
 def _ranks(name: str, n: int, host: str = "node") -> str:
@@ -272,6 +287,26 @@ CASES: list[Case] = [
         0, gpu="H100 SXM", gpu_model="H100 SXM", gpu_count=8, asks=True),)), severity="info"),
     _case("TD987", False, "two nodes named, no GPU and no NIC", lambda: evidence(prose=(ProseSaid(
         0, nodes=2, across_nodes=True, asks=True),))),
+    # how a job scales, in the reporter's words (open_clip#466, open_clip#325, imagenet-multiGPU.torch#59,
+    # accelerate#71, flash-attention#1021)
+    _case("TD988", True, "30 samples/s per GPU on one node, 10 on two, interconnect not stated",
+          lambda: _scaled(_per_gpu(30.0, 1), _per_gpu(10.0, 2)), severity="warning"),
+    _case("TD988", True, "slower as machines are added, over a 10 Gb/s interconnect", lambda: _scaled(
+        links=(LinkSaid(1, "network", 10.0, False, "10Gbps interconnect"),), worse_with_nodes=True),
+          severity="warning"),
+    _case("TD988", False, "28 samples/s per GPU on one node and on two", lambda: _scaled(_per_gpu(30.0, 1),
+                                                                                       _per_gpu(28.0, 2))),
+    _case("TD989", True, "a batch of 0.48 s on one PCIe GPU, 2.3 s on four", lambda: _scaled(
+        _step(0.48, 1), _step(2.3, 4), links=(LinkSaid(1, "pcie", None, False, "PCIE16"),)), severity="warning"),
+    _case("TD989", True, "an epoch of 21 s on one RTX 2080 Ti and on two", lambda: _scaled(
+        SpeedSaid(1, 21.0, "s", "total", "21 seconds", gpus=1), SpeedSaid(1, 21.0, "s", "total", "21 seconds", gpus=2),
+        gpu="RTX 2080 Ti"), severity="info"),
+    _case("TD989", False, "a batch of 0.5 s on one GPU and 0.55 s on four", lambda: _scaled(_step(0.5, 1),
+                                                                                          _step(0.55, 4))),
+    _case("TD990", True, "normal with 1-6 cards, slow with 7 or 8", lambda: _scaled(
+        good_up_to=6, slow_from=7, slow_gpu=6, slow_gpu_text="normally if I use 1-6 cards, slow with 7 or 8 cards"),
+          severity="warning"),
+    _case("TD990", False, "slow with every count of cards", lambda: _scaled(worse_with_gpus=True)),
     _case("TD983", True, "mpirun -np 2 on two hosts, two averages after it", lambda: _separate(2)),
     _case("TD983", False, "mpirun -np 2 on two hosts, one average after it", lambda: _separate(1)),
     _case("TD984", True, "4 x H200, ring search of 2 channels x 12 GB/s over PHB", lambda: _searched(

@@ -139,6 +139,32 @@ _BUS = (
         "the deepspeed launcher: a rank's process died of SIGBUS",
     ),
 )
+# a process that crashed in native code, in the words of what caught it: glibc's heap check (malloc.c's
+# malloc_printerr, which aborts), Open MPI's signal handler, the shell, Python's faulthandler, UCX, torch's elastic
+_CRASH = (
+    LauncherLine(
+        "process-crash",
+        re.compile(
+            r"(?P<heap>(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc"
+            r"|_int_realloc|tcache_thread_shutdown)\(\): [a-z][\w .()!-]*?|double free or corruption(?: \([!\w]+\))?"
+            r"|corrupted size vs\. prev_size(?: in fastbins)?|corrupted double-linked list(?: \(not small\))?)"
+            r"(?=\s*(?:: 0x[0-9a-f]+)?\s*(?:\*\*\*)?\s*$)"
+        ),
+        "glibc's heap check found the process's memory corrupted and aborted it (SIGABRT)",
+        needs_run=True,
+    ),
+    LauncherLine(
+        "process-crash",
+        re.compile(
+            r"Signal: (?P<signame>Segmentation fault|Aborted) \((?:11|6)\)|(?P<signame2>Segmentation fault|Aborted) "
+            r"\(core dumped\)|Fatal Python error: (?P<signame3>Segmentation fault|Aborted)"
+            r"|Caught signal (?:11|6) \((?P<signame4>Segmentation fault|Aborted)"
+            r"|Signal (?:6|11) \((?P<signame5>SIGABRT|SIGSEGV)\) received by PID"
+        ),
+        "the process died of a signal of its own code (SIGSEGV or SIGABRT)",
+        needs_run=True,
+    ),
+)
 # torch's caching allocator in a rank of a distributed run ("Tried to allocate"): the GPU's memory is full
 _GPU = (
     LauncherLine(
@@ -154,21 +180,26 @@ _GPU = (
 SRUN_OTHER_END = re.compile(
     r"srun: error: [\w.-]+: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Bus error|Segmentation fault)"
 )
-CONSEQUENCES = frozenset(("store-closed",))  # kinds that follow a failure elsewhere: a known root cause leads
+# kinds that follow a failure elsewhere: a known root cause leads
+CONSEQUENCES = frozenset(("store-closed", "process-crash"))
 # kinds that are no failure by themselves: the store's server also closes when rank 0 ends a run that went well
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _GPU
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error"
+    r"|\(\): |corrupt|Segmentation fault|Aborted|received by PID"
 )
+# a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
+CRASH_KINDS = frozenset(("bus-error", "process-crash"))
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(
     r"sigkill_handler\].*exits with return code|server socket has failed to listen on any local network address"
     r"|client socket has timed out after|The actor is dead because its worker process has died"
     r"|Workers \(tasks / actors\) killed due to memory pressure|A worker died or was killed while executing a task"
+    r"|\*\*\* Process received signal \*\*\*"  # Open MPI's signal handler: a process of an MPI job
 )
 # torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"
 ROOT_CAUSE = "Root Cause (first observed failure)"

@@ -12,9 +12,6 @@ from topodoctor.nccl.evidence import LogContext
 from topodoctor.nccl.log_signs import ClassCause, ClassCauses
 from topodoctor.nccl.parse import Event
 
-# NCCL 2.25.1-1's release notes: "Add Blackwell/SM100 support", with the limits raised for large NVLink domains
-BLACKWELL_NCCL = (2, 25, 1)
-
 
 def _compat(num: str) -> Callable[[Sequence[Event]], bool]:
     """The table's entry for one of the two errors (803, 804), by the message's number or words."""
@@ -28,12 +25,6 @@ def _versions(ctx: LogContext) -> list[tuple[int, ...]]:
         if len(parts) == 3 and all(p.isdigit() for p in parts):
             out.append(tuple(int(p) for p in parts))
     return out
-
-
-def _new_enough(evs: Sequence[Event], ctx: LogContext) -> bool:
-    """Every NCCL version the log names is one with Blackwell's support: the release is not too old for it."""
-    shown = _versions(ctx)
-    return bool(shown) and all(v >= BLACKWELL_NCCL for v in shown)
 
 
 def _two_versions(evs: Sequence[Event], ctx: LogContext) -> bool:
@@ -97,12 +88,12 @@ PROCESS_CAUSES = (
         "TD098",
         (
             ClassCause(
-                "the NCCL release is older than the platform it runs on: NCCL added Blackwell (B200, GB200) support, "
-                "with the limits large NVLink domains need, in 2.25.1 (its release notes), and an older NCCL on such "
-                "nodes may corrupt memory or crash at scale: upgrade NCCL to 2.25.1 or later there",
-                "the NCCL version banner (NCCL_DEBUG=VERSION) and the GPU model (`nvidia-smi -L`); the same run at "
-                "fewer nodes, and with the newer NCCL",
-                ruled_out=_new_enough,
+                "NCCL itself: a release older than the platform it runs on (NCCL added Blackwell (B200, GB200) "
+                "support, with the limits large NVLink domains need, in 2.25.1, its release notes say) or a bug of the "
+                "release fixed in a later one (NVIDIA/nccl#1043: a heap corruption of 2.18 - 2.19 with NVLS over "
+                "dual-port NICs): upgrade NCCL (2.25.1 or later on Blackwell)",
+                "the NCCL version banner (NCCL_DEBUG=VERSION) and the GPU model (`nvidia-smi -L`); the same run with a "
+                "newer NCCL, and at fewer nodes",
             ),
             ClassCause(
                 "two NCCL libraries in one process, or a libnccl other than the one the program was built with "

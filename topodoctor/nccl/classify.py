@@ -244,8 +244,10 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "nccl-library",
         re.compile(
-            # ld.so's words, with or without the colon a title drops: a libnccl without a symbol or a symbol version
-            r"[Uu]ndefined symbol:? [\"'`]?(?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object"
+            # ld.so's words, with or without the colon a title drops (a URL's %20 for its spaces): a libnccl
+            # without a symbol or a symbol version
+            r"[Uu]ndefined(?: |%20)symbol:?(?: |%20)[\"'`]?(?P<sym>nccl\w+)"
+            r"|(?P<lib>libnccl\.so[.\d]*): cannot open shared object"
             r"|(?P<lib2>libnccl\.so[.\d]*): version [`'\"](?P<ver>[^'\"`]+)['\"`] not found"
             r"|version [`'\"](?P<ver2>NCCL_[\d.]+)['\"`] not found"
             # XLA's NCCL stub (JAX, TensorFlow): its dlopen of libnccl found none

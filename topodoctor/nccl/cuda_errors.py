@@ -26,7 +26,10 @@ CUDA_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 # CUDA's enum words for the errors of ``cuda-compat``: which of the two the message is
-COMPAT_NUMBERS = {"803": "unsupported display driver", "804": "forward compatibility was attempted"}
+COMPAT_NUMBERS = {
+    "803": "system has unsupported display driver / cuda driver combination",
+    "804": "forward compatibility was attempted on non supported HW",
+}
 _ERROR_NUMBER = re.compile(r"(?:Error|error|failure) (?P<num>\d{1,4})\b")
 
 
@@ -37,4 +40,4 @@ def compat_error(fields: dict[str, str] | None, said: str) -> str:
         return num
     if (m := _ERROR_NUMBER.search(said)) and m["num"] in COMPAT_NUMBERS:
         return m["num"]
-    return "804" if COMPAT_NUMBERS["804"] in said else "803"
+    return "804" if "forward compatibility was attempted" in said else "803"

@@ -21,7 +21,7 @@ _COMPAT_SAID = {
 
 def _compat(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     num = compat_error(dict(f), f.get("said", evs[0].text))
-    words = f.get("msg") or next((w for n, w in COMPAT_NUMBERS.items() if n == num), "")
+    words = f.get("msg", "") if f.get("num") else COMPAT_NUMBERS[num]  # CUDA's whole string, not the words matched
     msg = f"CUDA {num} '{words}': {_COMPAT_SAID[num]}"
     return Said("TD097", msg, EXPLANATIONS["TD097"].fix, {"cuda_error": num})
 
@@ -34,9 +34,9 @@ def _crash(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "corrupted its memory before"
         )
         return Said("TD098", msg, EXPLANATIONS["TD098"].fix, {"signal": "SIGABRT", "heap": heap.fields["heap"]})
-    names = [e.fields.get(k, "") for e in evs for k in ("signame", "signame2", "signame3", "signame4", "signame5")]
+    names = [v for e in evs for k, v in e.fields.items() if k.startswith("signame")]
     signal = next((_SIGNALS[n] for n in names if n in _SIGNALS), "a signal")
-    msg = f"a process of the run died of {signal} ({evs[0].fields.get('said', '')[:80]}) with no NCCL error before it"
+    msg = f"a process of the run died of {signal} with no NCCL error before it: {evs[0].text[:120]}"
     return Said("TD098", msg, EXPLANATIONS["TD098"].fix, {"signal": signal})
 
 

@@ -146,9 +146,10 @@ _CRASH = (
         "process-crash",
         re.compile(
             r"(?P<heap>(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc"
-            r"|_int_realloc|tcache_thread_shutdown)\(\): [a-z][\w .()!-]*?|double free or corruption(?: \([!\w]+\))?"
+            r"|_int_realloc|tcache_thread_shutdown)\(\): (?:invalid|corrupted|double|unaligned|memory|mismatching"
+            r"|chunk|largebin|smallbin|unsorted)[\w .()!-]*?|double free or corruption(?: \([!\w]+\))?"
             r"|corrupted size vs\. prev_size(?: in fastbins)?|corrupted double-linked list(?: \(not small\))?)"
-            r"(?=\s*(?:: 0x[0-9a-f]+)?\s*(?:\*\*\*)?\s*$)"
+            r"(?=\s*(?:: 0x[0-9a-f]+|\*\*\*|$|error\b|with\b))"
         ),
         "glibc's heap check found the process's memory corrupted and aborted it (SIGABRT)",
         needs_run=True,
@@ -160,6 +161,7 @@ _CRASH = (
             r"\(core dumped\)|Fatal Python error: (?P<signame3>Segmentation fault|Aborted)"
             r"|Caught signal (?:11|6) \((?P<signame4>Segmentation fault|Aborted)"
             r"|Signal (?:6|11) \((?P<signame5>SIGABRT|SIGSEGV)\) received by PID"
+            r"|exited on signal (?:11|6) \((?P<signame6>Segmentation fault|Aborted)\)"  # mpirun's, prterun's
         ),
         "the process died of a signal of its own code (SIGSEGV or SIGABRT)",
         needs_run=True,
@@ -190,7 +192,7 @@ OOM_WHATS = frozenset(e.what for e in _OOM)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error"
-    r"|\(\): |corrupt|Segmentation fault|Aborted|received by PID"
+    r"|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal"
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))
@@ -199,7 +201,8 @@ DISTRIBUTED_WORDS = re.compile(
     r"sigkill_handler\].*exits with return code|server socket has failed to listen on any local network address"
     r"|client socket has timed out after|The actor is dead because its worker process has died"
     r"|Workers \(tasks / actors\) killed due to memory pressure|A worker died or was killed while executing a task"
-    r"|\*\*\* Process received signal \*\*\*"  # Open MPI's signal handler: a process of an MPI job
+    r"|\*\*\* Process received signal \*\*\*|noticed that process rank \d+"  # Open MPI's, of a process of its job
+    r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"  # torch's elastic agent: its worker's signal
 )
 # torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"
 ROOT_CAUSE = "Root Cause (first observed failure)"

@@ -147,3 +147,23 @@ def test_torch_s_elastic_signal_line_is_a_crash_of_the_run() -> None:
     (f,) = _errors(_explain("  traceback : Signal 6 (SIGABRT) received by PID 4242\n"))
     assert f.code == "TD098" and f.evidence["signal"] == "SIGABRT"
     assert any("aborted itself" in c for c in _candidates(f))
+
+
+def test_the_shell_s_killed_line_in_a_run_is_a_killed_rank() -> None:
+    banner = f"{H} NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+    (f,) = _errors(_explain(banner + "/bin/bash: line 1: 4242 Killed                  python train.py\n"))
+    assert f.code == "TD090" and "memory" in _candidates(f)[0]
+    assert not parse_file("/x/a.log", "python train.py\nKilled\n").speaks  # no run with NCCL: no NCCL log
+
+
+@pytest.mark.parametrize(
+    ("said", "names"),
+    [
+        ("CUDA driver is a stub library", "stubs directory"),
+        ("CUDA-capable device(s) is/are busy or unavailable", "exclusive-process"),
+    ],
+)
+def test_cuda_errors_that_name_their_cause_keep_it_whatever_the_site(said: str, names: str) -> None:
+    warn = f"{H} init.cc:1550 NCCL WARN Cuda failure '{said}'\n{H} NCCL INFO group.cc:65 -> 1 [Async thread]\n"
+    f = _errors(_explain(warn))[0]
+    assert f.code == "TD057" and names in f.fix and "candidates" not in f.evidence

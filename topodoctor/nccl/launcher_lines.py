@@ -48,6 +48,12 @@ _KILLED = (
         re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>[\d,-]+): Killed\b"),
         "srun: a task was killed",
     ),
+    LauncherLine(  # the shell's report of a job it ran (bash's "line N: PID Killed  cmd", or "Killed" alone)
+        "process-killed",
+        re.compile(r"^(?:.*?: line \d+: +\d+ )?Killed(?: {2,}\S.*)?$"),
+        "the shell: a process of the run was killed by SIGKILL",
+        needs_run=True,
+    ),
     LauncherLine(
         "process-killed",
         re.compile(
@@ -192,7 +198,7 @@ OOM_WHATS = frozenset(e.what for e in _OOM)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error"
-    r"|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal"
+    r"|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))

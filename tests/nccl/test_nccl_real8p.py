@@ -167,3 +167,21 @@ def test_cuda_errors_that_name_their_cause_keep_it_whatever_the_site(said: str, 
     warn = f"{H} init.cc:1550 NCCL WARN Cuda failure '{said}'\n{H} NCCL INFO group.cc:65 -> 1 [Async thread]\n"
     f = _errors(_explain(warn))[0]
     assert f.code == "TD057" and names in f.fix and "candidates" not in f.evidence
+
+
+@pytest.mark.parametrize(
+    "heap",
+    [
+        "free(): invalid next size (normal)",
+        "free(): chunks in smallbin corrupted",
+        "corrupted size vs. prev_size while consolidating",
+        "free(): double free detected in tcache 2",
+        "malloc(): unsorted double linked list corrupted",
+        "munmap_chunk(): invalid pointer",
+        "*** Error in `python': free(): invalid pointer: 0x00007f1c2c000b20 ***",
+    ],
+)
+def test_glibc_s_heap_checks_in_a_run_with_nccl_are_a_crash(heap: str) -> None:
+    """malloc.c's malloc_printerr wordings (older glibc wrote them inside `*** Error in ...: MSG: 0xADDR ***`)."""
+    (f,) = _errors(_explain(f"{H} NCCL INFO NCCL version 2.21.5+cuda12.4\n{heap}\n"))
+    assert f.code == "TD098" and f.evidence["signal"] == "SIGABRT"

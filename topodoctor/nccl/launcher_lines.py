@@ -154,7 +154,8 @@ _CRASH = (
             r"(?P<heap>(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc"
             r"|_int_realloc|tcache_thread_shutdown)\(\): (?:invalid|corrupted|double|unaligned|memory|mismatching"
             r"|chunk|largebin|smallbin|unsorted)[\w .()!-]*?|double free or corruption(?: \([!\w]+\))?"
-            r"|corrupted size vs\. prev_size(?: in fastbins)?|corrupted double-linked list(?: \(not small\))?)"
+            r"|corrupted size vs\. prev_size(?: in fastbins| while consolidating)?"
+            r"|corrupted double-linked list(?: \(not small\))?)"
             r"(?=\s*(?:: 0x[0-9a-f]+|\*\*\*|$|error\b|with\b))"
         ),
         "glibc's heap check found the process's memory corrupted and aborted it (SIGABRT)",

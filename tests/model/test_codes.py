@@ -57,13 +57,13 @@ def test_a_class_declared_the_way_nccl_log_declares_them_is_listed_and_explained
 @pytest.mark.parametrize(
     ("code", "name", "said"),
     [("TD101", "another-name", "TD101 registered twice (rule nvlink-down and nccl-log another-name)"),
-     ("TD098", "nvlink-down", "name 'nvlink-down' registered twice"),
+     ("TD099", "nvlink-down", "name 'nvlink-down' registered twice"),
      ("TD0", "short", "not TD + 3 digits")],
 )  # fmt: skip
 def test_a_code_or_name_another_origin_holds_is_refused(code: str, name: str, said: str) -> None:
     with pytest.raises(ValueError, match=re.escape(said)):
         codes.register(codes.Code(code, "nccl-log", name, "error", "A staged entry"))
-    assert codes.TABLE["TD101"].origin == "rule" and "TD098" not in codes.TABLE
+    assert codes.TABLE["TD101"].origin == "rule" and "TD099" not in codes.TABLE
 
 
 def test_rules_lists_every_code_grouped_by_origin(capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,6 +76,8 @@ KIND_CODE = {
     "subnet": "TD086",
     "graph-search": "TD052",
     "cumem-host": "TD087",
+    "cuda-compat": "TD097",
+    "process-crash": "TD098",
 }
 # the sources whose messages NCCL's own logger prints (``NCCL WARN ...``)
 _PRINTED_BY_NCCL = ("nccl", "aws-ofi-nccl", "nccl-rdma-sharp-plugins")

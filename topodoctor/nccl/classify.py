@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from topodoctor.nccl.cuda_errors import CUDA_KINDS as _CUDA_KIND
 from topodoctor.nccl.net_peer import peer_gone
 from topodoctor.nccl.torch_reasons import HEARTBEAT, TIMEOUT_AT
 
@@ -33,15 +34,6 @@ class Reading:
     rank: int = ROOT
 
 
-# CUDA errors by the string cudaGetErrorString / cuGetErrorString give (and the number where
-# the message carries it): the kinds with a cause of their own.
-_CUDA_KIND = (
-    (re.compile(r"system not yet initialized|\b802\b.*not.*initiali[sz]ed", re.I), "fabric-not-ready"),
-    (re.compile(r"peer access is not supported", re.I), "p2p-unsupported"),
-    (re.compile(r"driver version is insufficient|driver on your system is too old", re.I), "cuda-driver"),
-    (re.compile(r"named symbol not found|no kernel image is available|invalid device function", re.I), "kernel-image"),
-    (re.compile(r"out of memory", re.I), "gpu-oom"),
-)
 _CUDA_FAILURE = re.compile(
     r"Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'?|CUDA error (?P<num2>\d+) '(?P<msg2>[^']*)'"
 )
@@ -252,8 +244,12 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "nccl-library",
         re.compile(
-            r"undefined symbol: [\"'`]?(?P<sym>nccl\w+)|(?P<lib>libnccl\.so[.\d]*): cannot open shared object file"
-            r"|(?P<lib2>libnccl\.so[.\d]*): version `(?P<ver>[^']+)' not found"
+            # ld.so's words, with or without the colon a title drops (a URL's %20 for its spaces): a libnccl
+            # without a symbol or a symbol version
+            r"[Uu]ndefined(?: |%20)symbol:?(?: |%20)[\"'`]?(?P<sym>nccl\w+)"
+            r"|(?P<lib>libnccl\.so[.\d]*): cannot open shared object"
+            r"|(?P<lib2>libnccl\.so[.\d]*): version [`'\"](?P<ver>[^'\"`]+)['\"`] not found"
+            r"|version [`'\"](?P<ver2>NCCL_[\d.]+)['\"`] not found"
             # XLA's NCCL stub (JAX, TensorFlow): its dlopen of libnccl found none
             r"|(?P<noload>Unable to load NCCL library)"
         ),

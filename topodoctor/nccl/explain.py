@@ -25,6 +25,7 @@ from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_launcher import LAUNCHER
 from topodoctor.nccl.fixes_network import NETWORK
+from topodoctor.nccl.fixes_process import PROCESS
 from topodoctor.nccl.fixes_runtime import RUNTIME
 from topodoctor.nccl.fixes_usage import USAGE
 from topodoctor.nccl.fixes_watchdog import WATCHDOG
@@ -36,9 +37,9 @@ from topodoctor.nccl.site_causes import stray_bytes
 from topodoctor.nccl.unexplained import bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER}
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER, **PROCESS}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
-NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067", "TD092"))
+NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067", "TD092", "TD098"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
 LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
@@ -130,7 +131,9 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
     if findings and findings[0].code == "TD067":  # a flushed request follows a failure this log does not show
         findings.insert(0, flushed_only(findings[0]))
-    if not any(f.severity in ("error", "critical") for f in findings):
+    # a crash (TD098) after NCCL's own words of no class: those words lead, as cause not found
+    words = bool(by_kind.get("warn")) or any(f.last_errors for f in files)
+    if not any(f.severity in ("error", "critical") and (f.code != "TD098" or not words) for f in findings):
         findings = unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, bridges_only(ctx, findings[0]))

@@ -113,6 +113,32 @@ RUNTIME_CLASSES = (
         "for one node picks a free one); end the leftover process.",
     ),
     _e(
+        "TD097",
+        "cuda-driver-mismatch",
+        "error",
+        "CUDA could not start: the CUDA driver library the process loaded (libcuda.so) does not fit the kernel "
+        "driver or the GPU (CUDA 803 'system has unsupported display driver / cuda driver combination', 804 "
+        "'forward compatibility was attempted on non supported HW')",
+        "Compare the libcuda the process loads with the kernel driver: `cat /proc/driver/nvidia/version` (the "
+        "kernel module) against `ldconfig -p | grep libcuda` and `ls -l /usr/local/cuda/compat/` in the container. "
+        "A container's forward-compatibility package (cuda-compat, /usr/local/cuda/compat on LD_LIBRARY_PATH) must "
+        "match a driver branch the host supports: update it with the image (a base image whose cuda-compat fits "
+        "the hosts' driver), or drop it from the library path where the host driver is already new enough. A host "
+        "whose driver was upgraded without a reboot loads the new libcuda over the old module: reboot (or reload "
+        "the nvidia modules). Forward compatibility works only on data-center GPUs.",
+    ),
+    _e(
+        "TD098",
+        "process-crashed",
+        "error",
+        "A process of the run crashed or aborted in native code (glibc's heap check, SIGSEGV, SIGABRT) with no "
+        "NCCL error before it: the signal is in the log, the code that caused it is not",
+        "Collect what names the code: a core file's backtrace (`ulimit -c unlimited`, then `gdb -batch -ex bt "
+        "python core` or `coredumpctl debug`), the NCCL version in use (NCCL_DEBUG=INFO prints its banner and the "
+        "GPUs; `python -c 'import torch; print(torch.cuda.nccl.version())'`), which libnccl the process mapped "
+        "(`grep nccl /proc/PID/maps`), and whether the same run at fewer ranks or nodes passes.",
+    ),
+    _e(
         "TD094",
         "process-bus-error",
         "error",

@@ -6,73 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from topodoctor.nccl.cuda_errors import CUDA_HINTS, CUDA_STATES
 from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.fixes_runtime import cumem_host
 from topodoctor.nccl.fixes_usage import own_p2p
 from topodoctor.nccl.parse import Event
-
-# What a CUDA error inside NCCL usually means (the text cudaGetErrorString gives)
-CUDA_HINTS = (
-    (
-        "initialization error",
-        "the CUDA driver did not initialise in this process: a driver package updated "
-        "under a running system (reboot or reload the nvidia module), or CUDA used in a parent before fork",
-    ),
-    ("unknown error", "the GPU or its driver is in a bad state: `dmesg | grep -i xid`, reset the GPU or reboot"),
-    (
-        "invalid resource handle",
-        "a stream or event CUDA does not know in the current context: created on another device than the caller's "
-        "current one (torch.cuda.set_device(local_rank) before the first collective), or already destroyed",
-    ),
-    (
-        "operation not supported",
-        "a CUDA feature NCCL uses is not available here: under a vGPU enable unified "
-        "memory (UVM) in the VM's vGPU profile; elsewhere NCCL_CUMEM_ENABLE=0, or a driver new enough for the "
-        "NCCL build",
-    ),
-    (
-        "operation not permitted",
-        "the process may not share GPU memory this way (cuMem fabric handles need "
-        "IMEX channels on multi-node NVLink; containers may need CAP_SYS_PTRACE / --ipc=host): NCCL_CUMEM_ENABLE=0",
-    ),
-    (
-        "invalid device ordinal",
-        "a rank asked for a GPU it cannot see: CUDA_VISIBLE_DEVICES, the launcher's "
-        "GPUs per node or nccl-tests' -g exceed the GPUs this process has",
-    ),
-    ("no CUDA-capable device", "this process sees no GPU: CUDA_VISIBLE_DEVICES, the container's --gpus"),
-    (
-        "illegal memory access",
-        "a GPU kernel faulted: one of the program's kernels before NCCL's call (CUDA errors are sticky), a "
-        "buffer freed or resized while NCCL used it, or a bug of the NCCL release (see the version); "
-        "`dmesg | grep -i xid` shows whether the GPU reported a fault, CUDA_LAUNCH_BLOCKING=1 which kernel",
-    ),
-    ("launch failure", "a GPU kernel failed: `dmesg | grep -i xid`; reset the GPU if it repeats"),
-    (
-        "launch timed out",
-        "a kernel ran past the display watchdog's limit: the GPU also drives a display (an X or Wayland "
-        "session on it, or Windows/WSL's TDR); run on a GPU without a display or stop the display server on it",
-    ),
-    (
-        "device-side assert",
-        "a kernel of the program asserted before (an index out of range in an embedding, a loss or a gather, "
-        "typically); NCCL's or torch's next CUDA call only reports it: rerun with CUDA_LAUNCH_BLOCKING=1 (torch: "
-        "TORCH_USE_CUDA_DSA) to find the kernel; NCCL is not the cause",
-    ),
-    (
-        "peer mapping resources exhausted",
-        "one process maps more peer GPUs than CUDA allows one GPU to map (eight): run one process per GPU "
-        "(nccl-tests: `mpirun -np N ... -g 1`, torchrun --nproc-per-node) or fewer GPUs per process",
-    ),
-    (
-        "invalid argument",
-        "CUDA refused NCCL's request at that call: in containers and VMs usually memory "
-        "sharing between processes (try NCCL_CUMEM_ENABLE=0, --ipc=host); on NVSwitch hosts the Fabric Manager "
-        "state (NCCL_NVLS_ENABLE=0 tells the two apart)",
-    ),
-)
 
 
 def _cuda_text(f: Mapping[str, str]) -> str:
@@ -127,15 +67,6 @@ def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     )
 
 
-# CUDA errors that state their cause whatever the call: the site's candidates do not apply
-_CUDA_STATES = (
-    "launch timed out",
-    "device-side assert",
-    "invalid device ordinal",
-    "no cuda-capable device",
-    "peer mapping resources exhausted",
-    "initialization error",
-)
 # CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
 # CUDA errors that report the GPU's or driver's state first, whatever the call: their own meaning leads the call's
@@ -159,7 +90,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     where = f" in {source}" if source else ""
     fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix
     extra: dict[str, object] = {"cuda_error": msg}
-    if any(k in msg.lower() for k in _CUDA_STATES):
+    if any(k in msg.lower() for k in CUDA_STATES):
         return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
     if "shm.cc" in ctx.trail_sources and source.endswith(("alloc.h", "cudawrap.cc", "cudawrap.h")):
         return cumem_host(f, evs, ctx)  # an allocation of the SHM transport: its cuMem host memory

@@ -118,10 +118,10 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
         )
     if f.get("sym"):
         msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
+    elif ver := f.get("ver") or f.get("ver2"):  # a symbol version the program was linked against
+        msg = f"the {f.get('lib2') or 'libnccl'} loaded has no symbol version {ver}: older than the program needs"
     else:
-        msg = f"{f.get('lib') or f.get('lib2') or 'libnccl'} could not be loaded" + (
-            f" (no version {f['ver']})" if f.get("ver") else ""
-        )
+        msg = f"{f.get('lib') or 'libnccl'} could not be loaded"
     return Said("TD085", msg, EXPLANATIONS["TD085"].fix, {"symbol": f.get("sym", "")})
 
 

@@ -14,6 +14,8 @@ from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
 from topodoctor.nccl.launcher_lines import (
     AFTER_FAILURE,
     CONSEQUENCES,
+    CRASH_KINDS,
+    DISTRIBUTED_WORDS,
     ROOT_CAUSE,
     SRUN_OTHER_END,
     root_cause,
@@ -174,11 +176,12 @@ class FrameworkLines(ReadState):
             return True
         # words any program prints (a GPU's memory full, a socket's timeout) count only in a distributed run
         in_run = self.nccl_seen or bool(self.ranks)
-        if not in_run and "Bus error" in line:  # a crash's backtrace names libnccl after the signal's line
-            in_run = any("nccl" in ln.lower() for ln in self.lines)
         if not in_run and "Address already in use" in line:  # a bind's bare errno: torch's store in the traceback
             in_run = any("TCPStore" in ln or "init_process_group" in ln for ln in self.lines[max(0, i - 12) : i])
-        if (read := launcher_reading(line, in_run)) is None:
+        read = launcher_reading(line, in_run)
+        if read is None and not in_run and (crash := launcher_reading(line)) and crash[0] in CRASH_KINDS:
+            read = crash if self._run_words() else None  # a backtrace names libnccl after the signal's line
+        if read is None:
             return False
         kind, fields = read
         if kind not in AFTER_FAILURE:
@@ -188,6 +191,12 @@ class FrameworkLines(ReadState):
             return True  # a task srun killed after another task of the step ended: a consequence
         self.add(kind, i, line, rank, Reading(kind, fields, CONSEQUENCE if kind in CONSEQUENCES else ROOT))
         return True
+
+    def _run_words(self) -> bool:
+        """Whether any line of the file names NCCL or a launcher's words of a distributed run (read once)."""
+        if self.run_words is None:
+            self.run_words = any("nccl" in ln.lower() or DISTRIBUTED_WORDS.search(ln) for ln in self.lines)
+        return self.run_words
 
     def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
         """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception

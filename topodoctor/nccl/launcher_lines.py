@@ -48,6 +48,12 @@ _KILLED = (
         re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>[\d,-]+): Killed\b"),
         "srun: a task was killed",
     ),
+    LauncherLine(  # the shell's report of a job it ran (bash's "line N: PID Killed  cmd", or "Killed" alone)
+        "process-killed",
+        re.compile(r"^(?:.*?: line \d+: +\d+ )?Killed(?: {2,}\S.*)?$"),
+        "the shell: a process of the run was killed by SIGKILL",
+        needs_run=True,
+    ),
     LauncherLine(
         "process-killed",
         re.compile(
@@ -146,6 +152,35 @@ _BUS = (
         "the deepspeed launcher: a rank's process died of SIGBUS",
     ),
 )
+# a process that crashed in native code, in the words of what caught it: glibc's heap check (malloc.c's
+# malloc_printerr, which aborts), Open MPI's signal handler, the shell, Python's faulthandler, UCX, torch's elastic
+_CRASH = (
+    LauncherLine(
+        "process-crash",
+        re.compile(
+            r"(?P<heap>(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_free|_int_malloc"
+            r"|_int_realloc|tcache_thread_shutdown)\(\): (?:invalid|corrupted|double|unaligned|memory|mismatching"
+            r"|chunk|largebin|smallbin|unsorted)[\w .()!-]*?|double free or corruption(?: \([!\w]+\))?"
+            r"|corrupted size vs\. prev_size(?: in fastbins| while consolidating)?"
+            r"|corrupted double-linked list(?: \(not small\))?)"
+            r"(?=\s*(?:: 0x[0-9a-f]+|\*\*\*|$|error\b|with\b))"
+        ),
+        "glibc's heap check found the process's memory corrupted and aborted it (SIGABRT)",
+        needs_run=True,
+    ),
+    LauncherLine(
+        "process-crash",
+        re.compile(
+            r"Signal: (?P<signame>Segmentation fault|Aborted) \((?:11|6)\)|(?P<signame2>Segmentation fault|Aborted) "
+            r"\(core dumped\)|Fatal Python error: (?P<signame3>Segmentation fault|Aborted)"
+            r"|Caught signal (?:11|6) \((?P<signame4>Segmentation fault|Aborted)"
+            r"|Signal (?:6|11) \((?P<signame5>SIGABRT|SIGSEGV)\) received by PID"
+            r"|exited on signal (?:11|6) \((?P<signame6>Segmentation fault|Aborted)\)"  # mpirun's, prterun's
+        ),
+        "the process died of a signal of its own code (SIGSEGV or SIGABRT)",
+        needs_run=True,
+    ),
+)
 # torch's caching allocator in a rank of a distributed run ("Tried to allocate"): the GPU's memory is full
 _GPU = (
     LauncherLine(
@@ -161,22 +196,27 @@ _GPU = (
 SRUN_OTHER_END = re.compile(
     r"srun: error: [\w.-]+: tasks? [\d,-]+: (?:Exited with exit code [1-9]|Bus error|Segmentation fault)"
 )
-CONSEQUENCES = frozenset(("store-closed",))  # kinds that follow a failure elsewhere: a known root cause leads
+# kinds that follow a failure elsewhere: a known root cause leads
+CONSEQUENCES = frozenset(("store-closed", "process-crash"))
 # kinds that are no failure by themselves: the store's server also closes when rank 0 ends a run that went well
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _GPU
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
-    r"|Address already in use"
+    r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
 )
+# a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
+CRASH_KINDS = frozenset(("bus-error", "process-crash"))
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(
     r"sigkill_handler\].*exits with return code|server socket has failed to listen on any local network address"
     r"|client socket has timed out after|The actor is dead because its worker process has died"
     r"|Workers \(tasks / actors\) killed due to memory pressure|A worker died or was killed while executing a task"
+    r"|\*\*\* Process received signal \*\*\*|noticed that process rank \d+"  # Open MPI's, of a process of its job
+    r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"  # torch's elastic agent: its worker's signal
 )
 # torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"
 ROOT_CAUSE = "Root Cause (first observed failure)"

@@ -46,6 +46,7 @@ class ReadState:
         self.trail_path: list[str] = []  # the sources of the trail being read, from the failed call up
         self.consumed = -1  # a line already read as the reason after "Last error:"
         self.nccl_seen = False  # a line so far named NCCL
+        self.run_words: bool | None = None  # any line names NCCL or a distributed run's launcher (read when asked)
         self.prefixes: set[str] = set()
         self.progress_at: list[int] = []
         self.stack: dict[str, int] = {}  # what a ProcessGroupNCCL stack's frames say raised -> its first line

@@ -1,0 +1,43 @@
+"""The findings of the process side: CUDA that could not start because the libcuda loaded does not fit the kernel
+driver or the GPU (803, 804: TD097), and a process that crashed in native code with no NCCL error before it
+(glibc's heap check, SIGSEGV, SIGABRT: TD098). Their candidates are ``causes_process``'s. Data in, a ``Said`` out;
+no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from topodoctor.nccl.cuda_errors import COMPAT_NUMBERS, compat_error
+from topodoctor.nccl.evidence import Builder, LogContext, Said
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.parse import Event
+
+_SIGNALS = {"Segmentation fault": "SIGSEGV", "SIGSEGV": "SIGSEGV", "Aborted": "SIGABRT", "SIGABRT": "SIGABRT"}
+_COMPAT_SAID = {
+    "803": "the CUDA driver library the process loaded does not match the kernel driver",
+    "804": "CUDA's forward-compatibility package is in use on a GPU that does not support it",
+}
+
+
+def _compat(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    num = compat_error(dict(f), f.get("said", evs[0].text))
+    words = f.get("msg", "") if f.get("num") else COMPAT_NUMBERS[num]  # CUDA's whole string, not the words matched
+    msg = f"CUDA {num} '{words}': {_COMPAT_SAID[num]}"
+    return Said("TD097", msg, EXPLANATIONS["TD097"].fix, {"cuda_error": num})
+
+
+def _crash(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    heap = next((e for e in evs if e.fields.get("heap")), None)
+    if heap is not None:
+        msg = (
+            f"a process of the run aborted in glibc's heap check ('{heap.fields['heap'].strip()}'): native code had "
+            "corrupted its memory before"
+        )
+        return Said("TD098", msg, EXPLANATIONS["TD098"].fix, {"signal": "SIGABRT", "heap": heap.fields["heap"]})
+    names = [v for e in evs for k, v in e.fields.items() if k.startswith("signame")]
+    signal = next((_SIGNALS[n] for n in names if n in _SIGNALS), "a signal")
+    msg = f"a process of the run died of {signal} with no NCCL error before it: {evs[0].text[:120]}"
+    return Said("TD098", msg, EXPLANATIONS["TD098"].fix, {"signal": signal})
+
+
+PROCESS: dict[str, Builder] = {"cuda-compat": _compat, "process-crash": _crash}

@@ -9,53 +9,31 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests_support_evidence import SCORER, judge
-
-from topodoctor.evidence.inputs import join, read_input
-from topodoctor.model.evidence import Evidence
-from topodoctor.model.findings import Finding, finding_json
+from tests_support_evidence import SCORER, assert_holds, case_findings, cases_of, evidence_of, one_finding
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "real6"
 BLIND = ROOT / "fixtures" / "diagnose" / "holdout6"
 verdict = SCORER.judge
-CASES = {c.name: c for c in SCORER.read_cases(SET / "README.md")}
-BLIND_CASES = {c.name: c for c in SCORER.read_cases(BLIND / "README.md")}
-
-
-def _evidence(*paths: Path) -> Evidence:
-    return join([read_input(str(p), p.read_text()) for p in paths])
-
-
-def _findings(folder: Path) -> tuple[Finding, ...]:
-    return judge(_evidence(*sorted(folder.glob("evidence-*.txt"))))
-
-
-def _one(folder: Path, code: str) -> Finding:
-    got = [f for f in _findings(folder) if f.code == code]
-    assert len(got) == 1, [(f.code, f.severity, f.message[:100]) for f in _findings(folder)]
-    return got[0]
+CASES = cases_of(SET)
+BLIND_CASES = cases_of(BLIND)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_case_holds_its_verdict(name: str) -> None:
-    findings = [finding_json(f) for f in _findings(SET / name)]
-    got, note = verdict(CASES[name], findings)
-    assert got in ("named-right", "normal-right"), (name, got, note)
+    assert_holds(CASES[name], SET / name)
 
 
 @pytest.mark.parametrize("name", ["g-02", "g-11", "g-14"])
 def test_the_blind_sets_cases_of_these_classes_hold(name: str) -> None:
-    findings = [finding_json(f) for f in _findings(BLIND / name)]
-    got, note = verdict(BLIND_CASES[name], findings)
-    assert got == "named-right", (name, got, note)
+    assert_holds(BLIND_CASES[name], BLIND / name)
 
 
 def test_nvlstree_named_in_a_sentence_is_the_regressions_symptom() -> None:
     """nccl#1112: "a significant performance reduction when using NVLSTree algorithm ... 8 AWS P5 nodes", no
     version shown: the 64 KiB chunks of 2.19.3 are the likely cause (no release has dropped them: transport/
     nvls.cc at 2.30.7 keeps the default), at warning, with the workaround and the version asked for."""
-    f = _one(SET / "nvlstree-p5-chunk", "TD037")
+    f = one_finding(SET / "nvlstree-p5-chunk", "TD037")
     assert f.severity == "warning"
     assert "2.19.3" in f.message and "64 KiB" in f.message and "no release has dropped it" in f.message
     assert "NCCL_ALGO=^NVLSTree" in f.fix and "NCCL_NVLSTREE_MAX_CHUNKSIZE" in f.fix
@@ -64,7 +42,7 @@ def test_nvlstree_named_in_a_sentence_is_the_regressions_symptom() -> None:
 
 def test_nccl_tests_units_line_without_its_hash_is_read_past() -> None:
     """pytorch#117748: the table's "(B) (elements) (us)" line lost its "#" in markdown; the row under it is read."""
-    ev = _evidence(BLIND / "g-02" / "evidence-1.txt")
+    ev = evidence_of(BLIND / "g-02" / "evidence-1.txt")
     rows = [r for run in ev.collectives for r in run.rows]
     assert [r.size_bytes for r in rows] == [4294967296]
     assert rows[0].out_of_place is not None and rows[0].out_of_place.busbw_gbps == 104.20
@@ -73,7 +51,7 @@ def test_nccl_tests_units_line_without_its_hash_is_read_past() -> None:
 def test_a_vm_whose_topo_shows_no_nvlink_where_the_reporter_expects_it() -> None:
     """azhpc-images#443: "the 2 GPU were not using NVLink but communicating via PCIe" beside topo -m's SYS: the
     NVLinks absent (TD031 at warning), with what to post; the tool's SYS and the sentence both quoted."""
-    f = _one(SET / "azure-h100-nvlink-absent", "TD031")
+    f = one_finding(SET / "azure-h100-nvlink-absent", "TD031")
     assert f.severity == "warning" and "shows none between them (SYS)" in f.message
     assert "nvidia-smi nvlink -s" in f.fix and "fabric" in f.fix
     assert len(f.evidence["lines"]) == 2  # type: ignore[arg-type]
@@ -81,13 +59,13 @@ def test_a_vm_whose_topo_shows_no_nvlink_where_the_reporter_expects_it() -> None
 
 def test_an_nvswitch_board_at_nv12_everywhere_is_not_nvlinks_absent() -> None:
     """nccl#1505: DGX A100's topo -m, NV12 between every pair: what an A100 SXM has, no TD031."""
-    assert not any(f.code == "TD031" for f in _findings(SET / "dgx-a100-topology"))
+    assert not any(f.code == "TD031" for f in case_findings(SET / "dgx-a100-topology"))
 
 
 def test_nvls_across_node_counts_asks_for_the_ring_run() -> None:
     """nccl#1031: NVLS at 310 GB/s on 2 servers, 180 on 4: NCCL's model itself gives NVLSTree on two nodes twice the
     inter-node bandwidth (tuning.cc), so the drop is no fault by itself: cannot tell, the ring run asked for."""
-    f = _one(BLIND / "g-11", "TD991")
+    f = one_finding(BLIND / "g-11", "TD991")
     assert f.cause is None and "310 GB/s on 2 nodes, 180 GB/s on 4 nodes" in f.message
     assert "NCCL_ALGO=RING" in f.message and "NCCL_DEBUG=INFO" in f.message
 
@@ -95,6 +73,6 @@ def test_nvls_across_node_counts_asks_for_the_ring_run() -> None:
 def test_the_nics_named_with_fewer_used_are_the_topologys_first() -> None:
     """nccl#439: "The mlx5_0/mlx5_1 pair only used 1 HDR HCA": NCCL's topology putting the NICs behind one PCI
     link first (TD993 at warning, from the words), NCCL_TOPO_FILE the fix, the dump and the GRAPH log asked for."""
-    f = _one(BLIND / "g-14", "TD993")
+    f = one_finding(BLIND / "g-14", "TD993")
     assert f.severity == "warning" and "used 1 of the NICs mlx5_0/mlx5_1" in f.message
     assert "NCCL_TOPO_FILE" in f.fix and "NCCL_TOPO_DUMP_FILE" in str(f.evidence["post"])

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from topodoctor.diagnosis import evidence
+from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.evidence import Evidence
-from topodoctor.model.findings import Finding
+from topodoctor.model.findings import Finding, finding_json
 
 READ = ("TD980", "TD981")
 
@@ -33,6 +34,35 @@ SCORER: Any = sys.modules.get("diagnose_score_corpus") or _diagnose_scorer()
 def judge(ev: Evidence) -> tuple[Finding, ...]:
     """``evidence.judge`` less what was read."""
     return tuple(f for f in evidence.judge(ev) if f.code not in READ)
+
+
+def evidence_of(*paths: Path) -> Evidence:
+    """The files read and joined as ``topodoctor diagnose`` reads them."""
+    return join([read_input(str(p), p.read_text()) for p in paths])
+
+
+def case_findings(folder: Path) -> tuple[Finding, ...]:
+    """What is judged on one case folder's ``evidence-*.txt`` files, less what was read."""
+    return judge(evidence_of(*sorted(folder.glob("evidence-*.txt"))))
+
+
+def cases_of(folder: Path) -> dict[str, Any]:
+    """A set's cases by name, from its README table as the scorer reads it."""
+    return {c.name: c for c in SCORER.read_cases(folder / "README.md")}
+
+
+def assert_holds(case: Any, folder: Path) -> None:
+    """The case's folder gets a right verdict by the scorer's own rules."""
+    got, note = SCORER.judge(case, [finding_json(f) for f in case_findings(folder)])
+    assert got in ("named-right", "normal-right"), (case.name, got, note)
+
+
+def one_finding(folder: Path, code: str) -> Finding:
+    """The one finding of ``code`` on a case folder (the assertion lists what was found instead)."""
+    found = case_findings(folder)
+    got = [f for f in found if f.code == code]
+    assert len(got) == 1, [(f.code, f.severity, f.message[:100]) for f in found]
+    return got[0]
 
 
 # nccl-tests' rank lines and `topo -m` of two H100 SXM on one host: the pair the cause and settings tests hold

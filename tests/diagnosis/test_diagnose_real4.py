@@ -9,14 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests_support_evidence import SCORER, assert_holds, case_findings, cases_of, evidence_of, judge, one_finding
+from tests_support_evidence import assert_holds, case_findings, cases_of, evidence_of, judge, one_finding
 
 from topodoctor.diagnosis.evidence_decide import LSPCI_ATS, TOPO_DUMP
 from topodoctor.evidence.inputs import join, read_input
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "real4"
-verdict = SCORER.judge
 CASES = cases_of(SET)
 
 

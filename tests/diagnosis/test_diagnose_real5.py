@@ -8,14 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests_support_evidence import SCORER, assert_holds, case_findings, cases_of, one_finding
+from tests_support_evidence import assert_holds, case_findings, cases_of, one_finding
 
 from topodoctor.diagnosis.evidence_scaling import ASK_NET
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "real5"
 HOLDOUT6 = ROOT / "fixtures" / "diagnose" / "holdout6"
-verdict = SCORER.judge
 CASES = cases_of(SET)
 
 

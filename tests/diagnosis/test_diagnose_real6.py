@@ -9,12 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests_support_evidence import SCORER, assert_holds, case_findings, cases_of, evidence_of, one_finding
+from tests_support_evidence import assert_holds, case_findings, cases_of, evidence_of, one_finding
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "real6"
 BLIND = ROOT / "fixtures" / "diagnose" / "holdout6"
-verdict = SCORER.judge
 CASES = cases_of(SET)
 BLIND_CASES = cases_of(BLIND)
 

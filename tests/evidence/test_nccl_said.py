@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topodoctor.evidence.inputs import join, read_input
+from topodoctor.evidence.inputs import context_only, join, read_input
 
 DIAGNOSE = Path(__file__).resolve().parents[2] / "fixtures" / "diagnose"
 
@@ -40,9 +40,10 @@ def test_common_words_are_not_names() -> None:
 
 
 def test_a_release_alone_in_a_sentence_is_no_piece() -> None:
-    """A version inside a sentence may be the release compared with: alone it is not something to judge."""
+    """A version inside a sentence may be the release compared with: alone it is not something to judge, only the
+    context of other inputs (diagnose refuses an input of context alone)."""
     got = read_input("v.txt", "With NCCL 2.29.7 it is slower than with 2.29.2 on our cluster of nodes.\n")
-    assert not got.pieces
+    assert [p.kind for p in got.pieces] == ["nccl-words"] and context_only(got)
 
 
 def test_nics_named_and_the_one_used() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evidence_support import ROOT, kinds, read
 
-from topodoctor.evidence.inputs import join, read_input
+from topodoctor.evidence.inputs import context_only, join, read_input
 
 CASE = ROOT / "fixtures/diagnose/real/nccl-2297-symmem-regression"
 
@@ -38,8 +38,11 @@ def test_the_forms_people_state_a_version_in() -> None:
 
 
 def test_a_version_inside_a_sentence_or_another_library_is_not_read() -> None:
-    """A sentence may name the release compared with; torch's own version is not NCCL's."""
-    for text in ("with NCCL 2.29.7 it is slower than with 2.29.2\n", "torch 2.3.0+cu121\n", "2.3.0+cu121\n"):
+    """A sentence may name the release compared with (the other inputs' context only); torch's own version is not
+    NCCL's."""
+    said = read_input("v", "with NCCL 2.29.7 it is slower than with 2.29.2\n")
+    assert context_only(said) and said.parts[0].nccl_version == ""
+    for text in ("torch 2.3.0+cu121\n", "2.3.0+cu121\n"):
         assert not read_input("v", text).pieces, text
 
 

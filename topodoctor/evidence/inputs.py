@@ -96,6 +96,12 @@ def read_input(source: str, text: str, first_piece: int = 0) -> Read:
     return Read(pieces, tuple(b.parts for b in blocks))
 
 
+def context_only(r: Read) -> bool:
+    """Whether an input holds only NCCL's names that judge nothing by themselves (a rented host, NVLink named):
+    context for the other inputs, and no input to diagnose by itself."""
+    return len(r.pieces) == 1 and r.pieces[0].kind == "nccl-words" and not nccl_said.stands_alone(r.parts[0])
+
+
 def _long(lines: list[str], text: str) -> str:
     return "" if len(lines) < 400_000 or text.count("\n") < 400_000 else "; the input is cut after 400000 lines"
 
@@ -136,12 +142,13 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
     said = prose.read(lines, taken, first_piece + len(blocks))
     blocks += [said] if said is not None else []
     # NCCL's names in the same sentences (the prose reader keeps its lines: both read them), part of the input's
-    # last piece (its sentences', where it has them); a piece of their own only where they name something to judge
+    # last piece (its sentences', where it has them); else a piece of their own: one input of several may hold only
+    # the context of the others' (a later post's "I have tried cleaning the instance" names the host as rented)
     named = nccl_said.read(lines, taken, first_piece + len(blocks))
     if named is not None and blocks:
         last = first_piece + len(blocks) - 1
         blocks[-1].parts.nccl_said += [replace(s, piece=last) for s in named.parts.nccl_said]
-    elif named is not None and nccl_said.stands_alone(named):
+    elif named is not None:
         blocks.append(named)
     return blocks
 

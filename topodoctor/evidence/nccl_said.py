@@ -103,9 +103,9 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
                  lines=tuple(s.line - 1 for s in found))  # fmt: skip
 
 
-def stands_alone(block: Block) -> bool:
-    """Whether the names make a piece of an input that holds nothing else: an algorithm, a release or a path
-    class is something to judge; a rented instance, NVLink or a release named is context only, for other pieces."""
+def stands_alone(parts: Parts) -> bool:
+    """Whether the names make an input that holds nothing else: an algorithm, a release or a path class is
+    something to judge; a rented instance, NVLink or a release named is context only, for other inputs."""
     # a release alone is not: a sentence's version may be the one compared with, and names no symptom
     return any(s.algorithms or s.paths or s.nics_used is not None or (s.pcie_switch and s.rings)
-               for s in block.parts.nccl_said)  # fmt: skip
+               for s in parts.nccl_said)  # fmt: skip

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from topodoctor.evidence import scaling
+from topodoctor.evidence import prose_tables, scaling
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.evidence.prose_words import (
     ALGBW,
@@ -255,7 +255,11 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     if _code_input([ln for _, ln in free[:MAX_FREE]]):
         return None
     said: list[tuple[int, str]] = []
+    rows = prose_tables.sentences(free)  # a pasted table's rows, as the sentences they stand for
     for k, ln in free:
+        if k in rows:
+            said += [(k, rows[k])] if rows[k] else []
+            continue
         plain = _plain(ln)
         timed = not _LOG.search(plain) and scaling.timed(plain)  # "with nGPU=4, one batch takes 2.3s"
         if is_sentence(plain, plain != ln.strip()) or IMAGES.search(ln) or timed:
@@ -275,9 +279,11 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     settings = said_settings(said, piece)
     no_p2p = bool(model) and not next(m for m in MODELS if m.name == model).p2p_pcie  # "Dual 4090 ... slower"
     hosts = hosts_of(text)
-    slow, asks = slow_of(text), asks_of([s for _, t in said for s in _SENTENCE.split(t)])
-    about_speed = bool(gpu or hosts) and (slow or asks)  # "AMD EPYC ... Why is p2p performance so slow?"
     scaled = scaling.read(said, piece)
+    # a time stated against the one expected ("24H ETA ... Shouldn't it be around 6hours") says slow as "slower" does
+    slow = slow_of(text) or scaling.behind(text, scaled)
+    asks = asks_of([s for _, t in said for s in _SENTENCE.split(t)])
+    about_speed = bool(gpu or hosts) and (slow or asks)  # "AMD EPYC ... Why is p2p performance so slow?"
     if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled):
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
     used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))

@@ -33,12 +33,21 @@ _UNITS: tuple[tuple[str, SpeedKind, str], ...] = (
 _ASCII_EDGE = r"(?<![A-Za-z0-9_.])"  # a figure may follow CJK text directly ("3090单卡是51.82s/it")
 _SPEED = re.compile(_ASCII_EDGE + _N + "(?:" + "|".join(f"(?P<u{k}>{p})" for k, (_, _, p) in enumerate(_UNITS)) + ")",
                     re.I)  # fmt: skip
-_TIME = re.compile(_ASCII_EDGE + r"(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?"
-                   r"|days?)\b(?!\s*/)", re.I)  # fmt: skip
+_TIME_UNITS = r"(ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?)\b(?!\s*/)"
+_TIME = re.compile(_ASCII_EDGE + r"(\d+(?:\.\d+)?)\s*" + _TIME_UNITS, re.I)
+# a time the reporter says the run should take ("Shouldn't it be around 6 hours", "expected about 2 s per step",
+# "instead of 3 h"): a stated time longer than it is a shortfall against an expectation, as "slower" is
+_EXPECTED_TIME = re.compile(
+    r"\b(?:should(?:n'?t| not)?(?:\s+it)?\s+(?:be|take)|expect\w*(?:\s+it)?(?:\s+to\s+(?:be|take))?|instead of"
+    r"|rather than)\s+(?:(?:around|about|roughly|approximately|approx\.?|only|under)\s+|~\s*)?(\d+(?:\.\d+)?)\s*"
+    + _TIME_UNITS,
+    re.I,
+)
+_BEHIND = 1.2  # a stated time this much over the expected one: past the slack of an estimate
 _TO_S = {"ms": 1e-3, "mi": 1e-3, "s": 1.0, "se": 1.0, "mn": 60.0, "h": 3600.0, "hr": 3600.0, "ho": 3600.0, "d": 86400.0,
          "da": 86400.0}  # fmt: skip
 _STEP_WORDS = re.compile(r"\b(?:per|each|every|one|a)\s+(?:iteration|step|batch|it)\b"
-                         r"|\b(?:iteration|step|batch)[ -]?time"
+                         r"|\b(?:iteration|step|batch)[ -]?(?:time|duration)"
                          r"|\brunning time\b", re.I)  # fmt: skip
 _TOTAL_WORDS = re.compile(r"\bepochs?\b|\bETA\b|\bto (?:train|finish|complete|conclu\w*|converge)\b|\bin total\b"
                           r"|\b(?:training|the run) (?:takes|took)\b", re.I)  # fmt: skip
@@ -200,7 +209,7 @@ def speeds(sentence: str, line: int, before: SpeedKind | None = None) -> list[Sp
                 continue
             kind = timed
             unit = m.group(2).lower()
-            seconds = float(m.group(1)) * _TO_S.get(unit[:2] if unit[:2] in _TO_S else unit[:1], 1.0)
+            seconds = _seconds(m.group(1), unit)
             found.append((m.start(), seconds, "s/it" if kind == "step" else "s", kind, m.group(0).strip()))
         found.sort()
         before = next((x[3] for x in reversed(found) if x[3] != "rate"), before)
@@ -302,6 +311,24 @@ def read(said: list[tuple[int, str]], piece: int) -> ScalingSaid | None:
             used.add(k + 1)
     return ScalingSaid(piece, tuple(found), tuple(seen), worse_nodes, worse_gpus, up_to, from_, gpu,
                        words[:MAX_SENTENCE], parallel, distributed, tuple(sorted(used)))  # fmt: skip
+
+
+def _seconds(value: str, unit: str) -> float:
+    u = unit.lower()
+    return float(value) * _TO_S.get(u[:2] if u[:2] in _TO_S else u[:1], 1.0)
+
+
+def behind(text: str, scaled: ScalingSaid | None) -> bool:
+    """Whether a time the sentences state (an ETA, a time to finish, a step time) is longer than the one they say
+    the run should take, of the same kind (a step's against a step's, a whole run's against a whole run's)."""
+    if scaled is None:
+        return False
+    for m in _EXPECTED_TIME.finditer(text):
+        kind = "s/it" if _STEP_WORDS.search(text[m.end() : m.end() + 40]) else "s"
+        stated = [s.value for s in scaled.speeds if s.unit == kind]
+        if stated and min(stated) > _BEHIND * _seconds(m.group(1), m.group(2)):
+            return True
+    return False
 
 
 def timed(line: str) -> bool:

@@ -15,7 +15,7 @@ from topodoctor.core.errors import InputError
 from topodoctor.core.guarded import bounded
 from topodoctor.core.text import plural
 from topodoctor.diagnosis.evidence import judge
-from topodoctor.evidence.inputs import KINDS_READ, Read, join, read_input
+from topodoctor.evidence.inputs import KINDS_READ, Read, context_only, join, read_input
 from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.model.outcome import CommandOutcome
@@ -48,10 +48,10 @@ def diagnose(paths: Sequence[str | Path], budget: Budget, fail_level: Severity =
     what = f"reading the evidence ({_mib(size)} in {plural(len(texts), 'input')})"
     reads, named = bounded(budget, what, lambda: _read_all(texts))
     ev = bounded(budget, "joining the evidence", lambda: join(reads))
-    if not ev.pieces:
-        shown = "; ".join(ev.unreadable[:3]) + (
-            f" (and {len(ev.unreadable) - 3} more)" if len(ev.unreadable) > 3 else ""
-        )
+    if all(not r.pieces or context_only(r) for r in reads):  # a host named alone is context, no input by itself
+        why = ev.unreadable + tuple(f"{r.pieces[0].source}: only names the host or its links" for r in reads
+                                    if r.pieces)  # fmt: skip
+        shown = "; ".join(why[:3]) + (f" (and {len(why) - 3} more)" if len(why) > 3 else "")
         raise InputError(f"{shown}; diagnose reads {KINDS_READ}")
     # A directory's files of no kind it reads (a screenshot, the reporter's notes) are said, not an error.
     findings = bounded(budget, "judging the evidence", lambda: judge(ev))

@@ -8,14 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests_support_evidence import SCORER, judge
+from tests_support_evidence import assert_holds, case_findings, cases_of, evidence_of
 
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.evidence import prose_tables, scaling
-from topodoctor.evidence.inputs import join, read_input
-from topodoctor.model.evidence import Evidence
-from topodoctor.model.findings import Finding, finding_json
 from topodoctor.service.diagnose import diagnose
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,29 +20,15 @@ HOLDOUT = ROOT / "fixtures" / "diagnose" / "holdout"
 HOLDOUT6 = ROOT / "fixtures" / "diagnose" / "holdout6"
 
 
-def _evidence(folder: Path) -> Evidence:
-    reads, first = [], 0
-    for p in sorted(folder.glob("evidence-*.txt")):
-        reads.append(read_input(str(p), p.read_text(), first))
-        first += len(reads[-1].pieces)
-    return join(reads)
-
-
-def _findings(folder: Path) -> tuple[Finding, ...]:
-    return judge(_evidence(folder))
-
-
 @pytest.mark.parametrize(("folder", "name"), [(HOLDOUT, "s-03"), (HOLDOUT6, "g-10")])
 def test_each_fixed_case_holds_its_verdict(folder: Path, name: str) -> None:
-    case = next(c for c in SCORER.read_cases(folder / "README.md") if c.name == name)
-    got, note = SCORER.judge(case, [finding_json(f) for f in _findings(folder / name)])
-    assert got == "named-right", (name, got, note)
+    assert_holds(cases_of(folder)[name], folder / name)
 
 
 def test_a_rented_sxm_host_whose_eta_is_four_times_the_expected_asks_for_topo_first() -> None:
     """stanford_alpaca#32: 4 x A100-SXM4-80GB, a 24 h ETA where "around 6hours" was expected; the second post
     says the instance was cleaned. No topo -m: TD031 at warning, as candidates (no cause), topo -m asked for."""
-    f = next(x for x in _findings(HOLDOUT6 / "g-10") if x.code == "TD031")
+    f = next(x for x in case_findings(HOLDOUT6 / "g-10") if x.code == "TD031")
     assert f.severity == "warning" and "rented or cloud instance said to be slow" in f.message
     assert "nvidia-smi topo -m" in str(f.evidence["post"])
     assert "cannot tell without `nvidia-smi topo -m`" in f.message
@@ -87,7 +70,7 @@ def test_pipes_without_a_separator_row_are_no_table() -> None:
 
 def test_the_table_case_asks_for_the_run_log_and_names_no_cause() -> None:
     """s-03: the step times with RoCE on and off, nothing else: no exit 2, the log asked for, no cause named."""
-    found = _findings(HOLDOUT / "s-03")
+    found = case_findings(HOLDOUT / "s-03")
     assert all(f.severity in ("info", "debug") for f in found)
     assert any("NCCL_DEBUG=INFO" in f.message for f in found)
 
@@ -97,5 +80,5 @@ def test_an_input_that_only_names_the_host_is_context_not_an_input(tmp_path: Pat
     alone.write_text("Additionally, I have tried cleaning the instance, and I still get the same speed.\n")
     with pytest.raises(InputError, match="only names the host or its links"):
         diagnose([alone], Budget.start(0))
-    ev = _evidence(HOLDOUT6 / "g-10")
+    ev = evidence_of(*sorted((HOLDOUT6 / "g-10").glob("evidence-*.txt")))
     assert any(s.rented and s.piece == 1 for s in ev.nccl_said)  # the second post's words, its own piece

@@ -37,8 +37,12 @@ def judge(ev: Evidence) -> tuple[Finding, ...]:
 
 
 def evidence_of(*paths: Path) -> Evidence:
-    """The files read and joined as ``topodoctor diagnose`` reads them."""
-    return join([read_input(str(p), p.read_text()) for p in paths])
+    """The files read and joined as ``topodoctor diagnose`` reads them (pieces numbered across the files)."""
+    reads, first = [], 0
+    for p in paths:
+        reads.append(read_input(str(p), p.read_text(), first))
+        first += len(reads[-1].pieces)
+    return join(reads)
 
 
 def case_findings(folder: Path) -> tuple[Finding, ...]:

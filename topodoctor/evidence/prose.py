@@ -49,7 +49,7 @@ from topodoctor.topology.gpu_models import MODELS, model_of
 
 # a figure, or a range of them ("4~6GB/s", "365-370 GBps"), and its unit: B is bytes, b (or bps, bit) bits
 _FIGURE = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:~|-|–|to)\s*(\d+(?:\.\d+)?))?\s?"
+    r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:~|-|–|to)\s*(\d+(?:\.\d+)?))?\+?\s?"  # "180+ GB/s": at least
     r"([KMGT])(i?)(B(?:ytes?)?|b(?:its?)?)?\s*(?:/\s*[sS](?:ec(?:ond)?)?\b|ps\b|PS\b|per\s+sec(?:ond)?\b)"
 )
 _UNIT_GBPS = {"K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}  # to GB/s (or Gb/s before the bit's / 8)
@@ -168,7 +168,8 @@ def figures(sentence: str, line: int, paragraph: str = "") -> list[FigureSaid]:
             binary = (1 << {"K": 10, "M": 20, "G": 30, "T": 40}[scale]) / 1e9  # KiB/s .. TiB/s in GB/s
             value = float(high or low) * (binary if m.group(4) else _UNIT_GBPS[scale]) / (8.0 if bits else 1.0)
             before = clause[: m.start()]
-            bound: Bound = "above" if _BOUND_ABOVE.search(before) else ("below" if _BOUND_BELOW.search(before) else "")
+            above = _BOUND_ABOVE.search(before) or "+" in clause[m.start() : m.start(3)]
+            bound: Bound = "above" if above else ("below" if _BOUND_BELOW.search(before) else "")
             beside = " ".join(clause[: m.start()].split()[-2:] + clause[m.end() :].split()[:2])
             if EXPECTED.search(clause) and NIC_WORDS.search(clause):
                 beside = clause  # the NIC's advertised rate

@@ -2,7 +2,8 @@
 code answers right holds its verdict by the scorer's own rules, and none is ever confidently wrong or
 unread. A figure the sentences give one NVLink is held to one link's rate; GPUDirect RDMA the reporter
 raises is decided by the PCI path between GPU and NIC (NCCL takes it only within NCCL_NET_GDR_LEVEL);
-"180+ GB/s" is a figure read as "at least"."""
+"180+ GB/s" is a figure read as "at least"; a setting the sentence makes the condition of a slowdown ("when
+setting NCCL_SHM_DISABLE=1 I see a large drop") is the reporter's own run with and without it, said at warning."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests_support_evidence import SCORER, judge
 from topodoctor.diagnosis.evidence_decide import TOPO_DUMP
 from topodoctor.evidence import prose
 from topodoctor.evidence.inputs import join, read_input
-from topodoctor.model.evidence import Evidence
+from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, Evidence
 from topodoctor.model.findings import Finding, finding_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ SET = ROOT / "fixtures" / "diagnose" / "holdout5"
 verdict = SCORER.judge
 CASES = {c.name: c for c in SCORER.read_cases(SET / "README.md")}
 # settled causes no reader names yet: answered without a cause, never a wrong one
-MISSED = {"f-08", "f-10", "f-13", "f-14"}
+MISSED = {"f-10", "f-13", "f-14"}
 
 
 def _evidence(*paths: Path) -> Evidence:
@@ -89,3 +90,33 @@ def test_a_figure_with_a_plus_is_at_least_that() -> None:
     assert [(f.gbps, f.bound) for f in figs] == [(180.0, "above")]
     assert [(f.gbps, f.bound) for f in prose.figures("we get 180 GB/s", 1)] == [(180.0, "")]
     assert _findings("f-14")  # read: an answer, not exit 2
+
+
+def test_a_setting_said_with_the_slowdown_is_its_cause_at_warning() -> None:
+    """nccl#406: "when setting `NCCL_SHM_DISABLE=1` I see a large drop in performance": SHM refuses every
+    connection (shm.cc), so the ranks it would join go through the network; the reporter's own comparison."""
+    got = [f for f in _findings("f-08") if f.severity == "warning"]
+    assert [f.code for f in got] == ["TD036"]
+    assert got[0].message.startswith("NCCL_SHM_DISABLE=1 takes SHM away") and "network" in got[0].message
+
+
+@pytest.mark.parametrize(
+    ("sentence", "how"),
+    [
+        ("When setting NCCL_SHM_DISABLE=1 I see a large drop in performance.", SAID_WITH_SLOWDOWN),
+        ("With NCCL_P2P_DISABLE=1 the bandwidth is much lower.", SAID_WITH_SLOWDOWN),
+        ("I tried NCCL_SHM_DISABLE=1, it is still slow.", SAID_SETTING),
+        ("Setting NCCL_P2P_LEVEL=PHB does not solve the slow bandwidth.", SAID_SETTING),
+        ("We run with NCCL_SHM_DISABLE=1. Is this normal?", SAID_SETTING),
+    ],
+)
+def test_a_setting_is_the_slowdowns_only_where_the_sentence_says_so(sentence: str, how: str) -> None:
+    got = prose.said_settings([(0, sentence)], 1)
+    assert [s.how for s in got] == [how]
+
+
+def test_a_setting_only_named_stays_information() -> None:
+    """A setting listed among what was tried, with no figure: information, as a command line's would be."""
+    text = "We run 2 nodes of 8 A100 with NCCL_SHM_DISABLE=1 set, the allreduce is slow.\n"
+    got = [f for f in judge(_evidence_text(text)) if f.code == "TD036"]
+    assert got and all(f.severity == "info" for f in got)

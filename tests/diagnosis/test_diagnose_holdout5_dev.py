@@ -59,6 +59,8 @@ def test_a_per_link_figure_far_below_the_link_is_not_called_normal() -> None:
     got = judge(_evidence_text(text))
     f = next(f for f in got if f.subject == "nvlink")
     assert f.code == "TD022" and f.severity == "info" and "a figure of one link" in f.message
+    pcie = "We have an A100 SXM server. The bandwidth per link is 5 GB/s over PCIe, is this normal?\n"
+    assert not any(f.subject == "nvlink" for f in judge(_evidence_text(pcie)))
 
 
 def _evidence_text(text: str) -> Evidence:

@@ -215,7 +215,7 @@ def _one_node(f: Facts, s: StatedRun) -> ProseJudged:
         return ProseJudged(findings=(_info("TD022", s.op or "figures", msg, {"seen_in": str(s.quote)}),))
     # a measured figure the sentences give one link: the others beside it are of that link too
     said = [x for c in f.prose for x in c.figures if x.role == "measured" and not x.tool]
-    link_fig = next((x for x in said if PER_LINK.search(x.sentence)), None)
+    link_fig = next((x for x in said if PER_LINK.search(x.sentence) and "pcie" not in x.sentence.lower()), None)
     if link_fig is not None and m.nvlink_links:
         return ProseJudged(findings=(_per_link(s, link_fig, m),))
     size = s.size_bytes or PLATEAU_BYTES

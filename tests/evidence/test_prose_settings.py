@@ -4,7 +4,7 @@ on real threads' wording: nccl#406, nccl#428, nccl#631."""
 from __future__ import annotations
 
 from topodoctor.evidence.inputs import read_input
-from topodoctor.model.evidence import SAID_SETTING
+from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN
 
 
 def settings(text: str) -> list[tuple[str, str, str]]:
@@ -14,10 +14,10 @@ def settings(text: str) -> list[tuple[str, str, str]]:
 
 
 def test_a_backticked_setting_in_a_sentence() -> None:
-    """nccl#406, the issue's first sentence."""
+    """nccl#406, the issue's first sentence: the setting is the condition of the drop it names."""
     text = "Hi\n\nI noticed when setting `NCCL_SHM_DISABLE=1` I see a large drop in performance, and I was wondering "
     text += "if you could explain what this option is doing (and when you would ever want to use it).\n"
-    assert settings(text) == [("NCCL_SHM_DISABLE", "1", SAID_SETTING)]
+    assert settings(text) == [("NCCL_SHM_DISABLE", "1", SAID_WITH_SLOWDOWN)]
 
 
 def test_a_bare_setting_with_the_sentence_full_stop_and_spaces() -> None:

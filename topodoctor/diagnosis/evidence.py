@@ -53,7 +53,7 @@ from topodoctor.diagnosis.evidence_scaling import scaling_findings
 from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
 from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.rank import best_cause
-from topodoctor.model.evidence import SAID_SETTING, Evidence
+from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
 
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
@@ -88,8 +88,8 @@ def _said_only(code: str, lines: tuple[Quote, ...], severity: Severity | None, a
     (``alone``), information: reporters list the settings they tried as often as the ones the slow run had."""
     if not lines or not all(q.text.startswith(SAID_SETTING) for q in lines):
         return severity
-    if alone:
-        return "info"
+    if alone:  # unless the sentence says the slowdown came with it: the reporter's own run with and without
+        return "warning" if all(q.text.startswith(SAID_WITH_SLOWDOWN) for q in lines) else "info"
     return "warning" if (severity or BY_CODE[code].severity) == "error" else severity
 
 

@@ -28,6 +28,7 @@ from topodoctor.diagnosis.evidence_decide import (
     SMI_RUN,
     SOCKETS,
     TOPO,
+    TOPO_DUMP,
     first_ask,
 )
 from topodoctor.diagnosis.evidence_facts import Facts
@@ -121,7 +122,13 @@ def _generic(f: Facts, sym: Symptom, logged: bool, via: set[str]) -> list[tuple[
     if sym.kind == "collective" and sym.nodes > 1:
         if not (logged and any(s.line.what in ("network", "socket", "ib-devices") for s in f.net)):
             out.append((SOCKETS, "NCCL on TCP sockets instead of the RDMA NICs", NCCL_LOG))
-        if "net" not in via:
+        if "net" not in via and any("gdr" in c.checked for c in f.prose):
+            # NCCL takes GPUDirect RDMA only where the GPU and the NIC are within NCCL_NET_GDR_LEVEL (PXB by
+            # default) of each other (ncclTopoCheckGdr): whether it being off costs anything is the PCI path's
+            what = "GPUDirect RDMA off (the reporter speaks of it): it matters only where the GPU and the NIC share "
+            what += "a PCI switch (NCCL_NET_GDR_LEVEL, PXB by default), so the PCI topology decides"
+            out.append((GDR, what, TOPO_DUMP))
+        elif "net" not in via:
             out.append((GDR, "GPUDirect RDMA off, or on one node only", NCCL_LOG))
         hca = f.settings.get("NCCL_IB_HCA")
         named = [n for n in (hca[0].lstrip("=^").split(",") if hca else []) if n]

@@ -269,6 +269,14 @@ def setting_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
                 (s["NCCL_BUFFSIZE"][1],),
                 severity=said,
             )
+    if "NCCL_SHM_DISABLE" in s and s["NCCL_SHM_DISABLE"][0].strip() not in ("", "0"):
+        # shm.cc: SHM refuses every connection, so ranks of a node without P2P between them (GPUs under
+        # different CPU sockets, a GPU without P2P) are joined by the next transport, the network
+        what = f"NCCL_SHM_DISABLE={s['NCCL_SHM_DISABLE'][0]} takes SHM away: ranks of one node without P2P between "
+        what += "them (GPUs under different CPU sockets, or without P2P) go through the network (the NIC, or sockets)"
+        fix = "Unset NCCL_SHM_DISABLE (it works around a failing /dev/shm, at a cost in speed)."
+        cand = Candidate(what, fix, {"variable": "NCCL_SHM_DISABLE", "value": s["NCCL_SHM_DISABLE"][0]})
+        out.add("TD036", cand, (s["NCCL_SHM_DISABLE"][1],), severity=said)
 
 
 def _sizes_shown(f: Facts) -> list[int]:

@@ -165,7 +165,9 @@ def _settings(ev: Evidence) -> dict[str, tuple[str, Quote]]:
         for k, v in acc.env.items():
             out.setdefault(k, (v, Quote("NCCL's log", f"{k} set by environment to {v}")))
     for s in ev.settings:
-        if s.how != SAID_SETTING or s.name not in out:  # a tool's output showing it stands over the reporter's word
+        if (
+            not s.how.startswith(SAID_SETTING) or s.name not in out
+        ):  # a tool's output showing it stands over the reporter's word
             out[s.name] = (s.value, Quote(_where(ev, s.piece), f"{s.how or 'set'} {s.name}={s.value}".strip()))
     for line in ev.nccl_lines:  # NCCL's own word on what it read wins: it names the line
         if " set by environment to " in line.text and (name := line.text.split(" INFO ", 1)[-1].split(" ")[0]):

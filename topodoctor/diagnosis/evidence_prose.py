@@ -24,7 +24,9 @@ from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES, NORMAL_S
 from topodoctor.diagnosis.evidence_facts import Facts, Measured
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.diagnosis.evidence_prose_said import StatedRun, said_of
+from topodoctor.evidence.prose_words import PER_LINK
 from topodoctor.model.evidence import SAID_SETTING
+from topodoctor.model.evidence_prose import FigureSaid
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.topology.busbw import (
     NCCL_NVLINK_GBPS,
@@ -211,6 +213,11 @@ def _one_node(f: Facts, s: StatedRun) -> ProseJudged:
         msg = f"{s.op or 'the run'}'s {s.figure.text if s.figure else ''} on {m.name} not judged: how many GPUs "
         msg += f"is not stated ({WEAKER}); post nccl-tests' output with its header"
         return ProseJudged(findings=(_info("TD022", s.op or "figures", msg, {"seen_in": str(s.quote)}),))
+    # a measured figure the sentences give one link: the others beside it are of that link too
+    said = [x for c in f.prose for x in c.figures if x.role == "measured" and not x.tool]
+    link_fig = next((x for x in said if PER_LINK.search(x.sentence) and "pcie" not in x.sentence.lower()), None)
+    if link_fig is not None and m.nvlink_links:
+        return ProseJudged(findings=(_per_link(s, link_fig, m),))
     size = s.size_bytes or PLATEAU_BYTES
     op = s.op or "all_reduce"
     if size < BANDWIDTH_BOUND_BYTES:
@@ -254,6 +261,23 @@ def _one_node(f: Facts, s: StatedRun) -> ProseJudged:
     basis = f"{exp.basis}{assumed}; {how}, {WEAKER}" + "".join(f"; {n}" for n in notes)
     sym = Symptom("collective", op, v, ring, basis, s.size_bytes or 0, 1, s.quote, per_node, tuple(range(per_node)))
     return ProseJudged(symptoms=(sym,))
+
+
+def _per_link(s: StatedRun, fig: FigureSaid, m: GpuModel) -> Finding:
+    """A figure of one NVLink, held to one link's rate: what NCCL's model credits a link (topo.h, the
+    protocol's cost counted, both directions in use at once) and the datasheet's one direction."""
+    credit = _nvlink_credit(m)
+    link = credit / m.nvlink_links if credit and m.nvlink_links else None
+    spec = f"the datasheet's {NVLINK_SPEC_LINK_GBPS:g} GB/s a direction is the line rate before the protocol"
+    ev = {"measured_gbps": fig.gbps, "nccl_link_gbps": link, "seen_in": str(s.quote), "per": "link"}
+    if link is not None and NORMAL_SHARE * link <= fig.gbps <= ABOVE * NVLINK_SPEC_LINK_GBPS:
+        msg = f"{fig.text} a link on {m.name} ({WEAKER}): normal for this hardware: {fig.gbps / link:.2f} of the "
+        msg += f"{link:g} GB/s NCCL's model credits one NVLink here, with both directions in use; {spec}"
+        return _info("TD021", "nvlink", msg, ev)
+    msg = f"{fig.text} a link on {m.name} ({WEAKER}): a figure of one link, not of the GPU; NCCL's model credits "
+    msg += f"{link:g} GB/s a link; " if link else "one link an unknown rate; "
+    msg += f"{spec}: cannot tell from words alone; post nccl-tests' output and `nvidia-smi nvlink -s`"
+    return _info("TD022", "nvlink", msg, ev)
 
 
 def _misread(

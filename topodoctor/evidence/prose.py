@@ -42,14 +42,14 @@ from topodoctor.evidence.prose_words import (
     size_of,
     slow_of,
 )
-from topodoctor.model.evidence import SAID_SETTING, EvidenceSetting
+from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, EvidenceSetting
 from topodoctor.model.evidence_prose import Bound, FigureKind, FigureRole, FigureSaid, ProseSaid
 from topodoctor.nccl.variables import table
 from topodoctor.topology.gpu_models import MODELS, model_of
 
 # a figure, or a range of them ("4~6GB/s", "365-370 GBps"), and its unit: B is bytes, b (or bps, bit) bits
 _FIGURE = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:~|-|–|to)\s*(\d+(?:\.\d+)?))?\s?"
+    r"(?<![\w.])(\d+(?:\.\d+)?)(?:\s*(?:~|-|–|to)\s*(\d+(?:\.\d+)?))?\+?\s?"  # "180+ GB/s": at least
     r"([KMGT])(i?)(B(?:ytes?)?|b(?:its?)?)?\s*(?:/\s*[sS](?:ec(?:ond)?)?\b|ps\b|PS\b|per\s+sec(?:ond)?\b)"
 )
 _UNIT_GBPS = {"K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}  # to GB/s (or Gb/s before the bit's / 8)
@@ -94,6 +94,15 @@ _SETTING = re.compile(r"(?<![\w$])`?(NCCL_[A-Z0-9_]+) ?= ?([\w^:/,.+-]*[\w^])`?"
 _BOOT_SETTING = re.compile(r"(?<![\w$])`?(?:amd_iommu|intel_iommu|iommu|pci|NPS)=\w+`?", re.I)
 _NCCL_NAMED = re.compile(r"\bnccl|_perf\b|\bbus ?bw\b|\balg ?bw\b|\bbus bandwidth\b", re.I)
 MAX_SENTENCE = 300
+_CONDITION = re.compile(
+    r"\b(?:when|whenever|once|after|if|with)\b(?:\s+(?:I|we))?(?:\s+(?:set|setting|use|using|add|adding|enable|enabling))?\s*`?$",
+    re.I,
+)
+# a drop against the run without it: the words of a comparison, not of a slow run alone
+_DROP = re.compile(r"\bdrops?\b|\bdropped\b|\blower\b|\bworse\b|\bslower\b|\bdegrad\w*|\bregress\w*|\bdecreas\w*", re.I)
+_TRIED = re.compile(
+    r"\bstill\b|\b(?:not|n't) (?:help|solve|fix|change|improve)|\bno (?:change|effect|difference)\b", re.I
+)
 MAX_SAID = 400  # sentences read from one input
 MAX_FREE = 4000  # lines looked at to tell a program's source from a post
 MAX_LINE = 4000  # a paragraph of a post; a longer line is a program's output, not a sentence
@@ -168,7 +177,8 @@ def figures(sentence: str, line: int, paragraph: str = "") -> list[FigureSaid]:
             binary = (1 << {"K": 10, "M": 20, "G": 30, "T": 40}[scale]) / 1e9  # KiB/s .. TiB/s in GB/s
             value = float(high or low) * (binary if m.group(4) else _UNIT_GBPS[scale]) / (8.0 if bits else 1.0)
             before = clause[: m.start()]
-            bound: Bound = "above" if _BOUND_ABOVE.search(before) else ("below" if _BOUND_BELOW.search(before) else "")
+            above = _BOUND_ABOVE.search(before) or "+" in clause[m.start() : m.start(3)]
+            bound: Bound = "above" if above else ("below" if _BOUND_BELOW.search(before) else "")
             beside = " ".join(clause[: m.start()].split()[-2:] + clause[m.end() :].split()[:2])
             if EXPECTED.search(clause) and NIC_WORDS.search(clause):
                 beside = clause  # the NIC's advertised rate
@@ -305,8 +315,21 @@ def said_settings(said: list[tuple[int, str]], piece: int) -> list[EvidenceSetti
     for _, text in said:
         for m in _SETTING.finditer(text):
             if m.group(1) in known:
-                out.setdefault(m.group(1), EvidenceSetting(piece, m.group(1), m.group(2), SAID_SETTING))
+                how = SAID_WITH_SLOWDOWN if _with_slowdown(text, m.start()) else SAID_SETTING
+                out.setdefault(m.group(1), EvidenceSetting(piece, m.group(1), m.group(2), how))
     return list(out.values())
+
+
+def _with_slowdown(text: str, at: int) -> bool:
+    """Whether the sentence of ``text`` holding the setting at ``at`` makes it the condition of a drop it
+    names against the run without it ("when setting X=1 I see a large drop"), not one more thing tried ("X=1
+    did not help") nor the setup of a run that is slow."""
+    start = max((m.end() for m in _SENTENCE.finditer(text, 0, at)), default=0)
+    end = next((m.start() for m in _SENTENCE.finditer(text, at)), len(text))
+    sentence = text[start:end]
+    return bool(
+        _CONDITION.search(text[max(start, at - 24) : at]) and _DROP.search(sentence) and not _TRIED.search(sentence)
+    )
 
 
 def _plain(line: str) -> str:

@@ -40,6 +40,8 @@ NIC_WORDS = re.compile(
     re.I,
 )
 NVLINK = re.compile(r"\bNVLink\w*\b|\bNVSwitch\w*\b", re.I)
+# a figure of one link, not of the GPU ("the B/W per link is <20GB/s", "each NVLink gives 25 GB/s")
+PER_LINK = re.compile(r"\b(?:per|each|a single|one)\s+(?:NVLink\s+)?links?\b|\bper[ -]NVLink\b", re.I)
 NVLS = re.compile(r"\bNVLS\b|\bNVLink[ -]?SHARP\b|\bNVLS[ -]?SHARP\b", re.I)
 IMAGES = re.compile(
     r"!\[[^\]]*\]\([^)]*\)|\bscreen ?shots?\b|\b(?:attached|following|below|the) (?:image|picture|figure|graph)s?\b"

@@ -192,6 +192,9 @@ class XidSeen:
 # how a setting is quoted that only the reporter's sentences state ("I set NCCL_IB_DISABLE=1"): the run used
 # it on their word, and no tool's output shows it
 SAID_SETTING = "in the reporter's words"
+# one the sentence ties to the slowdown ("when setting NCCL_SHM_DISABLE=1 I see a large drop"): the reporter's
+# own run with and without it, not a list of what was tried
+SAID_WITH_SLOWDOWN = f"{SAID_SETTING}, the slowdown said with it:"
 
 
 @dataclass(frozen=True)

@@ -10,42 +10,33 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests_support_evidence import SCORER, judge
+from tests_support_evidence import SCORER, case_findings, cases_of, judge
 
 from topodoctor.diagnosis.evidence_decide import TOPO_DUMP
 from topodoctor.evidence import prose
 from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, Evidence
-from topodoctor.model.findings import Finding, finding_json
+from topodoctor.model.findings import finding_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "holdout5"
-verdict = SCORER.judge
-CASES = {c.name: c for c in SCORER.read_cases(SET / "README.md")}
-# settled causes no reader names yet: answered without a cause, never a wrong one
+CASES = cases_of(SET)
+# settled causes no reader names yet: answered without a cause (or named, once a reader does), never a wrong one
 MISSED = {"f-10", "f-13", "f-14"}
-
-
-def _evidence(*paths: Path) -> Evidence:
-    return join([read_input(str(p), p.read_text()) for p in paths])
-
-
-def _findings(name: str) -> tuple[Finding, ...]:
-    return judge(_evidence(*sorted((SET / name).glob("evidence-*.txt"))))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_case_holds_its_verdict(name: str) -> None:
-    findings = [finding_json(f) for f in _findings(name)]
-    got, note = verdict(CASES[name], findings)
-    want = ("missed",) if name in MISSED else ("named-right", "normal-right")
+    got, note = SCORER.judge(CASES[name], [finding_json(f) for f in case_findings(SET / name)])
+    right = ("named-right", "normal-right")
+    want = ("missed", *right) if name in MISSED else right
     assert got in want, (name, got, note)
 
 
 def test_a_figure_of_one_nvlink_is_held_to_one_links_rate() -> None:
     """nccl-tests#258: "the B/W per link is <20GB/s instead of 25GB" on an A100 server: one link's figure,
     not the GPU's; NCCL's model credits an SM80 NVLink 20 GB/s (topo.h), so it is normal, at information."""
-    got = _findings("f-12")
+    got = case_findings(SET / "f-12")
     assert [(f.code, f.severity) for f in got] == [("TD021", "info")]
     f = got[0]
     assert f.subject == "nvlink" and "normal for this hardware" in f.message
@@ -71,7 +62,7 @@ def test_gpudirect_the_reporter_raises_is_decided_by_the_pci_path() -> None:
     """nccl#465: 4 nodes over 100 Gb/s IB at 6 GB/s busbw, nv_peer_memory not set up: whether GPUDirect
     RDMA being off costs anything is the PCI path between GPU and NIC (ncclTopoCheckGdr: only within
     NCCL_NET_GDR_LEVEL, PXB by default), so that candidate asks for NCCL's topology dump."""
-    got = [f for f in _findings("f-06") if f.severity == "warning"]
+    got = [f for f in case_findings(SET / "f-06") if f.severity == "warning"]
     assert got and all(f.cause is None or f.cause.confidence == "none" for f in got)
     assert all(TOPO_DUMP in f.message for f in got)
     assert all("GPUDirect RDMA off (the reporter speaks of it)" in f.message for f in got)
@@ -91,13 +82,13 @@ def test_a_figure_with_a_plus_is_at_least_that() -> None:
     figs = prose.figures("Our RoCE bonding network bandwidth can reach 180+ GB/s on each single NIC", 1)
     assert [(f.gbps, f.bound) for f in figs] == [(180.0, "above")]
     assert [(f.gbps, f.bound) for f in prose.figures("we get 180 GB/s", 1)] == [(180.0, "")]
-    assert _findings("f-14")  # read: an answer, not exit 2
+    assert case_findings(SET / "f-14")  # read: an answer, not exit 2
 
 
 def test_a_setting_said_with_the_slowdown_is_its_cause_at_warning() -> None:
     """nccl#406: "when setting `NCCL_SHM_DISABLE=1` I see a large drop in performance": SHM refuses every
     connection (shm.cc), so the ranks it would join go through the network; the reporter's own comparison."""
-    got = [f for f in _findings("f-08") if f.severity == "warning"]
+    got = [f for f in case_findings(SET / "f-08") if f.severity == "warning"]
     assert [f.code for f in got] == ["TD036"]
     assert got[0].message.startswith("NCCL_SHM_DISABLE=1 takes SHM away") and "network" in got[0].message
 

@@ -53,7 +53,7 @@ def test_the_warn_s_line_names_the_release_of_a_log_without_a_banner(line: str, 
     lead = _lead(f"{H} graph/topo.h:{line} NCCL WARN Could not find NET with id 0\n")
     assert (lead.code, lead.evidence["nccl_version"]) == ("TD083", release)
     assert lead.evidence["cause"]["confidence"] == "known bug of the version"  # type: ignore[index]
-    assert f"graph/topo.h:{line} is this WARN's line in NCCL {release} alone" in lead.fix
+    assert f"graph/topo.h:{line} is this WARN's in NCCL {release} alone" in lead.fix
 
 
 @pytest.mark.parametrize("line", ["221", "226", "248", "267"])
@@ -74,3 +74,33 @@ def test_a_bare_message_ranks_the_bug_first_among_its_causes() -> None:
     ranked = [str(c) for c in lead.evidence["candidates"]]  # type: ignore[union-attr]
     assert "2.25.0 - 2.26.6 if the job runs one of them" in ranked[0] and "upgrade NCCL" in ranked[0]
     assert any("NCCL_GRAPH_FILE" in c for c in ranked[1:]) and any("NCCL versions" in c for c in ranked[1:])
+
+
+# graph/topo.cc ncclTopoMakeVnic, v2.25.1-1 src/graph/topo.cc:965 (the same WARN from v2.24.3-1): the plugin refused
+# to fuse NICs and NCCL stopped init; v2.26.2-1 (topo.cc:974) says it at INFO and goes on ("Make the auto-merge
+# failures in the NIC fusion non-fatal", its release notes)
+MERGE = "graph/topo.cc:965 NCCL WARN TOPO/NET : Tried merging multiple devices together and failed. Try setting "
+MERGE += "NCCL_NET_MERGE_LEVEL=LOC\n"
+
+
+@pytest.mark.parametrize(("banner", "running"), [("2.25.1", "2.25.1"), ("", "2.24.3 - 2.25.1")])
+def test_a_fatal_nic_fusion_merge_is_the_release_s_bug(banner: str, running: str) -> None:
+    head = f"{H} NCCL INFO NCCL version {banner}+cuda12.8\n" if banner else ""
+    lead = _lead(f"{head}{H} {MERGE}{H} NCCL INFO init.cc:1420 -> 4\n")
+    assert (lead.code, lead.evidence["nccl_version"], lead.evidence["fixed_in"]) == ("TD083", running, "2.26.2")
+    assert lead.evidence["cause"]["confidence"] == "known bug of the version"  # type: ignore[index]
+    assert "NCCL_NET_MERGE_LEVEL=LOC" in lead.fix
+
+
+def test_a_forced_merge_makes_the_merge_failure_a_candidate() -> None:
+    forced = f"{H} NCCL INFO NCCL_NET_FORCE_MERGE set by environment to mlx5_0,mlx5_1\n"
+    lead = _lead(f"{forced}{H} {MERGE}{H} NCCL INFO init.cc:1420 -> 4\n")
+    assert lead.code == "TD083" and lead.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+    assert any("NCCL_NET_FORCE_MERGE" in str(c) for c in lead.evidence["candidates"])  # type: ignore[union-attr]
+
+
+def test_the_2_26_info_of_a_merge_is_no_failure() -> None:
+    info = f"{H} NCCL INFO TOPO/NET : Tried merging multiple devices together and failed. vProps={{ndevs=2, devs=[0 1 "
+    info += "0 0]}. Set NCCL_NET_MERGE_LEVEL=LOC to disable NIC fusion.\n"
+    findings = _explain(f"{H} NCCL INFO NCCL version 2.26.2+cuda12.8\n{info}")
+    assert not any(f.code == "TD083" for f in findings)

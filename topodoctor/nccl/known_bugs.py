@@ -44,8 +44,8 @@ class KnownBug:
     tells: str = ""  # what tells the bug from the others (the fixed release, a line of the log)
     lines: tuple[str, ...] = ()  # the lines of ``source`` that print it, where the file prints it elsewhere too
     settings: tuple[str, ...] = ()  # variables whose setting, shown in the log, makes the bug's own message generic
-    # (file, line, releases): where only the bug's releases print the symptom, so a WARN's file:line names the
-    # release in a log without a version banner (NCCL's WARN prints the site's __FILE__:__LINE__)
+    # (file, line or "*", releases): where only the bug's releases print the symptom, so a WARN's file:line (NCCL's
+    # WARN prints the site's __FILE__:__LINE__), or its words alone ("*"), name the release of a log without a banner
     sites: tuple[tuple[str, str, str], ...] = ()
     # the bug is the first candidate of its own message in a log that names no version and no site of it
     unversioned: bool = False
@@ -191,6 +191,22 @@ KNOWN_BUGS = (
         unversioned=True,
     ),
     KnownBug(
+        "nic-fusion-merge-fatal",
+        (2, 24, 0),
+        (2, 26, 1),
+        re.compile(r"Tried merging multiple devices together and failed\. Try setting NCCL_NET_MERGE_LEVEL=LOC"),
+        "graph/topo.cc",
+        "2.26.2",
+        "NIC fusion's automatic merge stopped init where the network plugin refused to fuse NICs (IB beside RoCE)",
+        "NCCL 2.26.2-1 release notes: auto-merge failures of NIC fusion made non-fatal (merging IB and RoCE "
+        "devices); graph/topo.cc ncclTopoMakeVnic returns the plugin's ncclInvalidUsage in 2.24.3 - 2.25.1",
+        "NCCL_NET_MERGE_LEVEL=LOC turns NIC fusion off (the message's own advice)",
+        others=("NCCL_NET_FORCE_MERGE naming NICs the plugin cannot fuse",),
+        tells="NCCL_NET_FORCE_MERGE in the log's `set by environment` lines: a forced group is the setting's",
+        settings=("NCCL_NET_FORCE_MERGE",),
+        sites=(("", "*", "2.24.3 - 2.25.1"),),  # these words are a WARN of those releases alone (2.26.2: an INFO)
+    ),
+    KnownBug(
         "illegal-address-large-collectives",
         (2, 26, 2),
         (2, 26, 2),
@@ -254,7 +270,7 @@ def _site_of(bug: KnownBug, msgs: Iterable[tuple[str, str, str]]) -> tuple[str, 
     only those releases print it there, which names the release of a log without a version banner."""
     for text, src, at in msgs:
         for site in bug.sites:
-            if at == site[1] and src.endswith(site[0]) and bug.symptom.search(text):
+            if site[1] in (at, "*") and src.endswith(site[0]) and bug.symptom.search(text):
                 return site
     return None
 
@@ -316,7 +332,8 @@ def known_bug_findings(
         until = f"Until then: {bug.workaround}. " if bug.workaround else ""
         site = None if any(f.versions for f in files) else _site_of(bug, texts)
         if site:  # no banner: the release is the one whose source prints the message at the WARN's line
-            until += f"The log names no NCCL version: {site[0]}:{site[1]} is this WARN's line in NCCL {site[2]} alone. "
+            at = "its words are" if site[1] == "*" else f"{site[0]}:{site[1]} is"
+            until += f"The log names no NCCL version: {at} this WARN's in NCCL {site[2]} alone. "
         evidence: dict[str, object] = {"file": ev.file, "line": ev.line_no, "text": ev.text}
         if ev.rank is not None:
             evidence["rank"] = ev.rank

@@ -189,7 +189,10 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"(?i:no algorithm/protocol available)(?: for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?"
             r"\.?(?: NCCL_ALGO was set to (?P<algo>[^.]+)\.)?(?: NCCL_PROTO was set to (?P<proto>[^.]+)\.)?)?"
             r"|Detected mixed local (?P<what>Net|CollNet) device counts across ranks"
-            r"|Invalid config (?P<attr>\w+) attribute value"
+            r"|Invalid config (?P<attr>\w+) attribute value"  # then tuning.cc's NCCL_ALGO/PROTO, topo.cc's FORCE_MERGE
+            r'|(?:All entries except the first must have a prefix: |Unrecognized (?P<part>\w+) token "(?P<token>[^"]*)"'
+            r' when parsing )"(?P<value>[^"]*)"|(?:TOPO/NET : Could not force merge NICs |TOPO/NET : Only matched \d+ '
+            r"devices, \d+ requested from |Specified fused NIC )(?P<fused>\S+?)(?=\.? |\.?$)"
         ),
         ROOT,
     ),

@@ -4,6 +4,7 @@ XML, NCCL settings it cannot honour, NVML, nccl-tests' result check. Data in, te
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.nccl.cuda_errors import CUDA_HINTS, CUDA_STATES
@@ -250,6 +251,8 @@ def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 
 
 def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if "value" in f or f.get("fused"):
+        return _unparsed(f, ctx)
     if f.get("func") or not (f.get("what") or f.get("attr")):
         said = {"NCCL_ALGO": f.get("algo", ""), "NCCL_PROTO": f.get("proto", "")}
         forced = ", ".join(f"{k}={said[k] or ctx.env[k]}" for k in said if said[k] or k in ctx.env)
@@ -264,6 +267,34 @@ def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
     if f.get("what"):
         return Said("TD077", f"ranks have different numbers of {f['what']} devices", EXPLANATIONS["TD077"].fix)
     return Said("TD077", f"invalid communicator config value ({f.get('attr', '?')})", EXPLANATIONS["TD077"].fix)
+
+
+def _unparsed(f: Mapping[str, str], ctx: LogContext) -> Said:
+    """A value NCCL could not read at init (ncclInvalidUsage): graph/tuning.cc's parseList reads NCCL_PROTO and
+    NCCL_ALGO (``[func:]elem,elem;func:^elem``), graph/topo.cc NCCL_NET_FORCE_MERGE (``nic,nic;nic,nic``)."""
+    said = f.get("said", "")
+    if f.get("fused"):
+        var, value = "NCCL_NET_FORCE_MERGE", ctx.env.get("NCCL_NET_FORCE_MERGE", f["fused"])
+        what = (
+            f"the group {f['fused']} names a NIC this node does not have"
+            if "Only matched" in said
+            else f"the group {f['fused']} has more NICs than fuse into one"
+            if "too many devices" in said
+            else f"NCCL could not fuse the group {f['fused']} into one virtual NIC"
+        )
+    else:
+        value = f.get("value", "")
+        named = [k for k in ("NCCL_ALGO", "NCCL_PROTO") if ctx.env.get(k) == value]
+        elems = {e.strip().lstrip("^").lower() for e in re.split(r"[;:,]", value)}
+        var = (named or ["NCCL_PROTO" if elems & {"ll", "ll128", "simple"} else "NCCL_ALGO"])[0]
+        bad = f"an unknown {f.get('part')} {f['token']!r}" if f.get("token") else "an entry after the first, no prefix"
+        what = f"NCCL could not read it ({bad})"
+    return Said(
+        "TD077",
+        f"NCCL cannot use {var}={value}: {what}",
+        f"Fix or unset {var} (NCCL stops at init on a value it cannot read). " + EXPLANATIONS["TD077"].fix,
+        {"variable": var, "value": value},
+    )
 
 
 def _no_algorithm(f: Mapping[str, str]) -> Said:

@@ -44,6 +44,11 @@ class KnownBug:
     tells: str = ""  # what tells the bug from the others (the fixed release, a line of the log)
     lines: tuple[str, ...] = ()  # the lines of ``source`` that print it, where the file prints it elsewhere too
     settings: tuple[str, ...] = ()  # variables whose setting, shown in the log, makes the bug's own message generic
+    # (file, line or "*", releases): where only the bug's releases print the symptom, so a WARN's file:line (NCCL's
+    # WARN prints the site's __FILE__:__LINE__), or its words alone ("*"), name the release of a log without a banner
+    sites: tuple[tuple[str, str, str], ...] = ()
+    # the bug is the first candidate of its own message in a log that names no version and no site of it
+    unversioned: bool = False
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -178,6 +183,28 @@ KNOWN_BUGS = (
         ),
         tells="NCCL_NET_MERGE_LEVEL=LOC (NIC fusion off) or NCCL 2.27.3: a failure that stays is not the bug",
         settings=("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE"),  # a file naming a NIC the node lacks prints the same id
+        # ncclTopoIdToNetDev's WARN at the release tags: topo.h:221 (2.21.5 - 2.22.3), :222, :226, :230 (2.25.1),
+        # :234 (2.26.2 - 2.26.6), :248 (2.27.3) and later lines; only 2.25 - 2.26 print it at :230 and :234
+        sites=(("graph/topo.h", "230", "2.25.1"), ("graph/topo.h", "234", "2.26.2 - 2.26.6")),
+        # the maintainers (NVIDIA/nccl#1748): the tree search's fallback names NET id 0, which NIC fusion leaves
+        # without a NIC; reported on 2.25 - 2.26, settled by 2.27
+        unversioned=True,
+    ),
+    KnownBug(
+        "nic-fusion-merge-fatal",
+        (2, 24, 0),
+        (2, 26, 1),
+        re.compile(r"Tried merging multiple devices together and failed\. Try setting NCCL_NET_MERGE_LEVEL=LOC"),
+        "graph/topo.cc",
+        "2.26.2",
+        "NIC fusion's automatic merge stopped init where the network plugin refused to fuse NICs (IB beside RoCE)",
+        "NCCL 2.26.2-1 release notes: auto-merge failures of NIC fusion made non-fatal (merging IB and RoCE "
+        "devices); graph/topo.cc ncclTopoMakeVnic returns the plugin's ncclInvalidUsage in 2.24.3 - 2.25.1",
+        "NCCL_NET_MERGE_LEVEL=LOC turns NIC fusion off (the message's own advice)",
+        others=("NCCL_NET_FORCE_MERGE naming NICs the plugin cannot fuse",),
+        tells="NCCL_NET_FORCE_MERGE in the log's `set by environment` lines: a forced group is the setting's",
+        settings=("NCCL_NET_FORCE_MERGE",),
+        sites=(("", "*", "2.24.3 - 2.25.1"),),  # these words are a WARN of those releases alone (2.26.2: an INFO)
     ),
     KnownBug(
         "illegal-address-large-collectives",
@@ -220,16 +247,32 @@ def matching(
     out = []
     for bug in KNOWN_BUGS:
         running = next((v for v, p in parsed.items() if bug.first <= p <= bug.last), None)
+        generic = bug.generic
+        if running is None and not parsed:
+            running = site[2] if (site := _site_of(bug, msgs)) else None
+            bare = any(not at and bug.symptom.search(t) for t, _, at in msgs)  # a line number would name the release
+            if running is None and bug.unversioned and bare:  # a candidate: which release runs, the log does not say
+                span = ".".join(map(str, bug.first)) + " - " + ".".join(map(str, bug.last))
+                running, generic = f"{span} if the job runs one of them (the log names no version)", True
         if running is None:
             continue
         shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.symptom, t, src, at)]
-        generic = bug.generic
         if not shows and bug.weak is not None and unexplained:
             shows = [i for i, (t, src, at) in enumerate(msgs) if _shows(bug, bug.weak, t, src, at)]
             generic = True
         if shows:
             out.append((bug, running, shows[0], generic))
     return out
+
+
+def _site_of(bug: KnownBug, msgs: Iterable[tuple[str, str, str]]) -> tuple[str, str, str] | None:
+    """The bug's site (file, line, releases) at which a message of ``msgs`` ((text, file, line)) shows the symptom:
+    only those releases print it there, which names the release of a log without a version banner."""
+    for text, src, at in msgs:
+        for site in bug.sites:
+            if site[1] in (at, "*") and src.endswith(site[0]) and bug.symptom.search(text):
+                return site
+    return None
 
 
 def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str, at: str = "") -> bool:
@@ -287,6 +330,10 @@ def known_bug_findings(
         ev = events[i]
         named = _named(bug, running)
         until = f"Until then: {bug.workaround}. " if bug.workaround else ""
+        site = None if any(f.versions for f in files) else _site_of(bug, texts)
+        if site:  # no banner: the release is the one whose source prints the message at the WARN's line
+            at = "its words are" if site[1] == "*" else f"{site[0]}:{site[1]} is"
+            until += f"The log names no NCCL version: {at} this WARN's in NCCL {site[2]} alone. "
         evidence: dict[str, object] = {"file": ev.file, "line": ev.line_no, "text": ev.text}
         if ev.rank is not None:
             evidence["rank"] = ev.rank

@@ -5,6 +5,8 @@ peer traffic. Each adds leads (with what it would leave of the expectation) or s
 
 from __future__ import annotations
 
+import re
+
 from topodoctor.core.text import plural
 from topodoctor.diagnosis.evidence_decide import LSPCI
 from topodoctor.diagnosis.evidence_facts import Facts, bus_key, no_peer_access, path_class
@@ -193,12 +195,27 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         elif p.link_sta and p.link_cap and (p.downgraded or p.link_sta[1] < p.link_cap[1]):
             what = f"{p.bdf} ({p.description or 'PCIe device'}) trained x{p.link_sta[1]} {p.link_sta[0]:g} GT/s of "
             what += f"x{p.link_cap[1]} {p.link_cap[0]:g} GT/s"
+            fix = "Reseat the card or riser; check the slot's BIOS setting."
+            idle = p.link_sta[1] >= p.link_cap[1] and _NOT_GPU.search(p.description or "") is None
+            if idle:  # a GPU lowers its link's generation when idle (power saving): the width is the fault's sign
+                what += ": only the speed is lower, as an idle GPU's link is; cannot tell without a reading under load"
+                fix = _UNDER_LOAD
+                out.ask(_UNDER_LOAD)
             out.add(
                 "TD030",
-                Candidate(what, "Reseat the card or riser; check the slot's BIOS setting.", {"bdf": p.bdf}, None),
+                Candidate(what, fix, {"bdf": p.bdf}, None),
                 (Quote(f.where.get(p.piece, "lspci"), "LnkSta"),),
                 p.bdf,
+                "info" if idle else None,
             )
+
+
+# functions lspci names that are no GPU (a GPU's, or an unnamed function's, link speed at idle is no sign of a fault)
+_NOT_GPU = re.compile(r"Ethernet|Infiniband|Network controller|Mellanox|bridge|Non-Volatile|NVMe|RAID|SATA", re.I)
+_UNDER_LOAD = (
+    "Read the link again under load: `nvidia-smi -q -d PCI` (Link Generation Current) or `lspci -vvv` (LnkSta) while a "
+    "copy runs (nvbandwidth or p2pBandwidthLatencyTest); the link speed at full load decides"
+)
 
 
 def _link(link: tuple[float, int] | None) -> str:

@@ -68,13 +68,15 @@ _NODE_COUNT = re.compile(
 )
 _ONE_NODE = re.compile(r"\b(?:a |one )?(?:single|one)[ -](?:node|machine|server|host|box)\b", re.I)
 _SEGMENT = re.compile(r"[;；。]|(?<=[.!?])\s+|,?\s+(?:but|while|whereas|however)\s+|,\s+and\s+", re.I)
-# links between nodes said in words: "10Gbps interconnect", "10 gigabit interface", "100G Ethernet", "25GbE"
-_NET_RATE = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)[\s-]*(?:gigabits?(?:/s)?|G(?:bps|bits?|bE|b)?(?:/s)?)[ -]?(?:\(\w+\)\s*)?"
+# links between nodes said in words: "10Gbps interconnect", "10 gigabit interface", "100G Ethernet", "25GbE",
+# "a 100 Mbit LAN"; and the rate after its word: "Network: 95Mbit/s LAN"
+_RATE = r"(\d+(?:\.\d+)?)[\s-]*(?:(gigabits?(?:/s)?|G(?:bps|bits?|bE|b)?(?:/s)?)|(megabits?|M(?:bps|bits?|b)(?:/s(?:ec)?)?))"
+_LINK_WORD = (
     r"(ethernet|ether|interconnect|network|links?|interfaces?|NICs?|TCP|connections?|switch(?:es)?|RoCE|"
-    r"InfiniBand|IB|EFA)\b",
-    re.I,
+    r"InfiniBand|IB|EFA|LAN)"
 )
+_NET_RATE = re.compile(r"(?<![\w.])" + _RATE + r"[ -]?(?:\(\w+\)\s*)?" + _LINK_WORD + r"\b", re.I)
+_NET_RATE_AFTER = re.compile(r"\b" + _LINK_WORD + r"\s*[:=]\s*" + _RATE + r"(?![\w/])", re.I)
 _GIGABIT = re.compile(r"(?<![\w.-])(?<!\d )gigabit ethernet\b|(?<![\w.])GbE\b", re.I)  # 1 Gb/s, no figure before it
 _NET_KIND = re.compile(
     r"\b(?:(HDR100|HDR|NDR200|NDR|EDR|FDR)\s*)?(InfiniBand|(?-i:IB)\b|EFA|RoCE(?:v2)?|Ethernet)|\b(HDR100|HDR|NDR|EDR)\b",
@@ -90,7 +92,8 @@ _WORSE_NODES = re.compile(
     r"\b(?:increas\w*|more|add\w*)\s+(?:the\s+)?(?:number of\s+)?(?:machines|nodes|servers|hosts)\b[^.]{0,80}?"
     r"\b(?:eta|time|slower|longer|increase[sd]?|drops?|grows?|worse)\b"
     r"|\b(?:between|across)\s+(?:the\s+)?(?:machines|nodes|servers)\b[^.]{0,40}\bbottleneck"
-    r"|\bslower than (?:on |with |using |in )?(?:a |the )?(?:single|one|1)[ -]?(?:machine|node|server|host)\b"
+    r"|\b(?:slower|lower|worse)\s+than (?:on |with |using |in )?(?:a |the )?(?:single|one|1)[ -]?"
+    r"(?:machine|node|server|host)\b"
     r"|机器越多[^。，,]{0,10}(?:耗时|时间|越慢|越大|越长)|(?:\d+\s*机\s*>\s*){2,}\d+\s*机",
     re.I,
 )
@@ -226,9 +229,16 @@ def speeds(sentence: str, line: int, before: SpeedKind | None = None) -> list[Sp
 def links(text: str, line: int) -> list[LinkSaid]:
     """The links one line names in words."""
     out: list[LinkSaid] = []
-    for m in _NET_RATE.finditer(text):
-        word = m.group(2).lower()
-        kind: LinkKind = "ethernet" if word.startswith(("ether", "tcp")) or "GbE" in m.group(0) else "network"
+    rated = [(m, m.group(1), m.group(2), m.group(3), m.group(4)) for m in _NET_RATE.finditer(text)]
+    taken = [m.span() for m, *_ in rated]
+    rated += [
+        (m, m.group(2), m.group(3), m.group(4), m.group(1))
+        for m in _NET_RATE_AFTER.finditer(text)
+        if not any(a < m.end() and m.start() < b for a, b in taken)  # the same rate read the other way round
+    ]
+    for m, value, _giga, mega, said in rated:
+        word = said.lower()
+        kind: LinkKind = "ethernet" if word.startswith(("ether", "tcp", "lan")) or "GbE" in m.group(0) else "network"
         kind = (
             "infiniband"
             if word in ("infiniband", "ib")
@@ -238,7 +248,8 @@ def links(text: str, line: int) -> list[LinkSaid]:
             if word == "roce"
             else kind
         )
-        out.append(LinkSaid(line, kind, float(m.group(1)), False, m.group(0).strip()))
+        gbit_s = float(value) / 1000 if mega else float(value)  # Mb/s said: the rate in Gb/s
+        out.append(LinkSaid(line, kind, gbit_s, False, m.group(0).strip()))
     if (giga := _GIGABIT.search(text)) is not None:
         out.append(LinkSaid(line, "ethernet", 1.0, False, giga.group(0)))
     for m in _NET_KIND.finditer(text):

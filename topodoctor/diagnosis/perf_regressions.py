@@ -1,6 +1,6 @@
 """NCCL releases with a performance regression users reported and NCCL's maintainers confirmed or
 fixed: data only, each with its source. (Failures, crashes and hangs tied to a version are another
-table: nccl/known_bugs.py.) A regression is a candidate, never proof: the finding says to compare
+table: nccl/known_bugs_table.py.) A regression is a candidate, never proof: the finding says to compare
 with the release named as unaffected, or to upgrade to the release that fixed it.
 
 Built from NCCL's release notes 2.18 - 2.30 (the tag messages of v2.18.1-1 .. v2.30.7-1: their "Fix ...

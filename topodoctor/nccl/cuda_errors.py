@@ -15,8 +15,16 @@ CUDA_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     # 802 cudaErrorSystemNotReady: the Fabric Manager has not registered the GPUs (NVSwitch systems)
     (re.compile(r"system not yet initialized|\b802\b.*not.*initiali[sz]ed", re.I), "fabric-not-ready"),
     (re.compile(r"peer access is not supported", re.I), "p2p-unsupported"),  # 217
-    # 35 cudaErrorInsufficientDriver; torch's "The NVIDIA driver on your system is too old"
-    (re.compile(r"driver version is insufficient|driver on your system is too old", re.I), "cuda-driver"),
+    # 35 cudaErrorInsufficientDriver; 36 cudaErrorCallRequiresNewerDriver (a call of a newer CUDA than the driver's,
+    # under enhanced compatibility); torch's "The NVIDIA driver on your system is too old"
+    (
+        re.compile(
+            r"driver version is insufficient|driver on your system is too old|"
+            r"API call is not supported in the installed CUDA driver",
+            re.I,
+        ),
+        "cuda-driver",
+    ),
     # 803 cudaErrorSystemDriverMismatch, 804 cudaErrorCompatNotSupportedOnDevice: the libcuda loaded is not the
     # kernel driver's own, most often CUDA's forward-compatibility package (cuda-compat)
     (re.compile(r"unsupported display driver / cuda driver combination|forward compatibility was attempted"), _COMPAT),

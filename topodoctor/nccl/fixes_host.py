@@ -72,6 +72,13 @@ def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
 # CUDA errors that report the GPU's or driver's state first, whatever the call: their own meaning leads the call's
 _STATE_FIRST = ("unknown error", "invalid resource handle")
+# after the state's own meaning, what else leaves CUDA in a state it cannot name (cudaErrorUnknown at any call)
+_STATE_OTHERS = (
+    "the nvidia-uvm module missing or stale after a driver update or a suspend (`lsmod | grep nvidia_uvm`)",
+    "in a container or VM, the GPU's device files or the driver's libraries not passed in whole (the container "
+    "toolkit's mounts, the VM's passthrough)",
+)
+_STATE_COLLECT = "`dmesg | grep -i xid`, `nvidia-smi`, and a CUDA sample (deviceQuery) run in the same environment"
 
 
 def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
@@ -110,6 +117,16 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             extra,
         )
     site = site_of(source) if source else None
+    if site is None and hint and msg.lower() in _STATE_FIRST:  # the state's causes, the call unknown
+        listed = [hint, *_STATE_OTHERS]
+        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))
+        extra |= {"candidates": listed}
+        return Said(
+            "TD057",
+            f"a CUDA call failed{where}: {_cuda_text(f)}; the error does not say which state it is",
+            f"Candidates, most likely first: {ranked}. Collect next: {_STATE_COLLECT}.",
+            extra,
+        )
     if site is None:
         return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
     listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(site.candidates)

@@ -142,6 +142,7 @@ _BUS = (
         re.compile(
             r"Caught signal 7 \(Bus error[^)]*\)|Signal: Bus error \(7\)|Fatal Python error: Bus error"
             r"|\bBus error \(core dumped\)|srun: error: [\w.-]+: tasks? [\d,-]+: Bus error"
+            r"|received signal SIGBUS, Bus error"  # gdb's stop on the signal
         ),
         "the process died of SIGBUS (Bus error)",
         needs_run=True,

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from topodoctor.nccl.catalogue import FATAL_KINDS, SOFT_KINDS, from_sources, sourced
 from topodoctor.nccl.classify import Reading
-from topodoctor.nccl.known_bugs import INFO_SIGN
+from topodoctor.nccl.known_bugs_table import INFO_SIGN
 from topodoctor.nccl.launcher_lines import AFTER_FAILURE
 from topodoctor.nccl.logfile import Event
 

@@ -1,0 +1,235 @@
+"""The table of known bugs of NCCL releases (``KNOWN_BUGS``): for each, the versions that have it, the message it
+logs, the release that fixed it, where that is said (NCCL's release notes, the commit of the release tag, the
+issue thread where a maintainer settled it), the workaround where one is known, and what tells it from the other
+causes of its message. Data only; ``nccl.known_bugs`` matches it against a log."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+Version = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """One bug: ``first`` .. ``last`` (inclusive) print ``symptom`` (read in a message, and in
+    ``source`` when that is not "": the file NCCL names); ``fixed_in`` is the first good release."""
+
+    name: str
+    first: Version
+    last: Version
+    symptom: re.Pattern[str]
+    source: str  # the NCCL file that prints it ("" for any)
+    fixed_in: str
+    what: str  # the bug, in a few words
+    reference: str  # release notes or the thread
+    workaround: str = ""
+    platform: str = ""  # where the bug shows (GPUs, fabric): said with the finding
+    alone: bool = False  # the message alone shows the run fails on it (no failure need follow in the log)
+    weak: re.Pattern[str] | None = None  # a message that shows it only when no other cause is found (a fallback)
+    generic: bool = False  # the symptom is a message many causes print: the bug is then a candidate, not the cause
+    # the other causes of the symptom where it is generic (the site's, the maintainers'); a weak symptom always is
+    others: tuple[str, ...] = ()
+    tells: str = ""  # what tells the bug from the others (the fixed release, a line of the log)
+    lines: tuple[str, ...] = ()  # the lines of ``source`` that print it, where the file prints it elsewhere too
+    settings: tuple[str, ...] = ()  # variables whose setting, shown in the log, makes the bug's own message generic
+    # (file, line or "*", releases): where only the bug's releases print the symptom, so a WARN's file:line (NCCL's
+    # WARN prints the site's __FILE__:__LINE__), or its words alone ("*"), name the release of a log without a banner
+    sites: tuple[tuple[str, str, str], ...] = ()
+    # the bug is the first candidate of its own message in a log that names no version and no site of it
+    unversioned: bool = False
+
+
+# the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
+INFO_SIGN = "exceeds device/fn maxSharedMem"
+
+KNOWN_BUGS = (
+    KnownBug(
+        "nccl-1",
+        (1, 0, 0),
+        (1, 99, 99),
+        re.compile(""),
+        "",
+        "NCCL 2",
+        "NCCL 1.x is the single-process library NCCL 2 replaced in 2017; its failures are not fixed any more",
+        "NVIDIA/nccl-tests#5 (settled by updating NCCL 1.0 to NCCL 2)",
+        generic=True,
+        others=("the failure's own cause, which the message names whatever the release (see the next finding)",),
+        tells="the same program built against NCCL 2: a failure that stays is the message's own cause",
+    ),
+    KnownBug(
+        "blackwell-shared-memory-size",
+        (2, 25, 0),
+        (2, 26, 1),
+        re.compile(re.escape(INFO_SIGN)),
+        "",
+        "2.26.2",
+        "the kernels ask more shared memory than the GPU has (sm_120), so they cannot run",
+        "NVIDIA/nccl-tests#287 (the maintainers: 2.25.1 cannot work on RTX 5090; 2.26.2 works); 2.26.2-1 release "
+        "notes: shared memory usage fixed on recent Blackwell GPUs",
+        platform="Blackwell GPUs (RTX 50xx, RTX PRO 6000: sm_120)",
+        alone=True,
+    ),
+    KnownBug(
+        "proxy-error-as-internal",
+        (2, 18, 0),
+        (2, 18, 6),
+        re.compile(r"(?!)"),  # the sign is weak: 2.18 says "internal error" for the proxy's failure, whatever it was
+        "",
+        "2.19.1",
+        "a failure of NCCL's proxy thread (a /dev/shm segment, a socket, a registration) comes back as 'internal "
+        "error': the main thread read the proxy's closed socket, not the proxy's result",
+        "NCCL's source: in 2.18 proxy.cc's ncclPollProxyResponse returns ncclInternalError when the proxy's "
+        "socket closes ('Socket recv failed while polling'); 2.19.1-1 returns the proxy's own result",
+        "rerun with NCCL_DEBUG=WARN: the proxy's own WARN before 'Socket recv failed while polling' names the error",
+        weak=re.compile(r"internal error", re.I),
+        others=(
+            "a real internal error: NCCL's own consistency check failed (a bug of the release, or the program using "
+            "NCCL out of its contract)",
+            "a mix of NCCL builds in one job (a framework's bundled NCCL beside the system's, ranks on different "
+            "releases)",
+        ),
+        tells="NCCL 2.19.1 or later returns the proxy's own result (a system or remote error, not an internal one); "
+        "under 2.18 NCCL_DEBUG=WARN shows the proxy's WARN before 'Socket recv failed while polling'",
+    ),
+    KnownBug(
+        "connector-copy-before-sync",
+        (2, 18, 0),
+        (2, 18, 5),
+        re.compile(r"Cuda failure (?:\d+ )?'invalid argument'"),
+        "transport.cc",
+        "2.18.6",
+        "connecting a channel copied a connector to a device address read by a copy that had not completed yet, so "
+        "CUDA refused the address",
+        "NCCL's git log: 'Fix cudaMemcpyAsync bug' (4365458, fixes NVIDIA/nccl#957) in 2.18.6-1, the second "
+        "cudaMemcpyAsync of transport.cc (lines 154 and 174 in 2.18.1 - 2.18.5) used the first one's result without "
+        "a sync; NVIDIA/nccl#1024 (the maintainers: the bug fixed in 2.18.6)",
+        lines=("154", "174"),
+    ),
+    KnownBug(
+        "ring-loop-back-pci-speed",
+        (2, 19, 0),
+        (2, 19, 3),
+        re.compile(r"ring \d+ does not loop back to start"),
+        "",
+        "2.19.4",
+        "the topology read uninitialised PCI link speeds where sysfs gives none, so ranks computed different rings",
+        "NVIDIA/nccl#1020 (the maintainers: fixed in 2.20); NCCL 2.19.4-1 release notes: topology detection made "
+        "deterministic when PCI speeds are not available",
+        "NCCL_TOPO_FILE with a topology dumped on one node (NCCL_TOPO_DUMP_FILE) gives every rank the same view",
+    ),
+    KnownBug(
+        "pci-sort-nic-without-busid",
+        (2, 18, 5),
+        (2, 20, 2),
+        re.compile(r"Attribute busid of node nic not found"),
+        "",
+        "2.20.3",
+        "the topology's sort of PCI devices by bus id read a bus id from every device under the CPU, and a NIC "
+        "that has none (a virtual or non-PCI NIC) failed it as an internal error",
+        "NCCL's source: 2.18.5-1 keeps PCI devices ordered by bus id (graph/xml.cc, issue #820) with "
+        "xmlGetAttrStr on each sibling, which fails on a node without one; 2.20.3-1 reads it with xmlGetAttr and "
+        "skips those",
+        "NCCL_TOPO_FILE with a topology whose NICs sit under a PCI node, or leave the NIC without a PCI path out "
+        "(NCCL_SOCKET_IFNAME / NCCL_IB_HCA)",
+    ),
+    KnownBug(
+        "blackwell-shared-memory",
+        (2, 25, 0),
+        (2, 26, 1),
+        re.compile(r"Cuda failure (?:\d+ )?'invalid argument'|CUDA error \d+ 'invalid argument'", re.I),
+        "enqueue.cc",
+        "2.26.2",
+        "the kernels' shared-memory size was wrong for recent Blackwell GPUs, so setting it or launching failed",
+        "NCCL 2.26.2-1 release notes: shared memory usage fixed on recent Blackwell GPUs (NVIDIA/nccl-tests#287, "
+        "#291, NVIDIA/nccl#1637)",
+        platform="Blackwell GPUs (B200, GB200, RTX 50xx / RTX PRO 6000)",
+        generic=True,
+        others=(
+            "the launch's own arguments: a kernel NCCL built for another architecture, or two NCCL builds in one "
+            "process",
+        ),
+        tells="the GPU (the bug needs a Blackwell GPU) and NCCL 2.26.2, which fixed it: a failure that stays there is "
+        "not the bug",
+    ),
+    KnownBug(
+        "nic-fusion-path",
+        (2, 25, 0),
+        (2, 26, 6),
+        re.compile(r"Could not find NET with id \S+"),
+        "",
+        "2.27.3",
+        "NIC fusion merged the NICs so that the topology search found no path, and its fallback named a NIC "
+        "that no longer existed",
+        "NVIDIA/nccl#1748 (works with NCCL 2.27); NCCL 2.26.2-1 release notes: NIC fusion auto-merge failures "
+        "made non-fatal",
+        "NCCL_NET_MERGE_LEVEL=LOC turns NIC fusion off (it did not help every reporter: upgrading did)",
+        weak=re.compile(r"Could not find a path for pattern \d+"),
+        others=(
+            "ranks that see different systems (different NICs, GPUs or settings such as NCCL_TOPO_FILE), so the "
+            "topology search finds no common pattern",
+            "ranks on different NCCL versions",
+        ),
+        tells="NCCL_NET_MERGE_LEVEL=LOC (NIC fusion off) or NCCL 2.27.3: a failure that stays is not the bug",
+        settings=("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE"),  # a file naming a NIC the node lacks prints the same id
+        # ncclTopoIdToNetDev's WARN at the release tags: topo.h:221 (2.21.5 - 2.22.3), :222, :226, :230 (2.25.1),
+        # :234 (2.26.2 - 2.26.6), :248 (2.27.3) and later lines; only 2.25 - 2.26 print it at :230 and :234
+        sites=(("graph/topo.h", "230", "2.25.1"), ("graph/topo.h", "234", "2.26.2 - 2.26.6")),
+        # the maintainers (NVIDIA/nccl#1748): the tree search's fallback names NET id 0, which NIC fusion leaves
+        # without a NIC; reported on 2.25 - 2.26, settled by 2.27
+        unversioned=True,
+    ),
+    KnownBug(
+        "cuda-graph-capture-old-driver",
+        (2, 9, 6),
+        (2, 9, 8),
+        re.compile(r"API call is not supported in the installed CUDA driver"),
+        "enqueue.cc",
+        "2.9.9",
+        "every collective's check for CUDA graph capture (cudaStreamGetCaptureInfo_v2, CUDA 11.3's call) failed on "
+        "drivers older than R465, which CUDA's enhanced compatibility otherwise lets an 11.x build run on",
+        "NCCL 2.9.9-1: enqueue.cc's ncclGetCudaGraph asks cudaStreamIsCapturing instead below driver 11.3 (the "
+        "CUDACHECK of cudaStreamGetCaptureInfo_v2 sits at enqueue.cc:802 in 2.9.6-1 and 2.9.8-1)",
+        "a driver of R465 or later, or NCCL built against CUDA 11.2",
+        others=("a CUDA runtime newer than the driver supports (the driver older than the build needs)",),
+        tells="`cudaDriverVersion` in the INFO lines against the build's `+cudaX.Y`: NCCL 2.9.9 with that driver",
+        sites=(("enqueue.cc", "802", "2.9.6 - 2.9.8"),),
+    ),
+    KnownBug(
+        "nic-fusion-merge-fatal",
+        (2, 24, 0),
+        (2, 26, 1),
+        re.compile(r"Tried merging multiple devices together and failed\. Try setting NCCL_NET_MERGE_LEVEL=LOC"),
+        "graph/topo.cc",
+        "2.26.2",
+        "NIC fusion's automatic merge stopped init where the network plugin refused to fuse NICs (IB beside RoCE)",
+        "NCCL 2.26.2-1 release notes: auto-merge failures of NIC fusion made non-fatal (merging IB and RoCE "
+        "devices); graph/topo.cc ncclTopoMakeVnic returns the plugin's ncclInvalidUsage in 2.24.3 - 2.25.1",
+        "NCCL_NET_MERGE_LEVEL=LOC turns NIC fusion off (the message's own advice)",
+        others=("NCCL_NET_FORCE_MERGE naming NICs the plugin cannot fuse",),
+        tells="NCCL_NET_FORCE_MERGE in the log's `set by environment` lines: a forced group is the setting's",
+        settings=("NCCL_NET_FORCE_MERGE",),
+        sites=(("", "*", "2.24.3 - 2.25.1"),),  # these words are a WARN of those releases alone (2.26.2: an INFO)
+    ),
+    KnownBug(
+        "illegal-address-large-collectives",
+        (2, 26, 2),
+        (2, 26, 2),
+        re.compile(r"illegal memory access", re.I),
+        "",
+        "a later release (2.31.2 tested good)",
+        "collectives of 512 KiB and more faulted between two GPUs without NVLink on a Blackwell workstation",
+        "NVIDIA/nccl#2418",
+        "NCCL_PROTO=Simple or NCCL_P2P_DISABLE=1 narrows it down until NCCL is upgraded",
+        platform="Blackwell workstation GPUs (RTX PRO 6000) over PCIe",
+        generic=True,
+        others=(
+            "a kernel of the program that faulted earlier (CUDA reports it at NCCL's next call: CUDA_LAUNCH_BLOCKING=1 "
+            "shows the kernel)",
+            "a buffer freed or reused while NCCL still worked on it (user buffer registration, a CUDA graph)",
+        ),
+        tells="the GPU (the bug needs Blackwell workstation GPUs over PCIe), NCCL_PROTO=Simple making it go away, and "
+        "an upgrade: a fault that stays is not the bug",
+    ),
+)

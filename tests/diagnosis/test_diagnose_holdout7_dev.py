@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests_support_evidence import assert_holds, cases_of, judge
+from tests_support_evidence import SCORER, assert_holds, case_findings, cases_of, judge
 
 from topodoctor.evidence.inputs import join, read_input
 from topodoctor.evidence.scaling import links
+from topodoctor.model.findings import finding_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SET = ROOT / "fixtures" / "diagnose" / "holdout7"
@@ -57,3 +58,34 @@ def test_a_nics_link_at_a_lower_speed_and_any_narrow_link_stay_faults() -> None:
     assert nic[1] == "error"
     (narrow,) = _pcie("65:00.0 3D controller: NVIDIA Corporation Device 2330", "Speed 16GT/s, Width x8 (downgraded)")
     assert narrow[1] == "error" and "under load" not in narrow[2]
+
+
+@pytest.mark.parametrize("name", ["g-02", "g-13"])
+def test_cases_no_longer_confidently_wrong(name: str) -> None:
+    """g-02 (an algorithm's name as the label of its figures, beside the issue template's version) is named;
+    g-13 (NET/Socket's listing beside NET/IB's devices in the same processes) no longer blames sockets."""
+    got, note = SCORER.judge(CASES[name], [finding_json(f) for f in case_findings(SET / name)])
+    assert got != "confidently-wrong", (name, got, note)
+
+
+def test_a_monitors_network_traffic_is_not_judged_as_busbw() -> None:
+    text = (
+        "I have 2 servers with 4 GPUs each. network trans/receive is about 20M/s, I have a 10G network card, "
+        "so it should not be the bottleneck.\n"
+    )
+    found = judge(join([read_input("post.txt", text)]))
+    assert not any(f.severity in ("warning", "error") and "busbw" in f.message for f in found)
+
+
+def test_the_socket_listing_beside_ib_devices_is_not_the_choice() -> None:
+    host = "server3:15223:15223 [7] NCCL INFO"
+    text = "\n".join(
+        [
+            f"{host} NET/Socket : Using [0]enp41s0f1:<0>",
+            f"{host} NET/IB : Using [0]mlx5_0:1/IB ; OOB enp41s0f1:<0>",
+            "server1:117953:117953 [7] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB ; OOB enp41s0f1:<0>",
+            "the all_reduce between the 4 servers is slow",
+        ]
+    )
+    found = judge(join([read_input("log.txt", text + "\n")]))
+    assert not any(f.code == "TD025" for f in found)

@@ -98,7 +98,10 @@ def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     socket: list[NetSeen] = []
     if not any(s.line.value.upper().startswith("IB") for s in chosen):
         socket = [s for s in chosen if s.line.value.lower() == "socket"]
-        socket = socket or [s for s in f.net if s.line.what == "socket"]
+        # the socket transport's own listing is its choice only where IB listed no device: NCCL prefers IB, and a
+        # process that printed `NET/IB : Using` runs over it whatever it printed of sockets before
+        ib_listed = any(s.line.what == "ib-devices" and s.line.value for s in f.net)
+        socket = socket or ([] if ib_listed else [s for s in f.net if s.line.what == "socket"])
     net_conns = [c for c in f.conns if c.kind == "net"]
     if nodes == 1:
         if socket and not net_conns:

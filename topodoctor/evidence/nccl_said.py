@@ -59,6 +59,10 @@ _RINGS = re.compile(rf"\b{_N}\s+(?:\w+\s+)?(?:rings?|channels?)\b", re.I)
 MAX_SAID = 400  # sentences looked at, as the prose reader bounds its own
 
 
+# an algorithm's name alone as the label of the figures under it ("NVLSTree:", "Ring:")
+_ALGO_LABEL = re.compile(r"^(?:NCCL_ALGO\s*=\s*)?(?:Tree|Ring|NVLS|NVLSTree|NVLS_TREE|CollNet\w*|PAT)\s*:?\s*$", re.I)
+
+
 def _count(word: str) -> int:
     return int(word) if word.isdigit() else _WORDS[word.lower()]
 
@@ -90,7 +94,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
         if k in skip or not line.strip():
             continue
         text = re.sub(r"^\s*(?:[*+-]|\d+[.)])\s+", "", line).replace("**", "").strip()
-        if not is_sentence(text, text != line.strip()):
+        if not is_sentence(text, text != line.strip()) and not _ALGO_LABEL.match(text):
             continue
         looked += 1
         if looked > MAX_SAID:

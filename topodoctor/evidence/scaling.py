@@ -70,7 +70,10 @@ _ONE_NODE = re.compile(r"\b(?:a |one )?(?:single|one)[ -](?:node|machine|server|
 _SEGMENT = re.compile(r"[;；。]|(?<=[.!?])\s+|,?\s+(?:but|while|whereas|however)\s+|,\s+and\s+", re.I)
 # links between nodes said in words: "10Gbps interconnect", "10 gigabit interface", "100G Ethernet", "25GbE",
 # "a 100 Mbit LAN"; and the rate after its word: "Network: 95Mbit/s LAN"
-_RATE = r"(\d+(?:\.\d+)?)[\s-]*(?:(gigabits?(?:/s)?|G(?:bps|bits?|bE|b)?(?:/s)?)|(megabits?|M(?:bps|bits?|b)(?:/s(?:ec)?)?))"
+_RATE = (
+    r"(\d+(?:\.\d+)?)[\s-]*(?:(gigabits?(?:/s)?|G(?:bps|bits?|bE|b)?(?:/s)?)"
+    r"|(megabits?|M(?:bps|bits?|b)(?:/s(?:ec)?)?))"
+)
 _LINK_WORD = (
     r"(ethernet|ether|interconnect|network|links?|interfaces?|NICs?|TCP|connections?|switch(?:es)?|RoCE|"
     r"InfiniBand|IB|EFA|LAN)"

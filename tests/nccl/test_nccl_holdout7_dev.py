@@ -72,3 +72,16 @@ def test_an_unknown_cuda_error_at_no_named_call_ranks_the_states() -> None:
     cause = lead.evidence["cause"]
     assert lead.code == "TD057" and isinstance(cause, dict) and cause["confidence"] == "candidates"
     assert "xid" in lead.fix and "nvidia_uvm" in lead.fix
+
+
+def test_gloos_mesh_failure_ranks_its_interface_first() -> None:
+    """torch's ProcessGroupGloo: with no address for the host's name it binds the loopback (its warning says so),
+    and the other nodes' connectFullMesh is refused; the interface is the first candidate, at error."""
+    assert verdict_of(SET, readme_rows(SET)["h7-009.log"], "h7-009.log") == "named-right"
+    lead = _lead(
+        "[rank8] Gloo connectFullMesh failed ... timed out connecting: SO_ERROR: Connection refused, "
+        "remote=[127.0.0.1]:14215\nRuntimeError: Gloo connectFullMesh failed ...\n"
+    )
+    cause = lead.evidence["cause"]
+    assert lead.code == "TD072" and "GLOO_SOCKET_IFNAME" in lead.fix and "loopback" in lead.message
+    assert isinstance(cause, dict) and cause["confidence"] == "candidates"

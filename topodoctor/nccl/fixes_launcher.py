@@ -1,8 +1,8 @@
 """The findings of the launchers' and the job's own words (``nccl.launcher_lines``): a rank killed (TD090),
 the store's port in use (TD091), a rank that died of SIGBUS (TD094), a rank that could not reach torch's c10d
-store (TD072). The killed rank is the one the launcher names as the first observed failure where its table says
-so; the cause is the memory only where a line of the log says so (``causes_launcher`` ranks the candidates
-otherwise). Data in, a ``Said`` out; no I/O."""
+store, or torch's Gloo backend that could not connect its ranks (TD072). The killed rank is the one the launcher
+names as the first observed failure where its table says so; the cause is the memory only where a line of the log
+says so (``causes_launcher`` ranks the candidates otherwise). Data in, a ``Said`` out; no I/O."""
 
 from __future__ import annotations
 
@@ -74,7 +74,29 @@ def _bus_error(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> S
     return Said("TD094", msg, EXPLANATIONS["TD094"].fix, {"signal": "SIGBUS"})
 
 
+# torch's ProcessGroupGloo warns "Unable to resolve hostname to a (local) address. Using the loopback address as
+# fallback" when the host's name has no address: the other nodes then connect to 127.0.0.1, their own host
+_GLOO_CAUSES = (
+    "Gloo bound to the loopback or another interface the other nodes cannot reach: set GLOO_SOCKET_IFNAME (and "
+    "NCCL_SOCKET_IFNAME, TP_SOCKET_IFNAME with it) to the interface the nodes route on every node (`ip -br addr`), "
+    "or make the host's name resolve to that interface's address (/etc/hosts, the pod's hostname)",
+    "the peer's process not listening (it failed or had not started): its own output",
+    "a firewall or security group between the nodes dropping the ephemeral ports Gloo listens on",
+)
+
+
+def _gloo_connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    said = " ".join(e.text for e in evs)
+    loopback = "127.0.0.1" in said or "loopback" in said
+    msg = "torch's Gloo backend could not connect its ranks" + (" (to the loopback address)" if loopback else "")
+    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(_GLOO_CAUSES, 1))
+    fix = f"Candidates, most likely first: {ranked}. Collect next: the `Unable to resolve hostname` warning of each "
+    fix += "rank, `hostname -i` and `ip -br addr` on every node."
+    return Said("TD072", msg, fix, {"candidates": list(_GLOO_CAUSES)})
+
+
 LAUNCHER: dict[str, Builder] = {
+    "gloo-connect": _gloo_connect,
     "bus-error": _bus_error,
     "process-killed": _killed,
     "store-port-in-use": _port_in_use,

@@ -200,14 +200,24 @@ SRUN_OTHER_END = re.compile(
 # kinds that follow a failure elsewhere: a known root cause leads
 CONSEQUENCES = frozenset(("store-closed", "process-crash"))
 # kinds that are no failure by themselves: the store's server also closes when rank 0 ends a run that went well
+# torch's Gloo backend (ProcessGroupGloo: its ranks' TCP mesh, bound to the address of the host's name or of
+# GLOO_SOCKET_IFNAME; with no address for the name it binds the loopback, which other nodes cannot reach)
+_GLOO = (
+    LauncherLine(
+        "gloo-connect",
+        re.compile(r"Gloo connectFullMesh failed"),
+        "torch's Gloo backend could not connect its ranks' mesh",
+    ),
+)
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU + _GLOO
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
+    r"|connectFullMesh"
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))
@@ -218,6 +228,7 @@ DISTRIBUTED_WORDS = re.compile(
     r"|Workers \(tasks / actors\) killed due to memory pressure|A worker died or was killed while executing a task"
     r"|\*\*\* Process received signal \*\*\*|noticed that process rank \d+"  # Open MPI's, of a process of its job
     r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"  # torch's elastic agent: its worker's signal
+    r"|Gloo connectFullMesh failed"  # torch's Gloo backend, in a run that may never load NCCL
 )
 # torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"
 ROOT_CAUSE = "Root Cause (first observed failure)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterable
 from typing import IO, Any
 
 _ES_ENDINGS = ("s", "x", "z", "ch", "sh")
@@ -39,6 +40,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # surrogates, U+FFFE and U+FFFF. C1 controls and DEL are allowed but act on a terminal that
 # shows the file; they are escaped too.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def numbered(items: Iterable[str]) -> str:
+    """Ranked candidates as the findings write them: "(1) a; (2) b"."""
+    return "; ".join(f"({i}) {item}" for i, item in enumerate(items, 1))
 
 
 def _escape(match: re.Match[str]) -> str:

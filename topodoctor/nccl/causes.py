@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from topodoctor.core.text import numbered
 from topodoctor.nccl.causes_host import HOST_CAUSES
 from topodoctor.nccl.causes_launcher import LAUNCHER_CAUSES
 from topodoctor.nccl.causes_network import NETWORK_CAUSES, PEER_CAUSES
@@ -52,12 +53,12 @@ def ranked(said: Said, evs: Sequence[Event], ctx: LogContext) -> Said:
     if shown:
         cause, line = shown[0]
         fix = f"{_seen(evs, ctx)}The log shows it: {line}; so {cause.what}."
-        rest = "; ".join(f"({i}) {c.what}" for i, c in enumerate((c for c in kept if c is not cause), 1))
+        rest = numbered(c.what for c in kept if c is not cause)
         if rest:
             fix += f" If not that, the other causes of this message: {rest}. Collect: {entry.collect}."
         return replace(said, fix=fix, extra={**said.extra, "narrowed_by": line})
     kept.sort(key=lambda c: not c.first(evs, ctx))  # stable: the table's order among equals
-    listed = "; ".join(f"({i}) {c.what} [tells: {c.tells}]" for i, c in enumerate(kept, 1))
+    listed = numbered(f"{c.what} [tells: {c.tells}]" for c in kept)
     fix = f"{_seen(evs, ctx)}The log does not show which cause; candidates, most likely first: {listed}. "
     fix += f"Collect: {entry.collect}."
     return replace(said, fix=fix, extra={**said.extra, "candidates": [c.what for c in kept], "collect": entry.collect})

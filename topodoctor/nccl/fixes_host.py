@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from topodoctor.core.text import numbered
 from topodoctor.nccl.cuda_errors import CUDA_HINTS, CUDA_STATES
 from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
@@ -108,7 +109,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0], msg)):
         call, span = found
         listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(kind.candidates)
-        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))
+        ranked = numbered(listed)
         extra |= {"site": f"{source}:{line}", "call": call, "candidates": listed}
         return Said(
             "TD057",
@@ -119,7 +120,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     site = site_of(source) if source else None
     if site is None and hint and msg.lower() in _STATE_FIRST:  # the state's causes, the call unknown
         listed = [hint, *_STATE_OTHERS]
-        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))
+        ranked = numbered(listed)
         extra |= {"candidates": listed}
         return Said(
             "TD057",
@@ -130,7 +131,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if site is None:
         return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
     listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(site.candidates)
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(listed, 1))
+    ranked = numbered(listed)
     extra |= {"site": source, "candidates": listed}
     return Said(
         "TD057",
@@ -323,7 +324,7 @@ def _no_algorithm(f: Mapping[str, str]) -> Said:
         "NCCL_ALGO / NCCL_PROTO set in a file NCCL reads (/etc/nccl.conf, ~/.nccl.conf) or a tuner plugin",
         "a bug of the release for this operation and datatype (upgrade NCCL)",
     ]
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    ranked = numbered(candidates)
     return Said(
         "TD052",
         f"no algorithm/protocol runs {f.get('func', 'the operation')} ({f.get('dtype', '?')}) and no NCCL_ALGO / "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.launcher_lines import root_cause_said
@@ -89,7 +90,7 @@ def _gloo_connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     said = " ".join(e.text for e in evs)
     loopback = "127.0.0.1" in said or "loopback" in said
     msg = "torch's Gloo backend could not connect its ranks" + (" (to the loopback address)" if loopback else "")
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(_GLOO_CAUSES, 1))
+    ranked = numbered(_GLOO_CAUSES)
     fix = f"Candidates, most likely first: {ranked}. Collect next: the `Unable to resolve hostname` warning of each "
     fix += "rank, `hostname -i` and `ip -br addr` on every node."
     return Said("TD072", msg, fix, {"candidates": list(_GLOO_CAUSES)})

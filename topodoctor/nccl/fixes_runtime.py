@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said, odd_interfaces, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
@@ -161,7 +162,7 @@ def _graph_search(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
         "a known bug of the release: NCCL 2.19.0 - 2.19.3 computed rings from unset PCI link speeds (fixed in "
         "2.19.4; the maintainers: 2.20), NIC fusion in 2.25 - 2.26 (fixed in 2.27.3): upgrade NCCL",
     ]
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    ranked = numbered(candidates)
     return Said(
         "TD052",
         f"NCCL's topology search failed: {what}; cause not found",
@@ -245,11 +246,11 @@ def _bad_address(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) ->
     msg = f"NCCL was to connect to an address of no family ({family}): it is not an address"
     if ifname or (family != "0" and len(versions) < 2):
         named = f" (the log shows NCCL_SOCKET_IFNAME={ifname})" if ifname else ""
-        ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(reversed(candidates), 1))
+        ranked = numbered(reversed(candidates))
         return Said(
             "TD041", msg + named, f"Candidates: {ranked}. " + EXPLANATIONS["TD041"].fix, {"candidates": candidates}
         )
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    ranked = numbered(candidates)
     shown = f"; the logs name NCCL {', '.join(sorted(versions))}" if versions else ""
     return Said("TD048", msg + shown, f"Candidates: {ranked}. " + EXPLANATIONS["TD048"].fix, {"candidates": candidates})
 

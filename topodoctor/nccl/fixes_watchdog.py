@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said, odd_interfaces
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
@@ -119,7 +120,7 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
             f"the GPUs are {geforce[0]}: GeForce boards have no supported P2P, and a first collective that never "
             "ends is its usual sign: try NCCL_P2P_DISABLE=1",
         )
-    listed = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    listed = numbered(candidates)
     return Said(
         "TD047",
         f"{ran}: a rank never joined it or the collective stalled; the watchdog does not say which",
@@ -163,7 +164,7 @@ _ASK = (
 def _watchdog_stack(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     """torch's ProcessGroupNCCL stack without its message: its frames say what raised (``nccl.torch_stack``)."""
     if f.get("stack") == TIMEOUT:  # WorkNCCL::checkTimeout raised: a work outlived its timeout
-        listed = "; ".join(f"({i}) {c}" for i, c in enumerate(_LONG_TIMEOUT, 1))
+        listed = numbered(_LONG_TIMEOUT)
         return Said(
             "TD047",
             "torch's watchdog timed out a collective (WorkNCCL::checkTimeout in the stack); the operation, its "
@@ -175,7 +176,7 @@ def _watchdog_stack(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext)
         )
     found = f.get("stack") == ASYNC_ERROR
     candidates = list(_ASYNC_ERROR) if found else [f"a collective past its timeout: {_LONG_TIMEOUT[0]}", *_ASYNC_ERROR]
-    listed = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+    listed = numbered(candidates)
     what = (
         "torch's watchdog found an NCCL error on a work (WorkNCCL::checkAndSetException in the stack), not a timeout"
         if found

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from topodoctor.core.text import numbered
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.catalogue import lookup
 from topodoctor.nccl.evidence import RESULT, LogContext, odd_interfaces
@@ -65,7 +66,7 @@ def flushed_only(flushed: Finding) -> Finding:
     """A failure whose only IB completion is a flushed request (status 5): the request was cancelled
     because its queue pair had already failed, and what failed first is not in the log: cause not
     found, with the candidates."""
-    ranked = "; ".join(f"({i}) {c}" for i, c in enumerate(_FLUSHED, 1))
+    ranked = numbered(_FLUSHED)
     where = {k: flushed.evidence[k] for k in ("file", "line", "text", "rank") if k in flushed.evidence}
     return finding(
         "TD052",
@@ -124,7 +125,7 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         area, causes = site_candidates(reason, site_files)
         fix = EXPLANATIONS["TD052"].fix
         if causes:  # the site's own candidates: what can make that code path fail, ranked
-            listed = "; ".join(f"({i}) {c}" for i, c in enumerate(causes, 1))
+            listed = numbered(causes)
             fix = f"The message is {area}'s; candidates, most likely first: {listed}. {fix}"
             source |= {"candidates": causes, "site_kind": area}
         return [
@@ -155,7 +156,7 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
     if cls.startswith("internal error") and versions and not any(v.startswith("2.18.") for v in versions):
         likely = likely.removeprefix(f"{_INTERNAL_218}, ")
     candidates = [c.strip() for c in re.split(r", or |, ", likely)] if likely else list(_ANY_CLASS)
-    likely = likely or "; ".join(f"({i}) {c}" for i, c in enumerate(_ANY_CLASS, 1))
+    likely = likely or numbered(_ANY_CLASS)
     if graph := env.get("NCCL_GRAPH_FILE"):  # a forced graph breaks init on any other GPU set
         likely = f"NCCL_GRAPH_FILE={graph} is set: unset it (environment, /etc/nccl.conf, ~/.nccl.conf); else {likely}"
     shown = {
@@ -169,7 +170,7 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
     if torch_said and not errors:  # torch's own words that NCCL failed, which carry no reason: what they mean
         said = torch_said[0].fields
         candidates = list(CANDIDATES[said["what"]])
-        likely = "; ".join(f"({i}) {c}" for i, c in enumerate(candidates, 1))
+        likely = numbered(candidates)
         on = f"rank {said['rank']}: " if said.get("rank") else ""
         msg = f"{on}{SAID[said['what']]}; no reason in the log; candidates, most likely first: {likely}"
     roots = by_kind.get("root-cause", [])

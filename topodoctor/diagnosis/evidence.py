@@ -15,6 +15,7 @@ from topodoctor.diagnosis.evidence_asks import (
     candidates,
     described_host,
     differing_averages,
+    gdr_unshown,
     split_launch,
     unmeasured_host,
     unshown_network,
@@ -311,7 +312,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     split = [] if separate else split_launch(f)
     host = described_host(f, measured or bool(f.averages) or _stated_judged(stated.findings))
     asks = [] if separate else differing_averages(f) + split + ([] if split or host else unshown_network(f))
-    for ask in asks + version_only(f) + host:
+    for ask in asks + version_only(f) + host + gdr_unshown(f):
         fix = BY_CODE[ask.code].how if ask.code != "TD022" else FALLBACK_FIX
         out.append(_finding(ask.code, ask.subject, ask.message, fix, ask.evidence, ask.severity))
     header_only = f.hosts or any(k == "nccl-tests" and cut.startswith("no table") for k, cut in f.cut)

@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from topodoctor.diagnosis.evidence_decide import (
     ACS_IOMMU,
     ACS_NIC,
+    CHANNELS_NET,
     FEW_NICS,
     GDR,
     HOST_OTHER,
     IBSTAT,
+    IFACES,
+    IPERF_P,
     LSPCI,
     NCCL_LOG,
     NCCL_TESTS,
@@ -27,6 +30,7 @@ from topodoctor.diagnosis.evidence_decide import (
     SMI_Q,
     SMI_RUN,
     SOCKETS,
+    STREAMS,
     TOPO,
     TOPO_DUMP,
     first_ask,
@@ -35,8 +39,10 @@ from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.diagnosis.evidence_hosts import candidate_line, described, host_causes, host_kinds
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.diagnosis.evidence_seen import Quote
+from topodoctor.diagnosis.evidence_sockets import tcp_said
 from topodoctor.model.findings import Severity
 
+PEERMEM = "`lsmod | grep -e nvidia_peermem -e nv_peer_mem` (the GPUDirect RDMA module)"
 APART = 0.87  # two runs of one test whose averages differ more than this: one is short of the other
 
 
@@ -119,6 +125,8 @@ def _generic(f: Facts, sym: Symptom, logged: bool, via: set[str]) -> list[tuple[
             out.append((PCIE_DOWN, "the GPU's PCIe link trained down (width or generation)", SMI_Q))
         out.append((HOST_OTHER, "another process on that GPU, or a CPU far from it (NUMA)", SMI_RUN))
         return out
+    if sym.kind == "collective" and sym.nodes > 1 and (rate := tcp_said(f)) is not None:
+        return _tcp_candidates(rate)
     if sym.kind == "collective" and sym.nodes > 1:
         if not (logged and any(s.line.what in ("network", "socket", "ib-devices") for s in f.net)):
             out.append((SOCKETS, "NCCL on TCP sockets instead of the RDMA NICs", NCCL_LOG))
@@ -158,6 +166,25 @@ def _generic(f: Facts, sym: Symptom, logged: bool, via: set[str]) -> list[tuple[
     return out
 
 
+def _tcp_candidates(rate: float) -> list[tuple[str, str, str]]:
+    """The candidates of a run between nodes short on a TCP network (net_socket.cc, connect.cc): the socket
+    transport opens one connection per channel and peer, each of NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
+    streams (unset: one outside AWS and GCP), on one of the interfaces it found, so a run under the line rate
+    has too few channels or streams to fill it, or its traffic on fewer or slower interfaces than the host has."""
+    line = f"{rate:g} Gb/s"
+    return [
+        (CHANNELS_NET, f"too few channels (rings) for the {line} TCP network: each channel is a connection of its own "
+         "through one interface, so a few channels leave the line, or a second NIC, part idle; raise them with "
+         "NCCL_MIN_NCHANNELS=4 (NCCL_MIN_NRINGS in releases before 2.5, still read as its legacy name, connect.cc)",
+         NCCL_LOG),
+        (STREAMS, "one TCP stream per connection (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, unset outside AWS "
+         "and GCP: net_socket.cc), so the rate of one stream, under the line's on many hosts; try "
+         "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4", IPERF_P),
+        (IFACES, "the interfaces NCCL's sockets use (NET/Socket : Using ..., NCCL_SOCKET_IFNAME): one NIC of "
+         "several, or a slower one", NCCL_LOG),
+    ]  # fmt: skip
+
+
 def asks_first(ranked: list[tuple[str, str, str]]) -> list[str]:
     """The outputs to post, the one that tells the two likeliest candidates apart first."""
     first = first_ask([k for k, _, _ in ranked])
@@ -186,6 +213,31 @@ def unshown_network(f: Facts) -> list[Ask]:
     ev: dict[str, object] = {"post": post[:2], "candidates": [w for _, w, _ in ranked]}
     # the reporter says it is slow: a shortfall on their word, cause not found (warning, as for a short figure)
     return [Ask("warning" if spans < 2 and not listed else "info", "network", msg, ev)]
+
+
+def gdr_unshown(f: Facts) -> list[Ask]:
+    """NCCL took InfiniBand between hosts (`NET/IB : Using`) and the log shows neither a connection nor a GPUDirect
+    RDMA line: whether the data goes NIC to GPU directly is what the lines left out say. Each channel's connection
+    is logged at INIT (`via NET/IB/0/GDRDMA` with GPUDirect RDMA, `via NET/IB/0` without it: transport/net.cc),
+    and the reason it is off at NET (`GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)`: net_ib.cc up to
+    2.7, `NET/IB : GPU Direct RDMA Disabled for HCA` from topo.cc later), so a paste of the device lines alone
+    cannot tell. Information: nothing in it is wrong."""
+    if f.measured or f.averages or any(c.kind == "net" for c in f.conns):
+        return []
+    ib = [s for s in f.net if s.line.what == "ib-devices" and s.line.value]
+    if not ib or any(s.line.what in ("gdr-on", "gdr-off") for s in f.net):
+        return []
+    hosts = sorted({s.host for s in f.net if s.host})
+    if len(hosts) < 2 and (f.nccl_nodes or 0) < 2:
+        return []
+    on = f"on {', '.join(hosts[:4])}" if len(hosts) > 1 else f"across {f.nccl_nodes} nodes"
+    msg = f"cannot tell whether GPUDirect RDMA is in use: NCCL took InfiniBand ({ib[0].quote.text[:80]!r}) {on}, "
+    msg += "but no line shows how it connected the ranks (`via NET/IB/0/GDRDMA` with GPUDirect RDMA, `via NET/IB/0` "
+    msg += "without it: the data then staged through host memory) nor a `GPU Direct RDMA Disabled for HCA` line. "
+    msg += "First post "
+    msg += f"{NCCL_LOG}, whole, with {PEERMEM} on each node"
+    ev: dict[str, object] = {"lines": [str(ib[0].quote)], "post": [NCCL_LOG, PEERMEM]}
+    return [Ask("info", "gdr", msg, ev)]
 
 
 def version_only(f: Facts) -> list[Ask]:

@@ -26,6 +26,9 @@ from the threads it was tried on:
   of a bonded RoCE device (mlx5's LAG gives each QP one port), so only more QPs reach both ports.
 - `ethtool -S` of a RoCE interface: its pause and discard counters, and the switch's PFC / ECN setup.
 - `nvidia-smi -q`'s Fabric section: the fabric manager's state on an NVSwitch host (Completed, Success).
+- On a TCP network the same INIT,NET log shows the channels NCCL built (`Channel 00/02 :`, init.cc; each channel
+  opens its own connection between the nodes, net_socket.cc) and the interfaces its sockets use (`NET/Socket :
+  Using [0]eth0:... [1]eth1:...`); `iperf3 -c NODE -P 4` shows what one TCP stream and several reach on the line.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ TOPO_DUMP = "NCCL's topology dump (NCCL_TOPO_DUMP_FILE=system.xml) of a node"
 IB_QPS = "`ib_write_bw` between two nodes with `-q 1` and `-q 2` on the bond"
 ETHTOOL_S = "`ethtool -S` of the RoCE interfaces (pause and discard counters)"
 SMI_FABRIC = "`nvidia-smi -q` (its Fabric section: State and Status)"
+IPERF_P = "`iperf3 -c NODE -P 1` and `-P 4` between two nodes (one TCP stream against four)"
 
 # the candidates of a shortfall the evidence does not explain, by key
 SOCKETS = "sockets"  # NCCL on TCP sockets instead of the RDMA NICs
@@ -69,11 +73,14 @@ VM_TOPO = "vm-topo"  # in a VM, a flat PCI tree: NCCL cannot see which GPU share
 BOND_QP = "bond-qp"  # a bonded RoCE NIC driven by one QP per connection: one port carries it
 ROCE_FLOW = "roce-flow"  # RoCE without flow control (PFC / ECN): drops and retransmits under load
 FABRIC = "fabric"  # an NVSwitch host whose fabric manager is not running or not done
+CHANNELS_NET = "channels-net"  # on a TCP network, too few channels (each its own connection) for the line
+STREAMS = "streams"  # on a TCP network, one TCP stream per connection (NCCL_SOCKET_NTHREADS x NSOCKS_PERTHREAD)
+IFACES = "ifaces"  # on a TCP network, the interfaces NCCL's sockets use: one of several, or a slower one
 
 # what each output rules in or out, in the order of preference when several would do (cheapest, most
 # telling first); from the module's docstring
 SHOWS: tuple[tuple[str, frozenset[str]], ...] = (
-    (NCCL_LOG, frozenset({SOCKETS, GDR, FEW_NICS, P2P_OFF})),
+    (NCCL_LOG, frozenset({SOCKETS, GDR, FEW_NICS, P2P_OFF, CHANNELS_NET, IFACES})),
     (LSPCI, frozenset({ACS_NIC, ACS_IOMMU, PCIE_DOWN})),
     (TOPO, frozenset({PATH, FEW_NICS})),
     (IBSTAT, frozenset({PORTS, FEW_NICS})),
@@ -89,6 +96,7 @@ SHOWS: tuple[tuple[str, frozenset[str]], ...] = (
     (IB_QPS, frozenset({BOND_QP})),
     (ETHTOOL_S, frozenset({ROCE_FLOW})),
     (SMI_FABRIC, frozenset({FABRIC, NVLINK_DOWN})),
+    (IPERF_P, frozenset({STREAMS})),
 )
 
 

@@ -22,10 +22,13 @@ from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.perf_regressions import REGRESSIONS, Regression, version_of
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.model.evidence import SAID_SETTING
+from topodoctor.topology.gpu_models import model_of
 
 RING_RUN = (
     "the same run with NCCL_ALGO=RING (or ^NVLSTree) beside it, with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING"
 )
+
+NCCL_TESTS_BOTH = "nccl-tests' output (all_reduce_perf -b 8 -e 8G -f 2) with this release and with the fixed one"
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,9 @@ def _matches(r: Regression, f: Facts, sym: Symptom | None, s: Shown) -> bool:
     arch = f.model.arch if f.model is not None else ""
     if r.arch and arch and arch not in r.arch:
         return False
-    if r.models and not (f.model is not None and f.model.name.startswith(r.models)):
+    # the model from the tools' output, else from the sentences ("H800*8"), as the expectation takes it
+    model = f.model or next((m for p in f.prose if p.gpu_model and (m := model_of(p.gpu_model))), None)
+    if r.models and not (model is not None and model.name.startswith(r.models)):
         return False
     if r.multinode and s.across is False:
         return False
@@ -119,8 +124,10 @@ def regression_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             continue
         if v is None and (not r.specific or r.fixed):
             continue  # no version: only a regression every release since its first still has is likely
-        if sym is None and not r.specific:
-            continue  # one of a model or an op alone is a cause of a short figure only, as version_causes' are
+        if sym is None and not r.specific and not (r.models and v is not None and any(c.slow for c in f.prose)):
+            # one of a model or an op alone is a cause of a short figure only, as version_causes' are; or, for a
+            # model, of a run the reporter says is short on that model with a release in the range
+            continue
         what = _what(r, s, v is not None)
         fix = f"Upgrade NCCL to {r.fixed} or later." if r.fixed else f"Compare with NCCL {r.unaffected}."
         if r.workaround:
@@ -129,6 +136,8 @@ def regression_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             fix += " Confirm the version first (NCCL_DEBUG=VERSION, or nccl-tests' header)."
         if r.algo:
             fix += f" To tell it from the network, post {RING_RUN}."
+        if sym is None and not r.specific:  # the reporter's word that it is slow, no figure
+            fix += f" No figure shows the shortfall: post {NCCL_TESTS_BOTH} to confirm."
         ev = {"source": r.source, "fixed": r.fixed, "unaffected": r.unaffected, "range": r.span,
               "version_from": s.version_from if v is not None else "", "workaround": r.workaround}  # fmt: skip
         lines = tuple(q for name, q in s.algorithms.items() if name == r.algo.upper())[:1]

@@ -13,6 +13,13 @@ every step, and across nodes NCCL's ring moves 2 (n - 1) / n of their bytes over
 100 Gb/s NIC and a PCIe Gen3 x16 link alike at 12 GB/s (graph/topo.h NET_BW, PCI_BW), so a network below 100 Gb/s
 is slower than every link inside a node and bounds the step. Sharded data parallelism (ZeRO-3, FSDP) gathers the
 parameters as well: about three times the bytes.
+
+A network the reporter's monitor shows nearly idle (under a tenth of its stated line rate) while the job is
+slower across nodes is not what bounds it by bandwidth: the exchange waits on each message's round trip
+(a small model all-reduces many small tensors every step, each a few collectives whose time is their latency;
+NCCL's tuning model, tuning.cc, gives every network step a fixed latency beside its bandwidth term, and TCP
+through the kernel's stack adds its own per message, where RoCE and InfiniBand place data directly): latency,
+fixed by fewer and larger messages or a low-latency network.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections.abc import Mapping
 
 from topodoctor.diagnosis.evidence_codes import BY_CODE
 from topodoctor.diagnosis.evidence_facts import Facts
+from topodoctor.evidence.prose_words import TRAFFIC
 from topodoctor.model.evidence_scaling import LinkSaid, ScalingSaid, SpeedSaid
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.topology.gpu_models import GpuModel, model_of
@@ -28,6 +36,12 @@ from topodoctor.topology.gpu_models import GpuModel, model_of
 WEAKER = "from the reporter's words, weaker evidence than a tool's output"
 NET_NEEDED_GBIT_S = 100.0  # NCCL's NET_BW and PCI_BW, 12 GB/s: below it the network is the slowest link of the run
 SHORT = 0.5  # below half of linear scaling, the exchange costs more than the added GPUs give
+IDLE_SHARE = 0.1  # a network a monitor shows under this share of its line carries no bandwidth-bound exchange
+LATENCY_FIX = (
+    "Fewer and larger messages: fuse the gradients into larger all-reduces (Horovod's HOROVOD_FUSION_THRESHOLD and "
+    "HOROVOD_CYCLE_TIME, torch DDP's bucket_cap_mb), a larger batch per step or gradient accumulation; or a "
+    "low-latency network between the nodes (RoCE or InfiniBand, with NCCL on `NET/IB`)."
+)
 FP16_BYTES_PER_BILLION = 2e9
 _ORDINAL = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 _NODE_LINKS = ("ethernet", "infiniband", "efa", "roce", "network")
@@ -108,6 +122,15 @@ def _nodes_finding(f: Facts, s: ScalingSaid, how: str) -> Finding:
                         "Unset NCCL_IB_DISABLE (or set it to 0) where the nodes have InfiniBand or RoCE, and check "
                         "`NET/IB : Using` in NCCL_DEBUG=INFO output.")  # fmt: skip
     slow = min(rates, key=lambda x: x.gbit_s or 0.0) if rates else None
+    idle = _idle_traffic(f, slow.gbit_s) if slow is not None and slow.gbit_s else None
+    if slow is not None and slow.gbit_s is not None and idle is not None:
+        text, share = idle
+        msg = f"latency, not the network's bandwidth: {how}, while the network carries {text} ({share:.0%} of the "
+        msg += f"{slow.gbit_s:g} Gb/s line, {slow.text!r}): the exchange waits on each message's round trip, as a "
+        msg += "small model's many small all-reduces do over TCP on Ethernet, not on the line's rate; then, if fusing "
+        msg += "the messages does not help, something else between the steps (the framework's coordination, the CPU)"
+        return _finding("TD988", "warning", "network", msg, {**ev, "gbit_s": slow.gbit_s, "traffic": text,
+                                                              "share": round(share, 4)}, LATENCY_FIX)  # fmt: skip
     if slow is not None and slow.gbit_s is not None and slow.gbit_s < NET_NEEDED_GBIT_S:
         kind = {"network": "", "ethernet": " Ethernet"}.get(slow.kind, f" {slow.kind}")
         msg = f"the inter-node network ({slow.gbit_s:g} Gb/s{kind or ' Ethernet'}, {slow.text!r}) is slower than "
@@ -123,6 +146,9 @@ def _nodes_finding(f: Facts, s: ScalingSaid, how: str) -> Finding:
         msg += "InfiniBand exists (NCCL_IB_DISABLE=1, or no verbs device found: `NET/Socket`); to decide, post "
         msg += ASK_NET
         return _finding("TD988", "warning", "network", msg, {**ev, "post": [ASK_NET]})
+    ib = next((x for x in net if x.kind == "infiniband"), None)
+    if slow is None and ib is not None and not sockets:
+        return _ib_unrated(f, how, ib, ev)
     fast = slow or (LinkSaid(0, "infiniband", said_nic.nic_gbit_s, False, said_nic.nic_kind) if said_nic else None)
     if fast is not None or sockets:
         rate = f"{fast.text} ({fast.gbit_s:g} Gb/s)" if fast is not None and fast.gbit_s else "the network named"
@@ -136,6 +162,40 @@ def _nodes_finding(f: Facts, s: ScalingSaid, how: str) -> Finding:
     msg += "on sockets where InfiniBand exists (NCCL_IB_DISABLE=1, or no verbs device found: `NET/Socket` in its "
     msg += f"INFO log), GPUDirect RDMA off; to decide, post {ASK_NET}"
     return _finding("TD988", "warning", "network", msg, {**ev, "post": [ASK_NET]})
+
+
+def _ib_unrated(f: Facts, how: str, ib: LinkSaid, ev: dict[str, object]) -> Finding:
+    """TD988 over InfiniBand said without its rate: any InfiniBand carries a data-parallel step's gradients at a
+    small share of the step, so a shortfall this large is NCCL not on its verbs, first. NCCL loads libibverbs and
+    the device's provider at init (ibvwrap.cc, net_ib.cc: `Failed to open libibverbs.so`, `NET/IB : No device
+    found`) and without them falls back to its socket transport (`Using network Socket`), which, on the IPoIB
+    interface (ib0, as NCCL_SOCKET_IFNAME=ib0 names it), runs TCP over the same HCA; a container's image lacks
+    them unless built with the Mellanox OFED or rdma-core user space, and the container needs /dev/infiniband."""
+    ifname = f.settings.get("NCCL_SOCKET_IFNAME")
+    ipoib = ifname is not None and ifname[0].strip().lower().startswith("ib")
+    msg = f"{how}, over InfiniBand ({ib.text!r}, its rate not stated), which carries the gradients at a small share "
+    msg += "of a step: cause not found; first NCCL on TCP sockets instead of InfiniBand's verbs (RDMA): in a "
+    msg += "container whose image lacks the verbs user space (libibverbs with the mlx5 provider: MOFED or rdma-core) "
+    msg += "or is started without /dev/infiniband, NCCL finds no IB device and runs over sockets"
+    msg += f", here on the IPoIB interface (NCCL_SOCKET_IFNAME={ifname[0]})" if ipoib and ifname else ""
+    msg += "; then GPUDirect RDMA off (`GDRDMA` absent from the `via NET/IB` lines); to decide, post NCCL_DEBUG=INFO "
+    msg += "output of a rank (`NET/IB : Using` or `Using network Socket`, `NET/Socket : Using`)"
+    fix = ("Give NCCL the InfiniBand verbs: build the image with the Mellanox OFED (or rdma-core) user space, start "
+           "the container with --device=/dev/infiniband (and --cap-add=IPC_LOCK), and check that NCCL_DEBUG=INFO "
+           "prints `NET/IB : Using` rather than `NET/Socket`.")  # fmt: skip
+    return _finding("TD988", "warning", "network", msg, {**ev, "post": ["NCCL_DEBUG=INFO output of a rank"]}, fix)
+
+
+def _idle_traffic(f: Facts, line_gbit_s: float) -> tuple[str, float] | None:
+    """A monitor's reading of the network's traffic (evidence/prose.py keeps it as another tool's figure) under
+    IDLE_SHARE of the line rate, with its share; None where none is stated."""
+    for p in f.prose:
+        for fig in p.figures:
+            if fig.role == "measured" and fig.tool and TRAFFIC.search(fig.tool) and fig.gbps > 0:
+                share = fig.gbps * 8 / line_gbit_s
+                if share < IDLE_SHARE:
+                    return fig.text, share
+    return None
 
 
 def _node_finding(f: Facts, s: ScalingSaid, how: str, far: bool) -> Finding:

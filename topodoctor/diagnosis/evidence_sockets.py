@@ -35,6 +35,10 @@ ASK_NICS = "`ibv_devinfo` of a node, or `nvidia-smi topo -m` with its NIC legend
 NO_PROVIDER = "libibverbs has no provider library (userspace device-specific driver)"
 
 Network = Literal["rdma", "tcp", "unknown"]
+# A network said in words at this line rate or under, with no RDMA named: Ethernet carrying TCP (RoCE and
+# InfiniBand start above it: 25 GbE RoCE, IB EDR 100 Gb/s), so NCCL's socket transport between the nodes
+TCP_SAID_GBIT_S = 10.0
+_RDMA_WORDS = ("IB", "INFINIBAND", "ROCE", "ROCEV2", "EFA", "HDR", "HDR100", "NDR", "NDR200", "EDR", "FDR", "XDR")
 
 
 def setting_value(f: Facts, name: str) -> str | None:
@@ -96,6 +100,17 @@ def network_of(f: Facts, rdma: list[str]) -> tuple[Network, str]:
     if hca and not hca.startswith("^"):  # the user named the NICs: whether they exist is still not shown
         return "unknown", f"no NIC listing shows the RDMA NICs NCCL_IB_HCA names ({hca[:60]})"
     return "unknown", "no NIC listing shows whether the nodes have RDMA NICs"
+
+
+def tcp_said(f: Facts) -> float | None:
+    """The line rate (Gb/s) of a network the sentences state as Ethernet-class (TCP, or 10 Gb/s and under) where
+    nothing in the evidence names RDMA (no RDMA word, no IB or RoCE port listed, no NET/IB line); None otherwise."""
+    if any(c.nic_kind.upper() in _RDMA_WORDS for c in f.prose):
+        return None
+    if any(n.link_layer in ("IB", "RoCE") for n in f.nics) or any(s.line.what.startswith("ib-") for s in f.net):
+        return None
+    rates = [c.nic_gbit_s for c in f.prose if c.nic_gbit_s and (c.nic_gbit_s <= TCP_SAID_GBIT_S or c.nic_kind == "TCP")]
+    return min(rates) if rates else None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,13 @@ REGRESSIONS: tuple[Regression, ...] = (
         models=("H800",),
     ),
     Regression(
+        (2, 18, 1), (2, 19, 1), "H800 and H100", "large",
+        "NCCL's tuning of H800 and H100 systems, which 2.19.3 changed (2.19.3's notes: 'H800/H100 fixes and tuning'; "
+        "2.19.1's: 'Disable network flush by default on H100')",
+        "2.19.3", "NCCL 2.19.3-1 and 2.19.1-1 release notes (tags v2.19.3-1, v2.19.1-1)", ("Hopper",), None, "",
+        "2.19.3", models=("H800", "H100"),
+    ),
+    Regression(
         (2, 18, 1), (2, 18, 1), "all_to_all at scale with more than one NIC per GPU", "large",
         "all_to_all slower at scale with more than one NIC per GPU (2.18.3's notes: 'Fix performance of alltoall at "
         "scale with more than one NIC per GPU')",

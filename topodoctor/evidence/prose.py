@@ -30,6 +30,7 @@ from topodoctor.evidence.prose_words import (
     OTHER_TOOLS,
     QUOTED,
     SHARED_NIC,
+    TRAFFIC,
     asks_of,
     checked_of,
     clauses,
@@ -99,14 +100,6 @@ _CONDITION = re.compile(
     re.I,
 )
 # a drop against the run without it: the words of a comparison, not of a slow run alone
-# a NIC's load as a monitor shows it ("network trans/receive is about 20M/s", iftop's): the link's traffic, not a
-# collective's bandwidth, so it is kept beside the run as another tool's figure is
-_TRAFFIC = re.compile(
-    r"\b(?:network|NIC|net|ethernet|eth\d*|interface)\s+(?:trans\w*|receiv\w*|send\w*|traffic|rx|tx|usage|load)\b"
-    r"|\b(?:trans\w*|send\w*|rx|tx)\s*/\s*(?:receiv\w*|recv|rx|tx)\b|\b(?:iftop|nload|bmon|nethogs|sar -n DEV)\b"
-    r"|\bnetwork traffic\b",
-    re.I,
-)
 _DROP = re.compile(r"\bdrops?\b|\bdropped\b|\blower\b|\bworse\b|\bslower\b|\bdegrad\w*|\bregress\w*|\bdecreas\w*", re.I)
 _TRIED = re.compile(
     r"\bstill\b|\b(?:not|n't) (?:help|solve|fix|change|improve)|\bno (?:change|effect|difference)\b", re.I
@@ -197,7 +190,7 @@ def figures(sentence: str, line: int, paragraph: str = "") -> list[FigureSaid]:
                 OTHER_TOOLS.search(clause) or (None if op_of(clause) else OTHER_TOOLS.search(sentence)) or beside_tool
             )
             role = "measured" if named and role == "nic" else role  # another tool's measurement of the network
-            traffic = None if named or _NCCL_NAMED.search(clause) else _TRAFFIC.search(clause)
+            traffic = None if named or _NCCL_NAMED.search(clause) else TRAFFIC.search(clause)
             out.append(
                 FigureSaid(
                     line,

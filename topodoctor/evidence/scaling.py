@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from topodoctor.evidence.prose_words import KIND_GBIT_S, WORD_NUMBERS, asks_of, number, slow_of
 from topodoctor.model.evidence_scaling import LinkKind, LinkSaid, Parallel, ScalingSaid, SpeedKind, SpeedSaid
@@ -33,6 +34,13 @@ _UNITS: tuple[tuple[str, SpeedKind, str], ...] = (
 _ASCII_EDGE = r"(?<![A-Za-z0-9_.])"  # a figure may follow CJK text directly ("3090单卡是51.82s/it")
 _SPEED = re.compile(_ASCII_EDGE + _N + "(?:" + "|".join(f"(?P<u{k}>{p})" for k, (_, _, p) in enumerate(_UNITS)) + ")",
                     re.I)  # fmt: skip
+# a benchmark's own result line, its label before the figure: tf_cnn_benchmarks' "total images/sec: 1188.51",
+# Horovod's synthetic benchmarks' "Img/sec per GPU: 120.3" and "Total img/sec on 16 GPU(s): 1924.8"
+_LABELED = re.compile(
+    r"\b(images?|imgs?|samples?|sequences?|tokens?)\s*/\s*sec(?:ond)?\b((?:\s+per\s+GPU)?)(?:\s+on\s+\d+\s+GPU\(s\))?"
+    r"\s*:\s*(\d+(?:\.\d+)?)",
+    re.I,
+)
 _TIME_UNITS = r"(ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?)\b(?!\s*/)"
 _TIME = re.compile(_ASCII_EDGE + r"(\d+(?:\.\d+)?)\s*" + _TIME_UNITS, re.I)
 # a time the reporter says the run should take ("Shouldn't it be around 6 hours", "expected about 2 s per step",
@@ -61,9 +69,12 @@ _GPU_COUNT = re.compile(
     r"(?=(?:A|H|B|V|L)\d{2,3}s?\b)",
     re.I,
 )
+# a node noun typed with one inner letter left out ("2 serer", "4 machnes"): the count still places the figure
+_TYPOS = sorted({w[:i] + w[i + 1 :] for w in ("server", "machine") for i in range(1, len(w) - 1)})
 _NODE_COUNT = re.compile(
     r"(?<![\w.])" + _NUM + r"(?:\s*(?:or|and|to|-)\s*" + _NUM + r")?[ -](?:(?:compute|gpu|physical|identical|"
-    r"\w*\d\w*)[ -]){0,2}(?:nodes?|machines?|servers?|hosts?|instances?)\b|(?<![\d])(\d{1,3})\s*(?:机|台|节点)",
+    r"\w*\d\w*)[ -]){0,2}(?:nodes?|machines?|servers?|hosts?|instances?|(?:" + "|".join(_TYPOS) + r")s?)\b"
+    r"|(?<![\d])(\d{1,3})\s*(?:机|台|节点)",
     re.I,
 )
 _ONE_NODE = re.compile(r"\b(?:a |one )?(?:single|one)[ -](?:node|machine|server|host|box)\b", re.I)
@@ -95,6 +106,9 @@ _WORSE_NODES = re.compile(
     r"\b(?:increas\w*|more|add\w*)\s+(?:the\s+)?(?:number of\s+)?(?:machines|nodes|servers|hosts)\b[^.]{0,80}?"
     r"\b(?:eta|time|slower|longer|increase[sd]?|drops?|grows?|worse)\b"
     r"|\b(?:between|across)\s+(?:the\s+)?(?:machines|nodes|servers)\b[^.]{0,40}\bbottleneck"
+    # the job spread to a second machine and slower for it ("using an identical machine ... becomes 10x slower")
+    r"|\b(?:another|a second|an identical|an other|one more)\s+(?:machine|node|server|host)\b[^.]{0,120}?"
+    r"\b(?:slower|longer|worse)\b"
     r"|\b(?:slower|lower|worse)\s+than (?:on |with |using |in )?(?:a |the )?(?:single|one|1)[ -]?"
     r"(?:machine|node|server|host)\b"
     r"|机器越多[^。，,]{0,10}(?:耗时|时间|越慢|越大|越长)|(?:\d+\s*机\s*>\s*){2,}\d+\s*机",
@@ -203,6 +217,11 @@ def speeds(sentence: str, line: int, before: SpeedKind | None = None) -> list[Sp
             scale = {"k": 1e3, "m": 1e6}.get((m.group(2) or "").lower(), 1.0)
             found.append((m.start(), float(m.group(1)) * scale, unit, kind, m.group(0).strip()))
             taken.append((m.start(), m.end()))
+        for m in _LABELED.finditer(seg):
+            if not any(a <= m.start() < b for a, b in taken):
+                unit = "tokens/s" if m.group(1).lower().startswith("token") else "samples/s"
+                found.append((m.start(), float(m.group(3)), unit, "rate", m.group(0).strip()))
+                taken.append((m.start(), m.end()))
         for m in _TIME.finditer(seg):
             if any(a <= m.start() < b for a, b in taken):
                 continue
@@ -227,6 +246,17 @@ def speeds(sentence: str, line: int, before: SpeedKind | None = None) -> list[Sp
             per_gpu = bool(_PER_GPU.search(text) or _PER_GPU.search(seg[max(0, at - 40) : at + len(text) + 12]))
             out.append(SpeedSaid(line, value, unit, kind, text, per_gpu, gpus, nodes, sentence[:MAX_SENTENCE]))
     return out
+
+
+def _counts_said(sentence: str, last: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
+    """The nodes and GPUs a sentence without a speed names, each kept from ``last`` where it names none; a new node
+    count starts a new run, so its GPUs are the sentence's own or none."""
+    nodes = next((c[0] for m in _NODE_COUNT.finditer(sentence) if (c := _count(m, (1, 2, 3)))), None)
+    nodes = nodes if nodes is not None else (1 if _ONE_NODE.search(sentence) else None)
+    gpus = next((c[0] for m in _GPU_COUNT.finditer(sentence) if (c := _count(m, (1, 2, 3, 4, 5)))), None)
+    if nodes is not None:
+        return nodes, gpus
+    return last[0], gpus if gpus is not None else last[1]
 
 
 def links(text: str, line: int) -> list[LinkSaid]:
@@ -298,9 +328,16 @@ def read(said: list[tuple[int, str]], piece: int) -> ScalingSaid | None:
     seen: list[LinkSaid] = []
     used: set[int] = set()
     before: SpeedKind | None = None
+    counts: tuple[int | None, int | None] = (None, None)  # the nodes and GPUs the last sentences named
     for k, text in said:
         for sentence in re.split(r"(?<=[.!?])\s+|(?<=。)", text):
             got = speeds(sentence, k + 1, before)
+            if not got:
+                counts = _counts_said(sentence, counts)
+            elif all(x.nodes is None and x.gpus is None for x in got) and counts != (None, None):
+                # "then I run this on two nodes. each one is 8 GPU. ... it's speed is X": the run the sentences
+                # before it describe
+                got = [replace(x, nodes=counts[0], gpus=counts[1]) for x in got]
             if got:
                 before = next((s.kind for s in reversed(got) if s.kind != "rate"), before)
                 found += got

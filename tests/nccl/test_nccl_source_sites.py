@@ -220,3 +220,20 @@ def test_the_uds_bind_of_nccl_2_20_3_is_its_known_bug_and_not_of_2_20_5() -> Non
     bug = lead("2.20.3")
     assert bug.code == "TD083" and "2.20.5" in bug.message
     assert lead("2.21.5").code != "TD083"
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("misc/nvmlwrap.cc:62", "Failed to open libnvidia-ml.so.1"),
+        (
+            "os/linux.cc:615",
+            "Failed to open libnvidia-ml.so.1: libnvidia-ml.so.1: cannot open shared object file: No such file or "
+            "directory",
+        ),
+    ],
+)
+def test_nvmls_library_that_cannot_be_loaded_is_the_drivers_user_space(where: str, message: str) -> None:
+    lead = _lead(where, message)
+    assert lead.code == "TD078" and "could not load libnvidia-ml.so.1" in lead.message
+    assert "--gpus all" in lead.fix

@@ -356,6 +356,15 @@ def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) 
 
 
 def _nvml(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if lib := f.get("lib"):  # NVML's library is not where the process loads from: the driver's user space
+        why = f" ({f['dlerr'].strip()})" if f.get("dlerr") else ""
+        msg = f"NCCL could not load {lib}{why}: the NVIDIA driver's user-space libraries are not in this process"
+        fix = (
+            "Run the container with the NVIDIA runtime (`docker run --gpus all`, the device plugin's "
+            "NVIDIA_DRIVER_CAPABILITIES with utility), or install the driver; `ldconfig -p | grep libnvidia-ml` "
+            "and `nvidia-smi` in the same environment show it. " + EXPLANATIONS["TD078"].fix
+        )
+        return Said("TD078", msg, fix, {"library": lib})
     return Said("TD078", f"{f.get('call')} failed: {f.get('err', '').strip()}", EXPLANATIONS["TD078"].fix)
 
 

@@ -312,7 +312,15 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # misc/strongstream.cc: a CUDA graph capture this driver or NCCL build cannot do
     ("graph-capture", re.compile(r"NCCL cannot be captured in a graph"), ROOT),
     # misc/nvmlwrap.cc: NVML, which NCCL asks for the topology, failed
-    ("nvml", re.compile(r"(?P<call>nvml\w+)\(\d*\) failed: (?P<err>[^.\n]+)"), ROOT),
+    # misc/nvmlwrap.cc (2.3 - 2.29), os/linux.cc (2.30, with dlerror): the dlopen of NVML's library itself failed
+    (
+        "nvml",
+        re.compile(
+            r"(?P<call>nvml\w+)\(\d*\) failed: (?P<err>[^.\n]+)"
+            r"|Failed to open (?P<lib>libnvidia-ml\.so(?:\.1|\[\.1\])?)(?:: (?P<dlerr>[^\n]+))?"
+        ),
+        ROOT,
+    ),
     # nccl-tests' check of the results
     ("wrong-results", re.compile(r"Out of bounds values : (?P<n>[1-9]\d*) FAILED"), ROOT),
     # torch's heartbeat monitor (2.2+): the NCCL watchdog thread itself made no progress, so the process is killed

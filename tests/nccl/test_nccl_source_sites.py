@@ -237,3 +237,13 @@ def test_nvmls_library_that_cannot_be_loaded_is_the_drivers_user_space(where: st
     lead = _lead(where, message)
     assert lead.code == "TD078" and "could not load libnvidia-ml.so.1" in lead.message
     assert "--gpus all" in lead.fix
+
+
+def test_the_address_parser_names_nccl_ras_addr_where_only_that_is_set() -> None:
+    text = (
+        f"{BANNER}{H} NCCL INFO NCCL_RAS_ADDR set by environment to ras-host\n"
+        f"{H} misc/socket.cc:330 NCCL WARN Net : No valid <IPv4_or_hostname>:<port> pair found\n"
+        f"{H} NCCL INFO ras/client_support.cc:171 -> 4\n{H} NCCL INFO init.cc:1696 -> 4\n"
+    )
+    lead = next(f for f in explain([parse_file("rank0.log", text)]) if f.severity == "error")
+    assert lead.code == "TD077" and "NCCL_RAS_ADDR=ras-host" in lead.message

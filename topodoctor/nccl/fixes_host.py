@@ -277,7 +277,7 @@ def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 
 
 def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    if {"commid", "setting", "setting2", "setting3", "layers"} & f.keys():
+    if {"commid", "addrstr", "setting", "setting2", "setting3", "layers"} & f.keys():
         return named_setting(f, ctx)
     if "value" in f or f.get("fused"):
         return _unparsed(f, ctx)

@@ -199,6 +199,7 @@ def invalid_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
 # the variable NCCL refuses by name -> what it wants
 _WANTS = {
     "NCCL_COMM_ID": "<address>:<port> of the root rank's host (an IPv6 address in brackets: [addr]:port)",
+    "NCCL_RAS_ADDR": "<address>:<port> this host resolves (the default is localhost:28028)",
     "NCCL_WORK_FIFO_DEPTH": "a power of two, at least its minimum (NCCL 2.13 - 2.21)",
     "NCCL_IB_SUBNET_PREFIX_LEN": "a prefix length between 1 and 32",
     "NCCL_IB_MERGE_NICS": "1 (or unset) while NICs are to be merged into one virtual NIC",
@@ -210,9 +211,12 @@ _WANTS = {
 def named_setting(f: Mapping[str, str], ctx: LogContext) -> Said:
     """A variable NCCL refused by its name (bootstrap.cc, misc/socket.cc, enqueue.cc, net_ib), or NICs of
     different link layers selected together (net_ib 2.20+: NCCL's own words send the user to NCCL_IB_HCA)."""
+    ras = "NCCL_RAS_ADDR" in ctx.env and "NCCL_COMM_ID" not in ctx.env  # socket.cc's parser serves both
     var = (
         "NCCL_COMM_ID"
-        if f.get("commid")
+        if f.get("commid") or (f.get("addrstr") and not ras)
+        else "NCCL_RAS_ADDR"
+        if f.get("addrstr")
         else "NCCL_IB_HCA"
         if f.get("layers")
         else f.get("setting") or f.get("setting2") or f.get("setting3") or "?"

@@ -145,9 +145,10 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r'|(?:All entries except the first must have a prefix: |Unrecognized (?P<part>\w+) token "(?P<token>[^"]*)"'
             r' when parsing )"(?P<value>[^"]*)"|(?:TOPO/NET : Could not force merge NICs |TOPO/NET : Only matched \d+ '
             r"devices, \d+ requested from |Specified fused NIC )(?P<fused>\S+?)(?=\.? |\.?$)"
-            # bootstrap.cc, misc/socket.cc: NCCL_COMM_ID not <addr>:<port>; the values NCCL refuses by name
-            r"|(?P<commid>Invalid NCCL_COMM_ID, please use format"
-            r"|Net : No valid (?:<IPv4_or_hostname>:<port>|\[IPv6\]:port) pair found"
+            # bootstrap.cc: NCCL_COMM_ID not <addr>:<port>; the values NCCL refuses by name
+            r"|(?P<commid>Invalid NCCL_COMM_ID, please use format)"
+            # the address parser under it, which 2.24+'s RAS also runs on NCCL_RAS_ADDR (default localhost:28028)
+            r"|(?P<addrstr>Net : No valid (?:<IPv4_or_hostname>:<port>|\[IPv6\]:port) pair found"
             r"|Net : error encountered when getting address info)"
             r"|'?(?P<setting>NCCL_WORK_FIFO_DEPTH|NCCL_IB_SUBNET_PREFIX_LEN)=(?P<set>-?\d+)'? is "
             r"(?:too small|out of range)"

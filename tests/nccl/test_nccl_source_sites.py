@@ -247,3 +247,9 @@ def test_the_address_parser_names_nccl_ras_addr_where_only_that_is_set() -> None
     )
     lead = next(f for f in explain([parse_file("rank0.log", text)]) if f.severity == "error")
     assert lead.code == "TD077" and "NCCL_RAS_ADDR=ras-host" in lead.message
+
+
+def test_no_transport_between_two_ranks_ranks_the_two_disables_first() -> None:
+    lead = _lead("transport.cc:40", "No transport found for rank 0[1b000] -> rank 1[3d000]")
+    assert lead.code == "TD052" and lead.evidence["cause"]["confidence"] == "candidates"
+    assert str(lead.evidence["candidates"][0]).startswith("NCCL_P2P_DISABLE=1 together with NCCL_SHM_DISABLE=1")

@@ -1,5 +1,5 @@
-"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD099), each with
-the evidence line, what it means, a fix built from the evidence and the cause as topodoctor read
+"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD099, TD957 - TD965),
+each with the evidence line, what it means, a fix built from the evidence and the cause as topodoctor read
 it. Data in, findings out; no I/O.
 
 The rules that decide the verdict:

@@ -1,5 +1,5 @@
-"""The failure classes `topodoctor nccl-log` names (codes TD040 - TD099): each with its stable
-name, severity, what it means and the general fix (what `topodoctor explain CODE` prints). This
+"""The failure classes `topodoctor nccl-log` names (codes TD040 - TD099, TD957 - TD965): each with its
+stable name, severity, what it means and the general fix (what `topodoctor explain CODE` prints). This
 module holds the classes of the host (CUDA, NVLS, shared memory, topology files, the result
 itself) and gathers those of ``explanations_network``. A finding's own fix is built from its
 evidence (``nccl.fixes_*``): the HCA, the status, the variable, the file. Data only."""
@@ -177,9 +177,11 @@ _HOST = (
         "invalid-setting",
         "error",
         "NCCL cannot honour a setting: a forced algorithm or protocol the operation does not have, nodes with "
-        "different NIC counts, an invalid communicator config value",
+        "different NIC counts, an invalid communicator config value, a variable's value NCCL refuses by name, "
+        "RDMA devices of different link layers selected together",
         "Unset the variable the finding names (NCCL_ALGO / NCCL_PROTO: let NCCL choose, or allow Ring and "
-        "Simple too); for mixed NIC counts fix the node that lacks a NIC (or NCCL_IGNORE_NET_MISMATCH=1).",
+        "Simple too); for mixed NIC counts fix the node that lacks a NIC (or NCCL_IGNORE_NET_MISMATCH=1); for "
+        "InfiniBand and RoCE ports mixed list the ports of one link layer in NCCL_IB_HCA.",
     ),
     _e(
         "TD078",

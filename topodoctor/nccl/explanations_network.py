@@ -212,4 +212,15 @@ NETWORK_CLASSES = (
         "check it with `ibv_devinfo` and, in a container, that its /dev/infiniband node is passed in (the "
         "RDMA device plugin, `--device`).",
     ),
+    _e(
+        "TD957",
+        "collnet-sharp",
+        "error",
+        "The SHARP network plugin (CollNet: reductions in the InfiniBand switches, nccl-rdma-sharp-plugins) "
+        "failed: its libsharp_coll could not start, create the job's group or register memory",
+        "NCCL_COLLNET_ENABLE=0 runs without SHARP (NCCL's own rings and trees over IB) while SHARP is fixed. "
+        "For SHARP: the Aggregation Manager (sharp_am) running on the subnet manager's node and the switches "
+        "SHARP-capable, the SHARP resources not all taken by other jobs, the plugin's libsharp_coll from the same "
+        "HPC-X as the plugin; SHARP_COLL_LOG_LEVEL=3 prints libsharp_coll's own reason.",
+    ),
 )

@@ -149,4 +149,27 @@ RUNTIME_CLASSES = (
         "NCCL_SHM_DISABLE=1 (NCCL's segments) or a DataLoader with num_workers=0 (its workers' shared memory) "
         "confirms which; NCCL 2.19 and later report a full /dev/shm as an error instead of the signal.",
     ),
+    _e(
+        "TD093",
+        "mnnvl-imex",
+        "error",
+        "Multi-node NVLink (MNNVL: a GB200 / GB300 NVL rack) is present, but its fabric memory does not work: the "
+        "IMEX daemon or its channels are not set up where the process runs",
+        "Every node of the NVLink domain needs the nvidia-imex service running with the same node list "
+        "(`nvidia-imex-ctl -N` shows the domain's nodes READY), and the process an IMEX channel: "
+        "/dev/nvidia-caps-imex-channels/channel0 on the host (created by the driver or `mknod`), and in a "
+        "container passed in (the GPU operator's ComputeDomain, `--device`). NCCL_MNNVL_ENABLE=0 runs without "
+        "multi-node NVLink (over the network) until then.",
+    ),
+    _e(
+        "TD095",
+        "invalid-usage",
+        "error",
+        "The program called NCCL against its API's rules, in NCCL's own words: a group call, a config or info "
+        "struct, a communicator, a reduction operator, a device or a datatype used as NCCL does not allow",
+        "The rule is in NCCL's message: find the call in the program (or the framework release that makes it) "
+        "and keep the rule: ncclGroupStart before ncclGroupEnd, structs set from their NCCL_*_INITIALIZER, one "
+        "operation at a time on a nonblocking communicator until it returns ncclSuccess, a send to self paired "
+        "with a receive in the same group; a framework's own call is fixed by upgrading it.",
+    ),
 )

@@ -13,7 +13,7 @@ from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.fixes_runtime import cumem_host
-from topodoctor.nccl.fixes_usage import own_p2p
+from topodoctor.nccl.fixes_usage import named_setting, own_p2p
 from topodoctor.nccl.parse import Event
 
 
@@ -190,6 +190,14 @@ def _graph(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     file = ctx.env.get("NCCL_GRAPH_FILE", "")
     named = f"NCCL_GRAPH_FILE={file}" if file else "NCCL_GRAPH_FILE"
     dev = f" (dev {f['dev']} not found)" if f.get("dev") else ""
+    if f.get("file"):  # xml.cc: fopen failed, with strerror
+        err = f": {f['err'].strip()}" if f.get("err") else ""
+        msg = f"NCCL could not open the graph file {f['file']}{err} (a path missing or unreadable on this node)"
+        return Said("TD070", msg, EXPLANATIONS["TD070"].fix, {"graph_file": file or f["file"]})
+    if f.get("version"):
+        needed = f.get("needed", "?")
+        msg = f"{named} is in graph format {f['version']}, this NCCL reads {needed}: dumped by another release"
+        return Said("TD070", msg, EXPLANATIONS["TD070"].fix, {"graph_file": file})
     return Said(
         "TD070",
         f"{named} names GPUs or NICs this job does not have{dev}",
@@ -269,6 +277,8 @@ def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 
 
 def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if {"commid", "addrstr", "setting", "setting2", "setting3", "layers"} & f.keys():
+        return named_setting(f, ctx)
     if "value" in f or f.get("fused"):
         return _unparsed(f, ctx)
     if f.get("func") or not (f.get("what") or f.get("attr")):
@@ -346,6 +356,15 @@ def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) 
 
 
 def _nvml(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if lib := f.get("lib"):  # NVML's library is not where the process loads from: the driver's user space
+        why = f" ({f['dlerr'].strip()})" if f.get("dlerr") else ""
+        msg = f"NCCL could not load {lib}{why}: the NVIDIA driver's user-space libraries are not in this process"
+        fix = (
+            "Run the container with the NVIDIA runtime (`docker run --gpus all`, the device plugin's "
+            "NVIDIA_DRIVER_CAPABILITIES with utility), or install the driver; `ldconfig -p | grep libnvidia-ml` "
+            "and `nvidia-smi` in the same environment show it. " + EXPLANATIONS["TD078"].fix
+        )
+        return Said("TD078", msg, fix, {"library": lib})
     return Said("TD078", f"{f.get('call')} failed: {f.get('err', '').strip()}", EXPLANATIONS["TD078"].fix)
 
 

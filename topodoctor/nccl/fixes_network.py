@@ -300,6 +300,15 @@ def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 
 
 def _invalid_rank(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if root := f.get("rootn") or f.get("rootn2"):  # bootstrap.cc's root: ranks that disagree on the world size
+        other = f.get("procn") or f.get("procn2")
+        msg = f"ranks reaching NCCL's bootstrap root disagree on the world size ({root} and {other})"
+        return Said("TD080", msg, _ROOT_FIX + " " + EXPLANATIONS["TD080"].fix, {"nranks": root, "ranks": []})
+    if twice := f.get("twice"):
+        msg = f"rank {twice} of {f.get('nranks', '?')} checked in twice at NCCL's bootstrap root"
+        return Said(
+            "TD080", msg, _ROOT_FIX + " " + EXPLANATIONS["TD080"].fix, {"nranks": f.get("nranks"), "ranks": [twice]}
+        )
     ranks = sorted({int(e.fields["rank"]) for e in evs if e.fields.get("rank", "").lstrip("-").isdigit()})
     shown = ", ".join(str(r) for r in ranks[:6]) + ("..." if len(ranks) > 6 else "")
     n = f.get("nranks", "?")
@@ -309,6 +318,26 @@ def _invalid_rank(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
         EXPLANATIONS["TD080"].fix,
         {"nranks": n, "ranks": ranks},
     )
+
+
+def _sharp(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """sharp_plugin.c: sharp_coll_init (reaching SHARP's manager), sharp_coll_comm_init (the job's group in the
+    switches), sharp_coll_reg_mr, with libsharp_coll's error string and number."""
+    what = f.get("what", "SHARP failed")
+    err = f" ({f['err'].strip()}, {f.get('num')})" if f.get("err") else ""
+    step = {
+        "SHARP coll init error": "libsharp_coll could not start for this job",
+        "SHARP group create failed": "SHARP could not create the job's group in the switches",
+    }.get(what, f"the SHARP plugin failed ({what})")
+    return Said("TD957", f"{step}{err}", EXPLANATIONS["TD957"].fix, {"step": what})
+
+
+# bootstrap.cc: every rank of one communicator reaches one root with the same unique id and world size
+_ROOT_FIX = (
+    "Two processes were given the same RANK, or two jobs (or two communicators' inits) reached one root: the same "
+    "NCCL_COMM_ID or MASTER_ADDR:MASTER_PORT for both, a unique id reused; give each job its own port and each "
+    "process its own rank."
+)
 
 
 def _skipped(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
@@ -329,6 +358,7 @@ NETWORK: dict[str, Builder] = {
     "ib-status-12": _status,
     "ib-status-remote": _status,
     "socket-ifname": _ifname,
+    "sharp": _sharp,
     "connect": _connect,
     "peer-lost": _peer_lost,
     "net-peer-gone": _peer_gone,

@@ -117,6 +117,18 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
             "process can find.",
             {"symbol": ""},
         )
+    if built := f.get("built") or f.get("built2"):  # dev_runtime.cc (2.29+): the device API's check of both
+        msg = f"the program was built with NCCL {built} but runs with libnccl {f.get('runs') or f.get('runs2')}"
+        if f.get("older"):
+            msg += ": built against a release too old for this libnccl's device API"
+            return Said(
+                "TD085",
+                msg,
+                "Rebuild the program (its device-side NCCL code) against the nccl.h of the libnccl it loads, or "
+                "load the libnccl it was built with. " + EXPLANATIONS["TD085"].fix,
+                {"symbol": ""},
+            )
+        return Said("TD085", msg + ": the libnccl is older than the program", EXPLANATIONS["TD085"].fix, {"symbol": ""})
     if f.get("sym"):
         msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
     elif ver := f.get("ver") or f.get("ver2"):  # a symbol version the program was linked against
@@ -124,6 +136,28 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
     else:
         msg = f"{f.get('lib') or 'libnccl'} could not be loaded"
     return Said("TD085", msg, EXPLANATIONS["TD085"].fix, {"symbol": f.get("sym", "")})
+
+
+def _mnnvl(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """mnnvl.cc: NCCL tried a FABRIC handle on a multi-node NVLink domain; which step failed names the part of
+    IMEX (2.27+: allocating it needs an IMEX channel, exporting / importing it the IMEX daemon's domain)."""
+    clique = f" of {f['clique']} GPUs" if f.get("clique") else ""
+    if f.get("forced"):
+        msg = "NCCL_MNNVL_ENABLE=1 asked for multi-node NVLink, which this system does not offer"
+        specific = "Unset NCCL_MNNVL_ENABLE (NCCL uses multi-node NVLink where the fabric has it)."
+    elif f.get("imex") == "channel configuration":
+        msg = f"the multi-node NVLink domain{clique} is present but NCCL could not allocate fabric memory"
+        specific = (
+            "The allocation needs an IMEX channel: /dev/nvidia-caps-imex-channels/channel0 is missing on the host "
+            "or not passed into the container."
+        )
+    else:
+        msg = f"the multi-node NVLink domain{clique} is present but fabric memory could not be shared through IMEX"
+        specific = (
+            "The export or import of the fabric handle failed: the nvidia-imex daemon is not running on every "
+            "node, or its node list differs (`nvidia-imex-ctl -N`)."
+        )
+    return Said("TD093", msg, with_general("TD093", specific), {"clique": f.get("clique", "")})
 
 
 def _subnet(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
@@ -264,4 +298,5 @@ RUNTIME: dict[str, Builder] = {
     "subnet": _subnet,
     "graph-search": _graph_search,
     "cumem-host": cumem_host,
+    "mnnvl": _mnnvl,
 }

@@ -1,6 +1,7 @@
 """Builders of `nccl-log` findings for the arguments NCCL's own checks reject (misc/argcheck.cc,
-ncclInvalidArgument) and for a program's own peer-to-peer code that needs what NCCL's P2P needs.
-Data in, text out.
+ncclInvalidArgument), for the API rules a program broke in NCCL's words (group.cc, init.cc,
+enqueue.cc: ncclInvalidUsage), for a variable NCCL refuses by name, and for a program's own
+peer-to-peer code that needs what NCCL's P2P needs. Data in, text out.
 
 argcheck.cc prints the root's range as ``0..nRanks`` (the communicator's size, not its last rank)
 from NCCL 2.13 to 2.30, so ``0..0`` is a communicator of no ranks: one not initialised (or already
@@ -100,4 +101,135 @@ def own_p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
     return Said("TD055", msg, fix, {"own_p2p": who})
 
 
-USAGE: dict[str, Builder] = {"invalid-argument": invalid_argument}
+# NCCL's words for the rule broken -> what the program did, what keeps the rule (group.cc, init.cc, enqueue.cc,
+# bootstrap.cc 2.7 - 2.30)
+_RULES = (
+    (
+        "not in a group call",
+        "ncclGroupEnd was called with no ncclGroupStart open (one end too many, or on another thread)",
+        "Pair every ncclGroupEnd with a ncclGroupStart on the same thread.",
+    ),
+    (
+        "Blocking and nonblocking",
+        "one group held communicators made blocking and nonblocking (ncclConfig_t.blocking)",
+        "Put blocking and nonblocking communicators in separate groups, or make them all the same kind.",
+    ),
+    (
+        "before the previous operation",
+        "a nonblocking communicator was called again while its previous call was still in progress",
+        "Wait for ncclCommGetAsyncError to return ncclSuccess (not ncclInProgress) before the next call on a "
+        "nonblocking communicator.",
+    ),
+    (
+        "to self without a matching",
+        "a send to the rank itself (or a receive from it) had no matching receive (send) in the same group",
+        "Post a rank's send to itself and its receive in one group (ncclGroupStart / ncclGroupEnd; torch's "
+        "batch_isend_irecv with both P2POps), with the same count and datatype.",
+    ),
+    (
+        "graph captured",
+        "a group mixed operations captured in a CUDA graph with uncaptured ones (or two graphs)",
+        "Capture all of a group's operations in one CUDA graph, or none of them.",
+    ),
+    (
+        "Streams given to",
+        "a group mixed operations captured in a CUDA graph with uncaptured ones (or two graphs)",
+        "Capture all of a group's operations in one CUDA graph, or none of them.",
+    ),
+    (
+        "initialized via",
+        "a struct was passed to NCCL without being set from its initializer",
+        "Set the struct from the initializer NCCL names before changing its fields (it also fills its size and "
+        "version), and build against the nccl.h of the libnccl loaded.",
+    ),
+    (
+        "FP8 reduction",
+        "an FP8 reduction (all-reduce, reduce-scatter, reduce) ran on a GPU older than Hopper (sm90)",
+        "Reduce FP8 data in a wider type (bf16, fp16, fp32) on GPUs before sm90, or run on sm90 or newer; FP8 "
+        "copies (all-gather, broadcast, send / receive) need no sm90.",
+    ),
+    (
+        "Data type supplied",
+        "a user reduction (ncclRedOpCreatePreMulSum) was used with another datatype than it was created for",
+        "Create the reduction operator with the datatype of the collective that uses it.",
+    ),
+    (
+        "ncclRedOpDestroy",
+        "ncclRedOpDestroy was given an operator it cannot destroy (a built-in one, another communicator's, one "
+        "already destroyed)",
+        "Destroy each user reduction operator once, on the communicator that created it.",
+    ),
+    (
+        "Invalid device",
+        "ncclCommInitAll's device list names a GPU the process does not see",
+        "List only GPUs below the count the process sees: CUDA_VISIBLE_DEVICES renumbers them from 0.",
+    ),
+    (
+        "invalid device count",
+        "ncclCommInitAll was asked for a number of devices below one",
+        "Pass ncclCommInitAll the number of GPUs to use (at least 1).",
+    ),
+    (
+        "improper usage of ncclCommInitRank",
+        "ncclCommInitRankScalable was given no unique id, or more ids than ranks",
+        "Pass between 1 and nranks unique ids, the same on every rank.",
+    ),
+    (
+        "NCCL_COMM_ID is set",
+        "a communicator was grown (ncclCommGetUniqueId, NCCL 2.29+) while NCCL_COMM_ID was set",
+        "Unset NCCL_COMM_ID in the processes that grow a communicator: the grow's unique id comes from the "
+        "communicator itself.",
+    ),
+)
+
+
+def invalid_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """NCCL refused a call for a rule of its API its message states (ncclInvalidUsage / ncclInvalidArgument)."""
+    rule = f.get("rule", "")
+    did, keep = next(
+        ((d, k) for words, d, k in _RULES if words in rule), ("the program broke a rule of NCCL's API", "")
+    )
+    if f.get("struct"):
+        did = f"{f['struct']} was passed to NCCL without being set from {f.get('init', 'its initializer')}"
+    if f.get("dev"):
+        did = f"ncclCommInitAll's device list names GPU {f['dev']}, but the process sees {f.get('ndev', '?')}"
+    return Said("TD095", f"{did} (NCCL: {rule.rstrip('.')})", with_general("TD095", keep), {"rule": rule})
+
+
+# the variable NCCL refuses by name -> what it wants
+_WANTS = {
+    "NCCL_COMM_ID": "<address>:<port> of the root rank's host (an IPv6 address in brackets: [addr]:port)",
+    "NCCL_RAS_ADDR": "<address>:<port> this host resolves (the default is localhost:28028)",
+    "NCCL_WORK_FIFO_DEPTH": "a power of two, at least its minimum (NCCL 2.13 - 2.21)",
+    "NCCL_IB_SUBNET_PREFIX_LEN": "a prefix length between 1 and 32",
+    "NCCL_IB_MERGE_NICS": "1 (or unset) while NICs are to be merged into one virtual NIC",
+    "NCCL_NVLS_ENABLE": "unset (or 0) while ranks share a GPU (MPS, or several ranks per GPU)",
+    "NCCL_IB_HCA": "ports of one link layer only (all InfiniBand or all RoCE), the same kind on every node",
+}
+
+
+def named_setting(f: Mapping[str, str], ctx: LogContext) -> Said:
+    """A variable NCCL refused by its name (bootstrap.cc, misc/socket.cc, enqueue.cc, net_ib), or NICs of
+    different link layers selected together (net_ib 2.20+: NCCL's own words send the user to NCCL_IB_HCA)."""
+    ras = "NCCL_RAS_ADDR" in ctx.env and "NCCL_COMM_ID" not in ctx.env  # socket.cc's parser serves both
+    var = (
+        "NCCL_COMM_ID"
+        if f.get("commid") or (f.get("addrstr") and not ras)
+        else "NCCL_RAS_ADDR"
+        if f.get("addrstr")
+        else "NCCL_IB_HCA"
+        if f.get("layers")
+        else f.get("setting") or f.get("setting2") or f.get("setting3") or "?"
+    )
+    value = f.get("set") or ctx.env.get(var, "")
+    shown = f"{var}={value}" if value else var
+    if var == "NCCL_IB_HCA":
+        msg = "the RDMA ports NCCL is to connect or merge have different link layers (InfiniBand and RoCE)"
+        msg += f"; the log shows {shown}" if value else ""
+    else:
+        msg = f"NCCL refuses {shown}"
+    keep = f"Set {var} to {_WANTS.get(var, 'a value NCCL accepts')}, or unset it."
+    return Said("TD077", msg, with_general("TD077", keep), {"variable": var, "value": value})
+
+
+USAGE: dict[str, Builder] = {"invalid-argument": invalid_argument, "invalid-usage": invalid_usage}

@@ -61,7 +61,8 @@ OWN_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\]|^\[(?:rank\d+|[EWIF]\d{4}|\d+,\d+\]
 
 # --- the version banner, also wrapped after "NCCL version" or after "NCCL"
 
-VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+)(?P<suffix>\+cuda[\d.]+)?")
+# (not the release a program was built with, which dev_runtime.cc's version check names: "compiled with NCCL version")
+VERSION = re.compile(r"(?<!compiled with )NCCL version (?P<v>\d+\.\d+\.\d+)(?P<suffix>\+cuda[\d.]+)?")
 VERSION_TAIL = re.compile(r"NCCL(?P<word> version)?\s*$")
 # the next line of a wrapped banner: the version alone (after "version") or "version N" (after "NCCL")
 VERSION_WRAPPED = {

@@ -232,4 +232,19 @@ KNOWN_BUGS = (
         tells="the GPU (the bug needs Blackwell workstation GPUs over PCIe), NCCL_PROTO=Simple making it go away, and "
         "an upgrade: a fault that stays is not the bug",
     ),
+    KnownBug(
+        "uds-name-split-communicators",
+        (2, 20, 0),
+        (2, 20, 4),
+        re.compile(r"UDS: Binding to socket \S+ failed : Address already in use"),
+        "misc/ipcsocket.cc",
+        "2.20.5",
+        "2.20.3's proxy named its UDS socket (the cuMem handles' channel, made for every communicator) by the rank "
+        "and the process's hash alone, so two communicators of one process with a rank in common (ncclCommSplit) "
+        "bound the same name",
+        "NCCL 2.20.5-1 release notes: UDS connection failure when using ncclCommSplit fixed (Issue #1185); proxy.cc "
+        "2.20.5 names the socket from a random per-communicator address instead of the pidHash",
+        others=("two processes with the same host and PID hash: containers sharing one network namespace",),
+        tells="the release (2.20.3 only) and a second communicator of the process (a split, a new process group)",
+    ),
 )

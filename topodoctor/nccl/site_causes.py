@@ -59,6 +59,27 @@ def stray_bytes(message: str) -> str:
 # What the words of a message say of its kind, tried in order before the site's part of NCCL
 FAMILIES: tuple[tuple[str, re.Pattern[str], tuple[Candidate, ...]], ...] = (
     ("a connection that was not the peer's", re.compile(r"socketFinalizeAccept.*wrong (?:magic|type)"), _STRAY),
+    # transport.cc selectTransport: P2P, SHM and the network all refused the pair (the network connects ranks of one
+    # host only where ncclTopoCheckNet allows it, off by default)
+    (
+        "no transport between two ranks",
+        re.compile(r"No transport found for rank"),
+        (
+            (
+                "NCCL_P2P_DISABLE=1 together with NCCL_SHM_DISABLE=1: ranks of one host are left with no transport",
+                "the `set by environment` lines (and /etc/nccl.conf); unset one of the two",
+            ),
+            (
+                "ranks of one host in containers that share neither /dev/shm nor the IPC namespace (SHM needs one "
+                "/dev/shm, P2P one IPC namespace)",
+                "the two ranks' bus ids on one host in the message; `--ipc=host` or a shared /dev/shm for the pods",
+            ),
+            (
+                "NCCL_P2P_LEVEL below the path between the two GPUs with SHM off",
+                "NCCL_P2P_LEVEL and NCCL_SHM_DISABLE in the log; `nvidia-smi topo -m` for the path",
+            ),
+        ),
+    ),
     (
         "an allocation that returned nothing",
         re.compile(

@@ -64,6 +64,19 @@ def test_no_input_of_a_known_kind_is_exit_2_naming_what_it_reads(tmp_path: Path)
     assert "nccl-tests output" in lines[0] and "nvidia-smi" in lines[0] and "Traceback" not in r.output
 
 
+def test_json_asked_gets_a_json_answer_on_an_input_error_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "notes.txt"
+    other.write_text("the job was slow yesterday\n")
+    assert main(["diagnose", str(other), "-f", "json"]) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["kind"] == "diagnose" and doc["verdict"] == "unknown" and doc["exit_code"] == 2
+    assert doc["findings"] == [] and "holds no kind of text diagnose reads" in doc["reason"]
+    assert err.count("\n") == 1 and err.startswith("topodoctor: error: ")
+
+
 def test_a_question_asked_in_sentences_is_read_and_judged(tmp_path: Path) -> None:
     """nccl#1442 as its reporter wrote it (fixtures/diagnose/holdout4/e-04): exit 0, normal, on their words."""
     r = runner.invoke(app, ["diagnose", str(FIXTURES / "diagnose" / "holdout4" / "e-04"), "-f", "line"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from topodoctor.cli.io import Env
 from topodoctor.core.budget import Budget
+from topodoctor.core.errors import TopodoctorError
 from topodoctor.report import diagnose as report
 from topodoctor.service.diagnose import diagnose
 from topodoctor.service.request_diagnose import DiagnoseRequest
@@ -12,7 +13,12 @@ from topodoctor.service.request_diagnose import DiagnoseRequest
 
 def run_diagnose(args: DiagnoseRequest, env: Env) -> int:
     """Read the inputs (bounded, under the budget), judge them and print the answer."""
-    outcome = diagnose(args.paths, Budget.start(args.timeout), args.fails_from)
+    try:
+        outcome = diagnose(args.paths, Budget.start(args.timeout), args.fails_from)
+    except TopodoctorError as exc:
+        if args.fmt == "json":  # machines reading stdout get an answer in their format, as check gives them
+            env.render(lambda: env.emit_json(report.could_not_read_json(str(exc), exc.exit_code)))
+        raise
     if args.fmt == "json":
         env.emit_json(report.json_doc(outcome.evidence, outcome))
     elif args.fmt == "line":

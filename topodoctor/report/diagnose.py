@@ -53,6 +53,20 @@ def json_doc(ev: Evidence, outcome: CommandOutcome) -> dict[str, Any]:
     }
 
 
+def could_not_read_json(reason: str, exit_code: int) -> dict[str, Any]:
+    """For machines, when nothing could be judged (no input of a kind it reads, the budget spent): the
+    reason and the exit code, no evidence and no findings."""
+    return {
+        "kind": "diagnose",
+        "schema_version": DIAGNOSE_SCHEMA_VERSION,
+        "verdict": "unknown",
+        "reason": printable(reason),
+        "evidence": None,
+        "findings": [],
+        "exit_code": exit_code,
+    }
+
+
 def one_line(ev: Evidence, outcome: CommandOutcome, limit: int = LINE_LIMIT) -> str:
     """One line: OK / FAIL / UNKNOWN, the worst finding first, what was read."""
     kinds = Counter(p.kind for p in ev.pieces)

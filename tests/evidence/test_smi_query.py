@@ -43,3 +43,18 @@ def test_an_older_drivers_query_of_one_gpu_cut_in_its_pci_section() -> None:
     g = got.parts[only(got, "smi-query")].gpus[0]
     assert (g.name, g.bus_id, g.virtualization) == ("Tesla V100-SXM2-16GB", "00000000:8A:00.0", "None")
     assert g.pcie_gen is None and g.ecc_uncorrected is None  # the paste ends before them: not shown
+
+
+def test_the_power_limit_in_force_and_its_default() -> None:
+    got = read(EVIDENCE / "h200-x1" / "smi-q.txt")
+    g = got.parts[only(got, "smi-query")].gpus[0]
+    assert (g.power_limit_w, g.power_default_w) == (700.0, 700.0)  # the GPU section's, not the module's
+    old = (  # before 535: Power Limit and Enforced Power Limit (the one in force) under Power Readings
+        "GPU 00000000:3B:00.0\n    Product Name                          : Tesla V100-PCIE-32GB\n"
+        "    Power Readings\n        Power Management                  : Supported\n"
+        "        Power Draw                        : 38.46 W\n        Power Limit                       : 250.00 W\n"
+        "        Default Power Limit               : 250.00 W\n        Enforced Power Limit              : 150.00 W\n"
+        "        Min Power Limit                   : 100.00 W\n        Max Power Limit                   : 250.00 W\n"
+    )
+    v = read_input("q", old).parts[0].gpus[0]
+    assert (v.power_limit_w, v.power_default_w) == (150.0, 250.0)

@@ -17,7 +17,8 @@ def run_diagnose(args: DiagnoseRequest, env: Env) -> int:
         outcome = diagnose(args.paths, Budget.start(args.timeout), args.fails_from)
     except TopodoctorError as exc:
         if args.fmt == "json":  # machines reading stdout get an answer in their format, as check gives them
-            env.render(lambda: env.emit_json(report.could_not_read_json(str(exc), exc.exit_code)))
+            doc = report.could_not_read_json(str(exc), exc.exit_code)
+            env.render(lambda: env.emit_json(doc))
         raise
     if args.fmt == "json":
         env.emit_json(report.json_doc(outcome.evidence, outcome))

@@ -47,6 +47,7 @@ from topodoctor.diagnosis.evidence_nic_links import nic_link_causes
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_nvlink_absent import nvlink_absent
+from topodoctor.diagnosis.evidence_power import power_findings
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
 from topodoctor.diagnosis.evidence_regressions import nvls_across_nodes
@@ -327,6 +328,9 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
         if not any(x.code == code for x in out):  # a short run's cause already says it
             out.append(_finding(code, subject, message, BY_CODE[code].how, ev, severity))
     out += scaling_findings(f)  # how the job scales, as the reporter's words state it
+    out += [
+        _finding("TD992", subject, msg, BY_CODE["TD992"].how, ev, sev) for sev, subject, msg, ev in power_findings(f)
+    ]
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
     if any(x.code == "TD022" and x.severity == "warning" for x in out):

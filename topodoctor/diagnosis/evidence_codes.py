@@ -1,4 +1,4 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD991, TD993): each code's
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD993): each code's
 name, severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
@@ -309,6 +309,16 @@ CODES: tuple[DiagnosisCode, ...] = (
         "Run without it (CUDA_VISIBLE_DEVICES of the others) to confirm, then post `nvidia-smi -q -i N` (clocks "
         "event reasons, PCIe link width, ECC and remapped rows) and `dcgmi diag -r 3`; a GPU that fails them is "
         "for its vendor.",
+    ),
+    DiagnosisCode(
+        "TD992", "diag-power-capped", "warning",
+        "A GPU runs with a power limit set below its board's default.",
+        "Under load a GPU holds its power limit by lowering its clocks: capped below the default, it computes "
+        "and copies slower than the same GPU at its default, and a job spread over several GPUs waits on the "
+        "most capped one at every step.",
+        "Read the limit in force with `nvidia-smi -q -d POWER`; where the cap was not meant, an admin restores "
+        "the default (`nvidia-smi -i N -pl DEFAULT_W`, or the setting that applies it at boot); otherwise judge "
+        "the run against the capped GPU, not the board's figures.",
     ),
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CODES}

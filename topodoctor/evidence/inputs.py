@@ -24,6 +24,7 @@ from topodoctor.evidence import (
     nccl_tests,
     nccl_xml,
     nics,
+    power_lines,
     prose,
     smi,
     smi_query,
@@ -59,7 +60,8 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
 KINDS_READ = (
     "nccl-tests output (text or -J JSON), nvidia-smi (plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), "
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
-    "kernel XID and PCIe link lines, ibstat / ibstatus / ibv_devinfo / ethtool, launch command lines and env dumps, "
+    "kernel XID and PCIe link lines, GPU power limits stated with their default, "
+    "ibstat / ibstatus / ibv_devinfo / ethtool, launch command lines and env dumps, "
     "NCCL INFO/WARN logs, NCCL Inspector records, "
     "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw), "
     "Azure NHC's check_gpu_bw lines, "
@@ -111,8 +113,9 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
     nccl = nccl_lines(lines)
     xids = host_lines.xid_lines(lines)
     links = host_lines.pcie_link_lines(lines)
+    power = power_lines.power_lines(lines)
     nhc = health_checks.nhc_lines(lines)
-    scattered = set(nccl) | set(xids) | set(links) | set(nhc)
+    scattered = set(nccl) | set(xids) | set(links) | set(power) | set(nhc)
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -135,6 +138,8 @@ def _blocks(lines: list[str], first_piece: int) -> list[Block]:
         blocks.append(host_lines.read_xids(lines, xids, first_piece + len(blocks)))
     if links:
         blocks.append(host_lines.read_pcie_links(lines, links, first_piece + len(blocks)))
+    if power:
+        blocks.append(power_lines.read_power(lines, power, first_piece + len(blocks)))
     if nhc:
         blocks.append(health_checks.read_nhc(lines, nhc, first_piece + len(blocks)))
     # last: the sentences around the tools' output, only among the lines no reader took

@@ -1,8 +1,8 @@
 """``nvidia-smi -q``: the sections that bear on a slow or failing run, per GPU: PCIe generation and
-width (current and max), virtualization mode, the clocks event reasons that are active (``Clocks
-Throttle Reasons`` before driver 535), volatile uncorrectable ECC errors, row remapping, and the
-fabric state (NVSwitch systems). The layout is indentation: a heading, then ``Key : Value`` lines
-under it, four spaces a level::
+width (current and max), virtualization mode, the power limit in force and its default, the clocks
+event reasons that are active (``Clocks Throttle Reasons`` before driver 535), volatile
+uncorrectable ECC errors, row remapping, and the fabric state (NVSwitch systems). The layout is
+indentation: a heading, then ``Key : Value`` lines under it, four spaces a level::
 
     GPU 00000000:00:06.0
         Product Name                          : NVIDIA H200
@@ -121,6 +121,15 @@ def _int(value: str) -> int | None:
     return int(v) if v.isdigit() else None
 
 
+def _watts(value: str) -> float | None:
+    """``250.00 W`` as 250.0; None for N/A and the like."""
+    number = value.removesuffix("W").strip()
+    try:
+        return float(number)
+    except ValueError:
+        return None
+
+
 def _field(gpu: GpuSeen, path: tuple[str, ...], key: str, value: str) -> tuple[GpuSeen, bool]:
     """The GPU with one ``Key : Value`` line applied, and whether it is an active clocks reason."""
     where = path[-1] if path else ""
@@ -147,6 +156,15 @@ def _field(gpu: GpuSeen, path: tuple[str, ...], key: str, value: str) -> tuple[G
         return replace(gpu, remapping_pending=value.lower() == "yes"), False
     if where == "Remapped Rows" and key == "Remapping Failure Occurred":
         return replace(gpu, remapping_failed=value.lower() == "yes"), False
+    if where in ("GPU Power Readings", "Power Readings") and (watts := _watts(value)) is not None:
+        # 535+: "GPU Power Readings" with Current Power Limit; before: "Power Readings" with Power Limit and
+        # Enforced Power Limit (the one in force); Default Power Limit in both
+        if key == "Default Power Limit":
+            return replace(gpu, power_default_w=watts), False
+        if key in ("Current Power Limit", "Enforced Power Limit") or (
+            key == "Power Limit" and gpu.power_limit_w is None
+        ):
+            return replace(gpu, power_limit_w=watts), False
     if where == "Fabric" and key in ("State", "Status") and value != "N/A":
         both = f"{gpu.fabric_state} / {value}" if gpu.fabric_state else value
         return replace(gpu, fabric_state=both), False

@@ -34,6 +34,7 @@ Kind = Literal[
     "lspci",  # lspci -vvv (ACSCtl, LnkCap, LnkSta)
     "kernel-xid",  # kernel log lines with NVRM: Xid
     "kernel-pcie-link",  # the kernel's "Gb/s available PCIe bandwidth" lines (dmesg, journalctl)
+    "gpu-power",  # a GPU's power limit stated with its default (a rig report's line, a sentence)
     "command-line",  # docker run -e / --gpus, mpirun -x, srun --export, export NCCL_...=, env dumps
     "nccl-log",  # NCCL INFO / WARN output of any program
     "nccl-inspector",  # NCCL Inspector's per-collective records (2.28+)
@@ -86,6 +87,8 @@ class GpuSeen:
     ecc_uncorrected: int | None = None  # volatile double-bit / uncorrectable
     remapping_pending: bool | None = None
     remapping_failed: bool | None = None
+    power_limit_w: float | None = None  # the limit in force (nvidia-smi -q's Current / Enforced Power Limit)
+    power_default_w: float | None = None  # the board's default limit
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD991, TD993; a family of the table in
+"""Rule cases of the diagnoses of a user's evidence (TD021 - TD039, TD982 - TD993; a family of the table in
 tests/rules/cases/__init__.py): each a firing case and a near miss, the evidence set on the rules'
 Context as `topodoctor diagnose` gives it. Figures are the lent hosts' (docs/diagnosis.md,
 the reference outputs of the H200 hosts) or the threads' named in tests/diagnosis/test_evidence_*.py; lines
@@ -323,8 +323,21 @@ CASES: list[Case] = [
     # NVIDIA/nccl#439: two HDR NICs under one PCI link in NCCL's topology dump
     _case("TD993", True, "mlx5_0 and mlx5_1 behind one Gen4 x16 link in NCCL's dump", lambda: _nics_on_link(16)),
     _case("TD993", False, "the same NICs behind one Gen5 x16 link (48 GB/s)", lambda: _nics_on_link(16, "32.0")),
+    _case("TD992", True, "nvidia-smi -q: power limit 250 W, default 370 W", lambda: _power(250.0), severity="warning"),
+    _case("TD992", False, "nvidia-smi -q: power limit 360 W, default 370 W", lambda: _power(360.0)),
     _case("TD039", True, "GPU3's copies a third of the others'", lambda: evidence(
         matrix(SLOW3, "device_to_device_memcpy_write_ce", "unidirectional", True))),
     _case("TD039", False, "every GPU's copies alike", lambda: evidence(
         matrix(EVEN4, "device_to_device_memcpy_write_ce", "unidirectional", True))),
 ]  # fmt: skip
+
+
+def _power(limit_w: float) -> Evidence:
+    """nvidia-smi -q's GPU Power Readings of one RTX 3090 with its limit set to ``limit_w``."""
+    text = (
+        "GPU 00000000:05:00.0\n    Product Name                          : NVIDIA GeForce RTX 3090\n"
+        "    GPU Power Readings\n        Power Draw                        : 144.23 W\n"
+        f"        Current Power Limit               : {limit_w:.2f} W\n"
+        "        Default Power Limit               : 370.00 W\n"
+    )
+    return join([read_input("q.txt", text)])

@@ -39,6 +39,7 @@ from topodoctor.diagnosis.evidence_expect import (
     expect_collective,
 )
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, facts_of, path_class
+from topodoctor.diagnosis.evidence_gdr_said import gdr_said_findings
 from topodoctor.diagnosis.evidence_header import HEADER, place
 from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
@@ -328,6 +329,8 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
         if not any(x.code == code for x in out):  # a short run's cause already says it
             out.append(_finding(code, subject, message, BY_CODE[code].how, ev, severity))
     out += scaling_findings(f)  # how the job scales, as the reporter's words state it
+    if "TD026" not in codes:  # the reporter's own question of GPUDirect RDMA, where no line answered it
+        out += [_finding("TD026", subject, msg, fix, ev, sev) for sev, subject, msg, fix, ev in gdr_said_findings(f)]
     out += [
         _finding("TD992", subject, msg, BY_CODE["TD992"].how, ev, sev) for sev, subject, msg, ev in power_findings(f)
     ]

@@ -266,6 +266,19 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
         "gdr",
         re.compile(r"\bnvidia[-_]peermem\b|\bnv_peer_mem(?:ory)?\b|\bGPU ?Direct(?: RDMA)?\b|\bGDR(?:DMA)?\b", re.I),
     ),
+    # the reporter cannot get GPUDirect RDMA on: "a problem with enabling GDR", "GDR is not used", "how to enable
+    # GPUDirect RDMA", "GDR does not work"
+    (
+        "gdr-trouble",
+        re.compile(
+            r"(?:problem|issue|trouble|fail\w*|unable|can(?:no|')t|could ?n[o']t|how (?:to|do I|can I|should I))\W+"
+            r"(?:\w+\W+){0,4}?(?:enabl\w*|us(?:e|ing)|turn\w* on|get\w*|activat\w*)\W+(?:\w+\W+){0,2}?"
+            r"(?:GDR(?:DMA)?|GPU ?Direct)\b"
+            r"|\b(?:GDR(?:DMA)?|GPU ?Direct(?: RDMA)?)\W+(?:\w+\W+){0,3}?(?:is\s+|was\s+|does\s+|did\s+)?"
+            r"(?:not|n't|never)\W+(?:\w+\W+){0,1}?(?:enabled|used|working|work|active|on|supported)\b",
+            re.I,
+        ),
+    ),
 )
 # the run said to be short of what it should give: words that say so by themselves ("much slower", "did not
 # perform as expected", "25% of baremetal speed"), or a shortfall's words with a word of speed in the text

@@ -100,4 +100,11 @@ def own_p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
     return Said("TD055", msg, fix, {"own_p2p": who})
 
 
-USAGE: dict[str, Builder] = {"invalid-argument": invalid_argument}
+def _torch_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """torch's checks of a collective's tensors (ProcessGroupNCCL.cpp check_gpu_single_tensor and its kin,
+    ProcessGroup.hpp getBackend): the log states what the call passed."""
+    msg = f"torch's NCCL backend refused the call: {f.get('what', 'its arguments')} ({f.get('said', '')[:120]})"
+    return Said("TD096", msg, with_general("TD096", ""), {"said": f.get("said", "")})
+
+
+USAGE: dict[str, Builder] = {"invalid-argument": invalid_argument, "torch-usage": _torch_usage}

@@ -209,3 +209,26 @@ def test_gloos_interface_without_an_address_is_named() -> None:
     )
     lead = _lead(text)
     assert lead.code == "TD072" and "interface eth0 (GLOO_SOCKET_IFNAME)" in lead.message
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("torch.distributed.elastic.multiprocessing.api.SignalException: Process 4100 got signal: 15", "from outside"),
+        ("torch.distributed.elastic.rendezvous.api.RendezvousClosedError", "another node's agent"),
+        (
+            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms "
+            "for recv operation to complete",
+            "Gloo backend timed out waiting for a peer's data",
+        ),
+    ],
+)
+def test_an_end_that_names_no_failed_rank_fails_the_run_with_what_it_means(line: str, said: str) -> None:
+    lead = _lead(line + "\n")
+    assert lead.code == "TD049" and said in lead.message
+
+
+def test_the_abort_after_a_watchdog_timeout_is_the_watchdogs_doing() -> None:
+    text = TIMED_OUT + "Fatal Python error: Aborted\n"
+    assert [f.code for f in _errors(text)] == ["TD047"]
+    assert "TD098" in [f.code for f in _errors("NCCL INFO x\nSegmentation fault (core dumped)\n")]

@@ -245,8 +245,32 @@ _GLOO = (
         "torch's Gloo backend found no address for the interface GLOO_SOCKET_IFNAME names",
     ),
 )
+# the run's end in words that name no failed rank (kind "root-cause", field "outside": what they mean): torch
+# elastic's agent signalled itself (api.py's _terminate_process_handler raises SignalException on SIGTERM, SIGINT,
+# SIGHUP, SIGQUIT), its rendezvous closed by another node's agent, Gloo's wait for a peer's data that timed out
+_ENDS = (
+    LauncherLine(
+        "root-cause",
+        re.compile(r"SignalException: Process (?P<pid>\d+) got signal: (?P<signum>\d+)"),
+        "torch's elastic agent itself received a signal: the job was ended from outside it (the scheduler's time "
+        "limit or a preemption, scancel or kill, Ctrl+C), not by a rank's own failure",
+    ),
+    LauncherLine(
+        "root-cause",
+        re.compile(r"RendezvousClosedError\b"),
+        "torch's elastic rendezvous was closed by another node's agent (its job ended, or it used up its restarts "
+        "after a failure): the cause is in that node's log",
+    ),
+    LauncherLine(
+        "root-cause",
+        re.compile(r"gloo/transport/tcp/\S+\] Timed out waiting (?P<after>\d+ms) for (?P<op>recv|send) operation"),
+        "torch's Gloo backend timed out waiting for a peer's data: a peer never joined the collective (it died, hung "
+        "or was busy elsewhere) or the network between them dropped it",
+    ),
+)
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU + _GLOO
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU + _GLOO + _ENDS
+OUTSIDE_WHATS = frozenset(e.what for e in _ENDS)
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
@@ -254,7 +278,7 @@ _GUARD = re.compile(
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
     r"|connectFullMesh|Unable to find address for|network address of|store based barrier|Rendezvous"
-    r"|rendezvous store|Failed to recv"
+    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting"
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))

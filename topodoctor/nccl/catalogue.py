@@ -81,6 +81,7 @@ KIND_CODE = {
     "cumem-host": "TD087",
     "cuda-compat": "TD097",
     "process-crash": "TD098",
+    "torch-usage": "TD096",
 }
 # the sources whose messages NCCL's own logger prints (``NCCL WARN ...``)
 _PRINTED_BY_NCCL = ("nccl", "aws-ofi-nccl", "nccl-rdma-sharp-plugins")

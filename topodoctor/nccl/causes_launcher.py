@@ -30,6 +30,22 @@ def _loopback(evs: Sequence[Event], ctx: LogContext) -> bool:
     return any(e.fields.get("addr", "").startswith(_LOOPBACK) for e in evs)
 
 
+# socket.cpp's errno of the client's last try (connect_error): what each says of where the store is
+_UNRESOLVED = ("-2", "-3")  # EAI_NONAME, EAI_AGAIN: MASTER_ADDR does not resolve from this node
+_DROPPED = ("110", "113")  # ETIMEDOUT, EHOSTUNREACH: the network drops or cannot route to the store's host
+_REFUSED = "111"  # ECONNREFUSED: the host answered, nothing listens on that port (yet)
+
+
+def _errno(evs: Sequence[Event]) -> str:
+    return next((e.fields["connect_errno"] for e in evs if e.fields.get("connect_errno")), "")
+
+
+def _unresolved(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The client's try whose name lookup failed: the log's own line that MASTER_ADDR does not resolve."""
+    e = next((e for e in evs if e.fields.get("connect_errno") in _UNRESOLVED), None)
+    return "" if e is None else f"`{e.fields['connect_host']}: {e.fields.get('connect_err', '')}`"
+
+
 def _joined(evs: Sequence[Event], ctx: LogContext) -> bool:
     return any(e.fields.get("joined") for e in evs)
 
@@ -96,17 +112,21 @@ LAUNCHER_CAUSES = (
                 "the store waited for clients (a crash at start, a node that never started, a long step before "
                 "init_process_group or the first collective on some ranks)",
                 "each rank's own output and the time it called init_process_group and its first collective",
-                first=lambda evs, ctx: _loopback(evs, ctx) or _joined(evs, ctx) or evs[0].kind == "store",
+                first=lambda evs, ctx: (
+                    _loopback(evs, ctx) or _joined(evs, ctx) or evs[0].kind == "store" or _errno(evs) == _REFUSED
+                ),
             ),
             ClassCause(
                 "MASTER_ADDR / MASTER_PORT do not name the store from this node: another address or port than the "
                 "one rank 0 listens on, a name that resolves elsewhere, an interface not routed between nodes",
                 "`nc -zv MASTER_ADDR MASTER_PORT` from the failing node; `ss -ltnp` on rank 0's host",
+                shows=_unresolved,
             ),
             ClassCause(
                 "a firewall or security group between the nodes drops MASTER_PORT",
                 "`nc -zv MASTER_ADDR MASTER_PORT` from another node, the security group's rules",
-                ruled_out=_loopback,
+                first=lambda evs, ctx: _errno(evs) in _DROPPED,
+                ruled_out=lambda evs, ctx: _loopback(evs, ctx) or _errno(evs) == _REFUSED,
             ),
         ),
         "rank 0's output, each node's MASTER_ADDR and MASTER_PORT, `nc -zv MASTER_ADDR MASTER_PORT` from each node",

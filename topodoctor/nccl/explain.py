@@ -85,6 +85,12 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         _drop_skipped_queries(by_kind, skipped)
     if by_kind.get("watchdog-timeout") or by_kind.get("watchdog-stuck"):  # another file holds the message
         by_kind.pop("watchdog-stack", None)
+        # torch's watchdog then takes the process down with std::abort (ProcessGroupNCCL.cpp): SIGABRT is its doing
+        crashes = [e for e in by_kind.get("process-crash", []) if not ("Abort" in e.text or "SIGABRT" in e.text)]
+        if "process-crash" in by_kind:
+            by_kind["process-crash"] = crashes
+            if not crashes:
+                by_kind.pop("process-crash")
     if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach", "shm-permission")):
         by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read
     out: list[tuple[int, int, Finding]] = []

@@ -113,6 +113,19 @@ RUNTIME_CLASSES = (
         "for one node picks a free one); end the leftover process.",
     ),
     _e(
+        "TD096",
+        "torch-backend-usage",
+        "error",
+        "torch's NCCL backend refused the program's call before NCCL ran it: a CPU or sparse tensor (\"Tensors "
+        'must be CUDA and dense", "No backend type associated with device type cpu"), tensors on several '
+        "devices in one call, a non-contiguous tensor, or no GPU visible to the process",
+        "The program's own call: put the tensor on the rank's GPU before the collective (`t.cuda()` or "
+        "`device=torch.device('cuda', local_rank)`; a scalar such as an optimizer's `step` or a metric made on the "
+        "CPU is the usual one), `.contiguous()` a view; for CPU tensors create a Gloo group "
+        "(`dist.new_group(backend='gloo')`) or init with `backend='cpu:gloo,cuda:nccl'`; with no GPU visible "
+        "check CUDA_VISIBLE_DEVICES and `nvidia-smi` in the rank's environment, or use the gloo backend.",
+    ),
+    _e(
         "TD097",
         "cuda-driver-mismatch",
         "error",

@@ -33,6 +33,7 @@ STATED = frozenset(
         "TD085",
         "TD086",
         "TD089",
+        "TD096",
     )
 )
 

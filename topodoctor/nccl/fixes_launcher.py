@@ -50,13 +50,23 @@ def _ports(evs: Sequence[Event]) -> list[str]:
 
 def _store_timeout(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     where = f"{f['addr']}:{f['port']}" if f.get("addr") and f.get("port") else "MASTER_ADDR:MASTER_PORT"
+    after = f.get("after", "")
+    after = f"{after} s" if after.isdigit() else after
     if f.get("joined"):
-        msg = f"torch's c10d store waited {f.get('after', '')} s for its ranks: only {f['joined']} joined"
+        msg = f"torch's c10d store waited {after} for its ranks: only {f['joined']} joined"
+    elif f.get("world"):  # the store-based barrier: worker_count of world_size ranks came
+        came = f"{f.get('count', '?')} of {f['world']} ranks reached it"
+        msg = f"torch's c10d store barrier timed out after {after}: {came}"
+    elif "rendezvous" in f.get("what", ""):
+        msg = f["what"]
     else:
-        msg = f"a rank could not reach torch's c10d store at {where}" + (
-            f" within {f['after']}" if f.get("after") else ""
-        )
-    return Said("TD072", msg, "", {"store": where})
+        msg = f"a rank could not reach torch's c10d store at {where}" + (f" within {after}" if after else "")
+    if f.get("connect_errno"):  # the client's last try, in socket.cpp's words
+        msg += f" (its last try: errno {f['connect_errno']}, {f.get('connect_err', '')})"
+    extra: dict[str, object] = {"store": where}
+    if f.get("connect_errno"):
+        extra["errno"] = f["connect_errno"]
+    return Said("TD072", msg, "", extra)
 
 
 def _store_closed(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
@@ -87,6 +97,16 @@ _GLOO_CAUSES = (
 
 
 def _gloo_connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if ifname := next((e.fields["ifname"] for e in evs if e.fields.get("ifname")), ""):
+        return Said(
+            "TD072",
+            f"torch's Gloo backend found no address for interface {ifname} (GLOO_SOCKET_IFNAME): it does not exist "
+            "on this host or has no IPv4/IPv6 address",
+            "Set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME with it) to an interface every node has, up and with an "
+            "address (`ip -br addr` on each node: the names differ between hosts, eth0 against ens5 or enp*), or "
+            "unset it to let Gloo take the address of the host's name.",
+            {"ifname": ifname},
+        )
     said = " ".join(e.text for e in evs)
     loopback = "127.0.0.1" in said or "loopback" in said
     msg = "torch's Gloo backend could not connect its ranks" + (" (to the loopback address)" if loopback else "")

@@ -232,4 +232,15 @@ def named_setting(f: Mapping[str, str], ctx: LogContext) -> Said:
     return Said("TD077", msg, with_general("TD077", keep), {"variable": var, "value": value})
 
 
-USAGE: dict[str, Builder] = {"invalid-argument": invalid_argument, "invalid-usage": invalid_usage}
+def _torch_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """torch's checks of a collective's tensors (ProcessGroupNCCL.cpp check_gpu_single_tensor and its kin,
+    ProcessGroup.hpp getBackend): the log states what the call passed."""
+    msg = f"torch's NCCL backend refused the call: {f.get('what', 'its arguments')} ({f.get('said', '')[:120]})"
+    return Said("TD096", msg, with_general("TD096", ""), {"said": f.get("said", "")})
+
+
+USAGE: dict[str, Builder] = {
+    "invalid-argument": invalid_argument,
+    "invalid-usage": invalid_usage,
+    "torch-usage": _torch_usage,
+}

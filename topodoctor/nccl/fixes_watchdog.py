@@ -52,8 +52,88 @@ def _ops_differ(evs: Sequence[Event]) -> str:
     return ""
 
 
+# a rank whose heartbeat monitor heard of another rank's timeout, with this rank's state of its default process
+# group (torch's getNCCLWatchdogTimeoutErrorMsg): nothing in flight, or a collective of its own still open
+_IDLE = (
+    "this rank never reached the collective the other rank timed out in: it was still busy elsewhere (a long step, "
+    "data loading, a checkpoint, an evaluation on some ranks), hung outside NCCL (a deadlock, the GIL held), or its "
+    "code skipped the call (a branch on the rank, uneven data, an exception caught on this rank) [tells: this "
+    "rank's stack at the hang (`py-spy dump --native --pid`), its last log lines, and the flight recorder of both "
+    "ranks: the timed-out rank's entry for the sequence number against this rank's last]",
+    "the collective that timed out is on another process group (a tensor-, pipeline- or data-parallel subgroup) "
+    "whose works the default group's counters do not count [tells: the process group named in the timed-out "
+    "rank's watchdog line, `[PG ID n ...]`, and the flight recorder's entries per group]",
+)
+_BUSY = (
+    "the ranks are in different collectives at this point (a rank that skipped or added a call, or issued them in "
+    "another order) [tells: the sequence number the other rank timed out in against this rank's open work; "
+    "TORCH_DISTRIBUTED_DEBUG=DETAIL]",
+    "a third rank never joined and both wait for it [tells: every rank's dump-signal line: the rank whose last "
+    "enqueued work equals its last completed]",
+    "a collective every rank entered stalled in the network or on a GPU [tells: NCCL_DEBUG=WARN's lines, `dmesg` "
+    "for an Xid]",
+    "two threads issue collectives on one process group at once: NCCL needs each communicator's calls in one "
+    "order on every rank, and two threads interleave them differently on each [tells: the flight recorder's "
+    "entries for one sequence number on each rank (different operations); the program's threads that call "
+    "collectives or send/recv]",
+)
+
+
+def _dump_state(e: Event) -> tuple[str, int, int]:
+    """Another rank's timeout heard by this one: (its rank, this rank's last enqueued, last completed)."""
+    return e.fields["dump"], int(e.fields["enqueued"]), int(e.fields["completed"])
+
+
+def _heard(evs: Sequence[Event]) -> Said:
+    """Only the heartbeat monitor's word of a rank's timeout: whether the rank that heard it had any collective
+    in flight tells a rank that never reached the collective from one that waits in it."""
+    idle = next((e for e in evs if e.fields["enqueued"] == e.fields["completed"]), None)
+    e = idle or evs[0]
+    src, enq, done = _dump_state(e)
+    who = f"rank {e.fields['wrank']}" if e.fields.get("wrank") else "this rank"
+    origin = "this rank's own watchdog" if src == "local" else f"rank {src}'s watchdog"
+    extra: dict[str, object] = {"dump_from": src, "enqueued": enq, "completed": done, "idle": idle is not None}
+    if idle is not None and src != "local":
+        msg = (
+            f"{origin} timed out a collective while {who} had none in flight on its default process group (last "
+            f"enqueued work {enq} = last completed {done}): {who} had not called it"
+        )
+        candidates = list(_IDLE)
+    else:
+        msg = (
+            f"{origin} timed out a collective; {who} waits in one too: its work {done + 1} has not completed (last "
+            f"enqueued {enq}, last completed {done})"
+        )
+        candidates = list(_BUSY)
+    fix = (
+        f"The log does not show which cause; candidates, most likely first: {numbered(candidates)}. Collect: every "
+        "rank's `Received a dump signal` line (its last enqueued and completed work), the timed-out rank's "
+        "`Watchdog caught collective operation timeout` line, and the flight recorder dumps "
+        "(TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1)."
+    )
+    return Said("TD047", msg, fix, {**extra, "candidates": candidates})
+
+
+def _reached(f: Mapping[str, str]) -> str:
+    """What this rank's own counters say of the work it timed out: it enqueued it, so it reached it."""
+    if not (f.get("enqueued") and f.get("completed") and f.get("seq")):
+        return ""
+    seq, enq, done = int(f["seq"]), int(f["enqueued"]), int(f["completed"])
+    who = f"rank {f['wrank']}" if f.get("wrank") else "this rank"
+    if enq >= seq > done:
+        return f"; {who} reached it (last enqueued work {enq}, last completed {done}) and waits in it"
+    return ""
+
+
 def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    f = next((e.fields for e in evs if e.fields.get("op")), f)  # the work as torch printed it, where it did
+    heard = [e for e in evs if e.fields.get("dump")]
+    own = [e for e in evs if not e.fields.get("dump")]
+    if not own:
+        return _heard(heard)
+    evs = own
+    f = next((e.fields for e in evs if e.fields.get("op")), evs[0].fields)  # the work as torch printed it
+    idle = [e for e in heard if e.fields["dump"] != "local" and e.fields["enqueued"] == e.fields["completed"]]
+    f = {**f, **{k: v for e in evs for k, v in e.fields.items() if k in ("enqueued", "completed") and not f.get(k)}}
     extra: dict[str, object] = {
         "seq": int(f.get("seq", 0)),
         "op": f.get("op", ""),
@@ -92,9 +172,23 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
             "in the watchdog's line before it, not in the paste"
         )
     elif f.get("ran"):
-        ran = f"{work} ran {f['ran']} ms, past the {timeout_ms} ms timeout"
+        ran = f"{work} ran {f['ran']} ms, past the {timeout_ms} ms timeout{_reached(f)}"
     else:  # the blocking wait (TORCH_NCCL_BLOCKING_WAIT=1) names the timeout, not the time it ran
-        ran = f"{work} timed out in torch's blocking wait, its timeout {timeout_ms} ms"
+        ran = f"{work} timed out in torch's blocking wait, its timeout {timeout_ms} ms{_reached(f)}"
+    if idle and timeout_ms > TIMEOUT_SHORT_MS:  # a rank that heard of it had nothing in flight: it never came
+        ranks = sorted({e.fields.get("wrank", "?") for e in idle})
+        # the work's own group is the default one (PG 0): the counters that rank printed are that group's
+        others = [] if f.get("pg") == "0" else list(_IDLE[1:])
+        candidates = [_IDLE[0].replace("this rank", "that rank", 1), *others, *_LONG_TIMEOUT[1:]]
+        listed = numbered(candidates)
+        return Said(
+            "TD047",
+            f"{ran}; rank {', '.join(ranks)} had no collective in flight on its default process group when told "
+            "of the timeout: it never reached this collective",
+            f"Candidates, most likely first: {listed}. Collect: that rank's stack at the hang and its last log "
+            "lines, the flight recorder dumps (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1).",
+            {**extra, "idle_ranks": ranks, "candidates": candidates},
+        )
     if 0 < timeout_ms <= TIMEOUT_IS_CAUSE_MS:
         return Said(
             "TD047",

@@ -18,12 +18,13 @@ from topodoctor.nccl.launcher_lines import (
     DISTRIBUTED_WORDS,
     ROOT_CAUSE,
     SRUN_OTHER_END,
+    connect_error,
     root_cause,
     root_cause_said,
 )
 from topodoctor.nccl.launcher_lines import reading as launcher_reading
 from topodoctor.nccl.read_state import ReadState
-from topodoctor.nccl.torch_reasons import torch_failed
+from topodoctor.nccl.torch_reasons import DUMP_SIGNAL, WATCHDOG_STATUS, torch_failed, usage
 from topodoctor.nccl.torch_stack import TIMEOUT, frame_kind, stack_kind
 from topodoctor.nccl.variables import parse_version, shown
 
@@ -48,13 +49,9 @@ _NOT_REASON = re.compile(r"\s*(?:\[rank|\[[WEIF]\d{4}|Exception raised|frame #|T
 _TORCH_CUDA = re.compile(
     r"(?:[Ee]xception|Error|what\(\)):\s+CUDA error: (?P<msg>.+?)\.?(?=\s*(?:CUDA kernel errors|Compile with|$))"
 )
-# the watchdog's next line names the process group of the work that timed out
-# (2.2-2.4 "Exception (either an error or timeout) detected by watchdog at work: N", 2.5+ " failure detected by
-# watchdog at work sequence id: N")
-_WATCHDOG_PG = re.compile(
-    r"\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\]\s+(?:Exception .*? at work: |failure detected by watchdog "
-    r"at work sequence id: )(?P<seq>\d+)"
-)
+# vLLM's CUDACHECK (csrc/custom_all_reduce.cuh, its peer-to-peer all-reduce) and sglang's copy of it:
+# "Failed: Cuda error /path/custom_all_reduce.cuh:307 'invalid argument'"
+_CUDART_CHECK = re.compile(r"Failed: (?:Cuda|CUDA) error (?P<where>\S+:\d+) '(?P<msg>[^']+)'")
 # (the next line " .. host pid N: Test failure common.cu:891" may be pasted onto it)
 _TEST_FAIL = re.compile(
     r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?"
@@ -67,6 +64,7 @@ _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCC
 NT_RANK = re.compile(
     r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$"
 )
+_PG_RANK = re.compile(r"\[PG [^\]]*?Rank (?P<rank>\d+)\]")  # torch's prefix of a process group's message
 _GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
 
 
@@ -115,10 +113,16 @@ class FrameworkLines(ReadState):
             return
         # torch's CUDA error counts in its NCCL watchdog, or in a log that already spoke of NCCL
         distributed = self.nccl_seen or "watchdog" in line or "[rank" in line  # torch's rank prefix: a distributed run
-        if "CUDA error: " in line and distributed and (m := _TORCH_CUDA.search(line)):
+        if "CUDA error: " in line and (distributed or self._run_words()) and (m := _TORCH_CUDA.search(line)):
             self.failed_at.append(i)
             reading = classify(f"Cuda failure '{m.group('msg')}'")
             self.add(reading.kind if reading else "cuda-failure", i, line, rank, reading, fields={"said": m.group(0)})
+            return
+        if "Failed: " in line and (m := _CUDART_CHECK.search(line)):  # vLLM's and sglang's own CUDA check
+            self.failed_at.append(i)
+            reading = classify(f"Cuda failure '{m['msg']}'")
+            fields = {"said": line.strip(), "where": m["where"]}  # the program's own file, not NCCL's site
+            self.add(reading.kind if reading else "cuda-failure", i, line, rank, reading, fields=fields)
             return
         if "ncclUniqueId" in line and (m := _STORE.search(line)):
             self.failed_at.append(i)
@@ -130,6 +134,13 @@ class FrameworkLines(ReadState):
             return
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
+            return
+        if "dump signal" in line and (m := DUMP_SIGNAL.search(line)):  # the heartbeat monitor: a rank timed out
+            self._dump_signal(i, line, m, rank)
+            return
+        if what := usage(line):  # torch refused the program's arguments before calling NCCL
+            self.failed_at.append(i)
+            self.add("torch-usage", i, line, rank, fields={"what": what, "said": line.strip()[:200]})
             return
         if self._launcher(i, line, rank):  # a launcher's or the job's own words for how the run ended
             return
@@ -160,6 +171,18 @@ class FrameworkLines(ReadState):
         self.failed_at.append(i)
         self.add("watchdog-stack", i, self.lines[i], self.file_rank, fields={"stack": kind})
 
+    def _dump_signal(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
+        """torch's heartbeat monitor on a rank's timeout: from another rank, this rank's own state of its default
+        process group tells whether it had a collective in flight (read with the watchdog's timeouts); from this
+        rank, its own watchdog line says more, and is read where pasted."""
+        self.failed_at.append(i)
+        if m["local"] and any(e.kind == "watchdog-timeout" for e in self.events):
+            return
+        fields = {"dump": "local" if m["local"] else m["src"], "enqueued": m["enqueued"], "completed": m["completed"]}
+        if (who := _PG_RANK.search(line)) or rank is not None:
+            fields["wrank"] = who["rank"] if who else str(rank)
+        self.add("watchdog-timeout", i, line, rank, Reading("watchdog-timeout", fields, CONSEQUENCE))
+
     def _launcher(self, i: int, line: str, rank: int | None) -> bool:
         """A launcher's end of a run (``nccl.launcher_lines``): a killed rank, the memory that killed it, the
         store's port or timeout; the elastic agent's failure table and its first observed failure. True when
@@ -171,8 +194,10 @@ class FrameworkLines(ReadState):
             self.failed_at.append(i)
             fields = root_cause(self.lines, i)
             killed = fields.get("exitcode") == "-9" or "SIGKILL" in fields.get("traceback", "")
+            bus = fields.get("exitcode") == "-7" or "SIGBUS" in fields.get("traceback", "")
             said = f"{line.strip()} {root_cause_said(fields)}"
-            self.add("process-killed" if killed else "root-cause", i, said, rank, fields=fields | {"root": "1"})
+            kind = "process-killed" if killed else "bus-error" if bus else "root-cause"
+            self.add(kind, i, said, rank, fields=fields | {"root": "1"})
             return True
         # words any program prints (a GPU's memory full, a socket's timeout) count only in a distributed run
         in_run = self.nccl_seen or bool(self.ranks)
@@ -184,8 +209,10 @@ class FrameworkLines(ReadState):
         if read is None:
             return False
         kind, fields = read
-        if kind not in AFTER_FAILURE:
+        if kind not in AFTER_FAILURE or "Error: " in line:  # a store closed under a rank's call raises
             self.failed_at.append(i)
+        if kind == "store-timeout":
+            fields |= connect_error(self.lines, i)
         self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well
         if "srun: error" in line and any(SRUN_OTHER_END.search(ln) for ln in self.lines if "srun: error" in ln):
             return True  # a task srun killed after another task of the step ended: a consequence
@@ -199,11 +226,12 @@ class FrameworkLines(ReadState):
         return self.run_words
 
     def _watchdog_pg(self, i: int, seq: str, rank: str) -> dict[str, str]:
-        """The process group of a timed-out work, from torch's next lines (``[PG 1 Rank 0] Exception
-        ... at work: 1580``), where printed."""
+        """The process group of a timed-out work and this rank's last enqueued and completed work on it, from
+        torch's next lines (``[PG 1 Rank 0] Exception ... at work: 1580, last enqueued NCCL work: 1580, ...``),
+        where printed."""
         for nxt in self.lines[i + 1 : i + 4]:
-            if " at work" in nxt and (m := _WATCHDOG_PG.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
-                return {"pg": m.group("pg")}
+            if " at work" in nxt and (m := WATCHDOG_STATUS.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
+                return {k: v for k in ("pg", "enqueued", "completed") if (v := m[k])}
         return {}
 
     def _last_error(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:

@@ -124,6 +124,32 @@ _STORE = (
         re.compile(r"DistStoreError: wait timeout after (?P<after>\d+\w*), keys: (?P<keys>\S+)"),
         "a rank waited for a key of torch's c10d store no rank set",
     ),
+    LauncherLine(  # socket.cpp's end of a client's tries (2.0+): every address of MASTER_ADDR refused or failed
+        "store-timeout",
+        re.compile(
+            r"client socket has failed to connect to any network address of "
+            r"\(?(?P<addr>[\w.:\[\]-]+?), ?(?P<port>\d+)\)?"
+        ),
+        "a rank could not reach torch's c10d store",
+    ),
+    LauncherLine(  # distributed_c10d's barrier after init (1.x - 2.0): only worker_count of world_size ranks came
+        "store-timeout",
+        re.compile(
+            r"Timed out initializing process group in store based barrier on rank:? (?P<rank>\d+), for key: \S+ "
+            r"\(world_size=(?P<world>\d+), worker_count=(?P<count>\d+), timeout=(?P<after>[\d:.]+)\)"
+        ),
+        "the ranks' barrier in torch's c10d store timed out: not every rank reached init_process_group",
+    ),
+    LauncherLine(  # torch.distributed.elastic's rendezvous (c10d or etcd backend): the nodes did not all join
+        "store-timeout",
+        re.compile(r"RendezvousTimeoutError\b"),
+        "torch's elastic rendezvous timed out: not every node joined it within its join timeout",
+    ),
+    LauncherLine(  # Ray's collective group (ray.util.collective): its ranks never all met at its rendezvous
+        "store-timeout",
+        re.compile(r"Unable to meet other processes at the rendezvous store"),
+        "Ray's collective group rendezvous timed out: not every rank joined the group",
+    ),
     # the store's server went away under a client: a consequence of the process that held it (rank 0) ending
     LauncherLine(
         "store-closed",
@@ -131,6 +157,11 @@ _STORE = (
             r"TCPStore\S* server has shut down too early|\[c10d\] recvValue failed on SocketImpl\(.*?"
             r"remote=\[?(?P<peer>[^\]\s)]+)\]?:?\d*\): Connection reset by peer"
         ),
+        "torch's c10d store closed the connection: the process that held it (rank 0) ended",
+    ),
+    LauncherLine(  # TCPStore's client (2.3+) reading a reply the server never sent: the server's process ended
+        "store-closed",
+        re.compile(r"Failed to recv, got 0 bytes\. Connection was likely closed"),
         "torch's c10d store closed the connection: the process that held it (rank 0) ended",
     ),
 )
@@ -208,16 +239,46 @@ _GLOO = (
         re.compile(r"Gloo connectFullMesh failed"),
         "torch's Gloo backend could not connect its ranks' mesh",
     ),
+    LauncherLine(  # gloo/transport/tcp/device.cc: GLOO_SOCKET_IFNAME names an interface with no address here
+        "gloo-connect",
+        re.compile(r"ifa != nullptr\. Unable to find address for: (?P<ifname>[\w.:@-]+)"),
+        "torch's Gloo backend found no address for the interface GLOO_SOCKET_IFNAME names",
+    ),
+)
+# the run's end in words that name no failed rank (kind "root-cause", field "outside": what they mean): torch
+# elastic's agent signalled itself (api.py's _terminate_process_handler raises SignalException on SIGTERM, SIGINT,
+# SIGHUP, SIGQUIT), its rendezvous closed by another node's agent, Gloo's wait for a peer's data that timed out
+_ENDS = (
+    LauncherLine(
+        "root-cause",
+        re.compile(r"SignalException: Process (?P<pid>\d+) got signal: (?P<signum>\d+)"),
+        "torch's elastic agent itself received a signal: the job was ended from outside it (the scheduler's time "
+        "limit or a preemption, scancel or kill, Ctrl+C), not by a rank's own failure",
+    ),
+    LauncherLine(
+        "root-cause",
+        re.compile(r"RendezvousClosedError\b"),
+        "torch's elastic rendezvous was closed by another node's agent (its job ended, or it used up its restarts "
+        "after a failure): the cause is in that node's log",
+    ),
+    LauncherLine(
+        "root-cause",
+        re.compile(r"gloo/transport/tcp/\S+\] Timed out waiting (?P<after>\d+ms) for (?P<op>recv|send) operation"),
+        "torch's Gloo backend timed out waiting for a peer's data: a peer never joined the collective (it died, hung "
+        "or was busy elsewhere) or the network between them dropped it",
+    ),
 )
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU + _GLOO
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU + _GLOO + _ENDS
+OUTSIDE_WHATS = frozenset(e.what for e in _ENDS)
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
-    r"|connectFullMesh"
+    r"|connectFullMesh|Unable to find address for|network address of|store based barrier|Rendezvous"
+    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting"
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))
@@ -229,6 +290,7 @@ DISTRIBUTED_WORDS = re.compile(
     r"|\*\*\* Process received signal \*\*\*|noticed that process rank \d+"  # Open MPI's, of a process of its job
     r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"  # torch's elastic agent: its worker's signal
     r"|Gloo connectFullMesh failed"  # torch's Gloo backend, in a run that may never load NCCL
+    r"|client socket has failed to connect to|torch\.distributed\.elastic"  # torch's c10d store, its agent
 )
 # torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"
 ROOT_CAUSE = "Root Cause (first observed failure)"
@@ -247,6 +309,23 @@ def reading(line: str, in_run: bool = True) -> tuple[str, dict[str, str]] | None
             fields = {k: v for k, v in m.groupdict().items() if v}
             return entry.kind, {"said": m.group(0)} | fields | {"what": entry.what}
     return None
+
+
+# socket.cpp's words for each try of a client to connect to the store, with the errno (111 refused: nothing
+# listens there; 113 no route, 110 timed out: the network drops it; -2/-3: the name does not resolve)
+_CONNECT_ERR = re.compile(
+    r"client socket has failed to connect to \[?(?P<host>[^\]\s]+?)\]?:(?P<port>\d+) \(errno: (?P<errno>-?\d+) - "
+    r"(?P<err>[^)]+)\)"
+)
+CONNECT_LOOKBACK = 200  # lines before a store's timeout searched for the client's last failed try
+
+
+def connect_error(lines: Sequence[str], at: int) -> dict[str, str]:
+    """The last failed try of a store client at or before line ``at``: host, port, errno and its words."""
+    for line in reversed(lines[max(0, at - CONNECT_LOOKBACK) : at + 1]):
+        if "failed to connect" in line and (m := _CONNECT_ERR.search(line)):
+            return {"connect_" + k: v.strip() for k, v in m.groupdict().items()}
+    return {}
 
 
 def root_cause(lines: Sequence[str], at: int) -> dict[str, str]:

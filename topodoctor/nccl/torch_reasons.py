@@ -4,7 +4,10 @@ last enqueued NCCL work: M, last completed NCCL work: K.`` (printed after it tim
 monitor's ``Heartbeat monitor timed out!`` (the watchdog thread itself made no progress), WorkNCCL's
 ``Some NCCL operations have failed or timed out`` (the exception the watchdog set on a work, rethrown right
 after), and NCCLComm's ``NCCL communicator was aborted on rank N.`` (a call on a communicator aborted earlier,
-``Original reason for failure was: ...`` where torch kept it). Text in, fields and candidates out."""
+``Original reason for failure was: ...`` where torch kept it); the heartbeat monitor's ``Received a dump signal
+due to a collective timeout from ...`` with this rank's last enqueued and completed work (equal: no collective in
+flight), the watchdog's counters of the work it timed out, and the NCCL backend's argument checks (a CPU tensor,
+no GPU). Text in, fields and candidates out."""
 
 from __future__ import annotations
 
@@ -17,6 +20,42 @@ TIMEOUT_AT = re.compile(
     r"work: (?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)"
 )
 HEARTBEAT = re.compile(r"Heartbeat monitor timed out! Process will be terminated")
+# the heartbeat monitor's report when a rank's watchdog timed a work out (2.3+, getNCCLWatchdogTimeoutErrorMsg):
+# "from this local rank" (this rank's own timeout, its watchdog line says more) or "from  rank N" (another rank
+# timed out and flagged it through the store); with this rank's state of its default process group: the last work
+# it enqueued and the last that completed. Enqueued equal to completed: this rank had no collective in flight.
+# 2.8+ names the backend ("Last enqueued NCCL work" from "Last enqueued ", backend, " work").
+DUMP_SIGNAL = re.compile(
+    r"(?i)Received a dump signal due to a collective timeout from\s+"
+    r"(?:(?P<local>this local rank)|rank\s+(?P<src>-?\d+))"
+    r".*?Last enqueued (?:\w+ )?work: (?P<enqueued>-?\d+), "
+    r"last completed (?:\w+ )?work: (?P<completed>-?\d+)"
+)
+# the watchdog's line after the timeout of a work on this rank: 2.2-2.4 "Exception (either an error or timeout)
+# detected by watchdog at work: N, last enqueued NCCL work: E, last completed NCCL work: C.", 2.5+ " failure
+# detected by watchdog at work sequence id: N PG status: last enqueued work: E, last completed work: C"
+WATCHDOG_STATUS = re.compile(
+    r"(?i)\[PG (?:ID )?(?P<pg>\S+)[^\]]*?Rank (?P<rank>\d+)\]\s+"
+    r"(?:Exception .*? at work: |failure detected by watchdog at work sequence id: )(?P<seq>\d+)"
+    r"(?:.*?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), "
+    r"last completed (?:NCCL )?work: (?P<completed>-?\d+))?"
+)
+# the arguments torch's NCCL backend refuses before NCCL is called (ProcessGroupNCCL.cpp check_gpu_single_tensor,
+# ProcessGroupNCCL's constructor; ProcessGroup.hpp getBackend for a device no backend of the group serves):
+# the program's own call, not the GPUs or the network. (what, pattern)
+USAGE = (
+    ("a tensor on the CPU (or a sparse one)", re.compile(r"Tensors must be CUDA and dense")),
+    (
+        "a CPU tensor on a group whose only backend is NCCL",
+        re.compile(r"No backend type associated with device type cpu"),
+    ),
+    ("no GPU visible to the process", re.compile(r"ProcessGroupNCCL is only supported with GPUs, no GPUs found")),
+    (
+        "tensors on several devices in one call",
+        re.compile(r"Tensors must be on the same device|Expected list of tensors on the same device"),
+    ),
+    ("a non-contiguous tensor", re.compile(r"Tensors must be (?:non-overlapping and dense|contiguous)")),
+)
 
 # torch's words that NCCL failed, with no reason of their own: (what, pattern)
 _FAILED = (
@@ -63,6 +102,11 @@ COLLECT = (
     "every rank's first error by time, the run with NCCL_DEBUG=WARN, and the flight recorder "
     "(TORCH_NCCL_TRACE_BUFFER_SIZE=2000 with TORCH_NCCL_DUMP_ON_TIMEOUT=1) for each rank's last collectives"
 )
+
+
+def usage(line: str) -> str:
+    """What a line of torch's argument checks of the NCCL backend says the program passed; "" for any other."""
+    return next((what for what, pattern in USAGE if pattern.search(line)), "")
 
 
 def torch_failed(line: str) -> dict[str, str] | None:

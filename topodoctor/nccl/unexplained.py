@@ -14,7 +14,7 @@ from topodoctor.nccl.catalogue import lookup
 from topodoctor.nccl.evidence import RESULT, LogContext, odd_interfaces
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.finding import finding, subject
-from topodoctor.nccl.launcher_lines import root_cause_said, signal_said
+from topodoctor.nccl.launcher_lines import OUTSIDE_WHATS, root_cause_said, signal_said
 from topodoctor.nccl.logfile import Event, LogFile
 from topodoctor.nccl.site_causes import site_candidates
 from topodoctor.nccl.torch_reasons import CANDIDATES, COLLECT, SAID
@@ -175,7 +175,9 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         msg = f"{on}{SAID[said['what']]}; no reason in the log; candidates, most likely first: {likely}"
     roots = by_kind.get("root-cause", [])
     root = next((e for e in roots if e.fields.get("root")), roots[0] if roots else None)  # the table's, with its host
-    if root is not None:  # the launcher names the rank that failed first: its own output has the cause
+    if root is not None and root.fields.get("what", "") in OUTSIDE_WHATS:  # an end that names no failed rank
+        msg = f"{root.fields['what']} ({root.fields.get('said', '')[:100]}); else likely: {likely}"
+    elif root is not None:  # the launcher names the rank that failed first: its own output has the cause
         signal = signal_said(root.fields.get("exitcode", ""))
         msg = (
             f"the launcher's first observed failure: {root_cause_said(dict(root.fields))}"

@@ -21,6 +21,7 @@ from topodoctor.nccl.classify import Reading
 # pick another from the evidence: TD052 for a CUDA 'invalid argument' without its file)
 KIND_CODE = {
     "net-plugin": "TD040",
+    "net-plugin-broken": "TD099",
     "socket-ifname": "TD041",
     "duplicate-gpu": "TD042",
     "shm-full": "TD043",

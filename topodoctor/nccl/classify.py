@@ -51,7 +51,7 @@ _HCA = re.compile(r"\bhca (?P<hca>[\w.-]+)")
 
 # Sockets: the errno text a connect or a transfer ended with (misc/socket.cc, os/linux.cc, TCPX's socket_utils.cc)
 _CONNECT = re.compile(
-    r"(?:[Cc]onnect to (?P<addr>\S+?)(?: from \S+)? (?:failed|returned)|Call to connect (?:failed|returned)"
+    r"(?:[Cc]onnect to (?P<addr>\S+?)(?: from \S+)? (?:failed|returned)|Call to connect (?:failed|returned|timeout)"
     r"|(?<![\w/.-])\w+: connect returned)"
     r"(?:\s*:\s*|\s+with error\s+|\s+)(?:\d+\()?(?P<err>Connection refused|No route to host|Network is unreachable"
     r"|Connection timed out|Software caused connection abort|Cannot assign requested address|Connection reset by peer"

@@ -32,6 +32,16 @@ RUNTIME_CLASSES = (
         "aws-ofi-nccl, libfabric and NCCL at versions released together.",
     ),
     _e(
+        "TD099",
+        "net-plugin-unloadable",
+        "error",
+        "NCCL found a network plugin but could not load it, so it runs on its internal network instead",
+        "The dynamic linker's words name why: a library the plugin needs not on LD_LIBRARY_PATH, a version of it "
+        "older than the plugin was built against, an undefined symbol (a plugin built for another NCCL); "
+        "`ldd` on the plugin shows each 'not found'. Install what it needs, or NCCL_NET_PLUGIN=none where "
+        "NCCL's own network is meant.",
+    ),
+    _e(
         "TD085",
         "nccl-library",
         "error",

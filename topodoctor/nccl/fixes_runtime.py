@@ -289,7 +289,33 @@ def _bad_address(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) ->
     return Said("TD048", msg + shown, f"Candidates: {ranked}. " + EXPLANATIONS["TD048"].fix, {"candidates": candidates})
 
 
+def _plugin_broken(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """A NET plugin NCCL found and could not load: NCCL goes on with its own IB or sockets, not the network the
+    plugin was installed for (EFA needs aws-ofi-nccl: without it the nodes talk over TCP)."""
+    err = f.get("err", "")
+    ofi = any(w in err.lower() for w in ("ofi", "fabric", "efa"))
+    msg = f"the network plugin was found but could not be loaded ({err}): NCCL runs on its internal network instead"
+    if ofi:
+        fix = (
+            "The aws-ofi-nccl plugin needs the libfabric it was built against: a version the linker cannot find "
+            "(version `FABRIC_x' not found) means the libfabric on the library path is older; put the EFA "
+            "installer's /opt/amazon/efa/lib (and the plugin's own folder) first on LD_LIBRARY_PATH, or install "
+            "the aws-ofi-nccl release built for this libfabric. Check with `ldd` on the plugin: every library "
+            "resolved, no 'not found'."
+        )
+        return Said(
+            "TD084", "aws-ofi-nccl " + msg.removeprefix("the network "), with_general("TD084", fix), {"err": err}
+        )
+    fix = (
+        "Load it by hand to see the whole error (`ldd` on the plugin: each 'not found' is a library missing from "
+        "LD_LIBRARY_PATH; an undefined symbol is a plugin built for another NCCL or library release) and install "
+        "the plugin's dependencies, or remove the plugin (NCCL_NET_PLUGIN=none) where NCCL's own network is meant."
+    )
+    return Said("TD099", msg, fix, {"err": err})
+
+
 RUNTIME: dict[str, Builder] = {
+    "net-plugin-broken": _plugin_broken,
     "efa-memlock": _efa_memlock,
     "bad-address": _bad_address,
     "ofi": _ofi,

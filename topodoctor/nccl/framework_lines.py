@@ -30,7 +30,7 @@ from topodoctor.nccl.variables import parse_version, shown
 
 _TORCH_ERROR = re.compile(
     r"NCCL [Ee]rror(?: in: \S+,| \d+:|:) (?P<cls>[a-z][a-z ]*[a-z])(?=\s*\(run with|,|\.?\s*$)"
-    r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+\S*))?"
+    r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+(?:[+-][\w.]*\w)?))?"  # not a quote or stop pasted after it
 )
 _NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
 _LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")

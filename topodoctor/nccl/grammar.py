@@ -110,7 +110,9 @@ NETWORK = re.compile(r"^Using network (?P<net>\S.*?)\s*$")
 IB_USING = re.compile(r"NET/IB ?: Using (.*?)(?:; OOB|$)")
 IB_DEV = re.compile(r"\[(?P<index>\d+)\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<layer>IB|RoCE)")
 IB_NO_DEVICE = re.compile(r"NET/IB ?: No device found")
-SOCK_USING = re.compile(r"(?:Bootstrap|NET/Socket) ?: Using (.*)$")  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...
+SOCK_USING = re.compile(
+    r"(?:Bootstrap|NET/Socket|NET) ?: Using (?:interface )?(.*)$"
+)  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...; NCCL 2.0 - 2.3: "NET : Using interface lo:127.0.0.1<0>", one per line
 NET_SOCKET_USING = re.compile(r"NET/Socket ?: Using (.*)$")
 SOCK_IF = re.compile(r"(?:\[(?P<index>\d+)\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
 # GPUDirect RDMA: per HCA (src/graph/topo.cc, every release), and per GPU and NIC pair as the graph
@@ -144,6 +146,13 @@ CUMEM_HOST_FAILS = re.compile(r"cuMem host allocations do not appear to be worki
 # the network plugin (src/net.cc 2.18 - 2.26, src/plugin/net.cc 2.27+): loaded, or none and NCCL's own
 NET_PLUGIN = re.compile(r"NET/Plugin ?: Loaded net plugin (?P<name>.+?) \(v\d+\)")
 NO_NET_PLUGIN = re.compile(r"NET/Plugin ?: (?:.*No plugin found|Could not find:|Using internal network plugin)")
+# the dynamic linker's words when a plugin was found and did not load: 2.19 - 2.20 "dlerror=%s No plugin found",
+# 2.21 - 2.22 "Plugin load returned %d : %s when loading", 2.23+ plugin_open.cc prints dlerror's text itself
+PLUGIN_DLERROR = re.compile(
+    r"NET/Plugin ?: (?:dlerror=|(?:Most recent )?[Pp]lugin load returned -?\d+ : )?(?P<err>\S+: "
+    r"(?:cannot open shared object file|undefined symbol|version `|wrong ELF class|invalid ELF header|file too short)"
+    r"[^\n]*)"
+)
 # aws-ofi-nccl: "Selected Provider is %s" (1.0 - 1.5), "... is %s (found %d nics)", "Selected provider is %s,
 # fabric is %s (found %d nics)" (1.14+)
 OFI_PROVIDER = re.compile(r"NET/OFI:? Selected [Pp]rovider is (?P<provider>[\w;-]+)")
@@ -210,3 +219,17 @@ BARE_OK = re.compile(
     r"|Timeout at NCCL work: \d+|Heartbeat monitor timed out!|gloo/transport/tcp/pair\.cc:\d+\] Connection closed"
     r"|libfabric:\d+:\d+::efa:"
 )
+
+
+def plugin_unloadable(msg: str) -> str:
+    """The dynamic linker's words where a NET plugin was found but did not load (a symbol or a library version
+    missing, a dependency absent, a file of another architecture); "" where the plugin itself is absent, which
+    is NCCL's own test (plugin_open.cc: the error names the file it looked for and says No such file)."""
+    m = PLUGIN_DLERROR.search(msg)
+    if m is None:
+        return ""
+    err = m["err"].split(" when loading ")[0].split(" No plugin found")[0].strip()
+    missing = err.split(":", 1)[0].rsplit("/", 1)[-1]
+    if "No such file or directory" in err and missing.startswith("libnccl-net"):
+        return ""
+    return err[:300]

@@ -154,6 +154,27 @@ KNOWN_BUGS = (
         "not the bug",
     ),
     KnownBug(
+        "kernel-launch-invalid-argument-2.25.1",
+        (2, 25, 0),
+        (2, 25, 1),
+        # CUCHECK's form (the driver call's number before its words): CUDACHECK prints no number
+        re.compile(r"Cuda failure \d+ 'invalid argument'"),
+        "enqueue.cc",
+        "2.26.2",
+        "the launch of NCCL's kernels (cuLaunchKernelEx with the attributes 2.25.1 sets: the kernel's shared memory, "
+        "the launch's cluster and memory-sync domain) refused with 'invalid argument'",
+        "NCCL's source: enqueue.cc:1500 is the CUCHECK of cuLaunchKernelEx in 2.25.1-1 alone (at 2.26.2 that line "
+        "holds other code; 2.28.7 - 2.28.9 have a CUDACHECK there, which prints no error number); NCCL 2.26.2-1 "
+        "release notes (shared memory usage on recent GPUs, kernel launch fixes)",
+        others=(
+            "a kernel of the program that faulted before (CUDA errors are sticky): CUDA_LAUNCH_BLOCKING=1 shows the "
+            "first",
+            "an NCCL built without code for this GPU's architecture, or two NCCL builds in one process",
+        ),
+        tells="NCCL 2.26.2 or later: a launch that still fails there is not the bug",
+        sites=(("enqueue.cc", "1500", "2.25.1"),),
+    ),
+    KnownBug(
         "nic-fusion-path",
         (2, 25, 0),
         (2, 26, 6),

@@ -41,7 +41,7 @@ from topodoctor.nccl.grammar import VERSION as _VERSION
 from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
-from topodoctor.nccl.grammar import origin_host
+from topodoctor.nccl.grammar import origin_host, plugin_unloadable
 from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
@@ -170,6 +170,8 @@ class _Reader(FrameworkLines):
         if "NET/IB" in msg and (m := _IB_USING.search(msg)):  # per host: two hosts may name one device apart
             found = {d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))}
             self.layers.setdefault(origin_host(line), {}).update(found)
+        if "NET/Plugin" in msg and (err := plugin_unloadable(msg)):
+            self.add("net-plugin-broken", i, line, rank, fields={"err": err})
         if "NET/IB" in msg and "No device found" in msg:
             self.add("ib-no-device", i, line, rank)
         if "topology file" in msg and (m := _TOPO_FILE.search(msg)):

@@ -1,0 +1,80 @@
+"""The eighth blind set as development input since it was scored (fixtures/nccl-logs/holdout8): a network plugin
+found but not loadable (the dynamic linker's words in NCCL's NET/Plugin line, TD084 for aws-ofi-nccl, TD099 for
+any other), an absent plugin kept quiet as NCCL itself tells them apart (plugin_open.cc); the CUCHECK of
+cuLaunchKernelEx that only 2.25.1 has at enqueue.cc:1500 naming that release's bug; torch's version with a quote
+pasted after it read as the one version it is; and NCCL 2.0 - 2.3's one-interface-per-line socket listing with
+its "Call to connect timeout" read as the connection that failed over loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from score_corpus import readme_rows, verdict_of
+
+from topodoctor.model.findings import Finding
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
+
+SET = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs" / "holdout8"
+H = "node2:1811:1902 [0]"
+
+
+def _findings(text: str) -> list[Finding]:
+    return list(explain([parse_file("/x/rank0.log", text)]))
+
+
+def _lead(text: str) -> Finding:
+    return next(f for f in _findings(text) if f.severity in ("error", "critical"))
+
+
+@pytest.mark.parametrize("name", ["h8-005.log", "h8-010.log", "h8-027.log", "h8-032.log"])
+def test_the_fixed_files_hold_their_verdicts(name: str) -> None:
+    assert verdict_of(SET, readme_rows(SET)[name], name) == "named-right"
+
+
+def test_a_plugin_that_does_not_load_is_the_failure_and_an_absent_one_is_quiet() -> None:
+    broken = f"{H} NCCL INFO NET/Plugin: /opt/x/libnccl-net.so: undefined symbol: ncclNetPlugin_v9\n"
+    lead = _lead(broken)
+    assert lead.code == "TD099" and "undefined symbol" in lead.message and "ldd" in lead.fix
+    dependency = (
+        f"{H} NCCL INFO NET/Plugin: libfabric.so.1: cannot open shared object file: No such file or directory\n"
+    )
+    assert _lead(dependency).code == "TD084"  # the plugin is there; the libfabric it needs is not
+    absent = (
+        f"{H} NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such "
+        "file or directory : when loading libnccl-net.so\n"
+        f"{H} NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
+    )
+    assert not [f for f in _findings(absent) if f.severity in ("warning", "error", "critical")]
+
+
+def test_the_launch_site_names_2_25_1_only_in_cuchecks_form() -> None:
+    cucheck = f"{H} enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n{H} NCCL INFO group.cc:242 -> 1\n"
+    lead = _lead(cucheck)
+    assert lead.code == "TD083" and "2.25.1" in lead.message and "2.26.2" in lead.message
+    # 2.28.7 - 2.28.9 hold a CUDACHECK at that line, which prints no number: not the bug of 2.25.1
+    cudacheck = cucheck.replace("Cuda failure 1 ", "Cuda failure ")
+    assert "2.25.1" not in _lead(cudacheck).message
+
+
+def test_a_quote_after_torchs_version_is_no_second_version() -> None:
+    text = (
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5`\n"
+        "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-xxxxx (size 7340384)\n"
+    )
+    assert parse_file("x.log", text).versions == ("2.21.5",)
+    assert _lead(text).code == "TD043"
+
+
+def test_the_old_listing_of_loopback_across_nodes_names_the_interface() -> None:
+    text = (
+        "a:1:2 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>\n"
+        "a:1:2 [0] NCCL INFO NET : Using interface eth0:10.151.40.240<0>\n"
+        "b:1:2 [0] NCCL INFO NET : Using interface eth0:10.151.40.241<0>\n"
+        "b:1:2 [0] include/socket.h:361 NCCL WARN Call to connect timeout : Connection refused\n"
+        "b:1:2 [0] NCCL INFO bootstrap.cu:19 -> 2\nb:1:2 [0] NCCL INFO init.cu:557 -> 2\n"
+    )
+    lead = _lead(text)
+    assert lead.code == "TD072" and "NCCL_SOCKET_IFNAME=eth0" in lead.fix

@@ -78,3 +78,24 @@ def test_the_old_listing_of_loopback_across_nodes_names_the_interface() -> None:
     )
     lead = _lead(text)
     assert lead.code == "TD072" and "NCCL_SOCKET_IFNAME=eth0" in lead.fix
+
+
+def test_bridges_listed_beside_the_routed_interface_lead_the_candidates() -> None:
+    text = (SET / "h8-001.log").read_text()
+    lead = _lead(text)
+    assert lead.code == "TD041" and lead.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+    first = lead.evidence["candidates"][0]  # type: ignore[index]
+    assert "NCCL_SOCKET_IFNAME=bond0" in first and "br-05ab815fa14e" in first
+    # the routed interface alone: nothing to blame on the listing
+    alone = "ncclSystemError: System call (socket, malloc, munmap, etc) failed\nINFO NET/Socket : Using\n"
+    alone += "[0]bond0:192.168.1.161<0>\n"
+    assert _lead(alone).code == "TD049"
+
+
+def test_a_trail_from_the_socket_layer_through_bootstrap_ranks_its_interface_first() -> None:
+    text = (SET / "h8-031.log").read_text()
+    lead = _lead(text)
+    assert lead.code == "TD049" and "(1) the interface NCCL's bootstrap sockets use" in lead.message
+    assert "ibp75s0" in lead.message and "IPoIB" in lead.message
+    other = text.replace("bootstrap.cc", "transport.cc")  # the same return codes, not the bootstrap's
+    assert "bootstrap sockets" not in _lead(other).message

@@ -88,7 +88,7 @@ def with_general(code: str, specific: str) -> str:
     return f"{specific} {EXPLANATIONS[code].fix}" if specific else EXPLANATIONS[code].fix
 
 
-def _odd(ctx: LogContext) -> list[str]:
+def odd_names(ctx: LogContext) -> list[str]:
     """The sockets' interfaces that do not reach other nodes: a container bridge, a link-local
     address, loopback when the ranks are on several hosts (it is right for ranks of one host)."""
     return [
@@ -98,16 +98,24 @@ def _odd(ctx: LogContext) -> list[str]:
     ]
 
 
+def bridges_among(ctx: LogContext) -> bool:
+    """NCCL's socket network lists container bridges or link-local interfaces beside a routed one: its socket
+    transport takes every listed interface as a device of its own (net_socket.cc), so some channels between nodes
+    go over interfaces that reach no other node. Two interfaces or more: the bootstrap names one alone."""
+    odd = [n for n in odd_names(ctx) if n != "lo"]
+    return bool(odd) and len(ctx.socket_ifs) >= 2 and len(odd) < len(ctx.socket_ifs)
+
+
 def only_odd_interfaces(ctx: LogContext) -> bool:
     """Every interface NCCL's sockets use is a bridge or link-local one (loopback alone does not count)."""
-    odd = _odd(ctx)
+    odd = odd_names(ctx)
     return bool(odd) and len(odd) == len(ctx.socket_ifs) and any(n != "lo" for n in odd)
 
 
 def odd_interfaces(ctx: LogContext) -> str:
     """The sockets' interfaces that do not reach other nodes, as a sentence naming them and the
     others; "" when none is odd."""
-    odd = _odd(ctx)
+    odd = odd_names(ctx)
     if not odd:
         return ""
     good = [n for n in ctx.socket_ifs if n not in odd]

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.nccl.causes import ranked
 from topodoctor.nccl.classify import ROOT
-from topodoctor.nccl.evidence import Builder, LogContext, agreed_layers, on_host, only_odd_interfaces
+from topodoctor.nccl.evidence import Builder, LogContext, agreed_layers, bridges_among, on_host, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.fixes_host import HOST
@@ -34,7 +34,7 @@ from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
 from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.parse import Event, LogFile
 from topodoctor.nccl.site_causes import stray_bytes
-from topodoctor.nccl.unexplained import bridges_only, flushed_only, unexplained
+from topodoctor.nccl.unexplained import bridges_beside, bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
 BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER, **PROCESS}
@@ -143,6 +143,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         findings = unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, bridges_only(ctx, findings[0]))
+        elif findings and findings[0].code in ("TD049", "TD052") and bridges_among(ctx):
+            findings.insert(0, bridges_beside(ctx, findings[0]))
     if findings and findings[0].severity in ("error", "critical"):  # no banner: the known bugs its message may be
         findings[0] = with_bug_candidates(findings[0], files)
     failed = any(f.failed for f in files) or any(f.severity in ("error", "critical") for f in findings)

@@ -115,6 +115,8 @@ SOCK_USING = re.compile(
 )  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...; NCCL 2.0 - 2.3: "NET : Using interface lo:127.0.0.1<0>", one per line
 NET_SOCKET_USING = re.compile(r"NET/Socket ?: Using (.*)$")
 SOCK_IF = re.compile(r"(?:\[(?P<index>\d+)\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
+# a line that holds nothing but the listing's "[N]name:addr<port>" items: the socket listing wrapped by a paste
+SOCK_IFS_ONLY = re.compile(r"^\s*(?:\[\d+\][\w.@-]+:[\w.:%-]+?<\d+>\s*)+$")
 # GPUDirect RDMA: per HCA (src/graph/topo.cc, every release), and per GPU and NIC pair as the graph
 # decides it (src/graph/paths.cc): "for GPU <busId hex> / HCA <index>" 2.18 - 2.20, "... / HCA <netId hex>"
 # 2.21 - 2.23, "for GPU <rank> / HCA <netId hex>" 2.24 - 2.28, "for GPU/<sys>-<local> (rank r) - NET/<sys>-

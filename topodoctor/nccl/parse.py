@@ -33,6 +33,7 @@ from topodoctor.nccl.grammar import OLD_INFO as _OLD_INFO
 from topodoctor.nccl.grammar import OLD_WARN as _OLD_WARN
 from topodoctor.nccl.grammar import SET_TO as _SET_TO
 from topodoctor.nccl.grammar import SOCK_IF as _SOCK_IF
+from topodoctor.nccl.grammar import SOCK_IFS_ONLY as _SOCK_IFS_ONLY
 from topodoctor.nccl.grammar import SOCK_USING as _SOCK_USING
 from topodoctor.nccl.grammar import TOPO_FILE as _TOPO_FILE
 from topodoctor.nccl.grammar import TRAIL as _TRAIL
@@ -86,6 +87,8 @@ class _Reader(FrameworkLines):
             self._version(i, line)
         if ": Using " in line and (m := _SOCK_USING.search(line)):  # at INFO, or the line pasted bare
             self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
+        elif line.lstrip().startswith("[") and _SOCK_IFS_ONLY.match(line):  # the listing wrapped after "Using"
+            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(line)})
         if (at := line.find("NCCL INFO ")) >= 0:
             self.seen("INFO")
             self._host(line, at)
@@ -167,6 +170,9 @@ class _Reader(FrameworkLines):
                 self.topo_file = m.group(2)
         if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
             self.ranks[int(m.group(1) or m.group(3))] = None
+        if "NET/IB" in msg and "; OOB " in msg:  # the out-of-band (bootstrap's) interface the IB line names
+            tail = msg.split("; OOB ", 1)[1]
+            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(tail)})
         if "NET/IB" in msg and (m := _IB_USING.search(msg)):  # per host: two hosts may name one device apart
             found = {d.group("dev"): d.group("layer") for d in _IB_DEV.finditer(m.group(1))}
             self.layers.setdefault(origin_host(line), {}).update(found)

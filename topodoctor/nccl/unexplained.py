@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from topodoctor.core.text import numbered
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.catalogue import lookup
-from topodoctor.nccl.evidence import RESULT, LogContext, odd_interfaces
+from topodoctor.nccl.evidence import RESULT, LogContext, odd_interfaces, odd_names
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.launcher_lines import OUTSIDE_WHATS, root_cause_said, signal_said
@@ -97,6 +97,34 @@ def bridges_only(ctx: LogContext, failed: Finding) -> Finding:
     )
 
 
+def bridges_beside(ctx: LogContext, failed: Finding) -> Finding:
+    """A failed job whose socket network lists container bridges or link-local interfaces beside the routed one:
+    the channels NCCL put on them reach no other node, the first of the candidates (the log shows no connection
+    failing on one of them, so the failure may still be another's)."""
+    bad = odd_names(ctx)
+    odd = [n for n in bad if n != "lo"]
+    good = [n for n in ctx.socket_ifs if n not in bad]
+    shown = ", ".join(odd[:4]) + (f" and {len(odd) - 4} more" if len(odd) > 4 else "")
+    candidates = [
+        f"NCCL's socket network lists {shown} (container bridges or link-local addresses) beside {', '.join(good)}: "
+        "NCCL takes each listed interface as a network device, and a channel it puts on a bridge reaches no other "
+        f"node (NCCL_SOCKET_IFNAME={good[0]} on every node)",
+        "a firewall dropping NCCL's ports between the nodes",
+        "another rank failed first (its log's first error)",
+    ]
+    return finding(
+        "TD041",
+        "sockets",
+        f"NCCL failed ({failed.message[:120]}); candidates, most likely first: {numbered(candidates)}",
+        f"Set NCCL_SOCKET_IFNAME={good[0]} on every node (and GLOO_SOCKET_IFNAME for torch's store); a failure that "
+        "stays is another candidate's: NCCL_DEBUG=WARN names the failing call. " + EXPLANATIONS["TD041"].fix,
+        None,
+        candidates=candidates,
+        interfaces=dict(ctx.socket_ifs),
+        failure=failed.message[:200],
+    )
+
+
 def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: Mapping[str, str]) -> list[Finding]:
     """A failed job whose cause no class covers: NCCL's own words (TD052), or none at all (TD049)."""
     errors = by_kind.get("nccl-error", [])
@@ -157,6 +185,9 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
         likely = likely.removeprefix(f"{_INTERNAL_218}, ")
     candidates = [c.strip() for c in re.split(r", or |, ", likely)] if likely else list(_ANY_CLASS)
     likely = likely or numbered(_ANY_CLASS)
+    if (boot := _bootstrap_sockets(files)) is not None:  # the trail says which layer failed: bootstrap's sockets
+        candidates = boot
+        likely = numbered(boot)
     if graph := env.get("NCCL_GRAPH_FILE"):  # a forced graph breaks init on any other GPU set
         likely = f"NCCL_GRAPH_FILE={graph} is set: unset it (environment, /etc/nccl.conf, ~/.nccl.conf); else {likely}"
     shown = {
@@ -208,6 +239,26 @@ def _from_source(f: Mapping[str, str]) -> str:
         return ""
     then = f"which then returns {f['returns']}" if f.get("returns") else "which goes on after it"
     return f" (printed by {f['site']}, {then}; NCCL {f.get('span', '')})"
+
+
+def _bootstrap_sockets(files: Sequence[LogFile]) -> list[str] | None:
+    """The candidates of a return-code trail from misc/socket.cc up through bootstrap.cc: a socket call of NCCL's
+    bootstrap failed, which runs over TCP on the interface NCCL_SOCKET_IFNAME picks (never over the IB verbs)."""
+    if not any("socket.cc" in f.trail_sources and "bootstrap.cc" in f.trail_sources for f in files):
+        return None
+    ifs = {k: v for f in files for k, v in f.socket_ifs.items()}
+    named = ", ".join(f"{k} ({v})" for k, v in list(ifs.items())[:3])
+    ipoib = [k for k in ifs if k.startswith("ib")]
+    first = "the interface NCCL's bootstrap sockets use does not reach the other nodes"
+    first += f" (the log shows {named}" if named else ""
+    first += "; an IPoIB interface is often down or unrouted in a container" if ipoib else ""
+    first += ")" if named else ""
+    first += ": set NCCL_SOCKET_IFNAME to the interface the nodes route between them (their Ethernet)"
+    return [
+        first,
+        "a firewall dropping the bootstrap's ports between the nodes",
+        "another rank failed first (its log's first error)",
+    ]
 
 
 def _class(errors: Sequence[Event], trails: Sequence[Event]) -> str:

@@ -83,8 +83,8 @@ def test_the_old_listing_of_loopback_across_nodes_names_the_interface() -> None:
 def test_bridges_listed_beside_the_routed_interface_lead_the_candidates() -> None:
     text = (SET / "h8-001.log").read_text()
     lead = _lead(text)
-    assert lead.code == "TD041" and lead.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
-    first = lead.evidence["candidates"][0]  # type: ignore[index]
+    assert lead.code == "TD041" and lead.evidence["cause"]["confidence"] == "candidates"
+    first = lead.evidence["candidates"][0]
     assert "NCCL_SOCKET_IFNAME=bond0" in first and "br-05ab815fa14e" in first
     # the routed interface alone: nothing to blame on the listing
     alone = "ncclSystemError: System call (socket, malloc, munmap, etc) failed\nINFO NET/Socket : Using\n"

@@ -47,23 +47,23 @@ def test_each_origin_is_in_the_table_as_it_declares_its_codes() -> None:
 
 def test_a_class_declared_the_way_nccl_log_declares_them_is_listed_and_explained() -> None:
     try:
-        explained("TD099", "staged-for-a-test", "warning", "A class staged for a test", "Do nothing.")
-        assert codes.lookup("nccl-log-staged-for-a-test") == codes.TABLE["TD099"]
-        assert codes.TABLE["TD099"].origin == "nccl-log"
+        explained("TD969", "staged-for-a-test", "warning", "A class staged for a test", "Do nothing.")
+        assert codes.lookup("nccl-log-staged-for-a-test") == codes.TABLE["TD969"]
+        assert codes.TABLE["TD969"].origin == "nccl-log"
     finally:
-        codes.unregister("TD099")
+        codes.unregister("TD969")
 
 
 @pytest.mark.parametrize(
     ("code", "name", "said"),
     [("TD101", "another-name", "TD101 registered twice (rule nvlink-down and nccl-log another-name)"),
-     ("TD099", "nvlink-down", "name 'nvlink-down' registered twice"),
+     ("TD969", "nvlink-down", "name 'nvlink-down' registered twice"),
      ("TD0", "short", "not TD + 3 digits")],
 )  # fmt: skip
 def test_a_code_or_name_another_origin_holds_is_refused(code: str, name: str, said: str) -> None:
     with pytest.raises(ValueError, match=re.escape(said)):
         codes.register(codes.Code(code, "nccl-log", name, "error", "A staged entry"))
-    assert codes.TABLE["TD101"].origin == "rule" and "TD099" not in codes.TABLE
+    assert codes.TABLE["TD101"].origin == "rule" and "TD969" not in codes.TABLE
 
 
 def test_rules_lists_every_code_grouped_by_origin(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,3 +38,10 @@ def test_a_log_showing_gdr_in_use_answers_the_question() -> None:
 def test_a_rig_reports_power_cap_is_the_warning() -> None:
     found = [f for f in _findings((SET / "d8-17" / "evidence-1.txt").read_text()) if f.code == "TD992"]
     assert len(found) == 1 and "250 W" in found[0].message and "370 W" in found[0].message
+
+
+def test_a_post_of_gpus_left_idle_is_read_and_asked_about() -> None:
+    found = _findings((SET / "d8-08" / "evidence-1.txt").read_text())
+    assert found and all(f.severity == "info" for f in found)
+    assert any("topo -m" in f.fix for f in found)
+    assert not _findings("the job was slow yesterday, I think the GPU is underutilized\n")  # no GPUs said: not read

@@ -22,6 +22,7 @@ from topodoctor.evidence.prose_words import (
     COMPARED,
     DUAL_PORT,
     EXPECTED,
+    GPUS_SAID,
     IMAGES,
     MEASURED,
     NIC_WORDS,
@@ -31,6 +32,7 @@ from topodoctor.evidence.prose_words import (
     QUOTED,
     SHARED_NIC,
     TRAFFIC,
+    UNDERUSED,
     asks_of,
     checked_of,
     clauses,
@@ -295,7 +297,8 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     # a time stated against the one expected ("24H ETA ... Shouldn't it be around 6hours") says slow as "slower" does
     slow = slow_of(text) or scaling.behind(text, scaled)
     asks = asks_of([s for _, t in said for s in _SENTENCE.split(t)])
-    about_speed = bool(gpu or hosts) and (slow or asks)  # "AMD EPYC ... Why is p2p performance so slow?"
+    # "AMD EPYC ... Why is p2p performance so slow?"; "why is GPU underutilized ... 50% of both GPUs"
+    about_speed = bool(gpu or hosts or GPUS_SAID.search(text)) and (slow or asks or bool(UNDERUSED.search(text)))
     checked = checked_of(text)
     trouble = "gdr-trouble" in checked  # "I have a problem with enabling GDR for my NIC": a question of its own
     if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled or trouble):

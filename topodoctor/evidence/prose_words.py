@@ -322,3 +322,9 @@ def slow_of(text: str) -> bool:
 def asks_of(sentences: list[str]) -> bool:
     """Whether a sentence asks about a speed: a question that names one, or the words of asking whether it is right."""
     return any(ASKS.search(s) or ("?" in s and SPEED.search(s)) for s in sentences)
+
+
+# GPUs named by their number rather than their model ("both GPUs", "on 4 GPUs", "a single GPU"), and the words of
+# GPUs left idle by the job ("underutilized", "only 50% utilization"): a post about a multi-GPU run's speed
+GPUS_SAID = re.compile(r"\b(?:both|two|all|multiple|several|\d{1,3})\s+GPUs\b|\bsingle GPU\b", re.I)
+UNDERUSED = re.compile(r"\bunder-?utili[sz]\w*|\blow (?:GPU )?utili[sz]ation\b|\bonly \d{1,3} ?% of\b", re.I)

@@ -10,22 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from nccl_support import explained, lead_of
 from score_corpus import readme_rows, verdict_of
 
-from topodoctor.model.findings import Finding
-from topodoctor.nccl.explain import explain
 from topodoctor.nccl.parse import parse_file
 
 SET = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs" / "holdout8"
 H = "node2:1811:1902 [0]"
-
-
-def _findings(text: str) -> list[Finding]:
-    return list(explain([parse_file("/x/rank0.log", text)]))
-
-
-def _lead(text: str) -> Finding:
-    return next(f for f in _findings(text) if f.severity in ("error", "critical"))
 
 
 @pytest.mark.parametrize("name", ["h8-005.log", "h8-010.log", "h8-027.log", "h8-032.log"])
@@ -35,27 +26,27 @@ def test_the_fixed_files_hold_their_verdicts(name: str) -> None:
 
 def test_a_plugin_that_does_not_load_is_the_failure_and_an_absent_one_is_quiet() -> None:
     broken = f"{H} NCCL INFO NET/Plugin: /opt/x/libnccl-net.so: undefined symbol: ncclNetPlugin_v9\n"
-    lead = _lead(broken)
+    lead = lead_of(broken)
     assert lead.code == "TD099" and "undefined symbol" in lead.message and "ldd" in lead.fix
     dependency = (
         f"{H} NCCL INFO NET/Plugin: libfabric.so.1: cannot open shared object file: No such file or directory\n"
     )
-    assert _lead(dependency).code == "TD084"  # the plugin is there; the libfabric it needs is not
+    assert lead_of(dependency).code == "TD084"  # the plugin is there; the libfabric it needs is not
     absent = (
         f"{H} NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file: No such "
         "file or directory : when loading libnccl-net.so\n"
         f"{H} NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
     )
-    assert not [f for f in _findings(absent) if f.severity in ("warning", "error", "critical")]
+    assert not [f for f in explained(absent) if f.severity in ("warning", "error", "critical")]
 
 
 def test_the_launch_site_names_2_25_1_only_in_cuchecks_form() -> None:
     cucheck = f"{H} enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n{H} NCCL INFO group.cc:242 -> 1\n"
-    lead = _lead(cucheck)
+    lead = lead_of(cucheck)
     assert lead.code == "TD083" and "2.25.1" in lead.message and "2.26.2" in lead.message
     # 2.28.7 - 2.28.9 hold a CUDACHECK at that line, which prints no number: not the bug of 2.25.1
     cudacheck = cucheck.replace("Cuda failure 1 ", "Cuda failure ")
-    assert "2.25.1" not in _lead(cudacheck).message
+    assert "2.25.1" not in lead_of(cudacheck).message
 
 
 def test_a_quote_after_torchs_version_is_no_second_version() -> None:
@@ -65,7 +56,7 @@ def test_a_quote_after_torchs_version_is_no_second_version() -> None:
         "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-xxxxx (size 7340384)\n"
     )
     assert parse_file("x.log", text).versions == ("2.21.5",)
-    assert _lead(text).code == "TD043"
+    assert lead_of(text).code == "TD043"
 
 
 def test_the_old_listing_of_loopback_across_nodes_names_the_interface() -> None:
@@ -76,26 +67,26 @@ def test_the_old_listing_of_loopback_across_nodes_names_the_interface() -> None:
         "b:1:2 [0] include/socket.h:361 NCCL WARN Call to connect timeout : Connection refused\n"
         "b:1:2 [0] NCCL INFO bootstrap.cu:19 -> 2\nb:1:2 [0] NCCL INFO init.cu:557 -> 2\n"
     )
-    lead = _lead(text)
+    lead = lead_of(text)
     assert lead.code == "TD072" and "NCCL_SOCKET_IFNAME=eth0" in lead.fix
 
 
 def test_bridges_listed_beside_the_routed_interface_lead_the_candidates() -> None:
     text = (SET / "h8-001.log").read_text()
-    lead = _lead(text)
+    lead = lead_of(text)
     assert lead.code == "TD041" and lead.evidence["cause"]["confidence"] == "candidates"
     first = lead.evidence["candidates"][0]
     assert "NCCL_SOCKET_IFNAME=bond0" in first and "br-05ab815fa14e" in first
     # the routed interface alone: nothing to blame on the listing
     alone = "ncclSystemError: System call (socket, malloc, munmap, etc) failed\nINFO NET/Socket : Using\n"
     alone += "[0]bond0:192.168.1.161<0>\n"
-    assert _lead(alone).code == "TD049"
+    assert lead_of(alone).code == "TD049"
 
 
 def test_a_trail_from_the_socket_layer_through_bootstrap_ranks_its_interface_first() -> None:
     text = (SET / "h8-031.log").read_text()
-    lead = _lead(text)
+    lead = lead_of(text)
     assert lead.code == "TD049" and "(1) the interface NCCL's bootstrap sockets use" in lead.message
     assert "ibp75s0" in lead.message and "IPoIB" in lead.message
     other = text.replace("bootstrap.cc", "transport.cc")  # the same return codes, not the bootstrap's
-    assert "bootstrap sockets" not in _lead(other).message
+    assert "bootstrap sockets" not in lead_of(other).message

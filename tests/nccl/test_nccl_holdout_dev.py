@@ -11,22 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from nccl_support import explained, lead_of
 from score_corpus import readme_rows, verdict_of
-
-from topodoctor.model.findings import Finding
-from topodoctor.nccl.explain import explain
-from topodoctor.nccl.parse import parse_file
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "nccl-logs"
 H = "node2:1811:1902 [0]"
-
-
-def _explain(text: str) -> list[Finding]:
-    return explain([parse_file("/x/rank0.log", text)])
-
-
-def _lead(text: str) -> Finding:
-    return next(f for f in _explain(text) if f.severity in ("error", "critical"))
 
 
 @pytest.mark.parametrize("path", ["holdout4/h4-009.log", "holdout5/h5-018.log"])
@@ -50,7 +39,7 @@ def test_the_misses_the_log_cannot_decide_stay_honest(path: str, verdict: str) -
 
 @pytest.mark.parametrize(("line", "release"), [("230", "2.25.1"), ("234", "2.26.2 - 2.26.6")])
 def test_the_warn_s_line_names_the_release_of_a_log_without_a_banner(line: str, release: str) -> None:
-    lead = _lead(f"{H} graph/topo.h:{line} NCCL WARN Could not find NET with id 0\n")
+    lead = lead_of(f"{H} graph/topo.h:{line} NCCL WARN Could not find NET with id 0\n")
     assert (lead.code, lead.evidence["nccl_version"]) == ("TD083", release)
     assert lead.evidence["cause"]["confidence"] == "known bug of the version"  # type: ignore[index]
     assert f"graph/topo.h:{line} is this WARN's in NCCL {release} alone" in lead.fix
@@ -58,18 +47,18 @@ def test_the_warn_s_line_names_the_release_of_a_log_without_a_banner(line: str, 
 
 @pytest.mark.parametrize("line", ["221", "226", "248", "267"])
 def test_a_line_of_another_release_is_no_sign_of_the_bug(line: str) -> None:
-    findings = _explain(f"{H} graph/topo.h:{line} NCCL WARN Could not find NET with id 0\n")
+    findings = explained(f"{H} graph/topo.h:{line} NCCL WARN Could not find NET with id 0\n")
     assert not any(f.code == "TD083" for f in findings)
-    assert _lead(f"{H} graph/topo.h:{line} NCCL WARN Could not find NET with id 0\n").code == "TD052"
+    assert lead_of(f"{H} graph/topo.h:{line} NCCL WARN Could not find NET with id 0\n").code == "TD052"
 
 
 def test_the_banner_outranks_the_line() -> None:
     text = f"{H} NCCL INFO NCCL version 2.28.3+cuda12.9\n{H} graph/topo.h:230 NCCL WARN Could not find NET with id 0\n"
-    assert not any(f.code == "TD083" for f in _explain(text))
+    assert not any(f.code == "TD083" for f in explained(text))
 
 
 def test_a_bare_message_ranks_the_bug_first_among_its_causes() -> None:
-    lead = _lead("Could not find NET with id 0\n")
+    lead = lead_of("Could not find NET with id 0\n")
     assert lead.code == "TD083" and lead.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
     ranked = [str(c) for c in lead.evidence["candidates"]]  # type: ignore[union-attr]
     assert "2.25.0 - 2.26.6 if the job runs one of them" in ranked[0] and "upgrade NCCL" in ranked[0]
@@ -86,7 +75,7 @@ MERGE += "NCCL_NET_MERGE_LEVEL=LOC\n"
 @pytest.mark.parametrize(("banner", "running"), [("2.25.1", "2.25.1"), ("", "2.24.3 - 2.25.1")])
 def test_a_fatal_nic_fusion_merge_is_the_release_s_bug(banner: str, running: str) -> None:
     head = f"{H} NCCL INFO NCCL version {banner}+cuda12.8\n" if banner else ""
-    lead = _lead(f"{head}{H} {MERGE}{H} NCCL INFO init.cc:1420 -> 4\n")
+    lead = lead_of(f"{head}{H} {MERGE}{H} NCCL INFO init.cc:1420 -> 4\n")
     assert (lead.code, lead.evidence["nccl_version"], lead.evidence["fixed_in"]) == ("TD083", running, "2.26.2")
     assert lead.evidence["cause"]["confidence"] == "known bug of the version"  # type: ignore[index]
     assert "NCCL_NET_MERGE_LEVEL=LOC" in lead.fix
@@ -94,7 +83,7 @@ def test_a_fatal_nic_fusion_merge_is_the_release_s_bug(banner: str, running: str
 
 def test_a_forced_merge_makes_the_merge_failure_a_candidate() -> None:
     forced = f"{H} NCCL INFO NCCL_NET_FORCE_MERGE set by environment to mlx5_0,mlx5_1\n"
-    lead = _lead(f"{forced}{H} {MERGE}{H} NCCL INFO init.cc:1420 -> 4\n")
+    lead = lead_of(f"{forced}{H} {MERGE}{H} NCCL INFO init.cc:1420 -> 4\n")
     assert lead.code == "TD083" and lead.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
     assert any("NCCL_NET_FORCE_MERGE" in str(c) for c in lead.evidence["candidates"])  # type: ignore[union-attr]
 
@@ -102,5 +91,5 @@ def test_a_forced_merge_makes_the_merge_failure_a_candidate() -> None:
 def test_the_2_26_info_of_a_merge_is_no_failure() -> None:
     info = f"{H} NCCL INFO TOPO/NET : Tried merging multiple devices together and failed. vProps={{ndevs=2, devs=[0 1 "
     info += "0 0]}. Set NCCL_NET_MERGE_LEVEL=LOC to disable NIC fusion.\n"
-    findings = _explain(f"{H} NCCL INFO NCCL version 2.26.2+cuda12.8\n{info}")
+    findings = explained(f"{H} NCCL INFO NCCL version 2.26.2+cuda12.8\n{info}")
     assert not any(f.code == "TD083" for f in findings)

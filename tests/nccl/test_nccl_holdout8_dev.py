@@ -90,3 +90,22 @@ def test_a_trail_from_the_socket_layer_through_bootstrap_ranks_its_interface_fir
     assert "ibp75s0" in lead.message and "IPoIB" in lead.message
     other = text.replace("bootstrap.cc", "transport.cc")  # the same return codes, not the bootstrap's
     assert "bootstrap sockets" not in lead_of(other).message
+
+
+def test_bootstrap_message_truncated_names_candidates_not_one_cause() -> None:
+    # bootstrap.cc's bootstrapNetRecv: both ends are NCCL's own code, so the words name no single cause
+    log = (
+        f"{H} bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4\n"
+        f"{H} NCCL INFO transport.cc:250 -> 3\n"
+    )
+    lead = lead_of(log)
+    assert lead.code == "TD073"
+    listed = lead.evidence["candidates"]
+    assert isinstance(listed, list) and len(listed) == 3
+    assert "versions" in str(listed[0]) and "2.18" in str(listed[1])
+    assert verdict_of(SET, readme_rows(SET)["h8-019.log"], "h8-019.log") != "confidently-wrong"
+
+
+def test_a_collective_mismatch_outside_bootstrap_keeps_its_one_cause() -> None:
+    lead = lead_of(f"{H} NCCL WARN collective mismatch error, local size 256 remote size 4\n")
+    assert lead.code == "TD073" and "candidates" not in lead.evidence

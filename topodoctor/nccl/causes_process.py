@@ -1,7 +1,8 @@
 """The causes of the process side's classes whose words fit several: CUDA's 803 and 804 (the libcuda loaded does
 not fit the kernel driver or the GPU: CUDA's enum documentation and its forward-compatibility guide) and a process
-that crashed in native code with no NCCL error before it (glibc's heap check, SIGSEGV, SIGABRT), most likely first,
-with what tells each apart. Data; ``nccl.causes`` weighs them."""
+that crashed in native code with no NCCL error before it (glibc's heap check, SIGSEGV, SIGABRT), and bootstrap.cc's
+"Message truncated" (two ranks' processes out of step in NCCL's own exchange), most likely first, with what tells
+each apart. Data; ``nccl.causes`` weighs them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from topodoctor.nccl.cuda_errors import compat_error
 from topodoctor.nccl.evidence import LogContext
-from topodoctor.nccl.log_signs import ClassCause, ClassCauses
+from topodoctor.nccl.log_signs import VERSIONS, ClassCause, ClassCauses
 from topodoctor.nccl.parse import Event
 
 
@@ -115,5 +116,28 @@ PROCESS_CAUSES = (
         ),
         "a core backtrace, the NCCL version banner (NCCL_DEBUG=INFO) with the GPU model, which libnccl the process "
         "mapped, and the same run at fewer ranks",
+    ),
+    ClassCauses(
+        "TD073",
+        # bootstrap.cc's bootstrapNetRecv (2.12+): a message larger than the receiver asked for on NCCL's own
+        # bootstrap socket. Both ends are NCCL's code, not the program's calls, so the two processes are out of
+        # step in NCCL's exchange; its words do not say why.
+        (
+            VERSIONS,
+            ClassCause(
+                "a fault of this NCCL release's own connection set-up (both ends of the exchange are NCCL's code): "
+                "run the job on another release, an older one (2.18.x) or the newest, and report it if it goes away",
+                "the same job on another NCCL release (LD_PRELOAD of another libnccl.so, or NCCL_DEBUG=INFO's banner "
+                "with the pip package it came from)",
+            ),
+            ClassCause(
+                "the ranks do not make the same calls in the same order (a communicator created, split or used for "
+                "send/recv on some ranks only), so one rank's set-up meets another's",
+                "TORCH_DISTRIBUTED_DEBUG=DETAIL and every rank's NCCL_DEBUG=INFO lines before the failure",
+            ),
+        ),
+        "every rank's NCCL version banner (NCCL_DEBUG=INFO) and NCCL_* settings, and the same job on another NCCL "
+        "release",
+        lambda evs: evs[0].source.startswith("bootstrap") and "truncated" in evs[0].text,
     ),
 )

@@ -113,7 +113,9 @@ _NIC_COUNT_AFTER = re.compile(
     re.I,
 )
 _NIC_COUNT = re.compile(
-    r"\b" + _NUM + r"(?![\w.])\s*(?:x|×|\*)?\s*(?:(?!GPU|gpu|\band\b|\bthe\b)[\w/*-]+\s*){0,4}?"
+    # "8 x ConnectX-7" and "8x CX-7" alike, never the GPUs' count ("8xH100", "8x H100 with 2x CX-7")
+    r"\b" + _NUM + r"(?:(?![\w.])|(?=[x×]\s))\s*(?:x|×|\*)?\s*"
+    r"(?:(?!GPU|gpu|\band\b|\bthe\b|\bwith\b|[AHBLTV]\d{2,3}\b)[\w/*-]+\s*){0,4}?"
     r"(?:NICs?|HCAs?|Mellanox|ConnectX[-\w]*|CX-?\d\w*"
     r"|(?:IB|InfiniBand|network|NIC|RoCE|HDR|NDR|EDR|EFA|Ethernet)\s+(?:cards?|nics?|adapters?|ports?))\b",
     re.I,

@@ -82,6 +82,9 @@ KIND_CODE = {
     "cumem-host": "TD087",
     "cuda-compat": "TD097",
     "process-crash": "TD098",
+    "cuda-interposer": "TD958",
+    "run-stalled": "TD959",
+    "tests-stopped": "TD960",
     "torch-usage": "TD096",
 }
 # the sources whose messages NCCL's own logger prints (``NCCL WARN ...``)

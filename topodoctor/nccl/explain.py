@@ -34,10 +34,11 @@ from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
 from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.parse import Event, LogFile
 from topodoctor.nccl.site_causes import stray_bytes
+from topodoctor.nccl.stall import STALL
 from topodoctor.nccl.unexplained import bridges_beside, bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER, **PROCESS}
+BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER, **PROCESS, **STALL}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067", "TD092", "TD098"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect

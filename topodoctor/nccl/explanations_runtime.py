@@ -162,6 +162,40 @@ RUNTIME_CLASSES = (
         "(`grep nccl /proc/PID/maps`), and whether the same run at fewer ranks or nodes passes.",
     ),
     _e(
+        "TD958",
+        "cuda-interposer-failed",
+        "error",
+        "A library that interposes on CUDA's driver calls in the container (HAMi-core's libvgpu.so, the vGPU layer "
+        "that splits a GPU between pods) failed inside a call NCCL or the program made: the fault is the layer's, "
+        "not NCCL's",
+        "Run the job once without the layer: CUDA_DISABLE_CONTROL=true in the container's environment keeps "
+        "HAMi-core out of it (no memory or core limit then; on a shared GPU only for the test), or a whole GPU "
+        "without the vGPU resource. A run that passes so is the layer's: upgrade HAMi (its device plugin and "
+        "libvgpu.so) to a release that handles the call. Where the hooked call is NCCL's probe of cuMem host "
+        "memory at init (cuMemCreate under ncclCuMemHostEnable), NCCL_CUMEM_HOST_ENABLE=0 skips that probe, and "
+        "NCCL_CUMEM_ENABLE=0 keeps NCCL off cuMem altogether.",
+    ),
+    _e(
+        "TD959",
+        "run-stalled",
+        "error",
+        "The post says the run hangs and its log shows no failure line: the log does not say why a collective "
+        "never completed",
+        "Run it again with NCCL_DEBUG=INFO and, while it hangs, see where each rank waits (`py-spy dump --pid PID`, "
+        "torch's flight recorder with TORCH_NCCL_TRACE_BUFFER_SIZE); the same run with NCCL_P2P_DISABLE=1 tells "
+        "PCIe peer-to-peer (ACS, the IOMMU) from the rest.",
+    ),
+    _e(
+        "TD960",
+        "tests-stopped-after-init",
+        "warning",
+        "nccl-tests' output stops after NCCL's init with no result row and no error: a first collective that never "
+        "completed, or a paste cut there (a warning: the text cannot tell them apart)",
+        "Say whether the test hung there or the paste stops: a test that hangs after init is a collective that never "
+        "completed; the same run with NCCL_P2P_DISABLE=1 tells PCIe peer-to-peer (ACS, the IOMMU) from the rest, "
+        "and NCCL_DEBUG=INFO shows the transports each channel uses.",
+    ),
+    _e(
         "TD094",
         "process-bus-error",
         "error",

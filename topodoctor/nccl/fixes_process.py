@@ -40,4 +40,13 @@ def _crash(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said("TD098", msg, EXPLANATIONS["TD098"].fix, {"signal": signal})
 
 
-PROCESS: dict[str, Builder] = {"cuda-compat": _compat, "process-crash": _crash}
+def _interposer(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    said = next((e.fields["said"].strip() for e in evs if e.fields.get("said")), "")
+    calls = list(dict.fromkeys(e.fields["call"] for e in evs if e.fields.get("call")))
+    msg = "HAMi-core (libvgpu.so), the vGPU layer interposed on CUDA's driver calls, failed"
+    msg += f" in its hook of {calls[0]}" if calls else ""
+    msg += f": '{said[:100]}'" if said else ""
+    return Said("TD958", msg, EXPLANATIONS["TD958"].fix, {"call": calls[0] if calls else "", "said": said})
+
+
+PROCESS: dict[str, Builder] = {"cuda-compat": _compat, "process-crash": _crash, "cuda-interposer": _interposer}

@@ -45,6 +45,9 @@ SRC = r"[\w./<>+-]+\.(?:cc|cu|cpp|c|h|hpp)"  # an NCCL source file as its lines 
 WARN = re.compile(rf"(?:(?P<src>{SRC}):(?P<line>\d+)\]?(?: \(\w+\))?[^\n]*?\s)?NCCL WARN (?P<msg>.*)")
 OLD_WARN = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) WARN (?P<msg>.*)")  # NCCL before 2.5: no "NCCL"
 V1_WARN = re.compile(rf"(?:^|\s)WARN (?P<src>{SRC}):(?P<line>\d+) (?P<msg>.*)")  # NCCL 1.x: "WARN src/core.cu:N"
+# a WARN's words quoted without NCCL's prefix or site (an issue's title: "...: WARN NET/IB: read failed in ..."):
+# read only where the words are a WARN message of the sources, since "WARN" alone is any program's level
+QUOTED_WARN = re.compile(r"(?:^|[\s:(])(?P<src>)(?P<line>)WARN:? (?P<msg>[A-Za-z]\S*.*)")
 OLD_INFO = re.compile(r"\S+:\d+:\d+ \[-?\d+\] INFO (?P<msg>.*)")
 INFO = "NCCL INFO"  # where a 2.5+ INFO message starts (the message: after it, leading spaces dropped)
 DIAG = re.compile(r"NCCL DIAG (?P<msg>.*)")  # 2.31+: NCCL's own diagnosis

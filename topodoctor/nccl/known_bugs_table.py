@@ -268,4 +268,24 @@ KNOWN_BUGS = (
         others=("two processes with the same host and PID hash: containers sharing one network namespace",),
         tells="the release (2.20.3 only) and a second communicator of the process (a split, a new process group)",
     ),
+    KnownBug(
+        "roce-gid-type-unmapped-in-container",
+        (2, 23, 4),
+        (2, 26, 1),
+        re.compile(r"read failed in ncclIbRoceGetVersionNum: Invalid argument", re.I),
+        "",
+        "2.26.2",
+        "the GID index search read each candidate's RoCE type from sysfs and gave up on EINVAL, which a container "
+        "returns for a GID index not mapped into its sysfs, instead of moving on to the next index",
+        "NCCL 2.26.2-1 release notes: GID index detection made more resilient (it gave up too soon when the detected "
+        "index was not mapped to the container's sysfs; issues #1538, #1573); net_ib.cc ncclIbRoceGetVersionNum "
+        "returns success on EINVAL from 2.26.2",
+        "NCCL_IB_GID_INDEX set to an index the container maps (the RoCE v2 index of the pod's address, "
+        "`show_gids` in the pod) skips the search",
+        platform="RoCE NICs inside containers (Kubernetes pods, SR-IOV)",
+        alone=True,
+        # the words with EINVAL are printed by 2.23.4 - 2.26.1 alone: from 2.26.2 EINVAL is skipped in silence
+        sites=(("", "*", "2.23.4 - 2.26.1"),),
+        unversioned=True,
+    ),
 )

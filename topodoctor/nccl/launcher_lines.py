@@ -268,8 +268,23 @@ _ENDS = (
         "or was busy elsewhere) or the network between them dropped it",
     ),
 )
+# a library that interposes on CUDA's driver calls inside the container (HAMi-core's libvgpu.so, put in every
+# process by /etc/ld.so.preload or LD_PRELOAD to split a GPU between pods): its own error line, and a frame of its
+# hooks in a crash's stack (the hooked driver call that failed)
+_INTERPOSER = (
+    LauncherLine(
+        "cuda-interposer",
+        re.compile(r"\[HAMI-core ERROR \([^)]*\)\]:\s*(?P<said>.*)"),
+        "HAMi-core, the vGPU layer that interposes on CUDA's driver calls in the container, failed a call",
+    ),
+    LauncherLine(
+        "cuda-interposer",
+        re.compile(r"/libvgpu/src/[\w/]+\.c\S*,? line \d+, in (?P<call>cu\w+)"),
+        "a frame of HAMi-core's hook of a CUDA driver call in the stack of the failure",
+    ),
+)
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _CRASH + _GPU + _GLOO + _ENDS
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _INTERPOSER + _CRASH + _GPU + _GLOO + _ENDS
 OUTSIDE_WHATS = frozenset(e.what for e in _ENDS)
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
@@ -278,7 +293,7 @@ _GUARD = re.compile(
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
     r"|connectFullMesh|Unable to find address for|network address of|store based barrier|Rendezvous"
-    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting"
+    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|HAMI-core ERROR|/libvgpu/"
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from topodoctor.nccl.account import account
+from topodoctor.nccl.catalogue import lookup
 from topodoctor.nccl.choices import parse_choices
 from topodoctor.nccl.classify import classify
 from topodoctor.nccl.continuation import ends_in_trail
@@ -31,6 +32,7 @@ from topodoctor.nccl.grammar import IB_USING as _IB_USING
 from topodoctor.nccl.grammar import INIT_RANK as _INIT_RANK
 from topodoctor.nccl.grammar import OLD_INFO as _OLD_INFO
 from topodoctor.nccl.grammar import OLD_WARN as _OLD_WARN
+from topodoctor.nccl.grammar import QUOTED_WARN as _QUOTED_WARN
 from topodoctor.nccl.grammar import SET_TO as _SET_TO
 from topodoctor.nccl.grammar import SOCK_IF as _SOCK_IF
 from topodoctor.nccl.grammar import SOCK_IFS_ONLY as _SOCK_IFS_ONLY
@@ -47,6 +49,7 @@ from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
+from topodoctor.nccl.stall_lines import stalled
 
 __all__ = ["Event", "LogFile", "parse_file"]
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
@@ -93,7 +96,11 @@ class _Reader(FrameworkLines):
             self.seen("INFO")
             self._host(line, at)
             self._info(i, line, line[at + 10 :], rank)
-        elif "WARN" in line and ((m := _WARN.search(line)) or (m := _OLD_WARN.search(line) or _V1_WARN.search(line))):
+        elif "WARN" in line and (
+            (m := _WARN.search(line))
+            or (m := _OLD_WARN.search(line) or _V1_WARN.search(line))
+            or ((m := _QUOTED_WARN.search(line)) and lookup(m.group("msg").strip()) is not None)
+        ):
             self.seen("WARN")
             self._host(line, line.find("WARN"))
             msg = m.group("msg").rstrip("*").strip()
@@ -205,6 +212,10 @@ def parse_file(name: str, text: str) -> LogFile:
         e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag", "bug-symptom")
     ] + r.failed_at
     last_failure = max(failing, default=-1)
+    nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
+    if not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
+        kind = "run-stalled" if stop[1]["how"] == "said" else "tests-stopped"
+        r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])
     return LogFile(
         name=name,
         level=r.level,
@@ -216,7 +227,7 @@ def parse_file(name: str, text: str) -> LogFile:
         env=r.env,
         account=account(["\n".join(nccl_lines)]) if info else None,
         choices=parse_choices(nccl_lines) if info else None,
-        nccl_tests=any(ln.startswith("# nThread") for ln in lines[:40]),
+        nccl_tests=nccl_tests,
         failed=bool(r.failed_at),
         went_on=last_failure >= 0 and any(p > last_failure for p in r.progress_at),
         worked_first=bool(failing) and any(p < min(failing) for p in r.progress_at),

@@ -1,0 +1,76 @@
+"""A run that stopped with no failure line (``nccl.stall_lines`` reads it: the post says it hangs, or
+nccl-tests printed no result after NCCL's init). Neither says why; the candidates are the causes of a collective
+that never completes (NCCL's troubleshooting guide: PCIe ACS and the IOMMU first on one node; the network across
+nodes; ranks that do not call the same collectives; a GPU fault; a release's bug), ranked by what the text shows
+(PCIe GPUs, several nodes). The finding's builder, and the causes as data for ``nccl.causes``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from topodoctor.nccl.evidence import Builder, LogContext, Said
+from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.log_signs import ClassCause, ClassCauses
+from topodoctor.nccl.logfile import Event
+
+
+def _stall(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    if f.get("how") == "said":
+        msg = f"the post says the run hangs ('{f.get('said', '')[:120]}') and the log shows no failure line"
+    else:
+        msg = (
+            "nccl-tests stopped after NCCL's init with no result row and no error: its first collective never "
+            "completed (or the paste stops there)"
+        )
+    code = "TD959" if f.get("how") == "said" else "TD960"
+    return Said(code, msg, EXPLANATIONS[code].fix, {"how": f.get("how", "")})
+
+
+def _pcie(evs: Sequence[Event], ctx: LogContext) -> bool:
+    return not _nodes(evs, ctx) and (bool(evs[0].fields.get("pcie")) or bool(ctx.gpu_names))
+
+
+def _nodes(evs: Sequence[Event], ctx: LogContext) -> bool:
+    return bool(evs[0].fields.get("nodes")) or ctx.hosts > 1
+
+
+STALL: dict[str, Builder] = {"run-stalled": _stall, "tests-stopped": _stall}
+_CAUSES = (
+    ClassCause(
+        "PCIe peer-to-peer traffic between the GPUs blocked or sent round by ACS on the PCIe switches and root "
+        "ports or by the IOMMU (VT-d, AMD-Vi; a VM's passthrough): the first collective over P2P never "
+        "completes. If the run completes with NCCL_P2P_DISABLE=1, disable ACS on the bridges above the GPUs "
+        "(the BIOS, or setpci), or boot with iommu=pt (intel_iommu=off, amd_iommu=off), and keep P2P on",
+        "the same run with NCCL_P2P_DISABLE=1; `lspci -vvv | grep -i acsctl` (SrcValid+ on a bridge above the "
+        "GPUs); `dmesg | grep -i -e DMAR -e AMD-Vi -e iommu`; p2pBandwidthLatencyTest between the GPUs",
+        first=_pcie,
+    ),
+    ClassCause(
+        "the network between the nodes: NCCL's connections over an interface the peer cannot reach, or a "
+        "firewall or security group that drops them (pin NCCL_SOCKET_IFNAME to the routed interface; on "
+        "NET/IB the GID and route), so the ranks wait for data that never comes",
+        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every node (the interfaces and network in use), and the "
+        "same run on one node alone",
+        first=_nodes,
+    ),
+    ClassCause(
+        "the ranks do not all call the same collectives in the same order (a rank that skipped one, an uneven "
+        "split of the data, a rank held at another barrier or in its own work), so the others wait for it",
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL (torch's collective mismatch checks), torch's flight recorder "
+        "(TORCH_NCCL_TRACE_BUFFER_SIZE) or `py-spy dump` of each rank: where each one waits",
+    ),
+    ClassCause(
+        "a GPU or driver fault (an Xid in the kernel log, a GPU fallen off the bus), or the GPUs busy with another job",
+        "`dmesg | grep -i xid` and `nvidia-smi` while it hangs",
+    ),
+    ClassCause(
+        "a bug of the NCCL release in use (a hang fixed in a later release): the same run on the newest NCCL",
+        "the NCCL version banner (NCCL_DEBUG=VERSION) against the release notes",
+    ),
+)
+_COLLECT = (
+    "the run with NCCL_DEBUG=INFO (the transports: via P2P/IPC, SHM, NET), the same run with NCCL_P2P_DISABLE=1, "
+    "`nvidia-smi topo -m`, `lspci -vvv | grep -i acs`, and where each rank waits (py-spy dump, torch's flight recorder)"
+)
+# the post's words that it hangs (TD959), and nccl-tests' output that stops after init (TD960): the same causes
+STALL_CAUSES = (ClassCauses("TD959", _CAUSES, _COLLECT), ClassCauses("TD960", _CAUSES, _COLLECT))

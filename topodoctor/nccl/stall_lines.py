@@ -1,0 +1,45 @@
+"""A run that stopped with no failure line, read from its text: the post's own words that it hangs (an issue's
+title pasted as its first line: "ncclAllReduce deadlocks on 2x RTX ...") or nccl-tests' output that reached
+NCCL's init and never printed a result row; with what the words show of the GPUs (PCIe alone) and the nodes.
+Text in, an event's line and fields out; ``nccl.stall`` holds its causes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from topodoctor.nccl.grammar import ORIGIN
+
+_HANG = re.compile(
+    r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|freez(?:es|e|ing)|frozen|spins? forever"
+    r"|never (?:returns|finishes|completes|ends))\b"
+)
+# the line speaks of NCCL's world (a title about something else that hangs is not ours)
+_COLLECTIVE = re.compile(
+    r"(?i)nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|collective|torch\.distributed|\bDDP\b"
+    r"|\bFSDP\b|init_process_group|barrier|tensor.parallel|\bTP\s?\d|multi-?GPU"
+)
+# GPUs joined by PCIe alone, in the post's words (a log's consumer GPUs are the context's ``gpu_names``)
+_PCIE = re.compile(
+    r"(?i)\bPCIe\b|\bno NVLink\b|without NVLink|\bPHB\b|\bPIX\b|\bPXB\b|GeForce|\bRTX\b|\bTitan\b|\bA40\b"
+    r"|\bL40S?\b|\bL4\b|\bA10\b|\bT4\b"
+)
+_NODES = re.compile(r"(?i)multi-?node|\b(?:two|2|several|multiple|\d+) (?:nodes|machines|hosts|servers)\b|across nodes")
+_TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")
+
+
+def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]] | None:
+    """Where a log that shows no failure says its run stopped, with what the text shows of the GPUs and nodes:
+    the post's first line that says it hangs, or nccl-tests' output that reached NCCL's init (an NCCL INFO line)
+    with no result row. None when neither."""
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None:
+        return None
+    title = lines[first]
+    where = {"pcie": "1" if _PCIE.search(title) else "", "nodes": "1" if _NODES.search(title) else ""}
+    if _HANG.search(title) and _COLLECTIVE.search(title) and not ORIGIN.search(title):
+        return first, {"how": "said", "said": title.strip()[:200], **where}
+    if nccl_tests and any("NCCL INFO" in ln for ln in lines) and not any(_TABLE_ROW.match(ln) for ln in lines):
+        last = max(i for i, ln in enumerate(lines) if ln.strip())
+        return last, {"how": "tests", **where}
+    return None

@@ -16,12 +16,15 @@ from topodoctor.nccl.causes_host import HOST_CAUSES
 from topodoctor.nccl.causes_launcher import LAUNCHER_CAUSES
 from topodoctor.nccl.causes_network import NETWORK_CAUSES, PEER_CAUSES
 from topodoctor.nccl.causes_process import PROCESS_CAUSES
+from topodoctor.nccl.causes_registration import REGISTRATION_CAUSES
 from topodoctor.nccl.evidence import LogContext, Said
 from topodoctor.nccl.log_signs import gids_in_use, local_gid
 from topodoctor.nccl.parse import Event
 from topodoctor.nccl.stall import STALL_CAUSES
 
-TABLE = NETWORK_CAUSES + PEER_CAUSES + HOST_CAUSES + LAUNCHER_CAUSES + PROCESS_CAUSES + STALL_CAUSES
+TABLE = (
+    NETWORK_CAUSES + PEER_CAUSES + HOST_CAUSES + LAUNCHER_CAUSES + PROCESS_CAUSES + STALL_CAUSES + REGISTRATION_CAUSES
+)
 
 
 def _seen(evs: Sequence[Event], ctx: LogContext) -> str:

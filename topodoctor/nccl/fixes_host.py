@@ -40,6 +40,15 @@ def _fabric(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
     )
 
 
+# NCCL's own forms of a CUDA error (its WARN, CUDACHECK's "Cuda failure", torch's NCCL error text)
+_BY_NCCL = re.compile(r"NCCL|Cuda failure|CUDA error \d+")
+_OWN_P2P_CAUSE = (
+    "the program's own peer-to-peer kernels (a custom all-reduce over CUDA IPC: vLLM, TensorRT-LLM, sglang), which "
+    "NCCL_P2P_DISABLE does not reach: turn the custom all-reduce off (vLLM --disable-custom-all-reduce, TensorRT-LLM "
+    "without use_custom_all_reduce or with the NCCL all-reduce strategy)"
+)
+
+
 def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if (own := own_p2p(f, evs, ctx)) is not None:  # a program's own P2P kernels, not NCCL's transport
         return own
@@ -48,6 +57,17 @@ def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         specific = "The log shows NCCL_P2P_DISABLE=1, yet P2P was tried: the failing process did not get it."
     extra: dict[str, object] = {}
     also = ""
+    if not any(e.source or _BY_NCCL.search(e.text) for e in evs):
+        # CUDA's words alone, in no NCCL or CUDA-check form (a title, a framework's message): a program's own
+        # peer-to-peer code (a custom all-reduce over CUDA IPC) asks for peer access as NCCL's P2P transport does
+        extra["candidates"] = [_OWN_P2P_CAUSE, "P2P between the two GPUs in NCCL: NCCL_P2P_DISABLE=1"]
+        return Said(
+            "TD055",
+            "CUDA 217: peer access is not supported between two GPUs (the line does not say whose code asked for it)",
+            f"Candidates, most likely first: (1) {_OWN_P2P_CAUSE}; (2) NCCL's P2P transport: "
+            + with_general("TD055", specific),
+            extra,
+        )
     if not any(e.source for e in evs) and older_than(ctx, (2, 23, 0)) is not True:
         # without NCCL's file the SHM transport's cuMem host memory (2.23+) raises the same error
         extra["candidates"] = ["P2P between the two GPUs: NCCL_P2P_DISABLE=1", "SHM's cuMem host memory"]

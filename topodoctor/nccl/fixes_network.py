@@ -31,7 +31,7 @@ def _verbs_dev(f: Mapping[str, str], ctx: LogContext) -> str:
 def _memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD061",
-        f"{f['call']} failed{_verbs_dev(f, ctx)}: Cannot allocate memory (the locked-memory limit)",
+        f"{f['call']} failed{_verbs_dev(f, ctx)}: Cannot allocate memory (registering memory for RDMA)",
         EXPLANATIONS["TD061"].fix,
         {"call": f["call"]},
     )
@@ -312,9 +312,15 @@ def _invalid_rank(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     ranks = sorted({int(e.fields["rank"]) for e in evs if e.fields.get("rank", "").lstrip("-").isdigit()})
     shown = ", ".join(str(r) for r in ranks[:6]) + ("..." if len(ranks) > 6 else "")
     n = f.get("nranks", "?")
+    # the words without their numbers (a title): which rank and size, the message does not say
+    who = (
+        f"rank {shown} asked for a place in a communicator of {n} ranks"
+        if ranks
+        else "a rank outside the communicator was asked for"
+    )
     return Said(
         "TD080",
-        f"rank {shown} asked for a place in a communicator of {n} ranks: more processes than the world size",
+        f"{who}: more processes than the world size",
         EXPLANATIONS["TD080"].fix,
         {"nranks": n, "ranks": ranks},
     )

@@ -49,7 +49,23 @@ def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "Kubernetes; `ls /dev/infiniband/uverbs*` inside); on a host without EFA leave aws-ofi-nccl out "
             "(NCCL_NET=Socket)."
         )
-    return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific.strip()), {"ofi": what})
+    extra: dict[str, object] = {"ofi": what}
+    if not specific:  # a failure of the plugin whose words name no cause of their own: what makes its calls fail
+        extra["candidates"] = list(_OFI_CAUSES)
+        specific = f"The message names no cause; candidates, most likely first: {numbered(_OFI_CAUSES)}."
+    return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific.strip()), extra)
+
+
+# what makes the plugin's libfabric calls fail where its message says only which call (an endpoint, an address
+# vector, a completion): the versions of the stack, then the device, then GPU memory through the NIC
+_OFI_CAUSES = (
+    "aws-ofi-nccl, libfabric and NCCL from different releases (a container's own libfabric or plugin ahead of or "
+    "behind the host's EFA installer): use the versions released together",
+    "the EFA device or its capabilities not visible to the process (`fi_info -p efa -t FI_EP_RDM` prints nothing in "
+    "the container; the EFA device plugin, /dev/infiniband/uverbs*)",
+    "GPU memory through the NIC (FI_HMEM: `fi_info -p efa -c FI_HMEM`, the efa driver's p2p support, "
+    "FI_EFA_USE_DEVICE_RDMA)",
+)
 
 
 # torch's own check (ProcessGroupWrapper) compares each call's fingerprint across the ranks: the program
@@ -262,7 +278,7 @@ def cumem_host(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> S
 def _efa_memlock(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD061",
-        "libfabric's EFA provider could not allocate memory (-12) and aborted the process: the locked-memory limit",
+        "libfabric's EFA provider could not allocate memory (-12) and aborted the process",
         EXPLANATIONS["TD061"].fix,
     )
 

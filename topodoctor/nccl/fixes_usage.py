@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said, with_general
 from topodoctor.nccl.parse import Event
+from topodoctor.nccl.torch_reasons import NO_GPU
 
 # a program's own CUDA IPC / peer code, not NCCL's transport: its line names the program or the feature
 _OWN_P2P = re.compile(r"\[TensorRT-LLM\]|IpcMemory|custom[ _]?all[ _-]?reduce|CustomAllReduce|ggml", re.I)
@@ -236,7 +238,23 @@ def _torch_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) ->
     """torch's checks of a collective's tensors (ProcessGroupNCCL.cpp check_gpu_single_tensor and its kin,
     ProcessGroup.hpp getBackend): the log states what the call passed."""
     msg = f"torch's NCCL backend refused the call: {f.get('what', 'its arguments')} ({f.get('said', '')[:120]})"
+    if f.get("what") == NO_GPU:  # the process saw no GPU: its environment, not its call
+        fix = f"Candidates, most likely first: {numbered(_NO_GPU_CAUSES)}."
+        return Said("TD096", msg, fix, {"said": f.get("said", ""), "candidates": list(_NO_GPU_CAUSES)})
     return Said("TD096", msg, with_general("TD096", ""), {"said": f.get("said", "")})
+
+
+# what leaves a rank's process without a GPU: CUDA (torch.cuda.device_count() == 0) in that process's environment
+_NO_GPU_CAUSES = (
+    "the launcher started the ranks without the environment CUDA needs: a launcher that passes only the variables "
+    "it knows (deepspeed's pdsh runner and its .deepspeed_env, mpirun without -x, a scheduler's exec) drops "
+    "LD_LIBRARY_PATH or CUDA_VISIBLE_DEVICES, so the CUDA libraries or the GPUs are not found in the ranks: pass "
+    "them (`mpirun -x LD_LIBRARY_PATH`, a .deepspeed_env line) and compare `env` in a rank with the shell's",
+    "CUDA_VISIBLE_DEVICES empty or naming no GPU of the node in the rank's environment, or a container started "
+    "without the GPUs (`--gpus all`, the device plugin's nvidia.com/gpu request)",
+    "a CPU build of torch (`torch.version.cuda` is None) or a driver the process cannot load (`nvidia-smi` in the "
+    "same environment)",
+)
 
 
 USAGE: dict[str, Builder] = {

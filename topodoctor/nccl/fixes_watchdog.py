@@ -30,6 +30,9 @@ _LONG_TIMEOUT = (
     "the collective stalled in the network or on a GPU [tells: NCCL_DEBUG=WARN's lines, `dmesg` for an Xid]",
     "the work needs longer than the timeout (a first collective after a long load) [tells: the timeout passed "
     "to init_process_group]",
+    "a hang of the NCCL release or build in use (a bug fixed in a later release, a wheel's libnccl that behaves "
+    "unlike the system's build of the same version) [tells: the same run on another libnccl: the newest release, "
+    "or the system's libnccl in place of the wheel's (LD_PRELOAD), and the NCCL version banner]",
 )
 
 

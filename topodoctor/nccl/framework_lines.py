@@ -11,6 +11,7 @@ from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
+from topodoctor.nccl.grammar import SET_TO_NEXT as _SET_TO_NEXT
 from topodoctor.nccl.launcher_lines import (
     AFTER_FAILURE,
     CONSEQUENCES,
@@ -151,6 +152,12 @@ class FrameworkLines(ReadState):
         if i != self.consumed and _BARE_OK.search(line) and (reading := classify(line) or self.wrapped(i, line)):
             if reading.kind == "nvls" and not reading.fields.get("msg") and i + 1 < len(self.lines):
                 reading = classify(f"{line} {self.lines[i + 1]}") or reading  # the CUDA error on the next line
+                self.consumed = i + 1
+            elif (
+                reading.kind == "invalid-setting" and i + 1 < len(self.lines) and _SET_TO_NEXT.match(self.lines[i + 1])
+            ):
+                # enqueue.cc's WARN wrapped before its " NCCL_ALGO was set to X." tail: the setting is the cause
+                reading = classify(f"{line} {self.lines[i + 1].strip()}") or reading
                 self.consumed = i + 1
             fields = {"said": line.strip()}
             self.failed_at += self.outcome.bare(i, line, reading)

@@ -208,6 +208,8 @@ def origin_host(line: str) -> str:
 
 
 # a line pasted without NCCL's prefix counts only when its words are NCCL's own
+# enqueue.cc's "No algorithm/protocol available ..." tail, on a line of its own where a paste wrapped it
+SET_TO_NEXT = re.compile(r"\s*NCCL_(?:ALGO|PROTO) was set to ")
 BARE_OK = re.compile(
     r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
     r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
@@ -218,7 +220,8 @@ BARE_OK = re.compile(
     r"|libnccl\.so[.\d]*: (?:cannot open|version)|display driver / cuda driver|forward compatibility was att"
     r"|driver on your system is too old|CUDA driver version is insufficient"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
-    r"|[Nn]o algorithm/protocol available for function|peer access is not supported between"
+    r"|[Nn]o algorithm/protocol (?:nor symKernelId )?available for function|peer access is not supported between"
+    r"|Invalid rank requested"
     r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds|Error type: \w+_MISMATCH"
     r"|Unable to load NCCL library|P2P is disabled between NVLINK connected GPUs|Could not find NET with id"
     r"|Timeout at NCCL work: \d+|Heartbeat monitor timed out!|gloo/transport/tcp/pair\.cc:\d+\] Connection closed"

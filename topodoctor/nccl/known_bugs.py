@@ -41,7 +41,8 @@ def matching(
         generic = bug.generic
         if running is None and not parsed:
             running = site[2] if (site := _site_of(bug, msgs)) else None
-            bare = any(not at and bug.symptom.search(t) for t, _, at in msgs)  # a line number would name the release
+            # a line number would name the release, unless the bug's releases print it at that line too
+            bare = any((not at or at in bug.printed_at) and bug.symptom.search(t) for t, _, at in msgs)
             if running is None and bug.unversioned and bare:  # a candidate: which release runs, the log does not say
                 span = ".".join(map(str, bug.first)) + " - " + ".".join(map(str, bug.last))
                 running, generic = f"{span} if the job runs one of them (the log names no version)", True

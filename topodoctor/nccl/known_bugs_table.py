@@ -39,6 +39,9 @@ class KnownBug:
     sites: tuple[tuple[str, str, str], ...] = ()
     # the bug is the first candidate of its own message in a log that names no version and no site of it
     unversioned: bool = False
+    # the lines at which the bug's releases print the symptom, shared with releases without the bug: a WARN at one
+    # of them keeps the bug a candidate of a log without a version (another line rules it out)
+    printed_at: tuple[str, ...] = ()
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -133,6 +136,12 @@ KNOWN_BUGS = (
         "skips those",
         "NCCL_TOPO_FILE with a topology whose NICs sit under a PCI node, or leave the NIC without a PCI path out "
         "(NCCL_SOCKET_IFNAME / NCCL_IB_HCA)",
+        others=("a topology file (NCCL_TOPO_FILE) whose nic node has no busid attribute",),
+        tells="the NCCL version banner (2.20.3 fixed it) and NCCL_TOPO_FILE; at INFO a NIC NCCL found outside PCI "
+        "('network path ... is not a PCI device (usb)', a virtual NIC) is the bug's trigger",
+        settings=("NCCL_TOPO_FILE",),
+        unversioned=True,
+        printed_at=("85",),  # graph/xml.h:85 in 2.16.2 - 2.20.5 (the bug's releases among them), :101 from 2.21.5
     ),
     KnownBug(
         "blackwell-shared-memory",
@@ -243,7 +252,7 @@ KNOWN_BUGS = (
         "collectives of 512 KiB and more faulted between two GPUs without NVLink on a Blackwell workstation",
         "NVIDIA/nccl#2418",
         "NCCL_PROTO=Simple or NCCL_P2P_DISABLE=1 narrows it down until NCCL is upgraded",
-        platform="Blackwell workstation GPUs (RTX PRO 6000) over PCIe",
+        platform="Blackwell workstation GPUs (RTX 50xx, RTX PRO 6000) over PCIe",
         generic=True,
         others=(
             "a kernel of the program that faulted earlier (CUDA reports it at NCCL's next call: CUDA_LAUNCH_BLOCKING=1 "
@@ -252,6 +261,9 @@ KNOWN_BUGS = (
         ),
         tells="the GPU (the bug needs Blackwell workstation GPUs over PCIe), NCCL_PROTO=Simple making it go away, and "
         "an upgrade: a fault that stays is not the bug",
+        # the CUCHECK of cuLaunchKernelEx sits at enqueue.cc:1556 in 2.26.2-1 alone (2.26.3 has other code there):
+        # a fault reported by the kernels' launch there names the release of a log without a banner
+        sites=(("enqueue.cc", "1556", "2.26.2"),),
     ),
     KnownBug(
         "uds-name-split-communicators",
@@ -267,6 +279,8 @@ KNOWN_BUGS = (
         "2.20.5 names the socket from a random per-communicator address instead of the pidHash",
         others=("two processes with the same host and PID hash: containers sharing one network namespace",),
         tells="the release (2.20.3 only) and a second communicator of the process (a split, a new process group)",
+        unversioned=True,
+        printed_at=("57",),  # misc/ipcsocket.cc:57 in 2.18.1 - 2.22.3, :58 from 2.23.4
     ),
     KnownBug(
         "roce-gid-type-unmapped-in-container",

@@ -137,7 +137,9 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "invalid-setting",
         re.compile(
-            r"(?i:no algorithm/protocol available)(?: for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?"
+            # 2.31 says "nor symKernelId available" where a symmetric kernel was possible too
+            r"(?i:no algorithm/protocol (?:nor symKernelId )?available)"
+            r"(?: for function (?P<func>\w+)(?: with datatype (?P<dtype>\w+))?"
             r"\.?(?: NCCL_ALGO was set to (?P<algo>[^.]+)\.)?(?: NCCL_PROTO was set to (?P<proto>[^.]+)\.)?)?"
             r"|Detected mixed local (?P<what>Net|CollNet) device counts across ranks"
             # init.cc (its own typo "Invalig" in 2.27+), then tuning.cc's NCCL_ALGO/PROTO, topo.cc's FORCE_MERGE
@@ -240,7 +242,7 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ROOT,
     ),
     # init.cc: a rank outside the communicator (ncclInvalidArgument): the launch's world size is off
-    ("invalid-rank", re.compile(r"Invalid rank requested : (?P<rank>-?\d+)/(?P<nranks>-?\d+)"), ROOT),
+    ("invalid-rank", re.compile(r"Invalid rank requested(?: : (?P<rank>-?\d+)/(?P<nranks>-?\d+))?"), ROOT),
     # bootstrap.cc's root: the processes that reached it disagree on the communicator's size (2.3 - 2.22 "mismatch
     # in rank count", 2.23+ "mismatch in info": nranks, nroots, iroot), or a rank checked in twice (two processes
     # with one RANK, or two jobs whose ranks reach one root: the same NCCL_COMM_ID or unique id)

@@ -40,6 +40,7 @@ WATCHDOG_STATUS = re.compile(
     r"(?:.*?last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), "
     r"last completed (?:NCCL )?work: (?P<completed>-?\d+))?"
 )
+NO_GPU = "no GPU visible to the process"  # the one refusal that is the process's environment, not its call
 # the arguments torch's NCCL backend refuses before NCCL is called (ProcessGroupNCCL.cpp check_gpu_single_tensor,
 # ProcessGroupNCCL's constructor; ProcessGroup.hpp getBackend for a device no backend of the group serves):
 # the program's own call, not the GPUs or the network. (what, pattern)
@@ -49,7 +50,7 @@ USAGE = (
         "a CPU tensor on a group whose only backend is NCCL",
         re.compile(r"No backend type associated with device type cpu"),
     ),
-    ("no GPU visible to the process", re.compile(r"ProcessGroupNCCL is only supported with GPUs, no GPUs found")),
+    (NO_GPU, re.compile(r"ProcessGroupNCCL is only supported with GPUs, no GPUs found")),
     (
         "tensors on several devices in one call",
         re.compile(r"Tensors must be on the same device|Expected list of tensors on the same device"),

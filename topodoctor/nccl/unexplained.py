@@ -29,8 +29,9 @@ LIKELY = {
     "invalid usage": "at init: NCCL_NET naming an absent network, NCCL_SOCKET_IFNAME matching nothing, or two "
     "ranks on one GPU",
     "unhandled system error": "/dev/shm too small in a container, sockets refused or unreachable, or IB verbs failing",
-    "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, the Fabric Manager on an "
-    "NVSwitch host, or a GPU fault (see dmesg)",
+    "unhandled cuda error": "a driver too old for the CUDA runtime, out of GPU memory, a libnccl built for another "
+    "CUDA version than the program's (the package's +cudaX.Y against the toolkit the program runs), the Fabric "
+    "Manager on an NVSwitch host, or a GPU fault (see dmesg)",
     "remote process exited": "another rank's process ended first (killed for memory or crashed; its log and `dmesg` "
     "tell), or the network between the nodes (the socket interface or a firewall), or a node that dropped off",
     "internal error": f"{_INTERNAL_218}, a topology XML without an attribute NCCL reads (NCCL_TOPO_FILE or the "

@@ -1,0 +1,37 @@
+"""The causes of a memory registration for RDMA that failed with 'Cannot allocate memory' (verbs' ibv_reg_mr and its
+kin, libfabric's EFA provider's -12): the kernel refuses to pin the pages, which the job's locked-memory limit makes
+it do most often, and a kernel or RDMA driver that fails the registration (a regression after a kernel upgrade, the
+GPU memory path of nvidia-peermem or DMA-BUF) where the limit is already unlimited. Data; ``nccl.causes`` weighs
+them."""
+
+from __future__ import annotations
+
+from topodoctor.nccl.log_signs import ClassCause, ClassCauses
+
+REGISTRATION_CAUSES = (
+    ClassCauses(
+        "TD061",
+        (
+            ClassCause(
+                "the job's locked-memory limit is too low to pin the buffers: raise memlock to unlimited where the "
+                "ranks run (`ulimit -l unlimited`, /etc/security/limits.conf, `docker run --ulimit memlock=-1`, "
+                "Slurm's PropagateResourceLimits, systemd's LimitMEMLOCK)",
+                "`ulimit -l` inside the job (`mpirun ... sh -c 'ulimit -l'`, `srun sh -c 'ulimit -l'`): unlimited "
+                "rules it out",
+            ),
+            ClassCause(
+                "the kernel or its RDMA and peer-memory drivers fail the registration although the limit allows it: "
+                "a regression of a new kernel (boot the previous one), nvidia-peermem or DMA-BUF registration of "
+                "GPU memory (NCCL_DMABUF_ENABLE=0 or 1 tells which path)",
+                "`uname -r` against the last kernel that worked, `dmesg` at the failure, the same run after booting "
+                "the previous kernel",
+            ),
+            ClassCause(
+                "the node's memory for registrations used up: many ranks, communicators or large buffers pinned at "
+                "once (a smaller NCCL_BUFFSIZE, fewer communicators)",
+                "`free -g` and the job's number of communicators; the same run at fewer ranks per node",
+            ),
+        ),
+        "`ulimit -l` inside the job, `uname -r` and `dmesg` on the node at the failure",
+    ),
+)

@@ -43,6 +43,7 @@ from topodoctor.diagnosis.evidence_sockets import tcp_said
 from topodoctor.model.findings import Severity
 
 PEERMEM = "`lsmod | grep -e nvidia_peermem -e nv_peer_mem` (the GPUDirect RDMA module)"
+GIGABIT = 1.0  # Gb/s: a network stated at this rate or under is the bound of any GPU job across it
 APART = 0.87  # two runs of one test whose averages differ more than this: one is short of the other
 
 
@@ -211,6 +212,19 @@ def unshown_network(f: Facts) -> list[Ask]:
     msg += f"{post[0]}: it tells the two likeliest causes apart. A slow multi-node run's candidates, most "
     msg += "common first: " + "; ".join(f"{w} (post {p})" for _, w, p in ranked)
     ev: dict[str, object] = {"post": post[:2], "candidates": [w for _, w, _ in ranked]}
+    rate = tcp_said(f)
+    if rate is not None and rate <= GIGABIT and said:
+        # a gigabit network between GPU nodes: whatever NCCL chose, the line itself caps each node's traffic
+        msg = (
+            f"the nodes are joined by a {rate:g} Gb/s network ({rate / 8:g} GB/s a node, the reporter's words): "
+            "NCCL's traffic between nodes cannot go faster than the line, thousands of times below NVLink and a "
+            "hundred times below one 100 Gb/s RDMA NIC (12.5 GB/s), so a job that exchanges its gradients or "
+            "activations across it spends most of its time waiting on the network; it is the likeliest bound of the "
+            "slow multi-node run. An RDMA "
+            "network (InfiniBand or RoCE, 100 Gb/s or more a node) or keeping the job on one node's GPUs removes "
+            f"it; {post[0]} shows what NCCL used."
+        )
+        ev["network_gbit_s"] = rate
     # the reporter says it is slow: a shortfall on their word, cause not found (warning, as for a short figure)
     return [Ask("warning" if spans < 2 and not listed else "info", "network", msg, ev)]
 

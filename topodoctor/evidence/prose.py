@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from topodoctor.evidence import prose_tables, scaling
 from topodoctor.evidence.lines import Block, Parts
@@ -138,6 +139,12 @@ def _code_input(lines: list[str]) -> bool:
     return code >= 3 and code * 10 >= 3 * sum(1 for ln in lines if ln.strip())
 
 
+# the words of a link's own rate, not of what a run got over it
+_LINE_RATE = re.compile(
+    r"\b(?:highest|maximum|max|peak|line rate|link speed|port speed|link rate|capacity|nominal)\b", re.I
+)
+
+
 def _role(clause: str, sentence: str, bits: bool, beside: str) -> tuple[FigureRole, bool]:
     """What the figure of ``clause`` stands for (``beside``: the words right around it), and whether it is
     NVLink's."""
@@ -153,6 +160,8 @@ def _role(clause: str, sentence: str, bits: bool, beside: str) -> tuple[FigureRo
         return "expected", nvlink
     if bits and NIC_WORDS.search(sentence) and not measured and not op_of(sentence):
         return "nic", nvlink
+    if bits and NIC_WORDS.search(sentence) and _LINE_RATE.search(clause) and not op_of(clause):
+        return "nic", nvlink  # "my NIC is a GB NIC, whose highest bandwidth is around 1000 Mbit/s"
     return "measured", nvlink
 
 
@@ -283,7 +292,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     if not said:
         return None
     text = " ".join(t for _, t in said)
-    figs = [f for k, t in said for sentence in _SENTENCE.split(t) for f in figures(sentence, k + 1, t)]
+    figs = _restated([f for k, t in said for sentence in _SENTENCE.split(t) for f in figures(sentence, k + 1, t)])
     gpu, model, count = _gpus(text)
     nic_kind, nic_rate, nics = nic_of(text, [f.gbps * 8 for f in figs if f.role == "nic"])
     inst = instance_of(text)
@@ -312,6 +321,22 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))
+
+
+def _restated(figs: list[FigureSaid]) -> list[FigureSaid]:
+    """A figure in bits that repeats a NIC's rate the text states ("network: 10Gbps" ... "I think the 10Gbps
+    bandwidth is not fully used") is that rate again, not a run's result."""
+    rates = {f.gbps for f in figs if f.role == "nic"}
+    # a figure said against the rate ("busbw exceeds 100Gbps") is a bound of the run's, not the rate again
+    return [
+        replace(f, role="nic") if f.role == "measured" and not f.bound and f.gbps in rates and _in_bits(f) else f
+        for f in figs
+    ]
+
+
+def _in_bits(f: FigureSaid) -> bool:
+    """Whether the figure was written in bits ("10Gbps", "100 Gb/s", "1000 Mbit/s"), as a link's rate is."""
+    return f.unit[1:2] == "b" or "bit" in f.unit.lower()
 
 
 def said_settings(said: list[tuple[int, str]], piece: int) -> list[EvidenceSetting]:

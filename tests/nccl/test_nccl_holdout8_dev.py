@@ -109,3 +109,15 @@ def test_bootstrap_message_truncated_names_candidates_not_one_cause() -> None:
 def test_a_collective_mismatch_outside_bootstrap_keeps_its_one_cause() -> None:
     lead = lead_of(f"{H} NCCL WARN collective mismatch error, local size 256 remote size 4\n")
     assert lead.code == "TD073" and "candidates" not in lead.evidence
+
+
+def test_nccl_1s_init_failure_fails_the_run_and_names_nccl_2() -> None:
+    text = (
+        "WARN src/core.cu:225 failed to allocate 2101248 byte device buffer\n"
+        "WARN src/core.cu:683 rank 12 failed to allocate communicator\n"
+        "NCCL Init failed (10) 'cuda malloc failed'\n"
+    )
+    lead = lead_of(text)
+    assert lead.code == "TD083" and "NCCL 2" in lead.message and "one node only" in lead.message
+    # the same words from a file NCCL 2 has do not make a log NCCL 1.x's
+    assert "NCCL 1.x" not in lead_of(text.replace("src/core.cu", "init.cc")).message

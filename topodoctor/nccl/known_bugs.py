@@ -78,7 +78,7 @@ def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str, at: str
 def _named(bug: KnownBug, running: str) -> str:
     on = f" on {bug.platform}" if bug.platform else ""
     if bug.first[0] == 1:
-        return f"NCCL {running} is NCCL 1.x, replaced by {bug.fixed_in}: upgrade NCCL ({bug.what})"
+        return f"NCCL {running}, replaced by {bug.fixed_in}: upgrade NCCL ({bug.what})"
     return f"a known bug of NCCL {running}{on}, fixed in {bug.fixed_in}: upgrade NCCL ({bug.what})"
 
 

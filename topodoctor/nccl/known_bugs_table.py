@@ -55,11 +55,14 @@ KNOWN_BUGS = (
         re.compile(""),
         "",
         "NCCL 2",
-        "NCCL 1.x is the single-process library NCCL 2 replaced in 2017; its failures are not fixed any more",
+        "NCCL 1.x is the single-process library NCCL 2 replaced in 2017, for the GPUs of one node only (ranks across "
+        "nodes came with NCCL 2); its failures are not fixed any more",
         "NVIDIA/nccl-tests#5 (settled by updating NCCL 1.0 to NCCL 2)",
         generic=True,
         others=("the failure's own cause, which the message names whatever the release (see the next finding)",),
         tells="the same program built against NCCL 2: a failure that stays is the message's own cause",
+        # NCCL 1.x's WARN names src/core.cu (its one library file); NCCL 2 has none of that name
+        sites=(("core.cu", "*", "1.x"),),
     ),
     KnownBug(
         "blackwell-shared-memory-size",

@@ -20,6 +20,7 @@ RUN_FAILED = re.compile(
     r"Traceback \(most recent call last\)|terminate called after throwing|Aborted \(core dumped\)"
     r"|Segmentation fault|exited with (?:exit )?code [1-9]|\bexitcode\s*:\s*-?[1-9]|ChildFailedError"
     r"|Fatal Python error|srun: error: .*[Ee]xit(?:ed)? (?:with exit )?code [1-9]|will now abort\(\)"
+    r"|NCCL Init failed \(\d+\)"  # NCCL 1.x's tests (test/mpi): ncclCommInitRank's result, then exit
 )
 # torch's ProcessGroupNCCL saying NCCL failed, whatever the reason (catalogue_extra's torch messages)
 TORCH_FAILED = re.compile(

@@ -42,3 +42,13 @@ def test_a_slow_multi_node_run_over_gigabit_names_the_network() -> None:
     assert len(found) == 1 and "1 Gb/s network" in found[0].message and "RDMA" in found[0].message
     faster = GIGABIT_POST.replace("GB NIC", "100G NIC").replace("1000 Mbit/s", "100 Gbit/s")
     assert not [f for f in _findings(faster) if "Gb/s network" in f.message]
+
+
+def test_a_figure_per_node_count_judges_the_run_at_the_most_nodes() -> None:
+    text = (SET / "d9-02" / "evidence-1.txt").read_text() + "\n" + (SET / "d9-02" / "evidence-2.txt").read_text()
+    block = read(text.splitlines(), (), 1)
+    assert block is not None
+    nodes = [(f.gbps, f.nodes) for c in block.parts.prose for f in c.figures if f.role == "measured"]
+    assert (70.0, 3) in nodes and (40.0, 6) in nodes
+    lead = [f for f in _findings(text) if f.severity == "warning"]
+    assert lead and "40.0 GB/s" in lead[0].message and "cause not found" in lead[0].message

@@ -77,6 +77,9 @@ def said_of(f: Facts) -> StatedRun | None:
     if any(x.scope != "one-node" for x in measured):
         # "single node: 232 GB/s; between two nodes only 86 GB/s": the figure of the run the sentences ask about
         measured = [x for x in measured if x.scope != ("one-node" if across else "nodes")] or measured
+    counts = {x.nodes for x in measured if x.nodes and x.nodes > 1}
+    if len(counts) > 1:  # a figure per node count ("70 GB/s on three servers ... 40 GB/s on six"): the run at
+        measured = [x for x in measured if x.nodes == max(counts)]  # the most nodes, where scaling falls short
     best = min((_tier(x) for x in measured), default=None)
     counted = _first(claims, "gpu_count")
     if counted and any(x.gpus == counted for x in measured):
@@ -99,6 +102,8 @@ def said_of(f: Facts) -> StatedRun | None:
     elif (listed := expected_nic_gbps(f, f.hosts[0] if f.hosts else "")) is not None:
         node_gbps, nic_text = listed, "the ports listed"
     per_node = (figure.gpus if figure is not None and figure.gpus else None) or counted
+    if figure is not None and figure.nodes and len(counts) > 1:
+        nodes = figure.nodes  # the figure's own node count, not the first the post names
     size = _first(claims, "size_bytes")
     return StatedRun(
         figure=figure,

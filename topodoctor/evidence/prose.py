@@ -216,6 +216,7 @@ def figures(sentence: str, line: int, paragraph: str = "") -> list[FigureSaid]:
                     _figure_gpus(clause, m.start(), m.end(), sentence),
                     named.group(0) if named else (traffic.group(0) if traffic else ""),
                     sentence[:MAX_SENTENCE],
+                    nodes_of(sentence)[0],
                 )
             )
     return out

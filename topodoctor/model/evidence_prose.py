@@ -44,6 +44,7 @@ class FigureSaid:
     gpus: int | None = None  # the GPUs its sentence says it was measured on ("8 GPU max performance: 28GB/s")
     tool: str = ""  # another tool the sentence names it by (iperf3, NTTTCP, ib_write_bw): not NCCL's figure
     sentence: str = ""  # the sentence it stands in, cut to a few hundred characters
+    nodes: int | None = None  # the nodes its sentence says it was measured on ("with three servers ... 70 GB/s")
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def test_the_last_retry_of_no_route_to_host_is_a_failed_connection_with_the_fire
 
 def test_each_errno_names_its_own_candidates() -> None:
     refused = _codes(_retries("Connection refused", 34))[0][2].lower()
-    assert "nothing listened on the peer's port" in refused and "not started yet or had crashed" in refused
+    assert "no listener on the peer's port" in refused and "not started yet or had crashed" in refused
     timed_out = _codes(_retries("Connection timed out", 34))[0][2]
     # the ranked causes of a timed-out connect (causes_network): a firewall dropping first, then the interface
     assert "dropping" in timed_out and "nc -zv" in timed_out and "NCCL_SOCKET_IFNAME" in timed_out

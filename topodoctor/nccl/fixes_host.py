@@ -83,6 +83,18 @@ def _p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     )
 
 
+def _framework_p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    """accelerate's own refusal of RTX 40xx GPUs: GeForce boards have no peer-to-peer over PCIe, and the check
+    stops the run before NCCL tries it unless both transports are off."""
+    msg = "accelerate stopped the run: RTX 40xx GPUs have no peer-to-peer (P2P) over PCIe and no IB path"
+    fix = (
+        'Set NCCL_P2P_DISABLE="1" and NCCL_IB_DISABLE="1" in every rank\'s environment (the check reads both), or '
+        "start the job with `accelerate launch`, which sets them; NCCL then goes through shared memory between the "
+        "GPUs of a node."
+    )
+    return Said("TD055", msg, fix)
+
+
 def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD056", f"cudaHostRegister of NCCL's /dev/shm segment failed ({_cuda_text(f)})", EXPLANATIONS["TD056"].fix
@@ -181,9 +193,22 @@ def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> S
 
 
 def _kernel(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    return Said(
-        "TD060", f"{_cuda_text(f)}: this NCCL has no GPU code for this GPU's architecture", EXPLANATIONS["TD060"].fix
-    )
+    text = _cuda_text(f)
+    if "named symbol" in text.lower():  # CUDA 500: a symbol the module lacks, which more than the arch explains
+        msg = f"{text}: a kernel or symbol NCCL looked up is not in the code loaded"
+        fix = f"Candidates, most likely first: {numbered(_SYMBOL_CAUSES)}. {EXPLANATIONS['TD060'].fix}"
+        return Said("TD060", msg, fix, {"candidates": list(_SYMBOL_CAUSES)})
+    return Said("TD060", f"{text}: this NCCL has no GPU code for this GPU's architecture", EXPLANATIONS["TD060"].fix)
+
+
+# what leaves CUDA's 'named symbol not found' (cudaErrorSymbolNotFound) at NCCL's kernel lookups
+_SYMBOL_CAUSES = (
+    "an NCCL (or torch) built without GPU code for this GPU's architecture, a new GPU under an old build: the "
+    "build's compute capability list against the GPU's (`torch.cuda.get_arch_list()`, `nvidia-smi -q`)",
+    "two NCCL or CUDA builds mixed in one process (a system libnccl beside a wheel's, LD_PRELOAD, a container's "
+    "CUDA libraries over the host's): `grep -e nccl -e cuda /proc/PID/maps`",
+    "a driver older than the CUDA runtime the build needs (`nvidia-smi` against the build's CUDA version)",
+)
 
 
 def _driver(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
@@ -254,6 +279,9 @@ def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
         summary = next((e.fields for e in ctx.secondary if e.fields.get("seg")), {})
         seg, size = summary.get("seg", ""), summary.get("size", "")
     err = (f.get("err") or f.get("err2") or f.get("err3") or "No space left on device").strip()
+    if err == "failed to allocate receive FIFO":  # UCX's words: its segment in /dev/shm, not NCCL's
+        msg = "UCX's shared-memory transport failed to allocate its receive FIFO in /dev/shm (too small, or full)"
+        return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
     msg = (
         f"shared memory segment {seg} of {size} bytes could not be created: {err}"
         if seg and size
@@ -407,6 +435,7 @@ HOST: dict[str, Builder] = {
     "graph-file": _graph,
     "topo-sysfs": _sysfs,
     "shm-full": _shm_full,
+    "framework-p2p": _framework_p2p,
     "shm-attach": _shm_attach,
     "shm-permission": _shm_permission,
     "shm-create": _shm_create,

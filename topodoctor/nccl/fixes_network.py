@@ -151,7 +151,7 @@ def _ifname(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
 
 
 _CONNECT_WHY = {
-    "Connection refused": "nothing listened on the peer's port: the peer rank had not started yet or had crashed "
+    "Connection refused": "no listener on the peer's port: the peer rank had not started yet or had crashed "
     "(its own log), MASTER_ADDR or the port is wrong, or a firewall rejects the port",
     # firewalld's and iptables' REJECT answer icmp-host-prohibited, which the kernel reports as EHOSTUNREACH
     "No route to host": "a firewall rejecting the connection (firewalld or an iptables REJECT rule answers "

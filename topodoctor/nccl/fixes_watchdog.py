@@ -240,9 +240,22 @@ def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext)
         "Find the call the watchdog is blocked in: dump the process's stacks (`py-spy dump --native --pid`, or "
         "the flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE with TORCH_NCCL_DUMP_ON_TIMEOUT=1); a hung GPU shows "
         "an Xid in `dmesg`; another thread holding the GIL inside a CUDA call, or a rank stuck in NCCL's abort, "
-        "blocks it too. Raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is slow, not stuck.",
-        {"stuck_s": secs or "?"},
+        "blocks it too. Raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is slow, not stuck. "
+        f"Candidates, most likely first: {numbered(_STUCK)}.",
+        {"stuck_s": secs or "?", "candidates": list(_STUCK)},
     )
+
+
+# what stops torch's watchdog thread itself (its heartbeat monitor's timeout), most likely first
+_STUCK = (
+    "a CUDA or NCCL call that hung inside the watchdog: a GPU that stopped (an Xid in `dmesg`), NCCL's abort of a "
+    "communicator whose peer is gone, a collective stuck in the network",
+    "another thread holding the GIL or a CUDA lock the watchdog waits for (a data loader or the program's own "
+    "thread inside a CUDA call): `py-spy dump --native` shows it",
+    "a hang of the NCCL release in use (a bug fixed in a later release): the same run on the newest NCCL",
+    "a watchdog only slow, not stuck (many process groups, a host under heavy load): a longer "
+    "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC lets it finish",
+)
 
 
 # what makes the watchdog raise on an NCCL error it found on a work (checkAndSetException), most likely first

@@ -39,7 +39,7 @@ _LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?
 # failed: ...", TensorFlow "NCCL failure: ..."): a failed call even without torch's header
 _NCCL_CLASS = re.compile(
     r"(?i)nccl.*?\b(?P<cls>unhandled cuda error|unhandled system error|internal error|invalid usage"
-    r"|remote process exited or there was a network error)"
+    r"|remote process exited or there was a network error|(?<=\()invalid argument(?=\)))"  # XLA: "NCCL error 4 (..."
 )
 # torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")

@@ -40,7 +40,7 @@ _KILLED = (
     ),
     LauncherLine(
         "process-killed",
-        re.compile(r"sigkill_handler\].*(?P<said>exits with return code = -9)\b"),
+        re.compile(r"(?:sigkill_handler\].*)?(?P<said>exits with return code = -9)\b"),
         "the deepspeed launcher: a rank's process was killed by SIGKILL",
     ),
     LauncherLine(
@@ -180,7 +180,7 @@ _BUS = (
     ),
     LauncherLine(  # the deepspeed launcher's words for a rank that died of signal 7: distributed by themselves
         "bus-error",
-        re.compile(r"sigkill_handler\].*(?P<said>exits with return code = -7)\b"),
+        re.compile(r"(?:sigkill_handler\].*)?(?P<said>exits with return code = -7)\b"),
         "the deepspeed launcher: a rank's process died of SIGBUS",
     ),
 )
@@ -283,8 +283,26 @@ _INTERPOSER = (
         "a frame of HAMi-core's hook of a CUDA driver call in the stack of the failure",
     ),
 )
+# UCX (under MPI, UCC or a framework's own transport) fails to map its shared-memory receive queue: /dev/shm full
+_UCX = (
+    LauncherLine(
+        "shm-full",
+        re.compile(r"mm_iface(?:\.c:\d+\s+\S+)?\s*(?P<err>failed to allocate receive FIFO)"),
+        "UCX's shared-memory transport (mm: posix or sysv segments in /dev/shm) could not allocate its receive FIFO",
+    ),
+)
+# Hugging Face accelerate's own check (accelerate/state.py): RTX 40xx GPUs refused unless P2P and IB are off
+_FRAMEWORK_P2P = (
+    LauncherLine(
+        "framework-p2p",
+        re.compile(r"(?P<said>Using RTX 4000 series doesn't support faster communication broadband via P2P or IB)"),
+        "accelerate refuses to start on RTX 40xx GPUs with NCCL's P2P and IB transports on",
+    ),
+)
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + _INTERPOSER + _CRASH + _GPU + _GLOO + _ENDS
+TABLE: tuple[LauncherLine, ...] = (
+    _KILLED + _OOM + _STORE + _BUS + _INTERPOSER + _UCX + _FRAMEWORK_P2P + _CRASH + _GPU + _GLOO + _ENDS
+)
 OUTSIDE_WHATS = frozenset(e.what for e in _ENDS)
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
@@ -293,13 +311,15 @@ _GUARD = re.compile(
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
     r"|connectFullMesh|Unable to find address for|network address of|store based barrier|Rendezvous"
-    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|HAMI-core ERROR|/libvgpu/"
+    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|HAMI-core ERROR|/libvgpu/|mm_iface"
+    r"|RTX 4000 series"
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))
 # the launchers' words that make a file speak of a distributed run even where no line names NCCL or torch
 DISTRIBUTED_WORDS = re.compile(
-    r"sigkill_handler\].*exits with return code|server socket has failed to listen on any local network address"
+    r"(?:sigkill_handler\].*)?exits with return code = -[79]\b"
+    r"|server socket has failed to listen on any local network address"
     r"|client socket has timed out after|The actor is dead because its worker process has died"
     r"|Workers \(tasks / actors\) killed due to memory pressure|A worker died or was killed while executing a task"
     r"|\*\*\* Process received signal \*\*\*|noticed that process rank \d+"  # Open MPI's, of a process of its job

@@ -167,7 +167,7 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     # misc/socket.cc: the address NCCL was to connect to is not one (the peer's handle or a local interface)
     ("bad-address", re.compile(r"with family (?P<family>\d+) is neither AF_INET\(\d+\) nor AF_INET6"), ROOT),
     # misc/socket.cc, os/linux.cc: NCCL_COMM_ID names an address no local interface shares a subnet with
-    ("subnet", re.compile(r"No interface found in the same subnet as remote address (?P<addr>[^\s,;]+)"), ROOT),
+    ("subnet", re.compile(r"No interface found in the same subnet as remote address(?: (?P<addr>[^\s,;]+))?"), ROOT),
     # graph/rings.cc, graph/search.cc: the rings or paths NCCL computed are inconsistent between ranks
     (
         "graph-search",

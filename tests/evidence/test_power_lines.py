@@ -40,3 +40,9 @@ def test_the_capped_gpu_alone_is_said_at_warning() -> None:
 def test_a_limit_near_its_default_is_no_cap() -> None:
     text = REPORT.replace("limit=250.00 W", "limit=350.00 W")
     assert not [f for f in judge(join([read_input("report.md", text)])) if f.code == "TD992"]
+
+
+def test_a_mild_cap_is_said_but_not_offered_as_the_cause() -> None:
+    text = REPORT.replace("limit=250.00 W", "limit=300.00 W")  # 81 % of the 370 W default
+    found = [f for f in judge(join([read_input("report.md", text)])) if f.code == "TD992"]
+    assert len(found) == 1 and found[0].severity == "info" and "a few percent" in found[0].message

@@ -7,7 +7,7 @@ no progress)."""
 
 from __future__ import annotations
 
-from nccl_support import lead_of
+from nccl_support import explained, lead_of
 
 
 def _candidates(text: str) -> str:
@@ -52,3 +52,15 @@ def test_a_watchdog_that_made_no_progress_names_its_candidates() -> None:
         "after dumping debug info. workMetaList_.size()=1\n"
     )
     assert "GIL" in _candidates(text) and "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC" in _candidates(text)
+
+
+def test_a_title_that_quotes_a_socket_error_is_the_failed_connection() -> None:
+    listing = (
+        "ip-1:14605:14673 [0] NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0> "
+        "[1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n"
+    )
+    lead = lead_of("NCCL Network is unreachable / Connection refused when initializing DDP\n" + listing)
+    assert lead.code == "TD072" and "Network is unreachable" in lead.message
+    assert "NCCL_SOCKET_IFNAME=ens5" in lead.fix  # the bridge beside the routed interface, from the listing
+    # a title about something else, or a socket error in a log line, is not the title's failure
+    assert not [f for f in explained("my web server says Connection refused\n" + listing) if f.code == "TD072"]

@@ -49,7 +49,7 @@ from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
-from topodoctor.nccl.stall_lines import stalled
+from topodoctor.nccl.stall_lines import stalled, title_connect
 
 __all__ = ["Event", "LogFile", "parse_file"]
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
@@ -213,7 +213,9 @@ def parse_file(name: str, text: str) -> LogFile:
     ] + r.failed_at
     last_failure = max(failing, default=-1)
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
-    if not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
+    if not failing and (said := title_connect(lines)) is not None:  # the title quotes the socket error
+        r.add("connect", said[0], lines[said[0]], r.file_rank, fields=said[1])
+    elif not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
         kind = "run-stalled" if stop[1]["how"] == "said" else "tests-stopped"
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])
     return LogFile(

@@ -43,3 +43,24 @@ def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]
         last = max(i for i, ln in enumerate(lines) if ln.strip())
         return last, {"how": "tests", **where}
     return None
+
+
+# the socket errors (strerror) a title quotes for a connection that failed ("NCCL Network is unreachable /
+# Connection refused when initializing DDP"); the first named is taken
+_SOCKET_ERRORS = re.compile(
+    r"(?i)\b(Connection refused|Network is unreachable|No route to host|Connection timed out)\b"
+)
+
+
+def title_connect(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """A first line (a post's title) that says NCCL's connection failed with a socket error, in a log that
+    shows no failure line of its own; None when it does not."""
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None or ORIGIN.search(lines[first]) or not _COLLECTIVE.search(lines[first]):
+        return None
+    m = _SOCKET_ERRORS.search(lines[first])
+    if m is None:
+        return None
+    err = next(e for e in ("Connection refused", "Network is unreachable", "No route to host", "Connection timed out")
+               if e.lower() == m.group(1).lower())  # fmt: skip
+    return first, {"err": err, "said": lines[first].strip()[:200]}

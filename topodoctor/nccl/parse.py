@@ -213,8 +213,8 @@ def parse_file(name: str, text: str) -> LogFile:
     ] + r.failed_at
     last_failure = max(failing, default=-1)
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
-    if not failing and (said := title_connect(lines)) is not None:  # the title quotes the socket error
-        r.add("connect", said[0], lines[said[0]], r.file_rank, fields=said[1])
+    if not failing and (quoted := title_connect(lines)) is not None:  # the title quotes the socket error
+        r.add("connect", quoted[0], lines[quoted[0]], r.file_rank, fields=quoted[1])
     elif not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
         kind = "run-stalled" if stop[1]["how"] == "said" else "tests-stopped"
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])

@@ -1,7 +1,8 @@
-"""A run that stopped with no failure line, read from its text: the post's own words that it hangs (an issue's
-title pasted as its first line: "ncclAllReduce deadlocks on 2x RTX ...") or nccl-tests' output that reached
-NCCL's init and never printed a result row; with what the words show of the GPUs (PCIe alone) and the nodes.
-Text in, an event's line and fields out; ``nccl.stall`` holds its causes."""
+"""What a log with no failure line of its own still says of its run, read from its text: the post's own words
+that it hangs (an issue's title pasted as its first line: "ncclAllReduce deadlocks on 2x RTX ...") or nccl-tests'
+output that reached NCCL's init and never printed a result row, with what the words show of the GPUs (PCIe alone)
+and the nodes; and a title that quotes the socket error of a connection that failed. Text in, an event's line and
+fields out; ``nccl.stall`` holds the stalled run's causes, the connection is NCCL's TD072."""
 
 from __future__ import annotations
 
@@ -46,10 +47,10 @@ def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]
 
 
 # the socket errors (strerror) a title quotes for a connection that failed ("NCCL Network is unreachable /
-# Connection refused when initializing DDP"); the first named is taken
-_SOCKET_ERRORS = re.compile(
-    r"(?i)\b(Connection refused|Network is unreachable|No route to host|Connection timed out)\b"
-)
+# Connection refused when initializing DDP"), as strerror spells them; the first named is taken
+_SOCKET_ERRORS = {e.lower(): e for e in ("Connection refused", "Network is unreachable", "No route to host",
+                                          "Connection timed out")}  # fmt: skip
+_SOCKET_ERROR = re.compile(r"(?i)\b(" + "|".join(_SOCKET_ERRORS) + r")\b")
 
 
 def title_connect(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
@@ -58,9 +59,7 @@ def title_connect(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
     if first is None or ORIGIN.search(lines[first]) or not _COLLECTIVE.search(lines[first]):
         return None
-    m = _SOCKET_ERRORS.search(lines[first])
+    m = _SOCKET_ERROR.search(lines[first])
     if m is None:
         return None
-    err = next(e for e in ("Connection refused", "Network is unreachable", "No route to host", "Connection timed out")
-               if e.lower() == m.group(1).lower())  # fmt: skip
-    return first, {"err": err, "said": lines[first].strip()[:200]}
+    return first, {"err": _SOCKET_ERRORS[m.group(1).lower()], "said": lines[first].strip()[:200]}

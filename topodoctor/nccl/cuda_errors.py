@@ -8,6 +8,7 @@ here: ``nccl.cuda_sites`` gives their call's candidates. Data only."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 _COMPAT = "cuda-compat"
 # (the error's words, the kind); the first that matches wins
@@ -135,3 +136,9 @@ CUDA_STATES: tuple[str, ...] = (
     "stub library",
     "busy or unavailable",
 )
+
+
+def cuda_text(f: Mapping[str, str]) -> str:
+    """A CUDA error as a finding says it: its number where the line gave one, and CUDA's words."""
+    num = f.get("num", "")
+    return f"CUDA error{f' {num}' if num else ''} '{f.get('msg', '')}'"

@@ -27,6 +27,7 @@ from topodoctor.nccl.fixes_launcher import LAUNCHER
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_process import PROCESS
 from topodoctor.nccl.fixes_runtime import RUNTIME
+from topodoctor.nccl.fixes_shm import SHM
 from topodoctor.nccl.fixes_usage import USAGE
 from topodoctor.nccl.fixes_watchdog import WATCHDOG
 from topodoctor.nccl.info_signs import context_signs
@@ -38,7 +39,17 @@ from topodoctor.nccl.stall import STALL
 from topodoctor.nccl.unexplained import bridges_beside, bridges_only, flushed_only, unexplained
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
-BUILDERS: dict[str, Builder] = {**HOST, **NETWORK, **RUNTIME, **USAGE, **WATCHDOG, **LAUNCHER, **PROCESS, **STALL}
+BUILDERS: dict[str, Builder] = {
+    **HOST,
+    **SHM,
+    **NETWORK,
+    **RUNTIME,
+    **USAGE,
+    **WATCHDOG,
+    **LAUNCHER,
+    **PROCESS,
+    **STALL,
+}
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067", "TD092", "TD098"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect

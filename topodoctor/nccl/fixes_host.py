@@ -1,6 +1,6 @@
 """Builders of `nccl-log` findings for what fails on the host: NVLS and the Fabric Manager, CUDA
-errors inside NCCL (P2P, shared memory, memory, kernels, the driver), the topology and graph
-XML, NCCL settings it cannot honour, NVML, nccl-tests' result check. Data in, text out."""
+errors inside NCCL (P2P, memory, kernels, the driver), the topology and graph XML, NCCL settings
+it cannot honour, NVML, nccl-tests' result check (shared memory: ``fixes_shm``). Data in, text out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.core.text import numbered
-from topodoctor.nccl.cuda_errors import CUDA_HINTS, CUDA_STATES
+from topodoctor.nccl.cuda_errors import CUDA_HINTS, CUDA_STATES, cuda_text
 from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
@@ -17,16 +17,11 @@ from topodoctor.nccl.fixes_usage import named_setting, own_p2p
 from topodoctor.nccl.parse import Event
 
 
-def _cuda_text(f: Mapping[str, str]) -> str:
-    num = f.get("num", "")
-    return f"CUDA error{f' {num}' if num else ''} '{f.get('msg', '')}'"
-
-
 def _nvls(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     where = f" in {evs[0].source}" if evs[0].source else ""
     return Said(
         "TD053",
-        f"NVLS multicast setup failed{where}" + (f": {_cuda_text(f)}" if f.get("msg") or f.get("num") else ""),
+        f"NVLS multicast setup failed{where}" + (f": {cuda_text(f)}" if f.get("msg") or f.get("num") else ""),
         EXPLANATIONS["TD053"].fix,
         {"cuda_error": f.get("num") or f.get("msg", "")},
     )
@@ -95,12 +90,6 @@ def _framework_p2p(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) 
     return Said("TD055", msg, fix)
 
 
-def _shm_register(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    return Said(
-        "TD056", f"cudaHostRegister of NCCL's /dev/shm segment failed ({_cuda_text(f)})", EXPLANATIONS["TD056"].fix
-    )
-
-
 # CUDA errors whose meaning is the call's: without NCCL's file:line the log does not say which
 _CALL_SPECIFIC = ("invalid argument", "invalid value")
 # CUDA errors that report the GPU's or driver's state first, whatever the call: their own meaning leads the call's
@@ -119,7 +108,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if msg.lower() in _CALL_SPECIFIC and not any(e.source for e in evs):
         return Said(
             "TD052",
-            f"a CUDA call in NCCL failed ({_cuda_text(f)}) at a call the log does not name: cause not found",
+            f"a CUDA call in NCCL failed ({cuda_text(f)}) at a call the log does not name: cause not found",
             "Run again with NCCL_DEBUG=WARN: the WARN line names NCCL's file. transport/nvls.cc: NVLS and the "
             "Fabric Manager (NCCL_NVLS_ENABLE=0 confirms it); shmutils / shm: registering /dev/shm "
             "(NCCL_SHM_DISABLE=1); p2p / cumem / alloc: sharing GPU memory between processes "
@@ -132,7 +121,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     fix = (hint[0].upper() + hint[1:] + ".") if hint else EXPLANATIONS["TD057"].fix
     extra: dict[str, object] = {"cuda_error": msg}
     if any(k in msg.lower() for k in CUDA_STATES):
-        return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
+        return Said("TD057", f"a CUDA call failed{where}: {cuda_text(f)}", fix, extra)
     if "shm.cc" in ctx.trail_sources and source.endswith(("alloc.h", "cudawrap.cc", "cudawrap.h")):
         return cumem_host(f, evs, ctx)  # an allocation of the SHM transport: its cuMem host memory
     line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
@@ -145,7 +134,7 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         extra |= {"site": f"{source}:{line}", "call": call, "candidates": listed}
         return Said(
             "TD057",
-            f"{call} failed in {source}:{line} (the call NCCL {span} checks there: {kind.does}): {_cuda_text(f)}",
+            f"{call} failed in {source}:{line} (the call NCCL {span} checks there: {kind.does}): {cuda_text(f)}",
             f"Candidates for {call}, most likely first: {ranked}. Collect next: {kind.collect}. {fix}",
             extra,
         )
@@ -156,18 +145,18 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         extra |= {"candidates": listed}
         return Said(
             "TD057",
-            f"a CUDA call failed{where}: {_cuda_text(f)}; the error does not say which state it is",
+            f"a CUDA call failed{where}: {cuda_text(f)}; the error does not say which state it is",
             f"Candidates, most likely first: {ranked}. Collect next: {_STATE_COLLECT}.",
             extra,
         )
     if site is None:
-        return Said("TD057", f"a CUDA call failed{where}: {_cuda_text(f)}", fix, extra)
+        return Said("TD057", f"a CUDA call failed{where}: {cuda_text(f)}", fix, extra)
     listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(site.candidates)
     ranked = numbered(listed)
     extra |= {"site": source, "candidates": listed}
     return Said(
         "TD057",
-        f"a CUDA call failed{where} ({site.does}): {_cuda_text(f)}; the error does not say which of this "
+        f"a CUDA call failed{where} ({site.does}): {cuda_text(f)}; the error does not say which of this "
         "site's causes it is",
         f"Candidates at {source}, most likely first: {ranked}. Collect next: {site.collect}. {fix}",
         extra,
@@ -193,7 +182,7 @@ def _rem_alloc(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> S
 
 
 def _kernel(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    text = _cuda_text(f)
+    text = cuda_text(f)
     if "named symbol" in text.lower():  # CUDA 500: a symbol the module lacks, which more than the arch explains
         msg = f"{text}: a kernel or symbol NCCL looked up is not in the code loaded"
         fix = f"Candidates, most likely first: {numbered(_SYMBOL_CAUSES)}. {EXPLANATIONS['TD060'].fix}"
@@ -264,60 +253,6 @@ def _sysfs(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             )
             return Said("TD071", msg + f" (NCCL {versions})", with_general("TD071", first))
     return Said("TD071", msg, EXPLANATIONS["TD071"].fix)
-
-
-def _shm_permission(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    seg = f.get("seg") or next((e.fields["seg"] for e in ctx.secondary if e.fields.get("seg")), "")
-    what = f"its segment {seg}" if seg else "its segment"
-    return Said("TD082", f"/dev/shm refused NCCL {what}: Permission denied", EXPLANATIONS["TD082"].fix)
-
-
-def _shm_full(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    seg = f.get("seg") or f.get("seg2") or f.get("seg3") or ""
-    size = f.get("size") or f.get("size2") or ""
-    if not seg:  # the fallocate line names no segment: the summary line after it does
-        summary = next((e.fields for e in ctx.secondary if e.fields.get("seg")), {})
-        seg, size = summary.get("seg", ""), summary.get("size", "")
-    err = (f.get("err") or f.get("err2") or f.get("err3") or "No space left on device").strip()
-    if err == "failed to allocate receive FIFO":  # UCX's words: its segment in /dev/shm, not NCCL's
-        msg = "UCX's shared-memory transport failed to allocate its receive FIFO in /dev/shm (too small, or full)"
-        return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
-    msg = (
-        f"shared memory segment {seg} of {size} bytes could not be created: {err}"
-        if seg and size
-        else (f"shared memory segment {seg} could not be created: {err}" if seg else f"/dev/shm: {err}")
-    )
-    return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
-
-
-CONTAINER_SHM_BYTES = 64 * 1024 * 1024  # docker's default /dev/shm size (--shm-size)
-
-
-def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    """The segment's summary line alone: NCCL failed to create (or attach to) it, and the line before
-    it that says why is not in the log. Its candidates are the class's (nccl.causes_host)."""
-    seg, size = f.get("seg", ""), int(f.get("size") or 0)
-    err = f" (errno {f['errno']}: {f['err'].strip()})" if f.get("errno") else ""
-    why = "; the line that says why is not in the log"
-    if f.get("how") == "attaching to":
-        msg = f"NCCL could not attach to a local peer's shared-memory segment {seg}{err}{why}"
-        return Said("TD074", msg, EXPLANATIONS["TD074"].fix)
-    room = (
-        f" ({size / 2**20:.1f} MiB: NCCL makes one per connection to a local peer, so a container's default 64 MiB "
-        f"/dev/shm holds {CONTAINER_SHM_BYTES // size} of them)"
-        if size
-        else ""
-    )
-    msg = f"NCCL could not create its shared-memory segment {seg} of {size} bytes{room}{err}{why}"
-    return Said("TD043", msg, EXPLANATIONS["TD043"].fix)
-
-
-def _shm_attach(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    return Said(
-        "TD074",
-        f"a local peer's segment {f.get('seg', '')} was missing: {f.get('err', '').strip()}",
-        EXPLANATIONS["TD074"].fix,
-    )
 
 
 def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
@@ -424,7 +359,6 @@ HOST: dict[str, Builder] = {
     "nvls": _nvls,
     "fabric-not-ready": _fabric,
     "p2p-unsupported": _p2p,
-    "shm-register": _shm_register,
     "cuda-failure": _cuda,
     "gpu-oom": _oom,
     "rem-allocator": _rem_alloc,
@@ -434,11 +368,7 @@ HOST: dict[str, Builder] = {
     "topo-reverse": _topo,
     "graph-file": _graph,
     "topo-sysfs": _sysfs,
-    "shm-full": _shm_full,
     "framework-p2p": _framework_p2p,
-    "shm-attach": _shm_attach,
-    "shm-permission": _shm_permission,
-    "shm-create": _shm_create,
     "diag": _diag,
     "invalid-setting": _setting,
     "nvml": _nvml,

@@ -10,19 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class LauncherLine:
-    """One shape: the event kind it reads as and what its words settle (``what``: a short phrase)."""
-
-    kind: str
-    pattern: re.Pattern[str]
-    what: str
-    # read only in a distributed run (NCCL's lines, torch's rank prefix): words any program may print
-    needs_run: bool = False
-
+from topodoctor.nccl.layer_lines import LAYER_WORDS, LAYERS
+from topodoctor.nccl.line_shape import LauncherLine
 
 # the kill's own words: who died, and the signal; what sent it is not in them
 _KILLED = (
@@ -268,41 +258,8 @@ _ENDS = (
         "or was busy elsewhere) or the network between them dropped it",
     ),
 )
-# a library that interposes on CUDA's driver calls inside the container (HAMi-core's libvgpu.so, put in every
-# process by /etc/ld.so.preload or LD_PRELOAD to split a GPU between pods): its own error line, and a frame of its
-# hooks in a crash's stack (the hooked driver call that failed)
-_INTERPOSER = (
-    LauncherLine(
-        "cuda-interposer",
-        re.compile(r"\[HAMI-core ERROR \([^)]*\)\]:\s*(?P<said>.*)"),
-        "HAMi-core, the vGPU layer that interposes on CUDA's driver calls in the container, failed a call",
-    ),
-    LauncherLine(
-        "cuda-interposer",
-        re.compile(r"/libvgpu/src/[\w/]+\.c\S*,? line \d+, in (?P<call>cu\w+)"),
-        "a frame of HAMi-core's hook of a CUDA driver call in the stack of the failure",
-    ),
-)
-# UCX (under MPI, UCC or a framework's own transport) fails to map its shared-memory receive queue: /dev/shm full
-_UCX = (
-    LauncherLine(
-        "shm-full",
-        re.compile(r"mm_iface(?:\.c:\d+\s+\S+)?\s*(?P<err>failed to allocate receive FIFO)"),
-        "UCX's shared-memory transport (mm: posix or sysv segments in /dev/shm) could not allocate its receive FIFO",
-    ),
-)
-# Hugging Face accelerate's own check (accelerate/state.py): RTX 40xx GPUs refused unless P2P and IB are off
-_FRAMEWORK_P2P = (
-    LauncherLine(
-        "framework-p2p",
-        re.compile(r"(?P<said>Using RTX 4000 series doesn't support faster communication broadband via P2P or IB)"),
-        "accelerate refuses to start on RTX 40xx GPUs with NCCL's P2P and IB transports on",
-    ),
-)
 AFTER_FAILURE = frozenset(("store-closed",))
-TABLE: tuple[LauncherLine, ...] = (
-    _KILLED + _OOM + _STORE + _BUS + _INTERPOSER + _UCX + _FRAMEWORK_P2P + _CRASH + _GPU + _GLOO + _ENDS
-)
+TABLE: tuple[LauncherLine, ...] = _KILLED + _OOM + _STORE + _BUS + LAYERS + _CRASH + _GPU + _GLOO + _ENDS
 OUTSIDE_WHATS = frozenset(e.what for e in _ENDS)
 OOM_WHATS = frozenset(e.what for e in _OOM)
 # a word of the table must be in a line before any pattern is tried (most lines of a log are none of these)
@@ -311,8 +268,7 @@ _GUARD = re.compile(
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
     r"|connectFullMesh|Unable to find address for|network address of|store based barrier|Rendezvous"
-    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|HAMI-core ERROR|/libvgpu/|mm_iface"
-    r"|RTX 4000 series"
+    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|" + LAYER_WORDS
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))

@@ -29,11 +29,16 @@ _NODES = re.compile(r"(?i)multi-?node|\b(?:two|2|several|multiple|\d+) (?:nodes|
 _TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")
 
 
+def _title(lines: Sequence[str]) -> int | None:
+    """The first line with words: where a pasted post puts its title."""
+    return next((i for i, ln in enumerate(lines) if ln.strip()), None)
+
+
 def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]] | None:
     """Where a log that shows no failure says its run stopped, with what the text shows of the GPUs and nodes:
     the post's first line that says it hangs, or nccl-tests' output that reached NCCL's init (an NCCL INFO line)
     with no result row. None when neither."""
-    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    first = _title(lines)
     if first is None:
         return None
     title = lines[first]
@@ -56,7 +61,7 @@ _SOCKET_ERROR = re.compile(r"(?i)\b(" + "|".join(_SOCKET_ERRORS) + r")\b")
 def title_connect(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     """A first line (a post's title) that says NCCL's connection failed with a socket error, in a log that
     shows no failure line of its own; None when it does not."""
-    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    first = _title(lines)
     if first is None or ORIGIN.search(lines[first]) or not _COLLECTIVE.search(lines[first]):
         return None
     m = _SOCKET_ERROR.search(lines[first])

@@ -3,13 +3,12 @@ bounded, into ``Evidence`` by the readers (``evidence/``), and judged (``diagnos
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from topodoctor.core import decode, fileio, stdio
+from topodoctor.core import decode, inputs
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.guarded import bounded
@@ -22,7 +21,7 @@ from topodoctor.model.outcome import CommandOutcome
 
 MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
 MAX_FILES = 4096
-STDIN = "-"
+_KIND = inputs.Kind("diagnose", "evidence file", "evidence directory", max_files=MAX_FILES, max_bytes=MAX_FILE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -84,43 +83,9 @@ def _texts(paths: list[str], deadline: float) -> list[tuple[decode.Text, bool]]:
     file of a directory named, each member of an archive; a file named twice (or named and in a
     directory named) is read once."""
     out: list[tuple[decode.Text, bool]] = []
-    seen: set[str] = set()
-    for p in paths:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise InputError(f"diagnose: inputs not read within the --timeout ({plural(len(out), 'input')} read)")
-        if p == STDIN:
-            if STDIN in seen:  # given twice: read once, as a file named twice is
-                continue
-            seen.add(STDIN)
-            out.extend(
-                (t, True)
-                for t in decode.texts(stdio.read_stdin("evidence", MAX_FILE_BYTES, left), STDIN, MAX_FILE_BYTES)
-            )
-            continue
-        by_name = not Path(p).is_dir()
-        if not by_name:
-            names = [str(f) for f in fileio.list_files(p, "evidence directory", "", MAX_FILES, left)]
-            if not names:
-                raise InputError(f"evidence directory {p} holds no file")
+    for got in inputs.gather(paths, deadline, _KIND):
+        if got.why:
+            out.append((decode.Text(got.name, why=got.why), False))
         else:
-            names = [p]
-        for f in names:
-            if (key := os.path.realpath(f)) in seen:
-                continue
-            seen.add(key)
-            left = deadline - time.monotonic()
-            if left <= 0 or len(out) >= MAX_FILES:
-                raise InputError(f"diagnose: more than {plural(len(out), 'input')}, or not read within the --timeout")
-            try:
-                data = fileio.read_bytes(f, "evidence file", MAX_FILE_BYTES, left)
-            except InputError as exc:
-                if by_name:
-                    raise
-                # a directory's file gone since it was listed, or one no file at all: said, not fatal
-                named = fileio.shown(f)  # said as "PATH: why", as every input not read is
-                why = str(exc).replace(f": {named}", "").replace(f" {named}", "")
-                out.append((decode.Text(f, why=why), False))
-                continue
-            out.extend((t, by_name) for t in decode.texts(data, f, MAX_FILE_BYTES))
+            out.extend((t, got.by_name) for t in decode.texts(got.data, got.name, MAX_FILE_BYTES))
     return out

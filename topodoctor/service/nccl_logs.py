@@ -3,13 +3,12 @@ budget) and explained."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from topodoctor.core import decode, fileio, stdio
+from topodoctor.core import decode, fileio, inputs
 from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.guarded import bounded
@@ -21,10 +20,18 @@ from topodoctor.nccl.parse import LogFile, parse_file
 
 MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
 MAX_FILES = 4096
-STDIN = "-"
 _LOGS = (".log", ".txt", ".out", ".err")
 # A directory's logs, and the same compressed or archived (core/decode reads them by their bytes).
 LOG_SUFFIXES = _LOGS + tuple(s + z for s in _LOGS for z in (".gz", ".bz2", ".xz")) + (".zip", ".tgz", ".tar.gz")
+_KIND = inputs.Kind(
+    "NCCL logs",
+    "NCCL log",
+    "NCCL log directory",
+    LOG_SUFFIXES,
+    "*.log, *.txt, *.out or *.err file (nor one of them compressed)",
+    MAX_FILES,
+    MAX_FILE_BYTES,
+)
 
 
 @dataclass(frozen=True)
@@ -62,44 +69,12 @@ def _read_all(paths: list[Path], deadline: float, said: list[str]) -> list[tuple
     that holds no text is an input error; one in a directory is passed over (in ``said``); all of them
     empty is an input error."""
     out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for p in paths:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise InputError(f"NCCL logs: not read within the --timeout ({plural(len(out), 'file')} read)")
-        if str(p) == STDIN:
-            if STDIN in seen:  # given twice: read once, as a file named twice is
-                continue
-            seen.add(STDIN)
-            data = stdio.read_stdin("NCCL log", MAX_FILE_BYTES, left)
-            out.extend(_usable(decode.texts(data, STDIN, MAX_FILE_BYTES), True, said))
+    for got in inputs.gather(paths, deadline, _KIND):
+        if got.why:  # a directory's file gone since it was listed, or no file at all
+            said.append(f"not read: {fileio.shown(got.name)}: {got.why}")
             continue
-        by_name = not p.is_dir()
-        if not by_name:
-            found = fileio.list_files(p, "NCCL log directory", LOG_SUFFIXES, MAX_FILES, left)
-            if not found:
-                raise InputError(
-                    f"NCCL log directory {p} holds no *.log, *.txt, *.out or *.err file (nor one of them compressed)"
-                )
-            names = sorted(set(found))
-        else:
-            names = [p]
-        for f in names:
-            if (key := os.path.realpath(f)) in seen:
-                continue
-            seen.add(key)
-            left = deadline - time.monotonic()
-            if left <= 0 or len(out) >= MAX_FILES:
-                raise InputError(f"NCCL logs: more than {plural(len(out), 'file')}, or not read within the --timeout")
-            try:
-                data = fileio.read_bytes(f, "NCCL log", MAX_FILE_BYTES, left)
-            except InputError as exc:
-                if by_name:
-                    raise
-                said.append(f"not read: {exc}")  # a directory's file gone since it was listed, or no file at all
-                continue
-            # a job's log mixes whatever its processes wrote: undecodable bytes are shown, not fatal
-            out.extend(_usable(decode.texts(data, str(f), MAX_FILE_BYTES), by_name, said))
+        # a job's log mixes whatever its processes wrote: undecodable bytes are shown, not fatal
+        out.extend(_usable(decode.texts(got.data, got.name, MAX_FILE_BYTES), got.by_name, said))
     if not out:
         raise InputError("NCCL logs: no file given holds text")
     if not any(text.strip() for _, text in out):

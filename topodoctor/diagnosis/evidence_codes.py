@@ -320,5 +320,15 @@ CODES: tuple[DiagnosisCode, ...] = (
         "the default (`nvidia-smi -i N -pl DEFAULT_W`, or the setting that applies it at boot); otherwise judge "
         "the run against the capped GPU, not the board's figures.",
     ),
+    DiagnosisCode(
+        "TD994", "diag-gpus-mixed", "warning",
+        "The GPUs of one host that the run may span are of different models.",
+        "Tensor parallelism splits every layer evenly and ends it in an all-reduce, and a data-parallel step "
+        "ends in one too: each waits for its slowest member, so a group of a fast and a slow GPU runs at the "
+        "slow one's pace (the fast one idles at the barrier, drawing little power), and the pair's P2P and NCCL "
+        "rates are the lesser GPU's and link's.",
+        "Judge the run against the slower model; keep a tensor-parallel group to GPUs of one model "
+        "(CUDA_VISIBLE_DEVICES), or split the model by pipeline stages sized to each GPU instead.",
+    ),
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CODES}

@@ -39,6 +39,7 @@ from topodoctor.evidence.prose_words import (
     clauses,
     hosts_of,
     instance_of,
+    listed_gpus,
     nic_of,
     nodes_of,
     op_of,
@@ -318,7 +319,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
-                      checked, slow, asks, tuple(k + 1 for k in used), scaled)  # fmt: skip
+                      checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

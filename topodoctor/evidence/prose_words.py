@@ -330,3 +330,17 @@ def asks_of(sentences: list[str]) -> bool:
 # GPUs left idle by the job ("underutilized", "only 50% utilization"): a post about a multi-GPU run's speed
 GPUS_SAID = re.compile(r"\b(?:both|two|all|multiple|several|\d{1,3})\s+GPUs\b|\bsingle GPU\b", re.I)
 UNDERUSED = re.compile(r"\bunder-?utili[sz]\w*|\blow (?:GPU )?utili[sz]ation\b|\bonly \d{1,3} ?% of\b", re.I)
+
+
+# A rig's GPUs listed one per line, as a report or a post lists its parts: "GPU 0: NVIDIA GeForce RTX 5090 (Blackwell,
+# 32 GB)", "- **GPU 1**: RTX 3090 Ti" (read after its markdown is taken off), "cuda:1 = RTX 4090"
+_LISTED = re.compile(r"^(?:GPU|cuda:?)\s*#?(\d+)\s*[:=]\s*(.+?)\s*(?:[(,;]|$)", re.I)
+
+
+def listed_gpus(said: list[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
+    """The GPUs the sentences list one per line, by index (the first naming of an index kept)."""
+    out: dict[int, str] = {}
+    for _, text in said:
+        if (m := _LISTED.match(text)) and m.group(2).strip():
+            out.setdefault(int(m.group(1)), m.group(2).strip())
+    return tuple(sorted(out.items()))

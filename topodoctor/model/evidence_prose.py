@@ -73,3 +73,4 @@ class ProseSaid:
     asks: bool = False  # they ask whether a speed is what it should be ("is this normal?", "reasonable?")
     lines: tuple[int, ...] = ()  # the lines the claims come from, 1-based
     scaling: ScalingSaid | None = None  # what they say of how the job scales (evidence/scaling.py)
+    listed: tuple[tuple[int, str], ...] = ()  # the GPUs listed one per line (index, name as written): a rig's parts

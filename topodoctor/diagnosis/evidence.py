@@ -44,11 +44,11 @@ from topodoctor.diagnosis.evidence_header import HEADER, place
 from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
+from topodoctor.diagnosis.evidence_mixed import mixed_findings
 from topodoctor.diagnosis.evidence_nic_links import nic_link_causes
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_nvlink_absent import nvlink_absent
-from topodoctor.diagnosis.evidence_mixed import mixed_findings
 from topodoctor.diagnosis.evidence_power import power_findings
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings

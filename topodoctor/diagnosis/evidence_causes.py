@@ -129,7 +129,14 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         )
     if m is not None and m.nvlink_links:
         short = [(a, b, lb) for (a, b), lb in f.links.items() if path_class(lb) == "NV"]
-        thin = [(a, b, lb) for a, b, lb in short if lb[2:].isdigit() and int(lb[2:]) < m.nvlink_links]
+        # a board that joins its GPUs directly (HGX A100 4-GPU: NV4 to each of three peers) spends all its links
+        # across its peers: a pair under the model's count is thin only where its GPUs' links do not add up
+        spent: dict[int, int] = {}
+        for a, b, lb in short:
+            for g in (a, b):
+                spent[g] = spent.get(g, 0) + (int(lb[2:]) if lb[2:].isdigit() else 0)
+        thin = [(a, b, lb) for a, b, lb in short if lb[2:].isdigit() and int(lb[2:]) < m.nvlink_links
+                and not spent.get(a) == spent.get(b) == m.nvlink_links]  # fmt: skip
         if thin and m.fabric == "nvswitch":
             a, b, lb = min(thin, key=lambda t: int(t[2][2:]))
             share = int(lb[2:]) / m.nvlink_links
@@ -315,7 +322,10 @@ def path_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
             Candidate(what, "Set NCCL_TOPO_FILE to the host's real topology XML.", {"pairs": len(links)}, shm_gbps(f)),
             (f.links_quote,) if f.links_quote else (),
         )
-    if "SYS" in classes:
+    one_per_node = sym is not None and sym.nodes > 1 and 0 < sym.ranks <= sym.nodes  # no pair of a node in the run
+    if one_per_node and "SYS" in classes:
+        out.rule_out("pairs across the sockets: the run has one GPU a node, so no pair of a node carries its traffic")
+    elif "SYS" in classes:
         sys_pairs = sorted(p for p, lb in links.items() if path_class(lb) == "SYS")
         a, b = sys_pairs[0]
         what = f"GPU{a}-GPU{b} (and {len(sys_pairs) - 1} more pairs) cross the CPU sockets (SYS)"

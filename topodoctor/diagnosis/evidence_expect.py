@@ -52,6 +52,9 @@ def _pcie_of(f: Facts, m: GpuModel | None) -> tuple[int | None, int | None, str]
     return None, None, ""
 
 
+MESH_GPUS = 8  # the GPUs of a hybrid cube mesh board: with fewer, which pairs the run has decides its links
+
+
 def layout_of(f: Facts, per_node: int, gpus: tuple[int, ...] = ()) -> tuple[Layout, bool] | None:
     """The node the evidence shows, as the model needs it, and whether a ring must cross PCIe; ``gpus`` are
     the run's GPUs by nvidia-smi's index (default: the first ``per_node``)."""
@@ -87,6 +90,10 @@ def layout_of(f: Facts, per_node: int, gpus: tuple[int, ...] = ()) -> tuple[Layo
         links = min(up) if up else m.nvlink_links
         src = "nvidia-smi's NVLinks up" if up else f"the GPU model table ({m.name}: {m.nvlink_links} NVLinks)"
         return Layout(per_node, links, True, cc, gen, width, nic_gbps, src), False
+    if m.fabric == "mesh" and m.nvlink_links and per_node == MESH_GPUS:
+        # a whole hybrid cube mesh board (DGX-1): NCCL's rings stay on NVLink, as topo -m would show each GPU's links
+        src = f"the GPU model table ({m.name}: {m.nvlink_links} NVLinks a GPU, 8 in a mesh)"
+        return Layout(per_node, m.nvlink_links, False, cc, gen, width, nic_gbps, src), False
     src = pcie_src + (" (no topo -m: NVLink bridges not shown)" if m.fabric == "bridge" else "")
     return Layout(per_node, 0, False, cc, gen, width, nic_gbps, src), False
 

@@ -381,6 +381,8 @@ def no_peer_access(f: Facts) -> bool:
         return False
     if f.peer_allowed or any(path_class(lb) == "NV" for lb in f.links.values()):  # a bridge carries P2P (3090)
         return False
+    if any(c.kind == "p2p" for c in f.conns) or any("p2p-on" in p.checked for p in f.prose):
+        return False  # NCCL's own `via P2P` lines, or the reporter's word that peer access works (a patched driver)
     on = [c for c in f.copies if c.p2p is True and c.unit == "GB/s"]
     off = [c for c in f.copies if c.p2p is False and c.unit == "GB/s"]
 

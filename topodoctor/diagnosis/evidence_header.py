@@ -34,13 +34,25 @@ def _ranks_elsewhere(f: Facts, nodes: int) -> tuple[int | None, str]:
     per node (nvidia-smi's listing)."""
     if f.nccl_ranks:
         return f.nccl_ranks, f"NCCL's log: nRanks {f.nccl_ranks}"
-    procs = {ln.processes for ln in f.launches if ln.processes}
-    if len(procs) == 1:
-        n = procs.pop()
-        return n, f"{n} processes launched"
+    if (n := launched_ranks(f)) is not None:
+        return n, f"{n} ranks launched"
     if f.gpus_per_node:
         return f.gpus_per_node * nodes, f"{f.gpus_per_node} GPUs listed per node"
     return None, ""
+
+
+def launched_ranks(f: Facts) -> int | None:
+    """The ranks the launch line starts: its processes times the GPUs each drives (nccl-tests' -g and -t), where
+    the evidence holds one such count."""
+    ranks = {ln.processes * (ln.gpus_per_process or 1) for ln in f.launches if ln.processes}
+    return ranks.pop() if len(ranks) == 1 else None
+
+
+def launched_per_node(f: Facts, nodes: int) -> int | None:
+    """The GPUs a node runs as the launch line says, over ``nodes`` nodes; None where it does not say or the
+    count does not divide."""
+    ranks = launched_ranks(f)
+    return ranks // nodes if ranks and nodes and ranks % nodes == 0 else None
 
 
 def place(f: Facts, m: Measured) -> tuple[Measured | None, str]:

@@ -146,8 +146,8 @@ def host_causes(f: Facts, across: bool) -> list[tuple[HostKind, HostCause, bool]
     model: GpuModel | None = f.model or next((m for c in f.prose for m in MODELS if m.name == c.gpu_model), None)
     out: list[tuple[HostKind, HostCause, bool]] = []
     for kind in host_kinds(f):
-        if kind == "nvswitch" and across:
-            continue
+        if kind == "nvswitch" and (across or (model is not None and model.fabric != "nvswitch")):
+            continue  # across nodes, or a model without NVSwitch (DGX-1's mesh): another host named in comparison
         causes = CAUSES[kind]
         if kind == "epyc" and model is not None and not model.p2p_pcie:
             causes = (_NPS, _IOMMU, _ACS)  # no P2P: every transfer goes through host memory

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from topodoctor.diagnosis.evidence_codes import BY_CODE
 from topodoctor.diagnosis.evidence_expect import BANDWIDTH_BOUND_BYTES, NORMAL_SHARE, expect_collective
 from topodoctor.diagnosis.evidence_facts import Facts, Measured
+from topodoctor.diagnosis.evidence_header import launched_per_node
 from topodoctor.diagnosis.evidence_leads import Symptom
 from topodoctor.diagnosis.evidence_prose_said import StatedRun, said_of
 from topodoctor.evidence.prose_words import PER_LINK
@@ -297,8 +298,9 @@ def _across_ring(f: Facts, s: StatedRun, op: str) -> tuple[float, str, int, int]
     node_gbps = s.node_gbps
     if node_gbps is None:
         return None
-    per_node = s.per_node or f.gpus_per_node or 8  # unsaid: an 8-GPU node, for the ring's steps only
     n_nodes = s.nodes or 2
+    # the launch's ranks over the nodes before the GPUs a host lists: a job may use one GPU of eight
+    per_node = s.per_node or launched_per_node(f, n_nodes) or f.gpus_per_node or 8  # unsaid: 8, for the ring's steps
     pred = None
     if s.model is not None and s.per_node:
         got = expect_collective(replace(f, model=s.model, gpus_per_node=per_node),

@@ -209,16 +209,19 @@ def _command(text: str, piece: int, parts: Parts) -> None:
                     nodes=_nodes(text, launcher, hosts), processes=_processes(text, launcher))  # fmt: skip
     if perf is not None:
         program = _nccl_tests(text, words, piece, launcher)
-        launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes)
+        launch = replace(launch, program=program.program, min_bytes=program.min_bytes, max_bytes=program.max_bytes,
+                         gpus_per_process=program.gpus_per_process)  # fmt: skip
     parts.launches.append(launch)
 
 
 def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launch:
-    """An nccl-tests binary's run: the binary and its -b / -e sizes (K, M, G binary, as it reads them)."""
+    """An nccl-tests binary's run: the binary, its -b / -e sizes (K, M, G binary, as it reads them), and the GPUs
+    each process drives (-g GPUs per thread, -t threads; 1 each by default)."""
     perf = _PERF.search(text)
     program = perf.group(1) if perf else ""
     after = words[next((k for k, w in enumerate(words) if w.rsplit("/", 1)[-1].startswith(program)), 0) :]
     sizes: dict[str, int | None] = {"min": None, "max": None}
+    counts: dict[str, int] = {}
     for k, w in enumerate(after):
         flag, eq, inline = w.partition("=")
         key = {"-b": "min", "--minbytes": "min", "-e": "max", "--maxbytes": "max"}.get(flag)
@@ -226,8 +229,13 @@ def _nccl_tests(text: str, words: list[str], piece: int, launcher: str) -> Launc
         if key is not None and value:
             with suppress(InputError):  # a size nccl-tests would refuse too: not shown
                 sizes[key] = parse_size(value, limit=None)
+        count = {"-g": "gpus", "--ngpus": "gpus", "-t": "threads", "--nthreads": "threads"}.get(flag)
+        if count is not None and value.isdigit() and int(value) > 0:
+            counts.setdefault(count, int(value))
+    per_process = counts.get("gpus", 1) * counts.get("threads", 1) if counts else None
     return Launch(piece, launcher, text=text[:MAX_TEXT], program=program, min_bytes=sizes["min"],
-                  max_bytes=sizes["max"], hosts=_hosts(text), nodes=_nodes(text, launcher, _hosts(text)))  # fmt: skip
+                  max_bytes=sizes["max"], hosts=_hosts(text), nodes=_nodes(text, launcher, _hosts(text)),
+                  gpus_per_process=per_process)  # fmt: skip
 
 
 def _hosts(text: str) -> tuple[tuple[str, int | None], ...]:

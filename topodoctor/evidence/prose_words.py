@@ -214,6 +214,7 @@ INSTANCES = (
     Instance(r"\bp5en\.48x(?:large)?\b", "H200", 8, "EFA", 200.0, 16),
     Instance(r"\bp5e\.48x(?:large)?\b", "H200", 8, "EFA", 100.0, 32),
     Instance(r"\bp5\.48x(?:large)?\b", "H100 SXM", 8, "EFA", 100.0, 32),
+    Instance(r"\bDGX[ -]?1\b", "V100 SXM2", 8, "EDR", 100.0, 4),  # DGX-1 with V100: hybrid cube mesh, 4 x EDR
     Instance(r"\bDGX[ -]?A100\b", "A100 SXM", 8, "HDR", 200.0, 8),
     Instance(r"\bDGX[ -]?H100\b", "H100 SXM", 8, "NDR", 400.0, 8),
     Instance(r"\bDGX[ -]?H200\b", "H200", 8, "NDR", 400.0, 8),
@@ -252,7 +253,8 @@ _HOSTS: tuple[tuple[HostKind, re.Pattern[str]], ...] = (
     ),
     ("roce", re.compile(r"\bRoCE(?:v2)?\b", re.I)),
     # named, not inferred from a model: "A100" alone is a card as often as a board
-    ("nvswitch", re.compile(r"\bNVSwitch\w*\b|\bHGX\b|\bDGX\b|SXM\d?\b", re.I)),
+    # (DGX-1 and the DGX Station join their GPUs directly: a hybrid cube mesh, or all pairs, without NVSwitch)
+    ("nvswitch", re.compile(r"\bNVSwitch\w*\b|\bHGX\b|\bDGX\b(?![ -]?(?:1|Station|Spark)\b)|SXM\d?\b", re.I)),
 )
 _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
     (
@@ -267,6 +269,17 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
     (
         "gdr",
         re.compile(r"\bnvidia[-_]peermem\b|\bnv_peer_mem(?:ory)?\b|\bGPU ?Direct(?: RDMA)?\b|\bGDR(?:DMA)?\b", re.I),
+    ),
+    # the reporter says peer access works (on GeForce: a patched kernel module, such as tinygrad's, turns it on):
+    # "I have confirmed that I am able to use P2P", "P2P is enabled", "with the P2P driver"
+    (
+        "p2p-on",
+        re.compile(
+            r"\b(?:able to|can|could|managed to)\s+(?:use|enable|run)\s+P2P\b|\bP2P\s+(?:is\s+|was\s+|now\s+)?"
+            r"(?:enabled|working|works|supported|unlocked)\b|\bP2P[ -](?:driver|patch\w*|(?:kernel )?module)"
+            r"|\btinygrad\W+(?:open[ -]gpu[ -]kernel[ -]modules|driver|kernel module|patch)",
+            re.I,
+        ),
     ),
     # the reporter cannot get GPUDirect RDMA on: "a problem with enabling GDR", "GDR is not used", "how to enable
     # GPUDirect RDMA", "GDR does not work"

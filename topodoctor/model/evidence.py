@@ -231,6 +231,7 @@ class Launch:
     hosts: tuple[tuple[str, int | None], ...] = ()  # -H / --host node1:2,node2:2: each host and its slots
     nodes: int | None = None  # the nodes it spans as it says: -H's hosts, --nnodes N, srun -N N, a --node_rank given
     processes: int | None = None  # the processes an MPI launcher starts (mpirun -np N, srun -n N), where it says
+    gpus_per_process: int | None = None  # nccl-tests' -g GPUs times its -t threads, where either is given
 
 
 @dataclass(frozen=True)

@@ -133,8 +133,8 @@ def gpu_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         # across its peers: a pair under the model's count is thin only where its GPUs' links do not add up
         spent: dict[int, int] = {}
         for a, b, lb in short:
-            for g in (a, b):
-                spent[g] = spent.get(g, 0) + (int(lb[2:]) if lb[2:].isdigit() else 0)
+            for end in (a, b):
+                spent[end] = spent.get(end, 0) + (int(lb[2:]) if lb[2:].isdigit() else 0)
         thin = [(a, b, lb) for a, b, lb in short if lb[2:].isdigit() and int(lb[2:]) < m.nvlink_links
                 and not spent.get(a) == spent.get(b) == m.nvlink_links]  # fmt: skip
         if thin and m.fabric == "nvswitch":

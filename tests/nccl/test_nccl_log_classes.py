@@ -358,8 +358,10 @@ def test_watchdog_on_geforce_gpus_points_at_p2p() -> None:
     device = "#  Rank  0 Group  0 Pid 1896106 on node device  0 [0x16] NVIDIA {}\n"
     (f,) = _explain(device.format("GeForce RTX 4090") + timeout)
     assert (f.code, f.severity) == ("TD047", "error") and "NCCL_P2P_DISABLE=1" in f.fix
-    (g,) = _explain(device.format("H100 80GB HBM3") + timeout)
-    assert "NCCL_P2P_DISABLE" not in g.fix
+    (g,) = _explain(device.format("H100 80GB HBM3") + timeout.replace("SeqNum=1,", "SeqNum=812,"))
+    assert "NCCL_P2P_DISABLE" not in g.fix and "GeForce" not in g.fix
+    (h,) = _explain(device.format("H100 80GB HBM3") + timeout)  # the first work: NCCL connects its peers on it
+    assert "GeForce" not in h.fix and "the first collective never completes" in h.fix
 
 
 def test_every_finding_says_how_sure_its_cause_is() -> None:

@@ -207,4 +207,12 @@ EXTRA: tuple[dict[str, object], ...] = (
         "TD085",
         "error",
     ),
+    # the link editor building against NCCL: the libnccl a library needs, or a symbol of it, not found
+    *(
+        _m("ld", "GNU ld", "link", text, "any", "nccl-library", "TD085", "error")
+        for text in (
+            "warning: libnccl.so.%d, needed by %s, not found (try using -rpath or -rpath-link)",
+            "undefined reference to `nccl%s'",
+        )
+    ),
 )

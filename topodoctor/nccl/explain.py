@@ -146,6 +146,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
                 ),
             )
         )
+    out += [(1, 0, f) for f in _no_verbs_on_ib(ctx)]
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
     if findings and findings[0].code == "TD067":  # a flushed request follows a failure this log does not show
         findings.insert(0, flushed_only(findings[0]))
@@ -216,6 +217,23 @@ def _versions(files: Sequence[LogFile], by_kind: dict[str, list[Event]]) -> list
             versions=list(seen),
         )
     ]
+
+
+def _no_verbs_on_ib(ctx: LogContext) -> list[Finding]:
+    """libibverbs not loaded while NCCL's sockets run on an InfiniBand interface (IPoIB: ib0, ibp...): the host
+    has RDMA NICs that NCCL cannot use, so its network is TCP over them (warning: the job runs, slowly)."""
+    sign = next((s for s in ctx.signs if s.kind == "no-verbs"), None)
+    ib = [n for n in ctx.socket_ifs if n.startswith("ib")]
+    if sign is None or not ib:
+        return []
+    msg = f"NCCL could not load libibverbs, so its network runs on TCP sockets over {', '.join(ib)} (IP over "
+    msg += "InfiniBand) instead of RDMA on the NICs behind it"
+    fix = (
+        "Install the verbs library where the job runs (rdma-core: libibverbs1 and its provider, libmlx5; "
+        "libibverbs-dev in a Dockerfile) and pass /dev/infiniband into the container; NCCL_DEBUG=INFO then shows "
+        "`NET/IB : Using [0]mlx5_0:1/IB` instead of NET/Socket."
+    )
+    return [finding("TD050", f"net:{ib[0]}", msg, fix, None, said=sign.said)]
 
 
 def _other_warnings(files: Sequence[LogFile], by_kind: dict[str, list[Event]], found: list[Finding]) -> list[Finding]:

@@ -145,6 +145,17 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
                 {"symbol": ""},
             )
         return Said("TD085", msg + ": the libnccl is older than the program", EXPLANATIONS["TD085"].fix, {"symbol": ""})
+    if lib := f.get("lib3"):  # building, not running: the link editor found no libnccl to link against
+        msg = f"building against NCCL, the link editor did not find {lib}, which a library being linked needs"
+        fix = (
+            "Point the build at the NCCL it was configured with: its lib directory in LIBRARY_PATH / "
+            "LD_LIBRARY_PATH (or -rpath-link), or install that libnccl; then link again. " + EXPLANATIONS["TD085"].fix
+        )
+        return Said("TD085", msg, fix, {"symbol": ""})
+    if sym := f.get("sym2"):
+        msg = f"building against NCCL, the link editor found no definition of {sym}: no libnccl, or an older one, "
+        msg += "is on the link line"
+        return Said("TD085", msg, EXPLANATIONS["TD085"].fix, {"symbol": sym})
     if f.get("sym"):
         msg = f"the libnccl loaded has no {f['sym']}: it is older than the program was built for"
     elif ver := f.get("ver") or f.get("ver2"):  # a symbol version the program was linked against

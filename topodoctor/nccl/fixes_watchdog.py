@@ -36,6 +36,17 @@ _LONG_TIMEOUT = (
 )
 
 
+# the communicator's first collective sets up its peers' connections (P2P, SHM, the network): one that never ends,
+# every rank in it, is most often the GPUs' peer-to-peer path hanging (the corpus's threads of a first collective
+# past its timeout: fixed by NCCL_P2P_DISABLE=1, then by ACS or the IOMMU turned off)
+_FIRST_WORK = (
+    "the first collective never completes: peer-to-peer between this node's GPUs hangs (PCIe P2P blocked by ACS or "
+    "the IOMMU, a VM's passthrough, a board or driver without working P2P) [tells: the same job with "
+    "NCCL_P2P_DISABLE=1 (then NCCL_SHM_DISABLE=1 too if it still hangs), `lspci -vvv | grep ACSCtl`, "
+    "p2pBandwidthLatencyTest]"
+)
+
+
 def _ops_differ(evs: Sequence[Event]) -> str:
     """Ranks whose timed-out work has one sequence number but another operation (and no process
     group that tells them apart): "BROADCAST on rank 7, ALLREDUCE on rank 3"; "" when none."""
@@ -211,6 +222,8 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
         )
     # past a usual timeout the watchdog's words say only that the work outlived it: the candidates, ranked
     candidates = list(_LONG_TIMEOUT)
+    if f.get("seq", "").isdigit() and int(f["seq"]) <= 1:  # the first work: NCCL connects its peers on it
+        candidates.insert(0, _FIRST_WORK)
     if geforce:
         candidates.insert(
             0,

@@ -118,6 +118,7 @@ SOCK_USING = re.compile(
 )  # [0]eth0:10.0.0.1<0> [1]veth12:fe80::...; NCCL 2.0 - 2.3: "NET : Using interface lo:127.0.0.1<0>", one per line
 NET_SOCKET_USING = re.compile(r"NET/Socket ?: Using (.*)$")
 SOCK_IF = re.compile(r"(?:\[(?P<index>\d+)\])?(?P<name>[\w.@-]+):(?P<addr>[\w.:%-]+?)<\d+>")
+SOCK_NAME = re.compile(r"\[\d+\]([A-Za-z][\w@-]*)")  # the listing's names alone, where no address follows as NCCL's
 # a line that holds nothing but the listing's "[N]name:addr<port>" items: the socket listing wrapped by a paste
 SOCK_IFS_ONLY = re.compile(r"^\s*(?:\[\d+\][\w.@-]+:[\w.:%-]+?<\d+>\s*)+$")
 # GPUDirect RDMA: per HCA (src/graph/topo.cc, every release), and per GPU and NIC pair as the graph
@@ -218,6 +219,7 @@ BARE_OK = re.compile(
     r"|Detected mismatch between collectives|[Uu]ndefined(?: |%20)symbol:?(?: |%20)[\"'`]?nccl"
     r"|version [`'\"]NCCL_[\d.]+['\"`] not"
     r"|libnccl\.so[.\d]*: (?:cannot open|version)|display driver / cuda driver|forward compatibility was att"
+    r"|libnccl\.so[.\d]*, needed by|undefined reference to [`'\"]nccl"
     r"|driver on your system is too old|CUDA driver version is insufficient"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
     r"|[Nn]o algorithm/protocol (?:nor symKernelId )?available for function|peer access is not supported between"

@@ -3,7 +3,7 @@ as ``Sign``s (the shapes are ``nccl.grammar``'s): the GID index and GID each RoC
 (net_ib; an InfiniBand port's LID instead), the SHM transport's host buffers a local peer imported
 through cuMem or as a /dev/shm file, cuMem host memory NCCL found not working, the network plugin
 loaded (or none, NCCL's own), the aws-ofi-nccl provider, one process that drives several GPUs, a
-failure in a communicator's destroy (``commReclaim``, a WARN), and network connections that run
+failure in a communicator's destroy (``commReclaim``, a WARN), libibverbs not loaded, and network connections that run
 without GPUDirect RDMA. Text in, plain data out; ``nccl.log_signs`` judges them."""
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ def read_signs(lines: Iterable[str]) -> tuple[Sign, ...]:
     out: dict[tuple[str, str, str], Sign] = {}
     devices: dict[tuple[str, str], set[str]] = {}  # (host, pid) -> the CUDA devices its lines name
     for line in lines:
+        if "Failed to open libibverbs" in line:  # ibvwrap / ibvsymbols, at INFO or WARN: no verbs, so no NET/IB
+            out.setdefault(("no-verbs", "", ""), Sign("no-verbs", g.origin_host(line), "", line.strip()[:200]))
         msg = g.info_message(line)
         if msg is None:
             if "commReclaim" in line and (w := g.WARN.search(line)):  # init.cc: a failure in destroy / abort

@@ -153,6 +153,25 @@ def known_bug_findings(
                 "TD083", e.name, e.severity, f"nccl-{running}", message, fix + f"Source: {bug.reference}.", evidence
             )
         )
+    return out + _on_gpus(files, {f.evidence.get("nccl_version") for f in out})
+
+
+def _on_gpus(files: Sequence[LogFile], said: set[object]) -> list[Finding]:
+    """TD083 for a bug every run of its releases hits on the GPUs the log names, message or none."""
+    out = []
+    for bug in KNOWN_BUGS:
+        named = [g for f in files for g in f.gpu_names if bug.gpus is not None and bug.gpus.search(g)]
+        parsed = [(v.split("+")[0], p) for f in files for v in f.versions if (p := _parse(v))]
+        running = next((v for v, p in parsed if bug.first <= p <= bug.last), None)
+        if not named or running is None or running in said:
+            continue
+        e = EXPLANATIONS["TD083"]
+        cause = {"what": bug.what, "confidence": "known bug of the version"}
+        evidence: dict[str, object] = {"gpus": list(dict.fromkeys(named)), "nccl_version": running, "cause": cause}
+        evidence |= {"fixed_in": bug.fixed_in, "reference": bug.reference}
+        message = f"{_named(bug, running)}: the log names {named[0]}"
+        fix = f"Upgrade NCCL to {bug.fixed_in} or later. Source: {bug.reference}."
+        out.append(Finding("TD083", e.name, e.severity, f"nccl-{running}", message, fix, evidence))
     return out
 
 

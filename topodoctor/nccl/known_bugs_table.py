@@ -42,6 +42,9 @@ class KnownBug:
     # the lines at which the bug's releases print the symptom, shared with releases without the bug: a WARN at one
     # of them keeps the bug a candidate of a log without a version (another line rules it out)
     printed_at: tuple[str, ...] = ()
+    # the GPUs on which every run of the bug's releases fails: a log that names one (nccl-tests' device list, torch)
+    # under such a release shows the bug without its message (a post cut before the error, a title)
+    gpus: re.Pattern[str] | None = None
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -145,6 +148,20 @@ KNOWN_BUGS = (
         settings=("NCCL_TOPO_FILE",),
         unversioned=True,
         printed_at=("85",),  # graph/xml.h:85 in 2.16.2 - 2.20.5 (the bug's releases among them), :101 from 2.21.5
+    ),
+    KnownBug(
+        "blackwell-sm120-2.25",
+        (2, 25, 0),
+        (2, 26, 1),
+        re.compile(r"(?!)"),  # no message of its own: the GPU and the release show it
+        "",
+        "2.26.2",
+        "NCCL 2.25 has no working kernels for these GPUs (sm_120): its kernels ask more shared memory than they have",
+        "NVIDIA/nccl-tests#287 (the maintainers: 2.25.1 cannot work on RTX 5090; 2.26.2 works); 2.26.2-1 release "
+        "notes: shared memory usage fixed on recent Blackwell GPUs",
+        platform="Blackwell workstation GPUs (RTX 50xx, RTX PRO 6000: sm_120)",
+        alone=True,
+        gpus=re.compile(r"RTX 50[6-9]0|RTX PRO \d000 Blackwell|RTX PRO 6000", re.I),
     ),
     KnownBug(
         "blackwell-shared-memory",

@@ -229,6 +229,10 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             # without a symbol or a symbol version
             r"[Uu]ndefined(?: |%20)symbol:?(?: |%20)[\"'`]?(?P<sym>nccl\w+)"
             r"|(?P<lib>libnccl\.so[.\d]*): cannot open shared object"
+            # the link editor building against NCCL (GNU ld): the libnccl a library needs not found, or no
+            # definition of one of its symbols ("undefined reference to `ncclAllReduce'")
+            r"|warning: (?P<lib3>libnccl\.so[.\d]*), needed by \S+, not found"
+            r"|undefined reference to [`'\"](?P<sym2>nccl\w+)['\"]"
             r"|(?P<lib2>libnccl\.so[.\d]*): version [`'\"](?P<ver>[^'\"`]+)['\"`] not found"
             r"|version [`'\"](?P<ver2>NCCL_[\d.]+)['\"`] not found"
             # XLA's NCCL stub (JAX, TensorFlow): its dlopen of libnccl found none

@@ -36,6 +36,7 @@ from topodoctor.nccl.grammar import QUOTED_WARN as _QUOTED_WARN
 from topodoctor.nccl.grammar import SET_TO as _SET_TO
 from topodoctor.nccl.grammar import SOCK_IF as _SOCK_IF
 from topodoctor.nccl.grammar import SOCK_IFS_ONLY as _SOCK_IFS_ONLY
+from topodoctor.nccl.grammar import SOCK_NAME as _SOCK_NAME
 from topodoctor.nccl.grammar import SOCK_USING as _SOCK_USING
 from topodoctor.nccl.grammar import TOPO_FILE as _TOPO_FILE
 from topodoctor.nccl.grammar import TRAIL as _TRAIL
@@ -89,7 +90,9 @@ class _Reader(FrameworkLines):
         if "NCCL version" in line or line.endswith("NCCL"):
             self._version(i, line)
         if ": Using " in line and (m := _SOCK_USING.search(line)):  # at INFO, or the line pasted bare
-            self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))})
+            found = {d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(m.group(1))}
+            # an address the poster replaced ("[0]ib0.<ip>"): the interface's name is still NCCL's
+            self.socket_ifs.update(found or {n: "" for n in _SOCK_NAME.findall(m.group(1))})
         elif line.lstrip().startswith("[") and _SOCK_IFS_ONLY.match(line):  # the listing wrapped after "Using"
             self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(line)})
         if (at := line.find("NCCL INFO ")) >= 0:

@@ -56,3 +56,44 @@ def test_a_first_collective_past_its_timeout_names_peer_to_peer_first() -> None:
     assert "NCCL_P2P_DISABLE=1" in first
     later = _explain("holdout11c/h11c-010.log", ("SeqNum=1,", "SeqNum=4512,"))[0]
     assert "NCCL_P2P_DISABLE" not in later.evidence["candidates"][0]  # type: ignore[index]
+
+
+def test_a_hang_with_a_path_forcing_variable_names_it_first() -> None:
+    lead = _explain("holdout11b/h11b-011.log")[0]  # the title says it hangs; NCCL_SHM_DISABLE=1 on the command line
+    assert lead.code == "TD959" and "NCCL_SHM_DISABLE=1" in lead.message
+    assert "a variable the run sets" in lead.evidence["candidates"][0]  # type: ignore[index]
+    # NCCL_P2P_DISABLE=1, the usual cure, tried and said: the PCIe peer path stays the first suspect
+    first = _explain("holdout11/h11-005.log")[0].evidence["candidates"][0]  # type: ignore[index]
+    assert first.startswith("PCIe peer-to-peer")
+    plain = _explain("holdout11b/h11b-011.log", ("NCCL_SHM_DISABLE=1 ", ""))[0]
+    assert "a variable the run sets" not in plain.evidence["candidates"][0]  # type: ignore[index]
+
+
+def test_a_store_address_that_is_a_file_path() -> None:
+    lead = _explain("holdout11b/h11b-016.log")[0]  # MASTER_ADDR=/root/cuda11.8.bashrc
+    assert lead.code == "TD072" and "/root/cuda11.8.bashrc" in lead.message and "MASTER_ADDR" in lead.fix
+    # an IPv6 lookup of a real host name fails harmlessly where the host has no IPv6 address
+    line = "[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-1, 29500) cannot be retrieved (gai error: -3)"
+    assert not explain([parse_file("w.log", line + "\n")])
+
+
+def test_an_error_text_of_unknown_result_code_is_two_libraries() -> None:
+    lead = _explain("holdout11c/h11c-002.log")[0]  # TensorRT-LLM's NCCL check: 'unknown result code'
+    assert lead.code == "TD085" and "two libnccl builds" in lead.evidence["candidates"][0]  # type: ignore[index]
+
+
+def test_a_title_cut_before_the_bus_id_and_a_bare_reverse_path() -> None:
+    assert _explain("holdout11c/h11c-015.log")[0].message == "ranks 7 and 5 both use one GPU"
+    assert _explain("holdout11/h11-018.log")[0].code == "TD071"
+
+
+def test_a_killed_rank_leads_the_store_that_broke_with_it() -> None:
+    found = _explain("holdout11c/h11c-014.log")  # store Broken pipe, then the launcher's return code -9
+    assert found[0].code == "TD090" and any(f.code == "TD072" for f in found[1:])
+    alone = _explain("holdout11c/h11c-014.log", ("exits with return code = -9", "exits with return code = 1"))
+    assert alone[0].code == "TD072"
+
+
+def test_a_title_that_says_it_stalls() -> None:
+    lead = _explain("holdout11c/h11c-005.log")[0]  # vLLM TP 2 on two RTX 6000 Ada: later runs stall
+    assert lead.code == "TD959" and lead.evidence["candidates"][0].startswith("PCIe peer-to-peer")  # type: ignore[index]

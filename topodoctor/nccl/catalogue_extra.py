@@ -207,6 +207,17 @@ EXTRA: tuple[dict[str, object], ...] = (
         "TD085",
         "error",
     ),
+    _m(
+        "torch",
+        "torch/csrc/distributed/c10d/socket.cpp",
+        "SocketConnectOp",
+        "The IPv%d network addresses of (%s, %d) cannot be retrieved (gai error: %d - %s).",
+        "torch 1.13+",
+        "store-host",
+        "TD072",
+        "warn",
+    ),
+    _m("NCCL", "src/init.cc", "ncclGetErrorString", "unknown result code", "2.x", "nccl-library", "TD085", "error"),
     # the link editor building against NCCL: the libnccl a library needs, or a symbol of it, not found
     *(
         _m("ld", "GNU ld", "link", text, "any", "nccl-library", "TD085", "error")

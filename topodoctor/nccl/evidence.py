@@ -55,6 +55,8 @@ class LogContext:
     # host -> RDMA device -> IB or RoCE; ``link_layers`` is the failing host's (``on_host``)
     host_layers: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     worked_first: bool = False  # a file shows work that progressed before its first failure line
+    # every NCCL_* the logs show set: NCCL's own lines (``env``) and the command lines and exports pasted with them
+    shown: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.nccl.causes import ranked
-from topodoctor.nccl.classify import ROOT
+from topodoctor.nccl.classify import CONSEQUENCE, ROOT
 from topodoctor.nccl.evidence import Builder, LogContext, agreed_layers, bridges_among, on_host, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.finding import finding, subject
@@ -76,6 +76,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         context_signs(files),
         layers,
         any(f.worked_first for f in files),
+        {**{k: v for f in files for k, v, _ in f.variables}, **env},
     )
 
 
@@ -183,7 +184,10 @@ def _drop_skipped_queries(by_kind: dict[str, list[Event]], skipped: Sequence[Eve
 
 
 def _drop_consequences(out: list[tuple[int, int, Finding]]) -> list[tuple[int, int, Finding]]:
-    """A peer that went away after a known root cause (or a watchdog timeout) is no second cause."""
+    """A peer that went away after a known root cause (or a watchdog timeout) is no second cause; a store that
+    broke while a rank was killed (the store lives in rank 0's process) follows the kill."""
+    if any(f.code == "TD090" for _, _, f in out):
+        out = [(CONSEQUENCE, n, f) if f.code == "TD072" and "c10d store" in f.message else (o, n, f) for o, n, f in out]
     causes = {f.code for order, _, f in out if order == ROOT and f.severity == "error"}
     if not causes and not any(f.code == "TD047" for _, _, f in out):
         return out

@@ -116,6 +116,18 @@ def _gloo_connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
     return Said("TD072", msg, fix, {"candidates": list(_GLOO_CAUSES)})
 
 
+def _store_host(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    host = f.get("host", "").strip()
+    what = f"'{host}', a file path," if host else "empty,"
+    msg = f"torch's c10d store address (MASTER_ADDR) is {what} not a host: no rank can look it up or reach it"
+    fix = (
+        "Set MASTER_ADDR (torchrun --master-addr, the launcher's --master_addr) to rank 0's host name or IP on every "
+        "node: a launcher line that takes its value from the wrong field or a shell that prints a path into it "
+        "(a sourced rc file's output in a hostfile or `$(...)`) sets it wrong; `echo $MASTER_ADDR` on each node."
+    )
+    return Said("TD072", msg, fix, {"store": f"{host}:{f.get('port', '')}"})
+
+
 LAUNCHER: dict[str, Builder] = {
     "gloo-connect": _gloo_connect,
     "bus-error": _bus_error,
@@ -123,4 +135,5 @@ LAUNCHER: dict[str, Builder] = {
     "store-port-in-use": _port_in_use,
     "store-timeout": _store_timeout,
     "store-closed": _store_closed,
+    "store-host": _store_host,
 }

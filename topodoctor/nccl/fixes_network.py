@@ -293,6 +293,8 @@ def _net(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     msg = (
         f"ranks {f['a']} and {f['b']} both use the GPU at bus {f['dev']}"
+        if f.get("a") and f.get("dev")
+        else f"ranks {f['a']} and {f['b']} both use one GPU"
         if f.get("a")
         else "several ranks use the same GPU"
     )

@@ -145,6 +145,19 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
                 {"symbol": ""},
             )
         return Said("TD085", msg + ": the libnccl is older than the program", EXPLANATIONS["TD085"].fix, {"symbol": ""})
+    if f.get("unknown"):  # ncclGetErrorString's answer for a result code its own release does not define
+        candidates = [
+            "two libnccl builds in one process: the code came from one (a framework's bundled NCCL, a newer release) "
+            "and the error text from another that lacks it (torch's wheel beside the program's own NCCL); load one "
+            "NCCL (LD_LIBRARY_PATH, the framework's wheel) [tells: `ldd` of the program and its plugins, "
+            "`torch.cuda.nccl.version()` against the system's libnccl]",
+            "the program passed NCCL's error-string call a code that is not an ncclResult_t (its own error) [tells: "
+            "the program's source at the line it names]",
+        ]
+        msg = "NCCL's error text for the failed call's code is 'unknown result code': the libnccl that answered does "
+        msg += "not define that code"
+        fix = f"Candidates, most likely first: {numbered(candidates)}. " + EXPLANATIONS["TD085"].fix
+        return Said("TD085", msg, fix, {"symbol": "", "candidates": candidates})
     if lib := f.get("lib3"):  # building, not running: the link editor found no libnccl to link against
         msg = f"building against NCCL, the link editor did not find {lib}, which a library being linked needs"
         fix = (

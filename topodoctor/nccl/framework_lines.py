@@ -129,6 +129,10 @@ class FrameworkLines(ReadState):
             self.failed_at.append(i)
             self.add("store", i, line, rank, fields={"err": m.group("err").strip()})
             return
+        if "unknown result code" in line and "nccl" in line.lower():  # ncclGetErrorString of a code it lacks
+            self.failed_at.append(i)
+            self.add("nccl-library", i, line, rank, fields={"unknown": "1", "said": line.strip()[:200]})
+            return
         if "Cuda failure" not in line and (m := _NCCL_CLASS.search(line)):
             self.failed_at.append(i)
             self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})

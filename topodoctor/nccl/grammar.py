@@ -219,7 +219,7 @@ BARE_OK = re.compile(
     r"|Detected mismatch between collectives|[Uu]ndefined(?: |%20)symbol:?(?: |%20)[\"'`]?nccl"
     r"|version [`'\"]NCCL_[\d.]+['\"`] not"
     r"|libnccl\.so[.\d]*: (?:cannot open|version)|display driver / cuda driver|forward compatibility was att"
-    r"|libnccl\.so[.\d]*, needed by|undefined reference to [`'\"]nccl"
+    r"|libnccl\.so[.\d]*, needed by|undefined reference to [`'\"]nccl|Failed to find reverse path from remNode"
     r"|driver on your system is too old|CUDA driver version is insufficient"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
     r"|[Nn]o algorithm/protocol (?:nor symKernelId )?available for function|peer access is not supported between"

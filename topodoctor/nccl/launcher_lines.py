@@ -140,6 +140,16 @@ _STORE = (
         re.compile(r"Unable to meet other processes at the rendezvous store"),
         "Ray's collective group rendezvous timed out: not every rank joined the group",
     ),
+    # socket.cpp's name lookup of the store's host (MASTER_ADDR) for one address family: a warning of its own where
+    # the host has no address of that family; a host that is a file path or nothing is a launch that set it wrong
+    LauncherLine(
+        "store-host",
+        re.compile(
+            r"The IPv[46] network addresses of \((?P<host>[^,()]*/[^,()]*|\s*), (?P<port>\d+)\) cannot be retrieved"
+            r"(?: \(gai error: (?P<gai>-?\d+) - (?P<why>[^)]*)\))?"
+        ),
+        "torch's c10d store address (MASTER_ADDR) is not a host name",
+    ),
     # the store's server went away under a client: a consequence of the process that held it (rank 0) ending
     LauncherLine(
         "store-closed",
@@ -267,7 +277,7 @@ _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
-    r"|connectFullMesh|Unable to find address for|network address of|store based barrier|Rendezvous"
+    r"|connectFullMesh|Unable to find address for|network address(?:es)? of|store based barrier|Rendezvous"
     r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|" + LAYER_WORDS
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)

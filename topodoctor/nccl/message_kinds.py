@@ -30,7 +30,8 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "duplicate-gpu",
         re.compile(
-            r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device (?P<dev>\w+)"
+            # a title cut before the bus id keeps the ranks
+            r"Duplicate GPU detected : rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device(?: (?P<dev>\w+))?"
             r"|Multiple Ranks are using the same GPU|Multiple ranks detected using the same GPU on this node"
         ),
         ROOT,

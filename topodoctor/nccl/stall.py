@@ -22,6 +22,8 @@ def _stall(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "nccl-tests stopped after NCCL's init with no result row and no error: its first collective never "
             "completed (or the paste stops there)"
         )
+    if forced := _forced(evs, ctx):
+        msg += f"; {forced}"
     code = "TD959" if f.get("how") == "said" else "TD960"
     return Said(code, msg, EXPLANATIONS[code].fix, {"how": f.get("how", "")})
 
@@ -32,6 +34,18 @@ def _pcie(evs: Sequence[Event], ctx: LogContext) -> bool:
 
 def _nodes(evs: Sequence[Event], ctx: LogContext) -> bool:
     return bool(evs[0].fields.get("nodes")) or ctx.hosts > 1
+
+
+# variables that force a path NCCL would not take by itself (a transport off, one protocol or algorithm, a level):
+# set in a run that hangs, the forced path is the first suspect; NCCL_P2P_DISABLE is left out, it is the usual cure
+_FORCING = ("NCCL_SHM_DISABLE", "NCCL_PROTO", "NCCL_ALGO", "NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_CUMEM_ENABLE",
+            "NCCL_P2P_USE_CUDA_MEMCPY", "NCCL_LAUNCH_MODE", "NCCL_SHM_USE_CUDA_MEMCPY")  # fmt: skip
+
+
+def _forced(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The log's words for the path-forcing variables the run sets, or ""."""
+    shown = [f"{k}={ctx.shown[k]}" for k in _FORCING if ctx.shown.get(k, "").strip()]
+    return f"the log shows {', '.join(shown)} set" if shown else ""
 
 
 STALL: dict[str, Builder] = {"run-stalled": _stall, "tests-stopped": _stall}
@@ -66,6 +80,12 @@ _CAUSES = (
     ClassCause(
         "a bug of the NCCL release in use (a hang fixed in a later release): the same run on the newest NCCL",
         "the NCCL version banner (NCCL_DEBUG=VERSION) against the release notes",
+    ),
+    ClassCause(
+        "a variable the run sets forces a path NCCL would not take by itself (a transport off, one protocol or "
+        "algorithm, a P2P or GPUDirect level), and that path is the one that hangs: run once without it",
+        "the same run without the variable; NCCL_DEBUG=INFO's `set by environment to` lines (what the run set)",
+        first=lambda evs, ctx: bool(_forced(evs, ctx)),  # a candidate, not the cause: runs set them to debug too
     ),
 )
 _COLLECT = (

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from topodoctor.nccl.grammar import ORIGIN
 
 _HANG = re.compile(
-    r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|freez(?:es|e|ing)|frozen|spins? forever"
+    r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
+    r"|spins? forever"
     r"|never (?:returns|finishes|completes|ends))\b"
 )
 # the line speaks of NCCL's world (a title about something else that hangs is not ours)
@@ -23,7 +24,7 @@ _COLLECTIVE = re.compile(
 # GPUs joined by PCIe alone, in the post's words (a log's consumer GPUs are the context's ``gpu_names``)
 _PCIE = re.compile(
     r"(?i)\bPCIe\b|\bno NVLink\b|without NVLink|\bPHB\b|\bPIX\b|\bPXB\b|GeForce|\bRTX\b|\bTitan\b|\bA40\b"
-    r"|\bL40S?\b|\bL4\b|\bA10\b|\bT4\b"
+    r"|\bL40S?\b|\bL4\b|\bA10\b|\bT4\b|\bA[456]000\b|\bAda\b"
 )
 _NODES = re.compile(r"(?i)multi-?node|\b(?:two|2|several|multiple|\d+) (?:nodes|machines|hosts|servers)\b|across nodes")
 _TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")

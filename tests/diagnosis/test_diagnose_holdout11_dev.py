@@ -50,3 +50,11 @@ def test_a_geforce_whose_p2p_the_reporter_says_works_is_judged_with_p2p() -> Non
 def test_dgx_1_is_no_nvswitch_host() -> None:
     found = _case("d11b-04")
     assert not [f for f in found if "fabric manager" in f.message or f.code == "TD986"]
+
+
+def test_a_gpu_said_to_sit_on_a_narrow_old_link() -> None:
+    found = [f for f in _case("d11b-06") if f.code == "TD995"]  # "GPU 1 on PCIe 2.0 x4", two RTX 3090
+    assert len(found) == 1 and found[0].severity == "warning" and "PCIe 2.0 x4" in found[0].message
+    assert "RTX 3090" in found[0].message
+    # the card's own link said: nothing narrow
+    assert not [f for f in _case("d11b-06", ("PCIe 2.0 ×4", "PCIe 4.0 x16")) if f.code == "TD995"]

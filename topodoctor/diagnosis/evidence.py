@@ -49,6 +49,7 @@ from topodoctor.diagnosis.evidence_nic_links import nic_link_causes
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_nvlink_absent import nvlink_absent
+from topodoctor.diagnosis.evidence_pcie_said import narrow_slot_findings
 from topodoctor.diagnosis.evidence_power import power_findings
 from topodoctor.diagnosis.evidence_prose import judge_prose
 from topodoctor.diagnosis.evidence_read import read_findings
@@ -337,6 +338,10 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     ]
     out += [
         _finding("TD994", subject, msg, BY_CODE["TD994"].how, ev, sev) for sev, subject, msg, ev in mixed_findings(f)
+    ]
+    out += [
+        _finding("TD995", subject, msg, BY_CODE["TD995"].how, ev, sev)
+        for sev, subject, msg, ev in narrow_slot_findings(f)
     ]
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown

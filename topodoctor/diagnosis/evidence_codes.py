@@ -330,5 +330,16 @@ CODES: tuple[DiagnosisCode, ...] = (
         "Judge the run against the slower model; keep a tensor-parallel group to GPUs of one model "
         "(CUDA_VISIBLE_DEVICES), or split the model by pipeline stages sized to each GPU instead.",
     ),
+    DiagnosisCode(
+        "TD995", "diag-pcie-slot-narrow", "warning",
+        "A GPU sits on a PCIe link narrower or older than the GPU's own.",
+        "A card in a chipset slot, behind a riser or on an old board gets the slot's lanes and generation, not its "
+        "own: every host copy and every PCIe peer path through it runs at that link's rate (PCIe 2.0 x4 carries "
+        "about 2 GB/s of the 32 a Gen4 x16 card can), and a tensor-parallel group waits on that GPU at every "
+        "all-reduce.",
+        "Move the GPU to a CPU-attached slot wired for its full width (the board's manual lists which slots share "
+        "lanes), or drop the riser; `nvidia-smi -q | grep -A3 'Link Width'` and `lspci -vv` LnkCap / LnkSta show "
+        "the link the card trained to against what it can do.",
+    ),
 )  # fmt: skip
 BY_CODE = {c.code: c for c in CODES}

@@ -23,6 +23,8 @@ _LIMIT = re.compile(
     re.I,
 )  # fmt: skip
 _GPU = re.compile(r"\bGPU ?#?(\d{1,3})\b")
+# the GPU's name on the line that names it ("- **GPU 0:** NVIDIA GeForce RTX 3090 | 24576 MiB | driver ...")
+_NAME = re.compile(r"\bGPU ?#?\d{1,3}\b\W{0,6}((?:NVIDIA|Tesla|GeForce|Quadro)\b[^|(,;\n]*[\w)])")
 _LOOK_BACK = 3  # lines above a limit that may name its GPU ("- **GPU 0:** ..." then "  - **Power:** ...")
 
 
@@ -38,7 +40,10 @@ def read_power(lines: list[str], taken: list[int], piece: int) -> Block:
         m = _LIMIT.search(lines[k])
         if m is None:
             continue
-        named = [g for j in range(k, max(-1, k - _LOOK_BACK - 1), -1) for g in _GPU.findall(lines[j])]
+        above = range(k, max(-1, k - _LOOK_BACK - 1), -1)
+        named = [g for j in above for g in _GPU.findall(lines[j])]
         index = int(named[0]) if named else n
-        parts.gpus.append(GpuSeen(piece, index, power_limit_w=float(m.group(1)), power_default_w=float(m.group(2))))
+        name = next((nm.group(1).strip() for j in above if (nm := _NAME.search(lines[j]))), "")
+        parts.gpus.append(GpuSeen(piece, index, name=name, power_limit_w=float(m.group(1)),
+                                  power_default_w=float(m.group(2))))  # fmt: skip
     return Block("gpu-power", taken[0], taken[-1] + 1, parts, lines=tuple(taken))

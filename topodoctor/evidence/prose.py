@@ -43,6 +43,7 @@ from topodoctor.evidence.prose_words import (
     nic_of,
     nodes_of,
     op_of,
+    pcie_said,
     scope_of,
     size_of,
     slow_of,
@@ -312,14 +313,16 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     about_speed = bool(gpu or hosts or GPUS_SAID.search(text)) and (slow or asks or bool(UNDERUSED.search(text)))
     checked = checked_of(text)
     trouble = "gdr-trouble" in checked  # "I have a problem with enabling GDR for my NIC": a question of its own
-    if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled or trouble):
+    links = pcie_said(text)  # "GPU 1 on PCIe 2.0 x4": a claim of its own
+    if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled or trouble
+            or links):  # fmt: skip
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
     used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))
             or hosts_of(t) or (scaled and k + 1 in scaled.lines)]  # fmt: skip
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
-                      checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said))  # fmt: skip
+                      checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links)  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

@@ -347,7 +347,7 @@ UNDERUSED = re.compile(r"\bunder-?utili[sz]\w*|\blow (?:GPU )?utili[sz]ation\b|\
 
 # A rig's GPUs listed one per line, as a report or a post lists its parts: "GPU 0: NVIDIA GeForce RTX 5090 (Blackwell,
 # 32 GB)", "- **GPU 1**: RTX 3090 Ti" (read after its markdown is taken off), "cuda:1 = RTX 4090"
-_LISTED = re.compile(r"^(?:GPU|cuda:?)\s*#?(\d+)\s*[:=]\s*(.+?)\s*(?:[(,;]|$)", re.I)
+_LISTED = re.compile(r"^(?:GPU|cuda:?)\s*#?(\d+)\s*[:=]\s*(.+?)\s*(?:[(,;|]|$)", re.I)
 
 
 def listed_gpus(said: list[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
@@ -357,3 +357,18 @@ def listed_gpus(said: list[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
         if (m := _LISTED.match(text)) and m.group(2).strip():
             out.setdefault(int(m.group(1)), m.group(2).strip())
     return tuple(sorted(out.items()))
+
+
+# A GPU put on a PCIe link by the sentences: "GPU 1 on PCIe 2.0 x4", "GPU1 sits in a PCIe Gen3 x8 slot"
+_PCIE_LINK = re.compile(
+    r"\bGPU\s*#?(\d+)\b[^.;\n]{0,40}?\bPCI[- ]?e(?:xpress)?\s*(?:Gen\s*|v)?([1-6])(?:\.0)?\s*[x×]\s*(1|2|4|8|16)\b",
+    re.I,
+)
+
+
+def pcie_said(text: str) -> tuple[tuple[int, int, int], ...]:
+    """(GPU, generation, width) of each GPU the text puts on a PCIe link, the first saying of a GPU kept."""
+    out: dict[int, tuple[int, int, int]] = {}
+    for m in _PCIE_LINK.finditer(text):
+        out.setdefault(int(m.group(1)), (int(m.group(1)), int(m.group(2)), int(m.group(3))))
+    return tuple(out.values())

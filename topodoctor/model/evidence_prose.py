@@ -74,3 +74,4 @@ class ProseSaid:
     lines: tuple[int, ...] = ()  # the lines the claims come from, 1-based
     scaling: ScalingSaid | None = None  # what they say of how the job scales (evidence/scaling.py)
     listed: tuple[tuple[int, str], ...] = ()  # the GPUs listed one per line (index, name as written): a rig's parts
+    pcie_said: tuple[tuple[int, int, int], ...] = ()  # (GPU, PCIe generation, width) a sentence puts a GPU on

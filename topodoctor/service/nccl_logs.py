@@ -13,6 +13,8 @@ from topodoctor.core.budget import Budget
 from topodoctor.core.errors import InputError
 from topodoctor.core.guarded import bounded
 from topodoctor.core.text import plural
+from topodoctor.diagnosis.evidence import judge
+from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.findings import Finding, Severity
 from topodoctor.model.outcome import CommandOutcome
 from topodoctor.nccl.explain import explain
@@ -20,6 +22,8 @@ from topodoctor.nccl.parse import LogFile, parse_file
 
 MAX_FILE_BYTES = 64 << 20  # a long job's stderr at INFO; more is refused, one line
 MAX_FILES = 4096
+SEPARATE_RUNS = "TD983"  # diagnose's code for a launch whose processes never joined one test
+SEPARATE_RUNS_MAX_CHARS = 4 << 20  # nccl-tests' own output is short; a long job's log is read by nccl/ alone
 _LOGS = (".log", ".txt", ".out", ".err")
 # A directory's logs, and the same compressed or archived (core/decode reads them by their bytes).
 LOG_SUFFIXES = _LOGS + tuple(s + z for s in _LOGS for z in (".gz", ".bz2", ".xz")) + (".zip", ".tgz", ".tar.gz")
@@ -60,7 +64,20 @@ def explain_logs(paths: Sequence[Path], budget: Budget, fail_level: Severity = "
             f"found in {named}"
         )
     findings = bounded(budget, "explaining the logs", lambda: tuple(explain(list(files))))
+    if not any(f.severity in ("error", "critical") for f in findings):
+        findings = bounded(budget, "reading nccl-tests' launch", lambda: _separate_runs(texts, files)) + findings
     return NcclLogOutcome(files, findings, fail_level, passed_over=tuple(said))
+
+
+def _separate_runs(texts: list[tuple[str, str]], files: tuple[LogFile, ...]) -> tuple[Finding, ...]:
+    """nccl-tests launched over several hosts whose processes each ran a test of their own (TD983): the reading
+    `diagnose` gives the same output, for a log of nccl-tests that shows no failure of NCCL's."""
+    tests = [(name, text) for (name, text), f in zip(texts, files, strict=True)
+             if f.nccl_tests and len(text) <= SEPARATE_RUNS_MAX_CHARS]  # fmt: skip
+    if not tests:
+        return ()
+    found = judge(join([read_input(name, text) for name, text in tests]))
+    return tuple(f for f in found if f.code == SEPARATE_RUNS)
 
 
 def _read_all(paths: list[Path], deadline: float, said: list[str]) -> list[tuple[str, str]]:

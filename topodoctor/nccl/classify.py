@@ -44,7 +44,9 @@ _VERBS = re.compile(
 )
 _VERBS_DEV = re.compile(r"on dev (?P<dev>[\w.-]+?)(?::\d+)?,")
 _COMPLETION = re.compile(
-    r"Got completion (?:from peer (?P<peer>\S+) )?with (?:status=(?:(?P<sname>[A-Za-z_ ]+)\()?(?P<s1>\d+)\)?"
+    # the peer's address, or nothing where NCCL printed none ("from peer with error 4": 2.18's empty address)
+    r"Got completion (?:from peer (?:(?P<peer>(?!with )\S+) )?)?with "
+    r"(?:status=(?:(?P<sname>[A-Za-z_ ]+)\()?(?P<s1>\d+)\)?"
     r"|error (?P<s2>\d+))(?P<rest>.*)"
 )
 _HCA = re.compile(r"\bhca (?P<hca>[\w.-]+)")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said, with_general
 from topodoctor.nccl.parse import Event
-from topodoctor.nccl.torch_reasons import NO_GPU
+from topodoctor.nccl.torch_reasons import NO_GPU, NO_NCCL
 
 # a program's own CUDA IPC / peer code, not NCCL's transport: its line names the program or the feature
 _OWN_P2P = re.compile(r"\[TensorRT-LLM\]|IpcMemory|custom[ _]?all[ _-]?reduce|CustomAllReduce|ggml", re.I)
@@ -238,6 +238,13 @@ def _torch_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) ->
     """torch's checks of a collective's tensors (ProcessGroupNCCL.cpp check_gpu_single_tensor and its kin,
     ProcessGroup.hpp getBackend): the log states what the call passed."""
     msg = f"torch's NCCL backend refused the call: {f.get('what', 'its arguments')} ({f.get('said', '')[:120]})"
+    if f.get("what") == NO_NCCL:
+        fix = (
+            "This torch has no NCCL: the Windows and macOS builds never do, nor a CPU build (`torch.cuda.nccl."
+            "version()` fails, `torch.distributed.is_nccl_available()` is False). Use backend='gloo' there (on "
+            "Windows, gloo is the backend torch ships), or run on Linux with a CUDA build of torch."
+        )
+        return Said("TD096", msg, fix, {"said": f.get("said", "")})
     if f.get("what") == NO_GPU:  # the process saw no GPU: its environment, not its call
         fix = f"Candidates, most likely first: {numbered(_NO_GPU_CAUSES)}."
         return Said("TD096", msg, fix, {"said": f.get("said", ""), "candidates": list(_NO_GPU_CAUSES)})

@@ -27,6 +27,7 @@ _PCIE = re.compile(
     r"|\bL40S?\b|\bL4\b|\bA10\b|\bT4\b|\bA[456]000\b|\bAda\b"
 )
 _NODES = re.compile(r"(?i)multi-?node|\b(?:two|2|several|multiple|\d+) (?:nodes|machines|hosts|servers)\b|across nodes")
+_AFTER_TITLE = 200  # the lines under a title read for NCCL's own: a post's log follows its title closely
 _TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")
 
 
@@ -44,7 +45,9 @@ def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]
         return None
     title = lines[first]
     where = {"pcie": "1" if _PCIE.search(title) else "", "nodes": "1" if _NODES.search(title) else ""}
-    if _HANG.search(title) and _COLLECTIVE.search(title) and not ORIGIN.search(title):
+    # a title that names no collective still speaks of NCCL's world when NCCL's own lines follow it
+    ours = _COLLECTIVE.search(title) or any("NCCL INFO" in ln for ln in lines[first + 1 : first + _AFTER_TITLE])
+    if _HANG.search(title) and ours and not ORIGIN.search(title):
         return first, {"how": "said", "said": title.strip()[:200], **where}
     if nccl_tests and any("NCCL INFO" in ln for ln in lines) and not any(_TABLE_ROW.match(ln) for ln in lines):
         last = max(i for i, ln in enumerate(lines) if ln.strip())

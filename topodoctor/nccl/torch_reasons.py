@@ -41,6 +41,7 @@ WATCHDOG_STATUS = re.compile(
     r"last completed (?:NCCL )?work: (?P<completed>-?\d+))?"
 )
 NO_GPU = "no GPU visible to the process"  # the one refusal that is the process's environment, not its call
+NO_NCCL = "a torch built without NCCL (Windows and macOS builds, a CPU build)"  # the build, not the call
 # the arguments torch's NCCL backend refuses before NCCL is called (ProcessGroupNCCL.cpp check_gpu_single_tensor,
 # ProcessGroupNCCL's constructor; ProcessGroup.hpp getBackend for a device no backend of the group serves):
 # the program's own call, not the GPUs or the network. (what, pattern)
@@ -56,6 +57,8 @@ USAGE = (
         re.compile(r"Tensors must be on the same device|Expected list of tensors on the same device"),
     ),
     ("a non-contiguous tensor", re.compile(r"Tensors must be (?:non-overlapping and dense|contiguous)")),
+    # distributed_c10d.py: backend="nccl" asked of a torch whose build has no NCCL
+    (NO_NCCL, re.compile(r"Distributed package doesn't have NCCL built in|NCCL support is not compiled")),
 )
 
 # torch's words that NCCL failed, with no reason of their own: (what, pattern)

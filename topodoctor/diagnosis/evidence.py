@@ -32,6 +32,7 @@ from topodoctor.diagnosis.evidence_causes_net import (
 )
 from topodoctor.diagnosis.evidence_codes import BY_CODE
 from topodoctor.diagnosis.evidence_copies import host_copies, local_copies, peer_copies
+from topodoctor.diagnosis.evidence_dips import dip_findings
 from topodoctor.diagnosis.evidence_expect import (
     BANDWIDTH_BOUND_BYTES,
     NORMAL_SHARE,
@@ -61,6 +62,9 @@ from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
 
+# AMD's GPUs (Instinct, ROCm, xGMI) are not in the model table: what NVIDIA hardware would explain is not judged
+AMD_NOTE = ("not judged: the GPUs are AMD's (ROCm, xGMI), whose links and rates topodoctor's NVIDIA model table does "
+            "not hold; compare with AMD's own figures for the part")  # fmt: skip
 # Causes a log or listing shows on its own, reported even without a figure to hold them against.
 STANDING = ("TD023", "TD024", "TD025", "TD026", "TD028", "TD029", "TD030", "TD031", "TD034", "TD035", "TD036", "TD037",
             "TD039", "TD991", "TD993")  # fmt: skip
@@ -79,7 +83,14 @@ SUBJECTS = {"TD023": "transport", "TD024": "transport", "TD034": "transport", "T
 def judge(ev: Evidence) -> tuple[Finding, ...]:
     """Findings on everything the evidence shows: what each piece showed (TD980, TD981), then causes
     (warning, error), "normal for this hardware" (info) and what could not be judged, worst first."""
-    return read_findings(ev) + judge_facts(replace(facts_of(ev), searched=searched_of(ev)))
+    dips = tuple(_finding("TD996", subject, msg, BY_CODE["TD996"].how, said, sev)
+                 for sev, subject, msg, said in dip_findings(ev))  # fmt: skip
+    f = replace(facts_of(ev), searched=searched_of(ev))
+    found = read_findings(ev) + dips + judge_facts(f)
+    if any(p.amd for p in f.prose) and f.model is None and not f.names:  # AMD's GPUs, no NVIDIA one shown
+        found = tuple(replace(x, severity="info", message=f"{x.message} ({AMD_NOTE})") if x.severity in
+                      ("warning", "error") else x for x in found)  # fmt: skip
+    return found
 
 
 def _finding(code: str, subject: str, message: str, fix: str, evidence: Mapping[str, object],

@@ -331,6 +331,18 @@ CODES: tuple[DiagnosisCode, ...] = (
         "(CUDA_VISIBLE_DEVICES), or split the model by pipeline stages sized to each GPU instead.",
     ),
     DiagnosisCode(
+        "TD996", "diag-busbw-dip", "warning",
+        "An nccl-tests run's bus bandwidth falls at some message sizes and climbs again at larger ones.",
+        "Bus bandwidth rises with the message size until the links are full: a run that loses much of it at a few "
+        "sizes and recovers after has NCCL choosing, at those sizes, an algorithm, a protocol or a number of "
+        "channels that does worse on this system (its cost model, a tuner plugin, or a variable that bounds the "
+        "choice), not a link that got slower.",
+        "Post NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING output of a run over those sizes (the algorithm and "
+        "protocol NCCL picks for each), then run the same sizes with NCCL_ALGO=Ring and with NCCL_PROTO=Simple: "
+        "the one that removes the dip names the choice; the NCCL release's notes and a newer release may hold "
+        "its tuning fix.",
+    ),
+    DiagnosisCode(
         "TD995", "diag-pcie-slot-narrow", "warning",
         "A GPU sits on a PCIe link narrower or older than the GPU's own.",
         "A card in a chipset slot, behind a riser or on an old board gets the slot's lanes and generation, not its "

@@ -50,6 +50,11 @@ def _model(f: Facts) -> tuple[GpuModel | None, bool]:
     return said[0], True
 
 
+def _across(f: Facts, sym: Symptom | None) -> bool:
+    """Whether the slow run spans nodes: then the network between them leads, not a node's own NVLinks."""
+    return (sym is not None and sym.nodes > 1) or any(c.across_nodes or (c.nodes or 0) > 1 for c in f.prose)
+
+
 def _gpus_said(f: Facts) -> int:
     return max([c.gpu_count or 0 for c in f.prose] + [f.gpus_per_node or 0, len({g.index for g in f.gpus})])
 
@@ -85,7 +90,7 @@ def nvlink_absent(f: Facts, sym: Symptom | None, out: Leads) -> None:
         what = f"the reporter says the GPUs went over {'/'.join(s.paths)} rather than NVLink, where {m.name} has "
         what += f"{m.nvlink_links} NVLinks to NVSwitch: the NVLinks are absent against the model (from the reporter's "
         what += "words, weaker evidence than `nvidia-smi topo -m` itself)"
-    elif rented and slow and _gpus_said(f) >= 2:
+    elif rented and slow and _gpus_said(f) >= 2 and not _across(f, sym):
         what = f"{m.name} on a rented or cloud instance said to be slow across its GPUs: cannot tell without "
         what += f"`nvidia-smi topo -m`, and the first candidate is NVLinks absent against the model (a {m.name} pair "
         what += "should show NV#; a provider's VM without its NVLinks or NVSwitches shows PHB or SYS and stages "

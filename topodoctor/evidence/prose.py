@@ -19,6 +19,7 @@ from topodoctor.evidence import prose_tables, scaling
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.evidence.prose_words import (
     ALGBW,
+    AMD_GPUS,
     BUSBW,
     COMPARED,
     DUAL_PORT,
@@ -322,7 +323,8 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
-                      checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links)  # fmt: skip
+                      checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links,
+                      bool(AMD_GPUS.search(text)))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

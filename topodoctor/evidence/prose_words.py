@@ -372,3 +372,8 @@ def pcie_said(text: str) -> tuple[tuple[int, int, int], ...]:
     for m in _PCIE_LINK.finditer(text):
         out.setdefault(int(m.group(1)), (int(m.group(1)), int(m.group(2)), int(m.group(3))))
     return tuple(out.values())
+
+
+# AMD's GPUs and their stack, named: an Instinct part, ROCm and its tools, AMD's GPU links (xGMI, Infinity Fabric)
+AMD_GPUS = re.compile(r"\bMI[1-4]\d{1,2}[AXH]?\b|\bInstinct\b|\bROCm\b|rocm_bandwidth_test|\bRCCL\b|\bxGMI\b"
+                      r"|\bRadeon\b")  # fmt: skip

@@ -75,3 +75,4 @@ class ProseSaid:
     scaling: ScalingSaid | None = None  # what they say of how the job scales (evidence/scaling.py)
     listed: tuple[tuple[int, str], ...] = ()  # the GPUs listed one per line (index, name as written): a rig's parts
     pcie_said: tuple[tuple[int, int, int], ...] = ()  # (GPU, PCIe generation, width) a sentence puts a GPU on
+    amd: bool = False  # the GPUs are AMD's (Instinct MI*, ROCm's tools, xGMI): outside the NVIDIA model table

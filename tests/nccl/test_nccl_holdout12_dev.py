@@ -38,3 +38,18 @@ def test_a_hang_in_the_title_above_ncclS_own_lines() -> None:
     # the same title over lines that are not NCCL's says nothing of NCCL
     other = "\n".join(['"accelerate test" hangs after initialization and then timeouts', "loading the model ..."])
     assert not explain([parse_file("post.log", other + "\n")])
+
+
+def test_two_ranks_of_one_communicator_on_one_gpu_from_their_init_lines() -> None:
+    lead = _explain("holdout12/h12-004.log")[0]  # ranks 0 and 1, one commId, both busId 100000; the WARN cut
+    assert lead.code == "TD042" and "ranks 0 and 1" in lead.message and "100000" in lead.message
+    apart = _explain("holdout12/h12-004.log", ("rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 100000",
+                                               "rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 200000"))  # fmt: skip
+    assert "TD042" not in [f.code for f in apart]
+
+
+def test_a_crash_in_ncclS_cumem_host_probe() -> None:
+    lead = _explain("holdout12/h12-003.log")[0]  # sglang's crash handler: cuMemCreate under ncclCuMemHostEnable
+    assert lead.code == "TD087" and "NCCL_CUMEM_HOST_ENABLE=0" in lead.fix
+    other = _explain("holdout12/h12-003.log", ("ncclCuMemHostEnable", "ncclSomethingElse"))[0]
+    assert other.code == "TD098"

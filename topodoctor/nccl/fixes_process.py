@@ -12,7 +12,13 @@ from topodoctor.nccl.evidence import Builder, LogContext, Said
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
 
-_SIGNALS = {"Segmentation fault": "SIGSEGV", "SIGSEGV": "SIGSEGV", "Aborted": "SIGABRT", "SIGABRT": "SIGABRT"}
+_SIGNALS = {
+    "Segmentation fault": "SIGSEGV",
+    "Segfault": "SIGSEGV",
+    "SIGSEGV": "SIGSEGV",
+    "Aborted": "SIGABRT",
+    "SIGABRT": "SIGABRT",
+}
 _COMPAT_SAID = {
     "803": "the CUDA driver library the process loaded does not match the kernel driver",
     "804": "CUDA's forward-compatibility package is in use on a GPU that does not support it",
@@ -34,6 +40,17 @@ def _crash(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "corrupted its memory before"
         )
         return Said("TD098", msg, EXPLANATIONS["TD098"].fix, {"signal": "SIGABRT", "heap": heap.fields["heap"]})
+    if any(e.fields.get("frame") == "ncclCuMemHostEnable" for e in evs):
+        msg = (
+            "a process crashed inside NCCL's probe of cuMem host memory (ncclCuMemHostEnable, misc/cudawrap.cc, "
+            "calling the driver's cuMemCreate) as the communicator started"
+        )
+        fix = (
+            "Set NCCL_CUMEM_HOST_ENABLE=0 in every rank (NCCL then allocates its host buffers without cuMem); the "
+            "crash is in the driver's cuMemCreate, which NVIDIA's NCCL team names a driver bug fixed in R595 and "
+            "later drivers: upgrade the driver. " + EXPLANATIONS["TD087"].fix
+        )
+        return Said("TD087", msg, fix, {"signal": "SIGSEGV", "frame": "ncclCuMemHostEnable"})
     names = [v for e in evs for k, v in e.fields.items() if k.startswith("signame")]
     signal = next((_SIGNALS[n] for n in names if n in _SIGNALS), "a signal")
     msg = f"a process of the run died of {signal} with no NCCL error before it: {evs[0].text[:120]}"

@@ -34,6 +34,8 @@ _TORCH_ERROR = re.compile(
     r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+(?:[+-][\w.]*\w)?))?"  # not a quote or stop pasted after it
 )
 _NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
+_CUMEM_HOST = "ncclCuMemHostEnable"  # misc/cudawrap.cc (2.23+): NCCL's probe of cuMem host allocations
+CRASH_STACK_LINES = 40  # the frames a crash handler prints under its banner
 _LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
 # any framework's words for NCCL's error class (horovod "ncclCommInitRank failed: ...", XLA "NCCL operation ...
 # failed: ...", TensorFlow "NCCL failure: ..."): a failed call even without torch's header
@@ -224,6 +226,8 @@ class FrameworkLines(ReadState):
             self.failed_at.append(i)
         if kind == "store-timeout":
             fields |= connect_error(self.lines, i)
+        if kind == "process-crash" and any(_CUMEM_HOST in ln for ln in self.lines[i : i + CRASH_STACK_LINES]):
+            fields |= {"frame": _CUMEM_HOST}  # the crash's own stack: NCCL's probe of cuMem host memory
         self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well
         if "srun: error" in line and any(SRUN_OTHER_END.search(ln) for ln in self.lines if "srun: error" in ln):
             return True  # a task srun killed after another task of the step ended: a consequence

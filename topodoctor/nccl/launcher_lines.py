@@ -208,6 +208,7 @@ _CRASH = (
             r"|Caught signal (?:11|6) \((?P<signame4>Segmentation fault|Aborted)"
             r"|Signal (?:6|11) \((?P<signame5>SIGABRT|SIGSEGV)\) received by PID"
             r"|exited on signal (?:11|6) \((?P<signame6>Segmentation fault|Aborted)\)"  # mpirun's, prterun's
+            r"|!+ (?P<signame7>Segfault) encountered !+"  # a Python crash handler's banner (sglang's, vLLM's)
         ),
         "the process died of a signal of its own code (SIGSEGV or SIGABRT)",
         needs_run=True,
@@ -276,8 +277,8 @@ OOM_WHATS = frozenset(e.what for e in _OOM)
 _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
-    r"|Address already in use|\(\): |corrupt|Segmentation fault|Aborted|received by PID|exited on signal|Killed"
-    r"|connectFullMesh|Unable to find address for|network address(?:es)? of|store based barrier|Rendezvous"
+    r"|Address already in use|\(\): |corrupt|Segmentation fault|Segfault|Aborted|received by PID|exited on signal"
+    r"|Killed|connectFullMesh|Unable to find address for|network address(?:es)? of|store based barrier|Rendezvous"
     r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|" + LAYER_WORDS
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)

@@ -26,9 +26,11 @@ from topodoctor.nccl.continuation import ends_in_trail
 from topodoctor.nccl.framework_lines import FrameworkLines
 from topodoctor.nccl.gid_lines import listed_gids
 from topodoctor.nccl.grammar import ANSI as _ANSI
+from topodoctor.nccl.grammar import COMM_ID as _COMM_ID
 from topodoctor.nccl.grammar import DIAG as _DIAG
 from topodoctor.nccl.grammar import IB_DEV as _IB_DEV
 from topodoctor.nccl.grammar import IB_USING as _IB_USING
+from topodoctor.nccl.grammar import INIT as _INIT
 from topodoctor.nccl.grammar import INIT_RANK as _INIT_RANK
 from topodoctor.nccl.grammar import OLD_INFO as _OLD_INFO
 from topodoctor.nccl.grammar import OLD_WARN as _OLD_WARN
@@ -180,6 +182,8 @@ class _Reader(FrameworkLines):
                 self.topo_file = m.group(2)
         if "comm 0x" in msg and (m := _INIT_RANK.search(msg)):
             self.ranks[int(m.group(1) or m.group(3))] = None
+        if "commId" in msg and (m := _INIT.search(msg)) and m["bus"] and (c := _COMM_ID.search(msg)):
+            self.inits.setdefault((origin_host(line), c["id"]), {}).setdefault(m["rank"], (m["bus"], i))
         if "NET/IB" in msg and "; OOB " in msg:  # the out-of-band (bootstrap's) interface the IB line names
             tail = msg.split("; OOB ", 1)[1]
             self.socket_ifs.update({d.group("name"): d.group("addr") for d in _SOCK_IF.finditer(tail)})
@@ -192,6 +196,18 @@ class _Reader(FrameworkLines):
             self.add("ib-no-device", i, line, rank)
         if "topology file" in msg and (m := _TOPO_FILE.search(msg)):
             self.topo_file = m.group(1)
+
+
+def one_gpu_twice(inits: dict[tuple[str, str], dict[str, tuple[str, int]]]) -> tuple[str, str, str, int] | None:
+    """Two ranks of one communicator whose init lines on one host name one GPU (its bus id): (rank, rank, bus id,
+    the later line), or None. NCCL refuses that with "Duplicate GPU detected", a line a paste may lose."""
+    for ranks in inits.values():
+        seen: dict[str, str] = {}
+        for rank, (bus, at) in sorted(ranks.items(), key=lambda kv: kv[1][1]):
+            if bus in seen and seen[bus] != rank:
+                return seen[bus], rank, bus, at
+            seen.setdefault(bus, rank)
+    return None
 
 
 def parse_file(name: str, text: str) -> LogFile:
@@ -207,6 +223,11 @@ def parse_file(name: str, text: str) -> LogFile:
         r.failed_at.append(end)
     r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
     r.retries_end()
+    # 2.30+ lets ranks share a GPU where NCCL_MULTI_RANK_GPU_ENABLE=1; a run that failed with its WARN cut shows it
+    shares = r.env.get("NCCL_MULTI_RANK_GPU_ENABLE", "0").strip() not in ("", "0")
+    if r.failed_at and not shares and "duplicate-gpu" not in r.per_kind and (shared := one_gpu_twice(r.inits)):
+        a, b, bus, at = shared
+        r.add("duplicate-gpu", at, lines[at], r.file_rank, fields={"a": a, "b": b, "dev": bus, "from": "init"})
     for i, said in r.outcome.symptoms:  # INFO lines that show a known bug of the version (nccl.known_bugs)
         r.add("bug-symptom", i, r.lines[i], r.file_rank, fields={"said": said})
     nccl_lines = [ln for ln in lines if "NCCL" in ln]

@@ -53,3 +53,8 @@ def test_a_crash_in_ncclS_cumem_host_probe() -> None:
     assert lead.code == "TD087" and "NCCL_CUMEM_HOST_ENABLE=0" in lead.fix
     other = _explain("holdout12/h12-003.log", ("ncclCuMemHostEnable", "ncclSomethingElse"))[0]
     assert other.code == "TD098"
+
+
+def test_a_store_host_that_does_not_resolve() -> None:
+    lead = _explain("holdout12b/h12b-019.log")[0]  # torch 1.1's TCPStore: host not found
+    assert lead.code == "TD072" and "does not resolve" in lead.message and "MASTER_ADDR" in lead.fix

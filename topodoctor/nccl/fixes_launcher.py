@@ -118,12 +118,17 @@ def _gloo_connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
 
 def _store_host(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     host = f.get("host", "").strip()
-    what = f"'{host}', a file path," if host else "empty,"
-    msg = f"torch's c10d store address (MASTER_ADDR) is {what} not a host: no rank can look it up or reach it"
+    if f.get("why") and not host:  # the lookup itself failed: a name this host's resolver does not know
+        msg = f"torch's c10d store address (MASTER_ADDR) does not resolve: host not found ({f['why'].strip()})"
+    else:
+        what = f"'{host}', a file path," if host else "empty,"
+        msg = f"torch's c10d store address (MASTER_ADDR) is {what} not a host: no rank can look it up or reach it"
     fix = (
         "Set MASTER_ADDR (torchrun --master-addr, the launcher's --master_addr) to rank 0's host name or IP on every "
         "node: a launcher line that takes its value from the wrong field or a shell that prints a path into it "
-        "(a sourced rc file's output in a hostfile or `$(...)`) sets it wrong; `echo $MASTER_ADDR` on each node."
+        "(a sourced rc file's output in a hostfile or `$(...)`) sets it wrong; `echo $MASTER_ADDR` on each node, "
+        "and `getent hosts $MASTER_ADDR` where a rank runs (a scheduler that placed the job on other nodes than the "
+        "script names, a name only one node's /etc/hosts knows)."
     )
     return Said("TD072", msg, fix, {"store": f"{host}:{f.get('port', '')}"})
 

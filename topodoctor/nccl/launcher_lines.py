@@ -150,6 +150,11 @@ _STORE = (
         ),
         "torch's c10d store address (MASTER_ADDR) is not a host name",
     ),
+    LauncherLine(  # torch 1.x's TCPStore: getaddrinfo found no address for MASTER_ADDR
+        "store-host",
+        re.compile(r"ValueError: host not found: (?P<why>Name or service not known|.*name resolution.*)"),
+        "torch's c10d store address (MASTER_ADDR) does not resolve",
+    ),
     # the store's server went away under a client: a consequence of the process that held it (rank 0) ending
     LauncherLine(
         "store-closed",
@@ -279,7 +284,7 @@ _GUARD = re.compile(
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Segfault|Aborted|received by PID|exited on signal"
     r"|Killed|connectFullMesh|Unable to find address for|network address(?:es)? of|store based barrier|Rendezvous"
-    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|" + LAYER_WORDS
+    r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|host not found|" + LAYER_WORDS
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)
 CRASH_KINDS = frozenset(("bus-error", "process-crash"))

@@ -329,6 +329,7 @@ CODES: tuple[DiagnosisCode, ...] = (
         "rates are the lesser GPU's and link's.",
         "Judge the run against the slower model; keep a tensor-parallel group to GPUs of one model "
         "(CUDA_VISIBLE_DEVICES), or split the model by pipeline stages sized to each GPU instead.",
+        ("info",),
     ),
     DiagnosisCode(
         "TD996", "diag-busbw-dip", "warning",

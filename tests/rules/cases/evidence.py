@@ -325,6 +325,21 @@ CASES: list[Case] = [
     _case("TD993", False, "the same NICs behind one Gen5 x16 link (48 GB/s)", lambda: _nics_on_link(16, "32.0")),
     _case("TD992", True, "nvidia-smi -q: power limit 250 W, default 370 W", lambda: _power(250.0), severity="warning"),
     _case("TD992", False, "nvidia-smi -q: power limit 360 W, default 370 W", lambda: _power(360.0)),
+    _case("TD994", True, "nvidia-smi -L: two A100 and an RTX 4090, the run said slow", lambda: _said(
+        "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\nGPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-2)\n"
+        "GPU 2: NVIDIA GeForce RTX 4090 (UUID: GPU-3)\n"), severity="warning"),
+    _case("TD994", True, "the same listing, no run said of it", lambda: _read(
+        "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\nGPU 1: NVIDIA GeForce RTX 4090 (UUID: GPU-2)\n"), severity="info"),
+    _case("TD994", False, "an A100 of 80 GB beside one of 40 GB: one model", lambda: _said(
+        "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1)\nGPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-2)\n")),
+    _case("TD995", True, "two RTX 3090, GPU 1 on PCIe 2.0 x4", lambda: _said(
+        "Two RTX 3090 cards, GPU 1 on PCIe 2.0 x4 in the chipset slot, and tensor parallel runs slow.\n"),
+        severity="warning"),
+    _case("TD995", False, "two RTX 3090, GPU 1 on PCIe 4.0 x16", lambda: _said(
+        "Two RTX 3090 cards, GPU 1 on PCIe 4.0 x16 in the second slot, and tensor parallel runs slow.\n")),
+    _case("TD996", True, "busbw 33 GB/s at 32 MiB, 19 at 64 MiB, 34 at 256 MiB", lambda: _curve(33.0, 19.0, 34.0),
+          severity="warning"),
+    _case("TD996", False, "busbw climbing 30, 32, 34 GB/s", lambda: _curve(30.0, 32.0, 34.0)),
     _case("TD039", True, "GPU3's copies a third of the others'", lambda: evidence(
         matrix(SLOW3, "device_to_device_memcpy_write_ce", "unidirectional", True))),
     _case("TD039", False, "every GPU's copies alike", lambda: evidence(
@@ -341,3 +356,15 @@ def _power(limit_w: float) -> Evidence:
         "        Default Power Limit               : 370.00 W\n"
     )
     return join([read_input("q.txt", text)])
+
+
+def _said(listing: str) -> Evidence:
+    """A post: what the reporter pasted, and a sentence of theirs that the run is slow."""
+    said = "On the three GPUs all_reduce reaches only 20 GB/s busbw, much slower than expected."
+    return join([read_input("paste.txt", listing), read_input("post.txt", said)])
+
+
+def _curve(*busbw: float) -> Evidence:
+    """An all_reduce table of two H100s at 32 MiB, 64 MiB and 256 MiB with the busbw given at each."""
+    rows = "\n".join(_row(b, size=size) for b, size in zip(busbw, (32 << 20, 64 << 20, 256 << 20), strict=True))
+    return evidence(run("all_reduce", rows, _ranks(H100, 2)))

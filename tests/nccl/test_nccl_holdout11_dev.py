@@ -97,3 +97,10 @@ def test_a_killed_rank_leads_the_store_that_broke_with_it() -> None:
 def test_a_title_that_says_it_stalls() -> None:
     lead = _explain("holdout11c/h11c-005.log")[0]  # vLLM TP 2 on two RTX 6000 Ada: later runs stall
     assert lead.code == "TD959" and lead.evidence["candidates"][0].startswith("PCIe peer-to-peer")  # type: ignore[index]
+
+
+def test_loopback_sockets_in_a_launch_of_two_nodes() -> None:
+    lead = _explain("holdout11b/h11b-020.log")[0]  # NCCL_SOCKET_IFNAME=lo, torch.distributed.launch --nnode=2
+    assert lead.code == "TD072" and "NCCL_SOCKET_IFNAME=lo" in lead.message and "2 nodes" in lead.message
+    one = _explain("holdout11b/h11b-020.log", ("--nnode=2", "--nnode=1"))
+    assert "TD072" not in [f.code for f in one]

@@ -58,3 +58,10 @@ def test_a_crash_in_ncclS_cumem_host_probe() -> None:
 def test_a_store_host_that_does_not_resolve() -> None:
     lead = _explain("holdout12b/h12b-019.log")[0]  # torch 1.1's TCPStore: host not found
     assert lead.code == "TD072" and "does not resolve" in lead.message and "MASTER_ADDR" in lead.fix
+
+
+def test_nvswitches_unseen_in_a_vm_is_the_bug_2_7_6_fixed() -> None:
+    lead = _explain("holdout12/h12-019.log")[0]  # NCCL 2.7.3 on an A100 VM: /sys/class/pci_bus/fffffff/../..
+    assert lead.code == "TD083" and "2.7.6" in lead.message
+    fixed = _explain("holdout12/h12-019.log", ("NCCL version 2.7.3", "NCCL version 2.7.8"))
+    assert "TD083" not in [f.code for f in fixed]

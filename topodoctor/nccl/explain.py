@@ -148,6 +148,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
             )
         )
     out += [(1, 0, f) for f in _no_verbs_on_ib(ctx)]
+    out += [(0, 0, f) for f in _loopback_across_nodes(files, ctx)]
     findings = [f for _, _, f in sorted(out, key=lambda t: (-SEVERITY_ORDER[t[2].severity], t[0], t[1]))]
     if findings and findings[0].code == "TD067":  # a flushed request follows a failure this log does not show
         findings.insert(0, flushed_only(findings[0]))
@@ -221,6 +222,23 @@ def _versions(files: Sequence[LogFile], by_kind: dict[str, list[Event]]) -> list
             versions=list(seen),
         )
     ]
+
+
+def _loopback_across_nodes(files: Sequence[LogFile], ctx: LogContext) -> list[Finding]:
+    """NCCL's sockets on loopback alone in a job whose launch line asks for several nodes: no rank of another node
+    can reach this one at 127.0.0.1, whatever else the log shows."""
+    nodes = max((f.launch_nodes or 0 for f in files), default=0)
+    if nodes < 2 or set(ctx.socket_ifs) != {"lo"}:
+        return []
+    msg = f"NCCL's sockets use only lo ({ctx.socket_ifs['lo'] or '127.0.0.1'}"
+    msg += ", NCCL_SOCKET_IFNAME=lo)" if ctx.shown.get("NCCL_SOCKET_IFNAME", "").strip() == "lo" else ")"
+    msg += f" in a launch of {nodes} nodes: the other nodes' ranks cannot reach this one over loopback"
+    fix = (
+        "Set NCCL_SOCKET_IFNAME to the interface the nodes route between them on every node (`ip -br addr`; "
+        "`ip route get <other node's IP>` names it), or unset it so NCCL picks one; loopback serves only ranks of "
+        "one node."
+    )
+    return [finding("TD072", "net:lo", msg, fix, None, nodes=nodes)]
 
 
 def _no_verbs_on_ib(ctx: LogContext) -> list[Finding]:

@@ -34,6 +34,8 @@ _TORCH_ERROR = re.compile(
     r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+(?:[+-][\w.]*\w)?))?"  # not a quote or stop pasted after it
 )
 _NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
+# a launcher's node count: torchrun and torch.distributed.launch --nnodes (--nnode), accelerate's --num_machines
+_LAUNCH_NODES = re.compile(r"(?:torchrun|distributed\.launch|launch\.py|accelerate launch)\b.*?--nnodes?[= ](\d+)")
 _CUMEM_HOST = "ncclCuMemHostEnable"  # misc/cudawrap.cc (2.23+): NCCL's probe of cuMem host allocations
 CRASH_STACK_LINES = 40  # the frames a crash handler prints under its banner
 _LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
@@ -77,6 +79,8 @@ class FrameworkLines(ReadState):
     def other(self, i: int, line: str, rank: int | None) -> None:
         """A line of no known message: what it still shows (the variables a command line or an environment dump
         sets, a GeForce GPU's name, a test's header)."""
+        if "-nnode" in line and (m := _LAUNCH_NODES.search(line)):  # torchrun / torch.distributed.launch / accelerate
+            self.launch_nodes = max(self.launch_nodes or 0, int(m.group(1)))
         if "NCCL_" in line and "=" in line:  # a command line or an environment dump: the variables it sets
             for a in _ASSIGNED.finditer(line):
                 self.shown.setdefault(a.group(1), (a.group(2), i + 1))

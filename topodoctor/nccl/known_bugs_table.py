@@ -150,6 +150,20 @@ KNOWN_BUGS = (
         printed_at=("85",),  # graph/xml.h:85 in 2.16.2 - 2.20.5 (the bug's releases among them), :101 from 2.21.5
     ),
     KnownBug(
+        "vm-nvswitch-unseen",
+        (2, 6, 0),
+        (2, 7, 5),
+        # the NVLink's remote end as NVML reports an NVSwitch the VM does not show: bus id fffffff:ffff:ff
+        re.compile(r"Could not find real path of /sys/class/pci_bus/f{7}/\.\./\.\./f{7}:f{4}"),
+        "graph/xml.cc",
+        "2.7.6",
+        "inside a VM that does not show the NVSwitches, the topology's reader looked up the NVLinks' remote end "
+        "(bus id fffffff:ffff:ff) in /sys and failed",
+        "NCCL 2.7.6-1 release notes: 'Fix crash when NVswitch is not visible inside a VM' (src/graph/xml.cc: a "
+        "remote NVLink device not visible inside the VM is taken as an NVSwitch)",
+        platform="VMs with NVSwitch GPUs whose switches are not passed through (A100 cloud instances)",
+    ),
+    KnownBug(
         "blackwell-sm120-2.25",
         (2, 25, 0),
         (2, 26, 1),

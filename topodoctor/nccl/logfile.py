@@ -70,6 +70,7 @@ class LogFile:
     signs: tuple[Sign, ...] = ()  # INFO lines that tell a class's causes apart (GIDs, cuMem imports, the plugin)
     # a line of NCCL, torch.distributed, the linker on libnccl or XLA's NCCL of any kind: NCCL output at all
     speaks: bool = True
+    launch_nodes: int | None = None  # the nodes a launch line in the file asks for (torchrun --nnodes 2, ...)
 
 
 def dedupe_versions(found: dict[str, None]) -> list[str]:

@@ -259,6 +259,7 @@ def parse_file(name: str, text: str) -> LogFile:
         worked_first=bool(failing) and any(p < min(failing) for p in r.progress_at),
         link_layers=r.layers,
         socket_ifs=r.socket_ifs,
+        launch_nodes=r.launch_nodes,
         gpu_names=tuple(r.gpus),
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),

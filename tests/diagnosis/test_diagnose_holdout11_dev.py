@@ -6,20 +6,15 @@ is judged as P2P; DGX-1 is a V100 mesh, not an NVSwitch host."""
 from __future__ import annotations
 
 from conftest import FIXTURES
-from tests_support_evidence import judge
+from tests_support_evidence import judged_with
 
-from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.findings import Finding
 
 SETS = FIXTURES / "diagnose"
 
 
 def _case(name: str, *replace: tuple[str, str]) -> list[Finding]:
-    folder = SETS / ("holdout11b" if name.startswith("d11b") else "holdout11") / name
-    texts = [p.read_text() for p in sorted(folder.iterdir())]
-    for old, new in replace:
-        texts = [t.replace(old, new) for t in texts]
-    return list(judge(join([read_input(f"evidence-{k}.txt", t) for k, t in enumerate(texts)])))
+    return judged_with(SETS / ("holdout11b" if name.startswith("d11b") else "holdout11") / name, *replace)
 
 
 def _serious(found: list[Finding]) -> list[str]:

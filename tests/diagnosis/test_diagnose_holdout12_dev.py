@@ -5,7 +5,7 @@ not judged against NVIDIA's models."""
 from __future__ import annotations
 
 from conftest import FIXTURES
-from tests_support_evidence import judge
+from tests_support_evidence import judge, judged_with
 
 from topodoctor.evidence.inputs import join, read_input
 from topodoctor.model.findings import Finding
@@ -14,10 +14,7 @@ SET = FIXTURES / "diagnose" / "holdout12"
 
 
 def _case(name: str, *replace: tuple[str, str]) -> list[Finding]:
-    texts = [p.read_text() for p in sorted((SET / name).iterdir())]
-    for old, new in replace:
-        texts = [t.replace(old, new) for t in texts]
-    return list(judge(join([read_input(f"evidence-{k}.txt", t) for k, t in enumerate(texts)])))
+    return judged_with(SET / name, *replace)
 
 
 def _serious(found: list[Finding]) -> list[str]:

@@ -6,6 +6,7 @@ timeout puts the GPUs' peer-to-peer path first."""
 from __future__ import annotations
 
 from conftest import FIXTURES
+from nccl_support import explained_with
 
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.explain import explain
@@ -15,10 +16,7 @@ LOGS = FIXTURES / "nccl-logs"
 
 
 def _explain(path: str, *replace: tuple[str, str]) -> list[Finding]:
-    text = (LOGS / path).read_text()
-    for old, new in replace:
-        text = text.replace(old, new)
-    return explain([parse_file(path, text)])
+    return explained_with(LOGS / path, *replace)
 
 
 def test_nccl_2_25_on_an_rtx_5090_is_the_known_bug_even_cut_before_the_error() -> None:

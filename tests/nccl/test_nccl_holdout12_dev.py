@@ -5,6 +5,7 @@ hangs above NCCL's own lines."""
 from __future__ import annotations
 
 from conftest import FIXTURES
+from nccl_support import explained_with
 
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.explain import explain
@@ -14,10 +15,7 @@ LOGS = FIXTURES / "nccl-logs"
 
 
 def _explain(path: str, *replace: tuple[str, str]) -> list[Finding]:
-    text = (LOGS / path).read_text()
-    for old, new in replace:
-        text = text.replace(old, new)
-    return explain([parse_file(path, text)])
+    return explained_with(LOGS / path, *replace)
 
 
 def test_a_completion_error_without_the_peers_address() -> None:

@@ -86,3 +86,11 @@ def all_reduce_row(busbw: float) -> str:
     """nccl-tests' all_reduce row at 1 GiB on two ranks (busbw = algbw there)."""
     t = 1073741824 / busbw / 1e3
     return f"  1073741824     268435456     float     sum      -1  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0  {t:.1f}  {busbw:.2f}  {busbw:.2f}    0"  # noqa: E501
+
+
+def judged_with(folder: Path, *replace: tuple[str, str]) -> list[Finding]:
+    """The findings of a case folder, every file one input, after each (old, new) replacement in them."""
+    texts = [p.read_text() for p in sorted(folder.iterdir()) if p.is_file()]
+    for old, new in replace:
+        texts = [t.replace(old, new) for t in texts]
+    return list(judge(join([read_input(f"evidence-{k}.txt", t) for k, t in enumerate(texts)])))

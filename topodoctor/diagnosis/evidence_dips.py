@@ -5,6 +5,7 @@ few MiB up, where latency no longer bounds a row), and only a fall that the larg
 from __future__ import annotations
 
 from topodoctor.core.text import human_size
+from topodoctor.diagnosis.evidence_facts import where_of
 from topodoctor.model.evidence import Evidence
 from topodoctor.model.findings import Severity
 
@@ -29,10 +30,8 @@ def dip_findings(ev: Evidence) -> list[tuple[Severity, str, str, dict[str, objec
                     f"sizes and climbs back by {human_size(end)}: NCCL's choice of algorithm, protocol or channels at "
                     "those sizes does worse here; post NCCL_DEBUG_SUBSYS=TUNING output and try NCCL_ALGO / NCCL_PROTO"
                 )
-                p = ev.pieces[run.piece] if 0 <= run.piece < len(ev.pieces) else None
-                where = f"{p.source}:{p.first_line}-{p.last_line}" if p is not None else "the evidence"
                 said: dict[str, object] = {"op": run.op, "dip_bytes": size, "dip_gbps": bw, "before_gbps": best_before,
-                                           "rows_low": len(low), "lines": [where]}  # fmt: skip
+                                           "rows_low": len(low), "lines": [where_of(ev, run.piece)]}  # fmt: skip
                 out.append(("warning", run.op, msg, said))
                 break
             best_before = max(best_before, bw)

@@ -121,7 +121,7 @@ def path_class(label: str) -> str:
     return "NV" if up.startswith("NV") else ("SYS" if up == "SOC" else up)
 
 
-def _where(ev: Evidence, piece: int, line: int | None = None) -> str:
+def where_of(ev: Evidence, piece: int, line: int | None = None) -> str:
     if not 0 <= piece < len(ev.pieces):
         return "the evidence"
     p = ev.pieces[piece]
@@ -149,7 +149,7 @@ def _links(ev: Evidence) -> tuple[dict[tuple[int, int], str], dict[tuple[int, st
         if not p.link or p.link.strip().upper() == "X" or p.host != first_host:
             continue
         a, b = _gpu_index(p.a), _gpu_index(p.b)
-        quote = quote or Quote(_where(ev, p.piece), "nvidia-smi topo -m")
+        quote = quote or Quote(where_of(ev, p.piece), "nvidia-smi topo -m")
         if a is not None and b is not None:
             links[(min(a, b), max(a, b))] = p.link.strip()
         elif a is not None or b is not None:
@@ -168,11 +168,11 @@ def _settings(ev: Evidence) -> dict[str, tuple[str, Quote]]:
         if (
             not s.how.startswith(SAID_SETTING) or s.name not in out
         ):  # a tool's output showing it stands over the reporter's word
-            out[s.name] = (s.value, Quote(_where(ev, s.piece), f"{s.how or 'set'} {s.name}={s.value}".strip()))
+            out[s.name] = (s.value, Quote(where_of(ev, s.piece), f"{s.how or 'set'} {s.name}={s.value}".strip()))
     for line in ev.nccl_lines:  # NCCL's own word on what it read wins: it names the line
         if " set by environment to " in line.text and (name := line.text.split(" INFO ", 1)[-1].split(" ")[0]):
             value = line.text.split(" set by environment to ", 1)[1].strip().rstrip(".")
-            out[name] = (value, Quote(_where(ev, line.piece, line.line), line.text))
+            out[name] = (value, Quote(where_of(ev, line.piece, line.line), line.text))
     return out
 
 
@@ -214,13 +214,13 @@ def _conns(ev: Evidence) -> tuple[Conn, ...]:
                 ln.host,
                 "GDRDMA" in pl.via.upper(),
                 pl.side,
-                Quote(_where(ev, ln.piece, ln.line), ln.text),
+                Quote(where_of(ev, ln.piece, ln.line), ln.text),
             )
         )
     if out:
         return tuple(out)
     for acc, piece in zip(ev.nccl, ev.nccl_pieces or range(len(ev.nccl))):
-        out += _account_conns(acc, hosts, Quote(_where(ev, piece), "NCCL's channel connections"))
+        out += _account_conns(acc, hosts, Quote(where_of(ev, piece), "NCCL's channel connections"))
     return tuple(out)
 
 
@@ -267,7 +267,7 @@ def _measured(ev: Evidence) -> tuple[Measured, ...]:
             best = row.best
             if best is None:
                 continue
-            q = Quote(_where(ev, run.piece), f"{row.op} at {row.size_bytes} B: busbw {best.busbw_gbps:g} GB/s")
+            q = Quote(where_of(ev, run.piece), f"{row.op} at {row.size_bytes} B: busbw {best.busbw_gbps:g} GB/s")
             out.append(Measured(row.op, row.size_bytes, best.busbw_gbps, run.nranks, run.nodes, q, hosts, gpus,
                                 best.time_us))  # fmt: skip
     return tuple(out)
@@ -286,7 +286,7 @@ def _results(ev: Evidence) -> tuple[tuple[Launch, tuple[tuple[str, float | None,
         later = [at(x.piece)[1] for x in ev.launches if x is not ln and at(x.piece)[0] == source]
         end = min((x for x in later if x > first), default=None)
         runs = tuple(
-            (r.op, r.avg_busbw_gbps, frozenset(k.host for k in r.ranks if k.host), Quote(_where(ev, r.piece)))
+            (r.op, r.avg_busbw_gbps, frozenset(k.host for k in r.ranks if k.host), Quote(where_of(ev, r.piece)))
             for r in ev.collectives
             if at(r.piece)[0] == source and at(r.piece)[1] >= first and (end is None or at(r.piece)[1] < end)
         )
@@ -322,7 +322,7 @@ def facts_of(ev: Evidence) -> Facts:
             allowed.add((min(a, b), max(a, b)))
     accounts = ev.nccl
     net = tuple(
-        NetSeen(ln.host, meaning, Quote(_where(ev, ln.piece, ln.line), ln.text))
+        NetSeen(ln.host, meaning, Quote(where_of(ev, ln.piece, ln.line), ln.text))
         for ln in ev.nccl_lines
         if (meaning := net_line(ln.text)) is not None
     )
@@ -354,7 +354,7 @@ def facts_of(ev: Evidence) -> Facts:
         nccl_ranks=max((a.ranks for a in accounts if a.ranks), default=None),
         measured=_measured(ev),
         averages=tuple(
-            (r.op, r.avg_busbw_gbps, Quote(_where(ev, r.piece), f"Avg bus bandwidth {r.avg_busbw_gbps:g}"))
+            (r.op, r.avg_busbw_gbps, Quote(where_of(ev, r.piece), f"Avg bus bandwidth {r.avg_busbw_gbps:g}"))
             for r in ev.collectives
             if r.avg_busbw_gbps is not None and not r.rows
         ),
@@ -362,9 +362,9 @@ def facts_of(ev: Evidence) -> Facts:
         launches=ev.launches,
         results=_results(ev),
         sweeps=tuple(
-            (p, Quote(_where(ev, p.piece, p.line or None), f"{p.a},{p.b} {p.busbw_gbps:g}")) for p in ev.sweeps
+            (p, Quote(where_of(ev, p.piece, p.line or None), f"{p.a},{p.b} {p.busbw_gbps:g}")) for p in ev.sweeps
         ),
-        where={i: _where(ev, i) for i in range(len(ev.pieces))},
+        where={i: where_of(ev, i) for i in range(len(ev.pieces))},
         prose=ev.prose,
         said=ev.nccl_said,
     )

@@ -7,9 +7,7 @@ from __future__ import annotations
 from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.model.findings import Severity
 from topodoctor.topology.gpu_models import MODELS, GpuModel
-
-# PCIe's per-lane data rate by generation, GB/s each way after its line coding (2.0: 8b/10b; 3.0 on: 128b/130b)
-LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+from topodoctor.topology.graph import PCIE_LANE_GBPS
 
 
 def _model(f: Facts) -> GpuModel | None:
@@ -24,7 +22,7 @@ def narrow_slot_findings(f: Facts) -> list[tuple[Severity, str, str, dict[str, o
         for gpu, gen, width in p.pcie_said:
             if m is None or (gen >= m.pcie_gen and width >= m.pcie_width):
                 continue
-            got, can = LANE_GBPS[gen] * width, LANE_GBPS.get(m.pcie_gen, 0.0) * m.pcie_width
+            got, can = PCIE_LANE_GBPS[gen] * width, PCIE_LANE_GBPS.get(m.pcie_gen, 0.0) * m.pcie_width
             msg = (
                 f"GPU {gpu} on a PCIe {gen}.0 x{width} link (the reporter's words), against the {m.name}'s PCIe "
                 f"{m.pcie_gen}.0 x{m.pcie_width}: about {got:.1f} GB/s each way of {can:.0f}, so its host copies and "

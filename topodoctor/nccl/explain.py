@@ -188,7 +188,7 @@ def _drop_consequences(out: list[tuple[int, int, Finding]]) -> list[tuple[int, i
     """A peer that went away after a known root cause (or a watchdog timeout) is no second cause; a store that
     broke while a rank was killed (the store lives in rank 0's process) follows the kill."""
     if any(f.code == "TD090" for _, _, f in out):
-        out = [(CONSEQUENCE, n, f) if f.code == "TD072" and "c10d store" in f.message else (o, n, f) for o, n, f in out]
+        out = [(CONSEQUENCE, n, f) if f.code == "TD072" and "store" in f.evidence else (o, n, f) for o, n, f in out]
     causes = {f.code for order, _, f in out if order == ROOT and f.severity == "error"}
     if not causes and not any(f.code == "TD047" for _, _, f in out):
         return out

@@ -210,7 +210,7 @@ def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         f"a rank could not fetch NCCL's unique id from torch's c10d store: {f.get('err', '')[:120]}",
         "Rank 0 holds the store: read its log first (it may have died before the others asked); then check that "
         "every node reaches MASTER_ADDR:MASTER_PORT (`nc MASTER_ADDR MASTER_PORT`) through the firewall.",
-        {"errno": f.get("err", "")},
+        {"errno": f.get("err", ""), "store": "MASTER_ADDR:MASTER_PORT"},
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from topodoctor.nccl.cuda_errors import COMPAT_NUMBERS, compat_error
 from topodoctor.nccl.evidence import Builder, LogContext, Said
 from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.grammar import CUMEM_HOST_PROBE
 from topodoctor.nccl.parse import Event
 
 _SIGNALS = {
@@ -40,7 +41,7 @@ def _crash(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "corrupted its memory before"
         )
         return Said("TD098", msg, EXPLANATIONS["TD098"].fix, {"signal": "SIGABRT", "heap": heap.fields["heap"]})
-    if any(e.fields.get("frame") == "ncclCuMemHostEnable" for e in evs):
+    if any(e.fields.get("frame") == CUMEM_HOST_PROBE for e in evs):
         msg = (
             "a process crashed inside NCCL's probe of cuMem host memory (ncclCuMemHostEnable, misc/cudawrap.cc, "
             "calling the driver's cuMemCreate) as the communicator started"
@@ -50,7 +51,7 @@ def _crash(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "crash is in the driver's cuMemCreate, which NVIDIA's NCCL team names a driver bug fixed in R595 and "
             "later drivers: upgrade the driver. " + EXPLANATIONS["TD087"].fix
         )
-        return Said("TD087", msg, fix, {"signal": "SIGSEGV", "frame": "ncclCuMemHostEnable"})
+        return Said("TD087", msg, fix, {"signal": "SIGSEGV", "frame": CUMEM_HOST_PROBE})
     names = [v for e in evs for k, v in e.fields.items() if k.startswith("signame")]
     signal = next((_SIGNALS[n] for n in names if n in _SIGNALS), "a signal")
     msg = f"a process of the run died of {signal} with no NCCL error before it: {evs[0].text[:120]}"

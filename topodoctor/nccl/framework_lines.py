@@ -11,6 +11,7 @@ from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
+from topodoctor.nccl.grammar import CUMEM_HOST_PROBE
 from topodoctor.nccl.grammar import SET_TO_NEXT as _SET_TO_NEXT
 from topodoctor.nccl.launcher_lines import (
     AFTER_FAILURE,
@@ -34,9 +35,8 @@ _TORCH_ERROR = re.compile(
     r"(?:.*?NCCL version (?P<v>\d+\.\d+\.\d+(?:[+-][\w.]*\w)?))?"  # not a quote or stop pasted after it
 )
 _NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
-# a launcher's node count: torchrun and torch.distributed.launch --nnodes (--nnode), accelerate's --num_machines
+# a launcher's node count: torchrun's, torch.distributed.launch's and accelerate launch's --nnodes (--nnode)
 _LAUNCH_NODES = re.compile(r"(?:torchrun|distributed\.launch|launch\.py|accelerate launch)\b.*?--nnodes?[= ](\d+)")
-_CUMEM_HOST = "ncclCuMemHostEnable"  # misc/cudawrap.cc (2.23+): NCCL's probe of cuMem host allocations
 CRASH_STACK_LINES = 40  # the frames a crash handler prints under its banner
 _LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
 # any framework's words for NCCL's error class (horovod "ncclCommInitRank failed: ...", XLA "NCCL operation ...
@@ -230,8 +230,8 @@ class FrameworkLines(ReadState):
             self.failed_at.append(i)
         if kind == "store-timeout":
             fields |= connect_error(self.lines, i)
-        if kind == "process-crash" and any(_CUMEM_HOST in ln for ln in self.lines[i : i + CRASH_STACK_LINES]):
-            fields |= {"frame": _CUMEM_HOST}  # the crash's own stack: NCCL's probe of cuMem host memory
+        if kind == "process-crash" and any(CUMEM_HOST_PROBE in ln for ln in self.lines[i : i + CRASH_STACK_LINES]):
+            fields |= {"frame": CUMEM_HOST_PROBE}  # the crash's own stack: NCCL's probe of cuMem host memory
         self.outcome.other(i, line, self.nccl_seen)  # the run's own end as well
         if "srun: error" in line and any(SRUN_OTHER_END.search(ln) for ln in self.lines if "srun: error" in ln):
             return True  # a task srun killed after another task of the step ended: a consequence

@@ -79,6 +79,7 @@ INIT = re.compile(
     r"ncclCommInit\w* comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>-?\d+)"
     r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?"
 )
+CUMEM_HOST_PROBE = "ncclCuMemHostEnable"  # misc/cudawrap.cc (2.23+): NCCL's probe of cuMem host allocations
 COMM_ID = re.compile(r"\bcommId (?P<id>0x[0-9a-f]+)")  # the communicator's id on its init lines (2.19+)
 # the init line, or its "Init COMPLETE" twin without the function name: a rank the file speaks for
 INIT_RANK = re.compile(r"ncclCommInit\w* comm 0x[0-9a-f]+ rank (\d+) nranks (\d+)|comm 0x[0-9a-f]+ rank (\d+) nranks")

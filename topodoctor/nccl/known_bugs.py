@@ -159,9 +159,10 @@ def known_bug_findings(
 def _on_gpus(files: Sequence[LogFile], said: set[object]) -> list[Finding]:
     """TD083 for a bug every run of its releases hits on the GPUs the log names, message or none."""
     out = []
+    gpus = [g for f in files for g in f.gpu_names]
+    parsed = [(v.split("+")[0], p) for f in files for v in f.versions if (p := _parse(v))]
     for bug in KNOWN_BUGS:
-        named = [g for f in files for g in f.gpu_names if bug.gpus is not None and bug.gpus.search(g)]
-        parsed = [(v.split("+")[0], p) for f in files for v in f.versions if (p := _parse(v))]
+        named = [g for g in gpus if bug.gpus is not None and bug.gpus.search(g)]
         running = next((v for v, p in parsed if bug.first <= p <= bug.last), None)
         if not named or running is None or running in said:
             continue

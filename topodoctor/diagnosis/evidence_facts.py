@@ -122,6 +122,7 @@ def path_class(label: str) -> str:
 
 
 def where_of(ev: Evidence, piece: int, line: int | None = None) -> str:
+    """Where a piece of the evidence stands, as a finding quotes it: ``path:line``, or ``path:first-last``."""
     if not 0 <= piece < len(ev.pieces):
         return "the evidence"
     p = ev.pieces[piece]

@@ -275,6 +275,10 @@ def unmeasured_host(f: Facts) -> list[Ask]:
         return []  # a multi-node launch: unshown_network asks for what shows the network
     shown = "the GPUs' topology" if f.links else "the GPUs"
     msg = f"{shown} shown, but no figure of the run: nothing to judge against this hardware. First post "
+    if tools := list(dict.fromkeys(t for c in f.prose for t in c.copy_tools)):  # the copy test the reporter ran
+        said = f"{' and '.join(tools)}'s whole output (each Bandwidth Matrix or testcase table, with its header)"
+        msg += f"{said}, as text, then {TOPO}"
+        return [Ask("info", "figures", msg, {"post": [said, TOPO]})]
     msg += f"{NCCL_TESTS}, then, if it falls short, {NCCL_LOG}"
     return [Ask("info", "figures", msg, {"post": [NCCL_TESTS, NCCL_LOG]})]
 

@@ -324,10 +324,15 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
                       checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links,
-                      bool(AMD_GPUS.search(text)))  # fmt: skip
+                      bool(AMD_GPUS.search(text)),
+                      tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))
+
+
+# the copy tools a reporter names (their output is what decides a copy figure)
+_COPY_TOOLS = re.compile(r"\b(?:p2pBandwidthLatencyTest|nvbandwidth|bandwidthTest)\b")
 
 
 def _restated(figs: list[FigureSaid]) -> list[FigureSaid]:

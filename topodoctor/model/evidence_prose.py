@@ -76,3 +76,4 @@ class ProseSaid:
     listed: tuple[tuple[int, str], ...] = ()  # the GPUs listed one per line (index, name as written): a rig's parts
     pcie_said: tuple[tuple[int, int, int], ...] = ()  # (GPU, PCIe generation, width) a sentence puts a GPU on
     amd: bool = False  # the GPUs are AMD's (Instinct MI*, ROCm's tools, xGMI): outside the NVIDIA model table
+    copy_tools: tuple[str, ...] = ()  # the copy tools the sentences say were run (p2pBandwidthLatencyTest, nvbandwidth)

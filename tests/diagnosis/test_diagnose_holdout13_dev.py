@@ -1,0 +1,24 @@
+"""The thirteenth blind set (fixtures/diagnose/holdout13), scored once and now a development set: a copy figure
+the reporter's sentences speak of, with no output of the run, asks for that copy test's own output."""
+
+from __future__ import annotations
+
+from conftest import FIXTURES
+from tests_support_evidence import judged_with
+
+from topodoctor.model.findings import Finding
+
+SET = FIXTURES / "diagnose" / "holdout13"
+
+
+def _case(name: str, *replace: tuple[str, str]) -> list[Finding]:
+    return judged_with(SET / name, *replace)
+
+
+def test_a_copy_test_the_sentences_name_is_the_output_asked_for() -> None:
+    found = _case("d13-02")  # "p2pBandwidthLatencyTest memory bandwidth low on H200", nvidia-smi's head only
+    ask = [f for f in found if f.code == "TD022"]
+    assert len(ask) == 1 and "p2pBandwidthLatencyTest and nvbandwidth's whole output" in ask[0].message
+    assert not [f for f in found if f.severity in ("warning", "error")]
+    plain = _case("d13-02", ("p2pBandwidthLatencyTest", "a test"), ("nvbandwidth", "another tool"))
+    assert "nccl-tests' output" in next(f for f in plain if f.code == "TD022").message

@@ -162,7 +162,11 @@ def test_nccl_tests_rows_torch_ranks_and_nccl_lines_are_nccl_output(text: str) -
 @pytest.mark.parametrize(
     ("line", "code", "bug"),
     [
-        ("enqueue.cc:1500 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'", "TD057", "2.26.2:"),
+        (
+            "enqueue.cc:1500 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'",
+            "TD057",
+            "2.26.2 on Blackwell",
+        ),
         ("enqueue.cc:1200 NCCL WARN Cuda failure 1 'invalid argument'", "TD057", "2.25.0 - 2.26.1"),
     ],
 )

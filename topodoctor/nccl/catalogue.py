@@ -84,6 +84,7 @@ KIND_CODE = {
     "process-crash": "TD098",
     "cuda-interposer": "TD958",
     "run-stalled": "TD959",
+    "said-failed": "TD049",
     "framework-p2p": "TD055",
     "tests-stopped": "TD960",
     "torch-usage": "TD096",

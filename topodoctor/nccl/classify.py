@@ -45,7 +45,7 @@ _VERBS = re.compile(
 _VERBS_DEV = re.compile(r"on dev (?P<dev>[\w.-]+?)(?::\d+)?,")
 _COMPLETION = re.compile(
     # the peer's address, or nothing where NCCL printed none ("from peer with error 4": 2.18's empty address)
-    r"Got completion (?:from peer (?:(?P<peer>(?!with )\S+) )?)?with "
+    r"Got completion (?:from peer (?:(?P<peer>(?!with )\S+) )?)?(?:with )?"  # "Got completion error 12" (old)
     r"(?:status=(?:(?P<sname>[A-Za-z_ ]+)\()?(?P<s1>\d+)\)?"
     r"|error (?P<s2>\d+))(?P<rest>.*)"
 )

@@ -273,10 +273,31 @@ REFUSED_ARGUMENT = Call(
 )
 
 
+# A launch or an attribute call that CUDA answered with a kernel's fault: the fault of a kernel that ran before (CUDA
+# errors are sticky; a launch does not fault by itself), not the launch's own arguments or NCCL's build
+EARLIER_FAULT = Call(
+    (),
+    "a launch of NCCL's kernels after a kernel's fault (CUDA errors are sticky: the fault is an earlier kernel's)",
+    (
+        "a kernel of the program, or an earlier NCCL kernel, that faulted before this launch: CUDA_LAUNCH_BLOCKING=1 "
+        "names it, `dmesg | grep -i xid` shows whether the GPU reported it",
+        "a buffer freed or resized while NCCL's kernels still used it (a CUDA graph, user buffer registration)",
+        "a bug of this NCCL release for the GPU (the version banner; a newer release)",
+    ),
+    "`dmesg | grep -i xid`, the run with CUDA_LAUNCH_BLOCKING=1, the NCCL version banner",
+)
+_FAULTS = re.compile(
+    r"illegal (?:memory access|address|instruction)|misaligned address|launch failure|hardware stack", re.I
+)
+
+
 def kind_of(call: str, error: str = "") -> Call | None:
     """The kind of a CUDA call, where its candidates are known; a copy or wait refused with
-    'invalid argument' / 'invalid value' (``error``) is its arguments' (``REFUSED_ARGUMENT``)."""
+    'invalid argument' / 'invalid value' (``error``) is its arguments' (``REFUSED_ARGUMENT``); a launch answered
+    with a kernel's fault is an earlier kernel's (``EARLIER_FAULT``)."""
     kind = next((c for c in CALLS if call.startswith(c.names)), None)
     if kind is not None and kind.does.startswith("waiting") and error.lower() in ("invalid argument", "invalid value"):
         return REFUSED_ARGUMENT
+    if kind is not None and kind.does.startswith("the attributes or the launch") and _FAULTS.search(error):
+        return EARLIER_FAULT
     return kind

@@ -52,6 +52,8 @@ BUILDERS: dict[str, Builder] = {
 }
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067", "TD092", "TD098"))
+# kinds that are no failure a file shows: the post's words that it failed give way to any that another file shows
+_WORDS_ONLY = frozenset(("said-failed", "warn", "ib-no-device", "diag", "bug-symptom"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
 LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
@@ -104,6 +106,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
             by_kind["process-crash"] = crashes
             if not crashes:
                 by_kind.pop("process-crash")
+    if "said-failed" in by_kind and any(k not in _WORDS_ONLY for k in by_kind):  # another file shows the failure
+        by_kind.pop("said-failed")
     if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach", "shm-permission")):
         by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read
     out: list[tuple[int, int, Finding]] = []

@@ -296,6 +296,9 @@ def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         if f.get("a") and f.get("dev")
         else f"ranks {f['a']} and {f['b']} both use one GPU"
         if f.get("a")
+        else f"the launch names GPU {f['dev']} twice ({f.get('said', '').strip()[:80]}): two ranks share it, which "
+        "NCCL refuses (invalid usage)"
+        if f.get("from") == "words"
         else "several ranks use the same GPU"
     )
     return Said("TD042", msg, EXPLANATIONS["TD042"].fix)

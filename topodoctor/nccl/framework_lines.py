@@ -44,6 +44,8 @@ _LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?
 _NCCL_CLASS = re.compile(
     r"(?i)nccl.*?\b(?P<cls>unhandled cuda error|unhandled system error|internal error|invalid usage"
     r"|remote process exited or there was a network error|(?<=\()invalid argument(?=\)))"  # XLA: "NCCL error 4 (..."
+    # the class before the framework's NCCL file (Paddle's "unhandled cuda error at [.../nccl_helper.h:70]")
+    r"|\b(?P<before>unhandled cuda error|unhandled system error|internal error|invalid usage) at \[[^\]]*nccl"
 )
 # torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
@@ -141,7 +143,7 @@ class FrameworkLines(ReadState):
             return
         if "Cuda failure" not in line and (m := _NCCL_CLASS.search(line)):
             self.failed_at.append(i)
-            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})
+            self.add("nccl-error", i, line, rank, fields={"class": (m.group("cls") or m.group("before")).lower()})
             return
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)

@@ -73,6 +73,34 @@ VERSION_WRAPPED = {
     False: re.compile(r"\s*version (\d+\.\d+\.\d+)(\+cuda[\d.]+)?"),
 }
 
+# --- the version in a reporter's words (an environment list, a title, pip or conda, vLLM's line), where no banner is
+# pasted: "nccl version: 2.4.2 2.5.6", "[NCCL2.26.2]", "nvidia-nccl-cu12==2.20.5", "libnccl2=2.19.3-1", conda's
+# "nccl 2.18.3.1", torch.cuda.nccl.version()'s "(2, 18, 1)"; never nccl-tests' own version
+SAID_VERSION = re.compile(
+    r"(?i)(?:(?<![\w.-])|(?<=nvidia-))(?:lib)?nccl(?![-_ ]?tests?\b)2?(?:[-_]cu\d+)?(?:\.so(?:\.\d+)?\.?)?"
+    r"(?:[\s_]*(?:version|ver\.?|v)\b)?[\s:=()\"'`,]{0,40}v?(?P<v>[12]\.\d{1,2}\.\d{1,2})(?![\d])"
+)
+SAID_VERSION_MORE = re.compile(r"(?i)\s*(?:,|/|&|\band\b|\bor\b)?\s*v?(?P<v>[12]\.\d{1,2}\.\d{1,2})(?!\d)")
+SAID_TUPLE = re.compile(r"(?i)nccl[\w.()]{0,25}[\s:=]{0,3}\(\s*(?P<a>2),\s*(?P<b>\d{1,2}),\s*(?P<c>\d{1,2})\s*\)")
+
+
+def said_versions(lines: list[str]) -> list[str]:
+    """The NCCL versions a text names in words, in order of first mention (``SAID_VERSION``)."""
+    out: dict[str, None] = {}
+    for line in lines:
+        if "ccl" not in line.lower() or "NCCL INFO" in line:
+            continue
+        for m in SAID_VERSION.finditer(line):
+            out[m["v"]] = None
+            rest = line[m.end() :]
+            while more := SAID_VERSION_MORE.match(rest):  # "2.4.2 2.5.6": the reporter tried both
+                out[more["v"]] = None
+                rest = rest[more.end() :]
+        if t := SAID_TUPLE.search(line):
+            out[f"{t['a']}.{t['b']}.{t['c']}"] = None
+    return list(out)
+
+
 # --- communicators and channels (INFO messages)
 
 INIT = re.compile(
@@ -214,7 +242,7 @@ def origin_host(line: str) -> str:
 # enqueue.cc's "No algorithm/protocol available ..." tail, on a line of its own where a paste wrapped it
 SET_TO_NEXT = re.compile(r"\s*NCCL_(?:ALGO|PROTO) was set to ")
 BARE_OK = re.compile(
-    r"Call to ibv_|Got completion from peer|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
+    r"Call to ibv_|Got completion|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
     r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
     r"|Attribute \w+ of node|WorkNCCL\((?:SeqNum|OpType)|Out of bounds values : [1-9]|^CUDA error \d+ '"

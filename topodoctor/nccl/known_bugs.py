@@ -17,7 +17,7 @@ from dataclasses import replace
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.known_bugs_table import KNOWN_BUGS, KnownBug, Version
-from topodoctor.nccl.logfile import LogFile
+from topodoctor.nccl.logfile import LogFile, running_versions
 
 
 def _parse(v: str) -> Version | None:
@@ -75,6 +75,11 @@ def _shows(bug: KnownBug, symptom: re.Pattern[str], text: str, src: str, at: str
     return not bug.source or src.endswith(bug.source) or bug.source in text or (bug.generic and not src)
 
 
+def _platform_shown(bug: KnownBug, files: Sequence[LogFile]) -> bool:
+    """Whether the logs name a GPU the bug needs (always, for a bug of any GPU)."""
+    return bug.needs is None or any(bug.needs.search(g) for f in files for g in f.gpu_names)
+
+
 def _named(bug: KnownBug, running: str) -> str:
     on = f" on {bug.platform}" if bug.platform else ""
     if bug.first[0] == 1:
@@ -115,16 +120,20 @@ def known_bug_findings(
     texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for e in events]
     env = {k for f in files for k in f.env} | {"NCCL_TOPO_FILE" for f in files if f.topo_file}
     out = []
-    for bug, running, i, generic in matching((v for f in files for v in f.versions), texts, unexplained):
+    for bug, running, i, generic in matching((v for f in files for v in running_versions(f)), texts, unexplained):
         if not (failed or bug.alone):
             continue
-        if bug.first[0] == 1 and not unexplained and not any(f.versions for f in files):
+        if not _platform_shown(bug, files):
+            continue  # the bug's platform is not the log's: its message is the site's other causes'
+        if bug.first[0] == 1 and not unexplained and not any(running_versions(f) for f in files):
             continue  # NCCL 1.x told by its WARN's file alone: a cause its message states comes first
         shown = any(v in env for v in bug.settings)  # the log's own setting: its causes before the bug's others
         ev = events[i]
         named = _named(bug, running)
         until = f"Until then: {bug.workaround}. " if bug.workaround else ""
-        site = None if any(f.versions for f in files) else _site_of(bug, texts)
+        site = None if any(running_versions(f) for f in files) else _site_of(bug, texts)
+        if not any(f.versions for f in files) and any(f.said_versions for f in files):  # the reporter's words name it
+            until += f"NCCL's banner is not in the log: the text names NCCL {running}. "
         if site:  # no banner: the release is the one whose source prints the message at the WARN's line
             at = "its words are" if site[1] == "*" else f"{site[0]}:{site[1]} is"
             until += f"The log names no NCCL version: {at} this WARN's in NCCL {site[2]} alone. "
@@ -160,7 +169,7 @@ def _on_gpus(files: Sequence[LogFile], said: set[object]) -> list[Finding]:
     """TD083 for a bug every run of its releases hits on the GPUs the log names, message or none."""
     out = []
     gpus = [g for f in files for g in f.gpu_names]
-    parsed = [(v.split("+")[0], p) for f in files for v in f.versions if (p := _parse(v))]
+    parsed = [(v.split("+")[0], p) for f in files for v in running_versions(f) if (p := _parse(v))]
     for bug in KNOWN_BUGS:
         named = [g for g in gpus if bug.gpus is not None and bug.gpus.search(g)]
         running = next((v for v, p in parsed if bug.first <= p <= bug.last), None)
@@ -180,7 +189,7 @@ def version_candidates(files: Sequence[LogFile]) -> list[str]:
     """For logs that name no NCCL version: the known bugs whose message they show, each as a candidate
     in words ("NCCL 2.19.0 - 2.19.3: ..., fixed in 2.19.4"); [] when a version is known (then
     ``known_bug_findings`` decides) or no bug's message is shown. NCCL 1.x's entry needs a version."""
-    if any(f.versions for f in files):
+    if any(running_versions(f) for f in files):
         return []
     texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for f in files for e in f.events]
     out = []
@@ -191,7 +200,8 @@ def version_candidates(files: Sequence[LogFile]) -> list[str]:
         if any(_shows(bug, sign, t, s, at) for sign in signs for t, s, at in texts):
             first, last = ".".join(map(str, bug.first)), ".".join(map(str, bug.last))
             span = first if first == last else f"{first} - {last}"
-            out.append(f"if the job runs NCCL {span}: a known bug ({bug.what}), fixed in {bug.fixed_in}")
+            on = "" if _platform_shown(bug, files) or not bug.platform else f" on {bug.platform}"
+            out.append(f"if the job runs NCCL {span}{on}: a known bug ({bug.what}), fixed in {bug.fixed_in}")
     return out
 
 

@@ -45,6 +45,9 @@ class KnownBug:
     # the GPUs on which every run of the bug's releases fails: a log that names one (nccl-tests' device list, torch)
     # under such a release shows the bug without its message (a post cut before the error, a title)
     gpus: re.Pattern[str] | None = None
+    # the consumer GPUs a generic bug needs (its platform; the log's ``gpu_names``): a log that names none of them
+    # does not show the bug, whose message the site's other causes print on any GPU
+    needs: re.Pattern[str] | None = None
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -298,6 +301,7 @@ KNOWN_BUGS = (
         # the CUCHECK of cuLaunchKernelEx sits at enqueue.cc:1556 in 2.26.2-1 alone (2.26.3 has other code there):
         # a fault reported by the kernels' launch there names the release of a log without a banner
         sites=(("enqueue.cc", "1556", "2.26.2"),),
+        needs=re.compile(r"RTX 50[6-9]0|RTX PRO \d000", re.I),
     ),
     KnownBug(
         "uds-name-split-communicators",

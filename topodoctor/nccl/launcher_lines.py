@@ -214,6 +214,7 @@ _CRASH = (
             r"|Signal (?:6|11) \((?P<signame5>SIGABRT|SIGSEGV)\) received by PID"
             r"|exited on signal (?:11|6) \((?P<signame6>Segmentation fault|Aborted)\)"  # mpirun's, prterun's
             r"|!+ (?P<signame7>Segfault) encountered !+"  # a Python crash handler's banner (sglang's, vLLM's)
+            r"|^\[[\w.-]+:\d+\] \*\*\* Process received signal \*\*\*"  # Open MPI's banner, which a paste may end on
         ),
         "the process died of a signal of its own code (SIGSEGV or SIGABRT)",
         needs_run=True,
@@ -283,7 +284,8 @@ _GUARD = re.compile(
     r"exitcode: |return code = -[79]|srun: error|actor|worker died|oom|OOM|Out Of Memory|Out of memory|server socket"
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Segfault|Aborted|received by PID|exited on signal"
-    r"|Killed|connectFullMesh|Unable to find address for|network address(?:es)? of|store based barrier|Rendezvous"
+    r"|Killed|Process received signal|connectFullMesh|Unable to find address for|network address(?:es)? of"
+    r"|store based barrier|Rendezvous"
     r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|host not found|" + LAYER_WORDS
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)

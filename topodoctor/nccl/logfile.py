@@ -71,6 +71,13 @@ class LogFile:
     # a line of NCCL, torch.distributed, the linker on libnccl or XLA's NCCL of any kind: NCCL output at all
     speaks: bool = True
     launch_nodes: int | None = None  # the nodes a launch line in the file asks for (torchrun --nnodes 2, ...)
+    # NCCL versions the text names in words (an environment list, a title, pip): read where no banner names one
+    said_versions: tuple[str, ...] = ()
+
+
+def running_versions(f: LogFile) -> tuple[str, ...]:
+    """The NCCL versions a file's run uses: its banners', else those its words name."""
+    return f.versions or f.said_versions
 
 
 def dedupe_versions(found: dict[str, None]) -> list[str]:

@@ -47,12 +47,12 @@ from topodoctor.nccl.grammar import VERSION as _VERSION
 from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
-from topodoctor.nccl.grammar import origin_host, plugin_unloadable
+from topodoctor.nccl.grammar import origin_host, plugin_unloadable, said_versions
 from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
-from topodoctor.nccl.stall_lines import stalled, title_connect
+from topodoctor.nccl.stall_lines import said_failed, stalled, title_connect
 
 __all__ = ["Event", "LogFile", "parse_file"]
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
@@ -198,6 +198,12 @@ class _Reader(FrameworkLines):
             self.topo_file = m.group(1)
 
 
+# a launch flag or setting that names one GPU twice: the launcher starts two ranks on it
+_TWICE = re.compile(
+    r"(?i)(?:--gpus|--devices|\bdevices|\bgpus|gpu_ids|CUDA_VISIBLE_DEVICES)\s*[=: ]\s*[\"'\[(]?\s*(\d+)\s*,\s*\1\b"
+)
+
+
 def one_gpu_twice(inits: dict[tuple[str, str], dict[str, tuple[str, int]]]) -> tuple[str, str, str, int] | None:
     """Two ranks of one communicator whose init lines on one host name one GPU (its bus id): (rank, rank, bus id,
     the later line), or None. NCCL refuses that with "Duplicate GPU detected", a line a paste may lose."""
@@ -207,6 +213,20 @@ def one_gpu_twice(inits: dict[tuple[str, str], dict[str, tuple[str, int]]]) -> t
             if bus in seen and seen[bus] != rank:
                 return seen[bus], rank, bus, at
             seen.setdefault(bus, rank)
+    return None
+
+
+_NOT_FAILURES = ("warn", "ib-no-device", "diag", "bug-symptom")  # event kinds that are no failure by themselves
+
+
+def _named_twice(lines: list[str], events: list[Event]) -> tuple[int, str, str] | None:
+    """In a run NCCL refused as invalid usage: the line of a launch or setting naming one GPU twice
+    (``--gpus "0,0"``, ``CUDA_VISIBLE_DEVICES=1,1``), the GPU and the words, or None: two ranks then share it."""
+    if not any(e.kind == "nccl-error" and e.fields.get("class", "").startswith("invalid usage") for e in events):
+        return None
+    for i, line in enumerate(lines):
+        if m := _TWICE.search(line):
+            return i, m.group(1), m.group(0)
     return None
 
 
@@ -222,19 +242,27 @@ def parse_file(name: str, text: str) -> LogFile:
     if (end := ends_in_trail(lines, r.trail_path)) is not None:
         r.failed_at.append(end)
     r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
+    # a WARN the post's words say the run died of (or hung on)
+    if (
+        not r.failed_at
+        and any(e.kind not in _NOT_FAILURES for e in r.events)
+        and (words := said_failed(lines) or stalled(lines, False)) is not None
+    ):
+        r.failed_at.append(words[0])
     r.retries_end()
     # 2.30+ lets ranks share a GPU where NCCL_MULTI_RANK_GPU_ENABLE=1; a run that failed with its WARN cut shows it
     shares = r.env.get("NCCL_MULTI_RANK_GPU_ENABLE", "0").strip() not in ("", "0")
     if r.failed_at and not shares and "duplicate-gpu" not in r.per_kind and (shared := one_gpu_twice(r.inits)):
         a, b, bus, at = shared
         r.add("duplicate-gpu", at, lines[at], r.file_rank, fields={"a": a, "b": b, "dev": bus, "from": "init"})
+    if "duplicate-gpu" not in r.per_kind and (named := _named_twice(lines, r.events)) is not None:
+        at, dev, said = named
+        r.add("duplicate-gpu", at, lines[at], r.file_rank, fields={"dev": dev, "from": "words", "said": said})
     for i, said in r.outcome.symptoms:  # INFO lines that show a known bug of the version (nccl.known_bugs)
         r.add("bug-symptom", i, r.lines[i], r.file_rank, fields={"said": said})
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
     info = r.level == "INFO"
-    failing = [
-        e.line_no - 1 for e in r.events if e.kind not in ("warn", "ib-no-device", "diag", "bug-symptom")
-    ] + r.failed_at
+    failing = [e.line_no - 1 for e in r.events if e.kind not in _NOT_FAILURES] + r.failed_at
     last_failure = max(failing, default=-1)
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
     if not failing and (quoted := title_connect(lines)) is not None:  # the title quotes the socket error
@@ -242,6 +270,8 @@ def parse_file(name: str, text: str) -> LogFile:
     elif not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
         kind = "run-stalled" if stop[1]["how"] == "said" else "tests-stopped"
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])
+    elif not failing and not r.progress_at and (words := said_failed(lines)) is not None:  # said, not shown
+        r.add("said-failed", words[0], lines[words[0]], r.file_rank, fields=words[1])
     return LogFile(
         name=name,
         level=r.level,
@@ -260,6 +290,7 @@ def parse_file(name: str, text: str) -> LogFile:
         link_layers=r.layers,
         socket_ifs=r.socket_ifs,
         launch_nodes=r.launch_nodes,
+        said_versions=() if r.versions else tuple(said_versions(lines)),
         gpu_names=tuple(r.gpus),
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),

@@ -48,7 +48,20 @@ def _forced(evs: Sequence[Event], ctx: LogContext) -> str:
     return f"the log shows {', '.join(shown)} set" if shown else ""
 
 
-STALL: dict[str, Builder] = {"run-stalled": _stall, "tests-stopped": _stall}
+def _said_failed(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    msg = (
+        f"the post says the run failed ('{f.get('said', '')[:120]}'), but the log holds no failure line (the paste "
+        "stops before it): cause not found"
+    )
+    fix = (
+        "Post the whole output of one failing rank, from its start to the failure, with NCCL_DEBUG=INFO "
+        "(NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log keeps each rank's) and the framework's traceback; then "
+        "`topodoctor nccl-log` on those files."
+    )
+    return Said("TD049", msg, fix, {"said": f.get("said", "")})
+
+
+STALL: dict[str, Builder] = {"run-stalled": _stall, "tests-stopped": _stall, "said-failed": _said_failed}
 _CAUSES = (
     ClassCause(
         "PCIe peer-to-peer traffic between the GPUs blocked or sent round by ACS on the PCIe switches and root "

@@ -1,7 +1,8 @@
 """What a log with no failure line of its own still says of its run, read from its text: the post's own words
 that it hangs (an issue's title pasted as its first line: "ncclAllReduce deadlocks on 2x RTX ...") or nccl-tests'
 output that reached NCCL's init and never printed a result row, with what the words show of the GPUs (PCIe alone)
-and the nodes; and a title that quotes the socket error of a connection that failed. Text in, an event's line and
+and the nodes; a title that quotes the socket error of a connection that failed; the post's words that the run
+failed where the paste stops before the failure. Text in, an event's line and
 fields out; ``nccl.stall`` holds the stalled run's causes, the connection is NCCL's TD072."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from topodoctor.nccl.grammar import ORIGIN
+from topodoctor.nccl.grammar import ORIGIN, OWN_LINE
 
 _HANG = re.compile(
     r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
@@ -31,6 +32,28 @@ _AFTER_TITLE = 200  # the lines under a title read for NCCL's own: a post's log 
 _TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")
 
 
+_PROSE_LINES = 6  # the reporter's sentences read under a title, before the first line of output
+# a line that starts as output (NCCL's prefix, a launcher's, a traceback, a log's date or level), not a sentence that
+# quotes a message in passing
+_OUTPUT = re.compile(
+    r"^\s*(?:\[\d+,\d+\]<std\w+>:|\S+:\d+:\d+ \[|NCCL (?:INFO|WARN)|Traceback|File \"|\[rank|\[?\d{4}-\d\d-\d\d"
+    r"|[EWI]\d{4}|\[[WEIF](?:\d{4}| )|#|INFO|WARN|ERROR)"
+)
+
+
+def _prose(lines: Sequence[str], first: int) -> list[int]:
+    """The title's line and the prose lines under it, up to the first line of output."""
+    out = [first]
+    if _OUTPUT.search(lines[first]) or ORIGIN.search(lines[first]):
+        return out  # the text starts with output: it has no prose of its own
+    for i in range(first + 1, min(len(lines), first + 1 + _PROSE_LINES)):
+        if _OUTPUT.search(lines[i]):
+            break
+        if lines[i].strip():
+            out.append(i)
+    return out
+
+
 def _title(lines: Sequence[str]) -> int | None:
     """The first line with words: where a pasted post puts its title."""
     return next((i for i, ln in enumerate(lines) if ln.strip()), None)
@@ -47,11 +70,44 @@ def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]
     where = {"pcie": "1" if _PCIE.search(title) else "", "nodes": "1" if _NODES.search(title) else ""}
     # a title that names no collective still speaks of NCCL's world when NCCL's own lines follow it
     ours = _COLLECTIVE.search(title) or any("NCCL INFO" in ln for ln in lines[first + 1 : first + _AFTER_TITLE])
-    if _HANG.search(title) and ours and not ORIGIN.search(title):
-        return first, {"how": "said", "said": title.strip()[:200], **where}
+    # the post's words: the title, then its prose up to the first line of output (a sentence may say it hangs)
+    for i in _prose(lines, first):
+        said = lines[i]
+        if _HANG.search(said) and (ours or _COLLECTIVE.search(said)) and not ORIGIN.search(said):
+            return i, {"how": "said", "said": said.strip()[:200], **where}
     if nccl_tests and any("NCCL INFO" in ln for ln in lines) and not any(_TABLE_ROW.match(ln) for ln in lines):
         last = max(i for i, ln in enumerate(lines) if ln.strip())
         return last, {"how": "tests", **where}
+    return None
+
+
+# the post's words that its run failed (an error, a crash), where the paste stops before the failure line
+_FAILED = re.compile(
+    r"(?i)\b(?:fail(?:s|ed|ing|ure)?|errors?|crash(?:es|ed|ing)?|exceptions?|abort(?:s|ed)?|segfaults?"
+    r"|core dumped|(?:does not|doesn't|did not|didn't|cannot|can't|could not|couldn't) (?:work|run|start)"
+    r"|not working|unable to run)\b"
+)
+
+
+# a program's own line (torch's glog, a date, a level, "prog: error: ..."), not the post's words
+_LOGGED = re.compile(
+    r"\s*\[[WEIF](?:\d{4}| )|\s*\[?\d{4}-\d\d-\d\d|\s*(?:ERROR|WARNING|INFO)\b|\s*[\w.-]+: (?:error|fatal|warning):"
+)
+
+
+def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """Where a log that shows no failure line says in the post's words (its title or the prose under it) that the
+    run failed, in NCCL's world (the line names it, or NCCL's own lines follow); None when it does not."""
+    first = _title(lines)
+    if first is None:
+        return None
+    ours = any("NCCL INFO" in ln for ln in lines[first + 1 : first + _AFTER_TITLE])
+    for i in _prose(lines, first):
+        said = re.split(r"NCCL (?:WARN|INFO)", lines[i])[0]  # the reporter's words, not NCCL's message quoted after
+        if _LOGGED.match(said) or OWN_LINE.search(said):
+            continue  # a program's own line (torch's glog "[W socket.cpp:...]"), not the post's words
+        if _FAILED.search(said) and (ours or _COLLECTIVE.search(said)) and not ORIGIN.search(said):
+            return i, {"said": lines[i].strip()[:200]}
     return None
 
 

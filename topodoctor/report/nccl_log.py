@@ -48,6 +48,7 @@ def summary(files: Sequence[LogFile]) -> dict[str, Any]:
             for f in files
         ],
         "versions": {v: sorted(set(r), key=str) for v, r in versions.items()},
+        "said_versions": list(dict.fromkeys(v for f in files for v in f.said_versions)),
         "ranks": main.ranks if main else _count_ranks(files),
         "nodes": main.nodes if main else None,
         "channels": main.channels if main else None,
@@ -93,6 +94,8 @@ def text(s: dict[str, Any], findings: Sequence[Finding], width: int = DEFAULT_WI
     if s["versions"]:
         for v, ranks in s["versions"].items():
             out.append(f"NCCL {v}: {', '.join(str(r) if isinstance(r, int) else r for r in ranks)}")
+    elif s["said_versions"]:
+        out.append(f"NCCL version: no banner; the text names {', '.join(s['said_versions'])}")
     else:
         out.append("NCCL version: not in the logs")
     parts = [plural(s[k], k[:-1]) for k in ("ranks", "nodes", "channels") if s[k] is not None]

@@ -1,5 +1,6 @@
-"""The thirteenth blind set (fixtures/diagnose/holdout13), scored once and now a development set: a copy figure
-the reporter's sentences speak of, with no output of the run, asks for that copy test's own output."""
+"""The thirteenth and fourteenth blind sets (fixtures/diagnose/holdout13, holdout14), scored once and now development
+sets: a copy figure the reporter's sentences speak of, with no output of the run, asks for that copy test's own
+output; a container started without /dev/infiniband is no network cause on a host of one node."""
 
 from __future__ import annotations
 
@@ -22,3 +23,8 @@ def test_a_copy_test_the_sentences_name_is_the_output_asked_for() -> None:
     assert not [f for f in found if f.severity in ("warning", "error")]
     plain = _case("d13-02", ("p2pBandwidthLatencyTest", "a test"), ("nvbandwidth", "another tool"))
     assert "nccl-tests' output" in next(f for f in plain if f.code == "TD022").message
+
+
+def test_a_container_without_infiniband_on_a_host_of_one_node_is_no_network_cause() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout14" / "d14-04")  # 8 x 1080 Ti, topo -m, a docker image named
+    assert "TD025" not in [f.code for f in found]

@@ -64,6 +64,9 @@ def _nodes(f: Facts, sym: Symptom | None) -> int | None:
     return None
 
 
+_BARE_CONTAINER = "the container was started without /dev/infiniband"
+
+
 def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
     why: list[str] = []
     lines: list[Quote] = []
@@ -87,7 +90,7 @@ def _socket_reasons(f: Facts) -> tuple[list[str], list[Quote]]:
     bare = [ln for ln in f.launches if ln.launcher in ("docker", "podman") and ln.privileged is not True
             and not any("infiniband" in d for d in ln.devices)]  # fmt: skip
     if bare:
-        why.append("the container was started without /dev/infiniband")
+        why.append(_BARE_CONTAINER)
     return why, lines
 
 
@@ -113,7 +116,9 @@ def network_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
     why, reasons = _socket_reasons(f)
     said_ib = on_ib or any(s.line.value.upper().startswith("IB") for s in chosen)
     # with IB refused (no verbs, NCCL_IB_DISABLE) and no plugin, sockets are the only network NCCL has left
-    if (socket and not on_ib) or over_socket or (why and not said_ib and not net_conns):
+    # a container started without /dev/infiniband, the only reason, counts where something shows several nodes
+    shown = nodes is not None or any(w != _BARE_CONTAINER for w in why)
+    if (socket and not on_ib) or over_socket or (why and shown and not said_ib and not net_conns):
         first = socket[0].quote if socket else (over_socket[0].quote if over_socket else None)
         lines = ([first] if first is not None else []) + list(reasons)
         found = socket_cause(f, sym, nodes, rdma, why)

@@ -125,6 +125,22 @@ CUDA_HINTS: tuple[tuple[str, str], ...] = (
     ),
 )
 
+# CUDA's stream-capture errors (cudaErrorStreamCapture*, cudaErrorCapturedEvent: "... during capture", "... in a
+# capturing stream"): a CUDA graph's capture refused an operation, whichever call reports it
+CAPTURE_CAUSES = (
+    "an operation that capture does not allow inside the captured region: a synchronisation, an allocation, a "
+    "host read of a GPU value (an assert on a result, .item()), a collective whose NCCL or communicator does not "
+    "support capture",
+    "another thread's CUDA work while a global-mode capture runs (a background thread, the NCCL watchdog polling "
+    "its events, a second communicator's setup)",
+    "an earlier error inside the capture ('a previous error during capture'): the first failed call is the cause, "
+    "further up the log",
+)
+CAPTURE_COLLECT = (
+    "the same run with CUDA graphs off (vLLM --enforce-eager, sglang --disable-cuda-graph, torch without "
+    "torch.cuda.graph): a run that then works is capture's; the first CUDA error of the log, with NCCL_DEBUG=WARN"
+)
+
 # CUDA errors that state their cause whatever the call: the site's candidates do not apply
 CUDA_STATES: tuple[str, ...] = (
     "launch timed out",

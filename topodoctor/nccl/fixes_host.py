@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.core.text import numbered
-from topodoctor.nccl.cuda_errors import CUDA_HINTS, CUDA_STATES, cuda_text
+from topodoctor.nccl.cuda_errors import CAPTURE_CAUSES, CAPTURE_COLLECT, CUDA_HINTS, CUDA_STATES, cuda_text
 from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
@@ -114,6 +114,15 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "(NCCL_SHM_DISABLE=1); p2p / cumem / alloc: sharing GPU memory between processes "
             "(NCCL_CUMEM_ENABLE=0, --ipc=host in containers).",
             {"cuda_error": msg},
+        )
+    if "captur" in msg.lower():  # CUDA's stream-capture errors: a CUDA graph's capture, not NCCL's own call
+        extra_capture: dict[str, object] = {"cuda_error": msg, "candidates": list(CAPTURE_CAUSES)}
+        return Said(
+            "TD057",
+            f"CUDA refused an operation while a CUDA graph was captured: {cuda_text(f)}; the error does not say "
+            "which operation",
+            f"Candidates, most likely first: {numbered(CAPTURE_CAUSES)}. Collect next: {CAPTURE_COLLECT}.",
+            extra_capture,
         )
     hint = next((h for key, h in CUDA_HINTS if key.lower() in msg.lower()), "")
     source = next((e.source for e in evs if e.source), "")

@@ -13,6 +13,16 @@ from topodoctor.nccl.evidence import Builder, LogContext, Said, odd_interfaces, 
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
 
+# why aws-ofi-nccl cannot register a buffer with the NIC (libfabric's fi_mr_reg under the plugin)
+_OFI_REGISTER = (
+    "the locked-memory limit of the process (`ulimit -l` inside the job; --ulimit memlock=-1 in a container, "
+    "LimitMEMLOCK=infinity for the service that starts it)",
+    "GPU buffers without GPUDirect RDMA on this host (the efa driver's p2p support: `cat /sys/module/efa/"
+    "parameters/*`, FI_EFA_USE_DEVICE_RDMA, the driver and EFA installer versions)",
+    "aws-ofi-nccl, libfabric and NCCL from releases not made together (a container's own libfabric or plugin "
+    "against the host's EFA installer)",
+)
+
 
 def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     what = f.get("what", "").strip()
@@ -28,11 +38,10 @@ def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "libfabric of EFA installer 1.29 or later (aws/aws-ofi-nccl#584): upgrade the EFA installer, or set "
             "FI_EFA_SET_CUDA_SYNC_MEMOPS=0 until then."
         )
-    elif "register memory" in what:
+    elif "register memory" in what:  # the errno, where printed, is not one that names the cause
+        listed = list(_OFI_REGISTER)
         specific = (
-            "The plugin could not register a buffer with the NIC: raise the locked-memory limit (`ulimit -l "
-            "unlimited`, --ulimit memlock=-1) and check GPUDirect RDMA for GPU buffers (FI_EFA_USE_DEVICE_RDMA, "
-            "the efa driver's p2p support)."
+            f"The plugin could not register a buffer with the NIC; candidates, most likely first: {numbered(listed)}."
         )
     else:
         specific = ""
@@ -50,6 +59,8 @@ def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "(NCCL_NET=Socket)."
         )
     extra: dict[str, object] = {"ofi": what}
+    if "register memory" in what and "candidates," in specific:
+        extra["candidates"] = list(_OFI_REGISTER)
     if not specific:  # a failure of the plugin whose words name no cause of their own: what makes its calls fail
         extra["candidates"] = list(_OFI_CAUSES)
         specific = f"The message names no cause; candidates, most likely first: {numbered(_OFI_CAUSES)}."

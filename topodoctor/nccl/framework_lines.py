@@ -47,6 +47,8 @@ _NCCL_CLASS = re.compile(
     # the class before the framework's NCCL file (Paddle's "unhandled cuda error at [.../nccl_helper.h:70]")
     r"|\b(?P<before>unhandled cuda error|unhandled system error|internal error|invalid usage) at \[[^\]]*nccl"
 )
+# the result strings only NCCL's ncclGetErrorString prints, which a framework may quote with NCCL named on a line near
+_OWN_CLASS = re.compile(r"(?i)\b(?P<cls>unhandled cuda error|unhandled system error)\b")
 # torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
 # what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
@@ -144,6 +146,10 @@ class FrameworkLines(ReadState):
         if "Cuda failure" not in line and (m := _NCCL_CLASS.search(line)):
             self.failed_at.append(i)
             self.add("nccl-error", i, line, rank, fields={"class": (m.group("cls") or m.group("before")).lower()})
+            return
+        if (m := _OWN_CLASS.search(line)) and any("nccl" in ln.lower() for ln in self.lines[max(0, i - 3) : i + 4]):
+            self.failed_at.append(i)  # TensorFlow's "Internal:  unhandled cuda error" over "[[node .../NcclAllReduce"
+            self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})
             return
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)

@@ -188,7 +188,8 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"NET/OFI (?P<what>OFI fi_getinfo\(\) call failed|Couldn't find any optimal provider"
             r"|Unable to register memory|[\w ]*?fi_\w+ failed|Unable to (?:create|open|allocate|find|get|insert)[^.:]*"
             r"|Creating new endpoint for domain \S+ failed|Failed (?:call )?to (?:post|process)\w*[\w ]*"
-            r"|Couldn't [a-z][\w -]*?(?=[.:]|$))"  # its libfabric calls: "Couldn't enable endpoint. RC: -12, ..."
+            r"|Couldn't [a-z][\w -]*?(?=[.:]|$)"  # its libfabric calls: "Couldn't enable endpoint. RC: -12, ..."
+            r"|Request completed with error)"  # a completion queue's error entry (RC: the provider's errno)
             r"(?:[^:]*: (?P<err>.*))?"
         ),
         ROOT,

@@ -24,6 +24,8 @@ def _stall(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         )
     if forced := _forced(evs, ctx):
         msg += f"; {forced}"
+    if not ctx.info:  # what would show where it stopped: NCCL's own account of its init and first collective
+        msg += "; the log holds no NCCL_DEBUG=INFO output, which would show where init or the first collective stopped"
     code = "TD959" if f.get("how") == "said" else "TD960"
     return Said(code, msg, EXPLANATIONS[code].fix, {"how": f.get("how", "")})
 

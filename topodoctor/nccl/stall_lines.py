@@ -14,7 +14,7 @@ from topodoctor.nccl.grammar import ORIGIN, OWN_LINE
 
 _HANG = re.compile(
     r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
-    r"|spins? forever"
+    r"|spins? forever|no (?:activity|progress)"
     r"|never (?:returns|finishes|completes|ends))\b"
 )
 # the line speaks of NCCL's world (a title about something else that hangs is not ours)
@@ -33,19 +33,20 @@ _TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")
 
 
 _PROSE_LINES = 6  # the reporter's sentences read under a title, before the first line of output
-# a line that starts as output (NCCL's prefix, a launcher's, a traceback, a log's date or level), not a sentence that
-# quotes a message in passing
+# a line that starts as output (NCCL's prefix, a launcher's, a traceback, a log's date or level, the kernel's
+# "[1038619.68]"), not a sentence that quotes a message in passing
 _OUTPUT = re.compile(
-    r"^\s*(?:\[\d+,\d+\]<std\w+>:|\S+:\d+:\d+ \[|NCCL (?:INFO|WARN)|Traceback|File \"|\[rank|\[?\d{4}-\d\d-\d\d"
-    r"|[EWI]\d{4}|\[[WEIF](?:\d{4}| )|#|INFO|WARN|ERROR)"
+    r"^\s*(?:\[\d+,\d+\]<std\w+>:|\S+:\d+:\d+ \[|NCCL (?:INFO|WARN)|Traceback|File \"|\[rank"
+    r"|(?:\|\s*)?\[?\d{4}-\d\d-\d\d|[EWI]\d{4}|\[[WEIF](?:\d{4}| )|\[\s*\d+\.\d+\]|#|INFO|WARN|ERROR)"
 )
 
 
 def _prose(lines: Sequence[str], first: int) -> list[int]:
     """The title's line and the prose lines under it, up to the first line of output."""
     out = [first]
-    if _OUTPUT.search(lines[first]) or ORIGIN.search(lines[first]):
-        return out  # the text starts with output: it has no prose of its own
+    title = lines[first].lstrip()
+    if ORIGIN.search(title) or (_OUTPUT.match(title) and not title.startswith("NCCL ")):
+        return out  # the text starts with output: it has no prose (an NCCL message alone on top is a post's title)
     for i in range(first + 1, min(len(lines), first + 1 + _PROSE_LINES)):
         if _OUTPUT.search(lines[i]):
             break
@@ -84,15 +85,14 @@ def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]
 # the post's words that its run failed (an error, a crash), where the paste stops before the failure line
 _FAILED = re.compile(
     r"(?i)\b(?:fail(?:s|ed|ing|ure)?|errors?|crash(?:es|ed|ing)?|exceptions?|abort(?:s|ed)?|segfaults?"
-    r"|core dumped|(?:does not|doesn't|did not|didn't|cannot|can't|could not|couldn't) (?:work|run|start)"
-    r"|not working|unable to run)\b"
+    r"|core dumped|out of memory|OOM"
+    r"|(?:does not|doesn't|did not|didn't|cannot|can't|could not|couldn't) (?:work|run|start)"
+    r"|not working|unable to (?:run|start|launch|train|use|initiali[sz]e))\b"
 )
 
 
-# a program's own line (torch's glog, a date, a level, "prog: error: ..."), not the post's words
-_LOGGED = re.compile(
-    r"\s*\[[WEIF](?:\d{4}| )|\s*\[?\d{4}-\d\d-\d\d|\s*(?:ERROR|WARNING|INFO)\b|\s*[\w.-]+: (?:error|fatal|warning):"
-)
+# a program's own error line ("topodoctor: error: ..."), not the post's words
+_LOGGED = re.compile(r"\s*[\w.-]+: (?:error|fatal|warning):")
 
 
 def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
@@ -104,8 +104,8 @@ def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     ours = any("NCCL INFO" in ln for ln in lines[first + 1 : first + _AFTER_TITLE])
     for i in _prose(lines, first):
         said = re.split(r"NCCL (?:WARN|INFO)", lines[i])[0]  # the reporter's words, not NCCL's message quoted after
-        if _LOGGED.match(said) or OWN_LINE.search(said):
-            continue  # a program's own line (torch's glog "[W socket.cpp:...]"), not the post's words
+        if _OUTPUT.search(said) or _LOGGED.match(said) or OWN_LINE.search(said):
+            continue  # a program's own line (torch's glog "[W socket.cpp:...]", a date), not the post's words
         if _FAILED.search(said) and (ours or _COLLECTIVE.search(said)) and not ORIGIN.search(said):
             return i, {"said": lines[i].strip()[:200]}
     return None

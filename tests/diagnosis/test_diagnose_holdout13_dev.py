@@ -1,6 +1,7 @@
-"""The thirteenth and fourteenth blind sets (fixtures/diagnose/holdout13, holdout14), scored once and now development
-sets: a copy figure the reporter's sentences speak of, with no output of the run, asks for that copy test's own
-output; a container started without /dev/infiniband is no network cause on a host of one node."""
+"""The thirteenth to fifteenth blind sets (fixtures/diagnose/holdout13, holdout14, holdout15), scored once and now
+development sets: a copy figure the reporter's sentences speak of, with no output of the run, asks for that copy test's
+own output; a question about speed in words alone asks for a measurement; a container started without /dev/infiniband
+is no network cause on a host of one node; P2P and SHM both off send a node's traffic through the network."""
 
 from __future__ import annotations
 
@@ -28,3 +29,17 @@ def test_a_copy_test_the_sentences_name_is_the_output_asked_for() -> None:
 def test_a_container_without_infiniband_on_a_host_of_one_node_is_no_network_cause() -> None:
     found = judged_with(FIXTURES / "diagnose" / "holdout14" / "d14-04")  # 8 x 1080 Ti, topo -m, a docker image named
     assert "TD025" not in [f.code for f in found]
+
+
+def test_a_question_about_speed_in_words_alone_asks_for_a_measurement() -> None:
+    for case in ("d15-06", "d15-10"):  # NVSHMEM's 396 of 26 x 18 NVLink; TGI's latency per token on A100 and H100
+        found = judged_with(FIXTURES / "diagnose" / "holdout15" / case)
+        asks = [f for f in found if f.code == "TD022"]
+        assert asks and "nccl-tests' output" in asks[0].message
+        assert not [f for f in found if f.severity in ("warning", "error")]
+
+
+def test_p2p_off_with_shm_off_sends_a_nodes_traffic_through_the_network() -> None:
+    found = judged_with(SET / "d13-04")  # NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 on the command line
+    td023 = next(f for f in found if f.code == "TD023")
+    assert "through the network" in td023.message and "NCCL_SHM_DISABLE" in td023.fix

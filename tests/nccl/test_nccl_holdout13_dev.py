@@ -120,3 +120,20 @@ def test_paddles_words_for_ncclS_error_class() -> None:
 def test_open_mpis_signal_banner_is_a_crash() -> None:
     lead = _explain("holdout11/h11-001.log")[0]  # RAS client lines, then "*** Process received signal ***"
     assert lead.code == "TD098" and lead.severity == "error"
+
+
+def test_wrong_values_of_an_all_gather_above_4_gib_under_several_gpus_per_process() -> None:
+    lead = _explain("holdout12/h12-001.log")[0]  # all_gather_perf -g 8 at 4 GiB, "nccl version: 2.4.2 2.5.6"
+    assert lead.code == "TD083" and "2.6.4" in lead.message and "the text names NCCL 2.4.2" in lead.fix
+    one_gpu = _explain("holdout12/h12-001.log", ("-g 8", "-g 1"))[0]
+    assert one_gpu.code == "TD079"  # one GPU per process: not that bug, the wrong values' own causes
+    fixed = _explain("holdout12/h12-001.log", ("2.4.2 2.5.6", "2.7.8"))[0]
+    assert fixed.code == "TD079"
+
+
+def test_a_hang_of_2_4_names_the_ll_cleanup_bug_first_of_its_candidates() -> None:
+    lead = _explain("holdout11/h11-012.log")[0]  # "NCCL hang on socket recv()", "nccl 2.4.2" in the sentence
+    assert lead.code == "TD083" and "2.4.6" in lead.message and "NCCL_LL_THRESHOLD=0" in lead.fix
+    assert lead.evidence["cause"]["confidence"] == "candidates"  # type: ignore[index]
+    later = _explain("holdout11/h11-012.log", ("nccl 2.4.2", "nccl 2.8.4"))[0]
+    assert later.code == "TD959"

@@ -12,6 +12,7 @@ from topodoctor.diagnosis.evidence_decide import LSPCI
 from topodoctor.diagnosis.evidence_facts import Facts, bus_key, no_peer_access, path_class
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_seen import Quote
+from topodoctor.diagnosis.evidence_sockets import setting_value
 from topodoctor.diagnosis.fallback import P2P_BY_DEFAULT, fallbacks
 from topodoctor.diagnosis.rank import Candidate
 from topodoctor.model.evidence import CopyMatrix, PcieSeen
@@ -91,10 +92,12 @@ def fallback_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         )
     if variables and (pairs or (one_node and not any(c.kind == "p2p" for c in f.conns))):
         name, value, quote = variables[0]
+        shm_off = setting_value(f, "NCCL_SHM_DISABLE") not in (None, "", "0")  # SHM off too: the NIC carries it
         via = "SHM" if not pairs or any("SHM" in t for fb in pairs for t in fb.by) else "the network"
+        via = "the network (NCCL_SHM_DISABLE is set too)" if shm_off else via
         what = f"{name}={value} sends this node's traffic through {via}"
         lines = (quote,) + (pairs[0].quotes[:1] if pairs else ())
-        fix = f"Unset {name}: NCCL then uses P2P over the pair's path."
+        fix = f"Unset {name}{' and NCCL_SHM_DISABLE' if shm_off else ''}: NCCL then uses P2P over the pair's path."
         out.add("TD023", Candidate(what, fix, {"variable": name, "value": value, "shm_gbps": shm}, shm), lines)
         return
     if pairs and not split:

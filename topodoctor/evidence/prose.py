@@ -33,7 +33,10 @@ from topodoctor.evidence.prose_words import (
     OTHER_TOOLS,
     QUOTED,
     SHARED_NIC,
+    SPEED,
+    TIMING,
     TRAFFIC,
+    TROUBLE,
     UNDERUSED,
     asks_of,
     checked_of,
@@ -311,7 +314,9 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     slow = slow_of(text) or scaling.behind(text, scaled)
     asks = asks_of([s for _, t in said for s in _SENTENCE.split(t)])
     # "AMD EPYC ... Why is p2p performance so slow?"; "why is GPU underutilized ... 50% of both GPUs"
-    about_speed = bool(gpu or hosts or GPUS_SAID.search(text)) and (slow or asks or bool(UNDERUSED.search(text)))
+    named = bool(gpu or hosts or GPUS_SAID.search(text) or NVLINK.search(text))  # the GPUs, or their links
+    trouble_said = bool(TROUBLE.search(text)) and bool(SPEED.search(text) or TIMING.search(text))
+    about_speed = named and (slow or asks or trouble_said or bool(UNDERUSED.search(text)))
     checked = checked_of(text)
     trouble = "gdr-trouble" in checked  # "I have a problem with enabling GDR for my NIC": a question of its own
     links = pcie_said(text)  # "GPU 1 on PCIe 2.0 x4": a claim of its own

@@ -342,6 +342,9 @@ def asks_of(sentences: list[str]) -> bool:
 # GPUs named by their number rather than their model ("both GPUs", "on 4 GPUs", "a single GPU"), and the words of
 # GPUs left idle by the job ("underutilized", "only 50% utilization"): a post about a multi-GPU run's speed
 GPUS_SAID = re.compile(r"\b(?:both|two|all|multiple|several|\d{1,3})\s+GPUs\b|\bsingle GPU\b", re.I)
+# a trouble said of a speed ("an issue with Tensor Parallelism" over latency figures): a question about speed too
+TROUBLE = re.compile(r"\b(?:issues?|problems?|concerns?)\b", re.I)
+TIMING = re.compile(r"\blatency\b|\bbenchmark\w*|\bper token\b", re.I)
 UNDERUSED = re.compile(r"\bunder-?utili[sz]\w*|\blow (?:GPU )?utili[sz]ation\b|\bonly \d{1,3} ?% of\b", re.I)
 
 

@@ -1,8 +1,9 @@
 """The causes of a memory registration for RDMA that failed with 'Cannot allocate memory' (verbs' ibv_reg_mr and its
 kin, libfabric's EFA provider's -12): the kernel refuses to pin the pages, which the job's locked-memory limit makes
 it do most often, and a kernel or RDMA driver that fails the registration (a regression after a kernel upgrade, the
-GPU memory path of nvidia-peermem or DMA-BUF) where the limit is already unlimited. Data; ``nccl.causes`` weighs
-them."""
+GPU memory path of nvidia-peermem or DMA-BUF) where the limit is already unlimited; and those of a registration the NIC
+refused with an errno that names no limit. Data; ``nccl.causes`` weighs the first, the verbs finding lists the
+second."""
 
 from __future__ import annotations
 
@@ -34,4 +35,15 @@ REGISTRATION_CAUSES = (
         ),
         "`ulimit -l` inside the job, `uname -r` and `dmesg` on the node at the failure",
     ),
+)
+
+# why a memory registration (ibv_reg_mr, ibv_reg_mr_iova2) fails with an errno that names no limit (EINVAL, EFAULT,
+# EOPNOTSUPP...): the NIC cannot map the buffer, which for NCCL is mostly GPU memory
+REGISTER_REFUSED = (
+    "GPU memory the NIC cannot map: GPUDirect RDMA not available (nvidia-peermem not loaded, and no DMA-BUF path: "
+    "`lsmod | grep peermem`); the run with NCCL_NET_GDR_LEVEL=LOC (buffers staged through host memory) tells it",
+    "the IOMMU translating the NIC's DMA (intel_iommu=on without iommu=pt, a VM's passthrough without ATS): "
+    "`dmesg | grep -i -e DMAR -e iommu`, /proc/cmdline",
+    "a buffer of a kind the driver and OFED pair cannot register (cuMem memory on an older stack: "
+    "NCCL_CUMEM_ENABLE=0 tells it; a user buffer NCCL was asked to register)",
 )

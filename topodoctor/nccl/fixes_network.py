@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.core.text import numbered
+from topodoctor.nccl.causes_registration import REGISTER_REFUSED
 from topodoctor.nccl.connect_retries import unroutable
 from topodoctor.nccl.evidence import (
     IBV_WC_STATUS,
@@ -85,26 +86,14 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said("TD064", f"ibv_modify_qp failed{_verbs_dev(f, ctx)}: {err}", specific, {"errno": err})
 
 
-# why a memory registration (ibv_reg_mr, ibv_reg_mr_iova2) fails with an errno that names no limit (EINVAL, EFAULT,
-# EOPNOTSUPP...): the NIC cannot map the buffer, which for NCCL is mostly GPU memory
-_REGISTER_CAUSES = (
-    "GPU memory the NIC cannot map: GPUDirect RDMA not available (nvidia-peermem not loaded, and no DMA-BUF path: "
-    "`lsmod | grep peermem`); the run with NCCL_NET_GDR_LEVEL=LOC (buffers staged through host memory) tells it",
-    "the IOMMU translating the NIC's DMA (intel_iommu=on without iommu=pt, a VM's passthrough without ATS): "
-    "`dmesg | grep -i -e DMAR -e iommu`, /proc/cmdline",
-    "a buffer of a kind the driver and OFED pair cannot register (cuMem memory on an older stack: "
-    "NCCL_CUMEM_ENABLE=0 tells it; a user buffer NCCL was asked to register)",
-)
-
-
 def _verbs(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     err = f.get("err") or "no errno given"
     extra: dict[str, object] = {"call": f["call"], "errno": err}
     if f["call"].startswith("ibv_reg_mr") and f.get("err"):  # the errno names no limit: the site's causes, ranked
-        extra["candidates"] = list(_REGISTER_CAUSES)
+        extra["candidates"] = list(REGISTER_REFUSED)
         fix = (
             f"The NIC refused to register the buffer ({err}); candidates, most likely first: "
-            f"{numbered(_REGISTER_CAUSES)}. Collect next: `lsmod | grep peermem`, the NCCL_DEBUG=INFO lines "
+            f"{numbered(REGISTER_REFUSED)}. Collect next: `lsmod | grep peermem`, the NCCL_DEBUG=INFO lines "
             "that say whether GPU Direct RDMA is enabled for each NIC, `dmesg | grep -i -e iommu -e DMAR`."
         )
         return Said("TD065", f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}", fix, extra)
@@ -204,7 +193,11 @@ def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
     extra: dict[str, object] = {"errno": err}
     msg = f"NCCL's connection{to} failed: {err}"
     if f.get("lone"):  # the paste holds the retries alone: the connection its poster saw fail
-        msg += ", retried (the paste holds only the retries)"
+        msg += (
+            ", retried (the paste holds only the retries)"
+            if f.get("lone") == "1"
+            else ", retried until the run failed, as the post says"
+        )
     elif f.get("open"):  # a retry with attempts left, then the run failed: the connection never came
         msg += f" (retry {f['retries']}), then the run failed"
         extra["retries"] = f["retries"]

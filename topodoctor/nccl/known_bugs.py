@@ -80,6 +80,14 @@ def _platform_shown(bug: KnownBug, files: Sequence[LogFile]) -> bool:
     return bug.needs is None or any(bug.needs.search(g) for f in files for g in f.gpu_names)
 
 
+def _run_shown(bug: KnownBug, files: Sequence[LogFile]) -> bool:
+    """Whether the logs show the nccl-tests run a bug needs (always, for a bug of any run)."""
+    if bug.run is None:
+        return True
+    op, least, gpus = bug.run
+    return any(f.tests.op == op and f.tests.max_bytes >= least and f.tests.gpus_per_process >= gpus for f in files)
+
+
 def _named(bug: KnownBug, running: str) -> str:
     on = f" on {bug.platform}" if bug.platform else ""
     if bug.first[0] == 1:
@@ -123,8 +131,8 @@ def known_bug_findings(
     for bug, running, i, generic in matching((v for f in files for v in running_versions(f)), texts, unexplained):
         if not (failed or bug.alone):
             continue
-        if not _platform_shown(bug, files):
-            continue  # the bug's platform is not the log's: its message is the site's other causes'
+        if not _platform_shown(bug, files) or not _run_shown(bug, files):
+            continue  # the bug's platform or run is not the log's: its message is the other causes'
         if bug.first[0] == 1 and not unexplained and not any(running_versions(f) for f in files):
             continue  # NCCL 1.x told by its WARN's file alone: a cause its message states comes first
         shown = any(v in env for v in bug.settings)  # the log's own setting: its causes before the bug's others
@@ -194,7 +202,7 @@ def version_candidates(files: Sequence[LogFile]) -> list[str]:
     texts = [(e.fields.get("said") or e.text, e.source, e.fields.get("at", "")) for f in files for e in f.events]
     out = []
     for bug in KNOWN_BUGS:
-        if bug.first[0] == 1:
+        if bug.first[0] == 1 or bug.versioned or not _run_shown(bug, files):
             continue
         signs = [bug.symptom] + ([bug.weak] if bug.weak is not None else [])
         if any(_shows(bug, sign, t, s, at) for sign in signs for t, s, at in texts):

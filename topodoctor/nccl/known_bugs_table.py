@@ -48,6 +48,11 @@ class KnownBug:
     # the consumer GPUs a generic bug needs (its platform; the log's ``gpu_names``): a log that names none of them
     # does not show the bug, whose message the site's other causes print on any GPU
     needs: re.Pattern[str] | None = None
+    # the nccl-tests run that shows a bug of some ops and sizes only: (its op, the least size in bytes, the least GPUs
+    # per process); a log of another run, or of none, does not show it
+    run: tuple[str, int, int] | None = None
+    # the symptom is too common (a hang, a timeout) to list the bug as a candidate of a log that names no version
+    versioned: bool = False
 
 
 # the INFO line that shows a bug (enqueue.cc, 2.25+): the kernels ask more shared memory than the GPU has
@@ -82,6 +87,41 @@ KNOWN_BUGS = (
         "notes: shared memory usage fixed on recent Blackwell GPUs",
         platform="Blackwell GPUs (RTX 50xx, RTX PRO 6000: sm_120)",
         alone=True,
+    ),
+    KnownBug(
+        "all-gather-above-4g",
+        (2, 3, 0),
+        (2, 6, 3),
+        re.compile(r"Out of bounds values : [1-9]"),  # nccl-tests' check of the results
+        "",
+        "2.6.4",
+        "all_gather above 4 GiB with several GPUs per process: the direct primitives' offsets were 32-bit, so the "
+        "data landed in the wrong place",
+        "NVIDIA/nccl commit c38f174b 'Fix Allgather operations above 4G with multiple GPUs per process' (fixes "
+        "NVIDIA/nccl-tests#37), first in 2.6.4-1",
+        "one GPU per process (nccl-tests `-g 1` with one rank per GPU), or all_gathers below 4 GiB",
+        alone=True,
+        run=("all_gather", 1 << 32, 2),
+    ),
+    KnownBug(
+        "ll-cleanup-hang",
+        (2, 4, 0),
+        (2, 4, 5),
+        # no message of its own: a hang the post says, or a watchdog's timeout, which many causes make (generic)
+        re.compile(r"(?i)\b(?:hangs?|hanging|hung|stuck|deadlock\w*|freez\w+|timed? ?out)\b"),
+        "",
+        "2.4.6",
+        "the LL protocol's buffer cleanup could hang long-running jobs",
+        "NCCL 2.4.6-1 release notes: 'Fix LL cleanup hang during long running DL jobs'; NVIDIA/nccl#238 (hangs of "
+        "2.4.2 across nodes, worked around with NCCL_LL_THRESHOLD=0)",
+        "NCCL_LL_THRESHOLD=0 (no LL protocol) until NCCL is upgraded",
+        generic=True,
+        versioned=True,
+        others=(
+            "the hang's other causes, which any release shows (a rank that never joined, the network, PCIe P2P: see "
+            "the hang's own finding)",
+        ),
+        tells="the same job with NCCL_LL_THRESHOLD=0, or on NCCL 2.4.6 or later: a hang that stays is not the bug",
     ),
     KnownBug(
         "proxy-error-as-internal",

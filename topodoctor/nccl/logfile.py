@@ -9,6 +9,7 @@ from typing import Literal
 from topodoctor.model.nccl_account import NcclAccount
 from topodoctor.nccl.choices import Choices
 from topodoctor.nccl.classify import ROOT
+from topodoctor.nccl.tests_run import TestsRun
 
 Level = Literal["unset", "VERSION", "WARN", "INFO"]
 
@@ -73,6 +74,7 @@ class LogFile:
     launch_nodes: int | None = None  # the nodes a launch line in the file asks for (torchrun --nnodes 2, ...)
     # NCCL versions the text names in words (an environment list, a title, pip): read where no banner names one
     said_versions: tuple[str, ...] = ()
+    tests: TestsRun = field(default_factory=TestsRun)  # the nccl-tests run the file shows (its op, sizes, -g)
 
 
 def running_versions(f: LogFile) -> tuple[str, ...]:

@@ -53,6 +53,7 @@ from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
 from topodoctor.nccl.stall_lines import said_failed, stalled, title_connect
+from topodoctor.nccl.tests_run import TestsRun, tests_run
 
 __all__ = ["Event", "LogFile", "parse_file"]
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
@@ -291,6 +292,7 @@ def parse_file(name: str, text: str) -> LogFile:
         socket_ifs=r.socket_ifs,
         launch_nodes=r.launch_nodes,
         said_versions=() if r.versions else tuple(said_versions(lines)),
+        tests=tests_run(lines) if "_perf" in text or nccl_tests else TestsRun(),
         gpu_names=tuple(r.gpus),
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),

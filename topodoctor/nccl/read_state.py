@@ -12,6 +12,7 @@ from topodoctor.nccl.continuation import wrapped
 from topodoctor.nccl.grammar import origin_host
 from topodoctor.nccl.logfile import Event, Level
 from topodoctor.nccl.outcome import Outcome, process
+from topodoctor.nccl.stall_lines import said_failed, stalled
 
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
@@ -112,11 +113,13 @@ class ReadState:
         elif (
             self.retry_open
             and not self.retry_open[-1][3]["retries"]  # the old form: no count tells how many attempts were left
-            and len(self.retry_open) == sum(1 for ln in self.lines if ln.strip())
+            and not any(p > self.retry_open[-1][0] for p in self.progress_at)
         ):
-            i, line, rank, fields = self.retry_open[-1]  # the paste is the retries alone
-            self.failed_at.append(i)
-            self.add("connect", i, line, rank, fields=fields | {"lone": "1"})
+            alone = len(self.retry_open) == sum(1 for ln in self.lines if ln.strip())  # the paste is the retries alone
+            if alone or (said_failed(self.lines) or stalled(self.lines, False)) is not None:  # or the post: it failed
+                i, line, rank, fields = self.retry_open[-1]
+                self.failed_at.append(i)
+                self.add("connect", i, line, rank, fields=fields | {"lone": "1" if alone else "said"})
 
     def seen(self, level: Level) -> None:
         """Note that a line of ``level`` was read; the log's level is the most detailed seen."""

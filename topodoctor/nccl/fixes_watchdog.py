@@ -233,7 +233,8 @@ def _watchdog(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sa
     listed = numbered(candidates)
     return Said(
         "TD047",
-        f"{ran}: a rank never joined it or the collective stalled; the watchdog does not say which",
+        f"{ran}: a rank never joined it or the collective stalled; the watchdog does not say which, the flight "
+        "recorder's dumps would (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1)",
         f"{odd + ' ' if odd else ''}The log does not show which cause; candidates, most likely first: {listed}. "
         "Collect: each rank's last completed sequence number and its log's last lines, the flight recorder "
         "(TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT=1), NCCL_DEBUG=WARN.",

@@ -8,6 +8,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import cell_len, set_cell_size
+
 from topodoctor.core.text import PIPE_WIDTH, human_size, plural
 from topodoctor.model.findings import Finding
 from topodoctor.nccl.choices import PATTERNS, Choice
@@ -142,5 +144,5 @@ def _wrap(line: str, width: int, indent: str) -> list[str]:
 
 
 def _shorten(line: str, width: int) -> str:
-    """``line`` cut to ``width`` columns, the cut marked."""
-    return line if len(line) <= width else line[: width - 3] + "..."
+    """``line`` cut to ``width`` columns (a wide character takes two), the cut marked."""
+    return line if cell_len(line) <= width else set_cell_size(line, width - 3).rstrip() + "..."

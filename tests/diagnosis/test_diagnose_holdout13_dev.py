@@ -43,3 +43,9 @@ def test_p2p_off_with_shm_off_sends_a_nodes_traffic_through_the_network() -> Non
     found = judged_with(SET / "d13-04")  # NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 on the command line
     td023 = next(f for f in found if f.code == "TD023")
     assert "through the network" in td023.message and "NCCL_SHM_DISABLE" in td023.fix
+
+
+def test_a_table_whose_in_place_half_was_cut_from_every_row_is_read() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout16" / "d16-02")  # all_reduce rows ending at the first N/A
+    judged = [f for f in found if f.code == "TD022" and "all_reduce busbw 4.9 GB/s" in f.message]
+    assert judged, [f.message for f in found]

@@ -98,9 +98,18 @@ class _Table:
         names += ["time", "algbw", "busbw", last] * 2
         return _Table(" ".join(names))
 
-    def row(self, tokens: list[str]) -> tuple[int, int, str, str, int, list[Timing | None]] | None:
-        """(size, count, type, redop, root, timings) of a row, or None when the tokens are not one."""
-        if len(tokens) < self.fields or not tokens[0].isdigit() or not tokens[1].isdigit():
+    def half(self, tokens: list[str]) -> bool:
+        """Whether the tokens are a row's out-of-place half alone (its in-place half cut)."""
+        return self.groups == 2 and len(tokens) == self.fields - (4 if self.wrong else 3) and tokens[0].isdigit()
+
+    def row(self, tokens: list[str], half: bool = False) -> tuple[int, int, str, str, int, list[Timing | None]] | None:
+        """(size, count, type, redop, root, timings) of a row, or None when the tokens are not one; ``half``: the
+        out-of-place half alone is a row (the in-place half cut from every row: a paste clipped at its right edge)."""
+        width = 4 if self.wrong else 3
+        groups = 1 if half and self.half(tokens) else self.groups
+        if len(tokens) < self.fields - width * (self.groups - groups) or not tokens[0].isdigit():
+            return None
+        if not tokens[1].isdigit():
             return None
         k = 3
         redop = tokens[k] if self.redop else ""
@@ -111,15 +120,15 @@ class _Table:
                 return None
             root = int(tokens[k])
             k += 1
-        width = 4 if self.wrong else 3
         timings: list[Timing | None] = []
-        for g in range(self.groups):
+        for g in range(groups):
             t = tokens[k + g * width : k + (g + 1) * width]
             time_us, alg, bus = (number(x) for x in t[:3])
             wrong: int | None = None
             if self.wrong and not self.error_form and t[3].isdigit():
                 wrong = int(t[3])
             timings.append(None if time_us is None or alg is None or bus is None else Timing(time_us, alg, bus, wrong))
+        timings += [None] * (self.groups - groups)
         return int(tokens[0]), int(tokens[1]), tokens[2], redop, root, timings
 
 
@@ -146,6 +155,7 @@ def read(lines: list[str], i: int, piece: int) -> Block:
     ranks: list[RankInfo] = []
     table: _Table | None = None
     raw: list[tuple[int, int, str, str, int, list[Timing | None]]] = []
+    clipped = False  # the rows hold their out-of-place half alone (the paste clipped at its right edge)
     avg = bounds = None
     cut = guessed_layout = ""
     j = i
@@ -203,6 +213,10 @@ def read(lines: list[str], i: int, piece: int) -> Block:
         elif table is not None and not line.startswith("#") and line.strip() and not _NCCL_LINE.search(line):
             tokens = cells(line)
             got = table.row(tokens)
+            if got is None and table.half(tokens):  # a half row among half rows: the paste's right edge clipped them
+                nxt = cells(lines[j + 1]) if j + 1 < len(lines) else []
+                if clipped or table.half(nxt):
+                    got, clipped = table.row(tokens, half=True), True
             if got is None and tokens and tokens[0].isdigit() and len(tokens) < table.fields:
                 nxt = cells(lines[j + 1]) if j + 1 < len(lines) else []
                 if nxt and len(tokens) + len(nxt) <= table.fields + 1 and not nxt[0].startswith("#"):
@@ -256,7 +270,8 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             cut = "the table has no row"
         elif avg is None:
             cut = f"the table ends after the row of {raw[-1][0]} B (no Avg bus bandwidth line)"
-    cut = "; ".join(x for x in (guessed_layout, cut, guessed) if x)
+    halves = "every row's in-place half cut (the paste's right edge): out-of-place figures alone" if clipped else ""
+    cut = "; ".join(x for x in (guessed_layout, cut, halves, guessed) if x)
     hosts = {r.host for r in ranks}
     parts = Parts()
     parts.collectives.append(

@@ -65,6 +65,7 @@ _NO_POLLOUT = re.compile(r"socketPollConnect poll\(\) (?:returned 1, no POLLOUT|
 _PEER_LOST = re.compile(
     r"Connection closed by remote peer(?: (?P<peer>\S+))?|Connection reset by peer|Broken pipe"
     r"|remote process exited or there was a network error|Socket recv failed|ncclRemoteError"
+    r"|Net : Call to (?:recv|send) from \S+ failed : (?:Connection timed out|Connection reset by peer)"  # socket.cc
     r"|gloo/transport/tcp/pair\.cc:\d+\] Connection closed by peer (?P<gpeer>\S+)"  # torch's gloo: the peer closed
 )
 

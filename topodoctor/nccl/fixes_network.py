@@ -21,6 +21,7 @@ from topodoctor.nccl.evidence import (
 )
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
+from topodoctor.nccl.socket_causes import CONNECT_WHY, FAMILY_CAUSES
 
 _LOCAL_GID = re.compile(r"localGid (\S+)")
 
@@ -152,32 +153,22 @@ def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
 
 def _ifname(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     ifname = ctx.env.get("NCCL_SOCKET_IFNAME")
+    if any("Address family not supported" in e.text for e in evs):  # socket(): the address's family, not a match
+        return Said(
+            "TD041",
+            "NCCL could not open a socket of its interface's address family (Address family not supported)",
+            f"Candidates, most likely first: {numbered(FAMILY_CAUSES)}. Collect next: `ip -br addr` on each node "
+            "and NCCL_DEBUG=INFO's Bootstrap and NET lines (the address each node uses).",
+            {"NCCL_SOCKET_IFNAME": ifname or "", "candidates": list(FAMILY_CAUSES)},
+        )
     msg = "NCCL found no usable socket interface" + (f" matching NCCL_SOCKET_IFNAME={ifname}" if ifname else "")
     return Said("TD041", msg, EXPLANATIONS["TD041"].fix, {"NCCL_SOCKET_IFNAME": ifname or ""})
-
-
-_CONNECT_WHY = {
-    "Connection refused": "no listener on the peer's port: the peer rank had not started yet or had crashed "
-    "(its own log), MASTER_ADDR or the port is wrong, or a firewall rejects the port",
-    # firewalld's and iptables' REJECT answer icmp-host-prohibited, which the kernel reports as EHOSTUNREACH
-    "No route to host": "a firewall rejecting the connection (firewalld or an iptables REJECT rule answers "
-    "host-prohibited), no route to that address (the interface NCCL picked is not routed between the nodes: a "
-    "docker bridge, a link-local 169.254.x address; set NCCL_SOCKET_IFNAME), or the peer host is down",
-    "Network is unreachable": "no route to that address: pick a routable interface with NCCL_SOCKET_IFNAME",
-    "Connection timed out": "the packets got no answer: a firewall or security group dropping them between the "
-    "nodes, or an address that is not reachable from here (NCCL_SOCKET_IFNAME names the interface to use)",
-    "Software caused connection abort": "NCCL 2.19 - 2.23 print this for a connect that failed, hiding the real "
-    "error (a bug fixed in 2.24): upgrade NCCL to see it, and check the reachability below",
-    "Cannot assign requested address": "the local address cannot be used (an interface that is down, an IPv6 "
-    "link-local address without its scope)",
-    "Connection reset by peer": "the peer closed the connection at once: its process died or a firewall resets it",
-}
 
 
 def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     err = f.get("err", "")
     to = f" to {f['addr']}" if f.get("addr") else ""
-    why = _CONNECT_WHY.get(
+    why = CONNECT_WHY.get(
         err, "the packets to the peer got no answer: a firewall dropping the connection between the nodes"
     )
     check = _FIREWALL_CHECK if err in _FIREWALL_ERRNO else ""
@@ -227,6 +218,8 @@ def _store(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
 def _peer_lost(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     peer = next((e.fields.get("peer") for e in evs if e.fields.get("peer")), "")
     msg = "a peer closed its connection" + (f" ({peer})" if peer else "") + ": remote process exited or a network error"
+    if any("timed out" in e.fields.get("text", "") for e in evs):  # socket.cc's recv: the peer stopped answering
+        msg = "a connection to a peer timed out: the peer stopped answering (it died or hung) or the network dropped it"
     fix = EXPLANATIONS["TD046"].fix
     if "bootstrap.cc" in ctx.trail_sources and older_than(ctx, (2, 27, 3)) is not False:
         msg += " during bootstrap"

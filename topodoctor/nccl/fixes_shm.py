@@ -50,6 +50,8 @@ def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> 
     seg, size = f.get("seg", ""), int(f.get("size") or 0)
     err = f" (errno {f['errno']}: {f['err'].strip()})" if f.get("errno") else ""
     why = "; the line that says why is not in the log"
+    if f.get("err") and not f.get("how"):  # include/shm.h before 2.4 says why on the line itself
+        err, why = f": {f['err'].strip()}", ""
     if f.get("how") == "attaching to":
         msg = f"NCCL could not attach to a local peer's shared-memory segment {seg}{err}{why}"
         return Said("TD074", msg, EXPLANATIONS["TD074"].fix)

@@ -49,6 +49,7 @@ _NCCL_CLASS = re.compile(
 )
 # the result strings only NCCL's ncclGetErrorString prints, which a framework may quote with NCCL named on a line near
 _OWN_CLASS = re.compile(r"(?i)\b(?P<cls>unhandled cuda error|unhandled system error)\b")
+_TITLE_SPAN = 40  # the lines under a post's title read for NCCL's name
 # torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
 # what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
@@ -147,7 +148,7 @@ class FrameworkLines(ReadState):
             self.failed_at.append(i)
             self.add("nccl-error", i, line, rank, fields={"class": (m.group("cls") or m.group("before")).lower()})
             return
-        if (m := _OWN_CLASS.search(line)) and any("nccl" in ln.lower() for ln in self.lines[max(0, i - 3) : i + 4]):
+        if (m := _OWN_CLASS.search(line)) and self._nccl_near(i):
             self.failed_at.append(i)  # TensorFlow's "Internal:  unhandled cuda error" over "[[node .../NcclAllReduce"
             self.add("nccl-error", i, line, rank, fields={"class": m.group("cls").lower()})
             return
@@ -260,6 +261,12 @@ class FrameworkLines(ReadState):
             if " at work" in nxt and (m := WATCHDOG_STATUS.search(nxt)) and (m["seq"], m["rank"]) == (seq, rank):
                 return {k: v for k in ("pg", "enqueued", "completed") if (v := m[k])}
         return {}
+
+    def _nccl_near(self, i: int) -> bool:
+        """Whether NCCL is named near line ``i``: within three lines, or, for a post's title, in the lines under it."""
+        title = not any(ln.strip() for ln in self.lines[:i])
+        near = self.lines[: i + _TITLE_SPAN] if title else self.lines[max(0, i - 3) : i + 4]
+        return any("nccl" in ln.lower() for ln in near)
 
     def _last_error(self, i: int, line: str, m: re.Match[str], rank: int | None) -> None:
         """torch's ``Last error:`` and the line after it, whatever prefix both carry."""

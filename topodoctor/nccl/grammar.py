@@ -243,7 +243,8 @@ def origin_host(line: str) -> str:
 SET_TO_NEXT = re.compile(r"\s*NCCL_(?:ALGO|PROTO) was set to ")
 BARE_OK = re.compile(
     r"Call to ibv_|Got completion|Cuda failure|NVLink SHARP|socket\w*Connect|Net : Connect"
-    r"|posix_fallocate|shared memory segment|failed to extend|Duplicate GPU detected|Mismatched NCCL"
+    r"|posix_fallocate|shared memory segment|failed to extend|Unable to allocate shared memory|Duplicate GPU detected"
+    r"|Mismatched NCCL"
     r"|collective mismatch|[Mm]essage truncated|no socket interface found|XML Import Channel"
     r"|Attribute \w+ of node|WorkNCCL\((?:SeqNum|OpType)|Out of bounds values : [1-9]|^CUDA error \d+ '"
     r"|Detected mismatch between collectives|[Uu]ndefined(?: |%20)symbol:?(?: |%20)[\"'`]?nccl"

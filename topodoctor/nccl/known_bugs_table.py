@@ -89,6 +89,22 @@ KNOWN_BUGS = (
         alone=True,
     ),
     KnownBug(
+        "shm-eintr",
+        (2, 0, 0),
+        (2, 3, 7),
+        re.compile(r"Unable to allocate shared memory \(\d+ bytes\) : Interrupted system call"),
+        "",
+        "2.4.2",
+        "a signal that interrupted the shared-memory segment's allocation (posix_fallocate, EINTR) failed the "
+        "communicator's init: the call was not retried",
+        "NVIDIA/nccl pull 152 'Rework shared memory code to use SYSCHECK macros' (retries EINTR and EAGAIN; fixes "
+        "NVIDIA/nccl#137); 2.4.2-1's src/include/shm.h is the reworked code, 2.3.7-1's still prints these words",
+        "NCCL_SHM_DISABLE=1 (no shared-memory transport)",
+        alone=True,
+        # the words: only the releases before the rework print them (2.4.2 and later say "Call to posix_fallocate")
+        sites=(("", "*", "2.3.7 and earlier"),),
+    ),
+    KnownBug(
         "all-gather-above-4g",
         (2, 3, 0),
         (2, 6, 3),
@@ -114,7 +130,7 @@ KNOWN_BUGS = (
         "the LL protocol's buffer cleanup could hang long-running jobs",
         "NCCL 2.4.6-1 release notes: 'Fix LL cleanup hang during long running DL jobs'; NVIDIA/nccl#238 (hangs of "
         "2.4.2 across nodes, worked around with NCCL_LL_THRESHOLD=0)",
-        "NCCL_LL_THRESHOLD=0 (no LL protocol) until NCCL is upgraded",
+        "NCCL_LL_THRESHOLD=0 (no LL protocol)",
         generic=True,
         versioned=True,
         others=(

@@ -52,6 +52,7 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"|failed to extend (?P<seg>\S+) to (?P<size>\d+) bytes(?:, error: (?P<err2>[^(]+))?"
             r"|shared memory segment (?P<seg2>\S+) \(size (?P<size2>\d+)\), error: No space left on device"
             r"|failed to create shared memory file (?P<seg3>[^\s,]+),? error:? (?P<err3>No space left on device)"
+            r"|Unable to allocate shared memory \(\d+ bytes\) : No space left on device"  # include/shm.h before 2.4
         ),
         ROOT,
     ),
@@ -105,6 +106,8 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         ),
         CONSEQUENCE,
     ),
+    # include/shm.h before 2.4: the segment's allocation failed, with the errno's text (the reason itself)
+    ("shm-create", re.compile(r"Unable to allocate shared memory \((?P<size>\d+) bytes\) : (?P<err>[^(\n]+)"), ROOT),
     (
         "collective-mismatch",
         re.compile(

@@ -32,3 +32,10 @@ def test_the_shared_memory_eintr_of_the_releases_before_2_4() -> None:
     assert lead.code == "TD083" and "2.4.2" in lead.message and "2.3.7 and earlier" in lead.fix
     full = explained_with(LOGS / "holdout16/h16-005.log", ("Interrupted system call", "No space left on device"))[0]
     assert full.code == "TD043" and "No space left on device" in full.message  # /dev/shm full: not the bug
+
+
+def test_nvmls_lookup_of_a_peers_bus_id_not_found_is_gpus_another_container_holds() -> None:
+    lead = explained_with(LOGS / "holdout16b/h16b-004.log")[0]  # two containers on one node, a GPU each
+    assert lead.code == "TD078" and "NVIDIA_VISIBLE_DEVICES" in lead.fix
+    other = explained_with(LOGS / "holdout16b/h16b-004.log", ("Not Found", "Unknown Error"))[0]
+    assert "NVIDIA_VISIBLE_DEVICES" not in other.fix

@@ -357,6 +357,16 @@ def _nvml(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "and `nvidia-smi` in the same environment show it. " + EXPLANATIONS["TD078"].fix
         )
         return Said("TD078", msg, fix, {"library": lib})
+    if "ByPciBusId" in f.get("call", "") and "Not Found" in f.get("err", ""):  # a bus id this process's NVML lacks
+        return Said(
+            "TD078",
+            f"{f.get('call')} failed: Not Found: NVML in this process does not see the GPU at a bus id NCCL was given "
+            "(a peer rank's GPU)",
+            "The ranks of one node see different GPUs: containers started with a GPU each (NVIDIA_VISIBLE_DEVICES, "
+            "Kubernetes' nvidia.com/gpu: 1 per pod) cannot map each other's GPUs. Run one container per node with "
+            "every GPU, or give each rank's container all the node's GPUs and pick one with CUDA_VISIBLE_DEVICES; "
+            "`nvidia-smi -L` in each container shows what it sees.",
+        )
     return Said("TD078", f"{f.get('call')} failed: {f.get('err', '').strip()}", EXPLANATIONS["TD078"].fix)
 
 

@@ -1,11 +1,15 @@
-"""The sixteenth blind sets (fixtures/nccl-logs/holdout16, holdout16b), scored once and now development sets: a
-recv that timed out on socket.cc, socket()'s refused address family, NCCL's result words in a post's title over
-nccl-tests' output, and the shared-memory EINTR of the releases before 2.4."""
+"""The sixteenth blind sets (fixtures/nccl-logs/holdout16, holdout16b), scored once and now development sets: a recv
+that timed out on socket.cc, socket()'s refused address family, NCCL's result words in a post's title over
+nccl-tests' output, the shared-memory EINTR of the releases before 2.4, NVML's lookup of a peer's bus id, and c10d's
+own words for a port in use."""
 
 from __future__ import annotations
 
 from conftest import FIXTURES
 from nccl_support import explained_with
+
+from topodoctor.nccl.explain import explain
+from topodoctor.nccl.parse import parse_file
 
 LOGS = FIXTURES / "nccl-logs"
 
@@ -39,3 +43,10 @@ def test_nvmls_lookup_of_a_peers_bus_id_not_found_is_gpus_another_container_hold
     assert lead.code == "TD078" and "NVIDIA_VISIBLE_DEVICES" in lead.fix
     other = explained_with(LOGS / "holdout16b/h16b-004.log", ("Not Found", "Unknown Error"))[0]
     assert "NVIDIA_VISIBLE_DEVICES" not in other.fix
+
+
+def test_c10ds_own_words_for_a_port_in_use_are_the_store() -> None:
+    lead = explained_with(LOGS / "holdout12c/h12c-002.log")[0]  # "执行中报错：RuntimeError: Address already in use"
+    assert lead.code == "TD091" and "MASTER_PORT" in lead.fix
+    python_own = parse_file("x.log", "OSError: [Errno 98] Address already in use\n")  # Python's socket: no store
+    assert not python_own.events and not explain([python_own])

@@ -50,6 +50,8 @@ _NCCL_CLASS = re.compile(
 # the result strings only NCCL's ncclGetErrorString prints, which a framework may quote with NCCL named on a line near
 _OWN_CLASS = re.compile(r"(?i)\b(?P<cls>unhandled cuda error|unhandled system error)\b")
 _TITLE_SPAN = 40  # the lines under a post's title read for NCCL's name
+# torch's c10d store could not bind its port, in c10d's words (Python's own socket says "OSError: [Errno 98]")
+_STORE_BIND = re.compile(r"\b(?:RuntimeError|DistNetworkError): Address already in use")
 # torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
 # what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
@@ -229,6 +231,8 @@ class FrameworkLines(ReadState):
         in_run = self.nccl_seen or bool(self.ranks)
         if not in_run and "Address already in use" in line:  # a bind's bare errno: torch's store in the traceback
             in_run = any("TCPStore" in ln or "init_process_group" in ln for ln in self.lines[max(0, i - 12) : i])
+            # c10d raises it as a RuntimeError (DistNetworkError from torch 2.1); Python's own socket says OSError
+            in_run = in_run or bool(_STORE_BIND.search(line))
         read = launcher_reading(line, in_run)
         if read is None and not in_run and (crash := launcher_reading(line)) and crash[0] in CRASH_KINDS:
             read = crash if self._run_words() else None  # a backtrace names libnccl after the signal's line

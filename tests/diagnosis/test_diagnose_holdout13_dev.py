@@ -49,3 +49,8 @@ def test_a_table_whose_in_place_half_was_cut_from_every_row_is_read() -> None:
     found = judged_with(FIXTURES / "diagnose" / "holdout16" / "d16-02")  # all_reduce rows ending at the first N/A
     judged = [f for f in found if f.code == "TD022" and "all_reduce busbw 4.9 GB/s" in f.message]
     assert judged, [f.message for f in found]
+
+
+def test_four_sxm_gpus_of_an_hgx_board_have_no_fabric_manager_to_suspect() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout17" / "d17-04")  # 4x A100 40GB SXM, TensorRT-LLM PP latency
+    assert "TD986" not in [f.code for f in found]

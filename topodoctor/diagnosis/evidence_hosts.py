@@ -138,6 +138,9 @@ def _checked(f: Facts) -> set[Checked]:
     return {k for c in f.prose for k in c.checked}
 
 
+_HGX_DIRECT = 4  # the most SXM GPUs an HGX board joins without NVSwitch
+
+
 def host_causes(f: Facts, across: bool) -> list[tuple[HostKind, HostCause, bool]]:
     """The causes the host's kinds point to, most telling first, each with whether the reporter says it was
     already looked at (kept, after the others: the output shows whether the setting took). ``across``: the run
@@ -145,8 +148,11 @@ def host_causes(f: Facts, across: bool) -> list[tuple[HostKind, HostCause, bool]
     checked = _checked(f)
     model: GpuModel | None = f.model or next((m for c in f.prose for m in MODELS if m.name == c.gpu_model), None)
     out: list[tuple[HostKind, HostCause, bool]] = []
+    # HGX boards of four SXM GPUs (A100, H100, H200) join them by direct NVLinks: no NVSwitch, no fabric manager
+    count = next((c.gpu_count for c in f.prose if c.gpu_count), None) or (len(f.gpus) or None)
+    four = model is not None and model.name.endswith("SXM") and count is not None and count <= _HGX_DIRECT
     for kind in host_kinds(f):
-        if kind == "nvswitch" and (across or (model is not None and model.fabric != "nvswitch")):
+        if kind == "nvswitch" and (across or four or (model is not None and model.fabric != "nvswitch")):
             continue  # across nodes, or a model without NVSwitch (DGX-1's mesh): another host named in comparison
         causes = CAUSES[kind]
         if kind == "epyc" and model is not None and not model.p2p_pcie:

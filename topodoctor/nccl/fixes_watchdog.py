@@ -47,15 +47,23 @@ _FIRST_WORK = (
 )
 
 
+# the collectives whose input every rank gives with one size (torch's NumelIn): all_reduce, broadcast, reduce, the
+# all_gathers and reduce_scatters; an all_to_all's or a send's sizes may differ between ranks
+_SAME_SIZE = frozenset(("ALLREDUCE", "BROADCAST", "REDUCE", "ALLGATHER", "ALLGATHER_BASE", "REDUCE_SCATTER",
+                        "REDUCE_SCATTER_BASE", "ALLGATHER_INTO_TENSOR_COALESCED"))  # fmt: skip
+
+
 def _ops_differ(evs: Sequence[Event]) -> str:
     """Ranks whose timed-out work has one sequence number but another operation (and no process
     group that tells them apart): "BROADCAST on rank 7, ALLREDUCE on rank 3"; "" when none."""
-    by_seq: dict[str, dict[str, str]] = {}  # seq -> op -> a rank
+    by_seq: dict[str, dict[str, str]] = {}  # seq -> op (with its size, where every rank's must match) -> a rank
     pgs: dict[str, set[str]] = {}
     for e in evs:
         seq, op = e.fields.get("seq", ""), e.fields.get("op", "")
         if not seq or not op:  # torch before 1.10 numbers no work; the watchdog's "Timeout at NCCL work" names no op
             continue
+        if op.lstrip("_") in _SAME_SIZE and e.fields.get("numel"):  # one op of other sizes is another call too
+            op = f"{op} of {e.fields['numel']} elements"
         who = e.fields.get("wrank") or ("" if e.rank is None else str(e.rank))
         by_seq.setdefault(seq, {}).setdefault(op, who)
         if e.fields.get("pg"):

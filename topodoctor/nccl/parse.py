@@ -52,7 +52,7 @@ from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
-from topodoctor.nccl.stall_lines import said_failed, stalled, title_connect
+from topodoctor.nccl.stall_lines import said_failed, stalled, title_connect, title_cuda
 from topodoctor.nccl.tests_run import TestsRun, tests_run
 
 __all__ = ["Event", "LogFile", "parse_file"]
@@ -268,6 +268,8 @@ def parse_file(name: str, text: str) -> LogFile:
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
     if not failing and (quoted := title_connect(lines)) is not None:  # the title quotes the socket error
         r.add("connect", quoted[0], lines[quoted[0]], r.file_rank, fields=quoted[1])
+    elif not failing and (cuda := title_cuda(lines)) is not None:  # the title quotes a CUDA error that names its cause
+        r.add("cuda-failure", cuda[0], lines[cuda[0]], r.file_rank, fields=cuda[1])
     elif not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
         kind = "run-stalled" if stop[1]["how"] == "said" else "tests-stopped"
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from topodoctor.nccl.cuda_errors import CUDA_STATES
 from topodoctor.nccl.grammar import ORIGIN, OWN_LINE
 
 _HANG = re.compile(
@@ -116,6 +117,19 @@ def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
 _SOCKET_ERRORS = {e.lower(): e for e in ("Connection refused", "Network is unreachable", "No route to host",
                                           "Connection timed out")}  # fmt: skip
 _SOCKET_ERROR = re.compile(r"(?i)\b(" + "|".join(_SOCKET_ERRORS) + r")\b")
+
+
+def title_cuda(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """A first line (a post's title) that quotes a CUDA error whose own words state its cause (``CUDA_STATES``), over
+    NCCL's lines or in NCCL's words, in a log that shows no failure line of its own; None when it does not."""
+    first = _title(lines)
+    if first is None or ORIGIN.search(lines[first]):
+        return None
+    title = lines[first].lower()
+    # "initialization error" in a title is as often NCCL's or the program's init as CUDA's: not its words alone
+    said = next((s for s in CUDA_STATES if s in title and s != "initialization error"), "")
+    ours = _COLLECTIVE.search(lines[first]) or any("NCCL INFO" in ln or "nGpus" in ln for ln in lines[first + 1 :])
+    return (first, {"msg": said, "said": lines[first].strip()[:200]}) if said and ours else None
 
 
 def title_connect(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:

@@ -33,6 +33,7 @@ from topodoctor.nccl.fixes_watchdog import WATCHDOG
 from topodoctor.nccl.info_signs import context_signs
 from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
 from topodoctor.nccl.log_variables import variable_findings
+from topodoctor.nccl.logfile import WORDS_ONLY
 from topodoctor.nccl.parse import Event, LogFile
 from topodoctor.nccl.site_causes import stray_bytes
 from topodoctor.nccl.stall import STALL
@@ -52,8 +53,6 @@ BUILDERS: dict[str, Builder] = {
 }
 # findings that name no cause of their own: not found, or what follows a failure elsewhere
 NOT_A_CAUSE = frozenset(("TD049", "TD052", "TD046", "TD047", "TD067", "TD092", "TD098"))
-# kinds that are no failure a file shows: the post's words that it failed give way to any that another file shows
-_WORDS_ONLY = frozenset(("said-failed", "warn", "ib-no-device", "diag", "bug-symptom"))
 # kinds that explain the other roots of their log: no interface in NCCL_COMM_ID's subnet is why peers cannot connect
 LEADS = frozenset(("subnet",))  # event kind -> what its finding says
 
@@ -106,7 +105,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
             by_kind["process-crash"] = crashes
             if not crashes:
                 by_kind.pop("process-crash")
-    if "said-failed" in by_kind and any(k not in _WORDS_ONLY for k in by_kind):  # another file shows the failure
+    if "said-failed" in by_kind and any(k not in WORDS_ONLY for k in by_kind):  # another file shows the failure
         by_kind.pop("said-failed")
     if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach", "shm-permission")):
         by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read

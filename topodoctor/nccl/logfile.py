@@ -29,6 +29,12 @@ class Event:
     host: str = ""  # the host of NCCL's line prefix ("" where the line carries none)
 
 
+# event kinds that are no failure by themselves: a WARN no class reads, an IB device absent, NCCL's DIAG, a known
+# bug's INFO sign; and the post's own words that the run failed, which give way to any failure a file shows
+NOT_FAILURES = frozenset(("warn", "ib-no-device", "diag", "bug-symptom"))
+WORDS_ONLY = NOT_FAILURES | {"said-failed"}
+
+
 @dataclass(frozen=True)
 class Sign:
     """An INFO line that tells one cause of a failure class from another (``nccl.info_signs`` reads them)."""

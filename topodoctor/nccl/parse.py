@@ -50,7 +50,7 @@ from topodoctor.nccl.grammar import WARN as _WARN
 from topodoctor.nccl.grammar import origin_host, plugin_unloadable, said_versions
 from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
-from topodoctor.nccl.logfile import Event, LogFile, dedupe_versions
+from topodoctor.nccl.logfile import NOT_FAILURES, Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
 from topodoctor.nccl.stall_lines import said_failed, stalled, title_connect, title_cuda
 from topodoctor.nccl.tests_run import TestsRun, tests_run
@@ -217,9 +217,6 @@ def one_gpu_twice(inits: dict[tuple[str, str], dict[str, tuple[str, int]]]) -> t
     return None
 
 
-_NOT_FAILURES = ("warn", "ib-no-device", "diag", "bug-symptom")  # event kinds that are no failure by themselves
-
-
 def _named_twice(lines: list[str], events: list[Event]) -> tuple[int, str, str] | None:
     """In a run NCCL refused as invalid usage: the line of a launch or setting naming one GPU twice
     (``--gpus "0,0"``, ``CUDA_VISIBLE_DEVICES=1,1``), the GPU and the words, or None: two ranks then share it."""
@@ -243,14 +240,11 @@ def parse_file(name: str, text: str) -> LogFile:
     if (end := ends_in_trail(lines, r.trail_path)) is not None:
         r.failed_at.append(end)
     r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
-    # a WARN the post's words say the run died of (or hung on)
-    if (
-        not r.failed_at
-        and any(e.kind not in _NOT_FAILURES for e in r.events)
-        and (words := said_failed(lines) or stalled(lines, False)) is not None
-    ):
-        r.failed_at.append(words[0])
-    r.retries_end()
+    post_failed = said_failed(lines)  # the post's own words that the run failed, or (below) that it hangs
+    ended = post_failed or stalled(lines, False)
+    if not r.failed_at and ended is not None and any(e.kind not in NOT_FAILURES for e in r.events):
+        r.failed_at.append(ended[0])  # a WARN the post's words say the run died of (or hung on)
+    r.retries_end(ended is not None)
     # 2.30+ lets ranks share a GPU where NCCL_MULTI_RANK_GPU_ENABLE=1; a run that failed with its WARN cut shows it
     shares = r.env.get("NCCL_MULTI_RANK_GPU_ENABLE", "0").strip() not in ("", "0")
     if r.failed_at and not shares and "duplicate-gpu" not in r.per_kind and (shared := one_gpu_twice(r.inits)):
@@ -263,7 +257,7 @@ def parse_file(name: str, text: str) -> LogFile:
         r.add("bug-symptom", i, r.lines[i], r.file_rank, fields={"said": said})
     nccl_lines = [ln for ln in lines if "NCCL" in ln]
     info = r.level == "INFO"
-    failing = [e.line_no - 1 for e in r.events if e.kind not in _NOT_FAILURES] + r.failed_at
+    failing = [e.line_no - 1 for e in r.events if e.kind not in NOT_FAILURES] + r.failed_at
     last_failure = max(failing, default=-1)
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
     if not failing and (quoted := title_connect(lines)) is not None:  # the title quotes the socket error
@@ -273,8 +267,8 @@ def parse_file(name: str, text: str) -> LogFile:
     elif not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
         kind = "run-stalled" if stop[1]["how"] == "said" else "tests-stopped"
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])
-    elif not failing and not r.progress_at and (words := said_failed(lines)) is not None:  # said, not shown
-        r.add("said-failed", words[0], lines[words[0]], r.file_rank, fields=words[1])
+    elif not failing and not r.progress_at and post_failed is not None:  # said, not shown
+        r.add("said-failed", post_failed[0], lines[post_failed[0]], r.file_rank, fields=post_failed[1])
     return LogFile(
         name=name,
         level=r.level,

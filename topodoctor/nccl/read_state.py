@@ -12,7 +12,6 @@ from topodoctor.nccl.continuation import wrapped
 from topodoctor.nccl.grammar import origin_host
 from topodoctor.nccl.logfile import Event, Level
 from topodoctor.nccl.outcome import Outcome, process
-from topodoctor.nccl.stall_lines import said_failed, stalled
 
 MAX_EVENTS_PER_KIND = 20  # a hung job repeats its error per rank and per retry; the first few say it
 _FILE_RANK = re.compile(r"(?:rank|nccl[._-])(\d+)(?:\.\w+)?$")
@@ -96,9 +95,10 @@ class ReadState:
             self.retry_open.append((i, line, rank, f))
         return False
 
-    def retries_end(self) -> None:
+    def retries_end(self, said_ended: bool = False) -> None:
         """The connections whose last retry ended the process's NCCL output: each a failed connection; where
-        none did, the last retry to an address no other node reaches, when the run failed after it."""
+        none did, the last retry to an address no other node reaches, when the run failed after it; or the last of
+        old retries (no count) that are the paste alone or that the post says the run ended on (``said_ended``)."""
         for i, line, rank, fields in self.retry_ends:
             if any(e.kind == "connect" and e.line_no > i for e in self.events):  # NCCL's own WARN was pasted
                 continue
@@ -116,7 +116,7 @@ class ReadState:
             and not any(p > self.retry_open[-1][0] for p in self.progress_at)
         ):
             alone = len(self.retry_open) == sum(1 for ln in self.lines if ln.strip())  # the paste is the retries alone
-            if alone or (said_failed(self.lines) or stalled(self.lines, False)) is not None:  # or the post: it failed
+            if alone or said_ended:  # or the post says the run failed or hangs
                 i, line, rank, fields = self.retry_open[-1]
                 self.failed_at.append(i)
                 self.add("connect", i, line, rank, fields=fields | {"lone": "1" if alone else "said"})

@@ -27,6 +27,7 @@ from topodoctor.nccl.fixes_launcher import LAUNCHER
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_process import PROCESS
 from topodoctor.nccl.fixes_runtime import RUNTIME
+from topodoctor.nccl.fixes_setting import SETTING
 from topodoctor.nccl.fixes_shm import SHM
 from topodoctor.nccl.fixes_usage import USAGE
 from topodoctor.nccl.fixes_watchdog import WATCHDOG
@@ -42,6 +43,7 @@ from topodoctor.nccl.unexplained import bridges_beside, bridges_only, flushed_on
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
 BUILDERS: dict[str, Builder] = {
     **HOST,
+    **SETTING,
     **SHM,
     **NETWORK,
     **RUNTIME,

@@ -1,6 +1,6 @@
 """Builders of `nccl-log` findings for what fails on the host: NVLS and the Fabric Manager, CUDA
-errors inside NCCL (P2P, memory, kernels, the driver), the topology and graph XML, NCCL settings
-it cannot honour, NVML, nccl-tests' result check (shared memory: ``fixes_shm``). Data in, text out."""
+errors inside NCCL (P2P, memory, kernels, the driver), the topology and graph XML, NVML, nccl-tests' result
+check (shared memory: ``fixes_shm``; settings NCCL cannot honour: ``fixes_setting``). Data in, text out."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
 from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.fixes_runtime import cumem_host
-from topodoctor.nccl.fixes_usage import named_setting, own_p2p
+from topodoctor.nccl.fixes_usage import own_p2p
 from topodoctor.nccl.parse import Event
 
 
@@ -268,76 +268,6 @@ def _diag(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said("TD076", f"NCCL DIAG: {f.get('said', '')[:200]}", EXPLANATIONS["TD076"].fix)
 
 
-def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    if {"commid", "addrstr", "setting", "setting2", "setting3", "layers"} & f.keys():
-        return named_setting(f, ctx)
-    if "value" in f or f.get("fused"):
-        return _unparsed(f, ctx)
-    if f.get("func") or not (f.get("what") or f.get("attr")):
-        said = {"NCCL_ALGO": f.get("algo", ""), "NCCL_PROTO": f.get("proto", "")}
-        forced = ", ".join(f"{k}={said[k] or ctx.env[k]}" for k in said if said[k] or k in ctx.env)
-        # 2.24+ names a forced NCCL_ALGO / NCCL_PROTO in the message, and at INFO NCCL lists what it read:
-        # none was forced, so enqueue.cc's ncclInternalError is not a setting's
-        if not forced and (f.get("func") or ctx.info):
-            return _no_algorithm(f)
-        func = f.get("func") or "the operation"
-        msg = f"no algorithm/protocol NCCL may use runs {func}" + (f" ({forced})" if forced else "")
-        fix = (f"Unset {forced}, or let it include Ring and Simple. " if forced else "") + EXPLANATIONS["TD077"].fix
-        return Said("TD077", msg, fix, {"forced": forced})
-    if f.get("what"):
-        return Said("TD077", f"ranks have different numbers of {f['what']} devices", EXPLANATIONS["TD077"].fix)
-    return Said("TD077", f"invalid communicator config value ({f.get('attr', '?')})", EXPLANATIONS["TD077"].fix)
-
-
-def _unparsed(f: Mapping[str, str], ctx: LogContext) -> Said:
-    """A value NCCL could not read at init (ncclInvalidUsage): graph/tuning.cc's parseList reads NCCL_PROTO and
-    NCCL_ALGO (``[func:]elem,elem;func:^elem``), graph/topo.cc NCCL_NET_FORCE_MERGE (``nic,nic;nic,nic``)."""
-    said = f.get("said", "")
-    if f.get("fused"):
-        var, value = "NCCL_NET_FORCE_MERGE", ctx.env.get("NCCL_NET_FORCE_MERGE", f["fused"])
-        what = (
-            f"the group {f['fused']} names a NIC this node does not have"
-            if "Only matched" in said
-            else f"the group {f['fused']} has more NICs than fuse into one"
-            if "too many devices" in said
-            else f"NCCL could not fuse the group {f['fused']} into one virtual NIC"
-        )
-    else:
-        value = f.get("value", "")
-        named = [k for k in ("NCCL_ALGO", "NCCL_PROTO") if ctx.env.get(k) == value]
-        elems = {e.strip().lstrip("^").lower() for e in re.split(r"[;:,]", value)}
-        var = (named or ["NCCL_PROTO" if elems & {"ll", "ll128", "simple"} else "NCCL_ALGO"])[0]
-        bad = f"an unknown {f.get('part')} {f['token']!r}" if f.get("token") else "an entry after the first, no prefix"
-        what = f"NCCL could not read it ({bad})"
-    return Said(
-        "TD077",
-        f"NCCL cannot use {var}={value}: {what}",
-        f"Fix or unset {var} (NCCL stops at init on a value it cannot read). " + EXPLANATIONS["TD077"].fix,
-        {"variable": var, "value": value},
-    )
-
-
-def _no_algorithm(f: Mapping[str, str]) -> Said:
-    """enqueue.cc found no algorithm with neither NCCL_ALGO nor NCCL_PROTO set: its source returns
-    ncclInternalError, so the cause is not a setting the log shows."""
-    candidates = [
-        "a CollNet / SHARP or NVLS path chosen for an operation or datatype it cannot run (NCCL_COLLNET_ENABLE=0, "
-        "NCCL_NVLS_ENABLE=0 tell)",
-        "NCCL_ALGO / NCCL_PROTO set in a file NCCL reads (/etc/nccl.conf, ~/.nccl.conf) or a tuner plugin",
-        "a bug of the release for this operation and datatype (upgrade NCCL)",
-    ]
-    ranked = numbered(candidates)
-    return Said(
-        "TD052",
-        f"no algorithm/protocol runs {f.get('func', 'the operation')} ({f.get('dtype', '?')}) and no NCCL_ALGO / "
-        "NCCL_PROTO was set: "
-        "an internal error of NCCL's choice; cause not found",
-        f"Candidates, most likely first: {ranked}. Collect next: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING,ENV "
-        "(the cost table and the variables NCCL read). " + EXPLANATIONS["TD052"].fix,
-        {"candidates": candidates},
-    )
-
-
 def _graph_capture(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said(
         "TD077",
@@ -389,7 +319,6 @@ HOST: dict[str, Builder] = {
     "topo-sysfs": _sysfs,
     "framework-p2p": _framework_p2p,
     "diag": _diag,
-    "invalid-setting": _setting,
     "nvml": _nvml,
     "graph-capture": _graph_capture,
     "wrong-results": _wrong,

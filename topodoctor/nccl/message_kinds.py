@@ -147,7 +147,7 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"\.?(?: NCCL_ALGO was set to (?P<algo>[^.]+)\.)?(?: NCCL_PROTO was set to (?P<proto>[^.]+)\.)?)?"
             r"|Detected mixed local (?P<what>Net|CollNet) device counts across ranks"
             # init.cc (its own typo "Invalig" in 2.27+), then tuning.cc's NCCL_ALGO/PROTO, topo.cc's FORCE_MERGE
-            r"|Invali[dg] config (?P<attr>[\w/]+) attribute value"
+            r"|Invali[dg] config (?P<attr>[\w/]+) attribute value(?: (?P<attr_value>-?\d+))?"
             r'|(?:All entries except the first must have a prefix: |Unrecognized (?P<part>\w+) token "(?P<token>[^"]*)"'
             r' when parsing )"(?P<value>[^"]*)"|(?:TOPO/NET : Could not force merge NICs |TOPO/NET : Only matched \d+ '
             r"devices, \d+ requested from |Specified fused NIC )(?P<fused>\S+?)(?=\.? |\.?$)"

@@ -32,6 +32,7 @@ TORCH_FAILED = re.compile(
 TORCH_PG_FAILED = re.compile(
     r"Process group watchdog thread terminated with exception|Heartbeat monitor timed out! Process will be terminated"
     r"|To avoid data inconsistency, we are taking the entire process down"
+    r"|failure detected by watchdog at work sequence id"  # 2.5+: its watchdog found a work failed or timed out
 )
 _PROCESS = re.compile(r"([\w.-]+:\d+):\d+ \[-?\d+\]")
 # init.cc's commReclaim: the communicator's teardown failed; it prints this and returns ncclSuccess all the same

@@ -126,7 +126,12 @@ class _Reader(FrameworkLines):
             self.add(reading.kind if reading else "diag", i, line, rank, reading, fields={"said": m.group("msg")})
         else:
             self.other(i, line, rank)
-            if "NCCL" not in line and _PROGRESS.search(line) and not (self.events and self.events[-1].line_no == i + 1):
+            if (
+                "NCCL" not in line
+                and "nThread" not in line  # nccl-tests' header ("step: 2(factor) warmup iters: 5") is no progress
+                and _PROGRESS.search(line)
+                and not (self.events and self.events[-1].line_no == i + 1)
+            ):
                 self.progress_at.append(i)
 
     def _host(self, line: str, end: int) -> None:
@@ -264,7 +269,11 @@ def parse_file(name: str, text: str) -> LogFile:
         r.add("connect", quoted[0], lines[quoted[0]], r.file_rank, fields=quoted[1])
     elif not failing and (cuda := title_cuda(lines)) is not None:  # the title quotes a CUDA error that names its cause
         r.add("cuda-failure", cuda[0], lines[cuda[0]], r.file_rank, fields=cuda[1])
-    elif not failing and (stop := stalled(lines, nccl_tests)) is not None:  # no failure line, yet it stopped
+    elif (
+        not failing
+        and (stop := stalled(lines, nccl_tests)) is not None
+        and (stop[1]["how"] == "said" or post_failed is None)  # nccl-tests that stopped, said to have crashed
+    ):  # no failure line, yet it stopped
         kind = "run-stalled" if stop[1]["how"] == "said" else "tests-stopped"
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])
     elif not failing and not r.progress_at and post_failed is not None:  # said, not shown

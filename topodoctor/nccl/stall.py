@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from topodoctor.nccl.evidence import Builder, LogContext, Said
 from topodoctor.nccl.explanations import EXPLANATIONS
-from topodoctor.nccl.log_signs import ClassCause, ClassCauses
+from topodoctor.nccl.log_signs import ClassCause, ClassCauses, odd_ifs
 from topodoctor.nccl.logfile import Event
 
 
@@ -80,7 +80,7 @@ _CAUSES = (
         "NET/IB the GID and route), so the ranks wait for data that never comes",
         "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every node (the interfaces and network in use), and the "
         "same run on one node alone",
-        first=_nodes,
+        first=lambda evs, ctx: _nodes(evs, ctx) or bool(odd_ifs(evs, ctx)),  # sockets on bridges, link-local
     ),
     ClassCause(
         "the ranks do not all call the same collectives in the same order (a rank that skipped one, an uneven "

@@ -15,7 +15,7 @@ from topodoctor.nccl.grammar import ORIGIN, OWN_LINE
 
 _HANG = re.compile(
     r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
-    r"|spins? forever|no (?:activity|progress)"
+    r"|spins? forever|no (?:activity|progress)|time[sd]? ?outs?|timed out"
     r"|never (?:returns|finishes|completes|ends))\b"
 )
 # the line speaks of NCCL's world (a title about something else that hangs is not ours)
@@ -86,7 +86,7 @@ def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]
 # the post's words that its run failed (an error, a crash), where the paste stops before the failure line
 _FAILED = re.compile(
     r"(?i)\b(?:fail(?:s|ed|ing|ure)?|errors?|crash(?:es|ed|ing)?|exceptions?|abort(?:s|ed)?|segfaults?"
-    r"|core dumped|out of memory|OOM"
+    r"|core dumped|out of memory|OOM|misaligned address|illegal (?:memory access|instruction|address)"
     r"|(?:does not|doesn't|did not|didn't|cannot|can't|could not|couldn't) (?:work|run|start)"
     r"|not working|unable to (?:run|start|launch|train|use|initiali[sz]e))\b"
 )

@@ -68,6 +68,8 @@ _FAILED = (
         re.compile(r"NCCL communicator was aborted on rank (?P<rank>\d+)\.?(?:\s*(?P<why>Original reason .*))?"),
     ),
     ("failed", re.compile(r"(?:\[Rank (?P<rank>\d+)\]\s*)?Some NCCL operations have failed or timed out")),
+    # the watchdog's status line alone (its timeout or error line not pasted): a work of the rank failed or timed out
+    ("failed", re.compile(r"Rank (?P<rank>\d+)\]\s+failure detected by watchdog at work sequence id")),
 )
 
 _EARLIER = (

@@ -83,3 +83,17 @@ def test_perftest_s_average_over_its_device() -> None:
     got = read(EVIDENCE / "ib-write-bw-roce-bond-gbits.txt")
     (n,) = got.parts[only(got, "nic-status")].nics
     assert (n.name, n.link_layer, n.measured_gbps, n.rate_gbps) == ("mlx5_bond_1", "RoCE", 184.94, None)
+
+
+def test_a_bare_perftest_table_takes_its_device_from_the_label_above() -> None:
+    text = (
+        "GPU0 + rdmap85s0:\n" + "-" * 60 + "\n"
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+        " 8192       30000            174.57             171.50               2.616955\n" + "-" * 60 + "\n"
+    )
+    got = read_input("paste.txt", text)
+    (n,) = got.parts[only(got, "nic-status")].nics
+    assert (n.name, n.measured_gbps) == ("rdmap85s0", 171.5)
+    far = read_input("paste.txt", text.replace("GPU0 + rdmap85s0:\n", "GPU0 + rdmap85s0:\n\n\n\n\n"))
+    (unnamed,) = far.parts[only(far, "nic-status")].nics  # a label farther up is not this table's
+    assert unnamed.name != "rdmap85s0" and unnamed.measured_gbps == 171.5

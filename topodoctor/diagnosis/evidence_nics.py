@@ -26,7 +26,14 @@ ADAPTERS = {
 # what NCCL's busbw between nodes reaches per NIC: 24 GB/s of a 200G port's 25, 12 of a 100G port's 12.5
 # (nccl-tests#119, the maintainers' figure), 46-48 of 400G's 50 (nccl-tests#290)
 NIC_SHARE = 0.95
+# perftest over two of a host's NICs of one kind: a run this far below the fastest is its own NIC's path, not noise
+# (perftest's averages over one device repeat within a few per cent)
+UNEVEN_RUNS = 0.85
 RDMA_LAYERS = ("IB", "RoCE")
+
+
+# what a listing says on its own: (severity, subject, message, evidence, fix; "" for the code's own fix)
+Note = tuple[Severity, str, str, dict[str, object], str]
 
 
 @dataclass(frozen=True)
@@ -101,18 +108,18 @@ def nic_causes(f: Facts, sym: Symptom | None, out: Leads) -> None:
         out.ask("`ibstat` of a node (each NIC port's state and rate)")
 
 
-def port_notes(f: Facts) -> list[tuple[Severity, str, str, dict[str, object]]]:
+def port_notes(f: Facts) -> list[Note]:
     """What the listed ports say on their own, as (severity, subject, message, evidence): a port below its
     siblings (warning), and the network's ceiling with the ports down or below their adapter (information)."""
     got, down = ports(f)
-    out: list[tuple[Severity, str, str, dict[str, object]]] = []
+    out = _uneven_runs(f)  # the slower NIC's warning stands for its own figure
     for n in f.nics:
-        if n.measured_gbps is not None:
+        if n.measured_gbps is not None and not any(note[1] == f"nic:{n.name}" for note in out):
             msg = f"{n.rate_text.split(':')[0]} over {n.name}: {n.measured_gbps:g} Gb/s average, the RDMA path "
             msg += f"itself (about {n.measured_gbps / 8:.0f} GB/s one way); NCCL's busbw between nodes reaches about "
             msg += f"{NIC_SHARE:g} of each NIC's line rate, so a figure far under that per NIC is NCCL's path "
             msg += "(GPUDirect RDMA, the transport, ACS), not the link"
-            out.append(("info", f"nic:{n.name}", msg, {"measured_gbit_s": n.measured_gbps}))
+            out.append(("info", f"nic:{n.name}", msg, {"measured_gbit_s": n.measured_gbps}, ""))
     for p in got:
         if p.rate_gbps < p.sibling_gbps:
             msg = f"{p.label} negotiated {p.rate_gbps:g} Gb/s where the host's other "
@@ -120,7 +127,7 @@ def port_notes(f: Facts) -> list[tuple[Severity, str, str, dict[str, object]]]:
             msg += (
                 "its link trained down (cable, transceiver or switch port), and every ring through it runs at its rate"
             )
-            out.append(("warning", f"nic:{p.nic.name}", msg, {"lines": [str(p.quote)]}))
+            out.append(("warning", f"nic:{p.nic.name}", msg, {"lines": [str(p.quote)]}, ""))
     if out:
         return out  # the port that trained down is what the listing says; its ceiling follows from it
     if got:
@@ -137,8 +144,31 @@ def port_notes(f: Facts) -> list[tuple[Severity, str, str, dict[str, object]]]:
             msg += "(the cable or the switch sets the rate)"
         if down:
             msg += f"; {', '.join(n.name for n in down[:3])} down (not counted)"
-        out.append(("info", "network", msg, {"ports": len(got), "total_gbit_s": total, "down": len(down)}))
+        out.append(("info", "network", msg, {"ports": len(got), "total_gbit_s": total, "down": len(down)}, ""))
     elif down:
         msg = f"every RDMA port listed is down ({', '.join(n.name for n in down[:3])}): NCCL has no RDMA network"
-        out.append(("info", "network", msg, {"down": len(down)}))
+        out.append(("info", "network", msg, {"down": len(down)}, ""))
     return out
+
+
+def _uneven_runs(f: Facts) -> list[Note]:
+    """perftest runs over several NICs where one averages well below the fastest: that NIC's own path (its PCIe
+    link's width or speed, the switch it shares, its port) is slower; what tells which is each NIC's link."""
+    runs = [n for n in f.nics if n.measured_gbps is not None and n.name != "the perftest device"]
+    by_name = {n.name: n for n in runs}
+    if len(by_name) < 2:
+        return []
+    fast = max(by_name.values(), key=lambda n: n.measured_gbps or 0.0)
+    slow = min(by_name.values(), key=lambda n: n.measured_gbps or 0.0)
+    top, low = fast.measured_gbps or 0.0, slow.measured_gbps or 0.0
+    if not top or low >= UNEVEN_RUNS * top:
+        return []
+    msg = f"the same RDMA test averages {low:g} Gb/s over {slow.name} where it reaches {top:g} over {fast.name} "
+    msg += f"({low / top:.0%}): {slow.name}'s own path is slower, cause not found"
+    fix = (
+        "Tell its path apart: `lspci -vvv` LnkSta of both NICs (a link trained down in width or speed), "
+        f"`nvidia-smi topo -m` (the GPU's distance to each, a PCIe switch {slow.name} shares with another NIC or GPU) "
+        "and `ibstat` of both ports (a port or cable at a lower rate); then the same test again over each."
+    )
+    ev: dict[str, object] = {"slow": slow.name, "slow_gbit_s": low, "fast": fast.name, "fast_gbit_s": top}
+    return [("warning", f"nic:{slow.name}", msg, ev, fix)]

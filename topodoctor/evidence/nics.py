@@ -47,6 +47,12 @@ _PERF_DEVICE = re.compile(r"Device\s+:\s*([\w.-]+)")
 _PERF_LINK = re.compile(r"Link type\s+:\s*(\w+)")
 _PERF_HEAD = re.compile(r"^\s*#bytes\s+#iterations\s+BW peak\[(Gb|MB)/sec\]\s+BW average\[(?:Gb|MB)/sec\]")
 _PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)")
+# an RDMA device's name as the verbs library gives it (mlx5_0, rdmap85s0, efa_0, bnxt_re0, irdma0, ibp12s0, ...),
+# in the label a person writes above a result table pasted without perftest's own title ("GPU0 + rdmap85s0:")
+_VERBS_DEVICE = re.compile(
+    r"\b(mlx\d+_(?:bond_)?\d+|rdmap\w+|rocep\w+|ibp\w+|efa_?\d+|bnxt_re\d+|irdma\d+|qedr\d+|hfi\d_\d+)\b"
+)
+_LABEL_LINES = 3  # the lines above a bare result table read for its device: a label, a dashed rule
 
 
 def starts(lines: list[str], i: int) -> bool:
@@ -61,7 +67,12 @@ def starts(lines: list[str], i: int) -> bool:
         return bool(_KEY.match(nxt))
     if _ETHTOOL.match(line):
         return bool(_KEY.match(nxt))
-    return bool(_PERF_TITLE.match(line))
+    return bool(_PERF_TITLE.match(line)) or _bare_table(lines, i)
+
+
+def _bare_table(lines: list[str], i: int) -> bool:
+    """A perftest result table pasted without the test's title: its header with a result row under it."""
+    return bool(_PERF_HEAD.match(lines[i])) and i + 1 < len(lines) and bool(_PERF_ROW.match(lines[i + 1]))
 
 
 def _layer(text: str, rdma: bool) -> str:
@@ -120,6 +131,10 @@ def read(lines: list[str], i: int, piece: int) -> Block:
             j = _read_ethtool(lines, j + 1, piece, m.group(1), parts)
         elif _PERF_TITLE.match(line):
             j = _read_perftest(lines, j + 1, piece, line.strip(), parts)
+        elif _bare_table(lines, j):
+            label = next((m.group(1) for k in range(j - 1, max(-1, j - 1 - _LABEL_LINES), -1)
+                          if (m := _VERBS_DEVICE.search(lines[k]))), "")  # fmt: skip
+            j = _read_perftest(lines, j, piece, "perftest", parts, label)
         elif not line.strip():
             j += 1
         else:
@@ -220,9 +235,10 @@ def _read_ethtool(lines: list[str], j: int, piece: int, name: str, parts: Parts)
     return j
 
 
-def _read_perftest(lines: list[str], j: int, piece: int, title: str, parts: Parts) -> int:
-    """One perftest run: its device and link type, and the largest message's average (Gb/s)."""
-    device = link = ""
+def _read_perftest(lines: list[str], j: int, piece: int, title: str, parts: Parts, device: str = "") -> int:
+    """One perftest run: its device (``device``, where a label above the table named it) and link type, and the
+    largest message's average (Gb/s)."""
+    link = ""
     unit = ""
     best: float | None = None
     start = j

@@ -40,7 +40,7 @@ from topodoctor.diagnosis.evidence_expect import (
     expect_collective,
 )
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, facts_of, path_class
-from topodoctor.diagnosis.evidence_gdr_said import gdr_said_findings
+from topodoctor.diagnosis.evidence_gdr_said import gdr_said_findings, gdr_slower_findings
 from topodoctor.diagnosis.evidence_header import HEADER, place
 from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
@@ -316,9 +316,9 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
                 _finding(ld.code, subject, c.what, c.fix, ev, _said_only(ld.code, ld.lines, ld.severity, alone=True))
             )
             codes.add(ld.code)
-    for severity, subject, message, ev in port_notes(f):
+    for severity, subject, message, ev, own_fix in port_notes(f):
         if not (severity == "warning" and any(x.code == "TD982" and x.subject == subject for x in out)):
-            fix = BY_CODE["TD982"].how if severity == "warning" else CEILING_FIX
+            fix = own_fix or (BY_CODE["TD982"].how if severity == "warning" else CEILING_FIX)
             out.append(_finding("TD982", subject, message, fix, ev, severity))
     out += _islands(f, measured)
     separate = separate_runs(f)
@@ -343,7 +343,8 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
             out.append(_finding(code, subject, message, BY_CODE[code].how, ev, severity))
     out += scaling_findings(f)  # how the job scales, as the reporter's words state it
     if "TD026" not in codes:  # the reporter's own question of GPUDirect RDMA, where no line answered it
-        out += [_finding("TD026", subject, msg, fix, ev, sev) for sev, subject, msg, fix, ev in gdr_said_findings(f)]
+        said = gdr_said_findings(f) + gdr_slower_findings(f)
+        out += [_finding("TD026", subject, msg, fix, ev, sev) for sev, subject, msg, fix, ev in said]
     out += [
         _finding("TD992", subject, msg, BY_CODE["TD992"].how, ev, sev) for sev, subject, msg, ev in power_findings(f)
     ]

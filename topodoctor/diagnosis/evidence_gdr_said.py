@@ -1,12 +1,16 @@
-"""The reporter cannot get GPUDirect RDMA on ("a problem with enabling GDR for my NIC"): a question of its
-own, answered with the causes NCCL's own checks name, whatever figure stands beside it (TD026).
+"""The reporter cannot get GPUDirect RDMA on ("a problem with enabling GDR for my NIC"), or says the run is slower
+with it on than off: questions of their own, answered with the causes NCCL's own checks name, whatever figure
+stands beside them (TD026).
 
 NCCL's IB transport uses GPUDirect RDMA for a GPU and a NIC when (net_ib.cc ``ncclIbGdrSupport`` and
 graph/paths.cc ``ncclTopoCheckGdr``): the kernel has a peer-memory module (``nvidia_peermem``, the older
 ``nv_peer_mem``) or NCCL can register GPU memory through DMA-BUF (2.19+, a 5.12+ kernel and the driver's
 support); and the GPU sits within NCCL_NET_GDR_LEVEL of the NIC on the PCI tree (PXB by default: the two
 under one PCIe switch). Without the module it logs ``GPU Direct RDMA Disabled for HCA``; a GPU beyond the
-level gets its transfers staged through host memory without a word of warning."""
+level gets its transfers staged through host memory without a word of warning. That default stands because a
+NIC's reads and writes of GPU memory through the CPU's root complex run slower than staging through host memory
+on many hosts (NVIDIA's GPUDirect RDMA guide, "Supported Systems"): GDR forced past it (NCCL_NET_GDR_LEVEL,
+NCCL_NET_GDR_READ) is slower than without."""
 
 from __future__ import annotations
 
@@ -55,5 +59,36 @@ def gdr_said_findings(f: Facts) -> list[tuple[Severity, str, str, str, dict[str,
         "Load the module (`sudo modprobe nvidia-peermem`, and at boot), then check NCCL_DEBUG=INFO for "
         "`via NET/IB/N/GDRDMA`; for a GPU far from every NIC, NCCL_NET_GDR_LEVEL=SYS allows it at the cost of "
         "traffic through the host bridge."
+    )
+    return [("warning", "network", msg, fix, {"candidates": order})]
+
+
+SLOWER = (
+    "GPUDirect RDMA across the CPU: the GPU and the NIC under different PCIe switches (PHB, NODE or SYS in "
+    "`nvidia-smi topo -m`), where the NIC's reads of GPU memory through the root complex run slower than NCCL's "
+    "staging through host memory; NCCL keeps GDR off there by default (NCCL_NET_GDR_LEVEL=PXB), so a level "
+    "forced past it loses (post `nvidia-smi topo -m` and the NCCL_NET_GDR_LEVEL / NCCL_NET_GDR_READ the run sets)",
+    "ACS on the PCIe switch or root port between the GPU and the NIC, redirecting their traffic up to the root "
+    "complex (post `lspci -vvv`: ACSCtl on the bridges above both)",
+    "the NIC and the GPU on one PCIe switch with too little bandwidth above it for both directions at once "
+    "(post NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH output: the `via NET/IB/N/GDRDMA` lines and the "
+    "rings' paths)",
+)
+
+
+def gdr_slower_findings(f: Facts) -> list[tuple[Severity, str, str, str, dict[str, object]]]:
+    """(severity, subject, message, fix, evidence): the candidates where the reporter says the run is slower with
+    GPUDirect RDMA on than off."""
+    if not any("gdr-slower" in c.checked for c in f.prose):
+        return []
+    order = list(SLOWER)
+    if f.nic_paths and all(path in NEAR for path in f.nic_paths.values()):
+        order = order[1:]  # every GPU shares a PCIe switch with a NIC: GDR does not cross the CPU
+    msg = "the reporter says the run is slower with GPUDirect RDMA on than off; cause not found. Candidates, most "
+    msg += "likely first: " + numbered(order)
+    fix = (
+        "Post `nvidia-smi topo -m` (the GPU's and the NIC's path) and NCCL_DEBUG=INFO output of both runs; where "
+        "the GPU and the NIC meet only at the CPU, leave NCCL_NET_GDR_LEVEL unset (NCCL then stages through host "
+        "memory) or use a GPU under the NIC's own PCIe switch."
     )
     return [("warning", "network", msg, fix, {"candidates": order})]

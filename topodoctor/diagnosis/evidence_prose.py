@@ -202,6 +202,12 @@ def _header(s: StatedRun, hardware: str) -> str:
 
 def _one_node(f: Facts, s: StatedRun) -> ProseJudged:
     m = f.model or s.model
+    if m is None and any(c.amd for c in f.prose):  # AMD's GPUs: their own tools show the links and rates
+        msg = f"{s.op or 'the run'}'s {s.figure.text if s.figure else ''} not judged (the GPUs are AMD's, outside "
+        msg += f"the NVIDIA model table; {WEAKER}): post `rocm-smi --showtopo` (the link type and hops between the "
+        msg += "GPUs), `lspci -vvv` of the GPUs and the bridges above them (LnkSta: width and speed; ACSCtl) and "
+        msg += "rocm_bandwidth_test's output, and compare with AMD's figures for the part"
+        return ProseJudged(findings=(_info("TD022", s.op or "figures", msg, {"seen_in": str(s.quote)}),))
     if m is None:
         named = f"{s.gpu}: not in the GPU model table" if s.gpu else "the GPUs not named"
         msg = f"{s.op or 'the run'}'s {s.figure.text if s.figure else ''} not judged ({named}; {WEAKER}): post "

@@ -294,6 +294,16 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # the reporter says GPUDirect RDMA on makes the run slower than off: "nv_peer_memory severely deteriorating
+    # all_reduce_perf", "once I turn on GPU Direct RDMA, the bandwidth gets dramatically worse"
+    (
+        "gdr-slower",
+        re.compile(
+            r"\b(?:GDR(?:DMA)?|GPU ?Direct(?: RDMA)?|nvidia[-_]peermem|nv_peer_mem(?:ory)?)\W+(?:\w+\W+){0,12}?"
+            r"(?:worse|slower|deteriorat\w*|degrad\w*|drops?|lower)\b",
+            re.I,
+        ),
+    ),
 )
 # the run said to be short of what it should give: words that say so by themselves ("much slower", "did not
 # perform as expected", "25% of baremetal speed"), or a shortfall's words with a word of speed in the text

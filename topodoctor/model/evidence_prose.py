@@ -25,7 +25,9 @@ Scope = Literal["", "one-node", "nodes"]  # where its sentence places the figure
 HostKind = Literal["epyc", "vm", "bond", "roce", "nvswitch"]
 # What the sentences say was looked at or set already: flow control on RoCE (PFC, ECN, pause frames), the
 # fabric manager, the IOMMU, ACS, ATS, the NPS setting, GPUDirect RDMA's module.
-Checked = Literal["flow-control", "fabric-manager", "iommu", "acs", "ats", "nps", "gdr", "gdr-trouble", "p2p-on"]
+Checked = Literal[
+    "flow-control", "fabric-manager", "iommu", "acs", "ats", "nps", "gdr", "gdr-trouble", "p2p-on", "gdr-slower"
+]
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,9 @@ COMPARED = re.compile(r"^\s*(?:instead of|rather than)\b", re.I)  # "480 GB/s in
 DUAL_PORT = re.compile(r"\bdual[ -]port\b|\btwo ports\b|\b2 ports\b", re.I)
 OTHER_TOOLS = re.compile(
     r"\b(?:iperf3?|NTTTCP|ib_(?:write|read|send)_(?:bw|lat)|perftest|ibdump|nvbandwidth|p2pBandwidthLatencyTest|"
-    r"bandwidthTest|nvloom|memcpy|qperf|sockperf|netperf|PCIe|PCI-E)\b",
+    r"bandwidthTest|nvloom|memcpy|qperf|sockperf|netperf|PCIe|PCI-E"
+    # transfer engines' and MPI's own benchmarks (Mooncake, NIXL, UCX, OSU): their figures are no collective's
+    r"|transfer_engine_bench|nixlbench|ucx_perftest|osu_(?:bw|bibw|mbw_mr|latency))\b",
     re.I,
 )
 # a NIC's load as a monitor shows it ("network trans/receive is about 20M/s", iftop's): the link's traffic, not a

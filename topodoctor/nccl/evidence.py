@@ -57,6 +57,7 @@ class LogContext:
     worked_first: bool = False  # a file shows work that progressed before its first failure line
     # every NCCL_* the logs show set: NCCL's own lines (``env``) and the command lines and exports pasted with them
     shown: Mapping[str, str] = field(default_factory=dict)
+    launch_nodes: int = 0  # the hosts a pasted launch line asks for (torchrun --nnodes, mpirun -H), 0 where none
 
 
 @dataclass(frozen=True)

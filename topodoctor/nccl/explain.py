@@ -33,12 +33,20 @@ from topodoctor.nccl.fixes_usage import USAGE
 from topodoctor.nccl.fixes_watchdog import WATCHDOG
 from topodoctor.nccl.info_signs import context_signs
 from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
+from topodoctor.nccl.log_signs import one_name_two_hosts
 from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.logfile import WORDS_ONLY
 from topodoctor.nccl.parse import Event, LogFile
 from topodoctor.nccl.site_causes import stray_bytes
 from topodoctor.nccl.stall import STALL
-from topodoctor.nccl.unexplained import bridges_beside, bridges_only, flushed_only, unexplained
+from topodoctor.nccl.unexplained import (
+    bridges_beside,
+    bridges_only,
+    flushed_only,
+    node_local,
+    one_node_named_twice,
+    unexplained,
+)
 
 __all__ = ["CODE_OF", "EXPLANATIONS", "Explanation", "explain", "explanation_text"]
 BUILDERS: dict[str, Builder] = {
@@ -80,6 +88,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         layers,
         any(f.worked_first for f in files),
         {**{k: v for f in files for k, v, _ in f.variables}, **env},
+        max((f.launch_nodes or 0 for f in files), default=0),
     )
 
 
@@ -163,6 +172,8 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         findings = unexplained(files, by_kind, env) + findings
         if findings and findings[0].code in ("TD049", "TD052") and only_odd_interfaces(ctx):
             findings.insert(0, bridges_only(ctx, findings[0]))
+        elif findings and node_local(findings[0]) and (shared := one_name_two_hosts(ctx)):
+            findings.insert(0, one_node_named_twice(shared, findings[0]))
         elif findings and findings[0].code in ("TD049", "TD052") and bridges_among(ctx):
             findings.insert(0, bridges_beside(ctx, findings[0]))
     if findings and findings[0].severity in ("error", "critical"):  # no banner: the known bugs its message may be

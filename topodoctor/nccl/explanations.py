@@ -108,7 +108,9 @@ _HOST = (
         "error",
         "NCCL could not allocate its GPU buffers: the GPU's memory is full",
         "Leave room for NCCL (a few hundred MiB per communicator): lower the framework's memory fraction "
-        "(vLLM --gpu-memory-utilization), the batch or the model shard; NCCL_BUFFSIZE and fewer channels "
+        "(vLLM --gpu-memory-utilization; JAX/XLA, which takes most of the GPU at start: "
+        "XLA_PYTHON_CLIENT_MEM_FRACTION=.7 or XLA_PYTHON_CLIENT_PREALLOCATE=false; TensorFlow: "
+        "TF_FORCE_GPU_ALLOW_GROWTH=true), the batch or the model shard; NCCL_BUFFSIZE and fewer channels "
         "(NCCL_MAX_NCHANNELS) shrink NCCL's share; `nvidia-smi` shows other processes on the GPU.",
     ),
     _e(

@@ -59,6 +59,16 @@ NETWORK_CLASSES = (
         "out of memory, an XID in `dmesg`, a killed process) and fix that; then the network between the nodes.",
     ),
     _e(
+        "TD100",
+        "one-host-name-two-machines",
+        "error",
+        "Two machines share one host name, so NCCL took their ranks for one node",
+        "NCCL tells nodes apart by a hash of the host name (and, in later releases, the boot ID); ranks whose hashes "
+        "match are joined by CUDA IPC and /dev/shm, which cannot cross machines. Give every machine its own "
+        "hostname (`hostname` on each; hostnamectl set-hostname; a container's --hostname), or set NCCL_HOSTID "
+        "apart on each machine.",
+    ),
+    _e(
         "TD092",
         "net-peer-gone",
         "error",

@@ -176,6 +176,9 @@ def _oom(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("size"):  # torch's caching allocator: "CUDA out of memory. Tried to allocate 2.00 GiB"
         said = f"a rank's GPU memory is full: torch's allocator could not allocate {f['size']}"
         return Said("TD058", said, EXPLANATIONS["TD058"].fix)
+    if f.get("from") == "words":  # the post says so; NCCL's own WARN is not in the paste
+        said = f"the post says NCCL ran out of GPU memory ({f.get('said', '')[:120]}); NCCL's own line is not pasted"
+        return Said("TD058", said, EXPLANATIONS["TD058"].fix)
     if "CUDA error:" in f.get("said", ""):  # torch's own CUDA check, in a rank or in the watchdog
         return Said("TD058", "a CUDA call in a rank failed: out of memory", EXPLANATIONS["TD058"].fix)
     return Said("TD058", "NCCL's GPU allocation failed: CUDA out of memory", EXPLANATIONS["TD058"].fix)

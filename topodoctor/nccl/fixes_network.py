@@ -302,6 +302,8 @@ def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         else f"the launch names GPU {f['dev']} twice ({f.get('said', '').strip()[:80]}): two ranks share it, which "
         "NCCL refuses (invalid usage)"
         if f.get("from") == "words"
+        else f"the post quotes NCCL's refusal ({f.get('said', '').strip()[:120]}): two ranks of one host use one GPU"
+        if f.get("from") == "title"
         else "several ranks use the same GPU"
     )
     return Said("TD042", msg, EXPLANATIONS["TD042"].fix)

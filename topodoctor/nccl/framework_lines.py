@@ -37,6 +37,8 @@ _TORCH_ERROR = re.compile(
 _NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
 # a launcher's node count: torchrun's, torch.distributed.launch's and accelerate launch's --nnodes (--nnode)
 _LAUNCH_NODES = re.compile(r"(?:torchrun|distributed\.launch|launch\.py|accelerate launch)\b.*?--nnodes?[= ](\d+)")
+# mpirun's (and horovodrun's) host list, "-H a:4,b:4" / "--host a,b": the hosts it launches on
+_MPI_HOSTS = re.compile(r"\b(?:mpirun|mpiexec|horovodrun)\b.*?\s(?:-H|--?host)[= ](\S+)")
 CRASH_STACK_LINES = 40  # the frames a crash handler prints under its banner
 _LAST_ERROR = re.compile(r"(?:Last error:|Original reason for failure was:)\s*(?P<rest>.*)$")
 # any framework's words for NCCL's error class (horovod "ncclCommInitRank failed: ...", XLA "NCCL operation ...
@@ -88,6 +90,9 @@ class FrameworkLines(ReadState):
         sets, a GeForce GPU's name, a test's header)."""
         if "-nnode" in line and (m := _LAUNCH_NODES.search(line)):  # torchrun / torch.distributed.launch / accelerate
             self.launch_nodes = max(self.launch_nodes or 0, int(m.group(1)))
+        if ("host" in line or "-H" in line) and (m := _MPI_HOSTS.search(line)):
+            hosts = {h.split(":", 1)[0] for h in m.group(1).split(",") if h}
+            self.launch_nodes = max(self.launch_nodes or 0, len(hosts))
         if "NCCL_" in line and "=" in line:  # a command line or an environment dump: the variables it sets
             for a in _ASSIGNED.finditer(line):
                 self.shown.setdefault(a.group(1), (a.group(2), i + 1))

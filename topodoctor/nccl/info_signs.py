@@ -3,18 +3,22 @@ as ``Sign``s (the shapes are ``nccl.grammar``'s): the GID index and GID each RoC
 (net_ib; an InfiniBand port's LID instead), the SHM transport's host buffers a local peer imported
 through cuMem or as a /dev/shm file, cuMem host memory NCCL found not working, the network plugin
 loaded (or none, NCCL's own), the aws-ofi-nccl provider, one process that drives several GPUs, a
-failure in a communicator's destroy (``commReclaim``, a WARN), libibverbs not loaded, and network connections that run
-without GPUDirect RDMA. Text in, plain data out; ``nccl.log_signs`` judges them."""
+failure in a communicator's destroy (``commReclaim``, a WARN), libibverbs not loaded, the address each host's
+sockets use, and network connections that run without GPUDirect RDMA. Text in, plain data out; ``nccl.log_signs``
+judges them."""
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Sequence
 
 from topodoctor.nccl import grammar as g
 from topodoctor.nccl.logfile import LogFile, Sign
 
 MAX_SIGNS = 64  # a QP line per channel and peer: the first few name every GID in use
+# NCCL's lines that name the address its sockets use: Bootstrap and NET/Socket (2.3+), "NET : Using interface" (2.2)
+_ADDRESS_LINE = re.compile(r"(?:Bootstrap|NET/Socket|NET) : Using (?:interface )?\[?")
 
 
 def gid_address(prefix_hex: str, iid_hex: str) -> str:
@@ -53,6 +57,11 @@ def read_signs(lines: Iterable[str]) -> tuple[Sign, ...]:
     out: dict[tuple[str, str, str], Sign] = {}
     devices: dict[tuple[str, str], set[str]] = {}  # (host, pid) -> the CUDA devices its lines name
     for line in lines:
+        if "Using" in line and (o := g.ORIGIN.search(line)) and _ADDRESS_LINE.search(line):
+            for d in g.SOCK_IF.finditer(line, o.end()):  # the address each host's NCCL sockets bind (any version)
+                key = ("host-address", o["host"], f"{d['name']} {d['addr']}")
+                if key not in out and len(out) < MAX_SIGNS:
+                    out[key] = Sign(*key, line[o.end() :].strip()[:200])
         if "Failed to open libibverbs" in line:  # ibvwrap / ibvsymbols, at INFO or WARN: no verbs, so no NET/IB
             out.setdefault(("no-verbs", "", ""), Sign("no-verbs", g.origin_host(line), "", line.strip()[:200]))
         msg = g.info_message(line)

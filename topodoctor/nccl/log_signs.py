@@ -278,3 +278,26 @@ VERSIONS = ClassCause(
     versions_differ,
 )
 NET_COLLECT = "every rank's log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (the network, devices and GIDs in use)"
+
+
+LOCALHOST = ("localhost", "localhost.localdomain")
+
+
+def one_name_two_hosts(ctx: LogContext) -> str:
+    """The log's words when two machines share one host name: one name whose sockets bind two addresses of one
+    interface, or ranks all named localhost in a launch over several hosts. NCCL tells nodes apart by a hash of the
+    host name (the boot ID too in later releases; NCCL_HOSTID overrides both), so it joins ranks of two machines
+    by P2P or SHM as if they shared a node, and CUDA IPC between them fails. "" when the log shows neither."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for s in ctx.signs:
+        if s.kind == "host-address" and s.host:
+            iface, addr = s.value.split(" ", 1)
+            if addr not in (got := seen.setdefault((s.host, iface), [])) and not addr.startswith(("127.", "::1")):
+                got.append(addr)
+    if two := next(((h, i, a) for (h, i), a in seen.items() if len(a) > 1), None):
+        host, iface, addrs = two
+        return f"ranks named {host} bind {iface} at {addrs[0]} and at {addrs[1]}: two machines named {host}"
+    hosts = {s.host for s in ctx.signs if s.host}
+    if ctx.launch_nodes > 1 and len(hosts) == 1 and (name := next(iter(hosts))) in LOCALHOST:
+        return f"every rank's lines are of host {name} in a launch over {ctx.launch_nodes} hosts: the machines share it"
+    return ""

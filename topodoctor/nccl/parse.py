@@ -52,7 +52,15 @@ from topodoctor.nccl.info_signs import read_signs
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import NOT_FAILURES, Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
-from topodoctor.nccl.stall_lines import said_failed, stalled, title_connect, title_cuda
+from topodoctor.nccl.stall_lines import (
+    said_failed,
+    said_oom,
+    stalled,
+    title_connect,
+    title_cuda,
+    title_duplicate,
+    title_line,
+)
 from topodoctor.nccl.tests_run import TestsRun, tests_run
 
 __all__ = ["Event", "LogFile", "parse_file"]
@@ -233,6 +241,12 @@ def _named_twice(lines: list[str], events: list[Event]) -> tuple[int, str, str] 
     return None
 
 
+def bare_class(events: list[Event]) -> bool:
+    """Whether the failures read are NCCL's error class alone, with no reason beside it."""
+    bare = [e for e in events if e.kind not in NOT_FAILURES]
+    return bool(bare) and all(e.kind == "nccl-error" and not e.fields.get("reason") for e in bare)
+
+
 def parse_file(name: str, text: str) -> LogFile:
     """One file's NCCL output."""
     if "\u2018" in text or "\u2019" in text:  # an editor's typographic quotes; NCCL and CUDA print straight ones
@@ -249,6 +263,8 @@ def parse_file(name: str, text: str) -> LogFile:
     ended = post_failed or stalled(lines, False)
     if not r.failed_at and ended is not None and any(e.kind not in NOT_FAILURES for e in r.events):
         r.failed_at.append(ended[0])  # a WARN the post's words say the run died of (or hung on)
+    elif post_failed is not None and r.outcome.caught_warns[:1] == [title_line(lines)] and not r.failed_at:
+        r.failed_at.append(r.outcome.caught_warns[0])  # the post's title is a WARN its source fails after
     r.retries_end(ended is not None)
     # 2.30+ lets ranks share a GPU where NCCL_MULTI_RANK_GPU_ENABLE=1; a run that failed with its WARN cut shows it
     shares = r.env.get("NCCL_MULTI_RANK_GPU_ENABLE", "0").strip() not in ("", "0")
@@ -267,6 +283,10 @@ def parse_file(name: str, text: str) -> LogFile:
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
     if not failing and (quoted := title_connect(lines)) is not None:  # the title quotes the socket error
         r.add("connect", quoted[0], lines[quoted[0]], r.file_rank, fields=quoted[1])
+    elif bare_class(r.events) and (oom := said_oom(lines)) is not None:  # an error class, its OOM said in words
+        r.add("gpu-oom", oom[0], lines[oom[0]], r.file_rank, fields=oom[1])
+    elif not failing and (dup := title_duplicate(lines)) is not None:  # the title quotes NCCL's refusal
+        r.add("duplicate-gpu", dup[0], lines[dup[0]], r.file_rank, fields=dup[1])
     elif not failing and (cuda := title_cuda(lines)) is not None:  # the title quotes a CUDA error that names its cause
         r.add("cuda-failure", cuda[0], lines[cuda[0]], r.file_rank, fields=cuda[1])
     elif (
@@ -302,7 +322,8 @@ def parse_file(name: str, text: str) -> LogFile:
         topo_file=r.topo_file,
         trail_sources=tuple(r.trail_src),
         variables=tuple((n, v, at) for n, (v, at) in r.shown.items()),
-        signs=(read_signs(nccl_lines) if info else ()) + listed_gids(lines),
+        # NCCL 2.2 and older print "INFO" with no "NCCL" before it
+        signs=(read_signs([ln for ln in lines if "NCCL" in ln or " INFO " in ln]) if info else ()) + listed_gids(lines),
         speaks=bool(r.events or r.versions or r.failed_at or r.level != "unset")
         or "nccl" in text.lower()
         or any(_DISTRIBUTED.search(ln) or DISTRIBUTED_WORDS.search(ln) for ln in lines),

@@ -366,6 +366,11 @@ AREAS: tuple[tuple[str, re.Pattern[str], tuple[Candidate, ...]], ...] = (
 )
 
 
+# the parts of NCCL that join the ranks of one node only: a failure there between two machines means NCCL took
+# them for one
+NODE_LOCAL = frozenset(("CUDA IPC between GPUs", "/dev/shm segments"))
+
+
 def site_candidates(message: str, files: tuple[str, ...]) -> tuple[str, list[str]]:
     """What kind of failure a message of no class is, and its candidates, most likely first, each
     with what tells it apart: from its words, else from the part of NCCL that prints it (``files``,

@@ -46,7 +46,9 @@ def _prose(lines: Sequence[str], first: int) -> list[int]:
     """The title's line and the prose lines under it, up to the first line of output."""
     out = [first]
     title = lines[first].lstrip()
-    if ORIGIN.search(title) or (_OUTPUT.match(title) and not title.startswith("NCCL ")):
+    # a line of output alone on top, set apart by a blank line from sentences under it, is the post's title
+    alone = first + 2 < len(lines) and not lines[first + 1].strip() and not _OUTPUT.search(lines[first + 2])
+    if (ORIGIN.search(title) or (_OUTPUT.match(title) and not title.startswith("NCCL "))) and not alone:
         return out  # the text starts with output: it has no prose (an NCCL message alone on top is a post's title)
     for i in range(first + 1, min(len(lines), first + 1 + _PROSE_LINES)):
         if _OUTPUT.search(lines[i]):
@@ -56,7 +58,12 @@ def _prose(lines: Sequence[str], first: int) -> list[int]:
     return out
 
 
-def _title(lines: Sequence[str]) -> int | None:
+def _nccl_info(line: str) -> bool:
+    """NCCL's own INFO line: its words, or the prefix of NCCL 2.2 and older, which print no "NCCL"."""
+    return "NCCL INFO" in line or (" INFO " in line and bool(ORIGIN.search(line)))
+
+
+def title_line(lines: Sequence[str]) -> int | None:
     """The first line with words: where a pasted post puts its title."""
     return next((i for i, ln in enumerate(lines) if ln.strip()), None)
 
@@ -65,13 +72,13 @@ def stalled(lines: Sequence[str], nccl_tests: bool) -> tuple[int, dict[str, str]
     """Where a log that shows no failure says its run stopped, with what the text shows of the GPUs and nodes:
     the post's first line that says it hangs, or nccl-tests' output that reached NCCL's init (an NCCL INFO line)
     with no result row. None when neither."""
-    first = _title(lines)
+    first = title_line(lines)
     if first is None:
         return None
     title = lines[first]
     where = {"pcie": "1" if _PCIE.search(title) else "", "nodes": "1" if _NODES.search(title) else ""}
     # a title that names no collective still speaks of NCCL's world when NCCL's own lines follow it
-    ours = _COLLECTIVE.search(title) or any("NCCL INFO" in ln for ln in lines[first + 1 : first + _AFTER_TITLE])
+    ours = _COLLECTIVE.search(title) or any(_nccl_info(ln) for ln in lines[first + 1 : first + _AFTER_TITLE])
     # the post's words: the title, then its prose up to the first line of output (a sentence may say it hangs)
     for i in _prose(lines, first):
         said = lines[i]
@@ -99,10 +106,10 @@ _LOGGED = re.compile(r"\s*[\w.-]+: (?:error|fatal|warning):")
 def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     """Where a log that shows no failure line says in the post's words (its title or the prose under it) that the
     run failed, in NCCL's world (the line names it, or NCCL's own lines follow); None when it does not."""
-    first = _title(lines)
+    first = title_line(lines)
     if first is None:
         return None
-    ours = any("NCCL INFO" in ln for ln in lines[first + 1 : first + _AFTER_TITLE])
+    ours = any(_nccl_info(ln) for ln in lines[first + 1 : first + _AFTER_TITLE])
     for i in _prose(lines, first):
         said = re.split(r"NCCL (?:WARN|INFO)", lines[i])[0]  # the reporter's words, not NCCL's message quoted after
         if _OUTPUT.search(said) or _LOGGED.match(said) or OWN_LINE.search(said):
@@ -122,7 +129,7 @@ _SOCKET_ERROR = re.compile(r"(?i)\b(" + "|".join(_SOCKET_ERRORS) + r")\b")
 def title_cuda(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     """A first line (a post's title) that quotes a CUDA error whose own words state its cause (``CUDA_STATES``), over
     NCCL's lines or in NCCL's words, in a log that shows no failure line of its own; None when it does not."""
-    first = _title(lines)
+    first = title_line(lines)
     if first is None or ORIGIN.search(lines[first]):
         return None
     title = lines[first].lower()
@@ -135,10 +142,40 @@ def title_cuda(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
 def title_connect(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     """A first line (a post's title) that says NCCL's connection failed with a socket error, in a log that
     shows no failure line of its own; None when it does not."""
-    first = _title(lines)
+    first = title_line(lines)
     if first is None or ORIGIN.search(lines[first]) or not _COLLECTIVE.search(lines[first]):
         return None
     m = _SOCKET_ERROR.search(lines[first])
     if m is None:
         return None
     return first, {"err": _SOCKET_ERRORS[m.group(1).lower()], "said": lines[first].strip()[:200]}
+
+
+_DUPLICATE = re.compile(r"Duplicate GPU detected")  # init.cc's refusal of two ranks on one GPU, in NCCL's words
+
+
+def title_duplicate(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """A first line (a post's title) that quotes NCCL's "Duplicate GPU detected", in a log that shows no failure
+    line of its own: the run failed on it; None when it does not."""
+    first = title_line(lines)
+    if first is None or ORIGIN.search(lines[first]) or not _DUPLICATE.search(lines[first]):
+        return None
+    return first, {"from": "title", "said": lines[first].strip()[:200]}
+
+
+# the post's words that NCCL ran out of GPU memory ("NCCL init is hitting an OOM condition")
+_OOM = re.compile(r"(?i)\b(?:out of (?:GPU |device )?memory|OOM)\b")
+
+
+def said_oom(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """Where the post's words (its title or the prose under it) say the run ran out of GPU memory, in NCCL's world
+    (the line names NCCL, or NCCL's own lines follow); None when they do not."""
+    first = title_line(lines)
+    if first is None:
+        return None
+    ours = any(_nccl_info(ln) for ln in lines[first + 1 : first + _AFTER_TITLE])
+    for i in _prose(lines, first):
+        said = lines[i]
+        if _OOM.search(said) and (ours or "NCCL" in said) and not ORIGIN.search(said) and not _OUTPUT.match(said):
+            return i, {"from": "words", "said": said.strip()[:200]}
+    return None

@@ -16,7 +16,7 @@ from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.launcher_lines import OUTSIDE_WHATS, root_cause_said, signal_said
 from topodoctor.nccl.logfile import Event, LogFile
-from topodoctor.nccl.site_causes import site_candidates
+from topodoctor.nccl.site_causes import NODE_LOCAL, site_candidates
 from topodoctor.nccl.torch_reasons import CANDIDATES, COLLECT, SAID
 
 # 2.18's proxy errors read back as internal errors (nccl.known_bugs): a likely cause only under 2.18 or no version
@@ -98,6 +98,25 @@ def bridges_only(ctx: LogContext, failed: Finding) -> Finding:
     )
 
 
+def one_node_named_twice(shared: str, failed: Finding) -> Finding:
+    """A failure of NCCL's node-local transports (CUDA IPC, /dev/shm) where the log shows two machines under one host
+    name (``log_signs.one_name_two_hosts``): NCCL took them for one node, the cause the log shows."""
+    return finding(
+        "TD100",
+        "hosts",
+        f"NCCL joined ranks of two machines as one node ({shared}), and its node-local transport between them "
+        f"(CUDA IPC, /dev/shm) failed: {str(failed.evidence.get('reason', ''))[:120]}",
+        EXPLANATIONS["TD100"].fix,
+        None,
+        failure=failed.message[:200],
+    )
+
+
+def node_local(failed: Finding) -> bool:
+    """Whether an unexplained failure is of NCCL's node-local transports (CUDA IPC between GPUs, /dev/shm)."""
+    return failed.code == "TD052" and failed.evidence.get("site_kind") in NODE_LOCAL
+
+
 def bridges_beside(ctx: LogContext, failed: Finding) -> Finding:
     """A failed job whose socket network lists container bridges or link-local interfaces beside the routed one:
     the channels NCCL put on them reach no other node, the first of the candidates (the log shows no connection
@@ -126,6 +145,17 @@ def bridges_beside(ctx: LogContext, failed: Finding) -> Finding:
     )
 
 
+TRAIL_AFTER = 3  # the lines between a WARN and the trail of the call that failed on it
+
+
+def _trailed(warn: Event, trails: Sequence[Event]) -> bool:
+    """Whether the return-code trail of ``warn``'s process follows it: the call failed on this WARN."""
+    proc = warn.text.split(" ", 1)[0].rsplit(":", 1)[0]  # host:pid of NCCL's prefix
+    return any(
+        t.file == warn.file and 0 < t.line_no - warn.line_no <= TRAIL_AFTER and t.text.startswith(proc) for t in trails
+    )
+
+
 def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: Mapping[str, str]) -> list[Finding]:
     """A failed job whose cause no class covers: NCCL's own words (TD052), or none at all (TD049)."""
     errors = by_kind.get("nccl-error", [])
@@ -137,8 +167,10 @@ def unexplained(files: Sequence[LogFile], by_kind: dict[str, list[Event]], env: 
     reasons = [e.fields.get("reason", "") for e in errors] + [r for f in files for r in f.last_errors]
     reason = next((r for r in reasons if r), "")  # torch's "Last error:" or nccl-tests' text
     ev: Event | None = next(iter(errors or trails or warns), None)
-    if not reason and warns:  # else NCCL's first WARN that no class covers
-        reason, ev = warns[0].fields.get("said", ""), warns[0]
+    if not reason and warns:  # else NCCL's first WARN that no class covers, one that names its source file first
+        # the WARN the return-code trail follows (NCCL went on after a fallback's), else one that names its file
+        w = next((w for w in warns if _trailed(w, trails)), None) or next((w for w in warns if w.source), warns[0])
+        reason, ev = w.fields.get("said", ""), w
     if reason:
         fields = ev.fields if ev is not None and ev.fields.get("said") == reason else {}
         known = _from_source(fields)

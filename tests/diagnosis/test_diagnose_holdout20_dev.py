@@ -1,5 +1,7 @@
-"""The twentieth blind set (fixtures/diagnose/holdout20), scored once and now a development set: a transfer
-engine's own benchmark figure (Mooncake's transfer_engine_bench over TCP) is no collective's busbw."""
+"""The twentieth and twenty-first blind sets (fixtures/diagnose/holdout20, holdout21), scored once and now development
+sets: a transfer engine's own benchmark figure (Mooncake's transfer_engine_bench over TCP) is no collective's busbw;
+a run said to be slower with one release than another; GPUDirect RDMA said slower only where set against its off;
+pods that each see one GPU, said in words."""
 
 from __future__ import annotations
 
@@ -14,3 +16,24 @@ def test_a_transfer_engine_s_figure_is_not_judged_as_busbw() -> None:
     assert not [f for f in found if f.severity in ("warning", "error")]
     as_nccl = judged_with(SET / "d20-03", ("transfer_engine_bench", "all_reduce_perf"))
     assert [f.code for f in as_nccl if f.severity == "warning"] == ["TD022"]
+
+
+def test_slower_with_one_release_than_another() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-08")  # "lower with ucx 1.15.0rc3 than with 1.13.1"
+    lead = next(f for f in found if f.code == "TD997")
+    assert lead.severity == "warning" and "regression" in lead.message
+    plain = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-08", ("than with 1.13.1", "than the NIC"))
+    assert "TD997" not in [f.code for f in plain]
+
+
+def test_gdr_in_a_post_about_a_release_is_no_gdr_slower_claim() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-08")  # "GPUDirect RDMA Performance issue"
+    assert "TD026" not in [f.code for f in found]
+
+
+def test_pods_of_one_gpu_each_said_in_words() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-06")  # "in the pod we can just see the only one gpu"
+    lead = next(f for f in found if f.code == "TD034")
+    assert lead.severity == "warning" and "CUDA IPC" in lead.message
+    every = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-06", ("just see the only one gpu", "see every gpu"))
+    assert "TD034" not in [f.code for f in every]

@@ -58,6 +58,7 @@ from topodoctor.diagnosis.evidence_regressions import nvls_across_nodes
 from topodoctor.diagnosis.evidence_scaling import scaling_findings
 from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
 from topodoctor.diagnosis.evidence_seen import Quote
+from topodoctor.diagnosis.evidence_words import one_gpu_each_findings, version_slower_findings
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
@@ -345,6 +346,15 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     if "TD026" not in codes:  # the reporter's own question of GPUDirect RDMA, where no line answered it
         said = gdr_said_findings(f) + gdr_slower_findings(f)
         out += [_finding("TD026", subject, msg, fix, ev, sev) for sev, subject, msg, fix, ev in said]
+    out += [
+        _finding("TD997", subject, msg, BY_CODE["TD997"].how, ev, sev)
+        for sev, subject, msg, ev in version_slower_findings(f)
+    ]
+    if "TD034" not in codes:  # the words, where no NCCL line showed the split
+        out += [
+            _finding("TD034", subject, msg, BY_CODE["TD034"].how, ev, sev)
+            for sev, subject, msg, ev in one_gpu_each_findings(f)
+        ]
     out += [
         _finding("TD992", subject, msg, BY_CODE["TD992"].how, ev, sev) for sev, subject, msg, ev in power_findings(f)
     ]

@@ -344,6 +344,17 @@ CODES: tuple[DiagnosisCode, ...] = (
         "its tuning fix.",
     ),
     DiagnosisCode(
+        "TD997", "diag-slower-after-version", "warning",
+        "The reporter says the run is slower with one release of a library than with another.",
+        "Where the hardware and the settings stayed and only a release changed (NCCL, UCX, the NET plugin, the "
+        "driver, the framework), the new release's own change is the first suspect: a regression, or a changed "
+        "default (a protocol threshold, a transport, the channel count) that does worse on this system.",
+        "Run both releases on the same nodes with the same command and post each run's table and its debug output "
+        "(NCCL_DEBUG=INFO; for UCX, UCX_LOG_LEVEL=info and UCX_PROTO_INFO=y), with each release's version line; "
+        "try the newest release or the project's main branch, and read the release notes between the two for the "
+        "fix or the changed default.",
+    ),
+    DiagnosisCode(
         "TD995", "diag-pcie-slot-narrow", "warning",
         "A GPU sits on a PCIe link narrower or older than the GPU's own.",
         "A card in a chipset slot, behind a riser or on an old board gets the slot's lanes and generation, not its "

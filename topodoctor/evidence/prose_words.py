@@ -296,13 +296,39 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    # the reporter says GPUDirect RDMA on makes the run slower than off: "nv_peer_memory severely deteriorating
-    # all_reduce_perf", "once I turn on GPU Direct RDMA, the bandwidth gets dramatically worse"
+    # the reporter says GPUDirect RDMA on makes the run slower than off, within one sentence: GDR the agent of the
+    # loss ("nv_peer_memory severely deteriorating all_reduce_perf"), or set against the run without it ("once I
+    # turn on GPU Direct RDMA, the bandwidth gets dramatically worse than without"); slower than another release
+    # is no such claim
     (
         "gdr-slower",
         re.compile(
-            r"\b(?:GDR(?:DMA)?|GPU ?Direct(?: RDMA)?|nvidia[-_]peermem|nv_peer_mem(?:ory)?)\W+(?:\w+\W+){0,12}?"
-            r"(?:worse|slower|deteriorat\w*|degrad\w*|drops?|lower)\b",
+            r"\b(?:GDR(?:DMA)?|GPU ?Direct(?: RDMA)?|nvidia[-_]peermem|nv_peer_mem(?:ory)?)"
+            r"(?:(?:\W+\w+){0,2}?\W+(?:deteriorat\w*|degrad\w*|slows? (?:it |\w+ )?down|hurts?)\b"
+            r"|[^.?!\n]{0,80}?\b(?:worse|slower|drops?|lower)\b[^.?!\n]{0,60}?\b(?:without|off|disabl\w*)\b)",
+            re.I,
+        ),
+    ),
+    # each pod or container of the node sees one GPU: "in the pod we can just see the only one gpu that has been
+    # allocated", "one GPU per container", "8 pods with 1 GPU each"
+    (
+        "one-gpu-each",
+        re.compile(
+            r"\b(?:pods?|containers?)\b[^.?!\n]{0,80}?\b(?:only|just)\b[^.?!\n]{0,20}?\b(?:one|1|a single|the) GPU\b"
+            r"|\b(?:one|1|a single) GPU (?:per|to each|in each|for each|inside each) (?:pod|container)\b"
+            r"|\b(?:pods?|containers?) (?:with|of|each (?:with|having)) (?:one|1|a single) GPU(?: each)?\b",
+            re.I,
+        ),
+    ),
+    # the run said to be slower with one release than another, within one sentence: "Bandwidth was lower with ucx
+    # 1.15.0rc3 than with 1.13.1", "slower after upgrading to 2.19", "2.18 is faster than 2.19"
+    (
+        "version-slower",
+        re.compile(
+            r"\b(?:slower|lower|worse|drops?|dropped|regress\w*)\b[^.?!\n]{0,40}?\b(?:with|in|on|since|after)\b"
+            r"[^.?!\n]{0,30}?\bv?\d+\.\d+[\w.+-]*[^.?!\n]{0,40}?\bthan\b[^.?!\n]{0,30}?\bv?\d+\.\d+"
+            r"|\b(?:slower|lower|worse|drops?|dropped|regress\w*)\b[^.?!\n]{0,40}?\bafter (?:upgrad|updat)\w*"
+            r"[^.?!\n]{0,30}?\bv?\d+\.\d+",
             re.I,
         ),
     ),

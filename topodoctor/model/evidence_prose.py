@@ -24,9 +24,22 @@ Scope = Literal["", "one-node", "nodes"]  # where its sentence places the figure
 # EPYC host, a virtual machine (passthrough, SR-IOV), a bonded RoCE NIC, RoCE itself, an NVSwitch host.
 HostKind = Literal["epyc", "vm", "bond", "roce", "nvswitch"]
 # What the sentences say was looked at or set already: flow control on RoCE (PFC, ECN, pause frames), the
-# fabric manager, the IOMMU, ACS, ATS, the NPS setting, GPUDirect RDMA's module.
+# fabric manager, the IOMMU, ACS, ATS, the NPS setting, GPUDirect RDMA's module; and what they say changed (a run
+# slower with GDR on, slower with one release than another) and how the ranks were placed (a pod or container of
+# one GPU each).
 Checked = Literal[
-    "flow-control", "fabric-manager", "iommu", "acs", "ats", "nps", "gdr", "gdr-trouble", "p2p-on", "gdr-slower"
+    "flow-control",
+    "fabric-manager",
+    "iommu",
+    "acs",
+    "ats",
+    "nps",
+    "gdr",
+    "gdr-trouble",
+    "p2p-on",
+    "gdr-slower",
+    "version-slower",
+    "one-gpu-each",
 ]
 
 

@@ -29,8 +29,14 @@ CUDA_KINDS: tuple[tuple[re.Pattern[str], str], ...] = (
     # 803 cudaErrorSystemDriverMismatch, 804 cudaErrorCompatNotSupportedOnDevice: the libcuda loaded is not the
     # kernel driver's own, most often CUDA's forward-compatibility package (cuda-compat)
     (re.compile(r"unsupported display driver / cuda driver combination|forward compatibility was attempted"), _COMPAT),
-    # 500 / 98 / 209: no code in the binary for this GPU's architecture
-    (re.compile(r"named symbol not found|no kernel image is available|invalid device function", re.I), "kernel-image"),
+    # 500 / 98 / 209: no code in the binary for this GPU's architecture; HIP's hipErrorInvalidKernelFile (RCCL's
+    # "Cuda failure 'invalid kernel file'"): no code object in the library for this gfx target
+    (
+        re.compile(
+            r"named symbol not found|no kernel image is available|invalid device function|invalid kernel file", re.I
+        ),
+        "kernel-image",
+    ),
     (re.compile(r"out of memory", re.I), "gpu-oom"),  # 2
 )
 

@@ -199,7 +199,17 @@ def _kernel(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
         msg = f"{text}: a kernel or symbol NCCL looked up is not in the code loaded"
         fix = f"Candidates, most likely first: {numbered(_SYMBOL_CAUSES)}. {EXPLANATIONS['TD060'].fix}"
         return Said("TD060", msg, fix, {"candidates": list(_SYMBOL_CAUSES)})
+    if any("rccl" in e.text.lower() or "/hipify/" in e.text for e in evs):  # AMD's RCCL: a gfx target, not an sm
+        return Said("TD060", f"{text}: this RCCL has no code object for this GPU's gfx target", _RCCL_TARGET)
     return Said("TD060", f"{text}: this NCCL has no GPU code for this GPU's architecture", EXPLANATIONS["TD060"].fix)
+
+
+_RCCL_TARGET = (
+    "`rocminfo | grep gfx` lists each GPU's target; a GPU the RCCL build leaves out stops the job, most often an "
+    "integrated Radeon beside the discrete ones (gfx1036 on Ryzen 7000 CPUs): hide it from the job "
+    "(HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES naming only the discrete GPUs; or disable it in the BIOS or "
+    "amdgpu), or use an RCCL built with GPU_TARGETS naming every GPU's target."
+)
 
 
 # what leaves CUDA's 'named symbol not found' (cudaErrorSymbolNotFound) at NCCL's kernel lookups

@@ -271,6 +271,10 @@ def plugin_unloadable(msg: str) -> str:
         return ""
     err = m["err"].split(" when loading ")[0].split(" No plugin found")[0].strip()
     missing = err.split(":", 1)[0].rsplit("/", 1)[-1]
-    if "No such file or directory" in err and missing.startswith("libnccl-net"):
+    # the plugin's own file absent: NCCL's default name (RCCL's librccl-net), or the file it says it was loading
+    loading = msg.split(" when loading ", 1)[1].split()[0] if " when loading " in msg else ""
+    if "No such file or directory" in err and (
+        missing.startswith(("libnccl-net", "librccl-net")) or missing == loading
+    ):
         return ""
     return err[:300]

@@ -17,6 +17,7 @@ _HANG = re.compile(
     r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
     r"|spins? forever|no (?:activity|progress)|time[sd]? ?outs?|timed out"
     r"|never (?:returns|finishes|completes|ends))\b"
+    r"|卡住|卡在|卡死|挂起|夯住|无响应"  # Chinese posts: stuck, stuck at, frozen, hung, no response
 )
 # the line speaks of NCCL's world (a title about something else that hangs is not ours)
 _COLLECTIVE = re.compile(
@@ -28,7 +29,10 @@ _PCIE = re.compile(
     r"(?i)\bPCIe\b|\bno NVLink\b|without NVLink|\bPHB\b|\bPIX\b|\bPXB\b|GeForce|\bRTX\b|\bTitan\b|\bA40\b"
     r"|\bL40S?\b|\bL4\b|\bA10\b|\bT4\b|\bA[456]000\b|\bAda\b"
 )
-_NODES = re.compile(r"(?i)multi-?node|\b(?:two|2|several|multiple|\d+) (?:nodes|machines|hosts|servers)\b|across nodes")
+_NODES = re.compile(
+    r"(?i)multi-?node|\b(?:two|2|several|multiple|\d+) (?:nodes|machines|hosts|servers)\b|across nodes"
+    r"|多机|多节点|跨节点|[两二三四多\d]+(?:个|台)?(?:节点|机器|服务器)"  # Chinese: several machines or nodes
+)
 _AFTER_TITLE = 200  # the lines under a title read for NCCL's own: a post's log follows its title closely
 _TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")
 

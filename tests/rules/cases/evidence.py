@@ -337,6 +337,11 @@ CASES: list[Case] = [
         severity="warning"),
     _case("TD995", False, "two RTX 3090, GPU 1 on PCIe 4.0 x16", lambda: _said(
         "Two RTX 3090 cards, GPU 1 on PCIe 4.0 x16 in the second slot, and tensor parallel runs slow.\n")),
+    _case("TD997", True, "osu_bw slower with UCX 1.15.0 than with 1.13.1", lambda: _said(
+        "osu_bw D D between two nodes: bandwidth was lower with ucx 1.15.0 than with 1.13.1.\n"),
+        severity="warning"),
+    _case("TD997", False, "osu_bw lower than the NIC's rate", lambda: _said(
+        "osu_bw D D between two nodes: bandwidth was lower with ucx 1.15.0 than the NIC's 25 GB/s.\n")),
     _case("TD996", True, "busbw 33 GB/s at 32 MiB, 19 at 64 MiB, 34 at 256 MiB", lambda: _curve(33.0, 19.0, 34.0),
           severity="warning"),
     _case("TD996", False, "busbw climbing 30, 32, 34 GB/s", lambda: _curve(30.0, 32.0, 34.0)),

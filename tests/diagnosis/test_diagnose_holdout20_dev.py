@@ -1,7 +1,7 @@
 """The twentieth and twenty-first blind sets (fixtures/diagnose/holdout20, holdout21), scored once and now development
 sets: a transfer engine's own benchmark figure (Mooncake's transfer_engine_bench over TCP) is no collective's busbw;
 a run said to be slower with one release than another; GPUDirect RDMA said slower only where set against its off;
-pods that each see one GPU, said in words."""
+pods that each see one GPU, said in words; osu_bw from GPU memory far below it from host memory."""
 
 from __future__ import annotations
 
@@ -37,3 +37,11 @@ def test_pods_of_one_gpu_each_said_in_words() -> None:
     assert lead.severity == "warning" and "CUDA IPC" in lead.message
     every = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-06", ("just see the only one gpu", "see every gpu"))
     assert "TD034" not in [f.code for f in every]
+
+
+def test_gpu_buffers_far_below_host_buffers_in_osu_bw() -> None:
+    found = judged_with(SET / "d20-02")  # osu_bw H D 6.1 GB/s, D D 0.35 GB/s over FDR, stock OFED
+    lead = next(f for f in found if f.code == "TD979")
+    assert lead.severity == "warning" and "nv_peer_mem" in lead.message and "0.06 of it" in lead.message
+    near = judged_with(SET / "d20-02", ("345.38", "5900.00"))  # D D near H D at 64 KiB: one path, one rate
+    assert "TD979" not in [f.code for f in near]

@@ -50,6 +50,7 @@ from topodoctor.diagnosis.evidence_nic_links import nic_link_causes
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_nvlink_absent import nvlink_absent
+from topodoctor.diagnosis.evidence_osu import staged_findings
 from topodoctor.diagnosis.evidence_pcie_said import narrow_slot_findings
 from topodoctor.diagnosis.evidence_power import power_findings
 from topodoctor.diagnosis.evidence_prose import judge_prose
@@ -350,6 +351,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
         _finding("TD997", subject, msg, BY_CODE["TD997"].how, ev, sev)
         for sev, subject, msg, ev in version_slower_findings(f)
     ]
+    out += [_finding("TD979", sub, msg, BY_CODE["TD979"].how, ev, sev) for sev, sub, msg, ev in staged_findings(f)]
     if "TD034" not in codes:  # the words, where no NCCL line showed the split
         out += [
             _finding("TD034", subject, msg, BY_CODE["TD034"].how, ev, sev)

@@ -1,4 +1,4 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD982 - TD993): each code's
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD979 - TD997): each code's
 name, severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
 judge (evidence.py) raises them."""
 
@@ -353,6 +353,16 @@ CODES: tuple[DiagnosisCode, ...] = (
         "(NCCL_DEBUG=INFO; for UCX, UCX_LOG_LEVEL=info and UCX_PROTO_INFO=y), with each release's version line; "
         "try the newest release or the project's main branch, and read the release notes between the two for the "
         "fix or the changed default.",
+    ),
+    DiagnosisCode(
+        "TD979", "diag-gpu-buffers-staged", "warning",
+        "A bandwidth test with its buffers in GPU memory runs far below the same test with them in host memory.",
+        "Over one path, a message sent from GPU memory should go about as fast as one from host memory: the NIC "
+        "reads GPU memory itself (GPUDirect RDMA) or the peer GPU's through CUDA IPC. A small share of the host "
+        "figure is every message copied through host memory in small pieces.",
+        "Load the peer-memory module (`modprobe nvidia-peermem`; nv_peer_mem with MOFED on old drivers) and check "
+        "it with `lsmod`; give the library its GPU transports (UCX_TLS with cuda_copy, cuda_ipc, gdr_copy, or a "
+        "CUDA-enabled build: `ucx_info -d`); keep the GPU and the NIC under one PCIe switch (`nvidia-smi topo -m`).",
     ),
     DiagnosisCode(
         "TD995", "diag-pcie-slot-narrow", "warning",

@@ -19,6 +19,7 @@ from topodoctor.model.evidence import (
     NcclLine,
     NcclSaid,
     NicSeen,
+    OsuRun,
     PcieSeen,
     SweepPair,
 )
@@ -105,6 +106,7 @@ class Facts:
     # each launch with the nccl-tests results of the runs after it in its input: (launch, [(op, avg, hosts, quote)])
     results: tuple[tuple[Launch, tuple[tuple[str, float | None, frozenset[str], Quote], ...]], ...] = ()
     sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
+    osu: tuple[OsuRun, ...] = ()  # the OSU bandwidth tests' runs
     prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim (diagnosis/evidence_prose.py)
     said: tuple[NcclSaid, ...] = ()  # what they name by NCCL's and nvidia-smi's words (an algorithm, a release)
     searched: Searched | None = None  # what NCCL's log says of its graph search (evidence_search.py)
@@ -365,6 +367,7 @@ def facts_of(ev: Evidence) -> Facts:
         sweeps=tuple(
             (p, Quote(where_of(ev, p.piece, p.line or None), f"{p.a},{p.b} {p.busbw_gbps:g}")) for p in ev.sweeps
         ),
+        osu=ev.osu,
         where={i: where_of(ev, i) for i in range(len(ev.pieces))},
         prose=ev.prose,
         said=ev.nccl_said,

@@ -50,6 +50,7 @@ def _read(ev: Evidence, k: int, p: Piece) -> Finding:
             len(a.searches) + len(a.search_failed) for a, i in zip(ev.nccl, ev.nccl_pieces, strict=False) if i == k
         ),  # NCCL's own lines of its search
         "sweep_pairs": _count(ev.sweeps, k),
+        "osu_runs": _count(ev.osu, k),
         "stated_figures": sum(len(c.figures) for c in ev.prose if c.piece == k),
     }
     counts = {name: n for name, n in shown.items() if n}

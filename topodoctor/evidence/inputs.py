@@ -24,6 +24,7 @@ from topodoctor.evidence import (
     nccl_tests,
     nccl_xml,
     nics,
+    osu,
     power_lines,
     prose,
     smi,
@@ -53,6 +54,7 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
     (nccl_tests.starts, nccl_tests.read),
     (host_lines.starts_lspci, host_lines.read_lspci),
     (nics.starts, nics.read),
+    (osu.starts, osu.read),
     (launch.starts, launch.read),
     (versions.starts, versions.read),
     (sweeps.starts, sweeps.read),  # last: two names and a figure is the loosest shape
@@ -61,7 +63,8 @@ KINDS_READ = (
     "nccl-tests output (text or -J JSON), nvidia-smi (plain, -L, -q, topo -m, topo -p2p, nvlink -s/-e), "
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
     "kernel XID and PCIe link lines, GPU power limits stated with their default, "
-    "ibstat / ibstatus / ibv_devinfo / ethtool, launch command lines and env dumps, "
+    "ibstat / ibstatus / ibv_devinfo / ethtool, perftest and the OSU bandwidth tests, launch command lines and env "
+    "dumps, "
     "NCCL INFO/WARN logs, NCCL Inspector records, "
     "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw), "
     "Azure NHC's check_gpu_bw lines, "
@@ -201,6 +204,7 @@ def join(reads: Sequence[Read]) -> Evidence:
         nccl_pieces=tuple(k for k, p in enumerate(parts) if p.nccl is not None),
         nccl_lines=tuple(x for p in parts for x in p.nccl_lines),
         sweeps=tuple(x for p in parts for x in p.sweeps),
+        osu=tuple(x for p in parts for x in p.osu),
         prose=tuple(x for p in parts for x in p.prose),
         nccl_said=tuple(x for p in parts for x in p.nccl_said),
         driver_version=next((p.driver_version for p in parts if p.driver_version), ""),

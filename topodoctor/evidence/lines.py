@@ -23,6 +23,7 @@ from topodoctor.model.evidence import (
     NcclLine,
     NcclSaid,
     NicSeen,
+    OsuRun,
     PairSeen,
     PcieSeen,
     SweepPair,
@@ -86,6 +87,7 @@ class Parts:
     nccl: NcclAccount | None = None
     nccl_lines: list[NcclLine] = field(default_factory=list)
     sweeps: list[SweepPair] = field(default_factory=list)
+    osu: list[OsuRun] = field(default_factory=list)
     prose: list[ProseSaid] = field(default_factory=list)
     nccl_said: list[NcclSaid] = field(default_factory=list)
     driver_version: str = ""

@@ -42,6 +42,7 @@ Kind = Literal[
     "version-line",  # a version stated on its own line: "NCCL 2.29.7", pip's nvidia-nccl-cu12==2.21.5
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
     "nic-status",  # ibstat, ibstatus, ibv_devinfo (-v), ethtool: each port's state and rate; perftest's ib_*_bw
+    "osu-bandwidth",  # the OSU micro-benchmarks' osu_bw / osu_bibw table, its buffers on host or device
     "prose",  # the reporter's sentences: the hardware, the op and the figures they state (evidence_prose.py)
     "nccl-words",  # NCCL's and nvidia-smi's names in the sentences: an algorithm, a release, a path class (NcclSaid)
 ]
@@ -248,6 +249,19 @@ class NcclLine:
 
 
 @dataclass(frozen=True)
+class OsuRun:
+    """One run of the OSU micro-benchmarks' bandwidth test (osu_bw, osu_bibw): where its buffers were (the CUDA
+    build's "Send Buffer on DEVICE (D) and Receive Buffer on HOST (H)"), and its MB/s at the sizes shown."""
+
+    piece: int
+    test: str  # "bw" or "bibw"
+    send: str  # "device", "host", or "" where neither the header nor the command line says
+    recv: str
+    rows: tuple[tuple[int, float], ...]  # (message bytes, MB/s), as printed
+    line: int = 0  # 1-based: the test's title line
+
+
+@dataclass(frozen=True)
 class SweepPair:
     """One pair of nodes of a two-node sweep and its figure, as a sweep script prints it: the pair's
     busbw in GB/s (the figure carries no unit; a sweep prints bandwidth, so it is read as that)."""
@@ -298,6 +312,7 @@ class Evidence:
     nccl_pieces: tuple[int, ...] = ()  # the piece each NcclAccount came from
     nccl_lines: tuple[NcclLine, ...] = ()  # every NCCL INFO / WARN line of the NCCL log pieces, in order
     sweeps: tuple[SweepPair, ...] = ()  # two-node sweeps' pairs
+    osu: tuple[OsuRun, ...] = ()  # the OSU micro-benchmarks' bandwidth runs
     prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim, one per input that states any
     nccl_said: tuple[NcclSaid, ...] = ()  # what the sentences name by NCCL's and nvidia-smi's words
     driver_version: str = ""

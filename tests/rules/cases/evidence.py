@@ -337,6 +337,8 @@ CASES: list[Case] = [
         severity="warning"),
     _case("TD995", False, "two RTX 3090, GPU 1 on PCIe 4.0 x16", lambda: _said(
         "Two RTX 3090 cards, GPU 1 on PCIe 4.0 x16 in the second slot, and tensor parallel runs slow.\n")),
+    _case("TD979", True, "osu_bw D D at 0.35 GB/s, H D at 6.1", lambda: _osu(345.4, 6122.0), severity="warning"),
+    _case("TD979", False, "osu_bw D D at 5.9 GB/s, H D at 6.1", lambda: _osu(5900.0, 6122.0)),
     _case("TD997", True, "osu_bw slower with UCX 1.15.0 than with 1.13.1", lambda: _said(
         "osu_bw D D between two nodes: bandwidth was lower with ucx 1.15.0 than with 1.13.1.\n"),
         severity="warning"),
@@ -373,3 +375,11 @@ def _curve(*busbw: float) -> Evidence:
     """An all_reduce table of two H100s at 32 MiB, 64 MiB and 256 MiB with the busbw given at each."""
     rows = "\n".join(_row(b, size=size) for b, size in zip(busbw, (32 << 20, 64 << 20, 256 << 20), strict=True))
     return evidence(run("all_reduce", rows, _ranks(H100, 2)))
+
+
+def _osu(device_mbps: float, host_mbps: float) -> Evidence:
+    """Two osu_bw runs between two nodes at 1 MiB: the send buffer in GPU memory, then in host memory."""
+    head = "# OSU MPI-CUDA Bandwidth Test v5.6.1\n# Send Buffer on {} and Receive Buffer on DEVICE (D)\n"
+    run = head + "# Size      Bandwidth (MB/s)\n65536 {:.2f}\n1048576 {:.2f}\n"
+    text = run.format("DEVICE (D)", device_mbps * 0.9, device_mbps) + run.format("HOST (H)", host_mbps, host_mbps)
+    return join([read_input("osu.txt", text)])

@@ -37,6 +37,8 @@ def test_pods_of_one_gpu_each_said_in_words() -> None:
     assert lead.severity == "warning" and "CUDA IPC" in lead.message
     every = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-06", ("just see the only one gpu", "see every gpu"))
     assert "TD034" not in [f.code for f in every]
+    each = judged_with(FIXTURES / "diagnose" / "holdout22" / "d22-03")  # "two separate Pods ... each ... one GPU"
+    assert "TD034" in [f.code for f in each]
 
 
 def test_gpu_buffers_far_below_host_buffers_in_osu_bw() -> None:

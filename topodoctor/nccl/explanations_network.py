@@ -66,7 +66,8 @@ NETWORK_CLASSES = (
         "NCCL tells nodes apart by a hash of the host name (and, in later releases, the boot ID); ranks whose hashes "
         "match are joined by CUDA IPC and /dev/shm, which cannot cross machines. Give every machine its own "
         "hostname (`hostname` on each; hostnamectl set-hostname; a container's --hostname), or set NCCL_HOSTID "
-        "apart on each machine.",
+        "apart on each machine. Where the two addresses are containers of one machine, share their IPC namespace "
+        "(--ipc=host) so CUDA IPC and /dev/shm reach across them.",
     ),
     _e(
         "TD092",

@@ -296,7 +296,8 @@ def one_name_two_hosts(ctx: LogContext) -> str:
                 got.append(addr)
     if two := next(((h, i, a) for (h, i), a in seen.items() if len(a) > 1), None):
         host, iface, addrs = two
-        return f"ranks named {host} bind {iface} at {addrs[0]} and at {addrs[1]}: two machines named {host}"
+        two_of = f"two machines (or network namespaces) named {host}"
+        return f"ranks named {host} bind {iface} at {addrs[0]} and at {addrs[1]}: {two_of}"
     hosts = {s.host for s in ctx.signs if s.host}
     if ctx.launch_nodes > 1 and len(hosts) == 1 and (name := next(iter(hosts))) in LOCALHOST:
         return f"every rank's lines are of host {name} in a launch over {ctx.launch_nodes} hosts: the machines share it"

@@ -1,6 +1,6 @@
 """The twenty-first blind set (fixtures/nccl-logs/holdout21, RCCL's output among it), scored once and now a development
 set: HIP's 'invalid kernel file' is a library without code for the GPU's target; RCCL's plugin file absent is no
-broken plugin; a Chinese post that says a multi-node run is stuck."""
+broken plugin; a Chinese post that says a multi-node run is stuck; a refused call from a framework's own source."""
 
 from __future__ import annotations
 
@@ -35,3 +35,10 @@ def test_a_chinese_post_that_says_a_multi_node_run_is_stuck() -> None:
     assert lead.code == "TD959" and lead.fix.index("the network between the nodes") < lead.fix.index("(2)")
     plain = explained_with(LOGS / "h21-003.log", ("卡住", "很慢"), ("卡在了", "跑完了"), ("卡在", "跑完"))
     assert not plain or plain[0].code != "TD959"
+
+
+def test_a_refused_call_from_a_framework_s_own_source_names_the_framework() -> None:
+    lead = explained_with(LOGS / "h21-001.log")[0]  # TensorRT-LLM's ncclPlugin: "Attempt to use communicator before"
+    assert lead.code == "TD095" and lead.fix.startswith("The call is TensorRT-LLM's")
+    plain = explained_with(LOGS / "h21-001.log", ("tensorrt_llm/", "app/"))[0]
+    assert plain.code == "TD095" and "TensorRT-LLM" not in plain.fix

@@ -58,6 +58,7 @@ class LogContext:
     # every NCCL_* the logs show set: NCCL's own lines (``env``) and the command lines and exports pasted with them
     shown: Mapping[str, str] = field(default_factory=dict)
     launch_nodes: int = 0  # the hosts a pasted launch line asks for (torchrun --nnodes, mpirun -H), 0 where none
+    frameworks: tuple[str, ...] = ()  # the frameworks whose own source the failure's lines name (TensorRT-LLM, ...)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from topodoctor.nccl.fixes_usage import USAGE
 from topodoctor.nccl.fixes_watchdog import WATCHDOG
 from topodoctor.nccl.info_signs import context_signs
 from topodoctor.nccl.known_bugs import known_bug_findings, with_bug_candidates
-from topodoctor.nccl.log_signs import one_name_two_hosts
+from topodoctor.nccl.log_signs import frameworks_named, one_name_two_hosts
 from topodoctor.nccl.log_variables import variable_findings
 from topodoctor.nccl.logfile import WORDS_ONLY
 from topodoctor.nccl.parse import Event, LogFile
@@ -89,6 +89,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         any(f.worked_first for f in files),
         {**{k: v for f in files for k, v, _ in f.variables}, **env},
         max((f.launch_nodes or 0 for f in files), default=0),
+        frameworks_named([e for f in files for e in f.events]),
     )
 
 

@@ -195,7 +195,11 @@ def invalid_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
         did = f"{f['struct']} was passed to NCCL without being set from {f.get('init', 'its initializer')}"
     if f.get("dev"):
         did = f"ncclCommInitAll's device list names GPU {f['dev']}, but the process sees {f.get('ndev', '?')}"
-    return Said("TD095", f"{did} (NCCL: {rule.rstrip('.')})", with_general("TD095", keep), {"rule": rule})
+    fix = with_general("TD095", keep)
+    if ctx.frameworks:  # the refused call is the framework's own: its release is what changes it
+        fix = f"The call is {ctx.frameworks[0]}'s (its source is in the log): upgrade {ctx.frameworks[0]}, or report "
+        fix += f"it there with this log. {with_general('TD095', keep)}"
+    return Said("TD095", f"{did} (NCCL: {rule.rstrip('.')})", fix, {"rule": rule})
 
 
 # the variable NCCL refuses by name -> what it wants

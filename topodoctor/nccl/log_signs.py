@@ -302,3 +302,20 @@ def one_name_two_hosts(ctx: LogContext) -> str:
     if ctx.launch_nodes > 1 and len(hosts) == 1 and (name := next(iter(hosts))) in LOCALHOST:
         return f"every rank's lines are of host {name} in a launch over {ctx.launch_nodes} hosts: the machines share it"
     return ""
+
+
+# the frameworks whose own source paths a log's lines carry (a failed call's file, a traceback's frame)
+FRAMEWORK_PATHS = (
+    ("TensorRT-LLM", re.compile(r"tensorrt_llm[/.]")),
+    ("vLLM", re.compile(r"/vllm/|\bvllm\.(?:distributed|worker|executor|model_executor)\b")),
+    ("SGLang", re.compile(r"/sglang/|\bsglang\.srt\b")),
+    ("DeepSpeed", re.compile(r"/deepspeed/|\bdeepspeed\.(?:comm|runtime)\b")),
+    ("Megatron-LM", re.compile(r"/megatron/(?:core|training)/")),
+    ("Horovod", re.compile(r"/horovod/")),
+    ("PaddlePaddle", re.compile(r"paddle/fluid/|/paddle/(?:distributed|phi)/")),
+)
+
+
+def frameworks_named(events: Sequence[Event]) -> tuple[str, ...]:
+    """The frameworks whose own source the failure's lines name, in the order first seen."""
+    return tuple(dict.fromkeys(name for e in events for name, rx in FRAMEWORK_PATHS if rx.search(e.text)))

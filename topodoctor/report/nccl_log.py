@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len, chop_cells, set_cell_size
 
 from topodoctor.core.text import PIPE_WIDTH, human_size, plural
 from topodoctor.model.findings import Finding
@@ -139,8 +139,17 @@ def text(s: dict[str, Any], findings: Sequence[Finding], width: int = DEFAULT_WI
 
 
 def _wrap(line: str, width: int, indent: str) -> list[str]:
-    """``line`` broken at spaces to ``width`` columns; a word longer than a line is cut."""
-    return textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
+    """``line`` broken at spaces to ``width`` columns; a word longer than a line is cut, and a run of wide
+    characters (CJK, two columns each, which textwrap counts as one) is cut by its columns."""
+    out: list[str] = []
+    for piece in textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [""]:
+        if cell_len(piece) <= width:
+            out.append(piece)
+            continue
+        head, *rest = chop_cells(piece, width)
+        out.append(head)
+        out += [indent + r for r in chop_cells("".join(rest), width - len(indent))] if rest else []
+    return out
 
 
 def _shorten(line: str, width: int) -> str:

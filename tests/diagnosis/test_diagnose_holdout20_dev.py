@@ -18,12 +18,17 @@ def test_a_transfer_engine_s_figure_is_not_judged_as_busbw() -> None:
     assert [f.code for f in as_nccl if f.severity == "warning"] == ["TD022"]
 
 
+def _said_and_not(case: str, code: str, words: str, away: tuple[str, str]) -> None:
+    """``case`` gives ``code`` at warning with ``words`` in its message, and not with the sentence changed by
+    ``away``."""
+    lead = next(f for f in judged_with(FIXTURES / "diagnose" / case) if f.code == code)
+    assert lead.severity == "warning" and words in lead.message
+    assert code not in [f.code for f in judged_with(FIXTURES / "diagnose" / case, away)]
+
+
 def test_slower_with_one_release_than_another() -> None:
-    found = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-08")  # "lower with ucx 1.15.0rc3 than with 1.13.1"
-    lead = next(f for f in found if f.code == "TD997")
-    assert lead.severity == "warning" and "regression" in lead.message
-    plain = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-08", ("than with 1.13.1", "than the NIC"))
-    assert "TD997" not in [f.code for f in plain]
+    # "lower with ucx 1.15.0rc3 than with 1.13.1"
+    _said_and_not("holdout21/d21-08", "TD997", "regression", ("than with 1.13.1", "than the NIC"))
 
 
 def test_gdr_in_a_post_about_a_release_is_no_gdr_slower_claim() -> None:
@@ -32,11 +37,8 @@ def test_gdr_in_a_post_about_a_release_is_no_gdr_slower_claim() -> None:
 
 
 def test_pods_of_one_gpu_each_said_in_words() -> None:
-    found = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-06")  # "in the pod we can just see the only one gpu"
-    lead = next(f for f in found if f.code == "TD034")
-    assert lead.severity == "warning" and "CUDA IPC" in lead.message
-    every = judged_with(FIXTURES / "diagnose" / "holdout21" / "d21-06", ("just see the only one gpu", "see every gpu"))
-    assert "TD034" not in [f.code for f in every]
+    # "in the pod we can just see the only one gpu"
+    _said_and_not("holdout21/d21-06", "TD034", "CUDA IPC", ("just see the only one gpu", "see every gpu"))
     each = judged_with(FIXTURES / "diagnose" / "holdout22" / "d22-03")  # "two separate Pods ... each ... one GPU"
     assert "TD034" in [f.code for f in each]
 

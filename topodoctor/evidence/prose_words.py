@@ -314,7 +314,7 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
     (
         "one-gpu-each",
         re.compile(
-            r"\b(?:pods?|containers?)\b[^.?!\n]{0,80}?\b(?:only|just)\b[^.?!\n]{0,20}?\b(?:one|1|a single|the) GPU\b"
+            r"\b(?:pods?|containers?)\b[^.?!\n]{0,80}?\b(?:only|just)\b[^.?!\n]{0,20}?\b(?:one|1|a single) GPU\b"
             r"|\b(?:pods?|containers?)\b[^.?!\n]{0,80}?\beach\b[^.?!\n]{0,30}?\b(?:one|1|a single) GPU\b"
             r"|\b(?:one|1|a single) GPU (?:per|to each|in each|for each|inside each) (?:pod|container)\b"
             r"|\b(?:pods?|containers?) (?:with|of|each (?:with|having)) (?:one|1|a single) GPU(?: each)?\b",

@@ -1,6 +1,6 @@
 """What the reporter's words say of the run that no pasted output decides: one release of a library slower than
 another (TD997); the ranks of one node in pods or containers that each see one GPU (TD034). Reads the prose's
-words (``evidence.prose_words``); pure."""
+words (``evidence.prose_checked``); pure."""
 
 from __future__ import annotations
 

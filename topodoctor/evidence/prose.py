@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from topodoctor.evidence import prose_tables, scaling
 from topodoctor.evidence.lines import Block, Parts
+from topodoctor.evidence.prose_checked import checked_of
 from topodoctor.evidence.prose_words import (
     ALGBW,
     AMD_GPUS,
@@ -39,7 +40,6 @@ from topodoctor.evidence.prose_words import (
     TROUBLE,
     UNDERUSED,
     asks_of,
-    checked_of,
     clauses,
     hosts_of,
     instance_of,

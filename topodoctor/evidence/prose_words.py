@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from topodoctor.model.evidence_prose import Checked, HostKind, Scope
+from topodoctor.model.evidence_prose import HostKind, Scope
 
 WORD_NUMBERS = {"one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                 "eight": 8, "ten": 10, "twelve": 12, "sixteen": 16, "both": 2}  # fmt: skip
@@ -258,82 +258,6 @@ _HOSTS: tuple[tuple[HostKind, re.Pattern[str]], ...] = (
     # (DGX-1 and the DGX Station join their GPUs directly: a hybrid cube mesh, or all pairs, without NVSwitch)
     ("nvswitch", re.compile(r"\bNVSwitch\w*\b|\bHGX\b|\bDGX\b(?![ -]?(?:1|Station|Spark)\b)|SXM\d?\b", re.I)),
 )
-_CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
-    (
-        "flow-control",
-        re.compile(r"\bPFC\b|\bECN\b|\bDCQCN\b|\bpause[ -]?frames?\b|\bflow[ -]control\b|\blossless\b", re.I),
-    ),
-    ("fabric-manager", re.compile(r"\bfabric[ -]?manager\b|\bfabricmanager\b", re.I)),
-    ("iommu", re.compile(r"\bIOMMU\b|\biommu=|\bamd_iommu\b|\bintel_iommu\b|\bVT-d\b", re.I)),
-    ("acs", re.compile(r"\bACS(?:Ctl)?\b|\bnoacs\b")),
-    ("ats", re.compile(r"\bATS\b")),
-    ("nps", re.compile(r"\bNPS ?[124]?\b|\bNUMA nodes? per socket\b", re.I)),
-    (
-        "gdr",
-        re.compile(r"\bnvidia[-_]peermem\b|\bnv_peer_mem(?:ory)?\b|\bGPU ?Direct(?: RDMA)?\b|\bGDR(?:DMA)?\b", re.I),
-    ),
-    # the reporter says peer access works (on GeForce: a patched kernel module, such as tinygrad's, turns it on):
-    # "I have confirmed that I am able to use P2P", "P2P is enabled", "with the P2P driver"
-    (
-        "p2p-on",
-        re.compile(
-            r"\b(?:able to|can|could|managed to)\s+(?:use|enable|run)\s+P2P\b|\bP2P\s+(?:is\s+|was\s+|now\s+)?"
-            r"(?:enabled|working|works|supported|unlocked)\b|\bP2P[ -](?:driver|patch\w*|(?:kernel )?module)"
-            r"|\btinygrad\W+(?:open[ -]gpu[ -]kernel[ -]modules|driver|kernel module|patch)",
-            re.I,
-        ),
-    ),
-    # the reporter cannot get GPUDirect RDMA on: "a problem with enabling GDR", "GDR is not used", "how to enable
-    # GPUDirect RDMA", "GDR does not work"
-    (
-        "gdr-trouble",
-        re.compile(
-            r"(?:problem|issue|trouble|fail\w*|unable|can(?:no|')t|could ?n[o']t|how (?:to|do I|can I|should I))\W+"
-            r"(?:\w+\W+){0,4}?(?:enabl\w*|us(?:e|ing)|turn\w* on|get\w*|activat\w*)\W+(?:\w+\W+){0,2}?"
-            r"(?:GDR(?:DMA)?|GPU ?Direct)\b"
-            r"|\b(?:GDR(?:DMA)?|GPU ?Direct(?: RDMA)?)\W+(?:\w+\W+){0,3}?(?:is\s+|was\s+|does\s+|did\s+)?"
-            r"(?:not|n't|never)\W+(?:\w+\W+){0,1}?(?:enabled|used|working|work|active|on|supported)\b",
-            re.I,
-        ),
-    ),
-    # the reporter says GPUDirect RDMA on makes the run slower than off, within one sentence: GDR the agent of the
-    # loss ("nv_peer_memory severely deteriorating all_reduce_perf"), or set against the run without it ("once I
-    # turn on GPU Direct RDMA, the bandwidth gets dramatically worse than without"); slower than another release
-    # is no such claim
-    (
-        "gdr-slower",
-        re.compile(
-            r"\b(?:GDR(?:DMA)?|GPU ?Direct(?: RDMA)?|nvidia[-_]peermem|nv_peer_mem(?:ory)?)"
-            r"(?:(?:\W+\w+){0,2}?\W+(?:deteriorat\w*|degrad\w*|slows? (?:it |\w+ )?down|hurts?)\b"
-            r"|[^.?!\n]{0,80}?\b(?:worse|slower|drops?|lower)\b[^.?!\n]{0,60}?\b(?:without|off|disabl\w*)\b)",
-            re.I,
-        ),
-    ),
-    # each pod or container of the node sees one GPU: "in the pod we can just see the only one gpu that has been
-    # allocated", "one GPU per container", "8 pods with 1 GPU each", "two separate Pods ... each allocated with one GPU"
-    (
-        "one-gpu-each",
-        re.compile(
-            r"\b(?:pods?|containers?)\b[^.?!\n]{0,80}?\b(?:only|just)\b[^.?!\n]{0,20}?\b(?:one|1|a single) GPU\b"
-            r"|\b(?:pods?|containers?)\b[^.?!\n]{0,80}?\beach\b[^.?!\n]{0,30}?\b(?:one|1|a single) GPU\b"
-            r"|\b(?:one|1|a single) GPU (?:per|to each|in each|for each|inside each) (?:pod|container)\b"
-            r"|\b(?:pods?|containers?) (?:with|of|each (?:with|having)) (?:one|1|a single) GPU(?: each)?\b",
-            re.I,
-        ),
-    ),
-    # the run said to be slower with one release than another, within one sentence: "Bandwidth was lower with ucx
-    # 1.15.0rc3 than with 1.13.1", "slower after upgrading to 2.19", "2.18 is faster than 2.19"
-    (
-        "version-slower",
-        re.compile(
-            r"\b(?:slower|lower|worse|drops?|dropped|regress\w*)\b[^.?!\n]{0,40}?\b(?:with|in|on|since|after)\b"
-            r"[^.?!\n]{0,30}?\bv?\d+\.\d+[\w.+-]*[^.?!\n]{0,40}?\bthan\b[^.?!\n]{0,30}?\bv?\d+\.\d+"
-            r"|\b(?:slower|lower|worse|drops?|dropped|regress\w*)\b[^.?!\n]{0,40}?\bafter (?:upgrad|updat)\w*"
-            r"[^.?!\n]{0,30}?\bv?\d+\.\d+",
-            re.I,
-        ),
-    ),
-)
 # the run said to be short of what it should give: words that say so by themselves ("much slower", "did not
 # perform as expected", "25% of baremetal speed"), or a shortfall's words with a word of speed in the text
 SLOW_ITSELF = re.compile(
@@ -361,11 +285,6 @@ ASKS = re.compile(
 def hosts_of(text: str) -> tuple[HostKind, ...]:
     """The kinds of host the text names, in the table's order."""
     return tuple(kind for kind, rx in _HOSTS if rx.search(text))
-
-
-def checked_of(text: str) -> tuple[Checked, ...]:
-    """What the text says was looked at or set already (flow control, the fabric manager, the IOMMU ...)."""
-    return tuple(kind for kind, rx in _CHECKED if rx.search(text))
 
 
 def slow_of(text: str) -> bool:

@@ -347,26 +347,12 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     if "TD026" not in codes:  # the reporter's own question of GPUDirect RDMA, where no line answered it
         said = gdr_said_findings(f) + gdr_slower_findings(f)
         out += [_finding("TD026", subject, msg, fix, ev, sev) for sev, subject, msg, fix, ev in said]
-    out += [
-        _finding("TD997", subject, msg, BY_CODE["TD997"].how, ev, sev)
-        for sev, subject, msg, ev in version_slower_findings(f)
-    ]
-    out += [_finding("TD979", sub, msg, BY_CODE["TD979"].how, ev, sev) for sev, sub, msg, ev in staged_findings(f)]
-    if "TD034" not in codes:  # the words, where no NCCL line showed the split
-        out += [
-            _finding("TD034", subject, msg, BY_CODE["TD034"].how, ev, sev)
-            for sev, subject, msg, ev in one_gpu_each_findings(f)
-        ]
-    out += [
-        _finding("TD992", subject, msg, BY_CODE["TD992"].how, ev, sev) for sev, subject, msg, ev in power_findings(f)
-    ]
-    out += [
-        _finding("TD994", subject, msg, BY_CODE["TD994"].how, ev, sev) for sev, subject, msg, ev in mixed_findings(f)
-    ]
-    out += [
-        _finding("TD995", subject, msg, BY_CODE["TD995"].how, ev, sev)
-        for sev, subject, msg, ev in narrow_slot_findings(f)
-    ]
+    # the findings of one code each, with that code's own fix; TD034 in words only where no NCCL line showed the split
+    own = [("TD997", version_slower_findings), ("TD979", staged_findings)]
+    own += [("TD034", one_gpu_each_findings)] if "TD034" not in codes else []
+    own += [("TD992", power_findings), ("TD994", mixed_findings), ("TD995", narrow_slot_findings)]
+    for code, found in own:
+        out += [_finding(code, subject, msg, BY_CODE[code].how, ev, sev) for sev, subject, msg, ev in found(f)]
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))
     out += reasons(f, normal)  # TD033 (GeForce) whenever several of its GPUs are shown
     if any(x.code == "TD022" and x.severity == "warning" for x in out):

@@ -12,6 +12,7 @@ from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
 from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.rank import Candidate
+from topodoctor.evidence.nics import UNNAMED_DEVICE
 from topodoctor.model.evidence import NicSeen
 from topodoctor.model.findings import Severity
 
@@ -154,7 +155,7 @@ def port_notes(f: Facts) -> list[Note]:
 def _uneven_runs(f: Facts) -> list[Note]:
     """perftest runs over several NICs where one averages well below the fastest: that NIC's own path (its PCIe
     link's width or speed, the switch it shares, its port) is slower; what tells which is each NIC's link."""
-    runs = [n for n in f.nics if n.measured_gbps is not None and n.name != "the perftest device"]
+    runs = [n for n in f.nics if n.measured_gbps is not None and n.name != UNNAMED_DEVICE]
     by_name = {n.name: n for n in runs}
     if len(by_name) < 2:
         return []

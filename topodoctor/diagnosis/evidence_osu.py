@@ -4,6 +4,7 @@ the NIC or the peer GPU directly. Only bandwidth-bound sizes count. Data in, fin
 
 from __future__ import annotations
 
+from topodoctor.core.text import numbered
 from topodoctor.diagnosis.evidence_facts import Facts
 from topodoctor.model.evidence import OsuRun
 from topodoctor.model.findings import Severity
@@ -44,8 +45,7 @@ def staged_findings(f: Facts) -> list[tuple[Severity, str, str, dict[str, object
         f"osu_{run.test} with its send buffer in GPU memory ({run.send[0].upper()} {run.recv[:1].upper()}) peaks at "
         f"{low / 1000:.2f} GB/s against {ref / 1000:.2f} GB/s with it in host memory ({ref_run.send[0].upper()} "
         f"{ref_run.recv[:1].upper()}): {low / ref:.2f} of it. GPU buffers are staged through host memory instead of "
-        "going straight to the wire (GPUDirect RDMA, CUDA IPC); candidates, most likely first: "
-        + "; ".join(f"({k}) {c}" for k, c in enumerate(CANDIDATES, 1))
+        "going straight to the wire (GPUDirect RDMA, CUDA IPC); candidates, most likely first: " + numbered(CANDIDATES)
     )
     ev: dict[str, object] = {"device_peak_mbps": low, "host_peak_mbps": ref, "seen_in": str(at),
                              "candidates": list(CANDIDATES)}  # fmt: skip

@@ -52,6 +52,7 @@ _PERF_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)")
 _VERBS_DEVICE = re.compile(
     r"\b(mlx\d+_(?:bond_)?\d+|rdmap\w+|rocep\w+|ibp\w+|efa_?\d+|bnxt_re\d+|irdma\d+|qedr\d+|hfi\d_\d+)\b"
 )
+UNNAMED_DEVICE = "the perftest device"  # a run whose output and label name no device
 _LABEL_LINES = 3  # the lines above a bare result table read for its device: a label, a dashed rule
 
 
@@ -258,6 +259,6 @@ def _read_perftest(lines: list[str], j: int, piece: int, title: str, parts: Part
         j += 1
     layer = "IB" if link.upper() == "IB" else ("RoCE" if link.lower() == "ethernet" else "")
     shown = f"{title}: {best:g} Gb/s" if best is not None else title
-    parts.nics.append(NicSeen(piece, device or "the perftest device", link_layer=layer, measured_gbps=best,
+    parts.nics.append(NicSeen(piece, device or UNNAMED_DEVICE, link_layer=layer, measured_gbps=best,
                               rate_text=shown))  # fmt: skip
     return j

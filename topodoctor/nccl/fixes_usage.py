@@ -197,8 +197,8 @@ def invalid_usage(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -
         did = f"ncclCommInitAll's device list names GPU {f['dev']}, but the process sees {f.get('ndev', '?')}"
     fix = with_general("TD095", keep)
     if ctx.frameworks:  # the refused call is the framework's own: its release is what changes it
-        fix = f"The call is {ctx.frameworks[0]}'s (its source is in the log): upgrade {ctx.frameworks[0]}, or report "
-        fix += f"it there with this log. {with_general('TD095', keep)}"
+        who = ctx.frameworks[0]
+        fix = f"The call is {who}'s (its source is in the log): upgrade {who}, or report it there with this log. {fix}"
     return Said("TD095", f"{did} (NCCL: {rule.rstrip('.')})", fix, {"rule": rule})
 
 

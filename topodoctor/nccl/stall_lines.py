@@ -107,9 +107,9 @@ _FAILED = re.compile(
 _LOGGED = re.compile(r"\s*[\w.-]+: (?:error|fatal|warning):")
 
 
-def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
-    """Where a log that shows no failure line says in the post's words (its title or the prose under it) that the
-    run failed, in NCCL's world (the line names it, or NCCL's own lines follow); None when it does not."""
+def _post_says(lines: Sequence[str], words: re.Pattern[str]) -> int | None:
+    """The first line of the post's words (its title or the prose under it) that ``words`` match, in NCCL's world
+    (the line names it, or NCCL's own lines follow); None when none does."""
     first = title_line(lines)
     if first is None:
         return None
@@ -118,9 +118,15 @@ def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
         said = re.split(r"NCCL (?:WARN|INFO)", lines[i])[0]  # the reporter's words, not NCCL's message quoted after
         if _OUTPUT.search(said) or _LOGGED.match(said) or OWN_LINE.search(said):
             continue  # a program's own line (torch's glog "[W socket.cpp:...]", a date), not the post's words
-        if _FAILED.search(said) and (ours or _COLLECTIVE.search(said)) and not ORIGIN.search(said):
-            return i, {"said": lines[i].strip()[:200]}
+        if words.search(said) and (ours or _COLLECTIVE.search(said)) and not ORIGIN.search(said):
+            return i
     return None
+
+
+def said_failed(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """Where a log that shows no failure line says in the post's words that the run failed; None when it does not."""
+    i = _post_says(lines, _FAILED)
+    return None if i is None else (i, {"said": lines[i].strip()[:200]})
 
 
 # the socket errors (strerror) a title quotes for a connection that failed ("NCCL Network is unreachable /
@@ -172,14 +178,6 @@ _OOM = re.compile(r"(?i)\b(?:out of (?:GPU |device )?memory|OOM)\b")
 
 
 def said_oom(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
-    """Where the post's words (its title or the prose under it) say the run ran out of GPU memory, in NCCL's world
-    (the line names NCCL, or NCCL's own lines follow); None when they do not."""
-    first = title_line(lines)
-    if first is None:
-        return None
-    ours = any(_nccl_info(ln) for ln in lines[first + 1 : first + _AFTER_TITLE])
-    for i in _prose(lines, first):
-        said = lines[i]
-        if _OOM.search(said) and (ours or "NCCL" in said) and not ORIGIN.search(said) and not _OUTPUT.match(said):
-            return i, {"from": "words", "said": said.strip()[:200]}
-    return None
+    """Where the post's words say the run ran out of GPU memory; None when they do not."""
+    i = _post_says(lines, _OOM)
+    return None if i is None else (i, {"from": "words", "said": lines[i].strip()[:200]})

@@ -16,6 +16,7 @@ from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.launcher_lines import OUTSIDE_WHATS, root_cause_said, signal_said
 from topodoctor.nccl.logfile import Event, LogFile
+from topodoctor.nccl.outcome import process
 from topodoctor.nccl.site_causes import NODE_LOCAL, site_candidates
 from topodoctor.nccl.torch_reasons import CANDIDATES, COLLECT, SAID
 
@@ -150,9 +151,9 @@ TRAIL_AFTER = 3  # the lines between a WARN and the trail of the call that faile
 
 def _trailed(warn: Event, trails: Sequence[Event]) -> bool:
     """Whether the return-code trail of ``warn``'s process follows it: the call failed on this WARN."""
-    proc = warn.text.split(" ", 1)[0].rsplit(":", 1)[0]  # host:pid of NCCL's prefix
+    proc = process(warn.text)
     return any(
-        t.file == warn.file and 0 < t.line_no - warn.line_no <= TRAIL_AFTER and t.text.startswith(proc) for t in trails
+        t.file == warn.file and 0 < t.line_no - warn.line_no <= TRAIL_AFTER and process(t.text) == proc for t in trails
     )
 
 

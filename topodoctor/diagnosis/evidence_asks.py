@@ -200,7 +200,8 @@ def unshown_network(f: Facts) -> list[Ask]:
         return []
     spans = max((ln.nodes or 0 for ln in f.launches), default=0)
     listed = any(n.state or n.port is not None or n.measured_gbps is not None for n in f.nics)
-    said = any(c.slow and (c.across_nodes or (c.nodes or 0) > 1) for c in f.prose)
+    # a post about another library's run (UCX's, MPI's) is not NCCL's: what NCCL did is no question there
+    said = any(c.slow and (c.across_nodes or (c.nodes or 0) > 1) and not c.stack for c in f.prose)
     if spans < 2 and not listed and not said:
         return []
     shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' listing or an RDMA test"

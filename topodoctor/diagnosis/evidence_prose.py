@@ -323,6 +323,10 @@ def _across_ring(f: Facts, s: StatedRun, op: str) -> tuple[float, str, int, int]
     return pred.busbw_gbps, f"{s.nic_text}: {node_gbps:g} GB/s a node", n_nodes, per_node
 
 
+# send/recv to one peer at this share or more of the same post's collective is NCCL's per-peer channels at work
+PEER_SHARE = 0.4
+
+
 def _across(f: Facts, s: StatedRun) -> ProseJudged:
     op = s.op or "all_reduce"  # the model's op where none is said: busbw of the ring ops is one figure
     nodes = s.nodes
@@ -375,6 +379,12 @@ def _across(f: Facts, s: StatedRun) -> ProseJudged:
         return ProseJudged(findings=(_info("TD021", op, msg, ev),))
     if s.called_high:
         return ProseJudged(findings=(_misread(s, hardware, how, v, ring, expected, ev),))
+    if op == "sendrecv" and (ref := s.other_op) is not None and PEER_SHARE * ref.gbps <= v <= ref.gbps:
+        msg = f"{_header(s, hardware)}: normal for NCCL: {how}, {v / ref.gbps:.2f} of the {ref.op} the post states "
+        msg += f"on the same network ({ref.text}): send/recv between two ranks of different nodes runs on "
+        msg += "NCCL_NCHANNELS_PER_NET_PEER channels (2 by default), fewer than a collective spreads over the NICs, "
+        msg += "so one pair reaches less than the collective; raise NCCL_NCHANNELS_PER_NET_PEER to measure the peak"
+        return ProseJudged(findings=(_info("TD021", op, msg, ev | {"compared_with": ref.text}),))
     basis = f"NCCL's ring over {nic}, at its inter-node channel speeds; {how}, {WEAKER}"
     basis += "".join(f"; {n}" for n in notes)
     if s.shared:

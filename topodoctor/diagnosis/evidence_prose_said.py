@@ -41,6 +41,7 @@ class StatedRun:
     images: bool
     shared: bool
     dual_port: bool
+    other_op: FigureSaid | None = None  # the best figure the post states of another collective, on the same run
 
 
 def _tier(fig: FigureSaid) -> int:
@@ -73,7 +74,11 @@ def said_of(f: Facts) -> StatedRun | None:
     across = bool(_first(claims, "across_nodes")) or bool(nodes and nodes > 1)
     # a NIC's rate set beside the figure, with the nodes unsaid: the run crossed the network
     across = across or (nodes is None and any(x.role == "nic" for x in figs))
+    op = str(_first(claims, "op") or next((_op(ln.program) for ln in f.launches if ln.program), ""))
     measured = [x for x in figs if x.role == "measured" and not x.tool]
+    # a figure of another collective ("the allreduce saturates 50Gbps" in a post on send/recv) is a reference
+    other_op = max((x for x in measured if x.op and op and x.op != op), key=lambda x: x.gbps, default=None)
+    measured = [x for x in measured if not x.op or not op or x.op == op] or measured
     if any(x.scope != "one-node" for x in measured):
         # "single node: 232 GB/s; between two nodes only 86 GB/s": the figure of the run the sentences ask about
         measured = [x for x in measured if x.scope != ("one-node" if across else "nodes")] or measured
@@ -117,7 +122,7 @@ def said_of(f: Facts) -> StatedRun | None:
         per_node=per_node if isinstance(per_node, int) else None,
         nodes=nodes if isinstance(nodes, int) else None,
         across=across,
-        op=str(_first(claims, "op") or next((_op(ln.program) for ln in f.launches if ln.program), "")),
+        op=op,
         size_bytes=size if isinstance(size, int) else None,
         nic_kind=kind,
         nic_text=nic_text,
@@ -125,4 +130,5 @@ def said_of(f: Facts) -> StatedRun | None:
         images=any(c.images for c in claims),
         shared=any(c.shared for c in claims),
         dual_port=any(c.dual_port for c in claims),
+        other_op=other_op if other_op is not figure else None,
     )

@@ -51,6 +51,7 @@ from topodoctor.evidence.prose_words import (
     scope_of,
     size_of,
     slow_of,
+    stack_of,
 )
 from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, EvidenceSetting
 from topodoctor.model.evidence_prose import Bound, FigureKind, FigureRole, FigureSaid, ProseSaid
@@ -223,6 +224,7 @@ def figures(sentence: str, line: int, paragraph: str = "") -> list[FigureSaid]:
                     named.group(0) if named else (traffic.group(0) if traffic else ""),
                     sentence[:MAX_SENTENCE],
                     nodes_of(sentence)[0],
+                    op_of(sentence),
                 )
             )
     return out
@@ -317,7 +319,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     named = bool(gpu or hosts or GPUS_SAID.search(text) or NVLINK.search(text))  # the GPUs, or their links
     trouble_said = bool(TROUBLE.search(text)) and bool(SPEED.search(text) or TIMING.search(text))
     about_speed = named and (slow or asks or trouble_said or bool(UNDERUSED.search(text)))
-    checked = checked_of(text)
+    checked = checked_of("\n".join(t for _, t in said))  # a claim within its line: a bullet list is no sentence
     trouble = "gdr-trouble" in checked  # "I have a problem with enabling GDR for my NIC": a question of its own
     links = pcie_said(text)  # "GPU 1 on PCIe 2.0 x4": a claim of its own
     placed = bool({"one-gpu-each", "version-slower"} & set(checked))  # how the run was set up or what changed
@@ -331,7 +333,8 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
                       checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links,
                       bool(AMD_GPUS.search(text)),
-                      tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))))  # fmt: skip
+                      tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))),
+                      stack_of(text, bool(_NCCL_NAMED.search(text) or op_of(text))))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

@@ -25,7 +25,8 @@ ALGBW = re.compile(r"\balg(?:o|orithm)?[ _-]?(?:bw|bandwidth)\b|\balgbw\b", re.I
 EXPECTED = re.compile(
     r"\b(?:specs?|specifications?|advertised|advertises|claims?|claimed|officials?|official|theoretical(?:ly)?|"
     r"in theory|peak (?:for|of) |datasheet|data sheet|expected|expecting|expect|should|supposed|rated|"
-    r"marketing|nominal|promised|quoted?|according to|GTC|whitepaper|white paper)\b",
+    r"marketing|nominal|promised|quoted?|according to|GTC|whitepaper|white paper"
+    r"|(?:I|we) (?:thought|hoped|assumed) (?:it|that|this)? ?(?:would|could|should|will|can))\b",
     re.I,
 )
 MEASURED = re.compile(
@@ -54,16 +55,32 @@ COMPARED = re.compile(r"^\s*(?:instead of|rather than)\b", re.I)  # "480 GB/s in
 DUAL_PORT = re.compile(r"\bdual[ -]port\b|\btwo ports\b|\b2 ports\b", re.I)
 OTHER_TOOLS = re.compile(
     r"\b(?:iperf3?|NTTTCP|ib_(?:write|read|send)_(?:bw|lat)|perftest|ibdump|nvbandwidth|p2pBandwidthLatencyTest|"
-    r"bandwidthTest|nvloom|memcpy|qperf|sockperf|netperf|PCIe|PCI-E"
+    r"bandwidthTest|nvloom|(?:cuda)?memcpy\w*|qperf|sockperf|netperf|PCIe|PCI-E"
     # transfer engines' and MPI's own benchmarks (Mooncake, NIXL, UCX, OSU): their figures are no collective's
     r"|transfer_engine_bench|nixlbench|ucx_perftest|osu_(?:bw|bibw|mbw_mr|latency))\b",
     re.I,
 )
+# the communication library a post is about when it is not NCCL: UCX and MPI (the OSU benchmarks), NVSHMEM, the
+# transfer engines; a post that names NCCL or its tests is NCCL's whatever else it names
+OTHER_STACKS = (
+    ("UCX", re.compile(r"\bUCX\b|\bucx_\w+|\bUCX_\w+", re.I)),
+    ("MPI", re.compile(r"\bosu_\w+|\bOMB\b|\bOpen ?MPI\b|\bompi\b|\bMVAPICH\w*|\bHPC-X\b", re.I)),
+    ("NVSHMEM", re.compile(r"\bNVSHMEM\w*|\bDeepEP\b", re.I)),
+    ("a transfer engine", re.compile(r"\bMooncake\b|\btransfer_engine\w*|\bNIXL\b|\bnixlbench\b", re.I)),
+)
+
+
+def stack_of(text: str, nccl_named: bool) -> str:
+    """The library other than NCCL the text is about ("UCX"), "" where it names NCCL or none."""
+    return "" if nccl_named else next((name for name, rx in OTHER_STACKS if rx.search(text)), "")
+
+
 # a NIC's load as a monitor shows it ("network trans/receive is about 20M/s", iftop's): the link's traffic, not a
 # collective's bandwidth, so it is kept beside the run as another tool's figure is
 TRAFFIC = re.compile(
     r"\b(?:network|NIC|net|ethernet|eth\d*|interface)\s+(?:trans\w*|receiv\w*|send\w*|traffic|rx|tx|usage|load)\b"
-    r"|\b(?:trans\w*|send\w*|rx|tx)\s*/\s*(?:receiv\w*|recv|rx|tx)\b|\b(?:iftop|nload|bmon|nethogs|sar -n DEV)\b"
+    r"|\b(?!send\s*/\s*recv\b)(?:trans\w*|send\w*|rx|tx)\s*/\s*(?:receiv\w*|recv|rx|tx)\b"  # send/recv: NCCL's op
+    r"|\b(?:iftop|nload|bmon|nethogs|sar -n DEV)\b"
     r"|\bnetwork traffic\b",
     re.I,
 )
@@ -76,7 +93,7 @@ _OPS = (
     ("reduce_scatter", r"\breduce[ _-]?scatter\w*|ncclReduceScatter"),
     ("all_to_all", r"\ball[ _-]?to[ _-]?all\w*|\balltoall\w*|\b(?-i:A2A)\b"),
     ("broadcast", r"\bbroadcast\w*|ncclBroadcast"),
-    ("sendrecv", r"\bsend[ _-]?recv\w*|\bp2p_perf\b"),
+    ("sendrecv", r"\bsend[ _/-]?recv\w*|\bp2p_perf\b|\bncclSend\b"),
 )
 _OP_BLIND = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _OPS if name != "all_reduce"), re.I)
 _AR = re.compile(r"\ball[ _-]?reduce\w*|ncclAllReduce", re.I)

@@ -60,6 +60,7 @@ class FigureSaid:
     tool: str = ""  # another tool the sentence names it by (iperf3, NTTTCP, ib_write_bw): not NCCL's figure
     sentence: str = ""  # the sentence it stands in, cut to a few hundred characters
     nodes: int | None = None  # the nodes its sentence says it was measured on ("with three servers ... 70 GB/s")
+    op: str = ""  # the collective its sentence names ("the allreduce can saturate over 50Gbps"), "" where none
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,4 @@ class ProseSaid:
     pcie_said: tuple[tuple[int, int, int], ...] = ()  # (GPU, PCIe generation, width) a sentence puts a GPU on
     amd: bool = False  # the GPUs are AMD's (Instinct MI*, ROCm's tools, xGMI): outside the NVIDIA model table
     copy_tools: tuple[str, ...] = ()  # the copy tools the sentences say were run (p2pBandwidthLatencyTest, nvbandwidth)
+    stack: str = ""  # the library other than NCCL the sentences are about (UCX, MPI, NVSHMEM), "" for NCCL or none

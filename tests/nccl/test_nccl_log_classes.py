@@ -67,8 +67,32 @@ FIRING = [
     (
         "TD061",
         "error",
-        f"{H} misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n",
+        f"{H} misc/ibvwrap.cc:200 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory\n",
         "memlock",
+    ),
+    (  # RCCL names the HIP call itself: its IPC candidates, not CUDA's cuMem ones
+        "TD057",
+        "error",
+        f"{H} transport/p2p.cc:256 NCCL WARN hipIpcGetMemHandle failed : invalid argument\n",
+        "--ipc=host",
+    ),
+    (  # NVSHMEM beside NCCL: IBGDA drives mlx5 NICs only
+        "TD106",
+        "error",
+        "WARN: device erdma_0 is not enumerated as an mlx5 device. Skipping...\n",
+        "ConnectX",
+    ),
+    (  # libfabric's own line, the plugin's not pasted
+        "TD084",
+        "error",
+        "libfabric:1:1:core:core:fi_getinfo_():1391<warn> fi_getinfo: provider efa output empty list\n",
+        "fi_info -p efa",
+    ),
+    (  # a queue, not a registration: the limit and the adapter's own queues are both candidates
+        "TD065",
+        "error",
+        f"{H} misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n",
+        "max_cq",
     ),
     (
         "TD062",

@@ -56,7 +56,7 @@ def test_an_efa_status_of_the_remote_end_is_read_by_its_meaning(num: str, said: 
     candidates = [str(c) for c in f.evidence["candidates"]]  # type: ignore[union-attr]
     assert ("security group" in candidates[0]) == (group == "unreachable")
     if group == "gone":  # the provider: the peer process is no longer present
-        assert "killed for memory" in candidates[0]
+        assert "out of memory" in candidates[0]
 
 
 def test_the_job_memory_kill_in_the_log_leads_the_efa_error() -> None:

@@ -70,6 +70,7 @@ KIND_CODE = {
     "mnnvl": "TD093",
     "sharp": "TD957",
     "ib-device-skipped": "TD081",
+    "nvshmem-not-mlx5": "TD106",
     "shm-permission": "TD082",
     "ofi": "TD084",
     "net-peer-gone": "TD092",
@@ -208,8 +209,10 @@ def lookup(message: str) -> Entry | None:
 
 # The classes whose message is the failure when nothing after it shows the run went on; in a run
 # that went on they are an info finding like any WARN (a plugin that failed and NCCL fell back)
-FATAL_KINDS = frozenset(("graph-search", "invalid-setting", "ofi", "subnet", "cumem-host", "net-peer-gone"))
-SOFT_KINDS = frozenset(("graph-search", "ofi", "subnet"))
+FATAL_KINDS = frozenset(
+    ("graph-search", "invalid-setting", "ofi", "subnet", "cumem-host", "net-peer-gone", "nvshmem-not-mlx5")
+)
+SOFT_KINDS = frozenset(("graph-search", "ofi", "subnet", "nvshmem-not-mlx5"))
 
 
 def area_kind(source: str, files: tuple[str, ...], fatal: bool) -> str:

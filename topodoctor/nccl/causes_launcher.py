@@ -50,6 +50,14 @@ def _joined(evs: Sequence[Event], ctx: LogContext) -> bool:
     return any(e.fields.get("joined") for e in evs)
 
 
+SMALL_SHM = 1 << 30  # a /dev/shm under this is a container's default or near it, not a host's half of memory
+
+
+def _small_shm(evs: Sequence[Event], ctx: LogContext) -> str:
+    """The pasted `df` row of a small /dev/shm, or ""."""
+    return next((f"`{s.said}`" for s in ctx.signs if s.kind == "shm-size" and int(s.value) < SMALL_SHM), "")
+
+
 LAUNCHER_CAUSES = (
     ClassCauses(
         "TD094",
@@ -62,6 +70,7 @@ LAUNCHER_CAUSES = (
                 "shared memory ends the same way",
                 "`df -h /dev/shm` in the rank's container while the job starts; NCCL_SHM_DISABLE=1 (NCCL's segments) "
                 "or num_workers=0 (the DataLoader's) making it go away",
+                shows=_small_shm,
             ),
             ClassCause(
                 "a mapped file truncated or removed under the process (a cleanup of /dev/shm while the job ran, a "

@@ -107,8 +107,9 @@ def _before_work(cause: ClassCause) -> Callable[[Sequence[Event], LogContext], b
 
 # the survivor's side of a peer that went away (TD092 the EFA provider's statuses, TD046 NCCL's sockets)
 _PEER_PROCESS = ClassCause(
-    "the peer's process failed first and is gone: killed for memory (the kernel's OOM killer, the container's or "
-    "the job's memory limit), a crash, or an exit on an error of its own",
+    "the peer's process failed first and is gone: out of memory (a CUDA out of memory error in its own "
+    "training step, the kernel's OOM killer, the container's or the job's memory limit), a crash, or an exit on an "
+    "error of its own",
     "the peer rank's own log and its last lines; on its host `dmesg -T | grep -i -e oom -e 'killed process'`, "
     "`kubectl describe pod` (OOMKilled) or `sacct -j JOB -o State,MaxRSS` (OUT_OF_MEMORY); the launcher's exit codes",
 )

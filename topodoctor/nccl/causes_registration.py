@@ -37,6 +37,18 @@ REGISTRATION_CAUSES = (
     ),
 )
 
+# why a verbs call that creates a queue or its domain (ibv_create_cq, ibv_create_qp, ibv_create_srq, ibv_alloc_pd)
+# fails with ENOMEM: the kernel pins the queue's buffer against the same locked-memory limit a registration counts
+# against, and the adapter's own queues and contexts are finite, shared by every RDMA user of the process (NVSHMEM,
+# UCX, MPI) and of the node
+QUEUE_NO_MEMORY = (
+    REGISTRATION_CAUSES[0].causes[0].what,
+    "the adapter's queues or contexts used up by the other RDMA users of the process or the node: a library that "
+    "opens its own queue pairs beside NCCL's (NVSHMEM and DeepEP, UCX, MPI), many communicators, many ranks per NIC "
+    "(`ibv_devinfo -v` gives max_cq and max_qp; the same run without the other library tells it)",
+    REGISTRATION_CAUSES[0].causes[2].what,
+)
+
 # why a memory registration (ibv_reg_mr, ibv_reg_mr_iova2) fails with an errno that names no limit (EINVAL, EFAULT,
 # EOPNOTSUPP...): the NIC cannot map the buffer, which for NCCL is mostly GPU memory
 REGISTER_REFUSED = (

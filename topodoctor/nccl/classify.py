@@ -33,6 +33,8 @@ class Reading:
 
 _CUDA_FAILURE = re.compile(
     r"Cuda failure (?:(?P<num>\d+) )?'(?P<msg>[^']*)'?|CUDA error (?P<num2>\d+) '(?P<msg2>[^']*)'"
+    # a WARN that names the runtime call and its error string (RCCL's p2p.cc: "hipIpcGetMemHandle failed : ...")
+    r"|(?<![\w.])(?P<call>(?:cuda|hip|cu)[A-Z]\w*) failed\s*:\s*(?P<msg3>[a-z][a-z ]*[a-z])"
 )
 _SHM_TRANSPORT = ("transport/shm.cc", "/shm.cc")  # the SHM transport (2.23+: cuMem host memory), not shmutils
 # each pattern below starts only where its first token can (a lookbehind or a literal first): tried at every
@@ -128,9 +130,7 @@ def _verbs(m: re.Match[str], text: str) -> Reading:
     fields = {"call": call, "err": err, "dev": dev}
     if call == "ibv_reg_dmabuf_mr" and "not supported" in err:
         return Reading("ib-dmabuf", fields)
-    if "Cannot allocate memory" in err and call.startswith(
-        ("ibv_reg_mr", "ibv_create_cq", "ibv_create_qp", "ibv_alloc_pd", "ibv_create_srq")
-    ):
+    if "Cannot allocate memory" in err and call.startswith("ibv_reg_mr"):
         return Reading("ib-memlock", fields)
     if call == "ibv_open_device":  # net_ib's init skips a device it cannot open
         return Reading("ib-device-skipped", fields)
@@ -143,8 +143,8 @@ def _verbs(m: re.Match[str], text: str) -> Reading:
 
 def _cuda(m: re.Match[str], nvls: bool) -> Reading:
     num = m.group("num") or m.group("num2") or ""
-    msg = (m.group("msg") if m.group("msg") is not None else m.group("msg2") or "").strip()
-    fields = {"num": num, "msg": msg}
+    msg = next((g for g in (m.group("msg"), m.group("msg2"), m.group("msg3")) if g is not None), "").strip()
+    fields = {"num": num, "msg": msg} | ({"call": m.group("call")} if m.group("call") else {})
     for pat, kind in _CUDA_KIND:
         if pat.search(msg) or (kind == "fabric-not-ready" and num == "802"):
             return Reading(kind, fields)

@@ -161,6 +161,8 @@ CUDA_STATES: tuple[str, ...] = (
 
 
 def cuda_text(f: Mapping[str, str]) -> str:
-    """A CUDA error as a finding says it: its number where the line gave one, and CUDA's words."""
+    """A CUDA error as a finding says it: its number where the line gave one, and CUDA's words (HIP's, for a HIP
+    call RCCL named)."""
     num = f.get("num", "")
-    return f"CUDA error{f' {num}' if num else ''} '{f.get('msg', '')}'"
+    runtime = "HIP" if f.get("call", "").startswith("hip") else "CUDA"
+    return f"{runtime} error{f' {num}' if num else ''} '{f.get('msg', '')}'"

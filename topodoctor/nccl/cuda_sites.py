@@ -120,6 +120,20 @@ class Call:
 
 
 CALLS = (
+    Call(  # RCCL: HIP has no cuMem path, IPC is how the processes of one node share GPU memory
+        ("hipIpcOpenMemHandle", "hipIpcGetMemHandle", "hipIpcCloseMemHandle"),
+        "HIP IPC between the processes of one node (RCCL's P2P transport)",
+        (
+            "the processes may not share GPU memory: a container needs --ipc=host and every GPU's /dev/dri node "
+            "beside /dev/kfd",
+            "the GPUs cannot map each other's memory: the IOMMU in translation mode (RCCL warns when iommu=pt is "
+            "missing from the kernel command line), large BAR off; NCCL_P2P_DISABLE=1 makes it go away",
+            "the kernel's amdgpu driver behind the ROCm user space (the distribution's in-box driver, not ROCm's "
+            "amdgpu-dkms), or a bug of this ROCm or RCCL release (the banner's versions; the same run on another ROCm)",
+        ),
+        "the RCCL and ROCm versions in the banner, `modinfo amdgpu | grep ^version` (or `dkms status`), "
+        "`cat /proc/cmdline`, the container's --ipc and devices, `dmesg | grep -i -e amdgpu -e iommu`",
+    ),
     Call(
         ("cudaIpcOpenMemHandle", "cudaIpcGetMemHandle", "cudaIpcCloseMemHandle"),
         "legacy CUDA IPC between the processes of one node, which NCCL uses when cuMem is off",

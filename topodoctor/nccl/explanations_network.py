@@ -226,6 +226,18 @@ NETWORK_CLASSES = (
         "RDMA device plugin, `--device`).",
     ),
     _e(
+        "TD106",
+        "nvshmem-not-mlx5",
+        "error",
+        "NVSHMEM's IBGDA transport skipped an RDMA device that is not an NVIDIA ConnectX (mlx5) NIC: IBGDA drives "
+        "only mlx5 NICs, so a run that needs it (DeepEP's low-latency kernels) has no NIC",
+        "IBGDA posts its work requests from the GPU straight into an mlx5 NIC's queues; other RDMA NICs (Alibaba "
+        "eRDMA, AWS EFA, Intel irdma, Broadcom bnxt_re) cannot serve it. Run the IBGDA kernels on hosts with "
+        "ConnectX NICs, or use NVSHMEM's proxy transports there (NVSHMEM_IB_ENABLE_IBGDA=0 for IBRC, "
+        "NVSHMEM_REMOTE_TRANSPORT=libfabric on EFA) with code that does not need IBGDA (DeepEP's normal kernels); "
+        "`ibv_devinfo` names each device's driver.",
+    ),
+    _e(
         "TD957",
         "collnet-sharp",
         "error",

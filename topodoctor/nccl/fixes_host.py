@@ -136,14 +136,17 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
     if msg.lower() in _CALL_SPECIFIC:  # the error means what the call meant: the call's candidates say it
         fix = EXPLANATIONS["TD057"].fix
-    if (found := call_at(source, line, ctx.versions)) and (kind := kind_of(found[0], msg)):
+    # the call the line names itself, else the one NCCL's release checks at that file:line
+    found = (f["call"], "") if f.get("call") else call_at(source, line, ctx.versions)
+    if found and (kind := kind_of(found[0], msg)):
         call, span = found
         listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(kind.candidates)
         ranked = numbered(listed)
         extra |= {"site": f"{source}:{line}", "call": call, "candidates": listed}
+        what = f"the call NCCL {span} checks there: {kind.does}" if span else kind.does
         return Said(
             "TD057",
-            f"{call} failed in {source}:{line} (the call NCCL {span} checks there: {kind.does}): {cuda_text(f)}",
+            f"{call} failed in {source}:{line} ({what}): {cuda_text(f)}",
             f"Candidates for {call}, most likely first: {ranked}. Collect next: {kind.collect}. {fix}",
             extra,
         )

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from topodoctor.core.text import numbered
-from topodoctor.nccl.causes_registration import REGISTER_REFUSED
+from topodoctor.nccl.causes_registration import QUEUE_NO_MEMORY, REGISTER_REFUSED
 from topodoctor.nccl.connect_retries import unroutable
 from topodoctor.nccl.evidence import (
     IBV_WC_STATUS,
@@ -98,6 +98,14 @@ def _verbs(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
             "that say whether GPU Direct RDMA is enabled for each NIC, `dmesg | grep -i -e iommu -e DMAR`."
         )
         return Said("TD065", f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}", fix, extra)
+    if "Cannot allocate memory" in err:  # a queue or its domain: the limit, or the adapter's finite queues
+        extra["candidates"] = list(QUEUE_NO_MEMORY)
+        fix = (
+            f"The verbs call could not allocate the queue ({err}); candidates, most likely first: "
+            f"{numbered(QUEUE_NO_MEMORY)}. Collect next: `ulimit -l` inside the job, `ibv_devinfo -v` (max_cq, "
+            "max_qp), the other RDMA libraries the job loads."
+        )
+        return Said("TD065", f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}", fix, extra)
     return Said("TD065", f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}", EXPLANATIONS["TD065"].fix, extra)
 
 
@@ -152,7 +160,7 @@ def _status(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said
 
 
 def _ifname(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    ifname = ctx.env.get("NCCL_SOCKET_IFNAME")
+    ifname = ctx.env.get("NCCL_SOCKET_IFNAME") or ctx.shown.get("NCCL_SOCKET_IFNAME")
     if any("Address family not supported" in e.text for e in evs):  # socket(): the address's family, not a match
         return Said(
             "TD041",

@@ -1,7 +1,8 @@
 """The findings of the process side: CUDA that could not start because the libcuda loaded does not fit the kernel
 driver or the GPU (803, 804: TD097), and a process that crashed in native code with no NCCL error before it
-(glibc's heap check, SIGSEGV, SIGABRT: TD098). Their candidates are ``causes_process``'s. Data in, a ``Said`` out;
-no I/O."""
+(glibc's heap check, SIGSEGV, SIGABRT: TD098); a library beside NCCL in the process that finds no NIC it can
+drive (NVSHMEM's IBGDA skipping a NIC that is not mlx5: TD106). Their candidates are ``causes_process``'s. Data
+in, a ``Said`` out; no I/O."""
 
 from __future__ import annotations
 
@@ -67,4 +68,15 @@ def _interposer(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> 
     return Said("TD958", msg, EXPLANATIONS["TD958"].fix, {"call": calls[0] if calls else "", "said": said})
 
 
-PROCESS: dict[str, Builder] = {"cuda-compat": _compat, "process-crash": _crash, "cuda-interposer": _interposer}
+def _not_mlx5(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    devices = list(dict.fromkeys(e.fields["dev"] for e in evs if e.fields.get("dev")))
+    msg = f"NVSHMEM's IBGDA transport skipped {', '.join(devices) or 'an RDMA device'}: not a ConnectX (mlx5) NIC"
+    return Said("TD106", msg, EXPLANATIONS["TD106"].fix, {"devices": devices})
+
+
+PROCESS: dict[str, Builder] = {
+    "cuda-compat": _compat,
+    "process-crash": _crash,
+    "cuda-interposer": _interposer,
+    "nvshmem-not-mlx5": _not_mlx5,
+}

@@ -64,7 +64,8 @@ def _ofi(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if not specific:  # a failure of the plugin whose words name no cause of their own: what makes its calls fail
         extra["candidates"] = list(_OFI_CAUSES)
         specific = f"The message names no cause; candidates, most likely first: {numbered(_OFI_CAUSES)}."
-    return Said("TD084", f"aws-ofi-nccl failed: {what}{err}", with_general("TD084", specific.strip()), extra)
+    who = "libfabric" if what.startswith("fi_getinfo: ") else "aws-ofi-nccl"  # libfabric's own line, or the plugin's
+    return Said("TD084", f"{who} failed: {what}{err}", with_general("TD084", specific.strip()), extra)
 
 
 # what makes the plugin's libfabric calls fail where its message says only which call (an endpoint, an address

@@ -12,6 +12,7 @@ from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
 from topodoctor.nccl.grammar import CUMEM_HOST_PROBE
+from topodoctor.nccl.grammar import MAPPED as _MAPPED
 from topodoctor.nccl.grammar import SET_TO_NEXT as _SET_TO_NEXT
 from topodoctor.nccl.launcher_lines import (
     AFTER_FAILURE,
@@ -72,6 +73,11 @@ _TEST_FAIL = re.compile(
     r"(?:\s+\.\. \S+ pid \d+: .*)?\s*$"
 )
 _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
+# XLA's rendezvous of a process's device threads before NCCL's communicator init (rendezvous.cc): still waiting
+_XLA_CLIQUE = re.compile(
+    r"waiting for `?initialize clique for rank \d+; clique=devices=\[(?P<devices>[\d, ]+)\].*?"
+    r"may be stuck(?:\. Expected (?P<threads>\d+) threads)?"
+)
 _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
 # nccl-tests' rank line (rank, pid, host, device, bus id, GPU name), with or without its group (2.x before
 # rank groups), its "#" lost to Markdown; the one declaration, evidence/nccl_tests.py reads it too
@@ -93,8 +99,9 @@ class FrameworkLines(ReadState):
         if ("host" in line or "-H" in line) and (m := _MPI_HOSTS.search(line)):
             hosts = {h.split(":", 1)[0] for h in m.group(1).split(",") if h}
             self.launch_nodes = max(self.launch_nodes or 0, len(hosts))
-        if "NCCL_" in line and "=" in line:  # a command line or an environment dump: the variables it sets
-            for a in _ASSIGNED.finditer(line):
+        if "NCCL_" in line:  # a command line, an environment dump, a job spec's YAML or dict: the variables it sets
+            mapped = _MAPPED.match(line)
+            for a in [mapped] if mapped else _ASSIGNED.finditer(line):
                 self.shown.setdefault(a.group(1), (a.group(2), i + 1))
         if ("GeForce" in line or "RTX" in line or "TITAN" in line) and (m := _GPU_NAME.search(line)):
             self.gpus[m.group(0).strip()] = None
@@ -161,6 +168,11 @@ class FrameworkLines(ReadState):
             return
         if _TEST_ABORT.search(line):
             self.failed_at.append(i)
+            return
+        if "initialize clique" in line and (m := _XLA_CLIQUE.search(line)):  # JAX's NCCL init never completed
+            devices, threads = len(m["devices"].split(",")), int(m["threads"] or 0)
+            fields = {"how": "xla", "said": line.strip()[:200], "nodes": "1" if threads and devices > threads else ""}
+            self.add("run-stalled", i, line, rank, fields=fields)
             return
         if "dump signal" in line and (m := DUMP_SIGNAL.search(line)):  # the heartbeat monitor: a rank timed out
             self._dump_signal(i, line, m, rank)

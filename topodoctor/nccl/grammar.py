@@ -136,6 +136,8 @@ SET_TO = re.compile(r"(NCCL_\w+) set (?:by environment )?to (.*?)\.?\s*$")
 TOPO_FILE = re.compile(r"Loading topology file (\S+)")
 # a variable given on a command line or in an environment dump the log holds (mpirun -x NCCL_X=v, export, env)
 ASSIGNED = re.compile(r"(?<![\w$/.-])(NCCL_[A-Z][A-Z0-9_]*)=([^\s'\",;]*)")
+# a variable set in a YAML mapping or a dict a post pastes (a job spec's env, Kubernetes' or a cluster's task env)
+MAPPED = re.compile(r"^\s*-?\s*[\"']?(NCCL_[A-Z][A-Z0-9_]*)[\"']?\s*:\s*[\"']?([^\s'\",#]+)")
 
 # --- the network
 
@@ -253,6 +255,7 @@ BARE_OK = re.compile(
     r"|libnccl\.so[.\d]*, needed by|undefined reference to [`'\"]nccl|Failed to find reverse path from remNode"
     r"|driver on your system is too old|CUDA driver version is insufficient"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
+    r"|is not enumerated as an mlx5 device|fi_getinfo: (?:provider|-\d)"  # NVSHMEM's IBGDA; libfabric's own
     r"|[Nn]o algorithm/protocol (?:nor symKernelId )?available for function|peer access is not supported between"
     r"|Invalid rank requested"
     r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds|Error type: \w+_MISMATCH"

@@ -95,3 +95,18 @@ def context_signs(files: Sequence[LogFile]) -> tuple[Sign, ...]:
     if gdr and not any(gdr):
         signs += (Sign("no-gdrdma", "", "", "every network connection runs without GDRDMA"),)
     return signs
+
+
+# `df -h`'s row of /dev/shm as a post pastes it: "shm  64M  20M  45M  31% /dev/shm" (docker's default size)
+_SHM_ROW = re.compile(r"^\s*\S+\s+(?P<size>\d+(?:\.\d+)?[KMGT])i?\s+\S+\s+\S+\s+\d+%\s+/dev/shm\s*$")
+_SCALE = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def shm_rows(lines: Iterable[str]) -> tuple[Sign, ...]:
+    """The /dev/shm sizes the pasted `df` rows show, as ``shm-size`` signs (value: bytes), the first of each."""
+    out: dict[str, Sign] = {}
+    for line in lines:
+        if "/dev/shm" in line and (m := _SHM_ROW.match(line)):
+            size = str(int(float(m["size"][:-1]) * _SCALE[m["size"][-1]]))
+            out.setdefault(size, Sign("shm-size", "", size, line.strip()[:200]))
+    return tuple(out.values())

@@ -179,6 +179,7 @@ _BUS = (
             r"Caught signal 7 \(Bus error[^)]*\)|Signal: Bus error \(7\)|Fatal Python error: Bus error"
             r"|\bBus error \(core dumped\)|srun: error: [\w.-]+: tasks? [\d,-]+: Bus error"
             r"|received signal SIGBUS, Bus error"  # gdb's stop on the signal
+            r"|\*\*\* SIGBUS received at time="  # abseil's failure-signal handler (Ray's workers, XLA)
         ),
         "the process died of SIGBUS (Bus error)",
         needs_run=True,
@@ -299,6 +300,7 @@ DISTRIBUTED_WORDS = re.compile(
     r"|\*\*\* Process received signal \*\*\*|noticed that process rank \d+"  # Open MPI's, of a process of its job
     r"|Signal \d+ \(SIG[A-Z]+\) received by PID \d+"  # torch's elastic agent: its worker's signal
     r"|Gloo connectFullMesh failed"  # torch's Gloo backend, in a run that may never load NCCL
+    r"|^\(RayWorker\w* pid=\d+\)"  # a worker actor of a Ray job of several GPUs (vLLM's tensor parallel)
     r"|client socket has failed to connect to|torch\.distributed\.elastic"  # torch's c10d store, its agent
 )
 # torch.distributed.elastic's failure table: the block after "Root Cause (first observed failure):"

@@ -188,7 +188,10 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
     (
         "ofi",
         re.compile(
-            r"NET/OFI (?P<what>OFI fi_getinfo\(\) call failed|Couldn't find any optimal provider"
+            # libfabric's own lines too, where the plugin's are not pasted ("fi_getinfo: provider efa output empty
+            # list", the -FI_ENODATA that follows it)
+            r"(?:NET/OFI |(?=fi_getinfo: ))(?P<what>fi_getinfo: (?:provider \w+ output empty list|-\d+ \([^)]*\))"
+            r"|OFI fi_getinfo\(\) call failed|Couldn't find any optimal provider"
             r"|Unable to register memory|[\w ]*?fi_\w+ failed|Unable to (?:create|open|allocate|find|get|insert)[^.:]*"
             r"|Creating new endpoint for domain \S+ failed|Failed (?:call )?to (?:post|process)\w*[\w ]*"
             r"|Couldn't [a-z][\w -]*?(?=[.:]|$)"  # its libfabric calls: "Couldn't enable endpoint. RC: -12, ..."
@@ -322,6 +325,8 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(r"NET/IB ?: Unable to (?:open|query) (?:device (?P<dev>[\w.-]+)|port(?:_num)? (?P<port>\d+))"),
         ROOT,
     ),
+    # NVSHMEM's IBGDA transport (beside NCCL in DeepEP's processes): a device it cannot drive, skipped
+    ("nvshmem-not-mlx5", re.compile(r"device (?P<dev>[\w.-]+) is not enumerated as an mlx5 device"), ROOT),
     # misc/strongstream.cc: a CUDA graph capture this driver or NCCL build cannot do
     ("graph-capture", re.compile(r"NCCL cannot be captured in a graph"), ROOT),
     # misc/nvmlwrap.cc: NVML, which NCCL asks for the topology, failed

@@ -48,7 +48,7 @@ from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
 from topodoctor.nccl.grammar import origin_host, plugin_unloadable, said_versions
-from topodoctor.nccl.info_signs import read_signs
+from topodoctor.nccl.info_signs import read_signs, shm_rows
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import NOT_FAILURES, Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
@@ -60,6 +60,7 @@ from topodoctor.nccl.stall_lines import (
     title_cuda,
     title_duplicate,
     title_line,
+    title_quoted,
 )
 from topodoctor.nccl.tests_run import TestsRun, tests_run
 
@@ -283,6 +284,9 @@ def parse_file(name: str, text: str) -> LogFile:
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
     if not failing and (quoted := title_connect(lines)) is not None:  # the title quotes the socket error
         r.add("connect", quoted[0], lines[quoted[0]], r.file_rank, fields=quoted[1])
+    elif (not failing or bare_class(r.events)) and (quoted_msg := title_quoted(lines)) is not None:
+        at, reading = quoted_msg  # the title quotes NCCL's message, whose lines the paste does not hold
+        r.add(reading.kind, at, lines[at], r.file_rank, reading, fields={**reading.fields, "from": "title"})
     elif bare_class(r.events) and (oom := said_oom(lines)) is not None:  # an error class, its OOM said in words
         r.add("gpu-oom", oom[0], lines[oom[0]], r.file_rank, fields=oom[1])
     elif not failing and (dup := title_duplicate(lines)) is not None:  # the title quotes NCCL's refusal
@@ -323,7 +327,9 @@ def parse_file(name: str, text: str) -> LogFile:
         trail_sources=tuple(r.trail_src),
         variables=tuple((n, v, at) for n, (v, at) in r.shown.items()),
         # NCCL 2.2 and older print "INFO" with no "NCCL" before it
-        signs=(read_signs([ln for ln in lines if "NCCL" in ln or " INFO " in ln]) if info else ()) + listed_gids(lines),
+        signs=(read_signs([ln for ln in lines if "NCCL" in ln or " INFO " in ln]) if info else ())
+        + listed_gids(lines)
+        + shm_rows(lines),
         speaks=bool(r.events or r.versions or r.failed_at or r.level != "unset")
         or "nccl" in text.lower()
         or any(_DISTRIBUTED.search(ln) or DISTRIBUTED_WORDS.search(ln) for ln in lines),

@@ -17,6 +17,9 @@ from topodoctor.nccl.logfile import Event
 def _stall(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     if f.get("how") == "said":
         msg = f"the post says the run hangs ('{f.get('said', '')[:120]}') and the log shows no failure line"
+    elif f.get("how") == "xla":
+        spans = ", whose clique holds devices of other processes" if f.get("nodes") else ""
+        msg = f"XLA's rendezvous to initialize an NCCL clique is still waiting{spans}: NCCL's init never completed"
     else:
         msg = (
             "nccl-tests stopped after NCCL's init with no result row and no error: its first collective never "
@@ -26,7 +29,7 @@ def _stall(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         msg += f"; {forced}"
     if not ctx.info:  # what would show where it stopped: NCCL's own account of its init and first collective
         msg += "; the log holds no NCCL_DEBUG=INFO output, which would show where init or the first collective stopped"
-    code = "TD959" if f.get("how") == "said" else "TD960"
+    code = "TD959" if f.get("how") in ("said", "xla") else "TD960"
     return Said(code, msg, EXPLANATIONS[code].fix, {"how": f.get("how", "")})
 
 
@@ -77,7 +80,7 @@ _CAUSES = (
     ClassCause(
         "the network between the nodes: NCCL's connections over an interface the peer cannot reach, or a "
         "firewall or security group that drops them (pin NCCL_SOCKET_IFNAME to the routed interface; on "
-        "NET/IB the GID and route), so the ranks wait for data that never comes",
+        "NET/IB, InfiniBand or RoCE, the GID and route), so the ranks wait for data that never comes",
         "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every node (the interfaces and network in use), and the "
         "same run on one node alone",
         first=lambda evs, ctx: _nodes(evs, ctx) or bool(odd_ifs(evs, ctx)),  # sockets on bridges, link-local

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from topodoctor.nccl.classify import ROOT, Reading, classify
 from topodoctor.nccl.cuda_errors import CUDA_STATES
 from topodoctor.nccl.grammar import ORIGIN, OWN_LINE
 
@@ -22,12 +23,13 @@ _HANG = re.compile(
 # the line speaks of NCCL's world (a title about something else that hangs is not ours)
 _COLLECTIVE = re.compile(
     r"(?i)nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|collective|torch\.distributed|\bDDP\b"
-    r"|\bFSDP\b|init_process_group|barrier|tensor.parallel|\bTP\s?\d|multi-?GPU"
+    r"|\bFSDP\b|init_process_group|barrier|tensor.parallel|\bTP\s?\d|multi-?GPU|\bdistributed\b"
+    r"|\b(?:multiple|several|two|2|four|4|eight|8) (?:GPUs|cards|graphics cards|(?:RTX )?[2345]0[789]0s?)\b"
 )
 # GPUs joined by PCIe alone, in the post's words (a log's consumer GPUs are the context's ``gpu_names``)
 _PCIE = re.compile(
     r"(?i)\bPCIe\b|\bno NVLink\b|without NVLink|\bPHB\b|\bPIX\b|\bPXB\b|GeForce|\bRTX\b|\bTitan\b|\bA40\b"
-    r"|\bL40S?\b|\bL4\b|\bA10\b|\bT4\b|\bA[456]000\b|\bAda\b"
+    r"|\bL40S?\b|\bL4\b|\bA10\b|\bT4\b|\bA[456]000\b|\bAda\b|\b[2345]0[789]0(?: Ti)?s?\b"  # GeForce by number
 )
 _NODES = re.compile(
     r"(?i)multi-?node|\b(?:two|2|several|multiple|\d+) (?:nodes|machines|hosts|servers)\b|across nodes"
@@ -37,7 +39,8 @@ _AFTER_TITLE = 200  # the lines under a title read for NCCL's own: a post's log 
 _TABLE_ROW = re.compile(r"^\s*\d+\s+\d+\s+\w+\s+\w+\s+-?\d+\s+[\d.]+\s+[\d.]+")
 
 
-_PROSE_LINES = 6  # the reporter's sentences read under a title, before the first line of output
+_PROSE_LINES = 8  # the reporter's sentences read under a title, before the first line of output
+_PROSE_SPAN = 40  # the lines, blank ones among them, that may hold those sentences
 # a line that starts as output (NCCL's prefix, a launcher's, a traceback, a log's date or level, the kernel's
 # "[1038619.68]"), not a sentence that quotes a message in passing
 _OUTPUT = re.compile(
@@ -54,10 +57,10 @@ def _prose(lines: Sequence[str], first: int) -> list[int]:
     alone = first + 2 < len(lines) and not lines[first + 1].strip() and not _OUTPUT.search(lines[first + 2])
     if (ORIGIN.search(title) or (_OUTPUT.match(title) and not title.startswith("NCCL "))) and not alone:
         return out  # the text starts with output: it has no prose (an NCCL message alone on top is a post's title)
-    for i in range(first + 1, min(len(lines), first + 1 + _PROSE_LINES)):
-        if _OUTPUT.search(lines[i]):
+    for i in range(first + 1, min(len(lines), first + 1 + _PROSE_SPAN)):
+        if _OUTPUT.search(lines[i]) or len(out) > _PROSE_LINES:
             break
-        if lines[i].strip():
+        if lines[i].strip():  # a paragraph's blank lines are no sentence: a post's prose is read by its lines
             out.append(i)
     return out
 
@@ -181,3 +184,18 @@ def said_oom(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     """Where the post's words say the run ran out of GPU memory; None when they do not."""
     i = _post_says(lines, _OOM)
     return None if i is None else (i, {"from": "words", "said": lines[i].strip()[:200]})
+
+
+_QUOTED = re.compile(r"`([^`]{1,300})`")  # a message the title sets in backticks, as a post quotes a line it got
+
+
+def title_quoted(lines: Sequence[str]) -> tuple[int, Reading] | None:
+    """A first line (a post's title) that quotes, in backticks, an NCCL message of a known kind that is a failure's
+    own (``classify``: "fails at init with `Bootstrap : no socket interface found`"); None when it does not."""
+    first = title_line(lines)
+    if first is None or ORIGIN.search(lines[first]):
+        return None
+    for m in _QUOTED.finditer(lines[first]):
+        if len(m.group(1)) >= 12 and (reading := classify(m.group(1))) is not None and reading.rank == ROOT:
+            return first, reading
+    return None

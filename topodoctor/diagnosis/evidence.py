@@ -42,6 +42,7 @@ from topodoctor.diagnosis.evidence_expect import (
 from topodoctor.diagnosis.evidence_facts import Facts, Measured, facts_of, path_class
 from topodoctor.diagnosis.evidence_gdr_said import gdr_said_findings, gdr_slower_findings
 from topodoctor.diagnosis.evidence_header import HEADER, place
+from topodoctor.diagnosis.evidence_horovod import build_findings
 from topodoctor.diagnosis.evidence_latency import latency_bound_message
 from topodoctor.diagnosis.evidence_launch import separate_runs
 from topodoctor.diagnosis.evidence_leads import Leads, Symptom
@@ -348,7 +349,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
         said = gdr_said_findings(f) + gdr_slower_findings(f)
         out += [_finding("TD026", subject, msg, fix, ev, sev) for sev, subject, msg, fix, ev in said]
     # the findings of one code each, with that code's own fix; TD034 in words only where no NCCL line showed the split
-    own = [("TD997", version_slower_findings), ("TD979", staged_findings)]
+    own = [("TD997", version_slower_findings), ("TD979", staged_findings), ("TD978", build_findings)]
     own += [("TD034", one_gpu_each_findings)] if "TD034" not in codes else []
     own += [("TD992", power_findings), ("TD994", mixed_findings), ("TD995", narrow_slot_findings)]
     for code, found in own:

@@ -355,6 +355,16 @@ CODES: tuple[DiagnosisCode, ...] = (
         "fix or the changed default.",
     ),
     DiagnosisCode(
+        "TD978", "diag-horovod-without-nccl", "warning",
+        "Horovod is built without NCCL: its GPU tensors are reduced by Gloo or MPI through host memory.",
+        "Horovod reduces GPU tensors with NCCL only where it was built with it (`horovodrun --check-build` lists "
+        "NCCL under its tensor operations); otherwise Gloo or MPI copy every tensor to host memory first, so the "
+        "GPUs' NVLink and GPUDirect RDMA carry nothing.",
+        "Reinstall Horovod with NCCL: `HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod` (older "
+        "releases: HOROVOD_GPU_ALLREDUCE=NCCL), with NCCL's headers and library found (HOROVOD_NCCL_HOME), then "
+        "check that `horovodrun --check-build` marks NCCL.",
+    ),
+    DiagnosisCode(
         "TD979", "diag-gpu-buffers-staged", "warning",
         "A bandwidth test with its buffers in GPU memory runs far below the same test with them in host memory.",
         "Over one path, a message sent from GPU memory should go about as fast as one from host memory: the NIC "

@@ -15,6 +15,7 @@ from topodoctor.model.evidence import (
     CopyMatrix,
     Evidence,
     GpuSeen,
+    HorovodBuild,
     Launch,
     NcclLine,
     NcclSaid,
@@ -107,6 +108,7 @@ class Facts:
     results: tuple[tuple[Launch, tuple[tuple[str, float | None, frozenset[str], Quote], ...]], ...] = ()
     sweeps: tuple[tuple[SweepPair, Quote], ...] = ()  # two-node sweeps' pairs, each with its line
     osu: tuple[OsuRun, ...] = ()  # the OSU bandwidth tests' runs
+    horovod: tuple[HorovodBuild, ...] = ()  # Horovod's builds (`--check-build`)
     prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim (diagnosis/evidence_prose.py)
     said: tuple[NcclSaid, ...] = ()  # what they name by NCCL's and nvidia-smi's words (an algorithm, a release)
     searched: Searched | None = None  # what NCCL's log says of its graph search (evidence_search.py)
@@ -368,6 +370,7 @@ def facts_of(ev: Evidence) -> Facts:
             (p, Quote(where_of(ev, p.piece, p.line or None), f"{p.a},{p.b} {p.busbw_gbps:g}")) for p in ev.sweeps
         ),
         osu=ev.osu,
+        horovod=ev.horovod,
         where={i: where_of(ev, i) for i in range(len(ev.pieces))},
         prose=ev.prose,
         said=ev.nccl_said,

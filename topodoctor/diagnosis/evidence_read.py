@@ -51,6 +51,7 @@ def _read(ev: Evidence, k: int, p: Piece) -> Finding:
         ),  # NCCL's own lines of its search
         "sweep_pairs": _count(ev.sweeps, k),
         "osu_runs": _count(ev.osu, k),
+        "horovod_builds": _count(ev.horovod, k),
         "stated_figures": sum(len(c.figures) for c in ev.prose if c.piece == k),
     }
     counts = {name: n for name, n in shown.items() if n}

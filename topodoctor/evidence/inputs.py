@@ -18,6 +18,7 @@ from topodoctor.core.errors import InputError
 from topodoctor.evidence import (
     copies,
     health_checks,
+    horovod,
     host_lines,
     launch,
     nccl_said,
@@ -55,6 +56,7 @@ READERS: tuple[tuple[Starts, Reads], ...] = (
     (host_lines.starts_lspci, host_lines.read_lspci),
     (nics.starts, nics.read),
     (osu.starts, osu.read),
+    (horovod.starts, horovod.read),
     (launch.starts, launch.read),
     (versions.starts, versions.read),
     (sweeps.starts, sweeps.read),  # last: two names and a figure is the loosest shape
@@ -64,7 +66,7 @@ KINDS_READ = (
     "p2pBandwidthLatencyTest, nvbandwidth (text or -j JSON), NCCL topology/graph XML, lspci -vvv, "
     "kernel XID and PCIe link lines, GPU power limits stated with their default, "
     "ibstat / ibstatus / ibv_devinfo / ethtool, perftest and the OSU bandwidth tests, launch command lines and env "
-    "dumps, "
+    "dumps, horovodrun --check-build, "
     "NCCL INFO/WARN logs, NCCL Inspector records, "
     "NCCL versions stated on their own lines, two-node sweep tables (hostA,hostB busbw), "
     "Azure NHC's check_gpu_bw lines, "
@@ -205,6 +207,7 @@ def join(reads: Sequence[Read]) -> Evidence:
         nccl_lines=tuple(x for p in parts for x in p.nccl_lines),
         sweeps=tuple(x for p in parts for x in p.sweeps),
         osu=tuple(x for p in parts for x in p.osu),
+        horovod=tuple(x for p in parts for x in p.horovod),
         prose=tuple(x for p in parts for x in p.prose),
         nccl_said=tuple(x for p in parts for x in p.nccl_said),
         driver_version=next((p.driver_version for p in parts if p.driver_version), ""),

@@ -18,6 +18,7 @@ from topodoctor.model.evidence import (
     CopyMatrix,
     EvidenceSetting,
     GpuSeen,
+    HorovodBuild,
     Kind,
     Launch,
     NcclLine,
@@ -88,6 +89,7 @@ class Parts:
     nccl_lines: list[NcclLine] = field(default_factory=list)
     sweeps: list[SweepPair] = field(default_factory=list)
     osu: list[OsuRun] = field(default_factory=list)
+    horovod: list[HorovodBuild] = field(default_factory=list)
     prose: list[ProseSaid] = field(default_factory=list)
     nccl_said: list[NcclSaid] = field(default_factory=list)
     driver_version: str = ""

@@ -72,6 +72,16 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # Horovod said to run on Gloo or without NCCL, within one sentence: "no way for Horovod with Gloo to use NCCL",
+    # "Horovod was built without NCCL"
+    (
+        "horovod-gloo",
+        re.compile(
+            r"\bHorovod\b[^.?!\n]{0,60}?\b(?:Gloo\b|without NCCL\b|no NCCL\b)"
+            r"|\bGloo\b[^.?!\n]{0,60}?\bHorovod\b",
+            re.I,
+        ),
+    ),
     # the run said to be slower with one release than another, within one sentence: "Bandwidth was lower with ucx
     # 1.15.0rc3 than with 1.13.1", "slower after upgrading to 2.19", "2.18 is faster than 2.19"
     (

@@ -43,6 +43,7 @@ Kind = Literal[
     "pair-sweep",  # a two-node sweep's result as people post it: "hostA,hostB   87.9" per pair
     "nic-status",  # ibstat, ibstatus, ibv_devinfo (-v), ethtool: each port's state and rate; perftest's ib_*_bw
     "osu-bandwidth",  # the OSU micro-benchmarks' osu_bw / osu_bibw table, its buffers on host or device
+    "horovod-build",  # `horovodrun --check-build`: the frameworks, controllers and tensor operations built
     "prose",  # the reporter's sentences: the hardware, the op and the figures they state (evidence_prose.py)
     "nccl-words",  # NCCL's and nvidia-smi's names in the sentences: an algorithm, a release, a path class (NcclSaid)
 ]
@@ -262,6 +263,18 @@ class OsuRun:
 
 
 @dataclass(frozen=True)
+class HorovodBuild:
+    """Horovod's build as `horovodrun --check-build` prints it: each section's names, with whether they are built."""
+
+    piece: int
+    version: str
+    frameworks: tuple[tuple[str, bool], ...]
+    controllers: tuple[tuple[str, bool], ...]
+    operations: tuple[tuple[str, bool], ...]  # the tensor operations: NCCL, DDL, CCL, MPI, Gloo
+    line: int = 0  # 1-based: the "Horovod vX.Y.Z:" line
+
+
+@dataclass(frozen=True)
 class SweepPair:
     """One pair of nodes of a two-node sweep and its figure, as a sweep script prints it: the pair's
     busbw in GB/s (the figure carries no unit; a sweep prints bandwidth, so it is read as that)."""
@@ -313,6 +326,7 @@ class Evidence:
     nccl_lines: tuple[NcclLine, ...] = ()  # every NCCL INFO / WARN line of the NCCL log pieces, in order
     sweeps: tuple[SweepPair, ...] = ()  # two-node sweeps' pairs
     osu: tuple[OsuRun, ...] = ()  # the OSU micro-benchmarks' bandwidth runs
+    horovod: tuple[HorovodBuild, ...] = ()  # Horovod's builds as `--check-build` prints them
     prose: tuple[ProseSaid, ...] = ()  # what the reporter's sentences claim, one per input that states any
     nccl_said: tuple[NcclSaid, ...] = ()  # what the sentences name by NCCL's and nvidia-smi's words
     driver_version: str = ""

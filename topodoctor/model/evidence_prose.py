@@ -26,7 +26,7 @@ HostKind = Literal["epyc", "vm", "bond", "roce", "nvswitch"]
 # What the sentences say was looked at or set already: flow control on RoCE (PFC, ECN, pause frames), the
 # fabric manager, the IOMMU, ACS, ATS, the NPS setting, GPUDirect RDMA's module; and what they say changed (a run
 # slower with GDR on, slower with one release than another) and how the ranks were placed (a pod or container of
-# one GPU each).
+# one GPU each) or reduce (Horovod on Gloo, not NCCL).
 Checked = Literal[
     "flow-control",
     "fabric-manager",
@@ -40,6 +40,7 @@ Checked = Literal[
     "gdr-slower",
     "version-slower",
     "one-gpu-each",
+    "horovod-gloo",
 ]
 
 

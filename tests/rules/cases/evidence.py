@@ -339,6 +339,8 @@ CASES: list[Case] = [
         "Two RTX 3090 cards, GPU 1 on PCIe 4.0 x16 in the second slot, and tensor parallel runs slow.\n")),
     _case("TD979", True, "osu_bw D D at 0.35 GB/s, H D at 6.1", lambda: _osu(345.4, 6122.0), severity="warning"),
     _case("TD979", False, "osu_bw D D at 5.9 GB/s, H D at 6.1", lambda: _osu(5900.0, 6122.0)),
+    _case("TD978", True, "horovod built with Gloo only", lambda: _horovod("[ ] NCCL"), severity="warning"),
+    _case("TD978", False, "horovod built with NCCL", lambda: _horovod("[X] NCCL")),
     _case("TD997", True, "osu_bw slower with UCX 1.15.0 than with 1.13.1", lambda: _said(
         "osu_bw D D between two nodes: bandwidth was lower with ucx 1.15.0 than with 1.13.1.\n"),
         severity="warning"),
@@ -383,3 +385,9 @@ def _osu(device_mbps: float, host_mbps: float) -> Evidence:
     run = head + "# Size      Bandwidth (MB/s)\n65536 {:.2f}\n1048576 {:.2f}\n"
     text = run.format("DEVICE (D)", device_mbps * 0.9, device_mbps) + run.format("HOST (H)", host_mbps, host_mbps)
     return join([read_input("osu.txt", text)])
+
+
+def _horovod(nccl: str) -> Evidence:
+    """`horovodrun --check-build` of a PyTorch build whose tensor operations mark NCCL as ``nccl`` says."""
+    text = "Horovod v0.28.1:\n\nAvailable Frameworks:\n    [X] PyTorch\n\nAvailable Tensor Operations:\n"
+    return join([read_input("build.txt", text + f"    {nccl}\n    [X] Gloo\n")])

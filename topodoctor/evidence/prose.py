@@ -103,6 +103,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*(\[])|(?<=。)")
 _SETTING = re.compile(r"(?<![\w$])`?(NCCL_[A-Z0-9_]+) ?= ?([\w^:/,.+-]*[\w^])`?")
 # a kernel or BIOS setting a sentence names: the words of a host's description, not code
 _BOOT_SETTING = re.compile(r"(?<![\w$])`?(?:amd_iommu|intel_iommu|iommu|pci|NPS)=\w+`?", re.I)
+# another library's variable a sentence names ("In the UCX_LOG_LEVEL=data logs"): a word of it, not an assignment
+_ENV_SETTING = re.compile(r"(?<![\w$])`?[A-Z][A-Z0-9]*_[A-Z0-9_]+=[\w:/,.+-]*`?")
 _NCCL_NAMED = re.compile(r"\bnccl|_perf\b|\bbus ?bw\b|\balg ?bw\b|\bbus bandwidth\b", re.I)
 MAX_SENTENCE = 300
 _CONDITION = re.compile(
@@ -126,6 +128,7 @@ def is_sentence(line: str, item: bool = False) -> bool:
     named = _SETTING.search(line)
     text = _SETTING.sub("setting", text)  # a setting named in a sentence is a word of it, not an assignment
     text = _BOOT_SETTING.sub("setting", text)  # "through amd_iommu=off and iommu=pt in grub", "NPS=4"
+    text = _ENV_SETTING.sub("setting", text)
     if (
         not text
         or text.startswith("#")

@@ -63,6 +63,11 @@ _CONNECT = re.compile(
 )
 # socket.cc before 2.24: the refused (ECONNREFUSED) or timed-out (ETIMEDOUT) connects ran out of retries
 _EXCEEDED = re.compile(r"socket(?:Start|Poll)Connect: exceeded (?P<what>retries|timeouts) \(\d+\)")
+# socket.cc: a non-blocking connect's refusal comes back from the first recv or send on the socket
+_IO_REFUSED = re.compile(
+    r"Net : Call to (?:recv|send) from (?P<addr>\S+) failed : (?P<err>Connection refused|No route to host"
+    r"|Network is unreachable)"
+)
 _NO_POLLOUT = re.compile(r"socketPollConnect poll\(\) (?:returned 1, no POLLOUT|failed)")
 _PEER_LOST = re.compile(
     r"Connection closed by remote peer(?: (?P<peer>\S+))?|Connection reset by peer|Broken pipe"
@@ -111,7 +116,7 @@ def classify(text: str, source: str = "") -> Reading | None:
     for kind, pat, rank in SIMPLE:
         if m := pat.search(text):
             return Reading(kind, {k: v for k, v in m.groupdict().items() if v is not None}, rank)
-    if m := _CONNECT.search(text):
+    if m := _CONNECT.search(text) or _IO_REFUSED.search(text):
         return Reading("connect", {"err": m.group("err"), "addr": (m.group("addr") or "").rstrip(",")})
     if m := _EXCEEDED.search(text):
         err = "Connection refused" if m["what"] == "retries" else "Connection timed out"

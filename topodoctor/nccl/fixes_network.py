@@ -266,10 +266,10 @@ def _peer_gone(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> S
 
 
 def _mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
-    if f.get("around"):  # NCCL 2.4's kernel check: the collectives themselves differ between ranks
+    if around := f.get("around") or f.get("around2"):  # NCCL 2.4's checks: the collectives differ between ranks
         return Said(
             "TD073",
-            f"NCCL detected ranks running different collectives (around rank {f['around']})",
+            f"NCCL detected a collective mismatch: ranks running different collectives (around rank {around})",
             "The program called collectives in a different order, or with different sizes, on some ranks: check "
             "the calls at and around that rank (TORCH_DISTRIBUTED_DEBUG=DETAIL names them); different NCCL "
             "settings or versions between nodes do the same (compare `env | grep NCCL` on each).",

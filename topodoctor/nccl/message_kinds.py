@@ -114,6 +114,8 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"collective mismatch error,? local size (?P<a>\d+) remote(?: size)? (?P<b>\d+)"  # 2.10+; 2.3.7 - 2.9.9
             r"|[Mm]essage truncated : receiv(?:ing|ed) (?P<a2>[\d,]+) bytes instead of (?P<b2>[\d,]+)"
             r"|Mismatched collective detected, please check your collective calls at and around rank (?P<around>\d+)"
+            # init.cc's hang check of the same releases: its words name the class, "may be" as they are
+            r"|may be caused by a collective mismatch around rank (?P<around2>\d+)"
         ),
         ROOT,
     ),

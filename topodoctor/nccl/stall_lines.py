@@ -15,7 +15,7 @@ from topodoctor.nccl.cuda_errors import CUDA_STATES
 from topodoctor.nccl.grammar import ORIGIN, OWN_LINE
 
 _HANG = re.compile(
-    r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stuck|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
+    r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stucks?|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
     r"|spins? forever|no (?:activity|progress)|time[sd]? ?outs?|timed out"
     r"|never (?:returns|finishes|completes|ends))\b"
     r"|卡住|卡在|卡死|挂起|夯住|无响应"  # Chinese posts: stuck, stuck at, frozen, hung, no response
@@ -49,8 +49,32 @@ _OUTPUT = re.compile(
 )
 
 
+# an issue template's heading of the reporter's own account of the bug, whose sentences follow it
+_BUG_HEADING = re.compile(
+    r"^\s*(?:#{1,4}\s*|\*\*)(?:Reproduction|Describe the bug|Bug description|Description|What happened\??"
+    r"|Problem Description|The problem)\s*(?:\*\*)?:?\s*$",
+    re.I,
+)
+_TEMPLATE_SPAN = 120  # the lines of a post searched for those headings: its template comes before any log
+
+
+def _under_headings(lines: Sequence[str], start: int) -> list[int]:
+    """The prose lines under an issue template's bug headings, each up to the first line of output."""
+    out: list[int] = []
+    for h in range(start, min(len(lines), start + _TEMPLATE_SPAN)):
+        if not _BUG_HEADING.match(lines[h]):
+            continue
+        for i in range(h + 1, min(len(lines), h + 1 + _PROSE_SPAN)):
+            if _OUTPUT.search(lines[i]) or len(out) >= 2 * _PROSE_LINES:
+                break
+            if lines[i].strip():
+                out.append(i)
+    return out
+
+
 def _prose(lines: Sequence[str], first: int) -> list[int]:
-    """The title's line and the prose lines under it, up to the first line of output."""
+    """The title's line and the prose lines under it, up to the first line of output; and the reporter's account
+    under an issue template's bug headings."""
     out = [first]
     title = lines[first].lstrip()
     # a line of output alone on top, set apart by a blank line from sentences under it, is the post's title
@@ -62,7 +86,7 @@ def _prose(lines: Sequence[str], first: int) -> list[int]:
             break
         if lines[i].strip():  # a paragraph's blank lines are no sentence: a post's prose is read by its lines
             out.append(i)
-    return out
+    return out + [i for i in _under_headings(lines, first + 1) if i not in out]
 
 
 def _nccl_info(line: str) -> bool:

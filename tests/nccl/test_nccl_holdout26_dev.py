@@ -32,3 +32,10 @@ def test_a_hang_said_under_the_template_s_reproduction_heading() -> None:
     ]  # "it stucks with multi-GPUs (2 or 4 A6000)" under "### Reproduction"
     assert lead.code == "TD959" and "NCCL_P2P_DISABLE=1" in lead.fix.split("(2)")[0]
     assert not explained_with(LOGS / "h26-001.log", ("### Reproduction", "### Notes"))
+
+
+def test_tensorflow_without_nccl_kernels() -> None:
+    lead = explained_with(LOGS / "h26-007.log")[0]  # Windows Server 2016: no OpKernel for 'NcclAllReduce'
+    assert lead.code == "TD085" and "Windows" in lead.fix and "HierarchicalCopyAllReduce" in lead.fix
+    other = explained_with(LOGS / "h26-007.log", ("Op 'NcclAllReduce'", "Op 'MatMul'"))
+    assert all(f.code != "TD085" for f in other)

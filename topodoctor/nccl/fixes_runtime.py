@@ -145,6 +145,16 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
             "process can find.",
             {"symbol": ""},
         )
+    if f.get("nokernel"):  # TensorFlow's build holds no NCCL kernels: NCCL ships for Linux only
+        return Said(
+            "TD085",
+            f"TensorFlow has no kernel for its {f.get('op', 'NCCL')} op: this build of TensorFlow holds no NCCL",
+            "NCCL is built for Linux only, so TensorFlow's Windows builds (and its CPU builds) register no NCCL "
+            "kernels, while MirroredStrategy reduces with NcclAllReduce by default. On Windows pass "
+            "cross_device_ops=tf.distribute.HierarchicalCopyAllReduce() (or ReductionToOneDevice()) to "
+            "MirroredStrategy, or run under Linux or WSL2 with a GPU build of TensorFlow.",
+            {"symbol": f.get("op", "")},
+        )
     if built := f.get("built") or f.get("built2"):  # dev_runtime.cc (2.29+): the device API's check of both
         msg = f"the program was built with NCCL {built} but runs with libnccl {f.get('runs') or f.get('runs2')}"
         if f.get("older"):

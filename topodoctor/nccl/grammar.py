@@ -256,6 +256,7 @@ BARE_OK = re.compile(
     r"|driver on your system is too old|CUDA driver version is insufficient"
     r"|No interface found in the same subnet|does not loop back to start|NET/OFI|Libfabric error|nor AF_INET6"
     r"|is not enumerated as an mlx5 device|fi_getinfo: (?:provider|-\d)"  # NVSHMEM's IBGDA; libfabric's own
+    r"|No OpKernel was registered to support Op 'Nccl"  # TensorFlow built without NCCL
     r"|[Nn]o algorithm/protocol (?:nor symKernelId )?available for function|peer access is not supported between"
     r"|Invalid rank requested"
     r"|root should be in the 0\.\.\d+ range|watchdog got stuck for \d+ seconds|Error type: \w+_MISMATCH"

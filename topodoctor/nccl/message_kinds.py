@@ -248,6 +248,8 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
             r"|version [`'\"](?P<ver2>NCCL_[\d.]+)['\"`] not found"
             # XLA's NCCL stub (JAX, TensorFlow): its dlopen of libnccl found none
             r"|(?P<noload>Unable to load NCCL library)"
+            # TensorFlow built without NCCL (its Windows and CPU builds): the NCCL ops have no kernel
+            r"|(?P<nokernel>No OpKernel was registered to support Op '(?P<op>Nccl\w+)')"
             # dev_runtime.cc, devcomm/ (2.29+): the device API compares the nccl.h built with and the libnccl loaded
             r"|NCCL library (?:version )?is (?:too old|not backwards compatible)\. This application was compiled "
             r"with NCCL version (?P<built>[\w.]*\w), but is running with NCCL library version (?P<runs>[\w.]*\w)"

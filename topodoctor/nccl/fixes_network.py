@@ -87,26 +87,26 @@ def _qp(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     return Said("TD064", f"ibv_modify_qp failed{_verbs_dev(f, ctx)}: {err}", specific, {"errno": err})
 
 
+_REGISTER_COLLECT = (
+    "`lsmod | grep peermem`, the NCCL_DEBUG=INFO lines that say whether GPU Direct RDMA is enabled for each NIC, "
+    "`dmesg | grep -i -e iommu -e DMAR`"
+)
+_QUEUE_COLLECT = "`ulimit -l` inside the job, `ibv_devinfo -v` (max_cq, max_qp), the other RDMA libraries the job loads"
+
+
 def _verbs(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     err = f.get("err") or "no errno given"
     extra: dict[str, object] = {"call": f["call"], "errno": err}
+    said = f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}"
     if f["call"].startswith("ibv_reg_mr") and f.get("err"):  # the errno names no limit: the site's causes, ranked
-        extra["candidates"] = list(REGISTER_REFUSED)
-        fix = (
-            f"The NIC refused to register the buffer ({err}); candidates, most likely first: "
-            f"{numbered(REGISTER_REFUSED)}. Collect next: `lsmod | grep peermem`, the NCCL_DEBUG=INFO lines "
-            "that say whether GPU Direct RDMA is enabled for each NIC, `dmesg | grep -i -e iommu -e DMAR`."
-        )
-        return Said("TD065", f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}", fix, extra)
-    if "Cannot allocate memory" in err:  # a queue or its domain: the limit, or the adapter's finite queues
-        extra["candidates"] = list(QUEUE_NO_MEMORY)
-        fix = (
-            f"The verbs call could not allocate the queue ({err}); candidates, most likely first: "
-            f"{numbered(QUEUE_NO_MEMORY)}. Collect next: `ulimit -l` inside the job, `ibv_devinfo -v` (max_cq, "
-            "max_qp), the other RDMA libraries the job loads."
-        )
-        return Said("TD065", f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}", fix, extra)
-    return Said("TD065", f"{f['call']} failed{_verbs_dev(f, ctx)}: {err}", EXPLANATIONS["TD065"].fix, extra)
+        what, listed, collect = "The NIC refused to register the buffer", REGISTER_REFUSED, _REGISTER_COLLECT
+    elif "Cannot allocate memory" in err:  # a queue or its domain: the limit, or the adapter's finite queues
+        what, listed, collect = "The verbs call could not allocate the queue", QUEUE_NO_MEMORY, _QUEUE_COLLECT
+    else:
+        return Said("TD065", said, EXPLANATIONS["TD065"].fix, extra)
+    extra["candidates"] = list(listed)
+    fix = f"{what} ({err}); candidates, most likely first: {numbered(listed)}. Collect next: {collect}."
+    return Said("TD065", said, fix, extra)
 
 
 def _roce(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> bool:

@@ -60,6 +60,7 @@ from topodoctor.diagnosis.evidence_regressions import nvls_across_nodes
 from topodoctor.diagnosis.evidence_scaling import scaling_findings
 from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
 from topodoctor.diagnosis.evidence_seen import Quote
+from topodoctor.diagnosis.evidence_stacks import other_stack_asks
 from topodoctor.diagnosis.evidence_words import one_gpu_each_findings, version_slower_findings
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, Evidence
@@ -330,6 +331,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     split = [] if separate else split_launch(f)
     host = described_host(f, measured or bool(f.averages) or _stated_judged(stated.findings))
     asks = [] if separate else differing_averages(f) + split + ([] if split or host else unshown_network(f))
+    asks += [] if separate or split or host else other_stack_asks(f)
     for ask in asks + version_only(f) + host + gdr_unshown(f):
         fix = BY_CODE[ask.code].how if ask.code != "TD022" else FALLBACK_FIX
         out.append(_finding(ask.code, ask.subject, ask.message, fix, ask.evidence, ask.severity))

@@ -192,29 +192,6 @@ def asks_first(ranked: list[tuple[str, str, str]]) -> list[str]:
     return list(dict.fromkeys(([first] if first else []) + [p for _, _, p in ranked]))
 
 
-# what shows how UCX ran between the nodes: the devices and transports it sees, the ones it was pinned to, the lanes
-# and protocol it chose per message size and memory type, and where each GPU sits against the NICs
-UCX_POST = (
-    "`ucx_info -d` on each node (the devices and transports UCX sees, cuda_copy, cuda_ipc and gdr_copy among them)",
-    "UCX_NET_DEVICES and UCX_TLS as the run sets them (the NIC and transports it may use)",
-    "the run with UCX_LOG_LEVEL=info and UCX_PROTO_INFO=y (the lanes, devices and protocol chosen per message size "
-    "and memory type: eager or rendezvous (rndv), zero-copy or a pipeline staged through host bounce buffers)",
-    "`nvidia-smi topo -m` (which NIC is under each GPU's PCIe switch)",
-)
-
-
-def _ucx_ask(piece: int) -> Ask:
-    """The reporter's words of a slow run of UCX between nodes: UCX's own outputs decide it, not NCCL's."""
-    msg = (
-        "cannot tell how UCX ran between the nodes: the reporter's words of a slow run, but not the lanes UCX "
-        "chose. Its usual causes are a NIC other than the one under the GPU's PCIe switch (UCX picks devices by "
-        "its own distance rules unless UCX_NET_DEVICES pins them), GPU memory staged through the host (no "
-        "GPUDirect RDMA, gdr_copy or cuda_ipc in its transports) and a protocol unfit for the sizes. Post: "
-        + "; ".join(UCX_POST)
-    )
-    return Ask("warning", "network", msg, {"post": list(UCX_POST[:2]), "piece": piece})
-
-
 def unshown_network(f: Facts) -> list[Ask]:
     """A multi-node run shown only by its launch line, its NICs' listing or the reporter's words that it is
     slow: nothing says how NCCL ran between the nodes, so the candidates of a slow multi-node run are what to
@@ -227,7 +204,7 @@ def unshown_network(f: Facts) -> list[Ask]:
     slow_across = [c for c in f.prose if c.slow and (c.across_nodes or (c.nodes or 0) > 1)]
     said = any(not c.stack for c in slow_across)
     if spans < 2 and not listed and not said:
-        return [_ucx_ask(c.piece) for c in slow_across if c.stack == "UCX"][:1]
+        return []  # another library's run between nodes: ``evidence_stacks`` asks for its own outputs
     shown = f"a launch over {spans} nodes" if spans >= 2 else "the NICs' listing or an RDMA test"
     shown = "the reporter's words of a slow multi-node run" if spans < 2 and not listed else shown
     probe = Symptom("collective", "network", 0.0, 0.0, "", 0, 2, Quote("the evidence"))

@@ -326,6 +326,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     trouble = "gdr-trouble" in checked  # "I have a problem with enabling GDR for my NIC": a question of its own
     links = pcie_said(text)  # "GPU 1 on PCIe 2.0 x4": a claim of its own
     placed = bool({"one-gpu-each", "version-slower", "horovod-gloo"} & set(checked))  # how it was set up or changed
+    placed = placed or bool(slow and stack_of(text, bool(_NCCL_NAMED.search(text) or op_of(text))))
     if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled or trouble
             or links or placed):  # fmt: skip
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run

@@ -331,8 +331,8 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     split = [] if separate else split_launch(f)
     host = described_host(f, measured or bool(f.averages) or _stated_judged(stated.findings))
     asks = [] if separate else differing_averages(f) + split + ([] if split or host else unshown_network(f))
-    asks += [] if separate or split or host else other_stack_asks(f)
-    for ask in asks + version_only(f) + host + gdr_unshown(f):
+    stack = [] if separate or split else other_stack_asks(f)  # another library's run: its own outputs, not the host's
+    for ask in asks + version_only(f) + (stack or host) + gdr_unshown(f):
         fix = BY_CODE[ask.code].how if ask.code != "TD022" else FALLBACK_FIX
         out.append(_finding(ask.code, ask.subject, ask.message, fix, ask.evidence, ask.severity))
     header_only = f.hosts or any(k == "nccl-tests" and cut.startswith("no table") for k, cut in f.cut)

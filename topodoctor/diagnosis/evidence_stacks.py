@@ -16,6 +16,10 @@ UCX_CAUSES = (
     "the GPU and the NIC, or the two GPUs, on different CPU sockets (SYS, another NUMA node)",
     "the protocol chosen for the sizes: eager or rendezvous (rndv), zero-copy or a pipeline through host bounce "
     "buffers",
+    "cuda_ipc mapping each new buffer's IPC handle again (the IPC cache off: UCX_CUDA_IPC_CACHE=n, or no memory pool, "
+    "so every buffer is new): a first transfer or fresh allocations slow, reused ones fast",
+    "the two GPUs tested not the NVLink pair: CUDA numbers the GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID "
+    "(and a VM may order them otherwise), while `nvidia-smi topo -m` shows them by PCI bus",
 )
 UCX_POST = (
     "`ucx_info -d` on each host (the devices and transports UCX sees)",

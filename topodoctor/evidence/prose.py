@@ -326,19 +326,21 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     trouble = "gdr-trouble" in checked  # "I have a problem with enabling GDR for my NIC": a question of its own
     links = pcie_said(text)  # "GPU 1 on PCIe 2.0 x4": a claim of its own
     placed = bool({"one-gpu-each", "version-slower", "horovod-gloo"} & set(checked))  # how it was set up or changed
-    placed = placed or bool(slow and stack_of(text, bool(_NCCL_NAMED.search(text) or op_of(text))))
+    stack = stack_of(text, bool(_NCCL_NAMED.search(text) or op_of(text)))
+    placed = placed or bool(slow and stack)  # a slow run of UCX or a transfer engine, said in words
     if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled or trouble
             or links or placed):  # fmt: skip
         return None  # a GPU named in passing ("# the P100 is GPU0") claims nothing about the run
     used = [k for k, t in said if any(rx.search(t) for rx in (_FIGURE, _GPU, NIC_WORDS, IMAGES, _SETTING))
             or hosts_of(t) or (scaled and k + 1 in scaled.lines)]  # fmt: skip
+    if stack:  # a post about another library's run: its figures are that library's, not a collective's busbw
+        figs = [replace(x, tool=x.tool or stack) if x.role == "measured" else x for x in figs]
     claim = ProseSaid(piece, tuple(figs), gpu, model, count, nodes, across, op_of(text), size_of(text), nic_kind,
                       nic_rate, nics, bool(NVLS.search(text)), bool(IMAGES.search(text)),
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
                       checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links,
                       bool(AMD_GPUS.search(text)),
-                      tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))),
-                      stack_of(text, bool(_NCCL_NAMED.search(text) or op_of(text))))  # fmt: skip
+                      tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))), stack)  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

@@ -126,8 +126,9 @@ CALLS = (
         (
             "the processes may not share GPU memory: a container needs --ipc=host and every GPU's /dev/dri node "
             "beside /dev/kfd",
-            "the GPUs cannot map each other's memory: the IOMMU in translation mode (RCCL warns when iommu=pt is "
-            "missing from the kernel command line), large BAR off; NCCL_P2P_DISABLE=1 makes it go away",
+            "the GPUs cannot map each other's memory: over an XGMI (Infinity Fabric) bridge its peer mappings "
+            "(amdgpu.use_xgmi_p2p=0 falls back to PCIe), over PCIe the IOMMU in translation mode (RCCL warns when "
+            "iommu=pt is missing from the kernel command line) or large BAR off; NCCL_P2P_DISABLE=1 makes it go away",
             "the kernel's amdgpu driver behind the ROCm user space (the distribution's in-box driver, not ROCm's "
             "amdgpu-dkms), or a bug of this ROCm or RCCL release (the banner's versions; the same run on another ROCm)",
         ),
@@ -315,3 +316,13 @@ def kind_of(call: str, error: str = "") -> Call | None:
     if kind is not None and kind.does.startswith("the attributes or the launch") and _FAULTS.search(error):
         return EARLIER_FAULT
     return kind
+
+
+RCCL_BUILD = ("/rccl/", "/hipify/", "rccl/src/")  # the paths of RCCL's sources as its builds print them
+
+
+def rccl_p2p(source: str) -> Call | None:
+    """RCCL's P2P transport, where a HIP call failed at it: HIP IPC's causes (and XGMI's), not CUDA's cuMem ones."""
+    if source.endswith("p2p.cc") and any(part in source for part in RCCL_BUILD):
+        return kind_of("hipIpcGetMemHandle")
+    return None

@@ -90,6 +90,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         {**{k: v for f in files for k, v, _ in f.variables}, **env},
         max((f.launch_nodes or 0 for f in files), default=0),
         frameworks_named([e for f in files for e in f.events]),
+        tuple(dict.fromkeys(e.fields["class"].lower() for f in files for e in f.events if e.fields.get("class"))),
     )
 
 

@@ -201,7 +201,9 @@ _HOST = (
         "nccl-tests found wrong values in the results: data was corrupted",
         "Data went wrong on the way: check `dmesg | grep -i xid` and ECC errors (`nvidia-smi -q -d ECC`), "
         "NVLink/PCIe error counters; narrow it down with NCCL_PROTO=Simple, NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1 "
-        "one at a time, and run `dcgmi diag -r 3` on the node.",
+        "and, across nodes, NCCL_NET_GDR_LEVEL=LOC (GPUDirect RDMA off: a driver or peer-memory module that corrupts "
+        "the NIC's reads of GPU memory; the driver's release notes) one at a time, and run `dcgmi diag -r 3` on the "
+        "node.",
     ),
     _e(
         "TD082",

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from topodoctor.core.text import numbered
 from topodoctor.nccl.cuda_errors import CAPTURE_CAUSES, CAPTURE_COLLECT, CUDA_HINTS, CUDA_STATES, cuda_text
-from topodoctor.nccl.cuda_sites import call_at, kind_of, site_of
+from topodoctor.nccl.cuda_sites import call_at, kind_of, rccl_p2p, site_of
 from topodoctor.nccl.evidence import Builder, LogContext, Said, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.fixes_runtime import cumem_host
@@ -136,9 +136,11 @@ def _cuda(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
     line = next((e.fields.get("at", "") for e in evs if e.source == source), "")
     if msg.lower() in _CALL_SPECIFIC:  # the error means what the call meant: the call's candidates say it
         fix = EXPLANATIONS["TD057"].fix
-    # the call the line names itself, else the one NCCL's release checks at that file:line
+    # the call the line names itself, else the one NCCL's release checks at that file:line (RCCL's P2P: HIP IPC)
     found = (f["call"], "") if f.get("call") else call_at(source, line, ctx.versions)
-    if found and (kind := kind_of(found[0], msg)):
+    if found is None and rccl_p2p(source) is not None:
+        found = ("a HIP call", "")
+    if found and (kind := kind_of(found[0], msg) or rccl_p2p(source)):
         call, span = found
         listed = ([hint] if hint and msg.lower() in _STATE_FIRST else []) + list(kind.candidates)
         ranked = numbered(listed)

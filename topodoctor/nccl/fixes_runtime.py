@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said, odd_interfaces, older_than, with_general
 from topodoctor.nccl.explanations import EXPLANATIONS
+from topodoctor.nccl.log_signs import two_wheels
 from topodoctor.nccl.parse import Event
 
 # why aws-ofi-nccl cannot register a buffer with the NIC (libfabric's fi_mr_reg under the plugin)
@@ -166,7 +167,8 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
                 "load the libnccl it was built with. " + EXPLANATIONS["TD085"].fix,
                 {"symbol": ""},
             )
-        return Said("TD085", msg + ": the libnccl is older than the program", EXPLANATIONS["TD085"].fix, {"symbol": ""})
+        fix = two_wheels(ctx) + EXPLANATIONS["TD085"].fix
+        return Said("TD085", msg + ": the libnccl is older than the program", fix, {"symbol": ""})
     if f.get("unknown"):  # ncclGetErrorString's answer for a result code its own release does not define
         candidates = [
             "two libnccl builds in one process: the code came from one (a framework's bundled NCCL, a newer release) "
@@ -197,7 +199,7 @@ def _library(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
         msg = f"the {f.get('lib2') or 'libnccl'} loaded has no symbol version {ver}: older than the program needs"
     else:
         msg = f"{f.get('lib') or 'libnccl'} could not be loaded"
-    return Said("TD085", msg, EXPLANATIONS["TD085"].fix, {"symbol": f.get("sym", "")})
+    return Said("TD085", msg, two_wheels(ctx) + EXPLANATIONS["TD085"].fix, {"symbol": f.get("sym", "")})
 
 
 def _mnnvl(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:

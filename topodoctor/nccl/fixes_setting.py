@@ -11,6 +11,7 @@ from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.fixes_usage import named_setting
+from topodoctor.nccl.log_signs import two_wheels
 from topodoctor.nccl.parse import Event
 
 # nccl.h's NCCL_CONFIG_INITIALIZER sets every attribute to NCCL_CONFIG_UNDEF_INT (INT_MIN) from 2.17 on; 2.14 - 2.16
@@ -42,7 +43,7 @@ def _setting(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
             f"NCCL refused its own default for config {f.get('attr', '?')} ({CONFIG_UNDEF_INT}, "
             "NCCL_CONFIG_UNDEF_INT): "
             "the program was built with NCCL 2.17 or later headers and loaded a libnccl before 2.17",
-            EXPLANATIONS["TD085"].fix,
+            two_wheels(ctx) + EXPLANATIONS["TD085"].fix,
             {"attr": f.get("attr", "")},
         )
     return Said("TD077", f"invalid communicator config value ({f.get('attr', '?')})", EXPLANATIONS["TD077"].fix)

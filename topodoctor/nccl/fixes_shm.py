@@ -55,6 +55,13 @@ def _shm_create(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> 
     if f.get("how") == "attaching to":
         msg = f"NCCL could not attach to a local peer's shared-memory segment {seg}{err}{why}"
         return Said("TD074", msg, EXPLANATIONS["TD074"].fix)
+    if not err and any("cuda" in c for c in ctx.classes):  # ncclUnhandledCudaError: the file was made, not pinned
+        msg = (
+            f"NCCL could not create its shared-memory segment {seg} of {size} bytes, and the run failed with "
+            "'unhandled cuda error': the file and its mapping were made, the CUDA driver's pinning of them "
+            "(cudaHostRegister) failed"
+        )
+        return Said("TD056", msg, EXPLANATIONS["TD056"].fix)
     room = (
         f" ({size / 2**20:.1f} MiB: NCCL makes one per connection to a local peer, so a container's default 64 MiB "
         f"/dev/shm holds {CONTAINER_SHM_BYTES // size} of them)"

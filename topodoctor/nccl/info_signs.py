@@ -110,3 +110,17 @@ def shm_rows(lines: Iterable[str]) -> tuple[Sign, ...]:
             size = str(int(float(m["size"][:-1]) * _SCALE[m["size"][-1]]))
             out.setdefault(size, Sign("shm-size", "", size, line.strip()[:200]))
     return tuple(out.values())
+
+
+# a pasted `pip list`, `pip freeze` or conda listing's NCCL wheel: "nvidia-nccl-cu11   2.14.3",
+# "nvidia-nccl-cu12==2.18.1"
+_WHEEL_ROW = re.compile(r"^\s*(?P<wheel>nvidia-nccl-cu\d+)\s*(?:==|\s)\s*(?P<v>\d+\.\d+\.\d+)")
+
+
+def nccl_wheels(lines: Iterable[str]) -> tuple[Sign, ...]:
+    """The NCCL wheels a pasted package listing shows, as ``nccl-wheel`` signs (value: "wheel version")."""
+    out: dict[str, Sign] = {}
+    for line in lines:
+        if "nvidia-nccl" in line and (m := _WHEEL_ROW.match(line)):
+            out.setdefault(m["wheel"], Sign("nccl-wheel", "", f"{m['wheel']} {m['v']}", line.strip()[:200]))
+    return tuple(out.values())

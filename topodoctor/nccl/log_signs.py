@@ -319,3 +319,17 @@ FRAMEWORK_PATHS = (
 def frameworks_named(events: Sequence[Event]) -> tuple[str, ...]:
     """The frameworks whose own source the failure's lines name, in the order first seen."""
     return tuple(dict.fromkeys(name for e in events for name, rx in FRAMEWORK_PATHS if rx.search(e.text)))
+
+
+def two_wheels(ctx: LogContext) -> str:
+    """The post's package listing where it holds two NCCL wheels (nvidia-nccl-cu11 beside nvidia-nccl-cu12): which
+    libnccl a process loads first is then the order of the paths, not the one its torch was built with; ""."""
+    wheels = [s.value.split() for s in ctx.signs if s.kind == "nccl-wheel"]
+    if len(wheels) < 2:
+        return ""
+    older = min(wheels, key=lambda w: tuple(int(x) for x in w[1].split(".")))
+    return (
+        f"The paste lists {' and '.join(' '.join(w) for w in wheels)}: a process that finds the older first loads "
+        f"it. Keep the wheel torch depends on (`pip show torch`) and uninstall the other (`pip uninstall "
+        f"{older[0]}` where the older is the extra one). "
+    )

@@ -42,7 +42,7 @@ class Sign:
     # gid, ib-lid, cumem-import, mmap-import, cumem-host-fails, net-plugin, no-net-plugin, ofi-provider,
     # multi-gpu-process, at-destroy, no-gdrdma, gid-listed (a pasted GID table or sentence: nccl.gid_lines),
     # no-verbs (libibverbs could not be loaded), host-address (the interface and address a host's sockets use)
-    # shm-size (a pasted `df` row of /dev/shm, value: bytes)
+    # shm-size (a pasted `df` row of /dev/shm, value: bytes), nccl-wheel (a pasted package listing's NCCL wheel)
     kind: str
     host: str  # the host of NCCL's line prefix ("" where the line carries none)
     value: str  # what it names: "3 ::ffff:10.0.0.1" (GID index and GID), the plugin, the provider

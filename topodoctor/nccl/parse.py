@@ -48,7 +48,7 @@ from topodoctor.nccl.grammar import VERSION_TAIL as _VERSION_TAIL
 from topodoctor.nccl.grammar import VERSION_WRAPPED as _WRAPPED
 from topodoctor.nccl.grammar import WARN as _WARN
 from topodoctor.nccl.grammar import origin_host, plugin_unloadable, said_versions
-from topodoctor.nccl.info_signs import read_signs, shm_rows
+from topodoctor.nccl.info_signs import nccl_wheels, read_signs, shm_rows
 from topodoctor.nccl.launcher_lines import DISTRIBUTED_WORDS
 from topodoctor.nccl.logfile import NOT_FAILURES, Event, LogFile, dedupe_versions
 from topodoctor.nccl.outcome import process
@@ -329,7 +329,8 @@ def parse_file(name: str, text: str) -> LogFile:
         # NCCL 2.2 and older print "INFO" with no "NCCL" before it
         signs=(read_signs([ln for ln in lines if "NCCL" in ln or " INFO " in ln]) if info else ())
         + listed_gids(lines)
-        + shm_rows(lines),
+        + shm_rows(lines)
+        + nccl_wheels(lines),
         speaks=bool(r.events or r.versions or r.failed_at or r.level != "unset")
         or "nccl" in text.lower()
         or any(_DISTRIBUTED.search(ln) or DISTRIBUTED_WORDS.search(ln) for ln in lines),

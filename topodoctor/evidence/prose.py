@@ -41,6 +41,7 @@ from topodoctor.evidence.prose_words import (
     UNDERUSED,
     asks_of,
     clauses,
+    gpu_count_said,
     hosts_of,
     instance_of,
     listed_gpus,
@@ -275,6 +276,7 @@ def _gpus(text: str) -> tuple[str, str, int | None]:
     first, count = next(((n, c) for n, c in found if c), found[0])
     if count is None and (g := _COUNT_GPUS.search(text)):
         count = int(g.group(1))
+    count = count or gpu_count_said(text)
     if len({re.sub(r"^RTX\s*", "", n.upper()).split()[0].split("-")[0] for n, _ in found}) > 1:
         return first, "", count
     name = max((n for n, _ in found), key=len)

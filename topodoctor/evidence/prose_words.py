@@ -26,7 +26,8 @@ EXPECTED = re.compile(
     r"\b(?:specs?|specifications?|advertised|advertises|claims?|claimed|officials?|official|theoretical(?:ly)?|"
     r"in theory|peak (?:for|of) |datasheet|data sheet|expected|expecting|expect|should|supposed|rated|"
     r"marketing|nominal|promised|quoted?|according to|GTC|whitepaper|white paper"
-    r"|(?:I|we) (?:thought|hoped|assumed) (?:it|that|this)? ?(?:would|could|should|will|can))\b",
+    r"|(?:I|we) (?:thought|hoped|assumed) (?:it|that|this)? ?(?:would|could|should|will|can))\b"
+    r"|理论|标称|官方|预期|期望|应该",  # Chinese: theoretical, nominal, official, expected, should
     re.I,
 )
 MEASURED = re.compile(
@@ -355,3 +356,21 @@ def pcie_said(text: str) -> tuple[tuple[int, int, int], ...]:
 # AMD's GPUs and their stack, named: an Instinct part, ROCm and its tools, AMD's GPU links (xGMI, Infinity Fabric)
 AMD_GPUS = re.compile(r"\bMI[1-4]\d{1,2}[AXH]?\b|\bInstinct\b|\bROCm\b|rocm_bandwidth_test|\bRCCL\b|\bxGMI\b"
                       r"|\bRadeon\b")  # fmt: skip
+
+
+# a GPU count in words, English or Chinese: "two GPUs", "四张卡", "两张显卡", "8卡"
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "两": 2, "二": 2, "三": 3, "四": 4, "六": 6,
+                 "八": 8}  # fmt: skip
+_COUNT_WORDS = re.compile(
+    r"\b(two|three|four|six|eight)\s+(?:NVIDIA\s+)?GPUs\b|(两|二|三|四|六|八|\d{1,2})\s*(?:张|块|个)?\s*(?:显卡|GPU|卡)",
+    re.I,
+)
+
+
+def gpu_count_said(text: str) -> int | None:
+    """The GPUs a text counts in words ("two GPUs", "两张显卡"); None where it counts none."""
+    m = _COUNT_WORDS.search(text)
+    if m is None:
+        return None
+    word = (m.group(1) or m.group(2)).lower()
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word]

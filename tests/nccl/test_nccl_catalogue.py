@@ -86,7 +86,8 @@ def test_every_class_has_a_code_of_ours() -> None:
     for e in classed:
         assert e.code == KIND_CODE[e.kind], e
         assert e.code == "" or e.code in EXPLANATIONS, e
-    assert {e.source for e in entries()} == {"nccl", "aws-ofi-nccl", "nccl-rdma-sharp-plugins", "torch", "ld.so"}
+    sources = {"nccl", "aws-ofi-nccl", "nccl-rdma-sharp-plugins", "torch", "ld.so", "ld"}
+    assert {e.source for e in entries()} == sources
 
 
 def test_nccl_verdict_after_the_message_is_the_severity() -> None:
@@ -175,6 +176,6 @@ def test_the_counts_docs_give_are_the_catalogues() -> None:
         count[("nccl-rdma-sharp-plugins", "WARN")],
         count[("nccl-rdma-sharp-plugins", "INFO")],
         sum(n for (source, _), n in count.items() if source == "torch"),
-        sum(n for (source, _), n in count.items() if source == "ld.so"),
+        sum(n for (source, _), n in count.items() if source in ("ld.so", "ld")),
     ]
     assert [int(g.replace(",", "")) for g in said.groups()] == want

@@ -57,6 +57,7 @@ KIND_CODE = {
     "topo-sysfs": "TD071",
     "connect": "TD072",
     "store": "TD072",
+    "store-host": "TD072",
     "collective-mismatch": "TD073",
     "shm-attach": "TD074",
     "diag": "TD076",
@@ -71,6 +72,7 @@ KIND_CODE = {
     "sharp": "TD957",
     "ib-device-skipped": "TD081",
     "nvshmem-not-mlx5": "TD106",
+    "ib-async-fatal": "TD107",
     "shm-permission": "TD082",
     "ofi": "TD084",
     "net-peer-gone": "TD092",
@@ -210,9 +212,10 @@ def lookup(message: str) -> Entry | None:
 # The classes whose message is the failure when nothing after it shows the run went on; in a run
 # that went on they are an info finding like any WARN (a plugin that failed and NCCL fell back)
 FATAL_KINDS = frozenset(
-    ("graph-search", "invalid-setting", "ofi", "subnet", "cumem-host", "net-peer-gone", "nvshmem-not-mlx5")
-)
-SOFT_KINDS = frozenset(("graph-search", "ofi", "subnet", "nvshmem-not-mlx5"))
+    ("graph-search", "invalid-setting", "ofi", "subnet", "cumem-host", "net-peer-gone", "nvshmem-not-mlx5",
+     "ib-async-fatal")
+)  # fmt: skip
+SOFT_KINDS = frozenset(("graph-search", "ofi", "subnet", "nvshmem-not-mlx5", "ib-async-fatal"))
 
 
 def area_kind(source: str, files: tuple[str, ...], fatal: bool) -> str:

@@ -217,7 +217,7 @@ EXTRA: tuple[dict[str, object], ...] = (
         "TD072",
         "warn",
     ),
-    _m("NCCL", "src/init.cc", "ncclGetErrorString", "unknown result code", "2.x", "nccl-library", "TD085", "error"),
+    _m("nccl", "src/init.cc", "ncclGetErrorString", "unknown result code", "2.x", "nccl-library", "TD085", "error"),
     # the link editor building against NCCL: the libnccl a library needs, or a symbol of it, not found
     *(
         _m("ld", "GNU ld", "link", text, "any", "nccl-library", "TD085", "error")

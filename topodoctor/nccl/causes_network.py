@@ -86,6 +86,14 @@ _LOSSLESS = ClassCause(
     first=gid_routable,
     ruled_out=ib_only,
 )
+# NCCL sets each queue pair's path MTU to the port's active_mtu (net_ib.cc), which RoCE takes from the interface's
+_MTU = ClassCause(
+    "the MTU: the NIC's RoCE MTU (its port's active_mtu, from the interface's MTU) larger than a switch port on "
+    "the path carries, so full-size packets are dropped while small ones pass; set one MTU end to end",
+    "`ibv_devinfo` (active_mtu) and `ip link` (mtu) on both nodes against the MTU of the switch ports between them",
+    first=roce,
+    ruled_out=ib_only,
+)
 _PEER = ClassCause(
     "the peer's process or node failed first, so its NIC stopped answering (a queue pair destroyed with its process "
     "drops what arrives, and the sender's retries run out)",
@@ -320,7 +328,7 @@ NETWORK_CAUSES: tuple[ClassCauses, ...] = (
         "TD045",
         # a configuration fails the first transfer; a failure after the job ran puts the peer and the link first
         (
-            *(replace(c, first=_before_work(c)) for c in (_GID, _ROUTE, _LOSSLESS)),
+            *(replace(c, first=_before_work(c)) for c in (_GID, _ROUTE, _LOSSLESS, _MTU)),
             _PEER,
             replace(_LINK, first=worked_first),
             _RAIL,

@@ -60,6 +60,7 @@ class LogContext:
     launch_nodes: int = 0  # the hosts a pasted launch line asks for (torchrun --nnodes, mpirun -H), 0 where none
     frameworks: tuple[str, ...] = ()  # the frameworks whose own source the failure's lines name (TensorRT-LLM, ...)
     classes: tuple[str, ...] = ()  # NCCL's error classes the logs name, lower case ("unhandled cuda error")
+    overcommit: str = ""  # a launch line starting more processes per node than it leaves GPUs visible, as written
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from topodoctor.nccl.evidence import Builder, LogContext, agreed_layers, bridges
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.finding import finding, subject
 from topodoctor.nccl.fixes_host import HOST
+from topodoctor.nccl.fixes_ib_events import IB_EVENTS
 from topodoctor.nccl.fixes_launcher import LAUNCHER
 from topodoctor.nccl.fixes_network import NETWORK
 from topodoctor.nccl.fixes_process import PROCESS
@@ -54,6 +55,7 @@ BUILDERS: dict[str, Builder] = {
     **SETTING,
     **SHM,
     **NETWORK,
+    **IB_EVENTS,
     **RUNTIME,
     **USAGE,
     **WATCHDOG,
@@ -91,6 +93,7 @@ def _context(files: Sequence[LogFile], env: Mapping[str, str]) -> LogContext:
         max((f.launch_nodes or 0 for f in files), default=0),
         frameworks_named([e for f in files for e in f.events]),
         tuple(dict.fromkeys(e.fields["class"].lower() for f in files for e in f.events if e.fields.get("class"))),
+        next((f.overcommit for f in files if f.overcommit), ""),
     )
 
 

@@ -238,6 +238,17 @@ NETWORK_CLASSES = (
         "`ibv_devinfo` names each device's driver.",
     ),
     _e(
+        "TD107",
+        "ib-async-fatal",
+        "error",
+        "The RDMA device, a completion queue or a queue pair raised a fatal asynchronous event (NCCL 2.23 and "
+        "later fail the communicator on it): the NIC or its queue stopped, not a transfer's completion status",
+        "The event names what stopped: `ibv_devinfo` (fw_ver) and `dmesg | grep -i mlx5` (the adapter's health "
+        "syndrome) on the node the WARN names, the NIC's firmware and driver (MLNX_OFED / DOCA) from one matched "
+        "release on every node, the same NCCL and network plugin on every node. NCCL_IB_RETURN_ASYNC_EVENTS=0 "
+        "only stops NCCL from failing on the event; the queue is still broken.",
+    ),
+    _e(
         "TD957",
         "collnet-sharp",
         "error",

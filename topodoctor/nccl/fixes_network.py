@@ -21,7 +21,7 @@ from topodoctor.nccl.evidence import (
 )
 from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
-from topodoctor.nccl.socket_causes import CONNECT_WHY, FAMILY_CAUSES
+from topodoctor.nccl.socket_causes import CONNECT_WHY, FAMILY_CAUSES, FIREWALL_SAID
 
 _LOCAL_GID = re.compile(r"localGid (\S+)")
 
@@ -179,7 +179,7 @@ def _connect(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Sai
     why = CONNECT_WHY.get(
         err, "the packets to the peer got no answer: a firewall dropping the connection between the nodes"
     )
-    check = _FIREWALL_CHECK if err in _FIREWALL_ERRNO else ""
+    check = _FIREWALL_CHECK if err in (*_FIREWALL_ERRNO, FIREWALL_SAID) else ""
     odd = odd_interfaces(ctx)
     if f.get("addr") and unroutable(f["addr"], ctx.socket_ifs, ctx.hosts):  # the address itself settles it
         odd = (
@@ -314,6 +314,10 @@ def _dup(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
         if f.get("from") == "title"
         else "several ranks use the same GPU"
     )
+    if ctx.overcommit:  # the launch line itself starts more processes than it leaves GPUs
+        fix = f"The launch line starts more processes per node than the GPUs it leaves visible (`{ctx.overcommit}`): "
+        fix += "make --nproc_per_node equal the GPUs in CUDA_VISIBLE_DEVICES (one process per GPU). "
+        return Said("TD042", msg, fix + EXPLANATIONS["TD042"].fix)
     return Said("TD042", msg, EXPLANATIONS["TD042"].fix)
 
 

@@ -258,7 +258,8 @@ def _watchdog_stuck(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext)
         "TD047",
         f"torch's NCCL watchdog thread made no progress {took} (its heartbeat monitor, "
         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC): a CUDA or NCCL call hung inside the watchdog, not a collective past "
-        "its timeout",
+        "its timeout; the log does not say which call, the stacks or the flight recorder's dumps would "
+        "(TORCH_NCCL_TRACE_BUFFER_SIZE=2000, TORCH_NCCL_DUMP_ON_TIMEOUT=1)",
         "Find the call the watchdog is blocked in: dump the process's stacks (`py-spy dump --native --pid`, or "
         "the flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE with TORCH_NCCL_DUMP_ON_TIMEOUT=1); a hung GPU shows "
         "an Xid in `dmesg`; another thread holding the GIL inside a CUDA call, or a rank stuck in NCCL's abort, "

@@ -38,6 +38,10 @@ _TORCH_ERROR = re.compile(
 _NCCL_RESULT = re.compile(r"\bnccl(?P<cls>UnhandledCuda|System|Internal|InvalidArgument|InvalidUsage|Remote)Error\b")
 # a launcher's node count: torchrun's, torch.distributed.launch's and accelerate launch's --nnodes (--nnode)
 _LAUNCH_NODES = re.compile(r"(?:torchrun|distributed\.launch|launch\.py|accelerate launch)\b.*?--nnodes?[= ](\d+)")
+# a launch line's processes per node beside the GPUs it leaves visible ("CUDA_VISIBLE_DEVICES=1 torchrun
+# --nproc_per_node=4"): more processes than GPUs put two ranks on one GPU
+_PROCS = re.compile(r"--nproc[_-]per[_-]node[= ](\d+)")
+_VISIBLE = re.compile(r"\bCUDA_VISIBLE_DEVICES=([\d,]+)(?=\s)")
 # mpirun's (and horovodrun's) host list, "-H a:4,b:4" / "--host a,b": the hosts it launches on
 _MPI_HOSTS = re.compile(r"\b(?:mpirun|mpiexec|horovodrun)\b.*?\s(?:-H|--?host)[= ](\S+)")
 CRASH_STACK_LINES = 40  # the frames a crash handler prints under its banner
@@ -58,7 +62,7 @@ _STORE_BIND = re.compile(r"\b(?:RuntimeError|DistNetworkError): Address already 
 # torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
 # what follows an empty "Last error:": torch's own next message (glog [W1125 ...], a traceback)
-_NOT_REASON = re.compile(r"\s*(?:\[rank|\[[WEIF]\d{4}|Exception raised|frame #|Traceback|\s*File \")")
+_NOT_REASON = re.compile(r"\s*(?:#{1,6}\s|\*\*|```|\[rank|\[[WEIF]\d{4}|Exception raised|frame #|Traceback|\s*File \")")
 # torch's own CUDA check (c10_cuda_check_implementation) raised in a rank or in the NCCL watchdog:
 # "RuntimeError: CUDA error: ...", "what():  CUDA error: ...", "terminated with exception: CUDA error: ..."
 _TORCH_CUDA = re.compile(
@@ -96,6 +100,9 @@ class FrameworkLines(ReadState):
         sets, a GeForce GPU's name, a test's header)."""
         if "-nnode" in line and (m := _LAUNCH_NODES.search(line)):  # torchrun / torch.distributed.launch / accelerate
             self.launch_nodes = max(self.launch_nodes or 0, int(m.group(1)))
+        procs, seen = _PROCS.search(line) if "nproc" in line else None, _VISIBLE.search(line)
+        if procs and seen and int(procs.group(1)) > len([g for g in seen.group(1).split(",") if g]):
+            self.overcommit = self.overcommit or line.strip()[:200]
         if ("host" in line or "-H" in line) and (m := _MPI_HOSTS.search(line)):
             hosts = {h.split(":", 1)[0] for h in m.group(1).split(",") if h}
             self.launch_nodes = max(self.launch_nodes or 0, len(hosts))

@@ -79,6 +79,8 @@ class LogFile:
     # a line of NCCL, torch.distributed, the linker on libnccl or XLA's NCCL of any kind: NCCL output at all
     speaks: bool = True
     launch_nodes: int | None = None  # the nodes a launch line in the file asks for (torchrun --nnodes 2, ...)
+    # a launch line that starts more processes per node than the GPUs it leaves visible, as written
+    overcommit: str = ""
     # NCCL versions the text names in words (an environment list, a title, pip): read where no banner names one
     said_versions: tuple[str, ...] = ()
     tests: TestsRun = field(default_factory=TestsRun)  # the nccl-tests run the file shows (its op, sizes, -g)

@@ -329,6 +329,16 @@ SIMPLE: tuple[tuple[str, re.Pattern[str], int], ...] = (
         re.compile(r"NET/IB ?: Unable to (?:open|query) (?:device (?P<dev>[\w.-]+)|port(?:_num)? (?P<port>\d+))"),
         ROOT,
     ),
+    # net_ib's async thread (2.23+): a fatal event of the RDMA device, a completion queue or a queue pair, which
+    # fails the communicator on its next network call (NCCL_IB_RETURN_ASYNC_EVENTS); SRQ events it ignores
+    (
+        "ib-async-fatal",
+        re.compile(  # libibverbs' words for an event: lower case but "CQ error"
+            r"NET/IB ?: (?P<dev>[\w.-]+):(?P<port>\d+) async fatal event(?: on (?P<on>QP|CQ)\b[^:]*)?: "
+            r"(?P<what>CQ error|[a-z ]*[a-z])\b"
+        ),
+        ROOT,
+    ),
     # NVSHMEM's IBGDA transport (beside NCCL in DeepEP's processes): a device it cannot drive, skipped
     ("nvshmem-not-mlx5", re.compile(r"device (?P<dev>[\w.-]+) is not enumerated as an mlx5 device"), ROOT),
     # misc/strongstream.cc: a CUDA graph capture this driver or NCCL build cannot do

@@ -54,6 +54,7 @@ from topodoctor.nccl.logfile import NOT_FAILURES, Event, LogFile, dedupe_version
 from topodoctor.nccl.outcome import process
 from topodoctor.nccl.stall_lines import (
     said_failed,
+    said_firewall,
     said_oom,
     stalled,
     title_connect,
@@ -282,13 +283,17 @@ def parse_file(name: str, text: str) -> LogFile:
     failing = [e.line_no - 1 for e in r.events if e.kind not in NOT_FAILURES] + r.failed_at
     last_failure = max(failing, default=-1)
     nccl_tests = any(ln.startswith("# nThread") for ln in lines[:40])
+    # the failure is NCCL's error class alone, or torch's "Last error:" with nothing after it
+    bare = bare_class(r.events) or (bool(r.failed_at) and all(e.kind in NOT_FAILURES for e in r.events))
     if not failing and (quoted := title_connect(lines)) is not None:  # the title quotes the socket error
         r.add("connect", quoted[0], lines[quoted[0]], r.file_rank, fields=quoted[1])
     elif (not failing or bare_class(r.events)) and (quoted_msg := title_quoted(lines)) is not None:
         at, reading = quoted_msg  # the title quotes NCCL's message, whose lines the paste does not hold
         r.add(reading.kind, at, lines[at], r.file_rank, reading, fields={**reading.fields, "from": "title"})
-    elif bare_class(r.events) and (oom := said_oom(lines)) is not None:  # an error class, its OOM said in words
+    elif bare and (oom := said_oom(lines)) is not None:  # an error class, its OOM said in words
         r.add("gpu-oom", oom[0], lines[oom[0]], r.file_rank, fields=oom[1])
+    elif bare and (wall := said_firewall(lines)) is not None:  # a firewall between the nodes, said
+        r.add("connect", wall[0], lines[wall[0]], r.file_rank, fields=wall[1])
     elif not failing and (dup := title_duplicate(lines)) is not None:  # the title quotes NCCL's refusal
         r.add("duplicate-gpu", dup[0], lines[dup[0]], r.file_rank, fields=dup[1])
     elif not failing and (cuda := title_cuda(lines)) is not None:  # the title quotes a CUDA error that names its cause
@@ -320,6 +325,7 @@ def parse_file(name: str, text: str) -> LogFile:
         link_layers=r.layers,
         socket_ifs=r.socket_ifs,
         launch_nodes=r.launch_nodes,
+        overcommit=r.overcommit,
         said_versions=() if r.versions else tuple(said_versions(lines)),
         tests=tests_run(lines) if "_perf" in text or nccl_tests else TestsRun(),
         gpu_names=tuple(r.gpus),

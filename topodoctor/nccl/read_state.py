@@ -57,6 +57,7 @@ class ReadState:
         # (host, commId) -> rank -> (bus id, line): each communicator's ranks as their init lines place them
         self.inits: dict[tuple[str, str], dict[str, tuple[str, int]]] = {}
         self.launch_nodes: int | None = None  # the nodes a launch line asks for
+        self.overcommit = ""  # a launch line that starts more processes per node than it leaves GPUs visible
         self.file_rank = _file_rank(name)
         if self.file_rank is not None:
             self.ranks[self.file_rank] = None

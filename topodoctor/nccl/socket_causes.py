@@ -4,7 +4,12 @@ data for the network findings' builders (``nccl.fixes_network``)."""
 from __future__ import annotations
 
 # the errno of a connect that failed (its strerror text) -> what it means for NCCL's connection
+FIREWALL_SAID = "a firewall between the nodes, in the post's words"
 CONNECT_WHY = {
+    FIREWALL_SAID: "NCCL's bootstrap and socket transport listen on ports the kernel picks from its ephemeral range "
+    "(net.ipv4.ip_local_port_range), not on MASTER_PORT alone, so a firewall that opens only a few ports between the "
+    "nodes blocks them: open the traffic between the nodes' addresses, or set ip_local_port_range on every node to "
+    "ports the firewall passes",
     "Connection refused": "no listener on the peer's port: the peer rank had not started yet or had crashed "
     "(its own log), MASTER_ADDR or the port is wrong, or a firewall rejects the port",
     # firewalld's and iptables' REJECT answer icmp-host-prohibited, which the kernel reports as EHOSTUNREACH

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from topodoctor.nccl.classify import ROOT, Reading, classify
 from topodoctor.nccl.cuda_errors import CUDA_STATES
 from topodoctor.nccl.grammar import ORIGIN, OWN_LINE
+from topodoctor.nccl.socket_causes import FIREWALL_SAID
 
 _HANG = re.compile(
-    r"(?i)\b(?:dead-?lock(?:s|ed)?|hangs?|hanging|hung|stucks?|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
+    r"(?i)\b(?:dead[- ]?lock(?:s|ed)?|hangs?|hanging|hung|stucks?|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
     r"|spins? forever|no (?:activity|progress)|time[sd]? ?outs?|timed out"
     r"|never (?:returns|finishes|completes|ends))\b"
     r"|卡住|卡在|卡死|挂起|夯住|无响应"  # Chinese posts: stuck, stuck at, frozen, hung, no response
@@ -208,6 +209,27 @@ def said_oom(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     """Where the post's words say the run ran out of GPU memory; None when they do not."""
     i = _post_says(lines, _OOM)
     return None if i is None else (i, {"from": "words", "said": lines[i].strip()[:200]})
+
+
+# the post's words that a firewall stands between the nodes ("only ports 40000-40050 are open", "behind a firewall"),
+# not those that rule one out ("No firewall is blocking tcp between the nodes", "with the firewall disabled")
+_PORTS_OPEN = re.compile(r"(?i)\bports? \d{2,5} ?(?:-|to|~) ?\d{2,5}\b[^.]{0,40}\b(?:open|allowed|blocked)")
+_FIREWALL = re.compile(r"(?i)\bfirewalls?\b")
+_NO_FIREWALL = re.compile(
+    r"(?i)\b(?:no|not|without|disabled?|turned off|stopped|flushed)\b[^.]{0,20}\bfirewall"
+    r"|\bfirewalls?\b[^.]{0,12}\b(?:off|disabled|down|stopped|inactive|not)\b"
+)
+
+
+def said_firewall(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """Where the post's words say a firewall blocks the nodes' ports, in a log whose failure is NCCL's (the caller
+    has it); None when they do not."""
+    first = title_line(lines)
+    for i in _prose(lines, first) if first is not None else []:
+        said = _PORTS_OPEN.search(lines[i]) or (_FIREWALL.search(lines[i]) and not _NO_FIREWALL.search(lines[i]))
+        if said and not (_OUTPUT.search(lines[i]) or ORIGIN.search(lines[i])):
+            return i, {"err": FIREWALL_SAID, "from": "words", "said": lines[i].strip()[:200]}
+    return None
 
 
 _QUOTED = re.compile(r"`([^`]{1,300})`")  # a message the title sets in backticks, as a post quotes a line it got

@@ -1,0 +1,58 @@
+"""The twenty-eighth and twenty-ninth blind sets (fixtures/nccl-logs/holdout28, holdout29), scored once and now
+development sets: a hang said as "dead lock", a firewall said in the post beside a bare error, a launch line that
+starts more processes than it leaves GPUs, the heartbeat monitor's message naming the flight recorder, an RDMA
+device's fatal asynchronous event (TD107), and the MTU among RoCE's causes of status 12."""
+
+from __future__ import annotations
+
+from conftest import FIXTURES
+from nccl_support import explained_with
+
+LOGS = FIXTURES / "nccl-logs" / "holdout28"
+LOGS29 = FIXTURES / "nccl-logs" / "holdout29"
+
+
+def test_a_dead_lock_said_in_two_words_is_a_hang() -> None:
+    lead = explained_with(LOGS / "h28-001.log")[0]  # "Dead lock after torch.distributed.all_reduce", COLL lines only
+    assert lead.code == "TD959" and "NCCL_P2P_DISABLE=1" in lead.fix
+    assert explained_with(LOGS / "h28-001.log", ("Dead lock after", "Loss after")) == []
+
+
+def test_a_firewall_said_beside_a_bare_error_is_the_connection() -> None:
+    lead = explained_with(LOGS / "h28-003.log")[0]  # ncclSystemError, "Last error:" empty; only ports 40000-40050 open
+    assert lead.code == "TD072" and "firewall" in lead.message and "ip_local_port_range" in lead.fix
+    unsaid = explained_with(LOGS / "h28-003.log", ("(not blocked by the firewall)", ""), ("ports 40000-40050", "x"))
+    assert unsaid[0].code == "TD049"
+
+
+def test_a_markdown_heading_after_an_empty_last_error_is_no_reason() -> None:
+    lead = explained_with(LOGS / "h28-003.log", ("firewall", "router"), ("ports 40000-40050", "x"))[0]
+    assert "Reproduction" not in lead.message
+
+
+def test_a_launch_line_with_more_processes_than_visible_gpus() -> None:
+    lead = explained_with(LOGS / "h28-007.log")[0]  # CUDA_VISIBLE_DEVICES=1 torchrun --nproc_per_node=4
+    assert lead.code == "TD042" and "--nproc_per_node equal the GPUs in CUDA_VISIBLE_DEVICES" in lead.fix
+    enough = explained_with(LOGS / "h28-007.log", ("CUDA_VISIBLE_DEVICES=1 ", "CUDA_VISIBLE_DEVICES=0,1,2,3 "))[0]
+    assert enough.code == "TD042" and "--nproc_per_node equal" not in enough.fix
+
+
+def test_the_heartbeat_monitor_names_the_flight_recorder() -> None:
+    lead = explained_with(LOGS / "h28-010.log")[0]  # watchdog got stuck for 600 seconds
+    assert lead.code == "TD047" and "TORCH_NCCL_TRACE_BUFFER_SIZE" in lead.message
+
+
+def test_a_fatal_async_event_on_a_queue_pair_is_td107() -> None:
+    lead = explained_with(LOGS29 / "h29-005.log")[0]  # async fatal event on QP: invalid request local work queue error
+    assert lead.code == "TD107" and lead.severity == "error"
+    assert lead.message.endswith("invalid request local work queue error")
+    assert lead.evidence["candidates"][0].startswith("the NIC's firmware")  # type: ignore[index]
+    access = explained_with(LOGS29 / "h29-005.log", ("invalid request local work", "local access violation work"))[0]
+    assert access.code == "TD107" and "GPUDirect RDMA" in access.evidence["candidates"][0]  # type: ignore[index]
+    srq = explained_with(LOGS29 / "h29-005.log", ("event on QP", "event on SRQ, unused for now"))
+    assert not srq or srq[0].code != "TD107"  # NCCL uses no shared receive queue: the event is not its failure
+
+
+def test_roce_status_12_names_the_mtu() -> None:
+    lead = explained_with(LOGS29 / "h29-007.log")[0]  # error 12 after the switch ports were limited; GID index 3
+    assert lead.code == "TD045" and "active_mtu" in lead.fix

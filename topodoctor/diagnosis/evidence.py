@@ -329,7 +329,9 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     for sep in separate:
         out.append(_finding("TD983", "launch", sep.message, BY_CODE["TD983"].how, sep.evidence))
     split = [] if separate else split_launch(f)
-    host = described_host(f, measured or bool(f.averages) or _stated_judged(stated.findings))
+    scaled = scaling_findings(f)  # how the job scales, as the reporter's words state it
+    normal_scaling = any(x.code == "TD989" and "normal for" in x.message for x in scaled)  # it answers the post
+    host = described_host(f, measured or bool(f.averages) or _stated_judged(stated.findings) or normal_scaling)
     asks = [] if separate else differing_averages(f) + split + ([] if split or host else unshown_network(f))
     stack = [] if separate or split else other_stack_asks(f)  # another library's run: its own outputs, not the host's
     for ask in asks + version_only(f) + (stack or host) + gdr_unshown(f):
@@ -346,7 +348,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     for code, severity, subject, message, ev in search_findings(f, bool(normal) and not coll):
         if not any(x.code == code for x in out):  # a short run's cause already says it
             out.append(_finding(code, subject, message, BY_CODE[code].how, ev, severity))
-    out += scaling_findings(f)  # how the job scales, as the reporter's words state it
+    out += scaled
     if "TD026" not in codes:  # the reporter's own question of GPUDirect RDMA, where no line answered it
         said = gdr_said_findings(f) + gdr_slower_findings(f)
         out += [_finding("TD026", subject, msg, fix, ev, sev) for sev, subject, msg, fix, ev in said]

@@ -130,7 +130,7 @@ def _generic(f: Facts, sym: Symptom, logged: bool, via: set[str]) -> list[tuple[
         return _tcp_candidates(rate)
     if sym.kind == "collective" and sym.nodes > 1:
         if not (logged and any(s.line.what in ("network", "socket", "ib-devices") for s in f.net)):
-            out.append((SOCKETS, "NCCL on TCP sockets instead of the RDMA NICs", NCCL_LOG))
+            out.append((SOCKETS, "NCCL on TCP sockets (`NET/Socket`) instead of the RDMA NICs (`NET/IB`)", NCCL_LOG))
         if "net" not in via and any("gdr" in c.checked for c in f.prose):
             # NCCL takes GPUDirect RDMA only where the GPU and the NIC are within NCCL_NET_GDR_LEVEL (PXB by
             # default) of each other (ncclTopoCheckGdr): whether it being off costs anything is the PCI path's

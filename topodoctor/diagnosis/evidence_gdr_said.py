@@ -49,6 +49,12 @@ def gdr_said_findings(f: Facts) -> list[tuple[Severity, str, str, str, dict[str,
         return []
     if any(c.kind == "net" and c.gdr for c in f.conns):
         return []  # the log shows a connection via NET/.../GDRDMA: GDR is on where NCCL takes it
+    if family := next((c.no_gdr for c in f.prose if c.no_gdr), ""):
+        msg = f"the reporter cannot get GPUDirect RDMA on, and the instance named ({family}) has none: EC2 offers "
+        msg += f"it only on its P instances from p4d on, so EFA traffic between {family} nodes is staged through "
+        msg += "host memory by design; normal for this instance"
+        fix = "Nothing to fix on this instance; for GPUDirect RDMA between nodes use a P instance (p4d, p5 or later)."
+        return [("info", "network", msg, fix, {"instance": family})]
     first, placement = MODULE, _placement(f)
     order = [first, placement, ACS] if "ruled out" not in placement else [first, ACS]
     msg = "the reporter cannot get GPUDirect RDMA on; NCCL takes it where the kernel can register GPU memory for "

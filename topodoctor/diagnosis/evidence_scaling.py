@@ -209,6 +209,16 @@ def _node_finding(f: Facts, s: ScalingSaid, how: str, far: bool) -> Finding:
         s.parallel, "every step exchanges tensors between the GPUs (activations under tensor parallelism, the "
         "gradients under data parallelism)")  # fmt: skip
     ev: dict[str, object] = {"scaling": how, "gpu_model": m.name if m else "", "links": [x.text for x in s.links]}
+    if m is not None and m.fabric == "nvswitch" and s.parallel == "tensor" and no_nvlink is None:
+        msg = f"{how}: normal for tensor parallelism on {m.name}: every layer all-reduces its activations across the "
+        msg += "group, a cost per token that does not shrink as the group grows, while each GPU's share of the work "
+        msg += "does; past the group a model needs, a larger one gains less than it costs, so replicas of a smaller "
+        msg += "group (two of TP=4 against one of TP=8) serve more. Expected: under linear scaling over NVSwitch"
+        fix = (
+            "Nothing to fix in the host: use the smallest tensor-parallel group the model fits in and replicas "
+            "(data parallelism) for the rest; `all_reduce_perf` on the GPUs checks the NVLinks if in doubt."
+        )
+        return _finding("TD989", "info", "scaling", msg, ev, fix)
     if (m is not None and not m.p2p_pcie) and (m.nvlink_links == 0 or no_nvlink is not None or m.fabric == "bridge"):
         why = f"{m.name} has no peer-to-peer over PCIe (the GeForce driver)"
         why += f" and its NVLink is not in use ({no_nvlink.text!r})" if no_nvlink else ""

@@ -95,6 +95,7 @@ _LOG = re.compile(
 )
 _PYTHON = re.compile(r"(?:import \w|from [\w.]+ import |def \w|class \w|@\w|if __name__)")  # at the line's start
 _WORD = re.compile(r"[A-Za-z]{2,}")
+_CJK = re.compile(r"[\u4e00-\u9fff]")  # a Chinese sentence has no spaces: six of its characters make one
 # a line of a hardware list: "GPU: 5090 *8", "NIC : 1 x HDR 200G", "Nodes: 12"
 _SPEC = re.compile(r"(?:GPUs?|GPU model|NICs?|HCAs?|Network|Interconnect|Nodes?|Machines?|Servers?)\s*[:：]\s*\S", re.I)
 # "... 480 GB/s. However ..." (not "15.3 GB/s"), and the ideographic full stop
@@ -139,7 +140,8 @@ def is_sentence(line: str, item: bool = False) -> bool:
         or _LOG.search(text)
     ):
         return False
-    return bool(_SPEC.match(text)) or len(_WORD.findall(text)) >= (2 if item or named else 3)
+    words = len(_WORD.findall(text)) >= (2 if item or named else 3) or len(_CJK.findall(text)) >= 6
+    return bool(_SPEC.match(text)) or words
 
 
 def _code_input(lines: list[str]) -> bool:
@@ -311,7 +313,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     nic_kind, nic_rate, nics = nic_of(text, [f.gbps * 8 for f in figs if f.role == "nic"])
     inst = instance_of(text)
     if inst is not None:
-        nic_kind, nic_rate, nics = nic_kind or inst.nic, nic_rate or inst.nic_gbit_s, nics or inst.nics
+        nic_kind, nic_rate, nics = nic_kind or inst.nic, nic_rate or inst.nic_gbit_s, nics or inst.nics or None
     nodes, across = nodes_of(text)
     settings = said_settings(said, piece)
     no_p2p = bool(model) and not next(m for m in MODELS if m.name == model).p2p_pcie  # "Dual 4090 ... slower"
@@ -342,14 +344,14 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
                       bool(SHARED_NIC.search(text)), bool(DUAL_PORT.search(text)), hosts,
                       checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links,
                       bool(AMD_GPUS.search(text)),
-                      tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))), stack)  # fmt: skip
+                      tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))), stack,
+                      inst.family if inst is not None and not inst.gdr else "")  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))
 
 
-# the copy tools a reporter names (their output is what decides a copy figure)
-_COPY_TOOLS = re.compile(r"\b(?:p2pBandwidthLatencyTest|nvbandwidth|bandwidthTest)\b")
+_COPY_TOOLS = re.compile(r"\b(?:p2pBandwidthLatencyTest|nvbandwidth|bandwidthTest)\b")  # their output decides
 
 
 def _restated(figs: list[FigureSaid]) -> list[FigureSaid]:

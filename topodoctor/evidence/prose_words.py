@@ -6,7 +6,9 @@ p4de.24xlarge: 8 x A100 SXM, EFA 4 x 100 Gb/s; p5.48xlarge, p5e.48xlarge: 8 x H1
 Gb/s in 32 x 100; p5en.48xlarge: 8 x H200, 16 x 200), NVIDIA DGX A100 (8 x A100 SXM, 8 x ConnectX-6 HDR
 200 Gb/s for compute), DGX H100 / H200 (8 x H100 / H200 SXM, 8 x ConnectX-7 NDR 400 Gb/s), DGX B200
 (8 x B200, 8 x 400 Gb/s), Azure ND A100 v4 (ND96asr_v4, ND96amsr_A100_v4: 8 x A100, 8 x HDR 200) and ND
-H100 v5 (ND96isr_H100_v5: 8 x H100, 8 x NDR 400).
+H100 v5 (ND96isr_H100_v5: 8 x H100, 8 x NDR 400). AWS's G instances with EFA (g4dn: T4, g5: A10G, g6: L4, g6e:
+L40S) carry EFA without GPUDirect RDMA: EC2 offers GPUDirect RDMA only on its P instances from p4d on, so a G
+instance's traffic between nodes is staged through host memory by design.
 """
 
 from __future__ import annotations
@@ -225,7 +227,9 @@ class Instance:
     gpus: int
     nic: str
     nic_gbit_s: float
-    nics: int
+    nics: int  # 0 where the name does not fix it (a family named without its size)
+    gdr: bool = True  # whether the instance's NICs can reach GPU memory directly (GPUDirect RDMA)
+    family: str = ""  # the name it is known by in a message ("g6e")
 
 
 INSTANCES = (
@@ -241,6 +245,11 @@ INSTANCES = (
     Instance(r"\bDGX[ -]?B200\b", "B200", 8, "NDR", 400.0, 8),
     Instance(r"\bND96a(?:m)?sr(?:_A100)?_v4\b|\bND A100 v4\b", "A100 SXM", 8, "HDR", 200.0, 8),
     Instance(r"\bND96isr_H100_v5\b|\bND H100 v5\b", "H100 SXM", 8, "NDR", 400.0, 8),
+    # EC2's G instances, each family by its name with or without a size ("g6e nodes", "g5.48xlarge")
+    Instance(r"\bg6e(?:\.\w+)?\b", "L40S", 0, "EFA", 100.0, 0, gdr=False, family="g6e"),
+    Instance(r"\bg6\.\d*x?large\b|\bg6 (?:instances?|nodes?)\b", "L4", 0, "EFA", 100.0, 0, gdr=False, family="g6"),
+    Instance(r"\bg5\.\d*x?large\b|\bg5 (?:instances?|nodes?)\b", "A10G", 0, "EFA", 100.0, 0, gdr=False, family="g5"),
+    Instance(r"\bg4dn(?:\.\w+)?\b", "T4", 0, "EFA", 100.0, 0, gdr=False, family="g4dn"),
 )
 _INSTANCES = tuple((re.compile(i.pattern, re.I), i) for i in INSTANCES)
 
@@ -280,7 +289,8 @@ _HOSTS: tuple[tuple[HostKind, re.Pattern[str]], ...] = (
 # perform as expected", "25% of baremetal speed"), or a shortfall's words with a word of speed in the text
 SLOW_ITSELF = re.compile(
     r"\bslow(?:er|ly|s|down|ness)?\b|\bnot perform\w* as expected\b|\bunder-?perform\w*"
-    r"|\bperformance (?:drop|loss|degrad)|\d+ ?% of (?:bare[ -]?metal|the (?:link|line|expected|theoretical))",
+    r"|\bperformance (?:drop|loss|degrad)|\d+ ?% of (?:bare[ -]?metal|the (?:link|line|expected|theoretical))"
+    r"|很慢|缓慢|变慢|太慢|速度慢|性能(?:下降|差|很差|低)|降速",  # Chinese: slow, slowed down, performance drops
     re.I,
 )
 SLOW = re.compile(
@@ -291,11 +301,13 @@ SLOW = re.compile(
     re.I,
 )
 SPEED = re.compile(r"\bbandwidths?\b|\bbusbw\b|\balgbw\b|\bperformance\b|\bperf\b|\bspeeds?\b|\bthroughput\b"
-                   r"|\brates?\b|\bfast\w*|\bslow\w*|[GM]B/s|[GM]bps|\bGb/s", re.I)  # fmt: skip
+                   r"|\brates?\b|\bfast\w*|\bslow\w*|[GM]B/s|[GM]bps|\bGb/s"
+                   r"|速度|带宽|性能|吞吐", re.I)  # fmt: skip  # Chinese: speed, bandwidth, performance, throughput
 # asks whether what it gets is what it should ("Is this normal?", "Does this bandwidth value meet the expectation?")
 ASKS = re.compile(
     r"\bis (?:it|this|that) (?:normal|expected|reasonable|right|correct|ok)\b|\breasonable\b|\bmeet\w* (?:the |our )?"
-    r"expectations?\b|\bas expected\b|\bwhat (?:bandwidth|speed|performance)\b|\bshould (?:I|we) (?:expect|get|see)\b",
+    r"expectations?\b|\bas expected\b|\bwhat (?:bandwidth|speed|performance)\b|\bshould (?:I|we) (?:expect|get|see)\b"
+    r"|正常吗|是否正常|合理吗|是否合理",  # Chinese: is it normal, is it reasonable
     re.I,
 )
 

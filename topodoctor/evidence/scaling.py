@@ -117,7 +117,7 @@ _WORSE_NODES = re.compile(
 _WORSE_GPUS = re.compile(
     r"\bslower than (?:on |with )?(?:a |one )?(?:single|one)\b(?![ -](?:machine|node|server|host))"
     r"|\b(?:is|it's|was) not (?:any )?faster\b"
-    r"|\bno faster\b|\bdoesn'?t (?:speed|scale)\b"
+    r"|\bno faster\b|\b(?:doesn'?t|does not|do not|don'?t|won'?t|not) (?:speed|scale)\b"
     r"|\bslower (?:with|on|using) (?:more|\d+|two|multiple) (?:GPUs|cards)\b",
     re.I,
 )

@@ -95,3 +95,4 @@ class ProseSaid:
     amd: bool = False  # the GPUs are AMD's (Instinct MI*, ROCm's tools, xGMI): outside the NVIDIA model table
     copy_tools: tuple[str, ...] = ()  # the copy tools the sentences say were run (p2pBandwidthLatencyTest, nvbandwidth)
     stack: str = ""  # the library other than NCCL the sentences are about (UCX, MPI, NVSHMEM), "" for NCCL or none
+    no_gdr: str = ""  # the cloud instance named whose NICs have no GPUDirect RDMA by design ("g6e"), "" where none

@@ -6,7 +6,7 @@ device's fatal asynchronous event (TD107), and the MTU among RoCE's causes of st
 from __future__ import annotations
 
 from conftest import FIXTURES
-from nccl_support import explained_with
+from nccl_support import explained, explained_with
 
 LOGS = FIXTURES / "nccl-logs" / "holdout28"
 LOGS29 = FIXTURES / "nccl-logs" / "holdout29"
@@ -56,3 +56,40 @@ def test_a_fatal_async_event_on_a_queue_pair_is_td107() -> None:
 def test_roce_status_12_names_the_mtu() -> None:
     lead = explained_with(LOGS29 / "h29-007.log")[0]  # error 12 after the switch ports were limited; GID index 3
     assert lead.code == "TD045" and "active_mtu" in lead.fix
+
+
+LOGS30 = FIXTURES / "nccl-logs" / "holdout30"
+LOGS31 = FIXTURES / "nccl-logs" / "holdout31"
+
+
+def test_a_firewall_ruled_out_in_the_post_is_no_cause() -> None:
+    lead = explained_with(FIXTURES / "nccl-logs" / "holdout18" / "h18-009.log")[0]  # "No firewall is blocking tcp"
+    assert lead.code != "TD072"
+
+
+def test_a_plugin_that_did_not_load_leads_the_network_it_would_give() -> None:
+    found = explained_with(LOGS30 / "h30-007.log")  # libnccl-net.so needs GLIBC_2.32, then "network gIB not found"
+    assert [f.code for f in found[:2]] == ["TD099", "TD040"] and "GLIBC_2.32" in found[0].message
+
+
+def test_the_store_s_eaddrinuse_on_lines_of_its_own() -> None:
+    lead = explained_with(LOGS30 / "h30-009.log")[0]  # "code: -98," then "name: EADDRINUSE," on the next line
+    assert lead.code == "TD091" and "ip_local_port_range" in lead.fix
+    unsaid = explained_with(LOGS30 / "h30-009.log", ("The server socket has failed", "The socket has"))
+    assert not unsaid or unsaid[0].code != "TD091"  # a bare errno with no store's words is any program's
+
+
+def test_aws_ofi_nccl_failed_and_nccl_went_on_over_sockets() -> None:
+    lead = explained_with(LOGS31 / "h31-006.log")[0]  # "[repeated 15x across cluster]" after each line (Ray)
+    assert lead.code == "TD084" and lead.severity == "error" and "`Using network Socket`" in lead.message
+    assert "vpc.amazonaws.com/efa" in lead.fix
+    healthy = "\n".join(
+        (
+            "h:1:1 [0] nccl_net_ofi_create_plugin:1067 NCCL WARN NET/OFI aws-ofi-nccl initialization failed",
+            "h:1:1 [0] NCCL INFO Using network Socket",
+            "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0",
+            "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+        )
+    )
+    went_on = explained(healthy, "ok.log")
+    assert [f.code for f in went_on] == ["TD108"] and went_on[0].severity == "warning"

@@ -155,7 +155,7 @@ initialization failed
 
 def test_a_plugin_nccl_dropped_for_its_own_sockets_is_information_and_cut_before_it_the_failure() -> None:
     went_on = explain([parse_file("worker-0.log", K8S)])
-    assert [(f.code, f.severity) for f in went_on] == [("TD051", "info")]
+    assert ("TD108", "warning") in [(f.code, f.severity) for f in went_on]  # went on over sockets: EFA unused
     cut = K8S.split("[1,0]<stdout>:bert-mpi-training-worker-0:21:570 [0] NCCL INFO NET/IB")[0]
     assert (_lead(cut).code, _lead(cut).severity) == ("TD084", "error")
 

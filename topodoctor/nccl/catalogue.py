@@ -75,6 +75,7 @@ KIND_CODE = {
     "ib-async-fatal": "TD107",
     "shm-permission": "TD082",
     "ofi": "TD084",
+    "ofi-fallback": "TD108",
     "net-peer-gone": "TD092",
     "efa-memlock": "TD061",
     "bad-address": "TD041",

@@ -15,6 +15,7 @@ The rules that decide the verdict:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from topodoctor.model.findings import SEVERITY_ORDER, Finding
 from topodoctor.nccl.causes import ranked
@@ -22,6 +23,7 @@ from topodoctor.nccl.classify import CONSEQUENCE, ROOT
 from topodoctor.nccl.evidence import Builder, LogContext, agreed_layers, bridges_among, on_host, only_odd_interfaces
 from topodoctor.nccl.explanations import CODE_OF, EXPLANATIONS, Explanation, explanation_text
 from topodoctor.nccl.finding import finding, subject
+from topodoctor.nccl.fixes_fallback import FALLBACK
 from topodoctor.nccl.fixes_host import HOST
 from topodoctor.nccl.fixes_ib_events import IB_EVENTS
 from topodoctor.nccl.fixes_launcher import LAUNCHER
@@ -56,6 +58,7 @@ BUILDERS: dict[str, Builder] = {
     **SHM,
     **NETWORK,
     **IB_EVENTS,
+    **FALLBACK,
     **RUNTIME,
     **USAGE,
     **WATCHDOG,
@@ -111,6 +114,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
     statuses = [k for k in ("ib-status-4", "ib-status-12", "ib-status-remote") if by_kind.get(k)]
     if statuses:
         by_kind.pop("ib-status-5", None)  # flushed requests follow the first completion error
+        by_kind.pop("ib-async-fatal", None)  # the queue pair's event is that completion's error state, said once
     if skipped := by_kind.get("ib-device-skipped"):  # the query that failed before "Unable to query device"
         _drop_skipped_queries(by_kind, skipped)
     if by_kind.get("watchdog-timeout") or by_kind.get("watchdog-stuck"):  # another file holds the message
@@ -125,7 +129,19 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         by_kind.pop("said-failed")
     if any(by_kind.get(k) for k in ("shm-full", "shm-register", "shm-attach", "shm-permission")):
         by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read
+    # aws-ofi-nccl failed at init and NCCL went on over sockets: the post's words that it failed make that the run's
+    # failure; without them a warning (a host without EFA runs so by design)
+    plugin_failed = [e for k in ("ofi", "warn") for e in by_kind.get(k, []) if "initialization failed" in e.text]
+    said_failed = bool(by_kind.get("said-failed")) or any(f.failed for f in files)
+    if plugin_failed and "Socket" in ctx.networks and "NET/OFI" in plugin_failed[0].text:
+        for k in ("said-failed", "ofi"):
+            by_kind.pop(k, None)
+        by_kind["warn"] = [e for e in by_kind.get("warn", []) if e not in plugin_failed]  # said once, as the cause
+        by_kind["ofi-fallback"] = [replace(plugin_failed[0], fields={**plugin_failed[0].fields, "failed": "1"})
+                                   if said_failed else plugin_failed[0]]  # fmt: skip
     out: list[tuple[int, int, Finding]] = []
+    # a plugin that did not load is why the network NCCL_NET names is missing (TD040 follows from TD099)
+    leads = LEADS | ({"net-plugin-broken"} if by_kind.get("net-plugin") else set())
     for kind, evs in by_kind.items():
         if kind not in BUILDERS:
             continue
@@ -148,7 +164,7 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         at = on_host(ctx, evs[0].host)  # the failing host's link layers, not another host's
         said = ranked(BUILDERS[kind](evs[0].fields, evs, at), evs, at)
         f = finding(said.code, subject(evs), said.message, said.fix, evs[0], events=len(evs), **said.extra)
-        out.append((-1 if kind in LEADS else evs[0].order, evs[0].line_no, f))
+        out.append((-1 if kind in leads else evs[0].order, evs[0].line_no, f))
     out = _drop_consequences(out)
     out += [(0, 0, f) for f in _versions(files, by_kind)]
     if (hca := env.get("NCCL_IB_HCA")) and by_kind.get("ib-no-device") and not by_kind.get("net-plugin"):

@@ -249,6 +249,17 @@ NETWORK_CLASSES = (
         "only stops NCCL from failing on the event; the queue is still broken.",
     ),
     _e(
+        "TD108",
+        "net-plugin-fell-back",
+        "warning",
+        "The network plugin failed at init and NCCL went on over TCP sockets: the RDMA network it was installed for "
+        "carries nothing between the nodes",
+        "Give the process the devices the plugin drives (EFA: `fi_info -p efa` in the same container, the EFA device "
+        "plugin on Kubernetes), or, on a host without them, leave the plugin out (NCCL_NET=Socket) and expect TCP's "
+        "rate; the plugin's lines above its failure (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET) name the call that "
+        "failed.",
+    ),
+    _e(
         "TD957",
         "collnet-sharp",
         "error",

@@ -120,7 +120,10 @@ RUNTIME_CLASSES = (
         "`ss -ltnp 'sport = :PORT'` (or `lsof -i :PORT`) on MASTER_ADDR's host names the holder: another job, a "
         "leftover process of an earlier run, or the program starting a second store on its default port (29500). "
         "Give each job its own MASTER_PORT (torchrun --master-port, --rdzv-endpoint=localhost:0 or --standalone "
-        "for one node picks a free one); end the leftover process.",
+        "for one node picks a free one); end the leftover process. A port the framework picked by probing a free one "
+        "and releasing it (a serving engine's internal stores) can be taken by an outgoing connection from the "
+        "kernel's ephemeral range (net.ipv4.ip_local_port_range) before the store binds it: keep such ports outside "
+        "that range, or reserve them (net.ipv4.ip_local_reserved_ports).",
     ),
     _e(
         "TD096",

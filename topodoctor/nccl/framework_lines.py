@@ -257,6 +257,8 @@ class FrameworkLines(ReadState):
             in_run = any("TCPStore" in ln or "init_process_group" in ln for ln in self.lines[max(0, i - 12) : i])
             # c10d raises it as a RuntimeError (DistNetworkError from torch 2.1); Python's own socket says OSError
             in_run = in_run or bool(_STORE_BIND.search(line))
+        if not in_run and "EADDRINUSE" in line:  # c10d's reason under its own "server socket has failed to listen"
+            in_run = any("server socket has failed" in ln for ln in self.lines[max(0, i - 6) : i])
         read = launcher_reading(line, in_run)
         if read is None and not in_run and (crash := launcher_reading(line)) and crash[0] in CRASH_KINDS:
             read = crash if self._run_words() else None  # a backtrace names libnccl after the signal's line

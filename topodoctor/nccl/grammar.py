@@ -57,6 +57,8 @@ ORIGIN = re.compile(
 )
 # include/checks.h's NCCLCHECK trail: "file.cc:line -> N [Async thread]"
 TRAIL = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
+# Ray's log deduplication ends a line it folded with a count of the others, not part of the program's line
+RAY_REPEATED = re.compile(r"[ \t]*\[repeated \d+x across cluster\](?=[ \t]*$)", re.M)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # a line that starts a message of its own (NCCL's prefix or level, torch's rank or glog prefix, a
 # traceback), not the rest of a message a terminal wrapped

@@ -83,7 +83,10 @@ _STORE = (
     LauncherLine(  # the same bind's errno in c10d's other wordings: before 1.10 (tcputils) std::system_error's text
         # alone as the RuntimeError; from 2.2 the reason on the line after "failed to listen" (code, name, message)
         "store-port-in-use",
-        re.compile(r"(?:RuntimeError|DistNetworkError): Address already in use\s*$|code: -98, name: EADDRINUSE"),
+        # (a paste may break those onto lines of their own: "code: -98," then "name: EADDRINUSE,")
+        re.compile(
+            r"(?:RuntimeError|DistNetworkError): Address already in use\s*$|(?:code: -98, |^\s*)name: EADDRINUSE"
+        ),
         "the port the store listens on is held by another process on this host",
         needs_run=True,
     ),

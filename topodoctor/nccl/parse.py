@@ -35,6 +35,7 @@ from topodoctor.nccl.grammar import INIT_RANK as _INIT_RANK
 from topodoctor.nccl.grammar import OLD_INFO as _OLD_INFO
 from topodoctor.nccl.grammar import OLD_WARN as _OLD_WARN
 from topodoctor.nccl.grammar import QUOTED_WARN as _QUOTED_WARN
+from topodoctor.nccl.grammar import RAY_REPEATED as _RAY_REPEATED
 from topodoctor.nccl.grammar import SET_TO as _SET_TO
 from topodoctor.nccl.grammar import SOCK_IF as _SOCK_IF
 from topodoctor.nccl.grammar import SOCK_IFS_ONLY as _SOCK_IFS_ONLY
@@ -253,7 +254,7 @@ def parse_file(name: str, text: str) -> LogFile:
     """One file's NCCL output."""
     if "\u2018" in text or "\u2019" in text:  # an editor's typographic quotes; NCCL and CUDA print straight ones
         text = text.translate(_QUOTES)
-    lines = text.splitlines()
+    lines = _RAY_REPEATED.sub("", text).splitlines() if "across cluster]" in text else text.splitlines()
     r = _Reader(name, lines)
     for i, raw in enumerate(lines):
         r.line(i, raw)

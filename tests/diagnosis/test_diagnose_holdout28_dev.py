@@ -44,3 +44,28 @@ def test_chinese_sentences_are_read() -> None:
     found = judged_with(SET29 / "d29-04")  # "我使用4 4090部署 ... 响应很慢", no output
     assert any(f.code == "TD022" and "NCCL_DEBUG=INFO" in f.message for f in found)
     assert _loud(found) == []
+
+
+SET30 = FIXTURES / "diagnose" / "holdout30"
+SET31 = FIXTURES / "diagnose" / "holdout31"
+
+
+def test_a_latency_measured_with_one_process_driving_several_gpus() -> None:
+    found = judged_with(SET30 / "d30-04")  # 9 and 22 us on 2 and 4 B200 with all_reduce_perf -g 2 / -g 4
+    one = next(f for f in found if f.code == "TD970")
+    assert one.severity == "warning" and "22 µs" in one.message and "`-g 1`" in one.message
+    per_gpu = judged_with(SET30 / "d30-04", ("-g 2 ", "-g 1 "), ("-g 4 ", "-g 1 "))
+    assert not any(f.code == "TD970" for f in per_gpu)
+
+
+def test_nodes_counted_with_their_gpus_in_brackets() -> None:
+    found = judged_with(SET30 / "d30-07")  # "for 32 (256 GPUS) H100 nodes": all_gather at 200 GB/s
+    assert _loud(found) == [] and any("across nodes not judged" in f.message for f in found)
+
+
+def test_a_gigabit_network_said_in_chinese() -> None:
+    found = judged_with(SET31 / "d31-01")  # "内网是千兆的" between two machines of two GPUs each
+    net = next(f for f in found if f.severity == "warning")
+    assert "1 Gb/s" in net.message and "gigabit Ethernet" in net.message
+    ten = judged_with(SET31 / "d31-01", ("千兆", "万兆"))
+    assert not any("gigabit Ethernet" in f.message for f in ten)

@@ -115,7 +115,9 @@ def test_a_short_run_on_a_tcp_network_names_channels_and_streams_not_rdma() -> N
 def test_a_short_run_over_infiniband_keeps_the_rdma_candidates() -> None:
     text = "Two machines with 4 GPUs each: the bandwidth is only 2GB/s between them over 100 Gbps InfiniBand."
     got = [x for x in _warned(text) if x[0] == "TD022"]
-    assert got and "NCCL_MIN_NCHANNELS" not in got[0][2] and "sockets (`NET/Socket`) instead of the RDMA NICs" in got[0][2]
+    assert (
+        got and "NCCL_MIN_NCHANNELS" not in got[0][2] and "sockets (`NET/Socket`) instead of the RDMA NICs" in got[0][2]
+    )
 
 
 def test_slower_across_nodes_on_a_nearly_idle_network_is_latency() -> None:

@@ -51,6 +51,7 @@ from topodoctor.diagnosis.evidence_nic_links import nic_link_causes
 from topodoctor.diagnosis.evidence_nics import nic_causes, port_notes
 from topodoctor.diagnosis.evidence_normal import normal_findings, reasons
 from topodoctor.diagnosis.evidence_nvlink_absent import nvlink_absent
+from topodoctor.diagnosis.evidence_one_process import latency_findings
 from topodoctor.diagnosis.evidence_osu import staged_findings
 from topodoctor.diagnosis.evidence_pcie_said import narrow_slot_findings
 from topodoctor.diagnosis.evidence_power import power_findings
@@ -356,6 +357,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     own = [("TD997", version_slower_findings), ("TD979", staged_findings), ("TD978", build_findings)]
     own += [("TD034", one_gpu_each_findings)] if "TD034" not in codes else []
     own += [("TD992", power_findings), ("TD994", mixed_findings), ("TD995", narrow_slot_findings)]
+    own += [("TD970", latency_findings)]
     for code, found in own:
         out += [_finding(code, subject, msg, BY_CODE[code].how, ev, sev) for sev, subject, msg, ev in found(f)]
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))

@@ -218,8 +218,9 @@ def unshown_network(f: Facts) -> list[Ask]:
     if rate is not None and rate <= GIGABIT and said:
         # a gigabit network between GPU nodes: whatever NCCL chose, the line itself caps each node's traffic
         msg = (
-            f"the nodes are joined by a {rate:g} Gb/s network ({rate / 8:g} GB/s a node, the reporter's words): "
-            "NCCL's traffic between nodes cannot go faster than the line, thousands of times below NVLink and a "
+            f"the nodes are joined by a {rate:g} Gb/s network ({'gigabit Ethernet, ' if rate == 1 else ''}"
+            f"{rate / 8:g} GB/s a node, the reporter's words): the network bandwidth caps "
+            "NCCL's traffic between nodes, which cannot go faster than the line, thousands of times below NVLink and a "
             "hundred times below one 100 Gb/s RDMA NIC (12.5 GB/s), so a job that exchanges its gradients or "
             "activations across it spends most of its time waiting on the network; it is the likeliest bound of the "
             "slow multi-node run. An RDMA "

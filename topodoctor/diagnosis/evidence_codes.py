@@ -365,6 +365,14 @@ CODES: tuple[DiagnosisCode, ...] = (
         "check that `horovodrun --check-build` marks NCCL.",
     ),
     DiagnosisCode(
+        "TD970", "diag-latency-one-process", "warning",
+        "A small collective's latency was measured with one process driving several GPUs.",
+        "nccl-tests' -g N runs N GPUs from one thread, which launches each GPU's kernel in turn: every collective "
+        "pays CUDA's launch latency once per GPU beside NCCL's own time, which published latencies leave out.",
+        "Build nccl-tests with MPI=1 and run one process per GPU (`mpirun -np N ./all_reduce_perf -g 1 ...`), with "
+        "CUDA graph launch (`-G 100`), then compare the small sizes' time.",
+    ),
+    DiagnosisCode(
         "TD979", "diag-gpu-buffers-staged", "warning",
         "A bandwidth test with its buffers in GPU memory runs far below the same test with them in host memory.",
         "Over one path, a message sent from GPU memory should go about as fast as one from host memory: the NIC "

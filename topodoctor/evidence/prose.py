@@ -18,6 +18,7 @@ from dataclasses import replace
 from topodoctor.evidence import prose_tables, scaling
 from topodoctor.evidence.lines import Block, Parts
 from topodoctor.evidence.prose_checked import checked_of
+from topodoctor.evidence.prose_latency import latency_of
 from topodoctor.evidence.prose_words import (
     ALGBW,
     AMD_GPUS,
@@ -115,9 +116,8 @@ _CONDITION = re.compile(
 )
 # a drop against the run without it: the words of a comparison, not of a slow run alone
 _DROP = re.compile(r"\bdrops?\b|\bdropped\b|\blower\b|\bworse\b|\bslower\b|\bdegrad\w*|\bregress\w*|\bdecreas\w*", re.I)
-_TRIED = re.compile(
-    r"\bstill\b|\b(?:not|n't) (?:help|solve|fix|change|improve)|\bno (?:change|effect|difference)\b", re.I
-)
+_TRIED = re.compile(r"\bstill\b|\b(?:not|n't) (?:help|solve|fix|change|improve)"
+                    r"|\bno (?:change|effect|difference)\b", re.I)  # fmt: skip
 MAX_SAID = 400  # sentences read from one input
 MAX_FREE = 4000  # lines looked at to tell a program's source from a post
 MAX_LINE = 4000  # a paragraph of a post; a longer line is a program's output, not a sentence
@@ -345,7 +345,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
                       checked, slow, asks, tuple(k + 1 for k in used), scaled, listed_gpus(said), links,
                       bool(AMD_GPUS.search(text)),
                       tuple(dict.fromkeys(m.group(0) for m in _COPY_TOOLS.finditer(text))), stack,
-                      inst.family if inst is not None and not inst.gdr else "")  # fmt: skip
+                      inst.family if inst is not None and not inst.gdr else "", latency_of(text))  # fmt: skip
     first, last = (used or [said[0][0]])[0], (used or [said[-1][0]])[-1]
     cut = f"the sentences read up to line {said[-1][0] + 1} (the first {MAX_SAID})" if len(said) == MAX_SAID else ""
     return Block("prose", first, last + 1, Parts(settings=settings, prose=[claim]), cut=cut, lines=tuple(used))

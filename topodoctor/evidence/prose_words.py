@@ -104,7 +104,9 @@ _CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|however|whereas|while|which|because|alt
                      r"|\s+(?=instead of\b|rather than\b)",
                      re.I)  # fmt: skip
 _NODES = re.compile(
-    r"(?<![\w.])" + _NUM + r"[ -](?:(?:compute|gpu|GPU|physical|identical|AWS|Azure|DGX|HGX|\w*\d\w*)[ -]){0,2}"
+    # "32 H100 nodes", "32 (256 GPUS) H100 nodes": a count in brackets between the number and its nodes
+    r"(?<![\w.])" + _NUM + r"[ -](?:\([^)]{1,24}\)[ -])?"
+    r"(?:(?:compute|gpu|GPU|physical|identical|AWS|Azure|DGX|HGX|\w*\d\w*)[ -]){0,2}"
     r"(?:nodes?|machines?|servers?|hosts?|instances?|boxes)\b",
     re.I,
 )
@@ -129,6 +131,8 @@ _NIC_KIND = re.compile(
 )
 # a generation's rate per port (Gb/s): IBTA's 4x rates
 KIND_GBIT_S = {"HDR100": 100.0, "HDR": 200.0, "NDR200": 200.0, "NDR": 400.0, "EDR": 100.0, "FDR": 56.0, "XDR": 800.0}
+# Ethernet named by its rate in words: gigabit, 10 gigabit, and the Chinese 千兆 (1 Gb/s) and 万兆 (10 Gb/s)
+_ETHERNET_RATE = re.compile(r"\b10[ -]gigabit\b|\bgigabit\b|千兆|万兆", re.I)
 _NIC_G = re.compile(r"(?<![\w.])(\d{2,3})\s*G(?:b|bit|bps|bE)?\b(?!\s*/|\s*[Bb]ytes)")
 _NIC_COUNT_AFTER = re.compile(
     r"\b(?:IB|InfiniBand|RoCE|HDR|NDR|EDR|EFA|NICs?|HCAs?)\s*\d{2,3}\s*G(?:b|bps|bit)?(?:/s)?\s*(?:x|×|\*)\s*(\d{1,2})\b",
@@ -210,6 +214,8 @@ def nic_of(text: str, said_gbit_s: list[float]) -> tuple[str, float | None, int 
             if _NIC_KIND.search(near) or re.search(r"\b(?:NICs?|HCAs?|cards?|adapters?|network)\b", near, re.I):
                 rate = float(m.group(1))
                 break
+    if rate is None and (eth := _ETHERNET_RATE.search(text)):  # "a gigabit LAN", "内网是千兆的"
+        kind, rate = kind or "Ethernet", 10.0 if eth.group(0).lower() in ("万兆", "10 gigabit", "10-gigabit") else 1.0
     if rate is None and kind in KIND_GBIT_S:
         rate = KIND_GBIT_S[kind]
     count = next((n for m in _NIC_COUNT.finditer(text) if (n := number(m.group(1)))), None)

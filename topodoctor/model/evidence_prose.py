@@ -96,3 +96,4 @@ class ProseSaid:
     copy_tools: tuple[str, ...] = ()  # the copy tools the sentences say were run (p2pBandwidthLatencyTest, nvbandwidth)
     stack: str = ""  # the library other than NCCL the sentences are about (UCX, MPI, NVSHMEM), "" for NCCL or none
     no_gdr: str = ""  # the cloud instance named whose NICs have no GPUDirect RDMA by design ("g6e"), "" where none
+    latency_us: float | None = None  # a latency the sentences state, in microseconds ("around 9µs")

@@ -341,6 +341,12 @@ CASES: list[Case] = [
     _case("TD979", False, "osu_bw D D at 5.9 GB/s, H D at 6.1", lambda: _osu(5900.0, 6122.0)),
     _case("TD978", True, "horovod built with Gloo only", lambda: _horovod("[ ] NCCL"), severity="warning"),
     _case("TD978", False, "horovod built with NCCL", lambda: _horovod("[X] NCCL")),
+    _case("TD970", True, "latency asked of all_reduce_perf -g 4", lambda: _read(
+        "Small all-reduce latency is around 22 us on 4 H200, far from what I expected.\n",
+        "./build/all_reduce_perf -b 8 -e 128M -f 2 -g 4\n"), severity="warning"),
+    _case("TD970", False, "latency asked of all_reduce_perf -g 1", lambda: _read(
+        "Small all-reduce latency is around 22 us on 4 H200, far from what I expected.\n",
+        "mpirun -np 4 ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 1\n")),
     _case("TD997", True, "osu_bw slower with UCX 1.15.0 than with 1.13.1", lambda: _said(
         "osu_bw D D between two nodes: bandwidth was lower with ucx 1.15.0 than with 1.13.1.\n"),
         severity="warning"),

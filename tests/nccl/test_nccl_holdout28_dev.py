@@ -93,3 +93,10 @@ def test_aws_ofi_nccl_failed_and_nccl_went_on_over_sockets() -> None:
     )
     went_on = explained(healthy, "ok.log")
     assert [f.code for f in went_on] == ["TD108"] and went_on[0].severity == "warning"
+
+
+def test_processes_that_each_ran_a_test_of_one_rank() -> None:
+    lead = explained_with(LOGS31 / "h31-005.log")[0]  # twelve `Rank  0 Group  0` lines, six per host, device 0
+    assert lead.code == "TD109" and "12 processes on 2 hosts" in lead.message and "MPI=1" in lead.fix
+    joined = explained_with(LOGS31 / "h31-005.log", ("Rank  0 Group  0 Pid 672182", "Rank  1 Group  0 Pid 672182"))
+    assert not joined or joined[0].code != "TD109"  # a run that lists another rank was joined

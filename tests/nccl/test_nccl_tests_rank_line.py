@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from topodoctor.evidence import nccl_tests
 from topodoctor.evidence.inputs import join, read_input
-from topodoctor.nccl import framework_lines
+from topodoctor.nccl import grammar
 from topodoctor.nccl.parse import parse_file
 
 # nccl-tests#82 (https://github.com/NVIDIA/nccl-tests/issues/82): 2.x before rank groups, two hosts
@@ -25,7 +25,7 @@ GROUPED = """# nThread 1 nGpus 1 minBytes 134217728 maxBytes 134217728 step: 104
 
 
 def test_one_declaration_serves_both_readers() -> None:
-    assert nccl_tests._RANK is framework_lines.NT_RANK
+    assert nccl_tests._RANK is grammar.NT_RANK
 
 
 def test_the_log_reader_takes_ranks_and_hosts_from_both_layouts() -> None:

@@ -28,7 +28,7 @@ from topodoctor.evidence.lines import Block, Parts, cells, number
 from topodoctor.model.collective_ops import BINARY_TO_OP, SPECS, Op
 from topodoctor.model.collectives import RankInfo, Row, Timing, from_nccl_tests
 from topodoctor.model.evidence import CollectiveRun, EvidenceSetting, GpuSeen
-from topodoctor.nccl.framework_lines import NT_RANK as _RANK
+from topodoctor.nccl.grammar import NT_RANK as _RANK
 
 _VERSION = re.compile(r"^# nccl-tests version (\S+)(?:.*nccl-library=(\d+))?")
 _START = re.compile(r"^# Collective test starting: (\w+)")

@@ -55,7 +55,8 @@ def nccl_lines(lines: list[str]) -> list[int]:
     a failure of NCCL's (a framework's "NCCL error ... NCCL version" text, a return-code trail)."""
     own = {k for k, line in enumerate(lines) if _NCCL.search(line) or _BARE.search(line)}
     if len(lines) <= MAX_FAILURE_SCAN_LINES:
-        own |= {e.line_no - 1 for e in parse_file("", "\n".join(lines)).events if 0 < e.line_no <= len(lines)}
+        events = parse_file("", "\n".join(lines)).events  # nccl-tests' own lines (its rank lines) are its reader's
+        own |= {e.line_no - 1 for e in events if 0 < e.line_no <= len(lines) and e.kind != "separate-tests"}
     return sorted(own)
 
 

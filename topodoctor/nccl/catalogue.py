@@ -76,6 +76,7 @@ KIND_CODE = {
     "shm-permission": "TD082",
     "ofi": "TD084",
     "ofi-fallback": "TD108",
+    "separate-tests": "TD109",
     "net-peer-gone": "TD092",
     "efa-memlock": "TD061",
     "bad-address": "TD041",

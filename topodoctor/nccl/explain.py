@@ -1,4 +1,4 @@
-"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD099, TD957 - TD965),
+"""Why it failed: the events of NCCL logs turned into findings (codes TD040 - TD108, TD957 - TD965),
 each with the evidence line, what it means, a fix built from the evidence and the cause as topodoctor read
 it. Data in, findings out; no I/O.
 

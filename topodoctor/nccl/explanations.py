@@ -1,4 +1,4 @@
-"""The failure classes `topodoctor nccl-log` names (codes TD040 - TD099, TD957 - TD965): each with its
+"""The failure classes `topodoctor nccl-log` names (codes TD040 - TD108, TD957 - TD965): each with its
 stable name, severity, what it means and the general fix (what `topodoctor explain CODE` prints). This
 module holds the classes of the host (CUDA, NVLS, shared memory, topology files, the result
 itself) and gathers those of ``explanations_network``. A finding's own fix is built from its

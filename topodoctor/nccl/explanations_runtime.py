@@ -126,6 +126,17 @@ RUNTIME_CLASSES = (
         "that range, or reserve them (net.ipv4.ip_local_reserved_ports).",
     ),
     _e(
+        "TD109",
+        "tests-separate-runs",
+        "error",
+        "nccl-tests' processes each ran a test of one rank alone (every one prints itself as rank 0): the launch "
+        "never joined them into one job",
+        "nccl-tests joins its processes through MPI only when built with it: `make MPI=1 MPI_HOME=/path/to/mpi` (and "
+        "NCCL_HOME), then launch with mpirun, or srun with the MPI plugin the MPI library was built for "
+        "(`srun --mpi=pmix`, `--mpi=pmi2`; `srun --mpi=list` names them); inside enroot / pyxis containers the MPI "
+        "library and its PMI must be in the image. One header listing every rank, then one result, is a joined run.",
+    ),
+    _e(
         "TD096",
         "torch-backend-usage",
         "error",

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from topodoctor.core.text import numbered
 from topodoctor.nccl.evidence import Builder, LogContext, Said, with_general
+from topodoctor.nccl.explanations import EXPLANATIONS
 from topodoctor.nccl.parse import Event
 from topodoctor.nccl.torch_reasons import NO_GPU, NO_NCCL
 
@@ -268,7 +269,18 @@ _NO_GPU_CAUSES = (
 )
 
 
+def _separate_tests(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext) -> Said:
+    procs, hosts = f.get("procs", "?"), f.get("hosts", "?")
+    msg = (
+        f"{procs} processes on {hosts} host{'s' if hosts != '1' else ''} each print themselves as rank 0 of their own "
+    )
+    msg += "nccl-tests run: they were not started as one MPI job, so each tested its own GPU alone and nothing "
+    msg += "crossed between them"
+    return Said("TD109", msg, EXPLANATIONS["TD109"].fix, {"processes": procs, "hosts": hosts})
+
+
 USAGE: dict[str, Builder] = {
+    "separate-tests": _separate_tests,
     "invalid-argument": invalid_argument,
     "invalid-usage": invalid_usage,
     "torch-usage": _torch_usage,

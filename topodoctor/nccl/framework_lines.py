@@ -11,7 +11,7 @@ from topodoctor.nccl.classify import CONSEQUENCE, ROOT, Reading, classify
 from topodoctor.nccl.grammar import ANSI as _ANSI
 from topodoctor.nccl.grammar import ASSIGNED as _ASSIGNED
 from topodoctor.nccl.grammar import BARE_OK as _BARE_OK
-from topodoctor.nccl.grammar import CUMEM_HOST_PROBE
+from topodoctor.nccl.grammar import CUMEM_HOST_PROBE, NT_RANK
 from topodoctor.nccl.grammar import MAPPED as _MAPPED
 from topodoctor.nccl.grammar import SET_TO_NEXT as _SET_TO_NEXT
 from topodoctor.nccl.launcher_lines import (
@@ -83,11 +83,6 @@ _XLA_CLIQUE = re.compile(
     r"may be stuck(?:\. Expected (?P<threads>\d+) threads)?"
 )
 _NT_LIBRARY = re.compile(r"^# nccl-tests version \S+ .*nccl-library=(\d+)|^# NCCL Tests compiled with NCCL (\d+\.\d+)")
-# nccl-tests' rank line (rank, pid, host, device, bus id, GPU name), with or without its group (2.x before
-# rank groups), its "#" lost to Markdown; the one declaration, evidence/nccl_tests.py reads it too
-NT_RANK = re.compile(
-    r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$"
-)
 _PG_RANK = re.compile(r"\[PG [^\]]*?Rank (?P<rank>\d+)\]")  # torch's prefix of a process group's message
 _GPU_NAME = re.compile(r"NVIDIA (?:GeForce|RTX|TITAN|Quadro)[\w -]*?(?=\s*$|\s{2}|\)|,)")
 

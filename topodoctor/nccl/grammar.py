@@ -57,6 +57,11 @@ ORIGIN = re.compile(
 )
 # include/checks.h's NCCLCHECK trail: "file.cc:line -> N [Async thread]"
 TRAIL = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag>[^\]]+)\])?")
+# nccl-tests' rank line (rank, pid, host, device, bus id, GPU name), with or without its group (2.x before
+# rank groups), its "#" lost to Markdown; the one declaration, evidence/nccl_tests.py reads it too
+NT_RANK = re.compile(
+    r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$"
+)
 # Ray's log deduplication ends a line it folded with a count of the others, not part of the program's line
 RAY_REPEATED = re.compile(r"[ \t]*\[repeated \d+x across cluster\](?=[ \t]*$)", re.M)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

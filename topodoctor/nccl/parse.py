@@ -64,7 +64,7 @@ from topodoctor.nccl.stall_lines import (
     title_line,
     title_quoted,
 )
-from topodoctor.nccl.tests_run import TestsRun, tests_run
+from topodoctor.nccl.tests_run import TestsRun, lone_ranks, tests_run
 
 __all__ = ["Event", "LogFile", "parse_file"]
 # where a trail means the call failed all the way up: the init / group thread, a proxy thread
@@ -308,6 +308,9 @@ def parse_file(name: str, text: str) -> LogFile:
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])
     elif not failing and not r.progress_at and post_failed is not None:  # said, not shown
         r.add("said-failed", post_failed[0], lines[post_failed[0]], r.file_rank, fields=post_failed[1])
+    lone = lone_ranks(lines) if "Pid" in text else None  # processes that each ran a test of one rank alone
+    if lone is not None:
+        r.add("separate-tests", lone[0], lines[lone[0]], None, fields={"procs": str(lone[1]), "hosts": str(lone[2])})
     return LogFile(
         name=name,
         level=r.level,

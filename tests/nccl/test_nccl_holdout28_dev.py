@@ -100,3 +100,35 @@ def test_processes_that_each_ran_a_test_of_one_rank() -> None:
     assert lead.code == "TD109" and "12 processes on 2 hosts" in lead.message and "MPI=1" in lead.fix
     joined = explained_with(LOGS31 / "h31-005.log", ("Rank  0 Group  0 Pid 672182", "Rank  1 Group  0 Pid 672182"))
     assert not joined or joined[0].code != "TD109"  # a run that lists another rank was joined
+
+
+LOGS32 = FIXTURES / "nccl-logs" / "holdout32"
+LOGS33 = FIXTURES / "nccl-logs" / "holdout33"
+
+
+def test_the_proxy_s_close_at_shutdown_is_teardown() -> None:
+    found = explained_with(LOGS32 / "h32-003.log")  # Accept failed, then "Failed to execute operation Close"
+    assert found[0].code == "TD075" and found[0].severity == "warning" and "shutdown" in found[0].message
+    assert not any(f.severity == "error" for f in found)
+    other = explained_with(LOGS32 / "h32-003.log", ("operation Close", "operation Connect"))
+    assert other[0].severity == "error"  # a proxy operation that is not the teardown's failed the run
+
+
+def test_the_store_s_peer_reset_is_a_peer_gone() -> None:
+    lead = explained_with(LOGS32 / "h32-007.log")[0]  # init_process_group: RuntimeError: Connection reset by peer
+    assert lead.code == "TD046" and "remote process" in lead.message
+
+
+def test_accelerate_s_process_count_is_named() -> None:
+    lead = explained_with(LOGS32 / "h32-009.log")[0]  # four processes, every one on cuda:0, Duplicate GPU detected
+    assert lead.code == "TD042" and "num_processes" in lead.fix
+
+
+def test_a_chinese_post_that_says_it_is_stuck() -> None:
+    lead = explained_with(LOGS33 / "h33-001.log")[0]  # "程序会卡着" over Paddle's multi-machine NCCL training
+    assert lead.code == "TD959"
+
+
+def test_rccl_tests_hip_failure_reads_as_the_cuda_error_it_stands_for() -> None:
+    lead = explained_with(LOGS29 / "h29-009.log")[0]  # "Test HIP failure common.cu:1129 'hipErrorInvalidDevice'"
+    assert lead.code == "TD057" and "invalid device ordinal" in lead.message and "/dev/kfd" in lead.fix

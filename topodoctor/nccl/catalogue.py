@@ -77,6 +77,7 @@ KIND_CODE = {
     "ofi": "TD084",
     "ofi-fallback": "TD108",
     "separate-tests": "TD109",
+    "proxy-teardown": "TD075",
     "net-peer-gone": "TD092",
     "efa-memlock": "TD061",
     "bad-address": "TD041",

@@ -84,8 +84,9 @@ CUDA_HINTS: tuple[tuple[str, str], ...] = (
     ),
     (
         "invalid device ordinal",
-        "a rank asked for a GPU it cannot see: CUDA_VISIBLE_DEVICES, the launcher's "
-        "GPUs per node or nccl-tests' -g exceed the GPUs this process has",
+        "a rank asked for a GPU it cannot see: CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES on ROCm), the launcher's "
+        "GPUs per node or nccl-tests' -g exceed the GPUs this process has, or a container given none of them "
+        "(--gpus; on ROCm the /dev/kfd and /dev/dri devices)",
     ),
     ("no CUDA-capable device", "this process sees no GPU: CUDA_VISIBLE_DEVICES, the container's --gpus"),
     (

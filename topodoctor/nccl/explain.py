@@ -32,6 +32,7 @@ from topodoctor.nccl.fixes_process import PROCESS
 from topodoctor.nccl.fixes_runtime import RUNTIME
 from topodoctor.nccl.fixes_setting import SETTING
 from topodoctor.nccl.fixes_shm import SHM
+from topodoctor.nccl.fixes_teardown import TEARDOWN
 from topodoctor.nccl.fixes_usage import USAGE
 from topodoctor.nccl.fixes_watchdog import WATCHDOG
 from topodoctor.nccl.info_signs import context_signs
@@ -59,6 +60,7 @@ BUILDERS: dict[str, Builder] = {
     **NETWORK,
     **IB_EVENTS,
     **FALLBACK,
+    **TEARDOWN,
     **RUNTIME,
     **USAGE,
     **WATCHDOG,
@@ -226,7 +228,7 @@ def _drop_consequences(out: list[tuple[int, int, Finding]]) -> list[tuple[int, i
     broke while a rank was killed (the store lives in rank 0's process) follows the kill."""
     if any(f.code == "TD090" for _, _, f in out):
         out = [(CONSEQUENCE, n, f) if f.code == "TD072" and "store" in f.evidence else (o, n, f) for o, n, f in out]
-    causes = {f.code for order, _, f in out if order == ROOT and f.severity == "error"}
+    causes = {f.code for order, _, f in out if order == ROOT and f.severity == "error" and f.code != "TD046"}
     if not causes and not any(f.code == "TD047" for _, _, f in out):
         return out
     return [t for t in out if t[2].code != "TD046"]

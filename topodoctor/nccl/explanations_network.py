@@ -34,9 +34,9 @@ NETWORK_CLASSES = (
         "Two ranks of one host use the same GPU",
         "Give each rank its own GPU: torch.cuda.set_device(LOCAL_RANK) before init_process_group (or "
         "device_id=...), horovod: hvd.local_rank(); check CUDA_VISIBLE_DEVICES per rank and what the launcher "
-        "(torchrun --nproc-per-node, mpirun, Ray's GPU assignment) gives each process. A node given more processes "
-        "than it has GPUs (--nproc-per-node, -np or a script's process count above `nvidia-smi -L`'s) puts two ranks "
-        "on one GPU whatever set_device does: start one process per GPU.",
+        "(torchrun --nproc-per-node, accelerate's num_processes, mpirun, Ray's GPU assignment) gives each process. A "
+        "node given more processes than it has GPUs (--nproc-per-node, num_processes, -np or a script's process count "
+        "above `nvidia-smi -L`'s) puts two ranks on one GPU whatever set_device does: start one process per GPU.",
     ),
     _e(
         "TD045",

@@ -73,9 +73,19 @@ _TORCH_CUDA = re.compile(
 _CUDART_CHECK = re.compile(r"Failed: (?:Cuda|CUDA) error (?P<where>\S+:\d+) '(?P<msg>[^']+)'")
 # (the next line " .. host pid N: Test failure common.cu:891" may be pasted onto it)
 _TEST_FAIL = re.compile(
-    r"(?:Test )?(?P<what>NCCL|CUDA|Cuda) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?"
+    r"(?:Test )?(?P<what>NCCL|CUDA|Cuda|HIP) failure (?P<where>\S+:\d+) '(?P<text>[^\n]*?)'?"
     r"(?:\s+\.\. \S+ pid \d+: .*)?\s*$"
 )
+# HIP's error names as rccl-tests print them, and CUDA's words for the same error (hip_runtime_api.h)
+HIP_NAMES = {
+    "hipErrorInvalidDevice": "invalid device ordinal",
+    "hipErrorNoDevice": "no CUDA-capable device is detected",
+    "hipErrorOutOfMemory": "out of memory",
+    "hipErrorInvalidValue": "invalid argument",
+    "hipErrorIllegalAddress": "an illegal memory access was encountered",
+    "hipErrorNoBinaryForGpu": "no kernel image is available for execution on the device",
+    "hipErrorInvalidDeviceFunction": "invalid device function",
+}
 _TEST_ABORT = re.compile(r"Test failure \S+:\d+")
 # XLA's rendezvous of a process's device threads before NCCL's communicator init (rendezvous.cc): still waiting
 _XLA_CLIQUE = re.compile(
@@ -252,6 +262,10 @@ class FrameworkLines(ReadState):
             in_run = any("TCPStore" in ln or "init_process_group" in ln for ln in self.lines[max(0, i - 12) : i])
             # c10d raises it as a RuntimeError (DistNetworkError from torch 2.1); Python's own socket says OSError
             in_run = in_run or bool(_STORE_BIND.search(line))
+        if not in_run and "Connection reset by peer" in line:  # the store's client, in init_process_group's traceback
+            in_run = any(
+                "init_process_group" in ln or "distributed_c10d" in ln for ln in self.lines[max(0, i - 12) : i]
+            )
         if not in_run and "EADDRINUSE" in line:  # c10d's reason under its own "server socket has failed to listen"
             in_run = any("server socket has failed" in ln for ln in self.lines[max(0, i - 6) : i])
         read = launcher_reading(line, in_run)
@@ -320,7 +334,8 @@ class FrameworkLines(ReadState):
             if reading is None:
                 self.add("nccl-error", i, line, rank, fields={"class": cls.strip(), "reason": reason.strip()})
                 return
-        else:
+        else:  # rccl-tests print HIP's error name (hipGetErrorName): read as the CUDA words it stands for
+            text = HIP_NAMES.get(text.split("'")[0].strip(), text)  # a title may go on after the quote
             reading = classify(f"Cuda failure '{text}'")
         assert reading is not None  # a CUDA error string always reads as some CUDA kind
         self.add(reading.kind, i, line, rank, reading, m.group("where"), {"said": text})

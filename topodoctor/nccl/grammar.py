@@ -62,6 +62,9 @@ TRAIL = re.compile(rf"(?P<src>{SRC}):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<tag
 NT_RANK = re.compile(
     r"^#?\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+) on\s+(\S+) device\s+(\d+) \[([^\]]*)\]\s*(.*)$"
 )
+# proxy.cc's service thread failing the Close operation of a local rank: the ranks were shutting down (their
+# communicators destroyed, or the processes exiting), so its accept and receive errors are the teardown's
+PROXY_CLOSE = re.compile(r"Failed to execute operation Close from rank (?P<rank>\d+)")
 # Ray's log deduplication ends a line it folded with a count of the others, not part of the program's line
 RAY_REPEATED = re.compile(r"[ \t]*\[repeated \d+x across cluster\](?=[ \t]*$)", re.M)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -73,6 +73,12 @@ _OOM = (
 )
 # torch's c10d store (TCPStore over MASTER_ADDR:MASTER_PORT)
 _STORE = (
+    LauncherLine(  # torch's store client whose server end closed: rank 0's process, which holds the store, is gone
+        "peer-lost",
+        re.compile(r"(?:RuntimeError|DistNetworkError|DistStoreError): Connection reset by peer\s*$"),
+        "the store's other end (rank 0's process, which holds torch's c10d store) closed the connection",
+        needs_run=True,
+    ),
     LauncherLine(
         "store-port-in-use",
         re.compile(
@@ -289,7 +295,7 @@ _GUARD = re.compile(
     r"|client socket|DistStoreError|TCPStore|recvValue|CUDA out of memory|Socket Timeout|Bus error|EADDRINUSE"
     r"|Address already in use|\(\): |corrupt|Segmentation fault|Segfault|Aborted|received by PID|exited on signal"
     r"|Killed|Process received signal|connectFullMesh|Unable to find address for|network address(?:es)? of"
-    r"|store based barrier|Rendezvous"
+    r"|store based barrier|Rendezvous|Connection reset by peer"
     r"|rendezvous store|Failed to recv|SignalException|Timed out waiting|host not found|" + LAYER_WORDS
 )
 # a crash's line counts in a run whose file holds these anywhere (the crash is often printed before them)

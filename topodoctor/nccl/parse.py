@@ -34,6 +34,7 @@ from topodoctor.nccl.grammar import INIT as _INIT
 from topodoctor.nccl.grammar import INIT_RANK as _INIT_RANK
 from topodoctor.nccl.grammar import OLD_INFO as _OLD_INFO
 from topodoctor.nccl.grammar import OLD_WARN as _OLD_WARN
+from topodoctor.nccl.grammar import PROXY_CLOSE as _PROXY_CLOSE
 from topodoctor.nccl.grammar import QUOTED_WARN as _QUOTED_WARN
 from topodoctor.nccl.grammar import RAY_REPEATED as _RAY_REPEATED
 from topodoctor.nccl.grammar import SET_TO as _SET_TO
@@ -259,12 +260,13 @@ def parse_file(name: str, text: str) -> LogFile:
     for i, raw in enumerate(lines):
         r.line(i, raw)
     r.stack_end()
-    if (end := ends_in_trail(lines, r.trail_path)) is not None:
+    closing = next((i for i, ln in enumerate(lines) if _PROXY_CLOSE.search(ln)), None) if "Close" in text else None
+    if (end := ends_in_trail(lines, r.trail_path)) is not None and closing is None:  # a trail of the teardown's
         r.failed_at.append(end)
-    r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at)
+    r.failed_at += r.outcome.failed_on_warn(r.failed_at, r.progress_at) if closing is None else []
     post_failed = said_failed(lines)  # the post's own words that the run failed, or (below) that it hangs
     ended = post_failed or stalled(lines, False)
-    if not r.failed_at and ended is not None and any(e.kind not in NOT_FAILURES for e in r.events):
+    if not r.failed_at and ended is not None and closing is None and any(e.kind not in NOT_FAILURES for e in r.events):
         r.failed_at.append(ended[0])  # a WARN the post's words say the run died of (or hung on)
     elif post_failed is not None and r.outcome.caught_warns[:1] == [title_line(lines)] and not r.failed_at:
         r.failed_at.append(r.outcome.caught_warns[0])  # the post's title is a WARN its source fails after
@@ -308,6 +310,8 @@ def parse_file(name: str, text: str) -> LogFile:
         r.add(kind, stop[0], lines[stop[0]], r.file_rank, fields=stop[1])
     elif not failing and not r.progress_at and post_failed is not None:  # said, not shown
         r.add("said-failed", post_failed[0], lines[post_failed[0]], r.file_rank, fields=post_failed[1])
+    if closing is not None and not r.failed_at:  # the proxy's errors while the ranks shut down, and nothing else
+        r.add("proxy-teardown", closing, lines[closing], r.file_rank, fields={"said": lines[closing].strip()[:200]})
     lone = lone_ranks(lines) if "Pid" in text else None  # processes that each ran a test of one rank alone
     if lone is not None:
         r.add("separate-tests", lone[0], lines[lone[0]], None, fields={"procs": str(lone[1]), "hosts": str(lone[2])})

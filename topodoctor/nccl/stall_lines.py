@@ -19,7 +19,7 @@ _HANG = re.compile(
     r"(?i)\b(?:dead[- ]?lock(?:s|ed)?|hangs?|hanging|hung|stucks?|stall(?:s|ed|ing)?|freez(?:es|e|ing)|frozen"
     r"|spins? forever|no (?:activity|progress)|time[sd]? ?outs?|timed out"
     r"|never (?:returns|finishes|completes|ends))\b"
-    r"|卡住|卡在|卡死|挂起|夯住|无响应"  # Chinese posts: stuck, stuck at, frozen, hung, no response
+    r"|卡住|卡主|卡着|卡在|卡死|挂起|夯住|无响应"  # Chinese posts: stuck (卡主 its common misspelling), frozen, hung
 )
 # the line speaks of NCCL's world (a title about something else that hangs is not ours)
 _COLLECTIVE = re.compile(

@@ -69,3 +69,13 @@ def test_a_gigabit_network_said_in_chinese() -> None:
     assert "1 Gb/s" in net.message and "gigabit Ethernet" in net.message
     ten = judged_with(SET31 / "d31-01", ("千兆", "万兆"))
     assert not any("gigabit Ethernet" in f.message for f in ten)
+
+
+SET32 = FIXTURES / "diagnose" / "holdout32"
+
+
+def test_a_slow_gloo_run_asks_for_gloo_s_own_outputs() -> None:
+    found = judged_with(SET32 / "d32-07")  # PyTorchJob mnist on two AKS VMs, `--backend gloo --no-cuda`
+    ask = next(f for f in found if f.severity == "warning")
+    assert "Gloo's run" in ask.message and "`iperf3`" in ask.message
+    assert not any(f.code == "TD986" for f in found)  # no GPU's host candidates for a run without GPUs

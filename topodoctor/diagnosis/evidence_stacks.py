@@ -35,7 +35,20 @@ ENGINE_POST = (
     "`numactl -H` and where the engine's threads run, against `nvidia-smi topo -m`",
     "`lspci -vvv` (the NIC's and the GPU's LnkSta)",
 )
+# torch's Gloo backend (CPU tensors over TCP): the network between the hosts and the CPU the processes get
+GLOO_CAUSES = (
+    "the network between the hosts or pods (TCP through an overlay or a VM's virtual NIC, often far below the "
+    "host's own line)",
+    "the CPU each process may use (a pod's CPU limit, threads pinned or oversubscribed): Gloo reduces on the CPU",
+    "a small model whose step is mostly the exchange's latency, which more workers only add to",
+)
+GLOO_POST = (
+    "`iperf3` between the hosts or pods the ranks run in",
+    "the pods' CPU limits (`kubectl describe pod`) and `top` on a node during the run",
+    "GLOO_SOCKET_IFNAME and the interface the ranks use (`ip -br addr`)",
+)
 STACKS = {
+    "Gloo": ("Gloo", GLOO_CAUSES, GLOO_POST),
     "UCX": ("UCX", UCX_CAUSES, UCX_POST),
     "a transfer engine": ("the transfer engine", (), ENGINE_POST),
 }

@@ -70,6 +70,7 @@ OTHER_STACKS = (
     ("MPI", re.compile(r"\bosu_\w+|\bOMB\b|\bOpen ?MPI\b|\bompi\b|\bMVAPICH\w*|\bHPC-X\b", re.I)),
     ("NVSHMEM", re.compile(r"\bNVSHMEM\w*|\bDeepEP\b", re.I)),
     ("a transfer engine", re.compile(r"\bMooncake\b|\btransfer_engine\w*|\bNIXL\b|\bnixlbench\b", re.I)),
+    ("Gloo", re.compile(r"\bgloo\b", re.I)),  # torch's CPU backend: TCP between the hosts, no GPU's links
 )
 
 

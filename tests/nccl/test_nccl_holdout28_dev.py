@@ -132,3 +132,18 @@ def test_a_chinese_post_that_says_it_is_stuck() -> None:
 def test_rccl_tests_hip_failure_reads_as_the_cuda_error_it_stands_for() -> None:
     lead = explained_with(LOGS29 / "h29-009.log")[0]  # "Test HIP failure common.cu:1129 'hipErrorInvalidDevice'"
     assert lead.code == "TD057" and "invalid device ordinal" in lead.message and "/dev/kfd" in lead.fix
+
+
+LOGS34 = FIXTURES / "nccl-logs" / "holdout34"
+
+
+def test_cuda_802_in_the_post_s_words_is_the_fabric_manager() -> None:
+    lead = explained_with(LOGS34 / "h34-007.log")[0]  # "CUDA Error 802 on all H200 multi-GPU HF Jobs with vLLM"
+    assert lead.code == "TD054" and "nvidia-fabricmanager" in lead.fix
+    other = explained_with(LOGS34 / "h34-007.log", ("802", "700"), ("system not yet initialized", "x"))
+    assert not other or other[0].code != "TD054"
+
+
+def test_the_same_collective_at_different_counts_is_a_mismatch_of_counts() -> None:
+    lead = explained_with(LOGS34 / "h34-009.log")[0]  # BARRIER at sequence 17 on rank 11, at 45 on rank 0
+    assert lead.code == "TD073" and "rank 11 is at collective 17" in lead.message and "mismatch" in lead.message

@@ -73,7 +73,7 @@ def test_torch_2_1s_diff_is_said_with_both_calls() -> None:
 def test_a_barrier_out_of_step_names_the_sequence_numbers_apart() -> None:
     code, severity, msg, _ = _lead(BARRIER)
     assert (code, severity) == ("TD073", "error")
-    assert "rank 1 runs BARRIER while rank 2 runs BARRIER at sequence 1" in msg
+    assert "rank 1 is at collective 1 (BARRIER) while rank 2 is at 0 (BARRIER)" in msg
 
 
 def test_the_flight_recorders_mismatch_is_named() -> None:

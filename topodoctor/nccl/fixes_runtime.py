@@ -120,9 +120,14 @@ def _torch_mismatch(f: Mapping[str, str], evs: Sequence[Event], ctx: LogContext)
     elif f.get("a"):
         ca, cb = f.get("ca", ""), f.get("cb", "")
         seq = m.group(1) if (m := _FP_SEQ.search(ca)) else ""
+        other = m.group(1) if (m := _FP_SEQ.search(cb)) else ""
         diff = m.group(1).strip() if (m := _DIFF.search(cb or ca)) else ""
         at = f" at sequence {seq}" if seq else ""
-        if f.get("b"):
+        if f.get("b") and other and other != seq:  # the same call at different counts: one rank ran more of them
+            msg = f"rank {f['a']} is at collective {seq} ({_call(ca)}) while rank {f['b']} is at {other} "
+            msg += f"({_call(cb)}): a collective mismatch, one rank called more collectives than the other"
+            extra["ranks"] = [int(f["a"]), int(f["b"])]
+        elif f.get("b"):
             msg = f"rank {f['a']} runs {_call(ca)} while rank {f['b']} runs {_call(cb)}{at}"
             extra["ranks"] = [int(f["a"]), int(f["b"])]
         else:  # torch 1.10-1.12 name the inconsistent rank alone

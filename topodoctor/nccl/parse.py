@@ -57,6 +57,7 @@ from topodoctor.nccl.outcome import process
 from topodoctor.nccl.stall_lines import (
     said_failed,
     said_firewall,
+    said_not_ready,
     said_oom,
     stalled,
     title_connect,
@@ -299,6 +300,8 @@ def parse_file(name: str, text: str) -> LogFile:
         r.add("connect", wall[0], lines[wall[0]], r.file_rank, fields=wall[1])
     elif not failing and (dup := title_duplicate(lines)) is not None:  # the title quotes NCCL's refusal
         r.add("duplicate-gpu", dup[0], lines[dup[0]], r.file_rank, fields=dup[1])
+    elif (not failing or bare) and (ready := said_not_ready(lines)) is not None:  # CUDA's 802, in the post's words
+        r.add("fabric-not-ready", ready[0], lines[ready[0]], r.file_rank, fields=ready[1])
     elif not failing and (cuda := title_cuda(lines)) is not None:  # the title quotes a CUDA error that names its cause
         r.add("cuda-failure", cuda[0], lines[cuda[0]], r.file_rank, fields=cuda[1])
     elif (

@@ -232,6 +232,16 @@ def said_firewall(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
     return None
 
 
+# the post's words of CUDA's error 802 (cudaErrorSystemNotReady: NVSwitch's Fabric Manager has not registered the GPUs)
+_NOT_READY = re.compile(r"(?i)\b(?:CUDA )?error:? 802\b|system not yet initiali[sz]ed|cudaErrorSystemNotReady")
+
+
+def said_not_ready(lines: Sequence[str]) -> tuple[int, dict[str, str]] | None:
+    """Where the post's words (its title or the sentences under it) say CUDA failed with error 802; None else."""
+    i = _post_says(lines, _NOT_READY)
+    return None if i is None else (i, {"from": "words", "said": lines[i].strip()[:200]})
+
+
 _QUOTED = re.compile(r"`([^`]{1,300})`")  # a message the title sets in backticks, as a post quotes a line it got
 
 

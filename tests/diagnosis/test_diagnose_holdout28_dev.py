@@ -79,3 +79,16 @@ def test_a_slow_gloo_run_asks_for_gloo_s_own_outputs() -> None:
     ask = next(f for f in found if f.severity == "warning")
     assert "Gloo's run" in ask.message and "`iperf3`" in ask.message
     assert not any(f.code == "TD986" for f in found)  # no GPU's host candidates for a run without GPUs
+
+
+def test_a_slow_byteps_rdma_run_asks_for_the_van_s_outputs() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout34" / "d34-03")  # BytePS RDMA slower than its TCP, RoCE
+    ask = next(f for f in found if f.severity == "warning")
+    assert "BytePS's run" in ask.message and "PS_VERBOSE=2" in ask.message
+    assert not any(f.code == "TD986" for f in found)
+
+
+def test_an_all_reduce_long_on_one_device_is_its_wait_for_the_others() -> None:
+    found = judged_with(FIXTURES / "diagnose" / "holdout34" / "d34-04")  # "Long AllReduce wait time on 1 device"
+    skew = next(f for f in found if f.code == "TD971")
+    assert skew.severity == "warning" and "straggler" in skew.message

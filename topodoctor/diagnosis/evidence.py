@@ -62,7 +62,11 @@ from topodoctor.diagnosis.evidence_scaling import scaling_findings
 from topodoctor.diagnosis.evidence_search import search_causes, search_findings, searched_of
 from topodoctor.diagnosis.evidence_seen import Quote
 from topodoctor.diagnosis.evidence_stacks import other_stack_asks
-from topodoctor.diagnosis.evidence_words import one_gpu_each_findings, version_slower_findings
+from topodoctor.diagnosis.evidence_words import (
+    one_gpu_each_findings,
+    one_rank_waits_findings,
+    version_slower_findings,
+)
 from topodoctor.diagnosis.rank import best_cause
 from topodoctor.model.evidence import SAID_SETTING, SAID_WITH_SLOWDOWN, Evidence
 from topodoctor.model.findings import NOT_FOUND, SEVERITY_ORDER, Cause, Finding, Severity
@@ -357,7 +361,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
     own = [("TD997", version_slower_findings), ("TD979", staged_findings), ("TD978", build_findings)]
     own += [("TD034", one_gpu_each_findings)] if "TD034" not in codes else []
     own += [("TD992", power_findings), ("TD994", mixed_findings), ("TD995", narrow_slot_findings)]
-    own += [("TD970", latency_findings)]
+    own += [("TD970", latency_findings), ("TD971", one_rank_waits_findings)]
     for code, found in own:
         out += [_finding(code, subject, msg, BY_CODE[code].how, ev, sev) for sev, subject, msg, ev in found(f)]
     out += normal_findings(f, normal, copy_normal, has_cause=any(x.severity != "info" for x in out))

@@ -1,6 +1,5 @@
-"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD979 - TD997): each code's
-name, severity, title and documentation. Data only: the rules registry lists them (rules/diagnose.py), the
-judge (evidence.py) raises them."""
+"""The findings ``topodoctor diagnose`` gives on a user's evidence (TD021 - TD039, TD970 - TD997): each code's name,
+severity, title and documentation. Data only: the rules registry lists them, the judge uses them."""
 
 from __future__ import annotations
 
@@ -367,10 +366,14 @@ CODES: tuple[DiagnosisCode, ...] = (
     DiagnosisCode(
         "TD970", "diag-latency-one-process", "warning",
         "A small collective's latency was measured with one process driving several GPUs.",
-        "nccl-tests' -g N runs N GPUs from one thread, which launches each GPU's kernel in turn: every collective "
-        "pays CUDA's launch latency once per GPU beside NCCL's own time, which published latencies leave out.",
-        "Build nccl-tests with MPI=1 and run one process per GPU (`mpirun -np N ./all_reduce_perf -g 1 ...`), with "
-        "CUDA graph launch (`-G 100`), then compare the small sizes' time.",
+        "-g N launches each GPU's kernel in turn from one thread, adding CUDA's launch latency per GPU.",
+        "Build nccl-tests with MPI=1, run one process per GPU (`mpirun -np N ./all_reduce_perf -g 1`) with `-G 100`.",
+    ),
+    DiagnosisCode(
+        "TD971", "diag-one-rank-waits", "warning",
+        "A collective is said to take long on one rank: that rank's wait for the others, not the transfer.",
+        "A collective ends on every rank together, so a profile shows the longest one on the rank that came first.",
+        "Find the late rank: when each rank launches it (nsys timelines of all ranks) and the host work before it.",
     ),
     DiagnosisCode(
         "TD979", "diag-gpu-buffers-staged", "warning",

@@ -1,6 +1,7 @@
 """A slow run of a communication library other than NCCL, in the reporter's words, with no output of NCCL's: UCX
-(and the MPI, Dask or NIXL runs over it) and the transfer engines choose their devices, transports and protocols by
-their own rules, so their own outputs are what decide it, not NCCL's log. Data in, asks out; no I/O."""
+(and the MPI, Dask or NIXL runs over it), the transfer engines, torch's Gloo and BytePS's ps-lite choose their
+devices, transports and protocols by their own rules, so their own outputs are what decide it, not NCCL's log. Data
+in, asks out; no I/O."""
 
 from __future__ import annotations
 
@@ -47,7 +48,20 @@ GLOO_POST = (
     "the pods' CPU limits (`kubectl describe pod`) and `top` on a node during the run",
     "GLOO_SOCKET_IFNAME and the interface the ranks use (`ip -br addr`)",
 )
+# BytePS moves tensors between workers and servers through ps-lite's own van (TCP, or RDMA over verbs): NCCL only
+# inside a node, so a slow RDMA run is the van's RoCE or InfiniBand setup and the servers', not NCCL's
+BYTEPS_CAUSES = (
+    "the RDMA van on a GID or interface the peers do not route (a RoCE v1 or link-local GID, the wrong interface)",
+    "no lossless class (PFC or ECN) for RoCE on the switches: drops and retransmits under load",
+    "too few servers, or servers on too few cores, for the workers' traffic",
+)
+BYTEPS_POST = (
+    "`ib_send_bw` / `ib_write_bw` between the same hosts, as text (the path's own rate)",
+    "`show_gids` and `ibv_devinfo` on each host (the RoCE GID and port the van uses)",
+    "the run with PS_VERBOSE=2 (ps-lite's van: the device and connections it set up)",
+)
 STACKS = {
+    "BytePS": ("BytePS", BYTEPS_CAUSES, BYTEPS_POST),
     "Gloo": ("Gloo", GLOO_CAUSES, GLOO_POST),
     "UCX": ("UCX", UCX_CAUSES, UCX_POST),
     "a transfer engine": ("the transfer engine", (), ENGINE_POST),

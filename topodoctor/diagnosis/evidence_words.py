@@ -1,6 +1,7 @@
 """What the reporter's words say of the run that no pasted output decides: one release of a library slower than
-another (TD997); the ranks of one node in pods or containers that each see one GPU (TD034). Reads the prose's
-words (``evidence.prose_checked``); pure."""
+another (TD997); the ranks of one node in pods or containers that each see one GPU (TD034); a collective said to
+take long on one rank in a profile, which is that rank's wait for the others (TD971). Reads the prose's words
+(``evidence.prose_checked``); pure."""
 
 from __future__ import annotations
 
@@ -35,3 +36,20 @@ def one_gpu_each_findings(f: Facts) -> list[tuple[Severity, str, str, dict[str, 
         "NVLink or PCIe peer-to-peer"
     )
     return [("warning", "transport", msg, {"piece": said[0].piece, "lines": list(said[0].lines)})]
+
+
+def one_rank_waits_findings(f: Facts) -> list[tuple[Severity, str, str, dict[str, object]]]:
+    """(severity, subject, message, evidence): the reporter's words that a collective takes long on one rank or
+    device, as a profile shows it: a collective completes on every rank together, so its time on the rank that got
+    there first is its wait for the last (launch skew, host-side work, a straggler), not the transfer."""
+    said = [c for c in f.prose if "one-rank-waits" in c.checked]
+    if not said:
+        return []
+    msg = (
+        "the reporter's words: a collective takes long on one rank or device. A collective ends on every rank "
+        "together, so its kernel on the rank that arrived first runs until the last one joins: that time is the "
+        "wait for a straggler (the ranks launching their kernels at different times, host-side work such as a "
+        "broadcast of the step's inputs or a synchronisation on one rank, a slower GPU), not the transfer. The rank "
+        "with the longest collective is the earliest; the late one is elsewhere in the profile"
+    )
+    return [("warning", "skew", msg, {"piece": said[0].piece, "lines": list(said[0].lines)})]

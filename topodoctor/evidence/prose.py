@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from topodoctor.evidence import prose_tables, scaling
 from topodoctor.evidence.lines import Block, Parts
-from topodoctor.evidence.prose_checked import checked_of
+from topodoctor.evidence.prose_checked import CLAIMS, checked_of
 from topodoctor.evidence.prose_latency import latency_of
 from topodoctor.evidence.prose_words import (
     ALGBW,
@@ -329,7 +329,7 @@ def read(lines: list[str], taken: Iterable[int], piece: int) -> Block | None:
     checked = checked_of("\n".join(t for _, t in said))  # a claim within its line: a bullet list is no sentence
     trouble = "gdr-trouble" in checked  # "I have a problem with enabling GDR for my NIC": a question of its own
     links = pcie_said(text)  # "GPU 1 on PCIe 2.0 x4": a claim of its own
-    placed = bool({"one-gpu-each", "version-slower", "horovod-gloo"} & set(checked))  # how it was set up or changed
+    placed = bool(CLAIMS & set(checked))  # how it was set up, changed, or what a profile showed
     stack = stack_of(text, bool(_NCCL_NAMED.search(text) or op_of(text)))
     placed = placed or bool(slow and stack)  # a slow run of UCX or a transfer engine, said in words
     if not (figs or count or nic_rate or (gpu and nodes) or settings or no_p2p or about_speed or scaled or trouble

@@ -82,6 +82,18 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # a collective said to take long on one rank or device, as a profile shows it, within one sentence: "a long
+    # all-reduce wait time on 1 device", "the allreduce kernel takes much longer on GPU 3 than on the others"
+    (
+        "one-rank-waits",
+        re.compile(
+            r"\b(?:all[ _-]?reduce|all[ _-]?gather|reduce[ _-]?scatter|collective|NCCL kernel)s?\b[^.?!\n]{0,60}?"
+            r"\b(?:long|longer|slow|slower|wait\w*)\b[^.?!\n]{0,40}?\b(?:on|for|in)\s+(?:one|1|a single|the first"
+            r"|only one|GPU\s*\d+|rank\s*\d+|device\s*\d+)\b"
+            r"|\blong\s+all[ _-]?reduce\s+wait",
+            re.I,
+        ),
+    ),
     # the run said to be slower with one release than another, within one sentence: "Bandwidth was lower with ucx
     # 1.15.0rc3 than with 1.13.1", "slower after upgrading to 2.19", "2.18 is faster than 2.19"
     (
@@ -95,6 +107,10 @@ _CHECKED: tuple[tuple[Checked, re.Pattern[str]], ...] = (
         ),
     ),
 )
+
+
+# what the sentences say that is a claim of its own about the run, with no figure beside it
+CLAIMS: frozenset[Checked] = frozenset(("one-gpu-each", "version-slower", "horovod-gloo", "one-rank-waits"))
 
 
 def checked_of(text: str) -> tuple[Checked, ...]:

@@ -71,6 +71,7 @@ OTHER_STACKS = (
     ("NVSHMEM", re.compile(r"\bNVSHMEM\w*|\bDeepEP\b", re.I)),
     ("a transfer engine", re.compile(r"\bMooncake\b|\btransfer_engine\w*|\bNIXL\b|\bnixlbench\b", re.I)),
     ("Gloo", re.compile(r"\bgloo\b", re.I)),  # torch's CPU backend: TCP between the hosts, no GPU's links
+    ("BytePS", re.compile(r"\bBytePS\b|\bps-lite\b", re.I)),  # its own RDMA van (ps-lite), not NCCL's network
 )
 
 

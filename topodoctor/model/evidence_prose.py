@@ -41,6 +41,7 @@ Checked = Literal[
     "version-slower",
     "one-gpu-each",
     "horovod-gloo",
+    "one-rank-waits",
 ]
 
 

@@ -344,6 +344,11 @@ CASES: list[Case] = [
     _case("TD970", True, "latency asked of all_reduce_perf -g 4", lambda: _read(
         "Small all-reduce latency is around 22 us on 4 H200, far from what I expected.\n",
         "./build/all_reduce_perf -b 8 -e 128M -f 2 -g 4\n"), severity="warning"),
+    _case("TD971", True, "an all-reduce said to take long on one device", lambda: _read(
+        "In the profile the all-reduce after each matmul takes much longer on one device than on the others.\n"),
+        severity="warning"),
+    _case("TD971", False, "an all-reduce said to take long on every device", lambda: _read(
+        "In the profile the all-reduce after each matmul takes much longer than the matmul itself.\n")),
     _case("TD970", False, "latency asked of all_reduce_perf -g 1", lambda: _read(
         "Small all-reduce latency is around 22 us on 4 H200, far from what I expected.\n",
         "mpirun -np 4 ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 1\n")),

@@ -335,7 +335,7 @@ def judge_facts(f: Facts) -> tuple[Finding, ...]:
         out.append(_finding("TD983", "launch", sep.message, BY_CODE["TD983"].how, sep.evidence))
     split = [] if separate else split_launch(f)
     scaled = scaling_findings(f)  # how the job scales, as the reporter's words state it
-    normal_scaling = any(x.code == "TD989" and "normal for" in x.message for x in scaled)  # it answers the post
+    normal_scaling = any(x.evidence.get("normal") for x in scaled)  # normal for the hardware: it answers the post
     host = described_host(f, measured or bool(f.averages) or _stated_judged(stated.findings) or normal_scaling)
     asks = [] if separate else differing_averages(f) + split + ([] if split or host else unshown_network(f))
     stack = [] if separate or split else other_stack_asks(f)  # another library's run: its own outputs, not the host's

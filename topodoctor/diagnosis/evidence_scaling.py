@@ -218,7 +218,7 @@ def _node_finding(f: Facts, s: ScalingSaid, how: str, far: bool) -> Finding:
             "Nothing to fix in the host: use the smallest tensor-parallel group the model fits in and replicas "
             "(data parallelism) for the rest; `all_reduce_perf` on the GPUs checks the NVLinks if in doubt."
         )
-        return _finding("TD989", "info", "scaling", msg, ev, fix)
+        return _finding("TD989", "info", "scaling", msg, {**ev, "normal": True}, fix)
     if (m is not None and not m.p2p_pcie) and (m.nvlink_links == 0 or no_nvlink is not None or m.fabric == "bridge"):
         why = f"{m.name} has no peer-to-peer over PCIe (the GeForce driver)"
         why += f" and its NVLink is not in use ({no_nvlink.text!r})" if no_nvlink else ""
@@ -228,7 +228,7 @@ def _node_finding(f: Facts, s: ScalingSaid, how: str, far: bool) -> Finding:
         msg += "one GPU where the step is short"
         fix = ("Nothing to fix: no setting gives these GPUs peer-to-peer. An NVLink bridge where the card takes one, "
                "a larger batch per GPU, or data rather than tensor parallelism gains more.")  # fmt: skip
-        return _finding("TD989", "info", "scaling", msg, ev, fix)
+        return _finding("TD989", "info", "scaling", msg, {**ev, "normal": True}, fix)
     if no_nvlink is not None and m is None:
         msg = f"{how}, NVLink not in use ({no_nvlink.text!r}): the GPUs meet over PCIe, and {what}; normal on GPUs "
         msg += "without peer-to-peer over PCIe (GeForce), a fault on those with it: post `nvidia-smi -L` and "

@@ -133,11 +133,11 @@ def explain(files: Sequence[LogFile], env: Mapping[str, str] | None = None) -> l
         by_kind.pop("shm-create", None)  # the segment's summary line: its reason is already read
     # aws-ofi-nccl failed at init and NCCL went on over sockets: the post's words that it failed make that the run's
     # failure; without them a warning (a host without EFA runs so by design)
-    plugin_failed = [e for k in ("ofi", "warn") for e in by_kind.get(k, []) if "initialization failed" in e.text]
+    # (a failing call of the plugin, read as its own class, names the cause itself: TD084)
+    plugin_failed = [e for e in by_kind.get("warn", []) if "NET/OFI" in e.text and "initialization failed" in e.text]
     said_failed = bool(by_kind.get("said-failed")) or any(f.failed for f in files)
-    if plugin_failed and "Socket" in ctx.networks and "NET/OFI" in plugin_failed[0].text:
-        for k in ("said-failed", "ofi"):
-            by_kind.pop(k, None)
+    if plugin_failed and "Socket" in ctx.networks and not by_kind.get("ofi"):
+        by_kind.pop("said-failed", None)
         by_kind["warn"] = [e for e in by_kind.get("warn", []) if e not in plugin_failed]  # said once, as the cause
         by_kind["ofi-fallback"] = [replace(plugin_failed[0], fields={**plugin_failed[0].fields, "failed": "1"})
                                    if said_failed else plugin_failed[0]]  # fmt: skip

@@ -58,6 +58,14 @@ _NCCL_CLASS = re.compile(
 _OWN_CLASS = re.compile(r"(?i)\b(?P<cls>unhandled cuda error|unhandled system error)\b")
 _TITLE_SPAN = 40  # the lines under a post's title read for NCCL's name
 # torch's c10d store could not bind its port, in c10d's words (Python's own socket says "OSError: [Errno 98]")
+# a socket's bare errno is torch's store's where the store's words stand just above it: the word, the lines looked
+# back over, and the store's words (the bind in its traceback, the client in init_process_group's, c10d's reason
+# under its own "server socket has failed to listen")
+_STORE_WORDS = (
+    ("Address already in use", 12, ("TCPStore", "init_process_group")),
+    ("Connection reset by peer", 12, ("init_process_group", "distributed_c10d")),
+    ("EADDRINUSE", 6, ("server socket has failed",)),
+)
 _STORE_BIND = re.compile(r"\b(?:RuntimeError|DistNetworkError): Address already in use")
 # torch's c10d store, which carries NCCL's unique id, failed: rank 0 (the store) died or is unreachable
 _STORE = re.compile(r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.*?got error: (?P<err>.+)$")
@@ -105,7 +113,8 @@ class FrameworkLines(ReadState):
         sets, a GeForce GPU's name, a test's header)."""
         if "-nnode" in line and (m := _LAUNCH_NODES.search(line)):  # torchrun / torch.distributed.launch / accelerate
             self.launch_nodes = max(self.launch_nodes or 0, int(m.group(1)))
-        procs, seen = _PROCS.search(line) if "nproc" in line else None, _VISIBLE.search(line)
+        procs = _PROCS.search(line) if "nproc" in line else None  # most lines are no launch line
+        seen = _VISIBLE.search(line) if procs else None
         if procs and seen and int(procs.group(1)) > len([g for g in seen.group(1).split(",") if g]):
             self.overcommit = self.overcommit or line.strip()[:200]
         if ("host" in line or "-H" in line) and (m := _MPI_HOSTS.search(line)):
@@ -258,16 +267,11 @@ class FrameworkLines(ReadState):
             return True
         # words any program prints (a GPU's memory full, a socket's timeout) count only in a distributed run
         in_run = self.nccl_seen or bool(self.ranks)
-        if not in_run and "Address already in use" in line:  # a bind's bare errno: torch's store in the traceback
-            in_run = any("TCPStore" in ln or "init_process_group" in ln for ln in self.lines[max(0, i - 12) : i])
-            # c10d raises it as a RuntimeError (DistNetworkError from torch 2.1); Python's own socket says OSError
-            in_run = in_run or bool(_STORE_BIND.search(line))
-        if not in_run and "Connection reset by peer" in line:  # the store's client, in init_process_group's traceback
-            in_run = any(
-                "init_process_group" in ln or "distributed_c10d" in ln for ln in self.lines[max(0, i - 12) : i]
-            )
-        if not in_run and "EADDRINUSE" in line:  # c10d's reason under its own "server socket has failed to listen"
-            in_run = any("server socket has failed" in ln for ln in self.lines[max(0, i - 6) : i])
+        for word, back, store in () if in_run else _STORE_WORDS:  # a bare errno under torch's store's own words
+            if word in line:
+                in_run = in_run or any(s in ln for ln in self.lines[max(0, i - back) : i] for s in store)
+        # c10d raises a bind's errno as a RuntimeError (DistNetworkError from torch 2.1); Python's own socket: OSError
+        in_run = in_run or ("Address already in use" in line and bool(_STORE_BIND.search(line)))
         read = launcher_reading(line, in_run)
         if read is None and not in_run and (crash := launcher_reading(line)) and crash[0] in CRASH_KINDS:
             read = crash if self._run_words() else None  # a backtrace names libnccl after the signal's line
